@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The piworkfs command line. main.c holds the dispatch table; each command lives in its own
+ * cmd_*.c file and has the signature below: ARGV[0] is the command's name, options follow
+ * (parsed with getopt_long by the command itself). Commands print their own output and
+ * return the process exit status.
+ *
+ * Exit statuses (documented in piworkfs(1)):
+ *   0  success (check: every path allowed)
+ *   1  a decision was "denied" (check, check-bash) or a request was refused by the daemon
+ *   2  usage error (unknown option, missing argument)
+ *   3  configuration or input error (unknown mode, unreadable project, bad file)
+ *   4  no live view (not inside a view, daemon unreachable)
+ *   5  system error (mount failed, I/O error)
+ */
+#pragma once
+
+#include <stdbool.h>
+
+enum {
+	PW_EXIT_OK = 0,
+	PW_EXIT_DENIED = 1,
+	PW_EXIT_USAGE = 2,
+	PW_EXIT_CONFIG = 3,
+	PW_EXIT_NO_VIEW = 4,
+	PW_EXIT_SYSTEM = 5,
+};
+
+typedef int (*pw_cmd_fn)(int argc, char **argv);
+
+/* Each command. Declared weak so the program links while a command's file is in progress;
+ * main.c reports a missing one as an internal error. */
+#define PW_CMD(name) __attribute__((weak)) int name(int argc, char **argv)
+PW_CMD(cmd_modes);
+PW_CMD(cmd_allowed);
+PW_CMD(cmd_check);
+PW_CMD(cmd_mount);
+PW_CMD(cmd_umount);
+PW_CMD(cmd_mode);
+PW_CMD(cmd_status);
+PW_CMD(cmd_reload);
+PW_CMD(cmd_trust);
+PW_CMD(cmd_log);
+PW_CMD(cmd_why);
+PW_CMD(cmd_check_bash);
+PW_CMD(cmd_run);
+#undef PW_CMD
+
+/* The daemon entry point used by `piworkfs mount` (fs/daemon.c). */

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The FUSE layer: a passthrough of one project directory that asks the active policy
+ * before every mutation. Owned by the daemon (daemon.c); the control plane (view.c)
+ * swaps policies through pw_fs_set_policy().
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "policy.h"
+
+typedef struct pw_fs pw_fs;
+struct pw_audit;
+
+typedef struct pw_fs_opts {
+	const char *project;    /* absolute, resolved path of the backing directory */
+	const char *mountpoint; /* absolute path */
+	bool foreground;
+	bool debug;
+	bool allow_other;
+	double cache_timeout;   /* entry/attr timeout in seconds (kept correct by invalidation) */
+	bool no_watch;          /* disable backing-tree change notifications (tests' control) */
+	const char *fuse_opts;  /* extra -o options, comma separated */
+} pw_fs_opts;
+
+/*
+ * Swaps the active policy (takes a new reference to P). When it returns, every operation
+ * that starts afterwards decides with P; entries whose visibility changed are invalidated
+ * before it returns, and cached attributes (write bits) are invalidated in the background.
+ * Returns the new generation number. Thread-safe; never blocks FUSE workers.
+ */
+uint64_t pw_fs_set_policy(pw_fs *fs, pw_policy *p);
+
+/* The active policy (a new reference; release with pw_policy_unref) and its generation. */
+pw_policy *pw_fs_policy(pw_fs *fs, uint64_t *ret_generation);
+
+/* Counters for status. */
+typedef struct pw_fs_stats {
+	uint64_t inodes;       /* inodes the kernel knows */
+	uint64_t denied;       /* denied operations since mount */
+	uint64_t invalidations_pending;
+} pw_fs_stats;
+void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret);

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The user's state database: $XDG_STATE_HOME/piworkfs/state.db (root without
+ * XDG_STATE_HOME: /var/lib/piworkfs/state.db; others: ~/.local/state/piworkfs/state.db).
+ * SQLite in WAL mode, schema versioned with migrations (PRAGMA user_version). Holds trusted
+ * projects, the last mode per project (keyed by real path), the switch history and the audit
+ * log (audit.h writes the latter through its own connection).
+ *
+ * A missing database is created; a corrupt one is moved aside (state.db.corrupt-TIMESTAMP)
+ * and rebuilt, with a warning returned to the caller, never a failure to mount.
+ * A state handle is used by one thread at a time.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+typedef struct pw_state pw_state;
+
+/* Path of the database for the current user (malloc'd), honouring $PIWORKFS_STATE_DB
+ * (tests), then $XDG_STATE_HOME. */
+char *pw_state_default_path(void);
+
+/* Opens (creating, migrating or rebuilding) the database at PATH. On a rebuild, *ret_warning
+ * (when not NULL) receives a malloc'd one-line message. Returns 0 or -errno. */
+int pw_state_open(const char *path, pw_state **ret, char **ret_warning);
+void pw_state_close(pw_state *s); /* accepts NULL */
+
+/* Last mode of PROJECT (real path). Returns 0 with a malloc'd *ret_mode, -ENOENT if never
+ * seen, or -errno. */
+int pw_state_get_last_mode(pw_state *s, const char *project, char **ret_mode);
+int pw_state_set_last_mode(pw_state *s, const char *project, const char *mode);
+
+/* Records a switch in the history. */
+typedef struct pw_switch_record {
+	int64_t time_ns;
+	const char *project, *mountpoint;
+	const char *from_mode, *to_mode;
+	uint64_t generation;
+	pid_t pid;
+	uid_t uid;
+	const char *comm; /* the requesting process's name */
+	const char *origin; /* "socket", "agent-socket", "mount", "reload", "signal" */
+} pw_switch_record;
+int pw_state_record_switch(pw_state *s, const pw_switch_record *r);
+
+/* Trust: 1 trusted, 0 not, -errno on failure. */
+int pw_state_is_trusted(pw_state *s, const char *project);
+int pw_state_set_trusted(pw_state *s, const char *project, bool trusted);

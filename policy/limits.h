@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Every cap that bounds what an input can make us allocate or compute, in one place.
+ * Each overflow is reported as a precise error naming the limit.
+ */
+#pragma once
+
+#define PW_PATH_MAX 4096         /* bytes of a project-relative path, NUL included */
+#define PW_NAME_MAX 255          /* bytes of one path component */
+#define PW_PATH_DEPTH_MAX 1024   /* components of one path */
+#define PW_GLOB_LEN_MAX 1024     /* bytes of one glob pattern */
+#define PW_RULES_MAX 512         /* rules of one kind in one mode or config */
+#define PW_MODES_MAX 64          /* modes in one layer */
+#define PW_MODE_FILE_MAX (256 * 1024) /* bytes of one mode or config file */
+#define PW_MODE_NAME_MAX 64      /* bytes of a mode name */
+#define PW_YAML_DEPTH_MAX 16     /* nesting of YAML collections in a mode file */
+#define PW_MSG_MAX (64 * 1024)   /* bytes of one control-socket message */
+#define PW_CLIENTS_MAX 256       /* control-socket connections at once */
+#define PW_BASH_INPUT_MAX (1024 * 1024) /* bytes of a command given to check-bash */
+#define PW_BASH_DEPTH_MAX 256    /* nesting of constructs the bash analysis follows */
+#define PW_BASH_TARGETS_MAX 4096 /* targets one analysis reports */

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The mode model and its layered loading.
+ *
+ * A mode is a Markdown file NAME.md with YAML frontmatter:
+ *
+ *   ---
+ *   name: design                     # must equal the file stem
+ *   description: Tokens and design specs
+ *   writes:
+ *     allow: ["docs/design/**"]      # globs (glob.h); none means the mode writes nothing
+ *     deny: []                       # deny beats allow
+ *     tokens: true                   # add the project's declared design token files
+ *   hide: []                         # globs invisible in the view (ENOENT, not listed)
+ *   protect: true                    # protected paths stay read-only (only `off` says false)
+ *   ---
+ *   Body: instructions for an agent working in this mode.
+ *
+ * Layers, lowest first: bundled < global ($XDG_CONFIG_HOME/piworkfs/modes) < project
+ * (PROJECT/.piworkfs/modes). A global mode replaces a bundled one of the same name. A
+ * project layer may only tighten unless the project is trusted: for an untrusted project,
+ * its modes' writes.allow, writes.tokens and protect:false are ignored with a warning, and
+ * its deny and hide rules are added to the mode of the same name (or form a new mode
+ * that writes nothing).
+ *
+ * Configuration (config.yaml in the global dir and in PROJECT/.piworkfs/):
+ *   protected: [globs]      # added to the default protected paths; none can be removed
+ *   design:
+ *     tokens: [paths]       # design token files; from a project, honoured only if trusted
+ *
+ * Loading never fails on bad input: a bad file is skipped with a warning naming
+ * file:line:column and the key; other files still load.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "glob.h"
+
+typedef enum pw_layer {
+	PW_LAYER_BUNDLED,
+	PW_LAYER_GLOBAL,
+	PW_LAYER_PROJECT,
+	PW_LAYER_DEFAULT, /* built into the program (default protected paths) */
+} pw_layer;
+
+typedef enum pw_rule_kind {
+	PW_RULE_ALLOW,
+	PW_RULE_DENY,
+	PW_RULE_HIDE,
+	PW_RULE_PROTECTED,
+	PW_RULE_TOKEN, /* a declared design token file, writable in modes with writes.tokens */
+} pw_rule_kind;
+
+/* One rule: a compiled glob and where it came from. */
+typedef struct pw_rule {
+	pw_rule_kind kind;
+	char *pattern;
+	pw_glob *glob;
+	char *file; /* the file that declared it; "(built-in)" for defaults */
+	unsigned line, column;
+	pw_layer layer;
+} pw_rule;
+
+typedef struct pw_mode {
+	char *name;
+	char *description;
+	char *body;
+	char *file; /* the file that defined it last (highest layer) */
+	pw_layer layer;
+	pw_rule *rules; /* ALLOW, DENY and HIDE rules of this mode */
+	size_t n_rules;
+	bool tokens;  /* writes.tokens */
+	bool protect; /* protected paths enforced (false only where a trusted layer says so) */
+} pw_mode;
+
+typedef enum pw_severity {
+	PW_WARNING, /* something ignored; the file still loaded */
+	PW_ERROR,   /* the file (or mode) was skipped */
+} pw_severity;
+
+typedef struct pw_warning {
+	pw_severity severity;
+	char *file;
+	unsigned line, column; /* 1-based; 0 when unknown */
+	char *key;             /* dotted key path, e.g. "writes.allow[2]"; NULL when none */
+	char *message;
+} pw_warning;
+
+typedef struct pw_load_opts {
+	const char *bundled_dir; /* directory of bundled NAME.md files; NULL to skip */
+	const char *global_dir;  /* $XDG_CONFIG_HOME/piworkfs; NULL to skip */
+	const char *project_dir; /* project root; NULL to skip the project layer */
+	bool trusted;            /* project trusted: its layer may widen */
+} pw_load_opts;
+
+typedef struct pw_modeset pw_modeset;
+
+/* Loads all layers. Returns 0 with *ret, or -ENOMEM. Bad files become warnings. */
+int pw_modeset_load(const pw_load_opts *opts, pw_modeset **ret);
+void pw_modeset_free(pw_modeset *ms); /* accepts NULL */
+
+size_t pw_modeset_count(const pw_modeset *ms);
+const pw_mode *pw_modeset_get(const pw_modeset *ms, size_t i); /* sorted by name */
+const pw_mode *pw_modeset_find(const pw_modeset *ms, const char *name);
+size_t pw_modeset_warning_count(const pw_modeset *ms);
+const pw_warning *pw_modeset_warning(const pw_modeset *ms, size_t i);
+/* Warnings concerning one file (e.g. the active mode's); NULL-terminated by count. */
+bool pw_modeset_mode_broken(const pw_modeset *ms, const char *name, const pw_warning **ret_w);
+
+/* Protected and token rules, from defaults and configuration. */
+size_t pw_modeset_protected_count(const pw_modeset *ms);
+const pw_rule *pw_modeset_protected(const pw_modeset *ms, size_t i);
+size_t pw_modeset_token_count(const pw_modeset *ms);
+const pw_rule *pw_modeset_token(const pw_modeset *ms, size_t i);
+
+const char *pw_layer_name(pw_layer l);
+const char *pw_rule_kind_name(pw_rule_kind k);
+
+/*
+ * Formats a warning as one line: "FILE:LINE:COL: error: KEY: MESSAGE" (parts that are
+ * unknown are left out). Returns a malloc'd string or NULL.
+ */
+char *pw_warning_format(const pw_warning *w);

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Path normalization. The policy only ever sees clean project-relative paths: no leading
+ * or trailing '/', no empty, '.' or '..' segments. The project root itself is "".
+ */
+#pragma once
+
+#include <stddef.h>
+
+/*
+ * Normalizes IN (LEN bytes, relative to the project root; a leading '/' is taken as the
+ * project root too) into OUT, which has room for PW_PATH_MAX bytes.
+ * Returns 0, or:
+ *   -EINVAL        a NUL byte inside LEN bytes
+ *   -EXDEV         '..' climbs above the project root ("outside")
+ *   -ENAMETOOLONG  the result exceeds PW_PATH_MAX, a component exceeds PW_NAME_MAX,
+ *                  or there are more than PW_PATH_DEPTH_MAX components
+ * ret_err, when not NULL, receives a static one-line message on failure.
+ */
+int pw_path_normalize(const char *in, size_t len, char *out, const char **ret_err);
+
+/* Returns true when P (NUL-terminated) is already in normalized form. */
+int pw_path_is_normal(const char *p);

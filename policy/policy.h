@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A compiled policy: one mode, with the protected and token rules merged in, immutable
+ * once built and reference-counted. The filesystem holds one behind an atomic pointer; a
+ * mode switch compiles a new one and swaps the pointer, and operations in flight keep
+ * their reference. A policy copies everything it needs, so it outlives its modeset.
+ *
+ * Decision order for a path:
+ *   1. hidden (a hide rule matches the path or an ancestor)  -> ENOENT, for every op
+ *   2. reads                                                 -> allowed
+ *   3. writes in a mode that writes nothing                  -> EROFS
+ *   4. a protected path (unless the mode has protect: false) -> EACCES
+ *   5. a deny rule                                           -> EACCES
+ *   6. an allow rule, or a token file in a tokens mode       -> allowed
+ *   7. nothing matched                                       -> EACCES
+ * A fail-closed policy (the active mode's file is broken) answers EROFS to every write.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mode.h"
+
+typedef enum pw_op {
+	PW_OP_LOOKUP,
+	PW_OP_READ, /* getattr, readdir, open read-only, read, readlink, getxattr, statfs */
+	PW_OP_CREATE,
+	PW_OP_MKNOD,
+	PW_OP_MKDIR,
+	PW_OP_SYMLINK,
+	PW_OP_LINK,
+	PW_OP_UNLINK,
+	PW_OP_RMDIR,
+	PW_OP_RENAME,
+	PW_OP_OPEN_WRITE, /* open with write access or O_TRUNC */
+	PW_OP_WRITE,
+	PW_OP_TRUNCATE,
+	PW_OP_CHMOD,
+	PW_OP_CHOWN,
+	PW_OP_UTIMENS,
+	PW_OP_SETXATTR,
+	PW_OP_REMOVEXATTR,
+	PW_OP_FALLOCATE,
+	PW_OP_COPY_RANGE,
+	PW_OP_ACCESS_WRITE, /* access(W_OK) */
+	_PW_OP_MAX,
+} pw_op;
+
+const char *pw_op_name(pw_op op);         /* "create", "rename", ... */
+int pw_op_from_name(const char *name);    /* pw_op, or -EINVAL */
+bool pw_op_is_write(pw_op op);
+
+typedef enum pw_reason {
+	PW_REASON_READ,          /* reads are allowed */
+	PW_REASON_ALLOW_RULE,    /* an allow rule matched */
+	PW_REASON_TOKEN,         /* a declared token file in a tokens mode */
+	PW_REASON_HIDDEN,        /* a hide rule matched */
+	PW_REASON_READ_ONLY,     /* the mode writes nothing */
+	PW_REASON_PROTECTED,     /* a protected path */
+	PW_REASON_DENY_RULE,     /* a deny rule matched */
+	PW_REASON_NO_ALLOW,      /* no allow rule matched */
+	PW_REASON_FAIL_CLOSED,   /* the active mode is broken; nothing is writable */
+	PW_REASON_OUTSIDE,       /* the path leaves the project */
+} pw_reason;
+
+const char *pw_reason_name(pw_reason r); /* stable identifiers for --json: "deny-rule", ... */
+
+typedef struct pw_decision {
+	bool allowed;
+	int err;             /* 0, EROFS, EACCES or ENOENT */
+	pw_reason reason;
+	const pw_rule *rule; /* the deciding rule, owned by the policy; NULL when none */
+} pw_decision;
+
+typedef struct pw_policy pw_policy;
+
+/* Compiles MODE from MS. Returns 0 with *ret (refcount 1), -ENOENT for an unknown mode,
+ * -ENOMEM. */
+int pw_policy_compile(const pw_modeset *ms, const char *mode, pw_policy **ret);
+
+/* A policy that writes nothing, for a mode whose file is broken or missing. WHY is copied.
+ * Returns NULL only on allocation failure. */
+pw_policy *pw_policy_new_fail_closed(const char *mode, const char *why);
+
+pw_policy *pw_policy_ref(pw_policy *p);
+void pw_policy_unref(pw_policy *p); /* accepts NULL */
+
+/* Decides OP on PATH (normalized, project-relative; "" is the root). Never fails. */
+void pw_policy_decide(const pw_policy *p, pw_op op, const char *path, bool is_dir,
+		      pw_decision *ret);
+
+/* Fast paths for the filesystem's hot path (same answers as decide). */
+bool pw_policy_is_hidden(const pw_policy *p, const char *path, bool is_dir);
+bool pw_policy_may_write(const pw_policy *p, const char *path, bool is_dir);
+bool pw_policy_has_hide_rules(const pw_policy *p);
+
+bool pw_policy_writes_nothing(const pw_policy *p);
+bool pw_policy_is_fail_closed(const pw_policy *p);
+const char *pw_policy_fail_reason(const pw_policy *p); /* NULL unless fail-closed */
+const char *pw_policy_mode_name(const pw_policy *p);
+const char *pw_policy_description(const pw_policy *p);
+const char *pw_policy_body(const pw_policy *p);
+const char *pw_policy_source(const pw_policy *p); /* the mode's file */
+
+/* Every rule the policy applies (allow, deny, hide, protected, token), for display. */
+size_t pw_policy_rule_count(const pw_policy *p);
+const pw_rule *pw_policy_rule(const pw_policy *p, size_t i);
+
+/*
+ * Is moving from FROM to TO a tightening? True only when TO is provably no more permissive
+ * than FROM: TO writes nothing, or TO's allow rules and token use are a subset of FROM's and
+ * its deny, hide and protected rules a superset; and TO hides at least what FROM hides.
+ * Anything not provably tighter counts as loosening (the conservative answer).
+ */
+bool pw_policy_is_tightening(const pw_policy *from, const pw_policy *to);
