@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control socket client used by the CLI (docs/PROTOCOL.md).
+ *
+ * Finding a live view: the mounts of type fuse.piworkfs in /proc/self/mountinfo; the view
+ * containing a path is the one with the longest mountpoint that is a prefix of the path's
+ * real path. Its socket is pw_ctl_socket_path(NULL, mountpoint). $PIWORKFS_SOCKET, when
+ * set and non-empty, overrides discovery (the sandboxed launcher uses it).
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* A live view as listed in mountinfo. */
+typedef struct pw_ctl_mount {
+	char *mountpoint; /* unescaped absolute path */
+	char *source;     /* the mount's source field (the daemon sets it to the project) */
+} pw_ctl_mount;
+
+/* Every fuse.piworkfs mount. Returns 0 with a malloc'd array (free with
+ * pw_ctl_mounts_free), -errno when mountinfo cannot be read. */
+int pw_ctl_list_mounts(pw_ctl_mount **ret, size_t *ret_n);
+void pw_ctl_mounts_free(pw_ctl_mount *m, size_t n);
+
+/*
+ * Finds the live view containing PATH (NULL: the current directory), or the one named by
+ * $PIWORKFS_SOCKET. On success writes the socket path to *ret_socket and, when ret_project
+ * is not NULL, the project's real path (asked from the daemon with `status`; NULL if the
+ * daemon does not answer it) and returns 0. Returns -ENOENT when PATH is not inside a view
+ * (or the override's socket does not exist), -errno otherwise. Both strings are malloc'd.
+ *
+ * For check, allowed and modes: when this returns 0, answer for the live view through
+ * pw_ctl_call(); otherwise fall back to the offline path.
+ */
+int pw_ctl_find_view(const char *path, char **ret_socket, char **ret_project);
+
+/* Same, also returning the mountpoint (NULL when found through $PIWORKFS_SOCKET). */
+int pw_ctl_find_view_full(const char *path, char **ret_socket, char **ret_mountpoint);
+
+typedef struct pw_ctl_conn pw_ctl_conn;
+
+/* Connects to SOCKET (with a timeout of TIMEOUT_MS for every later read; 0: 10 s).
+ * Returns 0, -ENOENT/-ECONNREFUSED (no daemon), -errno. */
+int pw_ctl_connect(const char *socket, unsigned timeout_ms, pw_ctl_conn **ret);
+void pw_ctl_close(pw_ctl_conn *c); /* accepts NULL */
+
+/*
+ * Calls METHOD with PARAMS (stolen; NULL: none) and waits for its reply, skipping
+ * notifications. Returns 0 with *ret_result (a new reference) when the daemon answered a
+ * result; -EREMOTE when it answered an error: then *ret_code and *ret_message (malloc'd)
+ * hold it (each may be NULL); -ETIMEDOUT, -ECONNRESET, -EBADMSG, -errno otherwise.
+ */
+int pw_ctl_call(pw_ctl_conn *c, const char *method, json_t *params, json_t **ret_result,
+		int *ret_code, char **ret_message);
+
+/* Reads the next notification (after `subscribe`). Returns 0 with *ret_method (malloc'd) and
+ * *ret_params (new reference), -ETIMEDOUT after TIMEOUT_MS (-1: wait forever), -errno. */
+int pw_ctl_read_notification(pw_ctl_conn *c, int timeout_ms, char **ret_method,
+			     json_t **ret_params);
+
+/* One-shot helper: find the view for PATH, connect, call, close. Errors as above, plus
+ * -ENOENT when PATH is not inside a view. */
+int pw_ctl_call_at(const char *path, const char *method, json_t *params, json_t **ret_result,
+		   int *ret_code, char **ret_message);

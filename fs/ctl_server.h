@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control socket server of one view: JSON-RPC 2.0, one message per line, over a UNIX
+ * stream socket (docs/PROTOCOL.md is the reference).
+ *
+ * It runs on its own thread, never on FUSE workers: one poll loop over non-blocking
+ * sockets. A hostile client cannot hurt the daemon or other clients: each line is capped at
+ * PW_MSG_MAX (longer: an error response, then close), each client's pending output is
+ * bounded (a client that never reads is dropped), a client that sends nothing for the idle
+ * timeout is dropped (subscribers excepted), and beyond PW_CLIENTS_MAX connections new ones
+ * are accepted and closed at once.
+ *
+ * Authority: SO_PEERCRED on every connection; only the mounting uid or root is served
+ * (others get one error line and are closed). Connections through an agent socket
+ * (pw_ctl_server_add_agent_socket) are "restricted": they may only tighten the mode.
+ *
+ * Socket location: DIR/NAME where DIR is $XDG_RUNTIME_DIR/piworkfs (root without
+ * XDG_RUNTIME_DIR: /run/piworkfs), a 0700 directory, and NAME is derived from the
+ * mountpoint alone (pw_ctl_socket_path), so a client finds it from the mountpoint.
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "view.h"
+
+typedef struct pw_ctl_server pw_ctl_server;
+
+/* Tuning knobs; zero fields take the defaults. Tests shorten the timeouts. */
+typedef struct pw_ctl_tuning {
+	unsigned idle_timeout_ms;  /* drop a client silent this long (default 30000) */
+	size_t out_max;            /* bytes of pending output per client (default 1 MiB) */
+	unsigned denied_per_sec;   /* `denied` notifications per subscriber per second (50) */
+} pw_ctl_tuning;
+
+/*
+ * The default socket directory (malloc'd): $XDG_RUNTIME_DIR/piworkfs, or /run/piworkfs for
+ * root without XDG_RUNTIME_DIR. Returns 0, or -ENOENT when neither applies.
+ */
+int pw_ctl_default_dir(char **ret);
+
+/*
+ * The socket path for MOUNTPOINT (an absolute path) in DIR (NULL: the default dir):
+ * DIR/<sanitized basename, at most 24 bytes>-<16 hex digits of a 64-bit FNV-1a hash of the
+ * mountpoint>.sock. Returns 0 with a malloc'd *ret, -ENOENT (no default dir),
+ * -ENAMETOOLONG (does not fit sun_path), -ENOMEM.
+ */
+int pw_ctl_socket_path(const char *dir, const char *mountpoint, char **ret);
+
+/*
+ * Creates DIR (0700, parents as needed), binds the view's socket (0600; a stale socket whose
+ * connect fails is unlinked and replaced; a live one answers -EADDRINUSE), registers the
+ * audit listener and the view listener, and starts the server thread. SOCKET_DIR NULL: the
+ * default dir. TUNING may be NULL. Returns 0 with *ret, or -errno.
+ */
+int pw_ctl_server_start(pw_view *view, const char *socket_dir, const pw_ctl_tuning *tuning,
+			pw_ctl_server **ret);
+
+/*
+ * Adds a listening socket at PATH whose clients are restricted (may only tighten). The
+ * socket is created 0600 (stale one replaced as above). Thread-safe, callable after start.
+ * Returns 0 or -errno.
+ */
+int pw_ctl_server_add_agent_socket(pw_ctl_server *s, const char *path);
+
+/* The main socket's path (owned by the server). */
+const char *pw_ctl_server_socket_path(const pw_ctl_server *s);
+
+/*
+ * Asks the server thread to reload the view (origin "signal"). Async-signal-safe: the
+ * daemon's SIGHUP handler calls it.
+ */
+void pw_ctl_server_request_reload(pw_ctl_server *s);
+
+/* Stops the thread, closes every client, unlinks every socket it created, unregisters the
+ * listeners. Accepts NULL. Call before pw_view_free(). */
+void pw_ctl_server_stop(pw_ctl_server *s);

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control-plane state of one mounted view: the loaded modeset, the active mode's name,
+ * why it fails closed (if it does), and the handles it persists to (state, audit).
+ *
+ * The view decides; the filesystem enforces. Every change of the active policy goes
+ * through this file: it compiles the target mode, checks the requester's authority
+ * (pw_view_authorize_switch), calls pw_fs_set_policy(), and only then persists the mode
+ * (pw_state_set_last_mode), records the switch (pw_state_record_switch) and audits it.
+ *
+ * Fail closed, never open: an initial or active mode that is unknown, missing or broken
+ * installs pw_policy_new_fail_closed() (nothing writable) and status says why; the view
+ * never falls back to another, more permissive mode on its own.
+ *
+ * Threading: every function is thread-safe (one mutex guards the modeset, the mode name,
+ * the fail reason and every use of the pw_state handle). The caller keeps STATE and AUDIT
+ * alive until pw_view_free() and does not use STATE concurrently with the view.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "fs.h"
+#include "mode.h"
+#include "policy.h"
+
+struct pw_state;
+struct pw_audit;
+
+typedef struct pw_view pw_view;
+
+typedef struct pw_view_opts {
+	const char *project;      /* absolute real path of the backing directory */
+	const char *mountpoint;   /* absolute path of the mount */
+	pw_fs *fs;                /* the filesystem whose policy the view swaps */
+	uid_t owner_uid;          /* the mounting uid: the only non-root uid with authority */
+	const char *bundled_dir;  /* pw_load_opts.bundled_dir; NULL to skip */
+	const char *global_dir;   /* pw_load_opts.global_dir; NULL to skip */
+	const char *initial_mode; /* --mode; NULL: the project's last mode, else "plan" */
+	struct pw_state *state;   /* trust, last mode, switch history; NULL: none persisted */
+	struct pw_audit *audit;   /* audit log and `denied` notifications; NULL: none */
+} pw_view_opts;
+
+/*
+ * Loads the modeset (trust from pw_state_is_trusted), picks the initial mode and installs
+ * its policy with pw_fs_set_policy(). An unknown or broken initial mode installs a
+ * fail-closed policy and still succeeds (status reports why). Returns 0 with *ret, or
+ * -EINVAL (missing project, mountpoint or fs), -ENOMEM.
+ */
+int pw_view_new(const pw_view_opts *opts, pw_view **ret);
+void pw_view_free(pw_view *v); /* accepts NULL; does not touch fs, state or audit */
+
+/* Who asks. Filled by the control server from SO_PEERCRED and /proc/PID/comm. */
+typedef struct pw_peer {
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	char comm[32];      /* process name, "" when unknown */
+	bool restricted;    /* connected through an agent socket: may only tighten */
+	const char *origin; /* "socket", "agent-socket", "signal", "mount" (static string) */
+} pw_peer;
+
+/* May PEER talk to this view at all? Only the mounting uid and root. 0 or -EPERM. */
+int pw_view_authorize_peer(const pw_view *v, const pw_peer *peer);
+
+/*
+ * The one authority decision for any change of the active policy (mode.set, reload).
+ * Returns 0 when PEER may replace the active policy with TARGET, or -EPERM with a malloc'd
+ * one-line reason in *ret_why (written only on refusal; may stay NULL on ENOMEM):
+ *   - a peer that is neither the owner nor root is refused;
+ *   - a restricted (agent) peer may only tighten (pw_policy_is_tightening from the active
+ *     policy to TARGET); loosening is refused with a message asking the person to run
+ *     `piworkfs mode NAME` outside the agent.
+ */
+int pw_view_authorize_switch(pw_view *v, const pw_peer *peer, const pw_policy *target,
+			     char **ret_why);
+
+/*
+ * Switches to mode NAME for PEER. Returns only after pw_fs_set_policy() returned, with the
+ * new generation in *ret_generation (may be NULL). Errors (with a malloc'd one-line reason
+ * in *ret_why, written only on failure, when ret_why is not NULL):
+ *   -ENOENT   no such mode
+ *   -EBADMSG  the mode's file is broken (the active policy is unchanged)
+ *   -EPERM    refused by pw_view_authorize_switch
+ *   -ENOMEM
+ * Switching to the mode that is already active succeeds (and re-installs it, which clears
+ * a fail-closed state once the file is fixed and reloaded).
+ */
+int pw_view_set_mode(pw_view *v, const char *name, const pw_peer *peer, uint64_t *ret_generation,
+		     char **ret_why);
+
+/*
+ * Re-reads the mode files (and trust) and recompiles the active mode. If the active mode's
+ * file disappeared or broke, installs a fail-closed policy and returns 0 (status says why);
+ * a later reload after a fix, or pw_view_set_mode(), recovers. A restricted peer whose
+ * reload would loosen the active policy gets -EPERM (with *ret_why) and nothing changes.
+ * Returns 0 with *ret_generation, or -EPERM, -ENOMEM.
+ */
+int pw_view_reload(pw_view *v, const pw_peer *peer, uint64_t *ret_generation, char **ret_why);
+
+/* Read-only accessors. Strings returned by the getters without "dup" are immutable for the
+ * view's lifetime. */
+const char *pw_view_project(const pw_view *v);
+const char *pw_view_mountpoint(const pw_view *v);
+uid_t pw_view_owner(const pw_view *v);
+pw_fs *pw_view_fs(const pw_view *v);
+struct pw_audit *pw_view_audit(const pw_view *v);
+int64_t pw_view_started_ns(const pw_view *v); /* CLOCK_REALTIME of pw_view_new */
+
+/* The active policy (new reference) and generation, as pw_fs_policy(). */
+pw_policy *pw_view_policy(pw_view *v, uint64_t *ret_generation);
+
+/*
+ * A consistent snapshot for status. Strings are malloc'd; free with pw_view_status_done().
+ */
+typedef struct pw_view_status {
+	char *mode;        /* the active mode's name (also when failing closed) */
+	char *fail_reason; /* NULL unless failing closed */
+	bool trusted;
+	uint64_t generation;
+	uint64_t reloads;  /* successful reloads since mount */
+	char **warnings;   /* modeset warnings, formatted (pw_warning_format) */
+	size_t n_warnings;
+} pw_view_status;
+int pw_view_get_status(pw_view *v, pw_view_status *ret);
+void pw_view_status_done(pw_view_status *st);
+
+/*
+ * Read access to the current modeset (modes.list, allowed/check for another mode): lock,
+ * use, unlock; the pointer is valid only between the two calls. Do not call other pw_view
+ * functions in between.
+ */
+const pw_modeset *pw_view_lock_modeset(pw_view *v);
+void pw_view_unlock_modeset(pw_view *v);
+
+/* Compiles mode NAME from the current modeset (for check/allowed with another mode).
+ * Returns 0 with *ret, -ENOENT, -EBADMSG (broken file), -ENOMEM. */
+int pw_view_compile(pw_view *v, const char *name, pw_policy **ret);
+
+/*
+ * Called after every change of the active policy (set_mode, reload), from the thread that
+ * made it, with no view lock held; must not block nor call back into the view. The control
+ * server uses it to send `mode.changed` notifications. FROM/TO are mode names.
+ */
+typedef void (*pw_view_listener)(const char *from, const char *to, uint64_t generation,
+				 const pw_peer *peer, void *userdata);
+void pw_view_set_listener(pw_view *v, pw_view_listener fn, void *userdata);
