@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+#include "report.h"
+
+#include <stdio.h>
+
+#include "util.h"
+
+const char *pw_report_errno_name(int err)
+{
+	if (err < 0)
+		err = -err;
+	switch (err) {
+	case 0: return NULL;
+	case EACCES: return "EACCES";
+	case EROFS: return "EROFS";
+	case ENOENT: return "ENOENT";
+	case EPERM: return "EPERM";
+	case EXDEV: return "EXDEV";
+	case EINVAL: return "EINVAL";
+	case ENAMETOOLONG: return "ENAMETOOLONG";
+	default: break;
+	}
+	const char *n = strerrorname_np(err);
+	return n ? n : "EUNKNOWN";
+}
+
+/* json_object_set_new that tolerates a NULL value from a failed allocation by failing
+ * the whole object: returns false so callers can bail out. */
+static bool set(json_t *o, const char *key, json_t *v)
+{
+	return v && json_object_set_new(o, key, v) == 0;
+}
+
+/* A JSON string of S, or null for NULL. Bytes that are not valid UTF-8 (file names may
+ * hold any byte) become '?', so the output is always valid JSON. */
+static json_t *str_or_null(const char *s)
+{
+	json_t *v;
+
+	if (!s)
+		return json_null();
+	v = json_string(s);
+	if (v)
+		return v;
+	_cleanup_free_ char *copy = strdup(s);
+	if (!copy)
+		return NULL;
+	for (unsigned char *p = (unsigned char *)copy; *p; p++)
+		if (*p >= 0x80)
+			*p = '?';
+	return json_string(copy);
+}
+
+json_t *pw_report_rule(const pw_rule *r)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	if (!set(o, "kind", str_or_null(pw_rule_kind_name(r->kind))) ||
+	    !set(o, "pattern", str_or_null(r->pattern)) ||
+	    !set(o, "file", str_or_null(r->file)) ||
+	    !set(o, "line", json_integer(r->line)) ||
+	    !set(o, "column", json_integer(r->column)) ||
+	    !set(o, "layer", str_or_null(pw_layer_name(r->layer)))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+json_t *pw_report_warning(const pw_warning *w)
+{
+	_cleanup_free_ char *text = pw_warning_format(w);
+	json_t *o = json_object();
+
+	if (!o || !text) {
+		json_decref(o);
+		return NULL;
+	}
+	if (!set(o, "severity", str_or_null(w->severity == PW_ERROR ? "error" : "warning")) ||
+	    !set(o, "file", str_or_null(w->file)) ||
+	    !set(o, "line", json_integer(w->line)) ||
+	    !set(o, "column", json_integer(w->column)) ||
+	    !set(o, "key", str_or_null(w->key)) ||
+	    !set(o, "message", str_or_null(w->message)) ||
+	    !set(o, "text", str_or_null(text))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* Appends every element produced by GET(ctx, i) for i < n; false on allocation failure. */
+static json_t *rule_array(size_t n, const pw_rule *(*get)(const void *, size_t), const void *ctx)
+{
+	json_t *a = json_array();
+
+	if (!a)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (json_array_append_new(a, pw_report_rule(get(ctx, i))) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
+static const pw_rule *mode_rule(const void *ctx, size_t i)
+{
+	return &((const pw_mode *)ctx)->rules[i];
+}
+
+json_t *pw_report_mode(const pw_mode *m)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	if (!set(o, "name", str_or_null(m->name)) ||
+	    !set(o, "description", str_or_null(m->description)) ||
+	    !set(o, "file", str_or_null(m->file)) ||
+	    !set(o, "layer", str_or_null(pw_layer_name(m->layer))) ||
+	    !set(o, "tokens", json_boolean(m->tokens)) ||
+	    !set(o, "protect", json_boolean(m->protect)) ||
+	    !set(o, "rules", rule_array(m->n_rules, mode_rule, m))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static const pw_rule *ms_protected(const void *ctx, size_t i)
+{
+	return pw_modeset_protected(ctx, i);
+}
+
+static const pw_rule *ms_token(const void *ctx, size_t i)
+{
+	return pw_modeset_token(ctx, i);
+}
+
+json_t *pw_report_modeset(const pw_modeset *ms)
+{
+	json_t *o = json_object(), *modes = json_array(), *warnings;
+
+	/* Each array is attached first and filled afterwards, so O owns everything and one
+	 * decref cleans up on any failure (json_object_set_new consumes its value even when
+	 * it fails). */
+	if (!o || !set(o, "modes", modes))
+		goto fail;
+	for (size_t i = 0; i < pw_modeset_count(ms); i++)
+		if (json_array_append_new(modes, pw_report_mode(pw_modeset_get(ms, i))) < 0)
+			goto fail;
+	if (!set(o, "protected",
+		 rule_array(pw_modeset_protected_count(ms), ms_protected, ms)) ||
+	    !set(o, "tokens", rule_array(pw_modeset_token_count(ms), ms_token, ms)))
+		goto fail;
+	warnings = json_array();
+	if (!set(o, "warnings", warnings))
+		goto fail;
+	for (size_t i = 0; i < pw_modeset_warning_count(ms); i++)
+		if (json_array_append_new(warnings,
+					  pw_report_warning(pw_modeset_warning(ms, i))) < 0)
+			goto fail;
+	return o;
+fail:
+	if (!o)
+		json_decref(modes);
+	json_decref(o);
+	return NULL;
+}
+
+static const pw_rule *policy_rule(const void *ctx, size_t i)
+{
+	return pw_policy_rule(ctx, i);
+}
+
+json_t *pw_report_policy(const pw_policy *p)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	if (!set(o, "mode", str_or_null(pw_policy_mode_name(p))) ||
+	    !set(o, "description", str_or_null(pw_policy_description(p))) ||
+	    !set(o, "file", str_or_null(pw_policy_source(p))) ||
+	    !set(o, "writes_nothing", json_boolean(pw_policy_writes_nothing(p))) ||
+	    !set(o, "fail_closed", json_boolean(pw_policy_is_fail_closed(p))) ||
+	    !set(o, "fail_reason", str_or_null(pw_policy_fail_reason(p))) ||
+	    !set(o, "rules", rule_array(pw_policy_rule_count(p), policy_rule, p))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static bool rule_is_builtin(const pw_rule *r)
+{
+	return r->layer == PW_LAYER_DEFAULT || !r->file || r->file[0] == '(';
+}
+
+/* "PATTERN — FILE:LINE" or "PATTERN (built-in)". */
+static char *rule_where(const pw_rule *r, const char *file_display)
+{
+	char *s = NULL;
+	int n;
+
+	if (rule_is_builtin(r))
+		n = asprintf(&s, "%s (built-in)", r->pattern);
+	else
+		n = asprintf(&s, "%s \u2014 %s:%u", r->pattern, file_display ? file_display : r->file,
+			     r->line);
+	return n < 0 ? NULL : s;
+}
+
+char *pw_report_decision_text(const pw_decision *d, const char *mode, const char *file_display)
+{
+	_cleanup_free_ char *where = NULL;
+	const char *m = mode ? mode : "?";
+	char *s = NULL;
+	int n;
+
+	if (d->rule) {
+		where = rule_where(d->rule, file_display);
+		if (!where)
+			return NULL;
+	}
+	switch (d->reason) {
+	case PW_REASON_READ:
+		return strdup("reads are allowed");
+	case PW_REASON_ALLOW_RULE:
+		n = where ? asprintf(&s, "allow %s", where) : asprintf(&s, "allowed in mode %s", m);
+		break;
+	case PW_REASON_TOKEN:
+		n = where ? asprintf(&s, "design token file %s", where)
+			  : asprintf(&s, "a design token file of mode %s", m);
+		break;
+	case PW_REASON_HIDDEN:
+		n = where ? asprintf(&s, "hidden by hide %s", where)
+			  : asprintf(&s, "hidden in mode %s", m);
+		break;
+	case PW_REASON_READ_ONLY:
+		n = asprintf(&s, "mode %s writes nothing", m);
+		break;
+	case PW_REASON_PROTECTED:
+		n = where ? asprintf(&s, "protected path %s", where)
+			  : asprintf(&s, "protected path (writable only in mode off)");
+		break;
+	case PW_REASON_DENY_RULE:
+		n = where ? asprintf(&s, "deny %s", where)
+			  : asprintf(&s, "denied by a deny rule of mode %s", m);
+		break;
+	case PW_REASON_NO_ALLOW:
+		n = asprintf(&s, "no allow rule matches in mode %s", m);
+		break;
+	case PW_REASON_FAIL_CLOSED:
+		n = asprintf(&s, "mode %s failed to load, so nothing is writable", m);
+		break;
+	case PW_REASON_OUTSIDE:
+		return strdup("the path leaves the project");
+	default:
+		n = asprintf(&s, "denied in mode %s", m);
+		break;
+	}
+	return n < 0 ? NULL : s;
+}
+
+static const char *decision_word(const pw_decision *d)
+{
+	if (d->allowed)
+		return "allowed";
+	return d->reason == PW_REASON_OUTSIDE ? "outside" : "denied";
+}
+
+json_t *pw_report_decision(const char *path, pw_op op, bool is_dir, const pw_decision *d,
+			   const char *mode)
+{
+	_cleanup_free_ char *text = pw_report_decision_text(d, mode, NULL);
+	json_t *o = json_object();
+
+	if (!o || !text) {
+		json_decref(o);
+		return NULL;
+	}
+	if (!set(o, "path", str_or_null(path)) ||
+	    !set(o, "op", str_or_null(pw_op_name(op))) ||
+	    !set(o, "is_dir", json_boolean(is_dir)) ||
+	    !set(o, "decision", str_or_null(decision_word(d))) ||
+	    !set(o, "errno", str_or_null(d->allowed ? NULL : pw_report_errno_name(d->err))) ||
+	    !set(o, "reason", str_or_null(pw_reason_name(d->reason))) ||
+	    !set(o, "mode", str_or_null(mode)) ||
+	    !set(o, "rule", d->rule ? pw_report_rule(d->rule) : json_null()) ||
+	    !set(o, "message", str_or_null(text))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
