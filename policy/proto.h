@@ -69,7 +69,8 @@ json_t *pw_rpc_request_new(json_t *id, const char *method, json_t *params); /* c
 
 /*
  * Serializes MSG as one compact line ending in '\n' (strings escape control characters, so
- * the line has no other newline). Returns 0 with malloc'd *ret and *ret_len, -E2BIG when it
+ * the line has no other newline; *ret is also NUL-terminated after it). Returns 0 with
+ * malloc'd *ret and *ret_len (newline included, NUL not), -E2BIG when it
  * would exceed PW_MSG_MAX (newline included), -ENOMEM.
  */
 int pw_rpc_serialize(const json_t *msg, char **ret, size_t *ret_len);
