@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: MIT */
+#include "project.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "output.h"
+#include "path.h"
+#include "state.h"
+
+static bool is_dir_at(const char *dir, const char *name)
+{
+	_cleanup_free_ char *p = NULL;
+	struct stat st;
+
+	if (asprintf(&p, "%s/%s", dir, name) < 0)
+		return false;
+	return lstat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The nearest directory at or above CWD holding .piworkfs/ or .git/, or CWD. */
+static char *find_enclosing_project(const char *cwd)
+{
+	_cleanup_free_ char *dir = strdup(cwd);
+
+	if (!dir)
+		return NULL;
+	for (;;) {
+		if (is_dir_at(dir, ".piworkfs") || is_dir_at(dir, ".git"))
+			return TAKE_PTR(dir);
+		char *slash = strrchr(dir, '/');
+		if (!slash || slash == dir) {
+			/* "/" itself: checked last, then give up. */
+			if (dir[1] == '\0')
+				break;
+			dir[1] = '\0';
+			continue;
+		}
+		*slash = '\0';
+	}
+	return strdup(cwd);
+}
+
+static char *bundled_modes_dir(void)
+{
+	const char *env = getenv("PIWORKFS_MODES_DIR");
+	struct stat st;
+
+	if (env && *env)
+		return strdup(env);
+	if (stat(PW_BUNDLED_MODES_DIR, &st) == 0 && S_ISDIR(st.st_mode))
+		return strdup(PW_BUNDLED_MODES_DIR);
+	return strdup(PW_SOURCE_MODES_DIR);
+}
+
+static char *global_config_dir(void)
+{
+	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	char *s = NULL;
+
+	/* The XDG spec says a relative XDG_CONFIG_HOME is invalid and must be ignored. */
+	if (xdg && xdg[0] == '/')
+		return asprintf(&s, "%s/piworkfs", xdg) < 0 ? NULL : s;
+	if (home && home[0] == '/')
+		return asprintf(&s, "%s/.config/piworkfs", home) < 0 ? NULL : s;
+	return NULL;
+}
+
+int pw_cli_project_open(const char *project_opt, pw_cli_project *ret, const char **ret_err)
+{
+	_cleanup_free_ char *cwd = NULL, *found = NULL, *root = NULL, *bundled = NULL;
+	struct stat st;
+
+	cwd = getcwd(NULL, 0);
+	if (!cwd) {
+		int r = negative_errno();
+		*ret_err = "cannot read the current directory";
+		return r;
+	}
+	if (!project_opt) {
+		found = find_enclosing_project(cwd);
+		if (!found)
+			return -ENOMEM;
+	}
+	root = realpath(project_opt ? project_opt : found, NULL);
+	if (!root) {
+		int r = negative_errno();
+		*ret_err = r == -ENOENT ? "project directory does not exist"
+					: "cannot resolve the project directory";
+		return r;
+	}
+	if (stat(root, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		*ret_err = "project is not a directory";
+		return -ENOTDIR;
+	}
+	bundled = bundled_modes_dir();
+	if (!bundled)
+		return -ENOMEM;
+	*ret = (pw_cli_project){
+		.root = TAKE_PTR(root),
+		.cwd = TAKE_PTR(cwd),
+		.bundled_dir = TAKE_PTR(bundled),
+		.global_dir = global_config_dir(),
+	};
+	ret->trusted = pw_cli_project_trusted(ret->root);
+	return 0;
+}
+
+void pw_cli_project_done(pw_cli_project *p)
+{
+	free(p->root);
+	free(p->cwd);
+	free(p->bundled_dir);
+	free(p->global_dir);
+	*p = (pw_cli_project){ 0 };
+}
+
+/* Is DIR (absolute, real) equal to or beneath ROOT? Returns the offset of the relative
+ * part in DIR (0 when equal), or -1. */
+static ssize_t beneath(const char *dir, const char *root)
+{
+	size_t n = strlen(root);
+
+	if (streq(root, "/"))
+		return dir[0] == '/' ? 1 : -1;
+	if (strncmp(dir, root, n) != 0)
+		return -1;
+	if (dir[n] == '\0')
+		return (ssize_t)n;
+	if (dir[n] == '/')
+		return (ssize_t)n + 1;
+	return -1;
+}
+
+/* Normalizes the absolute path ABS lexically into OUT ("/a/b"), without touching the
+ * filesystem: the path may not exist yet. */
+static int normalize_absolute(const char *abs, char *out, const char **ret_err)
+{
+	char tmp[PW_PATH_MAX];
+	int r;
+
+	r = pw_path_normalize(abs, strlen(abs), tmp, ret_err);
+	if (r == -EXDEV)
+		/* ".." above "/" stays at "/" for the kernel; for us such a path is simply
+		 * outside any project that is not "/" itself. */
+		r = pw_path_normalize("/", 1, tmp, ret_err);
+	if (r < 0)
+		return r;
+	if (strlen(tmp) + 2 > PW_PATH_MAX) {
+		*ret_err = "path too long";
+		return -ENAMETOOLONG;
+	}
+	out[0] = '/';
+	strcpy(out + 1, tmp);
+	return 0;
+}
+
+/*
+ * Realpath of the deepest existing ancestor of ABS (normalized absolute) joined with the
+ * rest: catches a user path that reaches the project through a symlink (e.g. /tmp being a
+ * link). Symlinks inside the project are left as named: the policy decides on names.
+ */
+static char *resolve_existing_prefix(const char *abs)
+{
+	_cleanup_free_ char *head = strdup(abs);
+	char *out = NULL;
+
+	if (!head)
+		return NULL;
+	for (;;) {
+		_cleanup_free_ char *real = realpath(head, NULL);
+		if (real) {
+			const char *rest = abs + strlen(head);
+			if (asprintf(&out, "%s%s", real, rest) < 0)
+				return NULL;
+			return out;
+		}
+		char *slash = strrchr(head, '/');
+		if (!slash || slash == head)
+			return NULL;
+		*slash = '\0';
+	}
+}
+
+int pw_cli_map_path(const pw_cli_project *p, const char *arg, char *out,
+		    bool *ret_trailing_slash, const char **ret_err)
+{
+	_cleanup_free_ char *joined = NULL, *resolved = NULL;
+	char abs[PW_PATH_MAX];
+	const char *base;
+	size_t len = strlen(arg);
+	ssize_t off;
+	int r;
+
+	if (len == 0) {
+		*ret_err = "empty path";
+		return -EINVAL;
+	}
+	if (arg[0] == '/')
+		joined = strdup(arg);
+	else {
+		base = beneath(p->cwd, p->root) >= 0 ? p->cwd : p->root;
+		if (asprintf(&joined, "%s/%s", base, arg) < 0)
+			joined = NULL;
+	}
+	if (!joined)
+		return -ENOMEM;
+	r = normalize_absolute(joined, abs, ret_err);
+	if (r < 0)
+		return r;
+
+	off = beneath(abs, p->root);
+	if (off < 0) {
+		resolved = resolve_existing_prefix(abs);
+		if (resolved)
+			off = beneath(resolved, p->root);
+		if (off < 0) {
+			*ret_err = "the path leaves the project";
+			return -EXDEV;
+		}
+	}
+	const char *rel = (resolved ? resolved : abs) + off;
+	r = pw_path_normalize(rel, strlen(rel), out, ret_err);
+	if (r < 0)
+		return r;
+	if (ret_trailing_slash)
+		*ret_trailing_slash = arg[len - 1] == '/';
+	return 0;
+}
+
+bool pw_cli_path_is_dir(const pw_cli_project *p, const char *path, bool default_dir)
+{
+	_cleanup_close_ int fd = open(p->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return default_dir;
+	if (fstatat(fd, path, &st, AT_SYMLINK_NOFOLLOW | (path[0] ? 0 : AT_EMPTY_PATH)) < 0)
+		return default_dir;
+	return S_ISDIR(st.st_mode);
+}
+
+const char *pw_cli_display_file(const pw_cli_project *p, const char *file, char *buf, size_t size)
+{
+	const char *home = getenv("HOME");
+	ssize_t off;
+	int n = -1;
+
+	if (!file || file[0] != '/')
+		return file;
+	off = beneath(file, p->root);
+	if (off > 0 && file[off - 1] == '/')
+		n = snprintf(buf, size, "%s", file + off);
+	else if ((off = beneath(file, p->bundled_dir)) > 0 && file[off - 1] == '/')
+		n = snprintf(buf, size, "modes/%s", file + off);
+	else if (home && home[0] == '/' && !streq(home, "/") && (off = beneath(file, home)) > 0 &&
+		 file[off - 1] == '/')
+		n = snprintf(buf, size, "~/%s", file + off);
+	if (n < 0 || (size_t)n >= size)
+		return file;
+	return buf;
+}
+
+bool pw_cli_project_trusted(const char *root)
+{
+	_cleanup_free_ char *db = pw_state_default_path();
+	pw_state *s = NULL;
+	int r;
+
+	/* Never create the database from an offline query: no database, no trust. */
+	if (!db || access(db, R_OK) < 0)
+		return false;
+	if (pw_state_open(db, &s, NULL) < 0)
+		return false;
+	r = pw_state_is_trusted(s, root);
+	pw_state_close(s);
+	return r > 0;
+}
+
+int pw_cli_load_modes(const pw_cli_project *p, pw_modeset **ret, bool *ret_bundled_ok)
+{
+	struct stat st;
+	bool global_ok = p->global_dir && stat(p->global_dir, &st) == 0 && S_ISDIR(st.st_mode);
+	_cleanup_close_ int bfd = open(p->bundled_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	pw_load_opts opts = {
+		.bundled_dir = p->bundled_dir,
+		/* A missing global directory is normal, not worth a warning. */
+		.global_dir = global_ok ? p->global_dir : NULL,
+		.project_dir = p->root,
+		.trusted = p->trusted,
+	};
+
+	if (ret_bundled_ok)
+		*ret_bundled_ok = bfd >= 0;
+	return pw_modeset_load(&opts, ret);
+}
+
+/* "build, design, discuss, ..." for the unknown-mode message. */
+static char *mode_list(const pw_modeset *ms)
+{
+	size_t n = pw_modeset_count(ms), len = 1;
+	char *s;
+
+	for (size_t i = 0; i < n; i++)
+		len += strlen(pw_modeset_get(ms, i)->name) + 2;
+	s = malloc(len);
+	if (!s)
+		return NULL;
+	s[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			strcat(s, ", ");
+		strcat(s, pw_modeset_get(ms, i)->name);
+	}
+	return s;
+}
+
+int pw_cli_get_policy(const char *cmd, const pw_cli_project *p, const char *mode,
+		      pw_modeset **ret_ms, pw_policy **ret_policy)
+{
+	_cleanup_modeset_ pw_modeset *ms = NULL;
+	_cleanup_free_ char *live = NULL;
+	const pw_warning *w = NULL;
+	pw_policy *pol = NULL;
+	int r;
+
+	if (!mode) {
+		r = pw_cli_live_mode ? pw_cli_live_mode(p, &live) : -ENOENT;
+		if (r == -ENOENT) {
+			pw_err(cmd, "no --mode given and not inside a live view");
+			return PW_EXIT_USAGE;
+		}
+		if (r < 0) {
+			pw_err(cmd, "cannot ask the live view for its mode: %s", strerror(-r));
+			return PW_EXIT_NO_VIEW;
+		}
+		mode = live;
+	}
+	r = pw_cli_load_modes(p, &ms, NULL);
+	if (r < 0) {
+		pw_err(cmd, "cannot load modes: %s", strerror(-r));
+		return PW_EXIT_SYSTEM;
+	}
+	if (pw_modeset_mode_broken(ms, mode, &w)) {
+		/* As the view does: a broken mode fails closed, never falls back. */
+		_cleanup_free_ char *why = w ? pw_warning_format(w) : NULL;
+		pw_err(cmd, "mode %s is broken (%s); nothing is writable in it until it is fixed",
+		       mode, why ? why : "unknown error");
+		pol = pw_policy_new_fail_closed(mode, why ? why : "mode file is broken");
+		if (!pol)
+			return PW_EXIT_SYSTEM;
+	} else {
+		r = pw_policy_compile(ms, mode, &pol);
+		if (r == -ENOENT) {
+			_cleanup_free_ char *list = mode_list(ms);
+			pw_err(cmd, "unknown mode '%s' (available: %s)", mode,
+			       list && *list ? list : "none");
+			return PW_EXIT_CONFIG;
+		}
+		if (r < 0) {
+			pw_err(cmd, "cannot compile mode %s: %s", mode, strerror(-r));
+			return PW_EXIT_SYSTEM;
+		}
+	}
+	*ret_policy = pol;
+	*ret_ms = TAKE_PTR(ms);
+	return PW_EXIT_OK;
+}

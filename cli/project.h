@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The project a command works on, and the mapping of user paths into it.
+ *
+ * The project is `--project DIR`, or else the nearest directory at or above the current
+ * directory that holds .piworkfs/ or .git/, or else the current directory; its root is
+ * always a real path (realpath). User PATH arguments are absolute or relative: a relative
+ * path is taken from the current directory when that lies inside the project, and from the
+ * project root otherwise (so `--project DIR docs/a.md` works from anywhere). Each maps to
+ * a normalized project-relative path (policy/path.h), or is reported as outside.
+ *
+ * Mode directories: bundled = $PIWORKFS_MODES_DIR, else PW_BUNDLED_MODES_DIR when it
+ * exists, else PW_SOURCE_MODES_DIR (running from the build directory); global =
+ * $XDG_CONFIG_HOME/piworkfs, else ~/.config/piworkfs. Trust comes from the state
+ * database (fs/state.h).
+ */
+#pragma once
+
+#include <stdbool.h>
+
+#include "limits.h"
+#include "mode.h"
+#include "policy.h"
+#include "util.h"
+
+typedef struct pw_cli_project {
+	char *root;        /* real path of the project root */
+	char *cwd;         /* real path of the current directory */
+	char *bundled_dir; /* bundled modes directory */
+	char *global_dir;  /* global configuration directory (may not exist) */
+	bool trusted;
+} pw_cli_project;
+
+/*
+ * Finds the project (PROJECT_OPT: the --project argument or NULL). Returns 0, or -errno
+ * with a static one-line description in *ret_err (the directory is missing, not a
+ * directory, ...).
+ */
+int pw_cli_project_open(const char *project_opt, pw_cli_project *ret, const char **ret_err);
+void pw_cli_project_done(pw_cli_project *p);
+
+/*
+ * Maps the user path ARG to a project-relative path in OUT (PW_PATH_MAX bytes; "" is the
+ * root). *ret_trailing_slash tells whether ARG ended in '/' (it names a directory).
+ * Returns 0, -EXDEV when ARG lies outside the project, or another -errno with a message
+ * in *ret_err (-ENAMETOOLONG, -EINVAL).
+ */
+int pw_cli_map_path(const pw_cli_project *p, const char *arg, char *out,
+		    bool *ret_trailing_slash, const char **ret_err);
+
+/* Does project-relative PATH name an existing directory (lstat, no symlink followed)? When
+ * it does not exist, DEFAULT_DIR is returned. */
+bool pw_cli_path_is_dir(const pw_cli_project *p, const char *path, bool default_dir);
+
+/* FILE for display: project-relative when inside the project, "~/..." under $HOME,
+ * "modes/NAME" for the bundled directory, else as is. Writes into BUF (SIZE bytes) and
+ * returns BUF, or FILE itself when it needs no change. */
+const char *pw_cli_display_file(const pw_cli_project *p, const char *file, char *buf, size_t size);
+
+/* Is ROOT trusted? Reads the state database without creating it: a missing or unreadable
+ * database means untrusted. */
+bool pw_cli_project_trusted(const char *root);
+
+/* Loads the modes of P's layers. Returns 0 with *ret, or -errno. *ret_bundled_ok is false
+ * when the bundled directory could not be read at all. */
+int pw_cli_load_modes(const pw_cli_project *p, pw_modeset **ret, bool *ret_bundled_ok);
+
+/*
+ * The one place where a command gets its policy. MODE is the --mode argument or NULL.
+ * Without a mode, the live view's mode is asked through pw_cli_live_mode() (a weak hook
+ * the socket client provides); offline that is an error. On success *ret_policy holds the
+ * compiled policy and *ret_ms the modeset it came from (for display).
+ * Returns a PW_EXIT_* status after printing a one-line error on failure (CMD names the
+ * command in the message): unknown mode (listing the modes) -> PW_EXIT_CONFIG, no mode
+ * offline -> PW_EXIT_USAGE.
+ */
+int pw_cli_get_policy(const char *cmd, const pw_cli_project *p, const char *mode,
+		      pw_modeset **ret_ms, pw_policy **ret_policy);
+
+/*
+ * Hook for the live view (provided by the socket client, cli/ctl_client.c): the mode of the
+ * live view containing the current directory, for project P. Returns 0 with a malloc'd
+ * *ret_mode, -ENOENT when not inside a live view, or -errno.
+ */
+__attribute__((weak)) int pw_cli_live_mode(const pw_cli_project *p, char **ret_mode);
+
+static inline void pw_modeset_freep(pw_modeset **ms)
+{
+	pw_modeset_free(*ms);
+}
+static inline void pw_policy_unrefp(pw_policy **p)
+{
+	pw_policy_unref(*p);
+}
+static inline void pw_cli_project_donep(pw_cli_project *p)
+{
+	pw_cli_project_done(p);
+}
+#define _cleanup_modeset_ _cleanup_(pw_modeset_freep)
+#define _cleanup_policy_ _cleanup_(pw_policy_unrefp)
+#define _cleanup_project_ _cleanup_(pw_cli_project_donep)
