@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * piworkfs modes: every mode a project can use, where it was loaded from, and every warning
+ * the loading produced.
+ */
+#include <getopt.h>
+
+#include "cli.h"
+#include "output.h"
+#include "project.h"
+#include "report.h"
+
+static const char usage[] =
+	"Usage: piworkfs modes [--project DIR] [--json]\n"
+	"\n"
+	"List the modes available for a project: name, layer (bundled, global, project),\n"
+	"source file and description, then every warning about the mode files and\n"
+	"configuration, as FILE:LINE:COLUMN: KEY: MESSAGE.\n"
+	"\n"
+	"Options:\n"
+	"  -C, --project DIR  the project (default: the one enclosing the current directory)\n"
+	"      --json         print JSON (docs/JSON.md)\n"
+	"  -h, --help         show this help\n"
+	"\n"
+	"Exit status: 0 ok; 2 usage error; 3 the bundled modes could not be read at all.\n";
+
+static int print_text(const pw_cli_project *p, const pw_modeset *ms)
+{
+	_cleanup_table_ pw_table *t = pw_table_new(4);
+	size_t nw = pw_modeset_warning_count(ms);
+	char buf[PW_PATH_MAX];
+
+	if (!t || pw_table_add(t, (const char *[]){ "MODE", "LAYER", "FILE", "DESCRIPTION" }) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < pw_modeset_count(ms); i++) {
+		const pw_mode *m = pw_modeset_get(ms, i);
+		const char *row[] = { m->name, pw_layer_name(m->layer),
+				      pw_cli_display_file(p, m->file, buf, sizeof(buf)),
+				      m->description };
+		if (pw_table_add(t, row) < 0)
+			return -ENOMEM;
+	}
+	printf("project %s (%s)\n\n", p->root, p->trusted ? "trusted" : "not trusted");
+	pw_table_print(t, stdout, 0);
+	if (nw > 0)
+		printf("\n%zu warning%s:\n", nw, nw == 1 ? "" : "s");
+	for (size_t i = 0; i < nw; i++) {
+		_cleanup_free_ char *line = pw_warning_format(pw_modeset_warning(ms, i));
+		if (!line)
+			return -ENOMEM;
+		printf("  %s\n", line);
+	}
+	return 0;
+}
+
+static json_t *modes_json(const pw_cli_project *p, const pw_modeset *ms)
+{
+	json_t *o = json_object(), *set = pw_report_modeset(ms);
+
+	if (!o || !set ||
+	    json_object_set_new(o, "project", json_string(p->root)) < 0 ||
+	    json_object_set_new(o, "trusted", json_boolean(p->trusted)) < 0 ||
+	    json_object_update(o, set) < 0) {
+		json_decref(o);
+		json_decref(set);
+		return NULL;
+	}
+	json_decref(set);
+	return o;
+}
+
+int cmd_modes(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "project", required_argument, NULL, 'C' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	_cleanup_project_ pw_cli_project p = { 0 };
+	_cleanup_modeset_ pw_modeset *ms = NULL;
+	const char *project = NULL, *err = NULL;
+	bool json = false, bundled_ok = false;
+	int c, r;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":C:h", opts, NULL)) >= 0) {
+		switch (c) {
+		case 'C': project = optarg; break;
+		case 'j': json = true; break;
+		case 'h': return pw_usage(argv[0], usage, false);
+		default: return pw_err_option(argv[0], c, argv);
+		}
+	}
+	if (optind < argc) {
+		pw_err(argv[0], "unexpected argument '%s' (see 'piworkfs modes --help')",
+		       argv[optind]);
+		return PW_EXIT_USAGE;
+	}
+	r = pw_cli_project_open(project, &p, &err);
+	if (r < 0) {
+		pw_err(argv[0], "%s: %s", project ? project : ".", err ? err : strerror(-r));
+		return PW_EXIT_CONFIG;
+	}
+	r = pw_cli_load_modes(&p, &ms, &bundled_ok);
+	if (r < 0) {
+		pw_err(argv[0], "cannot load modes: %s", strerror(-r));
+		return PW_EXIT_SYSTEM;
+	}
+	r = json ? pw_print_json(modes_json(&p, ms)) : print_text(&p, ms);
+	if (r < 0) {
+		pw_err(argv[0], "cannot print: %s", strerror(-r));
+		return PW_EXIT_SYSTEM;
+	}
+	if (!bundled_ok) {
+		pw_err(argv[0], "%s: cannot read the bundled modes (set PIWORKFS_MODES_DIR?)",
+		       p.bundled_dir);
+		return PW_EXIT_CONFIG;
+	}
+	return PW_EXIT_OK;
+}
