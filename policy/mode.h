@@ -8,7 +8,7 @@
  *   name: design                     # must equal the file stem
  *   description: Tokens and design specs
  *   writes:
- *     allow: ["docs/design/**"]      # globs (glob.h); none means the mode writes nothing
+ *     allow: ["docs/design"]         # globs (glob.h); none means the mode writes nothing
  *     deny: []                       # deny beats allow
  *     tokens: true                   # add the project's declared design token files
  *   hide: []                         # globs invisible in the view (ENOENT, not listed)
