@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config.yaml, in the global directory and in PROJECT/.piworkfs/:
+ *
+ *   protected: [globs]     # more protected paths (none of the defaults can be removed)
+ *   design:
+ *     tokens: [paths]      # the project's design token files
+ *
+ * Like mode files, every problem is reported with file:line:column and key; an error skips
+ * the whole file, an unknown key is only a warning. Whether a project's design.tokens is
+ * honoured (trust) is decided by the caller, which gets the key's position for its warning.
+ */
+#include <errno.h>
+#include <stdarg.h>
+
+#include "limits.h"
+#include "modefile.h"
+#include "util.h"
+#include "yamlx.h"
+
+typedef struct config_parser {
+	const char *file;
+	pw_layer layer;
+	pw_warnings *w;
+	bool failed;
+	pw_config *c;
+} config_parser;
+
+_printf_(4, 5) static int cp_error(config_parser *p, const pw_yx_node *at, const char *key,
+				   const char *fmt, ...)
+{
+	_cleanup_free_ char *msg = NULL;
+	va_list ap;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return -ENOMEM;
+	p->failed = true;
+	return pw_warnings_add(p->w, NULL, PW_ERROR, p->file, at->line, at->column, key, "%s",
+			       msg);
+}
+
+static int cp_unknown(config_parser *p, const pw_yx_node *k, const char *key)
+{
+	return pw_warnings_add(p->w, NULL, PW_WARNING, p->file, k->line, k->column, key,
+			       "unknown key (ignored)");
+}
+
+/* A list of globs under KEY into *V. Returns the number added, or -ENOMEM. */
+static int cp_rules(config_parser *p, const pw_yx_node *v, const char *key, pw_rule_kind kind,
+		    pw_rule **rules, size_t *n)
+{
+	int added = 0;
+
+	if (pw_yx_is_null(v))
+		return 0;
+	if (v->kind != PW_YX_SEQ)
+		return cp_error(p, v, key, "expected a list of globs, not %s", pw_yx_describe(v));
+	if (v->n_items > PW_RULES_MAX)
+		return cp_error(p, v, key, "too many rules: %zu (limit %d)", v->n_items,
+				PW_RULES_MAX);
+	for (size_t i = 0; i < v->n_items; i++) {
+		const pw_yx_node *item = v->items[i];
+		const char *err = NULL;
+		char ikey[64];
+		int r;
+
+		snprintf(ikey, sizeof(ikey), "%s[%zu]", key, i);
+		if (item->kind != PW_YX_SCALAR || pw_yx_is_null(item)) {
+			r = cp_error(p, item, ikey, "expected a glob string, not %s",
+				     pw_yx_describe(item));
+			if (r < 0)
+				return r;
+			continue;
+		}
+		r = pw_rules_reserve(rules, *n);
+		if (r < 0)
+			return r;
+		r = pw_rule_init(&(*rules)[*n], kind, item->text, p->file, item->line,
+				 item->column, p->layer, &err);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0) {
+			r = cp_error(p, item, ikey, "invalid glob \"%.100s\": %s", item->text,
+				     err ? err : "syntax error");
+			if (r < 0)
+				return r;
+			continue;
+		}
+		(*n)++;
+		added++;
+	}
+	return added;
+}
+
+static int cp_design(config_parser *p, const pw_yx_node *v)
+{
+	if (pw_yx_is_null(v))
+		return 0;
+	if (v->kind != PW_YX_MAP)
+		return cp_error(p, v, "design", "expected a mapping, not %s", pw_yx_describe(v));
+	for (size_t i = 0; i < pw_yx_map_count(v); i++) {
+		const pw_yx_node *k = pw_yx_map_key(v, i), *val = pw_yx_map_value(v, i);
+		_cleanup_free_ char *key = NULL;
+		int r;
+
+		if (asprintf(&key, "design.%s", k->text) < 0)
+			return -ENOMEM;
+		if (pw_yx_key_is_duplicate(v, i))
+			r = cp_error(p, k, key, "duplicate key");
+		else if (streq(k->text, "tokens")) {
+			r = cp_rules(p, val, key, PW_RULE_TOKEN, &p->c->token_rules,
+				     &p->c->n_tokens);
+			if (r > 0)
+				p->c->tokens_key = (pw_mark){ k->line, k->column };
+		} else
+			r = cp_unknown(p, k, key);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int cp_root(config_parser *p, const pw_yx_node *root)
+{
+	if (!root || pw_yx_is_null(root))
+		return 0; /* an empty config is a valid one */
+	if (root->kind != PW_YX_MAP)
+		return cp_error(p, root, NULL, "expected a mapping of keys, not %s",
+				pw_yx_describe(root));
+	for (size_t i = 0; i < pw_yx_map_count(root); i++) {
+		const pw_yx_node *k = pw_yx_map_key(root, i), *v = pw_yx_map_value(root, i);
+		int r;
+
+		if (pw_yx_key_is_duplicate(root, i))
+			r = cp_error(p, k, k->text, "duplicate key");
+		else if (streq(k->text, "protected"))
+			r = cp_rules(p, v, "protected", PW_RULE_PROTECTED, &p->c->protected_rules,
+				     &p->c->n_protected);
+		else if (streq(k->text, "design"))
+			r = cp_design(p, v);
+		else
+			r = cp_unknown(p, k, k->text);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+void pw_config_done(pw_config *c)
+{
+	for (size_t i = 0; i < c->n_protected; i++)
+		pw_rule_done(&c->protected_rules[i]);
+	for (size_t i = 0; i < c->n_tokens; i++)
+		pw_rule_done(&c->token_rules[i]);
+	free(c->protected_rules);
+	free(c->token_rules);
+	*c = (pw_config){ 0 };
+}
+
+int pw_config_parse(const char *file, const char *buf, size_t len, pw_layer layer,
+		    pw_warnings *w, pw_config *ret)
+{
+	pw_config c = { 0 };
+	config_parser p = { .file = file, .layer = layer, .w = w, .c = &c };
+	pw_yx_node *root = NULL;
+	pw_yx_error yerr = { 0 };
+	int r;
+
+	if (memchr(buf, '\0', len)) {
+		r = pw_warnings_add(w, NULL, PW_ERROR, file, 0, 0, NULL, "the file holds a NUL byte");
+		return r < 0 ? r : -EINVAL;
+	}
+	if (len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0) {
+		buf += 3;
+		len -= 3;
+	}
+	r = pw_yx_parse(buf, len, 0, &root, &yerr);
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
+		r = pw_warnings_add(w, NULL, PW_ERROR, file, yerr.line, yerr.column, NULL, "%s",
+				    yerr.message);
+		return r < 0 ? r : -EINVAL;
+	}
+	r = cp_root(&p, root);
+	pw_yx_free(root);
+	if (r < 0 || p.failed) {
+		pw_config_done(&c);
+		return r < 0 ? r : -EINVAL;
+	}
+	*ret = c;
+	return 0;
+}
+
+int pw_config_load(const char *file, pw_layer layer, pw_warnings *w, pw_config *ret)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len;
+	int r;
+
+	r = pw_read_small_file(file, &buf, &len);
+	if (r == -ENOENT) {
+		*ret = (pw_config){ 0 };
+		return 0;
+	}
+	if (r == -ENOMEM)
+		return r;
+	if (r == -EFBIG)
+		r = pw_warnings_add(w, NULL, PW_ERROR, file, 0, 0, NULL,
+				    "file too large (limit %d bytes)", PW_MODE_FILE_MAX);
+	else if (r == -EINVAL)
+		r = pw_warnings_add(w, NULL, PW_ERROR, file, 0, 0, NULL, "not a regular file");
+	else if (r < 0)
+		r = pw_warnings_add(w, NULL, PW_ERROR, file, 0, 0, NULL, "cannot read: %s",
+				    strerror(-r));
+	else
+		return pw_config_parse(file, buf, len, layer, w, ret);
+	return r < 0 ? r : -EINVAL;
+}
