@@ -1,0 +1,431 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Compiled policies and decisions (policy.h has the decision order).
+ *
+ * A policy is built once and never changes, so any number of threads may decide with it
+ * without locks; only its reference count moves, atomically. It owns copies of every rule it
+ * applies (the modeset can be freed or reloaded while FUSE workers still hold the policy).
+ * The rules are stored grouped by kind in decision order (hide, protected, deny, allow,
+ * token), so a decision is a few linear scans and the first match of a group decides.
+ * Rules that cannot apply are left out at compile time: protected rules in a protect:false
+ * mode and token rules in a mode without writes.tokens.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+
+#include "modefile.h"
+#include "policy.h"
+#include "util.h"
+
+enum {
+	GROUP_HIDE,
+	GROUP_PROTECTED,
+	GROUP_DENY,
+	GROUP_ALLOW,
+	GROUP_TOKEN,
+	_GROUP_MAX,
+};
+
+struct pw_policy {
+	atomic_uint refcount;
+	char *mode, *description, *body, *source;
+	char *fail_reason; /* non-NULL: fail-closed */
+	bool protect;      /* the mode's protect key (protected rules are left out when false) */
+	pw_rule *rules;
+	size_t n_rules;
+	size_t group_start[_GROUP_MAX + 1]; /* rules of group g: [start[g], start[g + 1]) */
+};
+
+static const char *const op_names[_PW_OP_MAX] = {
+	[PW_OP_LOOKUP] = "lookup",
+	[PW_OP_READ] = "read",
+	[PW_OP_CREATE] = "create",
+	[PW_OP_MKNOD] = "mknod",
+	[PW_OP_MKDIR] = "mkdir",
+	[PW_OP_SYMLINK] = "symlink",
+	[PW_OP_LINK] = "link",
+	[PW_OP_UNLINK] = "unlink",
+	[PW_OP_RMDIR] = "rmdir",
+	[PW_OP_RENAME] = "rename",
+	[PW_OP_OPEN_WRITE] = "open-write",
+	[PW_OP_WRITE] = "write",
+	[PW_OP_TRUNCATE] = "truncate",
+	[PW_OP_CHMOD] = "chmod",
+	[PW_OP_CHOWN] = "chown",
+	[PW_OP_UTIMENS] = "utimens",
+	[PW_OP_SETXATTR] = "setxattr",
+	[PW_OP_REMOVEXATTR] = "removexattr",
+	[PW_OP_FALLOCATE] = "fallocate",
+	[PW_OP_COPY_RANGE] = "copy-range",
+	[PW_OP_ACCESS_WRITE] = "access-write",
+};
+
+const char *pw_op_name(pw_op op)
+{
+	if ((unsigned)op >= _PW_OP_MAX)
+		return "unknown";
+	return op_names[op];
+}
+
+int pw_op_from_name(const char *name)
+{
+	for (int i = 0; i < _PW_OP_MAX; i++)
+		if (streq(op_names[i], name))
+			return i;
+	return -EINVAL;
+}
+
+bool pw_op_is_write(pw_op op)
+{
+	return op != PW_OP_LOOKUP && op != PW_OP_READ;
+}
+
+const char *pw_reason_name(pw_reason r)
+{
+	switch (r) {
+	case PW_REASON_READ:
+		return "read";
+	case PW_REASON_ALLOW_RULE:
+		return "allow-rule";
+	case PW_REASON_TOKEN:
+		return "token";
+	case PW_REASON_HIDDEN:
+		return "hidden";
+	case PW_REASON_READ_ONLY:
+		return "read-only";
+	case PW_REASON_PROTECTED:
+		return "protected";
+	case PW_REASON_DENY_RULE:
+		return "deny-rule";
+	case PW_REASON_NO_ALLOW:
+		return "no-allow";
+	case PW_REASON_FAIL_CLOSED:
+		return "fail-closed";
+	case PW_REASON_OUTSIDE:
+		return "outside";
+	}
+	return "unknown";
+}
+
+/* ---- construction ------------------------------------------------------------------ */
+
+static void policy_free(pw_policy *p)
+{
+	free(p->mode);
+	free(p->description);
+	free(p->body);
+	free(p->source);
+	free(p->fail_reason);
+	for (size_t i = 0; i < p->n_rules; i++)
+		pw_rule_done(&p->rules[i]);
+	free(p->rules);
+	free(p);
+}
+
+static void policy_freep(pw_policy **p)
+{
+	if (*p)
+		policy_free(*p);
+}
+
+static pw_policy *policy_alloc(const char *mode, const char *description, const char *body,
+			       const char *source)
+{
+	_cleanup_(policy_freep) pw_policy *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	atomic_init(&p->refcount, 1);
+	p->protect = true;
+	p->mode = strdup(mode ? mode : "");
+	p->description = strdup(description ? description : "");
+	p->body = strdup(body ? body : "");
+	p->source = strdup(source ? source : "");
+	if (!p->mode || !p->description || !p->body || !p->source)
+		return NULL;
+	return TAKE_PTR(p);
+}
+
+static int policy_add_group(pw_policy *p, int group, const pw_rule *v, size_t n,
+			    pw_rule_kind kind)
+{
+	for (size_t i = 0; i < n; i++) {
+		int r;
+
+		if (v[i].kind != kind)
+			continue;
+		r = pw_rules_append_copy(&p->rules, &p->n_rules, &v[i]);
+		if (r < 0)
+			return r;
+	}
+	p->group_start[group + 1] = p->n_rules;
+	return 0;
+}
+
+static int policy_add_rules(pw_policy *p, const pw_modeset *ms, const pw_mode *m)
+{
+	int r;
+
+	r = policy_add_group(p, GROUP_HIDE, m->rules, m->n_rules, PW_RULE_HIDE);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; m->protect && i < pw_modeset_protected_count(ms); i++) {
+		r = pw_rules_append_copy(&p->rules, &p->n_rules, pw_modeset_protected(ms, i));
+		if (r < 0)
+			return r;
+	}
+	p->group_start[GROUP_PROTECTED + 1] = p->n_rules;
+	r = policy_add_group(p, GROUP_DENY, m->rules, m->n_rules, PW_RULE_DENY);
+	if (r < 0)
+		return r;
+	r = policy_add_group(p, GROUP_ALLOW, m->rules, m->n_rules, PW_RULE_ALLOW);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; m->tokens && i < pw_modeset_token_count(ms); i++) {
+		r = pw_rules_append_copy(&p->rules, &p->n_rules, pw_modeset_token(ms, i));
+		if (r < 0)
+			return r;
+	}
+	p->group_start[GROUP_TOKEN + 1] = p->n_rules;
+	return 0;
+}
+
+int pw_policy_compile(const pw_modeset *ms, const char *mode, pw_policy **ret)
+{
+	_cleanup_(policy_freep) pw_policy *p = NULL;
+	const pw_mode *m;
+	int r;
+
+	m = pw_modeset_find(ms, mode);
+	if (!m)
+		return -ENOENT;
+	p = policy_alloc(m->name, m->description, m->body, m->file);
+	if (!p)
+		return -ENOMEM;
+	p->protect = m->protect;
+	r = policy_add_rules(p, ms, m);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(p);
+	return 0;
+}
+
+pw_policy *pw_policy_new_fail_closed(const char *mode, const char *why)
+{
+	_cleanup_(policy_freep) pw_policy *p = NULL;
+
+	p = policy_alloc(mode, "", "", "");
+	if (!p)
+		return NULL;
+	p->fail_reason = strdup(why ? why : "the mode is broken");
+	if (!p->fail_reason)
+		return NULL;
+	return TAKE_PTR(p);
+}
+
+pw_policy *pw_policy_ref(pw_policy *p)
+{
+	if (p)
+		atomic_fetch_add_explicit(&p->refcount, 1, memory_order_relaxed);
+	return p;
+}
+
+void pw_policy_unref(pw_policy *p)
+{
+	if (!p)
+		return;
+	/* acq_rel: the thread that frees sees every other holder's last use. */
+	if (atomic_fetch_sub_explicit(&p->refcount, 1, memory_order_acq_rel) == 1)
+		policy_free(p);
+}
+
+/* ---- decisions --------------------------------------------------------------------- */
+
+static const pw_rule *group_match(const pw_policy *p, int group, const char *path, bool is_dir)
+{
+	for (size_t i = p->group_start[group]; i < p->group_start[group + 1]; i++)
+		if (pw_glob_match_tree(p->rules[i].glob, path, is_dir))
+			return &p->rules[i];
+	return NULL;
+}
+
+static bool group_empty(const pw_policy *p, int group)
+{
+	return p->group_start[group] == p->group_start[group + 1];
+}
+
+bool pw_policy_writes_nothing(const pw_policy *p)
+{
+	return p->fail_reason || (group_empty(p, GROUP_ALLOW) && group_empty(p, GROUP_TOKEN));
+}
+
+static void decided(pw_decision *ret, bool allowed, int err, pw_reason reason,
+		    const pw_rule *rule)
+{
+	*ret = (pw_decision){ .allowed = allowed, .err = err, .reason = reason, .rule = rule };
+}
+
+/* The hide step. The project root itself is never hidden: hiding it would hide the view. */
+static const pw_rule *hidden_by(const pw_policy *p, const char *path, bool is_dir)
+{
+	if (path[0] == '\0')
+		return NULL;
+	return group_match(p, GROUP_HIDE, path, is_dir);
+}
+
+/* Steps 3 to 7 of the decision order, for a write. */
+static void decide_write(const pw_policy *p, const char *path, bool is_dir, pw_decision *ret)
+{
+	const pw_rule *rule;
+
+	if (p->fail_reason)
+		return decided(ret, false, EROFS, PW_REASON_FAIL_CLOSED, NULL);
+	if (pw_policy_writes_nothing(p))
+		return decided(ret, false, EROFS, PW_REASON_READ_ONLY, NULL);
+	rule = group_match(p, GROUP_PROTECTED, path, is_dir);
+	if (rule)
+		return decided(ret, false, EACCES, PW_REASON_PROTECTED, rule);
+	rule = group_match(p, GROUP_DENY, path, is_dir);
+	if (rule)
+		return decided(ret, false, EACCES, PW_REASON_DENY_RULE, rule);
+	rule = group_match(p, GROUP_ALLOW, path, is_dir);
+	if (rule)
+		return decided(ret, true, 0, PW_REASON_ALLOW_RULE, rule);
+	rule = group_match(p, GROUP_TOKEN, path, is_dir);
+	if (rule)
+		return decided(ret, true, 0, PW_REASON_TOKEN, rule);
+	decided(ret, false, EACCES, PW_REASON_NO_ALLOW, NULL);
+}
+
+void pw_policy_decide(const pw_policy *p, pw_op op, const char *path, bool is_dir,
+		      pw_decision *ret)
+{
+	const pw_rule *rule = hidden_by(p, path, is_dir);
+
+	if (rule)
+		return decided(ret, false, ENOENT, PW_REASON_HIDDEN, rule);
+	if (!pw_op_is_write(op))
+		return decided(ret, true, 0, PW_REASON_READ, NULL);
+	decide_write(p, path, is_dir, ret);
+}
+
+bool pw_policy_is_hidden(const pw_policy *p, const char *path, bool is_dir)
+{
+	return hidden_by(p, path, is_dir) != NULL;
+}
+
+bool pw_policy_may_write(const pw_policy *p, const char *path, bool is_dir)
+{
+	pw_decision d;
+
+	if (pw_policy_writes_nothing(p))
+		return false;
+	pw_policy_decide(p, PW_OP_WRITE, path, is_dir, &d);
+	return d.allowed;
+}
+
+bool pw_policy_has_hide_rules(const pw_policy *p)
+{
+	return !group_empty(p, GROUP_HIDE);
+}
+
+bool pw_policy_protects(const pw_policy *p)
+{
+	return p->protect;
+}
+
+bool pw_policy_is_fail_closed(const pw_policy *p)
+{
+	return p->fail_reason != NULL;
+}
+
+const char *pw_policy_fail_reason(const pw_policy *p)
+{
+	return p->fail_reason;
+}
+
+const char *pw_policy_mode_name(const pw_policy *p)
+{
+	return p->mode;
+}
+
+const char *pw_policy_description(const pw_policy *p)
+{
+	return p->description;
+}
+
+const char *pw_policy_body(const pw_policy *p)
+{
+	return p->body;
+}
+
+const char *pw_policy_source(const pw_policy *p)
+{
+	return p->source;
+}
+
+size_t pw_policy_rule_count(const pw_policy *p)
+{
+	return p->n_rules;
+}
+
+const pw_rule *pw_policy_rule(const pw_policy *p, size_t i)
+{
+	return i < p->n_rules ? &p->rules[i] : NULL;
+}
+
+/* ---- tightening -------------------------------------------------------------------- */
+
+/*
+ * Set relations are decided on pattern text: two rules are the same when their patterns are
+ * identical. That is sound (equal text, equal glob) but incomplete: "src/[ab]" and "src/[ba]"
+ * match the same paths and still count as different, which can only make a
+ * switch look like a loosening, the safe error. The one semantic step taken: an allow pattern "**" covers any
+ * other allow or token rule.
+ */
+static bool group_has_pattern(const pw_policy *p, int group, const char *pattern)
+{
+	for (size_t i = p->group_start[group]; i < p->group_start[group + 1]; i++)
+		if (streq(p->rules[i].pattern, pattern))
+			return true;
+	return false;
+}
+
+/* Every rule of A's group GA has its pattern in B's group GB. */
+static bool group_subset(const pw_policy *a, int ga, const pw_policy *b, int gb)
+{
+	for (size_t i = a->group_start[ga]; i < a->group_start[ga + 1]; i++)
+		if (!group_has_pattern(b, gb, a->rules[i].pattern))
+			return false;
+	return true;
+}
+
+/* Is every path that a rule of TO's group G lets through let through by FROM's allow or
+ * token rules? */
+static bool writable_covered(const pw_policy *from, const pw_policy *to, int g)
+{
+	if (group_has_pattern(from, GROUP_ALLOW, "**"))
+		return true;
+	for (size_t i = to->group_start[g]; i < to->group_start[g + 1]; i++) {
+		const char *pat = to->rules[i].pattern;
+
+		if (!group_has_pattern(from, GROUP_ALLOW, pat) &&
+		    !group_has_pattern(from, GROUP_TOKEN, pat))
+			return false;
+	}
+	return true;
+}
+
+bool pw_policy_is_tightening(const pw_policy *from, const pw_policy *to)
+{
+	/* Hiding less reveals files: never a tightening. A fail-closed policy hides nothing. */
+	if (!group_subset(from, GROUP_HIDE, to, GROUP_HIDE))
+		return false;
+	if (pw_policy_writes_nothing(to))
+		return true;
+	if (pw_policy_writes_nothing(from))
+		return false;
+	return writable_covered(from, to, GROUP_ALLOW) && writable_covered(from, to, GROUP_TOKEN) &&
+	       group_subset(from, GROUP_DENY, to, GROUP_DENY) &&
+	       group_subset(from, GROUP_PROTECTED, to, GROUP_PROTECTED);
+}
