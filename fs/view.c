@@ -1,0 +1,542 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control-plane state of one view (view.h has the contract).
+ *
+ * Every change of the active policy follows the same steps under the view's mutex:
+ * build the target policy (compile, or fail closed), authorize it for the peer, install it
+ * with pw_fs_set_policy() (which returns once operations starting afterwards obey it), then
+ * persist and record. Persisting is best effort: a state database error never undoes a
+ * switch that the filesystem already enforces; it is remembered and shown in status.
+ */
+#include "view.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "audit.h"
+#include "state.h"
+#include "util.h"
+
+#define PW_DEFAULT_MODE "plan"
+
+struct pw_view {
+	/* Immutable after pw_view_new. */
+	char *project, *mountpoint, *bundled_dir, *global_dir;
+	pw_fs *fs;
+	uid_t owner;
+	pw_state *state;
+	pw_audit *audit;
+	int64_t started_ns;
+
+	pthread_mutex_t lock; /* guards everything below and every use of state */
+	pw_modeset *ms;
+	bool trusted;
+	char *mode;        /* the active mode's name */
+	char *fail_reason; /* NULL unless failing closed */
+	char *state_error; /* last persistence failure, for status */
+	uint64_t reloads;
+
+	pw_view_listener listener; /* guarded by lock; called without it */
+	void *listener_data;
+};
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static void set_str(char **slot, char *value)
+{
+	free(*slot);
+	*slot = value;
+}
+
+static void note_state_error(pw_view *v, const char *what, int r)
+{
+	char *msg = NULL;
+	if (asprintf(&msg, "state database: %s failed: %s", what, strerror(-r)) < 0)
+		msg = NULL;
+	set_str(&v->state_error, msg);
+}
+
+/* Loads the modeset with the current trust. Caller holds the lock (or owns v alone). */
+static int load_modeset(pw_view *v, pw_modeset **ret_ms, bool *ret_trusted)
+{
+	bool trusted = false;
+
+	if (v->state) {
+		int r = pw_state_is_trusted(v->state, v->project);
+		if (r < 0)
+			note_state_error(v, "reading trust", r);
+		trusted = r > 0;
+	}
+	pw_load_opts o = {
+		.bundled_dir = v->bundled_dir,
+		.global_dir = v->global_dir,
+		.project_dir = v->project,
+		.trusted = trusted,
+	};
+	int r = pw_modeset_load(&o, ret_ms);
+	if (r < 0)
+		return r;
+	*ret_trusted = trusted;
+	return 0;
+}
+
+/*
+ * The policy for mode NAME in MS, never a permissive substitute: a broken file or an
+ * unknown name gives a fail-closed policy whose reason says why. Returns 0 with *ret, or
+ * -ENOMEM. *ret_fail is the reason (malloc'd) when failing closed, else NULL.
+ */
+static int policy_or_fail_closed(const pw_modeset *ms, const char *name, pw_policy **ret,
+				 char **ret_fail)
+{
+	const pw_warning *w = NULL;
+	char *why = NULL;
+	pw_policy *p = NULL;
+	int r;
+
+	if (pw_modeset_mode_broken(ms, name, &w)) {
+		_cleanup_free_ char *text = pw_warning_format(w);
+		r = asprintf(&why, "mode '%s' is broken: %s", name, text ? text : "(no detail)");
+	} else {
+		r = pw_policy_compile(ms, name, &p);
+		if (r == 0) {
+			*ret = p;
+			*ret_fail = NULL;
+			return 0;
+		}
+		if (r != -ENOENT)
+			return r;
+		r = asprintf(&why, "mode '%s' does not exist", name);
+	}
+	if (r < 0)
+		return -ENOMEM;
+	p = pw_policy_new_fail_closed(name, why);
+	if (!p) {
+		free(why);
+		return -ENOMEM;
+	}
+	*ret = p;
+	*ret_fail = why;
+	return 0;
+}
+
+static const char *peer_origin(const pw_peer *peer, const char *dflt)
+{
+	return peer && peer->origin ? peer->origin : dflt;
+}
+
+/* Persists and records a switch that is already in force. Caller holds the lock. */
+static void record_switch(pw_view *v, const char *from, const char *to, uint64_t gen,
+			  const pw_peer *peer, const char *origin, bool persist)
+{
+	int r;
+
+	if (!v->state)
+		return;
+	if (persist) {
+		r = pw_state_set_last_mode(v->state, v->project, to);
+		if (r < 0)
+			note_state_error(v, "saving the last mode", r);
+	}
+	pw_switch_record rec = {
+		.time_ns = now_ns(),
+		.project = v->project,
+		.mountpoint = v->mountpoint,
+		.from_mode = from,
+		.to_mode = to,
+		.generation = gen,
+		.pid = peer ? peer->pid : getpid(),
+		.uid = peer ? peer->uid : getuid(),
+		.comm = peer && peer->comm[0] ? peer->comm : NULL,
+		.origin = origin,
+	};
+	r = pw_state_record_switch(v->state, &rec);
+	if (r < 0)
+		note_state_error(v, "recording the switch", r);
+}
+
+int pw_view_new(const pw_view_opts *opts, pw_view **ret)
+{
+	pw_view *v;
+	pw_policy *p = NULL;
+	char *fail = NULL;
+	_cleanup_free_ char *last = NULL;
+	const char *initial;
+	int r;
+
+	if (!opts || !opts->project || !opts->mountpoint || !opts->fs)
+		return -EINVAL;
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	pthread_mutex_init(&v->lock, NULL);
+	v->fs = opts->fs;
+	v->owner = opts->owner_uid;
+	v->state = opts->state;
+	v->audit = opts->audit;
+	v->started_ns = now_ns();
+	v->project = strdup(opts->project);
+	v->mountpoint = strdup(opts->mountpoint);
+	v->bundled_dir = opts->bundled_dir ? strdup(opts->bundled_dir) : NULL;
+	v->global_dir = opts->global_dir ? strdup(opts->global_dir) : NULL;
+	if (!v->project || !v->mountpoint || (opts->bundled_dir && !v->bundled_dir) ||
+	    (opts->global_dir && !v->global_dir)) {
+		r = -ENOMEM;
+		goto fail;
+	}
+
+	r = load_modeset(v, &v->ms, &v->trusted);
+	if (r < 0)
+		goto fail;
+
+	initial = opts->initial_mode;
+	if (!initial && v->state) {
+		r = pw_state_get_last_mode(v->state, v->project, &last);
+		if (r < 0 && r != -ENOENT)
+			note_state_error(v, "reading the last mode", r);
+		initial = last;
+	}
+	if (!initial)
+		initial = PW_DEFAULT_MODE;
+
+	r = policy_or_fail_closed(v->ms, initial, &p, &fail);
+	if (r < 0)
+		goto fail;
+	v->mode = strdup(initial);
+	if (!v->mode) {
+		pw_policy_unref(p);
+		free(fail);
+		r = -ENOMEM;
+		goto fail;
+	}
+	v->fail_reason = fail;
+	uint64_t gen = pw_fs_set_policy(v->fs, p);
+	pw_policy_unref(p);
+	/* An explicit --mode is remembered; a restored one already is. */
+	record_switch(v, NULL, v->mode, gen, NULL, "mount", opts->initial_mode && !fail);
+	*ret = v;
+	return 0;
+fail:
+	pw_view_free(v);
+	return r;
+}
+
+void pw_view_free(pw_view *v)
+{
+	if (!v)
+		return;
+	pw_modeset_free(v->ms);
+	free(v->project);
+	free(v->mountpoint);
+	free(v->bundled_dir);
+	free(v->global_dir);
+	free(v->mode);
+	free(v->fail_reason);
+	free(v->state_error);
+	pthread_mutex_destroy(&v->lock);
+	free(v);
+}
+
+int pw_view_authorize_peer(const pw_view *v, const pw_peer *peer)
+{
+	if (!peer)
+		return -EPERM;
+	return peer->uid == 0 || peer->uid == v->owner ? 0 : -EPERM;
+}
+
+int pw_view_authorize_switch(pw_view *v, const pw_peer *peer, const pw_policy *target,
+			     char **ret_why)
+{
+	pw_policy *cur;
+	bool tighter;
+	int r;
+
+	if (pw_view_authorize_peer(v, peer) < 0) {
+		if (ret_why &&
+		    asprintf(ret_why, "uid %u may not control this view (owned by uid %u)",
+			     peer ? (unsigned)peer->uid : 0u, (unsigned)v->owner) < 0)
+			*ret_why = NULL;
+		return -EPERM;
+	}
+	if (!peer->restricted)
+		return 0;
+
+	cur = pw_fs_policy(v->fs, NULL);
+	tighter = cur && pw_policy_is_tightening(cur, target);
+	if (tighter) {
+		pw_policy_unref(cur);
+		return 0;
+	}
+	if (ret_why) {
+		const char *to = pw_policy_mode_name(target);
+		r = asprintf(ret_why,
+			     "refused: switching from mode '%s' to '%s' would allow more writes, and "
+			     "an agent may only tighten the mode; ask the person you work for to run "
+			     "`piworkfs mode %s` outside the agent",
+			     cur ? pw_policy_mode_name(cur) : "?", to, to);
+		if (r < 0)
+			*ret_why = NULL;
+	}
+	pw_policy_unref(cur);
+	return -EPERM;
+}
+
+static _printf_(2, 3) void set_why(char **ret_why, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!ret_why)
+		return;
+	va_start(ap, fmt);
+	if (vasprintf(ret_why, fmt, ap) < 0)
+		*ret_why = NULL;
+	va_end(ap);
+}
+
+static void notify(pw_view *v, const char *from, const char *to, uint64_t gen,
+		   const pw_peer *peer)
+{
+	pw_view_listener fn;
+	void *data;
+
+	pthread_mutex_lock(&v->lock);
+	fn = v->listener;
+	data = v->listener_data;
+	pthread_mutex_unlock(&v->lock);
+	if (fn)
+		fn(from, to, gen, peer, data);
+}
+
+int pw_view_set_mode(pw_view *v, const char *name, const pw_peer *peer, uint64_t *ret_generation,
+		     char **ret_why)
+{
+	_cleanup_free_ char *from = NULL, *to = NULL, *new_mode = NULL;
+	const pw_warning *w = NULL;
+	pw_policy *p = NULL;
+	uint64_t gen = 0;
+	int r;
+
+	if (!name || !name[0])
+		return -EINVAL;
+	to = strdup(name);
+	if (!to)
+		return -ENOMEM;
+
+	pthread_mutex_lock(&v->lock);
+	if (pw_view_authorize_peer(v, peer) < 0) {
+		r = pw_view_authorize_switch(v, peer, NULL, ret_why);
+		goto out;
+	}
+	if (pw_modeset_mode_broken(v->ms, name, &w)) {
+		_cleanup_free_ char *text = pw_warning_format(w);
+		set_why(ret_why, "mode file is broken: %s", text ? text : "(no detail)");
+		r = -EBADMSG;
+		goto out;
+	}
+	r = pw_policy_compile(v->ms, name, &p);
+	if (r == -ENOENT) {
+		set_why(ret_why, "unknown mode '%s'", name);
+		goto out;
+	}
+	if (r < 0)
+		goto out;
+	r = pw_view_authorize_switch(v, peer, p, ret_why);
+	if (r < 0)
+		goto out;
+
+	new_mode = strdup(name);
+	if (!new_mode) {
+		r = -ENOMEM;
+		goto out;
+	}
+	gen = pw_fs_set_policy(v->fs, p);
+	from = TAKE_PTR(v->mode);
+	v->mode = TAKE_PTR(new_mode);
+	set_str(&v->fail_reason, NULL);
+	record_switch(v, from, name, gen, peer, peer_origin(peer, "socket"), true);
+	if (ret_generation)
+		*ret_generation = gen;
+	r = 0;
+out:
+	pthread_mutex_unlock(&v->lock);
+	pw_policy_unref(p);
+	if (r == 0)
+		notify(v, from, to, gen, peer);
+	return r;
+}
+
+int pw_view_reload(pw_view *v, const pw_peer *peer, uint64_t *ret_generation, char **ret_why)
+{
+	pw_modeset *ms = NULL;
+	pw_policy *p = NULL;
+	char *fail = NULL;
+	_cleanup_free_ char *mode = NULL;
+	bool trusted = false;
+	uint64_t gen = 0;
+	int r;
+
+	pthread_mutex_lock(&v->lock);
+	if (peer && pw_view_authorize_peer(v, peer) < 0) {
+		r = pw_view_authorize_switch(v, peer, NULL, ret_why);
+		goto out;
+	}
+	r = load_modeset(v, &ms, &trusted);
+	if (r < 0)
+		goto out;
+	r = policy_or_fail_closed(ms, v->mode, &p, &fail);
+	if (r < 0)
+		goto out;
+	if (peer) {
+		r = pw_view_authorize_switch(v, peer, p, ret_why);
+		if (r < 0)
+			goto out;
+	}
+	gen = pw_fs_set_policy(v->fs, p);
+	pw_modeset_free(v->ms);
+	v->ms = TAKE_PTR(ms);
+	v->trusted = trusted;
+	set_str(&v->fail_reason, TAKE_PTR(fail));
+	v->reloads++;
+	mode = strdup(v->mode);
+	record_switch(v, v->mode, v->mode, gen, peer, peer_origin(peer, "reload"), false);
+	if (ret_generation)
+		*ret_generation = gen;
+	r = 0;
+out:
+	pthread_mutex_unlock(&v->lock);
+	pw_modeset_free(ms);
+	pw_policy_unref(p);
+	free(fail);
+	if (r == 0)
+		notify(v, mode, mode, gen, peer);
+	return r;
+}
+
+const char *pw_view_project(const pw_view *v)
+{
+	return v->project;
+}
+
+const char *pw_view_mountpoint(const pw_view *v)
+{
+	return v->mountpoint;
+}
+
+uid_t pw_view_owner(const pw_view *v)
+{
+	return v->owner;
+}
+
+pw_fs *pw_view_fs(const pw_view *v)
+{
+	return v->fs;
+}
+
+pw_audit *pw_view_audit(const pw_view *v)
+{
+	return v->audit;
+}
+
+int64_t pw_view_started_ns(const pw_view *v)
+{
+	return v->started_ns;
+}
+
+pw_policy *pw_view_policy(pw_view *v, uint64_t *ret_generation)
+{
+	return pw_fs_policy(v->fs, ret_generation);
+}
+
+void pw_view_status_done(pw_view_status *st)
+{
+	if (!st)
+		return;
+	free(st->mode);
+	free(st->fail_reason);
+	for (size_t i = 0; i < st->n_warnings; i++)
+		free(st->warnings[i]);
+	free(st->warnings);
+	memset(st, 0, sizeof(*st));
+}
+
+int pw_view_get_status(pw_view *v, pw_view_status *ret)
+{
+	pw_view_status st = {};
+	size_t n;
+	pw_policy *p;
+	int r = -ENOMEM;
+
+	pthread_mutex_lock(&v->lock);
+	n = pw_modeset_warning_count(v->ms) + (v->state_error ? 1 : 0);
+	st.mode = strdup(v->mode);
+	st.fail_reason = v->fail_reason ? strdup(v->fail_reason) : NULL;
+	st.trusted = v->trusted;
+	st.reloads = v->reloads;
+	st.warnings = calloc(n ? n : 1, sizeof(char *));
+	if (!st.mode || (v->fail_reason && !st.fail_reason) || !st.warnings)
+		goto out;
+	for (size_t i = 0; i < pw_modeset_warning_count(v->ms); i++) {
+		st.warnings[st.n_warnings] = pw_warning_format(pw_modeset_warning(v->ms, i));
+		if (!st.warnings[st.n_warnings])
+			goto out;
+		st.n_warnings++;
+	}
+	if (v->state_error) {
+		st.warnings[st.n_warnings] = strdup(v->state_error);
+		if (!st.warnings[st.n_warnings])
+			goto out;
+		st.n_warnings++;
+	}
+	r = 0;
+out:
+	pthread_mutex_unlock(&v->lock);
+	if (r < 0) {
+		pw_view_status_done(&st);
+		return r;
+	}
+	p = pw_fs_policy(v->fs, &st.generation);
+	pw_policy_unref(p);
+	*ret = st;
+	return 0;
+}
+
+const pw_modeset *pw_view_lock_modeset(pw_view *v)
+{
+	pthread_mutex_lock(&v->lock);
+	return v->ms;
+}
+
+void pw_view_unlock_modeset(pw_view *v)
+{
+	pthread_mutex_unlock(&v->lock);
+}
+
+int pw_view_compile(pw_view *v, const char *name, pw_policy **ret)
+{
+	int r;
+
+	pthread_mutex_lock(&v->lock);
+	if (pw_modeset_mode_broken(v->ms, name, NULL))
+		r = -EBADMSG;
+	else
+		r = pw_policy_compile(v->ms, name, ret);
+	pthread_mutex_unlock(&v->lock);
+	return r;
+}
+
+void pw_view_set_listener(pw_view *v, pw_view_listener fn, void *userdata)
+{
+	pthread_mutex_lock(&v->lock);
+	v->listener = fn;
+	v->listener_data = userdata;
+	pthread_mutex_unlock(&v->lock);
+}
