@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Schema, migrations and the open/rebuild logic of the state database (see db.h).
+ *
+ * Why a rebuild rather than a failure: the database holds conveniences (last modes, trust,
+ * history, the audit log). Losing them is a nuisance; refusing to mount a view because a
+ * disk hiccup corrupted a log would turn a nuisance into an outage. The corrupt file is kept
+ * next to the new one for inspection. Trust falls back to "not trusted", which is the safe
+ * default.
+ */
+#include "db.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/limits.h> /* PATH_MAX; policy/limits.h shadows <limits.h> */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "util.h"
+
+/* Migration N (1-based) brings user_version from N-1 to N. Never edit a released migration:
+ * append a new one. */
+static const char *const migrations[] = {
+	/* 1: the full initial schema. */
+	"CREATE TABLE meta ("
+	"  key TEXT PRIMARY KEY NOT NULL,"
+	"  value TEXT"
+	");"
+	"CREATE TABLE projects ("
+	"  path TEXT PRIMARY KEY NOT NULL," /* the project's real path */
+	"  trusted INTEGER NOT NULL DEFAULT 0,"
+	"  trusted_ns INTEGER," /* when trust last changed */
+	"  last_mode TEXT,"
+	"  updated_ns INTEGER NOT NULL"
+	");"
+	"CREATE TABLE switches ("
+	"  id INTEGER PRIMARY KEY,"
+	"  time_ns INTEGER NOT NULL,"
+	"  project TEXT NOT NULL,"
+	"  mountpoint TEXT,"
+	"  from_mode TEXT,"
+	"  to_mode TEXT NOT NULL,"
+	"  generation INTEGER NOT NULL DEFAULT 0,"
+	"  pid INTEGER,"
+	"  uid INTEGER,"
+	"  comm TEXT,"
+	"  origin TEXT"
+	");"
+	"CREATE INDEX switches_by_project ON switches(project, time_ns);"
+	"CREATE INDEX switches_by_time ON switches(time_ns);"
+	"CREATE TABLE audit ("
+	"  id INTEGER PRIMARY KEY,"
+	"  time_ns INTEGER NOT NULL," /* first occurrence; equals first_ns */
+	"  project TEXT NOT NULL,"
+	"  mountpoint TEXT,"
+	"  mode TEXT,"
+	"  generation INTEGER NOT NULL DEFAULT 0,"
+	"  op TEXT NOT NULL," /* pw_op_name() */
+	"  path TEXT NOT NULL," /* project-relative */
+	"  path2 TEXT,"
+	"  errno INTEGER NOT NULL DEFAULT 0," /* 0: an allowed mutation */
+	"  reason TEXT," /* pw_reason_name() */
+	"  rule_kind TEXT,"
+	"  rule_pattern TEXT,"
+	"  rule_file TEXT,"
+	"  rule_line INTEGER,"
+	"  pid INTEGER,"
+	"  uid INTEGER,"
+	"  comm TEXT,"
+	"  count INTEGER NOT NULL DEFAULT 1,"
+	"  first_ns INTEGER NOT NULL,"
+	"  last_ns INTEGER NOT NULL"
+	");"
+	"CREATE INDEX audit_by_time ON audit(time_ns);"
+	"CREATE INDEX audit_by_path ON audit(path, time_ns);"
+	"CREATE INDEX audit_by_pid ON audit(pid, time_ns);"
+	"CREATE INDEX audit_by_mode ON audit(mode, time_ns);"
+	"CREATE INDEX audit_by_project ON audit(project, time_ns);",
+};
+_Static_assert(ELEMENTSOF(migrations) == PW_DB_SCHEMA_VERSION, "one migration per version");
+
+int64_t pw_db_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int pw_db_errno(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+	case SQLITE_ROW:
+	case SQLITE_DONE:
+		return 0;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return -EBUSY;
+	case SQLITE_NOMEM:
+		return -ENOMEM;
+	case SQLITE_READONLY:
+		return -EROFS;
+	case SQLITE_PERM:
+	case SQLITE_AUTH:
+		return -EACCES;
+	case SQLITE_CANTOPEN:
+		return -EACCES;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		return -EBADMSG;
+	case SQLITE_FULL:
+		return -ENOSPC;
+	case SQLITE_CONSTRAINT:
+		return -EEXIST;
+	case SQLITE_MISUSE:
+	case SQLITE_RANGE:
+		return -EINVAL;
+	case SQLITE_TOOBIG:
+		return -E2BIG;
+	default:
+		return -EIO;
+	}
+}
+
+void pw_db_closep(sqlite3 **db)
+{
+	if (*db)
+		sqlite3_close_v2(*db);
+}
+
+/* Internal: exec returning the raw SQLite code so callers can tell corruption apart. */
+static int exec_rc(sqlite3 *db, const char *sql)
+{
+	return sqlite3_exec(db, sql, NULL, NULL, NULL);
+}
+
+int pw_db_exec(sqlite3 *db, const char *sql)
+{
+	return pw_db_errno(exec_rc(db, sql));
+}
+
+static bool rc_is_corrupt(int rc)
+{
+	return (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB;
+}
+
+/* Creates every missing directory of DIR with mode 0700 (existing ones are left alone). */
+static int mkdir_parents(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(path);
+
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	char *slash = strrchr(buf, '/');
+	if (!slash || slash == buf)
+		return 0;
+	*slash = '\0';
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+			return negative_errno();
+		*p = '/';
+	}
+	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+		return negative_errno();
+	return 0;
+}
+
+/* Reads one integer PRAGMA. Returns the raw SQLite code. */
+static int pragma_int(sqlite3 *db, const char *sql, int64_t *ret)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*ret = sqlite3_column_int64(st, 0);
+		rc = SQLITE_OK;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* PRAGMA quick_check: SQLITE_OK when the first row says "ok", SQLITE_CORRUPT otherwise.
+ * quick_check is integrity_check without the index-content cross-check: O(N), so opening a
+ * large audit log stays fast, and it still catches a damaged page or b-tree. */
+static int quick_check(sqlite3 *db)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *v = (const char *)sqlite3_column_text(st, 0);
+		rc = v && streq(v, "ok") ? SQLITE_OK : SQLITE_CORRUPT;
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Applies the missing migrations. Returns the raw SQLite code. */
+static int migrate(sqlite3 *db)
+{
+	int64_t version = 0;
+	int rc = pragma_int(db, "PRAGMA user_version", &version);
+	if (rc != SQLITE_OK)
+		return rc;
+	if (version >= PW_DB_SCHEMA_VERSION)
+		return SQLITE_OK; /* up to date, or newer (additive): no write lock taken */
+
+	rc = exec_rc(db, "BEGIN IMMEDIATE");
+	if (rc != SQLITE_OK)
+		return rc;
+	/* Re-read under the write lock: another process may have migrated meanwhile. */
+	rc = pragma_int(db, "PRAGMA user_version", &version);
+	for (int64_t v = version; rc == SQLITE_OK && v < PW_DB_SCHEMA_VERSION; v++)
+		rc = exec_rc(db, migrations[v]);
+	if (rc == SQLITE_OK && version < PW_DB_SCHEMA_VERSION) {
+		char sql[64];
+		snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", PW_DB_SCHEMA_VERSION);
+		rc = exec_rc(db, sql);
+	}
+	if (rc == SQLITE_OK && version == 0) {
+		char sql[128];
+		snprintf(sql, sizeof(sql),
+			 "INSERT OR REPLACE INTO meta(key, value) VALUES ('created_ns', '%lld')",
+			 (long long)pw_db_now_ns());
+		rc = exec_rc(db, sql);
+	}
+	if (rc == SQLITE_OK)
+		rc = exec_rc(db, "COMMIT");
+	if (rc != SQLITE_OK)
+		exec_rc(db, "ROLLBACK");
+	return rc;
+}
+
+/* One attempt to open, configure, check and migrate. Returns the raw SQLite code; *ret is
+ * set only on SQLITE_OK. */
+static int try_open(const char *path, int busy_ms, sqlite3 **ret)
+{
+	_cleanup_(pw_db_closep) sqlite3 *db = NULL;
+	int rc = sqlite3_open_v2(path, &db,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
+					 SQLITE_OPEN_EXRESCODE,
+				 NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	sqlite3_extended_result_codes(db, 1);
+	sqlite3_busy_timeout(db, busy_ms);
+
+	/* journal_mode is the first statement to read the header: a file that is not a
+	 * database fails here with SQLITE_NOTADB. */
+	rc = exec_rc(db, "PRAGMA journal_mode = WAL");
+	if (rc == SQLITE_OK)
+		rc = exec_rc(db, "PRAGMA synchronous = NORMAL");
+	if (rc == SQLITE_OK)
+		rc = quick_check(db);
+	if (rc == SQLITE_OK)
+		rc = migrate(db);
+	if (rc != SQLITE_OK)
+		return rc;
+	*ret = TAKE_PTR(db);
+	return SQLITE_OK;
+}
+
+/* Renames PATH+SUFFIX to ASIDE+SUFFIX when it exists. */
+static int move_one(const char *path, const char *aside, const char *suffix)
+{
+	char from[PATH_MAX], to[PATH_MAX];
+
+	if (snprintf(from, sizeof(from), "%s%s", path, suffix) >= (int)sizeof(from) ||
+	    snprintf(to, sizeof(to), "%s%s", aside, suffix) >= (int)sizeof(to))
+		return -ENAMETOOLONG;
+	if (rename(from, to) < 0 && errno != ENOENT)
+		return negative_errno();
+	return 0;
+}
+
+/* Moves PATH (and its -wal and -shm, which must not be replayed into the new file) to a
+ * free name PATH.corrupt-TIMESTAMP[-N]. Returns 0 with a malloc'd *ret_aside. */
+static int move_aside(const char *path, char **ret_aside)
+{
+	char stamp[32], aside[PATH_MAX];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm);
+	for (unsigned i = 0; i < 100; i++) {
+		int n = i == 0 ? snprintf(aside, sizeof(aside), "%s.corrupt-%s", path, stamp)
+			       : snprintf(aside, sizeof(aside), "%s.corrupt-%s-%u", path, stamp, i);
+		if (n >= (int)sizeof(aside))
+			return -ENAMETOOLONG;
+		if (access(aside, F_OK) == 0)
+			continue;
+		int r = move_one(path, aside, "");
+		if (r < 0)
+			return r;
+		move_one(path, aside, "-wal");
+		move_one(path, aside, "-shm");
+		char *copy = strdup(aside);
+		if (!copy)
+			return -ENOMEM;
+		*ret_aside = copy;
+		return 0;
+	}
+	return -EEXIST;
+}
+
+int pw_db_open(const char *path, int busy_ms, sqlite3 **ret, char **ret_warning)
+{
+	sqlite3 *db = NULL;
+
+	if (busy_ms <= 0)
+		busy_ms = PW_DB_BUSY_TIMEOUT_MS;
+	int r = mkdir_parents(path);
+	if (r < 0)
+		return r;
+
+	int rc = try_open(path, busy_ms, &db);
+	if (rc == SQLITE_OK) {
+		if (ret_warning)
+			*ret_warning = NULL;
+		*ret = db;
+		return 0;
+	}
+	if (!rc_is_corrupt(rc))
+		return pw_db_errno(rc);
+
+	_cleanup_free_ char *aside = NULL;
+	r = move_aside(path, &aside);
+	if (r < 0)
+		return r;
+	rc = try_open(path, busy_ms, &db);
+	if (rc != SQLITE_OK)
+		return pw_db_errno(rc);
+	if (ret_warning) {
+		char *w = NULL;
+		if (asprintf(&w,
+			     "state database %s was corrupt; moved to %s and rebuilt "
+			     "(trust, last modes and the audit log start empty)",
+			     path, aside) < 0)
+			w = NULL;
+		*ret_warning = w;
+	}
+	*ret = db;
+	return 0;
+}
+
+int pw_db_open_readonly(const char *path, sqlite3 **ret)
+{
+	_cleanup_(pw_db_closep) sqlite3 *db = NULL;
+	struct stat stbuf;
+
+	if (stat(path, &stbuf) < 0)
+		return negative_errno();
+	int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+	if (rc != SQLITE_OK)
+		return pw_db_errno(rc);
+	sqlite3_busy_timeout(db, PW_DB_BUSY_TIMEOUT_MS);
+
+	int64_t version = 0;
+	rc = pragma_int(db, "PRAGMA user_version", &version);
+	if (rc != SQLITE_OK)
+		return pw_db_errno(rc);
+	if (version < 1)
+		return -EPROTO;
+	*ret = TAKE_PTR(db);
+	return 0;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The state database's schema and how a connection to it is opened. Shared by state.c (the
+ * daemon's and the CLI's state handle), audit.c (the writer thread's own connection) and
+ * the CLI's read-only readers (log, why).
+ *
+ * Opening read-write creates the parent directory (0700) and the file, switches to WAL,
+ * sets a busy timeout, and brings the schema to PW_DB_SCHEMA_VERSION by running the missing
+ * migrations (PRAGMA user_version counts the ones applied), each in its own IMMEDIATE
+ * transaction so that two processes opening at once migrate once. A file that is not a
+ * database, or fails PRAGMA quick_check, is renamed to PATH.corrupt-YYYYMMDDTHHMMSS (its
+ * -wal and -shm with it) and a fresh database is created in its place: corruption is never a
+ * failure to open, only a warning. A database whose user_version is newer than ours is used
+ * as is (migrations are additive: columns and tables are only ever added).
+ */
+#pragma once
+
+#include <sqlite3.h>
+#include <stdint.h>
+
+#define PW_DB_SCHEMA_VERSION 1
+#define PW_DB_BUSY_TIMEOUT_MS 2000
+
+/* Opens PATH read-write as described above. *ret_warning (when not NULL) receives a malloc'd
+ * one-line message after a rebuild, NULL otherwise. BUSY_MS is the connection's busy timeout
+ * (0: PW_DB_BUSY_TIMEOUT_MS). Returns 0, -EBUSY when another process holds the database
+ * locked past the timeout, or another -errno. */
+int pw_db_open(const char *path, int busy_ms, sqlite3 **ret, char **ret_warning);
+
+/* Opens PATH read-only, for readers that must never create or migrate anything. Returns 0,
+ * -ENOENT when the file does not exist, -EPROTO when it holds no piworkfs schema yet, or
+ * another -errno. */
+int pw_db_open_readonly(const char *path, sqlite3 **ret);
+
+/* sqlite3_close_v2 that accepts NULL, for _cleanup_(pw_db_closep). */
+void pw_db_closep(sqlite3 **db);
+
+/* Maps an SQLite result code to a negative errno (-EBUSY, -ENOMEM, -EIO, ...). */
+int pw_db_errno(int rc);
+
+/* CLOCK_REALTIME in nanoseconds. */
+int64_t pw_db_now_ns(void);
+
+/* Runs SQL that returns no rows. Returns 0 or -errno. */
+int pw_db_exec(sqlite3 *db, const char *sql);
