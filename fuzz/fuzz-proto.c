@@ -23,7 +23,7 @@ static void roundtrip(json_t *msg, json_t *id)
 
 	if (!msg)
 		return;
-	if (pw_rpc_serialize(msg, &buf, &len) == 0) {
+	if (pw_rpc_serialize(msg, PW_RPC_REPLY_MAX, &buf, &len) == 0) {
 		if (len == 0 || buf[len - 1] != '\n' || memchr(buf, '\n', len - 1))
 			abort();
 		if (pw_rpc_parse_reply(buf, len - 1, &rep) != 0)

@@ -235,14 +235,14 @@ json_t *pw_rpc_request_new(json_t *id, const char *method, json_t *params)
 	return o;
 }
 
-int pw_rpc_serialize(const json_t *msg, char **ret, size_t *ret_len)
+int pw_rpc_serialize(const json_t *msg, size_t max, char **ret, size_t *ret_len)
 {
 	size_t n = json_dumpb(msg, NULL, 0, JSON_COMPACT);
 	char *buf;
 
 	if (n == 0)
 		return -ENOMEM;
-	if (n + 1 > PW_MSG_MAX)
+	if (n + 1 > max)
 		return -E2BIG;
 	buf = malloc(n + 2);
 	if (!buf)
@@ -264,7 +264,7 @@ int pw_rpc_parse_reply(const char *line, size_t len, pw_rpc_reply *ret)
 	json_t *root, *v;
 	pw_rpc_reply r = {};
 
-	if (len > PW_MSG_MAX || max_depth(line, len) > PW_RPC_DEPTH_MAX)
+	if (len > PW_RPC_REPLY_MAX || max_depth(line, len) > PW_RPC_DEPTH_MAX)
 		return -EBADMSG;
 	root = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
 	if (!root)

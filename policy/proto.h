@@ -67,13 +67,17 @@ json_t *pw_rpc_error_reply(json_t *id, int code, const char *message, json_t *da
 json_t *pw_rpc_notification(const char *method, json_t *params);
 json_t *pw_rpc_request_new(json_t *id, const char *method, json_t *params); /* client side */
 
+/* Bytes of one line the server sends (a reply or a notification, newline included). Requests
+ * are capped at PW_MSG_MAX; replies may be longer (a check of many paths), up to this. */
+#define PW_RPC_REPLY_MAX (1024 * 1024)
+
 /*
  * Serializes MSG as one compact line ending in '\n' (strings escape control characters, so
  * the line has no other newline; *ret is also NUL-terminated after it). Returns 0 with
- * malloc'd *ret and *ret_len (newline included, NUL not), -E2BIG when it
- * would exceed PW_MSG_MAX (newline included), -ENOMEM.
+ * malloc'd *ret and *ret_len (newline included, NUL not), -E2BIG when the line would exceed
+ * MAX bytes (newline included), -ENOMEM.
  */
-int pw_rpc_serialize(const json_t *msg, char **ret, size_t *ret_len);
+int pw_rpc_serialize(const json_t *msg, size_t max, char **ret, size_t *ret_len);
 
 /* A message the client reads: a reply to a request, or a notification. */
 typedef enum pw_rpc_reply_kind {
@@ -95,7 +99,8 @@ typedef struct pw_rpc_reply {
 } pw_rpc_reply;
 
 /* Parses one received line. Returns 0 with *ret (release with pw_rpc_reply_done), -EBADMSG
- * for anything that is not a well-formed JSON-RPC 2.0 response or notification, -ENOMEM. */
+ * for anything that is not a well-formed JSON-RPC 2.0 response or notification (or is longer
+ * than PW_RPC_REPLY_MAX), -ENOMEM. */
 int pw_rpc_parse_reply(const char *line, size_t len, pw_rpc_reply *ret);
 void pw_rpc_reply_done(pw_rpc_reply *r);
 

@@ -178,7 +178,7 @@ static char *serialize(json_t *msg)
 {
 	char *buf;
 	size_t len;
-	cr_assert_eq(pw_rpc_serialize(msg, &buf, &len), 0);
+	cr_assert_eq(pw_rpc_serialize(msg, PW_MSG_MAX, &buf, &len), 0);
 	cr_assert_eq(strlen(buf), len, "NUL-terminated after the newline");
 	cr_assert_eq(buf[len - 1], '\n');
 	cr_assert_null(memchr(buf, '\n', len - 1), "exactly one newline, at the end");
@@ -248,7 +248,7 @@ Test(proto, serialize_refuses_oversized)
 	json_t *msg = pw_rpc_result_reply(NULL, json_string(big));
 	char *buf;
 	size_t len;
-	cr_assert_eq(pw_rpc_serialize(msg, &buf, &len), -E2BIG);
+	cr_assert_eq(pw_rpc_serialize(msg, PW_MSG_MAX, &buf, &len), -E2BIG);
 	json_decref(msg);
 	free(big);
 }
