@@ -44,3 +44,16 @@ typedef struct pw_fs_stats {
 	uint64_t invalidations_pending;
 } pw_fs_stats;
 void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret);
+
+/*
+ * Lifecycle, used by the daemon (daemon.c). pw_fs_new opens the project root, creates the
+ * FUSE session and mounts it (mountpoint checks are the caller's); the view serves a
+ * fail-closed policy until pw_fs_set_policy installs the real one. On failure *ret_err gets
+ * a malloc'd one-line message. pw_fs_loop serves requests on several threads until
+ * unmounted or pw_fs_exit; pw_fs_free unmounts and frees.
+ */
+int pw_fs_new(const pw_fs_opts *opts, pw_fs **ret, char **ret_err);
+void pw_fs_set_audit(pw_fs *fs, struct pw_audit *audit);
+int pw_fs_loop(pw_fs *fs);
+void pw_fs_exit(pw_fs *fs); /* async-signal-safe */
+void pw_fs_free(pw_fs *fs); /* accepts NULL */

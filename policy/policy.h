@@ -96,6 +96,15 @@ bool pw_policy_may_write(const pw_policy *p, const char *path, bool is_dir);
 bool pw_policy_has_hide_rules(const pw_policy *p);
 
 bool pw_policy_writes_nothing(const pw_policy *p);
+/* Are protected paths enforced (false only for a mode with protect: false)? */
+bool pw_policy_protects(const pw_policy *p);
+
+/*
+ * May the directory DIR be renamed as a whole? Only when DIR itself may be written and no
+ * enforced deny or protected rule can match anything beneath it (policy_tree.c). On false,
+ * *ret holds the deciding rule.
+ */
+bool pw_policy_may_write_tree(const pw_policy *p, const char *dir, pw_decision *ret);
 bool pw_policy_is_fail_closed(const pw_policy *p);
 const char *pw_policy_fail_reason(const pw_policy *p); /* NULL unless fail-closed */
 const char *pw_policy_mode_name(const pw_policy *p);

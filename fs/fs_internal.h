@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Internals of the FUSE layer.
+ *
+ * Why names and not descriptors: libfuse's passthrough_ll keeps one O_PATH descriptor per
+ * inode the kernel knows, which runs into the open-file hard limit (20,000 here) on real
+ * projects. We keep, per inode, the name(s) it was looked up by (parent node + component)
+ * and resolve a path from the project root's descriptor on demand with openat2
+ * (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): the daemon never follows a symlink, never
+ * leaves the project, and holds a bounded number of descriptors whatever the tree's size.
+ * The same names give the policy its project-relative paths.
+ *
+ * Locking: fs->tree_lock (rwlock) guards the inode table, every node's names, nlookup and
+ * child counts. Path building takes it for reading; lookup, forget, rename, unlink take it
+ * for writing. The active policy pointer is guarded by fs->policy_lock, held only to load
+ * the pointer and take a reference.
+ */
+#pragma once
+
+#define FUSE_USE_VERSION 314
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "fs.h"
+#include "limits.h"
+#include "policy.h"
+
+#define PW_ALIAS_CHECK_MAX 8
+
+struct pw_inode;
+
+/* One name of an inode: (parent, component). The first name is the primary one used to
+ * reach the inode on the backing tree; hard links looked up through other names add
+ * aliases, and a write must be allowed under every name known. */
+typedef struct pw_name {
+	struct pw_inode *parent;
+	char *name;
+	struct pw_name *next;
+} pw_name;
+
+typedef struct pw_inode {
+	dev_t dev;
+	ino_t ino;
+	mode_t type;              /* S_IFMT bits */
+	uint64_t nlookup;         /* kernel references */
+	uint64_t children;        /* names whose parent is this node */
+	pw_name *names;           /* NULL for the root and for unlinked inodes */
+	int wd;                   /* inotify watch (directories), -1 if none */
+	atomic_int open_writers;  /* view descriptors open for writing */
+	struct pw_inode *hnext;   /* (dev, ino) hash chain */
+	struct pw_inode *wnext;   /* wd hash chain */
+	bool is_root;
+} pw_inode;
+
+/* A name the kernel was told is absent because it is hidden; invalidated on a switch. */
+typedef struct pw_hidden_neg {
+	fuse_ino_t parent;
+	char *name;
+	struct pw_hidden_neg *next;
+} pw_hidden_neg;
+
+struct pw_fs {
+	char *project;    /* real path of the backing directory */
+	char *mountpoint;
+	int root_fd;      /* O_PATH descriptor of the project root */
+	dev_t root_dev;
+	double timeout;
+	uid_t owner_uid;
+	bool is_root_daemon; /* euid 0: act with each caller's credentials */
+	bool no_watch;
+	struct fuse_session *se;
+
+	pthread_rwlock_t tree_lock;
+	pw_inode root;
+	pw_inode **htab;
+	size_t hsize, hcount;
+	pw_inode **wtab; /* wd -> node, same size as htab */
+
+	pthread_mutex_t policy_lock;
+	pw_policy *policy;
+	uint64_t generation;
+
+	pthread_mutex_t neg_lock;
+	pw_hidden_neg *hidden_negs;
+	size_t n_hidden_negs;
+
+	struct pw_audit *audit;
+	atomic_uint_fast64_t denied;
+
+	/* Background invalidation of attributes after a switch. */
+	pthread_t inval_thread;
+	pthread_mutex_t inval_lock;
+	pthread_cond_t inval_cond;
+	pw_policy *inval_old, *inval_new; /* pending job; references held */
+	bool inval_stop, inval_started;
+	atomic_uint_fast64_t inval_pending;
+
+	/* Backing-tree change notifications (watch.c). */
+	int inotify_fd;
+	pthread_t watch_thread;
+	bool watch_started;
+	int watch_stop_pipe[2];
+};
+
+typedef struct pw_fs pw_fs;
+
+/* inode.c */
+int pw_inode_table_init(pw_fs *fs);
+void pw_inode_table_free(pw_fs *fs);
+pw_inode *pw_inode_get(pw_fs *fs, fuse_ino_t ino);
+fuse_ino_t pw_inode_id(pw_fs *fs, pw_inode *n);
+/* Registers a lookup of NAME in PARENT that found ST: finds or creates the node, adds or
+ * refreshes its name, and counts one kernel reference. Returns NULL on ENOMEM. Takes the
+ * tree lock. */
+pw_inode *pw_inode_learn(pw_fs *fs, pw_inode *parent, const char *name, const struct stat *st,
+			 bool *ret_new_dir);
+void pw_inode_forget(pw_fs *fs, pw_inode *n, uint64_t nlookup);
+/* Name bookkeeping after successful mutations (takes the tree lock). */
+void pw_inode_unlinked(pw_fs *fs, pw_inode *parent, const char *name, dev_t dev, ino_t ino);
+void pw_inode_renamed(pw_fs *fs, pw_inode *oldparent, const char *oldname, pw_inode *newparent,
+		      const char *newname, dev_t dev, ino_t ino, bool exchanged, dev_t dev2,
+		      ino_t ino2);
+pw_inode *pw_inode_find_locked(pw_fs *fs, dev_t dev, ino_t ino);
+pw_inode *pw_inode_by_wd_locked(pw_fs *fs, int wd);
+void pw_inode_set_wd_locked(pw_fs *fs, pw_inode *n, int wd);
+/* Calls FN for every node (tree lock held for reading). */
+void pw_inode_foreach(pw_fs *fs, void (*fn)(pw_fs *fs, pw_inode *n, void *u), void *u);
+
+/* resolve.c */
+/* Writes the project-relative path of N (primary name) into BUF (PW_PATH_MAX).
+ * Returns 0, -ENOENT (unlinked), -ENAMETOOLONG. */
+int pw_path_of(pw_fs *fs, pw_inode *n, char *buf);
+int pw_path_of_locked(pw_fs *fs, pw_inode *n, char *buf);
+/* Path of NAME inside PARENT. */
+int pw_path_child(pw_fs *fs, pw_inode *parent, const char *name, char *buf);
+/* Opens N's backing object beneath the root: O_PATH|O_NOFOLLOW when FLAGS is O_PATH, else
+ * with FLAGS (never following symlinks). Returns a descriptor or -errno. */
+int pw_open_node(pw_fs *fs, pw_inode *n, int flags);
+int pw_openat_beneath(pw_fs *fs, const char *path, int flags, mode_t mode);
+bool pw_name_valid(const char *name);
+
+/* creds.c: act with the caller's credentials when the daemon runs as root. */
+typedef struct pw_creds_saved {
+	bool changed;
+	uid_t fsuid;
+	gid_t fsgid;
+} pw_creds_saved;
+int pw_creds_enter(pw_fs *fs, fuse_req_t req, pw_creds_saved *saved);
+void pw_creds_leave(pw_creds_saved *saved);
+
+/* check.c: the one decision point and the one denial function. */
+pw_policy *pw_fs_policy_get(pw_fs *fs, uint64_t *ret_gen);
+/* Decides a mutation OP on the node N (all its names) or on NAME in PARENT when N is NULL.
+ * Returns 0 if allowed, else the negative errno after recording the denial. */
+int pw_check_node(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *n);
+int pw_check_child(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *parent, const char *name,
+		   bool is_dir);
+/* Records a denial decided elsewhere (e.g. a directory tree check); returns -d->err. */
+int pw_check_denied(pw_fs *fs, fuse_req_t req, pw_op op, const char *path, const pw_decision *d,
+		    uint64_t gen);
+bool pw_hidden_child(pw_fs *fs, pw_inode *parent, const char *name, bool is_dir);
+void pw_remember_hidden_neg(pw_fs *fs, fuse_ino_t parent, const char *name);
+/* Clears write bits from ST when N may not be written under the active policy. */
+void pw_truthful_attr(pw_fs *fs, pw_inode *n, struct stat *st);
+void pw_truthful_attr_child(pw_fs *fs, pw_inode *parent, const char *name, struct stat *st);
+
+/* ops*.c */
+extern const struct fuse_lowlevel_ops pw_fs_ops;
+void pw_fill_entry(pw_fs *fs, struct fuse_entry_param *e, pw_inode *n, const struct stat *st);
+
+/* watch.c */
+int pw_watch_start(pw_fs *fs);
+void pw_watch_stop(pw_fs *fs);
+void pw_watch_dir(pw_fs *fs, pw_inode *n);   /* tree lock held for writing */
+void pw_unwatch_dir(pw_fs *fs, pw_inode *n); /* tree lock held for writing */
+
+/* switch.c */
+int pw_inval_start(pw_fs *fs);
+void pw_inval_stop(pw_fs *fs);

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/* Creating, mounting, serving and tearing down one view's FUSE session. */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs_internal.h"
+#include "util.h"
+
+_printf_(2, 3) static void set_err(char **ret_err, const char *fmt, ...)
+{
+	if (!ret_err)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(ret_err, fmt, ap) < 0)
+		*ret_err = NULL;
+	va_end(ap);
+}
+
+/* fsname shows the project in mount(8) and /proc/self/mountinfo; ',' and '\' are escaped
+ * for libfuse's option parser. */
+static char *mount_options(const pw_fs_opts *o)
+{
+	size_t len = strlen(o->project);
+	_cleanup_free_ char *fsname = malloc(len * 2 + 1);
+	if (!fsname)
+		return NULL;
+	char *q = fsname;
+	for (const char *p = o->project; *p; p++) {
+		if (*p == ',' || *p == '\\')
+			*q++ = '\\';
+		*q++ = *p;
+	}
+	*q = '\0';
+	char *opts = NULL;
+	if (asprintf(&opts, "fsname=%s,subtype=piworkfs%s%s%s", fsname,
+		     o->allow_other ? ",allow_other" : "", o->fuse_opts && *o->fuse_opts ? "," : "",
+		     o->fuse_opts ? o->fuse_opts : "") < 0)
+		return NULL;
+	return opts;
+}
+
+int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
+{
+	_cleanup_free_ char *opts = NULL;
+	pw_fs *fs = calloc(1, sizeof(*fs));
+	if (!fs)
+		return -ENOMEM;
+	fs->root_fd = -1;
+	fs->inotify_fd = -1;
+	fs->watch_stop_pipe[0] = fs->watch_stop_pipe[1] = -1;
+	fs->timeout = o->cache_timeout > 0 ? o->cache_timeout : 86400.0;
+	fs->no_watch = o->no_watch;
+	fs->is_root_daemon = geteuid() == 0;
+	fs->owner_uid = getuid();
+	pthread_mutex_init(&fs->policy_lock, NULL);
+	pthread_mutex_init(&fs->neg_lock, NULL);
+	fs->project = strdup(o->project);
+	fs->mountpoint = strdup(o->mountpoint);
+	fs->policy = pw_policy_new_fail_closed("(starting)", "the view is starting");
+	int r = -ENOMEM;
+	if (!fs->project || !fs->mountpoint || !fs->policy)
+		goto fail;
+	r = pw_inode_table_init(fs);
+	if (r < 0)
+		goto fail;
+
+	fs->root_fd = open(o->project, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+	if (fs->root_fd < 0 || fstat(fs->root_fd, &st) < 0) {
+		r = negative_errno();
+		set_err(ret_err, "cannot open project %s: %s", o->project, strerror(-r));
+		goto fail;
+	}
+	fs->root.dev = fs->root_dev = st.st_dev;
+	fs->root.ino = st.st_ino;
+
+	/* Watches are added by lookups, which start once mounted: start the watcher first. */
+	r = pw_watch_start(fs);
+	if (r < 0) {
+		set_err(ret_err, "cannot watch %s: %s", o->project, strerror(-r));
+		goto fail;
+	}
+	r = pw_inval_start(fs);
+	if (r < 0)
+		goto fail;
+
+	opts = mount_options(o);
+	if (!opts) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	char *argv[] = {"piworkfs", "-o", opts, o->debug ? "-d" : NULL, NULL};
+	struct fuse_args args = FUSE_ARGS_INIT(o->debug ? 4 : 3, argv);
+	fs->se = fuse_session_new(&args, &pw_fs_ops, sizeof(pw_fs_ops), fs);
+	fuse_opt_free_args(&args);
+	if (!fs->se) {
+		r = -EINVAL;
+		set_err(ret_err, "invalid mount options: %s", opts);
+		goto fail;
+	}
+	if (fuse_session_mount(fs->se, o->mountpoint) != 0) {
+		r = -EIO;
+		set_err(ret_err, "cannot mount on %s (see the messages above)", o->mountpoint);
+		goto fail;
+	}
+	*ret = fs;
+	return 0;
+fail:
+	pw_fs_free(fs);
+	return r;
+}
+
+void pw_fs_set_audit(pw_fs *fs, struct pw_audit *audit)
+{
+	fs->audit = audit;
+}
+
+int pw_fs_loop(pw_fs *fs)
+{
+	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
+	if (!cfg)
+		return -ENOMEM;
+	fuse_loop_cfg_set_clone_fd(cfg, 1);
+	fuse_loop_cfg_set_max_threads(cfg, 16);
+	fuse_loop_cfg_set_idle_threads(cfg, 4);
+	int r = fuse_session_loop_mt(fs->se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return r < 0 ? r : 0;
+}
+
+void pw_fs_exit(pw_fs *fs)
+{
+	if (fs && fs->se)
+		fuse_session_exit(fs->se);
+}
+
+void pw_fs_free(pw_fs *fs)
+{
+	if (!fs)
+		return;
+	pw_watch_stop(fs);
+	pw_inval_stop(fs);
+	if (fs->se) {
+		fuse_session_unmount(fs->se);
+		fuse_session_destroy(fs->se);
+	}
+	if (fs->root_fd >= 0)
+		close(fs->root_fd);
+	pw_policy_unref(fs->policy);
+	while (fs->hidden_negs) {
+		pw_hidden_neg *n = fs->hidden_negs->next;
+		free(fs->hidden_negs->name);
+		free(fs->hidden_negs);
+		fs->hidden_negs = n;
+	}
+	if (fs->htab)
+		pw_inode_table_free(fs);
+	free(fs->project);
+	free(fs->mountpoint);
+	free(fs);
+}

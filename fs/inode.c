@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The inode table: every inode the kernel knows, keyed by (dev, ino) so hard links share
+ * one node (the kernel then keeps one inode and link counts never go stale), and the
+ * names each node was reached by. A node lives while the kernel holds references
+ * (nlookup) or while it is the parent of a known name (children). No descriptors are held.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs_internal.h"
+#include "util.h"
+
+#define PW_ALIASES_MAX 8
+
+static size_t hash_ino(dev_t dev, ino_t ino, size_t size)
+{
+	uint64_t h = (uint64_t)ino * 0x9E3779B97F4A7C15ull ^ (uint64_t)dev;
+	return (size_t)(h ^ (h >> 29)) & (size - 1);
+}
+
+int pw_inode_table_init(pw_fs *fs)
+{
+	fs->hsize = 1u << 16;
+	fs->htab = calloc(fs->hsize, sizeof(*fs->htab));
+	fs->wtab = calloc(fs->hsize, sizeof(*fs->wtab));
+	if (!fs->htab || !fs->wtab)
+		return -ENOMEM;
+	fs->root.is_root = true;
+	fs->root.nlookup = 1;
+	fs->root.wd = -1;
+	fs->root.type = S_IFDIR;
+	return pthread_rwlock_init(&fs->tree_lock, NULL) == 0 ? 0 : -ENOMEM;
+}
+
+pw_inode *pw_inode_get(pw_fs *fs, fuse_ino_t ino)
+{
+	if (ino == FUSE_ROOT_ID)
+		return &fs->root;
+	return (pw_inode *)(uintptr_t)ino;
+}
+
+fuse_ino_t pw_inode_id(pw_fs *fs, pw_inode *n)
+{
+	return n == &fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
+}
+
+static int grow_table(pw_fs *fs)
+{
+	size_t nsize = fs->hsize * 2;
+	pw_inode **nt = calloc(nsize, sizeof(*nt));
+	pw_inode **nw = calloc(nsize, sizeof(*nw));
+	if (!nt || !nw) {
+		free(nt);
+		free(nw);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < fs->hsize; i++) {
+		pw_inode *n = fs->htab[i], *next;
+		for (; n; n = next) {
+			next = n->hnext;
+			size_t h = hash_ino(n->dev, n->ino, nsize);
+			n->hnext = nt[h];
+			nt[h] = n;
+		}
+		n = fs->wtab[i];
+		for (; n; n = next) {
+			next = n->wnext;
+			size_t h = (size_t)n->wd & (nsize - 1);
+			n->wnext = nw[h];
+			nw[h] = n;
+		}
+	}
+	free(fs->htab);
+	free(fs->wtab);
+	fs->htab = nt;
+	fs->wtab = nw;
+	fs->hsize = nsize;
+	return 0;
+}
+
+pw_inode *pw_inode_find_locked(pw_fs *fs, dev_t dev, ino_t ino)
+{
+	if (fs->root.dev == dev && fs->root.ino == ino)
+		return &fs->root;
+	for (pw_inode *n = fs->htab[hash_ino(dev, ino, fs->hsize)]; n; n = n->hnext)
+		if (n->ino == ino && n->dev == dev)
+			return n;
+	return NULL;
+}
+
+static void hash_remove(pw_fs *fs, pw_inode *n)
+{
+	pw_inode **p = &fs->htab[hash_ino(n->dev, n->ino, fs->hsize)];
+	for (; *p; p = &(*p)->hnext)
+		if (*p == n) {
+			*p = n->hnext;
+			fs->hcount--;
+			return;
+		}
+}
+
+pw_inode *pw_inode_by_wd_locked(pw_fs *fs, int wd)
+{
+	if (wd < 0)
+		return NULL;
+	if (fs->root.wd == wd)
+		return &fs->root;
+	for (pw_inode *n = fs->wtab[(size_t)wd & (fs->hsize - 1)]; n; n = n->wnext)
+		if (n->wd == wd)
+			return n;
+	return NULL;
+}
+
+void pw_inode_set_wd_locked(pw_fs *fs, pw_inode *n, int wd)
+{
+	if (n->is_root) {
+		n->wd = wd;
+		return;
+	}
+	if (n->wd >= 0) {
+		pw_inode **p = &fs->wtab[(size_t)n->wd & (fs->hsize - 1)];
+		for (; *p; p = &(*p)->wnext)
+			if (*p == n) {
+				*p = n->wnext;
+				break;
+			}
+	}
+	n->wd = wd;
+	if (wd >= 0) {
+		size_t h = (size_t)wd & (fs->hsize - 1);
+		n->wnext = fs->wtab[h];
+		fs->wtab[h] = n;
+	}
+}
+
+static pw_name *name_new(pw_inode *parent, const char *name)
+{
+	pw_name *nm = malloc(sizeof(*nm));
+	if (!nm)
+		return NULL;
+	nm->name = strdup(name);
+	if (!nm->name) {
+		free(nm);
+		return NULL;
+	}
+	nm->parent = parent;
+	nm->next = NULL;
+	parent->children++;
+	return nm;
+}
+
+static void maybe_free(pw_fs *fs, pw_inode *n);
+
+/* Frees a name and releases its hold on the parent. */
+static void name_free(pw_fs *fs, pw_name *nm)
+{
+	pw_inode *parent = nm->parent;
+	free(nm->name);
+	free(nm);
+	parent->children--;
+	maybe_free(fs, parent);
+}
+
+/*
+ * Frees N if nothing holds it, then its parents in turn. Iterative over the primary chain
+ * so a deep tree forgotten at once does not recurse deeply; alias parents recurse once.
+ */
+static void maybe_free(pw_fs *fs, pw_inode *n)
+{
+	while (n && !n->is_root && n->nlookup == 0 && n->children == 0) {
+		pw_inode *next_parent = NULL;
+		hash_remove(fs, n);
+		if (n->wd >= 0)
+			pw_unwatch_dir(fs, n);
+		pw_name *nm = n->names;
+		while (nm) {
+			pw_name *next = nm->next;
+			pw_inode *parent = nm->parent;
+			free(nm->name);
+			free(nm);
+			parent->children--;
+			if (!next_parent)
+				next_parent = parent;
+			else
+				maybe_free(fs, parent);
+			nm = next;
+		}
+		free(n);
+		n = next_parent;
+	}
+}
+
+static pw_name **find_name(pw_inode *n, pw_inode *parent, const char *name)
+{
+	for (pw_name **p = &n->names; *p; p = &(*p)->next)
+		if ((*p)->parent == parent && streq((*p)->name, name))
+			return p;
+	return NULL;
+}
+
+static size_t count_names(pw_inode *n)
+{
+	size_t c = 0;
+	for (pw_name *nm = n->names; nm; nm = nm->next)
+		c++;
+	return c;
+}
+
+/* Records that N is reachable as NAME in PARENT. A directory or a single-link file has one
+ * name, so the newest lookup replaces the old one (it was renamed behind our back); a
+ * multi-link file gains an alias. */
+static int add_name(pw_fs *fs, pw_inode *n, pw_inode *parent, const char *name, nlink_t nlink)
+{
+	pw_name **existing = find_name(n, parent, name);
+	if (existing) {
+		if (existing != &n->names) { /* make it primary: it was just seen to exist */
+			pw_name *nm = *existing;
+			*existing = nm->next;
+			nm->next = n->names;
+			n->names = nm;
+		}
+		return 0;
+	}
+	pw_name *nm = name_new(parent, name);
+	if (!nm)
+		return -ENOMEM;
+	pw_name *drop = NULL;
+	if (S_ISDIR(n->type) || nlink <= 1) {
+		drop = n->names; /* all old names are gone */
+		n->names = NULL;
+	} else if (count_names(n) >= PW_ALIASES_MAX) {
+		pw_name **last = &n->names; /* drop the oldest alias */
+		while ((*last)->next)
+			last = &(*last)->next;
+		drop = *last;
+		*last = NULL;
+	}
+	nm->next = n->names;
+	n->names = nm;
+	while (drop) {
+		pw_name *next = drop->next;
+		name_free(fs, drop);
+		drop = next;
+	}
+	return 0;
+}
+
+pw_inode *pw_inode_learn(pw_fs *fs, pw_inode *parent, const char *name, const struct stat *st,
+			 bool *ret_new_dir)
+{
+	pthread_rwlock_wrlock(&fs->tree_lock);
+	pw_inode *n = pw_inode_find_locked(fs, st->st_dev, st->st_ino);
+	if (n == &fs->root) {
+		/* The root reached by a name (a bind mount loop); never rename the root. */
+		n->nlookup++;
+		pthread_rwlock_unlock(&fs->tree_lock);
+		return n;
+	}
+	if (n && n->type != (st->st_mode & S_IFMT)) {
+		/* The inode number was reused for another kind of file: orphan the old node. */
+		hash_remove(fs, n);
+		n->ino = 0;
+		n->dev = 0;
+		n = NULL;
+	}
+	bool created = false;
+	if (!n) {
+		if (fs->hcount * 2 > fs->hsize && grow_table(fs) < 0) {
+			pthread_rwlock_unlock(&fs->tree_lock);
+			return NULL;
+		}
+		n = calloc(1, sizeof(*n));
+		if (!n) {
+			pthread_rwlock_unlock(&fs->tree_lock);
+			return NULL;
+		}
+		n->dev = st->st_dev;
+		n->ino = st->st_ino;
+		n->type = st->st_mode & S_IFMT;
+		n->wd = -1;
+		size_t h = hash_ino(n->dev, n->ino, fs->hsize);
+		n->hnext = fs->htab[h];
+		fs->htab[h] = n;
+		fs->hcount++;
+		created = true;
+	}
+	if (add_name(fs, n, parent, name, st->st_nlink) < 0 && created) {
+		hash_remove(fs, n);
+		free(n);
+		pthread_rwlock_unlock(&fs->tree_lock);
+		return NULL;
+	}
+	n->nlookup++;
+	if (ret_new_dir)
+		*ret_new_dir = created && S_ISDIR(n->type);
+	if (created && S_ISDIR(n->type))
+		pw_watch_dir(fs, n);
+	pthread_rwlock_unlock(&fs->tree_lock);
+	return n;
+}
+
+void pw_inode_forget(pw_fs *fs, pw_inode *n, uint64_t nlookup)
+{
+	if (n->is_root)
+		return;
+	pthread_rwlock_wrlock(&fs->tree_lock);
+	n->nlookup = nlookup > n->nlookup ? 0 : n->nlookup - nlookup;
+	maybe_free(fs, n);
+	pthread_rwlock_unlock(&fs->tree_lock);
+}
+
+static void drop_name_locked(pw_fs *fs, pw_inode *n, pw_inode *parent, const char *name)
+{
+	pw_name **p = find_name(n, parent, name);
+	if (!p)
+		return;
+	pw_name *nm = *p;
+	*p = nm->next;
+	/* the parent is still referenced by the caller's request; free cannot cascade to it
+	 * while nlookup > 0 */
+	name_free(fs, nm);
+}
+
+void pw_inode_unlinked(pw_fs *fs, pw_inode *parent, const char *name, dev_t dev, ino_t ino)
+{
+	pthread_rwlock_wrlock(&fs->tree_lock);
+	pw_inode *n = pw_inode_find_locked(fs, dev, ino);
+	if (n && n != &fs->root) {
+		drop_name_locked(fs, n, parent, name);
+		maybe_free(fs, n);
+	}
+	pthread_rwlock_unlock(&fs->tree_lock);
+}
+
+/* Moves N's name (op, oname) to (np, nname). */
+static void move_name_locked(pw_fs *fs, pw_inode *n, pw_inode *op, const char *oname,
+			     pw_inode *np, const char *nname)
+{
+	pw_name **p = find_name(n, op, oname);
+	char *copy = strdup(nname);
+	if (!p || !copy) {
+		free(copy);
+		/* unknown name: forget all names so the next lookup re-learns them */
+		if (p)
+			drop_name_locked(fs, n, op, oname);
+		return;
+	}
+	pw_name *nm = *p;
+	free(nm->name);
+	nm->name = copy;
+	if (nm->parent != np) {
+		np->children++;
+		pw_inode *oldp = nm->parent;
+		nm->parent = np;
+		oldp->children--;
+		maybe_free(fs, oldp);
+	}
+}
+
+void pw_inode_renamed(pw_fs *fs, pw_inode *oldparent, const char *oldname, pw_inode *newparent,
+		      const char *newname, dev_t dev, ino_t ino, bool exchanged, dev_t dev2,
+		      ino_t ino2)
+{
+	pthread_rwlock_wrlock(&fs->tree_lock);
+	pw_inode *n = pw_inode_find_locked(fs, dev, ino);
+	pw_inode *t = ino2 ? pw_inode_find_locked(fs, dev2, ino2) : NULL;
+	if (t == &fs->root)
+		t = NULL;
+	if (t && t != n) {
+		if (exchanged)
+			move_name_locked(fs, t, newparent, newname, oldparent, oldname);
+		else
+			drop_name_locked(fs, t, newparent, newname);
+	}
+	if (n && n != &fs->root)
+		move_name_locked(fs, n, oldparent, oldname, newparent, newname);
+	if (t && t != n && !exchanged)
+		maybe_free(fs, t);
+	pthread_rwlock_unlock(&fs->tree_lock);
+}
+
+void pw_inode_foreach(pw_fs *fs, void (*fn)(pw_fs *fs, pw_inode *n, void *u), void *u)
+{
+	pthread_rwlock_rdlock(&fs->tree_lock);
+	for (size_t i = 0; i < fs->hsize; i++)
+		for (pw_inode *n = fs->htab[i]; n; n = n->hnext)
+			fn(fs, n, u);
+	pthread_rwlock_unlock(&fs->tree_lock);
+}
+
+void pw_inode_table_free(pw_fs *fs)
+{
+	for (size_t i = 0; fs->htab && i < fs->hsize; i++) {
+		pw_inode *n = fs->htab[i], *next;
+		for (; n; n = next) {
+			next = n->hnext;
+			pw_name *nm = n->names;
+			while (nm) {
+				pw_name *nx = nm->next;
+				free(nm->name);
+				free(nm);
+				nm = nx;
+			}
+			free(n);
+		}
+	}
+	free(fs->htab);
+	free(fs->wtab);
+	fs->htab = fs->wtab = NULL;
+	pthread_rwlock_destroy(&fs->tree_lock);
+}

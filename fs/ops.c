@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Entry and attribute operations. Each handler is thin: it maps its operation to a policy
+ * op, asks check.c when it mutates, then passes through to the backing tree with the
+ * caller's credentials. Replies follow fuse_lowlevel.h's "Valid replies" for each op.
+ */
+#include <fcntl.h>
+#include <linux/limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "ops_common.h"
+
+void pw_fill_entry(pw_fs *fs, struct fuse_entry_param *e, pw_inode *n, const struct stat *st)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = pw_inode_id(fs, n);
+	e->attr = *st;
+	e->attr_timeout = fs->timeout;
+	e->entry_timeout = fs->timeout;
+}
+
+int pw_stat_node(pw_fs *fs, pw_inode *n, struct stat *st)
+{
+	if (n->is_root)
+		return fstatat(fs->root_fd, "", st, AT_EMPTY_PATH) < 0 ? negative_errno() : 0;
+	_cleanup_close_ int fd = pw_open_node(fs, n, O_PATH);
+	if (fd < 0)
+		return fd;
+	return fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? negative_errno() : 0;
+}
+
+void pw_reply_negative(pw_fs *fs, fuse_req_t req)
+{
+	struct fuse_entry_param e = {0};
+	e.entry_timeout = fs->timeout;
+	fuse_reply_entry(req, &e);
+}
+
+/* Looks up NAME in PARENT and answers with an entry (learning the node) or an error. */
+int pw_do_lookup(pw_fs *fs, pw_inode *parent, const char *name, struct fuse_entry_param *e)
+{
+	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);
+	if (pfd < 0)
+		return pfd;
+	struct stat st;
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return negative_errno();
+	if (pw_hidden_child(fs, parent, name, S_ISDIR(st.st_mode)))
+		return -ENOENT;
+	pw_inode *n = pw_inode_learn(fs, parent, name, &st, NULL);
+	if (!n)
+		return -ENOMEM;
+	pw_truthful_attr_child(fs, parent, name, &st);
+	pw_fill_entry(fs, e, n, &st);
+	return 0;
+}
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent_ino, const char *name)
+{
+	PW_REQ_BEGIN(req);
+	pw_inode *parent = pw_inode_get(fs, parent_ino);
+	if (strlen(name) > PW_NAME_MAX)
+		PW_REPLY_ERR(req, ENAMETOOLONG);
+	if (!pw_name_valid(name))
+		PW_REPLY_ERR(req, ENOENT);
+	struct fuse_entry_param e;
+	int r = pw_do_lookup(fs, parent, name, &e);
+	if (r == -ENOENT) {
+		if (pw_hidden_child(fs, parent, name, false) || pw_hidden_child(fs, parent, name, true))
+			pw_remember_hidden_neg(fs, parent_ino, name);
+		PW_CREDS_LEAVE();
+		pw_reply_negative(fs, req);
+		return;
+	}
+	if (r < 0)
+		PW_REPLY_ERR(req, -r);
+	PW_CREDS_LEAVE();
+	fuse_reply_entry(req, &e);
+}
+
+static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	pw_fs *fs = fuse_req_userdata(req);
+	pw_inode_forget(fs, pw_inode_get(fs, ino), nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	pw_fs *fs = fuse_req_userdata(req);
+	for (size_t i = 0; i < count; i++)
+		pw_inode_forget(fs, pw_inode_get(fs, forgets[i].ino), forgets[i].nlookup);
+	fuse_reply_none(req);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	PW_REQ_BEGIN(req);
+	pw_inode *n = pw_inode_get(fs, ino);
+	struct stat st;
+	int r;
+	if (fi && fi->fh)
+		r = fstat(pw_fh_of(fi)->fd, &st) < 0 ? negative_errno() : 0;
+	else
+		r = pw_stat_node(fs, n, &st);
+	if (r < 0)
+		PW_REPLY_ERR(req, -r);
+	pw_truthful_attr(fs, n, &st);
+	PW_CREDS_LEAVE();
+	fuse_reply_attr(req, &st, fs->timeout);
+}
+
+/* Applies the attribute changes of a SETATTR through FD (O_PATH or open). */
+static int apply_setattr(int fd, bool opath, struct stat *attr, int valid)
+{
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (valid & FUSE_SET_ATTR_MODE) {
+		if ((opath ? chmod(proc, attr->st_mode) : fchmod(fd, attr->st_mode)) < 0)
+			return negative_errno();
+	}
+	if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		uid_t uid = (valid & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
+		gid_t gid = (valid & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
+		if (fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+			return negative_errno();
+	}
+	if (valid & FUSE_SET_ATTR_SIZE) {
+		int r;
+		if (opath) {
+			_cleanup_close_ int wfd = open(proc, O_WRONLY | O_CLOEXEC);
+			r = wfd < 0 ? -1 : ftruncate(wfd, attr->st_size);
+		} else {
+			r = ftruncate(fd, attr->st_size);
+		}
+		if (r < 0)
+			return negative_errno();
+	}
+	if (valid & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
+		struct timespec tv[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_OMIT}};
+		if (valid & FUSE_SET_ATTR_ATIME_NOW)
+			tv[0].tv_nsec = UTIME_NOW;
+		else if (valid & FUSE_SET_ATTR_ATIME)
+			tv[0] = attr->st_atim;
+		if (valid & FUSE_SET_ATTR_MTIME_NOW)
+			tv[1].tv_nsec = UTIME_NOW;
+		else if (valid & FUSE_SET_ATTR_MTIME)
+			tv[1] = attr->st_mtim;
+		int r = opath ? utimensat(AT_FDCWD, proc, tv, 0) : futimens(fd, tv);
+		if (r < 0)
+			return negative_errno();
+	}
+	return 0;
+}
+
+static pw_op setattr_op(int valid)
+{
+	if (valid & FUSE_SET_ATTR_SIZE)
+		return PW_OP_TRUNCATE;
+	if (valid & FUSE_SET_ATTR_MODE)
+		return PW_OP_CHMOD;
+	if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))
+		return PW_OP_CHOWN;
+	return PW_OP_UTIMENS;
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
+		       struct fuse_file_info *fi)
+{
+	PW_REQ_BEGIN(req);
+	pw_inode *n = pw_inode_get(fs, ino);
+	valid &= FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_SIZE |
+		 FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
+		 FUSE_SET_ATTR_MTIME_NOW;
+	if (valid) {
+		int r = pw_check_node(fs, req, setattr_op(valid), n);
+		if (r < 0)
+			PW_REPLY_ERR(req, -r);
+		_cleanup_close_ int pfd = -1;
+		int fd;
+		bool opath = false;
+		if (fi && fi->fh) {
+			fd = pw_fh_of(fi)->fd;
+		} else {
+			pfd = pw_open_node(fs, n, O_PATH);
+			if (pfd < 0)
+				PW_REPLY_ERR(req, -pfd);
+			fd = pfd;
+			opath = true;
+		}
+		r = apply_setattr(fd, opath, attr, valid);
+		if (r < 0)
+			PW_REPLY_ERR(req, -r);
+	}
+	struct stat st;
+	int r = (fi && fi->fh) ? (fstat(pw_fh_of(fi)->fd, &st) < 0 ? negative_errno() : 0)
+			       : pw_stat_node(fs, n, &st);
+	if (r < 0)
+		PW_REPLY_ERR(req, -r);
+	pw_truthful_attr(fs, n, &st);
+	PW_CREDS_LEAVE();
+	fuse_reply_attr(req, &st, fs->timeout);
+}
+
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	PW_REQ_BEGIN(req);
+	_cleanup_close_ int fd = pw_open_node(fs, pw_inode_get(fs, ino), O_PATH);
+	if (fd < 0)
+		PW_REPLY_ERR(req, -fd);
+	char buf[PATH_MAX + 1];
+	ssize_t len = readlinkat(fd, "", buf, sizeof(buf));
+	if (len < 0)
+		PW_REPLY_ERR(req, errno);
+	if (len == sizeof(buf))
+		PW_REPLY_ERR(req, ENAMETOOLONG);
+	buf[len] = '\0';
+	PW_CREDS_LEAVE();
+	fuse_reply_readlink(req, buf);
+}
+
+static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	PW_REQ_BEGIN(req);
+	pw_inode *n = pw_inode_get(fs, ino);
+	if (mask & W_OK) {
+		/* A query, not an attempt: decided without an audit event. */
+		char path[PW_PATH_MAX];
+		pw_policy *p = pw_fs_policy_get(fs, NULL);
+		pw_decision d = {.allowed = true};
+		if (pw_path_of(fs, n, path) == 0)
+			pw_policy_decide(p, PW_OP_ACCESS_WRITE, path, S_ISDIR(n->type), &d);
+		else if (pw_policy_writes_nothing(p))
+			d = (pw_decision){.allowed = false, .err = EROFS};
+		pw_policy_unref(p);
+		if (!d.allowed)
+			PW_REPLY_ERR(req, d.err);
+	}
+	_cleanup_close_ int fd = pw_open_node(fs, n, O_PATH);
+	if (fd < 0)
+		PW_REPLY_ERR(req, -fd);
+	if (faccessat(fd, "", mask, AT_EMPTY_PATH | AT_EACCESS) < 0)
+		PW_REPLY_ERR(req, errno);
+	PW_CREDS_LEAVE();
+	fuse_reply_err(req, 0);
+}
+
+static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	pw_fs *fs = fuse_req_userdata(req);
+	struct statvfs sv;
+	if (fstatvfs(fs->root_fd, &sv) < 0) {
+		fuse_reply_err(req, errno);
+		return;
+	}
+	fuse_reply_statfs(req, &sv);
+}
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	/* Large writes, splice both ways, readdirplus, parallel directory operations, cached
+	 * symlinks; no writeback cache (writes must reach us to be checked when they happen). */
+	conn->max_write = 1024 * 1024;
+	conn->max_readahead = 1024 * 1024;
+	unsigned want = FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE |
+			FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_PARALLEL_DIROPS |
+			FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_EXPORT_SUPPORT | FUSE_CAP_ASYNC_READ |
+			FUSE_CAP_ASYNC_DIO | FUSE_CAP_EXPLICIT_INVAL_DATA;
+	conn->want |= conn->capable & want;
+	conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_AUTO_INVAL_DATA);
+	conn->time_gran = 1;
+}
+
+const struct fuse_lowlevel_ops pw_fs_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.forget = op_forget,
+	.forget_multi = op_forget_multi,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.readlink = op_readlink,
+	.access = op_access,
+	.statfs = op_statfs,
+	.mknod = pw_op_mknod,
+	.mkdir = pw_op_mkdir,
+	.symlink = pw_op_symlink,
+	.link = pw_op_link,
+	.unlink = pw_op_unlink,
+	.rmdir = pw_op_rmdir,
+	.rename = pw_op_rename,
+	.opendir = pw_op_opendir,
+	.readdir = pw_op_readdir,
+	.readdirplus = pw_op_readdirplus,
+	.releasedir = pw_op_releasedir,
+	.fsyncdir = pw_op_fsyncdir,
+	.create = pw_op_create,
+	.open = pw_op_open,
+	.read = pw_op_read,
+	.write_buf = pw_op_write_buf,
+	.release = pw_op_release,
+	.fsync = pw_op_fsync,
+	.fallocate = pw_op_fallocate,
+	.copy_file_range = pw_op_copy_file_range,
+	.lseek = pw_op_lseek,
+	.setxattr = pw_op_setxattr,
+	.getxattr = pw_op_getxattr,
+	.listxattr = pw_op_listxattr,
+	.removexattr = pw_op_removexattr,
+};

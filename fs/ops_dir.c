@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Directory operations and the ones that change names. Link and rename are checked on
+ * both names, so a hard link or a rename can never move a read-only or protected file into
+ * a writable name, or a writable one over a read-only name. Renaming a directory is also
+ * refused when a deny or protected rule may apply beneath it (pw_policy_may_write_tree):
+ * otherwise `mv .git g && edit g/hooks/x && mv g .git` would step around the protection.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "ops_common.h"
+
+#define PW_DIRBUF 32768
+
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+static int check_name(const char *name)
+{
+	if (strlen(name) > PW_NAME_MAX)
+		return -ENAMETOOLONG;
+	return pw_name_valid(name) ? 0 : -EINVAL;
+}
+
+/* Finishes a successful creation of NAME in PARENT with an entry reply. */
+static void reply_new_entry(fuse_req_t req, pw_fs *fs, pw_inode *parent, const char *name)
+{
+	struct fuse_entry_param e;
+	int r = pw_do_lookup(fs, parent, name, &e);
+	if (r < 0)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+#define PW_NEW_ENTRY_PROLOGUE(op, is_dir)                                                          \
+	PW_REQ_BEGIN(req);                                                                         \
+	pw_inode *parent = pw_inode_get(fs, parent_ino);                                           \
+	int r = check_name(name);                                                                  \
+	if (r < 0)                                                                                 \
+		PW_REPLY_ERR(req, -r);                                                             \
+	r = pw_check_child(fs, req, (op), parent, name, (is_dir));                                 \
+	if (r < 0)                                                                                 \
+		PW_REPLY_ERR(req, -r);                                                             \
+	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);                                \
+	if (pfd < 0)                                                                               \
+		PW_REPLY_ERR(req, -pfd)
+
+void pw_op_mknod(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode, dev_t rdev)
+{
+	PW_NEW_ENTRY_PROLOGUE(PW_OP_MKNOD, false);
+	if (mknodat(pfd, name, mode, rdev) < 0)
+		PW_REPLY_ERR(req, errno);
+	reply_new_entry(req, fs, parent, name);
+	PW_CREDS_LEAVE();
+}
+
+void pw_op_mkdir(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode)
+{
+	PW_NEW_ENTRY_PROLOGUE(PW_OP_MKDIR, true);
+	if (mkdirat(pfd, name, mode) < 0)
+		PW_REPLY_ERR(req, errno);
+	reply_new_entry(req, fs, parent, name);
+	PW_CREDS_LEAVE();
+}
+
+void pw_op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent_ino, const char *name)
+{
+	/* The target is stored as given; the daemon never follows it. The kernel resolves it
+	 * in the reader's namespace, through the view, where the policy applies again. */
+	PW_NEW_ENTRY_PROLOGUE(PW_OP_SYMLINK, false);
+	if (symlinkat(target, pfd, name) < 0)
+		PW_REPLY_ERR(req, errno);
+	reply_new_entry(req, fs, parent, name);
+	PW_CREDS_LEAVE();
+}
+
+void pw_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent_ino, const char *name)
+{
+	PW_REQ_BEGIN(req);
+	pw_inode *n = pw_inode_get(fs, ino);
+	pw_inode *parent = pw_inode_get(fs, parent_ino);
+	int r = check_name(name);
+	if (r < 0)
+		PW_REPLY_ERR(req, -r);
+	r = pw_check_node(fs, req, PW_OP_LINK, n);
+	if (r == 0)
+		r = pw_check_child(fs, req, PW_OP_LINK, parent, name, false);
+	if (r < 0)
+		PW_REPLY_ERR(req, -r);
+	_cleanup_close_ int fd = pw_open_node(fs, n, O_PATH);
+	if (fd < 0)
+		PW_REPLY_ERR(req, -fd);
+	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);
+	if (pfd < 0)
+		PW_REPLY_ERR(req, -pfd);
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, proc, pfd, name, AT_SYMLINK_FOLLOW) < 0)
+		PW_REPLY_ERR(req, errno);
+	reply_new_entry(req, fs, parent, name);
+	PW_CREDS_LEAVE();
+}
+
+static void remove_entry(fuse_req_t req, fuse_ino_t parent_ino, const char *name, bool dir)
+{
+	PW_REQ_BEGIN(req);
+	pw_inode *parent = pw_inode_get(fs, parent_ino);
+	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);
+	if (pfd < 0)
+		PW_REPLY_ERR(req, -pfd);
+	struct stat st;
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		PW_REPLY_ERR(req, errno);
+	if (pw_hidden_child(fs, parent, name, S_ISDIR(st.st_mode)))
+		PW_REPLY_ERR(req, ENOENT);
+	int r = pw_check_child(fs, req, dir ? PW_OP_RMDIR : PW_OP_UNLINK, parent, name,
+			       S_ISDIR(st.st_mode));
+	if (r < 0)
+		PW_REPLY_ERR(req, -r);
+	if (unlinkat(pfd, name, dir ? AT_REMOVEDIR : 0) < 0)
+		PW_REPLY_ERR(req, errno);
+	pw_inode_unlinked(fs, parent, name, st.st_dev, st.st_ino);
+	PW_CREDS_LEAVE();
+	fuse_reply_err(req, 0);
+}
+
+void pw_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_entry(req, parent, name, false);
+}
+
+void pw_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	remove_entry(req, parent, name, true);
+}
+
+/* A directory may move only when nothing beneath it is shielded by a deny or protected
+ * rule (moving it would carry that content to a name the rule does not cover). */
+static int check_dir_tree(pw_fs *fs, fuse_req_t req, pw_inode *parent, const char *name)
+{
+	char path[PW_PATH_MAX];
+	int r = pw_path_child(fs, parent, name, path);
+	if (r < 0)
+		return r;
+	uint64_t gen;
+	pw_policy *p = pw_fs_policy_get(fs, &gen);
+	pw_decision d;
+	bool ok = pw_policy_may_write_tree(p, path, &d);
+	pw_policy_unref(p);
+	if (ok)
+		return 0;
+	return pw_check_denied(fs, req, PW_OP_RENAME, path, &d, gen);
+}
+
+void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_ino_t np_ino,
+		  const char *newname, unsigned int flags)
+{
+	PW_REQ_BEGIN(req);
+	pw_inode *parent = pw_inode_get(fs, parent_ino);
+	pw_inode *np = pw_inode_get(fs, np_ino);
+	int r = check_name(newname);
+	if (r < 0)
+		PW_REPLY_ERR(req, -r);
+	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);
+	if (pfd < 0)
+		PW_REPLY_ERR(req, -pfd);
+	_cleanup_close_ int npfd = pw_open_node(fs, np, O_PATH);
+	if (npfd < 0)
+		PW_REPLY_ERR(req, -npfd);
+	struct stat src, dst;
+	if (fstatat(pfd, name, &src, AT_SYMLINK_NOFOLLOW) < 0)
+		PW_REPLY_ERR(req, errno);
+	bool have_dst = fstatat(npfd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
+	bool src_dir = S_ISDIR(src.st_mode);
+	if (pw_hidden_child(fs, parent, name, src_dir))
+		PW_REPLY_ERR(req, ENOENT);
+	r = pw_check_child(fs, req, PW_OP_RENAME, parent, name, src_dir);
+	if (r == 0)
+		r = pw_check_child(fs, req, PW_OP_RENAME, np, newname, src_dir);
+	if (r == 0 && src_dir)
+		r = check_dir_tree(fs, req, parent, name);
+	if (r == 0 && have_dst && S_ISDIR(dst.st_mode) && (flags & RENAME_EXCHANGE))
+		r = check_dir_tree(fs, req, np, newname);
+	if (r < 0)
+		PW_REPLY_ERR(req, -r);
+	if (renameat2(pfd, name, npfd, newname, flags) < 0)
+		PW_REPLY_ERR(req, errno);
+	pw_inode_renamed(fs, parent, name, np, newname, src.st_dev, src.st_ino,
+			 (flags & RENAME_EXCHANGE) != 0, have_dst ? dst.st_dev : 0,
+			 have_dst ? dst.st_ino : 0);
+	PW_CREDS_LEAVE();
+	fuse_reply_err(req, 0);
+}
+
+void pw_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	PW_REQ_BEGIN(req);
+	int fd = pw_open_node(fs, pw_inode_get(fs, ino), O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		PW_REPLY_ERR(req, -fd);
+	pw_fh *h = calloc(1, sizeof(*h));
+	if (h)
+		h->buf = malloc(PW_DIRBUF);
+	if (!h || !h->buf) {
+		if (h)
+			free(h->buf);
+		free(h);
+		close(fd);
+		PW_REPLY_ERR(req, ENOMEM);
+	}
+	h->fd = fd;
+	fi->fh = (uintptr_t)h;
+	/* Let the kernel keep listings: a switch that changes hidden names, and changes made
+	 * to the backing tree outside the view, invalidate them. */
+	fi->cache_readdir = 1;
+	fi->keep_cache = 1;
+	PW_CREDS_LEAVE();
+	if (fuse_reply_open(req, fi) == -ENOENT) {
+		close(fd);
+		free(h->buf);
+		free(h);
+	}
+}
+
+/* Next raw entry at the handle's position, refilling the buffer; NULL at the end. */
+static struct linux_dirent64 *next_dirent(pw_fh *h, int *ret_err)
+{
+	if (h->buf_off >= h->buf_len) {
+		long n = syscall(SYS_getdents64, h->fd, h->buf, PW_DIRBUF);
+		if (n < 0) {
+			*ret_err = errno;
+			return NULL;
+		}
+		h->buf_len = (size_t)n;
+		h->buf_off = 0;
+		if (n == 0)
+			return NULL;
+	}
+	return (struct linux_dirent64 *)(h->buf + h->buf_off);
+}
+
+static bool is_dot_or_dotdot(const char *n)
+{
+	return n[0] == '.' && (n[1] == '\0' || (n[1] == '.' && n[2] == '\0'));
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi, bool plus)
+{
+	PW_REQ_BEGIN(req);
+	pw_fh *h = pw_fh_of(fi);
+	pw_inode *dir = pw_inode_get(fs, ino);
+	if (off != h->dir_pos) {
+		if (lseek(h->fd, off, SEEK_SET) < 0)
+			PW_REPLY_ERR(req, errno);
+		h->buf_len = h->buf_off = 0;
+		h->dir_pos = off;
+	}
+	_cleanup_free_ char *out = malloc(size);
+	if (!out)
+		PW_REPLY_ERR(req, ENOMEM);
+	size_t used = 0;
+	int err = 0;
+	pw_policy *p = pw_fs_policy_get(fs, NULL);
+	bool hides = pw_policy_has_hide_rules(p);
+	for (;;) {
+		struct linux_dirent64 *d = next_dirent(h, &err);
+		if (!d)
+			break;
+		const char *name = d->d_name;
+		bool is_dir = d->d_type == DT_DIR;
+		bool skip = false;
+		if (hides && !is_dot_or_dotdot(name)) {
+			char path[PW_PATH_MAX];
+			skip = pw_path_child(fs, dir, name, path) < 0 ||
+			       pw_policy_is_hidden(p, path, is_dir);
+		}
+		size_t entsize;
+		if (skip) {
+			entsize = 0;
+		} else if (!plus) {
+			struct stat st = {.st_ino = d->d_ino, .st_mode = (mode_t)d->d_type << 12};
+			entsize = fuse_add_direntry(req, out + used, size - used, name, &st,
+						    d->d_off);
+		} else {
+			struct fuse_entry_param e = {0};
+			pw_inode *n = NULL;
+			if (is_dot_or_dotdot(name)) {
+				e.attr.st_ino = d->d_ino;
+				e.attr.st_mode = (mode_t)d->d_type << 12;
+			} else {
+				struct stat st;
+				if (fstatat(h->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+					/* vanished since getdents: skip it */
+					h->buf_off += d->d_reclen;
+					h->dir_pos = d->d_off;
+					continue;
+				}
+				n = pw_inode_learn(fs, dir, name, &st, NULL);
+				if (!n) {
+					err = ENOMEM;
+					break;
+				}
+				pw_truthful_attr_child(fs, dir, name, &st);
+				pw_fill_entry(fs, &e, n, &st);
+			}
+			entsize = fuse_add_direntry_plus(req, out + used, size - used, name, &e,
+							 d->d_off);
+			if (entsize > size - used && n)
+				pw_inode_forget(fs, n, 1); /* not sent: the kernel holds no reference */
+		}
+		if (entsize > size - used)
+			break;
+		used += entsize;
+		h->buf_off += d->d_reclen;
+		h->dir_pos = d->d_off;
+	}
+	pw_policy_unref(p);
+	PW_CREDS_LEAVE();
+	if (err && used == 0)
+		fuse_reply_err(req, err);
+	else
+		fuse_reply_buf(req, out, used);
+}
+
+void pw_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		   struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, false);
+}
+
+void pw_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	do_readdir(req, ino, size, off, fi, true);
+}
+
+void pw_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	pw_fh *h = pw_fh_of(fi);
+	close(h->fd);
+	free(h->buf);
+	free(h);
+	fuse_reply_err(req, 0);
+}
+
+void pw_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	int fd = pw_fh_of(fi)->fd;
+	int r = datasync ? fdatasync(fd) : fsync(fd);
+	fuse_reply_err(req, r < 0 ? errno : 0);
+}

@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * File operations. Writes are checked when they happen, not only at open: a descriptor
+ * opened in `build` cannot write after a switch to `plan`. That is why the writeback cache
+ * stays off (the kernel would otherwise acknowledge writes we refuse later); shared
+ * writable mmap pages reach us as WRITE requests at writeback time and are checked then
+ * (docs/ARCHITECTURE.md explains the consequence).
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ops_common.h"
+
+static pw_fh *fh_new(int fd)
+{
+	pw_fh *h = calloc(1, sizeof(*h));
+	if (h)
+		h->fd = fd;
+	return h;
+}
+
+static bool wants_write(int flags)
+{
+	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
+}
+
+static void set_open_flags(struct fuse_file_info *fi, int flags)
+{
+	/* Keep the page cache across opens: external changes invalidate it (watch.c). */
+	fi->keep_cache = 1;
+	if (flags & O_DIRECT)
+		fi->direct_io = 1;
+	fi->noflush = 1;
+}
+
+void pw_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	PW_REQ_BEGIN(req);
+	pw_inode *n = pw_inode_get(fs, ino);
+	if (wants_write(fi->flags)) {
+		int r = pw_check_node(fs, req, (fi->flags & O_TRUNC) ? PW_OP_TRUNCATE : PW_OP_OPEN_WRITE,
+				      n);
+		if (r < 0)
+			PW_REPLY_ERR(req, -r);
+	}
+	int flags = fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY);
+	int fd = pw_open_node(fs, n, flags);
+	if (fd < 0)
+		PW_REPLY_ERR(req, -fd);
+	pw_fh *h = fh_new(fd);
+	if (!h) {
+		close(fd);
+		PW_REPLY_ERR(req, ENOMEM);
+	}
+	fi->fh = (uintptr_t)h;
+	set_open_flags(fi, fi->flags);
+	PW_CREDS_LEAVE();
+	if (fuse_reply_open(req, fi) == -ENOENT) { /* interrupted: the kernel dropped it */
+		close(fd);
+		free(h);
+	}
+}
+
+void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode,
+		  struct fuse_file_info *fi)
+{
+	PW_REQ_BEGIN(req);
+	pw_inode *parent = pw_inode_get(fs, parent_ino);
+	if (!pw_name_valid(name))
+		PW_REPLY_ERR(req, strlen(name) > PW_NAME_MAX ? ENAMETOOLONG : EINVAL);
+	int r = pw_check_child(fs, req, PW_OP_CREATE, parent, name, false);
+	if (r < 0)
+		PW_REPLY_ERR(req, -r);
+	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);
+	if (pfd < 0)
+		PW_REPLY_ERR(req, -pfd);
+	int fd = openat(pfd, name, (fi->flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC) & ~O_NOCTTY,
+			mode);
+	if (fd < 0)
+		PW_REPLY_ERR(req, errno);
+	struct stat st;
+	if (fstat(fd, &st) < 0) {
+		r = errno;
+		close(fd);
+		PW_REPLY_ERR(req, r);
+	}
+	pw_inode *n = pw_inode_learn(fs, parent, name, &st, NULL);
+	pw_fh *h = n ? fh_new(fd) : NULL;
+	if (!h) {
+		close(fd);
+		if (n)
+			pw_inode_forget(fs, n, 1);
+		PW_REPLY_ERR(req, ENOMEM);
+	}
+	pw_truthful_attr_child(fs, parent, name, &st);
+	struct fuse_entry_param e;
+	pw_fill_entry(fs, &e, n, &st);
+	fi->fh = (uintptr_t)h;
+	set_open_flags(fi, fi->flags);
+	PW_CREDS_LEAVE();
+	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
+		close(fd);
+		free(h);
+		pw_inode_forget(fs, n, 1);
+	}
+}
+
+void pw_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	buf.buf[0].fd = pw_fh_of(fi)->fd;
+	buf.buf[0].pos = off;
+	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+}
+
+void pw_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf, off_t off,
+		     struct fuse_file_info *fi)
+{
+	pw_fs *fs = fuse_req_userdata(req);
+	/* The mode in force now decides, whatever it was at open. */
+	int r = pw_check_node(fs, req, PW_OP_WRITE, pw_inode_get(fs, ino));
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	struct fuse_bufvec out = FUSE_BUFVEC_INIT(fuse_buf_size(in_buf));
+	out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+	out.buf[0].fd = pw_fh_of(fi)->fd;
+	out.buf[0].pos = off;
+	ssize_t res = fuse_buf_copy(&out, in_buf, 0);
+	if (res < 0)
+		fuse_reply_err(req, (int)-res);
+	else
+		fuse_reply_write(req, (size_t)res);
+}
+
+void pw_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	pw_fh *h = pw_fh_of(fi);
+	close(h->fd);
+	free(h);
+	fuse_reply_err(req, 0);
+}
+
+void pw_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	int fd = pw_fh_of(fi)->fd;
+	int r = datasync ? fdatasync(fd) : fsync(fd);
+	fuse_reply_err(req, r < 0 ? errno : 0);
+}
+
+void pw_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+		     struct fuse_file_info *fi)
+{
+	pw_fs *fs = fuse_req_userdata(req);
+	int r = pw_check_node(fs, req, PW_OP_FALLOCATE, pw_inode_get(fs, ino));
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	fuse_reply_err(req, fallocate(pw_fh_of(fi)->fd, mode, offset, length) < 0 ? errno : 0);
+}
+
+void pw_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+			   struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
+			   struct fuse_file_info *fi_out, size_t len, int flags)
+{
+	pw_fs *fs = fuse_req_userdata(req);
+	int r = pw_check_node(fs, req, PW_OP_COPY_RANGE, pw_inode_get(fs, ino_out));
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	loff_t in = off_in, out = off_out;
+	ssize_t res = copy_file_range(pw_fh_of(fi_in)->fd, &in, pw_fh_of(fi_out)->fd, &out, len,
+				      (unsigned)flags);
+	if (res < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_write(req, (size_t)res);
+}
+
+void pw_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+{
+	off_t res = lseek(pw_fh_of(fi)->fd, off, whence);
+	if (res < 0)
+		fuse_reply_err(req, errno);
+	else
+		fuse_reply_lseek(req, res);
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Extended attributes, passed through where the backing filesystem supports them. The
+ * node is opened O_PATH and addressed as /proc/self/fd/N, since the f*xattr calls do not
+ * accept O_PATH descriptors; the magic link names exactly the object we resolved.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/xattr.h>
+
+#include "ops_common.h"
+
+static int open_proc(pw_fs *fs, fuse_ino_t ino, int *ret_fd, char proc[64])
+{
+	int fd = pw_open_node(fs, pw_inode_get(fs, ino), O_PATH);
+	if (fd < 0)
+		return fd;
+	snprintf(proc, 64, "/proc/self/fd/%d", fd);
+	*ret_fd = fd;
+	return 0;
+}
+
+static void reply_sized(fuse_req_t req, size_t size, ssize_t len, const char *buf)
+{
+	if (len < 0)
+		fuse_reply_err(req, errno);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)len);
+	else
+		fuse_reply_buf(req, buf, (size_t)len);
+}
+
+void pw_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	PW_REQ_BEGIN(req);
+	_cleanup_close_ int fd = -1;
+	char proc[64];
+	int r = open_proc(fs, ino, &fd, proc);
+	if (r < 0)
+		PW_REPLY_ERR(req, -r);
+	_cleanup_free_ char *buf = size ? malloc(size) : NULL;
+	if (size && !buf)
+		PW_REPLY_ERR(req, ENOMEM);
+	ssize_t len = getxattr(proc, name, buf, size);
+	int saved = errno;
+	PW_CREDS_LEAVE();
+	errno = saved;
+	reply_sized(req, size, len, buf);
+}
+
+void pw_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	PW_REQ_BEGIN(req);
+	_cleanup_close_ int fd = -1;
+	char proc[64];
+	int r = open_proc(fs, ino, &fd, proc);
+	if (r < 0)
+		PW_REPLY_ERR(req, -r);
+	_cleanup_free_ char *buf = size ? malloc(size) : NULL;
+	if (size && !buf)
+		PW_REPLY_ERR(req, ENOMEM);
+	ssize_t len = listxattr(proc, buf, size);
+	int saved = errno;
+	PW_CREDS_LEAVE();
+	errno = saved;
+	reply_sized(req, size, len, buf);
+}
+
+void pw_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+		    size_t size, int flags)
+{
+	PW_REQ_BEGIN(req);
+	int r = pw_check_node(fs, req, PW_OP_SETXATTR, pw_inode_get(fs, ino));
+	if (r < 0)
+		PW_REPLY_ERR(req, -r);
+	_cleanup_close_ int fd = -1;
+	char proc[64];
+	r = open_proc(fs, ino, &fd, proc);
+	if (r < 0)
+		PW_REPLY_ERR(req, -r);
+	if (setxattr(proc, name, value, size, flags) < 0)
+		PW_REPLY_ERR(req, errno);
+	PW_CREDS_LEAVE();
+	fuse_reply_err(req, 0);
+}
+
+void pw_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	PW_REQ_BEGIN(req);
+	int r = pw_check_node(fs, req, PW_OP_REMOVEXATTR, pw_inode_get(fs, ino));
+	if (r < 0)
+		PW_REPLY_ERR(req, -r);
+	_cleanup_close_ int fd = -1;
+	char proc[64];
+	r = open_proc(fs, ino, &fd, proc);
+	if (r < 0)
+		PW_REPLY_ERR(req, -r);
+	if (removexattr(proc, name) < 0)
+		PW_REPLY_ERR(req, errno);
+	PW_CREDS_LEAVE();
+	fuse_reply_err(req, 0);
+}

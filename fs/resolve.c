@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * From a node to the backing object, without ever leaving the project: the node's path is
+ * built from its names, then opened from the root descriptor with openat2 and
+ * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS. A component swapped for a
+ * symlink between the kernel's lookup and our syscall makes the open fail with ELOOP
+ * instead of following it; a '..' cannot appear (names come from the kernel, one component
+ * each, and are checked).
+ */
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "fs_internal.h"
+#include "util.h"
+
+bool pw_name_valid(const char *name)
+{
+	size_t len = strnlen(name, PW_NAME_MAX + 1);
+	if (len == 0 || len > PW_NAME_MAX)
+		return false;
+	if (strchr(name, '/'))
+		return false;
+	return !(streq(name, ".") || streq(name, ".."));
+}
+
+int pw_path_of_locked(pw_fs *fs, pw_inode *n, char *buf)
+{
+	/* Build right to left into the end of a scratch buffer, then move to the front. */
+	char tmp[PW_PATH_MAX];
+	size_t pos = sizeof(tmp) - 1;
+	tmp[pos] = '\0';
+	unsigned depth = 0;
+	while (!n->is_root) {
+		if (!n->names)
+			return -ENOENT;
+		const char *name = n->names->name;
+		size_t len = strlen(name);
+		if (pos < len + 1 || ++depth > PW_PATH_DEPTH_MAX)
+			return -ENAMETOOLONG;
+		if (pos != sizeof(tmp) - 1)
+			tmp[--pos] = '/';
+		pos -= len;
+		memcpy(tmp + pos, name, len);
+		n = n->names->parent;
+	}
+	memmove(buf, tmp + pos, sizeof(tmp) - pos);
+	return 0;
+}
+
+int pw_path_of(pw_fs *fs, pw_inode *n, char *buf)
+{
+	if (n->is_root) {
+		buf[0] = '\0';
+		return 0;
+	}
+	pthread_rwlock_rdlock(&fs->tree_lock);
+	int r = pw_path_of_locked(fs, n, buf);
+	pthread_rwlock_unlock(&fs->tree_lock);
+	return r;
+}
+
+int pw_path_child(pw_fs *fs, pw_inode *parent, const char *name, char *buf)
+{
+	int r = pw_path_of(fs, parent, buf);
+	if (r < 0)
+		return r;
+	size_t plen = strlen(buf), nlen = strlen(name);
+	if (plen + 1 + nlen + 1 > PW_PATH_MAX)
+		return -ENAMETOOLONG;
+	if (plen)
+		buf[plen++] = '/';
+	memcpy(buf + plen, name, nlen + 1);
+	return 0;
+}
+
+int pw_openat_beneath(pw_fs *fs, const char *path, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
+		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	if (!*path)
+		path = ".";
+	for (;;) {
+		long fd = syscall(SYS_openat2, fs->root_fd, path, &how, sizeof(how));
+		if (fd >= 0)
+			return (int)fd;
+		if (errno == EAGAIN) /* a concurrent rename raced the walk; retry */
+			continue;
+		return negative_errno();
+	}
+}
+
+int pw_open_node(pw_fs *fs, pw_inode *n, int flags)
+{
+	if (n->is_root && (flags & O_PATH)) {
+		int fd = fcntl(fs->root_fd, F_DUPFD_CLOEXEC, 3);
+		return fd < 0 ? negative_errno() : fd;
+	}
+	char path[PW_PATH_MAX];
+	int r = pw_path_of(fs, n, path);
+	if (r < 0)
+		return r;
+	return pw_openat_beneath(fs, path, flags, 0);
+}

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Coherence with long kernel caches. The view asks the kernel to cache entries, attributes,
+ * listings and file data for a long time (that is where a FUSE passthrough's speed comes
+ * from), so a change made directly to the backing directory, by an editor or a `git
+ * checkout` outside the view, must invalidate what the kernel cached. We watch every
+ * directory the kernel knows with inotify (watches come and go with the directory nodes,
+ * so their number is bounded by the kernel's own inode cache), and turn each event into
+ * the matching invalidation on this thread, outside any request handler.
+ *
+ * Our own operations through the view produce events too; invalidating after them costs a
+ * little and is harmless (the kernel re-asks on the next access).
+ */
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "fs_internal.h"
+#include "util.h"
+
+#define PW_WATCH_MASK                                                                              \
+	(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MODIFY | IN_ATTRIB |             \
+	 IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK |             \
+	 IN_DONT_FOLLOW)
+
+void pw_watch_dir(pw_fs *fs, pw_inode *n)
+{
+	if (fs->inotify_fd < 0 || n->wd >= 0)
+		return;
+	/* The tree lock is held for writing: build the path without retaking it. */
+	char path[PW_PATH_MAX];
+	if (pw_path_of_locked(fs, n, path) < 0)
+		return;
+	_cleanup_close_ int fd = pw_openat_beneath(fs, path, O_PATH | O_DIRECTORY, 0);
+	if (fd < 0)
+		return;
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	int wd = inotify_add_watch(fs->inotify_fd, proc, PW_WATCH_MASK);
+	if (wd < 0)
+		return; /* out of watches: coherence then rests on the cache timeouts */
+	pw_inode *other = pw_inode_by_wd_locked(fs, wd);
+	if (other && other != n)
+		pw_inode_set_wd_locked(fs, other, -1); /* same directory seen as another node */
+	pw_inode_set_wd_locked(fs, n, wd);
+}
+
+void pw_unwatch_dir(pw_fs *fs, pw_inode *n)
+{
+	if (n->wd < 0)
+		return;
+	inotify_rm_watch(fs->inotify_fd, n->wd);
+	pw_inode_set_wd_locked(fs, n, -1);
+}
+
+static void handle_event(pw_fs *fs, const struct inotify_event *ev)
+{
+	if (ev->mask & IN_Q_OVERFLOW) {
+		/* Events were lost: forget every cached attribute and listing. */
+		fuse_lowlevel_notify_inval_inode(fs->se, FUSE_ROOT_ID, 0, 0);
+		return;
+	}
+	/* Copy what we need under the lock: the node may be forgotten right after. */
+	char dir_path[PW_PATH_MAX];
+	pthread_rwlock_rdlock(&fs->tree_lock);
+	pw_inode *dir = pw_inode_by_wd_locked(fs, ev->wd);
+	fuse_ino_t dir_ino = dir ? pw_inode_id(fs, dir) : 0;
+	bool have_path = dir && pw_path_of_locked(fs, dir, dir_path) == 0;
+	pthread_rwlock_unlock(&fs->tree_lock);
+	if (!dir_ino)
+		return;
+	if (ev->len == 0) { /* about the directory itself */
+		fuse_lowlevel_notify_inval_inode(fs->se, dir_ino, -1, 0);
+		return;
+	}
+	const char *name = ev->name;
+	if (ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)) {
+		/* The name appeared or went: drop the (possibly negative) entry and the listing. */
+		fuse_lowlevel_notify_inval_entry(fs->se, dir_ino, name, strlen(name));
+		fuse_lowlevel_notify_inval_inode(fs->se, dir_ino, 0, 0);
+	}
+	if (have_path && (ev->mask & (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO))) {
+		/* Content or attributes changed: find the node by its inode number. */
+		_cleanup_close_ int dfd = pw_openat_beneath(fs, dir_path, O_PATH | O_DIRECTORY, 0);
+		struct stat st;
+		if (dfd < 0 || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			return;
+		pthread_rwlock_rdlock(&fs->tree_lock);
+		pw_inode *n = pw_inode_find_locked(fs, st.st_dev, st.st_ino);
+		fuse_ino_t ino = n ? pw_inode_id(fs, n) : 0;
+		pthread_rwlock_unlock(&fs->tree_lock);
+		if (ino)
+			fuse_lowlevel_notify_inval_inode(fs->se, ino,
+							 (ev->mask & (IN_MODIFY | IN_CLOSE_WRITE)) ? 0 : -1, 0);
+	}
+}
+
+static void *watch_main(void *arg)
+{
+	pw_fs *fs = arg;
+	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+	struct pollfd pfd[2] = {
+		{.fd = fs->inotify_fd, .events = POLLIN},
+		{.fd = fs->watch_stop_pipe[0], .events = POLLIN},
+	};
+	for (;;) {
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pfd[1].revents)
+			break;
+		ssize_t len = read(fs->inotify_fd, buf, sizeof(buf));
+		if (len <= 0) {
+			if (len < 0 && (errno == EINTR || errno == EAGAIN))
+				continue;
+			break;
+		}
+		for (char *p = buf; p < buf + len;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+			handle_event(fs, ev);
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+	return NULL;
+}
+
+int pw_watch_start(pw_fs *fs)
+{
+	fs->inotify_fd = -1;
+	fs->watch_stop_pipe[0] = fs->watch_stop_pipe[1] = -1;
+	if (fs->no_watch)
+		return 0;
+	fs->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (fs->inotify_fd < 0)
+		return negative_errno();
+	if (pipe2(fs->watch_stop_pipe, O_CLOEXEC) < 0)
+		return negative_errno();
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fs->root_fd);
+	int wd = inotify_add_watch(fs->inotify_fd, proc, PW_WATCH_MASK);
+	if (wd >= 0)
+		fs->root.wd = wd;
+	int r = pthread_create(&fs->watch_thread, NULL, watch_main, fs);
+	if (r)
+		return -r;
+	fs->watch_started = true;
+	return 0;
+}
+
+void pw_watch_stop(pw_fs *fs)
+{
+	if (fs->watch_started) {
+		(void)!write(fs->watch_stop_pipe[1], "x", 1);
+		pthread_join(fs->watch_thread, NULL);
+		fs->watch_started = false;
+	}
+	for (int i = 0; i < 2; i++)
+		if (fs->watch_stop_pipe[i] >= 0)
+			close(fs->watch_stop_pipe[i]);
+	if (fs->inotify_fd >= 0)
+		close(fs->inotify_fd);
+	fs->inotify_fd = -1;
+}
