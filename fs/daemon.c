@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: MIT */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "ctl_server.h"
+#include "daemon.h"
+#include "fs.h"
+#include "state.h"
+#include "util.h"
+#include "view.h"
+
+static bool log_to_stderr;
+static pw_fs *signal_fs;
+static pw_ctl_server *signal_ctl;
+
+_printf_(2, 3) static void dlog(int prio, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (log_to_stderr) {
+		fprintf(stderr, "piworkfs: ");
+		vfprintf(stderr, fmt, ap);
+		fputc('\n', stderr);
+	} else {
+		vsyslog(prio, fmt, ap);
+	}
+	va_end(ap);
+}
+
+static void report(int fd, const char *msg)
+{
+	if (fd < 0)
+		return;
+	char line[1024];
+	int len = snprintf(line, sizeof(line), "%s\n", msg);
+	if (len > (int)sizeof(line) - 1)
+		len = (int)sizeof(line) - 1;
+	(void)!write(fd, line, (size_t)len);
+}
+
+static void on_exit_signal(int sig)
+{
+	pw_fs_exit(signal_fs);
+}
+
+static void on_hup(int sig)
+{
+	if (signal_ctl)
+		pw_ctl_server_request_reload(signal_ctl);
+}
+
+static void install_signals(void)
+{
+	struct sigaction sa = {0};
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = on_exit_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = on_hup;
+	sigaction(SIGHUP, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+/* Threads started before the loop must not take the exit signals: block them there. */
+static void block_signals(bool block)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+}
+
+int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
+{
+	log_to_stderr = o->foreground;
+	if (!o->foreground)
+		openlog("piworkfs", LOG_PID, LOG_DAEMON);
+	umask(0); /* the kernel already applied the caller's umask to every mode we get */
+	block_signals(true);
+
+	_cleanup_free_ char *state_path = o->state_db ? strdup(o->state_db) : pw_state_default_path();
+	pw_state *state = NULL;
+	_cleanup_free_ char *warn = NULL;
+	if (state_path) {
+		int r = pw_state_open(state_path, &state, &warn);
+		if (r < 0)
+			dlog(LOG_WARNING, "state database %s unusable (%s): the last mode will not be kept",
+			     state_path, strerror(-r));
+		if (warn)
+			dlog(LOG_WARNING, "%s", warn);
+	}
+
+	pw_fs_opts fo = {
+		.project = o->project,
+		.mountpoint = o->mountpoint,
+		.foreground = o->foreground,
+		.debug = o->debug,
+		.allow_other = o->allow_other,
+		.cache_timeout = o->cache_timeout,
+		.no_watch = o->no_watch,
+		.fuse_opts = o->fuse_opts,
+	};
+	pw_fs *fs = NULL;
+	_cleanup_free_ char *err = NULL;
+	int r = pw_fs_new(&fo, &fs, &err);
+	if (r < 0) {
+		char msg[1200];
+		snprintf(msg, sizeof(msg), "error: %s", err ? err : strerror(-r));
+		report(ready_fd, msg);
+		pw_state_close(state);
+		return 1;
+	}
+
+	pw_audit *audit = NULL;
+	if (state_path) {
+		pw_audit_opts ao = {
+			.db_path = state_path,
+			.project = o->project,
+			.mountpoint = o->mountpoint,
+			.queue_capacity = o->audit_queue,
+		};
+		_cleanup_free_ char *aw = NULL;
+		r = pw_audit_start(&ao, &audit, &aw);
+		if (r < 0)
+			dlog(LOG_WARNING, "audit log disabled: %s", strerror(-r));
+		if (aw)
+			dlog(LOG_WARNING, "%s", aw);
+		pw_fs_set_audit(fs, audit);
+	}
+
+	pw_view_opts vo = {
+		.project = o->project,
+		.mountpoint = o->mountpoint,
+		.fs = fs,
+		.owner_uid = getuid(),
+		.bundled_dir = o->bundled_dir,
+		.global_dir = o->global_dir,
+		.initial_mode = o->mode,
+		.state = state,
+		.audit = audit,
+	};
+	pw_view *view = NULL;
+	pw_ctl_server *ctl = NULL;
+	r = pw_view_new(&vo, &view);
+	if (r == 0)
+		r = pw_ctl_server_start(view, o->socket_dir, NULL, &ctl);
+	if (r < 0) {
+		char msg[256];
+		snprintf(msg, sizeof(msg), "error: cannot start the control plane: %s", strerror(-r));
+		report(ready_fd, msg);
+		goto out;
+	}
+
+	signal_fs = fs;
+	signal_ctl = ctl;
+	install_signals();
+	block_signals(false);
+	pw_view_status vs = {0};
+	char ready[128] = "ok";
+	if (pw_view_get_status(view, &vs) == 0) {
+		snprintf(ready, sizeof(ready), "ok %s", vs.mode ? vs.mode : "?");
+		if (vs.fail_reason)
+			dlog(LOG_WARNING, "failing closed: %s", vs.fail_reason);
+		pw_view_status_done(&vs);
+	}
+	report(ready_fd, ready);
+	if (ready_fd >= 0)
+		close(ready_fd);
+	dlog(LOG_INFO, "serving %s on %s", o->project, o->mountpoint);
+	r = pw_fs_loop(fs);
+	block_signals(true);
+	dlog(LOG_INFO, "unmounting %s", o->mountpoint);
+out:
+	signal_ctl = NULL;
+	signal_fs = NULL;
+	pw_ctl_server_stop(ctl);
+	pw_view_free(view);
+	pw_fs_set_audit(fs, NULL);
+	pw_fs_free(fs); /* unmounts: no request can reach the audit writer after this */
+	pw_audit_stop(audit);
+	pw_state_close(state);
+	return r < 0 ? 1 : 0;
+}

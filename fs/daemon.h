@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The daemon of one view: state database, audit writer, FUSE session, control plane and
+ * control socket, wired together and torn down in order. `piworkfs mount` forks, and the
+ * child runs pw_daemon_run(), which reports on READY_FD when the view answers ("ok\n") or
+ * why it could not start ("error: ...\n"), then serves until unmounted or signalled.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+typedef struct pw_daemon_opts {
+	const char *project;    /* real path */
+	const char *mountpoint; /* absolute path */
+	const char *mode;       /* NULL: last mode of the project, else plan */
+	bool foreground;        /* log to stderr rather than syslog */
+	bool debug;
+	bool allow_other;
+	bool no_watch;
+	double cache_timeout;
+	const char *fuse_opts;
+	const char *bundled_dir, *global_dir;
+	const char *socket_dir; /* NULL: default */
+	const char *state_db;   /* NULL: default */
+	unsigned audit_queue;   /* 0: default */
+} pw_daemon_opts;
+
+int pw_daemon_run(const pw_daemon_opts *o, int ready_fd);
