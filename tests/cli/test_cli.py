@@ -1,0 +1,427 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Tests of the offline piworkfs commands (modes, allowed, check) and the program frame.
+
+Runs the built binary ($PIWORKFS) against the fixture project tests/fixtures/demo-cli:
+
+    demo-cli/
+      .piworkfs/config.yaml   design.tokens: [tokens/colors.json], protected: [secrets/**]
+      README.md
+      docs/design/a.md
+      docs/guide.md
+      src/main.c
+      tokens/colors.json
+
+HOME, XDG_CONFIG_HOME, XDG_STATE_HOME and the state database point into a private temp
+dir, so the user's own configuration never leaks in. Python 3 standard library only.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+PIWORKFS = os.environ.get("PIWORKFS", "piworkfs")
+FIXTURES = os.environ.get("PIWORKFS_FIXTURES", os.path.join(SOURCE, "tests", "fixtures"))
+MODES_DIR = os.environ.get("PIWORKFS_SOURCE_MODES", os.path.join(SOURCE, "modes"))
+DEMO = os.path.join(FIXTURES, "demo-cli")
+BUNDLED = ["build", "design", "discuss", "off", "plan", "review"]
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="pw-cli-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        home = os.path.join(self.tmp, "home")
+        os.makedirs(home)
+        self.config_home = os.path.join(home, ".config")
+        self.env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LC_ALL": "C.UTF-8",
+            "HOME": home,
+            "XDG_CONFIG_HOME": self.config_home,
+            "XDG_STATE_HOME": os.path.join(home, ".local", "state"),
+            "XDG_RUNTIME_DIR": os.path.join(self.tmp, "run"),
+            "PIWORKFS_STATE_DB": os.path.join(self.tmp, "state.db"),
+            "PIWORKFS_MODES_DIR": MODES_DIR,
+        }
+        # A neutral working directory outside any project.
+        self.cwd = os.path.join(self.tmp, "elsewhere")
+        os.makedirs(self.cwd)
+
+    def run_pw(self, *args, cwd=None, env=None):
+        e = dict(self.env)
+        if env:
+            e.update(env)
+        p = subprocess.run([PIWORKFS] + list(args), cwd=cwd or self.cwd, env=e,
+                           capture_output=True, text=True, timeout=60)
+        return p.returncode, p.stdout, p.stderr
+
+    def assert_one_line_error(self, err, *needles):
+        lines = err.strip().splitlines()
+        self.assertEqual(len(lines), 1, err)
+        self.assertTrue(lines[0].startswith("piworkfs: "), err)
+        for n in needles:
+            self.assertIn(n, lines[0])
+
+    def copy_demo(self):
+        dst = os.path.join(self.tmp, "proj")
+        shutil.copytree(DEMO, dst, symlinks=True)
+        return dst
+
+
+class FrameTest(Base):
+    def test_version(self):
+        rc, out, _ = self.run_pw("--version")
+        self.assertEqual(rc, 0)
+        self.assertRegex(out, r"^piworkfs \d+\.\d+\.\d+\n$")
+
+    def test_help_lists_every_command(self):
+        rc, out, _ = self.run_pw("--help")
+        self.assertEqual(rc, 0)
+        for cmd in ["mount", "umount", "mode", "status", "modes", "allowed", "check",
+                    "check-bash", "log", "trust"]:
+            self.assertRegex(out, r"\n  %s\s" % re.escape(cmd))
+
+    def test_no_command_is_usage_error(self):
+        rc, out, err = self.run_pw()
+        self.assertEqual(rc, 2)
+        self.assertIn("Usage:", err)
+
+    def test_unknown_command(self):
+        rc, out, err = self.run_pw("frobnicate")
+        self.assertEqual(rc, 2)
+        self.assertEqual(out, "")
+        self.assert_one_line_error(err, "unknown command 'frobnicate'")
+
+    def test_help_command_equals_dash_help(self):
+        for cmd in ["modes", "allowed", "check"]:
+            rc1, out1, _ = self.run_pw("help", cmd)
+            rc2, out2, _ = self.run_pw(cmd, "--help")
+            self.assertEqual((rc1, rc2), (0, 0))
+            self.assertEqual(out1, out2)
+            self.assertIn("Usage: piworkfs " + cmd, out1)
+            self.assertIn("--json", out1)
+
+    def test_unknown_option(self):
+        rc, out, err = self.run_pw("check", "--bogus", "x")
+        self.assertEqual(rc, 2)
+        self.assert_one_line_error(err, "check", "'--bogus'")
+
+    def test_missing_option_argument(self):
+        rc, _, err = self.run_pw("check", "x", "--mode")
+        self.assertEqual(rc, 2)
+        self.assert_one_line_error(err, "check", "needs an argument")
+
+
+class ModesTest(Base):
+    def test_text_lists_bundled_modes(self):
+        rc, out, err = self.run_pw("modes", "--project", DEMO)
+        self.assertEqual(rc, 0, err)
+        for name in BUNDLED:
+            self.assertRegex(out, r"(?m)^%s\s+bundled\s+modes/%s\.md\s+\S" % (name, name))
+        self.assertIn(os.path.realpath(DEMO), out)
+
+    def test_json(self):
+        rc, out, err = self.run_pw("modes", "--project", DEMO, "--json")
+        self.assertEqual(rc, 0, err)
+        j = json.loads(out)
+        self.assertEqual(list(j), ["project", "trusted", "modes", "protected", "tokens",
+                                   "warnings"])
+        self.assertEqual(j["project"], os.path.realpath(DEMO))
+        self.assertFalse(j["trusted"])
+        names = [m["name"] for m in j["modes"]]
+        self.assertEqual(names, sorted(names))
+        for name in BUNDLED:
+            self.assertIn(name, names)
+        design = next(m for m in j["modes"] if m["name"] == "design")
+        self.assertEqual(list(design), ["name", "description", "file", "layer", "tokens",
+                                        "protect", "rules"])
+        self.assertEqual(design["layer"], "bundled")
+        self.assertTrue(design["file"].endswith("/modes/design.md"))
+        self.assertTrue(design["description"])
+        allow = [r for r in design["rules"] if r["kind"] == "allow"]
+        self.assertIn("docs/design/**", [r["pattern"] for r in allow])
+        for r in design["rules"]:
+            self.assertEqual(list(r), ["kind", "pattern", "file", "line", "column", "layer"])
+        protected = [r["pattern"] for r in j["protected"]]
+        for pat in [".git/hooks", ".git/config", ".piworkfs", "secrets/**"]:
+            self.assertIn(pat, protected)
+        for w in j["warnings"]:
+            self.assertEqual(list(w), ["severity", "file", "line", "column", "key", "message",
+                                       "text"])
+
+    def test_untrusted_tokens_warned(self):
+        rc, out, err = self.run_pw("modes", "--project", DEMO, "--json")
+        self.assertEqual(rc, 0, err)
+        j = json.loads(out)
+        texts = [w["text"] for w in j["warnings"]]
+        self.assertTrue(any("config.yaml" in t and "tokens" in t for t in texts), texts)
+
+    def test_bad_yaml_reports_line_and_column_and_others_load(self):
+        proj = self.copy_demo()
+        os.makedirs(os.path.join(proj, ".piworkfs", "modes"), exist_ok=True)
+        bad = os.path.join(proj, ".piworkfs", "modes", "x.md")
+        with open(bad, "w") as f:
+            f.write("---\nname: x\ndescription: broken\nwrites:\n  allow: [\"a/**\"\n"
+                    "hide: {\n---\nbody\n")
+        rc, out, err = self.run_pw("modes", "--project", proj)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(out, r"\.piworkfs/modes/x\.md:\d+:\d+: ")
+        for name in BUNDLED:
+            self.assertRegex(out, r"(?m)^%s\s+bundled" % name)
+        rc, out, err = self.run_pw("modes", "--project", proj, "--json")
+        j = json.loads(out)
+        ws = [w for w in j["warnings"] if w["file"].endswith("x.md")]
+        self.assertTrue(ws, j["warnings"])
+        self.assertGreater(ws[0]["line"], 0)
+        self.assertGreater(ws[0]["column"], 0)
+
+    def test_unreadable_bundled_dir_exits_3(self):
+        rc, out, err = self.run_pw("modes", "--project", DEMO,
+                                   env={"PIWORKFS_MODES_DIR": os.path.join(self.tmp, "none")})
+        self.assertEqual(rc, 3)
+        self.assertIn("bundled", err)
+
+    def test_missing_project(self):
+        rc, out, err = self.run_pw("modes", "--project", os.path.join(self.tmp, "nope"))
+        self.assertEqual(rc, 3)
+        self.assert_one_line_error(err, "modes", "does not exist")
+
+    def test_project_found_from_cwd(self):
+        rc, out, err = self.run_pw("modes", "--json", cwd=os.path.join(DEMO, "docs", "design"))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["project"], os.path.realpath(DEMO))
+
+    def test_global_mode_replaces_bundled(self):
+        gdir = os.path.join(self.config_home, "piworkfs", "modes")
+        os.makedirs(gdir)
+        with open(os.path.join(gdir, "review.md"), "w") as f:
+            f.write("---\nname: review\ndescription: My review\n---\nRead only.\n")
+        rc, out, err = self.run_pw("modes", "--project", DEMO, "--json")
+        self.assertEqual(rc, 0, err)
+        review = next(m for m in json.loads(out)["modes"] if m["name"] == "review")
+        self.assertEqual(review["layer"], "global")
+        self.assertEqual(review["description"], "My review")
+
+
+class AllowedTest(Base):
+    def test_rules_of_design(self):
+        rc, out, err = self.run_pw("allowed", "--mode", "design", "--project", DEMO)
+        self.assertEqual(rc, 0, err)
+        self.assertRegex(out, r"(?m)^mode design \(modes/design\.md\)")
+        self.assertRegex(out, r"(?m)^allow\s+docs/design/\*\*\s+modes/design\.md:\d+$")
+        self.assertRegex(out, r"(?m)^protected\s+\.git/hooks\s+\(built-in\)$")
+        self.assertRegex(out, r"(?m)^protected\s+secrets/\*\*\s+\.piworkfs/config\.yaml:\d+$")
+
+    def test_plan_writes_nothing(self):
+        rc, out, err = self.run_pw("allowed", "--mode", "plan", "--project", DEMO, "--files")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("writes nothing", out)
+        self.assertIn("0 writable files", out)
+
+    def test_files_of_design(self):
+        rc, out, err = self.run_pw("allowed", "--mode", "design", "--project", DEMO, "--files")
+        self.assertEqual(rc, 0, err)
+        files = out.split("writable file", 1)[1].splitlines()[1:]
+        self.assertEqual(files, ["docs/design/a.md"])
+
+    def test_files_of_build(self):
+        rc, out, err = self.run_pw("allowed", "--mode", "build", "--project", DEMO, "--files",
+                                   "--json")
+        self.assertEqual(rc, 0, err)
+        j = json.loads(out)
+        self.assertEqual(j["files"], ["README.md", "docs/design/a.md", "docs/guide.md",
+                                      "src/main.c", "tokens/colors.json"])
+
+    def test_files_skip_symlinks_and_protected(self):
+        proj = self.copy_demo()
+        os.makedirs(os.path.join(proj, "secrets"))
+        open(os.path.join(proj, "secrets", "key"), "w").close()
+        os.symlink("/etc/passwd", os.path.join(proj, "src", "link"))
+        os.symlink(os.path.join(proj, "src"), os.path.join(proj, "docs", "design", "srclink"))
+        rc, out, err = self.run_pw("allowed", "--mode", "build", "--project", proj, "--files",
+                                   "--json")
+        self.assertEqual(rc, 0, err)
+        files = json.loads(out)["files"]
+        self.assertNotIn("secrets/key", files)
+        self.assertNotIn("src/link", files)
+        self.assertFalse([f for f in files if "srclink" in f], files)
+
+    def test_files_pruning_keeps_deep_matches(self):
+        proj = self.copy_demo()
+        deep = os.path.join(proj, "docs", "design", "x", "y")
+        os.makedirs(deep)
+        open(os.path.join(deep, "z.md"), "w").close()
+        os.makedirs(os.path.join(proj, "docsx", "design"))
+        open(os.path.join(proj, "docsx", "design", "no.md"), "w").close()
+        rc, out, err = self.run_pw("allowed", "--mode", "design", "--project", proj, "--files",
+                                   "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["files"], ["docs/design/a.md", "docs/design/x/y/z.md"])
+
+    def test_json_shape(self):
+        rc, out, err = self.run_pw("allowed", "--mode", "design", "--project", DEMO, "--json")
+        self.assertEqual(rc, 0, err)
+        j = json.loads(out)
+        self.assertEqual(list(j), ["project", "mode", "description", "file", "writes_nothing",
+                                   "fail_closed", "fail_reason", "rules"])
+        self.assertEqual(j["mode"], "design")
+        self.assertFalse(j["writes_nothing"])
+        kinds = {r["kind"] for r in j["rules"]}
+        self.assertTrue({"allow", "protected"} <= kinds, kinds)
+
+    def test_no_mode_offline(self):
+        rc, out, err = self.run_pw("allowed", "--project", DEMO)
+        self.assertEqual(rc, 2)
+        self.assert_one_line_error(err, "allowed", "no --mode given and not inside a live view")
+
+    def test_unknown_mode(self):
+        rc, out, err = self.run_pw("allowed", "--mode", "nosuch", "--project", DEMO)
+        self.assertEqual(rc, 3)
+        self.assert_one_line_error(err, "unknown mode 'nosuch'", "design", "plan")
+
+
+class CheckTest(Base):
+    def check(self, *args, **kw):
+        return self.run_pw("check", "--project", DEMO, *args, **kw)
+
+    def test_acceptance_design(self):
+        rc, out, err = self.check("--mode", "design", "docs/design/a.md", "src/main.c")
+        self.assertEqual(rc, 1, err)
+        lines = out.splitlines()
+        self.assertEqual(len(lines), 2, out)
+        self.assertRegex(lines[0], r"^allowed  docs/design/a\.md  "
+                         r"\(allow docs/design/\*\* \u2014 modes/design\.md:\d+\)$")
+        self.assertEqual(lines[1],
+                         "denied   src/main.c  EACCES  no allow rule matches in mode design")
+
+    def test_all_allowed_exits_0(self):
+        rc, out, err = self.check("--mode", "design", "docs/design/a.md")
+        self.assertEqual(rc, 0, err)
+
+    def test_plan_is_erofs(self):
+        rc, out, err = self.check("--mode", "plan", "docs/design/a.md")
+        self.assertEqual(rc, 1)
+        self.assertEqual(out, "denied   docs/design/a.md  EROFS  mode plan writes nothing\n")
+
+    def test_read_is_allowed_in_plan(self):
+        rc, out, err = self.check("--mode", "plan", "--read", "src/main.c")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(out.startswith("allowed  src/main.c  "), out)
+
+    def test_protected_paths(self):
+        rc, out, err = self.check("--mode", "build", ".git/hooks/pre-commit",
+                                  ".piworkfs/config.yaml", "secrets/a", "src/main.c")
+        self.assertEqual(rc, 1)
+        lines = out.splitlines()
+        self.assertRegex(lines[0], r"^denied   \.git/hooks/pre-commit  EACCES  protected path "
+                         r"\.git/hooks \(built-in\)$")
+        self.assertRegex(lines[1], r"^denied   \.piworkfs/config\.yaml  EACCES  protected")
+        self.assertRegex(lines[2], r"^denied   secrets/a  EACCES  protected path secrets/\*\* "
+                         r"\u2014 \.piworkfs/config\.yaml:\d+$")
+        self.assertRegex(lines[3], r"^allowed  src/main\.c  ")
+
+    def test_off_allows_protected(self):
+        rc, out, err = self.check("--mode", "off", ".git/config")
+        self.assertEqual(rc, 0, out + err)
+
+    def test_untrusted_tokens_not_writable(self):
+        rc, out, err = self.check("--mode", "design", "tokens/colors.json")
+        self.assertEqual(rc, 1)
+        self.assertIn("EACCES", out)
+
+    def test_global_tokens_writable(self):
+        gdir = os.path.join(self.config_home, "piworkfs")
+        os.makedirs(gdir)
+        with open(os.path.join(gdir, "config.yaml"), "w") as f:
+            f.write("design:\n  tokens:\n    - tokens/colors.json\n")
+        rc, out, err = self.check("--mode", "design", "tokens/colors.json")
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("design token file tokens/colors.json", out)
+
+    def test_normalization_and_dirs(self):
+        rc, out, err = self.check("--mode", "design", "--json", "./docs//x/../design/a.md",
+                                  "docs/design", "docs/design/new/")
+        self.assertEqual(rc, 0, out + err)
+        j = json.loads(out)
+        self.assertEqual([d["path"] for d in j],
+                         ["docs/design/a.md", "docs/design", "docs/design/new"])
+        self.assertEqual([d["is_dir"] for d in j], [False, True, True])
+
+    def test_outside(self):
+        rc, out, err = self.check("--mode", "off", "../elsewhere", "/etc/passwd")
+        self.assertEqual(rc, 1)
+        lines = out.splitlines()
+        self.assertEqual(len(lines), 2, out)
+        self.assertTrue(lines[0].startswith("outside  ../elsewhere  EXDEV  "), lines[0])
+        self.assertTrue(lines[1].startswith("outside  /etc/passwd  EXDEV  "), lines[1])
+        rc, out, err = self.check("--mode", "off", "--json", "/etc/passwd")
+        d = json.loads(out)[0]
+        self.assertEqual((d["decision"], d["errno"], d["reason"]),
+                         ("outside", "EXDEV", "outside"))
+
+    def test_absolute_inside(self):
+        path = os.path.join(os.path.realpath(DEMO), "docs", "design", "a.md")
+        rc, out, err = self.check("--mode", "design", path)
+        self.assertEqual(rc, 0, out + err)
+        self.assertTrue(out.startswith("allowed  docs/design/a.md  "), out)
+
+    def test_relative_to_cwd_inside_project(self):
+        rc, out, err = self.run_pw("check", "--mode", "design", "a.md", "../../src/main.c",
+                                   cwd=os.path.join(DEMO, "docs", "design"))
+        self.assertEqual(rc, 1)
+        lines = out.splitlines()
+        self.assertTrue(lines[0].startswith("allowed  docs/design/a.md  "), out)
+        self.assertTrue(lines[1].startswith("denied   src/main.c  EACCES  "), out)
+
+    def test_unknown_mode(self):
+        rc, out, err = self.check("--mode", "nosuch", "src/main.c")
+        self.assertEqual(rc, 3)
+        self.assertEqual(out, "")
+        self.assert_one_line_error(err, "check", "unknown mode 'nosuch'", "available:",
+                                   "build", "design", "discuss", "off", "plan", "review")
+
+    def test_no_path(self):
+        rc, out, err = self.check("--mode", "design")
+        self.assertEqual(rc, 2)
+        self.assert_one_line_error(err, "check", "no PATH")
+
+    def test_no_mode_offline(self):
+        rc, out, err = self.check("src/main.c")
+        self.assertEqual(rc, 2)
+        self.assert_one_line_error(err, "no --mode given and not inside a live view")
+
+    def test_json_shape(self):
+        rc, out, err = self.check("--mode", "design", "--json", "docs/design/a.md", "src/main.c")
+        self.assertEqual(rc, 1)
+        j = json.loads(out)
+        self.assertEqual(len(j), 2)
+        keys = ["path", "op", "is_dir", "decision", "errno", "reason", "mode", "rule",
+                "message"]
+        for d in j:
+            self.assertEqual(list(d), keys)
+            self.assertEqual(d["op"], "write")
+            self.assertEqual(d["mode"], "design")
+        a, b = j
+        self.assertEqual((a["decision"], a["errno"], a["reason"]),
+                         ("allowed", None, "allow-rule"))
+        self.assertEqual(a["rule"]["kind"], "allow")
+        self.assertEqual(a["rule"]["pattern"], "docs/design/**")
+        self.assertTrue(a["rule"]["file"].endswith("/modes/design.md"))
+        self.assertGreater(a["rule"]["line"], 0)
+        self.assertEqual((b["decision"], b["errno"], b["reason"], b["rule"]),
+                         ("denied", "EACCES", "no-allow", None))
+        self.assertEqual(b["message"], "no allow rule matches in mode design")
+
+
+if __name__ == "__main__":
+    if not os.path.exists(PIWORKFS) and os.sep in PIWORKFS:
+        sys.exit("PIWORKFS=%s does not exist" % PIWORKFS)
+    unittest.main(verbosity=2)
