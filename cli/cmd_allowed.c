@@ -239,7 +239,7 @@ static void print_header(const pw_cli_project *p, const pw_policy *policy)
 	const char *src = pw_cli_display_file(p, pw_policy_source(policy), buf, sizeof(buf));
 
 	printf("mode %s", pw_policy_mode_name(policy));
-	if (src)
+	if (src && *src)
 		printf(" (%s)", src);
 	if (desc && *desc)
 		printf(": %s", desc);
