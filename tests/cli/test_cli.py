@@ -346,6 +346,20 @@ class CheckTest(Base):
         self.assertEqual(rc, 0, out + err)
         self.assertIn("design token file tokens/colors.json", out)
 
+    def test_trusted_project_tokens_writable(self):
+        proj = self.copy_demo()
+        rc, out, err = self.run_pw("trust", proj)
+        if rc == 5 and "not available" in err:
+            self.skipTest("piworkfs trust is not in this build yet")
+        self.assertEqual(rc, 0, err)
+        rc, out, err = self.run_pw("check", "--project", proj, "--mode", "design",
+                                   "tokens/colors.json")
+        self.assertEqual(rc, 0, out + err)
+        self.assertRegex(out, r"^allowed  tokens/colors\.json  \(design token file "
+                         r"tokens/colors\.json \u2014 \.piworkfs/config\.yaml:\d+\)$")
+        rc, out, err = self.run_pw("modes", "--project", proj, "--json")
+        self.assertTrue(json.loads(out)["trusted"])
+
     def test_normalization_and_dirs(self):
         rc, out, err = self.check("--mode", "design", "--json", "./docs//x/../design/a.md",
                                   "docs/design", "docs/design/new/")
@@ -397,6 +411,38 @@ class CheckTest(Base):
         rc, out, err = self.check("src/main.c")
         self.assertEqual(rc, 2)
         self.assert_one_line_error(err, "no --mode given and not inside a live view")
+
+    def test_project_layer_tightens(self):
+        # An untrusted project may add deny and hide rules to a bundled mode.
+        proj = self.copy_demo()
+        os.makedirs(os.path.join(proj, ".piworkfs", "modes"), exist_ok=True)
+        with open(os.path.join(proj, ".piworkfs", "modes", "build.md"), "w") as f:
+            f.write("---\nname: build\ndescription: tighter\nwrites:\n  deny:\n"
+                    "    - \"src/**\"\nhide:\n  - \"docs/guide.md\"\n---\nBody.\n")
+        rc, out, err = self.run_pw("check", "--project", proj, "--mode", "build",
+                                   "src/main.c", "README.md")
+        self.assertEqual(rc, 1, err)
+        lines = out.splitlines()
+        self.assertRegex(lines[0], r"^denied   src/main\.c  EACCES  deny src/\*\* \u2014 "
+                         r"\.piworkfs/modes/build\.md:6$")
+        self.assertTrue(lines[1].startswith("allowed  README.md  (allow ** "), out)
+        rc, out, err = self.run_pw("check", "--project", proj, "--mode", "build", "--read",
+                                   "--json", "docs/guide.md")
+        self.assertEqual(rc, 1, err)
+        d = json.loads(out)[0]
+        self.assertEqual((d["op"], d["errno"], d["reason"]), ("read", "ENOENT", "hidden"))
+        self.assertEqual(d["rule"]["layer"], "project")
+        rc, out, err = self.run_pw("allowed", "--project", proj, "--mode", "build", "--files",
+                                   "--json")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(json.loads(out)["files"],
+                         ["README.md", "docs/design/a.md", "tokens/colors.json"])
+
+    def test_project_not_a_directory(self):
+        rc, out, err = self.run_pw("check", "--project", os.path.join(DEMO, "README.md"),
+                                   "--mode", "plan", "x")
+        self.assertEqual(rc, 3)
+        self.assert_one_line_error(err, "check", "not a directory")
 
     def test_json_shape(self):
         rc, out, err = self.check("--mode", "design", "--json", "docs/design/a.md", "src/main.c")
