@@ -20,7 +20,10 @@
  */
 #pragma once
 
+#include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "view.h"
 
@@ -75,3 +78,36 @@ void pw_ctl_server_request_reload(pw_ctl_server *s);
 /* Stops the thread, closes every client, unlinks every socket it created, unregisters the
  * listeners. Accepts NULL. Call before pw_view_free(). */
 void pw_ctl_server_stop(pw_ctl_server *s);
+
+/*
+ * Between ctl_server.c (transport) and ctl_methods.c (the method table). Not for other
+ * callers.
+ */
+typedef struct pw_ctl_client pw_ctl_client;
+
+/* A method's failure: CODE (proto.h), a malloc'd MESSAGE, optional DATA (owned). */
+typedef struct pw_ctl_fail {
+	int code;
+	char *message;
+	json_t *data;
+} pw_ctl_fail;
+
+/*
+ * Runs METHOD for client C (on the server thread). Returns 0 with *ret_result (a new
+ * reference), or -1 with *ret_fail filled. Never blocks on the network.
+ */
+int pw_ctl_dispatch(pw_ctl_server *s, pw_ctl_client *c, const char *method, json_t *params,
+		    json_t **ret_result, pw_ctl_fail *ret_fail);
+
+pw_view *pw_ctl_server_view(pw_ctl_server *s);
+const pw_peer *pw_ctl_client_peer(const pw_ctl_client *c);
+/* Subscribes C to notifications (mode.changed, denied). */
+void pw_ctl_client_subscribe(pw_ctl_client *c, bool mode_changed, bool denied);
+
+typedef struct pw_ctl_stats {
+	unsigned clients;           /* connected now */
+	uint64_t accepted, refused_busy, refused_uid, dropped_slow, dropped_idle, dropped_large;
+	uint64_t denied_seen;       /* denied events received from the audit writer */
+	uint64_t denied_suppressed; /* notifications not sent (rate limit, full queue) */
+} pw_ctl_stats;
+void pw_ctl_server_get_stats(pw_ctl_server *s, pw_ctl_stats *ret);

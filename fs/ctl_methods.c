@@ -1,0 +1,530 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control protocol's methods: a fixed table, each entry with its params schema and its
+ * handler. docs/PROTOCOL.md documents every method, param, result and error; change both
+ * together. Shapes of rules, modes, policies and decisions come from policy/report.h, so the
+ * live answers equal the offline CLI's --json.
+ *
+ * Handlers run on the control server's thread. They never block on the network; the only
+ * slow thing they may do is a reload (reading mode files) or a state database write.
+ */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "ctl_server.h"
+#include "limits.h"
+#include "path.h"
+#include "proto.h"
+#include "report.h"
+#include "util.h"
+
+#if __has_include("bash.h")
+#include "bash.h"
+#define HAVE_BASH_CHECK 1
+#endif
+
+#define CHECK_PATHS_MAX 256
+
+typedef struct call {
+	pw_ctl_server *s;
+	pw_ctl_client *c;
+	pw_view *v;
+	const pw_peer *peer;
+	json_t *params;
+	pw_ctl_fail *fail;
+} call;
+
+typedef int (*handler_fn)(call *x, json_t **ret);
+
+typedef struct method {
+	const char *name;
+	handler_fn fn;
+	const pw_rpc_param *params;
+	size_t n_params;
+} method;
+
+static _printf_(3, 4) int fail(call *x, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	x->fail->code = code;
+	va_start(ap, fmt);
+	if (vasprintf(&x->fail->message, fmt, ap) < 0)
+		x->fail->message = NULL;
+	va_end(ap);
+	return -1;
+}
+
+static int fail_nomem(call *x)
+{
+	return fail(x, PW_RPC_INTERNAL_ERROR, "out of memory");
+}
+
+/* Returns 0 with *ret, or -1 when RESULT is NULL (allocation failed). */
+static int done(call *x, json_t *result, json_t **ret)
+{
+	if (!result)
+		return fail_nomem(x);
+	*ret = result;
+	return 0;
+}
+
+static const char *str_param(call *x, const char *key)
+{
+	return json_string_value(json_object_get(x->params, key));
+}
+
+static json_t *mode_names(pw_view *v)
+{
+	const pw_modeset *ms = pw_view_lock_modeset(v);
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < pw_modeset_count(ms); i++)
+		json_array_append_new(a, json_string(pw_modeset_get(ms, i)->name));
+	pw_view_unlock_modeset(v);
+	return a;
+}
+
+/* The policy a request asks about: params.mode compiled from the view's modes, else the
+ * active one. Returns 0 with *ret (a reference), or -1 with the failure set. */
+static int requested_policy(call *x, pw_policy **ret)
+{
+	const char *mode = str_param(x, "mode");
+	int r;
+
+	if (!mode) {
+		*ret = pw_view_policy(x->v, NULL);
+		return *ret ? 0 : fail_nomem(x);
+	}
+	r = pw_view_compile(x->v, mode, ret);
+	if (r == -ENOENT) {
+		fail(x, PW_RPC_UNKNOWN_MODE, "unknown mode '%s'", mode);
+		x->fail->data = json_pack("{s:o}", "modes", mode_names(x->v));
+		return -1;
+	}
+	if (r == -EBADMSG)
+		return fail(x, PW_RPC_MODE_BROKEN, "mode '%s' is broken (see status warnings)",
+			    mode);
+	if (r < 0)
+		return fail_nomem(x);
+	return 0;
+}
+
+/* ---- status ---------------------------------------------------------------------------- */
+
+static int m_status(call *x, json_t **ret)
+{
+	pw_view_status st;
+	pw_fs_stats fst = {};
+	pw_ctl_stats cst;
+	json_t *o, *w, *audit = json_null();
+	struct timespec now;
+
+	if (pw_view_get_status(x->v, &st) < 0)
+		return fail_nomem(x);
+	pw_fs_get_stats(pw_view_fs(x->v), &fst);
+	pw_ctl_server_get_stats(x->s, &cst);
+	clock_gettime(CLOCK_REALTIME, &now);
+	int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	int64_t started = pw_view_started_ns(x->v);
+
+	w = json_array();
+	for (size_t i = 0; w && i < st.n_warnings; i++)
+		json_array_append_new(w, json_string(st.warnings[i]));
+	if (pw_view_audit(x->v)) {
+		pw_audit_stats as;
+		pw_audit_get_stats(pw_view_audit(x->v), &as);
+		audit = json_pack("{s:I,s:I,s:I,s:I}", "submitted", (json_int_t)as.submitted,
+				  "written", (json_int_t)as.written, "dropped",
+				  (json_int_t)as.dropped, "coalesced", (json_int_t)as.coalesced);
+	}
+	o = json_pack("{s:s,s:s,s:s,s:I,s:b,s:s?,s:b,s:s,s:i,s:i,s:I,s:I,s:o,s:I,s:I,s:I,s:o,"
+		      "s:{s:i,s:I,s:I,s:I}}",
+		      "project", pw_view_project(x->v), "mountpoint", pw_view_mountpoint(x->v),
+		      "mode", st.mode, "generation", (json_int_t)st.generation, "fail_closed",
+		      st.fail_reason != NULL, "fail_reason", st.fail_reason, "trusted", st.trusted,
+		      "socket", pw_ctl_server_socket_path(x->s), "pid", (int)getpid(), "owner_uid",
+		      (int)pw_view_owner(x->v), "started_ns", (json_int_t)started, "uptime_s",
+		      (json_int_t)((now_ns - started) / 1000000000), "warnings",
+		      w ? w : json_array(), "reloads", (json_int_t)st.reloads, "denied",
+		      (json_int_t)fst.denied, "inodes", (json_int_t)fst.inodes, "audit", audit,
+		      "clients", "connected", (int)cst.clients, "refused",
+		      (json_int_t)(cst.refused_busy + cst.refused_uid), "dropped",
+		      (json_int_t)(cst.dropped_slow + cst.dropped_idle + cst.dropped_large),
+		      "denied_suppressed", (json_int_t)cst.denied_suppressed);
+	pw_view_status_done(&st);
+	return done(x, o, ret);
+}
+
+/* ---- modes ----------------------------------------------------------------------------- */
+
+static int m_modes_list(call *x, json_t **ret)
+{
+	pw_policy *p = pw_view_policy(x->v, NULL);
+	const pw_modeset *ms = pw_view_lock_modeset(x->v);
+	json_t *o = pw_report_modeset(ms);
+	pw_view_unlock_modeset(x->v);
+
+	if (o && p)
+		json_object_set_new(o, "active", json_string(pw_policy_mode_name(p)));
+	pw_policy_unref(p);
+	return done(x, o, ret);
+}
+
+/* {"mode","generation","fail_closed","fail_reason","description","body","policy"} */
+static json_t *mode_info(pw_policy *p, uint64_t gen, bool body)
+{
+	return json_pack("{s:s,s:I,s:b,s:s?,s:s?,s:s?,s:o}", "mode", pw_policy_mode_name(p),
+			 "generation", (json_int_t)gen, "fail_closed", pw_policy_is_fail_closed(p),
+			 "fail_reason", pw_policy_fail_reason(p), "description",
+			 pw_policy_description(p), "body", body ? pw_policy_body(p) : NULL,
+			 "policy", pw_report_policy(p));
+}
+
+static const pw_rpc_param mode_get_params[] = {
+	{ "body", PW_RPC_T_BOOL, false, 0 },
+};
+
+static int m_mode_get(call *x, json_t **ret)
+{
+	uint64_t gen;
+	pw_policy *p = pw_view_policy(x->v, &gen);
+	json_t *body = json_object_get(x->params, "body");
+	json_t *o;
+
+	if (!p)
+		return fail_nomem(x);
+	o = mode_info(p, gen, json_is_true(body));
+	pw_policy_unref(p);
+	return done(x, o, ret);
+}
+
+static const pw_rpc_param mode_set_params[] = {
+	{ "mode", PW_RPC_T_STRING, true, PW_MODE_NAME_MAX },
+};
+
+static int m_mode_set(call *x, json_t **ret)
+{
+	const char *name = str_param(x, "mode");
+	_cleanup_free_ char *why = NULL;
+	pw_policy *before = pw_view_policy(x->v, NULL), *p;
+	uint64_t gen;
+	json_t *o;
+	int r;
+
+	r = pw_view_set_mode(x->v, name, x->peer, &gen, &why);
+	if (r < 0) {
+		const char *prev = before ? pw_policy_mode_name(before) : "?";
+		switch (r) {
+		case -ENOENT:
+			fail(x, PW_RPC_UNKNOWN_MODE, "unknown mode '%s'", name);
+			x->fail->data = json_pack("{s:o,s:s}", "modes", mode_names(x->v), "active",
+						  prev);
+			break;
+		case -EBADMSG:
+			fail(x, PW_RPC_MODE_BROKEN, "%s", why ? why : "the mode's file is broken");
+			break;
+		case -EPERM:
+			fail(x, PW_RPC_REFUSED, "%s", why ? why : "refused");
+			x->fail->data = json_pack("{s:s,s:s,s:b}", "active", prev, "requested", name,
+						  "restricted", x->peer->restricted);
+			break;
+		default:
+			fail(x, PW_RPC_INTERNAL_ERROR, "switch failed: %s", strerror(-r));
+		}
+		pw_policy_unref(before);
+		return -1;
+	}
+	/* pw_view_set_mode returned after pw_fs_set_policy: the switch is in force. */
+	p = pw_view_policy(x->v, NULL);
+	o = p ? mode_info(p, gen, false) : NULL;
+	if (o)
+		json_object_set_new(o, "previous",
+				    before ? json_string(pw_policy_mode_name(before)) : json_null());
+	pw_policy_unref(p);
+	pw_policy_unref(before);
+	return done(x, o, ret);
+}
+
+/* ---- check, allowed -------------------------------------------------------------------- */
+
+/* Maps a path as a client gives it (project-relative, or absolute under the mountpoint or
+ * the project) to a normalized project path. Returns 0, -EXDEV (outside), or -errno with
+ * *ret_err. */
+static int map_path(pw_view *v, const char *in, char *out, const char **ret_err)
+{
+	const char *roots[] = { pw_view_mountpoint(v), pw_view_project(v) };
+
+	if (in[0] == '/') {
+		for (size_t i = 0; i < ELEMENTSOF(roots); i++) {
+			size_t n = strlen(roots[i]);
+			while (n > 1 && roots[i][n - 1] == '/')
+				n--;
+			if (strncmp(in, roots[i], n) == 0 && (in[n] == '/' || in[n] == 0))
+				return pw_path_normalize(in + n, strlen(in + n), out, ret_err);
+		}
+		return -EXDEV;
+	}
+	return pw_path_normalize(in, strlen(in), out, ret_err);
+}
+
+/* Is PATH a directory in the backing tree (no symlink followed)? DFLT when it is missing. */
+static bool backing_is_dir(pw_view *v, const char *path, bool dflt)
+{
+	_cleanup_close_ int root = -1;
+	struct stat st;
+
+	if (!path[0])
+		return true;
+	root = open(pw_view_project(v), O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0 || fstatat(root, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return dflt;
+	return S_ISDIR(st.st_mode);
+}
+
+static const pw_rpc_param check_params[] = {
+	{ "paths", PW_RPC_T_STRING_ARRAY, true, CHECK_PATHS_MAX },
+	{ "op", PW_RPC_T_STRING, false, 32 },
+	{ "mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX },
+	{ "dir", PW_RPC_T_BOOL, false, 0 },
+};
+
+static int m_check(call *x, json_t **ret)
+{
+	const char *opname = str_param(x, "op");
+	json_t *dir = json_object_get(x->params, "dir");
+	json_t *paths = json_object_get(x->params, "paths"), *item, *out;
+	pw_policy *p = NULL;
+	uint64_t gen = 0;
+	size_t i;
+	int op = PW_OP_WRITE;
+
+	if (opname) {
+		op = streq(opname, "write") ? PW_OP_WRITE : pw_op_from_name(opname);
+		if (op < 0)
+			return fail(x, PW_RPC_INVALID_PARAMS, "params.op: unknown operation '%s'",
+				    opname);
+	}
+	if (str_param(x, "mode")) {
+		if (requested_policy(x, &p) < 0)
+			return -1;
+	} else {
+		p = pw_view_policy(x->v, &gen);
+		if (!p)
+			return fail_nomem(x);
+	}
+	out = json_array();
+	json_array_foreach(paths, i, item) {
+		const char *in = json_string_value(item), *err = NULL;
+		char rel[PW_PATH_MAX];
+		size_t len = strlen(in);
+		bool slash = len > 0 && in[len - 1] == '/', is_dir;
+		pw_decision d;
+		int r = map_path(x->v, in, rel, &err);
+
+		if (r == -EXDEV) {
+			d = (pw_decision){ .err = EXDEV, .reason = PW_REASON_OUTSIDE };
+			json_array_append_new(out, pw_report_decision(in, op, slash, &d,
+								      pw_policy_mode_name(p)));
+			continue;
+		}
+		if (r < 0) {
+			json_decref(out);
+			pw_policy_unref(p);
+			return fail(x, PW_RPC_INVALID_PATH, "params.paths[%zu]: %s", i,
+				    err ? err : strerror(-r));
+		}
+		is_dir = dir ? json_is_true(dir) : backing_is_dir(x->v, rel, slash);
+		pw_policy_decide(p, op, rel, is_dir, &d);
+		json_array_append_new(out, pw_report_decision(rel[0] ? rel : ".", op, is_dir, &d,
+							      pw_policy_mode_name(p)));
+	}
+	json_t *o = json_pack("{s:s,s:I,s:o}", "mode", pw_policy_mode_name(p), "generation",
+			      (json_int_t)gen, "decisions", out);
+	pw_policy_unref(p);
+	return done(x, o, ret);
+}
+
+static const pw_rpc_param allowed_params[] = {
+	{ "mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX },
+};
+
+static int m_allowed(call *x, json_t **ret)
+{
+	pw_policy *p;
+	json_t *o;
+
+	if (requested_policy(x, &p) < 0)
+		return -1;
+	o = pw_report_policy(p);
+	pw_policy_unref(p);
+	return done(x, o, ret);
+}
+
+/* ---- reload, subscribe ----------------------------------------------------------------- */
+
+static int m_reload(call *x, json_t **ret)
+{
+	_cleanup_free_ char *why = NULL;
+	pw_peer peer = *x->peer;
+	pw_view_status st;
+	uint64_t gen;
+	json_t *w, *o;
+	int r;
+
+	if (!peer.restricted)
+		peer.origin = "reload";
+	r = pw_view_reload(x->v, &peer, &gen, &why);
+	if (r == -EPERM)
+		return fail(x, PW_RPC_REFUSED, "%s", why ? why : "refused");
+	if (r < 0)
+		return fail(x, PW_RPC_INTERNAL_ERROR, "reload failed: %s", strerror(-r));
+	if (pw_view_get_status(x->v, &st) < 0)
+		return fail_nomem(x);
+	w = json_array();
+	for (size_t i = 0; w && i < st.n_warnings; i++)
+		json_array_append_new(w, json_string(st.warnings[i]));
+	o = json_pack("{s:s,s:I,s:b,s:s?,s:o}", "mode", st.mode, "generation", (json_int_t)gen,
+		      "fail_closed", st.fail_reason != NULL, "fail_reason", st.fail_reason,
+		      "warnings", w ? w : json_array());
+	pw_view_status_done(&st);
+	return done(x, o, ret);
+}
+
+static const pw_rpc_param subscribe_params[] = {
+	{ "events", PW_RPC_T_STRING_ARRAY, false, 8 },
+};
+
+static int m_subscribe(call *x, json_t **ret)
+{
+	json_t *events = json_object_get(x->params, "events"), *item;
+	bool mode = !events, denied = !events;
+	size_t i;
+
+	json_array_foreach(events, i, item) {
+		const char *e = json_string_value(item);
+		if (streq(e, "mode.changed"))
+			mode = true;
+		else if (streq(e, "denied"))
+			denied = true;
+		else
+			return fail(x, PW_RPC_INVALID_PARAMS,
+				    "params.events[%zu]: unknown event (mode.changed, denied)", i);
+	}
+	pw_ctl_client_subscribe(x->c, mode, denied);
+	json_t *a = json_array();
+	if (a && mode)
+		json_array_append_new(a, json_string("mode.changed"));
+	if (a && denied)
+		json_array_append_new(a, json_string("denied"));
+	return done(x, json_pack("{s:o,s:b}", "events", a ? a : json_array(), "audit",
+				 pw_view_audit(x->v) != NULL),
+		    ret);
+}
+
+/* ---- bash.check ------------------------------------------------------------------------ */
+
+#ifdef HAVE_BASH_CHECK
+static const pw_rpc_param bash_params[] = {
+	{ "command", PW_RPC_T_STRING, true, PW_MSG_MAX },
+	{ "cwd", PW_RPC_T_STRING, false, PW_PATH_MAX },
+	{ "mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX },
+};
+
+static int m_bash_check(call *x, json_t **ret)
+{
+	json_t *cmd = json_object_get(x->params, "command");
+	const char *cwd_in = str_param(x, "cwd"), *err = NULL;
+	char cwd[PW_PATH_MAX] = "";
+	_cleanup_close_ int root = -1;
+	pw_bash_result *res = NULL;
+	pw_policy *p;
+	json_t *o;
+	int r;
+
+	if (cwd_in) {
+		r = map_path(x->v, cwd_in, cwd, &err);
+		if (r < 0)
+			return fail(x, PW_RPC_INVALID_PATH, "params.cwd: %s",
+				    r == -EXDEV ? "outside the project" : err ? err : strerror(-r));
+	}
+	if (requested_policy(x, &p) < 0)
+		return -1;
+	root = open(pw_view_project(x->v), O_PATH | O_DIRECTORY | O_CLOEXEC);
+	pw_bash_opts bo = { .root_fd = root, .root_path = pw_view_mountpoint(x->v), .cwd = cwd };
+	r = pw_bash_analyze(json_string_value(cmd), json_string_length(cmd), &bo, &res);
+	if (r < 0) {
+		pw_policy_unref(p);
+		if (r == -ENOMEM)
+			return fail_nomem(x);
+		return fail(x, r == -ENOTSUP ? PW_RPC_UNAVAILABLE : PW_RPC_INVALID_PARAMS,
+			    "bash analysis failed: %s", strerror(-r));
+	}
+	pw_bash_decide(res, p);
+	o = pw_bash_result_json(res);
+	if (o)
+		json_object_set_new(o, "mode", json_string(pw_policy_mode_name(p)));
+	pw_bash_result_free(res);
+	pw_policy_unref(p);
+	return done(x, o, ret);
+}
+#endif
+
+/* ---- the table ------------------------------------------------------------------------- */
+
+#define M(n, f, spec) { n, f, spec, ELEMENTSOF(spec) }
+#define M0(n, f) { n, f, NULL, 0 }
+static const method methods[] = {
+	M0("status", m_status),
+	M0("modes.list", m_modes_list),
+	M("mode.get", m_mode_get, mode_get_params),
+	M("mode.set", m_mode_set, mode_set_params),
+	M("check", m_check, check_params),
+	M("allowed", m_allowed, allowed_params),
+	M0("reload", m_reload),
+	M("subscribe", m_subscribe, subscribe_params),
+#ifdef HAVE_BASH_CHECK
+	M("bash.check", m_bash_check, bash_params),
+#endif
+};
+
+int pw_ctl_dispatch(pw_ctl_server *s, pw_ctl_client *c, const char *name, json_t *params,
+		    json_t **ret_result, pw_ctl_fail *ret_fail)
+{
+	const method *m = NULL;
+	call x = {
+		.s = s,
+		.c = c,
+		.v = pw_ctl_server_view(s),
+		.peer = pw_ctl_client_peer(c),
+		.params = params,
+		.fail = ret_fail,
+	};
+	char *msg = NULL;
+	int r;
+
+	for (size_t i = 0; i < ELEMENTSOF(methods); i++)
+		if (streq(methods[i].name, name))
+			m = &methods[i];
+	if (!m) {
+		char shown[65];
+		size_t n;
+		for (n = 0; name[n] && n + 1 < sizeof(shown); n++)
+			shown[n] = name[n] >= 0x20 && name[n] < 0x7f ? name[n] : '?';
+		shown[n] = 0;
+		return fail(&x, PW_RPC_METHOD_NOT_FOUND, "method not found: %s", shown);
+	}
+	r = pw_rpc_params_check(params, m->params, m->n_params, &msg);
+	if (r < 0) {
+		ret_fail->code = PW_RPC_INVALID_PARAMS;
+		ret_fail->message = msg;
+		return -1;
+	}
+	return m->fn(&x, ret_result);
+}

@@ -1,0 +1,981 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control socket transport: sockets, clients, framing (ctl_server.h has the contract;
+ * ctl_methods.c the method table).
+ *
+ * Why it is built this way: the daemon must keep serving the filesystem whatever a client
+ * does, and a mode switch must be answered promptly even while other clients misbehave.
+ * So one thread owns every control socket and never blocks: all sockets are non-blocking,
+ * one poll() loop waits on the listening sockets, the clients and an eventfd that other
+ * threads use to wake it (audit events, view changes, reload requests, new agent sockets,
+ * stop). Every resource a client can make us hold is bounded: its input line (PW_MSG_MAX),
+ * its pending output (out_max; overflow drops the client), its silence (idle timeout), the
+ * number of clients (PW_CLIENTS_MAX). Requests are handled in arrival order, one line at a
+ * time, and the reply is queued before the next line is looked at.
+ *
+ * Denied notifications come from the audit writer thread through a static hub table (so
+ * that a callback racing with pw_ctl_server_stop never touches freed memory), are queued in
+ * a bounded ring and fanned out here, rate-limited per subscriber by a token bucket.
+ */
+#include "ctl_server.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+
+#include "audit.h"
+#include "limits.h"
+#include "proto.h"
+#include "report.h"
+#include "util.h"
+
+#define DEFAULT_IDLE_MS 30000u
+#define DEFAULT_OUT_MAX (1024u * 1024u)
+#define DEFAULT_DENIED_PER_SEC 50u
+#define LISTENERS_MAX 8
+#define EVENTS_MAX 256      /* pending notifications between two loop turns */
+#define ACCEPT_BURST 64     /* accepts per loop turn, so clients are served meanwhile */
+#define READ_CHUNK 65536
+
+struct pw_ctl_client {
+	int fd;
+	pw_peer peer;
+	char *in;
+	size_t in_len;
+	char *out;
+	size_t out_len, out_off, out_cap;
+	int64_t last_ms;   /* last progress (a byte read or written) */
+	bool closing;      /* stop reading; close once the output is flushed */
+	bool sub_mode, sub_denied;
+	double tokens;     /* denied notifications this client may still get */
+	int64_t tokens_ms;
+	uint64_t suppressed;
+};
+
+typedef struct listener {
+	int fd;
+	char *path;
+	bool restricted;
+} listener;
+
+struct pw_ctl_server {
+	pw_view *view;
+	pw_ctl_tuning tun;
+	pthread_t thread;
+	bool thread_started;
+	int wake_fd; /* eventfd */
+	atomic_bool stop, reload;
+	int hub_slot;
+
+	/* Server thread only. */
+	listener listeners[LISTENERS_MAX];
+	size_t n_listeners;
+	pw_ctl_client *clients[PW_CLIENTS_MAX];
+	size_t n_clients;
+
+	pthread_mutex_t lock; /* guards the fields below */
+	json_t *events[EVENTS_MAX]; /* queued notifications: {"method":..,"params":..} */
+	size_t n_events;
+	listener pending[LISTENERS_MAX]; /* agent sockets to adopt */
+	size_t n_pending;
+	pw_ctl_stats stats;
+	char *socket_path;
+};
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void wake(pw_ctl_server *s)
+{
+	uint64_t one = 1;
+	ssize_t n = write(s->wake_fd, &one, sizeof(one));
+	(void)n; /* EAGAIN: already awake */
+}
+
+/* ---- socket paths ---------------------------------------------------------------------- */
+
+int pw_ctl_default_dir(char **ret)
+{
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	char *d;
+
+	if (xdg && xdg[0] == '/') {
+		if (asprintf(&d, "%s/piworkfs", xdg) < 0)
+			return -ENOMEM;
+	} else if (geteuid() == 0) {
+		d = strdup("/run/piworkfs");
+		if (!d)
+			return -ENOMEM;
+	} else {
+		return -ENOENT;
+	}
+	*ret = d;
+	return 0;
+}
+
+static uint64_t fnv1a64(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+int pw_ctl_socket_path(const char *dir, const char *mountpoint, char **ret)
+{
+	_cleanup_free_ char *ddir = NULL;
+	char base[25];
+	const char *b;
+	size_t n = 0;
+	char *path;
+	int r;
+
+	if (!mountpoint || mountpoint[0] != '/')
+		return -EINVAL;
+	if (!dir) {
+		r = pw_ctl_default_dir(&ddir);
+		if (r < 0)
+			return r;
+		dir = ddir;
+	}
+	b = strrchr(mountpoint, '/');
+	b = b && b[1] ? b + 1 : "root";
+	for (; *b && n < sizeof(base) - 1; b++) {
+		char c = *b;
+		base[n++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+					    (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'
+				    ? c
+				    : '_';
+	}
+	base[n] = 0;
+	if (asprintf(&path, "%s/%s-%016llx.sock", dir, base,
+		     (unsigned long long)fnv1a64(mountpoint)) < 0)
+		return -ENOMEM;
+	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		free(path);
+		return -ENAMETOOLONG;
+	}
+	*ret = path;
+	return 0;
+}
+
+/* Creates DIR and its parents; DIR itself must end up a 0700 directory we own. */
+static int make_private_dir(const char *dir)
+{
+	_cleanup_free_ char *copy = strdup(dir);
+	struct stat st;
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *p = copy + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(copy, 0700) < 0 && errno != EEXIST)
+			return negative_errno();
+		*p = '/';
+	}
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return negative_errno();
+	if (lstat(dir, &st) < 0)
+		return negative_errno();
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+		return -EPERM;
+	if ((st.st_mode & 077) && chmod(dir, 0700) < 0)
+		return negative_errno();
+	return 0;
+}
+
+/* Is a server listening at PATH? A stale socket (its daemon was killed) refuses. */
+static bool socket_alive(const struct sockaddr_un *sa)
+{
+	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	return connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0;
+}
+
+static int listen_at(const char *path, int *ret_fd)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	mode_t old;
+	int r;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode))
+			return -EEXIST; /* never unlink something that is not a socket */
+		if (socket_alive(&sa))
+			return -EADDRINUSE;
+		if (unlink(path) < 0 && errno != ENOENT)
+			return negative_errno();
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return negative_errno();
+	/* Created 0600 from the start: no window where another user could connect. */
+	old = umask(0177);
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0)
+		return negative_errno();
+	if (listen(fd, 128) < 0) {
+		r = negative_errno();
+		unlink(path);
+		return r;
+	}
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+/* ---- clients --------------------------------------------------------------------------- */
+
+static void read_comm(pid_t pid, char *comm, size_t size)
+{
+	char path[64];
+	_cleanup_close_ int fd = -1;
+	ssize_t n;
+
+	comm[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, comm, size - 1);
+	if (n <= 0)
+		return;
+	comm[n] = 0;
+	comm[strcspn(comm, "\n")] = 0;
+}
+
+static void client_free(pw_ctl_client *c)
+{
+	if (!c)
+		return;
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->in);
+	free(c->out);
+	free(c);
+}
+
+/* Queues LEN bytes for C. Returns false when C's output bound is exceeded (drop it). */
+static bool client_queue(pw_ctl_server *s, pw_ctl_client *c, const char *buf, size_t len)
+{
+	size_t pending = c->out_len - c->out_off;
+
+	if (pending + len > s->tun.out_max)
+		return false;
+	if (c->out_off > 0 && c->out_len + len > c->out_cap) {
+		memmove(c->out, c->out + c->out_off, pending);
+		c->out_len = pending;
+		c->out_off = 0;
+	}
+	if (c->out_len + len > c->out_cap) {
+		size_t cap = c->out_cap ? c->out_cap : 4096;
+		while (cap < c->out_len + len)
+			cap *= 2;
+		char *n = realloc(c->out, cap);
+		if (!n)
+			return false;
+		c->out = n;
+		c->out_cap = cap;
+	}
+	memcpy(c->out + c->out_len, buf, len);
+	c->out_len += len;
+	return true;
+}
+
+/* Serializes and queues MSG (stolen). False: drop the client. */
+static bool client_send(pw_ctl_server *s, pw_ctl_client *c, json_t *msg)
+{
+	_cleanup_free_ char *line = NULL;
+	size_t len;
+	bool ok;
+	int r;
+
+	if (!msg)
+		return false;
+	r = pw_rpc_serialize(msg, PW_RPC_REPLY_MAX, &line, &len);
+	if (r == -E2BIG) {
+		json_t *id = json_object_get(msg, "id");
+		json_t *err = pw_rpc_error_reply(id, PW_RPC_INTERNAL_ERROR,
+						 "reply exceeds PW_RPC_REPLY_MAX; ask for less", NULL);
+		json_decref(msg);
+		return client_send(s, c, err);
+	}
+	json_decref(msg);
+	if (r < 0)
+		return false;
+	ok = client_queue(s, c, line, len);
+	if (!ok) {
+		pthread_mutex_lock(&s->lock);
+		s->stats.dropped_slow++;
+		pthread_mutex_unlock(&s->lock);
+	}
+	return ok;
+}
+
+static bool send_error(pw_ctl_server *s, pw_ctl_client *c, json_t *id, int code,
+		       const char *message, json_t *data)
+{
+	return client_send(s, c, pw_rpc_error_reply(id, code, message, data));
+}
+
+/* Handles one complete line. False: drop the client now. */
+static bool handle_line(pw_ctl_server *s, pw_ctl_client *c, const char *line, size_t len)
+{
+	pw_rpc_request req;
+	pw_rpc_error perr;
+	json_t *result = NULL;
+	pw_ctl_fail fail = {};
+	bool ok;
+	int r;
+
+	if (len > 0 && line[len - 1] == '\r') /* tolerate CRLF framing */
+		len--;
+	r = pw_rpc_parse_request(line, len, &req, &perr);
+	if (r == -ENOMEM)
+		return false;
+	if (r < 0) {
+		ok = send_error(s, c, perr.id, perr.code, perr.message, NULL);
+		pw_rpc_request_done(&req);
+		return ok;
+	}
+	r = pw_ctl_dispatch(s, c, req.method, req.params, &result, &fail);
+	if (!req.id) { /* a notification: executed, never answered */
+		json_decref(result);
+		free(fail.message);
+		json_decref(fail.data);
+		pw_rpc_request_done(&req);
+		return true;
+	}
+	if (r == 0)
+		ok = client_send(s, c, pw_rpc_result_reply(req.id, result));
+	else
+		ok = send_error(s, c, req.id, fail.code, fail.message, fail.data);
+	free(fail.message);
+	pw_rpc_request_done(&req);
+	return ok;
+}
+
+/* Reads what is available and handles every complete line. False: drop the client. */
+static bool client_read(pw_ctl_server *s, pw_ctl_client *c)
+{
+	ssize_t n;
+
+	if (!c->in) {
+		c->in = malloc(PW_MSG_MAX + 2);
+		if (!c->in)
+			return false;
+	}
+	/* Room for one more byte than a message may have: seeing it proves the excess. */
+	n = read(c->fd, c->in + c->in_len, PW_MSG_MAX + 1 - c->in_len);
+	if (n == 0)
+		return false; /* peer closed; a request cut in the middle is simply dropped */
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR;
+	c->last_ms = mono_ms();
+	c->in_len += n;
+
+	size_t start = 0;
+	for (;;) {
+		char *nl = memchr(c->in + start, '\n', c->in_len - start);
+		if (!nl)
+			break;
+		size_t len = nl - (c->in + start);
+		if (!handle_line(s, c, c->in + start, len))
+			return false;
+		start += len + 1;
+		if (c->closing)
+			return true;
+	}
+	memmove(c->in, c->in + start, c->in_len - start);
+	c->in_len -= start;
+	if (c->in_len > PW_MSG_MAX) {
+		pthread_mutex_lock(&s->lock);
+		s->stats.dropped_large++;
+		pthread_mutex_unlock(&s->lock);
+		c->closing = true;
+		c->in_len = 0;
+		return send_error(s, c, NULL, PW_RPC_TOO_LARGE,
+				  "message exceeds PW_MSG_MAX (65536) bytes; closing", NULL);
+	}
+	return true;
+}
+
+/* Writes what is pending. False: drop the client. */
+static bool client_write(pw_ctl_client *c)
+{
+	while (c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR;
+		c->out_off += n;
+		c->last_ms = mono_ms();
+	}
+	c->out_off = c->out_len = 0;
+	return true;
+}
+
+static void drop_client(pw_ctl_server *s, size_t i)
+{
+	client_free(s->clients[i]);
+	s->clients[i] = s->clients[--s->n_clients];
+	s->clients[s->n_clients] = NULL;
+}
+
+/* Best effort: one error line on a fresh socket we are about to close. */
+static void refuse_fd(int fd, int code, const char *message)
+{
+	_cleanup_free_ char *line = NULL;
+	size_t len;
+	json_t *msg = pw_rpc_error_reply(NULL, code, message, NULL);
+
+	if (msg && pw_rpc_serialize(msg, PW_MSG_MAX, &line, &len) == 0) {
+		ssize_t n = send(fd, line, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		(void)n;
+	}
+	json_decref(msg);
+}
+
+static void accept_clients(pw_ctl_server *s, const listener *l)
+{
+	for (int i = 0; i < ACCEPT_BURST; i++) {
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+		pw_ctl_client *c;
+		int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+		if (fd < 0)
+			return; /* EAGAIN, or a transient error (EMFILE): retry next turn */
+		if (s->n_clients >= PW_CLIENTS_MAX) {
+			pthread_mutex_lock(&s->lock);
+			s->stats.refused_busy++;
+			pthread_mutex_unlock(&s->lock);
+			refuse_fd(fd, PW_RPC_BUSY, "too many connections (PW_CLIENTS_MAX); try again");
+			close(fd);
+			continue;
+		}
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+			close(fd);
+			continue;
+		}
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			return;
+		}
+		c->fd = fd;
+		c->peer.pid = cred.pid;
+		c->peer.uid = cred.uid;
+		c->peer.gid = cred.gid;
+		c->peer.restricted = l->restricted;
+		c->peer.origin = l->restricted ? "agent-socket" : "socket";
+		read_comm(cred.pid, c->peer.comm, sizeof(c->peer.comm));
+		c->last_ms = c->tokens_ms = mono_ms();
+		c->tokens = s->tun.denied_per_sec;
+		s->clients[s->n_clients++] = c;
+		pthread_mutex_lock(&s->lock);
+		s->stats.accepted++;
+		pthread_mutex_unlock(&s->lock);
+
+		if (pw_view_authorize_peer(s->view, &c->peer) < 0) {
+			char msg[128];
+			pthread_mutex_lock(&s->lock);
+			s->stats.refused_uid++;
+			pthread_mutex_unlock(&s->lock);
+			snprintf(msg, sizeof(msg),
+				 "refused: uid %u is neither the view's owner (uid %u) nor root",
+				 (unsigned)cred.uid, (unsigned)pw_view_owner(s->view));
+			c->closing = true;
+			if (!send_error(s, c, NULL, PW_RPC_REFUSED, msg, NULL))
+				drop_client(s, s->n_clients - 1);
+		}
+	}
+}
+
+/* ---- notifications --------------------------------------------------------------------- */
+
+/* Queues a notification for the server thread (any thread). Takes PARAMS. */
+static void post_event(pw_ctl_server *s, const char *method, json_t *params, bool denied)
+{
+	json_t *ev = params ? json_pack("{s:s,s:o}", "method", method, "params", params) : NULL;
+
+	pthread_mutex_lock(&s->lock);
+	if (denied)
+		s->stats.denied_seen++;
+	if (!ev || s->n_events >= EVENTS_MAX) {
+		if (denied)
+			s->stats.denied_suppressed++;
+		json_decref(ev);
+		ev = NULL;
+	} else {
+		s->events[s->n_events++] = ev;
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (ev)
+		wake(s);
+}
+
+static bool take_token(pw_ctl_server *s, pw_ctl_client *c, int64_t now)
+{
+	double rate = s->tun.denied_per_sec;
+
+	c->tokens += (now - c->tokens_ms) * rate / 1000.0;
+	if (c->tokens > rate)
+		c->tokens = rate;
+	c->tokens_ms = now;
+	if (c->tokens < 1.0)
+		return false;
+	c->tokens -= 1.0;
+	return true;
+}
+
+static void fan_out(pw_ctl_server *s)
+{
+	json_t *events[EVENTS_MAX];
+	size_t n;
+	int64_t now = mono_ms();
+
+	pthread_mutex_lock(&s->lock);
+	n = s->n_events;
+	memcpy(events, s->events, n * sizeof(json_t *));
+	s->n_events = 0;
+	pthread_mutex_unlock(&s->lock);
+
+	for (size_t e = 0; e < n; e++) {
+		const char *method = json_string_value(json_object_get(events[e], "method"));
+		json_t *params = json_object_get(events[e], "params");
+		bool denied = streq(method, "denied");
+
+		for (size_t i = 0; i < s->n_clients;) {
+			pw_ctl_client *c = s->clients[i];
+			bool want = denied ? c->sub_denied : c->sub_mode;
+			json_t *p;
+
+			if (!want || c->closing) {
+				i++;
+				continue;
+			}
+			if (denied && !take_token(s, c, now)) {
+				c->suppressed++;
+				pthread_mutex_lock(&s->lock);
+				s->stats.denied_suppressed++;
+				pthread_mutex_unlock(&s->lock);
+				i++;
+				continue;
+			}
+			p = json_deep_copy(params);
+			if (denied && p) {
+				json_object_set_new(p, "suppressed", json_integer(c->suppressed));
+				c->suppressed = 0;
+			}
+			if (!client_send(s, c, pw_rpc_notification(method, p))) {
+				drop_client(s, i);
+				continue;
+			}
+			i++;
+		}
+		json_decref(events[e]);
+	}
+}
+
+static void on_view_change(const char *from, const char *to, uint64_t generation,
+			   const pw_peer *peer, void *userdata)
+{
+	pw_ctl_server *s = userdata;
+	json_t *p = json_pack("{s:s?,s:s?,s:I,s:s?,s:i,s:i,s:s?}", "from", from, "to", to,
+			      "generation", (json_int_t)generation, "origin",
+			      peer ? peer->origin : NULL, "pid", peer ? (int)peer->pid : 0, "uid",
+			      peer ? (int)peer->uid : 0, "comm",
+			      peer && peer->comm[0] ? peer->comm : NULL);
+	post_event(s, "mode.changed", p, false);
+}
+
+/* The audit writer may call its listener after pw_audit_set_listener(NULL) returned; the
+ * userdata is an index into this table, whose slot the server clears under hub_lock. */
+#define HUB_SLOTS 64
+static pthread_mutex_t hub_lock = PTHREAD_MUTEX_INITIALIZER;
+static pw_ctl_server *hub[HUB_SLOTS];
+
+static void on_audit_event(const pw_audit_event *ev, const char *comm, void *userdata)
+{
+	intptr_t slot = (intptr_t)userdata;
+	json_t *p;
+
+	if (ev->err == 0) /* allowed mutations, when the audit logs them, are not "denied" */
+		return;
+	p = json_pack("{s:I,s:s?,s:I,s:s,s:s?,s:s?,s:s?,s:s,s:o?,s:i,s:i,s:s?}", "time_ns",
+		      (json_int_t)ev->time_ns, "mode", ev->mode, "generation",
+		      (json_int_t)ev->generation, "op", pw_op_name(ev->op), "path", ev->path,
+		      "path2", ev->path2, "errno", pw_report_errno_name(ev->err), "reason",
+		      pw_reason_name(ev->reason), "rule", ev->rule ? pw_report_rule(ev->rule) : NULL,
+		      "pid", (int)ev->pid, "uid", (int)ev->uid, "comm", comm);
+	pthread_mutex_lock(&hub_lock);
+	if (slot >= 0 && slot < HUB_SLOTS && hub[slot])
+		post_event(hub[slot], "denied", p, true);
+	else
+		json_decref(p);
+	pthread_mutex_unlock(&hub_lock);
+}
+
+static int hub_register(pw_ctl_server *s)
+{
+	pthread_mutex_lock(&hub_lock);
+	for (int i = 0; i < HUB_SLOTS; i++) {
+		if (!hub[i]) {
+			hub[i] = s;
+			pthread_mutex_unlock(&hub_lock);
+			return i;
+		}
+	}
+	pthread_mutex_unlock(&hub_lock);
+	return -EMFILE;
+}
+
+static void hub_unregister(pw_ctl_server *s)
+{
+	if (s->hub_slot < 0)
+		return;
+	pthread_mutex_lock(&hub_lock);
+	hub[s->hub_slot] = NULL;
+	pthread_mutex_unlock(&hub_lock);
+	s->hub_slot = -1;
+}
+
+/* ---- the loop -------------------------------------------------------------------------- */
+
+static void adopt_pending(pw_ctl_server *s)
+{
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->n_pending; i++) {
+		if (s->n_listeners < LISTENERS_MAX) {
+			s->listeners[s->n_listeners++] = s->pending[i];
+		} else {
+			close(s->pending[i].fd);
+			unlink(s->pending[i].path);
+			free(s->pending[i].path);
+		}
+	}
+	s->n_pending = 0;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void do_reload(pw_ctl_server *s)
+{
+	pw_peer peer = { .pid = getpid(), .uid = geteuid(), .origin = "signal" };
+	_cleanup_free_ char *why = NULL;
+
+	snprintf(peer.comm, sizeof(peer.comm), "SIGHUP");
+	(void)pw_view_reload(s->view, &peer, NULL, &why);
+}
+
+static void expire_clients(pw_ctl_server *s, int64_t now)
+{
+	for (size_t i = 0; i < s->n_clients;) {
+		pw_ctl_client *c = s->clients[i];
+		bool waiting_out = c->out_len > c->out_off;
+		/* Subscribers may stay silent, but not stop reading what we send them. */
+		bool exempt = (c->sub_mode || c->sub_denied) && !waiting_out;
+
+		if (!exempt && now - c->last_ms >= (int64_t)s->tun.idle_timeout_ms) {
+			pthread_mutex_lock(&s->lock);
+			s->stats.dropped_idle++;
+			pthread_mutex_unlock(&s->lock);
+			drop_client(s, i);
+			continue;
+		}
+		i++;
+	}
+}
+
+static void *server_main(void *userdata)
+{
+	pw_ctl_server *s = userdata;
+	struct pollfd pfd[1 + LISTENERS_MAX + PW_CLIENTS_MAX];
+	sigset_t all;
+
+	/* Signals go to the daemon's other threads. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+
+	while (!atomic_load(&s->stop)) {
+		size_t n = 0, nl, nc;
+		int64_t now;
+
+		pfd[n++] = (struct pollfd){ .fd = s->wake_fd, .events = POLLIN };
+		for (size_t i = 0; i < s->n_listeners; i++)
+			pfd[n++] = (struct pollfd){ .fd = s->listeners[i].fd, .events = POLLIN };
+		nl = s->n_listeners;
+		for (size_t i = 0; i < s->n_clients; i++) {
+			pw_ctl_client *c = s->clients[i];
+			short ev = c->closing ? 0 : POLLIN;
+			if (c->out_len > c->out_off)
+				ev |= POLLOUT;
+			pfd[n++] = (struct pollfd){ .fd = c->fd, .events = ev };
+		}
+		nc = s->n_clients;
+
+		int timeout = s->n_clients ? (int)(s->tun.idle_timeout_ms / 4 + 1) : -1;
+		if (timeout > 1000)
+			timeout = 1000;
+		if (poll(pfd, n, timeout) < 0 && errno != EINTR)
+			break;
+
+		if (pfd[0].revents & POLLIN) {
+			uint64_t v;
+			ssize_t r = read(s->wake_fd, &v, sizeof(v));
+			(void)r;
+		}
+		if (atomic_exchange(&s->reload, false))
+			do_reload(s);
+
+		/* Clients first (in reverse, as drop_client moves the last one into the gap),
+		 * so that a burst of connections cannot starve connected clients. */
+		for (size_t k = nc; k-- > 0;) {
+			pw_ctl_client *c = s->clients[k];
+			short re = pfd[1 + nl + k].revents;
+			bool ok = true;
+
+			if (re & (POLLIN | POLLHUP | POLLERR)) {
+				if (!c->closing)
+					ok = client_read(s, c);
+				else if (re & (POLLHUP | POLLERR))
+					ok = false;
+			}
+			if (ok && c->out_len > c->out_off)
+				ok = client_write(c);
+			if (ok && c->closing && c->out_len == c->out_off)
+				ok = false;
+			if (!ok)
+				drop_client(s, k);
+		}
+		for (size_t i = 0; i < nl; i++)
+			if (pfd[1 + i].revents & POLLIN)
+				accept_clients(s, &s->listeners[i]);
+
+		fan_out(s);
+		/* Flush what the fan-out queued, now rather than a poll turn later. */
+		for (size_t k = s->n_clients; k-- > 0;) {
+			pw_ctl_client *c = s->clients[k];
+			if (c->out_len > c->out_off && !client_write(c))
+				drop_client(s, k);
+		}
+		adopt_pending(s);
+		now = mono_ms();
+		expire_clients(s, now);
+	}
+	return NULL;
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------- */
+
+int pw_ctl_server_start(pw_view *view, const char *socket_dir, const pw_ctl_tuning *tuning,
+			pw_ctl_server **ret)
+{
+	_cleanup_free_ char *ddir = NULL;
+	pw_ctl_server *s;
+	int r, fd;
+
+	if (!view)
+		return -EINVAL;
+	if (!socket_dir) {
+		r = pw_ctl_default_dir(&ddir);
+		if (r < 0)
+			return r;
+		socket_dir = ddir;
+	}
+	r = make_private_dir(socket_dir);
+	if (r < 0)
+		return r;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	pthread_mutex_init(&s->lock, NULL);
+	s->view = view;
+	s->hub_slot = -1;
+	s->wake_fd = -1;
+	if (tuning)
+		s->tun = *tuning;
+	if (!s->tun.idle_timeout_ms)
+		s->tun.idle_timeout_ms = DEFAULT_IDLE_MS;
+	if (!s->tun.out_max)
+		s->tun.out_max = DEFAULT_OUT_MAX;
+	if (s->tun.out_max < PW_RPC_REPLY_MAX + 1)
+		s->tun.out_max = PW_RPC_REPLY_MAX + 1; /* room for at least one full reply */
+	if (!s->tun.denied_per_sec)
+		s->tun.denied_per_sec = DEFAULT_DENIED_PER_SEC;
+
+	r = pw_ctl_socket_path(socket_dir, pw_view_mountpoint(view), &s->socket_path);
+	if (r < 0)
+		goto fail;
+	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (s->wake_fd < 0) {
+		r = negative_errno();
+		goto fail;
+	}
+	r = listen_at(s->socket_path, &fd);
+	if (r < 0)
+		goto fail;
+	s->listeners[0] = (listener){ .fd = fd, .path = strdup(s->socket_path) };
+	s->n_listeners = 1;
+	if (!s->listeners[0].path) {
+		r = -ENOMEM;
+		goto fail;
+	}
+
+	pw_view_set_listener(view, on_view_change, s);
+	if (pw_view_audit(view)) {
+		r = hub_register(s);
+		if (r < 0)
+			goto fail;
+		s->hub_slot = r;
+		pw_audit_set_listener(pw_view_audit(view), on_audit_event, (void *)(intptr_t)r);
+	}
+	r = -pthread_create(&s->thread, NULL, server_main, s);
+	if (r < 0)
+		goto fail;
+	s->thread_started = true;
+	*ret = s;
+	return 0;
+fail:
+	pw_ctl_server_stop(s);
+	return r;
+}
+
+int pw_ctl_server_add_agent_socket(pw_ctl_server *s, const char *path)
+{
+	_cleanup_free_ char *dir = NULL;
+	char *slash;
+	int fd, r;
+
+	if (!s || !path || path[0] != '/')
+		return -EINVAL;
+	dir = strdup(path);
+	if (!dir)
+		return -ENOMEM;
+	slash = strrchr(dir, '/');
+	if (slash != dir) {
+		*slash = 0;
+		r = make_private_dir(dir);
+		if (r < 0)
+			return r;
+	}
+	r = listen_at(path, &fd);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&s->lock);
+	if (s->n_pending + s->n_listeners >= LISTENERS_MAX) {
+		pthread_mutex_unlock(&s->lock);
+		close(fd);
+		unlink(path);
+		return -EMFILE;
+	}
+	s->pending[s->n_pending] = (listener){ .fd = fd, .path = strdup(path), .restricted = true };
+	if (!s->pending[s->n_pending].path) {
+		pthread_mutex_unlock(&s->lock);
+		close(fd);
+		unlink(path);
+		return -ENOMEM;
+	}
+	s->n_pending++;
+	pthread_mutex_unlock(&s->lock);
+	wake(s);
+	return 0;
+}
+
+const char *pw_ctl_server_socket_path(const pw_ctl_server *s)
+{
+	return s->socket_path;
+}
+
+void pw_ctl_server_request_reload(pw_ctl_server *s)
+{
+	if (!s)
+		return;
+	atomic_store(&s->reload, true);
+	wake(s);
+}
+
+void pw_ctl_server_stop(pw_ctl_server *s)
+{
+	if (!s)
+		return;
+	if (s->thread_started) {
+		atomic_store(&s->stop, true);
+		wake(s);
+		pthread_join(s->thread, NULL);
+	}
+	if (pw_view_audit(s->view) && s->hub_slot >= 0)
+		pw_audit_set_listener(pw_view_audit(s->view), NULL, NULL);
+	hub_unregister(s);
+	pw_view_set_listener(s->view, NULL, NULL);
+	for (size_t i = 0; i < s->n_clients; i++)
+		client_free(s->clients[i]);
+	adopt_pending(s);
+	for (size_t i = 0; i < s->n_listeners; i++) {
+		close(s->listeners[i].fd);
+		if (s->listeners[i].path)
+			unlink(s->listeners[i].path);
+		free(s->listeners[i].path);
+	}
+	for (size_t i = 0; i < s->n_events; i++)
+		json_decref(s->events[i]);
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
+	free(s->socket_path);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+/* ---- for ctl_methods.c ----------------------------------------------------------------- */
+
+pw_view *pw_ctl_server_view(pw_ctl_server *s)
+{
+	return s->view;
+}
+
+const pw_peer *pw_ctl_client_peer(const pw_ctl_client *c)
+{
+	return &c->peer;
+}
+
+void pw_ctl_client_subscribe(pw_ctl_client *c, bool mode_changed, bool denied)
+{
+	c->sub_mode = mode_changed;
+	c->sub_denied = denied;
+}
+
+void pw_ctl_server_get_stats(pw_ctl_server *s, pw_ctl_stats *ret)
+{
+	pthread_mutex_lock(&s->lock);
+	*ret = s->stats;
+	pthread_mutex_unlock(&s->lock);
+	ret->clients = s->n_clients; /* server thread only; a racy read is fine for display */
+}
