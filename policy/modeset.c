@@ -240,7 +240,10 @@ static int load_layer(pw_modeset *ms, const char *dir, pw_layer layer, bool trus
 	for (size_t i = 0; i < n && r >= 0; i++) {
 		_cleanup_free_ char *file = NULL;
 
-		if (asprintf(&file, "%s/%s", dir, names[i]) < 0) {
+		size_t dlen = strlen(dir);
+
+		if (asprintf(&file, "%s%s%s", dir, dlen > 0 && dir[dlen - 1] == '/' ? "" : "/",
+			     names[i]) < 0) {
 			r = -ENOMEM;
 			break;
 		}
