@@ -1,0 +1,353 @@
+#!/usr/bin/env python3
+"""piworkfs benchmark.
+
+Builds the peers at bench time (libfuse's passthrough.c with its cache timeouts raised and
+-o kernel_cache, passthrough_ll.c, and Debian's bindfs --multithreaded), makes one test tree,
+mounts every system over it, and runs each workload in interleaved rounds: round 1 runs the
+workload on every system, then round 2, and so on, so a noisy neighbour hurts all systems
+alike. Prints the median per workload and system and the ratio to native.
+
+Speed is reported, never asserted: these are figures for people, not a test.
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+EXAMPLES = "/usr/share/doc/libfuse3-dev/examples"
+
+
+def sh(cmd, cwd=None, check=True, quiet=True, env=None):
+    out = subprocess.DEVNULL if quiet else None
+    return subprocess.run(cmd, cwd=cwd, shell=isinstance(cmd, str), check=check,
+                          stdout=out, stderr=out, env=env)
+
+
+def build_peers(out):
+    os.makedirs(out, exist_ok=True)
+    cflags = subprocess.check_output(["pkg-config", "--cflags", "--libs", "fuse3"], text=True).split()
+    src = open(os.path.join(EXAMPLES, "passthrough.c")).read()
+    # passthrough.c overrides -o entry_timeout/attr_timeout in its init: raise them here so
+    # the high-level peer runs as the fastest configuration measured on this machine.
+    for key in ("entry_timeout", "attr_timeout", "negative_timeout"):
+        src = src.replace(f"cfg->{key} = 0;", f"cfg->{key} = 86400;")
+    hl = os.path.join(out, "passthrough_hl.c")
+    with open(hl, "w") as f:
+        f.write(src)
+    shutil.copy(os.path.join(EXAMPLES, "passthrough_helpers.h"), out)
+    sh(["cc", "-O2", "-o", os.path.join(out, "passthrough_hl"), hl] + cflags)
+    sh(["cc", "-O2", "-o", os.path.join(out, "passthrough_ll"),
+        os.path.join(EXAMPLES, "passthrough_ll.c")] + cflags)
+
+
+def make_tree(root, nfiles, seed=1):
+    """A git work tree of NFILES small source-like files in nested directories, committed."""
+    rnd = random.Random(seed)
+    os.makedirs(root)
+    per_dir = 40
+    ndirs = max(1, nfiles // per_dir)
+    words = "alpha beta gamma delta epsilon zeta theta kappa lambda sigma".split()
+    made = 0
+    for d in range(ndirs):
+        parts = [f"m{d % 13}", f"pkg{d % 97}", f"d{d}"]
+        dpath = os.path.join(root, *parts)
+        os.makedirs(dpath, exist_ok=True)
+        for i in range(per_dir):
+            if made >= nfiles:
+                break
+            body = "\n".join(" ".join(rnd.choice(words) for _ in range(8)) for _ in range(20))
+            with open(os.path.join(dpath, f"f{i}.c"), "w") as f:
+                f.write(f"/* file {made} */\n{body}\n")
+            made += 1
+    env = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@x", GIT_COMMITTER_NAME="b",
+               GIT_COMMITTER_EMAIL="b@x")
+    sh(["git", "init", "-q"], cwd=root)
+    sh(["git", "add", "-A"], cwd=root, env=env)
+    sh(["git", "commit", "-qm", "tree"], cwd=root, env=env)
+
+
+def make_c_project(root, nunits=40):
+    os.makedirs(os.path.join(root, "src"))
+    objs = []
+    for i in range(nunits):
+        with open(os.path.join(root, "src", f"u{i}.c"), "w") as f:
+            f.write(f"int f{i}(int x) {{ int s = 0; for (int k = 0; k < x; k++) s += k * {i}; return s; }}\n")
+        objs.append(f"src/u{i}.o")
+    with open(os.path.join(root, "src", "main.c"), "w") as f:
+        f.write("int f0(int);\nint main(void) { return f0(3) == 0 ? 0 : 1; }\n")
+    with open(os.path.join(root, "Makefile"), "w") as f:
+        f.write(f"CFLAGS=-O2\nprog: src/main.o {' '.join(objs)}\n\t$(CC) -o $@ $^\n"
+                "clean:\n\trm -f prog src/*.o\n")
+
+
+class System:
+    def __init__(self, name, root):
+        self.name, self.root, self.proc = name, root, None
+
+    def start(self):
+        pass
+
+    def stop(self):
+        pass
+
+
+class Native(System):
+    pass
+
+
+class Fuse(System):
+    def __init__(self, name, backing, mnt, argv, env=None):
+        super().__init__(name, mnt)
+        self.backing, self.argv, self.env = backing, argv, env
+
+    def start(self):
+        os.makedirs(self.root, exist_ok=True)
+        self.proc = subprocess.Popen(self.argv, stdout=subprocess.DEVNULL,
+                                     stderr=open(self.root + ".log", "w"), env=self.env)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            if os.path.ismount(self.root):
+                return
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited: see {self.root}.log")
+            time.sleep(0.05)
+        raise RuntimeError(f"{self.name} did not mount")
+
+    def stop(self):
+        subprocess.run(["fusermount3", "-u", self.root], stderr=subprocess.DEVNULL)
+        if self.proc:
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                subprocess.run(["fusermount3", "-uz", self.root], stderr=subprocess.DEVNULL)
+
+
+def timed(fn):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def drop_output(cmd, cwd):
+    subprocess.run(cmd, cwd=cwd, shell=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+# Workloads: name -> (setup(system_root, scratch), run(system_root, scratch), writes?)
+def w_git_status(root, scratch):
+    drop_output("git status --porcelain", os.path.join(root, "tree"))
+
+
+def w_find(root, scratch):
+    drop_output("find . -type f | wc -l", os.path.join(root, "tree"))
+
+
+def w_grep(root, scratch):
+    drop_output("grep -r -l zzzz_not_there . || true", os.path.join(root, "tree"))
+
+
+def w_lslR(root, scratch):
+    drop_output("ls -lR . > /dev/null", os.path.join(root, "tree"))
+
+
+def w_read1g(root, scratch):
+    drop_output("cat big.bin > /dev/null", os.path.join(root, "io"))
+
+
+def w_write1g(root, scratch):
+    # overwrite an already cached file: the steadier write test on these VMs (perf-notes)
+    drop_output("dd if=/dev/zero of=big.bin bs=1M count=1024 conv=notrunc 2>/dev/null", os.path.join(root, "io"))
+
+
+def w_create_delete(root, scratch):
+    d = os.path.join(root, "scratch", scratch)
+    os.makedirs(d, exist_ok=True)
+    for i in range(5000):
+        with open(os.path.join(d, f"n{i}"), "w") as f:
+            f.write("x")
+    for i in range(5000):
+        os.unlink(os.path.join(d, f"n{i}"))
+    os.rmdir(d)
+
+
+def w_make(root, scratch):
+    p = os.path.join(root, "cproj")
+    drop_output("make -s clean && make -s -j2", p)
+
+
+WORKLOADS = {
+    "git status": (w_git_status, False),
+    "find": (w_find, False),
+    "grep -r": (w_grep, False),
+    "ls -lR": (w_lslR, False),
+    "read 1 GiB": (w_read1g, False),
+    "write 1 GiB": (w_write1g, True),
+    "create+delete 5k": (w_create_delete, True),
+    "make -j2": (w_make, True),
+}
+
+
+def piworkfs_env(base):
+    env = dict(os.environ)
+    env["XDG_RUNTIME_DIR"] = os.path.join(base, "run")
+    env["PIWORKFS_STATE_DB"] = os.path.join(base, "state.db")
+    env["XDG_CONFIG_HOME"] = os.path.join(base, "config")
+    os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700, exist_ok=True)
+    return env
+
+
+def measure_switch(args, base, nfiles):
+    """Median mode.set round trip with NFILES inodes known to the kernel."""
+    tree = os.path.join(base, "switch-tree")
+    if not os.path.exists(tree):
+        print(f"  making a {nfiles}-file tree for the switch test...", flush=True)
+        make_tree(tree, nfiles, seed=2)
+    mnt = os.path.join(base, "switch-view")
+    env = piworkfs_env(base)
+    s = Fuse("piworkfs", tree, mnt, [args.piworkfs, "mount", "-f", "--mode", "build", tree, mnt], env)
+    s.start()
+    try:
+        drop_output("find . > /dev/null", mnt)
+        sock = subprocess.check_output([args.piworkfs, "status", "--json"], env=env, text=True)
+        path = None
+        for v in json.loads(sock).get("views", []):
+            if v.get("mountpoint") == mnt:
+                path = v.get("socket")
+        if not path:
+            return None
+        c = socket.socket(socket.AF_UNIX)
+        c.connect(path)
+        f = c.makefile("rwb")
+        times = []
+        for i in range(200):
+            mode = "plan" if i % 2 == 0 else "build"
+            req = json.dumps({"jsonrpc": "2.0", "id": i, "method": "mode.set", "params": {"mode": mode}})
+            t = time.perf_counter()
+            f.write(req.encode() + b"\n")
+            f.flush()
+            line = f.readline()
+            times.append(time.perf_counter() - t)
+            if b'"error"' in line:
+                print("  mode.set error:", line[:200])
+                return None
+        c.close()
+        st = json.loads(subprocess.check_output([args.piworkfs, "status", "--json"], env=env, text=True))
+        inodes = next((v.get("inodes") for v in st.get("views", []) if v.get("mountpoint") == mnt), None)
+        return statistics.median(times), max(times), inodes
+    finally:
+        s.stop()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--piworkfs", required=True)
+    ap.add_argument("--modes")
+    ap.add_argument("--files", type=int, default=50000, help="files in the tree (default 50000)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--only", action="append", help="run only this workload (repeatable)")
+    ap.add_argument("--systems", help="comma-separated subset of systems")
+    ap.add_argument("--dir", help="work directory (default: a new one under /var/tmp)")
+    ap.add_argument("--switch-files", type=int, default=100000, help="inodes for the switch test (0: skip)")
+    ap.add_argument("--json", help="also write the results as JSON to this file")
+    args = ap.parse_args()
+
+    base = args.dir or tempfile.mkdtemp(prefix="piworkfs-bench-", dir="/var/tmp")
+    print(f"work directory: {base}")
+    peers = os.path.join(base, "peers")
+    build_peers(peers)
+    backing = os.path.join(base, "backing")
+    if not os.path.exists(backing):
+        print(f"making a {args.files}-file git tree...", flush=True)
+        make_tree(os.path.join(backing, "tree"), args.files)
+        make_c_project(os.path.join(backing, "cproj"))
+        os.makedirs(os.path.join(backing, "io"))
+        os.makedirs(os.path.join(backing, "scratch"))
+        drop_output("dd if=/dev/urandom of=big.bin bs=1M count=1024 2>/dev/null", os.path.join(backing, "io"))
+
+    env = piworkfs_env(base)
+    m = lambda n: os.path.join(base, "mnt", n)
+    systems = [
+        Native("native", backing),
+        Fuse("hl-passthrough", backing, m("hl"),
+             [os.path.join(peers, "passthrough_hl"), "-f", "-o", f"kernel_cache,modules=subdir,subdir={backing}", m("hl")]),
+        Fuse("passthrough_ll", backing, m("ll"),
+             [os.path.join(peers, "passthrough_ll"), "-f", "-o", f"source={backing},cache=always", m("ll")]),
+        Fuse("bindfs-mt", backing, m("bindfs"), ["bindfs", "-f", "--multithreaded", backing, m("bindfs")]),
+        Fuse("piworkfs build", backing, m("pw-build"),
+             [args.piworkfs, "mount", "-f", "--mode", "build", backing, m("pw-build")], env),
+        Fuse("piworkfs plan", backing, m("pw-plan"),
+             [args.piworkfs, "mount", "-f", "--mode", "plan", backing, m("pw-plan")], env),
+    ]
+    if args.systems:
+        keep = set(args.systems.split(","))
+        systems = [s for s in systems if s.name in keep or s.name == "native"]
+    workloads = {k: v for k, v in WORKLOADS.items() if not args.only or k in args.only}
+
+    results = {w: {s.name: [] for s in systems} for w in workloads}
+    started = []
+    try:
+        for s in systems:
+            s.start()
+            started.append(s)
+        # warm every system once (the targets are warm figures)
+        for wname, (fn, writes) in workloads.items():
+            for s in systems:
+                if writes and s.name == "piworkfs plan":
+                    continue
+                fn(s.root, f"warm-{s.name.replace(' ', '_')}")
+        for r in range(args.rounds):
+            for wname, (fn, writes) in workloads.items():
+                order = systems[:]
+                random.Random(r).shuffle(order)
+                for s in order:
+                    if writes and s.name == "piworkfs plan":
+                        continue  # plan writes nothing: the write workloads would be refused
+                    results[wname][s.name].append(timed(lambda: fn(s.root, f"r{r}-{s.name.replace(' ', '_')}")))
+            print(f"round {r + 1}/{args.rounds} done", flush=True)
+    finally:
+        for s in reversed(started):
+            s.stop()
+
+    names = [s.name for s in systems]
+    print()
+    print(f"Medians over {args.rounds} interleaved rounds, warm, {args.files}-file tree; ratio to native in brackets")
+    hdr = f"{'workload':<18}" + "".join(f"{n:>22}" for n in names)
+    print(hdr)
+    table = {}
+    for wname in workloads:
+        nat = statistics.median(results[wname]["native"])
+        row = f"{wname:<18}"
+        table[wname] = {}
+        for n in names:
+            xs = results[wname][n]
+            if not xs:
+                row += f"{'n/a':>22}"
+                continue
+            med = statistics.median(xs)
+            table[wname][n] = {"median_s": med, "ratio": med / nat if nat else None}
+            row += f"{med:>12.3f}s [{med / nat:5.2f}x]"
+        print(row)
+
+    sw = None
+    if args.switch_files:
+        print()
+        sw = measure_switch(args, base, args.switch_files)
+        if sw:
+            print(f"mode switch (mode.set round trip, {sw[2]} inodes known): median {sw[0] * 1e6:.0f} us, max {sw[1] * 1e6:.0f} us")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"results": table, "switch": sw}, f, indent=2)
+    if not args.dir:
+        print(f"(work directory kept for reruns: --dir {base})")
+
+
+if __name__ == "__main__":
+    main()
