@@ -415,9 +415,11 @@ static int mp_string(mode_parser *p, const pw_yx_node *v, const char *key, bool 
 
 static int mp_bool(mode_parser *p, const pw_yx_node *v, const char *key, bool *ret)
 {
-	if (pw_yx_bool(v, ret) < 0)
-		return mp_error(p, v, key, "expected true or false, not %s", pw_yx_describe(v));
-	return 0;
+	if (pw_yx_bool(v, ret) == 0)
+		return 0;
+	if (v->kind == PW_YX_SCALAR && !pw_yx_is_null(v))
+		return mp_error(p, v, key, "expected true or false, not \"%.40s\"", v->text);
+	return mp_error(p, v, key, "expected true or false, not %s", pw_yx_describe(v));
 }
 
 static int mp_add_rule(mode_parser *p, pw_rule_kind kind, const pw_yx_node *item, const char *key)
