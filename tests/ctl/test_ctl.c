@@ -1,0 +1,973 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control plane over raw sockets: a view over a temp project, the control server on a
+ * temp socket dir, no FUSE. Every method, the hostile clients (malformed JSON, wrong types,
+ * unknown methods, a 100 MiB line, a client that never reads, one that never writes, 300
+ * connections, a disconnect mid-request) while a normal client must still be answered
+ * promptly; authority (another uid, the agent socket); reload with a broken active mode.
+ *
+ * Fixture tree (per test, under a fresh /tmp/pwctl-XXXXXX):
+ *   proj/                  the project (untrusted)
+ *     src/a.c
+ *     docs/design/spec.md
+ *     .piworkfs/modes/     created by the reload tests (a broken build.md)
+ *   global/                the global config dir (empty)
+ *   run/                   the socket dir
+ *   state.db               state and audit database
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "ctl_server.h"
+#include "fs.h"
+#include "limits.h"
+#include "proto.h"
+#include "state.h"
+#include "util.h"
+#include "view.h"
+
+/* ---- TEST DOUBLE of the FUSE layer's control API (fs/fs.h) ----------------------------- */
+/* The real pw_fs lives in fs/switch.c with libfuse; this stand-in keeps just the active
+ * policy and a generation, so the test can check exactly what the view installed. */
+struct pw_fs {
+	pthread_mutex_t lock;
+	pw_policy *active;
+	uint64_t generation;
+};
+
+uint64_t pw_fs_set_policy(pw_fs *fs, pw_policy *p)
+{
+	pthread_mutex_lock(&fs->lock);
+	pw_policy *old = fs->active;
+	fs->active = pw_policy_ref(p);
+	uint64_t g = ++fs->generation;
+	pthread_mutex_unlock(&fs->lock);
+	pw_policy_unref(old);
+	return g;
+}
+
+pw_policy *pw_fs_policy(pw_fs *fs, uint64_t *ret_generation)
+{
+	pthread_mutex_lock(&fs->lock);
+	pw_policy *p = fs->active ? pw_policy_ref(fs->active) : NULL;
+	if (ret_generation)
+		*ret_generation = fs->generation;
+	pthread_mutex_unlock(&fs->lock);
+	return p;
+}
+
+void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret)
+{
+	*ret = (pw_fs_stats){ .inodes = 7, .denied = 42 };
+}
+/* ---- end of the test double ------------------------------------------------------------ */
+
+static char tmp[64], proj[128], mnt[128], global[128], rundir[128], dbpath[128];
+static pw_fs fake_fs = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static pw_state *state;
+static pw_audit *audit;
+static pw_view *view;
+static pw_ctl_server *srv;
+static const char *sock;
+
+static void writefile(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void start_view(const char *initial, bool with_audit)
+{
+	char path[256];
+	strcpy(tmp, "/tmp/pwctl-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmp));
+	snprintf(proj, sizeof(proj), "%s/proj", tmp);
+	snprintf(mnt, sizeof(mnt), "%s/mnt", tmp);
+	snprintf(global, sizeof(global), "%s/global", tmp);
+	snprintf(rundir, sizeof(rundir), "%s/run", tmp);
+	snprintf(dbpath, sizeof(dbpath), "%s/state.db", tmp);
+	cr_assert_eq(mkdir(proj, 0755), 0);
+	snprintf(path, sizeof(path), "%s/src", proj);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/src/a.c", proj);
+	writefile(path, "int x;\n");
+	snprintf(path, sizeof(path), "%s/docs", proj);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/docs/design", proj);
+	mkdir(path, 0755);
+	mkdir(global, 0755);
+
+	cr_assert_eq(pw_state_open(dbpath, &state, NULL), 0);
+	if (with_audit) {
+		pw_audit_opts ao = { .db_path = dbpath, .project = proj, .mountpoint = mnt };
+		cr_assert_eq(pw_audit_start(&ao, &audit, NULL), 0);
+	}
+	pw_view_opts vo = {
+		.project = proj,
+		.mountpoint = mnt,
+		.fs = &fake_fs,
+		.owner_uid = getuid(),
+		.bundled_dir = SOURCE_MODES,
+		.global_dir = global,
+		.initial_mode = initial,
+		.state = state,
+		.audit = audit,
+	};
+	cr_assert_eq(pw_view_new(&vo, &view), 0);
+	pw_ctl_tuning tun = { .idle_timeout_ms = 600, .denied_per_sec = 10 };
+	cr_assert_eq(pw_ctl_server_start(view, rundir, &tun, &srv), 0);
+	sock = pw_ctl_server_socket_path(srv);
+}
+
+static void stop_view(void)
+{
+	pw_ctl_server_stop(srv);
+	pw_view_free(view);
+	pw_audit_stop(audit);
+	pw_state_close(state);
+	srv = NULL;
+	view = NULL;
+	audit = NULL;
+	state = NULL;
+	pw_policy_unref(fake_fs.active);
+	fake_fs.active = NULL;
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	cr_assert_eq(system(cmd), 0);
+}
+
+static void setup(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	start_view(NULL, false);
+}
+
+TestSuite(ctl, .init = setup, .fini = stop_view, .timeout = 120);
+
+/* ---- a tiny raw client ----------------------------------------------------------------- */
+
+static int connect_to(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	strcpy(sa.sun_path, path);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -errno;
+	}
+	struct timeval tv = { .tv_sec = 5 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+static int connect_main(void)
+{
+	int fd = connect_to(sock);
+	cr_assert_geq(fd, 0, "connect: %s", strerror(-fd));
+	return fd;
+}
+
+static void send_all(int fd, const char *s)
+{
+	size_t len = strlen(s);
+	while (len > 0) {
+		ssize_t n = send(fd, s, len, MSG_NOSIGNAL);
+		cr_assert_gt(n, 0, "send: %s", strerror(errno));
+		s += n;
+		len -= n;
+	}
+}
+
+/* Reads one line (up to 2 MiB) or returns NULL on EOF/timeout/error. Byte at a time is
+ * slow but simple and keeps later lines in the socket. */
+static char *read_line(int fd)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	for (;;) {
+		char c;
+		ssize_t n = read(fd, &c, 1);
+		if (n <= 0) {
+			free(buf);
+			return NULL;
+		}
+		if (c == '\n')
+			break;
+		if (len + 2 > cap)
+			buf = realloc(buf, cap *= 2);
+		buf[len++] = c;
+		if (len > 2 * 1024 * 1024) {
+			free(buf);
+			return NULL;
+		}
+	}
+	buf[len] = 0;
+	return buf;
+}
+
+static json_t *read_msg(int fd)
+{
+	char *line = read_line(fd);
+	if (!line)
+		return NULL;
+	json_t *j = json_loads(line, 0, NULL);
+	cr_assert_not_null(j, "reply is JSON: %s", line);
+	free(line);
+	return j;
+}
+
+/* Sends a request with id 1 and returns the reply (asserting its jsonrpc and id). */
+static json_t *rpc(int fd, const char *method, const char *params)
+{
+	char line[8192];
+	snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\"%s%s}\n", method,
+		 params ? ",\"params\":" : "", params ? params : "");
+	send_all(fd, line);
+	json_t *r = read_msg(fd);
+	cr_assert_not_null(r, "reply to %s", method);
+	cr_assert_str_eq(json_string_value(json_object_get(r, "jsonrpc")), "2.0");
+	cr_assert_eq(json_integer_value(json_object_get(r, "id")), 1);
+	return r;
+}
+
+static json_t *result_of(json_t *reply)
+{
+	json_t *res = json_object_get(reply, "result");
+	cr_assert_not_null(res, "expected a result: %s", json_dumps(reply, 0));
+	return res;
+}
+
+static int error_code(json_t *reply)
+{
+	json_t *e = json_object_get(reply, "error");
+	cr_assert_not_null(e, "expected an error: %s", json_dumps(reply, 0));
+	return (int)json_integer_value(json_object_get(e, "code"));
+}
+
+static const char *error_message(json_t *reply)
+{
+	return json_string_value(json_object_get(json_object_get(reply, "error"), "message"));
+}
+
+static const char *sget(json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static const char *active_mode(void)
+{
+	pw_policy *p = pw_fs_policy(&fake_fs, NULL);
+	static char name[64];
+	snprintf(name, sizeof(name), "%s", pw_policy_mode_name(p));
+	pw_policy_unref(p);
+	return name;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A normal client must get `status` back within 1 s whatever else is going on. */
+static void assert_served_promptly(int fd)
+{
+	int64_t t0 = now_ms();
+	json_t *r = rpc(fd, "status", NULL);
+	cr_assert_not_null(json_object_get(r, "result"));
+	json_decref(r);
+	cr_assert_lt(now_ms() - t0, 1000, "status took %lld ms", (long long)(now_ms() - t0));
+}
+
+/* ---- socket location and lifecycle ----------------------------------------------------- */
+
+Test(ctl, socket_is_private_and_named_from_mountpoint)
+{
+	struct stat st;
+	char *expect = NULL;
+	cr_assert_eq(pw_ctl_socket_path(rundir, mnt, &expect), 0);
+	cr_assert_str_eq(expect, sock);
+	cr_assert(strstr(sock, "/mnt-"), "%s", sock);
+	free(expect);
+	cr_assert_eq(stat(rundir, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0700);
+	cr_assert_eq(lstat(sock, &st), 0);
+	cr_assert(S_ISSOCK(st.st_mode));
+	cr_assert_eq(st.st_mode & 0777, 0600);
+}
+
+Test(ctl, live_socket_refused_stale_replaced_removed_at_stop)
+{
+	pw_ctl_server *again = NULL;
+	cr_assert_eq(pw_ctl_server_start(view, rundir, NULL, &again), -EADDRINUSE);
+	char keep[256];
+	snprintf(keep, sizeof(keep), "%s", sock);
+	pw_ctl_server_stop(srv);
+	srv = NULL;
+	struct stat st;
+	cr_assert_eq(lstat(keep, &st), -1, "socket removed at stop");
+
+	/* A stale socket (bound, nobody listening) as a killed daemon leaves it. */
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	strcpy(sa.sun_path, keep);
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd);
+	cr_assert_eq(lstat(keep, &st), 0);
+	cr_assert_eq(pw_ctl_server_start(view, rundir, NULL, &srv), 0);
+	sock = pw_ctl_server_socket_path(srv);
+	fd = connect_main();
+	json_t *r = rpc(fd, "status", NULL);
+	result_of(r);
+	json_decref(r);
+	close(fd);
+}
+
+/* ---- every method ---------------------------------------------------------------------- */
+
+Test(ctl, initial_mode_is_plan_for_a_new_project)
+{
+	cr_assert_str_eq(active_mode(), "plan");
+}
+
+Test(ctl, status)
+{
+	int fd = connect_main();
+	json_t *r = rpc(fd, "status", NULL), *res = result_of(r);
+	cr_assert_str_eq(sget(res, "project"), proj);
+	cr_assert_str_eq(sget(res, "mountpoint"), mnt);
+	cr_assert_str_eq(sget(res, "mode"), "plan");
+	cr_assert_str_eq(sget(res, "socket"), sock);
+	cr_assert(json_is_false(json_object_get(res, "fail_closed")));
+	cr_assert(json_is_false(json_object_get(res, "trusted")));
+	cr_assert_eq(json_integer_value(json_object_get(res, "denied")), 42);
+	cr_assert(json_is_array(json_object_get(res, "warnings")));
+	cr_assert_geq(json_integer_value(json_object_get(res, "generation")), 1);
+	json_decref(r);
+	close(fd);
+}
+
+Test(ctl, modes_list_and_mode_get)
+{
+	int fd = connect_main();
+	json_t *r = rpc(fd, "modes.list", NULL), *res = result_of(r);
+	cr_assert_str_eq(sget(res, "active"), "plan");
+	json_t *modes = json_object_get(res, "modes"), *m;
+	size_t i;
+	bool seen_build = false;
+	json_array_foreach(modes, i, m) seen_build |= streq(sget(m, "name"), "build");
+	cr_assert(seen_build);
+	json_decref(r);
+
+	r = rpc(fd, "mode.get", "{\"body\":true}");
+	res = result_of(r);
+	cr_assert_str_eq(sget(res, "mode"), "plan");
+	cr_assert_not_null(sget(res, "body"));
+	cr_assert(json_is_object(json_object_get(res, "policy")));
+	json_decref(r);
+	close(fd);
+}
+
+Test(ctl, mode_set_is_in_force_when_answered_and_persisted)
+{
+	int fd = connect_main();
+	json_t *r = rpc(fd, "mode.set", "{\"mode\":\"build\"}"), *res = result_of(r);
+	/* Exactness: the reply comes after pw_fs_set_policy returned. */
+	cr_assert_str_eq(active_mode(), "build");
+	cr_assert_str_eq(sget(res, "mode"), "build");
+	cr_assert_str_eq(sget(res, "previous"), "plan");
+	uint64_t gen;
+	pw_policy_unref(pw_fs_policy(&fake_fs, &gen));
+	cr_assert_eq((uint64_t)json_integer_value(json_object_get(res, "generation")), gen);
+	json_decref(r);
+
+	char *last = NULL;
+	cr_assert_eq(pw_state_get_last_mode(state, proj, &last), 0);
+	cr_assert_str_eq(last, "build");
+	free(last);
+	close(fd);
+}
+
+Test(ctl, mode_set_unknown_mode)
+{
+	int fd = connect_main();
+	json_t *r = rpc(fd, "mode.set", "{\"mode\":\"nosuch\"}");
+	cr_assert_eq(error_code(r), PW_RPC_UNKNOWN_MODE);
+	json_t *data = json_object_get(json_object_get(r, "error"), "data");
+	cr_assert(json_array_size(json_object_get(data, "modes")) >= 6);
+	cr_assert_str_eq(active_mode(), "plan");
+	json_decref(r);
+	close(fd);
+}
+
+Test(ctl, check_and_allowed)
+{
+	int fd = connect_main();
+	json_t *r = rpc(fd, "check", "{\"paths\":[\"src/a.c\",\"../x\",\"/etc/passwd\"]}");
+	json_t *d = json_object_get(result_of(r), "decisions");
+	cr_assert_eq(json_array_size(d), 3);
+	cr_assert_str_eq(sget(json_array_get(d, 0), "decision"), "denied");
+	cr_assert_str_eq(sget(json_array_get(d, 0), "errno"), "EROFS");
+	cr_assert_str_eq(sget(json_array_get(d, 1), "decision"), "outside");
+	cr_assert_str_eq(sget(json_array_get(d, 2), "decision"), "outside");
+	json_decref(r);
+
+	char params[512];
+	snprintf(params, sizeof(params), "{\"paths\":[\"%s/src/a.c\",\".git/config\"],"
+		 "\"mode\":\"build\"}", mnt);
+	r = rpc(fd, "check", params);
+	d = json_object_get(result_of(r), "decisions");
+	cr_assert_str_eq(sget(json_array_get(d, 0), "decision"), "allowed");
+	cr_assert_str_eq(sget(json_array_get(d, 0), "path"), "src/a.c");
+	cr_assert_str_eq(sget(json_array_get(d, 1), "decision"), "denied");
+	cr_assert_str_eq(sget(json_array_get(d, 1), "reason"), "protected");
+	json_decref(r);
+
+	r = rpc(fd, "check", "{\"paths\":[\"x\"],\"op\":\"read\"}");
+	d = json_object_get(result_of(r), "decisions");
+	cr_assert_str_eq(sget(json_array_get(d, 0), "decision"), "allowed");
+	json_decref(r);
+
+	r = rpc(fd, "allowed", "{\"mode\":\"design\"}");
+	cr_assert_str_eq(sget(result_of(r), "mode"), "design");
+	cr_assert(json_array_size(json_object_get(result_of(r), "rules")) > 0);
+	json_decref(r);
+
+	r = rpc(fd, "allowed", "{\"mode\":\"nosuch\"}");
+	cr_assert_eq(error_code(r), PW_RPC_UNKNOWN_MODE);
+	json_decref(r);
+	cr_assert_str_eq(active_mode(), "plan", "asking about another mode changes nothing");
+	close(fd);
+}
+
+Test(ctl, subscribe_gets_mode_changed)
+{
+	int a = connect_main(), b = connect_main();
+	json_t *r = rpc(a, "subscribe", "{\"events\":[\"mode.changed\"]}");
+	result_of(r);
+	json_decref(r);
+	r = rpc(b, "mode.set", "{\"mode\":\"design\"}");
+	result_of(r);
+	json_decref(r);
+	json_t *n = read_msg(a);
+	cr_assert_not_null(n);
+	cr_assert_str_eq(sget(n, "method"), "mode.changed");
+	cr_assert_null(json_object_get(n, "id"));
+	json_t *p = json_object_get(n, "params");
+	cr_assert_str_eq(sget(p, "from"), "plan");
+	cr_assert_str_eq(sget(p, "to"), "design");
+	cr_assert_str_eq(sget(p, "origin"), "socket");
+	json_decref(n);
+	/* Subscribers are exempt from the idle timeout (600 ms here). */
+	usleep(1500 * 1000);
+	assert_served_promptly(a);
+	close(a);
+	close(b);
+}
+
+Test(ctl, protocol_errors)
+{
+	int fd = connect_main();
+	send_all(fd, "{not json\n");
+	json_t *r = read_msg(fd);
+	cr_assert_eq(error_code(r), PW_RPC_PARSE_ERROR);
+	cr_assert(json_is_null(json_object_get(r, "id")));
+	json_decref(r);
+
+	r = rpc(fd, "mode.set", "{\"mode\":5}");
+	cr_assert_eq(error_code(r), PW_RPC_INVALID_PARAMS);
+	cr_assert(strstr(error_message(r), "params.mode"));
+	json_decref(r);
+
+	r = rpc(fd, "check", "{\"paths\":\"a\"}");
+	cr_assert_eq(error_code(r), PW_RPC_INVALID_PARAMS);
+	json_decref(r);
+
+	r = rpc(fd, "status", "{\"bogus\":1}");
+	cr_assert_eq(error_code(r), PW_RPC_INVALID_PARAMS);
+	json_decref(r);
+
+	r = rpc(fd, "nosuch.method", NULL);
+	cr_assert_eq(error_code(r), PW_RPC_METHOD_NOT_FOUND);
+	json_decref(r);
+
+	send_all(fd, "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}]\n");
+	r = read_msg(fd);
+	cr_assert_eq(error_code(r), PW_RPC_INVALID_REQUEST);
+	json_decref(r);
+
+	/* A notification (no id) is executed but not answered: the next line read is the
+	 * reply to the following request. */
+	send_all(fd, "{\"jsonrpc\":\"2.0\",\"method\":\"mode.set\",\"params\":{\"mode\":\"review\"}}\n");
+	r = rpc(fd, "mode.get", NULL);
+	cr_assert_str_eq(sget(result_of(r), "mode"), "review");
+	json_decref(r);
+
+	/* Two requests in one write, and CRLF framing. */
+	send_all(fd, "{\"jsonrpc\":\"2.0\",\"id\":\"x\",\"method\":\"mode.get\"}\r\n"
+		     "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"mode.get\"}\n");
+	r = read_msg(fd);
+	cr_assert_str_eq(sget(r, "id"), "x");
+	json_decref(r);
+	r = read_msg(fd);
+	cr_assert_eq(json_integer_value(json_object_get(r, "id")), 2);
+	json_decref(r);
+	close(fd);
+}
+
+/* ---- hostile clients ------------------------------------------------------------------- */
+
+static void *send_huge_line(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	static char chunk[1 << 20];
+	memset(chunk, 'a', sizeof(chunk));
+	send(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"", 35, MSG_NOSIGNAL);
+	for (int i = 0; i < 100; i++) /* 100 MiB, or until the server closes */
+		if (send(fd, chunk, sizeof(chunk), MSG_NOSIGNAL) < 0)
+			break;
+	return NULL;
+}
+
+Test(ctl, huge_line_is_answered_then_closed)
+{
+	int normal = connect_main(), huge = connect_main();
+	pthread_t t;
+	pthread_create(&t, NULL, send_huge_line, (void *)(intptr_t)huge);
+	json_t *r = read_msg(huge);
+	cr_assert_not_null(r, "an error line before the close");
+	cr_assert_eq(error_code(r), PW_RPC_TOO_LARGE);
+	json_decref(r);
+	assert_served_promptly(normal);
+	pthread_join(t, NULL);
+	char c;
+	cr_assert_leq(read(huge, &c, 1), 0, "closed after the error");
+	close(huge);
+	assert_served_promptly(normal);
+	close(normal);
+}
+
+Test(ctl, client_that_never_reads_is_dropped)
+{
+	int normal = connect_main(), lazy = connect_main();
+	static const char req[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}\n";
+	size_t sent = 0;
+	bool dropped = false;
+	int sndbuf = 4096;
+	setsockopt(lazy, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	fcntl(lazy, F_SETFL, O_NONBLOCK);
+	int64_t t0 = now_ms();
+	/* Keep asking, never read: the replies pile up in the server until it drops us. */
+	while (now_ms() - t0 < 20000) {
+		ssize_t n = send(lazy, req, sizeof(req) - 1, MSG_NOSIGNAL);
+		if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+			dropped = true;
+			break;
+		}
+		if (n < 0) {
+			struct pollfd p = { .fd = lazy, .events = POLLOUT };
+			poll(&p, 1, 50);
+		} else {
+			sent += n;
+		}
+		if (sent % (sizeof(req) * 500) == 0)
+			assert_served_promptly(normal);
+	}
+	cr_assert(dropped, "server kept a client that never reads (%zu bytes sent)", sent);
+	assert_served_promptly(normal);
+	close(lazy);
+	close(normal);
+}
+
+Test(ctl, client_that_never_writes_times_out)
+{
+	int normal = connect_main(), idle = connect_main();
+	send_all(idle, "{\"jsonrpc\":\"2.0\",\"id\":1,"); /* half a request, then silence */
+	int64_t t0 = now_ms();
+	struct pollfd p = { .fd = idle, .events = POLLIN };
+	while (now_ms() - t0 < 5000) {
+		assert_served_promptly(normal);
+		if (poll(&p, 1, 100) == 1)
+			break;
+	}
+	char c;
+	cr_assert_eq(read(idle, &c, 1), 0, "idle client closed");
+	cr_assert_lt(now_ms() - t0, 5000);
+	close(idle);
+	close(normal);
+}
+
+Test(ctl, three_hundred_connections)
+{
+	int normal = connect_main();
+	int fds[300], busy = 0;
+	for (int i = 0; i < 300; i++) {
+		fds[i] = connect_to(sock);
+		cr_assert_geq(fds[i], 0, "connect %d: %s", i, strerror(-fds[i]));
+		if (i % 50 == 0)
+			assert_served_promptly(normal);
+	}
+	assert_served_promptly(normal);
+	/* Beyond PW_CLIENTS_MAX, connections get one error line and are closed. */
+	for (int i = 0; i < 300; i++) {
+		struct pollfd p = { .fd = fds[i], .events = POLLIN };
+		if (poll(&p, 1, 0) == 1) {
+			json_t *r = read_msg(fds[i]);
+			if (r && error_code(r) == PW_RPC_BUSY)
+				busy++;
+			json_decref(r);
+		}
+	}
+	cr_assert_geq(busy, 300 + 1 - PW_CLIENTS_MAX, "busy %d", busy);
+	for (int i = 0; i < 300; i++)
+		close(fds[i]);
+	/* The slots come back. */
+	usleep(200 * 1000);
+	int fresh = connect_main();
+	assert_served_promptly(fresh);
+	close(fresh);
+	close(normal);
+}
+
+Test(ctl, disconnect_mid_request)
+{
+	int normal = connect_main();
+	for (int i = 0; i < 20; i++) {
+		int fd = connect_main();
+		send_all(fd, i % 2 ? "{\"jsonrpc\":\"2.0\",\"id\":1,\"meth"
+				   : "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"mode.set\","
+				     "\"params\":{\"mode\":\"design\"}}\n");
+		close(fd);
+	}
+	assert_served_promptly(normal);
+	/* A request whose client vanished still ran to completion. */
+	cr_assert_str_eq(active_mode(), "design");
+	close(normal);
+}
+
+/* ---- authority ------------------------------------------------------------------------- */
+
+Test(ctl, other_uid_refused)
+{
+	if (getuid() != 0)
+		cr_skip_test("needs root to become another uid");
+	/* Let uid 65534 reach the socket, so the server's SO_PEERCRED check is what refuses. */
+	chmod(tmp, 0755);
+	chmod(rundir, 0711);
+	chmod(sock, 0666);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		if (setgid(65534) < 0 || setuid(65534) < 0)
+			_exit(10);
+		int fd = connect_to(sock);
+		if (fd < 0)
+			_exit(11);
+		char line[512];
+		send(fd, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"mode.set\",\"params\":{\"mode\":\"off\"}}\n",
+		     71, MSG_NOSIGNAL);
+		char *l = read_line(fd);
+		if (!l)
+			_exit(12);
+		snprintf(line, sizeof(line), "%s", l);
+		if (!strstr(line, "-32002") || !strstr(line, "uid 65534"))
+			_exit(13);
+		char c;
+		_exit(read(fd, &c, 1) <= 0 ? 0 : 14); /* EOF, or ECONNRESET: closed */
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	cr_assert(WIFEXITED(status));
+	cr_assert_eq(WEXITSTATUS(status), 0, "child status %d", WEXITSTATUS(status));
+	cr_assert_str_eq(active_mode(), "plan");
+}
+
+Test(ctl, authorize_switch_unit)
+{
+	pw_peer owner = { .uid = getuid(), .origin = "socket" };
+	pw_peer other = { .uid = getuid() + 1000, .origin = "socket" };
+	pw_peer agent = { .uid = getuid(), .restricted = true, .origin = "agent-socket" };
+	pw_policy *build = NULL, *review = NULL;
+	char *why = NULL;
+
+	cr_assert_eq(pw_view_compile(view, "build", &build), 0);
+	cr_assert_eq(pw_view_compile(view, "review", &review), 0);
+	cr_assert_eq(pw_view_authorize_switch(view, &owner, build, &why), 0);
+	cr_assert_null(why);
+	if (getuid() != 0) {
+		cr_assert_eq(pw_view_authorize_switch(view, &other, review, &why), -EPERM);
+		cr_assert_not_null(why);
+		free(why);
+		why = NULL;
+	}
+	pw_peer root = { .uid = 0, .origin = "socket" };
+	cr_assert_eq(pw_view_authorize_switch(view, &root, build, &why), 0);
+
+	/* Active is plan: build loosens, review does not. */
+	cr_assert_eq(pw_view_authorize_switch(view, &agent, build, &why), -EPERM);
+	cr_assert_not_null(why);
+	cr_assert(strstr(why, "piworkfs mode build"), "%s", why);
+	free(why);
+	why = NULL;
+	cr_assert_eq(pw_view_authorize_switch(view, &agent, review, &why), 0);
+	pw_policy_unref(build);
+	pw_policy_unref(review);
+}
+
+Test(ctl, agent_socket_may_only_tighten)
+{
+	char agent_path[256];
+	snprintf(agent_path, sizeof(agent_path), "%s/agent/ctl.sock", tmp);
+	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, agent_path), 0);
+	int owner = connect_main();
+	int agent = -1;
+	for (int i = 0; i < 50 && agent < 0; i++) { /* the server thread adopts it */
+		agent = connect_to(agent_path);
+		if (agent < 0)
+			usleep(20 * 1000);
+	}
+	cr_assert_geq(agent, 0);
+
+	json_t *r = rpc(agent, "mode.set", "{\"mode\":\"build\"}");
+	cr_assert_eq(error_code(r), PW_RPC_REFUSED);
+	cr_assert(strstr(error_message(r), "piworkfs mode build"), "%s", error_message(r));
+	json_decref(r);
+	cr_assert_str_eq(active_mode(), "plan");
+
+	r = rpc(owner, "mode.set", "{\"mode\":\"build\"}");
+	result_of(r);
+	json_decref(r);
+	r = rpc(agent, "mode.set", "{\"mode\":\"plan\"}");
+	cr_assert_str_eq(sget(result_of(r), "mode"), "plan");
+	json_decref(r);
+	cr_assert_str_eq(active_mode(), "plan");
+	/* Reads are fine for the agent. */
+	r = rpc(agent, "status", NULL);
+	result_of(r);
+	json_decref(r);
+	close(agent);
+	close(owner);
+	pw_ctl_server_stop(srv);
+	srv = NULL;
+	struct stat st;
+	cr_assert_eq(lstat(agent_path, &st), -1, "agent socket removed at stop");
+}
+
+/* ---- reload ---------------------------------------------------------------------------- */
+
+static void break_build(bool broken)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s/.piworkfs", proj);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/.piworkfs/modes", proj);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/.piworkfs/modes/build.md", proj);
+	if (broken)
+		writefile(path, "---\nname: build\nwrites: [unclosed\n---\nbody\n");
+	else
+		unlink(path);
+}
+
+Test(ctl, reload_with_broken_active_mode_fails_closed_then_recovers)
+{
+	int fd = connect_main();
+	json_t *r = rpc(fd, "mode.set", "{\"mode\":\"build\"}");
+	result_of(r);
+	json_decref(r);
+
+	break_build(true);
+	r = rpc(fd, "reload", NULL);
+	json_t *res = result_of(r);
+	cr_assert(json_is_true(json_object_get(res, "fail_closed")));
+	cr_assert_not_null(sget(res, "fail_reason"));
+	cr_assert_str_eq(sget(res, "mode"), "build");
+	json_decref(r);
+	pw_policy *p = pw_fs_policy(&fake_fs, NULL);
+	cr_assert(pw_policy_is_fail_closed(p), "a broken active mode must fail closed");
+	pw_policy_unref(p);
+
+	r = rpc(fd, "status", NULL);
+	res = result_of(r);
+	cr_assert(json_is_true(json_object_get(res, "fail_closed")));
+	cr_assert(strstr(sget(res, "fail_reason"), "build.md"), "%s", sget(res, "fail_reason"));
+	json_decref(r);
+
+	r = rpc(fd, "check", "{\"paths\":[\"src/a.c\"]}");
+	json_t *d = json_array_get(json_object_get(result_of(r), "decisions"), 0);
+	cr_assert_str_eq(sget(d, "decision"), "denied");
+	json_decref(r);
+
+	/* Switching to the broken mode is refused; the view stays closed. */
+	r = rpc(fd, "mode.set", "{\"mode\":\"build\"}");
+	cr_assert_eq(error_code(r), PW_RPC_MODE_BROKEN);
+	json_decref(r);
+
+	/* Fix and reload: recovered. */
+	break_build(false);
+	r = rpc(fd, "reload", NULL);
+	res = result_of(r);
+	cr_assert(json_is_false(json_object_get(res, "fail_closed")));
+	json_decref(r);
+	cr_assert_str_eq(active_mode(), "build");
+	p = pw_fs_policy(&fake_fs, NULL);
+	cr_assert_not(pw_policy_is_fail_closed(p));
+	pw_policy_unref(p);
+
+	/* Break again; `mode plan` recovers too. */
+	break_build(true);
+	r = rpc(fd, "reload", NULL);
+	cr_assert(json_is_true(json_object_get(result_of(r), "fail_closed")));
+	json_decref(r);
+	r = rpc(fd, "mode.set", "{\"mode\":\"plan\"}");
+	result_of(r);
+	json_decref(r);
+	r = rpc(fd, "status", NULL);
+	cr_assert(json_is_false(json_object_get(result_of(r), "fail_closed")));
+	cr_assert_str_eq(sget(result_of(r), "mode"), "plan");
+	json_decref(r);
+	close(fd);
+}
+
+Test(ctl, agent_reload_cannot_loosen)
+{
+	char agent_path[256];
+	snprintf(agent_path, sizeof(agent_path), "%s/agent.sock", tmp);
+	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, agent_path), 0);
+	int fd = connect_main();
+	json_t *r = rpc(fd, "mode.set", "{\"mode\":\"build\"}");
+	result_of(r);
+	json_decref(r);
+	break_build(true);
+	r = rpc(fd, "reload", NULL);
+	json_decref(r);
+	break_build(false);
+	int agent = -1;
+	for (int i = 0; i < 50 && agent < 0; i++) {
+		agent = connect_to(agent_path);
+		if (agent < 0)
+			usleep(20 * 1000);
+	}
+	cr_assert_geq(agent, 0);
+	/* Failing closed -> build would loosen: the agent cannot do that by reloading. */
+	r = rpc(agent, "reload", NULL);
+	cr_assert_eq(error_code(r), PW_RPC_REFUSED);
+	json_decref(r);
+	pw_policy *p = pw_fs_policy(&fake_fs, NULL);
+	cr_assert(pw_policy_is_fail_closed(p));
+	pw_policy_unref(p);
+	close(agent);
+	close(fd);
+}
+
+Test(ctl, sighup_reload_request)
+{
+	int fd = connect_main();
+	json_t *r = rpc(fd, "status", NULL);
+	json_int_t before = json_integer_value(json_object_get(result_of(r), "reloads"));
+	json_decref(r);
+	pw_ctl_server_request_reload(srv);
+	json_int_t after = before;
+	for (int i = 0; i < 100 && after == before; i++) {
+		usleep(10 * 1000);
+		r = rpc(fd, "status", NULL);
+		after = json_integer_value(json_object_get(result_of(r), "reloads"));
+		json_decref(r);
+	}
+	cr_assert_eq(after, before + 1);
+	close(fd);
+}
+
+Test(ctl, last_mode_restored_and_explicit_unknown_fails_closed)
+{
+	int fd = connect_main();
+	json_t *r = rpc(fd, "mode.set", "{\"mode\":\"design\"}");
+	result_of(r);
+	json_decref(r);
+	close(fd);
+
+	/* A second view of the same project (as after a remount) restores design. */
+	pw_view *v2 = NULL;
+	pw_view_opts vo = { .project = proj, .mountpoint = mnt, .fs = &fake_fs,
+			    .owner_uid = getuid(), .bundled_dir = SOURCE_MODES, .state = state };
+	pw_policy_unref(fake_fs.active);
+	fake_fs.active = NULL;
+	cr_assert_eq(pw_view_new(&vo, &v2), 0);
+	cr_assert_str_eq(active_mode(), "design");
+	pw_view_free(v2);
+
+	vo.initial_mode = "nosuch";
+	cr_assert_eq(pw_view_new(&vo, &v2), 0);
+	pw_policy *p = pw_fs_policy(&fake_fs, NULL);
+	cr_assert(pw_policy_is_fail_closed(p), "unknown initial mode: fail closed, not permissive");
+	pw_policy_unref(p);
+	pw_view_status st;
+	cr_assert_eq(pw_view_get_status(v2, &st), 0);
+	cr_assert_not_null(st.fail_reason);
+	pw_view_status_done(&st);
+	pw_view_free(v2);
+}
+
+/* ---- denied notifications -------------------------------------------------------------- */
+
+Test(ctl_audit, denied_notifications_rate_limited, .timeout = 120)
+{
+	signal(SIGPIPE, SIG_IGN);
+	start_view(NULL, true);
+	int fd = connect_main();
+	json_t *r = rpc(fd, "subscribe", NULL);
+	cr_assert(json_is_true(json_object_get(result_of(r), "audit")));
+	json_decref(r);
+
+	for (int i = 0; i < 200; i++) {
+		char path[32];
+		snprintf(path, sizeof(path), "src/f%d.c", i);
+		pw_audit_event ev = { .mode = "plan", .generation = 1, .op = PW_OP_CREATE,
+				      .path = path, .err = EROFS, .reason = PW_REASON_READ_ONLY,
+				      .pid = getpid(), .uid = getuid() };
+		pw_audit_submit(audit, &ev);
+	}
+	int got = 0;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	while (poll(&p, 1, 1500) == 1) {
+		json_t *n = read_msg(fd);
+		if (!n)
+			break;
+		cr_assert_str_eq(sget(n, "method"), "denied");
+		json_t *params = json_object_get(n, "params");
+		cr_assert_str_eq(sget(params, "errno"), "EROFS");
+		cr_assert_str_eq(sget(params, "op"), "create");
+		cr_assert(startswith(sget(params, "path"), "src/f"));
+		got++;
+		json_decref(n);
+	}
+	/* 10/s with a burst of 10: far fewer than 200 in ~2 s, but some. */
+	cr_assert_geq(got, 1);
+	cr_assert_leq(got, 40, "rate limit: got %d", got);
+	r = rpc(fd, "status", NULL);
+	cr_assert_gt(json_integer_value(json_object_get(json_object_get(result_of(r), "clients"),
+							"denied_suppressed")),
+		     0);
+	json_decref(r);
+	close(fd);
+	stop_view();
+}
