@@ -1,0 +1,976 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * piworkfs log: the audit log, read straight from the state database over a read-only
+ * connection (no daemon needed), newest last:
+ *
+ *   TIME                     MODE    OP          ERRNO   PID     COMM      COUNT  PATH  RULE
+ *   2025-01-02 10:11:12.345  plan    create      EROFS   4242    bash      1      a.md  read-only
+ *
+ * --json prints one JSON object per line instead (docs/AUDIT.md). --follow keeps polling the
+ * database every 200 ms for rows added since.
+ *
+ * piworkfs why PATH: the last denials of PATH from the log, and the decision the project's
+ * mode makes about it now (the --mode given, else the live view's mode, else the last mode
+ * recorded for the project).
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <time.h>
+
+#include "cli.h"
+#include "db.h"
+#include "output.h"
+#include "project.h"
+#include "report.h"
+#include "state.h"
+
+#define LOG_DEFAULT_LIMIT 50
+#define WHY_DEFAULT_LIMIT 5
+#define FOLLOW_POLL_NS (200 * 1000000L)
+
+static const char log_usage[] =
+	"Usage: piworkfs log [-n N] [--denied] [--mode M] [--path GLOB] [--pid P]\n"
+	"                    [--since TIME] [--project DIR] [--follow] [--json]\n"
+	"\n"
+	"Show the audit log of the views: the operations they denied (and allowed ones when a\n"
+	"view logs them), oldest first, newest last. Reads the state database directly.\n"
+	"\n"
+	"Options:\n"
+	"  -n, --lines N      show the last N events (default 50; 0: all)\n"
+	"      --denied       only denied operations (leave out allowed ones, when logged)\n"
+	"  -m, --mode M       only events in mode M\n"
+	"  -p, --path GLOB    only events whose path (or second path) matches GLOB\n"
+	"      --pid P        only events of process P\n"
+	"  -s, --since TIME   only events at or after TIME: 2025-01-31, 2025-01-31T14:05[:09],\n"
+	"                     with Z or +HH:MM for a zone (default local time), or 30s, 10m,\n"
+	"                     2h, 3d, 1w ago\n"
+	"  -C, --project DIR  only events of the project DIR\n"
+	"  -f, --follow       keep printing new events as they are written (Ctrl-C to stop)\n"
+	"      --json         one JSON object per line (docs/AUDIT.md)\n"
+	"  -h, --help         show this help\n"
+	"\n"
+	"The database is $PIWORKFS_STATE_DB, $XDG_STATE_HOME/piworkfs/state.db,\n"
+	"/var/lib/piworkfs/state.db for root, else ~/.local/state/piworkfs/state.db.\n"
+	"Exit status: 0 ok; 2 usage error; 5 the database cannot be read.\n";
+
+static const char why_usage[] =
+	"Usage: piworkfs why [--mode M] [--project DIR] [-n N] [--json] PATH\n"
+	"\n"
+	"Explain why writes to PATH are denied: its last denials in the audit log, and the\n"
+	"decision the mode makes about it now with the rule that decides.\n"
+	"\n"
+	"Options:\n"
+	"  -m, --mode M       judge under mode M (default: the live view's mode, else the\n"
+	"                     project's last mode)\n"
+	"  -C, --project DIR  the project (default: the one enclosing the current directory)\n"
+	"  -n, --lines N      how many past denials to show (default 5)\n"
+	"      --json         print one JSON object\n"
+	"  -h, --help         show this help\n"
+	"\n"
+	"Exit status: 0 ok; 2 usage error; 3 unknown mode or bad project; 5 system error.\n";
+
+/* ---- One audit row. ---- */
+
+typedef struct log_row {
+	int64_t id, time_ns, generation, rule_line, pid, uid, count, first_ns, last_ns;
+	int err;
+	char *project, *mountpoint, *mode, *op, *path, *path2, *reason, *rule_kind,
+		*rule_pattern, *rule_file, *comm;
+} log_row;
+
+#define ROW_COLUMNS                                                                                \
+	"id, time_ns, project, mountpoint, mode, generation, op, path, path2, errno, reason, "     \
+	"rule_kind, rule_pattern, rule_file, rule_line, pid, uid, comm, count, first_ns, last_ns"
+
+static void log_row_done(log_row *r)
+{
+	char **strs[] = { &r->project, &r->mountpoint, &r->mode,	 &r->op,
+			  &r->path,    &r->path2,      &r->reason,	 &r->rule_kind,
+			  &r->rule_pattern, &r->rule_file, &r->comm };
+	for (size_t i = 0; i < ELEMENTSOF(strs); i++)
+		free(*strs[i]);
+	*r = (log_row){ 0 };
+}
+
+static int dup_col(sqlite3_stmt *st, int col, char **ret)
+{
+	const char *s = (const char *)sqlite3_column_text(st, col);
+
+	*ret = NULL;
+	if (!s)
+		return 0;
+	*ret = strdup(s);
+	return *ret ? 0 : -ENOMEM;
+}
+
+static int log_row_read(sqlite3_stmt *st, log_row *r)
+{
+	*r = (log_row){
+		.id = sqlite3_column_int64(st, 0),
+		.time_ns = sqlite3_column_int64(st, 1),
+		.generation = sqlite3_column_int64(st, 5),
+		.err = sqlite3_column_int(st, 9),
+		.rule_line = sqlite3_column_int64(st, 14),
+		.pid = sqlite3_column_int64(st, 15),
+		.uid = sqlite3_column_int64(st, 16),
+		.count = sqlite3_column_int64(st, 18),
+		.first_ns = sqlite3_column_int64(st, 19),
+		.last_ns = sqlite3_column_int64(st, 20),
+	};
+	static const struct {
+		int col;
+		size_t off;
+	} strs[] = {
+		{ 2, offsetof(log_row, project) },	 { 3, offsetof(log_row, mountpoint) },
+		{ 4, offsetof(log_row, mode) },		 { 6, offsetof(log_row, op) },
+		{ 7, offsetof(log_row, path) },		 { 8, offsetof(log_row, path2) },
+		{ 10, offsetof(log_row, reason) },	 { 11, offsetof(log_row, rule_kind) },
+		{ 12, offsetof(log_row, rule_pattern) }, { 13, offsetof(log_row, rule_file) },
+		{ 17, offsetof(log_row, comm) },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(strs); i++) {
+		if (dup_col(st, strs[i].col, (char **)((char *)r + strs[i].off)) < 0) {
+			log_row_done(r);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* ---- Printing. ---- */
+
+static void format_time(int64_t ns, bool utc, char *buf, size_t size)
+{
+	time_t secs = (time_t)(ns / 1000000000);
+	struct tm tm;
+	char base[32];
+
+	if (utc)
+		gmtime_r(&secs, &tm);
+	else
+		localtime_r(&secs, &tm);
+	strftime(base, sizeof(base), utc ? "%Y-%m-%dT%H:%M:%S" : "%Y-%m-%d %H:%M:%S", &tm);
+	snprintf(buf, size, "%s.%03d%s", base, (int)((ns % 1000000000) / 1000000), utc ? "Z" : "");
+}
+
+static const char *errno_text(int err, char *buf, size_t size)
+{
+	const char *name = pw_report_errno_name(err);
+
+	if (err == 0)
+		return "-";
+	if (name)
+		return name;
+	snprintf(buf, size, "%d", err);
+	return buf;
+}
+
+/* The rule column: the reason, and the rule's pattern and origin when there is one. */
+static void format_rule(const log_row *r, char *buf, size_t size)
+{
+	const char *home = getenv("HOME");
+	const char *file = r->rule_file;
+	char shown[PW_PATH_MAX];
+
+	if (file && home && *home && startswith(file, home) && file[strlen(home)] == '/') {
+		snprintf(shown, sizeof(shown), "~%s", file + strlen(home));
+		file = shown;
+	}
+	if (r->rule_pattern && file)
+		snprintf(buf, size, "%s %s (%s:%lld)", r->reason ? r->reason : "rule",
+			 r->rule_pattern, file, (long long)r->rule_line);
+	else if (r->rule_pattern)
+		snprintf(buf, size, "%s %s", r->reason ? r->reason : "rule", r->rule_pattern);
+	else
+		snprintf(buf, size, "%s", r->reason ? r->reason : "-");
+}
+
+static void print_header(void)
+{
+	printf("%-23s  %-8s  %-12s  %-6s  %-7s  %-15s  %5s  %s  %s\n", "TIME", "MODE", "OP",
+	       "ERRNO", "PID", "COMM", "COUNT", "PATH", "RULE");
+}
+
+static void print_row_text(const log_row *r)
+{
+	char when[48], errbuf[16], rule[PW_PATH_MAX + PW_GLOB_LEN_MAX + 64];
+
+	format_time(r->time_ns, false, when, sizeof(when));
+	format_rule(r, rule, sizeof(rule));
+	printf("%-23s  %-8s  %-12s  %-6s  %-7lld  %-15s  %5lld  %s%s%s  %s\n", when,
+	       r->mode ? r->mode : "-", r->op ? r->op : "-", errno_text(r->err, errbuf, sizeof(errbuf)),
+	       (long long)r->pid, r->comm ? r->comm : "-", (long long)r->count,
+	       r->path ? r->path : "", r->path2 ? " -> " : "", r->path2 ? r->path2 : "", rule);
+}
+
+static json_t *str_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+static json_t *row_json(const log_row *r)
+{
+	char when[48];
+	json_t *o = json_object();
+	json_t *rule = NULL;
+
+	if (!o)
+		return NULL;
+	format_time(r->time_ns, true, when, sizeof(when));
+	if (r->rule_pattern) {
+		rule = json_object();
+		if (!rule ||
+		    json_object_set_new(rule, "kind", str_or_null(r->rule_kind)) < 0 ||
+		    json_object_set_new(rule, "pattern", str_or_null(r->rule_pattern)) < 0 ||
+		    json_object_set_new(rule, "file", str_or_null(r->rule_file)) < 0 ||
+		    json_object_set_new(rule, "line", json_integer(r->rule_line)) < 0)
+			goto fail;
+	}
+	const char *en = pw_report_errno_name(r->err);
+	if (json_object_set_new(o, "id", json_integer(r->id)) < 0 ||
+	    json_object_set_new(o, "time", json_string(when)) < 0 ||
+	    json_object_set_new(o, "time_ns", json_integer(r->time_ns)) < 0 ||
+	    json_object_set_new(o, "project", str_or_null(r->project)) < 0 ||
+	    json_object_set_new(o, "mountpoint", str_or_null(r->mountpoint)) < 0 ||
+	    json_object_set_new(o, "mode", str_or_null(r->mode)) < 0 ||
+	    json_object_set_new(o, "generation", json_integer(r->generation)) < 0 ||
+	    json_object_set_new(o, "op", str_or_null(r->op)) < 0 ||
+	    json_object_set_new(o, "path", str_or_null(r->path)) < 0 ||
+	    json_object_set_new(o, "path2", str_or_null(r->path2)) < 0 ||
+	    json_object_set_new(o, "denied", json_boolean(r->err != 0)) < 0 ||
+	    json_object_set_new(o, "errno", r->err ? str_or_null(en) : json_null()) < 0 ||
+	    json_object_set_new(o, "errno_num", json_integer(r->err)) < 0 ||
+	    json_object_set_new(o, "reason", str_or_null(r->reason)) < 0)
+		goto fail;
+	/* json_object_set_new takes the reference even when it fails. */
+	if (json_object_set_new(o, "rule", rule ? TAKE_PTR(rule) : json_null()) < 0 ||
+	    json_object_set_new(o, "pid", json_integer(r->pid)) < 0 ||
+	    json_object_set_new(o, "uid", json_integer(r->uid)) < 0 ||
+	    json_object_set_new(o, "comm", str_or_null(r->comm)) < 0 ||
+	    json_object_set_new(o, "count", json_integer(r->count)) < 0 ||
+	    json_object_set_new(o, "first_ns", json_integer(r->first_ns)) < 0 ||
+	    json_object_set_new(o, "last_ns", json_integer(r->last_ns)) < 0)
+		goto fail;
+	return o;
+fail:
+	json_decref(rule);
+	json_decref(o);
+	return NULL;
+}
+
+static int print_row_json(const log_row *r)
+{
+	_cleanup_json_ json_t *o = row_json(r);
+	if (!o)
+		return -ENOMEM;
+	if (json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_COMPACT) < 0)
+		return -EIO;
+	putchar('\n');
+	return 0;
+}
+
+/* ---- Filters and the query. ---- */
+
+typedef struct log_filter {
+	bool denied;
+	const char *mode;
+	pw_glob *path_glob;   /* matched in C: SQL has no gitignore globs */
+	const char *path_eq;  /* exact path (why) */
+	bool has_pid;
+	int64_t pid;
+	bool has_since;
+	int64_t since_ns;
+	const char *project;
+} log_filter;
+
+/* Builds the SELECT for F. AFTER_ID >= 0 asks for rows with a larger id, oldest first (for
+ * --follow); otherwise rows come newest first. */
+static int build_query(sqlite3 *db, const log_filter *f, int64_t after_id, sqlite3_stmt **ret)
+{
+	char sql[1024];
+	int n = snprintf(sql, sizeof(sql), "SELECT " ROW_COLUMNS " FROM audit WHERE 1");
+
+	if (f->denied)
+		n += snprintf(sql + n, sizeof(sql) - n, " AND errno != 0");
+	if (f->mode)
+		n += snprintf(sql + n, sizeof(sql) - n, " AND mode = ?1");
+	if (f->path_eq)
+		n += snprintf(sql + n, sizeof(sql) - n, " AND (path = ?2 OR path2 = ?2)");
+	if (f->has_pid)
+		n += snprintf(sql + n, sizeof(sql) - n, " AND pid = ?3");
+	if (f->has_since)
+		n += snprintf(sql + n, sizeof(sql) - n, " AND last_ns >= ?4");
+	if (f->project)
+		n += snprintf(sql + n, sizeof(sql) - n, " AND project = ?5");
+	if (after_id >= 0)
+		n += snprintf(sql + n, sizeof(sql) - n, " AND id > ?6 ORDER BY id");
+	else
+		n += snprintf(sql + n, sizeof(sql) - n, " ORDER BY time_ns DESC, id DESC");
+	if (n >= (int)sizeof(sql))
+		return -E2BIG;
+
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return pw_db_errno(rc);
+	if (f->mode)
+		sqlite3_bind_text(st, 1, f->mode, -1, SQLITE_STATIC);
+	if (f->path_eq)
+		sqlite3_bind_text(st, 2, f->path_eq, -1, SQLITE_STATIC);
+	if (f->has_pid)
+		sqlite3_bind_int64(st, 3, f->pid);
+	if (f->has_since)
+		sqlite3_bind_int64(st, 4, f->since_ns);
+	if (f->project)
+		sqlite3_bind_text(st, 5, f->project, -1, SQLITE_STATIC);
+	if (after_id >= 0)
+		sqlite3_bind_int64(st, 6, after_id);
+	*ret = st;
+	return 0;
+}
+
+static bool row_passes(const log_filter *f, const log_row *r)
+{
+	if (!f->path_glob)
+		return true;
+	return (r->path && pw_glob_match_tree(f->path_glob, r->path, false)) ||
+	       (r->path2 && pw_glob_match_tree(f->path_glob, r->path2, false));
+}
+
+static void finalizep(sqlite3_stmt **st)
+{
+	sqlite3_finalize(*st);
+}
+
+/* The last LIMIT rows passing F (0: all), oldest first, in *ret_rows. */
+static int collect_rows(sqlite3 *db, const log_filter *f, size_t limit, log_row **ret_rows,
+			size_t *ret_n)
+{
+	_cleanup_(finalizep) sqlite3_stmt *st = NULL;
+	log_row *rows = NULL;
+	size_t n = 0, cap = 0;
+	int rc, r = build_query(db, f, -1, &st);
+
+	if (r < 0)
+		return r;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW && (limit == 0 || n < limit)) {
+		log_row row;
+		if (log_row_read(st, &row) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		if (!row_passes(f, &row)) {
+			log_row_done(&row);
+			continue;
+		}
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 64;
+			log_row *nrows = realloc(rows, ncap * sizeof(*rows));
+			if (!nrows) {
+				log_row_done(&row);
+				r = -ENOMEM;
+				break;
+			}
+			rows = nrows;
+			cap = ncap;
+		}
+		rows[n++] = row;
+	}
+	if (r >= 0 && rc != SQLITE_ROW && rc != SQLITE_DONE)
+		r = pw_db_errno(rc);
+	if (r < 0) {
+		for (size_t i = 0; i < n; i++)
+			log_row_done(&rows[i]);
+		free(rows);
+		return r;
+	}
+	for (size_t i = 0; i < n / 2; i++) { /* newest first -> oldest first */
+		log_row t = rows[i];
+		rows[i] = rows[n - 1 - i];
+		rows[n - 1 - i] = t;
+	}
+	*ret_rows = rows;
+	*ret_n = n;
+	return 0;
+}
+
+static void free_rows(log_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		log_row_done(&rows[i]);
+	free(rows);
+}
+
+/* ---- --since ---- */
+
+/* Parses "10m", "2h", ... (seconds ago). Returns 0 or -EINVAL. */
+static int parse_relative(const char *s, int64_t *ret_secs)
+{
+	char *end = NULL;
+
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || end == s || v < 0 || !end[0] || end[1])
+		return -EINVAL;
+	int64_t unit;
+	switch (end[0]) {
+	case 's': unit = 1; break;
+	case 'm': unit = 60; break;
+	case 'h': unit = 3600; break;
+	case 'd': unit = 86400; break;
+	case 'w': unit = 7 * 86400; break;
+	default: return -EINVAL;
+	}
+	if (v > INT64_MAX / unit / 1000000000)
+		return -ERANGE;
+	*ret_secs = v * unit;
+	return 0;
+}
+
+/* Parses an ISO 8601 date or date-time: YYYY-MM-DD[(T| )HH:MM[:SS[.fff]]][Z|(+|-)HH[:]MM].
+ * Without a zone the time is local. */
+static int parse_iso(const char *s, int64_t *ret_ns)
+{
+	struct tm tm = { 0 };
+	const char *p = strptime(s, "%Y-%m-%d", &tm);
+	long nsec = 0;
+
+	if (!p)
+		return -EINVAL;
+	if (*p == 'T' || *p == 't' || *p == ' ') {
+		const char *q = strptime(p + 1, "%H:%M", &tm);
+		if (!q)
+			return -EINVAL;
+		p = q;
+		if (*p == ':') {
+			q = strptime(p + 1, "%S", &tm);
+			if (!q)
+				return -EINVAL;
+			p = q;
+			if (*p == '.' || *p == ',') {
+				long scale = 100000000;
+				for (p++; *p >= '0' && *p <= '9'; p++, scale /= 10)
+					nsec += (*p - '0') * scale;
+			}
+		}
+	}
+	bool utc = false;
+	long offset = 0;
+	if (*p == 'Z' || *p == 'z') {
+		utc = true;
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		int sign = *p == '-' ? -1 : 1, hh, mm;
+		int used = 0;
+		if (sscanf(p + 1, "%2d:%2d%n", &hh, &mm, &used) != 2 &&
+		    sscanf(p + 1, "%2d%2d%n", &hh, &mm, &used) != 2)
+			return -EINVAL;
+		if (hh > 23 || mm > 59)
+			return -EINVAL;
+		utc = true;
+		offset = sign * (hh * 3600L + mm * 60L);
+		p += 1 + used;
+	}
+	if (*p)
+		return -EINVAL;
+	time_t t;
+	if (utc) {
+		t = timegm(&tm) - offset;
+	} else {
+		tm.tm_isdst = -1;
+		t = mktime(&tm);
+	}
+	if (t == (time_t)-1)
+		return -EINVAL;
+	*ret_ns = (int64_t)t * 1000000000 + nsec;
+	return 0;
+}
+
+static int parse_since(const char *s, int64_t *ret_ns)
+{
+	int64_t secs;
+
+	if (parse_relative(s, &secs) == 0) {
+		*ret_ns = pw_db_now_ns() - secs * 1000000000;
+		return 0;
+	}
+	return parse_iso(s, ret_ns);
+}
+
+/* ---- The log command. ---- */
+
+static volatile sig_atomic_t stop_following;
+
+static void on_stop(int sig)
+{
+	stop_following = 1;
+}
+
+static int max_id(sqlite3 *db, int64_t *ret)
+{
+	_cleanup_(finalizep) sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, "SELECT coalesce(max(id), 0) FROM audit", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return pw_db_errno(rc);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW)
+		return pw_db_errno(rc);
+	*ret = sqlite3_column_int64(st, 0);
+	return 0;
+}
+
+/* Prints the rows added after *LAST_ID that pass F, and moves *LAST_ID. */
+static int print_new_rows(sqlite3 *db, const log_filter *f, bool json, int64_t *last_id)
+{
+	_cleanup_(finalizep) sqlite3_stmt *st = NULL;
+	int rc, r = build_query(db, f, *last_id, &st);
+
+	if (r < 0)
+		return r;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		log_row row;
+		if (log_row_read(st, &row) < 0)
+			return -ENOMEM;
+		*last_id = row.id;
+		if (row_passes(f, &row)) {
+			if (json)
+				r = print_row_json(&row);
+			else
+				print_row_text(&row);
+		}
+		log_row_done(&row);
+		if (r < 0)
+			return r;
+	}
+	fflush(stdout);
+	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+}
+
+/* Polls until interrupted. The database may not exist yet when following starts. */
+static int follow(const char *path, sqlite3 *db, const log_filter *f, bool json, int64_t last_id)
+{
+	_cleanup_(pw_db_closep) sqlite3 *own = db;
+	struct sigaction sa = { .sa_handler = on_stop };
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	while (!stop_following) {
+		if (!own && pw_db_open_readonly(path, &own) < 0)
+			own = NULL;
+		if (own) {
+			int r = print_new_rows(own, f, json, &last_id);
+			if (r == -EIO && ferror(stdout))
+				return r;
+			if (r < 0 && r != -EBUSY)
+				return r;
+		}
+		if (ferror(stdout))
+			return -EPIPE;
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = FOLLOW_POLL_NS };
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+typedef struct log_opts {
+	log_filter f;
+	size_t limit;
+	bool json, follow;
+	const char *project_opt, *glob;
+} log_opts;
+
+static int parse_count(const char *cmd, const char *s, const char *what, int64_t *ret)
+{
+	char *end = NULL;
+
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < 0) {
+		pw_err(cmd, "%s: not a non-negative number: '%s'", what, s);
+		return -EINVAL;
+	}
+	*ret = v;
+	return 0;
+}
+
+static int log_parse(int argc, char **argv, log_opts *o)
+{
+	enum { OPT_DENIED = 0x100, OPT_PID, OPT_JSON };
+	static const struct option opts[] = {
+		{ "lines", required_argument, NULL, 'n' },
+		{ "denied", no_argument, NULL, OPT_DENIED },
+		{ "mode", required_argument, NULL, 'm' },
+		{ "path", required_argument, NULL, 'p' },
+		{ "pid", required_argument, NULL, OPT_PID },
+		{ "since", required_argument, NULL, 's' },
+		{ "project", required_argument, NULL, 'C' },
+		{ "follow", no_argument, NULL, 'f' },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	int64_t v;
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":n:m:p:s:C:fh", opts, NULL)) >= 0) {
+		switch (c) {
+		case 'n':
+			if (parse_count(argv[0], optarg, "-n", &v) < 0)
+				return PW_EXIT_USAGE;
+			o->limit = (size_t)v;
+			break;
+		case OPT_DENIED: o->f.denied = true; break;
+		case 'm': o->f.mode = optarg; break;
+		case 'p': o->glob = optarg; break;
+		case OPT_PID:
+			if (parse_count(argv[0], optarg, "--pid", &v) < 0)
+				return PW_EXIT_USAGE;
+			o->f.has_pid = true;
+			o->f.pid = v;
+			break;
+		case 's':
+			if (parse_since(optarg, &o->f.since_ns) < 0) {
+				pw_err(argv[0], "--since: not a time: '%s' (use 2025-01-31, "
+						"2025-01-31T14:05:09, 10m, 2h, 3d)",
+				       optarg);
+				return PW_EXIT_USAGE;
+			}
+			o->f.has_since = true;
+			break;
+		case 'C': o->project_opt = optarg; break;
+		case 'f': o->follow = true; break;
+		case OPT_JSON: o->json = true; break;
+		case 'h': return pw_usage(argv[0], log_usage, false) == 0 ? -1 : PW_EXIT_USAGE;
+		default: return pw_err_option(argv[0], c, argv);
+		}
+	}
+	if (optind < argc) {
+		pw_err(argv[0], "unexpected argument '%s' (see 'piworkfs log --help')", argv[optind]);
+		return PW_EXIT_USAGE;
+	}
+	return PW_EXIT_OK;
+}
+
+static void pw_glob_freep(pw_glob **g)
+{
+	pw_glob_free(*g);
+}
+
+int cmd_log(int argc, char **argv)
+{
+	_cleanup_free_ char *dbpath = pw_state_default_path();
+	_cleanup_(pw_db_closep) sqlite3 *db = NULL;
+	_cleanup_(pw_glob_freep) pw_glob *glob = NULL;
+	_cleanup_project_ pw_cli_project p = { 0 };
+	log_opts o = { .limit = LOG_DEFAULT_LIMIT };
+	log_row *rows = NULL;
+	size_t n = 0;
+	const char *err = NULL;
+	int r;
+
+	r = log_parse(argc, argv, &o);
+	if (r < 0)
+		return PW_EXIT_OK; /* --help */
+	if (r != PW_EXIT_OK)
+		return r;
+	if (o.glob) {
+		char norm[PW_GLOB_LEN_MAX + 2];
+		/* A pattern given as "./x" or "/x" means the same as "x". */
+		snprintf(norm, sizeof(norm), "%s", startswith(o.glob, "./") ? o.glob + 2 : o.glob);
+		r = pw_glob_compile(norm, &glob, &err);
+		if (r < 0) {
+			pw_err(argv[0], "--path: bad glob '%s': %s", o.glob, err ? err : strerror(-r));
+			return PW_EXIT_USAGE;
+		}
+		o.f.path_glob = glob;
+	}
+	if (o.project_opt) {
+		r = pw_cli_project_open(o.project_opt, &p, &err);
+		if (r < 0) {
+			pw_err(argv[0], "%s: %s", o.project_opt, err ? err : strerror(-r));
+			return PW_EXIT_CONFIG;
+		}
+		o.f.project = p.root;
+	}
+	if (!dbpath) {
+		pw_err(argv[0], "cannot tell where the state database is (no $HOME)");
+		return PW_EXIT_SYSTEM;
+	}
+
+	r = pw_db_open_readonly(dbpath, &db);
+	if (r == -ENOENT || r == -EPROTO) {
+		/* Nothing logged yet: an empty log, not an error. */
+		if (o.follow)
+			return follow(dbpath, NULL, &o.f, o.json, 0) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
+		if (!o.json)
+			printf("no events (no state database at %s yet)\n", dbpath);
+		return PW_EXIT_OK;
+	}
+	if (r < 0) {
+		pw_err(argv[0], "cannot read %s: %s", dbpath, strerror(-r));
+		return PW_EXIT_SYSTEM;
+	}
+
+	int64_t last_id = 0;
+	r = max_id(db, &last_id);
+	if (r >= 0)
+		r = collect_rows(db, &o.f, o.limit, &rows, &n);
+	if (r < 0) {
+		pw_err(argv[0], "cannot read the audit log in %s: %s", dbpath, strerror(-r));
+		return PW_EXIT_SYSTEM;
+	}
+	if (!o.json && (n > 0 || o.follow))
+		print_header();
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		if (o.json)
+			r = print_row_json(&rows[i]);
+		else
+			print_row_text(&rows[i]);
+	}
+	free_rows(rows, n);
+	if (!o.json && n == 0 && !o.follow)
+		printf("no matching events\n");
+	fflush(stdout);
+	if (r >= 0 && o.follow)
+		r = follow(dbpath, TAKE_PTR(db), &o.f, o.json, last_id);
+	if (r < 0 || ferror(stdout)) {
+		if (r != -EPIPE)
+			pw_err(argv[0], "cannot print: %s", strerror(r < 0 ? -r : EIO));
+		return PW_EXIT_SYSTEM;
+	}
+	return PW_EXIT_OK;
+}
+
+/* ---- The why command. ---- */
+
+typedef struct why_mode {
+	char *mode;
+	const char *source; /* "option", "live", "last", "default" */
+} why_mode;
+
+/* The mode to judge under: --mode, the live view's, the last recorded, else plan (what a
+ * project never seen starts in). */
+static int why_pick_mode(const pw_cli_project *p, const char *opt, const char *dbpath,
+			 why_mode *ret)
+{
+	char *m = NULL;
+
+	if (opt) {
+		m = strdup(opt);
+		*ret = (why_mode){ m, "option" };
+		return m ? 0 : -ENOMEM;
+	}
+	if (pw_cli_live_mode && pw_cli_live_mode(p, &m) == 0) {
+		*ret = (why_mode){ m, "live" };
+		return 0;
+	}
+	if (dbpath && access(dbpath, F_OK) == 0) {
+		pw_state *s = NULL;
+		if (pw_state_open(dbpath, &s, NULL) == 0) {
+			int r = pw_state_get_last_mode(s, p->root, &m);
+			pw_state_close(s);
+			if (r == 0) {
+				*ret = (why_mode){ m, "last" };
+				return 0;
+			}
+		}
+	}
+	m = strdup("plan");
+	*ret = (why_mode){ m, "default" };
+	return m ? 0 : -ENOMEM;
+}
+
+static const char *why_source_text(const char *source)
+{
+	if (streq(source, "option"))
+		return "as asked";
+	if (streq(source, "live"))
+		return "the live view's mode";
+	if (streq(source, "last"))
+		return "the project's last mode; no live view answered";
+	return "the project was never mounted: a new project starts in plan";
+}
+
+typedef struct why_opts {
+	const char *mode, *project;
+	size_t limit;
+	bool json;
+	const char *path;
+} why_opts;
+
+static int why_parse(int argc, char **argv, why_opts *o)
+{
+	enum { OPT_JSON = 0x100 };
+	static const struct option opts[] = {
+		{ "mode", required_argument, NULL, 'm' },
+		{ "project", required_argument, NULL, 'C' },
+		{ "lines", required_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	int64_t v;
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":m:C:n:h", opts, NULL)) >= 0) {
+		switch (c) {
+		case 'm': o->mode = optarg; break;
+		case 'C': o->project = optarg; break;
+		case 'n':
+			if (parse_count(argv[0], optarg, "-n", &v) < 0)
+				return PW_EXIT_USAGE;
+			o->limit = (size_t)v;
+			break;
+		case OPT_JSON: o->json = true; break;
+		case 'h': return pw_usage(argv[0], why_usage, false) == 0 ? -1 : PW_EXIT_USAGE;
+		default: return pw_err_option(argv[0], c, argv);
+		}
+	}
+	if (optind + 1 != argc) {
+		pw_err(argv[0], optind >= argc ? "no PATH given (see 'piworkfs why --help')"
+					       : "one PATH at a time (see 'piworkfs why --help')");
+		return PW_EXIT_USAGE;
+	}
+	o->path = argv[optind];
+	return PW_EXIT_OK;
+}
+
+/* The op to judge now: the one last denied, else a plain write. */
+static pw_op why_op(const log_row *rows, size_t n)
+{
+	if (n > 0 && rows[n - 1].op) {
+		int op = pw_op_from_name(rows[n - 1].op);
+		if (op >= 0 && pw_op_is_write((pw_op)op))
+			return (pw_op)op;
+	}
+	return PW_OP_WRITE;
+}
+
+static int why_print_text(const pw_cli_project *p, const char *rel, const why_mode *wm,
+			  const pw_policy *pol, const pw_decision *d, const log_row *rows,
+			  size_t n)
+{
+	char buf[PW_PATH_MAX];
+	const char *file = d->rule ? pw_cli_display_file(p, d->rule->file, buf, sizeof(buf)) : NULL;
+	_cleanup_free_ char *text = pw_report_decision_text(d, pw_policy_mode_name(pol), file);
+
+	if (!text)
+		return -ENOMEM;
+	printf("%s in %s\n", rel[0] ? rel : ".", p->root);
+	printf("now (mode %s, %s): %s%s%s\n", wm->mode, why_source_text(wm->source),
+	       d->allowed ? "allowed" : "denied", d->allowed ? "" : " ",
+	       d->allowed ? "" : pw_report_errno_name(d->err));
+	printf("  %s\n", text);
+	if (n == 0) {
+		printf("no denials of this path in the audit log\n");
+		return 0;
+	}
+	printf("last %zu denial%s:\n", n, n == 1 ? "" : "s");
+	print_header();
+	for (size_t i = 0; i < n; i++)
+		print_row_text(&rows[i]);
+	return 0;
+}
+
+static int why_print_json(const pw_cli_project *p, const char *rel, pw_op op, bool is_dir,
+			  const why_mode *wm, const pw_policy *pol, const pw_decision *d,
+			  const log_row *rows, size_t n)
+{
+	json_t *o = json_object(), *arr = json_array();
+	json_t *dec = pw_report_decision(rel, op, is_dir, d, pw_policy_mode_name(pol));
+
+	if (!o || !arr || !dec ||
+	    json_object_set_new(o, "path", json_string(rel)) < 0 ||
+	    json_object_set_new(o, "project", json_string(p->root)) < 0 ||
+	    json_object_set_new(o, "mode", json_string(wm->mode)) < 0 ||
+	    json_object_set_new(o, "mode_source", json_string(wm->source)) < 0 ||
+	    json_object_set_new(o, "now", dec) < 0) {
+		json_decref(o);
+		json_decref(arr);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (json_array_append_new(arr, row_json(&rows[i])) < 0) {
+			json_decref(o);
+			json_decref(arr);
+			return -ENOMEM;
+		}
+	if (json_object_set_new(o, "denials", arr) < 0) {
+		json_decref(o);
+		return -ENOMEM;
+	}
+	return pw_print_json(o);
+}
+
+int cmd_why(int argc, char **argv)
+{
+	_cleanup_free_ char *dbpath = pw_state_default_path();
+	_cleanup_project_ pw_cli_project p = { 0 };
+	_cleanup_modeset_ pw_modeset *ms = NULL;
+	_cleanup_policy_ pw_policy *pol = NULL;
+	why_opts o = { .limit = WHY_DEFAULT_LIMIT };
+	why_mode wm = { 0 };
+	log_row *rows = NULL;
+	size_t n = 0;
+	char rel[PW_PATH_MAX];
+	const char *err = NULL;
+	bool slash = false;
+	int r;
+
+	r = why_parse(argc, argv, &o);
+	if (r < 0)
+		return PW_EXIT_OK;
+	if (r != PW_EXIT_OK)
+		return r;
+	r = pw_cli_project_open(o.project, &p, &err);
+	if (r < 0) {
+		pw_err(argv[0], "%s: %s", o.project ? o.project : ".", err ? err : strerror(-r));
+		return PW_EXIT_CONFIG;
+	}
+	r = pw_cli_map_path(&p, o.path, rel, &slash, &err);
+	if (r == -EXDEV) {
+		pw_err(argv[0], "%s: outside the project %s", o.path, p.root);
+		return PW_EXIT_CONFIG;
+	}
+	if (r < 0) {
+		pw_err(argv[0], "%s: %s", o.path, err ? err : strerror(-r));
+		return PW_EXIT_CONFIG;
+	}
+
+	/* Past denials: from the log, when there is one. */
+	_cleanup_(pw_db_closep) sqlite3 *db = NULL;
+	if (dbpath && pw_db_open_readonly(dbpath, &db) == 0) {
+		log_filter f = { .denied = true, .path_eq = rel, .project = p.root };
+		r = collect_rows(db, &f, o.limit, &rows, &n);
+		if (r < 0) {
+			pw_err(argv[0], "cannot read the audit log in %s: %s", dbpath, strerror(-r));
+			return PW_EXIT_SYSTEM;
+		}
+	}
+
+	if (why_pick_mode(&p, o.mode, dbpath, &wm) < 0) {
+		free_rows(rows, n);
+		return PW_EXIT_SYSTEM;
+	}
+	r = pw_cli_get_policy(argv[0], &p, wm.mode, &ms, &pol);
+	if (r != PW_EXIT_OK) {
+		free(wm.mode);
+		free_rows(rows, n);
+		return r;
+	}
+	pw_op op = why_op(rows, n);
+	bool is_dir = pw_cli_path_is_dir(&p, rel, slash || rel[0] == '\0');
+	pw_decision d;
+	pw_policy_decide(pol, op, rel, is_dir, &d);
+	r = o.json ? why_print_json(&p, rel[0] ? rel : ".", op, is_dir, &wm, pol, &d, rows, n)
+		   : why_print_text(&p, rel, &wm, pol, &d, rows, n);
+	free(wm.mode);
+	free_rows(rows, n);
+	if (r < 0) {
+		pw_err(argv[0], "cannot print: %s", strerror(-r));
+		return PW_EXIT_SYSTEM;
+	}
+	return PW_EXIT_OK;
+}

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * piworkfs trust [PROJECT] [--revoke]: records in the state database that a project's own
+ * layer (PROJECT/.piworkfs) may widen what modes allow (writes.allow, writes.tokens,
+ * protect: false, design token files). Trust is keyed by the project's real path. A running
+ * view reads trust when it loads its modes, so a change takes effect at the next
+ * `piworkfs reload` or mount. `piworkfs trust --list` shows the trusted projects.
+ */
+#include <getopt.h>
+#include <time.h>
+
+#include "cli.h"
+#include "db.h"
+#include "output.h"
+#include "project.h"
+#include "state.h"
+
+static const char usage[] =
+	"Usage: piworkfs trust [PROJECT] [--revoke] [--json]\n"
+	"       piworkfs trust --list [--json]\n"
+	"\n"
+	"Trust PROJECT (default: the project enclosing the current directory): its own modes\n"
+	"and configuration in PROJECT/.piworkfs may then widen what a mode allows (writes.allow,\n"
+	"writes.tokens, protect: false, design token files). An untrusted project may only\n"
+	"tighten. Takes effect at the next `piworkfs reload` or mount of the project.\n"
+	"\n"
+	"Options:\n"
+	"  -r, --revoke       withdraw trust instead\n"
+	"  -l, --list         list the trusted projects\n"
+	"      --json         print JSON\n"
+	"  -h, --help         show this help\n"
+	"\n"
+	"Exit status: 0 ok; 2 usage error; 3 the project does not exist; 5 the state database\n"
+	"cannot be written.\n";
+
+static void finalizep(sqlite3_stmt **st)
+{
+	sqlite3_finalize(*st);
+}
+
+static void format_since(int64_t ns, char *buf, size_t size)
+{
+	time_t secs = (time_t)(ns / 1000000000);
+	struct tm tm;
+
+	localtime_r(&secs, &tm);
+	strftime(buf, size, "%Y-%m-%d %H:%M", &tm);
+}
+
+/* Lists trusted projects from a read-only connection (a missing database: none). */
+static int trust_list(const char *cmd, const char *dbpath, bool json)
+{
+	_cleanup_(pw_db_closep) sqlite3 *db = NULL;
+	_cleanup_(finalizep) sqlite3_stmt *st = NULL;
+	_cleanup_json_ json_t *arr = json ? json_array() : NULL;
+	unsigned n = 0;
+	int rc, r;
+
+	if (json && !arr)
+		return PW_EXIT_SYSTEM;
+	r = pw_db_open_readonly(dbpath, &db);
+	if (r < 0 && r != -ENOENT && r != -EPROTO) {
+		pw_err(cmd, "cannot read %s: %s", dbpath, strerror(-r));
+		return PW_EXIT_SYSTEM;
+	}
+	if (db) {
+		rc = sqlite3_prepare_v2(db,
+					"SELECT path, trusted_ns FROM projects WHERE trusted != 0 "
+					"ORDER BY path",
+					-1, &st, NULL);
+		if (rc != SQLITE_OK) {
+			pw_err(cmd, "cannot read %s: %s", dbpath, sqlite3_errmsg(db));
+			return PW_EXIT_SYSTEM;
+		}
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			const char *path = (const char *)sqlite3_column_text(st, 0);
+			int64_t since = sqlite3_column_int64(st, 1);
+			char when[32];
+			format_since(since, when, sizeof(when));
+			n++;
+			if (!json) {
+				printf("%s  (since %s)\n", path, when);
+				continue;
+			}
+			json_t *o = json_object();
+			if (!o || json_object_set_new(o, "project", json_string(path)) < 0 ||
+			    json_object_set_new(o, "since_ns", json_integer(since)) < 0 ||
+			    json_array_append_new(arr, o) < 0) {
+				json_decref(o);
+				return PW_EXIT_SYSTEM;
+			}
+		}
+		if (rc != SQLITE_DONE) {
+			pw_err(cmd, "cannot read %s: %s", dbpath, sqlite3_errmsg(db));
+			return PW_EXIT_SYSTEM;
+		}
+	}
+	if (json) {
+		json_t *o = json_object();
+		if (!o || json_object_set_new(o, "trusted", TAKE_PTR(arr)) < 0) {
+			json_decref(o);
+			return PW_EXIT_SYSTEM;
+		}
+		return pw_print_json(o) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
+	}
+	if (n == 0)
+		printf("no trusted projects\n");
+	return PW_EXIT_OK;
+}
+
+static int trust_set(const char *cmd, const char *dbpath, const char *root, bool trust,
+		     bool json)
+{
+	pw_state *s = NULL;
+	_cleanup_free_ char *warning = NULL;
+	int r = pw_state_open(dbpath, &s, &warning);
+
+	if (r < 0) {
+		pw_err(cmd, "cannot open the state database %s: %s", dbpath, strerror(-r));
+		return PW_EXIT_SYSTEM;
+	}
+	if (warning)
+		pw_err(cmd, "warning: %s", warning);
+	int before = pw_state_is_trusted(s, root);
+	r = before < 0 ? before : pw_state_set_trusted(s, root, trust);
+	pw_state_close(s);
+	if (r < 0) {
+		pw_err(cmd, "cannot record trust in %s: %s", dbpath, strerror(-r));
+		return PW_EXIT_SYSTEM;
+	}
+	bool changed = (before == 1) != trust;
+
+	if (json) {
+		json_t *o = json_object();
+		if (!o || json_object_set_new(o, "project", json_string(root)) < 0 ||
+		    json_object_set_new(o, "trusted", json_boolean(trust)) < 0 ||
+		    json_object_set_new(o, "changed", json_boolean(changed)) < 0 ||
+		    json_object_set_new(o, "takes_effect", json_string("next reload or mount")) < 0) {
+			json_decref(o);
+			return PW_EXIT_SYSTEM;
+		}
+		return pw_print_json(o) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
+	}
+	if (!changed) {
+		printf("%s is already %s\n", root, trust ? "trusted" : "not trusted");
+		return PW_EXIT_OK;
+	}
+	if (trust)
+		printf("trusted %s: its .piworkfs modes and configuration may now widen what modes "
+		       "allow\n",
+		       root);
+	else
+		printf("revoked trust in %s: its .piworkfs layer may now only tighten\n", root);
+	printf("this takes effect at the next reload or mount (piworkfs reload)\n");
+	return PW_EXIT_OK;
+}
+
+int cmd_trust(int argc, char **argv)
+{
+	enum { OPT_JSON = 0x100 };
+	static const struct option opts[] = {
+		{ "revoke", no_argument, NULL, 'r' },
+		{ "list", no_argument, NULL, 'l' },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	_cleanup_free_ char *dbpath = pw_state_default_path();
+	_cleanup_project_ pw_cli_project p = { 0 };
+	bool revoke = false, list = false, json = false;
+	const char *err = NULL;
+	int c, r;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":rlh", opts, NULL)) >= 0) {
+		switch (c) {
+		case 'r': revoke = true; break;
+		case 'l': list = true; break;
+		case OPT_JSON: json = true; break;
+		case 'h': return pw_usage(argv[0], usage, false);
+		default: return pw_err_option(argv[0], c, argv);
+		}
+	}
+	if (argc - optind > 1) {
+		pw_err(argv[0], "one PROJECT at a time (see 'piworkfs trust --help')");
+		return PW_EXIT_USAGE;
+	}
+	if (list && (revoke || optind < argc)) {
+		pw_err(argv[0], "--list takes no PROJECT and no --revoke");
+		return PW_EXIT_USAGE;
+	}
+	if (!dbpath) {
+		pw_err(argv[0], "cannot tell where the state database is (no $HOME)");
+		return PW_EXIT_SYSTEM;
+	}
+	if (list)
+		return trust_list(argv[0], dbpath, json);
+
+	const char *project = optind < argc ? argv[optind] : NULL;
+	r = pw_cli_project_open(project, &p, &err);
+	if (r < 0) {
+		pw_err(argv[0], "%s: %s", project ? project : ".", err ? err : strerror(-r));
+		return PW_EXIT_CONFIG;
+	}
+	return trust_set(argv[0], dbpath, p.root, !revoke, json);
+}
