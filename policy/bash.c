@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The bash pre-flight's result object: targets, decisions, the verdict and its JSON form,
+ * and the entry point that sets up one analysis (bash.h explains the model).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "bash.h"
+#include "bash_internal.h"
+#include "limits.h"
+#include "path.h"
+#include "report.h"
+#include "util.h"
+
+const char *pw_bash_status_name(pw_bash_status s)
+{
+	switch (s) {
+	case PW_BASH_ALLOWED:
+		return "allowed";
+	case PW_BASH_DENIED:
+		return "denied";
+	case PW_BASH_OUTSIDE:
+		return "outside";
+	case PW_BASH_UNKNOWN:
+		return "unknown";
+	}
+	return "unknown";
+}
+
+const char *pw_bash_access_name(pw_bash_access a)
+{
+	switch (a) {
+	case PW_BASH_WRITE:
+		return "write";
+	case PW_BASH_READ:
+		return "read";
+	case PW_BASH_EXEC:
+		return "exec";
+	}
+	return "write";
+}
+
+const char *pw_bash_kind_name(pw_bash_kind k)
+{
+	switch (k) {
+	case PW_BASH_KIND_PATH:
+		return "path";
+	case PW_BASH_KIND_PATTERN:
+		return "pattern";
+	case PW_BASH_KIND_RAW:
+		return "raw";
+	case PW_BASH_KIND_COMMAND:
+		return "command";
+	}
+	return "raw";
+}
+
+static void target_done(pw_bash_target *t)
+{
+	free(t->command);
+	free(t->path);
+	free(t->note);
+}
+
+void pw_bash_result_free(pw_bash_result *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n_targets; i++)
+		target_done(&r->targets[i]);
+	free(r->targets);
+	free(r);
+}
+
+size_t pw_bash_target_count(const pw_bash_result *r)
+{
+	return r ? r->n_targets : 0;
+}
+
+const pw_bash_target *pw_bash_target_get(const pw_bash_result *r, size_t i)
+{
+	return r && i < r->n_targets ? &r->targets[i] : NULL;
+}
+
+bool pw_bash_result_heuristic(const pw_bash_result *r)
+{
+	return r && r->heuristic;
+}
+
+bool pw_bash_result_truncated(const pw_bash_result *r)
+{
+	return r && r->truncated;
+}
+
+bool bw_spend(bw_ctx *c, unsigned long n)
+{
+	if (c->steps >= n) {
+		c->steps -= n;
+		return true;
+	}
+	if (c->steps != 0 || !c->res->truncated) {
+		c->steps = 0;
+		c->res->truncated = true;
+		bw_add_unknown_cmd(c, "(analysis)", "the command is too large to analyze fully");
+	}
+	return false;
+}
+
+static bool target_same(const pw_bash_target *t, const char *command, pw_bash_access access,
+			pw_bash_kind kind, const char *path)
+{
+	return t->access == access && t->kind == kind && streq_ptr(t->path, path) &&
+	       streq_ptr(t->command, command);
+}
+
+static void add_raw(bw_ctx *c, const char *command, pw_bash_access access, pw_op op,
+		    pw_bash_kind kind, const char *path, pw_bash_status status, bool is_dir,
+		    bool subtree, const char *note)
+{
+	pw_bash_result *r = c->res;
+
+	if (r->n_targets == r->cap_targets) {
+		size_t cap = r->cap_targets ? r->cap_targets * 2 : 16;
+		pw_bash_target *t = reallocarray(r->targets, cap, sizeof(*t));
+		if (!t) {
+			r->oom = true;
+			return;
+		}
+		r->targets = t;
+		r->cap_targets = cap;
+	}
+	pw_bash_target *t = &r->targets[r->n_targets];
+	*t = (pw_bash_target){
+		.command = strdup(command ? command : "?"),
+		.path = path ? strdup(path) : NULL,
+		.note = note ? strdup(note) : NULL,
+		.kind = kind,
+		.access = access,
+		.op = op,
+		.is_dir = is_dir,
+		.subtree = subtree,
+		.heuristic = c->heuristic,
+		.status = status,
+	};
+	if (!t->command || (path && !t->path) || (note && !t->note)) {
+		target_done(t);
+		r->oom = true;
+		return;
+	}
+	r->n_targets++;
+}
+
+void bw_add(bw_ctx *c, const char *command, pw_bash_access access, pw_op op,
+	    pw_bash_kind kind, const char *path, pw_bash_status status, bool is_dir, bool subtree,
+	    const char *note)
+{
+	pw_bash_result *r = c->res;
+
+	/* Same command, same path: once is enough (functions and loops repeat themselves).
+	 * Bounded: at most PW_BASH_TARGETS_MAX comparisons per add. */
+	for (size_t i = 0; i < r->n_targets; i++) {
+		pw_bash_target *t = &r->targets[i];
+		if (target_same(t, command, access, kind, path)) {
+			t->subtree |= subtree;
+			t->heuristic |= c->heuristic;
+			return;
+		}
+	}
+	if (r->n_targets >= PW_BASH_TARGETS_MAX - 1) {
+		if (!r->truncated) {
+			r->truncated = true;
+			add_raw(c, "(analysis)", PW_BASH_EXEC, PW_OP_WRITE, PW_BASH_KIND_COMMAND, NULL,
+				PW_BASH_UNKNOWN, false, false, "too many targets to list");
+		}
+		return;
+	}
+	add_raw(c, command, access, op, kind, path, status, is_dir, subtree, note);
+}
+
+void bw_add_unknown_cmd(bw_ctx *c, const char *command, const char *note)
+{
+	bw_add(c, command, PW_BASH_EXEC, PW_OP_WRITE, PW_BASH_KIND_COMMAND, NULL, PW_BASH_UNKNOWN,
+	       false, false, note);
+}
+
+void pw_bash_decide(pw_bash_result *r, const pw_policy *policy)
+{
+	if (!r || !policy)
+		return;
+	for (size_t i = 0; i < r->n_targets; i++) {
+		pw_bash_target *t = &r->targets[i];
+		if (t->kind != PW_BASH_KIND_PATH && t->kind != PW_BASH_KIND_PATTERN)
+			continue;
+		if (t->status == PW_BASH_OUTSIDE)
+			continue;
+		pw_op op = t->access == PW_BASH_READ ? PW_OP_READ : t->op;
+		pw_policy_decide(policy, op, t->path, t->is_dir, &t->decision);
+		t->decided = true;
+		t->status = t->decision.allowed ? PW_BASH_ALLOWED : PW_BASH_DENIED;
+	}
+}
+
+static int status_rank(pw_bash_status s)
+{
+	switch (s) {
+	case PW_BASH_DENIED:
+		return 3;
+	case PW_BASH_OUTSIDE:
+		return 2;
+	case PW_BASH_UNKNOWN:
+		return 1;
+	case PW_BASH_ALLOWED:
+		return 0;
+	}
+	return 1;
+}
+
+pw_bash_status pw_bash_verdict(const pw_bash_result *r)
+{
+	pw_bash_status v = PW_BASH_ALLOWED;
+
+	if (!r || r->oom)
+		return PW_BASH_UNKNOWN;
+	for (size_t i = 0; i < r->n_targets; i++) {
+		const pw_bash_target *t = &r->targets[i];
+		pw_bash_status s = t->status;
+		/* The view does not govern reads outside the project or of unknown paths; only a
+		 * read it would refuse (a hidden path) counts. */
+		if (t->access == PW_BASH_READ && s != PW_BASH_DENIED)
+			continue;
+		if (status_rank(s) > status_rank(v))
+			v = s;
+	}
+	if (v == PW_BASH_ALLOWED && (r->heuristic || r->truncated))
+		v = PW_BASH_UNKNOWN;
+	return v;
+}
+
+static int json_set_str(json_t *o, const char *key, const char *val)
+{
+	return json_object_set_new(o, key, val ? json_string(val) : json_null());
+}
+
+static json_t *target_json(const pw_bash_target *t)
+{
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	int k = 0;
+	k |= json_set_str(o, "command", t->command);
+	k |= json_set_str(o, "path", t->path);
+	k |= json_set_str(o, "kind", pw_bash_kind_name(t->kind));
+	k |= json_set_str(o, "access", pw_bash_access_name(t->access));
+	k |= json_set_str(o, "op", pw_op_name(t->access == PW_BASH_READ ? PW_OP_READ : t->op));
+	k |= json_set_str(o, "status", pw_bash_status_name(t->status));
+	k |= json_object_set_new(o, "is_dir", json_boolean(t->is_dir));
+	k |= json_object_set_new(o, "subtree", json_boolean(t->subtree));
+	k |= json_object_set_new(o, "heuristic", json_boolean(t->heuristic));
+	k |= json_set_str(o, "note", t->note);
+	if (t->decided) {
+		k |= json_set_str(o, "errno", pw_report_errno_name(t->decision.err));
+		k |= json_set_str(o, "reason", pw_reason_name(t->decision.reason));
+		json_t *rule = t->decision.rule ? pw_report_rule(t->decision.rule) : json_null();
+		k |= json_object_set_new(o, "rule", rule);
+	}
+	if (k < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+json_t *pw_bash_result_json(const pw_bash_result *r)
+{
+	json_t *o = json_object(), *arr = json_array();
+	if (!o || !arr)
+		goto fail;
+	for (size_t i = 0; i < r->n_targets; i++)
+		if (json_array_append_new(arr, target_json(&r->targets[i])) < 0)
+			goto fail;
+	if (json_set_str(o, "verdict", pw_bash_status_name(pw_bash_verdict(r))) < 0 ||
+	    json_object_set_new(o, "heuristic", json_boolean(r->heuristic)) < 0 ||
+	    json_object_set_new(o, "truncated", json_boolean(r->truncated)) < 0 ||
+	    json_object_set_new(o, "targets", arr) < 0) {
+		arr = NULL;
+		goto fail;
+	}
+	return o;
+fail:
+	json_decref(arr);
+	json_decref(o);
+	return NULL;
+}
+
+int pw_bash_analyze(const char *cmd, size_t len, const pw_bash_opts *opts,
+		    pw_bash_result **ret)
+{
+	char cwd[PW_PATH_MAX];
+	const char *why;
+	int r;
+
+	if (len > PW_BASH_INPUT_MAX)
+		return -E2BIG;
+	if (len > 0 && memchr(cmd, '\0', len))
+		return -EINVAL;
+	r = pw_bash_check_runtime(&why);
+	if (r < 0)
+		return r;
+	const char *c0 = opts && opts->cwd ? opts->cwd : "";
+	r = pw_path_normalize(c0, strlen(c0), cwd, NULL);
+	if (r < 0)
+		return -EINVAL;
+
+	pw_bash_opts o = opts ? *opts : (pw_bash_opts){ .root_fd = -1 };
+	pw_bash_result *res = calloc(1, sizeof(*res));
+	if (!res)
+		return -ENOMEM;
+	bw_state st = { 0 };
+	bw_set_cwd(&st, BW_CWD_KNOWN, cwd);
+	bw_ctx c = {
+		.res = res,
+		.opts = &o,
+		.st = &st,
+		.steps = BW_STEPS_BASE + BW_STEPS_PER_BYTE * (unsigned long)len,
+	};
+	bw_analyze_string(&c, cmd, len, 0, NULL);
+
+	for (size_t i = 0; i < c.n_funcs; i++)
+		free(c.funcs[i].name);
+	free(c.funcs);
+	free(st.cwd);
+	for (size_t i = 0; i < st.n_vars; i++) {
+		free(st.vars[i].name);
+		free(st.vars[i].value);
+	}
+	free(st.vars);
+	if (res->oom) {
+		pw_bash_result_free(res);
+		return -ENOMEM;
+	}
+	*ret = res;
+	return 0;
+}
