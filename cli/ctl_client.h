@@ -60,6 +60,10 @@ int pw_ctl_call(pw_ctl_conn *c, const char *method, json_t *params, json_t **ret
 int pw_ctl_read_notification(pw_ctl_conn *c, int timeout_ms, char **ret_method,
 			     json_t **ret_params);
 
+/* One-shot helper: connect to SOCKET, call, close. Errors as pw_ctl_connect/pw_ctl_call. */
+int pw_ctl_call_socket(const char *socket, const char *method, json_t *params,
+		       json_t **ret_result, int *ret_code, char **ret_message);
+
 /* One-shot helper: find the view for PATH, connect, call, close. Errors as above, plus
  * -ENOENT when PATH is not inside a view. */
 int pw_ctl_call_at(const char *path, const char *method, json_t *params, json_t **ret_result,

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * piworkfs mode [NAME]: show or switch the live mode of the view containing the current
+ * directory (or --mount PATH); piworkfs reload: re-read the view's mode files. Both talk
+ * to the view's control socket (docs/PROTOCOL.md); the daemon decides, not this client.
+ */
+#include <getopt.h>
+
+#include "cli.h"
+#include "ctl_client.h"
+#include "output.h"
+#include "proto.h"
+
+static const char mode_usage[] =
+	"Usage: piworkfs mode [NAME] [--mount PATH] [--json]\n"
+	"\n"
+	"Without NAME, show the live mode of the view containing the current directory and\n"
+	"what it allows. With NAME, switch the view to that mode; when this returns, every\n"
+	"operation that starts afterwards obeys it.\n"
+	"\n"
+	"Options:\n"
+	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
+	"      --json         print the daemon's answer as JSON (docs/PROTOCOL.md)\n"
+	"  -h, --help         show this help\n"
+	"\n"
+	"Exit status: 0 ok; 1 refused by the daemon; 2 usage error; 3 unknown or broken mode;\n"
+	"4 not inside a live view; 5 system error.\n";
+
+static const char reload_usage[] =
+	"Usage: piworkfs reload [--mount PATH] [--json]\n"
+	"\n"
+	"Re-read the mode files of the view containing the current directory (or PATH). If the\n"
+	"active mode's file is now missing or broken, the view fails closed (nothing writable)\n"
+	"until it is fixed and reloaded, or another mode is chosen.\n"
+	"\n"
+	"Options:\n"
+	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
+	"      --json         print the daemon's answer as JSON\n"
+	"  -h, --help         show this help\n"
+	"\n"
+	"Exit status: 0 ok; 1 refused; 2 usage error; 4 not inside a live view; 5 system error.\n";
+
+typedef struct opts {
+	const char *mount;
+	bool json;
+} opts;
+
+/* Parses the options shared by mode and reload. Returns -1 to go on, else an exit status. */
+static int parse_opts(int argc, char **argv, const char *usage, opts *o)
+{
+	static const struct option longopts[] = {
+		{ "mount", required_argument, NULL, 'M' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":M:h", longopts, NULL)) >= 0) {
+		switch (c) {
+		case 'M': o->mount = optarg; break;
+		case 'j': o->json = true; break;
+		case 'h': return pw_usage(argv[0], usage, false);
+		default: return pw_err_option(argv[0], c, argv);
+		}
+	}
+	return -1;
+}
+
+/* Maps a failed call to a message and an exit status. */
+static int call_failed(const char *cmd, const opts *o, int r, int code, const char *message)
+{
+	if (r == -ENOENT) {
+		pw_err(cmd, "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
+			    "--mount PATH)",
+		       o->mount ? o->mount : "the current directory");
+		return PW_EXIT_NO_VIEW;
+	}
+	if (r == -ECONNREFUSED || r == -ECONNRESET || r == -ETIMEDOUT) {
+		pw_err(cmd, "the view's daemon does not answer: %s", strerror(-r));
+		return PW_EXIT_NO_VIEW;
+	}
+	if (r == -EREMOTE) {
+		pw_err(cmd, "%s", message ? message : "the daemon refused");
+		if (code == PW_RPC_UNKNOWN_MODE || code == PW_RPC_MODE_BROKEN ||
+		    code == PW_RPC_INVALID_PARAMS)
+			return PW_EXIT_CONFIG;
+		if (code == PW_RPC_REFUSED)
+			return PW_EXIT_DENIED;
+		return PW_EXIT_SYSTEM;
+	}
+	pw_err(cmd, "cannot talk to the view: %s", strerror(-r));
+	return PW_EXIT_SYSTEM;
+}
+
+/* Prints the mode and a short list of what it allows, from a mode.get/mode.set result. */
+static void print_mode(json_t *res, bool switched)
+{
+	json_t *pol = json_object_get(res, "policy"), *rules = json_object_get(pol, "rules"), *r;
+	const char *mode = json_string_value(json_object_get(res, "mode"));
+	const char *desc = json_string_value(json_object_get(res, "description"));
+	const char *prev = json_string_value(json_object_get(res, "previous"));
+	size_t i;
+
+	if (switched && prev && !streq(prev, mode))
+		printf("mode %s (was %s)\n", mode, prev);
+	else
+		printf("mode %s\n", mode);
+	if (desc && desc[0])
+		printf("  %s\n", desc);
+	if (json_is_true(json_object_get(res, "fail_closed"))) {
+		printf("  FAILING CLOSED: nothing is writable: %s\n",
+		       json_string_value(json_object_get(res, "fail_reason")));
+		return;
+	}
+	if (json_is_true(json_object_get(pol, "writes_nothing"))) {
+		printf("  writes nothing\n");
+	}
+	_cleanup_table_ pw_table *t = pw_table_new(2);
+	json_array_foreach(rules, i, r) {
+		const char *kind = json_string_value(json_object_get(r, "kind"));
+		const char *pat = json_string_value(json_object_get(r, "pattern"));
+		if (json_is_true(json_object_get(pol, "writes_nothing")) && kind &&
+		    !streq(kind, "hide"))
+			continue; /* nothing is writable: only what is hidden still matters */
+		const char *cells[] = { kind, pat };
+		if (t)
+			pw_table_add(t, cells);
+	}
+	if (t)
+		pw_table_print(t, stdout, 2);
+}
+
+static json_t *mode_params(const char *name)
+{
+	return name ? json_pack("{s:s}", "mode", name) : NULL;
+}
+
+int cmd_mode(int argc, char **argv)
+{
+	opts o = {};
+	_cleanup_json_ json_t *res = NULL;
+	_cleanup_free_ char *message = NULL;
+	const char *name = NULL;
+	int code = 0, r;
+
+	r = parse_opts(argc, argv, mode_usage, &o);
+	if (r >= 0)
+		return r;
+	if (optind < argc)
+		name = argv[optind++];
+	if (optind < argc) {
+		pw_err(argv[0], "too many arguments (see 'piworkfs mode --help')");
+		return PW_EXIT_USAGE;
+	}
+	if (name)
+		r = pw_ctl_call_at(o.mount, "mode.set", mode_params(name), &res, &code, &message);
+	else
+		r = pw_ctl_call_at(o.mount, "mode.get", NULL, &res, &code, &message);
+	if (r < 0) {
+		int status = call_failed(argv[0], &o, r, code, message);
+		if (r == -EREMOTE && code == PW_RPC_UNKNOWN_MODE) {
+			/* List the modes there are, as the daemon knows them. */
+			_cleanup_json_ json_t *modes = NULL;
+			if (pw_ctl_call_at(o.mount, "modes.list", NULL, &modes, NULL, NULL) == 0) {
+				json_t *m;
+				size_t i;
+				fprintf(stderr, "available modes:");
+				json_array_foreach(json_object_get(modes, "modes"), i, m)
+					fprintf(stderr, " %s",
+						json_string_value(json_object_get(m, "name")));
+				fprintf(stderr, "\n");
+			}
+		}
+		return status;
+	}
+	if (o.json)
+		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
+	print_mode(res, name != NULL);
+	return PW_EXIT_OK;
+}
+
+int cmd_reload(int argc, char **argv)
+{
+	opts o = {};
+	_cleanup_json_ json_t *res = NULL;
+	_cleanup_free_ char *message = NULL;
+	json_t *w;
+	size_t i;
+	int code = 0, r;
+
+	r = parse_opts(argc, argv, reload_usage, &o);
+	if (r >= 0)
+		return r;
+	if (optind < argc) {
+		pw_err(argv[0], "unexpected argument '%s' (see 'piworkfs reload --help')",
+		       argv[optind]);
+		return PW_EXIT_USAGE;
+	}
+	r = pw_ctl_call_at(o.mount, "reload", NULL, &res, &code, &message);
+	if (r < 0)
+		return call_failed(argv[0], &o, r, code, message);
+	if (o.json)
+		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
+	printf("reloaded: mode %s (generation %lld)\n",
+	       json_string_value(json_object_get(res, "mode")),
+	       (long long)json_integer_value(json_object_get(res, "generation")));
+	if (json_is_true(json_object_get(res, "fail_closed")))
+		printf("  FAILING CLOSED: nothing is writable: %s\n",
+		       json_string_value(json_object_get(res, "fail_reason")));
+	json_array_foreach(json_object_get(res, "warnings"), i, w)
+		printf("  warning: %s\n", json_string_value(w));
+	return PW_EXIT_OK;
+}

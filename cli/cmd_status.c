@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * piworkfs status: every live view (fuse.piworkfs mounts in /proc/self/mountinfo, or the
+ * one $PIWORKFS_SOCKET names) with what its daemon says about it.
+ */
+#include <getopt.h>
+
+#include "cli.h"
+#include "ctl_client.h"
+#include "ctl_server.h"
+#include "output.h"
+
+static const char usage[] =
+	"Usage: piworkfs status [--json]\n"
+	"\n"
+	"List every live view: its project, mountpoint, active mode and generation, control\n"
+	"socket, uptime, trust, warnings (including why a view fails closed), denied\n"
+	"operations and dropped audit events.\n"
+	"\n"
+	"Options:\n"
+	"      --json   print a JSON array of the daemons' status objects (docs/PROTOCOL.md);\n"
+	"               a view whose daemon does not answer has {\"mountpoint\", \"error\"}\n"
+	"  -h, --help   show this help\n"
+	"\n"
+	"Exit status: 0 ok (also when there is no view); 2 usage error; 4 some view's daemon\n"
+	"does not answer; 5 system error.\n";
+
+static void format_uptime(json_int_t s, char *buf, size_t size)
+{
+	if (s >= 86400)
+		snprintf(buf, size, "%lldd%02lldh", (long long)s / 86400, (long long)s % 86400 / 3600);
+	else if (s >= 3600)
+		snprintf(buf, size, "%lldh%02lldm", (long long)s / 3600, (long long)s % 3600 / 60);
+	else
+		snprintf(buf, size, "%lldm%02llds", (long long)s / 60, (long long)s % 60);
+}
+
+static const char *sget(json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static json_int_t iget(json_t *o, const char *k)
+{
+	return json_integer_value(json_object_get(o, k));
+}
+
+static void print_view(json_t *st)
+{
+	char mode[128], up[32], denied[96];
+	json_t *audit = json_object_get(st, "audit"), *w;
+	size_t i;
+	_cleanup_table_ pw_table *t = pw_table_new(2);
+
+	printf("%s\n", sget(st, "mountpoint"));
+	snprintf(mode, sizeof(mode), "%s (generation %lld)%s", sget(st, "mode"),
+		 (long long)iget(st, "generation"),
+		 json_is_true(json_object_get(st, "fail_closed")) ? ", FAILING CLOSED" : "");
+	format_uptime(iget(st, "uptime_s"), up, sizeof(up));
+	if (json_is_object(audit))
+		snprintf(denied, sizeof(denied), "%lld (audit: %lld dropped)",
+			 (long long)iget(st, "denied"), (long long)iget(audit, "dropped"));
+	else
+		snprintf(denied, sizeof(denied), "%lld (no audit log)", (long long)iget(st, "denied"));
+	const char *rows[][2] = {
+		{ "project", sget(st, "project") },
+		{ "mode", mode },
+		{ "socket", sget(st, "socket") },
+		{ "uptime", up },
+		{ "trust", json_is_true(json_object_get(st, "trusted")) ? "trusted" : "untrusted" },
+		{ "denied", denied },
+	};
+	for (size_t k = 0; t && k < ELEMENTSOF(rows); k++)
+		pw_table_add(t, rows[k]);
+	if (json_is_true(json_object_get(st, "fail_closed"))) {
+		const char *row[] = { "warning", sget(st, "fail_reason") };
+		if (t)
+			pw_table_add(t, row);
+	}
+	json_array_foreach(json_object_get(st, "warnings"), i, w) {
+		const char *row[] = { "warning", json_string_value(w) };
+		if (t)
+			pw_table_add(t, row);
+	}
+	if (t)
+		pw_table_print(t, stdout, 2);
+}
+
+/* Asks the daemon behind SOCKET; on failure returns {"mountpoint","socket","error"}. */
+static json_t *ask(const char *mountpoint, const char *socket, bool *ret_failed)
+{
+	json_t *res = NULL;
+	_cleanup_free_ char *message = NULL;
+	int r = pw_ctl_call_socket(socket, "status", NULL, &res, NULL, &message);
+
+	if (r == 0)
+		return res;
+	*ret_failed = true;
+	return json_pack("{s:s?,s:s,s:s}", "mountpoint", mountpoint, "socket", socket, "error",
+			 r == -EREMOTE && message ? message : strerror(-r));
+}
+
+int cmd_status(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	_cleanup_json_ json_t *all = json_array();
+	const char *env = getenv("PIWORKFS_SOCKET");
+	bool json = false, failed = false;
+	pw_ctl_mount *m = NULL;
+	size_t n = 0, i;
+	json_t *st;
+	int c, r;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) >= 0) {
+		switch (c) {
+		case 'j': json = true; break;
+		case 'h': return pw_usage(argv[0], usage, false);
+		default: return pw_err_option(argv[0], c, argv);
+		}
+	}
+	if (optind < argc) {
+		pw_err(argv[0], "unexpected argument '%s'", argv[optind]);
+		return PW_EXIT_USAGE;
+	}
+	if (!all)
+		return PW_EXIT_SYSTEM;
+
+	if (env && env[0]) {
+		json_array_append_new(all, ask(NULL, env, &failed));
+	} else {
+		r = pw_ctl_list_mounts(&m, &n);
+		if (r < 0) {
+			pw_err(argv[0], "cannot read /proc/self/mountinfo: %s", strerror(-r));
+			return PW_EXIT_SYSTEM;
+		}
+		for (i = 0; i < n; i++) {
+			_cleanup_free_ char *sock = NULL;
+			r = pw_ctl_socket_path(NULL, m[i].mountpoint, &sock);
+			if (r < 0) {
+				failed = true;
+				json_array_append_new(all, json_pack("{s:s,s:s}", "mountpoint",
+								     m[i].mountpoint, "error",
+								     strerror(-r)));
+				continue;
+			}
+			json_array_append_new(all, ask(m[i].mountpoint, sock, &failed));
+		}
+		pw_ctl_mounts_free(m, n);
+	}
+
+	if (json) {
+		if (pw_print_json(TAKE_PTR(all)) < 0)
+			return PW_EXIT_SYSTEM;
+		return failed ? PW_EXIT_NO_VIEW : PW_EXIT_OK;
+	}
+	if (json_array_size(all) == 0)
+		printf("no live views\n");
+	json_array_foreach(all, i, st) {
+		if (i > 0)
+			printf("\n");
+		if (sget(st, "error")) {
+			printf("%s\n  error    the daemon does not answer on %s: %s\n",
+			       sget(st, "mountpoint") ? sget(st, "mountpoint") : "(PIWORKFS_SOCKET)",
+			       sget(st, "socket") ? sget(st, "socket") : "?", sget(st, "error"));
+			continue;
+		}
+		print_view(st);
+	}
+	return failed ? PW_EXIT_NO_VIEW : PW_EXIT_OK;
+}

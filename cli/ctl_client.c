@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control socket client (ctl_client.h has the contract): view discovery through
+ * /proc/self/mountinfo, and blocking calls with a timeout over one connection.
+ */
+#include "ctl_client.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl_server.h"
+#include "project.h"
+#include "proto.h"
+#include "util.h"
+
+struct pw_ctl_conn {
+	int fd;
+	unsigned timeout_ms;
+	char *buf;
+	size_t len, cap;
+	int64_t next_id;
+};
+
+/* ---- discovery ------------------------------------------------------------------------- */
+
+/* Undoes mountinfo's octal escapes (\040 for a space, \011, \012, \134) in place. */
+static void unescape(char *s)
+{
+	char *w = s;
+	for (char *r = s; *r;) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+		    r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 4;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = 0;
+}
+
+void pw_ctl_mounts_free(pw_ctl_mount *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(m[i].mountpoint);
+		free(m[i].source);
+	}
+	free(m);
+}
+
+int pw_ctl_list_mounts(pw_ctl_mount **ret, size_t *ret_n)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0, n = 0;
+	pw_ctl_mount *v = NULL;
+
+	if (!f)
+		return negative_errno();
+	while (getline(&line, &cap, f) > 0) {
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPER */
+		char *save = NULL, *fields[5] = {}, *tok;
+		int i = 0;
+		for (tok = strtok_r(line, " \n", &save); tok && i < 5;
+		     tok = strtok_r(NULL, " \n", &save))
+			fields[i++] = tok;
+		while (tok && !streq(tok, "-"))
+			tok = strtok_r(NULL, " \n", &save);
+		char *fstype = tok ? strtok_r(NULL, " \n", &save) : NULL;
+		char *source = fstype ? strtok_r(NULL, " \n", &save) : NULL;
+		if (i < 5 || !fstype || !streq(fstype, "fuse.piworkfs"))
+			continue;
+		pw_ctl_mount *nv = realloc(v, (n + 1) * sizeof(*v));
+		if (!nv)
+			goto nomem;
+		v = nv;
+		unescape(fields[4]);
+		v[n].mountpoint = strdup(fields[4]);
+		if (source)
+			unescape(source);
+		v[n].source = source ? strdup(source) : NULL;
+		n++;
+		if (!v[n - 1].mountpoint)
+			goto nomem;
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+nomem:
+	pw_ctl_mounts_free(v, n);
+	return -ENOMEM;
+}
+
+static bool path_under(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+	if (streq(root, "/"))
+		return true;
+	return strncmp(path, root, n) == 0 && (path[n] == '/' || path[n] == 0);
+}
+
+int pw_ctl_find_view_full(const char *path, char **ret_socket, char **ret_mountpoint)
+{
+	const char *env = getenv("PIWORKFS_SOCKET");
+	_cleanup_free_ char *real = NULL;
+	pw_ctl_mount *m = NULL;
+	size_t n = 0, best = SIZE_MAX, best_len = 0;
+	char *sock = NULL, *mp = NULL;
+	int r;
+
+	if (env && env[0]) {
+		struct stat st;
+		if (stat(env, &st) < 0 || !S_ISSOCK(st.st_mode))
+			return -ENOENT;
+		sock = strdup(env);
+		if (!sock)
+			return -ENOMEM;
+		*ret_socket = sock;
+		if (ret_mountpoint)
+			*ret_mountpoint = NULL;
+		return 0;
+	}
+	real = realpath(path ? path : ".", NULL);
+	if (!real)
+		return negative_errno();
+	r = pw_ctl_list_mounts(&m, &n);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(m[i].mountpoint);
+		if (path_under(real, m[i].mountpoint) && (best == SIZE_MAX || len > best_len)) {
+			best = i;
+			best_len = len;
+		}
+	}
+	if (best == SIZE_MAX) {
+		pw_ctl_mounts_free(m, n);
+		return -ENOENT;
+	}
+	r = pw_ctl_socket_path(NULL, m[best].mountpoint, &sock);
+	if (r == 0 && ret_mountpoint) {
+		mp = strdup(m[best].mountpoint);
+		if (!mp) {
+			free(sock);
+			r = -ENOMEM;
+		}
+	}
+	pw_ctl_mounts_free(m, n);
+	if (r < 0)
+		return r;
+	*ret_socket = sock;
+	if (ret_mountpoint)
+		*ret_mountpoint = mp;
+	return 0;
+}
+
+int pw_ctl_find_view(const char *path, char **ret_socket, char **ret_project)
+{
+	_cleanup_free_ char *sock = NULL;
+	char *project = NULL;
+	int r = pw_ctl_find_view_full(path, &sock, NULL);
+
+	if (r < 0)
+		return r;
+	if (ret_project) {
+		json_t *res = NULL;
+		if (pw_ctl_call_socket(sock, "status", NULL, &res, NULL, NULL) == 0) {
+			const char *p = json_string_value(json_object_get(res, "project"));
+			project = p ? strdup(p) : NULL;
+		}
+		json_decref(res);
+		*ret_project = project;
+	}
+	*ret_socket = TAKE_PTR(sock);
+	return 0;
+}
+
+/* ---- connection ------------------------------------------------------------------------ */
+
+int pw_ctl_connect(const char *socket_path, unsigned timeout_ms, pw_ctl_conn **ret)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_close_ int fd = -1;
+	pw_ctl_conn *c;
+
+	if (strlen(socket_path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, socket_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return negative_errno();
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return negative_errno();
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->fd = TAKE_FD(fd);
+	c->timeout_ms = timeout_ms ? timeout_ms : 10000;
+	c->next_id = 1;
+	*ret = c;
+	return 0;
+}
+
+void pw_ctl_close(pw_ctl_conn *c)
+{
+	if (!c)
+		return;
+	if (c->fd >= 0)
+		close(c->fd);
+	free(c->buf);
+	free(c);
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int send_all(int fd, const char *p, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return negative_errno();
+		}
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Reads one reply line into *ret (parsed). TIMEOUT_MS < 0: no timeout. */
+static int read_reply(pw_ctl_conn *c, int timeout_ms, pw_rpc_reply *ret)
+{
+	int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+
+	for (;;) {
+		char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
+		if (nl) {
+			size_t len = nl - c->buf;
+			int r = pw_rpc_parse_reply(c->buf, len, ret);
+			memmove(c->buf, nl + 1, c->len - len - 1);
+			c->len -= len + 1;
+			return r;
+		}
+		if (c->len > PW_RPC_REPLY_MAX)
+			return -EBADMSG;
+		if (c->cap - c->len < 65536) {
+			size_t cap = c->cap ? c->cap * 2 : 65536;
+			char *b = realloc(c->buf, cap);
+			if (!b)
+				return -ENOMEM;
+			c->buf = b;
+			c->cap = cap;
+		}
+		int wait = -1;
+		if (deadline >= 0) {
+			int64_t left = deadline - mono_ms();
+			if (left <= 0)
+				return -ETIMEDOUT;
+			wait = (int)left;
+		}
+		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		int r = poll(&p, 1, wait);
+		if (r < 0 && errno != EINTR)
+			return negative_errno();
+		if (r <= 0)
+			continue;
+		ssize_t n = read(c->fd, c->buf + c->len, c->cap - c->len);
+		if (n == 0)
+			return -ECONNRESET;
+		if (n < 0) {
+			if (errno == EINTR || errno == EAGAIN)
+				continue;
+			return negative_errno();
+		}
+		c->len += n;
+	}
+}
+
+int pw_ctl_call(pw_ctl_conn *c, const char *method, json_t *params, json_t **ret_result,
+		int *ret_code, char **ret_message)
+{
+	json_t *id = json_integer(c->next_id++);
+	json_t *req = pw_rpc_request_new(id, method, params);
+	_cleanup_free_ char *line = NULL;
+	size_t len;
+	int r;
+
+	if (!req) {
+		json_decref(id);
+		return -ENOMEM;
+	}
+	r = pw_rpc_serialize(req, PW_MSG_MAX, &line, &len);
+	json_decref(req);
+	if (r < 0) {
+		json_decref(id);
+		return r;
+	}
+	r = send_all(c->fd, line, len);
+	if (r < 0) {
+		json_decref(id);
+		return r;
+	}
+	for (;;) {
+		pw_rpc_reply rep;
+		r = read_reply(c, (int)c->timeout_ms, &rep);
+		if (r < 0)
+			break;
+		if (rep.kind == PW_RPC_REPLY_NOTIFICATION) {
+			pw_rpc_reply_done(&rep);
+			continue;
+		}
+		/* A reply with a null id is the server refusing the connection (busy, uid). */
+		if (!json_equal(rep.id, id) && !json_is_null(rep.id)) {
+			pw_rpc_reply_done(&rep);
+			continue;
+		}
+		if (rep.kind == PW_RPC_REPLY_RESULT) {
+			*ret_result = json_incref(rep.result);
+			r = 0;
+		} else {
+			if (ret_code)
+				*ret_code = rep.error_code;
+			if (ret_message)
+				*ret_message = strdup(rep.error_message);
+			r = -EREMOTE;
+		}
+		pw_rpc_reply_done(&rep);
+		break;
+	}
+	json_decref(id);
+	return r;
+}
+
+int pw_ctl_read_notification(pw_ctl_conn *c, int timeout_ms, char **ret_method,
+			     json_t **ret_params)
+{
+	for (;;) {
+		pw_rpc_reply rep;
+		int r = read_reply(c, timeout_ms, &rep);
+		if (r < 0)
+			return r;
+		if (rep.kind != PW_RPC_REPLY_NOTIFICATION) {
+			pw_rpc_reply_done(&rep);
+			continue;
+		}
+		char *m = strdup(rep.method);
+		if (!m) {
+			pw_rpc_reply_done(&rep);
+			return -ENOMEM;
+		}
+		*ret_method = m;
+		*ret_params = json_incref(rep.params);
+		pw_rpc_reply_done(&rep);
+		return 0;
+	}
+}
+
+int pw_ctl_call_socket(const char *socket_path, const char *method, json_t *params,
+		       json_t **ret_result, int *ret_code, char **ret_message)
+{
+	pw_ctl_conn *c = NULL;
+	int r = pw_ctl_connect(socket_path, 0, &c);
+
+	if (r < 0) {
+		json_decref(params);
+		return r;
+	}
+	r = pw_ctl_call(c, method, params, ret_result, ret_code, ret_message);
+	pw_ctl_close(c);
+	return r;
+}
+
+int pw_ctl_call_at(const char *path, const char *method, json_t *params, json_t **ret_result,
+		   int *ret_code, char **ret_message)
+{
+	_cleanup_free_ char *sock = NULL;
+	int r = pw_ctl_find_view_full(path, &sock, NULL);
+
+	if (r < 0) {
+		json_decref(params);
+		return r;
+	}
+	return pw_ctl_call_socket(sock, method, params, ret_result, ret_code, ret_message);
+}
+
+/* The hook project.c declares weak: the live view's mode for the offline commands. */
+int pw_cli_live_mode(const pw_cli_project *p, char **ret_mode)
+{
+	json_t *res = NULL;
+	const char *mode;
+	char *m;
+	int r = pw_ctl_call_at(p && p->cwd ? p->cwd : NULL, "mode.get", NULL, &res, NULL, NULL);
+
+	if (r == -EREMOTE)
+		return -EIO;
+	if (r == -ECONNREFUSED)
+		return -ENOENT; /* a stale mount whose daemon is gone */
+	if (r < 0)
+		return r;
+	mode = json_string_value(json_object_get(res, "mode"));
+	m = mode ? strdup(mode) : NULL;
+	json_decref(res);
+	if (!m)
+		return -EBADMSG;
+	*ret_mode = m;
+	return 0;
+}
