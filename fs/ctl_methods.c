@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "bash.h"
 #include "ctl_server.h"
 #include "limits.h"
 #include "path.h"
@@ -25,10 +26,6 @@
 #include "report.h"
 #include "util.h"
 
-#if __has_include("bash.h")
-#include "bash.h"
-#define HAVE_BASH_CHECK 1
-#endif
 
 #define CHECK_PATHS_MAX 256
 
@@ -430,7 +427,6 @@ static int m_subscribe(call *x, json_t **ret)
 
 /* ---- bash.check ------------------------------------------------------------------------ */
 
-#ifdef HAVE_BASH_CHECK
 static const pw_rpc_param bash_params[] = {
 	{ "command", PW_RPC_T_STRING, true, PW_MSG_MAX },
 	{ "cwd", PW_RPC_T_STRING, false, PW_PATH_MAX },
@@ -474,7 +470,6 @@ static int m_bash_check(call *x, json_t **ret)
 	pw_policy_unref(p);
 	return done(x, o, ret);
 }
-#endif
 
 /* ---- the table ------------------------------------------------------------------------- */
 
@@ -489,9 +484,7 @@ static const method methods[] = {
 	M("allowed", m_allowed, allowed_params),
 	M0("reload", m_reload),
 	M("subscribe", m_subscribe, subscribe_params),
-#ifdef HAVE_BASH_CHECK
 	M("bash.check", m_bash_check, bash_params),
-#endif
 };
 
 int pw_ctl_dispatch(pw_ctl_server *s, pw_ctl_client *c, const char *name, json_t *params,

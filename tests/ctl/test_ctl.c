@@ -459,6 +459,23 @@ Test(ctl, check_and_allowed)
 	close(fd);
 }
 
+Test(ctl, bash_check)
+{
+	int fd = connect_main();
+	json_t *r = rpc(fd, "bash.check", "{\"command\":\"echo hi > src/x.c; cat src/a.c\"}");
+	json_t *res = result_of(r);
+	cr_assert_str_eq(sget(res, "verdict"), "denied");
+	cr_assert_str_eq(sget(res, "mode"), "plan");
+	json_decref(r);
+	r = rpc(fd, "bash.check", "{\"command\":\"echo hi > src/x.c\",\"mode\":\"build\"}");
+	cr_assert_str_eq(sget(result_of(r), "verdict"), "allowed");
+	json_decref(r);
+	r = rpc(fd, "bash.check", "{\"command\":\"ls\",\"cwd\":\"../..\"}");
+	cr_assert_eq(error_code(r), PW_RPC_INVALID_PATH);
+	json_decref(r);
+	close(fd);
+}
+
 Test(ctl, subscribe_gets_mode_changed)
 {
 	int a = connect_main(), b = connect_main();
