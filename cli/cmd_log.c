@@ -176,9 +176,12 @@ static void format_rule(const log_row *r, char *buf, size_t size)
 		snprintf(shown, sizeof(shown), "~%s", file + strlen(home));
 		file = shown;
 	}
-	if (r->rule_pattern && file)
+	if (r->rule_pattern && file && r->rule_line > 0)
 		snprintf(buf, size, "%s %s (%s:%lld)", r->reason ? r->reason : "rule",
 			 r->rule_pattern, file, (long long)r->rule_line);
+	else if (r->rule_pattern && file)
+		snprintf(buf, size, file[0] == '(' ? "%s %s %s" : "%s %s (%s)",
+			 r->reason ? r->reason : "rule", r->rule_pattern, file);
 	else if (r->rule_pattern)
 		snprintf(buf, size, "%s %s", r->reason ? r->reason : "rule", r->rule_pattern);
 	else
