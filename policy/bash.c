@@ -252,7 +252,8 @@ static json_t *target_json(const pw_bash_target *t)
 	k |= json_set_str(o, "path", t->path);
 	k |= json_set_str(o, "kind", pw_bash_kind_name(t->kind));
 	k |= json_set_str(o, "access", pw_bash_access_name(t->access));
-	k |= json_set_str(o, "op", pw_op_name(t->access == PW_BASH_READ ? PW_OP_READ : t->op));
+	k |= json_set_str(o, "op", t->access == PW_BASH_EXEC ? NULL :
+				   pw_op_name(t->access == PW_BASH_READ ? PW_OP_READ : t->op));
 	k |= json_set_str(o, "status", pw_bash_status_name(t->status));
 	k |= json_object_set_new(o, "is_dir", json_boolean(t->is_dir));
 	k |= json_object_set_new(o, "subtree", json_boolean(t->subtree));
