@@ -1,0 +1,460 @@
+# SPDX-License-Identifier: MIT
+"""Shared harness of the tests that really mount a view (Python 3 standard library only).
+
+Every test owns private temp dirs (project, mountpoint, HOME, XDG_CONFIG_HOME,
+XDG_RUNTIME_DIR with mode 0700, XDG_STATE_HOME and the state database), starts the daemon
+in the foreground (`piworkfs mount -f`) with its stderr captured to a file, waits for the
+mount with a deadline, and always tears down (addCleanup): `fusermount3 -u` must exit 0,
+the daemon must exit within 10 s; on failure a lazy unmount and a kill, and the test fails
+with the daemon's log. In CI a skip is a failure, so nothing here skips.
+
+Environment: $PIWORKFS is the binary under test, $SOURCE_MODES the bundled modes/ dir.
+"""
+
+import ctypes
+import ctypes.util
+import errno
+import glob
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+PIWORKFS = os.environ.get("PIWORKFS", "piworkfs")
+SOURCE_MODES = os.environ.get("SOURCE_MODES", os.path.join(SOURCE, "modes"))
+
+MOUNT_DEADLINE = 10.0
+EXIT_DEADLINE = 10.0
+BUNDLED = ["discuss", "plan", "review", "design", "build", "off"]
+READ_ONLY_MODES = ["discuss", "plan", "review"]
+
+# --- renameat2 through libc (Python has no binding) -------------------------------------
+
+RENAME_NOREPLACE = 1
+RENAME_EXCHANGE = 2
+AT_FDCWD = -100
+_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+_libc.renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                            ctypes.c_uint]
+_libc.renameat2.restype = ctypes.c_int
+
+
+def renameat2(src, dst, flags):
+    """rename with FLAGS; raises OSError with the exact errno."""
+    r = _libc.renameat2(AT_FDCWD, os.fsencode(src), AT_FDCWD, os.fsencode(dst), flags)
+    if r < 0:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e), src)
+
+
+# --- the backing tree's fingerprint -----------------------------------------------------
+
+def tree_hash(root):
+    """A digest of everything under ROOT as seen with lstat: names, types and modes, owners,
+    sizes, mtimes in ns, file contents, symlink targets and xattrs. Two equal digests mean
+    the tree is unchanged byte for byte (atime and ctime are left out: reads and denied
+    attempts may legitimately touch them)."""
+    h = hashlib.sha256()
+
+    def add(rel, full):
+        st = os.lstat(full)
+        h.update(("%s\0%o\0%d:%d\0%d\0%d\0%d\0" % (rel, st.st_mode, st.st_uid, st.st_gid,
+                                                  st.st_size, st.st_mtime_ns,
+                                                  st.st_nlink)).encode())
+        try:
+            for x in sorted(os.listxattr(full, follow_symlinks=False)):
+                h.update(b"x" + x.encode() + b"=" +
+                         os.getxattr(full, x, follow_symlinks=False) + b"\0")
+        except OSError:
+            pass
+        if stat.S_ISLNK(st.st_mode):
+            h.update(b"L" + os.fsencode(os.readlink(full)) + b"\0")
+        elif stat.S_ISREG(st.st_mode):
+            with open(full, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    h.update(chunk)
+            h.update(b"\0")
+
+    add(".", root)
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(dirnames + filenames):
+            full = os.path.join(dirpath, name)
+            add(os.path.relpath(full, root), full)
+    return h.hexdigest()
+
+
+def tree_listing(root):
+    """The sorted relative paths under ROOT (for readable failure messages)."""
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            out.append(os.path.relpath(os.path.join(dirpath, name), root))
+    return sorted(out)
+
+
+# --- mountinfo --------------------------------------------------------------------------
+
+def _unescape(s):
+    return s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n") \
+        .replace("\\134", "\\")
+
+
+def mounts_at(path):
+    """The fstypes of every mount whose mountpoint is PATH, from /proc/self/mountinfo."""
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            fields = left.split()
+            if len(fields) >= 5 and _unescape(fields[4]) == path:
+                out.append(right.split()[0])
+    return out
+
+
+def piworkfs_mounts():
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            if right.split()[0:1] == ["fuse.piworkfs"]:
+                out.append(_unescape(left.split()[4]))
+    return out
+
+
+def is_view_mounted(path):
+    return "fuse.piworkfs" in mounts_at(path)
+
+
+def wait_until(pred, deadline, step=0.02):
+    end = time.monotonic() + deadline
+    while True:
+        if pred():
+            return True
+        if time.monotonic() >= end:
+            return False
+        time.sleep(step)
+
+
+# --- the fixture project ----------------------------------------------------------------
+
+# The standard fixture tree (drawn once; the tables of test_enforce.py refer to it):
+#
+#   project/
+#     .git/config                  protected
+#     .git/hooks/pre-commit        protected
+#     .git/HEAD
+#     .piworkfs/config.yaml        protected; declares design.tokens: [styles/tokens.css]
+#     .git/hooks/empty/            protected empty directory
+#     .piworkfs/empty/             protected empty directory
+#     docs/design/a.md, b.md, c.md design-writable
+#     docs/design/sub/             design-writable empty directory
+#     docs/x.md, docs/y.md         only build/off
+#     docs/empty/                  only build/off, empty directory
+#     src/a.c, src/b.c             only build/off
+#     src/empty/                   only build/off, empty directory
+#     styles/tokens.css            a declared token file (design-writable when trusted)
+STANDARD_TREE = {
+    ".git/config": "[core]\n\trepositoryformatversion = 0\n",
+    ".git/hooks/pre-commit": "#!/bin/sh\nexit 0\n",
+    ".git/HEAD": "ref: refs/heads/main\n",
+    ".piworkfs/config.yaml": "design:\n  tokens:\n    - styles/tokens.css\n",
+    ".git/hooks/empty/": None,
+    ".piworkfs/empty/": None,
+    "docs/design/a.md": "# design a\n",
+    "docs/design/b.md": "# design b\n",
+    "docs/design/c.md": "# design c\n",
+    "docs/design/sub/": None,
+    "docs/x.md": "# x\n",
+    "docs/y.md": "# y\n",
+    "docs/empty/": None,
+    "src/a.c": "int a(void) { return 1; }\n",
+    "src/b.c": "int b(void) { return 2; }\n",
+    "src/empty/": None,
+    "styles/tokens.css": ":root { --c: red; }\n",
+}
+
+
+def write_tree(root, spec):
+    """Creates SPEC ({relpath: text or None for a directory}) under ROOT."""
+    for rel, content in spec.items():
+        full = os.path.join(root, rel)
+        if content is None:
+            os.makedirs(full, exist_ok=True)
+            continue
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w") as f:
+            f.write(content)
+    if ".git/hooks/pre-commit" in spec:
+        os.chmod(os.path.join(root, ".git/hooks/pre-commit"), 0o755)
+
+
+# --- the test case base -----------------------------------------------------------------
+
+class View:
+    """One mounted view: its daemon process, paths and log."""
+
+    def __init__(self, case, proc, mountpoint, log_path):
+        self.case = case
+        self.proc = proc
+        self.mp = mountpoint
+        self.log_path = log_path
+        self.unmounted = False
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def path(self, rel=""):
+        return os.path.join(self.mp, rel) if rel else self.mp
+
+    def log(self):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return f.read()
+        except OSError as e:
+            return "(no log: %s)" % e
+
+    def fd_count(self):
+        return len(os.listdir("/proc/%d/fd" % self.proc.pid))
+
+
+class MountCase(unittest.TestCase):
+    """Base of every mount test: private dirs, a daemon per mount, cleanup that never leaves
+    a mount behind."""
+
+    tree = STANDARD_TREE
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="pw-mnt-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.project = os.path.join(self.tmp, "project")
+        self.mp = os.path.join(self.tmp, "mnt")
+        home = os.path.join(self.tmp, "home")
+        self.runtime = os.path.join(self.tmp, "run")
+        for d in (self.project, self.mp, home, self.runtime):
+            os.makedirs(d)
+        os.chmod(self.runtime, 0o700)
+        self.config_home = os.path.join(home, ".config")
+        self.state_home = os.path.join(home, ".local", "state")
+        os.makedirs(self.config_home)
+        os.makedirs(self.state_home)
+        self.state_db = os.path.join(self.tmp, "state.db")
+        self.env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "LC_ALL": "C.UTF-8",
+            "HOME": home,
+            "XDG_CONFIG_HOME": self.config_home,
+            "XDG_STATE_HOME": self.state_home,
+            "XDG_RUNTIME_DIR": self.runtime,
+            "PIWORKFS_STATE_DB": self.state_db,
+            "PIWORKFS_MODES_DIR": SOURCE_MODES,
+        }
+        self.cwd = os.path.join(self.tmp, "elsewhere")
+        os.makedirs(self.cwd)
+        if self.tree:
+            write_tree(self.project, self.tree)
+        self.views = []
+
+    # -- running the program ------------------------------------------------------------
+
+    def run_pw(self, *args, cwd=None, env=None, timeout=60, check=False):
+        e = dict(self.env)
+        if env:
+            e.update(env)
+        p = subprocess.run([PIWORKFS] + [str(a) for a in args], cwd=cwd or self.cwd, env=e,
+                           capture_output=True, text=True, timeout=timeout)
+        if check and p.returncode != 0:
+            self.fail("piworkfs %s exited %d\nstdout: %s\nstderr: %s" %
+                      (" ".join(map(str, args)), p.returncode, p.stdout, p.stderr))
+        return p
+
+    def run_tool(self, argv, cwd, timeout=120, check=True, env=None):
+        e = dict(self.env)
+        if env:
+            e.update(env)
+        p = subprocess.run(argv, cwd=cwd, env=e, capture_output=True, text=True,
+                           timeout=timeout)
+        if check and p.returncode != 0:
+            self.fail("%s exited %d in %s\nstdout: %s\nstderr: %s%s" %
+                      (argv, p.returncode, cwd, p.stdout, p.stderr, self.daemon_logs()))
+        return p
+
+    def trust(self, project=None):
+        """Trusts PROJECT (default: the test's) with `piworkfs trust` (the daemon's db)."""
+        self.run_pw("trust", project or self.project, check=True)
+
+    # -- mounting -----------------------------------------------------------------------
+
+    def mount(self, mode="build", args=(), mountpoint=None, project=None, wait=True):
+        """Starts `piworkfs mount -f` and waits (10 s) for the view to appear in mountinfo.
+        Returns a View; the cleanup that unmounts it is registered here."""
+        mp = mountpoint or self.mp
+        log_path = os.path.join(self.tmp, "daemon-%d.log" % len(self.views))
+        argv = [PIWORKFS, "mount", "-f", "--state-db", self.state_db]
+        if mode:
+            argv += ["--mode", mode]
+        argv += list(args) + [project or self.project, mp]
+        logf = open(log_path, "wb")
+        proc = subprocess.Popen(argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
+                                stdout=logf, stderr=subprocess.STDOUT)
+        logf.close()
+        v = View(self, proc, mp, log_path)
+        self.views.append(v)
+        self.addCleanup(self._teardown_view, v)
+        if wait:
+            ok = wait_until(lambda: is_view_mounted(mp) or proc.poll() is not None,
+                            MOUNT_DEADLINE)
+            if proc.poll() is not None or not ok:
+                self.fail("the view did not mount within %.0f s (daemon exit %s)\n%s" %
+                          (MOUNT_DEADLINE, proc.poll(), v.log()))
+            # The control plane is ready once the socket exists (after the FUSE mount).
+            wait_until(lambda: self.socket_path(v) is not None or proc.poll() is not None, 5)
+        return v
+
+    def unmount(self, v):
+        """Unmounts V with fusermount3 -u (exit 0 required) and waits for the daemon."""
+        p = subprocess.run(["fusermount3", "-u", v.mp], capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(p.returncode, 0, "fusermount3 -u %s: %s%s" % (v.mp, p.stderr,
+                                                                       self.daemon_logs()))
+        self.wait_daemon_exit(v)
+        v.unmounted = True
+
+    def wait_daemon_exit(self, v, deadline=EXIT_DEADLINE):
+        try:
+            return v.proc.wait(timeout=deadline)
+        except subprocess.TimeoutExpired:
+            self.fail("daemon %d did not exit within %.0f s\n%s" % (v.pid, deadline, v.log()))
+
+    def _teardown_view(self, v):
+        if v.unmounted:
+            if v.proc.poll() is None:
+                v.proc.kill()
+                v.proc.wait(5)
+            return
+        problems = []
+        if is_view_mounted(v.mp) and v.proc.poll() is None:
+            p = subprocess.run(["fusermount3", "-u", v.mp], capture_output=True, text=True,
+                               timeout=30)
+            if p.returncode != 0:
+                problems.append("fusermount3 -u exited %d: %s" % (p.returncode,
+                                                                  p.stderr.strip()))
+            else:
+                try:
+                    rc = v.proc.wait(timeout=EXIT_DEADLINE)
+                    if rc != 0:
+                        problems.append("daemon exited %d after unmount" % rc)
+                except subprocess.TimeoutExpired:
+                    problems.append("daemon did not exit within %.0f s of the unmount" %
+                                    EXIT_DEADLINE)
+        elif v.proc.poll() is not None and is_view_mounted(v.mp):
+            problems.append("daemon died (exit %s) and left its mount" % v.proc.poll())
+        # Whatever happened: no mount, no process left behind.
+        if is_view_mounted(v.mp) or "fuse.piworkfs" in mounts_at(v.mp):
+            subprocess.run(["fusermount3", "-u", "-z", v.mp], capture_output=True, timeout=30)
+        if v.proc.poll() is None:
+            v.proc.kill()
+            v.proc.wait(5)
+        v.unmounted = True
+        if problems:
+            self.fail("teardown of %s: %s\n--- daemon log ---\n%s" %
+                      (v.mp, "; ".join(problems), v.log()))
+
+    def daemon_logs(self):
+        return "".join("\n--- daemon %d log ---\n%s" % (v.pid, v.log()) for v in self.views)
+
+    # -- the control socket -------------------------------------------------------------
+
+    def socket_path(self, v=None):
+        """The control socket of the view at V's mountpoint (the daemon's naming:
+        $XDG_RUNTIME_DIR/piworkfs/<basename>-<fnv1a64(mountpoint)>.sock), or None while
+        it does not exist."""
+        mp = (v.mp if v else self.mp).rstrip("/") or "/"
+        h = 0xcbf29ce484222325
+        for c in os.fsencode(mp):
+            h = ((h ^ c) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+        base = mp.rsplit("/", 1)[1] or "root"
+        base = "".join(c if (c.isascii() and c.isalnum()) or c in "-_." else "_"
+                       for c in base)[:24]
+        path = os.path.join(self.runtime, "piworkfs", "%s-%016x.sock" % (base, h))
+        return path if os.path.exists(path) else None
+
+    def fresh_project(self, name, tree=None):
+        """A new project dir and an empty mountpoint under the test's temp dir."""
+        proj = os.path.join(self.tmp, name)
+        mp = os.path.join(self.tmp, name + "-mnt")
+        os.makedirs(proj)
+        os.makedirs(mp)
+        write_tree(proj, self.tree if tree is None else tree)
+        return proj, mp
+
+    def have_mode_command(self):
+        p = self.run_pw("mode", "--help")
+        return p.returncode == 0 and "Usage" in p.stdout
+
+    def set_mode(self, v, mode):
+        """Switches V's mode with `piworkfs mode NAME --mount MP`; returns the result."""
+        p = self.run_pw("mode", "--mount", v.mp, mode)
+        self.assertEqual(p.returncode, 0, "piworkfs mode %s: %s %s%s" %
+                         (mode, p.stdout, p.stderr, self.daemon_logs()))
+        return p
+
+    # -- assertions ---------------------------------------------------------------------
+
+    def assertErrno(self, err, fn, *args, **kw):
+        """FN(*ARGS) must raise OSError with errno ERR (exactly)."""
+        try:
+            r = fn(*args, **kw)
+        except OSError as e:
+            self.assertEqual(e.errno, err, "%s%r: expected %s, got %s (%s)" %
+                             (getattr(fn, "__name__", fn), args, errno.errorcode[err],
+                              errno.errorcode.get(e.errno, e.errno), e))
+            return e
+        if fn is os.open and isinstance(r, int):
+            os.close(r)  # an open descriptor would keep the view busy at unmount
+        self.fail("%s%r succeeded, expected %s" % (getattr(fn, "__name__", fn), args,
+                                                   errno.errorcode[err]))
+
+
+class RpcClient:
+    """A minimal JSON-RPC 2.0 client of the control socket (one JSON object per line)."""
+
+    def __init__(self, path, timeout=10):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.buf = b""
+        self.next_id = 1
+
+    def call(self, method, params=None):
+        req = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        self.next_id += 1
+        if params is not None:
+            req["params"] = params
+        self.sock.sendall(json.dumps(req).encode() + b"\n")
+        while True:
+            while b"\n" not in self.buf:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    raise ConnectionError("control socket closed")
+                self.buf += chunk
+            line, _, self.buf = self.buf.partition(b"\n")
+            msg = json.loads(line)
+            if msg.get("id") == req["id"]:
+                if "error" in msg:
+                    raise RuntimeError("%s: %s" % (method, msg["error"]))
+                return msg.get("result")
+
+    def close(self):
+        self.sock.close()
