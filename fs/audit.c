@@ -128,6 +128,7 @@ struct pw_audit {
 	co_entry co[CO_SLOTS];
 	unsigned dirty[CO_SLOTS], n_dirty;
 	uint64_t dropped_persisted;
+	bool full_check; /* the last failure was corruption: check everything on reopen */
 	uint64_t rows_since_retention;
 	int64_t next_retention_ns;
 };
@@ -323,9 +324,11 @@ static int db_ensure(pw_audit *a, char **ret_warning)
 {
 	if (a->db)
 		return 0;
-	int r = pw_db_open(a->db_path, PW_AUDIT_BUSY_MS, &a->db, ret_warning);
+	int r = pw_db_open(a->db_path, PW_AUDIT_BUSY_MS, a->full_check ? PW_DB_FULL_CHECK : 0,
+			   &a->db, ret_warning);
 	if (r < 0)
 		return r;
+	a->full_check = false;
 	r = db_prepare(a);
 	if (r < 0)
 		db_close(a);
@@ -756,8 +759,12 @@ static void drain_batch(pw_audit *a, rec_view *v, unsigned n, uint64_t end_pos, 
 		}
 		if (r != -EBUSY && ++hard_failures >= 5)
 			break;
-		if (r != -EBUSY)
-			db_close(a); /* reopen: the file may have been replaced or repaired */
+		if (r != -EBUSY) {
+			/* Reopen: the file may have been replaced; a corrupt audit table is found
+			 * by the full check and the database rebuilt. */
+			db_close(a);
+			a->full_check = r == -EBADMSG;
+		}
 		if (stopping) {
 			if (!give_up_at)
 				give_up_at = mono_ns() + PW_AUDIT_STOP_GRACE_NS;

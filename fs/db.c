@@ -189,13 +189,13 @@ static int pragma_int(sqlite3 *db, const char *sql, int64_t *ret)
 	return rc;
 }
 
-/* PRAGMA quick_check: SQLITE_OK when the first row says "ok", SQLITE_CORRUPT otherwise.
- * quick_check is integrity_check without the index-content cross-check: O(N), so opening a
- * large audit log stays fast, and it still catches a damaged page or b-tree. */
-static int quick_check(sqlite3 *db)
+/* One PRAGMA quick_check (SQL): SQLITE_OK when the first row says "ok", SQLITE_CORRUPT
+ * otherwise. quick_check is integrity_check without the index-content cross-check: O(N), and
+ * it still catches a damaged page or b-tree. */
+static int quick_check_one(sqlite3 *db, const char *sql)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &st, NULL);
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return rc;
 	rc = sqlite3_step(st);
@@ -205,6 +205,40 @@ static int quick_check(sqlite3 *db)
 	}
 	sqlite3_finalize(st);
 	return rc;
+}
+
+/* Does the table exist? (A fresh file has none of ours before migration 1.) */
+static bool table_exists(sqlite3 *db, const char *name)
+{
+	sqlite3_stmt *st = NULL;
+	bool found = false;
+
+	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return false;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	found = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return found;
+}
+
+/* The check on open: everything with FULL, else the schema and the small tables. */
+static int quick_check(sqlite3 *db, bool full)
+{
+	static const char *const small[] = { "sqlite_schema", "meta", "projects", "switches" };
+
+	if (full)
+		return quick_check_one(db, "PRAGMA quick_check");
+	for (size_t i = 0; i < ELEMENTSOF(small); i++) {
+		char sql[64];
+		if (i > 0 && !table_exists(db, small[i]))
+			continue;
+		snprintf(sql, sizeof(sql), "PRAGMA quick_check(%s)", small[i]);
+		int rc = quick_check_one(db, sql);
+		if (rc != SQLITE_OK)
+			return rc;
+	}
+	return SQLITE_OK;
 }
 
 /* Applies the missing migrations. Returns the raw SQLite code. */
@@ -245,7 +279,7 @@ static int migrate(sqlite3 *db)
 
 /* One attempt to open, configure, check and migrate. Returns the raw SQLite code; *ret is
  * set only on SQLITE_OK. */
-static int try_open(const char *path, int busy_ms, sqlite3 **ret)
+static int try_open(const char *path, int busy_ms, unsigned flags, sqlite3 **ret)
 {
 	_cleanup_(pw_db_closep) sqlite3 *db = NULL;
 	int rc = sqlite3_open_v2(path, &db,
@@ -263,7 +297,7 @@ static int try_open(const char *path, int busy_ms, sqlite3 **ret)
 	if (rc == SQLITE_OK)
 		rc = exec_rc(db, "PRAGMA synchronous = NORMAL");
 	if (rc == SQLITE_OK)
-		rc = quick_check(db);
+		rc = quick_check(db, flags & PW_DB_FULL_CHECK);
 	if (rc == SQLITE_OK)
 		rc = migrate(db);
 	if (rc != SQLITE_OK)
@@ -316,7 +350,7 @@ static int move_aside(const char *path, char **ret_aside)
 	return -EEXIST;
 }
 
-int pw_db_open(const char *path, int busy_ms, sqlite3 **ret, char **ret_warning)
+int pw_db_open(const char *path, int busy_ms, unsigned flags, sqlite3 **ret, char **ret_warning)
 {
 	sqlite3 *db = NULL;
 
@@ -326,7 +360,7 @@ int pw_db_open(const char *path, int busy_ms, sqlite3 **ret, char **ret_warning)
 	if (r < 0)
 		return r;
 
-	int rc = try_open(path, busy_ms, &db);
+	int rc = try_open(path, busy_ms, flags, &db);
 	if (rc == SQLITE_OK) {
 		if (ret_warning)
 			*ret_warning = NULL;
@@ -340,7 +374,7 @@ int pw_db_open(const char *path, int busy_ms, sqlite3 **ret, char **ret_warning)
 	r = move_aside(path, &aside);
 	if (r < 0)
 		return r;
-	rc = try_open(path, busy_ms, &db);
+	rc = try_open(path, busy_ms, flags, &db);
 	if (rc != SQLITE_OK)
 		return pw_db_errno(rc);
 	if (ret_warning) {

@@ -10,7 +10,12 @@
  * transaction so that two processes opening at once migrate once. A file that is not a
  * database, or fails PRAGMA quick_check, is renamed to PATH.corrupt-YYYYMMDDTHHMMSS (its
  * -wal and -shm with it) and a fresh database is created in its place: corruption is never a
- * failure to open, only a warning. A database whose user_version is newer than ours is used
+ * failure to open, only a warning.
+ *
+ * The check on open covers the schema and the small tables (meta, projects, switches) so that
+ * opening stays fast with a large audit log (a full quick_check of a million rows takes most
+ * of a second); PW_DB_FULL_CHECK checks every table, for a connection that met
+ * SQLITE_CORRUPT while running. A database whose user_version is newer than ours is used
  * as is (migrations are additive: columns and tables are only ever added).
  */
 #pragma once
@@ -21,11 +26,15 @@
 #define PW_DB_SCHEMA_VERSION 1
 #define PW_DB_BUSY_TIMEOUT_MS 2000
 
+enum {
+	PW_DB_FULL_CHECK = 1u << 0, /* quick_check every table, the audit log included */
+};
+
 /* Opens PATH read-write as described above. *ret_warning (when not NULL) receives a malloc'd
  * one-line message after a rebuild, NULL otherwise. BUSY_MS is the connection's busy timeout
- * (0: PW_DB_BUSY_TIMEOUT_MS). Returns 0, -EBUSY when another process holds the database
- * locked past the timeout, or another -errno. */
-int pw_db_open(const char *path, int busy_ms, sqlite3 **ret, char **ret_warning);
+ * (0: PW_DB_BUSY_TIMEOUT_MS); FLAGS are PW_DB_* bits. Returns 0, -EBUSY when another process
+ * holds the database locked past the timeout, or another -errno. */
+int pw_db_open(const char *path, int busy_ms, unsigned flags, sqlite3 **ret, char **ret_warning);
 
 /* Opens PATH read-only, for readers that must never create or migrate anything. Returns 0,
  * -ENOENT when the file does not exist, -EPROTO when it holds no piworkfs schema yet, or

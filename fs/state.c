@@ -52,7 +52,7 @@ int pw_state_open(const char *path, pw_state **ret, char **ret_warning)
 	_cleanup_free_ pw_state *s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	int r = pw_db_open(path, 0, &s->db, ret_warning);
+	int r = pw_db_open(path, 0, 0, &s->db, ret_warning);
 	if (r < 0)
 		return r;
 	*ret = TAKE_PTR(s);

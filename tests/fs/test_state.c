@@ -226,6 +226,64 @@ Test(state, damaged_page_fails_the_check_and_is_rebuilt)
 	pw_state_close(s);
 }
 
+/* Returns the page size and the root page of TABLE, after folding the WAL into the file. */
+static void page_of(const char *table, int64_t *ret_page_size, int64_t *ret_root)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	char sql[128];
+
+	cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL), SQLITE_OK);
+	cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &st, NULL), SQLITE_OK);
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+	*ret_page_size = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	snprintf(sql, sizeof(sql), "SELECT rootpage FROM sqlite_schema WHERE name = '%s'", table);
+	cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
+	*ret_root = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+}
+
+Test(state, damaged_audit_table_is_found_by_the_full_check)
+{
+	pw_state *s = NULL;
+	cr_assert_eq(pw_state_open(dbpath, &s, NULL), 0);
+	cr_assert_eq(pw_state_set_trusted(s, "/kept", true), 0);
+	pw_state_close(s);
+	sqlite3 *db = NULL;
+	cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db,
+				  "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+				  "WHERE i < 2000) INSERT INTO audit(time_ns, project, op, path, "
+				  "first_ns, last_ns) SELECT i, '/p', 'create', 'some/longer/path/' || i, "
+				  "i, i FROM n",
+				  NULL, NULL, NULL),
+		     SQLITE_OK);
+	sqlite3_close(db);
+	int64_t page, root;
+	page_of("audit", &page, &root);
+	char junk[65536];
+	memset(junk, 0x5a, sizeof(junk));
+	write_file(dbpath, junk, (size_t)page, (root - 1) * page); /* the table's root page */
+
+	/* The everyday open checks the small tables only: fast, and trust survives. */
+	char *warning = NULL;
+	cr_assert_eq(pw_state_open(dbpath, &s, &warning), 0);
+	cr_assert_null(warning);
+	cr_assert_eq(pw_state_is_trusted(s, "/kept"), 1);
+	pw_state_close(s);
+
+	/* The full check (what the audit writer asks after meeting SQLITE_CORRUPT) rebuilds. */
+	cr_assert_eq(pw_db_open(dbpath, 0, PW_DB_FULL_CHECK, &db, &warning), 0);
+	cr_assert_not_null(warning);
+	free(warning);
+	sqlite3_close(db);
+	cr_assert_eq(query_int(dbpath, "SELECT count(*) FROM audit"), 0);
+}
+
 Test(state, last_mode_per_project)
 {
 	pw_state *s = NULL;
