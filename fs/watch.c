@@ -23,8 +23,10 @@
 
 #define PW_WATCH_MASK                                                                              \
 	(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MODIFY | IN_ATTRIB |             \
-	 IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK |             \
-	 IN_DONT_FOLLOW)
+	 IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_EXCL_UNLINK)
+
+/* Watches are added through /proc/self/fd/N of a descriptor we resolved beneath the root,
+ * so the magic link must be followed (no IN_DONT_FOLLOW): it names exactly that directory. */
 
 void pw_watch_dir(pw_fs *fs, pw_inode *n)
 {
@@ -73,6 +75,13 @@ static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 	if (!dir_ino)
 		return;
 	if (ev->len == 0) { /* about the directory itself */
+		if (ev->mask & IN_ATTRIB) {
+			pthread_rwlock_rdlock(&fs->tree_lock);
+			pw_inode *d = pw_inode_by_wd_locked(fs, ev->wd);
+			if (d)
+				pw_xattr_changed(d);
+			pthread_rwlock_unlock(&fs->tree_lock);
+		}
 		fuse_lowlevel_notify_inval_inode(fs->se, dir_ino, -1, 0);
 		return;
 	}
@@ -91,6 +100,8 @@ static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 		pthread_rwlock_rdlock(&fs->tree_lock);
 		pw_inode *n = pw_inode_find_locked(fs, st.st_dev, st.st_ino);
 		fuse_ino_t ino = n ? pw_inode_id(fs, n) : 0;
+		if (n && (ev->mask & IN_ATTRIB))
+			pw_xattr_changed(n);
 		pthread_rwlock_unlock(&fs->tree_lock);
 		if (ino)
 			fuse_lowlevel_notify_inval_inode(fs->se, ino,
