@@ -52,10 +52,16 @@ typedef struct pw_inode {
 	pw_name *names;           /* NULL for the root and for unlinked inodes */
 	int wd;                   /* inotify watch (directories), -1 if none */
 	atomic_int open_writers;  /* view descriptors open for writing */
+	/* PW_XATTR_NONE once the backing object was seen to have no extended attributes at
+	 * all; cleared by any xattr change through the view and by IN_ATTRIB from outside. */
+	atomic_int xattr_state;
+	atomic_uint xattr_epoch;  /* bumped by every change; guards setting PW_XATTR_NONE */
 	struct pw_inode *hnext;   /* (dev, ino) hash chain */
 	struct pw_inode *wnext;   /* wd hash chain */
 	bool is_root;
 } pw_inode;
+
+enum { PW_XATTR_UNKNOWN = 0, PW_XATTR_NONE = 1 };
 
 /* A name the kernel was told is absent because it is hidden; invalidated on a switch. */
 typedef struct pw_hidden_neg {
@@ -168,6 +174,9 @@ void pw_remember_hidden_neg(pw_fs *fs, fuse_ino_t parent, const char *name);
 /* Clears write bits from ST when N may not be written under the active policy. */
 void pw_truthful_attr(pw_fs *fs, pw_inode *n, struct stat *st);
 void pw_truthful_attr_child(pw_fs *fs, pw_inode *parent, const char *name, struct stat *st);
+
+/* ops_xattr.c: an attribute of N changed (through the view or outside it). */
+void pw_xattr_changed(pw_inode *n);
 
 /* ops*.c */
 extern const struct fuse_lowlevel_ops pw_fs_ops;

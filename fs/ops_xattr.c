@@ -3,6 +3,13 @@
  * Extended attributes, passed through where the backing filesystem supports them. The
  * node is opened O_PATH and addressed as /proc/self/fd/N, since the f*xattr calls do not
  * accept O_PATH descriptors; the magic link names exactly the object we resolved.
+ *
+ * Why a cache: `ls -l` asks for two attributes of every file (security.selinux and
+ * system.posix_acl_access), and a FUSE filesystem can only stop the kernel asking by
+ * dropping xattr support altogether. Most files have no attributes at all, so we remember
+ * that per inode (one listxattr) and answer ENODATA from memory afterwards. The mark is
+ * cleared by setxattr/removexattr through the view and by IN_ATTRIB events from outside
+ * (watch.c), which is what any attribute change made directly to the backing tree sends.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -21,6 +28,20 @@ static int open_proc(pw_fs *fs, fuse_ino_t ino, int *ret_fd, char proc[64])
 	return 0;
 }
 
+void pw_xattr_changed(pw_inode *n)
+{
+	atomic_fetch_add(&n->xattr_epoch, 1);
+	atomic_store(&n->xattr_state, PW_XATTR_UNKNOWN);
+}
+
+/* Marks N as having no attributes, unless a change was recorded since EPOCH was read. */
+static void mark_no_xattrs(pw_inode *n, unsigned epoch)
+{
+	atomic_store(&n->xattr_state, PW_XATTR_NONE);
+	if (atomic_load(&n->xattr_epoch) != epoch)
+		atomic_store(&n->xattr_state, PW_XATTR_UNKNOWN);
+}
+
 static void reply_sized(fuse_req_t req, size_t size, ssize_t len, const char *buf)
 {
 	if (len < 0)
@@ -33,12 +54,23 @@ static void reply_sized(fuse_req_t req, size_t size, ssize_t len, const char *bu
 
 void pw_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
+	pw_inode *n = pw_inode_get(fuse_req_userdata(req), ino);
+	if (atomic_load(&n->xattr_state) == PW_XATTR_NONE) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
 	PW_REQ_BEGIN(req);
 	_cleanup_close_ int fd = -1;
 	char proc[64];
 	int r = open_proc(fs, ino, &fd, proc);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
+	unsigned epoch = atomic_load(&n->xattr_epoch);
+	ssize_t total = listxattr(proc, NULL, 0);
+	if (total == 0) {
+		mark_no_xattrs(n, epoch);
+		PW_REPLY_ERR(req, ENODATA);
+	}
 	_cleanup_free_ char *buf = size ? malloc(size) : NULL;
 	if (size && !buf)
 		PW_REPLY_ERR(req, ENOMEM);
@@ -79,8 +111,11 @@ void pw_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 	r = open_proc(fs, ino, &fd, proc);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
-	if (setxattr(proc, name, value, size, flags) < 0)
-		PW_REPLY_ERR(req, errno);
+	pw_xattr_changed(pw_inode_get(fs, ino));
+	r = setxattr(proc, name, value, size, flags) < 0 ? errno : 0;
+	pw_xattr_changed(pw_inode_get(fs, ino));
+	if (r)
+		PW_REPLY_ERR(req, r);
 	PW_CREDS_LEAVE();
 	fuse_reply_err(req, 0);
 }
@@ -96,8 +131,11 @@ void pw_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	r = open_proc(fs, ino, &fd, proc);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
-	if (removexattr(proc, name) < 0)
-		PW_REPLY_ERR(req, errno);
+	pw_xattr_changed(pw_inode_get(fs, ino));
+	r = removexattr(proc, name) < 0 ? errno : 0;
+	pw_xattr_changed(pw_inode_get(fs, ino));
+	if (r)
+		PW_REPLY_ERR(req, r);
 	PW_CREDS_LEAVE();
 	fuse_reply_err(req, 0);
 }
