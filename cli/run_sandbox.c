@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The bubblewrap command line of `piworkfs run` (run.h, docs/SECURITY.md).
+ *
+ * Why these options, in this order (bwrap applies them in order, later mounts on top):
+ *
+ *   --unshare-user --cap-drop ALL --disable-userns
+ *       the command has no capability, even when the caller is root, so it can neither
+ *       unmount the view from over the project nor mount anything; it cannot make a new
+ *       user namespace to regain capabilities (and mounts it inherits are locked anyway).
+ *   --unshare-pid, a fresh --proc /proc
+ *       no process outside is visible, so /proc/PID/cwd and /proc/PID/root of the daemon
+ *       or of the caller's shell cannot lead to the backing directory.
+ *   --new-session
+ *       the command cannot push input into the caller's terminal (TIOCSTI); run_exec.c
+ *       forwards the terminal's signals instead.
+ *   --bind / / (--ro-bind / / with --ro-host), --dev /dev, --share binds
+ *       the host as it is; the project becomes reachable only through what follows.
+ *   --tmpfs over the control socket directories and the state database directory
+ *       the operator sockets (full authority), the private mountpoint of our view, the
+ *       audit log and the trust and last-mode records are not there.
+ *   --bind VIEW PROJECT, and VIEW over every other path of the backing directory
+ *       the project's own absolute path shows the view; so does every other mount of the
+ *       same filesystem that reaches the backing directory (found in mountinfo and
+ *       confirmed by device and inode), so walking / finds no way around the view.
+ *   --ro-bind AGENT AGENT, PIWORKFS_SOCKET=AGENT
+ *       the only control socket inside is the restricted one.
+ */
+#include <errno.h>
+#include <linux/limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ctl_server.h"
+#include "output.h"
+#include "run.h"
+#include "state.h"
+
+#define MOUNTINFO_LINES_MAX 100000 /* more mounts than any host has; stop reading there */
+
+/* ---- argument vector ------------------------------------------------------------------- */
+
+void pw_run_argv_done(pw_run_argv *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->v[i]);
+	free(a->v);
+	*a = (pw_run_argv){ 0 };
+}
+
+static int push(pw_run_argv *a, const char *s)
+{
+	if (a->n + 2 > a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 64;
+		char **v = reallocarray(a->v, cap, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		a->v = v;
+		a->cap = cap;
+	}
+	a->v[a->n] = strdup(s);
+	if (!a->v[a->n])
+		return -ENOMEM;
+	a->v[++a->n] = NULL;
+	return 0;
+}
+
+static int push2(pw_run_argv *a, const char *opt, const char *x)
+{
+	int r = push(a, opt);
+	return r < 0 ? r : push(a, x);
+}
+
+static int push3(pw_run_argv *a, const char *opt, const char *x, const char *y)
+{
+	int r = push2(a, opt, x);
+	return r < 0 ? r : push(a, y);
+}
+
+/* ---- paths ----------------------------------------------------------------------------- */
+
+static bool path_under(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+
+	if (streq(root, "/"))
+		return true;
+	return strncmp(path, root, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+/* ROOT joined with REST, where REST is "" or starts with '/'. */
+static char *join(const char *root, const char *rest)
+{
+	char *out;
+
+	if (streq(root, "/") && rest[0])
+		root = "";
+	if (asprintf(&out, "%s%s", root, rest) < 0)
+		return NULL;
+	return out;
+}
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo; decode in place. */
+static void unescape(char *s)
+{
+	char *w = s;
+
+	for (char *r = s; *r;) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+		    r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 4;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = '\0';
+}
+
+typedef struct mnt {
+	unsigned maj, min;
+	char *root;       /* the directory of the filesystem this mount shows */
+	char *mountpoint; /* where */
+} mnt;
+
+static void mnts_free(mnt *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(m[i].root);
+		free(m[i].mountpoint);
+	}
+	free(m);
+}
+
+/* Every mount of /proc/self/mountinfo, in file order. Returns 0 or -errno. */
+static int read_mountinfo(mnt **ret, size_t *ret_n)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0, n = 0, alloc = 0;
+	mnt *m = NULL;
+
+	if (!f)
+		return negative_errno();
+	while (n < MOUNTINFO_LINES_MAX && getline(&line, &cap, f) > 0) {
+		char root[PATH_MAX], mp[PATH_MAX];
+		unsigned maj, min;
+
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT ... (paths never contain blanks: escaped) */
+		if (sscanf(line, "%*u %*u %u:%u %4095s %4095s", &maj, &min, root, mp) != 4)
+			continue;
+		if (n == alloc) {
+			size_t c = alloc ? alloc * 2 : 64;
+			mnt *nm = reallocarray(m, c, sizeof(*m));
+			if (!nm)
+				goto nomem;
+			m = nm;
+			alloc = c;
+		}
+		unescape(root);
+		unescape(mp);
+		m[n] = (mnt){ .maj = maj, .min = min, .root = strdup(root), .mountpoint = strdup(mp) };
+		n++;
+		if (!m[n - 1].root || !m[n - 1].mountpoint)
+			goto nomem;
+	}
+	*ret = m;
+	*ret_n = n;
+	return 0;
+nomem:
+	mnts_free(m, n);
+	return -ENOMEM;
+}
+
+/*
+ * Other paths of the backing directory PROJECT: for every mount of the same device whose
+ * root contains PROJECT's place in that filesystem, the same place under its mountpoint,
+ * kept when stat() confirms it is the very directory. Paths inside PROJECT are left out
+ * (the view already covers them). Pushes "--bind VIEW ALIAS" for each.
+ */
+static int bind_aliases(pw_run_argv *a, const char *project, const char *view)
+{
+	mnt *m = NULL;
+	size_t n = 0, home = SIZE_MAX, home_len = 0;
+	_cleanup_free_ char *fsrel = NULL;
+	struct stat pst;
+	int r;
+
+	if (stat(project, &pst) < 0)
+		return negative_errno();
+	r = read_mountinfo(&m, &n);
+	if (r < 0)
+		return r;
+	/* The mount PROJECT lies on: the longest mountpoint above it, the latest on a tie. */
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(m[i].mountpoint);
+		if (path_under(project, m[i].mountpoint) && (home == SIZE_MAX || len >= home_len)) {
+			home = i;
+			home_len = len;
+		}
+	}
+	if (home == SIZE_MAX)
+		goto out;
+	fsrel = join(m[home].root,
+		     streq(m[home].mountpoint, "/") ? project : project + home_len);
+	if (!fsrel) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n && r == 0; i++) {
+		_cleanup_free_ char *alias = NULL;
+		size_t rlen = strlen(m[i].root);
+		struct stat st;
+
+		if (m[i].maj != m[home].maj || m[i].min != m[home].min ||
+		    !path_under(fsrel, m[i].root))
+			continue;
+		alias = join(m[i].mountpoint, streq(m[i].root, "/") ? fsrel : fsrel + rlen);
+		if (!alias) {
+			r = -ENOMEM;
+			break;
+		}
+		if (path_under(alias, project) || stat(alias, &st) < 0 || st.st_dev != pst.st_dev ||
+		    st.st_ino != pst.st_ino)
+			continue;
+		r = push3(a, "--bind", view, alias);
+	}
+out:
+	mnts_free(m, n);
+	return r;
+}
+
+/* ---- covered directories ------------------------------------------------------------- */
+
+static bool is_dir(const char *path)
+{
+	struct stat st;
+	return path && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int cover(pw_run_argv *a, const char *dir)
+{
+	if (!is_dir(dir))
+		return 0; /* nothing there to hide (and no mountpoint to create on the host) */
+	return push2(a, "--tmpfs", dir);
+}
+
+static char *dir_of(const char *path)
+{
+	char *d = strdup(path), *slash;
+
+	if (!d)
+		return NULL;
+	slash = strrchr(d, '/');
+	if (!slash || slash == d) {
+		free(d);
+		return NULL; /* in "/": refuse to cover the whole host */
+	}
+	*slash = '\0';
+	return d;
+}
+
+/* The directories that hold control sockets and state: tmpfs over each existing one. */
+static int cover_daemon_dirs(pw_run_argv *a, const pw_run_view *v)
+{
+	_cleanup_free_ char *sockdir = dir_of(v->socket), *agentdir = dir_of(v->agent_socket);
+	_cleanup_free_ char *defdir = NULL, *rt = NULL, *state = NULL, *statedir = NULL;
+	_cleanup_free_ char *xdg_state = NULL, *home_state = NULL;
+	const char *env;
+	int r = 0;
+
+	if (!sockdir || !agentdir) {
+		pw_err("run", "the view's control socket %s lies in /", v->socket);
+		return -EINVAL;
+	}
+	(void)pw_ctl_default_dir(&defdir);
+	env = getenv("XDG_RUNTIME_DIR");
+	if (env && env[0] == '/' && asprintf(&rt, "%s/piworkfs", env) < 0)
+		return -ENOMEM;
+	state = pw_state_default_path();
+	if (state) {
+		statedir = dir_of(state);
+		if (!statedir) {
+			pw_err("run", "the state database %s lies directly in /; the sandbox could "
+				      "not hide it (set PIWORKFS_STATE_DB or XDG_STATE_HOME)", state);
+			return -EINVAL;
+		}
+	}
+	env = getenv("XDG_STATE_HOME");
+	if (env && env[0] == '/' && asprintf(&xdg_state, "%s/piworkfs", env) < 0)
+		return -ENOMEM;
+	env = getenv("HOME");
+	if (env && env[0] == '/' && asprintf(&home_state, "%s/.local/state/piworkfs", env) < 0)
+		return -ENOMEM;
+
+	const char *dirs[] = { sockdir, agentdir, defdir, rt, "/run/piworkfs", statedir,
+			       xdg_state, home_state, "/var/lib/piworkfs" };
+	for (size_t i = 0; i < ELEMENTSOF(dirs) && r == 0; i++) {
+		bool dup = false;
+		for (size_t j = 0; j < i; j++)
+			dup = dup || streq_ptr(dirs[i], dirs[j]);
+		if (dirs[i] && !dup)
+			r = cover(a, dirs[i]);
+	}
+	return r;
+}
+
+/* ---- the command line ---------------------------------------------------------------- */
+
+/* Does this bwrap know OPTION? (--disable-userns came with 0.8.0.) */
+static bool bwrap_has(const char *option)
+{
+	_cleanup_free_ char *cmd = NULL, *line = NULL;
+	size_t cap = 0;
+	bool found = false;
+	FILE *f;
+
+	if (asprintf(&cmd, "bwrap --help 2>&1") < 0)
+		return false;
+	f = popen(cmd, "re");
+	if (!f)
+		return false;
+	while (getline(&line, &cap, f) > 0)
+		found = found || strstr(line, option) != NULL;
+	pclose(f);
+	return found;
+}
+
+/* Where the sandbox starts: the caller's place in the project, else the project's root. */
+static char *sandbox_cwd(const pw_run_view *v, const char *cwd)
+{
+	_cleanup_free_ char *unviewed = pw_run_unview_path(cwd, NULL);
+	const char *c = unviewed ? unviewed : cwd;
+
+	if (path_under(c, v->project))
+		return strdup(c);
+	return strdup(v->project);
+}
+
+static int share_args(pw_run_argv *a, const pw_run_sandbox_opts *o)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < o->n_shares && r == 0; i++) {
+		_cleanup_free_ char *real = realpath(o->shares[i], NULL);
+		if (!real) {
+			r = negative_errno();
+			pw_err("run", "--share %s: %s", o->shares[i], strerror(-r));
+			return r;
+		}
+		if (path_under(real, o->view->project)) {
+			pw_err("run", "--share %s lies inside the project: there the view decides",
+			       o->shares[i]);
+			return -EINVAL;
+		}
+		r = push3(a, "--bind", real, real);
+	}
+	return r;
+}
+
+int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
+{
+	_cleanup_free_ char *cwd = sandbox_cwd(o->view, o->cwd);
+	pw_run_argv a = { 0 };
+	char fd[16];
+	int r;
+
+	if (!cwd)
+		return -ENOMEM;
+	snprintf(fd, sizeof(fd), "%d", o->info_fd);
+	r = push(&a, "bwrap");
+	if (r == 0)
+		r = push(&a, "--unshare-user");
+	if (r == 0)
+		r = push(&a, "--unshare-pid");
+	if (r == 0)
+		r = push(&a, "--die-with-parent");
+	if (r == 0)
+		r = push(&a, "--new-session");
+	if (r == 0 && bwrap_has("--disable-userns"))
+		r = push(&a, "--disable-userns");
+	if (r == 0)
+		r = push2(&a, "--cap-drop", "ALL");
+	if (r == 0)
+		r = push3(&a, o->ro_host ? "--ro-bind" : "--bind", "/", "/");
+	if (r == 0)
+		r = push2(&a, "--dev", "/dev");
+	if (r == 0)
+		r = push2(&a, "--proc", "/proc");
+	if (r == 0)
+		r = share_args(&a, o);
+	if (r == 0)
+		r = cover_daemon_dirs(&a, o->view);
+	if (r == 0)
+		r = push3(&a, "--bind", o->view->mountpoint, o->view->project);
+	if (r == 0)
+		r = bind_aliases(&a, o->view->project, o->view->mountpoint);
+	if (r == 0)
+		r = push3(&a, "--ro-bind", o->view->agent_socket, o->view->agent_socket);
+	if (r == 0)
+		r = push3(&a, "--setenv", "PIWORKFS_SOCKET", o->view->agent_socket);
+	if (r == 0)
+		r = push3(&a, "--setenv", "PWD", cwd);
+	if (r == 0)
+		r = push2(&a, "--chdir", cwd);
+	if (r == 0)
+		r = push2(&a, "--info-fd", fd);
+	if (r == 0)
+		r = push(&a, "--");
+	for (char **c = o->command; r == 0 && *c; c++)
+		r = push(&a, *c);
+	if (r < 0) {
+		if (r == -ENOMEM)
+			pw_err("run", "out of memory");
+		pw_run_argv_done(&a);
+		return r;
+	}
+	*ret = a;
+	return 0;
+}

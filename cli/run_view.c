@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The view `piworkfs run` works through (run.h). A live view of the project is reused (and
+ * left mounted); otherwise `piworkfs mount` (this same program, so the daemon is the one
+ * the person would start) mounts one at DIR/run-XXXXXX/view, where DIR is the control
+ * socket directory: a 0700 directory the sandbox never sees, so the mountpoint is not a
+ * second way in. The agent socket comes from the daemon (`agent.open`, fs/ctl_agent.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ctl_client.h"
+#include "ctl_server.h"
+#include "output.h"
+#include "proto.h"
+#include "run.h"
+
+#define CTL_TIMEOUT_MS 10000
+#define UMOUNT_TRIES 50 /* 50 x 100 ms while the view is busy, then a lazy unmount */
+
+static bool path_under(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+
+	if (streq(root, "/"))
+		return true;
+	return strncmp(path, root, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+char *pw_run_unview_path(const char *path, char **ret_root)
+{
+	pw_ctl_mount *m = NULL;
+	size_t n = 0, best = SIZE_MAX, best_len = 0;
+	char *out = NULL;
+
+	if (pw_ctl_list_mounts(&m, &n) < 0)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(m[i].mountpoint);
+		if (m[i].source && m[i].source[0] == '/' && path_under(path, m[i].mountpoint) &&
+		    (best == SIZE_MAX || len > best_len)) {
+			best = i;
+			best_len = len;
+		}
+	}
+	if (best != SIZE_MAX) {
+		const char *rest = streq(m[best].mountpoint, "/") ? path : path + best_len;
+		if (asprintf(&out, "%s%s", m[best].source, rest) < 0)
+			out = NULL;
+		if (out && ret_root) {
+			*ret_root = strdup(m[best].source);
+			if (!*ret_root) {
+				free(out);
+				out = NULL;
+			}
+		}
+	}
+	pw_ctl_mounts_free(m, n);
+	return out;
+}
+
+/* Calls METHOD on SOCKET. Returns 0 with *ret_result, or an exit status after printing the
+ * daemon's refusal or the transport error. */
+static int call(const char *socket, const char *method, json_t *params, json_t **ret_result)
+{
+	_cleanup_free_ char *msg = NULL;
+	pw_ctl_conn *c = NULL;
+	int r, code = 0;
+
+	r = pw_ctl_connect(socket, CTL_TIMEOUT_MS, &c);
+	if (r < 0) {
+		json_decref(params);
+		pw_err("run", "cannot reach the view's daemon at %s: %s", socket, strerror(-r));
+		return PW_EXIT_NO_VIEW;
+	}
+	r = pw_ctl_call(c, method, params, ret_result, &code, &msg);
+	pw_ctl_close(c);
+	if (r == -EREMOTE) {
+		pw_err("run", "%s: %s", method, msg ? msg : "refused by the daemon");
+		if (code == PW_RPC_METHOD_NOT_FOUND)
+			return PW_EXIT_SYSTEM; /* a daemon built without agent.open */
+		return code == PW_RPC_UNKNOWN_MODE ? PW_EXIT_CONFIG : PW_EXIT_DENIED;
+	}
+	if (r < 0) {
+		pw_err("run", "%s: %s", method, strerror(-r));
+		return PW_EXIT_SYSTEM;
+	}
+	return PW_EXIT_OK;
+}
+
+/* The live view of PROJECT whose daemon answers, or -ENOENT. */
+static int find_live(const char *project, char **ret_mountpoint, char **ret_socket)
+{
+	pw_ctl_mount *m = NULL;
+	size_t n = 0;
+	int r;
+
+	r = pw_ctl_list_mounts(&m, &n);
+	if (r < 0)
+		return r;
+	r = -ENOENT;
+	for (size_t i = 0; i < n && r == -ENOENT; i++) {
+		_cleanup_free_ char *sock = NULL;
+		pw_ctl_conn *c = NULL;
+
+		if (!streq_ptr(m[i].source, project))
+			continue;
+		if (pw_ctl_socket_path(NULL, m[i].mountpoint, &sock) < 0)
+			continue;
+		if (pw_ctl_connect(sock, CTL_TIMEOUT_MS, &c) < 0)
+			continue; /* a stale mount, or one started with another --socket-dir */
+		pw_ctl_close(c);
+		*ret_mountpoint = strdup(m[i].mountpoint);
+		*ret_socket = TAKE_PTR(sock);
+		if (!*ret_mountpoint) {
+			free(*ret_socket);
+			r = -ENOMEM;
+		} else {
+			r = 0;
+		}
+	}
+	pw_ctl_mounts_free(m, n);
+	return r;
+}
+
+/* Creates DIR (and its parents) when missing; DIR must end up a directory. */
+static int make_dirs(const char *dir)
+{
+	_cleanup_free_ char *copy = strdup(dir);
+	struct stat st;
+
+	if (!copy)
+		return -ENOMEM;
+	for (char *p = copy + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(copy, 0700) < 0 && errno != EEXIST)
+			return negative_errno();
+		*p = '/';
+	}
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return negative_errno();
+	if (stat(dir, &st) < 0)
+		return negative_errno();
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+/* Runs this program with ARGV (stdout to /dev/null, stderr kept). Returns its exit status,
+ * or PW_EXIT_SYSTEM when it could not run. */
+static int run_self(char *const *argv)
+{
+	char exe[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	int status;
+	pid_t pid;
+
+	if (len <= 0) {
+		pw_err("run", "cannot find this program (/proc/self/exe): %s", strerror(errno));
+		return PW_EXIT_SYSTEM;
+	}
+	exe[len] = '\0';
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		pw_err("run", "fork: %s", strerror(errno));
+		return PW_EXIT_SYSTEM;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (null >= 0)
+			dup2(null, STDOUT_FILENO);
+		execv(exe, argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return PW_EXIT_SYSTEM;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status) == 127 ? PW_EXIT_SYSTEM : WEXITSTATUS(status);
+	return PW_EXIT_SYSTEM;
+}
+
+/* Mounts PROJECT at a fresh DIR/run-XXXXXX/view. */
+static int mount_private(const char *project, const char *mode, pw_run_view *v)
+{
+	_cleanup_free_ char *dir = NULL, *tmpl = NULL, *mp = NULL;
+	char *argv[8];
+	size_t k = 0;
+	int r;
+
+	r = pw_ctl_default_dir(&dir);
+	if (r < 0) {
+		pw_err("run", "no directory for control sockets: set XDG_RUNTIME_DIR");
+		return PW_EXIT_CONFIG;
+	}
+	r = make_dirs(dir);
+	if (r < 0) {
+		pw_err("run", "cannot create %s: %s", dir, strerror(-r));
+		return PW_EXIT_SYSTEM;
+	}
+	if (asprintf(&tmpl, "%s/run-XXXXXX", dir) < 0)
+		return PW_EXIT_SYSTEM;
+	if (!mkdtemp(tmpl)) {
+		pw_err("run", "cannot create a private directory in %s: %s", dir, strerror(errno));
+		return PW_EXIT_SYSTEM;
+	}
+	v->private_dir = TAKE_PTR(tmpl);
+	if (asprintf(&mp, "%s/view", v->private_dir) < 0)
+		return PW_EXIT_SYSTEM;
+	if (mkdir(mp, 0700) < 0) {
+		pw_err("run", "cannot create %s: %s", mp, strerror(errno));
+		return PW_EXIT_SYSTEM;
+	}
+
+	argv[k++] = (char *)"piworkfs";
+	argv[k++] = (char *)"mount";
+	if (mode) {
+		argv[k++] = (char *)"--mode";
+		argv[k++] = (char *)mode;
+	}
+	argv[k++] = (char *)"--";
+	argv[k++] = (char *)project;
+	argv[k++] = mp;
+	argv[k] = NULL;
+	r = run_self(argv);
+	if (r != PW_EXIT_OK) {
+		rmdir(mp);
+		return r; /* `piworkfs mount` said why */
+	}
+	v->mounted = true;
+	v->mountpoint = TAKE_PTR(mp);
+	r = pw_ctl_socket_path(NULL, v->mountpoint, &v->socket);
+	if (r < 0) {
+		pw_err("run", "the view's control socket: %s", strerror(-r));
+		return PW_EXIT_SYSTEM;
+	}
+	return PW_EXIT_OK;
+}
+
+static int open_agent_socket(pw_run_view *v)
+{
+	json_t *res = NULL;
+	const char *path;
+	int r;
+
+	r = call(v->socket, "agent.open", NULL, &res);
+	if (r != PW_EXIT_OK)
+		return r;
+	path = json_string_value(json_object_get(res, "socket"));
+	if (!path || path[0] != '/') {
+		json_decref(res);
+		pw_err("run", "agent.open: the daemon answered no socket path");
+		return PW_EXIT_SYSTEM;
+	}
+	v->agent_socket = strdup(path);
+	json_decref(res);
+	return v->agent_socket ? PW_EXIT_OK : PW_EXIT_SYSTEM;
+}
+
+static int set_mode(pw_run_view *v, const char *mode)
+{
+	json_t *res = NULL;
+	int r = call(v->socket, "mode.set", json_pack("{s:s}", "mode", mode), &res);
+
+	json_decref(res);
+	return r;
+}
+
+int pw_run_view_open(const char *project, const char *mode, pw_run_view *ret)
+{
+	pw_run_view v = { 0 };
+	int r;
+
+	v.project = strdup(project);
+	if (!v.project)
+		return PW_EXIT_SYSTEM;
+	r = find_live(project, &v.mountpoint, &v.socket);
+	if (r == 0) {
+		r = mode ? set_mode(&v, mode) : PW_EXIT_OK;
+	} else if (r == -ENOENT) {
+		r = mount_private(project, mode, &v);
+	} else {
+		pw_err("run", "cannot list the mounted views: %s", strerror(-r));
+		r = PW_EXIT_SYSTEM;
+	}
+	if (r == PW_EXIT_OK)
+		r = open_agent_socket(&v);
+	if (r != PW_EXIT_OK) {
+		(void)pw_run_view_close(&v);
+		pw_run_view_done(&v);
+		return r;
+	}
+	*ret = v;
+	return PW_EXIT_OK;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* Runs fusermount3 -u [-z] MP quietly. Returns its exit status (or 127). */
+static int fusermount_u(const char *mp, bool lazy)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return 127;
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (null >= 0)
+			dup2(null, STDERR_FILENO);
+		if (lazy)
+			execlp("fusermount3", "fusermount3", "-u", "-z", mp, (char *)NULL);
+		else
+			execlp("fusermount3", "fusermount3", "-u", mp, (char *)NULL);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return 127;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 127;
+}
+
+int pw_run_view_close(pw_run_view *v)
+{
+	int r = 0;
+
+	if (v->mounted && v->mountpoint) {
+		/* The sandbox's processes are gone (its PID namespace died with the command), but
+		 * the kernel may still be releasing their files: retry while busy. */
+		int i;
+		for (i = 0; i < UMOUNT_TRIES && fusermount_u(v->mountpoint, false) != 0; i++)
+			sleep_ms(100);
+		if (i == UMOUNT_TRIES && fusermount_u(v->mountpoint, true) != 0) {
+			pw_err("run", "could not unmount the view at %s (piworkfs umount %s)",
+			       v->mountpoint, v->mountpoint);
+			r = -EBUSY;
+		}
+		v->mounted = false;
+	}
+	if (v->private_dir && r == 0) {
+		if (v->mountpoint)
+			rmdir(v->mountpoint);
+		else {
+			_cleanup_free_ char *mp = NULL;
+			if (asprintf(&mp, "%s/view", v->private_dir) >= 0)
+				rmdir(mp);
+		}
+		rmdir(v->private_dir);
+	}
+	return r;
+}
+
+void pw_run_view_done(pw_run_view *v)
+{
+	free(v->project);
+	free(v->mountpoint);
+	free(v->socket);
+	free(v->agent_socket);
+	free(v->private_dir);
+	*v = (pw_run_view){ 0 };
+}

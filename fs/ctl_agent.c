@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `agent.open`: see ctl_agent.h. Runs on the control server's thread; the only thing it
+ * does that touches the filesystem is binding one socket (never blocks on the network).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/un.h>
+
+#include "ctl_agent.h"
+#include "proto.h"
+#include "util.h"
+
+#define MAIN_SUFFIX ".sock"
+#define AGENT_SUFFIX ".agent.sock"
+
+int pw_ctl_agent_socket_path(const char *main_socket, char **ret)
+{
+	size_t n, stem;
+	char *p;
+
+	if (!main_socket || main_socket[0] != '/')
+		return -EINVAL;
+	n = strlen(main_socket);
+	if (n < strlen(MAIN_SUFFIX) || !streq(main_socket + n - strlen(MAIN_SUFFIX), MAIN_SUFFIX))
+		return -EINVAL;
+	stem = n - strlen(MAIN_SUFFIX);
+	if (stem + strlen(AGENT_SUFFIX) >= sizeof(((struct sockaddr_un *)NULL)->sun_path))
+		return -ENAMETOOLONG;
+	p = malloc(stem + strlen(AGENT_SUFFIX) + 1);
+	if (!p)
+		return -ENOMEM;
+	memcpy(p, main_socket, stem);
+	strcpy(p + stem, AGENT_SUFFIX);
+	*ret = p;
+	return 0;
+}
+
+static int refuse(pw_ctl_fail *f, int code, const char *msg, int err)
+{
+	f->code = code;
+	if (err) {
+		if (asprintf(&f->message, "%s: %s", msg, strerror(err)) < 0)
+			f->message = NULL;
+	} else {
+		f->message = strdup(msg);
+	}
+	return -1;
+}
+
+int pw_ctl_agent_open(pw_ctl_server *s, const pw_peer *peer, json_t **ret_result,
+		      pw_ctl_fail *ret_fail)
+{
+	_cleanup_free_ char *path = NULL;
+	json_t *o;
+	int r;
+
+	if (!peer || peer->restricted)
+		return refuse(ret_fail, PW_RPC_REFUSED,
+			      "refused: an agent may not open agent sockets; only the person "
+			      "outside the agent can (piworkfs run does)",
+			      0);
+	r = pw_ctl_agent_socket_path(pw_ctl_server_socket_path(s), &path);
+	if (r < 0)
+		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "agent socket path", -r);
+	r = pw_ctl_server_add_agent_socket(s, path);
+	if (r < 0 && r != -EADDRINUSE)
+		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "cannot create the agent socket",
+			      -r);
+	o = json_pack("{s:s,s:b}", "socket", path, "created", r == 0);
+	if (!o)
+		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory", 0);
+	*ret_result = o;
+	return 0;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The `agent.open` control method: gives a view its agent socket, the restricted entrance
+ * that `piworkfs run` binds into its sandbox (docs/SECURITY.md, docs/PROTOCOL.md).
+ *
+ * A view has at most one agent socket, at a path derived from its main socket's path (so
+ * every `piworkfs run` on the same view shares it and the server's listener table never
+ * grows with the number of runs): the main socket's name with ".sock" replaced by
+ * ".agent.sock", in the same 0700 directory. The server unlinks it when it stops.
+ */
+#pragma once
+
+#include <jansson.h>
+
+#include "ctl_server.h"
+#include "view.h"
+
+/*
+ * The agent socket path for the main socket MAIN_SOCKET (absolute, ending in ".sock").
+ * Returns 0 with a malloc'd *ret, -EINVAL (MAIN_SOCKET does not end in ".sock"),
+ * -ENAMETOOLONG (the result does not fit sun_path), -ENOMEM.
+ */
+int pw_ctl_agent_socket_path(const char *main_socket, char **ret);
+
+/*
+ * The handler of `agent.open` (no params). Only an unrestricted peer may ask: a restricted
+ * one gets PW_RPC_REFUSED (an agent cannot mint entrances). Creates the agent socket unless
+ * a live one is already there, and answers {"socket": PATH}. A live socket at PATH is taken
+ * to be this server's own: PATH lies in the server's private 0700 directory, so only a
+ * process of the mounting uid outside any sandbox could have put one there.
+ * Returns 0 with *ret_result, or -1 with *ret_fail filled (code and malloc'd message).
+ */
+int pw_ctl_agent_open(pw_ctl_server *s, const pw_peer *peer, json_t **ret_result,
+		      pw_ctl_fail *ret_fail);
