@@ -809,25 +809,78 @@ done:
 		bw_word_done(&vals[i]);
 }
 
-static void walk_redirected(bw_ctx *c, TSNode n, unsigned depth)
+/* The redirections of redirected_statement R (everything but its body). */
+static void redirects_of(bw_ctx *c, TSNode r, unsigned depth)
 {
-	kids k = kids_of(n);
-	TSNode ch, body = { 0 };
+	kids k = kids_of(r);
+	TSNode ch;
 	const char *field;
-	bool has_body = false;
-	while (kids_next(&k, &ch, &field)) {
+	while (kids_next(&k, &ch, &field))
+		if (ts_node_is_named(ch) && !(field && streq(field, "body")))
+			walk_redirect(c, ch, depth + 1);
+	kids_done(&k);
+}
+
+/*
+ * tree-sitter-bash attaches a redirection that ends `a && b > f` or `a | b > f` to the
+ * whole list or pipeline; bash binds it to the last command. So descend to the last element
+ * and apply R's redirections there, in that element's state (after a cd earlier in the list,
+ * inside the last pipeline element's subshell).
+ */
+static void walk_with_redirects(bw_ctx *c, TSNode body, TSNode r, unsigned depth)
+{
+	bool list = is(body, "list"), pipe = is(body, "pipeline");
+
+	if (too_deep(c, depth))
+		return;
+	if (!list && !pipe) {
+		redirects_of(c, r, depth);
+		walk_stmt(c, body, depth + 1);
+		return;
+	}
+	uint32_t n = ts_node_named_child_count(body);
+	TSNode last = { 0 };
+	bool has_last = false;
+	kids k = kids_of(body);
+	TSNode ch;
+	uint32_t i = 0;
+	while (kids_next(&k, &ch, NULL)) {
 		if (!ts_node_is_named(ch))
 			continue;
-		if (field && streq(field, "body")) {
-			body = ch;
-			has_body = true;
+		if (++i == n) {
+			last = ch;
+			has_last = true;
+		} else if (pipe) {
+			in_subshell(c, ch, depth + 1, walk_any);
 		} else {
-			walk_redirect(c, ch, depth + 1);
+			walk_any(c, ch, depth + 1);
 		}
 	}
 	kids_done(&k);
-	if (has_body)
-		walk_stmt(c, body, depth + 1);
+	if (!has_last)
+		return;
+	if (!pipe) {
+		walk_with_redirects(c, last, r, depth + 1);
+		return;
+	}
+	bw_state *saved = c->st, *copy = bw_state_copy(c->st);
+	if (!copy) {
+		c->res->oom = true;
+		return;
+	}
+	c->st = copy;
+	walk_with_redirects(c, last, r, depth + 1);
+	c->st = saved;
+	bw_state_free(copy);
+}
+
+static void walk_redirected(bw_ctx *c, TSNode n, unsigned depth)
+{
+	TSNode body = ts_node_child_by_field_name(n, "body", 4);
+	if (ts_node_is_null(body))
+		redirects_of(c, n, depth); /* `> file` alone */
+	else
+		walk_with_redirects(c, body, n, depth + 1);
 }
 
 static void walk_stmt(bw_ctx *c, TSNode n, unsigned depth)
