@@ -128,6 +128,14 @@ bool pw_hidden_child(pw_fs *fs, pw_inode *parent, const char *name, bool is_dir)
 	return hidden;
 }
 
+bool pw_hidden_existing(pw_fs *fs, pw_inode *parent, int pfd, const char *name)
+{
+	struct stat st;
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return false;
+	return pw_hidden_child(fs, parent, name, S_ISDIR(st.st_mode));
+}
+
 void pw_remember_hidden_neg(pw_fs *fs, fuse_ino_t parent, const char *name)
 {
 	pthread_mutex_lock(&fs->neg_lock);

@@ -170,6 +170,9 @@ int pw_check_child(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *parent, const 
 int pw_check_denied(pw_fs *fs, fuse_req_t req, pw_op op, const char *path, const pw_decision *d,
 		    uint64_t gen);
 bool pw_hidden_child(pw_fs *fs, pw_inode *parent, const char *name, bool is_dir);
+/* Does NAME exist in PARENT (open as PFD) as an object the policy hides? Creating over a
+ * hidden name must answer ENOENT, as if it were not there, never EEXIST or EISDIR. */
+bool pw_hidden_existing(pw_fs *fs, pw_inode *parent, int pfd, const char *name);
 void pw_remember_hidden_neg(pw_fs *fs, fuse_ino_t parent, const char *name);
 /* Clears write bits from ST when N may not be written under the active policy. */
 void pw_truthful_attr(pw_fs *fs, pw_inode *n, struct stat *st);

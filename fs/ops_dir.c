@@ -51,12 +51,14 @@ static void reply_new_entry(fuse_req_t req, pw_fs *fs, pw_inode *parent, const c
 	int r = check_name(name);                                                                  \
 	if (r < 0)                                                                                 \
 		PW_REPLY_ERR(req, -r);                                                             \
-	r = pw_check_child(fs, req, (op), parent, name, (is_dir));                                 \
-	if (r < 0)                                                                                 \
-		PW_REPLY_ERR(req, -r);                                                             \
 	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);                                \
 	if (pfd < 0)                                                                               \
-		PW_REPLY_ERR(req, -pfd)
+		PW_REPLY_ERR(req, -pfd);                                                           \
+	if (pw_hidden_existing(fs, parent, pfd, name))                                             \
+		PW_REPLY_ERR(req, ENOENT);                                                         \
+	r = pw_check_child(fs, req, (op), parent, name, (is_dir));                                 \
+	if (r < 0)                                                                                 \
+		PW_REPLY_ERR(req, -r)
 
 void pw_op_mknod(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode, dev_t rdev)
 {
@@ -95,6 +97,11 @@ void pw_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent_ino, const cha
 	int r = check_name(name);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
+	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);
+	if (pfd < 0)
+		PW_REPLY_ERR(req, -pfd);
+	if (pw_hidden_existing(fs, parent, pfd, name))
+		PW_REPLY_ERR(req, ENOENT);
 	r = pw_check_node(fs, req, PW_OP_LINK, n);
 	if (r == 0)
 		r = pw_check_child(fs, req, PW_OP_LINK, parent, name, false);
@@ -103,9 +110,6 @@ void pw_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent_ino, const cha
 	_cleanup_close_ int fd = pw_open_node(fs, n, O_PATH);
 	if (fd < 0)
 		PW_REPLY_ERR(req, -fd);
-	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);
-	if (pfd < 0)
-		PW_REPLY_ERR(req, -pfd);
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	if (linkat(AT_FDCWD, proc, pfd, name, AT_SYMLINK_FOLLOW) < 0)
@@ -185,7 +189,8 @@ void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_
 		PW_REPLY_ERR(req, errno);
 	bool have_dst = fstatat(npfd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
 	bool src_dir = S_ISDIR(src.st_mode);
-	if (pw_hidden_child(fs, parent, name, src_dir))
+	if (pw_hidden_child(fs, parent, name, src_dir) ||
+	    (have_dst && pw_hidden_child(fs, np, newname, S_ISDIR(dst.st_mode))))
 		PW_REPLY_ERR(req, ENOENT);
 	r = pw_check_child(fs, req, PW_OP_RENAME, parent, name, src_dir);
 	if (r == 0)

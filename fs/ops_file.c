@@ -109,12 +109,14 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 	pw_inode *parent = pw_inode_get(fs, parent_ino);
 	if (!pw_name_valid(name))
 		PW_REPLY_ERR(req, strlen(name) > PW_NAME_MAX ? ENAMETOOLONG : EINVAL);
-	int r = pw_check_child(fs, req, PW_OP_CREATE, parent, name, false);
-	if (r < 0)
-		PW_REPLY_ERR(req, -r);
 	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);
 	if (pfd < 0)
 		PW_REPLY_ERR(req, -pfd);
+	if (pw_hidden_existing(fs, parent, pfd, name))
+		PW_REPLY_ERR(req, ENOENT);
+	int r = pw_check_child(fs, req, PW_OP_CREATE, parent, name, false);
+	if (r < 0)
+		PW_REPLY_ERR(req, -r);
 	int fd = openat(pfd, name, (fi->flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC) & ~O_NOCTTY,
 			mode);
 	if (fd < 0)
