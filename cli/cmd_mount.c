@@ -38,6 +38,10 @@
 	"  -d, --debug         log every FUSE request (implies -f)\n"                              \
 	"      --timeout SEC   kernel cache timeout (default 86400; kept true by invalidation)\n" \
 	"      --no-watch      do not follow changes made outside the view (testing only)\n"       \
+	"      --no-audit      record no audit events\n"                                         \
+	"      --log-allowed   also record allowed mutations in the audit log\n"                 \
+	"      --state-db PATH the state database (default: $XDG_STATE_HOME/piworkfs/state.db)\n" \
+	"      --socket-dir DIR  where the control socket goes (default: $XDG_RUNTIME_DIR/piworkfs)\n" \
 	"      --json          print the result as JSON\n"                                         \
 	"  -h, --help          this help\n"
 
@@ -244,6 +248,7 @@ int cmd_mount(int argc, char **argv)
 		{"no-watch", no_argument, NULL, 'W'},   {"json", no_argument, NULL, 'J'},
 		{"help", no_argument, NULL, 'h'},       {"state-db", required_argument, NULL, 'S'},
 		{"socket-dir", required_argument, NULL, 'D'}, {"audit-queue", required_argument, NULL, 'Q'},
+		{"no-audit", no_argument, NULL, 'A'},   {"log-allowed", no_argument, NULL, 'L'},
 		{0},
 	};
 	pw_daemon_opts o = {0};
@@ -263,6 +268,8 @@ int cmd_mount(int argc, char **argv)
 		case 'S': o.state_db = optarg; break;
 		case 'D': o.socket_dir = optarg; break;
 		case 'Q': o.audit_queue = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'A': o.no_audit = true; break;
+		case 'L': o.log_allowed = true; break;
 		case 'h': return pw_usage("mount", MOUNT_USAGE, false);
 		default: return pw_err_option("mount", c, argv);
 		}

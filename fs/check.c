@@ -21,25 +21,31 @@ pw_policy *pw_fs_policy_get(pw_fs *fs, uint64_t *ret_gen)
 	return p;
 }
 
+/* Queues an audit event for a decision; never blocks (audit.h). */
+static void record(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, pw_op op,
+		   const char *path, const pw_decision *d)
+{
+	const struct fuse_ctx *ctx = req ? fuse_req_ctx(req) : NULL;
+	pw_audit_event ev = {
+		.mode = pw_policy_mode_name(p),
+		.generation = gen,
+		.op = op,
+		.path = path,
+		.err = d->err,
+		.rule = d->rule,
+		.reason = d->reason,
+		.pid = ctx ? ctx->pid : 0,
+		.uid = ctx ? ctx->uid : 0,
+	};
+	pw_audit_submit(fs->audit, &ev);
+}
+
 static int deny(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, pw_op op,
 		const char *path, const pw_decision *d)
 {
 	atomic_fetch_add(&fs->denied, 1);
-	if (fs->audit) {
-		const struct fuse_ctx *ctx = req ? fuse_req_ctx(req) : NULL;
-		pw_audit_event ev = {
-			.mode = pw_policy_mode_name(p),
-			.generation = gen,
-			.op = op,
-			.path = path,
-			.err = d->err,
-			.rule = d->rule,
-			.reason = d->reason,
-			.pid = ctx ? ctx->pid : 0,
-			.uid = ctx ? ctx->uid : 0,
-		};
-		pw_audit_submit(fs->audit, &ev);
-	}
+	if (fs->audit)
+		record(fs, req, p, gen, op, path, d);
 	return -d->err;
 }
 
@@ -57,8 +63,13 @@ static int decide_path(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t g
 {
 	pw_decision d;
 	pw_policy_decide(p, op, path, is_dir, &d);
-	if (d.allowed)
+	if (d.allowed) {
+		/* Recorded only when the audit log is configured to keep allowed mutations; the
+		 * writer drops them otherwise before they cost anything more. */
+		if (fs->audit)
+			record(fs, req, p, gen, op, path, &d);
 		return 0;
+	}
 	return deny(fs, req, p, gen, op, path, &d);
 }
 

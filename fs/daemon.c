@@ -122,12 +122,13 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 	}
 
 	pw_audit *audit = NULL;
-	if (state_path) {
+	if (state_path && !o->no_audit) {
 		pw_audit_opts ao = {
 			.db_path = state_path,
 			.project = o->project,
 			.mountpoint = o->mountpoint,
 			.queue_capacity = o->audit_queue,
+			.log_allowed = o->log_allowed,
 		};
 		_cleanup_free_ char *aw = NULL;
 		r = pw_audit_start(&ao, &audit, &aw);

@@ -23,6 +23,8 @@ typedef struct pw_daemon_opts {
 	const char *socket_dir; /* NULL: default */
 	const char *state_db;   /* NULL: default */
 	unsigned audit_queue;   /* 0: default */
+	bool no_audit;          /* record no audit events (benchmarks compare with it) */
+	bool log_allowed;       /* also record allowed mutations */
 } pw_daemon_opts;
 
 int pw_daemon_run(const pw_daemon_opts *o, int ready_fd);
