@@ -126,7 +126,7 @@ int cmd_run(int argc, char **argv)
 {
 	run_args a = { 0 };
 	_cleanup_free_ char *project = NULL, *cwd = NULL;
-	pw_run_view view = { 0 };
+	pw_run_view view = { .daemon_fd = -1 };
 	pw_run_argv bw = { 0 };
 	int pipefd[2], r;
 

@@ -25,6 +25,7 @@ typedef struct pw_run_view {
 	char *agent_socket; /* its agent socket (restricted: may only tighten) */
 	char *private_dir;  /* the 0700 directory holding our mountpoint; NULL when reused */
 	bool mounted;       /* we mounted it: unmount when the command is done */
+	int daemon_fd;      /* pidfd of its daemon when we mounted it, else -1 */
 } pw_run_view;
 
 /*

@@ -398,8 +398,12 @@ int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
 		r = cover_daemon_dirs(&a, o->view);
 	if (r == 0)
 		r = push3(&a, "--bind", o->view->mountpoint, o->view->project);
-	if (r == 0)
+	if (r == 0) {
 		r = bind_aliases(&a, o->view->project, o->view->mountpoint);
+		if (r < 0 && r != -ENOMEM)
+			pw_err("run", "cannot find the other paths of %s in /proc/self/mountinfo: %s",
+			       o->view->project, strerror(-r));
+	}
 	if (r == 0)
 		r = push3(&a, "--ro-bind", o->view->agent_socket, o->view->agent_socket);
 	if (r == 0)

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <poll.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +28,7 @@
 
 #define CTL_TIMEOUT_MS 10000
 #define UMOUNT_TRIES 50 /* 50 x 100 ms while the view is busy, then a lazy unmount */
+#define DAEMON_EXIT_MS 10000
 
 static bool path_under(const char *path, const char *root)
 {
@@ -155,13 +158,14 @@ static int make_dirs(const char *dir)
 	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
-/* Runs this program with ARGV (stdout to /dev/null, stderr kept). Returns its exit status,
- * or PW_EXIT_SYSTEM when it could not run. */
-static int run_self(char *const *argv)
+/* Runs this program with ARGV, its stdout captured into OUT (SIZE bytes, NUL-terminated),
+ * stderr kept. Returns its exit status, or PW_EXIT_SYSTEM when it could not run. */
+static int run_self(char *const *argv, char *out, size_t size)
 {
 	char exe[PATH_MAX];
 	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	int status;
+	size_t got = 0;
+	int status, pipefd[2];
 	pid_t pid;
 
 	if (len <= 0) {
@@ -169,19 +173,35 @@ static int run_self(char *const *argv)
 		return PW_EXIT_SYSTEM;
 	}
 	exe[len] = '\0';
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return PW_EXIT_SYSTEM;
 	fflush(NULL);
 	pid = fork();
 	if (pid < 0) {
 		pw_err("run", "fork: %s", strerror(errno));
+		close(pipefd[0]);
+		close(pipefd[1]);
 		return PW_EXIT_SYSTEM;
 	}
 	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-		if (null >= 0)
-			dup2(null, STDOUT_FILENO);
+		dup2(pipefd[1], STDOUT_FILENO);
 		execv(exe, argv);
 		_exit(127);
 	}
+	close(pipefd[1]);
+	/* The daemon it forks gets /dev/null as stdout, so EOF comes when mount returns. */
+	for (;;) {
+		ssize_t n = read(pipefd[0], out + got, size - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (got + 1 == size)
+			break;
+	}
+	out[got] = '\0';
+	close(pipefd[0]);
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return PW_EXIT_SYSTEM;
@@ -194,7 +214,8 @@ static int run_self(char *const *argv)
 static int mount_private(const char *project, const char *mode, pw_run_view *v)
 {
 	_cleanup_free_ char *dir = NULL, *tmpl = NULL, *mp = NULL;
-	char *argv[8];
+	char *argv[9], out[4096];
+	json_t *j;
 	size_t k = 0;
 	int r;
 
@@ -224,6 +245,7 @@ static int mount_private(const char *project, const char *mode, pw_run_view *v)
 
 	argv[k++] = (char *)"piworkfs";
 	argv[k++] = (char *)"mount";
+	argv[k++] = (char *)"--json";
 	if (mode) {
 		argv[k++] = (char *)"--mode";
 		argv[k++] = (char *)mode;
@@ -232,12 +254,18 @@ static int mount_private(const char *project, const char *mode, pw_run_view *v)
 	argv[k++] = (char *)project;
 	argv[k++] = mp;
 	argv[k] = NULL;
-	r = run_self(argv);
+	r = run_self(argv, out, sizeof(out));
 	if (r != PW_EXIT_OK) {
 		rmdir(mp);
 		return r; /* `piworkfs mount` said why */
 	}
 	v->mounted = true;
+	/* Watch the daemon, so that closing waits until it removed its sockets. */
+	j = json_loads(out, 0, NULL);
+	if (json_integer_value(json_object_get(j, "pid")) > 0)
+		v->daemon_fd = (int)syscall(SYS_pidfd_open,
+					    (pid_t)json_integer_value(json_object_get(j, "pid")), 0);
+	json_decref(j);
 	v->mountpoint = TAKE_PTR(mp);
 	r = pw_ctl_socket_path(NULL, v->mountpoint, &v->socket);
 	if (r < 0) {
@@ -278,7 +306,7 @@ static int set_mode(pw_run_view *v, const char *mode)
 
 int pw_run_view_open(const char *project, const char *mode, pw_run_view *ret)
 {
-	pw_run_view v = { 0 };
+	pw_run_view v = { .daemon_fd = -1 };
 	int r;
 
 	v.project = strdup(project);
@@ -352,6 +380,13 @@ int pw_run_view_close(pw_run_view *v)
 			r = -EBUSY;
 		}
 		v->mounted = false;
+		/* The daemon exits once unmounted; wait for it, so its sockets are gone when
+		 * `piworkfs run` returns. */
+		if (r == 0 && v->daemon_fd >= 0) {
+			struct pollfd pfd = { .fd = v->daemon_fd, .events = POLLIN };
+			while (poll(&pfd, 1, DAEMON_EXIT_MS) < 0 && errno == EINTR)
+				;
+		}
 	}
 	if (v->private_dir && r == 0) {
 		if (v->mountpoint)
@@ -373,5 +408,7 @@ void pw_run_view_done(pw_run_view *v)
 	free(v->socket);
 	free(v->agent_socket);
 	free(v->private_dir);
-	*v = (pw_run_view){ 0 };
+	if (v->daemon_fd >= 0)
+		close(v->daemon_fd);
+	*v = (pw_run_view){ .daemon_fd = -1 };
 }

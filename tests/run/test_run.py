@@ -1,0 +1,477 @@
+# SPDX-License-Identifier: MIT
+"""Integration tests of `piworkfs run`, the sandboxed launcher (Python 3 stdlib only).
+
+Each test owns a private temp dir: a copy of demo/project (the backing directory), HOME,
+XDG_CONFIG_HOME, XDG_RUNTIME_DIR (0700), XDG_STATE_HOME and PIWORKFS_STATE_DB. Every
+command runs under a deadline, and teardown unmounts every view of the temp dir (a lazy
+unmount if needed), so a failing test leaves nothing mounted.
+
+Probes run inside the sandbox as `python3 probe.py` (probe.py lives in the temp dir, outside
+the project, which the sandbox shows as the host shows it) and print JSON on stdout.
+
+Environment: $PIWORKFS is the binary under test, $PIWORKFS_DEMO the demo project,
+$SOURCE_MODES the bundled modes.
+"""
+
+import errno
+import hashlib
+import json
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+PIWORKFS = os.path.abspath(os.environ.get("PIWORKFS", "piworkfs"))
+DEMO = os.environ.get("PIWORKFS_DEMO", os.path.join(SOURCE, "demo", "project"))
+SOURCE_MODES = os.environ.get("SOURCE_MODES", os.path.join(SOURCE, "modes"))
+DEADLINE = 60
+
+LOOSEN_HINT = "piworkfs mode build"
+
+
+def fingerprint(root):
+    """{relative path: (kind, mode, content hash)} of every entry under ROOT."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = os.path.join(dirpath, name)
+            st = os.lstat(p)
+            digest = None
+            if stat.S_ISREG(st.st_mode):
+                with open(p, "rb") as f:
+                    digest = hashlib.sha256(f.read()).hexdigest()
+            out[os.path.relpath(p, root)] = (stat.S_IFMT(st.st_mode), st.st_mode, digest)
+    return out
+
+
+def views():
+    """[(mountpoint, source)] of every fuse.piworkfs mount."""
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, _, post = line.partition(" - ")
+            fields, pfields = pre.split(), post.split()
+            if pfields and pfields[0] == "fuse.piworkfs":
+                dec = lambda s: s.encode().decode("unicode_escape")
+                out.append((dec(fields[4]), dec(pfields[1])))
+    return out
+
+
+PROBE = textwrap.dedent(r'''
+    import errno, json, os, sys
+    args = json.loads(sys.argv[1])
+    res = {}
+
+    def try_write(p):
+        try:
+            with open(p, "w") as f:
+                f.write("x")
+            return 0
+        except OSError as e:
+            return e.errno
+
+    if "writes" in args:
+        res["writes"] = {p: try_write(p) for p in args["writes"]}
+
+    if "find" in args:
+        # Everything that has the backing directory's (st_dev, st_ino). Walks the whole of
+        # the test's temp dir, / to a bounded depth, every mountpoint and what lies below it
+        # to a bounded depth, and /proc/*/cwd and /proc/*/root of every visible process.
+        dev, ino = args["find"]["dev"], args["find"]["ino"]
+        hits, seen = [], set()
+
+        def check(p):
+            try:
+                st = os.stat(p)
+            except OSError:
+                return None
+            if (st.st_dev, st.st_ino) == (dev, ino):
+                hits.append(p)
+            return st
+
+        def walk(top, depth):
+            if depth < 0 or top in seen:
+                return
+            seen.add(top)
+            try:
+                entries = list(os.scandir(top))
+            except OSError:
+                return
+            for e in entries:
+                if e.path in ("/proc", "/sys", "/dev"):
+                    continue
+                try:
+                    if e.is_dir(follow_symlinks=False):
+                        check(e.path)
+                        walk(e.path, depth - 1)
+                except OSError:
+                    pass
+
+        check("/")
+        walk("/", 3)
+        walk(args["find"]["tmp"], 50)
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                mp = line.split()[4].encode().decode("unicode_escape")
+                if not mp.startswith(("/proc", "/sys", "/dev")):
+                    check(mp)
+                    walk(mp, 3)
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                for link in ("cwd", "root"):
+                    check("/proc/%s/%s" % (pid, link))
+                    if link == "root":
+                        check("/proc/%s/root%s" % (pid, args["find"]["project"]))
+        res["hits"] = hits
+        st = os.stat(args["find"]["project"])
+        res["project_stat"] = [st.st_dev, st.st_ino]
+        res["pids"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+
+    if "exists" in args:
+        res["exists"] = {p: os.path.lexists(p) for p in args["exists"]}
+    if "listdir" in args:
+        res["listdir"] = {p: sorted(os.listdir(p)) if os.path.isdir(p) else None
+                          for p in args["listdir"]}
+    res["cwd"] = os.getcwd()
+    res["env_socket"] = os.environ.get("PIWORKFS_SOCKET")
+    print(json.dumps(res))
+''')
+
+
+class RunTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="pw-run-")
+        self.addCleanup(self._teardown)
+        self.project = os.path.join(self.tmp, "proj")
+        shutil.copytree(DEMO, self.project, symlinks=True)
+        self.project = os.path.realpath(self.project)
+        self.runtime = os.path.join(self.tmp, "run")
+        os.mkdir(self.runtime, 0o700)
+        for d in ("home", "config", "state"):
+            os.mkdir(os.path.join(self.tmp, d))
+        self.state_db = os.path.join(self.tmp, "state", "piworkfs", "state.db")
+        self.env = dict(os.environ)
+        self.env.update({
+            "HOME": os.path.join(self.tmp, "home"),
+            "XDG_CONFIG_HOME": os.path.join(self.tmp, "config"),
+            "XDG_RUNTIME_DIR": self.runtime,
+            "XDG_STATE_HOME": os.path.join(self.tmp, "state"),
+            "PIWORKFS_STATE_DB": self.state_db,
+            "PIWORKFS_MODES_DIR": SOURCE_MODES,
+            "PATH": os.path.dirname(PIWORKFS) + ":" + os.environ.get("PATH", "/usr/bin:/bin"),
+        })
+        self.env.pop("PIWORKFS_SOCKET", None)
+        self.probe = os.path.join(self.tmp, "probe.py")
+        with open(self.probe, "w") as f:
+            f.write(PROBE)
+        self.before = fingerprint(self.project)
+
+    def _teardown(self):
+        for mp, source in views():
+            if mp.startswith(self.tmp) or source.startswith(self.tmp):
+                subprocess.run(["fusermount3", "-u", "-z", mp], stderr=subprocess.DEVNULL)
+        subprocess.run(["umount", "-l", os.path.join(self.tmp, "alias")],
+                       stderr=subprocess.DEVNULL)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def pw(self, *args, cwd=None, check=True):
+        p = subprocess.run([PIWORKFS, *args], cwd=cwd or self.project, env=self.env,
+                           capture_output=True, text=True, timeout=DEADLINE)
+        if check:
+            self.assertEqual(p.returncode, 0, "piworkfs %s: %s" % (args, p.stderr))
+        return p
+
+    def run_in(self, command, *opts, cwd=None):
+        """piworkfs run OPTS -- COMMAND; returns the CompletedProcess."""
+        return subprocess.run([PIWORKFS, "run", *opts, "--project", self.project, "--",
+                               *command], cwd=cwd or self.project, env=self.env,
+                              capture_output=True, text=True, timeout=DEADLINE)
+
+    def sh(self, script, *opts, cwd=None):
+        return self.run_in(["sh", "-c", script], *opts, cwd=cwd)
+
+    def probe_in(self, args, *opts, cwd=None):
+        p = self.run_in([sys.executable, self.probe, json.dumps(args)], *opts, cwd=cwd)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return json.loads(p.stdout)
+
+    def probe_host(self, args):
+        """The same probe outside the sandbox: the control that proves it can see."""
+        p = subprocess.run([sys.executable, self.probe, json.dumps(args)], cwd=self.project,
+                           env=self.env, capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return json.loads(p.stdout)
+
+    def my_views(self):
+        return [(mp, s) for mp, s in views() if s == self.project]
+
+    def assert_unchanged(self):
+        self.assertEqual(fingerprint(self.project), self.before,
+                         "the backing directory changed")
+
+    def assert_unmounted(self):
+        deadline = time.monotonic() + 10
+        while self.my_views() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(self.my_views(), [], "the view is still mounted")
+
+
+class Acceptance(RunTest):
+    def test_demo_plan_refuses_two_writes_and_the_loosening(self):
+        p = self.sh('echo x > src/a.c; echo y > "$PWD/docs/design/a.md"; piworkfs mode build',
+                    "--mode", "plan")
+        self.assertEqual(p.returncode, 1, p.stderr)
+        self.assertEqual(p.stderr.count("Read-only file system"), 2, p.stderr)
+        self.assertIn("src/a.c", p.stderr)
+        self.assertIn(self.project + "/docs/design/a.md", p.stderr)
+        self.assertIn("refused", p.stderr)
+        self.assertIn(LOOSEN_HINT, p.stderr)
+        self.assert_unchanged()
+        self.assert_unmounted()
+
+
+class Paths(RunTest):
+    def test_every_path_to_the_project_is_read_only_in_plan(self):
+        os.mkdir(os.path.join(self.tmp, "elsewhere"))
+        writes = [
+            os.path.join(self.project, "src", "new.c"),
+            os.path.join(self.project, "src", "main.c"),
+            "src/../src/new2.c",
+            os.path.join(self.project, "src", "..", "docs", "design", "x.md"),
+            "../proj/src/new3.c",
+            "/proc/self/cwd/src/new4.c",
+        ]
+        r = self.probe_in({"writes": writes}, "--mode", "plan")
+        for path in writes:
+            self.assertEqual(r["writes"][path], errno.EROFS, path)
+        self.assertEqual(r["cwd"], self.project)
+        self.assert_unchanged()
+
+    def test_outside_the_project_the_host_is_writable_unless_ro_host(self):
+        out = os.path.join(self.tmp, "out.txt")
+        r = self.probe_in({"writes": [out]}, "--mode", "plan")
+        self.assertEqual(r["writes"][out], 0)
+        os.unlink(out)
+        r = self.probe_in({"writes": [out]}, "--mode", "plan", "--ro-host")
+        self.assertEqual(r["writes"][out], errno.EROFS)
+        share = os.path.join(self.tmp, "share")
+        os.mkdir(share)
+        inside = os.path.join(share, "x")
+        r = self.probe_in({"writes": [out, inside]}, "--mode", "plan", "--ro-host",
+                          "--share", share)
+        self.assertEqual(r["writes"][out], errno.EROFS)
+        self.assertEqual(r["writes"][inside], 0)
+
+    def test_working_directory_maps_into_the_project(self):
+        sub = os.path.join(self.project, "src")
+        r = self.probe_in({}, "--mode", "plan", cwd=sub)
+        self.assertEqual(r["cwd"], sub)
+        r = self.probe_in({}, "--mode", "plan", cwd=self.tmp)
+        self.assertEqual(r["cwd"], self.project)
+
+    def test_backing_directory_has_no_other_path(self):
+        st = os.stat(self.project)
+        find = {"find": {"dev": st.st_dev, "ino": st.st_ino, "tmp": self.tmp,
+                         "project": self.project}}
+        self.assertIn(self.project, self.probe_host(find)["hits"])
+        r = self.probe_in(find, "--mode", "plan")
+        self.assertEqual(r["hits"], [])
+        # The project's path shows the view: same inode number, another device.
+        self.assertEqual(r["project_stat"][1], st.st_ino)
+        self.assertNotEqual(r["project_stat"][0], st.st_dev)
+        # No process outside the sandbox is visible.
+        self.assertLessEqual(len(r["pids"]), 3, r["pids"])
+
+    @unittest.skipUnless(os.geteuid() == 0, "bind mounts need root")
+    def test_another_mount_of_the_backing_directory_shows_the_view_too(self):
+        alias = os.path.join(self.tmp, "alias")
+        os.mkdir(alias)
+        subprocess.run(["mount", "--bind", self.tmp, alias], check=True)
+        st = os.stat(self.project)
+        self.assertEqual(os.stat(os.path.join(alias, "proj")).st_ino, st.st_ino)
+        find = {"find": {"dev": st.st_dev, "ino": st.st_ino, "tmp": self.tmp,
+                         "project": self.project}}
+        self.assertIn(os.path.join(alias, "proj"), self.probe_host(find)["hits"])
+        find["writes"] = [os.path.join(alias, "proj", "src", "x.c")]
+        r = self.probe_in(find, "--mode", "plan")
+        self.assertEqual(r["hits"], [])
+        self.assertEqual(r["writes"][os.path.join(alias, "proj", "src", "x.c")], errno.EROFS)
+        self.assert_unchanged()
+
+    def test_umount_inside_fails(self):
+        p = self.run_in(["sh", "-c", 'umount "$0"; echo "umount=$?"; umount -l "$0"; '
+                         'echo "lazy=$?"; fusermount3 -u "$0"; echo "fusermount=$?"; '
+                         'echo x > "$0/src/a.c" || echo still-the-view', self.project],
+                        "--mode", "plan")
+        self.assertNotIn("umount=0", p.stdout)
+        self.assertNotIn("lazy=0", p.stdout)
+        self.assertNotIn("fusermount=0", p.stdout)
+        self.assertIn("still-the-view", p.stdout)
+        self.assert_unchanged()
+
+
+class Hidden(RunTest):
+    def test_operator_socket_and_state_are_absent(self):
+        # A view mounted outside: its operator socket and mountpoint exist on the host.
+        mp = os.path.join(self.tmp, "view")
+        os.mkdir(mp)
+        self.pw("mount", "--mode", "plan", self.project, mp)
+        sockdir = os.path.join(self.runtime, "piworkfs")
+        socks = [os.path.join(sockdir, n) for n in os.listdir(sockdir) if n.endswith(".sock")]
+        self.assertTrue(socks)
+        self.assertTrue(os.path.exists(self.state_db))
+        r = self.probe_in({"exists": socks + [self.state_db, self.state_db + "-wal"],
+                           "listdir": [sockdir, os.path.dirname(self.state_db)]})
+        agent = r["env_socket"]
+        self.assertTrue(agent and agent.endswith(".agent.sock"), agent)
+        for s in socks:
+            self.assertEqual(r["exists"][s], s == agent, s)
+        self.assertFalse(r["exists"][self.state_db])
+        self.assertEqual(r["listdir"][sockdir], [os.path.basename(agent)])
+        self.assertEqual(r["listdir"][os.path.dirname(self.state_db)], [])
+        # The reused view stays mounted after the run.
+        self.assertEqual(len(self.my_views()), 1)
+        self.pw("umount", mp)
+
+    def test_audit_log_is_not_readable_inside(self):
+        p = self.sh('echo x > src/a.c; piworkfs log', "--mode", "plan")
+        self.assertNotIn("src/a.c", p.stdout)
+
+
+class Authority(RunTest):
+    def test_tightening_inside_succeeds_loosening_is_refused(self):
+        p = self.sh('piworkfs mode review && piworkfs mode', "--mode", "plan")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("review", p.stdout)
+        p = self.sh('piworkfs mode build', "--mode", "design")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("refused", p.stderr)
+        self.assertIn(LOOSEN_HINT, p.stderr)
+        p = self.sh('piworkfs mode off', "--mode", "plan")
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("piworkfs mode off", p.stderr)
+        self.assert_unchanged()
+
+    def test_queries_work_inside_through_the_agent_socket(self):
+        p = self.sh('piworkfs status && piworkfs check --write src/main.c; '
+                    'echo "check=$?"; piworkfs allowed; echo "allowed=$?"; '
+                    'piworkfs check-bash "rm -rf src"; echo "bash=$?"', "--mode", "design")
+        self.assertIn("design", p.stdout)
+        self.assertIn("check=1", p.stdout)
+        self.assertIn("allowed=0", p.stdout)
+        self.assertIn("bash=1", p.stdout, p.stderr)
+
+    def test_the_person_outside_loosens_and_it_holds_inside_at_once(self):
+        go = os.path.join(self.tmp, "go")
+        ready = os.path.join(self.tmp, "ready")
+        script = textwrap.dedent('''
+            piworkfs mode build 2>/dev/null && echo LOOSENED
+            echo x > docs/design/new.md 2>/dev/null && echo EARLY
+            touch "$0"
+            i=0; while [ ! -e "$1" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done
+            echo y > docs/design/new.md && echo DESIGN-WRITE
+            echo z > src/main.c 2>/dev/null || echo SRC-REFUSED
+        ''')
+        proc = subprocess.Popen([PIWORKFS, "run", "--mode", "plan", "--project", self.project,
+                                 "--", "sh", "-c", script, ready, go],
+                                cwd=self.project, env=self.env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + DEADLINE
+            while not os.path.exists(ready) and time.monotonic() < deadline:
+                self.assertIsNone(proc.poll(), proc.stderr.read() if proc.poll() else "")
+                time.sleep(0.05)
+            [(mp, _)] = self.my_views()
+            self.pw("mode", "design", "--mount", mp)
+            open(go, "w").close()
+            out, err = proc.communicate(timeout=DEADLINE)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.assertEqual(proc.returncode, 0, err)
+        self.assertNotIn("LOOSENED", out)
+        self.assertNotIn("EARLY", out)
+        self.assertIn("DESIGN-WRITE", out)
+        self.assertIn("SRC-REFUSED", out)
+        with open(os.path.join(self.project, "docs", "design", "new.md")) as f:
+            self.assertEqual(f.read(), "y\n")
+
+
+class Process(RunTest):
+    def test_exit_status_passes_through(self):
+        self.assertEqual(self.sh("exit 7").returncode, 7)
+        self.assertEqual(self.sh("exit 0").returncode, 0)
+        self.assertEqual(self.sh("kill -TERM $$").returncode, 128 + signal.SIGTERM)
+        self.assert_unmounted()
+
+    def test_stdio_passes_through(self):
+        p = subprocess.run([PIWORKFS, "run", "--project", self.project, "--", "sh", "-c",
+                            "read line; echo \"out:$line\"; echo err >&2"],
+                           input="hello\n", cwd=self.project, env=self.env,
+                           capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(p.stdout, "out:hello\n")
+        self.assertEqual(p.stderr, "err\n")
+
+    def _signalled(self, sig):
+        script = ('trap "echo got-%s; exit 9" %s; echo ready; '
+                  'i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done' %
+                  (sig.name, sig.name[3:]))
+        proc = subprocess.Popen([PIWORKFS, "run", "--mode", "plan", "--project", self.project,
+                                 "--", "sh", "-c", script], cwd=self.project, env=self.env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(proc.stdout.readline(), "ready\n")
+            proc.send_signal(sig)
+            out, err = proc.communicate(timeout=DEADLINE)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.assertEqual(out, "got-%s\n" % sig.name, err)
+        self.assertEqual(proc.returncode, 9)
+        self.assert_unmounted()
+
+    def test_sigterm_reaches_the_command(self):
+        self._signalled(signal.SIGTERM)
+
+    def test_sigint_reaches_the_command(self):
+        self._signalled(signal.SIGINT)
+
+    def test_sighup_reaches_the_command(self):
+        self._signalled(signal.SIGHUP)
+
+    def test_view_goes_away_when_the_command_is_killed(self):
+        p = self.sh("kill -KILL $$", "--mode", "plan")
+        self.assertEqual(p.returncode, 128 + signal.SIGKILL)
+        self.assert_unmounted()
+        self.assertEqual(os.listdir(os.path.join(self.runtime, "piworkfs")), [])
+
+    def test_a_reused_view_stays_and_serves_two_runs(self):
+        mp = os.path.join(self.tmp, "view")
+        os.mkdir(mp)
+        self.pw("mount", "--mode", "build", self.project, mp)
+        for _ in range(2):
+            p = self.sh('echo x > new.c && echo wrote', cwd=os.path.join(mp, "src"))
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("wrote", p.stdout)
+        self.assertEqual(len(self.my_views()), 1)
+        with open(os.path.join(self.project, "src", "new.c")) as f:
+            self.assertEqual(f.read(), "x\n")
+        p = self.sh('pwd', cwd=os.path.join(mp, "src"))
+        self.assertEqual(p.stdout.strip(), os.path.join(self.project, "src"))
+        self.pw("umount", mp)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
