@@ -91,7 +91,7 @@ static int parse(int argc, char **argv, run_args *a)
 
 /* The project's backing directory: --project or the one around the current directory,
  * taken out of a view when it lies in one (the sandbox needs the real directory). */
-static int find_project(const char *opt, char **ret)
+static int find_project(const char *opt, char **ret, char **ret_global, char **ret_bundled)
 {
 	_cleanup_project_ pw_cli_project p = { 0 };
 	_cleanup_free_ char *start = NULL, *unviewed = NULL, *view_root = NULL;
@@ -119,13 +119,15 @@ static int find_project(const char *opt, char **ret)
 		return PW_EXIT_CONFIG;
 	}
 	*ret = TAKE_PTR(p.root);
+	*ret_global = TAKE_PTR(p.global_dir);
+	*ret_bundled = TAKE_PTR(p.bundled_dir);
 	return PW_EXIT_OK;
 }
 
 int cmd_run(int argc, char **argv)
 {
 	run_args a = { 0 };
-	_cleanup_free_ char *project = NULL, *cwd = NULL;
+	_cleanup_free_ char *project = NULL, *cwd = NULL, *global_dir = NULL, *bundled_dir = NULL;
 	pw_run_view view = { .daemon_fd = -1 };
 	pw_run_argv bw = { 0 };
 	int pipefd[2], r;
@@ -135,7 +137,7 @@ int cmd_run(int argc, char **argv)
 		return pw_usage("run", RUN_USAGE, false);
 	if (r != PW_EXIT_OK)
 		return r;
-	r = find_project(a.project, &project);
+	r = find_project(a.project, &project, &global_dir, &bundled_dir);
 	if (r != PW_EXIT_OK)
 		return r;
 	cwd = realpath(".", NULL);
@@ -155,6 +157,7 @@ int cmd_run(int argc, char **argv)
 		.n_shares = a.n_shares,
 		.info_fd = 3, /* run_exec.c moves the pipe there */
 		.command = a.command,
+		.mode_dirs = { global_dir, bundled_dir },
 	};
 	if (pw_run_sandbox_argv(&so, &bw) < 0) {
 		r = PW_EXIT_CONFIG;

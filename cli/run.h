@@ -54,6 +54,7 @@ typedef struct pw_run_sandbox_opts {
 	size_t n_shares;
 	int info_fd;         /* bwrap --info-fd */
 	char **command;      /* COMMAND ARGS..., NULL-terminated */
+	const char *mode_dirs[2]; /* global and bundled mode dirs: read-only inside (or NULL) */
 } pw_run_sandbox_opts;
 
 /* A NULL-terminated argument vector (bwrap ...). */

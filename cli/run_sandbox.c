@@ -19,6 +19,9 @@
  *   --tmpfs over the control socket directories and the state database directory
  *       the operator sockets (full authority), the private mountpoint of our view, the
  *       audit log and the trust and last-mode records are not there.
+ *   --ro-bind over the global and bundled mode directories
+ *       the agent cannot plant a looser mode that a later reload or mount would load (the
+ *       global directory is created first when missing, so it cannot be created inside).
  *   --bind VIEW PROJECT, and VIEW over every other path of the backing directory
  *       the project's own absolute path shows the view; so does every other mount of the
  *       same filesystem that reaches the backing directory (found in mountinfo and
@@ -310,6 +313,38 @@ static int cover_daemon_dirs(pw_run_argv *a, const pw_run_view *v)
 	return r;
 }
 
+/* The mode directories, read-only. A missing global directory is created (0700, like
+ * `mkdir -p`) so that the agent cannot create it with modes of its own. */
+static int protect_mode_dirs(pw_run_argv *a, const char *const dirs[2])
+{
+	int r = 0;
+
+	for (size_t i = 0; i < 2 && r == 0; i++) {
+		if (!dirs[i] || dirs[i][0] != '/')
+			continue;
+		if (i == 0 && !is_dir(dirs[i])) {
+			_cleanup_free_ char *copy = strdup(dirs[i]);
+			if (!copy)
+				return -ENOMEM;
+			for (char *p = copy + 1; *p; p++) {
+				if (*p != '/')
+					continue;
+				*p = '\0';
+				(void)mkdir(copy, 0700);
+				*p = '/';
+			}
+			if (mkdir(copy, 0700) < 0 && errno != EEXIST) {
+				r = negative_errno();
+				pw_err("run", "cannot create %s: %s", dirs[i], strerror(-r));
+				return r;
+			}
+		}
+		if (is_dir(dirs[i]))
+			r = push3(a, "--ro-bind", dirs[i], dirs[i]);
+	}
+	return r;
+}
+
 /* ---- the command line ---------------------------------------------------------------- */
 
 /* Does this bwrap know OPTION? (--disable-userns came with 0.8.0.) */
@@ -394,6 +429,8 @@ int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
 		r = push2(&a, "--proc", "/proc");
 	if (r == 0)
 		r = share_args(&a, o);
+	if (r == 0)
+		r = protect_mode_dirs(&a, o->mode_dirs);
 	if (r == 0)
 		r = cover_daemon_dirs(&a, o->view);
 	if (r == 0)

@@ -272,6 +272,18 @@ class Paths(RunTest):
         self.assertEqual(r["writes"][out], errno.EROFS)
         self.assertEqual(r["writes"][inside], 0)
 
+    def test_mode_directories_are_read_only(self):
+        global_dir = os.path.join(self.tmp, "config", "piworkfs")
+        self.assertFalse(os.path.exists(global_dir))
+        planted = [os.path.join(global_dir, "plan.md"),
+                   os.path.join(global_dir, "modes", "plan.md"),
+                   os.path.join(SOURCE_MODES, "plan.md")]
+        r = self.probe_in({"writes": planted}, "--mode", "plan")
+        for path in planted:
+            self.assertIn(r["writes"][path], (errno.EROFS, errno.ENOENT), path)
+        self.assertEqual(r["writes"][planted[0]], errno.EROFS)
+        self.assertEqual(os.listdir(global_dir), [])
+
     def test_working_directory_maps_into_the_project(self):
         sub = os.path.join(self.project, "src")
         r = self.probe_in({}, "--mode", "plan", cwd=sub)
