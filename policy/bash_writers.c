@@ -219,6 +219,8 @@ static void set_label(bw_cmd *k, const char *a, const char *b)
 /* A word made of DIR + "/" + the last component of SRC (patterns kept), for cp SRC DIR/. */
 static int join_base(bw_word *ret, const bw_word *dir, const bw_word *src)
 {
+	if (src->unknown || dir->unknown || !src->pat || !dir->pat)
+		return -EINVAL;
 	const char *spat = src->pat, *slash = strrchr(spat, '/');
 	const char *base = slash ? slash + 1 : spat;
 	size_t dl = strlen(dir->pat);
@@ -324,6 +326,8 @@ static void h_copy(bw_cmd *k)
 				if (join_base(&j, &dot, k->pos[0]) == 0) {
 					tw(k, &j, PW_OP_SYMLINK, false, false);
 					bw_word_done(&j);
+				} else {
+					tw(k, &dot, PW_OP_SYMLINK, true, true); /* some name here */
 				}
 				bw_word_done(&dot);
 			}
