@@ -139,7 +139,8 @@ static void print_target(const pw_cli_project *p, const pw_policy *policy,
 	putchar('\n');
 }
 
-/* A mode other than the current one under which nothing is denied: design, then build. */
+/* A mode other than the current one under which nothing is denied: design, then build.
+ * NULL when neither would do (a protected path, say). */
 static const char *suggest_mode(const pw_modeset *ms, const pw_policy *current,
 				pw_bash_result *r)
 {
@@ -157,7 +158,18 @@ static const char *suggest_mode(const pw_modeset *ms, const pw_policy *current,
 			found = candidates[i];
 	}
 	pw_bash_decide(r, current); /* restore the answers for the asked mode */
-	return found ? found : "build";
+	return found;
+}
+
+static bool any_protected(const pw_bash_result *r)
+{
+	for (size_t i = 0; i < pw_bash_target_count(r); i++) {
+		const pw_bash_target *t = pw_bash_target_get(r, i);
+		if (t->status == PW_BASH_DENIED && t->decided &&
+		    t->decision.reason == PW_REASON_PROTECTED)
+			return true;
+	}
+	return false;
 }
 
 static int print_text(const pw_cli_project *p, const pw_modeset *ms, const pw_policy *policy,
@@ -180,9 +192,15 @@ static int print_text(const pw_cli_project *p, const pw_modeset *ms, const pw_po
 	printf("verdict: %s (%zu denied, %zu outside, %zu unknown; %zu allowed) in mode %s\n",
 	       pw_bash_status_name(v), n[PW_BASH_DENIED], n[PW_BASH_OUTSIDE], n[PW_BASH_UNKNOWN],
 	       n[PW_BASH_ALLOWED], pw_policy_mode_name(policy));
-	if (v == PW_BASH_DENIED)
-		printf("hint: ask the person to switch mode (piworkfs mode %s)\n",
-		       suggest_mode(ms, policy, r));
+	const char *better = v == PW_BASH_DENIED ? suggest_mode(ms, policy, r) : NULL;
+	if (better)
+		printf("hint: ask the person to switch mode (piworkfs mode %s)\n", better);
+	else if (v == PW_BASH_DENIED && any_protected(r))
+		printf("hint: the command writes protected paths, which no working mode allows; "
+		       "don't work around it, ask the person\n");
+	else if (v == PW_BASH_DENIED)
+		printf("hint: no other mode allows all of it; ask the person (piworkfs mode "
+		       "build allows the most)\n");
 	else if (v == PW_BASH_OUTSIDE)
 		printf("hint: the view cannot judge writes outside the project; make sure the "
 		       "person expects them\n");
