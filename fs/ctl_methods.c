@@ -19,6 +19,7 @@
 
 #include "audit.h"
 #include "bash.h"
+#include "ctl_agent.h"
 #include "ctl_server.h"
 #include "limits.h"
 #include "path.h"
@@ -471,6 +472,13 @@ static int m_bash_check(call *x, json_t **ret)
 	return done(x, o, ret);
 }
 
+/* ---- agent.open (fs/ctl_agent.c) ------------------------------------------------------- */
+
+static int m_agent_open(call *x, json_t **ret)
+{
+	return pw_ctl_agent_open(x->s, x->peer, ret, x->fail);
+}
+
 /* ---- the table ------------------------------------------------------------------------- */
 
 #define M(n, f, spec) { n, f, spec, ELEMENTSOF(spec) }
@@ -484,6 +492,7 @@ static const method methods[] = {
 	M("allowed", m_allowed, allowed_params),
 	M0("reload", m_reload),
 	M("subscribe", m_subscribe, subscribe_params),
+	M0("agent.open", m_agent_open),
 	M("bash.check", m_bash_check, bash_params),
 };
 
