@@ -110,16 +110,21 @@ def _unescape(s):
         .replace("\\134", "\\")
 
 
-def mounts_at(path):
-    """The fstypes of every mount whose mountpoint is PATH, from /proc/self/mountinfo."""
+def mount_entries(path):
+    """(mount id, fstype) of every mount whose mountpoint is PATH (/proc/self/mountinfo)."""
     out = []
     with open("/proc/self/mountinfo") as f:
         for line in f:
             left, _, right = line.partition(" - ")
             fields = left.split()
             if len(fields) >= 5 and _unescape(fields[4]) == path:
-                out.append(right.split()[0])
+                out.append((int(fields[0]), right.split()[0]))
     return out
+
+
+def mounts_at(path):
+    """The fstypes of every mount whose mountpoint is PATH."""
+    return [t for _, t in mount_entries(path)]
 
 
 def piworkfs_mounts():
@@ -238,6 +243,10 @@ class MountCase(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="pw-mnt-")
         self.addCleanup(shutil.rmtree, self.tmp, True)
+        # Runs after every view's own teardown (cleanups run last in, first out): a safety
+        # net that detaches anything still mounted under our temp dir (a daemonized view,
+        # a refused mount that went through after all), so rmtree never walks a view.
+        self.addCleanup(self._sweep_mounts)
         self.project = os.path.join(self.tmp, "project")
         self.mp = os.path.join(self.tmp, "mnt")
         home = os.path.join(self.tmp, "home")
@@ -305,6 +314,17 @@ class MountCase(unittest.TestCase):
         if mode:
             argv += ["--mode", mode]
         argv += list(args) + [project or self.project, mp]
+        # A view counts as mounted when a fuse.piworkfs mount appears at MP that was not
+        # there before, or, when a stale one from a killed daemon was there (the kernel may
+        # give the new mount the freed id), once the daemon says it serves.
+        known = {i for i, _ in mount_entries(mp)}
+
+        def new_view():
+            entries = mount_entries(mp)
+            if any(t == "fuse.piworkfs" and i not in known for i, t in entries):
+                return True
+            return is_view_mounted(mp) and "piworkfs: serving " in v.log()
+
         logf = open(log_path, "wb")
         proc = subprocess.Popen(argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
                                 stdout=logf, stderr=subprocess.STDOUT)
@@ -313,8 +333,7 @@ class MountCase(unittest.TestCase):
         self.views.append(v)
         self.addCleanup(self._teardown_view, v)
         if wait:
-            ok = wait_until(lambda: is_view_mounted(mp) or proc.poll() is not None,
-                            MOUNT_DEADLINE)
+            ok = wait_until(lambda: new_view() or proc.poll() is not None, MOUNT_DEADLINE)
             if proc.poll() is not None or not ok:
                 self.fail("the view did not mount within %.0f s (daemon exit %s)\n%s" %
                           (MOUNT_DEADLINE, proc.poll(), v.log()))
@@ -370,6 +389,14 @@ class MountCase(unittest.TestCase):
         if problems:
             self.fail("teardown of %s: %s\n--- daemon log ---\n%s" %
                       (v.mp, "; ".join(problems), v.log()))
+
+    def _sweep_mounts(self):
+        left = [m for m in piworkfs_mounts() if m == self.tmp or m.startswith(self.tmp + "/")]
+        for m in reversed(left):
+            subprocess.run(["fusermount3", "-u", "-z", m], capture_output=True, timeout=30)
+        for m in left:
+            # Anything left here was not torn down by the test itself: that is a failure.
+            self.fail("a view was left mounted at %s (detached it lazily)" % m)
 
     def daemon_logs(self):
         return "".join("\n--- daemon %d log ---\n%s" % (v.pid, v.log()) for v in self.views)
