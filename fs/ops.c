@@ -104,7 +104,7 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 	pw_inode *n = pw_inode_get(fs, ino);
 	struct stat st;
 	int r;
-	if (fi && fi->fh && pw_fh_of(fi)->fd >= 0)
+	if (fi && fi->fh)
 		r = fstat(pw_fh_of(fi)->fd, &st) < 0 ? negative_errno() : 0;
 	else
 		r = pw_stat_node(fs, n, &st);
@@ -184,7 +184,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 		_cleanup_close_ int pfd = -1;
 		int fd;
 		bool opath = false;
-		if (fi && fi->fh && pw_fh_of(fi)->fd >= 0) {
+		if (fi && fi->fh) {
 			fd = pw_fh_of(fi)->fd;
 		} else {
 			pfd = pw_open_node(fs, n, O_PATH);
@@ -198,9 +198,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 			PW_REPLY_ERR(req, -r);
 	}
 	struct stat st;
-	int r = (fi && fi->fh && pw_fh_of(fi)->fd >= 0)
-			? (fstat(pw_fh_of(fi)->fd, &st) < 0 ? negative_errno() : 0)
-			: pw_stat_node(fs, n, &st);
+	int r = (fi && fi->fh) ? (fstat(pw_fh_of(fi)->fd, &st) < 0 ? negative_errno() : 0)
+			       : pw_stat_node(fs, n, &st);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
 	pw_truthful_attr(fs, n, &st);

@@ -25,12 +25,9 @@
 		return;                                                                            \
 	} while (0)
 
-/* An open file or directory of the view. For a lazy read-only open, fd stays -1 until the
- * first request that needs the backing file (pw_fh_fd); NODE and FLAGS say what to open. */
+/* An open file or directory of the view. */
 typedef struct pw_fh {
-	_Atomic int fd;
-	pw_inode *node;
-	int flags;
+	int fd;
 	/* directories: getdents64 buffer state */
 	off_t dir_pos;
 	size_t buf_len, buf_off;
@@ -43,8 +40,6 @@ static inline pw_fh *pw_fh_of(struct fuse_file_info *fi)
 }
 
 int pw_stat_node(pw_fs *fs, pw_inode *n, struct stat *st);
-/* The backing descriptor of H, opening it now for a lazy handle. Returns fd or -errno. */
-int pw_fh_fd(pw_fs *fs, pw_fh *h);
 void pw_reply_negative(pw_fs *fs, fuse_req_t req);
 int pw_do_lookup(pw_fs *fs, pw_inode *parent, const char *name, struct fuse_entry_param *e);
 

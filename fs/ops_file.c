@@ -5,11 +5,6 @@
  * stays off (the kernel would otherwise acknowledge writes we refuse later); shared
  * writable mmap pages reach us as WRITE requests at writeback time and are checked then
  * (docs/ARCHITECTURE.md explains the consequence).
- *
- * Lazy opens: a read-only open by a caller with the daemon's own credentials cannot fail on
- * permissions, and with the page cache kept across opens a warm reader never sends READ. So
- * such an open answers at once and the backing file is opened by the first request that
- * needs it; `grep -r` over a warm tree then costs two cheap round trips per file.
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -18,41 +13,12 @@
 
 #include "ops_common.h"
 
-static pw_fh *fh_new(int fd, pw_inode *n, int flags)
+static pw_fh *fh_new(int fd)
 {
 	pw_fh *h = calloc(1, sizeof(*h));
-	if (h) {
+	if (h)
 		h->fd = fd;
-		h->node = n;
-		h->flags = flags;
-	}
 	return h;
-}
-
-int pw_fh_fd(pw_fs *fs, pw_fh *h)
-{
-	int fd = atomic_load(&h->fd);
-	if (fd >= 0)
-		return fd;
-	int nfd = pw_open_node(fs, h->node, h->flags);
-	if (nfd < 0)
-		return nfd;
-	int expected = -1;
-	if (!atomic_compare_exchange_strong(&h->fd, &expected, nfd)) {
-		close(nfd); /* another request opened it first */
-		return expected;
-	}
-	return nfd;
-}
-
-/* May this open skip the backing open until the first READ? */
-static bool can_open_lazily(pw_fs *fs, fuse_req_t req, int flags)
-{
-	if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_DIRECT | O_NOATIME)))
-		return false;
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	/* Root reads anything; otherwise the open's own permission check must run now. */
-	return ctx->uid == 0 && geteuid() == 0;
 }
 
 static bool wants_write(int flags)
@@ -80,24 +46,19 @@ void pw_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			PW_REPLY_ERR(req, -r);
 	}
 	int flags = fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY);
-	int fd = -1;
-	if (!can_open_lazily(fs, req, flags)) {
-		fd = pw_open_node(fs, n, flags);
-		if (fd < 0)
-			PW_REPLY_ERR(req, -fd);
-	}
-	pw_fh *h = fh_new(fd, n, flags);
+	int fd = pw_open_node(fs, n, flags);
+	if (fd < 0)
+		PW_REPLY_ERR(req, -fd);
+	pw_fh *h = fh_new(fd);
 	if (!h) {
-		if (fd >= 0)
-			close(fd);
+		close(fd);
 		PW_REPLY_ERR(req, ENOMEM);
 	}
 	fi->fh = (uintptr_t)h;
 	set_open_flags(fi, fi->flags);
 	PW_CREDS_LEAVE();
 	if (fuse_reply_open(req, fi) == -ENOENT) { /* interrupted: the kernel dropped it */
-		if (fd >= 0)
-			close(fd);
+		close(fd);
 		free(h);
 	}
 }
@@ -128,7 +89,7 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 		PW_REPLY_ERR(req, r);
 	}
 	pw_inode *n = pw_inode_learn(fs, parent, name, &st, NULL);
-	pw_fh *h = n ? fh_new(fd, n, fi->flags) : NULL;
+	pw_fh *h = n ? fh_new(fd) : NULL;
 	if (!h) {
 		close(fd);
 		if (n)
@@ -150,14 +111,9 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 
 void pw_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
-	int fd = pw_fh_fd(fuse_req_userdata(req), pw_fh_of(fi));
-	if (fd < 0) {
-		fuse_reply_err(req, -fd);
-		return;
-	}
 	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
 	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-	buf.buf[0].fd = fd;
+	buf.buf[0].fd = pw_fh_of(fi)->fd;
 	buf.buf[0].pos = off;
 	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
 }
@@ -186,19 +142,14 @@ void pw_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf,
 void pw_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	pw_fh *h = pw_fh_of(fi);
-	if (h->fd >= 0)
-		close(h->fd);
+	close(h->fd);
 	free(h);
 	fuse_reply_err(req, 0);
 }
 
 void pw_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	int fd = pw_fh_fd(fuse_req_userdata(req), pw_fh_of(fi));
-	if (fd < 0) {
-		fuse_reply_err(req, -fd);
-		return;
-	}
+	int fd = pw_fh_of(fi)->fd;
 	int r = datasync ? fdatasync(fd) : fsync(fd);
 	fuse_reply_err(req, r < 0 ? errno : 0);
 }
@@ -225,13 +176,9 @@ void pw_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		fuse_reply_err(req, -r);
 		return;
 	}
-	int in_fd = pw_fh_fd(fs, pw_fh_of(fi_in));
-	if (in_fd < 0) {
-		fuse_reply_err(req, -in_fd);
-		return;
-	}
 	loff_t in = off_in, out = off_out;
-	ssize_t res = copy_file_range(in_fd, &in, pw_fh_of(fi_out)->fd, &out, len, (unsigned)flags);
+	ssize_t res = copy_file_range(pw_fh_of(fi_in)->fd, &in, pw_fh_of(fi_out)->fd, &out, len,
+				      (unsigned)flags);
 	if (res < 0)
 		fuse_reply_err(req, errno);
 	else
@@ -240,12 +187,7 @@ void pw_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 
 void pw_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
 {
-	int fd = pw_fh_fd(fuse_req_userdata(req), pw_fh_of(fi));
-	if (fd < 0) {
-		fuse_reply_err(req, -fd);
-		return;
-	}
-	off_t res = lseek(fd, off, whence);
+	off_t res = lseek(pw_fh_of(fi)->fd, off, whence);
 	if (res < 0)
 		fuse_reply_err(req, errno);
 	else
