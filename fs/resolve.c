@@ -8,6 +8,7 @@
  * each, and are checked).
  */
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <linux/openat2.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -95,6 +96,23 @@ int pw_openat_beneath(pw_fs *fs, const char *path, int flags, mode_t mode)
 	}
 }
 
+/*
+ * The node's name may point at another object by now: the backing tree can change under
+ * us (a file replaced, a directory exchanged with a symlink by RENAME_EXCHANGE). Acting on
+ * that object would answer for the wrong inode (the kernel then marks the node bad) or write
+ * where the policy never looked, so the object opened must be the node's own: same device,
+ * same inode number. Otherwise the name is stale and the request answers ESTALE.
+ */
+static int verify_identity(pw_inode *n, int fd)
+{
+	struct stat st;
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		return negative_errno();
+	if (st.st_ino != n->ino || st.st_dev != n->dev)
+		return -ESTALE;
+	return 0;
+}
+
 int pw_open_node(pw_fs *fs, pw_inode *n, int flags)
 {
 	if (n->is_root && (flags & O_PATH)) {
@@ -105,5 +123,13 @@ int pw_open_node(pw_fs *fs, pw_inode *n, int flags)
 	int r = pw_path_of(fs, n, path);
 	if (r < 0)
 		return r;
-	return pw_openat_beneath(fs, path, flags, 0);
+	int fd = pw_openat_beneath(fs, path, flags, 0);
+	if (fd < 0 || n->is_root)
+		return fd;
+	r = verify_identity(n, fd);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
 }
