@@ -58,11 +58,59 @@ void pw_unwatch_dir(pw_fs *fs, pw_inode *n)
 	pw_inode_set_wd_locked(fs, n, -1);
 }
 
+typedef struct inval_all {
+	struct {
+		fuse_ino_t parent, ino;
+		char *name;
+	} *v;
+	size_t n, cap;
+} inval_all;
+
+static void collect_node(pw_fs *fs, pw_inode *n, void *u)
+{
+	inval_all *a = u;
+	for (pw_name *nm = n->names; nm; nm = nm->next) {
+		if (a->n == a->cap) {
+			size_t ncap = a->cap ? a->cap * 2 : 1024;
+			void *nv = realloc(a->v, ncap * sizeof(*a->v));
+			if (!nv)
+				return;
+			a->v = nv;
+			a->cap = ncap;
+		}
+		a->v[a->n].parent = pw_inode_id(fs, nm->parent);
+		a->v[a->n].ino = pw_inode_id(fs, n);
+		a->v[a->n].name = strdup(nm->name);
+		a->n++;
+	}
+}
+
+/*
+ * Events were lost (the inotify queue overflowed under a storm of outside changes): we no
+ * longer know what changed, so every name the kernel may have cached is dropped, with every
+ * node's attributes and data, and the root's listing. Collected under the tree lock,
+ * notified after it is released.
+ */
+static void invalidate_everything(pw_fs *fs)
+{
+	inval_all a = {0};
+	pw_inode_foreach(fs, collect_node, &a);
+	for (size_t i = 0; i < a.n; i++) {
+		if (a.v[i].name) {
+			fuse_lowlevel_notify_inval_entry(fs->se, a.v[i].parent, a.v[i].name,
+							 strlen(a.v[i].name));
+			free(a.v[i].name);
+		}
+		fuse_lowlevel_notify_inval_inode(fs->se, a.v[i].ino, 0, 0);
+	}
+	free(a.v);
+	fuse_lowlevel_notify_inval_inode(fs->se, FUSE_ROOT_ID, 0, 0);
+}
+
 static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 {
 	if (ev->mask & IN_Q_OVERFLOW) {
-		/* Events were lost: forget every cached attribute and listing. */
-		fuse_lowlevel_notify_inval_inode(fs->se, FUSE_ROOT_ID, 0, 0);
+		invalidate_everything(fs);
 		return;
 	}
 	/* Copy what we need under the lock: the node may be forgotten right after. */
