@@ -6,18 +6,27 @@
  *   TIME                     MODE    OP          ERRNO   PID     COMM      COUNT  PATH  RULE
  *   2025-01-02 10:11:12.345  plan    create      EROFS   4242    bash      1      a.md  read-only
  *
- * --json prints one JSON object per line instead (docs/AUDIT.md). --follow keeps polling the
- * database every 200 ms for rows added since.
+ * --json prints one JSON object per line instead (docs/AUDIT.md). Run inside a live view, the
+ * log shows that view's project only (--project and --all choose otherwise).
+ *
+ * --follow prints rows added since, as they are committed. The database stays the one
+ * source of what is printed (ids, counts, rules); the control socket only says when to look.
+ * Inside a live view the follower subscribes to the view's `denied` notifications, which the
+ * audit writer sends after COMMIT, and reads the database as soon as one arrives; it also
+ * reads every 200 ms, which is all it does outside a view or once the daemon is gone
+ * (rows of other views, and merged repeats, never notify).
  *
  * piworkfs why PATH: the last denials of PATH from the log, and the decision the project's
  * mode makes about it now (the --mode given, else the live view's mode, else the last mode
- * recorded for the project).
+ * recorded for the project). Inside a live view the project is the view's: paths map
+ * through the mountpoint, and the log is searched under the project's real path.
  */
 #include <getopt.h>
 #include <signal.h>
 #include <time.h>
 
 #include "cli.h"
+#include "ctl_client.h"
 #include "db.h"
 #include "output.h"
 #include "project.h"
@@ -27,13 +36,17 @@
 #define LOG_DEFAULT_LIMIT 50
 #define WHY_DEFAULT_LIMIT 5
 #define FOLLOW_POLL_NS (200 * 1000000L)
+#define FOLLOW_POLL_MS 200
+#define FOLLOW_CALL_TIMEOUT_MS 5000
 
 static const char log_usage[] =
 	"Usage: piworkfs log [-n N] [--denied] [--mode M] [--path GLOB] [--pid P]\n"
-	"                    [--since TIME] [--project DIR] [--follow] [--json]\n"
+	"                    [--since TIME] [--project DIR | --all] [--follow] [--json]\n"
 	"\n"
 	"Show the audit log of the views: the operations they denied (and allowed ones when a\n"
 	"view logs them), oldest first, newest last. Reads the state database directly.\n"
+	"Inside a live view, only that view's project is shown unless --project or --all says\n"
+	"otherwise.\n"
 	"\n"
 	"Options:\n"
 	"  -n, --lines N      show the last N events (default 50; 0: all)\n"
@@ -45,6 +58,7 @@ static const char log_usage[] =
 	"                     with Z or +HH:MM for a zone (default local time), or 30s, 10m,\n"
 	"                     2h, 3d, 1w ago\n"
 	"  -C, --project DIR  only events of the project DIR\n"
+	"  -a, --all          events of every project (the default outside a live view)\n"
 	"  -f, --follow       keep printing new events as they are written (Ctrl-C to stop)\n"
 	"      --json         one JSON object per line (docs/AUDIT.md)\n"
 	"  -h, --help         show this help\n"
@@ -549,11 +563,97 @@ static int print_new_rows(sqlite3 *db, const log_filter *f, bool json, int64_t *
 	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
 }
 
-/* Polls until interrupted. The database may not exist yet when following starts. */
-static int follow(const char *path, sqlite3 *db, const log_filter *f, bool json, int64_t last_id)
+/* ---- The live view. ---- */
+
+typedef struct live_view {
+	char *socket;
+	char *mountpoint; /* NULL when found through $PIWORKFS_SOCKET */
+	char *project;    /* the project's real path, as the daemon reports it */
+} live_view;
+
+static void live_view_done(live_view *v)
+{
+	free(v->socket);
+	free(v->mountpoint);
+	free(v->project);
+	*v = (live_view){ 0 };
+}
+
+/* The live view containing the current directory (or named by $PIWORKFS_SOCKET), with the
+ * project its daemon serves. Returns 0, -ENOENT when not inside a view, another -errno when
+ * its daemon does not answer (a stale mount): callers then behave as outside a view. */
+static int live_view_find(live_view *ret)
+{
+	_cleanup_free_ char *sock = NULL, *mp = NULL;
+	_cleanup_json_ json_t *res = NULL;
+	int r = pw_ctl_find_view_full(NULL, &sock, &mp);
+
+	if (r < 0)
+		return r;
+	r = pw_ctl_call_socket(sock, "status", NULL, &res, NULL, NULL);
+	if (r < 0)
+		return r;
+	const char *project = json_string_value(json_object_get(res, "project"));
+	if (!project || project[0] != '/')
+		return -EBADMSG;
+	char *copy = strdup(project);
+	if (!copy)
+		return -ENOMEM;
+	*ret = (live_view){ TAKE_PTR(sock), TAKE_PTR(mp), copy };
+	return 0;
+}
+
+/* ---- --follow ---- */
+
+/* Subscribes to the `denied` notifications of the view behind SOCKET. Returns the
+ * connection, or NULL when there is none to be had (no daemon, or one without an audit
+ * writer): the follower then only polls. */
+static pw_ctl_conn *subscribe_denied(const char *socket)
+{
+	pw_ctl_conn *c = NULL;
+	_cleanup_json_ json_t *res = NULL;
+
+	if (!socket || pw_ctl_connect(socket, FOLLOW_CALL_TIMEOUT_MS, &c) < 0)
+		return NULL;
+	json_t *params = json_pack("{s:[s]}", "events", "denied");
+	int r = params ? pw_ctl_call(c, "subscribe", params, &res, NULL, NULL) : -ENOMEM;
+	if (r < 0 || !json_is_true(json_object_get(res, "audit"))) {
+		pw_ctl_close(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* Waits up to FOLLOW_POLL_MS for a notification on *SUB. A connection that fails (the
+ * daemon went away) is closed and *SUB set to NULL: polling goes on without it. */
+static void wait_for_news(pw_ctl_conn **sub)
+{
+	if (!*sub) {
+		struct timespec ts = { .tv_sec = 0, .tv_nsec = FOLLOW_POLL_NS };
+		nanosleep(&ts, NULL);
+		return;
+	}
+	char *method = NULL;
+	json_t *params = NULL;
+	int r = pw_ctl_read_notification(*sub, FOLLOW_POLL_MS, &method, &params);
+	if (r == 0) {
+		free(method);
+		json_decref(params);
+	} else if (r != -ETIMEDOUT) {
+		pw_ctl_close(*sub);
+		*sub = NULL;
+	}
+}
+
+/* Prints new rows until interrupted. The database may not exist yet when following starts.
+ * SOCKET (or NULL) is the live view whose notifications wake the follower. */
+static int follow(const char *path, sqlite3 *db, const log_filter *f, bool json, int64_t last_id,
+		  const char *socket)
 {
 	_cleanup_(pw_db_closep) sqlite3 *own = db;
 	struct sigaction sa = { .sa_handler = on_stop };
+	pw_ctl_conn *sub = subscribe_denied(socket);
+	int r = 0;
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
@@ -561,24 +661,26 @@ static int follow(const char *path, sqlite3 *db, const log_filter *f, bool json,
 		if (!own && pw_db_open_readonly(path, &own) < 0)
 			own = NULL;
 		if (own) {
-			int r = print_new_rows(own, f, json, &last_id);
-			if (r == -EIO && ferror(stdout))
-				return r;
-			if (r < 0 && r != -EBUSY)
-				return r;
+			r = print_new_rows(own, f, json, &last_id);
+			if (r == -EBUSY)
+				r = 0;
+			if (r < 0)
+				break;
 		}
-		if (ferror(stdout))
-			return -EPIPE;
-		struct timespec ts = { .tv_sec = 0, .tv_nsec = FOLLOW_POLL_NS };
-		nanosleep(&ts, NULL);
+		if (ferror(stdout)) {
+			r = -EPIPE;
+			break;
+		}
+		wait_for_news(&sub);
 	}
-	return 0;
+	pw_ctl_close(sub);
+	return r;
 }
 
 typedef struct log_opts {
 	log_filter f;
 	size_t limit;
-	bool json, follow;
+	bool json, follow, all;
 	const char *project_opt, *glob;
 } log_opts;
 
@@ -607,6 +709,7 @@ static int log_parse(int argc, char **argv, log_opts *o)
 		{ "pid", required_argument, NULL, OPT_PID },
 		{ "since", required_argument, NULL, 's' },
 		{ "project", required_argument, NULL, 'C' },
+		{ "all", no_argument, NULL, 'a' },
 		{ "follow", no_argument, NULL, 'f' },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
@@ -616,7 +719,7 @@ static int log_parse(int argc, char **argv, log_opts *o)
 	int c;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":n:m:p:s:C:fh", opts, NULL)) >= 0) {
+	while ((c = getopt_long(argc, argv, ":n:m:p:s:C:afh", opts, NULL)) >= 0) {
 		switch (c) {
 		case 'n':
 			if (parse_count(argv[0], optarg, "-n", &v) < 0)
@@ -642,6 +745,7 @@ static int log_parse(int argc, char **argv, log_opts *o)
 			o->f.has_since = true;
 			break;
 		case 'C': o->project_opt = optarg; break;
+		case 'a': o->all = true; break;
 		case 'f': o->follow = true; break;
 		case OPT_JSON: o->json = true; break;
 		case 'h': return pw_usage(argv[0], log_usage, false) == 0 ? -1 : PW_EXIT_USAGE;
@@ -650,6 +754,10 @@ static int log_parse(int argc, char **argv, log_opts *o)
 	}
 	if (optind < argc) {
 		pw_err(argv[0], "unexpected argument '%s' (see 'piworkfs log --help')", argv[optind]);
+		return PW_EXIT_USAGE;
+	}
+	if (o->all && o->project_opt) {
+		pw_err(argv[0], "--all and --project exclude each other");
 		return PW_EXIT_USAGE;
 	}
 	return PW_EXIT_OK;
@@ -666,6 +774,7 @@ int cmd_log(int argc, char **argv)
 	_cleanup_(pw_db_closep) sqlite3 *db = NULL;
 	_cleanup_(pw_glob_freep) pw_glob *glob = NULL;
 	_cleanup_project_ pw_cli_project p = { 0 };
+	_cleanup_(live_view_done) live_view lv = { 0 };
 	log_opts o = { .limit = LOG_DEFAULT_LIMIT };
 	log_row *rows = NULL;
 	size_t n = 0;
@@ -696,6 +805,9 @@ int cmd_log(int argc, char **argv)
 		}
 		o.f.project = p.root;
 	}
+	/* Inside a live view: that view's project, and its notifications for --follow. */
+	if (!o.all && live_view_find(&lv) == 0 && !o.project_opt)
+		o.f.project = lv.project;
 	if (!dbpath) {
 		pw_err(argv[0], "cannot tell where the state database is (no $HOME)");
 		return PW_EXIT_SYSTEM;
@@ -705,7 +817,8 @@ int cmd_log(int argc, char **argv)
 	if (r == -ENOENT || r == -EPROTO) {
 		/* Nothing logged yet: an empty log, not an error. */
 		if (o.follow)
-			return follow(dbpath, NULL, &o.f, o.json, 0) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
+			return follow(dbpath, NULL, &o.f, o.json, 0, lv.socket) < 0 ? PW_EXIT_SYSTEM
+										    : PW_EXIT_OK;
 		if (!o.json)
 			printf("no events (no state database at %s yet)\n", dbpath);
 		return PW_EXIT_OK;
@@ -736,7 +849,7 @@ int cmd_log(int argc, char **argv)
 		printf("no matching events\n");
 	fflush(stdout);
 	if (r >= 0 && o.follow)
-		r = follow(dbpath, TAKE_PTR(db), &o.f, o.json, last_id);
+		r = follow(dbpath, TAKE_PTR(db), &o.f, o.json, last_id, lv.socket);
 	if (r < 0 || ferror(stdout)) {
 		if (r != -EPIPE)
 			pw_err(argv[0], "cannot print: %s", strerror(r < 0 ? -r : EIO));
@@ -752,10 +865,38 @@ typedef struct why_mode {
 	const char *source; /* "option", "live", "last", "default" */
 } why_mode;
 
-/* The mode to judge under: --mode, the live view's, the last recorded, else plan (what a
- * project never seen starts in). */
-static int why_pick_mode(const pw_cli_project *p, const char *opt, const char *dbpath,
-			 why_mode *ret)
+/* The project's last mode as recorded in the database, read over a read-only connection (a
+ * query never creates, migrates or repairs the file). Returns 0 with a malloc'd *ret, or
+ * -errno (-ENOENT: none recorded). */
+static int last_mode_readonly(const char *dbpath, const char *project, char **ret)
+{
+	_cleanup_(pw_db_closep) sqlite3 *db = NULL;
+	_cleanup_(finalizep) sqlite3_stmt *st = NULL;
+	int r = pw_db_open_readonly(dbpath, &db);
+
+	if (r < 0)
+		return r;
+	int rc = sqlite3_prepare_v2(db, "SELECT last_mode FROM projects WHERE path = ?1", -1, &st,
+				    NULL);
+	if (rc != SQLITE_OK)
+		return pw_db_errno(rc);
+	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return -ENOENT;
+	if (rc != SQLITE_ROW)
+		return pw_db_errno(rc);
+	const char *m = (const char *)sqlite3_column_text(st, 0);
+	if (!m)
+		return -ENOENT;
+	*ret = strdup(m);
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* The mode to judge under: --mode, the live view's, the last recorded for PROJECT (a real
+ * path), else plan (what a project never seen starts in). */
+static int why_pick_mode(const pw_cli_project *p, const char *project, const char *opt,
+			 const char *dbpath, why_mode *ret)
 {
 	char *m = NULL;
 
@@ -768,16 +909,9 @@ static int why_pick_mode(const pw_cli_project *p, const char *opt, const char *d
 		*ret = (why_mode){ m, "live" };
 		return 0;
 	}
-	if (dbpath && access(dbpath, F_OK) == 0) {
-		pw_state *s = NULL;
-		if (pw_state_open(dbpath, &s, NULL) == 0) {
-			int r = pw_state_get_last_mode(s, p->root, &m);
-			pw_state_close(s);
-			if (r == 0) {
-				*ret = (why_mode){ m, "last" };
-				return 0;
-			}
-		}
+	if (dbpath && last_mode_readonly(dbpath, project, &m) == 0) {
+		*ret = (why_mode){ m, "last" };
+		return 0;
 	}
 	m = strdup("plan");
 	*ret = (why_mode){ m, "default" };
@@ -851,9 +985,9 @@ static pw_op why_op(const log_row *rows, size_t n)
 	return PW_OP_WRITE;
 }
 
-static int why_print_text(const pw_cli_project *p, const char *rel, const why_mode *wm,
-			  const pw_policy *pol, const pw_decision *d, const log_row *rows,
-			  size_t n)
+static int why_print_text(const pw_cli_project *p, const char *project, const char *rel,
+			  const why_mode *wm, const pw_policy *pol, const pw_decision *d,
+			  const log_row *rows, size_t n)
 {
 	char buf[PW_PATH_MAX];
 	const char *file = d->rule ? pw_cli_display_file(p, d->rule->file, buf, sizeof(buf)) : NULL;
@@ -861,7 +995,7 @@ static int why_print_text(const pw_cli_project *p, const char *rel, const why_mo
 
 	if (!text)
 		return -ENOMEM;
-	printf("%s in %s\n", rel[0] ? rel : ".", p->root);
+	printf("%s in %s\n", rel[0] ? rel : ".", project);
 	printf("now (mode %s, %s): %s%s%s\n", wm->mode, why_source_text(wm->source),
 	       d->allowed ? "allowed" : "denied", d->allowed ? "" : " ",
 	       d->allowed ? "" : pw_report_errno_name(d->err));
@@ -877,7 +1011,7 @@ static int why_print_text(const pw_cli_project *p, const char *rel, const why_mo
 	return 0;
 }
 
-static int why_print_json(const pw_cli_project *p, const char *rel, pw_op op, bool is_dir,
+static int why_print_json(const char *project, const char *rel, pw_op op, bool is_dir,
 			  const why_mode *wm, const pw_policy *pol, const pw_decision *d,
 			  const log_row *rows, size_t n)
 {
@@ -886,7 +1020,7 @@ static int why_print_json(const pw_cli_project *p, const char *rel, pw_op op, bo
 
 	if (!o || !arr || !dec ||
 	    json_object_set_new(o, "path", json_string(rel)) < 0 ||
-	    json_object_set_new(o, "project", json_string(p->root)) < 0 ||
+	    json_object_set_new(o, "project", json_string(project)) < 0 ||
 	    json_object_set_new(o, "mode", json_string(wm->mode)) < 0 ||
 	    json_object_set_new(o, "mode_source", json_string(wm->source)) < 0 ||
 	    json_object_set_new(o, "now", dec) < 0) {
@@ -911,6 +1045,7 @@ int cmd_why(int argc, char **argv)
 {
 	_cleanup_free_ char *dbpath = pw_state_default_path();
 	_cleanup_project_ pw_cli_project p = { 0 };
+	_cleanup_(live_view_done) live_view lv = { 0 };
 	_cleanup_modeset_ pw_modeset *ms = NULL;
 	_cleanup_policy_ pw_policy *pol = NULL;
 	why_opts o = { .limit = WHY_DEFAULT_LIMIT };
@@ -927,11 +1062,19 @@ int cmd_why(int argc, char **argv)
 		return PW_EXIT_OK;
 	if (r != PW_EXIT_OK)
 		return r;
-	r = pw_cli_project_open(o.project, &p, &err);
+	/* Inside a live view the view is the project: paths map through its mountpoint, and
+	 * the log is searched under the real project's path. */
+	const char *project_opt = o.project;
+	if (!o.project && live_view_find(&lv) == 0)
+		project_opt = lv.mountpoint; /* NULL through $PIWORKFS_SOCKET: the cwd's project */
+	r = pw_cli_project_open(project_opt, &p, &err);
 	if (r < 0) {
-		pw_err(argv[0], "%s: %s", o.project ? o.project : ".", err ? err : strerror(-r));
+		pw_err(argv[0], "%s: %s", project_opt ? project_opt : ".", err ? err : strerror(-r));
 		return PW_EXIT_CONFIG;
 	}
+	const char *project = lv.project ? lv.project : p.root;
+	if (lv.project && !streq(lv.project, p.root))
+		p.trusted = pw_cli_project_trusted(lv.project);
 	r = pw_cli_map_path(&p, o.path, rel, &slash, &err);
 	if (r == -EXDEV) {
 		pw_err(argv[0], "%s: outside the project %s", o.path, p.root);
@@ -945,7 +1088,7 @@ int cmd_why(int argc, char **argv)
 	/* Past denials: from the log, when there is one. */
 	_cleanup_(pw_db_closep) sqlite3 *db = NULL;
 	if (dbpath && pw_db_open_readonly(dbpath, &db) == 0) {
-		log_filter f = { .denied = true, .path_eq = rel, .project = p.root };
+		log_filter f = { .denied = true, .path_eq = rel, .project = project };
 		r = collect_rows(db, &f, o.limit, &rows, &n);
 		if (r < 0) {
 			pw_err(argv[0], "cannot read the audit log in %s: %s", dbpath, strerror(-r));
@@ -953,7 +1096,7 @@ int cmd_why(int argc, char **argv)
 		}
 	}
 
-	if (why_pick_mode(&p, o.mode, dbpath, &wm) < 0) {
+	if (why_pick_mode(&p, project, o.mode, dbpath, &wm) < 0) {
 		free_rows(rows, n);
 		return PW_EXIT_SYSTEM;
 	}
@@ -967,8 +1110,8 @@ int cmd_why(int argc, char **argv)
 	bool is_dir = pw_cli_path_is_dir(&p, rel, slash || rel[0] == '\0');
 	pw_decision d;
 	pw_policy_decide(pol, op, rel, is_dir, &d);
-	r = o.json ? why_print_json(&p, rel[0] ? rel : ".", op, is_dir, &wm, pol, &d, rows, n)
-		   : why_print_text(&p, rel, &wm, pol, &d, rows, n);
+	r = o.json ? why_print_json(project, rel[0] ? rel : ".", op, is_dir, &wm, pol, &d, rows, n)
+		   : why_print_text(&p, project, rel, &wm, pol, &d, rows, n);
 	free(wm.mode);
 	free_rows(rows, n);
 	if (r < 0) {

@@ -344,6 +344,7 @@ class TestFollow(AuditCase):
     """`piworkfs log --follow` prints a new denial within a second."""
 
     def follow_case(self, cwd):
+        """Starts `log --follow` in CWD (None: inside the view); returns (view, latency)."""
         v = self.mount("plan")
         self.run_denied(["touch", "src/first"], v.mp, "Read-only file system")
         self.wait_row("create", "src/first")
@@ -353,8 +354,10 @@ class TestFollow(AuditCase):
         try:
             first = self.read_line(proc, 5.0)
             self.assertEqual(json.loads(first)["path"], "src/first")
-            # The listing is out: the follower has its starting point.
+            # The listing is out: the follower has its starting point (and, inside the
+            # view, its subscription, which status counts with its own connection).
             time.sleep(0.3)
+            clients = self.status(v)["clients"]["connected"]
             t0 = time.monotonic()
             self.assertErrno(errno.EROFS, os.mkdir, v.path("src/second"))
             line = self.read_line(proc, 5.0)
@@ -370,8 +373,11 @@ class TestFollow(AuditCase):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
-        self.assertEqual(proc.returncode, 0, proc.stderr.read().decode(errors="replace"))
-        return latency
+            err = proc.stderr.read().decode(errors="replace")
+            proc.stdout.close()
+            proc.stderr.close()
+        self.assertEqual(proc.returncode, 0, err)
+        return clients, latency
 
     def read_line(self, proc, timeout):
         """One line of PROC's stdout within TIMEOUT seconds."""
@@ -390,10 +396,35 @@ class TestFollow(AuditCase):
         return buf.decode()
 
     def test_follow_outside_a_view(self):
-        self.follow_case(self.cwd)
+        clients, _ = self.follow_case(self.cwd)
+        self.assertEqual(clients, 1, "outside a view the follower only polls")
 
     def test_follow_inside_the_view(self):
-        self.follow_case(None)
+        clients, latency = self.follow_case(None)
+        self.assertEqual(clients, 2, "inside the view the follower subscribes")
+
+
+class TestLogScope(AuditCase):
+    """Inside a live view `log` shows that view's project; --all and --project widen it."""
+
+    def test_default_project_inside_a_view(self):
+        v1 = self.mount("plan")
+        proj2, mp2 = self.fresh_project("second")
+        v2 = self.mount("plan", mountpoint=mp2, project=proj2)
+        self.assertErrno(errno.EROFS, os.mkdir, v1.path("src/one"))
+        self.assertErrno(errno.EROFS, os.mkdir, v2.path("src/two"))
+        self.wait_rows(lambda rs: len(rs) == 2, "both denials")
+
+        def paths(*args, cwd):
+            p = self.run_pw("log", "--json", *args, cwd=cwd, check=True)
+            return sorted(json.loads(line)["path"] for line in p.stdout.splitlines())
+        self.assertEqual(paths(cwd=self.cwd), ["src/one", "src/two"])
+        self.assertEqual(paths(cwd=v1.path("src")), ["src/one"])
+        self.assertEqual(paths(cwd=v2.mp), ["src/two"])
+        self.assertEqual(paths("--all", cwd=v1.mp), ["src/one", "src/two"])
+        self.assertEqual(paths("--project", proj2, cwd=v1.mp), ["src/two"])
+        p = self.run_pw("log", "--all", "--project", proj2)
+        self.assertEqual(p.returncode, 2, p.stderr)
 
 
 class TestWhy(AuditCase):
@@ -406,6 +437,7 @@ class TestWhy(AuditCase):
         p = self.run_pw("why", "--json", "src/a.c", cwd=v.mp, check=True)
         out = json.loads(p.stdout)
         self.assertEqual(out["path"], "src/a.c", p.stdout)
+        self.assertEqual(out["project"], os.path.realpath(self.project), p.stdout)
         self.assertEqual(out["mode"], "plan", p.stdout)
         self.assertEqual(out["mode_source"], "live", p.stdout)
         self.assertEqual(out["now"]["decision"], "denied", p.stdout)
@@ -422,6 +454,14 @@ class TestWhy(AuditCase):
         out = json.loads(self.run_pw("why", "--json", "src/a.c", cwd=v.mp, check=True).stdout)
         self.assertEqual(out["mode"], "build")
         self.assertEqual(out["now"]["decision"], "allowed")
+        self.assertEqual(len(out["denials"]), 1)
+        # From a subdirectory of the view, a relative path maps through the mountpoint.
+        out = json.loads(self.run_pw("why", "--json", "a.c", cwd=v.path("src"),
+                                     check=True).stdout)
+        self.assertEqual((out["path"], len(out["denials"])), ("src/a.c", 1))
+        # Offline (outside the view, naming the project) the denial is the same.
+        out = json.loads(self.run_pw("why", "--json", "--project", self.project, "src/a.c",
+                                     check=True).stdout)
         self.assertEqual(len(out["denials"]), 1)
 
 
