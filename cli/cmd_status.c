@@ -15,7 +15,8 @@ static const char usage[] =
 	"\n"
 	"List every live view: its project, mountpoint, active mode and generation, control\n"
 	"socket, uptime, trust, warnings (including why a view fails closed), denied\n"
-	"operations and dropped audit events.\n"
+	"operations, and the audit writer's events: submitted, written to the log, dropped\n"
+	"(the queue was full) and coalesced (merged into an existing row).\n"
 	"\n"
 	"Options:\n"
 	"      --json   print a JSON array of the daemons' status objects (docs/PROTOCOL.md);\n"
@@ -47,7 +48,7 @@ static json_int_t iget(json_t *o, const char *k)
 
 static void print_view(json_t *st)
 {
-	char mode[128], up[32], denied[96];
+	char mode[128], up[32], denied[32], counters[160];
 	json_t *audit = json_object_get(st, "audit"), *w;
 	size_t i;
 	_cleanup_table_ pw_table *t = pw_table_new(2);
@@ -57,11 +58,16 @@ static void print_view(json_t *st)
 		 (long long)iget(st, "generation"),
 		 json_is_true(json_object_get(st, "fail_closed")) ? ", FAILING CLOSED" : "");
 	format_uptime(iget(st, "uptime_s"), up, sizeof(up));
+	snprintf(denied, sizeof(denied), "%lld", (long long)iget(st, "denied"));
+	/* submitted = written + dropped + still queued; coalesced of the written merged into
+	 * an existing row (docs/AUDIT.md). */
 	if (json_is_object(audit))
-		snprintf(denied, sizeof(denied), "%lld (audit: %lld dropped)",
-			 (long long)iget(st, "denied"), (long long)iget(audit, "dropped"));
+		snprintf(counters, sizeof(counters),
+			 "%lld submitted, %lld written, %lld dropped, %lld coalesced",
+			 (long long)iget(audit, "submitted"), (long long)iget(audit, "written"),
+			 (long long)iget(audit, "dropped"), (long long)iget(audit, "coalesced"));
 	else
-		snprintf(denied, sizeof(denied), "%lld (no audit log)", (long long)iget(st, "denied"));
+		snprintf(counters, sizeof(counters), "off (no audit log)");
 	const char *rows[][2] = {
 		{ "project", sget(st, "project") },
 		{ "mode", mode },
@@ -69,6 +75,7 @@ static void print_view(json_t *st)
 		{ "uptime", up },
 		{ "trust", json_is_true(json_object_get(st, "trusted")) ? "trusted" : "untrusted" },
 		{ "denied", denied },
+		{ "audit", counters },
 	};
 	for (size_t k = 0; t && k < ELEMENTSOF(rows); k++)
 		pw_table_add(t, rows[k]);

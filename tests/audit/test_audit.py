@@ -84,6 +84,15 @@ class AuditCase(harness.MountCase):
         self.assertEqual(len(arr), 1, p.stdout)
         return arr[0]
 
+    def status_text(self, v):
+        """`piworkfs status` for V: {field: value} of its table."""
+        p = self.run_pw("status", env={"PIWORKFS_SOCKET": self.socket_path(v)}, check=True)
+        fields = {}
+        for line in p.stdout.splitlines()[1:]:
+            key, _, value = line.strip().partition(" ")
+            fields[key] = value.strip()
+        return fields
+
     def db_count(self, sql, *params):
         """One number from the state database (read-only, as the CLI reads it)."""
         con = sqlite3.connect("file:%s?mode=ro" % self.state_db, uri=True, timeout=10)
@@ -236,7 +245,10 @@ class TestCoalescing(AuditCase):
         finally:
             proc.stdin.close()
             proc.wait(30)
-        self.assertEqual(proc.returncode, 0, proc.stderr.read())
+            err = proc.stderr.read()
+            proc.stdout.close()
+            proc.stderr.close()
+        self.assertEqual(proc.returncode, 0, err)
         mine = [r for r in rows if r["pid"] == proc.pid]
         self.assertEqual(len(mine), 1, "%d denials in %.3f s (the window is 1 s) became:\n%s"
                          % (n, elapsed, "\n".join(json.dumps(r) for r in mine)))
@@ -295,6 +307,10 @@ class TestQueueFull(AuditCase):
         self.assertEqual(int(self.db_count(
             "SELECT value FROM meta WHERE key = 'audit_dropped'")), a["dropped"])
         self.assertEqual(self.status(v)["denied"], n)
+        text = self.status_text(v)
+        self.assertEqual(text.get("audit"), "%d submitted, %d written, %d dropped, 0 coalesced"
+                         % (a["submitted"], a["written"], a["dropped"]), text)
+        self.assertEqual(text.get("denied"), str(n), text)
 
 
 class TestOptions(AuditCase):
@@ -333,6 +349,7 @@ class TestOptions(AuditCase):
         self.run_denied(["touch", "src/x"], v.mp, "Read-only file system")
         st = self.status(v)
         self.assertIsNone(st["audit"], json.dumps(st))
+        self.assertEqual(self.status_text(v).get("audit"), "off (no audit log)")
         self.assertGreaterEqual(st["denied"], 1, json.dumps(st))
         self.unmount(v)  # a writer, if there were one, flushes at stop
         self.assertEqual(self.log_rows(), [])
