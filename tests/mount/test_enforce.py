@@ -510,11 +510,9 @@ class HiddenTest(harness.MountCase):
             self.assertFalse({".env", "secrets"} & {e.name for e in it})
         # Not creatable, under any name a hide rule matches.
         # (Globs are anchored at the root: ".env" and "secrets/" hide only the root's.)
-        # PRODUCT BUG (reported by mounttests): "secrets" names an existing hidden
-        # directory, but creating a file, fifo, symlink or link, or renaming a file, under
-        # that name is judged as a non-directory (which "secrets/" does not match), so the
-        # syscall reaches the backing directory and answers EISDIR/EEXIST (build) or
-        # EACCES (design): the hidden directory's existence leaks. Expected ENOENT.
+        # "secrets" names an existing hidden directory: creating a file, fifo, symlink or
+        # link under that name must answer ENOENT too, not EISDIR/EEXIST, which would
+        # reveal it (fixed in ac21225).
         for rel in ["docs/design/new.key", "src/new.key", "docs/design/sub/x.key",
                     "secrets/new", ".env", "secrets"]:
             with self.subTest(mode=mode, create=rel):

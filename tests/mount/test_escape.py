@@ -229,9 +229,7 @@ class SwapRaceTest(harness.MountCase):
         self.assertGreater(counts["ops"], 1000, counts)
         # Afterwards, with the directory back at its name, the view recovers: a fresh
         # descriptor works within a second, and so do the held ones.
-        # PRODUCT BUG (reported by mounttests): after the storm the held descriptors
-        # answered EIO to nearly every operation (and a fresh open answered ENOTDIR for
-        # a directory), even while "sub" was a directory again.
+        # (Before 02e1095 the held descriptors answered EIO here.)
         if os.path.islink(os.path.join(design, "sub")):
             harness.renameat2(os.path.join(design, "sub"), os.path.join(design, "sub.link"),
                               harness.RENAME_EXCHANGE)

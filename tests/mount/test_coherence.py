@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Coherence with the backing directory under long kernel caches.
+
+The view asks the kernel to cache entries and attributes for --timeout seconds (86400 here),
+and keeps the caches true by watching the backing tree. A change made directly in the
+backing directory (an editor or a `git checkout` outside the view) must be visible through
+the view within a second. The control runs the same changes with --no-watch: the stale view
+must then be observed, which proves these tests would catch a missing mechanism.
+
+Fixture: harness.STANDARD_TREE (drawn there), plus src/big.txt (64 KiB).
+"""
+
+import errno
+import os
+import stat
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+DEADLINE = 1.0
+TREE = dict(harness.STANDARD_TREE)
+TREE["src/big.txt"] = "b" * 65536
+TREE["src/gone.c"] = "gone\n"
+TREE["src/old-name.c"] = "old\n"
+TREE["src/modes.c"] = "m\n"
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def listing(path):
+    try:
+        return set(os.listdir(path))
+    except OSError:
+        return set()
+
+
+def exists(path):
+    try:
+        os.lstat(path)
+        return True
+    except FileNotFoundError:
+        return False
+
+
+class Changes:
+    """The changes made to the backing directory, each with the check that the view shows
+    it. CHANGES[name] = (apply(B), fresh(V) -> bool)."""
+
+    @staticmethod
+    def all():
+        return [
+            ("new file", lambda B: harness.write_tree(B(""), {"src/new.c": "new\n"}),
+             lambda V: exists(V("src/new.c")) and read(V("src/new.c")) == b"new\n"),
+            ("new file in listing", None,
+             lambda V: "new.c" in listing(V("src"))),
+            ("new file in a new directory",
+             lambda B: harness.write_tree(B(""), {"lib/deep/x.c": "x\n"}),
+             lambda V: exists(V("lib/deep/x.c")) and "lib" in listing(V(""))),
+            ("content, same size", lambda B: _overwrite(B("src/a.c"), "int a(void) { return 2; }\n"),
+             lambda V: read(V("src/a.c")) == b"int a(void) { return 2; }\n"),
+            ("content, page in the middle of a big file",
+             lambda B: _pwrite(B("src/big.txt"), b"X" * 10, 30000),
+             lambda V: read(V("src/big.txt"))[30000:30010] == b"X" * 10),
+            ("content, grown", lambda B: _append(B("docs/x.md"), "more\n"),
+             lambda V: read(V("docs/x.md")) == b"# x\nmore\n" and
+             os.stat(V("docs/x.md")).st_size == 9),
+            ("deleted file", lambda B: os.unlink(B("src/gone.c")),
+             lambda V: not exists(V("src/gone.c")) and "gone.c" not in listing(V("src"))),
+            ("renamed file", lambda B: os.rename(B("src/old-name.c"), B("src/new-name.c")),
+             lambda V: not exists(V("src/old-name.c")) and exists(V("src/new-name.c"))),
+            ("chmod", lambda B: os.chmod(B("src/modes.c"), 0o600),
+             lambda V: stat.S_IMODE(os.stat(V("src/modes.c")).st_mode) == 0o600),
+            ("mtime", lambda B: os.utime(B("docs/design/a.md"), ns=(10**18, 10**18)),
+             lambda V: os.stat(V("docs/design/a.md")).st_mtime_ns == 10**18),
+        ]
+
+
+def _overwrite(path, text):
+    with open(path, "r+") as f:
+        f.write(text)
+
+
+def _append(path, text):
+    with open(path, "a") as f:
+        f.write(text)
+
+
+def _pwrite(path, data, off):
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    os.pwrite(fd, data, off)
+    os.close(fd)
+
+
+class CoherenceCase(harness.MountCase):
+    tree = TREE
+
+    def prime(self, V):
+        """Fills every kernel cache the checks later depend on, including negative
+        entries for the names that will appear."""
+        for rel in TREE:
+            if TREE[rel] is not None:
+                read(V(rel))
+                os.stat(V(rel))
+        for d in ["", "src", "docs", "docs/design"]:
+            listing(V(d))
+        for rel in ["src/new.c", "lib", "lib/deep/x.c", "src/new-name.c"]:
+            exists(V(rel))
+        for _, _, fresh in Changes.all():
+            fresh(V)
+
+    def run_changes(self, v):
+        V = v.path
+        B = lambda r: os.path.join(self.project, r)  # noqa: E731
+        self.prime(V)
+        results = {}
+        for name, apply, fresh in Changes.all():
+            if apply:
+                apply(B)
+            results[name] = harness.wait_until(lambda: _safe(fresh, V), DEADLINE, step=0.01)
+        return results
+
+
+def _safe(fresh, V):
+    try:
+        return fresh(V)
+    except OSError:
+        return False
+
+
+class CoherenceTest(CoherenceCase):
+    def test_backing_changes_visible_within_a_second(self):
+        v = self.mount("build", args=["--timeout", "86400"])
+        results = self.run_changes(v)
+        stale = [k for k, ok in results.items() if not ok]
+        self.assertEqual(stale, [], "still stale after %.1f s through the view" % DEADLINE)
+
+    def test_control_without_watch_is_stale(self):
+        # The same changes with the watch off: the kernel keeps what it cached. If this
+        # test fails, the coherence test above proves nothing.
+        v = self.mount("build", args=["--timeout", "86400", "--no-watch"])
+        results = self.run_changes(v)
+        stale = {k for k, ok in results.items() if not ok}
+        for must in ["new file", "deleted file", "renamed file", "chmod", "mtime",
+                     "content, same size"]:
+            self.assertIn(must, stale, "with --no-watch the view was not stale for %r: "
+                          "the coherence test cannot tell a missing mechanism" % must)
+
+    def test_type_change_under_a_held_descriptor(self):
+        # A directory replaced by a symlink in the backing (and put back) while a process
+        # holds a descriptor of it through the view.
+        # (Regression test: before 02e1095 lstat of the name answered EIO once it was a
+        # symlink, and the held descriptor answered EIO after the directory came back.)
+        design = os.path.join(self.project, "docs/design")
+        os.symlink("/tmp", os.path.join(design, "sub.link"))
+        v = self.mount("design")
+        fd = os.open(v.path("docs/design/sub"), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        self.addCleanup(os.close, fd)
+        a, b = os.path.join(design, "sub"), os.path.join(design, "sub.link")
+        harness.renameat2(a, b, harness.RENAME_EXCHANGE)
+        self.assertTrue(harness.wait_until(lambda: os.path.islink(v.path("docs/design/sub")),
+                                           DEADLINE), "the view never showed the symlink")
+        self.assertEqual(os.readlink(v.path("docs/design/sub")), "/tmp")
+        harness.renameat2(a, b, harness.RENAME_EXCHANGE)
+        self.assertTrue(harness.wait_until(
+            lambda: os.path.isdir(v.path("docs/design/sub")) and
+            not os.path.islink(v.path("docs/design/sub")), DEADLINE))
+        os.mkdir("made-through-held-fd", dir_fd=fd)
+        self.assertTrue(os.path.isdir(os.path.join(a, "made-through-held-fd")))
+
+    def test_file_replaced_by_directory(self):
+        # The same name changing type in the backing, without a held descriptor.
+        v = self.mount("build", args=["--timeout", "86400"])
+        self.assertTrue(os.path.isfile(v.path("src/a.c")))
+        os.unlink(os.path.join(self.project, "src/a.c"))
+        os.mkdir(os.path.join(self.project, "src/a.c"))
+        self.assertTrue(harness.wait_until(lambda: _safe(lambda V: os.path.isdir(V("src/a.c")),
+                                                         v.path), DEADLINE))
+        self.assertEqual(os.listdir(v.path("src/a.c")), [])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
