@@ -77,8 +77,19 @@ int pw_path_child(pw_fs *fs, pw_inode *parent, const char *name, char *buf)
 	return 0;
 }
 
+/*
+ * The open flags userspace may pass. The kernel forwards some internal bits in FUSE open
+ * requests (__FMODE_EXEC for execve, FMODE_NONOTIFY); openat() would ignore them, but
+ * openat2() rejects unknown bits with EINVAL, so they are masked here.
+ */
+#define PW_OPEN_FLAGS_VALID                                                                        \
+	(O_ACCMODE | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_APPEND | O_NONBLOCK | O_DSYNC |     \
+	 O_SYNC | O_DIRECT | O_LARGEFILE | O_DIRECTORY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC |       \
+	 O_PATH | O_TMPFILE | FASYNC)
+
 int pw_openat_beneath(pw_fs *fs, const char *path, int flags, mode_t mode)
 {
+	flags &= PW_OPEN_FLAGS_VALID;
 	struct open_how how = {
 		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
 		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
