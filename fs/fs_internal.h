@@ -79,6 +79,11 @@ struct pw_fs {
 	uid_t owner_uid;
 	bool is_root_daemon; /* euid 0: act with each caller's credentials */
 	bool no_watch;
+	bool allow_other;
+	/* Decline OPENDIR (the kernel then caches listings with no open/release round trip)
+	 * when every caller passes opendir's permission check anyway: a root daemon without
+	 * allow_other serves only root. Set in init. */
+	bool no_opendir;
 	struct fuse_session *se;
 
 	pthread_rwlock_t tree_lock;

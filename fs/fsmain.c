@@ -56,6 +56,7 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	fs->watch_stop_pipe[0] = fs->watch_stop_pipe[1] = -1;
 	fs->timeout = o->cache_timeout > 0 ? o->cache_timeout : 86400.0;
 	fs->no_watch = o->no_watch;
+	fs->allow_other = o->allow_other;
 	fs->is_root_daemon = geteuid() == 0;
 	fs->owner_uid = getuid();
 	pthread_mutex_init(&fs->policy_lock, NULL);

@@ -263,6 +263,9 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 
 static void op_init(void *userdata, struct fuse_conn_info *conn)
 {
+	pw_fs *fs = userdata;
+	fs->no_opendir = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) && fs->is_root_daemon &&
+			 !fs->allow_other;
 	/* Large writes, splice both ways, readdirplus, parallel directory operations, cached
 	 * symlinks; no writeback cache (writes must reach us to be checked when they happen). */
 	conn->max_write = 1024 * 1024;

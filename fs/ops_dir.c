@@ -212,6 +212,12 @@ void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_
 
 void pw_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
+	if (((pw_fs *)fuse_req_userdata(req))->no_opendir) {
+		/* The kernel stops sending OPENDIR/RELEASEDIR and keeps listings cached; each
+		 * READDIR then arrives with fh 0 and opens the directory itself. */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
 	PW_REQ_BEGIN(req);
 	int fd = pw_open_node(fs, pw_inode_get(fs, ino), O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
@@ -262,23 +268,51 @@ static bool is_dot_or_dotdot(const char *n)
 	return n[0] == '.' && (n[1] == '\0' || (n[1] == '.' && n[2] == '\0'));
 }
 
+/* A handle for one READDIR when OPENDIR was declined (fh 0): the directory opened now. */
+static int temp_dir_handle(pw_fs *fs, pw_inode *dir, pw_fh *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->fd = pw_open_node(fs, dir, O_RDONLY | O_DIRECTORY);
+	if (h->fd < 0)
+		return h->fd;
+	h->buf = malloc(PW_DIRBUF);
+	if (!h->buf) {
+		close(h->fd);
+		return -ENOMEM;
+	}
+	h->dir_pos = 0;
+	return 0;
+}
+
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi, bool plus)
 {
 	PW_REQ_BEGIN(req);
-	pw_fh *h = pw_fh_of(fi);
 	pw_inode *dir = pw_inode_get(fs, ino);
+	pw_fh temp, *h = pw_fh_of(fi);
+	bool is_temp = h == NULL;
+	if (is_temp) {
+		int tr = temp_dir_handle(fs, dir, &temp);
+		if (tr < 0)
+			PW_REPLY_ERR(req, -tr);
+		h = &temp;
+	}
+	_cleanup_free_ char *out = NULL;
+	int err = 0;
 	if (off != h->dir_pos) {
-		if (lseek(h->fd, off, SEEK_SET) < 0)
-			PW_REPLY_ERR(req, errno);
+		if (lseek(h->fd, off, SEEK_SET) < 0) {
+			err = errno;
+			goto fail;
+		}
 		h->buf_len = h->buf_off = 0;
 		h->dir_pos = off;
 	}
-	_cleanup_free_ char *out = malloc(size);
-	if (!out)
-		PW_REPLY_ERR(req, ENOMEM);
+	out = malloc(size);
+	if (!out) {
+		err = ENOMEM;
+		goto fail;
+	}
 	size_t used = 0;
-	int err = 0;
 	pw_policy *p = pw_fs_policy_get(fs, NULL);
 	bool hides = pw_policy_has_hide_rules(p);
 	for (;;) {
@@ -334,11 +368,22 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		h->dir_pos = d->d_off;
 	}
 	pw_policy_unref(p);
+	if (is_temp) {
+		close(temp.fd);
+		free(temp.buf);
+	}
 	PW_CREDS_LEAVE();
 	if (err && used == 0)
 		fuse_reply_err(req, err);
 	else
 		fuse_reply_buf(req, out, used);
+	return;
+fail:
+	if (is_temp) {
+		close(temp.fd);
+		free(temp.buf);
+	}
+	PW_REPLY_ERR(req, err);
 }
 
 void pw_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -364,7 +409,19 @@ void pw_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 
 void pw_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
-	int fd = pw_fh_of(fi)->fd;
+	pw_fs *fs = fuse_req_userdata(req);
+	_cleanup_close_ int own = -1;
+	int fd;
+	if (pw_fh_of(fi)) {
+		fd = pw_fh_of(fi)->fd;
+	} else {
+		own = pw_open_node(fs, pw_inode_get(fs, ino), O_RDONLY | O_DIRECTORY);
+		if (own < 0) {
+			fuse_reply_err(req, -own);
+			return;
+		}
+		fd = own;
+	}
 	int r = datasync ? fdatasync(fd) : fsync(fd);
 	fuse_reply_err(req, r < 0 ? errno : 0);
 }
