@@ -14,17 +14,15 @@ Environment: $PIWORKFS is the binary under test, $SOURCE_MODES the bundled modes
 import ctypes
 import ctypes.util
 import errno
-import glob
 import hashlib
 import json
 import os
 import shutil
-import signal
 import socket
 import stat
 import subprocess
-import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -239,6 +237,7 @@ class MountCase(unittest.TestCase):
     a mount behind."""
 
     tree = STANDARD_TREE
+    deadline = 150  # seconds for one test, teardown included
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="pw-mnt-")
@@ -247,6 +246,15 @@ class MountCase(unittest.TestCase):
         # net that detaches anything still mounted under our temp dir (a daemonized view,
         # a refused mount that went through after all), so rmtree never walks a view.
         self.addCleanup(self._sweep_mounts)
+        # A watchdog bounds every test in time, even one blocked in a syscall on a hung
+        # view: it kills the test's daemons (blocked requests then fail with ENOTCONN) and
+        # detaches their mounts, so the test fails instead of hanging, and nothing stays
+        # mounted if meson's own timeout kills us later. It stays armed during teardown.
+        self.watchdog_fired = False
+        self.watchdog = threading.Timer(self.deadline, self._watchdog_fire)
+        self.watchdog.daemon = True
+        self.watchdog.start()
+        self.addCleanup(self._watchdog_check)
         self.project = os.path.join(self.tmp, "project")
         self.mp = os.path.join(self.tmp, "mnt")
         home = os.path.join(self.tmp, "home")
@@ -389,6 +397,19 @@ class MountCase(unittest.TestCase):
         if problems:
             self.fail("teardown of %s: %s\n--- daemon log ---\n%s" %
                       (v.mp, "; ".join(problems), v.log()))
+
+    def _watchdog_fire(self):
+        self.watchdog_fired = True
+        for v in list(self.views):
+            if v.proc.poll() is None:
+                v.proc.kill()
+            subprocess.run(["fusermount3", "-u", "-z", v.mp], capture_output=True, timeout=30)
+
+    def _watchdog_check(self):
+        self.watchdog.cancel()
+        if self.watchdog_fired:
+            self.fail("the test ran over its %d s deadline: its daemons were killed and its "
+                      "mounts detached%s" % (self.deadline, self.daemon_logs()))
 
     def _sweep_mounts(self):
         left = [m for m in piworkfs_mounts() if m == self.tmp or m.startswith(self.tmp + "/")]

@@ -159,9 +159,8 @@ class BuildToolsTest(ToolsCase):
         self.assertTrue(os.path.exists(os.path.join(proj, ".git/config")))
 
     def test_make_and_cc(self):
-        # PRODUCT BUG (reported by mounttests, since 653168b/02e1095): executing any file
-        # in the view fails with EINVAL (execve's open carries __FMODE_EXEC, 0x20, in the
-        # FUSE open flags; passed on to openat2, which rejects unknown flags).
+        # (Also a regression test: for a while executing any file in the view failed with
+        # EINVAL, execve's open flags reaching openat2 with __FMODE_EXEC set.)
         v = self.mount("build")
         self.run_tool(["make", "-s"], cwd=v.mp)
         out = self.run_tool([v.path("hello")], cwd=v.mp).stdout
