@@ -56,8 +56,11 @@
 #define CO_SLOTS 1024u
 #define COMM_MAX 16
 
+enum { S_MODE, S_PATH, S_PATH2, S_PATTERN, S_FILE, S_COMM, S_COUNT };
+
 /* One queued event. Strings follow the header in this order: mode, path, path2, rule
- * pattern, rule file; each NUL-terminated; a NULL string is stored with flag bits. */
+ * pattern, rule file, process name; each NUL-terminated; a NULL string is stored with flag
+ * bits (an empty process name means "read it from /proc"). */
 typedef struct rec_hdr {
 	uint32_t size; /* whole record, 8-aligned; 0 marks "wrap to the ring's start" */
 	uint16_t flags;
@@ -67,7 +70,7 @@ typedef struct rec_hdr {
 	int32_t op, err, reason, pid;
 	uint32_t uid, rule_line, rule_column;
 	int16_t rule_layer;
-	uint16_t len[5];
+	uint16_t len[S_COUNT];
 	char data[];
 } rec_hdr;
 
@@ -75,7 +78,6 @@ enum {
 	REC_HAS_PATH2 = 1u << 0,
 	REC_HAS_RULE = 1u << 1,
 };
-enum { S_MODE, S_PATH, S_PATH2, S_PATTERN, S_FILE, S_COUNT };
 
 static const size_t str_caps[S_COUNT] = {
 	[S_MODE] = PW_MODE_NAME_MAX,
@@ -83,10 +85,12 @@ static const size_t str_caps[S_COUNT] = {
 	[S_PATH2] = PW_PATH_MAX - 1,
 	[S_PATTERN] = PW_GLOB_LEN_MAX,
 	[S_FILE] = PW_PATH_MAX - 1,
+	[S_COMM] = COMM_MAX,
 };
 
 #define MAX_RECORD_SIZE                                                                            \
-	((sizeof(rec_hdr) + PW_MODE_NAME_MAX + 3 * PW_PATH_MAX + PW_GLOB_LEN_MAX + 5 + 7) & ~7u)
+	((sizeof(rec_hdr) + PW_MODE_NAME_MAX + 3 * PW_PATH_MAX + PW_GLOB_LEN_MAX + COMM_MAX + 6 + 7) & \
+	 ~7u)
 
 /* A row the coalescing cache remembers. Owned by the writer thread. */
 typedef struct co_entry {
@@ -182,6 +186,7 @@ void pw_audit_submit(pw_audit *a, const pw_audit_event *ev)
 	strs[S_PATH2] = ev->path2;
 	strs[S_PATTERN] = ev->rule ? ev->rule->pattern : NULL;
 	strs[S_FILE] = ev->rule ? ev->rule->file : NULL;
+	strs[S_COMM] = ev->comm;
 	size_t need = sizeof(rec_hdr);
 	for (unsigned i = 0; i < S_COUNT; i++) {
 		lens[i] = strs[i] ? strnlen(strs[i], str_caps[i]) : 0; /* longer: truncated */
@@ -528,7 +533,8 @@ static int write_batch_txn(pw_audit *a, const rec_view *v, unsigned n, uint64_t 
 	for (unsigned i = 0; i < n; i++) {
 		uint64_t hash = rec_hash(&v[i]);
 		co_entry *e = &a->co[hash & (CO_SLOTS - 1)];
-		out->comm[i] = comm_lookup(cc, v[i].h->pid);
+		/* The name captured at submit time, else /proc now (the process may be gone). */
+		out->comm[i] = v[i].h->len[S_COMM] ? v[i].s[S_COMM] : comm_lookup(cc, v[i].h->pid);
 		if (co_matches(e, &v[i], hash)) {
 			e->dirty = true;
 			if (!e->listed) {

@@ -38,6 +38,8 @@ typedef struct pw_audit_event {
 	pw_reason reason;
 	pid_t pid;
 	uid_t uid;
+	const char *comm;     /* process name if known at submit time, else NULL: the writer
+			       * reads /proc/PID/comm (too late for short-lived processes) */
 } pw_audit_event;
 
 /* Starts the writer thread. Returns 0 or -errno; *ret_warning as pw_state_open. */
