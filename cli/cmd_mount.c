@@ -300,6 +300,13 @@ int cmd_mount(int argc, char **argv)
 	int r = prepare_mountpoint(argv[optind + 1], p.root, nonempty, &mp);
 	if (r)
 		return r;
+	if (allow_other && geteuid() != 0) {
+		/* A daemon that is not root cannot act with each caller's credentials: every user
+		 * of the view would read and write with the owner's. */
+		pw_err("mount", "-o allow_other needs the daemon to run as root (it acts with each "
+				"caller's credentials); mount as root or without allow_other");
+		return PW_EXIT_CONFIG;
+	}
 	o.project = p.root;
 	o.mountpoint = mp;
 	o.fuse_opts = fopts;

@@ -4,6 +4,8 @@
  * through (deny()): it counts the denial, queues an audit event (never blocking), and
  * returns the errno the operation fails with.
  */
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -21,9 +23,38 @@ pw_policy *pw_fs_policy_get(pw_fs *fs, uint64_t *ret_gen)
 	return p;
 }
 
-/* Queues an audit event for a decision; never blocks (audit.h). */
+/*
+ * The requesting process's name, read now: a short-lived process (touch) is gone by the
+ * time the audit writer could look. One entry per worker thread, so a storm of denials
+ * from one process reads /proc once. A recycled pid can show a stale name until another
+ * pid asks; the name is best effort, as design.md says.
+ */
+static const char *caller_comm(pid_t pid)
+{
+	static _Thread_local pid_t cached_pid;
+	static _Thread_local char cached[17];
+	if (pid <= 0)
+		return NULL;
+	if (pid == cached_pid)
+		return cached;
+	char path[32];
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	ssize_t n = read(fd, cached, sizeof(cached) - 1);
+	if (n <= 0)
+		return NULL;
+	cached[n] = '\0';
+	cached[strcspn(cached, "\n")] = '\0';
+	cached_pid = pid;
+	return cached;
+}
+
+/* Queues an audit event for a decision; never blocks (audit.h). PATH2 is the other name
+ * of a rename or link, or NULL. */
 static void record(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, pw_op op,
-		   const char *path, const pw_decision *d)
+		   const char *path, const char *path2, const pw_decision *d)
 {
 	const struct fuse_ctx *ctx = req ? fuse_req_ctx(req) : NULL;
 	pw_audit_event ev = {
@@ -31,22 +62,30 @@ static void record(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, 
 		.generation = gen,
 		.op = op,
 		.path = path,
+		.path2 = path2,
 		.err = d->err,
 		.rule = d->rule,
 		.reason = d->reason,
 		.pid = ctx ? ctx->pid : 0,
 		.uid = ctx ? ctx->uid : 0,
+		.comm = d->allowed || !ctx ? NULL : caller_comm(ctx->pid),
 	};
 	pw_audit_submit(fs->audit, &ev);
+}
+
+static int deny2(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, pw_op op,
+		 const char *path, const char *path2, const pw_decision *d)
+{
+	atomic_fetch_add(&fs->denied, 1);
+	if (fs->audit)
+		record(fs, req, p, gen, op, path, path2, d);
+	return -d->err;
 }
 
 static int deny(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, pw_op op,
 		const char *path, const pw_decision *d)
 {
-	atomic_fetch_add(&fs->denied, 1);
-	if (fs->audit)
-		record(fs, req, p, gen, op, path, d);
-	return -d->err;
+	return deny2(fs, req, p, gen, op, path, NULL, d);
 }
 
 int pw_check_denied(pw_fs *fs, fuse_req_t req, pw_op op, const char *path, const pw_decision *d,
@@ -67,7 +106,7 @@ static int decide_path(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t g
 		/* Recorded only when the audit log is configured to keep allowed mutations; the
 		 * writer drops them otherwise before they cost anything more. */
 		if (fs->audit)
-			record(fs, req, p, gen, op, path, &d);
+			record(fs, req, p, gen, op, path, NULL, &d);
 		return 0;
 	}
 	return deny(fs, req, p, gen, op, path, &d);
@@ -87,43 +126,133 @@ int pw_check_child(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *parent, const 
 	return r;
 }
 
-/* A node may have several names (hard links seen through several paths): a mutation must
- * be allowed under every one, so a writable name cannot change a read-only file's data. */
-int pw_check_node(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *n)
+int pw_check_two(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *parent, const char *name,
+		 pw_inode *np, const char *newname, bool is_dir)
+{
+	char path[PW_PATH_MAX], path2[PW_PATH_MAX];
+	int r = pw_path_child(fs, parent, name, path);
+	if (r == 0)
+		r = pw_path_child(fs, np, newname, path2);
+	if (r < 0)
+		return r;
+	uint64_t gen;
+	pw_policy *p = pw_fs_policy_get(fs, &gen);
+	pw_decision d;
+	pw_policy_decide(p, op, path, is_dir, &d);
+	if (d.allowed)
+		pw_policy_decide(p, op, path2, is_dir, &d);
+	if (d.allowed) {
+		if (fs->audit)
+			record(fs, req, p, gen, op, path, path2, &d);
+	} else {
+		r = deny2(fs, req, p, gen, op, path, path2, &d);
+	}
+	pw_policy_unref(p);
+	return r;
+}
+
+/* The path of a node through one of its names NM (tree lock held). Never modifies the
+ * node: checks run concurrently under the read lock. */
+static int path_of_name_locked(pw_fs *fs, const pw_name *nm, char *buf)
+{
+	int r = pw_path_of_locked(fs, nm->parent, buf);
+	if (r < 0)
+		return r;
+	size_t plen = strlen(buf), nlen = strlen(nm->name);
+	if (plen + 1 + nlen + 1 > PW_PATH_MAX)
+		return -ENAMETOOLONG;
+	if (plen)
+		buf[plen++] = '/';
+	memcpy(buf + plen, nm->name, nlen + 1);
+	return 0;
+}
+
+/* The link count of N's backing object, through FD when given. Returns >= 0 or -errno. */
+static long link_count(pw_fs *fs, pw_inode *n, int fd)
+{
+	struct stat st;
+	if (fd >= 0)
+		return fstat(fd, &st) < 0 ? negative_errno() : (long)st.st_nlink;
+	_cleanup_close_ int own = pw_open_node(fs, n, O_PATH);
+	if (own < 0)
+		return own;
+	return fstat(own, &st) < 0 ? negative_errno() : (long)st.st_nlink;
+}
+
+/*
+ * A mutation of a node must be allowed under every name it has. The names the view knows
+ * are checked one by one; a regular file with more links than known names has names
+ * elsewhere (made outside the view, or never looked up), which could be read-only or
+ * protected, or outside the project: it may be written only where the policy allows every
+ * path. A file with no name left at all (unlinked but open) is reachable by no path and
+ * is refused only by a mode that writes nothing.
+ */
+int pw_check_node_ex(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *n, int fd,
+		     const char *path2)
 {
 	char paths[PW_ALIAS_CHECK_MAX][PW_PATH_MAX];
 	size_t count = 0;
-	bool is_dir = S_ISDIR(n->type);
+	bool is_dir = S_ISDIR(n->type), truncated = false;
 	pthread_rwlock_rdlock(&fs->tree_lock);
 	if (n->is_root) {
 		paths[0][0] = '\0';
 		count = 1;
 	} else {
-		for (pw_name *nm = n->names; nm && count < PW_ALIAS_CHECK_MAX; nm = nm->next) {
-			pw_name *saved = n->names;
-			n->names = nm; /* build the path through this name */
-			int r = pw_path_of_locked(fs, n, paths[count]);
-			n->names = saved;
-			if (r == 0)
+		for (const pw_name *nm = n->names; nm; nm = nm->next) {
+			if (count == PW_ALIAS_CHECK_MAX) {
+				truncated = true;
+				break;
+			}
+			if (path_of_name_locked(fs, nm, paths[count]) == 0)
 				count++;
 		}
 	}
 	pthread_rwlock_unlock(&fs->tree_lock);
+
 	uint64_t gen;
 	pw_policy *p = pw_fs_policy_get(fs, &gen);
 	int r = 0;
-	if (count == 0 && pw_policy_writes_nothing(p)) {
-		/* Unlinked but still open (a temp file): no path to judge, but a mode that writes
-		 * nothing refuses every write. Other modes allow it: the data is reachable by no
-		 * name in the project. */
-		pw_decision d;
-		pw_policy_decide(p, op, "", true, &d);
-		r = deny(fs, req, p, gen, op, "(unlinked file)", &d);
+	pw_decision d;
+	for (size_t i = 0; i < count && r == 0; i++) {
+		pw_policy_decide(p, op, paths[i], is_dir, &d);
+		if (!d.allowed)
+			r = deny2(fs, req, p, gen, op, paths[i], path2, &d);
 	}
-	for (size_t i = 0; i < count && r == 0; i++)
-		r = decide_path(fs, req, p, gen, op, paths[i], is_dir);
+	if (r == 0 && S_ISREG(n->type) && !pw_policy_writes_everything(p)) {
+		long nlink = link_count(fs, n, fd);
+		if (nlink < 0 && count > 0) {
+			r = (int)nlink;
+		} else if ((nlink > 0 && (size_t)nlink > count) || truncated ||
+			   (nlink <= 0 && count == 0 && pw_policy_writes_nothing(p))) {
+			pw_policy_decide(p, op, count ? paths[0] : "", is_dir, &d);
+			if (d.allowed || d.reason != PW_REASON_READ_ONLY)
+				d = (pw_decision){.allowed = false,
+						  .err = pw_policy_writes_nothing(p) ? EROFS : EACCES,
+						  .reason = PW_REASON_HARDLINK};
+			r = deny2(fs, req, p, gen, op, count ? paths[0] : "(unlinked file)", path2, &d);
+		}
+	}
+	if (r == 0 && count > 0 && fs->audit)
+		record(fs, req, p, gen, op, paths[0], path2, &(pw_decision){.allowed = true});
 	pw_policy_unref(p);
 	return r;
+}
+
+int pw_check_node(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *n)
+{
+	return pw_check_node_ex(fs, req, op, n, -1, NULL);
+}
+
+bool pw_node_hidden(pw_fs *fs, pw_inode *n)
+{
+	pw_policy *p = pw_fs_policy_get(fs, NULL);
+	bool hidden = false;
+	if (pw_policy_has_hide_rules(p) && !n->is_root) {
+		char path[PW_PATH_MAX];
+		hidden = pw_path_of(fs, n, path) == 0 && pw_policy_is_hidden(p, path, S_ISDIR(n->type));
+	}
+	pw_policy_unref(p);
+	return hidden;
 }
 
 bool pw_hidden_child(pw_fs *fs, pw_inode *parent, const char *name, bool is_dir)

@@ -169,11 +169,22 @@ pw_policy *pw_fs_policy_get(pw_fs *fs, uint64_t *ret_gen);
 /* Decides a mutation OP on the node N (all its names) or on NAME in PARENT when N is NULL.
  * Returns 0 if allowed, else the negative errno after recording the denial. */
 int pw_check_node(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *n);
+/* The same, with FD (the open backing file, or -1) for the link count and PATH2 (the other
+ * name of a link, or NULL) for the audit event. */
+int pw_check_node_ex(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *n, int fd,
+		     const char *path2);
 int pw_check_child(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *parent, const char *name,
 		   bool is_dir);
+/* Decides OP on both NAME in PARENT and NEWNAME in NP (rename, link); the audit event
+ * carries both paths. */
+int pw_check_two(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *parent, const char *name,
+		 pw_inode *np, const char *newname, bool is_dir);
 /* Records a denial decided elsewhere (e.g. a directory tree check); returns -d->err. */
 int pw_check_denied(pw_fs *fs, fuse_req_t req, pw_op op, const char *path, const pw_decision *d,
 		    uint64_t gen);
+/* Is the node hidden under the active policy? Checked again on open and getattr: an entry
+ * the kernel cached just before a switch must not keep the hidden object reachable. */
+bool pw_node_hidden(pw_fs *fs, pw_inode *n);
 bool pw_hidden_child(pw_fs *fs, pw_inode *parent, const char *name, bool is_dir);
 /* Does NAME exist in PARENT (open as PFD) as an object the policy hides? Creating over a
  * hidden name must answer ENOENT, as if it were not there, never EEXIST or EISDIR. */

@@ -51,7 +51,7 @@ int pw_do_lookup(pw_fs *fs, pw_inode *parent, const char *name, struct fuse_entr
 	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return negative_errno();
 	if (pw_hidden_child(fs, parent, name, S_ISDIR(st.st_mode)))
-		return -ENOENT;
+		return PW_LOOKUP_HIDDEN;
 	pw_inode *n = pw_inode_learn(fs, parent, name, &st, NULL);
 	if (!n)
 		return -ENOMEM;
@@ -70,8 +70,10 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent_ino, const char *name)
 		PW_REPLY_ERR(req, ENOENT);
 	struct fuse_entry_param e;
 	int r = pw_do_lookup(fs, parent, name, &e);
-	if (r == -ENOENT) {
-		if (pw_hidden_child(fs, parent, name, false) || pw_hidden_child(fs, parent, name, true))
+	if (r == -ENOENT || r == PW_LOOKUP_HIDDEN) {
+		/* A hidden name that exists is remembered, so a switch that unhides it can drop
+		 * the negative entry the kernel caches now. */
+		if (r == PW_LOOKUP_HIDDEN)
 			pw_remember_hidden_neg(fs, parent_ino, name);
 		PW_CREDS_LEAVE();
 		pw_reply_negative(fs, req);
@@ -80,7 +82,8 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent_ino, const char *name)
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
 	PW_CREDS_LEAVE();
-	fuse_reply_entry(req, &e);
+	if (fuse_reply_entry(req, &e) == -ENOENT) /* interrupted: no reference taken */
+		pw_inode_forget(fs, pw_inode_get(fs, e.ino), 1);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -102,6 +105,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 {
 	PW_REQ_BEGIN(req);
 	pw_inode *n = pw_inode_get(fs, ino);
+	if (pw_node_hidden(fs, n))
+		PW_REPLY_ERR(req, ENOENT);
 	struct stat st;
 	int r;
 	if (fi && fi->fh)
@@ -272,7 +277,7 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	conn->max_readahead = 1024 * 1024;
 	unsigned want = FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE |
 			FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_PARALLEL_DIROPS |
-			FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_EXPORT_SUPPORT | FUSE_CAP_ASYNC_READ |
+			FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ASYNC_READ |
 			FUSE_CAP_ASYNC_DIO | FUSE_CAP_EXPLICIT_INVAL_DATA;
 	conn->want |= conn->capable & want;
 	conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_AUTO_INVAL_DATA);

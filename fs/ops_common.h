@@ -41,6 +41,9 @@ static inline pw_fh *pw_fh_of(struct fuse_file_info *fi)
 
 int pw_stat_node(pw_fs *fs, pw_inode *n, struct stat *st);
 void pw_reply_negative(pw_fs *fs, fuse_req_t req);
+/* Looks up NAME in PARENT into *E, learning the node. Returns 0, -errno, or
+ * PW_LOOKUP_HIDDEN when the name exists but the policy hides it. */
+#define PW_LOOKUP_HIDDEN (-100000)
 int pw_do_lookup(pw_fs *fs, pw_inode *parent, const char *name, struct fuse_entry_param *e);
 
 void pw_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);

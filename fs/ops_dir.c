@@ -40,9 +40,9 @@ static void reply_new_entry(fuse_req_t req, pw_fs *fs, pw_inode *parent, const c
 	struct fuse_entry_param e;
 	int r = pw_do_lookup(fs, parent, name, &e);
 	if (r < 0)
-		fuse_reply_err(req, -r);
-	else
-		fuse_reply_entry(req, &e);
+		fuse_reply_err(req, r == PW_LOOKUP_HIDDEN ? ENOENT : -r);
+	else if (fuse_reply_entry(req, &e) == -ENOENT) /* interrupted: no reference taken */
+		pw_inode_forget(fs, pw_inode_get(fs, e.ino), 1);
 }
 
 #define PW_NEW_ENTRY_PROLOGUE(op, is_dir)                                                          \
@@ -102,7 +102,12 @@ void pw_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent_ino, const cha
 		PW_REPLY_ERR(req, -pfd);
 	if (pw_hidden_existing(fs, parent, pfd, name))
 		PW_REPLY_ERR(req, ENOENT);
-	r = pw_check_node(fs, req, PW_OP_LINK, n);
+	/* Every name of the source (the event carries the new name as its second path),
+	 * then the new name itself. */
+	char newpath[PW_PATH_MAX];
+	r = pw_path_child(fs, parent, name, newpath);
+	if (r == 0)
+		r = pw_check_node_ex(fs, req, PW_OP_LINK, n, -1, newpath);
 	if (r == 0)
 		r = pw_check_child(fs, req, PW_OP_LINK, parent, name, false);
 	if (r < 0)
@@ -192,12 +197,13 @@ void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_
 	if (pw_hidden_child(fs, parent, name, src_dir) ||
 	    (have_dst && pw_hidden_child(fs, np, newname, S_ISDIR(dst.st_mode))))
 		PW_REPLY_ERR(req, ENOENT);
-	r = pw_check_child(fs, req, PW_OP_RENAME, parent, name, src_dir);
-	if (r == 0)
-		r = pw_check_child(fs, req, PW_OP_RENAME, np, newname, src_dir);
-	if (r == 0 && src_dir)
+	r = pw_check_two(fs, req, PW_OP_RENAME, parent, name, np, newname, src_dir);
+	/* A directory moves its whole tree: out from under the rules of its old name, and
+	 * under those of the new one. With RENAME_EXCHANGE both trees move. */
+	bool trees = src_dir || ((flags & RENAME_EXCHANGE) && have_dst && S_ISDIR(dst.st_mode));
+	if (r == 0 && trees)
 		r = check_dir_tree(fs, req, parent, name);
-	if (r == 0 && have_dst && S_ISDIR(dst.st_mode) && (flags & RENAME_EXCHANGE))
+	if (r == 0 && trees)
 		r = check_dir_tree(fs, req, np, newname);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
@@ -321,6 +327,12 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			break;
 		const char *name = d->d_name;
 		bool is_dir = d->d_type == DT_DIR;
+		if (d->d_type == DT_UNKNOWN && hides && !is_dot_or_dotdot(name)) {
+			/* some filesystems do not fill d_type; directory-only hide rules need it */
+			struct stat dst;
+			is_dir = fstatat(h->fd, name, &dst, AT_SYMLINK_NOFOLLOW) == 0 &&
+				 S_ISDIR(dst.st_mode);
+		}
 		bool skip = false;
 		if (hides && !is_dot_or_dotdot(name)) {
 			char path[PW_PATH_MAX];

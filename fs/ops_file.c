@@ -39,6 +39,8 @@ void pw_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	PW_REQ_BEGIN(req);
 	pw_inode *n = pw_inode_get(fs, ino);
+	if (pw_node_hidden(fs, n))
+		PW_REPLY_ERR(req, ENOENT);
 	if (wants_write(fi->flags)) {
 		int r = pw_check_node(fs, req, (fi->flags & O_TRUNC) ? PW_OP_TRUNCATE : PW_OP_OPEN_WRITE,
 				      n);
@@ -123,7 +125,7 @@ void pw_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf,
 {
 	pw_fs *fs = fuse_req_userdata(req);
 	/* The mode in force now decides, whatever it was at open. */
-	int r = pw_check_node(fs, req, PW_OP_WRITE, pw_inode_get(fs, ino));
+	int r = pw_check_node_ex(fs, req, PW_OP_WRITE, pw_inode_get(fs, ino), pw_fh_of(fi)->fd, NULL);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -158,7 +160,8 @@ void pw_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off
 		     struct fuse_file_info *fi)
 {
 	pw_fs *fs = fuse_req_userdata(req);
-	int r = pw_check_node(fs, req, PW_OP_FALLOCATE, pw_inode_get(fs, ino));
+	int r = pw_check_node_ex(fs, req, PW_OP_FALLOCATE, pw_inode_get(fs, ino), pw_fh_of(fi)->fd,
+				 NULL);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -171,7 +174,8 @@ void pw_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			   struct fuse_file_info *fi_out, size_t len, int flags)
 {
 	pw_fs *fs = fuse_req_userdata(req);
-	int r = pw_check_node(fs, req, PW_OP_COPY_RANGE, pw_inode_get(fs, ino_out));
+	int r = pw_check_node_ex(fs, req, PW_OP_COPY_RANGE, pw_inode_get(fs, ino_out),
+				 pw_fh_of(fi_out)->fd, NULL);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;

@@ -8,6 +8,7 @@
  * each, and are checked).
  */
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <linux/openat2.h>
 #include <string.h>
@@ -114,12 +115,12 @@ int pw_openat_beneath(pw_fs *fs, const char *path, int flags, mode_t mode)
  * where the policy never looked, so the object opened must be the node's own: same device,
  * same inode number. Otherwise the name is stale and the request answers ESTALE.
  */
-static int verify_identity(pw_inode *n, int fd)
+static int verify_identity(dev_t dev, ino_t ino, int fd)
 {
 	struct stat st;
 	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 		return negative_errno();
-	if (st.st_ino != n->ino || st.st_dev != n->dev)
+	if (st.st_ino != ino || st.st_dev != dev)
 		return -ESTALE;
 	return 0;
 }
@@ -130,17 +131,37 @@ int pw_open_node(pw_fs *fs, pw_inode *n, int flags)
 		int fd = fcntl(fs->root_fd, F_DUPFD_CLOEXEC, 3);
 		return fd < 0 ? negative_errno() : fd;
 	}
+	/* Path and identity are read together under the tree lock (a node orphaned by inode
+	 * reuse has its identity cleared there). */
 	char path[PW_PATH_MAX];
-	int r = pw_path_of(fs, n, path);
+	pthread_rwlock_rdlock(&fs->tree_lock);
+	dev_t dev = n->dev;
+	ino_t ino = n->ino;
+	int r = n->is_root ? (path[0] = '\0', 0) : pw_path_of_locked(fs, n, path);
+	pthread_rwlock_unlock(&fs->tree_lock);
 	if (r < 0)
 		return r;
-	int fd = pw_openat_beneath(fs, path, flags, 0);
-	if (fd < 0 || n->is_root)
-		return fd;
-	r = verify_identity(n, fd);
-	if (r < 0) {
-		close(fd);
-		return r;
+	if (n->is_root)
+		return pw_openat_beneath(fs, path, flags, 0);
+	/* Resolve without opening first: opening a FIFO swapped in for the node's name would
+	 * block this worker. Verified, the object is reopened with the real flags through its
+	 * descriptor, so the object opened is the one verified. */
+	int pfd = pw_openat_beneath(fs, path, O_PATH, 0);
+	if (pfd < 0)
+		return pfd;
+	r = verify_identity(dev, ino, pfd);
+	if (r < 0 || (flags & O_PATH)) {
+		if (r < 0) {
+			close(pfd);
+			return r;
+		}
+		return pfd;
 	}
-	return fd;
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+	int fd = open(proc, (flags & PW_OPEN_FLAGS_VALID & ~(O_CREAT | O_EXCL | O_NOFOLLOW)) |
+				    O_CLOEXEC);
+	r = fd < 0 ? negative_errno() : fd;
+	close(pfd);
+	return r;
 }

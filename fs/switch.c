@@ -223,8 +223,12 @@ uint64_t pw_fs_set_policy(pw_fs *fs, pw_policy *p)
 	uint64_t gen = ++fs->generation;
 	pthread_mutex_unlock(&fs->policy_lock);
 	if (old) {
-		invalidate_entries(fs, old, p);
-		queue_attr_inval(fs, old, p); /* takes over our reference to old */
+		/* Our own reference to P for the invalidation: a concurrent switch may drop the
+		 * active one meanwhile. */
+		pw_policy *mine = pw_policy_ref(p);
+		invalidate_entries(fs, old, mine);
+		queue_attr_inval(fs, old, mine); /* takes over our reference to old */
+		pw_policy_unref(mine);
 	}
 	return gen;
 }

@@ -113,6 +113,16 @@ static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 		invalidate_everything(fs);
 		return;
 	}
+	if (ev->mask & IN_IGNORED) {
+		/* The watch is gone (directory deleted, or removed by us): forget its number,
+		 * which the kernel may hand out again. */
+		pthread_rwlock_wrlock(&fs->tree_lock);
+		pw_inode *gone = pw_inode_by_wd_locked(fs, ev->wd);
+		if (gone)
+			pw_inode_set_wd_locked(fs, gone, -1);
+		pthread_rwlock_unlock(&fs->tree_lock);
+		return;
+	}
 	/* Copy what we need under the lock: the node may be forgotten right after. */
 	char dir_path[PW_PATH_MAX];
 	pthread_rwlock_rdlock(&fs->tree_lock);

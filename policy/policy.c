@@ -103,6 +103,8 @@ const char *pw_reason_name(pw_reason r)
 		return "fail-closed";
 	case PW_REASON_OUTSIDE:
 		return "outside";
+	case PW_REASON_HARDLINK:
+		return "hard-link";
 	}
 	return "unknown";
 }

@@ -62,6 +62,7 @@ typedef enum pw_reason {
 	PW_REASON_NO_ALLOW,      /* no allow rule matched */
 	PW_REASON_FAIL_CLOSED,   /* the active mode is broken; nothing is writable */
 	PW_REASON_OUTSIDE,       /* the path leaves the project */
+	PW_REASON_HARDLINK,      /* a file with more links than the names known to be allowed */
 } pw_reason;
 
 const char *pw_reason_name(pw_reason r); /* stable identifiers for --json: "deny-rule", ... */
@@ -96,13 +97,18 @@ bool pw_policy_may_write(const pw_policy *p, const char *path, bool is_dir);
 bool pw_policy_has_hide_rules(const pw_policy *p);
 
 bool pw_policy_writes_nothing(const pw_policy *p);
+/* Does the policy allow writing every path (an allow-all rule, nothing denied, protected or
+ * hidden)? Only then may a file with links in unknown places be written. */
+bool pw_policy_writes_everything(const pw_policy *p);
+
 /* Are protected paths enforced (false only for a mode with protect: false)? */
 bool pw_policy_protects(const pw_policy *p);
 
 /*
- * May the directory DIR be renamed as a whole? Only when DIR itself may be written and no
- * enforced deny or protected rule can match anything beneath it (policy_tree.c). On false,
- * *ret holds the deciding rule.
+ * May the directory DIR be renamed as a whole, or a directory be moved to the name DIR?
+ * Only when DIR itself may be written and no enforced deny, protected or hide rule can
+ * match anything beneath it (policy_tree.c): moving a tree carries its content out from
+ * under such a rule, or into one. On false, *ret holds the deciding rule.
  */
 bool pw_policy_may_write_tree(const pw_policy *p, const char *dir, pw_decision *ret);
 bool pw_policy_is_fail_closed(const pw_policy *p);

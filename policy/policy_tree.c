@@ -4,7 +4,10 @@
  * beneath it; if a deny or protected rule covers something under D (say D is `.git` and
  * `.git/hooks` is protected), the move would carry that content out from under the rule.
  * So a directory may move only when no enforced deny or protected rule can match beneath
- * it. "Can match" is decided segment by segment and errs on the side of "yes".
+ * it. Hide rules count too (moving a tree would reveal its hidden content under a new
+ * name), and the same test applies to the destination of a directory move (moving a tree
+ * to `vendor` when everything under `vendor` is denied would put content under the rule). "Can match"
+ * is decided segment by segment and errs on the side of "yes".
  */
 #include <fnmatch.h>
 #include <string.h>
@@ -63,6 +66,23 @@ static bool could_match_beneath(const char *pattern, const char *dir)
 	}
 }
 
+bool pw_policy_writes_everything(const pw_policy *p)
+{
+	if (pw_policy_is_fail_closed(p) || pw_policy_writes_nothing(p))
+		return false;
+	bool all = false;
+	size_t n = pw_policy_rule_count(p);
+	for (size_t i = 0; i < n; i++) {
+		const pw_rule *r = pw_policy_rule(p, i);
+		if (r->kind == PW_RULE_DENY || r->kind == PW_RULE_HIDE ||
+		    (r->kind == PW_RULE_PROTECTED && pw_policy_protects(p)))
+			return false;
+		if (r->kind == PW_RULE_ALLOW && streq(r->pattern, "**"))
+			all = true;
+	}
+	return all;
+}
+
 bool pw_policy_may_write_tree(const pw_policy *p, const char *dir, pw_decision *ret)
 {
 	pw_policy_decide(p, PW_OP_RENAME, dir, true, ret);
@@ -71,16 +91,14 @@ bool pw_policy_may_write_tree(const pw_policy *p, const char *dir, pw_decision *
 	size_t n = pw_policy_rule_count(p);
 	for (size_t i = 0; i < n; i++) {
 		const pw_rule *r = pw_policy_rule(p, i);
-		bool enforced = r->kind == PW_RULE_DENY ||
+		bool enforced = r->kind == PW_RULE_DENY || r->kind == PW_RULE_HIDE ||
 				(r->kind == PW_RULE_PROTECTED && pw_policy_protects(p));
 		if (!enforced || !could_match_beneath(r->pattern, dir))
 			continue;
-		*ret = (pw_decision){
-			.allowed = false,
-			.err = EACCES,
-			.reason = r->kind == PW_RULE_DENY ? PW_REASON_DENY_RULE : PW_REASON_PROTECTED,
-			.rule = r,
-		};
+		pw_reason why = r->kind == PW_RULE_DENY	  ? PW_REASON_DENY_RULE
+				: r->kind == PW_RULE_HIDE ? PW_REASON_HIDDEN
+							  : PW_REASON_PROTECTED;
+		*ret = (pw_decision){.allowed = false, .err = EACCES, .reason = why, .rule = r};
 		return false;
 	}
 	return true;

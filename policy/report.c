@@ -259,6 +259,10 @@ char *pw_report_decision_text(const pw_decision *d, const char *mode, const char
 		break;
 	case PW_REASON_OUTSIDE:
 		return strdup("the path leaves the project");
+	case PW_REASON_HARDLINK:
+		n = asprintf(&s, "the file has hard links whose names the view has not seen; mode %s "
+			     "writes such files only where it allows every path", m);
+		break;
 	default:
 		n = asprintf(&s, "denied in mode %s", m);
 		break;
