@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include "db.h"
 #include "project.h"
 
 #include <fcntl.h>
@@ -266,17 +267,22 @@ const char *pw_cli_display_file(const pw_cli_project *p, const char *file, char 
 bool pw_cli_project_trusted(const char *root)
 {
 	_cleanup_free_ char *db = pw_state_default_path();
-	pw_state *s = NULL;
-	int r;
+	sqlite3 *conn = NULL;
+	sqlite3_stmt *st = NULL;
+	bool trusted = false;
 
-	/* Never create the database from an offline query: no database, no trust. */
-	if (!db || access(db, R_OK) < 0)
+	/* Read-only: an offline query never creates, migrates or repairs the database (a
+	 * corrupt file is the daemon's to move aside, with a warning). Any failure: untrusted. */
+	if (!db || access(db, R_OK) < 0 || pw_db_open_readonly(db, &conn) < 0)
 		return false;
-	if (pw_state_open(db, &s, NULL) < 0)
-		return false;
-	r = pw_state_is_trusted(s, root);
-	pw_state_close(s);
-	return r > 0;
+	if (sqlite3_prepare_v2(conn, "SELECT trusted FROM projects WHERE path = ?1", -1, &st,
+			       NULL) == SQLITE_OK &&
+	    sqlite3_bind_text(st, 1, root, -1, SQLITE_STATIC) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		trusted = sqlite3_column_int(st, 0) != 0;
+	sqlite3_finalize(st);
+	sqlite3_close(conn);
+	return trusted;
 }
 
 int pw_cli_load_modes(const pw_cli_project *p, pw_modeset **ret, bool *ret_bundled_ok)
