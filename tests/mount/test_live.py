@@ -13,6 +13,7 @@ import errno
 import mmap
 import os
 import random
+import subprocess
 import sys
 import threading
 import time
@@ -162,6 +163,88 @@ class DescriptorTest(LiveCase):
         self.assertEqual(before, harness.tree_hash(self.project),
                          "a page dirtied through a mapping after the switch to plan reached "
                          "the backing file")
+
+
+class WriteBitsTest(LiveCase):
+    """Write bits shown by stat after a switch, with 5,000 attributes in the kernel's cache
+    (--timeout 86400)."""
+
+    def setUp(self):
+        super().setUp()
+        for d in range(50):
+            harness.write_tree(self.project, {"many/d%02d/f%03d" % (d, f): ""
+                                              for f in range(100)})
+        self.paths = ["many/d%02d/f%03d" % (d, f) for d in range(50) for f in range(100)]
+
+    def stale(self, v, writable):
+        return [p for p in self.paths if bool(os.stat(v.path(p)).st_mode & 0o200) != writable]
+
+    def test_write_bits_within_a_second(self):
+        v = self.mount("plan", args=["--timeout", "86400"])
+        for mode, writable in (("build", True), ("plan", False), ("off", True),
+                               ("design", False)):
+            for p in self.paths:
+                os.stat(v.path(p))
+            self.set_mode(v, mode)
+            self.assertTrue(harness.wait_until(lambda: not self.stale(v, writable), 1.0),
+                            "%d cached attributes still show the old write bits 1 s after "
+                            "the switch to %s" % (len(self.stale(v, writable)), mode))
+
+    def test_write_bits_when_the_switch_returns(self):
+        # SPEC/PRODUCT DIVERGENCE (reported by mounttests): design.md section 5 says the
+        # attribute caches are invalidated when `piworkfs mode X` returns; fs/switch.c
+        # invalidates them on a background thread instead (documented there). Observed:
+        # ~250 of 5,000 cached attributes still showed the old write bits right after the
+        # switch returned, none a second later. Operations are never affected (writes and
+        # access() are decided by the daemon), only what stat shows meanwhile.
+        v = self.mount("plan", args=["--timeout", "86400"])
+        for p in self.paths:
+            os.stat(v.path(p))
+        self.set_mode(v, "build")
+        stale = self.stale(v, True)
+        self.assertEqual(len(stale), 0, "%d of %d cached attributes showed no write bit "
+                         "right after the switch to build returned" %
+                         (len(stale), len(self.paths)))
+        # access() is the daemon's answer, never a cache: exact at once.
+        self.assertTrue(all(os.access(v.path(p), os.W_OK) for p in self.paths[::50]))
+
+
+class PersistAndAuthorityTest(LiveCase):
+    def test_switch_is_restored_on_the_next_mount(self):
+        v = self.mount(None)  # a project never seen: plan
+        self.assertErrno(EROFS, _write, v.path("src/a.c"), b"x")
+        self.set_mode(v, "design")
+        self.unmount(v)
+        v = self.mount(None)
+        _write(v.path("docs/design/a.md"), b"# restored\n")
+        self.assertErrno(EACCES, _write, v.path("src/a.c"), b"x")
+        p = self.run_pw("mode", "--mount", v.mp)
+        self.assertIn("design", p.stdout)
+
+    def test_another_uid_cannot_switch(self):
+        # The socket's directory is 0700; opened up here on purpose, so that the server's
+        # own check of the peer's uid (SO_PEERCRED) is what refuses.
+        v = self.mount("plan")
+        sock = self.socket_path(v)
+        os.chmod(self.tmp, 0o755)
+        os.chmod(self.runtime, 0o755)
+        os.chmod(os.path.dirname(sock), 0o755)
+        os.chmod(sock, 0o777)
+        probe = ("import json,os,socket,sys\n"
+                 "os.setgid(65534); os.setuid(65534)\n"
+                 "s=socket.socket(socket.AF_UNIX); s.settimeout(10)\n"
+                 "try:\n  s.connect(sys.argv[1])\n"
+                 "  s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"mode.set\",'\n"
+                 "            b'\"params\":{\"mode\":\"off\"}}\\n')\n"
+                 "  print(s.recv(65536).decode())\n"
+                 "except OSError as e:\n  print('oserror', e)\n")
+        p = subprocess.run([sys.executable, "-c", probe, sock], capture_output=True, text=True,
+                           timeout=30)
+        self.assertNotIn('"result"', p.stdout, "another uid switched the mode: %s" % p.stdout)
+        # The server itself answered the refusal (docs/PROTOCOL.md: -32002, authority).
+        self.assertIn("-32002", p.stdout, "stdout: %r stderr: %r" % (p.stdout, p.stderr))
+        # Still plan.
+        self.assertErrno(EROFS, _write, v.path("src/a.c"), b"x")
 
 
 HIDE_TREE = dict(harness.STANDARD_TREE)
