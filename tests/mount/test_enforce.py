@@ -85,7 +85,7 @@ FILES = ["src/a.c", "docs/design/a.md", "docs/x.md", ".git/HEAD", ".git/config",
          ".git/hooks/pre-commit", ".piworkfs/config.yaml", TOKEN]
 NEW_DIRS = ["src", "docs/design", "docs/design/sub", "docs", ".git", ".git/hooks", ".piworkfs",
             "styles"]
-DIRS = ["src", "docs/design", "docs/design/sub", "docs", ".git", ".git/hooks", ".piworkfs"]
+DIRS = ["", "src", "docs/design", "docs/design/sub", "docs", ".git", ".git/hooks", ".piworkfs"]
 EMPTY_DIRS = ["src/empty", "docs/design/sub", "docs/empty", ".git/hooks/empty",
               ".piworkfs/empty"]
 XATTR = "user.piworkfs-test"
@@ -155,6 +155,36 @@ def op_write(V, r):
 def eff_write(t, B, r):
     with open(B(r), "rb") as f:
         t.assertEqual(f.read(len(PAYLOAD)), PAYLOAD)
+
+
+def op_open_rdonly_trunc(V, r):
+    # Linux truncates on O_RDONLY|O_TRUNC too (POSIX leaves it undefined).
+    os.close(os.open(V(r), os.O_RDONLY | os.O_TRUNC | os.O_CLOEXEC))
+
+
+def op_touch_now(V, r):
+    os.utime(V(r))  # UTIME_NOW for both times, as touch(1) does
+
+
+def eff_touch_now(t, B, r):
+    t.assertGreater(os.lstat(B(r)).st_mtime_ns, 10**18)
+
+
+def op_chown_other(V, r):
+    os.chown(V(r), 4321, 4321, follow_symlinks=False)
+
+
+def eff_chown_other(t, B, r):
+    st = os.lstat(B(r))
+    t.assertEqual((st.st_uid, st.st_gid), (4321, 4321))
+
+
+def op_set_trusted_xattr(V, r):
+    os.setxattr(V(r), "trusted.piworkfs-test", b"t")
+
+
+def eff_set_trusted_xattr(t, B, r):
+    t.assertEqual(os.getxattr(B(r), "trusted.piworkfs-test"), b"t")
 
 
 def op_truncate(V, r):
@@ -271,6 +301,16 @@ def eff_renamed(t, B, a, b):
     t.assertTrue(os.path.lexists(B(b)))
 
 
+def op_rename_whiteout(V, a, b):
+    harness.renameat2(V(a), V(b), RENAME_WHITEOUT)
+
+
+def eff_whiteout(t, B, a, b):
+    st = os.lstat(B(a))  # a whiteout (character device 0:0) is left at the old name
+    t.assertTrue(stat.S_ISCHR(st.st_mode) and st.st_rdev == 0, oct(st.st_mode))
+    t.assertTrue(os.path.lexists(B(b)))
+
+
 def op_rename_exchange(V, a, b):
     harness.renameat2(V(a), V(b), harness.RENAME_EXCHANGE)
 
@@ -285,7 +325,11 @@ SINGLE = [
     ("open-O_WRONLY", op_open_wronly, None, "files", False),
     ("open-O_TRUNC", op_open_trunc, eff_empty, "files", True),
     ("write", op_write, eff_write, "files", True),
+    ("open-O_RDONLY|O_TRUNC", op_open_rdonly_trunc, eff_empty, "files", True),
     ("truncate", op_truncate, eff_truncate, "files", True),
+    ("touch", op_touch_now, eff_touch_now, "files", True),
+    ("chown-other", op_chown_other, eff_chown_other, "files", True),
+    ("setxattr-trusted", op_set_trusted_xattr, eff_set_trusted_xattr, "files", True),
     ("chmod", op_chmod, eff_chmod, "files", True),
     ("chown", op_chown, eff_chown, "files", False),  # to the same owner: nothing changes
     ("utime", op_utime, eff_utime, "files", True),
@@ -295,6 +339,7 @@ SINGLE = [
     ("copy_file_range", op_copy_file_range, eff_copy_file_range, "files", True),
     ("chmod-dir", op_chmod, eff_chmod, "dirs", True),
     ("utime-dir", op_utime, eff_utime, "dirs", True),
+    ("chown-dir-other", op_chown_other, eff_chown_other, "dirs", True),
     ("setxattr-dir", op_setxattr, eff_setxattr, "dirs", True),
 ]
 
@@ -337,6 +382,13 @@ EXCHANGE_PAIRS = [
     (".git/HEAD", ".git/config"),              # writable <-> protected
     ("docs/y.md", ".piworkfs/config.yaml"),
 ]
+RENAME_WHITEOUT = 4
+WHITEOUT_PAIRS = [
+    ("src/a.c", "src/w1"),
+    ("docs/design/a.md", "docs/design/w2"),
+    ("docs/design/b.md", "src/w3"),
+    (".git/config", ".git/w4"),
+]
 GROUPS = [
     ("unlink", op_unlink, eff_gone, [(r,) for r in FILES]),
     ("rmdir", op_rmdir, eff_gone, [(r,) for r in EMPTY_DIRS]),
@@ -344,6 +396,7 @@ GROUPS = [
     ("rename", op_rename, eff_renamed, RENAME_PAIRS),
     ("rename-NOREPLACE", op_rename_noreplace, eff_renamed, NOREPLACE_PAIRS),
     ("rename-EXCHANGE", op_rename_exchange, None, EXCHANGE_PAIRS),
+    ("rename-WHITEOUT", op_rename_whiteout, eff_whiteout, WHITEOUT_PAIRS),
 ]
 
 
