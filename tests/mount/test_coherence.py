@@ -12,6 +12,7 @@ Fixture: harness.STANDARD_TREE (drawn there), plus src/big.txt (64 KiB).
 """
 
 import errno
+import mmap
 import os
 import stat
 import sys
@@ -173,6 +174,41 @@ class CoherenceTest(CoherenceCase):
             not os.path.islink(v.path("docs/design/sub")), DEADLINE))
         os.mkdir("made-through-held-fd", dir_fd=fd)
         self.assertTrue(os.path.isdir(os.path.join(a, "made-through-held-fd")))
+
+    def held_descriptor_results(self, v):
+        """A file kept open in the view (an editor, a tail -f) while the backing changes:
+        {step: seen within the deadline}."""
+        B = os.path.join(self.project, "src/big.txt")
+        fd = os.open(v.path("src/big.txt"), os.O_RDONLY | os.O_CLOEXEC)
+        self.addCleanup(os.close, fd)
+        m = mmap.mmap(fd, 65536, mmap.MAP_SHARED, mmap.PROT_READ)
+        self.addCleanup(m.close)
+        self.assertEqual(os.pread(fd, 10, 40000), b"b" * 10)
+        self.assertEqual(m[100:105], b"bbbbb")
+        res = {}
+        _pwrite(B, b"C" * 10, 40000)
+        res["pread"] = harness.wait_until(lambda: os.pread(fd, 10, 40000) == b"C" * 10,
+                                          DEADLINE)
+        _append(B, "tail\n")
+        res["grown"] = harness.wait_until(
+            lambda: os.fstat(fd).st_size == 65536 + 5 and os.pread(fd, 5, 65536) == b"tail\n",
+            DEADLINE)
+        _pwrite(B, b"MMAP!", 100)
+        res["mmap"] = harness.wait_until(lambda: m[100:105] == b"MMAP!", DEADLINE)
+        return res
+
+    def test_held_descriptor_sees_backing_changes(self):
+        v = self.mount("build", args=["--timeout", "86400"])
+        res = self.held_descriptor_results(v)
+        self.assertEqual([k for k, ok in res.items() if not ok], [],
+                         "stale through a held descriptor")
+
+    def test_held_descriptor_control_without_watch(self):
+        v = self.mount("build", args=["--timeout", "86400", "--no-watch"])
+        res = self.held_descriptor_results(v)
+        self.assertFalse(res["pread"], "with --no-watch the held descriptor was not stale: "
+                         "the test above cannot tell a missing mechanism")
+        self.assertFalse(res["mmap"])
 
     def test_file_replaced_by_directory(self):
         # The same name changing type in the backing, without a held descriptor.
