@@ -518,6 +518,59 @@ class TokensTrustedTest(EnforceBase):
         self.check_write_bits("design")
 
 
+ODD_NAMES = ["a\nb", "tab\there", "*", "?", "[x]", "**", " lead", "trail ", "-dash", ".dot",
+             "...", "back\\slash", "caf\u00e9", os.fsdecode(b"bad\xff\xfeutf8"), "x" * 255]
+
+
+class OddNamesTest(harness.MountCase):
+    """Names with glob characters, control characters, invalid UTF-8 and maximal length are
+    judged by where they are, and globs are anchored at the project root."""
+
+    def test_design(self):
+        os.makedirs(os.path.join(self.project, "src/docs/design"))
+        v = self.mount("design")
+        for n in ODD_NAMES:
+            with self.subTest(name=n):
+                p = v.path("docs/design/" + n)
+                os.close(os.open(p, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
+                self.assertTrue(os.path.lexists(os.path.join(self.project, "docs/design", n)))
+                self.assertIn(n, os.listdir(v.path("docs/design")))
+                os.rename(p, v.path("docs/design/renamed"))
+                os.rename(v.path("docs/design/renamed"), p)
+                os.unlink(p)
+                before = harness.tree_hash(self.project)
+                self.assertErrno(EACCES, os.open, v.path("src/" + n),
+                                 os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644)
+                self.assertErrno(EACCES, os.mkdir, v.path("docs/" + n))
+                self.assertEqual(before, harness.tree_hash(self.project))
+        # "docs/design/**" does not match src/docs/design/: anchored at the root.
+        before = harness.tree_hash(self.project)
+        self.assertErrno(EACCES, os.open, v.path("src/docs/design/x.md"),
+                         os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644)
+        self.assertEqual(before, harness.tree_hash(self.project))
+
+    def test_build_protection_is_anchored(self):
+        harness.write_tree(self.project, {"vendor/lib/.git/hooks/pre-commit": "x\n",
+                                          "vendor/lib/.git/config": "y\n"})
+        v = self.mount("build")
+        # Only the project's own .git/hooks and .git/config are protected by default.
+        _write_all(v.path("vendor/lib/.git/hooks/pre-commit"), b"changed\n")
+        _write_all(v.path("vendor/lib/.git/config"), b"changed\n")
+        before = harness.tree_hash(self.project)
+        self.assertErrno(EACCES, _write_all, v.path(".git/hooks/pre-commit"), b"changed\n")
+        self.assertErrno(EACCES, os.open, v.path(".git/hooks/" + ODD_NAMES[0]),
+                         os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644)
+        self.assertEqual(before, harness.tree_hash(self.project))
+
+
+def _write_all(path, data):
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
 HIDE_TREE = dict(harness.STANDARD_TREE)
 HIDE_TREE.update({
     ".env": "SECRET=1\n",
