@@ -136,6 +136,37 @@ class UnmountTest(harness.MountCase):
         self.unmount(v)
         self.gone(v)
 
+    def test_sigterm_with_open_files(self):
+        # A process still holds a descriptor and a cwd in the view: SIGTERM still unmounts
+        # (the view goes away; the holder's descriptor stops working), and the daemon exits.
+        v = self.mount("build")
+        fd = os.open(v.path("src/a.c"), os.O_RDONLY | os.O_CLOEXEC)
+        self.addCleanup(os.close, fd)
+        holder = subprocess.Popen(["sleep", "60"], cwd=v.path("src"))
+        self.addCleanup(holder.wait)
+        self.addCleanup(holder.kill)
+        v.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(self.wait_daemon_exit(v), 0, v.log())
+        self.gone(v)
+
+    def test_umount_busy_then_lazy(self):
+        v = self.mount("plan")
+        holder = subprocess.Popen(["sleep", "60"], cwd=v.path("src"))
+        self.addCleanup(holder.wait)
+        self.addCleanup(holder.kill)
+        p = self.run_pw("umount", v.mp)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("--lazy", p.stderr)
+        self.assertTrue(harness.is_view_mounted(v.mp))
+        os.stat(v.path("src/a.c"))  # the view still answers
+        p = self.run_pw("umount", "--lazy", v.mp)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFalse(harness.is_view_mounted(v.mp))
+        holder.kill()
+        holder.wait(10)
+        self.assertEqual(self.wait_daemon_exit(v), 0, v.log())
+        v.unmounted = True
+
     def test_sigkill_then_remount_recovers(self):
         v = self.mount("build")
         os.stat(v.path("src/a.c"))
