@@ -70,6 +70,7 @@ void pw_bash_result_free(pw_bash_result *r)
 	for (size_t i = 0; i < r->n_targets; i++)
 		target_done(&r->targets[i]);
 	free(r->targets);
+	free(r->index);
 	free(r);
 }
 
@@ -114,6 +115,37 @@ static bool target_same(const pw_bash_target *t, const char *command, pw_bash_ac
 	       streq_ptr(t->command, command);
 }
 
+#define BW_INDEX_SLOTS (2u * PW_BASH_TARGETS_MAX)
+
+static uint32_t hash_str(uint32_t h, const char *s)
+{
+	for (; s && *s; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
+	return h * 16777619u;
+}
+
+static uint32_t target_hash(const char *command, pw_bash_access access, pw_bash_kind kind,
+			    const char *path)
+{
+	uint32_t h = 2166136261u ^ (uint32_t)access ^ ((uint32_t)kind << 8);
+	return hash_str(hash_str(h, command), path);
+}
+
+/* The index slot holding a target equal to the key, or the empty slot where it would go;
+ * NULL without an index. */
+static uint32_t *index_find(pw_bash_result *r, const char *command, pw_bash_access access,
+			    pw_bash_kind kind, const char *path)
+{
+	if (!r->index)
+		return NULL;
+	uint32_t i = target_hash(command, access, kind, path) & (BW_INDEX_SLOTS - 1);
+	for (;; i = (i + 1) & (BW_INDEX_SLOTS - 1)) {
+		uint32_t slot = r->index[i];
+		if (!slot || target_same(&r->targets[slot - 1], command, access, kind, path))
+			return &r->index[i];
+	}
+}
+
 static void add_raw(bw_ctx *c, const char *command, pw_bash_access access, pw_op op,
 		    pw_bash_kind kind, const char *path, pw_bash_status status, bool is_dir,
 		    bool subtree, const char *note)
@@ -149,6 +181,11 @@ static void add_raw(bw_ctx *c, const char *command, pw_bash_access access, pw_op
 		return;
 	}
 	r->n_targets++;
+	if (!r->index)
+		r->index = calloc(BW_INDEX_SLOTS, sizeof(*r->index));
+	uint32_t *slot = index_find(r, t->command, access, kind, t->path);
+	if (slot && !*slot)
+		*slot = (uint32_t)r->n_targets;
 }
 
 void bw_add(bw_ctx *c, const char *command, pw_bash_access access, pw_op op,
@@ -158,14 +195,17 @@ void bw_add(bw_ctx *c, const char *command, pw_bash_access access, pw_op op,
 	pw_bash_result *r = c->res;
 
 	/* Same command, same path: once is enough (functions and loops repeat themselves).
-	 * Bounded: at most PW_BASH_TARGETS_MAX comparisons per add. */
-	for (size_t i = 0; i < r->n_targets; i++) {
-		pw_bash_target *t = &r->targets[i];
-		if (target_same(t, command, access, kind, path)) {
-			t->subtree |= subtree;
-			t->heuristic |= c->heuristic;
-			return;
-		}
+	 * Found through the hash index; a linear scan only if the index could not be made. */
+	const char *cmd = command ? command : "?";
+	uint32_t *slot = index_find(r, cmd, access, kind, path);
+	pw_bash_target *dup = slot && *slot ? &r->targets[*slot - 1] : NULL;
+	for (size_t i = 0; !r->index && !dup && i < r->n_targets; i++)
+		if (target_same(&r->targets[i], cmd, access, kind, path))
+			dup = &r->targets[i];
+	if (dup) {
+		dup->subtree |= subtree;
+		dup->heuristic |= c->heuristic;
+		return;
 	}
 	if (r->n_targets >= PW_BASH_TARGETS_MAX - 1) {
 		if (!r->truncated) {
@@ -346,6 +386,11 @@ int pw_bash_analyze(const char *cmd, size_t len, const pw_bash_opts *opts,
 	for (size_t i = 0; i < c.n_funcs; i++)
 		free(c.funcs[i].name);
 	free(c.funcs);
+	free(c.git_memo_cwd);
+	free(c.git_memo_root);
+	for (size_t i = 0; c.stat_memo && i < BW_STAT_MEMO_SLOTS; i++)
+		free(c.stat_memo[i].path);
+	free(c.stat_memo);
 	free(st.cwd);
 	for (size_t i = 0; i < st.n_vars; i++) {
 		free(st.vars[i].name);

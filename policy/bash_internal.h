@@ -13,6 +13,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 #include "bash.h"
@@ -74,10 +75,19 @@ typedef struct bw_func {
 typedef struct pw_bash_result {
 	pw_bash_target *targets;
 	size_t n_targets, cap_targets;
+	/* Open-addressing index over targets for de-duplication (slot = target index + 1, 0
+	 * empty); BW_INDEX_SLOTS, twice PW_BASH_TARGETS_MAX, so it never fills. */
+	uint32_t *index;
 	bool heuristic;
 	bool truncated;
 	bool oom;
 } pw_bash_result;
+
+#define BW_STAT_MEMO_SLOTS 1024u
+typedef struct bw_stat_memo {
+	char *path;
+	int mode; /* st_mode, or -1 when absent */
+} bw_stat_memo;
 
 typedef struct bw_ctx {
 	pw_bash_result *res;
@@ -89,6 +99,13 @@ typedef struct bw_ctx {
 	unsigned shell_level;
 	bool heuristic;     /* targets found now come from the token scan */
 	const char *src;    /* text of the tree being walked */
+	/* git_root() memo: the last cwd asked about and its answer (a script runs many git
+	 * commands from one directory; each probe walks up the tree). */
+	char *git_memo_cwd;
+	char *git_memo_root;
+	bool git_memo_found;
+	bw_stat_memo *stat_memo; /* path_mode() answers (bash_path.c) */
+	size_t n_stat_memo;
 	void *parser;       /* TSParser * */
 } bw_ctx;
 

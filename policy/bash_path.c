@@ -680,15 +680,46 @@ too_long:
 	return RES_UNKNOWN;
 }
 
-static bool stat_is_dir(const bw_ctx *c, const char *path)
+/*
+ * What the tree says of PATH, remembered for the rest of the analysis: a script names the
+ * same few paths over and over, and each answer is a syscall. -1: absent (or no tree),
+ * else the st_mode. The memo has a fixed number of slots; once full, answers are not kept.
+ */
+static int path_mode(bw_ctx *c, const char *path)
 {
-	struct stat st;
 	if (c->opts->root_fd < 0)
-		return false;
-	if (fstatat(c->opts->root_fd, path[0] ? path : ".", &st,
-		    AT_SYMLINK_NOFOLLOW | (path[0] ? 0 : AT_EMPTY_PATH)) < 0)
-		return false;
-	return S_ISDIR(st.st_mode);
+		return -1;
+	uint32_t h = 2166136261u;
+	for (const char *p = path; *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	bw_stat_memo *slot = NULL;
+	if (!c->stat_memo)
+		c->stat_memo = calloc(BW_STAT_MEMO_SLOTS, sizeof(*c->stat_memo));
+	for (uint32_t i = 0; c->stat_memo && i < BW_STAT_MEMO_SLOTS; i++) {
+		bw_stat_memo *m = &c->stat_memo[(h + i) & (BW_STAT_MEMO_SLOTS - 1)];
+		if (!m->path) {
+			slot = m;
+			break;
+		}
+		if (streq(m->path, path))
+			return m->mode;
+	}
+	struct stat st;
+	int mode = fstatat(c->opts->root_fd, path[0] ? path : ".", &st,
+			   AT_SYMLINK_NOFOLLOW | (path[0] ? 0 : AT_EMPTY_PATH)) < 0
+			   ? -1
+			   : (int)st.st_mode;
+	if (slot && c->n_stat_memo < BW_STAT_MEMO_SLOTS / 2 && (slot->path = strdup(path))) {
+		slot->mode = mode;
+		c->n_stat_memo++;
+	}
+	return mode;
+}
+
+static bool stat_is_dir(bw_ctx *c, const char *path)
+{
+	int mode = path_mode(c, path);
+	return mode >= 0 && S_ISDIR((mode_t)mode);
 }
 
 static void target_pattern(bw_ctx *c, const char *command, const char *pat, bool tilde,
@@ -821,9 +852,5 @@ bool bw_word_is_dir(bw_ctx *c, const char *lit)
 
 bool bw_exists(bw_ctx *c, const char *path)
 {
-	struct stat st;
-	if (c->opts->root_fd < 0)
-		return false;
-	return fstatat(c->opts->root_fd, path[0] ? path : ".", &st,
-		       AT_SYMLINK_NOFOLLOW | (path[0] ? 0 : AT_EMPTY_PATH)) == 0;
+	return path_mode(c, path) >= 0;
 }

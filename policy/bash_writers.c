@@ -886,19 +886,41 @@ static void h_source(bw_cmd *k)
 
 /* The repository root: the nearest directory from the cwd up holding .git; the project root
  * when none is found or the tree cannot be read. Returns false when the cwd is not known. */
+static bool git_root_walk(bw_ctx *c, char out[PW_PATH_MAX]);
+
 static bool git_root(bw_ctx *c, char out[PW_PATH_MAX], bool *ret_found)
 {
 	if (c->st->cwd_state != BW_CWD_KNOWN)
 		return false;
+	if (c->git_memo_cwd && streq(c->git_memo_cwd, c->st->cwd)) {
+		snprintf(out, PW_PATH_MAX, "%s", c->git_memo_root);
+		*ret_found = c->git_memo_found;
+		return true;
+	}
+	bool found = git_root_walk(c, out);
+	*ret_found = found;
+	free(c->git_memo_cwd);
+	free(c->git_memo_root);
+	c->git_memo_cwd = strdup(c->st->cwd);
+	c->git_memo_root = strdup(out);
+	if (!c->git_memo_cwd || !c->git_memo_root) {
+		free(c->git_memo_cwd);
+		free(c->git_memo_root);
+		c->git_memo_cwd = c->git_memo_root = NULL;
+	}
+	c->git_memo_found = found;
+	return true;
+}
+
+/* Walks up from the cwd probing for .git; OUT gets the root ("" when none). */
+static bool git_root_walk(bw_ctx *c, char out[PW_PATH_MAX])
+{
 	snprintf(out, PW_PATH_MAX, "%s", c->st->cwd);
-	*ret_found = false;
 	for (;;) {
 		char probe[PW_PATH_MAX + 8];
 		snprintf(probe, sizeof(probe), "%s%s.git", out, out[0] ? "/" : "");
-		if (bw_exists(c, probe)) {
-			*ret_found = true;
+		if (bw_exists(c, probe))
 			return true;
-		}
 		if (!out[0])
 			break;
 		char *slash = strrchr(out, '/');
@@ -908,7 +930,7 @@ static bool git_root(bw_ctx *c, char out[PW_PATH_MAX], bool *ret_found)
 			out[0] = '\0';
 	}
 	out[0] = '\0';
-	return true;
+	return false;
 }
 
 enum { GIT_DIR = 1, GIT_TREE = 2 };
