@@ -102,6 +102,7 @@ struct pw_fs {
 
 	struct pw_audit *audit;
 	atomic_uint_fast64_t denied;
+	atomic_size_t forgotten; /* inodes forgotten since the last malloc_trim */
 
 	/* Background invalidation of attributes after a switch. */
 	pthread_t inval_thread;
