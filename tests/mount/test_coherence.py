@@ -52,19 +52,21 @@ def exists(path):
 
 class Changes:
     """The changes made to the backing directory, each with the check that the view shows
-    it. CHANGES[name] = (apply(B), fresh(V) -> bool)."""
+    it: (name, apply(B), fresh(V) -> bool). The checks of single names use only lookups,
+    stat and reads, and come first: listing a directory re-reads it, and READDIRPLUS
+    refreshes the attributes of the entries it returns, which would hide a missing
+    invalidation of those. The listing checks come last."""
 
     @staticmethod
     def all():
         return [
             ("new file", lambda B: harness.write_tree(B(""), {"src/new.c": "new\n"}),
              lambda V: exists(V("src/new.c")) and read(V("src/new.c")) == b"new\n"),
-            ("new file in listing", None,
-             lambda V: "new.c" in listing(V("src"))),
             ("new file in a new directory",
              lambda B: harness.write_tree(B(""), {"lib/deep/x.c": "x\n"}),
-             lambda V: exists(V("lib/deep/x.c")) and "lib" in listing(V(""))),
-            ("content, same size", lambda B: _overwrite(B("src/a.c"), "int a(void) { return 2; }\n"),
+             lambda V: exists(V("lib/deep/x.c"))),
+            ("content, same size",
+             lambda B: _overwrite(B("src/a.c"), "int a(void) { return 2; }\n"),
              lambda V: read(V("src/a.c")) == b"int a(void) { return 2; }\n"),
             ("content, page in the middle of a big file",
              lambda B: _pwrite(B("src/big.txt"), b"X" * 10, 30000),
@@ -73,13 +75,17 @@ class Changes:
              lambda V: read(V("docs/x.md")) == b"# x\nmore\n" and
              os.stat(V("docs/x.md")).st_size == 9),
             ("deleted file", lambda B: os.unlink(B("src/gone.c")),
-             lambda V: not exists(V("src/gone.c")) and "gone.c" not in listing(V("src"))),
+             lambda V: not exists(V("src/gone.c"))),
             ("renamed file", lambda B: os.rename(B("src/old-name.c"), B("src/new-name.c")),
              lambda V: not exists(V("src/old-name.c")) and exists(V("src/new-name.c"))),
             ("chmod", lambda B: os.chmod(B("src/modes.c"), 0o600),
              lambda V: stat.S_IMODE(os.stat(V("src/modes.c")).st_mode) == 0o600),
             ("mtime", lambda B: os.utime(B("docs/design/a.md"), ns=(10**18, 10**18)),
              lambda V: os.stat(V("docs/design/a.md")).st_mtime_ns == 10**18),
+            ("listing: new file", None, lambda V: "new.c" in listing(V("src"))),
+            ("listing: new directory", None, lambda V: "lib" in listing(V(""))),
+            ("listing: deleted and renamed",
+             None, lambda V: not {"gone.c", "old-name.c"} & listing(V("src"))),
         ]
 
 
@@ -120,10 +126,12 @@ class CoherenceCase(harness.MountCase):
         V = v.path
         B = lambda r: os.path.join(self.project, r)  # noqa: E731
         self.prime(V)
-        results = {}
-        for name, apply, fresh in Changes.all():
+        changes = Changes.all()
+        for _, apply, _ in changes:
             if apply:
                 apply(B)
+        results = {}
+        for name, _, fresh in changes:
             results[name] = harness.wait_until(lambda: _safe(fresh, V), DEADLINE, step=0.01)
         return results
 
@@ -148,8 +156,7 @@ class CoherenceTest(CoherenceCase):
         v = self.mount("build", args=["--timeout", "86400", "--no-watch"])
         results = self.run_changes(v)
         stale = {k for k, ok in results.items() if not ok}
-        for must in ["new file", "deleted file", "renamed file", "chmod", "mtime",
-                     "content, same size"]:
+        for must in [name for name, _, _ in Changes.all() if not name.startswith("listing")]:
             self.assertIn(must, stale, "with --no-watch the view was not stale for %r: "
                           "the coherence test cannot tell a missing mechanism" % must)
 
