@@ -217,6 +217,29 @@ class CoherenceTest(CoherenceCase):
                          "the test above cannot tell a missing mechanism")
         self.assertFalse(res["mmap"])
 
+    def test_two_views_of_one_project(self):
+        # The person's view in plan and the agent's in build, on the same project: what
+        # one writes, the other shows within a second.
+        v_build = self.mount("build", args=["--timeout", "86400"])
+        mp2 = os.path.join(self.tmp, "mnt2")
+        os.mkdir(mp2)
+        v_plan = self.mount("plan", args=["--timeout", "86400"], mountpoint=mp2)
+        self.assertEqual(read(v_plan.path("src/a.c")), read(v_build.path("src/a.c")))
+        exists(v_plan.path("src/fresh.c"))
+        with open(v_build.path("src/a.c"), "r+") as f:
+            f.write("int a(void) { return 9; }\n")
+        with open(v_build.path("src/fresh.c"), "w") as f:
+            f.write("fresh\n")
+        os.chmod(v_build.path("src/b.c"), 0o600)
+        self.assertTrue(harness.wait_until(
+            lambda: _safe(lambda V: read(V("src/a.c")) == b"int a(void) { return 9; }\n" and
+                          read(V("src/fresh.c")) == b"fresh\n" and
+                          stat.S_IMODE(os.stat(V("src/b.c")).st_mode) == 0o400, v_plan.path),
+            DEADLINE), "the plan view does not show what the build view wrote")
+        # And the plan view still refuses writes.
+        self.assertErrno(errno.EROFS, os.open, v_plan.path("src/fresh.c"),
+                         os.O_WRONLY | os.O_CLOEXEC)
+
     def test_file_replaced_by_directory(self):
         # The same name changing type in the backing, without a held descriptor.
         v = self.mount("build", args=["--timeout", "86400"])

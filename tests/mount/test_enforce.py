@@ -646,5 +646,38 @@ class HiddenTest(harness.MountCase):
         self.check_hidden("design")
 
 
+PRIVATE_TREE = dict(harness.STANDARD_TREE)
+PRIVATE_TREE.update({
+    "docs/private/p.txt": "p\n",
+    ".piworkfs/modes/build.md": ("---\nname: build\ndescription: build, docs/private hidden\n"
+                                 "hide:\n  - \"docs/private/\"\n  - \"docs/private/**\"\n"
+                                 "---\nPrivate notes are hidden.\n"),
+})
+
+
+class HiddenRenameTest(harness.MountCase):
+    """Moving a directory must neither reveal hidden content under a new name nor put
+    content under a hidden name."""
+    tree = PRIVATE_TREE
+
+    def test_directory_moves_around_hidden_content(self):
+        v = self.mount("build")
+        self.assertNotIn("private", os.listdir(v.path("docs")))
+        before = harness.tree_hash(self.project)
+        # docs holds hidden content: under the name docs2 it would show.
+        self.assertErrno(EACCES, os.rename, v.path("docs"), v.path("docs2"))
+        self.assertErrno(EACCES, harness.renameat2, v.path("docs"), v.path("src"),
+                         harness.RENAME_EXCHANGE)
+        # Onto, or beneath, the hidden name: it does not exist as far as the view goes.
+        self.assertErrno(ENOENT, os.rename, v.path("src"), v.path("docs/private"))
+        self.assertErrno(ENOENT, os.rename, v.path("src/a.c"), v.path("docs/private/a.c"))
+        self.assertErrno(ENOENT, os.rename, v.path("docs/design"), v.path("docs/private"))
+        self.assertErrno(ENOENT, os.link, v.path("src/a.c"), v.path("docs/private/l"))
+        self.assertEqual(before, harness.tree_hash(self.project))
+        # Directories without hidden content still move.
+        os.rename(v.path("src"), v.path("src2"))
+        self.assertTrue(os.path.isdir(os.path.join(self.project, "src2")))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
