@@ -39,6 +39,7 @@ descriptor opened before a switch to a stricter mode are in test_live.py.
 import errno
 import os
 import stat
+import subprocess
 import sys
 import unittest
 
@@ -644,6 +645,48 @@ class HiddenTest(harness.MountCase):
 
     def test_hidden_in_design(self):
         self.check_hidden("design")
+
+
+KEY_TREE = dict(harness.STANDARD_TREE)
+KEY_TREE[".piworkfs/modes/build.md"] = ("---\nname: build\ndescription: build, keys hidden\n"
+                                       "hide:\n  - \"**/*.key\"\n---\nKeys are hidden.\n")
+
+
+class HiddenListingTest(harness.MountCase):
+    """Listings filtered of hidden names: nothing lost or repeated at the boundaries of the
+    daemon's directory buffers, even when whole buffers hold only hidden names."""
+    tree = KEY_TREE
+
+    def listings(self, path):
+        a = os.listdir(path)
+        p = subprocess.run(["ls", "-f", path], capture_output=True, text=True, timeout=60)
+        b = [n for n in p.stdout.split("\n") if n not in ("", ".", "..")]
+        return a, b
+
+    def test_mixed(self):
+        d = os.path.join(self.project, "many")
+        os.mkdir(d)
+        names = [("%05d-" % i) + "n" * (i % 200) + (".key" if i % 3 == 0 else ".txt")
+                 for i in range(4000)]
+        for n in names:
+            open(os.path.join(d, n), "w").close()
+        v = self.mount("build")
+        want = sorted(n for n in names if not n.endswith(".key"))
+        for got in self.listings(v.path("many")):
+            self.assertEqual(len(got), len(set(got)), "a name is listed twice")
+            self.assertEqual(sorted(got), want)
+
+    def test_buffers_of_hidden_names_only(self):
+        d = os.path.join(self.project, "many")
+        os.mkdir(d)
+        for i in range(3000):
+            open(os.path.join(d, ("%05d-" % i) + "k" * 240 + ".key"), "w").close()
+        want = ["v%d.txt" % i for i in range(7)]
+        for n in want:
+            open(os.path.join(d, n), "w").close()
+        v = self.mount("build")
+        for got in self.listings(v.path("many")):
+            self.assertEqual(sorted(got), want)
 
 
 PRIVATE_TREE = dict(harness.STANDARD_TREE)
