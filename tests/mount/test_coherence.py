@@ -16,7 +16,6 @@ import mmap
 import os
 import stat
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

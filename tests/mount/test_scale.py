@@ -10,7 +10,6 @@ made directly in the backing directory.
 
 import os
 import resource
-import subprocess
 import sys
 import threading
 import time
