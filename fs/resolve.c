@@ -125,6 +125,18 @@ static int verify_identity(dev_t dev, ino_t ino, int fd)
 	return 0;
 }
 
+/* O_TRUNC, applied once the object is verified. Linux truncates on O_RDONLY|O_TRUNC too
+ * (given write permission), which a read-only descriptor cannot do: that case truncates
+ * through the descriptor's /proc path, with the same permission check. */
+static int truncate_verified(int fd, int flags)
+{
+	if ((flags & O_ACCMODE) != O_RDONLY)
+		return ftruncate(fd, 0) < 0 ? negative_errno() : 0;
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return truncate(proc, 0) < 0 ? negative_errno() : 0;
+}
+
 int pw_open_node(pw_fs *fs, pw_inode *n, int flags)
 {
 	if (n->is_root && (flags & O_PATH)) {
@@ -143,25 +155,23 @@ int pw_open_node(pw_fs *fs, pw_inode *n, int flags)
 		return r;
 	if (n->is_root)
 		return pw_openat_beneath(fs, path, flags, 0);
-	/* Resolve without opening first: opening a FIFO swapped in for the node's name would
-	 * block this worker. Verified, the object is reopened with the real flags through its
-	 * descriptor, so the object opened is the one verified. */
-	int pfd = pw_openat_beneath(fs, path, O_PATH, 0);
-	if (pfd < 0)
-		return pfd;
-	r = verify_identity(dev, ino, pfd);
-	if (r < 0 || (flags & O_PATH)) {
-		if (r < 0) {
-			close(pfd);
-			return r;
-		}
-		return pfd;
+	/* Open with O_NONBLOCK, so a FIFO swapped in for the node's name cannot block this
+	 * worker, and without O_TRUNC, so nothing changes before the object is verified to be
+	 * the node's own. Then restore the caller's blocking mode and truncate. */
+	int oflags = (flags & O_PATH) ? flags : (flags & ~O_TRUNC) | O_NONBLOCK | O_NOCTTY;
+	int fd = pw_openat_beneath(fs, path, oflags, 0);
+	if (fd < 0)
+		return fd;
+	r = verify_identity(dev, ino, fd);
+	/* F_SETFL sets only these bits; we know each one's wanted value from FLAGS. */
+	if (r == 0 && !(flags & (O_NONBLOCK | O_PATH)) &&
+	    fcntl(fd, F_SETFL, flags & (O_APPEND | O_DIRECT | O_NOATIME)) < 0)
+		r = negative_errno();
+	if (r == 0 && (flags & O_TRUNC))
+		r = truncate_verified(fd, flags);
+	if (r < 0) {
+		close(fd);
+		return r;
 	}
-	char proc[64];
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
-	int fd = open(proc, (flags & PW_OPEN_FLAGS_VALID & ~(O_CREAT | O_EXCL | O_NOFOLLOW)) |
-				    O_CLOEXEC);
-	r = fd < 0 ? negative_errno() : fd;
-	close(pfd);
-	return r;
+	return fd;
 }
