@@ -95,6 +95,11 @@ struct pw_fs {
 	pthread_mutex_t policy_lock;
 	pw_policy *policy;
 	uint64_t generation;
+	/* Held for reading by every request that decides visibility and makes the kernel
+	 * cache an entry (lookup, readdirplus); a switch that changes hide rules takes it for
+	 * writing once after the swap, so every entry decided under the old policy is known
+	 * before the entries to invalidate are collected (switch.c). Writer-preferring. */
+	pthread_rwlock_t lookup_gate;
 
 	pthread_mutex_t neg_lock;
 	pw_hidden_neg *hidden_negs;
@@ -117,6 +122,11 @@ struct pw_fs {
 	pthread_t watch_thread;
 	bool watch_started;
 	int watch_stop_pipe[2];
+	/* Changes the daemon is about to make itself (watch.c): their inotify events need no
+	 * invalidation, since the kernel already knows from our replies. */
+	pthread_mutex_t expect_lock;
+	struct pw_expect *expects;
+	size_t n_expects;
 };
 
 typedef struct pw_fs pw_fs;
@@ -207,6 +217,12 @@ int pw_watch_start(pw_fs *fs);
 void pw_watch_stop(pw_fs *fs);
 void pw_watch_dir(pw_fs *fs, pw_inode *n);   /* tree lock held for writing */
 void pw_unwatch_dir(pw_fs *fs, pw_inode *n); /* tree lock held for writing */
+
+/* What an operation is about to do to a name on the backing tree; recorded before the
+ * syscall (so its event cannot come first) and withdrawn when the syscall fails. */
+typedef enum pw_expect_kind { PW_EXPECT_NAME_ADDED, PW_EXPECT_NAME_REMOVED } pw_expect_kind;
+int pw_watch_expect(pw_fs *fs, pw_inode *parent, const char *name, pw_expect_kind kind);
+void pw_watch_unexpect(pw_fs *fs, int token);
 
 /* switch.c */
 int pw_inval_start(pw_fs *fs);

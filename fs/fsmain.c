@@ -61,6 +61,12 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	fs->owner_uid = getuid();
 	pthread_mutex_init(&fs->policy_lock, NULL);
 	pthread_mutex_init(&fs->neg_lock, NULL);
+	pthread_mutex_init(&fs->expect_lock, NULL);
+	pthread_rwlockattr_t ga;
+	pthread_rwlockattr_init(&ga);
+	pthread_rwlockattr_setkind_np(&ga, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&fs->lookup_gate, &ga);
+	pthread_rwlockattr_destroy(&ga);
 	fs->project = strdup(o->project);
 	fs->mountpoint = strdup(o->mountpoint);
 	fs->policy = pw_policy_new_fail_closed("(starting)", "the view is starting");

@@ -28,6 +28,7 @@
 /* An open file or directory of the view. */
 typedef struct pw_fh {
 	int fd;
+	pw_inode *writer; /* files open for writing: the node whose writers this counts */
 	/* directories: getdents64 buffer state */
 	off_t dir_pos;
 	size_t buf_len, buf_off;

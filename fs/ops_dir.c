@@ -63,8 +63,12 @@ static void reply_new_entry(fuse_req_t req, pw_fs *fs, pw_inode *parent, const c
 void pw_op_mknod(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode, dev_t rdev)
 {
 	PW_NEW_ENTRY_PROLOGUE(PW_OP_MKNOD, false);
-	if (mknodat(pfd, name, mode, rdev) < 0)
-		PW_REPLY_ERR(req, errno);
+	int tok = pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_ADDED);
+	if (mknodat(pfd, name, mode, rdev) < 0) {
+		int e = errno;
+		pw_watch_unexpect(fs, tok);
+		PW_REPLY_ERR(req, e);
+	}
 	reply_new_entry(req, fs, parent, name);
 	PW_CREDS_LEAVE();
 }
@@ -72,8 +76,12 @@ void pw_op_mknod(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t
 void pw_op_mkdir(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode)
 {
 	PW_NEW_ENTRY_PROLOGUE(PW_OP_MKDIR, true);
-	if (mkdirat(pfd, name, mode) < 0)
-		PW_REPLY_ERR(req, errno);
+	int tok = pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_ADDED);
+	if (mkdirat(pfd, name, mode) < 0) {
+		int e = errno;
+		pw_watch_unexpect(fs, tok);
+		PW_REPLY_ERR(req, e);
+	}
 	reply_new_entry(req, fs, parent, name);
 	PW_CREDS_LEAVE();
 }
@@ -83,8 +91,12 @@ void pw_op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent_ino, co
 	/* The target is stored as given; the daemon never follows it. The kernel resolves it
 	 * in the reader's namespace, through the view, where the policy applies again. */
 	PW_NEW_ENTRY_PROLOGUE(PW_OP_SYMLINK, false);
-	if (symlinkat(target, pfd, name) < 0)
-		PW_REPLY_ERR(req, errno);
+	int tok = pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_ADDED);
+	if (symlinkat(target, pfd, name) < 0) {
+		int e = errno;
+		pw_watch_unexpect(fs, tok);
+		PW_REPLY_ERR(req, e);
+	}
 	reply_new_entry(req, fs, parent, name);
 	PW_CREDS_LEAVE();
 }
@@ -117,8 +129,12 @@ void pw_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent_ino, const cha
 		PW_REPLY_ERR(req, -fd);
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	if (linkat(AT_FDCWD, proc, pfd, name, AT_SYMLINK_FOLLOW) < 0)
-		PW_REPLY_ERR(req, errno);
+	int tok = pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_ADDED);
+	if (linkat(AT_FDCWD, proc, pfd, name, AT_SYMLINK_FOLLOW) < 0) {
+		int e = errno;
+		pw_watch_unexpect(fs, tok);
+		PW_REPLY_ERR(req, e);
+	}
 	reply_new_entry(req, fs, parent, name);
 	PW_CREDS_LEAVE();
 }
@@ -139,8 +155,12 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent_ino, const char *name
 			       S_ISDIR(st.st_mode));
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
-	if (unlinkat(pfd, name, dir ? AT_REMOVEDIR : 0) < 0)
-		PW_REPLY_ERR(req, errno);
+	int tok = pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_REMOVED);
+	if (unlinkat(pfd, name, dir ? AT_REMOVEDIR : 0) < 0) {
+		int e = errno;
+		pw_watch_unexpect(fs, tok);
+		PW_REPLY_ERR(req, e);
+	}
 	pw_inode_unlinked(fs, parent, name, st.st_dev, st.st_ino);
 	PW_CREDS_LEAVE();
 	fuse_reply_err(req, 0);
@@ -207,8 +227,16 @@ void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_
 		r = check_dir_tree(fs, req, np, newname);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
-	if (renameat2(pfd, name, npfd, newname, flags) < 0)
-		PW_REPLY_ERR(req, errno);
+	/* An exchange sends events for both names in both directions: left to invalidate. */
+	bool plain = !(flags & RENAME_EXCHANGE);
+	int tok1 = plain ? pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_REMOVED) : -1;
+	int tok2 = plain ? pw_watch_expect(fs, np, newname, PW_EXPECT_NAME_ADDED) : -1;
+	if (renameat2(pfd, name, npfd, newname, flags) < 0) {
+		int e = errno;
+		pw_watch_unexpect(fs, tok1);
+		pw_watch_unexpect(fs, tok2);
+		PW_REPLY_ERR(req, e);
+	}
 	pw_inode_renamed(fs, parent, name, np, newname, src.st_dev, src.st_ino,
 			 (flags & RENAME_EXCHANGE) != 0, have_dst ? dst.st_dev : 0,
 			 have_dst ? dst.st_ino : 0);
@@ -290,8 +318,21 @@ static int temp_dir_handle(pw_fs *fs, pw_inode *dir, pw_fh *h)
 	return 0;
 }
 
+static void do_readdir_locked(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			      struct fuse_file_info *fi, bool plus);
+
+/* Listings decide visibility (and readdirplus makes entries): held under the gate. */
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi, bool plus)
+{
+	pw_fs *fs = fuse_req_userdata(req);
+	pthread_rwlock_rdlock(&fs->lookup_gate);
+	do_readdir_locked(req, ino, size, off, fi, plus);
+	pthread_rwlock_unlock(&fs->lookup_gate);
+}
+
+static void do_readdir_locked(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			      struct fuse_file_info *fi, bool plus)
 {
 	PW_REQ_BEGIN(req);
 	pw_inode *dir = pw_inode_get(fs, ino);

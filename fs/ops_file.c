@@ -13,12 +13,26 @@
 
 #include "ops_common.h"
 
-static pw_fh *fh_new(int fd)
+/* A handle for FD; a handle open for writing counts as one of N's writers (watch.c leaves
+ * the data the view writes itself cached). */
+static pw_fh *fh_new(int fd, pw_inode *n, int flags)
 {
 	pw_fh *h = calloc(1, sizeof(*h));
-	if (h)
-		h->fd = fd;
+	if (!h)
+		return NULL;
+	h->fd = fd;
+	if ((flags & O_ACCMODE) != O_RDONLY) {
+		h->writer = n;
+		atomic_fetch_add(&n->open_writers, 1);
+	}
 	return h;
+}
+
+static void fh_free(pw_fh *h)
+{
+	if (h->writer)
+		atomic_fetch_sub(&h->writer->open_writers, 1);
+	free(h);
 }
 
 static bool wants_write(int flags)
@@ -51,7 +65,7 @@ void pw_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int fd = pw_open_node(fs, n, flags);
 	if (fd < 0)
 		PW_REPLY_ERR(req, -fd);
-	pw_fh *h = fh_new(fd);
+	pw_fh *h = fh_new(fd, n, flags);
 	if (!h) {
 		close(fd);
 		PW_REPLY_ERR(req, ENOMEM);
@@ -61,7 +75,7 @@ void pw_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	PW_CREDS_LEAVE();
 	if (fuse_reply_open(req, fi) == -ENOENT) { /* interrupted: the kernel dropped it */
 		close(fd);
-		free(h);
+		fh_free(h);
 	}
 }
 
@@ -75,15 +89,22 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);
 	if (pfd < 0)
 		PW_REPLY_ERR(req, -pfd);
-	if (pw_hidden_existing(fs, parent, pfd, name))
+	struct stat before;
+	bool existed = fstatat(pfd, name, &before, AT_SYMLINK_NOFOLLOW) == 0;
+	if (existed && pw_hidden_child(fs, parent, name, S_ISDIR(before.st_mode)))
 		PW_REPLY_ERR(req, ENOENT);
 	int r = pw_check_child(fs, req, PW_OP_CREATE, parent, name, false);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
+	/* Only a name that did not exist makes an IN_CREATE for the watcher to expect. */
+	int tok = existed ? -1 : pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_ADDED);
 	int fd = openat(pfd, name, (fi->flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC) & ~O_NOCTTY,
 			mode);
-	if (fd < 0)
-		PW_REPLY_ERR(req, errno);
+	if (fd < 0) {
+		int e = errno;
+		pw_watch_unexpect(fs, tok);
+		PW_REPLY_ERR(req, e);
+	}
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
 		r = errno;
@@ -91,7 +112,7 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 		PW_REPLY_ERR(req, r);
 	}
 	pw_inode *n = pw_inode_learn(fs, parent, name, &st, NULL);
-	pw_fh *h = n ? fh_new(fd) : NULL;
+	pw_fh *h = n ? fh_new(fd, n, fi->flags) : NULL;
 	if (!h) {
 		close(fd);
 		if (n)
@@ -106,7 +127,7 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 	PW_CREDS_LEAVE();
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		close(fd);
-		free(h);
+		fh_free(h);
 		pw_inode_forget(fs, n, 1);
 	}
 }
@@ -145,7 +166,7 @@ void pw_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	pw_fh *h = pw_fh_of(fi);
 	close(h->fd);
-	free(h);
+	fh_free(h);
 	fuse_reply_err(req, 0);
 }
 

@@ -8,14 +8,22 @@
  * so their number is bounded by the kernel's own inode cache), and turn each event into
  * the matching invalidation on this thread, outside any request handler.
  *
- * Our own operations through the view produce events too; invalidating after them costs a
- * little and is harmless (the kernel re-asks on the next access).
+ * Our own operations through the view produce events too. Invalidating after them is
+ * harmless but costs (a create storm would invalidate every entry the kernel just made), so
+ * operations record what they are about to do (pw_watch_expect) and the matching event is
+ * consumed without invalidating. A record is made before the syscall, so its event cannot
+ * precede it; withdrawn if the syscall fails; and it expires after a second, so a record
+ * whose event never comes (a directory without a watch) cannot hide a later change. A
+ * missing record only costs a redundant invalidation. Data written through the view is
+ * not invalidated while the view itself holds the file open for writing.
  */
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs_internal.h"
@@ -56,6 +64,74 @@ void pw_unwatch_dir(pw_fs *fs, pw_inode *n)
 		return;
 	inotify_rm_watch(fs->inotify_fd, n->wd);
 	pw_inode_set_wd_locked(fs, n, -1);
+}
+
+#define PW_EXPECT_MAX 1024
+#define PW_EXPECT_TTL_NS 1000000000LL
+
+struct pw_expect {
+	fuse_ino_t parent;
+	pw_expect_kind kind;
+	int64_t deadline;
+	char name[PW_NAME_MAX + 1];
+};
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int pw_watch_expect(pw_fs *fs, pw_inode *parent, const char *name, pw_expect_kind kind)
+{
+	if (fs->inotify_fd < 0 || strlen(name) > PW_NAME_MAX)
+		return -1;
+	int64_t now = mono_ns();
+	int token = -1;
+	pthread_mutex_lock(&fs->expect_lock);
+	if (!fs->expects)
+		fs->expects = calloc(PW_EXPECT_MAX, sizeof(*fs->expects));
+	for (size_t i = 0; fs->expects && i < PW_EXPECT_MAX; i++) {
+		struct pw_expect *e = &fs->expects[i];
+		if (e->deadline > now)
+			continue;
+		e->parent = pw_inode_id(fs, parent);
+		e->kind = kind;
+		e->deadline = now + PW_EXPECT_TTL_NS;
+		strcpy(e->name, name);
+		token = (int)i;
+		break;
+	}
+	pthread_mutex_unlock(&fs->expect_lock);
+	return token; /* -1 when full: the event will simply invalidate */
+}
+
+void pw_watch_unexpect(pw_fs *fs, int token)
+{
+	if (token < 0)
+		return;
+	pthread_mutex_lock(&fs->expect_lock);
+	fs->expects[token].deadline = 0;
+	pthread_mutex_unlock(&fs->expect_lock);
+}
+
+/* Consumes a live record matching the event, if any. */
+static bool expected(pw_fs *fs, fuse_ino_t parent, const char *name, pw_expect_kind kind)
+{
+	bool found = false;
+	int64_t now = mono_ns();
+	pthread_mutex_lock(&fs->expect_lock);
+	for (size_t i = 0; fs->expects && i < PW_EXPECT_MAX && !found; i++) {
+		struct pw_expect *e = &fs->expects[i];
+		if (e->deadline > now && e->parent == parent && e->kind == kind &&
+		    streq(e->name, name)) {
+			e->deadline = 0;
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&fs->expect_lock);
+	return found;
 }
 
 typedef struct inval_all {
@@ -144,6 +220,11 @@ static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 		return;
 	}
 	const char *name = ev->name;
+	if (ev->mask & (IN_CREATE | IN_MOVED_TO) && expected(fs, dir_ino, name, PW_EXPECT_NAME_ADDED))
+		return; /* our own create or rename: the kernel knows the new entry from our reply */
+	if (ev->mask & (IN_DELETE | IN_MOVED_FROM) &&
+	    expected(fs, dir_ino, name, PW_EXPECT_NAME_REMOVED))
+		return;
 	if (ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)) {
 		/* The name appeared or went: drop the (possibly negative) entry and the listing. */
 		fuse_lowlevel_notify_inval_entry(fs->se, dir_ino, name, strlen(name));
@@ -160,8 +241,12 @@ static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 		fuse_ino_t ino = n ? pw_inode_id(fs, n) : 0;
 		if (n && (ev->mask & IN_ATTRIB))
 			pw_xattr_changed(n);
+		/* Written through the view: the kernel wrote those pages itself and updates
+		 * size and times from our replies; only outside writers need invalidation. */
+		bool own = n && (ev->mask & (IN_MODIFY | IN_ATTRIB)) == IN_MODIFY &&
+			   atomic_load(&n->open_writers) > 0;
 		pthread_rwlock_unlock(&fs->tree_lock);
-		if (ino)
+		if (ino && !own)
 			fuse_lowlevel_notify_inval_inode(fs->se, ino,
 							 (ev->mask & (IN_MODIFY | IN_CLOSE_WRITE)) ? 0 : -1, 0);
 	}
@@ -234,4 +319,6 @@ void pw_watch_stop(pw_fs *fs)
 	if (fs->inotify_fd >= 0)
 		close(fs->inotify_fd);
 	fs->inotify_fd = -1;
+	free(fs->expects);
+	fs->expects = NULL;
 }
