@@ -70,6 +70,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent_ino, const char *name)
 	if (!pw_name_valid(name))
 		PW_REPLY_ERR(req, ENOENT);
 	struct fuse_entry_param e;
+	pthread_rwlock_rdlock(&fs->lookup_gate);
 	int r = pw_do_lookup(fs, parent, name, &e);
 	if (r == -ENOENT || r == PW_LOOKUP_HIDDEN) {
 		/* A hidden name that exists is remembered, so a switch that unhides it can drop
@@ -78,13 +79,17 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent_ino, const char *name)
 			pw_remember_hidden_neg(fs, parent_ino, name);
 		PW_CREDS_LEAVE();
 		pw_reply_negative(fs, req);
+		pthread_rwlock_unlock(&fs->lookup_gate);
 		return;
 	}
-	if (r < 0)
+	if (r < 0) {
+		pthread_rwlock_unlock(&fs->lookup_gate);
 		PW_REPLY_ERR(req, -r);
+	}
 	PW_CREDS_LEAVE();
 	if (fuse_reply_entry(req, &e) == -ENOENT) /* interrupted: no reference taken */
 		pw_inode_forget(fs, pw_inode_get(fs, e.ino), 1);
+	pthread_rwlock_unlock(&fs->lookup_gate);
 }
 
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)

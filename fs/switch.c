@@ -14,7 +14,8 @@
  *  - entries (dcache): a name that becomes hidden must stop resolving, and a hidden name
  *    the kernel cached as absent must reappear. This is done before the call returns, for
  *    the nodes and negative entries concerned (bounded by what the kernel knows), and only
- *    when the hide rules differ.
+ *    when the hide rules differ. Lookups in flight during the swap are waited out first
+ *    (fs->lookup_gate), so an entry decided under the old policy cannot slip past.
  *  - attributes (write bits shown by stat): invalidated on a background thread for every
  *    node whose answer changed, since a large tree takes longer than a switch may. The lag
  *    is bounded by the number of known inodes (docs/ARCHITECTURE.md has figures); no
@@ -123,6 +124,11 @@ static void invalidate_entries(pw_fs *fs, const pw_policy *old, const pw_policy 
 {
 	if (!fs->se || same_hides(old, new))
 		return;
+	/* Wait out lookups that decided under the old policy: once they have learned their
+	 * nodes and replied, the collection below sees them. The kernel orders our entry
+	 * invalidations after in-flight lookups in the same directory (parent lock). */
+	pthread_rwlock_wrlock(&fs->lookup_gate);
+	pthread_rwlock_unlock(&fs->lookup_gate);
 	inval_ctx c = {.old = old, .new = new, .entries = true};
 	pw_inode_foreach(fs, visit_node, &c);
 	collect(&c, 0, FUSE_ROOT_ID, NULL);
