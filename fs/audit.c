@@ -852,6 +852,15 @@ static void *writer_main(void *arg)
 			}
 			drain_batch(a, b->v, n, pos, &b->out);
 		}
+		/* Drops counted after the last batch read its delta (or with no batch at all,
+		 * when the queue was full from the start) are written on their own, so the
+		 * total in the database matches the counter. */
+		pthread_mutex_lock(&a->lock);
+		bool drops_pending = a->stats.dropped > a->dropped_persisted;
+		uint64_t tail = a->tail;
+		pthread_mutex_unlock(&a->lock);
+		if (drops_pending)
+			drain_batch(a, b->v, 0, tail, &b->out);
 		retention_maybe(a, false);
 		if (stopping) {
 			pthread_mutex_lock(&a->lock);
