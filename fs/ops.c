@@ -290,12 +290,13 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	 * symlinks; no writeback cache (writes must reach us to be checked when they happen). */
 	conn->max_write = 1024 * 1024;
 	conn->max_readahead = 1024 * 1024;
-	unsigned want = FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE |
+	unsigned want = FUSE_CAP_SPLICE_WRITE |
 			FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_PARALLEL_DIROPS |
 			FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ASYNC_READ |
 			FUSE_CAP_ASYNC_DIO | FUSE_CAP_EXPLICIT_INVAL_DATA;
 	conn->want |= conn->capable & want;
-	conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_AUTO_INVAL_DATA);
+	conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_AUTO_INVAL_DATA |
+				  FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_MOVE);
 	conn->time_gran = 1;
 }
 
