@@ -220,7 +220,13 @@ void pw_unwatch_dir(pw_fs *fs, pw_inode *n); /* tree lock held for writing */
 
 /* What an operation is about to do to a name on the backing tree; recorded before the
  * syscall (so its event cannot come first) and withdrawn when the syscall fails. */
-typedef enum pw_expect_kind { PW_EXPECT_NAME_ADDED, PW_EXPECT_NAME_REMOVED } pw_expect_kind;
+typedef enum pw_expect_kind {
+	PW_EXPECT_NAME_ADDED,
+	PW_EXPECT_NAME_REMOVED,
+	PW_EXPECT_CLOSED_WRITE, /* the view closes a file it wrote: its pages are current */
+} pw_expect_kind;
+/* The same, for node N under its primary name (no-op for a node without one). */
+int pw_watch_expect_node(pw_fs *fs, pw_inode *n, pw_expect_kind kind);
 int pw_watch_expect(pw_fs *fs, pw_inode *parent, const char *name, pw_expect_kind kind);
 void pw_watch_unexpect(pw_fs *fs, int token);
 

@@ -35,6 +35,15 @@ static void fh_free(pw_fh *h)
 	free(h);
 }
 
+/* Closes H's backing file; a close after writing is announced to the watcher first, so
+ * its IN_CLOSE_WRITE does not drop the pages the kernel has just written. */
+static void fh_close(pw_fs *fs, pw_fh *h)
+{
+	int tok = h->writer ? pw_watch_expect_node(fs, h->writer, PW_EXPECT_CLOSED_WRITE) : -1;
+	if (close(h->fd) < 0)
+		pw_watch_unexpect(fs, tok);
+}
+
 static bool wants_write(int flags)
 {
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
@@ -165,7 +174,7 @@ void pw_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf,
 void pw_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	pw_fh *h = pw_fh_of(fi);
-	close(h->fd);
+	fh_close(fuse_req_userdata(req), h);
 	fh_free(h);
 	fuse_reply_err(req, 0);
 }

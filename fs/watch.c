@@ -107,6 +107,20 @@ int pw_watch_expect(pw_fs *fs, pw_inode *parent, const char *name, pw_expect_kin
 	return token; /* -1 when full: the event will simply invalidate */
 }
 
+int pw_watch_expect_node(pw_fs *fs, pw_inode *n, pw_expect_kind kind)
+{
+	char name[PW_NAME_MAX + 1];
+	pw_inode *parent = NULL;
+	pthread_rwlock_rdlock(&fs->tree_lock);
+	if (n->names && strlen(n->names->name) <= PW_NAME_MAX) {
+		parent = n->names->parent;
+		strcpy(name, n->names->name);
+	}
+	pthread_rwlock_unlock(&fs->tree_lock);
+	/* The parent stays alive: the caller's handle pins N, and N's name pins its parent. */
+	return parent ? pw_watch_expect(fs, parent, name, kind) : -1;
+}
+
 void pw_watch_unexpect(pw_fs *fs, int token)
 {
 	if (token < 0)
@@ -185,11 +199,12 @@ static void invalidate_everything(pw_fs *fs)
 
 static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 {
-	if (ev->mask & IN_Q_OVERFLOW) {
+	uint32_t mask = ev->mask;
+	if (mask & IN_Q_OVERFLOW) {
 		invalidate_everything(fs);
 		return;
 	}
-	if (ev->mask & IN_IGNORED) {
+	if (mask & IN_IGNORED) {
 		/* The watch is gone (directory deleted, or removed by us): forget its number,
 		 * which the kernel may hand out again. */
 		pthread_rwlock_wrlock(&fs->tree_lock);
@@ -209,7 +224,7 @@ static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 	if (!dir_ino)
 		return;
 	if (ev->len == 0) { /* about the directory itself */
-		if (ev->mask & IN_ATTRIB) {
+		if (mask & IN_ATTRIB) {
 			pthread_rwlock_rdlock(&fs->tree_lock);
 			pw_inode *d = pw_inode_by_wd_locked(fs, ev->wd);
 			if (d)
@@ -220,17 +235,23 @@ static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 		return;
 	}
 	const char *name = ev->name;
-	if (ev->mask & (IN_CREATE | IN_MOVED_TO) && expected(fs, dir_ino, name, PW_EXPECT_NAME_ADDED))
-		return; /* our own create or rename: the kernel knows the new entry from our reply */
-	if (ev->mask & (IN_DELETE | IN_MOVED_FROM) &&
-	    expected(fs, dir_ino, name, PW_EXPECT_NAME_REMOVED))
-		return;
-	if (ev->mask & (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO)) {
+	/* Name changes the daemon made itself need nothing: the kernel knows the entry from our
+	 * reply. MASK may merge several events of this name (watch_main), so each kind present
+	 * must have been expected. */
+	bool added = mask & (IN_CREATE | IN_MOVED_TO), removed = mask & (IN_DELETE | IN_MOVED_FROM);
+	bool own_add = added && expected(fs, dir_ino, name, PW_EXPECT_NAME_ADDED);
+	bool own_remove = removed && expected(fs, dir_ino, name, PW_EXPECT_NAME_REMOVED);
+	if ((added && !own_add) || (removed && !own_remove)) {
 		/* The name appeared or went: drop the (possibly negative) entry and the listing. */
 		fuse_lowlevel_notify_inval_entry(fs->se, dir_ino, name, strlen(name));
 		fuse_lowlevel_notify_inval_inode(fs->se, dir_ino, 0, 0);
+	} else if (added || removed) {
+		mask &= ~(uint32_t)(IN_CREATE | IN_MOVED_TO);
 	}
-	if (have_path && (ev->mask & (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO))) {
+	/* The view's own close of a file it wrote: the kernel wrote those pages itself. */
+	if ((mask & IN_CLOSE_WRITE) && expected(fs, dir_ino, name, PW_EXPECT_CLOSED_WRITE))
+		mask &= ~(uint32_t)(IN_CLOSE_WRITE | IN_MODIFY);
+	if (have_path && (mask & (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO))) {
 		/* Content or attributes changed: find the node by its inode number. */
 		_cleanup_close_ int dfd = pw_openat_beneath(fs, dir_path, O_PATH | O_DIRECTORY, 0);
 		struct stat st;
@@ -239,16 +260,53 @@ static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 		pthread_rwlock_rdlock(&fs->tree_lock);
 		pw_inode *n = pw_inode_find_locked(fs, st.st_dev, st.st_ino);
 		fuse_ino_t ino = n ? pw_inode_id(fs, n) : 0;
-		if (n && (ev->mask & IN_ATTRIB))
+		if (n && (mask & IN_ATTRIB))
 			pw_xattr_changed(n);
 		/* Written through the view: the kernel wrote those pages itself and updates
 		 * size and times from our replies; only outside writers need invalidation. */
-		bool own = n && (ev->mask & (IN_MODIFY | IN_ATTRIB)) == IN_MODIFY &&
+		bool own = n && (mask & (IN_MODIFY | IN_ATTRIB)) == IN_MODIFY &&
 			   atomic_load(&n->open_writers) > 0;
 		pthread_rwlock_unlock(&fs->tree_lock);
 		if (ino && !own)
 			fuse_lowlevel_notify_inval_inode(fs->se, ino,
-							 (ev->mask & (IN_MODIFY | IN_CLOSE_WRITE)) ? 0 : -1, 0);
+							 (mask & (IN_MODIFY | IN_CLOSE_WRITE)) ? 0 : -1, 0);
+	}
+}
+
+#define PW_WATCH_BATCH_NS (5 * 1000 * 1000)
+#define PW_MERGE_SLOTS 1024u
+
+/*
+ * Folds repeated events of one (watch, name) in a buffer into the first: masks are OR-ed
+ * and the repeats zeroed. Handling is idempotent (invalidations), so one pass per name with
+ * the union of what happened is equivalent, and a write storm costs one lookup. Queue
+ * overflow and watch removal are never folded.
+ */
+static void merge_repeats(char *buf, size_t len)
+{
+	struct inotify_event *slots[PW_MERGE_SLOTS] = {0};
+	for (char *p = buf; p < buf + len;) {
+		struct inotify_event *ev = (struct inotify_event *)p;
+		p += sizeof(*ev) + ev->len;
+		if (ev->mask & (IN_Q_OVERFLOW | IN_IGNORED))
+			continue;
+		uint32_t h = 2166136261u ^ (uint32_t)ev->wd;
+		for (const char *c = ev->len ? ev->name : ""; *c; c++)
+			h = (h ^ (uint8_t)*c) * 16777619u;
+		for (uint32_t i = 0; i < 8; i++) {
+			struct inotify_event **slot = &slots[(h + i) & (PW_MERGE_SLOTS - 1)];
+			if (!*slot) {
+				*slot = ev;
+				break;
+			}
+			struct inotify_event *first = *slot;
+			if (first->wd == ev->wd && first->len == ev->len &&
+			    (!ev->len || streq(first->name, ev->name))) {
+				first->mask |= ev->mask;
+				ev->mask = 0;
+				break;
+			}
+		}
 	}
 }
 
@@ -268,15 +326,22 @@ static void *watch_main(void *arg)
 		}
 		if (pfd[1].revents)
 			break;
+		/* Let a burst accumulate: a writer outside the view (or a peer filesystem on the
+		 * same tree) sends one IN_MODIFY per write(2), and handling each alone costs
+		 * syscalls per event. A few milliseconds is nothing against the one second in
+		 * which outside changes must show. */
+		nanosleep(&(struct timespec){.tv_nsec = PW_WATCH_BATCH_NS}, NULL);
 		ssize_t len = read(fs->inotify_fd, buf, sizeof(buf));
 		if (len <= 0) {
 			if (len < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
 			break;
 		}
+		merge_repeats(buf, (size_t)len);
 		for (char *p = buf; p < buf + len;) {
 			const struct inotify_event *ev = (const struct inotify_event *)p;
-			handle_event(fs, ev);
+			if (ev->mask)
+				handle_event(fs, ev);
 			p += sizeof(*ev) + ev->len;
 		}
 	}
