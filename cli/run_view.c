@@ -135,29 +135,6 @@ static int find_live(const char *project, char **ret_mountpoint, char **ret_sock
 	return r;
 }
 
-/* Creates DIR (and its parents) when missing; DIR must end up a directory. */
-static int make_dirs(const char *dir)
-{
-	_cleanup_free_ char *copy = strdup(dir);
-	struct stat st;
-
-	if (!copy)
-		return -ENOMEM;
-	for (char *p = copy + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(copy, 0700) < 0 && errno != EEXIST)
-			return negative_errno();
-		*p = '/';
-	}
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return negative_errno();
-	if (stat(dir, &st) < 0)
-		return negative_errno();
-	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
-}
-
 /* Runs this program with ARGV, its stdout captured into OUT (SIZE bytes, NUL-terminated),
  * stderr kept. Returns its exit status, or PW_EXIT_SYSTEM when it could not run. */
 static int run_self(char *const *argv, char *out, size_t size)
@@ -224,7 +201,7 @@ static int mount_private(const char *project, const char *mode, pw_run_view *v)
 		pw_err("run", "no directory for control sockets: set XDG_RUNTIME_DIR");
 		return PW_EXIT_CONFIG;
 	}
-	r = make_dirs(dir);
+	r = pw_ctl_private_dir(dir);
 	if (r < 0) {
 		pw_err("run", "cannot create %s: %s", dir, strerror(-r));
 		return PW_EXIT_SYSTEM;

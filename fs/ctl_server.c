@@ -178,7 +178,7 @@ int pw_ctl_socket_path(const char *dir, const char *mountpoint, char **ret)
 }
 
 /* Creates DIR and its parents; DIR itself must end up a 0700 directory we own. */
-static int make_private_dir(const char *dir)
+int pw_ctl_private_dir(const char *dir)
 {
 	_cleanup_free_ char *copy = strdup(dir);
 	struct stat st;
@@ -810,7 +810,7 @@ int pw_ctl_server_start(pw_view *view, const char *socket_dir, const pw_ctl_tuni
 			return r;
 		socket_dir = ddir;
 	}
-	r = make_private_dir(socket_dir);
+	r = pw_ctl_private_dir(socket_dir);
 	if (r < 0)
 		return r;
 
@@ -883,7 +883,7 @@ int pw_ctl_server_add_agent_socket(pw_ctl_server *s, const char *path)
 	slash = strrchr(dir, '/');
 	if (slash != dir) {
 		*slash = 0;
-		r = make_private_dir(dir);
+		r = pw_ctl_private_dir(dir);
 		if (r < 0)
 			return r;
 	}

@@ -43,6 +43,13 @@ typedef struct pw_ctl_tuning {
 int pw_ctl_default_dir(char **ret);
 
 /*
+ * Makes DIR (and its missing parents) a private directory: created 0700, and refused with
+ * -EPERM when it exists but is not a directory owned by us (it is then chmod'ed to 0700 if
+ * anyone else had access). Returns 0 or -errno. Shared with `piworkfs run`.
+ */
+int pw_ctl_private_dir(const char *dir);
+
+/*
  * The socket path for MOUNTPOINT (an absolute path) in DIR (NULL: the default dir):
  * DIR/<sanitized basename, at most 24 bytes>-<16 hex digits of a 64-bit FNV-1a hash of the
  * mountpoint>.sock. Returns 0 with a malloc'd *ret, -ENOENT (no default dir),
