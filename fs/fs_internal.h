@@ -124,6 +124,10 @@ struct pw_fs {
 	int watch_stop_pipe[2];
 	/* Changes the daemon is about to make itself (watch.c): their inotify events need no
 	 * invalidation, since the kernel already knows from our replies. */
+	/* Open file and directory handles. A daemon stopped with files still open (SIGTERM)
+	 * gets no RELEASE for them; pw_fh_close_all frees what is left at unmount. */
+	pthread_mutex_t handles_lock;
+	struct pw_fh *handles;
 	pthread_mutex_t expect_lock;
 	struct pw_expect *expects;
 	size_t n_expects;
@@ -207,6 +211,9 @@ void pw_truthful_attr_child(pw_fs *fs, pw_inode *parent, const char *name, struc
 
 /* ops_xattr.c: an attribute of N changed (through the view or outside it). */
 void pw_xattr_changed(pw_inode *n);
+
+/* ops_file.c: closes and frees every handle never released (after the session ended). */
+void pw_fh_close_all(pw_fs *fs);
 
 /* ops*.c */
 extern const struct fuse_lowlevel_ops pw_fs_ops;

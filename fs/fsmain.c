@@ -62,6 +62,7 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	pthread_mutex_init(&fs->policy_lock, NULL);
 	pthread_mutex_init(&fs->neg_lock, NULL);
 	pthread_mutex_init(&fs->expect_lock, NULL);
+	pthread_mutex_init(&fs->handles_lock, NULL);
 	pthread_rwlockattr_t ga;
 	pthread_rwlockattr_init(&ga);
 	pthread_rwlockattr_setkind_np(&ga, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
@@ -157,6 +158,7 @@ void pw_fs_free(pw_fs *fs)
 		fuse_session_unmount(fs->se);
 		fuse_session_destroy(fs->se);
 	}
+	pw_fh_close_all(fs);
 	if (fs->root_fd >= 0)
 		close(fs->root_fd);
 	pw_policy_unref(fs->policy);

@@ -27,6 +27,7 @@
 
 /* An open file or directory of the view. */
 typedef struct pw_fh {
+	struct pw_fh *prev, *next; /* fs->handles: freed at unmount if never released */
 	int fd;
 	pw_inode *writer; /* files open for writing: the node whose writers this counts */
 	/* directories: getdents64 buffer state */
@@ -34,6 +35,10 @@ typedef struct pw_fh {
 	size_t buf_len, buf_off;
 	char *buf;
 } pw_fh;
+
+/* Links H into, or out of, the list of open handles (ops_file.c). */
+void pw_fh_register(pw_fs *fs, pw_fh *h);
+void pw_fh_unregister(pw_fs *fs, pw_fh *h);
 
 static inline pw_fh *pw_fh_of(struct fuse_file_info *fi)
 {

@@ -267,6 +267,7 @@ void pw_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		PW_REPLY_ERR(req, ENOMEM);
 	}
 	h->fd = fd;
+	pw_fh_register(fs, h);
 	fi->fh = (uintptr_t)h;
 	/* Let the kernel keep listings: a switch that changes hidden names, and changes made
 	 * to the backing tree outside the view, invalidate them. */
@@ -274,6 +275,7 @@ void pw_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->keep_cache = 1;
 	PW_CREDS_LEAVE();
 	if (fuse_reply_open(req, fi) == -ENOENT) {
+		pw_fh_unregister(fs, h);
 		close(fd);
 		free(h->buf);
 		free(h);
@@ -454,6 +456,7 @@ void pw_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void pw_op_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	pw_fh *h = pw_fh_of(fi);
+	pw_fh_unregister(fuse_req_userdata(req), h);
 	close(h->fd);
 	free(h->buf);
 	free(h);

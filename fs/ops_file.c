@@ -13,9 +13,49 @@
 
 #include "ops_common.h"
 
+void pw_fh_register(pw_fs *fs, pw_fh *h)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	h->prev = NULL;
+	h->next = fs->handles;
+	if (fs->handles)
+		fs->handles->prev = h;
+	fs->handles = h;
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+void pw_fh_unregister(pw_fs *fs, pw_fh *h)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	if (h->prev)
+		h->prev->next = h->next;
+	else if (fs->handles == h)
+		fs->handles = h->next;
+	if (h->next)
+		h->next->prev = h->prev;
+	h->prev = h->next = NULL;
+	pthread_mutex_unlock(&fs->handles_lock);
+}
+
+void pw_fh_close_all(pw_fs *fs)
+{
+	pthread_mutex_lock(&fs->handles_lock);
+	pw_fh *h = fs->handles;
+	fs->handles = NULL;
+	pthread_mutex_unlock(&fs->handles_lock);
+	while (h) {
+		pw_fh *next = h->next;
+		if (h->fd >= 0)
+			close(h->fd);
+		free(h->buf);
+		free(h);
+		h = next;
+	}
+}
+
 /* A handle for FD; a handle open for writing counts as one of N's writers (watch.c leaves
  * the data the view writes itself cached). */
-static pw_fh *fh_new(int fd, pw_inode *n, int flags)
+static pw_fh *fh_new(pw_fs *fs, int fd, pw_inode *n, int flags)
 {
 	pw_fh *h = calloc(1, sizeof(*h));
 	if (!h)
@@ -25,11 +65,13 @@ static pw_fh *fh_new(int fd, pw_inode *n, int flags)
 		h->writer = n;
 		atomic_fetch_add(&n->open_writers, 1);
 	}
+	pw_fh_register(fs, h);
 	return h;
 }
 
-static void fh_free(pw_fh *h)
+static void fh_free(pw_fs *fs, pw_fh *h)
 {
+	pw_fh_unregister(fs, h);
 	if (h->writer)
 		atomic_fetch_sub(&h->writer->open_writers, 1);
 	free(h);
@@ -74,7 +116,7 @@ void pw_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int fd = pw_open_node(fs, n, flags);
 	if (fd < 0)
 		PW_REPLY_ERR(req, -fd);
-	pw_fh *h = fh_new(fd, n, flags);
+	pw_fh *h = fh_new(fs, fd, n, flags);
 	if (!h) {
 		close(fd);
 		PW_REPLY_ERR(req, ENOMEM);
@@ -84,7 +126,7 @@ void pw_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	PW_CREDS_LEAVE();
 	if (fuse_reply_open(req, fi) == -ENOENT) { /* interrupted: the kernel dropped it */
 		close(fd);
-		fh_free(h);
+		fh_free(fs, h);
 	}
 }
 
@@ -121,7 +163,7 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 		PW_REPLY_ERR(req, r);
 	}
 	pw_inode *n = pw_inode_learn(fs, parent, name, &st, NULL);
-	pw_fh *h = n ? fh_new(fd, n, fi->flags) : NULL;
+	pw_fh *h = n ? fh_new(fs, fd, n, fi->flags) : NULL;
 	if (!h) {
 		close(fd);
 		if (n)
@@ -136,7 +178,7 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 	PW_CREDS_LEAVE();
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		close(fd);
-		fh_free(h);
+		fh_free(fs, h);
 		pw_inode_forget(fs, n, 1);
 	}
 }
@@ -175,7 +217,7 @@ void pw_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	pw_fh *h = pw_fh_of(fi);
 	fh_close(fuse_req_userdata(req), h);
-	fh_free(h);
+	fh_free(fuse_req_userdata(req), h);
 	fuse_reply_err(req, 0);
 }
 
