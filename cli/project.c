@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include "ctl_client.h"
 #include "db.h"
 #include "project.h"
 
@@ -69,6 +70,22 @@ static char *global_config_dir(void)
 	return NULL;
 }
 
+/* The backing project of the live view mounted at ROOT, or NULL (mountinfo's source field
+ * is the project's real path; cli/ctl_client.c reads it). */
+static char *view_backing(const char *root)
+{
+	pw_ctl_mount *m = NULL;
+	size_t n = 0;
+	char *backing = NULL;
+	if (!root || pw_ctl_list_mounts(&m, &n) < 0)
+		return NULL;
+	for (size_t i = 0; i < n && !backing; i++)
+		if (streq(m[i].mountpoint, root) && m[i].source && m[i].source[0] == '/')
+			backing = strdup(m[i].source);
+	pw_ctl_mounts_free(m, n);
+	return backing;
+}
+
 int pw_cli_project_open(const char *project_opt, pw_cli_project *ret, const char **ret_err)
 {
 	_cleanup_free_ char *cwd = NULL, *found = NULL, *root = NULL, *bundled = NULL;
@@ -105,13 +122,15 @@ int pw_cli_project_open(const char *project_opt, pw_cli_project *ret, const char
 		.bundled_dir = TAKE_PTR(bundled),
 		.global_dir = global_config_dir(),
 	};
-	ret->trusted = pw_cli_project_trusted(ret->root);
+	ret->backing = view_backing(ret->root);
+	ret->trusted = pw_cli_project_trusted(ret->backing ? ret->backing : ret->root);
 	return 0;
 }
 
 void pw_cli_project_done(pw_cli_project *p)
 {
 	free(p->root);
+	free(p->backing);
 	free(p->cwd);
 	free(p->bundled_dir);
 	free(p->global_dir);
@@ -294,7 +313,7 @@ int pw_cli_load_modes(const pw_cli_project *p, pw_modeset **ret, bool *ret_bundl
 		.bundled_dir = p->bundled_dir,
 		/* A missing global directory is normal, not worth a warning. */
 		.global_dir = global_ok ? p->global_dir : NULL,
-		.project_dir = p->root,
+		.project_dir = p->backing ? p->backing : p->root,
 		.trusted = p->trusted,
 	};
 

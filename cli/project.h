@@ -28,6 +28,10 @@ typedef struct pw_cli_project {
 	char *cwd;         /* real path of the current directory */
 	char *bundled_dir; /* bundled modes directory */
 	char *global_dir;  /* global configuration directory (may not exist) */
+	/* When ROOT is the mountpoint of a live view: the project behind it. Modes and trust
+	 * are the backing project's (trust is recorded for its real path); user paths are
+	 * still mapped relative to ROOT. NULL otherwise. */
+	char *backing;
 	bool trusted;
 } pw_cli_project;
 

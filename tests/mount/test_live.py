@@ -210,6 +210,23 @@ class WriteBitsTest(LiveCase):
                          (len(self.paths), (time.monotonic() - answered) * 1000))
 
 
+class InsideTheViewTest(LiveCase):
+    def test_check_inside_the_view_agrees_with_the_daemon(self):
+        # Trust is recorded for the project's real path; run inside the view, `check` and
+        # `allowed` must use the backing project's modes and trust, as the daemon does.
+        self.trust()
+        v = self.mount("design")
+        with open(v.path("styles/tokens.css"), "a") as f:  # the daemon allows it
+            f.write("/* token */\n")
+        p = self.run_pw("check", "--mode", "design", "styles/tokens.css", "src/a.c", cwd=v.mp)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)  # src/a.c is denied
+        lines = p.stdout.splitlines()
+        self.assertTrue(lines[0].startswith("allowed") and "styles/tokens.css" in lines[0], p.stdout)
+        self.assertTrue(lines[1].startswith("denied") and "src/a.c" in lines[1], p.stdout)
+        p = self.run_pw("allowed", "--mode", "design", cwd=v.mp)
+        self.assertIn("styles/tokens.css", p.stdout)
+
+
 class PersistAndAuthorityTest(LiveCase):
     def test_switch_is_restored_on_the_next_mount(self):
         v = self.mount(None)  # a project never seen: plan
