@@ -2,11 +2,13 @@
 /*
  * piworkfs check-bash: the pre-flight of a shell command (policy/bash.h), offline, with the
  * policy of a mode. Written for an agent: one line per target that would be refused or that
- * cannot be judged, then the verdict, then what to do about it.
+ * cannot be judged, then one per write that would go through, then the verdict, then
+ * what to do about it.
  *
  *   denied   src/a.c  (sed -i)  EACCES: no allow rule matches in mode design; mode design
  *            allows writes only under docs/design/..., docs/design/
  *   outside  /etc/hosts  (redirect >>)  outside the project
+ *   allowed  docs/design/out.md  (redirect >)
  *   verdict: denied (2 denied, 1 outside, 0 unknown; 1 allowed) in mode design
  *   hint: ask the person to switch mode (piworkfs mode build)
  */
@@ -116,9 +118,11 @@ static void print_target(const pw_cli_project *p, const pw_policy *policy,
 	if (t->subtree && t->path && !t->path[0])
 		path = "", tail = "(the whole project)";
 
-	printf("%-8s %s%s  ", pw_bash_status_name(t->status), path, tail);
+	printf("%-8s %s%s", pw_bash_status_name(t->status), path, tail);
 	if (t->kind != PW_BASH_KIND_COMMAND)
-		printf("(%s%s)  ", t->access == PW_BASH_READ ? "read by " : "", t->command);
+		printf("  (%s%s)", t->access == PW_BASH_READ ? "read by " : "", t->command);
+	if ((t->status == PW_BASH_DENIED && t->decided) || t->note)
+		fputs("  ", stdout);
 	if (t->status == PW_BASH_DENIED && t->decided) {
 		char buf[PW_PATH_MAX];
 		const pw_decision *d = &t->decision;
@@ -178,13 +182,16 @@ static int print_text(const pw_cli_project *p, const pw_modeset *ms, const pw_po
 	size_t n[4] = { 0 };
 	pw_bash_status v = pw_bash_verdict(r);
 
-	for (size_t i = 0; i < pw_bash_target_count(r); i++) {
-		const pw_bash_target *t = pw_bash_target_get(r, i);
-		bool counts = t->access != PW_BASH_READ || t->status == PW_BASH_DENIED;
-		if (counts)
+	/* Problems first, then the writes that would go through (what the command may do). */
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < pw_bash_target_count(r); i++) {
+			const pw_bash_target *t = pw_bash_target_get(r, i);
+			bool counts = t->access != PW_BASH_READ || t->status == PW_BASH_DENIED;
+			if (!counts || (t->status == PW_BASH_ALLOWED) != (pass == 1))
+				continue;
 			n[t->status]++;
-		if (counts && t->status != PW_BASH_ALLOWED)
 			print_target(p, policy, t);
+		}
 	}
 	if (pw_bash_result_heuristic(r))
 		printf("note: the command does not parse cleanly; these answers come from a "

@@ -467,6 +467,33 @@ class CheckTest(Base):
         self.assertEqual(b["message"], "no allow rule matches in mode design")
 
 
+
+class CheckBashTest(Base):
+    """The acceptance of the bash pre-flight, on the repository's demo project."""
+
+    def test_issue_acceptance_in_design(self):
+        project = os.path.join(self.tmp, "demo")
+        shutil.copytree(os.path.join(SOURCE, "demo", "project"), project)
+        code, out, err = self.run_pw(
+            "check-bash", "--mode", "design", "--project", project, "--",
+            "sed -i s/a/b/ src/*.c > docs/design/out.md; echo x >> /etc/hosts")
+        self.assertEqual(code, 1, out + err)
+        lines = out.splitlines()
+        for f in ("src/greet.c", "src/main.c"):
+            line = next((l for l in lines if l.split()[1:2] == [f]), "")
+            self.assertTrue(line.startswith("denied"), out)
+            self.assertIn("EACCES", line)
+            self.assertIn("no allow rule matches in mode design", line)
+        self.assertTrue(any(l.startswith("allowed") and "docs/design/out.md" in l for l in lines),
+                        out)
+        self.assertTrue(any(l.startswith("outside") and "/etc/hosts" in l for l in lines), out)
+        self.assertTrue(any(l.startswith("verdict: denied") for l in lines), out)
+        code, out, _ = self.run_pw(
+            "check-bash", "--mode", "design", "--project", project, "--json", "--",
+            "sed -i s/a/b/ src/*.c > docs/design/out.md; echo x >> /etc/hosts")
+        doc = json.loads(out)
+        self.assertEqual(doc.get("verdict"), "denied", out)
+
 if __name__ == "__main__":
     if not os.path.exists(PIWORKFS) and os.sep in PIWORKFS:
         sys.exit("PIWORKFS=%s does not exist" % PIWORKFS)
