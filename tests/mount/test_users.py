@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Several users in one view (-o allow_other, daemon as root): every operation acts with
+the caller's credentials, so ownership of new files and the backing filesystem's own
+permission checks are what a user would get without the view.
+
+    project/                 root 0755
+      shared/                root 1777 (sticky, world-writable)
+      src/a.c                root 0644
+"""
+import errno
+import os
+import pwd
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+NOBODY = pwd.getpwnam("nobody")
+# The system interpreter: one under root's home (pyenv) is not executable by nobody.
+PYTHON = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) else sys.executable
+
+
+def as_nobody(code):
+    """Runs CODE (Python) as nobody; returns (exit status, stdout)."""
+    def drop():
+        os.setgroups([])
+        os.setgid(NOBODY.pw_gid)
+        os.setuid(NOBODY.pw_uid)
+    p = subprocess.run([PYTHON, "-c", code], preexec_fn=drop, capture_output=True,
+                       text=True, timeout=30, cwd="/")
+    return p.returncode, p.stdout + p.stderr
+
+
+class UsersTest(harness.MountCase):
+    def setUp(self):
+        super().setUp()
+        os.chmod(self.tmp, 0o755)  # nobody must be able to reach the mountpoint
+        shared = os.path.join(self.project, "shared")
+        os.makedirs(shared, exist_ok=True)
+        os.chmod(shared, 0o1777)
+
+    def test_new_files_belong_to_the_caller_and_permissions_are_the_backings(self):
+        v = self.mount("build", args=["-o", "allow_other"])
+        code, out = as_nobody(
+            "import os\n"
+            "open(%r, 'w').write('mine')\n"
+            "os.mkdir(%r)\n"
+            "try:\n"
+            "    open(%r, 'a')\n"
+            "    print('wrote root file')\n"
+            "except PermissionError:\n"
+            "    print('EACCES on root file')\n"
+            % (v.path("shared/n.txt"), v.path("shared/d"), v.path("src/a.c")))
+        self.assertEqual(code, 0, out)
+        self.assertIn("EACCES on root file", out)
+        st = os.stat(os.path.join(self.project, "shared/n.txt"))
+        self.assertEqual((st.st_uid, st.st_gid), (NOBODY.pw_uid, NOBODY.pw_gid))
+        st = os.stat(os.path.join(self.project, "shared/d"))
+        self.assertEqual(st.st_uid, NOBODY.pw_uid)
+
+    def test_sticky_directory_protects_other_users_files(self):
+        with open(os.path.join(self.project, "shared/roots"), "w") as f:
+            f.write("root's\n")
+        os.chmod(os.path.join(self.project, "shared/roots"), 0o666)
+        v = self.mount("build", args=["-o", "allow_other"])
+        code, out = as_nobody(
+            "import os, errno\n"
+            "try:\n"
+            "    os.unlink(%r)\n"
+            "    print('unlinked')\n"
+            "except OSError as e:\n"
+            "    print(errno.errorcode[e.errno])\n" % v.path("shared/roots"))
+        native = "EPERM"  # sticky bit: only the owner (or root) may remove
+        self.assertIn(native, out)
+        self.assertTrue(os.path.exists(os.path.join(self.project, "shared/roots")))
+
+    def test_the_mode_still_decides_first(self):
+        v = self.mount("plan", args=["-o", "allow_other"])
+        code, out = as_nobody(
+            "import errno\n"
+            "try:\n"
+            "    open(%r, 'w')\n"
+            "    print('created')\n"
+            "except OSError as e:\n"
+            "    print(errno.errorcode[e.errno])\n" % v.path("shared/x"))
+        self.assertIn("EROFS", out)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
