@@ -29,18 +29,12 @@ typedef struct config_parser {
 _printf_(4, 5) static int cp_error(config_parser *p, const pw_yx_node *at, const char *key,
 				   const char *fmt, ...)
 {
-	_cleanup_free_ char *msg = NULL;
 	va_list ap;
-	int r;
-
 	va_start(ap, fmt);
-	r = vasprintf(&msg, fmt, ap);
-	va_end(ap);
-	if (r < 0)
-		return -ENOMEM;
 	p->failed = true;
-	return pw_warnings_add(p->w, NULL, PW_ERROR, p->file, at->line, at->column, key, "%s",
-			       msg);
+	int r = pw_warnings_addv(p->w, NULL, PW_ERROR, p->file, at->line, at->column, key, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 static int cp_unknown(config_parser *p, const pw_yx_node *k, const char *key)

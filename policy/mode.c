@@ -56,12 +56,11 @@ static int warnings_grow(pw_warnings *w)
 	return 0;
 }
 
-int pw_warnings_add(pw_warnings *w, const char *mode, pw_severity sev, const char *file,
-		    unsigned line, unsigned column, const char *key, const char *fmt, ...)
+int pw_warnings_addv(pw_warnings *w, const char *mode, pw_severity sev, const char *file,
+		     unsigned line, unsigned column, const char *key, const char *fmt, va_list ap)
 {
 	pw_warning x = { .severity = sev, .line = line, .column = column };
 	_cleanup_free_ char *mode_copy = NULL;
-	va_list ap;
 	int r;
 
 	if (w->n == w->cap) {
@@ -69,9 +68,7 @@ int pw_warnings_add(pw_warnings *w, const char *mode, pw_severity sev, const cha
 		if (r < 0)
 			return r;
 	}
-	va_start(ap, fmt);
 	r = vasprintf(&x.message, fmt, ap);
-	va_end(ap);
 	if (r < 0)
 		return -ENOMEM;
 	x.file = strdup(file ? file : "");
@@ -85,6 +82,16 @@ int pw_warnings_add(pw_warnings *w, const char *mode, pw_severity sev, const cha
 	w->mode[w->n] = TAKE_PTR(mode_copy);
 	w->n++;
 	return 0;
+}
+
+int pw_warnings_add(pw_warnings *w, const char *mode, pw_severity sev, const char *file,
+		    unsigned line, unsigned column, const char *key, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = pw_warnings_addv(w, mode, sev, file, line, column, key, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 char *pw_warning_format(const pw_warning *w)
@@ -363,18 +370,13 @@ typedef struct mode_parser {
 _printf_(4, 5) static int mp_error(mode_parser *p, const pw_yx_node *at, const char *key,
 				   const char *fmt, ...)
 {
-	_cleanup_free_ char *msg = NULL;
 	va_list ap;
-	int r;
-
 	va_start(ap, fmt);
-	r = vasprintf(&msg, fmt, ap);
-	va_end(ap);
-	if (r < 0)
-		return -ENOMEM;
 	p->failed = true;
-	return pw_warnings_add(p->w, p->stem, PW_ERROR, p->file, at ? at->line : 0,
-			       at ? at->column : 0, key, "%s", msg);
+	int r = pw_warnings_addv(p->w, p->stem, PW_ERROR, p->file, at ? at->line : 0,
+				 at ? at->column : 0, key, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 bool pw_mode_name_is_valid(const char *s)

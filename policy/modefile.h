@@ -6,6 +6,8 @@
  */
 #pragma once
 
+#include <stdarg.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -20,6 +22,10 @@ typedef struct pw_warnings {
 } pw_warnings;
 
 /* Appends a warning. FILE and KEY are copied; KEY may be NULL. Returns 0 or -ENOMEM. */
+/* The same with a va_list, for callers that format their own messages. */
+int pw_warnings_addv(pw_warnings *w, const char *mode, pw_severity sev, const char *file,
+		     unsigned line, unsigned column, const char *key, const char *fmt, va_list ap)
+	__attribute__((format(printf, 8, 0)));
 int pw_warnings_add(pw_warnings *w, const char *mode, pw_severity sev, const char *file,
 		    unsigned line, unsigned column, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 8, 9)));
