@@ -305,6 +305,24 @@ class BuildToolsTest(ToolsCase):
         self.assertEqual(vs.st_blocks, bs.st_blocks)
         self.assertLess(bs.st_blocks * 512, 1 << 20, "the file is not sparse on the backing")
 
+    def test_o_direct_reads_and_writes(self):
+        # Databases and dd oflag=direct write with O_DIRECT from aligned memory.
+        import mmap
+        v = self.mount("build")
+        page = mmap.mmap(-1, 8192)
+        page.write(b"A" * 4096 + b"B" * 4096)
+        fd = os.open(v.path("direct.bin"), os.O_CREAT | os.O_RDWR | os.O_DIRECT | os.O_CLOEXEC,
+                     0o644)
+        try:
+            self.assertEqual(os.pwritev(fd, [page], 4096), 8192)
+            back = mmap.mmap(-1, 8192)
+            self.assertEqual(os.preadv(fd, [back], 4096), 8192)
+            self.assertEqual(back[:], page[:])
+        finally:
+            os.close(fd)
+        with open(os.path.join(self.project, "direct.bin"), "rb") as f:
+            self.assertEqual(f.read(), b"\0" * 4096 + b"A" * 4096 + b"B" * 4096)
+
     def test_locks(self):
         v = self.mount("build")
         p = v.path("lockfile")
