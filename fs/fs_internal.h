@@ -85,6 +85,11 @@ struct pw_fs {
 	 * allow_other serves only root. Set in init. */
 	bool no_opendir;
 	struct fuse_session *se;
+	/* The INIT handshake as seen by devio.c, and whether the kernel took
+	 * FUSE_HANDLE_KILLPRIV_V2 (it then leaves killing suid/sgid on write to us). */
+	_Atomic uint64_t init_unique;
+	_Atomic uint32_t init_offered;
+	bool killpriv_v2;
 
 	pthread_rwlock_t tree_lock;
 	pw_inode root;
@@ -220,6 +225,10 @@ extern const struct fuse_lowlevel_ops pw_fs_ops;
 void pw_fill_entry(pw_fs *fs, struct fuse_entry_param *e, pw_inode *n, const struct stat *st);
 
 /* watch.c */
+/* devio.c: our own /dev/fuse read/writev, for what libfuse 3.14 cannot negotiate. */
+int pw_devio_attach(pw_fs *fs);
+bool pw_devio_write_kills_suidgid(void);
+
 int pw_watch_start(pw_fs *fs);
 void pw_watch_stop(pw_fs *fs);
 void pw_watch_dir(pw_fs *fs, pw_inode *n);   /* tree lock held for writing */

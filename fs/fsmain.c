@@ -117,6 +117,11 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 		set_err(ret_err, "cannot mount on %s (see the messages above)", o->mountpoint);
 		goto fail;
 	}
+	r = pw_devio_attach(fs);
+	if (r < 0) {
+		set_err(ret_err, "cannot set up the FUSE device: %s", strerror(-r));
+		goto fail;
+	}
 	*ret = fs;
 	return 0;
 fail:

@@ -184,6 +184,26 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 	}
 }
 
+/* What the kernel does before a write by a caller without CAP_FSETID, and asks us to do
+ * (FUSE_WRITE_KILL_SUIDGID, devio.c): clear setuid, and setgid where group-executable
+ * (the rule FUSE_HANDLE_KILLPRIV_V2 states). Done with the daemon's credentials, as the
+ * kernel's own kill does not depend on the writer's right to chmod. Best effort: a daemon
+ * that is not root and does not own the file fails here, but then its own write is one
+ * without CAP_FSETID and the backing filesystem kills the bits itself. File capabilities
+ * are removed by the backing filesystem on every write. The watcher sees IN_ATTRIB and
+ * refreshes the kernel's copy of the mode. */
+static void kill_suidgid(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return;
+	mode_t kill = st.st_mode & S_ISUID;
+	if ((st.st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+		kill |= S_ISGID;
+	if (kill)
+		(void)fchmod(fd, st.st_mode & 07777 & ~kill);
+}
+
 void pw_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
@@ -225,6 +245,8 @@ void pw_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf,
 		fuse_reply_err(req, -r);
 		return;
 	}
+	if (pw_devio_write_kills_suidgid())
+		kill_suidgid(pw_fh_of(fi)->fd);
 	ssize_t res;
 	if (pw_fh_of(fi)->direct) {
 		res = write_direct(pw_fh_of(fi)->fd, in_buf, off);
@@ -259,34 +281,35 @@ void pw_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_
 void pw_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
 		     struct fuse_file_info *fi)
 {
-	pw_fs *fs = fuse_req_userdata(req);
+	/* With the caller's credentials: the backing filesystem then kills suid/sgid exactly
+	 * as it would for the caller (the kernel leaves that to us, see devio.c). */
+	PW_REQ_BEGIN(req);
 	int r = pw_check_node_ex(fs, req, PW_OP_FALLOCATE, pw_inode_get(fs, ino), pw_fh_of(fi)->fd,
 				 NULL);
-	if (r < 0) {
-		fuse_reply_err(req, -r);
-		return;
-	}
-	fuse_reply_err(req, fallocate(pw_fh_of(fi)->fd, mode, offset, length) < 0 ? errno : 0);
+	if (r < 0)
+		PW_REPLY_ERR(req, -r);
+	if (fallocate(pw_fh_of(fi)->fd, mode, offset, length) < 0)
+		PW_REPLY_ERR(req, errno);
+	PW_CREDS_LEAVE();
+	fuse_reply_err(req, 0);
 }
 
 void pw_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			   struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
 			   struct fuse_file_info *fi_out, size_t len, int flags)
 {
-	pw_fs *fs = fuse_req_userdata(req);
+	PW_REQ_BEGIN(req); /* the caller's credentials, as in fallocate */
 	int r = pw_check_node_ex(fs, req, PW_OP_COPY_RANGE, pw_inode_get(fs, ino_out),
 				 pw_fh_of(fi_out)->fd, NULL);
-	if (r < 0) {
-		fuse_reply_err(req, -r);
-		return;
-	}
+	if (r < 0)
+		PW_REPLY_ERR(req, -r);
 	loff_t in = off_in, out = off_out;
 	ssize_t res = copy_file_range(pw_fh_of(fi_in)->fd, &in, pw_fh_of(fi_out)->fd, &out, len,
 				      (unsigned)flags);
 	if (res < 0)
-		fuse_reply_err(req, errno);
-	else
-		fuse_reply_write(req, (size_t)res);
+		PW_REPLY_ERR(req, errno);
+	PW_CREDS_LEAVE();
+	fuse_reply_write(req, (size_t)res);
 }
 
 void pw_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)

@@ -76,6 +76,48 @@ class UsersTest(harness.MountCase):
         self.assertIn(native, out)
         self.assertTrue(os.path.exists(os.path.join(self.project, "shared/roots")))
 
+    def _setid_file(self, name):
+        p = os.path.join(self.project, "shared", name)
+        with open(p, "w") as f:
+            f.write("data\n")
+        os.chmod(p, 0o6777)  # root's, setuid and setgid, writable by anyone
+        return p
+
+    def test_a_write_by_another_user_clears_setuid_and_setgid_as_natively(self):
+        # The kernel clears S_ISUID/S_ISGID before a write by a caller without CAP_FSETID.
+        # The view must do the same (and not fail the write: the writer may not chmod).
+        native = self._setid_file("native")
+        code, out = as_nobody("open(%r, 'a').write('more\\n')" % native)
+        self.assertEqual(code, 0, out)
+        native_mode = os.stat(native).st_mode & 0o7777
+        self.assertEqual(native_mode, 0o777)
+        viewed = self._setid_file("viewed")
+        direct = self._setid_file("direct")
+        v = self.mount("build", args=["-o", "allow_other"])
+        code, out = as_nobody(
+            "import os, mmap\n"
+            "open(%r, 'a').write('more\\n')\n"
+            "fd = os.open(%r, os.O_WRONLY | os.O_DIRECT)\n"
+            "buf = mmap.mmap(-1, 4096)\n"
+            "buf.write(b'x' * 4096)\n"
+            "os.write(fd, buf)\n"
+            "os.close(fd)\n" % (v.path("shared/viewed"), v.path("shared/direct")))
+        self.assertEqual(code, 0, out)
+        for p in (viewed, direct):
+            self.assertEqual(os.stat(p).st_mode & 0o7777, native_mode, p)
+        with open(viewed) as f:
+            self.assertEqual(f.read(), "data\nmore\n")
+        # The view shows the new mode too (the watcher refreshes the kernel's copy).
+        harness.wait_until(lambda: os.stat(v.path("shared/viewed")).st_mode & 0o7777
+                           == native_mode, 2.0)
+
+    def test_a_write_by_root_keeps_setuid_as_natively(self):
+        p = self._setid_file("roots")
+        v = self.mount("build", args=["-o", "allow_other"])
+        with open(v.path("shared/roots"), "a") as f:
+            f.write("more\n")
+        self.assertEqual(os.stat(p).st_mode & 0o7777, 0o6777)
+
     def test_the_mode_still_decides_first(self):
         v = self.mount("plan", args=["-o", "allow_other"])
         code, out = as_nobody(

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The session's own /dev/fuse I/O (fuse_session_custom_io), for two things the kernel
+ * offers and libfuse 3.14 can neither negotiate nor pass on:
+ *
+ *  - FUSE_HANDLE_KILLPRIV_V2 (kernel 5.11, protocol 7.33). Without it the kernel sends a
+ *    GETXATTR of security.capability before every write() (a whole round trip, ~25 µs
+ *    on this VM, doubling the cost of small writes) and kills suid/sgid with a SETATTR
+ *    that it issues with the writer's credentials; under allow_other a user who may write
+ *    a setuid file but does not own it then gets EIO from write(). With V2 the kernel
+ *    asks once per inode and leaves the killing to the server, telling it per write with
+ *    FUSE_WRITE_KILL_SUIDGID. We add the flag to libfuse's INIT reply when the kernel
+ *    offered it.
+ *
+ *  - FUSE_WRITE_KILL_SUIDGID itself: libfuse drops a WRITE's write_flags. The read hook
+ *    keeps them in a thread-local, because libfuse's worker threads each read one request
+ *    and then handle it before reading the next (fuse_loop_mt.c), and splice reading is
+ *    off (ops.c), so every request passes through read() here.
+ *
+ * Nothing else is changed: the hooks are read(2) and writev(2) plus these two checks.
+ */
+#include <linux/fuse.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "fs_internal.h"
+
+/* The write_flags of the WRITE request this thread is handling, 0 for any other. */
+static _Thread_local uint32_t cur_write_flags;
+
+static void note_request(pw_fs *fs, const void *buf, size_t len)
+{
+	cur_write_flags = 0;
+	if (len < sizeof(struct fuse_in_header))
+		return;
+	const struct fuse_in_header *in = buf;
+	const char *arg = (const char *)buf + sizeof(*in);
+	size_t arglen = len - sizeof(*in);
+	if (in->opcode == FUSE_WRITE && arglen >= offsetof(struct fuse_write_in, lock_owner)) {
+		struct fuse_write_in w;
+		memcpy(&w, arg, offsetof(struct fuse_write_in, lock_owner));
+		cur_write_flags = w.write_flags;
+	} else if (in->opcode == FUSE_INIT && arglen >= offsetof(struct fuse_init_in, flags2)) {
+		struct fuse_init_in ii;
+		memcpy(&ii, arg, offsetof(struct fuse_init_in, flags2));
+		atomic_store(&fs->init_offered, ii.flags);
+		atomic_store(&fs->init_unique, in->unique);
+	}
+}
+
+static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
+{
+	ssize_t r = read(fd, buf, len);
+	if (r > 0)
+		note_request(userdata, buf, (size_t)r);
+	return r;
+}
+
+/* The INIT reply, with HANDLE_KILLPRIV_V2 added when the kernel offered it. OUT must
+ * hold the copy that replaces iov[1] for the duration of the write. */
+static bool patch_init_reply(pw_fs *fs, struct iovec *iov, int count, struct fuse_init_out *out)
+{
+	uint64_t unique = atomic_load(&fs->init_unique);
+	if (!unique || count < 2 || iov[0].iov_len < sizeof(struct fuse_out_header))
+		return false;
+	const struct fuse_out_header *oh = iov[0].iov_base;
+	if (oh->unique != unique)
+		return false;
+	atomic_store(&fs->init_unique, 0);
+	if (oh->error != 0 || iov[1].iov_len < offsetof(struct fuse_init_out, max_background) ||
+	    iov[1].iov_len > sizeof(*out))
+		return false;
+	if (!(atomic_load(&fs->init_offered) & FUSE_HANDLE_KILLPRIV_V2))
+		return false;
+	memcpy(out, iov[1].iov_base, iov[1].iov_len);
+	out->flags |= FUSE_HANDLE_KILLPRIV_V2;
+	iov[1].iov_base = out;
+	fs->killpriv_v2 = true;
+	return true;
+}
+
+static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+	struct fuse_init_out out;
+	void *orig = count >= 2 ? iov[1].iov_base : NULL;
+	bool patched = patch_init_reply(userdata, iov, count, &out);
+	ssize_t r = writev(fd, iov, count);
+	if (patched)
+		iov[1].iov_base = orig;
+	return r;
+}
+
+static ssize_t io_splice_send(int fdin, off_t *offin, int fdout, off_t *offout, size_t len,
+			      unsigned int flags, void *userdata)
+{
+	(void)userdata;
+	return splice(fdin, offin, fdout, offout, len, flags);
+}
+
+int pw_devio_attach(pw_fs *fs)
+{
+	static const struct fuse_custom_io io = {
+		.read = io_read,
+		.writev = io_writev,
+		.splice_send = io_splice_send,
+	};
+	return fuse_session_custom_io(fs->se, &io, fuse_session_fd(fs->se));
+}
+
+bool pw_devio_write_kills_suidgid(void)
+{
+	return cur_write_flags & FUSE_WRITE_KILL_SUIDGID;
+}
