@@ -15,8 +15,10 @@ static const char usage[] =
 	"\n"
 	"List every live view: its project, mountpoint, active mode and generation, control\n"
 	"socket, uptime, trust, warnings (including why a view fails closed), denied\n"
-	"operations, and the audit writer's events: submitted, written to the log, dropped\n"
-	"(the queue was full) and coalesced (merged into an existing row).\n"
+	"operations, the audit writer's events: submitted, written to the log, dropped\n"
+	"(the queue was full) and coalesced (merged into an existing row), and the FUSE\n"
+	"requests the kernel sent, by kind: each one is a round trip to the daemon, which is\n"
+	"what a workload costs in the view beyond the disk.\n"
 	"\n"
 	"Options:\n"
 	"      --json   print a JSON array of the daemons' status objects (docs/PROTOCOL.md);\n"
@@ -46,9 +48,39 @@ static json_int_t iget(json_t *o, const char *k)
 	return json_integer_value(json_object_get(o, k));
 }
 
+/* "N since mount: LOOKUP a, OPEN b, ..." with the four most frequent opcodes. */
+static void format_requests(json_t *rq, char *buf, size_t size)
+{
+	json_t *ops = json_object_get(rq, "ops");
+	const char *top[4] = {0};
+	json_int_t cnt[4] = {0};
+	const char *k;
+	json_t *v;
+	json_object_foreach(ops, k, v) {
+		json_int_t n = json_integer_value(v);
+		for (size_t i = 0; i < ELEMENTSOF(top); i++) {
+			if (top[i] && n <= cnt[i])
+				continue;
+			for (size_t j = ELEMENTSOF(top) - 1; j > i; j--) {
+				top[j] = top[j - 1];
+				cnt[j] = cnt[j - 1];
+			}
+			top[i] = k;
+			cnt[i] = n;
+			break;
+		}
+	}
+	int w = snprintf(buf, size, "%lld since mount", (long long)iget(rq, "total"));
+	for (size_t i = 0; i < ELEMENTSOF(top) && top[i] && w > 0 && (size_t)w < size; i++)
+		w += snprintf(buf + w, size - (size_t)w, "%s%s %lld", i ? ", " : ": ", top[i],
+			      (long long)cnt[i]);
+	if (w > 0 && (size_t)w < size && json_object_size(ops) > ELEMENTSOF(top))
+		snprintf(buf + w, size - (size_t)w, ", ...");
+}
+
 static void print_view(json_t *st)
 {
-	char mode[128], up[32], denied[32], counters[160];
+	char mode[128], up[32], denied[32], counters[160], requests[192];
 	json_t *audit = json_object_get(st, "audit"), *w;
 	size_t i;
 	_cleanup_table_ pw_table *t = pw_table_new(2);
@@ -68,6 +100,10 @@ static void print_view(json_t *st)
 			 (long long)iget(audit, "dropped"), (long long)iget(audit, "coalesced"));
 	else
 		snprintf(counters, sizeof(counters), "off (no audit log)");
+	if (json_is_object(json_object_get(st, "requests")))
+		format_requests(json_object_get(st, "requests"), requests, sizeof(requests));
+	else
+		snprintf(requests, sizeof(requests), "n/a (the daemon does not count them)");
 	const char *rows[][2] = {
 		{ "project", sget(st, "project") },
 		{ "mode", mode },
@@ -76,6 +112,7 @@ static void print_view(json_t *st)
 		{ "trust", json_is_true(json_object_get(st, "trusted")) ? "trusted" : "untrusted" },
 		{ "denied", denied },
 		{ "audit", counters },
+		{ "requests", requests },
 	};
 	for (size_t k = 0; t && k < ELEMENTSOF(rows); k++)
 		pw_table_add(t, rows[k]);

@@ -116,6 +116,22 @@ static int requested_policy(call *x, pw_policy **ret)
 
 /* ---- status ---------------------------------------------------------------------------- */
 
+/* {"total": N, "ops": {"LOOKUP": n, ...}}: the requests received since mount, by opcode,
+ * those received at least once. */
+static json_t *requests_json(const pw_fs_stats *fst)
+{
+	json_t *ops = json_object();
+	uint64_t total = 0;
+	for (unsigned op = 0; ops && op < PW_FS_OPCODES; op++) {
+		if (!fst->requests[op])
+			continue;
+		total += fst->requests[op];
+		const char *name = pw_fs_opcode_name(op);
+		json_object_set_new(ops, name ? name : "OTHER", json_integer((json_int_t)fst->requests[op]));
+	}
+	return json_pack("{s:I,s:o}", "total", (json_int_t)total, "ops", ops ? ops : json_object());
+}
+
 static int m_status(call *x, json_t **ret)
 {
 	pw_view_status st;
@@ -143,7 +159,7 @@ static int m_status(call *x, json_t **ret)
 				  (json_int_t)as.dropped, "coalesced", (json_int_t)as.coalesced);
 	}
 	o = json_pack("{s:s,s:s,s:s,s:I,s:b,s:s?,s:b,s:s,s:i,s:i,s:I,s:I,s:o,s:I,s:I,s:I,s:o,"
-		      "s:{s:i,s:I,s:I,s:I}}",
+		      "s:{s:i,s:I,s:I,s:I},s:o}",
 		      "project", pw_view_project(x->v), "mountpoint", pw_view_mountpoint(x->v),
 		      "mode", st.mode, "generation", (json_int_t)st.generation, "fail_closed",
 		      st.fail_reason != NULL, "fail_reason", st.fail_reason, "trusted", st.trusted,
@@ -155,7 +171,8 @@ static int m_status(call *x, json_t **ret)
 		      "clients", "connected", (int)cst.clients, "refused",
 		      (json_int_t)(cst.refused_busy + cst.refused_uid), "dropped",
 		      (json_int_t)(cst.dropped_slow + cst.dropped_idle + cst.dropped_large),
-		      "denied_suppressed", (json_int_t)cst.denied_suppressed);
+		      "denied_suppressed", (json_int_t)cst.denied_suppressed, "requests",
+		      requests_json(&fst));
 	pw_view_status_done(&st);
 	return done(x, o, ret);
 }

@@ -17,7 +17,8 @@
  *    and then handle it before reading the next (fuse_loop_mt.c), and splice reading is
  *    off (ops.c), so every request passes through read() here.
  *
- * Nothing else is changed: the hooks are read(2) and writev(2) plus these two checks.
+ * The read hook also counts requests by opcode for `piworkfs status`. Nothing else is
+ * changed: the hooks are read(2) and writev(2) plus these checks.
  */
 #include <linux/fuse.h>
 #include <stddef.h>
@@ -36,6 +37,8 @@ static void note_request(pw_fs *fs, const void *buf, size_t len)
 	if (len < sizeof(struct fuse_in_header))
 		return;
 	const struct fuse_in_header *in = buf;
+	atomic_fetch_add_explicit(&fs->requests[in->opcode < PW_FS_OPCODES ? in->opcode : 0], 1,
+				  memory_order_relaxed);
 	const char *arg = (const char *)buf + sizeof(*in);
 	size_t arglen = len - sizeof(*in);
 	if (in->opcode == FUSE_WRITE && arglen >= offsetof(struct fuse_write_in, lock_owner)) {

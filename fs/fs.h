@@ -38,12 +38,16 @@ uint64_t pw_fs_set_policy(pw_fs *fs, pw_policy *p);
 pw_policy *pw_fs_policy(pw_fs *fs, uint64_t *ret_generation);
 
 /* Counters for status. */
+#define PW_FS_OPCODES 64 /* FUSE opcodes counted one by one; larger ones count as 0 */
 typedef struct pw_fs_stats {
 	uint64_t inodes;       /* inodes the kernel knows */
 	uint64_t denied;       /* denied operations since mount */
 	uint64_t invalidations_pending;
+	uint64_t requests[PW_FS_OPCODES]; /* FUSE requests received since mount, by opcode */
 } pw_fs_stats;
 void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret);
+/* The protocol's name of request opcode OP ("LOOKUP"), or NULL for one we do not name. */
+const char *pw_fs_opcode_name(unsigned op);
 
 /*
  * Lifecycle, used by the daemon (daemon.c). pw_fs_new opens the project root, creates the

@@ -90,6 +90,9 @@ struct pw_fs {
 	_Atomic uint64_t init_unique;
 	_Atomic uint32_t init_offered;
 	bool killpriv_v2;
+	/* Requests received, by opcode (devio.c), for status: what the kernel asks of us is
+	 * what a workload costs in the view (each one is a round trip). */
+	atomic_uint_fast64_t requests[PW_FS_OPCODES];
 
 	pthread_rwlock_t tree_lock;
 	pw_inode root;

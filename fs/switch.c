@@ -251,4 +251,6 @@ void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret)
 	pthread_rwlock_unlock(&fs->tree_lock);
 	ret->denied = atomic_load(&fs->denied);
 	ret->invalidations_pending = atomic_load(&fs->inval_pending);
+	for (unsigned i = 0; i < PW_FS_OPCODES; i++)
+		ret->requests[i] = atomic_load_explicit(&fs->requests[i], memory_order_relaxed);
 }

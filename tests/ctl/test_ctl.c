@@ -74,6 +74,8 @@ pw_policy *pw_fs_policy(pw_fs *fs, uint64_t *ret_generation)
 void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret)
 {
 	*ret = (pw_fs_stats){ .inodes = 7, .denied = 42 };
+	ret->requests[1] = 30; /* LOOKUP */
+	ret->requests[14] = 12; /* OPEN */
 }
 /* ---- end of the test double ------------------------------------------------------------ */
 
@@ -360,6 +362,11 @@ Test(ctl, status)
 	cr_assert(json_is_false(json_object_get(res, "fail_closed")));
 	cr_assert(json_is_false(json_object_get(res, "trusted")));
 	cr_assert_eq(json_integer_value(json_object_get(res, "denied")), 42);
+	json_t *rq = json_object_get(res, "requests"), *ops = json_object_get(rq, "ops");
+	cr_assert_eq(json_integer_value(json_object_get(rq, "total")), 42);
+	cr_assert_eq(json_integer_value(json_object_get(ops, "LOOKUP")), 30);
+	cr_assert_eq(json_integer_value(json_object_get(ops, "OPEN")), 12);
+	cr_assert_eq(json_object_size(ops), 2, "only opcodes received are listed");
 	cr_assert(json_is_array(json_object_get(res, "warnings")));
 	cr_assert_geq(json_integer_value(json_object_get(res, "generation")), 1);
 	json_decref(r);

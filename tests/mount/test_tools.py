@@ -323,6 +323,34 @@ class BuildToolsTest(ToolsCase):
         with open(os.path.join(self.project, "direct.bin"), "rb") as f:
             self.assertEqual(f.read(), b"\0" * 4096 + b"A" * 4096 + b"B" * 4096)
 
+    def _requests(self):
+        import json
+        # Exit 4 only says some other view on this machine does not answer us.
+        p = self.run_pw("status", "--json")
+        self.assertIn(p.returncode, (0, 4), p.stderr)
+        (st,) = [s for s in json.loads(p.stdout) if s.get("mountpoint") == self.mp]
+        return st["requests"]["ops"]
+
+    def test_status_counts_requests_and_small_writes_cost_one_each(self):
+        v = self.mount("build")
+        before = self._requests()
+        for _ in range(5):
+            with open(v.path("src/main.c"), "rb") as f:
+                f.read()
+        fd = os.open(v.path("stream.log"), os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644)
+        try:
+            for _ in range(50):
+                os.write(fd, b"x" * 4096)
+        finally:
+            os.close(fd)
+        after = self._requests()
+        grew = lambda op: after.get(op, 0) - before.get(op, 0)  # noqa: E731
+        self.assertGreaterEqual(grew("OPEN"), 5)
+        self.assertGreaterEqual(grew("WRITE"), 50)
+        # FUSE_HANDLE_KILLPRIV_V2: the kernel asks for security.capability once per inode,
+        # not before each write(2) (that doubled the cost of every small write).
+        self.assertLessEqual(grew("GETXATTR"), 2, after)
+
     def test_locks(self):
         v = self.mount("build")
         p = v.path("lockfile")
