@@ -214,6 +214,46 @@ def piworkfs_env(base):
     return env
 
 
+# Requests the caller does not wait for: the kernel queues them and goes on.
+ASYNC_OPS = {"RELEASE", "RELEASEDIR", "FORGET", "BATCH_FORGET", "INTERRUPT", "NOTIFY_REPLY"}
+
+
+def pw_requests(piworkfs, env, mountpoint):
+    """The view's request counts by opcode (`status --json`), or None."""
+    p = subprocess.run([piworkfs, "status", "--json"], env=env, capture_output=True, text=True)
+    try:
+        views = json.loads(p.stdout)
+    except ValueError:
+        return None
+    for v in views:
+        if v.get("mountpoint") == mountpoint and "requests" in v:
+            return v["requests"]["ops"]
+    return None
+
+
+def request_delta(before, after):
+    """(all, synchronous) requests between two counts."""
+    if before is None or after is None:
+        return None
+    d = {k: n - before.get(k, 0) for k, n in after.items()}
+    return sum(d.values()), sum(n for k, n in d.items() if k not in ASYNC_OPS)
+
+
+def round_trip(path, n=3000):
+    """Median cost of one GETXATTR at PATH: through a view it is one request answered from
+    the daemon's memory, i.e. the pure round trip; natively it is the syscall."""
+    per = []
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(n):
+            try:
+                os.getxattr(path, "user.piworkfs-bench-rtt")
+            except OSError:
+                pass
+        per.append((time.perf_counter() - t) / n)
+    return statistics.median(per)
+
+
 def measure_switch(args, base, nfiles):
     """Median mode.set round trip with NFILES inodes known to the kernel."""
     tree = os.path.join(base, "switch-tree")
@@ -306,6 +346,7 @@ def main():
     workloads = {k: v for k, v in WORKLOADS.items() if not args.only or k in args.only}
 
     results = {w: {s.name: [] for s in systems} for w in workloads}
+    requests = {w: {} for w in workloads}  # workload -> piworkfs system -> [(all, sync)]
     failed = {}
     started = []
     try:
@@ -314,15 +355,22 @@ def main():
             started.append(s)
         # a system that fails (passthrough_ll: EMFILE on large trees) is reported, not fatal
 
-        def attempt(s, wname, fn, tag):
+        def attempt(s, wname, fn, tag, record=True):
             if s.name in failed:
                 return None
             if WORKLOADS[wname][1]:
                 # Flush what earlier systems left dirty, outside the timing: otherwise each
                 # write workload pays for the previous system's writeback.
                 os.sync()
+            counts = record and s.name.startswith("piworkfs")
+            before = pw_requests(args.piworkfs, env, s.root) if counts else None
             try:
-                return timed(lambda: fn(s.root, tag))
+                t = timed(lambda: fn(s.root, tag))
+                if counts:
+                    d = request_delta(before, pw_requests(args.piworkfs, env, s.root))
+                    if d:
+                        requests[wname].setdefault(s.name, []).append(d)
+                return t
             except Exception as e:  # noqa: BLE001
                 failed[s.name] = f"{wname}: {e}"
                 print(f"  {s.name} failed on {wname}: {e}", flush=True)
@@ -333,7 +381,7 @@ def main():
             for s in systems:
                 if writes and s.name == "piworkfs plan":
                     continue
-                attempt(s, wname, fn, f"warm-{s.name.replace(' ', '_')}")
+                attempt(s, wname, fn, f"warm-{s.name.replace(' ', '_')}", record=False)
         for r in range(args.rounds):
             for wname, (fn, writes) in workloads.items():
                 order = systems[:]
@@ -345,6 +393,8 @@ def main():
                     if t is not None:
                         results[wname][s.name].append(t)
             print(f"round {r + 1}/{args.rounds} done", flush=True)
+        rtt = {s.name: round_trip(os.path.join(s.root, "io", "read.bin"))
+               for s in systems if s.name in ("native", "piworkfs build") and s.name not in failed}
     finally:
         for s in reversed(started):
             s.stop()
@@ -369,6 +419,25 @@ def main():
             row += f"{med:>12.3f}s [{med / nat:5.2f}x]"
         print(row)
 
+    if "piworkfs build" in rtt:
+        r = rtt["piworkfs build"]
+        print()
+        print(f"One request round trip (GETXATTR answered from the daemon's memory): "
+              f"{r * 1e6:.1f} us through the view, {rtt.get('native', 0) * 1e6:.1f} us natively.")
+        print("Requests per run in piworkfs build (synchronous ones in brackets), and the floor they set:"
+              " native + synchronous requests x round trip")
+        for wname in workloads:
+            runs = requests[wname].get("piworkfs build")
+            if not runs or wname not in table or "native" not in table[wname]:
+                continue
+            total = statistics.median(a for a, _ in runs)
+            sync = statistics.median(b for _, b in runs)
+            nat = table[wname]["native"]["median_s"]
+            floor = nat + sync * r
+            table[wname].setdefault("piworkfs build", {}).update(
+                {"requests": total, "sync_requests": sync, "floor_s": floor})
+            print(f"  {wname:<18}{total:>9.0f} [{sync:>7.0f}]   floor {floor:7.3f}s [{floor / nat:5.2f}x]")
+
     sw = None
     if args.switch_files:
         print()
@@ -379,7 +448,7 @@ def main():
         print(f"{n}: failed ({why})")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"results": table, "switch": sw}, f, indent=2)
+            json.dump({"results": table, "switch": sw, "round_trip_s": rtt}, f, indent=2)
     if not args.dir:
         print(f"(work directory kept for reruns: --dir {base})")
 
