@@ -453,6 +453,13 @@ int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
 		r = push2(&a, "--info-fd", fd);
 	if (r == 0)
 		r = push(&a, "--");
+	/* bwrap exits 1 when it cannot execute the command; through `exec "$@"` the shell
+	 * gives the statuses scripts test for, 127 (not found) and 126 (not executable), and
+	 * then is replaced by the command (same pid, argv and signals). */
+	if (r == 0)
+		r = push3(&a, "/bin/sh", "-c", "exec \"$@\"");
+	if (r == 0)
+		r = push(&a, "piworkfs-run");
 	for (char **c = o->command; r == 0 && *c; c++)
 		r = push(&a, *c);
 	if (r < 0) {

@@ -427,6 +427,21 @@ class Process(RunTest):
         self.assertEqual(self.sh("kill -TERM $$").returncode, 128 + signal.SIGTERM)
         self.assert_unmounted()
 
+    def test_a_missing_or_unexecutable_command_exits_127_or_126_as_in_a_shell(self):
+        p = self.run_in(["no-such-command-piworkfs"])
+        self.assertEqual(p.returncode, 127, p.stderr)
+        self.assertIn("no-such-command-piworkfs", p.stderr)
+        plain = os.path.join(self.project, "plain.txt")
+        with open(plain, "w") as f:
+            f.write("not a program\n")
+        os.chmod(plain, 0o644)
+        self.assertEqual(self.run_in([plain]).returncode, 126)
+        # The command still gets its own argv[0] and arguments, untouched by the shell.
+        p = self.run_in([sys.executable, "-c", "import sys; print(sys.argv)", "a b", "$HOME"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.strip(), repr(["-c", "a b", "$HOME"]))
+        self.assert_unmounted()
+
     def test_stdio_passes_through(self):
         p = subprocess.run([PIWORKFS, "run", "--project", self.project, "--", "sh", "-c",
                             "read line; echo \"out:$line\"; echo err >&2"],
