@@ -304,6 +304,9 @@ def main():
     ap.add_argument("--modes")
     ap.add_argument("--files", type=int, default=50000, help="files in the tree (default 50000)")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warmups", type=int, default=2,
+                    help="untimed passes first (default 2: a first cold read makes the kernel "
+                         "refetch each file's atime once, at the next stat)")
     ap.add_argument("--only", action="append", help="run only this workload (repeatable)")
     ap.add_argument("--systems", help="comma-separated subset of systems")
     ap.add_argument("--dir", help="work directory (default: a new one under /var/tmp)")
@@ -358,10 +361,9 @@ def main():
         def attempt(s, wname, fn, tag, record=True):
             if s.name in failed:
                 return None
-            if WORKLOADS[wname][1]:
-                # Flush what earlier systems left dirty, outside the timing: otherwise each
-                # write workload pays for the previous system's writeback.
-                os.sync()
+            # Flush what earlier runs left dirty, outside the timing: otherwise a workload
+            # pays for the previous one's writeback (1 GiB writes, 5,000 creates).
+            os.sync()
             counts = record and s.name.startswith("piworkfs")
             before = pw_requests(args.piworkfs, env, s.root) if counts else None
             try:
@@ -376,12 +378,13 @@ def main():
                 print(f"  {s.name} failed on {wname}: {e}", flush=True)
                 return None
 
-        # warm every system once (the targets are warm figures)
-        for wname, (fn, writes) in workloads.items():
-            for s in systems:
-                if writes and s.name == "piworkfs plan":
-                    continue
-                attempt(s, wname, fn, f"warm-{s.name.replace(' ', '_')}", record=False)
+        # warm every system (the targets are warm figures)
+        for _ in range(args.warmups):
+            for wname, (fn, writes) in workloads.items():
+                for s in systems:
+                    if writes and s.name == "piworkfs plan":
+                        continue
+                    attempt(s, wname, fn, f"warm-{s.name.replace(' ', '_')}", record=False)
         for r in range(args.rounds):
             for wname, (fn, writes) in workloads.items():
                 order = systems[:]
