@@ -309,8 +309,13 @@ void pw_truthful_attr(pw_fs *fs, pw_inode *n, struct stat *st)
 	if (pw_policy_writes_nothing(p)) {
 		strip_write_bits(st);
 	} else {
+		/* A file no longer in the tree (unlinked while open: no path, -ENOENT) may be
+		 * written as pw_check_node_ex decides, so its bits stay; any other failure to
+		 * name it fails closed. */
 		char path[PW_PATH_MAX];
-		if (pw_path_of(fs, n, path) < 0 || !pw_policy_may_write(p, path, S_ISDIR(st->st_mode)))
+		int r = pw_path_of(fs, n, path);
+		if ((r < 0 && r != -ENOENT) ||
+		    (r == 0 && !pw_policy_may_write(p, path, S_ISDIR(st->st_mode))))
 			strip_write_bits(st);
 	}
 	pw_policy_unref(p);

@@ -116,6 +116,17 @@ static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_dat
 	}
 }
 
+/* The attributes through a descriptor some process holds open on N, or -ENOENT. */
+static int stat_open_handle(pw_fs *fs, pw_inode *n, struct stat *st)
+{
+	int fd = pw_fh_dup_for(fs, n);
+	if (fd < 0)
+		return -ENOENT;
+	int r = fstat(fd, st) < 0 ? negative_errno() : 0;
+	close(fd);
+	return r;
+}
+
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	PW_REQ_BEGIN(req);
@@ -128,6 +139,8 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi
 		r = fstat(pw_fh_of(fi)->fd, &st) < 0 ? negative_errno() : 0;
 	else
 		r = pw_stat_node(fs, n, &st);
+	if (r == -ENOENT) /* fstat(2) of a file unlinked while open comes without a handle */
+		r = stat_open_handle(fs, n, &st);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
 	pw_truthful_attr(fs, n, &st);
@@ -208,10 +221,12 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 			fd = pw_fh_of(fi)->fd;
 		} else {
 			pfd = pw_open_node(fs, n, O_PATH);
+			opath = pfd >= 0;
+			if (pfd == -ENOENT) /* fchmod(2) and the like on a file unlinked while open */
+				pfd = pw_fh_dup_for(fs, n);
 			if (pfd < 0)
 				PW_REPLY_ERR(req, -pfd);
 			fd = pfd;
-			opath = true;
 		}
 		r = apply_setattr(fd, opath, attr, valid);
 		if (r < 0)
@@ -220,6 +235,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 	struct stat st;
 	int r = (fi && fi->fh) ? (fstat(pw_fh_of(fi)->fd, &st) < 0 ? negative_errno() : 0)
 			       : pw_stat_node(fs, n, &st);
+	if (r == -ENOENT)
+		r = stat_open_handle(fs, n, &st);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
 	pw_truthful_attr(fs, n, &st);

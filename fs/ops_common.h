@@ -29,6 +29,7 @@
 typedef struct pw_fh {
 	struct pw_fh *prev, *next; /* fs->handles: freed at unmount if never released */
 	int fd;
+	pw_inode *node;   /* the node opened (the kernel keeps it while the handle lives) */
 	pw_inode *writer; /* files open for writing: the node whose writers this counts */
 	bool direct;      /* the backing descriptor has O_DIRECT (writes need aligned memory) */
 	/* directories: getdents64 buffer state */
@@ -40,6 +41,9 @@ typedef struct pw_fh {
 /* Links H into, or out of, the list of open handles (ops_file.c). */
 void pw_fh_register(pw_fs *fs, pw_fh *h);
 void pw_fh_unregister(pw_fs *fs, pw_fh *h);
+/* A duplicate of a descriptor open on N (close it), or -ENOENT: what a process's open
+ * handle still reaches when no name does, e.g. a file unlinked or replaced while open. */
+int pw_fh_dup_for(pw_fs *fs, pw_inode *n);
 
 static inline pw_fh *pw_fh_of(struct fuse_file_info *fi)
 {

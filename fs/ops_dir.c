@@ -253,7 +253,8 @@ void pw_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	PW_REQ_BEGIN(req);
-	int fd = pw_open_node(fs, pw_inode_get(fs, ino), O_RDONLY | O_DIRECTORY);
+	pw_inode *n = pw_inode_get(fs, ino);
+	int fd = pw_open_node(fs, n, O_RDONLY | O_DIRECTORY);
 	if (fd < 0)
 		PW_REPLY_ERR(req, -fd);
 	pw_fh *h = calloc(1, sizeof(*h));
@@ -267,6 +268,7 @@ void pw_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		PW_REPLY_ERR(req, ENOMEM);
 	}
 	h->fd = fd;
+	h->node = n;
 	pw_fh_register(fs, h);
 	fi->fh = (uintptr_t)h;
 	/* Let the kernel keep listings: a switch that changes hidden names, and changes made

@@ -37,6 +37,22 @@ void pw_fh_unregister(pw_fs *fs, pw_fh *h)
 	pthread_mutex_unlock(&fs->handles_lock);
 }
 
+int pw_fh_dup_for(pw_fs *fs, pw_inode *n)
+{
+	int fd = -ENOENT;
+	pthread_mutex_lock(&fs->handles_lock);
+	for (pw_fh *h = fs->handles; h; h = h->next) {
+		if (h->node == n && h->fd >= 0) {
+			fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 0);
+			if (fd < 0)
+				fd = negative_errno();
+			break;
+		}
+	}
+	pthread_mutex_unlock(&fs->handles_lock);
+	return fd;
+}
+
 void pw_fh_close_all(pw_fs *fs)
 {
 	pthread_mutex_lock(&fs->handles_lock);
@@ -61,6 +77,7 @@ static pw_fh *fh_new(pw_fs *fs, int fd, pw_inode *n, int flags)
 	if (!h)
 		return NULL;
 	h->fd = fd;
+	h->node = n;
 	h->direct = flags & O_DIRECT;
 	if ((flags & O_ACCMODE) != O_RDONLY) {
 		h->writer = n;
