@@ -80,7 +80,6 @@ static bool patch_init_reply(pw_fs *fs, struct iovec *iov, int count, struct fus
 	memcpy(out, iov[1].iov_base, iov[1].iov_len);
 	out->flags |= FUSE_HANDLE_KILLPRIV_V2;
 	iov[1].iov_base = out;
-	fs->killpriv_v2 = true;
 	return true;
 }
 

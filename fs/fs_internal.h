@@ -85,11 +85,9 @@ struct pw_fs {
 	 * allow_other serves only root. Set in init. */
 	bool no_opendir;
 	struct fuse_session *se;
-	/* The INIT handshake as seen by devio.c, and whether the kernel took
-	 * FUSE_HANDLE_KILLPRIV_V2 (it then leaves killing suid/sgid on write to us). */
+	/* The INIT request as seen by devio.c: its id, and the flags the kernel offered. */
 	_Atomic uint64_t init_unique;
 	_Atomic uint32_t init_offered;
-	bool killpriv_v2;
 	/* Requests received, by opcode (devio.c), for status: what the kernel asks of us is
 	 * what a workload costs in the view (each one is a round trip). */
 	atomic_uint_fast64_t requests[PW_FS_OPCODES];
