@@ -225,11 +225,17 @@ void pw_fh_close_all(pw_fs *fs);
 extern const struct fuse_lowlevel_ops pw_fs_ops;
 void pw_fill_entry(pw_fs *fs, struct fuse_entry_param *e, pw_inode *n, const struct stat *st);
 
-/* watch.c */
+/* The lifetime of entries the kernel may cache in the directory open at DIRFD (or node
+ * DIR): fs->timeout, or 0 under allow_other when not every user may search it (ops.c). */
+double pw_entry_timeout_in(pw_fs *fs, int dirfd);
+double pw_entry_timeout_of(pw_fs *fs, pw_inode *dir);
+bool pw_dir_searchable_by_all(int dirfd);
+
 /* devio.c: our own /dev/fuse read/writev, for what libfuse 3.14 cannot negotiate. */
 int pw_devio_attach(pw_fs *fs);
 bool pw_devio_write_kills_suidgid(void);
 
+/* watch.c */
 int pw_watch_start(pw_fs *fs);
 void pw_watch_stop(pw_fs *fs);
 void pw_watch_dir(pw_fs *fs, pw_inode *n);   /* tree lock held for writing */

@@ -35,11 +35,47 @@ int pw_stat_node(pw_fs *fs, pw_inode *n, struct stat *st)
 	return fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? negative_errno() : 0;
 }
 
-void pw_reply_negative(pw_fs *fs, fuse_req_t req)
+void pw_reply_negative(pw_fs *fs, fuse_req_t req, double entry_timeout)
 {
 	struct fuse_entry_param e = {0};
-	e.entry_timeout = fs->timeout;
+	e.entry_timeout = entry_timeout;
 	fuse_reply_entry(req, &e);
+}
+
+/*
+ * Under allow_other the kernel checks search permission on a directory only when it asks
+ * us to look a name up, which we do with the caller's credentials; an entry cached from
+ * one user's lookup would let another user without search permission stat the name (and
+ * read a cached symlink). So the entries of a directory that not every user may search
+ * (no x for others, or an access ACL) are not cached: each walk through it asks us.
+ * Directories that become private later drop their children's entries (watch.c), and a
+ * rename into one is left for the watcher to invalidate (ops_dir.c).
+ */
+bool pw_dir_searchable_by_all(int dirfd)
+{
+	struct stat st;
+	if (fstatat(dirfd, "", &st, AT_EMPTY_PATH) < 0 || !(st.st_mode & S_IXOTH))
+		return false;
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", dirfd);
+	if (getxattr(proc, "system.posix_acl_access", NULL, 0) >= 0)
+		return false;
+	return errno == ENODATA || errno == EOPNOTSUPP;
+}
+
+double pw_entry_timeout_in(pw_fs *fs, int dirfd)
+{
+	if (!fs->allow_other)
+		return fs->timeout;
+	return pw_dir_searchable_by_all(dirfd) ? fs->timeout : 0;
+}
+
+double pw_entry_timeout_of(pw_fs *fs, pw_inode *dir)
+{
+	if (!fs->allow_other)
+		return fs->timeout;
+	_cleanup_close_ int fd = pw_open_node(fs, dir, O_PATH | O_DIRECTORY);
+	return fd >= 0 ? pw_entry_timeout_in(fs, fd) : 0;
 }
 
 /* Looks up NAME in PARENT and answers with an entry (learning the node) or an error. */
@@ -58,6 +94,7 @@ int pw_do_lookup(pw_fs *fs, pw_inode *parent, const char *name, struct fuse_entr
 		return -ENOMEM;
 	pw_truthful_attr_child(fs, parent, name, &st);
 	pw_fill_entry(fs, e, n, &st);
+	e->entry_timeout = pw_entry_timeout_in(fs, pfd);
 	return 0;
 }
 
@@ -77,8 +114,9 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent_ino, const char *name)
 		 * the negative entry the kernel caches now. */
 		if (r == PW_LOOKUP_HIDDEN)
 			pw_remember_hidden_neg(fs, parent_ino, name);
+		double timeout = pw_entry_timeout_of(fs, parent);
 		PW_CREDS_LEAVE();
-		pw_reply_negative(fs, req);
+		pw_reply_negative(fs, req, timeout);
 		pthread_rwlock_unlock(&fs->lookup_gate);
 		return;
 	}

@@ -51,7 +51,7 @@ static inline pw_fh *pw_fh_of(struct fuse_file_info *fi)
 }
 
 int pw_stat_node(pw_fs *fs, pw_inode *n, struct stat *st);
-void pw_reply_negative(pw_fs *fs, fuse_req_t req);
+void pw_reply_negative(pw_fs *fs, fuse_req_t req, double entry_timeout);
 /* Looks up NAME in PARENT into *E, learning the node. Returns 0, -errno, or
  * PW_LOOKUP_HIDDEN when the name exists but the policy hides it. */
 #define PW_LOOKUP_HIDDEN (-100000)

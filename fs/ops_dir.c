@@ -230,7 +230,12 @@ void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_
 	/* An exchange sends events for both names in both directions: left to invalidate. */
 	bool plain = !(flags & RENAME_EXCHANGE);
 	int tok1 = plain ? pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_REMOVED) : -1;
-	int tok2 = plain ? pw_watch_expect(fs, np, newname, PW_EXPECT_NAME_ADDED) : -1;
+	/* The kernel keeps the moved entry's lifetime; one that lands in a directory not
+	 * everyone may search must not stay cached (ops.c): not expecting the new name lets
+	 * the watcher invalidate it once the kernel has finished the rename. */
+	bool keep_entry = !fs->allow_other || pw_dir_searchable_by_all(npfd);
+	int tok2 = plain && keep_entry ? pw_watch_expect(fs, np, newname, PW_EXPECT_NAME_ADDED)
+				       : -1;
 	if (renameat2(pfd, name, npfd, newname, flags) < 0) {
 		int e = errno;
 		pw_watch_unexpect(fs, tok1);
@@ -364,6 +369,7 @@ static void do_readdir_locked(fuse_req_t req, fuse_ino_t ino, size_t size, off_t
 		goto fail;
 	}
 	size_t used = 0;
+	double entry_timeout = plus ? pw_entry_timeout_in(fs, h->fd) : 0;
 	pw_policy *p = pw_fs_policy_get(fs, NULL);
 	bool hides = pw_policy_has_hide_rules(p);
 	for (;;) {
@@ -412,6 +418,7 @@ static void do_readdir_locked(fuse_req_t req, fuse_ino_t ino, size_t size, off_t
 				}
 				pw_truthful_attr_child(fs, dir, name, &st);
 				pw_fill_entry(fs, &e, n, &st);
+				e.entry_timeout = entry_timeout;
 			}
 			entsize = fuse_add_direntry_plus(req, out + used, size - used, name, &e,
 							 d->d_off);

@@ -191,6 +191,7 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 	pw_truthful_attr_child(fs, parent, name, &st);
 	struct fuse_entry_param e;
 	pw_fill_entry(fs, &e, n, &st);
+	e.entry_timeout = pw_entry_timeout_in(fs, pfd);
 	fi->fh = (uintptr_t)h;
 	set_open_flags(fi, fi->flags);
 	PW_CREDS_LEAVE();

@@ -154,12 +154,15 @@ typedef struct inval_all {
 		char *name;
 	} *v;
 	size_t n, cap;
+	pw_inode *only_parent; /* NULL: every name; else the names in this directory */
 } inval_all;
 
 static void collect_node(pw_fs *fs, pw_inode *n, void *u)
 {
 	inval_all *a = u;
 	for (pw_name *nm = n->names; nm; nm = nm->next) {
+		if (a->only_parent && nm->parent != a->only_parent)
+			continue;
 		if (a->n == a->cap) {
 			size_t ncap = a->cap ? a->cap * 2 : 1024;
 			void *nv = realloc(a->v, ncap * sizeof(*a->v));
@@ -197,6 +200,28 @@ static void invalidate_everything(pw_fs *fs)
 	fuse_lowlevel_notify_inval_inode(fs->se, FUSE_ROOT_ID, 0, 0);
 }
 
+/*
+ * Under allow_other, a directory that everyone could search and now not everyone can (a
+ * chmod, an ACL) must not keep its children's entries cached: the kernel would let a user
+ * without search permission reach them (ops.c, pw_entry_timeout_in). Their new lookups
+ * get no cache lifetime.
+ */
+static void drop_children_if_private(pw_fs *fs, pw_inode *dir, const char *dir_path)
+{
+	_cleanup_close_ int dfd = pw_openat_beneath(fs, dir_path, O_PATH | O_DIRECTORY, 0);
+	if (dfd >= 0 && pw_dir_searchable_by_all(dfd))
+		return;
+	inval_all a = {.only_parent = dir};
+	pw_inode_foreach(fs, collect_node, &a);
+	for (size_t i = 0; i < a.n; i++) {
+		if (a.v[i].name)
+			fuse_lowlevel_notify_inval_entry(fs->se, a.v[i].parent, a.v[i].name,
+							 strlen(a.v[i].name));
+		free(a.v[i].name);
+	}
+	free(a.v);
+}
+
 static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 {
 	uint32_t mask = ev->mask;
@@ -230,6 +255,8 @@ static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 			if (d)
 				pw_xattr_changed(d);
 			pthread_rwlock_unlock(&fs->tree_lock);
+			if (fs->allow_other && have_path)
+				drop_children_if_private(fs, dir, dir_path);
 		}
 		fuse_lowlevel_notify_inval_inode(fs->se, dir_ino, -1, 0);
 		return;

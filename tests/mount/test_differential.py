@@ -1175,24 +1175,55 @@ class DocumentedDifferences(harness.MountCase):
 
 
 class CachedEntries(harness.MountCase):
-    """allow_other, several users: the kernel checks search permission on a directory
-    only when it asks the daemon to look a name up (done with the caller's credentials);
-    a name another user looked up before is answered from the kernel's entry cache."""
+    """allow_other, several users: the kernel checks search permission on a directory only
+    when it asks the daemon to look a name up (the daemon does it with the caller's
+    credentials). Names in a directory that not everyone may search are therefore not
+    cached, so a user without search permission cannot reach a name another user looked
+    up; a directory made private drops its cached names, and so does a rename into one."""
     tree = {}
 
-    @unittest.expectedFailure  # known gap, docs/SECURITY.md "Several users"
-    def test_search_permission_is_checked_for_names_already_looked_up(self):
+    def setUp(self):
+        super().setUp()
         os.chmod(self.tmp, 0o755)
-        e = os.path.join(self.project, "e")
-        os.mkdir(e)
-        os.chown(e, 0, 1234)
-        os.chmod(e, 0o770)
-        with open(os.path.join(e, "new"), "w") as f:
+        self.e = os.path.join(self.project, "e")
+        os.mkdir(self.e)
+        os.chown(self.e, 0, 1234)
+        with open(os.path.join(self.e, "new"), "w") as f:
+            f.write("x")
+
+    def stat_as_nobody(self, path, groups=()):
+        return nobody(lambda: st(path), groups)
+
+    def test_search_permission_is_checked_for_names_already_looked_up(self):
+        os.chmod(self.e, 0o770)
+        v = self.mount("build", args=["-o", "allow_other"])
+        self.assertNotIsInstance(self.stat_as_nobody(v.path("e/new"), [1234]), Err)
+        self.assertEqual(self.stat_as_nobody(v.path("e/new")), "EACCES")
+        # and still for the member, and for a name that does not exist
+        self.assertNotIsInstance(self.stat_as_nobody(v.path("e/new"), [1234]), Err)
+        self.assertEqual(self.stat_as_nobody(v.path("e/none"), [1234]), "ENOENT")
+        self.assertEqual(self.stat_as_nobody(v.path("e/none")), "EACCES")
+
+    def test_a_directory_made_private_drops_the_names_it_had_cached(self):
+        os.chmod(self.e, 0o775)
+        v = self.mount("build", args=["-o", "allow_other"])
+        self.assertNotIsInstance(self.stat_as_nobody(v.path("e/new")), Err)
+        os.chmod(v.path("e"), 0o770)  # through the view, by root
+        self.assertTrue(harness.wait_until(
+            lambda: self.stat_as_nobody(v.path("e/new")) == "EACCES", 2.0))
+
+    def test_a_name_renamed_into_a_private_directory_is_not_kept(self):
+        os.chmod(self.e, 0o770)
+        pub = os.path.join(self.project, "pub")
+        os.mkdir(pub)
+        with open(os.path.join(pub, "x"), "w") as f:
             f.write("x")
         v = self.mount("build", args=["-o", "allow_other"])
-        member = nobody(lambda: st(v.path("e/new")), [1234])
-        self.assertNotIsInstance(member, Err)
-        self.assertEqual(nobody(lambda: st(v.path("e/new"))), "EACCES")
+        self.assertNotIsInstance(self.stat_as_nobody(v.path("pub/x")), Err)
+        os.rename(v.path("pub/x"), v.path("e/x"))  # the kernel moves the cached entry
+        self.assertTrue(harness.wait_until(
+            lambda: self.stat_as_nobody(v.path("e/x")) == "EACCES", 2.0))
+        self.assertNotIsInstance(self.stat_as_nobody(v.path("e/x"), [1234]), Err)
 
 
 if __name__ == "__main__":
