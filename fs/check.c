@@ -97,11 +97,21 @@ int pw_check_denied(pw_fs *fs, fuse_req_t req, pw_op op, const char *path, const
 	return r;
 }
 
+/* Operations that make a new name: see pw_policy_decide_new_name. */
+static bool makes_name(pw_op op)
+{
+	return op == PW_OP_CREATE || op == PW_OP_MKNOD || op == PW_OP_MKDIR ||
+	       op == PW_OP_SYMLINK || op == PW_OP_LINK;
+}
+
 static int decide_path(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, pw_op op,
 		       const char *path, bool is_dir)
 {
 	pw_decision d;
-	pw_policy_decide(p, op, path, is_dir, &d);
+	if (makes_name(op))
+		pw_policy_decide_new_name(p, op, path, is_dir, &d);
+	else
+		pw_policy_decide(p, op, path, is_dir, &d);
 	if (d.allowed) {
 		/* Recorded only when the audit log is configured to keep allowed mutations; the
 		 * writer drops them otherwise before they cost anything more. */
@@ -139,8 +149,8 @@ int pw_check_two(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *parent, const ch
 	pw_policy *p = pw_fs_policy_get(fs, &gen);
 	pw_decision d;
 	pw_policy_decide(p, op, path, is_dir, &d);
-	if (d.allowed)
-		pw_policy_decide(p, op, path2, is_dir, &d);
+	if (d.allowed) /* the new name: as for a create */
+		pw_policy_decide_new_name(p, op, path2, is_dir, &d);
 	if (d.allowed) {
 		if (fs->audit)
 			record(fs, req, p, gen, op, path, path2, &d);

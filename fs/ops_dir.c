@@ -45,6 +45,9 @@ static void reply_new_entry(fuse_req_t req, pw_fs *fs, pw_inode *parent, const c
 		pw_inode_forget(fs, pw_inode_get(fs, e.ino), 1);
 }
 
+/* A new name that exists but is hidden answers ENOENT only once the mode allowed making
+ * it: a refusal must read the same for a hidden name and a free one, or refused creates
+ * would tell which hidden names exist (pw_policy_decide_new_name). */
 #define PW_NEW_ENTRY_PROLOGUE(op, is_dir)                                                          \
 	PW_REQ_BEGIN(req);                                                                         \
 	pw_inode *parent = pw_inode_get(fs, parent_ino);                                           \
@@ -54,11 +57,11 @@ static void reply_new_entry(fuse_req_t req, pw_fs *fs, pw_inode *parent, const c
 	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);                                \
 	if (pfd < 0)                                                                               \
 		PW_REPLY_ERR(req, -pfd);                                                           \
-	if (pw_hidden_existing(fs, parent, pfd, name))                                             \
-		PW_REPLY_ERR(req, ENOENT);                                                         \
 	r = pw_check_child(fs, req, (op), parent, name, (is_dir));                                 \
 	if (r < 0)                                                                                 \
-		PW_REPLY_ERR(req, -r)
+		PW_REPLY_ERR(req, -r);                                                             \
+	if (pw_hidden_existing(fs, parent, pfd, name))                                             \
+		PW_REPLY_ERR(req, ENOENT)
 
 void pw_op_mknod(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode, dev_t rdev)
 {
@@ -112,8 +115,6 @@ void pw_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent_ino, const cha
 	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);
 	if (pfd < 0)
 		PW_REPLY_ERR(req, -pfd);
-	if (pw_hidden_existing(fs, parent, pfd, name))
-		PW_REPLY_ERR(req, ENOENT);
 	/* Every name of the source (the event carries the new name as its second path),
 	 * then the new name itself. */
 	char newpath[PW_PATH_MAX];
@@ -124,6 +125,8 @@ void pw_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent_ino, const cha
 		r = pw_check_child(fs, req, PW_OP_LINK, parent, name, false);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
+	if (pw_hidden_existing(fs, parent, pfd, name)) /* after the mode, as above */
+		PW_REPLY_ERR(req, ENOENT);
 	_cleanup_close_ int fd = pw_open_node(fs, n, O_PATH);
 	if (fd < 0)
 		PW_REPLY_ERR(req, -fd);
@@ -214,8 +217,7 @@ void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_
 		PW_REPLY_ERR(req, errno);
 	bool have_dst = fstatat(npfd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
 	bool src_dir = S_ISDIR(src.st_mode);
-	if (pw_hidden_child(fs, parent, name, src_dir) ||
-	    (have_dst && pw_hidden_child(fs, np, newname, S_ISDIR(dst.st_mode))))
+	if (pw_hidden_child(fs, parent, name, src_dir))
 		PW_REPLY_ERR(req, ENOENT);
 	r = pw_check_two(fs, req, PW_OP_RENAME, parent, name, np, newname, src_dir);
 	/* A directory moves its whole tree: out from under the rules of its old name, and
@@ -227,6 +229,10 @@ void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_
 		r = check_dir_tree(fs, req, np, newname);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
+	/* A hidden destination answers as an absent one would, after the mode has had its say
+	 * (so a refused rename cannot tell a hidden name from a free one). */
+	if (have_dst && pw_hidden_child(fs, np, newname, S_ISDIR(dst.st_mode)))
+		PW_REPLY_ERR(req, ENOENT);
 	/* An exchange sends events for both names in both directions: left to invalidate. */
 	bool plain = !(flags & RENAME_EXCHANGE);
 	int tok1 = plain ? pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_REMOVED) : -1;

@@ -160,11 +160,12 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 		PW_REPLY_ERR(req, -pfd);
 	struct stat before;
 	bool existed = fstatat(pfd, name, &before, AT_SYMLINK_NOFOLLOW) == 0;
-	if (existed && pw_hidden_child(fs, parent, name, S_ISDIR(before.st_mode)))
-		PW_REPLY_ERR(req, ENOENT);
+	/* The mode first, then a hidden name answers ENOENT (see ops_dir.c). */
 	int r = pw_check_child(fs, req, PW_OP_CREATE, parent, name, false);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
+	if (existed && pw_hidden_child(fs, parent, name, S_ISDIR(before.st_mode)))
+		PW_REPLY_ERR(req, ENOENT);
 	/* Only a name that did not exist makes an IN_CREATE for the watcher to expect. */
 	int tok = existed ? -1 : pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_ADDED);
 	int fd = openat(pfd, name, (fi->flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC) & ~O_NOCTTY,
@@ -224,6 +225,13 @@ static void kill_suidgid(int fd)
 
 void pw_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
+	pw_fs *fs = fuse_req_userdata(req);
+	/* Hidden now, by a switch after the open: the mode in force decides, as for writes
+	 * (the switch also dropped the pages the kernel had cached). */
+	if (pw_node_hidden(fs, pw_inode_get(fs, ino))) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
 	struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
 	buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 	buf.buf[0].fd = pw_fh_of(fi)->fd;

@@ -55,6 +55,10 @@ static void reply_sized(fuse_req_t req, size_t size, ssize_t len, const char *bu
 void pw_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	pw_inode *n = pw_inode_get(fuse_req_userdata(req), ino);
+	if (pw_node_hidden(fuse_req_userdata(req), n)) { /* through a descriptor held open */
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
 	if (atomic_load(&n->xattr_state) == PW_XATTR_NONE) {
 		fuse_reply_err(req, ENODATA);
 		return;
@@ -84,6 +88,8 @@ void pw_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 void pw_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	PW_REQ_BEGIN(req);
+	if (pw_node_hidden(fs, pw_inode_get(fs, ino)))
+		PW_REPLY_ERR(req, ENOENT);
 	_cleanup_close_ int fd = -1;
 	char proc[64];
 	int r = open_proc(fs, ino, &fd, proc);

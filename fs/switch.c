@@ -11,8 +11,9 @@
  * kernel (no default_permissions).
  *
  * Two caches can still show the old mode, and are invalidated:
- *  - entries (dcache): a name that becomes hidden must stop resolving, and a hidden name
- *    the kernel cached as absent must reappear. This is done before the call returns, for
+ *  - entries (dcache): a name that becomes hidden must stop resolving (and its cached
+ *    pages go, for descriptors opened before), and a hidden name the kernel cached as
+ *    absent must reappear. This is done before the call returns, for
  *    the nodes and negative entries concerned (bounded by what the kernel knows), and only
  *    when the hide rules differ. Lookups in flight during the swap are waited out first
  *    (fs->lookup_gate), so an entry decided under the old policy cannot slip past.
@@ -91,8 +92,14 @@ static void visit_node(pw_fs *fs, pw_inode *n, void *u)
 		return;
 	bool dir = S_ISDIR(n->type);
 	if (c->entries) {
-		if (pw_policy_is_hidden(c->old, path, dir) != pw_policy_is_hidden(c->new, path, dir))
+		bool was = pw_policy_is_hidden(c->old, path, dir);
+		bool is = pw_policy_is_hidden(c->new, path, dir);
+		if (was != is)
 			collect(c, pw_inode_id(fs, n->names->parent), 0, n->names->name);
+		/* Its cached pages too: a descriptor held open must not read them (READ,
+		 * GETXATTR and LISTXATTR of a hidden node are refused). */
+		if (is && !was && !dir)
+			collect(c, 0, pw_inode_id(fs, n), NULL);
 		if (dir) /* cached listings may include or omit hidden names */
 			collect(c, 0, pw_inode_id(fs, n), NULL);
 	} else if (pw_policy_may_write(c->old, path, dir) != pw_policy_may_write(c->new, path, dir)) {

@@ -311,6 +311,18 @@ void pw_policy_decide(const pw_policy *p, pw_op op, const char *path, bool is_di
 	decide_write(p, path, is_dir, ret);
 }
 
+void pw_policy_decide_new_name(const pw_policy *p, pw_op op, const char *path, bool is_dir,
+			       pw_decision *ret)
+{
+	const pw_rule *rule = hidden_by(p, path, is_dir);
+
+	if (!rule || !pw_op_is_write(op))
+		return pw_policy_decide(p, op, path, is_dir, ret);
+	decide_write(p, path, is_dir, ret);
+	if (ret->allowed)
+		decided(ret, false, ENOENT, PW_REASON_HIDDEN, rule);
+}
+
 bool pw_policy_is_hidden(const pw_policy *p, const char *path, bool is_dir)
 {
 	return hidden_by(p, path, is_dir) != NULL;

@@ -91,6 +91,13 @@ void pw_policy_unref(pw_policy *p); /* accepts NULL */
 void pw_policy_decide(const pw_policy *p, pw_op op, const char *path, bool is_dir,
 		      pw_decision *ret);
 
+/* Decides OP making PATH, a name the view shows as absent (create, mknod, mkdir, symlink,
+ * the new name of link and rename). For a hidden path the write rules speak first, and
+ * only a write they allow answers ENOENT (hidden): a refused create then reads the same
+ * for a hidden name and a free one, so refusals do not tell which hidden names exist. */
+void pw_policy_decide_new_name(const pw_policy *p, pw_op op, const char *path, bool is_dir,
+			       pw_decision *ret);
+
 /* Fast paths for the filesystem's hot path (same answers as decide). */
 bool pw_policy_is_hidden(const pw_policy *p, const char *path, bool is_dir);
 bool pw_policy_may_write(const pw_policy *p, const char *path, bool is_dir);

@@ -303,6 +303,80 @@ class HiddenSwitchTest(LiveCase):
                     self.assertErrno(ENOENT, os.open, v.path(".env"), os.O_RDONLY | os.O_CLOEXEC)
 
 
+    def test_descriptors_opened_before_the_switch_stop_reading_a_hidden_file(self):
+        v = self.mount("plan", args=["--timeout", "86400"])
+        plain = os.open(v.path(".env"), os.O_RDONLY | os.O_CLOEXEC)
+        direct = os.open(v.path(".env"), os.O_RDONLY | os.O_DIRECT | os.O_CLOEXEC)
+        self.addCleanup(os.close, plain)
+        self.addCleanup(os.close, direct)
+        self.assertEqual(os.pread(plain, 100, 0), b"SECRET=1\n")  # now in the page cache
+        # A process that maps the file, then reads it again after the switch.
+        child = subprocess.Popen(
+            [sys.executable, "-c",
+             "import mmap, os, sys\n"
+             "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+             "m = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ)\n"
+             "print(m[:9].decode(), flush=True)\n"
+             "sys.stdin.readline()\n"
+             "print(m[:9].decode(), flush=True)\n", v.path(".env")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.addCleanup(child.kill)
+        self.assertEqual(child.stdout.readline().strip(), "SECRET=1")
+        self.set_mode(v, "build")  # hides .env
+        with open(os.path.join(self.project, ".env"), "w") as f:
+            f.write("SECRET=2\n")
+        self.assertErrno(ENOENT, os.pread, plain, 100, 0)
+        buf = mmap.mmap(-1, 4096)
+        self.assertErrno(ENOENT, os.preadv, direct, [buf], 0)
+        self.assertErrno(ENOENT, os.getxattr, plain, "user.k")
+        self.assertErrno(ENOENT, os.listxattr, plain)
+        out, _ = child.communicate("\n", timeout=30)
+        self.assertNotIn("SECRET", out, "the mapping still showed the file (exit %s)" %
+                         child.returncode)
+
+
+PROBE_TREE = dict(harness.STANDARD_TREE)
+PROBE_TREE.update({
+    "src/.secret": "token\n",
+    ".piworkfs/modes/design.md": ("---\nname: design\ndescription: design, src/.secret hidden\n"
+                                  "hide:\n  - \"src/.secret\"\n---\nNo secrets.\n"),
+})
+
+
+class HiddenProbeTest(LiveCase):
+    """A refused create must not tell a hidden name from a free one: in a directory the
+    mode makes read-only, both answer the mode's errno."""
+    tree = PROBE_TREE
+
+    def test_refused_creates_read_the_same_for_hidden_and_free_names(self):
+        v = self.mount("design")
+        self.assertErrno(ENOENT, os.lstat, v.path("src/.secret"))
+        with open(v.path("docs/design/mine.md"), "w") as f:
+            f.write("x\n")
+        attempts = {
+            "create": lambda p: os.close(os.open(p, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC)),
+            "create excl": lambda p: os.close(os.open(p, os.O_CREAT | os.O_EXCL | os.O_WRONLY)),
+            "mkdir": os.mkdir,
+            "mkfifo": os.mkfifo,
+            "symlink": lambda p: os.symlink("a.c", p),
+            "link": lambda p: os.link(v.path("docs/design/mine.md"), p),
+            "rename onto": lambda p: os.rename(v.path("docs/design/mine.md"), p),
+        }
+        for what, fn in attempts.items():
+            with self.subTest(what=what):
+                errs = []
+                for name in ("src/.secret", "src/free"):
+                    try:
+                        fn(v.path(name))
+                        errs.append("succeeded")
+                    except OSError as e:
+                        errs.append(errno.errorcode[e.errno])
+                self.assertEqual(errs[0], errs[1], errs)
+                self.assertEqual(errs[0], "EACCES")
+        with open(os.path.join(self.project, "src/.secret")) as f:
+            self.assertEqual(f.read(), "token\n")
+
+
 class HiddenStressTest(LiveCase):
     """3,000 switches between plan (.env visible) and build (.env hidden) while two threads
     look the name up (lstat, and open for reading) with --timeout 86400: every lookup that

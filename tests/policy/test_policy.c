@@ -317,6 +317,34 @@ Test(hidden, hide_rules_answer_enoent_for_every_op)
 	pw_modeset_free(ms);
 }
 
+Test(hidden, a_new_name_is_refused_by_the_write_rules_before_the_hide_rules)
+{
+	pw_modeset *ms = load(FIXTURES "/modes-hide", NULL, NULL, false);
+	pw_policy *p = compile(ms, "secret");
+	pw_decision d;
+
+	/* Hidden and refused by a deny rule: the refusal a free name would get. */
+	pw_policy_decide_new_name(p, PW_OP_CREATE, "vendor/a.key", false, &d);
+	cr_expect_not(d.allowed);
+	cr_expect_eq(d.err, EACCES);
+	cr_expect_eq(d.reason, PW_REASON_DENY_RULE);
+	pw_policy_decide_new_name(p, PW_OP_CREATE, "vendor/free.c", false, &d);
+	cr_expect_eq(d.err, EACCES);
+	cr_expect_eq(d.reason, PW_REASON_DENY_RULE);
+	/* Hidden where writes are allowed: the name is taken, invisibly. */
+	pw_policy_decide_new_name(p, PW_OP_MKDIR, ".env", false, &d);
+	cr_expect_not(d.allowed);
+	cr_expect_eq(d.err, ENOENT);
+	cr_expect_eq(d.reason, PW_REASON_HIDDEN);
+	/* Not hidden, or not a write: as pw_policy_decide. */
+	pw_policy_decide_new_name(p, PW_OP_CREATE, "src/new.c", false, &d);
+	cr_expect(d.allowed);
+	pw_policy_decide_new_name(p, PW_OP_READ, "vendor/a.key", false, &d);
+	cr_expect_eq(d.err, ENOENT);
+	pw_policy_unref(p);
+	pw_modeset_free(ms);
+}
+
 Test(hidden, root_is_never_hidden_and_bundled_modes_hide_nothing)
 {
 	pw_modeset *ms = load(SOURCE_MODES, NULL, NULL, false);
