@@ -444,6 +444,9 @@ static bool client_write(pw_ctl_client *c)
 
 static void drop_client(pw_ctl_server *s, size_t i)
 {
+	pthread_mutex_lock(&s->lock);
+	s->stats.clients--;
+	pthread_mutex_unlock(&s->lock);
 	client_free(s->clients[i]);
 	s->clients[i] = s->clients[--s->n_clients];
 	s->clients[s->n_clients] = NULL;
@@ -502,6 +505,7 @@ static void accept_clients(pw_ctl_server *s, const listener *l)
 		s->clients[s->n_clients++] = c;
 		pthread_mutex_lock(&s->lock);
 		s->stats.accepted++;
+		s->stats.clients++;
 		pthread_mutex_unlock(&s->lock);
 
 		if (pw_view_authorize_peer(s->view, &c->peer) < 0) {
@@ -977,5 +981,4 @@ void pw_ctl_server_get_stats(pw_ctl_server *s, pw_ctl_stats *ret)
 	pthread_mutex_lock(&s->lock);
 	*ret = s->stats;
 	pthread_mutex_unlock(&s->lock);
-	ret->clients = s->n_clients; /* server thread only; a racy read is fine for display */
 }

@@ -111,9 +111,16 @@ const pw_peer *pw_ctl_client_peer(const pw_ctl_client *c);
 /* Subscribes C to notifications (mode.changed, denied). */
 void pw_ctl_client_subscribe(pw_ctl_client *c, bool mode_changed, bool denied);
 
+/*
+ * The server's counters, a consistent snapshot taken under its lock: tests wait on them
+ * (a connection the server has accepted or refused, a client it has dropped), so each is
+ * updated at the moment the server thread acts, never estimated.
+ */
 typedef struct pw_ctl_stats {
-	unsigned clients;           /* connected now */
-	uint64_t accepted, refused_busy, refused_uid, dropped_slow, dropped_idle, dropped_large;
+	unsigned clients;           /* connected now (accepted and not yet dropped) */
+	uint64_t accepted;          /* connections accepted (including ones then refused_uid) */
+	uint64_t refused_busy;      /* connections closed at once: no slot left */
+	uint64_t refused_uid, dropped_slow, dropped_idle, dropped_large;
 	uint64_t denied_seen;       /* denied events received from the audit writer */
 	uint64_t denied_suppressed; /* notifications not sent (rate limit, full queue) */
 } pw_ctl_stats;
