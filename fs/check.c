@@ -88,11 +88,23 @@ static int deny(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, pw_
 	return deny2(fs, req, p, gen, op, path, NULL, d);
 }
 
-int pw_check_denied(pw_fs *fs, fuse_req_t req, pw_op op, const char *path, const pw_decision *d,
-		    uint64_t gen)
+/*
+ * Decides and records under one reference: a decision points into its policy (d.rule and
+ * the mode name are the policy's), so the reference is held until the denial is queued
+ * (pw_audit_submit copies the strings), and the event carries the mode name and the
+ * generation of that same policy. A switch in between would otherwise free the rule.
+ */
+int pw_check_tree(pw_fs *fs, fuse_req_t req, pw_inode *parent, const char *name)
 {
-	pw_policy *p = pw_fs_policy_get(fs, NULL);
-	int r = deny(fs, req, p, gen, op, path, d);
+	char path[PW_PATH_MAX];
+	int r = pw_path_child(fs, parent, name, path);
+	if (r < 0)
+		return r;
+	uint64_t gen;
+	pw_policy *p = pw_fs_policy_get(fs, &gen);
+	pw_decision d;
+	if (!pw_policy_may_write_tree(p, path, &d))
+		r = deny(fs, req, p, gen, PW_OP_RENAME, path, &d);
 	pw_policy_unref(p);
 	return r;
 }

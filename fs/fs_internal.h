@@ -200,9 +200,9 @@ int pw_check_child(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *parent, const 
  * carries both paths. */
 int pw_check_two(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *parent, const char *name,
 		 pw_inode *np, const char *newname, bool is_dir);
-/* Records a denial decided elsewhere (e.g. a directory tree check); returns -d->err. */
-int pw_check_denied(pw_fs *fs, fuse_req_t req, pw_op op, const char *path, const pw_decision *d,
-		    uint64_t gen);
+/* May the directory NAME in PARENT move as a whole (rename of a tree; see
+ * pw_policy_may_write_tree)? Returns 0, or the negative errno after recording the denial. */
+int pw_check_tree(pw_fs *fs, fuse_req_t req, pw_inode *parent, const char *name);
 /* Is the node hidden under the active policy? Checked again on open and getattr: an entry
  * the kernel cached just before a switch must not keep the hidden object reachable. */
 bool pw_node_hidden(pw_fs *fs, pw_inode *n);

@@ -179,24 +179,6 @@ void pw_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	remove_entry(req, parent, name, true);
 }
 
-/* A directory may move only when nothing beneath it is shielded by a deny or protected
- * rule (moving it would carry that content to a name the rule does not cover). */
-static int check_dir_tree(pw_fs *fs, fuse_req_t req, pw_inode *parent, const char *name)
-{
-	char path[PW_PATH_MAX];
-	int r = pw_path_child(fs, parent, name, path);
-	if (r < 0)
-		return r;
-	uint64_t gen;
-	pw_policy *p = pw_fs_policy_get(fs, &gen);
-	pw_decision d;
-	bool ok = pw_policy_may_write_tree(p, path, &d);
-	pw_policy_unref(p);
-	if (ok)
-		return 0;
-	return pw_check_denied(fs, req, PW_OP_RENAME, path, &d, gen);
-}
-
 void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_ino_t np_ino,
 		  const char *newname, unsigned int flags)
 {
@@ -223,10 +205,12 @@ void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_
 	/* A directory moves its whole tree: out from under the rules of its old name, and
 	 * under those of the new one. With RENAME_EXCHANGE both trees move. */
 	bool trees = src_dir || ((flags & RENAME_EXCHANGE) && have_dst && S_ISDIR(dst.st_mode));
+	/* Nothing beneath may be shielded by a deny or protected rule: moving the tree would
+	 * carry that content to a name the rule does not cover. */
 	if (r == 0 && trees)
-		r = check_dir_tree(fs, req, parent, name);
+		r = pw_check_tree(fs, req, parent, name);
 	if (r == 0 && trees)
-		r = check_dir_tree(fs, req, np, newname);
+		r = pw_check_tree(fs, req, np, newname);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
 	/* A hidden destination answers as an absent one would, after the mode has had its say
