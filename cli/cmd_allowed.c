@@ -96,7 +96,8 @@ static int walker_init(walker *w, const pw_policy *policy)
 		const pw_rule *r = pw_policy_rule(policy, i);
 		if (r->kind != PW_RULE_ALLOW && r->kind != PW_RULE_TOKEN)
 			continue;
-		char *pre = literal_prefix(r->pattern);
+		/* A pattern without a slash names a file at any depth: no prefix to prune by. */
+		char *pre = pw_glob_is_basename(r->glob) ? strdup("") : literal_prefix(r->pattern);
 		if (!pre)
 			return -ENOMEM;
 		if (!pre[0])

@@ -26,13 +26,21 @@
  * O(len(path) * ntok) at worst, and ntok <= PW_GLOB_LEN_MAX. Since epsilon edges only go
  * forward, one ascending pass computes the closure.
  *
+ * Anchoring, as in gitignore: a pattern with a '/' before its last segment is anchored at
+ * the root and the program runs over the whole path. A pattern without one (a "basename"
+ * pattern such as "*.pem" or "build/") compiles to the program of its one segment, run over
+ * the path's last name (pw_glob_match) or over each of its names (pw_glob_match_tree): the
+ * names are disjoint, so the work stays O(len(path) * ntok). "**" "/" NAME means the same
+ * and is compiled the same way (fold_leading_dstar).
+ *
  * Fast paths: the program's literal prefix is compared with memcmp before the simulation
  * starts, and four common shapes skip the simulation entirely: an exact literal
- * ("a/b.c"), a literal directory tree ("docs/design" "/" "**"), one star in the last segment
- * ("src" "/" "*.c", ".env*") and a literal at any depth ("**" "/.env"). A pattern without "**"
- * always matches a fixed number of segments, which makes pw_glob_match_tree one match on
- * the right ancestor; otherwise the tree match is one simulation pass that also accepts at
- * each '/' (the bytes before it name an ancestor directory).
+ * ("a/b.c", ".env"), a literal directory tree ("docs/design" "/" "**"), one star in the last
+ * segment ("src" "/" "*.c", "*.pem") and a literal path at any depth ("**" "/a/b"). An
+ * anchored pattern without "**" always matches a fixed number of segments, which makes
+ * pw_glob_match_tree one match on the right ancestor; otherwise the tree match is one
+ * simulation pass that also accepts at each '/' (the bytes before it name an ancestor
+ * directory).
  *
  * An empty path is the project root. Only a pattern made of "**" segments alone matches it
  * ("**" spans zero segments); the root is not an ancestor for pw_glob_match_tree.
@@ -92,6 +100,7 @@ struct pw_glob {
 	bool has_dstar;
 	bool dir_only;
 	bool matches_root;
+	bool basename; /* no slash but a trailing one: the program matches one name, at any depth */
 	enum glob_kind kind;
 };
 
@@ -312,17 +321,23 @@ static bool rest_is_separators(const struct parser *ps)
 static int parse_pattern(struct parser *ps)
 {
 	pw_glob *g = ps->g;
-	bool need_sep = false, all_dstar = true;
+	bool need_sep = false, all_dstar = true, anchored = false;
 	int r;
 
 	while (ps->i < ps->len) {
 		size_t j;
 
 		if (at_separator(ps)) {
-			/* Leading, repeated and trailing separators delimit no segment. */
+			/* Leading, repeated and trailing separators delimit no segment. A separator
+			 * with a segment after it (a leading one included) anchors the pattern. */
 			skip_separator(ps);
-			if (ps->i >= ps->len && g->nseg > 0)
-				g->dir_only = true;
+			if (rest_is_separators(ps)) {
+				if (g->nseg > 0)
+					g->dir_only = true;
+				ps->i = ps->len;
+			} else {
+				anchored = true;
+			}
 			continue;
 		}
 		g->nseg++;
@@ -347,7 +362,28 @@ static int parse_pattern(struct parser *ps)
 	if (g->nseg == 0)
 		return fail(ps, "empty pattern");
 	g->matches_root = all_dstar;
+	g->basename = !anchored && !g->has_dstar;
 	return 0;
+}
+
+/*
+ * "**" "/" NAME, where NAME is one segment without "**", means what NAME alone means (a name
+ * at any depth): drop the leading T_DS so that the one-name fast paths and the segment walk
+ * of a basename pattern apply.
+ */
+static void fold_leading_dstar(pw_glob *g)
+{
+	if (g->nseg != 2 || g->ntok < 2 || g->toks[0].op != T_DS)
+		return;
+	for (size_t k = 1; k < g->ntok; k++)
+		if (g->toks[k].op == T_SEP || g->toks[k].op == T_DS || g->toks[k].op == T_DSEND)
+			return;
+	memmove(g->toks, g->toks + 1, (g->ntok - 1) * sizeof(*g->toks));
+	memmove(g->bytes, g->bytes + 1, g->ntok - 1);
+	g->ntok--;
+	g->nseg = 1;
+	g->has_dstar = false;
+	g->basename = true;
 }
 
 static bool is_literal(const struct tok *t)
@@ -443,6 +479,7 @@ int pw_glob_compile(const char *pattern, pw_glob **ret, const char **ret_err)
 			*ret_err = ps.err;
 		return r;
 	}
+	fold_leading_dstar(g);
 	g->nwords = (g->ntok + 1 + 63) / 64;
 	classify(g);
 	*ret = TAKE_PTR(g);
@@ -535,17 +572,37 @@ static bool step(const pw_glob *g, const uint64_t *cur, uint64_t *nxt, unsigned 
 	return any != 0;
 }
 
+/* Adds N to *WORK when counting (pw_glob_match_counted); a no-op for the hot path. */
+static void count(uint64_t *work, uint64_t n)
+{
+	if (work)
+		*work += n;
+}
+
+/* The live states of CUR, counted as the work of the step that reads them. */
+static uint64_t live_states(const pw_glob *g, const uint64_t *cur)
+{
+	uint64_t n = 0;
+
+	for (size_t w = 0; w < g->nwords; w++)
+		n += (uint64_t)__builtin_popcountll(cur[w]);
+	return n;
+}
+
 /*
- * Simulates the program over PATH[0..LEN). With TREE, also accepts when the bytes before a
- * '/' match: they name an ancestor, which is a directory.
+ * Simulates the program over PATH[0..LEN) and accepts in state ACCEPT (ntok for a match;
+ * pw_glob_match_dir_itself moves it). With TREE, also accepts when the bytes
+ * before a '/' match: they name an ancestor, which is a directory.
  */
-static bool nfa_match(const pw_glob *g, const char *path, size_t len, bool is_dir, bool tree)
+static bool nfa_run(const pw_glob *g, const char *path, size_t len, size_t accept, bool is_dir,
+		    bool tree, uint64_t *work)
 {
 	uint64_t a[STATE_WORDS], b[STATE_WORDS];
 	uint64_t *cur = a, *nxt = b;
-	size_t p = g->prefix_len;
+	size_t p = g->prefix_len < accept ? g->prefix_len : accept;
 
 	/* Every match begins with the literal prefix, ancestors' matches included. */
+	count(work, p + 1);
 	if (len < p || memcmp(path, g->bytes, p) != 0)
 		return false;
 
@@ -557,15 +614,23 @@ static bool nfa_match(const pw_glob *g, const char *path, size_t len, bool is_di
 		unsigned char c = (unsigned char)path[i];
 		uint64_t *t;
 
-		if (tree && c == '/' && state_has(cur, g->ntok))
+		if (tree && c == '/' && state_has(cur, accept))
 			return true;
+		if (work)
+			count(work, 1 + live_states(g, cur));
 		if (!step(g, cur, nxt, c))
 			return false;
 		t = cur;
 		cur = nxt;
 		nxt = t;
 	}
-	return state_has(cur, g->ntok) && (!g->dir_only || is_dir);
+	return state_has(cur, accept) && (!g->dir_only || is_dir);
+}
+
+static bool nfa_match(const pw_glob *g, const char *path, size_t len, bool is_dir, bool tree,
+		      uint64_t *work)
+{
+	return nfa_run(g, path, len, g->ntok, is_dir, tree, work);
 }
 
 /* Does PATH[0..LEN) end with the literal LIT[0..N) at a segment boundary? */
@@ -601,65 +666,145 @@ static bool match_fast(const pw_glob *g, const char *path, size_t len)
 	return false;
 }
 
-static bool match_len(const pw_glob *g, const char *path, size_t len, bool is_dir)
+/* The anchored match of the program against PATH[0..LEN). */
+static bool match_len(const pw_glob *g, const char *path, size_t len, bool is_dir,
+		      uint64_t *work)
 {
 	if (len == 0)
 		return g->matches_root && (!g->dir_only || is_dir);
 	if (g->kind == K_NFA)
-		return nfa_match(g, path, len, is_dir, false);
+		return nfa_match(g, path, len, is_dir, false, work);
+	count(work, len + 1);
 	return match_fast(g, path, len) && (!g->dir_only || is_dir);
+}
+
+/*
+ * A basename pattern against each name of PATH: with TREE every segment (all but the last
+ * are directories), else the last one only. The root ("") has no name. Each byte of PATH
+ * is read by one segment's match, so the work stays O(len(path) * ntok).
+ */
+static bool basename_match(const pw_glob *g, const char *path, size_t len, bool is_dir,
+			   bool tree, uint64_t *work)
+{
+	size_t start = 0;
+
+	if (len == 0)
+		return false;
+	if (!tree) {
+		const char *slash = memrchr(path, '/', len);
+
+		start = slash ? (size_t)(slash - path) + 1 : 0;
+		return match_len(g, path + start, len - start, is_dir, work);
+	}
+	for (size_t k = 0; k <= len; k++) {
+		if (k < len && path[k] != '/')
+			continue;
+		if (match_len(g, path + start, k - start, k < len || is_dir, work))
+			return true;
+		start = k + 1;
+	}
+	return false;
+}
+
+static bool match_one(const pw_glob *g, const char *path, size_t len, bool is_dir,
+		      uint64_t *work)
+{
+	if (g->basename)
+		return basename_match(g, path, len, is_dir, false, work);
+	return match_len(g, path, len, is_dir, work);
 }
 
 bool pw_glob_match(const pw_glob *g, const char *path, bool is_dir)
 {
-	return match_len(g, path, strlen(path), is_dir);
+	return match_one(g, path, strlen(path), is_dir, NULL);
 }
 
 /* "**" then a literal: try each ancestor and the path itself. */
-static bool anydepth_tree(const pw_glob *g, const char *path, size_t len, bool is_dir)
+static bool anydepth_tree(const pw_glob *g, const char *path, size_t len, bool is_dir,
+			  uint64_t *work)
 {
 	for (size_t k = 0; k <= len; k++) {
 		if (k < len && path[k] != '/')
 			continue;
 		if (k == len && g->dir_only && !is_dir)
 			continue;
+		count(work, g->ntok);
 		if (ends_with_segments(path, k, g->bytes + 1, g->ntok - 1))
 			return true;
 	}
 	return false;
 }
 
-bool pw_glob_match_tree(const pw_glob *g, const char *path, bool is_dir)
+static bool match_tree(const pw_glob *g, const char *path, size_t len, bool is_dir,
+		       uint64_t *work)
 {
-	size_t len = strlen(path);
-
 	if (len == 0)
-		return match_len(g, path, 0, is_dir);
+		return match_len(g, path, 0, is_dir, work);
+	if (g->basename)
+		return basename_match(g, path, len, is_dir, true, work);
 
 	if (!g->has_dstar) {
 		/* Fixed depth: only the ancestor (or the path) with nseg segments can match. */
 		size_t seen = 1;
 
+		count(work, len);
 		for (size_t k = 0; k < len; k++) {
 			if (path[k] != '/')
 				continue;
 			if (seen == g->nseg)
-				return match_len(g, path, k, true);
+				return match_len(g, path, k, true, work);
 			seen++;
 		}
-		return seen == g->nseg && match_len(g, path, len, is_dir);
+		return seen == g->nseg && match_len(g, path, len, is_dir, work);
 	}
 
 	switch (g->kind) {
 	case K_TREE:
 	case K_ALL:
 		/* Not directory-only (see classify): an ancestor's match implies the path's. */
-		return match_len(g, path, len, is_dir);
+		return match_len(g, path, len, is_dir, work);
 	case K_ANYDEPTH:
-		return anydepth_tree(g, path, len, is_dir);
+		return anydepth_tree(g, path, len, is_dir, work);
 	default:
-		return nfa_match(g, path, len, is_dir, true);
+		return nfa_match(g, path, len, is_dir, true, work);
 	}
+}
+
+bool pw_glob_match_tree(const pw_glob *g, const char *path, bool is_dir)
+{
+	return match_tree(g, path, strlen(path), is_dir, NULL);
+}
+
+bool pw_glob_match_counted(const pw_glob *g, const char *path, bool is_dir, bool tree,
+			   uint64_t *ret_work)
+{
+	size_t len = strlen(path);
+
+	*ret_work = 0;
+	return tree ? match_tree(g, path, len, is_dir, ret_work)
+		    : match_one(g, path, len, is_dir, ret_work);
+}
+
+/*
+ * A pattern `P/` `**` (a final "**" segment after at least one other) names everything
+ * beneath the directories P matches; this tells whether PATH is one of them. That
+ * is the NFA run with acceptance moved to the state before the final separator: tokens
+ * 0..ntok-3 have matched all of PATH.
+ */
+bool pw_glob_match_dir_itself(const pw_glob *g, const char *path)
+{
+	size_t len = strlen(path), n = g->ntok;
+
+	if (n < 3 || g->toks[n - 1].op != T_DSEND || g->toks[n - 2].op != T_SEP || len == 0)
+		return false;
+	if (g->kind == K_TREE)
+		return len == n - 2 && memcmp(path, g->bytes, len) == 0;
+	return nfa_run(g, path, len, n - 2, true, false, NULL);
+}
+
+bool pw_glob_is_basename(const pw_glob *g)
+{
+	return g->basename;
 }
 
 const char *pw_glob_pattern(const pw_glob *g)

@@ -32,8 +32,9 @@ struct pw_modeset {
 	pw_warnings w;
 };
 
-/* Directories, not globs: pw_glob_match_tree() covers everything beneath each. */
-static const char *const default_protected[] = { ".git/hooks", ".git/config", ".piworkfs" };
+/* Directories, not globs: pw_glob_match_tree() covers everything beneath each. Each is
+ * anchored at the root (a pattern without a slash would name .piworkfs at any depth). */
+static const char *const default_protected[] = { ".git/hooks", ".git/config", "/.piworkfs" };
 
 void pw_modeset_free(pw_modeset *ms)
 {

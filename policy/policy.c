@@ -251,6 +251,26 @@ static const pw_rule *group_match(const pw_policy *p, int group, const char *pat
 	return NULL;
 }
 
+/*
+ * The allow and token steps: a rule matching the path or an ancestor, else, for a
+ * directory, a rule `dir/` `**` of which it is the dir (so that "tests/" "**" lets `mkdir
+ * tests` through). Only rules that grant writes reach that far: a deny, hide or protected
+ * rule `dir/` `**` covers what is beneath dir, as in gitignore, and dir itself stays
+ * decided by the other rules (moving it is guarded by pw_policy_may_write_tree).
+ */
+static const pw_rule *group_match_granting(const pw_policy *p, int group, const char *path,
+					   bool is_dir)
+{
+	const pw_rule *rule = group_match(p, group, path, is_dir);
+
+	if (rule || !is_dir)
+		return rule;
+	for (size_t i = p->group_start[group]; i < p->group_start[group + 1]; i++)
+		if (pw_glob_match_dir_itself(p->rules[i].glob, path))
+			return &p->rules[i];
+	return NULL;
+}
+
 static bool group_empty(const pw_policy *p, int group)
 {
 	return p->group_start[group] == p->group_start[group + 1];
@@ -290,10 +310,10 @@ static void decide_write(const pw_policy *p, const char *path, bool is_dir, pw_d
 	rule = group_match(p, GROUP_DENY, path, is_dir);
 	if (rule)
 		return decided(ret, false, EACCES, PW_REASON_DENY_RULE, rule);
-	rule = group_match(p, GROUP_ALLOW, path, is_dir);
+	rule = group_match_granting(p, GROUP_ALLOW, path, is_dir);
 	if (rule)
 		return decided(ret, true, 0, PW_REASON_ALLOW_RULE, rule);
-	rule = group_match(p, GROUP_TOKEN, path, is_dir);
+	rule = group_match_granting(p, GROUP_TOKEN, path, is_dir);
 	if (rule)
 		return decided(ret, true, 0, PW_REASON_TOKEN, rule);
 	decided(ret, false, EACCES, PW_REASON_NO_ALLOW, NULL);

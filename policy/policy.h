@@ -13,7 +13,10 @@
  *   5. a deny rule                                           -> EACCES
  *   6. an allow rule, or a token file in a tokens mode       -> allowed
  *   7. nothing matched                                       -> EACCES
- * A fail-closed policy (the active mode's file is broken) answers EROFS to every write.
+ * "Matches" is pw_glob_match_tree (glob.h: the path or an ancestor, gitignore's meaning);
+ * in step 6 a directory is also matched by a rule `dir/` `**` of which it is the dir.
+ * A fail-closed policy (the active mode's file, or a config.yaml, is broken) answers EROFS
+ * to every write.
  */
 #pragma once
 

@@ -151,7 +151,7 @@ class ModesTest(Base):
         for r in design["rules"]:
             self.assertEqual(list(r), ["kind", "pattern", "file", "line", "column", "layer"])
         protected = [r["pattern"] for r in j["protected"]]
-        for pat in [".git/hooks", ".git/config", ".piworkfs", "secrets/**"]:
+        for pat in [".git/hooks", ".git/config", "/.piworkfs", "secrets/**"]:
             self.assertIn(pat, protected)
         for w in j["warnings"]:
             self.assertEqual(list(w), ["severity", "file", "line", "column", "key", "message",
@@ -493,6 +493,80 @@ class CheckBashTest(Base):
             "sed -i s/a/b/ src/*.c > docs/design/out.md; echo x >> /etc/hosts")
         doc = json.loads(out)
         self.assertEqual(doc.get("verdict"), "denied", out)
+
+class GlobTest(Base):
+    """gitignore's glob meaning, the same in check, allowed --files and check-bash. The
+    global layer is tests/fixtures/globs-global: config.yaml protects "*.pem" and declares
+    the token "theme.css"; mode globs allows "tests/**" and "/top.txt", denies "*.log" and
+    "gen/", hides ".env"."""
+
+    def setUp(self):
+        super().setUp()
+        shutil.copytree(os.path.join(FIXTURES, "globs-global"),
+                        os.path.join(self.config_home, "piworkfs"))
+        self.proj = os.path.join(self.tmp, "proj")
+        for rel in ["tests/a.c", "tests/x.log", "tests/sub/b.pem", "lib/tests/a.c",
+                    "web/theme.css", "top.txt", "lib/top.txt", "sub/b.pem", "src/main.c"]:
+            full = os.path.join(self.proj, rel)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            open(full, "w").close()
+        os.makedirs(os.path.join(self.proj, ".git"))
+
+    def check(self, mode, *paths):
+        rc, out, err = self.run_pw("check", "--project", self.proj, "--mode", mode, "--json",
+                                   *paths)
+        self.assertIn(rc, (0, 1), err)
+        return [(d["path"], d["decision"], d["reason"], (d["rule"] or {}).get("pattern"))
+                for d in json.loads(out)]
+
+    def test_check(self):
+        self.assertEqual(self.check("globs", "tests/", "tests/a.c", "tests/x.log",
+                                    "tests/sub/b.pem", "lib/tests/a.c", "top.txt",
+                                    "lib/top.txt"), [
+            ("tests", "allowed", "allow-rule", "tests/**"),
+            ("tests/a.c", "allowed", "allow-rule", "tests/**"),
+            ("tests/x.log", "denied", "deny-rule", "*.log"),
+            ("tests/sub/b.pem", "denied", "protected", "*.pem"),
+            ("lib/tests/a.c", "denied", "no-allow", None),
+            ("top.txt", "allowed", "allow-rule", "/top.txt"),
+            ("lib/top.txt", "denied", "no-allow", None)])
+        self.assertEqual(self.check("build", "sub/b.pem", "src/main.c"), [
+            ("sub/b.pem", "denied", "protected", "*.pem"),
+            ("src/main.c", "allowed", "allow-rule", "**")])
+        self.assertEqual(self.check("design", "web/theme.css"), [
+            ("web/theme.css", "allowed", "token", "theme.css")])
+
+    def test_allowed_files(self):
+        def files(mode):
+            rc, out, err = self.run_pw("allowed", "--mode", mode, "--project", self.proj,
+                                       "--files", "--json")
+            self.assertEqual(rc, 0, err)
+            return json.loads(out)["files"]
+        self.assertEqual(files("globs"), ["tests/a.c", "top.txt"])
+        self.assertEqual(files("design"), ["web/theme.css"])
+        self.assertNotIn("sub/b.pem", files("build"))
+
+    def test_check_bash_agrees(self):
+        fresh = os.path.join(self.tmp, "fresh")
+        os.makedirs(os.path.join(fresh, ".git"))
+        rc, out, err = self.run_pw("check", "--project", fresh, "--mode", "globs", "tests/")
+        self.assertEqual(rc, 0, out + err)
+
+        def targets(mode, cmd, project=self.proj):
+            rc, out, err = self.run_pw("check-bash", "--mode", mode, "--project", project,
+                                       "--json", "--", cmd)
+            self.assertIn(rc, (0, 1), out + err)
+            return {(t["path"], t["status"]) for t in json.loads(out)["targets"]}
+        self.assertEqual(targets("globs", "mkdir tests", fresh), {("tests", "allowed")})
+        doc = targets("globs", "mkdir tests/new && touch tests/x.log lib/tests/b.c top.txt")
+        self.assertIn(("tests/new", "allowed"), doc)
+        self.assertIn(("tests/x.log", "denied"), doc)
+        self.assertIn(("lib/tests/b.c", "denied"), doc)
+        self.assertIn(("top.txt", "allowed"), doc)
+        doc = targets("build", "touch sub/c.pem src/x.c")
+        self.assertIn(("sub/c.pem", "denied"), doc)
+        self.assertIn(("src/x.c", "allowed"), doc)
+
 
 if __name__ == "__main__":
     if not os.path.exists(PIWORKFS) and os.sep in PIWORKFS:

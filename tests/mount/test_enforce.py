@@ -616,7 +616,6 @@ class HiddenTest(harness.MountCase):
         with os.scandir(V("")) as it:
             self.assertFalse({".env", "secrets"} & {e.name for e in it})
         # Not creatable, under any name a hide rule matches.
-        # (Globs are anchored at the root: ".env" and "secrets/" hide only the root's.)
         # "secrets" names an existing hidden directory: creating a file, fifo, symlink or
         # link under that name must not answer EISDIR/EEXIST, which would reveal it (fixed
         # in ac21225). Where the mode refuses to make the name, the refusal is the one a
@@ -636,8 +635,11 @@ class HiddenTest(harness.MountCase):
                 self.assertErrno(err, os.rename, V("docs/design/b.md"), V(rel))
                 self.assertErrno(err, os.mkfifo, V(rel))
         self.assertEqual(before, harness.tree_hash(self.project))
-        # Names a root-anchored hide rule does not match stay creatable.
-        for rel in ["docs/design/secrets", "docs/design/sub/.env"]:
+        # Globs mean what they mean in .gitignore: ".env" (no slash) hides the name at any
+        # depth; "secrets/" only directories, so a file of that name stays creatable.
+        self.assertErrno(ENOENT, os.open, V("docs/design/sub/.env"),
+                         os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644)
+        for rel in ["docs/design/secrets"]:
             os.close(os.open(V(rel), os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o644))
             os.unlink(V(rel))
         # Visible neighbours still work.

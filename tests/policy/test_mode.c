@@ -398,7 +398,7 @@ Test(files, bad_config_is_skipped_whole)
 
 Test(layers, defaults)
 {
-	static const char *const want[] = { ".git/hooks", ".git/config", ".piworkfs" };
+	static const char *const want[] = { ".git/hooks", ".git/config", "/.piworkfs" };
 	pw_modeset *ms = load(NULL, NULL, NULL, false);
 
 	cr_expect_eq(pw_modeset_count(ms), 0);
@@ -549,7 +549,7 @@ Test(trust, trusted_project_has_full_authority)
 	/* Protected paths: every layer's, none removed. Tokens: global and project. */
 	cr_assert_eq(pw_modeset_protected_count(ms), 5);
 	cr_expect_str_eq(pw_modeset_protected(ms, 0)->pattern, ".git/hooks");
-	cr_expect_str_eq(pw_modeset_protected(ms, 2)->pattern, ".piworkfs");
+	cr_expect_str_eq(pw_modeset_protected(ms, 2)->pattern, "/.piworkfs");
 	cr_expect_str_eq(pw_modeset_protected(ms, 3)->pattern, "deploy/**");
 	cr_expect_str_eq(pw_modeset_protected(ms, 4)->pattern, "release/**");
 	cr_assert_eq(pw_modeset_token_count(ms), 2);

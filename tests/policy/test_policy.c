@@ -141,7 +141,7 @@ static const expect design_rows[] = {
 	NO(".git/hooks", true, EACCES, PW_REASON_PROTECTED, ".git/hooks"),
 	NO(".git/hooks/pre-commit", false, EACCES, PW_REASON_PROTECTED, ".git/hooks"),
 	NO(".git/objects/ab", false, EACCES, PW_REASON_NO_ALLOW, NULL),
-	NO(".piworkfs/config.yaml", false, EACCES, PW_REASON_PROTECTED, ".piworkfs"),
+	NO(".piworkfs/config.yaml", false, EACCES, PW_REASON_PROTECTED, "/.piworkfs"),
 };
 
 static const expect build_rows[] = {
@@ -157,8 +157,8 @@ static const expect build_rows[] = {
 	NO(".git/hooks/pre-commit", false, EACCES, PW_REASON_PROTECTED, ".git/hooks"),
 	OK(".git/objects/ab", false, "**"),
 	OK(".git", true, "**"),
-	NO(".piworkfs", true, EACCES, PW_REASON_PROTECTED, ".piworkfs"),
-	NO(".piworkfs/config.yaml", false, EACCES, PW_REASON_PROTECTED, ".piworkfs"),
+	NO(".piworkfs", true, EACCES, PW_REASON_PROTECTED, "/.piworkfs"),
+	NO(".piworkfs/config.yaml", false, EACCES, PW_REASON_PROTECTED, "/.piworkfs"),
 	OK(".piworkfsx", false, "**"),
 };
 
@@ -214,7 +214,7 @@ Test(bundled, deciding_rule_carries_its_origin)
 {
 	pw_modeset *ms = load(SOURCE_MODES, TOKENS, NULL, false);
 	pw_policy *p = compile(ms, "design");
-	static const char *const rules[] = { ".git/hooks", ".git/config", ".piworkfs",
+	static const char *const rules[] = { ".git/hooks", ".git/config", "/.piworkfs",
 					     "docs/design/**", "docs/design/", "tokens/colors.json",
 					     "src/theme.css" };
 	pw_decision d;
@@ -424,12 +424,81 @@ Test(trust, trusted_project_decisions)
 	check_one(plan, &(expect)TOKEN("theme.css", "theme.css"));
 	check_one(plan, &(expect)NO("src/a.c", false, EACCES, PW_REASON_NO_ALLOW, NULL));
 	check_one(plan, &(expect)NO(".piworkfs/config.yaml", false, EACCES, PW_REASON_PROTECTED,
-				    ".piworkfs"));
+				    "/.piworkfs"));
 	check_one(design, &(expect)OK("src/a.c", false, "src/**"));
 	check_one(design, &(expect)NO("docs/design/x.md", false, EACCES, PW_REASON_NO_ALLOW, NULL));
 	pw_policy_unref(build);
 	pw_policy_unref(lint);
 	pw_policy_unref(plan);
+	pw_policy_unref(design);
+	pw_modeset_free(ms);
+}
+
+/* ---- gitignore's glob semantics, as decisions ----------------------------------------- */
+
+#define GLOBS FIXTURES "/globs-global"
+
+/*
+ * globs-global: config.yaml protects "*.pem" and declares the token "theme.css"; the mode
+ * globs allows "tests/" "**" and "/top.txt", denies "*.log" and "gen/", hides ".env".
+ * A pattern without a slash names a file at any depth; "tests/" "**" lets `tests` itself be
+ * made as a directory. Deny beats allow, protected beats both.
+ */
+Test(globs, patterns_without_a_slash_match_at_any_depth)
+{
+	pw_modeset *ms = load(SOURCE_MODES, GLOBS, NULL, false);
+	pw_policy *globs = compile(ms, "globs"), *build = compile(ms, "build");
+	pw_policy *design = compile(ms, "design");
+	static const expect globs_rows[] = {
+		OK("tests", true, "tests/**"),
+		NO("tests", false, EACCES, PW_REASON_NO_ALLOW, NULL),
+		OK("tests/a/b.c", false, "tests/**"),
+		NO("lib/tests", true, EACCES, PW_REASON_NO_ALLOW, NULL),
+		NO("lib/tests/a.c", false, EACCES, PW_REASON_NO_ALLOW, NULL),
+		NO("tests/sub/b.pem", false, EACCES, PW_REASON_PROTECTED, "*.pem"),
+		NO("tests/keys.pem/x", false, EACCES, PW_REASON_PROTECTED, "*.pem"),
+		NO("tests/x.log", false, EACCES, PW_REASON_DENY_RULE, "*.log"),
+		NO("tests/a/b/x.log", false, EACCES, PW_REASON_DENY_RULE, "*.log"),
+		NO("tests/gen", true, EACCES, PW_REASON_DENY_RULE, "gen/"),
+		NO("tests/gen/x.c", false, EACCES, PW_REASON_DENY_RULE, "gen/"),
+		OK("tests/gen", false, "tests/**"), /* "gen/" names directories only */
+		OK("top.txt", false, "/top.txt"),
+	};
+	static const expect build_rows3[] = {
+		NO("a.pem", false, EACCES, PW_REASON_PROTECTED, "*.pem"),
+		NO("sub/b.pem", false, EACCES, PW_REASON_PROTECTED, "*.pem"),
+		NO("a/b/c/d.pem", false, EACCES, PW_REASON_PROTECTED, "*.pem"),
+		OK("a/b/pem", false, "**"),
+		OK("sub/.piworkfs/x", false, "**"), /* the built-in /.piworkfs is anchored */
+	};
+	pw_decision d;
+
+	check_table(globs, globs_rows, ELEMENTSOF(globs_rows));
+	pw_policy_decide(globs, PW_OP_CREATE, "lib/top.txt", false, &d);
+	cr_expect_eq(d.reason, PW_REASON_NO_ALLOW, "an anchored pattern matches at the root only");
+	check_table(build, build_rows3, ELEMENTSOF(build_rows3));
+	check_one(design, &(expect)TOKEN("web/theme.css", "theme.css"));
+	check_one(design, &(expect)TOKEN("theme.css", "theme.css"));
+
+	/* Hidden at any depth, for every operation. */
+	for (size_t i = 0; i < 3; i++) {
+		static const char *const hidden[] = { ".env", "tests/.env", "a/b/.env/c" };
+
+		cr_expect(pw_policy_is_hidden(globs, hidden[i], false), "%s", hidden[i]);
+		pw_policy_decide(globs, PW_OP_READ, hidden[i], false, &d);
+		cr_expect_eq(d.err, ENOENT, "%s", hidden[i]);
+	}
+	cr_expect_not(pw_policy_is_hidden(globs, "tests/.envrc", false));
+
+	/* Moving a directory: a name rule moves with the names, so it does not pin the tree;
+	 * a directory that such a rule matches is itself refused. */
+	cr_expect(pw_policy_may_write_tree(build, "src", &d));
+	cr_expect_not(pw_policy_may_write_tree(build, "a/keys.pem", &d));
+	cr_expect_eq(d.reason, PW_REASON_PROTECTED);
+	cr_expect(pw_policy_may_write_tree(globs, "tests/a", &d));
+	cr_expect_not(pw_policy_may_write_tree(globs, "tests/gen", &d));
+	pw_policy_unref(globs);
+	pw_policy_unref(build);
 	pw_policy_unref(design);
 	pw_modeset_free(ms);
 }
