@@ -4,10 +4,13 @@
  * through (deny()): it counts the denial, queues an audit event (never blocking), and
  * returns the errno the operation fails with.
  */
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "audit.h"
 #include "fs_internal.h"
@@ -325,12 +328,71 @@ static void strip_write_bits(struct stat *st)
 	st->st_mode &= ~(mode_t)(S_IWUSR | S_IWGRP | S_IWOTH);
 }
 
+/*
+ * A directory's link count counts its subdirectories (each one's '..'), so a hidden
+ * subdirectory would still show: `stat` would tell that a directory holds more than it
+ * lists. The count is lowered by the subdirectories of DIRPATH the policy hides (or whose
+ * path cannot be named, which listings leave out too), listed afresh through a descriptor
+ * of the directory ST describes. A directory with no subdirectory at all (2) or one whose
+ * filesystem does not count them (1) needs nothing. When the directory cannot be listed
+ * (no read permission, or its name now leads elsewhere) the count becomes 1, what a
+ * filesystem that does not count subdirectories reports: it then tells nothing.
+ */
+static void hide_subdir_links(pw_fs *fs, const pw_policy *p, const char *dirpath,
+			      struct stat *st)
+{
+	int fd = pw_openat_beneath(fs, dirpath, O_RDONLY | O_DIRECTORY, 0);
+	struct stat own;
+	if (fd >= 0 && (fstat(fd, &own) < 0 || own.st_dev != st->st_dev ||
+			own.st_ino != st->st_ino)) {
+		close(fd);
+		fd = -1;
+	}
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		st->st_nlink = 1;
+		return;
+	}
+	nlink_t hidden = 0;
+	for (struct dirent *de; (errno = 0, de = readdir(d));) {
+		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		bool is_dir = de->d_type == DT_DIR;
+		if (de->d_type == DT_UNKNOWN) {
+			struct stat cst;
+			is_dir = fstatat(dirfd(d), de->d_name, &cst, AT_SYMLINK_NOFOLLOW) == 0 &&
+				 S_ISDIR(cst.st_mode);
+		}
+		if (!is_dir)
+			continue;
+		char path[PW_PATH_MAX];
+		int n = dirpath[0] ? snprintf(path, sizeof(path), "%s/%s", dirpath, de->d_name)
+				   : snprintf(path, sizeof(path), "%s", de->d_name);
+		if (n < 0 || (size_t)n >= sizeof(path) || pw_policy_is_hidden(p, path, true))
+			hidden++;
+	}
+	if (errno != 0)
+		st->st_nlink = 1;
+	else
+		st->st_nlink = st->st_nlink - hidden >= 2 ? st->st_nlink - hidden : 2;
+	closedir(d);
+}
+
+/* Does ST's link count need hide_subdir_links under P? */
+static bool counts_hidden_subdirs(const pw_policy *p, const struct stat *st)
+{
+	return S_ISDIR(st->st_mode) && st->st_nlink > 2 && pw_policy_has_hide_rules(p);
+}
+
 void pw_truthful_attr(pw_fs *fs, pw_inode *n, struct stat *st)
 {
 	pw_policy *p = pw_fs_policy_get(fs, NULL);
-	if (pw_policy_writes_nothing(p)) {
+	bool nothing = pw_policy_writes_nothing(p), links = counts_hidden_subdirs(p, st);
+	if (nothing)
 		strip_write_bits(st);
-	} else {
+	if (!nothing || links) {
 		/* A file no longer in the tree (unlinked while open: no path, -ENOENT) may be
 		 * written as pw_check_node_ex decides, so its bits stay; any other failure to
 		 * name it fails closed. */
@@ -339,6 +401,10 @@ void pw_truthful_attr(pw_fs *fs, pw_inode *n, struct stat *st)
 		if ((r < 0 && r != -ENOENT) ||
 		    (r == 0 && !pw_policy_may_write(p, path, S_ISDIR(st->st_mode))))
 			strip_write_bits(st);
+		if (links && r == 0)
+			hide_subdir_links(fs, p, path, st);
+		else if (links)
+			st->st_nlink = 1; /* unnamed: its subdirectories cannot be judged */
 	}
 	pw_policy_unref(p);
 }
@@ -346,13 +412,18 @@ void pw_truthful_attr(pw_fs *fs, pw_inode *n, struct stat *st)
 void pw_truthful_attr_child(pw_fs *fs, pw_inode *parent, const char *name, struct stat *st)
 {
 	pw_policy *p = pw_fs_policy_get(fs, NULL);
-	if (pw_policy_writes_nothing(p)) {
+	bool nothing = pw_policy_writes_nothing(p), links = counts_hidden_subdirs(p, st);
+	if (nothing)
 		strip_write_bits(st);
-	} else {
+	if (!nothing || links) {
 		char path[PW_PATH_MAX];
-		if (pw_path_child(fs, parent, name, path) < 0 ||
-		    !pw_policy_may_write(p, path, S_ISDIR(st->st_mode)))
+		int r = pw_path_child(fs, parent, name, path);
+		if (r < 0 || !pw_policy_may_write(p, path, S_ISDIR(st->st_mode)))
 			strip_write_bits(st);
+		if (links && r == 0)
+			hide_subdir_links(fs, p, path, st);
+		else if (links)
+			st->st_nlink = 1;
 	}
 	pw_policy_unref(p);
 }

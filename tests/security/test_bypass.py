@@ -62,6 +62,37 @@ class DirectoryMoves(harness.MountCase):
         self.assertTrue(os.path.exists(os.path.join(self.project, "fine", "x.c")))
 
 
+class HiddenDirectoryCounts(harness.MountCase):
+    """A directory's link count counts its subdirectories: a hidden one must not show.
+
+        d1/{a,b,c,secret}/    secret hidden (a project mode rule: **/secret)
+        d2/{a,secret}/
+        secret/               at the root too
+    """
+
+    def subdirs(self, path):
+        return sum(1 for e in os.scandir(path) if e.is_dir(follow_symlinks=False))
+
+    def test_link_counts_leave_hidden_subdirectories_out(self):
+        for d in ("d1/a", "d1/b", "d1/c", "d1/secret", "d2/a", "d2/secret", "secret"):
+            os.makedirs(os.path.join(self.project, d))
+        project_mode(self.project, "build",
+                     "---\nname: build\nhide: [\"**/secret\"]\n---\nHide secrets.\n")
+        v = self.mount("build")
+        # Through LOOKUP and GETATTR first, then through READDIRPLUS: d2's attributes
+        # come with the listing of the root.
+        self.assertEqual(os.stat(v.path("d1")).st_nlink, 2 + 3)
+        self.assertEqual(self.subdirs(v.path("d1")), 3)
+        self.assertEqual(os.stat(v.path()).st_nlink, 2 + self.subdirs(v.path()))
+        self.assertEqual(os.stat(v.path("d2")).st_nlink, 2 + 1)
+        self.assertEqual(os.stat(os.path.join(self.project, "d2")).st_nlink, 2 + 2)
+        # A mode without the rule counts them again (the switch drops cached attributes).
+        self.set_mode(v, "plan")
+        self.assertEqual(os.stat(v.path("d1")).st_nlink, 2 + 4)
+        self.assertEqual(os.stat(v.path("d2")).st_nlink, 2 + 2)
+        self.assertEqual(os.stat(v.path()).st_nlink, 2 + self.subdirs(v.path()))
+
+
 class HardLinks(harness.MountCase):
     def link_outside(self):
         """docs/design/m is a second name of src/a.c, made on the backing tree."""
