@@ -1,0 +1,488 @@
+// SPDX-License-Identifier: MIT
+/*
+ * piworkfs for Pi: the agent knows its mode.
+ *
+ * The view enforces the mode at the filesystem for every process; this extension tells the
+ * agent about it, through the view's control socket (docs/PROTOCOL.md):
+ *
+ *   before_agent_start  the mode's body in the system prompt under one authoritative header,
+ *                       and a hidden announcement with the policy's real rules
+ *   context             exactly one announcement, the current one, in every model request
+ *                       (a switch between two tool calls is announced in the next request)
+ *   tool_call           bash.check before a bash command runs: a certain refusal blocks it
+ *   tool_result         one line per refused path: mode, rule, what is writable, how on
+ *   /mode, alt+m        list modes and tighten; the footer and its detail level
+ *
+ * Outside a view every handler returns nothing: Pi behaves as without the extension. The
+ * extension never loosens the mode: /mode switches through a restricted (agent) socket, so
+ * the daemon itself refuses a loosening, on a bare view as inside `piworkfs run`.
+ *
+ * Type imports only: the same file loads in @earendil-works/pi-coding-agent 1.x and in
+ * @mariozechner/pi-coding-agent 0.73 (Pi strips the types with jiti).
+ */
+import type { ExtensionAPI } from "@earendil-works/pi-coding-agent";
+
+import { ANNOUNCEMENT_TYPE, filterContext } from "./src/context.ts";
+import { type PiConfig, loadConfig } from "./src/config.ts";
+import { projectCwd, toProjectPath } from "./src/paths.ts";
+import { lineage } from "./src/procs.ts";
+import { candidatePaths, errorKinds } from "./src/refusals.ts";
+import { Connection, RPC_REFUSED, RPC_UNKNOWN_MODE, RpcError, type Notification, callOnce } from "./src/rpc.ts";
+import {
+	FOOTER_LEVELS,
+	type BashResult,
+	type ModeInfo,
+	type Policy,
+	type ProceedHint,
+	type Refusal,
+	announcement,
+	appendToContent,
+	bashBlockReason,
+	bashWarnLine,
+	certainRefusals,
+	footerText,
+	loosenText,
+	modeList,
+	moreLine,
+	rankModes,
+	refusalLine,
+	switchAnnouncement,
+	systemSection,
+	writableText,
+} from "./src/text.ts";
+import { type FoundView, findView } from "./src/view.ts";
+
+const STATUS_KEY = "piworkfs";
+const SHORTCUT = "alt+m";
+const MAX_LINES = 8; // refused paths explained per tool result
+const DENIALS_KEPT = 512;
+const SETTLE_MS = 1500; // at most, waiting for the audit writer's denied events
+
+type Denial = { seq: number; ev: any; ours: "self" | "descendant" };
+
+type ModeState = { mode: string; generation: number; body: string | null; policy: Policy };
+
+type CallStart = { seq: number; state: ModeState; warn?: string };
+
+/* One copy per Pi process: `piworkfs run -- pi` adds `-e` with the installed extension, and
+ * the person may have installed it too (`pi install`). The first copy loaded claims the
+ * process; the claim is released at session_shutdown, which Pi emits before it loads the
+ * extensions again (/reload, /new, /resume, /fork). */
+const CLAIM = Symbol.for("piworkfs.pi.extension");
+
+export default function piworkfs(pi: ExtensionAPI) {
+	const g = globalThis as any;
+	if (g[CLAIM]) return;
+	g[CLAIM] = true;
+
+	let view: FoundView | null = null;
+	let conn: Connection | null = null; // requests
+	let sub: Connection | null = null; // subscription: mode.changed, denied
+	let subAudit = false;
+	let project: string | null = null; // the backing project (status.project)
+	let viewRoot: string | null = null; // the project as Pi sees it
+	let roots: string[] = [];
+	let cwd = process.cwd();
+	let state: ModeState | null = null;
+	let prompt: { mode: string; body: string | null } | null = null; // in the system prompt
+	let config: PiConfig = { bash: "block", warning: null };
+	let footerLevel = 0;
+	let uiCtx: any = null;
+	let denials: Denial[] = [];
+	let seq = 0;
+	const calls = new Map<string, CallStart>();
+	const policies = new Map<string, Policy>(); // by mode name, valid for one generation
+	let policiesGen = -1;
+	let warned = false;
+
+	// ---- the connection -----------------------------------------------------------
+
+	async function request(method: string, params?: Record<string, unknown>, timeoutMs = 3000): Promise<any> {
+		if (!view) throw new RpcError(0, "not in a view");
+		if (!conn || conn.isClosed) conn = new Connection(view.socket, timeoutMs);
+		conn.unref();
+		return conn.call(method, params, timeoutMs);
+	}
+
+	function setState(r: any): ModeState {
+		state = { mode: r.mode, generation: r.generation, body: r.body ?? null, policy: r.policy };
+		if (policiesGen !== r.generation) {
+			policies.clear();
+			policiesGen = r.generation;
+		}
+		policies.set(r.mode, r.policy);
+		updateFooter();
+		return state;
+	}
+
+	/** The active mode, fresh: one mode.get per call (a local round trip), the body only
+	 * when the generation moved. The daemon is the truth; the subscription only makes the
+	 * footer immediate. */
+	async function refresh(): Promise<ModeState | null> {
+		if (!view) return null;
+		try {
+			const r = await request("mode.get", {});
+			if (state && r.generation === state.generation && r.mode === state.mode) return state;
+			return setState(await request("mode.get", { body: true }));
+		} catch (e: any) {
+			warnOnce(`piworkfs: the view's control socket did not answer (${e.message}); the mode is not shown to the agent`);
+			return state;
+		}
+	}
+
+	function subscribe(): void {
+		if (!view || (sub && !sub.isClosed)) return;
+		const s = new Connection(view.socket, 3000);
+		sub = s;
+		s.unref();
+		s.onNotification = onNotification;
+		s.call("subscribe", { events: ["mode.changed", "denied"] })
+			.then((r: any) => {
+				subAudit = !!r?.audit;
+			})
+			.catch(() => s.close());
+	}
+
+	function onNotification(n: Notification): void {
+		if (n.method === "mode.changed") {
+			// The footer at once; the state (and the body) from the daemon.
+			if (state && n.params?.to) {
+				const known = policies.get(n.params.to);
+				if (known && n.params.from !== n.params.to) state = { ...state, mode: n.params.to, policy: known, generation: -1 };
+				updateFooter(n.params.to);
+			}
+			void refresh();
+		} else if (n.method === "denied") {
+			// Placed now, while the process is most likely alive (procs.ts).
+			const who = lineage(Number(n.params?.pid));
+			if (who === "other") return;
+			denials.push({ seq: ++seq, ev: n.params, ours: who });
+			if (denials.length > DENIALS_KEPT) denials = denials.slice(-DENIALS_KEPT);
+		}
+	}
+
+	/** Waits until every denial the daemon recorded so far has reached the subscription:
+	 * the audit writer posts an event before counting it written, and the daemon answers a
+	 * request before it sends the events posted meanwhile, so once written + dropped covers
+	 * what was submitted, one more round trip on the subscription brings them all. */
+	async function settleDenials(): Promise<void> {
+		if (!sub || sub.isClosed || !subAudit) return;
+		const until = Date.now() + SETTLE_MS;
+		try {
+			let st = await sub.call("status", undefined, SETTLE_MS);
+			const target = st?.audit?.submitted ?? 0;
+			let wait = 5;
+			while (st?.audit && st.audit.written + st.audit.dropped < target && Date.now() < until) {
+				await new Promise((r) => setTimeout(r, wait));
+				wait = Math.min(wait * 2, 100);
+				st = await sub.call("status", undefined, SETTLE_MS);
+			}
+			await sub.call("status", undefined, SETTLE_MS);
+		} catch {
+			/* explain from the output and check alone */
+		}
+	}
+
+	function warnOnce(msg: string): void {
+		if (warned) return;
+		warned = true;
+		if (uiCtx?.hasUI) uiCtx.ui.notify(msg, "warning");
+	}
+
+	// ---- output to the person -------------------------------------------------------
+
+	function updateFooter(name?: string): void {
+		if (!uiCtx?.hasUI) return;
+		let p = state?.policy ?? null;
+		if (p && name && p.mode !== name) p = { ...p, mode: name };
+		uiCtx.ui.setStatus(STATUS_KEY, footerText(p, footerLevel));
+	}
+
+	/** Text for the person: a notification with a UI; without one (print, JSON modes) a
+	 * line on stdout in print mode and on stderr in JSON mode (stdout is the event
+	 * stream there). */
+	function say(ctx: any, text: string, level: "info" | "warning" | "error" = "info"): void {
+		if (ctx?.hasUI) {
+			ctx.ui.notify(text, level);
+			return;
+		}
+		const argv = process.argv.join(" ");
+		const json = ctx?.mode === "json" || ctx?.mode === "rpc" || /--mode(=|\s+)(json|rpc)\b/.test(argv);
+		(json ? process.stderr : process.stdout).write(text + "\n");
+	}
+
+	// ---- lifecycle ------------------------------------------------------------------
+
+	async function start(ctx: any): Promise<void> {
+		uiCtx = ctx;
+		cwd = ctx?.cwd ?? process.cwd();
+		view = findView(cwd);
+		if (!view) return;
+		try {
+			const st = await request("status");
+			project = st.project;
+			viewRoot = view.mountpoint ?? st.project;
+			roots = [viewRoot!, st.project].filter(Boolean);
+			setState(await request("mode.get", { body: true }));
+		} catch (e: any) {
+			// A view whose daemon does not answer: say so once, then stay out of the way.
+			warnOnce(`piworkfs: ${view.socket}: ${e.message}`);
+			stop();
+			return;
+		}
+		config = loadConfig(viewRoot!);
+		if (config.warning && ctx?.hasUI) ctx.ui.notify(`piworkfs: ${config.warning}`, "warning");
+		subscribe();
+	}
+
+	function stop(): void {
+		conn?.close();
+		sub?.close();
+		conn = sub = null;
+		view = null;
+		state = null;
+		prompt = null;
+		denials = [];
+		calls.clear();
+	}
+
+	pi.on("session_start", async (_event: any, ctx: any) => {
+		stop();
+		await start(ctx);
+	});
+
+	pi.on("session_shutdown", async () => {
+		if (uiCtx?.hasUI) uiCtx.ui.setStatus(STATUS_KEY, undefined);
+		stop();
+		g[CLAIM] = false;
+	});
+
+	// ---- the mode, every turn -------------------------------------------------------
+
+	pi.on("before_agent_start", async (event: any, ctx: any) => {
+		uiCtx = ctx;
+		if (!view) return undefined;
+		subscribe();
+		const s = await refresh();
+		if (!s) return undefined;
+		prompt = { mode: s.mode, body: s.body };
+		return {
+			systemPrompt: `${event.systemPrompt}\n\n${systemSection(s.mode, s.body)}`,
+			message: { customType: ANNOUNCEMENT_TYPE, content: announcement(s.policy), display: false, details: { mode: s.mode } },
+		};
+	});
+
+	/** The announcement the next request must carry. */
+	function currentAnnouncement(s: ModeState): string {
+		if (!prompt || (prompt.mode === s.mode && prompt.body === s.body)) return announcement(s.policy);
+		return switchAnnouncement(s.policy, s.body, prompt.mode);
+	}
+
+	pi.on("context", async (event: any) => {
+		if (!view) return undefined;
+		const s = await refresh();
+		if (!s) return undefined;
+		const messages = filterContext(event.messages, currentAnnouncement(s), Date.now());
+		return messages ? { messages } : undefined;
+	});
+
+	// ---- shell commands, checked before they run ------------------------------------
+
+	pi.on("tool_call", async (event: any, ctx: any) => {
+		if (!view) return undefined;
+		const s = state ?? (await refresh());
+		if (!s) return undefined;
+		const call: CallStart = { seq, state: s };
+		calls.set(event.toolCallId, call);
+		if (event.toolName !== "bash" || config.bash === "off" || typeof event.input?.command !== "string") return undefined;
+		const rel = projectCwd(ctx?.cwd ?? cwd, roots);
+		if (rel === null) return undefined; // Pi works outside the project: nothing to say
+		let r: BashResult;
+		try {
+			r = await request("bash.check", { command: event.input.command, cwd: rel });
+		} catch {
+			return undefined; // no verdict: the command runs and the filesystem decides
+		}
+		const refused = certainRefusals(r);
+		if (!refused.length) return undefined;
+		const mode = r.mode ?? s.mode;
+		const writable = writableText((await policyOf(mode)) ?? s.policy);
+		const hints = await proceedHints(refused.map((t) => t.path!), mode);
+		if (config.bash === "warn") {
+			call.warn = bashWarnLine(refused, mode);
+			return undefined;
+		}
+		return { block: true, reason: bashBlockReason(refused, mode, writable, (p) => hints.get(p) ?? { mode: null }, project) };
+	});
+
+	async function policyOf(mode: string): Promise<Policy | null> {
+		if (state && policiesGen !== state.generation) policies.clear();
+		const known = policies.get(mode);
+		if (known) return known;
+		try {
+			const p = await request("allowed", { mode });
+			policies.set(mode, p);
+			return p;
+		} catch {
+			return null;
+		}
+	}
+
+	/** For each refused path, the narrowest mode that would allow it (see rankModes). */
+	async function proceedHints(paths: string[], current: string): Promise<Map<string, ProceedHint>> {
+		const out = new Map<string, ProceedHint>();
+		let ranked: string[];
+		try {
+			const ml = await request("modes.list");
+			ranked = rankModes(ml.modes as ModeInfo[]).filter((m) => m !== current);
+		} catch {
+			return out;
+		}
+		let left = [...new Set(paths)];
+		for (const m of ranked) {
+			if (!left.length) break;
+			try {
+				const r = await request("check", { paths: left, mode: m });
+				for (const d of r.decisions) if (d.decision === "allowed") out.set(d.path, { mode: m });
+				const done = new Set(r.decisions.filter((d: any) => d.decision === "allowed").map((d: any) => d.path));
+				left = left.filter((p) => !done.has(p));
+			} catch {
+				/* that mode cannot be compiled: skip it */
+			}
+		}
+		return out;
+	}
+
+	// ---- every refusal explained ----------------------------------------------------
+
+	pi.on("tool_result", async (event: any, ctx: any) => {
+		if (!view) return undefined;
+		const call = calls.get(event.toolCallId);
+		calls.delete(event.toolCallId);
+		const text = (event.content ?? []).map((c: any) => (c?.type === "text" ? c.text : "")).join("\n");
+		const kinds = errorKinds(text);
+		const extra: string[] = [];
+		if (call?.warn) extra.push(call.warn);
+		if (!kinds.write && !kinds.read) return extra.length ? { content: appendToContent(event.content, extra) } : undefined;
+
+		const s = call?.state ?? state;
+		if (!s) return undefined;
+		const here = ctx?.cwd ?? cwd;
+		const refusals = new Map<string, Refusal>();
+
+		// 1. The daemon's own record: denials of Pi's processes during this call.
+		if (kinds.write || kinds.read) await settleDenials();
+		const mine = denials.filter((d) => d.seq > (call?.seq ?? seq));
+		const inputPath = typeof event.input?.path === "string" ? toProjectPath(event.input.path, here, roots) : null;
+		for (const d of mine) {
+			const ev = d.ev;
+			// A bash command's denials come from its processes; Pi's own tools write from
+			// Pi itself, and then only the tool's own path counts.
+			if (event.toolName === "bash" ? d.ours !== "descendant" : ev.path !== inputPath) continue;
+			if (!refusals.has(ev.path))
+				refusals.set(ev.path, { path: ev.path, op: ev.op, errno: ev.errno, reason: ev.reason, mode: ev.mode, rule: ev.rule ?? null });
+		}
+
+		// 2. The paths the tool and its output name, decided by `check` in the mode of the call.
+		const cands = candidatePaths(text);
+		if (inputPath && kinds.write) cands.unshift({ path: event.input.path, kind: "write" });
+		const byKind: Record<string, Set<string>> = { write: new Set(), read: new Set() };
+		for (const c of cands) {
+			const rel = toProjectPath(c.path, here, roots);
+			if (rel !== null && rel !== "." && !refusals.has(rel)) byKind[c.kind].add(rel);
+		}
+		for (const op of ["write", "read"] as const) {
+			const paths = [...byKind[op]].slice(0, 64);
+			if (!paths.length) continue;
+			try {
+				const r = await request("check", { paths, op, mode: s.mode });
+				for (const d of r.decisions) {
+					if (d.decision !== "denied" || refusals.has(d.path)) continue;
+					if (op === "read" && d.reason !== "hidden") continue;
+					refusals.set(d.path, { path: d.path, op: op === "write" ? (event.toolName === "edit" ? "write" : d.op) : "read", errno: d.errno, reason: d.reason, mode: s.mode, rule: d.rule ?? null, message: d.message });
+				}
+			} catch {
+				/* the daemon did not answer: no explanation rather than a wrong one */
+			}
+		}
+		if (!refusals.size) return extra.length ? { content: appendToContent(event.content, extra) } : undefined;
+
+		const all = [...refusals.values()];
+		const shown = all.slice(0, MAX_LINES);
+		const lines: string[] = [];
+		const byMode = new Map<string, Refusal[]>();
+		for (const r of shown) byMode.set(r.mode ?? s.mode, [...(byMode.get(r.mode ?? s.mode) ?? []), r]);
+		for (const [mode, rs] of byMode) {
+			const pol = (mode === s.mode ? s.policy : await policyOf(mode)) ?? s.policy;
+			const hints = await proceedHints(rs.filter((r) => r.reason !== "hidden").map((r) => r.path), mode);
+			for (const r of rs) lines.push(refusalLine(r, writableText(pol), hints.get(r.path) ?? { mode: null }, project));
+		}
+		if (all.length > shown.length) lines.push(moreLine(all.length - shown.length));
+		return { content: appendToContent(event.content, [...extra, ...lines]) };
+	});
+
+	// ---- /mode and the footer -------------------------------------------------------
+
+	pi.registerCommand("mode", {
+		description: "piworkfs: list the modes, or switch to a stricter one (/mode NAME)",
+		handler: async (args: string, ctx: any) => {
+			uiCtx = ctx;
+			if (!view) await start(ctx);
+			if (!view) {
+				say(ctx, "piworkfs: Pi does not work in a piworkfs view (no view contains its working directory).", "warning");
+				return;
+			}
+			const name = (args ?? "").trim();
+			const s = await refresh();
+			if (!s) {
+				say(ctx, "piworkfs: the view's control socket does not answer.", "error");
+				return;
+			}
+			if (!name) {
+				try {
+					const ml = await request("modes.list");
+					const pols = new Map<string, Policy>();
+					for (const m of ml.modes as ModeInfo[]) {
+						const p = await policyOf(m.name);
+						if (p) pols.set(m.name, p);
+					}
+					say(ctx, modeList(ml.modes, pols, s.mode));
+				} catch (e: any) {
+					say(ctx, `piworkfs: ${e.message}`, "error");
+				}
+				return;
+			}
+			if (name === s.mode) {
+				say(ctx, `piworkfs: already in mode ${name}.`);
+				return;
+			}
+			await tighten(ctx, s.mode, name);
+		},
+	});
+
+	/** Switches through a restricted socket, so the daemon refuses a loosening whatever
+	 * socket Pi found: inside `run` the agent socket itself; on a bare view the view's
+	 * agent socket (agent.open), never the operator socket's full authority. */
+	async function tighten(ctx: any, from: string, to: string): Promise<void> {
+		let agentSocket = view!.agent ? view!.socket : null;
+		try {
+			if (!agentSocket) agentSocket = (await request("agent.open")).socket;
+			const r = await callOnce(agentSocket!, "mode.set", { mode: to });
+			setState(await request("mode.get", { body: true }));
+			say(ctx, `piworkfs: switched from ${r.previous ?? from} to ${r.mode}. ${announcement(r.policy)}`);
+		} catch (e: any) {
+			if (e instanceof RpcError && e.code === RPC_REFUSED) say(ctx, `piworkfs: ${loosenText(from, to, view!.mountpoint, view!.agent)}`, "warning");
+			else if (e instanceof RpcError && e.code === RPC_UNKNOWN_MODE) say(ctx, `piworkfs: no mode ${to}; /mode lists them.`, "error");
+			else say(ctx, `piworkfs: ${e.message}`, "error");
+		}
+	}
+
+	pi.registerShortcut(SHORTCUT as any, {
+		description: "piworkfs: cycle the footer's detail (mode, mode and writable paths, hidden)",
+		handler: async (ctx: any) => {
+			uiCtx = ctx;
+			footerLevel = (footerLevel + 1) % FOOTER_LEVELS;
+			updateFooter();
+		},
+	});
+}
