@@ -183,6 +183,12 @@ void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_
 		  const char *newname, unsigned int flags)
 {
 	PW_REQ_BEGIN(req);
+	/* RENAME_WHITEOUT leaves a character device 0:0 at the old name (for overlayfs): a
+	 * device node in the backing tree, made with the daemon's CAP_MKNOD when it runs as
+	 * root, for a view that is no overlay layer. Refused in every mode, as a filesystem
+	 * without whiteouts refuses it; only NOREPLACE and EXCHANGE pass through. */
+	if (flags & ~(unsigned int)(RENAME_NOREPLACE | RENAME_EXCHANGE))
+		PW_REPLY_ERR(req, EINVAL);
 	pw_inode *parent = pw_inode_get(fs, parent_ino);
 	pw_inode *np = pw_inode_get(fs, np_ino);
 	int r = check_name(newname);
