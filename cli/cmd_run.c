@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -89,6 +90,51 @@ static int parse(int argc, char **argv, run_args *a)
 	return PW_EXIT_OK;
 }
 
+/*
+ * `piworkfs run -- pi` loads the Pi extension (integrations/pi, README "Pi") with nothing
+ * for the person to configure: when COMMAND's name is `pi`, `-e DIR` goes right after it.
+ * DIR is $PIWORKFS_PI_EXTENSION (set and empty: add nothing), else the installed copy, else
+ * the source tree's (running from the build directory). Loading it twice is harmless: when
+ * the person installed it too, the first copy Pi loads claims the process.
+ */
+static const char *pi_extension_dir(void)
+{
+	const char *env = getenv("PIWORKFS_PI_EXTENSION");
+	struct stat st;
+
+	if (env)
+		return env[0] ? env : NULL;
+	if (stat(PW_PI_EXTENSION_DIR "/index.ts", &st) == 0)
+		return PW_PI_EXTENSION_DIR;
+	if (stat(PW_SOURCE_PI_EXTENSION_DIR "/index.ts", &st) == 0)
+		return PW_SOURCE_PI_EXTENSION_DIR;
+	return NULL;
+}
+
+/* COMMAND with `-e DIR` after argv[0] when it is Pi; NULL when it stays as it is (the
+ * caller keeps COMMAND). The vector is malloc'd; its strings are borrowed. */
+static char **with_pi_extension(char **command)
+{
+	const char *name = strrchr(command[0], '/');
+	const char *dir = pi_extension_dir();
+	size_t n = 0;
+	char **v;
+
+	name = name ? name + 1 : command[0];
+	if (!streq(name, "pi") || !dir)
+		return NULL;
+	while (command[n])
+		n++;
+	v = calloc(n + 3, sizeof(*v));
+	if (!v)
+		return NULL;
+	v[0] = command[0];
+	v[1] = (char *)"-e";
+	v[2] = (char *)dir;
+	memcpy(v + 3, command + 1, n * sizeof(*v)); /* with the terminating NULL */
+	return v;
+}
+
 /* The project's backing directory: --project or the one around the current directory,
  * taken out of a view when it lies in one (the sandbox needs the real directory). */
 static int find_project(const char *opt, char **ret, char **ret_global, char **ret_bundled)
@@ -128,6 +174,7 @@ int cmd_run(int argc, char **argv)
 {
 	run_args a = { 0 };
 	_cleanup_free_ char *project = NULL, *cwd = NULL, *global_dir = NULL, *bundled_dir = NULL;
+	_cleanup_free_ char **pi_command = NULL;
 	pw_run_view view = { .daemon_fd = -1 };
 	pw_run_argv bw = { 0 };
 	int pipefd[2], r;
@@ -145,6 +192,10 @@ int cmd_run(int argc, char **argv)
 		cwd = strdup(project);
 	if (!cwd)
 		return PW_EXIT_SYSTEM;
+
+	pi_command = with_pi_extension(a.command);
+	if (pi_command)
+		a.command = pi_command;
 
 	r = pw_run_view_open(project, a.mode, &view);
 	if (r != PW_EXIT_OK)
