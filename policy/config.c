@@ -7,7 +7,8 @@
  *     tokens: [paths]      # the project's design token files
  *
  * Like mode files, every problem is reported with file:line:column and key; an error skips
- * the whole file, an unknown key is only a warning. Whether a project's design.tokens is
+ * the whole file (and modeset.c then fails every mode closed: a protection that cannot be
+ * read must not silently stop applying), an unknown key is only a warning. Whether a project's design.tokens is
  * honoured (trust) is decided by the caller, which gets the key's position for its warning.
  */
 #include <errno.h>

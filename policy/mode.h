@@ -29,7 +29,10 @@
  *     tokens: [paths]       # design token files; from a project, honoured only if trusted
  *
  * Loading never fails on bad input: a bad file is skipped with a warning naming
- * file:line:column and the key; other files still load.
+ * file:line:column and the key; other files still load. A skipped mode file breaks its mode;
+ * a skipped config.yaml (or an unreadable modes directory) breaks every mode, since the
+ * protections it holds are unknown: pw_modeset_mode_broken() is then true for every name,
+ * and a view fails closed in whatever mode it is in.
  */
 #pragma once
 
@@ -106,7 +109,8 @@ const pw_mode *pw_modeset_get(const pw_modeset *ms, size_t i); /* sorted by name
 const pw_mode *pw_modeset_find(const pw_modeset *ms, const char *name);
 size_t pw_modeset_warning_count(const pw_modeset *ms);
 const pw_warning *pw_modeset_warning(const pw_modeset *ms, size_t i);
-/* Warnings concerning one file (e.g. the active mode's); NULL-terminated by count. */
+/* Is mode NAME broken: an error in its file (in any layer), or one that breaks every mode (a
+ * config.yaml with errors)? *ret_w, when not NULL, gets the first such error. */
 bool pw_modeset_mode_broken(const pw_modeset *ms, const char *name, const pw_warning **ret_w);
 
 /* Protected and token rules, from defaults and configuration. */

@@ -14,7 +14,9 @@
 #include "mode.h"
 
 /* A growing list of warnings. Each records the mode it concerns (the file's stem for a mode
- * file, NULL for config files) so pw_modeset_mode_broken() can find them. */
+ * file, NULL for config files) so pw_modeset_mode_broken() can find them; an error recorded
+ * for PW_ALL_MODES breaks every mode (a config.yaml whose rules could not be read). */
+#define PW_ALL_MODES "*" /* never a valid mode name */
 typedef struct pw_warnings {
 	pw_warning *v;
 	char **mode; /* parallel to v */

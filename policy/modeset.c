@@ -13,7 +13,10 @@
  *
  * Loading fails only for lack of memory: a bad file is skipped with its errors recorded, and
  * the errors are keyed by the mode they concern so that the daemon can fail closed when the
- * active mode's file (in any layer) is broken.
+ * active mode's file (in any layer) is broken. A config.yaml with an error, or a modes
+ * directory that cannot be read, concerns every mode: the protected paths, tokens or deny
+ * and hide rules it holds are unknown, and dropping them would leave writable what the file
+ * protects. Its error is keyed PW_ALL_MODES, so every mode fails closed until it is fixed.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -170,8 +173,10 @@ static int list_mode_files(pw_modeset *ms, const char *dir, char ***ret, size_t 
 	if (!d) {
 		if (errno == ENOENT)
 			goto done;
-		r = pw_warnings_add(&ms->w, NULL, PW_ERROR, dir, 0, 0, NULL,
-				    "cannot read directory: %s", strerror(errno));
+		r = pw_warnings_add(&ms->w, PW_ALL_MODES, PW_ERROR, dir, 0, 0, NULL,
+				    "cannot read directory: %s; every mode fails closed until it "
+				    "can be read and the modes are reloaded",
+				    strerror(errno));
 		goto done;
 	}
 	while ((de = readdir(d))) {
@@ -279,15 +284,37 @@ static int add_defaults(pw_modeset *ms)
 	return 0;
 }
 
+/*
+ * FILE, a config.yaml, had errors (the warnings from FIRST on): none of its rules apply, and
+ * an error keyed PW_ALL_MODES says so, which fails every mode closed. It quotes the first
+ * error, so the reason a view gives for failing closed names the line to fix.
+ */
+static int config_broken(pw_modeset *ms, const char *file, size_t first)
+{
+	const pw_warning *e = NULL;
+
+	for (size_t i = first; i < ms->w.n && !e; i++)
+		if (ms->w.v[i].severity == PW_ERROR)
+			e = &ms->w.v[i];
+	return pw_warnings_add(&ms->w, PW_ALL_MODES, PW_ERROR, file, e ? e->line : 0,
+			       e ? e->column : 0, NULL,
+			       "the file has errors (first: %s%s%s), so none of its rules apply: "
+			       "every mode fails closed (nothing is writable) until it is fixed "
+			       "and reloaded",
+			       e && e->key ? e->key : "", e && e->key ? ": " : "",
+			       e ? e->message : "unknown");
+}
+
 /* Takes the rules of C (protected always; tokens only with authority). */
 static int load_config(pw_modeset *ms, const char *file, pw_layer layer, bool trusted)
 {
 	pw_config c = { 0 };
+	size_t first = ms->w.n;
 	int r;
 
 	r = pw_config_load(file, layer, &ms->w, &c);
 	if (r == -EINVAL)
-		return 0;
+		return config_broken(ms, file, first);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < c.n_protected && r >= 0; i++)
@@ -384,7 +411,8 @@ const pw_warning *pw_modeset_warning(const pw_modeset *ms, size_t i)
 bool pw_modeset_mode_broken(const pw_modeset *ms, const char *name, const pw_warning **ret_w)
 {
 	for (size_t i = 0; i < ms->w.n; i++) {
-		if (ms->w.v[i].severity != PW_ERROR || !streq_ptr(ms->w.mode[i], name))
+		if (ms->w.v[i].severity != PW_ERROR ||
+		    !(streq_ptr(ms->w.mode[i], name) || streq_ptr(ms->w.mode[i], PW_ALL_MODES)))
 			continue;
 		if (ret_w)
 			*ret_w = &ms->w.v[i];

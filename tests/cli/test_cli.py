@@ -438,6 +438,19 @@ class CheckTest(Base):
         self.assertEqual(json.loads(out)["files"],
                          ["README.md", "docs/design/a.md", "tokens/colors.json"])
 
+    def test_broken_config_fails_closed(self):
+        proj = self.copy_demo()
+        with open(os.path.join(proj, ".piworkfs", "config.yaml"), "w") as f:
+            f.write('protected: ["secrets/[x", "*.pem"]\n')
+        for mode in ["build", "off"]:
+            rc, out, err = self.run_pw("check", "--project", proj, "--mode", mode, "--json",
+                                       "src/main.c", "keys/a.pem")
+            self.assertEqual(rc, 1, out + err)
+            self.assertEqual([(d["decision"], d["errno"], d["reason"]) for d in json.loads(out)],
+                             [("denied", "EROFS", "fail-closed")] * 2)
+            self.assertIn("config.yaml", err)
+            self.assertIn("invalid glob", err)
+
     def test_project_not_a_directory(self):
         rc, out, err = self.run_pw("check", "--project", os.path.join(DEMO, "README.md"),
                                    "--mode", "plan", "x")
@@ -566,6 +579,67 @@ class GlobTest(Base):
         doc = targets("build", "touch sub/c.pem src/x.c")
         self.assertIn(("sub/c.pem", "denied"), doc)
         self.assertIn(("src/x.c", "allowed"), doc)
+
+
+sys.path.insert(0, os.path.join(SOURCE, "tests", "mount"))
+import harness  # noqa: E402  (the mount tests' harness: private dirs, sure unmount)
+
+BAD_CONFIG = 'protected: ["secrets/[x", "*.pem"]\n'
+GOOD_CONFIG = 'protected: ["secrets/x", "*.pem"]\n'
+
+
+class BrokenConfigViewTest(harness.MountCase):
+    """A config.yaml with one bad glob fails the view closed, in every mode, with the reason
+    in status, mode and reload; fixed and reloaded, all its rules apply."""
+    tree = dict(harness.STANDARD_TREE, **{
+        ".piworkfs/config.yaml": BAD_CONFIG,
+        "a.pem": "key\n",
+        "keys/b.pem": "key\n",
+    })
+
+    def write_config(self, text):
+        with open(os.path.join(self.project, ".piworkfs", "config.yaml"), "w") as f:
+            f.write(text)
+
+    def status(self, v):
+        p = self.run_pw("status", "--json")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return next(x for x in json.loads(p.stdout) if x.get("mountpoint") == v.mp)
+
+    def assert_fails_closed(self, v):
+        for rel in ["a.pem", "keys/b.pem", "src/a.c"]:
+            self.assertErrno(harness.errno.EROFS, os.open, v.path(rel),
+                             os.O_WRONLY | os.O_CLOEXEC)
+        st = self.status(v)
+        self.assertTrue(st["fail_closed"], st)
+        self.assertIn("config.yaml", st["fail_reason"])
+        self.assertIn("invalid glob", st["fail_reason"])
+        p = self.run_pw("mode", "--mount", v.mp)
+        self.assertIn("FAILING CLOSED", p.stdout)
+        self.assertIn("config.yaml", p.stdout)
+
+    def test_bad_protected_glob_fails_closed_until_fixed(self):
+        v = self.mount("build")
+        self.assert_fails_closed(v)
+        p = self.run_pw("reload", "--mount", v.mp)
+        self.assertIn("FAILING CLOSED", p.stdout)
+        self.assertIn("invalid glob", p.stdout)
+        self.assert_fails_closed(v)
+        # No mode is a way around it: off, too, fails closed.
+        p = self.run_pw("mode", "--mount", v.mp, "off")
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+        self.assertIn("config.yaml", p.stderr)
+        self.assert_fails_closed(v)
+
+        self.write_config(GOOD_CONFIG)
+        p = self.run_pw("reload", "--mount", v.mp)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertNotIn("FAILING CLOSED", p.stdout)
+        self.assertFalse(self.status(v)["fail_closed"])
+        for rel in ["a.pem", "keys/b.pem"]:
+            self.assertErrno(harness.errno.EACCES, os.open, v.path(rel),
+                             os.O_WRONLY | os.O_CLOEXEC)
+        os.close(os.open(v.path("src/a.c"), os.O_WRONLY | os.O_CLOEXEC))
 
 
 if __name__ == "__main__":

@@ -376,20 +376,66 @@ Test(files, modes_per_layer_cap)
 	remove_dir(dir);
 }
 
-Test(files, bad_config_is_skipped_whole)
+Test(files, bad_config_fails_every_mode_closed)
 {
-	_cleanup_free_ char *dir = make_dir(), *want = NULL, *got = NULL;
-	static const char cfg[] = "protected: [\"keep/**\", \"[x\"]\n";
+	_cleanup_free_ char *dir = make_dir(), *want = NULL, *got = NULL, *why = NULL;
+	static const char cfg[] = "protected: [\"secrets/[x\", \"*.pem\"]\n";
+	const pw_warning *w = NULL;
+	pw_modeset *ms;
+
+	/* One bad glob: the file is skipped whole, so "*.pem" is not applied either. That
+	 * must not leave a.pem writable: every mode is broken, so a view fails closed. */
+	write_file(dir, "config.yaml", cfg, strlen(cfg));
+	ms = load(SOURCE_MODES, dir, NULL, false);
+	cr_assert_eq(pw_modeset_warning_count(ms), 2);
+	got = pw_warning_format(pw_modeset_warning(ms, 0));
+	cr_assert_geq(asprintf(&want, "%s/config.yaml:1:13: error: protected[0]: invalid glob "
+				      "\"secrets/[x\": unterminated character class", dir), 0);
+	cr_expect_str_eq(got, want);
+	cr_expect_eq(pw_modeset_protected_count(ms), 3); /* the defaults only */
+	for (size_t i = 0; i < pw_modeset_count(ms); i++) {
+		const char *name = pw_modeset_get(ms, i)->name;
+
+		cr_expect(pw_modeset_mode_broken(ms, name, &w), "%s", name);
+	}
+	cr_expect(pw_modeset_mode_broken(ms, "nosuch", NULL));
+	cr_assert(pw_modeset_mode_broken(ms, "build", &w));
+	why = pw_warning_format(w);
+	free(want);
+	cr_assert_geq(asprintf(&want, "%s/config.yaml:1:13: error: the file has errors (first: "
+				      "protected[0]: invalid glob \"secrets/[x\": unterminated "
+				      "character class), so none of its rules apply: every mode fails "
+				      "closed (nothing is writable) until it is fixed and reloaded",
+			       dir), 0);
+	cr_expect_str_eq(why, want);
+	pw_modeset_free(ms);
+
+	/* Fixed and reloaded: nothing is broken, and both rules apply. */
+	{
+		static const char fixed[] = "protected: [\"secrets/x\", \"*.pem\"]\n";
+
+		write_file(dir, "config.yaml", fixed, strlen(fixed));
+	}
+	ms = load(SOURCE_MODES, dir, NULL, false);
+	cr_expect_eq(pw_modeset_warning_count(ms), 0);
+	cr_expect_not(pw_modeset_mode_broken(ms, "build", NULL));
+	cr_expect_eq(pw_modeset_protected_count(ms), 5);
+	pw_modeset_free(ms);
+	remove_dir(dir);
+}
+
+Test(files, unknown_config_key_breaks_nothing)
+{
+	_cleanup_free_ char *dir = make_dir();
+	static const char cfg[] = "protected: [\"*.pem\"]\ncolour: blue\n";
 	pw_modeset *ms;
 
 	write_file(dir, "config.yaml", cfg, strlen(cfg));
-	ms = load(NULL, dir, NULL, false);
+	ms = load(SOURCE_MODES, dir, NULL, false);
 	cr_assert_eq(pw_modeset_warning_count(ms), 1);
-	got = pw_warning_format(pw_modeset_warning(ms, 0));
-	cr_assert_geq(asprintf(&want, "%s/config.yaml:1:24: error: protected[1]: invalid glob \"[x\": "
-				      "unterminated character class", dir), 0);
-	cr_expect_str_eq(got, want);
-	cr_expect_eq(pw_modeset_protected_count(ms), 3); /* the defaults only */
+	cr_expect_eq(pw_modeset_warning(ms, 0)->severity, PW_WARNING);
+	cr_expect_not(pw_modeset_mode_broken(ms, "build", NULL));
+	cr_expect_eq(pw_modeset_protected_count(ms), 4);
 	pw_modeset_free(ms);
 	remove_dir(dir);
 }
