@@ -2,11 +2,13 @@
 /*
  * The audit writer (fs/audit.h): the fields of each row, coalescing of storms, retention by
  * age and by rows, the exact drop count when the queue is full, a database locked by another
- * process, and the cost of a submit while the writer cannot write.
+ * process, and that a submit never waits for the writer.
  *
  * To hold the writer back, a test takes the database's write lock from another connection
  * (BEGIN EXCLUSIVE): the writer's transactions then fail with SQLITE_BUSY and it retries,
- * leaving its batch in the queue.
+ * leaving its batch in the queue. The lock is released when the test says so, never after
+ * a fixed time, and every wait for the writer is a condition with a generous deadline
+ * (DEADLINE_US): a loaded machine makes these tests slower, never red.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -25,6 +27,8 @@
 #include "state.h"
 #include "util.h"
 
+#define DEADLINE_US (60ll * 1000000)
+
 static char tmpdir[256];
 static char dbpath[512];
 
@@ -42,7 +46,7 @@ static void teardown(void)
 	cr_assert_eq(system(cmd), 0);
 }
 
-TestSuite(audit, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(audit, .init = setup, .fini = teardown, .timeout = 150);
 
 static int64_t now_ns(void)
 {
@@ -116,11 +120,12 @@ static void unlock_db(sqlite3 *db)
 static pw_audit_stats drained(pw_audit *a)
 {
 	pw_audit_stats st;
-	for (int i = 0; i < 1000; i++) {
+	int64_t t0 = mono_us();
+	while (mono_us() - t0 < DEADLINE_US) {
 		pw_audit_get_stats(a, &st);
 		if (st.written + st.dropped == st.submitted)
 			return st;
-		usleep(10000);
+		usleep(2000);
 	}
 	cr_assert_fail("writer did not drain: submitted %llu written %llu dropped %llu",
 		       (unsigned long long)st.submitted, (unsigned long long)st.written,
@@ -235,14 +240,22 @@ Test(audit, allowed_events_only_when_asked)
 
 Test(audit, long_strings_are_truncated_not_dropped)
 {
-	static char path[3 * PW_PATH_MAX];
-	memset(path, 'a', sizeof(path) - 1);
+	/* A path deeper than PATH_MAX (the view serves them) is kept whole; one past the
+	 * view's own limit is truncated to it. */
+	static char path[2 * PW_TREE_PATH_MAX];
+	memset(path, 'a', 3 * PW_PATH_MAX - 1);
 	pw_audit *a = start(0, 0, 0);
 	pw_audit_event ev = denial(PW_OP_CREATE, path, 0);
 	pw_audit_submit(a, &ev);
+	memset(path, 'b', sizeof(path) - 1);
+	ev = denial(PW_OP_UNLINK, path, 0);
+	pw_audit_submit(a, &ev);
 	drained(a);
 	pw_audit_stop(a);
-	cr_assert_eq(query_int("SELECT length(path) FROM audit"), PW_PATH_MAX - 1);
+	cr_assert_eq(query_int("SELECT length(path) FROM audit WHERE op = 'create'"),
+		     3 * PW_PATH_MAX - 1);
+	cr_assert_eq(query_int("SELECT length(path) FROM audit WHERE op = 'unlink'"),
+		     PW_TREE_PATH_MAX - 1);
 }
 
 Test(audit, storm_coalesces_into_one_row)
@@ -352,8 +365,13 @@ Test(audit, retention_by_days_on_start_and_for_switches)
 	cr_assert_eq(pw_state_record_switch(s, &r), 0);
 	pw_state_close(s);
 
+	/* The writer applies retention as it starts: wait for it (stop would apply it too,
+	 * which is why the wait comes first). */
 	pw_audit *a = start(0, 5, 0);
-	usleep(200000);
+	int64_t t0 = mono_us();
+	while (query_int("SELECT count(*) FROM switches") != 1 && mono_us() - t0 < DEADLINE_US)
+		usleep(2000);
+	cr_assert_eq(query_int("SELECT count(*) FROM switches"), 1, "retention at start");
 	pw_audit_stop(a);
 	cr_assert_eq(query_int("SELECT count(*) FROM switches"), 1);
 }
@@ -390,10 +408,7 @@ Test(audit, full_queue_counts_exact_drops)
 	pw_audit_get_stats(a, &st);
 	cr_assert_eq(st.submitted, 100);
 	cr_assert_eq(st.dropped, 92);
-	cr_assert_eq(st.written, 0);
-	usleep(300000); /* the writer is retrying, not draining */
-	pw_audit_get_stats(a, &st);
-	cr_assert_eq(st.written, 0);
+	cr_assert_eq(st.written, 0); /* the writer is retrying, not draining */
 	unlock_db(lock);
 	st = drained(a);
 	pw_audit_stop(a);
@@ -409,21 +424,27 @@ Test(audit, full_queue_counts_exact_drops)
 Test(audit, database_locked_by_another_process)
 {
 	create_db();
-	int ready[2];
+	int ready[2], release[2];
 	cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(release, O_CLOEXEC), 0);
 	pid_t child = fork();
 	cr_assert_geq(child, 0);
 	if (child == 0) {
+		/* Holds the lock until the parent has checked that nothing got written. */
 		sqlite3 *db = NULL;
+		char x;
+		close(release[1]);
 		if (sqlite3_open(dbpath, &db) != SQLITE_OK ||
 		    sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL) != SQLITE_OK)
 			_exit(1);
 		if (write(ready[1], "x", 1) != 1)
 			_exit(1);
-		usleep(1500000);
+		if (read(release[0], &x, 1) != 1)
+			_exit(1);
 		_exit(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : 1);
 	}
 	close(ready[1]);
+	close(release[0]);
 	char c;
 	cr_assert_eq(read(ready[0], &c, 1), 1);
 	close(ready[0]);
@@ -436,11 +457,12 @@ Test(audit, database_locked_by_another_process)
 		pw_audit_event ev = denial(PW_OP_UNLINK, p, t0 + i);
 		pw_audit_submit(a, &ev);
 	}
-	usleep(500000);
 	pw_audit_stats st;
 	pw_audit_get_stats(a, &st);
 	cr_assert_eq(st.written, 0, "nothing can be written while the other process holds the lock");
 	cr_assert_eq(st.dropped, 0);
+	cr_assert_eq(write(release[1], "x", 1), 1);
+	close(release[1]);
 
 	int status;
 	cr_assert_eq(waitpid(child, &status, 0), child);
@@ -452,16 +474,12 @@ Test(audit, database_locked_by_another_process)
 	cr_assert_eq(query_int("SELECT count(*) FROM audit"), 1000);
 }
 
-static int cmp_i64(const void *x, const void *y)
+Test(audit, submit_never_waits_for_the_writer)
 {
-	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-	return (a > b) - (a < b);
-}
-
-Test(audit, submit_stays_cheap_while_the_writer_is_blocked)
-{
+	/* The database stays locked until every submit has returned: a submit that waited
+	 * for the writer (or for SQLite) would never return, and the suite's timeout would
+	 * fail the test. How fast a submit is belongs in the benchmark, not here. */
 	enum { N = 20000 };
-	static int64_t lat[N];
 	static char path[128];
 
 	create_db();
@@ -469,29 +487,20 @@ Test(audit, submit_stays_cheap_while_the_writer_is_blocked)
 	pw_audit *a = start(N, 0, 0);
 	memset(path, 'p', 100); /* ~200-byte records: within the ring's 256 bytes per event */
 	int64_t t0 = now_ns();
-	int64_t begin = mono_us();
 	for (int i = 0; i < N; i++) {
 		snprintf(path + 100, 16, "/%d", i);
 		pw_audit_event ev = denial(PW_OP_WRITE, path, t0 + i);
-		int64_t s = mono_us();
 		pw_audit_submit(a, &ev);
-		lat[i] = mono_us() - s;
 	}
-	int64_t total = mono_us() - begin;
 	pw_audit_stats st;
 	pw_audit_get_stats(a, &st);
+	cr_assert_eq(st.submitted, N);
 	cr_assert_eq(st.written, 0, "the writer was blocked throughout");
-	cr_assert_eq(st.dropped, 0);
+	cr_assert_eq(st.dropped, 0, "every event queued, none dropped");
 	unlock_db(lock);
-	drained(a);
+	st = drained(a);
 	pw_audit_stop(a);
-
-	qsort(lat, N, sizeof(lat[0]), cmp_i64);
-	/* Generous bounds for a loaded 2-core CI machine; a submit that waited on SQLite
-	 * (busy timeouts of 200 ms) would miss them by orders of magnitude. */
-	cr_assert_lt(lat[N / 2], 20, "median submit %lld us", (long long)lat[N / 2]);
-	cr_assert_lt(lat[N * 99 / 100], 1000, "p99 submit %lld us", (long long)lat[N * 99 / 100]);
-	cr_assert_lt(total, 2000000, "20000 submits took %lld us", (long long)total);
+	cr_assert_eq(st.written, N);
 	cr_assert_eq(query_int("SELECT count(*) FROM audit"), N);
 }
 

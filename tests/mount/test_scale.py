@@ -55,7 +55,6 @@ class ScaleTest(harness.MountCase):
         t = threading.Thread(target=sampler)
         t.start()
         try:
-            t0 = time.monotonic()
             # find: every entry, through readdir and lookup.
             p = self.run_tool(["find", v.path("big"), "-type", "f"], cwd=self.cwd, timeout=120)
             self.assertEqual(len(p.stdout.splitlines()), total, p.stderr[-2000:])
@@ -80,7 +79,6 @@ class ScaleTest(harness.MountCase):
             for d in range(0, DIRS, 10):
                 with open(v.path("big/d%03d/new" % d), "w") as f:
                     f.write("n")
-            elapsed = time.monotonic() - t0
         finally:
             stop.set()
             t.join(10)
@@ -92,7 +90,6 @@ class ScaleTest(harness.MountCase):
                         % after)
         self.assertNotIn("EMFILE", v.log())
         self.assertNotIn("Too many open files", v.log())
-        self.assertLess(elapsed, 120, "the walk took %.0f s" % elapsed)
 
     def test_many_open_files_at_once(self):
         # Descriptors the kernel holds open count against the daemon only while they are

@@ -220,7 +220,7 @@ class RunTest(unittest.TestCase):
                          "the backing directory changed")
 
     def assert_unmounted(self):
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + DEADLINE
         while self.my_views() and time.monotonic() < deadline:
             time.sleep(0.05)
         self.assertEqual(self.my_views(), [], "the view is still mounted")
