@@ -198,17 +198,12 @@ export default function piworkfs(pi: ExtensionAPI) {
 		uiCtx.ui.setStatus(STATUS_KEY, footerText(p, footerLevel));
 	}
 
-	/** Text for the person: a notification with a UI; without one (print, JSON modes) a
-	 * line on stdout in print mode and on stderr in JSON mode (stdout is the event
-	 * stream there). */
+	/** Text for the person: a notification with a UI; without one (print and JSON modes)
+	 * plain lines on stderr. Pi keeps stdout for the answer or the event stream there, and
+	 * sends what extensions write to stdout to stderr anyway. */
 	function say(ctx: any, text: string, level: "info" | "warning" | "error" = "info"): void {
-		if (ctx?.hasUI) {
-			ctx.ui.notify(text, level);
-			return;
-		}
-		const argv = process.argv.join(" ");
-		const json = ctx?.mode === "json" || ctx?.mode === "rpc" || /--mode(=|\s+)(json|rpc)\b/.test(argv);
-		(json ? process.stderr : process.stdout).write(text + "\n");
+		if (ctx?.hasUI) ctx.ui.notify(text, level);
+		else process.stderr.write(text + "\n");
 	}
 
 	// ---- lifecycle ------------------------------------------------------------------

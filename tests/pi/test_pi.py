@@ -319,6 +319,32 @@ class TestRun(PiCase):
         self.assertSystemHasMode(model.requests[0], "plan")
         self.assertEqual(announcements(model.requests[0]), [PLAN_ANNOUNCEMENT])
 
+    def test_pi_install_then_run_loads_it_once(self):
+        # Installed the usual way, and added again by `piworkfs run -- pi`: one copy works.
+        p = subprocess.run(["pi", "install", EXTENSION], cwd=self.tmp, env=self.env,
+                           capture_output=True, text=True, timeout=PI_DEADLINE,
+                           stdin=subprocess.DEVNULL)
+        self.assertEqual(p.returncode, 0, "pi install: %s %s" % (p.stdout, p.stderr))
+        v = self.mount("design")
+        model = self.start_model(["hello."])
+        p = self.pi(["/mode", "Say hello."], cwd=self.project,
+                    launcher=[harness.PIWORKFS, "run", "--project", self.project, "--"],
+                    extension=False)
+        self.assertPiOk(p, model)
+        # /mode without a UI: the list as plain text on stderr, once; stdout is the answer.
+        self.assertEqual(p.stderr.count("Active mode: design"), 1, p.stderr)
+        for name in harness.BUNDLED:
+            self.assertIn(" %s: " % name, p.stderr)
+        self.assertIn("writes: docs/design/**", p.stderr)
+        self.assertEqual(p.stdout.strip(), "hello.")
+        self.assertEqual(len(announcements(model.requests[0])), 1)
+        self.assertSystemHasMode(model.requests[0], "design")
+        # And installed only, on the bare view.
+        model2 = self.start_model(["hello again."])
+        p = self.pi(["Say hello."], cwd=v.mp, extension=False)
+        self.assertPiOk(p, model2)
+        self.assertEqual(len(announcements(model2.requests[0])), 1)
+
     def test_outside_a_view_the_extension_changes_nothing(self):
         model = self.start_model(["hello."])
         plain = os.path.join(self.tmp, "plain")
