@@ -23,8 +23,9 @@ static const char mode_usage[] =
 	"      --json         print the daemon's answer as JSON (docs/PROTOCOL.md)\n"
 	"  -h, --help         show this help\n"
 	"\n"
-	"Exit status: 0 ok; 1 refused by the daemon; 2 usage error; 3 unknown or broken mode;\n"
-	"4 not inside a live view; 5 system error.\n";
+	"Exit status: 0 ok; 1 refused by the daemon; 2 usage error; 3 unknown or broken mode,\n"
+	"the view fails closed, or a mode file or config.yaml has errors (see 'piworkfs\n"
+	"modes'); 4 not inside a live view; 5 system error.\n";
 
 static const char reload_usage[] =
 	"Usage: piworkfs reload [--mount PATH] [--json]\n"
@@ -38,7 +39,8 @@ static const char reload_usage[] =
 	"      --json         print the daemon's answer as JSON\n"
 	"  -h, --help         show this help\n"
 	"\n"
-	"Exit status: 0 ok; 1 refused; 2 usage error; 4 not inside a live view; 5 system error.\n";
+	"Exit status: 0 ok; 1 refused; 2 usage error; 3 the view fails closed, or a mode file\n"
+	"or config.yaml has errors; 4 not inside a live view; 5 system error.\n";
 
 typedef struct opts {
 	const char *mount;
@@ -94,6 +96,44 @@ static int call_failed(const char *cmd, const opts *o, int r, int code, const ch
 	return PW_EXIT_SYSTEM;
 }
 
+/*
+ * The number of errors (not warnings) the view's modeset holds: bad mode files and
+ * config.yaml files, which a command that succeeded still reports in its exit status. 0
+ * when the view cannot say (the answer the command printed stands).
+ */
+static size_t file_errors(const opts *o)
+{
+	_cleanup_json_ json_t *res = NULL;
+	json_t *w;
+	size_t i, n = 0;
+
+	if (pw_ctl_call_at(o->mount, "modes.list", NULL, &res, NULL, NULL) < 0)
+		return 0;
+	json_array_foreach(json_object_get(res, "warnings"), i, w)
+		n += streq_ptr(json_string_value(json_object_get(w, "severity")), "error");
+	return n;
+}
+
+/*
+ * The exit status of a mode or reload call that succeeded: 3 (configuration) when the view
+ * fails closed or some mode file or config.yaml has errors, so scripts see what the text
+ * says. QUIET: the output already showed the errors.
+ */
+static int config_status(const char *cmd, const opts *o, json_t *res, bool quiet)
+{
+	size_t errors;
+
+	if (json_is_true(json_object_get(res, "fail_closed")))
+		return PW_EXIT_CONFIG;
+	errors = file_errors(o);
+	if (errors == 0)
+		return PW_EXIT_OK;
+	if (!quiet)
+		pw_err(cmd, "%zu error%s in the mode files or configuration (see 'piworkfs modes')",
+		       errors, errors == 1 ? "" : "s");
+	return PW_EXIT_CONFIG;
+}
+
 /* Prints the mode and a short list of what it allows, from a mode.get/mode.set result. */
 static void print_mode(json_t *res, bool switched)
 {
@@ -143,7 +183,7 @@ int cmd_mode(int argc, char **argv)
 	_cleanup_json_ json_t *res = NULL;
 	_cleanup_free_ char *message = NULL;
 	const char *name = NULL;
-	int code = 0, r;
+	int code = 0, status, r;
 
 	r = parse_opts(argc, argv, mode_usage, &o);
 	if (r >= 0)
@@ -159,7 +199,7 @@ int cmd_mode(int argc, char **argv)
 	else
 		r = pw_ctl_call_at(o.mount, "mode.get", NULL, &res, &code, &message);
 	if (r < 0) {
-		int status = call_failed(argv[0], &o, r, code, message);
+		status = call_failed(argv[0], &o, r, code, message);
 		if (r == -EREMOTE && code == PW_RPC_UNKNOWN_MODE) {
 			/* List the modes there are, as the daemon knows them. */
 			_cleanup_json_ json_t *modes = NULL;
@@ -175,10 +215,11 @@ int cmd_mode(int argc, char **argv)
 		}
 		return status;
 	}
+	status = config_status(argv[0], &o, res, false);
 	if (o.json)
-		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
+		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
 	print_mode(res, name != NULL);
-	return PW_EXIT_OK;
+	return status;
 }
 
 int cmd_reload(int argc, char **argv)
@@ -188,7 +229,7 @@ int cmd_reload(int argc, char **argv)
 	_cleanup_free_ char *message = NULL;
 	json_t *w;
 	size_t i;
-	int code = 0, r;
+	int code = 0, status, r;
 
 	r = parse_opts(argc, argv, reload_usage, &o);
 	if (r >= 0)
@@ -201,8 +242,10 @@ int cmd_reload(int argc, char **argv)
 	r = pw_ctl_call_at(o.mount, "reload", NULL, &res, &code, &message);
 	if (r < 0)
 		return call_failed(argv[0], &o, r, code, message);
+	/* The text lists every warning, errors included; --json carries them too. */
+	status = config_status(argv[0], &o, res, true);
 	if (o.json)
-		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
+		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
 	printf("reloaded: mode %s (generation %lld)\n",
 	       json_string_value(json_object_get(res, "mode")),
 	       (long long)json_integer_value(json_object_get(res, "generation")));
@@ -211,5 +254,5 @@ int cmd_reload(int argc, char **argv)
 		       json_string_value(json_object_get(res, "fail_reason")));
 	json_array_foreach(json_object_get(res, "warnings"), i, w)
 		printf("  warning: %s\n", json_string_value(w));
-	return PW_EXIT_OK;
+	return status;
 }

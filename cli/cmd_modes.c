@@ -6,12 +6,13 @@
 #include <getopt.h>
 
 #include "cli.h"
+#include "ctl_client.h"
 #include "output.h"
 #include "project.h"
 #include "report.h"
 
 static const char usage[] =
-	"Usage: piworkfs modes [--project DIR] [--json]\n"
+	"Usage: piworkfs modes [--project DIR] [--check] [--json]\n"
 	"\n"
 	"List the modes available for a project: name, layer (bundled, global, project),\n"
 	"source file and description, then every warning about the mode files and\n"
@@ -19,10 +20,16 @@ static const char usage[] =
 	"\n"
 	"Options:\n"
 	"  -C, --project DIR  the project (default: the one enclosing the current directory)\n"
+	"      --check        check every mode file and config.yaml, like `nginx -t`: print\n"
+	"                     only the problems and a summary, and exit 3 on any error or\n"
+	"                     warning (for a project's CI); the project's files are read as\n"
+	"                     if it were trusted, so its widening keys are checked too\n"
 	"      --json         print JSON (docs/JSON.md)\n"
 	"  -h, --help         show this help\n"
 	"\n"
-	"Exit status: 0 ok; 2 usage error; 3 the bundled modes could not be read at all.\n";
+	"Exit status: 0 ok; 2 usage error; 3 a mode file or config.yaml has errors (with\n"
+	"--check: errors or warnings), the live view of the project fails closed, or the\n"
+	"bundled modes could not be read at all.\n";
 
 static int print_text(const pw_cli_project *p, const pw_modeset *ms)
 {
@@ -53,6 +60,52 @@ static int print_text(const pw_cli_project *p, const pw_modeset *ms)
 	return 0;
 }
 
+/* The problems of --check, one per line, and a summary. */
+static int print_check(const pw_cli_project *p, const pw_modeset *ms, size_t errors)
+{
+	size_t nw = pw_modeset_warning_count(ms), warnings = nw - errors;
+
+	for (size_t i = 0; i < nw; i++) {
+		_cleanup_free_ char *line = pw_warning_format(pw_modeset_warning(ms, i));
+		if (!line)
+			return -ENOMEM;
+		printf("%s\n", line);
+	}
+	if (nw == 0)
+		printf("%s: %zu modes, no problems in the mode files and configuration\n", p->root,
+		       pw_modeset_count(ms));
+	else
+		printf("%s: %zu error%s, %zu warning%s in the mode files and configuration\n",
+		       p->root, errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
+	return 0;
+}
+
+static size_t count_errors(const pw_modeset *ms)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < pw_modeset_warning_count(ms); i++)
+		n += pw_modeset_warning(ms, i)->severity == PW_ERROR;
+	return n;
+}
+
+/*
+ * When the project is a live view (P->backing): does the view fail closed? Its daemon
+ * answers, since its modes are those of its last load. Returns the reason (malloc'd) or
+ * NULL when it does not, or cannot say.
+ */
+static char *live_fail_reason(const pw_cli_project *p)
+{
+	_cleanup_json_ json_t *res = NULL;
+	const char *why;
+
+	if (!p->backing || pw_ctl_call_at(p->root, "mode.get", NULL, &res, NULL, NULL) < 0 ||
+	    !json_is_true(json_object_get(res, "fail_closed")))
+		return NULL;
+	why = json_string_value(json_object_get(res, "fail_reason"));
+	return strdup(why ? why : "unknown reason");
+}
+
 static json_t *modes_json(const pw_cli_project *p, const pw_modeset *ms)
 {
 	json_t *o = json_object(), *set = pw_report_modeset(ms);
@@ -74,13 +127,16 @@ int cmd_modes(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "project", required_argument, NULL, 'C' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "check", no_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
 	_cleanup_project_ pw_cli_project p = { 0 };
 	_cleanup_modeset_ pw_modeset *ms = NULL;
+	_cleanup_free_ char *fail = NULL;
 	const char *project = NULL, *err = NULL;
-	bool json = false, bundled_ok = false;
+	bool json = false, check = false, bundled_ok = false;
+	size_t errors;
 	int c, r;
 
 	opterr = 0;
@@ -88,6 +144,7 @@ int cmd_modes(int argc, char **argv)
 		switch (c) {
 		case 'C': project = optarg; break;
 		case 'j': json = true; break;
+		case 'c': check = true; break;
 		case 'h': return pw_usage(argv[0], usage, false);
 		default: return pw_err_option(argv[0], c, argv);
 		}
@@ -102,12 +159,20 @@ int cmd_modes(int argc, char **argv)
 		pw_err(argv[0], "%s: %s", project ? project : ".", err ? err : strerror(-r));
 		return PW_EXIT_CONFIG;
 	}
+	/* Trust is a fact about this machine, not a problem of the files: --check reads the
+	 * project's layer as if trusted, so its widening keys are checked, not warned about. */
+	if (check)
+		p.trusted = true;
 	r = pw_cli_load_modes(&p, &ms, &bundled_ok);
 	if (r < 0) {
 		pw_err(argv[0], "cannot load modes: %s", strerror(-r));
 		return PW_EXIT_SYSTEM;
 	}
-	r = json ? pw_print_json(modes_json(&p, ms)) : print_text(&p, ms);
+	errors = count_errors(ms);
+	if (json)
+		r = pw_print_json(modes_json(&p, ms));
+	else
+		r = check ? print_check(&p, ms, errors) : print_text(&p, ms);
 	if (r < 0) {
 		pw_err(argv[0], "cannot print: %s", strerror(-r));
 		return PW_EXIT_SYSTEM;
@@ -117,5 +182,12 @@ int cmd_modes(int argc, char **argv)
 		       p.bundled_dir);
 		return PW_EXIT_CONFIG;
 	}
+	fail = live_fail_reason(&p);
+	if (fail) {
+		pw_err(argv[0], "the live view of %s fails closed: %s", p.root, fail);
+		return PW_EXIT_CONFIG;
+	}
+	if (errors > 0 || (check && pw_modeset_warning_count(ms) > 0))
+		return PW_EXIT_CONFIG;
 	return PW_EXIT_OK;
 }

@@ -172,7 +172,7 @@ class ModesTest(Base):
             f.write("---\nname: x\ndescription: broken\nwrites:\n  allow: [\"a/**\"\n"
                     "hide: {\n---\nbody\n")
         rc, out, err = self.run_pw("modes", "--project", proj)
-        self.assertEqual(rc, 0, err)
+        self.assertEqual(rc, 3, err)  # a file with errors: the configuration exit status
         self.assertRegex(out, r"\.piworkfs/modes/x\.md:\d+:\d+: ")
         for name in BUNDLED:
             self.assertRegex(out, r"(?m)^%s\s+bundled" % name)
@@ -182,6 +182,61 @@ class ModesTest(Base):
         self.assertTrue(ws, j["warnings"])
         self.assertGreater(ws[0]["line"], 0)
         self.assertGreater(ws[0]["column"], 0)
+
+    def write_project_file(self, proj, rel, text):
+        full = os.path.join(proj, rel)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w") as f:
+            f.write(text)
+
+    def test_errors_exit_3_warnings_do_not(self):
+        proj = self.copy_demo()
+        rc, out, err = self.run_pw("modes", "--project", proj)
+        self.assertEqual(rc, 0, err)  # one warning (untrusted tokens), no error
+        self.write_project_file(proj, ".piworkfs/config.yaml", 'protected: ["[x"]\n')
+        for args in [(), ("--json",)]:
+            rc, out, err = self.run_pw("modes", "--project", proj, *args)
+            self.assertEqual(rc, 3, out + err)
+            self.assertIn("invalid glob", out)
+
+    def test_check_clean_project(self):
+        proj = os.path.join(self.tmp, "clean")
+        os.makedirs(os.path.join(proj, ".git"))
+        rc, out, err = self.run_pw("modes", "--check", "--project", proj)
+        self.assertEqual((rc, err), (0, ""))
+        self.assertEqual(out, "%s: 6 modes, no problems in the mode files and configuration\n"
+                         % os.path.realpath(proj))
+        rc, out, err = self.run_pw("modes", "--help")
+        self.assertIn("--check", out)
+
+    def test_check_reads_the_project_as_trusted(self):
+        # The demo's design.tokens is a trust warning for `modes`, not a problem of its files.
+        rc, out, err = self.run_pw("modes", "--check", "--project", DEMO)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("no problems", out)
+
+    def test_check_fails_on_a_warning(self):
+        proj = self.copy_demo()
+        self.write_project_file(proj, ".piworkfs/modes/lint.md",
+                                "---\nname: lint\nwrites:\n  alow: [src/**]\n---\nLint.\n")
+        rc, out, err = self.run_pw("modes", "--project", proj)
+        self.assertEqual(rc, 0, out + err)
+        rc, out, err = self.run_pw("modes", "--check", "--project", proj)
+        self.assertEqual(rc, 3, out + err)
+        lines = out.splitlines()
+        self.assertRegex(lines[0], r"\.piworkfs/modes/lint\.md:4:3: warning: writes\.alow: ")
+        self.assertEqual(lines[-1], "%s: 0 errors, 1 warning in the mode files and "
+                         "configuration" % os.path.realpath(proj))
+
+    def test_check_fails_on_an_error(self):
+        proj = self.copy_demo()
+        self.write_project_file(proj, ".piworkfs/modes/lint.md",
+                                "---\nname: lint\nhide: [\"[x\"]\n---\nLint.\n")
+        rc, out, err = self.run_pw("modes", "--check", "--project", proj)
+        self.assertEqual(rc, 3, out + err)
+        self.assertRegex(out, r"lint\.md:3:8: error: hide\[0\]: invalid glob")
+        self.assertTrue(out.endswith(" 1 error, 0 warnings in the mode files and "
+                                     "configuration\n"), out)
 
     def test_unreadable_bundled_dir_exits_3(self):
         rc, out, err = self.run_pw("modes", "--project", DEMO,
@@ -602,8 +657,10 @@ class BrokenConfigViewTest(harness.MountCase):
             f.write(text)
 
     def status(self, v):
+        # status lists every view on the machine; another's daemon may not answer (exit 4),
+        # which says nothing about this one.
         p = self.run_pw("status", "--json")
-        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(p.returncode, (0, 4), p.stderr)
         return next(x for x in json.loads(p.stdout) if x.get("mountpoint") == v.mp)
 
     def assert_fails_closed(self, v):
@@ -615,6 +672,7 @@ class BrokenConfigViewTest(harness.MountCase):
         self.assertIn("config.yaml", st["fail_reason"])
         self.assertIn("invalid glob", st["fail_reason"])
         p = self.run_pw("mode", "--mount", v.mp)
+        self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
         self.assertIn("FAILING CLOSED", p.stdout)
         self.assertIn("config.yaml", p.stdout)
 
@@ -622,6 +680,7 @@ class BrokenConfigViewTest(harness.MountCase):
         v = self.mount("build")
         self.assert_fails_closed(v)
         p = self.run_pw("reload", "--mount", v.mp)
+        self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
         self.assertIn("FAILING CLOSED", p.stdout)
         self.assertIn("invalid glob", p.stdout)
         self.assert_fails_closed(v)
@@ -631,15 +690,77 @@ class BrokenConfigViewTest(harness.MountCase):
         self.assertIn("config.yaml", p.stderr)
         self.assert_fails_closed(v)
 
+        p = self.run_pw("modes", cwd=v.mp)
+        self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
+
         self.write_config(GOOD_CONFIG)
         p = self.run_pw("reload", "--mount", v.mp)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        p = self.run_pw("mode", "--mount", v.mp)
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
         self.assertNotIn("FAILING CLOSED", p.stdout)
         self.assertFalse(self.status(v)["fail_closed"])
         for rel in ["a.pem", "keys/b.pem"]:
             self.assertErrno(harness.errno.EACCES, os.open, v.path(rel),
                              os.O_WRONLY | os.O_CLOEXEC)
         os.close(os.open(v.path("src/a.c"), os.O_WRONLY | os.O_CLOEXEC))
+
+
+class ExitStatusViewTest(harness.MountCase):
+    """mode, reload and modes tell a script what their text tells a person: exit 3 when the
+    view fails closed or a mode file has errors, 0 when all is well."""
+
+    def write_mode(self, name, text):
+        d = os.path.join(self.project, ".piworkfs", "modes")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, name + ".md"), "w") as f:
+            f.write(text)
+
+    def test_a_broken_mode_file_is_exit_3(self):
+        v = self.mount("build")
+        for args in [("mode",), ("mode", "build"), ("reload",), ("mode", "--json")]:
+            p = self.run_pw(*args, "--mount", v.mp)
+            self.assertEqual((p.returncode, p.stderr), (0, ""), args)
+        # A mode that is not the active one breaks: the switch and reload still work, and
+        # say so in their exit status.
+        self.write_mode("lint", '---\nname: lint\nhide: ["[x"]\n---\nLint.\n')
+        p = self.run_pw("reload", "--mount", v.mp)
+        self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
+        self.assertIn("lint.md", p.stdout)
+        self.assertNotIn("FAILING CLOSED", p.stdout)
+        p = self.run_pw("mode", "--mount", v.mp, "plan")
+        self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
+        self.assertTrue(p.stdout.startswith("mode plan (was build)\n"), p.stdout)
+        self.assertIn("1 error in the mode files or configuration", p.stderr)
+        p = self.run_pw("mode", "--mount", v.mp, "--json")
+        self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
+        self.assertEqual(json.loads(p.stdout)["mode"], "plan")
+        p = self.run_pw("modes", "--check", cwd=v.mp)
+        self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
+        # The broken mode itself: refused, exit 3.
+        p = self.run_pw("mode", "--mount", v.mp, "lint")
+        self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
+        # Fixed: all zero again.
+        self.write_mode("lint", "---\nname: lint\nhide: [x]\n---\nLint.\n")
+        p = self.run_pw("reload", "--mount", v.mp)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        p = self.run_pw("mode", "--mount", v.mp)
+        self.assertEqual((p.returncode, p.stderr), (0, ""))
+
+    def test_active_mode_gone_is_exit_3(self):
+        # The active mode's own file disappears: the view fails closed after a reload though
+        # no file has an error, and modes (inside the view) says so.
+        self.write_mode("lint", "---\nname: lint\nhide: [x]\n---\nLint.\n")
+        v = self.mount("lint")
+        os.unlink(os.path.join(self.project, ".piworkfs", "modes", "lint.md"))
+        p = self.run_pw("reload", "--mount", v.mp)
+        self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
+        self.assertIn("FAILING CLOSED", p.stdout)
+        p = self.run_pw("mode", "--mount", v.mp)
+        self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
+        p = self.run_pw("modes", cwd=v.mp)
+        self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
+        self.assertIn("fails closed", p.stderr)
 
 
 if __name__ == "__main__":
