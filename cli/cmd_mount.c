@@ -278,6 +278,17 @@ int cmd_mount(int argc, char **argv)
 		pw_err("mount", "expected PROJECT and MOUNTPOINT (see piworkfs mount --help)");
 		return PW_EXIT_USAGE;
 	}
+	/* The daemon leaves the working directory (chdir "/"): a relative --state-db means
+	 * the caller's directory, and status reports it as an absolute path. */
+	_cleanup_free_ char *state_abs = NULL;
+	if (o.state_db && o.state_db[0] != '/') {
+		_cleanup_free_ char *cwd = getcwd(NULL, 0);
+		if (!cwd || asprintf(&state_abs, "%s/%s", cwd, o.state_db) < 0) {
+			pw_err("mount", "--state-db %s: %s", o.state_db, strerror(errno));
+			return PW_EXIT_SYSTEM;
+		}
+		o.state_db = state_abs;
+	}
 	_cleanup_project_ pw_cli_project p = {0};
 	const char *perr = NULL;
 	struct stat st;

@@ -14,11 +14,11 @@ static const char usage[] =
 	"Usage: piworkfs status [--json]\n"
 	"\n"
 	"List every live view: its project, mountpoint, active mode and generation, control\n"
-	"socket, uptime, trust, warnings (including why a view fails closed), denied\n"
-	"operations, the audit writer's events: submitted, written to the log, dropped\n"
-	"(the queue was full) and coalesced (merged into an existing row), and the FUSE\n"
-	"requests the kernel sent, by kind: each one is a round trip to the daemon, which is\n"
-	"what a workload costs in the view beyond the disk.\n"
+	"socket, state database, uptime, trust, warnings (including why a view fails\n"
+	"closed), denied operations, the audit writer's events: submitted, written to the\n"
+	"log, dropped (the queue was full) and coalesced (merged into an existing row), and\n"
+	"the FUSE requests the kernel sent, by kind: each one is a round trip to the daemon,\n"
+	"which is what a workload costs in the view beyond the disk.\n"
 	"\n"
 	"Options:\n"
 	"      --json   print a JSON array of the daemons' status objects (docs/PROTOCOL.md);\n"
@@ -108,6 +108,7 @@ static void print_view(json_t *st)
 		{ "project", sget(st, "project") },
 		{ "mode", mode },
 		{ "socket", sget(st, "socket") },
+		{ "state db", sget(st, "state_db") ? sget(st, "state_db") : "none" },
 		{ "uptime", up },
 		{ "trust", json_is_true(json_object_get(st, "trusted")) ? "trusted" : "untrusted" },
 		{ "denied", denied },

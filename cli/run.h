@@ -23,6 +23,7 @@ typedef struct pw_run_view {
 	char *mountpoint;   /* real path of the view's mountpoint */
 	char *socket;       /* the view's operator socket */
 	char *agent_socket; /* its agent socket (restricted: may only tighten) */
+	char *state_db;     /* where its daemon keeps the state database (status), or NULL */
 	char *private_dir;  /* the 0700 directory holding our mountpoint; NULL when reused */
 	bool mounted;       /* we mounted it: unmount when the command is done */
 	int daemon_fd;      /* pidfd of its daemon when we mounted it, else -1 */

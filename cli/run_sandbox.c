@@ -18,7 +18,9 @@
  *       the host as it is; the project becomes reachable only through what follows.
  *   --tmpfs over the control socket directories and the state database directory
  *       the operator sockets (full authority), the private mountpoint of our view, the
- *       audit log and the trust and last-mode records are not there.
+ *       audit log and the trust and last-mode records are not there. The database is the
+ *       one the view's daemon reports (`status`), wherever `mount --state-db` put it: its
+ *       directory when it holds nothing else, else /dev/null over each of its files.
  *   --ro-bind over the global and bundled mode directories
  *       the agent cannot plant a looser mode that a later reload or mount would load (the
  *       global directory is created first when missing, so it cannot be created inside).
@@ -29,6 +31,7 @@
  *   --ro-bind AGENT AGENT, PIWORKFS_SOCKET=AGENT
  *       the only control socket inside is the restricted one.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <linux/limits.h>
 #include <stdarg.h>
@@ -268,7 +271,79 @@ static char *dir_of(const char *path)
 	return d;
 }
 
-/* The directories that hold control sockets and state: tmpfs over each existing one. */
+/* A database's companion files, beside it: SQLite names them by suffix. */
+static const char *const db_suffixes[] = { "", "-wal", "-shm", "-journal" };
+
+/* Does DIR hold nothing but the database BASE and its companions (a directory of its own,
+ * as the default one is)? False when it cannot be listed. */
+static bool holds_only_db(const char *dir, const char *base)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	bool only = d != NULL;
+	size_t blen = strlen(base);
+
+	while (only && (de = readdir(d))) {
+		bool ours = streq(de->d_name, ".") || streq(de->d_name, "..");
+		for (size_t i = 0; !ours && i < ELEMENTSOF(db_suffixes); i++)
+			ours = strncmp(de->d_name, base, blen) == 0 &&
+			       streq(de->d_name + blen, db_suffixes[i]);
+		only = ours;
+	}
+	if (d)
+		closedir(d);
+	return only;
+}
+
+/*
+ * Hides the view's state database DB (its real path), unless one of COVERED (directories
+ * already under a tmpfs) holds it: a directory of its own goes under a tmpfs, so files
+ * SQLite makes later are hidden too; in a directory shared with other files, each of its
+ * files that exists is covered by /dev/null (read-only). A database inside the project
+ * would show through the view: refused.
+ */
+static int cover_state_db(pw_run_argv *a, const pw_run_view *v, const char *const *covered,
+			  size_t n_covered)
+{
+	_cleanup_free_ char *real = NULL, *dir = NULL;
+	int r = 0;
+
+	if (!v->state_db)
+		return 0;
+	real = realpath(v->state_db, NULL);
+	if (!real && errno == ENOENT)
+		return 0; /* the daemon has no database there: nothing to hide */
+	if (!real) {
+		r = negative_errno();
+		pw_err("run", "the view's state database %s: %s", v->state_db, strerror(-r));
+		return r;
+	}
+	if (path_under(real, v->project) || path_under(real, v->mountpoint)) {
+		pw_err("run", "the view's state database %s lies inside the project, where the "
+			      "sandbox cannot hide it; mount the view with --state-db elsewhere",
+		       real);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n_covered; i++)
+		if (covered[i] && is_dir(covered[i]) && path_under(real, covered[i]))
+			return 0;
+	dir = dir_of(real);
+	if (dir && holds_only_db(dir, real + strlen(dir) + 1))
+		return cover(a, dir);
+	for (size_t i = 0; i < ELEMENTSOF(db_suffixes) && r == 0; i++) {
+		_cleanup_free_ char *f = NULL;
+		struct stat st;
+
+		if (asprintf(&f, "%s%s", real, db_suffixes[i]) < 0)
+			return -ENOMEM;
+		if (lstat(f, &st) == 0 && S_ISREG(st.st_mode))
+			r = push3(a, "--ro-bind", "/dev/null", f);
+	}
+	return r;
+}
+
+/* The directories that hold control sockets and state: tmpfs over each existing one; then
+ * the view's own database wherever it is. */
 static int cover_daemon_dirs(pw_run_argv *a, const pw_run_view *v)
 {
 	_cleanup_free_ char *sockdir = dir_of(v->socket), *agentdir = dir_of(v->agent_socket);
@@ -310,6 +385,8 @@ static int cover_daemon_dirs(pw_run_argv *a, const pw_run_view *v)
 		if (dirs[i] && !dup)
 			r = cover(a, dirs[i]);
 	}
+	if (r == 0)
+		r = cover_state_db(a, v, dirs, ELEMENTSOF(dirs));
 	return r;
 }
 

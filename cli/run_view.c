@@ -272,6 +272,29 @@ static int open_agent_socket(pw_run_view *v)
 	return v->agent_socket ? PW_EXIT_OK : PW_EXIT_SYSTEM;
 }
 
+/* Where the view's daemon keeps its state database (audit log, trust, last modes), which
+ * may be elsewhere than ours (`mount --state-db`): the sandbox hides it. A daemon that
+ * does not say could keep it anywhere, so the run fails closed. */
+static int ask_state_db(pw_run_view *v)
+{
+	json_t *res = NULL, *db;
+	int r = call(v->socket, "status", NULL, &res);
+
+	if (r != PW_EXIT_OK)
+		return r;
+	db = json_object_get(res, "state_db");
+	if (json_is_string(db) && json_string_value(db)[0] == '/') {
+		v->state_db = strdup(json_string_value(db));
+		r = v->state_db ? PW_EXIT_OK : PW_EXIT_SYSTEM;
+	} else if (!json_is_null(db)) {
+		pw_err("run", "the view's daemon does not say where its state database is (an "
+			      "older piworkfs?); unmount the view and let run mount its own");
+		r = PW_EXIT_SYSTEM;
+	}
+	json_decref(res);
+	return r;
+}
+
 static int set_mode(pw_run_view *v, const char *mode)
 {
 	json_t *res = NULL;
@@ -300,6 +323,8 @@ int pw_run_view_open(const char *project, const char *mode, pw_run_view *ret)
 	}
 	if (r == PW_EXIT_OK)
 		r = open_agent_socket(&v);
+	if (r == PW_EXIT_OK)
+		r = ask_state_db(&v);
 	if (r != PW_EXIT_OK) {
 		(void)pw_run_view_close(&v);
 		pw_run_view_done(&v);
@@ -384,6 +409,7 @@ void pw_run_view_done(pw_run_view *v)
 	free(v->mountpoint);
 	free(v->socket);
 	free(v->agent_socket);
+	free(v->state_db);
 	free(v->private_dir);
 	if (v->daemon_fd >= 0)
 		close(v->daemon_fd);

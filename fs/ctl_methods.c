@@ -159,7 +159,7 @@ static int m_status(call *x, json_t **ret)
 				  (json_int_t)as.dropped, "coalesced", (json_int_t)as.coalesced);
 	}
 	o = json_pack("{s:s,s:s,s:s,s:I,s:b,s:s?,s:b,s:s,s:i,s:i,s:I,s:I,s:o,s:I,s:I,s:I,s:o,"
-		      "s:{s:i,s:I,s:I,s:I},s:o}",
+		      "s:{s:i,s:I,s:I,s:I},s:o,s:s?}",
 		      "project", pw_view_project(x->v), "mountpoint", pw_view_mountpoint(x->v),
 		      "mode", st.mode, "generation", (json_int_t)st.generation, "fail_closed",
 		      st.fail_reason != NULL, "fail_reason", st.fail_reason, "trusted", st.trusted,
@@ -172,7 +172,7 @@ static int m_status(call *x, json_t **ret)
 		      (json_int_t)(cst.refused_busy + cst.refused_uid), "dropped",
 		      (json_int_t)(cst.dropped_slow + cst.dropped_idle + cst.dropped_large),
 		      "denied_suppressed", (json_int_t)cst.denied_suppressed, "requests",
-		      requests_json(&fst));
+		      requests_json(&fst), "state_db", pw_view_state_db(x->v));
 	pw_view_status_done(&st);
 	return done(x, o, ret);
 }

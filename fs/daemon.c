@@ -80,6 +80,21 @@ static void block_signals(bool block)
 	pthread_sigmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
 }
 
+/* PATH made absolute against the working directory, as open(2) would resolve it
+ * (malloc'd; NULL for NULL or on failure). Status reports where the database really is. */
+static char *absolute_path(char *path)
+{
+	_cleanup_free_ char *own = path, *cwd = NULL;
+	char *abs = NULL;
+
+	if (!path || path[0] == '/')
+		return TAKE_PTR(own);
+	cwd = getcwd(NULL, 0);
+	if (!cwd || asprintf(&abs, "%s/%s", streq(cwd, "/") ? "" : cwd, path) < 0)
+		return NULL;
+	return abs;
+}
+
 int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 {
 	log_to_stderr = o->foreground;
@@ -88,7 +103,8 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 	umask(0); /* the kernel already applied the caller's umask to every mode we get */
 	block_signals(true);
 
-	_cleanup_free_ char *state_path = o->state_db ? strdup(o->state_db) : pw_state_default_path();
+	_cleanup_free_ char *state_path =
+		absolute_path(o->state_db ? strdup(o->state_db) : pw_state_default_path());
 	pw_state *state = NULL;
 	_cleanup_free_ char *warn = NULL;
 	if (state_path) {
@@ -149,6 +165,7 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 		.initial_mode = o->mode,
 		.state = state,
 		.audit = audit,
+		.state_db = state_path,
 	};
 	pw_view *view = NULL;
 	pw_ctl_server *ctl = NULL;

@@ -27,6 +27,7 @@
 struct pw_view {
 	/* Immutable after pw_view_new. */
 	char *project, *mountpoint, *bundled_dir, *global_dir;
+	char *state_db; /* where the state database is (status reports it), or NULL */
 	pw_fs *fs;
 	uid_t owner;
 	pw_state *state;
@@ -188,8 +189,9 @@ int pw_view_new(const pw_view_opts *opts, pw_view **ret)
 	v->mountpoint = strdup(opts->mountpoint);
 	v->bundled_dir = opts->bundled_dir ? strdup(opts->bundled_dir) : NULL;
 	v->global_dir = opts->global_dir ? strdup(opts->global_dir) : NULL;
+	v->state_db = opts->state_db ? strdup(opts->state_db) : NULL;
 	if (!v->project || !v->mountpoint || (opts->bundled_dir && !v->bundled_dir) ||
-	    (opts->global_dir && !v->global_dir)) {
+	    (opts->global_dir && !v->global_dir) || (opts->state_db && !v->state_db)) {
 		r = -ENOMEM;
 		goto fail;
 	}
@@ -238,6 +240,7 @@ void pw_view_free(pw_view *v)
 	free(v->project);
 	free(v->mountpoint);
 	free(v->bundled_dir);
+	free(v->state_db);
 	free(v->global_dir);
 	free(v->mode);
 	free(v->fail_reason);
@@ -439,6 +442,11 @@ uid_t pw_view_owner(const pw_view *v)
 pw_fs *pw_view_fs(const pw_view *v)
 {
 	return v->fs;
+}
+
+const char *pw_view_state_db(const pw_view *v)
+{
+	return v->state_db;
 }
 
 pw_audit *pw_view_audit(const pw_view *v)

@@ -41,6 +41,7 @@ typedef struct pw_view_opts {
 	const char *initial_mode; /* --mode; NULL: the project's last mode, else "plan" */
 	struct pw_state *state;   /* trust, last mode, switch history; NULL: none persisted */
 	struct pw_audit *audit;   /* audit log and `denied` notifications; NULL: none */
+	const char *state_db;     /* the state database's absolute path, for status; NULL: none */
 } pw_view_opts;
 
 /*
@@ -108,6 +109,7 @@ uid_t pw_view_owner(const pw_view *v);
 pw_fs *pw_view_fs(const pw_view *v);
 struct pw_audit *pw_view_audit(const pw_view *v);
 int64_t pw_view_started_ns(const pw_view *v); /* CLOCK_REALTIME of pw_view_new */
+const char *pw_view_state_db(const pw_view *v); /* pw_view_opts.state_db, or NULL */
 
 /* The active policy (new reference) and generation, as pw_fs_policy(). */
 pw_policy *pw_view_policy(pw_view *v, uint64_t *ret_generation);

@@ -359,6 +359,43 @@ class Hidden(RunTest):
         p = self.sh('echo x > src/a.c; piworkfs log', "--mode", "plan")
         self.assertNotIn("src/a.c", p.stdout)
 
+    def test_a_state_database_elsewhere_is_hidden_too(self):
+        # A view mounted with --state-db outside the state directory the sandbox derives
+        # from its own environment: in a directory of its own (hidden whole), then in one
+        # shared with another file (each database file covered, the neighbour kept).
+        own = os.path.join(self.tmp, "own-db", "v.db")
+        shared = os.path.join(self.tmp, "shared", "v.db")
+        os.makedirs(os.path.dirname(own))
+        os.makedirs(os.path.dirname(shared))
+        neighbour = os.path.join(self.tmp, "shared", "notes.txt")
+        with open(neighbour, "w") as f:
+            f.write("notes\n")
+        for db in (own, shared):
+            with self.subTest(db=db):
+                # A mountpoint each: the first daemon may still be removing its socket.
+                mp = os.path.join(self.tmp, "view-" + os.path.basename(os.path.dirname(db)))
+                os.mkdir(mp)
+                self.pw("mount", "--mode", "plan", "--state-db", db, self.project, mp)
+                try:
+                    # Other views on the host may not answer: only ours counts here.
+                    st = json.loads(self.pw("status", "--json", check=False).stdout)
+                    self.assertEqual([v.get("state_db") for v in st if v.get("mountpoint") ==
+                                      os.path.realpath(mp)], [db])
+                    files = [db + s for s in ("", "-wal", "-shm")]
+                    self.assertTrue(all(os.path.exists(f) for f in files), files)
+                    # Inside, each file is absent or reads empty; outside (the control) the
+                    # database reads as SQLite.
+                    script = 'for f in "$@"; do printf "%s=" "$f"; ' \
+                             'od -An -tx1 -N16 "$f" 2>/dev/null | tr -d " \\n"; echo; done; ' \
+                             'cat ' + neighbour
+                    with open(db, "rb") as f:
+                        self.assertEqual(f.read(15), b"SQLite format 3")
+                    p = self.run_in(["sh", "-c", script, "sh"] + files)
+                    self.assertEqual(p.returncode, 0, p.stderr)
+                    self.assertEqual(p.stdout, "".join(f + "=\n" for f in files) + "notes\n")
+                finally:
+                    self.pw("umount", mp)
+
 
 class Authority(RunTest):
     def test_tightening_inside_succeeds_loosening_is_refused(self):
