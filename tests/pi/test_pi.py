@@ -298,6 +298,22 @@ class TestPlan(PiCase):
         self.assertEqual(seen["before"], seen["after"])
 
 
+    def test_project_setting_warn_runs_the_command_and_says_so(self):
+        with open(os.path.join(self.project, ".piworkfs", "pi.json"), "w") as f:
+            f.write('{"bash": "warn"}\n')
+        v = self.mount("plan")
+        model = self.start_model([call("bash", command="echo x > src/a.c; echo ran"), "done."])
+        p = self.pi(["Plan the work."], cwd=v.mp)
+        self.assertPiOk(p, model)
+        r = tool_results(model.requests[1])["call_0_0"]
+        self.assertIn("ran", r)  # it ran: warn does not block
+        self.assertIn("[piworkfs] Before it ran, piworkfs found that this command writes where "
+                      "plan mode refuses: src/a.c.", r)
+        self.assertRefused(r, "src/a.c", "plan", "EROFS", "nothing", "`piworkfs mode build`")
+        with open(os.path.join(self.project, "src/a.c")) as f:
+            self.assertEqual(f.read(), harness.STANDARD_TREE["src/a.c"])
+
+
 class TestRun(PiCase):
     def test_mode_command_inside_run_tightens_but_never_loosens(self):
         v = self.mount("design")
