@@ -81,15 +81,17 @@ enum {
 
 static const size_t str_caps[S_COUNT] = {
 	[S_MODE] = PW_MODE_NAME_MAX,
-	[S_PATH] = PW_PATH_MAX - 1,
-	[S_PATH2] = PW_PATH_MAX - 1,
+	[S_PATH] = PW_TREE_PATH_MAX - 1, /* the view's paths are kept whole */
+	[S_PATH2] = PW_TREE_PATH_MAX - 1,
 	[S_PATTERN] = PW_GLOB_LEN_MAX,
 	[S_FILE] = PW_PATH_MAX - 1,
 	[S_COMM] = COMM_MAX,
 };
+_Static_assert(PW_TREE_PATH_MAX - 1 <= UINT16_MAX, "rec_hdr.len must hold a whole path");
 
 #define MAX_RECORD_SIZE                                                                            \
-	((sizeof(rec_hdr) + PW_MODE_NAME_MAX + 3 * PW_PATH_MAX + PW_GLOB_LEN_MAX + COMM_MAX + 6 + 7) & \
+	((sizeof(rec_hdr) + PW_MODE_NAME_MAX + 2 * PW_TREE_PATH_MAX + PW_PATH_MAX + PW_GLOB_LEN_MAX + \
+	  COMM_MAX + 6 + 7) &                                                                      \
 	 ~7u)
 
 /* A row the coalescing cache remembers. Owned by the writer thread. */

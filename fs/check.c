@@ -99,15 +99,15 @@ static int deny(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, pw_
  */
 int pw_check_tree(pw_fs *fs, fuse_req_t req, pw_inode *parent, const char *name)
 {
-	char path[PW_PATH_MAX];
-	int r = pw_path_child(fs, parent, name, path);
+	PW_PATH_DECLARE(path);
+	int r = pw_child_path(fs, parent, name, &path);
 	if (r < 0)
 		return r;
 	uint64_t gen;
 	pw_policy *p = pw_fs_policy_get(fs, &gen);
 	pw_decision d;
-	if (!pw_policy_may_write_tree(p, path, &d))
-		r = deny(fs, req, p, gen, PW_OP_RENAME, path, &d);
+	if (!pw_policy_may_write_tree(p, path.s, &d))
+		r = deny(fs, req, p, gen, PW_OP_RENAME, path.s, &d);
 	pw_policy_unref(p);
 	return r;
 }
@@ -140,13 +140,13 @@ static int decide_path(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t g
 int pw_check_child(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *parent, const char *name,
 		   bool is_dir)
 {
-	char path[PW_PATH_MAX];
-	int r = pw_path_child(fs, parent, name, path);
+	PW_PATH_DECLARE(path);
+	int r = pw_child_path(fs, parent, name, &path);
 	if (r < 0)
 		return r;
 	uint64_t gen;
 	pw_policy *p = pw_fs_policy_get(fs, &gen);
-	r = decide_path(fs, req, p, gen, op, path, is_dir);
+	r = decide_path(fs, req, p, gen, op, path.s, is_dir);
 	pw_policy_unref(p);
 	return r;
 }
@@ -154,42 +154,40 @@ int pw_check_child(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *parent, const 
 int pw_check_two(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *parent, const char *name,
 		 pw_inode *np, const char *newname, bool is_dir)
 {
-	char path[PW_PATH_MAX], path2[PW_PATH_MAX];
-	int r = pw_path_child(fs, parent, name, path);
+	PW_PATH_DECLARE(path);
+	PW_PATH_DECLARE(path2);
+	int r = pw_child_path(fs, parent, name, &path);
 	if (r == 0)
-		r = pw_path_child(fs, np, newname, path2);
+		r = pw_child_path(fs, np, newname, &path2);
 	if (r < 0)
 		return r;
 	uint64_t gen;
 	pw_policy *p = pw_fs_policy_get(fs, &gen);
 	pw_decision d;
-	pw_policy_decide(p, op, path, is_dir, &d);
+	pw_policy_decide(p, op, path.s, is_dir, &d);
 	if (d.allowed) /* the new name: as for a create */
-		pw_policy_decide_new_name(p, op, path2, is_dir, &d);
+		pw_policy_decide_new_name(p, op, path2.s, is_dir, &d);
 	if (d.allowed) {
 		if (fs->audit)
-			record(fs, req, p, gen, op, path, path2, &d);
+			record(fs, req, p, gen, op, path.s, path2.s, &d);
 	} else {
-		r = deny2(fs, req, p, gen, op, path, path2, &d);
+		r = deny2(fs, req, p, gen, op, path.s, path2.s, &d);
 	}
 	pw_policy_unref(p);
 	return r;
 }
 
-/* The path of a node through one of its names NM (tree lock held). Never modifies the
- * node: checks run concurrently under the read lock. */
-static int path_of_name_locked(pw_fs *fs, const pw_name *nm, char *buf)
+/* The paths of a node's names (pw_check_node_ex), each in its own stack buffer unless
+ * longer than PW_PATH_MAX. */
+typedef struct alias_paths {
+	char bufs[PW_ALIAS_CHECK_MAX][PW_PATH_MAX];
+	pw_path p[PW_ALIAS_CHECK_MAX];
+} alias_paths;
+
+static void alias_paths_done(alias_paths *a)
 {
-	int r = pw_path_of_locked(fs, nm->parent, buf);
-	if (r < 0)
-		return r;
-	size_t plen = strlen(buf), nlen = strlen(nm->name);
-	if (plen + 1 + nlen + 1 > PW_PATH_MAX)
-		return -ENAMETOOLONG;
-	if (plen)
-		buf[plen++] = '/';
-	memcpy(buf + plen, nm->name, nlen + 1);
-	return 0;
+	for (size_t i = 0; i < PW_ALIAS_CHECK_MAX; i++)
+		pw_path_done(&a->p[i]);
 }
 
 /* The link count of N's backing object, through FD when given. Returns >= 0 or -errno. */
@@ -215,12 +213,15 @@ static long link_count(pw_fs *fs, pw_inode *n, int fd)
 int pw_check_node_ex(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *n, int fd,
 		     const char *path2)
 {
-	char paths[PW_ALIAS_CHECK_MAX][PW_PATH_MAX];
+	_cleanup_(alias_paths_done) alias_paths a;
+	for (size_t i = 0; i < PW_ALIAS_CHECK_MAX; i++)
+		a.p[i] = (pw_path){.s = NULL, .buf = a.bufs[i]};
+	const char *paths[PW_ALIAS_CHECK_MAX];
 	size_t count = 0;
 	bool is_dir = S_ISDIR(n->type), truncated = false;
 	pthread_rwlock_rdlock(&fs->tree_lock);
 	if (n->is_root) {
-		paths[0][0] = '\0';
+		paths[0] = "";
 		count = 1;
 	} else {
 		for (const pw_name *nm = n->names; nm; nm = nm->next) {
@@ -228,8 +229,10 @@ int pw_check_node_ex(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *n, int fd,
 				truncated = true;
 				break;
 			}
-			if (path_of_name_locked(fs, nm, paths[count]) == 0)
+			if (pw_child_path_locked(fs, nm->parent, nm->name, &a.p[count]) == 0) {
+				paths[count] = a.p[count].s;
 				count++;
+			}
 		}
 	}
 	pthread_rwlock_unlock(&fs->tree_lock);
@@ -273,8 +276,11 @@ bool pw_node_hidden(pw_fs *fs, pw_inode *n)
 	pw_policy *p = pw_fs_policy_get(fs, NULL);
 	bool hidden = false;
 	if (pw_policy_has_hide_rules(p) && !n->is_root) {
-		char path[PW_PATH_MAX];
-		hidden = pw_path_of(fs, n, path) == 0 && pw_policy_is_hidden(p, path, S_ISDIR(n->type));
+		/* A node that cannot be named is treated as hidden (fails closed), except one no
+		 * longer in the tree (unlinked while open), which no rule can name either. */
+		PW_PATH_DECLARE(path);
+		int r = pw_node_path(fs, n, &path);
+		hidden = r == 0 ? pw_policy_is_hidden(p, path.s, S_ISDIR(n->type)) : r != -ENOENT;
 	}
 	pw_policy_unref(p);
 	return hidden;
@@ -285,9 +291,10 @@ bool pw_hidden_child(pw_fs *fs, pw_inode *parent, const char *name, bool is_dir)
 	pw_policy *p = pw_fs_policy_get(fs, NULL);
 	bool hidden = false;
 	if (pw_policy_has_hide_rules(p)) {
-		char path[PW_PATH_MAX];
-		if (pw_path_child(fs, parent, name, path) == 0)
-			hidden = pw_policy_is_hidden(p, path, is_dir);
+		/* a name that cannot be named is treated as hidden: it fails closed */
+		PW_PATH_DECLARE(path);
+		hidden = pw_child_path(fs, parent, name, &path) < 0 ||
+			 pw_policy_is_hidden(p, path.s, is_dir);
 	}
 	pw_policy_unref(p);
 	return hidden;
@@ -396,13 +403,13 @@ void pw_truthful_attr(pw_fs *fs, pw_inode *n, struct stat *st)
 		/* A file no longer in the tree (unlinked while open: no path, -ENOENT) may be
 		 * written as pw_check_node_ex decides, so its bits stay; any other failure to
 		 * name it fails closed. */
-		char path[PW_PATH_MAX];
-		int r = pw_path_of(fs, n, path);
+		PW_PATH_DECLARE(path);
+		int r = pw_node_path(fs, n, &path);
 		if ((r < 0 && r != -ENOENT) ||
-		    (r == 0 && !pw_policy_may_write(p, path, S_ISDIR(st->st_mode))))
+		    (r == 0 && !pw_policy_may_write(p, path.s, S_ISDIR(st->st_mode))))
 			strip_write_bits(st);
 		if (links && r == 0)
-			hide_subdir_links(fs, p, path, st);
+			hide_subdir_links(fs, p, path.s, st);
 		else if (links)
 			st->st_nlink = 1; /* unnamed: its subdirectories cannot be judged */
 	}
@@ -416,12 +423,12 @@ void pw_truthful_attr_child(pw_fs *fs, pw_inode *parent, const char *name, struc
 	if (nothing)
 		strip_write_bits(st);
 	if (!nothing || links) {
-		char path[PW_PATH_MAX];
-		int r = pw_path_child(fs, parent, name, path);
-		if (r < 0 || !pw_policy_may_write(p, path, S_ISDIR(st->st_mode)))
+		PW_PATH_DECLARE(path);
+		int r = pw_child_path(fs, parent, name, &path);
+		if (r < 0 || !pw_policy_may_write(p, path.s, S_ISDIR(st->st_mode)))
 			strip_write_bits(st);
 		if (links && r == 0)
-			hide_subdir_links(fs, p, path, st);
+			hide_subdir_links(fs, p, path.s, st);
 		else if (links)
 			st->st_nlink = 1;
 	}

@@ -305,11 +305,11 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	pw_inode *n = pw_inode_get(fs, ino);
 	if (mask & W_OK) {
 		/* A query, not an attempt: decided without an audit event. */
-		char path[PW_PATH_MAX];
+		PW_PATH_DECLARE(path);
 		pw_policy *p = pw_fs_policy_get(fs, NULL);
 		pw_decision d = {.allowed = true};
-		if (pw_path_of(fs, n, path) == 0)
-			pw_policy_decide(p, PW_OP_ACCESS_WRITE, path, S_ISDIR(n->type), &d);
+		if (pw_node_path(fs, n, &path) == 0)
+			pw_policy_decide(p, PW_OP_ACCESS_WRITE, path.s, S_ISDIR(n->type), &d);
 		else if (pw_policy_writes_nothing(p))
 			d = (pw_decision){.allowed = false, .err = EROFS};
 		pw_policy_unref(p);

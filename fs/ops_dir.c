@@ -117,10 +117,10 @@ void pw_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent_ino, const cha
 		PW_REPLY_ERR(req, -pfd);
 	/* Every name of the source (the event carries the new name as its second path),
 	 * then the new name itself. */
-	char newpath[PW_PATH_MAX];
-	r = pw_path_child(fs, parent, name, newpath);
+	PW_PATH_DECLARE(newpath);
+	r = pw_child_path(fs, parent, name, &newpath);
 	if (r == 0)
-		r = pw_check_node_ex(fs, req, PW_OP_LINK, n, -1, newpath);
+		r = pw_check_node_ex(fs, req, PW_OP_LINK, n, -1, newpath.s);
 	if (r == 0)
 		r = pw_check_child(fs, req, PW_OP_LINK, parent, name, false);
 	if (r < 0)
@@ -382,9 +382,9 @@ static void do_readdir_locked(fuse_req_t req, fuse_ino_t ino, size_t size, off_t
 		}
 		bool skip = false;
 		if (hides && !is_dot_or_dotdot(name)) {
-			char path[PW_PATH_MAX];
-			skip = pw_path_child(fs, dir, name, path) < 0 ||
-			       pw_policy_is_hidden(p, path, is_dir);
+			PW_PATH_DECLARE(path);
+			skip = pw_child_path(fs, dir, name, &path) < 0 ||
+			       pw_policy_is_hidden(p, path.s, is_dir);
 		}
 		size_t entsize;
 		if (skip) {

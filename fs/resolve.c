@@ -2,14 +2,17 @@
 /*
  * From a node to the backing object, without ever leaving the project: the node's path is
  * built from its names, then opened from the root descriptor with openat2 and
- * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS. A component swapped for a
+ * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS (in steps from intermediate
+ * directory descriptors when the path is PATH_MAX bytes or longer). A component swapped for a
  * symlink between the kernel's lookup and our syscall makes the open fail with ELOOP
  * instead of following it; a '..' cannot appear (names come from the kernel, one component
  * each, and are checked).
  */
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+#include <linux/limits.h>
 #include <linux/openat2.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -28,54 +31,85 @@ bool pw_name_valid(const char *name)
 	return !(streq(name, ".") || streq(name, ".."));
 }
 
-int pw_path_of_locked(pw_fs *fs, pw_inode *n, char *buf)
+void pw_path_done(pw_path *p)
 {
-	/* Build right to left into the end of a scratch buffer, then move to the front. */
-	char tmp[PW_PATH_MAX];
-	size_t pos = sizeof(tmp) - 1;
-	tmp[pos] = '\0';
-	unsigned depth = 0;
-	while (!n->is_root) {
-		if (!n->names)
+	if (p->s && p->s != p->buf)
+		free(p->s);
+	p->s = NULL;
+}
+
+/*
+ * Builds the path of N, followed by LEAF when not NULL, into RET (tree lock held). Two
+ * passes over the chain of primary names: the first measures (and fails early past
+ * PW_TREE_PATH_MAX, which also ends a walk that could not end), the second writes right to
+ * left straight into the destination, so a path that fits the caller's buffer costs no
+ * allocation and no copy.
+ */
+static int build_locked(pw_inode *n, const char *leaf, pw_path *ret)
+{
+	pw_path_done(ret);
+	size_t len = leaf ? strlen(leaf) : 0;
+	bool first = leaf == NULL;
+	for (pw_inode *m = n; !m->is_root; m = m->names->parent) {
+		if (!m->names)
 			return -ENOENT;
-		const char *name = n->names->name;
-		size_t len = strlen(name);
-		if (pos < len + 1 || ++depth > PW_PATH_DEPTH_MAX)
+		len += strlen(m->names->name) + (first ? 0 : 1);
+		first = false;
+		if (len >= PW_TREE_PATH_MAX)
 			return -ENAMETOOLONG;
-		if (pos != sizeof(tmp) - 1)
-			tmp[--pos] = '/';
-		pos -= len;
-		memcpy(tmp + pos, name, len);
-		n = n->names->parent;
 	}
-	memmove(buf, tmp + pos, sizeof(tmp) - pos);
+	char *dst = len < PW_PATH_MAX ? ret->buf : malloc(len + 1);
+	if (!dst)
+		return -ENOMEM;
+	size_t pos = len;
+	dst[pos] = '\0';
+	if (leaf) {
+		size_t l = strlen(leaf);
+		pos -= l;
+		memcpy(dst + pos, leaf, l);
+	}
+	for (pw_inode *m = n; !m->is_root; m = m->names->parent) {
+		const char *name = m->names->name;
+		size_t l = strlen(name);
+		if (pos != len)
+			dst[--pos] = '/';
+		pos -= l;
+		memcpy(dst + pos, name, l);
+	}
+	ret->s = dst;
 	return 0;
 }
 
-int pw_path_of(pw_fs *fs, pw_inode *n, char *buf)
+int pw_node_path_locked(pw_fs *fs, pw_inode *n, pw_path *ret)
+{
+	return build_locked(n, NULL, ret);
+}
+
+int pw_node_path(pw_fs *fs, pw_inode *n, pw_path *ret)
 {
 	if (n->is_root) {
-		buf[0] = '\0';
+		pw_path_done(ret);
+		ret->buf[0] = '\0';
+		ret->s = ret->buf;
 		return 0;
 	}
 	pthread_rwlock_rdlock(&fs->tree_lock);
-	int r = pw_path_of_locked(fs, n, buf);
+	int r = build_locked(n, NULL, ret);
 	pthread_rwlock_unlock(&fs->tree_lock);
 	return r;
 }
 
-int pw_path_child(pw_fs *fs, pw_inode *parent, const char *name, char *buf)
+int pw_child_path_locked(pw_fs *fs, pw_inode *parent, const char *name, pw_path *ret)
 {
-	int r = pw_path_of(fs, parent, buf);
-	if (r < 0)
-		return r;
-	size_t plen = strlen(buf), nlen = strlen(name);
-	if (plen + 1 + nlen + 1 > PW_PATH_MAX)
-		return -ENAMETOOLONG;
-	if (plen)
-		buf[plen++] = '/';
-	memcpy(buf + plen, name, nlen + 1);
-	return 0;
+	return build_locked(parent, name, ret);
+}
+
+int pw_child_path(pw_fs *fs, pw_inode *parent, const char *name, pw_path *ret)
+{
+	pthread_rwlock_rdlock(&fs->tree_lock);
+	int r = build_locked(parent, name, ret);
+	pthread_rwlock_unlock(&fs->tree_lock);
+	return r;
 }
 
 /*
@@ -88,24 +122,71 @@ int pw_path_child(pw_fs *fs, pw_inode *parent, const char *name, char *buf)
 	 O_SYNC | O_DIRECT | O_LARGEFILE | O_DIRECTORY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC |       \
 	 O_PATH | O_TMPFILE | FASYNC)
 
-int pw_openat_beneath(pw_fs *fs, const char *path, int flags, mode_t mode)
+#define PW_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+
+static int openat2_retry(int dirfd, const char *path, const struct open_how *how)
 {
-	flags &= PW_OPEN_FLAGS_VALID;
-	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
-		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	if (!*path)
-		path = ".";
 	for (;;) {
-		long fd = syscall(SYS_openat2, fs->root_fd, path, &how, sizeof(how));
+		long fd = syscall(SYS_openat2, dirfd, path, how, sizeof(*how));
 		if (fd >= 0)
 			return (int)fd;
 		if (errno == EAGAIN) /* a concurrent rename raced the walk; retry */
 			continue;
 		return negative_errno();
 	}
+}
+
+/*
+ * A path of PATH_MAX bytes or more, which the kernel refuses in one call, resolved in
+ * steps: each step opens the longest run of whole components shorter than PATH_MAX, as an
+ * O_PATH directory, from the previous step's descriptor, with the same RESOLVE_* flags, and
+ * the last step opens the rest with HOW. Every step is beneath the one before (no '..' in
+ * names, no symlinks), so the whole walk stays beneath the root, and each runs with the
+ * caller's credentials, so search permission is checked at every level as in one walk.
+ * The caller verifies the object's identity as for a short path.
+ */
+static int open_in_steps(pw_fs *fs, const char *path, const struct open_how *how)
+{
+	const struct open_how dir_how = {
+		.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = PW_RESOLVE,
+	};
+	_cleanup_close_ int dirfd = -1;
+	char step[PATH_MAX];
+	for (;;) {
+		size_t len = strlen(path);
+		if (len < PATH_MAX)
+			return openat2_retry(dirfd < 0 ? fs->root_fd : dirfd, path, how);
+		/* the last '/' among the first PATH_MAX - 1 bytes ends this step */
+		size_t cut = PATH_MAX - 1;
+		while (cut > 0 && path[cut] != '/')
+			cut--;
+		if (cut == 0) /* names are at most NAME_MAX: cannot happen */
+			return -ENAMETOOLONG;
+		memcpy(step, path, cut);
+		step[cut] = '\0';
+		int fd = openat2_retry(dirfd < 0 ? fs->root_fd : dirfd, step, &dir_how);
+		if (fd < 0)
+			return fd;
+		closep(&dirfd);
+		dirfd = fd;
+		path += cut + 1;
+	}
+}
+
+int pw_openat_beneath(pw_fs *fs, const char *path, int flags, mode_t mode)
+{
+	flags &= PW_OPEN_FLAGS_VALID;
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
+		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+		.resolve = PW_RESOLVE,
+	};
+	if (!*path)
+		path = ".";
+	if (_unlikely_(strnlen(path, PATH_MAX) == PATH_MAX))
+		return open_in_steps(fs, path, &how);
+	return openat2_retry(fs->root_fd, path, &how);
 }
 
 /*
@@ -145,21 +226,21 @@ int pw_open_node(pw_fs *fs, pw_inode *n, int flags)
 	}
 	/* Path and identity are read together under the tree lock (a node orphaned by inode
 	 * reuse has its identity cleared there). */
-	char path[PW_PATH_MAX];
+	PW_PATH_DECLARE(path);
 	pthread_rwlock_rdlock(&fs->tree_lock);
 	dev_t dev = n->dev;
 	ino_t ino = n->ino;
-	int r = n->is_root ? (path[0] = '\0', 0) : pw_path_of_locked(fs, n, path);
+	int r = n->is_root ? 0 : pw_node_path_locked(fs, n, &path);
 	pthread_rwlock_unlock(&fs->tree_lock);
 	if (r < 0)
 		return r;
 	if (n->is_root)
-		return pw_openat_beneath(fs, path, flags, 0);
+		return pw_openat_beneath(fs, "", flags, 0);
 	/* Open with O_NONBLOCK, so a FIFO swapped in for the node's name cannot block this
 	 * worker, and without O_TRUNC, so nothing changes before the object is verified to be
 	 * the node's own. Then restore the caller's blocking mode and truncate. */
 	int oflags = (flags & O_PATH) ? flags : (flags & ~O_TRUNC) | O_NONBLOCK | O_NOCTTY;
-	int fd = pw_openat_beneath(fs, path, oflags, 0);
+	int fd = pw_openat_beneath(fs, path.s, oflags, 0);
 	if (fd < 0)
 		return fd;
 	r = verify_identity(dev, ino, fd);

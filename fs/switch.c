@@ -87,9 +87,10 @@ static void collect(inval_ctx *c, fuse_ino_t parent, fuse_ino_t ino, const char 
 static void visit_node(pw_fs *fs, pw_inode *n, void *u)
 {
 	inval_ctx *c = u;
-	char path[PW_PATH_MAX];
-	if (pw_path_of_locked(fs, n, path) < 0)
+	PW_PATH_DECLARE(p);
+	if (pw_node_path_locked(fs, n, &p) < 0)
 		return;
+	const char *path = p.s;
 	bool dir = S_ISDIR(n->type);
 	if (c->entries) {
 		bool was = pw_policy_is_hidden(c->old, path, dir);

@@ -41,10 +41,10 @@ void pw_watch_dir(pw_fs *fs, pw_inode *n)
 	if (fs->inotify_fd < 0 || n->wd >= 0)
 		return;
 	/* The tree lock is held for writing: build the path without retaking it. */
-	char path[PW_PATH_MAX];
-	if (pw_path_of_locked(fs, n, path) < 0)
+	PW_PATH_DECLARE(path);
+	if (pw_node_path_locked(fs, n, &path) < 0)
 		return;
-	_cleanup_close_ int fd = pw_openat_beneath(fs, path, O_PATH | O_DIRECTORY, 0);
+	_cleanup_close_ int fd = pw_openat_beneath(fs, path.s, O_PATH | O_DIRECTORY, 0);
 	if (fd < 0)
 		return;
 	char proc[64];
@@ -240,11 +240,12 @@ static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 		return;
 	}
 	/* Copy what we need under the lock: the node may be forgotten right after. */
-	char dir_path[PW_PATH_MAX];
+	PW_PATH_DECLARE(dpath);
 	pthread_rwlock_rdlock(&fs->tree_lock);
 	pw_inode *dir = pw_inode_by_wd_locked(fs, ev->wd);
 	fuse_ino_t dir_ino = dir ? pw_inode_id(fs, dir) : 0;
-	bool have_path = dir && pw_path_of_locked(fs, dir, dir_path) == 0;
+	bool have_path = dir && pw_node_path_locked(fs, dir, &dpath) == 0;
+	const char *dir_path = dpath.s;
 	pthread_rwlock_unlock(&fs->tree_lock);
 	if (!dir_ino)
 		return;

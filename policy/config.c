@@ -8,7 +8,8 @@
  *
  * Like mode files, every problem is reported with file:line:column and key; an error skips
  * the whole file (and modeset.c then fails every mode closed: a protection that cannot be
- * read must not silently stop applying), an unknown key is only a warning. Whether a project's design.tokens is
+ * read must not silently stop applying); an unknown key is only a warning unless it is a
+ * near miss of a known one ("protcted"), which is an error with a hint. Whether a project's design.tokens is
  * honoured (trust) is decided by the caller, which gets the key's position for its warning.
  */
 #include <errno.h>
@@ -38,11 +39,21 @@ _printf_(4, 5) static int cp_error(config_parser *p, const pw_yx_node *at, const
 	return r;
 }
 
-static int cp_unknown(config_parser *p, const pw_yx_node *k, const char *key)
+/* An unknown key: an error with a hint when it is a near miss of one of KNOWN (a misspelt
+ * "protected" would drop its protections without a word), else a warning. */
+static int cp_unknown(config_parser *p, const pw_yx_node *k, const char *key,
+		      const char *const *known)
 {
+	const char *hint = pw_key_near_miss(k->text, known);
+
+	if (hint)
+		return cp_error(p, k, key, "unknown key; did you mean '%s'?", hint);
 	return pw_warnings_add(p->w, NULL, PW_WARNING, p->file, k->line, k->column, key,
 			       "unknown key (ignored)");
 }
+
+static const char *const root_keys[] = { "protected", "design", NULL };
+static const char *const design_keys[] = { "tokens", NULL };
 
 /* A list of globs under KEY into *V. Returns the number added, or -ENOMEM. */
 static int cp_rules(config_parser *p, const pw_yx_node *v, const char *key, pw_rule_kind kind,
@@ -112,7 +123,7 @@ static int cp_design(config_parser *p, const pw_yx_node *v)
 			if (r > 0)
 				p->c->tokens_key = (pw_mark){ k->line, k->column };
 		} else
-			r = cp_unknown(p, k, key);
+			r = cp_unknown(p, k, key, design_keys);
 		if (r < 0)
 			return r;
 	}
@@ -138,7 +149,7 @@ static int cp_root(config_parser *p, const pw_yx_node *root)
 		else if (streq(k->text, "design"))
 			r = cp_design(p, v);
 		else
-			r = cp_unknown(p, k, k->text);
+			r = cp_unknown(p, k, k->text, root_keys);
 		if (r < 0)
 			return r;
 	}

@@ -5,9 +5,14 @@
  */
 #pragma once
 
-#define PW_PATH_MAX 4096         /* bytes of a project-relative path, NUL included */
+#define PW_PATH_MAX 4096         /* bytes of a path given as input (command line, control
+				  * socket), NUL included; the view's own paths shorter than
+				  * this live on the stack and open in one step */
+#define PW_TREE_PATH_MAX (64 * 1024) /* bytes of the project-relative path of an object in a
+				      * view, NUL included (see docs/SECURITY.md, Limits) */
 #define PW_NAME_MAX 255          /* bytes of one path component */
-#define PW_PATH_DEPTH_MAX 1024   /* components of one path */
+#define PW_PATH_DEPTH_MAX 1024   /* directory levels a recursive walk descends (allowed
+				  * --files); a path's depth is bounded by its length */
 #define PW_GLOB_LEN_MAX 1024     /* bytes of one glob pattern */
 #define PW_RULES_MAX 512         /* rules of one kind in one mode or config */
 #define PW_MODES_MAX 64          /* modes in one layer */

@@ -4,8 +4,8 @@
  *
  * Parsing reports every problem it finds rather than stopping at the first, each with the
  * file, line, column and dotted key path, so one run of `piworkfs modes` shows the author
- * everything to fix. Errors make the caller skip the file; warnings (unknown keys, an empty
- * body) do not. Nothing here prints: problems go into a pw_warnings list.
+ * everything to fix. Errors make the caller skip the file; warnings (an unknown key that
+ * is no near miss of a known one, an empty body) do not. Nothing here prints: problems go into a pw_warnings list.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -475,10 +475,84 @@ static int mp_rules(mode_parser *p, const pw_yx_node *v, const char *key, pw_rul
 	return added;
 }
 
-static int mp_unknown(mode_parser *p, const pw_yx_node *k, const char *key)
+/*
+ * The edit distance of A and B (each at most KEY_CMP_MAX bytes): Levenshtein's, with a swap
+ * of two adjacent bytes counting one edit as well ("dney" is one edit from "deny"), three
+ * rows at a time.
+ */
+#define KEY_CMP_MAX 32
+static size_t edit_distance(const char *a, size_t la, const char *b, size_t lb)
 {
+	size_t rows[3][KEY_CMP_MAX + 1];
+	size_t *pprev = rows[0], *prev = rows[1], *cur = rows[2];
+
+	for (size_t j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t *t;
+
+		cur[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t best = prev[j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (prev[j] + 1 < best)
+				best = prev[j] + 1;
+			if (cur[j - 1] + 1 < best)
+				best = cur[j - 1] + 1;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+			    pprev[j - 2] + 1 < best)
+				best = pprev[j - 2] + 1;
+			cur[j] = best;
+		}
+		t = pprev;
+		pprev = prev;
+		prev = cur;
+		cur = t;
+	}
+	return prev[lb];
+}
+
+const char *pw_key_near_miss(const char *key, const char *const *known)
+{
+	size_t lk = strlen(key), best = SIZE_MAX;
+	const char *found = NULL;
+
+	if (lk == 0 || lk > KEY_CMP_MAX)
+		return NULL;
+	for (size_t i = 0; known[i]; i++) {
+		size_t lw = strlen(known[i]), d, limit = lw <= 4 ? 1 : 2;
+
+		if (lw > KEY_CMP_MAX)
+			continue;
+		d = edit_distance(key, lk, known[i], lw);
+		if (d > 0 && d <= limit && d < best) {
+			best = d;
+			found = known[i];
+		}
+	}
+	return found;
+}
+
+/* An unknown key K (KEY is its dotted path) where KNOWN are the keys: an error with a hint
+ * when it is a near miss of one of them (pw_key_near_miss), else a warning. */
+static int mp_unknown_among(mode_parser *p, const pw_yx_node *k, const char *key,
+			    const char *const *known)
+{
+	const char *hint = pw_key_near_miss(k->text, known);
+
+	if (hint)
+		return mp_error(p, k, key, "unknown key; did you mean '%s'?", hint);
 	return pw_warnings_add(p->w, p->stem, PW_WARNING, p->file, k->line, k->column, key,
 			       "unknown key (ignored)");
+}
+
+static const char *const top_keys[] = { "name", "description", "writes", "hide", "protect",
+					NULL };
+static const char *const writes_keys[] = { "allow", "deny", "tokens", NULL };
+
+static int mp_unknown(mode_parser *p, const pw_yx_node *k, const char *key)
+{
+	return mp_unknown_among(p, k, key, top_keys);
 }
 
 static int mp_writes(mode_parser *p, const pw_yx_node *v)
@@ -510,7 +584,7 @@ static int mp_writes(mode_parser *p, const pw_yx_node *v)
 			if (r >= 0 && mf->mode.tokens)
 				mf->tokens_key = (pw_mark){ k->line, k->column };
 		} else
-			r = mp_unknown(p, k, key);
+			r = mp_unknown_among(p, k, key, writes_keys);
 		if (r < 0)
 			return r;
 	}

@@ -75,6 +75,14 @@ int pw_rules_reserve(pw_rule **v, size_t n);
 /* Appends a copy of SRC to *V (of *N entries). */
 int pw_rules_append_copy(pw_rule **v, size_t *n, const pw_rule *src);
 
+/*
+ * The key of KNOWN (NULL-terminated) that KEY most likely misspells: within an edit
+ * distance of 2 (1 for keys of up to 4 bytes), else NULL. An unknown key that is a near miss
+ * of a known one is an error, not a warning: a misspelt "deny" or "hide" would drop the
+ * rules it holds without a word.
+ */
+const char *pw_key_near_miss(const char *key, const char *const *known);
+
 /* [a-z0-9][a-z0-9-]*, at most PW_MODE_NAME_MAX bytes. */
 bool pw_mode_name_is_valid(const char *s);
 

@@ -8,7 +8,9 @@
  * ever stores the components that survive, so the limits apply to the result and never to
  * an intermediate state such as "long/../" that a stack would have to hold first.
  * Every component is checked against PW_NAME_MAX, including ones a later '..' removes: the
- * kernel would refuse such a name too.
+ * kernel would refuse such a name too. There is no separate cap on the number of components:
+ * the length bounds it (each takes at least two bytes with its slash), and the kernel
+ * accepts a path of PATH_MAX bytes however many components it has.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -75,10 +77,6 @@ int pw_path_normalize(const char *in, size_t len, char *out, const char **ret_er
 				set_err(ret_err, "path longer than PW_PATH_MAX");
 				return -ENAMETOOLONG;
 			}
-			if (kept >= PW_PATH_DEPTH_MAX) {
-				set_err(ret_err, "path deeper than PW_PATH_DEPTH_MAX");
-				return -ENAMETOOLONG;
-			}
 			if (kept > 0)
 				buf[--pos] = '/';
 			pos -= n;
@@ -98,14 +96,13 @@ int pw_path_normalize(const char *in, size_t len, char *out, const char **ret_er
 
 int pw_path_is_normal(const char *p)
 {
-	size_t depth = 0;
 	const char *s = p;
 
 	if (!p)
 		return false;
 	if (*p == '\0')
 		return true;
-	if (strnlen(p, PW_PATH_MAX) >= PW_PATH_MAX)
+	if (strnlen(p, PW_TREE_PATH_MAX) >= PW_TREE_PATH_MAX)
 		return false;
 
 	for (;;) {
@@ -113,8 +110,6 @@ int pw_path_is_normal(const char *p)
 		size_t n = (size_t)(e - s);
 
 		if (n == 0 || n > PW_NAME_MAX || is_dot(s, n) || is_dotdot(s, n))
-			return false;
-		if (++depth > PW_PATH_DEPTH_MAX)
 			return false;
 		if (*e == '\0')
 			return true;

@@ -13,11 +13,13 @@
  * Returns 0, or:
  *   -EINVAL        a NUL byte inside LEN bytes
  *   -EXDEV         '..' climbs above the project root ("outside")
- *   -ENAMETOOLONG  the result exceeds PW_PATH_MAX, a component exceeds PW_NAME_MAX,
- *                  or there are more than PW_PATH_DEPTH_MAX components
+ *   -ENAMETOOLONG  the result exceeds PW_PATH_MAX, or a component exceeds PW_NAME_MAX
+ * This is for paths given as input (a command line, the control socket), which are at most
+ * PATH_MAX bytes anyway; the view's own paths come from names (fs/) and may be longer.
  * ret_err, when not NULL, receives a static one-line message on failure.
  */
 int pw_path_normalize(const char *in, size_t len, char *out, const char **ret_err);
 
-/* Returns true when P (NUL-terminated) is already in normalized form. */
+/* Returns true when P (NUL-terminated, shorter than PW_TREE_PATH_MAX) is already in
+ * normalized form. */
 int pw_path_is_normal(const char *p);

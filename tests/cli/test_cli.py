@@ -218,15 +218,24 @@ class ModesTest(Base):
     def test_check_fails_on_a_warning(self):
         proj = self.copy_demo()
         self.write_project_file(proj, ".piworkfs/modes/lint.md",
-                                "---\nname: lint\nwrites:\n  alow: [src/**]\n---\nLint.\n")
+                                "---\nname: lint\nwrites:\n  colour: blue\n---\nLint.\n")
         rc, out, err = self.run_pw("modes", "--project", proj)
         self.assertEqual(rc, 0, out + err)
         rc, out, err = self.run_pw("modes", "--check", "--project", proj)
         self.assertEqual(rc, 3, out + err)
         lines = out.splitlines()
-        self.assertRegex(lines[0], r"\.piworkfs/modes/lint\.md:4:3: warning: writes\.alow: ")
+        self.assertRegex(lines[0], r"\.piworkfs/modes/lint\.md:4:3: warning: writes\.colour: ")
         self.assertEqual(lines[-1], "%s: 0 errors, 1 warning in the mode files and "
                          "configuration" % os.path.realpath(proj))
+
+    def test_misspelt_key_is_an_error_with_a_hint(self):
+        proj = self.copy_demo()
+        self.write_project_file(proj, ".piworkfs/modes/lint.md",
+                                "---\nname: lint\nwrites:\n  alow: [src/**]\n---\nLint.\n")
+        rc, out, err = self.run_pw("modes", "--project", proj)
+        self.assertEqual(rc, 3, out + err)
+        self.assertRegex(out, r"lint\.md:4:3: error: writes\.alow: unknown key; did you mean "
+                         r"'allow'\?")
 
     def test_check_fails_on_an_error(self):
         proj = self.copy_demo()

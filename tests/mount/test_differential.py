@@ -792,31 +792,130 @@ def _(p):
             t(os.symlink, "x", full), ls(d))
 
 
-def deeper_than_path_max(p):
-    """mkdir/open/rename... through *at() calls in a tree deeper than PATH_MAX."""
-    name = "k" * 200
+DEEP_NAME = "k" * 200
+
+
+def descend(p, levels=24):
+    """Makes LEVELS nested directories of 200-byte names below P("") with mkdirat and
+    openat, one level at a time, and returns a descriptor of the deepest (its path from the
+    project root is about 4,850 bytes, more than PATH_MAX)."""
     fd = os.open(p(""), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    for _ in range(levels):
+        os.mkdir(DEEP_NAME, dir_fd=fd)
+        nfd = os.open(DEEP_NAME, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
+        os.close(fd)
+        fd = nfd
+    return fd
+
+
+def in_dir(fd, fn):
+    """FN() run with the working directory at FD; the old one is restored."""
+    old = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        for depth in range(24):
-            r = t(os.mkdir, name, dir_fd=fd)
-            if isinstance(r, Err):
-                return "mkdir at depth %d" % depth, r
-            nfd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
-            os.close(fd)
-            fd = nfd
+        os.fchdir(fd)
+        return fn()
+    finally:
+        os.fchdir(old)
+        os.close(old)
+
+
+def every_op_here():
+    """Every kind of operation on short relative names in the working directory."""
+    out = [opn("f", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644),
+           t(wr, "f", b"deep\n", os.O_WRONLY | os.O_APPEND), st("f"), rd("f"),
+           t(os.chmod, "f", 0o642), st("f"), t(os.chown, "f", 1234, 5678), st("f"),
+           t(os.truncate, "f", 3), rd("f"),
+           with_fd("f", os.O_WRONLY, lambda fd: t(os.ftruncate, fd, 2)), rd("f"),
+           opn("f", os.O_WRONLY | os.O_TRUNC), st("f"),
+           t(os.utime, "f", ns=(12_000_000_001, 13_000_000_002)), st("f", times=True),
+           t(os.link, "f", "hard"), st("hard"), st("f"),
+           t(os.mkdir, "sub", 0o750), st("sub"), t(os.mkfifo, "fifo", 0o640), st("fifo"),
+           t(os.mknod, "reg", stat.S_IFREG | 0o600), st("reg"),
+           t(os.mknod, "chr", stat.S_IFCHR | 0o600, os.makedev(1, 3)), st("chr"),
+           t(os.symlink, "f", "sl"), t(os.readlink, "sl"), st("sl", follow=True), rd("sl"),
+           t(os.setxattr, "hard", "user.x", b"1"), xattrs("hard"),
+           os.access("f", os.W_OK), os.access("missing", os.F_OK),
+           t(os.rename, "f", "sub/f2"), st("sub/f2"), st("f"), t(os.rename, "sub", "sub2"),
+           st("sub2/f2"), ls("."), st(".."), st("../" + DEEP_NAME)]
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.bind("sock")
+        s.listen(1)
+        out += [ok(c.connect, "sock"), st("sock")]
+    finally:
+        s.close()
+        c.close()
+    out += [t(os.unlink, x) for x in ("sock", "chr", "reg", "fifo", "sl", "sub2/f2")]
+    out += [t(os.rmdir, "sub2"), t(os.rmdir, "."), t(os.unlink, "hard"), ls("."),
+            t(os.mkdir, "sub3"), t(os.rmdir, "sub3"), ls(".")]
+    return out
+
+
+@row("deeper than PATH_MAX, built with mkdirat/openat: every operation, by descriptor")
+def _(p):
+    fd = descend(p)
+    try:
         lf = os.open("leaf", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644,
                      dir_fd=fd)
         os.write(lf, b"deep\n")
         os.close(lf)
-        r = [st("leaf", dir_fd=fd), t(os.rename, "leaf", "leaf2", src_dir_fd=fd,
-                                      dst_dir_fd=fd),
+        r = [st("leaf", dir_fd=fd), t(os.chmod, "leaf", 0o600, dir_fd=fd),
+             t(os.chown, "leaf", 7, 8, dir_fd=fd), st("leaf", dir_fd=fd),
+             t(os.rename, "leaf", "leaf2", src_dir_fd=fd, dst_dir_fd=fd),
+             t(os.link, "leaf2", "leaf3", src_dir_fd=fd, dst_dir_fd=fd),
              t(os.symlink, "leaf2", "sl", dir_fd=fd), t(os.readlink, "sl", dir_fd=fd),
+             t(os.mkfifo, "fifo", 0o600, dir_fd=fd),
+             t(os.mknod, "reg", stat.S_IFREG | 0o640, dir_fd=fd),
              sorted(os.listdir(fd)), st("..", dir_fd=fd), t(os.mkdir, "sub", dir_fd=fd),
-             t(os.rmdir, "sub", dir_fd=fd)]
+             t(os.utime, "sub", ns=(5, 6), dir_fd=fd), st("sub", times=True, dir_fd=fd),
+             t(os.rmdir, "sub", dir_fd=fd), t(os.unlink, "leaf3", dir_fd=fd),
+             t(os.unlink, "fifo", dir_fd=fd), st("leaf2", dir_fd=fd)]
         rf = os.open("sl", os.O_RDONLY | os.O_CLOEXEC, dir_fd=fd)
         r.append(os.read(rf, 100))
         os.close(rf)
         return r
+    finally:
+        os.close(fd)
+
+
+@row("deeper than PATH_MAX, the working directory at the bottom: every operation")
+def _(p):
+    fd = descend(p)
+    try:
+        return in_dir(fd, every_op_here)
+    finally:
+        os.close(fd)
+
+
+def relative_long_path(total):
+    """(directory, path), both relative, len(path) == TOTAL: 200-byte directories, then a
+    leaf of at most 255 bytes (pjdfstest's dirgen_max)."""
+    cur = ""
+    while total - len(cur) > 256:
+        cur += ("/" if cur else "") + "D" * 200
+    return cur, cur + "/" + "L" * (total - len(cur) - 1)
+
+
+@row("relative paths of PATH_MAX - 1 bytes below the root: create, chmod, rename, unlink...")
+def _(p):
+    def go():
+        d, full = relative_long_path(4095)
+        os.makedirs(d)
+        other = full[:-1] + "M"
+        return (len(full), opn(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL), st(full),
+                t(os.chmod, full, 0o642), t(os.chown, full, 65534, 65534), st(full),
+                t(os.truncate, full, 5), st(full), t(os.utime, full, ns=(1, 2)),
+                st(full, times=True), t(os.rename, full, other), st(other),
+                t(os.link, other, full), t(os.unlink, other), t(os.symlink, "x", other),
+                t(os.readlink, other), t(os.unlink, other), t(os.mkfifo, other),
+                t(os.unlink, other), t(os.mknod, other, stat.S_IFREG), t(os.unlink, other),
+                t(os.mkdir, other), t(os.rmdir, other), t(os.unlink, full),
+                opn(full + "x", os.O_WRONLY | os.O_CREAT), t(os.mkdir, full + "x"),
+                t(os.chmod, full + "x", 0o600), ls(d))
+    fd = os.open(p(""), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        return in_dir(fd, go)
     finally:
         os.close(fd)
 
@@ -1153,25 +1252,54 @@ class DifferentialTest(harness.MountCase):
                              (len(differ), len(ROWS) + 1, "\n  ".join(differ)))
 
 
-class DocumentedDifferences(harness.MountCase):
-    """Where the view knowingly differs from the backing filesystem (docs/SECURITY.md)."""
-    tree = {}
+DEEP_MODE = ("---\nname: build\ndescription: build, with a deny and a hide rule\n"
+             "writes:\n  allow:\n    - \"**\"\n  deny:\n    - \"**/deny-me\"\n"
+             "hide:\n  - \"**/*.key\"\n---\nDeep paths.\n")
 
-    def test_paths_deeper_than_path_max_are_refused_cleanly(self):
-        # The daemon names every object by its path from the project root, and refuses
-        # one longer than PATH_MAX with ENAMETOOLONG; natively *at() calls go deeper.
-        native = os.path.join(self.tmp, "nat")
-        os.mkdir(native)
-        self.assertIsInstance(deeper_than_path_max(lambda rel="": os.path.join(native, rel)),
-                              list)
+
+class DeepPaths(harness.MountCase):
+    """The policy decides on the whole path of an object deeper than PATH_MAX: rules that
+    match its last component (deny, hide) and rules that match its first (protected) apply
+    at the bottom of a tree 24 levels of 200-byte names deep."""
+    tree = {".piworkfs/modes/build.md": DEEP_MODE, ".git/hooks/README": "hooks\n"}
+
+    @staticmethod
+    def reopen(top):
+        """A descriptor of the bottom of the deep tree below TOP."""
+        fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        for _ in range(24):
+            nfd = os.open(DEEP_NAME, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+        return fd
+
+    def test_rules_apply_below_path_max(self):
+        for top in ("src", ".git/hooks"):
+            os.makedirs(os.path.join(self.project, top), exist_ok=True)
+            fd = descend(lambda rel="", top=top: os.path.join(self.project, top))
+            for name in ("deny-me", "a.key", "x"):
+                os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644,
+                                 dir_fd=fd))
+            os.close(fd)
         v = self.mount("build")
-        got = deeper_than_path_max(v.path)
-        self.assertEqual(got[1], "ENAMETOOLONG", got)
-        self.assertRegex(got[0], r"^mkdir at depth (19|20)$")
-        # Nothing half-made, and the view still serves.
-        with open(v.path("after"), "w") as f:
-            f.write("ok\n")
-        self.assertTrue(os.path.exists(os.path.join(self.project, "after")))
+        fd = self.reopen(v.path("src"))
+        try:
+            self.assertEqual(opn("x", os.O_WRONLY | os.O_APPEND, dir_fd=fd), "ok")
+            self.assertEqual(opn("new", os.O_WRONLY | os.O_CREAT, dir_fd=fd), "ok")
+            self.assertEqual(opn("deny-me", os.O_WRONLY | os.O_APPEND, dir_fd=fd), "EACCES")
+            self.assertEqual(t(os.unlink, "deny-me", dir_fd=fd), "EACCES")
+            self.assertEqual(st("a.key", dir_fd=fd), "ENOENT")
+            self.assertEqual(sorted(os.listdir(fd)), ["deny-me", "new", "x"])
+        finally:
+            os.close(fd)
+        fd = self.reopen(v.path(".git/hooks"))
+        try:
+            self.assertEqual(opn("x", os.O_WRONLY | os.O_APPEND, dir_fd=fd), "EACCES")
+            self.assertEqual(t(os.unlink, "x", dir_fd=fd), "EACCES")
+            self.assertEqual(opn("new", os.O_WRONLY | os.O_CREAT, dir_fd=fd), "EACCES")
+            self.assertEqual(opn("x", os.O_RDONLY, dir_fd=fd), "ok")
+        finally:
+            os.close(fd)
 
 
 class CachedEntries(harness.MountCase):

@@ -424,6 +424,50 @@ Test(files, bad_config_fails_every_mode_closed)
 	remove_dir(dir);
 }
 
+Test(files, a_misspelt_key_is_an_error_with_a_hint)
+{
+	_cleanup_free_ char *dir = make_dir(), *cfgdir = make_dir();
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+		{ "---\nname: m\nwrites:\n  alow: [src/**]\n---\nb\n",
+		  "m.md:4:3: error: writes.alow: unknown key; did you mean 'allow'?" },
+		{ "---\nname: m\nwrites:\n  allow: [\"**\"]\n  dney: [secrets/**]\n---\nb\n",
+		  "m.md:5:3: error: writes.dney: unknown key; did you mean 'deny'?" },
+		{ "---\nname: m\nhid: [.env]\n---\nb\n",
+		  "m.md:3:1: error: hid: unknown key; did you mean 'hide'?" },
+		{ "---\nname: m\nprotects: false\n---\nb\n",
+		  "m.md:3:1: error: protects: unknown key; did you mean 'protect'?" },
+	};
+	static const char cfg[] = "protcted: [\"*.pem\"]\n";
+	_cleanup_free_ char *got = NULL, *want = NULL;
+	pw_modeset *ms;
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		pw_warnings w = { 0 };
+		pw_mode_file *mf = NULL;
+		_cleanup_free_ char *text = NULL;
+
+		cr_expect_eq(pw_mode_parse("m.md", cases[i].text, strlen(cases[i].text),
+					   PW_LAYER_GLOBAL, &w, &mf), -EINVAL, "%s", cases[i].want);
+		cr_assert_geq(w.n, 1);
+		text = pw_warning_format(&w.v[0]);
+		cr_expect_str_eq(text, cases[i].want);
+		pw_warnings_done(&w);
+	}
+	/* In config.yaml too; the file is skipped, so every mode fails closed. */
+	write_file(cfgdir, "config.yaml", cfg, strlen(cfg));
+	ms = load(SOURCE_MODES, cfgdir, NULL, false);
+	got = pw_warning_format(pw_modeset_warning(ms, 0));
+	cr_assert_geq(asprintf(&want, "%s/config.yaml:1:1: error: protcted: unknown key; did you "
+				      "mean 'protected'?", cfgdir), 0);
+	cr_expect_str_eq(got, want);
+	cr_expect(pw_modeset_mode_broken(ms, "build", NULL));
+	pw_modeset_free(ms);
+	remove_dir(dir);
+	remove_dir(cfgdir);
+}
+
 Test(files, unknown_config_key_breaks_nothing)
 {
 	_cleanup_free_ char *dir = make_dir();

@@ -149,17 +149,34 @@ Test(path, path_max)
 	cr_assert_eq(strlen(out), 10 * 255 + 9);
 }
 
-Test(path, depth_max)
+Test(path, depth_is_bounded_by_length_only)
 {
 	static char in[4 * PW_PATH_MAX], out[PW_PATH_MAX];
 	size_t len;
 
-	/* 1024 one-byte components = 2047 bytes: fits. */
-	len = build(in, PW_PATH_DEPTH_MAX, 1);
+	/* 2048 one-byte components = 4095 bytes, the most the kernel takes in one path: fits,
+	 * however many components that is. */
+	len = build(in, PW_PATH_MAX / 2, 1);
+	cr_assert_eq(len, PW_PATH_MAX - 1);
 	cr_assert_eq(pw_path_normalize(in, len, out, NULL), 0);
+	cr_assert_str_eq(out, in);
 	cr_assert(pw_path_is_normal(out));
-	len = build(in, PW_PATH_DEPTH_MAX + 1, 1);
+	len = build(in, PW_PATH_MAX / 2 + 1, 1);
 	cr_assert_eq(pw_path_normalize(in, len, out, NULL), -ENAMETOOLONG);
+}
+
+/* The view's own paths (built from names, fs/) are normal up to PW_TREE_PATH_MAX. */
+Test(path, is_normal_up_to_the_tree_limit)
+{
+	static char in[PW_TREE_PATH_MAX + 2];
+	size_t len = build(in, PW_TREE_PATH_MAX / 2, 1); /* PW_TREE_PATH_MAX - 1 bytes */
+
+	cr_assert_eq(len, PW_TREE_PATH_MAX - 1);
+	cr_assert(pw_path_is_normal(in));
+	len = build(in, 20, 255); /* longer than PATH_MAX */
+	cr_assert_gt(len, PW_PATH_MAX);
+	cr_assert(pw_path_is_normal(in));
+	len = build(in, PW_TREE_PATH_MAX / 2 + 1, 1); /* PW_TREE_PATH_MAX + 1 bytes */
 	cr_assert_not(pw_path_is_normal(in));
 }
 
