@@ -45,6 +45,16 @@ static char *mount_options(const pw_fs_opts *o)
 	return opts;
 }
 
+/* Is NAME one of the comma-separated options in OPTS? */
+static bool has_option(const char *opts, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = opts; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
 int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 {
 	_cleanup_free_ char *opts = NULL;
@@ -57,6 +67,7 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	fs->timeout = o->cache_timeout > 0 ? o->cache_timeout : 86400.0;
 	fs->no_watch = o->no_watch;
 	fs->allow_other = o->allow_other;
+	fs->default_permissions = has_option(o->fuse_opts, "default_permissions");
 	fs->is_root_daemon = geteuid() == 0;
 	fs->owner_uid = getuid();
 	pthread_mutex_init(&fs->policy_lock, NULL);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/fsuid.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -78,6 +79,38 @@ double pw_entry_timeout_of(pw_fs *fs, pw_inode *dir)
 	return fd >= 0 ? pw_entry_timeout_in(fs, fd) : 0;
 }
 
+/*
+ * Special files under allow_other. The kernel opens a FIFO or a device node, and connects
+ * to a socket, by itself: no OPEN reaches us, and without default_permissions it checks no
+ * permission bits either, so any user could open another user's 0600 FIFO through the view.
+ * The lookup is the only request we get, and it does not say what the caller means to do;
+ * so a special file is looked up only for a caller who could do everything the kernel will
+ * not ask us about: read and write a FIFO or a device, write (connect to) a socket. Its
+ * owner may always look it up (the owner could chmod it anyway, and must be able to). Any
+ * other caller gets EACCES, and the entry is never cached, so each walk to it asks again
+ * with the walker's credentials. With default_permissions the kernel checks these opens
+ * itself and nothing is refused here. docs/SECURITY.md says what this costs.
+ */
+static bool is_special(mode_t mode)
+{
+	return S_ISFIFO(mode) || S_ISSOCK(mode) || S_ISCHR(mode) || S_ISBLK(mode);
+}
+
+bool pw_special_uncached(pw_fs *fs, mode_t mode)
+{
+	return fs->allow_other && !fs->default_permissions && is_special(mode);
+}
+
+static int check_special(pw_fs *fs, int pfd, const char *name, const struct stat *st)
+{
+	if (!pw_special_uncached(fs, st->st_mode) || st->st_uid == (uid_t)setfsuid(-1))
+		return 0;
+	int mask = S_ISSOCK(st->st_mode) ? W_OK : R_OK | W_OK;
+	if (faccessat(pfd, name, mask, AT_EACCESS | AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == EACCES || errno == EPERM ? -EACCES : negative_errno();
+	return 0;
+}
+
 /* Looks up NAME in PARENT and answers with an entry (learning the node) or an error. */
 int pw_do_lookup(pw_fs *fs, pw_inode *parent, const char *name, struct fuse_entry_param *e)
 {
@@ -89,12 +122,15 @@ int pw_do_lookup(pw_fs *fs, pw_inode *parent, const char *name, struct fuse_entr
 		return negative_errno();
 	if (pw_hidden_child(fs, parent, name, S_ISDIR(st.st_mode)))
 		return PW_LOOKUP_HIDDEN;
+	int r = check_special(fs, pfd, name, &st);
+	if (r < 0)
+		return r;
 	pw_inode *n = pw_inode_learn(fs, parent, name, &st, NULL);
 	if (!n)
 		return -ENOMEM;
 	pw_truthful_attr_child(fs, parent, name, &st);
 	pw_fill_entry(fs, e, n, &st);
-	e->entry_timeout = pw_entry_timeout_in(fs, pfd);
+	e->entry_timeout = pw_special_uncached(fs, st.st_mode) ? 0 : pw_entry_timeout_in(fs, pfd);
 	return 0;
 }
 

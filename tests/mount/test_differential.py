@@ -1186,6 +1186,68 @@ def _(p):
     return nobody(go), nobody(go, [1234]), st(p("e/new"))
 
 
+@row("as nobody: root's 0600 FIFO, socket and device node -> EACCES, after root used them")
+def _(p):
+    os.mkfifo(p("fifo"), 0o600)
+    os.mknod(p("chr"), stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    os.mkfifo(p("d/fifo"), 0o604)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.bind(p("sock"))
+        os.chmod(p("sock"), 0o600)
+        s.listen(4)
+        # Root reaches each first, so the kernel has looked them up already.
+        mine = (opn(p("fifo"), os.O_RDWR), st(p("fifo")), st(p("chr")), st(p("sock")),
+                ls(p("")))
+
+        def go():
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                conn = ok(c.connect, p("sock"))
+            finally:
+                c.close()
+            return (opn(p("fifo"), os.O_RDONLY | os.O_NONBLOCK),
+                    opn(p("fifo"), os.O_WRONLY | os.O_NONBLOCK), opn(p("fifo"), os.O_RDWR),
+                    conn, opn(p("chr"), os.O_RDONLY), opn(p("chr"), os.O_WRONLY),
+                    opn(p("d/fifo"), os.O_RDWR), opn(p("d/fifo"), os.O_WRONLY | os.O_NONBLOCK))
+        return mine, nobody(go), nobody(go), opn(p("fifo"), os.O_RDWR)
+    finally:
+        s.close()
+
+
+@row("as nobody: FIFOs and sockets it may use: its own, and others' 0666 ones")
+def _(p):
+    os.chmod(p("e"), 0o777)
+    os.mkfifo(p("e/shared"), 0o666)
+    os.chmod(p("e/shared"), 0o666)
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.bind(p("e/sock"))
+        os.chmod(p("e/sock"), 0o666)
+        s.listen(4)
+
+        def go():
+            os.mkfifo(p("e/mine"), 0o600)
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                conn = ok(c.connect, p("e/sock"))
+            finally:
+                c.close()
+            rfd = os.open(p("e/mine"), os.O_RDONLY | os.O_NONBLOCK)
+            try:
+                w = with_fd(p("e/mine"), os.O_WRONLY | os.O_NONBLOCK,
+                            lambda fd: os.write(fd, b"hi"))
+                data = os.read(rfd, 10)
+            finally:
+                os.close(rfd)
+            return (opn(p("e/shared"), os.O_RDWR),
+                    opn(p("e/shared"), os.O_RDONLY | os.O_NONBLOCK), conn, w, data,
+                    st(p("e/mine")), t(os.chmod, p("e/mine"), 0o640), st(p("e/mine")))
+        return nobody(go), st(p("e/mine")), opn(p("e/mine"), os.O_RDWR)
+    finally:
+        s.close()
+
+
 # the whole tree, at the end
 
 FINAL = "final trees: the native tree, the view and its backing project are equal"
@@ -1250,6 +1312,56 @@ class DifferentialTest(harness.MountCase):
         if differ:
             sys.stderr.write("\n%d of %d rows differ:\n  %s\n" %
                              (len(differ), len(ROWS) + 1, "\n  ".join(differ)))
+
+
+class DocumentedDifferences(harness.MountCase):
+    """Where the view knowingly differs from the backing filesystem (docs/SECURITY.md)."""
+    tree = {}
+
+    def test_special_files_are_looked_up_only_by_who_may_use_them(self):
+        # Under allow_other the kernel opens FIFOs, device nodes and sockets without asking
+        # the daemon and, without default_permissions, without checking permission bits.
+        # So a special file is looked up only for its owner and for callers who could use
+        # it in every direction; the others get EACCES even for stat.
+        os.chmod(self.tmp, 0o755)
+        native = os.path.join(self.tmp, "nat")
+        os.mkdir(native)
+        for root in (native, self.project):
+            os.mkfifo(os.path.join(root, "readable"), 0o604)
+            os.chmod(os.path.join(root, "readable"), 0o604)
+            os.chmod(root, 0o777)
+        v = self.mount("build", args=["-o", "allow_other"])
+
+        def go(root):
+            def f():
+                return (opn(os.path.join(root, "readable"), os.O_RDONLY | os.O_NONBLOCK),
+                        opn(os.path.join(root, "readable"), os.O_RDWR),
+                        st(os.path.join(root, "readable")) == "EACCES")
+            return f
+        self.assertEqual(nobody(go(native)), ("ok", "EACCES", False))
+        self.assertEqual(nobody(go(v.mp)), ("EACCES", "EACCES", True))
+
+        # Its owner reaches it whatever its mode (it could chmod it anyway).
+        def own(root):
+            def f():
+                path = os.path.join(root, "own")
+                os.mkfifo(path, 0o600)
+                os.chmod(path, 0)
+                return opn(path, os.O_RDWR), t(os.chmod, path, 0o600)
+            return f
+        self.assertEqual(nobody(own(native)), ("EACCES", None))
+        self.assertEqual(nobody(own(v.mp)), ("ok", None))
+
+    def test_default_permissions_lets_the_kernel_check_special_files(self):
+        os.chmod(self.tmp, 0o755)
+        os.chmod(self.project, 0o777)
+        os.mkfifo(os.path.join(self.project, "readable"), 0o604)
+        os.chmod(os.path.join(self.project, "readable"), 0o604)
+        v = self.mount("build", args=["-o", "allow_other,default_permissions"])
+        path = v.path("readable")
+        self.assertEqual(nobody(lambda: (opn(path, os.O_RDONLY | os.O_NONBLOCK),
+                                         opn(path, os.O_RDWR), st(path)["mode"])),
+                         ("ok", "EACCES", "prw----r--"))
 
 
 DEEP_MODE = ("---\nname: build\ndescription: build, with a deny and a hide rule\n"
