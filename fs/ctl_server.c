@@ -10,8 +10,14 @@
  * threads use to wake it (audit events, view changes, reload requests, new agent sockets,
  * stop). Every resource a client can make us hold is bounded: its input line (PW_MSG_MAX),
  * its pending output (out_max; overflow drops the client), its silence (idle timeout), the
- * number of clients (PW_CLIENTS_MAX). Requests are handled in arrival order, one line at a
- * time, and the reply is queued before the next line is looked at.
+ * number of clients. Requests are handled in arrival order, one line at a time, and the
+ * reply is queued before the next line is looked at.
+ *
+ * Connection limits are per listening socket: the operator's main socket has
+ * PW_CLIENTS_MAX slots, each agent socket PW_AGENT_CLIENTS_MAX of its own, and the client
+ * table has room for all of them at once. So an agent that keeps its socket full (its
+ * subscribers are exempt from the idle timeout) is refused on its own socket and can never
+ * take a slot from the person outside: `piworkfs mode plan` always gets in.
  *
  * Denied notifications come from the audit writer thread through a static hub table (so
  * that a callback racing with pw_ctl_server_stop never touches freed memory), are queued in
@@ -44,13 +50,16 @@
 #define DEFAULT_IDLE_MS 30000u
 #define DEFAULT_OUT_MAX (1024u * 1024u)
 #define DEFAULT_DENIED_PER_SEC 50u
-#define LISTENERS_MAX 8
+#define LISTENERS_MAX 8     /* the main socket and up to 7 agent sockets */
+/* Every listener full at once: the main socket's slots plus each agent socket's. */
+#define CLIENTS_TOTAL_MAX (PW_CLIENTS_MAX + (LISTENERS_MAX - 1) * PW_AGENT_CLIENTS_MAX)
 #define EVENTS_MAX 256      /* pending notifications between two loop turns */
 #define ACCEPT_BURST 64     /* accepts per loop turn, so clients are served meanwhile */
 #define READ_CHUNK 65536
 
 struct pw_ctl_client {
 	int fd;
+	size_t listener;   /* index in listeners[] of the socket it came through */
 	pw_peer peer;
 	char *in;
 	size_t in_len;
@@ -68,6 +77,7 @@ typedef struct listener {
 	int fd;
 	char *path;
 	bool restricted;
+	size_t n_clients, max_clients; /* connected through this socket now; its limit */
 } listener;
 
 struct pw_ctl_server {
@@ -82,7 +92,7 @@ struct pw_ctl_server {
 	/* Server thread only. */
 	listener listeners[LISTENERS_MAX];
 	size_t n_listeners;
-	pw_ctl_client *clients[PW_CLIENTS_MAX];
+	pw_ctl_client *clients[CLIENTS_TOTAL_MAX];
 	size_t n_clients;
 
 	pthread_mutex_t lock; /* guards the fields below */
@@ -444,8 +454,13 @@ static bool client_write(pw_ctl_client *c)
 
 static void drop_client(pw_ctl_server *s, size_t i)
 {
+	listener *l = &s->listeners[s->clients[i]->listener];
+
+	l->n_clients--;
 	pthread_mutex_lock(&s->lock);
 	s->stats.clients--;
+	if (l->restricted)
+		s->stats.agent_clients--;
 	pthread_mutex_unlock(&s->lock);
 	client_free(s->clients[i]);
 	s->clients[i] = s->clients[--s->n_clients];
@@ -466,8 +481,10 @@ static void refuse_fd(int fd, int code, const char *message)
 	json_decref(msg);
 }
 
-static void accept_clients(pw_ctl_server *s, const listener *l)
+static void accept_clients(pw_ctl_server *s, size_t li)
 {
+	listener *l = &s->listeners[li];
+
 	for (int i = 0; i < ACCEPT_BURST; i++) {
 		struct ucred cred;
 		socklen_t len = sizeof(cred);
@@ -476,11 +493,19 @@ static void accept_clients(pw_ctl_server *s, const listener *l)
 
 		if (fd < 0)
 			return; /* EAGAIN, or a transient error (EMFILE): retry next turn */
-		if (s->n_clients >= PW_CLIENTS_MAX) {
+		/* This socket's own limit; the table has room for every socket's (asserted by
+		 * CLIENTS_TOTAL_MAX), so one socket's clients never take another's slots. */
+		if (l->n_clients >= l->max_clients || s->n_clients >= CLIENTS_TOTAL_MAX) {
 			pthread_mutex_lock(&s->lock);
 			s->stats.refused_busy++;
+			if (l->restricted)
+				s->stats.refused_busy_agent++;
 			pthread_mutex_unlock(&s->lock);
-			refuse_fd(fd, PW_RPC_BUSY, "too many connections (PW_CLIENTS_MAX); try again");
+			refuse_fd(fd, PW_RPC_BUSY,
+				  l->restricted
+					  ? "too many connections on this agent socket "
+					    "(PW_AGENT_CLIENTS_MAX); try again"
+					  : "too many connections (PW_CLIENTS_MAX); try again");
 			close(fd);
 			continue;
 		}
@@ -494,6 +519,7 @@ static void accept_clients(pw_ctl_server *s, const listener *l)
 			return;
 		}
 		c->fd = fd;
+		c->listener = li;
 		c->peer.pid = cred.pid;
 		c->peer.uid = cred.uid;
 		c->peer.gid = cred.gid;
@@ -503,9 +529,12 @@ static void accept_clients(pw_ctl_server *s, const listener *l)
 		c->last_ms = c->tokens_ms = mono_ms();
 		c->tokens = s->tun.denied_per_sec;
 		s->clients[s->n_clients++] = c;
+		l->n_clients++;
 		pthread_mutex_lock(&s->lock);
 		s->stats.accepted++;
 		s->stats.clients++;
+		if (l->restricted)
+			s->stats.agent_clients++;
 		pthread_mutex_unlock(&s->lock);
 
 		if (pw_view_authorize_peer(s->view, &c->peer) < 0) {
@@ -721,7 +750,7 @@ static void expire_clients(pw_ctl_server *s, int64_t now)
 static void *server_main(void *userdata)
 {
 	pw_ctl_server *s = userdata;
-	struct pollfd pfd[1 + LISTENERS_MAX + PW_CLIENTS_MAX];
+	struct pollfd pfd[1 + LISTENERS_MAX + CLIENTS_TOTAL_MAX];
 	sigset_t all;
 
 	/* Signals go to the daemon's other threads. */
@@ -781,7 +810,7 @@ static void *server_main(void *userdata)
 		}
 		for (size_t i = 0; i < nl; i++)
 			if (pfd[1 + i].revents & POLLIN)
-				accept_clients(s, &s->listeners[i]);
+				accept_clients(s, i);
 
 		fan_out(s);
 		/* Flush what the fan-out queued, now rather than a poll turn later. */
@@ -847,7 +876,8 @@ int pw_ctl_server_start(pw_view *view, const char *socket_dir, const pw_ctl_tuni
 	r = listen_at(s->socket_path, &fd);
 	if (r < 0)
 		goto fail;
-	s->listeners[0] = (listener){ .fd = fd, .path = strdup(s->socket_path) };
+	s->listeners[0] = (listener){ .fd = fd, .path = strdup(s->socket_path),
+				      .max_clients = PW_CLIENTS_MAX };
 	s->n_listeners = 1;
 	if (!s->listeners[0].path) {
 		r = -ENOMEM;
@@ -901,7 +931,8 @@ int pw_ctl_server_add_agent_socket(pw_ctl_server *s, const char *path)
 		unlink(path);
 		return -EMFILE;
 	}
-	s->pending[s->n_pending] = (listener){ .fd = fd, .path = strdup(path), .restricted = true };
+	s->pending[s->n_pending] = (listener){ .fd = fd, .path = strdup(path), .restricted = true,
+					       .max_clients = PW_AGENT_CLIENTS_MAX };
 	if (!s->pending[s->n_pending].path) {
 		pthread_mutex_unlock(&s->lock);
 		close(fd);

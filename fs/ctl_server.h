@@ -7,8 +7,10 @@
  * sockets. A hostile client cannot hurt the daemon or other clients: each line is capped at
  * PW_MSG_MAX (longer: an error response, then close), each client's pending output is
  * bounded (a client that never reads is dropped), a client that sends nothing for the idle
- * timeout is dropped (subscribers excepted), and beyond PW_CLIENTS_MAX connections new ones
- * are accepted and closed at once.
+ * timeout is dropped (subscribers excepted), and beyond a socket's connection limit new
+ * connections to it are accepted and closed at once. Each socket has its own limit:
+ * PW_CLIENTS_MAX for the main (operator) socket, PW_AGENT_CLIENTS_MAX for each agent
+ * socket, so agents can never take the operator's slots.
  *
  * Authority: SO_PEERCRED on every connection; only the mounting uid or root is served
  * (others get one error line and are closed). Connections through an agent socket
@@ -118,8 +120,10 @@ void pw_ctl_client_subscribe(pw_ctl_client *c, bool mode_changed, bool denied);
  */
 typedef struct pw_ctl_stats {
 	unsigned clients;           /* connected now (accepted and not yet dropped) */
+	unsigned agent_clients;     /* of which through agent sockets */
 	uint64_t accepted;          /* connections accepted (including ones then refused_uid) */
-	uint64_t refused_busy;      /* connections closed at once: no slot left */
+	uint64_t refused_busy;      /* connections closed at once: no slot left on their socket */
+	uint64_t refused_busy_agent; /* of which on agent sockets */
 	uint64_t refused_uid, dropped_slow, dropped_idle, dropped_large;
 	uint64_t denied_seen;       /* denied events received from the audit writer */
 	uint64_t denied_suppressed; /* notifications not sent (rate limit, full queue) */

@@ -20,7 +20,10 @@
 #define PW_MODE_NAME_MAX 64      /* bytes of a mode name */
 #define PW_YAML_DEPTH_MAX 16     /* nesting of YAML collections in a mode file */
 #define PW_MSG_MAX (64 * 1024)   /* bytes of one control-socket message */
-#define PW_CLIENTS_MAX 256       /* control-socket connections at once */
+#define PW_CLIENTS_MAX 256       /* connections at once to a view's main (operator) socket */
+#define PW_AGENT_CLIENTS_MAX 32  /* connections at once to each agent socket: its own slots,
+				  * never the operator's; room for an agent's subscription,
+				  * concurrent requests and a pending consent request */
 #define PW_BASH_INPUT_MAX (1024 * 1024) /* bytes of a command given to check-bash */
 #define PW_BASH_DEPTH_MAX 256    /* nesting of constructs the bash analysis follows */
 #define PW_BASH_TARGETS_MAX 4096 /* targets one analysis reports */

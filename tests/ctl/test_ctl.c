@@ -922,6 +922,90 @@ Test(ctl, agent_socket_may_only_tighten)
 	cr_assert_eq(lstat(agent_path, &st), -1, "agent socket removed at stop");
 }
 
+/*
+ * The person's authority must not depend on the agent's manners: an agent that fills its
+ * socket with subscribed connections (exempt from the idle timeout) gets its own limit,
+ * PW_AGENT_CLIENTS_MAX, and the operator's socket keeps every one of its slots. Before
+ * separate limits, 256 such connections locked `piworkfs mode plan` out (-32005).
+ */
+Test(ctl, agent_flood_cannot_lock_the_operator_out)
+{
+	enum { N = PW_CLIENTS_MAX + 16 };
+	static const char sub[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"subscribe\"}\n";
+	static int fds[N];
+	char agent_path[256];
+	int subscribed = 0, busy = 0, first = -1;
+
+	snprintf(agent_path, sizeof(agent_path), "%s/agent.sock", tmp);
+	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, agent_path), 0);
+	int owner = connect_main();
+	json_t *r = rpc(owner, "mode.set", "{\"mode\":\"build\"}");
+	result_of(r);
+	json_decref(r);
+	close(owner);
+
+	pw_ctl_stats st0 = stats();
+	for (int i = 0; i < N; i++) {
+		fds[i] = i == 0 ? connect_agent(agent_path) : connect_to(agent_path);
+		cr_assert_geq(fds[i], 0, "connect %d: %s", i, strerror(-fds[i]));
+		ssize_t n = send(fds[i], sub, sizeof(sub) - 1, MSG_NOSIGNAL);
+		cr_assert(n == (ssize_t)sizeof(sub) - 1 || errno == EPIPE || errno == ECONNRESET,
+			  "send %d: %s", i, strerror(errno));
+	}
+	cr_assert(WAIT_UNTIL(({
+			  pw_ctl_stats st = stats();
+			  st.accepted - st0.accepted + st.refused_busy - st0.refused_busy == N;
+		  })),
+		  "the server handled every agent connection");
+	for (int i = 0; i < N; i++) {
+		json_t *m = read_msg(fds[i]);
+		cr_assert_not_null(m, "agent connection %d got no line", i);
+		if (json_object_get(m, "result")) {
+			subscribed++;
+			if (first < 0)
+				first = fds[i];
+		} else {
+			cr_assert_eq(error_code(m), PW_RPC_BUSY, "agent connection %d", i);
+			busy++;
+		}
+		json_decref(m);
+	}
+
+	/* The person, from outside, on a fresh connection: the switch goes through. */
+	static const char plan[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"mode.set\","
+				   "\"params\":{\"mode\":\"plan\"}}\n";
+	owner = connect_main();
+	(void)!send(owner, plan, sizeof(plan) - 1, MSG_NOSIGNAL); /* a refusal may close first */
+	r = read_msg(owner);
+	cr_assert_not_null(r, "the operator got no answer");
+	cr_assert_not_null(json_object_get(r, "result"), "the operator was refused: %s",
+			   json_dumps(r, 0));
+	cr_assert_str_eq(sget(result_of(r), "mode"), "plan");
+	json_decref(r);
+	cr_assert_str_eq(active_mode(), "plan");
+	/* Enough for a Pi extension (its subscription, a few requests, a consent request). */
+	cr_assert_geq(subscribed, 16);
+	cr_assert_eq(subscribed, PW_AGENT_CLIENTS_MAX, "subscribed %d", subscribed);
+	cr_assert_eq(busy, N - PW_AGENT_CLIENTS_MAX);
+	/* The agent's own connections are still served: a subscriber hears of the switch. */
+	json_t *n = read_msg(first);
+	cr_assert_not_null(n);
+	cr_assert_str_eq(sget(n, "method"), "mode.changed");
+	cr_assert_str_eq(sget(json_object_get(n, "params"), "to"), "plan");
+	json_decref(n);
+	/* And the operator's socket still has room for many more. */
+	int more[16];
+	for (int i = 0; i < 16; i++) {
+		more[i] = connect_main();
+		assert_served(more[i]);
+	}
+	for (int i = 0; i < 16; i++)
+		close(more[i]);
+	for (int i = 0; i < N; i++)
+		close(fds[i]);
+	close(owner);
+}
+
 /* ---- reload ---------------------------------------------------------------------------- */
 
 static void break_build(bool broken)

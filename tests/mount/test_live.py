@@ -10,9 +10,11 @@ that hides .env in build (an untrusted project may add hide rules).
 
 import bisect
 import errno
+import json
 import mmap
 import os
 import random
+import socket
 import subprocess
 import sys
 import threading
@@ -24,6 +26,20 @@ import harness  # noqa: E402
 from test_enforce import expect  # noqa: E402
 
 EROFS, EACCES, ENOENT = errno.EROFS, errno.EACCES, errno.ENOENT
+
+
+def _recv_line(sock):
+    """One line from SOCK (its timeout is the deadline); b"" at EOF or reset."""
+    buf = b""
+    while not buf.endswith(b"\n"):
+        try:
+            chunk = sock.recv(1)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        buf += chunk
+    return buf
 
 
 class LiveCase(harness.MountCase):
@@ -290,6 +306,42 @@ class PersistAndAuthorityTest(LiveCase):
         self.assertIn("-32002", p.stdout, "stdout: %r stderr: %r" % (p.stdout, p.stderr))
         # Still plan.
         self.assertErrno(EROFS, _write, v.path("src/a.c"), b"x")
+
+    def test_agent_socket_flood_cannot_lock_the_person_out(self):
+        # An agent fills its socket with subscribed connections (exempt from the idle
+        # timeout). Its socket has its own limit, so `piworkfs mode plan` outside still
+        # gets a slot and switches (docs/SECURITY.md). Before the limits were separate,
+        # 256 such connections made it exit 5 ("too many connections").
+        v = self.mount("build")
+        c = harness.RpcClient(self.socket_path(v))
+        try:
+            agent = c.call("agent.open")["socket"]
+        finally:
+            c.close()
+        sub = b'{"jsonrpc":"2.0","id":1,"method":"subscribe"}\n'
+        flood = []
+        try:
+            for _ in range(300):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                flood.append(s)
+                s.connect(agent)  # blocking: waits while the listen backlog is full
+                s.settimeout(60)  # the deadline for its answer
+                try:
+                    s.sendall(sub)
+                except OSError:
+                    pass  # refused (and closed) already: the answer is still to be read
+            answers = [json.loads(_recv_line(s)) for s in flood]
+            subscribed = [a for a in answers if "result" in a]
+            refused = [a for a in answers if a.get("error", {}).get("code") == -32005]
+            self.assertEqual(len(subscribed) + len(refused), len(flood), answers[:3])
+            self.assertGreaterEqual(len(subscribed), 16, "room for an agent's own needs")
+            self.assertGreater(len(refused), 0, "the agent socket has a limit")
+            p = self.set_mode(v, "plan")  # exit 0 required
+            self.assertIn("plan", p.stdout)
+            self.assertErrno(EROFS, _write, v.path("src/a.c"), b"x")
+        finally:
+            for s in flood:
+                s.close()
 
 
 HIDE_TREE = dict(harness.STANDARD_TREE)
