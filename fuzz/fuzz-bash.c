@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for the bash pre-flight (policy/bash*.c): any bytes as a command line. The
+ * Fuzz target for the bash pre-flight (policy/bash/): any bytes as a command line. The
  * first byte picks the options (working directory, tree access); the rest is the command.
  * Besides crashes, leaks and undefined behaviour, it aborts when a promise breaks:
  *   - a command that did not parse is never "allowed";
@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bash.h"
+#include "bash/bash.h"
 #include "fuzz.h"
 #include "limits.h"
 #include "policy.h"

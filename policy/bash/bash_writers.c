@@ -969,184 +969,242 @@ static const bw_writer git_sub_spec = {
 		    "pathspec-from-file|strategy|strategy-option|onto|",
 };
 
-static bool is_one_of(const char *s, const char *const *list)
+/* ---------- git subcommands: one table (git_subs[] below), one row per subcommand ---------- */
+
+typedef struct git_sub git_sub;
+struct git_sub {
+	const char *name;
+	void (*fn)(bw_cmd *k, const git_sub *g); /* K: argv[0] is the subcommand, options scanned */
+	int which;                               /* g_targets: GIT_DIR and/or GIT_TREE */
+};
+
+/* Writes nothing. */
+static void g_none(bw_cmd *k, const git_sub *g)
 {
-	for (size_t i = 0; list[i]; i++)
-		if (streq(s, list[i]))
-			return true;
-	return false;
 }
 
-/* K is the subcommand's view: argv[0] is the subcommand, options scanned. */
-static void git_sub(bw_cmd *k, const char *sub)
+/* Writes the repository (GIT_DIR) and/or the work tree (GIT_TREE), as the row says. */
+static void g_targets(bw_cmd *k, const git_sub *g)
 {
-	static const char *const read_only[] = {
-		"status", "log", "diff", "show", "grep", "blame", "rev-parse", "ls-files",
-		"ls-tree", "ls-remote", "describe", "shortlog", "cat-file", "rev-list",
-		"whatchanged", "help", "version", "show-ref", "for-each-ref", "name-rev",
-		"merge-base", "check-ignore", "var", "count-objects", "cherry", "range-diff",
-		"diff-tree", "diff-files", "diff-index", "verify-commit", "verify-tag", "fsck",
-		NULL };
-	static const char *const dir_only[] = { "add", "commit", "fetch", "gc", "notes",
-						"prune", "repack", "update-index", "tag",
-						"branch", "remote", "reflog", "commit-tree",
-						"update-ref", "symbolic-ref", "pack-refs",
-						"maintenance", NULL };
-	static const char *const tree_and_dir[] = {
-		"checkout", "switch", "reset", "merge", "rebase", "pull", "stash", "am",
-		"cherry-pick", "revert", "bisect", "submodule", "sparse-checkout", "read-tree",
-		"checkout-index", NULL };
+	git_targets(k, g->which, NULL);
+}
 
-	if (is_one_of(sub, read_only))
+/* branch/tag: writes refs only when it makes, moves, copies or deletes one. */
+static void g_branch(bw_cmd *k, const git_sub *g)
+{
+	bool change = k->n_pos > 0 || opt_has(k, 'd', "delete") || opt_has(k, 'D', NULL) ||
+		      opt_has(k, 'm', "move") || opt_has(k, 'M', NULL) || opt_has(k, 'c', "copy") ||
+		      opt_has(k, 'C', NULL) || opt_has(k, 'f', "force") ||
+		      opt_has(k, 'u', "set-upstream-to") || opt_has(k, 'a', "annotate") ||
+		      opt_has(k, 's', "sign");
+	if (opt_has(k, 'l', "list") || opt_has(k, 0, "contains") || !change)
 		return;
-	if (streq(sub, "branch") || streq(sub, "tag")) {
-		bool change = k->n_pos > 0 || opt_has(k, 'd', "delete") ||
-			      opt_has(k, 'D', NULL) || opt_has(k, 'm', "move") ||
-			      opt_has(k, 'M', NULL) || opt_has(k, 'c', "copy") ||
-			      opt_has(k, 'C', NULL) || opt_has(k, 'f', "force") ||
-			      opt_has(k, 'u', "set-upstream-to") || opt_has(k, 'a', "annotate") ||
-			      opt_has(k, 's', "sign");
-		if (opt_has(k, 'l', "list") || opt_has(k, 0, "contains") || !change)
-			return;
-		git_targets(k, GIT_DIR, NULL);
+	git_targets(k, GIT_DIR, NULL);
+}
+
+static const char *git_action(const bw_cmd *k)
+{
+	return k->n_pos > 0 && k->pos[0]->lit ? k->pos[0]->lit : "";
+}
+
+static void g_remote(bw_cmd *k, const git_sub *g)
+{
+	const char *a = git_action(k);
+	if (!a[0] || streq(a, "show") || streq(a, "get-url"))
+		return;
+	git_targets(k, GIT_DIR, "config");
+}
+
+static void g_stash(bw_cmd *k, const git_sub *g)
+{
+	const char *a = git_action(k);
+	if (streq(a, "list") || streq(a, "show"))
+		return;
+	git_targets(k, GIT_DIR | GIT_TREE, NULL);
+}
+
+static void g_config(bw_cmd *k, const git_sub *g)
+{
+	if (opt_has(k, 0, "global") || opt_has(k, 0, "system")) {
+		outside(k, "~/.gitconfig", "git's global configuration");
 		return;
 	}
-	if (streq(sub, "remote")) {
-		const char *a = k->n_pos > 0 && k->pos[0]->lit ? k->pos[0]->lit : "";
-		if (!a[0] || streq(a, "show") || streq(a, "get-url"))
-			return;
-		git_targets(k, GIT_DIR, "config");
+	if (opt_has(k, 0, "get") || opt_has(k, 0, "get-all") || opt_has(k, 'l', "list") ||
+	    opt_has(k, 0, "get-regexp") || k->n_pos <= 1)
+		return;
+	git_targets(k, GIT_DIR, "config");
+}
+
+static void g_rm_mv(bw_cmd *k, const git_sub *g)
+{
+	if (!opt_has(k, 0, "cached") && !opt_has(k, 'n', "dry-run")) {
+		bool rm = streq(g->name, "rm");
+		bool rec = opt_has(k, 'r', NULL);
+		for (size_t i = 0; i < k->n_pos; i++)
+			tw(k, k->pos[i], rm ? PW_OP_UNLINK : PW_OP_RENAME,
+			   rec && word_is_dir(k, k->pos[i]), rec);
+	}
+	git_targets(k, GIT_DIR, NULL);
+}
+
+/* git restore PATHS / git checkout [REV] -- PATHS: only those paths. */
+static void g_restore(bw_cmd *k, const git_sub *g)
+{
+	size_t first = 0;
+	bool paths = streq(g->name, "restore") && k->n_pos > 0;
+	for (size_t i = 1; i < k->argc; i++)
+		if (k->argv[i].lit && streq(k->argv[i].lit, "--")) {
+			paths = true;
+			for (first = 0; first < k->n_pos && k->pos[first] <= &k->argv[i];)
+				first++;
+		}
+	if (paths && !opt_has(k, 'S', "staged")) {
+		for (size_t i = first; i < k->n_pos; i++)
+			tw(k, k->pos[i], PW_OP_OPEN_WRITE, word_is_dir(k, k->pos[i]),
+			   word_is_dir(k, k->pos[i]));
 		return;
 	}
-	if (streq(sub, "stash")) {
-		const char *a = k->n_pos > 0 && k->pos[0]->lit ? k->pos[0]->lit : "";
-		if (streq(a, "list") || streq(a, "show"))
-			return;
+	git_targets(k, (paths ? 0 : GIT_TREE) | GIT_DIR, NULL);
+}
+
+static void g_reset(bw_cmd *k, const git_sub *g)
+{
+	bool tree = opt_has(k, 0, "hard") || opt_has(k, 0, "merge") || opt_has(k, 0, "keep");
+	git_targets(k, GIT_DIR | (tree ? GIT_TREE : 0), NULL);
+}
+
+static void g_clean(bw_cmd *k, const git_sub *g)
+{
+	if (opt_has(k, 'n', "dry-run"))
+		return;
+	if (k->n_pos == 0) {
+		git_targets(k, GIT_TREE, NULL);
+		return;
 	}
-	if (streq(sub, "config")) {
-		if (opt_has(k, 0, "global") || opt_has(k, 0, "system")) {
-			outside(k, "~/.gitconfig", "git's global configuration");
+	for (size_t i = 0; i < k->n_pos; i++)
+		tw(k, k->pos[i], PW_OP_UNLINK, true, true);
+}
+
+static void g_apply(bw_cmd *k, const git_sub *g)
+{
+	if (opt_has(k, 0, "check") || opt_has(k, 0, "stat") || opt_has(k, 0, "numstat"))
+		return;
+	git_targets(k, opt_has(k, 0, "cached") ? GIT_DIR :
+		    opt_has(k, 0, "index")    ? GIT_DIR | GIT_TREE :
+						GIT_TREE,
+		    NULL);
+}
+
+/* clone URL [DIR]: DIR, or the URL's last component without ".git". */
+static void g_clone(bw_cmd *k, const git_sub *g)
+{
+	if (k->n_pos >= 2) {
+		tw(k, k->pos[1], PW_OP_MKDIR, true, true);
+		return;
+	}
+	if (k->n_pos == 0)
+		return;
+	if (!k->pos[0]->lit || k->pos[0]->unknown) {
+		unknown(k, "a clone destination the analysis cannot tell");
+		return;
+	}
+	_cleanup_free_ char *u = strdup(k->pos[0]->lit);
+	if (!u)
+		return;
+	size_t n = strlen(u);
+	while (n > 0 && u[n - 1] == '/')
+		u[--n] = '\0';
+	if (n > 4 && streq(u + n - 4, ".git"))
+		u[n - 4] = '\0';
+	char *b = strrchr(u, '/');
+	char *colon = strrchr(u, ':');
+	b = b ? b + 1 : colon ? colon + 1 : u;
+	if (b[0] && !streq(b, "..") && !streq(b, "."))
+		tw_lit(k, b, PW_OP_MKDIR, true, true);
+	else
+		unknown(k, "a clone destination the analysis cannot tell");
+}
+
+static void g_init(bw_cmd *k, const git_sub *g)
+{
+	if (k->n_pos > 0)
+		tw(k, k->pos[0], PW_OP_MKDIR, true, true);
+	else
+		tw_lit(k, ".git", PW_OP_MKDIR, true, true);
+}
+
+static void g_worktree(bw_cmd *k, const git_sub *g)
+{
+	const char *a = git_action(k);
+	if (streq(a, "list"))
+		return;
+	if (streq(a, "add") && k->n_pos > 1)
+		tw(k, k->pos[1], PW_OP_MKDIR, true, true);
+	git_targets(k, GIT_DIR, NULL);
+}
+
+static void g_archive(bw_cmd *k, const git_sub *g)
+{
+	tw_opt(k, 'o', "output", PW_OP_OPEN_WRITE, false, false);
+}
+
+static void g_format_patch(bw_cmd *k, const git_sub *g)
+{
+	if (!opt_has(k, 0, "stdout") &&
+	    !tw_opt(k, 'o', "output-directory", PW_OP_CREATE, true, true))
+		tw_lit(k, ".", PW_OP_CREATE, true, true);
+}
+
+#define GRO(n) { .name = n, .fn = g_none }
+#define GW(n, w) { .name = n, .fn = g_targets, .which = w }
+#define GFN(n, f) { .name = n, .fn = f }
+
+/* A subcommand that is not here is unknown. */
+static const git_sub git_subs[] = {
+	/* Read-only. */
+	GRO("status"), GRO("log"), GRO("diff"), GRO("show"), GRO("grep"), GRO("blame"),
+	GRO("rev-parse"), GRO("ls-files"), GRO("ls-tree"), GRO("ls-remote"), GRO("describe"),
+	GRO("shortlog"), GRO("cat-file"), GRO("rev-list"), GRO("whatchanged"), GRO("help"),
+	GRO("version"), GRO("show-ref"), GRO("for-each-ref"), GRO("name-rev"),
+	GRO("merge-base"), GRO("check-ignore"), GRO("var"), GRO("count-objects"), GRO("cherry"),
+	GRO("range-diff"), GRO("diff-tree"), GRO("diff-files"), GRO("diff-index"),
+	GRO("verify-commit"), GRO("verify-tag"), GRO("fsck"),
+
+	/* The repository only. */
+	GW("add", GIT_DIR), GW("commit", GIT_DIR), GW("fetch", GIT_DIR), GW("gc", GIT_DIR),
+	GW("notes", GIT_DIR), GW("prune", GIT_DIR), GW("repack", GIT_DIR),
+	GW("update-index", GIT_DIR), GW("reflog", GIT_DIR), GW("commit-tree", GIT_DIR),
+	GW("update-ref", GIT_DIR), GW("symbolic-ref", GIT_DIR), GW("pack-refs", GIT_DIR),
+	GW("maintenance", GIT_DIR),
+
+	/* The repository and the work tree. */
+	GW("switch", GIT_DIR | GIT_TREE), GW("merge", GIT_DIR | GIT_TREE),
+	GW("rebase", GIT_DIR | GIT_TREE), GW("pull", GIT_DIR | GIT_TREE),
+	GW("am", GIT_DIR | GIT_TREE), GW("cherry-pick", GIT_DIR | GIT_TREE),
+	GW("revert", GIT_DIR | GIT_TREE), GW("bisect", GIT_DIR | GIT_TREE),
+	GW("submodule", GIT_DIR | GIT_TREE), GW("sparse-checkout", GIT_DIR | GIT_TREE),
+	GW("read-tree", GIT_DIR | GIT_TREE), GW("checkout-index", GIT_DIR | GIT_TREE),
+
+	/* Depends on the arguments. */
+	GFN("branch", g_branch), GFN("tag", g_branch), GFN("remote", g_remote),
+	GFN("stash", g_stash), GFN("config", g_config), GFN("rm", g_rm_mv), GFN("mv", g_rm_mv),
+	GFN("restore", g_restore), GFN("checkout", g_restore), GFN("reset", g_reset),
+	GFN("clean", g_clean), GFN("apply", g_apply), GFN("clone", g_clone), GFN("init", g_init),
+	GFN("worktree", g_worktree), GFN("archive", g_archive),
+	GFN("format-patch", g_format_patch),
+};
+
+#undef GRO
+#undef GW
+#undef GFN
+
+static void git_sub_dispatch(bw_cmd *k, const char *sub)
+{
+	for (size_t i = 0; i < ELEMENTSOF(git_subs); i++)
+		if (streq(git_subs[i].name, sub)) {
+			git_subs[i].fn(k, &git_subs[i]);
 			return;
 		}
-		if (opt_has(k, 0, "get") || opt_has(k, 0, "get-all") || opt_has(k, 'l', "list") ||
-		    opt_has(k, 0, "get-regexp") || k->n_pos <= 1)
-			return;
-		git_targets(k, GIT_DIR, "config");
-		return;
-	}
-	if (streq(sub, "rm") || streq(sub, "mv")) {
-		if (!opt_has(k, 0, "cached") && !opt_has(k, 'n', "dry-run")) {
-			bool rm = streq(sub, "rm");
-			bool rec = opt_has(k, 'r', NULL);
-			for (size_t i = 0; i < k->n_pos; i++)
-				tw(k, k->pos[i], rm ? PW_OP_UNLINK : PW_OP_RENAME,
-				   rec && word_is_dir(k, k->pos[i]), rec);
-		}
-		git_targets(k, GIT_DIR, NULL);
-		return;
-	}
-	if (streq(sub, "restore") || streq(sub, "checkout")) {
-		/* git restore PATHS / git checkout [REV] -- PATHS: only those paths. */
-		size_t first = 0;
-		bool paths = streq(sub, "restore") && k->n_pos > 0;
-		for (size_t i = 1; i < k->argc; i++)
-			if (k->argv[i].lit && streq(k->argv[i].lit, "--")) {
-				paths = true;
-				for (first = 0; first < k->n_pos && k->pos[first] <= &k->argv[i];)
-					first++;
-			}
-		if (paths && !opt_has(k, 'S', "staged")) {
-			for (size_t i = first; i < k->n_pos; i++)
-				tw(k, k->pos[i], PW_OP_OPEN_WRITE, word_is_dir(k, k->pos[i]),
-				   word_is_dir(k, k->pos[i]));
-			return;
-		}
-		git_targets(k, (paths ? 0 : GIT_TREE) | GIT_DIR, NULL);
-		return;
-	}
-	if (streq(sub, "clean")) {
-		if (opt_has(k, 'n', "dry-run"))
-			return;
-		if (k->n_pos > 0)
-			for (size_t i = 0; i < k->n_pos; i++)
-				tw(k, k->pos[i], PW_OP_UNLINK, true, true);
-		else
-			git_targets(k, GIT_TREE, NULL);
-		return;
-	}
-	if (streq(sub, "apply")) {
-		if (opt_has(k, 0, "check") || opt_has(k, 0, "stat") || opt_has(k, 0, "numstat"))
-			return;
-		git_targets(k, opt_has(k, 0, "cached") ? GIT_DIR :
-			    opt_has(k, 0, "index")    ? GIT_DIR | GIT_TREE :
-							GIT_TREE,
-			    NULL);
-		return;
-	}
-	if (streq(sub, "clone")) {
-		/* clone URL [DIR]: DIR, or the URL's last component without ".git". */
-		if (k->n_pos >= 2) {
-			tw(k, k->pos[1], PW_OP_MKDIR, true, true);
-		} else if (k->n_pos == 1 && k->pos[0]->lit && !k->pos[0]->unknown) {
-			_cleanup_free_ char *u = strdup(k->pos[0]->lit);
-			if (!u)
-				return;
-			size_t n = strlen(u);
-			while (n > 0 && u[n - 1] == '/')
-				u[--n] = '\0';
-			if (n > 4 && streq(u + n - 4, ".git"))
-				u[n - 4] = '\0';
-			char *b = strrchr(u, '/');
-			char *colon = strrchr(u, ':');
-			b = b ? b + 1 : colon ? colon + 1 : u;
-			if (b[0] && !streq(b, "..") && !streq(b, "."))
-				tw_lit(k, b, PW_OP_MKDIR, true, true);
-			else
-				unknown(k, "a clone destination the analysis cannot tell");
-		} else if (k->n_pos == 1) {
-			unknown(k, "a clone destination the analysis cannot tell");
-		}
-		return;
-	}
-	if (streq(sub, "init")) {
-		if (k->n_pos > 0) {
-			tw(k, k->pos[0], PW_OP_MKDIR, true, true);
-		} else {
-			tw_lit(k, ".git", PW_OP_MKDIR, true, true);
-		}
-		return;
-	}
-	if (streq(sub, "worktree")) {
-		const char *a = k->n_pos > 0 && k->pos[0]->lit ? k->pos[0]->lit : "";
-		if (streq(a, "list"))
-			return;
-		if (streq(a, "add") && k->n_pos > 1)
-			tw(k, k->pos[1], PW_OP_MKDIR, true, true);
-		git_targets(k, GIT_DIR, NULL);
-		return;
-	}
-	if (streq(sub, "archive")) {
-		tw_opt(k, 'o', "output", PW_OP_OPEN_WRITE, false, false);
-		return;
-	}
-	if (streq(sub, "format-patch")) {
-		if (!opt_has(k, 0, "stdout") &&
-		    !tw_opt(k, 'o', "output-directory", PW_OP_CREATE, true, true))
-			tw_lit(k, ".", PW_OP_CREATE, true, true);
-		return;
-	}
-	if (is_one_of(sub, dir_only)) {
-		git_targets(k, GIT_DIR, NULL);
-		return;
-	}
-	if (is_one_of(sub, tree_and_dir)) {
-		if (streq(sub, "reset") && !opt_has(k, 0, "hard") && !opt_has(k, 0, "merge") &&
-		    !opt_has(k, 0, "keep"))
-			git_targets(k, GIT_DIR, NULL);
-		else
-			git_targets(k, GIT_DIR | GIT_TREE, NULL);
-		return;
-	}
 	unknown(k, "a git subcommand the analysis does not know");
 }
 
@@ -1191,7 +1249,7 @@ static void h_git(bw_cmd *k)
 		k->c->st = copy;
 		bw_cd(k->c, dir);
 	}
-	git_sub(&s, sub);
+	git_sub_dispatch(&s, sub);
 	k->c->st = saved;
 	bw_state_free(copy);
 out:

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The bash pre-flight (policy/bash.h) against the real bundled modes (SOURCE_MODES) and a
+ * The bash pre-flight (policy/bash/bash.h) against the real bundled modes (SOURCE_MODES) and a
  * fixture tree drawn fresh in a temporary directory for each test:
  *
  *   README.md
@@ -28,8 +28,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "bash.h"
-#include "bash_internal.h"
+#include "bash/bash.h"
+#include "bash/bash_internal.h"
 #include "limits.h"
 #include "mode.h"
 #include "policy.h"
