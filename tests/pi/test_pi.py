@@ -198,16 +198,18 @@ class TestDesign(PiCase):
             hash_after,
             switch_then_read,
             "done.",
+            "ok.",
         ])
-        p = self.pi(["Work on the project."], cwd=v.mp)
+        p = self.pi(["Work on the project.", "Go on."], cwd=v.mp)
         self.assertPiOk(p, model)
         reqs = model.requests
-        self.assertEqual(len(reqs), 7, "requests: %d\n%s" % (len(reqs), p.stderr))
+        self.assertEqual(len(reqs), 8, "requests: %d\n%s" % (len(reqs), p.stderr))
 
-        # (1) The body in the system prompt, exactly one announcement per request, the
-        # same bytes while the mode does not change.
+        # (1) The body in the system prompt, exactly one announcement per request (the
+        # second prompt's request holds three stored or replaced copies), the same bytes
+        # while the mode does not change.
         for i, req in enumerate(reqs):
-            self.assertSystemHasMode(req, "design")
+            self.assertSystemHasMode(req, "design" if i < 7 else "build")
             self.assertEqual(len(announcements(req)), 1, "request %d: %s" %
                              (i, announcements(req)))
         for i in range(6):
@@ -256,6 +258,10 @@ class TestDesign(PiCase):
         self.assertIn("[piworkfs] Active mode: build. Writable: everything except protected "
                       "paths (%s)." % ", ".join(prot), ann)
         self.assertIn(mode_body("build"), ann)
+        # At the next prompt the system prompt carries build, and the plain announcement.
+        self.assertEqual(announcements(reqs[7]), ["[piworkfs] Active mode: build. Writable: "
+                                                  "everything except protected paths (%s)." %
+                                                  ", ".join(prot)])
 
 
 class TestPlan(PiCase):
