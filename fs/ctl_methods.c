@@ -132,6 +132,16 @@ static json_t *requests_json(const pw_fs_stats *fst)
 	return json_pack("{s:I,s:o}", "total", (json_int_t)total, "ops", ops ? ops : json_object());
 }
 
+/* {"sent": N, "pending": n, "generation": G}: cache invalidations sent to the kernel since
+ * mount, those of the last switch still queued, and the generation whose attribute
+ * invalidations have all been sent. */
+static json_t *invalidations_json(const pw_fs_stats *fst)
+{
+	return json_pack("{s:I,s:I,s:I}", "sent", (json_int_t)fst->invalidations_sent, "pending",
+			 (json_int_t)fst->invalidations_pending, "generation",
+			 (json_int_t)fst->invalidated_generation);
+}
+
 static int m_status(call *x, json_t **ret)
 {
 	pw_view_status st;
@@ -173,6 +183,8 @@ static int m_status(call *x, json_t **ret)
 		      (json_int_t)(cst.dropped_slow + cst.dropped_idle + cst.dropped_large),
 		      "denied_suppressed", (json_int_t)cst.denied_suppressed, "requests",
 		      requests_json(&fst), "state_db", pw_view_state_db(x->v));
+	if (o)
+		json_object_set_new(o, "invalidations", invalidations_json(&fst));
 	pw_view_status_done(&st);
 	return done(x, o, ret);
 }

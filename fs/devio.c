@@ -17,8 +17,8 @@
  *    and then handle it before reading the next (fuse_loop_mt.c), and splice reading is
  *    off (ops.c), so every request passes through read() here.
  *
- * The read hook also counts requests by opcode for `piworkfs status`. Nothing else is
- * changed: the hooks are read(2) and writev(2) plus these checks.
+ * The read hook also counts requests by opcode, and the write hook notifications, for
+ * `piworkfs status`. Nothing else is changed: the hooks are read(2) and writev(2) plus these checks.
  */
 #include <linux/fuse.h>
 #include <stddef.h>
@@ -83,6 +83,18 @@ static bool patch_init_reply(pw_fs *fs, struct iovec *iov, int count, struct fus
 	return true;
 }
 
+/* A message with unique 0 is a notification (its error field is the notify code): the
+ * cache invalidations of switches and of changes outside the view. Counted for status,
+ * so that tests can hold a switch to the invalidations it needs. */
+static void note_reply(pw_fs *fs, const struct iovec *iov, int count, ssize_t written)
+{
+	if (written <= 0 || count < 1 || iov[0].iov_len < sizeof(struct fuse_out_header))
+		return;
+	const struct fuse_out_header *oh = iov[0].iov_base;
+	if (oh->unique == 0)
+		atomic_fetch_add_explicit(&fs->notifications, 1, memory_order_relaxed);
+}
+
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	struct fuse_init_out out;
@@ -91,6 +103,7 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 	ssize_t r = writev(fd, iov, count);
 	if (patched)
 		iov[1].iov_base = orig;
+	note_reply(userdata, iov, count, r);
 	return r;
 }
 

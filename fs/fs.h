@@ -37,12 +37,23 @@ uint64_t pw_fs_set_policy(pw_fs *fs, pw_policy *p);
 /* The active policy (a new reference; release with pw_policy_unref) and its generation. */
 pw_policy *pw_fs_policy(pw_fs *fs, uint64_t *ret_generation);
 
+/* keep.c: the view installed P (REASON: mount, switch, reload); NEW_SET starts a new change
+ * set of originals. No-op when the view keeps none (--no-originals). */
+__attribute__((weak)) void pw_fs_originals_policy_changed(pw_fs *fs, const pw_policy *p,
+							  const char *reason, bool new_set);
+
 /* Counters for status. */
 #define PW_FS_OPCODES 64 /* FUSE opcodes counted one by one; larger ones count as 0 */
 typedef struct pw_fs_stats {
 	uint64_t inodes;       /* inodes the kernel knows */
 	uint64_t denied;       /* denied operations since mount */
 	uint64_t invalidations_pending;
+	/* Cache invalidations sent to the kernel since mount (devio.c; every notification
+	 * passes there), and the policy generation whose attribute invalidations have all
+	 * been sent (switch.c): a switch to generation G is fully announced once
+	 * invalidated_generation >= G. */
+	uint64_t invalidations_sent;
+	uint64_t invalidated_generation;
 	uint64_t requests[PW_FS_OPCODES]; /* FUSE requests received since mount, by opcode */
 } pw_fs_stats;
 void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret);

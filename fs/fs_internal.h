@@ -57,6 +57,10 @@ typedef struct pw_inode {
 	 * all; cleared by any xattr change through the view and by IN_ATTRIB from outside. */
 	atomic_int xattr_state;
 	atomic_uint xattr_epoch;  /* bumped by every change; guards setting PW_XATTR_NONE */
+	/* keep.c: the change set whose records cover this inode's original, and when the
+	 * view last changed it (CLOCK_REALTIME ns; undo tells changes made outside by it). */
+	_Atomic uint64_t kept_cs;
+	_Atomic int64_t changed_ns;
 	struct pw_inode *hnext;   /* (dev, ino) hash chain */
 	struct pw_inode *wnext;   /* wd hash chain */
 	bool is_root;
@@ -93,6 +97,8 @@ struct pw_fs {
 	/* Requests received, by opcode (devio.c), for status: what the kernel asks of us is
 	 * what a workload costs in the view (each one is a round trip). */
 	atomic_uint_fast64_t requests[PW_FS_OPCODES];
+	/* Notifications (invalidations) written to the kernel (devio.c), for status. */
+	atomic_uint_fast64_t notifications;
 
 	pthread_rwlock_t tree_lock;
 	pw_inode root;
@@ -114,6 +120,7 @@ struct pw_fs {
 	size_t n_hidden_negs;
 
 	struct pw_audit *audit;
+	struct pw_keep *keep; /* keep.c: originals before changes; NULL: none kept */
 	atomic_uint_fast64_t denied;
 	atomic_size_t forgotten; /* inodes forgotten since the last malloc_trim */
 
@@ -124,6 +131,8 @@ struct pw_fs {
 	pw_policy *inval_old, *inval_new; /* pending job; references held */
 	bool inval_stop, inval_started;
 	atomic_uint_fast64_t inval_pending;
+	uint64_t inval_gen;                     /* generation of inval_new (inval_lock) */
+	_Atomic uint64_t inval_done_gen;        /* last generation fully invalidated */
 
 	/* Backing-tree change notifications (watch.c). */
 	int inotify_fd;

@@ -166,16 +166,20 @@ static void *inval_main(void *arg)
 		if (fs->inval_stop)
 			break;
 		pw_policy *old = fs->inval_old, *new = fs->inval_new;
+		uint64_t gen = fs->inval_gen;
 		fs->inval_old = fs->inval_new = NULL;
 		pthread_mutex_unlock(&fs->inval_lock);
 
 		inval_ctx c = {.old = old, .new = new};
 		pw_inode_foreach(fs, visit_node, &c);
-		collect(&c, 0, FUSE_ROOT_ID, NULL);
+		/* The root is not in the table; like any node, only when its answer changed
+		 * (a switch between two modes that write the same sends nothing). */
+		visit_node(fs, &fs->root, &c);
 		atomic_store(&fs->inval_pending, c.n);
 		notify_collected(fs, &c, true);
 		pw_policy_unref(old);
 		pw_policy_unref(new);
+		atomic_store(&fs->inval_done_gen, gen);
 
 		pthread_mutex_lock(&fs->inval_lock);
 	}
@@ -210,10 +214,11 @@ void pw_inval_stop(pw_fs *fs)
 }
 
 /* Queues the attribute pass; a pending job is merged (old of the first, new of the last). */
-static void queue_attr_inval(pw_fs *fs, pw_policy *old, pw_policy *new)
+static void queue_attr_inval(pw_fs *fs, pw_policy *old, pw_policy *new, uint64_t gen)
 {
 	if (!fs->inval_started || !fs->se) {
 		pw_policy_unref(old);
+		atomic_store(&fs->inval_done_gen, gen);
 		return;
 	}
 	pthread_mutex_lock(&fs->inval_lock);
@@ -224,6 +229,7 @@ static void queue_attr_inval(pw_fs *fs, pw_policy *old, pw_policy *new)
 		fs->inval_old = old;
 	}
 	fs->inval_new = pw_policy_ref(new);
+	fs->inval_gen = gen;
 	pthread_cond_signal(&fs->inval_cond);
 	pthread_mutex_unlock(&fs->inval_lock);
 }
@@ -241,7 +247,7 @@ uint64_t pw_fs_set_policy(pw_fs *fs, pw_policy *p)
 		 * active one meanwhile. */
 		pw_policy *mine = pw_policy_ref(p);
 		invalidate_entries(fs, old, mine);
-		queue_attr_inval(fs, old, mine); /* takes over our reference to old */
+		queue_attr_inval(fs, old, mine, gen); /* takes over our reference to old */
 		pw_policy_unref(mine);
 	}
 	return gen;
@@ -259,6 +265,8 @@ void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret)
 	pthread_rwlock_unlock(&fs->tree_lock);
 	ret->denied = atomic_load(&fs->denied);
 	ret->invalidations_pending = atomic_load(&fs->inval_pending);
+	ret->invalidations_sent = atomic_load(&fs->notifications);
+	ret->invalidated_generation = atomic_load(&fs->inval_done_gen);
 	for (unsigned i = 0; i < PW_FS_OPCODES; i++)
 		ret->requests[i] = atomic_load_explicit(&fs->requests[i], memory_order_relaxed);
 }

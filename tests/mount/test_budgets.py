@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Request budgets: what a warm workload may cost in round trips to the daemon.
+
+On a warm tree a workload in the view costs what native costs plus one round trip per
+request the kernel sends and waits for (docs/ARCHITECTURE.md, "Where the time goes"). These
+tests count the requests of `piworkfs status --json` (never times) around warm workloads
+on a small git tree and hold each to the budget the kernel protocol allows, so no change
+can add a round trip silently:
+
+  workload (warm)                      budget
+  find . -type f                       no request per file or directory
+  git status                           no request per file (only git's own files in .git)
+  cat FILE                             one OPEN and one RELEASE, nothing else
+  ls -lR                               two GETXATTR per file, three per directory, nothing
+                                       else
+  write 1 MiB into a file (open, write, close)
+                                       one OPEN, one WRITE, one RELEASE, plus one GETXATTR
+                                       (security.capability) at the inode's first write only
+  a switch that changes no write bit   no invalidation sent to the kernel
+
+A budget lists the most of each opcode; an opcode it does not list must not be sent at
+all. FORGET and BATCH_FORGET are left out: the kernel sends them when it drops inodes, on
+its own schedule. RELEASE is asynchronous (the caller does not wait for it), so a
+measurement waits for the RELEASEs of the OPENs it counted, with a deadline.
+
+The control mounts with a cache timeout of a microsecond: the same read workloads must
+then exceed their budgets, which proves each budget catches a lost cache.
+
+Fixture (made here, committed with git before the mount, mtimes an hour in the past so no
+file is "racily clean" and git status writes nothing):
+
+  project/
+    README.md
+    .gitignore
+    m0..m3/pkg0..pkg5/a.c, b.c, ..., h.c     24 directories of 8 files (192 files)
+    io/blob.bin                             1 MiB
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+DEADLINE = 60.0
+MIB = 1 << 20
+# Requests the kernel sends when it drops inodes, whenever it likes: not part of a budget.
+UNBUDGETED = {"FORGET", "BATCH_FORGET"}
+# A measurement that exceeds its budget is repeated this often before the test fails: under
+# memory pressure the kernel may drop cached entries at any time (the following run finds
+# them warm again), while a lost cache or an added round trip exceeds the budget every time.
+ATTEMPTS = 3
+
+
+def make_tree():
+    tree = {"README.md": "# budgets\n", ".gitignore": "*.o\n", "io/": None}
+    for m in range(4):
+        for p in range(6):
+            for f in "abcdefgh":
+                tree["m%d/pkg%d/%s.c" % (m, p, f)] = "int %s_%d_%d(void) { return %d; }\n" % (
+                    f, m, p, m * p)
+    return tree
+
+
+TREE = make_tree()
+GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+           "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+class Budgets(harness.MountCase):
+    tree = TREE
+    deadline = 280
+
+    def setUp(self):
+        super().setUp()
+        with open(os.path.join(self.project, "io", "blob.bin"), "wb") as f:
+            f.write(b"\0" * MIB)
+        past = time.time() - 3600
+        for dirpath, _, filenames in os.walk(self.project):
+            for n in filenames:
+                os.utime(os.path.join(dirpath, n), (past, past))
+        env = dict(self.env, **GIT_ENV)
+        for argv in (["git", "init", "-q"], ["git", "add", "-A"],
+                     ["git", "commit", "-qm", "tree"], ["git", "status", "--porcelain"]):
+            self.run_tool(argv, cwd=self.project, env=env)
+        self.files = sum(len(fs) for d, _, fs in os.walk(self.project)
+                         if "/.git" not in d + "/" and not d.endswith("/.git"))
+
+    # -- counting ---------------------------------------------------------------------
+
+    def status(self):
+        # Exit 4 only says that some other view on this machine does not answer us.
+        p = self.run_pw("status", "--json")
+        self.assertIn(p.returncode, (0, 4), p.stderr)
+        (st,) = [s for s in json.loads(p.stdout) if s.get("mountpoint") == self.mp]
+        return st
+
+    def requests(self):
+        return self.status()["requests"]["ops"]
+
+    def measure(self, fn):
+        """The requests FN made the kernel send: the counts before and after, once every
+        OPEN counted has its RELEASE (and OPENDIR its RELEASEDIR)."""
+        before = self.requests()
+
+        def delta():
+            after = self.requests()
+            return {op: n - before.get(op, 0) for op, n in after.items()
+                    if n != before.get(op, 0)}
+
+        fn()
+        d = {}
+
+        def released():
+            d.update(delta())
+            return (d.get("RELEASE", 0) >= d.get("OPEN", 0) + d.get("CREATE", 0) and
+                    d.get("RELEASEDIR", 0) >= d.get("OPENDIR", 0))
+
+        self.assertTrue(harness.wait_until(released, DEADLINE, step=0.05),
+                        "the RELEASEs never came: %s" % d)
+        return {op: n for op, n in d.items() if op not in UNBUDGETED}
+
+    @staticmethod
+    def over(d, budget):
+        """The opcodes of D beyond BUDGET ({op: most}; an unlisted op may not appear)."""
+        return {op: (n, budget.get(op, 0)) for op, n in d.items() if n > budget.get(op, 0)}
+
+    def within(self, what, fn, budget, exact=()):
+        """Runs FN (warm) and asserts its requests fit BUDGET; the ops in EXACT must reach
+        their budget too. Returns the counts."""
+        seen = []
+        for _ in range(ATTEMPTS):
+            d = self.measure(fn)
+            seen.append(d)
+            if not self.over(d, budget) and all(d.get(op, 0) == budget[op] for op in exact):
+                return d
+        self.fail("%s: over budget in %d runs: %s\nbudget %s, runs %s%s" % (
+            what, ATTEMPTS, self.over(seen[-1], budget), budget, seen, self.daemon_logs()))
+
+    # -- the workloads ------------------------------------------------------------------
+
+    def tool(self, v, argv, check=True):
+        # Runs from outside the view (a cwd inside it costs an ACCESS for the chdir).
+        return self.run_tool([a.replace("@", v.mp) for a in argv], cwd=self.cwd,
+                             env=dict(self.env, **GIT_ENV), check=check)
+
+    def warm(self, fn, times=2):
+        # Two passes: a first read of a file makes the kernel refetch its atime once.
+        for _ in range(times):
+            fn()
+
+    def read_workloads(self, v):
+        """(name, run, budget, exact) of the read workloads."""
+        entries = dirs = 0  # what ls -lR lists: every name not starting with a dot
+        for _, ds, fs in os.walk(self.project):
+            ds[:] = [n for n in ds if not n.startswith(".")]
+            entries += len(ds) + sum(not n.startswith(".") for n in fs)
+            dirs += len(ds)
+        cat = os.path.join("@", "m1", "pkg2", "c.c")
+        return [
+            # find reads cached listings: a STATFS (find checks the filesystem once) and
+            # nothing per directory or file.
+            ("find", lambda: self.tool(v, ["find", "@", "-type", "f"]), {"STATFS": 1}, ()),
+            # git status stats every file from the cache and opens only its own files:
+            # HEAD, config, refs, the index, two objects, info/exclude, .gitignore (17 opens
+            # with git 2.39; a few more allowed for other versions, none per file), probes a
+            # few with access(), and takes index.lock (LOOKUP, CREATE), which it drops
+            # (UNLINK) when nothing changed.
+            ("git status",
+             lambda: self.tool(v, ["git", "-C", "@", "status", "--porcelain"]),
+             {"OPEN": 20, "RELEASE": 21, "ACCESS": 10, "GETATTR": 2, "LOOKUP": 1,
+              "CREATE": 1, "UNLINK": 1}, ()),
+            ("cat", lambda: self.tool(v, ["cat", cat]), {"OPEN": 1, "RELEASE": 1},
+             ("OPEN", "RELEASE")),
+            # ls asks for the extended attributes of every entry: the SELinux label and the
+            # access ACL, and of a directory its default ACL too (and so of the argument);
+            # the kernel caches none of them, so each reaches us. Nothing else does.
+            ("ls -lR", lambda: self.tool(v, ["ls", "-lR", "@"]),
+             {"GETXATTR": 2 * entries + dirs + 3}, ()),
+        ]
+
+    # -- the tests ----------------------------------------------------------------------
+
+    def test_warm_reads(self):
+        v = self.mount("build")
+        for name, fn, budget, exact in self.read_workloads(v):
+            with self.subTest(workload=name):
+                self.warm(fn)
+                self.within(name, fn, budget, exact)
+
+    def test_write_1mib(self):
+        v = self.mount("build")
+        path = v.path("io/blob.bin")
+        os.stat(path)  # looked up: the budget is for the write, not the walk to the file
+
+        def write():
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                self.assertEqual(os.write(fd, b"w" * MIB), MIB)
+            finally:
+                os.close(fd)
+
+        # The inode's first write: the kernel asks once for security.capability (it must
+        # know whether the write kills it), then trusts the answer (HANDLE_KILLPRIV_V2).
+        first = self.measure(write)
+        self.assertFalse(self.over(first, {"OPEN": 1, "WRITE": 1, "RELEASE": 1,
+                                           "GETXATTR": 1}), first)
+        self.assertEqual(first.get("WRITE"), 1, first)
+        # Every later write of the inode: no GETXATTR.
+        self.within("write 1 MiB", write, {"OPEN": 1, "WRITE": 1, "RELEASE": 1},
+                    ("OPEN", "WRITE", "RELEASE"))
+        with open(os.path.join(self.project, "io", "blob.bin"), "rb") as f:
+            self.assertEqual(f.read(), b"w" * MIB)
+
+    def switch(self, v, mode):
+        """Switches V to MODE and waits until every invalidation it needs was sent; returns
+        the invalidations sent meanwhile."""
+        sent = self.status()["invalidations"]["sent"]
+        self.set_mode(v, mode)
+        gen = self.status()["generation"]
+        done = {}
+
+        def announced():
+            done.update(self.status()["invalidations"])
+            return done["generation"] >= gen
+
+        self.assertTrue(harness.wait_until(announced, DEADLINE, step=0.05),
+                        "the switch to %s (generation %d) was never fully invalidated: %s" %
+                        (mode, gen, done))
+        return done["sent"] - sent
+
+    def test_switch_without_write_bit_changes_sends_no_invalidation(self):
+        v = self.mount("plan")
+        self.tool(v, ["find", "@"])  # every inode known to the kernel
+        # plan, discuss and review write nothing and hide the same: nothing to invalidate.
+        for mode in ("discuss", "review", "plan"):
+            with self.subTest(to=mode):
+                self.assertEqual(self.switch(v, mode), 0)
+        # Control: to build, every known inode's write bits change; the count sees them.
+        self.assertGreaterEqual(self.switch(v, "build"), self.files)
+        self.assertGreaterEqual(self.switch(v, "plan"), self.files)
+
+    def test_control_lost_cache_exceeds_every_read_budget(self):
+        # Entries and attributes cached for a microsecond: every warm workload below must
+        # walk, stat or look up again, and so exceed its budget. This is the failure a
+        # lost cache timeout or a needless invalidation would cause.
+        v = self.mount("build", args=["--timeout", "0.000001"])
+        for name, fn, budget, exact in self.read_workloads(v):
+            with self.subTest(workload=name):
+                self.warm(fn)
+                d = self.measure(fn)
+                self.assertTrue(self.over(d, budget),
+                                "%s stayed within %s with no cache: %s" % (name, budget, d))
+
+
+if __name__ == "__main__":
+    unittest.main()
