@@ -7,6 +7,12 @@ mounts every system over it, and runs each workload in interleaved rounds: round
 workload on every system, then round 2, and so on, so a noisy neighbour hurts all systems
 alike. Prints the median per workload and system and the ratio to native.
 
+Beside the times, figures that mean something on any machine: the requests each piworkfs
+view received per file of the workload, and every daemon's own CPU time (utime + stime from
+/proc/PID/stat, before and after each run) per run and, for the views, per request. A peer
+that serves stale data (a file changed on the backing tree, then read through the peer, does
+not match native) is marked: its speed comes from not asking and is not comparable.
+
 Speed is reported, never asserted: these are figures for people, not a test.
 """
 import argparse
@@ -159,6 +165,12 @@ def w_grep(root, scratch):
     drop_output("grep -r -l zzzz_not_there . ; test $? -eq 1", os.path.join(root, "tree"))
 
 
+def w_rg(root, scratch):
+    # ripgrep, the search agents and Pi's search tools use: several threads, so several
+    # requests in flight at once (grep -r has one).
+    drop_output("rg -l zzzz_not_there . ; test $? -eq 1", os.path.join(root, "tree"))
+
+
 def w_lslR(root, scratch):
     drop_output("ls -lR . > /dev/null", os.path.join(root, "tree"))
 
@@ -197,6 +209,7 @@ WORKLOADS = {
     "git status": (w_git_status, False),
     "find": (w_find, False),
     "grep -r": (w_grep, False),
+    "rg": (w_rg, False),
     "ls -lR": (w_lslR, False),
     "read 1 GiB": (w_read1g, False),
     "write 1 GiB": (w_write1g, True),
@@ -212,6 +225,79 @@ def piworkfs_env(base):
     env["XDG_CONFIG_HOME"] = os.path.join(base, "config")
     os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700, exist_ok=True)
     return env
+
+
+def workload_files(wname, nfiles, cproj_units=40):
+    """The files a workload touches, for requests per file."""
+    if wname in ("read 1 GiB", "write 1 GiB"):
+        return 1
+    if wname == "create+delete 5k":
+        return 5000
+    if wname == "make -j2":
+        return cproj_units + 1
+    return nfiles
+
+
+def cpu_seconds(pid):
+    """utime + stime of process PID (all its threads, those ended included), or None."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def pw_daemon_pid(piworkfs, env, mountpoint):
+    p = subprocess.run([piworkfs, "status", "--json"], env=env, capture_output=True, text=True)
+    try:
+        for v in json.loads(p.stdout):
+            if v.get("mountpoint") == mountpoint:
+                return v.get("pid")
+    except ValueError:
+        pass
+    return None
+
+
+PROBE = os.path.join("probe", "stale.txt")
+
+
+def probe_stale(systems, backing, tag):
+    """Reads a probe file through every system (so each caches it), changes it on the
+    backing tree (new content of another size, a new mtime), reads it again through each,
+    and returns the names of the systems that do not show the change: a stale cache."""
+    path = os.path.join(backing, PROBE)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(f"before {tag}\n")
+    seen = lambda s: (open(os.path.join(s.root, PROBE), "rb").read(),  # noqa: E731
+                      os.stat(os.path.join(s.root, PROBE)).st_size)
+    for s in systems:
+        try:
+            seen(s)
+        except OSError:
+            pass
+    time.sleep(0.01)  # a distinct mtime
+    with open(path, "w") as f:
+        f.write(f"after {tag}, longer than before\n")
+    want = seen(systems[0])
+    stale = set()
+    # A fresh view learns of the change from inotify: give it a moment (a stale one stays
+    # stale for its whole cache timeout, a day for the high-level peer).
+    deadline = time.time() + 2
+    for s in systems[1:]:
+        while True:
+            try:
+                ok = seen(s) == want
+            except OSError:
+                ok = False
+            if ok:
+                break
+            if time.time() >= deadline:
+                stale.add(s.name)
+                break
+            time.sleep(0.05)
+    return stale
 
 
 # Requests the caller does not wait for: the kernel queues them and goes on.
@@ -350,6 +436,9 @@ def main():
 
     results = {w: {s.name: [] for s in systems} for w in workloads}
     requests = {w: {} for w in workloads}  # workload -> piworkfs system -> [(all, sync)]
+    cpu = {w: {} for w in workloads}  # workload -> system -> [daemon CPU seconds per run]
+    daemon_pids = {}  # system -> the pid whose CPU time is the daemon's
+    stale = set()
     failed = {}
     started = []
     try:
@@ -357,6 +446,11 @@ def main():
             s.start()
             started.append(s)
         # a system that fails (passthrough_ll: EMFILE on large trees) is reported, not fatal
+        for s in started:
+            if s.name.startswith("piworkfs"):
+                daemon_pids[s.name] = pw_daemon_pid(args.piworkfs, env, s.root) or s.proc.pid
+            elif s.proc:
+                daemon_pids[s.name] = s.proc.pid
 
         def attempt(s, wname, fn, tag, record=True):
             if s.name in failed:
@@ -366,8 +460,13 @@ def main():
             os.sync()
             counts = record and s.name.startswith("piworkfs")
             before = pw_requests(args.piworkfs, env, s.root) if counts else None
+            pid = daemon_pids.get(s.name)
+            cpu0 = cpu_seconds(pid) if record and pid else None
             try:
                 t = timed(lambda: fn(s.root, tag))
+                cpu1 = cpu_seconds(pid) if cpu0 is not None else None
+                if cpu1 is not None:
+                    cpu[wname].setdefault(s.name, []).append(cpu1 - cpu0)
                 if counts:
                     d = request_delta(before, pw_requests(args.piworkfs, env, s.root))
                     if d:
@@ -385,6 +484,7 @@ def main():
                     if writes and s.name == "piworkfs plan":
                         continue
                     attempt(s, wname, fn, f"warm-{s.name.replace(' ', '_')}", record=False)
+        stale |= probe_stale(systems, backing, "after the warm-up")
         for r in range(args.rounds):
             for wname, (fn, writes) in workloads.items():
                 order = systems[:]
@@ -396,6 +496,7 @@ def main():
                     if t is not None:
                         results[wname][s.name].append(t)
             print(f"round {r + 1}/{args.rounds} done", flush=True)
+        stale |= probe_stale(systems, backing, "after the rounds")
         rtt = {s.name: round_trip(os.path.join(s.root, "io", "read.bin"))
                for s in systems if s.name in ("native", "piworkfs build") and s.name not in failed}
     finally:
@@ -403,9 +504,11 @@ def main():
             s.stop()
 
     names = [s.name for s in systems]
+    label = lambda n: n + " (stale)" if n in stale else n  # noqa: E731
+    width = max([22] + [len(label(n)) + 2 for n in names])
     print()
     print(f"Medians over {args.rounds} interleaved rounds, warm, {args.files}-file tree; ratio to native in brackets")
-    hdr = f"{'workload':<18}" + "".join(f"{n:>22}" for n in names)
+    hdr = f"{'workload':<18}" + "".join(f"{label(n):>{width}}" for n in names)
     print(hdr)
     table = {}
     for wname in workloads:
@@ -415,11 +518,12 @@ def main():
         for n in names:
             xs = results[wname][n]
             if not xs:
-                row += f"{'n/a':>22}"
+                row += f"{'n/a':>{width}}"
                 continue
             med = statistics.median(xs)
             table[wname][n] = {"median_s": med, "ratio": med / nat if nat else None}
-            row += f"{med:>12.3f}s [{med / nat:5.2f}x]"
+            cell = f"{med:.3f}s [{med / nat:5.2f}x]"
+            row += f"{cell:>{width}}"
         print(row)
 
     if "piworkfs build" in rtt:
@@ -441,6 +545,40 @@ def main():
                 {"requests": total, "sync_requests": sync, "floor_s": floor})
             print(f"  {wname:<18}{total:>9.0f} [{sync:>7.0f}]   floor {floor:7.3f}s [{floor / nat:5.2f}x]")
 
+    # Machine-independent figures: requests per file, and the daemons' own CPU.
+    print()
+    print("Daemon CPU per run in ms (utime+stime, median); for the views also requests per file"
+          " (/f) and CPU per request in us (totals over all rounds; - below 50 ms of CPU)")
+    print(f"{'workload':<18}" + "".join(f"{label(n):>{width}}" for n in names if n != "native"))
+    for wname in workloads:
+        row = f"{wname:<18}"
+        for n in names:
+            if n == "native":
+                continue
+            xs = cpu[wname].get(n)
+            if not xs:
+                row += f"{'n/a':>{width}}"
+                continue
+            cell = f"{statistics.median(xs) * 1e3:.0f}"
+            runs = requests[wname].get(n)
+            if runs:
+                reqs = sum(a for a, _ in runs)
+                nfiles = workload_files(wname, args.files)
+                per_file = reqs / len(runs) / nfiles
+                # /proc counts clock ticks (10 ms): below 5 ticks in all, no figure.
+                ticks = sum(xs) * os.sysconf("SC_CLK_TCK")
+                per_req = sum(xs) / reqs * 1e6 if reqs and ticks >= 5 else None
+                cell += f" {per_file:.2f}/f " + (f"{per_req:.1f}us" if per_req else "-")
+                table[wname].setdefault(n, {}).update(
+                    {"requests_per_file": per_file, "cpu_us_per_request": per_req})
+            table[wname].setdefault(n, {})["daemon_cpu_s"] = statistics.median(xs)
+            row += f"{cell:>{width}}"
+        print(row)
+    if stale:
+        print()
+        print("(stale): served a file changed on the backing tree with its old content or size: "
+              "its speed is not comparable.")
+
     sw = None
     if args.switch_files:
         print()
@@ -451,7 +589,8 @@ def main():
         print(f"{n}: failed ({why})")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"results": table, "switch": sw, "round_trip_s": rtt}, f, indent=2)
+            json.dump({"results": table, "switch": sw, "round_trip_s": rtt,
+                       "stale": sorted(stale)}, f, indent=2)
     if not args.dir:
         print(f"(work directory kept for reruns: --dir {base})")
 
