@@ -225,23 +225,16 @@ static void worker_identity(int root_fd, uid_t *ret_uid, gid_t *ret_gid)
 	*ret_gid = gid;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Reads the worker's whole answer into *ret (malloc'd, *ret_len bytes). -ETIMEDOUT when the
  * deadline passes first, -ECHILD when the answer is larger than WORKER_ANSWER_MAX. */
 static int read_answer(int fd, char **ret, size_t *ret_len)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0, cap = 0;
-	int64_t deadline = now_ms() + WORKER_DEADLINE_MS;
+	int64_t deadline = pw_clock_ms(CLOCK_MONOTONIC) + WORKER_DEADLINE_MS;
 
 	for (;;) {
-		int64_t left = deadline - now_ms();
+		int64_t left = deadline - pw_clock_ms(CLOCK_MONOTONIC);
 		if (left <= 0)
 			return -ETIMEDOUT;
 		struct pollfd pfd = { .fd = fd, .events = POLLIN };

@@ -116,3 +116,21 @@ int pw_path_is_normal(const char *p)
 		s = e + 1;
 	}
 }
+
+long pw_path_beneath(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+	while (n > 0 && root[n - 1] == '/')
+		n--;
+	if (path[0] != '/' || root[0] != '/')
+		return -1;
+	if (n == 0) /* the root is "/": everything after the first '/' */
+		return 1;
+	if (strncmp(path, root, n) != 0)
+		return -1;
+	if (path[n] == '\0')
+		return (long)n;
+	if (path[n] == '/')
+		return (long)n + 1;
+	return -1;
+}

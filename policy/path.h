@@ -23,3 +23,11 @@ int pw_path_normalize(const char *in, size_t len, char *out, const char **ret_er
 /* Returns true when P (NUL-terminated, shorter than PW_TREE_PATH_MAX) is already in
  * normalized form. */
 int pw_path_is_normal(const char *p);
+
+/*
+ * Is PATH (absolute) ROOT itself or beneath it? The one "path under root" check: ROOT's
+ * trailing slashes are ignored, and /a/bc is not beneath /a/b. Returns the offset in PATH
+ * of the part relative to ROOT (after the separating '/'; strlen(PATH) when PATH is ROOT),
+ * or -1. No file is looked at: both are compared as written.
+ */
+long pw_path_beneath(const char *path, const char *root);

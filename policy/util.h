@@ -9,9 +9,11 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define _cleanup_(f) __attribute__((cleanup(f)))
@@ -81,4 +83,52 @@ static inline bool startswith(const char *s, const char *prefix)
 static inline int negative_errno(void)
 {
 	return errno > 0 ? -errno : -EIO;
+}
+
+/*
+ * FNV-1a, for hash tables and stable short names (not for anything an attacker must not
+ * steer: it is not keyed). Start from PW_FNV1A*_INIT and feed the bytes; the result of one
+ * call is the H of the next, so several fields hash as one stream.
+ */
+#define PW_FNV1A64_INIT 0xcbf29ce484222325ull
+#define PW_FNV1A32_INIT 2166136261u
+
+static inline uint64_t pw_fnv1a64(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ c[i]) * 0x100000001b3ull;
+	return h;
+}
+
+static inline uint64_t pw_fnv1a64_str(uint64_t h, const char *s)
+{
+	return pw_fnv1a64(h, s, strlen(s));
+}
+
+static inline uint32_t pw_fnv1a32(uint32_t h, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ c[i]) * 16777619u;
+	return h;
+}
+
+static inline uint32_t pw_fnv1a32_str(uint32_t h, const char *s)
+{
+	return s ? pw_fnv1a32(h, s, strlen(s)) : h;
+}
+
+/* CLOCK in nanoseconds (CLOCK_MONOTONIC for deadlines, CLOCK_REALTIME for timestamps). */
+static inline int64_t pw_clock_ns(clockid_t clock)
+{
+	struct timespec ts;
+	clock_gettime(clock, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* CLOCK in milliseconds. */
+static inline int64_t pw_clock_ms(clockid_t clock)
+{
+	return pw_clock_ns(clock) / 1000000;
 }

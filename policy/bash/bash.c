@@ -117,18 +117,12 @@ static bool target_same(const pw_bash_target *t, const char *command, pw_bash_ac
 
 #define BW_INDEX_SLOTS (2u * PW_BASH_TARGETS_MAX)
 
-static uint32_t hash_str(uint32_t h, const char *s)
-{
-	for (; s && *s; s++)
-		h = (h ^ (uint8_t)*s) * 16777619u;
-	return h * 16777619u;
-}
-
 static uint32_t target_hash(const char *command, pw_bash_access access, pw_bash_kind kind,
 			    const char *path)
 {
-	uint32_t h = 2166136261u ^ (uint32_t)access ^ ((uint32_t)kind << 8);
-	return hash_str(hash_str(h, command), path);
+	uint32_t h = PW_FNV1A32_INIT ^ (uint32_t)access ^ ((uint32_t)kind << 8);
+	h = pw_fnv1a32(pw_fnv1a32_str(h, command), "", 1); /* a NUL between the two strings */
+	return pw_fnv1a32_str(h, path);
 }
 
 /* The index slot holding a target equal to the key, or the empty slot where it would go;

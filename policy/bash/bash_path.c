@@ -603,20 +603,12 @@ static bool is_special_device(const char *p)
 	return startswith(p, "/dev/fd/") || startswith(p, "/proc/self/fd/");
 }
 
-/* Strips the project root from absolute path LIT; NULL when LIT is not inside it. */
+/* The part of absolute path LIT below the project root; NULL when LIT is not inside it. */
 static const char *inside_root(const bw_ctx *c, const char *lit)
 {
 	const char *root = c->opts->root_path;
-	if (!root || root[0] != '/')
-		return NULL;
-	size_t n = strlen(root);
-	while (n > 1 && root[n - 1] == '/')
-		n--;
-	if (n == 1)
-		return lit + 1; /* the root is "/" */
-	if (strncmp(lit, root, n) != 0 || (lit[n] != '/' && lit[n] != '\0'))
-		return NULL;
-	return lit + n;
+	long off = root ? pw_path_beneath(lit, root) : -1;
+	return off < 0 ? NULL : lit + off;
 }
 
 typedef enum resolved {
@@ -689,9 +681,7 @@ static int path_mode(bw_ctx *c, const char *path)
 {
 	if (c->opts->root_fd < 0)
 		return -1;
-	uint32_t h = 2166136261u;
-	for (const char *p = path; *p; p++)
-		h = (h ^ (uint8_t)*p) * 16777619u;
+	uint32_t h = pw_fnv1a32_str(PW_FNV1A32_INIT, path);
 	bw_stat_memo *slot = NULL;
 	if (!c->stat_memo)
 		c->stat_memo = calloc(BW_STAT_MEMO_SLOTS, sizeof(*c->stat_memo));
