@@ -76,18 +76,11 @@ struct pw_expect {
 	char name[PW_NAME_MAX + 1];
 };
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 int pw_watch_expect(pw_fs *fs, pw_inode *parent, const char *name, pw_expect_kind kind)
 {
 	if (fs->inotify_fd < 0 || strlen(name) > PW_NAME_MAX)
 		return -1;
-	int64_t now = mono_ns();
+	int64_t now = pw_clock_ns(CLOCK_MONOTONIC);
 	int token = -1;
 	pthread_mutex_lock(&fs->expect_lock);
 	if (!fs->expects)
@@ -134,7 +127,7 @@ void pw_watch_unexpect(pw_fs *fs, int token)
 static bool expected(pw_fs *fs, fuse_ino_t parent, const char *name, pw_expect_kind kind)
 {
 	bool found = false;
-	int64_t now = mono_ns();
+	int64_t now = pw_clock_ns(CLOCK_MONOTONIC);
 	pthread_mutex_lock(&fs->expect_lock);
 	for (size_t i = 0; fs->expects && i < PW_EXPECT_MAX && !found; i++) {
 		struct pw_expect *e = &fs->expects[i];
@@ -318,9 +311,8 @@ static void merge_repeats(char *buf, size_t len)
 		p += sizeof(*ev) + ev->len;
 		if (ev->mask & (IN_Q_OVERFLOW | IN_IGNORED))
 			continue;
-		uint32_t h = 2166136261u ^ (uint32_t)ev->wd;
-		for (const char *c = ev->len ? ev->name : ""; *c; c++)
-			h = (h ^ (uint8_t)*c) * 16777619u;
+		uint32_t h = pw_fnv1a32_str(PW_FNV1A32_INIT ^ (uint32_t)ev->wd,
+					    ev->len ? ev->name : "");
 		for (uint32_t i = 0; i < 8; i++) {
 			struct inotify_event **slot = &slots[(h + i) & (PW_MERGE_SLOTS - 1)];
 			if (!*slot) {
