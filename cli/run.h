@@ -8,14 +8,17 @@
  *   run_sandbox.c  the bubblewrap command line: the host, the view over every path of the
  *                  project, covered daemon directories, the agent socket
  *   run_exec.c     start bubblewrap, forward signals, wait, report the exit status
+ *   run_pty.c      the sandbox's own pseudo-terminal, relayed to the person's terminal
  *
  * These are program code: they print their own one-line errors ("piworkfs: run: ...") and
  * return an exit status (cli.h) or -errno where the comment says so.
  */
 #pragma once
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <termios.h>
 
 /* The view a run works through. Strings are malloc'd; release with pw_run_view_done(). */
 typedef struct pw_run_view {
@@ -79,3 +82,52 @@ int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret);
  * a command killed by signal N: 128 + N), or PW_EXIT_SYSTEM when bwrap could not start.
  */
 int pw_run_exec(char **argv, int info_fd_read, int info_fd_child);
+
+/*
+ * The sandbox's pseudo-terminal (run_pty.c). When `run`'s standard input is a terminal,
+ * the command gets a pty of its own; we relay between it and the person's terminal, which
+ * is in raw mode meanwhile and never enters the sandbox. The hooks let a caller see the
+ * person's keystrokes and the command's output before they are relayed (NULL: relay).
+ */
+typedef struct pw_run_pty pw_run_pty;
+struct pw_run_pty {
+	int master;          /* ours, non-blocking; -1: no pty */
+	int slave;           /* until the child has it */
+	int term_in;         /* the person's terminal: read (stdin) */
+	int term_out;        /* ... and drawn on (stdout, else stderr, else stdin) */
+	struct termios saved; /* its settings before raw mode */
+	bool raw, in_eof, out_gone, out_done;
+	char in_buf[4096];   /* keystrokes waiting for the sandbox's terminal */
+	size_t in_len;
+	void (*on_input)(pw_run_pty *p, const char *buf, size_t n);
+	void (*on_output)(pw_run_pty *p, const char *buf, size_t n);
+	void (*on_resize)(pw_run_pty *p);
+	void *userdata;
+};
+
+/* Whether the run gets a pty: its standard input is a terminal and setsid(1) is there to
+ * make the pty the command's controlling terminal (run_sandbox.c); without it, the run
+ * goes as without a terminal. */
+#define PW_RUN_SETSID "/usr/bin/setsid"
+bool pw_run_pty_wanted(void);
+/* Opens the pty, at the person's terminal's size and settings. Returns 0 or -errno. */
+int pw_run_pty_open(pw_run_pty *ret);
+/* In the child before exec: the pty's slave on stdin and on every standard descriptor that
+ * is a terminal. Exits on failure. */
+void pw_run_pty_child(const pw_run_pty *p);
+/* In the parent after fork: closes the slave, enters raw mode, installs the restorers
+ * (atexit, fatal signals). Returns 0 or -errno (printed). */
+int pw_run_pty_start(pw_run_pty *p);
+/* The descriptors to poll (at most 2 written to PFD), and handling their events. */
+size_t pw_run_pty_pollfds(const pw_run_pty *p, struct pollfd *pfd);
+void pw_run_pty_events(pw_run_pty *p, const struct pollfd *pfd, size_t n);
+/* For hooks: pass keystrokes on to the sandbox (bounded queue), draw on the terminal. */
+void pw_run_pty_to_sandbox(pw_run_pty *p, const char *buf, size_t n);
+void pw_run_pty_write_term(pw_run_pty *p, const char *buf, size_t n);
+/* SIGWINCH: the person's terminal's size to the pty (the kernel signals the sandbox). */
+void pw_run_pty_resize(pw_run_pty *p);
+/* SIGTSTP / SIGCONT: the person's terminal back to its settings while we are stopped. */
+void pw_run_pty_suspend(pw_run_pty *p);
+void pw_run_pty_resume(pw_run_pty *p);
+/* The command ended: shows its last output, restores the terminal, closes the pty. */
+void pw_run_pty_finish(pw_run_pty *p);

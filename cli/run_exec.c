@@ -17,6 +17,11 @@
  * The sandbox's processes are found from its PID 1 (bwrap --info-fd reports its PID here),
  * through /proc/PID/task/TID/children. Before that report arrives, a terminating signal
  * goes to bwrap itself.
+ *
+ * When our standard input is a terminal, the command gets a pseudo-terminal of its own
+ * (run_pty.c) and this loop relays it too. The terminal's keys then reach the command as
+ * bytes its own terminal turns into signals, so only signals sent to us are forwarded,
+ * and a window resize is set on the pty instead of forwarded.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,7 +73,8 @@ static void close_from(int lowfd)
 /* In the child: bwrap with a clean signal state, its own process group, and no file
  * descriptor of ours beyond stdio and the info pipe (an inherited descriptor of the
  * backing directory would be a way around the view). Never returns. */
-static _Noreturn void exec_bwrap(char **argv, const sigset_t *oldmask, int info_w)
+static _Noreturn void exec_bwrap(char **argv, const sigset_t *oldmask, int info_w,
+				 const pw_run_pty *pty)
 {
 	struct sigaction dfl = { .sa_handler = SIG_DFL };
 
@@ -76,6 +82,8 @@ static _Noreturn void exec_bwrap(char **argv, const sigset_t *oldmask, int info_
 		sigaction(forwarded[i], &dfl, NULL);
 	sigprocmask(SIG_SETMASK, oldmask, NULL);
 	setpgid(0, 0);
+	if (pty)
+		pw_run_pty_child(pty); /* before the info pipe moves: the slave may be at 3 */
 	if (info_w != CHILD_INFO_FD) {
 		if (dup2(info_w, CHILD_INFO_FD) < 0)
 			_exit(PW_EXIT_SYSTEM);
@@ -148,6 +156,7 @@ static void signal_sandbox(pid_t init, int sig, bool command_only)
 typedef struct waiter {
 	pid_t bwrap;
 	pid_t init;   /* the sandbox's PID 1 as we see it; 0 until bwrap reports it */
+	pw_run_pty *pty; /* NULL: no pty */
 	int info_fd;  /* -1 once read */
 	char info[INFO_MAX];
 	size_t info_len;
@@ -187,9 +196,22 @@ static void forward(waiter *w, int sig)
 	case SIGTERM:
 		signal_sandbox(w->init, sig, true);
 		break;
+	case SIGWINCH:
+		if (w->pty)
+			pw_run_pty_resize(w->pty);
+		else
+			signal_sandbox(w->init, sig, false);
+		break;
 	case SIGTSTP:
 		signal_sandbox(w->init, SIGSTOP, false);
+		if (w->pty)
+			pw_run_pty_suspend(w->pty);
 		kill(getpid(), SIGSTOP); /* like the job the caller's shell thinks we are */
+		break;
+	case SIGCONT:
+		if (w->pty)
+			pw_run_pty_resume(w->pty);
+		signal_sandbox(w->init, sig, false);
 		break;
 	default:
 		signal_sandbox(w->init, sig, false);
@@ -219,7 +241,22 @@ int pw_run_exec(char **argv, int info_fd_read, int info_fd_child)
 	_cleanup_close_ int sfd = -1;
 	sigset_t mask, old;
 	waiter w = { .info_fd = info_fd_read };
-	int status = PW_EXIT_SYSTEM;
+	pw_run_pty pty = { .master = -1, .slave = -1 };
+	int status = PW_EXIT_SYSTEM, r;
+
+	/* The launcher makes stdin the command's controlling terminal when we promised a pty
+	 * (run_sandbox.c): without one, it would be the person's terminal, so fail closed. */
+	if (pw_run_pty_wanted()) {
+		r = pw_run_pty_open(&pty);
+		if (r < 0) {
+			pw_err("run", "cannot open a pseudo-terminal for the command: %s",
+			       strerror(-r));
+			close(info_fd_read);
+			close(info_fd_child);
+			return PW_EXIT_SYSTEM;
+		}
+		w.pty = &pty;
+	}
 
 	sigemptyset(&mask);
 	for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
@@ -237,29 +274,38 @@ int pw_run_exec(char **argv, int info_fd_read, int info_fd_child)
 	if (w.bwrap < 0) {
 		pw_err("run", "fork: %s", strerror(errno));
 		sigprocmask(SIG_SETMASK, &old, NULL);
+		pw_run_pty_finish(&pty);
 		return PW_EXIT_SYSTEM;
 	}
 	if (w.bwrap == 0)
-		exec_bwrap(argv, &old, info_fd_child);
+		exec_bwrap(argv, &old, info_fd_child, w.pty);
 	close(info_fd_child);
+	if (w.pty)
+		(void)pw_run_pty_start(w.pty); /* without raw mode the relay still works */
 
 	for (;;) {
-		struct pollfd pfd[2] = { { .fd = sfd, .events = POLLIN },
+		struct pollfd pfd[4] = { { .fd = sfd, .events = POLLIN },
 					 { .fd = w.info_fd, .events = POLLIN } };
 		struct signalfd_siginfo si;
+		size_t n = 2, n_pty = 0;
 
 		if (reap(&w, &status))
 			break;
-		if (poll(pfd, w.info_fd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR)
+		if (w.pty && !w.pty->out_done)
+			n_pty = pw_run_pty_pollfds(w.pty, pfd + n);
+		if (poll(pfd, n + n_pty, -1) < 0 && errno != EINTR)
 			break;
 		if (w.info_fd >= 0 && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)))
 			read_info(&w);
+		if (n_pty)
+			pw_run_pty_events(w.pty, pfd + n, n_pty);
 		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 			if ((int)si.ssi_signo != SIGCHLD)
 				forward(&w, (int)si.ssi_signo);
 	}
 	if (w.info_fd >= 0)
 		close(w.info_fd);
+	pw_run_pty_finish(&pty);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return status;
 }

@@ -13,7 +13,11 @@
  *       or of the caller's shell cannot lead to the backing directory.
  *   --new-session
  *       the command cannot push input into the caller's terminal (TIOCSTI); run_exec.c
- *       forwards the terminal's signals instead.
+ *       forwards the terminal's signals instead. When the caller's stdin is a terminal,
+ *       the command's stdin is a pty of its own (run_pty.c), and setsid(1) makes the
+ *       command the leader of a session of its own, with that pty as its controlling
+ *       terminal (bwrap's session is its PID 1's): /dev/tty, job control and TIOCSTI
+ *       inside all reach that pty, never the caller's terminal.
  *   --bind / / (--ro-bind / / with --ro-host), --dev /dev, --share binds
  *       the host as it is; the project becomes reachable only through what follows.
  *   --tmpfs over the control socket directories and the state database directory
@@ -533,6 +537,8 @@ int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
 	/* bwrap exits 1 when it cannot execute the command; through `exec "$@"` the shell
 	 * gives the statuses scripts test for, 127 (not found) and 126 (not executable), and
 	 * then is replaced by the command (same pid, argv and signals). */
+	if (r == 0 && pw_run_pty_wanted())
+		r = push2(&a, PW_RUN_SETSID, "--ctty");
 	if (r == 0)
 		r = push3(&a, "/bin/sh", "-c", "exec \"$@\"");
 	if (r == 0)
