@@ -7,6 +7,7 @@
 #include "state.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
@@ -176,4 +177,88 @@ int pw_state_set_trusted(pw_state *s, const char *project, bool trusted)
 	sqlite3_bind_int(st, 2, trusted ? 1 : 0);
 	sqlite3_bind_int64(st, 3, pw_db_now_ns());
 	return step_done(st);
+}
+
+void pw_switch_rows_free(pw_switch_row *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(rows[i].project);
+		free(rows[i].mountpoint);
+		free(rows[i].from_mode);
+		free(rows[i].to_mode);
+		free(rows[i].comm);
+		free(rows[i].origin);
+	}
+	free(rows);
+}
+
+static char *col_dup(sqlite3_stmt *st, int col)
+{
+	const char *s = (const char *)sqlite3_column_text(st, col);
+	return s ? strdup(s) : NULL;
+}
+
+int pw_state_read_switches(const char *path, const char *project, int64_t since_ns,
+			   int64_t after_id, size_t limit, pw_switch_row **ret, size_t *ret_n)
+{
+	_cleanup_(pw_db_closep) sqlite3 *db = NULL;
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	pw_switch_row *rows = NULL;
+	size_t n = 0, cap = 0;
+	int r, rc;
+
+	r = pw_db_open_readonly(path, &db);
+	if (r == -EPROTO)
+		r = -ENOENT;
+	if (r < 0)
+		return r;
+	/* Newest first, so LIMIT keeps the last ones; reversed below. */
+	rc = sqlite3_prepare_v2(db,
+				"SELECT id, time_ns, project, mountpoint, from_mode, to_mode, "
+				"generation, pid, uid, comm, origin FROM switches "
+				"WHERE (?1 IS NULL OR project = ?1) AND time_ns >= ?2 AND id > ?3 "
+				"ORDER BY time_ns DESC, id DESC",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return pw_db_errno(rc);
+	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, since_ns);
+	sqlite3_bind_int64(st, 3, after_id);
+	while ((limit == 0 || n < limit) && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 32;
+			pw_switch_row *nr = reallocarray(rows, ncap, sizeof(*rows));
+			if (!nr) {
+				pw_switch_rows_free(rows, n);
+				return -ENOMEM;
+			}
+			rows = nr;
+			cap = ncap;
+		}
+		rows[n++] = (pw_switch_row){
+			.id = sqlite3_column_int64(st, 0),
+			.time_ns = sqlite3_column_int64(st, 1),
+			.project = col_dup(st, 2),
+			.mountpoint = col_dup(st, 3),
+			.from_mode = col_dup(st, 4),
+			.to_mode = col_dup(st, 5),
+			.generation = sqlite3_column_int64(st, 6),
+			.pid = sqlite3_column_int64(st, 7),
+			.uid = sqlite3_column_int64(st, 8),
+			.comm = col_dup(st, 9),
+			.origin = col_dup(st, 10),
+		};
+	}
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		pw_switch_rows_free(rows, n);
+		return pw_db_errno(rc);
+	}
+	for (size_t i = 0; i < n / 2; i++) {
+		pw_switch_row t = rows[i];
+		rows[i] = rows[n - 1 - i];
+		rows[n - 1 - i] = t;
+	}
+	*ret = rows;
+	*ret_n = n;
+	return 0;
 }

@@ -45,6 +45,23 @@ typedef struct pw_switch_record {
 } pw_switch_record;
 int pw_state_record_switch(pw_state *s, const pw_switch_record *r);
 
+/* One recorded switch, as read back (strings malloc'd, NULL when not recorded). */
+typedef struct pw_switch_row {
+	int64_t id, time_ns, generation, pid, uid;
+	char *project, *mountpoint, *from_mode, *to_mode, *comm, *origin;
+} pw_switch_row;
+
+/*
+ * The switches recorded in the database at PATH, read over a read-only connection (never
+ * creating or migrating it): those of PROJECT (NULL: every project) at or after SINCE_NS,
+ * with an id above AFTER_ID, the last LIMIT of them (0: all), oldest first. Returns 0 with
+ * a malloc'd array (free with pw_switch_rows_free), -ENOENT when there is no database yet,
+ * or -errno.
+ */
+int pw_state_read_switches(const char *path, const char *project, int64_t since_ns,
+			   int64_t after_id, size_t limit, pw_switch_row **ret, size_t *ret_n);
+void pw_switch_rows_free(pw_switch_row *rows, size_t n);
+
 /* Trust: 1 trusted, 0 not, -errno on failure. */
 int pw_state_is_trusted(pw_state *s, const char *project);
 int pw_state_set_trusted(pw_state *s, const char *project, bool trusted);
