@@ -44,6 +44,8 @@ PW_CMD(cmd_log);
 PW_CMD(cmd_why);
 PW_CMD(cmd_check_bash);
 PW_CMD(cmd_run);
+PW_CMD(cmd_completion);
+PW_CMD(cmd_complete);
 #undef PW_CMD
 
 /* The daemon entry point used by `piworkfs mount` (fs/daemon.c). */

@@ -14,31 +14,45 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <sys/stat.h>
 
+#include "allowed.h"
 #include "cli.h"
+#include "options.h"
 #include "output.h"
 #include "project.h"
 #include "report.h"
 
 static const char usage[] =
 	"Usage: piworkfs allowed [--mode M] [--project DIR] [--files] [--json]\n"
+	"       piworkfs allowed --tree [--why] [--mode M] [--project DIR] [--json] [PATH]\n"
 	"\n"
 	"Show what mode M may write: its allow, deny, hide, protected and token rules with\n"
 	"the file and line that declared each. With --files, also list the existing files\n"
 	"(relative to the project root) that the mode allows writing; names starting with\n"
-	"'.', hidden paths and symbolic links are not listed.\n"
+	"'.', hidden paths and symbolic links are not listed. With --tree, the project's tree\n"
+	"(under PATH) with each entry marked W writable, R read-only, H hidden or P protected,\n"
+	"whole subtrees that share a verdict on one line with their file count; for an\n"
+	"untrusted project the widening its own layer declares and the mode ignores comes\n"
+	"first.\n"
 	"\n"
 	"Options:\n"
 	"  -m, --mode M       the mode to show (default: the live view's mode)\n"
 	"  -C, --project DIR  the project (default: the one enclosing the current directory)\n"
-	"  -f, --files        list the existing files the mode allows writing\n"
+	"      --files        list the existing files the mode allows writing\n"
+	"      --tree         the project's tree with the verdict for each entry\n"
+	"      --why          with --tree: the rule that decides each entry\n"
 	"      --json         print JSON (docs/JSON.md)\n"
 	"  -h, --help         show this help\n"
 	"\n"
-	"Exit status: 0 ok; 2 usage error; 3 unknown mode or bad project; 4 no live view;\n"
-	"5 system error (the tree could not be read).\n";
+	"Examples:\n"
+	"  piworkfs allowed --mode design\n"
+	"  piworkfs allowed --tree --why src\n"
+	"  piworkfs allowed --mode build --files --json\n"
+	"\n"
+	"Exit status: 0 ok; 2 usage error (also: no --mode outside a live view); 3 unknown mode,\n"
+	"bad project or PATH; 4 the live view does not answer; 5 system error (the tree could\n"
+	"not be read).\n";
 
 typedef struct walker {
 	const pw_policy *policy;
@@ -282,7 +296,7 @@ static int print_json(const pw_cli_project *p, const pw_policy *policy, const wa
 	_cleanup_json_ json_t *o = json_object();
 	_cleanup_json_ json_t *pj = pw_report_policy(policy);
 
-	if (!o || !pj || json_object_set_new(o, "project", json_string(p->root)) < 0 ||
+	if (!o || !pj || json_object_set_new(o, "project", json_string(pw_cli_project_path(p))) < 0 ||
 	    json_object_update(o, pj) < 0)
 		return -ENOMEM;
 	if (w) {
@@ -302,36 +316,45 @@ static int print_json(const pw_cli_project *p, const pw_policy *policy, const wa
 
 int cmd_allowed(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "mode", required_argument, NULL, 'm' },
-		{ "project", required_argument, NULL, 'C' },
-		{ "files", no_argument, NULL, 'f' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
+	_cleanup_opts_ pw_opts po = { 0 };
 	_cleanup_project_ pw_cli_project p = { 0 };
 	_cleanup_modeset_ pw_modeset *ms = NULL;
 	_cleanup_policy_ pw_policy *policy = NULL;
 	_cleanup_(walker_done) walker w = { 0 };
 	const char *project = NULL, *mode = NULL, *err = NULL;
-	bool json = false, files = false;
+	bool json = false, files = false, tree = false, why = false;
 	int c, r;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":m:C:fh", opts, NULL)) >= 0) {
+	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
+		return PW_EXIT_SYSTEM;
+	while ((c = pw_opts_next(&po)) > 0) {
 		switch (c) {
-		case 'm': mode = optarg; break;
-		case 'C': project = optarg; break;
-		case 'f': files = true; break;
-		case 'j': json = true; break;
+		case 'm': mode = po.arg; break;
+		case 'C': project = po.arg; break;
+		case PW_OPT_FILES: files = true; break;
+		case PW_OPT_TREE: tree = true; break;
+		case PW_OPT_WHY: why = true; break;
+		case PW_OPT_JSON: json = true; break;
 		case 'h': return pw_usage(argv[0], usage, false);
-		default: return pw_err_option(argv[0], c, argv);
 		}
 	}
-	if (optind < argc) {
-		pw_err(argv[0], "unexpected argument '%s' (see 'piworkfs allowed --help')",
-		       argv[optind]);
+	if (c < 0)
+		return PW_EXIT_USAGE;
+	if (po.n_operands > (tree ? 1 : 0)) {
+		if (tree)
+			pw_err(argv[0], "one PATH at a time (see 'piworkfs allowed --help')");
+		else
+			pw_err(argv[0], "unexpected argument '%s' (a PATH goes with --tree; see "
+					"'piworkfs allowed --help')",
+			       po.operands[0]);
+		return PW_EXIT_USAGE;
+	}
+	if (why && !tree) {
+		pw_err(argv[0], "--why goes with --tree (see 'piworkfs allowed --help')");
+		return PW_EXIT_USAGE;
+	}
+	if (tree && files) {
+		pw_err(argv[0], "--tree and --files exclude each other");
 		return PW_EXIT_USAGE;
 	}
 	r = pw_cli_project_open(project, &p, &err);
@@ -342,6 +365,25 @@ int cmd_allowed(int argc, char **argv)
 	r = pw_cli_get_policy(argv[0], &p, mode, &ms, &policy);
 	if (r != PW_EXIT_OK)
 		return r;
+	if (tree) {
+		char rel[PW_PATH_MAX] = "";
+		bool slash;
+		if (po.n_operands > 0) {
+			r = pw_cli_map_path(&p, po.operands[0], rel, &slash, &err);
+			if (r < 0) {
+				pw_err(argv[0], "%s: %s", po.operands[0],
+				       r == -EXDEV ? "outside the project" : err ? err : strerror(-r));
+				return PW_EXIT_CONFIG;
+			}
+		}
+		r = pw_allowed_tree(&p, policy, rel, why, json);
+		if (r < 0) {
+			pw_err(argv[0], "%s: %s", po.n_operands ? po.operands[0] : pw_cli_project_path(&p),
+			       strerror(-r));
+			return r == -ENOMEM || r == -EIO ? PW_EXIT_SYSTEM : PW_EXIT_CONFIG;
+		}
+		return PW_EXIT_OK;
+	}
 	if (files) {
 		r = walker_init(&w, policy);
 		if (r >= 0)

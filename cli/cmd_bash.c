@@ -13,11 +13,11 @@
  *   hint: ask the person to switch mode (piworkfs mode build)
  */
 #include <fcntl.h>
-#include <getopt.h>
 
 #include "bash.h"
 #include "cli.h"
 #include "limits.h"
+#include "options.h"
 #include "output.h"
 #include "project.h"
 #include "report.h"
@@ -29,7 +29,8 @@ static const char usage[] =
 	"Pre-flight of a shell command: parse COMMAND (a bash command line; '-' reads it from\n"
 	"standard input) and list every path it would write, with mode M's decision for each,\n"
 	"plus 'outside' for paths leaving the project and 'unknown' for what the analysis\n"
-	"cannot judge. This explains; the filesystem enforces.\n"
+	"cannot judge. This explains; the filesystem enforces. Options go before COMMAND:\n"
+	"everything from its first word on is the command.\n"
 	"\n"
 	"Options:\n"
 	"  -m, --mode M       the mode to ask (default: the live view's mode)\n"
@@ -39,9 +40,13 @@ static const char usage[] =
 	"      --json         print the analysis as JSON (docs/BASH.md)\n"
 	"  -h, --help         show this help\n"
 	"\n"
+	"Examples:\n"
+	"  piworkfs check-bash 'sed -i s/a/b/ src/*.c'\n"
+	"  piworkfs check-bash --mode design -- make docs\n"
+	"\n"
 	"Exit status: 0 every target allowed; 1 some target denied, outside or unknown;\n"
-	"2 usage error; 3 unknown mode, bad project, unreadable or oversized COMMAND;\n"
-	"4 no live view; 5 system error.\n";
+	"2 usage error (also: no --mode outside a live view); 3 unknown mode, bad project,\n"
+	"unreadable or oversized COMMAND; 4 the live view does not answer; 5 system error.\n";
 
 /* Reads standard input, at most PW_BASH_INPUT_MAX bytes. Returns the length, -E2BIG, or
  * -errno. */
@@ -90,6 +95,31 @@ static char *join_args(int argc, char **argv)
 	for (int i = 0; i < argc; i++)
 		p = stpcpy(stpcpy(p, argv[i]), i + 1 < argc ? " " : "");
 	return s;
+}
+
+/*
+ * Everything from the first word of the command on is the command (as with `sh -c`), so
+ * `check-bash 'touch a' --mode build` judges "touch a --mode build" in the live mode. When
+ * a later word is one of our own options, the person most likely meant it for us: say so.
+ */
+static void warn_options_in_command(const pw_opts *po)
+{
+	for (int i = 1; i < po->n_operands; i++) {
+		const char *w = po->operands[i];
+		for (const pw_option *o = po->spec->options; w[0] == '-' && o->name; o++) {
+			size_t n = strlen(o->name);
+			bool is_long = startswith(w, "--") && strncmp(w + 2, o->name, n) == 0 &&
+				       (w[2 + n] == '\0' || w[2 + n] == '=');
+			bool is_short = o->letter && w[1] == o->letter && w[2] == '\0';
+			if (!is_long && !is_short)
+				continue;
+			pw_err(po->spec->name, "warning: '%s' comes after the command, so it is "
+					       "judged as part of it; put options first "
+					       "(piworkfs check-bash %s ... -- COMMAND)",
+			       w, w);
+			return;
+		}
+	}
 }
 
 /* "; mode design allows writes only under A, B" for a refusal by lack of an allow rule. */
@@ -230,14 +260,7 @@ static int print_json(const pw_policy *policy, pw_bash_result *r)
 
 int cmd_check_bash(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "mode", required_argument, NULL, 'm' },
-		{ "project", required_argument, NULL, 'C' },
-		{ "cwd", required_argument, NULL, 'd' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
+	_cleanup_opts_ pw_opts po = { 0 };
 	_cleanup_project_ pw_cli_project p = { 0 };
 	_cleanup_modeset_ pw_modeset *ms = NULL;
 	_cleanup_policy_ pw_policy *policy = NULL;
@@ -249,22 +272,26 @@ int cmd_check_bash(int argc, char **argv)
 	size_t len;
 	int c, r;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:m:C:h", opts, NULL)) >= 0) {
+	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
+		return PW_EXIT_SYSTEM;
+	while ((c = pw_opts_next(&po)) > 0) {
 		switch (c) {
-		case 'm': mode = optarg; break;
-		case 'C': project = optarg; break;
-		case 'd': cwd_opt = optarg; break;
-		case 'j': json = true; break;
+		case 'm': mode = po.arg; break;
+		case 'C': project = po.arg; break;
+		case PW_OPT_CWD: cwd_opt = po.arg; break;
+		case PW_OPT_JSON: json = true; break;
 		case 'h': return pw_usage(argv[0], usage, false);
-		default: return pw_err_option(argv[0], c, argv);
 		}
 	}
-	if (optind >= argc) {
+	if (c < 0)
+		return PW_EXIT_USAGE;
+	if (po.n_operands == 0) {
 		pw_err(argv[0], "no COMMAND given (see 'piworkfs check-bash --help')");
 		return PW_EXIT_USAGE;
 	}
-	if (argc - optind == 1 && streq(argv[optind], "-")) {
+	if (!po.saw_dashdash)
+		warn_options_in_command(&po);
+	if (po.n_operands == 1 && streq(po.operands[0], "-")) {
 		ssize_t n = read_stdin(&cmd);
 		if (n < 0) {
 			pw_err(argv[0], "standard input: %s",
@@ -273,7 +300,7 @@ int cmd_check_bash(int argc, char **argv)
 		}
 		len = (size_t)n;
 	} else {
-		cmd = join_args(argc - optind, argv + optind);
+		cmd = join_args(po.n_operands, po.operands);
 		if (!cmd) {
 			pw_err(argv[0], "out of memory");
 			return PW_EXIT_SYSTEM;

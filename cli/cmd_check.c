@@ -7,9 +7,8 @@
  *   denied   src/main.c  EACCES  no allow rule matches in mode design
  *   outside  /etc/passwd  EXDEV  the path leaves the project /home/u/proj
  */
-#include <getopt.h>
-
 #include "cli.h"
+#include "options.h"
 #include "output.h"
 #include "project.h"
 #include "report.h"
@@ -22,16 +21,21 @@ static const char usage[] =
 	"else to the project root; absolute paths must lie inside the project.\n"
 	"\n"
 	"Options:\n"
-	"  -m, --mode M       the mode to ask (default: the live view's mode)\n"
+	"  -m, --mode M       the mode to ask (default: the mode of the live view around the\n"
+	"                     current directory, or of the project's live view)\n"
 	"  -C, --project DIR  the project (default: the one enclosing the current directory)\n"
 	"  -w, --write        ask about writing (the default)\n"
 	"  -r, --read         ask about reading (denied only for hidden paths)\n"
 	"      --json         print a JSON array of decisions (docs/JSON.md)\n"
 	"  -h, --help         show this help\n"
 	"\n"
+	"Examples:\n"
+	"  piworkfs check src/main.c docs/design/a.md\n"
+	"  piworkfs check --mode design --json tokens.json\n"
+	"\n"
 	"Exit status: 0 every path allowed; 1 some path denied or outside the project;\n"
-	"2 usage error; 3 unknown mode, bad project or bad PATH; 4 no live view;\n"
-	"5 system error.\n";
+	"2 usage error (also: no --mode outside a live view); 3 unknown mode, bad project or\n"
+	"bad PATH; 4 the live view does not answer; 5 system error.\n";
 
 typedef struct check_ctx {
 	const pw_cli_project *p;
@@ -62,7 +66,7 @@ static int print_decision(const check_ctx *x, const char *shown, bool is_dir,
 		printf("allowed  %s  (%s)\n", shown, text);
 	else if (d->reason == PW_REASON_OUTSIDE)
 		printf("outside  %s  %s  %s %s\n", shown, pw_report_errno_name(d->err), text,
-		       x->p->root);
+		       pw_cli_project_path(x->p));
 	else
 		printf("denied   %s  %s  %s\n", shown, pw_report_errno_name(d->err), text);
 	return 0;
@@ -98,15 +102,7 @@ static int check_one(const check_ctx *x, const char *arg)
 
 int cmd_check(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "mode", required_argument, NULL, 'm' },
-		{ "project", required_argument, NULL, 'C' },
-		{ "write", no_argument, NULL, 'w' },
-		{ "read", no_argument, NULL, 'r' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
+	_cleanup_opts_ pw_opts po = { 0 };
 	_cleanup_project_ pw_cli_project p = { 0 };
 	_cleanup_modeset_ pw_modeset *ms = NULL;
 	_cleanup_policy_ pw_policy *policy = NULL;
@@ -116,19 +112,21 @@ int cmd_check(int argc, char **argv)
 	bool json = false, any_denied = false, any_failed = false;
 	int c, r;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":m:C:wrh", opts, NULL)) >= 0) {
+	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
+		return PW_EXIT_SYSTEM;
+	while ((c = pw_opts_next(&po)) > 0) {
 		switch (c) {
-		case 'm': mode = optarg; break;
-		case 'C': project = optarg; break;
+		case 'm': mode = po.arg; break;
+		case 'C': project = po.arg; break;
 		case 'w': op = PW_OP_WRITE; break;
 		case 'r': op = PW_OP_READ; break;
-		case 'j': json = true; break;
+		case PW_OPT_JSON: json = true; break;
 		case 'h': return pw_usage(argv[0], usage, false);
-		default: return pw_err_option(argv[0], c, argv);
 		}
 	}
-	if (optind >= argc) {
+	if (c < 0)
+		return PW_EXIT_USAGE;
+	if (po.n_operands == 0) {
 		pw_err(argv[0], "no PATH given (see 'piworkfs check --help')");
 		return PW_EXIT_USAGE;
 	}
@@ -146,8 +144,8 @@ int cmd_check(int argc, char **argv)
 			return PW_EXIT_SYSTEM;
 	}
 	check_ctx x = { .p = &p, .policy = policy, .op = op, .json = json, .out = out };
-	for (int i = optind; i < argc; i++) {
-		r = check_one(&x, argv[i]);
+	for (int i = 0; i < po.n_operands; i++) {
+		r = check_one(&x, po.operands[i]);
 		if (r == -ENOMEM) {
 			pw_err(argv[0], "out of memory");
 			return PW_EXIT_SYSTEM;

@@ -21,13 +21,14 @@
  * recorded for the project). Inside a live view the project is the view's: paths map
  * through the mountpoint, and the log is searched under the project's real path.
  */
-#include <getopt.h>
 #include <signal.h>
+#include <sys/param.h>
 #include <time.h>
 
 #include "cli.h"
 #include "ctl_client.h"
 #include "db.h"
+#include "options.h"
 #include "output.h"
 #include "project.h"
 #include "report.h"
@@ -41,31 +42,43 @@
 
 static const char log_usage[] =
 	"Usage: piworkfs log [-n N] [--denied] [--mode M] [--path GLOB] [--pid P]\n"
-	"                    [--since TIME] [--project DIR | --all] [--follow] [--json]\n"
+	"                    [--since TIME] [--project DIR | --all] [--switches] [--follow]\n"
+	"                    [--jsonl]\n"
 	"\n"
 	"Show the audit log of the views: the operations they denied (and allowed ones when a\n"
-	"view logs them), oldest first, newest last. Reads the state database directly.\n"
-	"Inside a live view, only that view's project is shown unless --project or --all says\n"
-	"otherwise.\n"
+	"view logs them) and the mode switches with who asked, oldest first, newest last.\n"
+	"Reads the state database directly. Inside a live view, only that view's project is\n"
+	"shown unless --project or --all says otherwise. On a terminal the columns fit its\n"
+	"width (long paths shortened in the middle) and denials are coloured (not with\n"
+	"NO_COLOR set).\n"
 	"\n"
 	"Options:\n"
 	"  -n, --lines N      show the last N events (default 50; 0: all)\n"
-	"      --denied       only denied operations (leave out allowed ones, when logged)\n"
-	"  -m, --mode M       only events in mode M\n"
-	"  -p, --path GLOB    only events whose path (or second path) matches GLOB\n"
+	"      --denied       only denied operations (leave out allowed ones and switches)\n"
+	"  -m, --mode M       only events in mode M (switches to M)\n"
+	"      --path GLOB    only events whose path (or second path) matches GLOB\n"
 	"      --pid P        only events of process P\n"
 	"  -s, --since TIME   only events at or after TIME: 2025-01-31, 2025-01-31T14:05[:09],\n"
 	"                     with Z or +HH:MM for a zone (default local time), or 30s, 10m,\n"
 	"                     2h, 3d, 1w ago\n"
 	"  -C, --project DIR  only events of the project DIR\n"
 	"  -a, --all          events of every project (the default outside a live view)\n"
-	"  -f, --follow       keep printing new events as they are written (Ctrl-C to stop)\n"
-	"      --json         one JSON object per line (docs/AUDIT.md)\n"
+	"      --switches     only mode switches: from, to, and who asked (pid, command, uid,\n"
+	"                     through which socket)\n"
+	"      --follow       keep printing new events as they are written (Ctrl-C to stop)\n"
+	"      --jsonl        JSON Lines: one JSON object per event and line, no table\n"
+	"                     (docs/AUDIT.md); switches only with --switches\n"
+	"      --json         the same as --jsonl (the log is a stream)\n"
 	"  -h, --help         show this help\n"
+	"\n"
+	"Examples:\n"
+	"  piworkfs log -n 20 --since 1h\n"
+	"  piworkfs log --switches --all\n"
+	"  piworkfs log --follow --jsonl --denied\n"
 	"\n"
 	"The database is $PIWORKFS_STATE_DB, $XDG_STATE_HOME/piworkfs/state.db,\n"
 	"/var/lib/piworkfs/state.db for root, else ~/.local/state/piworkfs/state.db.\n"
-	"Exit status: 0 ok; 2 usage error; 5 the database cannot be read.\n";
+	"Exit status: 0 ok; 2 usage error; 3 bad project; 5 the database cannot be read.\n";
 
 static const char why_usage[] =
 	"Usage: piworkfs why [--mode M] [--project DIR] [-n N] [--json] PATH\n"
@@ -81,7 +94,12 @@ static const char why_usage[] =
 	"      --json         print one JSON object\n"
 	"  -h, --help         show this help\n"
 	"\n"
-	"Exit status: 0 ok; 2 usage error; 3 unknown mode or bad project; 5 system error.\n";
+	"Examples:\n"
+	"  piworkfs why src/main.c\n"
+	"  piworkfs why --mode design docs/design/a.md\n"
+	"\n"
+	"Exit status: 0 ok; 2 usage error; 3 unknown mode, bad project or bad PATH; 5 system\n"
+	"error.\n";
 
 /* ---- One audit row. ---- */
 
@@ -202,22 +220,179 @@ static void format_rule(const log_row *r, char *buf, size_t size)
 		snprintf(buf, size, "%s", r->reason ? r->reason : "-");
 }
 
-static void print_header(void)
+/* ---- The table: columns sized to their content and, on a terminal, to its width. ---- */
+
+enum { COL_TIME, COL_MODE, COL_OP, COL_ERRNO, COL_PID, COL_COMM, COL_COUNT, COL_PATH, COL_RULE,
+       N_COLS };
+
+static const char *const col_names[N_COLS] = { "TIME", "MODE", "OP",	"ERRNO", "PID",
+					       "COMM", "COUNT", "PATH", "RULE" };
+
+/* One line of the table: an audit event or a mode switch. */
+typedef struct log_line {
+	int64_t time_ns, id;
+	bool is_switch, denied;
+	char *cells[N_COLS];
+} log_line;
+
+static void log_line_done(log_line *l)
 {
-	printf("%-23s  %-8s  %-12s  %-6s  %-7s  %-15s  %5s  %s  %s\n", "TIME", "MODE", "OP",
-	       "ERRNO", "PID", "COMM", "COUNT", "PATH", "RULE");
+	for (size_t i = 0; i < N_COLS; i++)
+		free(l->cells[i]);
 }
 
-static void print_row_text(const log_row *r)
+typedef struct log_printer {
+	size_t width[N_COLS]; /* 0: not sized yet */
+	size_t path_max, rule_max; /* 0: no limit (not a terminal) */
+	bool color;
+} log_printer;
+
+static char *xstrdup(const char *s)
 {
-	char when[48], errbuf[16], rule[PW_PATH_MAX + PW_GLOB_LEN_MAX + 64];
+	return strdup(s ? s : "-");
+}
+
+static int line_from_row(const log_row *r, log_line *l)
+{
+	char when[48], errbuf[16], count[24], pid[24], rule[PW_PATH_MAX + PW_GLOB_LEN_MAX + 64];
+	_cleanup_free_ char *path = NULL;
 
 	format_time(r->time_ns, false, when, sizeof(when));
 	format_rule(r, rule, sizeof(rule));
-	printf("%-23s  %-8s  %-12s  %-6s  %-7lld  %-15s  %5lld  %s%s%s  %s\n", when,
-	       r->mode ? r->mode : "-", r->op ? r->op : "-", errno_text(r->err, errbuf, sizeof(errbuf)),
-	       (long long)r->pid, r->comm ? r->comm : "-", (long long)r->count,
-	       r->path ? r->path : "", r->path2 ? " -> " : "", r->path2 ? r->path2 : "", rule);
+	snprintf(count, sizeof(count), "%lld", (long long)r->count);
+	snprintf(pid, sizeof(pid), "%lld", (long long)r->pid);
+	if (asprintf(&path, "%s%s%s", r->path ? r->path : "", r->path2 ? " -> " : "",
+		     r->path2 ? r->path2 : "") < 0)
+		return -ENOMEM;
+	*l = (log_line){ .time_ns = r->time_ns, .id = r->id, .denied = r->err != 0 };
+	const char *cells[N_COLS] = { when, r->mode, r->op, errno_text(r->err, errbuf, sizeof(errbuf)),
+				      pid, r->comm, count, path, rule };
+	for (size_t i = 0; i < N_COLS; i++)
+		if (!(l->cells[i] = xstrdup(cells[i]))) {
+			log_line_done(l);
+			return -ENOMEM;
+		}
+	return 0;
+}
+
+/* A switch: OP "switch", PATH "FROM -> TO", and who asked (process, uid, through what). */
+static int line_from_switch(const pw_switch_row *w, log_line *l)
+{
+	char when[48], pid[24], change[2 * 64 + 8], who[256];
+
+	format_time(w->time_ns, false, when, sizeof(when));
+	snprintf(pid, sizeof(pid), "%lld", (long long)w->pid);
+	snprintf(change, sizeof(change), "%s -> %s", w->from_mode ? w->from_mode : "(none)",
+		 w->to_mode ? w->to_mode : "?");
+	snprintf(who, sizeof(who), "asked by %s (pid %lld, uid %lld) through the %s",
+		 w->comm ? w->comm : "?", (long long)w->pid, (long long)w->uid,
+		 w->origin ? w->origin : "?");
+	*l = (log_line){ .time_ns = w->time_ns, .id = w->id, .is_switch = true };
+	const char *cells[N_COLS] = { when, w->to_mode, "switch", "-", pid, w->comm, "", change,
+				      who };
+	for (size_t i = 0; i < N_COLS; i++)
+		if (!(l->cells[i] = xstrdup(cells[i]))) {
+			log_line_done(l);
+			return -ENOMEM;
+		}
+	return 0;
+}
+
+/* Sizes the columns for LINES; on a terminal, PATH and RULE share what the others leave of
+ * its width (PATH shortened in the middle, RULE at its end). */
+static void printer_size(log_printer *p, const log_line *lines, size_t n)
+{
+	unsigned term = pw_terminal_width();
+
+	for (size_t c = 0; c < N_COLS; c++) {
+		p->width[c] = strlen(col_names[c]);
+		for (size_t i = 0; i < n; i++)
+			p->width[c] = MAX(p->width[c], strlen(lines[i].cells[c]));
+	}
+	/* --follow prints rows not seen yet: room for the usual ones. */
+	p->width[COL_MODE] = MAX(p->width[COL_MODE], (size_t)8);
+	p->width[COL_OP] = MAX(p->width[COL_OP], (size_t)10);
+	p->width[COL_ERRNO] = MAX(p->width[COL_ERRNO], (size_t)6);
+	p->width[COL_PID] = MAX(p->width[COL_PID], (size_t)7);
+	p->width[COL_COMM] = MAX(p->width[COL_COMM], (size_t)8);
+	if (term == 0)
+		return;
+	size_t fixed = 0;
+	for (size_t c = 0; c < COL_PATH; c++)
+		fixed += p->width[c] + 2;
+	size_t avail = term > fixed + 2 ? term - fixed - 2 : 0;
+	size_t path = p->width[COL_PATH], rule = p->width[COL_RULE];
+	if (path + rule <= avail)
+		return;
+	/* The path matters most: it gets up to 60% of the room, at least 16 columns, and the
+	 * rule at least 10 when there is room for both. */
+	size_t path_w = MIN(path, MAX((size_t)16, avail * 3 / 5));
+	if (avail < path_w + 10)
+		path_w = MIN(path, MAX((size_t)16, avail > 10 ? avail - 10 : 0));
+	p->path_max = path_w;
+	p->width[COL_PATH] = path_w;
+	p->rule_max = MAX(avail > path_w ? avail - path_w : 0, (size_t)4);
+}
+
+#define COLOR_RED "\033[31m"
+#define COLOR_GREEN "\033[32m"
+#define COLOR_CYAN "\033[36m"
+#define COLOR_BOLD "\033[1m"
+#define COLOR_OFF "\033[0m"
+
+static void print_cells(const log_printer *p, const char *const *cells, const char *color)
+{
+	for (size_t c = 0; c < N_COLS; c++) {
+		char buf[PW_PATH_MAX * 2 + 16];
+		const char *s = cells[c];
+		bool last = c + 1 == N_COLS;
+
+		if (c == COL_PATH && p->path_max)
+			s = pw_ellipsize_middle(s, p->path_max, buf, sizeof(buf));
+		if (color && (c == COL_ERRNO || c == COL_OP))
+			fputs(color, stdout);
+		if (last && p->rule_max && strlen(s) > p->rule_max)
+			printf("%.*s...", (int)(p->rule_max > 3 ? p->rule_max - 3 : 0), s);
+		else if (last)
+			fputs(s, stdout);
+		else if (c == COL_PID || c == COL_COUNT)
+			printf("%*s", (int)p->width[c], s);
+		else
+			printf("%-*s", (int)p->width[c], s);
+		if (color && (c == COL_ERRNO || c == COL_OP))
+			fputs(COLOR_OFF, stdout);
+		if (!last)
+			fputs("  ", stdout);
+	}
+	putchar('\n');
+}
+
+static void print_header(const log_printer *p)
+{
+	if (p->color)
+		fputs(COLOR_BOLD, stdout);
+	print_cells(p, col_names, NULL);
+	if (p->color)
+		fputs(COLOR_OFF, stdout);
+}
+
+static void print_line(const log_printer *p, const log_line *l)
+{
+	const char *color = !p->color ? NULL : l->is_switch ? COLOR_CYAN : l->denied ? COLOR_RED
+										: COLOR_GREEN;
+	print_cells(p, (const char *const *)l->cells, color);
+}
+
+static int print_row_text(const log_printer *p, const log_row *r)
+{
+	log_line l;
+	int ret = line_from_row(r, &l);
+
+	if (ret < 0)
+		return ret;
+	print_line(p, &l);
+	log_line_done(&l);
+	return 0;
 }
 
 static json_t *str_or_null(const char *s)
@@ -283,6 +458,7 @@ static int print_row_json(const log_row *r)
 	if (json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_COMPACT) < 0)
 		return -EIO;
 	putchar('\n');
+	pw_err_json(false); /* the output is a stream of objects already */
 	return 0;
 }
 
@@ -537,7 +713,8 @@ static int max_id(sqlite3 *db, int64_t *ret)
 }
 
 /* Prints the rows added after *LAST_ID that pass F, and moves *LAST_ID. */
-static int print_new_rows(sqlite3 *db, const log_filter *f, bool json, int64_t *last_id)
+static int print_new_rows(sqlite3 *db, const log_filter *f, const log_printer *pr, bool json,
+			  int64_t *last_id)
 {
 	_cleanup_(finalizep) sqlite3_stmt *st = NULL;
 	int rc, r = build_query(db, f, *last_id, &st);
@@ -553,7 +730,7 @@ static int print_new_rows(sqlite3 *db, const log_filter *f, bool json, int64_t *
 			if (json)
 				r = print_row_json(&row);
 			else
-				print_row_text(&row);
+				r = print_row_text(pr, &row);
 		}
 		log_row_done(&row);
 		if (r < 0)
@@ -645,10 +822,72 @@ static void wait_for_news(pw_ctl_conn **sub)
 	}
 }
 
+/* What --follow prints: F's audit rows and/or switches, as text (PR) or JSON Lines. */
+typedef struct follow_spec {
+	const log_filter *f;
+	const log_printer *pr;
+	bool json, audit, switches;
+	int64_t last_id, last_switch_id;
+} follow_spec;
+
+/* A switch as one JSON object (with "kind": "switch"). */
+static json_t *switch_json(const pw_switch_row *w)
+{
+	char when[48];
+
+	format_time(w->time_ns, true, when, sizeof(when));
+	return json_pack("{s:s,s:I,s:s,s:I,s:s?,s:s?,s:s?,s:s?,s:I,s:I,s:I,s:s?,s:s?}", "kind",
+			 "switch", "id", (json_int_t)w->id, "time", when, "time_ns",
+			 (json_int_t)w->time_ns, "project", w->project, "mountpoint", w->mountpoint,
+			 "from", w->from_mode, "to", w->to_mode, "generation",
+			 (json_int_t)w->generation, "pid", (json_int_t)w->pid, "uid",
+			 (json_int_t)w->uid, "comm", w->comm, "origin", w->origin);
+}
+
+static int print_json_line(json_t *o)
+{
+	if (!o)
+		return -ENOMEM;
+	int r = json_dumpf(o, stdout, JSON_PRESERVE_ORDER | JSON_COMPACT) < 0 ? -EIO : 0;
+	json_decref(o);
+	putchar('\n');
+	pw_err_json(false); /* the output is a stream of objects already */
+	return r;
+}
+
+/* Prints the switches recorded after fs->last_switch_id. */
+static int print_new_switches(const char *path, follow_spec *fs)
+{
+	pw_switch_row *w = NULL;
+	size_t n = 0;
+	int r = pw_state_read_switches(path, fs->f->project, fs->f->has_since ? fs->f->since_ns : 0,
+				       fs->last_switch_id, 0, &w, &n);
+
+	if (r == -ENOENT || r == -EBUSY)
+		return 0;
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n && r >= 0; i++) {
+		fs->last_switch_id = w[i].id;
+		if (fs->json) {
+			r = print_json_line(switch_json(&w[i]));
+		} else {
+			log_line l;
+			r = line_from_switch(&w[i], &l);
+			if (r >= 0) {
+				print_line(fs->pr, &l);
+				log_line_done(&l);
+			}
+		}
+	}
+	pw_switch_rows_free(w, n);
+	fflush(stdout);
+	return r;
+}
+
 /* Prints new rows until interrupted. The database may not exist yet when following starts.
  * SOCKET (or NULL) is the live view whose notifications wake the follower. */
-static int follow(const char *path, sqlite3 *db, const log_filter *f, bool json, int64_t last_id,
-		  const char *socket)
+static int follow(const char *path, sqlite3 *db, follow_spec *fs, const char *socket)
 {
 	_cleanup_(pw_db_closep) sqlite3 *own = db;
 	struct sigaction sa = { .sa_handler = on_stop };
@@ -660,10 +899,15 @@ static int follow(const char *path, sqlite3 *db, const log_filter *f, bool json,
 	while (!stop_following) {
 		if (!own && pw_db_open_readonly(path, &own) < 0)
 			own = NULL;
-		if (own) {
-			r = print_new_rows(own, f, json, &last_id);
+		if (own && fs->audit) {
+			r = print_new_rows(own, fs->f, fs->pr, fs->json, &fs->last_id);
 			if (r == -EBUSY)
 				r = 0;
+			if (r < 0)
+				break;
+		}
+		if (own && fs->switches) {
+			r = print_new_switches(path, fs);
 			if (r < 0)
 				break;
 		}
@@ -680,7 +924,7 @@ static int follow(const char *path, sqlite3 *db, const log_filter *f, bool json,
 typedef struct log_opts {
 	log_filter f;
 	size_t limit;
-	bool json, follow, all;
+	bool json, jsonl, follow, all, switches;
 	const char *project_opt, *glob;
 } log_opts;
 
@@ -700,60 +944,51 @@ static int parse_count(const char *cmd, const char *s, const char *what, int64_t
 
 static int log_parse(int argc, char **argv, log_opts *o)
 {
-	enum { OPT_DENIED = 0x100, OPT_PID, OPT_JSON };
-	static const struct option opts[] = {
-		{ "lines", required_argument, NULL, 'n' },
-		{ "denied", no_argument, NULL, OPT_DENIED },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "path", required_argument, NULL, 'p' },
-		{ "pid", required_argument, NULL, OPT_PID },
-		{ "since", required_argument, NULL, 's' },
-		{ "project", required_argument, NULL, 'C' },
-		{ "all", no_argument, NULL, 'a' },
-		{ "follow", no_argument, NULL, 'f' },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
+	_cleanup_opts_ pw_opts po = { 0 };
 	int64_t v;
 	int c;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":n:m:p:s:C:afh", opts, NULL)) >= 0) {
+	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
+		return PW_EXIT_SYSTEM;
+	while ((c = pw_opts_next(&po)) > 0) {
 		switch (c) {
 		case 'n':
-			if (parse_count(argv[0], optarg, "-n", &v) < 0)
+			if (parse_count(argv[0], po.arg, "-n", &v) < 0)
 				return PW_EXIT_USAGE;
 			o->limit = (size_t)v;
 			break;
-		case OPT_DENIED: o->f.denied = true; break;
-		case 'm': o->f.mode = optarg; break;
-		case 'p': o->glob = optarg; break;
-		case OPT_PID:
-			if (parse_count(argv[0], optarg, "--pid", &v) < 0)
+		case PW_OPT_DENIED: o->f.denied = true; break;
+		case 'm': o->f.mode = po.arg; break;
+		case PW_OPT_PATH: o->glob = po.arg; break;
+		case PW_OPT_PID:
+			if (parse_count(argv[0], po.arg, "--pid", &v) < 0)
 				return PW_EXIT_USAGE;
 			o->f.has_pid = true;
 			o->f.pid = v;
 			break;
 		case 's':
-			if (parse_since(optarg, &o->f.since_ns) < 0) {
+			if (parse_since(po.arg, &o->f.since_ns) < 0) {
 				pw_err(argv[0], "--since: not a time: '%s' (use 2025-01-31, "
 						"2025-01-31T14:05:09, 10m, 2h, 3d)",
-				       optarg);
+				       po.arg);
 				return PW_EXIT_USAGE;
 			}
 			o->f.has_since = true;
 			break;
-		case 'C': o->project_opt = optarg; break;
+		case 'C': o->project_opt = po.arg; break;
 		case 'a': o->all = true; break;
-		case 'f': o->follow = true; break;
-		case OPT_JSON: o->json = true; break;
+		case PW_OPT_FOLLOW: o->follow = true; break;
+		case PW_OPT_SWITCHES: o->switches = true; break;
+		case PW_OPT_JSON: o->json = true; break;
+		case PW_OPT_JSONL: o->jsonl = true; break;
 		case 'h': return pw_usage(argv[0], log_usage, false) == 0 ? -1 : PW_EXIT_USAGE;
-		default: return pw_err_option(argv[0], c, argv);
 		}
 	}
-	if (optind < argc) {
-		pw_err(argv[0], "unexpected argument '%s' (see 'piworkfs log --help')", argv[optind]);
+	if (c < 0)
+		return PW_EXIT_USAGE;
+	if (po.n_operands > 0) {
+		pw_err(argv[0], "unexpected argument '%s' (see 'piworkfs log --help')",
+		       po.operands[0]);
 		return PW_EXIT_USAGE;
 	}
 	if (o->all && o->project_opt) {
@@ -761,6 +996,63 @@ static int log_parse(int argc, char **argv, log_opts *o)
 		return PW_EXIT_USAGE;
 	}
 	return PW_EXIT_OK;
+}
+
+static int cmp_lines(const void *a, const void *b)
+{
+	const log_line *x = a, *y = b;
+
+	if (x->time_ns != y->time_ns)
+		return x->time_ns < y->time_ns ? -1 : 1;
+	if (x->is_switch != y->is_switch)
+		return x->is_switch ? -1 : 1; /* a switch before what happened in the new mode */
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Prints the audit ROWS and switches SW (each oldest first) merged by time, the last
+ * o->limit of them, as a table or JSON Lines. */
+static int print_log(const log_opts *o, log_printer *pr, bool json, const log_row *rows,
+		     size_t n, const pw_switch_row *sw, size_t n_sw)
+{
+	log_line *lines = NULL;
+	size_t n_lines = 0, first;
+	int r = 0;
+
+	if (json) {
+		for (size_t i = 0; i < n && r >= 0; i++)
+			r = print_row_json(&rows[i]);
+		first = o->limit && n_sw > o->limit ? n_sw - o->limit : 0;
+		for (size_t i = first; i < n_sw && r >= 0; i++)
+			r = print_json_line(switch_json(&sw[i]));
+		return r;
+	}
+	lines = calloc(n + n_sw + 1, sizeof(*lines));
+	if (!lines)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && r >= 0; i++)
+		if ((r = line_from_row(&rows[i], &lines[n_lines])) >= 0)
+			n_lines++;
+	for (size_t i = 0; i < n_sw && r >= 0; i++) {
+		if (o->f.mode && !streq_ptr(sw[i].to_mode, o->f.mode))
+			continue;
+		if ((r = line_from_switch(&sw[i], &lines[n_lines])) >= 0)
+			n_lines++;
+	}
+	if (r >= 0) {
+		qsort(lines, n_lines, sizeof(*lines), cmp_lines);
+		first = o->limit && n_lines > o->limit ? n_lines - o->limit : 0;
+		printer_size(pr, lines + first, n_lines - first);
+		if (n_lines > first || o->follow)
+			print_header(pr);
+		for (size_t i = first; i < n_lines; i++)
+			print_line(pr, &lines[i]);
+		if (n_lines == first && !o->follow)
+			printf("no matching events\n");
+	}
+	for (size_t i = 0; i < n_lines; i++)
+		log_line_done(&lines[i]);
+	free(lines);
+	return r;
 }
 
 static void pw_glob_freep(pw_glob **g)
@@ -803,7 +1095,7 @@ int cmd_log(int argc, char **argv)
 			pw_err(argv[0], "%s: %s", o.project_opt, err ? err : strerror(-r));
 			return PW_EXIT_CONFIG;
 		}
-		o.f.project = p.root;
+		o.f.project = pw_cli_project_path(&p);
 	}
 	/* Inside a live view: that view's project, and its notifications for --follow. */
 	if (!o.all && live_view_find(&lv) == 0 && !o.project_opt)
@@ -813,13 +1105,29 @@ int cmd_log(int argc, char **argv)
 		return PW_EXIT_SYSTEM;
 	}
 
+	bool json = o.json || o.jsonl;
+	log_printer pr = { .color = !json && pw_use_color(stdout) };
+	/* Switches: with --switches only them; in the table, interleaved with the events unless
+	 * a filter that only events have (--denied, --path, --pid) is given. JSON Lines keep
+	 * their one shape of object unless --switches asks for switches. */
+	follow_spec fs = {
+		.f = &o.f,
+		.pr = &pr,
+		.json = json,
+		.audit = !o.switches,
+		.switches = o.switches || (!json && !o.f.denied && !o.glob && !o.f.has_pid),
+	};
+
 	r = pw_db_open_readonly(dbpath, &db);
 	if (r == -ENOENT || r == -EPROTO) {
 		/* Nothing logged yet: an empty log, not an error. */
-		if (o.follow)
-			return follow(dbpath, NULL, &o.f, o.json, 0, lv.socket) < 0 ? PW_EXIT_SYSTEM
-										    : PW_EXIT_OK;
-		if (!o.json)
+		if (o.follow) {
+			printer_size(&pr, NULL, 0);
+			if (!json)
+				print_header(&pr);
+			return follow(dbpath, NULL, &fs, lv.socket) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
+		}
+		if (!json)
 			printf("no events (no state database at %s yet)\n", dbpath);
 		return PW_EXIT_OK;
 	}
@@ -828,28 +1136,30 @@ int cmd_log(int argc, char **argv)
 		return PW_EXIT_SYSTEM;
 	}
 
-	int64_t last_id = 0;
-	r = max_id(db, &last_id);
-	if (r >= 0)
+	pw_switch_row *sw = NULL;
+	size_t n_sw = 0;
+	r = max_id(db, &fs.last_id);
+	if (r >= 0 && fs.audit)
 		r = collect_rows(db, &o.f, o.limit, &rows, &n);
+	if (r >= 0 && fs.switches) {
+		r = pw_state_read_switches(dbpath, o.f.project, o.f.has_since ? o.f.since_ns : 0, 0,
+					   0, &sw, &n_sw);
+		if (r == -ENOENT)
+			r = 0;
+	}
 	if (r < 0) {
+		free_rows(rows, n);
 		pw_err(argv[0], "cannot read the audit log in %s: %s", dbpath, strerror(-r));
 		return PW_EXIT_SYSTEM;
 	}
-	if (!o.json && (n > 0 || o.follow))
-		print_header();
-	for (size_t i = 0; i < n && r >= 0; i++) {
-		if (o.json)
-			r = print_row_json(&rows[i]);
-		else
-			print_row_text(&rows[i]);
-	}
+	if (n_sw > 0)
+		fs.last_switch_id = sw[n_sw - 1].id;
+	r = print_log(&o, &pr, json, rows, n, sw, n_sw);
 	free_rows(rows, n);
-	if (!o.json && n == 0 && !o.follow)
-		printf("no matching events\n");
+	pw_switch_rows_free(sw, n_sw);
 	fflush(stdout);
 	if (r >= 0 && o.follow)
-		r = follow(dbpath, TAKE_PTR(db), &o.f, o.json, last_id, lv.socket);
+		r = follow(dbpath, TAKE_PTR(db), &fs, lv.socket);
 	if (r < 0 || ferror(stdout)) {
 		if (r != -EPIPE)
 			pw_err(argv[0], "cannot print: %s", strerror(r < 0 ? -r : EIO));
@@ -938,39 +1248,35 @@ typedef struct why_opts {
 
 static int why_parse(int argc, char **argv, why_opts *o)
 {
-	enum { OPT_JSON = 0x100 };
-	static const struct option opts[] = {
-		{ "mode", required_argument, NULL, 'm' },
-		{ "project", required_argument, NULL, 'C' },
-		{ "lines", required_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
+	_cleanup_opts_ pw_opts po = { 0 };
 	int64_t v;
 	int c;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":m:C:n:h", opts, NULL)) >= 0) {
+	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
+		return PW_EXIT_SYSTEM;
+	while ((c = pw_opts_next(&po)) > 0) {
 		switch (c) {
-		case 'm': o->mode = optarg; break;
-		case 'C': o->project = optarg; break;
+		case 'm': o->mode = po.arg; break;
+		case 'C': o->project = po.arg; break;
 		case 'n':
-			if (parse_count(argv[0], optarg, "-n", &v) < 0)
+			if (parse_count(argv[0], po.arg, "-n", &v) < 0)
 				return PW_EXIT_USAGE;
 			o->limit = (size_t)v;
 			break;
-		case OPT_JSON: o->json = true; break;
+		case PW_OPT_JSON: o->json = true; break;
 		case 'h': return pw_usage(argv[0], why_usage, false) == 0 ? -1 : PW_EXIT_USAGE;
-		default: return pw_err_option(argv[0], c, argv);
 		}
 	}
-	if (optind + 1 != argc) {
-		pw_err(argv[0], optind >= argc ? "no PATH given (see 'piworkfs why --help')"
-					       : "one PATH at a time (see 'piworkfs why --help')");
+	if (c < 0)
+		return PW_EXIT_USAGE;
+	if (po.n_operands != 1) {
+		if (po.n_operands == 0)
+			pw_err(argv[0], "no PATH given (see 'piworkfs why --help')");
+		else
+			pw_err(argv[0], "one PATH at a time (see 'piworkfs why --help')");
 		return PW_EXIT_USAGE;
 	}
-	o->path = argv[optind];
+	o->path = po.operands[0];
 	return PW_EXIT_OK;
 }
 
@@ -1005,10 +1311,9 @@ static int why_print_text(const pw_cli_project *p, const char *project, const ch
 		return 0;
 	}
 	printf("last %zu denial%s:\n", n, n == 1 ? "" : "s");
-	print_header();
-	for (size_t i = 0; i < n; i++)
-		print_row_text(&rows[i]);
-	return 0;
+	log_opts lo = { .limit = 0 };
+	log_printer pr = { .color = pw_use_color(stdout) };
+	return print_log(&lo, &pr, false, rows, n, NULL, 0);
 }
 
 static int why_print_json(const char *project, const char *rel, pw_op op, bool is_dir,
@@ -1072,12 +1377,12 @@ int cmd_why(int argc, char **argv)
 		pw_err(argv[0], "%s: %s", project_opt ? project_opt : ".", err ? err : strerror(-r));
 		return PW_EXIT_CONFIG;
 	}
-	const char *project = lv.project ? lv.project : p.root;
-	if (lv.project && !streq(lv.project, p.root))
-		p.trusted = pw_cli_project_trusted(lv.project);
+	const char *project = lv.project ? lv.project : pw_cli_project_path(&p);
+	if (!streq(project, pw_cli_project_path(&p)))
+		p.trusted = pw_cli_project_trusted(project);
 	r = pw_cli_map_path(&p, o.path, rel, &slash, &err);
 	if (r == -EXDEV) {
-		pw_err(argv[0], "%s: outside the project %s", o.path, p.root);
+		pw_err(argv[0], "%s: outside the project %s", o.path, pw_cli_project_path(&p));
 		return PW_EXIT_CONFIG;
 	}
 	if (r < 0) {

@@ -4,10 +4,10 @@
  * directory (or --mount PATH); piworkfs reload: re-read the view's mode files. Both talk
  * to the view's control socket (docs/PROTOCOL.md); the daemon decides, not this client.
  */
-#include <getopt.h>
-
 #include "cli.h"
 #include "ctl_client.h"
+#include "modefile.h"
+#include "options.h"
 #include "output.h"
 #include "proto.h"
 
@@ -16,12 +16,17 @@ static const char mode_usage[] =
 	"\n"
 	"Without NAME, show the live mode of the view containing the current directory and\n"
 	"what it allows. With NAME, switch the view to that mode; when this returns, every\n"
-	"operation that starts afterwards obeys it.\n"
+	"operation that starts afterwards obeys it. A mode file added after the view loaded\n"
+	"its modes needs `piworkfs reload` first.\n"
 	"\n"
 	"Options:\n"
 	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
 	"      --json         print the daemon's answer as JSON (docs/PROTOCOL.md)\n"
 	"  -h, --help         show this help\n"
+	"\n"
+	"Examples:\n"
+	"  piworkfs mode\n"
+	"  piworkfs mode build --mount ~/proj.view\n"
 	"\n"
 	"Exit status: 0 ok; 1 refused by the daemon; 2 usage error; 3 unknown or broken mode,\n"
 	"the view fails closed, or a mode file or config.yaml has errors (see 'piworkfs\n"
@@ -39,34 +44,44 @@ static const char reload_usage[] =
 	"      --json         print the daemon's answer as JSON\n"
 	"  -h, --help         show this help\n"
 	"\n"
+	"Examples:\n"
+	"  piworkfs reload\n"
+	"  kill -HUP $(pgrep -f 'piworkfs mount')   # the same, by signal\n"
+	"\n"
 	"Exit status: 0 ok; 1 refused; 2 usage error; 3 the view fails closed, or a mode file\n"
 	"or config.yaml has errors; 4 not inside a live view; 5 system error.\n";
 
 typedef struct opts {
 	const char *mount;
 	bool json;
+	const char *name; /* mode: the NAME operand */
 } opts;
 
-/* Parses the options shared by mode and reload. Returns -1 to go on, else an exit status. */
-static int parse_opts(int argc, char **argv, const char *usage, opts *o)
+/* Parses the options shared by mode and reload, and at most MAX_OPERANDS operands (into
+ * o->name). Returns -1 to go on, else an exit status. */
+static int parse_opts(int argc, char **argv, const char *usage, int max_operands, opts *o)
 {
-	static const struct option longopts[] = {
-		{ "mount", required_argument, NULL, 'M' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
+	_cleanup_opts_ pw_opts po = { 0 };
 	int c;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":M:h", longopts, NULL)) >= 0) {
+	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
+		return PW_EXIT_SYSTEM;
+	while ((c = pw_opts_next(&po)) > 0) {
 		switch (c) {
-		case 'M': o->mount = optarg; break;
-		case 'j': o->json = true; break;
+		case 'M': o->mount = po.arg; break;
+		case PW_OPT_JSON: o->json = true; break;
 		case 'h': return pw_usage(argv[0], usage, false);
-		default: return pw_err_option(argv[0], c, argv);
 		}
 	}
+	if (c < 0)
+		return PW_EXIT_USAGE;
+	if (po.n_operands > max_operands) {
+		pw_err(argv[0], "unexpected argument '%s' (see 'piworkfs %s --help')",
+		       po.operands[max_operands], argv[0]);
+		return PW_EXIT_USAGE;
+	}
+	if (po.n_operands > 0)
+		o->name = po.operands[0];
 	return -1;
 }
 
@@ -172,6 +187,73 @@ static void print_mode(json_t *res, bool switched)
 		pw_table_print(t, stdout, 2);
 }
 
+/* Does a mode file for NAME exist in the view's project layer or the global layer? Returns
+ * its path (malloc'd) or NULL. */
+static char *mode_file_on_disk(const opts *o, const char *name)
+{
+	_cleanup_json_ json_t *st = NULL;
+	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
+	const char *project = NULL;
+	char *dirs[2] = { NULL, NULL }, *found = NULL;
+
+	if (pw_ctl_call_at(o->mount, "status", NULL, &st, NULL, NULL) == 0)
+		project = json_string_value(json_object_get(st, "project"));
+	if (project && asprintf(&dirs[0], "%s/.piworkfs/modes", project) < 0)
+		dirs[0] = NULL;
+	if (xdg && xdg[0] == '/') {
+		if (asprintf(&dirs[1], "%s/piworkfs/modes", xdg) < 0)
+			dirs[1] = NULL;
+	} else if (home && home[0] == '/' && asprintf(&dirs[1], "%s/.config/piworkfs/modes", home) < 0)
+		dirs[1] = NULL;
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		_cleanup_free_ char *f = NULL;
+		if (!found && dirs[i] && asprintf(&f, "%s/%s.md", dirs[i], name) >= 0 &&
+		    access(f, F_OK) == 0)
+			found = TAKE_PTR(f);
+		free(dirs[i]);
+	}
+	return found;
+}
+
+/*
+ * The view does not know mode NAME. One line that says what to do: a file added since the
+ * view loaded its modes needs `piworkfs reload` (as systemctl wants daemon-reload), a near
+ * miss gets "did you mean", and otherwise the modes there are.
+ */
+static int unknown_mode(const char *cmd, const opts *o, const char *name)
+{
+	_cleanup_json_ json_t *modes = NULL;
+	_cleanup_free_ char *file = mode_file_on_disk(o, name);
+	const char *names[64];
+	char list[1024] = "";
+	size_t n = 0, i;
+	json_t *m;
+
+	if (file) {
+		pw_err(cmd, "unknown mode '%s': %s was added after the view loaded its modes; "
+			    "run 'piworkfs reload' first",
+		       name, file);
+		return PW_EXIT_CONFIG;
+	}
+	if (pw_ctl_call_at(o->mount, "modes.list", NULL, &modes, NULL, NULL) == 0)
+		json_array_foreach(json_object_get(modes, "modes"), i, m) {
+			const char *s = json_string_value(json_object_get(m, "name"));
+			if (!s || n + 1 >= ELEMENTSOF(names))
+				continue;
+			names[n++] = s;
+			if (*list)
+				strncat(list, ", ", sizeof(list) - strlen(list) - 1);
+			strncat(list, s, sizeof(list) - strlen(list) - 1);
+		}
+	names[n] = NULL;
+	const char *hint = pw_key_near_miss(name, names);
+	if (hint)
+		pw_err(cmd, "unknown mode '%s' (did you mean '%s'?)", name, hint);
+	else
+		pw_err(cmd, "unknown mode '%s' (available: %s)", name, *list ? list : "none");
+	return PW_EXIT_CONFIG;
+}
+
 static json_t *mode_params(const char *name)
 {
 	return name ? json_pack("{s:s}", "mode", name) : NULL;
@@ -185,36 +267,18 @@ int cmd_mode(int argc, char **argv)
 	const char *name = NULL;
 	int code = 0, status, r;
 
-	r = parse_opts(argc, argv, mode_usage, &o);
+	r = parse_opts(argc, argv, mode_usage, 1, &o);
 	if (r >= 0)
 		return r;
-	if (optind < argc)
-		name = argv[optind++];
-	if (optind < argc) {
-		pw_err(argv[0], "too many arguments (see 'piworkfs mode --help')");
-		return PW_EXIT_USAGE;
-	}
+	name = o.name;
 	if (name)
 		r = pw_ctl_call_at(o.mount, "mode.set", mode_params(name), &res, &code, &message);
 	else
 		r = pw_ctl_call_at(o.mount, "mode.get", NULL, &res, &code, &message);
-	if (r < 0) {
-		status = call_failed(argv[0], &o, r, code, message);
-		if (r == -EREMOTE && code == PW_RPC_UNKNOWN_MODE) {
-			/* List the modes there are, as the daemon knows them. */
-			_cleanup_json_ json_t *modes = NULL;
-			if (pw_ctl_call_at(o.mount, "modes.list", NULL, &modes, NULL, NULL) == 0) {
-				json_t *m;
-				size_t i;
-				fprintf(stderr, "available modes:");
-				json_array_foreach(json_object_get(modes, "modes"), i, m)
-					fprintf(stderr, " %s",
-						json_string_value(json_object_get(m, "name")));
-				fprintf(stderr, "\n");
-			}
-		}
-		return status;
-	}
+	if (r == -EREMOTE && code == PW_RPC_UNKNOWN_MODE && name)
+		return unknown_mode(argv[0], &o, name);
+	if (r < 0)
+		return call_failed(argv[0], &o, r, code, message);
 	status = config_status(argv[0], &o, res, false);
 	if (o.json)
 		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
@@ -231,14 +295,9 @@ int cmd_reload(int argc, char **argv)
 	size_t i;
 	int code = 0, status, r;
 
-	r = parse_opts(argc, argv, reload_usage, &o);
+	r = parse_opts(argc, argv, reload_usage, 0, &o);
 	if (r >= 0)
 		return r;
-	if (optind < argc) {
-		pw_err(argv[0], "unexpected argument '%s' (see 'piworkfs reload --help')",
-		       argv[optind]);
-		return PW_EXIT_USAGE;
-	}
 	r = pw_ctl_call_at(o.mount, "reload", NULL, &res, &code, &message);
 	if (r < 0)
 		return call_failed(argv[0], &o, r, code, message);

@@ -3,10 +3,9 @@
  * piworkfs modes: every mode a project can use, where it was loaded from, and every warning
  * the loading produced.
  */
-#include <getopt.h>
-
 #include "cli.h"
 #include "ctl_client.h"
+#include "options.h"
 #include "output.h"
 #include "project.h"
 #include "report.h"
@@ -27,9 +26,13 @@ static const char usage[] =
 	"      --json         print JSON (docs/JSON.md)\n"
 	"  -h, --help         show this help\n"
 	"\n"
+	"Examples:\n"
+	"  piworkfs modes\n"
+	"  piworkfs modes --check -C ~/proj\n"
+	"\n"
 	"Exit status: 0 ok; 2 usage error; 3 a mode file or config.yaml has errors (with\n"
 	"--check: errors or warnings), the live view of the project fails closed, or the\n"
-	"bundled modes could not be read at all.\n";
+	"bundled modes could not be read at all; 5 system error.\n";
 
 static int print_text(const pw_cli_project *p, const pw_modeset *ms)
 {
@@ -47,7 +50,7 @@ static int print_text(const pw_cli_project *p, const pw_modeset *ms)
 		if (pw_table_add(t, row) < 0)
 			return -ENOMEM;
 	}
-	printf("project %s (%s)\n\n", p->root, p->trusted ? "trusted" : "not trusted");
+	printf("project %s (%s)\n\n", pw_cli_project_path(p), p->trusted ? "trusted" : "not trusted");
 	pw_table_print(t, stdout, 0);
 	if (nw > 0)
 		printf("\n%zu warning%s:\n", nw, nw == 1 ? "" : "s");
@@ -72,11 +75,11 @@ static int print_check(const pw_cli_project *p, const pw_modeset *ms, size_t err
 		printf("%s\n", line);
 	}
 	if (nw == 0)
-		printf("%s: %zu modes, no problems in the mode files and configuration\n", p->root,
+		printf("%s: %zu modes, no problems in the mode files and configuration\n", pw_cli_project_path(p),
 		       pw_modeset_count(ms));
 	else
 		printf("%s: %zu error%s, %zu warning%s in the mode files and configuration\n",
-		       p->root, errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
+		       pw_cli_project_path(p), errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
 	return 0;
 }
 
@@ -111,7 +114,7 @@ static json_t *modes_json(const pw_cli_project *p, const pw_modeset *ms)
 	json_t *o = json_object(), *set = pw_report_modeset(ms);
 
 	if (!o || !set ||
-	    json_object_set_new(o, "project", json_string(p->root)) < 0 ||
+	    json_object_set_new(o, "project", json_string(pw_cli_project_path(p))) < 0 ||
 	    json_object_set_new(o, "trusted", json_boolean(p->trusted)) < 0 ||
 	    json_object_update(o, set) < 0) {
 		json_decref(o);
@@ -124,13 +127,7 @@ static json_t *modes_json(const pw_cli_project *p, const pw_modeset *ms)
 
 int cmd_modes(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "project", required_argument, NULL, 'C' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "check", no_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
+	_cleanup_opts_ pw_opts po = { 0 };
 	_cleanup_project_ pw_cli_project p = { 0 };
 	_cleanup_modeset_ pw_modeset *ms = NULL;
 	_cleanup_free_ char *fail = NULL;
@@ -139,19 +136,21 @@ int cmd_modes(int argc, char **argv)
 	size_t errors;
 	int c, r;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":C:h", opts, NULL)) >= 0) {
+	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
+		return PW_EXIT_SYSTEM;
+	while ((c = pw_opts_next(&po)) > 0) {
 		switch (c) {
-		case 'C': project = optarg; break;
-		case 'j': json = true; break;
-		case 'c': check = true; break;
+		case 'C': project = po.arg; break;
+		case PW_OPT_JSON: json = true; break;
+		case PW_OPT_CHECK: check = true; break;
 		case 'h': return pw_usage(argv[0], usage, false);
-		default: return pw_err_option(argv[0], c, argv);
 		}
 	}
-	if (optind < argc) {
+	if (c < 0)
+		return PW_EXIT_USAGE;
+	if (po.n_operands > 0) {
 		pw_err(argv[0], "unexpected argument '%s' (see 'piworkfs modes --help')",
-		       argv[optind]);
+		       po.operands[0]);
 		return PW_EXIT_USAGE;
 	}
 	r = pw_cli_project_open(project, &p, &err);
@@ -184,7 +183,7 @@ int cmd_modes(int argc, char **argv)
 	}
 	fail = live_fail_reason(&p);
 	if (fail) {
-		pw_err(argv[0], "the live view of %s fails closed: %s", p.root, fail);
+		pw_err(argv[0], "the live view of %s fails closed: %s", pw_cli_project_path(&p), fail);
 		return PW_EXIT_CONFIG;
 	}
 	if (errors > 0 || (check && pw_modeset_warning_count(ms) > 0))

@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <poll.h>
 #include <stdio.h>
@@ -17,38 +16,79 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <dirent.h>
+#include <pwd.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "ctl_client.h"
+#include "ctl_server.h"
 #include "daemon.h"
+#include "modefile.h"
+#include "options.h"
 #include "output.h"
 #include "project.h"
+
+/* How long umount (and a mount at the same place) waits for a daemon to exit. */
+#define DAEMON_EXIT_MS 10000
 
 #define MOUNT_USAGE                                                                                \
 	"Usage: piworkfs mount [OPTIONS] PROJECT MOUNTPOINT\n"                                      \
 	"\n"                                                                                       \
 	"Mounts PROJECT at MOUNTPOINT as a view whose writes the active mode limits.\n"             \
 	"Without --mode the project's last mode is restored; a project never seen starts in\n"     \
-	"plan (read-only).\n"                                                                      \
+	"plan (read-only). Options may also follow the arguments.\n"                               \
 	"\n"                                                                                       \
-	"  -m, --mode MODE     start in MODE\n"                                                    \
-	"  -f, --foreground    stay in the foreground, log to stderr\n"                            \
-	"  -o OPTIONS          mount options: allow_other, nonempty, and FUSE options\n"           \
-	"  -d, --debug         log every FUSE request (implies -f)\n"                              \
-	"      --timeout SEC   kernel cache timeout (default 86400; kept true by invalidation)\n" \
-	"      --no-watch      do not follow changes made outside the view (testing only)\n"       \
-	"      --no-audit      record no audit events\n"                                         \
-	"      --log-allowed   also record allowed mutations in the audit log\n"                 \
-	"      --state-db PATH the state database (default: $XDG_STATE_HOME/piworkfs/state.db)\n" \
-	"      --socket-dir DIR  where the control socket goes (default: $XDG_RUNTIME_DIR/piworkfs)\n" \
-	"      --json          print the result as JSON\n"                                         \
-	"  -h, --help          this help\n"
+	"Options:\n"                                                                               \
+	"  -m, --mode MODE        start in MODE\n"                                                 \
+	"  -f, --foreground       stay in the foreground, log to stderr\n"                         \
+	"  -o, --options OPTIONS  mount options: allow_other (needs root), nonempty, and FUSE\n"   \
+	"                         options (ro, default_permissions, ...)\n"                        \
+	"  -d, --debug            log every FUSE request (implies -f)\n"                           \
+	"      --timeout SEC      kernel cache timeout (default 86400; kept true by invalidation)\n" \
+	"      --no-watch         do not follow changes made outside the view (testing only)\n"    \
+	"      --no-audit         record no audit events\n"                                        \
+	"      --log-allowed      also record allowed mutations in the audit log\n"                \
+	"      --audit-queue N    the audit queue's length (testing)\n"                            \
+	"      --state-db PATH    the state database (default: $XDG_STATE_HOME/piworkfs/state.db,\n" \
+	"                         for root /var/lib/piworkfs/state.db)\n"                          \
+	"      --socket-dir DIR   where the control socket goes (default:\n"                       \
+	"                         $XDG_RUNTIME_DIR/piworkfs, for root /run/piworkfs)\n"            \
+	"      --json             print the result as JSON\n"                                      \
+	"  -h, --help             show this help\n"                                                \
+	"\n"                                                                                       \
+	"Examples:\n"                                                                              \
+	"  piworkfs mount ~/proj ~/proj.view\n"                                                    \
+	"  piworkfs mount ~/proj ~/proj.view --mode design -o nonempty\n"                          \
+	"\n"                                                                                       \
+	"Exit status: 0 mounted; 2 usage error; 3 bad project, mountpoint or mode; 5 the mount\n"  \
+	"failed (FUSE unusable, daemon error).\n"
+
+static int umount_done(const char *mp, bool json)
+{
+	if (json)
+		return pw_print_json(json_pack("{s:s,s:b}", "mountpoint", mp, "unmounted", 1)) < 0
+			       ? PW_EXIT_SYSTEM
+			       : PW_EXIT_OK;
+	return PW_EXIT_OK;
+}
 
 #define UMOUNT_USAGE                                                                               \
-	"Usage: piworkfs umount [--lazy] MOUNTPOINT\n"                                              \
+	"Usage: piworkfs umount [OPTIONS] MOUNTPOINT\n"                                            \
 	"\n"                                                                                       \
-	"Unmounts a view (plain `fusermount3 -u MOUNTPOINT` works too).\n"
+	"Unmounts a view and returns once its daemon has exited (plain `fusermount3 -u\n"          \
+	"MOUNTPOINT` works too, but returns before the daemon is gone).\n"                         \
+	"\n"                                                                                       \
+	"Options:\n"                                                                               \
+	"  -z, --lazy   detach now, finish when the view is no longer busy\n"                      \
+	"      --json   print the result as JSON\n"                                                \
+	"  -h, --help   show this help\n"                                                          \
+	"\n"                                                                                       \
+	"Examples:\n"                                                                              \
+	"  piworkfs umount ~/proj.view\n"                                                          \
+	"\n"                                                                                       \
+	"Exit status: 0 unmounted; 2 usage error; 3 no such MOUNTPOINT; 4 not a piworkfs view;\n"  \
+	"5 the unmount failed (busy: try --lazy).\n"
 
 /* Is PATH the mountpoint of a live piworkfs view? Returns its source (project) or NULL. */
 static char *live_view_at(const char *path)
@@ -136,6 +176,144 @@ static char *strip_nonempty(const char *opts, bool *ret_nonempty, bool *ret_allo
 	return out;
 }
 
+static int parse_number(const char *what, const char *s, double *ret)
+{
+	char *end = NULL;
+
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || v < 0) {
+		pw_err("mount", "%s: not a non-negative number: '%s'", what, s);
+		return -EINVAL;
+	}
+	*ret = v;
+	return 0;
+}
+
+/* The options -o accepts: ours (nonempty, allow_other) and the FUSE mount options libfuse
+ * knows. A misspelt one gets its own message here instead of a failed mount later. */
+static const char *const fuse_flags[] = {
+	"allow_other", "nonempty", "allow_root", "auto_unmount", "default_permissions", "ro",
+	"rw", "suid", "nosuid", "dev", "nodev", "exec", "noexec", "async", "sync", "dirsync",
+	"atime", "noatime", "relatime", "norelatime", "strictatime", "nostrictatime", "blkdev",
+	NULL,
+};
+static const char *const fuse_valued[] = {
+	"fsname", "subtype", "max_read", "blksize", "context", "fscontext", "defcontext",
+	"rootcontext", NULL,
+};
+
+static int check_fuse_options(const char *opts)
+{
+	_cleanup_free_ char *copy = strdup(opts);
+	char *save = NULL;
+
+	if (!copy)
+		return PW_EXIT_SYSTEM;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		const char *const *table = eq ? fuse_valued : fuse_flags;
+		bool known = false;
+
+		if (eq)
+			*eq = '\0';
+		for (size_t i = 0; table[i] && !known; i++)
+			known = streq(table[i], tok);
+		if (known)
+			continue;
+		const char *hint = pw_key_near_miss(tok, fuse_flags);
+		if (!hint)
+			hint = pw_key_near_miss(tok, fuse_valued);
+		if (hint)
+			pw_err("mount", "unknown mount option '%s' in -o (did you mean '%s'?)", tok,
+			       hint);
+		else
+			pw_err("mount", "unknown mount option '%s' in -o (allow_other, nonempty, ro, "
+					"default_permissions, ... see piworkfs(1))",
+			       tok);
+		return PW_EXIT_USAGE;
+	}
+	return PW_EXIT_OK;
+}
+
+/*
+ * A user who cannot open /dev/fuse cannot mount: libfuse and fusermount3 then say "failed
+ * to open /dev/fuse: Permission denied" on a stderr the detached daemon no longer has. Say
+ * it here, with why and what to do, in one line.
+ */
+static int check_fuse_device(void)
+{
+	struct stat st;
+	int fd;
+
+	if (geteuid() == 0)
+		return PW_EXIT_OK;
+	fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return PW_EXIT_OK;
+	}
+	int e = errno;
+	struct passwd *pw = getpwuid(geteuid());
+	char perms[16] = "?";
+	if (stat("/dev/fuse", &st) == 0)
+		snprintf(perms, sizeof(perms), "%04o", (unsigned)(st.st_mode & 07777));
+	if (e == ENOENT) {
+		pw_err("mount", "/dev/fuse does not exist: load the fuse module (modprobe fuse, as "
+				"root) or install FUSE 3");
+		return PW_EXIT_SYSTEM;
+	}
+	pw_err("mount", "user %s cannot use FUSE: failed to open /dev/fuse: %s (it is mode %s, "
+			"open to root only); ask an administrator to make it usable by users "
+			"(chmod 0666 /dev/fuse, the default on most distributions) or mount as root",
+	       pw ? pw->pw_name : "?", strerror(e), perms);
+	return PW_EXIT_SYSTEM;
+}
+
+/* Waits up to TIMEOUT_MS for process PID to end. Returns 0 when it has (or never was),
+ * -ETIMEDOUT, or -errno when it cannot be watched. */
+static int wait_pid_gone(pid_t pid, int timeout_ms)
+{
+	_cleanup_close_ int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	struct pollfd pfd;
+	int r;
+
+	if (fd < 0)
+		return errno == ESRCH ? 0 : negative_errno();
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	while ((r = poll(&pfd, 1, timeout_ms)) < 0 && errno == EINTR)
+		;
+	return r > 0 ? 0 : r == 0 ? -ETIMEDOUT : negative_errno();
+}
+
+/* The pid of the daemon answering on SOCKET, or 0. */
+static pid_t daemon_pid(const char *socket)
+{
+	_cleanup_json_ json_t *res = NULL;
+
+	if (pw_ctl_call_socket(socket, "status", NULL, &res, NULL, NULL) < 0)
+		return 0;
+	return (pid_t)json_integer_value(json_object_get(res, "pid"));
+}
+
+/*
+ * A daemon that was just unmounted from MP may still hold its control socket for a moment
+ * (a `fusermount3 -u` returns before the daemon exits): wait for it, so the new daemon's
+ * socket does not meet "Address already in use". A socket nobody answers is stale; the
+ * daemon removes it itself.
+ */
+static void wait_for_old_daemon(const char *socket_dir, const char *mp)
+{
+	_cleanup_free_ char *sock = NULL;
+	pid_t pid;
+
+	if (pw_ctl_socket_path(socket_dir, mp, &sock) < 0 || access(sock, F_OK) < 0)
+		return;
+	pid = daemon_pid(sock);
+	if (pid > 0)
+		(void)wait_pid_gone(pid, DAEMON_EXIT_MS);
+}
+
 /* Resolves and checks the mountpoint. Returns an exit status; *ret is the real path. */
 static int prepare_mountpoint(const char *arg, const char *project, bool nonempty, char **ret)
 {
@@ -195,13 +373,7 @@ static int check_mode_exists(const pw_cli_project *p, const char *mode)
 	}
 	if (pw_modeset_find(ms, mode))
 		return PW_EXIT_OK;
-	char list[1024] = "";
-	for (size_t i = 0; i < pw_modeset_count(ms); i++) {
-		if (*list)
-			strncat(list, ", ", sizeof(list) - strlen(list) - 1);
-		strncat(list, pw_modeset_get(ms, i)->name, sizeof(list) - strlen(list) - 1);
-	}
-	pw_err("mount", "unknown mode '%s' (available: %s)", mode, list);
+	pw_cli_unknown_mode("mount", ms, mode);
 	return PW_EXIT_CONFIG;
 }
 
@@ -242,41 +414,55 @@ static void detach_stdio(void)
 
 int cmd_mount(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"mode", required_argument, NULL, 'm'}, {"foreground", no_argument, NULL, 'f'},
-		{"debug", no_argument, NULL, 'd'},      {"timeout", required_argument, NULL, 'T'},
-		{"no-watch", no_argument, NULL, 'W'},   {"json", no_argument, NULL, 'J'},
-		{"help", no_argument, NULL, 'h'},       {"state-db", required_argument, NULL, 'S'},
-		{"socket-dir", required_argument, NULL, 'D'}, {"audit-queue", required_argument, NULL, 'Q'},
-		{"no-audit", no_argument, NULL, 'A'},   {"log-allowed", no_argument, NULL, 'L'},
-		{0},
-	};
+	_cleanup_opts_ pw_opts po = { 0 };
 	pw_daemon_opts o = {0};
 	const char *fuse_opts = NULL;
 	bool json = false;
 	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+m:fdo:h", opts, NULL)) != -1) {
+
+	if (pw_opts_init(&po, "mount", argc, argv) < 0)
+		return PW_EXIT_SYSTEM;
+	while ((c = pw_opts_next(&po)) > 0) {
 		switch (c) {
-		case 'm': o.mode = optarg; break;
+		case 'm': o.mode = po.arg; break;
 		case 'f': o.foreground = true; break;
 		case 'd': o.debug = o.foreground = true; break;
-		case 'o': fuse_opts = optarg; break;
-		case 'T': o.cache_timeout = strtod(optarg, NULL); break;
-		case 'W': o.no_watch = true; break;
-		case 'J': json = true; break;
-		case 'S': o.state_db = optarg; break;
-		case 'D': o.socket_dir = optarg; break;
-		case 'Q': o.audit_queue = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'A': o.no_audit = true; break;
-		case 'L': o.log_allowed = true; break;
+		case 'o': fuse_opts = po.arg; break;
+		case PW_OPT_TIMEOUT:
+			if (parse_number("--timeout", po.arg, &o.cache_timeout) < 0)
+				return PW_EXIT_USAGE;
+			break;
+		case PW_OPT_NO_WATCH: o.no_watch = true; break;
+		case PW_OPT_JSON: json = true; break;
+		case PW_OPT_STATE_DB: o.state_db = po.arg; break;
+		case PW_OPT_SOCKET_DIR: o.socket_dir = po.arg; break;
+		case PW_OPT_AUDIT_QUEUE: {
+			double q;
+			if (parse_number("--audit-queue", po.arg, &q) < 0)
+				return PW_EXIT_USAGE;
+			o.audit_queue = (unsigned)q;
+			break;
+		}
+		case PW_OPT_NO_AUDIT: o.no_audit = true; break;
+		case PW_OPT_LOG_ALLOWED: o.log_allowed = true; break;
 		case 'h': return pw_usage("mount", MOUNT_USAGE, false);
-		default: return pw_err_option("mount", c, argv);
 		}
 	}
-	if (argc - optind != 2) {
-		pw_err("mount", "expected PROJECT and MOUNTPOINT (see piworkfs mount --help)");
+	if (c < 0)
 		return PW_EXIT_USAGE;
+	if (po.n_operands != 2) {
+		pw_err("mount", po.n_operands < 2 ? "expected PROJECT and MOUNTPOINT, got %d argument%s "
+						    "(see 'piworkfs mount --help')"
+						  : "expected PROJECT and MOUNTPOINT, got %d arguments "
+						    "(see 'piworkfs mount --help')",
+		       po.n_operands, po.n_operands == 1 ? "" : "s");
+		return PW_EXIT_USAGE;
+	}
+	const char *project_arg = po.operands[0], *mp_arg = po.operands[1];
+	if (fuse_opts) {
+		int r = check_fuse_options(fuse_opts);
+		if (r)
+			return r;
 	}
 	/* The daemon leaves the working directory (chdir "/"): a relative --state-db means
 	 * the caller's directory, and status reports it as an absolute path. */
@@ -292,12 +478,25 @@ int cmd_mount(int argc, char **argv)
 	_cleanup_project_ pw_cli_project p = {0};
 	const char *perr = NULL;
 	struct stat st;
-	if (stat(argv[optind], &st) < 0 || !S_ISDIR(st.st_mode)) {
-		pw_err("mount", "project %s is not a directory", argv[optind]);
+	if (stat(project_arg, &st) < 0) {
+		pw_err("mount", "project %s %s", project_arg,
+		       errno == ENOENT ? "does not exist" : strerror(errno));
 		return PW_EXIT_CONFIG;
 	}
-	if (pw_cli_project_open(argv[optind], &p, &perr) < 0) {
-		pw_err("mount", "project %s: %s", argv[optind], perr ? perr : "cannot open");
+	if (!S_ISDIR(st.st_mode)) {
+		pw_err("mount", "project %s is not a directory", project_arg);
+		return PW_EXIT_CONFIG;
+	}
+	if (pw_cli_project_open(project_arg, &p, &perr) < 0) {
+		pw_err("mount", "project %s: %s", project_arg, perr ? perr : "cannot open");
+		return PW_EXIT_CONFIG;
+	}
+	if (p.backing) {
+		/* A view of a view would stack two daemons and two policies, and its trust and
+		 * last mode would be keyed by the view's path: mount the project itself. */
+		pw_err("mount", "%s is a piworkfs view of %s; mount the project itself "
+				"(piworkfs mount %s MOUNTPOINT)",
+		       project_arg, p.backing, p.backing);
 		return PW_EXIT_CONFIG;
 	}
 	if (o.mode) {
@@ -308,7 +507,7 @@ int cmd_mount(int argc, char **argv)
 	bool nonempty, allow_other;
 	_cleanup_free_ char *fopts = strip_nonempty(fuse_opts, &nonempty, &allow_other);
 	_cleanup_free_ char *mp = NULL;
-	int r = prepare_mountpoint(argv[optind + 1], p.root, nonempty, &mp);
+	int r = prepare_mountpoint(mp_arg, p.root, nonempty, &mp);
 	if (r)
 		return r;
 	if (allow_other && geteuid() != 0) {
@@ -318,6 +517,10 @@ int cmd_mount(int argc, char **argv)
 				"caller's credentials); mount as root or without allow_other");
 		return PW_EXIT_CONFIG;
 	}
+	r = check_fuse_device();
+	if (r)
+		return r;
+	wait_for_old_daemon(o.socket_dir, mp);
 	o.project = p.root;
 	o.mountpoint = mp;
 	o.fuse_opts = fopts;
@@ -377,23 +580,27 @@ int cmd_mount(int argc, char **argv)
 
 int cmd_umount(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"lazy", no_argument, NULL, 'z'}, {"help", no_argument, NULL, 'h'}, {0}};
-	bool lazy = false;
+	_cleanup_opts_ pw_opts po = { 0 };
+	bool lazy = false, json = false;
 	int c;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+zh", opts, NULL)) != -1) {
+
+	if (pw_opts_init(&po, "umount", argc, argv) < 0)
+		return PW_EXIT_SYSTEM;
+	while ((c = pw_opts_next(&po)) > 0) {
 		switch (c) {
 		case 'z': lazy = true; break;
+		case PW_OPT_JSON: json = true; break;
 		case 'h': return pw_usage("umount", UMOUNT_USAGE, false);
-		default: return pw_err_option("umount", c, argv);
 		}
 	}
-	if (argc - optind != 1) {
-		pw_err("umount", "expected MOUNTPOINT");
+	if (c < 0)
+		return PW_EXIT_USAGE;
+	if (po.n_operands != 1) {
+		pw_err("umount", "expected one MOUNTPOINT, got %d (see 'piworkfs umount --help')",
+		       po.n_operands);
 		return PW_EXIT_USAGE;
 	}
-	const char *arg = argv[optind];
+	const char *arg = po.operands[0];
 	struct stat st;
 	if (stat(arg, &st) < 0 && errno == ENOTCONN) {
 		int r = detach_stale(arg);
@@ -401,7 +608,7 @@ int cmd_umount(int argc, char **argv)
 			pw_err("umount", "%s: %s", arg, strerror(-r));
 			return PW_EXIT_SYSTEM;
 		}
-		return PW_EXIT_OK;
+		return umount_done(arg, json);
 	}
 	char real[PATH_MAX];
 	if (!realpath(arg, real)) {
@@ -413,10 +620,13 @@ int cmd_umount(int argc, char **argv)
 		pw_err("umount", "%s is not a piworkfs view", real);
 		return PW_EXIT_NO_VIEW;
 	}
-	pid_t pid = fork();
-	if (pid < 0)
+	/* The daemon, to wait for once the kernel let go of the view. */
+	_cleanup_free_ char *sock = NULL;
+	pid_t pid = pw_ctl_socket_path(NULL, real, &sock) == 0 ? daemon_pid(sock) : 0;
+	pid_t child = fork();
+	if (child < 0)
 		return PW_EXIT_SYSTEM;
-	if (pid == 0) {
+	if (child == 0) {
 		if (lazy)
 			execlp("fusermount3", "fusermount3", "-u", "-z", real, (char *)NULL);
 		else
@@ -424,10 +634,18 @@ int cmd_umount(int argc, char **argv)
 		_exit(127);
 	}
 	int status;
-	waitpid(pid, &status, 0);
+	waitpid(child, &status, 0);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		pw_err("umount", "fusermount3 -u %s failed (busy? try --lazy)", real);
 		return PW_EXIT_SYSTEM;
 	}
-	return PW_EXIT_OK;
+	/* Return once the daemon is gone, with its control socket: a mount at the same place
+	 * right after must not find the old one still there. A lazy unmount ends the daemon
+	 * only when the view is no longer busy: no wait then. */
+	if (pid > 0 && !lazy && wait_pid_gone(pid, DAEMON_EXIT_MS) == -ETIMEDOUT) {
+		pw_err("umount", "unmounted %s, but its daemon (pid %d) has not exited after %d s",
+		       real, (int)pid, DAEMON_EXIT_MS / 1000);
+		return PW_EXIT_SYSTEM;
+	}
+	return umount_done(real, json);
 }

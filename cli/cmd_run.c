@@ -11,7 +11,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "options.h"
 #include "output.h"
 #include "project.h"
 #include "run.h"
@@ -26,22 +26,32 @@
 #define SHARES_MAX 64
 
 #define RUN_USAGE                                                                                  \
-	"Usage: piworkfs run [OPTIONS] -- COMMAND [ARGS...]\n"                                     \
+	"Usage: piworkfs run [OPTIONS] [--] COMMAND [ARGS...]\n"                                   \
 	"\n"                                                                                       \
 	"Runs COMMAND in a sandbox where the project's own path shows a view of it, so the\n"      \
 	"active mode limits every write to the project, whatever path the command uses. The\n"     \
-	"live view of the project is reused; otherwise a private one is mounted for the run.\n"    \
-	"Inside, `piworkfs mode` may only tighten the mode; loosen it from outside.\n"             \
+	"live view of the project is reused (the one around the current directory first);\n"       \
+	"otherwise a private one is mounted for the run. Inside, `piworkfs mode` may only\n"       \
+	"tighten the mode; loosen it from outside. One line on stderr says the project, the\n"     \
+	"view and the mode. Options go before COMMAND: everything from its first word on is\n"    \
+	"the command. Without .git/ or .piworkfs/ around, a project that would be $HOME or\n"      \
+	"above must be named with -C.\n"                                                           \
 	"\n"                                                                                       \
-	"  -m, --mode MODE     switch the view to MODE first (default: keep its mode; a new\n"     \
-	"                      view restores the project's last mode, plan for a new project)\n"   \
-	"  -p, --project DIR   the project (default: found from the current directory)\n"          \
+	"Options:\n"                                                                               \
+	"  -m, --mode MODE     the mode for this run: the view switches to it and back when\n"   \
+	"                      the command ends (unless the mode was changed meanwhile)\n"        \
+	"  -C, --project DIR   the project (default: found from the current directory)\n"          \
 	"      --ro-host       the rest of the host is read-only inside\n"                         \
 	"      --share PATH    PATH stays writable with --ro-host (repeatable)\n"                  \
-	"  -h, --help          this help\n"                                                        \
+	"  -h, --help          show this help\n"                                                   \
 	"\n"                                                                                       \
-	"The exit status is COMMAND's (128+N when a signal N killed it); 2-5 are piworkfs's\n"     \
-	"own errors when COMMAND did not run (see piworkfs(1)). Requires bubblewrap (bwrap).\n"
+	"Examples:\n"                                                                              \
+	"  piworkfs run -- pi\n"                                                                   \
+	"  piworkfs run --mode design -C ~/proj make -j2\n"                                        \
+	"\n"                                                                                       \
+	"Exit status: COMMAND's (128+N when a signal N killed it; 127 not found, 126 not\n"        \
+	"executable); 2, 3, 4, 5 are piworkfs's own errors when COMMAND did not run (see\n"        \
+	"piworkfs(1)). Requires bubblewrap (bwrap).\n"
 
 typedef struct run_args {
 	const char *mode;
@@ -52,41 +62,34 @@ typedef struct run_args {
 	char **command;
 } run_args;
 
-static int parse(int argc, char **argv, run_args *a)
+static int parse(int argc, char **argv, run_args *a, pw_opts *po)
 {
-	static const struct option opts[] = {
-		{ "mode", required_argument, NULL, 'm' },
-		{ "project", required_argument, NULL, 'p' },
-		{ "ro-host", no_argument, NULL, 'R' },
-		{ "share", required_argument, NULL, 'S' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	int c;
 
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:m:p:h", opts, NULL)) != -1) {
+	if (pw_opts_init(po, "run", argc, argv) < 0)
+		return PW_EXIT_SYSTEM;
+	while ((c = pw_opts_next(po)) > 0) {
 		switch (c) {
-		case 'm': a->mode = optarg; break;
-		case 'p': a->project = optarg; break;
-		case 'R': a->ro_host = true; break;
-		case 'S':
+		case 'm': a->mode = po->arg; break;
+		case 'C': a->project = po->arg; break;
+		case PW_OPT_RO_HOST: a->ro_host = true; break;
+		case PW_OPT_SHARE:
 			if (a->n_shares == SHARES_MAX) {
 				pw_err("run", "at most %d --share paths", SHARES_MAX);
 				return PW_EXIT_USAGE;
 			}
-			a->shares[a->n_shares++] = optarg;
+			a->shares[a->n_shares++] = (char *)po->arg;
 			break;
 		case 'h': return -1;
-		default: return pw_err_option("run", c, argv);
 		}
 	}
-	if (optind >= argc) {
+	if (c < 0)
+		return PW_EXIT_USAGE;
+	if (po->n_operands == 0) {
 		pw_err("run", "expected a COMMAND after the options (piworkfs run -- COMMAND)");
 		return PW_EXIT_USAGE;
 	}
-	a->command = argv + optind;
+	a->command = po->operands;
 	return PW_EXIT_OK;
 }
 
@@ -135,36 +138,61 @@ static char **with_pi_extension(char **command)
 	return v;
 }
 
-/* The project's backing directory: --project or the one around the current directory,
- * taken out of a view when it lies in one (the sandbox needs the real directory). */
-static int find_project(const char *opt, char **ret, char **ret_global, char **ret_bundled)
+/* Is DIR equal to or above $HOME? */
+static bool home_or_above(const char *dir)
+{
+	const char *home = getenv("HOME");
+	_cleanup_free_ char *real = home && home[0] == '/' ? realpath(home, NULL) : NULL;
+	size_t n = strlen(dir);
+
+	if (!real)
+		return false;
+	if (streq(dir, "/"))
+		return true;
+	return strncmp(real, dir, n) == 0 && (real[n] == '/' || real[n] == '\0');
+}
+
+/* The project's backing directory: --project, or the one around the current directory
+ * (taken out of a view when it lies in one: the sandbox needs the real directory). MODE,
+ * when given, must be one of its modes: said here, as `run`, before anything is mounted. */
+static int find_project(const char *opt, const char *mode, char **ret, char **ret_global,
+			char **ret_bundled)
 {
 	_cleanup_project_ pw_cli_project p = { 0 };
-	_cleanup_free_ char *start = NULL, *unviewed = NULL, *view_root = NULL;
+	_cleanup_modeset_ pw_modeset *ms = NULL;
 	const char *err = NULL;
 
-	start = realpath(opt ? opt : ".", NULL);
-	if (!start) {
-		pw_err("run", "%s: %s", opt ? opt : "the current directory", strerror(errno));
+	if (pw_cli_project_open(opt, &p, &err) < 0) {
+		pw_err("run", "project %s: %s", opt ? opt : "here", err ? err : "cannot open");
 		return PW_EXIT_CONFIG;
 	}
-	unviewed = pw_run_unview_path(start, &view_root);
-	if (opt || unviewed) {
-		/* --project DIR as given; in a view without --project: the view's project. */
-		const char *dir = opt ? (unviewed ? unviewed : start) : view_root;
-		if (pw_cli_project_open(dir, &p, &err) < 0) {
-			pw_err("run", "project %s: %s", dir, err ? err : "cannot open");
-			return PW_EXIT_CONFIG;
-		}
-	} else if (pw_cli_project_open(NULL, &p, &err) < 0) {
-		pw_err("run", "project: %s", err ? err : "cannot open");
+	/* Without .git/ or .piworkfs/ the project would be the current directory: when that is
+	 * $HOME or above, the agent would get a view of everything the person owns. */
+	if (!p.marked && home_or_above(p.root)) {
+		pw_err("run", "no .git/ or .piworkfs/ marks a project at or above %s, and %s is %s; "
+			      "name the project (piworkfs run -C DIR -- COMMAND)",
+		       p.root, p.root, streq(p.root, "/") ? "the root directory"
+							    : "your home directory or above it");
 		return PW_EXIT_CONFIG;
 	}
-	if (streq(p.root, "/")) {
+	const char *project = pw_cli_project_path(&p);
+	if (streq(project, "/")) {
 		pw_err("run", "the project cannot be / (the sandbox shows the host around it)");
 		return PW_EXIT_CONFIG;
 	}
-	*ret = TAKE_PTR(p.root);
+	if (mode) {
+		if (pw_cli_load_modes(&p, &ms, NULL) < 0) {
+			pw_err("run", "cannot load the modes of %s", project);
+			return PW_EXIT_CONFIG;
+		}
+		if (!pw_modeset_find(ms, mode)) {
+			pw_cli_unknown_mode("run", ms, mode);
+			return PW_EXIT_CONFIG;
+		}
+	}
+	*ret = strdup(project);
+	if (!*ret)
+		return PW_EXIT_SYSTEM;
 	*ret_global = TAKE_PTR(p.global_dir);
 	*ret_bundled = TAKE_PTR(p.bundled_dir);
 	return PW_EXIT_OK;
@@ -179,12 +207,14 @@ int cmd_run(int argc, char **argv)
 	pw_run_argv bw = { 0 };
 	int pipefd[2], r;
 
-	r = parse(argc, argv, &a);
+	_cleanup_opts_ pw_opts po = { 0 };
+
+	r = parse(argc, argv, &a, &po);
 	if (r < 0)
 		return pw_usage("run", RUN_USAGE, false);
 	if (r != PW_EXIT_OK)
 		return r;
-	r = find_project(a.project, &project, &global_dir, &bundled_dir);
+	r = find_project(a.project, a.mode, &project, &global_dir, &bundled_dir);
 	if (r != PW_EXIT_OK)
 		return r;
 	cwd = realpath(".", NULL);
@@ -197,9 +227,15 @@ int cmd_run(int argc, char **argv)
 	if (pi_command)
 		a.command = pi_command;
 
-	r = pw_run_view_open(project, a.mode, &view);
+	r = pw_run_view_open(project, cwd, a.mode, &view);
 	if (r != PW_EXIT_OK)
 		return r;
+	/* One line, so the person knows which view the agent works through and in what mode
+	 * (stderr: stdout belongs to the command). */
+	fprintf(stderr, "piworkfs: run: project %s, view %s%s, mode %s%s%s%s\n", view.project,
+		view.mountpoint, view.mounted ? " (private to this run)" : "",
+		view.mode ? view.mode : "?", view.restore_mode ? " for this run (then " : "",
+		view.restore_mode ? view.restore_mode : "", view.restore_mode ? " again)" : "");
 	pw_run_sandbox_opts so = {
 		.view = &view,
 		.cwd = cwd,

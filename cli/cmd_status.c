@@ -3,17 +3,16 @@
  * piworkfs status: every live view (fuse.piworkfs mounts in /proc/self/mountinfo, or the
  * one $PIWORKFS_SOCKET names) with what its daemon says about it.
  */
-#include <getopt.h>
-
 #include "cli.h"
 #include "ctl_client.h"
 #include "ctl_server.h"
+#include "options.h"
 #include "output.h"
 
 static const char usage[] =
-	"Usage: piworkfs status [--json]\n"
+	"Usage: piworkfs status [--all] [--json]\n"
 	"\n"
-	"List every live view: its project, mountpoint, active mode and generation, control\n"
+	"List your live views: project, mountpoint, active mode and generation, control\n"
 	"socket, state database, uptime, trust, warnings (including why a view fails\n"
 	"closed), denied operations, the audit writer's events: submitted, written to the\n"
 	"log, dropped (the queue was full) and coalesced (merged into an existing row), and\n"
@@ -21,12 +20,17 @@ static const char usage[] =
 	"which is what a workload costs in the view beyond the disk.\n"
 	"\n"
 	"Options:\n"
+	"  -a, --all    also other users' views (their daemons answer only them and root)\n"
 	"      --json   print a JSON array of the daemons' status objects (docs/PROTOCOL.md);\n"
 	"               a view whose daemon does not answer has {\"mountpoint\", \"error\"}\n"
 	"  -h, --help   show this help\n"
 	"\n"
-	"Exit status: 0 ok (also when there is no view); 2 usage error; 4 some view's daemon\n"
-	"does not answer; 5 system error.\n";
+	"Examples:\n"
+	"  piworkfs status\n"
+	"  piworkfs status --all --json\n"
+	"\n"
+	"Exit status: 0 ok (also when there is no view); 2 usage error; 4 the daemon of one of\n"
+	"your views does not answer; 5 system error.\n";
 
 static void format_uptime(json_int_t s, char *buf, size_t size)
 {
@@ -147,29 +151,29 @@ static json_t *ask(const char *mountpoint, const char *socket, bool *ret_failed)
 
 int cmd_status(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
+	_cleanup_opts_ pw_opts po = { 0 };
 	_cleanup_json_ json_t *all = json_array();
 	const char *env = getenv("PIWORKFS_SOCKET");
-	bool json = false, failed = false;
+	bool json = false, failed = false, all_users = false;
 	pw_ctl_mount *m = NULL;
 	size_t n = 0, i;
 	json_t *st;
 	int c, r;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) >= 0) {
+	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
+		return PW_EXIT_SYSTEM;
+	while ((c = pw_opts_next(&po)) > 0) {
 		switch (c) {
-		case 'j': json = true; break;
+		case PW_OPT_JSON: json = true; break;
+		case 'a': all_users = true; break;
 		case 'h': return pw_usage(argv[0], usage, false);
-		default: return pw_err_option(argv[0], c, argv);
 		}
 	}
-	if (optind < argc) {
-		pw_err(argv[0], "unexpected argument '%s'", argv[optind]);
+	if (c < 0)
+		return PW_EXIT_USAGE;
+	if (po.n_operands > 0) {
+		pw_err(argv[0], "unexpected argument '%s' (see 'piworkfs status --help')",
+		       po.operands[0]);
 		return PW_EXIT_USAGE;
 	}
 	if (!all)
@@ -185,15 +189,24 @@ int cmd_status(int argc, char **argv)
 		}
 		for (i = 0; i < n; i++) {
 			_cleanup_free_ char *sock = NULL;
+			/* Another user's view: only with --all, and its daemon (which serves only
+			 * its owner and root) not answering is no failure of ours. */
+			bool mine = m[i].uid < 0 || m[i].uid == (long)getuid();
+			bool theirs_failed = false, *fail = mine ? &failed : &theirs_failed;
+			if (!mine && !all_users)
+				continue;
 			r = pw_ctl_socket_path(NULL, m[i].mountpoint, &sock);
 			if (r < 0) {
-				failed = true;
+				*fail = true;
 				json_array_append_new(all, json_pack("{s:s,s:s}", "mountpoint",
 								     m[i].mountpoint, "error",
 								     strerror(-r)));
 				continue;
 			}
-			json_array_append_new(all, ask(m[i].mountpoint, sock, &failed));
+			json_t *one = ask(m[i].mountpoint, sock, fail);
+			if (!mine)
+				json_object_set_new(one, "owner_uid", json_integer(m[i].uid));
+			json_array_append_new(all, one);
 		}
 		pw_ctl_mounts_free(m, n);
 	}

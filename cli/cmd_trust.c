@@ -6,11 +6,11 @@
  * view reads trust when it loads its modes, so a change takes effect at the next
  * `piworkfs reload` or mount. `piworkfs trust --list` shows the trusted projects.
  */
-#include <getopt.h>
 #include <time.h>
 
 #include "cli.h"
 #include "db.h"
+#include "options.h"
 #include "output.h"
 #include "project.h"
 #include "state.h"
@@ -19,16 +19,21 @@ static const char usage[] =
 	"Usage: piworkfs trust [PROJECT] [--revoke] [--json]\n"
 	"       piworkfs trust --list [--json]\n"
 	"\n"
-	"Trust PROJECT (default: the project enclosing the current directory): its own modes\n"
-	"and configuration in PROJECT/.piworkfs may then widen what a mode allows (writes.allow,\n"
-	"writes.tokens, protect: false, design token files). An untrusted project may only\n"
-	"tighten. Takes effect at the next `piworkfs reload` or mount of the project.\n"
+	"Trust PROJECT (default: the project enclosing the current directory; inside a view,\n"
+	"the project behind it): its own modes and configuration in PROJECT/.piworkfs may then\n"
+	"widen what a mode allows (writes.allow, writes.tokens, protect: false, design token\n"
+	"files). An untrusted project may only tighten. Takes effect at the next `piworkfs\n"
+	"reload` or mount of the project.\n"
 	"\n"
 	"Options:\n"
-	"  -r, --revoke       withdraw trust instead\n"
+	"      --revoke       withdraw trust instead\n"
 	"  -l, --list         list the trusted projects\n"
 	"      --json         print JSON\n"
 	"  -h, --help         show this help\n"
+	"\n"
+	"Examples:\n"
+	"  piworkfs trust ~/proj && piworkfs reload --mount ~/proj.view\n"
+	"  piworkfs trust --revoke\n"
 	"\n"
 	"Exit status: 0 ok; 2 usage error; 3 the project does not exist; 5 the state database\n"
 	"cannot be written.\n";
@@ -157,35 +162,30 @@ static int trust_set(const char *cmd, const char *dbpath, const char *root, bool
 
 int cmd_trust(int argc, char **argv)
 {
-	enum { OPT_JSON = 0x100 };
-	static const struct option opts[] = {
-		{ "revoke", no_argument, NULL, 'r' },
-		{ "list", no_argument, NULL, 'l' },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "help", no_argument, NULL, 'h' },
-		{},
-	};
+	_cleanup_opts_ pw_opts po = { 0 };
 	_cleanup_free_ char *dbpath = pw_state_default_path();
 	_cleanup_project_ pw_cli_project p = { 0 };
 	bool revoke = false, list = false, json = false;
 	const char *err = NULL;
 	int c, r;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":rlh", opts, NULL)) >= 0) {
+	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
+		return PW_EXIT_SYSTEM;
+	while ((c = pw_opts_next(&po)) > 0) {
 		switch (c) {
-		case 'r': revoke = true; break;
+		case PW_OPT_REVOKE: revoke = true; break;
 		case 'l': list = true; break;
-		case OPT_JSON: json = true; break;
+		case PW_OPT_JSON: json = true; break;
 		case 'h': return pw_usage(argv[0], usage, false);
-		default: return pw_err_option(argv[0], c, argv);
 		}
 	}
-	if (argc - optind > 1) {
+	if (c < 0)
+		return PW_EXIT_USAGE;
+	if (po.n_operands > 1) {
 		pw_err(argv[0], "one PROJECT at a time (see 'piworkfs trust --help')");
 		return PW_EXIT_USAGE;
 	}
-	if (list && (revoke || optind < argc)) {
+	if (list && (revoke || po.n_operands > 0)) {
 		pw_err(argv[0], "--list takes no PROJECT and no --revoke");
 		return PW_EXIT_USAGE;
 	}
@@ -196,11 +196,11 @@ int cmd_trust(int argc, char **argv)
 	if (list)
 		return trust_list(argv[0], dbpath, json);
 
-	const char *project = optind < argc ? argv[optind] : NULL;
+	const char *project = po.n_operands > 0 ? po.operands[0] : NULL;
 	r = pw_cli_project_open(project, &p, &err);
 	if (r < 0) {
 		pw_err(argv[0], "%s: %s", project ? project : ".", err ? err : strerror(-r));
 		return PW_EXIT_CONFIG;
 	}
-	return trust_set(argv[0], dbpath, p.root, !revoke, json);
+	return trust_set(argv[0], dbpath, pw_cli_project_path(&p), !revoke, json);
 }

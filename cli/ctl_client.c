@@ -77,6 +77,8 @@ int pw_ctl_list_mounts(pw_ctl_mount **ret, size_t *ret_n)
 			tok = strtok_r(NULL, " \n", &save);
 		char *fstype = tok ? strtok_r(NULL, " \n", &save) : NULL;
 		char *source = fstype ? strtok_r(NULL, " \n", &save) : NULL;
+		char *super = source ? strtok_r(NULL, " \n", &save) : NULL;
+		char *uid = super ? strstr(super, "user_id=") : NULL;
 		if (i < 5 || !fstype || !streq(fstype, "fuse.piworkfs"))
 			continue;
 		pw_ctl_mount *nv = realloc(v, (n + 1) * sizeof(*v));
@@ -88,6 +90,7 @@ int pw_ctl_list_mounts(pw_ctl_mount **ret, size_t *ret_n)
 		if (source)
 			unescape(source);
 		v[n].source = source ? strdup(source) : NULL;
+		v[n].uid = uid && (uid == super || uid[-1] == ',') ? strtol(uid + 8, NULL, 10) : -1;
 		n++;
 		if (!v[n - 1].mountpoint)
 			goto nomem;
@@ -398,6 +401,42 @@ int pw_ctl_call_at(const char *path, const char *method, json_t *params, json_t 
 	return pw_ctl_call_socket(sock, method, params, ret_result, ret_code, ret_message);
 }
 
+/*
+ * The socket of a live view of PROJECT (a real path) whose daemon answers, the caller's own
+ * first (so that from the backing directory check, allowed and why ask the view of that
+ * project). Returns 0 with a malloc'd *ret_socket, -ENOENT when there is none, -errno.
+ */
+static int find_project_view(const char *project, char **ret_socket)
+{
+	pw_ctl_mount *m = NULL;
+	size_t n = 0;
+	int r = pw_ctl_list_mounts(&m, &n);
+
+	if (r < 0)
+		return r;
+	r = -ENOENT;
+	for (int pass = 0; pass < 2 && r == -ENOENT; pass++)
+		for (size_t i = 0; i < n && r == -ENOENT; i++) {
+			bool mine = m[i].uid < 0 || m[i].uid == (long)getuid();
+			char *sock = NULL;
+			pw_ctl_conn *c = NULL;
+
+			if (!streq_ptr(m[i].source, project) || mine != (pass == 0))
+				continue;
+			if (pw_ctl_socket_path(NULL, m[i].mountpoint, &sock) < 0)
+				continue;
+			if (pw_ctl_connect(sock, 0, &c) < 0) {
+				free(sock);
+				continue;
+			}
+			pw_ctl_close(c);
+			*ret_socket = sock;
+			r = 0;
+		}
+	pw_ctl_mounts_free(m, n);
+	return r;
+}
+
 /* The hook project.c declares weak: the live view's mode for the offline commands. */
 int pw_cli_live_mode(const pw_cli_project *p, char **ret_mode)
 {
@@ -406,6 +445,13 @@ int pw_cli_live_mode(const pw_cli_project *p, char **ret_mode)
 	char *m;
 	int r = pw_ctl_call_at(p && p->cwd ? p->cwd : NULL, "mode.get", NULL, &res, NULL, NULL);
 
+	if (r == -ENOENT && p && !getenv("PIWORKFS_SOCKET")) {
+		/* Not inside a view: from the backing directory, the view of that project. */
+		_cleanup_free_ char *sock = NULL;
+		r = find_project_view(pw_cli_project_path(p), &sock);
+		if (r == 0)
+			r = pw_ctl_call_socket(sock, "mode.get", NULL, &res, NULL, NULL);
+	}
 	if (r == -EREMOTE)
 		return -EIO;
 	if (r == -ECONNREFUSED)

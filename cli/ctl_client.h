@@ -17,6 +17,7 @@
 typedef struct pw_ctl_mount {
 	char *mountpoint; /* unescaped absolute path */
 	char *source;     /* the mount's source field (the daemon sets it to the project) */
+	long uid;         /* who mounted it (the user_id= super option), -1 when unknown */
 } pw_ctl_mount;
 
 /* Every fuse.piworkfs mount. Returns 0 with a malloc'd array (free with

@@ -1,64 +1,48 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The piworkfs program: global options and a fixed dispatch table over the commands of
- * cli.h. Each command parses its own options; `piworkfs help CMD` is `piworkfs CMD --help`.
+ * cli.h. Each command parses its own options (the tables of options.c); `piworkfs help CMD`
+ * is `piworkfs CMD --help`.
  */
 #include <stdio.h>
 
 #include "cli.h"
+#include "options.h"
 #include "output.h"
 
 typedef struct pw_command {
 	const char *name;
 	pw_cmd_fn fn; /* NULL when the command's file is not linked yet (weak symbol) */
-	const char *summary;
 } pw_command;
 
-static const pw_command *commands(size_t *ret_n)
+static pw_cmd_fn find_command(const char *name, bool *ret_found)
 {
-	/* Built at run time: the address of an undefined weak function is only known then. */
-	static pw_command table[] = {
-		{ "mount", NULL, "mount a project as a view limited by a mode" },
-		{ "umount", NULL, "unmount a view" },
-		{ "mode", NULL, "show or switch the live mode of a view" },
-		{ "status", NULL, "mounted views, their projects, modes, trust and warnings" },
-		{ "reload", NULL, "reload a view's mode files" },
-		{ "modes", NULL, "the modes available for a project and where each comes from" },
-		{ "allowed", NULL, "what a mode may write (its rules; --files: matching files)" },
-		{ "check", NULL, "the decision for each path and the rule that decided it" },
-		{ "why", NULL, "why recent operations were denied" },
-		{ "check-bash", NULL, "pre-flight of a shell command: what it would write" },
-		{ "log", NULL, "the audit log of denied operations" },
-		{ "trust", NULL, "trust a project's own modes (or --revoke)" },
-		{ "run", NULL, "run a command in a sandbox that can only write through the view" },
+	/* Looked up at run time: the address of an undefined weak function is only known then.
+	 * The names, summaries and options are the tables of options.c. */
+	const pw_command table[] = {
+		{ "mount", cmd_mount },	      { "umount", cmd_umount },
+		{ "mode", cmd_mode },	      { "status", cmd_status },
+		{ "reload", cmd_reload },     { "modes", cmd_modes },
+		{ "allowed", cmd_allowed },   { "check", cmd_check },
+		{ "why", cmd_why },	      { "check-bash", cmd_check_bash },
+		{ "log", cmd_log },	      { "trust", cmd_trust },
+		{ "run", cmd_run },	      { "completion", cmd_completion },
+		{ "__complete", cmd_complete },
 	};
-	pw_cmd_fn fns[] = {
-		cmd_mount, cmd_umount, cmd_mode,  cmd_status,	  cmd_reload, cmd_modes, cmd_allowed,
-		cmd_check, cmd_why,    cmd_check_bash, cmd_log, cmd_trust,  cmd_run,
-	};
-	_Static_assert(ELEMENTSOF(table) == ELEMENTSOF(fns), "one function per command");
 
+	*ret_found = false;
 	for (size_t i = 0; i < ELEMENTSOF(table); i++)
-		table[i].fn = fns[i];
-	*ret_n = ELEMENTSOF(table);
-	return table;
-}
-
-static const pw_command *find_command(const char *name)
-{
-	size_t n;
-	const pw_command *t = commands(&n);
-
-	for (size_t i = 0; i < n; i++)
-		if (streq(t[i].name, name))
-			return &t[i];
+		if (streq(table[i].name, name)) {
+			*ret_found = true;
+			return table[i].fn;
+		}
 	return NULL;
 }
 
 static void usage(FILE *f)
 {
 	size_t n;
-	const pw_command *t = commands(&n);
+	const pw_command_spec *t = pw_command_specs(&n);
 
 	fputs("Usage: piworkfs COMMAND [OPTIONS] [ARGS]\n"
 	      "       piworkfs help COMMAND | --help | --version\n"
@@ -67,28 +51,43 @@ static void usage(FILE *f)
 	      "\n"
 	      "Commands:\n",
 	      f);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		bool found;
+		if (t[i].flags & PW_SPEC_HIDDEN)
+			continue;
 		fprintf(f, "  %-11s %s%s\n", t[i].name, t[i].summary,
-			t[i].fn ? "" : " (not available in this build)");
+			find_command(t[i].name, &found) ? "" : " (not available in this build)");
+	}
 	fputs("\n"
-	      "Every command takes --help and --json. Exit status: 0 ok, 1 denied, 2 usage error,\n"
-	      "3 configuration error, 4 no live view, 5 system error. See piworkfs(1).\n",
+	      "Options go before or after the arguments; every command takes --help, and all but\n"
+	      "run and completion take --json. Exit status: 0 ok, 1 denied, 2 usage error,\n"
+	      "3 configuration error, 4 no live view, 5 system error. See piworkfs(1).\n"
+	      "\n"
+	      "Examples:\n"
+	      "  piworkfs mount ~/proj ~/proj.view --mode design\n"
+	      "  cd ~/proj.view && piworkfs mode build\n"
+	      "  piworkfs allowed --tree\n",
 	      f);
 }
 
 static int run_command(const char *name, int argc, char **argv)
 {
-	const pw_command *c = find_command(name);
+	bool found;
+	pw_cmd_fn fn = find_command(name, &found);
 
-	if (!c) {
-		pw_err(NULL, "unknown command '%s' (see 'piworkfs --help')", name);
+	if (!found) {
+		const char *hint = pw_command_near_miss(name);
+		if (hint)
+			pw_err(NULL, "unknown command '%s' (did you mean '%s'?)", name, hint);
+		else
+			pw_err(NULL, "unknown command '%s' (see 'piworkfs --help')", name);
 		return PW_EXIT_USAGE;
 	}
-	if (!c->fn) {
+	if (!fn) {
 		pw_err(name, "command not available in this build");
 		return PW_EXIT_SYSTEM;
 	}
-	return c->fn(argc, argv);
+	return fn(argc, argv);
 }
 
 int main(int argc, char **argv)
@@ -119,5 +118,7 @@ int main(int argc, char **argv)
 		pw_err(NULL, "unknown option '%s' (see 'piworkfs --help')", first);
 		return PW_EXIT_USAGE;
 	}
-	return run_command(first, argc - 1, argv + 1);
+	int status = run_command(first, argc - 1, argv + 1);
+	pw_err_json_flush(status);
+	return status;
 }

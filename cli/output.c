@@ -1,10 +1,35 @@
 /* SPDX-License-Identifier: MIT */
 #include "output.h"
 
-#include <getopt.h>
 #include <stdarg.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "cli.h"
+
+static struct {
+	bool on;       /* --json was given */
+	bool printed;  /* a JSON document went to stdout */
+	char *command; /* the first error */
+	char *message;
+} json_err;
+
+void pw_err_json(bool on)
+{
+	json_err.on = on;
+}
+
+void pw_err_json_flush(int status)
+{
+	if (json_err.on && !json_err.printed && json_err.message && status != PW_EXIT_OK) {
+		json_t *j = json_pack("{s:{s:s?,s:s,s:i}}", "error", "command", json_err.command,
+				      "message", json_err.message, "status", status);
+		pw_print_json(j);
+	}
+	free(json_err.command);
+	free(json_err.message);
+	json_err.command = json_err.message = NULL;
+}
 
 void pw_err(const char *cmd, const char *fmt, ...)
 {
@@ -18,20 +43,50 @@ void pw_err(const char *cmd, const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+	if (!json_err.message) {
+		va_start(ap, fmt);
+		if (vasprintf(&json_err.message, fmt, ap) < 0)
+			json_err.message = NULL;
+		va_end(ap);
+		json_err.command = cmd ? strdup(cmd) : NULL;
+	}
 }
 
-int pw_err_option(const char *cmd, int c, char **argv)
+bool pw_use_color(FILE *f)
 {
-	/* getopt_long leaves the offending word at argv[optind - 1]. */
-	const char *word = optind > 0 ? argv[optind - 1] : "?";
+	const char *nc = getenv("NO_COLOR"), *term = getenv("TERM");
 
-	if (c == ':')
-		pw_err(cmd, "option '%s' needs an argument (see 'piworkfs %s --help')", word, cmd);
-	else if (optopt)
-		pw_err(cmd, "unknown option '-%c' (see 'piworkfs %s --help')", optopt, cmd);
-	else
-		pw_err(cmd, "unknown option '%s' (see 'piworkfs %s --help')", word, cmd);
-	return PW_EXIT_USAGE;
+	if (nc && nc[0])
+		return false;
+	if (term && streq(term, "dumb"))
+		return false;
+	return isatty(fileno(f));
+}
+
+unsigned pw_terminal_width(void)
+{
+	const char *cols = getenv("COLUMNS");
+	struct winsize ws;
+
+	if (!isatty(STDOUT_FILENO))
+		return 0;
+	if (cols && atoi(cols) > 0)
+		return (unsigned)atoi(cols);
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+		return ws.ws_col;
+	return 80;
+}
+
+const char *pw_ellipsize_middle(const char *s, size_t width, char *buf, size_t size)
+{
+	size_t len = strlen(s), head, tail;
+
+	if (len <= width || width < 5 || width + 1 > size)
+		return s;
+	head = (width - 3) / 2;
+	tail = width - 3 - head;
+	snprintf(buf, size, "%.*s...%s", (int)head, s, s + len - tail);
+	return buf;
 }
 
 int pw_usage(const char *cmd, const char *usage, bool to_stderr)
@@ -50,6 +105,7 @@ int pw_print_json(json_t *j)
 
 	if (!j)
 		return -ENOMEM;
+	json_err.printed = true;
 	if (json_dumpf(j, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0)
 		r = -EIO;
 	else if (fputc('\n', stdout) == EOF)

@@ -18,9 +18,26 @@
 /* Prints "piworkfs: CMD: MESSAGE\n" to stderr. CMD may be NULL ("piworkfs: MESSAGE"). */
 void pw_err(const char *cmd, const char *fmt, ...) _printf_(2, 3);
 
-/* Reports the option getopt_long rejected (called on '?' or ':' with opterr = 0 and an
- * optstring starting with ':'), and returns PW_EXIT_USAGE. */
-int pw_err_option(const char *cmd, int c, char **argv);
+/*
+ * Answer failures in JSON too: once on, the first error pw_err() prints is kept, and
+ * pw_err_json_flush() prints it on stdout as {"error": {"command", "message", "status"}}
+ * unless the command already printed its JSON document. main.c calls the flush with the
+ * exit status; commands turn it on when they see --json (options.c does).
+ */
+void pw_err_json(bool on);
+void pw_err_json_flush(int status);
+
+/* Should output to F be coloured? Only on a terminal, and never with $NO_COLOR set
+ * (https://no-color.org) or TERM=dumb. */
+bool pw_use_color(FILE *f);
+
+/* The width of the terminal on stdout ($COLUMNS, else TIOCGWINSZ), or 0 when stdout is
+ * not a terminal. */
+unsigned pw_terminal_width(void);
+
+/* Writes S into BUF (SIZE bytes) shortened to at most WIDTH characters by replacing its
+ * middle with "...", and returns BUF (or S when it fits). */
+const char *pw_ellipsize_middle(const char *s, size_t width, char *buf, size_t size);
 
 /* Prints USAGE (a command's help text) to stdout, or a one-line hint to stderr when
  * TO_STDERR. Returns the exit status to use (0 for --help, PW_EXIT_USAGE otherwise). */

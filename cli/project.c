@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "output.h"
+#include "modefile.h"
 #include "path.h"
 #include "state.h"
 
@@ -70,48 +71,92 @@ static char *global_config_dir(void)
 	return NULL;
 }
 
-/* The backing project of the live view mounted at ROOT, or NULL (mountinfo's source field
- * is the project's real path; cli/ctl_client.c reads it). */
-static char *view_backing(const char *root)
+static bool path_beneath(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+
+	if (streq(root, "/"))
+		return true;
+	return strncmp(path, root, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+/* The live view containing DIR (a real path): its mountpoint in *ret_mp and its project
+ * (mountinfo's source field, the project's real path) in *ret_backing. 0 when DIR lies in
+ * none, 1 when it does, -ENOMEM. */
+static int view_around(const char *dir, char **ret_mp, char **ret_backing)
 {
 	pw_ctl_mount *m = NULL;
-	size_t n = 0;
-	char *backing = NULL;
-	if (!root || pw_ctl_list_mounts(&m, &n) < 0)
-		return NULL;
-	for (size_t i = 0; i < n && !backing; i++)
-		if (streq(m[i].mountpoint, root) && m[i].source && m[i].source[0] == '/')
-			backing = strdup(m[i].source);
+	size_t n = 0, best = SIZE_MAX, best_len = 0;
+	int r = 0;
+
+	if (pw_ctl_list_mounts(&m, &n) < 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(m[i].mountpoint);
+		if (m[i].source && m[i].source[0] == '/' && path_beneath(dir, m[i].mountpoint) &&
+		    (best == SIZE_MAX || len > best_len)) {
+			best = i;
+			best_len = len;
+		}
+	}
+	if (best != SIZE_MAX) {
+		*ret_mp = strdup(m[best].mountpoint);
+		*ret_backing = strdup(m[best].source);
+		r = *ret_mp && *ret_backing ? 1 : -ENOMEM;
+		if (r < 0) {
+			free(*ret_mp);
+			free(*ret_backing);
+		}
+	}
 	pw_ctl_mounts_free(m, n);
-	return backing;
+	return r;
 }
 
 int pw_cli_project_open(const char *project_opt, pw_cli_project *ret, const char **ret_err)
 {
 	_cleanup_free_ char *cwd = NULL, *found = NULL, *root = NULL, *bundled = NULL;
+	_cleanup_free_ char *start = NULL, *view_mp = NULL, *backing = NULL;
+	bool marked = project_opt != NULL;
 	struct stat st;
+	int r;
 
 	cwd = getcwd(NULL, 0);
 	if (!cwd) {
-		int r = negative_errno();
+		r = negative_errno();
 		*ret_err = "cannot read the current directory";
 		return r;
 	}
-	if (!project_opt) {
-		found = find_enclosing_project(cwd);
-		if (!found)
-			return -ENOMEM;
-	}
-	root = realpath(project_opt ? project_opt : found, NULL);
-	if (!root) {
-		int r = negative_errno();
+	start = realpath(project_opt ? project_opt : cwd, NULL);
+	if (!start) {
+		r = negative_errno();
 		*ret_err = r == -ENOENT ? "project directory does not exist"
 					: "cannot resolve the project directory";
 		return r;
 	}
-	if (stat(root, &st) < 0 || !S_ISDIR(st.st_mode)) {
+	if (stat(start, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		*ret_err = "project is not a directory";
 		return -ENOTDIR;
+	}
+	r = view_around(start, &view_mp, &backing);
+	if (r < 0)
+		return r;
+	if (r > 0) {
+		/* Inside a view the view is the project, wherever in it we start. */
+		root = TAKE_PTR(view_mp);
+		marked = true;
+	} else if (project_opt) {
+		root = TAKE_PTR(start);
+	} else {
+		found = find_enclosing_project(cwd);
+		if (!found)
+			return -ENOMEM;
+		root = realpath(found, NULL);
+		if (!root) {
+			r = negative_errno();
+			*ret_err = "cannot resolve the project directory";
+			return r;
+		}
+		marked = is_dir_at(root, ".piworkfs") || is_dir_at(root, ".git");
 	}
 	bundled = bundled_modes_dir();
 	if (!bundled)
@@ -121,9 +166,10 @@ int pw_cli_project_open(const char *project_opt, pw_cli_project *ret, const char
 		.cwd = TAKE_PTR(cwd),
 		.bundled_dir = TAKE_PTR(bundled),
 		.global_dir = global_config_dir(),
+		.backing = TAKE_PTR(backing),
+		.marked = marked,
 	};
-	ret->backing = view_backing(ret->root);
-	ret->trusted = pw_cli_project_trusted(ret->backing ? ret->backing : ret->root);
+	ret->trusted = pw_cli_project_trusted(pw_cli_project_path(ret));
 	return 0;
 }
 
@@ -342,6 +388,23 @@ static char *mode_list(const pw_modeset *ms)
 	return s;
 }
 
+void pw_cli_unknown_mode(const char *cmd, const pw_modeset *ms, const char *mode)
+{
+	_cleanup_free_ char *list = mode_list(ms);
+	const char *names[3 * PW_MODES_MAX + 1];
+	size_t n = 0;
+	const char *hint;
+
+	for (size_t i = 0; i < pw_modeset_count(ms) && n < 3 * PW_MODES_MAX; i++)
+		names[n++] = pw_modeset_get(ms, i)->name;
+	names[n] = NULL;
+	hint = pw_key_near_miss(mode, names);
+	if (hint)
+		pw_err(cmd, "unknown mode '%s' (did you mean '%s'?)", mode, hint);
+	else
+		pw_err(cmd, "unknown mode '%s' (available: %s)", mode, list && *list ? list : "none");
+}
+
 int pw_cli_get_policy(const char *cmd, const pw_cli_project *p, const char *mode,
 		      pw_modeset **ret_ms, pw_policy **ret_policy)
 {
@@ -379,9 +442,7 @@ int pw_cli_get_policy(const char *cmd, const pw_cli_project *p, const char *mode
 	} else {
 		r = pw_policy_compile(ms, mode, &pol);
 		if (r == -ENOENT) {
-			_cleanup_free_ char *list = mode_list(ms);
-			pw_err(cmd, "unknown mode '%s' (available: %s)", mode,
-			       list && *list ? list : "none");
+			pw_cli_unknown_mode(cmd, ms, mode);
 			return PW_EXIT_CONFIG;
 		}
 		if (r < 0) {

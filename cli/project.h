@@ -4,7 +4,11 @@
  *
  * The project is `--project DIR`, or else the nearest directory at or above the current
  * directory that holds .piworkfs/ or .git/, or else the current directory; its root is
- * always a real path (realpath). User PATH arguments are absolute or relative: a relative
+ * always a real path (realpath). A directory inside a live view (the current one, or DIR)
+ * means that view: its root is the mountpoint and `backing` the project behind it, which
+ * is what every command prints and keys trust, last modes and the log by, so a command
+ * names the same project from inside the view, from the backing directory and from any
+ * subdirectory of either. User PATH arguments are absolute or relative: a relative
  * path is taken from the current directory when that lies inside the project, and from the
  * project root otherwise (so `--project DIR docs/a.md` works from anywhere). Each maps to
  * a normalized project-relative path (policy/path.h), or is reported as outside.
@@ -33,7 +37,14 @@ typedef struct pw_cli_project {
 	 * still mapped relative to ROOT. NULL otherwise. */
 	char *backing;
 	bool trusted;
+	bool marked; /* found by .git/ or .piworkfs/, given as DIR, or a view: not a fallback */
 } pw_cli_project;
+
+/* The project's real path as commands print it: the backing project of a view. */
+static inline const char *pw_cli_project_path(const pw_cli_project *p)
+{
+	return p->backing ? p->backing : p->root;
+}
 
 /*
  * Finds the project (PROJECT_OPT: the --project argument or NULL). Returns 0, or -errno
@@ -69,6 +80,10 @@ bool pw_cli_project_trusted(const char *root);
  * when the bundled directory could not be read at all. */
 int pw_cli_load_modes(const pw_cli_project *p, pw_modeset **ret, bool *ret_bundled_ok);
 
+/* Prints the one line about an unknown MODE: "did you mean" for a near miss of a mode of MS,
+ * else the modes there are. */
+void pw_cli_unknown_mode(const char *cmd, const pw_modeset *ms, const char *mode);
+
 /*
  * The one place where a command gets its policy. MODE is the --mode argument or NULL.
  * Without a mode, the live view's mode is asked through pw_cli_live_mode() (a weak hook
@@ -83,8 +98,9 @@ int pw_cli_get_policy(const char *cmd, const pw_cli_project *p, const char *mode
 
 /*
  * Hook for the live view (provided by the socket client, cli/ctl_client.c): the mode of the
- * live view containing the current directory, for project P. Returns 0 with a malloc'd
- * *ret_mode, -ENOENT when not inside a live view, or -errno.
+ * live view containing the current directory, else of a live view of project P (from the
+ * backing directory). Returns 0 with a malloc'd *ret_mode, -ENOENT when there is none, or
+ * -errno.
  */
 __attribute__((weak)) int pw_cli_live_mode(const pw_cli_project *p, char **ret_mode);
 

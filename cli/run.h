@@ -28,20 +28,27 @@ typedef struct pw_run_view {
 	char *agent_socket; /* its agent socket (restricted: may only tighten) */
 	char *state_db;     /* where its daemon keeps the state database (status), or NULL */
 	char *private_dir;  /* the 0700 directory holding our mountpoint; NULL when reused */
+	char *mode;         /* the mode the run starts in */
+	char *restore_mode; /* the mode before `run --mode` switched it, restored at the end
+			     * unless the mode was changed meanwhile; NULL when not switched */
 	bool mounted;       /* we mounted it: unmount when the command is done */
 	int daemon_fd;      /* pidfd of its daemon when we mounted it, else -1 */
 } pw_run_view;
 
 /*
- * Finds the live view of PROJECT (a real path) or mounts one in a private directory under
- * the socket directory, in MODE (NULL: a reused view keeps its mode; a new one restores the
- * project's last). On a reused view, MODE is switched with the operator's full authority.
- * Then opens the view's agent socket. Returns an exit status; on PW_EXIT_OK *ret is filled.
+ * Finds the live view of PROJECT (a real path; with several, the one containing CWD, else
+ * the first that answers) or mounts one in a private directory under the socket directory
+ * (in the project's last mode). MODE (NULL: keep the view's mode) is then switched to with
+ * the operator's full authority, for this run only: pw_run_view_close() switches back to
+ * the mode before, unless the mode was changed during the run (by the person, or tightened
+ * by the agent), which then stands. Then opens the view's agent socket. Returns an exit
+ * status; on PW_EXIT_OK *ret is filled.
  */
-int pw_run_view_open(const char *project, const char *mode, pw_run_view *ret);
+int pw_run_view_open(const char *project, const char *cwd, const char *mode, pw_run_view *ret);
 
-/* Unmounts the view when we mounted it (retrying while it is busy, then lazily) and removes
- * the private directory. Returns 0, or -errno when the view could not be unmounted. */
+/* Restores the mode (see pw_run_view_open), unmounts the view when we mounted it (retrying
+ * while it is busy, then lazily) and removes the private directory. Returns 0, or -errno
+ * when the view could not be unmounted. */
 int pw_run_view_close(pw_run_view *v);
 void pw_run_view_done(pw_run_view *v);
 

@@ -479,6 +479,18 @@ static int share_args(pw_run_argv *a, const pw_run_sandbox_opts *o)
 	return r;
 }
 
+/* The shell between bwrap and the command: $1 is the command, found as a shell finds it. */
+#define RUN_SCRIPT                                                                                 \
+	"case $1 in\n"                                                                             \
+	"*/*) [ -e \"$1\" ] || { echo \"piworkfs: run: $1: no such file\" >&2; exit 127; }\n"      \
+	"     [ -d \"$1\" ] && { echo \"piworkfs: run: $1: is a directory\" >&2; exit 126; }\n"     \
+	"     [ -x \"$1\" ] || { echo \"piworkfs: run: $1: not executable\" >&2; exit 126; } ;;\n"  \
+	"*) command -v -- \"$1\" >/dev/null 2>&1 || {\n"                                           \
+	"     echo \"piworkfs: run: $1: command not found (in the sandbox's PATH)\" >&2; exit 127; }"  \
+	" ;;\n"                                                                                    \
+	"esac\n"                                                                                   \
+	"exec \"$@\""
+
 int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
 {
 	_cleanup_free_ char *cwd = sandbox_cwd(o->view, o->cwd);
@@ -536,11 +548,12 @@ int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
 		r = push(&a, "--");
 	/* bwrap exits 1 when it cannot execute the command; through `exec "$@"` the shell
 	 * gives the statuses scripts test for, 127 (not found) and 126 (not executable), and
-	 * then is replaced by the command (same pid, argv and signals). */
+	 * then is replaced by the command (same pid, argv and signals). The checks before it
+	 * say so in piworkfs's words rather than the shell's. */
 	if (r == 0 && pw_run_pty_wanted())
 		r = push2(&a, PW_RUN_SETSID, "--ctty");
 	if (r == 0)
-		r = push3(&a, "/bin/sh", "-c", "exec \"$@\"");
+		r = push3(&a, "/bin/sh", "-c", RUN_SCRIPT);
 	if (r == 0)
 		r = push(&a, "piworkfs-run");
 	for (char **c = o->command; r == 0 && *c; c++)

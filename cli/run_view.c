@@ -100,8 +100,10 @@ static int call(const char *socket, const char *method, json_t *params, json_t *
 	return PW_EXIT_OK;
 }
 
-/* The live view of PROJECT whose daemon answers, or -ENOENT. */
-static int find_live(const char *project, char **ret_mountpoint, char **ret_socket)
+/* The live view of PROJECT whose daemon answers: the one containing CWD, else the first.
+ * Returns 0, or -ENOENT. */
+static int find_live(const char *project, const char *cwd, char **ret_mountpoint,
+		     char **ret_socket)
 {
 	pw_ctl_mount *m = NULL;
 	size_t n = 0;
@@ -111,26 +113,29 @@ static int find_live(const char *project, char **ret_mountpoint, char **ret_sock
 	if (r < 0)
 		return r;
 	r = -ENOENT;
-	for (size_t i = 0; i < n && r == -ENOENT; i++) {
-		_cleanup_free_ char *sock = NULL;
-		pw_ctl_conn *c = NULL;
+	for (int pass = 0; pass < 2 && r == -ENOENT; pass++)
+		for (size_t i = 0; i < n && r == -ENOENT; i++) {
+			_cleanup_free_ char *sock = NULL;
+			pw_ctl_conn *c = NULL;
 
-		if (!streq_ptr(m[i].source, project))
-			continue;
-		if (pw_ctl_socket_path(NULL, m[i].mountpoint, &sock) < 0)
-			continue;
-		if (pw_ctl_connect(sock, CTL_TIMEOUT_MS, &c) < 0)
-			continue; /* a stale mount, or one started with another --socket-dir */
-		pw_ctl_close(c);
-		*ret_mountpoint = strdup(m[i].mountpoint);
-		*ret_socket = TAKE_PTR(sock);
-		if (!*ret_mountpoint) {
-			free(*ret_socket);
-			r = -ENOMEM;
-		} else {
-			r = 0;
+			if (!streq_ptr(m[i].source, project))
+				continue;
+			if (pass == 0 && !(cwd && path_under(cwd, m[i].mountpoint)))
+				continue;
+			if (pw_ctl_socket_path(NULL, m[i].mountpoint, &sock) < 0)
+				continue;
+			if (pw_ctl_connect(sock, CTL_TIMEOUT_MS, &c) < 0)
+				continue; /* a stale mount, or one with another --socket-dir */
+			pw_ctl_close(c);
+			*ret_mountpoint = strdup(m[i].mountpoint);
+			*ret_socket = TAKE_PTR(sock);
+			if (!*ret_mountpoint) {
+				free(*ret_socket);
+				r = -ENOMEM;
+			} else {
+				r = 0;
+			}
 		}
-	}
 	pw_ctl_mounts_free(m, n);
 	return r;
 }
@@ -188,10 +193,10 @@ static int run_self(char *const *argv, char *out, size_t size)
 }
 
 /* Mounts PROJECT at a fresh DIR/run-XXXXXX/view. */
-static int mount_private(const char *project, const char *mode, pw_run_view *v)
+static int mount_private(const char *project, pw_run_view *v)
 {
 	_cleanup_free_ char *dir = NULL, *tmpl = NULL, *mp = NULL;
-	char *argv[9], out[4096];
+	char *argv[7], out[4096];
 	json_t *j;
 	size_t k = 0;
 	int r;
@@ -223,10 +228,6 @@ static int mount_private(const char *project, const char *mode, pw_run_view *v)
 	argv[k++] = (char *)"piworkfs";
 	argv[k++] = (char *)"mount";
 	argv[k++] = (char *)"--json";
-	if (mode) {
-		argv[k++] = (char *)"--mode";
-		argv[k++] = (char *)mode;
-	}
 	argv[k++] = (char *)"--";
 	argv[k++] = (char *)project;
 	argv[k++] = mp;
@@ -304,7 +305,36 @@ static int set_mode(pw_run_view *v, const char *mode)
 	return r;
 }
 
-int pw_run_view_open(const char *project, const char *mode, pw_run_view *ret)
+/* The view's mode now (malloc'd), or NULL. */
+static char *get_mode(const pw_run_view *v)
+{
+	json_t *res = NULL;
+	char *mode = NULL;
+
+	if (pw_ctl_call_socket(v->socket, "mode.get", NULL, &res, NULL, NULL) == 0 &&
+	    json_string_value(json_object_get(res, "mode")))
+		mode = strdup(json_string_value(json_object_get(res, "mode")));
+	json_decref(res);
+	return mode;
+}
+
+/* Switches to MODE for the run, remembering the mode before to restore at the end. */
+static int switch_for_run(pw_run_view *v, const char *mode)
+{
+	_cleanup_free_ char *before = get_mode(v);
+	int r;
+
+	if (mode && !streq_ptr(before, mode)) {
+		r = set_mode(v, mode);
+		if (r != PW_EXIT_OK)
+			return r;
+		v->restore_mode = TAKE_PTR(before);
+	}
+	v->mode = get_mode(v);
+	return PW_EXIT_OK;
+}
+
+int pw_run_view_open(const char *project, const char *cwd, const char *mode, pw_run_view *ret)
 {
 	pw_run_view v = { .daemon_fd = -1 };
 	int r;
@@ -312,15 +342,19 @@ int pw_run_view_open(const char *project, const char *mode, pw_run_view *ret)
 	v.project = strdup(project);
 	if (!v.project)
 		return PW_EXIT_SYSTEM;
-	r = find_live(project, &v.mountpoint, &v.socket);
+	r = find_live(project, cwd, &v.mountpoint, &v.socket);
 	if (r == 0) {
-		r = mode ? set_mode(&v, mode) : PW_EXIT_OK;
+		r = PW_EXIT_OK;
 	} else if (r == -ENOENT) {
-		r = mount_private(project, mode, &v);
+		/* In the project's last mode: switching after (not mount --mode) restores it
+		 * at the end, so the run's mode is not remembered as the project's. */
+		r = mount_private(project, &v);
 	} else {
 		pw_err("run", "cannot list the mounted views: %s", strerror(-r));
 		r = PW_EXIT_SYSTEM;
 	}
+	if (r == PW_EXIT_OK)
+		r = switch_for_run(&v, mode);
 	if (r == PW_EXIT_OK)
 		r = open_agent_socket(&v);
 	if (r == PW_EXIT_OK)
@@ -332,6 +366,28 @@ int pw_run_view_open(const char *project, const char *mode, pw_run_view *ret)
 	}
 	*ret = v;
 	return PW_EXIT_OK;
+}
+
+/* Puts back the mode before the run, unless it was changed during the run. */
+static void restore_mode(pw_run_view *v)
+{
+	_cleanup_free_ char *now = NULL;
+	json_t *res = NULL;
+
+	if (!v->restore_mode || !v->socket)
+		return;
+	now = get_mode(v);
+	if (!streq_ptr(now, v->mode)) {
+		if (!v->mounted)
+			fprintf(stderr, "piworkfs: run: the mode was switched to %s during the run; "
+					"it stays\n",
+				now ? now : "?");
+		return;
+	}
+	if (pw_ctl_call_socket(v->socket, "mode.set", json_pack("{s:s}", "mode", v->restore_mode),
+			       &res, NULL, NULL) < 0)
+		pw_err("run", "could not switch the view back to mode %s", v->restore_mode);
+	json_decref(res);
 }
 
 static void sleep_ms(long ms)
@@ -370,6 +426,7 @@ int pw_run_view_close(pw_run_view *v)
 {
 	int r = 0;
 
+	restore_mode(v);
 	if (v->mounted && v->mountpoint) {
 		/* The sandbox's processes are gone (its PID namespace died with the command), but
 		 * the kernel may still be releasing their files: retry while busy. */
@@ -411,6 +468,8 @@ void pw_run_view_done(pw_run_view *v)
 	free(v->agent_socket);
 	free(v->state_db);
 	free(v->private_dir);
+	free(v->mode);
+	free(v->restore_mode);
 	if (v->daemon_fd >= 0)
 		close(v->daemon_fd);
 	*v = (pw_run_view){ .daemon_fd = -1 };

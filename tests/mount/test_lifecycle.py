@@ -68,7 +68,7 @@ class RefusalTest(harness.MountCase):
         open(f, "w").close()
         self.refused(f, self.mp, code=EXIT_CONFIG, needles=("not a directory",))
         self.refused(os.path.join(self.tmp, "missing"), self.mp, code=EXIT_CONFIG,
-                     needles=("not a directory",))
+                     needles=("does not exist",))
 
     def test_missing_mountpoint(self):
         mp = os.path.join(self.tmp, "nowhere")

@@ -485,7 +485,10 @@ class Process(RunTest):
                            input="hello\n", cwd=self.project, env=self.env,
                            capture_output=True, text=True, timeout=DEADLINE)
         self.assertEqual(p.stdout, "out:hello\n")
-        self.assertEqual(p.stderr, "err\n")
+        # run's own start-up line (project, view, mode) comes first, then the command's.
+        first, rest = p.stderr.split("\n", 1)
+        self.assertTrue(first.startswith("piworkfs: run: project "), p.stderr)
+        self.assertEqual(rest, "err\n")
 
     def _signalled(self, sig):
         script = ('trap "echo got-%s; exit 9" %s; echo ready; '

@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The option tables of every command and the parser that reads them (options.h has the
+ * contract). The tables are the one source: the parser, the --help/man page test and the
+ * shell completions (cmd_completion.c) all read them.
+ */
+#include "options.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "modefile.h"
+#include "output.h"
+#include "util.h"
+
+#define OPT_HELP { "help", 'h', NULL, 'h', PW_COMPLETE_NONE, "show this help" }
+#define OPT_JSON { "json", 0, NULL, PW_OPT_JSON, PW_COMPLETE_NONE, "print JSON" }
+#define OPT_MODE(what) { "mode", 'm', "MODE", 'm', PW_COMPLETE_MODE, what }
+#define OPT_PROJECT { "project", 'C', "DIR", 'C', PW_COMPLETE_DIR, "the project" }
+#define OPT_MOUNT { "mount", 'M', "PATH", 'M', PW_COMPLETE_MOUNTPOINT, "the view containing PATH" }
+#define OPT_END { NULL, 0, NULL, 0, PW_COMPLETE_NONE, NULL }
+
+static const pw_option mount_opts[] = {
+	OPT_MODE("start in MODE"),
+	{ "foreground", 'f', NULL, 'f', PW_COMPLETE_NONE, "stay in the foreground" },
+	{ "options", 'o', "OPTIONS", 'o', PW_COMPLETE_NONE, "allow_other, nonempty, FUSE options" },
+	{ "debug", 'd', NULL, 'd', PW_COMPLETE_NONE, "log every FUSE request (implies -f)" },
+	{ "timeout", 0, "SEC", PW_OPT_TIMEOUT, PW_COMPLETE_NONE, "kernel cache timeout" },
+	{ "no-watch", 0, NULL, PW_OPT_NO_WATCH, PW_COMPLETE_NONE, "do not follow outside changes" },
+	{ "no-audit", 0, NULL, PW_OPT_NO_AUDIT, PW_COMPLETE_NONE, "record no audit events" },
+	{ "log-allowed", 0, NULL, PW_OPT_LOG_ALLOWED, PW_COMPLETE_NONE, "log allowed mutations too" },
+	{ "state-db", 0, "PATH", PW_OPT_STATE_DB, PW_COMPLETE_FILE, "the state database" },
+	{ "socket-dir", 0, "DIR", PW_OPT_SOCKET_DIR, PW_COMPLETE_DIR, "the control socket directory" },
+	{ "audit-queue", 0, "N", PW_OPT_AUDIT_QUEUE, PW_COMPLETE_NONE, "the audit queue's length" },
+	OPT_JSON,
+	OPT_HELP,
+	OPT_END,
+};
+
+static const pw_option umount_opts[] = {
+	{ "lazy", 'z', NULL, 'z', PW_COMPLETE_NONE, "detach now, clean up when no longer busy" },
+	OPT_JSON,
+	OPT_HELP,
+	OPT_END,
+};
+
+static const pw_option mode_opts[] = {
+	OPT_MOUNT,
+	OPT_JSON,
+	OPT_HELP,
+	OPT_END,
+};
+
+static const pw_option status_opts[] = {
+	{ "all", 'a', NULL, 'a', PW_COMPLETE_NONE, "also other users' views" },
+	OPT_JSON,
+	OPT_HELP,
+	OPT_END,
+};
+
+static const pw_option modes_opts[] = {
+	OPT_PROJECT,
+	{ "check", 0, NULL, PW_OPT_CHECK, PW_COMPLETE_NONE, "check every mode file, like nginx -t" },
+	OPT_JSON,
+	OPT_HELP,
+	OPT_END,
+};
+
+static const pw_option allowed_opts[] = {
+	OPT_MODE("the mode to show"),
+	OPT_PROJECT,
+	{ "files", 0, NULL, PW_OPT_FILES, PW_COMPLETE_NONE, "list the writable files" },
+	{ "tree", 0, NULL, PW_OPT_TREE, PW_COMPLETE_NONE, "the project's tree with each verdict" },
+	{ "why", 0, NULL, PW_OPT_WHY, PW_COMPLETE_NONE, "with --tree: the deciding rule" },
+	OPT_JSON,
+	OPT_HELP,
+	OPT_END,
+};
+
+static const pw_option check_opts[] = {
+	OPT_MODE("the mode to ask"),
+	OPT_PROJECT,
+	{ "write", 'w', NULL, 'w', PW_COMPLETE_NONE, "ask about writing (the default)" },
+	{ "read", 'r', NULL, 'r', PW_COMPLETE_NONE, "ask about reading" },
+	OPT_JSON,
+	OPT_HELP,
+	OPT_END,
+};
+
+static const pw_option why_opts[] = {
+	OPT_MODE("judge under MODE"),
+	OPT_PROJECT,
+	{ "lines", 'n', "N", 'n', PW_COMPLETE_NONE, "how many past denials" },
+	OPT_JSON,
+	OPT_HELP,
+	OPT_END,
+};
+
+static const pw_option check_bash_opts[] = {
+	OPT_MODE("the mode to ask"),
+	OPT_PROJECT,
+	{ "cwd", 0, "DIR", PW_OPT_CWD, PW_COMPLETE_DIR, "the directory the command runs in" },
+	OPT_JSON,
+	OPT_HELP,
+	OPT_END,
+};
+
+static const pw_option log_opts[] = {
+	{ "lines", 'n', "N", 'n', PW_COMPLETE_NONE, "show the last N events" },
+	{ "denied", 0, NULL, PW_OPT_DENIED, PW_COMPLETE_NONE, "only denied operations" },
+	OPT_MODE("only events in MODE"),
+	{ "path", 0, "GLOB", PW_OPT_PATH, PW_COMPLETE_FILE, "only events on paths matching GLOB" },
+	{ "pid", 0, "PID", PW_OPT_PID, PW_COMPLETE_NONE, "only events of process PID" },
+	{ "since", 's', "TIME", 's', PW_COMPLETE_NONE, "only events at or after TIME" },
+	OPT_PROJECT,
+	{ "all", 'a', NULL, 'a', PW_COMPLETE_NONE, "events of every project" },
+	{ "follow", 0, NULL, PW_OPT_FOLLOW, PW_COMPLETE_NONE, "keep printing new events" },
+	{ "switches", 0, NULL, PW_OPT_SWITCHES, PW_COMPLETE_NONE, "only mode switches" },
+	OPT_JSON,
+	{ "jsonl", 0, NULL, PW_OPT_JSONL, PW_COMPLETE_NONE, "one JSON object per line" },
+	OPT_HELP,
+	OPT_END,
+};
+
+static const pw_option trust_opts[] = {
+	{ "revoke", 0, NULL, PW_OPT_REVOKE, PW_COMPLETE_NONE, "withdraw trust" },
+	{ "list", 'l', NULL, 'l', PW_COMPLETE_NONE, "list the trusted projects" },
+	OPT_JSON,
+	OPT_HELP,
+	OPT_END,
+};
+
+static const pw_option run_opts[] = {
+	OPT_MODE("the mode for this run"),
+	OPT_PROJECT,
+	{ "ro-host", 0, NULL, PW_OPT_RO_HOST, PW_COMPLETE_NONE, "the rest of the host read-only" },
+	{ "share", 0, "PATH", PW_OPT_SHARE, PW_COMPLETE_FILE, "keep PATH writable with --ro-host" },
+	OPT_HELP,
+	OPT_END,
+};
+
+static const pw_option completion_opts[] = {
+	OPT_HELP,
+	OPT_END,
+};
+
+static const pw_option complete_opts[] = {
+	OPT_PROJECT,
+	OPT_END,
+};
+
+static const pw_command_spec specs[] = {
+	{ "mount", "mount a project as a view limited by a mode", mount_opts, 0, PW_COMPLETE_DIR },
+	{ "umount", "unmount a view", umount_opts, 0, PW_COMPLETE_MOUNTPOINT },
+	{ "mode", "show or switch the live mode of a view", mode_opts, 0, PW_COMPLETE_MODE },
+	{ "status", "your mounted views: projects, modes, trust and warnings", status_opts, 0,
+	  PW_COMPLETE_NONE },
+	{ "reload", "reload a view's mode files", mode_opts, 0, PW_COMPLETE_NONE },
+	{ "modes", "the modes available for a project and where each comes from", modes_opts, 0,
+	  PW_COMPLETE_NONE },
+	{ "allowed", "what a mode may write (its rules, --files, --tree)", allowed_opts, 0,
+	  PW_COMPLETE_FILE },
+	{ "check", "the decision for each path and the rule that decided it", check_opts, 0,
+	  PW_COMPLETE_FILE },
+	{ "why", "why a path is denied: its last denials and the rule now", why_opts, 0,
+	  PW_COMPLETE_FILE },
+	{ "check-bash", "pre-flight of a shell command: what it would write", check_bash_opts,
+	  PW_SPEC_STOP_AT_OPERAND, PW_COMPLETE_NONE },
+	{ "log", "the audit log: denied operations and mode switches", log_opts, 0,
+	  PW_COMPLETE_NONE },
+	{ "trust", "trust a project's own modes (or --revoke)", trust_opts, 0, PW_COMPLETE_DIR },
+	{ "run", "run a command in a sandbox that can only write through the view", run_opts,
+	  PW_SPEC_STOP_AT_OPERAND, PW_COMPLETE_COMMAND },
+	{ "completion", "print the shell completion script for bash, zsh or fish",
+	  completion_opts, 0, PW_COMPLETE_SHELL },
+	{ "__complete", "(for the completion scripts) list modes or views", complete_opts,
+	  PW_SPEC_HIDDEN, PW_COMPLETE_NONE },
+};
+
+const pw_command_spec *pw_command_specs(size_t *ret_n)
+{
+	*ret_n = ELEMENTSOF(specs);
+	return specs;
+}
+
+const pw_command_spec *pw_command_spec_find(const char *name)
+{
+	for (size_t i = 0; i < ELEMENTSOF(specs); i++)
+		if (streq(specs[i].name, name))
+			return &specs[i];
+	return NULL;
+}
+
+const char *pw_command_near_miss(const char *name)
+{
+	const char *names[ELEMENTSOF(specs) + 1];
+	size_t n = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(specs); i++)
+		if (!(specs[i].flags & PW_SPEC_HIDDEN))
+			names[n++] = specs[i].name;
+	names[n] = NULL;
+	return pw_key_near_miss(name, names);
+}
+
+/* ---- the parser ------------------------------------------------------------------------ */
+
+int pw_opts_init(pw_opts *o, const char *cmd, int argc, char **argv)
+{
+	*o = (pw_opts){ .spec = pw_command_spec_find(cmd), .argc = argc, .argv = argv, .next = 1 };
+	if (!o->spec)
+		return -EINVAL;
+	o->operands = calloc((size_t)argc + 1, sizeof(char *));
+	return o->operands ? 0 : -ENOMEM;
+}
+
+void pw_opts_done(pw_opts *o)
+{
+	free(o->operands);
+	o->operands = NULL;
+}
+
+typedef enum bad_kind { BAD_UNKNOWN, BAD_AMBIGUOUS, BAD_NEEDS_ARG, BAD_NO_ARG } bad_kind;
+
+/* The one line about a bad option WORD, with HINT, a near miss, when there is one. */
+static int bad_option(const pw_opts *o, bad_kind kind, const char *word, const char *hint)
+{
+	char msg[512];
+
+	/* The failure is answered in JSON when the rest of the line asks for it. */
+	for (int i = o->next; i < o->argc && !streq(o->argv[i], "--"); i++)
+		if (streq(o->argv[i], "--json") || streq(o->argv[i], "--jsonl"))
+			pw_err_json(true);
+	switch (kind) {
+	case BAD_UNKNOWN: snprintf(msg, sizeof(msg), "unknown option '%s'", word); break;
+	case BAD_AMBIGUOUS: snprintf(msg, sizeof(msg), "ambiguous option '%s'", word); break;
+	case BAD_NEEDS_ARG: snprintf(msg, sizeof(msg), "option '%s' needs an argument", word); break;
+	case BAD_NO_ARG: snprintf(msg, sizeof(msg), "option '%s' takes no argument", word); break;
+	}
+	if (hint)
+		pw_err(o->spec->name, "%s (did you mean '--%s'?)", msg, hint);
+	else
+		pw_err(o->spec->name, "%s (see 'piworkfs %s --help')", msg, o->spec->name);
+	return -1;
+}
+
+/* The long option NAME (LEN bytes) exactly, else its unique prefix. *ret_ambiguous tells
+ * that several options start with it. */
+static const pw_option *find_long(const pw_option *t, const char *name, size_t len,
+				  bool *ret_ambiguous)
+{
+	const pw_option *found = NULL;
+	size_t n = 0;
+
+	*ret_ambiguous = false;
+	for (const pw_option *p = t; p->name; p++) {
+		if (strlen(p->name) == len && strncmp(p->name, name, len) == 0)
+			return p;
+		if (strncmp(p->name, name, len) == 0) {
+			found = p;
+			n++;
+		}
+	}
+	if (n > 1) {
+		*ret_ambiguous = true;
+		return NULL;
+	}
+	return found;
+}
+
+static const char *long_near_miss(const pw_option *t, const char *name)
+{
+	const char *names[64];
+	size_t n = 0;
+
+	for (const pw_option *p = t; p->name && n + 1 < ELEMENTSOF(names); p++)
+		names[n++] = p->name;
+	names[n] = NULL;
+	return pw_key_near_miss(name, names);
+}
+
+static int next_long(pw_opts *o, const char *word)
+{
+	const char *name = word + 2, *eq = strchr(name, '=');
+	size_t len = eq ? (size_t)(eq - name) : strlen(name);
+	bool ambiguous;
+	const pw_option *p = find_long(o->spec->options, name, len, &ambiguous);
+	char shown[128];
+
+	snprintf(shown, sizeof(shown), "--%.*s", (int)(len < 100 ? len : 100), name);
+	if (!p) {
+		if (ambiguous)
+			return bad_option(o, BAD_AMBIGUOUS, shown, NULL);
+		char bare[128];
+		snprintf(bare, sizeof(bare), "%.*s", (int)(len < 100 ? len : 100), name);
+		return bad_option(o, BAD_UNKNOWN, shown,
+				  long_near_miss(o->spec->options, bare));
+	}
+	snprintf(shown, sizeof(shown), "--%s", p->name);
+	o->opt = p;
+	o->arg = NULL;
+	if (!p->arg) {
+		if (eq)
+			return bad_option(o, BAD_NO_ARG, shown, NULL);
+		return p->id;
+	}
+	if (eq)
+		o->arg = eq + 1;
+	else if (o->next < o->argc)
+		o->arg = o->argv[o->next++];
+	else
+		return bad_option(o, BAD_NEEDS_ARG, shown, NULL);
+	return p->id;
+}
+
+static int next_short(pw_opts *o)
+{
+	char letter = *o->bundle++, shown[3] = { '-', letter, '\0' };
+	const pw_option *p = NULL;
+
+	for (const pw_option *q = o->spec->options; q->name && !p; q++)
+		if (q->letter && q->letter == letter)
+			p = q;
+	if (!p) {
+		o->bundle = NULL;
+		return bad_option(o, BAD_UNKNOWN, shown, NULL);
+	}
+	o->opt = p;
+	o->arg = NULL;
+	if (!p->arg) {
+		if (!*o->bundle)
+			o->bundle = NULL;
+		return p->id;
+	}
+	if (*o->bundle)
+		o->arg = o->bundle;
+	else if (o->next < o->argc)
+		o->arg = o->argv[o->next++];
+	else {
+		o->bundle = NULL;
+		return bad_option(o, BAD_NEEDS_ARG, shown, NULL);
+	}
+	o->bundle = NULL;
+	return p->id;
+}
+
+int pw_opts_next(pw_opts *o)
+{
+	if (o->bundle)
+		return next_short(o);
+	while (o->next < o->argc) {
+		char *word = o->argv[o->next++];
+
+		if (o->only_operands || word[0] != '-' || word[1] == '\0') {
+			o->operands[o->n_operands++] = word;
+			if (o->spec->flags & PW_SPEC_STOP_AT_OPERAND)
+				o->only_operands = true;
+			continue;
+		}
+		if (streq(word, "--")) {
+			o->only_operands = true;
+			o->saw_dashdash = true;
+			continue;
+		}
+		if (word[1] == '-') {
+			int id = next_long(o, word);
+			if (id == PW_OPT_JSON || id == PW_OPT_JSONL)
+				pw_err_json(true);
+			return id;
+		}
+		o->bundle = word + 1;
+		return next_short(o);
+	}
+	return 0;
+}

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The options of every command, as data, and the one parser that reads them.
+ *
+ * Each command's options are a table (cli/options.c): long name, short letter, argument,
+ * and how a shell completes the argument. The parser (pw_opts_next), `piworkfs completion`
+ * (bash, zsh and fish scripts) and the tests that compare --help with piworkfs(1) all read
+ * the same tables, so they cannot drift apart.
+ *
+ * Parsing is what users of sshfs, git and mount(8) expect: options may come anywhere, before
+ * or after the operands (`mount PROJECT MP --mode design`); `--` ends them; `--name=value`
+ * and `-mVALUE` work; short flags bundle (`-fd`); a long option may be abbreviated to a
+ * unique prefix. Commands marked PW_SPEC_STOP_AT_OPERAND (run, check-bash) take everything
+ * from their first operand on as the command to run or judge (`run make -j2`). A bad option
+ * is one line on stderr naming it, with a "did you mean" for a near miss.
+ *
+ * Short letters mean one thing in every command: -m mode, -C project, -M mount (the view
+ * containing PATH), -f foreground, -o mount options, -d debug, -n lines, -s since,
+ * -a all, -w write, -r read, -l list, -z lazy, -h help.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Option ids of long-only options (options with a letter use the letter as id). */
+enum {
+	PW_OPT_JSON = 0x100,
+	PW_OPT_TIMEOUT,
+	PW_OPT_NO_WATCH,
+	PW_OPT_STATE_DB,
+	PW_OPT_SOCKET_DIR,
+	PW_OPT_AUDIT_QUEUE,
+	PW_OPT_NO_AUDIT,
+	PW_OPT_LOG_ALLOWED,
+	PW_OPT_CHECK,
+	PW_OPT_FILES,
+	PW_OPT_TREE,
+	PW_OPT_WHY,
+	PW_OPT_CWD,
+	PW_OPT_DENIED,
+	PW_OPT_PID,
+	PW_OPT_PATH,
+	PW_OPT_FOLLOW,
+	PW_OPT_SWITCHES,
+	PW_OPT_JSONL,
+	PW_OPT_REVOKE,
+	PW_OPT_RO_HOST,
+	PW_OPT_SHARE,
+	PW_OPT_ALL,
+};
+
+/* How a shell completes an option's argument or a command's operands. */
+typedef enum pw_complete {
+	PW_COMPLETE_NONE = 0,
+	PW_COMPLETE_FILE,       /* any path */
+	PW_COMPLETE_DIR,        /* a directory */
+	PW_COMPLETE_MODE,       /* a mode name (from the live view, else the project) */
+	PW_COMPLETE_MOUNTPOINT, /* a live view's mountpoint */
+	PW_COMPLETE_COMMAND,    /* a command to run, then its own arguments */
+	PW_COMPLETE_SHELL,      /* bash, zsh, fish */
+} pw_complete;
+
+typedef struct pw_option {
+	const char *name;     /* long name without "--" */
+	char letter;          /* short letter, or 0 */
+	const char *arg;      /* the argument's name in help ("MODE"), NULL for a flag */
+	int id;               /* what pw_opts_next() returns: LETTER, or a PW_OPT_* */
+	pw_complete complete; /* the argument's completion */
+	const char *help;     /* one line, for the shells' completion menus */
+} pw_option;
+
+enum {
+	PW_SPEC_STOP_AT_OPERAND = 1 << 0, /* run, check-bash: the first operand ends options */
+	PW_SPEC_HIDDEN = 1 << 1,          /* not listed in `piworkfs --help` */
+};
+
+typedef struct pw_command_spec {
+	const char *name;
+	const char *summary;
+	const pw_option *options; /* terminated by an entry with name NULL */
+	unsigned flags;
+	pw_complete operands; /* completion of the operands */
+} pw_command_spec;
+
+/* Every command, in the order `piworkfs --help` lists them. */
+const pw_command_spec *pw_command_specs(size_t *ret_n);
+const pw_command_spec *pw_command_spec_find(const char *name);
+
+/* The command of SPECS that NAME most likely misspells, or NULL. */
+const char *pw_command_near_miss(const char *name);
+
+/* A parse of one command line. */
+typedef struct pw_opts {
+	const pw_command_spec *spec;
+	int argc;
+	char **argv;
+	int next;            /* index of the next word */
+	const char *bundle;  /* the rest of a bundle of short flags ("-fd") */
+	bool only_operands;  /* after "--", or the first operand of a STOP_AT_OPERAND command */
+	bool saw_dashdash;   /* "--" was given */
+	const char *arg;     /* the current option's argument */
+	const pw_option *opt; /* the current option */
+	char **operands;     /* the operands, in order (borrowed strings) */
+	int n_operands;
+} pw_opts;
+
+/* Starts parsing ARGV (ARGV[0] is the command's name) against the table of command CMD.
+ * Returns 0 or -ENOMEM. */
+int pw_opts_init(pw_opts *o, const char *cmd, int argc, char **argv);
+void pw_opts_done(pw_opts *o);
+
+/* The next option's id (its argument in o->arg), 0 once every word is read (the operands
+ * are then in o->operands), or -1 after printing a one-line error for a bad option.
+ * Seeing --json (also among the words after a bad option) turns on pw_err_json(): the
+ * failure is then answered on stdout as {"error": ...} too. */
+int pw_opts_next(pw_opts *o);
+
+
+static inline void pw_opts_donep(pw_opts *o)
+{
+	pw_opts_done(o);
+}
+#define _cleanup_opts_ __attribute__((cleanup(pw_opts_donep)))
