@@ -187,9 +187,7 @@ static int json_entries(const tree_ctx *x, const node *n, const char *path, json
 	json_t *rule = json_null();
 
 	if (n->d.rule)
-		rule = json_pack("{s:s,s:s,s:s?,s:i}", "kind", pw_rule_kind_name(n->d.rule->kind),
-				 "pattern", n->d.rule->pattern, "file", n->d.rule->file, "line",
-				 (int)n->d.rule->line);
+		rule = pw_report_rule(n->d.rule);
 	json_t *o = json_pack("{s:s,s:s,s:s,s:b,s:I,s:o}", "path", path[0] ? path : ".", "type",
 			      n->dir ? "dir" : "file", "verdict", verdict_word[n->v], "collapsed",
 			      collapsed, "files", (json_int_t)n->files, "rule", rule);
@@ -208,8 +206,8 @@ static int json_entries(const tree_ctx *x, const node *n, const char *path, json
 
 /*
  * What an untrusted project's own layer declares and the mode therefore ignores: the allow
- * and token rules the mode would have if the project were trusted. Appended to ARR as
- * {"kind", "pattern", "file", "line"}.
+ * and token rules the mode would have if the project were trusted, appended to ARR as rule
+ * objects (docs/JSON.md).
  */
 static int ignored_widening(const pw_cli_project *p, const pw_policy *policy, json_t *arr)
 {
@@ -234,11 +232,7 @@ static int ignored_widening(const pw_cli_project *p, const pw_policy *policy, js
 		}
 		if (known)
 			continue;
-		char buf[PW_PATH_MAX];
-		json_t *o = json_pack("{s:s,s:s,s:s?,s:i}", "kind", pw_rule_kind_name(r->kind),
-				      "pattern", r->pattern, "file",
-				      pw_cli_display_file(p, r->file, buf, sizeof(buf)), "line",
-				      (int)r->line);
+		json_t *o = pw_report_rule(r);
 		if (!o || json_array_append_new(arr, o) < 0)
 			return -ENOMEM;
 	}
@@ -300,12 +294,15 @@ int pw_allowed_tree(const pw_cli_project *p, const pw_policy *policy, const char
 		size_t i;
 		json_t *w;
 		printf("untrusted project: this mode ignores what its own layer widens:");
-		json_array_foreach(ignored, i, w)
+		json_array_foreach(ignored, i, w) {
+			char buf[PW_PATH_MAX];
+			const char *file = json_string_value(json_object_get(w, "file"));
 			printf("%s %s %s (%s:%lld)", i ? "," : "",
 			       json_string_value(json_object_get(w, "kind")),
 			       json_string_value(json_object_get(w, "pattern")),
-			       json_string_value(json_object_get(w, "file")),
+			       file ? pw_cli_display_file(p, file, buf, sizeof(buf)) : "?",
 			       (long long)json_integer_value(json_object_get(w, "line")));
+		}
 		printf("; 'piworkfs trust' lets it\n");
 	}
 	printf("legend: W writable, R read-only, H hidden, P protected; dot files not shown\n\n");
