@@ -26,6 +26,7 @@
  * events that were merged into an existing row.
  */
 #include "audit.h"
+#include "pidns.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,11 +57,11 @@
 #define CO_SLOTS 1024u
 #define COMM_MAX 16
 
-enum { S_MODE, S_PATH, S_PATH2, S_PATTERN, S_FILE, S_COMM, S_COUNT };
+enum { S_MODE, S_PATH, S_PATH2, S_PATTERN, S_FILE, S_COMM, S_PIDNS, S_COUNT };
 
 /* One queued event. Strings follow the header in this order: mode, path, path2, rule
- * pattern, rule file, process name; each NUL-terminated; a NULL string is stored with flag
- * bits (an empty process name means "read it from /proc"). */
+ * pattern, rule file, process name, PID namespaces; each NUL-terminated; a NULL string is
+ * stored with flag bits (an empty process name means "read it from /proc"). */
 typedef struct rec_hdr {
 	uint32_t size; /* whole record, 8-aligned; 0 marks "wrap to the ring's start" */
 	uint16_t flags;
@@ -86,12 +87,13 @@ static const size_t str_caps[S_COUNT] = {
 	[S_PATTERN] = PW_GLOB_LEN_MAX,
 	[S_FILE] = PW_PATH_MAX - 1,
 	[S_COMM] = COMM_MAX,
+	[S_PIDNS] = PW_PIDNS_DESC_MAX - 1, /* longer is never produced; cut, it fails to parse */
 };
 _Static_assert(PW_TREE_PATH_MAX - 1 <= UINT16_MAX, "rec_hdr.len must hold a whole path");
 
 #define MAX_RECORD_SIZE                                                                            \
 	((sizeof(rec_hdr) + PW_MODE_NAME_MAX + 2 * PW_TREE_PATH_MAX + PW_PATH_MAX + PW_GLOB_LEN_MAX + \
-	  COMM_MAX + 6 + 7) &                                                                      \
+	  COMM_MAX + PW_PIDNS_DESC_MAX + 6 + 7) &                                                  \
 	 ~7u)
 
 /* A row the coalescing cache remembers. Owned by the writer thread. */
@@ -189,6 +191,7 @@ void pw_audit_submit(pw_audit *a, const pw_audit_event *ev)
 	strs[S_PATTERN] = ev->rule ? ev->rule->pattern : NULL;
 	strs[S_FILE] = ev->rule ? ev->rule->file : NULL;
 	strs[S_COMM] = ev->comm;
+	strs[S_PIDNS] = ev->pidns;
 	size_t need = sizeof(rec_hdr);
 	for (unsigned i = 0; i < S_COUNT; i++) {
 		lens[i] = strs[i] ? strnlen(strs[i], str_caps[i]) : 0; /* longer: truncated */
@@ -741,6 +744,7 @@ static void notify(pw_audit_listener fn, void *ud, const rec_view *v, unsigned n
 			.reason = (pw_reason)h->reason,
 			.pid = h->pid,
 			.uid = h->uid,
+			.pidns = h->len[S_PIDNS] ? v[i].s[S_PIDNS] : NULL,
 		};
 		fn(&ev, out->comm[i], ud);
 	}

@@ -40,6 +40,9 @@ typedef struct pw_audit_event {
 	uid_t uid;
 	const char *comm;     /* process name if known at submit time, else NULL: the writer
 			       * reads /proc/PID/comm (too late for short-lived processes) */
+	const char *pidns;    /* the process's PID namespaces below the daemon's, taken at
+			       * submit time (pidns.h), or NULL; passed to listeners only (the
+			       * agent socket's notifications), not stored */
 } pw_audit_event;
 
 /* Starts the writer thread. Returns 0 or -errno; *ret_warning as pw_state_open. */

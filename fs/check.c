@@ -14,6 +14,7 @@
 
 #include "audit.h"
 #include "fs_internal.h"
+#include "pidns.h"
 #include "util.h"
 
 pw_policy *pw_fs_policy_get(pw_fs *fs, uint64_t *ret_gen)
@@ -54,6 +55,19 @@ static const char *caller_comm(pid_t pid)
 	return cached;
 }
 
+/*
+ * The requesting process's PID namespaces (pidns.h), read now, while it waits for our
+ * answer: the agent socket delivers a denial only to subscribers in the same sandbox, which
+ * it can no longer tell once the process is gone. Not cached: a recycled pid must never
+ * carry another process's namespace. NULL when unknown (then only operator subscribers get
+ * the denial: unknown fails closed).
+ */
+static const char *caller_pidns(pid_t pid)
+{
+	static _Thread_local char desc[PW_PIDNS_DESC_MAX];
+	return pw_pidns_describe(pid, desc, sizeof(desc)) < 0 ? NULL : desc;
+}
+
 /* Queues an audit event for a decision; never blocks (audit.h). PATH2 is the other name
  * of a rename or link, or NULL. */
 static void record(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, pw_op op,
@@ -72,6 +86,7 @@ static void record(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, 
 		.pid = ctx ? ctx->pid : 0,
 		.uid = ctx ? ctx->uid : 0,
 		.comm = d->allowed || !ctx ? NULL : caller_comm(ctx->pid),
+		.pidns = d->allowed || !ctx ? NULL : caller_pidns(ctx->pid),
 	};
 	pw_audit_submit(fs->audit, &ev);
 }

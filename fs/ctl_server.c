@@ -43,6 +43,7 @@
 
 #include "audit.h"
 #include "limits.h"
+#include "pidns.h"
 #include "proto.h"
 #include "report.h"
 #include "util.h"
@@ -68,6 +69,13 @@ struct pw_ctl_client {
 	int64_t last_ms;   /* last progress (a byte read or written) */
 	bool closing;      /* stop reading; close once the output is flushed */
 	bool sub_mode, sub_denied;
+	/* Agent sockets: the client's PID namespace (pidns.h), taken at connect; a `denied`
+	 * notification reaches it only for a process in that namespace or below, submitted
+	 * after it connected (a namespace's inode number may be reused once it is gone). */
+	bool ns_known;     /* false: none reaches it (fail closed) */
+	size_t ns_level;   /* 0: the daemon's own namespace (every process is below it) */
+	uint64_t ns_ino;
+	int64_t since_ns;  /* CLOCK_REALTIME at connect */
 	double tokens;     /* denied notifications this client may still get */
 	int64_t tokens_ms;
 	uint64_t suppressed;
@@ -262,6 +270,31 @@ static int listen_at(const char *path, int *ret_fd)
 }
 
 /* ---- clients --------------------------------------------------------------------------- */
+
+static int64_t realtime_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* An agent client's PID namespace, from its pid (alive: it is connected). */
+static void client_learn_ns(pw_ctl_client *c)
+{
+	char desc[PW_PIDNS_DESC_MAX];
+	pw_pidns_level levels[PW_PIDNS_DEPTH_MAX];
+	int n;
+
+	c->since_ns = realtime_ns();
+	if (pw_pidns_describe(c->peer.pid, desc, sizeof(desc)) < 0)
+		return;
+	n = pw_pidns_parse(desc, levels, ELEMENTSOF(levels));
+	if (n < 0)
+		return;
+	c->ns_level = (size_t)n;
+	c->ns_ino = n > 0 ? levels[n - 1].ino : 0;
+	c->ns_known = true;
+}
 
 static void read_comm(pid_t pid, char *comm, size_t size)
 {
@@ -526,6 +559,8 @@ static void accept_clients(pw_ctl_server *s, size_t li)
 		c->peer.restricted = l->restricted;
 		c->peer.origin = l->restricted ? "agent-socket" : "socket";
 		read_comm(cred.pid, c->peer.comm, sizeof(c->peer.comm));
+		if (l->restricted)
+			client_learn_ns(c);
 		c->last_ms = c->tokens_ms = mono_ms();
 		c->tokens = s->tun.denied_per_sec;
 		s->clients[s->n_clients++] = c;
@@ -554,10 +589,34 @@ static void accept_clients(pw_ctl_server *s, size_t li)
 
 /* ---- notifications --------------------------------------------------------------------- */
 
-/* Queues a notification for the server thread (any thread). Takes PARAMS. */
-static void post_event(pw_ctl_server *s, const char *method, json_t *params, bool denied)
+/*
+ * Whether denial PARAMS (with the process's PID namespaces PIDNS) is for client C: every
+ * denial is for an operator client; an agent client gets those of processes in its own
+ * sandbox, submitted since it connected, with *ret_pid the pid as seen inside.
+ */
+static bool denial_for(const pw_ctl_client *c, json_t *params, const char *pidns,
+		       pid_t *ret_pid)
 {
-	json_t *ev = params ? json_pack("{s:s,s:o}", "method", method, "params", params) : NULL;
+	pid_t pid = (pid_t)json_integer_value(json_object_get(params, "pid"));
+
+	*ret_pid = pid;
+	if (!c->peer.restricted)
+		return true;
+	if (!c->ns_known)
+		return false;
+	if (json_integer_value(json_object_get(params, "time_ns")) < c->since_ns)
+		return false;
+	return pw_pidns_inside(pidns, pid, c->ns_level, c->ns_ino, ret_pid);
+}
+
+/* Queues a notification for the server thread (any thread). Takes PARAMS. PIDNS: for a
+ * denial, the process's PID namespaces (pidns.h; NULL: unknown). */
+static void post_event(pw_ctl_server *s, const char *method, json_t *params, bool denied,
+		       const char *pidns)
+{
+	json_t *ev = params ? json_pack("{s:s,s:o,s:s?}", "method", method, "params", params,
+					"pidns", pidns)
+			    : NULL;
 
 	pthread_mutex_lock(&s->lock);
 	if (denied)
@@ -604,14 +663,18 @@ static void fan_out(pw_ctl_server *s)
 	for (size_t e = 0; e < n; e++) {
 		const char *method = json_string_value(json_object_get(events[e], "method"));
 		json_t *params = json_object_get(events[e], "params");
+		const char *pidns = json_string_value(json_object_get(events[e], "pidns"));
 		bool denied = streq(method, "denied");
 
 		for (size_t i = 0; i < s->n_clients;) {
 			pw_ctl_client *c = s->clients[i];
 			bool want = denied ? c->sub_denied : c->sub_mode;
+			pid_t pid = 0;
 			json_t *p;
 
-			if (!want || c->closing) {
+			/* Another sandbox's denial is not this client's to see, nor to be
+			 * counted as suppressed for it. */
+			if (!want || c->closing || (denied && !denial_for(c, params, pidns, &pid))) {
 				i++;
 				continue;
 			}
@@ -627,6 +690,8 @@ static void fan_out(pw_ctl_server *s)
 			if (denied && p) {
 				json_object_set_new(p, "suppressed", json_integer(c->suppressed));
 				c->suppressed = 0;
+				if (c->peer.restricted)
+					json_object_set_new(p, "pid", json_integer(pid));
 			}
 			if (!client_send(s, c, pw_rpc_notification(method, p))) {
 				drop_client(s, i);
@@ -647,7 +712,7 @@ static void on_view_change(const char *from, const char *to, uint64_t generation
 			      peer ? peer->origin : NULL, "pid", peer ? (int)peer->pid : 0, "uid",
 			      peer ? (int)peer->uid : 0, "comm",
 			      peer && peer->comm[0] ? peer->comm : NULL);
-	post_event(s, "mode.changed", p, false);
+	post_event(s, "mode.changed", p, false, NULL);
 }
 
 /* The audit writer may call its listener after pw_audit_set_listener(NULL) returned; the
@@ -671,7 +736,7 @@ static void on_audit_event(const pw_audit_event *ev, const char *comm, void *use
 		      "pid", (int)ev->pid, "uid", (int)ev->uid, "comm", comm);
 	pthread_mutex_lock(&hub_lock);
 	if (slot >= 0 && slot < HUB_SLOTS && hub[slot])
-		post_event(hub[slot], "denied", p, true);
+		post_event(hub[slot], "denied", p, true, ev->pidns);
 	else
 		json_decref(p);
 	pthread_mutex_unlock(&hub_lock);

@@ -26,6 +26,7 @@
 #include <jansson.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1210,5 +1211,145 @@ Test(ctl_audit, denied_notifications_rate_limited, .timeout = 120)
 		     (json_int_t)suppressed);
 	json_decref(r);
 	close(fd);
+	stop_view();
+}
+
+/*
+ * An agent socket's subscriber hears only of denials of processes in its own sandbox (its
+ * PID namespace, or one below it), with pids as seen inside; an operator subscriber hears
+ * of all of them, unchanged. The subscriber here lives in a new PID namespace (as under
+ * `piworkfs run`); the events carry the namespaces pw_pidns_describe would have recorded.
+ */
+static int inside_subscriber(const char *agent_path, int report)
+{
+	static const char sub[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"subscribe\","
+				  "\"params\":{\"events\":[\"denied\"]}}\n";
+	struct stat st;
+	char line[4096];
+	int fd;
+
+	if (stat("/proc/self/ns/pid", &st) < 0) /* /proc is the parent's: our outer pid */
+		return 10;
+	fd = connect_to(agent_path);
+	if (fd < 0 || send(fd, sub, sizeof(sub) - 1, MSG_NOSIGNAL) != (ssize_t)sizeof(sub) - 1)
+		return 11;
+	char *l = read_line(fd);
+	if (!l || !strstr(l, "\"result\""))
+		return 12;
+	free(l);
+	snprintf(line, sizeof(line), "ready %llu\n", (unsigned long long)st.st_ino);
+	if (write(report, line, strlen(line)) < 0)
+		return 13;
+	/* Every notification until the last event, each as "PATH PID". */
+	for (;;) {
+		l = read_line(fd);
+		if (!l)
+			return 14;
+		json_t *n = json_loads(l, 0, NULL);
+		free(l);
+		json_t *p = json_object_get(n, "params");
+		const char *path = json_string_value(json_object_get(p, "path"));
+		if (!path)
+			return 15;
+		snprintf(line, sizeof(line), "%s %lld\n", path,
+			 (long long)json_integer_value(json_object_get(p, "pid")));
+		bool last = streq(path, "src/zz-last.c");
+		json_decref(n);
+		if (write(report, line, strlen(line)) < 0)
+			return 16;
+		if (last)
+			return 0;
+	}
+}
+
+Test(ctl_audit, agent_denials_are_those_of_its_own_sandbox, .timeout = 120)
+{
+	if (getuid() != 0)
+		cr_skip_test("needs root to make a PID namespace");
+	signal(SIGPIPE, SIG_IGN);
+	start_view(NULL, true);
+	char agent_path[256];
+	snprintf(agent_path, sizeof(agent_path), "%s/agent.sock", tmp);
+	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, agent_path), 0);
+	close(connect_agent(agent_path)); /* adopted */
+	int op = connect_main();
+	json_t *r = rpc(op, "subscribe", "{\"events\":[\"denied\"]}");
+	result_of(r);
+	json_decref(r);
+
+	int pfd[2];
+	cr_assert_eq(pipe2(pfd, O_CLOEXEC), 0);
+	pid_t helper = fork();
+	cr_assert_geq(helper, 0);
+	if (helper == 0) {
+		/* The helper makes the namespace; its child is the sandbox's first process. */
+		close(pfd[0]);
+		if (unshare(CLONE_NEWPID) < 0)
+			_exit(20);
+		pid_t c = fork();
+		if (c < 0)
+			_exit(21);
+		if (c == 0)
+			_exit(inside_subscriber(agent_path, pfd[1]));
+		int status;
+		if (waitpid(c, &status, 0) != c || !WIFEXITED(status))
+			_exit(22);
+		_exit(WEXITSTATUS(status));
+	}
+	close(pfd[1]);
+	FILE *in = fdopen(pfd[0], "r");
+	cr_assert_not_null(in);
+	char line[4096];
+	unsigned long long ino = 0;
+	cr_assert_not_null(fgets(line, sizeof(line), in), "the subscriber inside never got ready");
+	cr_assert_eq(sscanf(line, "ready %llu", &ino), 1, "%s", line);
+
+	char inside[64], deeper[96], other[64], last[64];
+	snprintf(inside, sizeof(inside), "%llu:5", ino);
+	snprintf(deeper, sizeof(deeper), "%llu:6 4026599999:2", ino);
+	snprintf(other, sizeof(other), "%llu:7", ino + 1);
+	snprintf(last, sizeof(last), "%llu:9", ino);
+	struct {
+		const char *path, *pidns;
+		pid_t pid;
+	} evs[] = {
+		{ "src/outside.c", NULL, 1000 },  /* the daemon's namespace: the person's shell */
+		{ "src/other.c", other, 1001 },   /* another sandbox */
+		{ "src/inside.c", inside, 1002 }, /* this sandbox: pid 5 inside */
+		{ "src/deeper.c", deeper, 1003 }, /* a namespace below it: pid 6 in this one */
+		{ "src/broken.c", "garbage", 1004 },
+		{ "src/zz-last.c", last, 1005 },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(evs); i++) {
+		pw_audit_event ev = { .mode = "plan", .generation = 1, .op = PW_OP_CREATE,
+				      .path = evs[i].path, .err = EROFS,
+				      .reason = PW_REASON_READ_ONLY, .pid = evs[i].pid,
+				      .uid = getuid(), .pidns = evs[i].pidns };
+		pw_audit_submit(audit, &ev);
+	}
+
+	/* What the subscriber inside heard, in order. */
+	char heard[1024] = "";
+	while (fgets(line, sizeof(line), in))
+		strncat(heard, line, sizeof(heard) - strlen(heard) - 1);
+	fclose(in);
+	int status;
+	cr_assert_eq(waitpid(helper, &status, 0), helper);
+	cr_assert(WIFEXITED(status));
+	cr_assert_eq(WEXITSTATUS(status), 0, "subscriber inside: status %d; heard:\n%s",
+		     WEXITSTATUS(status), heard);
+	cr_assert_str_eq(heard, "src/inside.c 5\nsrc/deeper.c 6\nsrc/zz-last.c 9\n");
+
+	/* The operator heard of everything, pids as the daemon sees them. */
+	for (size_t i = 0; i < ELEMENTSOF(evs); i++) {
+		json_t *n = read_msg(op);
+		cr_assert_not_null(n, "operator notification %zu", i);
+		json_t *p = json_object_get(n, "params");
+		cr_assert_str_eq(sget(p, "path"), evs[i].path);
+		cr_assert_eq(json_integer_value(json_object_get(p, "pid")), evs[i].pid);
+		cr_assert_null(json_object_get(p, "pidns"), "internal, not sent");
+		json_decref(n);
+	}
+	close(op);
 	stop_view();
 }

@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -537,6 +538,86 @@ class Process(RunTest):
             self.assertEqual(f.read(), "x\n")
         p = self.sh('pwd', cwd=os.path.join(mp, "src"))
         self.assertEqual(p.stdout.strip(), os.path.join(self.project, "src"))
+        self.pw("umount", mp)
+
+
+AGENT_LISTENER = textwrap.dedent(r'''
+    import json, os, socket, sys, time
+    ready, go = sys.argv[1], sys.argv[2]
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(60)
+    s.connect(os.environ["PIWORKFS_SOCKET"])
+    f = s.makefile("rb")
+    s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"events":["denied"]}}\n')
+    assert "result" in json.loads(f.readline())
+    open(ready, "w").close()
+    end = time.monotonic() + 60
+    while not os.path.exists(go) and time.monotonic() < end:
+        time.sleep(0.02)
+    try:
+        open("src/inside.txt", "w")
+        sys.exit("the write went through")
+    except OSError:
+        pass
+    heard = []
+    while not heard or heard[-1][0] != "src/inside.txt":
+        p = json.loads(f.readline())["params"]
+        heard.append((p["path"], p["pid"]))
+    print(json.dumps({"pid": os.getpid(), "heard": heard}))
+''')
+
+
+class AgentNotifications(RunTest):
+    def test_the_agent_hears_only_of_denials_in_its_sandbox(self):
+        # The person's own denial outside, and the agent's inside: the agent's socket
+        # delivers only the second, with the pid the agent knows; the operator socket
+        # delivers both. Audit events keep their order, so once the agent has heard of its
+        # own denial it would have heard of the earlier one outside.
+        mp = os.path.join(self.tmp, "view")
+        os.mkdir(mp)
+        self.pw("mount", "--mode", "plan", self.project, mp)
+        # Every view of the machine is listed (exit 4 if one of another test does not
+        # answer us): ours is the one at MP.
+        [sock] = [v["socket"] for v in json.loads(self.pw("status", "--json", check=False).stdout)
+                  if v.get("mountpoint") == mp]
+        op = socket.socket(socket.AF_UNIX)
+        op.settimeout(DEADLINE)
+        op.connect(sock)
+        self.addCleanup(op.close)
+        opf = op.makefile("rb")
+        op.sendall(b'{"jsonrpc":"2.0","id":1,"method":"subscribe",'
+                   b'"params":{"events":["denied"]}}\n')
+        self.assertIn("result", json.loads(opf.readline()))
+
+        ready, go = os.path.join(self.tmp, "ready"), os.path.join(self.tmp, "go")
+        proc = subprocess.Popen([PIWORKFS, "run", "--project", self.project, "--",
+                                 sys.executable, "-c", AGENT_LISTENER, ready, go],
+                                cwd=mp, env=self.env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + DEADLINE
+            while not os.path.exists(ready) and time.monotonic() < deadline:
+                self.assertIsNone(proc.poll(), proc.stderr.read() if proc.poll() else "")
+                time.sleep(0.02)
+            with self.assertRaises(OSError):
+                open(os.path.join(mp, "src", "outside.txt"), "w")
+            open(go, "w").close()
+            out, err = proc.communicate(timeout=DEADLINE)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.assertEqual(proc.returncode, 0, err)
+        inside = json.loads(out)
+        self.assertEqual(inside["heard"], [["src/inside.txt", inside["pid"]]], out)
+
+        heard = {}
+        while len(heard) < 2:
+            p = json.loads(opf.readline())["params"]
+            heard[p["path"]] = p["pid"]
+        self.assertEqual(heard["src/outside.txt"], os.getpid())
+        self.assertNotEqual(heard["src/inside.txt"], inside["pid"],
+                            "the operator sees the pid as the daemon does")
         self.pw("umount", mp)
 
 
