@@ -168,9 +168,9 @@ class Docs(Base):
         with open(MAN) as f:
             man = f.read().replace("\\-", "-")
         # The command's entry in COMMANDS: from its .TP tag to the next command's.
-        m = re.search(r'\n\.TP\n\.B[RI]? "?%s\b.*?(?=\n\.TP\n\.B[RI]? "?(?:%s)\b|\n\.SH )' %
-                      (re.escape(cmd), "|".join(re.escape(c) for c in COMMANDS if c != cmd)),
-                      man, re.S)
+        # (Option tags inside an entry start with a dash; command tags with a letter.)
+        m = re.search(r'\n\.TP\n\.B[RI]? "?%s\b.*?(?=\n\.TP\n\.B[RI]? "?[a-z]|\n\.SH )' %
+                      re.escape(cmd), man, re.S)
         self.assertIsNotNone(m, "piworkfs(1) has no entry for " + cmd)
         return m.group(0)
 
