@@ -48,6 +48,7 @@
 	"      --timeout SEC      kernel cache timeout (default 86400; kept true by invalidation)\n" \
 	"      --no-watch         do not follow changes made outside the view (testing only)\n"    \
 	"      --no-audit         record no audit events\n"                                        \
+	"      --no-originals     keep no originals before changes (no undo)\n"                   \
 	"      --log-allowed      also record allowed mutations in the audit log\n"                \
 	"      --audit-queue N    the audit queue's length (testing)\n"                            \
 	"      --state-db PATH    the state database (default: $XDG_STATE_HOME/piworkfs/state.db,\n" \
@@ -444,6 +445,7 @@ int cmd_mount(int argc, char **argv)
 			break;
 		}
 		case PW_OPT_NO_AUDIT: o.no_audit = true; break;
+		case PW_OPT_NO_ORIGINALS: o.no_originals = true; break;
 		case PW_OPT_LOG_ALLOWED: o.log_allowed = true; break;
 		case 'h': return pw_usage("mount", MOUNT_USAGE, false);
 		}

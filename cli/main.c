@@ -28,6 +28,8 @@ static pw_cmd_fn find_command(const char *name, bool *ret_found)
 		{ "log", cmd_log },	      { "trust", cmd_trust },
 		{ "run", cmd_run },	      { "completion", cmd_completion },
 		{ "__complete", cmd_complete },
+		{ "changes", cmd_changes },   { "diff", cmd_diff },
+		{ "undo", cmd_undo },	      { "checkpoint", cmd_checkpoint },
 	};
 
 	*ret_found = false;

@@ -30,6 +30,7 @@ static const pw_option mount_opts[] = {
 	{ "timeout", 0, "SEC", PW_OPT_TIMEOUT, PW_COMPLETE_NONE, "kernel cache timeout" },
 	{ "no-watch", 0, NULL, PW_OPT_NO_WATCH, PW_COMPLETE_NONE, "do not follow outside changes" },
 	{ "no-audit", 0, NULL, PW_OPT_NO_AUDIT, PW_COMPLETE_NONE, "record no audit events" },
+	{ "no-originals", 0, NULL, PW_OPT_NO_ORIGINALS, PW_COMPLETE_NONE, "keep no originals (no undo)" },
 	{ "log-allowed", 0, NULL, PW_OPT_LOG_ALLOWED, PW_COMPLETE_NONE, "log allowed mutations too" },
 	{ "state-db", 0, "PATH", PW_OPT_STATE_DB, PW_COMPLETE_FILE, "the state database" },
 	{ "socket-dir", 0, "DIR", PW_OPT_SOCKET_DIR, PW_COMPLETE_DIR, "the control socket directory" },
@@ -151,6 +152,45 @@ static const pw_option complete_opts[] = {
 	OPT_END,
 };
 
+/* changes, diff, undo, checkpoint parse their own options (cli/cmd_changes.c); these
+ * tables serve --help's list and the shells' completions. */
+static const pw_option changes_opts[] = {
+	{ "since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME" },
+	OPT_MODE("only changes made in MODE"),
+	{ "prune", 0, NULL, PW_OPT_PRUNE, PW_COMPLETE_NONE, "apply the retention now" },
+	OPT_MOUNT,
+	OPT_JSON,
+	OPT_HELP,
+	OPT_END,
+};
+
+static const pw_option diff_opts[] = {
+	{ "since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME" },
+	{ "stat", 0, NULL, PW_OPT_STAT, PW_COMPLETE_NONE, "lines added and removed per file" },
+	OPT_MOUNT,
+	OPT_JSON,
+	OPT_HELP,
+	OPT_END,
+};
+
+static const pw_option undo_opts[] = {
+	{ "all", 'a', NULL, 'a', PW_COMPLETE_NONE, "every change in the change sets chosen" },
+	{ "since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME" },
+	{ "dry-run", 'n', NULL, 'n', PW_COMPLETE_NONE, "say what would be done" },
+	{ "force", 0, NULL, PW_OPT_FORCE, PW_COMPLETE_NONE, "also what changed outside the view" },
+	OPT_MOUNT,
+	OPT_JSON,
+	OPT_HELP,
+	OPT_END,
+};
+
+static const pw_option checkpoint_opts[] = {
+	OPT_MOUNT,
+	OPT_JSON,
+	OPT_HELP,
+	OPT_END,
+};
+
 static const pw_command_spec specs[] = {
 	{ "mount", "mount a project as a view limited by a mode", mount_opts, 0, PW_COMPLETE_DIR },
 	{ "umount", "unmount a view", umount_opts, 0, PW_COMPLETE_MOUNTPOINT },
@@ -177,6 +217,13 @@ static const pw_command_spec specs[] = {
 	  completion_opts, 0, PW_COMPLETE_SHELL },
 	{ "__complete", "(for the completion scripts) list modes or views", complete_opts,
 	  PW_SPEC_HIDDEN, PW_COMPLETE_NONE },
+	{ "changes", "what the view changed, newest change set first", changes_opts, 0,
+	  PW_COMPLETE_FILE },
+	{ "diff", "the diff between the originals kept and the files now", diff_opts, 0,
+	  PW_COMPLETE_FILE },
+	{ "undo", "put the originals back (PATH... or --all)", undo_opts, 0, PW_COMPLETE_FILE },
+	{ "checkpoint", "start a new change set, optionally named", checkpoint_opts, 0,
+	  PW_COMPLETE_NONE },
 };
 
 const pw_command_spec *pw_command_specs(size_t *ret_n)

@@ -48,6 +48,10 @@ enum {
 	PW_OPT_RO_HOST,
 	PW_OPT_SHARE,
 	PW_OPT_ALL,
+	PW_OPT_PRUNE,
+	PW_OPT_STAT,
+	PW_OPT_FORCE,
+	PW_OPT_NO_ORIGINALS,
 };
 
 /* How a shell completes an option's argument or a command's operands. */

@@ -19,6 +19,7 @@
 
 #include "audit.h"
 #include "bash.h"
+#include "changes.h"
 #include "ctl_agent.h"
 #include "ctl_server.h"
 #include "limits.h"
@@ -508,6 +509,63 @@ static int m_agent_open(call *x, json_t **ret)
 	return pw_ctl_agent_open(x->s, x->peer, ret, x->fail);
 }
 
+/* ---- changes.*, checkpoint (fs/ctl_changes.c) ------------------------------------------ */
+
+static const pw_rpc_param changes_params[] = {
+	{ "since", PW_RPC_T_STRING, false, 256 },
+	{ "since_ns", PW_RPC_T_INT, false, 0 },
+	{ "mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX },
+	{ "paths", PW_RPC_T_STRING_ARRAY, false, CHECK_PATHS_MAX },
+	{ "stat", PW_RPC_T_BOOL, false, 0 },
+	{ "all", PW_RPC_T_BOOL, false, 0 },
+	{ "dry_run", PW_RPC_T_BOOL, false, 0 },
+	{ "force", PW_RPC_T_BOOL, false, 0 },
+};
+
+static const pw_rpc_param checkpoint_params[] = {
+	{ "name", PW_RPC_T_STRING, false, 256 },
+};
+
+static const pw_rpc_param prune_params[] = {
+	{ "keep_s", PW_RPC_T_INT, false, 0 },
+	{ "max_bytes", PW_RPC_T_INT, false, 0 },
+};
+
+typedef int (*changes_fn)(pw_view *v, const pw_peer *peer, json_t *params, json_t **ret,
+			  pw_ctl_fail *fail);
+
+static int changes_call(call *x, changes_fn fn, json_t **ret)
+{
+	if (!fn)
+		return fail(x, PW_RPC_UNAVAILABLE, "this build keeps no originals");
+	return fn(x->v, x->peer, x->params, ret, x->fail);
+}
+
+static int m_changes_list(call *x, json_t **ret)
+{
+	return changes_call(x, pw_changes_list, ret);
+}
+
+static int m_changes_diff(call *x, json_t **ret)
+{
+	return changes_call(x, pw_changes_diff, ret);
+}
+
+static int m_changes_undo(call *x, json_t **ret)
+{
+	return changes_call(x, pw_changes_undo, ret);
+}
+
+static int m_changes_prune(call *x, json_t **ret)
+{
+	return changes_call(x, pw_changes_prune, ret);
+}
+
+static int m_checkpoint(call *x, json_t **ret)
+{
+	return changes_call(x, pw_changes_checkpoint, ret);
+}
+
 /* ---- the table ------------------------------------------------------------------------- */
 
 #define M(n, f, spec) { n, f, spec, ELEMENTSOF(spec) }
@@ -523,6 +581,11 @@ static const method methods[] = {
 	M("subscribe", m_subscribe, subscribe_params),
 	M0("agent.open", m_agent_open),
 	M("bash.check", m_bash_check, bash_params),
+	M("changes.list", m_changes_list, changes_params),
+	M("changes.diff", m_changes_diff, changes_params),
+	M("changes.undo", m_changes_undo, changes_params),
+	M("changes.prune", m_changes_prune, prune_params),
+	M("checkpoint", m_checkpoint, checkpoint_params),
 };
 
 int pw_ctl_dispatch(pw_ctl_server *s, pw_ctl_client *c, const char *name, json_t *params,

@@ -12,6 +12,7 @@
 #include "ctl_server.h"
 #include "daemon.h"
 #include "fs.h"
+#include "keep.h"
 #include "state.h"
 #include "util.h"
 #include "view.h"
@@ -155,6 +156,23 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 		pw_fs_set_audit(fs, audit);
 	}
 
+	/* Originals beside the state database, before the view installs its first policy
+	 * (which starts the first change set). */
+	pw_keep *keep = NULL;
+	if (state_path && !o->no_originals) {
+		pw_keep_opts ko = {
+			.db_path = state_path,
+			.project = o->project,
+			.mountpoint = o->mountpoint,
+			.max_file = o->originals_max_file,
+		};
+		r = pw_keep_new(&ko, &keep);
+		if (r < 0)
+			dlog(LOG_WARNING, "originals will not be kept (undo unavailable): %s",
+			     strerror(-r));
+		pw_fs_set_keep(fs, keep);
+	}
+
 	pw_view_opts vo = {
 		.project = o->project,
 		.mountpoint = o->mountpoint,
@@ -205,6 +223,7 @@ out:
 	pw_view_free(view);
 	pw_fs_set_audit(fs, NULL);
 	pw_fs_free(fs); /* unmounts: no request can reach the audit writer after this */
+	pw_keep_free(keep);
 	pw_audit_stop(audit);
 	pw_state_close(state);
 	return r < 0 ? 1 : 0;

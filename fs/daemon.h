@@ -25,6 +25,8 @@ typedef struct pw_daemon_opts {
 	unsigned audit_queue;   /* 0: default */
 	bool no_audit;          /* record no audit events (benchmarks compare with it) */
 	bool log_allowed;       /* also record allowed mutations */
+	bool no_originals;      /* keep no originals before changes (undo impossible) */
+	unsigned long long originals_max_file; /* size cap of a kept original; 0: default */
 } pw_daemon_opts;
 
 int pw_daemon_run(const pw_daemon_opts *o, int ready_fd);

@@ -78,6 +78,43 @@ static const char *const migrations[] = {
 	"CREATE INDEX audit_by_pid ON audit(pid, time_ns);"
 	"CREATE INDEX audit_by_mode ON audit(mode, time_ns);"
 	"CREATE INDEX audit_by_project ON audit(project, time_ns);",
+	/* 2: originals kept before the view's changes (fs/store/originals.h). */
+	"CREATE TABLE orig_changesets ("
+	"  id INTEGER PRIMARY KEY,"
+	"  project TEXT NOT NULL,"
+	"  mountpoint TEXT,"
+	"  started_ns INTEGER NOT NULL,"
+	"  reason TEXT NOT NULL," /* mount, switch, checkpoint, undo */
+	"  name TEXT," /* a checkpoint's name */
+	"  mode TEXT"
+	");"
+	"CREATE INDEX orig_changesets_by_project ON orig_changesets(project, id);"
+	"CREATE TABLE orig_rows ("
+	"  id INTEGER PRIMARY KEY," /* the order of the changes */
+	"  changeset INTEGER NOT NULL,"
+	"  action TEXT NOT NULL," /* keep: PATH was this; move: PATH became PATH2 */
+	"  path TEXT NOT NULL,"
+	"  path2 TEXT,"
+	"  exchange INTEGER NOT NULL DEFAULT 0,"
+	"  implicit INTEGER NOT NULL DEFAULT 0," /* a parent directory, for its times */
+	"  src_dev INTEGER, src_ino INTEGER,"
+	"  present INTEGER NOT NULL,"
+	"  mode INTEGER, uid INTEGER, gid INTEGER,"
+	"  atime_ns INTEGER, mtime_ns INTEGER, ctime_ns INTEGER,"
+	"  size INTEGER, dev INTEGER, ino INTEGER, nlink INTEGER,"
+	"  blob TEXT," /* sha256 of the content kept in the store */
+	"  target TEXT,"
+	"  xattrs BLOB,"
+	"  not_kept TEXT," /* too-big, unreadable */
+	"  op TEXT, pid INTEGER, comm TEXT, mode_name TEXT,"
+	"  time_ns INTEGER NOT NULL"
+	");"
+	"CREATE INDEX orig_rows_by_changeset ON orig_rows(changeset, id);"
+	"CREATE INDEX orig_rows_by_blob ON orig_rows(blob);"
+	"CREATE TABLE orig_blobs ("
+	"  hash TEXT PRIMARY KEY NOT NULL,"
+	"  size INTEGER NOT NULL"
+	");",
 };
 _Static_assert(ELEMENTSOF(migrations) == PW_DB_SCHEMA_VERSION, "one migration per version");
 

@@ -57,6 +57,10 @@ typedef struct pw_inode {
 	 * all; cleared by any xattr change through the view and by IN_ATTRIB from outside. */
 	atomic_int xattr_state;
 	atomic_uint xattr_epoch;  /* bumped by every change; guards setting PW_XATTR_NONE */
+	/* keep.c: the change set whose records cover this inode's original, and when the
+	 * view last changed it (CLOCK_REALTIME ns; undo tells changes made outside by it). */
+	_Atomic uint64_t kept_cs;
+	_Atomic int64_t changed_ns;
 	struct pw_inode *hnext;   /* (dev, ino) hash chain */
 	struct pw_inode *wnext;   /* wd hash chain */
 	bool is_root;
@@ -116,6 +120,7 @@ struct pw_fs {
 	size_t n_hidden_negs;
 
 	struct pw_audit *audit;
+	struct pw_keep *keep; /* keep.c: originals before changes; NULL: none kept */
 	atomic_uint_fast64_t denied;
 	atomic_size_t forgotten; /* inodes forgotten since the last malloc_trim */
 

@@ -15,6 +15,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "keep.h"
 #include "ops_common.h"
 
 void pw_fill_entry(pw_fs *fs, struct fuse_entry_param *e, pw_inode *n, const struct stat *st)
@@ -286,6 +287,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 		 FUSE_SET_ATTR_MTIME_NOW;
 	if (valid) {
 		int r = pw_check_node(fs, req, setattr_op(valid), n);
+		if (r == 0)
+			r = pw_keep_node(fs, req, n, setattr_op(valid));
 		if (r < 0)
 			PW_REPLY_ERR(req, -r);
 		_cleanup_close_ int pfd = -1;
@@ -305,6 +308,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 		r = apply_setattr(fd, opath, attr, valid);
 		if (r < 0)
 			PW_REPLY_ERR(req, -r);
+		pw_keep_touched(fs, n);
 	}
 	struct stat st;
 	int r = (fi && fi->fh) ? (fstat(pw_fh_of(fi)->fd, &st) < 0 ? negative_errno() : 0)

@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "keep.h"
 #include "ops_common.h"
 
 #define PW_DIRBUF 32768
@@ -39,6 +40,8 @@ static void reply_new_entry(fuse_req_t req, pw_fs *fs, pw_inode *parent, const c
 {
 	struct fuse_entry_param e;
 	int r = pw_do_lookup(fs, parent, name, &e);
+	if (r == 0)
+		pw_keep_touched(fs, pw_inode_get(fs, e.ino));
 	if (r < 0)
 		fuse_reply_err(req, r == PW_LOOKUP_HIDDEN ? ENOENT : -r);
 	else if (fuse_reply_entry(req, &e) == -ENOENT) /* interrupted: no reference taken */
@@ -61,7 +64,10 @@ static void reply_new_entry(fuse_req_t req, pw_fs *fs, pw_inode *parent, const c
 	if (r < 0)                                                                                 \
 		PW_REPLY_ERR(req, -r);                                                             \
 	if (pw_hidden_existing(fs, parent, pfd, name))                                             \
-		PW_REPLY_ERR(req, ENOENT)
+		PW_REPLY_ERR(req, ENOENT);                                                         \
+	int64_t kept = pw_keep_name(fs, req, parent, pfd, name, (op));                             \
+	if (kept < 0)                                                                              \
+		PW_REPLY_ERR(req, (int)-kept)
 
 void pw_op_mknod(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode, dev_t rdev)
 {
@@ -70,6 +76,7 @@ void pw_op_mknod(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t
 	if (mknodat(pfd, name, mode, rdev) < 0) {
 		int e = errno;
 		pw_watch_unexpect(fs, tok);
+		pw_keep_failed(fs, kept);
 		PW_REPLY_ERR(req, e);
 	}
 	reply_new_entry(req, fs, parent, name);
@@ -83,6 +90,7 @@ void pw_op_mkdir(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t
 	if (mkdirat(pfd, name, mode) < 0) {
 		int e = errno;
 		pw_watch_unexpect(fs, tok);
+		pw_keep_failed(fs, kept);
 		PW_REPLY_ERR(req, e);
 	}
 	reply_new_entry(req, fs, parent, name);
@@ -98,6 +106,7 @@ void pw_op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent_ino, co
 	if (symlinkat(target, pfd, name) < 0) {
 		int e = errno;
 		pw_watch_unexpect(fs, tok);
+		pw_keep_failed(fs, kept);
 		PW_REPLY_ERR(req, e);
 	}
 	reply_new_entry(req, fs, parent, name);
@@ -130,12 +139,16 @@ void pw_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent_ino, const cha
 	_cleanup_close_ int fd = pw_open_node(fs, n, O_PATH);
 	if (fd < 0)
 		PW_REPLY_ERR(req, -fd);
+	int64_t kept = pw_keep_name(fs, req, parent, pfd, name, PW_OP_LINK);
+	if (kept < 0)
+		PW_REPLY_ERR(req, (int)-kept);
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	int tok = pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_ADDED);
 	if (linkat(AT_FDCWD, proc, pfd, name, AT_SYMLINK_FOLLOW) < 0) {
 		int e = errno;
 		pw_watch_unexpect(fs, tok);
+		pw_keep_failed(fs, kept);
 		PW_REPLY_ERR(req, e);
 	}
 	reply_new_entry(req, fs, parent, name);
@@ -158,12 +171,17 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent_ino, const char *name
 			       S_ISDIR(st.st_mode));
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
+	int64_t kept = pw_keep_name(fs, req, parent, pfd, name, dir ? PW_OP_RMDIR : PW_OP_UNLINK);
+	if (kept < 0)
+		PW_REPLY_ERR(req, (int)-kept);
 	int tok = pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_REMOVED);
 	if (unlinkat(pfd, name, dir ? AT_REMOVEDIR : 0) < 0) {
 		int e = errno;
 		pw_watch_unexpect(fs, tok);
+		pw_keep_failed(fs, kept);
 		PW_REPLY_ERR(req, e);
 	}
+	pw_keep_touched_ino(fs, st.st_dev, st.st_ino); /* its other names' ctime */
 	pw_inode_unlinked(fs, parent, name, st.st_dev, st.st_ino);
 	PW_CREDS_LEAVE();
 	fuse_reply_err(req, 0);
@@ -232,12 +250,22 @@ void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_
 	bool keep_entry = !fs->allow_other || pw_dir_searchable_by_all(npfd);
 	int tok2 = plain && keep_entry ? pw_watch_expect(fs, np, newname, PW_EXPECT_NAME_ADDED)
 				       : -1;
+	int64_t kept = pw_keep_rename(fs, req, parent, pfd, name, np, npfd, newname, flags);
+	if (kept < 0) {
+		pw_watch_unexpect(fs, tok1);
+		pw_watch_unexpect(fs, tok2);
+		PW_REPLY_ERR(req, (int)-kept);
+	}
 	if (renameat2(pfd, name, npfd, newname, flags) < 0) {
 		int e = errno;
 		pw_watch_unexpect(fs, tok1);
 		pw_watch_unexpect(fs, tok2);
+		pw_keep_failed(fs, kept);
 		PW_REPLY_ERR(req, e);
 	}
+	pw_keep_touched_ino(fs, src.st_dev, src.st_ino);
+	if (have_dst && (flags & RENAME_EXCHANGE))
+		pw_keep_touched_ino(fs, dst.st_dev, dst.st_ino);
 	pw_inode_renamed(fs, parent, name, np, newname, src.st_dev, src.st_ino,
 			 (flags & RENAME_EXCHANGE) != 0, have_dst ? dst.st_dev : 0,
 			 have_dst ? dst.st_ino : 0);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "keep.h"
 #include "ops_common.h"
 
 void pw_fh_register(pw_fs *fs, pw_fh *h)
@@ -127,6 +128,8 @@ void pw_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (wants_write(fi->flags)) {
 		int r = pw_check_node(fs, req, (fi->flags & O_TRUNC) ? PW_OP_TRUNCATE : PW_OP_OPEN_WRITE,
 				      n);
+		if (r == 0 && (fi->flags & O_TRUNC)) /* the original, before the truncation */
+			r = pw_keep_node(fs, req, n, PW_OP_TRUNCATE);
 		if (r < 0)
 			PW_REPLY_ERR(req, -r);
 	}
@@ -134,6 +137,8 @@ void pw_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int fd = pw_open_node(fs, n, flags);
 	if (fd < 0)
 		PW_REPLY_ERR(req, -fd);
+	if (fi->flags & O_TRUNC)
+		pw_keep_touched(fs, n);
 	pw_fh *h = fh_new(fs, fd, n, flags);
 	if (!h) {
 		close(fd);
@@ -166,6 +171,9 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 		PW_REPLY_ERR(req, -r);
 	if (existed && pw_hidden_child(fs, parent, name, S_ISDIR(before.st_mode)))
 		PW_REPLY_ERR(req, ENOENT);
+	int64_t kept = pw_keep_name(fs, req, parent, pfd, name, PW_OP_CREATE);
+	if (kept < 0)
+		PW_REPLY_ERR(req, (int)-kept);
 	/* Only a name that did not exist makes an IN_CREATE for the watcher to expect. */
 	int tok = existed ? -1 : pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_ADDED);
 	int fd = openat(pfd, name, (fi->flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC) & ~O_NOCTTY,
@@ -173,6 +181,7 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 	if (fd < 0) {
 		int e = errno;
 		pw_watch_unexpect(fs, tok);
+		pw_keep_failed(fs, kept);
 		PW_REPLY_ERR(req, e);
 	}
 	struct stat st;
@@ -189,6 +198,7 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 			pw_inode_forget(fs, n, 1);
 		PW_REPLY_ERR(req, ENOMEM);
 	}
+	pw_keep_touched(fs, n);
 	pw_truthful_attr_child(fs, parent, name, &st);
 	struct fuse_entry_param e;
 	pw_fill_entry(fs, &e, n, &st);
@@ -267,6 +277,8 @@ void pw_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf,
 	pw_fs *fs = fuse_req_userdata(req);
 	/* The mode in force now decides, whatever it was at open. */
 	int r = pw_check_node_ex(fs, req, PW_OP_WRITE, pw_inode_get(fs, ino), pw_fh_of(fi)->fd, NULL);
+	if (r == 0) /* the original, before the first change (cheap afterwards) */
+		r = pw_keep_node(fs, req, pw_inode_get(fs, ino), PW_OP_WRITE);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -283,10 +295,12 @@ void pw_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf,
 		out.buf[0].pos = off;
 		res = fuse_buf_copy(&out, in_buf, 0);
 	}
-	if (res < 0)
+	if (res < 0) {
 		fuse_reply_err(req, (int)-res);
-	else
+	} else {
+		pw_keep_touched(fs, pw_inode_get(fs, ino));
 		fuse_reply_write(req, (size_t)res);
+	}
 }
 
 void pw_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -312,10 +326,13 @@ void pw_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off
 	PW_REQ_BEGIN(req);
 	int r = pw_check_node_ex(fs, req, PW_OP_FALLOCATE, pw_inode_get(fs, ino), pw_fh_of(fi)->fd,
 				 NULL);
+	if (r == 0)
+		r = pw_keep_node(fs, req, pw_inode_get(fs, ino), PW_OP_FALLOCATE);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
 	if (fallocate(pw_fh_of(fi)->fd, mode, offset, length) < 0)
 		PW_REPLY_ERR(req, errno);
+	pw_keep_touched(fs, pw_inode_get(fs, ino));
 	PW_CREDS_LEAVE();
 	fuse_reply_err(req, 0);
 }
@@ -327,6 +344,8 @@ void pw_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	PW_REQ_BEGIN(req); /* the caller's credentials, as in fallocate */
 	int r = pw_check_node_ex(fs, req, PW_OP_COPY_RANGE, pw_inode_get(fs, ino_out),
 				 pw_fh_of(fi_out)->fd, NULL);
+	if (r == 0)
+		r = pw_keep_node(fs, req, pw_inode_get(fs, ino_out), PW_OP_COPY_RANGE);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
 	loff_t in = off_in, out = off_out;
@@ -334,6 +353,7 @@ void pw_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 				      (unsigned)flags);
 	if (res < 0)
 		PW_REPLY_ERR(req, errno);
+	pw_keep_touched(fs, pw_inode_get(fs, ino_out));
 	PW_CREDS_LEAVE();
 	fuse_reply_write(req, (size_t)res);
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <sys/xattr.h>
 
+#include "keep.h"
 #include "ops_common.h"
 
 static int open_proc(pw_fs *fs, fuse_ino_t ino, int *ret_fd, char proc[64])
@@ -110,6 +111,8 @@ void pw_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 {
 	PW_REQ_BEGIN(req);
 	int r = pw_check_node(fs, req, PW_OP_SETXATTR, pw_inode_get(fs, ino));
+	if (r == 0)
+		r = pw_keep_node(fs, req, pw_inode_get(fs, ino), PW_OP_SETXATTR);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
 	_cleanup_close_ int fd = -1;
@@ -120,6 +123,8 @@ void pw_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 	pw_xattr_changed(pw_inode_get(fs, ino));
 	r = setxattr(proc, name, value, size, flags) < 0 ? errno : 0;
 	pw_xattr_changed(pw_inode_get(fs, ino));
+	if (!r)
+		pw_keep_touched(fs, pw_inode_get(fs, ino));
 	if (r)
 		PW_REPLY_ERR(req, r);
 	PW_CREDS_LEAVE();
@@ -130,6 +135,8 @@ void pw_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	PW_REQ_BEGIN(req);
 	int r = pw_check_node(fs, req, PW_OP_REMOVEXATTR, pw_inode_get(fs, ino));
+	if (r == 0)
+		r = pw_keep_node(fs, req, pw_inode_get(fs, ino), PW_OP_REMOVEXATTR);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
 	_cleanup_close_ int fd = -1;
@@ -140,6 +147,8 @@ void pw_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	pw_xattr_changed(pw_inode_get(fs, ino));
 	r = removexattr(proc, name) < 0 ? errno : 0;
 	pw_xattr_changed(pw_inode_get(fs, ino));
+	if (!r)
+		pw_keep_touched(fs, pw_inode_get(fs, ino));
 	if (r)
 		PW_REPLY_ERR(req, r);
 	PW_CREDS_LEAVE();

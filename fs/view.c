@@ -130,6 +130,15 @@ static int policy_or_fail_closed(const pw_modeset *ms, const char *name, pw_poli
 	return 0;
 }
 
+/* Tells the originals store (fs/keep.c) about an installed policy; absent from builds of
+ * the control plane without the FUSE layer (tests/ctl). */
+static void originals_policy_changed(pw_fs *fs, const pw_policy *p, const char *reason,
+				     bool new_set)
+{
+	if (pw_fs_originals_policy_changed)
+		pw_fs_originals_policy_changed(fs, p, reason, new_set);
+}
+
 static const char *peer_origin(const pw_peer *peer, const char *dflt)
 {
 	return peer && peer->origin ? peer->origin : dflt;
@@ -222,6 +231,7 @@ int pw_view_new(const pw_view_opts *opts, pw_view **ret)
 	}
 	v->fail_reason = fail;
 	uint64_t gen = pw_fs_set_policy(v->fs, p);
+	originals_policy_changed(v->fs, p, "mount", true);
 	pw_policy_unref(p);
 	/* An explicit --mode is remembered; a restored one already is. */
 	record_switch(v, NULL, v->mode, gen, NULL, "mount", opts->initial_mode && !fail);
@@ -362,6 +372,8 @@ int pw_view_set_mode(pw_view *v, const char *name, const pw_peer *peer, uint64_t
 		goto out;
 	}
 	gen = pw_fs_set_policy(v->fs, p);
+	/* A switch into a mode that writes starts a change set of originals. */
+	originals_policy_changed(v->fs, p, "switch", !pw_policy_writes_nothing(p));
 	from = TAKE_PTR(v->mode);
 	v->mode = TAKE_PTR(new_mode);
 	set_str(&v->fail_reason, NULL);
@@ -404,6 +416,7 @@ int pw_view_reload(pw_view *v, const pw_peer *peer, uint64_t *ret_generation, ch
 			goto out;
 	}
 	gen = pw_fs_set_policy(v->fs, p);
+	originals_policy_changed(v->fs, p, "reload", false);
 	pw_modeset_free(v->ms);
 	v->ms = TAKE_PTR(ms);
 	v->trusted = trusted;

@@ -547,7 +547,7 @@ static int mp_unknown_among(mode_parser *p, const pw_yx_node *k, const char *key
 }
 
 static const char *const top_keys[] = { "name", "description", "writes", "hide", "protect",
-					NULL };
+					"keep_originals", NULL };
 static const char *const writes_keys[] = { "allow", "deny", "tokens", NULL };
 
 static int mp_unknown(mode_parser *p, const pw_yx_node *k, const char *key)
@@ -612,6 +612,8 @@ static int mp_top_key(mode_parser *p, const pw_yx_node *k, const pw_yx_node *v)
 			mf->protect_key = (pw_mark){ k->line, k->column };
 		return r;
 	}
+	if (streq(k->text, "keep_originals"))
+		return mp_bool(p, v, "keep_originals", &mf->mode.keep_originals);
 	return mp_unknown(p, k, k->text);
 }
 
@@ -727,6 +729,7 @@ int pw_mode_parse(const char *file, const char *buf, size_t len, pw_layer layer,
 	if (!mf)
 		return -ENOMEM;
 	mf->mode.protect = true;
+	mf->mode.keep_originals = true;
 	mf->mode.layer = layer;
 	p.mf = mf;
 

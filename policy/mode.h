@@ -76,6 +76,7 @@ typedef struct pw_mode {
 	size_t n_rules;
 	bool tokens;  /* writes.tokens */
 	bool protect; /* protected paths enforced (false only where a trusted layer says so) */
+	bool keep_originals; /* keep_originals: the view keeps what it changes (default true) */
 } pw_mode;
 
 typedef enum pw_severity {

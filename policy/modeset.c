@@ -136,6 +136,7 @@ static int merge_untrusted(pw_modeset *ms, pw_mode_file *mf)
 		drop_allow_rules(m);
 		m->tokens = false;
 		m->protect = true;
+		m->keep_originals = true; /* only a trusted layer may stop keeping originals */
 		return modeset_put(ms, m);
 	}
 	for (size_t i = 0; i < m->n_rules; i++) {

@@ -31,6 +31,7 @@ struct pw_policy {
 	char *mode, *description, *body, *source;
 	char *fail_reason; /* non-NULL: fail-closed */
 	bool protect;      /* the mode's protect key (protected rules are left out when false) */
+	bool keep_originals; /* the mode's keep_originals key */
 	pw_rule *rules;
 	size_t n_rules;
 	size_t group_start[_GROUP_MAX + 1]; /* rules of group g: [start[g], start[g + 1]) */
@@ -205,6 +206,7 @@ int pw_policy_compile(const pw_modeset *ms, const char *mode, pw_policy **ret)
 	if (!p)
 		return -ENOMEM;
 	p->protect = m->protect;
+	p->keep_originals = m->keep_originals;
 	r = policy_add_rules(p, ms, m);
 	if (r < 0)
 		return r;
@@ -366,6 +368,11 @@ bool pw_policy_has_hide_rules(const pw_policy *p)
 bool pw_policy_protects(const pw_policy *p)
 {
 	return p->protect;
+}
+
+bool pw_policy_keeps_originals(const pw_policy *p)
+{
+	return p->keep_originals;
 }
 
 bool pw_policy_is_fail_closed(const pw_policy *p)

@@ -113,6 +113,8 @@ bool pw_policy_writes_everything(const pw_policy *p);
 
 /* Are protected paths enforced (false only for a mode with protect: false)? */
 bool pw_policy_protects(const pw_policy *p);
+/* Does the view keep the originals of what it changes in this mode (keep_originals)? */
+bool pw_policy_keeps_originals(const pw_policy *p);
 
 /*
  * May the directory DIR be renamed as a whole, or a directory be moved to the name DIR?

@@ -1,0 +1,599 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Keeping originals before the view's changes (keep.h has the contract).
+ *
+ * Locking: the store's lock (pw_orig_lock) guards the store, the set of paths recorded in
+ * the current change set and the mode name. It is held across a whole keep, copy
+ * included: a second writer of the same file waits until the first has kept the original,
+ * so no write can land before it. The hooks run with the caller's credentials installed
+ * (creds.c); the store belongs to the daemon, so they switch back to the daemon's own
+ * while they touch it.
+ */
+#include "keep.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "changes.h"
+#include "util.h"
+
+/* One path recorded in the current change set. */
+typedef struct entry {
+	char *path;
+	int64_t row;     /* its keep row */
+	bool content;    /* the row holds the content too (or the original was not a file) */
+	struct entry *next;
+} entry;
+
+#define SET_BUCKETS 4096
+
+struct pw_keep {
+	pw_orig_store *store;
+	pw_fs *fs;
+	char *project, *mountpoint;
+	atomic_bool active;
+	_Atomic int64_t cs; /* the current change set, 0 before the first */
+	/* Under the store lock: */
+	char *mode;
+	entry *set[SET_BUCKETS];
+	size_t n_set;
+	bool disabled; /* a store error at start: nothing is kept (status says so) */
+};
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return h;
+}
+
+static entry *set_find(pw_keep *k, const char *path)
+{
+	for (entry *e = k->set[hash_str(path) % SET_BUCKETS]; e; e = e->next)
+		if (streq(e->path, path))
+			return e;
+	return NULL;
+}
+
+static int set_add(pw_keep *k, const char *path, int64_t row, bool content)
+{
+	entry *e = calloc(1, sizeof(*e));
+	if (!e || !(e->path = strdup(path))) {
+		free(e);
+		return -ENOMEM;
+	}
+	e->row = row;
+	e->content = content;
+	size_t b = hash_str(path) % SET_BUCKETS;
+	e->next = k->set[b];
+	k->set[b] = e;
+	k->n_set++;
+	return 0;
+}
+
+/* Removes the entries PRED selects. */
+static void set_remove_if(pw_keep *k, bool (*pred)(const entry *e, const void *u), const void *u)
+{
+	for (size_t b = 0; k->n_set && b < SET_BUCKETS; b++) {
+		for (entry **pp = &k->set[b]; *pp;) {
+			entry *e = *pp;
+			if (pred(e, u)) {
+				*pp = e->next;
+				free(e->path);
+				free(e);
+				k->n_set--;
+			} else {
+				pp = &e->next;
+			}
+		}
+	}
+}
+
+static bool always(const entry *e, const void *u)
+{
+	return true;
+}
+
+/* PATH itself or anything beneath it (PATH "" is the root: everything). */
+static bool under(const entry *e, const void *u)
+{
+	const char *p = u;
+	size_t n = strlen(p);
+	if (n == 0)
+		return true;
+	return strncmp(e->path, p, n) == 0 && (e->path[n] == '\0' || e->path[n] == '/');
+}
+
+static bool has_row(const entry *e, const void *u)
+{
+	return e->row == *(const int64_t *)u;
+}
+
+int pw_keep_new(const pw_keep_opts *o, pw_keep **ret)
+{
+	if (!pw_changes_linked) /* a strong reference: the control methods come along */
+		return -ENOSYS;
+	pw_keep *k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	k->project = strdup(o->project);
+	k->mountpoint = strdup(o->mountpoint);
+	if (!k->project || !k->mountpoint) {
+		pw_keep_free(k);
+		return -ENOMEM;
+	}
+	pw_orig_opts so = { .db_path = o->db_path, .max_file = o->max_file, .keep_ns = o->keep_ns,
+			    .max_total = o->max_total };
+	int r = pw_orig_store_open(&so, &k->store);
+	if (r < 0) {
+		pw_keep_free(k);
+		return r;
+	}
+	/* Retention at every start: the oldest change sets go first. */
+	pw_orig_lock(k->store);
+	(void)pw_orig_prune(k->store, 0, 0, 0, NULL);
+	pw_orig_unlock(k->store);
+	*ret = k;
+	return 0;
+}
+
+void pw_keep_free(pw_keep *k)
+{
+	if (!k)
+		return;
+	set_remove_if(k, always, NULL);
+	pw_orig_store_close(k->store);
+	free(k->project);
+	free(k->mountpoint);
+	free(k->mode);
+	free(k);
+}
+
+void pw_fs_set_keep(pw_fs *fs, pw_keep *k)
+{
+	if (k)
+		k->fs = fs;
+	fs->keep = k;
+}
+
+pw_keep *pw_fs_keep(pw_fs *fs)
+{
+	return fs ? fs->keep : NULL;
+}
+
+pw_orig_store *pw_keep_store(pw_keep *k)
+{
+	return k->store;
+}
+
+const char *pw_keep_project(const pw_keep *k)
+{
+	return k->project;
+}
+
+int64_t pw_keep_current(pw_keep *k)
+{
+	return atomic_load(&k->cs);
+}
+
+/* With the store lock held. */
+static int begin_locked(pw_keep *k, const char *reason, const char *name, int64_t *ret_id)
+{
+	int64_t id;
+	int r = pw_orig_changeset_begin(k->store, k->project, k->mountpoint, reason, name,
+					k->mode, &id);
+	if (r < 0)
+		return r;
+	set_remove_if(k, always, NULL);
+	atomic_store(&k->cs, id);
+	if (ret_id)
+		*ret_id = id;
+	return 0;
+}
+
+int pw_keep_begin(pw_keep *k, const char *reason, const char *name, int64_t *ret_id)
+{
+	pw_orig_lock(k->store);
+	int r = begin_locked(k, reason, name, ret_id);
+	pw_orig_unlock(k->store);
+	return r;
+}
+
+void pw_keep_policy_changed(pw_keep *k, const pw_policy *p, const char *reason, bool new_set)
+{
+	if (!k)
+		return;
+	pw_orig_lock(k->store);
+	char *mode = strdup(pw_policy_mode_name(p));
+	if (mode) {
+		free(k->mode);
+		k->mode = mode;
+	}
+	bool on = pw_policy_keeps_originals(p) && !pw_policy_writes_nothing(p);
+	if ((new_set || !atomic_load(&k->cs)) && on)
+		(void)begin_locked(k, reason, NULL, NULL);
+	atomic_store(&k->active, on && atomic_load(&k->cs) != 0);
+	pw_orig_unlock(k->store);
+}
+
+void pw_fs_originals_policy_changed(pw_fs *fs, const pw_policy *p, const char *reason,
+				    bool new_set)
+{
+	pw_keep_policy_changed(pw_fs_keep(fs), p, reason, new_set);
+}
+
+/* ---- the daemon's own credentials around the store ------------------------------------- */
+
+typedef struct own_creds {
+	bool changed;
+	uid_t fsuid;
+	gid_t fsgid;
+} own_creds;
+
+static void creds_own(pw_fs *fs, own_creds *c)
+{
+	c->changed = fs && fs->is_root_daemon;
+	if (c->changed) {
+		c->fsuid = (uid_t)setfsuid(0);
+		c->fsgid = (gid_t)setfsgid(0);
+	}
+}
+
+static void creds_back(own_creds *c)
+{
+	if (c->changed) {
+		setfsgid(c->fsgid);
+		setfsuid(c->fsuid);
+	}
+}
+
+/* ---- recording --------------------------------------------------------------------------- */
+
+typedef struct who {
+	pid_t pid;
+	char comm[17];
+} who;
+
+static void who_of(fuse_req_t req, who *w)
+{
+	w->pid = req ? fuse_req_ctx(req)->pid : getpid();
+	w->comm[0] = '\0';
+	char path[32];
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)w->pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, w->comm, sizeof(w->comm) - 1) : -1;
+	if (n > 0) {
+		w->comm[n] = '\0';
+		w->comm[strcspn(w->comm, "\n")] = '\0';
+	}
+}
+
+/*
+ * Records PATH (NAME in DIRFD) in the current change set unless it is already; a row
+ * recorded without content gets it now when CONTENT asks. Lock held. Returns the row id
+ * (> 0) of a new row, 0 when nothing was added, or -errno.
+ */
+static int64_t record_locked(pw_keep *k, const who *w, const char *path, int dirfd,
+			     const char *name, bool content, bool implicit, const char *op)
+{
+	entry *e = set_find(k, path);
+	/* A directory's removal always gets a row of its own: undo replays backwards, and the
+	 * directory must be back before the rows of what was removed from it, which come
+	 * between its first row and its removal. */
+	if (e && streq(op, "rmdir")) {
+		set_remove_if(k, under, path);
+		e = NULL;
+	}
+	if (e && (e->content || !content))
+		return 0;
+	pw_orig_object o;
+	int r = pw_orig_capture(k->store, dirfd, name, content, &o);
+	if (r < 0)
+		return r;
+	if (e) {
+		/* The row was metadata only (chmod, a parent's times): add the content, which
+		 * no change through the view has touched yet. */
+		if (o.present && S_ISREG(o.mode)) {
+			sqlite3_stmt *st = NULL;
+			int rc = sqlite3_prepare_v2(pw_orig_db(k->store),
+						    "UPDATE orig_rows SET blob = ?1, not_kept = ?2, "
+						    "size = ?3 WHERE id = ?4",
+						    -1, &st, NULL);
+			if (rc == SQLITE_OK) {
+				if (o.blob[0])
+					sqlite3_bind_text(st, 1, o.blob, -1, SQLITE_STATIC);
+				sqlite3_bind_text(st, 2, o.not_kept, -1, SQLITE_STATIC);
+				sqlite3_bind_int64(st, 3, (sqlite3_int64)o.size);
+				sqlite3_bind_int64(st, 4, e->row);
+				rc = sqlite3_step(st);
+			}
+			sqlite3_finalize(st);
+			if (rc != SQLITE_DONE) {
+				pw_orig_object_done(&o);
+				return -EIO;
+			}
+		}
+		e->content = true;
+		pw_orig_object_done(&o);
+		return 0;
+	}
+	pw_orig_row row = {
+		.changeset = atomic_load(&k->cs),
+		.action = PW_ORIG_KEEP,
+		.path = path,
+		.implicit = implicit,
+		.obj = &o,
+		.op = op,
+		.comm = w->comm[0] ? w->comm : NULL,
+		.mode = k->mode,
+		.pid = w->pid,
+	};
+	int64_t id = 0;
+	r = pw_orig_insert(k->store, &row, &id);
+	/* A new name (nothing there) or a non-file needs no content. */
+	bool full = content || !o.present || !S_ISREG(o.mode);
+	pw_orig_object_done(&o);
+	if (r == 0)
+		r = set_add(k, path, id, full);
+	return r < 0 ? r : id;
+}
+
+static bool active(pw_fs *fs)
+{
+	return fs->keep && atomic_load(&fs->keep->active);
+}
+
+static const char *op_label(pw_op op)
+{
+	return pw_op_name(op);
+}
+
+int pw_keep_node(pw_fs *fs, fuse_req_t req, pw_inode *n, pw_op op)
+{
+	if (!active(fs))
+		return 0;
+	pw_keep *k = fs->keep;
+	uint64_t cs = (uint64_t)atomic_load(&k->cs);
+	if (atomic_load(&n->kept_cs) == cs)
+		return 0;
+	PW_PATH_DECLARE(path);
+	int r = pw_node_path(fs, n, &path);
+	if (r == -ENOENT)
+		return 0; /* unlinked while open: no path, nothing to put back */
+	if (r < 0)
+		return r;
+	own_creds c;
+	creds_own(fs, &c);
+	_cleanup_close_ int fd = n->is_root ? fcntl(fs->root_fd, F_DUPFD_CLOEXEC, 0)
+					    : pw_open_node(fs, n, O_PATH);
+	if (fd < 0) {
+		creds_back(&c);
+		return fd == -ENOENT || fd == -ESTALE ? 0 : fd;
+	}
+	who w;
+	who_of(req, &w);
+	pw_orig_lock(k->store);
+	int64_t id = 0;
+	if ((uint64_t)atomic_load(&k->cs) == cs) {
+		id = record_locked(k, &w, path.s, fd, "", true, false, op_label(op));
+		if (id >= 0)
+			atomic_store(&n->kept_cs, cs);
+	}
+	pw_orig_unlock(k->store);
+	creds_back(&c);
+	return id < 0 ? (int)id : 0;
+}
+
+/* Records PARENT (open at PFD) for its times, once per change set. Lock held. */
+static int64_t record_parent_locked(pw_keep *k, pw_fs *fs, const who *w, pw_inode *parent,
+				    int pfd)
+{
+	PW_PATH_DECLARE(pp);
+	int r = pw_node_path(fs, parent, &pp);
+	if (r < 0)
+		return r == -ENOENT ? 0 : r;
+	return record_locked(k, w, pp.s, pfd, "", false, true, "dir");
+}
+
+int64_t pw_keep_name(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, const char *name,
+		     pw_op op)
+{
+	if (!active(fs))
+		return 0;
+	pw_keep *k = fs->keep;
+	PW_PATH_DECLARE(path);
+	int r = pw_child_path(fs, parent, name, &path);
+	if (r < 0)
+		return r;
+	who w;
+	who_of(req, &w);
+	own_creds c;
+	creds_own(fs, &c);
+	pw_orig_lock(k->store);
+	int64_t id = record_parent_locked(k, fs, &w, parent, pfd);
+	if (id >= 0)
+		id = record_locked(k, &w, path.s, pfd, name, true, false, op_label(op));
+	pw_orig_unlock(k->store);
+	creds_back(&c);
+	return id;
+}
+
+int64_t pw_keep_rename(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, const char *name,
+		       pw_inode *np, int npfd, const char *newname, unsigned flags)
+{
+	if (!active(fs))
+		return 0;
+	pw_keep *k = fs->keep;
+	PW_PATH_DECLARE(from);
+	PW_PATH_DECLARE(to);
+	int r = pw_child_path(fs, parent, name, &from);
+	if (r == 0)
+		r = pw_child_path(fs, np, newname, &to);
+	if (r < 0)
+		return r;
+	bool exchange = flags & RENAME_EXCHANGE;
+	struct stat src;
+	if (fstatat(pfd, name, &src, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0; /* the rename will fail the same way */
+	who w;
+	who_of(req, &w);
+	own_creds c;
+	creds_own(fs, &c);
+	pw_orig_lock(k->store);
+	int64_t id = record_parent_locked(k, fs, &w, parent, pfd);
+	if (id >= 0)
+		id = record_parent_locked(k, fs, &w, np, npfd);
+	pw_orig_object dst = { 0 };
+	if (id >= 0 && !exchange) {
+		/* What the destination loses: kept unless recorded already (with content). */
+		entry *e = set_find(k, to.s);
+		if (e && !e->content)
+			id = record_locked(k, &w, to.s, npfd, newname, true, false, "rename");
+		else if (!e)
+			r = pw_orig_capture(k->store, npfd, newname, true, &dst);
+		if (r < 0)
+			id = r;
+	}
+	if (id >= 0) {
+		pw_orig_row row = {
+			.changeset = atomic_load(&k->cs),
+			.action = PW_ORIG_MOVE,
+			.path = from.s,
+			.path2 = to.s,
+			.exchange = exchange,
+			.src_dev = src.st_dev,
+			.src_ino = src.st_ino,
+			.obj = &dst,
+			.op = "rename",
+			.comm = w.comm[0] ? w.comm : NULL,
+			.mode = k->mode,
+			.pid = w.pid,
+		};
+		r = pw_orig_insert(k->store, &row, &id);
+		if (r < 0)
+			id = r;
+	}
+	pw_orig_object_done(&dst);
+	if (id >= 0) {
+		/* Other objects live under both names now: their first changes are new. */
+		set_remove_if(k, under, from.s);
+		set_remove_if(k, under, to.s);
+	}
+	pw_orig_unlock(k->store);
+	creds_back(&c);
+	return id;
+}
+
+void pw_keep_failed(pw_fs *fs, int64_t token)
+{
+	if (token <= 0 || !fs->keep)
+		return;
+	pw_keep *k = fs->keep;
+	own_creds c;
+	creds_own(fs, &c);
+	pw_orig_lock(k->store);
+	pw_orig_delete(k->store, token);
+	set_remove_if(k, has_row, &token);
+	pw_orig_unlock(k->store);
+	creds_back(&c);
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void pw_keep_touched(pw_fs *fs, pw_inode *n)
+{
+	if (n && fs->keep)
+		atomic_store(&n->changed_ns, now_ns());
+}
+
+void pw_keep_touched_ino(pw_fs *fs, dev_t dev, ino_t ino)
+{
+	if (!fs->keep)
+		return;
+	pthread_rwlock_rdlock(&fs->tree_lock);
+	pw_inode *n = pw_inode_find_locked(fs, dev, ino);
+	if (n)
+		atomic_store(&n->changed_ns, now_ns());
+	pthread_rwlock_unlock(&fs->tree_lock);
+}
+
+/* ---- for undo ---------------------------------------------------------------------------- */
+
+/* Opens PATH's parent beneath the root; *ret_name points into PATH. */
+static int open_parent(pw_keep *k, const char *path, const char **ret_name)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash) {
+		*ret_name = path;
+		return fcntl(k->fs->root_fd, F_DUPFD_CLOEXEC, 0);
+	}
+	char dir[PW_PATH_MAX];
+	if ((size_t)(slash - path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = '\0';
+	*ret_name = slash + 1;
+	return pw_openat_beneath(k->fs, dir, O_PATH | O_DIRECTORY, 0);
+}
+
+int pw_keep_path_locked(pw_keep *k, int root_fd, const char *path, const char *op)
+{
+	if (!atomic_load(&k->cs) || !k->fs)
+		return 0;
+	const char *name = "";
+	_cleanup_close_ int dfd = path[0] ? open_parent(k, path, &name) : -1;
+	if (path[0] && dfd < 0)
+		return dfd == -ENOENT ? 0 : dfd;
+	who w = { .pid = getpid(), .comm = "piworkfs" };
+	if (path[0]) {
+		/* the parent, for its times */
+		const char *slash = strrchr(path, '/');
+		char pp[PW_PATH_MAX];
+		snprintf(pp, sizeof(pp), "%.*s", slash ? (int)(slash - path) : 0, path);
+		int64_t r = record_locked(k, &w, pp, dfd, "", false, true, "dir");
+		if (r < 0)
+			return (int)r;
+	}
+	int64_t r = path[0] ? record_locked(k, &w, path, dfd, name, true, false, op)
+			    : record_locked(k, &w, path, root_fd, "", true, false, op);
+	return r < 0 ? (int)r : 0;
+}
+
+int pw_keep_move_locked(pw_keep *k, int root_fd, const char *from, const char *to)
+{
+	if (!atomic_load(&k->cs))
+		return 0;
+	pw_orig_object none = { 0 };
+	pw_orig_row row = {
+		.changeset = atomic_load(&k->cs),
+		.action = PW_ORIG_MOVE,
+		.path = from,
+		.path2 = to,
+		.obj = &none,
+		.op = "undo",
+		.comm = "piworkfs",
+		.mode = k->mode,
+		.pid = getpid(),
+	};
+	struct stat st;
+	if (fstatat(root_fd, from, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		row.src_dev = st.st_dev;
+		row.src_ino = st.st_ino;
+	}
+	int r = pw_orig_insert(k->store, &row, NULL);
+	if (r == 0) {
+		set_remove_if(k, under, from);
+		set_remove_if(k, under, to);
+	}
+	return r;
+}

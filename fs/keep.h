@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Keeping originals: the FUSE layer's side of undo (docs/ARCHITECTURE.md, "Originals and
+ * undo"). Before the first change of a path through the view in the current change set,
+ * the handler calls one of the hooks below, after the policy allowed the change and right
+ * before the syscall; the hook returns once the original is durably in the store
+ * (fs/store/originals.h), or fails, and then the change must not proceed.
+ *
+ * What is recorded, in the order the changes happen:
+ *   - content and metadata changes (write, truncate, setattr, xattrs, fallocate,
+ *     copy_file_range): the object as it was (pw_keep_node);
+ *   - a name made or removed (create, mknod, mkdir, symlink, link, unlink, rmdir): the
+ *     object as it was at that name, absent for a new one, and the parent directory's
+ *     times (pw_keep_name);
+ *   - a rename: the move itself, and what the destination held (pw_keep_rename).
+ * Undo replays the rows backwards, which reverses renames of whole trees without copying
+ * them. One row per path per change set, and one per inode for content (a file changed
+ * through two names is kept once); a rename forgets the paths beneath both names, since
+ * other objects live there afterwards.
+ *
+ * Never on the path of a read, and cheap after the first change: the inode remembers the
+ * change set that covers it (pw_inode.kept_cs), so later writes test one atomic.
+ */
+#pragma once
+
+#include "fs_internal.h"
+#include "store/originals.h"
+
+typedef struct pw_keep pw_keep;
+
+typedef struct pw_keep_opts {
+	const char *db_path;     /* the state database; the store goes beside it */
+	const char *project, *mountpoint;
+	uint64_t max_file;       /* 0: default */
+	int64_t keep_ns;         /* retention by age, 0: default */
+	uint64_t max_total;      /* retention by size, 0: default */
+} pw_keep_opts;
+
+int pw_keep_new(const pw_keep_opts *o, pw_keep **ret);
+void pw_keep_free(pw_keep *k); /* accepts NULL */
+void pw_fs_set_keep(pw_fs *fs, pw_keep *k);
+pw_keep *pw_fs_keep(pw_fs *fs);
+
+/*
+ * The active policy changed (view.c calls this after every install). Keeping follows the
+ * mode's keep_originals and stops in a mode that writes nothing; a new change set starts
+ * when NEW_SET (mount, a switch into a mode that writes). REASON names it.
+ */
+void pw_keep_policy_changed(pw_keep *k, const pw_policy *p, const char *reason, bool new_set);
+
+/* Starts a change set (a checkpoint, NAME may be NULL; or REASON "undo"). */
+int pw_keep_begin(pw_keep *k, const char *reason, const char *name, int64_t *ret_id);
+int64_t pw_keep_current(pw_keep *k);
+const char *pw_keep_project(const pw_keep *k);
+pw_orig_store *pw_keep_store(pw_keep *k);
+/* For undo, which changes the backing tree itself: records PATH's original (absent or
+ * present, CONTENT kept) in the current change set as the FUSE hooks would, under the
+ * store lock held by the caller (pw_orig_lock). ROOT_FD is the project root. */
+int pw_keep_path_locked(pw_keep *k, int root_fd, const char *path, const char *op);
+int pw_keep_move_locked(pw_keep *k, int root_fd, const char *from, const char *to);
+
+/* ---- hooks (fs/ops*.c) ------------------------------------------------------------------ */
+
+/* Before changing N's content or metadata with OP. 0, or -errno: do not change it. */
+int pw_keep_node(pw_fs *fs, fuse_req_t req, pw_inode *n, pw_op op);
+/* Before making or removing NAME in PARENT (PFD open on it). Returns a token (>= 0) for
+ * pw_keep_failed, or -errno. */
+int64_t pw_keep_name(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, const char *name,
+		     pw_op op);
+int64_t pw_keep_rename(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, const char *name,
+		       pw_inode *np, int npfd, const char *newname, unsigned flags);
+/* The change the token's row precedes failed: the row goes. */
+void pw_keep_failed(pw_fs *fs, int64_t token);
+/* After a change through the view succeeded: N (may be NULL) was changed now. Undo tells
+ * later changes made outside the view by comparing ctime with this. */
+void pw_keep_touched(pw_fs *fs, pw_inode *n);
+void pw_keep_touched_ino(pw_fs *fs, dev_t dev, ino_t ino);

@@ -1,0 +1,714 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The originals store (originals.h has the contract).
+ *
+ * Why O_TMPFILE and linkat: a blob gets its name only once its whole content is on disk
+ * (fsync'd), so no reader, and no daemon restarted after a SIGKILL, can ever see half a
+ * blob; a crash in the middle leaves an anonymous file that the filesystem frees by
+ * itself. Where O_TMPFILE is not supported the blob is written under a temporary name in
+ * DIR/tmp and renamed; leftovers there are removed when the store is opened.
+ */
+#include "originals.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <linux/limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "db.h"
+#include "util.h"
+
+#define COPY_CHUNK (1u << 20)
+
+struct pw_orig_store {
+	sqlite3 *db;
+	char *dir;
+	int blobs_fd, tmp_fd;
+	uint64_t max_file, max_total;
+	int64_t keep_ns;
+	pthread_mutex_t lock;
+};
+
+static void finalizep(sqlite3_stmt **st)
+{
+	sqlite3_finalize(*st);
+}
+#define _cleanup_stmt_ _cleanup_(finalizep)
+
+static int mkdir_p(const char *path)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(path);
+
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+			return negative_errno();
+		*p = '/';
+	}
+	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+		return negative_errno();
+	return 0;
+}
+
+/* Removes what a killed daemon left in tmp/ (the named fallback of O_TMPFILE). */
+static void clean_tmp(int tmp_fd)
+{
+	int fd = dup(tmp_fd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	for (struct dirent *de; (de = readdir(d));)
+		if (de->d_name[0] != '.')
+			(void)unlinkat(tmp_fd, de->d_name, 0);
+	closedir(d);
+}
+
+int pw_orig_store_open(const pw_orig_opts *o, pw_orig_store **ret)
+{
+	_cleanup_free_ char *dir = NULL, *blobs = NULL, *tmp = NULL;
+	pw_orig_store *s;
+	int r;
+
+	if (!o || !o->db_path)
+		return -EINVAL;
+	if (o->dir) {
+		dir = strdup(o->dir);
+	} else {
+		const char *slash = strrchr(o->db_path, '/');
+		if (!slash)
+			r = asprintf(&dir, "originals");
+		else
+			r = asprintf(&dir, "%.*s/originals", (int)(slash - o->db_path), o->db_path);
+		if (r < 0)
+			dir = NULL;
+	}
+	if (!dir || asprintf(&blobs, "%s/blobs", dir) < 0 || asprintf(&tmp, "%s/tmp", dir) < 0)
+		return -ENOMEM;
+	r = mkdir_p(blobs);
+	if (r == 0)
+		r = mkdir_p(tmp);
+	if (r < 0)
+		return r;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	pthread_mutex_init(&s->lock, NULL);
+	s->blobs_fd = s->tmp_fd = -1;
+	s->dir = TAKE_PTR(dir);
+	s->max_file = o->max_file ? o->max_file : PW_ORIG_MAX_FILE_DEFAULT;
+	s->max_total = o->max_total ? o->max_total : PW_ORIG_MAX_TOTAL_DEFAULT;
+	s->keep_ns = o->keep_ns ? o->keep_ns : (int64_t)PW_ORIG_KEEP_DAYS_DEFAULT * 86400 * 1000000000;
+	s->blobs_fd = open(blobs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	s->tmp_fd = open(tmp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (s->blobs_fd < 0 || s->tmp_fd < 0) {
+		r = negative_errno();
+		pw_orig_store_close(s);
+		return r;
+	}
+	r = pw_db_open(o->db_path, 0, 0, &s->db, NULL);
+	if (r < 0) {
+		pw_orig_store_close(s);
+		return r;
+	}
+	int tfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tfd >= 0) {
+		clean_tmp(tfd);
+		close(tfd);
+	}
+	*ret = s;
+	return 0;
+}
+
+void pw_orig_store_close(pw_orig_store *s)
+{
+	if (!s)
+		return;
+	if (s->db)
+		sqlite3_close_v2(s->db);
+	if (s->blobs_fd >= 0)
+		close(s->blobs_fd);
+	if (s->tmp_fd >= 0)
+		close(s->tmp_fd);
+	pthread_mutex_destroy(&s->lock);
+	free(s->dir);
+	free(s);
+}
+
+void pw_orig_lock(pw_orig_store *s)
+{
+	pthread_mutex_lock(&s->lock);
+}
+
+void pw_orig_unlock(pw_orig_store *s)
+{
+	pthread_mutex_unlock(&s->lock);
+}
+
+sqlite3 *pw_orig_db(pw_orig_store *s)
+{
+	return s->db;
+}
+
+const char *pw_orig_dir(const pw_orig_store *s)
+{
+	return s->dir;
+}
+
+uint64_t pw_orig_max_file(const pw_orig_store *s)
+{
+	return s->max_file;
+}
+
+char *pw_orig_blob_path(const pw_orig_store *s, const char *hash)
+{
+	char *p = NULL;
+	if (asprintf(&p, "%s/blobs/%s", s->dir, hash) < 0)
+		return NULL;
+	return p;
+}
+
+static int64_t ts_ns(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000 + t->tv_nsec;
+}
+
+/* ---- xattrs ---------------------------------------------------------------------------- */
+
+static void put_u32(char **p, uint32_t v)
+{
+	memcpy(*p, &v, 4);
+	*p += 4;
+}
+
+int pw_orig_xattrs_read(int fd, void **ret, size_t *ret_len)
+{
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	ssize_t n = listxattr(proc, NULL, 0);
+	if (n <= 0) {
+		*ret = NULL;
+		*ret_len = 0;
+		return 0; /* none, or a filesystem without them */
+	}
+	_cleanup_free_ char *names = malloc((size_t)n);
+	if (!names)
+		return -ENOMEM;
+	n = listxattr(proc, names, (size_t)n);
+	if (n < 0)
+		return negative_errno();
+	size_t cap = 0, len = 0;
+	_cleanup_free_ char *out = NULL;
+	for (char *name = names; name < names + n; name += strlen(name) + 1) {
+		ssize_t v = getxattr(proc, name, NULL, 0);
+		if (v < 0)
+			continue; /* not ours to read (trusted.*, security.* for some) */
+		size_t need = len + 8 + strlen(name) + (size_t)v;
+		if (need > cap) {
+			size_t ncap = need * 2 + 64;
+			char *nout = realloc(out, ncap);
+			if (!nout)
+				return -ENOMEM;
+			out = nout;
+			cap = ncap;
+		}
+		char *p = out + len;
+		put_u32(&p, (uint32_t)strlen(name));
+		memcpy(p, name, strlen(name));
+		p += strlen(name);
+		char *vlen = p;
+		p += 4;
+		v = getxattr(proc, name, p, (size_t)v);
+		if (v < 0)
+			continue;
+		put_u32(&vlen, (uint32_t)v);
+		len = (size_t)(p - out) + (size_t)v;
+	}
+	*ret = len ? TAKE_PTR(out) : NULL;
+	*ret_len = len;
+	return 0;
+}
+
+/* Does the serialized BUF hold attribute NAME? */
+static bool xattrs_has(const char *buf, size_t len, const char *name)
+{
+	size_t off = 0, nl = strlen(name);
+	while (off + 8 <= len) {
+		uint32_t a, b;
+		memcpy(&a, buf + off, 4);
+		if (off + 4 + a + 4 > len)
+			return false;
+		memcpy(&b, buf + off + 4 + a, 4);
+		if (a == nl && memcmp(buf + off + 4, name, nl) == 0)
+			return true;
+		off += 8 + a + b;
+	}
+	return false;
+}
+
+int pw_orig_xattrs_apply(int fd, const void *vbuf, size_t len)
+{
+	const char *buf = vbuf;
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	ssize_t n = listxattr(proc, NULL, 0);
+	if (n > 0) {
+		_cleanup_free_ char *names = malloc((size_t)n);
+		if (!names)
+			return -ENOMEM;
+		n = listxattr(proc, names, (size_t)n);
+		for (char *name = names; n > 0 && name < names + n; name += strlen(name) + 1)
+			if (!xattrs_has(buf, len, name) && startswith(name, "user."))
+				(void)removexattr(proc, name);
+	}
+	size_t off = 0;
+	while (off + 8 <= len) {
+		uint32_t a, b;
+		char name[XATTR_NAME_MAX + 1];
+		memcpy(&a, buf + off, 4);
+		if (a > XATTR_NAME_MAX || off + 4 + a + 4 > len)
+			return -EBADMSG;
+		memcpy(&b, buf + off + 4 + a, 4);
+		if (off + 8 + a + b > len)
+			return -EBADMSG;
+		memcpy(name, buf + off + 4, a);
+		name[a] = '\0';
+		(void)setxattr(proc, name, buf + off + 8 + a, b, 0);
+		off += 8 + a + b;
+	}
+	return 0;
+}
+
+/* ---- content --------------------------------------------------------------------------- */
+
+/* A new anonymous file in the store (O_TMPFILE), or a named one in tmp/ (*ret_name). */
+static int tmp_blob(pw_orig_store *s, char ret_name[64])
+{
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", s->blobs_fd);
+	int fd = open(proc, O_TMPFILE | O_RDWR | O_CLOEXEC, 0400);
+	if (fd >= 0) {
+		ret_name[0] = '\0';
+		return fd;
+	}
+	if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+		return negative_errno();
+	static _Atomic unsigned counter;
+	snprintf(ret_name, 64, "t%d-%u", (int)getpid(), counter++);
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", s->tmp_fd);
+	int dfd = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return negative_errno();
+	fd = openat(dfd, ret_name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0400);
+	int e = errno;
+	close(dfd);
+	return fd < 0 ? -e : fd;
+}
+
+/* Hashes FD from its start. */
+static int hash_fd(int fd, pw_sha256 *c, char *buf)
+{
+	for (off_t off = 0;;) {
+		ssize_t n = pread(fd, buf, COPY_CHUNK, off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return negative_errno();
+		}
+		if (n == 0)
+			return 0;
+		pw_sha256_update(c, buf, (size_t)n);
+		off += n;
+	}
+}
+
+/* Copies SRC into DST while hashing it. */
+static int copy_hash(int src, int dst, pw_sha256 *c, char *buf)
+{
+	for (off_t off = 0;;) {
+		ssize_t n = pread(src, buf, COPY_CHUNK, off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return negative_errno();
+		}
+		if (n == 0)
+			return 0;
+		pw_sha256_update(c, buf, (size_t)n);
+		for (ssize_t w = 0; w < n;) {
+			ssize_t k = pwrite(dst, buf + w, (size_t)(n - w), off + w);
+			if (k < 0) {
+				if (errno == EINTR)
+					continue;
+				return negative_errno();
+			}
+			w += k;
+		}
+		off += n;
+	}
+}
+
+/* Keeps the content of SRC (open for reading) as a blob; its hash in HEX. */
+static int keep_content(pw_orig_store *s, int src, uint64_t size, char hex[PW_SHA256_HEX])
+{
+	char tmpname[64];
+	_cleanup_close_ int t = tmp_blob(s, tmpname);
+	if (t < 0)
+		return t;
+	_cleanup_free_ char *buf = malloc(COPY_CHUNK);
+	if (!buf)
+		return -ENOMEM;
+	pw_sha256 c;
+	pw_sha256_init(&c);
+	int r;
+	/* A reflink shares the extents (free on btrfs, xfs); the clone is then hashed, so the
+	 * digest is that of exactly what is kept even if the original changes meanwhile. */
+	if (ioctl(t, FICLONE, src) == 0)
+		r = hash_fd(t, &c, buf);
+	else
+		r = copy_hash(src, t, &c, buf);
+	uint8_t d[PW_SHA256_LEN];
+	pw_sha256_final(&c, d);
+	pw_sha256_hex(d, hex);
+	if (r == 0 && fsync(t) < 0)
+		r = negative_errno();
+	if (r == 0) {
+		if (tmpname[0]) {
+			char proc[64];
+			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", s->tmp_fd);
+			_cleanup_close_ int dfd = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", s->blobs_fd);
+			_cleanup_close_ int bfd = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (dfd < 0 || bfd < 0 || renameat(dfd, tmpname, bfd, hex) < 0)
+				r = negative_errno();
+			if (dfd >= 0)
+				(void)unlinkat(dfd, tmpname, 0);
+		} else {
+			char proc[64];
+			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", t);
+			if (linkat(AT_FDCWD, proc, s->blobs_fd, hex, AT_SYMLINK_FOLLOW) < 0 &&
+			    errno != EEXIST)
+				r = negative_errno();
+		}
+	} else if (tmpname[0]) {
+		char proc[64];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", s->tmp_fd);
+		(void)unlinkat(AT_FDCWD, proc, 0); /* best effort */
+	}
+	if (r == 0) {
+		/* The name itself, for a machine crash: fsync the directory. */
+		char proc[64];
+		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", s->blobs_fd);
+		_cleanup_close_ int dfd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd >= 0)
+			(void)fsync(dfd);
+		sqlite3_stmt *st = NULL;
+		if (sqlite3_prepare_v2(s->db,
+				       "INSERT OR IGNORE INTO orig_blobs(hash, size) VALUES (?1, ?2)",
+				       -1, &st, NULL) == SQLITE_OK) {
+			sqlite3_bind_text(st, 1, hex, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 2, (sqlite3_int64)size);
+			if (sqlite3_step(st) != SQLITE_DONE)
+				r = -EIO;
+		} else {
+			r = -EIO;
+		}
+		sqlite3_finalize(st);
+	}
+	return r;
+}
+
+int pw_orig_capture(pw_orig_store *s, int dirfd, const char *name, bool content,
+		    pw_orig_object *ret)
+{
+	pw_orig_object o = { 0 };
+	_cleanup_close_ int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (name[0] == '\0') {
+		close(fd);
+		fd = fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+	}
+	if (fd < 0) {
+		if (errno == ENOENT) {
+			*ret = o;
+			return 0;
+		}
+		return negative_errno();
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return negative_errno();
+	o.present = true;
+	o.mode = st.st_mode;
+	o.uid = st.st_uid;
+	o.gid = st.st_gid;
+	o.atime_ns = ts_ns(&st.st_atim);
+	o.mtime_ns = ts_ns(&st.st_mtim);
+	o.ctime_ns = ts_ns(&st.st_ctim);
+	o.size = (uint64_t)st.st_size;
+	o.dev = st.st_dev;
+	o.ino = st.st_ino;
+	o.nlink = st.st_nlink;
+	int r = 0;
+	if (S_ISLNK(st.st_mode)) {
+		char buf[PATH_MAX + 1];
+		ssize_t n = readlinkat(fd, "", buf, sizeof(buf) - 1);
+		if (n < 0)
+			return negative_errno();
+		buf[n] = '\0';
+		o.target = strdup(buf);
+		if (!o.target)
+			return -ENOMEM;
+	} else {
+		r = pw_orig_xattrs_read(fd, &o.xattrs, &o.xattrs_len);
+		if (r < 0) {
+			pw_orig_object_done(&o);
+			return r;
+		}
+	}
+	if (content && S_ISREG(st.st_mode)) {
+		if ((uint64_t)st.st_size > s->max_file) {
+			o.not_kept = "too-big";
+		} else {
+			char proc[64];
+			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+			/* the magic link leads to the object FD names (no O_NOFOLLOW: that
+			 * would refuse the link itself) */
+			_cleanup_close_ int rfd = open(proc, O_RDONLY | O_CLOEXEC);
+			if (rfd < 0 && (errno == EACCES || errno == EPERM)) {
+				o.not_kept = "unreadable";
+			} else if (rfd < 0) {
+				r = negative_errno();
+			} else {
+				r = keep_content(s, rfd, o.size, o.blob);
+				/* The original's own times: reading it may have moved its atime. */
+				struct timespec tv[2] = { st.st_atim, { .tv_nsec = UTIME_OMIT } };
+				(void)futimens(rfd, tv);
+			}
+		}
+	}
+	if (r < 0) {
+		pw_orig_object_done(&o);
+		return r;
+	}
+	*ret = o;
+	return 0;
+}
+
+void pw_orig_object_done(pw_orig_object *o)
+{
+	free(o->target);
+	free(o->xattrs);
+	o->target = NULL;
+	o->xattrs = NULL;
+}
+
+/* ---- rows ------------------------------------------------------------------------------ */
+
+int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	const pw_orig_object *o = row->obj;
+	int rc = sqlite3_prepare_v2(
+		s->db,
+		"INSERT INTO orig_rows(changeset, action, path, path2, exchange, implicit, "
+		"src_dev, src_ino, present, mode, uid, gid, atime_ns, mtime_ns, ctime_ns, size, "
+		"dev, ino, nlink, blob, target, xattrs, not_kept, op, pid, comm, mode_name, "
+		"time_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+		"?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
+		-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return pw_db_errno(rc);
+	sqlite3_bind_int64(st, 1, row->changeset);
+	sqlite3_bind_text(st, 2, row->action == PW_ORIG_MOVE ? "move" : "keep", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, row->path, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, row->path2, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 5, row->exchange);
+	sqlite3_bind_int(st, 6, row->implicit);
+	sqlite3_bind_int64(st, 7, (sqlite3_int64)row->src_dev);
+	sqlite3_bind_int64(st, 8, (sqlite3_int64)row->src_ino);
+	sqlite3_bind_int(st, 9, o && o->present);
+	if (o && o->present) {
+		sqlite3_bind_int64(st, 10, o->mode);
+		sqlite3_bind_int64(st, 11, o->uid);
+		sqlite3_bind_int64(st, 12, o->gid);
+		sqlite3_bind_int64(st, 13, o->atime_ns);
+		sqlite3_bind_int64(st, 14, o->mtime_ns);
+		sqlite3_bind_int64(st, 15, o->ctime_ns);
+		sqlite3_bind_int64(st, 16, (sqlite3_int64)o->size);
+		sqlite3_bind_int64(st, 17, (sqlite3_int64)o->dev);
+		sqlite3_bind_int64(st, 18, (sqlite3_int64)o->ino);
+		sqlite3_bind_int64(st, 19, (sqlite3_int64)o->nlink);
+		if (o->blob[0])
+			sqlite3_bind_text(st, 20, o->blob, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 21, o->target, -1, SQLITE_STATIC);
+		if (o->xattrs_len)
+			sqlite3_bind_blob(st, 22, o->xattrs, (int)o->xattrs_len, SQLITE_STATIC);
+		sqlite3_bind_text(st, 23, o->not_kept, -1, SQLITE_STATIC);
+	}
+	sqlite3_bind_text(st, 24, row->op, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 25, row->pid);
+	sqlite3_bind_text(st, 26, row->comm, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 27, row->mode, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 28, pw_db_now_ns());
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_DONE)
+		return pw_db_errno(rc);
+	if (ret_id)
+		*ret_id = sqlite3_last_insert_rowid(s->db);
+	return 0;
+}
+
+void pw_orig_delete(pw_orig_store *s, int64_t id)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db, "DELETE FROM orig_rows WHERE id = ?1", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return;
+	sqlite3_bind_int64(st, 1, id);
+	(void)sqlite3_step(st);
+}
+
+int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *mountpoint,
+			    const char *reason, const char *name, const char *mode,
+			    int64_t *ret_id)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(s->db,
+				    "INSERT INTO orig_changesets(project, mountpoint, started_ns, "
+				    "reason, name, mode) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+				    -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return pw_db_errno(rc);
+	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, mountpoint, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, pw_db_now_ns());
+	sqlite3_bind_text(st, 4, reason, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, mode, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_DONE)
+		return pw_db_errno(rc);
+	*ret_id = sqlite3_last_insert_rowid(s->db);
+	return 0;
+}
+
+/* ---- retention ------------------------------------------------------------------------- */
+
+int pw_orig_total(pw_orig_store *s, uint64_t *ret_bytes, uint64_t *ret_blobs)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(s->db, "SELECT coalesce(sum(size), 0), count(*) FROM orig_blobs",
+				    -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return pw_db_errno(rc);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW)
+		return pw_db_errno(rc);
+	*ret_bytes = (uint64_t)sqlite3_column_int64(st, 0);
+	if (ret_blobs)
+		*ret_blobs = (uint64_t)sqlite3_column_int64(st, 1);
+	return 0;
+}
+
+static int drop_changeset(pw_orig_store *s, int64_t id)
+{
+	char sql[160];
+	snprintf(sql, sizeof(sql),
+		 "DELETE FROM orig_rows WHERE changeset = %lld;"
+		 "DELETE FROM orig_changesets WHERE id = %lld;",
+		 (long long)id, (long long)id);
+	return pw_db_exec(s->db, sql);
+}
+
+/* The oldest change set other than PROTECT, or 0. */
+static int64_t oldest(pw_orig_store *s, int64_t protect, int64_t *ret_started)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db,
+			       "SELECT id, started_ns FROM orig_changesets WHERE id != ?1 "
+			       "ORDER BY id LIMIT 1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return 0;
+	sqlite3_bind_int64(st, 1, protect);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		return 0;
+	*ret_started = sqlite3_column_int64(st, 1);
+	return sqlite3_column_int64(st, 0);
+}
+
+/* Bytes of the blobs still referenced by some row. */
+static uint64_t referenced_bytes(pw_orig_store *s)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db,
+			       "SELECT coalesce(sum(size), 0) FROM orig_blobs WHERE hash IN "
+			       "(SELECT blob FROM orig_rows WHERE blob IS NOT NULL)",
+			       -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW)
+		return 0;
+	return (uint64_t)sqlite3_column_int64(st, 0);
+}
+
+int pw_orig_prune(pw_orig_store *s, int64_t keep_ns, uint64_t max_total, int64_t protect,
+		  uint64_t *ret_bytes)
+{
+	if (!keep_ns)
+		keep_ns = s->keep_ns;
+	if (!max_total)
+		max_total = s->max_total;
+	int64_t limit = pw_db_now_ns() - keep_ns;
+	int removed = 0, r = 0;
+	for (;;) {
+		int64_t started = 0, id = oldest(s, protect, &started);
+		if (!id)
+			break;
+		if (started >= limit && referenced_bytes(s) <= max_total)
+			break;
+		r = drop_changeset(s, id);
+		if (r < 0)
+			break;
+		removed++;
+	}
+	/* Blobs no row references: the row goes first, then the file, so a crash in between
+	 * leaves at worst an unnamed file for the next prune... never a row without its blob. */
+	uint64_t freed = 0;
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db,
+			       "SELECT hash, size FROM orig_blobs WHERE hash NOT IN "
+			       "(SELECT blob FROM orig_rows WHERE blob IS NOT NULL)",
+			       -1, &st, NULL) == SQLITE_OK) {
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			const char *hash = (const char *)sqlite3_column_text(st, 0);
+			if (!hash || strlen(hash) != PW_SHA256_HEX - 1 || strchr(hash, '/'))
+				continue;
+			freed += (uint64_t)sqlite3_column_int64(st, 1);
+			char proc[64];
+			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", s->blobs_fd);
+			_cleanup_close_ int dfd = open(proc, O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (dfd >= 0)
+				(void)unlinkat(dfd, hash, 0);
+		}
+	}
+	(void)pw_db_exec(s->db, "DELETE FROM orig_blobs WHERE hash NOT IN "
+				"(SELECT blob FROM orig_rows WHERE blob IS NOT NULL)");
+	if (ret_bytes)
+		*ret_bytes = freed;
+	return r < 0 ? r : removed;
+}

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The originals store: what a file was before the view first changed it, kept so the
+ * change can be undone (docs/ARCHITECTURE.md, "Originals and undo").
+ *
+ * Contents live beside the state database, in DIR/blobs/<sha256> (DIR is
+ * <state directory>/originals), each distinct content once. A blob is written as an
+ * anonymous O_TMPFILE (a reflink of the original when the filesystem can, a copy
+ * otherwise), fsync'd, and only then linked under its name: a daemon killed at any moment
+ * leaves either a whole blob or none. The records are rows of the state database
+ * (migration 2): change sets, and per change set one row per path first changed, in the
+ * order the changes happened. A row is committed after its blob is in place and before
+ * the change it precedes is applied.
+ *
+ * Threading: one store is used by one thread at a time; fs/keep.c serializes its callers
+ * with its own lock, and the control methods take the same lock (pw_orig_lock).
+ */
+#pragma once
+
+#include <sqlite3.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sha256.h"
+
+#define PW_ORIG_MAX_FILE_DEFAULT (64ull << 20)   /* larger files are recorded, not kept */
+#define PW_ORIG_KEEP_DAYS_DEFAULT 14
+#define PW_ORIG_MAX_TOTAL_DEFAULT (1ull << 30)    /* retention by total size */
+
+typedef struct pw_orig_store pw_orig_store;
+
+typedef struct pw_orig_opts {
+	const char *db_path;    /* the state database */
+	const char *dir;        /* NULL: <directory of db_path>/originals */
+	uint64_t max_file;      /* 0: PW_ORIG_MAX_FILE_DEFAULT */
+	int64_t keep_ns;        /* retention by age; 0: 14 days */
+	uint64_t max_total;     /* retention by size; 0: 1 GiB */
+} pw_orig_opts;
+
+int pw_orig_store_open(const pw_orig_opts *o, pw_orig_store **ret);
+void pw_orig_store_close(pw_orig_store *s); /* accepts NULL */
+
+void pw_orig_lock(pw_orig_store *s);
+void pw_orig_unlock(pw_orig_store *s);
+sqlite3 *pw_orig_db(pw_orig_store *s);          /* with the lock held */
+const char *pw_orig_dir(const pw_orig_store *s);
+uint64_t pw_orig_max_file(const pw_orig_store *s);
+
+/* An object as it was: the fields of lstat, the content's blob, a symlink's target and
+ * the extended attributes. */
+typedef struct pw_orig_object {
+	bool present;
+	mode_t mode; /* st_mode, type bits included */
+	uid_t uid;
+	gid_t gid;
+	int64_t atime_ns, mtime_ns, ctime_ns;
+	uint64_t size, dev, ino, nlink;
+	char blob[PW_SHA256_HEX]; /* "" when the content is not kept */
+	char *target;             /* symlinks */
+	void *xattrs;             /* [u32 name length][name][u32 value length][value]... */
+	size_t xattrs_len;
+	const char *not_kept;     /* why a regular file's content is missing: "too-big", "unreadable" */
+} pw_orig_object;
+
+/*
+ * Captures NAME in DIRFD (NAME "": DIRFD itself, an O_PATH descriptor), never following a
+ * symlink. With CONTENT, a regular file's content is kept in the store (over the size cap:
+ * recorded as not kept). A missing object is captured as !present. Returns 0 or -errno
+ * (the store could not keep it: the change must not proceed).
+ */
+int pw_orig_capture(pw_orig_store *s, int dirfd, const char *name, bool content,
+		    pw_orig_object *ret);
+void pw_orig_object_done(pw_orig_object *o);
+
+typedef enum pw_orig_action {
+	PW_ORIG_KEEP, /* PATH was OBJ before the change set changed it (!present: created) */
+	PW_ORIG_MOVE, /* PATH was renamed to PATH2; OBJ is what PATH2 held and lost, if kept */
+} pw_orig_action;
+
+typedef struct pw_orig_row {
+	int64_t changeset;
+	pw_orig_action action;
+	const char *path, *path2;
+	bool exchange; /* MOVE with RENAME_EXCHANGE */
+	bool implicit; /* a parent directory, kept for its times only */
+	uint64_t src_dev, src_ino; /* MOVE: the object moved */
+	const pw_orig_object *obj;
+	const char *op, *comm, *mode;
+	pid_t pid;
+} pw_orig_row;
+
+/* Inserts ROW (committed when it returns). Returns 0 with its id in *ret_id, or -errno. */
+int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id);
+/* Deletes a row whose change failed. */
+void pw_orig_delete(pw_orig_store *s, int64_t id);
+
+/* Starts a change set. REASON: mount, switch, checkpoint, undo. Returns 0 with *ret_id. */
+int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *mountpoint,
+			    const char *reason, const char *name, const char *mode,
+			    int64_t *ret_id);
+
+/* The blob's path (malloc'd). */
+char *pw_orig_blob_path(const pw_orig_store *s, const char *hash);
+
+/* Removes change sets older than KEEP_NS, then the oldest while the blobs referenced
+ * exceed MAX_TOTAL bytes, never change set PROTECT (the open one), then every blob no row
+ * references. 0 for either limit: the store's default. Returns the number of change sets
+ * removed, or -errno; *ret_bytes gets the blob bytes freed. */
+int pw_orig_prune(pw_orig_store *s, int64_t keep_ns, uint64_t max_total, int64_t protect,
+		  uint64_t *ret_bytes);
+
+/* The bytes of every blob. */
+int pw_orig_total(pw_orig_store *s, uint64_t *ret_bytes, uint64_t *ret_blobs);
+
+/* Restores the xattrs serialized in BUF on the object open at FD (O_PATH is fine): removes
+ * the ones not in BUF, sets the others. Attributes the caller may not set are skipped. */
+int pw_orig_xattrs_apply(int fd, const void *buf, size_t len);
+/* The serialized xattrs of the object open at FD. */
+int pw_orig_xattrs_read(int fd, void **ret, size_t *ret_len);

@@ -1,0 +1,327 @@
+# SPDX-License-Identifier: MIT
+"""Originals and undo: every kind of change made through the view is put back by
+`piworkfs undo --all`, byte for byte and metadata included (harness.tree_hash of the
+backing tree before the change set equals the one after the undo); `diff` shows exactly
+the change; retention prunes the oldest change sets first and never breaks a restore of
+what remains; a daemon killed with SIGKILL in a storm of writes leaves every applied change
+restorable; the agent socket may list changes but never undo them."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import MountCase, RpcClient, tree_hash, wait_until  # noqa: E402
+
+TREE = {
+    "README.md": "# demo\n",
+    "src/main.c": "int main(void) { return 0; }\n",
+    "src/util.c": "int util(void) { return 1; }\n",
+    "src/lib/deep.c": "/* deep */\n",
+    "notes/todo.txt": "one\ntwo\nthree\n",
+    "bin/blob.bin": "\x00\x01\x02binary\x00",
+}
+
+
+class Undo(MountCase):
+    tree = TREE
+
+    def mount(self, *args, **kw):
+        """A view whose control socket answers (a dead daemon's socket file, or one bound
+        but not yet listening, would refuse the first command)."""
+        v = super().mount(*args, **kw)
+
+        def answers():
+            try:
+                c = RpcClient(self.socket_path(v) or "/nonexistent", timeout=10)
+            except OSError:
+                return False
+            try:
+                c.call("status")
+                return True
+            except (OSError, RuntimeError, ConnectionError):
+                return False
+            finally:
+                c.close()
+        self.assertTrue(wait_until(answers, 60), self.daemon_logs())
+        return v
+
+    def pw(self, *args, check=True):
+        p = self.run_pw(*args, "--mount", self.mp)
+        if check and p.returncode != 0:
+            self.fail("piworkfs %s: exit %d\n%s%s%s" % (" ".join(args), p.returncode,
+                                                        p.stdout, p.stderr, self.daemon_logs()))
+        return p
+
+    def checkpoint(self, name=None):
+        self.pw("checkpoint", *([name] if name else []))
+
+    def undo_all(self):
+        p = self.pw("undo", "--all", "--json")
+        res = json.loads(p.stdout)
+        self.assertEqual(res["failed"], [], p.stdout)
+        return res
+
+    def roundtrip(self, change, cwd_in_view=True):
+        """Checkpoint, CHANGE(view path), then undo --all: the backing tree is back."""
+        v = self.mount("build")
+        self.checkpoint()
+        before = tree_hash(self.project)
+        change(v.path())
+        self.assertNotEqual(tree_hash(self.project), before, "the change changed nothing")
+        self.undo_all()
+        self.assertEqual(tree_hash(self.project), before, self.listing())
+        return v
+
+    def listing(self):
+        return self.pw("changes", check=False).stdout + self.daemon_logs()
+
+    # -- each kind of change -------------------------------------------------------------
+
+    def test_rm_rf_tree(self):
+        self.roundtrip(lambda root: self.run_tool(["rm", "-rf", "src"], cwd=root))
+
+    def test_sed_in_place(self):
+        self.roundtrip(lambda root: self.run_tool(["sed", "-i", "s/two/TWO/", "notes/todo.txt"],
+                                                  cwd=root))
+
+    def test_atomic_editor_save(self):
+        def save(root):
+            tmp = os.path.join(root, "src", ".main.c.swp")
+            with open(tmp, "w") as f:
+                f.write("int main(void) { return 42; }\n")
+            os.chmod(tmp, 0o600)
+            os.rename(tmp, os.path.join(root, "src", "main.c"))
+        self.roundtrip(save)
+
+    def test_chmod_and_truncate(self):
+        def change(root):
+            os.chmod(os.path.join(root, "README.md"), 0o600)
+            os.truncate(os.path.join(root, "src", "util.c"), 3)
+            os.utime(os.path.join(root, "notes", "todo.txt"), ns=(1, 2))
+        self.roundtrip(change)
+
+    def test_symlinks(self):
+        os.symlink("src/main.c", os.path.join(self.project, "link"))
+
+        def change(root):
+            os.unlink(os.path.join(root, "link"))
+            os.symlink("README.md", os.path.join(root, "link"))
+            os.symlink("nowhere", os.path.join(root, "new-link"))
+        self.roundtrip(change)
+
+    def test_xattrs(self):
+        os.setxattr(os.path.join(self.project, "README.md"), "user.tag", b"original")
+
+        def change(root):
+            os.setxattr(os.path.join(root, "README.md"), "user.tag", b"changed")
+            os.setxattr(os.path.join(root, "src", "main.c"), "user.new", b"1")
+        self.roundtrip(change)
+
+    def test_hard_links(self):
+        os.link(os.path.join(self.project, "src", "util.c"),
+                os.path.join(self.project, "util-link.c"))
+
+        def change(root):
+            # The view writes a linked file once it knows all its names (ops.c).
+            os.stat(os.path.join(root, "src", "util.c"))
+            os.stat(os.path.join(root, "util-link.c"))
+            os.stat(os.path.join(root, "README.md"))
+            with open(os.path.join(root, "util-link.c"), "a") as f:
+                f.write("/* through the other name */\n")
+            with open(os.path.join(root, "src", "util.c"), "a") as f:
+                f.write("/* and this one */\n")
+            os.link(os.path.join(root, "README.md"), os.path.join(root, "readme-link"))
+        self.roundtrip(change)
+        a = os.stat(os.path.join(self.project, "src", "util.c"))
+        b = os.stat(os.path.join(self.project, "util-link.c"))
+        self.assertEqual((a.st_dev, a.st_ino), (b.st_dev, b.st_ino), "still one file")
+
+    def test_git_checkout_over_modified_and_untracked(self):
+        git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+        self.run_tool(git + ["init", "-q"], cwd=self.project)
+        self.run_tool(git + ["add", "-A"], cwd=self.project)
+        self.run_tool(git + ["commit", "-qm", "one"], cwd=self.project)
+        self.run_tool(git + ["checkout", "-qb", "other"], cwd=self.project)
+        with open(os.path.join(self.project, "src", "main.c"), "w") as f:
+            f.write("int main(void) { return 7; }\n")
+        os.unlink(os.path.join(self.project, "notes", "todo.txt"))
+        self.run_tool(git + ["commit", "-qam", "two"], cwd=self.project)
+        self.run_tool(git + ["checkout", "-q", "main"], cwd=self.project)
+        # Uncommitted work: a modified tracked file and an untracked one.
+        with open(os.path.join(self.project, "src", "util.c"), "a") as f:
+            f.write("/* local edit */\n")
+        with open(os.path.join(self.project, "untracked.txt"), "w") as f:
+            f.write("mine\n")
+
+        def change(root):
+            self.run_tool(git + ["checkout", "-qf", "other"], cwd=root)
+            self.run_tool(git + ["clean", "-qfdx"], cwd=root)
+        self.roundtrip(change)
+
+    # -- changes and diff ----------------------------------------------------------------
+
+    def test_changes_and_diff_show_exactly_the_change(self):
+        v = self.mount("build")
+        self.checkpoint("start")
+        root = v.path()
+        self.run_tool(["sed", "-i", "s/two/TWO/", "notes/todo.txt"], cwd=root)
+        with open(os.path.join(root, "new.txt"), "w") as f:
+            f.write("fresh\n")
+        os.unlink(os.path.join(root, "README.md"))
+        os.rename(os.path.join(root, "src", "util.c"), os.path.join(root, "src", "u.c"))
+        res = json.loads(self.pw("changes", "--since", "start", "--json").stdout)
+        kinds = {(c["path"], c["kind"], c.get("to")) for s in res["changesets"]
+                 for c in s["changes"]}
+        self.assertIn(("notes/todo.txt", "modified", None), kinds)
+        self.assertIn(("new.txt", "created", None), kinds)
+        self.assertIn(("README.md", "deleted", None), kinds)
+        self.assertIn(("src/util.c", "renamed", "src/u.c"), kinds)
+        for s in res["changesets"]:
+            for c in s["changes"]:
+                self.assertEqual(c["mode"], "build")
+                self.assertTrue(c["pid"] > 0)
+        d = self.pw("diff", v.path("notes/todo.txt")).stdout
+        self.assertEqual(d, "--- a/notes/todo.txt\n+++ b/notes/todo.txt\n"
+                            "@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n")
+        st = json.loads(self.pw("diff", "--stat", "--json").stdout)
+        by = {f["path"]: f for f in st["files"]}
+        self.assertEqual((by["notes/todo.txt"]["added"], by["notes/todo.txt"]["removed"]), (1, 1))
+        self.assertEqual(by["new.txt"]["kind"], "created")
+
+    def test_binary_diff_is_summarised(self):
+        v = self.mount("build")
+        self.checkpoint()
+        with open(v.path("bin/blob.bin"), "ab") as f:
+            f.write(b"\x00more")
+        files = json.loads(self.pw("diff", "--json").stdout)["files"]
+        self.assertEqual(len(files), 1, files)
+        self.assertTrue(files[0]["binary"])
+
+    # -- undo of undo, conflicts, authority ----------------------------------------------
+
+    def test_undo_is_recorded_and_can_be_undone(self):
+        v = self.mount("build")
+        self.checkpoint()
+        with open(v.path("README.md"), "w") as f:
+            f.write("changed\n")
+        after = tree_hash(self.project)
+        self.undo_all()
+        self.assertEqual(open(os.path.join(self.project, "README.md")).read(), "# demo\n")
+        self.undo_all()  # the undo's own change set: back to the change
+        self.assertEqual(tree_hash(self.project), after)
+
+    def test_changed_outside_the_view_is_refused_unless_forced(self):
+        v = self.mount("build")
+        self.checkpoint()
+        with open(v.path("README.md"), "w") as f:
+            f.write("through the view\n")
+        with open(os.path.join(self.project, "README.md"), "w") as f:
+            f.write("outside\n")
+        p = self.pw("undo", "--all", check=False)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("README.md", p.stderr)
+        self.assertEqual(open(os.path.join(self.project, "README.md")).read(), "outside\n")
+        self.pw("undo", "--all", "--force")
+        self.assertEqual(open(os.path.join(self.project, "README.md")).read(), "# demo\n")
+
+    def test_agent_socket_may_list_but_never_undo(self):
+        v = self.mount("build")
+        with open(v.path("README.md"), "w") as f:
+            f.write("changed\n")
+        c = RpcClient(self.socket_path(v))
+        agent = c.call("agent.open")["socket"]
+        c.close()
+        a = RpcClient(agent)
+        self.addCleanup(a.close)
+        listed = a.call("changes.list")
+        self.assertTrue(any(ch["path"] == "README.md" for s in listed["changesets"]
+                            for ch in s["changes"]))
+        a.call("changes.diff")
+        for method, params in (("changes.undo", {"all": True}), ("checkpoint", {}),
+                               ("changes.prune", {})):
+            with self.assertRaises(RuntimeError) as e:
+                a.call(method, params)
+            self.assertIn("-32002", str(e.exception))
+        self.assertEqual(open(os.path.join(self.project, "README.md")).read(), "changed\n")
+
+    # -- keeping is configurable -----------------------------------------------------------
+
+    def test_off_mode_and_no_originals_keep_nothing(self):
+        v = self.mount("off")
+        with open(v.path("README.md"), "w") as f:
+            f.write("changed\n")
+        res = json.loads(self.pw("changes", "--json").stdout)
+        self.assertEqual([c for s in res["changesets"] for c in s["changes"]], [])
+        self.unmount(v)
+        self.wait_daemon_exit(v)
+        v = self.mount("build", args=["--no-originals"])
+        p = self.pw("changes", check=False)
+        self.assertEqual(p.returncode, 4, p.stderr)
+        self.assertIn("keeps no originals", p.stderr)
+
+    # -- retention -------------------------------------------------------------------------
+
+    def test_prune_removes_oldest_first_and_keeps_the_rest_restorable(self):
+        v = self.mount("build")
+        hashes = []
+        for i in range(3):
+            self.checkpoint("c%d" % i)
+            hashes.append(tree_hash(self.project))
+            with open(v.path("notes/todo.txt"), "a") as f:
+                f.write("x" * 1000 * (i + 1) + "\n")
+        c = RpcClient(self.socket_path(v))
+        self.addCleanup(c.close)
+        # The originals kept: 14 bytes (c0), 1015 (c1), 3016 (c2). A cap of 4040 bytes
+        # takes the oldest change sets away until what remains fits: c0 alone.
+        res = c.call("changes.prune", {"max_bytes": 4040})
+        self.assertGreaterEqual(res["removed"], 1)
+        names = [s.get("name") for s in c.call("changes.list")["changesets"]]
+        self.assertNotIn("c0", names)
+        self.assertIn("c1", names)
+        self.assertIn("c2", names)
+        self.assertEqual(res["bytes"], 1015 + 3016)
+        # What remains restores: back to the state at c1.
+        self.pw("undo", "--all", "--since", "c1")
+        self.assertEqual(tree_hash(self.project), hashes[1], self.listing())
+
+    # -- a daemon killed in a storm of writes -------------------------------------------
+
+    def test_sigkill_in_a_storm_of_writes_leaves_every_change_restorable(self):
+        v = self.mount("build")
+        self.checkpoint()
+        before = tree_hash(self.project)
+        script = ("import os,sys\nroot=sys.argv[1]\ni=0\n"
+                  "names=['README.md','src/main.c','src/util.c','notes/todo.txt']\n"
+                  "while True:\n"
+                  "  n=names[i%4]\n"
+                  "  try:\n"
+                  "    with open(os.path.join(root,n),'a') as f: f.write('w%d\\n'%i)\n"
+                  "    if i%7==0: os.unlink(os.path.join(root,'src/lib/deep.c'))\n"
+                  "    with open(os.path.join(root,'f%d'%(i%50)),'w') as f: f.write('n')\n"
+                  "  except OSError: pass\n"
+                  "  i+=1\n"
+                  "  if i==200: print('go',flush=True)\n")
+        storm = subprocess.Popen([sys.executable, "-c", script, v.path()],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.addCleanup(lambda: storm.poll() is None and storm.kill())
+        self.assertEqual(storm.stdout.readline().strip(), "go")
+        os.kill(v.pid, signal.SIGKILL)
+        v.proc.wait(timeout=60)
+        storm.kill()  # its requests fail with ENOTCONN now
+        storm.wait(timeout=60)
+        subprocess.run(["fusermount3", "-uz", v.mp], capture_output=True)
+        wait_until(lambda: not os.path.ismount(v.mp), 30)
+        v.unmounted = True
+        # A new daemon, the same store: every change applied has its original.
+        self.mount("build")
+        res = self.pw("undo", "--all", "--since", "1970-01-01", "--json")
+        self.assertEqual(json.loads(res.stdout)["failed"], [], res.stdout)
+        self.assertEqual(tree_hash(self.project), before, self.listing())
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
