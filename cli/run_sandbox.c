@@ -22,9 +22,11 @@
  *       the host as it is; the project becomes reachable only through what follows.
  *   --tmpfs over the control socket directories and the state database directory
  *       the operator sockets (full authority), the private mountpoint of our view, the
- *       audit log and the trust and last-mode records are not there. The database is the
- *       one the view's daemon reports (`status`), wherever `mount --state-db` put it: its
- *       directory when it holds nothing else, else /dev/null over each of its files.
+ *       audit log, the trust and last-mode records and the originals kept for undo are
+ *       not there. The database is the one the view's daemon reports (`status`), wherever
+ *       `mount --state-db` put it: its directory when it holds nothing else (but the
+ *       originals store), else /dev/null over each of its files and a tmpfs over the
+ *       originals store beside it.
  *   --ro-bind over the global and bundled mode directories
  *       the agent cannot plant a looser mode that a later reload or mount would load (the
  *       global directory is created first when missing, so it cannot be created inside).
@@ -278,8 +280,11 @@ static char *dir_of(const char *path)
 /* A database's companion files, beside it: SQLite names them by suffix. */
 static const char *const db_suffixes[] = { "", "-wal", "-shm", "-journal" };
 
-/* Does DIR hold nothing but the database BASE and its companions (a directory of its own,
- * as the default one is)? False when it cannot be listed. */
+/* The originals store (fs/store/originals.h) lives beside the database, in this directory. */
+#define ORIGINALS_DIR "originals"
+
+/* Does DIR hold nothing but the database BASE, its companions and the originals store (a
+ * directory of its own, as the default one is)? False when it cannot be listed. */
 static bool holds_only_db(const char *dir, const char *base)
 {
 	DIR *d = opendir(dir);
@@ -288,7 +293,8 @@ static bool holds_only_db(const char *dir, const char *base)
 	size_t blen = strlen(base);
 
 	while (only && (de = readdir(d))) {
-		bool ours = streq(de->d_name, ".") || streq(de->d_name, "..");
+		bool ours = streq(de->d_name, ".") || streq(de->d_name, "..") ||
+			    streq(de->d_name, ORIGINALS_DIR);
 		for (size_t i = 0; !ours && i < ELEMENTSOF(db_suffixes); i++)
 			ours = strncmp(de->d_name, base, blen) == 0 &&
 			       streq(de->d_name + blen, db_suffixes[i]);
@@ -303,8 +309,9 @@ static bool holds_only_db(const char *dir, const char *base)
  * Hides the view's state database DB (its real path), unless one of COVERED (directories
  * already under a tmpfs) holds it: a directory of its own goes under a tmpfs, so files
  * SQLite makes later are hidden too; in a directory shared with other files, each of its
- * files that exists is covered by /dev/null (read-only). A database inside the project
- * would show through the view: refused.
+ * files that exists is covered by /dev/null (read-only), and the originals store beside it
+ * by a tmpfs: the agent must neither read the contents kept nor erase them. A database
+ * inside the project would show through the view: refused.
  */
 static int cover_state_db(pw_run_argv *a, const pw_run_view *v, const char *const *covered,
 			  size_t n_covered)
@@ -342,6 +349,13 @@ static int cover_state_db(pw_run_argv *a, const pw_run_view *v, const char *cons
 			return -ENOMEM;
 		if (lstat(f, &st) == 0 && S_ISREG(st.st_mode))
 			r = push3(a, "--ro-bind", "/dev/null", f);
+	}
+	if (r == 0 && dir) {
+		_cleanup_free_ char *orig = NULL;
+
+		if (asprintf(&orig, "%s/" ORIGINALS_DIR, dir) < 0)
+			return -ENOMEM;
+		r = cover(a, orig);
 	}
 	return r;
 }

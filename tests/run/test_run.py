@@ -363,7 +363,8 @@ class Hidden(RunTest):
     def test_a_state_database_elsewhere_is_hidden_too(self):
         # A view mounted with --state-db outside the state directory the sandbox derives
         # from its own environment: in a directory of its own (hidden whole), then in one
-        # shared with another file (each database file covered, the neighbour kept).
+        # shared with another file (each database file covered, the neighbour kept); the
+        # originals store beside it either way.
         own = os.path.join(self.tmp, "own-db", "v.db")
         shared = os.path.join(self.tmp, "shared", "v.db")
         os.makedirs(os.path.dirname(own))
@@ -384,11 +385,15 @@ class Hidden(RunTest):
                                       os.path.realpath(mp)], [db])
                     files = [db + s for s in ("", "-wal", "-shm")]
                     self.assertTrue(all(os.path.exists(f) for f in files), files)
+                    # The originals store beside the database: it lists outside (the
+                    # control) and lists nothing inside.
+                    orig = os.path.join(os.path.dirname(db), "originals")
+                    self.assertIn("blobs", os.listdir(orig))
                     # Inside, each file is absent or reads empty; outside (the control) the
                     # database reads as SQLite.
                     script = 'for f in "$@"; do printf "%s=" "$f"; ' \
                              'od -An -tx1 -N16 "$f" 2>/dev/null | tr -d " \\n"; echo; done; ' \
-                             'cat ' + neighbour
+                             'ls -A ' + orig + ' 2>/dev/null; cat ' + neighbour
                     with open(db, "rb") as f:
                         self.assertEqual(f.read(15), b"SQLite format 3")
                     p = self.run_in(["sh", "-c", script, "sh"] + files)
