@@ -466,6 +466,9 @@ bool pw_policy_is_tightening(const pw_policy *from, const pw_policy *to)
 		return true;
 	if (pw_policy_writes_nothing(from))
 		return false;
+	/* Writing on without keeping originals takes undo away: never a tightening. */
+	if (pw_policy_keeps_originals(from) && !pw_policy_keeps_originals(to))
+		return false;
 	return writable_covered(from, to, GROUP_ALLOW) && writable_covered(from, to, GROUP_TOKEN) &&
 	       group_subset(from, GROUP_DENY, to, GROUP_DENY) &&
 	       group_subset(from, GROUP_PROTECTED, to, GROUP_PROTECTED);

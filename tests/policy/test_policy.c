@@ -668,6 +668,9 @@ Test(tightening, custom_modes)
 		{ "build", "open", false },       /* protection removed */
 		{ "off", "open", true },
 		{ "open", "off", false },
+		{ "a", "a-no-originals", false }, /* the same writes, no undo */
+		{ "a-no-originals", "a", true },
+		{ "a-no-originals", "ro-hide", true },
 	};
 	pw_modeset *custom = load(FIXTURES "/modes-tighten", TOKENS, NULL, false);
 	pw_modeset *bundled = load(SOURCE_MODES, TOKENS, NULL, false);
