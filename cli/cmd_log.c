@@ -27,12 +27,12 @@
 
 #include "cli.h"
 #include "ctl_client.h"
-#include "db.h"
 #include "options.h"
 #include "output.h"
 #include "project.h"
 #include "report.h"
 #include "state.h"
+#include "store/reader.h"
 
 #define LOG_DEFAULT_LIMIT 50
 #define WHY_DEFAULT_LIMIT 5
@@ -110,10 +110,6 @@ typedef struct log_row {
 		*rule_pattern, *rule_file, *comm;
 } log_row;
 
-#define ROW_COLUMNS                                                                                \
-	"id, time_ns, project, mountpoint, mode, generation, op, path, path2, errno, reason, "     \
-	"rule_kind, rule_pattern, rule_file, rule_line, pid, uid, comm, count, first_ns, last_ns"
-
 static void log_row_done(log_row *r)
 {
 	char **strs[] = { &r->project, &r->mountpoint, &r->mode,	 &r->op,
@@ -124,10 +120,8 @@ static void log_row_done(log_row *r)
 	*r = (log_row){ 0 };
 }
 
-static int dup_col(sqlite3_stmt *st, int col, char **ret)
+static int dup_str(const char *s, char **ret)
 {
-	const char *s = (const char *)sqlite3_column_text(st, col);
-
 	*ret = NULL;
 	if (!s)
 		return 0;
@@ -135,33 +129,34 @@ static int dup_col(sqlite3_stmt *st, int col, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
-static int log_row_read(sqlite3_stmt *st, log_row *r)
+/* A copy of the store's row A that outlives the query's callback. */
+static int log_row_copy(const pw_audit_row *a, log_row *r)
 {
 	*r = (log_row){
-		.id = sqlite3_column_int64(st, 0),
-		.time_ns = sqlite3_column_int64(st, 1),
-		.generation = sqlite3_column_int64(st, 5),
-		.err = sqlite3_column_int(st, 9),
-		.rule_line = sqlite3_column_int64(st, 14),
-		.pid = sqlite3_column_int64(st, 15),
-		.uid = sqlite3_column_int64(st, 16),
-		.count = sqlite3_column_int64(st, 18),
-		.first_ns = sqlite3_column_int64(st, 19),
-		.last_ns = sqlite3_column_int64(st, 20),
+		.id = a->id,
+		.time_ns = a->time_ns,
+		.generation = a->generation,
+		.err = a->err,
+		.rule_line = a->rule_line,
+		.pid = a->pid,
+		.uid = a->uid,
+		.count = a->count,
+		.first_ns = a->first_ns,
+		.last_ns = a->last_ns,
 	};
-	static const struct {
-		int col;
-		size_t off;
+	const struct {
+		const char *src;
+		char **dst;
 	} strs[] = {
-		{ 2, offsetof(log_row, project) },	 { 3, offsetof(log_row, mountpoint) },
-		{ 4, offsetof(log_row, mode) },		 { 6, offsetof(log_row, op) },
-		{ 7, offsetof(log_row, path) },		 { 8, offsetof(log_row, path2) },
-		{ 10, offsetof(log_row, reason) },	 { 11, offsetof(log_row, rule_kind) },
-		{ 12, offsetof(log_row, rule_pattern) }, { 13, offsetof(log_row, rule_file) },
-		{ 17, offsetof(log_row, comm) },
+		{ a->project, &r->project },	     { a->mountpoint, &r->mountpoint },
+		{ a->mode, &r->mode },		     { a->op, &r->op },
+		{ a->path, &r->path },		     { a->path2, &r->path2 },
+		{ a->reason, &r->reason },	     { a->rule_kind, &r->rule_kind },
+		{ a->rule_pattern, &r->rule_pattern }, { a->rule_file, &r->rule_file },
+		{ a->comm, &r->comm },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(strs); i++) {
-		if (dup_col(st, strs[i].col, (char **)((char *)r + strs[i].off)) < 0) {
+		if (dup_str(strs[i].src, strs[i].dst) < 0) {
 			log_row_done(r);
 			return -ENOMEM;
 		}
@@ -476,114 +471,71 @@ typedef struct log_filter {
 	const char *project;
 } log_filter;
 
-/* Builds the SELECT for F. AFTER_ID >= 0 asks for rows with a larger id, oldest first (for
+/* The store's filter for F. AFTER_ID >= 0 asks for rows with a larger id, oldest first (for
  * --follow); otherwise rows come newest first. */
-static int build_query(sqlite3 *db, const log_filter *f, int64_t after_id, sqlite3_stmt **ret)
+static pw_audit_filter audit_filter(const log_filter *f, int64_t after_id)
 {
-	char sql[1024];
-	int n = snprintf(sql, sizeof(sql), "SELECT " ROW_COLUMNS " FROM audit WHERE 1");
-
-	if (f->denied)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND errno != 0");
-	if (f->mode)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND mode = ?1");
-	if (f->path_eq)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND (path = ?2 OR path2 = ?2)");
-	if (f->has_pid)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND pid = ?3");
-	if (f->has_since)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND last_ns >= ?4");
-	if (f->project)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND project = ?5");
-	if (after_id >= 0)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND id > ?6 ORDER BY id");
-	else
-		n += snprintf(sql + n, sizeof(sql) - n, " ORDER BY time_ns DESC, id DESC");
-	if (n >= (int)sizeof(sql))
-		return -E2BIG;
-
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return pw_db_errno(rc);
-	if (f->mode)
-		sqlite3_bind_text(st, 1, f->mode, -1, SQLITE_STATIC);
-	if (f->path_eq)
-		sqlite3_bind_text(st, 2, f->path_eq, -1, SQLITE_STATIC);
-	if (f->has_pid)
-		sqlite3_bind_int64(st, 3, f->pid);
-	if (f->has_since)
-		sqlite3_bind_int64(st, 4, f->since_ns);
-	if (f->project)
-		sqlite3_bind_text(st, 5, f->project, -1, SQLITE_STATIC);
-	if (after_id >= 0)
-		sqlite3_bind_int64(st, 6, after_id);
-	*ret = st;
-	return 0;
+	return (pw_audit_filter){
+		.denied = f->denied,
+		.mode = f->mode,
+		.path_glob = f->path_glob,
+		.path_eq = f->path_eq,
+		.has_pid = f->has_pid,
+		.pid = f->pid,
+		.has_since = f->has_since,
+		.since_ns = f->since_ns,
+		.project = f->project,
+		.after_id = after_id,
+	};
 }
 
-static bool row_passes(const log_filter *f, const log_row *r)
-{
-	if (!f->path_glob)
-		return true;
-	return (r->path && pw_glob_match_tree(f->path_glob, r->path, false)) ||
-	       (r->path2 && pw_glob_match_tree(f->path_glob, r->path2, false));
-}
+typedef struct row_collector {
+	log_row *rows;
+	size_t n, cap, limit;
+} row_collector;
 
-static void finalizep(sqlite3_stmt **st)
+static int collect_one(const pw_audit_row *a, void *userdata)
 {
-	sqlite3_finalize(*st);
+	row_collector *c = userdata;
+
+	if (c->limit && c->n >= c->limit)
+		return 1;
+	if (c->n == c->cap) {
+		size_t ncap = c->cap ? c->cap * 2 : 64;
+		log_row *nrows = realloc(c->rows, ncap * sizeof(*c->rows));
+		if (!nrows)
+			return -ENOMEM;
+		c->rows = nrows;
+		c->cap = ncap;
+	}
+	int r = log_row_copy(a, &c->rows[c->n]);
+	if (r < 0)
+		return r;
+	c->n++;
+	return c->limit && c->n >= c->limit ? 1 : 0;
 }
 
 /* The last LIMIT rows passing F (0: all), oldest first, in *ret_rows. */
-static int collect_rows(sqlite3 *db, const log_filter *f, size_t limit, log_row **ret_rows,
-			size_t *ret_n)
+static int collect_rows(pw_store_reader *db, const log_filter *f, size_t limit,
+			log_row **ret_rows, size_t *ret_n)
 {
-	_cleanup_(finalizep) sqlite3_stmt *st = NULL;
-	log_row *rows = NULL;
-	size_t n = 0, cap = 0;
-	int rc, r = build_query(db, f, -1, &st);
+	pw_audit_filter af = audit_filter(f, -1);
+	row_collector c = { .limit = limit };
+	int r = pw_store_audit_query(db, &af, collect_one, &c);
 
-	if (r < 0)
-		return r;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW && (limit == 0 || n < limit)) {
-		log_row row;
-		if (log_row_read(st, &row) < 0) {
-			r = -ENOMEM;
-			break;
-		}
-		if (!row_passes(f, &row)) {
-			log_row_done(&row);
-			continue;
-		}
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 64;
-			log_row *nrows = realloc(rows, ncap * sizeof(*rows));
-			if (!nrows) {
-				log_row_done(&row);
-				r = -ENOMEM;
-				break;
-			}
-			rows = nrows;
-			cap = ncap;
-		}
-		rows[n++] = row;
-	}
-	if (r >= 0 && rc != SQLITE_ROW && rc != SQLITE_DONE)
-		r = pw_db_errno(rc);
 	if (r < 0) {
-		for (size_t i = 0; i < n; i++)
-			log_row_done(&rows[i]);
-		free(rows);
+		for (size_t i = 0; i < c.n; i++)
+			log_row_done(&c.rows[i]);
+		free(c.rows);
 		return r;
 	}
-	for (size_t i = 0; i < n / 2; i++) { /* newest first -> oldest first */
-		log_row t = rows[i];
-		rows[i] = rows[n - 1 - i];
-		rows[n - 1 - i] = t;
+	for (size_t i = 0; i < c.n / 2; i++) { /* newest first -> oldest first */
+		log_row t = c.rows[i];
+		c.rows[i] = c.rows[c.n - 1 - i];
+		c.rows[c.n - 1 - i] = t;
 	}
-	*ret_rows = rows;
-	*ret_n = n;
+	*ret_rows = c.rows;
+	*ret_n = c.n;
 	return 0;
 }
 
@@ -684,7 +636,7 @@ static int parse_since(const char *s, int64_t *ret_ns)
 	int64_t secs;
 
 	if (parse_relative(s, &secs) == 0) {
-		*ret_ns = pw_db_now_ns() - secs * 1000000000;
+		*ret_ns = pw_clock_ns(CLOCK_REALTIME) - secs * 1000000000;
 		return 0;
 	}
 	return parse_iso(s, ret_ns);
@@ -699,45 +651,36 @@ static void on_stop(int sig)
 	stop_following = 1;
 }
 
-static int max_id(sqlite3 *db, int64_t *ret)
-{
-	_cleanup_(finalizep) sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(db, "SELECT coalesce(max(id), 0) FROM audit", -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return pw_db_errno(rc);
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW)
-		return pw_db_errno(rc);
-	*ret = sqlite3_column_int64(st, 0);
-	return 0;
-}
+typedef struct row_printer {
+	const log_printer *pr;
+	bool json;
+	int64_t *last_id;
+} row_printer;
 
-/* Prints the rows added after *LAST_ID that pass F, and moves *LAST_ID. */
-static int print_new_rows(sqlite3 *db, const log_filter *f, const log_printer *pr, bool json,
-			  int64_t *last_id)
+static int print_one(const pw_audit_row *a, void *userdata)
 {
-	_cleanup_(finalizep) sqlite3_stmt *st = NULL;
-	int rc, r = build_query(db, f, *last_id, &st);
+	row_printer *p = userdata;
+	log_row row;
+	int r = log_row_copy(a, &row);
 
 	if (r < 0)
 		return r;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		log_row row;
-		if (log_row_read(st, &row) < 0)
-			return -ENOMEM;
-		*last_id = row.id;
-		if (row_passes(f, &row)) {
-			if (json)
-				r = print_row_json(&row);
-			else
-				r = print_row_text(pr, &row);
-		}
-		log_row_done(&row);
-		if (r < 0)
-			return r;
-	}
+	*p->last_id = row.id;
+	r = p->json ? print_row_json(&row) : print_row_text(p->pr, &row);
+	log_row_done(&row);
+	return r < 0 ? r : 0;
+}
+
+/* Prints the rows added after *LAST_ID that pass F, and moves *LAST_ID. */
+static int print_new_rows(pw_store_reader *db, const log_filter *f, const log_printer *pr,
+			  bool json, int64_t *last_id)
+{
+	pw_audit_filter af = audit_filter(f, *last_id);
+	row_printer p = { .pr = pr, .json = json, .last_id = last_id };
+	int r = pw_store_audit_query(db, &af, print_one, &p);
+
 	fflush(stdout);
-	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+	return r;
 }
 
 /* ---- The live view. ---- */
@@ -887,9 +830,9 @@ static int print_new_switches(const char *path, follow_spec *fs)
 
 /* Prints new rows until interrupted. The database may not exist yet when following starts.
  * SOCKET (or NULL) is the live view whose notifications wake the follower. */
-static int follow(const char *path, sqlite3 *db, follow_spec *fs, const char *socket)
+static int follow(const char *path, pw_store_reader *db, follow_spec *fs, const char *socket)
 {
-	_cleanup_(pw_db_closep) sqlite3 *own = db;
+	_cleanup_(pw_store_reader_closep) pw_store_reader *own = db;
 	struct sigaction sa = { .sa_handler = on_stop };
 	pw_ctl_conn *sub = subscribe_denied(socket);
 	int r = 0;
@@ -897,7 +840,7 @@ static int follow(const char *path, sqlite3 *db, follow_spec *fs, const char *so
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	while (!stop_following) {
-		if (!own && pw_db_open_readonly(path, &own) < 0)
+		if (!own && pw_store_open_readonly(path, &own) < 0)
 			own = NULL;
 		if (own && fs->audit) {
 			r = print_new_rows(own, fs->f, fs->pr, fs->json, &fs->last_id);
@@ -1063,7 +1006,7 @@ static void pw_glob_freep(pw_glob **g)
 int cmd_log(int argc, char **argv)
 {
 	_cleanup_free_ char *dbpath = pw_state_default_path();
-	_cleanup_(pw_db_closep) sqlite3 *db = NULL;
+	_cleanup_(pw_store_reader_closep) pw_store_reader *db = NULL;
 	_cleanup_(pw_glob_freep) pw_glob *glob = NULL;
 	_cleanup_project_ pw_cli_project p = { 0 };
 	_cleanup_(live_view_done) live_view lv = { 0 };
@@ -1118,7 +1061,7 @@ int cmd_log(int argc, char **argv)
 		.switches = o.switches || (!json && !o.f.denied && !o.glob && !o.f.has_pid),
 	};
 
-	r = pw_db_open_readonly(dbpath, &db);
+	r = pw_store_open_readonly(dbpath, &db);
 	if (r == -ENOENT || r == -EPROTO) {
 		/* Nothing logged yet: an empty log, not an error. */
 		if (o.follow) {
@@ -1138,7 +1081,7 @@ int cmd_log(int argc, char **argv)
 
 	pw_switch_row *sw = NULL;
 	size_t n_sw = 0;
-	r = max_id(db, &fs.last_id);
+	r = pw_store_audit_max_id(db, &fs.last_id);
 	if (r >= 0 && fs.audit)
 		r = collect_rows(db, &o.f, o.limit, &rows, &n);
 	if (r >= 0 && fs.switches) {
@@ -1180,27 +1123,12 @@ typedef struct why_mode {
  * -errno (-ENOENT: none recorded). */
 static int last_mode_readonly(const char *dbpath, const char *project, char **ret)
 {
-	_cleanup_(pw_db_closep) sqlite3 *db = NULL;
-	_cleanup_(finalizep) sqlite3_stmt *st = NULL;
-	int r = pw_db_open_readonly(dbpath, &db);
+	_cleanup_(pw_store_reader_closep) pw_store_reader *db = NULL;
+	int r = pw_store_open_readonly(dbpath, &db);
 
 	if (r < 0)
 		return r;
-	int rc = sqlite3_prepare_v2(db, "SELECT last_mode FROM projects WHERE path = ?1", -1, &st,
-				    NULL);
-	if (rc != SQLITE_OK)
-		return pw_db_errno(rc);
-	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE)
-		return -ENOENT;
-	if (rc != SQLITE_ROW)
-		return pw_db_errno(rc);
-	const char *m = (const char *)sqlite3_column_text(st, 0);
-	if (!m)
-		return -ENOENT;
-	*ret = strdup(m);
-	return *ret ? 0 : -ENOMEM;
+	return pw_store_last_mode(db, project, ret);
 }
 
 /* The mode to judge under: --mode, the live view's, the last recorded for PROJECT (a real
@@ -1391,8 +1319,8 @@ int cmd_why(int argc, char **argv)
 	}
 
 	/* Past denials: from the log, when there is one. */
-	_cleanup_(pw_db_closep) sqlite3 *db = NULL;
-	if (dbpath && pw_db_open_readonly(dbpath, &db) == 0) {
+	_cleanup_(pw_store_reader_closep) pw_store_reader *db = NULL;
+	if (dbpath && pw_store_open_readonly(dbpath, &db) == 0) {
 		log_filter f = { .denied = true, .path_eq = rel, .project = project };
 		r = collect_rows(db, &f, o.limit, &rows, &n);
 		if (r < 0) {

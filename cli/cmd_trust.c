@@ -9,11 +9,11 @@
 #include <time.h>
 
 #include "cli.h"
-#include "db.h"
 #include "options.h"
 #include "output.h"
 #include "project.h"
 #include "state.h"
+#include "store/reader.h"
 
 static const char usage[] =
 	"Usage: piworkfs trust [PROJECT] [--revoke] [--json]\n"
@@ -38,11 +38,6 @@ static const char usage[] =
 	"Exit status: 0 ok; 2 usage error; 3 the project does not exist; 5 the state database\n"
 	"cannot be written.\n";
 
-static void finalizep(sqlite3_stmt **st)
-{
-	sqlite3_finalize(*st);
-}
-
 static void format_since(int64_t ns, char *buf, size_t size)
 {
 	time_t secs = (time_t)(ns / 1000000000);
@@ -52,51 +47,54 @@ static void format_since(int64_t ns, char *buf, size_t size)
 	strftime(buf, size, "%Y-%m-%d %H:%M", &tm);
 }
 
+typedef struct trust_lister {
+	bool json;
+	json_t *arr;
+	unsigned n;
+} trust_lister;
+
+static int trust_list_one(const char *path, int64_t since, void *userdata)
+{
+	trust_lister *l = userdata;
+	char when[32];
+
+	format_since(since, when, sizeof(when));
+	l->n++;
+	if (!l->json) {
+		printf("%s  (since %s)\n", path, when);
+		return 0;
+	}
+	json_t *o = json_object();
+	if (!o || json_object_set_new(o, "project", json_string(path)) < 0 ||
+	    json_object_set_new(o, "since_ns", json_integer(since)) < 0 ||
+	    json_array_append_new(l->arr, o) < 0) {
+		json_decref(o);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 /* Lists trusted projects from a read-only connection (a missing database: none). */
 static int trust_list(const char *cmd, const char *dbpath, bool json)
 {
-	_cleanup_(pw_db_closep) sqlite3 *db = NULL;
-	_cleanup_(finalizep) sqlite3_stmt *st = NULL;
+	_cleanup_(pw_store_reader_closep) pw_store_reader *db = NULL;
 	_cleanup_json_ json_t *arr = json ? json_array() : NULL;
-	unsigned n = 0;
-	int rc, r;
+	trust_lister l = { .json = json, .arr = arr };
+	int r;
 
 	if (json && !arr)
 		return PW_EXIT_SYSTEM;
-	r = pw_db_open_readonly(dbpath, &db);
+	r = pw_store_open_readonly(dbpath, &db);
 	if (r < 0 && r != -ENOENT && r != -EPROTO) {
 		pw_err(cmd, "cannot read %s: %s", dbpath, strerror(-r));
 		return PW_EXIT_SYSTEM;
 	}
 	if (db) {
-		rc = sqlite3_prepare_v2(db,
-					"SELECT path, trusted_ns FROM projects WHERE trusted != 0 "
-					"ORDER BY path",
-					-1, &st, NULL);
-		if (rc != SQLITE_OK) {
-			pw_err(cmd, "cannot read %s: %s", dbpath, sqlite3_errmsg(db));
+		r = pw_store_list_trusted(db, trust_list_one, &l);
+		if (r == -ENOMEM)
 			return PW_EXIT_SYSTEM;
-		}
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			const char *path = (const char *)sqlite3_column_text(st, 0);
-			int64_t since = sqlite3_column_int64(st, 1);
-			char when[32];
-			format_since(since, when, sizeof(when));
-			n++;
-			if (!json) {
-				printf("%s  (since %s)\n", path, when);
-				continue;
-			}
-			json_t *o = json_object();
-			if (!o || json_object_set_new(o, "project", json_string(path)) < 0 ||
-			    json_object_set_new(o, "since_ns", json_integer(since)) < 0 ||
-			    json_array_append_new(arr, o) < 0) {
-				json_decref(o);
-				return PW_EXIT_SYSTEM;
-			}
-		}
-		if (rc != SQLITE_DONE) {
-			pw_err(cmd, "cannot read %s: %s", dbpath, sqlite3_errmsg(db));
+		if (r < 0) {
+			pw_err(cmd, "cannot read %s: %s", dbpath, pw_store_reader_error(db));
 			return PW_EXIT_SYSTEM;
 		}
 	}
@@ -108,7 +106,7 @@ static int trust_list(const char *cmd, const char *dbpath, bool json)
 		}
 		return pw_print_json(o) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
 	}
-	if (n == 0)
+	if (l.n == 0)
 		printf("no trusted projects\n");
 	return PW_EXIT_OK;
 }

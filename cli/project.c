@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 #include "ctl_client.h"
-#include "db.h"
 #include "project.h"
 
 #include <fcntl.h>
@@ -12,6 +11,7 @@
 #include "modefile.h"
 #include "path.h"
 #include "state.h"
+#include "store/reader.h"
 
 static bool is_dir_at(const char *dir, const char *name)
 {
@@ -332,22 +332,13 @@ const char *pw_cli_display_file(const pw_cli_project *p, const char *file, char 
 bool pw_cli_project_trusted(const char *root)
 {
 	_cleanup_free_ char *db = pw_state_default_path();
-	sqlite3 *conn = NULL;
-	sqlite3_stmt *st = NULL;
-	bool trusted = false;
+	_cleanup_(pw_store_reader_closep) pw_store_reader *conn = NULL;
 
 	/* Read-only: an offline query never creates, migrates or repairs the database (a
 	 * corrupt file is the daemon's to move aside, with a warning). Any failure: untrusted. */
-	if (!db || access(db, R_OK) < 0 || pw_db_open_readonly(db, &conn) < 0)
+	if (!db || access(db, R_OK) < 0 || pw_store_open_readonly(db, &conn) < 0)
 		return false;
-	if (sqlite3_prepare_v2(conn, "SELECT trusted FROM projects WHERE path = ?1", -1, &st,
-			       NULL) == SQLITE_OK &&
-	    sqlite3_bind_text(st, 1, root, -1, SQLITE_STATIC) == SQLITE_OK &&
-	    sqlite3_step(st) == SQLITE_ROW)
-		trusted = sqlite3_column_int(st, 0) != 0;
-	sqlite3_finalize(st);
-	sqlite3_close(conn);
-	return trusted;
+	return pw_store_is_trusted(conn, root) > 0;
 }
 
 int pw_cli_load_modes(const pw_cli_project *p, pw_modeset **ret, bool *ret_bundled_ok)

@@ -179,6 +179,32 @@ int pw_state_set_trusted(pw_state *s, const char *project, bool trusted)
 	return step_done(st);
 }
 
+#define PRUNE_CHUNK 10000
+
+int64_t pw_state_prune_switches(sqlite3 *db, int64_t before_ns)
+{
+	int64_t total = 0;
+
+	for (;;) {
+		_cleanup_stmt_ sqlite3_stmt *st = NULL;
+		int rc = sqlite3_prepare_v2(db,
+					    "DELETE FROM switches WHERE id IN (SELECT id FROM switches "
+					    "WHERE time_ns < ?1 LIMIT ?2)",
+					    -1, &st, NULL);
+		if (rc != SQLITE_OK)
+			return pw_db_errno(rc);
+		sqlite3_bind_int64(st, 1, before_ns);
+		sqlite3_bind_int(st, 2, PRUNE_CHUNK);
+		rc = sqlite3_step(st);
+		if (rc != SQLITE_DONE)
+			return pw_db_errno(rc);
+		int64_t d = sqlite3_changes(db);
+		total += d;
+		if (d < PRUNE_CHUNK)
+			return total;
+	}
+}
+
 void pw_switch_rows_free(pw_switch_row *rows, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {

@@ -62,6 +62,14 @@ int pw_state_read_switches(const char *path, const char *project, int64_t since_
 			   int64_t after_id, size_t limit, pw_switch_row **ret, size_t *ret_n);
 void pw_switch_rows_free(pw_switch_row *rows, size_t n);
 
+/*
+ * Deletes the switches recorded before BEFORE_NS over DB, a read-write connection to the
+ * database (the audit writer's, which runs retention for the whole history), in chunks that
+ * are each their own implicit transaction. Returns the number deleted or -errno.
+ */
+struct sqlite3;
+int64_t pw_state_prune_switches(struct sqlite3 *db, int64_t before_ns);
+
 /* Trust: 1 trusted, 0 not, -errno on failure. */
 int pw_state_is_trusted(pw_state *s, const char *project);
 int pw_state_set_trusted(pw_state *s, const char *project, bool trusted);
