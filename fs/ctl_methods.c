@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "audit.h"
-#include "bash.h"
+#include "bash_worker.h"
 #include "changes.h"
 #include "ctl_agent.h"
 #include "ctl_server.h"
@@ -464,15 +464,16 @@ static const pw_rpc_param bash_params[] = {
 	{ "mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX },
 };
 
+/* The analysis runs in a worker process without privileges (bash_worker.h): the daemon
+ * only maps the cwd, picks the policy and relays the verdict. */
 static int m_bash_check(call *x, json_t **ret)
 {
 	json_t *cmd = json_object_get(x->params, "command");
 	const char *cwd_in = str_param(x, "cwd"), *err = NULL;
 	char cwd[PW_PATH_MAX] = "";
 	_cleanup_close_ int root = -1;
-	pw_bash_result *res = NULL;
 	pw_policy *p;
-	json_t *o;
+	json_t *o = NULL;
 	int r;
 
 	if (cwd_in) {
@@ -484,20 +485,34 @@ static int m_bash_check(call *x, json_t **ret)
 	if (requested_policy(x, &p) < 0)
 		return -1;
 	root = open(pw_view_project(x->v), O_PATH | O_DIRECTORY | O_CLOEXEC);
-	pw_bash_opts bo = { .root_fd = root, .root_path = pw_view_mountpoint(x->v), .cwd = cwd };
-	r = pw_bash_analyze(json_string_value(cmd), json_string_length(cmd), &bo, &res);
+	if (root < 0) {
+		r = -errno;
+		pw_policy_unref(p);
+		return fail(x, PW_RPC_UNAVAILABLE, "bash analysis failed: cannot open the project: %s",
+			    strerror(-r));
+	}
+	pw_bash_job job = {
+		.command = json_string_value(cmd),
+		.len = json_string_length(cmd),
+		.cwd = cwd,
+		.root_fd = root,
+		.root_path = pw_view_mountpoint(x->v),
+		.policy = p,
+	};
+	r = pw_bash_worker_run(&job, &o);
 	if (r < 0) {
 		pw_policy_unref(p);
 		if (r == -ENOMEM)
 			return fail_nomem(x);
-		return fail(x, r == -ENOTSUP ? PW_RPC_UNAVAILABLE : PW_RPC_INVALID_PARAMS,
-			    "bash analysis failed: %s", strerror(-r));
+		if (r == -E2BIG || r == -EINVAL)
+			return fail(x, PW_RPC_INVALID_PARAMS, "bash analysis failed: %s",
+				    strerror(-r));
+		return fail(x, PW_RPC_UNAVAILABLE, "bash analysis failed: %s",
+			    r == -ENOTSUP ? strerror(-r) :
+			    r == -ETIMEDOUT ? "the analysis took too long" :
+					      "the analysis worker failed");
 	}
-	pw_bash_decide(res, p);
-	o = pw_bash_result_json(res);
-	if (o)
-		json_object_set_new(o, "mode", json_string(pw_policy_mode_name(p)));
-	pw_bash_result_free(res);
+	json_object_set_new(o, "mode", json_string(pw_policy_mode_name(p)));
 	pw_policy_unref(p);
 	return done(x, o, ret);
 }

@@ -231,6 +231,8 @@ static char *read_line(int fd)
 	for (;;) {
 		char c;
 		ssize_t n = read(fd, &c, 1);
+		if (n < 0 && errno == EINTR)
+			continue; /* SIGCHLD: bash.check's worker is a child of this process */
 		if (n <= 0) {
 			free(buf);
 			return NULL;
