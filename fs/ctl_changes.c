@@ -67,6 +67,7 @@ typedef struct ctx {
 	size_t n_sets;
 	char **paths;
 	size_t n_paths;
+	pw_policy *hide; /* an agent's request: the active policy, whose hidden paths it never sees */
 } ctx;
 
 static _printf_(3, 4) int failf(ctx *x, int code, const char *fmt, ...)
@@ -110,6 +111,15 @@ static void ctx_done(ctx *x)
 	free(x->paths);
 	if (x->root >= 0)
 		close(x->root);
+	pw_policy_unref(x->hide);
+}
+
+/* Is PATH hidden from the agent asking (as a file or as a directory: either way, since the
+ * object may be gone)? Never for the operator. */
+static bool agent_hidden(const ctx *x, const char *path)
+{
+	return x->hide && path &&
+	       (pw_policy_is_hidden(x->hide, path, false) || pw_policy_is_hidden(x->hide, path, true));
 }
 
 /* The keep handle, or a failure: this view keeps no originals. */
@@ -311,7 +321,8 @@ static int load(ctx *x, json_t *params, enum scope_default dflt)
 	for (size_t i = 0; i < x->n_rows; i++) {
 		crow *r = &x->rows[i];
 		r->selected = r->cs >= min_cs && r->time_ns >= since_ns &&
-			      (!mode || streq_ptr(r->mode_name, mode)) && path_selected(x, r);
+			      (!mode || streq_ptr(r->mode_name, mode)) && path_selected(x, r) &&
+			      !agent_hidden(x, r->path) && !agent_hidden(x, r->path2);
 	}
 	return 0;
 }
@@ -490,6 +501,8 @@ int pw_changes_list(pw_view *v, const pw_peer *peer, json_t *params, json_t **re
 	_cleanup_(ctx_done) ctx x = { .root = -1 };
 	if (setup(&x, v, fail) < 0)
 		return -1;
+	if (peer->restricted)
+		x.hide = pw_view_policy(v, NULL);
 	pw_orig_store *s = pw_keep_store(x.k);
 	pw_orig_lock(s);
 	int r = load(&x, params, SCOPE_ALL);
@@ -518,7 +531,7 @@ int pw_changes_list(pw_view *v, const pw_peer *peer, json_t *params, json_t **re
 			if (rw->move && rw->o.present) {
 				/* what the destination held, replaced */
 				current_path(&x, i, rw->path2, cur);
-				const char *k2 = classify(&x, rw, cur);
+				const char *k2 = agent_hidden(&x, cur) ? NULL : classify(&x, rw, cur);
 				if (k2) {
 					json_t *e = row_json(rw, k2, cur);
 					if (e) {
@@ -533,7 +546,7 @@ int pw_changes_list(pw_view *v, const pw_peer *peer, json_t *params, json_t **re
 				continue;
 			if (!rw->move) {
 				current_path(&x, i, rw->path, cur);
-				if (saved_over(&x, i, cur))
+				if (saved_over(&x, i, cur) || agent_hidden(&x, cur))
 					continue;
 				kind = classify(&x, rw, cur);
 				if (!kind)
@@ -645,6 +658,8 @@ int pw_changes_diff(pw_view *v, const pw_peer *peer, json_t *params, json_t **re
 	_cleanup_(ctx_done) ctx x = { .root = -1 };
 	if (setup(&x, v, fail) < 0)
 		return -1;
+	if (peer->restricted)
+		x.hide = pw_view_policy(v, NULL);
 	pw_orig_store *s = pw_keep_store(x.k);
 	bool stat_only = json_is_true(json_object_get(params, "stat"));
 	pw_orig_lock(s);
@@ -673,7 +688,7 @@ int pw_changes_diff(pw_view *v, const pw_peer *peer, json_t *params, json_t **re
 			continue;
 		char cur[PW_PATH_MAX];
 		current_path(&x, i, opath, cur);
-		if (saved_over(&x, i, cur))
+		if (saved_over(&x, i, cur) || agent_hidden(&x, cur))
 			continue;
 		const char *kind = classify(&x, rw, cur);
 		if (!kind)

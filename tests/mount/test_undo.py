@@ -248,6 +248,40 @@ class Undo(MountCase):
             self.assertIn("-32002", str(e.exception))
         self.assertEqual(open(os.path.join(self.project, "README.md")).read(), "changed\n")
 
+    def test_agent_socket_never_sees_what_the_mode_hides(self):
+        # A trusted (global) mode that writes everywhere but hides .env: the original of a
+        # .env changed earlier stays out of the agent's list and diff, not the person's.
+        modes = os.path.join(self.config_home, "piworkfs", "modes")
+        os.makedirs(modes)
+        with open(os.path.join(modes, "secret.md"), "w") as f:
+            f.write("---\nname: secret\ndescription: hides .env\nwrites:\n  allow:\n"
+                    "    - \"**\"\nhide:\n  - \".env\"\n---\nSecrets are hidden.\n")
+        with open(os.path.join(self.project, ".env"), "w") as f:
+            f.write("KEY=hunter2\n")
+        v = self.mount("build")
+        with open(v.path(".env"), "w") as f:
+            f.write("KEY=changed\n")
+        with open(v.path("README.md"), "w") as f:
+            f.write("changed\n")
+        self.pw("mode", "secret")
+        c = RpcClient(self.socket_path(v))
+        self.addCleanup(c.close)
+        agent = c.call("agent.open")["socket"]
+        a = RpcClient(agent)
+        self.addCleanup(a.close)
+        every = {"since_ns": 1}
+
+        def paths(res):
+            return {ch["path"] for s in res["changesets"] for ch in s["changes"]}
+        self.assertEqual(paths(c.call("changes.list")), {".env", "README.md"})
+        self.assertIn("hunter2", json.dumps(c.call("changes.diff", every)))
+        self.assertEqual(paths(a.call("changes.list")), {"README.md"})
+        d = a.call("changes.diff", every)
+        self.assertEqual([f["path"] for f in d["files"]], ["README.md"])
+        self.assertNotIn("hunter2", json.dumps(d))
+        d = a.call("changes.diff", dict(every, paths=[".env"]))
+        self.assertEqual(d["files"], [])
+
     # -- keeping is configurable -----------------------------------------------------------
 
     def test_off_mode_and_no_originals_keep_nothing(self):
