@@ -307,22 +307,35 @@ class Terminal_(PtyTest):
         self.assert_restored(t)
 
     def test_job_control_in_an_interactive_shell(self):
+        # The job says when it holds the terminal, so that each key is sent to it and not
+        # to the shell, which hands the terminal over after it printed the command.
+        job = self.script("job.py", """
+            import os, signal, time
+            conts = [0]  # SIGCONTs seen: each fg continues the job
+            signal.signal(signal.SIGCONT, lambda *a: conts.__setitem__(0, conts[0] + 1))
+            told = None  # the SIGCONT count when FOREGROUND was last said
+            while True:
+                if os.tcgetpgrp(0) == os.getpgrp() and told != conts[0]:
+                    told = conts[0]  # before printing: a stop inside print says it again
+                    print("FOREGROUND", flush=True)
+                time.sleep(0.05)
+        """)
         env = dict(self.env, PS1="PROMPT$ ")
         t = self.start(["bash", "--norc", "--noprofile", "-i"], env=env)
         t.expect(b"PROMPT\\$ ")
         at = t.mark()
-        t.send("sleep 100 &\r")
+        t.send("%s %s &\r" % (sys.executable, job))
         t.expect(rb"\[1\] \d+", at)
         at = t.mark()
         t.send("fg\r")
-        t.expect(b"sleep 100", at)
+        t.expect(b"FOREGROUND", at)
         at = t.mark()
         t.send(b"\x1a")  # Ctrl-Z stops the foreground job, the shell prompts again
-        t.expect(rb"Stopped\s+sleep 100", at)
+        t.expect(rb"Stopped", at)
         t.expect(b"PROMPT\\$ ", at)
         at = t.mark()
         t.send("fg\r")
-        t.expect(b"sleep 100", at)
+        t.expect(b"FOREGROUND", at)
         at = t.mark()
         t.send(b"\x03")  # Ctrl-C ends it
         t.expect(b"PROMPT\\$ ", at)
