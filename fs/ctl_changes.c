@@ -786,6 +786,22 @@ static int remove_tree(int dirfd, const char *name)
 	return r;
 }
 
+/* Does blob HASH still hold the content it is named after? A file kept by a link
+ * (originals.c) can have been written since by a process that held it open: -EBADMSG, and
+ * nothing is restored from it. */
+static int verify_blob(pw_orig_store *s, const char *hash)
+{
+	_cleanup_free_ char *path = pw_orig_blob_path(s, hash);
+	_cleanup_close_ int b = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (b < 0)
+		return path ? negative_errno() : -ENOMEM;
+	char hex[PW_SHA256_HEX];
+	int r = hash_file(b, hex);
+	if (r < 0)
+		return r;
+	return streq(hex, hash) ? 0 : -EBADMSG;
+}
+
 /* Copies blob HASH into FD (from offset 0; FD is empty). */
 static int fill_from_blob(pw_orig_store *s, const char *hash, int fd)
 {
@@ -853,8 +869,11 @@ typedef struct undo_run {
 
 static void note_fail(undo_run *u, const char *path, const char *what, int r)
 {
-	json_array_append_new(u->failed, json_pack("{s:s,s:s,s:s}", "path", path, "action", what,
-						   "error", strerror(-r)));
+	json_array_append_new(u->failed,
+			      json_pack("{s:s,s:s,s:s}", "path", path, "action", what, "error",
+					r == -EBADMSG ? "the kept original was changed after it was "
+							"kept (a process still wrote to it)"
+						      : strerror(-r)));
 }
 
 /* Removes whatever is at PATH. */
@@ -919,6 +938,9 @@ static int undo_restore(undo_run *u, const char *path, const crow *rw)
 	if (S_ISREG(o->mode)) {
 		if (!o->blob[0])
 			return -ENODATA; /* too big or unreadable: never kept */
+		r = verify_blob(s, o->blob);
+		if (r < 0)
+			return r;
 		_cleanup_close_ int fd = openat(pfd, name,
 						O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC |
 							(exists ? 0 : O_CREAT | O_EXCL),

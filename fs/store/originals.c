@@ -7,6 +7,15 @@
  * blob; a crash in the middle leaves an anonymous file that the filesystem frees by
  * itself. Where O_TMPFILE is not supported the blob is written under a temporary name in
  * DIR/tmp and renamed; leftovers there are removed when the store is opened.
+ *
+ * Why a link, for a file about to lose its name: when the store is on the project's
+ * filesystem, a regular file that an unlink or a rename over it is about to remove, and
+ * that has no other name, is kept by linking it under its hash instead of copying it:
+ * after the change the store holds the only name of the inode, so the original costs no
+ * copy and no space. Never for a change in place (a write, a truncation): the inode goes
+ * on changing under the project's name. A process that still holds the removed file open
+ * for writing (outside the view; the view's own writers are ruled out by fs/keep.c) could
+ * change the kept inode afterwards, so a restore checks the content against its hash.
  */
 #include "originals.h"
 
@@ -34,6 +43,7 @@ struct pw_orig_store {
 	sqlite3 *db;
 	char *dir;
 	int blobs_fd, tmp_fd;
+	dev_t dev; /* of blobs/: a file on the same filesystem may be kept by a link */
 	uint64_t max_file, max_total;
 	int64_t keep_ns;
 	pthread_mutex_t lock;
@@ -119,11 +129,13 @@ int pw_orig_store_open(const pw_orig_opts *o, pw_orig_store **ret)
 	s->keep_ns = o->keep_ns ? o->keep_ns : (int64_t)PW_ORIG_KEEP_DAYS_DEFAULT * 86400 * 1000000000;
 	s->blobs_fd = open(blobs, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	s->tmp_fd = open(tmp, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (s->blobs_fd < 0 || s->tmp_fd < 0) {
+	struct stat bst;
+	if (s->blobs_fd < 0 || s->tmp_fd < 0 || fstat(s->blobs_fd, &bst) < 0) {
 		r = negative_errno();
 		pw_orig_store_close(s);
 		return r;
 	}
+	s->dev = bst.st_dev;
 	r = pw_db_open(o->db_path, 0, 0, &s->db, NULL);
 	if (r < 0) {
 		pw_orig_store_close(s);
@@ -366,6 +378,24 @@ static int copy_hash(int src, int dst, pw_sha256 *c, char *buf)
 	}
 }
 
+/* Makes the blob HEX's name durable and records it. */
+static int register_blob(pw_orig_store *s, const char hex[PW_SHA256_HEX], uint64_t size)
+{
+	/* The name itself, for a machine crash: fsync the directory. */
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", s->blobs_fd);
+	_cleanup_close_ int dfd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0)
+		(void)fsync(dfd);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO orig_blobs(hash, size) VALUES (?1, ?2)",
+			       -1, &st, NULL) != SQLITE_OK)
+		return -EIO;
+	sqlite3_bind_text(st, 1, hex, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)size);
+	return sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+}
+
 /* Keeps the content of SRC (open for reading) as a blob; its hash in HEX. */
 static int keep_content(pw_orig_store *s, int src, uint64_t size, char hex[PW_SHA256_HEX])
 {
@@ -413,32 +443,44 @@ static int keep_content(pw_orig_store *s, int src, uint64_t size, char hex[PW_SH
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", s->tmp_fd);
 		(void)unlinkat(AT_FDCWD, proc, 0); /* best effort */
 	}
-	if (r == 0) {
-		/* The name itself, for a machine crash: fsync the directory. */
-		char proc[64];
-		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", s->blobs_fd);
-		_cleanup_close_ int dfd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd >= 0)
-			(void)fsync(dfd);
-		sqlite3_stmt *st = NULL;
-		if (sqlite3_prepare_v2(s->db,
-				       "INSERT OR IGNORE INTO orig_blobs(hash, size) VALUES (?1, ?2)",
-				       -1, &st, NULL) == SQLITE_OK) {
-			sqlite3_bind_text(st, 1, hex, -1, SQLITE_STATIC);
-			sqlite3_bind_int64(st, 2, (sqlite3_int64)size);
-			if (sqlite3_step(st) != SQLITE_DONE)
-				r = -EIO;
-		} else {
-			r = -EIO;
-		}
-		sqlite3_finalize(st);
-	}
+	if (r == 0)
+		r = register_blob(s, hex, size);
 	return r;
 }
 
-int pw_orig_capture(pw_orig_store *s, int dirfd, const char *name, bool content,
+/*
+ * Keeps the content of the file open at FD (O_PATH) and RFD (for reading), about to lose
+ * its only name, by linking it under its hash. Returns 0, or -EXDEV when it cannot be
+ * linked (another mount, a link refused by protected_hardlinks): copy it then.
+ */
+static int link_content(pw_orig_store *s, int fd, int rfd, uint64_t size,
+			char hex[PW_SHA256_HEX])
+{
+	_cleanup_free_ char *buf = malloc(COPY_CHUNK);
+	if (!buf)
+		return -ENOMEM;
+	pw_sha256 c;
+	pw_sha256_init(&c);
+	int r = hash_fd(rfd, &c, buf);
+	if (r < 0)
+		return r;
+	uint8_t d[PW_SHA256_LEN];
+	pw_sha256_final(&c, d);
+	pw_sha256_hex(d, hex);
+	/* The content on disk before its name is (for a machine crash). */
+	if (fsync(rfd) < 0)
+		return negative_errno();
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, proc, s->blobs_fd, hex, AT_SYMLINK_FOLLOW) < 0 && errno != EEXIST)
+		return -EXDEV; /* an existing blob has this content already */
+	return register_blob(s, hex, size);
+}
+
+int pw_orig_capture(pw_orig_store *s, int dirfd, const char *name, unsigned flags,
 		    pw_orig_object *ret)
 {
+	bool content = flags & PW_ORIG_CONTENT;
 	pw_orig_object o = { 0 };
 	_cleanup_close_ int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (name[0] == '\0') {
@@ -497,7 +539,12 @@ int pw_orig_capture(pw_orig_store *s, int dirfd, const char *name, bool content,
 			} else if (rfd < 0) {
 				r = negative_errno();
 			} else {
-				r = keep_content(s, rfd, o.size, o.blob);
+				r = -EXDEV;
+				if ((flags & PW_ORIG_REMOVING) && st.st_nlink == 1 &&
+				    st.st_dev == s->dev)
+					r = link_content(s, fd, rfd, o.size, o.blob);
+				if (r == -EXDEV)
+					r = keep_content(s, rfd, o.size, o.blob);
 				/* The original's own times: reading it may have moved its atime. */
 				struct timespec tv[2] = { st.st_atim, { .tv_nsec = UTIME_OMIT } };
 				(void)futimens(rfd, tv);
@@ -576,14 +623,48 @@ int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 	return 0;
 }
 
+/* Removes blob HASH (file and record) when no row references it. */
+static void drop_unreferenced(pw_orig_store *s, const char *hash)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (strlen(hash) != PW_SHA256_HEX - 1 || strchr(hash, '/') ||
+	    sqlite3_prepare_v2(s->db, "SELECT 1 FROM orig_rows WHERE blob = ?1 LIMIT 1", -1, &st,
+			       NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return; /* referenced (or unknown): keep it */
+	sqlite3_finalize(st);
+	st = NULL;
+	if (sqlite3_prepare_v2(s->db, "DELETE FROM orig_blobs WHERE hash = ?1", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return;
+	sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_DONE)
+		(void)unlinkat(s->blobs_fd, hash, 0);
+}
+
 void pw_orig_delete(pw_orig_store *s, int64_t id)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	char hash[PW_SHA256_HEX] = "";
+	if (sqlite3_prepare_v2(s->db, "SELECT blob FROM orig_rows WHERE id = ?1", -1, &st, NULL) ==
+	    SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, id);
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+			snprintf(hash, sizeof(hash), "%s", (const char *)sqlite3_column_text(st, 0));
+		sqlite3_finalize(st);
+	}
+	st = NULL;
 	if (sqlite3_prepare_v2(s->db, "DELETE FROM orig_rows WHERE id = ?1", -1, &st, NULL) !=
 	    SQLITE_OK)
 		return;
 	sqlite3_bind_int64(st, 1, id);
 	(void)sqlite3_step(st);
+	/* A change that failed leaves no blob of its own behind: one kept by a link would
+	 * still be a second name of the file the change did not remove after all. */
+	if (hash[0])
+		drop_unreferenced(s, hash);
 }
 
 int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *mountpoint,

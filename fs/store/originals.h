@@ -63,13 +63,18 @@ typedef struct pw_orig_object {
 	const char *not_kept;     /* why a regular file's content is missing: "too-big", "unreadable" */
 } pw_orig_object;
 
+#define PW_ORIG_CONTENT 1u  /* keep a regular file's content too */
+#define PW_ORIG_REMOVING 2u /* the name is about to lose the object (unlink, rename over it)
+			     * and no writer of the view holds it: a file with no other name on
+			     * the store's filesystem may be kept by a link instead of a copy */
+
 /*
  * Captures NAME in DIRFD (NAME "": DIRFD itself, an O_PATH descriptor), never following a
- * symlink. With CONTENT, a regular file's content is kept in the store (over the size cap:
- * recorded as not kept). A missing object is captured as !present. Returns 0 or -errno
- * (the store could not keep it: the change must not proceed).
+ * symlink. With PW_ORIG_CONTENT in FLAGS, a regular file's content is kept in the store
+ * (over the size cap: recorded as not kept). A missing object is captured as !present.
+ * Returns 0 or -errno (the store could not keep it: the change must not proceed).
  */
-int pw_orig_capture(pw_orig_store *s, int dirfd, const char *name, bool content,
+int pw_orig_capture(pw_orig_store *s, int dirfd, const char *name, unsigned flags,
 		    pw_orig_object *ret);
 void pw_orig_object_done(pw_orig_object *o);
 
@@ -92,7 +97,7 @@ typedef struct pw_orig_row {
 
 /* Inserts ROW (committed when it returns). Returns 0 with its id in *ret_id, or -errno. */
 int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id);
-/* Deletes a row whose change failed. */
+/* Deletes a row whose change failed, and its blob when no other row references it. */
 void pw_orig_delete(pw_orig_store *s, int64_t id);
 
 /* Starts a change set. REASON: mount, switch, checkpoint, undo. Returns 0 with *ret_id. */

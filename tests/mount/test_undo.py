@@ -140,6 +140,95 @@ class Undo(MountCase):
         b = os.stat(os.path.join(self.project, "util-link.c"))
         self.assertEqual((a.st_dev, a.st_ino), (b.st_dev, b.st_ino), "still one file")
 
+    # -- a removed file is kept by a link, never one changed in place ---------------------
+
+    def blob_inodes(self):
+        """{inode: hash} of the blobs in the store (beside the state database)."""
+        d = os.path.join(os.path.dirname(self.state_db), "originals", "blobs")
+        return {os.stat(os.path.join(d, h)).st_ino: h for h in os.listdir(d)}
+
+    def test_removed_file_is_kept_by_a_link_and_restored_exactly(self):
+        # The store is on the project's filesystem here: a file an unlink or a rename over
+        # it removes, with no other name, becomes the blob itself (no copy); undo gives it
+        # back byte for byte, metadata included.
+        os.setxattr(os.path.join(self.project, "README.md"), "user.tag", b"kept")
+        os.chmod(os.path.join(self.project, "notes", "todo.txt"), 0o640)
+        os.utime(os.path.join(self.project, "notes", "todo.txt"), ns=(1000, 2000))
+        ino = {p: os.stat(os.path.join(self.project, p)).st_ino
+               for p in ("README.md", "notes/todo.txt", "src/main.c")}
+
+        def change(root):
+            os.unlink(os.path.join(root, "README.md"))
+            os.rename(os.path.join(root, "src", "util.c"), os.path.join(root, "notes", "todo.txt"))
+            with open(os.path.join(root, "src", "main.c"), "a") as f:
+                f.write("/* in place */\n")
+            blobs = self.blob_inodes()
+            self.assertIn(ino["README.md"], blobs)
+            self.assertIn(ino["notes/todo.txt"], blobs)
+            # Written in place: the project's inode goes on changing, so a copy.
+            self.assertNotIn(ino["src/main.c"], blobs)
+            d = os.path.join(os.path.dirname(self.state_db), "originals", "blobs")
+            self.assertEqual(os.stat(os.path.join(d, blobs[ino["README.md"]])).st_nlink, 1)
+        self.roundtrip(change)
+        self.assertEqual(os.getxattr(os.path.join(self.project, "README.md"), "user.tag"), b"kept")
+
+    def test_a_file_with_another_name_or_a_writer_is_copied(self):
+        os.link(os.path.join(self.project, "src", "util.c"),
+                os.path.join(self.project, "util-link.c"))
+        ino = {p: os.stat(os.path.join(self.project, p)).st_ino
+               for p in ("src/util.c", "notes/todo.txt")}
+
+        def change(root):
+            os.stat(os.path.join(root, "util-link.c"))
+            os.unlink(os.path.join(root, "src", "util.c"))  # its other name lives on
+            # Open for writing through the view when removed: written on after.
+            with open(os.path.join(root, "notes", "todo.txt"), "r+") as f:
+                os.unlink(os.path.join(root, "notes", "todo.txt"))
+                f.write("written after the unlink\n")
+            blobs = self.blob_inodes()
+            self.assertNotIn(ino["src/util.c"], blobs)
+            self.assertNotIn(ino["notes/todo.txt"], blobs)
+        v = self.mount("build")
+        self.checkpoint()
+        change(v.path())
+        self.undo_all()
+        for p in ("src/util.c", "notes/todo.txt"):
+            with open(os.path.join(self.project, p)) as f:
+                self.assertEqual(f.read(), TREE[p])
+
+    def test_a_removal_that_fails_leaves_no_second_name(self):
+        # rename(2) with RENAME_NOREPLACE over an existing file fails after the original
+        # of the destination was kept: the link goes with the row, so the file keeps one
+        # name (a second one would make the view refuse writes to it as a hard link).
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        v = self.mount("build")
+        dst = v.path("notes/todo.txt")
+        rc = libc.renameat2(-100, v.path("src/util.c").encode(), -100, dst.encode(), 1)
+        self.assertEqual((rc, ctypes.get_errno()), (-1, 17))
+        st = os.stat(os.path.join(self.project, "notes", "todo.txt"))
+        self.assertEqual(st.st_nlink, 1)
+        self.assertNotIn(st.st_ino, self.blob_inodes())
+        with open(dst, "a") as f:
+            f.write("still writable\n")
+
+    def test_a_kept_file_written_afterwards_is_not_restored(self):
+        # A process outside the view holds the file open for writing when the view removes
+        # it, and writes on: the kept inode changed, so undo says so instead of restoring
+        # the wrong content.
+        v = self.mount("build")
+        self.checkpoint()
+        outside = open(os.path.join(self.project, "notes", "todo.txt"), "r+")
+        self.addCleanup(outside.close)
+        os.unlink(v.path("notes/todo.txt"))
+        outside.write("changed after the unlink\n")
+        outside.flush()
+        p = self.pw("undo", "--all", "--json", check=False)
+        res = json.loads(p.stdout)
+        self.assertEqual([f["path"] for f in res["failed"]], ["notes/todo.txt"], p.stdout)
+        self.assertIn("changed after it was kept", res["failed"][0]["error"])
+        self.assertFalse(os.path.exists(os.path.join(self.project, "notes", "todo.txt")))
+
     def test_git_checkout_over_modified_and_untracked(self):
         git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
         self.run_tool(git + ["init", "-q"], cwd=self.project)
