@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "ctl_server.h"
+#include "path.h"
 #include "project.h"
 #include "proto.h"
 #include "util.h"
@@ -103,14 +104,6 @@ nomem:
 	return -ENOMEM;
 }
 
-static bool path_under(const char *path, const char *root)
-{
-	size_t n = strlen(root);
-	if (streq(root, "/"))
-		return true;
-	return strncmp(path, root, n) == 0 && (path[n] == '/' || path[n] == 0);
-}
-
 int pw_ctl_find_view_full(const char *path, char **ret_socket, char **ret_mountpoint)
 {
 	const char *env = getenv("PIWORKFS_SOCKET");
@@ -140,7 +133,8 @@ int pw_ctl_find_view_full(const char *path, char **ret_socket, char **ret_mountp
 		return r;
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(m[i].mountpoint);
-		if (path_under(real, m[i].mountpoint) && (best == SIZE_MAX || len > best_len)) {
+		if (pw_path_beneath(real, m[i].mountpoint) >= 0 &&
+		    (best == SIZE_MAX || len > best_len)) {
 			best = i;
 			best_len = len;
 		}
@@ -223,13 +217,6 @@ void pw_ctl_close(pw_ctl_conn *c)
 	free(c);
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int send_all(int fd, const char *p, size_t len)
 {
 	while (len > 0) {
@@ -248,7 +235,7 @@ static int send_all(int fd, const char *p, size_t len)
 /* Reads one reply line into *ret (parsed). TIMEOUT_MS < 0: no timeout. */
 static int read_reply(pw_ctl_conn *c, int timeout_ms, pw_rpc_reply *ret)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : mono_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : pw_clock_ms(CLOCK_MONOTONIC) + timeout_ms;
 
 	for (;;) {
 		char *nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
@@ -271,7 +258,7 @@ static int read_reply(pw_ctl_conn *c, int timeout_ms, pw_rpc_reply *ret)
 		}
 		int wait = -1;
 		if (deadline >= 0) {
-			int64_t left = deadline - mono_ms();
+			int64_t left = deadline - pw_clock_ms(CLOCK_MONOTONIC);
 			if (left <= 0)
 				return -ETIMEDOUT;
 			wait = (int)left;

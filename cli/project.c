@@ -71,15 +71,6 @@ static char *global_config_dir(void)
 	return NULL;
 }
 
-static bool path_beneath(const char *path, const char *root)
-{
-	size_t n = strlen(root);
-
-	if (streq(root, "/"))
-		return true;
-	return strncmp(path, root, n) == 0 && (path[n] == '/' || path[n] == '\0');
-}
-
 /* The live view containing DIR (a real path): its mountpoint in *ret_mp and its project
  * (mountinfo's source field, the project's real path) in *ret_backing. 0 when DIR lies in
  * none, 1 when it does, -ENOMEM. */
@@ -93,8 +84,8 @@ static int view_around(const char *dir, char **ret_mp, char **ret_backing)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(m[i].mountpoint);
-		if (m[i].source && m[i].source[0] == '/' && path_beneath(dir, m[i].mountpoint) &&
-		    (best == SIZE_MAX || len > best_len)) {
+		if (m[i].source && m[i].source[0] == '/' &&
+		    pw_path_beneath(dir, m[i].mountpoint) >= 0 && (best == SIZE_MAX || len > best_len)) {
 			best = i;
 			best_len = len;
 		}
@@ -183,23 +174,6 @@ void pw_cli_project_done(pw_cli_project *p)
 	*p = (pw_cli_project){ 0 };
 }
 
-/* Is DIR (absolute, real) equal to or beneath ROOT? Returns the offset of the relative
- * part in DIR (0 when equal), or -1. */
-static ssize_t beneath(const char *dir, const char *root)
-{
-	size_t n = strlen(root);
-
-	if (streq(root, "/"))
-		return dir[0] == '/' ? 1 : -1;
-	if (strncmp(dir, root, n) != 0)
-		return -1;
-	if (dir[n] == '\0')
-		return (ssize_t)n;
-	if (dir[n] == '/')
-		return (ssize_t)n + 1;
-	return -1;
-}
-
 /* Normalizes the absolute path ABS lexically into OUT ("/a/b"), without touching the
  * filesystem: the path may not exist yet. */
 static int normalize_absolute(const char *abs, char *out, const char **ret_err)
@@ -267,7 +241,7 @@ int pw_cli_map_path(const pw_cli_project *p, const char *arg, char *out,
 	if (arg[0] == '/')
 		joined = strdup(arg);
 	else {
-		base = beneath(p->cwd, p->root) >= 0 ? p->cwd : p->root;
+		base = pw_path_beneath(p->cwd, p->root) >= 0 ? p->cwd : p->root;
 		if (asprintf(&joined, "%s/%s", base, arg) < 0)
 			joined = NULL;
 	}
@@ -277,11 +251,11 @@ int pw_cli_map_path(const pw_cli_project *p, const char *arg, char *out,
 	if (r < 0)
 		return r;
 
-	off = beneath(abs, p->root);
+	off = pw_path_beneath(abs, p->root);
 	if (off < 0) {
 		resolved = resolve_existing_prefix(abs);
 		if (resolved)
-			off = beneath(resolved, p->root);
+			off = pw_path_beneath(resolved, p->root);
 		if (off < 0) {
 			*ret_err = "the path leaves the project";
 			return -EXDEV;
@@ -316,13 +290,13 @@ const char *pw_cli_display_file(const pw_cli_project *p, const char *file, char 
 
 	if (!file || file[0] != '/')
 		return file;
-	off = beneath(file, p->root);
+	off = pw_path_beneath(file, p->root);
 	if (off > 0 && file[off - 1] == '/')
 		n = snprintf(buf, size, "%s", file + off);
-	else if ((off = beneath(file, p->bundled_dir)) > 0 && file[off - 1] == '/')
+	else if ((off = pw_path_beneath(file, p->bundled_dir)) > 0 && file[off - 1] == '/')
 		n = snprintf(buf, size, "modes/%s", file + off);
-	else if (home && home[0] == '/' && !streq(home, "/") && (off = beneath(file, home)) > 0 &&
-		 file[off - 1] == '/')
+	else if (home && home[0] == '/' && !streq(home, "/") &&
+		 (off = pw_path_beneath(file, home)) > 0 && file[off - 1] == '/')
 		n = snprintf(buf, size, "~/%s", file + off);
 	if (n < 0 || (size_t)n >= size)
 		return file;

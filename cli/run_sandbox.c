@@ -50,6 +50,7 @@
 #include "cli.h"
 #include "ctl_server.h"
 #include "output.h"
+#include "path.h"
 #include "run.h"
 #include "state.h"
 
@@ -95,15 +96,6 @@ static int push3(pw_run_argv *a, const char *opt, const char *x, const char *y)
 }
 
 /* ---- paths ----------------------------------------------------------------------------- */
-
-static bool path_under(const char *path, const char *root)
-{
-	size_t n = strlen(root);
-
-	if (streq(root, "/"))
-		return true;
-	return strncmp(path, root, n) == 0 && (path[n] == '/' || path[n] == '\0');
-}
 
 /* ROOT joined with REST, where REST is "" or starts with '/'. */
 static char *join(const char *root, const char *rest)
@@ -211,7 +203,8 @@ static int bind_aliases(pw_run_argv *a, const char *project, const char *view)
 	/* The mount PROJECT lies on: the longest mountpoint above it, the latest on a tie. */
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(m[i].mountpoint);
-		if (path_under(project, m[i].mountpoint) && (home == SIZE_MAX || len >= home_len)) {
+		if (pw_path_beneath(project, m[i].mountpoint) >= 0 &&
+		    (home == SIZE_MAX || len >= home_len)) {
 			home = i;
 			home_len = len;
 		}
@@ -230,15 +223,15 @@ static int bind_aliases(pw_run_argv *a, const char *project, const char *view)
 		struct stat st;
 
 		if (m[i].maj != m[home].maj || m[i].min != m[home].min ||
-		    !path_under(fsrel, m[i].root))
+		    pw_path_beneath(fsrel, m[i].root) < 0)
 			continue;
 		alias = join(m[i].mountpoint, streq(m[i].root, "/") ? fsrel : fsrel + rlen);
 		if (!alias) {
 			r = -ENOMEM;
 			break;
 		}
-		if (path_under(alias, project) || stat(alias, &st) < 0 || st.st_dev != pst.st_dev ||
-		    st.st_ino != pst.st_ino)
+		if (pw_path_beneath(alias, project) >= 0 || stat(alias, &st) < 0 ||
+		    st.st_dev != pst.st_dev || st.st_ino != pst.st_ino)
 			continue;
 		r = push3(a, "--bind", view, alias);
 	}
@@ -329,14 +322,14 @@ static int cover_state_db(pw_run_argv *a, const pw_run_view *v, const char *cons
 		pw_err("run", "the view's state database %s: %s", v->state_db, strerror(-r));
 		return r;
 	}
-	if (path_under(real, v->project) || path_under(real, v->mountpoint)) {
+	if (pw_path_beneath(real, v->project) >= 0 || pw_path_beneath(real, v->mountpoint) >= 0) {
 		pw_err("run", "the view's state database %s lies inside the project, where the "
 			      "sandbox cannot hide it; mount the view with --state-db elsewhere",
 		       real);
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < n_covered; i++)
-		if (covered[i] && is_dir(covered[i]) && path_under(real, covered[i]))
+		if (covered[i] && is_dir(covered[i]) && pw_path_beneath(real, covered[i]) >= 0)
 			return 0;
 	dir = dir_of(real);
 	if (dir && holds_only_db(dir, real + strlen(dir) + 1))
@@ -467,7 +460,7 @@ static char *sandbox_cwd(const pw_run_view *v, const char *cwd)
 	_cleanup_free_ char *unviewed = pw_run_unview_path(cwd, NULL);
 	const char *c = unviewed ? unviewed : cwd;
 
-	if (path_under(c, v->project))
+	if (pw_path_beneath(c, v->project) >= 0)
 		return strdup(c);
 	return strdup(v->project);
 }
@@ -483,7 +476,7 @@ static int share_args(pw_run_argv *a, const pw_run_sandbox_opts *o)
 			pw_err("run", "--share %s: %s", o->shares[i], strerror(-r));
 			return r;
 		}
-		if (path_under(real, o->view->project)) {
+		if (pw_path_beneath(real, o->view->project) >= 0) {
 			pw_err("run", "--share %s lies inside the project: there the view decides",
 			       o->shares[i]);
 			return -EINVAL;

@@ -23,21 +23,13 @@
 #include "ctl_client.h"
 #include "ctl_server.h"
 #include "output.h"
+#include "path.h"
 #include "proto.h"
 #include "run.h"
 
 #define CTL_TIMEOUT_MS 10000
 #define UMOUNT_TRIES 50 /* 50 x 100 ms while the view is busy, then a lazy unmount */
 #define DAEMON_EXIT_MS 10000
-
-static bool path_under(const char *path, const char *root)
-{
-	size_t n = strlen(root);
-
-	if (streq(root, "/"))
-		return true;
-	return strncmp(path, root, n) == 0 && (path[n] == '/' || path[n] == '\0');
-}
 
 char *pw_run_unview_path(const char *path, char **ret_root)
 {
@@ -49,8 +41,8 @@ char *pw_run_unview_path(const char *path, char **ret_root)
 		return NULL;
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(m[i].mountpoint);
-		if (m[i].source && m[i].source[0] == '/' && path_under(path, m[i].mountpoint) &&
-		    (best == SIZE_MAX || len > best_len)) {
+		if (m[i].source && m[i].source[0] == '/' &&
+		    pw_path_beneath(path, m[i].mountpoint) >= 0 && (best == SIZE_MAX || len > best_len)) {
 			best = i;
 			best_len = len;
 		}
@@ -120,7 +112,7 @@ static int find_live(const char *project, const char *cwd, char **ret_mountpoint
 
 			if (!streq_ptr(m[i].source, project))
 				continue;
-			if (pass == 0 && !(cwd && path_under(cwd, m[i].mountpoint)))
+			if (pass == 0 && !(cwd && pw_path_beneath(cwd, m[i].mountpoint) >= 0))
 				continue;
 			if (pw_ctl_socket_path(NULL, m[i].mountpoint, &sock) < 0)
 				continue;

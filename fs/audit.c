@@ -142,14 +142,6 @@ struct pw_audit {
 	int64_t next_retention_ns;
 };
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static size_t align8(size_t n)
 {
 	return (n + 7) & ~(size_t)7;
@@ -374,25 +366,14 @@ static void read_comm(pid_t pid, char buf[COMM_MAX + 1])
 	buf[strcspn(buf, "\n")] = '\0';
 }
 
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *c = p;
-
-	for (size_t i = 0; i < n; i++) {
-		h ^= c[i];
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 static uint64_t rec_hash(const rec_view *v)
 {
-	uint64_t h = 14695981039346656037ull;
+	uint64_t h = PW_FNV1A64_INIT;
 	int32_t k[3] = { v->h->pid, v->h->op, v->h->err };
 
-	h = fnv1a(h, k, sizeof(k));
+	h = pw_fnv1a64(h, k, sizeof(k));
 	for (unsigned i = S_MODE; i <= S_PATH2; i++)
-		h = v->s[i] ? fnv1a(h, v->s[i], v->h->len[i] + 1) : fnv1a(h, "\xff", 1);
+		h = v->s[i] ? pw_fnv1a64(h, v->s[i], v->h->len[i] + 1) : pw_fnv1a64(h, "\xff", 1);
 	return h;
 }
 
@@ -683,7 +664,7 @@ static int retention_run(pw_audit *a)
 	if (deleted > 0)
 		co_reset(a); /* cached rows may be gone */
 	a->rows_since_retention = 0;
-	a->next_retention_ns = mono_ns() + PW_AUDIT_RETENTION_PERIOD_NS;
+	a->next_retention_ns = pw_clock_ns(CLOCK_MONOTONIC) + PW_AUDIT_RETENTION_PERIOD_NS;
 	return 0;
 }
 
@@ -695,7 +676,8 @@ static bool retention_due(pw_audit *a)
 		threshold = PW_AUDIT_DELETE_CHUNK;
 	if (threshold == 0)
 		threshold = 1;
-	return mono_ns() >= a->next_retention_ns || a->rows_since_retention >= threshold;
+	return pw_clock_ns(CLOCK_MONOTONIC) >= a->next_retention_ns ||
+	       a->rows_since_retention >= threshold;
 }
 
 /* Retention when due; a locked database postpones it by 10 s. */
@@ -704,7 +686,7 @@ static void retention_maybe(pw_audit *a, bool force)
 	if (!force && !retention_due(a))
 		return;
 	if (retention_run(a) < 0)
-		a->next_retention_ns = mono_ns() + 10ll * 1000000000;
+		a->next_retention_ns = pw_clock_ns(CLOCK_MONOTONIC) + 10ll * 1000000000;
 }
 
 static void sleep_ns(int64_t ns)
@@ -778,8 +760,8 @@ static void drain_batch(pw_audit *a, rec_view *v, unsigned n, uint64_t end_pos, 
 		}
 		if (stopping) {
 			if (!give_up_at)
-				give_up_at = mono_ns() + PW_AUDIT_STOP_GRACE_NS;
-			else if (mono_ns() >= give_up_at)
+				give_up_at = pw_clock_ns(CLOCK_MONOTONIC) + PW_AUDIT_STOP_GRACE_NS;
+			else if (pw_clock_ns(CLOCK_MONOTONIC) >= give_up_at)
 				break;
 		}
 		sleep_ns(20 * 1000000ll);
@@ -812,7 +794,7 @@ static uint64_t wait_for_work(pw_audit *a, bool *ret_stopping)
 {
 	pthread_mutex_lock(&a->lock);
 	while (a->count == 0 && !a->stopping) {
-		int64_t wait_ns = a->next_retention_ns - mono_ns();
+		int64_t wait_ns = a->next_retention_ns - pw_clock_ns(CLOCK_MONOTONIC);
 		if (wait_ns <= 0)
 			break;
 		struct timespec ts;

@@ -291,11 +291,13 @@ static int map_path(pw_view *v, const char *in, char *out, const char **ret_err)
 
 	if (in[0] == '/') {
 		for (size_t i = 0; i < ELEMENTSOF(roots); i++) {
-			size_t n = strlen(roots[i]);
-			while (n > 1 && roots[i][n - 1] == '/')
-				n--;
-			if (strncmp(in, roots[i], n) == 0 && (in[n] == '/' || in[n] == 0))
-				return pw_path_normalize(in + n, strlen(in + n), out, ret_err);
+			long off = pw_path_beneath(in, roots[i]);
+			if (off < 0)
+				continue;
+			const char *rest = in + off; /* normalized with its leading '/', as given */
+			if (rest > in && rest[-1] == '/')
+				rest--;
+			return pw_path_normalize(rest, strlen(rest), out, ret_err);
 		}
 		return -EXDEV;
 	}

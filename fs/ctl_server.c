@@ -112,13 +112,6 @@ struct pw_ctl_server {
 	char *socket_path;
 };
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static void wake(pw_ctl_server *s)
 {
 	uint64_t one = 1;
@@ -145,16 +138,6 @@ int pw_ctl_default_dir(char **ret)
 	}
 	*ret = d;
 	return 0;
-}
-
-static uint64_t fnv1a64(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ull;
-	}
-	return h;
 }
 
 int pw_ctl_socket_path(const char *dir, const char *mountpoint, char **ret)
@@ -185,7 +168,7 @@ int pw_ctl_socket_path(const char *dir, const char *mountpoint, char **ret)
 	}
 	base[n] = 0;
 	if (asprintf(&path, "%s/%s-%016llx.sock", dir, base,
-		     (unsigned long long)fnv1a64(mountpoint)) < 0)
+		     (unsigned long long)pw_fnv1a64_str(PW_FNV1A64_INIT, mountpoint)) < 0)
 		return -ENOMEM;
 	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
 		free(path);
@@ -271,13 +254,6 @@ static int listen_at(const char *path, int *ret_fd)
 
 /* ---- clients --------------------------------------------------------------------------- */
 
-static int64_t realtime_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* An agent client's PID namespace, from its pid (alive: it is connected). */
 static void client_learn_ns(pw_ctl_client *c)
 {
@@ -285,7 +261,7 @@ static void client_learn_ns(pw_ctl_client *c)
 	pw_pidns_level levels[PW_PIDNS_DEPTH_MAX];
 	int n;
 
-	c->since_ns = realtime_ns();
+	c->since_ns = pw_clock_ns(CLOCK_REALTIME);
 	if (pw_pidns_describe(c->peer.pid, desc, sizeof(desc)) < 0)
 		return;
 	n = pw_pidns_parse(desc, levels, ELEMENTSOF(levels));
@@ -441,7 +417,7 @@ static bool client_read(pw_ctl_server *s, pw_ctl_client *c)
 		return false; /* peer closed; a request cut in the middle is simply dropped */
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR;
-	c->last_ms = mono_ms();
+	c->last_ms = pw_clock_ms(CLOCK_MONOTONIC);
 	c->in_len += n;
 
 	size_t start = 0;
@@ -479,7 +455,7 @@ static bool client_write(pw_ctl_client *c)
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR;
 		c->out_off += n;
-		c->last_ms = mono_ms();
+		c->last_ms = pw_clock_ms(CLOCK_MONOTONIC);
 	}
 	c->out_off = c->out_len = 0;
 	return true;
@@ -561,7 +537,7 @@ static void accept_clients(pw_ctl_server *s, size_t li)
 		read_comm(cred.pid, c->peer.comm, sizeof(c->peer.comm));
 		if (l->restricted)
 			client_learn_ns(c);
-		c->last_ms = c->tokens_ms = mono_ms();
+		c->last_ms = c->tokens_ms = pw_clock_ms(CLOCK_MONOTONIC);
 		c->tokens = s->tun.denied_per_sec;
 		s->clients[s->n_clients++] = c;
 		l->n_clients++;
@@ -652,7 +628,7 @@ static void fan_out(pw_ctl_server *s)
 {
 	json_t *events[EVENTS_MAX];
 	size_t n;
-	int64_t now = mono_ms();
+	int64_t now = pw_clock_ms(CLOCK_MONOTONIC);
 
 	pthread_mutex_lock(&s->lock);
 	n = s->n_events;
@@ -885,7 +861,7 @@ static void *server_main(void *userdata)
 				drop_client(s, k);
 		}
 		adopt_pending(s);
-		now = mono_ms();
+		now = pw_clock_ms(CLOCK_MONOTONIC);
 		expire_clients(s, now);
 	}
 	return NULL;

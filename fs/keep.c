@@ -44,17 +44,11 @@ struct pw_keep {
 	bool disabled; /* a store error at start: nothing is kept (status says so) */
 };
 
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ull;
-	return h;
-}
-
 static entry *set_find(pw_keep *k, const char *path)
 {
-	for (entry *e = k->set[hash_str(path) % SET_BUCKETS]; e; e = e->next)
+	size_t b = pw_fnv1a64_str(PW_FNV1A64_INIT, path) % SET_BUCKETS;
+
+	for (entry *e = k->set[b]; e; e = e->next)
 		if (streq(e->path, path))
 			return e;
 	return NULL;
@@ -69,7 +63,7 @@ static int set_add(pw_keep *k, const char *path, int64_t row, bool content)
 	}
 	e->row = row;
 	e->content = content;
-	size_t b = hash_str(path) % SET_BUCKETS;
+	size_t b = pw_fnv1a64_str(PW_FNV1A64_INIT, path) % SET_BUCKETS;
 	e->next = k->set[b];
 	k->set[b] = e;
 	k->n_set++;
@@ -526,17 +520,10 @@ void pw_keep_failed(pw_fs *fs, int64_t token)
 	creds_back(&c);
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 void pw_keep_touched(pw_fs *fs, pw_inode *n)
 {
 	if (n && fs->keep)
-		atomic_store(&n->changed_ns, now_ns());
+		atomic_store(&n->changed_ns, pw_clock_ns(CLOCK_REALTIME));
 }
 
 void pw_keep_touched_ino(pw_fs *fs, dev_t dev, ino_t ino)
@@ -546,7 +533,7 @@ void pw_keep_touched_ino(pw_fs *fs, dev_t dev, ino_t ino)
 	pthread_rwlock_rdlock(&fs->tree_lock);
 	pw_inode *n = pw_inode_find_locked(fs, dev, ino);
 	if (n)
-		atomic_store(&n->changed_ns, now_ns());
+		atomic_store(&n->changed_ns, pw_clock_ns(CLOCK_REALTIME));
 	pthread_rwlock_unlock(&fs->tree_lock);
 }
 

@@ -46,13 +46,6 @@ struct pw_view {
 	void *listener_data;
 };
 
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void set_str(char **slot, char *value)
 {
 	free(*slot);
@@ -158,7 +151,7 @@ static void record_switch(pw_view *v, const char *from, const char *to, uint64_t
 			note_state_error(v, "saving the last mode", r);
 	}
 	pw_switch_record rec = {
-		.time_ns = now_ns(),
+		.time_ns = pw_clock_ns(CLOCK_REALTIME),
 		.project = v->project,
 		.mountpoint = v->mountpoint,
 		.from_mode = from,
@@ -193,7 +186,7 @@ int pw_view_new(const pw_view_opts *opts, pw_view **ret)
 	v->owner = opts->owner_uid;
 	v->state = opts->state;
 	v->audit = opts->audit;
-	v->started_ns = now_ns();
+	v->started_ns = pw_clock_ns(CLOCK_REALTIME);
 	v->project = strdup(opts->project);
 	v->mountpoint = strdup(opts->mountpoint);
 	v->bundled_dir = opts->bundled_dir ? strdup(opts->bundled_dir) : NULL;
