@@ -300,6 +300,32 @@ def probe_stale(systems, backing, tag):
     return stale
 
 
+URING = "piworkfs io_uring"
+URING_PARAM = "/sys/module/fuse/parameters/enable_uring"
+
+
+def enable_uring():
+    """Turns the fuse module's enable_uring on for this run; returns the value to restore,
+    or None when nothing was changed (already on, no such parameter, not root)."""
+    try:
+        with open(URING_PARAM) as f:
+            old = f.read().strip()
+    except OSError:
+        print("FUSE over io_uring: this kernel has no enable_uring parameter", flush=True)
+        return None
+    if old == "Y":
+        return None
+    try:
+        with open(URING_PARAM, "w") as f:
+            f.write("Y")
+    except OSError as e:
+        print(f"FUSE over io_uring: cannot turn {URING_PARAM} on ({e.strerror})", flush=True)
+        return None
+    print(f"FUSE over io_uring: {URING_PARAM} turned on for this run (restored at the end)",
+          flush=True)
+    return old
+
+
 # Requests the caller does not wait for: the kernel queues them and goes on.
 ASYNC_OPS = {"RELEASE", "RELEASEDIR", "FORGET", "BATCH_FORGET", "INTERRUPT", "NOTIFY_REPLY"}
 
@@ -398,6 +424,8 @@ def main():
     ap.add_argument("--dir", help="work directory (default: a new one under /var/tmp)")
     ap.add_argument("--switch-files", type=int, default=100000, help="inodes for the switch test (0: skip)")
     ap.add_argument("--json", help="also write the results as JSON to this file")
+    ap.add_argument("--no-uring", action="store_true",
+                    help="leave out the view over FUSE over io_uring (and the module parameter)")
     args = ap.parse_args()
 
     base = args.dir or tempfile.mkdtemp(prefix="piworkfs-bench-", dir="/var/tmp")
@@ -429,6 +457,15 @@ def main():
         Fuse("piworkfs plan", backing, m("pw-plan"),
              [args.piworkfs, "mount", "-f", "--mode", "plan", backing, m("pw-plan")], env),
     ]
+    uring_restore = None
+    if not args.no_uring:
+        # The same view over FUSE over io_uring, side by side. The kernel offers it only
+        # with the fuse module parameter on: the bench turns it on for its own run (root
+        # only) and restores it at the end; nothing else on the machine asks for it.
+        uring_restore = enable_uring()
+        systems.append(Fuse(URING, backing, m("pw-uring"),
+                            [args.piworkfs, "mount", "-f", "--mode", "build", "-o", "io_uring",
+                             backing, m("pw-uring")], env))
     if args.systems:
         keep = set(args.systems.split(","))
         systems = [s for s in systems if s.name in keep or s.name == "native"]
@@ -498,10 +535,19 @@ def main():
             print(f"round {r + 1}/{args.rounds} done", flush=True)
         stale |= probe_stale(systems, backing, "after the rounds")
         rtt = {s.name: round_trip(os.path.join(s.root, "io", "read.bin"))
-               for s in systems if s.name in ("native", "piworkfs build") and s.name not in failed}
+               for s in systems if s.name in ("native", "piworkfs build", URING)
+               and s.name not in failed}
+        for s in started:
+            if s.name == URING:
+                with open(s.root + ".log", errors="replace") as f:
+                    if "requests arrive through the ring" not in f.read():
+                        failed.setdefault(URING, "served through /dev/fuse: see " + s.root + ".log")
     finally:
         for s in reversed(started):
             s.stop()
+        if uring_restore is not None:
+            with open(URING_PARAM, "w") as f:
+                f.write(uring_restore)
 
     names = [s.name for s in systems]
     label = lambda n: n + " (stale)" if n in stale else n  # noqa: E731
@@ -526,24 +572,27 @@ def main():
             row += f"{cell:>{width}}"
         print(row)
 
-    if "piworkfs build" in rtt:
-        r = rtt["piworkfs build"]
+    for view in ("piworkfs build", URING):
+        if view not in rtt:
+            continue
+        r = rtt[view]
         print()
-        print(f"One request round trip (GETXATTR answered from the daemon's memory): "
+        print(f"{view}: one request round trip (GETXATTR answered from the daemon's memory): "
               f"{r * 1e6:.1f} us through the view, {rtt.get('native', 0) * 1e6:.1f} us natively.")
-        print("Requests per run in piworkfs build (synchronous ones in brackets), and the floor they set:"
-              " native + synchronous requests x round trip")
+        print(f"Requests per run in {view} (synchronous ones in brackets), and the floor they set:"
+              " native + synchronous requests x round trip; measured / floor")
         for wname in workloads:
-            runs = requests[wname].get("piworkfs build")
-            if not runs or wname not in table or "native" not in table[wname]:
+            runs = requests[wname].get(view)
+            if not runs or wname not in table or "native" not in table[wname] \
+                    or view not in table[wname]:
                 continue
             total = statistics.median(a for a, _ in runs)
             sync = statistics.median(b for _, b in runs)
             nat = table[wname]["native"]["median_s"]
             floor = nat + sync * r
-            table[wname].setdefault("piworkfs build", {}).update(
-                {"requests": total, "sync_requests": sync, "floor_s": floor})
-            print(f"  {wname:<18}{total:>9.0f} [{sync:>7.0f}]   floor {floor:7.3f}s [{floor / nat:5.2f}x]")
+            table[wname][view].update({"requests": total, "sync_requests": sync, "floor_s": floor})
+            print(f"  {wname:<18}{total:>9.0f} [{sync:>7.0f}]   floor {floor:7.3f}s [{floor / nat:5.2f}x]"
+                  f"   {table[wname][view]['median_s'] / floor:5.2f}")
 
     # Machine-independent figures: requests per file, and the daemons' own CPU.
     print()

@@ -42,8 +42,8 @@
 	"Options:\n"                                                                               \
 	"  -m, --mode MODE        start in MODE\n"                                                 \
 	"  -f, --foreground       stay in the foreground, log to stderr\n"                         \
-	"  -o, --options OPTIONS  mount options: allow_other (needs root), nonempty, and FUSE\n"   \
-	"                         options (ro, default_permissions, ...)\n"                        \
+	"  -o, --options OPTIONS  mount options: allow_other (needs root), nonempty, io_uring,\n"  \
+	"                         and FUSE options (ro, default_permissions, ...)\n"               \
 	"  -d, --debug            log every FUSE request (implies -f)\n"                           \
 	"      --timeout SEC      kernel cache timeout (default 86400; kept true by invalidation)\n" \
 	"      --no-watch         do not follow changes made outside the view (testing only)\n"    \
@@ -191,13 +191,14 @@ static int parse_number(const char *what, const char *s, double *ret)
 	return 0;
 }
 
-/* The options -o accepts: ours (nonempty, allow_other) and the FUSE mount options libfuse
- * knows. A misspelt one gets its own message here instead of a failed mount later. */
+/* The options -o accepts: ours (nonempty, allow_other, io_uring: the daemon takes it out) and
+ * the FUSE mount options libfuse knows. A misspelt one gets its own message here instead of
+ * a failed mount later. */
 static const char *const fuse_flags[] = {
 	"allow_other", "nonempty", "allow_root", "auto_unmount", "default_permissions", "ro",
 	"rw", "suid", "nosuid", "dev", "nodev", "exec", "noexec", "async", "sync", "dirsync",
 	"atime", "noatime", "relatime", "norelatime", "strictatime", "nostrictatime", "blkdev",
-	NULL,
+	"io_uring", NULL,
 };
 static const char *const fuse_valued[] = {
 	"fsname", "subtype", "max_read", "blksize", "context", "fscontext", "defcontext",

@@ -94,11 +94,16 @@ struct pw_fs {
 	/* The INIT request as seen by devio.c: its id, and the flags the kernel offered. */
 	_Atomic uint64_t init_unique;
 	_Atomic uint32_t init_offered;
+	_Atomic uint32_t init_offered2; /* flags2: bits 32..63 */
 	/* Requests received, by opcode (devio.c), for status: what the kernel asks of us is
 	 * what a workload costs in the view (each one is a round trip). */
 	atomic_uint_fast64_t requests[PW_FS_OPCODES];
 	/* Notifications (invalidations) written to the kernel (devio.c), for status. */
 	atomic_uint_fast64_t notifications;
+	/* FUSE over io_uring (uring.c): asked for with -o io_uring; the transport once INIT
+	 * accepted it (set before the INIT reply is written, then never changed). */
+	bool uring_wanted;
+	struct pw_uring *uring;
 
 	pthread_rwlock_t tree_lock;
 	pw_inode root;
@@ -266,6 +271,23 @@ bool pw_dir_searchable_by_all(int dirfd);
 /* devio.c: our own /dev/fuse read/writev, for what libfuse 3.14 cannot negotiate. */
 int pw_devio_attach(pw_fs *fs);
 bool pw_devio_write_kills_suidgid(void);
+/* Counts the request in BUF (/dev/fuse layout, LEN bytes) and notes a WRITE's flags for
+ * the calling thread, which handles it next (also for requests from the ring). */
+void pw_devio_note_request(pw_fs *fs, const void *buf, size_t len);
+
+/* uring.c: FUSE over io_uring. pw_uring_prepare makes the rings, buffers and threads for
+ * payloads of PAYLOAD_SZ (before the INIT reply accepts); pw_uring_start lets them register
+ * (after it); pw_uring_free stops and frees (accepts NULL). pw_uring_reply and
+ * pw_uring_reply_pipe take a reply meant for a ring entry (from writev, or from the pipe
+ * of a spliced reply): they return its length, or -ENOENT for a /dev/fuse request's. */
+typedef struct pw_uring pw_uring;
+int pw_uring_prepare(pw_fs *fs, size_t payload_sz, pw_uring **ret);
+void pw_uring_start(pw_uring *u);
+void pw_uring_free(pw_uring *u);
+ssize_t pw_uring_reply(pw_fs *fs, const struct iovec *iov, int count);
+ssize_t pw_uring_reply_pipe(pw_fs *fs, int pipe_fd, size_t len);
+bool pw_uring_available(void); /* built with liburing */
+uint64_t pw_uring_init_flag(void); /* FUSE_OVER_IO_URING */
 
 /* watch.c */
 int pw_watch_start(pw_fs *fs);

@@ -55,9 +55,47 @@ static bool has_option(const char *opts, const char *name)
 	return false;
 }
 
+/* Removes NAME from the comma-separated OPTS (in place); returns whether it was there. */
+static bool take_option(char *opts, const char *name)
+{
+	bool found = false;
+	size_t n = strlen(name);
+	char *w = opts;
+	for (char *p = opts; p && *p;) {
+		char *end = strchrnul(p, ',');
+		size_t len = (size_t)(end - p);
+		if (len == n && strncmp(p, name, n) == 0) {
+			found = true;
+		} else if (len) {
+			if (w != opts)
+				*w++ = ',';
+			memmove(w, p, len);
+			w += len;
+		}
+		p = *end ? end + 1 : end;
+	}
+	if (opts)
+		*w = '\0';
+	return found;
+}
+
+/* FUSE over io_uring: -o io_uring (ours, never passed to libfuse), or PIWORKFS_IO_URING=1
+ * in the daemon's environment (to run a whole test suite over it). */
+static bool want_uring(char *fuse_opts)
+{
+	bool opt = take_option(fuse_opts, "io_uring");
+	const char *env = getenv("PIWORKFS_IO_URING");
+	return opt || (env && *env && strcmp(env, "0") != 0);
+}
+
 int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 {
 	_cleanup_free_ char *opts = NULL;
+	_cleanup_free_ char *fuse_opts = o->fuse_opts ? strdup(o->fuse_opts) : NULL;
+	if (o->fuse_opts && !fuse_opts)
+		return -ENOMEM;
+	pw_fs_opts mo = *o;
+	mo.fuse_opts = fuse_opts;
 	pw_fs *fs = calloc(1, sizeof(*fs));
 	if (!fs)
 		return -ENOMEM;
@@ -68,6 +106,7 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	fs->no_watch = o->no_watch;
 	fs->allow_other = o->allow_other;
 	fs->default_permissions = has_option(o->fuse_opts, "default_permissions");
+	fs->uring_wanted = want_uring(fuse_opts);
 	fs->is_root_daemon = geteuid() == 0;
 	fs->owner_uid = getuid();
 	pthread_mutex_init(&fs->policy_lock, NULL);
@@ -109,7 +148,7 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	if (r < 0)
 		goto fail;
 
-	opts = mount_options(o);
+	opts = mount_options(&mo);
 	if (!opts) {
 		r = -ENOMEM;
 		goto fail;
@@ -172,6 +211,10 @@ void pw_fs_free(pw_fs *fs)
 	pw_inval_stop(fs);
 	if (fs->se) {
 		fuse_session_unmount(fs->se);
+		/* The ring threads handle requests with the session: stop them first (the
+		 * unmount has ended their entries). */
+		pw_uring_free(fs->uring);
+		fs->uring = NULL;
 		fuse_session_destroy(fs->se);
 	}
 	pw_fh_close_all(fs);

@@ -278,6 +278,9 @@ class MountCase(unittest.TestCase):
             "PIWORKFS_STATE_DB": self.state_db,
             "PIWORKFS_MODES_DIR": SOURCE_MODES,
         }
+        # PIWORKFS_IO_URING=1 runs every view over FUSE over io_uring (docs/ARCHITECTURE.md).
+        if os.environ.get("PIWORKFS_IO_URING"):
+            self.env["PIWORKFS_IO_URING"] = os.environ["PIWORKFS_IO_URING"]
         self.cwd = os.path.join(self.tmp, "elsewhere")
         os.makedirs(self.cwd)
         if self.tree:
