@@ -49,6 +49,14 @@
 	"      --no-watch         do not follow changes made outside the view (testing only)\n"    \
 	"      --no-audit         record no audit events\n"                                        \
 	"      --no-originals     keep no originals before changes (no undo)\n"                   \
+	"      --originals-max-file SIZE\n"                                                       \
+	"                         files over SIZE are recorded as changed, not kept\n"            \
+	"                         (default 64M; suffixes K, M, G, T)\n"                           \
+	"      --originals-keep AGE\n"                                                            \
+	"                         drop change sets older than AGE, at mount and on\n"             \
+	"                         `changes --prune` (default 14d; suffixes s, m, h, d, w)\n"      \
+	"      --originals-max-total SIZE\n"                                                      \
+	"                         then drop the oldest while the store exceeds SIZE (1G)\n"       \
 	"      --log-allowed      also record allowed mutations in the audit log\n"                \
 	"      --audit-queue N    the audit queue's length (testing)\n"                            \
 	"      --state-db PATH    the state database (default: $XDG_STATE_HOME/piworkfs/state.db,\n" \
@@ -188,6 +196,53 @@ static int parse_number(const char *what, const char *s, double *ret)
 		return -EINVAL;
 	}
 	*ret = v;
+	return 0;
+}
+
+/* A size: bytes, or with a binary suffix K, M, G, T (64M). Greater than zero. */
+static int parse_size(const char *what, const char *s, unsigned long long *ret)
+{
+	char *end = NULL;
+
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	unsigned shift = 0;
+	if (end != s && *end && !end[1]) {
+		const char *units = "KMGT", *u = strchr(units, *end == 'k' ? 'K' : *end);
+		if (u) {
+			shift = 10 * (unsigned)(u - units + 1);
+			end++;
+		}
+	}
+	if (errno || end == s || *end || s[0] == '-' || v == 0 || v > (~0ull >> shift)) {
+		pw_err("mount", "%s: not a size greater than zero (bytes, or 512K, 64M, 1G): '%s'",
+		       what, s);
+		return -EINVAL;
+	}
+	*ret = v << shift;
+	return 0;
+}
+
+/* An age: seconds, or with a suffix s, m, h, d, w (14d). Greater than zero. */
+static int parse_age(const char *what, const char *s, long long *ret)
+{
+	char *end = NULL;
+
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	long long unit = 1;
+	if (end != s && *end && !end[1]) {
+		unit = *end == 's' ? 1 : *end == 'm' ? 60 : *end == 'h' ? 3600 : *end == 'd' ? 86400
+		     : *end == 'w' ? 604800 : 0;
+		if (unit)
+			end++;
+	}
+	if (errno || end == s || *end || !unit || v <= 0 || v > INT64_MAX / 1000000000 / unit) {
+		pw_err("mount", "%s: not an age greater than zero (seconds, or 30m, 12h, 14d, 2w): "
+				"'%s'", what, s);
+		return -EINVAL;
+	}
+	*ret = v * unit;
 	return 0;
 }
 
@@ -447,6 +502,18 @@ int cmd_mount(int argc, char **argv)
 		}
 		case PW_OPT_NO_AUDIT: o.no_audit = true; break;
 		case PW_OPT_NO_ORIGINALS: o.no_originals = true; break;
+		case PW_OPT_ORIGINALS_MAX_FILE:
+			if (parse_size("--originals-max-file", po.arg, &o.originals_max_file) < 0)
+				return PW_EXIT_USAGE;
+			break;
+		case PW_OPT_ORIGINALS_KEEP:
+			if (parse_age("--originals-keep", po.arg, &o.originals_keep_s) < 0)
+				return PW_EXIT_USAGE;
+			break;
+		case PW_OPT_ORIGINALS_MAX_TOTAL:
+			if (parse_size("--originals-max-total", po.arg, &o.originals_max_total) < 0)
+				return PW_EXIT_USAGE;
+			break;
 		case PW_OPT_LOG_ALLOWED: o.log_allowed = true; break;
 		case 'h': return pw_usage("mount", MOUNT_USAGE, false);
 		}

@@ -52,6 +52,9 @@ enum {
 	PW_OPT_STAT,
 	PW_OPT_FORCE,
 	PW_OPT_NO_ORIGINALS,
+	PW_OPT_ORIGINALS_MAX_FILE,
+	PW_OPT_ORIGINALS_KEEP,
+	PW_OPT_ORIGINALS_MAX_TOTAL,
 };
 
 /* How a shell completes an option's argument or a command's operands. */

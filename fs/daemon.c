@@ -165,6 +165,8 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 			.project = o->project,
 			.mountpoint = o->mountpoint,
 			.max_file = o->originals_max_file,
+			.keep_ns = o->originals_keep_s * 1000000000ll,
+			.max_total = o->originals_max_total,
 		};
 		r = pw_keep_new(&ko, &keep);
 		if (r < 0)

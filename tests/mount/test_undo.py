@@ -411,6 +411,39 @@ class Undo(MountCase):
         self.pw("undo", "--all", "--since", "c1")
         self.assertEqual(tree_hash(self.project), hashes[1], self.listing())
 
+    def test_size_cap_and_retention_are_configurable_at_mount(self):
+        # --originals-max-file: a file over it is recorded as changed, its content not
+        # kept; --originals-max-total: what `changes --prune` keeps without arguments.
+        with open(os.path.join(self.project, "big.bin"), "wb") as f:
+            f.write(b"b" * 3000)
+        v = self.mount("build", args=["--originals-max-file", "2K",
+                                      "--originals-max-total", "1K"])
+        self.checkpoint("c0")
+        with open(v.path("big.bin"), "ab") as f:
+            f.write(b"more")
+        with open(v.path("README.md"), "a") as f:
+            f.write("x" * 1500 + "\n")
+        res = json.loads(self.pw("changes", "--json").stdout)
+        kinds = {c["path"]: c.get("not_kept") for s in res["changesets"] for c in s["changes"]}
+        self.assertEqual(kinds, {"big.bin": "too-big", "README.md": None})
+        self.checkpoint("c1")
+        with open(v.path("README.md"), "a") as f:
+            f.write("y\n")
+        # c0 and c1 keep 7 and 1508 bytes: over 1K, so the oldest go (the mount's, empty,
+        # and c0), never c1, the one open now.
+        res = json.loads(self.pw("changes", "--prune", "--json").stdout)
+        self.assertEqual((res["removed"], res["bytes"]), (2, 1508), res)
+        names = [s.get("name") for s in json.loads(self.pw("changes", "--json").stdout)
+                 ["changesets"]]
+        self.assertEqual(names, ["c1"])
+
+    def test_bad_limits_are_usage_errors(self):
+        for args in (["--originals-max-file", "0"], ["--originals-max-file", "12X"],
+                     ["--originals-keep", "3y"], ["--originals-max-total", "-1"]):
+            p = self.run_pw("mount", *args, self.project, self.mp)
+            self.assertEqual(p.returncode, 2, (args, p.stderr))
+            self.assertIn(args[0], p.stderr)
+
     # -- a daemon killed in a storm of writes -------------------------------------------
 
     def test_sigkill_in_a_storm_of_writes_leaves_every_change_restorable(self):
