@@ -19,6 +19,7 @@
 
 #include "ctl_server.h"
 #include "path.h"
+#include "procfs.h"
 #include "project.h"
 #include "proto.h"
 #include "util.h"
@@ -33,22 +34,6 @@ struct pw_ctl_conn {
 
 /* ---- discovery ------------------------------------------------------------------------- */
 
-/* Undoes mountinfo's octal escapes (\040 for a space, \011, \012, \134) in place. */
-static void unescape(char *s)
-{
-	char *w = s;
-	for (char *r = s; *r;) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
-		    r[3] >= '0' && r[3] <= '7') {
-			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-			r += 4;
-		} else {
-			*w++ = *r++;
-		}
-	}
-	*w = 0;
-}
-
 void pw_ctl_mounts_free(pw_ctl_mount *m, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -60,46 +45,35 @@ void pw_ctl_mounts_free(pw_ctl_mount *m, size_t n)
 
 int pw_ctl_list_mounts(pw_ctl_mount **ret, size_t *ret_n)
 {
-	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
-	_cleanup_free_ char *line = NULL;
-	size_t cap = 0, n = 0;
+	pw_mountinfo *m = NULL;
 	pw_ctl_mount *v = NULL;
+	size_t n_m = 0, n = 0;
+	int r = pw_mountinfo_read(SIZE_MAX, &m, &n_m);
 
-	if (!f)
-		return negative_errno();
-	while (getline(&line, &cap, f) > 0) {
-		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPER */
-		char *save = NULL, *fields[5] = {}, *tok;
-		int i = 0;
-		for (tok = strtok_r(line, " \n", &save); tok && i < 5;
-		     tok = strtok_r(NULL, " \n", &save))
-			fields[i++] = tok;
-		while (tok && !streq(tok, "-"))
-			tok = strtok_r(NULL, " \n", &save);
-		char *fstype = tok ? strtok_r(NULL, " \n", &save) : NULL;
-		char *source = fstype ? strtok_r(NULL, " \n", &save) : NULL;
-		char *super = source ? strtok_r(NULL, " \n", &save) : NULL;
-		char *uid = super ? strstr(super, "user_id=") : NULL;
-		if (i < 5 || !fstype || !streq(fstype, "fuse.piworkfs"))
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n_m; i++) {
+		if (!streq(m[i].fstype, "fuse.piworkfs"))
 			continue;
 		pw_ctl_mount *nv = realloc(v, (n + 1) * sizeof(*v));
 		if (!nv)
 			goto nomem;
 		v = nv;
-		unescape(fields[4]);
-		v[n].mountpoint = strdup(fields[4]);
-		if (source)
-			unescape(source);
-		v[n].source = source ? strdup(source) : NULL;
-		v[n].uid = uid && (uid == super || uid[-1] == ',') ? strtol(uid + 8, NULL, 10) : -1;
+		/* The user_id= super option, not a longer one ending in it. */
+		const char *super = m[i].super_opts, *uid = super ? strstr(super, "user_id=") : NULL;
+		v[n] = (pw_ctl_mount){
+			.mountpoint = TAKE_PTR(m[i].mountpoint),
+			.source = TAKE_PTR(m[i].source),
+			.uid = uid && (uid == super || uid[-1] == ',') ? strtol(uid + 8, NULL, 10) : -1,
+		};
 		n++;
-		if (!v[n - 1].mountpoint)
-			goto nomem;
 	}
+	pw_mountinfo_free(m, n_m);
 	*ret = v;
 	*ret_n = n;
 	return 0;
 nomem:
+	pw_mountinfo_free(m, n_m);
 	pw_ctl_mounts_free(v, n);
 	return -ENOMEM;
 }

@@ -51,6 +51,7 @@
 #include "ctl_server.h"
 #include "output.h"
 #include "path.h"
+#include "procfs.h"
 #include "run.h"
 #include "state.h"
 
@@ -109,78 +110,6 @@ static char *join(const char *root, const char *rest)
 	return out;
 }
 
-/* mountinfo escapes space, tab, newline and backslash as \ooo; decode in place. */
-static void unescape(char *s)
-{
-	char *w = s;
-
-	for (char *r = s; *r;) {
-		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
-		    r[3] >= '0' && r[3] <= '7') {
-			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-			r += 4;
-		} else {
-			*w++ = *r++;
-		}
-	}
-	*w = '\0';
-}
-
-typedef struct mnt {
-	unsigned maj, min;
-	char *root;       /* the directory of the filesystem this mount shows */
-	char *mountpoint; /* where */
-} mnt;
-
-static void mnts_free(mnt *m, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(m[i].root);
-		free(m[i].mountpoint);
-	}
-	free(m);
-}
-
-/* Every mount of /proc/self/mountinfo, in file order. Returns 0 or -errno. */
-static int read_mountinfo(mnt **ret, size_t *ret_n)
-{
-	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
-	_cleanup_free_ char *line = NULL;
-	size_t cap = 0, n = 0, alloc = 0;
-	mnt *m = NULL;
-
-	if (!f)
-		return negative_errno();
-	while (n < MOUNTINFO_LINES_MAX && getline(&line, &cap, f) > 0) {
-		char root[PATH_MAX], mp[PATH_MAX];
-		unsigned maj, min;
-
-		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT ... (paths never contain blanks: escaped) */
-		if (sscanf(line, "%*u %*u %u:%u %4095s %4095s", &maj, &min, root, mp) != 4)
-			continue;
-		if (n == alloc) {
-			size_t c = alloc ? alloc * 2 : 64;
-			mnt *nm = reallocarray(m, c, sizeof(*m));
-			if (!nm)
-				goto nomem;
-			m = nm;
-			alloc = c;
-		}
-		unescape(root);
-		unescape(mp);
-		m[n] = (mnt){ .maj = maj, .min = min, .root = strdup(root), .mountpoint = strdup(mp) };
-		n++;
-		if (!m[n - 1].root || !m[n - 1].mountpoint)
-			goto nomem;
-	}
-	*ret = m;
-	*ret_n = n;
-	return 0;
-nomem:
-	mnts_free(m, n);
-	return -ENOMEM;
-}
-
 /*
  * Other paths of the backing directory PROJECT: for every mount of the same device whose
  * root contains PROJECT's place in that filesystem, the same place under its mountpoint,
@@ -189,7 +118,7 @@ nomem:
  */
 static int bind_aliases(pw_run_argv *a, const char *project, const char *view)
 {
-	mnt *m = NULL;
+	pw_mountinfo *m = NULL;
 	size_t n = 0, home = SIZE_MAX, home_len = 0;
 	_cleanup_free_ char *fsrel = NULL;
 	struct stat pst;
@@ -197,7 +126,7 @@ static int bind_aliases(pw_run_argv *a, const char *project, const char *view)
 
 	if (stat(project, &pst) < 0)
 		return negative_errno();
-	r = read_mountinfo(&m, &n);
+	r = pw_mountinfo_read(MOUNTINFO_LINES_MAX, &m, &n);
 	if (r < 0)
 		return r;
 	/* The mount PROJECT lies on: the longest mountpoint above it, the latest on a tie. */
@@ -236,7 +165,7 @@ static int bind_aliases(pw_run_argv *a, const char *project, const char *view)
 		r = push3(a, "--bind", view, alias);
 	}
 out:
-	mnts_free(m, n);
+	pw_mountinfo_free(m, n);
 	return r;
 }
 

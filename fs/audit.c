@@ -27,6 +27,7 @@
  */
 #include "audit.h"
 #include "pidns.h"
+#include "procfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -346,26 +347,6 @@ static int step_reset(sqlite3_stmt *st)
 	return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : pw_db_errno(rc);
 }
 
-static void read_comm(pid_t pid, char buf[COMM_MAX + 1])
-{
-	char path[32];
-
-	buf[0] = '\0';
-	if (pid <= 0)
-		return;
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return;
-	ssize_t n = read(fd, buf, COMM_MAX);
-	if (n <= 0) {
-		buf[0] = '\0';
-		return;
-	}
-	buf[n] = '\0';
-	buf[strcspn(buf, "\n")] = '\0';
-}
-
 static uint64_t rec_hash(const rec_view *v)
 {
 	uint64_t h = PW_FNV1A64_INIT;
@@ -497,7 +478,7 @@ static const char *comm_lookup(comm_cache *c, pid_t pid)
 			return c->name[i];
 	unsigned slot = c->n++ % ELEMENTSOF(c->pid);
 	c->pid[slot] = pid;
-	read_comm(pid, c->name[slot]);
+	pw_proc_comm(pid, c->name[slot], sizeof(c->name[slot]));
 	return c->name[slot];
 }
 

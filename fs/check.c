@@ -15,6 +15,7 @@
 #include "audit.h"
 #include "fs_internal.h"
 #include "pidns.h"
+#include "procfs.h"
 #include "util.h"
 
 pw_policy *pw_fs_policy_get(pw_fs *fs, uint64_t *ret_gen)
@@ -41,16 +42,10 @@ static const char *caller_comm(pid_t pid)
 		return NULL;
 	if (pid == cached_pid)
 		return cached;
-	char path[32];
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (pw_proc_comm(pid, cached, sizeof(cached)) < 0 || !cached[0]) {
+		cached_pid = 0; /* CACHED no longer holds the name of the pid it held */
 		return NULL;
-	ssize_t n = read(fd, cached, sizeof(cached) - 1);
-	if (n <= 0)
-		return NULL;
-	cached[n] = '\0';
-	cached[strcspn(cached, "\n")] = '\0';
+	}
 	cached_pid = pid;
 	return cached;
 }

@@ -44,6 +44,7 @@
 #include "audit.h"
 #include "limits.h"
 #include "pidns.h"
+#include "procfs.h"
 #include "proto.h"
 #include "report.h"
 #include "util.h"
@@ -270,24 +271,6 @@ static void client_learn_ns(pw_ctl_client *c)
 	c->ns_level = (size_t)n;
 	c->ns_ino = n > 0 ? levels[n - 1].ino : 0;
 	c->ns_known = true;
-}
-
-static void read_comm(pid_t pid, char *comm, size_t size)
-{
-	char path[64];
-	_cleanup_close_ int fd = -1;
-	ssize_t n;
-
-	comm[0] = 0;
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	n = read(fd, comm, size - 1);
-	if (n <= 0)
-		return;
-	comm[n] = 0;
-	comm[strcspn(comm, "\n")] = 0;
 }
 
 static void client_free(pw_ctl_client *c)
@@ -534,7 +517,7 @@ static void accept_clients(pw_ctl_server *s, size_t li)
 		c->peer.gid = cred.gid;
 		c->peer.restricted = l->restricted;
 		c->peer.origin = l->restricted ? "agent-socket" : "socket";
-		read_comm(cred.pid, c->peer.comm, sizeof(c->peer.comm));
+		pw_proc_comm(cred.pid, c->peer.comm, sizeof(c->peer.comm));
 		if (l->restricted)
 			client_learn_ns(c);
 		c->last_ms = c->tokens_ms = pw_clock_ms(CLOCK_MONOTONIC);

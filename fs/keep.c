@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "changes.h"
+#include "procfs.h"
 #include "util.h"
 
 /* One path recorded in the current change set. */
@@ -256,15 +257,7 @@ typedef struct who {
 static void who_of(fuse_req_t req, who *w)
 {
 	w->pid = req ? fuse_req_ctx(req)->pid : getpid();
-	w->comm[0] = '\0';
-	char path[32];
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)w->pid);
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n = fd >= 0 ? read(fd, w->comm, sizeof(w->comm) - 1) : -1;
-	if (n > 0) {
-		w->comm[n] = '\0';
-		w->comm[strcspn(w->comm, "\n")] = '\0';
-	}
+	pw_proc_comm(w->pid, w->comm, sizeof(w->comm));
 }
 
 /*

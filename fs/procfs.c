@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * /proc readers (procfs.h), shared by the daemon (audit, denials, the control socket's
+ * peers, originals) and the CLI (finding live views, the sandbox's bind aliases).
+ */
+#include "procfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+int pw_proc_comm(pid_t pid, char *buf, size_t size)
+{
+	char path[32];
+
+	if (size == 0)
+		return -EINVAL;
+	buf[0] = '\0';
+	if (pid <= 0)
+		return -ESRCH;
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return negative_errno();
+	ssize_t n = read(fd, buf, size - 1);
+	if (n < 0) {
+		int r = negative_errno();
+		buf[0] = '\0';
+		return r;
+	}
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return 0;
+}
+
+/* Undoes mountinfo's octal escapes (\040 for a space, \011, \012, \134) in place. */
+static void unescape(char *s)
+{
+	char *w = s;
+
+	for (char *r = s; *r;) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+		    r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 4;
+		} else {
+			*w++ = *r++;
+		}
+	}
+	*w = '\0';
+}
+
+static void entry_done(pw_mountinfo *e)
+{
+	free(e->root);
+	free(e->mountpoint);
+	free(e->fstype);
+	free(e->source);
+	free(e->super_opts);
+}
+
+void pw_mountinfo_free(pw_mountinfo *m, size_t n)
+{
+	for (size_t i = 0; m && i < n; i++)
+		entry_done(&m[i]);
+	free(m);
+}
+
+static char *dup_unescaped(char *s)
+{
+	if (!s)
+		return NULL;
+	unescape(s);
+	return strdup(s);
+}
+
+/* Parses LINE (modified): ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE
+ * SOURCE SUPER. Returns 1 with *ret filled, 0 for a line that does not parse, -ENOMEM. */
+static int parse_line(char *line, pw_mountinfo *ret)
+{
+	char *save = NULL, *f[6] = { 0 }, *tok;
+	unsigned maj, min;
+	size_t i = 0;
+
+	for (tok = strtok_r(line, " \n", &save); tok && i < ELEMENTSOF(f);
+	     tok = strtok_r(NULL, " \n", &save))
+		f[i++] = tok;
+	if (i < ELEMENTSOF(f) || sscanf(f[2], "%u:%u", &maj, &min) != 2)
+		return 0;
+	while (tok && !streq(tok, "-"))
+		tok = strtok_r(NULL, " \n", &save);
+	char *fstype = tok ? strtok_r(NULL, " \n", &save) : NULL;
+	char *source = fstype ? strtok_r(NULL, " \n", &save) : NULL;
+	char *super = source ? strtok_r(NULL, " \n", &save) : NULL;
+	if (!fstype)
+		return 0;
+	*ret = (pw_mountinfo){
+		.maj = maj,
+		.min = min,
+		.root = dup_unescaped(f[3]),
+		.mountpoint = dup_unescaped(f[4]),
+		.fstype = dup_unescaped(fstype),
+		.source = dup_unescaped(source),
+		.super_opts = super ? strdup(super) : NULL,
+	};
+	if (!ret->root || !ret->mountpoint || !ret->fstype || (source && !ret->source) ||
+	    (super && !ret->super_opts)) {
+		entry_done(ret);
+		return -ENOMEM;
+	}
+	return 1;
+}
+
+int pw_mountinfo_read(size_t max, pw_mountinfo **ret, size_t *ret_n)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0, n = 0, alloc = 0;
+	pw_mountinfo *m = NULL;
+
+	if (!f)
+		return negative_errno();
+	while (n < max && getline(&line, &cap, f) > 0) {
+		if (n == alloc) {
+			size_t c = alloc ? alloc * 2 : 64;
+			pw_mountinfo *nm = reallocarray(m, c, sizeof(*m));
+			if (!nm) {
+				pw_mountinfo_free(m, n);
+				return -ENOMEM;
+			}
+			m = nm;
+			alloc = c;
+		}
+		int r = parse_line(line, &m[n]);
+		if (r < 0) {
+			pw_mountinfo_free(m, n);
+			return r;
+		}
+		n += (size_t)r;
+	}
+	*ret = m;
+	*ret_n = n;
+	return 0;
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the daemon and the CLI read from /proc, parsed once: a process's name and the mount
+ * table. (policy/ stays pure: nothing under it reads /proc.)
+ */
+#pragma once
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* The kernel's TASK_COMM_LEN without its NUL: /proc/PID/comm holds at most this much. */
+#define PW_COMM_MAX 15
+
+/* The name of process PID (/proc/PID/comm without its newline, cut to SIZE - 1 bytes) in
+ * BUF. Returns 0, or -errno with BUF "" (-ESRCH for a PID <= 0). */
+int pw_proc_comm(pid_t pid, char *buf, size_t size);
+
+/* One line of /proc/self/mountinfo, its paths unescaped (\040 a space, ...). */
+typedef struct pw_mountinfo {
+	unsigned maj, min;
+	char *root;       /* the directory of the filesystem the mount shows */
+	char *mountpoint; /* where */
+	char *fstype;     /* "fuse.piworkfs", ... */
+	char *source;     /* NULL when the line has none */
+	char *super_opts; /* the superblock's options ("rw,user_id=1000,..."), NULL when none */
+} pw_mountinfo;
+
+/* The mounts of /proc/self/mountinfo in file order, at most MAX of them (the rest is not
+ * read). Lines that do not parse are skipped. Returns 0 with a malloc'd array (free with
+ * pw_mountinfo_free), or -errno. */
+int pw_mountinfo_read(size_t max, pw_mountinfo **ret, size_t *ret_n);
+void pw_mountinfo_free(pw_mountinfo *m, size_t n); /* accepts NULL */
