@@ -1,8 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* SHA-256 as FIPS 180-4 states it; checked against its test vectors in tests/fs. */
+/*
+ * SHA-256 as FIPS 180-4 states it; checked against its test vectors in tests/fs.
+ *
+ * Keeping an original hashes all of it, so the digest's speed bounds the first overwrite of
+ * a large file: on x86-64 processors with the SHA extensions the blocks go through them
+ * (about ten times the portable code's speed), chosen once at run time.
+ */
 #include "sha256.h"
 
+#include <stdbool.h>
 #include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define HAVE_SHA_NI 1
+#endif
 
 static const uint32_t K[64] = {
 	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
@@ -22,7 +35,7 @@ static inline uint32_t ror(uint32_t x, unsigned n)
 	return (x >> n) | (x << (32 - n));
 }
 
-static void block(pw_sha256 *c, const uint8_t *p)
+static void block_portable(pw_sha256 *c, const uint8_t *p)
 {
 	uint32_t w[64], a, b, cc, d, e, f, g, h;
 
@@ -50,6 +63,75 @@ static void block(pw_sha256 *c, const uint8_t *p)
 	c->h[4] += e, c->h[5] += f, c->h[6] += g, c->h[7] += h;
 }
 
+#ifdef HAVE_SHA_NI
+/*
+ * N blocks with the SHA extensions. The state lives in two registers in the order the
+ * round instruction wants (ABEF and CDGH); each step of the loop does four rounds, with the
+ * message schedule's next four words computed from the last sixteen.
+ */
+__attribute__((target("sha,sse4.1,ssse3"))) static void blocks_ni(pw_sha256 *c,
+								   const uint8_t *p, size_t n)
+{
+	const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bll, 0x0405060700010203ll);
+	__m128i dcba = _mm_loadu_si128((const __m128i *)&c->h[0]);
+	__m128i hgfe = _mm_loadu_si128((const __m128i *)&c->h[4]);
+	__m128i cdab = _mm_shuffle_epi32(dcba, 0xb1);
+	__m128i efgh = _mm_shuffle_epi32(hgfe, 0x1b);
+	__m128i abef = _mm_alignr_epi8(cdab, efgh, 8);
+	__m128i cdgh = _mm_blend_epi16(efgh, cdab, 0xf0);
+
+	for (; n > 0; n--, p += 64) {
+		__m128i abef0 = abef, cdgh0 = cdgh, w[4];
+		for (unsigned i = 0; i < 16; i++) {
+			__m128i m;
+			if (i < 4) {
+				m = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * i)),
+						     bswap);
+			} else {
+				/* W[t..t+3] from W[t-16..t-1]: sigma0 and W[t-16], W[t-7], then sigma1 */
+				__m128i t = _mm_sha256msg1_epu32(w[i % 4], w[(i + 1) % 4]);
+				t = _mm_add_epi32(t, _mm_alignr_epi8(w[(i + 3) % 4], w[(i + 2) % 4], 4));
+				m = _mm_sha256msg2_epu32(t, w[(i + 3) % 4]);
+			}
+			w[i % 4] = m;
+			__m128i mk = _mm_add_epi32(m, _mm_loadu_si128((const __m128i *)&K[4 * i]));
+			cdgh = _mm_sha256rnds2_epu32(cdgh, abef, mk);
+			abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(mk, 0x0e));
+		}
+		abef = _mm_add_epi32(abef, abef0);
+		cdgh = _mm_add_epi32(cdgh, cdgh0);
+	}
+	__m128i feba = _mm_shuffle_epi32(abef, 0x1b);
+	__m128i dchg = _mm_shuffle_epi32(cdgh, 0xb1);
+	_mm_storeu_si128((__m128i *)&c->h[0], _mm_blend_epi16(feba, dchg, 0xf0));
+	_mm_storeu_si128((__m128i *)&c->h[4], _mm_alignr_epi8(dchg, feba, 8));
+}
+
+static bool have_sha_ni(void)
+{
+	unsigned a, b, c, d;
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_SSE4_1) || !(c & bit_SSSE3))
+		return false;
+	return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_SHA);
+}
+#endif
+
+/* N whole blocks from P. */
+static void blocks(pw_sha256 *c, const uint8_t *p, size_t n)
+{
+#ifdef HAVE_SHA_NI
+	static int ni = -1; /* a benign race: every thread computes the same answer */
+	if (ni < 0)
+		ni = have_sha_ni();
+	if (ni) {
+		blocks_ni(c, p, n);
+		return;
+	}
+#endif
+	for (; n > 0; n--, p += 64)
+		block_portable(c, p);
+}
+
 void pw_sha256_init(pw_sha256 *c)
 {
 	static const uint32_t iv[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
@@ -72,11 +154,12 @@ void pw_sha256_update(pw_sha256 *c, const void *data, size_t n)
 		n -= take;
 		if (c->used < 64)
 			return;
-		block(c, c->buf);
+		blocks(c, c->buf, 1);
 		c->used = 0;
 	}
-	for (; n >= 64; p += 64, n -= 64)
-		block(c, p);
+	blocks(c, p, n / 64);
+	p += n / 64 * 64;
+	n %= 64;
 	memcpy(c->buf, p, n);
 	c->used = n;
 }
