@@ -279,9 +279,13 @@ static int line_from_switch(const pw_switch_row *w, log_line *l)
 	snprintf(pid, sizeof(pid), "%lld", (long long)w->pid);
 	snprintf(change, sizeof(change), "%s -> %s", w->from_mode ? w->from_mode : "(none)",
 		 w->to_mode ? w->to_mode : "?");
-	snprintf(who, sizeof(who), "asked by %s (pid %lld, uid %lld) through the %s",
-		 w->comm ? w->comm : "?", (long long)w->pid, (long long)w->uid,
-		 w->origin ? w->origin : "?");
+	if (streq_ptr(w->origin, "request"))
+		snprintf(who, sizeof(who), "the agent asked (\"%s\"); allowed by %s",
+			 w->reason ? w->reason : "", w->answered_by ? w->answered_by : "?");
+	else
+		snprintf(who, sizeof(who), "asked by %s (pid %lld, uid %lld) through the %s",
+			 w->comm ? w->comm : "?", (long long)w->pid, (long long)w->uid,
+			 w->origin ? w->origin : "?");
 	*l = (log_line){ .time_ns = w->time_ns, .id = w->id, .is_switch = true };
 	const char *cells[N_COLS] = { when, w->to_mode, "switch", "-", pid, w->comm, "", change,
 				      who };
@@ -779,12 +783,14 @@ static json_t *switch_json(const pw_switch_row *w)
 	char when[48];
 
 	format_time(w->time_ns, true, when, sizeof(when));
-	return json_pack("{s:s,s:I,s:s,s:I,s:s?,s:s?,s:s?,s:s?,s:I,s:I,s:I,s:s?,s:s?}", "kind",
+	return json_pack("{s:s,s:I,s:s,s:I,s:s?,s:s?,s:s?,s:s?,s:I,s:I,s:I,s:s?,s:s?,s:s?,s:s?}",
+			 "kind",
 			 "switch", "id", (json_int_t)w->id, "time", when, "time_ns",
 			 (json_int_t)w->time_ns, "project", w->project, "mountpoint", w->mountpoint,
 			 "from", w->from_mode, "to", w->to_mode, "generation",
 			 (json_int_t)w->generation, "pid", (json_int_t)w->pid, "uid",
-			 (json_int_t)w->uid, "comm", w->comm, "origin", w->origin);
+			 (json_int_t)w->uid, "comm", w->comm, "origin", w->origin, "reason", w->reason,
+			 "answered_by", w->answered_by);
 }
 
 static int print_json_line(json_t *o)

@@ -115,6 +115,9 @@ static const char *const migrations[] = {
 	"  hash TEXT PRIMARY KEY NOT NULL,"
 	"  size INTEGER NOT NULL"
 	");",
+	/* 3: a switch the agent asked for (origin "request"): its reason, who allowed it. */
+	"ALTER TABLE switches ADD COLUMN reason TEXT;"
+	"ALTER TABLE switches ADD COLUMN answered_by TEXT;",
 };
 _Static_assert(ELEMENTSOF(migrations) == PW_DB_SCHEMA_VERSION, "one migration per version");
 

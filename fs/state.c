@@ -128,8 +128,8 @@ int pw_state_record_switch(pw_state *s, const pw_switch_record *rec)
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int r = prepare(s,
 			"INSERT INTO switches(time_ns, project, mountpoint, from_mode, to_mode, "
-			"generation, pid, uid, comm, origin) "
-			"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+			"generation, pid, uid, comm, origin, reason, answered_by) "
+			"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 			&st);
 	if (r < 0)
 		return r;
@@ -145,6 +145,8 @@ int pw_state_record_switch(pw_state *s, const pw_switch_record *rec)
 	sqlite3_bind_int64(st, 8, rec->uid);
 	sqlite3_bind_text(st, 9, rec->comm, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 10, rec->origin, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 11, rec->reason, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 12, rec->answered_by, -1, SQLITE_STATIC);
 	return step_done(st);
 }
 
@@ -214,6 +216,8 @@ void pw_switch_rows_free(pw_switch_row *rows, size_t n)
 		free(rows[i].to_mode);
 		free(rows[i].comm);
 		free(rows[i].origin);
+		free(rows[i].reason);
+		free(rows[i].answered_by);
 	}
 	free(rows);
 }
@@ -238,13 +242,21 @@ int pw_state_read_switches(const char *path, const char *project, int64_t since_
 		r = -ENOENT;
 	if (r < 0)
 		return r;
-	/* Newest first, so LIMIT keeps the last ones; reversed below. */
+	/* Newest first, so LIMIT keeps the last ones; reversed below. A database no daemon
+	 * has brought to schema 3 yet (read-only here: never migrated) has no reasons. */
 	rc = sqlite3_prepare_v2(db,
 				"SELECT id, time_ns, project, mountpoint, from_mode, to_mode, "
-				"generation, pid, uid, comm, origin FROM switches "
+				"generation, pid, uid, comm, origin, reason, answered_by FROM switches "
 				"WHERE (?1 IS NULL OR project = ?1) AND time_ns >= ?2 AND id > ?3 "
 				"ORDER BY time_ns DESC, id DESC",
 				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		rc = sqlite3_prepare_v2(db,
+					"SELECT id, time_ns, project, mountpoint, from_mode, to_mode, "
+					"generation, pid, uid, comm, origin, NULL, NULL FROM switches "
+					"WHERE (?1 IS NULL OR project = ?1) AND time_ns >= ?2 AND id > ?3 "
+					"ORDER BY time_ns DESC, id DESC",
+					-1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return pw_db_errno(rc);
 	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
@@ -273,6 +285,8 @@ int pw_state_read_switches(const char *path, const char *project, int64_t since_
 			.uid = sqlite3_column_int64(st, 8),
 			.comm = col_dup(st, 9),
 			.origin = col_dup(st, 10),
+			.reason = col_dup(st, 11),
+			.answered_by = col_dup(st, 12),
 		};
 	}
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {

@@ -41,7 +41,9 @@ typedef struct pw_switch_record {
 	pid_t pid;
 	uid_t uid;
 	const char *comm; /* the requesting process's name */
-	const char *origin; /* "socket", "agent-socket", "mount", "reload", "signal" */
+	const char *origin; /* "socket", "agent-socket", "mount", "reload", "signal", "request" */
+	const char *reason;      /* origin "request": the agent's reason; else NULL */
+	const char *answered_by; /* origin "request": who allowed it; else NULL */
 } pw_switch_record;
 int pw_state_record_switch(pw_state *s, const pw_switch_record *r);
 
@@ -49,6 +51,7 @@ int pw_state_record_switch(pw_state *s, const pw_switch_record *r);
 typedef struct pw_switch_row {
 	int64_t id, time_ns, generation, pid, uid;
 	char *project, *mountpoint, *from_mode, *to_mode, *comm, *origin;
+	char *reason, *answered_by; /* a granted request's (schema 3); else NULL */
 } pw_switch_row;
 
 /*

@@ -161,6 +161,8 @@ static void record_switch(pw_view *v, const char *from, const char *to, uint64_t
 		.uid = peer ? peer->uid : getuid(),
 		.comm = peer && peer->comm[0] ? peer->comm : NULL,
 		.origin = origin,
+		.reason = peer ? peer->reason : NULL,
+		.answered_by = peer ? peer->answered_by : NULL,
 	};
 	r = pw_state_record_switch(v->state, &rec);
 	if (r < 0)

@@ -60,7 +60,9 @@ typedef struct pw_peer {
 	gid_t gid;
 	char comm[32];      /* process name, "" when unknown */
 	bool restricted;    /* connected through an agent socket: may only tighten */
-	const char *origin; /* "socket", "agent-socket", "signal", "mount" (static string) */
+	const char *origin; /* "socket", "agent-socket", "signal", "mount", "request" (static) */
+	const char *reason;      /* origin "request": the agent's reason (else NULL) */
+	const char *answered_by; /* origin "request": who granted it (else NULL) */
 } pw_peer;
 
 /* May PEER talk to this view at all? Only the mounting uid and root. 0 or -EPERM. */

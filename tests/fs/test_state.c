@@ -368,6 +368,47 @@ Test(state, switch_history)
 		     2);
 }
 
+/* A granted request (origin "request") keeps the agent's reason and who allowed it, and
+ * both read back; a database still at schema 2 (no daemon migrated it yet) reads back
+ * without them. */
+Test(state, a_granted_request_keeps_its_reason_and_who_answered)
+{
+	pw_state *s = NULL;
+	pw_switch_row *rows = NULL;
+	size_t n = 0;
+
+	cr_assert_eq(pw_state_open(dbpath, &s, NULL), 0);
+	pw_switch_record r = {
+		.time_ns = 1000, .project = "/p", .from_mode = "plan", .to_mode = "build",
+		.generation = 2, .pid = 7, .uid = 0, .comm = "piworkfs", .origin = "request",
+		.reason = "implement the approved plan",
+		.answered_by = "the terminal of piworkfs run (pid 7)",
+	};
+	cr_assert_eq(pw_state_record_switch(s, &r), 0);
+	pw_state_close(s);
+	cr_assert_eq(pw_state_read_switches(dbpath, "/p", 0, 0, 0, &rows, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_str_eq(rows[0].origin, "request");
+	cr_assert_str_eq(rows[0].reason, "implement the approved plan");
+	cr_assert_str_eq(rows[0].answered_by, "the terminal of piworkfs run (pid 7)");
+	pw_switch_rows_free(rows, n);
+
+	/* Schema 2: the columns are not there. */
+	sqlite3 *db = NULL;
+	cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db, "ALTER TABLE switches DROP COLUMN reason;"
+				      "ALTER TABLE switches DROP COLUMN answered_by;"
+				      "PRAGMA user_version = 2;",
+				  NULL, NULL, NULL),
+		     SQLITE_OK, "%s", sqlite3_errmsg(db));
+	sqlite3_close(db);
+	cr_assert_eq(pw_state_read_switches(dbpath, "/p", 0, 0, 0, &rows, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_null(rows[0].reason);
+	cr_assert_null(rows[0].answered_by);
+	pw_switch_rows_free(rows, n);
+}
+
 Test(state, default_path)
 {
 	char *p;
