@@ -28,9 +28,8 @@ enum {
 
 typedef int (*pw_cmd_fn)(int argc, char **argv);
 
-/* Each command. Declared weak so the program links while a command's file is in progress;
- * main.c reports a missing one as an internal error. */
-#define PW_CMD(name) __attribute__((weak)) int name(int argc, char **argv)
+/* Each command (main.c's dispatch table). */
+#define PW_CMD(name) int name(int argc, char **argv)
 PW_CMD(cmd_modes);
 PW_CMD(cmd_allowed);
 PW_CMD(cmd_check);

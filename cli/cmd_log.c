@@ -1004,11 +1004,6 @@ static int print_log(const log_opts *o, log_printer *pr, bool json, const log_ro
 	return r;
 }
 
-static void pw_glob_freep(pw_glob **g)
-{
-	pw_glob_free(*g);
-}
-
 int cmd_log(int argc, char **argv)
 {
 	_cleanup_free_ char *dbpath = pw_state_default_path();
@@ -1149,7 +1144,7 @@ static int why_pick_mode(const pw_cli_project *p, const char *project, const cha
 		*ret = (why_mode){ m, "option" };
 		return m ? 0 : -ENOMEM;
 	}
-	if (pw_cli_live_mode && pw_cli_live_mode(p, &m) == 0) {
+	if (pw_cli_live_mode(p, &m) == 0) {
 		*ret = (why_mode){ m, "live" };
 		return 0;
 	}

@@ -398,7 +398,7 @@ static int find_project_view(const char *project, char **ret_socket)
 	return r;
 }
 
-/* The hook project.c declares weak: the live view's mode for the offline commands. */
+/* project.h's hook: the live view's mode for the offline commands. */
 int pw_cli_live_mode(const pw_cli_project *p, char **ret_mode)
 {
 	json_t *res = NULL;

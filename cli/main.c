@@ -12,32 +12,28 @@
 
 typedef struct pw_command {
 	const char *name;
-	pw_cmd_fn fn; /* NULL when the command's file is not linked yet (weak symbol) */
+	pw_cmd_fn fn;
 } pw_command;
 
-static pw_cmd_fn find_command(const char *name, bool *ret_found)
-{
-	/* Looked up at run time: the address of an undefined weak function is only known then.
-	 * The names, summaries and options are the tables of options.c. */
-	const pw_command table[] = {
-		{ "mount", cmd_mount },	      { "umount", cmd_umount },
-		{ "mode", cmd_mode },	      { "status", cmd_status },
-		{ "reload", cmd_reload },     { "modes", cmd_modes },
-		{ "allowed", cmd_allowed },   { "check", cmd_check },
-		{ "why", cmd_why },	      { "check-bash", cmd_check_bash },
-		{ "log", cmd_log },	      { "trust", cmd_trust },
-		{ "run", cmd_run },	      { "completion", cmd_completion },
-		{ "__complete", cmd_complete },
-		{ "changes", cmd_changes },   { "diff", cmd_diff },
-		{ "undo", cmd_undo },	      { "checkpoint", cmd_checkpoint },
-	};
+/* The names, summaries and options of the commands are the tables of options.c. */
+static const pw_command commands[] = {
+	{ "mount", cmd_mount },	      { "umount", cmd_umount },
+	{ "mode", cmd_mode },	      { "status", cmd_status },
+	{ "reload", cmd_reload },     { "modes", cmd_modes },
+	{ "allowed", cmd_allowed },   { "check", cmd_check },
+	{ "why", cmd_why },	      { "check-bash", cmd_check_bash },
+	{ "log", cmd_log },	      { "trust", cmd_trust },
+	{ "run", cmd_run },	      { "completion", cmd_completion },
+	{ "__complete", cmd_complete },
+	{ "changes", cmd_changes },   { "diff", cmd_diff },
+	{ "undo", cmd_undo },	      { "checkpoint", cmd_checkpoint },
+};
 
-	*ret_found = false;
-	for (size_t i = 0; i < ELEMENTSOF(table); i++)
-		if (streq(table[i].name, name)) {
-			*ret_found = true;
-			return table[i].fn;
-		}
+static pw_cmd_fn find_command(const char *name)
+{
+	for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+		if (streq(commands[i].name, name))
+			return commands[i].fn;
 	return NULL;
 }
 
@@ -54,11 +50,9 @@ static void usage(FILE *f)
 	      "Commands:\n",
 	      f);
 	for (size_t i = 0; i < n; i++) {
-		bool found;
 		if (t[i].flags & PW_SPEC_HIDDEN)
 			continue;
-		fprintf(f, "  %-11s %s%s\n", t[i].name, t[i].summary,
-			find_command(t[i].name, &found) ? "" : " (not available in this build)");
+		fprintf(f, "  %-11s %s\n", t[i].name, t[i].summary);
 	}
 	fputs("\n"
 	      "Options go before or after the arguments; every command takes --help, and all but\n"
@@ -74,20 +68,15 @@ static void usage(FILE *f)
 
 static int run_command(const char *name, int argc, char **argv)
 {
-	bool found;
-	pw_cmd_fn fn = find_command(name, &found);
+	pw_cmd_fn fn = find_command(name);
 
-	if (!found) {
+	if (!fn) {
 		const char *hint = pw_command_near_miss(name);
 		if (hint)
 			pw_err(NULL, "unknown command '%s' (did you mean '%s'?)", name, hint);
 		else
 			pw_err(NULL, "unknown command '%s' (see 'piworkfs --help')", name);
 		return PW_EXIT_USAGE;
-	}
-	if (!fn) {
-		pw_err(name, "command not available in this build");
-		return PW_EXIT_SYSTEM;
 	}
 	return fn(argc, argv);
 }

@@ -380,7 +380,7 @@ int pw_cli_get_policy(const char *cmd, const pw_cli_project *p, const char *mode
 	int r;
 
 	if (!mode) {
-		r = pw_cli_live_mode ? pw_cli_live_mode(p, &live) : -ENOENT;
+		r = pw_cli_live_mode(p, &live);
 		if (r == -ENOENT) {
 			pw_err(cmd, "no --mode given and not inside a live view");
 			return PW_EXIT_USAGE;

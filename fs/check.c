@@ -32,7 +32,8 @@ pw_policy *pw_fs_policy_get(pw_fs *fs, uint64_t *ret_gen)
  * The requesting process's name, read now: a short-lived process (touch) is gone by the
  * time the audit writer could look. One entry per worker thread, so a storm of denials
  * from one process reads /proc once. A recycled pid can show a stale name until another
- * pid asks; the name is best effort, as design.md says.
+ * pid asks: the name is best effort, a hint for the reader of the log, never an identity
+ * (docs/AUDIT.md).
  */
 static const char *caller_comm(pid_t pid)
 {

@@ -123,10 +123,7 @@ _Static_assert(ELEMENTSOF(migrations) == PW_DB_SCHEMA_VERSION, "one migration pe
 
 int64_t pw_db_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	return pw_clock_ns(CLOCK_REALTIME);
 }
 
 int pw_db_errno(int rc)

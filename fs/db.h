@@ -44,6 +44,13 @@ int pw_db_open_readonly(const char *path, sqlite3 **ret);
 /* sqlite3_close_v2 that accepts NULL, for _cleanup_(pw_db_closep). */
 void pw_db_closep(sqlite3 **db);
 
+/* A prepared statement that finalizes itself (sqlite3_finalize accepts NULL). */
+static inline void pw_db_finalizep(sqlite3_stmt **st)
+{
+	sqlite3_finalize(*st);
+}
+#define _cleanup_stmt_ __attribute__((cleanup(pw_db_finalizep)))
+
 /* Maps an SQLite result code to a negative errno (-EBUSY, -ENOMEM, -EIO, ...). */
 int pw_db_errno(int rc);
 

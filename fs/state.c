@@ -68,12 +68,6 @@ void pw_state_close(pw_state *s)
 	free(s);
 }
 
-static void finalizep(sqlite3_stmt **st)
-{
-	sqlite3_finalize(*st); /* accepts NULL */
-}
-#define _cleanup_stmt_ _cleanup_(finalizep)
-
 static int prepare(pw_state *s, const char *sql, sqlite3_stmt **ret)
 {
 	return pw_db_errno(sqlite3_prepare_v2(s->db, sql, -1, ret, NULL));

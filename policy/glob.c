@@ -440,11 +440,6 @@ static void classify(pw_glob *g)
 	}
 }
 
-static void pw_glob_freep(pw_glob **g)
-{
-	pw_glob_free(*g);
-}
-
 int pw_glob_compile(const char *pattern, pw_glob **ret, const char **ret_err)
 {
 	_cleanup_(pw_glob_freep) pw_glob *g = NULL;

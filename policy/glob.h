@@ -64,3 +64,7 @@ const char *pw_glob_pattern(const pw_glob *g);
 
 /* Destructor; accepts NULL. */
 void pw_glob_free(pw_glob *g);
+static inline void pw_glob_freep(pw_glob **g)
+{
+	pw_glob_free(*g);
+}

@@ -104,6 +104,11 @@ typedef struct pw_modeset pw_modeset;
 /* Loads all layers. Returns 0 with *ret, or -ENOMEM. Bad files become warnings. */
 int pw_modeset_load(const pw_load_opts *opts, pw_modeset **ret);
 void pw_modeset_free(pw_modeset *ms); /* accepts NULL */
+static inline void pw_modeset_freep(pw_modeset **ms)
+{
+	pw_modeset_free(*ms);
+}
+#define _cleanup_modeset_ __attribute__((cleanup(pw_modeset_freep)))
 
 size_t pw_modeset_count(const pw_modeset *ms);
 const pw_mode *pw_modeset_get(const pw_modeset *ms, size_t i); /* sorted by name */

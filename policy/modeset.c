@@ -56,11 +56,6 @@ void pw_modeset_free(pw_modeset *ms)
 	free(ms);
 }
 
-static void modeset_freep(pw_modeset **ms)
-{
-	pw_modeset_free(*ms);
-}
-
 static pw_mode *modeset_find_mut(pw_modeset *ms, const char *name)
 {
 	for (size_t i = 0; i < ms->n_modes; i++)
@@ -353,7 +348,7 @@ static int load_dir(pw_modeset *ms, const char *base, const char *sub, pw_layer 
 
 int pw_modeset_load(const pw_load_opts *opts, pw_modeset **ret)
 {
-	_cleanup_(modeset_freep) pw_modeset *ms = NULL;
+	_cleanup_modeset_ pw_modeset *ms = NULL;
 	int r;
 
 	ms = calloc(1, sizeof(*ms));

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A compiled policy: one mode, with the protected and token rules merged in, immutable
- * once built and reference-counted. The filesystem holds one behind an atomic pointer; a
- * mode switch compiles a new one and swaps the pointer, and operations in flight keep
- * their reference. A policy copies everything it needs, so it outlives its modeset.
+ * once built and reference-counted. The filesystem holds the active one in a pointer
+ * guarded by a mutex, held only to take a reference (fs/check.c) or to swap it; a mode
+ * switch compiles a new one and swaps the pointer, and operations in flight keep their
+ * reference. A policy copies everything it needs, so it outlives its modeset.
  *
  * Decision order for a path:
  *   1. hidden (a hide rule matches the path or an ancestor)  -> ENOENT, for every op
@@ -89,6 +90,11 @@ pw_policy *pw_policy_new_fail_closed(const char *mode, const char *why);
 
 pw_policy *pw_policy_ref(pw_policy *p);
 void pw_policy_unref(pw_policy *p); /* accepts NULL */
+static inline void pw_policy_unrefp(pw_policy **p)
+{
+	pw_policy_unref(*p);
+}
+#define _cleanup_policy_ __attribute__((cleanup(pw_policy_unrefp)))
 
 /* Decides OP on PATH (normalized, project-relative; "" is the root). Never fails. */
 void pw_policy_decide(const pw_policy *p, pw_op op, const char *path, bool is_dir,

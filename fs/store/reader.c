@@ -18,13 +18,6 @@ struct pw_store_reader {
 	sqlite3 *db;
 };
 
-/* A prepared statement that finalizes itself. */
-static void stmt_finalizep(sqlite3_stmt **st)
-{
-	sqlite3_finalize(*st);
-}
-#define _cleanup_stmt_ _cleanup_(stmt_finalizep)
-
 int pw_store_open_readonly(const char *path, pw_store_reader **ret)
 {
 	_cleanup_(pw_db_closep) sqlite3 *db = NULL;
