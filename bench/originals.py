@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""What keeping originals costs: the write workloads through a view in build mode with
+originals kept (the default) and with `mount --no-originals`, side by side in one run.
+
+Two identical backing trees, each with its own view and state directory (beside the
+backing trees, so on the same filesystem: files removed are kept by a link there). Each
+round runs every workload on both views, in alternating order, so a noisy neighbour hurts
+both alike. Before every timed run the kept view starts a new change set (`piworkfs
+checkpoint`, untimed): each run is the first change of its files, the costly case.
+
+Workloads: create+delete of N small files, an overwrite in place of a large file (its first
+overwrite in a change set keeps one copy of it, or a reflink where the filesystem can),
+`make -j2` of a small C project, `git checkout` of another branch over a tree (modified,
+deleted and new files) and back, and `grep -r` over the tree (a read: nothing to keep).
+Prints the median per workload, the ratio kept/not kept, and how big the store grew.
+
+Speed is reported, never asserted: these are figures for people, not a test.
+    bench/originals.py --piworkfs build/cli/piworkfs                      # the full run
+    bench/originals.py --piworkfs build/cli/piworkfs --small              # a quick check
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench import drop_output, make_c_project, make_tree, sh  # noqa: E402
+
+GIT_ENV = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@x", GIT_COMMITTER_NAME="b",
+               GIT_COMMITTER_EMAIL="b@x")
+
+
+def make_backing(root, files, big_mib):
+    """A git tree with a second branch that changes a third of its files, deletes a tenth
+    and adds new ones; a C project; a large file to overwrite."""
+    tree = os.path.join(root, "tree")
+    make_tree(tree, files)
+    sh(["git", "branch", "-M", "main"], cwd=tree, env=GIT_ENV)
+    sh(["git", "checkout", "-qb", "other"], cwd=tree, env=GIT_ENV)
+    names = sorted(os.path.join(dp, f) for dp, _, fs in os.walk(tree) if ".git" not in dp
+                   for f in fs)
+    for i, p in enumerate(names):
+        if i % 10 == 0:
+            os.unlink(p)
+        elif i % 3 == 0:
+            with open(p, "a") as f:
+                f.write("/* changed on the other branch */\n")
+    for i in range(max(1, files // 20)):
+        with open(os.path.join(tree, f"new{i}.c"), "w") as f:
+            f.write(f"int new{i};\n")
+    sh(["git", "add", "-A"], cwd=tree, env=GIT_ENV)
+    sh(["git", "commit", "-qm", "other"], cwd=tree, env=GIT_ENV)
+    sh(["git", "checkout", "-q", "main"], cwd=tree, env=GIT_ENV)
+    make_c_project(os.path.join(root, "cproj"))
+    os.makedirs(os.path.join(root, "io"))
+    os.makedirs(os.path.join(root, "scratch"))
+    drop_output(f"dd if=/dev/urandom of=big.bin bs=1M count={big_mib} 2>/dev/null",
+                os.path.join(root, "io"))
+
+
+def w_create_delete(root, n):
+    d = os.path.join(root, "scratch", "cd")
+    os.makedirs(d)
+    for i in range(n):
+        with open(os.path.join(d, f"n{i}"), "w") as f:
+            f.write("x")
+    for i in range(n):
+        os.unlink(os.path.join(d, f"n{i}"))
+    os.rmdir(d)
+
+
+def w_overwrite(root, big_mib):
+    drop_output(f"dd if=/dev/zero of=big.bin bs=1M count={big_mib} conv=notrunc 2>/dev/null",
+                os.path.join(root, "io"))
+
+
+def one_copy(backing):
+    """The bound for a first overwrite: one copy of the file, fsync'd (native, untouched by
+    any view: the copy is made beside it and removed)."""
+    io = os.path.join(backing, "io")
+    t = time.perf_counter()
+    drop_output("cp --reflink=auto big.bin ../scratch/ref.bin && sync ../scratch/ref.bin", io)
+    took = time.perf_counter() - t
+    os.unlink(os.path.join(backing, "scratch", "ref.bin"))
+    return took
+
+
+def w_make(root, _):
+    drop_output("make -s clean && make -s -j2", os.path.join(root, "cproj"))
+
+
+def w_checkout(root, _):
+    tree = os.path.join(root, "tree")
+    drop_output("git checkout -q other && git checkout -q main", tree)
+
+
+def w_grep(root, _):
+    drop_output("grep -r -l zzzz_not_there . ; test $? -eq 1", os.path.join(root, "tree"))
+
+
+class View:
+    def __init__(self, name, base, piworkfs, env, keep):
+        self.name, self.piworkfs, self.keep = name, piworkfs, keep
+        self.backing = os.path.join(base, name, "backing")
+        self.mnt = os.path.join(base, name, "view")
+        self.state = os.path.join(base, name, "state", "state.db")
+        self.env = dict(env)
+        self.env["PIWORKFS_STATE_DB"] = self.state
+
+    def pw(self, *args, check=True):
+        return subprocess.run([self.piworkfs] + list(args), env=self.env, check=check,
+                              capture_output=True, text=True)
+
+    def mount(self):
+        os.makedirs(self.mnt, exist_ok=True)
+        args = ["mount", "--mode", "build", "--state-db", self.state]
+        if not self.keep:
+            args.append("--no-originals")
+        self.pw(*args, self.backing, self.mnt)
+
+    def umount(self):
+        self.pw("umount", self.mnt, check=False)
+
+    def checkpoint(self):
+        if self.keep:
+            self.pw("checkpoint", "--mount", self.mnt)
+
+    def store(self):
+        """(bytes of the contents kept, blobs, bytes on disk of originals/)."""
+        res = json.loads(self.pw("changes", "--json", "--mount", self.mnt).stdout)
+        d = os.path.join(os.path.dirname(self.state), "originals")
+        du = int(subprocess.check_output(["du", "-sk", d], text=True).split()[0]) * 1024
+        return res["store"]["bytes"], res["store"]["blobs"], du
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--piworkfs", required=True)
+    ap.add_argument("--modes", help="the bundled modes directory")
+    ap.add_argument("--files", type=int, default=5000, help="files in the git tree (5000)")
+    ap.add_argument("--creates", type=int, default=5000, help="files created and deleted (5000)")
+    ap.add_argument("--big-mib", type=int, default=1024, help="the overwritten file, MiB (1024)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--small", action="store_true",
+                    help="a quick check: 500 files, 500 creates, 64 MiB, 2 rounds")
+    ap.add_argument("--dir", help="work directory (default: a new one under /var/tmp)")
+    ap.add_argument("--only", action="append",
+                    help="run only the workloads whose name starts with this (repeatable)")
+    ap.add_argument("--json", help="also write the results as JSON to this file")
+    args = ap.parse_args()
+    if args.small:
+        args.files, args.creates, args.big_mib, args.rounds = 500, 500, 64, 2
+
+    base = args.dir or tempfile.mkdtemp(prefix="piworkfs-originals-", dir="/var/tmp")
+    print(f"work directory: {base}", flush=True)
+    env = dict(os.environ)
+    env["XDG_RUNTIME_DIR"] = os.path.join(base, "run")
+    env["XDG_CONFIG_HOME"] = os.path.join(base, "config")
+    if args.modes:
+        env["PIWORKFS_MODES_DIR"] = args.modes
+    os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700, exist_ok=True)
+    views = [View("off", base, args.piworkfs, env, False), View("on", base, args.piworkfs, env, True)]
+    first = views[0].backing
+    print(f"making the backing trees ({args.files} files, {args.big_mib} MiB)...", flush=True)
+    make_backing(first, args.files, args.big_mib)
+    shutil.copytree(first, views[1].backing, symlinks=True)
+
+    workloads = [
+        (f"create+delete {args.creates}", w_create_delete, args.creates),
+        (f"overwrite {args.big_mib} MiB", w_overwrite, args.big_mib),
+        ("make -j2", w_make, None),
+        ("git checkout", w_checkout, None),
+        ("grep -r (read)", w_grep, None),
+    ]
+    if args.only:
+        workloads = [w for w in workloads if any(w[0].startswith(o) for o in args.only)]
+    times = {(w[0], v.name): [] for w in workloads for v in views}
+    copies = []
+    try:
+        for v in views:
+            v.mount()
+        for v in views:  # untimed: warm the caches, build once
+            w_make(v.mnt, None)
+            w_grep(v.mnt, None)
+        for rnd in range(args.rounds):
+            for wname, fn, arg in workloads:
+                order = views if (rnd + len(wname)) % 2 == 0 else views[::-1]
+                for v in order:
+                    v.checkpoint()
+                    t = time.perf_counter()
+                    fn(v.mnt, arg)
+                    times[(wname, v.name)].append(time.perf_counter() - t)
+            copies.append(one_copy(first))
+            print(f"round {rnd + 1}/{args.rounds} done", flush=True)
+        kept_bytes, blobs, du = views[1].store()
+    finally:
+        for v in views:
+            v.umount()
+
+    rows = []
+    print()
+    print(f"{'workload':<26}{'originals off':>15}{'originals on':>15}{'on/off':>9}")
+    for wname, _, _ in workloads:
+        off = statistics.median(times[(wname, "off")])
+        on = statistics.median(times[(wname, "on")])
+        rows.append({"workload": wname, "off_s": off, "on_s": on, "ratio": on / off})
+        print(f"{wname:<26}{off:>14.3f}s{on:>14.3f}s{on / off:>9.2f}")
+    print(f"{'(one copy of the file, cp + fsync, native)':<44}{statistics.median(copies):>8.3f}s")
+    print(f"\nstore after {args.rounds} rounds ({args.rounds * len(workloads)} change sets): "
+          f"{kept_bytes / 2**20:.1f} MiB in {blobs} blobs (content), "
+          f"{du / 2**20:.1f} MiB on disk under originals/ (links to removed files count "
+          f"there, not twice)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": rows, "one_copy_s": statistics.median(copies), "rounds": args.rounds, "store_bytes": kept_bytes,
+                       "store_blobs": blobs, "store_du": du}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
