@@ -4,8 +4,9 @@
  *
  * Why O_TMPFILE and linkat: a blob gets its name only once its whole content is written,
  * so no reader, and no daemon restarted after a SIGKILL, can ever see half a blob; a kill
- * in the middle leaves an anonymous file that the filesystem frees by itself. Where O_TMPFILE is not supported the blob is written under a temporary name in
- * DIR/tmp and renamed; leftovers there are removed when the store is opened.
+ * in the middle leaves an anonymous file that the filesystem frees by itself. Where
+ * O_TMPFILE is not supported the blob is written under a temporary name in DIR/tmp and
+ * renamed; leftovers there are removed when the store is opened.
  *
  * Why a link, for a file about to lose its name: when the store is on the project's
  * filesystem, a regular file that an unlink or a rename over it is about to remove, and
