@@ -16,7 +16,7 @@
 
 #include "bash.h"
 #include "cli.h"
-#include "limits.h"
+#include "pw_limits.h"
 #include "options.h"
 #include "output.h"
 #include "project.h"

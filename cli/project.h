@@ -22,7 +22,7 @@
 
 #include <stdbool.h>
 
-#include "limits.h"
+#include "pw_limits.h"
 #include "mode.h"
 #include "policy.h"
 #include "util.h"

@@ -39,7 +39,7 @@
 #include <time.h>
 
 #include "db.h"
-#include "limits.h"
+#include "pw_limits.h"
 #include "state.h"
 #include "util.h"
 

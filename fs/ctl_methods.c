@@ -22,7 +22,7 @@
 #include "changes.h"
 #include "ctl_agent.h"
 #include "ctl_server.h"
-#include "limits.h"
+#include "pw_limits.h"
 #include "path.h"
 #include "proto.h"
 #include "report.h"

@@ -42,7 +42,7 @@
 #include <time.h>
 
 #include "audit.h"
-#include "limits.h"
+#include "pw_limits.h"
 #include "pidns.h"
 #include "procfs.h"
 #include "proto.h"

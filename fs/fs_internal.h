@@ -27,7 +27,7 @@
 #include <sys/stat.h>
 
 #include "fs.h"
-#include "limits.h"
+#include "pw_limits.h"
 #include "policy.h"
 #include "util.h"
 

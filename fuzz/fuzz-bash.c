@@ -18,7 +18,7 @@
 
 #include "bash/bash.h"
 #include "fuzz.h"
-#include "limits.h"
+#include "pw_limits.h"
 #include "policy.h"
 #include "util.h"
 

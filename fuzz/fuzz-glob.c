@@ -14,7 +14,7 @@
 
 #include "fuzz.h"
 #include "glob.h"
-#include "limits.h"
+#include "pw_limits.h"
 #include "path.h"
 #include "util.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "fuzz.h"
-#include "limits.h"
+#include "pw_limits.h"
 #include "modefile.h"
 #include "util.h"
 

@@ -15,7 +15,7 @@
 #include <errno.h>
 #include <stdarg.h>
 
-#include "limits.h"
+#include "pw_limits.h"
 #include "modefile.h"
 #include "util.h"
 #include "yamlx.h"

@@ -51,7 +51,7 @@
 #include <string.h>
 
 #include "glob.h"
-#include "limits.h"
+#include "pw_limits.h"
 #include "util.h"
 
 enum tok_op {

@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 
 #include "glob.h"
-#include "limits.h"
+#include "pw_limits.h"
 #include "modefile.h"
 #include "util.h"
 #include "yamlx.h"

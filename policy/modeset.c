@@ -21,7 +21,7 @@
 #include <dirent.h>
 #include <errno.h>
 
-#include "limits.h"
+#include "pw_limits.h"
 #include "modefile.h"
 #include "util.h"
 

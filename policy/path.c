@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "limits.h"
+#include "pw_limits.h"
 #include "path.h"
 
 static void set_err(const char **ret_err, const char *msg)

@@ -17,7 +17,7 @@
 #include <fnmatch.h>
 #include <string.h>
 
-#include "limits.h"
+#include "pw_limits.h"
 #include "policy.h"
 #include "util.h"
 

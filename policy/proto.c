@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "limits.h"
+#include "pw_limits.h"
 #include "util.h"
 
 /* Nesting any of our requests needs is 3 (request -> params -> array); allow some slack.

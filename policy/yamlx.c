@@ -8,7 +8,7 @@
 #include <stdarg.h>
 #include <yaml.h>
 
-#include "limits.h"
+#include "pw_limits.h"
 #include "util.h"
 #include "yamlx.h"
 

@@ -8,7 +8,7 @@
 
 #include "bash.h"
 #include "bash_internal.h"
-#include "limits.h"
+#include "pw_limits.h"
 #include "path.h"
 #include "report.h"
 #include "util.h"

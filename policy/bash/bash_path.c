@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 
 #include "bash_internal.h"
-#include "limits.h"
+#include "pw_limits.h"
 #include "path.h"
 #include "util.h"
 

@@ -21,7 +21,7 @@
 #include <tree_sitter/api.h>
 
 #include "bash_internal.h"
-#include "limits.h"
+#include "pw_limits.h"
 #include "util.h"
 
 const TSLanguage *tree_sitter_bash(void);

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "bash_internal.h"
-#include "limits.h"
+#include "pw_limits.h"
 #include "util.h"
 
 typedef struct bw_cmd bw_cmd;

@@ -42,7 +42,7 @@
 #include "audit.h"
 #include "ctl_server.h"
 #include "fs.h"
-#include "limits.h"
+#include "pw_limits.h"
 #include "proto.h"
 #include "state.h"
 #include "util.h"

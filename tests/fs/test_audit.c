@@ -23,7 +23,7 @@
 
 #include "audit.h"
 #include "db.h"
-#include "limits.h"
+#include "pw_limits.h"
 #include "state.h"
 #include "util.h"
 

@@ -30,7 +30,7 @@
 
 #include "bash/bash.h"
 #include "bash/bash_internal.h"
-#include "limits.h"
+#include "pw_limits.h"
 #include "mode.h"
 #include "policy.h"
 #include "util.h"

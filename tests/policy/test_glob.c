@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "glob.h"
-#include "limits.h"
+#include "pw_limits.h"
 
 enum { FILE_ = 0, DIR_ = 1 };
 

@@ -14,7 +14,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "limits.h"
+#include "pw_limits.h"
 #include "mode.h"
 #include "modefile.h"
 #include "util.h"

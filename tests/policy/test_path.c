@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "limits.h"
+#include "pw_limits.h"
 #include "path.h"
 
 struct norm_case {

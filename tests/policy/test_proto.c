@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "limits.h"
+#include "pw_limits.h"
 #include "proto.h"
 #include "util.h"
 
