@@ -14,7 +14,9 @@
  *
  * Authority: SO_PEERCRED on every connection; only the mounting uid or root is served
  * (others get one error line and are closed). Connections through an agent socket
- * (pw_ctl_server_add_agent_socket) are "restricted": they may only tighten the mode.
+ * (pw_ctl_server_add_agent_socket) are "restricted": they may only tighten the mode, and
+ * their `denied` notifications are those of processes in their own PID namespace or below
+ * it (pidns.h), with pids as seen there.
  *
  * Socket location: DIR/NAME where DIR is $XDG_RUNTIME_DIR/piworkfs (root without
  * XDG_RUNTIME_DIR: /run/piworkfs), a 0700 directory, and NAME is derived from the
