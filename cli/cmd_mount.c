@@ -27,6 +27,7 @@
 #include "modefile.h"
 #include "options.h"
 #include "output.h"
+#include "path.h"
 #include "project.h"
 
 /* How long umount (and a mount at the same place) waits for a daemon to exit. */
@@ -145,14 +146,6 @@ static bool dir_is_empty(const char *path)
 		}
 	closedir(d);
 	return empty;
-}
-
-static bool path_within(const char *inner, const char *outer)
-{
-	size_t n = strlen(outer);
-	if (streq(outer, "/"))
-		return true;
-	return strncmp(inner, outer, n) == 0 && (inner[n] == '/' || inner[n] == '\0');
 }
 
 /* Removes "nonempty" from the -o list (the check is ours), noting whether it was there. */
@@ -402,12 +395,12 @@ static int prepare_mountpoint(const char *arg, const char *project, bool nonempt
 		pw_err("mount", "mountpoint %s is not a directory", real);
 		return PW_EXIT_CONFIG;
 	}
-	if (path_within(real, project)) {
+	if (pw_path_beneath(real, project) >= 0) {
 		pw_err("mount", "mountpoint %s is inside the project %s (the view would contain itself)",
 		       real, project);
 		return PW_EXIT_CONFIG;
 	}
-	if (path_within(project, real)) {
+	if (pw_path_beneath(project, real) >= 0) {
 		pw_err("mount", "the project %s is inside the mountpoint %s (the view would hide it)",
 		       project, real);
 		return PW_EXIT_CONFIG;
