@@ -157,9 +157,12 @@ static int load_paths(ctx *x, json_t *params)
 		if (in[0] == '/') {
 			rel = NULL;
 			for (size_t j = 0; j < ELEMENTSOF(roots) && !rel; j++) {
-				size_t n = strlen(roots[j]);
-				if (strncmp(in, roots[j], n) == 0 && (in[n] == '/' || !in[n]))
-					rel = in + n;
+				long off = pw_path_beneath(in, roots[j]);
+				if (off < 0)
+					continue;
+				rel = in + off; /* normalized with its leading '/', as given */
+				if (rel > in && rel[-1] == '/')
+					rel--;
 			}
 			if (!rel)
 				return failf(x, PW_RPC_INVALID_PATH,
