@@ -40,6 +40,7 @@ def make_backing(root, files, big_mib):
     and adds new ones; a C project; a large file to overwrite."""
     tree = os.path.join(root, "tree")
     make_tree(tree, files)
+    sh(["git", "config", "gc.auto", "0"], cwd=tree, env=GIT_ENV)
     sh(["git", "branch", "-M", "main"], cwd=tree, env=GIT_ENV)
     sh(["git", "checkout", "-qb", "other"], cwd=tree, env=GIT_ENV)
     names = sorted(os.path.join(dp, f) for dp, _, fs in os.walk(tree) if ".git" not in dp
@@ -56,6 +57,11 @@ def make_backing(root, files, big_mib):
     sh(["git", "add", "-A"], cwd=tree, env=GIT_ENV)
     sh(["git", "commit", "-qm", "other"], cwd=tree, env=GIT_ENV)
     sh(["git", "checkout", "-q", "main"], cwd=tree, env=GIT_ENV)
+    # The first commit may have started `git gc --auto` in the background: let it finish
+    # before the tree is copied (it removes loose objects as it packs them).
+    deadline = time.time() + 300
+    while os.path.exists(os.path.join(tree, ".git", "gc.pid")) and time.time() < deadline:
+        time.sleep(0.5)
     make_c_project(os.path.join(root, "cproj"))
     os.makedirs(os.path.join(root, "io"))
     os.makedirs(os.path.join(root, "scratch"))
