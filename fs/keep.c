@@ -251,13 +251,25 @@ static void creds_back(own_creds *c)
 
 typedef struct who {
 	pid_t pid;
+	bool known; /* comm read (only once a row needs it: most hooks record nothing) */
 	char comm[17];
 } who;
 
 static void who_of(fuse_req_t req, who *w)
 {
 	w->pid = req ? fuse_req_ctx(req)->pid : getpid();
-	pw_proc_comm(w->pid, w->comm, sizeof(w->comm));
+	w->known = false;
+	w->comm[0] = '\0';
+}
+
+/* The process name for a row, read the first time one is recorded. */
+static const char *who_comm(who *w)
+{
+	if (!w->known) {
+		pw_proc_comm(w->pid, w->comm, sizeof(w->comm));
+		w->known = true;
+	}
+	return w->comm[0] ? w->comm : NULL;
 }
 
 /*
@@ -285,7 +297,7 @@ static unsigned removing(pw_keep *k, int dirfd, const char *name, const char *op
  * recorded without content gets it now when CONTENT asks. Lock held. Returns the row id
  * (> 0) of a new row, 0 when nothing was added, or -errno.
  */
-static int64_t record_locked(pw_keep *k, const who *w, const char *path, int dirfd,
+static int64_t record_locked(pw_keep *k, who *w, const char *path, int dirfd,
 			     const char *name, bool content, bool implicit, const char *op)
 {
 	entry *e = set_find(k, path);
@@ -337,7 +349,7 @@ static int64_t record_locked(pw_keep *k, const who *w, const char *path, int dir
 		.implicit = implicit,
 		.obj = &o,
 		.op = op,
-		.comm = w->comm[0] ? w->comm : NULL,
+		.comm = who_comm(w),
 		.mode = k->mode,
 		.pid = w->pid,
 	};
@@ -398,7 +410,7 @@ int pw_keep_node(pw_fs *fs, fuse_req_t req, pw_inode *n, pw_op op)
 }
 
 /* Records PARENT (open at PFD) for its times, once per change set. Lock held. */
-static int64_t record_parent_locked(pw_keep *k, pw_fs *fs, const who *w, pw_inode *parent,
+static int64_t record_parent_locked(pw_keep *k, pw_fs *fs, who *w, pw_inode *parent,
 				    int pfd)
 {
 	PW_PATH_DECLARE(pp);
@@ -480,7 +492,7 @@ int64_t pw_keep_rename(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, con
 			.src_ino = src.st_ino,
 			.obj = &dst,
 			.op = "rename",
-			.comm = w.comm[0] ? w.comm : NULL,
+			.comm = who_comm(&w),
 			.mode = k->mode,
 			.pid = w.pid,
 		};
@@ -557,7 +569,7 @@ int pw_keep_path_locked(pw_keep *k, int root_fd, const char *path, const char *o
 	_cleanup_close_ int dfd = path[0] ? open_parent(k, path, &name) : -1;
 	if (path[0] && dfd < 0)
 		return dfd == -ENOENT ? 0 : dfd;
-	who w = { .pid = getpid(), .comm = "piworkfs" };
+	who w = { .pid = getpid(), .known = true, .comm = "piworkfs" };
 	if (path[0]) {
 		/* the parent, for its times */
 		const char *slash = strrchr(path, '/');

@@ -46,6 +46,7 @@ struct pw_orig_store {
 	dev_t dev; /* of blobs/: a file on the same filesystem may be kept by a link */
 	uint64_t max_file, max_total;
 	int64_t keep_ns;
+	sqlite3_stmt *insert; /* pw_orig_insert's, prepared once: one runs per first change */
 	pthread_mutex_t lock;
 };
 
@@ -148,6 +149,7 @@ void pw_orig_store_close(pw_orig_store *s)
 {
 	if (!s)
 		return;
+	sqlite3_finalize(s->insert);
 	if (s->db)
 		sqlite3_close_v2(s->db);
 	if (s->blobs_fd >= 0)
@@ -564,18 +566,18 @@ void pw_orig_object_done(pw_orig_object *o)
 
 int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	const pw_orig_object *o = row->obj;
-	int rc = sqlite3_prepare_v2(
+	int rc = s->insert ? SQLITE_OK : sqlite3_prepare_v2(
 		s->db,
 		"INSERT INTO orig_rows(changeset, action, path, path2, exchange, implicit, "
 		"src_dev, src_ino, present, mode, uid, gid, atime_ns, mtime_ns, ctime_ns, size, "
 		"dev, ino, nlink, blob, target, xattrs, not_kept, op, pid, comm, mode_name, "
 		"time_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
 		"?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
-		-1, &st, NULL);
+		-1, &s->insert, NULL);
 	if (rc != SQLITE_OK)
 		return pw_db_errno(rc);
+	sqlite3_stmt *st = s->insert;
 	sqlite3_bind_int64(st, 1, row->changeset);
 	sqlite3_bind_text(st, 2, row->action == PW_ORIG_MOVE ? "move" : "keep", -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, row->path, -1, SQLITE_STATIC);
@@ -609,6 +611,9 @@ int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 	sqlite3_bind_text(st, 27, row->mode, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 28, pw_db_now_ns());
 	rc = sqlite3_step(st);
+	/* The bound strings are the caller's: let go of them, ready for the next row. */
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
 	if (rc != SQLITE_DONE)
 		return pw_db_errno(rc);
 	if (ret_id)
