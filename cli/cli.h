@@ -51,4 +51,13 @@ PW_CMD(cmd_undo);
 PW_CMD(cmd_checkpoint);
 #undef PW_CMD
 
+/* Asking to switch (mode_request.c, for cmd_mode.c): inside the agent, after REFUSAL (the
+ * daemon's message for mode.set), ask the person for mode NAME, and wait for the answer
+ * when run's terminal shows the question; answer the pending request; show it (nothing
+ * when there is none or it cannot be seen). The first two return an exit status. */
+int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char *reason,
+		const char *refusal, bool json);
+int pw_mode_answer(const char *cmd, const char *mount, bool approve, bool json);
+void pw_mode_show_pending(const char *mount);
+
 /* The daemon entry point used by `piworkfs mount` (fs/daemon.c). */

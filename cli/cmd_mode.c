@@ -13,13 +13,19 @@
 
 static const char mode_usage[] =
 	"Usage: piworkfs mode [NAME] [--mount PATH] [--json]\n"
+	"       piworkfs mode --approve | --deny\n"
 	"\n"
 	"Without NAME, show the live mode of the view containing the current directory and\n"
-	"what it allows. With NAME, switch the view to that mode; when this returns, every\n"
-	"operation that starts afterwards obeys it. A mode file added after the view loaded\n"
-	"its modes needs `piworkfs reload` first.\n"
+	"what it allows, and the agent's pending request to switch if there is one. With NAME,\n"
+	"switch the view to that mode; when this returns, every operation that starts\n"
+	"afterwards obeys it. A mode file added after the view loaded its modes needs\n"
+	"`piworkfs reload` first. Inside `piworkfs run`, a looser NAME is asked for: the\n"
+	"person answers on run's terminal (or with --approve/--deny) and this waits.\n"
 	"\n"
 	"Options:\n"
+	"      --approve      allow the agent's pending request (switches as `mode NAME`)\n"
+	"      --deny         refuse it\n"
+	"      --reason TEXT  inside the agent: why it asks (shown to the person)\n"
 	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
 	"      --json         print the daemon's answer as JSON (docs/PROTOCOL.md)\n"
 	"  -h, --help         show this help\n"
@@ -55,6 +61,8 @@ typedef struct opts {
 	const char *mount;
 	bool json;
 	const char *name; /* mode: the NAME operand */
+	int answer;       /* mode --approve (1) / --deny (0); -1: neither */
+	const char *reason;
 } opts;
 
 /* Parses the options shared by mode and reload, and at most MAX_OPERANDS operands (into
@@ -70,6 +78,9 @@ static int parse_opts(int argc, char **argv, const char *usage, int max_operands
 		switch (c) {
 		case 'M': o->mount = po.arg; break;
 		case PW_OPT_JSON: o->json = true; break;
+		case PW_OPT_APPROVE: o->answer = 1; break;
+		case PW_OPT_DENY: o->answer = 0; break;
+		case PW_OPT_REASON: o->reason = po.arg; break;
 		case 'h': return pw_usage(argv[0], usage, false);
 		}
 	}
@@ -261,7 +272,7 @@ static json_t *mode_params(const char *name)
 
 int cmd_mode(int argc, char **argv)
 {
-	opts o = {};
+	opts o = { .answer = -1 };
 	_cleanup_json_ json_t *res = NULL;
 	_cleanup_free_ char *message = NULL;
 	const char *name = NULL;
@@ -271,18 +282,29 @@ int cmd_mode(int argc, char **argv)
 	if (r >= 0)
 		return r;
 	name = o.name;
+	if (o.answer >= 0 && name) {
+		pw_err(argv[0], "--approve and --deny take no mode: they answer the pending request");
+		return PW_EXIT_USAGE;
+	}
+	if (o.answer >= 0)
+		return pw_mode_answer(argv[0], o.mount, o.answer == 1, o.json);
 	if (name)
 		r = pw_ctl_call_at(o.mount, "mode.set", mode_params(name), &res, &code, &message);
 	else
 		r = pw_ctl_call_at(o.mount, "mode.get", NULL, &res, &code, &message);
 	if (r == -EREMOTE && code == PW_RPC_UNKNOWN_MODE && name)
 		return unknown_mode(argv[0], &o, name);
+	/* Inside the agent a loosening is refused: ask the person instead (mode_request.c). */
+	if (r == -EREMOTE && code == PW_RPC_REFUSED && name && getenv("PIWORKFS_SOCKET"))
+		return pw_mode_ask(argv[0], o.mount, name, o.reason, message, o.json);
 	if (r < 0)
 		return call_failed(argv[0], &o, r, code, message);
 	status = config_status(argv[0], &o, res, false);
 	if (o.json)
 		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
 	print_mode(res, name != NULL);
+	if (!name)
+		pw_mode_show_pending(o.mount);
 	return status;
 }
 

@@ -54,6 +54,9 @@ static const pw_option umount_opts[] = {
 };
 
 static const pw_option mode_opts[] = {
+	{ "approve", 0, NULL, PW_OPT_APPROVE, PW_COMPLETE_NONE, "allow the agent's pending request" },
+	{ "deny", 0, NULL, PW_OPT_DENY, PW_COMPLETE_NONE, "refuse the agent's pending request" },
+	{ "reason", 0, "TEXT", PW_OPT_REASON, PW_COMPLETE_NONE, "inside the agent: why it asks" },
 	OPT_MOUNT,
 	OPT_JSON,
 	OPT_HELP,

@@ -9,6 +9,8 @@
  *                  project, covered daemon directories, the agent socket
  *   run_exec.c     start bubblewrap, forward signals, wait, report the exit status
  *   run_pty.c      the sandbox's own pseudo-terminal, relayed to the person's terminal
+ *   run_ask.c      the run's own agent socket, and the person's answer when the agent asks
+ *                  to switch (a question on the real terminal)
  *
  * These are program code: they print their own one-line errors ("piworkfs: run: ...") and
  * return an exit status (cli.h) or -errno where the comment says so.
@@ -138,3 +140,18 @@ void pw_run_pty_suspend(pw_run_pty *p);
 void pw_run_pty_resume(pw_run_pty *p);
 /* The command ended: shows its last output, restores the terminal, closes the pty. */
 void pw_run_pty_finish(pw_run_pty *p);
+
+/*
+ * The run's operator connection (run_ask.c; one per process). pw_run_ask_open connects to
+ * the view's operator SOCKET, opens an agent socket owned by this connection (gone when it
+ * closes) and, when the run will have a terminal, subscribes to the sandbox's requests to
+ * switch. Returns 0 with *ret_agent_socket (malloc'd), or -errno / -EREMOTE (printed).
+ * pw_run_ask_attach hooks the question into the relay; pw_run_ask_fd is the descriptor to
+ * poll (-1: none) and pw_run_ask_events handles what it brings.
+ */
+int pw_run_ask_open(const char *socket, char **ret_agent_socket);
+void pw_run_ask_attach(pw_run_pty *pty);
+int pw_run_ask_fd(void);
+void pw_run_ask_events(void);
+void pw_run_ask_finish(void);
+void pw_run_ask_close(void);

@@ -280,14 +280,17 @@ int pw_run_exec(char **argv, int info_fd_read, int info_fd_child)
 	if (w.bwrap == 0)
 		exec_bwrap(argv, &old, info_fd_child, w.pty);
 	close(info_fd_child);
-	if (w.pty)
+	if (w.pty) {
 		(void)pw_run_pty_start(w.pty); /* without raw mode the relay still works */
+		pw_run_ask_attach(w.pty);
+	}
 
 	for (;;) {
-		struct pollfd pfd[4] = { { .fd = sfd, .events = POLLIN },
-					 { .fd = w.info_fd, .events = POLLIN } };
+		struct pollfd pfd[5] = { { .fd = sfd, .events = POLLIN },
+					 { .fd = w.info_fd, .events = POLLIN },
+					 { .fd = pw_run_ask_fd(), .events = POLLIN } };
 		struct signalfd_siginfo si;
-		size_t n = 2, n_pty = 0;
+		size_t n = 3, n_pty = 0;
 
 		if (reap(&w, &status))
 			break;
@@ -297,6 +300,8 @@ int pw_run_exec(char **argv, int info_fd_read, int info_fd_child)
 			break;
 		if (w.info_fd >= 0 && (pfd[1].revents & (POLLIN | POLLHUP | POLLERR)))
 			read_info(&w);
+		if (pfd[2].revents)
+			pw_run_ask_events();
 		if (n_pty)
 			pw_run_pty_events(w.pty, pfd + n, n_pty);
 		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
@@ -305,6 +310,7 @@ int pw_run_exec(char **argv, int info_fd_read, int info_fd_child)
 	}
 	if (w.info_fd >= 0)
 		close(w.info_fd);
+	pw_run_ask_finish();
 	pw_run_pty_finish(&pty);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return status;

@@ -247,22 +247,18 @@ static int mount_private(const char *project, pw_run_view *v)
 
 static int open_agent_socket(pw_run_view *v)
 {
-	json_t *res = NULL;
-	const char *path;
-	int r;
+	/* A socket of this run's own, so that the agent's requests to switch reach this run
+	 * and no other (run_ask.c). */
+	int r = pw_run_ask_open(v->socket, &v->agent_socket);
 
-	r = call(v->socket, "agent.open", NULL, &res);
-	if (r != PW_EXIT_OK)
-		return r;
-	path = json_string_value(json_object_get(res, "socket"));
-	if (!path || path[0] != '/') {
-		json_decref(res);
-		pw_err("run", "agent.open: the daemon answered no socket path");
-		return PW_EXIT_SYSTEM;
+	if (r == -EREMOTE)
+		return PW_EXIT_SYSTEM; /* printed */
+	if (r < 0) {
+		pw_err("run", "cannot open the sandbox's agent socket at %s: %s", v->socket,
+		       strerror(-r));
+		return r == -ENOENT || r == -ECONNREFUSED ? PW_EXIT_NO_VIEW : PW_EXIT_SYSTEM;
 	}
-	v->agent_socket = strdup(path);
-	json_decref(res);
-	return v->agent_socket ? PW_EXIT_OK : PW_EXIT_SYSTEM;
+	return PW_EXIT_OK;
 }
 
 /* Where the view's daemon keeps its state database (audit log, trust, last modes), which
@@ -417,6 +413,8 @@ static int fusermount_u(const char *mp, bool lazy)
 int pw_run_view_close(pw_run_view *v)
 {
 	int r = 0;
+
+	pw_run_ask_close(); /* the daemon removes the run's agent socket */
 
 	restore_mode(v);
 	if (v->mounted && v->mountpoint) {

@@ -50,6 +50,42 @@ static int refuse(pw_ctl_fail *f, int code, const char *msg, int err)
 	return -1;
 }
 
+int pw_ctl_agent_open_own(pw_ctl_server *s, pw_ctl_client *c, json_t **ret_result,
+			  pw_ctl_fail *ret_fail)
+{
+	_cleanup_free_ char *shared = NULL, *path = NULL;
+	const pw_peer *peer = pw_ctl_client_peer(c);
+	size_t stem;
+	json_t *o;
+	int r;
+
+	if (!peer || peer->restricted)
+		return refuse(ret_fail, PW_RPC_REFUSED,
+			      "refused: an agent may not open agent sockets; only the person "
+			      "outside the agent can (piworkfs run does)",
+			      0);
+	r = pw_ctl_agent_socket_path(pw_ctl_server_socket_path(s), &shared);
+	if (r < 0)
+		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "agent socket path", -r);
+	stem = strlen(shared) - strlen(AGENT_SUFFIX);
+	if (asprintf(&path, "%.*s-%llu.agent.sock", (int)stem, shared,
+		     (unsigned long long)pw_ctl_client_serial(c)) < 0)
+		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory", 0);
+	if (strlen(path) >= sizeof(((struct sockaddr_un *)NULL)->sun_path))
+		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "agent socket path", ENAMETOOLONG);
+	r = pw_ctl_server_add_owned_agent_socket(s, path, pw_ctl_client_serial(c));
+	if (r == -EMFILE)
+		return refuse(ret_fail, PW_RPC_BUSY, "too many agent sockets on this view", 0);
+	if (r < 0)
+		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "cannot create the agent socket",
+			      -r);
+	o = json_pack("{s:s,s:b,s:b}", "socket", path, "created", true, "own", true);
+	if (!o)
+		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory", 0);
+	*ret_result = o;
+	return 0;
+}
+
 int pw_ctl_agent_open(pw_ctl_server *s, const pw_peer *peer, json_t **ret_result,
 		      pw_ctl_fail *ret_fail)
 {

@@ -21,6 +21,7 @@
 #include "bash_worker.h"
 #include "changes.h"
 #include "ctl_agent.h"
+#include "ctl_request.h"
 #include "ctl_server.h"
 #include "pw_limits.h"
 #include "path.h"
@@ -434,7 +435,7 @@ static const pw_rpc_param subscribe_params[] = {
 static int m_subscribe(call *x, json_t **ret)
 {
 	json_t *events = json_object_get(x->params, "events"), *item;
-	bool mode = !events, denied = !events;
+	bool mode = !events, denied = !events, request = false;
 	size_t i;
 
 	json_array_foreach(events, i, item) {
@@ -443,16 +444,29 @@ static int m_subscribe(call *x, json_t **ret)
 			mode = true;
 		else if (streq(e, "denied"))
 			denied = true;
+		else if (streq(e, "mode.request"))
+			request = true;
 		else
 			return fail(x, PW_RPC_INVALID_PARAMS,
-				    "params.events[%zu]: unknown event (mode.changed, denied)", i);
+				    "params.events[%zu]: unknown event (mode.changed, denied, "
+				    "mode.request)",
+				    i);
 	}
+	/* The person's questions are for the person's side only. */
+	if (request && x->peer->restricted)
+		return fail(x, PW_RPC_REFUSED,
+			    "refused: mode.request notifications are for the person, outside the "
+			    "agent");
 	pw_ctl_client_subscribe(x->c, mode, denied);
+	if (request)
+		pw_ctl_client_subscribe_requests(x->c);
 	json_t *a = json_array();
 	if (a && mode)
 		json_array_append_new(a, json_string("mode.changed"));
 	if (a && denied)
 		json_array_append_new(a, json_string("denied"));
+	if (a && request)
+		json_array_append_new(a, json_string("mode.request"));
 	return done(x, json_pack("{s:o,s:b}", "events", a ? a : json_array(), "audit",
 				 pw_view_audit(x->v) != NULL),
 		    ret);
@@ -521,9 +535,55 @@ static int m_bash_check(call *x, json_t **ret)
 
 /* ---- agent.open (fs/ctl_agent.c) ------------------------------------------------------- */
 
+static const pw_rpc_param agent_open_params[] = {
+	{ "own", PW_RPC_T_BOOL, false, 0 },
+};
+
 static int m_agent_open(call *x, json_t **ret)
 {
+	if (json_is_true(json_object_get(x->params, "own")))
+		return pw_ctl_agent_open_own(x->s, x->c, ret, x->fail);
 	return pw_ctl_agent_open(x->s, x->peer, ret, x->fail);
+}
+
+/* ---- mode.request (fs/ctl_request.c) --------------------------------------------------- */
+
+static const pw_rpc_param request_params[] = {
+	{ "mode", PW_RPC_T_STRING, true, PW_MODE_NAME_MAX },
+	{ "reason", PW_RPC_T_STRING, false, 4096 },
+	{ "expires_s", PW_RPC_T_INT, false, 0 },
+	{ "wait_ms", PW_RPC_T_INT, false, 0 },
+};
+
+static int m_request(call *x, json_t **ret)
+{
+	return pw_ctl_request_mode(x->s, x->c, x->params, ret, x->fail);
+}
+
+static const pw_rpc_param request_wait_params[] = {
+	{ "id", PW_RPC_T_INT, true, 0 },
+	{ "wait_ms", PW_RPC_T_INT, false, 0 },
+};
+
+static int m_request_wait(call *x, json_t **ret)
+{
+	return pw_ctl_request_wait(x->s, x->c, x->params, ret, x->fail);
+}
+
+static int m_request_list(call *x, json_t **ret)
+{
+	return pw_ctl_request_list(x->s, x->c, x->params, ret, x->fail);
+}
+
+static const pw_rpc_param request_answer_params[] = {
+	{ "id", PW_RPC_T_INT, false, 0 },
+	{ "approve", PW_RPC_T_BOOL, true, 0 },
+	{ "by", PW_RPC_T_STRING, false, 256 },
+};
+
+static int m_request_answer(call *x, json_t **ret)
+{
+	return pw_ctl_request_answer(x->s, x->c, x->params, ret, x->fail);
 }
 
 /* ---- changes.*, checkpoint (fs/ctl_changes.c) ------------------------------------------ */
@@ -596,7 +656,11 @@ static const method methods[] = {
 	M("allowed", m_allowed, allowed_params),
 	M0("reload", m_reload),
 	M("subscribe", m_subscribe, subscribe_params),
-	M0("agent.open", m_agent_open),
+	M("agent.open", m_agent_open, agent_open_params),
+	M("mode.request", m_request, request_params),
+	M("mode.request.wait", m_request_wait, request_wait_params),
+	M0("mode.request.list", m_request_list),
+	M("mode.request.answer", m_request_answer, request_answer_params),
 	M("bash.check", m_bash_check, bash_params),
 	M("changes.list", m_changes_list, changes_params),
 	M("changes.diff", m_changes_diff, changes_params),

@@ -42,6 +42,7 @@
 #include <time.h>
 
 #include "audit.h"
+#include "ctl_request.h"
 #include "pw_limits.h"
 #include "pidns.h"
 #include "procfs.h"
@@ -70,6 +71,12 @@ struct pw_ctl_client {
 	int64_t last_ms;   /* last progress (a byte read or written) */
 	bool closing;      /* stop reading; close once the output is flushed */
 	bool sub_mode, sub_denied;
+	bool sub_request;  /* operator: mode.request notifications (ctl_request.h) */
+	uint64_t serial;   /* never reused (pw_ctl_client_serial) */
+	uint64_t listener_serial; /* the socket it came through */
+	json_t *cur_id;    /* the id of the call being dispatched (borrowed) */
+	bool deferred;     /* its handler deferred the reply */
+	unsigned n_deferred; /* replies owed to it: not idle meanwhile */
 	/* Agent sockets: the client's PID namespace (pidns.h), taken at connect; a `denied`
 	 * notification reaches it only for a process in that namespace or below, submitted
 	 * after it connected (a namespace's inode number may be reused once it is gone). */
@@ -83,9 +90,11 @@ struct pw_ctl_client {
 };
 
 typedef struct listener {
-	int fd;
+	int fd;            /* -1: a free slot (an owned socket whose owner went) */
 	char *path;
 	bool restricted;
+	uint64_t serial;   /* never reused */
+	uint64_t owner;    /* the operator client owning it (0: none; the view's shared one) */
 	size_t n_clients, max_clients; /* connected through this socket now; its limit */
 } listener;
 
@@ -111,7 +120,20 @@ struct pw_ctl_server {
 	size_t n_pending;
 	pw_ctl_stats stats;
 	char *socket_path;
+	uint64_t next_serial; /* clients and listeners (under the lock) */
+
+	pw_ctl_requests *requests; /* server thread only */
 };
+
+static uint64_t new_serial(pw_ctl_server *s)
+{
+	uint64_t v;
+
+	pthread_mutex_lock(&s->lock);
+	v = ++s->next_serial;
+	pthread_mutex_unlock(&s->lock);
+	return v;
+}
 
 static void wake(pw_ctl_server *s)
 {
@@ -367,7 +389,14 @@ static bool handle_line(pw_ctl_server *s, pw_ctl_client *c, const char *line, si
 		pw_rpc_request_done(&req);
 		return ok;
 	}
+	c->cur_id = req.id;
+	c->deferred = false;
 	r = pw_ctl_dispatch(s, c, req.method, req.params, &result, &fail);
+	c->cur_id = NULL;
+	if (r == PW_CTL_DEFERRED) { /* answered later (pw_ctl_server_reply) */
+		pw_rpc_request_done(&req);
+		return true;
+	}
 	if (!req.id) { /* a notification: executed, never answered */
 		json_decref(result);
 		free(fail.message);
@@ -444,9 +473,14 @@ static bool client_write(pw_ctl_client *c)
 	return true;
 }
 
+static void close_owned_sockets(pw_ctl_server *s, uint64_t owner);
+
 static void drop_client(pw_ctl_server *s, size_t i)
 {
 	listener *l = &s->listeners[s->clients[i]->listener];
+
+	if (!s->clients[i]->peer.restricted)
+		close_owned_sockets(s, s->clients[i]->serial);
 
 	l->n_clients--;
 	pthread_mutex_lock(&s->lock);
@@ -512,6 +546,8 @@ static void accept_clients(pw_ctl_server *s, size_t li)
 		}
 		c->fd = fd;
 		c->listener = li;
+		c->listener_serial = l->serial;
+		c->serial = new_serial(s);
 		c->peer.pid = cred.pid;
 		c->peer.uid = cred.uid;
 		c->peer.gid = cred.gid;
@@ -625,6 +661,11 @@ static void fan_out(pw_ctl_server *s)
 		const char *pidns = json_string_value(json_object_get(events[e], "pidns"));
 		bool denied = streq(method, "denied");
 
+		/* A pending request from another mode is stale (ctl_request.h). */
+		if (streq(method, "mode.changed"))
+			pw_ctl_requests_mode_changed(
+				s, json_string_value(json_object_get(params, "to")));
+
 		for (size_t i = 0; i < s->n_clients;) {
 			pw_ctl_client *c = s->clients[i];
 			bool want = denied ? c->sub_denied : c->sub_mode;
@@ -727,12 +768,25 @@ static void hub_unregister(pw_ctl_server *s)
 
 /* ---- the loop -------------------------------------------------------------------------- */
 
+/* A free slot of listeners[] (an owned socket gone, none of its clients left), or a new
+ * one; LISTENERS_MAX when full. */
+static size_t free_listener_slot(pw_ctl_server *s)
+{
+	for (size_t i = 1; i < s->n_listeners; i++)
+		if (s->listeners[i].fd < 0 && s->listeners[i].n_clients == 0)
+			return i;
+	return s->n_listeners < LISTENERS_MAX ? s->n_listeners : LISTENERS_MAX;
+}
+
 static void adopt_pending(pw_ctl_server *s)
 {
 	pthread_mutex_lock(&s->lock);
 	for (size_t i = 0; i < s->n_pending; i++) {
-		if (s->n_listeners < LISTENERS_MAX) {
-			s->listeners[s->n_listeners++] = s->pending[i];
+		size_t slot = free_listener_slot(s);
+		if (slot < LISTENERS_MAX) {
+			s->listeners[slot] = s->pending[i];
+			if (slot == s->n_listeners)
+				s->n_listeners++;
 		} else {
 			close(s->pending[i].fd);
 			unlink(s->pending[i].path);
@@ -758,7 +812,8 @@ static void expire_clients(pw_ctl_server *s, int64_t now)
 		pw_ctl_client *c = s->clients[i];
 		bool waiting_out = c->out_len > c->out_off;
 		/* Subscribers may stay silent, but not stop reading what we send them. */
-		bool exempt = (c->sub_mode || c->sub_denied) && !waiting_out;
+		bool exempt = (c->sub_mode || c->sub_denied || c->sub_request || c->n_deferred) &&
+			      !waiting_out;
 
 		if (!exempt && now - c->last_ms >= (int64_t)s->tun.idle_timeout_ms) {
 			pthread_mutex_lock(&s->lock);
@@ -801,6 +856,11 @@ static void *server_main(void *userdata)
 		int timeout = s->n_clients ? (int)(s->tun.idle_timeout_ms / 4 + 1) : -1;
 		if (timeout > 1000)
 			timeout = 1000;
+		/* Requests that expire, blocked waits that end (their replies are queued before
+		 * the poll set is built below, hence this order). */
+		int64_t due = pw_ctl_requests_tick(s, pw_clock_ms(CLOCK_MONOTONIC));
+		if (due >= 0 && (timeout < 0 || due < timeout))
+			timeout = (int)due;
 		if (poll(pfd, n, timeout) < 0 && errno != EINTR)
 			break;
 
@@ -878,6 +938,11 @@ int pw_ctl_server_start(pw_view *view, const char *socket_dir, const pw_ctl_tuni
 	s->view = view;
 	s->hub_slot = -1;
 	s->wake_fd = -1;
+	s->requests = pw_ctl_requests_new();
+	if (!s->requests) {
+		free(s);
+		return -ENOMEM;
+	}
 	if (tuning)
 		s->tun = *tuning;
 	if (!s->tun.idle_timeout_ms)
@@ -927,7 +992,19 @@ fail:
 	return r;
 }
 
+static int add_agent_socket(pw_ctl_server *s, const char *path, uint64_t owner);
+
 int pw_ctl_server_add_agent_socket(pw_ctl_server *s, const char *path)
+{
+	return add_agent_socket(s, path, 0);
+}
+
+int pw_ctl_server_add_owned_agent_socket(pw_ctl_server *s, const char *path, uint64_t owner)
+{
+	return add_agent_socket(s, path, owner);
+}
+
+static int add_agent_socket(pw_ctl_server *s, const char *path, uint64_t owner)
 {
 	_cleanup_free_ char *dir = NULL;
 	char *slash;
@@ -956,6 +1033,7 @@ int pw_ctl_server_add_agent_socket(pw_ctl_server *s, const char *path)
 		return -EMFILE;
 	}
 	s->pending[s->n_pending] = (listener){ .fd = fd, .path = strdup(path), .restricted = true,
+					       .serial = ++s->next_serial, .owner = owner,
 					       .max_clients = PW_AGENT_CLIENTS_MAX };
 	if (!s->pending[s->n_pending].path) {
 		pthread_mutex_unlock(&s->lock);
@@ -995,10 +1073,14 @@ void pw_ctl_server_stop(pw_ctl_server *s)
 		pw_audit_set_listener(pw_view_audit(s->view), NULL, NULL);
 	hub_unregister(s);
 	pw_view_set_listener(s->view, NULL, NULL);
+	pw_ctl_requests_free(s, s->requests);
+	s->requests = NULL;
 	for (size_t i = 0; i < s->n_clients; i++)
 		client_free(s->clients[i]);
 	adopt_pending(s);
 	for (size_t i = 0; i < s->n_listeners; i++) {
+		if (s->listeners[i].fd < 0)
+			continue;
 		close(s->listeners[i].fd);
 		if (s->listeners[i].path)
 			unlink(s->listeners[i].path);
@@ -1029,6 +1111,131 @@ void pw_ctl_client_subscribe(pw_ctl_client *c, bool mode_changed, bool denied)
 {
 	c->sub_mode = mode_changed;
 	c->sub_denied = denied;
+}
+
+/* ---- for ctl_request.c ----------------------------------------------------------------- */
+
+static pw_ctl_client *client_by_serial(pw_ctl_server *s, uint64_t serial, size_t *ret_i)
+{
+	for (size_t i = 0; i < s->n_clients; i++)
+		if (s->clients[i]->serial == serial) {
+			*ret_i = i;
+			return s->clients[i];
+		}
+	return NULL;
+}
+
+/* The owner went: its sockets close at once (nothing new can connect), their clients are
+ * dropped at the next loop turn (the loops over clients are running), and a request made
+ * through them can no longer be answered by its run. */
+static void close_owned_sockets(pw_ctl_server *s, uint64_t owner)
+{
+	for (size_t li = 1; li < s->n_listeners; li++) {
+		listener *l = &s->listeners[li];
+		if (l->fd < 0 || l->owner != owner)
+			continue;
+		close(l->fd);
+		unlink(l->path);
+		free(l->path);
+		l->path = NULL;
+		l->fd = -1;
+		for (size_t i = 0; i < s->n_clients; i++)
+			if (s->clients[i]->listener == li)
+				s->clients[i]->closing = true;
+		pw_ctl_requests_listener_gone(s, l->serial);
+	}
+}
+
+uint64_t pw_ctl_client_serial(const pw_ctl_client *c)
+{
+	return c->serial;
+}
+
+uint64_t pw_ctl_client_listener_serial(const pw_ctl_client *c)
+{
+	return c->listener_serial;
+}
+
+json_t *pw_ctl_client_defer(pw_ctl_client *c)
+{
+	if (!c->cur_id)
+		return NULL;
+	c->deferred = true;
+	c->n_deferred++;
+	return json_incref(c->cur_id);
+}
+
+void pw_ctl_server_reply(pw_ctl_server *s, uint64_t client, json_t *id, json_t *result)
+{
+	size_t i;
+	pw_ctl_client *c = client_by_serial(s, client, &i);
+
+	if (c && c->n_deferred)
+		c->n_deferred--;
+	if (c && !c->closing && result) {
+		if (!client_send(s, c, pw_rpc_result_reply(id, result)))
+			c->closing = true; /* dropped at the next loop turn */
+	} else {
+		json_decref(result);
+	}
+	json_decref(id);
+}
+
+void pw_ctl_server_notify(pw_ctl_server *s, uint64_t client, const char *method,
+			  json_t *params)
+{
+	size_t i;
+	pw_ctl_client *c = client_by_serial(s, client, &i);
+
+	if (c && !c->closing && params) {
+		if (!client_send(s, c, pw_rpc_notification(method, params)))
+			c->closing = true;
+	} else {
+		json_decref(params);
+	}
+}
+
+static bool owns_socket(const pw_ctl_server *s, uint64_t client)
+{
+	for (size_t li = 1; li < s->n_listeners; li++)
+		if (s->listeners[li].fd >= 0 && s->listeners[li].owner == client)
+			return true;
+	return false;
+}
+
+size_t pw_ctl_server_notify_operators(pw_ctl_server *s, uint64_t listener_serial,
+				      const char *method, json_t *params)
+{
+	uint64_t owner = 0;
+	size_t reached = 0;
+
+	for (size_t li = 0; li < s->n_listeners; li++)
+		if (s->listeners[li].fd >= 0 && s->listeners[li].serial == listener_serial)
+			owner = s->listeners[li].owner;
+	for (size_t i = 0; params && i < s->n_clients; i++) {
+		pw_ctl_client *c = s->clients[i];
+		if (c->peer.restricted || !c->sub_request || c->closing)
+			continue;
+		/* A run sees its own sandbox's requests, and only those. */
+		if (owner ? c->serial != owner : owns_socket(s, c->serial))
+			continue;
+		if (!client_send(s, c, pw_rpc_notification(method, json_deep_copy(params))))
+			c->closing = true;
+		else
+			reached++;
+	}
+	json_decref(params);
+	return reached;
+}
+
+void pw_ctl_client_subscribe_requests(pw_ctl_client *c)
+{
+	c->sub_request = true;
+}
+
+pw_ctl_requests *pw_ctl_server_requests(pw_ctl_server *s)
+{
+	return s->requests;
 }
 
 void pw_ctl_server_get_stats(pw_ctl_server *s, pw_ctl_stats *ret)

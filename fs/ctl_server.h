@@ -116,6 +116,39 @@ const pw_peer *pw_ctl_client_peer(const pw_ctl_client *c);
 void pw_ctl_client_subscribe(pw_ctl_client *c, bool mode_changed, bool denied);
 
 /*
+ * For ctl_request.c (asking to switch) and agent.open. All on the server thread.
+ *
+ * Every connection and every socket has a serial number, never reused while the daemon
+ * runs, so a request can name its requester and the socket it came through after either
+ * is gone. A handler may defer its reply: pw_ctl_client_defer() takes the call's id and
+ * the handler returns PW_CTL_DEFERRED; pw_ctl_server_reply() sends the result later (to
+ * nobody if the client went away). A client waiting for a deferred reply is not idle.
+ */
+#define PW_CTL_DEFERRED 1
+uint64_t pw_ctl_client_serial(const pw_ctl_client *c);
+uint64_t pw_ctl_client_listener_serial(const pw_ctl_client *c);
+json_t *pw_ctl_client_defer(pw_ctl_client *c); /* new reference; NULL: a notification */
+void pw_ctl_server_reply(pw_ctl_server *s, uint64_t client, json_t *id, json_t *result);
+/* A notification for one client (PARAMS stolen; dropped if the client is gone). */
+void pw_ctl_server_notify(pw_ctl_server *s, uint64_t client, const char *method,
+			  json_t *params);
+/* A notification for the operator side of agent socket LISTENER: the client that owns it
+ * (agent.open {"own": true}) when it subscribed to mode.request; for a socket nobody owns,
+ * every operator client subscribed to mode.request that owns no socket (a run shows only
+ * its own sandbox's requests). PARAMS stolen. */
+size_t pw_ctl_server_notify_operators(pw_ctl_server *s, uint64_t listener, const char *method,
+				      json_t *params); /* returns how many clients it reached */
+void pw_ctl_client_subscribe_requests(pw_ctl_client *c);
+struct pw_ctl_requests *pw_ctl_server_requests(pw_ctl_server *s);
+
+/*
+ * An agent socket owned by operator client OWNER (its serial): closed and unlinked, its
+ * clients dropped, when that client goes. Path as pw_ctl_server_add_agent_socket. Returns 0
+ * or -errno.
+ */
+int pw_ctl_server_add_owned_agent_socket(pw_ctl_server *s, const char *path, uint64_t owner);
+
+/*
  * The server's counters, a consistent snapshot taken under its lock: tests wait on them
  * (a connection the server has accepted or refused, a client it has dropped), so each is
  * updated at the moment the server thread acts, never estimated.

@@ -15,7 +15,9 @@
  *
  * Outside a view every handler returns nothing: Pi behaves as without the extension. The
  * extension never loosens the mode: /mode switches through a restricted (agent) socket, so
- * the daemon itself refuses a loosening, on a bare view as inside `piworkfs run`.
+ * the daemon itself refuses a loosening, on a bare view as inside `piworkfs run`. A refused
+ * loosening becomes a request to the person (mode.request): inside `piworkfs run` they
+ * answer on run's terminal, elsewhere with `piworkfs mode --approve`; never Pi.
  *
  * Type imports only: the same file loads in @earendil-works/pi-coding-agent 1.x and in
  * @mariozechner/pi-coding-agent 0.73 (Pi strips the types with jiti).
@@ -466,9 +468,38 @@ export default function piworkfs(pi: ExtensionAPI) {
 			setState(await request("mode.get", { body: true }));
 			say(ctx, `piworkfs: switched from ${r.previous ?? from} to ${r.mode}. ${announcement(r.policy)}`);
 		} catch (e: any) {
-			if (e instanceof RpcError && e.code === RPC_REFUSED) say(ctx, `piworkfs: ${loosenText(from, to, view!.mountpoint, view!.agent)}`, "warning");
+			if (e instanceof RpcError && e.code === RPC_REFUSED && agentSocket) await ask(ctx, agentSocket, from, to);
+			else if (e instanceof RpcError && e.code === RPC_REFUSED) say(ctx, `piworkfs: ${loosenText(from, to, view!.mountpoint, view!.agent)}`, "warning");
 			else if (e instanceof RpcError && e.code === RPC_UNKNOWN_MODE) say(ctx, `piworkfs: no mode ${to}; /mode lists them.`, "error");
 			else say(ctx, `piworkfs: ${e.message}`, "error");
+		}
+	}
+
+	/** A loosening is the person's to grant: ask them (docs/PROTOCOL.md, mode.request).
+	 * When run's terminal shows the question, wait for the answer; otherwise say how the
+	 * person allows it. Nothing here can answer: only the person's keyboard or their own
+	 * `piworkfs mode --approve` outside the agent does. */
+	async function ask(ctx: any, agentSocket: string, from: string, to: string): Promise<void> {
+		const c = new Connection(agentSocket, 130000);
+		try {
+			let r = await c.call("mode.request", { mode: to, reason: `/mode ${to} in Pi` });
+			if (r.outcome === "pending" && r.shown) {
+				say(ctx, `piworkfs: ${from} -> ${to} loosens the mode: asked the person on the terminal of \`piworkfs run\`; waiting for the answer.`);
+				r = await c.call("mode.request.wait", { id: r.id, wait_ms: 125000 }, 130000);
+			}
+			if (r.outcome === "approved") {
+				const st = await request("mode.get", { body: true });
+				setState(st);
+				say(ctx, `piworkfs: the person allowed it: switched from ${from} to ${st.mode}. ${announcement(st.policy)}`);
+			} else if (r.outcome === "pending") {
+				say(ctx, `piworkfs: ${loosenText(from, to, view!.mountpoint, view!.agent)}\nAsked the person too: \`piworkfs mode --approve\` outside Pi allows it (within 2 minutes).`, "warning");
+			} else {
+				say(ctx, `piworkfs: not switched to ${to}: the request was ${r.outcome}.`, "warning");
+			}
+		} catch (e: any) {
+			say(ctx, `piworkfs: ${loosenText(from, to, view!.mountpoint, view!.agent)}`, "warning");
+		} finally {
+			c.close();
 		}
 	}
 

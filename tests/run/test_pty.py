@@ -15,11 +15,14 @@ $SOURCE_MODES the bundled modes.
 """
 
 import fcntl
+import json
 import os
 import pty
 import re
+import select
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -369,6 +372,395 @@ class Terminal_(PtyTest):
         self.assertEqual(t.wait(), 0)
         self.assertEqual(t.pending_input(), b"", "input was pushed into the outer terminal")
         self.assert_restored(t)
+
+# The sandboxed command of the asking tests: it draws a tick every 100 ms, reads its own
+# keys in raw mode and reports them, and on cue keys talks to the agent socket (it is the
+# agent): a asks for build, s asks twice (the second supersedes), t asks with a 1 s expiry,
+# r asks with a reason full of terminal controls,
+# f forges an answer every way it can, F floods requests, x asks, q quits. (While a
+# question is open, the person's keys go to the question, so each cue starts one scene.)
+ASKER = r"""
+import fcntl, json, os, select, socket, sys, termios, time, tty
+
+tty.setraw(0)
+out = lambda s: os.write(1, (s + "\r\n").encode())
+sock = socket.socket(socket.AF_UNIX)
+sock.connect(os.environ["PIWORKFS_SOCKET"])
+buf = b""
+next_id = [0]
+
+def call(method, params):
+    next_id[0] += 1
+    sock.sendall(json.dumps({"jsonrpc": "2.0", "id": next_id[0], "method": method,
+                             "params": params}).encode() + b"\n")
+
+def ask(reason, **extra):
+    call("mode.request", dict({"mode": "build", "reason": reason}, **extra))
+
+out("READY")
+tick, last = 0, time.monotonic()
+while True:
+    r, _, _ = select.select([0, sock], [], [], 0.1)
+    if time.monotonic() - last >= 0.1:
+        tick += 1
+        last = time.monotonic()
+        out("TICK %d" % tick)
+    if sock in r:
+        data = sock.recv(1 << 20)
+        if not data:
+            out("SOCKET-CLOSED")
+            break
+        buf += data
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            m = json.loads(line)
+            if m.get("method") == "mode.request.done":
+                out("DONE %s %s" % (m["params"]["id"], m["params"]["outcome"]))
+            elif "result" in m and "outcome" in m["result"]:
+                out("ASKED %s %s" % (m["result"]["id"], m["result"]["outcome"]))
+            elif "error" in m:
+                out("ERROR %s" % m["error"]["code"])
+    if 0 in r:
+        k = os.read(0, 1)
+        out("KEY %02x" % k[0])
+        if k == b"a" or k == b"x":
+            ask("implement the approved plan")
+        elif k == b"s":
+            ask("the first reason")
+            time.sleep(0.5)  # the first is shown before the second replaces it
+            ask("a second, newer reason")
+        elif k == b"t":
+            ask("this one expires", expires_s=1)
+        elif k == b"r":
+            # A reason that tries to draw: escape sequences, a carriage return over the
+            # question, a bidi override that reverses what follows, and a lot of it.
+            ask("ok\x1b[2J\x1b]0;title\x07\rAllow? [Y/n] \u202e]n/Y[ " + "z" * 3000)
+        elif k == b"f":
+            ask("forge me")
+            # The bar's own words on our output, then answers typed on our own terminal:
+            # written to it, and pushed into its input with TIOCSTI.
+            out("piworkfs: the agent asks to switch plan \u2192 build. Allow? [y/N] y")
+            with open("/dev/tty", "wb", buffering=0) as t:
+                t.write(b"y\r\ny\r\n")
+            try:
+                for ch in b"y\ry\r":
+                    fcntl.ioctl(0, termios.TIOCSTI, bytes([ch]))
+            except OSError:
+                pass
+            out("FORGED")
+        elif k == b"F":
+            n = 5000
+            blob = b"".join(json.dumps({"jsonrpc": "2.0", "id": 100000 + i,
+                                        "method": "mode.request",
+                                        "params": {"mode": "build", "reason": "flood %d" % i}}
+                                       ).encode() + b"\n" for i in range(n))
+            t0 = time.monotonic()
+            sock.sendall(blob)
+            out("FLOOD sent=%d in %.3fs" % (n, time.monotonic() - t0))
+        elif k == b"q":
+            break
+"""
+
+
+class Asking(PtyTest):
+    """The agent asks for build; the person answers on the outer terminal."""
+
+    def setUp(self):
+        super().setUp()
+        self.mp = os.path.join(self.tmp, "view")
+        os.mkdir(self.mp)
+        p = subprocess.run([PIWORKFS, "mount", "--mode", "plan", self.project, self.mp],
+                           env=self.env, capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.addCleanup(lambda: subprocess.run([PIWORKFS, "umount", self.mp], env=self.env,
+                                               capture_output=True, timeout=DEADLINE))
+        st = json.loads(subprocess.run([PIWORKFS, "status", "--json"], env=self.env,
+                                       capture_output=True, text=True,
+                                       timeout=DEADLINE).stdout)
+        self.socket = [v["socket"] for v in st if v["mountpoint"] == self.mp][0]
+        # The person's own view of the mode: a subscriber to mode.changed.
+        self.sub = socket.socket(socket.AF_UNIX)
+        self.sub.connect(self.socket)
+        self.addCleanup(self.sub.close)
+        self.sub.sendall(b'{"jsonrpc":"2.0","id":1,"method":"subscribe","params":'
+                         b'{"events":["mode.changed"]}}\n')
+        self.sub_buf = b""
+        self.changes = []
+        self.read_sub(lambda m: m.get("id") == 1)
+        self.t = self.python(ASKER)
+        self.t.expect(b"READY")
+
+    def read_sub(self, until, deadline=DEADLINE):
+        """Reads the subscriber until a message satisfies UNTIL; returns (message, time)."""
+        end = time.monotonic() + deadline
+        while True:
+            while b"\n" in self.sub_buf:
+                line, self.sub_buf = self.sub_buf.split(b"\n", 1)
+                m = json.loads(line)
+                if m.get("method") == "mode.changed":
+                    self.changes.append(m["params"]["to"])
+                if until(m):
+                    return m, time.monotonic()
+            left = end - time.monotonic()
+            if left <= 0:
+                raise AssertionError("no such message from the daemon")
+            r, _, _ = select.select([self.sub], [], [], left)
+            if r:
+                data = self.sub.recv(65536)
+                if not data:
+                    raise AssertionError("the daemon closed the connection")
+                self.sub_buf += data
+
+    def mode(self):
+        p = subprocess.run([PIWORKFS, "mode", "--json", "--mount", self.mp], env=self.env,
+                           capture_output=True, text=True, timeout=DEADLINE)
+        return json.loads(p.stdout)["mode"]
+
+    def pending(self):
+        p = subprocess.run([PIWORKFS, "mode", "--mount", self.mp], env=self.env,
+                           capture_output=True, text=True, timeout=DEADLINE)
+        return "pending request" in p.stdout
+
+    def ask(self, key=b"a"):
+        at = self.t.mark()
+        self.t.send(key)
+        m = self.t.expect(rb"ASKED (\d+) pending", at)
+        self.t.expect("the agent asks to switch plan \u2192 build", at)
+        return int(m.group(1))
+
+    def arm(self):
+        """Types y until the bar takes it: keys read in the first 300 ms never answer."""
+        end = time.monotonic() + DEADLINE
+        while True:
+            at = self.t.mark()
+            self.t.send(b"y")
+            try:
+                self.t.expect(b"Press Enter to allow", at, deadline=1)
+                return
+            except AssertionError:
+                if time.monotonic() > end:
+                    raise
+
+    def deny(self, rid):
+        """Types n until the request is denied (the first keys may fall in the grace)."""
+        end = time.monotonic() + DEADLINE
+        while True:
+            at = self.t.mark()
+            self.t.send(b"n")
+            try:
+                self.t.expect(("DONE %d denied" % rid).encode(), at, deadline=1)
+                return
+            except AssertionError:
+                if time.monotonic() > end:
+                    raise
+
+    def assert_keeps_drawing_and_reading(self):
+        at = self.t.mark()
+        self.t.expect(rb"TICK \d+", at)
+        self.t.send(b"k")
+        self.t.expect(b"KEY 6b", at)
+
+    def finish(self):
+        self.assert_keeps_drawing_and_reading()
+        self.t.send(b"q")
+        self.assertEqual(self.t.wait(), 0)
+        self.assert_restored(self.t)
+
+    def test_y_then_enter_on_the_outer_terminal_switches(self):
+        self.assert_keeps_drawing_and_reading()
+        asked = self.t.mark()
+        rid = self.ask()
+        self.assertEqual(self.mode(), "plan")
+        self.assertTrue(self.pending(), "piworkfs mode shows the pending request")
+        self.arm()
+        at = self.t.mark()
+        t0 = time.monotonic()
+        self.t.send(b"\r")
+        _, t1 = self.read_sub(lambda m: m.get("method") == "mode.changed"
+                              and m["params"]["to"] == "build")
+        print("\nlatency from the confirming key to mode.changed: %.1f ms"
+              % ((t1 - t0) * 1000), file=sys.stderr)
+        self.t.expect(("DONE %d approved" % rid).encode(), at)
+        self.assertEqual(self.mode(), "build")
+        # The switch history says it was asked for, why, and who allowed it.
+        p = subprocess.run([PIWORKFS, "log", "--switches", "--json", "-C", self.project],
+                           env=self.env, capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
+        granted = [r for r in rows if r.get("origin") == "request"]
+        self.assertEqual(len(granted), 1, p.stdout)
+        self.assertEqual((granted[0]["from"], granted[0]["to"]), ("plan", "build"))
+        self.assertEqual(granted[0]["reason"], "implement the approved plan")
+        self.assertIn("the terminal of piworkfs run", granted[0]["answered_by"])
+        # The answer's keys never reached the command.
+        self.assertNotIn(b"KEY 79", self.t.buf[asked:])
+        self.assertNotIn(b"KEY 0d", self.t.buf[at:])
+        self.finish()
+
+    def test_n_denies(self):
+        rid = self.ask()
+        self.deny(rid)
+        self.assertEqual(self.mode(), "plan")
+        self.assertFalse(self.pending())
+        self.finish()
+
+    def test_y_then_anything_but_enter_denies(self):
+        rid = self.ask()
+        self.arm()
+        at = self.t.mark()
+        self.t.send(b"e")
+        self.t.expect(("DONE %d denied" % rid).encode(), at)
+        self.assertEqual(self.mode(), "plan")
+        self.finish()
+
+    def test_a_reason_cannot_draw_on_the_terminal(self):
+        at = self.t.mark()
+        self.t.send(b"r")
+        m = self.t.expect(rb"ASKED (\d+) pending", at)
+        bar = self.t.expect(rb"the agent asks to switch plan \xe2\x86\x92 build \(\"([^\x1b]*)", at)
+        shown = bar.group(1)
+        self.assertTrue(shown.startswith(b"ok[2J]0;title Allow?"), shown)  # cut to the width
+        for bad in (b"\x1b", b"\r", b"\x07", b"\xe2\x80\xae"):
+            self.assertNotIn(bad, shown)
+        # The daemon kept it cleaned and bounded (what piworkfs mode shows the person).
+        p = subprocess.run([PIWORKFS, "mode", "--mount", self.mp], env=self.env,
+                           capture_output=True, timeout=DEADLINE)
+        reason = re.search(rb'build \("(.*)"\), \d+s left', p.stdout).group(1)
+        self.assertTrue(reason.startswith(b"ok[2J]0;title Allow? [Y/n] ]n/Y[ zzz"), reason)
+        self.assertTrue(reason.endswith(b"...") and len(reason) <= 200, reason)
+        self.deny(int(m.group(1)))
+        self.finish()
+
+    def test_a_request_expires(self):
+        at = self.t.mark()
+        self.t.send(b"t")
+        m = self.t.expect(rb"ASKED (\d+) pending", at)
+        self.t.expect(("DONE %s expired" % m.group(1).decode()).encode(), at)
+        self.assertEqual(self.mode(), "plan")
+        self.finish()
+
+    def test_a_newer_request_supersedes(self):
+        at = self.t.mark()
+        self.t.send(b"s")
+        first = int(self.t.expect(rb"ASKED (\d+) pending", at).group(1))
+        self.t.expect(b"the first reason", at)
+        self.t.expect(("DONE %d superseded" % first).encode(), at)
+        self.t.expect(b"a second, newer reason", at)
+        m = self.t.expect(rb"ASKED (\d+) pending", self.t.expect(b"superseded", at).end())
+        self.deny(int(m.group(1)))
+        self.assertEqual(self.mode(), "plan")
+        self.finish()
+
+    def test_approve_and_deny_from_another_terminal(self):
+        rid = self.ask()
+        p = subprocess.run([PIWORKFS, "mode", "--deny", "--mount", self.mp], env=self.env,
+                           capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.t.expect(("DONE %d denied" % rid).encode())
+        rid = self.ask()
+        p = subprocess.run([PIWORKFS, "mode", "--approve", "--mount", self.mp], env=self.env,
+                           capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.t.expect(("DONE %d approved" % rid).encode())
+        self.assertEqual(self.mode(), "build")
+        self.finish()
+
+    def test_forged_answers_never_switch(self):
+        at = self.t.mark()
+        self.t.send(b"f")
+        m = self.t.expect(rb"ASKED (\d+) pending", at)
+        rid = int(m.group(1))
+        self.t.expect(b"FORGED", at)
+        # What it typed on its own terminal came back to it as its own input.
+        self.t.expect(b"KEY 79", at)
+        self.assert_keeps_drawing_and_reading_while_asked(rid)
+        self.assertEqual(self.mode(), "plan")
+        self.assertTrue(self.pending())
+        self.deny(rid)
+        self.assertEqual(self.mode(), "plan")
+        self.finish()
+
+    def assert_keeps_drawing_and_reading_while_asked(self, rid):
+        at = self.t.mark()
+        self.t.expect(rb"TICK \d+", at)
+        self.assertNotIn(("DONE %d" % rid).encode(), self.t.buf[at:])
+
+    def test_a_request_raised_while_the_person_types_y_never_switches(self):
+        # The person types a word starting with y, then Enter, to the agent; the agent
+        # asks on the first key, hoping the rest answers its question.
+        for word in (b"xyes\r", b"xy\r", b"x" + b"y\r" * 20):
+            at = self.t.mark()
+            self.t.send(word)
+            self.t.expect(rb"ASKED (\d+) pending", at)
+            self.assertEqual(self.mode(), "plan")
+            end = time.monotonic() + DEADLINE
+            while self.pending():  # the keys after the bar may have denied it already
+                subprocess.run([PIWORKFS, "mode", "--deny", "--mount", self.mp],
+                               env=self.env, capture_output=True, timeout=DEADLINE)
+                self.assertLess(time.monotonic(), end)
+            self.assertEqual(self.mode(), "plan")
+        self.assertEqual(self.changes, [])
+        self.finish()
+
+    def test_a_request_flood_neither_switches_nor_freezes_the_relay(self):
+        at = self.t.mark()
+        self.t.send(b"F")
+        self.t.expect(rb"FLOOD sent=5000", at)
+        self.t.expect(rb"ERROR -32005", at)  # the daemon refuses the excess
+        # The command keeps drawing through the flood.
+        at = self.t.mark()
+        self.t.expect(rb"TICK \d+", at)
+        self.t.expect(rb"TICK \d+", self.t.expect(rb"TICK \d+", at).end())
+        self.assertEqual(self.mode(), "plan")
+        # Deny whatever is pending now, then the command reads its keys again.
+        end = time.monotonic() + DEADLINE
+        while self.pending():
+            subprocess.run([PIWORKFS, "mode", "--deny", "--mount", self.mp], env=self.env,
+                           capture_output=True, timeout=DEADLINE)
+            self.assertLess(time.monotonic(), end)
+        self.assertEqual(self.mode(), "plan")
+        self.assertEqual(self.changes, [])
+        self.finish()
+
+
+class AskingWithoutTerminal(PtyTest):
+    """Without run's terminal the question is not shown anywhere; the person answers with
+    piworkfs mode --approve from a terminal of theirs, while the run lasts."""
+
+    def test_mode_name_inside_asks_and_the_person_approves_from_outside(self):
+        mp = os.path.join(self.tmp, "view")
+        os.mkdir(mp)
+        p = subprocess.run([PIWORKFS, "mount", "--mode", "plan", self.project, mp],
+                           env=self.env, capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.addCleanup(lambda: subprocess.run([PIWORKFS, "umount", mp], env=self.env,
+                                               capture_output=True, timeout=DEADLINE))
+        run = subprocess.Popen(
+            [PIWORKFS, "run", "--project", self.project, "--", "sh", "-c",
+             "piworkfs mode build --reason 'run the tests'; echo ASKED >&2; read x; "
+             "piworkfs mode --json"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=self.env, cwd=self.project)
+        self.addCleanup(lambda: run.poll() is None and run.kill())
+        err = b""
+        end = time.monotonic() + DEADLINE
+        while b"ASKED" not in err:
+            self.assertLess(time.monotonic(), end, err)
+            line = run.stderr.readline()
+            self.assertTrue(line, err)
+            err += line
+        self.assertIn(b"refused", err)
+        self.assertIn(b"piworkfs mode --approve", err)
+        p = subprocess.run([PIWORKFS, "mode", "--mount", mp], env=self.env,
+                           capture_output=True, text=True, timeout=DEADLINE)
+        self.assertIn('plan \u2192 build ("run the tests")', p.stdout)
+        p = subprocess.run([PIWORKFS, "mode", "--approve", "--mount", mp], env=self.env,
+                           capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        out, _ = run.communicate(b"go\n", timeout=DEADLINE)
+        self.assertEqual(run.returncode, 0)
+        self.assertEqual(json.loads(out)["mode"], "build")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `piworkfs mode` and the agent's requests to switch (docs/PROTOCOL.md "mode.request").
+ *
+ * Inside `piworkfs run` the agent socket refuses a loosening; `piworkfs mode NAME` then asks
+ * the person (mode.request) and waits for the answer, which comes from run's terminal or
+ * from `piworkfs mode --approve` / `--deny` on any terminal of the person. The daemon
+ * decides who may answer; this file only asks and reports.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ctl_client.h"
+#include "output.h"
+#include "proto.h"
+
+#define WAIT_MS 130000 /* a request lives 120 s at most; the reply comes before this */
+
+static int connect_view(const char *cmd, const char *mount, unsigned timeout_ms,
+			pw_ctl_conn **ret)
+{
+	_cleanup_free_ char *sock = NULL;
+	int r = pw_ctl_find_view(mount, &sock, NULL);
+
+	if (r == 0)
+		r = pw_ctl_connect(sock, timeout_ms, ret);
+	if (r == -ENOENT) {
+		pw_err(cmd, "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
+			    "--mount PATH)",
+		       mount ? mount : "the current directory");
+		return PW_EXIT_NO_VIEW;
+	}
+	if (r < 0) {
+		pw_err(cmd, "the view's daemon does not answer: %s", strerror(-r));
+		return PW_EXIT_NO_VIEW;
+	}
+	return PW_EXIT_OK;
+}
+
+static int refused(const char *cmd, int r, int code, const char *message)
+{
+	if (r == -EREMOTE) {
+		pw_err(cmd, "%s", message ? message : "the daemon refused");
+		if (code == PW_RPC_UNKNOWN_MODE || code == PW_RPC_MODE_BROKEN ||
+		    code == PW_RPC_INVALID_PARAMS)
+			return PW_EXIT_CONFIG;
+		return code == PW_RPC_REFUSED || code == PW_RPC_BUSY ? PW_EXIT_DENIED
+								     : PW_EXIT_SYSTEM;
+	}
+	pw_err(cmd, "cannot talk to the view: %s", strerror(-r));
+	return PW_EXIT_SYSTEM;
+}
+
+int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char *reason,
+		const char *refusal, bool json)
+{
+	_cleanup_free_ char *message = NULL, *why = NULL;
+	pw_ctl_conn *c = NULL;
+	json_t *res = NULL;
+	const char *outcome;
+	int code = 0, r;
+
+	r = connect_view(cmd, mount, WAIT_MS + 10000, &c);
+	if (r != PW_EXIT_OK)
+		return r;
+	if (!reason && asprintf(&why, "piworkfs mode %s", name) >= 0)
+		reason = why;
+	r = pw_ctl_call(c, "mode.request",
+			json_pack("{s:s,s:s?}", "mode", name, "reason", reason), &res, &code,
+			&message);
+	if (r == 0 && json_is_true(json_object_get(res, "shown"))) {
+		/* The person sees the question on run's terminal: wait for the answer. */
+		json_t *id = json_incref(json_object_get(res, "id"));
+		fprintf(stderr,
+			"piworkfs: %s: a looser mode needs the person's consent: asked them on the "
+			"terminal of piworkfs run; waiting...\n",
+			cmd);
+		json_decref(res);
+		res = NULL;
+		r = pw_ctl_call(c, "mode.request.wait",
+				json_pack("{s:o,s:i}", "id", id, "wait_ms", WAIT_MS), &res, &code,
+				&message);
+	}
+	pw_ctl_close(c);
+	if (r < 0) {
+		pw_err(cmd, "%s", refusal ? refusal : "refused");
+		return refused(cmd, r, code, message);
+	}
+	if (json) {
+		int st = streq_ptr(json_string_value(json_object_get(res, "outcome")), "approved")
+				 ? PW_EXIT_OK
+				 : PW_EXIT_DENIED;
+		return pw_print_json(res) < 0 ? PW_EXIT_SYSTEM : st;
+	}
+	outcome = json_string_value(json_object_get(res, "outcome"));
+	if (streq_ptr(outcome, "approved")) {
+		printf("mode: %s (the person allowed it)\n", name);
+		json_decref(res);
+		return PW_EXIT_OK;
+	}
+	/* Nobody sees it at once: say what the daemon said, and that the person may still
+	 * allow it, for as long as the request lives. */
+	pw_err(cmd, "%s", refusal ? refusal : "refused");
+	if (streq_ptr(outcome, "pending"))
+		pw_err(cmd, "asked the person too: they can allow it with 'piworkfs mode --approve' "
+			    "outside the agent (within 2 minutes)");
+	else
+		pw_err(cmd, "not switched: the request was %s%s", outcome ? outcome : "not answered",
+		       streq_ptr(outcome, "denied")	    ? " by the person"
+		       : streq_ptr(outcome, "superseded") ? " (a newer request, or the mode changed)"
+		       : streq_ptr(outcome, "expired")	    ? " (nobody answered in time)"
+							    : "");
+	json_decref(res);
+	return PW_EXIT_DENIED;
+}
+
+int pw_mode_answer(const char *cmd, const char *mount, bool approve, bool json)
+{
+	_cleanup_free_ char *message = NULL, *by = NULL;
+	pw_ctl_conn *c = NULL;
+	json_t *res = NULL, *list = NULL, *p;
+	int code = 0, r;
+
+	r = connect_view(cmd, mount, 0, &c);
+	if (r != PW_EXIT_OK)
+		return r;
+	/* Answer the request the person can see now, by id: never a newer one that
+	 * replaced it in between. */
+	r = pw_ctl_call(c, "mode.request.list", NULL, &list, &code, &message);
+	if (r < 0) {
+		pw_ctl_close(c);
+		return refused(cmd, r, code, message);
+	}
+	p = json_object_get(list, "pending");
+	if (!json_is_object(p)) {
+		json_decref(list);
+		pw_ctl_close(c);
+		pw_err(cmd, "no request is pending");
+		return PW_EXIT_DENIED;
+	}
+	if (asprintf(&by, "piworkfs mode --%s (pid %d)", approve ? "approve" : "deny",
+		     (int)getpid()) < 0)
+		by = NULL;
+	r = pw_ctl_call(c, "mode.request.answer",
+			json_pack("{s:O,s:b,s:s?}", "id", json_object_get(p, "id"), "approve",
+				  approve, "by", by),
+			&res, &code, &message);
+	pw_ctl_close(c);
+	if (r < 0) {
+		json_decref(list);
+		return refused(cmd, r, code, message);
+	}
+	if (json) {
+		json_decref(list);
+		return pw_print_json(res) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
+	}
+	printf("%s: %s \xe2\x86\x92 %s\n", approve ? "allowed" : "denied",
+	       json_string_value(json_object_get(p, "from")),
+	       json_string_value(json_object_get(p, "to")));
+	json_decref(res);
+	json_decref(list);
+	return PW_EXIT_OK;
+}
+
+void pw_mode_show_pending(const char *mount)
+{
+	json_t *res = NULL, *p;
+	struct timespec now;
+
+	if (pw_ctl_call_at(mount, "mode.request.list", NULL, &res, NULL, NULL) < 0)
+		return; /* inside the agent, or an older daemon: nothing to show */
+	p = json_object_get(res, "pending");
+	if (json_is_object(p)) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		long long left = (json_integer_value(json_object_get(p, "expires_ns")) -
+				  ((long long)now.tv_sec * 1000000000 + now.tv_nsec)) /
+				 1000000000;
+		printf("pending request: the agent asks to switch %s \xe2\x86\x92 %s (\"%s\"), "
+		       "%llds left\n  answer: piworkfs mode --approve   or   piworkfs mode --deny\n",
+		       json_string_value(json_object_get(p, "from")),
+		       json_string_value(json_object_get(p, "to")),
+		       json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0);
+	}
+	json_decref(res);
+}

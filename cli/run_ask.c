@@ -1,0 +1,442 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The consent question of `piworkfs run` (run.h, docs/SECURITY.md "Asking to switch").
+ *
+ * The run holds an operator connection to the view's daemon for as long as the command
+ * runs. Through it, it opened the sandbox's agent socket as its own (`agent.open {"own":
+ * true}`: the socket goes away with the connection) and subscribed to `mode.request`: the
+ * daemon tells this run, and only this run, when its sandbox asks for a looser mode.
+ *
+ * On a terminal, the question is drawn on the person's real terminal, on the bottom row:
+ * the sandbox's pty loses that row meanwhile (its programs redraw into one row less) and the
+ * real terminal's scrolling region stops above it, so the command keeps drawing around it.
+ * While it is open, the person's keystrokes go to the question, never to the command. The
+ * sandbox cannot answer: it writes only to its own pty (whatever it draws, even a copy of
+ * the bar, is output, and output is never read as input), and TIOCSTI reaches only its pty.
+ * Nor can it time a request to catch a `y` meant for it: keys read during the first
+ * GRACE_MS after the bar appeared are discarded, a new request restarts that time, and the
+ * answer takes two deliberate keys, `y` then Enter. Any other key denies.
+ *
+ * Without a terminal, nothing is shown: the person answers with `piworkfs mode --approve`.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "output.h"
+#include "run.h"
+
+#define GRACE_MS 300    /* keys read this soon after the question appeared never answer it */
+#define SETUP_MS 10000  /* the calls at start */
+#define LINE_MAX_ (1024 * 1024)
+#define MODE_SHOWN_MAX 64
+#define REASON_SHOWN_MAX 200
+
+typedef struct question {
+	bool open;
+	long long id;
+	char from[MODE_SHOWN_MAX + 1], to[MODE_SHOWN_MAX + 1], reason[REASON_SHOWN_MAX + 1];
+	int64_t shown_ms;
+	bool armed; /* `y` typed after the grace time: Enter allows */
+} question;
+
+/* One per process: a run has one sandbox (run.h explains the hooks). */
+static struct {
+	int fd; /* the operator connection, non-blocking after set-up; -1: none */
+	char *in;
+	size_t in_len;
+	long long next_id;
+	pw_run_pty *pty;
+	question q;
+	unsigned short rows, cols; /* the real terminal's size while a question is open */
+} ask = { .fd = -1 };
+
+/* ---- the operator connection ----------------------------------------------------------- */
+
+static int send_line(json_t *msg)
+{
+	_cleanup_free_ char *s = json_dumps(msg, JSON_COMPACT);
+	size_t len, off = 0;
+
+	json_decref(msg);
+	if (!s)
+		return -ENOMEM;
+	len = strlen(s);
+	s[len] = '\n'; /* json_dumps leaves the NUL; the newline replaces it */
+	len++;
+	while (off < len) {
+		ssize_t n = send(ask.fd, s + off, len - off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			struct pollfd pfd = { .fd = ask.fd, .events = POLLOUT };
+			if (poll(&pfd, 1, SETUP_MS) <= 0)
+				return -ETIMEDOUT;
+			continue;
+		}
+		if (n < 0)
+			return -errno;
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+static long long call_async(const char *method, json_t *params)
+{
+	long long id = ++ask.next_id;
+	json_t *m = json_pack("{s:s,s:I,s:s,s:o?}", "jsonrpc", "2.0", "id", (json_int_t)id,
+			      "method", method, "params", params);
+
+	return send_line(m) < 0 ? -1 : id;
+}
+
+/* Takes the next complete line out of the buffer: a malloc'd JSON value or NULL. */
+static json_t *take_line(void)
+{
+	char *nl = ask.in ? memchr(ask.in, '\n', ask.in_len) : NULL;
+	json_t *j;
+	size_t len;
+
+	if (!nl)
+		return NULL;
+	len = (size_t)(nl - ask.in);
+	j = json_loadb(ask.in, len, 0, NULL);
+	memmove(ask.in, nl + 1, ask.in_len - len - 1);
+	ask.in_len -= len + 1;
+	return j ? j : json_object(); /* a line we cannot parse: skipped */
+}
+
+/* Reads what is there. Returns false when the daemon is gone. */
+static bool fill(void)
+{
+	if (!ask.in) {
+		ask.in = malloc(LINE_MAX_);
+		if (!ask.in)
+			return false;
+	}
+	if (ask.in_len == LINE_MAX_)
+		ask.in_len = 0; /* a line longer than any reply: drop it */
+	ssize_t n = recv(ask.fd, ask.in + ask.in_len, LINE_MAX_ - ask.in_len, MSG_DONTWAIT);
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR;
+	if (n == 0)
+		return false;
+	ask.in_len += (size_t)n;
+	return true;
+}
+
+/* Calls METHOD and waits for its reply (notifications before it are handled later). */
+static int call_sync(const char *method, json_t *params, json_t **ret_result, char **ret_err)
+{
+	long long id = call_async(method, params);
+	int64_t deadline = pw_clock_ms(CLOCK_MONOTONIC) + SETUP_MS;
+
+	if (id < 0)
+		return -EIO;
+	for (;;) {
+		json_t *j;
+		while ((j = take_line())) {
+			json_t *jid = json_object_get(j, "id");
+			if (json_is_integer(jid) && json_integer_value(jid) == id) {
+				json_t *err = json_object_get(j, "error");
+				if (err) {
+					const char *m = json_string_value(json_object_get(err, "message"));
+					*ret_err = strdup(m ? m : "refused");
+					json_decref(j);
+					return -EREMOTE;
+				}
+				*ret_result = json_incref(json_object_get(j, "result"));
+				json_decref(j);
+				return 0;
+			}
+			json_decref(j); /* nothing else is expected during set-up */
+		}
+		int left = (int)(deadline - pw_clock_ms(CLOCK_MONOTONIC));
+		struct pollfd pfd = { .fd = ask.fd, .events = POLLIN };
+		if (left <= 0 || poll(&pfd, 1, left) <= 0)
+			return -ETIMEDOUT;
+		if (!fill())
+			return -ECONNRESET;
+	}
+}
+
+int pw_run_ask_open(const char *sock, char **ret_agent_socket)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_free_ char *err = NULL;
+	json_t *res = NULL;
+	const char *path;
+	int r;
+
+	if (strlen(sock) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, sock);
+	ask.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (ask.fd < 0)
+		return -errno;
+	if (connect(ask.fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	r = call_sync("agent.open", json_pack("{s:b}", "own", true), &res, &err);
+	if (r == 0) {
+		path = json_string_value(json_object_get(res, "socket"));
+		*ret_agent_socket = path && path[0] == '/' ? strdup(path) : NULL;
+		json_decref(res);
+		res = NULL;
+		r = *ret_agent_socket ? 0 : -EBADMSG;
+	}
+	if (r == 0 && pw_run_pty_wanted())
+		r = call_sync("subscribe", json_pack("{s:[s]}", "events", "mode.request"), &res,
+			      &err);
+	json_decref(res);
+	if (r == -EREMOTE)
+		pw_err("run", "the view's daemon refused a socket of the run's own: %s", err);
+	if (r < 0)
+		goto fail;
+	return 0;
+fail:
+	close(ask.fd);
+	ask.fd = -1;
+	return r;
+}
+
+void pw_run_ask_close(void)
+{
+	if (ask.fd >= 0)
+		close(ask.fd);
+	ask.fd = -1;
+	free(ask.in);
+	ask.in = NULL;
+	ask.in_len = 0;
+}
+
+/* ---- the bar --------------------------------------------------------------------------- */
+
+/* Copies S for the terminal: printable ASCII and UTF-8 of code points from U+00A0 (the
+ * daemon cleaned the reason already; this is the run's own guard), at most N bytes. */
+static void shown(char *out, size_t n, const char *s)
+{
+	size_t k = 0;
+
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && k < n; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			continue;
+		if (*p == 0xc2 && p[1] >= 0x80 && p[1] < 0xa0) { /* C1 controls */
+			p++;
+			continue;
+		}
+		out[k++] = (char)*p;
+	}
+	while (k > 0 && ((unsigned char)out[k - 1] & 0xc0) == 0x80) /* cut in a character */
+		k--;
+	if (k > 0 && ((unsigned char)out[k - 1] & 0xc0) == 0xc0)
+		k--;
+	out[k] = '\0';
+}
+
+static void term_size(unsigned short *rows, unsigned short *cols)
+{
+	struct winsize ws = { 0 };
+
+	if (ioctl(ask.pty->term_out, TIOCGWINSZ, &ws) < 0 || !ws.ws_row)
+		(void)ioctl(ask.pty->term_in, TIOCGWINSZ, &ws);
+	*rows = ws.ws_row ? ws.ws_row : 24;
+	*cols = ws.ws_col ? ws.ws_col : 80;
+}
+
+/* The sandbox's pty at ROWS rows (the kernel tells its programs with SIGWINCH). */
+static void pty_rows(unsigned short rows)
+{
+	struct winsize ws = { .ws_row = rows, .ws_col = ask.cols };
+
+	(void)ioctl(ask.pty->master, TIOCSWINSZ, &ws);
+}
+
+/* Draws the bar on the bottom row, the cursor left where the command had it. */
+static void draw_bar(void)
+{
+	char line[1024], text[900];
+	int n, tn;
+
+	if (ask.q.armed)
+		tn = snprintf(text, sizeof(text),
+			      " piworkfs: allow %s \xe2\x86\x92 %s? Press Enter to allow, any other "
+			      "key denies. ",
+			      ask.q.from, ask.q.to);
+	else
+		tn = snprintf(text, sizeof(text),
+			      " piworkfs: the agent asks to switch %s \xe2\x86\x92 %s (\"%s\"). "
+			      "Allow? [y/N] ",
+			      ask.q.from, ask.q.to, ask.q.reason);
+	if (tn < 0)
+		return;
+	/* ESC 7: save the cursor; the row; clear it; reverse video; the text, cut to the
+	 * width (counting bytes: never wider, at worst shorter); ESC 8: restore. */
+	size_t width = ask.cols > 1 ? (size_t)ask.cols - 1 : 1;
+	if ((size_t)tn > width) {
+		tn = (int)width;
+		while (tn > 0 && ((unsigned char)text[tn] & 0xc0) == 0x80)
+			tn--;
+	}
+	n = snprintf(line, sizeof(line), "\0337\033[%u;1H\033[2K\033[7m%.*s\033[0m\0338",
+		     (unsigned)ask.rows, tn, text);
+	if (n > 0)
+		pw_run_pty_write_term(ask.pty, line, (size_t)n);
+}
+
+static void open_question(json_t *p)
+{
+	bool was_open = ask.q.open;
+
+	ask.q = (question){ .open = true,
+			    .id = json_integer_value(json_object_get(p, "id")),
+			    .shown_ms = pw_clock_ms(CLOCK_MONOTONIC) };
+	shown(ask.q.from, MODE_SHOWN_MAX, json_string_value(json_object_get(p, "from")));
+	shown(ask.q.to, MODE_SHOWN_MAX, json_string_value(json_object_get(p, "to")));
+	shown(ask.q.reason, REASON_SHOWN_MAX, json_string_value(json_object_get(p, "reason")));
+	if (!was_open) {
+		char region[64];
+		int n;
+
+		term_size(&ask.rows, &ask.cols);
+		/* The command keeps the rows above; scrolling stops above the bar. */
+		pty_rows(ask.rows > 2 ? ask.rows - 1 : ask.rows);
+		n = snprintf(region, sizeof(region), "\0337\033[1;%ur\0338",
+			     (unsigned)(ask.rows > 2 ? ask.rows - 1 : ask.rows));
+		pw_run_pty_write_term(ask.pty, region, (size_t)n);
+	}
+	draw_bar();
+}
+
+static void close_question(void)
+{
+	char buf[64];
+	int n;
+
+	if (!ask.q.open)
+		return;
+	ask.q.open = false;
+	/* Clear the bar, give the whole screen back to the command, and its row back to its
+	 * pty: the size change makes full-screen programs redraw. */
+	n = snprintf(buf, sizeof(buf), "\0337\033[r\033[%u;1H\033[2K\0338", (unsigned)ask.rows);
+	pw_run_pty_write_term(ask.pty, buf, (size_t)n);
+	pty_rows(ask.rows);
+	pw_run_pty_resize(ask.pty); /* the real size, should it have changed meanwhile */
+}
+
+static void answer(bool approve)
+{
+	char by[96];
+
+	snprintf(by, sizeof(by), "the terminal of piworkfs run (pid %d)", (int)getpid());
+	(void)call_async("mode.request.answer",
+			 json_pack("{s:I,s:b,s:s}", "id", (json_int_t)ask.q.id, "approve",
+				   approve, "by", by));
+	close_question();
+}
+
+/* ---- hooks of the relay ---------------------------------------------------------------- */
+
+static void on_input(pw_run_pty *p, const char *buf, size_t n)
+{
+	if (!ask.q.open) {
+		pw_run_pty_to_sandbox(p, buf, n);
+		return;
+	}
+	/* The question holds the keyboard: nothing reaches the command meanwhile. */
+	if (pw_clock_ms(CLOCK_MONOTONIC) - ask.q.shown_ms < GRACE_MS)
+		return; /* typed before the person could have read it */
+	for (size_t i = 0; i < n && ask.q.open; i++) {
+		char ch = buf[i];
+		if (!ask.q.armed && (ch == 'y' || ch == 'Y')) {
+			ask.q.armed = true;
+			draw_bar();
+		} else if (ask.q.armed && (ch == '\r' || ch == '\n')) {
+			answer(true);
+		} else {
+			answer(false);
+		}
+	}
+}
+
+static void on_output(pw_run_pty *p, const char *buf, size_t n)
+{
+	pw_run_pty_write_term(p, buf, n);
+	if (ask.q.open)
+		draw_bar(); /* whatever the command drew over it */
+}
+
+static void on_resize(pw_run_pty *p)
+{
+	if (!ask.q.open)
+		return;
+	term_size(&ask.rows, &ask.cols);
+	pty_rows(ask.rows > 2 ? ask.rows - 1 : ask.rows);
+	draw_bar();
+}
+
+void pw_run_ask_attach(pw_run_pty *pty)
+{
+	if (!pty || pty->master < 0 || ask.fd < 0)
+		return;
+	ask.pty = pty;
+	pty->on_input = on_input;
+	pty->on_output = on_output;
+	pty->on_resize = on_resize;
+	int fl = fcntl(ask.fd, F_GETFL);
+	if (fl >= 0)
+		(void)fcntl(ask.fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+int pw_run_ask_fd(void)
+{
+	return ask.pty ? ask.fd : -1;
+}
+
+void pw_run_ask_events(void)
+{
+	json_t *j, *latest = NULL;
+	long long done_max = 0;
+
+	if (!fill()) {
+		/* The daemon is gone: no question can be answered any more. */
+		close_question();
+		pw_run_ask_close();
+		return;
+	}
+	/* Of a burst of requests only the newest is shown (each supersedes the one before). */
+	while ((j = take_line())) {
+		const char *method = json_string_value(json_object_get(j, "method"));
+		json_t *params = json_object_get(j, "params");
+		long long id = json_integer_value(json_object_get(params, "id"));
+
+		if (streq_ptr(method, "mode.request")) {
+			json_decref(latest);
+			latest = json_incref(params);
+		} else if (streq_ptr(method, "mode.request.done") && id > done_max) {
+			done_max = id;
+		}
+		json_decref(j);
+	}
+	if (latest && json_integer_value(json_object_get(latest, "id")) > done_max)
+		open_question(latest);
+	else if (ask.q.open && ask.q.id <= done_max)
+		close_question();
+	json_decref(latest);
+}
+
+void pw_run_ask_finish(void)
+{
+	close_question();
+}

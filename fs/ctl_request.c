@@ -1,0 +1,487 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Asking to switch (ctl_request.h). One pending request per view, held by the control
+ * server; blocked callers are remembered by client serial and JSON-RPC id, so a caller that
+ * went away is simply not answered.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ctl_request.h"
+#include "pw_limits.h"
+#include "policy.h"
+#include "proto.h"
+#include "util.h"
+
+#define HISTORY 16 /* outcomes remembered for mode.request.wait on a request already done */
+
+typedef struct waiter {
+	uint64_t client;
+	json_t *id;
+	int64_t deadline_ms;
+} waiter;
+
+typedef struct request {
+	uint64_t id;
+	char from[PW_MODE_NAME_MAX + 1], to[PW_MODE_NAME_MAX + 1];
+	char reason[PW_REQUEST_REASON_MAX + 1];
+	uint64_t client, listener; /* the requester's connection and the socket it came through */
+	pid_t pid;
+	char comm[32];
+	int64_t created_ns, expires_ns, expires_ms;
+	waiter waiters[PW_REQUEST_WAITERS_MAX];
+	size_t n_waiters;
+} request;
+
+typedef struct outcome {
+	uint64_t id, listener;
+	char outcome[16];
+	char mode[PW_MODE_NAME_MAX + 1];
+} outcome;
+
+struct pw_ctl_requests {
+	request *pending;
+	uint64_t next_id;
+	int64_t window_ms; /* rate limit: the second being counted, and how many in it */
+	unsigned in_window;
+	outcome history[HISTORY];
+	size_t n_history, history_next;
+	/* Blocked waits on requests already decided are answered at once, so only the
+	 * pending request has waiters. */
+};
+
+pw_ctl_requests *pw_ctl_requests_new(void)
+{
+	pw_ctl_requests *rq = calloc(1, sizeof(*rq));
+	if (rq)
+		rq->next_id = 1;
+	return rq;
+}
+
+/* ---- the reason ------------------------------------------------------------------------ */
+
+/* Unicode format characters that reorder or hide text: LRM/RLM, zero-width ones, the bidi
+ * embeddings, overrides and isolates, the word joiner family, the BOM. */
+static bool hidden_format(uint32_t cp)
+{
+	return (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x202a && cp <= 0x202e) ||
+	       (cp >= 0x2060 && cp <= 0x206f) || cp == 0xfeff || cp == 0x061c || cp == 0x00ad;
+}
+
+/* Length of the UTF-8 sequence at S (valid UTF-8) and its code point. */
+static size_t utf8_next(const unsigned char *s, uint32_t *cp)
+{
+	if (s[0] < 0x80) {
+		*cp = s[0];
+		return 1;
+	}
+	if ((s[0] & 0xe0) == 0xc0 && s[1]) {
+		*cp = (uint32_t)(s[0] & 0x1f) << 6 | (s[1] & 0x3f);
+		return 2;
+	}
+	if ((s[0] & 0xf0) == 0xe0 && s[1] && s[2]) {
+		*cp = (uint32_t)(s[0] & 0x0f) << 12 | (uint32_t)(s[1] & 0x3f) << 6 | (s[2] & 0x3f);
+		return 3;
+	}
+	if ((s[0] & 0xf8) == 0xf0 && s[1] && s[2] && s[3]) {
+		*cp = (uint32_t)(s[0] & 0x07) << 18 | (uint32_t)(s[1] & 0x3f) << 12 |
+		      (uint32_t)(s[2] & 0x3f) << 6 | (s[3] & 0x3f);
+		return 4;
+	}
+	*cp = 0xfffd; /* not valid UTF-8: dropped below */
+	return 1;
+}
+
+void pw_ctl_request_clean_reason(const char *in, char *out)
+{
+	const unsigned char *s = (const unsigned char *)(in ? in : "");
+	size_t n = 0;
+	bool space = true; /* drops leading spaces too */
+
+	while (*s) {
+		uint32_t cp;
+		size_t len = utf8_next(s, &cp);
+
+		if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0) || cp == 0xfffd ||
+		    hidden_format(cp)) {
+			/* A line break or tab would have separated words: keep one space. */
+			if ((cp == '\n' || cp == '\t' || cp == '\r') && !space && n < PW_REQUEST_REASON_MAX) {
+				out[n++] = ' ';
+				space = true;
+			}
+			s += len;
+			continue;
+		}
+		if (cp == ' ' && space) {
+			s += len;
+			continue;
+		}
+		if (n + len > PW_REQUEST_REASON_MAX) {
+			/* Cut on a character boundary, leaving room for the ellipsis. */
+			while (n > PW_REQUEST_REASON_MAX - 3)
+				do
+					n--;
+				while (n > 0 && (out[n] & 0xc0) == 0x80);
+			memcpy(out + n, "...", 3);
+			n += 3;
+			break;
+		}
+		memcpy(out + n, s, len);
+		n += len;
+		space = cp == ' ';
+		s += len;
+	}
+	while (n > 0 && out[n - 1] == ' ')
+		n--;
+	out[n] = '\0';
+}
+
+/* ---- outcomes -------------------------------------------------------------------------- */
+
+static json_t *request_json(const request *r)
+{
+	return json_pack("{s:I,s:s,s:s,s:s,s:i,s:s,s:I,s:I}", "id", (json_int_t)r->id, "from",
+			 r->from, "to", r->to, "reason", r->reason, "pid", (int)r->pid, "comm",
+			 r->comm, "requested_ns", (json_int_t)r->created_ns, "expires_ns",
+			 (json_int_t)r->expires_ns);
+}
+
+static json_t *outcome_json(uint64_t id, const char *what, const char *mode)
+{
+	return json_pack("{s:I,s:s,s:s?}", "id", (json_int_t)id, "outcome", what, "mode", mode);
+}
+
+static void remember(pw_ctl_requests *rq, const request *r, const char *what, const char *mode)
+{
+	outcome *o = &rq->history[rq->history_next];
+
+	*o = (outcome){ .id = r->id, .listener = r->listener };
+	snprintf(o->outcome, sizeof(o->outcome), "%s", what);
+	snprintf(o->mode, sizeof(o->mode), "%s", mode ? mode : "");
+	rq->history_next = (rq->history_next + 1) % HISTORY;
+	if (rq->n_history < HISTORY)
+		rq->n_history++;
+}
+
+static const outcome *recall(const pw_ctl_requests *rq, uint64_t id)
+{
+	for (size_t i = 0; i < rq->n_history; i++)
+		if (rq->history[i].id == id)
+			return &rq->history[i];
+	return NULL;
+}
+
+static char *active_mode(pw_view *v)
+{
+	pw_policy *p = pw_view_policy(v, NULL);
+	char *m = p ? strdup(pw_policy_mode_name(p)) : NULL;
+
+	pw_policy_unref(p);
+	return m;
+}
+
+/*
+ * Ends the pending request with WHAT: tells the requester (mode.request.done), answers its
+ * blocked callers, tells the operator side (the bar goes away), remembers the outcome.
+ */
+static void finish(pw_ctl_server *s, pw_ctl_requests *rq, const char *what)
+{
+	request *r = TAKE_PTR(rq->pending);
+	_cleanup_free_ char *mode = NULL;
+
+	if (!r)
+		return;
+	mode = active_mode(pw_ctl_server_view(s));
+	remember(rq, r, what, mode);
+	pw_ctl_server_notify(s, r->client, "mode.request.done", outcome_json(r->id, what, mode));
+	for (size_t i = 0; i < r->n_waiters; i++)
+		pw_ctl_server_reply(s, r->waiters[i].client, r->waiters[i].id,
+				    outcome_json(r->id, what, mode));
+	pw_ctl_server_notify_operators(s, r->listener, "mode.request.done",
+				       outcome_json(r->id, what, mode));
+	free(r);
+}
+
+void pw_ctl_requests_free(pw_ctl_server *s, pw_ctl_requests *rq)
+{
+	if (!rq)
+		return;
+	if (rq->pending) {
+		for (size_t i = 0; i < rq->pending->n_waiters; i++)
+			json_decref(rq->pending->waiters[i].id);
+		free(rq->pending);
+	}
+	free(rq);
+}
+
+/* ---- methods --------------------------------------------------------------------------- */
+
+static _printf_(3, 4) int refuse(pw_ctl_fail *f, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	f->code = code;
+	va_start(ap, fmt);
+	if (vasprintf(&f->message, fmt, ap) < 0)
+		f->message = NULL;
+	va_end(ap);
+	return -1;
+}
+
+/* Adds C's call as a waiter on R until WAIT_MS from now. Returns PW_CTL_DEFERRED, or -1. */
+static int block(request *r, pw_ctl_client *c, json_int_t wait_ms, pw_ctl_fail *f)
+{
+	json_t *id;
+
+	if (r->n_waiters == PW_REQUEST_WAITERS_MAX)
+		return refuse(f, PW_RPC_BUSY, "too many callers waiting on this request");
+	id = pw_ctl_client_defer(c);
+	if (!id)
+		return refuse(f, PW_RPC_INVALID_REQUEST,
+			      "a blocking wait must be a call with an id, not a notification");
+	r->waiters[r->n_waiters++] = (waiter){ .client = pw_ctl_client_serial(c), .id = id,
+					       .deadline_ms = pw_clock_ms(CLOCK_MONOTONIC) + wait_ms };
+	return PW_CTL_DEFERRED;
+}
+
+static bool rate_ok(pw_ctl_requests *rq, int64_t now)
+{
+	if (now - rq->window_ms >= 1000) {
+		rq->window_ms = now;
+		rq->in_window = 0;
+	}
+	return rq->in_window++ < PW_REQUEST_PER_SEC;
+}
+
+int pw_ctl_request_mode(pw_ctl_server *s, pw_ctl_client *c, json_t *params, json_t **ret_result,
+			pw_ctl_fail *ret_fail)
+{
+	pw_ctl_requests *rq = pw_ctl_server_requests(s);
+	const pw_peer *peer = pw_ctl_client_peer(c);
+	pw_view *v = pw_ctl_server_view(s);
+	const char *to = json_string_value(json_object_get(params, "mode"));
+	json_t *jexp = json_object_get(params, "expires_s"), *jwait = json_object_get(params, "wait_ms");
+	json_int_t expires_s = jexp ? json_integer_value(jexp) : PW_REQUEST_EXPIRES_S;
+	json_int_t wait_ms = jwait ? json_integer_value(jwait) : 0;
+	pw_policy *active = NULL, *target = NULL;
+	_cleanup_free_ char *why = NULL;
+	int64_t now = pw_clock_ms(CLOCK_MONOTONIC);
+	size_t shown;
+	request *r;
+	int rr;
+
+	if (expires_s < 1 || expires_s > PW_REQUEST_EXPIRES_S)
+		return refuse(ret_fail, PW_RPC_INVALID_PARAMS,
+			      "params.expires_s: from 1 to 120 seconds");
+	if (wait_ms < 0 || wait_ms > PW_REQUEST_WAIT_MS_MAX)
+		return refuse(ret_fail, PW_RPC_INVALID_PARAMS,
+			      "params.wait_ms: from 0 to 600000 milliseconds");
+	rr = pw_view_compile(v, to, &target);
+	if (rr == -ENOENT)
+		return refuse(ret_fail, PW_RPC_UNKNOWN_MODE, "unknown mode '%s'", to);
+	if (rr == -EBADMSG)
+		return refuse(ret_fail, PW_RPC_MODE_BROKEN, "mode '%s' is broken (see status warnings)", to);
+	if (rr < 0)
+		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+	active = pw_view_policy(v, NULL);
+	if (!active) {
+		pw_policy_unref(target);
+		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+	}
+
+	/* The same mode, or a tightening: no consent needed, done now with the caller's own
+	 * authority (exactly what mode.set would do). */
+	if (streq(pw_policy_mode_name(active), to) || pw_policy_is_tightening(active, target)) {
+		bool same = streq(pw_policy_mode_name(active), to);
+		pw_policy_unref(active);
+		pw_policy_unref(target);
+		if (!same) {
+			rr = pw_view_set_mode(v, to, peer, NULL, &why);
+			if (rr < 0)
+				return refuse(ret_fail, rr == -EPERM ? PW_RPC_REFUSED : PW_RPC_INTERNAL_ERROR,
+					      "%s", why ? why : strerror(-rr));
+		}
+		*ret_result = json_pack("{s:n,s:s,s:s}", "id", "outcome", "approved", "mode", to);
+		return *ret_result ? 0 : refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+	}
+	pw_policy_unref(target);
+
+	if (!rate_ok(rq, now)) {
+		pw_policy_unref(active);
+		return refuse(ret_fail, PW_RPC_BUSY,
+			      "too many requests: at most %d per second; the person has not answered "
+			      "the last one yet",
+			      PW_REQUEST_PER_SEC);
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		pw_policy_unref(active);
+		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+	}
+	r->id = rq->next_id++;
+	snprintf(r->from, sizeof(r->from), "%s", pw_policy_mode_name(active));
+	snprintf(r->to, sizeof(r->to), "%s", to);
+	pw_policy_unref(active);
+	pw_ctl_request_clean_reason(json_string_value(json_object_get(params, "reason")), r->reason);
+	r->client = pw_ctl_client_serial(c);
+	r->listener = pw_ctl_client_listener_serial(c);
+	r->pid = peer->pid;
+	snprintf(r->comm, sizeof(r->comm), "%s", peer->comm);
+	r->created_ns = pw_clock_ns(CLOCK_REALTIME);
+	r->expires_ns = r->created_ns + (int64_t)expires_s * 1000000000;
+	r->expires_ms = now + (int64_t)expires_s * 1000;
+
+	finish(s, rq, "superseded"); /* one pending request per view */
+	rq->pending = r;
+	/* Shown: a run's terminal has it now; else the person must look (piworkfs mode). */
+	shown = pw_ctl_server_notify_operators(s, r->listener, "mode.request", request_json(r));
+	if (wait_ms > 0)
+		return block(r, c, wait_ms, ret_fail);
+	*ret_result = json_pack("{s:I,s:s,s:I,s:b}", "id", (json_int_t)r->id, "outcome",
+				"pending", "expires_ns", (json_int_t)r->expires_ns, "shown",
+				shown > 0);
+	return *ret_result ? 0 : refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+}
+
+int pw_ctl_request_wait(pw_ctl_server *s, pw_ctl_client *c, json_t *params, json_t **ret_result,
+			pw_ctl_fail *ret_fail)
+{
+	pw_ctl_requests *rq = pw_ctl_server_requests(s);
+	json_int_t id = json_integer_value(json_object_get(params, "id"));
+	json_t *jwait = json_object_get(params, "wait_ms");
+	json_int_t wait_ms = jwait ? json_integer_value(jwait) : 0;
+	uint64_t listener = pw_ctl_client_listener_serial(c);
+	const outcome *o;
+
+	if (wait_ms < 0 || wait_ms > PW_REQUEST_WAIT_MS_MAX)
+		return refuse(ret_fail, PW_RPC_INVALID_PARAMS,
+			      "params.wait_ms: from 0 to 600000 milliseconds");
+	/* An agent sees only the requests made through its own socket. */
+	if (rq->pending && rq->pending->id == (uint64_t)id &&
+	    (!pw_ctl_client_peer(c)->restricted || rq->pending->listener == listener)) {
+		if (wait_ms > 0)
+			return block(rq->pending, c, wait_ms, ret_fail);
+		*ret_result = json_pack("{s:I,s:s}", "id", id, "outcome", "pending");
+		return *ret_result ? 0 : refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+	}
+	o = recall(rq, (uint64_t)id);
+	if (!o || (pw_ctl_client_peer(c)->restricted && o->listener != listener))
+		return refuse(ret_fail, PW_RPC_INVALID_PARAMS, "no such request");
+	*ret_result = outcome_json(o->id, o->outcome, o->mode[0] ? o->mode : NULL);
+	return *ret_result ? 0 : refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+}
+
+int pw_ctl_request_list(pw_ctl_server *s, pw_ctl_client *c, json_t *params, json_t **ret_result,
+			pw_ctl_fail *ret_fail)
+{
+	pw_ctl_requests *rq = pw_ctl_server_requests(s);
+
+	if (pw_ctl_client_peer(c)->restricted)
+		return refuse(ret_fail, PW_RPC_REFUSED,
+			      "refused: the agent cannot see the person's questions");
+	*ret_result = json_pack("{s:o}", "pending",
+				rq->pending ? request_json(rq->pending) : json_null());
+	return *ret_result ? 0 : refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+}
+
+int pw_ctl_request_answer(pw_ctl_server *s, pw_ctl_client *c, json_t *params,
+			  json_t **ret_result, pw_ctl_fail *ret_fail)
+{
+	pw_ctl_requests *rq = pw_ctl_server_requests(s);
+	const pw_peer *who = pw_ctl_client_peer(c);
+	json_t *jid = json_object_get(params, "id");
+	bool approve = json_is_true(json_object_get(params, "approve"));
+	const char *by = json_string_value(json_object_get(params, "by"));
+	_cleanup_free_ char *why = NULL, *mode = NULL;
+	char by_clean[PW_REQUEST_REASON_MAX + 1];
+	request *r = rq->pending;
+	int rr;
+
+	if (who->restricted)
+		return refuse(ret_fail, PW_RPC_REFUSED,
+			      "refused: only the person answers a request, from outside the "
+			      "agent");
+	if (!r)
+		return refuse(ret_fail, PW_RPC_INVALID_PARAMS, "no request is pending");
+	if (jid && (uint64_t)json_integer_value(jid) != r->id)
+		return refuse(ret_fail, PW_RPC_INVALID_PARAMS,
+			      "that request is no longer pending (a newer one replaced it, or it "
+			      "ended)");
+	if (!approve) {
+		*ret_result = json_pack("{s:I,s:s}", "id", (json_int_t)r->id, "outcome", "denied");
+		finish(s, rq, "denied");
+		return *ret_result ? 0 : refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+	}
+	mode = active_mode(pw_ctl_server_view(s));
+	if (!streq_ptr(mode, r->from)) {
+		finish(s, rq, "superseded");
+		return refuse(ret_fail, PW_RPC_REFUSED,
+			      "the mode changed since the request was made; nothing switched");
+	}
+	pw_ctl_request_clean_reason(by ? by : "", by_clean);
+	pw_peer peer = *who;
+	peer.origin = "request";
+	peer.reason = r->reason;
+	peer.answered_by = by_clean[0] ? by_clean : "piworkfs mode --approve";
+	rr = pw_view_set_mode(pw_ctl_server_view(s), r->to, &peer, NULL, &why);
+	if (rr < 0) {
+		finish(s, rq, "denied");
+		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "the switch failed: %s",
+			      why ? why : strerror(-rr));
+	}
+	*ret_result = json_pack("{s:I,s:s}", "id", (json_int_t)r->id, "outcome", "approved");
+	finish(s, rq, "approved");
+	return *ret_result ? 0 : refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+}
+
+/* ---- time ------------------------------------------------------------------------------ */
+
+int64_t pw_ctl_requests_tick(pw_ctl_server *s, int64_t now_ms)
+{
+	pw_ctl_requests *rq = pw_ctl_server_requests(s);
+	request *r = rq ? rq->pending : NULL;
+	int64_t next = -1;
+
+	if (!r)
+		return -1;
+	if (now_ms >= r->expires_ms) {
+		finish(s, rq, "expired");
+		return -1;
+	}
+	/* Blocked callers whose wait is over learn that it is still pending. */
+	for (size_t i = 0; i < r->n_waiters;) {
+		if (now_ms >= r->waiters[i].deadline_ms) {
+			pw_ctl_server_reply(s, r->waiters[i].client, r->waiters[i].id,
+					    json_pack("{s:I,s:s}", "id", (json_int_t)r->id,
+						      "outcome", "pending"));
+			r->waiters[i] = r->waiters[--r->n_waiters];
+			continue;
+		}
+		if (next < 0 || r->waiters[i].deadline_ms - now_ms < next)
+			next = r->waiters[i].deadline_ms - now_ms;
+		i++;
+	}
+	if (next < 0 || r->expires_ms - now_ms < next)
+		next = r->expires_ms - now_ms;
+	return next;
+}
+
+void pw_ctl_requests_mode_changed(pw_ctl_server *s, const char *to)
+{
+	pw_ctl_requests *rq = pw_ctl_server_requests(s);
+
+	if (rq && rq->pending && !streq(rq->pending->from, to))
+		finish(s, rq, "superseded");
+}
+
+void pw_ctl_requests_listener_gone(pw_ctl_server *s, uint64_t listener)
+{
+	pw_ctl_requests *rq = pw_ctl_server_requests(s);
+
+	if (rq && rq->pending && rq->pending->listener == listener)
+		finish(s, rq, "expired");
+}
