@@ -43,6 +43,7 @@
 
 #include "audit.h"
 #include "ctl_request.h"
+#include "db.h"
 #include "pw_limits.h"
 #include "pidns.h"
 #include "procfs.h"
@@ -204,21 +205,11 @@ int pw_ctl_socket_path(const char *dir, const char *mountpoint, char **ret)
 /* Creates DIR and its parents; DIR itself must end up a 0700 directory we own. */
 int pw_ctl_private_dir(const char *dir)
 {
-	_cleanup_free_ char *copy = strdup(dir);
 	struct stat st;
+	int r = pw_db_mkdir_p(dir);
 
-	if (!copy)
-		return -ENOMEM;
-	for (char *p = copy + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(copy, 0700) < 0 && errno != EEXIST)
-			return negative_errno();
-		*p = '/';
-	}
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return negative_errno();
+	if (r < 0)
+		return r;
 	if (lstat(dir, &st) < 0)
 		return negative_errno();
 	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid())

@@ -184,7 +184,28 @@ static bool rc_is_corrupt(int rc)
 	return (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB;
 }
 
-/* Creates every missing directory of DIR with mode 0700 (existing ones are left alone). */
+int pw_db_mkdir_p(const char *dir)
+{
+	char buf[PATH_MAX];
+	size_t n = strlen(dir);
+
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, dir, n + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+			return negative_errno();
+		*p = '/';
+	}
+	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+		return negative_errno();
+	return 0;
+}
+
+/* Creates the missing directories above the file PATH. */
 static int mkdir_parents(const char *path)
 {
 	char buf[PATH_MAX];
@@ -197,17 +218,7 @@ static int mkdir_parents(const char *path)
 	if (!slash || slash == buf)
 		return 0;
 	*slash = '\0';
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-			return negative_errno();
-		*p = '/';
-	}
-	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-		return negative_errno();
-	return 0;
+	return pw_db_mkdir_p(buf);
 }
 
 /* Reads one integer PRAGMA. Returns the raw SQLite code. */

@@ -41,6 +41,10 @@ int pw_db_open(const char *path, int busy_ms, unsigned flags, sqlite3 **ret, cha
  * another -errno. */
 int pw_db_open_readonly(const char *path, sqlite3 **ret);
 
+/* Creates DIR and every missing directory above it with mode 0700 (existing ones are left
+ * alone): the state directory and what lives in it. Returns 0 or a negative errno. */
+int pw_db_mkdir_p(const char *dir);
+
 /* sqlite3_close_v2 that accepts NULL, for _cleanup_(pw_db_closep). */
 void pw_db_closep(sqlite3 **db);
 

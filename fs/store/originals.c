@@ -50,27 +50,6 @@ struct pw_orig_store {
 	pthread_mutex_t lock;
 };
 
-static int mkdir_p(const char *path)
-{
-	char buf[PATH_MAX];
-	size_t n = strlen(path);
-
-	if (n >= sizeof(buf))
-		return -ENAMETOOLONG;
-	memcpy(buf, path, n + 1);
-	for (char *p = buf + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-			return negative_errno();
-		*p = '/';
-	}
-	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
-		return negative_errno();
-	return 0;
-}
-
 /* Removes what a killed daemon left in tmp/ (the named fallback of O_TMPFILE). */
 static void clean_tmp(int tmp_fd)
 {
@@ -108,9 +87,9 @@ int pw_orig_store_open(const pw_orig_opts *o, pw_orig_store **ret)
 	}
 	if (!dir || asprintf(&blobs, "%s/blobs", dir) < 0 || asprintf(&tmp, "%s/tmp", dir) < 0)
 		return -ENOMEM;
-	r = mkdir_p(blobs);
+	r = pw_db_mkdir_p(blobs);
 	if (r == 0)
-		r = mkdir_p(tmp);
+		r = pw_db_mkdir_p(tmp);
 	if (r < 0)
 		return r;
 	s = calloc(1, sizeof(*s));
