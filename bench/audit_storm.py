@@ -172,7 +172,7 @@ class View:
         return json.loads(p.stdout)[0]
 
     def socket(self):
-        # The daemon's naming (ctl_server.h): <basename>-<fnv1a64(mountpoint)>.sock.
+        # The daemon's naming (ctl/server.h): <basename>-<fnv1a64(mountpoint)>.sock.
         h = 0xcbf29ce484222325
         for c in os.fsencode(self.mp):
             h = ((h ^ c) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF

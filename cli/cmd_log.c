@@ -31,7 +31,7 @@
 #include "output.h"
 #include "project.h"
 #include "report.h"
-#include "state.h"
+#include "store/state.h"
 #include "store/reader.h"
 
 #define LOG_DEFAULT_LIMIT 50

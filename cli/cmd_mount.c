@@ -22,7 +22,7 @@
 
 #include "cli.h"
 #include "ctl_client.h"
-#include "ctl_server.h"
+#include "ctl/server.h"
 #include "daemon.h"
 #include "modefile.h"
 #include "options.h"

@@ -5,7 +5,7 @@
  */
 #include "cli.h"
 #include "ctl_client.h"
-#include "ctl_server.h"
+#include "ctl/server.h"
 #include "options.h"
 #include "output.h"
 

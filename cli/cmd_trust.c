@@ -12,7 +12,7 @@
 #include "options.h"
 #include "output.h"
 #include "project.h"
-#include "state.h"
+#include "store/state.h"
 #include "store/reader.h"
 
 static const char usage[] =

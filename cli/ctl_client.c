@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ctl_server.h"
+#include "ctl/server.h"
 #include "path.h"
 #include "procfs.h"
 #include "project.h"

@@ -10,7 +10,7 @@
 #include "output.h"
 #include "modefile.h"
 #include "path.h"
-#include "state.h"
+#include "store/state.h"
 #include "store/reader.h"
 
 static bool is_dir_at(const char *dir, const char *name)

@@ -16,7 +16,7 @@
  * Mode directories: bundled = $PIWORKFS_MODES_DIR, else PW_BUNDLED_MODES_DIR when it
  * exists, else PW_SOURCE_MODES_DIR (running from the build directory); global =
  * $XDG_CONFIG_HOME/piworkfs, else ~/.config/piworkfs. Trust comes from the state
- * database (fs/state.h).
+ * database (fs/store/state.h).
  */
 #pragma once
 

@@ -48,12 +48,12 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "ctl_server.h"
+#include "ctl/server.h"
 #include "output.h"
 #include "path.h"
 #include "procfs.h"
 #include "run.h"
-#include "state.h"
+#include "store/state.h"
 
 #define MOUNTINFO_LINES_MAX 100000 /* more mounts than any host has; stop reading there */
 

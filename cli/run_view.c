@@ -4,7 +4,7 @@
  * left mounted); otherwise `piworkfs mount` (this same program, so the daemon is the one
  * the person would start) mounts one at DIR/run-XXXXXX/view, where DIR is the control
  * socket directory: a 0700 directory the sandbox never sees, so the mountpoint is not a
- * second way in. The agent socket comes from the daemon (`agent.open`, fs/ctl_agent.h).
+ * second way in. The agent socket comes from the daemon (`agent.open`, fs/ctl/agent.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +21,7 @@
 
 #include "cli.h"
 #include "ctl_client.h"
-#include "ctl_server.h"
+#include "ctl/server.h"
 #include "output.h"
 #include "path.h"
 #include "proto.h"

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "audit.h"
+#include "store/audit.h"
 #include "fs_internal.h"
 #include "pidns.h"
 #include "procfs.h"

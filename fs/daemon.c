@@ -8,14 +8,14 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "audit.h"
-#include "ctl_server.h"
+#include "store/audit.h"
+#include "ctl/server.h"
 #include "daemon.h"
 #include "fs.h"
 #include "keep.h"
-#include "state.h"
+#include "store/state.h"
 #include "util.h"
-#include "view.h"
+#include "ctl/view.h"
 
 static bool log_to_stderr;
 static pw_fs *signal_fs;

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "changes.h"
+#include "ctl/changes.h"
 #include "procfs.h"
 #include "util.h"
 

@@ -34,7 +34,7 @@ import harness  # noqa: E402
 
 WRITER_DEADLINE = 60.0
 DEADLINE = 60.0  # for anything else another process must do
-WINDOW_NS = 1_000_000_000  # the audit writer's coalescing window (fs/audit.c)
+WINDOW_NS = 1_000_000_000  # the audit writer's coalescing window (fs/store/audit.c)
 
 
 def my_comm():

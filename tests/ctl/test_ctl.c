@@ -39,14 +39,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "audit.h"
-#include "ctl_server.h"
+#include "store/audit.h"
+#include "ctl/server.h"
 #include "fs.h"
 #include "pw_limits.h"
 #include "proto.h"
-#include "state.h"
+#include "store/state.h"
 #include "util.h"
-#include "view.h"
+#include "ctl/view.h"
 
 /* ---- TEST DOUBLE of the FUSE layer's control API (fs/fs.h) ----------------------------- */
 /* The real pw_fs lives in fs/switch.c with libfuse; this stand-in keeps just the active

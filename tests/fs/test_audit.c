@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The audit writer (fs/audit.h): the fields of each row, coalescing of storms, retention by
+ * The audit writer (fs/store/audit.h): the fields of each row, coalescing of storms, retention by
  * age and by rows, the exact drop count when the queue is full, a database locked by another
  * process, and that a submit never waits for the writer.
  *
@@ -21,10 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "audit.h"
-#include "db.h"
+#include "store/audit.h"
+#include "store/db.h"
 #include "pw_limits.h"
-#include "state.h"
+#include "store/state.h"
 #include "util.h"
 
 #define DEADLINE_US (60ll * 1000000)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The bash pre-flight's worker process (fs/bash_worker.h): it answers what the analysis in
+ * The bash pre-flight's worker process (fs/ctl/bash_worker.h): it answers what the analysis in
  * the daemon's own process answered, errors come back as errors, and it is unprivileged:
  * run by root, it cannot read a directory only root may read, so a glob there stays a
  * pattern while the same glob in a public directory expands.
@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bash_worker.h"
+#include "ctl/bash_worker.h"
 #include "mode.h"
 #include "policy.h"
 #include "util.h"

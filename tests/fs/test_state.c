@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The state database (fs/state.h, fs/db.h): creation, migration, rebuild of a corrupt file,
+ * The state database (fs/store/state.h, fs/store/db.h): creation, migration, rebuild of a corrupt file,
  * last mode per project, trust and the switch history. Each test works in its own
  * temporary directory.
  */
@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "db.h"
-#include "state.h"
+#include "store/db.h"
+#include "store/state.h"
 #include "util.h"
 
 static char tmpdir[256];

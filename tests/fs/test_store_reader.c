@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "glob.h"
-#include "state.h"
+#include "store/state.h"
 #include "store/reader.h"
 #include "util.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Asking to switch (ctl_request.h). One pending request per view, held by the control
+ * Asking to switch (ctl/request.h). One pending request per view, held by the control
  * server; blocked callers are remembered by client serial and JSON-RPC id, so a caller that
  * went away is simply not answered.
  */
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "ctl_request.h"
+#include "request.h"
 #include "pw_limits.h"
 #include "policy.h"
 #include "proto.h"

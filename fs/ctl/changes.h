@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The control methods over the originals (fs/ctl_changes.c): changes.list, changes.diff,
+ * The control methods over the originals (fs/ctl/changes.c): changes.list, changes.diff,
  * changes.undo, changes.prune and checkpoint (docs/PROTOCOL.md). Declared weak: builds of
  * the control plane without the FUSE layer (tests/ctl) answer them as unavailable.
  */
@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "ctl_server.h"
+#include "server.h"
 #include "view.h"
 
 #define PW_CHANGES_METHOD(name)                                                                    \

@@ -91,7 +91,7 @@ void pw_ctl_server_request_reload(pw_ctl_server *s);
 void pw_ctl_server_stop(pw_ctl_server *s);
 
 /*
- * Between ctl_server.c (transport) and ctl_methods.c (the method table). Not for other
+ * Between ctl/server.c (transport) and ctl/methods.c (the method table). Not for other
  * callers.
  */
 typedef struct pw_ctl_client pw_ctl_client;
@@ -116,7 +116,7 @@ const pw_peer *pw_ctl_client_peer(const pw_ctl_client *c);
 void pw_ctl_client_subscribe(pw_ctl_client *c, bool mode_changed, bool denied);
 
 /*
- * For ctl_request.c (asking to switch) and agent.open. All on the server thread.
+ * For ctl/request.c (asking to switch) and agent.open. All on the server thread.
  *
  * Every connection and every socket has a serial number, never reused while the daemon
  * runs, so a request can name its requester and the socket it came through after either

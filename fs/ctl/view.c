@@ -18,8 +18,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "audit.h"
-#include "state.h"
+#include "store/audit.h"
+#include "store/state.h"
 #include "util.h"
 
 #define PW_DEFAULT_MODE "plan"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The control socket transport: sockets, clients, framing (ctl_server.h has the contract;
- * ctl_methods.c the method table).
+ * The control socket transport: sockets, clients, framing (ctl/server.h has the contract;
+ * ctl/methods.c the method table).
  *
  * Why it is built this way: the daemon must keep serving the filesystem whatever a client
  * does, and a mode switch must be answered promptly even while other clients misbehave.
@@ -23,7 +23,7 @@
  * that a callback racing with pw_ctl_server_stop never touches freed memory), are queued in
  * a bounded ring and fanned out here, rate-limited per subscriber by a token bucket.
  */
-#include "ctl_server.h"
+#include "server.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -41,9 +41,9 @@
 #include <sys/un.h>
 #include <time.h>
 
-#include "audit.h"
-#include "ctl_request.h"
-#include "db.h"
+#include "store/audit.h"
+#include "request.h"
+#include "store/db.h"
 #include "pw_limits.h"
 #include "pidns.h"
 #include "procfs.h"
@@ -72,7 +72,7 @@ struct pw_ctl_client {
 	int64_t last_ms;   /* last progress (a byte read or written) */
 	bool closing;      /* stop reading; close once the output is flushed */
 	bool sub_mode, sub_denied;
-	bool sub_request;  /* operator: mode.request notifications (ctl_request.h) */
+	bool sub_request;  /* operator: mode.request notifications (ctl/request.h) */
 	uint64_t serial;   /* never reused (pw_ctl_client_serial) */
 	uint64_t listener_serial; /* the socket it came through */
 	json_t *cur_id;    /* the id of the call being dispatched (borrowed) */
@@ -652,7 +652,7 @@ static void fan_out(pw_ctl_server *s)
 		const char *pidns = json_string_value(json_object_get(events[e], "pidns"));
 		bool denied = streq(method, "denied");
 
-		/* A pending request from another mode is stale (ctl_request.h). */
+		/* A pending request from another mode is stale (ctl/request.h). */
 		if (streq(method, "mode.changed"))
 			pw_ctl_requests_mode_changed(
 				s, json_string_value(json_object_get(params, "to")));
@@ -1086,7 +1086,7 @@ void pw_ctl_server_stop(pw_ctl_server *s)
 	free(s);
 }
 
-/* ---- for ctl_methods.c ----------------------------------------------------------------- */
+/* ---- for ctl/methods.c ----------------------------------------------------------------- */
 
 pw_view *pw_ctl_server_view(pw_ctl_server *s)
 {
@@ -1104,7 +1104,7 @@ void pw_ctl_client_subscribe(pw_ctl_client *c, bool mode_changed, bool denied)
 	c->sub_denied = denied;
 }
 
-/* ---- for ctl_request.c ----------------------------------------------------------------- */
+/* ---- for ctl/request.c ----------------------------------------------------------------- */
 
 static pw_ctl_client *client_by_serial(pw_ctl_server *s, uint64_t serial, size_t *ret_i)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `agent.open`: see ctl_agent.h. Runs on the control server's thread; the only thing it
+ * `agent.open`: see ctl/agent.h. Runs on the control server's thread; the only thing it
  * does that touches the filesystem is binding one socket (never blocks on the network).
  */
 #include <errno.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/un.h>
 
-#include "ctl_agent.h"
+#include "agent.h"
 #include "proto.h"
 #include "util.h"
 

@@ -17,12 +17,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "audit.h"
+#include "store/audit.h"
 #include "bash_worker.h"
 #include "changes.h"
-#include "ctl_agent.h"
-#include "ctl_request.h"
-#include "ctl_server.h"
+#include "agent.h"
+#include "request.h"
+#include "server.h"
 #include "pw_limits.h"
 #include "path.h"
 #include "proto.h"
@@ -533,7 +533,7 @@ static int m_bash_check(call *x, json_t **ret)
 	return done(x, o, ret);
 }
 
-/* ---- agent.open (fs/ctl_agent.c) ------------------------------------------------------- */
+/* ---- agent.open (fs/ctl/agent.c) ------------------------------------------------------- */
 
 static const pw_rpc_param agent_open_params[] = {
 	{ "own", PW_RPC_T_BOOL, false, 0 },
@@ -546,7 +546,7 @@ static int m_agent_open(call *x, json_t **ret)
 	return pw_ctl_agent_open(x->s, x->peer, ret, x->fail);
 }
 
-/* ---- mode.request (fs/ctl_request.c) --------------------------------------------------- */
+/* ---- mode.request (fs/ctl/request.c) --------------------------------------------------- */
 
 static const pw_rpc_param request_params[] = {
 	{ "mode", PW_RPC_T_STRING, true, PW_MODE_NAME_MAX },
@@ -586,7 +586,7 @@ static int m_request_answer(call *x, json_t **ret)
 	return pw_ctl_request_answer(x->s, x->c, x->params, ret, x->fail);
 }
 
-/* ---- changes.*, checkpoint (fs/ctl_changes.c) ------------------------------------------ */
+/* ---- changes.*, checkpoint (fs/ctl/changes.c) ------------------------------------------ */
 
 static const pw_rpc_param changes_params[] = {
 	{ "since", PW_RPC_T_STRING, false, 256 },

@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ctl_server.h"
+#include "server.h"
 
 #define PW_REQUEST_REASON_MAX 200    /* bytes of a cleaned reason (longer: cut, with "...") */
 #define PW_REQUEST_EXPIRES_S 120     /* default and longest life of a request */
@@ -47,7 +47,7 @@ void pw_ctl_requests_free(pw_ctl_server *s, pw_ctl_requests *rq);
  */
 void pw_ctl_request_clean_reason(const char *in, char *out);
 
-/* The methods (ctl_methods.c's table). Returns 0 with *ret_result, -1 with *ret_fail, or
+/* The methods (ctl/methods.c's table). Returns 0 with *ret_result, -1 with *ret_fail, or
  * PW_CTL_DEFERRED (the reply is sent later through pw_ctl_client_defer's handle). */
 int pw_ctl_request_mode(pw_ctl_server *s, pw_ctl_client *c, json_t *params, json_t **ret_result,
 			pw_ctl_fail *ret_fail);

@@ -12,7 +12,7 @@
 
 #include <jansson.h>
 
-#include "ctl_server.h"
+#include "server.h"
 #include "view.h"
 
 /*
@@ -37,7 +37,7 @@ int pw_ctl_agent_open(pw_ctl_server *s, const pw_peer *peer, json_t **ret_result
  * `agent.open {"own": true}`: an agent socket of the caller's own (`piworkfs run` opens one
  * per sandbox), at the main socket's name with ".sock" replaced by "-SERIAL.agent.sock",
  * closed and unlinked when the calling connection closes. Requests to switch made through
- * it are shown to that connection alone (ctl_request.h). Refusals as above; at most
+ * it are shown to that connection alone (ctl/request.h). Refusals as above; at most
  * LISTENERS_MAX - 1 agent sockets per view at once (PW_RPC_BUSY beyond).
  */
 int pw_ctl_agent_open_own(pw_ctl_server *s, pw_ctl_client *c, json_t **ret_result,
