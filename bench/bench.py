@@ -13,6 +13,16 @@ view received per file of the workload, and every daemon's own CPU time (utime +
 that serves stale data (a file changed on the backing tree, then read through the peer, does
 not match native) is marked: its speed comes from not asking and is not comparable.
 
+Before and after: `--baseline REV` builds piworkfs at REV (a commit of the repository this
+file belongs to) in a git worktree under the work directory, removes the worktree again, and
+mounts that build as one more peer, "piworkfs@REV" (REV's short commit id; and "piworkfs@REV
+io_uring" beside the io_uring view), with the same options as the current build. It runs in
+the same interleaved rounds over the same tree, so on a noisy machine the two builds share
+the noise; a closing table puts them side by side per workload: ratio to native, floor,
+measured / floor, requests per file and the daemon's CPU per request.
+    ./dev bench --baseline 26477bf              # this tree's build against commit 26477bf
+    ./dev bench --files 2000 --rounds 1 --baseline HEAD~5 --switch-files 0   # a quick check
+
 Speed is reported, never asserted: these are figures for people, not a test.
 """
 import argparse
@@ -95,6 +105,8 @@ def make_c_project(root, nunits=40):
 
 
 class System:
+    pw, floor, uring = None, False, False  # see Fuse
+
     def __init__(self, name, root):
         self.name, self.root, self.proc = name, root, None
 
@@ -110,9 +122,14 @@ class Native(System):
 
 
 class Fuse(System):
-    def __init__(self, name, backing, mnt, argv, env=None):
+    """A FUSE peer. For a piworkfs view, PW is the piworkfs program that mounted it (its
+    `status` reads the view's request counts), FLOOR says whether the floor and the
+    before/after tables report it, URING whether it must serve through the ring."""
+
+    def __init__(self, name, backing, mnt, argv, env=None, pw=None, floor=False, uring=False):
         super().__init__(name, mnt)
         self.backing, self.argv, self.env = backing, argv, env
+        self.pw, self.floor, self.uring = pw, floor, uring
 
     def start(self):
         os.makedirs(self.root, exist_ok=True)
@@ -366,6 +383,76 @@ def round_trip(path, n=3000):
     return statistics.median(per)
 
 
+def git(top, *argv):
+    return subprocess.run(["git", "-C", top] + list(argv), check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def run_logged(argv, what):
+    """Runs ARGV quietly; on failure exits with the command's last lines of output."""
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        tail = "\n".join(p.stdout.strip().splitlines()[-15:])
+        sys.exit(f"{what} failed ({' '.join(argv)}):\n{tail}")
+
+
+def remove_worktree(top, src):
+    link = os.path.join(src, "third_party")
+    if os.path.islink(link):
+        os.unlink(link)  # never let a removal follow it into the main tree's third_party/
+    subprocess.run(["git", "-C", top, "worktree", "remove", "--force", src],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    shutil.rmtree(src, ignore_errors=True)
+
+
+def build_baseline(rev, base):
+    """Builds piworkfs at REV for the before/after peer. REV is a commit of the repository
+    this file belongs to; the work tree there is never touched: a detached worktree is added
+    under BASE, third_party/ (git-ignored, fetched by scripts/setup) is linked into it from
+    this tree, meson and ninja build beside it (without the tests), the bundled modes are
+    copied out, and the worktree is removed again. The build directory stays, so a rerun
+    with --dir reuses it. Returns (program, modes directory, short commit id)."""
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        sha = git(top, "rev-parse", "--verify", "--quiet", rev + "^{commit}")
+    except subprocess.CalledProcessError:
+        sys.exit(f"--baseline {rev}: not a commit of the repository at {top}")
+    short = git(top, "rev-parse", "--short", sha)
+    out = os.path.join(base, f"baseline-{short}")
+    build = os.path.join(out, "build")
+    program = os.path.join(build, "cli", "piworkfs")
+    modes = os.path.join(out, "modes")
+    if os.access(program, os.X_OK) and os.path.isdir(modes):
+        print(f"baseline {short}: reusing {program}", flush=True)
+        return program, modes, short
+    third_party = os.path.join(top, "third_party")
+    if not os.path.isdir(third_party):
+        sys.exit(f"--baseline: {third_party} is missing: run scripts/setup first")
+    src = os.path.join(out, "src")
+    if os.path.exists(src):  # left by an interrupted run
+        remove_worktree(top, src)
+    print(f"baseline {short}: building it in {out} (a worktree, removed after the build)...",
+          flush=True)
+    os.makedirs(out, exist_ok=True)
+    git(top, "worktree", "add", "--detach", "--quiet", src, sha)
+    try:
+        os.symlink(third_party, os.path.join(src, "third_party"))
+        opts = []
+        try:
+            with open(os.path.join(src, "meson_options.txt")) as f:
+                if "option('tests'" in f.read():
+                    opts.append("-Dtests=false")  # the daemon and the program only
+        except OSError:
+            pass
+        shutil.rmtree(build, ignore_errors=True)
+        run_logged(["meson", "setup", build, src] + opts, f"baseline {short}: meson setup")
+        run_logged(["ninja", "-C", build, "cli/piworkfs"], f"baseline {short}: ninja")
+        shutil.copytree(os.path.join(src, "modes"), modes, dirs_exist_ok=True)
+    finally:
+        remove_worktree(top, src)
+    return program, modes, short
+
+
 def measure_switch(args, base, nfiles):
     """Median mode.set round trip with NFILES inodes known to the kernel."""
     tree = os.path.join(base, "switch-tree")
@@ -374,6 +461,8 @@ def measure_switch(args, base, nfiles):
         make_tree(tree, nfiles, seed=2)
     mnt = os.path.join(base, "switch-view")
     env = piworkfs_env(base)
+    if args.modes:
+        env["PIWORKFS_MODES_DIR"] = args.modes
     s = Fuse("piworkfs", tree, mnt, [args.piworkfs, "mount", "-f", "--mode", "build", tree, mnt], env)
     s.start()
     try:
@@ -410,6 +499,38 @@ def measure_switch(args, base, nfiles):
         s.stop()
 
 
+def before_after(before, after, table, rtt, workloads, label):
+    """Prints, as a markdown table, BEFORE's and AFTER's figures side by side per workload:
+    ratio to native, the floor (ratio to native), measured / floor, requests per file and
+    the daemon's CPU per request."""
+    def cells(w, n):
+        c = table.get(w, {}).get(n, {})
+        nat = table.get(w, {}).get("native", {}).get("median_s")
+        if "median_s" not in c or not nat:
+            return ["n/a"] * 5
+        floor = c.get("floor_s")
+        rpf, cpu = c.get("requests_per_file"), c.get("cpu_us_per_request")
+        return [f"{c['ratio']:.2f}x",
+                f"{floor / nat:.2f}x" if floor else "-",
+                f"{c['median_s'] / floor:.2f}" if floor else "-",
+                f"{rpf:.2f}" if rpf is not None else "-",
+                f"{cpu:.1f}" if cpu is not None else "-"]
+
+    rt = lambda n: f"{rtt[n] * 1e6:.1f} us" if n in rtt else "n/a"  # noqa: E731
+    print()
+    print(f"Before: {label(before)} (round trip {rt(before)}); after: {label(after)} (round trip "
+          f"{rt(after)}); native {rt('native')}. Ratios to native; floor = native + synchronous "
+          "requests x round trip; CPU = the daemon's per request, us")
+    cols = ["x native", "floor", "/ floor", "req/file", "CPU/req"]
+    print("| workload | native | " + " | ".join(f"before {c}" for c in cols) + " | "
+          + " | ".join(f"after {c}" for c in cols) + " |")
+    print("|---|---:|" + "---:|" * (2 * len(cols)))
+    for w in workloads:
+        nat = table.get(w, {}).get("native", {}).get("median_s")
+        print(f"| {w} | " + (f"{nat:.3f}s" if nat else "n/a") + " | "
+              + " | ".join(cells(w, before) + cells(w, after)) + " |")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--piworkfs", required=True)
@@ -426,6 +547,14 @@ def main():
     ap.add_argument("--json", help="also write the results as JSON to this file")
     ap.add_argument("--no-uring", action="store_true",
                     help="leave out the view over FUSE over io_uring (and the module parameter)")
+    ap.add_argument("--baseline", metavar="REV",
+                    help="also build piworkfs at commit REV of this repository (in a git "
+                         "worktree under the work directory, removed after the build) and "
+                         "mount it as the peer piworkfs@REV beside the current build, with "
+                         "the same options; prints a before/after table")
+    ap.add_argument("--no-originals", action="store_true",
+                    help="mount every piworkfs view with --no-originals (issue #17's targets "
+                         "are for originals off; bench/originals.py compares on and off)")
     args = ap.parse_args()
 
     base = args.dir or tempfile.mkdtemp(prefix="piworkfs-bench-", dir="/var/tmp")
@@ -444,7 +573,21 @@ def main():
     if not os.path.exists(os.path.join(backing, "io", "read.bin")):
         drop_output("dd if=/dev/urandom of=read.bin bs=1M count=1024 2>/dev/null", os.path.join(backing, "io"))
     env = piworkfs_env(base)
+    if args.modes:
+        env["PIWORKFS_MODES_DIR"] = args.modes
     m = lambda n: os.path.join(base, "mnt", n)
+
+    def mount(prog, mode, *more):  # every view's command line: the same options for all
+        return [prog, "mount", "-f", "--mode", mode] + \
+            (["--no-originals"] if args.no_originals else []) + list(more)
+
+    baseline = None
+    if args.baseline:
+        # Its own runtime and state directories: an older build may use another schema.
+        bprog, bmodes, short = build_baseline(args.baseline, base)
+        benv = piworkfs_env(os.path.join(base, f"baseline-{short}"))
+        benv["PIWORKFS_MODES_DIR"] = bmodes
+        baseline = (bprog, benv, f"piworkfs@{short}")
     systems = [
         Native("native", backing),
         Fuse("hl-passthrough", backing, m("hl"),
@@ -453,10 +596,18 @@ def main():
              [os.path.join(peers, "passthrough_ll"), "-f", "-o", f"source={backing},cache=always", m("ll")]),
         Fuse("bindfs-mt", backing, m("bindfs"), ["bindfs", "-f", "--multithreaded", backing, m("bindfs")]),
         Fuse("piworkfs build", backing, m("pw-build"),
-             [args.piworkfs, "mount", "-f", "--mode", "build", backing, m("pw-build")], env),
+             mount(args.piworkfs, "build", backing, m("pw-build")), env,
+             pw=args.piworkfs, floor=True),
         Fuse("piworkfs plan", backing, m("pw-plan"),
-             [args.piworkfs, "mount", "-f", "--mode", "plan", backing, m("pw-plan")], env),
+             mount(args.piworkfs, "plan", backing, m("pw-plan")), env, pw=args.piworkfs),
     ]
+    pairs = []  # (before, after) for the before/after table
+    if baseline:
+        bprog, benv, bname = baseline
+        systems.append(Fuse(bname, backing, m("pw-base"),
+                            mount(bprog, "build", backing, m("pw-base")), benv, pw=bprog,
+                            floor=True))
+        pairs.append((bname, "piworkfs build"))
     uring_restore = None
     if not args.no_uring:
         # The same view over FUSE over io_uring, side by side. The kernel offers it only
@@ -464,11 +615,20 @@ def main():
         # only) and restores it at the end; nothing else on the machine asks for it.
         uring_restore = enable_uring()
         systems.append(Fuse(URING, backing, m("pw-uring"),
-                            [args.piworkfs, "mount", "-f", "--mode", "build", "-o", "io_uring",
-                             backing, m("pw-uring")], env))
+                            mount(args.piworkfs, "build", "-o", "io_uring", backing,
+                                  m("pw-uring")), env, pw=args.piworkfs, floor=True, uring=True))
+        if baseline:
+            bprog, benv, bname = baseline
+            systems.append(Fuse(bname + " io_uring", backing, m("pw-base-uring"),
+                                mount(bprog, "build", "-o", "io_uring", backing,
+                                      m("pw-base-uring")), benv, pw=bprog, floor=True,
+                                uring=True))
+            pairs.append((bname + " io_uring", URING))
     if args.systems:
         keep = set(args.systems.split(","))
         systems = [s for s in systems if s.name in keep or s.name == "native"]
+    kept = {s.name for s in systems}
+    pairs = [p for p in pairs if p[0] in kept and p[1] in kept]
     workloads = {k: v for k, v in WORKLOADS.items() if not args.only or k in args.only}
 
     results = {w: {s.name: [] for s in systems} for w in workloads}
@@ -484,8 +644,8 @@ def main():
             started.append(s)
         # a system that fails (passthrough_ll: EMFILE on large trees) is reported, not fatal
         for s in started:
-            if s.name.startswith("piworkfs"):
-                daemon_pids[s.name] = pw_daemon_pid(args.piworkfs, env, s.root) or s.proc.pid
+            if s.pw:
+                daemon_pids[s.name] = pw_daemon_pid(s.pw, s.env, s.root) or s.proc.pid
             elif s.proc:
                 daemon_pids[s.name] = s.proc.pid
 
@@ -495,8 +655,8 @@ def main():
             # Flush what earlier runs left dirty, outside the timing: otherwise a workload
             # pays for the previous one's writeback (1 GiB writes, 5,000 creates).
             os.sync()
-            counts = record and s.name.startswith("piworkfs")
-            before = pw_requests(args.piworkfs, env, s.root) if counts else None
+            counts = record and s.pw is not None
+            before = pw_requests(s.pw, s.env, s.root) if counts else None
             pid = daemon_pids.get(s.name)
             cpu0 = cpu_seconds(pid) if record and pid else None
             try:
@@ -505,7 +665,7 @@ def main():
                 if cpu1 is not None:
                     cpu[wname].setdefault(s.name, []).append(cpu1 - cpu0)
                 if counts:
-                    d = request_delta(before, pw_requests(args.piworkfs, env, s.root))
+                    d = request_delta(before, pw_requests(s.pw, s.env, s.root))
                     if d:
                         requests[wname].setdefault(s.name, []).append(d)
                 return t
@@ -535,13 +695,13 @@ def main():
             print(f"round {r + 1}/{args.rounds} done", flush=True)
         stale |= probe_stale(systems, backing, "after the rounds")
         rtt = {s.name: round_trip(os.path.join(s.root, "io", "read.bin"))
-               for s in systems if s.name in ("native", "piworkfs build", URING)
+               for s in systems if (s.name == "native" or s.floor)
                and s.name not in failed}
         for s in started:
-            if s.name == URING:
+            if s.uring:
                 with open(s.root + ".log", errors="replace") as f:
                     if "requests arrive through the ring" not in f.read():
-                        failed.setdefault(URING, "served through /dev/fuse: see " + s.root + ".log")
+                        failed.setdefault(s.name, "served through /dev/fuse: see " + s.root + ".log")
     finally:
         for s in reversed(started):
             s.stop()
@@ -553,7 +713,8 @@ def main():
     label = lambda n: n + " (stale)" if n in stale else n  # noqa: E731
     width = max([22] + [len(label(n)) + 2 for n in names])
     print()
-    print(f"Medians over {args.rounds} interleaved rounds, warm, {args.files}-file tree; ratio to native in brackets")
+    print(f"Medians over {args.rounds} interleaved rounds, warm, {args.files}-file tree; ratio to native in brackets"
+          + ("; piworkfs views with --no-originals" if args.no_originals else ""))
     hdr = f"{'workload':<18}" + "".join(f"{label(n):>{width}}" for n in names)
     print(hdr)
     table = {}
@@ -572,7 +733,7 @@ def main():
             row += f"{cell:>{width}}"
         print(row)
 
-    for view in ("piworkfs build", URING):
+    for view in (s.name for s in systems if s.floor):
         if view not in rtt:
             continue
         r = rtt[view]
@@ -628,6 +789,9 @@ def main():
         print("(stale): served a file changed on the backing tree with its old content or size: "
               "its speed is not comparable.")
 
+    for before, after in pairs:
+        before_after(before, after, table, rtt, workloads, label)
+
     sw = None
     if args.switch_files:
         print()
@@ -639,7 +803,9 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"results": table, "switch": sw, "round_trip_s": rtt,
-                       "stale": sorted(stale)}, f, indent=2)
+                       "stale": sorted(stale), "failed": failed,
+                       "baseline": baseline[2] if baseline else None,
+                       "before_after": pairs}, f, indent=2)
     if not args.dir:
         print(f"(work directory kept for reruns: --dir {base})")
 
