@@ -8,14 +8,17 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "store/audit.h"
+#include "ctl/changes.h"
+#include "ctl/methods.h"
+#include "ctl/request.h"
 #include "ctl/server.h"
+#include "ctl/view.h"
 #include "daemon.h"
 #include "fs.h"
 #include "keep.h"
+#include "store/audit.h"
 #include "store/state.h"
 #include "util.h"
-#include "ctl/view.h"
 
 static bool log_to_stderr;
 static pw_fs *signal_fs;
@@ -80,6 +83,35 @@ static void block_signals(bool block)
 	sigaddset(&set, SIGHUP);
 	pthread_sigmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
 }
+
+/* ---- the control plane's way into the FUSE layer (ctl/view.h) -------------------------- */
+
+static uint64_t fs_set_policy(void *fs, pw_policy *p)
+{
+	return pw_fs_set_policy(fs, p);
+}
+
+static pw_policy *fs_get_policy(void *fs, uint64_t *ret_generation)
+{
+	return pw_fs_policy(fs, ret_generation);
+}
+
+static void fs_get_stats(void *fs, pw_fs_stats *ret)
+{
+	pw_fs_get_stats(fs, ret);
+}
+
+static void fs_policy_installed(void *fs, const pw_policy *p, const char *reason, bool new_set)
+{
+	pw_keep_policy_changed(pw_fs_keep(fs), p, reason, new_set);
+}
+
+static const pw_view_fs_ops fs_ops = {
+	.set_policy = fs_set_policy,
+	.get_policy = fs_get_policy,
+	.get_stats = fs_get_stats,
+	.policy_installed = fs_policy_installed,
+};
 
 /* PATH made absolute against the working directory, as open(2) would resolve it
  * (malloc'd; NULL for NULL or on failure). Status reports where the database really is. */
@@ -178,7 +210,8 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 	pw_view_opts vo = {
 		.project = o->project,
 		.mountpoint = o->mountpoint,
-		.fs = fs,
+		.fs_ops = &fs_ops,
+		.fs_ctx = fs,
 		.owner_uid = getuid(),
 		.bundled_dir = o->bundled_dir,
 		.global_dir = o->global_dir,
@@ -189,9 +222,16 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 	};
 	pw_view *view = NULL;
 	pw_ctl_server *ctl = NULL;
+	/* The methods the control socket serves; the changes methods act on this pw_fs. */
+	const pw_ctl_use modules[] = {
+		{ &pw_ctl_methods_module, NULL },
+		{ &pw_ctl_request_module, NULL },
+		{ &pw_changes_module, fs },
+	};
 	r = pw_view_new(&vo, &view);
 	if (r == 0)
-		r = pw_ctl_server_start(view, o->socket_dir, NULL, &ctl);
+		r = pw_ctl_server_start(view, o->socket_dir, NULL, modules, ELEMENTSOF(modules),
+					&ctl);
 	if (r < 0) {
 		char msg[256];
 		snprintf(msg, sizeof(msg), "error: cannot start the control plane: %s", strerror(-r));

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The FUSE layer: a passthrough of one project directory that asks the active policy
- * before every mutation. Owned by the daemon (daemon.c); the control plane (view.c)
- * swaps policies through pw_fs_set_policy().
+ * before every mutation. Owned by the daemon (daemon.c), which hands the control plane
+ * (ctl/view.c) pw_fs_set_policy, pw_fs_policy and pw_fs_get_stats as a pw_view_fs_ops.
  */
 #pragma once
 
@@ -36,11 +36,6 @@ uint64_t pw_fs_set_policy(pw_fs *fs, pw_policy *p);
 
 /* The active policy (a new reference; release with pw_policy_unref) and its generation. */
 pw_policy *pw_fs_policy(pw_fs *fs, uint64_t *ret_generation);
-
-/* keep.c: the view installed P (REASON: mount, switch, reload); NEW_SET starts a new change
- * set of originals. No-op when the view keeps none (--no-originals). */
-__attribute__((weak)) void pw_fs_originals_policy_changed(pw_fs *fs, const pw_policy *p,
-							  const char *reason, bool new_set);
 
 /* Counters for status. */
 #define PW_FS_OPCODES 64 /* FUSE opcodes counted one by one; larger ones count as 0 */

@@ -18,7 +18,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "ctl/changes.h"
 #include "procfs.h"
 #include "util.h"
 
@@ -111,8 +110,6 @@ static bool has_row(const entry *e, const void *u)
 
 int pw_keep_new(const pw_keep_opts *o, pw_keep **ret)
 {
-	if (!pw_changes_linked) /* a strong reference: the control methods come along */
-		return -ENOSYS;
 	pw_keep *k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
@@ -214,12 +211,6 @@ void pw_keep_policy_changed(pw_keep *k, const pw_policy *p, const char *reason, 
 		(void)begin_locked(k, reason, NULL, NULL);
 	atomic_store(&k->active, on && atomic_load(&k->cs) != 0);
 	pw_orig_unlock(k->store);
-}
-
-void pw_fs_originals_policy_changed(pw_fs *fs, const pw_policy *p, const char *reason,
-				    bool new_set)
-{
-	pw_keep_policy_changed(pw_fs_keep(fs), p, reason, new_set);
 }
 
 /* ---- the daemon's own credentials around the store ------------------------------------- */

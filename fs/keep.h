@@ -42,7 +42,8 @@ void pw_fs_set_keep(pw_fs *fs, pw_keep *k);
 pw_keep *pw_fs_keep(pw_fs *fs);
 
 /*
- * The active policy changed (view.c calls this after every install). Keeping follows the
+ * The active policy changed (the view's policy_installed, wired by daemon.c, calls this
+ * after every install; K may be NULL: nothing kept). Keeping follows the
  * mode's keep_originals and stops in a mode that writes nothing; a new change set starts
  * when NEW_SET (mount, a switch into a mode that writes). REASON names it.
  */

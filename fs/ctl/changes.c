@@ -39,8 +39,6 @@
 
 extern char **environ;
 
-const int pw_changes_linked = 1;
-
 typedef struct crow {
 	int64_t id, cs, pid, time_ns;
 	bool move, exchange, implicit;
@@ -123,10 +121,10 @@ static bool agent_hidden(const ctx *x, const char *path)
 }
 
 /* The keep handle, or a failure: this view keeps no originals. */
-static int setup(ctx *x, pw_view *v, pw_ctl_fail *fail)
+static int setup(ctx *x, pw_fs *fs, pw_view *v, pw_ctl_fail *fail)
 {
 	*x = (ctx){ .v = v, .fail = fail, .root = -1 };
-	x->fs = pw_view_fs(v);
+	x->fs = fs;
 	x->k = pw_fs_keep(x->fs);
 	if (!x->k)
 		return failf(x, PW_RPC_UNAVAILABLE,
@@ -498,11 +496,11 @@ static int done(ctx *x, json_t *o, json_t **ret)
 	return 0;
 }
 
-int pw_changes_list(pw_view *v, const pw_peer *peer, json_t *params, json_t **ret,
-		    pw_ctl_fail *fail)
+static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
+			json_t **ret, pw_ctl_fail *fail)
 {
 	_cleanup_(ctx_done) ctx x = { .root = -1 };
-	if (setup(&x, v, fail) < 0)
+	if (setup(&x, fs, v, fail) < 0)
 		return -1;
 	if (peer->restricted)
 		x.hide = pw_view_policy(v, NULL);
@@ -655,11 +653,11 @@ static void count_lines(const char *d, json_int_t *add, json_int_t *del)
 	}
 }
 
-int pw_changes_diff(pw_view *v, const pw_peer *peer, json_t *params, json_t **ret,
-		    pw_ctl_fail *fail)
+static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
+			json_t **ret, pw_ctl_fail *fail)
 {
 	_cleanup_(ctx_done) ctx x = { .root = -1 };
-	if (setup(&x, v, fail) < 0)
+	if (setup(&x, fs, v, fail) < 0)
 		return -1;
 	if (peer->restricted)
 		x.hide = pw_view_policy(v, NULL);
@@ -1074,8 +1072,8 @@ static void one_row(undo_run *u, const crow *rw)
 		stamp(u->x, rw->path);
 }
 
-int pw_changes_undo(pw_view *v, const pw_peer *peer, json_t *params, json_t **ret,
-		    pw_ctl_fail *fail)
+static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
+			json_t **ret, pw_ctl_fail *fail)
 {
 	_cleanup_(ctx_done) ctx x = { .root = -1 };
 	if (peer->restricted) {
@@ -1084,7 +1082,7 @@ int pw_changes_undo(pw_view *v, const pw_peer *peer, json_t *params, json_t **re
 				       "them; ask the person you work for to run `piworkfs undo`");
 		return -1;
 	}
-	if (setup(&x, v, fail) < 0)
+	if (setup(&x, fs, v, fail) < 0)
 		return -1;
 	bool all = json_is_true(json_object_get(params, "all"));
 	if (!all && !json_array_size(json_object_get(params, "paths")))
@@ -1168,8 +1166,8 @@ out:
 
 /* ---- checkpoint, prune ----------------------------------------------------------------- */
 
-int pw_changes_checkpoint(pw_view *v, const pw_peer *peer, json_t *params, json_t **ret,
-			  pw_ctl_fail *fail)
+static int changes_checkpoint(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
+			      json_t **ret, pw_ctl_fail *fail)
 {
 	_cleanup_(ctx_done) ctx x = { .root = -1 };
 	if (peer->restricted) {
@@ -1177,7 +1175,7 @@ int pw_changes_checkpoint(pw_view *v, const pw_peer *peer, json_t *params, json_
 		fail->message = strdup("refused: only the person may start a checkpoint");
 		return -1;
 	}
-	if (setup(&x, v, fail) < 0)
+	if (setup(&x, fs, v, fail) < 0)
 		return -1;
 	const char *name = json_string_value(json_object_get(params, "name"));
 	int64_t id;
@@ -1187,8 +1185,8 @@ int pw_changes_checkpoint(pw_view *v, const pw_peer *peer, json_t *params, json_
 	return done(&x, json_pack("{s:I,s:s?}", "changeset", (json_int_t)id, "name", name), ret);
 }
 
-int pw_changes_prune(pw_view *v, const pw_peer *peer, json_t *params, json_t **ret,
-		     pw_ctl_fail *fail)
+static int changes_prune(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
+			 json_t **ret, pw_ctl_fail *fail)
 {
 	_cleanup_(ctx_done) ctx x = { .root = -1 };
 	if (peer->restricted) {
@@ -1196,7 +1194,7 @@ int pw_changes_prune(pw_view *v, const pw_peer *peer, json_t *params, json_t **r
 		fail->message = strdup("refused: an agent may not prune the originals");
 		return -1;
 	}
-	if (setup(&x, v, fail) < 0)
+	if (setup(&x, fs, v, fail) < 0)
 		return -1;
 	json_t *age = json_object_get(params, "keep_s"), *size = json_object_get(params, "max_bytes");
 	pw_orig_store *s = pw_keep_store(x.k);
@@ -1219,3 +1217,56 @@ int pw_changes_prune(pw_view *v, const pw_peer *peer, json_t *params, json_t **r
 			      "bytes", (json_int_t)bytes, "blobs", (json_int_t)blobs),
 		    ret);
 }
+
+/* ---- the table ------------------------------------------------------------------------- */
+
+static const pw_rpc_param changes_params[] = {
+	{ "since", PW_RPC_T_STRING, false, 256 },
+	{ "since_ns", PW_RPC_T_INT, false, 0 },
+	{ "mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX },
+	{ "paths", PW_RPC_T_STRING_ARRAY, false, PATHS_MAX },
+	{ "stat", PW_RPC_T_BOOL, false, 0 },
+	{ "all", PW_RPC_T_BOOL, false, 0 },
+	{ "dry_run", PW_RPC_T_BOOL, false, 0 },
+	{ "force", PW_RPC_T_BOOL, false, 0 },
+};
+
+static const pw_rpc_param checkpoint_params[] = {
+	{ "name", PW_RPC_T_STRING, false, 256 },
+};
+
+static const pw_rpc_param prune_params[] = {
+	{ "keep_s", PW_RPC_T_INT, false, 0 },
+	{ "max_bytes", PW_RPC_T_INT, false, 0 },
+};
+
+/* The table's handlers: the module's data is the daemon's pw_fs (changes.h). */
+#define HANDLER(name)                                                                              \
+	static int m_##name(pw_ctl_ctx *c, json_t **ret)                                         \
+	{                                                                                          \
+		return changes_##name(c->data, c->view, c->peer, c->params, ret, c->fail);        \
+	}
+HANDLER(list)
+HANDLER(diff)
+HANDLER(undo)
+HANDLER(prune)
+HANDLER(checkpoint)
+#undef HANDLER
+
+static const pw_ctl_method methods[] = {
+	{ "changes.list", m_list, changes_params, ELEMENTSOF(changes_params), NULL },
+	{ "changes.diff", m_diff, changes_params, ELEMENTSOF(changes_params), NULL },
+	{ "changes.undo", m_undo, changes_params, ELEMENTSOF(changes_params),
+	  "refused: an agent may list and diff changes but never undo them; ask the person you "
+	  "work for to run `piworkfs undo`" },
+	{ "changes.prune", m_prune, prune_params, ELEMENTSOF(prune_params),
+	  "refused: an agent may not prune the originals" },
+	{ "checkpoint", m_checkpoint, checkpoint_params, ELEMENTSOF(checkpoint_params),
+	  "refused: only the person may start a checkpoint" },
+};
+
+const pw_ctl_module pw_changes_module = {
+	.name = "changes",
+	.methods = methods,
+	.n_methods = ELEMENTSOF(methods),
+};

@@ -8,6 +8,8 @@
  * Handlers run on the control server's thread. They never block on the network; the only
  * slow thing they may do is a reload (reading mode files) or a state database write.
  */
+#include "methods.h"
+
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,9 +21,7 @@
 
 #include "store/audit.h"
 #include "bash_worker.h"
-#include "changes.h"
 #include "agent.h"
-#include "request.h"
 #include "server.h"
 #include "pw_limits.h"
 #include "path.h"
@@ -32,23 +32,7 @@
 
 #define CHECK_PATHS_MAX 256
 
-typedef struct call {
-	pw_ctl_server *s;
-	pw_ctl_client *c;
-	pw_view *v;
-	const pw_peer *peer;
-	json_t *params;
-	pw_ctl_fail *fail;
-} call;
-
-typedef int (*handler_fn)(call *x, json_t **ret);
-
-typedef struct method {
-	const char *name;
-	handler_fn fn;
-	const pw_rpc_param *params;
-	size_t n_params;
-} method;
+typedef pw_ctl_ctx call;
 
 static _printf_(3, 4) int fail(call *x, int code, const char *fmt, ...)
 {
@@ -99,13 +83,13 @@ static int requested_policy(call *x, pw_policy **ret)
 	int r;
 
 	if (!mode) {
-		*ret = pw_view_policy(x->v, NULL);
+		*ret = pw_view_policy(x->view, NULL);
 		return *ret ? 0 : fail_nomem(x);
 	}
-	r = pw_view_compile(x->v, mode, ret);
+	r = pw_view_compile(x->view, mode, ret);
 	if (r == -ENOENT) {
 		fail(x, PW_RPC_UNKNOWN_MODE, "unknown mode '%s'", mode);
-		x->fail->data = json_pack("{s:o}", "modes", mode_names(x->v));
+		x->fail->data = json_pack("{s:o}", "modes", mode_names(x->view));
 		return -1;
 	}
 	if (r == -EBADMSG)
@@ -152,31 +136,31 @@ static int m_status(call *x, json_t **ret)
 	json_t *o, *w, *audit = json_null();
 	struct timespec now;
 
-	if (pw_view_get_status(x->v, &st) < 0)
+	if (pw_view_get_status(x->view, &st) < 0)
 		return fail_nomem(x);
-	pw_fs_get_stats(pw_view_fs(x->v), &fst);
-	pw_ctl_server_get_stats(x->s, &cst);
+	pw_view_fs_stats(x->view, &fst);
+	pw_ctl_server_get_stats(x->server, &cst);
 	clock_gettime(CLOCK_REALTIME, &now);
 	int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-	int64_t started = pw_view_started_ns(x->v);
+	int64_t started = pw_view_started_ns(x->view);
 
 	w = json_array();
 	for (size_t i = 0; w && i < st.n_warnings; i++)
 		json_array_append_new(w, json_string(st.warnings[i]));
-	if (pw_view_audit(x->v)) {
+	if (pw_view_audit(x->view)) {
 		pw_audit_stats as;
-		pw_audit_get_stats(pw_view_audit(x->v), &as);
+		pw_audit_get_stats(pw_view_audit(x->view), &as);
 		audit = json_pack("{s:I,s:I,s:I,s:I}", "submitted", (json_int_t)as.submitted,
 				  "written", (json_int_t)as.written, "dropped",
 				  (json_int_t)as.dropped, "coalesced", (json_int_t)as.coalesced);
 	}
 	o = json_pack("{s:s,s:s,s:s,s:I,s:b,s:s?,s:b,s:s,s:i,s:i,s:I,s:I,s:o,s:I,s:I,s:I,s:o,"
 		      "s:{s:i,s:I,s:I,s:I},s:o,s:s?}",
-		      "project", pw_view_project(x->v), "mountpoint", pw_view_mountpoint(x->v),
+		      "project", pw_view_project(x->view), "mountpoint", pw_view_mountpoint(x->view),
 		      "mode", st.mode, "generation", (json_int_t)st.generation, "fail_closed",
 		      st.fail_reason != NULL, "fail_reason", st.fail_reason, "trusted", st.trusted,
-		      "socket", pw_ctl_server_socket_path(x->s), "pid", (int)getpid(), "owner_uid",
-		      (int)pw_view_owner(x->v), "started_ns", (json_int_t)started, "uptime_s",
+		      "socket", pw_ctl_server_socket_path(x->server), "pid", (int)getpid(), "owner_uid",
+		      (int)pw_view_owner(x->view), "started_ns", (json_int_t)started, "uptime_s",
 		      (json_int_t)((now_ns - started) / 1000000000), "warnings",
 		      w ? w : json_array(), "reloads", (json_int_t)st.reloads, "denied",
 		      (json_int_t)fst.denied, "inodes", (json_int_t)fst.inodes, "audit", audit,
@@ -184,7 +168,7 @@ static int m_status(call *x, json_t **ret)
 		      (json_int_t)(cst.refused_busy + cst.refused_uid), "dropped",
 		      (json_int_t)(cst.dropped_slow + cst.dropped_idle + cst.dropped_large),
 		      "denied_suppressed", (json_int_t)cst.denied_suppressed, "requests",
-		      requests_json(&fst), "state_db", pw_view_state_db(x->v));
+		      requests_json(&fst), "state_db", pw_view_state_db(x->view));
 	if (o)
 		json_object_set_new(o, "invalidations", invalidations_json(&fst));
 	pw_view_status_done(&st);
@@ -195,10 +179,10 @@ static int m_status(call *x, json_t **ret)
 
 static int m_modes_list(call *x, json_t **ret)
 {
-	pw_policy *p = pw_view_policy(x->v, NULL);
-	const pw_modeset *ms = pw_view_lock_modeset(x->v);
+	pw_policy *p = pw_view_policy(x->view, NULL);
+	const pw_modeset *ms = pw_view_lock_modeset(x->view);
 	json_t *o = pw_report_modeset(ms);
-	pw_view_unlock_modeset(x->v);
+	pw_view_unlock_modeset(x->view);
 
 	if (o && p)
 		json_object_set_new(o, "active", json_string(pw_policy_mode_name(p)));
@@ -223,7 +207,7 @@ static const pw_rpc_param mode_get_params[] = {
 static int m_mode_get(call *x, json_t **ret)
 {
 	uint64_t gen;
-	pw_policy *p = pw_view_policy(x->v, &gen);
+	pw_policy *p = pw_view_policy(x->view, &gen);
 	json_t *body = json_object_get(x->params, "body");
 	json_t *o;
 
@@ -242,18 +226,18 @@ static int m_mode_set(call *x, json_t **ret)
 {
 	const char *name = str_param(x, "mode");
 	_cleanup_free_ char *why = NULL;
-	pw_policy *before = pw_view_policy(x->v, NULL), *p;
+	pw_policy *before = pw_view_policy(x->view, NULL), *p;
 	uint64_t gen;
 	json_t *o;
 	int r;
 
-	r = pw_view_set_mode(x->v, name, x->peer, &gen, &why);
+	r = pw_view_set_mode(x->view, name, x->peer, &gen, &why);
 	if (r < 0) {
 		const char *prev = before ? pw_policy_mode_name(before) : "?";
 		switch (r) {
 		case -ENOENT:
 			fail(x, PW_RPC_UNKNOWN_MODE, "unknown mode '%s'", name);
-			x->fail->data = json_pack("{s:o,s:s}", "modes", mode_names(x->v), "active",
+			x->fail->data = json_pack("{s:o,s:s}", "modes", mode_names(x->view), "active",
 						  prev);
 			break;
 		case -EBADMSG:
@@ -270,8 +254,8 @@ static int m_mode_set(call *x, json_t **ret)
 		pw_policy_unref(before);
 		return -1;
 	}
-	/* pw_view_set_mode returned after pw_fs_set_policy: the switch is in force. */
-	p = pw_view_policy(x->v, NULL);
+	/* pw_view_set_mode returned after the FUSE layer installed it: the switch is in force. */
+	p = pw_view_policy(x->view, NULL);
 	o = p ? mode_info(p, gen, false) : NULL;
 	if (o)
 		json_object_set_new(o, "previous",
@@ -346,7 +330,7 @@ static int m_check(call *x, json_t **ret)
 		if (requested_policy(x, &p) < 0)
 			return -1;
 	} else {
-		p = pw_view_policy(x->v, &gen);
+		p = pw_view_policy(x->view, &gen);
 		if (!p)
 			return fail_nomem(x);
 	}
@@ -357,7 +341,7 @@ static int m_check(call *x, json_t **ret)
 		size_t len = strlen(in);
 		bool slash = len > 0 && in[len - 1] == '/', is_dir;
 		pw_decision d;
-		int r = map_path(x->v, in, rel, &err);
+		int r = map_path(x->view, in, rel, &err);
 
 		if (r == -EXDEV) {
 			d = (pw_decision){ .err = EXDEV, .reason = PW_REASON_OUTSIDE };
@@ -371,7 +355,7 @@ static int m_check(call *x, json_t **ret)
 			return fail(x, PW_RPC_INVALID_PATH, "params.paths[%zu]: %s", i,
 				    err ? err : strerror(-r));
 		}
-		is_dir = dir ? json_is_true(dir) : backing_is_dir(x->v, rel, slash);
+		is_dir = dir ? json_is_true(dir) : backing_is_dir(x->view, rel, slash);
 		pw_policy_decide(p, op, rel, is_dir, &d);
 		json_array_append_new(out, pw_report_decision(rel[0] ? rel : ".", op, is_dir, &d,
 							      pw_policy_mode_name(p)));
@@ -411,12 +395,12 @@ static int m_reload(call *x, json_t **ret)
 
 	if (!peer.restricted)
 		peer.origin = "reload";
-	r = pw_view_reload(x->v, &peer, &gen, &why);
+	r = pw_view_reload(x->view, &peer, &gen, &why);
 	if (r == -EPERM)
 		return fail(x, PW_RPC_REFUSED, "%s", why ? why : "refused");
 	if (r < 0)
 		return fail(x, PW_RPC_INTERNAL_ERROR, "reload failed: %s", strerror(-r));
-	if (pw_view_get_status(x->v, &st) < 0)
+	if (pw_view_get_status(x->view, &st) < 0)
 		return fail_nomem(x);
 	w = json_array();
 	for (size_t i = 0; w && i < st.n_warnings; i++)
@@ -457,9 +441,9 @@ static int m_subscribe(call *x, json_t **ret)
 		return fail(x, PW_RPC_REFUSED,
 			    "refused: mode.request notifications are for the person, outside the "
 			    "agent");
-	pw_ctl_client_subscribe(x->c, mode, denied);
+	pw_ctl_client_subscribe(x->client, mode, denied);
 	if (request)
-		pw_ctl_client_subscribe_requests(x->c);
+		pw_ctl_client_subscribe_requests(x->client);
 	json_t *a = json_array();
 	if (a && mode)
 		json_array_append_new(a, json_string("mode.changed"));
@@ -468,7 +452,7 @@ static int m_subscribe(call *x, json_t **ret)
 	if (a && request)
 		json_array_append_new(a, json_string("mode.request"));
 	return done(x, json_pack("{s:o,s:b}", "events", a ? a : json_array(), "audit",
-				 pw_view_audit(x->v) != NULL),
+				 pw_view_audit(x->view) != NULL),
 		    ret);
 }
 
@@ -493,14 +477,14 @@ static int m_bash_check(call *x, json_t **ret)
 	int r;
 
 	if (cwd_in) {
-		r = map_path(x->v, cwd_in, cwd, &err);
+		r = map_path(x->view, cwd_in, cwd, &err);
 		if (r < 0)
 			return fail(x, PW_RPC_INVALID_PATH, "params.cwd: %s",
 				    r == -EXDEV ? "outside the project" : err ? err : strerror(-r));
 	}
 	if (requested_policy(x, &p) < 0)
 		return -1;
-	root = open(pw_view_project(x->v), O_PATH | O_DIRECTORY | O_CLOEXEC);
+	root = open(pw_view_project(x->view), O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0) {
 		r = -errno;
 		pw_policy_unref(p);
@@ -512,7 +496,7 @@ static int m_bash_check(call *x, json_t **ret)
 		.len = json_string_length(cmd),
 		.cwd = cwd,
 		.root_fd = root,
-		.root_path = pw_view_mountpoint(x->v),
+		.root_path = pw_view_mountpoint(x->view),
 		.policy = p,
 	};
 	r = pw_bash_worker_run(&job, &o);
@@ -542,112 +526,15 @@ static const pw_rpc_param agent_open_params[] = {
 static int m_agent_open(call *x, json_t **ret)
 {
 	if (json_is_true(json_object_get(x->params, "own")))
-		return pw_ctl_agent_open_own(x->s, x->c, ret, x->fail);
-	return pw_ctl_agent_open(x->s, x->peer, ret, x->fail);
-}
-
-/* ---- mode.request (fs/ctl/request.c) --------------------------------------------------- */
-
-static const pw_rpc_param request_params[] = {
-	{ "mode", PW_RPC_T_STRING, true, PW_MODE_NAME_MAX },
-	{ "reason", PW_RPC_T_STRING, false, 4096 },
-	{ "expires_s", PW_RPC_T_INT, false, 0 },
-	{ "wait_ms", PW_RPC_T_INT, false, 0 },
-};
-
-static int m_request(call *x, json_t **ret)
-{
-	return pw_ctl_request_mode(x->s, x->c, x->params, ret, x->fail);
-}
-
-static const pw_rpc_param request_wait_params[] = {
-	{ "id", PW_RPC_T_INT, true, 0 },
-	{ "wait_ms", PW_RPC_T_INT, false, 0 },
-};
-
-static int m_request_wait(call *x, json_t **ret)
-{
-	return pw_ctl_request_wait(x->s, x->c, x->params, ret, x->fail);
-}
-
-static int m_request_list(call *x, json_t **ret)
-{
-	return pw_ctl_request_list(x->s, x->c, x->params, ret, x->fail);
-}
-
-static const pw_rpc_param request_answer_params[] = {
-	{ "id", PW_RPC_T_INT, false, 0 },
-	{ "approve", PW_RPC_T_BOOL, true, 0 },
-	{ "by", PW_RPC_T_STRING, false, 256 },
-};
-
-static int m_request_answer(call *x, json_t **ret)
-{
-	return pw_ctl_request_answer(x->s, x->c, x->params, ret, x->fail);
-}
-
-/* ---- changes.*, checkpoint (fs/ctl/changes.c) ------------------------------------------ */
-
-static const pw_rpc_param changes_params[] = {
-	{ "since", PW_RPC_T_STRING, false, 256 },
-	{ "since_ns", PW_RPC_T_INT, false, 0 },
-	{ "mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX },
-	{ "paths", PW_RPC_T_STRING_ARRAY, false, CHECK_PATHS_MAX },
-	{ "stat", PW_RPC_T_BOOL, false, 0 },
-	{ "all", PW_RPC_T_BOOL, false, 0 },
-	{ "dry_run", PW_RPC_T_BOOL, false, 0 },
-	{ "force", PW_RPC_T_BOOL, false, 0 },
-};
-
-static const pw_rpc_param checkpoint_params[] = {
-	{ "name", PW_RPC_T_STRING, false, 256 },
-};
-
-static const pw_rpc_param prune_params[] = {
-	{ "keep_s", PW_RPC_T_INT, false, 0 },
-	{ "max_bytes", PW_RPC_T_INT, false, 0 },
-};
-
-typedef int (*changes_fn)(pw_view *v, const pw_peer *peer, json_t *params, json_t **ret,
-			  pw_ctl_fail *fail);
-
-static int changes_call(call *x, changes_fn fn, json_t **ret)
-{
-	if (!fn)
-		return fail(x, PW_RPC_UNAVAILABLE, "this build keeps no originals");
-	return fn(x->v, x->peer, x->params, ret, x->fail);
-}
-
-static int m_changes_list(call *x, json_t **ret)
-{
-	return changes_call(x, pw_changes_list, ret);
-}
-
-static int m_changes_diff(call *x, json_t **ret)
-{
-	return changes_call(x, pw_changes_diff, ret);
-}
-
-static int m_changes_undo(call *x, json_t **ret)
-{
-	return changes_call(x, pw_changes_undo, ret);
-}
-
-static int m_changes_prune(call *x, json_t **ret)
-{
-	return changes_call(x, pw_changes_prune, ret);
-}
-
-static int m_checkpoint(call *x, json_t **ret)
-{
-	return changes_call(x, pw_changes_checkpoint, ret);
+		return pw_ctl_agent_open_own(x->server, x->client, ret, x->fail);
+	return pw_ctl_agent_open(x->server, x->peer, ret, x->fail);
 }
 
 /* ---- the table ------------------------------------------------------------------------- */
 
-#define M(n, f, spec) { n, f, spec, ELEMENTSOF(spec) }
-#define M0(n, f) { n, f, NULL, 0 }
-static const method methods[] = {
+#define M(n, f, spec) { n, f, spec, ELEMENTSOF(spec), NULL }
+#define M0(n, f) { n, f, NULL, 0, NULL }
+static const pw_ctl_method methods[] = {
 	M0("status", m_status),
 	M0("modes.list", m_modes_list),
 	M("mode.get", m_mode_get, mode_get_params),
@@ -656,50 +543,14 @@ static const method methods[] = {
 	M("allowed", m_allowed, allowed_params),
 	M0("reload", m_reload),
 	M("subscribe", m_subscribe, subscribe_params),
-	M("agent.open", m_agent_open, agent_open_params),
-	M("mode.request", m_request, request_params),
-	M("mode.request.wait", m_request_wait, request_wait_params),
-	M0("mode.request.list", m_request_list),
-	M("mode.request.answer", m_request_answer, request_answer_params),
+	{ "agent.open", m_agent_open, agent_open_params, ELEMENTSOF(agent_open_params),
+	  "refused: an agent may not open agent sockets; only the person outside the agent "
+	  "can (piworkfs run does)" },
 	M("bash.check", m_bash_check, bash_params),
-	M("changes.list", m_changes_list, changes_params),
-	M("changes.diff", m_changes_diff, changes_params),
-	M("changes.undo", m_changes_undo, changes_params),
-	M("changes.prune", m_changes_prune, prune_params),
-	M("checkpoint", m_checkpoint, checkpoint_params),
 };
 
-int pw_ctl_dispatch(pw_ctl_server *s, pw_ctl_client *c, const char *name, json_t *params,
-		    json_t **ret_result, pw_ctl_fail *ret_fail)
-{
-	const method *m = NULL;
-	call x = {
-		.s = s,
-		.c = c,
-		.v = pw_ctl_server_view(s),
-		.peer = pw_ctl_client_peer(c),
-		.params = params,
-		.fail = ret_fail,
-	};
-	char *msg = NULL;
-	int r;
-
-	for (size_t i = 0; i < ELEMENTSOF(methods); i++)
-		if (streq(methods[i].name, name))
-			m = &methods[i];
-	if (!m) {
-		char shown[65];
-		size_t n;
-		for (n = 0; name[n] && n + 1 < sizeof(shown); n++)
-			shown[n] = name[n] >= 0x20 && name[n] < 0x7f ? name[n] : '?';
-		shown[n] = 0;
-		return fail(&x, PW_RPC_METHOD_NOT_FOUND, "method not found: %s", shown);
-	}
-	r = pw_rpc_params_check(params, m->params, m->n_params, &msg);
-	if (r < 0) {
-		ret_fail->code = PW_RPC_INVALID_PARAMS;
-		ret_fail->message = msg;
-		return -1;
-	}
-	return m->fn(&x, ret_result);
-}
+const pw_ctl_module pw_ctl_methods_module = {
+	.name = "view",
+	.methods = methods,
+	.n_methods = ELEMENTSOF(methods),
+};

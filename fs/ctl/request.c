@@ -43,6 +43,8 @@ typedef struct outcome {
 	char mode[PW_MODE_NAME_MAX + 1];
 } outcome;
 
+typedef struct pw_ctl_requests pw_ctl_requests;
+
 struct pw_ctl_requests {
 	request *pending;
 	uint64_t next_id;
@@ -54,12 +56,14 @@ struct pw_ctl_requests {
 	 * pending request has waiters. */
 };
 
-pw_ctl_requests *pw_ctl_requests_new(void)
+static int requests_init(pw_ctl_server *s, void *arg, void **ret_data)
 {
 	pw_ctl_requests *rq = calloc(1, sizeof(*rq));
-	if (rq)
-		rq->next_id = 1;
-	return rq;
+	if (!rq)
+		return -ENOMEM;
+	rq->next_id = 1;
+	*ret_data = rq;
+	return 0;
 }
 
 /* ---- the reason ------------------------------------------------------------------------ */
@@ -206,8 +210,10 @@ static void finish(pw_ctl_server *s, pw_ctl_requests *rq, const char *what)
 	free(r);
 }
 
-void pw_ctl_requests_free(pw_ctl_server *s, pw_ctl_requests *rq)
+static void requests_fini(pw_ctl_server *s, void *data)
 {
+	pw_ctl_requests *rq = data;
+
 	if (!rq)
 		return;
 	if (rq->pending) {
@@ -257,10 +263,13 @@ static bool rate_ok(pw_ctl_requests *rq, int64_t now)
 	return rq->in_window++ < PW_REQUEST_PER_SEC;
 }
 
-int pw_ctl_request_mode(pw_ctl_server *s, pw_ctl_client *c, json_t *params, json_t **ret_result,
-			pw_ctl_fail *ret_fail)
+static int m_mode(pw_ctl_ctx *x, json_t **ret_result)
 {
-	pw_ctl_requests *rq = pw_ctl_server_requests(s);
+	pw_ctl_server *s = x->server;
+	pw_ctl_client *c = x->client;
+	json_t *params = x->params;
+	pw_ctl_fail *ret_fail = x->fail;
+	pw_ctl_requests *rq = x->data;
 	const pw_peer *peer = pw_ctl_client_peer(c);
 	pw_view *v = pw_ctl_server_view(s);
 	const char *to = json_string_value(json_object_get(params, "mode"));
@@ -347,10 +356,12 @@ int pw_ctl_request_mode(pw_ctl_server *s, pw_ctl_client *c, json_t *params, json
 	return *ret_result ? 0 : refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 }
 
-int pw_ctl_request_wait(pw_ctl_server *s, pw_ctl_client *c, json_t *params, json_t **ret_result,
-			pw_ctl_fail *ret_fail)
+static int m_wait(pw_ctl_ctx *x, json_t **ret_result)
 {
-	pw_ctl_requests *rq = pw_ctl_server_requests(s);
+	pw_ctl_client *c = x->client;
+	json_t *params = x->params;
+	pw_ctl_fail *ret_fail = x->fail;
+	pw_ctl_requests *rq = x->data;
 	json_int_t id = json_integer_value(json_object_get(params, "id"));
 	json_t *jwait = json_object_get(params, "wait_ms");
 	json_int_t wait_ms = jwait ? json_integer_value(jwait) : 0;
@@ -375,23 +386,23 @@ int pw_ctl_request_wait(pw_ctl_server *s, pw_ctl_client *c, json_t *params, json
 	return *ret_result ? 0 : refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 }
 
-int pw_ctl_request_list(pw_ctl_server *s, pw_ctl_client *c, json_t *params, json_t **ret_result,
-			pw_ctl_fail *ret_fail)
+static int m_list(pw_ctl_ctx *x, json_t **ret_result)
 {
-	pw_ctl_requests *rq = pw_ctl_server_requests(s);
+	pw_ctl_fail *ret_fail = x->fail;
+	pw_ctl_requests *rq = x->data;
 
-	if (pw_ctl_client_peer(c)->restricted)
-		return refuse(ret_fail, PW_RPC_REFUSED,
-			      "refused: the agent cannot see the person's questions");
 	*ret_result = json_pack("{s:o}", "pending",
 				rq->pending ? request_json(rq->pending) : json_null());
 	return *ret_result ? 0 : refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 }
 
-int pw_ctl_request_answer(pw_ctl_server *s, pw_ctl_client *c, json_t *params,
-			  json_t **ret_result, pw_ctl_fail *ret_fail)
+static int m_answer(pw_ctl_ctx *x, json_t **ret_result)
 {
-	pw_ctl_requests *rq = pw_ctl_server_requests(s);
+	pw_ctl_server *s = x->server;
+	pw_ctl_client *c = x->client;
+	json_t *params = x->params;
+	pw_ctl_fail *ret_fail = x->fail;
+	pw_ctl_requests *rq = x->data;
 	const pw_peer *who = pw_ctl_client_peer(c);
 	json_t *jid = json_object_get(params, "id");
 	bool approve = json_is_true(json_object_get(params, "approve"));
@@ -401,10 +412,6 @@ int pw_ctl_request_answer(pw_ctl_server *s, pw_ctl_client *c, json_t *params,
 	request *r = rq->pending;
 	int rr;
 
-	if (who->restricted)
-		return refuse(ret_fail, PW_RPC_REFUSED,
-			      "refused: only the person answers a request, from outside the "
-			      "agent");
 	if (!r)
 		return refuse(ret_fail, PW_RPC_INVALID_PARAMS, "no request is pending");
 	if (jid && (uint64_t)json_integer_value(jid) != r->id)
@@ -440,9 +447,9 @@ int pw_ctl_request_answer(pw_ctl_server *s, pw_ctl_client *c, json_t *params,
 
 /* ---- time ------------------------------------------------------------------------------ */
 
-int64_t pw_ctl_requests_tick(pw_ctl_server *s, int64_t now_ms)
+static int64_t requests_tick(pw_ctl_server *s, void *data, int64_t now_ms)
 {
-	pw_ctl_requests *rq = pw_ctl_server_requests(s);
+	pw_ctl_requests *rq = data;
 	request *r = rq ? rq->pending : NULL;
 	int64_t next = -1;
 
@@ -470,18 +477,60 @@ int64_t pw_ctl_requests_tick(pw_ctl_server *s, int64_t now_ms)
 	return next;
 }
 
-void pw_ctl_requests_mode_changed(pw_ctl_server *s, const char *to)
+static void requests_mode_changed(pw_ctl_server *s, void *data, const char *to)
 {
-	pw_ctl_requests *rq = pw_ctl_server_requests(s);
+	pw_ctl_requests *rq = data;
 
 	if (rq && rq->pending && !streq(rq->pending->from, to))
 		finish(s, rq, "superseded");
 }
 
-void pw_ctl_requests_listener_gone(pw_ctl_server *s, uint64_t listener)
+static void requests_listener_gone(pw_ctl_server *s, void *data, uint64_t listener)
 {
-	pw_ctl_requests *rq = pw_ctl_server_requests(s);
+	pw_ctl_requests *rq = data;
 
 	if (rq && rq->pending && rq->pending->listener == listener)
 		finish(s, rq, "expired");
 }
+
+/* ---- the table ------------------------------------------------------------------------- */
+
+static const pw_rpc_param request_params[] = {
+	{ "mode", PW_RPC_T_STRING, true, PW_MODE_NAME_MAX },
+	{ "reason", PW_RPC_T_STRING, false, 4096 },
+	{ "expires_s", PW_RPC_T_INT, false, 0 },
+	{ "wait_ms", PW_RPC_T_INT, false, 0 },
+};
+
+static const pw_rpc_param request_wait_params[] = {
+	{ "id", PW_RPC_T_INT, true, 0 },
+	{ "wait_ms", PW_RPC_T_INT, false, 0 },
+};
+
+static const pw_rpc_param request_answer_params[] = {
+	{ "id", PW_RPC_T_INT, false, 0 },
+	{ "approve", PW_RPC_T_BOOL, true, 0 },
+	{ "by", PW_RPC_T_STRING, false, 256 },
+};
+
+static const pw_ctl_method methods[] = {
+	{ "mode.request", m_mode, request_params, ELEMENTSOF(request_params), NULL },
+	{ "mode.request.wait", m_wait, request_wait_params, ELEMENTSOF(request_wait_params),
+	  NULL },
+	{ "mode.request.list", m_list, NULL, 0,
+	  "refused: the agent cannot see the person's questions" },
+	{ "mode.request.answer", m_answer, request_answer_params,
+	  ELEMENTSOF(request_answer_params),
+	  "refused: only the person answers a request, from outside the agent" },
+};
+
+const pw_ctl_module pw_ctl_request_module = {
+	.name = "request",
+	.methods = methods,
+	.n_methods = ELEMENTSOF(methods),
+	.init = requests_init,
+	.fini = requests_fini,
+	.tick = requests_tick,
+	.mode_changed = requests_mode_changed,
+	.listener_gone = requests_listener_gone,
+};

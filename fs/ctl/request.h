@@ -32,12 +32,6 @@
 #define PW_REQUEST_PER_SEC 20        /* new requests per view per second; more: PW_RPC_BUSY */
 #define PW_REQUEST_WAITERS_MAX 16    /* blocking callers of one request */
 
-typedef struct pw_ctl_requests pw_ctl_requests;
-
-pw_ctl_requests *pw_ctl_requests_new(void);
-/* Answers every blocked caller "expired"; accepts NULL. */
-void pw_ctl_requests_free(pw_ctl_server *s, pw_ctl_requests *rq);
-
 /*
  * REASON as the person will see it: control characters (C0, DEL, C1), and the bidi and
  * zero-width format characters that could reorder or hide the question's text, are
@@ -47,23 +41,10 @@ void pw_ctl_requests_free(pw_ctl_server *s, pw_ctl_requests *rq);
  */
 void pw_ctl_request_clean_reason(const char *in, char *out);
 
-/* The methods (ctl/methods.c's table). Returns 0 with *ret_result, -1 with *ret_fail, or
- * PW_CTL_DEFERRED (the reply is sent later through pw_ctl_client_defer's handle). */
-int pw_ctl_request_mode(pw_ctl_server *s, pw_ctl_client *c, json_t *params, json_t **ret_result,
-			pw_ctl_fail *ret_fail);
-int pw_ctl_request_wait(pw_ctl_server *s, pw_ctl_client *c, json_t *params, json_t **ret_result,
-			pw_ctl_fail *ret_fail);
-int pw_ctl_request_list(pw_ctl_server *s, pw_ctl_client *c, json_t *params, json_t **ret_result,
-			pw_ctl_fail *ret_fail);
-int pw_ctl_request_answer(pw_ctl_server *s, pw_ctl_client *c, json_t *params,
-			  json_t **ret_result, pw_ctl_fail *ret_fail);
-
-/* Server loop: expires requests and blocked waits due by NOW_MS (CLOCK_MONOTONIC). Returns
- * the milliseconds until the next deadline, or -1 when there is none. */
-int64_t pw_ctl_requests_tick(pw_ctl_server *s, int64_t now_ms);
-
-/* The active mode changed (any origin): a pending request from another mode is stale. */
-void pw_ctl_requests_mode_changed(pw_ctl_server *s, const char *to);
-
-/* The agent socket LISTENER closed (its run ended): a request made through it expires. */
-void pw_ctl_requests_listener_gone(pw_ctl_server *s, uint64_t listener);
+/*
+ * mode.request, mode.request.wait, mode.request.list and mode.request.answer, with the
+ * state of the view's one pending request (init), its expiry (tick), and what ends it: a
+ * switch to another mode (mode_changed) or the close of its agent socket (listener_gone).
+ * mode.request and mode.request.wait may defer their reply (PW_CTL_DEFERRED).
+ */
+extern const pw_ctl_module pw_ctl_request_module;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The control socket transport: sockets, clients, framing (ctl/server.h has the contract;
- * ctl/methods.c the method table).
+ * The control socket transport: sockets, clients, framing, and the dispatch over the method
+ * tables of the modules it was started with (ctl/server.h has the contract; ctl/methods.c,
+ * ctl/request.c and ctl/changes.c the tables, which the daemon hands to
+ * pw_ctl_server_start). This file names no module.
  *
  * Why it is built this way: the daemon must keep serving the filesystem whatever a client
  * does, and a mode switch must be answered promptly even while other clients misbehave.
@@ -30,6 +32,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -42,7 +45,6 @@
 #include <time.h>
 
 #include "store/audit.h"
-#include "request.h"
 #include "store/db.h"
 #include "pw_limits.h"
 #include "pidns.h"
@@ -58,6 +60,7 @@
 /* Every listener full at once: the main socket's slots plus each agent socket's. */
 #define CLIENTS_TOTAL_MAX (PW_CLIENTS_MAX + (LISTENERS_MAX - 1) * PW_AGENT_CLIENTS_MAX)
 #define EVENTS_MAX 256      /* pending notifications between two loop turns */
+#define MODULES_MAX 8       /* modules one server serves */
 #define ACCEPT_BURST 64     /* accepts per loop turn, so clients are served meanwhile */
 #define READ_CHUNK 65536
 
@@ -123,7 +126,13 @@ struct pw_ctl_server {
 	char *socket_path;
 	uint64_t next_serial; /* clients and listeners (under the lock) */
 
-	pw_ctl_requests *requests; /* server thread only */
+	/* The modules' tables and state: set in start, read-only after it. */
+	struct {
+		const pw_ctl_module *m;
+		void *data;
+		bool inited;
+	} modules[MODULES_MAX];
+	size_t n_modules;
 };
 
 static uint64_t new_serial(pw_ctl_server *s)
@@ -360,6 +369,134 @@ static bool send_error(pw_ctl_server *s, pw_ctl_client *c, json_t *id, int code,
 	return client_send(s, c, pw_rpc_error_reply(id, code, message, data));
 }
 
+/* ---- the modules: their tables and hooks ---------------------------------------------- */
+
+static int modules_init(pw_ctl_server *s, const pw_ctl_use *uses, size_t n)
+{
+	if (n > MODULES_MAX)
+		return -E2BIG;
+	for (size_t i = 0; i < n; i++) {
+		const pw_ctl_module *m = uses[i].module;
+		if (!m)
+			return -EINVAL;
+		/* A name in two tables would make one of them unreachable: refuse it. */
+		for (size_t k = 0; k < m->n_methods; k++)
+			for (size_t j = 0; j <= i; j++)
+				for (size_t l = 0; l < uses[j].module->n_methods; l++)
+					if ((j < i || l < k) && streq(m->methods[k].name,
+								     uses[j].module->methods[l].name))
+						return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const pw_ctl_module *m = uses[i].module;
+		void *data = uses[i].arg;
+		if (m->init) {
+			int r = m->init(s, uses[i].arg, &data);
+			if (r < 0)
+				return r;
+		}
+		s->modules[i].m = m;
+		s->modules[i].data = data;
+		s->modules[i].inited = true;
+		s->n_modules = i + 1;
+	}
+	return 0;
+}
+
+static void modules_fini(pw_ctl_server *s)
+{
+	for (size_t i = s->n_modules; i-- > 0;)
+		if (s->modules[i].inited && s->modules[i].m->fini)
+			s->modules[i].m->fini(s, s->modules[i].data);
+	s->n_modules = 0;
+}
+
+static int64_t modules_tick(pw_ctl_server *s, int64_t now_ms)
+{
+	int64_t due = -1;
+	for (size_t i = 0; i < s->n_modules; i++) {
+		if (!s->modules[i].m->tick)
+			continue;
+		int64_t d = s->modules[i].m->tick(s, s->modules[i].data, now_ms);
+		if (d >= 0 && (due < 0 || d < due))
+			due = d;
+	}
+	return due;
+}
+
+static void modules_mode_changed(pw_ctl_server *s, const char *to)
+{
+	for (size_t i = 0; i < s->n_modules; i++)
+		if (s->modules[i].m->mode_changed)
+			s->modules[i].m->mode_changed(s, s->modules[i].data, to);
+}
+
+static void modules_listener_gone(pw_ctl_server *s, uint64_t serial)
+{
+	for (size_t i = 0; i < s->n_modules; i++)
+		if (s->modules[i].m->listener_gone)
+			s->modules[i].m->listener_gone(s, s->modules[i].data, serial);
+}
+
+static _printf_(3, 4) int dispatch_fail(pw_ctl_fail *f, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	f->code = code;
+	va_start(ap, fmt);
+	if (vasprintf(&f->message, fmt, ap) < 0)
+		f->message = NULL;
+	va_end(ap);
+	return -1;
+}
+
+/*
+ * Runs METHOD for client C: finds it in the modules' tables, refuses an agent what is the
+ * person's only, checks the params, then calls the handler. Returns 0 with *ret_result, -1
+ * with *ret_fail filled, or PW_CTL_DEFERRED.
+ */
+static int dispatch(pw_ctl_server *s, pw_ctl_client *c, const char *name, json_t *params,
+		    json_t **ret_result, pw_ctl_fail *ret_fail)
+{
+	const pw_ctl_method *m = NULL;
+	void *data = NULL;
+	char *msg = NULL;
+
+	for (size_t i = 0; !m && i < s->n_modules; i++)
+		for (size_t k = 0; k < s->modules[i].m->n_methods; k++)
+			if (streq(s->modules[i].m->methods[k].name, name)) {
+				m = &s->modules[i].m->methods[k];
+				data = s->modules[i].data;
+				break;
+			}
+	if (!m) {
+		char shown[65];
+		size_t n;
+		for (n = 0; name[n] && n + 1 < sizeof(shown); n++)
+			shown[n] = name[n] >= 0x20 && name[n] < 0x7f ? name[n] : '?';
+		shown[n] = 0;
+		return dispatch_fail(ret_fail, PW_RPC_METHOD_NOT_FOUND, "method not found: %s",
+				     shown);
+	}
+	if (m->agent_refusal && c->peer.restricted)
+		return dispatch_fail(ret_fail, PW_RPC_REFUSED, "%s", m->agent_refusal);
+	if (pw_rpc_params_check(params, m->params, m->n_params, &msg) < 0) {
+		ret_fail->code = PW_RPC_INVALID_PARAMS;
+		ret_fail->message = msg;
+		return -1;
+	}
+	pw_ctl_ctx x = {
+		.server = s,
+		.client = c,
+		.view = s->view,
+		.peer = &c->peer,
+		.params = params,
+		.fail = ret_fail,
+		.data = data,
+	};
+	return m->fn(&x, ret_result);
+}
+
 /* Handles one complete line. False: drop the client now. */
 static bool handle_line(pw_ctl_server *s, pw_ctl_client *c, const char *line, size_t len)
 {
@@ -382,7 +519,7 @@ static bool handle_line(pw_ctl_server *s, pw_ctl_client *c, const char *line, si
 	}
 	c->cur_id = req.id;
 	c->deferred = false;
-	r = pw_ctl_dispatch(s, c, req.method, req.params, &result, &fail);
+	r = dispatch(s, c, req.method, req.params, &result, &fail);
 	c->cur_id = NULL;
 	if (r == PW_CTL_DEFERRED) { /* answered later (pw_ctl_server_reply) */
 		pw_rpc_request_done(&req);
@@ -652,10 +789,9 @@ static void fan_out(pw_ctl_server *s)
 		const char *pidns = json_string_value(json_object_get(events[e], "pidns"));
 		bool denied = streq(method, "denied");
 
-		/* A pending request from another mode is stale (ctl/request.h). */
+		/* E.g. a pending request from another mode is stale (ctl/request.h). */
 		if (streq(method, "mode.changed"))
-			pw_ctl_requests_mode_changed(
-				s, json_string_value(json_object_get(params, "to")));
+			modules_mode_changed(s, json_string_value(json_object_get(params, "to")));
 
 		for (size_t i = 0; i < s->n_clients;) {
 			pw_ctl_client *c = s->clients[i];
@@ -849,7 +985,7 @@ static void *server_main(void *userdata)
 			timeout = 1000;
 		/* Requests that expire, blocked waits that end (their replies are queued before
 		 * the poll set is built below, hence this order). */
-		int64_t due = pw_ctl_requests_tick(s, pw_clock_ms(CLOCK_MONOTONIC));
+		int64_t due = modules_tick(s, pw_clock_ms(CLOCK_MONOTONIC));
 		if (due >= 0 && (timeout < 0 || due < timeout))
 			timeout = (int)due;
 		if (poll(pfd, n, timeout) < 0 && errno != EINTR)
@@ -904,7 +1040,7 @@ static void *server_main(void *userdata)
 /* ---- lifecycle ------------------------------------------------------------------------- */
 
 int pw_ctl_server_start(pw_view *view, const char *socket_dir, const pw_ctl_tuning *tuning,
-			pw_ctl_server **ret)
+			const pw_ctl_use *modules, size_t n_modules, pw_ctl_server **ret)
 {
 	_cleanup_free_ char *ddir = NULL;
 	pw_ctl_server *s;
@@ -929,11 +1065,9 @@ int pw_ctl_server_start(pw_view *view, const char *socket_dir, const pw_ctl_tuni
 	s->view = view;
 	s->hub_slot = -1;
 	s->wake_fd = -1;
-	s->requests = pw_ctl_requests_new();
-	if (!s->requests) {
-		free(s);
-		return -ENOMEM;
-	}
+	r = modules_init(s, modules, n_modules);
+	if (r < 0)
+		goto fail;
 	if (tuning)
 		s->tun = *tuning;
 	if (!s->tun.idle_timeout_ms)
@@ -1064,8 +1198,7 @@ void pw_ctl_server_stop(pw_ctl_server *s)
 		pw_audit_set_listener(pw_view_audit(s->view), NULL, NULL);
 	hub_unregister(s);
 	pw_view_set_listener(s->view, NULL, NULL);
-	pw_ctl_requests_free(s, s->requests);
-	s->requests = NULL;
+	modules_fini(s);
 	for (size_t i = 0; i < s->n_clients; i++)
 		client_free(s->clients[i]);
 	adopt_pending(s);
@@ -1086,7 +1219,7 @@ void pw_ctl_server_stop(pw_ctl_server *s)
 	free(s);
 }
 
-/* ---- for ctl/methods.c ----------------------------------------------------------------- */
+/* ---- for methods ----------------------------------------------------------------------- */
 
 pw_view *pw_ctl_server_view(pw_ctl_server *s)
 {
@@ -1104,7 +1237,7 @@ void pw_ctl_client_subscribe(pw_ctl_client *c, bool mode_changed, bool denied)
 	c->sub_denied = denied;
 }
 
-/* ---- for ctl/request.c ----------------------------------------------------------------- */
+/* ---- for asking to switch (ctl/request.c) and agent.open ------------------------------- */
 
 static pw_ctl_client *client_by_serial(pw_ctl_server *s, uint64_t serial, size_t *ret_i)
 {
@@ -1133,7 +1266,7 @@ static void close_owned_sockets(pw_ctl_server *s, uint64_t owner)
 		for (size_t i = 0; i < s->n_clients; i++)
 			if (s->clients[i]->listener == li)
 				s->clients[i]->closing = true;
-		pw_ctl_requests_listener_gone(s, l->serial);
+		modules_listener_gone(s, l->serial);
 	}
 }
 
@@ -1224,10 +1357,6 @@ void pw_ctl_client_subscribe_requests(pw_ctl_client *c)
 	c->sub_request = true;
 }
 
-pw_ctl_requests *pw_ctl_server_requests(pw_ctl_server *s)
-{
-	return s->requests;
-}
 
 void pw_ctl_server_get_stats(pw_ctl_server *s, pw_ctl_stats *ret)
 {

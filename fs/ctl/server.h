@@ -29,9 +29,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto.h"
 #include "view.h"
 
 typedef struct pw_ctl_server pw_ctl_server;
+typedef struct pw_ctl_client pw_ctl_client;
+typedef struct pw_ctl_module pw_ctl_module;
 
 /* Tuning knobs; zero fields take the defaults. Tests shorten the timeouts. */
 typedef struct pw_ctl_tuning {
@@ -61,14 +64,22 @@ int pw_ctl_private_dir(const char *dir);
  */
 int pw_ctl_socket_path(const char *dir, const char *mountpoint, char **ret);
 
+/* A module the server serves, and the argument its init gets (see "for methods" below). */
+typedef struct pw_ctl_use {
+	const pw_ctl_module *module;
+	void *arg;
+} pw_ctl_use;
+
 /*
  * Creates DIR (0700, parents as needed), binds the view's socket (0600; a stale socket whose
  * connect fails is unlinked and replaced; a live one answers -EADDRINUSE), registers the
- * audit listener and the view listener, and starts the server thread. SOCKET_DIR NULL: the
- * default dir. TUNING may be NULL. Returns 0 with *ret, or -errno.
+ * audit listener and the view listener, initializes the N_MODULES MODULES (the methods it
+ * serves; a method no module has is "method not found") and starts the server thread.
+ * SOCKET_DIR NULL: the default dir. TUNING may be NULL. Returns 0 with *ret, or -errno
+ * (-EINVAL: no view, or a method name in two modules).
  */
 int pw_ctl_server_start(pw_view *view, const char *socket_dir, const pw_ctl_tuning *tuning,
-			pw_ctl_server **ret);
+			const pw_ctl_use *modules, size_t n_modules, pw_ctl_server **ret);
 
 /*
  * Adds a listening socket at PATH whose clients are restricted (may only tighten). The
@@ -90,11 +101,13 @@ void pw_ctl_server_request_reload(pw_ctl_server *s);
  * listeners. Accepts NULL. Call before pw_view_free(). */
 void pw_ctl_server_stop(pw_ctl_server *s);
 
-/*
- * Between ctl/server.c (transport) and ctl/methods.c (the method table). Not for other
- * callers.
+/* ---- for methods: the dispatch table and the client API ---------------------------------
+ *
+ * The server (transport, authority, notifications) knows methods only as the tables of the
+ * modules it was started with; it names no module. A module (ctl/methods.c: the view's
+ * methods; ctl/request.c: asking to switch; ctl/changes.c: the originals, which the daemon
+ * registers with its pw_fs) knows only the declarations below, never another module.
  */
-typedef struct pw_ctl_client pw_ctl_client;
 
 /* A method's failure: CODE (proto.h), a malloc'd MESSAGE, optional DATA (owned). */
 typedef struct pw_ctl_fail {
@@ -103,12 +116,48 @@ typedef struct pw_ctl_fail {
 	json_t *data;
 } pw_ctl_fail;
 
-/*
- * Runs METHOD for client C (on the server thread). Returns 0 with *ret_result (a new
- * reference), or -1 with *ret_fail filled. Never blocks on the network.
- */
-int pw_ctl_dispatch(pw_ctl_server *s, pw_ctl_client *c, const char *method, json_t *params,
-		    json_t **ret_result, pw_ctl_fail *ret_fail);
+/* One call, on the server thread. PARAMS passed the method's params check. */
+typedef struct pw_ctl_ctx {
+	pw_ctl_server *server;
+	pw_ctl_client *client;
+	pw_view *view;
+	const pw_peer *peer;
+	json_t *params;
+	pw_ctl_fail *fail;
+	void *data; /* the module's: what its init made, else its pw_ctl_use.arg */
+} pw_ctl_ctx;
+
+/* Returns 0 with *ret_result (a new reference), -1 with x->fail filled, or
+ * PW_CTL_DEFERRED (below). Never blocks on the network. */
+typedef int (*pw_ctl_handler)(pw_ctl_ctx *x, json_t **ret_result);
+
+typedef struct pw_ctl_method {
+	const char *name;
+	pw_ctl_handler fn;
+	const pw_rpc_param *params; /* checked before FN runs (pw_rpc_params_check) */
+	size_t n_params;
+	/* NULL: agent sockets may call it (the handler applies any finer rule, such as only
+	 * tightening). Else the person's only: the server refuses a restricted peer with
+	 * PW_RPC_REFUSED and this message before FN runs. */
+	const char *agent_refusal;
+} pw_ctl_method;
+
+/* Every hook is optional and runs on the server thread, but init and fini, which run in
+ * pw_ctl_server_start and pw_ctl_server_stop (fini before any client is freed). */
+struct pw_ctl_module {
+	const char *name;
+	const pw_ctl_method *methods;
+	size_t n_methods;
+	int (*init)(pw_ctl_server *s, void *arg, void **ret_data); /* 0 or -errno */
+	void (*fini)(pw_ctl_server *s, void *data);
+	/* Each loop turn: work due by NOW_MS (CLOCK_MONOTONIC); returns the milliseconds until
+	 * the next deadline, or -1 for none. */
+	int64_t (*tick)(pw_ctl_server *s, void *data, int64_t now_ms);
+	/* The active mode changed to TO (any origin), before subscribers are told. */
+	void (*mode_changed)(pw_ctl_server *s, void *data, const char *to);
+	/* Agent socket LISTENER (its serial) closed. */
+	void (*listener_gone)(pw_ctl_server *s, void *data, uint64_t listener);
+};
 
 pw_view *pw_ctl_server_view(pw_ctl_server *s);
 const pw_peer *pw_ctl_client_peer(const pw_ctl_client *c);
@@ -116,7 +165,7 @@ const pw_peer *pw_ctl_client_peer(const pw_ctl_client *c);
 void pw_ctl_client_subscribe(pw_ctl_client *c, bool mode_changed, bool denied);
 
 /*
- * For ctl/request.c (asking to switch) and agent.open. All on the server thread.
+ * For asking to switch (ctl/request.c) and agent.open. All on the server thread.
  *
  * Every connection and every socket has a serial number, never reused while the daemon
  * runs, so a request can name its requester and the socket it came through after either
@@ -139,7 +188,6 @@ void pw_ctl_server_notify(pw_ctl_server *s, uint64_t client, const char *method,
 size_t pw_ctl_server_notify_operators(pw_ctl_server *s, uint64_t listener, const char *method,
 				      json_t *params); /* returns how many clients it reached */
 void pw_ctl_client_subscribe_requests(pw_ctl_client *c);
-struct pw_ctl_requests *pw_ctl_server_requests(pw_ctl_server *s);
 
 /*
  * An agent socket owned by operator client OWNER (its serial): closed and unlinked, its

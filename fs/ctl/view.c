@@ -4,7 +4,7 @@
  *
  * Every change of the active policy follows the same steps under the view's mutex:
  * build the target policy (compile, or fail closed), authorize it for the peer, install it
- * with pw_fs_set_policy() (which returns once operations starting afterwards obey it), then
+ * with fs_ops->set_policy (which returns once operations starting afterwards obey it), then
  * persist and record. Persisting is best effort: a state database error never undoes a
  * switch that the filesystem already enforces; it is remembered and shown in status.
  */
@@ -28,7 +28,8 @@ struct pw_view {
 	/* Immutable after pw_view_new. */
 	char *project, *mountpoint, *bundled_dir, *global_dir;
 	char *state_db; /* where the state database is (status reports it), or NULL */
-	pw_fs *fs;
+	const pw_view_fs_ops *fs_ops;
+	void *fs_ctx;
 	uid_t owner;
 	pw_state *state;
 	pw_audit *audit;
@@ -123,13 +124,14 @@ static int policy_or_fail_closed(const pw_modeset *ms, const char *name, pw_poli
 	return 0;
 }
 
-/* Tells the originals store (fs/keep.c) about an installed policy; absent from builds of
- * the control plane without the FUSE layer (tests/ctl). */
-static void originals_policy_changed(pw_fs *fs, const pw_policy *p, const char *reason,
-				     bool new_set)
+/* Installs P in the FUSE layer and tells the originals store (fs/keep.c) for REASON;
+ * NEW_SET starts a new change set. Returns the new generation. */
+static uint64_t install(pw_view *v, pw_policy *p, const char *reason, bool new_set)
 {
-	if (pw_fs_originals_policy_changed)
-		pw_fs_originals_policy_changed(fs, p, reason, new_set);
+	uint64_t gen = v->fs_ops->set_policy(v->fs_ctx, p);
+	if (v->fs_ops->policy_installed)
+		v->fs_ops->policy_installed(v->fs_ctx, p, reason, new_set);
+	return gen;
 }
 
 static const char *peer_origin(const pw_peer *peer, const char *dflt)
@@ -178,13 +180,15 @@ int pw_view_new(const pw_view_opts *opts, pw_view **ret)
 	const char *initial;
 	int r;
 
-	if (!opts || !opts->project || !opts->mountpoint || !opts->fs)
+	if (!opts || !opts->project || !opts->mountpoint || !opts->fs_ops ||
+	    !opts->fs_ops->set_policy || !opts->fs_ops->get_policy || !opts->fs_ops->get_stats)
 		return -EINVAL;
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	pthread_mutex_init(&v->lock, NULL);
-	v->fs = opts->fs;
+	v->fs_ops = opts->fs_ops;
+	v->fs_ctx = opts->fs_ctx;
 	v->owner = opts->owner_uid;
 	v->state = opts->state;
 	v->audit = opts->audit;
@@ -225,8 +229,7 @@ int pw_view_new(const pw_view_opts *opts, pw_view **ret)
 		goto fail;
 	}
 	v->fail_reason = fail;
-	uint64_t gen = pw_fs_set_policy(v->fs, p);
-	originals_policy_changed(v->fs, p, "mount", true);
+	uint64_t gen = install(v, p, "mount", true);
 	pw_policy_unref(p);
 	/* An explicit --mode is remembered; a restored one already is. */
 	record_switch(v, NULL, v->mode, gen, NULL, "mount", opts->initial_mode && !fail);
@@ -278,7 +281,7 @@ int pw_view_authorize_switch(pw_view *v, const pw_peer *peer, const pw_policy *t
 	if (!peer->restricted)
 		return 0;
 
-	cur = pw_fs_policy(v->fs, NULL);
+	cur = v->fs_ops->get_policy(v->fs_ctx, NULL);
 	tighter = cur && pw_policy_is_tightening(cur, target);
 	if (tighter) {
 		pw_policy_unref(cur);
@@ -366,9 +369,8 @@ int pw_view_set_mode(pw_view *v, const char *name, const pw_peer *peer, uint64_t
 		r = -ENOMEM;
 		goto out;
 	}
-	gen = pw_fs_set_policy(v->fs, p);
 	/* A switch into a mode that writes starts a change set of originals. */
-	originals_policy_changed(v->fs, p, "switch", !pw_policy_writes_nothing(p));
+	gen = install(v, p, "switch", !pw_policy_writes_nothing(p));
 	from = TAKE_PTR(v->mode);
 	v->mode = TAKE_PTR(new_mode);
 	set_str(&v->fail_reason, NULL);
@@ -410,8 +412,7 @@ int pw_view_reload(pw_view *v, const pw_peer *peer, uint64_t *ret_generation, ch
 		if (r < 0)
 			goto out;
 	}
-	gen = pw_fs_set_policy(v->fs, p);
-	originals_policy_changed(v->fs, p, "reload", false);
+	gen = install(v, p, "reload", false);
 	pw_modeset_free(v->ms);
 	v->ms = TAKE_PTR(ms);
 	v->trusted = trusted;
@@ -447,11 +448,6 @@ uid_t pw_view_owner(const pw_view *v)
 	return v->owner;
 }
 
-pw_fs *pw_view_fs(const pw_view *v)
-{
-	return v->fs;
-}
-
 const char *pw_view_state_db(const pw_view *v)
 {
 	return v->state_db;
@@ -469,7 +465,12 @@ int64_t pw_view_started_ns(const pw_view *v)
 
 pw_policy *pw_view_policy(pw_view *v, uint64_t *ret_generation)
 {
-	return pw_fs_policy(v->fs, ret_generation);
+	return v->fs_ops->get_policy(v->fs_ctx, ret_generation);
+}
+
+void pw_view_fs_stats(pw_view *v, pw_fs_stats *ret)
+{
+	v->fs_ops->get_stats(v->fs_ctx, ret);
 }
 
 void pw_view_status_done(pw_view_status *st)
@@ -519,7 +520,7 @@ out:
 		pw_view_status_done(&st);
 		return r;
 	}
-	p = pw_fs_policy(v->fs, &st.generation);
+	p = v->fs_ops->get_policy(v->fs_ctx, &st.generation);
 	pw_policy_unref(p);
 	*ret = st;
 	return 0;

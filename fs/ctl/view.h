@@ -5,8 +5,9 @@
  *
  * The view decides; the filesystem enforces. Every change of the active policy goes
  * through this file: it compiles the target mode, checks the requester's authority
- * (pw_view_authorize_switch), calls pw_fs_set_policy(), and only then persists the mode
- * (pw_state_set_last_mode), records the switch (pw_state_record_switch) and audits it.
+ * (pw_view_authorize_switch), installs it through the FUSE layer's set_policy
+ * (pw_view_fs_ops), and only then persists the mode (pw_state_set_last_mode), records the
+ * switch (pw_state_record_switch) and audits it.
  *
  * Fail closed, never open: an initial or active mode that is unknown, missing or broken
  * installs pw_policy_new_fail_closed() (nothing writable) and status says why; the view
@@ -31,10 +32,36 @@ struct pw_audit;
 
 typedef struct pw_view pw_view;
 
+/*
+ * The control plane's one way into the FUSE layer: the daemon (daemon.c) hands the view
+ * these operations and their context (the pw_fs); tests/ctl hands a double. fs/ctl/ calls
+ * no function of the FUSE layer by name, so a build of the control plane without it links.
+ * All are called without the view's lock held; each must be thread-safe.
+ *
+ * The changes methods (ctl/changes.c) are not served through this struct: undo acts on the
+ * backing tree under the originals store's lock, beside the inode table (keep.h), which is
+ * an interface as wide as the FUSE layer itself. They are a method table of their own that
+ * the daemon registers with the control server together with the pw_fs (changes.h), and
+ * that builds without the FUSE layer do not register at all.
+ */
+typedef struct pw_view_fs_ops {
+	/* pw_fs_set_policy: installs P (takes a reference); returns once every operation that
+	 * starts afterwards decides with it; returns the new generation. */
+	uint64_t (*set_policy)(void *ctx, pw_policy *p);
+	/* pw_fs_policy: the active policy (a new reference) and its generation. */
+	pw_policy *(*get_policy)(void *ctx, uint64_t *ret_generation);
+	/* pw_fs_get_stats: the counters status shows. */
+	void (*get_stats)(void *ctx, pw_fs_stats *ret);
+	/* Optional (NULL: nothing keeps originals): P was installed for REASON ("mount",
+	 * "switch", "reload"); NEW_SET starts a new change set of originals (keep.h). */
+	void (*policy_installed)(void *ctx, const pw_policy *p, const char *reason, bool new_set);
+} pw_view_fs_ops;
+
 typedef struct pw_view_opts {
 	const char *project;      /* absolute real path of the backing directory */
 	const char *mountpoint;   /* absolute path of the mount */
-	pw_fs *fs;                /* the filesystem whose policy the view swaps */
+	const pw_view_fs_ops *fs_ops; /* the filesystem whose policy the view swaps */
+	void *fs_ctx;             /* their context */
 	uid_t owner_uid;          /* the mounting uid: the only non-root uid with authority */
 	const char *bundled_dir;  /* pw_load_opts.bundled_dir; NULL to skip */
 	const char *global_dir;   /* pw_load_opts.global_dir; NULL to skip */
@@ -46,12 +73,13 @@ typedef struct pw_view_opts {
 
 /*
  * Loads the modeset (trust from pw_state_is_trusted), picks the initial mode and installs
- * its policy with pw_fs_set_policy(). An unknown or broken initial mode installs a
+ * its policy with fs_ops->set_policy. An unknown or broken initial mode installs a
  * fail-closed policy and still succeeds (status reports why). Returns 0 with *ret, or
- * -EINVAL (missing project, mountpoint or fs), -ENOMEM.
+ * -EINVAL (missing project, mountpoint, fs_ops or one of its three required operations),
+ * -ENOMEM.
  */
 int pw_view_new(const pw_view_opts *opts, pw_view **ret);
-void pw_view_free(pw_view *v); /* accepts NULL; does not touch fs, state or audit */
+void pw_view_free(pw_view *v); /* accepts NULL; does not touch fs_ctx, state or audit */
 
 /* Who asks. Filled by the control server from SO_PEERCRED and /proc/PID/comm. */
 typedef struct pw_peer {
@@ -81,7 +109,7 @@ int pw_view_authorize_switch(pw_view *v, const pw_peer *peer, const pw_policy *t
 			     char **ret_why);
 
 /*
- * Switches to mode NAME for PEER. Returns only after pw_fs_set_policy() returned, with the
+ * Switches to mode NAME for PEER. Returns only after fs_ops->set_policy returned, with the
  * new generation in *ret_generation (may be NULL). Errors (with a malloc'd one-line reason
  * in *ret_why, written only on failure, when ret_why is not NULL):
  *   -ENOENT   no such mode
@@ -108,13 +136,14 @@ int pw_view_reload(pw_view *v, const pw_peer *peer, uint64_t *ret_generation, ch
 const char *pw_view_project(const pw_view *v);
 const char *pw_view_mountpoint(const pw_view *v);
 uid_t pw_view_owner(const pw_view *v);
-pw_fs *pw_view_fs(const pw_view *v);
 struct pw_audit *pw_view_audit(const pw_view *v);
 int64_t pw_view_started_ns(const pw_view *v); /* CLOCK_REALTIME of pw_view_new */
 const char *pw_view_state_db(const pw_view *v); /* pw_view_opts.state_db, or NULL */
 
-/* The active policy (new reference) and generation, as pw_fs_policy(). */
+/* The active policy (new reference) and generation, from fs_ops->get_policy. */
 pw_policy *pw_view_policy(pw_view *v, uint64_t *ret_generation);
+/* The FUSE layer's counters, from fs_ops->get_stats. */
+void pw_view_fs_stats(pw_view *v, pw_fs_stats *ret);
 
 /*
  * A consistent snapshot for status. Strings are malloc'd; free with pw_view_status_done().

@@ -40,6 +40,8 @@
 #include <unistd.h>
 
 #include "store/audit.h"
+#include "ctl/methods.h"
+#include "ctl/request.h"
 #include "ctl/server.h"
 #include "fs.h"
 #include "pw_limits.h"
@@ -48,17 +50,22 @@
 #include "util.h"
 #include "ctl/view.h"
 
-/* ---- TEST DOUBLE of the FUSE layer's control API (fs/fs.h) ----------------------------- */
-/* The real pw_fs lives in fs/switch.c with libfuse; this stand-in keeps just the active
- * policy and a generation, so the test can check exactly what the view installed. */
-struct pw_fs {
+/* ---- TEST DOUBLE of the FUSE layer, handed to the view as its pw_view_fs_ops --------- */
+/* The real operations are the pw_fs's (fs/switch.c, with libfuse), wired by fs/daemon.c;
+ * this stand-in keeps just the active policy, a generation and what the originals hook
+ * was told, so the test can check exactly what the view installed. */
+typedef struct fake_fs {
 	pthread_mutex_t lock;
 	pw_policy *active;
 	uint64_t generation;
-};
+	unsigned installed;      /* policy_installed calls */
+	char last_reason[16];    /* and the last one's reason */
+	bool last_new_set;
+} fake_fs_t;
 
-uint64_t pw_fs_set_policy(pw_fs *fs, pw_policy *p)
+static uint64_t fake_set_policy(void *ctx, pw_policy *p)
 {
+	fake_fs_t *fs = ctx;
 	pthread_mutex_lock(&fs->lock);
 	pw_policy *old = fs->active;
 	fs->active = pw_policy_ref(p);
@@ -68,8 +75,9 @@ uint64_t pw_fs_set_policy(pw_fs *fs, pw_policy *p)
 	return g;
 }
 
-pw_policy *pw_fs_policy(pw_fs *fs, uint64_t *ret_generation)
+static pw_policy *fake_get_policy(void *ctx, uint64_t *ret_generation)
 {
+	fake_fs_t *fs = ctx;
 	pthread_mutex_lock(&fs->lock);
 	pw_policy *p = fs->active ? pw_policy_ref(fs->active) : NULL;
 	if (ret_generation)
@@ -78,12 +86,30 @@ pw_policy *pw_fs_policy(pw_fs *fs, uint64_t *ret_generation)
 	return p;
 }
 
-void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret)
+static void fake_get_stats(void *ctx, pw_fs_stats *ret)
 {
 	*ret = (pw_fs_stats){ .inodes = 7, .denied = 42 };
 	ret->requests[1] = 30; /* LOOKUP */
 	ret->requests[14] = 12; /* OPEN */
 }
+
+static void fake_policy_installed(void *ctx, const pw_policy *p, const char *reason,
+				  bool new_set)
+{
+	fake_fs_t *fs = ctx;
+	pthread_mutex_lock(&fs->lock);
+	fs->installed++;
+	snprintf(fs->last_reason, sizeof(fs->last_reason), "%s", reason);
+	fs->last_new_set = new_set;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+static const pw_view_fs_ops fake_ops = {
+	.set_policy = fake_set_policy,
+	.get_policy = fake_get_policy,
+	.get_stats = fake_get_stats,
+	.policy_installed = fake_policy_installed,
+};
 /* ---- end of the test double ------------------------------------------------------------ */
 
 /* How long a test waits for something the server must do before calling it a failure. */
@@ -94,12 +120,18 @@ void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret)
 #define SHORT_IDLE_MS 300u
 
 static char tmp[64], proj[128], mnt[128], global[128], rundir[128], dbpath[128];
-static pw_fs fake_fs = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static fake_fs_t fake_fs = { .lock = PTHREAD_MUTEX_INITIALIZER };
 static pw_state *state;
 static pw_audit *audit;
 static pw_view *view;
 static pw_ctl_server *srv;
 static const char *sock;
+
+/* What the daemon serves, but the changes methods, which need the FUSE layer (changes.h). */
+static const pw_ctl_use modules[] = {
+	{ &pw_ctl_methods_module, NULL },
+	{ &pw_ctl_request_module, NULL },
+};
 
 static void writefile(const char *path, const char *text)
 {
@@ -138,7 +170,8 @@ static void start_view(const char *initial, bool with_audit)
 	pw_view_opts vo = {
 		.project = proj,
 		.mountpoint = mnt,
-		.fs = &fake_fs,
+		.fs_ops = &fake_ops,
+		.fs_ctx = &fake_fs,
 		.owner_uid = getuid(),
 		.bundled_dir = SOURCE_MODES,
 		.global_dir = global,
@@ -148,7 +181,7 @@ static void start_view(const char *initial, bool with_audit)
 	};
 	cr_assert_eq(pw_view_new(&vo, &view), 0);
 	pw_ctl_tuning tun = { .idle_timeout_ms = LONG_IDLE_MS, .denied_per_sec = 10 };
-	cr_assert_eq(pw_ctl_server_start(view, rundir, &tun, &srv), 0);
+	cr_assert_eq(pw_ctl_server_start(view, rundir, &tun, modules, ELEMENTSOF(modules), &srv), 0);
 	sock = pw_ctl_server_socket_path(srv);
 }
 
@@ -157,7 +190,7 @@ static void restart_server(const pw_ctl_tuning *tun)
 {
 	pw_ctl_server_stop(srv);
 	srv = NULL;
-	cr_assert_eq(pw_ctl_server_start(view, rundir, tun, &srv), 0);
+	cr_assert_eq(pw_ctl_server_start(view, rundir, tun, modules, ELEMENTSOF(modules), &srv), 0);
 	sock = pw_ctl_server_socket_path(srv);
 }
 
@@ -302,7 +335,7 @@ static const char *sget(json_t *o, const char *k)
 
 static const char *active_mode(void)
 {
-	pw_policy *p = pw_fs_policy(&fake_fs, NULL);
+	pw_policy *p = fake_get_policy(&fake_fs, NULL);
 	static char name[64];
 	snprintf(name, sizeof(name), "%s", pw_policy_mode_name(p));
 	pw_policy_unref(p);
@@ -424,7 +457,7 @@ Test(ctl, socket_is_private_and_named_from_mountpoint)
 Test(ctl, live_socket_refused_stale_replaced_removed_at_stop)
 {
 	pw_ctl_server *again = NULL;
-	cr_assert_eq(pw_ctl_server_start(view, rundir, NULL, &again), -EADDRINUSE);
+	cr_assert_eq(pw_ctl_server_start(view, rundir, NULL, modules, ELEMENTSOF(modules), &again), -EADDRINUSE);
 	char keep[256];
 	snprintf(keep, sizeof(keep), "%s", sock);
 	pw_ctl_server_stop(srv);
@@ -439,7 +472,7 @@ Test(ctl, live_socket_refused_stale_replaced_removed_at_stop)
 	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	close(fd);
 	cr_assert_eq(lstat(keep, &st), 0);
-	cr_assert_eq(pw_ctl_server_start(view, rundir, NULL, &srv), 0);
+	cr_assert_eq(pw_ctl_server_start(view, rundir, NULL, modules, ELEMENTSOF(modules), &srv), 0);
 	sock = pw_ctl_server_socket_path(srv);
 	fd = connect_main();
 	json_t *r = rpc(fd, "status", NULL);
@@ -502,12 +535,15 @@ Test(ctl, mode_set_is_in_force_when_answered_and_persisted)
 {
 	int fd = connect_main();
 	json_t *r = rpc(fd, "mode.set", "{\"mode\":\"build\"}"), *res = result_of(r);
-	/* Exactness: the reply comes after pw_fs_set_policy returned. */
+	/* Exactness: the reply comes after the FUSE layer's set_policy returned, and the
+	 * originals were told of the switch into a mode that writes (a new change set). */
 	cr_assert_str_eq(active_mode(), "build");
+	cr_assert_str_eq(fake_fs.last_reason, "switch");
+	cr_assert(fake_fs.last_new_set);
 	cr_assert_str_eq(sget(res, "mode"), "build");
 	cr_assert_str_eq(sget(res, "previous"), "plan");
 	uint64_t gen;
-	pw_policy_unref(pw_fs_policy(&fake_fs, &gen));
+	pw_policy_unref(fake_get_policy(&fake_fs, &gen));
 	cr_assert_eq((uint64_t)json_integer_value(json_object_get(res, "generation")), gen);
 	json_decref(r);
 
@@ -925,6 +961,86 @@ Test(ctl, agent_socket_may_only_tighten)
 	cr_assert_eq(lstat(agent_path, &st), -1, "agent socket removed at stop");
 }
 
+/* A module of the test's own: the server knows methods only from the tables it is given. */
+static int echo_data(pw_ctl_ctx *x, json_t **ret)
+{
+	*ret = json_pack("{s:s}", "data", (const char *)x->data);
+	return 0;
+}
+
+static int echo_init(pw_ctl_server *s, void *arg, void **ret_data)
+{
+	*ret_data = "from init";
+	return 0;
+}
+
+static const pw_ctl_method echo_methods[] = {
+	{ "test.echo", echo_data, NULL, 0, NULL },
+	{ "test.person", echo_data, NULL, 0, "refused: the person's only" },
+};
+static const pw_ctl_module echo_module = { .name = "echo", .methods = echo_methods,
+					   .n_methods = ELEMENTSOF(echo_methods) };
+static const pw_ctl_module echo_module_init = { .name = "echo", .methods = echo_methods,
+						.n_methods = ELEMENTSOF(echo_methods),
+						.init = echo_init };
+
+Test(ctl, dispatch_table_of_modules)
+{
+	pw_ctl_server_stop(srv);
+	srv = NULL;
+	/* A name in two tables is refused: one of them would be unreachable. */
+	const pw_ctl_use twice[] = { { &pw_ctl_methods_module, NULL }, { &echo_module, "a" },
+				     { &echo_module_init, NULL } };
+	cr_assert_eq(pw_ctl_server_start(view, rundir, NULL, twice, ELEMENTSOF(twice), &srv),
+		     -EINVAL);
+	cr_assert_null(srv);
+	const pw_ctl_use uses[] = { { &pw_ctl_methods_module, NULL }, { &echo_module, "the arg" } };
+	cr_assert_eq(pw_ctl_server_start(view, rundir, NULL, uses, ELEMENTSOF(uses), &srv), 0);
+	sock = pw_ctl_server_socket_path(srv);
+
+	char agent_path[256];
+	snprintf(agent_path, sizeof(agent_path), "%s/agent/ctl.sock", tmp);
+	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, agent_path), 0);
+	int owner = connect_main(), agent = connect_agent(agent_path);
+	json_t *r = rpc(owner, "test.echo", NULL);
+	cr_assert_str_eq(sget(result_of(r), "data"), "the arg", "without init: the use's arg");
+	json_decref(r);
+	r = rpc(owner, "test.person", NULL);
+	result_of(r);
+	json_decref(r);
+	r = rpc(agent, "test.echo", NULL);
+	result_of(r);
+	json_decref(r);
+	r = rpc(agent, "test.person", NULL);
+	cr_assert_eq(error_code(r), PW_RPC_REFUSED, "the table refuses the agent");
+	cr_assert_str_eq(error_message(r), "refused: the person's only");
+	json_decref(r);
+	/* Not registered here (the request module, the changes module): unknown. */
+	r = rpc(owner, "mode.request.list", NULL);
+	cr_assert_eq(error_code(r), PW_RPC_METHOD_NOT_FOUND);
+	json_decref(r);
+	r = rpc(owner, "changes.list", NULL);
+	cr_assert_eq(error_code(r), PW_RPC_METHOD_NOT_FOUND);
+	json_decref(r);
+	close(agent);
+	close(owner);
+	pw_ctl_server_stop(srv);
+	srv = NULL;
+
+	/* With init: the data it made. */
+	const pw_ctl_use inited[] = { { &echo_module_init, "the arg" } };
+	cr_assert_eq(pw_ctl_server_start(view, rundir, NULL, inited, ELEMENTSOF(inited), &srv), 0);
+	sock = pw_ctl_server_socket_path(srv);
+	owner = connect_main();
+	r = rpc(owner, "test.echo", NULL);
+	cr_assert_str_eq(sget(result_of(r), "data"), "from init");
+	json_decref(r);
+	r = rpc(owner, "status", NULL);
+	cr_assert_eq(error_code(r), PW_RPC_METHOD_NOT_FOUND, "only the modules given are served");
+	json_decref(r);
+	close(owner);
+}
+
 /*
  * The person's authority must not depend on the agent's manners: an agent that fills its
  * socket with subscribed connections (exempt from the idle timeout) gets its own limit,
@@ -1039,7 +1155,7 @@ Test(ctl, reload_with_broken_active_mode_fails_closed_then_recovers)
 	cr_assert_not_null(sget(res, "fail_reason"));
 	cr_assert_str_eq(sget(res, "mode"), "build");
 	json_decref(r);
-	pw_policy *p = pw_fs_policy(&fake_fs, NULL);
+	pw_policy *p = fake_get_policy(&fake_fs, NULL);
 	cr_assert(pw_policy_is_fail_closed(p), "a broken active mode must fail closed");
 	pw_policy_unref(p);
 
@@ -1066,7 +1182,7 @@ Test(ctl, reload_with_broken_active_mode_fails_closed_then_recovers)
 	cr_assert(json_is_false(json_object_get(res, "fail_closed")));
 	json_decref(r);
 	cr_assert_str_eq(active_mode(), "build");
-	p = pw_fs_policy(&fake_fs, NULL);
+	p = fake_get_policy(&fake_fs, NULL);
 	cr_assert_not(pw_policy_is_fail_closed(p));
 	pw_policy_unref(p);
 
@@ -1103,7 +1219,7 @@ Test(ctl, agent_reload_cannot_loosen)
 	r = rpc(agent, "reload", NULL);
 	cr_assert_eq(error_code(r), PW_RPC_REFUSED);
 	json_decref(r);
-	pw_policy *p = pw_fs_policy(&fake_fs, NULL);
+	pw_policy *p = fake_get_policy(&fake_fs, NULL);
 	cr_assert(pw_policy_is_fail_closed(p));
 	pw_policy_unref(p);
 	close(agent);
@@ -1138,7 +1254,7 @@ Test(ctl, last_mode_restored_and_explicit_unknown_fails_closed)
 
 	/* A second view of the same project (as after a remount) restores design. */
 	pw_view *v2 = NULL;
-	pw_view_opts vo = { .project = proj, .mountpoint = mnt, .fs = &fake_fs,
+	pw_view_opts vo = { .project = proj, .mountpoint = mnt, .fs_ops = &fake_ops, .fs_ctx = &fake_fs,
 			    .owner_uid = getuid(), .bundled_dir = SOURCE_MODES, .state = state };
 	pw_policy_unref(fake_fs.active);
 	fake_fs.active = NULL;
@@ -1148,7 +1264,7 @@ Test(ctl, last_mode_restored_and_explicit_unknown_fails_closed)
 
 	vo.initial_mode = "nosuch";
 	cr_assert_eq(pw_view_new(&vo, &v2), 0);
-	pw_policy *p = pw_fs_policy(&fake_fs, NULL);
+	pw_policy *p = fake_get_policy(&fake_fs, NULL);
 	cr_assert(pw_policy_is_fail_closed(p), "unknown initial mode: fail closed, not permissive");
 	pw_policy_unref(p);
 	pw_view_status st;
