@@ -462,7 +462,7 @@ def measure_switch(args, base, nfiles):
     mnt = os.path.join(base, "switch-view")
     env = piworkfs_env(base)
     if args.modes:
-        env["PIWORKFS_MODES_DIR"] = args.modes
+        env["PIWORKFS_MODES_DIR"] = os.path.abspath(args.modes)  # the daemon's cwd is /
     s = Fuse("piworkfs", tree, mnt, [args.piworkfs, "mount", "-f", "--mode", "build", tree, mnt], env)
     s.start()
     try:
@@ -574,7 +574,7 @@ def main():
         drop_output("dd if=/dev/urandom of=read.bin bs=1M count=1024 2>/dev/null", os.path.join(backing, "io"))
     env = piworkfs_env(base)
     if args.modes:
-        env["PIWORKFS_MODES_DIR"] = args.modes
+        env["PIWORKFS_MODES_DIR"] = os.path.abspath(args.modes)  # the daemon's cwd is /
     m = lambda n: os.path.join(base, "mnt", n)
 
     def mount(prog, mode, *more):  # every view's command line: the same options for all

@@ -15,9 +15,14 @@ kept view's size cap is raised above the file for that),
 deleted and new files) and back, and `grep -r` over the tree (a read: nothing to keep).
 Prints the median per workload, the ratio kept/not kept, and how big the store grew.
 
+With `--baseline REV` (as in bench.py: commit REV built in a worktree that is removed after
+the build) two more views run REV's build, off and on, in the same rounds, and the table puts
+its columns beside this build's. The table is printed in markdown.
+
 Speed is reported, never asserted: these are figures for people, not a test.
     bench/originals.py --piworkfs build/cli/piworkfs                      # the full run
     bench/originals.py --piworkfs build/cli/piworkfs --small              # a quick check
+    bench/originals.py --piworkfs build/cli/piworkfs --baseline 26477bf   # before and after
 """
 import argparse
 import json
@@ -30,7 +35,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import drop_output, make_c_project, make_tree, sh  # noqa: E402
+from bench import build_baseline, drop_output, make_c_project, make_tree, sh  # noqa: E402
 
 GIT_ENV = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@x", GIT_COMMITTER_NAME="b",
                GIT_COMMITTER_EMAIL="b@x")
@@ -163,6 +168,9 @@ def main():
     ap.add_argument("--only", action="append",
                     help="run only the workloads whose name starts with this (repeatable)")
     ap.add_argument("--json", help="also write the results as JSON to this file")
+    ap.add_argument("--baseline", metavar="REV",
+                    help="also run commit REV's build (built in a git worktree under the work "
+                         "directory, removed after the build), off and on, beside this one")
     args = ap.parse_args()
     if args.small:
         args.files, args.creates, args.big_mib, args.rounds = 500, 500, 64, 2
@@ -173,16 +181,24 @@ def main():
     env["XDG_RUNTIME_DIR"] = os.path.join(base, "run")
     env["XDG_CONFIG_HOME"] = os.path.join(base, "config")
     if args.modes:
-        env["PIWORKFS_MODES_DIR"] = args.modes
+        env["PIWORKFS_MODES_DIR"] = os.path.abspath(args.modes)  # the daemon's cwd is /
     os.makedirs(env["XDG_RUNTIME_DIR"], mode=0o700, exist_ok=True)
     # The size cap (64 MiB by default) is raised above the large file, so that its first
     # overwrite is kept and the copy measured: the default would record it, not keep it.
     views = [View("off", base, args.piworkfs, env, False),
              View("on", base, args.piworkfs, env, True, max_file_mib=2 * args.big_mib)]
+    before = None  # the baseline's label
+    if args.baseline:
+        bprog, bmodes, short = build_baseline(args.baseline, base)
+        before = f"@{short}"
+        benv = dict(env, PIWORKFS_MODES_DIR=bmodes)
+        views += [View("off" + before, base, bprog, benv, False),
+                  View("on" + before, base, bprog, benv, True, max_file_mib=2 * args.big_mib)]
     first = views[0].backing
     print(f"making the backing trees ({args.files} files, {args.big_mib} MiB)...", flush=True)
     make_backing(first, args.files, args.big_mib)
-    shutil.copytree(first, views[1].backing, symlinks=True)
+    for v in views[1:]:
+        shutil.copytree(first, v.backing, symlinks=True)
 
     workloads = [
         (f"create+delete {args.creates}", w_create_delete, args.creates),
@@ -212,27 +228,44 @@ def main():
             copies.append(one_copy(first))
             print(f"round {rnd + 1}/{args.rounds} done", flush=True)
         kept_bytes, blobs, du = views[1].store()
+        bstore = views[3].store() if before else None
     finally:
         for v in views:
             v.umount()
 
     rows = []
     print()
-    print(f"{'workload':<26}{'originals off':>15}{'originals on':>15}{'on/off':>9}")
+    print(f"Medians over {args.rounds} interleaved rounds ({args.files}-file tree)")
+    hdr = "| workload | originals off | originals on | on/off |"
+    if before:
+        hdr += f" off{before} | on{before} | on/off{before} |"
+    print(hdr)
+    print("|---" + "|---:" * (hdr.count("|") - 2) + "|")
     for wname, _, _ in workloads:
         off = statistics.median(times[(wname, "off")])
         on = statistics.median(times[(wname, "on")])
-        rows.append({"workload": wname, "off_s": off, "on_s": on, "ratio": on / off})
-        print(f"{wname:<26}{off:>14.3f}s{on:>14.3f}s{on / off:>9.2f}")
-    print(f"{'(one copy of the file, cp + fsync, native)':<44}{statistics.median(copies):>8.3f}s")
+        row = {"workload": wname, "off_s": off, "on_s": on, "ratio": on / off}
+        line = f"| {wname} | {off:.3f}s | {on:.3f}s | {on / off:.2f} |"
+        if before:
+            boff = statistics.median(times[(wname, "off" + before)])
+            bon = statistics.median(times[(wname, "on" + before)])
+            row.update({"before_off_s": boff, "before_on_s": bon, "before_ratio": bon / boff})
+            line += f" {boff:.3f}s | {bon:.3f}s | {bon / boff:.2f} |"
+        rows.append(row)
+        print(line)
+    print(f"\none copy of the large file (cp + fsync, native): {statistics.median(copies):.3f}s")
     print(f"\nstore after {args.rounds} rounds ({args.rounds * len(workloads)} change sets): "
           f"{kept_bytes / 2**20:.1f} MiB in {blobs} blobs (content), "
           f"{du / 2**20:.1f} MiB on disk under originals/ (links to removed files count "
           f"there, not twice)")
+    if bstore:
+        print(f"store of on{before}: {bstore[0] / 2**20:.1f} MiB in {bstore[1]} blobs, "
+              f"{bstore[2] / 2**20:.1f} MiB on disk")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"rows": rows, "one_copy_s": statistics.median(copies), "rounds": args.rounds, "store_bytes": kept_bytes,
-                       "store_blobs": blobs, "store_du": du}, f, indent=1)
+                       "store_blobs": blobs, "store_du": du, "baseline": before,
+                       "before_store": bstore}, f, indent=1)
 
 
 if __name__ == "__main__":
