@@ -26,6 +26,9 @@ typedef struct entry {
 	char *path;
 	int64_t row;     /* its keep row */
 	bool content;    /* the row holds the content too (or the original was not a file) */
+	bool created;    /* nothing was there: what is there now the change set made */
+	bool kept_below; /* created, and a row holding an original was recorded beneath it
+			  * since (mark_kept_below): its removal is recorded after all */
 	struct entry *next;
 } entry;
 
@@ -54,7 +57,7 @@ static entry *set_find(pw_keep *k, const char *path)
 	return NULL;
 }
 
-static int set_add(pw_keep *k, const char *path, int64_t row, bool content)
+static int set_add(pw_keep *k, const char *path, int64_t row, bool content, bool created)
 {
 	entry *e = calloc(1, sizeof(*e));
 	if (!e || !(e->path = strdup(path))) {
@@ -63,6 +66,7 @@ static int set_add(pw_keep *k, const char *path, int64_t row, bool content)
 	}
 	e->row = row;
 	e->content = content;
+	e->created = created;
 	size_t b = pw_fnv1a64_str(PW_FNV1A64_INIT, path) % SET_BUCKETS;
 	e->next = k->set[b];
 	k->set[b] = e;
@@ -85,6 +89,23 @@ static void set_remove_if(pw_keep *k, bool (*pred)(const entry *e, const void *u
 				pp = &e->next;
 			}
 		}
+	}
+}
+
+/*
+ * A row holding an original (or a move) was recorded at PATH: the created directories
+ * above it now hold something undo must put back through them, so their removal can no
+ * longer go unrecorded (record_locked).
+ */
+static void mark_kept_below(pw_keep *k, const char *path)
+{
+	char p[PW_PATH_MAX];
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *slash; (slash = strrchr(p, '/'));) {
+		*slash = '\0';
+		entry *e = set_find(k, p);
+		if (e && e->created)
+			e->kept_below = true;
 	}
 }
 
@@ -292,10 +313,14 @@ static int64_t record_locked(pw_keep *k, who *w, const char *path, int dirfd,
 			     const char *name, bool content, bool implicit, const char *op)
 {
 	entry *e = set_find(k, path);
-	/* A directory's removal always gets a row of its own: undo replays backwards, and the
+	/* A directory's removal gets a row of its own: undo replays backwards, and the
 	 * directory must be back before the rows of what was removed from it, which come
-	 * between its first row and its removal. */
+	 * between its first row and its removal. Unless the change set made the directory and
+	 * nothing beneath it holds an original: then what was removed from it were names the
+	 * change set made too, which undo removes, and the directory needs no putting back. */
 	if (e && streq(op, "rmdir")) {
+		if (e->created && !e->kept_below)
+			return 0;
 		set_remove_if(k, under, path);
 		e = NULL;
 	}
@@ -328,6 +353,7 @@ static int64_t record_locked(pw_keep *k, who *w, const char *path, int dirfd,
 				pw_orig_object_done(&o);
 				return -EIO;
 			}
+			mark_kept_below(k, path);
 		}
 		e->content = true;
 		pw_orig_object_done(&o);
@@ -345,12 +371,18 @@ static int64_t record_locked(pw_keep *k, who *w, const char *path, int dirfd,
 		.pid = w->pid,
 	};
 	int64_t id = 0;
-	r = pw_orig_insert(k->store, &row, &id);
+	/* A new name has no original to lose: its row may be committed a moment after the
+	 * change (originals.h). Every other row is committed before it. */
+	bool created = !o.present && !implicit;
+	r = created ? pw_orig_insert_deferred(k->store, &row, &id)
+		    : pw_orig_insert(k->store, &row, &id);
 	/* A new name (nothing there) or a non-file needs no content. */
 	bool full = content || !o.present || !S_ISREG(o.mode);
 	pw_orig_object_done(&o);
+	if (r == 0 && !created)
+		mark_kept_below(k, path);
 	if (r == 0)
-		r = set_add(k, path, id, full);
+		r = set_add(k, path, id, full, created);
 	return r < 0 ? r : id;
 }
 
@@ -460,6 +492,11 @@ int64_t pw_keep_rename(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, con
 	if (id >= 0)
 		id = record_parent_locked(k, fs, &w, np, npfd);
 	pw_orig_object dst = { 0 };
+	/* Moving a file the change set made (not a directory: one can hold originals moved
+	 * into it) to a name that loses no original keeps no original either: its row may be
+	 * deferred like the file's own, and the new name is then one the change set made. */
+	entry *made = set_find(k, from.s);
+	bool cheap = !exchange && made && made->created && !S_ISDIR(src.st_mode);
 	if (id >= 0 && !exchange) {
 		/* What the destination loses: kept unless recorded already (with content). */
 		entry *e = set_find(k, to.s);
@@ -471,6 +508,8 @@ int64_t pw_keep_rename(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, con
 					    &dst);
 		if (r < 0)
 			id = r;
+		if (dst.present)
+			cheap = false;
 	}
 	if (id >= 0) {
 		pw_orig_row row = {
@@ -487,15 +526,23 @@ int64_t pw_keep_rename(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, con
 			.mode = k->mode,
 			.pid = w.pid,
 		};
-		r = pw_orig_insert(k->store, &row, &id);
+		r = cheap ? pw_orig_insert_deferred(k->store, &row, &id)
+			  : pw_orig_insert(k->store, &row, &id);
 		if (r < 0)
 			id = r;
 	}
 	pw_orig_object_done(&dst);
 	if (id >= 0) {
+		if (!cheap) {
+			mark_kept_below(k, from.s);
+			mark_kept_below(k, to.s);
+		}
 		/* Other objects live under both names now: their first changes are new. */
 		set_remove_if(k, under, from.s);
 		set_remove_if(k, under, to.s);
+		/* ... but a file the change set made needs no original under its new name. */
+		if (cheap && set_add(k, to.s, id, true, true) < 0)
+			id = -ENOMEM;
 	}
 	pw_orig_unlock(k->store);
 	creds_back(&c);

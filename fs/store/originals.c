@@ -48,6 +48,14 @@ struct pw_orig_store {
 	int64_t keep_ns;
 	sqlite3_stmt *insert; /* pw_orig_insert's, prepared once: one runs per first change */
 	pthread_mutex_t lock;
+	/* Deferred rows (pw_orig_insert_deferred), under LOCK: a transaction open since
+	 * TXN_SINCE (CLOCK_MONOTONIC) holding TXN_ROWS rows, committed by the flusher thread
+	 * once PW_ORIG_DEFER_MS have passed, or earlier by whatever needs it committed. */
+	bool txn, stopping, flusher_started;
+	unsigned txn_rows;
+	int64_t txn_since;
+	pthread_cond_t wake; /* the flusher's: a transaction opened, or the store closes */
+	pthread_t flusher;
 };
 
 /* Removes what a killed daemon left in tmp/ (the named fallback of O_TMPFILE). */
@@ -96,6 +104,11 @@ int pw_orig_store_open(const pw_orig_opts *o, pw_orig_store **ret)
 	if (!s)
 		return -ENOMEM;
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->wake, &ca);
+	pthread_condattr_destroy(&ca);
 	s->blobs_fd = s->tmp_fd = -1;
 	s->dir = TAKE_PTR(dir);
 	s->max_file = o->max_file ? o->max_file : PW_ORIG_MAX_FILE_DEFAULT;
@@ -128,6 +141,15 @@ void pw_orig_store_close(pw_orig_store *s)
 {
 	if (!s)
 		return;
+	if (s->flusher_started) {
+		pthread_mutex_lock(&s->lock);
+		s->stopping = true;
+		pthread_cond_signal(&s->wake);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->flusher, NULL);
+	}
+	if (s->db)
+		(void)pw_orig_flush(s); /* a close rolls back what is not committed */
 	sqlite3_finalize(s->insert);
 	if (s->db)
 		sqlite3_close_v2(s->db);
@@ -136,6 +158,7 @@ void pw_orig_store_close(pw_orig_store *s)
 	if (s->tmp_fd >= 0)
 		close(s->tmp_fd);
 	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->wake);
 	free(s->dir);
 	free(s);
 }
@@ -152,7 +175,66 @@ void pw_orig_unlock(pw_orig_store *s)
 
 sqlite3 *pw_orig_db(pw_orig_store *s)
 {
+	(void)pw_orig_flush(s); /* what the caller reads or writes is committed */
 	return s->db;
+}
+
+/* ---- deferred rows --------------------------------------------------------------------- */
+
+int pw_orig_flush(pw_orig_store *s)
+{
+	if (!s->txn)
+		return 0;
+	int rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+	if (rc != SQLITE_OK && !sqlite3_get_autocommit(s->db))
+		return pw_db_errno(rc); /* still open (busy): the next flush tries again */
+	s->txn = false;
+	s->txn_rows = 0;
+	return rc == SQLITE_OK ? 0 : pw_db_errno(rc);
+}
+
+/* Commits a transaction of deferred rows once it is PW_ORIG_DEFER_MS old. */
+static void *flusher_main(void *arg)
+{
+	pw_orig_store *s = arg;
+	pthread_mutex_lock(&s->lock);
+	while (!s->stopping) {
+		if (!s->txn) {
+			pthread_cond_wait(&s->wake, &s->lock);
+			continue;
+		}
+		int64_t due = s->txn_since + (int64_t)PW_ORIG_DEFER_MS * 1000000;
+		if (pw_clock_ns(CLOCK_MONOTONIC) >= due) {
+			if (pw_orig_flush(s) < 0) /* busy past the timeout: again in a while */
+				s->txn_since = pw_clock_ns(CLOCK_MONOTONIC);
+			continue;
+		}
+		struct timespec ts = { .tv_sec = due / 1000000000, .tv_nsec = due % 1000000000 };
+		pthread_cond_timedwait(&s->wake, &s->lock, &ts);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
+/* Opens the transaction deferred rows go into, and starts the flusher that ends it (here,
+ * on the first deferred row, not at open: the daemon forks after it opens the store). */
+static int txn_open(pw_orig_store *s)
+{
+	if (s->txn)
+		return 0;
+	if (!s->flusher_started) {
+		if (pthread_create(&s->flusher, NULL, flusher_main, s) != 0)
+			return -EAGAIN; /* the caller commits the row itself */
+		s->flusher_started = true;
+	}
+	int rc = sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return pw_db_errno(rc);
+	s->txn = true;
+	s->txn_rows = 0;
+	s->txn_since = pw_clock_ns(CLOCK_MONOTONIC);
+	pthread_cond_signal(&s->wake);
+	return 0;
 }
 
 const char *pw_orig_dir(const pw_orig_store *s)
@@ -543,7 +625,7 @@ void pw_orig_object_done(pw_orig_object *o)
 
 /* ---- rows ------------------------------------------------------------------------------ */
 
-int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
+static int insert_row(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 {
 	const pw_orig_object *o = row->obj;
 	int rc = s->insert ? SQLITE_OK : sqlite3_prepare_v2(
@@ -600,6 +682,44 @@ int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 	return 0;
 }
 
+/* A failed statement can end the transaction (SQLite rolls back on some errors). */
+static int txn_checked(pw_orig_store *s, int r)
+{
+	if (r < 0 && s->txn && sqlite3_get_autocommit(s->db)) {
+		s->txn = false;
+		s->txn_rows = 0;
+	}
+	return r;
+}
+
+int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
+{
+	int r = txn_checked(s, insert_row(s, row, ret_id));
+	if (r < 0 || !s->txn)
+		return r;
+	/* The deferred rows before it are committed with it, in one transaction: what is
+	 * committed is always every row up to some point, never a later row without an
+	 * earlier one. */
+	r = pw_orig_flush(s);
+	if (r < 0 && s->txn) {
+		/* Never leave the row to be committed later: its change will not happen. */
+		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		s->txn = false;
+		s->txn_rows = 0;
+	}
+	return r;
+}
+
+int pw_orig_insert_deferred(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
+{
+	if (txn_open(s) < 0)
+		return pw_orig_insert(s, row, ret_id);
+	int r = txn_checked(s, insert_row(s, row, ret_id));
+	if (r == 0 && ++s->txn_rows >= PW_ORIG_DEFER_ROWS)
+		(void)pw_orig_flush(s); /* if busy, the flusher tries again */
+	return r;
+}
+
 /* Removes blob HASH (file and record) when no row references it. */
 static void drop_unreferenced(pw_orig_store *s, const char *hash)
 {
@@ -649,7 +769,10 @@ int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *m
 			    int64_t *ret_id)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(s->db,
+	int rc = pw_orig_flush(s); /* the rows of the set it ends go first */
+	if (rc < 0)
+		return rc;
+	rc = sqlite3_prepare_v2(s->db,
 				    "INSERT INTO orig_changesets(project, mountpoint, started_ns, "
 				    "reason, name, mode) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 				    -1, &st, NULL);
@@ -731,8 +854,11 @@ int pw_orig_prune(pw_orig_store *s, int64_t keep_ns, uint64_t max_total, int64_t
 		keep_ns = s->keep_ns;
 	if (!max_total)
 		max_total = s->max_total;
+	int r = pw_orig_flush(s);
+	if (r < 0)
+		return r;
 	int64_t limit = pw_db_now_ns() - keep_ns;
-	int removed = 0, r = 0;
+	int removed = 0;
 	for (;;) {
 		int64_t started = 0, id = oldest(s, protect, &started);
 		if (!id)

@@ -10,10 +10,12 @@
  * leaves either a whole blob or none. The records are rows of the state database
  * (migration 2): change sets, and per change set one row per path first changed, in the
  * order the changes happened. A row is committed after its blob is in place and before
- * the change it precedes is applied.
+ * the change it precedes is applied; the row of a created name may follow shortly after
+ * (pw_orig_insert_deferred), since there is no original to lose.
  *
  * Threading: one store is used by one thread at a time; fs/keep.c serializes its callers
- * with its own lock, and the control methods take the same lock (pw_orig_lock).
+ * with its own lock, and the control methods take the same lock (pw_orig_lock). The store's
+ * own thread commits deferred rows under that lock.
  */
 #pragma once
 
@@ -43,7 +45,7 @@ void pw_orig_store_close(pw_orig_store *s); /* accepts NULL */
 
 void pw_orig_lock(pw_orig_store *s);
 void pw_orig_unlock(pw_orig_store *s);
-sqlite3 *pw_orig_db(pw_orig_store *s);          /* with the lock held */
+sqlite3 *pw_orig_db(pw_orig_store *s);          /* with the lock held; deferred rows committed */
 const char *pw_orig_dir(const pw_orig_store *s);
 uint64_t pw_orig_max_file(const pw_orig_store *s);
 
@@ -95,8 +97,25 @@ typedef struct pw_orig_row {
 	pid_t pid;
 } pw_orig_row;
 
-/* Inserts ROW (committed when it returns). Returns 0 with its id in *ret_id, or -errno. */
+/* Inserts ROW (committed when it returns, with every deferred row before it). Returns 0
+ * with its id in *ret_id, or -errno. */
 int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id);
+
+/*
+ * Inserts ROW without waiting for a commit: for a row whose loss in a crash loses no
+ * original (a created name: undo would then leave the new object in place). Deferred rows
+ * go into one open transaction, committed at the latest PW_ORIG_DEFER_MS after the first
+ * of them (a thread of the store does it) or once PW_ORIG_DEFER_ROWS are pending, and
+ * before anything else is written or read: the next pw_orig_insert commits them with its
+ * own row, and pw_orig_db, pw_orig_changeset_begin, pw_orig_prune and pw_orig_store_close
+ * commit them first. So the rows committed are always a prefix of the rows inserted, and a
+ * kill loses at most the deferred rows of the last PW_ORIG_DEFER_MS. The id is final.
+ */
+int pw_orig_insert_deferred(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id);
+#define PW_ORIG_DEFER_MS 100
+#define PW_ORIG_DEFER_ROWS 4096
+/* Commits the deferred rows now. Lock held. 0 or -errno (still pending: tried again). */
+int pw_orig_flush(pw_orig_store *s);
 /* Deletes a row whose change failed, and its blob when no other row references it. */
 void pw_orig_delete(pw_orig_store *s, int64_t id);
 
