@@ -11,6 +11,7 @@
  */
 #include "keep.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -645,8 +646,102 @@ int pw_keep_move_locked(pw_keep *k, int root_fd, const char *from, const char *t
 	}
 	int r = pw_orig_insert(k->store, &row, NULL);
 	if (r == 0) {
+		mark_kept_below(k, from);
+		mark_kept_below(k, to);
 		set_remove_if(k, under, from);
 		set_remove_if(k, under, to);
 	}
 	return r;
+}
+
+/* ---- for undo: another name of an inode ------------------------------------------------- */
+
+#define WALK_MAX_ENTRIES 1000000u
+#define WALK_MAX_DEPTH 256
+
+typedef struct name_walk {
+	dev_t dev;
+	ino_t ino;
+	const char *skip;
+	char *out;
+	unsigned budget;
+} name_walk;
+
+/* Is PATH (beneath the root) a regular file on inode DEV:INO, and not W->skip? */
+static bool is_other_name(pw_keep *k, const name_walk *w, const char *path)
+{
+	if (streq(path, w->skip))
+		return false;
+	_cleanup_close_ int fd = pw_openat_beneath(k->fs, path, O_PATH, 0);
+	struct stat st;
+	return fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == w->dev &&
+	       st.st_ino == w->ino;
+}
+
+/* Looks through the directory DFD (PATH, LEN bytes of it) and beneath, on the inode's own
+ * filesystem only. Takes DFD. 1: found (in W->out), 0: not there, -errno. */
+static int walk_dir(pw_keep *k, name_walk *w, int dfd, char *path, size_t len, unsigned depth)
+{
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return 0;
+	}
+	int r = 0;
+	for (struct dirent *de; r == 0 && w->budget && (de = readdir(d)); w->budget--) {
+		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		size_t nl = strlen(de->d_name);
+		if (len + 1 + nl >= PW_PATH_MAX)
+			continue;
+		size_t at = len ? len + 1 : 0;
+		if (len)
+			path[len] = '/';
+		memcpy(path + at, de->d_name, nl + 1);
+		if (de->d_ino == w->ino && (de->d_type == DT_REG || de->d_type == DT_UNKNOWN) &&
+		    is_other_name(k, w, path)) {
+			snprintf(w->out, PW_PATH_MAX, "%s", path);
+			r = 1;
+		} else if ((de->d_type == DT_DIR || de->d_type == DT_UNKNOWN) &&
+			   depth < WALK_MAX_DEPTH) {
+			int sub = openat(dirfd(d), de->d_name,
+					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			struct stat st;
+			if (sub >= 0 && (fstat(sub, &st) < 0 || st.st_dev != w->dev)) {
+				close(sub); /* another filesystem cannot hold a link to it */
+				sub = -1;
+			}
+			if (sub >= 0)
+				r = walk_dir(k, w, sub, path, at + nl, depth + 1);
+		}
+		path[len] = '\0';
+	}
+	closedir(d);
+	return r;
+}
+
+int pw_keep_other_name(pw_keep *k, dev_t dev, ino_t ino, const char *not_path,
+		       char ret_path[PW_PATH_MAX])
+{
+	if (!k->fs)
+		return -ENOENT;
+	name_walk w = { .dev = dev, .ino = ino, .skip = not_path, .out = ret_path,
+			.budget = WALK_MAX_ENTRIES };
+	/* The view's own table first: a name it has looked up. */
+	PW_PATH_DECLARE(p);
+	pthread_rwlock_rdlock(&k->fs->tree_lock);
+	pw_inode *n = pw_inode_find_locked(k->fs, dev, ino);
+	int r = n ? pw_node_path_locked(k->fs, n, &p) : -ENOENT;
+	pthread_rwlock_unlock(&k->fs->tree_lock);
+	if (r == 0 && is_other_name(k, &w, p.s)) {
+		snprintf(ret_path, PW_PATH_MAX, "%s", p.s);
+		return 0;
+	}
+	/* Then the whole tree, bounded. */
+	int dfd = openat(k->fs->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return negative_errno();
+	char path[PW_PATH_MAX] = "";
+	r = walk_dir(k, &w, dfd, path, 0, 0);
+	return r < 0 ? r : r == 1 ? 0 : -ENOENT;
 }

@@ -59,6 +59,11 @@ pw_orig_store *pw_keep_store(pw_keep *k);
  * store lock held by the caller (pw_orig_lock). ROOT_FD is the project root. */
 int pw_keep_path_locked(pw_keep *k, int root_fd, const char *path, const char *op);
 int pw_keep_move_locked(pw_keep *k, int root_fd, const char *from, const char *to);
+/* For undo of an unlink of a file that had other names: RET_PATH gets another name of inode
+ * DEV:INO in the project than NOT_PATH (a regular file), found in the view's table or by a
+ * bounded walk of the backing tree. 0, -ENOENT (none found) or -errno. */
+int pw_keep_other_name(pw_keep *k, dev_t dev, ino_t ino, const char *not_path,
+		       char ret_path[PW_PATH_MAX]);
 
 /* ---- hooks (fs/ops*.c) ------------------------------------------------------------------ */
 

@@ -250,7 +250,7 @@ static int load(ctx *x, json_t *params, enum scope_default dflt)
 		"SELECT r.id, r.changeset, r.action, r.path, r.path2, r.exchange, r.implicit, "
 		"r.src_dev, r.src_ino, r.present, r.mode, r.uid, r.gid, r.atime_ns, r.mtime_ns, "
 		"r.size, r.blob, r.target, r.xattrs, r.not_kept, r.op, r.pid, r.comm, "
-		"r.mode_name, r.time_ns, r.ctime_ns, r.ino, r.dev FROM orig_rows r JOIN "
+		"r.mode_name, r.time_ns, r.ctime_ns, r.ino, r.dev, r.nlink FROM orig_rows r JOIN "
 		"orig_changesets c ON c.id = r.changeset WHERE c.project = ?1 ORDER BY r.id",
 		-1, &st, NULL);
 	if (rc != SQLITE_OK)
@@ -302,6 +302,7 @@ static int load(ctx *x, json_t *params, enum scope_default dflt)
 		r->o.ctime_ns = sqlite3_column_int64(st, 25);
 		r->o.ino = (uint64_t)sqlite3_column_int64(st, 26);
 		r->o.dev = (uint64_t)sqlite3_column_int64(st, 27);
+		r->o.nlink = (uint64_t)sqlite3_column_int64(st, 28);
 		if (!r->path)
 			r->path = strdup("");
 	}
@@ -860,12 +861,20 @@ typedef struct dir_times {
 	int64_t atime_ns, mtime_ns;
 } dir_times;
 
+/* A file restored from its blob whose inode had other names when it was kept. */
+typedef struct relink {
+	char *path;
+	const pw_orig_object *o; /* the row's, alive as long as the run */
+} relink;
+
 typedef struct undo_run {
 	ctx *x;
 	bool force, dry;
 	json_t *actions, *failed;
 	dir_times *dirs;
 	size_t n_dirs, cap_dirs;
+	relink *links;
+	size_t n_links, cap_links;
 } undo_run;
 
 static void note_fail(undo_run *u, const char *path, const char *what, int r)
@@ -912,6 +921,64 @@ static int push_dir(undo_run *u, const char *path, const pw_orig_object *o)
 	return 0;
 }
 
+static void act(undo_run *u, const char *what, const char *path, const char *path2);
+static void stamp(ctx *x, const char *path);
+
+/* Remembers that PATH, restored from a blob, was one name of an inode with others. */
+static int push_relink(undo_run *u, const char *path, const pw_orig_object *o)
+{
+	if (u->n_links == u->cap_links) {
+		size_t cap = u->cap_links ? u->cap_links * 2 : 8;
+		relink *n = realloc(u->links, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		u->links = n;
+		u->cap_links = cap;
+	}
+	char *copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	u->links[u->n_links++] = (relink){ copy, o };
+	return 0;
+}
+
+/*
+ * Makes the restored file at L->path a hard link again, as it was: to the inode it shared,
+ * when that inode still has another name in the project and holds the original content
+ * (unchanged since, or restored by this undo). Otherwise the restored copy stays. Run
+ * after every row, so the other name's own restore has happened whatever the order.
+ */
+static void undo_relink(undo_run *u, const relink *l)
+{
+	ctx *x = u->x;
+	struct stat st;
+	if (stat_beneath(x, l->path, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (st.st_dev == l->o->dev && st.st_ino == l->o->ino))
+		return; /* gone again, or the same inode already */
+	char other[PW_PATH_MAX], hex[PW_SHA256_HEX];
+	if (pw_keep_other_name(x->k, (dev_t)l->o->dev, (ino_t)l->o->ino, l->path, other) < 0)
+		return;
+	_cleanup_close_ int ofd = open_beneath(x, other, O_RDONLY);
+	if (ofd < 0 || hash_file(ofd, hex) < 0 || !streq(hex, l->o->blob))
+		return; /* changed since: an independent copy is what the original was then */
+	const char *name;
+	_cleanup_close_ int pfd = open_parent(x, l->path, &name);
+	if (pfd < 0)
+		return;
+	char tmp[64], proc[64];
+	snprintf(tmp, sizeof(tmp), ".piworkfs-relink-%d", (int)getpid());
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", ofd);
+	(void)unlinkat(pfd, tmp, 0);
+	if (linkat(AT_FDCWD, proc, pfd, tmp, AT_SYMLINK_FOLLOW) < 0)
+		return;
+	if (renameat(pfd, tmp, pfd, name) < 0) {
+		(void)unlinkat(pfd, tmp, 0);
+		return;
+	}
+	act(u, "relink", l->path, other);
+	stamp(x, l->path);
+}
+
 /* Puts O back at PATH. */
 static int undo_restore(undo_run *u, const char *path, const crow *rw)
 {
@@ -951,6 +1018,8 @@ static int undo_restore(undo_run *u, const char *path, const crow *rw)
 		r = fill_from_blob(s, o->blob, fd);
 		if (r == 0)
 			r = apply_meta(fd, o, true);
+		if (r == 0 && o->nlink > 1)
+			r = push_relink(u, path, o);
 		return r;
 	}
 	if (S_ISLNK(o->mode)) {
@@ -1121,6 +1190,8 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	for (size_t i = x.n_rows; !refuse && i-- > 0;)
 		if (x.rows[i].selected)
 			one_row(&u, &x.rows[i]);
+	for (size_t i = 0; i < u.n_links; i++)
+		undo_relink(&u, &u.links[i]);
 	/* Directories' times last (in the order met: the earliest row's wins). */
 	for (size_t i = 0; i < u.n_dirs; i++) {
 		_cleanup_close_ int fd = open_beneath(&x, u.dirs[i].path, O_PATH);
@@ -1158,6 +1229,9 @@ out:
 	for (size_t i = 0; i < u.n_dirs; i++)
 		free(u.dirs[i].path);
 	free(u.dirs);
+	for (size_t i = 0; i < u.n_links; i++)
+		free(u.links[i].path);
+	free(u.links);
 	json_decref(u.actions);
 	json_decref(u.failed);
 	json_decref(conflicts);

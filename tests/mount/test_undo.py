@@ -196,6 +196,49 @@ class Undo(MountCase):
             with open(os.path.join(self.project, p)) as f:
                 self.assertEqual(f.read(), TREE[p])
 
+    def test_unlink_of_one_name_is_undone_as_a_hard_link(self):
+        # The inode lives on under its other name, unchanged: undo gives the removed name
+        # back as a link to it (tree_hash counts links), not as an independent copy.
+        os.link(os.path.join(self.project, "src", "util.c"),
+                os.path.join(self.project, "util-link.c"))
+        self.roundtrip(lambda root: os.unlink(os.path.join(root, "src", "util.c")))
+        a = os.stat(os.path.join(self.project, "src", "util.c"))
+        b = os.stat(os.path.join(self.project, "util-link.c"))
+        self.assertEqual((a.st_ino, a.st_nlink), (b.st_ino, 2))
+
+    def test_unlink_then_a_write_through_the_other_name_is_undone_as_a_hard_link(self):
+        # The other name's content is put back by its own row, after or before the removed
+        # name's: the link is made once both are back.
+        os.link(os.path.join(self.project, "src", "util.c"),
+                os.path.join(self.project, "util-link.c"))
+
+        def change(root):
+            os.stat(os.path.join(root, "util-link.c"))
+            os.unlink(os.path.join(root, "src", "util.c"))
+            with open(os.path.join(root, "util-link.c"), "a") as f:
+                f.write("/* after the unlink */\n")
+        self.roundtrip(change)
+        a = os.stat(os.path.join(self.project, "src", "util.c"))
+        b = os.stat(os.path.join(self.project, "util-link.c"))
+        self.assertEqual((a.st_ino, a.st_nlink), (b.st_ino, 2))
+
+    def test_other_name_changed_outside_stays_an_independent_copy(self):
+        # The surviving inode no longer holds the original: linking to it would give the
+        # removed name content it never had.
+        os.link(os.path.join(self.project, "src", "util.c"),
+                os.path.join(self.project, "util-link.c"))
+        v = self.mount("build")
+        self.checkpoint()
+        os.unlink(v.path("src/util.c"))
+        with open(os.path.join(self.project, "util-link.c"), "a") as f:
+            f.write("/* outside the view */\n")
+        self.undo_all()
+        with open(os.path.join(self.project, "src", "util.c")) as f:
+            self.assertEqual(f.read(), TREE["src/util.c"])
+        a = os.stat(os.path.join(self.project, "src", "util.c"))
+        b = os.stat(os.path.join(self.project, "util-link.c"))
+        self.assertNotEqual(a.st_ino, b.st_ino)
+
     # -- names the change set made: their records may follow the change -----------------
 
     def test_created_names_are_listed_at_once_and_survive_a_clean_unmount(self):
