@@ -33,6 +33,9 @@ SOURCE_MODES = os.environ.get("SOURCE_MODES", os.path.join(SOURCE, "modes"))
 
 # Deadlines, not speed claims: generous, so a loaded machine (or ASan) is slower, not red.
 MOUNT_DEADLINE = 60.0
+# How long a test waits for a condition that another process or the kernel brings about.
+# Generous on purpose: a wait ends as soon as the condition holds, so only a failure pays it.
+DEADLINE = 60.0
 EXIT_DEADLINE = 60.0
 BUNDLED = ["discuss", "plan", "review", "design", "build", "off"]
 READ_ONLY_MODES = ["discuss", "plan", "review"]

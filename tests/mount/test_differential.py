@@ -1450,7 +1450,7 @@ class CachedEntries(harness.MountCase):
         self.assertNotIsInstance(self.stat_as_nobody(v.path("e/new")), Err)
         os.chmod(v.path("e"), 0o770)  # through the view, by root
         self.assertTrue(harness.wait_until(
-            lambda: self.stat_as_nobody(v.path("e/new")) == "EACCES", 2.0))
+            lambda: self.stat_as_nobody(v.path("e/new")) == "EACCES", harness.DEADLINE))
 
     def test_a_name_renamed_into_a_private_directory_is_not_kept(self):
         os.chmod(self.e, 0o770)
@@ -1462,7 +1462,7 @@ class CachedEntries(harness.MountCase):
         self.assertNotIsInstance(self.stat_as_nobody(v.path("pub/x")), Err)
         os.rename(v.path("pub/x"), v.path("e/x"))  # the kernel moves the cached entry
         self.assertTrue(harness.wait_until(
-            lambda: self.stat_as_nobody(v.path("e/x")) == "EACCES", 2.0))
+            lambda: self.stat_as_nobody(v.path("e/x")) == "EACCES", harness.DEADLINE))
         self.assertNotIsInstance(self.stat_as_nobody(v.path("e/x"), [1234]), Err)
 
 

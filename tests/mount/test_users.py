@@ -108,8 +108,9 @@ class UsersTest(harness.MountCase):
         with open(viewed) as f:
             self.assertEqual(f.read(), "data\nmore\n")
         # The view shows the new mode too (the watcher refreshes the kernel's copy).
-        harness.wait_until(lambda: os.stat(v.path("shared/viewed")).st_mode & 0o7777
-                           == native_mode, 2.0)
+        self.assertTrue(harness.wait_until(
+            lambda: os.stat(v.path("shared/viewed")).st_mode & 0o7777 == native_mode,
+            harness.DEADLINE), "the view never showed the cleared mode")
 
     def test_a_write_by_root_keeps_setuid_as_natively(self):
         p = self._setid_file("roots")
