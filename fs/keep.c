@@ -336,23 +336,10 @@ static int64_t record_locked(pw_keep *k, who *w, const char *path, int dirfd,
 		/* The row was metadata only (chmod, a parent's times): add the content, which
 		 * no change through the view has touched yet. */
 		if (o.present && S_ISREG(o.mode)) {
-			sqlite3_stmt *st = NULL;
-			int rc = sqlite3_prepare_v2(pw_orig_db(k->store),
-						    "UPDATE orig_rows SET blob = ?1, not_kept = ?2, "
-						    "size = ?3 WHERE id = ?4",
-						    -1, &st, NULL);
-			if (rc == SQLITE_OK) {
-				if (o.blob[0])
-					sqlite3_bind_text(st, 1, o.blob, -1, SQLITE_STATIC);
-				sqlite3_bind_text(st, 2, o.not_kept, -1, SQLITE_STATIC);
-				sqlite3_bind_int64(st, 3, (sqlite3_int64)o.size);
-				sqlite3_bind_int64(st, 4, e->row);
-				rc = sqlite3_step(st);
-			}
-			sqlite3_finalize(st);
-			if (rc != SQLITE_DONE) {
+			r = pw_orig_set_content(k->store, e->row, &o);
+			if (r < 0) {
 				pw_orig_object_done(&o);
-				return -EIO;
+				return r;
 			}
 			mark_kept_below(k, path);
 		}

@@ -79,12 +79,6 @@ static _printf_(3, 4) int failf(ctx *x, int code, const char *fmt, ...)
 	return -1;
 }
 
-static char *dupcol(sqlite3_stmt *st, int i)
-{
-	const char *s = (const char *)sqlite3_column_text(st, i);
-	return s ? strdup(s) : NULL;
-}
-
 static void ctx_done(ctx *x)
 {
 	for (size_t i = 0; i < x->n_rows; i++) {
@@ -199,116 +193,99 @@ static bool path_selected(ctx *x, const crow *r)
 
 enum scope_default { SCOPE_ALL, SCOPE_LATEST };
 
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+typedef struct load_state {
+	ctx *x;
+	size_t cap_sets, cap_rows;
+	const char *since;
+	int64_t min_cs;
+} load_state;
+
+static int load_set(const pw_orig_changeset *c, void *u)
+{
+	load_state *ls = u;
+	ctx *x = ls->x;
+	if (x->n_sets == ls->cap_sets) {
+		size_t cap = ls->cap_sets ? ls->cap_sets * 2 : 16;
+		cset *n = realloc(x->sets, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		x->sets = n;
+		ls->cap_sets = cap;
+	}
+	x->sets[x->n_sets++] = (cset){ .id = c->id, .started_ns = c->started_ns,
+				       .reason = dup_or_null(c->reason),
+				       .name = dup_or_null(c->name), .mode = dup_or_null(c->mode) };
+	if (ls->since && c->name && streq(c->name, ls->since))
+		ls->min_cs = c->id;
+	return 0;
+}
+
+static int load_row(const pw_orig_rec *rec, void *u)
+{
+	load_state *ls = u;
+	ctx *x = ls->x;
+	if (x->n_rows == ls->cap_rows) {
+		size_t cap = ls->cap_rows ? ls->cap_rows * 2 : 64;
+		crow *n = realloc(x->rows, cap * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		x->rows = n;
+		ls->cap_rows = cap;
+	}
+	crow *r = &x->rows[x->n_rows++];
+	*r = (crow){
+		.id = rec->id,
+		.cs = rec->changeset,
+		.pid = rec->pid,
+		.time_ns = rec->time_ns,
+		.move = rec->action == PW_ORIG_MOVE,
+		.exchange = rec->exchange,
+		.implicit = rec->implicit,
+		.path = strdup(rec->path),
+		.path2 = dup_or_null(rec->path2),
+		.op = dup_or_null(rec->op),
+		.comm = dup_or_null(rec->comm),
+		.mode_name = dup_or_null(rec->mode_name),
+		.not_kept = dup_or_null(rec->o.not_kept),
+		.src_dev = rec->src_dev,
+		.src_ino = rec->src_ino,
+		.o = rec->o,
+	};
+	/* The object's buffers are the store's until the callback returns. */
+	r->o.not_kept = NULL;
+	r->o.target = dup_or_null(rec->o.target);
+	r->o.xattrs = NULL;
+	r->o.xattrs_len = 0;
+	if (rec->o.xattrs_len && (r->o.xattrs = malloc(rec->o.xattrs_len))) {
+		memcpy(r->o.xattrs, rec->o.xattrs, rec->o.xattrs_len);
+		r->o.xattrs_len = rec->o.xattrs_len;
+	}
+	return r->path ? 0 : -ENOMEM;
+}
+
 /* Loads the project's change sets and rows (oldest first), and marks the rows the
  * params select: --since (a checkpoint's name, or since_ns), --mode, paths. Lock held. */
 static int load(ctx *x, json_t *params, enum scope_default dflt)
 {
-	sqlite3 *db = pw_orig_db(pw_keep_store(x->k));
-	const char *project = pw_keep_project(x->k);
 	const char *since = json_string_value(json_object_get(params, "since"));
 	json_t *since_ns_j = json_object_get(params, "since_ns");
 	const char *mode = json_string_value(json_object_get(params, "mode"));
-	int64_t min_cs = 0, since_ns = since_ns_j ? json_integer_value(since_ns_j) : 0;
-	sqlite3_stmt *st = NULL;
-	int rc;
+	int64_t since_ns = since_ns_j ? json_integer_value(since_ns_j) : 0;
 
 	if (load_paths(x, params) < 0)
 		return -1;
-	rc = sqlite3_prepare_v2(db,
-				"SELECT id, started_ns, reason, name, mode FROM orig_changesets "
-				"WHERE project = ?1 ORDER BY id",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return failf(x, PW_RPC_INTERNAL_ERROR, "state database: %s", sqlite3_errmsg(db));
-	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
-	size_t cap = 0;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (x->n_sets == cap) {
-			cap = cap ? cap * 2 : 16;
-			cset *n = realloc(x->sets, cap * sizeof(*n));
-			if (!n) {
-				sqlite3_finalize(st);
-				return failf(x, PW_RPC_INTERNAL_ERROR, "out of memory");
-			}
-			x->sets = n;
-		}
-		cset *c = &x->sets[x->n_sets++];
-		c->id = sqlite3_column_int64(st, 0);
-		c->started_ns = sqlite3_column_int64(st, 1);
-		c->reason = dupcol(st, 2);
-		c->name = dupcol(st, 3);
-		c->mode = dupcol(st, 4);
-		if (since && c->name && streq(c->name, since))
-			min_cs = c->id;
-	}
-	sqlite3_finalize(st);
+	load_state ls = { .x = x, .since = since };
+	int q = pw_orig_read(pw_keep_store(x->k), pw_keep_project(x->k), load_set, load_row, &ls);
+	if (q < 0)
+		return failf(x, PW_RPC_INTERNAL_ERROR, "state database: %s", strerror(-q));
+	int64_t min_cs = ls.min_cs;
 	if (since && !min_cs)
 		return failf(x, PW_RPC_INVALID_PARAMS, "no checkpoint named '%s'", since);
-
-	rc = sqlite3_prepare_v2(
-		db,
-		"SELECT r.id, r.changeset, r.action, r.path, r.path2, r.exchange, r.implicit, "
-		"r.src_dev, r.src_ino, r.present, r.mode, r.uid, r.gid, r.atime_ns, r.mtime_ns, "
-		"r.size, r.blob, r.target, r.xattrs, r.not_kept, r.op, r.pid, r.comm, "
-		"r.mode_name, r.time_ns, r.ctime_ns, r.ino, r.dev, r.nlink FROM orig_rows r JOIN "
-		"orig_changesets c ON c.id = r.changeset WHERE c.project = ?1 ORDER BY r.id",
-		-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return failf(x, PW_RPC_INTERNAL_ERROR, "state database: %s", sqlite3_errmsg(db));
-	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
-	cap = 0;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (x->n_rows == cap) {
-			cap = cap ? cap * 2 : 64;
-			crow *n = realloc(x->rows, cap * sizeof(*n));
-			if (!n) {
-				sqlite3_finalize(st);
-				return failf(x, PW_RPC_INTERNAL_ERROR, "out of memory");
-			}
-			x->rows = n;
-		}
-		crow *r = &x->rows[x->n_rows++];
-		memset(r, 0, sizeof(*r));
-		r->id = sqlite3_column_int64(st, 0);
-		r->cs = sqlite3_column_int64(st, 1);
-		r->move = streq((const char *)sqlite3_column_text(st, 2), "move");
-		r->path = dupcol(st, 3);
-		r->path2 = dupcol(st, 4);
-		r->exchange = sqlite3_column_int(st, 5);
-		r->implicit = sqlite3_column_int(st, 6);
-		r->src_dev = (uint64_t)sqlite3_column_int64(st, 7);
-		r->src_ino = (uint64_t)sqlite3_column_int64(st, 8);
-		r->o.present = sqlite3_column_int(st, 9);
-		r->o.mode = (mode_t)sqlite3_column_int64(st, 10);
-		r->o.uid = (uid_t)sqlite3_column_int64(st, 11);
-		r->o.gid = (gid_t)sqlite3_column_int64(st, 12);
-		r->o.atime_ns = sqlite3_column_int64(st, 13);
-		r->o.mtime_ns = sqlite3_column_int64(st, 14);
-		r->o.size = (uint64_t)sqlite3_column_int64(st, 15);
-		const char *blob = (const char *)sqlite3_column_text(st, 16);
-		snprintf(r->o.blob, sizeof(r->o.blob), "%s", blob ? blob : "");
-		r->o.target = dupcol(st, 17);
-		int xl = sqlite3_column_bytes(st, 18);
-		if (xl > 0 && (r->o.xattrs = malloc((size_t)xl))) {
-			memcpy(r->o.xattrs, sqlite3_column_blob(st, 18), (size_t)xl);
-			r->o.xattrs_len = (size_t)xl;
-		}
-		r->not_kept = dupcol(st, 19);
-		r->op = dupcol(st, 20);
-		r->pid = sqlite3_column_int64(st, 21);
-		r->comm = dupcol(st, 22);
-		r->mode_name = dupcol(st, 23);
-		r->time_ns = sqlite3_column_int64(st, 24);
-		r->o.ctime_ns = sqlite3_column_int64(st, 25);
-		r->o.ino = (uint64_t)sqlite3_column_int64(st, 26);
-		r->o.dev = (uint64_t)sqlite3_column_int64(st, 27);
-		r->o.nlink = (uint64_t)sqlite3_column_int64(st, 28);
-		if (!r->path)
-			r->path = strdup("");
-	}
-	sqlite3_finalize(st);
-	if (rc != SQLITE_DONE)
-		return failf(x, PW_RPC_INTERNAL_ERROR, "state database: %s", sqlite3_errmsg(db));
 
 	/* The default scope of diff and undo: the latest change set with a change. */
 	if (!since && !since_ns_j && dflt == SCOPE_LATEST) {

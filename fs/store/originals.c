@@ -25,6 +25,7 @@
 #include <linux/fs.h>
 #include <linux/limits.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,11 +174,6 @@ void pw_orig_unlock(pw_orig_store *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
-sqlite3 *pw_orig_db(pw_orig_store *s)
-{
-	(void)pw_orig_flush(s); /* what the caller reads or writes is committed */
-	return s->db;
-}
 
 /* ---- deferred rows --------------------------------------------------------------------- */
 
@@ -789,6 +785,129 @@ int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *m
 		return pw_db_errno(rc);
 	*ret_id = sqlite3_last_insert_rowid(s->db);
 	return 0;
+}
+
+int pw_orig_set_content(pw_orig_store *s, int64_t id, const pw_orig_object *o)
+{
+	int r = pw_orig_flush(s); /* an original's row: committed with all before it */
+	if (r < 0)
+		return r;
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(s->db,
+				    "UPDATE orig_rows SET blob = ?1, not_kept = ?2, size = ?3 "
+				    "WHERE id = ?4",
+				    -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return pw_db_errno(rc);
+	if (o->blob[0])
+		sqlite3_bind_text(st, 1, o->blob, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, o->not_kept, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)o->size);
+	sqlite3_bind_int64(st, 4, id);
+	rc = sqlite3_step(st);
+	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+}
+
+/* ---- reading back ---------------------------------------------------------------------- */
+
+static const char *text(sqlite3_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(st, i);
+}
+
+static int read_sets(pw_orig_store *s, const char *project,
+		     int (*fn)(const pw_orig_changeset *c, void *u), void *u)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(s->db,
+				    "SELECT id, started_ns, reason, name, mode FROM orig_changesets "
+				    "WHERE project = ?1 ORDER BY id",
+				    -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return pw_db_errno(rc);
+	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		pw_orig_changeset c = {
+			.id = sqlite3_column_int64(st, 0),
+			.started_ns = sqlite3_column_int64(st, 1),
+			.reason = text(st, 2),
+			.name = text(st, 3),
+			.mode = text(st, 4),
+		};
+		int r = fn(&c, u);
+		if (r < 0)
+			return r;
+	}
+	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+}
+
+static int read_rows(pw_orig_store *s, const char *project,
+		     int (*fn)(const pw_orig_rec *r, void *u), void *u)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(
+		s->db,
+		"SELECT r.id, r.changeset, r.action, r.path, r.path2, r.exchange, r.implicit, "
+		"r.src_dev, r.src_ino, r.present, r.mode, r.uid, r.gid, r.atime_ns, r.mtime_ns, "
+		"r.size, r.blob, r.target, r.xattrs, r.not_kept, r.op, r.pid, r.comm, "
+		"r.mode_name, r.time_ns, r.ctime_ns, r.ino, r.dev, r.nlink FROM orig_rows r JOIN "
+		"orig_changesets c ON c.id = r.changeset WHERE c.project = ?1 ORDER BY r.id",
+		-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return pw_db_errno(rc);
+	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *action = text(st, 2), *path = text(st, 3), *blob = text(st, 16);
+		pw_orig_rec r = {
+			.id = sqlite3_column_int64(st, 0),
+			.changeset = sqlite3_column_int64(st, 1),
+			.action = action && streq(action, "move") ? PW_ORIG_MOVE : PW_ORIG_KEEP,
+			.path = path ? path : "",
+			.path2 = text(st, 4),
+			.exchange = sqlite3_column_int(st, 5),
+			.implicit = sqlite3_column_int(st, 6),
+			.src_dev = (uint64_t)sqlite3_column_int64(st, 7),
+			.src_ino = (uint64_t)sqlite3_column_int64(st, 8),
+			.op = text(st, 20),
+			.pid = sqlite3_column_int64(st, 21),
+			.comm = text(st, 22),
+			.mode_name = text(st, 23),
+			.time_ns = sqlite3_column_int64(st, 24),
+		};
+		pw_orig_object *o = &r.o;
+		o->present = sqlite3_column_int(st, 9);
+		o->mode = (mode_t)sqlite3_column_int64(st, 10);
+		o->uid = (uid_t)sqlite3_column_int64(st, 11);
+		o->gid = (gid_t)sqlite3_column_int64(st, 12);
+		o->atime_ns = sqlite3_column_int64(st, 13);
+		o->mtime_ns = sqlite3_column_int64(st, 14);
+		o->size = (uint64_t)sqlite3_column_int64(st, 15);
+		snprintf(o->blob, sizeof(o->blob), "%s", blob ? blob : "");
+		o->target = (char *)text(st, 17);
+		int xl = sqlite3_column_bytes(st, 18);
+		o->xattrs = xl > 0 ? (void *)sqlite3_column_blob(st, 18) : NULL;
+		o->xattrs_len = o->xattrs ? (size_t)xl : 0;
+		o->not_kept = text(st, 19);
+		o->ctime_ns = sqlite3_column_int64(st, 25);
+		o->ino = (uint64_t)sqlite3_column_int64(st, 26);
+		o->dev = (uint64_t)sqlite3_column_int64(st, 27);
+		o->nlink = (uint64_t)sqlite3_column_int64(st, 28);
+		int q = fn(&r, u);
+		if (q < 0)
+			return q;
+	}
+	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+}
+
+int pw_orig_read(pw_orig_store *s, const char *project,
+		 int (*set_fn)(const pw_orig_changeset *c, void *u),
+		 int (*row_fn)(const pw_orig_rec *r, void *u), void *u)
+{
+	int r = pw_orig_flush(s); /* what is read is what is committed */
+	if (r < 0)
+		return r;
+	r = read_sets(s, project, set_fn, u);
+	return r < 0 ? r : read_rows(s, project, row_fn, u);
 }
 
 /* ---- retention ------------------------------------------------------------------------- */

@@ -19,7 +19,6 @@
  */
 #pragma once
 
-#include <sqlite3.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -45,7 +44,6 @@ void pw_orig_store_close(pw_orig_store *s); /* accepts NULL */
 
 void pw_orig_lock(pw_orig_store *s);
 void pw_orig_unlock(pw_orig_store *s);
-sqlite3 *pw_orig_db(pw_orig_store *s);          /* with the lock held; deferred rows committed */
 const char *pw_orig_dir(const pw_orig_store *s);
 uint64_t pw_orig_max_file(const pw_orig_store *s);
 
@@ -107,8 +105,8 @@ int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id);
  * go into one open transaction, committed at the latest PW_ORIG_DEFER_MS after the first
  * of them (a thread of the store does it) or once PW_ORIG_DEFER_ROWS are pending, and
  * before anything else is written or read: the next pw_orig_insert commits them with its
- * own row, and pw_orig_db, pw_orig_changeset_begin, pw_orig_prune and pw_orig_store_close
- * commit them first. So the rows committed are always a prefix of the rows inserted, and a
+ * own row, and pw_orig_read, pw_orig_set_content, pw_orig_changeset_begin, pw_orig_prune
+ * and pw_orig_store_close commit them first. So the rows committed are always a prefix of the rows inserted, and a
  * kill loses at most the deferred rows of the last PW_ORIG_DEFER_MS. The id is final.
  */
 int pw_orig_insert_deferred(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id);
@@ -116,6 +114,9 @@ int pw_orig_insert_deferred(pw_orig_store *s, const pw_orig_row *row, int64_t *r
 #define PW_ORIG_DEFER_ROWS 4096
 /* Commits the deferred rows now. Lock held. 0 or -errno (still pending: tried again). */
 int pw_orig_flush(pw_orig_store *s);
+/* Row ID, recorded without content (metadata only), gets O's content (a regular file's blob,
+ * or why it is not kept). 0 or -errno. */
+int pw_orig_set_content(pw_orig_store *s, int64_t id, const pw_orig_object *o);
 /* Deletes a row whose change failed, and its blob when no other row references it. */
 void pw_orig_delete(pw_orig_store *s, int64_t id);
 
@@ -123,6 +124,33 @@ void pw_orig_delete(pw_orig_store *s, int64_t id);
 int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *mountpoint,
 			    const char *reason, const char *name, const char *mode,
 			    int64_t *ret_id);
+
+/* ---- reading back (fs/ctl/changes.c) ---- */
+
+typedef struct pw_orig_changeset {
+	int64_t id, started_ns;
+	const char *reason, *name, *mode; /* NULL when not set */
+} pw_orig_changeset;
+
+/* A row as recorded (pw_orig_row's fields, and when). */
+typedef struct pw_orig_rec {
+	int64_t id, changeset, pid, time_ns;
+	pw_orig_action action;
+	bool exchange, implicit;
+	const char *path, *path2, *op, *comm, *mode_name; /* path never NULL */
+	uint64_t src_dev, src_ino;
+	pw_orig_object o; /* o.target, o.xattrs and o.not_kept are borrowed too */
+} pw_orig_rec;
+
+/*
+ * Reads PROJECT's change sets (oldest first) into SET_FN, then their rows (in the order
+ * recorded) into ROW_FN, after committing any deferred rows. Every string and buffer is
+ * valid only during the call: copy what you keep. A callback returning < 0 stops the read
+ * and is returned. Lock held. Returns 0, a callback's value, or -errno.
+ */
+int pw_orig_read(pw_orig_store *s, const char *project,
+		 int (*set_fn)(const pw_orig_changeset *c, void *u),
+		 int (*row_fn)(const pw_orig_rec *r, void *u), void *u);
 
 /* The blob's path (malloc'd). */
 char *pw_orig_blob_path(const pw_orig_store *s, const char *hash);
