@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 
 #include "fs.h"
+#include "opmap.h" /* FUSE opcode -> policy op: the handlers' ops come from there */
 #include "pw_limits.h"
 #include "policy.h"
 #include "util.h"

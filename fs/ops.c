@@ -266,17 +266,6 @@ static int apply_setattr(int fd, bool opath, struct stat *attr, int valid)
 	return 0;
 }
 
-static pw_op setattr_op(int valid)
-{
-	if (valid & FUSE_SET_ATTR_SIZE)
-		return PW_OP_TRUNCATE;
-	if (valid & FUSE_SET_ATTR_MODE)
-		return PW_OP_CHMOD;
-	if (valid & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))
-		return PW_OP_CHOWN;
-	return PW_OP_UTIMENS;
-}
-
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		       struct fuse_file_info *fi)
 {
@@ -286,9 +275,9 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 		 FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
 		 FUSE_SET_ATTR_MTIME_NOW;
 	if (valid) {
-		int r = pw_check_node(fs, req, setattr_op(valid), n);
+		int r = pw_check_node(fs, req, pw_opmap_setattr((unsigned)valid), n);
 		if (r == 0)
-			r = pw_keep_node(fs, req, n, setattr_op(valid));
+			r = pw_keep_node(fs, req, n, pw_opmap_setattr((unsigned)valid));
 		if (r < 0)
 			PW_REPLY_ERR(req, -r);
 		_cleanup_close_ int pfd = -1;
@@ -349,7 +338,7 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 		pw_policy *p = pw_fs_policy_get(fs, NULL);
 		pw_decision d = {.allowed = true};
 		if (pw_node_path(fs, n, &path) == 0)
-			pw_policy_decide(p, PW_OP_ACCESS_WRITE, path.s, S_ISDIR(n->type), &d);
+			pw_policy_decide(p, pw_opmap_op(FUSE_ACCESS), path.s, S_ISDIR(n->type), &d);
 		else if (pw_policy_writes_nothing(p))
 			d = (pw_decision){.allowed = false, .err = EROFS};
 		pw_policy_unref(p);

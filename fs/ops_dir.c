@@ -71,7 +71,7 @@ static void reply_new_entry(fuse_req_t req, pw_fs *fs, pw_inode *parent, const c
 
 void pw_op_mknod(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode, dev_t rdev)
 {
-	PW_NEW_ENTRY_PROLOGUE(PW_OP_MKNOD, false);
+	PW_NEW_ENTRY_PROLOGUE(pw_opmap_op(FUSE_MKNOD), false);
 	int tok = pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_ADDED);
 	if (mknodat(pfd, name, mode, rdev) < 0) {
 		int e = errno;
@@ -85,7 +85,7 @@ void pw_op_mknod(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t
 
 void pw_op_mkdir(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode)
 {
-	PW_NEW_ENTRY_PROLOGUE(PW_OP_MKDIR, true);
+	PW_NEW_ENTRY_PROLOGUE(pw_opmap_op(FUSE_MKDIR), true);
 	int tok = pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_ADDED);
 	if (mkdirat(pfd, name, mode) < 0) {
 		int e = errno;
@@ -101,7 +101,7 @@ void pw_op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent_ino, co
 {
 	/* The target is stored as given; the daemon never follows it. The kernel resolves it
 	 * in the reader's namespace, through the view, where the policy applies again. */
-	PW_NEW_ENTRY_PROLOGUE(PW_OP_SYMLINK, false);
+	PW_NEW_ENTRY_PROLOGUE(pw_opmap_op(FUSE_SYMLINK), false);
 	int tok = pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_ADDED);
 	if (symlinkat(target, pfd, name) < 0) {
 		int e = errno;
@@ -129,9 +129,9 @@ void pw_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent_ino, const cha
 	PW_PATH_DECLARE(newpath);
 	r = pw_child_path(fs, parent, name, &newpath);
 	if (r == 0)
-		r = pw_check_node_ex(fs, req, PW_OP_LINK, n, -1, newpath.s);
+		r = pw_check_node_ex(fs, req, pw_opmap_op(FUSE_LINK), n, -1, newpath.s);
 	if (r == 0)
-		r = pw_check_child(fs, req, PW_OP_LINK, parent, name, false);
+		r = pw_check_child(fs, req, pw_opmap_op(FUSE_LINK), parent, name, false);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
 	if (pw_hidden_existing(fs, parent, pfd, name)) /* after the mode, as above */
@@ -139,7 +139,7 @@ void pw_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent_ino, const cha
 	_cleanup_close_ int fd = pw_open_node(fs, n, O_PATH);
 	if (fd < 0)
 		PW_REPLY_ERR(req, -fd);
-	int64_t kept = pw_keep_name(fs, req, parent, pfd, name, PW_OP_LINK);
+	int64_t kept = pw_keep_name(fs, req, parent, pfd, name, pw_opmap_op(FUSE_LINK));
 	if (kept < 0)
 		PW_REPLY_ERR(req, (int)-kept);
 	char proc[64];
@@ -167,11 +167,11 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent_ino, const char *name
 		PW_REPLY_ERR(req, errno);
 	if (pw_hidden_child(fs, parent, name, S_ISDIR(st.st_mode)))
 		PW_REPLY_ERR(req, ENOENT);
-	int r = pw_check_child(fs, req, dir ? PW_OP_RMDIR : PW_OP_UNLINK, parent, name,
-			       S_ISDIR(st.st_mode));
+	pw_op op = pw_opmap_op(dir ? FUSE_RMDIR : FUSE_UNLINK);
+	int r = pw_check_child(fs, req, op, parent, name, S_ISDIR(st.st_mode));
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
-	int64_t kept = pw_keep_name(fs, req, parent, pfd, name, dir ? PW_OP_RMDIR : PW_OP_UNLINK);
+	int64_t kept = pw_keep_name(fs, req, parent, pfd, name, op);
 	if (kept < 0)
 		PW_REPLY_ERR(req, (int)-kept);
 	int tok = pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_REMOVED);
@@ -225,7 +225,8 @@ void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_
 	bool src_dir = S_ISDIR(src.st_mode);
 	if (pw_hidden_child(fs, parent, name, src_dir))
 		PW_REPLY_ERR(req, ENOENT);
-	r = pw_check_two(fs, req, PW_OP_RENAME, parent, name, np, newname, src_dir);
+	r = pw_check_two(fs, req, pw_opmap_op(flags ? FUSE_RENAME2 : FUSE_RENAME), parent, name, np,
+			 newname, src_dir);
 	/* A directory moves its whole tree: out from under the rules of its old name, and
 	 * under those of the new one. With RENAME_EXCHANGE both trees move. */
 	bool trees = src_dir || ((flags & RENAME_EXCHANGE) && have_dst && S_ISDIR(dst.st_mode));

@@ -126,10 +126,9 @@ void pw_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (pw_node_hidden(fs, n))
 		PW_REPLY_ERR(req, ENOENT);
 	if (wants_write(fi->flags)) {
-		int r = pw_check_node(fs, req, (fi->flags & O_TRUNC) ? PW_OP_TRUNCATE : PW_OP_OPEN_WRITE,
-				      n);
+		int r = pw_check_node(fs, req, (pw_op)pw_opmap_open(fi->flags), n);
 		if (r == 0 && (fi->flags & O_TRUNC)) /* the original, before the truncation */
-			r = pw_keep_node(fs, req, n, PW_OP_TRUNCATE);
+			r = pw_keep_node(fs, req, n, (pw_op)pw_opmap_open(fi->flags));
 		if (r < 0)
 			PW_REPLY_ERR(req, -r);
 	}
@@ -166,12 +165,12 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 	struct stat before;
 	bool existed = fstatat(pfd, name, &before, AT_SYMLINK_NOFOLLOW) == 0;
 	/* The mode first, then a hidden name answers ENOENT (see ops_dir.c). */
-	int r = pw_check_child(fs, req, PW_OP_CREATE, parent, name, false);
+	int r = pw_check_child(fs, req, pw_opmap_op(FUSE_CREATE), parent, name, false);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
 	if (existed && pw_hidden_child(fs, parent, name, S_ISDIR(before.st_mode)))
 		PW_REPLY_ERR(req, ENOENT);
-	int64_t kept = pw_keep_name(fs, req, parent, pfd, name, PW_OP_CREATE);
+	int64_t kept = pw_keep_name(fs, req, parent, pfd, name, pw_opmap_op(FUSE_CREATE));
 	if (kept < 0)
 		PW_REPLY_ERR(req, (int)-kept);
 	/* Only a name that did not exist makes an IN_CREATE for the watcher to expect. */
@@ -276,9 +275,10 @@ void pw_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf,
 {
 	pw_fs *fs = fuse_req_userdata(req);
 	/* The mode in force now decides, whatever it was at open. */
-	int r = pw_check_node_ex(fs, req, PW_OP_WRITE, pw_inode_get(fs, ino), pw_fh_of(fi)->fd, NULL);
+	int r = pw_check_node_ex(fs, req, pw_opmap_op(FUSE_WRITE), pw_inode_get(fs, ino),
+				 pw_fh_of(fi)->fd, NULL);
 	if (r == 0) /* the original, before the first change (cheap afterwards) */
-		r = pw_keep_node(fs, req, pw_inode_get(fs, ino), PW_OP_WRITE);
+		r = pw_keep_node(fs, req, pw_inode_get(fs, ino), pw_opmap_op(FUSE_WRITE));
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
@@ -324,10 +324,10 @@ void pw_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off
 	/* With the caller's credentials: the backing filesystem then kills suid/sgid exactly
 	 * as it would for the caller (the kernel leaves that to us, see devio.c). */
 	PW_REQ_BEGIN(req);
-	int r = pw_check_node_ex(fs, req, PW_OP_FALLOCATE, pw_inode_get(fs, ino), pw_fh_of(fi)->fd,
-				 NULL);
+	int r = pw_check_node_ex(fs, req, pw_opmap_op(FUSE_FALLOCATE), pw_inode_get(fs, ino),
+				 pw_fh_of(fi)->fd, NULL);
 	if (r == 0)
-		r = pw_keep_node(fs, req, pw_inode_get(fs, ino), PW_OP_FALLOCATE);
+		r = pw_keep_node(fs, req, pw_inode_get(fs, ino), pw_opmap_op(FUSE_FALLOCATE));
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
 	if (fallocate(pw_fh_of(fi)->fd, mode, offset, length) < 0)
@@ -342,10 +342,10 @@ void pw_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			   struct fuse_file_info *fi_out, size_t len, int flags)
 {
 	PW_REQ_BEGIN(req); /* the caller's credentials, as in fallocate */
-	int r = pw_check_node_ex(fs, req, PW_OP_COPY_RANGE, pw_inode_get(fs, ino_out),
-				 pw_fh_of(fi_out)->fd, NULL);
+	pw_op op = pw_opmap_op(FUSE_COPY_FILE_RANGE);
+	int r = pw_check_node_ex(fs, req, op, pw_inode_get(fs, ino_out), pw_fh_of(fi_out)->fd, NULL);
 	if (r == 0)
-		r = pw_keep_node(fs, req, pw_inode_get(fs, ino_out), PW_OP_COPY_RANGE);
+		r = pw_keep_node(fs, req, pw_inode_get(fs, ino_out), op);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
 	loff_t in = off_in, out = off_out;

@@ -110,9 +110,9 @@ void pw_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 		    size_t size, int flags)
 {
 	PW_REQ_BEGIN(req);
-	int r = pw_check_node(fs, req, PW_OP_SETXATTR, pw_inode_get(fs, ino));
+	int r = pw_check_node(fs, req, pw_opmap_op(FUSE_SETXATTR), pw_inode_get(fs, ino));
 	if (r == 0)
-		r = pw_keep_node(fs, req, pw_inode_get(fs, ino), PW_OP_SETXATTR);
+		r = pw_keep_node(fs, req, pw_inode_get(fs, ino), pw_opmap_op(FUSE_SETXATTR));
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
 	_cleanup_close_ int fd = -1;
@@ -134,9 +134,9 @@ void pw_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 void pw_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	PW_REQ_BEGIN(req);
-	int r = pw_check_node(fs, req, PW_OP_REMOVEXATTR, pw_inode_get(fs, ino));
+	int r = pw_check_node(fs, req, pw_opmap_op(FUSE_REMOVEXATTR), pw_inode_get(fs, ino));
 	if (r == 0)
-		r = pw_keep_node(fs, req, pw_inode_get(fs, ino), PW_OP_REMOVEXATTR);
+		r = pw_keep_node(fs, req, pw_inode_get(fs, ino), pw_opmap_op(FUSE_REMOVEXATTR));
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
 	_cleanup_close_ int fd = -1;
