@@ -66,9 +66,17 @@ void pw_unwatch_dir(pw_fs *fs, pw_inode *n)
 	pw_inode_set_wd_locked(fs, n, -1);
 }
 
-#define PW_EXPECT_MAX 1024
+#define PW_EXPECT_MAX 1024 /* slots, a power of two */
+#define PW_EXPECT_PROBE 16 /* the slots a record may take: a window from its hash */
 #define PW_EXPECT_TTL_NS 1000000000LL
 
+/*
+ * The records live in a fixed table, each in the window of PW_EXPECT_PROBE slots that
+ * starts at the hash of its (parent, name): adding one and consuming one (for every inotify
+ * event of a known directory) look at that window only, not at the whole table, so the lock
+ * is held for a few compares whatever the number of changes in flight. A full window makes
+ * the record fail (-1): the event then simply invalidates.
+ */
 struct pw_expect {
 	fuse_ino_t parent;
 	pw_expect_kind kind;
@@ -76,24 +84,33 @@ struct pw_expect {
 	char name[PW_NAME_MAX + 1];
 };
 
+static size_t expect_window(fuse_ino_t parent, const char *name)
+{
+	uint32_t h = pw_fnv1a32_str(PW_FNV1A32_INIT ^ (uint32_t)(parent ^ (parent >> 32)), name);
+	return (size_t)h & (PW_EXPECT_MAX - 1);
+}
+
 int pw_watch_expect(pw_fs *fs, pw_inode *parent, const char *name, pw_expect_kind kind)
 {
 	if (fs->inotify_fd < 0 || strlen(name) > PW_NAME_MAX)
 		return -1;
+	fuse_ino_t pino = pw_inode_id(fs, parent);
+	size_t start = expect_window(pino, name);
 	int64_t now = pw_clock_ns(CLOCK_MONOTONIC);
 	int token = -1;
 	pthread_mutex_lock(&fs->expect_lock);
 	if (!fs->expects)
 		fs->expects = calloc(PW_EXPECT_MAX, sizeof(*fs->expects));
-	for (size_t i = 0; fs->expects && i < PW_EXPECT_MAX; i++) {
-		struct pw_expect *e = &fs->expects[i];
+	for (size_t i = 0; fs->expects && i < PW_EXPECT_PROBE; i++) {
+		size_t slot = (start + i) & (PW_EXPECT_MAX - 1);
+		struct pw_expect *e = &fs->expects[slot];
 		if (e->deadline > now)
 			continue;
-		e->parent = pw_inode_id(fs, parent);
+		e->parent = pino;
 		e->kind = kind;
 		e->deadline = now + PW_EXPECT_TTL_NS;
 		strcpy(e->name, name);
-		token = (int)i;
+		token = (int)slot;
 		break;
 	}
 	pthread_mutex_unlock(&fs->expect_lock);
@@ -127,10 +144,11 @@ void pw_watch_unexpect(pw_fs *fs, int token)
 static bool expected(pw_fs *fs, fuse_ino_t parent, const char *name, pw_expect_kind kind)
 {
 	bool found = false;
+	size_t start = expect_window(parent, name);
 	int64_t now = pw_clock_ns(CLOCK_MONOTONIC);
 	pthread_mutex_lock(&fs->expect_lock);
-	for (size_t i = 0; fs->expects && i < PW_EXPECT_MAX && !found; i++) {
-		struct pw_expect *e = &fs->expects[i];
+	for (size_t i = 0; fs->expects && i < PW_EXPECT_PROBE && !found; i++) {
+		struct pw_expect *e = &fs->expects[(start + i) & (PW_EXPECT_MAX - 1)];
 		if (e->deadline > now && e->parent == parent && e->kind == kind &&
 		    streq(e->name, name)) {
 			e->deadline = 0;
