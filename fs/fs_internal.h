@@ -33,6 +33,7 @@
 #include "util.h"
 
 #define PW_ALIAS_CHECK_MAX 8
+#define PW_FH_STRIPES 32
 
 struct pw_inode;
 
@@ -145,12 +146,16 @@ struct pw_fs {
 	pthread_t watch_thread;
 	bool watch_started;
 	int watch_stop_pipe[2];
+	/* Open file and directory handles (ops_file.c), in stripes chosen by node, so that the
+	 * OPEN of one file and the RELEASE of another never wait for each other. A daemon stopped
+	 * with files still open (SIGTERM) gets no RELEASE for them; pw_fh_close_all frees what is
+	 * left at unmount. */
+	struct pw_fh_stripe {
+		pthread_mutex_t lock;
+		struct pw_fh *head;
+	} __attribute__((aligned(64))) fh_stripes[PW_FH_STRIPES];
 	/* Changes the daemon is about to make itself (watch.c): their inotify events need no
 	 * invalidation, since the kernel already knows from our replies. */
-	/* Open file and directory handles. A daemon stopped with files still open (SIGTERM)
-	 * gets no RELEASE for them; pw_fh_close_all frees what is left at unmount. */
-	pthread_mutex_t handles_lock;
-	struct pw_fh *handles;
 	pthread_mutex_t expect_lock;
 	struct pw_expect *expects;
 	size_t n_expects;
@@ -253,7 +258,9 @@ void pw_truthful_attr_child(pw_fs *fs, pw_inode *parent, const char *name, struc
 /* ops_xattr.c: an attribute of N changed (through the view or outside it). */
 void pw_xattr_changed(pw_inode *n);
 
-/* ops_file.c: closes and frees every handle never released (after the session ended). */
+/* ops_file.c: the registry of open handles (at start), and closing and freeing every handle
+ * never released (after the session ended). */
+void pw_fh_table_init(pw_fs *fs);
 void pw_fh_close_all(pw_fs *fs);
 
 /* ops*.c */

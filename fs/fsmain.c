@@ -112,7 +112,7 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	pthread_mutex_init(&fs->policy_lock, NULL);
 	pthread_mutex_init(&fs->neg_lock, NULL);
 	pthread_mutex_init(&fs->expect_lock, NULL);
-	pthread_mutex_init(&fs->handles_lock, NULL);
+	pw_fh_table_init(fs);
 	pthread_rwlockattr_t ga;
 	pthread_rwlockattr_init(&ga);
 	pthread_rwlockattr_setkind_np(&ga, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);

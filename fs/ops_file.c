@@ -14,35 +14,63 @@
 #include "keep.h"
 #include "ops_common.h"
 
+/*
+ * The registry of open handles exists for two rare cases: pw_fh_dup_for (a file unlinked
+ * while open) and pw_fh_close_all (unmount). It must cost the common OPEN and RELEASE almost
+ * nothing, so it is split into stripes by node: handles of different files take different
+ * locks (a grep opening the next file while the previous one is released never waits), and
+ * the lookup of a node's handles looks at one stripe only.
+ */
+static struct pw_fh_stripe *stripe_of(pw_fs *fs, const pw_inode *n)
+{
+	uintptr_t h = (uintptr_t)n;
+	h ^= h >> 12; /* nodes are heap blocks: their low bits say little */
+	return &fs->fh_stripes[(h >> 6) % PW_FH_STRIPES];
+}
+
+void pw_fh_table_init(pw_fs *fs)
+{
+	for (size_t i = 0; i < PW_FH_STRIPES; i++) {
+		pthread_mutex_init(&fs->fh_stripes[i].lock, NULL);
+		fs->fh_stripes[i].head = NULL;
+	}
+}
+
 void pw_fh_register(pw_fs *fs, pw_fh *h)
 {
-	pthread_mutex_lock(&fs->handles_lock);
+	struct pw_fh_stripe *st = stripe_of(fs, h->node);
+	pthread_mutex_lock(&st->lock);
 	h->prev = NULL;
-	h->next = fs->handles;
-	if (fs->handles)
-		fs->handles->prev = h;
-	fs->handles = h;
-	pthread_mutex_unlock(&fs->handles_lock);
+	h->next = st->head;
+	if (st->head)
+		st->head->prev = h;
+	st->head = h;
+	pthread_mutex_unlock(&st->lock);
 }
 
 void pw_fh_unregister(pw_fs *fs, pw_fh *h)
 {
-	pthread_mutex_lock(&fs->handles_lock);
+	struct pw_fh_stripe *st = stripe_of(fs, h->node);
+	pthread_mutex_lock(&st->lock);
 	if (h->prev)
 		h->prev->next = h->next;
-	else if (fs->handles == h)
-		fs->handles = h->next;
+	else if (st->head == h)
+		st->head = h->next;
 	if (h->next)
 		h->next->prev = h->prev;
 	h->prev = h->next = NULL;
-	pthread_mutex_unlock(&fs->handles_lock);
+	pthread_mutex_unlock(&st->lock);
 }
 
+/* The duplicate is made under the stripe's lock, and a handle leaves the registry before its
+ * descriptor is closed (pw_op_release), so the number duplicated can never have been reused
+ * by another open in between. */
 int pw_fh_dup_for(pw_fs *fs, pw_inode *n)
 {
 	int fd = -ENOENT;
-	pthread_mutex_lock(&fs->handles_lock);
-	for (pw_fh *h = fs->handles; h; h = h->next) {
+	struct pw_fh_stripe *st = stripe_of(fs, n);
+	pthread_mutex_lock(&st->lock);
+	for (pw_fh *h = st->head; h; h = h->next) {
 		if (h->node == n && h->fd >= 0) {
 			fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 0);
 			if (fd < 0)
@@ -50,23 +78,26 @@ int pw_fh_dup_for(pw_fs *fs, pw_inode *n)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&fs->handles_lock);
+	pthread_mutex_unlock(&st->lock);
 	return fd;
 }
 
 void pw_fh_close_all(pw_fs *fs)
 {
-	pthread_mutex_lock(&fs->handles_lock);
-	pw_fh *h = fs->handles;
-	fs->handles = NULL;
-	pthread_mutex_unlock(&fs->handles_lock);
-	while (h) {
-		pw_fh *next = h->next;
-		if (h->fd >= 0)
-			close(h->fd);
-		free(h->buf);
-		free(h);
-		h = next;
+	for (size_t i = 0; i < PW_FH_STRIPES; i++) {
+		struct pw_fh_stripe *st = &fs->fh_stripes[i];
+		pthread_mutex_lock(&st->lock);
+		pw_fh *h = st->head;
+		st->head = NULL;
+		pthread_mutex_unlock(&st->lock);
+		while (h) {
+			pw_fh *next = h->next;
+			if (h->fd >= 0)
+				close(h->fd);
+			free(h->buf);
+			free(h);
+			h = next;
+		}
 	}
 }
 
@@ -88,21 +119,18 @@ static pw_fh *fh_new(pw_fs *fs, int fd, pw_inode *n, int flags)
 	return h;
 }
 
-static void fh_free(pw_fs *fs, pw_fh *h)
+/* Takes H out of the registry and closes its backing file, in that order (pw_fh_dup_for);
+ * a close after writing is announced to the watcher first, so its IN_CLOSE_WRITE does not
+ * drop the pages the kernel has just written. Then frees H. */
+static void fh_close_free(pw_fs *fs, pw_fh *h)
 {
 	pw_fh_unregister(fs, h);
-	if (h->writer)
-		atomic_fetch_sub(&h->writer->open_writers, 1);
-	free(h);
-}
-
-/* Closes H's backing file; a close after writing is announced to the watcher first, so
- * its IN_CLOSE_WRITE does not drop the pages the kernel has just written. */
-static void fh_close(pw_fs *fs, pw_fh *h)
-{
 	int tok = h->writer ? pw_watch_expect_node(fs, h->writer, PW_EXPECT_CLOSED_WRITE) : -1;
 	if (close(h->fd) < 0)
 		pw_watch_unexpect(fs, tok);
+	if (h->writer)
+		atomic_fetch_sub(&h->writer->open_writers, 1);
+	free(h);
 }
 
 static bool wants_write(int flags)
@@ -146,10 +174,8 @@ void pw_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = (uintptr_t)h;
 	set_open_flags(fi, fi->flags);
 	PW_CREDS_LEAVE();
-	if (fuse_reply_open(req, fi) == -ENOENT) { /* interrupted: the kernel dropped it */
-		close(fd);
-		fh_free(fs, h);
-	}
+	if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted: the kernel dropped it */
+		fh_close_free(fs, h);
 }
 
 void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode,
@@ -206,8 +232,7 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 	set_open_flags(fi, fi->flags);
 	PW_CREDS_LEAVE();
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
-		close(fd);
-		fh_free(fs, h);
+		fh_close_free(fs, h);
 		pw_inode_forget(fs, n, 1);
 	}
 }
@@ -303,11 +328,11 @@ void pw_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf,
 	}
 }
 
+/* Asynchronous for the caller (close(2) does not wait for it), but one per file opened: no
+ * allocation, no lock another file's requests take, no other thread woken. */
 void pw_op_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	pw_fh *h = pw_fh_of(fi);
-	fh_close(fuse_req_userdata(req), h);
-	fh_free(fuse_req_userdata(req), h);
+	fh_close_free(fuse_req_userdata(req), pw_fh_of(fi));
 	fuse_reply_err(req, 0);
 }
 
