@@ -20,6 +20,7 @@
 #include "cli.h"
 #include "options.h"
 #include "output.h"
+#include "path.h"
 #include "project.h"
 #include "run.h"
 
@@ -143,13 +144,8 @@ static bool home_or_above(const char *dir)
 {
 	const char *home = getenv("HOME");
 	_cleanup_free_ char *real = home && home[0] == '/' ? realpath(home, NULL) : NULL;
-	size_t n = strlen(dir);
 
-	if (!real)
-		return false;
-	if (streq(dir, "/"))
-		return true;
-	return strncmp(real, dir, n) == 0 && (real[n] == '/' || real[n] == '\0');
+	return real && pw_path_beneath(real, dir) >= 0;
 }
 
 /* The project's backing directory: --project, or the one around the current directory

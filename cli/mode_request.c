@@ -170,15 +170,13 @@ int pw_mode_answer(const char *cmd, const char *mount, bool approve, bool json)
 void pw_mode_show_pending(const char *mount)
 {
 	json_t *res = NULL, *p;
-	struct timespec now;
 
 	if (pw_ctl_call_at(mount, "mode.request.list", NULL, &res, NULL, NULL) < 0)
 		return; /* inside the agent, or an older daemon: nothing to show */
 	p = json_object_get(res, "pending");
 	if (json_is_object(p)) {
-		clock_gettime(CLOCK_REALTIME, &now);
 		long long left = (json_integer_value(json_object_get(p, "expires_ns")) -
-				  ((long long)now.tv_sec * 1000000000 + now.tv_nsec)) /
+				  pw_clock_ns(CLOCK_REALTIME)) /
 				 1000000000;
 		printf("pending request: the agent asks to switch %s \xe2\x86\x92 %s (\"%s\"), "
 		       "%llds left\n  answer: piworkfs mode --approve   or   piworkfs mode --deny\n",

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "path.h"
 #include "procfs.h"
 #include "util.h"
 
@@ -118,11 +119,7 @@ static bool always(const entry *e, const void *u)
 /* PATH itself or anything beneath it (PATH "" is the root: everything). */
 static bool under(const entry *e, const void *u)
 {
-	const char *p = u;
-	size_t n = strlen(p);
-	if (n == 0)
-		return true;
-	return strncmp(e->path, p, n) == 0 && (e->path[n] == '\0' || e->path[n] == '/');
+	return pw_relpath_beneath(e->path, u);
 }
 
 static bool has_row(const entry *e, const void *u)

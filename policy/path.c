@@ -134,3 +134,13 @@ long pw_path_beneath(const char *path, const char *root)
 		return (long)n + 1;
 	return -1;
 }
+
+bool pw_relpath_beneath(const char *path, const char *top)
+{
+	size_t n = strlen(top);
+	if (!path)
+		return false;
+	if (n == 0)
+		return true;
+	return strncmp(path, top, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}

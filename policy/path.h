@@ -5,6 +5,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -31,3 +32,10 @@ int pw_path_is_normal(const char *p);
  * or -1. No file is looked at: both are compared as written.
  */
 long pw_path_beneath(const char *path, const char *root);
+
+/*
+ * The same check for project-relative paths, as the store and the originals keep them: is
+ * PATH TOP itself or beneath it? TOP "" is the project root, above every path; a NULL PATH is
+ * beneath nothing. Both are compared as written (normal paths: no "//", no trailing '/').
+ */
+bool pw_relpath_beneath(const char *path, const char *top);

@@ -173,12 +173,7 @@ static int load_paths(ctx *x, json_t *params)
 
 static bool path_under(const char *path, const char *top)
 {
-	size_t n = strlen(top);
-	if (!path)
-		return false;
-	if (n == 0)
-		return true;
-	return strncmp(path, top, n) == 0 && (path[n] == '\0' || path[n] == '/');
+	return pw_relpath_beneath(path, top);
 }
 
 static bool path_selected(ctx *x, const crow *r)

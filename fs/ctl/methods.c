@@ -134,14 +134,12 @@ static int m_status(call *x, json_t **ret)
 	pw_fs_stats fst = {};
 	pw_ctl_stats cst;
 	json_t *o, *w, *audit = json_null();
-	struct timespec now;
 
 	if (pw_view_get_status(x->view, &st) < 0)
 		return fail_nomem(x);
 	pw_view_fs_stats(x->view, &fst);
 	pw_ctl_server_get_stats(x->server, &cst);
-	clock_gettime(CLOCK_REALTIME, &now);
-	int64_t now_ns = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	int64_t now_ns = pw_clock_ns(CLOCK_REALTIME);
 	int64_t started = pw_view_started_ns(x->view);
 
 	w = json_array();

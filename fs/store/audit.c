@@ -778,11 +778,8 @@ static uint64_t wait_for_work(pw_audit *a, bool *ret_stopping)
 		int64_t wait_ns = a->next_retention_ns - pw_clock_ns(CLOCK_MONOTONIC);
 		if (wait_ns <= 0)
 			break;
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		int64_t until = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + wait_ns;
-		ts.tv_sec = until / 1000000000;
-		ts.tv_nsec = until % 1000000000;
+		int64_t until = pw_clock_ns(CLOCK_MONOTONIC) + wait_ns;
+		struct timespec ts = { .tv_sec = until / 1000000000, .tv_nsec = until % 1000000000 };
 		a->writer_waiting = true;
 		pthread_cond_timedwait(&a->cond, &a->lock, &ts);
 		a->writer_waiting = false;

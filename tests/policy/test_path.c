@@ -220,3 +220,16 @@ Test(path, beneath)
 		cr_assert_eq(pw_path_beneath(t[i].path, t[i].root), t[i].off, "%s under %s",
 			     t[i].path, t[i].root);
 }
+
+Test(path, relpath_beneath)
+{
+	cr_assert(pw_relpath_beneath("a/b", "a/b"));
+	cr_assert(pw_relpath_beneath("a/b/c", "a/b"));
+	cr_assert(pw_relpath_beneath("a/b", ""), "the root is above every path");
+	cr_assert(pw_relpath_beneath("", ""));
+	cr_assert_not(pw_relpath_beneath("a/bc", "a/b"));
+	cr_assert_not(pw_relpath_beneath("a", "a/b"));
+	cr_assert_not(pw_relpath_beneath("b/a", "a"));
+	cr_assert_not(pw_relpath_beneath("", "a"));
+	cr_assert_not(pw_relpath_beneath(NULL, ""), "a NULL path is beneath nothing");
+}
