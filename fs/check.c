@@ -282,6 +282,14 @@ int pw_check_node(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *n)
 	return pw_check_node_ex(fs, req, op, n, -1, NULL);
 }
 
+bool pw_fs_hides(pw_fs *fs)
+{
+	pw_policy *p = pw_fs_policy_get(fs, NULL);
+	bool hides = pw_policy_has_hide_rules(p);
+	pw_policy_unref(p);
+	return hides;
+}
+
 bool pw_node_hidden(pw_fs *fs, pw_inode *n)
 {
 	pw_policy *p = pw_fs_policy_get(fs, NULL);

@@ -246,6 +246,8 @@ int pw_check_tree(pw_fs *fs, fuse_req_t req, pw_inode *parent, const char *name)
 /* Is the node hidden under the active policy? Checked again on open and getattr: an entry
  * the kernel cached just before a switch must not keep the hidden object reachable. */
 bool pw_node_hidden(pw_fs *fs, pw_inode *n);
+/* Has the active policy any hide rule at all? */
+bool pw_fs_hides(pw_fs *fs);
 bool pw_hidden_child(pw_fs *fs, pw_inode *parent, const char *name, bool is_dir);
 /* Does NAME exist in PARENT (open as PFD) as an object the policy hides? Creating over a
  * hidden name must answer ENOENT, as if it were not there, never EEXIST or EISDIR. */

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "keep.h"
@@ -178,6 +179,22 @@ void pw_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fh_close_free(fs, h);
 }
 
+/*
+ * Whether the file just made (or opened) as FD has extended attributes, asked through FD:
+ * the kernel asks for security.capability before the first write to every inode (devio.c),
+ * and `ls -l` for two more, which the "none" mark (ops_xattr.c) then answers from memory
+ * instead of resolving the node's name again. Guarded by the epoch as there.
+ */
+static void learn_xattrs(pw_inode *n, int fd)
+{
+	unsigned epoch = atomic_load(&n->xattr_epoch);
+	if (atomic_load(&n->xattr_state) == PW_XATTR_NONE || flistxattr(fd, NULL, 0) != 0)
+		return;
+	atomic_store(&n->xattr_state, PW_XATTR_NONE);
+	if (atomic_load(&n->xattr_epoch) != epoch)
+		atomic_store(&n->xattr_state, PW_XATTR_UNKNOWN);
+}
+
 void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode,
 		  struct fuse_file_info *fi)
 {
@@ -188,21 +205,33 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);
 	if (pfd < 0)
 		PW_REPLY_ERR(req, -pfd);
-	struct stat before;
-	bool existed = fstatat(pfd, name, &before, AT_SYMLINK_NOFOLLOW) == 0;
 	/* The mode first, then a hidden name answers ENOENT (see ops_dir.c). */
 	int r = pw_check_child(fs, req, pw_opmap_op(FUSE_CREATE), parent, name, false);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
-	if (existed && pw_hidden_child(fs, parent, name, S_ISDIR(before.st_mode)))
-		PW_REPLY_ERR(req, ENOENT);
+	/* What the name holds matters to the hide rules and to the originals. Without either,
+	 * the file is made with O_EXCL first, which tells whether the name was free (and so
+	 * whether the watcher will see an IN_CREATE) without a stat of its own. */
+	bool look = fs->keep || pw_fs_hides(fs);
+	bool existed = false;
+	if (look) {
+		struct stat before;
+		existed = fstatat(pfd, name, &before, AT_SYMLINK_NOFOLLOW) == 0;
+		if (existed && pw_hidden_child(fs, parent, name, S_ISDIR(before.st_mode)))
+			PW_REPLY_ERR(req, ENOENT);
+	}
 	int64_t kept = pw_keep_name(fs, req, parent, pfd, name, pw_opmap_op(FUSE_CREATE));
 	if (kept < 0)
 		PW_REPLY_ERR(req, (int)-kept);
 	/* Only a name that did not exist makes an IN_CREATE for the watcher to expect. */
 	int tok = existed ? -1 : pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_ADDED);
-	int fd = openat(pfd, name, (fi->flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC) & ~O_NOCTTY,
-			mode);
+	int flags = (fi->flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC) & ~O_NOCTTY;
+	int fd = openat(pfd, name, look ? flags : flags | O_EXCL, mode);
+	if (fd < 0 && errno == EEXIST && !look && !(flags & O_EXCL)) {
+		pw_watch_unexpect(fs, tok); /* it was there: no IN_CREATE */
+		tok = -1;
+		fd = openat(pfd, name, flags, mode);
+	}
 	if (fd < 0) {
 		int e = errno;
 		pw_watch_unexpect(fs, tok);
@@ -224,6 +253,7 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 		PW_REPLY_ERR(req, ENOMEM);
 	}
 	pw_keep_touched(fs, n);
+	learn_xattrs(n, fd);
 	pw_truthful_attr_child(fs, parent, name, &st);
 	struct fuse_entry_param e;
 	pw_fill_entry(fs, &e, n, &st);
