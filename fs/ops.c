@@ -113,11 +113,13 @@ static int check_special(pw_fs *fs, int pfd, const char *name, const struct stat
 }
 
 /* Looks up NAME in PARENT and answers with an entry (learning the node) or an error. */
-int pw_do_lookup(pw_fs *fs, pw_inode *parent, const char *name, struct fuse_entry_param *e)
+int pw_do_lookup(pw_fs *fs, pw_inode *parent, int dirfd, const char *name,
+		 struct fuse_entry_param *e)
 {
-	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);
-	if (pfd < 0)
-		return pfd;
+	_cleanup_close_ int own = dirfd >= 0 ? -1 : pw_open_node(fs, parent, O_PATH);
+	if (dirfd < 0 && own < 0)
+		return own;
+	int pfd = dirfd >= 0 ? dirfd : own;
 	struct stat st;
 	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return negative_errno();
@@ -145,7 +147,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent_ino, const char *name)
 		PW_REPLY_ERR(req, ENOENT);
 	struct fuse_entry_param e;
 	pthread_rwlock_rdlock(&fs->lookup_gate);
-	int r = pw_do_lookup(fs, parent, name, &e);
+	int r = pw_do_lookup(fs, parent, -1, name, &e);
 	if (r == -ENOENT || r == PW_LOOKUP_HIDDEN) {
 		/* A hidden name that exists is remembered, so a switch that unhides it can drop
 		 * the negative entry the kernel caches now. */

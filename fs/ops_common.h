@@ -52,10 +52,11 @@ static inline pw_fh *pw_fh_of(struct fuse_file_info *fi)
 
 int pw_stat_node(pw_fs *fs, pw_inode *n, struct stat *st);
 void pw_reply_negative(pw_fs *fs, fuse_req_t req, double entry_timeout);
-/* Looks up NAME in PARENT into *E, learning the node. Returns 0, -errno, or
- * PW_LOOKUP_HIDDEN when the name exists but the policy hides it. */
+/* Looks up NAME in PARENT (open at DIRFD, or -1 to open it) into *E, learning the node.
+ * Returns 0, -errno, or PW_LOOKUP_HIDDEN when the name exists but the policy hides it. */
 #define PW_LOOKUP_HIDDEN (-100000)
-int pw_do_lookup(pw_fs *fs, pw_inode *parent, const char *name, struct fuse_entry_param *e);
+int pw_do_lookup(pw_fs *fs, pw_inode *parent, int dirfd, const char *name,
+		 struct fuse_entry_param *e);
 
 /*
  * The handlers, one line each: what they check (the policy op comes from opmap.h), what they

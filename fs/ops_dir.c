@@ -35,11 +35,12 @@ static int check_name(const char *name)
 	return pw_name_valid(name) ? 0 : -EINVAL;
 }
 
-/* Finishes a successful creation of NAME in PARENT with an entry reply. */
-static void reply_new_entry(fuse_req_t req, pw_fs *fs, pw_inode *parent, const char *name)
+/* Finishes a successful creation of NAME in PARENT (open at PFD) with an entry reply. */
+static void reply_new_entry(fuse_req_t req, pw_fs *fs, pw_inode *parent, int pfd,
+			    const char *name)
 {
 	struct fuse_entry_param e;
-	int r = pw_do_lookup(fs, parent, name, &e);
+	int r = pw_do_lookup(fs, parent, pfd, name, &e);
 	if (r == 0)
 		pw_keep_touched(fs, pw_inode_get(fs, e.ino));
 	if (r < 0)
@@ -79,7 +80,7 @@ void pw_op_mknod(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t
 		pw_keep_failed(fs, kept);
 		PW_REPLY_ERR(req, e);
 	}
-	reply_new_entry(req, fs, parent, name);
+	reply_new_entry(req, fs, parent, pfd, name);
 	PW_CREDS_LEAVE();
 }
 
@@ -93,7 +94,7 @@ void pw_op_mkdir(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t
 		pw_keep_failed(fs, kept);
 		PW_REPLY_ERR(req, e);
 	}
-	reply_new_entry(req, fs, parent, name);
+	reply_new_entry(req, fs, parent, pfd, name);
 	PW_CREDS_LEAVE();
 }
 
@@ -109,7 +110,7 @@ void pw_op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent_ino, co
 		pw_keep_failed(fs, kept);
 		PW_REPLY_ERR(req, e);
 	}
-	reply_new_entry(req, fs, parent, name);
+	reply_new_entry(req, fs, parent, pfd, name);
 	PW_CREDS_LEAVE();
 }
 
@@ -151,7 +152,7 @@ void pw_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent_ino, const cha
 		pw_keep_failed(fs, kept);
 		PW_REPLY_ERR(req, e);
 	}
-	reply_new_entry(req, fs, parent, name);
+	reply_new_entry(req, fs, parent, pfd, name);
 	PW_CREDS_LEAVE();
 }
 
@@ -215,9 +216,11 @@ void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_
 	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);
 	if (pfd < 0)
 		PW_REPLY_ERR(req, -pfd);
-	_cleanup_close_ int npfd = pw_open_node(fs, np, O_PATH);
-	if (npfd < 0)
-		PW_REPLY_ERR(req, -npfd);
+	/* A rename within one directory (the common case: an editor's save) resolves it once. */
+	_cleanup_close_ int own_npfd = np == parent ? -1 : pw_open_node(fs, np, O_PATH);
+	if (np != parent && own_npfd < 0)
+		PW_REPLY_ERR(req, -own_npfd);
+	int npfd = np == parent ? pfd : own_npfd;
 	struct stat src, dst;
 	if (fstatat(pfd, name, &src, AT_SYMLINK_NOFOLLOW) < 0)
 		PW_REPLY_ERR(req, errno);
