@@ -102,6 +102,12 @@ struct pw_fs {
 	atomic_uint_fast64_t requests[PW_FS_OPCODES];
 	/* Notifications (invalidations) written to the kernel (devio.c), for status. */
 	atomic_uint_fast64_t notifications;
+	/* devio.c: the pipe size in bytes that holds the largest request the INIT reply
+	 * allows, once requests may be spliced (0 before INIT, or when they are read); and
+	 * how many more requests are spliced since the last large WRITE. */
+	_Atomic size_t splice_need;
+	atomic_int splice_credit;
+	int splice_policy; /* devio.c: PIWORKFS_SPLICE, set before the session starts */
 	/* FUSE over io_uring (uring.c): asked for with -o io_uring; the transport once INIT
 	 * accepted it (set before the INIT reply is written, then never changed). */
 	bool uring_wanted;
@@ -278,9 +284,19 @@ double pw_entry_timeout_of(pw_fs *fs, pw_inode *dir);
 bool pw_special_uncached(pw_fs *fs, mode_t mode);
 bool pw_dir_searchable_by_all(int dirfd);
 
-/* devio.c: our own /dev/fuse read/writev, for what libfuse 3.14 cannot negotiate. */
+/* devio.c: our own /dev/fuse read/writev, for what libfuse 3.14 cannot negotiate, and
+ * requests spliced through a pipe so that write data never passes through our memory. */
 int pw_devio_attach(pw_fs *fs);
 bool pw_devio_write_kills_suidgid(void);
+/* The largest pipe an unprivileged process may make by default (pipe-max-size), and so the
+ * largest request devio.c splices; the view's max_write keeps a WRITE within it: one pipe
+ * page for the header and fixed argument, one per page of data (ops.c). */
+#define PW_DEVIO_PIPE_MAX (1024 * 1024)
+#define PW_FS_MAX_WRITE (PW_DEVIO_PIPE_MAX - 4096)
+/* The data of the WRITE this thread is handling when it waits in devio.c's pipe rather than
+ * in IN_BUF (a large one): fills RET with a buffer that reads it from the pipe, and returns
+ * true. What the handler leaves in the pipe is dropped before the next request. */
+bool pw_devio_write_data(const struct fuse_bufvec *in_buf, struct fuse_bufvec *ret);
 /* Counts the request in BUF (/dev/fuse layout, LEN bytes) and notes a WRITE's flags for
  * the calling thread, which handles it next (also for requests from the ring). */
 void pw_devio_note_request(pw_fs *fs, const void *buf, size_t len);

@@ -303,10 +303,11 @@ void pw_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct f
 	fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
 }
 
-/* A write to a backing descriptor opened with O_DIRECT, through page-aligned memory:
- * libfuse's request buffer has the request header in front of the data, so the data is
- * never aligned there and the backing filesystem would refuse it with EINVAL. Offsets and
- * sizes are the caller's; an unaligned one gets the backing filesystem's own EINVAL. */
+/* A write to a backing descriptor opened with O_DIRECT, through page-aligned memory: the
+ * data is never aligned where it arrives (in libfuse's buffer behind the request header, or
+ * in pipe pages the kernel filled from the caller's memory, header first), and the backing
+ * filesystem would refuse it with EINVAL. Offsets and sizes are the caller's; an unaligned
+ * one gets the backing filesystem's own EINVAL. */
 static ssize_t write_direct(int fd, struct fuse_bufvec *in_buf, off_t off)
 {
 	size_t size = fuse_buf_size(in_buf);
@@ -340,6 +341,12 @@ void pw_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf,
 	}
 	if (pw_devio_write_kills_suidgid())
 		kill_suidgid(pw_fh_of(fi)->fd);
+	/* A large write's data waits in devio.c's pipe, not in IN_BUF: spliced into the
+	 * backing file, it is copied once, from the pages the caller's write filled into the
+	 * backing file's pages, never through our memory. A small one is in IN_BUF. */
+	struct fuse_bufvec piped;
+	if (pw_devio_write_data(in_buf, &piped))
+		in_buf = &piped;
 	ssize_t res;
 	if (pw_fh_of(fi)->direct) {
 		res = write_direct(pw_fh_of(fi)->fd, in_buf, off);
@@ -348,7 +355,7 @@ void pw_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf,
 		out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
 		out.buf[0].fd = pw_fh_of(fi)->fd;
 		out.buf[0].pos = off;
-		res = fuse_buf_copy(&out, in_buf, 0);
+		res = fuse_buf_copy(&out, in_buf, FUSE_BUF_SPLICE_MOVE);
 	}
 	if (res < 0) {
 		fuse_reply_err(req, (int)-res);
