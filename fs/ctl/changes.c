@@ -19,6 +19,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1286,11 +1288,158 @@ static const pw_rpc_param prune_params[] = {
 	{ "max_bytes", PW_RPC_T_INT, false, 0 },
 };
 
-/* The table's handlers: the module's data is the daemon's pw_fs (changes.h). */
+/* ---- off the server thread ------------------------------------------------------------
+ *
+ * An undo of a large change set, a diff of many files (a `diff -u` child each) or a long
+ * history to load can take seconds, and they wait for the store's lock, which a first
+ * change through the view holds across its copy. On the server thread that would stall
+ * every other client (`status`, `mode`, a switch, the agent's requests) as long. So each
+ * call runs on a thread of its own, with copies of what it needs (params, the peer), and
+ * replies from the server thread when done: the thread wakes the server, whose tick
+ * reaps it. At most JOBS_MAX run at once (more are answered PW_RPC_BUSY at once). The
+ * store's lock orders them with each other and with the FUSE layer, as before.
+ */
+
+#define JOBS_MAX 4
+
+typedef int (*changes_fn)(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
+			  json_t **ret, pw_ctl_fail *fail);
+
+typedef struct job {
+	pw_ctl_server *server;
+	uint64_t client;
+	json_t *id;     /* the deferred call's; set on the server thread after the start */
+	changes_fn fn;
+	pw_fs *fs;
+	pw_view *view;
+	pw_peer peer;   /* a copy: the client may be gone when the job ends */
+	json_t *params; /* a deep copy: jansson's objects are not for two threads */
+	int r;
+	json_t *result;
+	pw_ctl_fail fail;
+	pthread_t thread;
+	atomic_bool done;
+	struct job *next;
+} job;
+
+typedef struct changes_mod {
+	pw_fs *fs;
+	job *jobs; /* running or done, not yet reaped (server thread only) */
+	size_t n_jobs;
+} changes_mod;
+
+static void *job_main(void *arg)
+{
+	job *j = arg;
+	j->r = j->fn(j->fs, j->view, &j->peer, j->params, &j->result, &j->fail);
+	atomic_store(&j->done, true);
+	pw_ctl_server_wake(j->server);
+	return NULL;
+}
+
+static void job_free(job *j)
+{
+	json_decref(j->params);
+	json_decref(j->result);
+	json_decref(j->fail.data);
+	free(j->fail.message);
+	json_decref(j->id);
+	free(j);
+}
+
+/* Runs FN for the call C on a thread of its own, or here for a notification (no reply). */
+static int run_job(pw_ctl_ctx *c, changes_fn fn, json_t **ret)
+{
+	changes_mod *m = c->data;
+	json_t *id = pw_ctl_client_defer(c->client);
+	if (!id) /* a notification: executed, never answered */
+		return fn(m->fs, c->view, c->peer, c->params, ret, c->fail);
+	uint64_t client = pw_ctl_client_serial(c->client);
+	if (m->n_jobs >= JOBS_MAX) {
+		pw_ctl_server_reply_error(c->server, client, id, PW_RPC_BUSY,
+					  "busy: other calls over the originals are running; try "
+					  "again when they are done",
+					  NULL);
+		return PW_CTL_DEFERRED;
+	}
+	job *j = calloc(1, sizeof(*j));
+	if (j) {
+		*j = (job){ .server = c->server, .client = client, .id = id, .fn = fn,
+			    .fs = m->fs, .view = c->view, .peer = *c->peer };
+		j->peer.reason = j->peer.answered_by = NULL;
+		j->params = c->params ? json_deep_copy(c->params) : NULL;
+	}
+	if (!j || (c->params && !j->params) ||
+	    pthread_create(&j->thread, NULL, job_main, j) != 0) {
+		if (j) {
+			j->id = NULL;
+			job_free(j);
+		}
+		pw_ctl_server_reply_error(c->server, client, id, PW_RPC_INTERNAL_ERROR,
+					  "cannot start the call's thread", NULL);
+		return PW_CTL_DEFERRED;
+	}
+	/* Reaped by the tick, on this thread: never before this returns. */
+	j->next = m->jobs;
+	m->jobs = j;
+	m->n_jobs++;
+	return PW_CTL_DEFERRED;
+}
+
+/* Replies for the jobs that are done. */
+static int64_t changes_tick(pw_ctl_server *s, void *data, int64_t now_ms)
+{
+	changes_mod *m = data;
+	for (job **pp = &m->jobs; *pp;) {
+		job *j = *pp;
+		if (!atomic_load(&j->done)) {
+			pp = &j->next;
+			continue;
+		}
+		pthread_join(j->thread, NULL);
+		*pp = j->next;
+		m->n_jobs--;
+		if (j->r == 0)
+			pw_ctl_server_reply(s, j->client, TAKE_PTR(j->id), TAKE_PTR(j->result));
+		else
+			pw_ctl_server_reply_error(s, j->client, TAKE_PTR(j->id), j->fail.code,
+						  j->fail.message ? j->fail.message : "failed",
+						  TAKE_PTR(j->fail.data));
+		job_free(j);
+	}
+	return -1; /* a job that ends wakes the server */
+}
+
+static int changes_init(pw_ctl_server *s, void *arg, void **ret_data)
+{
+	changes_mod *m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->fs = arg;
+	*ret_data = m;
+	return 0;
+}
+
+/* The server is stopping: the jobs finish (their clients are not answered). */
+static void changes_fini(pw_ctl_server *s, void *data)
+{
+	changes_mod *m = data;
+	if (!m)
+		return;
+	while (m->jobs) {
+		job *j = m->jobs;
+		m->jobs = j->next;
+		pthread_join(j->thread, NULL);
+		job_free(j);
+	}
+	free(m);
+}
+
+/* The table's handlers: the module's data is a changes_mod over the daemon's pw_fs. */
 #define HANDLER(name)                                                                              \
 	static int m_##name(pw_ctl_ctx *c, json_t **ret)                                         \
 	{                                                                                          \
-		return changes_##name(c->data, c->view, c->peer, c->params, ret, c->fail);        \
+		return run_job(c, changes_##name, ret);                                           \
 	}
 HANDLER(list)
 HANDLER(diff)
@@ -1315,4 +1464,7 @@ const pw_ctl_module pw_changes_module = {
 	.name = "changes",
 	.methods = methods,
 	.n_methods = ELEMENTSOF(methods),
+	.init = changes_init,
+	.fini = changes_fini,
+	.tick = changes_tick,
 };

@@ -967,6 +967,10 @@ static void *server_main(void *userdata)
 		size_t n = 0, nl, nc;
 		int64_t now;
 
+		/* Requests that expire, blocked waits that end, calls done on other threads:
+		 * their replies are queued before the poll set is built below (POLLOUT), hence
+		 * this order. */
+		int64_t due = modules_tick(s, pw_clock_ms(CLOCK_MONOTONIC));
 		pfd[n++] = (struct pollfd){ .fd = s->wake_fd, .events = POLLIN };
 		for (size_t i = 0; i < s->n_listeners; i++)
 			pfd[n++] = (struct pollfd){ .fd = s->listeners[i].fd, .events = POLLIN };
@@ -983,9 +987,6 @@ static void *server_main(void *userdata)
 		int timeout = s->n_clients ? (int)(s->tun.idle_timeout_ms / 4 + 1) : -1;
 		if (timeout > 1000)
 			timeout = 1000;
-		/* Requests that expire, blocked waits that end (their replies are queued before
-		 * the poll set is built below, hence this order). */
-		int64_t due = modules_tick(s, pw_clock_ms(CLOCK_MONOTONIC));
 		if (due >= 0 && (timeout < 0 || due < timeout))
 			timeout = (int)due;
 		if (poll(pfd, n, timeout) < 0 && errno != EINTR)
@@ -1303,6 +1304,28 @@ void pw_ctl_server_reply(pw_ctl_server *s, uint64_t client, json_t *id, json_t *
 		json_decref(result);
 	}
 	json_decref(id);
+}
+
+void pw_ctl_server_reply_error(pw_ctl_server *s, uint64_t client, json_t *id, int code,
+			       const char *message, json_t *data)
+{
+	size_t i;
+	pw_ctl_client *c = client_by_serial(s, client, &i);
+
+	if (c && c->n_deferred)
+		c->n_deferred--;
+	if (c && !c->closing) {
+		if (!send_error(s, c, id, code, message, data))
+			c->closing = true;
+	} else {
+		json_decref(data);
+	}
+	json_decref(id);
+}
+
+void pw_ctl_server_wake(pw_ctl_server *s)
+{
+	wake(s);
 }
 
 void pw_ctl_server_notify(pw_ctl_server *s, uint64_t client, const char *method,

@@ -178,6 +178,12 @@ uint64_t pw_ctl_client_serial(const pw_ctl_client *c);
 uint64_t pw_ctl_client_listener_serial(const pw_ctl_client *c);
 json_t *pw_ctl_client_defer(pw_ctl_client *c); /* new reference; NULL: a notification */
 void pw_ctl_server_reply(pw_ctl_server *s, uint64_t client, json_t *id, json_t *result);
+/* The same with an error (DATA stolen; MESSAGE copied). */
+void pw_ctl_server_reply_error(pw_ctl_server *s, uint64_t client, json_t *id, int code,
+			       const char *message, json_t *data);
+/* Wakes the server thread for a loop turn (its modules' ticks). Any thread: a module's
+ * worker thread calls it when its work is done, for the tick to reply. */
+void pw_ctl_server_wake(pw_ctl_server *s);
 /* A notification for one client (PARAMS stolen; dropped if the client is gone). */
 void pw_ctl_server_notify(pw_ctl_server *s, uint64_t client, const char *method,
 			  json_t *params);

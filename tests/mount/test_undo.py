@@ -6,6 +6,7 @@ the change; retention prunes the oldest change sets first and never breaks a res
 what remains; a daemon killed with SIGKILL in a storm of writes leaves every applied change
 restorable; the agent socket may list changes but never undo them."""
 
+import hashlib
 import json
 import os
 import signal
@@ -14,7 +15,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import MountCase, RpcClient, tree_hash, wait_until  # noqa: E402
+from harness import PIWORKFS, MountCase, RpcClient, tree_hash, wait_until  # noqa: E402
 
 TREE = {
     "README.md": "# demo\n",
@@ -519,6 +520,66 @@ class Undo(MountCase):
             self.assertEqual(p.returncode, 2, (args, p.stderr))
             self.assertIn(args[0], p.stderr)
 
+    # -- long calls run off the control thread -----------------------------------------
+
+    def test_status_and_mode_are_served_during_a_long_undo(self):
+        # The undo is held in the middle by its own blob: the test swaps it for a FIFO, so
+        # the undo's read of it waits until the test writes the content. Meanwhile the
+        # control socket must answer other clients (before, the undo ran on its thread).
+        v = self.mount("build")
+        self.checkpoint()
+        before = tree_hash(self.project)
+        with open(v.path("README.md"), "w") as f:
+            f.write("changed\n")
+        original = TREE["README.md"].encode()
+        blobs = os.path.join(os.path.dirname(self.state_db), "originals", "blobs")
+        blob = os.path.join(blobs, hashlib.sha256(original).hexdigest())
+        self.assertTrue(os.path.exists(blob), os.listdir(blobs))
+        os.unlink(blob)
+        os.mkfifo(blob, 0o600)
+        undo = subprocess.Popen([PIWORKFS, "undo", "--all", "--json", "--mount", self.mp],
+                                env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+        writer = []
+
+        def reader_waits():
+            # A writer's non-blocking open succeeds once a reader has the FIFO open (the
+            # undo's verification of the blob): its open returns, and its read then waits
+            # for what this writer sends.
+            try:
+                writer.append(os.open(blob, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                return False
+            return True
+
+        def cleanup():
+            for fd in writer:
+                os.close(fd)
+            if undo.poll() is None:
+                undo.kill()
+            undo.wait(timeout=60)
+        self.addCleanup(cleanup)
+        self.assertTrue(wait_until(reader_waits, 60), self.daemon_logs())
+        c = RpcClient(self.socket_path(v), timeout=60)
+        try:
+            self.assertEqual(c.call("status")["mode"], "build")
+            self.assertEqual(c.call("mode.get")["mode"], "build")
+        finally:
+            c.close()
+        self.assertIsNone(undo.poll(), "the undo ended before the blob was sent")
+        # The restore opens the blob again: a file this time. Then the verification gets
+        # the content, and the undo goes on.
+        tmp = blob + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(original)
+        os.rename(tmp, blob)
+        os.write(writer[0], original)
+        os.close(writer.pop())
+        out, err = undo.communicate(timeout=120)
+        self.assertEqual(undo.returncode, 0, out + err)
+        self.assertEqual(json.loads(out)["failed"], [], out)
+        self.assertEqual(tree_hash(self.project), before, self.listing())
+
     # -- a daemon killed in a storm of writes -------------------------------------------
 
     tree_top = {p.split("/")[0] for p in TREE}
@@ -559,8 +620,10 @@ class Undo(MountCase):
         # nothing else differs. No original is lost.
         left = sorted(n for n in os.listdir(self.project) if n not in self.tree_top)
         self.assertTrue(all(n in self.storm_names for n in left), left)
+        root = os.stat(self.project)  # its times as the undo left them
         for n in left:
             os.unlink(os.path.join(self.project, n))
+        os.utime(self.project, ns=(root.st_atime_ns, root.st_mtime_ns))
         self.assertEqual(tree_hash(self.project), before, self.listing())
 
 
