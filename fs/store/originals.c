@@ -741,6 +741,10 @@ void pw_orig_delete(pw_orig_store *s, int64_t id)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	char hash[PW_SHA256_HEX] = "";
+	/* Committed on its own: a blob file removed below must never outlive, in a crash, a
+	 * transaction that would bring its row back. */
+	if (pw_orig_flush(s) < 0)
+		return;
 	if (sqlite3_prepare_v2(s->db, "SELECT blob FROM orig_rows WHERE id = ?1", -1, &st, NULL) ==
 	    SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, id);
