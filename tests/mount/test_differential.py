@@ -963,6 +963,26 @@ def _(p):
     return a, xattrs(p("o")), xattrs(p("g")), t(os.getxattr, p("o"), "user.empty")
 
 
+@row("a new file inherits a default ACL: its attributes read back, before and after a write")
+def _(p):
+    # system.posix_acl_default: version 2, then (tag, perm, id) entries: user::rwx,
+    # user:65534:r, group::r-x, mask::r-x, other::r-x. The view learns at CREATE whether the
+    # new file has attributes (ops_file.c); a wrong "none" would hide the inherited ACL.
+    none = 0xFFFFFFFF
+    acl = b"".join([(2).to_bytes(4, "little")] + [
+        tag.to_bytes(2, "little") + perm.to_bytes(2, "little") + i.to_bytes(4, "little")
+        for tag, perm, i in ((1, 7, none), (2, 4, 65534), (4, 5, none), (0x10, 5, none),
+                             (0x20, 5, none))])
+    os.mkdir(p("acl"))
+    r = t(os.setxattr, p("acl"), "system.posix_acl_default", acl)
+    fd = os.open(p("acl/new"), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    before = (t(os.getxattr, p("acl/new"), "system.posix_acl_access"),
+              t(os.getxattr, p("acl/new"), "security.capability"))
+    os.write(fd, b"x")
+    os.close(fd)
+    return r, before, xattrs(p("acl/new")), st(p("acl/new"))
+
+
 @row("xattr sizes: 4000-byte value ok, 60000 -> backing errno, 65537 -> E2BIG")
 def _(p):
     v = bytes(range(256)) * 15 + b"z" * 160
