@@ -318,7 +318,8 @@ uint64_t pw_uring_init_flag(void); /* FUSE_OVER_IO_URING */
 /* watch.c */
 int pw_watch_start(pw_fs *fs);
 void pw_watch_stop(pw_fs *fs);
-void pw_watch_dir(pw_fs *fs, pw_inode *n);   /* tree lock held for writing */
+/* Watches directory N, just learned (the caller's reference keeps it); without the tree lock. */
+void pw_watch_dir(pw_fs *fs, pw_inode *n);
 void pw_unwatch_dir(pw_fs *fs, pw_inode *n); /* tree lock held for writing */
 
 /* What an operation is about to do to a name on the backing tree; recorded before the

@@ -294,9 +294,10 @@ pw_inode *pw_inode_learn(pw_fs *fs, pw_inode *parent, const char *name, const st
 	n->nlookup++;
 	if (ret_new_dir)
 		*ret_new_dir = created && S_ISDIR(n->type);
+	pthread_rwlock_unlock(&fs->tree_lock);
+	/* The reference just counted keeps N: the kernel cannot forget it before our reply. */
 	if (created && S_ISDIR(n->type))
 		pw_watch_dir(fs, n);
-	pthread_rwlock_unlock(&fs->tree_lock);
 	return n;
 }
 

@@ -36,26 +36,42 @@
 /* Watches are added through /proc/self/fd/N of a descriptor we resolved beneath the root,
  * so the magic link must be followed (no IN_DONT_FOLLOW): it names exactly that directory. */
 
+/*
+ * Without the tree lock: the path is read under it, the directory is opened and watched
+ * outside it (an openat2 and an inotify_add_watch that every other request's path would
+ * otherwise wait behind), and the watch is recorded under it again. The directory opened must
+ * be N's own: a name that leads elsewhere by then (changed outside the view) leaves N
+ * unwatched, as a failure to add the watch does.
+ */
 void pw_watch_dir(pw_fs *fs, pw_inode *n)
 {
-	if (fs->inotify_fd < 0 || n->wd >= 0)
+	if (fs->inotify_fd < 0)
 		return;
-	/* The tree lock is held for writing: build the path without retaking it. */
 	PW_PATH_DECLARE(path);
-	if (pw_node_path_locked(fs, n, &path) < 0)
+	pthread_rwlock_rdlock(&fs->tree_lock);
+	dev_t dev = n->dev;
+	ino_t ino = n->ino;
+	int r = n->wd < 0 ? pw_node_path_locked(fs, n, &path) : -EEXIST;
+	pthread_rwlock_unlock(&fs->tree_lock);
+	if (r < 0)
 		return;
 	_cleanup_close_ int fd = pw_openat_beneath(fs, path.s, O_PATH | O_DIRECTORY, 0);
-	if (fd < 0)
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != dev || st.st_ino != ino)
 		return;
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	int wd = inotify_add_watch(fs->inotify_fd, proc, PW_WATCH_MASK);
 	if (wd < 0)
 		return; /* out of watches: coherence then rests on the cache timeouts */
-	pw_inode *other = pw_inode_by_wd_locked(fs, wd);
-	if (other && other != n)
-		pw_inode_set_wd_locked(fs, other, -1); /* same directory seen as another node */
-	pw_inode_set_wd_locked(fs, n, wd);
+	pthread_rwlock_wrlock(&fs->tree_lock);
+	if (n->dev == dev && n->ino == ino) { /* not orphaned by inode reuse meanwhile */
+		pw_inode *other = pw_inode_by_wd_locked(fs, wd);
+		if (other && other != n) /* the same directory seen as another node */
+			pw_inode_set_wd_locked(fs, other, -1);
+		pw_inode_set_wd_locked(fs, n, wd);
+	}
+	pthread_rwlock_unlock(&fs->tree_lock);
 }
 
 void pw_unwatch_dir(pw_fs *fs, pw_inode *n)
