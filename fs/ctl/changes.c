@@ -670,7 +670,9 @@ static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		if (!kind)
 			continue;
 		bool orig_reg = rw->o.present && S_ISREG(rw->o.mode);
-		_cleanup_close_ int cfd = open_beneath(&x, cur, O_RDONLY | O_NOFOLLOW);
+		/* O_NONBLOCK: a FIFO put where a file was would hold the open until a writer
+		 * came; only a regular file's content is read. */
+		_cleanup_close_ int cfd = open_beneath(&x, cur, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
 		struct stat cst;
 		bool cur_reg = cfd >= 0 && fstat(cfd, &cst) == 0 && S_ISREG(cst.st_mode);
 		json_t *f = json_pack("{s:s,s:s}", "path", cur, "kind", kind);

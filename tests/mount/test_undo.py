@@ -357,6 +357,17 @@ class Undo(MountCase):
         self.assertEqual((by["notes/todo.txt"]["added"], by["notes/todo.txt"]["removed"]), (1, 1))
         self.assertEqual(by["new.txt"]["kind"], "created")
 
+    def test_diff_of_a_file_replaced_by_a_fifo_does_not_wait_for_a_writer(self):
+        # The agent may leave a FIFO where a file was: diff reports the change, and never
+        # opens it for reading (that would wait for a writer that never comes).
+        v = self.mount("build")
+        self.checkpoint()
+        os.unlink(v.path("notes/todo.txt"))
+        os.mkfifo(v.path("notes/todo.txt"))
+        res = json.loads(self.pw("diff", "--json").stdout)
+        kinds = {f["path"]: f["kind"] for f in res["files"]}
+        self.assertEqual(kinds.get("notes/todo.txt"), "modified", res)
+
     def test_binary_diff_is_summarised(self):
         v = self.mount("build")
         self.checkpoint()
