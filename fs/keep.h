@@ -4,7 +4,9 @@
  * undo"). Before the first change of a path through the view in the current change set,
  * the handler calls one of the hooks below, after the policy allowed the change and right
  * before the syscall; the hook returns once the original is durably in the store
- * (fs/store/originals.h), or fails, and then the change must not proceed.
+ * (fs/store/originals.h), or fails, and then the change must not proceed. A new name has no
+ * original: its row is committed with the next batch instead (pw_orig_insert_deferred),
+ * and removing, renaming or writing what the change set made keeps nothing more.
  *
  * What is recorded, in the order the changes happen:
  *   - content and metadata changes (write, truncate, setattr, xattrs, fallocate,
