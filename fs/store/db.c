@@ -118,6 +118,11 @@ static const char *const migrations[] = {
 	/* 3: a switch the agent asked for (origin "request"): its reason, who allowed it. */
 	"ALTER TABLE switches ADD COLUMN reason TEXT;"
 	"ALTER TABLE switches ADD COLUMN answered_by TEXT;",
+	/* 4: how far each originals journal is in orig_rows (fs/store/originals.c). */
+	"CREATE TABLE orig_journals ("
+	"  name TEXT PRIMARY KEY NOT NULL,"
+	"  seq INTEGER NOT NULL"
+	");",
 };
 _Static_assert(ELEMENTSOF(migrations) == PW_DB_SCHEMA_VERSION, "one migration per version");
 

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "db.h"
+#include "journal.h"
 #include "util.h"
 
 #define COPY_CHUNK (1u << 20)
@@ -57,7 +58,15 @@ struct pw_orig_store {
 	int64_t txn_since;
 	pthread_cond_t wake; /* the flusher's: a transaction opened, or the store closes */
 	pthread_t flusher;
+	/* The journal of deferred rows (journal.h): a killed daemon loses none of them. Without
+	 * one (it could not be made), every row is committed at once. */
+	int dir_fd;
+	pw_journal journal;
+	uint64_t journal_committed; /* the last sequence number orig_journals holds */
 };
+
+static int journal_replay(pw_orig_store *s);
+static void journal_forget_removed(pw_orig_store *s);
 
 /* Removes what a killed daemon left in tmp/ (the named fallback of O_TMPFILE). */
 static void clean_tmp(int tmp_fd)
@@ -110,7 +119,8 @@ int pw_orig_store_open(const pw_orig_opts *o, pw_orig_store **ret)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->wake, &ca);
 	pthread_condattr_destroy(&ca);
-	s->blobs_fd = s->tmp_fd = -1;
+	s->blobs_fd = s->tmp_fd = s->dir_fd = -1;
+	s->journal = (pw_journal)PW_JOURNAL_INIT;
 	s->dir = TAKE_PTR(dir);
 	s->max_file = o->max_file ? o->max_file : PW_ORIG_MAX_FILE_DEFAULT;
 	s->max_total = o->max_total ? o->max_total : PW_ORIG_MAX_TOTAL_DEFAULT;
@@ -134,6 +144,13 @@ int pw_orig_store_open(const pw_orig_opts *o, pw_orig_store **ret)
 		clean_tmp(tfd);
 		close(tfd);
 	}
+	s->dir_fd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->dir_fd >= 0) {
+		/* A dead daemon's records first; they cannot fail the mount: a journal that
+		 * cannot be replayed now stays for the next start. */
+		(void)journal_replay(s);
+		(void)pw_journal_create(s->dir_fd, &s->journal);
+	}
 	*ret = s;
 	return 0;
 }
@@ -149,8 +166,13 @@ void pw_orig_store_close(pw_orig_store *s)
 		pthread_mutex_unlock(&s->lock);
 		pthread_join(s->flusher, NULL);
 	}
-	if (s->db)
-		(void)pw_orig_flush(s); /* a close rolls back what is not committed */
+	/* A close rolls back what is not committed: the journal then stays for the next start. */
+	bool committed = s->db && pw_orig_flush(s) == 0 && !s->txn;
+	pw_journal_close(&s->journal, s->dir_fd, committed);
+	if (committed)
+		journal_forget_removed(s);
+	if (s->dir_fd >= 0)
+		close(s->dir_fd);
 	sqlite3_finalize(s->insert);
 	if (s->db)
 		sqlite3_close_v2(s->db);
@@ -175,18 +197,133 @@ void pw_orig_unlock(pw_orig_store *s)
 }
 
 
+/* ---- the journal of deferred rows (journal.h) ---------------------------------------- */
+
+/* Records in the open transaction that the journal is committed up to SEQ. */
+static int journal_mark_name(sqlite3 *db, const char *name, uint64_t seq)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db,
+				    "INSERT INTO orig_journals(name, seq) VALUES (?1, ?2) "
+				    "ON CONFLICT(name) DO UPDATE SET seq = excluded.seq",
+				    -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return pw_db_errno(rc);
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)seq);
+	rc = sqlite3_step(st);
+	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+}
+
+static int journal_mark(pw_orig_store *s, uint64_t seq)
+{
+	if (!s->journal.name || seq == s->journal_committed)
+		return 0;
+	return journal_mark_name(s->db, s->journal.name, seq);
+}
+
+/* Forgets the marks of journals whose files are gone (replayed, or closed whole). */
+static void journal_forget_removed(pw_orig_store *s)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL, *del = NULL;
+	if (s->dir_fd < 0 ||
+	    sqlite3_prepare_v2(s->db, "SELECT name FROM orig_journals", -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, "DELETE FROM orig_journals WHERE name = ?1", -1, &del,
+			       NULL) != SQLITE_OK)
+		return;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *name = (const char *)sqlite3_column_text(st, 0);
+		if (!name || faccessat(s->dir_fd, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0 ||
+		    errno != ENOENT)
+			continue;
+		sqlite3_bind_text(del, 1, name, -1, SQLITE_TRANSIENT);
+		(void)sqlite3_step(del);
+		sqlite3_reset(del);
+	}
+}
+
+typedef struct replay_ctx {
+	pw_orig_store *s;
+	uint64_t skip, last; /* committed before; the last record seen */
+} replay_ctx;
+
+static int replay_begin(void *data, const char *name)
+{
+	replay_ctx *c = data;
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc = sqlite3_exec(c->s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return pw_db_errno(rc);
+	c->skip = c->last = 0;
+	if (sqlite3_prepare_v2(c->s->db, "SELECT seq FROM orig_journals WHERE name = ?1", -1, &st,
+			       NULL) == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			c->skip = (uint64_t)sqlite3_column_int64(st, 0);
+	}
+	c->last = c->skip;
+	return 0;
+}
+
+static int insert_row(pw_orig_store *s, const pw_orig_row *row, int64_t time_ns, int64_t *ret_id);
+
+static int replay_record(void *data, const char *name, uint64_t seq, const pw_orig_row *row,
+			 int64_t time_ns)
+{
+	replay_ctx *c = data;
+	(void)name;
+	if (seq <= c->skip)
+		return 0; /* committed before the daemon died */
+	int r = insert_row(c->s, row, time_ns, NULL);
+	if (r == 0)
+		c->last = seq;
+	return r;
+}
+
+static int replay_end(void *data, const char *name, int r)
+{
+	replay_ctx *c = data;
+	if (r == 0 && c->last != c->skip)
+		r = journal_mark_name(c->s->db, name, c->last);
+	if (r == 0) {
+		int rc = sqlite3_exec(c->s->db, "COMMIT", NULL, NULL, NULL);
+		r = pw_db_errno(rc);
+	}
+	if (r < 0 && !sqlite3_get_autocommit(c->s->db))
+		(void)sqlite3_exec(c->s->db, "ROLLBACK", NULL, NULL, NULL);
+	return r;
+}
+
+/* Adds the rows of dead daemons' journals that their transactions did not commit. */
+static int journal_replay(pw_orig_store *s)
+{
+	replay_ctx c = { .s = s };
+	int r = pw_journal_replay_dead(s->dir_fd, replay_begin, replay_record, replay_end, &c);
+	journal_forget_removed(s);
+	return r;
+}
+
 /* ---- deferred rows --------------------------------------------------------------------- */
 
 int pw_orig_flush(pw_orig_store *s)
 {
 	if (!s->txn)
 		return 0;
-	int rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+	/* The commit says how far the journal is in the database, so a replay after a kill
+	 * between this commit and the truncation below adds nothing twice. */
+	int r = journal_mark(s, s->journal.seq);
+	if (r < 0 && !sqlite3_get_autocommit(s->db))
+		return r; /* still open: the next flush tries again */
+	int rc = r < 0 ? SQLITE_ERROR : sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
 	if (rc != SQLITE_OK && !sqlite3_get_autocommit(s->db))
 		return pw_db_errno(rc); /* still open (busy): the next flush tries again */
 	s->txn = false;
 	s->txn_rows = 0;
-	return rc == SQLITE_OK ? 0 : pw_db_errno(rc);
+	if (rc != SQLITE_OK)
+		return r < 0 ? r : pw_db_errno(rc);
+	s->journal_committed = s->journal.seq;
+	(void)pw_journal_truncate(&s->journal); /* if it fails, the replay skips them all */
+	return 0;
 }
 
 /* Commits a transaction of deferred rows once it is PW_ORIG_DEFER_MS old. */
@@ -621,7 +758,7 @@ void pw_orig_object_done(pw_orig_object *o)
 
 /* ---- rows ------------------------------------------------------------------------------ */
 
-static int insert_row(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
+static int insert_row(pw_orig_store *s, const pw_orig_row *row, int64_t time_ns, int64_t *ret_id)
 {
 	const pw_orig_object *o = row->obj;
 	int rc = s->insert ? SQLITE_OK : sqlite3_prepare_v2(
@@ -666,7 +803,7 @@ static int insert_row(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 	sqlite3_bind_int64(st, 25, row->pid);
 	sqlite3_bind_text(st, 26, row->comm, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 27, row->mode, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 28, pw_db_now_ns());
+	sqlite3_bind_int64(st, 28, time_ns ? time_ns : pw_db_now_ns());
 	rc = sqlite3_step(st);
 	/* The bound strings are the caller's: let go of them, ready for the next row. */
 	sqlite3_reset(st);
@@ -690,7 +827,7 @@ static int txn_checked(pw_orig_store *s, int r)
 
 int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 {
-	int r = txn_checked(s, insert_row(s, row, ret_id));
+	int r = txn_checked(s, insert_row(s, row, 0, ret_id));
 	if (r < 0 || !s->txn)
 		return r;
 	/* The deferred rows before it are committed with it, in one transaction: what is
@@ -708,12 +845,21 @@ int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 
 int pw_orig_insert_deferred(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 {
-	if (txn_open(s) < 0)
+	/* Only a row with no object kept fits the journal; without a journal, no deferring. */
+	if (s->journal.fd < 0 || (row->obj && row->obj->present) || txn_open(s) < 0)
 		return pw_orig_insert(s, row, ret_id);
-	int r = txn_checked(s, insert_row(s, row, ret_id));
-	if (r == 0 && ++s->txn_rows >= PW_ORIG_DEFER_ROWS)
+	int64_t now = pw_db_now_ns();
+	int r = txn_checked(s, insert_row(s, row, now, ret_id));
+	if (r < 0)
+		return r;
+	uint64_t seq;
+	/* In the journal before the change is applied: a kill after it loses nothing. If
+	 * the journal cannot take it, the row is committed now instead. */
+	if (pw_journal_append(&s->journal, row, now, &seq) < 0)
+		return pw_orig_flush(s);
+	if (++s->txn_rows >= PW_ORIG_DEFER_ROWS)
 		(void)pw_orig_flush(s); /* if busy, the flusher tries again */
-	return r;
+	return 0;
 }
 
 /* Removes blob HASH (file and record) when no row references it. */

@@ -10,8 +10,9 @@
  * leaves either a whole blob or none. The records are rows of the state database
  * (migration 2): change sets, and per change set one row per path first changed, in the
  * order the changes happened. A row is committed after its blob is in place and before
- * the change it precedes is applied; the row of a created name may follow shortly after
- * (pw_orig_insert_deferred), since there is no original to lose.
+ * the change it precedes is applied; the row of a created name may be committed shortly
+ * after (pw_orig_insert_deferred): it is in the store's journal (journal.h) before the
+ * change, so a killed daemon loses it neither.
  *
  * Threading: one store is used by one thread at a time; fs/keep.c serializes its callers
  * with its own lock, and the control methods take the same lock (pw_orig_lock). The store's
@@ -106,8 +107,10 @@ int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id);
  * of them (a thread of the store does it) or once PW_ORIG_DEFER_ROWS are pending, and
  * before anything else is written or read: the next pw_orig_insert commits them with its
  * own row, and pw_orig_read, pw_orig_set_content, pw_orig_changeset_begin, pw_orig_prune
- * and pw_orig_store_close commit them first. So the rows committed are always a prefix of the rows inserted, and a
- * kill loses at most the deferred rows of the last PW_ORIG_DEFER_MS. The id is final.
+ * and pw_orig_store_close commit them first. So the rows committed are always a prefix of
+ * the rows inserted. Each deferred row is also appended to the journal (journal.h), which
+ * the next start replays: a kill loses none. A row that holds an object, or any row when
+ * the store has no journal, is committed at once (pw_orig_insert). The id is final.
  */
 int pw_orig_insert_deferred(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id);
 #define PW_ORIG_DEFER_MS 100

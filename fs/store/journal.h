@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The originals store's journal: the records of created names (pw_orig_insert_deferred)
+ * between the moment the change is applied and the moment their batch is committed to
+ * the database.
+ *
+ * Why: a created name has no original to keep, so its row may be committed in a batch a
+ * moment later, which is what makes creates and deletes cheap. But a daemon killed in that
+ * moment must not lose the record, or undo would leave the new name behind. So each such
+ * record is first appended to a journal file with one write(2) (no fsync: the page cache
+ * outlives the process), and the batch's commit also records, in the database table
+ * orig_journals, the sequence number of the last record it holds. A daemon that starts
+ * replays every journal whose owner is gone, from the record after the committed one.
+ *
+ * Each daemon has a journal of its own (several views share one store), named
+ * journal.XXXXXX in the store's directory and held with an exclusive flock for as long as
+ * the daemon lives: a journal no process holds belongs to a dead daemon.
+ *
+ * Records: "PWJ1", u32 payload length, u64 sequence number, the payload (the row's fields),
+ * u32 FNV-1a of sequence and payload. A record cut short or damaged (a machine crash mid
+ * write) ends the replay of that journal: what follows it was written later still.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "originals.h"
+
+typedef struct pw_journal {
+	int fd;
+	char *name;    /* journal.XXXXXX, in the store's directory */
+	uint64_t seq;  /* of the last record appended (never reset by a truncation) */
+} pw_journal;
+
+#define PW_JOURNAL_INIT { .fd = -1 }
+
+/* Creates and locks a new journal in DIR_FD. 0 or -errno. */
+int pw_journal_create(int dir_fd, pw_journal *ret);
+/* Appends ROW (a row whose object is absent: only names, ids and who) with one write.
+ * Returns 0 with its sequence number in *ret_seq, or -errno. */
+int pw_journal_append(pw_journal *j, const pw_orig_row *row, int64_t time_ns, uint64_t *ret_seq);
+/* Drops every record: they are committed. 0 or -errno. */
+int pw_journal_truncate(pw_journal *j);
+/* Closes J; with REMOVE, its file goes first (everything in it is committed). */
+void pw_journal_close(pw_journal *j, int dir_fd, bool remove);
+
+/* One record of a dead journal. ROW's strings live until the callback returns. */
+typedef int (*pw_journal_record_fn)(void *data, const char *name, uint64_t seq,
+				    const pw_orig_row *row, int64_t time_ns);
+/*
+ * For every journal in DIR_FD that no process holds: locks it, calls BEGIN(DATA, NAME),
+ * then RECORD for each whole record in order, then END(DATA, NAME, R) with R the first
+ * error (or 0); when END returns 0 the file is removed. A journal being replayed by
+ * another daemon is skipped. Returns the number of journals replayed, or -errno.
+ */
+int pw_journal_replay_dead(int dir_fd, int (*begin)(void *data, const char *name),
+			   pw_journal_record_fn record,
+			   int (*end)(void *data, const char *name, int r), void *data);
