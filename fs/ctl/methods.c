@@ -224,12 +224,12 @@ static int m_mode_set(call *x, json_t **ret)
 {
 	const char *name = str_param(x, "mode");
 	_cleanup_free_ char *why = NULL;
-	pw_policy *before = pw_view_policy(x->view, NULL), *p;
-	uint64_t gen;
+	pw_policy *before = pw_view_policy(x->view, NULL);
+	pw_view_installed in;
 	json_t *o;
 	int r;
 
-	r = pw_view_set_mode(x->view, name, x->peer, &gen, &why);
+	r = pw_view_switch(x->view, name, x->peer, &in, &why);
 	if (r < 0) {
 		const char *prev = before ? pw_policy_mode_name(before) : "?";
 		switch (r) {
@@ -252,13 +252,13 @@ static int m_mode_set(call *x, json_t **ret)
 		pw_policy_unref(before);
 		return -1;
 	}
-	/* pw_view_set_mode returned after the FUSE layer installed it: the switch is in force. */
-	p = pw_view_policy(x->view, NULL);
-	o = p ? mode_info(p, gen, false) : NULL;
+	/* pw_view_switch returned after the FUSE layer installed it: the switch is in force.
+	 * The reply describes that switch (its policy, generation and the mode it replaced),
+	 * not whatever another switch installed since. */
+	o = mode_info(in.policy, in.generation, false);
 	if (o)
-		json_object_set_new(o, "previous",
-				    before ? json_string(pw_policy_mode_name(before)) : json_null());
-	pw_policy_unref(p);
+		json_object_set_new(o, "previous", json_string(in.previous));
+	pw_view_installed_done(&in);
 	pw_policy_unref(before);
 	return done(x, o, ret);
 }
@@ -386,27 +386,33 @@ static int m_reload(call *x, json_t **ret)
 {
 	_cleanup_free_ char *why = NULL;
 	pw_peer peer = *x->peer;
+	pw_view_installed in;
 	pw_view_status st;
-	uint64_t gen;
 	json_t *w, *o;
 	int r;
 
 	if (!peer.restricted)
 		peer.origin = "reload";
-	r = pw_view_reload(x->view, &peer, &gen, &why);
+	r = pw_view_reload(x->view, &peer, &in, &why);
 	if (r == -EPERM)
 		return fail(x, PW_RPC_REFUSED, "%s", why ? why : "refused");
 	if (r < 0)
 		return fail(x, PW_RPC_INTERNAL_ERROR, "reload failed: %s", strerror(-r));
-	if (pw_view_get_status(x->view, &st) < 0)
+	if (pw_view_get_status(x->view, &st) < 0) {
+		pw_view_installed_done(&in);
 		return fail_nomem(x);
+	}
+	/* Mode, generation and fail state of the policy this reload installed; the warnings
+	 * are the modeset's now. */
 	w = json_array();
 	for (size_t i = 0; w && i < st.n_warnings; i++)
 		json_array_append_new(w, json_string(st.warnings[i]));
-	o = json_pack("{s:s,s:I,s:b,s:s?,s:o}", "mode", st.mode, "generation", (json_int_t)gen,
-		      "fail_closed", st.fail_reason != NULL, "fail_reason", st.fail_reason,
-		      "warnings", w ? w : json_array());
+	o = json_pack("{s:s,s:I,s:b,s:s?,s:o}", "mode", pw_policy_mode_name(in.policy),
+		      "generation", (json_int_t)in.generation, "fail_closed",
+		      pw_policy_is_fail_closed(in.policy), "fail_reason",
+		      pw_policy_fail_reason(in.policy), "warnings", w ? w : json_array());
 	pw_view_status_done(&st);
+	pw_view_installed_done(&in);
 	return done(x, o, ret);
 }
 

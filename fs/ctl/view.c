@@ -327,9 +327,47 @@ static void notify(pw_view *v, const char *from, const char *to, uint64_t gen,
 		fn(from, to, gen, peer, data);
 }
 
+void pw_view_installed_done(pw_view_installed *in)
+{
+	if (!in)
+		return;
+	pw_policy_unref(in->policy);
+	free(in->previous);
+	*in = (pw_view_installed){};
+}
+
+/* Fills *RET (if any) with the policy a switch is about to install and the mode before it;
+ * the caller sets the generation once installed. Returns 0 or -ENOMEM (nothing filled). */
+static int installed(pw_view_installed *ret, pw_policy *p, const char *previous)
+{
+	char *prev;
+
+	if (!ret)
+		return 0;
+	prev = previous ? strdup(previous) : NULL;
+	if (previous && !prev)
+		return -ENOMEM;
+	*ret = (pw_view_installed){ .policy = pw_policy_ref(p), .previous = prev };
+	return 0;
+}
+
 int pw_view_set_mode(pw_view *v, const char *name, const pw_peer *peer, uint64_t *ret_generation,
 		     char **ret_why)
 {
+	pw_view_installed in;
+	int r = pw_view_switch(v, name, peer, ret_generation ? &in : NULL, ret_why);
+
+	if (r == 0 && ret_generation) {
+		*ret_generation = in.generation;
+		pw_view_installed_done(&in);
+	}
+	return r;
+}
+
+int pw_view_switch(pw_view *v, const char *name, const pw_peer *peer, pw_view_installed *ret,
+		   char **ret_why)
+{
+	pw_view_installed in = {};
 	_cleanup_free_ char *from = NULL, *to = NULL, *new_mode = NULL;
 	const pw_warning *w = NULL;
 	pw_policy *p = NULL;
@@ -365,29 +403,35 @@ int pw_view_set_mode(pw_view *v, const char *name, const pw_peer *peer, uint64_t
 		goto out;
 
 	new_mode = strdup(name);
-	if (!new_mode) {
+	/* Allocated before the install, so that a switch in force is always reported. */
+	if (!new_mode || installed(ret ? &in : NULL, p, v->mode) < 0) {
 		r = -ENOMEM;
 		goto out;
 	}
 	/* A switch into a mode that writes starts a change set of originals. */
 	gen = install(v, p, "switch", !pw_policy_writes_nothing(p));
+	in.generation = gen;
 	from = TAKE_PTR(v->mode);
 	v->mode = TAKE_PTR(new_mode);
 	set_str(&v->fail_reason, NULL);
 	record_switch(v, from, name, gen, peer, peer_origin(peer, "socket"), true);
-	if (ret_generation)
-		*ret_generation = gen;
 	r = 0;
 out:
 	pthread_mutex_unlock(&v->lock);
 	pw_policy_unref(p);
-	if (r == 0)
-		notify(v, from, to, gen, peer);
-	return r;
+	if (r < 0) {
+		pw_view_installed_done(&in);
+		return r;
+	}
+	notify(v, from, to, gen, peer);
+	if (ret)
+		*ret = in;
+	return 0;
 }
 
-int pw_view_reload(pw_view *v, const pw_peer *peer, uint64_t *ret_generation, char **ret_why)
+int pw_view_reload(pw_view *v, const pw_peer *peer, pw_view_installed *ret, char **ret_why)
 {
+	pw_view_installed in = {};
 	pw_modeset *ms = NULL;
 	pw_policy *p = NULL;
 	char *fail = NULL;
@@ -412,25 +456,33 @@ int pw_view_reload(pw_view *v, const pw_peer *peer, uint64_t *ret_generation, ch
 		if (r < 0)
 			goto out;
 	}
+	mode = strdup(v->mode);
+	if (!mode || installed(ret ? &in : NULL, p, v->mode) < 0) {
+		r = -ENOMEM;
+		goto out;
+	}
 	gen = install(v, p, "reload", false);
+	in.generation = gen;
 	pw_modeset_free(v->ms);
 	v->ms = TAKE_PTR(ms);
 	v->trusted = trusted;
 	set_str(&v->fail_reason, TAKE_PTR(fail));
 	v->reloads++;
-	mode = strdup(v->mode);
 	record_switch(v, v->mode, v->mode, gen, peer, peer_origin(peer, "reload"), false);
-	if (ret_generation)
-		*ret_generation = gen;
 	r = 0;
 out:
 	pthread_mutex_unlock(&v->lock);
 	pw_modeset_free(ms);
 	pw_policy_unref(p);
 	free(fail);
-	if (r == 0)
-		notify(v, mode, mode, gen, peer);
-	return r;
+	if (r < 0) {
+		pw_view_installed_done(&in);
+		return r;
+	}
+	notify(v, mode, mode, gen, peer);
+	if (ret)
+		*ret = in;
+	return 0;
 }
 
 const char *pw_view_project(const pw_view *v)
@@ -513,6 +565,10 @@ int pw_view_get_status(pw_view *v, pw_view_status *ret)
 			goto out;
 		st.n_warnings++;
 	}
+	/* Under the lock, as every install is: the generation of the policy of v->mode, not of
+	 * a switch that raced in after we let go. */
+	p = v->fs_ops->get_policy(v->fs_ctx, &st.generation);
+	pw_policy_unref(p);
 	r = 0;
 out:
 	pthread_mutex_unlock(&v->lock);
@@ -520,8 +576,6 @@ out:
 		pw_view_status_done(&st);
 		return r;
 	}
-	p = v->fs_ops->get_policy(v->fs_ctx, &st.generation);
-	pw_policy_unref(p);
 	*ret = st;
 	return 0;
 }

@@ -36,7 +36,10 @@ typedef struct pw_view pw_view;
  * The control plane's one way into the FUSE layer: the daemon (daemon.c) hands the view
  * these operations and their context (the pw_fs); tests/ctl hands a double. fs/ctl/ calls
  * no function of the FUSE layer by name, so a build of the control plane without it links.
- * All are called without the view's lock held; each must be thread-safe.
+ * Each must be thread-safe and must not call back into the view: set_policy and get_policy
+ * are called with the view's lock held (every install happens under it, so a reader that
+ * holds it sees the view's mode and the generation of that mode's policy together);
+ * get_stats and policy_installed may be called with it held.
  *
  * The changes methods (ctl/changes.c) are not served through this struct: undo acts on the
  * backing tree under the originals store's lock, beside the inode table (keep.h), which is
@@ -48,7 +51,8 @@ typedef struct pw_view_fs_ops {
 	/* pw_fs_set_policy: installs P (takes a reference); returns once every operation that
 	 * starts afterwards decides with it; returns the new generation. */
 	uint64_t (*set_policy)(void *ctx, pw_policy *p);
-	/* pw_fs_policy: the active policy (a new reference) and its generation. */
+	/* pw_fs_policy: the active policy (a new reference) and its generation, read together
+	 * (the generation that installed that policy). */
 	pw_policy *(*get_policy)(void *ctx, uint64_t *ret_generation);
 	/* pw_fs_get_stats: the counters status shows. */
 	void (*get_stats)(void *ctx, pw_fs_stats *ret);
@@ -109,9 +113,20 @@ int pw_view_authorize_switch(pw_view *v, const pw_peer *peer, const pw_policy *t
 			     char **ret_why);
 
 /*
- * Switches to mode NAME for PEER. Returns only after fs_ops->set_policy returned, with the
- * new generation in *ret_generation (may be NULL). Errors (with a malloc'd one-line reason
- * in *ret_why, written only on failure, when ret_why is not NULL):
+ * What one change of the active policy installed, all of the same switch: a reply built from
+ * it never names one mode with another switch's generation, however many switches race.
+ */
+typedef struct pw_view_installed {
+	pw_policy *policy;   /* the policy installed (a reference) */
+	uint64_t generation; /* the generation set_policy gave it */
+	char *previous;      /* the mode active just before (for a reload, the same mode) */
+} pw_view_installed;
+void pw_view_installed_done(pw_view_installed *in); /* drops both; accepts NULL */
+
+/*
+ * Switches to mode NAME for PEER. Returns only after fs_ops->set_policy returned, with what
+ * it installed in *ret (may be NULL; filled only on success). Errors (with a malloc'd
+ * one-line reason in *ret_why, written only on failure, when ret_why is not NULL):
  *   -ENOENT   no such mode
  *   -EBADMSG  the mode's file is broken (the active policy is unchanged)
  *   -EPERM    refused by pw_view_authorize_switch
@@ -119,6 +134,9 @@ int pw_view_authorize_switch(pw_view *v, const pw_peer *peer, const pw_policy *t
  * Switching to the mode that is already active succeeds (and re-installs it, which clears
  * a fail-closed state once the file is fixed and reloaded).
  */
+int pw_view_switch(pw_view *v, const char *name, const pw_peer *peer, pw_view_installed *ret,
+		   char **ret_why);
+/* pw_view_switch for callers that need only the new generation (*ret_generation may be NULL). */
 int pw_view_set_mode(pw_view *v, const char *name, const pw_peer *peer, uint64_t *ret_generation,
 		     char **ret_why);
 
@@ -127,9 +145,9 @@ int pw_view_set_mode(pw_view *v, const char *name, const pw_peer *peer, uint64_t
  * file disappeared or broke, installs a fail-closed policy and returns 0 (status says why);
  * a later reload after a fix, or pw_view_set_mode(), recovers. A restricted peer whose
  * reload would loosen the active policy gets -EPERM (with *ret_why) and nothing changes.
- * Returns 0 with *ret_generation, or -EPERM, -ENOMEM.
+ * Returns 0 with what it installed in *ret (may be NULL), or -EPERM, -ENOMEM.
  */
-int pw_view_reload(pw_view *v, const pw_peer *peer, uint64_t *ret_generation, char **ret_why);
+int pw_view_reload(pw_view *v, const pw_peer *peer, pw_view_installed *ret, char **ret_why);
 
 /* Read-only accessors. Strings returned by the getters without "dup" are immutable for the
  * view's lifetime. */
@@ -146,7 +164,9 @@ pw_policy *pw_view_policy(pw_view *v, uint64_t *ret_generation);
 void pw_view_fs_stats(pw_view *v, pw_fs_stats *ret);
 
 /*
- * A consistent snapshot for status. Strings are malloc'd; free with pw_view_status_done().
+ * A consistent snapshot for status, taken under the view's lock: the mode, its generation
+ * and its fail reason are those of one installed policy. Strings are malloc'd; free with
+ * pw_view_status_done().
  */
 typedef struct pw_view_status {
 	char *mode;        /* the active mode's name (also when failing closed) */

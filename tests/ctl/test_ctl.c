@@ -61,6 +61,9 @@ typedef struct fake_fs {
 	unsigned installed;      /* policy_installed calls */
 	char last_reason[16];    /* and the last one's reason */
 	bool last_new_set;
+	/* While set: the mode each generation from log_base on installed (log[g - log_base]). */
+	char (*log)[16];
+	uint64_t log_base, log_len;
 } fake_fs_t;
 
 static uint64_t fake_set_policy(void *ctx, pw_policy *p)
@@ -70,6 +73,8 @@ static uint64_t fake_set_policy(void *ctx, pw_policy *p)
 	pw_policy *old = fs->active;
 	fs->active = pw_policy_ref(p);
 	uint64_t g = ++fs->generation;
+	if (fs->log && g - fs->log_base < fs->log_len)
+		snprintf(fs->log[g - fs->log_base], sizeof(fs->log[0]), "%s", pw_policy_mode_name(p));
 	pthread_mutex_unlock(&fs->lock);
 	pw_policy_unref(old);
 	return g;
@@ -552,6 +557,143 @@ Test(ctl, mode_set_is_in_force_when_answered_and_persisted)
 	cr_assert_str_eq(last, "build");
 	free(last);
 	close(fd);
+}
+
+/*
+ * A reply names one switch: the mode and generation that mode.set, reload and status report
+ * belong to the same installed policy, however switches race. Two threads switch through
+ * the view directly (other threads than the server's, as any caller of pw_view_switch may
+ * be) while a client calls mode.set, reload and status in a loop; the test double logs the
+ * mode each generation installed, the switchers' own results must agree with that log, and
+ * so must every pair (mode, generation) a reply gives, and mode.set's `previous` must be the
+ * mode of the generation before. Bounded by the client's rounds; the switchers run until the
+ * client is done (at most SWITCHES_MAX each).
+ */
+#define RACE_ROUNDS 400
+#define SWITCHES_MAX 20000
+#define RACE_LOG (2 * SWITCHES_MAX + 2 * RACE_ROUNDS + 16)
+
+typedef struct race_switcher {
+	const char *modes[2];
+	atomic_bool *stop;
+	unsigned switches, failures, disagreements;
+} race_switcher;
+
+static char race_log[RACE_LOG][16];
+
+/* The mode the log says generation GEN installed, or NULL outside the logged range. */
+static const char *logged_mode(uint64_t gen)
+{
+	if (gen < fake_fs.log_base || gen - fake_fs.log_base >= RACE_LOG)
+		return NULL;
+	return race_log[gen - fake_fs.log_base];
+}
+
+static void *race_switch(void *arg)
+{
+	race_switcher *rs = arg;
+	pw_peer peer = { .pid = getpid(), .uid = getuid(), .origin = "socket", .comm = "racer" };
+
+	while (!atomic_load(rs->stop) && rs->switches < SWITCHES_MAX) {
+		const char *m = rs->modes[rs->switches % 2];
+		uint64_t gen = 0;
+		if (pw_view_set_mode(view, m, &peer, &gen, NULL) < 0) {
+			rs->failures++;
+			break;
+		}
+		/* What the switcher got back is a pair the double saw installed. */
+		pthread_mutex_lock(&fake_fs.lock);
+		const char *logged = logged_mode(gen);
+		if (!logged || !streq(logged, m))
+			rs->disagreements++;
+		pthread_mutex_unlock(&fake_fs.lock);
+		rs->switches++;
+	}
+	return NULL;
+}
+
+/* Whether reply R's (mode, generation) pair is one the log holds; counts it in *checked. */
+static bool pair_installed(json_t *r, const char *what, unsigned *checked)
+{
+	json_t *res = result_of(r);
+	const char *mode = sget(res, "mode");
+	uint64_t gen = (uint64_t)json_integer_value(json_object_get(res, "generation"));
+
+	pthread_mutex_lock(&fake_fs.lock);
+	const char *logged = logged_mode(gen);
+	bool ok = mode && logged && streq(logged, mode);
+	pthread_mutex_unlock(&fake_fs.lock);
+	if (!ok)
+		cr_log_warn("%s: mode %s with generation %llu, which installed %s", what,
+			    mode ? mode : "(none)", (unsigned long long)gen, logged ? logged : "?");
+	(*checked)++;
+	return ok;
+}
+
+Test(ctl, replies_pair_mode_and_generation_of_one_switch, .timeout = 240)
+{
+	atomic_bool stop = false;
+	race_switcher rs[2] = {
+		{ .modes = { "design", "build" }, .stop = &stop },
+		{ .modes = { "review", "discuss" }, .stop = &stop },
+	};
+	pthread_t th[2];
+	unsigned bad = 0, checked = 0;
+
+	pthread_mutex_lock(&fake_fs.lock);
+	fake_fs.log_base = fake_fs.generation;
+	fake_fs.log_len = RACE_LOG;
+	snprintf(race_log[0], sizeof(race_log[0]), "%s", pw_policy_mode_name(fake_fs.active));
+	fake_fs.log = race_log;
+	pthread_mutex_unlock(&fake_fs.lock);
+
+	int fd = connect_main();
+	for (int i = 0; i < 2; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, race_switch, &rs[i]), 0);
+	for (int round = 0; round < RACE_ROUNDS; round++) {
+		json_t *r = rpc(fd, "mode.set", round % 2 ? "{\"mode\":\"plan\"}" :
+							      "{\"mode\":\"off\"}");
+		if (!pair_installed(r, "mode.set", &checked))
+			bad++;
+		json_t *res = result_of(r);
+		uint64_t gen = (uint64_t)json_integer_value(json_object_get(res, "generation"));
+		pthread_mutex_lock(&fake_fs.lock);
+		const char *before = logged_mode(gen - 1);
+		bool prev_ok = before && streq(before, sget(res, "previous"));
+		pthread_mutex_unlock(&fake_fs.lock);
+		if (!prev_ok) {
+			cr_log_warn("mode.set: previous %s, generation %llu - 1 installed %s",
+				    sget(res, "previous"), (unsigned long long)gen,
+				    before ? before : "?");
+			bad++;
+		}
+		json_decref(r);
+
+		r = rpc(fd, "reload", NULL);
+		if (!pair_installed(r, "reload", &checked))
+			bad++;
+		json_decref(r);
+		r = rpc(fd, "status", NULL);
+		if (!pair_installed(r, "status", &checked))
+			bad++;
+		json_decref(r);
+	}
+	atomic_store(&stop, true);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	pthread_mutex_lock(&fake_fs.lock);
+	fake_fs.log = NULL;
+	pthread_mutex_unlock(&fake_fs.lock);
+	close(fd);
+
+	cr_log_info("%u switches raced %u replies", rs[0].switches + rs[1].switches, checked);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(rs[i].failures, 0, "switcher %d: a switch failed", i);
+		cr_assert_gt(rs[i].switches, 0, "switcher %d never switched", i);
+		cr_assert_eq(rs[i].disagreements, 0, "switcher %d: results not as installed", i);
+	}
+	cr_assert_eq(bad, 0, "%u of %u replies paired a mode with another switch's generation",
+		     bad, checked);
 }
 
 Test(ctl, mode_set_unknown_mode)
@@ -1471,3 +1613,4 @@ Test(ctl_audit, agent_denials_are_those_of_its_own_sandbox, .timeout = 120)
 	close(op);
 	stop_view();
 }
+
