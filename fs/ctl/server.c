@@ -732,8 +732,32 @@ static bool denial_for(const pw_ctl_client *c, json_t *params, const char *pidns
 	return pw_pidns_inside(pidns, pid, c->ns_level, c->ns_ino, ret_pid);
 }
 
-/* Queues a notification for the server thread (any thread). Takes PARAMS. PIDNS: for a
- * denial, the process's PID namespaces (pidns.h; NULL: unknown). */
+/*
+ * What an agent client C may learn of who made a switch (mode.changed PARAMS; PIDNS: the
+ * switcher's PID namespaces, NULL when unknown): of a process in its own sandbox, its pid
+ * as seen there, its uid and name; of anyone else (the person's terminal, a signal, the
+ * daemon itself, another sandbox, a process gone before it could be placed) only the origin.
+ * An operator client learns everything, unchanged.
+ */
+static void switcher_for(const pw_ctl_client *c, json_t *params, const char *pidns)
+{
+	pid_t outer = (pid_t)json_integer_value(json_object_get(params, "pid")), pid;
+
+	if (!c->peer.restricted)
+		return;
+	if (c->ns_known && outer > 0 &&
+	    pw_pidns_inside(pidns, outer, c->ns_level, c->ns_ino, &pid)) {
+		json_object_set_new(params, "pid", json_integer(pid));
+		return;
+	}
+	json_object_del(params, "pid");
+	json_object_del(params, "uid");
+	json_object_del(params, "comm");
+}
+
+/* Queues a notification for the server thread (any thread). Takes PARAMS. PIDNS: the PID
+ * namespaces (pidns.h; NULL: unknown) of the process the event names (the denied one, the
+ * switcher). */
 static void post_event(pw_ctl_server *s, const char *method, json_t *params, bool denied,
 		       const char *pidns)
 {
@@ -819,6 +843,8 @@ static void fan_out(pw_ctl_server *s)
 				c->suppressed = 0;
 				if (c->peer.restricted)
 					json_object_set_new(p, "pid", json_integer(pid));
+			} else if (p) {
+				switcher_for(c, p, pidns);
 			}
 			if (!client_send(s, c, pw_rpc_notification(method, p))) {
 				drop_client(s, i);
@@ -834,12 +860,17 @@ static void on_view_change(const char *from, const char *to, uint64_t generation
 			   const pw_peer *peer, void *userdata)
 {
 	pw_ctl_server *s = userdata;
+	char pidns[PW_PIDNS_DESC_MAX];
 	json_t *p = json_pack("{s:s?,s:s?,s:I,s:s?,s:i,s:i,s:s?}", "from", from, "to", to,
 			      "generation", (json_int_t)generation, "origin",
 			      peer ? peer->origin : NULL, "pid", peer ? (int)peer->pid : 0, "uid",
 			      peer ? (int)peer->uid : 0, "comm",
 			      peer && peer->comm[0] ? peer->comm : NULL);
-	post_event(s, "mode.changed", p, false, NULL);
+	/* Where the switcher sits, for the agent subscribers (switcher_for): taken now, while
+	 * it waits for its answer. Unknown (it is gone, or no process asked) tells them nothing. */
+	bool known = peer && peer->pid > 0 &&
+		     pw_pidns_describe(peer->pid, pidns, sizeof(pidns)) == 0;
+	post_event(s, "mode.changed", p, false, known ? pidns : NULL);
 }
 
 /* The audit writer may call its listener after pw_audit_set_listener(NULL) returned; the
