@@ -209,10 +209,11 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 	int r = pw_check_child(fs, req, pw_opmap_op(FUSE_CREATE), parent, name, false);
 	if (r < 0)
 		PW_REPLY_ERR(req, -r);
-	/* What the name holds matters to the hide rules and to the originals. Without either,
-	 * the file is made with O_EXCL first, which tells whether the name was free (and so
-	 * whether the watcher will see an IN_CREATE) without a stat of its own. */
-	bool look = fs->keep || pw_fs_hides(fs);
+	/* What the name holds matters to the hide rules (the originals look for themselves, in
+	 * pw_keep_name, before anything changes). Without hide rules the file is made with
+	 * O_EXCL first, which tells whether the name was free (and so whether the watcher will
+	 * see an IN_CREATE) without a stat of its own. */
+	bool look = pw_fs_hides(fs);
 	bool existed = false;
 	if (look) {
 		struct stat before;
