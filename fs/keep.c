@@ -31,6 +31,9 @@ typedef struct entry {
 	bool created;    /* nothing was there: what is there now the change set made */
 	bool kept_below; /* created, and a row holding an original was recorded beneath it
 			  * since (mark_kept_below): its removal is recorded after all */
+	bool linked;     /* a link of the change set made the name (or a rename moved such a
+			  * name here): it names an object that may have been there before,
+			  * whose other names are kept at its first change (keep_other_names) */
 	struct entry *next;
 } entry;
 
@@ -59,12 +62,13 @@ static entry *set_find(pw_keep *k, const char *path)
 	return NULL;
 }
 
-static int set_add(pw_keep *k, const char *path, int64_t row, bool content, bool created)
+/* The new entry, or NULL (out of memory). */
+static entry *set_add(pw_keep *k, const char *path, int64_t row, bool content, bool created)
 {
 	entry *e = calloc(1, sizeof(*e));
 	if (!e || !(e->path = strdup(path))) {
 		free(e);
-		return -ENOMEM;
+		return NULL;
 	}
 	e->row = row;
 	e->content = content;
@@ -73,7 +77,7 @@ static int set_add(pw_keep *k, const char *path, int64_t row, bool content, bool
 	e->next = k->set[b];
 	k->set[b] = e;
 	k->n_set++;
-	return 0;
+	return e;
 }
 
 /* Removes the entries PRED selects. */
@@ -366,9 +370,142 @@ static int64_t record_locked(pw_keep *k, who *w, const char *path, int dirfd,
 	pw_orig_object_done(&o);
 	if (r == 0 && !created)
 		mark_kept_below(k, path);
-	if (r == 0)
-		r = set_add(k, path, id, full, created);
+	if (r == 0 && !set_add(k, path, id, full, created))
+		r = -ENOMEM;
 	return r < 0 ? r : id;
+}
+
+/* ---- a change through a name a link made ------------------------------------------------ */
+
+/*
+ * A link makes a new name for an object that may have been there before the change set:
+ * its row says "created" (undo removes the name), but a change through it changes the
+ * object under its other names too, so "a name the change set made keeps nothing" does not
+ * hold for it. Its first change keeps the original under each other name of the object
+ * instead, as a change to that name: a file changed through two names is then restored
+ * once, under the name it had, and diff shows the change there. A link of a file the
+ * change set made finds only names the change set made, and keeps nothing.
+ */
+
+static int open_parent(pw_keep *k, const char *path, const char **ret_name);
+
+#define WALK_MAX_ENTRIES 1000000u
+#define WALK_MAX_DEPTH 256
+
+/* A walk of the backing tree for the names of inode DEV:INO (regular files) but SKIP: FOUND
+ * is called with each, and returns 1 to stop, 0 to go on, or -errno to fail the walk. */
+typedef struct name_walk {
+	dev_t dev;
+	ino_t ino;
+	const char *skip;
+	int (*found)(pw_keep *k, void *data, const char *path);
+	void *data;
+	unsigned budget;
+} name_walk;
+static int walk_names(pw_keep *k, name_walk *w);
+
+/*
+ * Keeps PATH's original when PATH is a name of the object ST describes: 1 when it is (kept
+ * now, or recorded already), 0 when not (gone, or another object now), -errno when its
+ * original could not be kept. Lock held.
+ */
+static int keep_alias_locked(pw_keep *k, who *w, const char *path, const struct stat *st,
+			     const char *op)
+{
+	const char *name;
+	_cleanup_close_ int dfd = open_parent(k, path, &name);
+	if (dfd < 0)
+		return dfd == -ENOENT || dfd == -ENOTDIR ? 0 : dfd;
+	struct stat a;
+	if (fstatat(dfd, name, &a, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : negative_errno();
+	if (a.st_dev != st->st_dev || a.st_ino != st->st_ino)
+		return 0;
+	int64_t r = record_locked(k, w, path, dfd, name, true, false, op);
+	return r < 0 ? (int)r : 1;
+}
+
+typedef struct alias_set {
+	char *path[PW_ALIAS_CHECK_MAX]; /* the names the view knows (heap strings) */
+	size_t n;
+	size_t found; /* names of the object met so far */
+	who *w;
+	const char *op;
+	const struct stat *st;
+} alias_set;
+
+static void alias_set_done(alias_set *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->path[i]);
+}
+
+/* The names of N the view knows, into A. 0 or -ENOMEM. */
+static int alias_set_fill(pw_fs *fs, pw_inode *n, alias_set *a)
+{
+	PW_PATH_DECLARE(p);
+	int r = 0;
+	pthread_rwlock_rdlock(&fs->tree_lock);
+	for (const pw_name *nm = n->names; nm && a->n < PW_ALIAS_CHECK_MAX && r == 0;
+	     nm = nm->next) {
+		if (pw_child_path_locked(fs, nm->parent, nm->name, &p) < 0)
+			continue;
+		if (!(a->path[a->n] = strdup(p.s)))
+			r = -ENOMEM;
+		else
+			a->n++;
+	}
+	pthread_rwlock_unlock(&fs->tree_lock);
+	return r;
+}
+
+/* A name the walk met (not PATH itself): kept unless the view knew it (counted already). */
+static int keep_walked(pw_keep *k, void *data, const char *path)
+{
+	alias_set *a = data;
+	for (size_t i = 0; i < a->n; i++)
+		if (streq(a->path[i], path))
+			return 0;
+	int r = keep_alias_locked(k, a->w, path, a->st, a->op);
+	if (r < 0)
+		return r;
+	a->found += (size_t)r;
+	return a->found >= (size_t)a->st->st_nlink; /* every name met: stop */
+}
+
+/*
+ * Before the first change of N through PATH (open at FD) in the change set: when a link of
+ * the change set made PATH, keeps the originals of N's other names (see above). Its names
+ * are those the view knows; a file with more links than that (names the view never
+ * learnt, or whose node it forgot) is looked for by a bounded walk of the project. Lock
+ * held. 0, or -errno: the change must not proceed (-EIO: the walk ran out before it met
+ * every name, so what the change would change elsewhere could not be kept).
+ */
+static int keep_other_names_locked(pw_keep *k, who *w, pw_inode *n, const char *path, int fd,
+				   const char *op)
+{
+	entry *e = set_find(k, path);
+	if (!e || !e->linked || n->is_root || !S_ISREG(n->type))
+		return 0;
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return negative_errno();
+	if (st.st_nlink <= 1)
+		return 0; /* its other names are gone, each kept as it went */
+	_cleanup_(alias_set_done) alias_set a = { .w = w, .op = op, .st = &st };
+	int r = alias_set_fill(k->fs, n, &a);
+	for (size_t i = 0; r == 0 && i < a.n; i++) {
+		int q = streq(a.path[i], path) ? 1 : keep_alias_locked(k, w, a.path[i], &st, op);
+		if (q < 0)
+			r = q;
+		else
+			a.found += (size_t)q;
+	}
+	if (r < 0 || a.found >= (size_t)st.st_nlink)
+		return r;
+	return walk_names(k, &(name_walk){ .dev = st.st_dev, .ino = st.st_ino, .skip = path,
+					   .found = keep_walked, .data = &a,
+					   .budget = WALK_MAX_ENTRIES });
 }
 
 static bool active(pw_fs *fs)
@@ -410,6 +547,8 @@ int pw_keep_node(pw_fs *fs, fuse_req_t req, pw_inode *n, pw_op op)
 	if ((uint64_t)atomic_load(&k->cs) == cs) {
 		id = record_locked(k, &w, path.s, fd, "", true, false, op_label(op));
 		if (id >= 0)
+			id = keep_other_names_locked(k, &w, n, path.s, fd, op_label(op));
+		if (id >= 0)
 			atomic_store(&n->kept_cs, cs);
 	}
 	pw_orig_unlock(k->store);
@@ -446,6 +585,12 @@ int64_t pw_keep_name(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, const
 	int64_t id = record_parent_locked(k, fs, &w, parent, pfd);
 	if (id >= 0)
 		id = record_locked(k, &w, path.s, pfd, name, true, false, op_label(op));
+	if (id >= 0 && op == PW_OP_LINK) {
+		/* The name may have been made, or recorded, before: it names this object now. */
+		entry *e = set_find(k, path.s);
+		if (e)
+			e->linked = true;
+	}
 	pw_orig_unlock(k->store);
 	creds_back(&c);
 	return id;
@@ -482,6 +627,7 @@ int64_t pw_keep_rename(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, con
 	 * deferred like the file's own, and the new name is then one the change set made. */
 	entry *made = set_find(k, from.s);
 	bool cheap = !exchange && made && made->created && !S_ISDIR(src.st_mode);
+	bool linked = made && made->linked; /* a link's name moved: still one (keep_other_names) */
 	if (id >= 0 && !exchange) {
 		/* What the destination loses: kept unless recorded already (with content). */
 		entry *e = set_find(k, to.s);
@@ -526,8 +672,11 @@ int64_t pw_keep_rename(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, con
 		set_remove_if(k, under, from.s);
 		set_remove_if(k, under, to.s);
 		/* ... but a file the change set made needs no original under its new name. */
-		if (cheap && set_add(k, to.s, id, true, true) < 0)
+		entry *e = cheap ? set_add(k, to.s, id, true, true) : NULL;
+		if (cheap && !e)
 			id = -ENOMEM;
+		else if (e)
+			e->linked = linked;
 	}
 	pw_orig_unlock(k->store);
 	creds_back(&c);
@@ -640,17 +789,6 @@ int pw_keep_move_locked(pw_keep *k, int root_fd, const char *from, const char *t
 
 /* ---- for undo: another name of an inode ------------------------------------------------- */
 
-#define WALK_MAX_ENTRIES 1000000u
-#define WALK_MAX_DEPTH 256
-
-typedef struct name_walk {
-	dev_t dev;
-	ino_t ino;
-	const char *skip;
-	char *out;
-	unsigned budget;
-} name_walk;
-
 /* Is PATH (beneath the root) a regular file on inode DEV:INO, and not W->skip? */
 static bool is_other_name(pw_keep *k, const name_walk *w, const char *path)
 {
@@ -684,8 +822,7 @@ static int walk_dir(pw_keep *k, name_walk *w, int dfd, char *path, size_t len, u
 		memcpy(path + at, de->d_name, nl + 1);
 		if (de->d_ino == w->ino && (de->d_type == DT_REG || de->d_type == DT_UNKNOWN) &&
 		    is_other_name(k, w, path)) {
-			snprintf(w->out, PW_PATH_MAX, "%s", path);
-			r = 1;
+			r = w->found(k, w->data, path);
 		} else if ((de->d_type == DT_DIR || de->d_type == DT_UNKNOWN) &&
 			   depth < WALK_MAX_DEPTH) {
 			int sub = openat(dirfd(d), de->d_name,
@@ -704,13 +841,31 @@ static int walk_dir(pw_keep *k, name_walk *w, int dfd, char *path, size_t len, u
 	return r;
 }
 
+/* From the project's root. 0: walked it all (or stopped by FOUND), -EIO: out of budget
+ * first, or FOUND's -errno. */
+static int walk_names(pw_keep *k, name_walk *w)
+{
+	int dfd = openat(k->fs->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return negative_errno();
+	char path[PW_PATH_MAX] = "";
+	int r = walk_dir(k, w, dfd, path, 0, 0);
+	return r < 0 ? r : r == 0 && !w->budget ? -EIO : 0;
+}
+
+static int first_found(pw_keep *k, void *data, const char *path)
+{
+	snprintf(data, PW_PATH_MAX, "%s", path);
+	return 1;
+}
+
 int pw_keep_other_name(pw_keep *k, dev_t dev, ino_t ino, const char *not_path,
 		       char ret_path[PW_PATH_MAX])
 {
 	if (!k->fs)
 		return -ENOENT;
-	name_walk w = { .dev = dev, .ino = ino, .skip = not_path, .out = ret_path,
-			.budget = WALK_MAX_ENTRIES };
+	name_walk w = { .dev = dev, .ino = ino, .skip = not_path, .found = first_found,
+			.data = ret_path, .budget = WALK_MAX_ENTRIES };
 	/* The view's own table first: a name it has looked up. */
 	PW_PATH_DECLARE(p);
 	pthread_rwlock_rdlock(&k->fs->tree_lock);

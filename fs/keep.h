@@ -6,7 +6,9 @@
  * before the syscall; the hook returns once the original is durably in the store
  * (fs/store/originals.h), or fails, and then the change must not proceed. A new name has no
  * original: its row is committed with the next batch instead (pw_orig_insert_deferred),
- * and removing, renaming or writing what the change set made keeps nothing more.
+ * and removing, renaming or writing what the change set made keeps nothing more. But a
+ * name a link made names a file that may have been there before: the first change through
+ * it keeps that file's original under its other names (pw_keep_node).
  *
  * What is recorded, in the order the changes happen:
  *   - content and metadata changes (write, truncate, setattr, xattrs, fallocate,

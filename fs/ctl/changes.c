@@ -973,7 +973,11 @@ static int undo_restore(undo_run *u, const char *path, const crow *rw)
 	struct stat st;
 	bool exists = fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
 	int r = 0;
-	if (exists && (st.st_mode & S_IFMT) != (o->mode & S_IFMT)) {
+	/* A file with other names that is not the one kept (a link made over the name since)
+	 * is another file: filled in place, it would change under its other names too. */
+	bool other_file = exists && S_ISREG(st.st_mode) && st.st_nlink > 1 &&
+			  ((uint64_t)st.st_dev != o->dev || (uint64_t)st.st_ino != o->ino);
+	if (exists && ((st.st_mode & S_IFMT) != (o->mode & S_IFMT) || other_file)) {
 		r = undo_remove(u, path);
 		if (r < 0)
 			return r;

@@ -146,6 +146,8 @@ class Undo(MountCase):
     def blob_inodes(self):
         """{inode: hash} of the blobs in the store (beside the state database)."""
         d = os.path.join(os.path.dirname(self.state_db), "originals", "blobs")
+        if not os.path.isdir(d):
+            return {}
         return {os.stat(os.path.join(d, h)).st_ino: h for h in os.listdir(d)}
 
     def test_removed_file_is_kept_by_a_link_and_restored_exactly(self):
@@ -239,6 +241,119 @@ class Undo(MountCase):
         a = os.stat(os.path.join(self.project, "src", "util.c"))
         b = os.stat(os.path.join(self.project, "util-link.c"))
         self.assertNotEqual(a.st_ino, b.st_ino)
+
+    # -- a new name for a file that was there: a change through it is a change to the file
+
+    def link_roundtrip(self, change, changed="src/util.c"):
+        """ln src/util.c tmp-link through the view, then CHANGE(view root): undo --all
+        gives the tree back (the file's content, metadata and single link), and diff shows
+        the change under CHANGED, the file's own name."""
+        diffs = {}
+
+        def run(root):
+            os.link(os.path.join(root, "src", "util.c"), os.path.join(root, "tmp-link"))
+            change(root)
+            res = json.loads(self.pw("diff", "--json").stdout)
+            diffs.update({f["path"]: f for f in res["files"]})
+        self.roundtrip(run)
+        self.assertIn(changed, diffs, diffs)
+        self.assertEqual(os.stat(os.path.join(self.project, "src", "util.c")).st_nlink, 1)
+        self.assertFalse(os.path.lexists(os.path.join(self.project, "tmp-link")))
+        return diffs
+
+    def test_write_through_a_new_link_is_undone(self):
+        def write(root):
+            with open(os.path.join(root, "tmp-link"), "a") as f:
+                f.write("/* through the new link */\n")
+        d = self.link_roundtrip(write)
+        self.assertEqual(d["src/util.c"]["kind"], "modified", d)
+        self.assertIn("+/* through the new link */\n", d["src/util.c"]["diff"], d)
+        self.assertEqual(d["tmp-link"]["kind"], "created", d)
+
+    def test_write_through_the_old_name_after_a_new_link_is_undone(self):
+        # The view names a file by the name it learnt last (the link): the write comes
+        # through the new link as far as the originals are concerned.
+        def write(root):
+            with open(os.path.join(root, "src", "util.c"), "w") as f:
+                f.write("replaced\n")
+        d = self.link_roundtrip(write)
+        self.assertIn("+replaced\n", d["src/util.c"]["diff"], d)
+
+    def test_truncate_through_a_new_link_is_undone(self):
+        d = self.link_roundtrip(lambda root: os.truncate(os.path.join(root, "tmp-link"), 3))
+        self.assertEqual(d["src/util.c"]["kind"], "modified", d)
+
+    def test_chmod_and_xattr_through_a_new_link_are_undone(self):
+        def change(root):
+            os.chmod(os.path.join(root, "tmp-link"), 0o600)
+            os.setxattr(os.path.join(root, "tmp-link"), "user.tag", b"new")
+        self.link_roundtrip(change)
+
+    def test_link_then_unlink_of_the_old_name_then_write_is_undone(self):
+        def change(root):
+            os.unlink(os.path.join(root, "src", "util.c"))
+            with open(os.path.join(root, "tmp-link"), "a") as f:
+                f.write("/* after the old name went */\n")
+        d = self.link_roundtrip(change)
+        self.assertEqual(d["src/util.c"]["kind"], "deleted", d)
+
+    def test_link_then_write_then_unlink_of_the_old_name_is_undone(self):
+        def change(root):
+            with open(os.path.join(root, "tmp-link"), "a") as f:
+                f.write("/* before the old name went */\n")
+            os.unlink(os.path.join(root, "src", "util.c"))
+        d = self.link_roundtrip(change)
+        self.assertEqual(d["src/util.c"]["kind"], "deleted", d)
+
+    def test_write_through_a_renamed_new_link_is_undone(self):
+        # A link the change set made, renamed: still a name of the file that was there.
+        def change(root):
+            os.rename(os.path.join(root, "tmp-link"), os.path.join(root, "notes", "moved"))
+            with open(os.path.join(root, "notes", "moved"), "a") as f:
+                f.write("/* through the moved link */\n")
+        d = self.link_roundtrip(change)
+        self.assertIn("+/* through the moved link */\n", d["src/util.c"]["diff"], d)
+
+    def test_write_through_a_link_where_a_removed_file_was_is_undone(self):
+        # The name was recorded already (its own original, removed): the link makes it a
+        # name of another file, whose original a write through it must keep.
+        def change(root):
+            os.unlink(os.path.join(root, "notes", "todo.txt"))
+            os.link(os.path.join(root, "src", "util.c"), os.path.join(root, "notes", "todo.txt"))
+            with open(os.path.join(root, "notes", "todo.txt"), "a") as f:
+                f.write("/* through the reused name */\n")
+        self.roundtrip(change)
+        self.assertEqual(os.stat(os.path.join(self.project, "src", "util.c")).st_nlink, 1)
+
+    def test_write_through_the_new_name_of_a_renamed_file_is_undone(self):
+        def change(root):
+            os.rename(os.path.join(root, "src", "util.c"), os.path.join(root, "u2.c"))
+            with open(os.path.join(root, "u2.c"), "a") as f:
+                f.write("/* renamed, then written */\n")
+            res = json.loads(self.pw("diff", "--json").stdout)
+            by = {f["path"]: f for f in res["files"]}
+            self.assertIn("+/* renamed, then written */\n", by["u2.c"]["diff"], res)
+        self.roundtrip(change)
+
+    def test_link_of_a_file_the_change_set_made_keeps_nothing(self):
+        # A new file linked and written through the link: nothing was there, nothing kept.
+        v = self.mount("build")
+        self.checkpoint()
+        before = tree_hash(self.project)
+        blobs = set(self.blob_inodes().values())
+        root = v.path()
+        with open(os.path.join(root, "new.c"), "w") as f:
+            f.write("new\n")
+        os.link(os.path.join(root, "new.c"), os.path.join(root, "new-link.c"))
+        with open(os.path.join(root, "new-link.c"), "a") as f:
+            f.write("more\n")
+        os.chmod(os.path.join(root, "new.c"), 0o600)
+        res = json.loads(self.pw("changes", "--json").stdout)
+        kinds = {(c["path"], c["kind"]) for cs in res["changesets"] for c in cs["changes"]}
+        self.assertEqual(kinds, {("new.c", "created"), ("new-link.c", "created")}, res)
+        self.assertEqual(set(self.blob_inodes().values()), blobs)
+        self.undo_all()
+        self.assertEqual(tree_hash(self.project), before, self.listing())
 
     # -- names the change set made: their records may follow the change -----------------
 
