@@ -919,6 +919,53 @@ static int push_relink(undo_run *u, const char *path, const pw_orig_object *o)
 }
 
 /*
+ * The row replayed now puts back what PATH (and, BENEATH, what is beneath it) held before
+ * the rows replayed so far: a relink they asked for there no longer describes what ends
+ * there. (A path can have several rows, e.g. a file renamed over, then written: the oldest
+ * one's object is the one undo leaves.) A directory's own row touches only the directory:
+ * what lies beneath is put back by rows of its own.
+ */
+static void relinks_drop(undo_run *u, const char *path, bool beneath)
+{
+	size_t j = 0;
+	for (size_t i = 0; i < u->n_links; i++) {
+		const char *p = u->links[i].path;
+		if (!p || (beneath ? pw_relpath_beneath(p, path) : streq(p, path)))
+			free(u->links[i].path);
+		else
+			u->links[j++] = u->links[i];
+	}
+	u->n_links = j;
+}
+
+/* The row moves TO back to FROM (or exchanges them again): the relinks asked for beneath
+ * one follow their objects to the other; those beneath FROM, which the move replaces, go. */
+static void relinks_moved(undo_run *u, const char *from, const char *to, bool exchange)
+{
+	if (!exchange)
+		relinks_drop(u, from, true);
+	for (size_t i = 0; i < u->n_links; i++) {
+		relink *l = &u->links[i];
+		const char *a, *b;
+		if (!l->path)
+			continue;
+		if (pw_relpath_beneath(l->path, to))
+			a = to, b = from;
+		else if (exchange && pw_relpath_beneath(l->path, from))
+			a = from, b = to;
+		else
+			continue;
+		size_t len = strlen(b) + strlen(l->path + strlen(a)) + 1;
+		char *moved = malloc(len);
+		if (moved)
+			snprintf(moved, len, "%s%s", b, l->path + strlen(a));
+		free(l->path);
+		/* Out of memory: NULL, the relink is skipped (the restored copy stays one). */
+		l->path = moved;
+	}
+}
+
+/*
  * Makes the restored file at L->path a hard link again, as it was: to the inode it shared,
  * when that inode still has another name in the project and holds the original content
  * (unchanged since, or restored by this undo). Otherwise the restored copy stays. Run
@@ -928,7 +975,7 @@ static void undo_relink(undo_run *u, const relink *l)
 {
 	ctx *x = u->x;
 	struct stat st;
-	if (stat_beneath(x, l->path, &st) < 0 || !S_ISREG(st.st_mode) ||
+	if (!l->path || stat_beneath(x, l->path, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    (st.st_dev == l->o->dev && st.st_ino == l->o->ino))
 		return; /* gone again, or the same inode already */
 	char other[PW_PATH_MAX], hex[PW_SHA256_HEX];
@@ -1087,6 +1134,7 @@ static void one_row(undo_run *u, const crow *rw)
 		act(u, rw->exchange ? "exchange" : "move-back", rw->path2, rw->path);
 		if (u->dry)
 			return;
+		relinks_moved(u, rw->path, rw->path2, rw->exchange);
 		if (!rw->exchange)
 			(void)pw_keep_path_locked(k, x->root, rw->path, "undo");
 		(void)pw_keep_move_locked(k, x->root, rw->path2, rw->path);
@@ -1109,6 +1157,7 @@ static void one_row(undo_run *u, const crow *rw)
 		act(u, rw->o.present ? "restore" : "remove", rw->path, NULL);
 	if (u->dry)
 		return;
+	relinks_drop(u, rw->path, false);
 	r = pw_keep_path_locked(k, x->root, rw->path, "undo");
 	if (r < 0) {
 		note_fail(u, rw->path, "keep", r);
