@@ -363,6 +363,29 @@ class Undo(MountCase):
         b = os.stat(os.path.join(self.project, "util-link.c"))
         self.assertEqual((a.st_ino, a.st_nlink), (b.st_ino, 2))
 
+    def test_write_through_a_new_link_finds_names_the_view_forgot(self):
+        # The view remembers 8 names of a file: after 8 new links it no longer knows
+        # src/util.c. A mode that writes everything lets a write through the last link
+        # pass (build mode refuses a file with names it does not know), and the file's
+        # original is then kept under the name the walk of the tree finds.
+        modes = os.path.join(self.config_home, "piworkfs", "modes")
+        os.makedirs(modes)
+        with open(os.path.join(modes, "open.md"), "w") as f:
+            f.write("---\nname: open\ndescription: writes everything, keeps originals\n"
+                    "writes:\n  allow:\n    - \"**\"\nprotect: false\n"
+                    "keep_originals: true\n---\nEverything.\n")
+        v = self.mount("open")
+        self.checkpoint()
+        before = tree_hash(self.project)
+        root = v.path()
+        for i in range(8):
+            os.link(os.path.join(root, "src", "util.c"), os.path.join(root, "l%d" % i))
+        with open(os.path.join(root, "l7"), "a") as f:
+            f.write("/* through the ninth name */\n")
+        self.assertEqual(os.stat(os.path.join(self.project, "src", "util.c")).st_nlink, 9)
+        self.undo_all()
+        self.assertEqual(tree_hash(self.project), before, self.listing())
+
     def test_write_through_the_new_name_of_a_renamed_file_is_undone(self):
         def change(root):
             os.rename(os.path.join(root, "src", "util.c"), os.path.join(root, "u2.c"))
