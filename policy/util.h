@@ -44,6 +44,26 @@ static inline void freep(void *p)
 }
 #define _cleanup_free_ _cleanup_(freep)
 
+/* Makes room for one more element in the array *P of *CAP elements of SIZE bytes, N of them
+ * in use: doubles it when full, from FIRST. 0, or -ENOMEM with the array unchanged. Use
+ * PW_GROW (systemd's GREEDY_REALLOC, once). */
+static inline int pw_grow(void **p, size_t *cap, size_t n, size_t size, size_t first)
+{
+	if (n < *cap)
+		return 0;
+	size_t want = *cap ? *cap * 2 : first;
+	if (want < n + 1 || want > SIZE_MAX / size)
+		return -ENOMEM;
+	void *q = realloc(*p, want * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = want;
+	return 0;
+}
+#define PW_GROW(array, cap, n, first)                                                            \
+	pw_grow((void **)&(array), &(cap), (n), sizeof(*(array)), (first))
+
 /* Closes without disturbing errno; -1 is ignored. */
 static inline void closep(int *fd)
 {

@@ -882,14 +882,8 @@ static int undo_remove(undo_run *u, const char *path)
 /* Remembers directory PATH's times, set once every name inside it is back. */
 static int push_dir(undo_run *u, const char *path, const pw_orig_object *o)
 {
-	if (u->n_dirs == u->cap_dirs) {
-		size_t cap = u->cap_dirs ? u->cap_dirs * 2 : 16;
-		dir_times *n = realloc(u->dirs, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		u->dirs = n;
-		u->cap_dirs = cap;
-	}
+	if (PW_GROW(u->dirs, u->cap_dirs, u->n_dirs, 16) < 0)
+		return -ENOMEM;
 	char *copy = strdup(path);
 	if (!copy)
 		return -ENOMEM;
@@ -903,14 +897,8 @@ static void stamp(ctx *x, const char *path);
 /* Remembers that PATH, restored from a blob, was one name of an inode with others. */
 static int push_relink(undo_run *u, const char *path, const pw_orig_object *o)
 {
-	if (u->n_links == u->cap_links) {
-		size_t cap = u->cap_links ? u->cap_links * 2 : 8;
-		relink *n = realloc(u->links, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		u->links = n;
-		u->cap_links = cap;
-	}
+	if (PW_GROW(u->links, u->cap_links, u->n_links, 8) < 0)
+		return -ENOMEM;
 	char *copy = strdup(path);
 	if (!copy)
 		return -ENOMEM;

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/* Tests of the small shared helpers of policy/util.h that carry logic: PW_GROW. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "util.h"
+
+Test(util, grow_doubles_from_first_and_keeps_the_elements)
+{
+	int *a = NULL;
+	size_t n = 0, cap = 0;
+	for (int i = 0; i < 100; i++) {
+		cr_assert_eq(PW_GROW(a, cap, n, 4), 0);
+		cr_assert_gt(cap, n, "no room after a successful grow");
+		a[n++] = i;
+	}
+	/* 4, 8, 16, 32, 64, 128: doubled each time it was full, never more. */
+	cr_assert_eq(cap, 128);
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(a[i], i);
+	free(a);
+}
+
+Test(util, grow_with_room_does_nothing)
+{
+	long *a = malloc(8 * sizeof(*a));
+	long *before = a;
+	size_t cap = 8;
+	cr_assert_eq(PW_GROW(a, cap, 7, 4), 0);
+	cr_assert_eq(a, before);
+	cr_assert_eq(cap, 8);
+	free(a);
+}
+
+Test(util, grow_refuses_an_overflowing_size_and_keeps_the_array)
+{
+	struct big {
+		char b[1 << 20];
+	} *a = NULL;
+	size_t cap = SIZE_MAX / sizeof(*a) / 2 + 1, n = cap;
+	cr_assert_eq(PW_GROW(a, cap, n, 1), -ENOMEM);
+	cr_assert_null(a);
+	cr_assert_eq(cap, SIZE_MAX / sizeof(*a) / 2 + 1);
+}
