@@ -37,13 +37,10 @@ typedef pw_ctl_ctx call;
 static _printf_(3, 4) int fail(call *x, int code, const char *fmt, ...)
 {
 	va_list ap;
-
-	x->fail->code = code;
 	va_start(ap, fmt);
-	if (vasprintf(&x->fail->message, fmt, ap) < 0)
-		x->fail->message = NULL;
+	int r = pw_ctl_fail_setv(x->fail, code, fmt, ap);
 	va_end(ap);
-	return -1;
+	return r;
 }
 
 static int fail_nomem(call *x)

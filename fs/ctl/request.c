@@ -226,17 +226,6 @@ static void requests_fini(pw_ctl_server *s, void *data)
 
 /* ---- methods --------------------------------------------------------------------------- */
 
-static _printf_(3, 4) int refuse(pw_ctl_fail *f, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	f->code = code;
-	va_start(ap, fmt);
-	if (vasprintf(&f->message, fmt, ap) < 0)
-		f->message = NULL;
-	va_end(ap);
-	return -1;
-}
 
 /* Adds C's call as a waiter on R until WAIT_MS from now. Returns PW_CTL_DEFERRED, or -1. */
 static int block(request *r, pw_ctl_client *c, json_int_t wait_ms, pw_ctl_fail *f)
@@ -244,10 +233,10 @@ static int block(request *r, pw_ctl_client *c, json_int_t wait_ms, pw_ctl_fail *
 	json_t *id;
 
 	if (r->n_waiters == PW_REQUEST_WAITERS_MAX)
-		return refuse(f, PW_RPC_BUSY, "too many callers waiting on this request");
+		return pw_ctl_fail_set(f, PW_RPC_BUSY, "too many callers waiting on this request");
 	id = pw_ctl_client_defer(c);
 	if (!id)
-		return refuse(f, PW_RPC_INVALID_REQUEST,
+		return pw_ctl_fail_set(f, PW_RPC_INVALID_REQUEST,
 			      "a blocking wait must be a call with an id, not a notification");
 	r->waiters[r->n_waiters++] = (waiter){ .client = pw_ctl_client_serial(c), .id = id,
 					       .deadline_ms = pw_clock_ms(CLOCK_MONOTONIC) + wait_ms };
@@ -284,22 +273,22 @@ static int m_mode(pw_ctl_ctx *x, json_t **ret_result)
 	int rr;
 
 	if (expires_s < 1 || expires_s > PW_REQUEST_EXPIRES_S)
-		return refuse(ret_fail, PW_RPC_INVALID_PARAMS,
+		return pw_ctl_fail_set(ret_fail, PW_RPC_INVALID_PARAMS,
 			      "params.expires_s: from 1 to 120 seconds");
 	if (wait_ms < 0 || wait_ms > PW_REQUEST_WAIT_MS_MAX)
-		return refuse(ret_fail, PW_RPC_INVALID_PARAMS,
+		return pw_ctl_fail_set(ret_fail, PW_RPC_INVALID_PARAMS,
 			      "params.wait_ms: from 0 to 600000 milliseconds");
 	rr = pw_view_compile(v, to, &target);
 	if (rr == -ENOENT)
-		return refuse(ret_fail, PW_RPC_UNKNOWN_MODE, "unknown mode '%s'", to);
+		return pw_ctl_fail_set(ret_fail, PW_RPC_UNKNOWN_MODE, "unknown mode '%s'", to);
 	if (rr == -EBADMSG)
-		return refuse(ret_fail, PW_RPC_MODE_BROKEN, "mode '%s' is broken (see status warnings)", to);
+		return pw_ctl_fail_set(ret_fail, PW_RPC_MODE_BROKEN, "mode '%s' is broken (see status warnings)", to);
 	if (rr < 0)
-		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+		return pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 	active = pw_view_policy(v, NULL);
 	if (!active) {
 		pw_policy_unref(target);
-		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+		return pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 	}
 
 	/* The same mode, or a tightening: no consent needed, done now with the caller's own
@@ -311,17 +300,17 @@ static int m_mode(pw_ctl_ctx *x, json_t **ret_result)
 		if (!same) {
 			rr = pw_view_set_mode(v, to, peer, NULL, &why);
 			if (rr < 0)
-				return refuse(ret_fail, rr == -EPERM ? PW_RPC_REFUSED : PW_RPC_INTERNAL_ERROR,
+				return pw_ctl_fail_set(ret_fail, rr == -EPERM ? PW_RPC_REFUSED : PW_RPC_INTERNAL_ERROR,
 					      "%s", why ? why : strerror(-rr));
 		}
 		*ret_result = json_pack("{s:n,s:s,s:s}", "id", "outcome", "approved", "mode", to);
-		return *ret_result ? 0 : refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+		return *ret_result ? 0 : pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 	}
 	pw_policy_unref(target);
 
 	if (!rate_ok(rq, now)) {
 		pw_policy_unref(active);
-		return refuse(ret_fail, PW_RPC_BUSY,
+		return pw_ctl_fail_set(ret_fail, PW_RPC_BUSY,
 			      "too many requests: at most %d per second; the person has not answered "
 			      "the last one yet",
 			      PW_REQUEST_PER_SEC);
@@ -329,7 +318,7 @@ static int m_mode(pw_ctl_ctx *x, json_t **ret_result)
 	r = calloc(1, sizeof(*r));
 	if (!r) {
 		pw_policy_unref(active);
-		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+		return pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 	}
 	r->id = rq->next_id++;
 	snprintf(r->from, sizeof(r->from), "%s", pw_policy_mode_name(active));
@@ -353,7 +342,7 @@ static int m_mode(pw_ctl_ctx *x, json_t **ret_result)
 	*ret_result = json_pack("{s:I,s:s,s:I,s:b}", "id", (json_int_t)r->id, "outcome",
 				"pending", "expires_ns", (json_int_t)r->expires_ns, "shown",
 				shown > 0);
-	return *ret_result ? 0 : refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+	return *ret_result ? 0 : pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 }
 
 static int m_wait(pw_ctl_ctx *x, json_t **ret_result)
@@ -369,7 +358,7 @@ static int m_wait(pw_ctl_ctx *x, json_t **ret_result)
 	const outcome *o;
 
 	if (wait_ms < 0 || wait_ms > PW_REQUEST_WAIT_MS_MAX)
-		return refuse(ret_fail, PW_RPC_INVALID_PARAMS,
+		return pw_ctl_fail_set(ret_fail, PW_RPC_INVALID_PARAMS,
 			      "params.wait_ms: from 0 to 600000 milliseconds");
 	/* An agent sees only the requests made through its own socket. */
 	if (rq->pending && rq->pending->id == (uint64_t)id &&
@@ -377,13 +366,13 @@ static int m_wait(pw_ctl_ctx *x, json_t **ret_result)
 		if (wait_ms > 0)
 			return block(rq->pending, c, wait_ms, ret_fail);
 		*ret_result = json_pack("{s:I,s:s}", "id", id, "outcome", "pending");
-		return *ret_result ? 0 : refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+		return *ret_result ? 0 : pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 	}
 	o = recall(rq, (uint64_t)id);
 	if (!o || (pw_ctl_client_peer(c)->restricted && o->listener != listener))
-		return refuse(ret_fail, PW_RPC_INVALID_PARAMS, "no such request");
+		return pw_ctl_fail_set(ret_fail, PW_RPC_INVALID_PARAMS, "no such request");
 	*ret_result = outcome_json(o->id, o->outcome, o->mode[0] ? o->mode : NULL);
-	return *ret_result ? 0 : refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+	return *ret_result ? 0 : pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 }
 
 static int m_list(pw_ctl_ctx *x, json_t **ret_result)
@@ -393,7 +382,7 @@ static int m_list(pw_ctl_ctx *x, json_t **ret_result)
 
 	*ret_result = json_pack("{s:o}", "pending",
 				rq->pending ? request_json(rq->pending) : json_null());
-	return *ret_result ? 0 : refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+	return *ret_result ? 0 : pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 }
 
 static int m_answer(pw_ctl_ctx *x, json_t **ret_result)
@@ -413,20 +402,20 @@ static int m_answer(pw_ctl_ctx *x, json_t **ret_result)
 	int rr;
 
 	if (!r)
-		return refuse(ret_fail, PW_RPC_INVALID_PARAMS, "no request is pending");
+		return pw_ctl_fail_set(ret_fail, PW_RPC_INVALID_PARAMS, "no request is pending");
 	if (jid && (uint64_t)json_integer_value(jid) != r->id)
-		return refuse(ret_fail, PW_RPC_INVALID_PARAMS,
+		return pw_ctl_fail_set(ret_fail, PW_RPC_INVALID_PARAMS,
 			      "that request is no longer pending (a newer one replaced it, or it "
 			      "ended)");
 	if (!approve) {
 		*ret_result = json_pack("{s:I,s:s}", "id", (json_int_t)r->id, "outcome", "denied");
 		finish(s, rq, "denied");
-		return *ret_result ? 0 : refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+		return *ret_result ? 0 : pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 	}
 	mode = active_mode(pw_ctl_server_view(s));
 	if (!streq_ptr(mode, r->from)) {
 		finish(s, rq, "superseded");
-		return refuse(ret_fail, PW_RPC_REFUSED,
+		return pw_ctl_fail_set(ret_fail, PW_RPC_REFUSED,
 			      "the mode changed since the request was made; nothing switched");
 	}
 	pw_ctl_request_clean_reason(by ? by : "", by_clean);
@@ -437,12 +426,12 @@ static int m_answer(pw_ctl_ctx *x, json_t **ret_result)
 	rr = pw_view_set_mode(pw_ctl_server_view(s), r->to, &peer, NULL, &why);
 	if (rr < 0) {
 		finish(s, rq, "denied");
-		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "the switch failed: %s",
+		return pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "the switch failed: %s",
 			      why ? why : strerror(-rr));
 	}
 	*ret_result = json_pack("{s:I,s:s}", "id", (json_int_t)r->id, "outcome", "approved");
 	finish(s, rq, "approved");
-	return *ret_result ? 0 : refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+	return *ret_result ? 0 : pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 }
 
 /* ---- time ------------------------------------------------------------------------------ */

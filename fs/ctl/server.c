@@ -438,16 +438,21 @@ static void modules_listener_gone(pw_ctl_server *s, uint64_t serial)
 			s->modules[i].m->listener_gone(s, s->modules[i].data, serial);
 }
 
-static _printf_(3, 4) int dispatch_fail(pw_ctl_fail *f, int code, const char *fmt, ...)
+int pw_ctl_fail_setv(pw_ctl_fail *f, int code, const char *fmt, va_list ap)
 {
-	va_list ap;
-
 	f->code = code;
-	va_start(ap, fmt);
 	if (vasprintf(&f->message, fmt, ap) < 0)
 		f->message = NULL;
-	va_end(ap);
 	return -1;
+}
+
+int pw_ctl_fail_set(pw_ctl_fail *f, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int r = pw_ctl_fail_setv(f, code, fmt, ap);
+	va_end(ap);
+	return r;
 }
 
 /*
@@ -475,11 +480,11 @@ static int dispatch(pw_ctl_server *s, pw_ctl_client *c, const char *name, json_t
 		for (n = 0; name[n] && n + 1 < sizeof(shown); n++)
 			shown[n] = name[n] >= 0x20 && name[n] < 0x7f ? name[n] : '?';
 		shown[n] = 0;
-		return dispatch_fail(ret_fail, PW_RPC_METHOD_NOT_FOUND, "method not found: %s",
+		return pw_ctl_fail_set(ret_fail, PW_RPC_METHOD_NOT_FOUND, "method not found: %s",
 				     shown);
 	}
 	if (m->agent_refusal && c->peer.restricted)
-		return dispatch_fail(ret_fail, PW_RPC_REFUSED, "%s", m->agent_refusal);
+		return pw_ctl_fail_set(ret_fail, PW_RPC_REFUSED, "%s", m->agent_refusal);
 	if (pw_rpc_params_check(params, m->params, m->n_params, &msg) < 0) {
 		ret_fail->code = PW_RPC_INVALID_PARAMS;
 		ret_fail->message = msg;

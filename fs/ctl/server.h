@@ -25,11 +25,13 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "proto.h"
+#include "util.h"
 #include "view.h"
 
 typedef struct pw_ctl_server pw_ctl_server;
@@ -115,6 +117,11 @@ typedef struct pw_ctl_fail {
 	char *message;
 	json_t *data;
 } pw_ctl_fail;
+
+/* Fills F with CODE and a formatted message (none if out of memory). Returns -1, what a
+ * handler returns for a failure: `return pw_ctl_fail_set(f, ...)`. */
+_printf_(3, 4) int pw_ctl_fail_set(pw_ctl_fail *f, int code, const char *fmt, ...);
+_printf_(3, 0) int pw_ctl_fail_setv(pw_ctl_fail *f, int code, const char *fmt, va_list ap);
 
 /* One call, on the server thread. PARAMS passed the method's params check. */
 typedef struct pw_ctl_ctx {
