@@ -117,6 +117,8 @@ struct pw_fs {
 	pw_inode root;
 	pw_inode **htab;
 	size_t hsize, hcount;
+	/* The most nodes known since memory was last handed back (inode.c, under tree_lock). */
+	size_t hmark;
 	pw_inode **wtab; /* wd -> node, same size as htab */
 
 	pthread_mutex_t policy_lock;
@@ -135,7 +137,6 @@ struct pw_fs {
 	struct pw_audit *audit;
 	struct pw_keep *keep; /* keep.c: originals before changes; NULL: none kept */
 	atomic_uint_fast64_t denied;
-	atomic_size_t forgotten; /* inodes forgotten since the last malloc_trim */
 
 	/* Background invalidation of attributes after a switch. */
 	pthread_t inval_thread;
@@ -180,6 +181,9 @@ fuse_ino_t pw_inode_id(pw_fs *fs, pw_inode *n);
 pw_inode *pw_inode_learn(pw_fs *fs, pw_inode *parent, const char *name, const struct stat *st,
 			 bool *ret_new_dir);
 void pw_inode_forget(pw_fs *fs, pw_inode *n, uint64_t nlookup);
+/* FORGET_MULTI: every node of the batch under one lock; then, if the table has halved since
+ * its high-water mark, hands the freed memory back to the system. */
+void pw_inode_forget_batch(pw_fs *fs, const struct fuse_forget_data *forgets, size_t count);
 /* Name bookkeeping after successful mutations (takes the tree lock). */
 void pw_inode_unlinked(pw_fs *fs, pw_inode *parent, const char *name, dev_t dev, ino_t ino);
 void pw_inode_renamed(pw_fs *fs, pw_inode *oldparent, const char *oldname, pw_inode *newparent,

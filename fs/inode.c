@@ -5,6 +5,7 @@
  * names each node was reached by. A node lives while the kernel holds references
  * (nlookup) or while it is the parent of a known name (children). No descriptors are held.
  */
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -282,7 +283,8 @@ pw_inode *pw_inode_learn(pw_fs *fs, pw_inode *parent, const char *name, const st
 		size_t h = hash_ino(n->dev, n->ino, fs->hsize);
 		n->hnext = fs->htab[h];
 		fs->htab[h] = n;
-		fs->hcount++;
+		if (++fs->hcount > fs->hmark)
+			fs->hmark = fs->hcount;
 		created = true;
 	}
 	if (add_name(fs, n, parent, name, st->st_nlink) < 0 && created) {
@@ -309,6 +311,36 @@ void pw_inode_forget(pw_fs *fs, pw_inode *n, uint64_t nlookup)
 	n->nlookup = nlookup > n->nlookup ? 0 : n->nlookup - nlookup;
 	maybe_free(fs, n);
 	pthread_rwlock_unlock(&fs->tree_lock);
+}
+
+/*
+ * After the kernel forgot much of what it knew (drop_caches, memory pressure), glibc keeps
+ * the freed nodes in its arenas: only a free top of a heap goes back by itself. Each time
+ * the table has shrunk to half its high-water mark (and by enough to matter), whole free
+ * pages are handed back, so the resident size follows what the kernel knows. Halving makes
+ * it rare (a logarithmic number of times per storm) and the last one comes near the storm's
+ * end whatever its size, which a count of forgets could not promise.
+ */
+#define PW_TRIM_MIN_NODES 4096
+
+void pw_inode_forget_batch(pw_fs *fs, const struct fuse_forget_data *forgets, size_t count)
+{
+	bool trim = false;
+	pthread_rwlock_wrlock(&fs->tree_lock);
+	for (size_t i = 0; i < count; i++) {
+		pw_inode *n = pw_inode_get(fs, forgets[i].ino);
+		if (n->is_root)
+			continue;
+		n->nlookup = forgets[i].nlookup > n->nlookup ? 0 : n->nlookup - forgets[i].nlookup;
+		maybe_free(fs, n);
+	}
+	if (fs->hmark - fs->hcount >= PW_TRIM_MIN_NODES && fs->hcount <= fs->hmark / 2) {
+		fs->hmark = fs->hcount;
+		trim = true;
+	}
+	pthread_rwlock_unlock(&fs->tree_lock);
+	if (trim)
+		malloc_trim(0); /* outside the lock: it walks every arena */
 }
 
 static void drop_name_locked(pw_fs *fs, pw_inode *n, pw_inode *parent, const char *name)

@@ -5,7 +5,6 @@
  * caller's credentials. Replies follow fuse_lowlevel.h's "Valid replies" for each op.
  */
 #include <fcntl.h>
-#include <malloc.h>
 #include <linux/limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -172,25 +171,16 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent_ino, const char *name)
 static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	pw_fs *fs = fuse_req_userdata(req);
-	pw_inode_forget(fs, pw_inode_get(fs, ino), nlookup);
+	const struct fuse_forget_data one = {.ino = ino, .nlookup = nlookup};
+	pw_inode_forget_batch(fs, &one, 1);
 	fuse_reply_none(req);
 }
-
-/* After the kernel forgot many inodes (memory pressure, drop_caches), give the freed
- * memory back to the system: glibc keeps it in its arenas otherwise, and the daemon's
- * resident size would stay at its peak. Rare, and never on a request's critical path. */
-#define PW_TRIM_AFTER_FORGETS 20000
 
 static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
 	pw_fs *fs = fuse_req_userdata(req);
-	for (size_t i = 0; i < count; i++)
-		pw_inode_forget(fs, pw_inode_get(fs, forgets[i].ino), forgets[i].nlookup);
+	pw_inode_forget_batch(fs, forgets, count);
 	fuse_reply_none(req);
-	if (atomic_fetch_add(&fs->forgotten, count) + count >= PW_TRIM_AFTER_FORGETS) {
-		atomic_store(&fs->forgotten, 0);
-		malloc_trim(0);
-	}
 }
 
 /* The attributes through a descriptor some process holds open on N, or -ENOENT. */
