@@ -21,14 +21,20 @@
  * libfuse 3.14's own splice receive cannot be used: it splices into a pipe of 1 MiB and a
  * page whatever max_write is, and a pipe above /proc/sys/fs/pipe-max-size (1 MiB by default)
  * needs CAP_SYS_RESOURCE, so on a default system it falls back to read() for good. Instead
- * the read hook splices each request into a pipe of its own (per thread, 1 MiB: max_write is
- * 1 MiB less a page, so that a WRITE's header page and one page per page of data fit its 256
- * slots) and reads from it into libfuse's buffer: a small request whole, a large WRITE only
- * its header and fixed argument (the 80 bytes libfuse reads; the view implements write_buf,
- * so libfuse never looks at the data). The WRITE handler then takes the data from the pipe
- * (pw_devio_write_data) and splices it into the backing file. The header is still read, so
- * the counts and the write_flags stay exact. Until INIT is answered, and in a thread whose
+ * the read hook splices each request into a pipe of its own (per thread, large enough for a
+ * WRITE's header page and one page per page of data) and reads from it into libfuse's
+ * buffer: a small request whole, a large WRITE only its header and fixed argument (the 80
+ * bytes libfuse reads; the view implements write_buf, so libfuse never looks at the data).
+ * The WRITE handler then takes the data from the pipe (pw_devio_write_data) and splices it
+ * into the backing file. The header is still read, so the counts and the write_flags stay
+ * exact. Until INIT is answered, and in a thread whose
  * pipe cannot be made that large, requests are read as before.
+ *
+ * max_write follows the pipe (pw_devio_choose_max_write, at INIT): 1 MiB, one WRITE per MiB
+ * as the kernel allows, when the daemon may make a pipe of 257 pages (2 MiB once rounded:
+ * root with CAP_SYS_RESOURCE, or pipe-max-size raised); else 1 MiB less a page, so that a
+ * request fits a pipe of the default pipe-max-size and large writes are still spliced: one
+ * more round trip per MiB against a copy of each MiB saved.
  *
  * The read hook also counts requests by opcode, and the write hook notifications, for
  * `piworkfs status`.
@@ -304,22 +310,49 @@ bool pw_devio_write_data(const struct fuse_bufvec *in_buf, struct fuse_bufvec *r
 	return true;
 }
 
+/* The pipe bytes a spliced request of up to MAX_WRITE bytes of data needs: a page for the
+ * header and fixed argument, one per page of data (the kernel puts a WRITE's pages into the
+ * pipe as they are, one slot each). */
+static size_t pipe_need(size_t max_write, size_t page)
+{
+	return ((max_write + page - 1) / page + 1) * page;
+}
+
+/* Whether this process may make a pipe of NEED bytes: tried on a pipe of its own, since
+ * both pipe-max-size and CAP_SYS_RESOURCE (which lifts it) decide. Returns its size, or 0. */
+static size_t probe_pipe(size_t need)
+{
+	int fd[2];
+	if (pipe2(fd, O_CLOEXEC) < 0)
+		return 0;
+	int r = fcntl(fd[0], F_SETPIPE_SZ, (int)need);
+	close(fd[0]);
+	close(fd[1]);
+	return r > 0 && (size_t)r >= need ? (size_t)r : 0;
+}
+
+unsigned pw_devio_choose_max_write(pw_fs *fs)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t big = probe_pipe(pipe_need(PW_FS_MAX_WRITE, page));
+	fs->pipe_max = big ? big : PW_DEVIO_PIPE_MAX;
+	return big ? PW_FS_MAX_WRITE : PW_FS_MAX_WRITE_SMALL_PIPE;
+}
+
 /* The INIT reply (OUT, LEN bytes) is going out: splice requests from now on when the largest
- * request it allows fits a pipe of pipe-max-size (every request must fit in one splice: one
- * that does not would fail with EIO in the kernel). */
+ * request it allows fits the largest pipe the workers may make (fs->pipe_max: every request
+ * must fit in one splice, one that does not would fail with EIO in the kernel). */
 static void enable_splice(pw_fs *fs, const struct fuse_init_out *out, size_t len)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t pages = (out->max_write + page - 1) / page;
+	size_t largest = out->max_write;
 	if (len >= offsetof(struct fuse_init_out, max_pages) + sizeof(out->max_pages) &&
-	    (out->flags & FUSE_MAX_PAGES) && out->max_pages > pages)
-		pages = out->max_pages;
-	/* A page for the header and fixed argument, one per page of data: the kernel puts a
-	 * WRITE's pages into the pipe as they are, one slot each. */
-	size_t need = (pages + 1) * page;
+	    (out->flags & FUSE_MAX_PAGES) && (size_t)out->max_pages * page > largest)
+		largest = (size_t)out->max_pages * page;
+	size_t need = pipe_need(largest, page);
 	if (fs->splice_policy == SPLICE_NEVER)
 		return;
-	if (need <= PW_DEVIO_PIPE_MAX)
+	if (need <= (fs->pipe_max ? fs->pipe_max : PW_DEVIO_PIPE_MAX))
 		atomic_store(&fs->splice_need, need);
 	else
 		fprintf(stderr, "piworkfs: max_write %u is too large for splicing requests; "
@@ -382,6 +415,7 @@ static bool patch_init_reply(pw_fs *fs, struct iovec *iov, int count, struct fus
 	    iov[1].iov_len > sizeof(*out))
 		return false;
 	memcpy(out, iov[1].iov_base, iov[1].iov_len);
+	atomic_store(&fs->max_write, out->max_write);
 	enable_splice(fs, out, iov[1].iov_len);
 	bool killpriv = atomic_load(&fs->init_offered) & FUSE_HANDLE_KILLPRIV_V2;
 	if (!killpriv && !fs->uring_wanted)

@@ -107,6 +107,10 @@ struct pw_fs {
 	 * how many more requests are spliced since the last large WRITE. */
 	_Atomic size_t splice_need;
 	atomic_int splice_credit;
+	/* devio.c: the largest pipe a worker may make (probed at INIT), and the max_write the
+	 * INIT reply carried (0 before it), for status. */
+	size_t pipe_max;
+	_Atomic uint32_t max_write;
 	int splice_policy; /* devio.c: PIWORKFS_SPLICE, set before the session starts */
 	/* FUSE over io_uring (uring.c): asked for with -o io_uring; the transport once INIT
 	 * accepted it (set before the INIT reply is written, then never changed). */
@@ -292,11 +296,19 @@ bool pw_dir_searchable_by_all(int dirfd);
  * requests spliced through a pipe so that write data never passes through our memory. */
 int pw_devio_attach(pw_fs *fs);
 bool pw_devio_write_kills_suidgid(void);
-/* The largest pipe an unprivileged process may make by default (pipe-max-size), and so the
- * largest request devio.c splices; the view's max_write keeps a WRITE within it: one pipe
- * page for the header and fixed argument, one per page of data (ops.c). */
+/* The most data one WRITE can carry: the kernel's default max_pages limit (256 pages) and
+ * libfuse's request buffer (256 pages and a header page); a 1 MiB write(2) is one WRITE. */
+#define PW_FS_MAX_WRITE (1024 * 1024)
+/* The largest pipe an unprivileged process may make by default (pipe-max-size). A spliced
+ * request needs one pipe page for its header and fixed argument and one per page of data,
+ * so when devio.c's pipes cannot be larger, the view's max_write is a page less than this
+ * (a 1 MiB write(2) is then two WRITEs, and its data is still spliced). */
 #define PW_DEVIO_PIPE_MAX (1024 * 1024)
-#define PW_FS_MAX_WRITE (PW_DEVIO_PIPE_MAX - 4096)
+#define PW_FS_MAX_WRITE_SMALL_PIPE (PW_DEVIO_PIPE_MAX - 4096)
+/* At INIT (ops.c): the max_write to offer, PW_FS_MAX_WRITE when this process may make a pipe
+ * that holds such a request (root with CAP_SYS_RESOURCE, or pipe-max-size of 2 MiB or more),
+ * else PW_FS_MAX_WRITE_SMALL_PIPE. Remembers the pipe size for devio.c's splicing. */
+unsigned pw_devio_choose_max_write(pw_fs *fs);
 /* The data of the WRITE this thread is handling when it waits in devio.c's pipe rather than
  * in IN_BUF (a large one): fills RET with a buffer that reads it from the pipe, and returns
  * true. What the handler leaves in the pipe is dropped before the next request. */

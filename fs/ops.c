@@ -362,11 +362,12 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 	pw_fs *fs = userdata;
 	fs->no_opendir = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) && fs->is_root_daemon &&
 			 !fs->allow_other;
-	/* Large writes (as large as devio.c can splice), splice for read replies, readdirplus,
-	 * parallel directory operations, cached symlinks; no writeback cache (writes must
-	 * reach us to be checked when they happen). libfuse's own splice for requests stays
-	 * off: it needs a pipe larger than pipe-max-size; devio.c splices them itself. */
-	conn->max_write = PW_FS_MAX_WRITE;
+	/* Large writes (1 MiB, or a page less where devio.c could not splice a request that
+	 * large), splice for read replies, readdirplus, parallel directory operations, cached
+	 * symlinks; no writeback cache (writes must reach us to be checked when they happen).
+	 * libfuse's own splice for requests stays off: it needs a pipe larger than
+	 * pipe-max-size; devio.c splices them itself. */
+	conn->max_write = pw_devio_choose_max_write(fs);
 	conn->max_readahead = 1024 * 1024;
 	unsigned want = FUSE_CAP_SPLICE_WRITE |
 			FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_PARALLEL_DIROPS |

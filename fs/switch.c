@@ -269,4 +269,5 @@ void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret)
 	ret->invalidated_generation = atomic_load(&fs->inval_done_gen);
 	for (unsigned i = 0; i < PW_FS_OPCODES; i++)
 		ret->requests[i] = atomic_load_explicit(&fs->requests[i], memory_order_relaxed);
+	ret->max_write = atomic_load(&fs->max_write);
 }

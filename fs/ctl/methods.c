@@ -99,8 +99,8 @@ static int requested_policy(call *x, pw_policy **ret)
 
 /* ---- status ---------------------------------------------------------------------------- */
 
-/* {"total": N, "ops": {"LOOKUP": n, ...}}: the requests received since mount, by opcode,
- * those received at least once. */
+/* {"total": N, "ops": {"LOOKUP": n, ...}, "max_write": B}: the requests received since
+ * mount, by opcode, those received at least once; and the most data one WRITE carries. */
 static json_t *requests_json(const pw_fs_stats *fst)
 {
 	json_t *ops = json_object();
@@ -112,7 +112,8 @@ static json_t *requests_json(const pw_fs_stats *fst)
 		const char *name = pw_fs_opcode_name(op);
 		json_object_set_new(ops, name ? name : "OTHER", json_integer((json_int_t)fst->requests[op]));
 	}
-	return json_pack("{s:I,s:o}", "total", (json_int_t)total, "ops", ops ? ops : json_object());
+	return json_pack("{s:I,s:o,s:I}", "total", (json_int_t)total, "ops",
+			 ops ? ops : json_object(), "max_write", (json_int_t)fst->max_write);
 }
 
 /* {"sent": N, "pending": n, "generation": G}: cache invalidations sent to the kernel since
