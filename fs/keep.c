@@ -518,6 +518,44 @@ static const char *op_label(pw_op op)
 	return pw_op_name(op);
 }
 
+/*
+ * The fast path of pw_keep_node, for the first write of a file the change set made (a
+ * compiler's output, an editor's new file): PATH has a row holding what it was already, and
+ * no link made the name (keep_other_names), so the change keeps nothing. Then N is marked
+ * covered (if change set CS is still the current one) without opening it or switching
+ * credentials. Returns whether it was.
+ */
+static bool covered_node(pw_keep *k, pw_inode *n, const char *path, uint64_t cs)
+{
+	pw_orig_lock(k->store);
+	entry *e = set_find(k, path);
+	bool covered = e && e->content && !e->linked && (uint64_t)atomic_load(&k->cs) == cs;
+	if (covered)
+		atomic_store(&n->kept_cs, cs);
+	pw_orig_unlock(k->store);
+	return covered;
+}
+
+/*
+ * Whether making or removing NAME (at PATH) in PARENT with OP records nothing: the parent
+ * has a row already (its times are kept once) and PATH has one holding what it was, as
+ * when a file the change set made is removed. Then pw_keep_name neither captures nor
+ * switches credentials. Not for rmdir (a directory's removal may need a row of its own)
+ * nor link (it marks the name). Lock held.
+ */
+static bool name_recorded_locked(pw_keep *k, pw_fs *fs, pw_inode *parent, const char *path,
+				 pw_op op)
+{
+	if (op == PW_OP_RMDIR || op == PW_OP_LINK)
+		return false;
+	entry *e = set_find(k, path);
+	if (!e || !e->content)
+		return false;
+	PW_PATH_DECLARE(pp);
+	int r = pw_node_path(fs, parent, &pp);
+	return r == -ENOENT || (r == 0 && set_find(k, pp.s));
+}
+
 int pw_keep_node(pw_fs *fs, fuse_req_t req, pw_inode *n, pw_op op)
 {
 	if (!active(fs))
@@ -532,6 +570,8 @@ int pw_keep_node(pw_fs *fs, fuse_req_t req, pw_inode *n, pw_op op)
 		return 0; /* unlinked while open: no path, nothing to put back */
 	if (r < 0)
 		return r;
+	if (covered_node(k, n, path.s, cs))
+		return 0;
 	own_creds c;
 	creds_own(fs, &c);
 	_cleanup_close_ int fd = n->is_root ? fcntl(fs->root_fd, F_DUPFD_CLOEXEC, 0)
@@ -579,9 +619,13 @@ int64_t pw_keep_name(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, const
 		return r;
 	who w;
 	who_of(req, &w);
+	pw_orig_lock(k->store);
+	if (name_recorded_locked(k, fs, parent, path.s, op)) {
+		pw_orig_unlock(k->store);
+		return 0;
+	}
 	own_creds c;
 	creds_own(fs, &c);
-	pw_orig_lock(k->store);
 	int64_t id = record_parent_locked(k, fs, &w, parent, pfd);
 	if (id >= 0)
 		id = record_locked(k, &w, path.s, pfd, name, true, false, op_label(op));
@@ -591,8 +635,8 @@ int64_t pw_keep_name(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, const
 		if (e)
 			e->linked = true;
 	}
-	pw_orig_unlock(k->store);
 	creds_back(&c);
+	pw_orig_unlock(k->store);
 	return id;
 }
 
