@@ -4,8 +4,9 @@ originals kept (the default) and with `mount --no-originals`, side by side in on
 
 Two identical backing trees, each with its own view and state directory (beside the
 backing trees, so on the same filesystem: files removed are kept by a link there). Each
-round runs every workload on both views, in alternating order, so a noisy neighbour hurts
-both alike. Before every timed run the kept view starts a new change set (`piworkfs
+round runs every workload on every view, each view taking each place in the order in turn
+(what a run leaves slows the next one: ext4 skips recently deleted inodes), so a noisy
+neighbour hurts all alike. Before every timed run the kept view starts a new change set (`piworkfs
 checkpoint`, untimed): each run is the first change of its files, the costly case.
 
 Workloads: create+delete of N small files, an overwrite in place of a large file (its first
@@ -13,7 +14,8 @@ overwrite in a change set keeps one copy of it, or a reflink where the filesyste
 kept view's size cap is raised above the file for that),
 `make -j2` of a small C project, `git checkout` of another branch over a tree (modified,
 deleted and new files) and back, and `grep -r` over the tree (a read: nothing to keep).
-Prints the median per workload, the ratio kept/not kept, and how big the store grew.
+Prints the median per workload, the ratio kept/not kept, the daemon's CPU time per run
+(steadier than wall time on a busy machine), and how big the store grew.
 
 With `--baseline REV` (as in bench.py: commit REV built in a worktree that is removed after
 the build) two more views run REV's build, off and on, in the same rounds, and the table puts
@@ -141,6 +143,21 @@ class View:
     def umount(self):
         self.pw("umount", self.mnt, check=False)
 
+    def find_pid(self):
+        """The daemon's pid, from `status` (every view of the run shares one runtime dir)."""
+        # check=False: another view of the run may not answer yet (exit 4); this one does.
+        for st in json.loads(self.pw("status", "--json", check=False).stdout or "[]"):
+            if st.get("mountpoint") == self.mnt and st.get("pid"):
+                self.pid = st["pid"]
+                return
+        raise RuntimeError(f"no status for {self.mnt}")
+
+    def cpu(self):
+        """The daemon's CPU seconds so far (user + system, every thread)."""
+        with open(f"/proc/{self.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def checkpoint(self):
         if self.keep:
             self.pw("checkpoint", "--mount", self.mnt)
@@ -161,7 +178,9 @@ def main():
     ap.add_argument("--files", type=int, default=5000, help="files in the git tree (5000)")
     ap.add_argument("--creates", type=int, default=5000, help="files created and deleted (5000)")
     ap.add_argument("--big-mib", type=int, default=1024, help="the overwritten file, MiB (1024)")
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="rounds (5); a multiple of the number of views (2, or 4 with "
+                         "--baseline) puts each view in each place equally often")
     ap.add_argument("--small", action="store_true",
                     help="a quick check: 500 files, 500 creates, 64 MiB, 2 rounds")
     ap.add_argument("--dir", help="work directory (default: a new one under /var/tmp)")
@@ -210,21 +229,30 @@ def main():
     if args.only:
         workloads = [w for w in workloads if any(w[0].startswith(o) for o in args.only)]
     times = {(w[0], v.name): [] for w in workloads for v in views}
+    cpu = {(w[0], v.name): [] for w in workloads for v in views}
     copies = []
     try:
         for v in views:
             v.mount()
+            v.find_pid()
         for v in views:  # untimed: warm the caches, build once
             w_make(v.mnt, None)
             w_grep(v.mnt, None)
         for rnd in range(args.rounds):
-            for wname, fn, arg in workloads:
-                order = views if (rnd + len(wname)) % 2 == 0 else views[::-1]
+            for wi, (wname, fn, arg) in enumerate(workloads):
+                # Each view takes each place in the order in turn (over a multiple of as
+                # many rounds as there are views): a run is slowed by what the one before
+                # it left (ext4 skips recently deleted inodes, dirty pages are written back),
+                # and a view that always ran second or third would carry that alone.
+                shift = (rnd + wi) % len(views)
+                order = views[shift:] + views[:shift]
                 for v in order:
                     v.checkpoint()
+                    c = v.cpu()
                     t = time.perf_counter()
                     fn(v.mnt, arg)
                     times[(wname, v.name)].append(time.perf_counter() - t)
+                    cpu[(wname, v.name)].append(v.cpu() - c)
             copies.append(one_copy(first))
             print(f"round {rnd + 1}/{args.rounds} done", flush=True)
         kept_bytes, blobs, du = views[1].store()
@@ -253,6 +281,18 @@ def main():
             line += f" {boff:.3f}s | {bon:.3f}s | {bon / boff:.2f} |"
         rows.append(row)
         print(line)
+    # The daemon's own CPU time per run: what keeping costs the daemon, much steadier than
+    # wall time on a busy machine (a tick is 10 ms: read it over many files).
+    print(f"\nDaemon CPU per run (user + system, medians), originals off / on / on-off")
+    for wname, _, _ in workloads:
+        line = f"- {wname}:"
+        for suffix in [""] + ([before] if before else []):
+            off = statistics.median(cpu[(wname, "off" + suffix)])
+            on = statistics.median(cpu[(wname, "on" + suffix)])
+            rows[[r["workload"] for r in rows].index(wname)].update(
+                {f"cpu_off{suffix}_s": off, f"cpu_on{suffix}_s": on})
+            line += f" {suffix or 'this build'} {off:.2f}s / {on:.2f}s / {on - off:+.2f}s;"
+        print(line.rstrip(";"))
     print(f"\none copy of the large file (cp + fsync, native): {statistics.median(copies):.3f}s")
     print(f"\nstore after {args.rounds} rounds ({args.rounds * len(workloads)} change sets): "
           f"{kept_bytes / 2**20:.1f} MiB in {blobs} blobs (content), "
