@@ -360,11 +360,10 @@ static int64_t record_locked(pw_keep *k, who *w, const char *path, int dirfd,
 		.pid = w->pid,
 	};
 	int64_t id = 0;
-	/* A new name has no original to lose: its row may be committed a moment after the
-	 * change (originals.h). Every other row is committed before it. */
+	/* Committed with the next batch: the row is in the store's journal before the change,
+	 * and the original's content (its blob) is in place already (originals.h). */
 	bool created = !o.present && !implicit;
-	r = created ? pw_orig_insert_deferred(k->store, &row, &id)
-		    : pw_orig_insert(k->store, &row, &id);
+	r = pw_orig_insert_deferred(k->store, &row, &id);
 	/* A new name (nothing there) or a non-file needs no content. */
 	bool full = content || !o.present || !S_ISREG(o.mode);
 	pw_orig_object_done(&o);
@@ -701,8 +700,7 @@ int64_t pw_keep_rename(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, con
 			.mode = k->mode,
 			.pid = w.pid,
 		};
-		r = cheap ? pw_orig_insert_deferred(k->store, &row, &id)
-			  : pw_orig_insert(k->store, &row, &id);
+		r = pw_orig_insert_deferred(k->store, &row, &id);
 		if (r < 0)
 			id = r;
 	}

@@ -3,10 +3,11 @@
  * Keeping originals: the FUSE layer's side of undo (docs/ARCHITECTURE.md, "Originals and
  * undo"). Before the first change of a path through the view in the current change set,
  * the handler calls one of the hooks below, after the policy allowed the change and right
- * before the syscall; the hook returns once the original is durably in the store
- * (fs/store/originals.h), or fails, and then the change must not proceed. A new name has no
- * original: its row is committed with the next batch instead (pw_orig_insert_deferred),
- * and removing, renaming or writing what the change set made keeps nothing more. But a
+ * before the syscall; the hook returns once the original is in the store, its content in
+ * place and its row in the store's journal (committed with the next batch:
+ * pw_orig_insert_deferred), or fails, and then the change must not proceed. A new name has
+ * no original, and removing, renaming or writing what the change set made keeps nothing
+ * more. But a
  * name a link made names a file that may have been there before: the first change through
  * it keeps that file's original under its other names (pw_keep_node).
  *

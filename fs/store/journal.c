@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The originals store's journal of created names' records (journal.h has the why). */
+/* The originals store's journal of deferred rows' records (journal.h has the why). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +18,8 @@
 #define PREFIX "journal."
 #define NIL_LEN 0xffffffffu
 #define HEAD (4 + 4 + 8) /* magic, payload length, sequence number */
-#define RECORD_MAX (4u << 20) /* far above any row: five strings of at most 64 KiB */
+#define RECORD_MAX (4u << 20) /* far above any row: a few strings and xattrs of at most
+				* 64 KiB each (a larger record is committed at once) */
 
 /* ---- encoding -------------------------------------------------------------------------- */
 
@@ -63,13 +64,48 @@ static uint32_t checksum(uint64_t seq, const unsigned char *payload, size_t n)
 	return pw_fnv1a32(pw_fnv1a32(PW_FNV1A32_INIT, &seq, sizeof(seq)), payload, n);
 }
 
+/* Flags beside the action (its low byte). */
+#define F_EXCHANGE (1u << 8)
+#define F_IMPLICIT (1u << 9)
+#define F_OBJECT (1u << 10) /* an object follows the row's strings (encode_object) */
+
+/*
+ * The object a row holds (what was there), after the row's strings: lstat's fields, then
+ * the blob's name, the symlink's target, the xattrs and why content is not kept. Its blob
+ * is in place before the record is written (originals.c), so replaying the record loses
+ * nothing the row said.
+ */
+static int encode_object(buf *b, const pw_orig_object *o)
+{
+	int r = 0;
+	r = r ?: put_u64(b, (uint64_t)o->mode);
+	r = r ?: put_u64(b, (uint64_t)o->uid);
+	r = r ?: put_u64(b, (uint64_t)o->gid);
+	r = r ?: put_u64(b, (uint64_t)o->atime_ns);
+	r = r ?: put_u64(b, (uint64_t)o->mtime_ns);
+	r = r ?: put_u64(b, (uint64_t)o->ctime_ns);
+	r = r ?: put_u64(b, o->size);
+	r = r ?: put_u64(b, o->dev);
+	r = r ?: put_u64(b, o->ino);
+	r = r ?: put_u64(b, o->nlink);
+	r = r ?: put_str(b, o->blob[0] ? o->blob : NULL);
+	r = r ?: put_str(b, o->target);
+	if (r == 0 && o->xattrs_len >= NIL_LEN)
+		r = -E2BIG;
+	r = r ?: put_u32(b, o->xattrs ? (uint32_t)o->xattrs_len : NIL_LEN);
+	r = r ?: (o->xattrs ? put(b, o->xattrs, o->xattrs_len) : 0);
+	r = r ?: put_str(b, o->not_kept);
+	return r;
+}
+
 /* The row's fields, in the order decode() reads them. */
 static int encode(buf *b, const pw_orig_row *row, int64_t time_ns)
 {
+	bool object = row->obj && row->obj->present;
 	int r = 0;
 	r = r ?: put_u64(b, (uint64_t)row->changeset);
-	r = r ?: put_u32(b, (uint32_t)row->action | (uint32_t)row->exchange << 8 |
-				    (uint32_t)row->implicit << 9);
+	r = r ?: put_u32(b, (uint32_t)row->action | (row->exchange ? F_EXCHANGE : 0) |
+				    (row->implicit ? F_IMPLICIT : 0) | (object ? F_OBJECT : 0));
 	r = r ?: put_u64(b, row->src_dev);
 	r = r ?: put_u64(b, row->src_ino);
 	r = r ?: put_u64(b, (uint64_t)(int64_t)row->pid);
@@ -79,8 +115,13 @@ static int encode(buf *b, const pw_orig_row *row, int64_t time_ns)
 	r = r ?: put_str(b, row->op);
 	r = r ?: put_str(b, row->comm);
 	r = r ?: put_str(b, row->mode);
+	r = r ?: (object ? encode_object(b, row->obj) : 0);
 	return r;
 }
+
+/* Heap strings (and the xattrs) one decoded record holds: the row's five, the object's
+ * blob, target, xattrs and not_kept. */
+#define DECODE_STRS 9
 
 typedef struct cursor {
 	const unsigned char *p, *end;
@@ -117,8 +158,54 @@ static bool get_str(cursor *c, char **store, const char **out)
 	return true;
 }
 
-static bool decode(const unsigned char *p, size_t n, char *strs[5], pw_orig_row *row,
-		   int64_t *time_ns)
+/* The object encode_object wrote, into O; its strings and xattrs into STRS (freed by the
+ * caller) or O's own blob buffer. */
+static bool decode_object(cursor *c, char *strs[DECODE_STRS], pw_orig_object *o)
+{
+	uint64_t v[10];
+	for (size_t i = 0; i < ELEMENTSOF(v); i++)
+		if (!get(c, &v[i], 8))
+			return false;
+	*o = (pw_orig_object){
+		.present = true,
+		.mode = (mode_t)v[0],
+		.uid = (uid_t)v[1],
+		.gid = (gid_t)v[2],
+		.atime_ns = (int64_t)v[3],
+		.mtime_ns = (int64_t)v[4],
+		.ctime_ns = (int64_t)v[5],
+		.size = v[6],
+		.dev = v[7],
+		.ino = v[8],
+		.nlink = v[9],
+	};
+	const char *blob, *target, *not_kept;
+	uint32_t xlen;
+	if (!get_str(c, &strs[5], &blob) || (blob && strlen(blob) != PW_SHA256_HEX - 1) ||
+	    !get_str(c, &strs[6], &target) || !get(c, &xlen, sizeof(xlen)))
+		return false;
+	if (blob)
+		memcpy(o->blob, blob, PW_SHA256_HEX);
+	o->target = (char *)target; /* owned by STRS */
+	if (xlen != NIL_LEN) {
+		if ((size_t)(c->end - c->p) < xlen || !(strs[7] = malloc(xlen ? xlen : 1)))
+			return false;
+		memcpy(strs[7], c->p, xlen);
+		c->p += xlen;
+		o->xattrs = strs[7];
+		o->xattrs_len = xlen;
+	}
+	if (!get_str(c, &strs[8], &not_kept))
+		return false;
+	/* The row's not_kept is one of the store's constants; any other text is damage. */
+	if (not_kept && !streq(not_kept, "too-big") && !streq(not_kept, "unreadable"))
+		return false;
+	o->not_kept = !not_kept ? NULL : streq(not_kept, "too-big") ? "too-big" : "unreadable";
+	return true;
+}
+
+static bool decode(const unsigned char *p, size_t n, char *strs[DECODE_STRS], pw_orig_row *row,
+		   pw_orig_object *obj, int64_t *time_ns)
 {
 	cursor c = { p, p + n };
 	uint64_t cs, dev, ino, pid, t;
@@ -127,20 +214,26 @@ static bool decode(const unsigned char *p, size_t n, char *strs[5], pw_orig_row 
 	if (!get(&c, &cs, 8) || !get(&c, &flags, 4) || !get(&c, &dev, 8) || !get(&c, &ino, 8) ||
 	    !get(&c, &pid, 8) || !get(&c, &t, 8))
 		return false;
-	if ((flags & 0xff) > PW_ORIG_MOVE)
+	if ((flags & 0xff) > PW_ORIG_MOVE || (flags & ~(0xffu | F_EXCHANGE | F_IMPLICIT | F_OBJECT)))
 		return false;
 	row->changeset = (int64_t)cs;
 	row->action = (pw_orig_action)(flags & 0xff);
-	row->exchange = flags >> 8 & 1;
-	row->implicit = flags >> 9 & 1;
+	row->exchange = flags & F_EXCHANGE;
+	row->implicit = flags & F_IMPLICIT;
 	row->src_dev = dev;
 	row->src_ino = ino;
 	row->pid = (pid_t)(int64_t)pid;
 	*time_ns = (int64_t)t;
-	return get_str(&c, &strs[0], &row->path) && row->path &&
-	       get_str(&c, &strs[1], &row->path2) && get_str(&c, &strs[2], &row->op) &&
-	       get_str(&c, &strs[3], &row->comm) && get_str(&c, &strs[4], &row->mode) &&
-	       c.p == c.end;
+	if (!get_str(&c, &strs[0], &row->path) || !row->path ||
+	    !get_str(&c, &strs[1], &row->path2) || !get_str(&c, &strs[2], &row->op) ||
+	    !get_str(&c, &strs[3], &row->comm) || !get_str(&c, &strs[4], &row->mode))
+		return false;
+	if (flags & F_OBJECT) {
+		if (!decode_object(&c, strs, obj))
+			return false;
+		row->obj = obj;
+	}
+	return c.p == c.end;
 }
 
 /* ---- the live journal ------------------------------------------------------------------ */
@@ -278,12 +371,13 @@ static int replay_records(const unsigned char *p, size_t n, const char *name,
 		memcpy(&sum, payload + len, 4);
 		if (sum != checksum(seq, payload, len))
 			break;
-		char *strs[5] = { NULL };
+		char *strs[DECODE_STRS] = { NULL };
 		pw_orig_row row;
+		pw_orig_object obj;
 		int64_t time_ns;
-		bool ok = decode(payload, len, strs, &row, &time_ns);
+		bool ok = decode(payload, len, strs, &row, &obj, &time_ns);
 		int r = ok ? record(data, name, seq, &row, time_ns) : 0;
-		for (int i = 0; i < 5; i++)
+		for (int i = 0; i < DECODE_STRS; i++)
 			free(strs[i]);
 		if (!ok)
 			break;

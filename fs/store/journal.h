@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The originals store's journal: the records of created names (pw_orig_insert_deferred)
- * between the moment the change is applied and the moment their batch is committed to
- * the database.
+ * The originals store's journal: the records of deferred rows (pw_orig_insert_deferred),
+ * of created names and of kept originals alike, between the moment the change is applied
+ * and the moment their batch is committed to the database.
  *
- * Why: a created name has no original to keep, so its row may be committed in a batch a
- * moment later, which is what makes creates and deletes cheap. But a daemon killed in that
- * moment must not lose the record, or undo would leave the new name behind. So each such
+ * Why: a commit per changed file (a few pages of WAL each, and a checkpoint with an fsync
+ * every few hundred) was most of what keeping cost a `git checkout` or a `make clean`, so
+ * rows are committed in batches a moment later. But a daemon killed in that moment must not
+ * lose a record: undo would leave a new name behind, or lose an original whose blob is in
+ * place but unnamed by any row. So each such
  * record is first appended to a journal file with one write(2) (no fsync: the page cache
  * outlives the process), and the batch's commit also records, in the database table
  * orig_journals, the sequence number of the last record it holds. A daemon that starts
@@ -16,8 +18,8 @@
  * journal.XXXXXX in the store's directory and held with an exclusive flock for as long as
  * the daemon lives: a journal no process holds belongs to a dead daemon.
  *
- * Records: "PWJ1", u32 payload length, u64 sequence number, the payload (the row's fields),
- * u32 FNV-1a of sequence and payload. A record cut short or damaged (a machine crash mid
+ * Records: "PWJ1", u32 payload length, u64 sequence number, the payload (the row's fields,
+ * then its object's when a flag says so), u32 FNV-1a of sequence and payload. A record cut short or damaged (a machine crash mid
  * write) ends the replay of that journal: what follows it was written later still.
  */
 #pragma once
@@ -37,8 +39,9 @@ typedef struct pw_journal {
 
 /* Creates and locks a new journal in DIR_FD. 0 or -errno. */
 int pw_journal_create(int dir_fd, pw_journal *ret);
-/* Appends ROW (a row whose object is absent: only names, ids and who) with one write.
- * Returns 0 with its sequence number in *ret_seq, or -errno. */
+/* Appends ROW (names, ids, who, and the object it holds when present: lstat's fields, the
+ * blob's name, a symlink's target, xattrs) with one write. Returns 0 with its sequence
+ * number in *ret_seq, or -errno (-E2BIG: too large for a record; commit it instead). */
 int pw_journal_append(pw_journal *j, const pw_orig_row *row, int64_t time_ns, uint64_t *ret_seq);
 /* Drops every record: they are committed. 0 or -errno. */
 int pw_journal_truncate(pw_journal *j);

@@ -266,6 +266,7 @@ static int replay_begin(void *data, const char *name)
 }
 
 static int insert_row(pw_orig_store *s, const pw_orig_row *row, int64_t time_ns, int64_t *ret_id);
+static int register_blob(pw_orig_store *s, const char hex[PW_SHA256_HEX], uint64_t size);
 
 static int replay_record(void *data, const char *name, uint64_t seq, const pw_orig_row *row,
 			 int64_t time_ns)
@@ -274,7 +275,11 @@ static int replay_record(void *data, const char *name, uint64_t seq, const pw_or
 	(void)name;
 	if (seq <= c->skip)
 		return 0; /* committed before the daemon died */
-	int r = insert_row(c->s, row, time_ns, NULL);
+	/* The blob's own record was in the transaction the kill cut short, with the row. */
+	const pw_orig_object *o = row->obj;
+	int r = o && o->present && o->blob[0] ? register_blob(c->s, o->blob, o->size) : 0;
+	if (r == 0)
+		r = insert_row(c->s, row, time_ns, NULL);
 	if (r == 0)
 		c->last = seq;
 	return r;
@@ -845,8 +850,9 @@ int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 
 int pw_orig_insert_deferred(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 {
-	/* Only a row with no object kept fits the journal; without a journal, no deferring. */
-	if (s->journal.fd < 0 || (row->obj && row->obj->present) || txn_open(s) < 0)
+	/* Without a journal, no deferring. A row that holds an object fits the journal too:
+	 * its blob is in place already (pw_orig_capture), and the record names it. */
+	if (s->journal.fd < 0 || txn_open(s) < 0)
 		return pw_orig_insert(s, row, ret_id);
 	int64_t now = pw_db_now_ns();
 	int r = txn_checked(s, insert_row(s, row, now, ret_id));
@@ -1140,8 +1146,17 @@ int pw_orig_prune(pw_orig_store *s, int64_t keep_ns, uint64_t max_total, int64_t
 		removed++;
 	}
 	/* Blobs no row references: the row goes first, then the file, so a crash in between
-	 * leaves at worst an unnamed file for the next prune... never a row without its blob. */
+	 * leaves at worst an unnamed file for the next prune... never a row without its blob.
+	 * Under the write lock: another view sharing the store may hold rows not committed
+	 * yet (deferred, in its journal) whose blobs are in place; its open transaction holds
+	 * the lock, so this waits for their commit and sees them. */
 	uint64_t freed = 0;
+	bool locked = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+	if (!locked) {
+		if (ret_bytes)
+			*ret_bytes = 0;
+		return r < 0 ? r : removed; /* busy: the unreferenced blobs wait for the next prune */
+	}
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db,
 			       "SELECT hash, size FROM orig_blobs WHERE hash NOT IN "
@@ -1159,8 +1174,12 @@ int pw_orig_prune(pw_orig_store *s, int64_t keep_ns, uint64_t max_total, int64_t
 				(void)unlinkat(dfd, hash, 0);
 		}
 	}
+	sqlite3_finalize(st);
+	st = NULL;
 	(void)pw_db_exec(s->db, "DELETE FROM orig_blobs WHERE hash NOT IN "
 				"(SELECT blob FROM orig_rows WHERE blob IS NOT NULL)");
+	if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 	if (ret_bytes)
 		*ret_bytes = freed;
 	return r < 0 ? r : removed;

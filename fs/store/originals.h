@@ -6,13 +6,13 @@
  * Contents live beside the state database, in DIR/blobs/<sha256> (DIR is
  * <state directory>/originals), each distinct content once. A blob is written as an
  * anonymous O_TMPFILE (a reflink of the original when the filesystem can, a copy
- * otherwise), fsync'd, and only then linked under its name: a daemon killed at any moment
- * leaves either a whole blob or none. The records are rows of the state database
- * (migration 2): change sets, and per change set one row per path first changed, in the
- * order the changes happened. A row is committed after its blob is in place and before
- * the change it precedes is applied; the row of a created name may be committed shortly
- * after (pw_orig_insert_deferred): it is in the store's journal (journal.h) before the
- * change, so a killed daemon loses it neither.
+ * otherwise), and only then linked under its name: a daemon killed at any moment leaves
+ * either a whole blob or none. The records are rows of the state database (migration 2):
+ * change sets, and per change set one row per path first changed, in the order the changes
+ * happened. A row is written after its blob is in place and before the change it precedes
+ * is applied: either committed (pw_orig_insert) or appended to the store's journal
+ * (journal.h) and committed with the next batch (pw_orig_insert_deferred), so a killed
+ * daemon loses it neither way.
  *
  * Threading: one store is used by one thread at a time; fs/keep.c serializes its callers
  * with its own lock, and the control methods take the same lock (pw_orig_lock). The store's
@@ -101,16 +101,17 @@ typedef struct pw_orig_row {
 int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id);
 
 /*
- * Inserts ROW without waiting for a commit: for a row whose loss in a crash loses no
- * original (a created name: undo would then leave the new object in place). Deferred rows
+ * Inserts ROW without waiting for a commit: a created name's, or one holding an original
+ * whose blob pw_orig_capture has put in place already. Deferred rows
  * go into one open transaction, committed at the latest PW_ORIG_DEFER_MS after the first
  * of them (a thread of the store does it) or once PW_ORIG_DEFER_ROWS are pending, and
  * before anything else is written or read: the next pw_orig_insert commits them with its
  * own row, and pw_orig_read, pw_orig_set_content, pw_orig_changeset_begin, pw_orig_prune
  * and pw_orig_store_close commit them first. So the rows committed are always a prefix of
- * the rows inserted. Each deferred row is also appended to the journal (journal.h), which
- * the next start replays: a kill loses none. A row that holds an object, or any row when
- * the store has no journal, is committed at once (pw_orig_insert). The id is final.
+ * the rows inserted. Each deferred row, with its object, is also appended to the journal
+ * (journal.h) before this returns, and the next start replays it: a kill loses none. Any row
+ * when the store has no journal, or one the journal cannot take, is committed at once
+ * (pw_orig_insert). The id is final.
  */
 int pw_orig_insert_deferred(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id);
 #define PW_ORIG_DEFER_MS 100

@@ -803,6 +803,54 @@ class Undo(MountCase):
         # (their rows were still in the batch the kill cut short: the journal has them).
         self.assertEqual(tree_hash(self.project), before, self.listing())
 
+    def test_sigkill_while_originals_are_kept_restores_them_from_the_journal(self):
+        """The rows of kept originals (not only of created names) wait in the journal for
+        their batch: a kill amid first changes of existing files loses none of them."""
+        files = [f"many/d{i % 10}/f{i}" for i in range(3000)]
+        for i, rel in enumerate(files):
+            p = os.path.join(self.project, rel)
+            os.makedirs(os.path.dirname(p), exist_ok=True)
+            with open(p, "w") as f:
+                f.write(f"original {i}\n" * (i % 5 + 1))
+        v = self.mount("build")
+        self.checkpoint()
+        before = tree_hash(self.project)
+        # Each file changed once, its first change: removed, appended to, truncated or
+        # chmod'ed, so every change keeps an original; then over again from the start.
+        script = ("import os,sys\nroot=sys.argv[1]\nfiles=sys.argv[2:]\n"
+                  "for i,n in enumerate(files):\n"
+                  "  p=os.path.join(root,n)\n"
+                  "  try:\n"
+                  "    k=i%4\n"
+                  "    if k==0: os.unlink(p)\n"
+                  "    elif k==1:\n"
+                  "      with open(p,'a') as f: f.write('changed\\n')\n"
+                  "    elif k==2: open(p,'w').close()\n"
+                  "    else: os.chmod(p,0o600)\n"
+                  "  except OSError: pass\n"
+                  "  if i==300: print('go',flush=True)\n"
+                  "import time\ntime.sleep(60)\n")
+        storm = subprocess.Popen([sys.executable, "-c", script, v.path()] + files,
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        self.addCleanup(lambda: storm.poll() is None and storm.kill())
+        self.assertEqual(storm.stdout.readline().strip(), "go")
+        os.kill(v.pid, signal.SIGKILL)
+        v.proc.wait(timeout=60)
+        storm.kill()
+        storm.wait(timeout=60)
+        subprocess.run(["fusermount3", "-uz", v.mp], capture_output=True)
+        wait_until(lambda: not os.path.ismount(v.mp), 30)
+        v.unmounted = True
+        # The kill cut a batch short: its rows are in the dead daemon's journal only.
+        store = os.path.join(os.path.dirname(self.state_db), "originals")
+        journals = [n for n in os.listdir(store) if n.startswith("journal.")]
+        self.assertTrue(any(os.path.getsize(os.path.join(store, n)) > 0 for n in journals),
+                        journals)
+        self.mount("build")
+        res = self.pw("undo", "--all", "--since", "1970-01-01", "--json")
+        self.assertEqual(json.loads(res.stdout)["failed"], [], res.stdout)
+        self.assertEqual(tree_hash(self.project), before, self.listing())
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
