@@ -22,6 +22,7 @@
 #include "output.h"
 #include "project.h"
 #include "report.h"
+#include "util.h"
 
 static const char usage[] =
 	"Usage: piworkfs allowed [--mode M] [--project DIR] [--files] [--json]\n"
@@ -143,14 +144,8 @@ static bool dir_may_hold_matches(const walker *w, const char *dir, size_t dlen)
 
 static int add_file(walker *w, const char *path)
 {
-	if (w->n_files == w->cap_files) {
-		size_t cap = w->cap_files ? w->cap_files * 2 : 256;
-		char **n = reallocarray(w->files, cap, sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		w->files = n;
-		w->cap_files = cap;
-	}
+	if (PW_GROW(w->files, w->cap_files, w->n_files, 256) < 0)
+		return -ENOMEM;
 	w->files[w->n_files] = strdup(path);
 	if (!w->files[w->n_files])
 		return -ENOMEM;

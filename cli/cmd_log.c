@@ -33,6 +33,7 @@
 #include "report.h"
 #include "store/state.h"
 #include "store/reader.h"
+#include "util.h"
 
 #define LOG_DEFAULT_LIMIT 50
 #define WHY_DEFAULT_LIMIT 5
@@ -504,14 +505,8 @@ static int collect_one(const pw_audit_row *a, void *userdata)
 
 	if (c->limit && c->n >= c->limit)
 		return 1;
-	if (c->n == c->cap) {
-		size_t ncap = c->cap ? c->cap * 2 : 64;
-		log_row *nrows = realloc(c->rows, ncap * sizeof(*c->rows));
-		if (!nrows)
-			return -ENOMEM;
-		c->rows = nrows;
-		c->cap = ncap;
-	}
+	if (PW_GROW(c->rows, c->cap, c->n, 64) < 0)
+		return -ENOMEM;
 	int r = log_row_copy(a, &c->rows[c->n]);
 	if (r < 0)
 		return r;

@@ -54,6 +54,7 @@
 #include "procfs.h"
 #include "run.h"
 #include "store/state.h"
+#include "util.h"
 
 #define MOUNTINFO_LINES_MAX 100000 /* more mounts than any host has; stop reading there */
 
@@ -69,14 +70,8 @@ void pw_run_argv_done(pw_run_argv *a)
 
 static int push(pw_run_argv *a, const char *s)
 {
-	if (a->n + 2 > a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 64;
-		char **v = reallocarray(a->v, cap, sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		a->v = v;
-		a->cap = cap;
-	}
+	if (PW_GROW(a->v, a->cap, a->n + 1, 64) < 0) /* and room for the closing NULL */
+		return -ENOMEM;
 	a->v[a->n] = strdup(s);
 	if (!a->v[a->n])
 		return -ENOMEM;

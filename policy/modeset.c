@@ -75,15 +75,8 @@ static int modeset_put(pw_modeset *ms, pw_mode *m)
 		*m = (pw_mode){ 0 };
 		return 0;
 	}
-	if (ms->n_modes == ms->cap_modes) {
-		size_t cap = ms->cap_modes ? ms->cap_modes * 2 : 8;
-		pw_mode *v = reallocarray(ms->modes, cap, sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		ms->modes = v;
-		ms->cap_modes = cap;
-	}
+	if (PW_GROW(ms->modes, ms->cap_modes, ms->n_modes, 8) < 0)
+		return -ENOMEM;
 	ms->modes[ms->n_modes++] = *m;
 	*m = (pw_mode){ 0 };
 	return 0;

@@ -122,15 +122,8 @@ static int yx_attach(yx_ctx *c, pw_yx_node *n)
 	if (parent->n_items >= (parent->kind == PW_YX_MAP ? 2 : 1) * (size_t)PW_YX_ITEMS_MAX)
 		return yx_fail(c, n->line, n->column,
 			       "too many entries in one list or mapping (limit %d)", PW_YX_ITEMS_MAX);
-	if (parent->n_items == f->cap) {
-		size_t cap = f->cap ? f->cap * 2 : 8;
-		pw_yx_node **items = reallocarray(parent->items, cap, sizeof(*items));
-
-		if (!items)
-			return -ENOMEM;
-		parent->items = items;
-		f->cap = cap;
-	}
+	if (PW_GROW(parent->items, f->cap, parent->n_items, 8) < 0)
+		return -ENOMEM;
 	parent->items[parent->n_items++] = n;
 	return 0;
 }

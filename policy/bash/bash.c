@@ -146,15 +146,9 @@ static void add_raw(bw_ctx *c, const char *command, pw_bash_access access, pw_op
 {
 	pw_bash_result *r = c->res;
 
-	if (r->n_targets == r->cap_targets) {
-		size_t cap = r->cap_targets ? r->cap_targets * 2 : 16;
-		pw_bash_target *t = reallocarray(r->targets, cap, sizeof(*t));
-		if (!t) {
-			r->oom = true;
-			return;
-		}
-		r->targets = t;
-		r->cap_targets = cap;
+	if (PW_GROW(r->targets, r->cap_targets, r->n_targets, 16) < 0) {
+		r->oom = true;
+		return;
 	}
 	pw_bash_target *t = &r->targets[r->n_targets];
 	*t = (pw_bash_target){
