@@ -86,6 +86,10 @@ def make_tree(root, nfiles, seed=1):
     env = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@x", GIT_COMMITTER_NAME="b",
                GIT_COMMITTER_EMAIL="b@x")
     sh(["git", "init", "-q"], cwd=root)
+    # No automatic gc: after the commit of 50,000 loose objects git would start a background
+    # repack that rewrites .git/objects while the workloads run (find and grep then fail with
+    # ENOENT, and every system is timed against a moving tree).
+    sh(["git", "config", "gc.auto", "0"], cwd=root)
     sh(["git", "add", "-A"], cwd=root, env=env)
     sh(["git", "commit", "-qm", "tree"], cwd=root, env=env)
 
