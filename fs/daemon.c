@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -115,6 +116,27 @@ static const pw_view_fs_ops fs_ops = {
 
 /* PATH made absolute against the working directory, as open(2) would resolve it
  * (malloc'd; NULL for NULL or on failure). Status reports where the database really is. */
+/*
+ * PIWORKFS_ORIG_DEFER_MS: how long the rows of created names and kept originals may wait in
+ * the journal before their commit (default 100 ms, at most an hour). A knob for tests and
+ * debugging, like PIWORKFS_SPLICE: a long wait makes "a kill finds rows in the journal"
+ * certain instead of likely. Anything else is ignored with a warning.
+ */
+static int64_t orig_defer_ns(void)
+{
+	const char *env = getenv("PIWORKFS_ORIG_DEFER_MS");
+	if (!env || !*env)
+		return 0;
+	char *end;
+	errno = 0;
+	long long ms = strtoll(env, &end, 10);
+	if (errno || *end || ms < 1 || ms > 3600000) {
+		dlog(LOG_WARNING, "PIWORKFS_ORIG_DEFER_MS=%s ignored: wants 1 to 3600000", env);
+		return 0;
+	}
+	return (int64_t)ms * 1000000;
+}
+
 static char *absolute_path(char *path)
 {
 	_cleanup_free_ char *own = path, *cwd = NULL;
@@ -199,6 +221,7 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 			.max_file = o->originals_max_file,
 			.keep_ns = o->originals_keep_s * 1000000000ll,
 			.max_total = o->originals_max_total,
+			.defer_ns = orig_defer_ns(),
 		};
 		r = pw_keep_new(&ko, &keep);
 		if (r < 0)

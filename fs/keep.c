@@ -143,7 +143,7 @@ int pw_keep_new(const pw_keep_opts *o, pw_keep **ret)
 		return -ENOMEM;
 	}
 	pw_orig_opts so = { .db_path = o->db_path, .max_file = o->max_file, .keep_ns = o->keep_ns,
-			    .max_total = o->max_total };
+			    .max_total = o->max_total, .defer_ns = o->defer_ns };
 	int r = pw_orig_store_open(&so, &k->store);
 	if (r < 0) {
 		pw_keep_free(k);

@@ -39,6 +39,7 @@ typedef struct pw_keep_opts {
 	uint64_t max_file;       /* 0: default */
 	int64_t keep_ns;         /* retention by age, 0: default */
 	uint64_t max_total;      /* retention by size, 0: default */
+	int64_t defer_ns;        /* how long the journal may hold rows, 0: default */
 } pw_keep_opts;
 
 int pw_keep_new(const pw_keep_opts *o, pw_keep **ret);

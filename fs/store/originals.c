@@ -52,10 +52,10 @@ struct pw_orig_store {
 	pthread_mutex_t lock;
 	/* Deferred rows (pw_orig_insert_deferred), under LOCK: a transaction open since
 	 * TXN_SINCE (CLOCK_MONOTONIC) holding TXN_ROWS rows, committed by the flusher thread
-	 * once PW_ORIG_DEFER_MS have passed, or earlier by whatever needs it committed. */
+	 * once DEFER_NS have passed, or earlier by whatever needs it committed. */
 	bool txn, stopping, flusher_started;
 	unsigned txn_rows;
-	int64_t txn_since;
+	int64_t txn_since, defer_ns;
 	pthread_cond_t wake; /* the flusher's: a transaction opened, or the store closes */
 	pthread_t flusher;
 	/* The journal of deferred rows (journal.h): a killed daemon loses none of them. Without
@@ -125,6 +125,7 @@ int pw_orig_store_open(const pw_orig_opts *o, pw_orig_store **ret)
 	s->max_file = o->max_file ? o->max_file : PW_ORIG_MAX_FILE_DEFAULT;
 	s->max_total = o->max_total ? o->max_total : PW_ORIG_MAX_TOTAL_DEFAULT;
 	s->keep_ns = o->keep_ns ? o->keep_ns : (int64_t)PW_ORIG_KEEP_DAYS_DEFAULT * 86400 * 1000000000;
+	s->defer_ns = o->defer_ns > 0 ? o->defer_ns : (int64_t)PW_ORIG_DEFER_MS * 1000000;
 	s->blobs_fd = open(blobs, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	s->tmp_fd = open(tmp, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	struct stat bst;
@@ -331,7 +332,7 @@ int pw_orig_flush(pw_orig_store *s)
 	return 0;
 }
 
-/* Commits a transaction of deferred rows once it is PW_ORIG_DEFER_MS old. */
+/* Commits a transaction of deferred rows once it is DEFER_NS old. */
 static void *flusher_main(void *arg)
 {
 	pw_orig_store *s = arg;
@@ -341,7 +342,7 @@ static void *flusher_main(void *arg)
 			pthread_cond_wait(&s->wake, &s->lock);
 			continue;
 		}
-		int64_t due = s->txn_since + (int64_t)PW_ORIG_DEFER_MS * 1000000;
+		int64_t due = s->txn_since + s->defer_ns;
 		if (pw_clock_ns(CLOCK_MONOTONIC) >= due) {
 			if (pw_orig_flush(s) < 0) /* busy past the timeout: again in a while */
 				s->txn_since = pw_clock_ns(CLOCK_MONOTONIC);

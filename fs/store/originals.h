@@ -38,6 +38,7 @@ typedef struct pw_orig_opts {
 	uint64_t max_file;      /* 0: PW_ORIG_MAX_FILE_DEFAULT */
 	int64_t keep_ns;        /* retention by age; 0: 14 days */
 	uint64_t max_total;     /* retention by size; 0: 1 GiB */
+	int64_t defer_ns;       /* how long deferred rows may wait; 0: PW_ORIG_DEFER_MS */
 } pw_orig_opts;
 
 int pw_orig_store_open(const pw_orig_opts *o, pw_orig_store **ret);
@@ -103,7 +104,8 @@ int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id);
 /*
  * Inserts ROW without waiting for a commit: a created name's, or one holding an original
  * whose blob pw_orig_capture has put in place already. Deferred rows
- * go into one open transaction, committed at the latest PW_ORIG_DEFER_MS after the first
+ * go into one open transaction, committed at the latest PW_ORIG_DEFER_MS (or the store's
+ * defer_ns) after the first
  * of them (a thread of the store does it) or once PW_ORIG_DEFER_ROWS are pending, and
  * before anything else is written or read: the next pw_orig_insert commits them with its
  * own row, and pw_orig_read, pw_orig_set_content, pw_orig_changeset_begin, pw_orig_prune
