@@ -82,6 +82,9 @@ __attribute__((target("sha,sse4.1,ssse3"))) static void blocks_ni(pw_sha256 *c,
 
 	for (; n > 0; n--, p += 64) {
 		__m128i abef0 = abef, cdgh0 = cdgh, w[4];
+		/* Unrolled, the schedule's four words stay in registers and the branch goes:
+		 * about 15% faster on this VM (1 GiB: 0.88 against 1.02 s, best of six). */
+#pragma GCC unroll 16
 		for (unsigned i = 0; i < 16; i++) {
 			__m128i m;
 			if (i < 4) {
