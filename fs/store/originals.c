@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "copyhash.h"
 #include "db.h"
 #include "journal.h"
 #include "util.h"
@@ -548,32 +549,6 @@ static int hash_fd(int fd, pw_sha256 *c, char *buf)
 	}
 }
 
-/* Copies SRC into DST while hashing it. */
-static int copy_hash(int src, int dst, pw_sha256 *c, char *buf)
-{
-	for (off_t off = 0;;) {
-		ssize_t n = pread(src, buf, COPY_CHUNK, off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return negative_errno();
-		}
-		if (n == 0)
-			return 0;
-		pw_sha256_update(c, buf, (size_t)n);
-		for (ssize_t w = 0; w < n;) {
-			ssize_t k = pwrite(dst, buf + w, (size_t)(n - w), off + w);
-			if (k < 0) {
-				if (errno == EINTR)
-					continue;
-				return negative_errno();
-			}
-			w += k;
-		}
-		off += n;
-	}
-}
-
 /*
  * Records the blob HEX.
  *
@@ -603,18 +578,17 @@ static int keep_content(pw_orig_store *s, int src, uint64_t size, char hex[PW_SH
 	_cleanup_close_ int t = tmp_blob(s, tmpname);
 	if (t < 0)
 		return t;
-	_cleanup_free_ char *buf = malloc(COPY_CHUNK);
-	if (!buf)
-		return -ENOMEM;
 	pw_sha256 c;
 	pw_sha256_init(&c);
 	int r;
 	/* A reflink shares the extents (free on btrfs, xfs); the clone is then hashed, so the
 	 * digest is that of exactly what is kept even if the original changes meanwhile. */
-	if (ioctl(t, FICLONE, src) == 0)
-		r = hash_fd(t, &c, buf);
-	else
-		r = copy_hash(src, t, &c, buf);
+	if (ioctl(t, FICLONE, src) == 0) {
+		_cleanup_free_ char *buf = malloc(COPY_CHUNK);
+		r = buf ? hash_fd(t, &c, buf) : -ENOMEM;
+	} else {
+		r = pw_copy_hash(src, t, size, &c);
+	}
 	uint8_t d[PW_SHA256_LEN];
 	pw_sha256_final(&c, d);
 	pw_sha256_hex(d, hex);

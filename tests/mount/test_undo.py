@@ -674,6 +674,30 @@ class Undo(MountCase):
         self.pw("undo", "--all", "--since", "c1")
         self.assertEqual(tree_hash(self.project), hashes[1], self.listing())
 
+    def test_a_large_file_is_kept_whole_and_named_by_its_content(self):
+        """Over 16 MiB, the copy and the hash of a kept original run in two threads
+        (fs/store/copyhash.c): the blob must still be the whole file, byte for byte, named
+        by the SHA-256 of exactly that content, and undo must put it back."""
+        size = 40 * 1024 * 1024 + 12345  # not a whole number of chunks
+        data = hashlib.sha256(b"seed").digest() * (size // 32 + 1)
+        data = bytes(b ^ (i % 251) for i, b in enumerate(data[:size // 64])) * 64 + b"t" * (size % 64)
+        self.assertEqual(len(data), size)
+        with open(os.path.join(self.project, "large.bin"), "wb") as f:
+            f.write(data)
+        v = self.mount("build")
+        self.checkpoint()
+        before = tree_hash(self.project)
+        with open(v.path("large.bin"), "r+b") as f:  # in place: the original is copied
+            f.seek(size // 2)
+            f.write(b"changed in the middle")
+        blob = os.path.join(os.path.dirname(self.state_db), "originals", "blobs",
+                            hashlib.sha256(data).hexdigest())
+        self.assertTrue(os.path.exists(blob), os.listdir(os.path.dirname(blob)))
+        with open(blob, "rb") as f:
+            self.assertTrue(f.read() == data, "the kept blob differs from the original")
+        self.undo_all()
+        self.assertEqual(tree_hash(self.project), before, self.listing())
+
     def test_size_cap_and_retention_are_configurable_at_mount(self):
         # --originals-max-file: a file over it is recorded as changed, its content not
         # kept; --originals-max-total: what `changes --prune` keeps without arguments.
