@@ -167,7 +167,12 @@ class View:
 
     def store(self):
         """(bytes of the contents kept, blobs, bytes on disk of originals/)."""
-        res = json.loads(self.pw("changes", "--json", "--mount", self.mnt).stdout)
+        p = self.pw("changes", "--json", "--mount", self.mnt, check=False)
+        if p.returncode != 0:  # a figure missing, not the whole run's table
+            print(f"{self.name}: `changes` failed with {p.returncode}: {p.stderr.strip()}",
+                  file=sys.stderr)
+            return None
+        res = json.loads(p.stdout)
         d = os.path.join(os.path.dirname(self.state), "originals")
         du = int(subprocess.check_output(["du", "-sk", d], text=True).split()[0]) * 1024
         return res["store"]["bytes"], res["store"]["blobs"], du
@@ -262,7 +267,7 @@ def main():
                     cpu[(wname, v.name)].append(v.cpu() - c)
             copies.append(one_copy(first))
             print(f"round {rnd + 1}/{args.rounds} done", flush=True)
-        kept_bytes, blobs, du = views[1].store()
+        kept_bytes, blobs, du = views[1].store() or (0, 0, 0)
         bstore = views[3].store() if before else None
     finally:
         for v in views:
