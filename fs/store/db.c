@@ -13,6 +13,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -330,6 +333,80 @@ static int migrate(sqlite3 *db)
 	return rc;
 }
 
+/*
+ * Contention inside the daemon. The originals store keeps a write transaction open for up to
+ * PW_ORIG_DEFER_MS so that the rows of a storm of changes commit together; meanwhile every
+ * other connection of the process that writes (a switch persisting the mode, the audit
+ * writer) would find the database busy and sleep until that batch ends: a switch took up to
+ * 100 ms while anything was being changed (2,000 switches beside two writers: 2 minutes
+ * instead of 4 s). So a connection that finds the database busy first asks the holder of
+ * such a batch to commit it now (the hook, set by the store), then waits as SQLite's own
+ * busy timeout would. Another process's batch cannot be asked: that wait stays.
+ */
+static pthread_mutex_t contention_lock = PTHREAD_MUTEX_INITIALIZER;
+static void (*contention_fn)(void *);
+static void *contention_arg;
+
+void pw_db_set_contention_hook(void (*fn)(void *), void *arg)
+{
+	pthread_mutex_lock(&contention_lock);
+	contention_fn = fn;
+	contention_arg = arg;
+	pthread_mutex_unlock(&contention_lock);
+}
+
+void pw_db_clear_contention_hook(void *arg)
+{
+	pthread_mutex_lock(&contention_lock);
+	if (contention_arg == arg) {
+		contention_fn = NULL;
+		contention_arg = NULL;
+	}
+	pthread_mutex_unlock(&contention_lock);
+}
+
+/* The hook runs under contention_lock, so the store it names cannot go meanwhile; it must
+ * not block (the store's own lock is only tried). Its own commit, should that ever find the
+ * database busy, does not ask again: that would take contention_lock twice. */
+static void ask_to_commit(void)
+{
+	static _Thread_local bool asking;
+	if (asking)
+		return;
+	asking = true;
+	pthread_mutex_lock(&contention_lock);
+	if (contention_fn)
+		contention_fn(contention_arg);
+	pthread_mutex_unlock(&contention_lock);
+	asking = false;
+}
+
+/* SQLite's busy handler: ask, then sleep with the back-off of sqlite3_busy_timeout (1, 2, 5
+ * ... 100 ms) until ARG milliseconds have been slept. */
+static int busy_wait(void *arg, int count)
+{
+	static const int delays[] = { 1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100 };
+	const int n = (int)(sizeof(delays) / sizeof(delays[0]));
+	int timeout_ms = (int)(intptr_t)arg, slept = 0;
+	for (int i = 0; i < count; i++)
+		slept += delays[i < n ? i : n - 1];
+	if (slept >= timeout_ms)
+		return 0;
+	ask_to_commit();
+	int ms = delays[count < n ? count : n - 1];
+	if (ms > timeout_ms - slept)
+		ms = timeout_ms - slept;
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+	return 1;
+}
+
+static void set_busy_wait(sqlite3 *db, int busy_ms)
+{
+	sqlite3_busy_handler(db, busy_wait, (void *)(intptr_t)busy_ms);
+}
+
 /* One attempt to open, configure, check and migrate. Returns the raw SQLite code; *ret is
  * set only on SQLITE_OK. */
 static int try_open(const char *path, int busy_ms, unsigned flags, sqlite3 **ret)
@@ -342,7 +419,7 @@ static int try_open(const char *path, int busy_ms, unsigned flags, sqlite3 **ret
 	if (rc != SQLITE_OK)
 		return rc;
 	sqlite3_extended_result_codes(db, 1);
-	sqlite3_busy_timeout(db, busy_ms);
+	set_busy_wait(db, busy_ms);
 
 	/* journal_mode is the first statement to read the header: a file that is not a
 	 * database fails here with SQLITE_NOTADB. */
@@ -453,7 +530,7 @@ int pw_db_open_readonly(const char *path, sqlite3 **ret)
 	int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK)
 		return pw_db_errno(rc);
-	sqlite3_busy_timeout(db, PW_DB_BUSY_TIMEOUT_MS);
+	set_busy_wait(db, PW_DB_BUSY_TIMEOUT_MS);
 
 	int64_t version = 0;
 	rc = pragma_int(db, "PRAGMA user_version", &version);

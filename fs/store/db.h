@@ -41,6 +41,12 @@ int pw_db_open(const char *path, int busy_ms, unsigned flags, sqlite3 **ret, cha
  * another -errno. */
 int pw_db_open_readonly(const char *path, sqlite3 **ret);
 
+/* A connection of this process that finds the database busy first calls FN(ARG), which may
+ * end a transaction it can end at once and must not block (db.c: the originals' batch), then
+ * waits out its busy timeout. One hook per process; clearing takes only ARG's own. */
+void pw_db_set_contention_hook(void (*fn)(void *), void *arg);
+void pw_db_clear_contention_hook(void *arg);
+
 /* Creates DIR and every missing directory above it with mode 0700 (existing ones are left
  * alone): the state directory and what lives in it. Returns 0 or a negative errno. */
 int pw_db_mkdir_p(const char *dir);

@@ -85,6 +85,20 @@ static void clean_tmp(int tmp_fd)
 	closedir(d);
 }
 
+/* db.c's contention hook: another connection of this daemon (a switch persisting the mode,
+ * the audit writer) wants the write lock our batch holds; commit the batch now rather than
+ * make it wait for the flusher. Only tried: the caller may hold anything, and if the store is
+ * busy its holder commits soon anyway (or the caller's next busy retry asks again). */
+static void commit_when_contended(void *arg)
+{
+	pw_orig_store *s = arg;
+	if (pthread_mutex_trylock(&s->lock) != 0)
+		return;
+	if (s->txn)
+		(void)pw_orig_flush(s);
+	pthread_mutex_unlock(&s->lock);
+}
+
 int pw_orig_store_open(const pw_orig_opts *o, pw_orig_store **ret)
 {
 	_cleanup_free_ char *dir = NULL, *blobs = NULL, *tmp = NULL;
@@ -153,6 +167,7 @@ int pw_orig_store_open(const pw_orig_opts *o, pw_orig_store **ret)
 		(void)journal_replay(s);
 		(void)pw_journal_create(s->dir_fd, &s->journal);
 	}
+	pw_db_set_contention_hook(commit_when_contended, s);
 	*ret = s;
 	return 0;
 }
@@ -161,6 +176,7 @@ void pw_orig_store_close(pw_orig_store *s)
 {
 	if (!s)
 		return;
+	pw_db_clear_contention_hook(s);
 	if (s->flusher_started) {
 		pthread_mutex_lock(&s->lock);
 		s->stopping = true;
