@@ -28,28 +28,8 @@ pw_policy *pw_fs_policy_get(pw_fs *fs, uint64_t *ret_gen)
 	return p;
 }
 
-/*
- * The requesting process's name, read now: a short-lived process (touch) is gone by the
- * time the audit writer could look. One entry per worker thread, so a storm of denials
- * from one process reads /proc once. A recycled pid can show a stale name until another
- * pid asks: the name is best effort, a hint for the reader of the log, never an identity
- * (docs/AUDIT.md).
- */
-static const char *caller_comm(pid_t pid)
-{
-	static _Thread_local pid_t cached_pid;
-	static _Thread_local char cached[17];
-	if (pid <= 0)
-		return NULL;
-	if (pid == cached_pid)
-		return cached;
-	if (pw_proc_comm(pid, cached, sizeof(cached)) < 0 || !cached[0]) {
-		cached_pid = 0; /* CACHED no longer holds the name of the pid it held */
-		return NULL;
-	}
-	cached_pid = pid;
-	return cached;
-}
+/* The requesting process's name is read now (pw_proc_comm_cached): a short-lived process
+ * (touch) is gone by the time the audit writer could look (docs/AUDIT.md). */
 
 /*
  * The requesting process's PID namespaces (pidns.h), read now, while it waits for our
@@ -81,7 +61,7 @@ static void record(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, 
 		.reason = d->reason,
 		.pid = ctx ? ctx->pid : 0,
 		.uid = ctx ? ctx->uid : 0,
-		.comm = d->allowed || !ctx ? NULL : caller_comm(ctx->pid),
+		.comm = d->allowed || !ctx ? NULL : pw_proc_comm_cached(ctx->pid),
 		.pidns = d->allowed || !ctx ? NULL : caller_pidns(ctx->pid),
 	};
 	pw_audit_submit(fs->audit, &ev);

@@ -266,7 +266,7 @@ static void creds_back(own_creds *c)
 typedef struct who {
 	pid_t pid;
 	bool known; /* comm read (only once a row needs it: most hooks record nothing) */
-	char comm[17];
+	char comm[PW_COMM_MAX + 1];
 } who;
 
 static void who_of(fuse_req_t req, who *w)
@@ -276,11 +276,13 @@ static void who_of(fuse_req_t req, who *w)
 	w->comm[0] = '\0';
 }
 
-/* The process name for a row, read the first time one is recorded. */
+/* The process name for a row, read the first time one is recorded (from the thread's cache:
+ * a build making thousands of files reads /proc once). */
 static const char *who_comm(who *w)
 {
 	if (!w->known) {
-		pw_proc_comm(w->pid, w->comm, sizeof(w->comm));
+		const char *c = pw_proc_comm_cached(w->pid);
+		snprintf(w->comm, sizeof(w->comm), "%s", c ? c : "");
 		w->known = true;
 	}
 	return w->comm[0] ? w->comm : NULL;

@@ -38,6 +38,22 @@ int pw_proc_comm(pid_t pid, char *buf, size_t size)
 	return 0;
 }
 
+const char *pw_proc_comm_cached(pid_t pid)
+{
+	static _Thread_local pid_t cached_pid;
+	static _Thread_local char cached[PW_COMM_MAX + 1];
+	if (pid <= 0)
+		return NULL;
+	if (pid == cached_pid)
+		return cached;
+	if (pw_proc_comm(pid, cached, sizeof(cached)) < 0 || !cached[0]) {
+		cached_pid = 0; /* CACHED no longer holds the name of the pid it held */
+		return NULL;
+	}
+	cached_pid = pid;
+	return cached;
+}
+
 /* Undoes mountinfo's octal escapes (\040 for a space, \011, \012, \134) in place. */
 static void unescape(char *s)
 {

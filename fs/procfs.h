@@ -15,6 +15,14 @@
  * BUF. Returns 0, or -errno with BUF "" (-ESRCH for a PID <= 0). */
 int pw_proc_comm(pid_t pid, char *buf, size_t size);
 
+/* The name of process PID, from a one-entry cache per thread: a storm of requests from one
+ * process (a build creating thousands of files) reads /proc once, not three system calls
+ * per request. Best effort: a recycled pid, or one that has exec'd since, can show the
+ * previous name until another pid asks; the name is a hint for a reader of the log or of
+ * `changes`, never an identity. NULL when unknown. Valid on this thread until its next
+ * call. */
+const char *pw_proc_comm_cached(pid_t pid);
+
 /* One line of /proc/self/mountinfo, its paths unescaped (\040 a space, ...). */
 typedef struct pw_mountinfo {
 	unsigned maj, min;

@@ -43,6 +43,21 @@ Test(procfs, comm_of_no_process_is_an_error_and_empty)
 	cr_assert_str_eq(got, "");
 }
 
+Test(procfs, cached_comm_reads_proc_once_per_pid)
+{
+	cr_assert_eq(prctl(PR_SET_NAME, "pw-cache-a"), 0);
+	const char *c = pw_proc_comm_cached(getpid());
+	cr_assert_not_null(c);
+	cr_assert_str_eq(c, "pw-cache-a");
+	/* The same pid again is answered from the cache: the name read the first time. */
+	cr_assert_eq(prctl(PR_SET_NAME, "pw-cache-b"), 0);
+	cr_assert_str_eq(pw_proc_comm_cached(getpid()), "pw-cache-a");
+	/* Another pid (here: none) replaces the entry, so the next ask reads /proc again. */
+	cr_assert_null(pw_proc_comm_cached(1 << 23));
+	cr_assert_null(pw_proc_comm_cached(0));
+	cr_assert_str_eq(pw_proc_comm_cached(getpid()), "pw-cache-b");
+}
+
 Test(procfs, mountinfo_has_the_root_and_proc)
 {
 	pw_mountinfo *m = NULL;
