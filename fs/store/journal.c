@@ -443,3 +443,27 @@ int pw_journal_replay_dead(int dir_fd, int (*begin)(void *data, const char *name
 	closedir(d);
 	return first_error ? first_error : count;
 }
+
+bool pw_journal_others_pending(int dir_fd, const char *own)
+{
+	int dfd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d) {
+		if (dfd >= 0)
+			close(dfd);
+		return true;
+	}
+	bool pending = false;
+	for (struct dirent *de; !pending && (de = readdir(d));) {
+		struct stat st;
+		if (strncmp(de->d_name, PREFIX, strlen(PREFIX)) != 0 ||
+		    (own && strcmp(de->d_name, own) == 0))
+			continue;
+		if (fstatat(dir_fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			pending = errno != ENOENT; /* gone: replayed meanwhile */
+		else
+			pending = st.st_size > 0;
+	}
+	closedir(d);
+	return pending;
+}

@@ -60,3 +60,12 @@ typedef int (*pw_journal_record_fn)(void *data, const char *name, uint64_t seq,
 int pw_journal_replay_dead(int dir_fd, int (*begin)(void *data, const char *name),
 			   pw_journal_record_fn record,
 			   int (*end)(void *data, const char *name, int r), void *data);
+
+/*
+ * Whether a journal in DIR_FD other than OWN (NULL: none is ours) holds records: a dead
+ * daemon's not replayed yet, or a live one's between its commit and its truncation. A
+ * prune asks it under the database's write lock before it removes blobs no row names: a
+ * record in such a journal may name one (its row was never committed, the blob was in
+ * place first). True also when the directory cannot be read: unknown keeps the blob.
+ */
+bool pw_journal_others_pending(int dir_fd, const char *own);

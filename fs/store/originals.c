@@ -383,7 +383,9 @@ static int txn_open(pw_orig_store *s)
 			return -EAGAIN; /* the caller commits the row itself */
 		s->flusher_started = true;
 	}
-	int rc = sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
+	/* IMMEDIATE: the write lock from the start, which hold_for_blob relies on (a deferred
+	 * BEGIN would take it only at the first write). */
+	int rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
 	if (rc != SQLITE_OK)
 		return pw_db_errno(rc);
 	s->txn = true;
@@ -587,6 +589,20 @@ static int register_blob(pw_orig_store *s, const char hex[PW_SHA256_HEX], uint64
 	return sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
 }
 
+/*
+ * Takes the database's write lock, in the batch's transaction (opened now if need be), before
+ * a blob is put in place under its name. Until the row that names it is committed, in that
+ * same transaction, no prune (of this daemon or of another sharing the store) can find the
+ * blob named by no row and remove it: a prune holds the write lock from its look for such
+ * blobs to its commit. One that ran before has either not seen this content, or removed
+ * it whole (file and record), and the link below makes it anew. Taken after the copy, not
+ * before it: a large file's copy must not keep every other writer waiting.
+ */
+static int hold_for_blob(pw_orig_store *s)
+{
+	return txn_open(s);
+}
+
 /* Keeps the content of SRC (open for reading) as a blob; its hash in HEX. */
 static int keep_content(pw_orig_store *s, int src, uint64_t size, char hex[PW_SHA256_HEX])
 {
@@ -608,6 +624,8 @@ static int keep_content(pw_orig_store *s, int src, uint64_t size, char hex[PW_SH
 	uint8_t d[PW_SHA256_LEN];
 	pw_sha256_final(&c, d);
 	pw_sha256_hex(d, hex);
+	if (r == 0)
+		r = hold_for_blob(s);
 	if (r == 0) {
 		if (tmpname[0]) {
 			char proc[64];
@@ -655,6 +673,9 @@ static int link_content(pw_orig_store *s, int fd, int rfd, uint64_t size,
 	uint8_t d[PW_SHA256_LEN];
 	pw_sha256_final(&c, d);
 	pw_sha256_hex(d, hex);
+	r = hold_for_blob(s);
+	if (r < 0)
+		return r;
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	if (linkat(AT_FDCWD, proc, s->blobs_fd, hex, AT_SYMLINK_FOLLOW) < 0 && errno != EEXIST)
@@ -859,25 +880,44 @@ int pw_orig_insert_deferred(pw_orig_store *s, const pw_orig_row *row, int64_t *r
 	return 0;
 }
 
-/* Removes blob HASH (file and record) when no row references it. */
+/*
+ * Whether blobs no committed row names may be removed now. Under the write lock: no live
+ * daemon's batch is open then (each holds the lock from before it links a blob until it
+ * commits, hold_for_blob), so a record that names such a blob can only be in a journal not
+ * replayed: a dead daemon's, or a live one's just after its commit. Then not now.
+ */
+static bool may_remove_blobs(pw_orig_store *s)
+{
+	return s->dir_fd >= 0 && !pw_journal_others_pending(s->dir_fd, s->journal.name);
+}
+
+/* Removes blob HASH (file and record) when no row references it. No batch is open. */
 static void drop_unreferenced(pw_orig_store *s, const char *hash)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (strlen(hash) != PW_SHA256_HEX - 1 || strchr(hash, '/') ||
-	    sqlite3_prepare_v2(s->db, "SELECT 1 FROM orig_rows WHERE blob = ?1 LIMIT 1", -1, &st,
-			       NULL) != SQLITE_OK)
+	if (strlen(hash) != PW_SHA256_HEX - 1 || strchr(hash, '/'))
 		return;
-	sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		return; /* referenced (or unknown): keep it */
-	sqlite3_finalize(st);
-	st = NULL;
-	if (sqlite3_prepare_v2(s->db, "DELETE FROM orig_blobs WHERE hash = ?1", -1, &st, NULL) !=
-	    SQLITE_OK)
-		return;
-	sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_DONE)
-		(void)unlinkat(s->blobs_fd, hash, 0);
+	/* The look and the removal in one write transaction: another view that links this
+	 * content meanwhile holds the lock until its row is committed (hold_for_blob). */
+	if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return; /* busy: the blob waits for the next prune */
+	bool drop = may_remove_blobs(s) &&
+		    sqlite3_prepare_v2(s->db, "SELECT 1 FROM orig_rows WHERE blob = ?1 LIMIT 1",
+				       -1, &st, NULL) == SQLITE_OK;
+	if (drop) {
+		sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+		drop = sqlite3_step(st) == SQLITE_DONE; /* referenced (or unknown): keep it */
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	if (drop && sqlite3_prepare_v2(s->db, "DELETE FROM orig_blobs WHERE hash = ?1", -1, &st,
+				       NULL) == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) == SQLITE_DONE)
+			(void)unlinkat(s->blobs_fd, hash, 0);
+	}
+	if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
 void pw_orig_delete(pw_orig_store *s, int64_t id)
@@ -936,9 +976,6 @@ int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *m
 
 int pw_orig_set_content(pw_orig_store *s, int64_t id, const pw_orig_object *o)
 {
-	int r = pw_orig_flush(s); /* an original's row: committed with all before it */
-	if (r < 0)
-		return r;
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(s->db,
 				    "UPDATE orig_rows SET blob = ?1, not_kept = ?2, size = ?3 "
@@ -952,7 +989,11 @@ int pw_orig_set_content(pw_orig_store *s, int64_t id, const pw_orig_object *o)
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)o->size);
 	sqlite3_bind_int64(st, 4, id);
 	rc = sqlite3_step(st);
-	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+	if (rc != SQLITE_DONE)
+		return txn_checked(s, pw_db_errno(rc));
+	/* Committed now, with the rows before it and the blob's record (in the transaction
+	 * since hold_for_blob): not journaled, so it must not wait for the batch. */
+	return pw_orig_flush(s);
 }
 
 /* ---- reading back ---------------------------------------------------------------------- */
@@ -1123,6 +1164,8 @@ int pw_orig_prune(pw_orig_store *s, int64_t keep_ns, uint64_t max_total, int64_t
 	int r = pw_orig_flush(s);
 	if (r < 0)
 		return r;
+	/* A dead daemon's rows first: they may name blobs that older rows name too. */
+	(void)journal_replay(s);
 	int64_t limit = pw_db_now_ns() - keep_ns;
 	int removed = 0;
 	for (;;) {
@@ -1143,10 +1186,15 @@ int pw_orig_prune(pw_orig_store *s, int64_t keep_ns, uint64_t max_total, int64_t
 	 * the lock, so this waits for their commit and sees them. */
 	uint64_t freed = 0;
 	bool locked = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK;
+	if (locked && !may_remove_blobs(s)) {
+		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		locked = false;
+	}
 	if (!locked) {
 		if (ret_bytes)
 			*ret_bytes = 0;
-		return r < 0 ? r : removed; /* busy: the unreferenced blobs wait for the next prune */
+		/* busy, or a journal not replayed: the unreferenced blobs wait for the next prune */
+		return r < 0 ? r : removed;
 	}
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db,

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The originals store (fs/store/originals.c) shared by several views: retention must never
+ * remove a blob that a row names, or will name once a batch or a dead daemon's journal is
+ * committed. Two store handles on one database stand for two views; a forked child that
+ * exits without committing stands for a daemon killed with SIGKILL. Each test works in its
+ * own temporary directory.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "store/originals.h"
+
+static char tmpdir[256];
+static char dbpath[512];
+static int project_fd = -1;
+
+static void setup(void)
+{
+	char project[600];
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/pw-test-originals-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmpdir));
+	snprintf(dbpath, sizeof(dbpath), "%s/state/state.db", tmpdir);
+	snprintf(project, sizeof(project), "%s/project", tmpdir);
+	cr_assert_eq(mkdir(project, 0755), 0);
+	project_fd = open(project, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	cr_assert_geq(project_fd, 0);
+	int fd = openat(project_fd, "f", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	cr_assert_geq(fd, 0);
+	const char text[] = "the same content, kept by two change sets\n";
+	cr_assert_eq(write(fd, text, sizeof(text) - 1), (ssize_t)(sizeof(text) - 1));
+	close(fd);
+}
+
+static void teardown(void)
+{
+	char cmd[600];
+	if (project_fd >= 0)
+		close(project_fd);
+	project_fd = -1;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(originals, .init = setup, .fini = teardown);
+
+/* Rows wait for an hour unless committed on purpose: the tests decide when. */
+static pw_orig_store *open_store(void)
+{
+	pw_orig_opts o = { .db_path = dbpath, .defer_ns = 3600ll * 1000000000 };
+	pw_orig_store *s = NULL;
+	cr_assert_eq(pw_orig_store_open(&o, &s), 0);
+	return s;
+}
+
+static int64_t begin_set(pw_orig_store *s)
+{
+	int64_t id = 0;
+	pw_orig_lock(s);
+	cr_assert_eq(pw_orig_changeset_begin(s, "/project", "/view", "checkpoint", NULL, "build",
+					     &id), 0);
+	pw_orig_unlock(s);
+	return id;
+}
+
+/* Captures "f" with its content (lock held by the caller); its blob's name in HASH. */
+static void capture_f(pw_orig_store *s, pw_orig_object *o, char hash[PW_SHA256_HEX])
+{
+	cr_assert_eq(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT, o), 0);
+	cr_assert(o->present);
+	cr_assert_neq(o->blob[0], '\0', "the content is kept");
+	memcpy(hash, o->blob, PW_SHA256_HEX);
+}
+
+static int insert_f(pw_orig_store *s, int64_t cs, const pw_orig_object *o, bool deferred)
+{
+	pw_orig_row row = { .changeset = cs, .action = PW_ORIG_KEEP, .path = "f", .obj = o,
+			    .op = "write", .mode = "build", .pid = getpid() };
+	int64_t id = 0;
+	return deferred ? pw_orig_insert_deferred(s, &row, &id) : pw_orig_insert(s, &row, &id);
+}
+
+static bool streq_blob(const char *a, const char *b)
+{
+	return strcmp(a, b) == 0;
+}
+
+static bool blob_exists(pw_orig_store *s, const char *hash)
+{
+	char *p = pw_orig_blob_path(s, hash);
+	cr_assert_not_null(p);
+	bool there = access(p, F_OK) == 0;
+	free(p);
+	return there;
+}
+
+typedef struct naming {
+	const char *hash;
+	int64_t changeset;
+	unsigned rows;
+} naming;
+
+static int any_set(const pw_orig_changeset *c, void *u)
+{
+	(void)c;
+	(void)u;
+	return 0;
+}
+
+static int count_row(const pw_orig_rec *r, void *u)
+{
+	naming *n = u;
+	if (r->changeset == n->changeset && streq_blob(r->o.blob, n->hash))
+		n->rows++;
+	return 0;
+}
+
+/* The committed rows of change set CS that name blob HASH. */
+static unsigned rows_naming(pw_orig_store *s, int64_t cs, const char *hash)
+{
+	naming n = { .hash = hash, .changeset = cs };
+	pw_orig_lock(s);
+	cr_assert_eq(pw_orig_read(s, "/project", any_set, count_row, &n), 0);
+	pw_orig_unlock(s);
+	return n.rows;
+}
+
+/* Change set 1 keeps "f" and is committed; change set 2 begins. Returns its id. */
+static int64_t first_set_keeps_f(pw_orig_store *s, char hash[PW_SHA256_HEX])
+{
+	int64_t cs1 = begin_set(s);
+	pw_orig_object o;
+	pw_orig_lock(s);
+	capture_f(s, &o, hash);
+	cr_assert_eq(insert_f(s, cs1, &o, false), 0);
+	pw_orig_object_done(&o);
+	pw_orig_unlock(s);
+	return begin_set(s);
+}
+
+/*
+ * View X keeps "f" again in change set 2: its blob exists already (same content). While X's
+ * row is not committed yet, view Y prunes change set 1, the only committed row naming the
+ * blob. The blob must outlive the prune: X's row will name it.
+ */
+Test(originals, a_prune_amid_another_views_keep_leaves_its_blob, .timeout = 120)
+{
+	pw_orig_store *x = open_store(), *y = open_store();
+	char hash[PW_SHA256_HEX], again[PW_SHA256_HEX];
+	int64_t cs2 = first_set_keeps_f(x, hash);
+
+	pw_orig_object o;
+	pw_orig_lock(x);
+	capture_f(x, &o, again);
+	cr_assert_str_eq(again, hash);
+
+	/* Y: everything older than a nanosecond goes, change set 2 excepted. Whether it waits
+	 * for X and gives up or not, it must not remove what X's row names. */
+	pw_orig_lock(y);
+	(void)pw_orig_prune(y, 1, 0, cs2, NULL);
+	pw_orig_unlock(y);
+
+	cr_assert_eq(insert_f(x, cs2, &o, true), 0);
+	cr_assert_eq(pw_orig_flush(x), 0);
+	pw_orig_object_done(&o);
+	pw_orig_unlock(x);
+	cr_assert(blob_exists(x, hash), "a prune removed the blob a row of change set 2 names");
+
+	/* Now change set 1 goes, and the blob stays: change set 2 names it. */
+	uint64_t bytes = 0, blobs = 0;
+	pw_orig_lock(y);
+	cr_assert_geq(pw_orig_prune(y, 1, 0, cs2, NULL), 1, "change set 1 is removed");
+	cr_assert_eq(pw_orig_total(y, &bytes, &blobs), 0);
+	pw_orig_unlock(y);
+	cr_assert_eq(blobs, 1);
+	cr_assert(blob_exists(y, hash));
+	cr_assert_eq(rows_naming(y, cs2, hash), 1);
+
+	pw_orig_store_close(y);
+	pw_orig_store_close(x);
+}
+
+/*
+ * A daemon keeps "f" in change set 2 (its row in its journal only) and is killed before
+ * its batch is committed. A live view then prunes change set 1: the dead daemon's row names
+ * the blob too, so the blob must stay, and the row must be found.
+ */
+Test(originals, a_prune_keeps_the_blobs_a_dead_daemons_journal_names, .timeout = 120)
+{
+	pw_orig_store *y = open_store();
+	char hash[PW_SHA256_HEX];
+	int64_t cs2 = first_set_keeps_f(y, hash);
+
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		/* The daemon that dies: its row is journaled, never committed. */
+		pw_orig_store *d = NULL;
+		pw_orig_opts opts = { .db_path = dbpath, .defer_ns = 3600ll * 1000000000 };
+		pw_orig_object o;
+		char again[PW_SHA256_HEX];
+		if (pw_orig_store_open(&opts, &d) < 0)
+			_exit(2);
+		pw_orig_lock(d);
+		if (pw_orig_capture(d, project_fd, "f", PW_ORIG_CONTENT, &o) < 0 || !o.blob[0])
+			_exit(3);
+		memcpy(again, o.blob, sizeof(again));
+		if (strcmp(again, hash) != 0 || insert_f(d, cs2, &o, true) < 0)
+			_exit(4);
+		_exit(0); /* no commit, no close: as SIGKILL leaves it */
+	}
+	int status = 0;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's status: %d", status);
+
+	pw_orig_lock(y);
+	cr_assert_geq(pw_orig_prune(y, 1, 0, cs2, NULL), 1, "change set 1 is removed");
+	pw_orig_unlock(y);
+	cr_assert(blob_exists(y, hash), "a prune removed a blob a dead daemon's row names");
+
+	/* The dead daemon's row is in the database now, naming the blob. */
+	uint64_t bytes = 0, blobs = 0;
+	pw_orig_lock(y);
+	cr_assert_eq(pw_orig_total(y, &bytes, &blobs), 0);
+	pw_orig_unlock(y);
+	cr_assert_eq(blobs, 1);
+	cr_assert_eq(rows_naming(y, cs2, hash), 1);
+	pw_orig_store_close(y);
+}
