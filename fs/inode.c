@@ -303,16 +303,6 @@ pw_inode *pw_inode_learn(pw_fs *fs, pw_inode *parent, const char *name, const st
 	return n;
 }
 
-void pw_inode_forget(pw_fs *fs, pw_inode *n, uint64_t nlookup)
-{
-	if (n->is_root)
-		return;
-	pthread_rwlock_wrlock(&fs->tree_lock);
-	n->nlookup = nlookup > n->nlookup ? 0 : n->nlookup - nlookup;
-	maybe_free(fs, n);
-	pthread_rwlock_unlock(&fs->tree_lock);
-}
-
 /*
  * After the kernel forgot much of what it knew (drop_caches, memory pressure), glibc keeps
  * the freed nodes in its arenas: only a free top of a heap goes back by itself. Each time
@@ -323,24 +313,45 @@ void pw_inode_forget(pw_fs *fs, pw_inode *n, uint64_t nlookup)
  */
 #define PW_TRIM_MIN_NODES 4096
 
-void pw_inode_forget_batch(pw_fs *fs, const struct fuse_forget_data *forgets, size_t count)
+/* The kernel dropped NLOOKUP of its references to N. Lock held for writing. */
+static void forget_locked(pw_fs *fs, pw_inode *n, uint64_t nlookup)
 {
-	bool trim = false;
-	pthread_rwlock_wrlock(&fs->tree_lock);
-	for (size_t i = 0; i < count; i++) {
-		pw_inode *n = pw_inode_get(fs, forgets[i].ino);
-		if (n->is_root)
-			continue;
-		n->nlookup = forgets[i].nlookup > n->nlookup ? 0 : n->nlookup - forgets[i].nlookup;
-		maybe_free(fs, n);
-	}
-	if (fs->hmark - fs->hcount >= PW_TRIM_MIN_NODES && fs->hcount <= fs->hmark / 2) {
-		fs->hmark = fs->hcount;
-		trim = true;
-	}
+	if (n->is_root)
+		return;
+	n->nlookup = nlookup > n->nlookup ? 0 : n->nlookup - nlookup;
+	maybe_free(fs, n);
+}
+
+/* Whether the table has halved since the last trim (a new mark then). Lock held. */
+static bool trim_due_locked(pw_fs *fs)
+{
+	if (fs->hmark - fs->hcount < PW_TRIM_MIN_NODES || fs->hcount > fs->hmark / 2)
+		return false;
+	fs->hmark = fs->hcount;
+	return true;
+}
+
+static void forget_end(pw_fs *fs)
+{
+	bool trim = trim_due_locked(fs);
 	pthread_rwlock_unlock(&fs->tree_lock);
 	if (trim)
 		malloc_trim(0); /* outside the lock: it walks every arena */
+}
+
+void pw_inode_forget(pw_fs *fs, pw_inode *n, uint64_t nlookup)
+{
+	pthread_rwlock_wrlock(&fs->tree_lock);
+	forget_locked(fs, n, nlookup);
+	forget_end(fs);
+}
+
+void pw_inode_forget_batch(pw_fs *fs, const struct fuse_forget_data *forgets, size_t count)
+{
+	pthread_rwlock_wrlock(&fs->tree_lock);
+	for (size_t i = 0; i < count; i++)
+		forget_locked(fs, pw_inode_get(fs, forgets[i].ino), forgets[i].nlookup);
+	forget_end(fs);
 }
 
 static void drop_name_locked(pw_fs *fs, pw_inode *n, pw_inode *parent, const char *name)
