@@ -237,9 +237,28 @@ static bool socket_alive(const struct sockaddr_un *sa)
 	return connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0;
 }
 
+/* A name for a socket to bind before it takes PATH: beside it (link(2) needs the same
+ * filesystem), hidden, unique to this process. */
+static int temporary_name(const char *path, char *buf, size_t size)
+{
+	static _Atomic unsigned counter;
+	const char *slash = strrchr(path, '/');
+	int dir = slash ? (int)(slash - path) : 1;
+	int n = snprintf(buf, size, "%.*s/.pw%x-%x", dir, slash ? path : ".", (unsigned)getpid(),
+			 counter++);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/*
+ * Listens at PATH. The socket is bound under a temporary name, listens, and only then takes
+ * PATH (link(2), which fails where PATH exists, so two daemons never share it): whoever
+ * sees PATH can connect at once. Bound at PATH directly, a `piworkfs mode` run right after
+ * the mount (or a client that waits for the file, as the tests do) could be refused in the
+ * moment between bind and listen.
+ */
 static int listen_at(const char *path, int *ret_fd)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX }, tmp = { .sun_family = AF_UNIX };
 	_cleanup_close_ int fd = -1;
 	struct stat st;
 	mode_t old;
@@ -248,6 +267,11 @@ static int listen_at(const char *path, int *ret_fd)
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	strcpy(sa.sun_path, path);
+	/* A temporary name too long for sun_path (a short PATH in a deep directory): bound at
+	 * PATH itself then, as before. */
+	bool direct = temporary_name(path, tmp.sun_path, sizeof(tmp.sun_path)) < 0;
+	if (direct)
+		tmp = sa;
 
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode))
@@ -260,17 +284,28 @@ static int listen_at(const char *path, int *ret_fd)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0)
 		return negative_errno();
+	if (!direct)
+		(void)unlink(tmp.sun_path); /* a dead process of this pid's */
 	/* Created 0600 from the start: no window where another user could connect. */
 	old = umask(0177);
-	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	r = bind(fd, (struct sockaddr *)&tmp, sizeof(tmp));
 	umask(old);
 	if (r < 0)
 		return negative_errno();
-	if (listen(fd, 128) < 0) {
+	r = listen(fd, 128) < 0 ? negative_errno() : 0;
+	if (r == 0 && !direct && link(tmp.sun_path, path) < 0) {
 		r = negative_errno();
-		unlink(path);
-		return r;
+		/* A filesystem without links for sockets: a rename is atomic too (PATH was free
+		 * a moment ago; the loser of a race there would replace the winner's name). */
+		if (r != -EEXIST && rename(tmp.sun_path, path) == 0)
+			r = 0;
+		else if (r == -EEXIST)
+			r = -EADDRINUSE;
 	}
+	if (!direct || r < 0)
+		(void)unlink(tmp.sun_path);
+	if (r < 0)
+		return r;
 	*ret_fd = TAKE_FD(fd);
 	return 0;
 }
@@ -1242,9 +1277,11 @@ void pw_ctl_server_stop(pw_ctl_server *s)
 	for (size_t i = 0; i < s->n_listeners; i++) {
 		if (s->listeners[i].fd < 0)
 			continue;
-		close(s->listeners[i].fd);
+		/* The name goes first: a client that still finds it connects, then reads EOF,
+		 * never a refusal from a file nobody listens at (listen_at, the other end). */
 		if (s->listeners[i].path)
 			unlink(s->listeners[i].path);
+		close(s->listeners[i].fd);
 		free(s->listeners[i].path);
 	}
 	for (size_t i = 0; i < s->n_events; i++)
@@ -1295,8 +1332,8 @@ static void close_owned_sockets(pw_ctl_server *s, uint64_t owner)
 		listener *l = &s->listeners[li];
 		if (l->fd < 0 || l->owner != owner)
 			continue;
+		unlink(l->path); /* before the close, as at stop */
 		close(l->fd);
-		unlink(l->path);
 		free(l->path);
 		l->path = NULL;
 		l->fd = -1;

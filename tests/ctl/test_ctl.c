@@ -22,6 +22,7 @@
  *   state.db               state and audit database
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
@@ -484,6 +485,63 @@ Test(ctl, live_socket_refused_stale_replaced_removed_at_stop)
 	result_of(r);
 	json_decref(r);
 	close(fd);
+}
+
+/* While the server restarts again and again, a second thread connects whenever the socket
+ * file is there. Every such connect must succeed: the file appears only once the socket
+ * listens. (Bound at its name before listening, it refused for a moment: a client that
+ * waits for the file, as `piworkfs mode` after a mount or the tests do, was refused.) */
+typedef struct socket_watch {
+	const char *path;
+	atomic_bool done;
+	atomic_uint seen, refused;
+} socket_watch;
+
+static void *watch_socket(void *arg)
+{
+	socket_watch *w = arg;
+	struct stat st;
+	while (!atomic_load(&w->done)) {
+		if (lstat(w->path, &st) < 0)
+			continue;
+		int fd = connect_to(w->path);
+		if (fd >= 0) {
+			atomic_fetch_add(&w->seen, 1);
+			close(fd);
+		} else if (fd == -ECONNREFUSED && lstat(w->path, &st) == 0) {
+			atomic_fetch_add(&w->refused, 1); /* refused while the file is there */
+		}
+	}
+	return NULL;
+}
+
+Test(ctl, a_socket_file_that_exists_accepts, .timeout = 240)
+{
+	char path[256];
+	snprintf(path, sizeof(path), "%s", sock);
+	socket_watch w = { .path = path };
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, watch_socket, &w), 0);
+	for (int i = 0; i < 300; i++)
+		restart_server(NULL);
+	/* The watcher connects at least once more, to the server that stays. */
+	unsigned before = atomic_load(&w.seen);
+	cr_assert(WAIT_UNTIL(atomic_load(&w.seen) > before));
+	atomic_store(&w.done, true);
+	pthread_join(t, NULL);
+	cr_assert_eq(atomic_load(&w.refused), 0, "%u connects refused while the socket file existed",
+		     atomic_load(&w.refused));
+	/* No temporary name is left beside it. */
+	char dir[256];
+	snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(path, '/') - path), path);
+	DIR *d = opendir(dir);
+	cr_assert_not_null(d);
+	unsigned others = 0;
+	for (struct dirent *de; (de = readdir(d));)
+		others += strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+			  strcmp(de->d_name, strrchr(path, '/') + 1);
+	closedir(d);
+	cr_assert_eq(others, 0, "%u files beside the socket in %s", others, dir);
 }
 
 /* ---- every method ---------------------------------------------------------------------- */
