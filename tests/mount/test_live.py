@@ -477,9 +477,10 @@ class HiddenStressTest(LiveCase):
         problems = []
 
         def switcher():
-            c = harness.RpcClient(self.socket_path(v))
+            c = None
             rng = random.Random(4321)
-            try:
+            try:  # the connect too: a switcher that dies must still stop the lookers
+                c = harness.RpcClient(self.socket_path(v))
                 mode = "plan"
                 for _ in range(self.SWITCHES):
                     mode = "build" if mode == "plan" else "plan"
@@ -490,7 +491,8 @@ class HiddenStressTest(LiveCase):
             except Exception as e:  # noqa: BLE001
                 problems.append("switcher: %r" % e)
             finally:
-                c.close()
+                if c:
+                    c.close()
                 stop.set()
 
         def looker(kind):
@@ -563,8 +565,9 @@ class StressTest(LiveCase):
 
         def switcher():
             rng = random.Random(1234)
-            c = harness.RpcClient(self.socket_path(v))
-            try:
+            c = None
+            try:  # the connect too: a switcher that dies must still stop the writers
+                c = harness.RpcClient(self.socket_path(v))
                 mode = "build"
                 for _ in range(self.SWITCHES):
                     mode = "plan" if mode == "build" else "build"
@@ -577,7 +580,8 @@ class StressTest(LiveCase):
             except Exception as e:  # noqa: BLE001
                 problems.append("switcher: %r" % e)
             finally:
-                c.close()
+                if c:
+                    c.close()
                 stop.set()
 
         def writer(kind):
