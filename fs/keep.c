@@ -365,7 +365,9 @@ static int64_t record_locked(pw_keep *k, who *w, const char *path, int dirfd,
 	/* Committed with the next batch: the row is in the store's journal before the change,
 	 * and the original's content (its blob) is in place already (originals.h). */
 	bool created = !o.present && !implicit;
-	r = pw_orig_insert_deferred(k->store, &row, &id);
+	/* A created name's row is queued (no SQL on the request path); any other deferred. */
+	r = created ? pw_orig_queue(k->store, &row, &id)
+		    : pw_orig_insert_deferred(k->store, &row, &id);
 	/* A new name (nothing there) or a non-file needs no content. */
 	bool full = content || !o.present || !S_ISREG(o.mode);
 	pw_orig_object_done(&o);

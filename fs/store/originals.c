@@ -42,6 +42,25 @@
 
 #define COPY_CHUNK (1u << 20)
 
+/*
+ * A created name's row waiting for the next flush (pw_orig_queue): journaled already, not
+ * yet inserted. Its strings are one allocation, PATH first.
+ */
+typedef struct queued_row {
+	uint64_t seq; /* its journal record's: its token is TOKEN_BIT | seq */
+	int64_t changeset, time_ns;
+	pid_t pid;
+	bool implicit;
+	char *path, *op, *comm, *mode;
+} queued_row;
+
+/* A queued row's token, in place of a row id until a flush has inserted it. Real ids stay
+ * far below (SQLite counts them up from 1). */
+#define TOKEN_BIT (INT64_C(1) << 62)
+/* How many inserted tokens' row ids are remembered, for a pw_orig_delete after a failed
+ * change (it comes right after its row's keep, so the last few thousand are plenty). */
+#define RECENT_MAX 16384
+
 struct pw_orig_store {
 	sqlite3 *db;
 	char *dir;
@@ -64,6 +83,16 @@ struct pw_orig_store {
 	int dir_fd;
 	pw_journal journal;
 	uint64_t journal_committed; /* the last sequence number orig_journals holds */
+	/* Rows of created names, in the order of their changes (pw_orig_queue), under LOCK:
+	 * the first QUEUE_INSERTED are in the open transaction, the rest wait for the next
+	 * flush. RECENT: the row ids the last RECENT_MAX queued rows got, a ring. */
+	queued_row *queue;
+	size_t queue_len, queue_cap, queue_inserted;
+	struct recent_id {
+		uint64_t seq;
+		int64_t id;
+	} *recent;
+	size_t recent_next;
 };
 
 static int journal_replay(pw_orig_store *s);
@@ -185,13 +214,17 @@ void pw_orig_store_close(pw_orig_store *s)
 		pthread_join(s->flusher, NULL);
 	}
 	/* A close rolls back what is not committed: the journal then stays for the next start. */
-	bool committed = s->db && pw_orig_flush(s) == 0 && !s->txn;
+	bool committed = s->db && pw_orig_flush(s) == 0 && !s->txn && !s->queue_len;
 	pw_journal_close(&s->journal, s->dir_fd, committed);
 	if (committed)
 		journal_forget_removed(s);
 	if (s->dir_fd >= 0)
 		close(s->dir_fd);
 	sqlite3_finalize(s->insert);
+	for (size_t i = 0; i < s->queue_len; i++)
+		free(s->queue[i].path);
+	free(s->queue);
+	free(s->recent);
 	if (s->db)
 		sqlite3_close_v2(s->db);
 	if (s->blobs_fd >= 0)
@@ -328,8 +361,16 @@ static int journal_replay(pw_orig_store *s)
 
 /* ---- deferred rows --------------------------------------------------------------------- */
 
+static int drain(pw_orig_store *s);
+static void queue_committed(pw_orig_store *s);
+
 int pw_orig_flush(pw_orig_store *s)
 {
+	/* Every queued row into the transaction first: the commit below marks the whole
+	 * journal committed. */
+	int r0 = drain(s);
+	if (r0 < 0)
+		return r0;
 	if (!s->txn)
 		return 0;
 	/* The commit says how far the journal is in the database, so a replay after a kill
@@ -342,8 +383,11 @@ int pw_orig_flush(pw_orig_store *s)
 		return pw_db_errno(rc); /* still open (busy): the next flush tries again */
 	s->txn = false;
 	s->txn_rows = 0;
-	if (rc != SQLITE_OK)
+	if (rc != SQLITE_OK) {
+		s->queue_inserted = 0; /* rolled back: inserted again by the next flush */
 		return r < 0 ? r : pw_db_errno(rc);
+	}
+	queue_committed(s);
 	s->journal_committed = s->journal.seq;
 	(void)pw_journal_truncate(&s->journal); /* if it fails, the replay skips them all */
 	return 0;
@@ -355,7 +399,7 @@ static void *flusher_main(void *arg)
 	pw_orig_store *s = arg;
 	pthread_mutex_lock(&s->lock);
 	while (!s->stopping) {
-		if (!s->txn) {
+		if (!s->txn && !s->queue_len) {
 			pthread_cond_wait(&s->wake, &s->lock);
 			continue;
 		}
@@ -374,15 +418,23 @@ static void *flusher_main(void *arg)
 
 /* Opens the transaction deferred rows go into, and starts the flusher that ends it (here,
  * on the first deferred row, not at open: the daemon forks after it opens the store). */
-static int txn_open(pw_orig_store *s)
+static int start_flusher(pw_orig_store *s)
 {
-	if (s->txn)
-		return 0;
 	if (!s->flusher_started) {
 		if (pthread_create(&s->flusher, NULL, flusher_main, s) != 0)
 			return -EAGAIN; /* the caller commits the row itself */
 		s->flusher_started = true;
 	}
+	return 0;
+}
+
+static int txn_open(pw_orig_store *s)
+{
+	if (s->txn)
+		return 0;
+	int r = start_flusher(s);
+	if (r < 0)
+		return r;
 	/* IMMEDIATE: the write lock from the start, which hold_for_blob relies on (a deferred
 	 * BEGIN would take it only at the first write). */
 	int rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
@@ -390,7 +442,8 @@ static int txn_open(pw_orig_store *s)
 		return pw_db_errno(rc);
 	s->txn = true;
 	s->txn_rows = 0;
-	s->txn_since = pw_clock_ns(CLOCK_MONOTONIC);
+	if (!s->queue_len) /* else the batch began with its first queued row */
+		s->txn_since = pw_clock_ns(CLOCK_MONOTONIC);
 	pthread_cond_signal(&s->wake);
 	return 0;
 }
@@ -838,13 +891,17 @@ static int txn_checked(pw_orig_store *s, int r)
 	if (r < 0 && s->txn && sqlite3_get_autocommit(s->db)) {
 		s->txn = false;
 		s->txn_rows = 0;
+		s->queue_inserted = 0;
 	}
 	return r;
 }
 
 int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 {
-	int r = txn_checked(s, insert_row(s, row, 0, ret_id));
+	int r = drain(s); /* the rows of earlier changes go first */
+	if (r < 0)
+		return r;
+	r = txn_checked(s, insert_row(s, row, 0, ret_id));
 	if (r < 0 || !s->txn)
 		return r;
 	/* The deferred rows before it are committed with it, in one transaction: what is
@@ -856,6 +913,7 @@ int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 		s->txn = false;
 		s->txn_rows = 0;
+		s->queue_inserted = 0;
 	}
 	return r;
 }
@@ -866,8 +924,11 @@ int pw_orig_insert_deferred(pw_orig_store *s, const pw_orig_row *row, int64_t *r
 	 * its blob is in place already (pw_orig_capture), and the record names it. */
 	if (s->journal.fd < 0 || txn_open(s) < 0)
 		return pw_orig_insert(s, row, ret_id);
+	int r = drain(s); /* the rows of earlier changes go first */
+	if (r < 0)
+		return r;
 	int64_t now = pw_db_now_ns();
-	int r = txn_checked(s, insert_row(s, row, now, ret_id));
+	r = txn_checked(s, insert_row(s, row, now, ret_id));
 	if (r < 0)
 		return r;
 	uint64_t seq;
@@ -875,7 +936,130 @@ int pw_orig_insert_deferred(pw_orig_store *s, const pw_orig_row *row, int64_t *r
 	 * the journal cannot take it, the row is committed now instead. */
 	if (pw_journal_append(&s->journal, row, now, &seq) < 0)
 		return pw_orig_flush(s);
-	if (++s->txn_rows >= PW_ORIG_DEFER_ROWS)
+	if (++s->txn_rows + s->queue_len >= PW_ORIG_DEFER_ROWS)
+		(void)pw_orig_flush(s); /* if busy, the flusher tries again */
+	return 0;
+}
+
+/* ---- queued rows (pw_orig_queue) ------------------------------------------------------- */
+
+static void recent_put(pw_orig_store *s, uint64_t seq, int64_t id)
+{
+	if (!s->recent && !(s->recent = calloc(RECENT_MAX, sizeof(*s->recent))))
+		return; /* out of memory: a late delete of this row finds nothing */
+	s->recent[s->recent_next++ % RECENT_MAX] = (struct recent_id){ .seq = seq, .id = id };
+}
+
+/* The row id behind ID: itself, or a token's once a flush inserted its row; 0 if unknown.
+ * Queued rows are drained first. */
+static int64_t resolve(pw_orig_store *s, int64_t id)
+{
+	if (!(id & TOKEN_BIT))
+		return id;
+	uint64_t seq = (uint64_t)(id & ~TOKEN_BIT);
+	for (size_t i = 0; s->recent && i < RECENT_MAX && i < s->recent_next; i++) {
+		const struct recent_id *r = &s->recent[(s->recent_next - 1 - i) % RECENT_MAX];
+		if (r->seq == seq)
+			return r->id;
+	}
+	return 0;
+}
+
+/* Inserts the queued rows not in the transaction yet, opening it if need be. */
+static int drain(pw_orig_store *s)
+{
+	if (s->queue_inserted == s->queue_len)
+		return 0;
+	int r = txn_open(s);
+	if (r < 0)
+		return r;
+	pw_orig_object none = { 0 };
+	for (; s->queue_inserted < s->queue_len; s->queue_inserted++) {
+		const queued_row *q = &s->queue[s->queue_inserted];
+		pw_orig_row row = { .changeset = q->changeset, .action = PW_ORIG_KEEP,
+				    .path = q->path, .implicit = q->implicit, .obj = &none,
+				    .op = q->op, .comm = q->comm, .mode = q->mode, .pid = q->pid };
+		int64_t id = 0;
+		r = txn_checked(s, insert_row(s, &row, q->time_ns, &id));
+		if (r < 0)
+			return r; /* what was inserted is rolled back or stays, counted in either case */
+		recent_put(s, q->seq, id);
+	}
+	return 0;
+}
+
+/* The transaction holding the first QUEUE_INSERTED rows is committed: they leave. */
+static void queue_committed(pw_orig_store *s)
+{
+	if (!s->queue_inserted)
+		return;
+	for (size_t i = 0; i < s->queue_inserted; i++)
+		free(s->queue[i].path);
+	memmove(s->queue, s->queue + s->queue_inserted,
+		(s->queue_len - s->queue_inserted) * sizeof(*s->queue));
+	s->queue_len -= s->queue_inserted;
+	s->queue_inserted = 0;
+}
+
+/* ROW's strings, copied into one allocation. */
+static bool queued_strings(queued_row *q, const pw_orig_row *row)
+{
+	const char *src[4] = { row->path, row->op ? row->op : "", row->comm ? row->comm : "",
+			       row->mode ? row->mode : "" };
+	size_t len[4], total = 0;
+	for (int i = 0; i < 4; i++)
+		total += (len[i] = strlen(src[i])) + 1;
+	char *p = malloc(total);
+	if (!p)
+		return false;
+	char **dst[4] = { &q->path, &q->op, &q->comm, &q->mode };
+	for (int i = 0; i < 4; i++) {
+		memcpy(p, src[i], len[i] + 1);
+		*dst[i] = p;
+		p += len[i] + 1;
+	}
+	/* NULL stays NULL in the row (the columns are NULL, not ""). */
+	if (!row->op)
+		q->op = NULL;
+	if (!row->comm)
+		q->comm = NULL;
+	if (!row->mode)
+		q->mode = NULL;
+	return true;
+}
+
+int pw_orig_queue(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
+{
+	if (s->journal.fd < 0 || row->action != PW_ORIG_KEEP || (row->obj && row->obj->present) ||
+	    start_flusher(s) < 0)
+		return pw_orig_insert_deferred(s, row, ret_id);
+	if (s->queue_len == s->queue_cap) {
+		size_t cap = s->queue_cap ? 2 * s->queue_cap : 256;
+		queued_row *q = realloc(s->queue, cap * sizeof(*q));
+		if (!q)
+			return pw_orig_insert_deferred(s, row, ret_id);
+		s->queue = q;
+		s->queue_cap = cap;
+	}
+	queued_row *q = &s->queue[s->queue_len];
+	*q = (queued_row){ .changeset = row->changeset, .pid = row->pid, .implicit = row->implicit,
+			   .time_ns = pw_db_now_ns() };
+	if (!queued_strings(q, row))
+		return pw_orig_insert_deferred(s, row, ret_id);
+	/* In the journal before the change is applied, as every deferred row: a kill after it
+	 * loses nothing (the replay inserts it). If the journal cannot take it, the row is
+	 * inserted and committed now instead, after the rows queued before it. */
+	if (pw_journal_append(&s->journal, row, q->time_ns, &q->seq) < 0) {
+		free(q->path);
+		return pw_orig_insert(s, row, ret_id);
+	}
+	if (!s->txn && !s->queue_len) {
+		s->txn_since = pw_clock_ns(CLOCK_MONOTONIC);
+		pthread_cond_signal(&s->wake);
+	}
+	s->queue_len++;
+	*ret_id = TOKEN_BIT | (int64_t)q->seq;
+	if (s->txn_rows + s->queue_len >= PW_ORIG_DEFER_ROWS)
 		(void)pw_orig_flush(s); /* if busy, the flusher tries again */
 	return 0;
 }
@@ -926,7 +1110,7 @@ void pw_orig_delete(pw_orig_store *s, int64_t id)
 	char hash[PW_SHA256_HEX] = "";
 	/* Committed on its own: a blob file removed below must never outlive, in a crash, a
 	 * transaction that would bring its row back. */
-	if (pw_orig_flush(s) < 0)
+	if (pw_orig_flush(s) < 0 || !(id = resolve(s, id)))
 		return;
 	if (sqlite3_prepare_v2(s->db, "SELECT blob FROM orig_rows WHERE id = ?1", -1, &st, NULL) ==
 	    SQLITE_OK) {
@@ -977,6 +1161,11 @@ int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *m
 int pw_orig_set_content(pw_orig_store *s, int64_t id, const pw_orig_object *o)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = drain(s);
+	if (r < 0)
+		return r;
+	if (!(id = resolve(s, id)))
+		return -ENOENT;
 	int rc = sqlite3_prepare_v2(s->db,
 				    "UPDATE orig_rows SET blob = ?1, not_kept = ?2, size = ?3 "
 				    "WHERE id = ?4",

@@ -116,6 +116,16 @@ int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id);
  * (pw_orig_insert). The id is final.
  */
 int pw_orig_insert_deferred(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id);
+
+/*
+ * Like pw_orig_insert_deferred, for the row of a created name (no object): journaled now,
+ * and inserted by the next flush rather than here, so a request that makes a name does no
+ * SQL (the flusher thread does it, with the commit). The rows' order is kept: anything that
+ * inserts, reads or commits inserts the queued rows first. *RET_ID is a token, not a row id
+ * (pw_orig_delete and pw_orig_set_content take either). Any other row, or when the journal
+ * cannot be used, goes through pw_orig_insert_deferred. Lock held.
+ */
+int pw_orig_queue(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id);
 #define PW_ORIG_DEFER_MS 100
 #define PW_ORIG_DEFER_ROWS 4096
 /* Commits the deferred rows now. Lock held. 0 or -errno (still pending: tried again). */
