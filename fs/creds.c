@@ -18,6 +18,14 @@
 
 #define PW_GROUPS_MAX 64
 
+/* Whether this thread acts as a caller now (between pw_creds_enter and pw_creds_leave). */
+static _Thread_local bool switched;
+
+bool pw_creds_switched(void)
+{
+	return switched;
+}
+
 int pw_creds_enter(pw_fs *fs, fuse_req_t req, pw_creds_saved *saved)
 {
 	saved->changed = false;
@@ -37,6 +45,7 @@ int pw_creds_enter(pw_fs *fs, fuse_req_t req, pw_creds_saved *saved)
 	saved->fsgid = (gid_t)setfsgid(ctx->gid);
 	saved->fsuid = (uid_t)setfsuid(ctx->uid);
 	saved->changed = true;
+	switched = true;
 	return 0;
 }
 
@@ -48,4 +57,5 @@ void pw_creds_leave(pw_creds_saved *saved)
 	setfsgid(saved->fsgid);
 	syscall(SYS_setgroups, (size_t)0, NULL);
 	saved->changed = false;
+	switched = false;
 }

@@ -238,6 +238,8 @@ typedef struct pw_creds_saved {
 } pw_creds_saved;
 int pw_creds_enter(pw_fs *fs, fuse_req_t req, pw_creds_saved *saved);
 void pw_creds_leave(pw_creds_saved *saved);
+/* Whether this thread acts with a caller's credentials now; when not, it has the daemon's. */
+bool pw_creds_switched(void);
 
 /* check.c: the one decision point and the one denial function. */
 pw_policy *pw_fs_policy_get(pw_fs *fs, uint64_t *ret_gen);

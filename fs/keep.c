@@ -244,9 +244,10 @@ typedef struct own_creds {
 	gid_t fsgid;
 } own_creds;
 
+/* The daemon's own credentials, for the store (a thread serving root, or none, has them). */
 static void creds_own(pw_fs *fs, own_creds *c)
 {
-	c->changed = fs && fs->is_root_daemon;
+	c->changed = fs && fs->is_root_daemon && pw_creds_switched();
 	if (c->changed) {
 		c->fsuid = (uid_t)setfsuid(0);
 		c->fsgid = (gid_t)setfsgid(0);
@@ -610,6 +611,50 @@ static int64_t record_parent_locked(pw_keep *k, pw_fs *fs, who *w, pw_inode *par
 	return record_locked(k, w, pp.s, pfd, "", false, true, "dir");
 }
 
+/* Ops that make a new name: pw_keep_name's fast path serves them. */
+static bool makes_name(pw_op op)
+{
+	return op == PW_OP_CREATE || op == PW_OP_MKNOD || op == PW_OP_MKDIR || op == PW_OP_SYMLINK;
+}
+
+/*
+ * The fast path of pw_keep_name for a name being made (a compiler's output, a file a
+ * checkout brings) in a directory the change set has recorded: when nothing is there, the
+ * row holds no object and is only queued (pw_orig_queue_try: a journal record written to a
+ * descriptor the store holds, and memory), so the caller's credentials may stay: four
+ * system calls fewer each way. The probe runs as the caller, and only ENOENT takes this
+ * path: permissions cannot make a name that is there look absent (the request itself needs
+ * search permission on the parent). Anything else, or a name the set knows, takes the slow
+ * path. Returns the token (> 0), 0 for the slow path, or -errno. Lock held.
+ */
+static int64_t made_name_locked(pw_keep *k, pw_fs *fs, who *w, pw_inode *parent, int pfd,
+				const char *path, const char *name, pw_op op)
+{
+	struct stat st;
+	if (!makes_name(op) || set_find(k, path))
+		return 0;
+	PW_PATH_DECLARE(pp);
+	if (pw_node_path(fs, parent, &pp) < 0 || !set_find(k, pp.s))
+		return 0;
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
+		return 0;
+	pw_orig_object none = { 0 };
+	pw_orig_row row = {
+		.changeset = atomic_load(&k->cs),
+		.action = PW_ORIG_KEEP,
+		.path = path,
+		.obj = &none,
+		.op = op_label(op),
+		.comm = who_comm(w),
+		.mode = k->mode,
+		.pid = w->pid,
+	};
+	int64_t id = 0;
+	if (pw_orig_queue_try(k->store, &row, &id) < 0)
+		return 0;
+	return set_add(k, path, id, true, true) ? id : -ENOMEM;
+}
+
 int64_t pw_keep_name(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, const char *name,
 		     pw_op op)
 {
@@ -627,9 +672,14 @@ int64_t pw_keep_name(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, const
 		pw_orig_unlock(k->store);
 		return 0;
 	}
+	int64_t id = made_name_locked(k, fs, &w, parent, pfd, path.s, name, op);
+	if (id != 0) {
+		pw_orig_unlock(k->store);
+		return id;
+	}
 	own_creds c;
 	creds_own(fs, &c);
-	int64_t id = record_parent_locked(k, fs, &w, parent, pfd);
+	id = record_parent_locked(k, fs, &w, parent, pfd);
 	if (id >= 0)
 		id = record_locked(k, &w, path.s, pfd, name, true, false, op_label(op));
 	if (id >= 0 && op == PW_OP_LINK) {

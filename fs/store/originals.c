@@ -1028,16 +1028,16 @@ static bool queued_strings(queued_row *q, const pw_orig_row *row)
 	return true;
 }
 
-int pw_orig_queue(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
+int pw_orig_queue_try(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 {
 	if (s->journal.fd < 0 || row->action != PW_ORIG_KEEP || (row->obj && row->obj->present) ||
-	    start_flusher(s) < 0)
-		return pw_orig_insert_deferred(s, row, ret_id);
+	    !s->flusher_started)
+		return -EAGAIN;
 	if (s->queue_len == s->queue_cap) {
 		size_t cap = s->queue_cap ? 2 * s->queue_cap : 256;
 		queued_row *q = realloc(s->queue, cap * sizeof(*q));
 		if (!q)
-			return pw_orig_insert_deferred(s, row, ret_id);
+			return -EAGAIN;
 		s->queue = q;
 		s->queue_cap = cap;
 	}
@@ -1045,13 +1045,12 @@ int pw_orig_queue(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 	*q = (queued_row){ .changeset = row->changeset, .pid = row->pid, .implicit = row->implicit,
 			   .time_ns = pw_db_now_ns() };
 	if (!queued_strings(q, row))
-		return pw_orig_insert_deferred(s, row, ret_id);
+		return -EAGAIN;
 	/* In the journal before the change is applied, as every deferred row: a kill after it
-	 * loses nothing (the replay inserts it). If the journal cannot take it, the row is
-	 * inserted and committed now instead, after the rows queued before it. */
+	 * loses nothing (the replay inserts it). */
 	if (pw_journal_append(&s->journal, row, q->time_ns, &q->seq) < 0) {
 		free(q->path);
-		return pw_orig_insert(s, row, ret_id);
+		return -EAGAIN;
 	}
 	if (!s->txn && !s->queue_len) {
 		s->txn_since = pw_clock_ns(CLOCK_MONOTONIC);
@@ -1059,9 +1058,20 @@ int pw_orig_queue(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 	}
 	s->queue_len++;
 	*ret_id = TOKEN_BIT | (int64_t)q->seq;
-	if (s->txn_rows + s->queue_len >= PW_ORIG_DEFER_ROWS)
-		(void)pw_orig_flush(s); /* if busy, the flusher tries again */
+	/* A full batch is the flusher's to commit, now: nothing here may write the database
+	 * (the caller's credentials may be in force, pw_orig_queue_try's promise). */
+	if (s->txn_rows + s->queue_len >= PW_ORIG_DEFER_ROWS) {
+		s->txn_since = INT64_MIN / 2;
+		pthread_cond_signal(&s->wake);
+	}
 	return 0;
+}
+
+int pw_orig_queue(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
+{
+	if (start_flusher(s) == 0 && pw_orig_queue_try(s, row, ret_id) == 0)
+		return 0;
+	return pw_orig_insert_deferred(s, row, ret_id);
 }
 
 /*

@@ -126,6 +126,15 @@ int pw_orig_insert_deferred(pw_orig_store *s, const pw_orig_row *row, int64_t *r
  * cannot be used, goes through pw_orig_insert_deferred. Lock held.
  */
 int pw_orig_queue(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id);
+
+/*
+ * pw_orig_queue without its fall-backs: queues ROW or returns -EAGAIN (no journal, the
+ * flusher not started yet, a row that holds an object, out of memory, the journal refused
+ * the record), and never opens, makes or writes anything but the journal's descriptor, so
+ * the caller's credentials may stay in force (keep.c's fast path for a name being made).
+ * Lock held.
+ */
+int pw_orig_queue_try(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id);
 #define PW_ORIG_DEFER_MS 100
 #define PW_ORIG_DEFER_ROWS 4096
 /* Commits the deferred rows now. Lock held. 0 or -errno (still pending: tried again). */
