@@ -188,6 +188,45 @@ Test(originals, a_prune_amid_another_views_keep_leaves_its_blob, .timeout = 120)
 }
 
 /*
+ * Runs WORK (store lock held) in a forked child standing for a daemon that SIGKILL ends: it
+ * opens the store, works, and exits with no commit and no close. Fails the test unless WORK
+ * returned 0.
+ */
+static void in_a_daemon_that_dies(int (*work)(pw_orig_store *d, void *u), void *u)
+{
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		pw_orig_store *d = NULL;
+		pw_orig_opts opts = { .db_path = dbpath, .defer_ns = 3600ll * 1000000000 };
+		if (pw_orig_store_open(&opts, &d) < 0)
+			_exit(2);
+		pw_orig_lock(d);
+		_exit(work(d, u) == 0 ? 0 : 3);
+	}
+	int status = 0;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's status: %d", status);
+}
+
+/* The dying daemon of the next test: keeps "f" again (the content HASH names) in change
+ * set CS2, its row journaled only. */
+typedef struct keep_again {
+	int64_t cs2;
+	const char *hash;
+} keep_again;
+
+static int keeps_f_again(pw_orig_store *d, void *u)
+{
+	keep_again *k = u;
+	pw_orig_object o;
+	if (pw_orig_capture(d, project_fd, "f", PW_ORIG_CONTENT, &o) < 0 || !o.blob[0] ||
+	    strcmp(o.blob, k->hash) != 0)
+		return -1;
+	return insert_f(d, k->cs2, &o, true);
+}
+
+/*
  * A daemon keeps "f" in change set 2 (its row in its journal only) and is killed before
  * its batch is committed. A live view then prunes change set 1: the dead daemon's row names
  * the blob too, so the blob must stay, and the row must be found.
@@ -198,27 +237,7 @@ Test(originals, a_prune_keeps_the_blobs_a_dead_daemons_journal_names, .timeout =
 	char hash[PW_SHA256_HEX];
 	int64_t cs2 = first_set_keeps_f(y, hash);
 
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		/* The daemon that dies: its row is journaled, never committed. */
-		pw_orig_store *d = NULL;
-		pw_orig_opts opts = { .db_path = dbpath, .defer_ns = 3600ll * 1000000000 };
-		pw_orig_object o;
-		char again[PW_SHA256_HEX];
-		if (pw_orig_store_open(&opts, &d) < 0)
-			_exit(2);
-		pw_orig_lock(d);
-		if (pw_orig_capture(d, project_fd, "f", PW_ORIG_CONTENT, &o) < 0 || !o.blob[0])
-			_exit(3);
-		memcpy(again, o.blob, sizeof(again));
-		if (strcmp(again, hash) != 0 || insert_f(d, cs2, &o, true) < 0)
-			_exit(4);
-		_exit(0); /* no commit, no close: as SIGKILL leaves it */
-	}
-	int status = 0;
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's status: %d", status);
+	in_a_daemon_that_dies(keeps_f_again, &(keep_again){ .cs2 = cs2, .hash = hash });
 
 	pw_orig_lock(y);
 	cr_assert_geq(pw_orig_prune(y, 1, 0, cs2, NULL), 1, "change set 1 is removed");
@@ -318,6 +337,12 @@ Test(originals, a_queued_rows_token_removes_it_before_and_after_a_flush, .timeou
 	pw_orig_store_close(s);
 }
 
+static int queues_two(pw_orig_store *d, void *u)
+{
+	int64_t id, cs = *(int64_t *)u;
+	return queue_created(d, cs, "one", &id) < 0 || queue_created(d, cs, "two", &id) < 0 ? -1 : 0;
+}
+
 /* A daemon killed with rows still queued loses none: the next start replays its journal. */
 Test(originals, queued_rows_of_a_killed_daemon_are_replayed, .timeout = 60)
 {
@@ -325,22 +350,7 @@ Test(originals, queued_rows_of_a_killed_daemon_are_replayed, .timeout = 60)
 	int64_t cs = begin_set(s);
 	pw_orig_store_close(s);
 
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		pw_orig_store *d = NULL;
-		pw_orig_opts opts = { .db_path = dbpath, .defer_ns = 3600ll * 1000000000 };
-		int64_t id;
-		if (pw_orig_store_open(&opts, &d) < 0)
-			_exit(2);
-		pw_orig_lock(d);
-		if (queue_created(d, cs, "one", &id) < 0 || queue_created(d, cs, "two", &id) < 0)
-			_exit(3);
-		_exit(0); /* no flush, no close: as SIGKILL leaves it */
-	}
-	int status = 0;
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's status: %d", status);
+	in_a_daemon_that_dies(queues_two, &cs);
 
 	s = open_store(); /* replays the dead daemon's journal */
 	listing l;
