@@ -1353,6 +1353,56 @@ static uint64_t referenced_bytes(pw_orig_store *s)
 	return (uint64_t)sqlite3_column_int64(st, 0);
 }
 
+/* Whether NAME has the shape of a blob's name (its content's SHA-256 in hex). */
+static bool blob_name(const char *name)
+{
+	if (strlen(name) != PW_SHA256_HEX - 1)
+		return false;
+	for (const char *c = name; *c; c++)
+		if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f')))
+			return false;
+	return true;
+}
+
+/*
+ * Removes the blob files that have no record: a daemon killed after it put a blob in place
+ * and before its batch (or journal) took the record. Under the write lock, with every
+ * journal replayed (may_remove_blobs): a live daemon holds the lock from before it links a
+ * blob until the record is committed (hold_for_blob), so no such file is anybody's yet.
+ * Not only space: a file about to be removed is kept by a link (link_content), and the kill
+ * may come before the removal, leaving the project's file with a second name in the store;
+ * its nlink then says 2, and a write in place would change the "kept" content. Adds the
+ * bytes freed to FREED.
+ */
+static void drop_unrecorded(pw_orig_store *s, uint64_t *freed)
+{
+	char proc[64];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", s->blobs_fd);
+	DIR *d = opendir(proc);
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (!d)
+		return;
+	if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM orig_blobs WHERE hash = ?1", -1, &st, NULL) !=
+	    SQLITE_OK) {
+		closedir(d);
+		return;
+	}
+	for (struct dirent *de; (de = readdir(d));) {
+		if (!blob_name(de->d_name))
+			continue; /* not the store's: left alone */
+		sqlite3_bind_text(st, 1, de->d_name, -1, SQLITE_TRANSIENT);
+		int rc = sqlite3_step(st);
+		sqlite3_reset(st);
+		if (rc != SQLITE_DONE)
+			continue; /* recorded, or unknown: kept */
+		struct stat bst;
+		if (fstatat(dirfd(d), de->d_name, &bst, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    unlinkat(dirfd(d), de->d_name, 0) == 0)
+			*freed += (uint64_t)bst.st_size;
+	}
+	closedir(d);
+}
+
 int pw_orig_prune(pw_orig_store *s, int64_t keep_ns, uint64_t max_total, int64_t protect,
 		  uint64_t *ret_bytes)
 {
@@ -1416,6 +1466,7 @@ int pw_orig_prune(pw_orig_store *s, int64_t keep_ns, uint64_t max_total, int64_t
 	st = NULL;
 	(void)pw_db_exec(s->db, "DELETE FROM orig_blobs WHERE hash NOT IN "
 				"(SELECT blob FROM orig_rows WHERE blob IS NOT NULL)");
+	drop_unrecorded(s, &freed);
 	if (sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 	if (ret_bytes)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -359,4 +360,63 @@ Test(originals, queued_rows_of_a_killed_daemon_are_replayed, .timeout = 60)
 	cr_assert_str_eq(l.paths[0], "one");
 	cr_assert_str_eq(l.paths[1], "two");
 	pw_orig_store_close(s);
+}
+
+/* ---- blobs no record names ----------------------------------------------------------- */
+
+/* The dying daemon of the next test: keeps "f", about to be removed, by a link, and dies
+ * before its row is journaled or committed. The blob's name in U. */
+static int links_f_and_dies(pw_orig_store *d, void *u)
+{
+	pw_orig_object o;
+	if (pw_orig_capture(d, project_fd, "f", PW_ORIG_CONTENT | PW_ORIG_REMOVING, &o) < 0 ||
+	    !o.blob[0])
+		return -1;
+	memcpy(u, o.blob, PW_SHA256_HEX);
+	pw_orig_object_done(&o);
+	return 0;
+}
+
+static nlink_t links_of_f(void)
+{
+	struct stat st;
+	cr_assert_eq(fstatat(project_fd, "f", &st, AT_SYMLINK_NOFOLLOW), 0);
+	return st.st_nlink;
+}
+
+/*
+ * A daemon killed between keeping a file by a link and recording it left the project's file
+ * with a second name in the store and no row: the next start's prune removes that name, so
+ * the file is as it was (one link), and no later keep can take the live file for a blob.
+ */
+Test(originals, a_blob_a_killed_daemon_linked_but_never_recorded_is_removed, .timeout = 60)
+{
+	char *hash = mmap(NULL, PW_SHA256_HEX, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			  -1, 0);
+	cr_assert_neq(hash, MAP_FAILED);
+	pw_orig_store *s = open_store(); /* the database exists before the child's */
+	pw_orig_store_close(s);
+	in_a_daemon_that_dies(links_f_and_dies, hash);
+	cr_assert_eq(links_of_f(), 2, "the child kept \"f\" by a link");
+
+	s = open_store();
+	cr_assert(blob_exists(s, hash));
+	pw_orig_lock(s);
+	cr_assert_geq(pw_orig_prune(s, 0, 0, 0, NULL), 0);
+	pw_orig_unlock(s);
+	cr_assert_not(blob_exists(s, hash), "a blob no record names is removed");
+	cr_assert_eq(links_of_f(), 1, "the project's file has its one name again");
+
+	/* A recorded blob stays: keep "f" by a link for real, committed. */
+	int64_t cs = begin_set(s);
+	pw_orig_object o;
+	pw_orig_lock(s);
+	cr_assert_eq(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT | PW_ORIG_REMOVING, &o), 0);
+	cr_assert_eq(insert_f(s, cs, &o, false), 0);
+	cr_assert_geq(pw_orig_prune(s, 0, 0, 0, NULL), 0);
+	pw_orig_unlock(s);
+	cr_assert(blob_exists(s, o.blob), "a blob its row names is kept");
+	pw_orig_object_done(&o);
+	pw_orig_store_close(s);
+	munmap(hash, PW_SHA256_HEX);
 }
