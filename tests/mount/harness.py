@@ -61,18 +61,15 @@ def renameat2(src, dst, flags):
 
 # --- the backing tree's fingerprint -----------------------------------------------------
 
-def tree_hash(root):
-    """A digest of everything under ROOT as seen with lstat: names, types and modes, owners,
-    sizes, mtimes in ns, file contents, symlink targets and xattrs. Two equal digests mean
-    the tree is unchanged byte for byte (atime and ctime are left out: reads and denied
-    attempts may legitimately touch them)."""
-    h = hashlib.sha256()
+def tree_state(root):
+    """Everything under ROOT as seen with lstat, an entry per path: type and mode, owner,
+    size, mtime in ns, link count, and a digest of the content, symlink target and xattrs.
+    Atime and ctime are left out: reads and denied attempts may legitimately touch them."""
+    state = {}
 
     def add(rel, full):
         st = os.lstat(full)
-        h.update(("%s\0%o\0%d:%d\0%d\0%d\0%d\0" % (rel, st.st_mode, st.st_uid, st.st_gid,
-                                                  st.st_size, st.st_mtime_ns,
-                                                  st.st_nlink)).encode())
+        h = hashlib.sha256()
         try:
             for x in sorted(os.listxattr(full, follow_symlinks=False)):
                 h.update(b"x" + x.encode() + b"=" +
@@ -85,7 +82,9 @@ def tree_hash(root):
             with open(full, "rb") as f:
                 for chunk in iter(lambda: f.read(1 << 20), b""):
                     h.update(chunk)
-            h.update(b"\0")
+        state[rel] = "mode=%o owner=%d:%d size=%d mtime=%d nlink=%d data=%s" % (
+            st.st_mode, st.st_uid, st.st_gid, st.st_size, st.st_mtime_ns, st.st_nlink,
+            h.hexdigest()[:16])
 
     add(".", root)
     for dirpath, dirnames, filenames in os.walk(root):
@@ -93,7 +92,29 @@ def tree_hash(root):
         for name in sorted(dirnames + filenames):
             full = os.path.join(dirpath, name)
             add(os.path.relpath(full, root), full)
+    return state
+
+
+def tree_hash(root):
+    """A digest of tree_state(ROOT): two equal digests mean the tree is unchanged byte for
+    byte."""
+    h = hashlib.sha256()
+    for rel, entry in sorted(tree_state(root).items()):
+        h.update(("%s\0%s\0" % (rel, entry)).encode())
     return h.hexdigest()
+
+
+def tree_changes(before, after, limit=20):
+    """The paths whose entries differ between two tree_state()s, as readable lines (for
+    failure messages); empty when the trees are the same."""
+    out = []
+    for rel in sorted(set(before) | set(after)):
+        a, b = before.get(rel, "(none)"), after.get(rel, "(none)")
+        if a != b:
+            out.append("%s: %s -> %s" % (rel, a, b))
+    if len(out) > limit:
+        out = out[:limit] + ["... and %d more" % (len(out) - limit)]
+    return out
 
 
 def tree_listing(root):
