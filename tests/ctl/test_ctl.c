@@ -497,10 +497,18 @@ typedef struct socket_watch {
 	atomic_uint seen, refused;
 } socket_watch;
 
+/* Whether A and B are the same file, not one made after the other was removed (an inode
+ * number may be reused at once; its change time then differs). */
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
 static void *watch_socket(void *arg)
 {
 	socket_watch *w = arg;
-	struct stat st;
+	struct stat st, after;
 	while (!atomic_load(&w->done)) {
 		if (lstat(w->path, &st) < 0)
 			continue;
@@ -508,8 +516,11 @@ static void *watch_socket(void *arg)
 		if (fd >= 0) {
 			atomic_fetch_add(&w->seen, 1);
 			close(fd);
-		} else if (fd == -ECONNREFUSED && lstat(w->path, &st) == 0) {
-			atomic_fetch_add(&w->refused, 1); /* refused while the file is there */
+		} else if (fd == -ECONNREFUSED && lstat(w->path, &after) == 0 &&
+			   same_file(&st, &after)) {
+			/* refused while the same file is there: a refusal by a server that
+			 * stopped meanwhile, the name then taken by the next one, is no fault */
+			atomic_fetch_add(&w->refused, 1);
 		}
 	}
 	return NULL;
