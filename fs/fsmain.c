@@ -194,6 +194,17 @@ int pw_fs_loop(pw_fs *fs)
 	fuse_loop_cfg_set_idle_threads(cfg, 4);
 	int r = fuse_session_loop_mt(fs->se, cfg);
 	fuse_loop_cfg_destroy(cfg);
+	/* The kernel ends a connection with ENODEV (libfuse's clean end), but a thread that was
+	 * taking a request off the queue as an unmount tore the connection down gets
+	 * ECONNABORTED instead (the request is dropped, fs/fuse/dev.c), and libfuse calls that
+	 * an error. Either way the connection is over and nothing is left to serve: an unmount
+	 * that raced a request in flight (a RELEASE the last close sent) must not make the
+	 * daemon exit as if it had failed. */
+	if (r == -ECONNABORTED) {
+		fprintf(stderr, "piworkfs: the kernel ended the connection (an unmount raced a "
+				"request in flight, or it was aborted)\n");
+		r = 0;
+	}
 	return r < 0 ? r : 0;
 }
 
