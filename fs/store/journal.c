@@ -276,6 +276,19 @@ int pw_journal_create(int dir_fd, pw_journal *ret)
 	return -EEXIST;
 }
 
+/*
+ * A short write (a full disk) left part of a record at the end: it goes, or the replay
+ * would stop there and never reach the records appended once space is back. The record is
+ * not whole either way: -EIO (the caller commits the row instead).
+ */
+static int cut_short_write(int fd, size_t written)
+{
+	struct stat st;
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size >= written)
+		(void)ftruncate(fd, st.st_size - (off_t)written);
+	return -EIO;
+}
+
 int pw_journal_append(pw_journal *j, const pw_orig_row *row, int64_t time_ns, uint64_t *ret_seq)
 {
 	buf b = { 0 };
@@ -303,7 +316,7 @@ int pw_journal_append(pw_journal *j, const pw_orig_row *row, int64_t time_ns, ui
 		if (w < 0)
 			r = negative_errno();
 		else if ((size_t)w != b.len)
-			r = -EIO; /* a short write (a full disk): the record is not whole */
+			r = cut_short_write(j->fd, (size_t)w);
 	}
 	free(b.p);
 	if (r < 0)
@@ -416,6 +429,19 @@ static int replay_one(int dir_fd, const char *name, int (*begin)(void *, const c
 	free(p);
 	close(fd);
 	return r < 0 ? r : 1;
+}
+
+int pw_journal_read(const pw_journal *j, pw_journal_record_fn record, void *data)
+{
+	if (j->fd < 0)
+		return -EBADF;
+	unsigned char *p = NULL;
+	size_t n = 0;
+	int r = read_all(j->fd, &p, &n);
+	if (r == 0)
+		r = replay_records(p, n, j->name, record, data);
+	free(p);
+	return r;
 }
 
 int pw_journal_replay_dead(int dir_fd, int (*begin)(void *data, const char *name),

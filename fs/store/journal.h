@@ -48,9 +48,13 @@ int pw_journal_truncate(pw_journal *j);
 /* Closes J; with REMOVE, its file goes first (everything in it is committed). */
 void pw_journal_close(pw_journal *j, int dir_fd, bool remove);
 
-/* One record of a dead journal. ROW's strings live until the callback returns. */
+/* One record of a journal. ROW's strings live until the callback returns. */
 typedef int (*pw_journal_record_fn)(void *data, const char *name, uint64_t seq,
 				    const pw_orig_row *row, int64_t time_ns);
+/* Calls RECORD for each whole record of J, in order, as a replay does (originals.c reads
+ * back the records of a batch SQLite rolled back). 0, or the first error RECORD returned. */
+int pw_journal_read(const pw_journal *j, pw_journal_record_fn record, void *data);
+
 /*
  * For every journal in DIR_FD that no process holds: locks it, calls BEGIN(DATA, NAME),
  * then RECORD for each whole record in order, then END(DATA, NAME, R) with R the first

@@ -93,10 +93,40 @@ struct pw_orig_store {
 		int64_t id;
 	} *recent;
 	size_t recent_next;
+	/* The open batch's deferred rows: their journal records' sequence numbers and ids (so
+	 * a lost batch's ids can be followed to the rows that replace them), and the first id
+	 * the batch gave, 0 before any. */
+	struct batch_id {
+		uint64_t seq;
+		int64_t id, now; /* NOW: what the id names since a lost batch came back, or 0 */
+		bool failed;     /* pw_orig_delete asked for it before it came back */
+	} *batch_ids, *lost;
+	size_t batch_n, batch_cap, lost_n;
+	int64_t batch_first;
+	/* Lost batches (batch_lost): LOST_PENDING while their rows wait in the journal for
+	 * batch_recover; LOST, their deferred rows; LOST_RANGES, the ids they gave, which name
+	 * no row of this store any more (another daemon sharing it may give them again) but
+	 * through LOST; MAX_ID, the highest id this store gave, and ID_FLOOR, the one the last
+	 * lost batch left: this store gives none below it again. */
+	bool lost_pending;
+	struct id_range {
+		int64_t lo, hi;
+	} *lost_ranges;
+	size_t ranges_n;
+	int64_t doubtful_upto; /* out of memory for a range: every id up to it is lost's */
+	int64_t max_id, id_floor;
 };
 
 static int journal_replay(pw_orig_store *s);
 static void journal_forget_removed(pw_orig_store *s);
+static void batch_lost(pw_orig_store *s);
+static int batch_recover(pw_orig_store *s);
+static int settle(pw_orig_store *s);
+static bool txn_ended(pw_orig_store *s);
+static int txn_checked(pw_orig_store *s, int r);
+static void batch_note(pw_orig_store *s, uint64_t seq, int64_t id);
+static bool id_lost(const pw_orig_store *s, int64_t id);
+static struct batch_id *lost_find(pw_orig_store *s, int64_t id, uint64_t seq);
 
 /* Removes what a killed daemon left in tmp/ (the named fallback of O_TMPFILE). */
 static void clean_tmp(int tmp_fd)
@@ -213,8 +243,9 @@ void pw_orig_store_close(pw_orig_store *s)
 		pthread_mutex_unlock(&s->lock);
 		pthread_join(s->flusher, NULL);
 	}
-	/* A close rolls back what is not committed: the journal then stays for the next start. */
-	bool committed = s->db && pw_orig_flush(s) == 0 && !s->txn && !s->queue_len;
+	/* A close rolls back what is not committed: the journal then stays for the next start
+	 * (a lost batch's rows too, unless they can be committed now). */
+	bool committed = s->db && settle(s) == 0 && !s->txn && !s->queue_len;
 	pw_journal_close(&s->journal, s->dir_fd, committed);
 	if (committed)
 		journal_forget_removed(s);
@@ -225,6 +256,9 @@ void pw_orig_store_close(pw_orig_store *s)
 		free(s->queue[i].path);
 	free(s->queue);
 	free(s->recent);
+	free(s->batch_ids);
+	free(s->lost);
+	free(s->lost_ranges);
 	if (s->db)
 		sqlite3_close_v2(s->db);
 	if (s->blobs_fd >= 0)
@@ -366,6 +400,8 @@ static void queue_committed(pw_orig_store *s);
 
 int pw_orig_flush(pw_orig_store *s)
 {
+	if (txn_ended(s))
+		return -EIO; /* lost: its journal has the rows (batch_lost, batch_recover) */
 	/* Every queued row into the transaction first: the commit below marks the whole
 	 * journal committed. */
 	int r0 = drain(s);
@@ -381,12 +417,14 @@ int pw_orig_flush(pw_orig_store *s)
 	int rc = r < 0 ? SQLITE_ERROR : sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
 	if (rc != SQLITE_OK && !sqlite3_get_autocommit(s->db))
 		return pw_db_errno(rc); /* still open (busy): the next flush tries again */
-	s->txn = false;
-	s->txn_rows = 0;
 	if (rc != SQLITE_OK) {
-		s->queue_inserted = 0; /* rolled back: inserted again by the next flush */
+		batch_lost(s); /* SQLite rolled it back */
 		return r < 0 ? r : pw_db_errno(rc);
 	}
+	s->txn = false;
+	s->txn_rows = 0;
+	s->batch_n = 0;
+	s->batch_first = 0;
 	queue_committed(s);
 	s->journal_committed = s->journal.seq;
 	(void)pw_journal_truncate(&s->journal); /* if it fails, the replay skips them all */
@@ -430,9 +468,12 @@ static int start_flusher(pw_orig_store *s)
 
 static int txn_open(pw_orig_store *s)
 {
+	(void)txn_ended(s);
 	if (s->txn)
 		return 0;
-	int r = start_flusher(s);
+	int r = batch_recover(s);
+	if (r == 0)
+		r = start_flusher(s);
 	if (r < 0)
 		return r;
 	/* IMMEDIATE: the write lock from the start, which hold_for_blob relies on (a deferred
@@ -442,6 +483,8 @@ static int txn_open(pw_orig_store *s)
 		return pw_db_errno(rc);
 	s->txn = true;
 	s->txn_rows = 0;
+	s->batch_n = 0;
+	s->batch_first = 0;
 	if (!s->queue_len) /* else the batch began with its first queued row */
 		s->txn_since = pw_clock_ns(CLOCK_MONOTONIC);
 	pthread_cond_signal(&s->wake);
@@ -703,7 +746,7 @@ static int keep_content(pw_orig_store *s, int src, uint64_t size, char hex[PW_SH
 		(void)unlinkat(AT_FDCWD, proc, 0); /* best effort */
 	}
 	if (r == 0)
-		r = register_blob(s, hex, size);
+		r = txn_checked(s, register_blob(s, hex, size));
 	return r;
 }
 
@@ -733,7 +776,7 @@ static int link_content(pw_orig_store *s, int fd, int rfd, uint64_t size,
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	if (linkat(AT_FDCWD, proc, s->blobs_fd, hex, AT_SYMLINK_FOLLOW) < 0 && errno != EEXIST)
 		return -EXDEV; /* an existing blob has this content already */
-	return register_blob(s, hex, size);
+	return txn_checked(s, register_blob(s, hex, size));
 }
 
 int pw_orig_capture(pw_orig_store *s, int dirfd, const char *name, unsigned flags,
@@ -836,12 +879,19 @@ static int insert_row(pw_orig_store *s, const pw_orig_row *row, int64_t time_ns,
 		"INSERT INTO orig_rows(changeset, action, path, path2, exchange, implicit, "
 		"src_dev, src_ino, present, mode, uid, gid, atime_ns, mtime_ns, ctime_ns, size, "
 		"dev, ino, nlink, blob, target, xattrs, not_kept, op, pid, comm, mode_name, "
-		"time_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-		"?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
+		"time_ns, id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+		"?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, "
+		/* NULL (SQLite's next) but above ?29, the floor a lost batch left (batch_lost):
+		 * its ids are never given again by this store. In the statement, so no other
+		 * daemon's insert can come between the look and the insert. */
+		"CASE WHEN ?29 IS NOT NULL AND "
+		"(SELECT coalesce(max(id), 0) FROM orig_rows) < ?29 THEN ?29 + 1 END)",
 		-1, &s->insert, NULL);
 	if (rc != SQLITE_OK)
 		return pw_db_errno(rc);
 	sqlite3_stmt *st = s->insert;
+	if (s->id_floor)
+		sqlite3_bind_int64(st, 29, s->id_floor);
 	sqlite3_bind_int64(st, 1, row->changeset);
 	sqlite3_bind_text(st, 2, row->action == PW_ORIG_MOVE ? "move" : "keep", -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, row->path, -1, SQLITE_STATIC);
@@ -880,41 +930,60 @@ static int insert_row(pw_orig_store *s, const pw_orig_row *row, int64_t time_ns,
 	sqlite3_clear_bindings(st);
 	if (rc != SQLITE_DONE)
 		return pw_db_errno(rc);
+	int64_t id = sqlite3_last_insert_rowid(s->db);
+	if (id > s->max_id)
+		s->max_id = id;
+	if (s->txn && !s->batch_first)
+		s->batch_first = id;
 	if (ret_id)
-		*ret_id = sqlite3_last_insert_rowid(s->db);
+		*ret_id = id;
 	return 0;
 }
 
-/* A failed statement can end the transaction (SQLite rolls back on some errors). */
+/* A failed statement can end the transaction (SQLite rolls back on some errors: a full
+ * disk, an I/O error): the batch is lost then. */
 static int txn_checked(pw_orig_store *s, int r)
 {
-	if (r < 0 && s->txn && sqlite3_get_autocommit(s->db)) {
-		s->txn = false;
-		s->txn_rows = 0;
-		s->queue_inserted = 0;
-	}
+	if (r < 0 && s->txn && sqlite3_get_autocommit(s->db))
+		batch_lost(s);
 	return r;
+}
+
+/*
+ * The row pw_orig_insert added to a batch it could not commit is rolled back, alone: its
+ * change will not happen, so it must never be committed later. The batch's other rows are
+ * journaled and their changes made; they stay for the next flush. Should even that fail,
+ * the whole transaction goes, and the batch with it (batch_lost: the journal has its rows).
+ */
+static void take_row_back(pw_orig_store *s)
+{
+	if (pw_db_exec(s->db, "ROLLBACK TO one_row") == 0 &&
+	    pw_db_exec(s->db, "RELEASE one_row") == 0)
+		return;
+	if (!sqlite3_get_autocommit(s->db))
+		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	batch_lost(s);
 }
 
 int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 {
-	int r = drain(s); /* the rows of earlier changes go first */
+	(void)txn_ended(s);
+	int r = batch_recover(s);
+	if (r == 0)
+		r = drain(s); /* the rows of earlier changes go first */
 	if (r < 0)
 		return r;
-	r = txn_checked(s, insert_row(s, row, 0, ret_id));
-	if (r < 0 || !s->txn)
+	/* In a batch, the row alone can be taken back (below): the batch's rows stay. */
+	if (s->txn && (r = txn_checked(s, pw_db_exec(s->db, "SAVEPOINT one_row"))) < 0)
 		return r;
+	r = txn_checked(s, insert_row(s, row, 0, ret_id));
 	/* The deferred rows before it are committed with it, in one transaction: what is
 	 * committed is always every row up to some point, never a later row without an
 	 * earlier one. */
-	r = pw_orig_flush(s);
-	if (r < 0 && s->txn) {
-		/* Never leave the row to be committed later: its change will not happen. */
-		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-		s->txn = false;
-		s->txn_rows = 0;
-		s->queue_inserted = 0;
-	}
+	if (r == 0 && s->txn)
+		r = pw_orig_flush(s);
+	if (r < 0 && s->txn)
+		take_row_back(s);
 	return r;
 }
 
@@ -927,15 +996,17 @@ int pw_orig_insert_deferred(pw_orig_store *s, const pw_orig_row *row, int64_t *r
 	int r = drain(s); /* the rows of earlier changes go first */
 	if (r < 0)
 		return r;
-	int64_t now = pw_db_now_ns();
-	r = txn_checked(s, insert_row(s, row, now, ret_id));
+	int64_t now = pw_db_now_ns(), id = 0;
+	r = txn_checked(s, insert_row(s, row, now, &id));
 	if (r < 0)
 		return r;
+	*ret_id = id;
 	uint64_t seq;
 	/* In the journal before the change is applied: a kill after it loses nothing. If
 	 * the journal cannot take it, the row is committed now instead. */
 	if (pw_journal_append(&s->journal, row, now, &seq) < 0)
 		return pw_orig_flush(s);
+	batch_note(s, seq, id);
 	if (++s->txn_rows + s->queue_len >= PW_ORIG_DEFER_ROWS)
 		(void)pw_orig_flush(s); /* if busy, the flusher tries again */
 	return 0;
@@ -954,8 +1025,12 @@ static void recent_put(pw_orig_store *s, uint64_t seq, int64_t id)
  * Queued rows are drained first. */
 static int64_t resolve(pw_orig_store *s, int64_t id)
 {
-	if (!(id & TOKEN_BIT))
-		return id;
+	if (!(id & TOKEN_BIT)) {
+		if (!id_lost(s, id))
+			return id;
+		const struct batch_id *b = lost_find(s, id, 0);
+		return b ? b->now : 0;
+	}
 	uint64_t seq = (uint64_t)(id & ~TOKEN_BIT);
 	for (size_t i = 0; s->recent && i < RECENT_MAX && i < s->recent_next; i++) {
 		const struct recent_id *r = &s->recent[(s->recent_next - 1 - i) % RECENT_MAX];
@@ -982,7 +1057,7 @@ static int drain(pw_orig_store *s)
 		int64_t id = 0;
 		r = txn_checked(s, insert_row(s, &row, q->time_ns, &id));
 		if (r < 0)
-			return r; /* what was inserted is rolled back or stays, counted in either case */
+			return r; /* rolled back or still in, counted; lost, the queue went (batch_lost) */
 		recent_put(s, q->seq, id);
 	}
 	return 0;
@@ -1031,8 +1106,8 @@ static bool queued_strings(queued_row *q, const pw_orig_row *row)
 int pw_orig_queue_try(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 {
 	if (s->journal.fd < 0 || row->action != PW_ORIG_KEEP || (row->obj && row->obj->present) ||
-	    !s->flusher_started)
-		return -EAGAIN;
+	    !s->flusher_started || s->lost_pending)
+		return -EAGAIN; /* a lost batch's replay first: pw_orig_queue's slow path does it */
 	if (s->queue_len == s->queue_cap) {
 		size_t cap = s->queue_cap ? 2 * s->queue_cap : 256;
 		queued_row *q = realloc(s->queue, cap * sizeof(*q));
@@ -1072,6 +1147,188 @@ int pw_orig_queue(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 	if (start_flusher(s) == 0 && pw_orig_queue_try(s, row, ret_id) == 0)
 		return 0;
 	return pw_orig_insert_deferred(s, row, ret_id);
+}
+
+/* ---- a lost batch ---------------------------------------------------------------------- */
+
+/* A deferred row of the open batch, journaled as record SEQ: remembered until the commit. */
+static void batch_note(pw_orig_store *s, uint64_t seq, int64_t id)
+{
+	if (s->batch_n == s->batch_cap) {
+		size_t cap = s->batch_cap ? 2 * s->batch_cap : 256;
+		struct batch_id *b = realloc(s->batch_ids, cap * sizeof(*b));
+		if (!b)
+			return; /* then its id names nothing after a loss (resolve: 0) */
+		s->batch_ids = b;
+		s->batch_cap = cap;
+	}
+	s->batch_ids[s->batch_n++] = (struct batch_id){ .seq = seq, .id = id };
+}
+
+/*
+ * The batch's transaction ended without its commit: SQLite rolled it back on an error (a
+ * full disk, an I/O error), or pw_orig_insert had to. Every row it held, deferred or
+ * queued, and every row still queued, is in the journal past the mark the database holds,
+ * and its change may be made already: none may be lost. They are read back from the
+ * journal and committed by batch_recover, and until then nothing else is written, read or
+ * pruned (a change that asks meanwhile is refused: a full disk fails it anyway), so the rows
+ * keep the order of their changes, which undo replays backwards. A daemon that dies before
+ * leaves them in its journal for the next start. The ids the batch gave name no row now,
+ * and SQLite would give them again, to this store or to another daemon sharing the
+ * database, while a caller may still hold one (a keep's row, for pw_orig_set_content or a
+ * failed change's pw_orig_delete): this store gives none of them again (insert_row's
+ * floor), and resolve follows each to the row that replaces it. Lock held.
+ */
+static void batch_lost(pw_orig_store *s)
+{
+	s->txn = false;
+	s->txn_rows = 0;
+	if (s->max_id > s->id_floor)
+		s->id_floor = s->max_id;
+	if (s->batch_first) {
+		struct id_range *r =
+			realloc(s->lost_ranges, (s->ranges_n + 1) * sizeof(*s->lost_ranges));
+		if (r) {
+			s->lost_ranges = r;
+			s->lost_ranges[s->ranges_n++] = (struct id_range){ s->batch_first, s->max_id };
+		} else {
+			s->doubtful_upto = s->max_id; /* out of memory: every id so far is in doubt */
+		}
+	}
+	struct batch_id *l = realloc(s->lost, (s->lost_n + s->batch_n + 1) * sizeof(*l));
+	if (l) {
+		s->lost = l;
+		memcpy(s->lost + s->lost_n, s->batch_ids, s->batch_n * sizeof(*l));
+		s->lost_n += s->batch_n;
+	}
+	s->batch_n = 0;
+	s->batch_first = 0;
+	/* The ids the batch gave queued rows: gone with it (batch_recover gives the new). */
+	for (size_t i = 0; s->recent && i < RECENT_MAX; i++)
+		if (s->recent[i].seq > s->journal_committed)
+			s->recent[i] = (struct recent_id){ 0 };
+	for (size_t i = 0; i < s->queue_len; i++)
+		free(s->queue[i].path);
+	s->queue_len = s->queue_inserted = 0;
+	if (s->journal.fd >= 0 && s->journal.seq != s->journal_committed)
+		s->lost_pending = true;
+}
+
+/* Whether the batch SQLite rolled back unseen is lost (an error answered with a rollback
+ * where the caller did not check for one): then batch_lost, and true. */
+static bool txn_ended(pw_orig_store *s)
+{
+	if (!s->txn || !sqlite3_get_autocommit(s->db))
+		return false;
+	batch_lost(s);
+	return true;
+}
+
+/* Whether ID is one a lost batch gave (it names no row of ours but through LOST). */
+static bool id_lost(const pw_orig_store *s, int64_t id)
+{
+	if (id <= s->doubtful_upto)
+		return true;
+	for (size_t i = 0; i < s->ranges_n; i++)
+		if (id >= s->lost_ranges[i].lo && id <= s->lost_ranges[i].hi)
+			return true;
+	return false;
+}
+
+static struct batch_id *lost_find(pw_orig_store *s, int64_t id, uint64_t seq)
+{
+	for (size_t i = 0; i < s->lost_n; i++)
+		if (id ? s->lost[i].id == id : s->lost[i].seq == seq)
+			return &s->lost[i];
+	return NULL;
+}
+
+typedef struct recovery {
+	pw_orig_store *s;
+	struct recovered {
+		uint64_t seq;
+		int64_t id;
+	} *ids;
+	size_t n;
+} recovery;
+
+/* One record of the lost batch's journal: its row again (and its blob's record). */
+static int recover_record(void *data, const char *name, uint64_t seq, const pw_orig_row *row,
+			  int64_t time_ns)
+{
+	recovery *c = data;
+	(void)name;
+	if (seq <= c->s->journal_committed)
+		return 0;
+	struct recovered *ids = realloc(c->ids, (c->n + 1) * sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	c->ids = ids;
+	const pw_orig_object *o = row->obj;
+	int r = o && o->present && o->blob[0] ? register_blob(c->s, o->blob, o->size) : 0;
+	int64_t id = 0;
+	if (r == 0)
+		r = insert_row(c->s, row, time_ns, &id);
+	if (r == 0)
+		c->ids[c->n++] = (struct recovered){ seq, id };
+	return r;
+}
+
+static void delete_row(pw_orig_store *s, int64_t id);
+
+/* The rows a lost batch took are committed again: each old id (and token) now names its. */
+static void recovered(pw_orig_store *s, const recovery *c)
+{
+	for (size_t i = 0; i < c->n; i++) {
+		struct batch_id *b = lost_find(s, 0, c->ids[i].seq);
+		if (!b) {
+			recent_put(s, c->ids[i].seq, c->ids[i].id); /* a queued row's token */
+			continue;
+		}
+		b->now = c->ids[i].id;
+		if (b->failed) /* its change failed meanwhile: its row goes, as it would have */
+			delete_row(s, b->now);
+	}
+}
+
+/*
+ * Commits the rows of a lost batch (batch_lost) again, read back from the journal, in one
+ * transaction marked, as every batch's, with the journal's last sequence number. 0 once
+ * they are committed (or nothing was lost), else -errno: nothing else may be written yet.
+ */
+static int batch_recover(pw_orig_store *s)
+{
+	if (!s->lost_pending)
+		return 0;
+	recovery c = { .s = s };
+	int r = pw_db_exec(s->db, "BEGIN IMMEDIATE");
+	if (r < 0)
+		return r;
+	r = pw_journal_read(&s->journal, recover_record, &c);
+	if (r == 0)
+		r = journal_mark(s, s->journal.seq);
+	if (r == 0)
+		r = pw_db_exec(s->db, "COMMIT");
+	if (r < 0) {
+		if (!sqlite3_get_autocommit(s->db))
+			(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		free(c.ids);
+		return r;
+	}
+	s->lost_pending = false;
+	s->journal_committed = s->journal.seq;
+	(void)pw_journal_truncate(&s->journal); /* if it fails, the replay skips them all */
+	recovered(s, &c);
+	free(c.ids);
+	return 0;
+}
+
+/* Every row so far committed, a lost batch's included: before a read (undo must see all of
+ * a change set's rows, or refuse), a prune, a new change set. 0 or -errno. */
+static int settle(pw_orig_store *s)
+{
+	int r = pw_orig_flush(s);
+	return r < 0 ? r : batch_recover(s);
 }
 
 /*
@@ -1116,12 +1373,24 @@ static void drop_unreferenced(pw_orig_store *s, const char *hash)
 
 void pw_orig_delete(pw_orig_store *s, int64_t id)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	char hash[PW_SHA256_HEX] = "";
 	/* Committed on its own: a blob file removed below must never outlive, in a crash, a
 	 * transaction that would bring its row back. */
-	if (pw_orig_flush(s) < 0 || !(id = resolve(s, id)))
+	if (settle(s) < 0) {
+		/* A lost batch's row not back yet: it goes when it comes back (recovered). */
+		struct batch_id *b = id_lost(s, id) ? lost_find(s, id, 0) : NULL;
+		if (b && !b->now)
+			b->failed = true;
 		return;
+	}
+	if ((id = resolve(s, id)))
+		delete_row(s, id);
+}
+
+/* Deletes row ID (committed, no batch open) and its blob when no other row names it. */
+static void delete_row(pw_orig_store *s, int64_t id)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	char hash[PW_SHA256_HEX] = "";
 	if (sqlite3_prepare_v2(s->db, "SELECT blob FROM orig_rows WHERE id = ?1", -1, &st, NULL) ==
 	    SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, id);
@@ -1146,7 +1415,7 @@ int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *m
 			    int64_t *ret_id)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc = pw_orig_flush(s); /* the rows of the set it ends go first */
+	int rc = settle(s); /* the rows of the set it ends go first */
 	if (rc < 0)
 		return rc;
 	rc = sqlite3_prepare_v2(s->db,
@@ -1190,6 +1459,8 @@ int pw_orig_set_content(pw_orig_store *s, int64_t id, const pw_orig_object *o)
 	rc = sqlite3_step(st);
 	if (rc != SQLITE_DONE)
 		return txn_checked(s, pw_db_errno(rc));
+	if (sqlite3_changes(s->db) == 0)
+		return -ENOENT; /* no such row: the change that asks must not go on unkept */
 	/* Committed now, with the rows before it and the blob's record (in the transaction
 	 * since hold_for_blob): not journaled, so it must not wait for the batch. */
 	return pw_orig_flush(s);
@@ -1290,7 +1561,7 @@ int pw_orig_read(pw_orig_store *s, const char *project,
 		 int (*set_fn)(const pw_orig_changeset *c, void *u),
 		 int (*row_fn)(const pw_orig_rec *r, void *u), void *u)
 {
-	int r = pw_orig_flush(s); /* what is read is what is committed */
+	int r = settle(s); /* what is read is what is committed */
 	if (r < 0)
 		return r;
 	r = read_sets(s, project, set_fn, u);
@@ -1410,7 +1681,7 @@ int pw_orig_prune(pw_orig_store *s, int64_t keep_ns, uint64_t max_total, int64_t
 		keep_ns = s->keep_ns;
 	if (!max_total)
 		max_total = s->max_total;
-	int r = pw_orig_flush(s);
+	int r = settle(s); /* a lost batch's rows too: a change set they belong to stays */
 	if (r < 0)
 		return r;
 	/* A dead daemon's rows first: they may name blobs that older rows name too. */

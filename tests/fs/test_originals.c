@@ -3,11 +3,14 @@
  * The originals store (fs/store/originals.c) shared by several views: retention must never
  * remove a blob that a row names, or will name once a batch or a dead daemon's journal is
  * committed. Two store handles on one database stand for two views; a forked child that
- * exits without committing stands for a daemon killed with SIGKILL. Each test works in its
- * own temporary directory.
+ * exits without committing stands for a daemon killed with SIGKILL; a VFS whose writes to
+ * the WAL fail stands for a full disk or an I/O error under a commit. Each test works in its
+ * own temporary directory (and process: Criterion forks one per test).
  */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <sqlite3.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,12 +83,19 @@ static void capture_f(pw_orig_store *s, pw_orig_object *o, char hash[PW_SHA256_H
 	memcpy(hash, o->blob, PW_SHA256_HEX);
 }
 
-static int insert_f(pw_orig_store *s, int64_t cs, const pw_orig_object *o, bool deferred)
+/* Inserts a row keeping "f" as O; its id in *ID. */
+static int insert_f_id(pw_orig_store *s, int64_t cs, const pw_orig_object *o, bool deferred,
+		       int64_t *id)
 {
 	pw_orig_row row = { .changeset = cs, .action = PW_ORIG_KEEP, .path = "f", .obj = o,
 			    .op = "write", .mode = "build", .pid = getpid() };
+	return deferred ? pw_orig_insert_deferred(s, &row, id) : pw_orig_insert(s, &row, id);
+}
+
+static int insert_f(pw_orig_store *s, int64_t cs, const pw_orig_object *o, bool deferred)
+{
 	int64_t id = 0;
-	return deferred ? pw_orig_insert_deferred(s, &row, &id) : pw_orig_insert(s, &row, &id);
+	return insert_f_id(s, cs, o, deferred, &id);
 }
 
 static bool streq_blob(const char *a, const char *b)
@@ -419,4 +429,242 @@ Test(originals, a_blob_a_killed_daemon_linked_but_never_recorded_is_removed, .ti
 	pw_orig_object_done(&o);
 	pw_orig_store_close(s);
 	munmap(hash, PW_SHA256_HEX);
+}
+
+/* ---- a batch SQLite rolls back ------------------------------------------------------- */
+
+/*
+ * The default VFS, but the WAL's writes fail while WAL_FAILS is set: a commit then fails the
+ * way a full disk or an I/O error fails it, and SQLite rolls the whole transaction back. Only
+ * the WAL's methods are replaced (xWrite), over the file the default VFS opened.
+ */
+static atomic_bool wal_fails;
+static sqlite3_vfs *real_vfs, failing_vfs;
+static const sqlite3_io_methods *real_wal_io;
+static sqlite3_io_methods failing_wal_io;
+
+static int failing_wal_write(sqlite3_file *f, const void *buf, int n, sqlite3_int64 off)
+{
+	if (atomic_load(&wal_fails))
+		return SQLITE_IOERR_WRITE;
+	return real_wal_io->xWrite(f, buf, n, off);
+}
+
+static int failing_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags,
+			int *out)
+{
+	(void)vfs;
+	int rc = real_vfs->xOpen(real_vfs, name, f, flags, out);
+	if (rc != SQLITE_OK || !(flags & SQLITE_OPEN_WAL) || !f->pMethods)
+		return rc;
+	if (!real_wal_io) {
+		real_wal_io = f->pMethods;
+		failing_wal_io = *real_wal_io;
+		failing_wal_io.xWrite = failing_wal_write;
+	}
+	if (f->pMethods == real_wal_io)
+		f->pMethods = &failing_wal_io;
+	return rc;
+}
+
+static void install_failing_vfs(void)
+{
+	if (real_vfs)
+		return; /* once per process (Criterion forks one per test, unless told not to) */
+	real_vfs = sqlite3_vfs_find(NULL);
+	cr_assert_not_null(real_vfs);
+	failing_vfs = *real_vfs;
+	failing_vfs.zName = "pw-test-failing";
+	failing_vfs.xOpen = failing_open;
+	cr_assert_eq(sqlite3_vfs_register(&failing_vfs, 1), SQLITE_OK);
+}
+
+/* Rows kept, queued and deferred, then a commit that fails: SQLite rolls the batch back. */
+static void a_batch_is_rolled_back(pw_orig_store *s, int64_t cs, char hash[PW_SHA256_HEX],
+				   int64_t *kept_id)
+{
+	int64_t id;
+	pw_orig_object o;
+	cr_assert_eq(queue_created(s, cs, "made", &id), 0);
+	capture_f(s, &o, hash);
+	cr_assert_eq(insert_f_id(s, cs, &o, true, kept_id), 0);
+	pw_orig_object_done(&o);
+	cr_assert_eq(queue_created(s, cs, "later", &id), 0);
+	atomic_store(&wal_fails, true);
+	cr_assert_lt(pw_orig_flush(s), 0, "the commit fails");
+}
+
+/*
+ * A commit fails (a full disk) and SQLite rolls the batch back: its rows were journaled and
+ * their changes made, so none may be lost. Once the database takes writes again, every row
+ * is there, in the order of the changes, before the rows of later changes; a restart adds
+ * none twice; the kept content's blob stays.
+ */
+Test(originals, the_rows_of_a_batch_sqlite_rolls_back_are_not_lost, .timeout = 60)
+{
+	install_failing_vfs();
+	pw_orig_store *s = open_store();
+	int64_t cs = begin_set(s), id;
+	char hash[PW_SHA256_HEX];
+
+	pw_orig_lock(s);
+	a_batch_is_rolled_back(s, cs, hash, &id);
+	atomic_store(&wal_fails, false);
+	cr_assert_eq(queue_created(s, cs, "after", &id), 0);
+	cr_assert_eq(pw_orig_flush(s), 0);
+	pw_orig_unlock(s);
+
+	const char *want[] = { "made", "kept:f", "later", "after" };
+	for (int round = 0; round < 2; round++) {
+		listing l;
+		list_rows(s, &l);
+		cr_assert_eq(l.n, 4, "%u rows (round %d)", l.n, round);
+		for (unsigned i = 0; i < 4; i++)
+			cr_assert_str_eq(l.paths[i], want[i], "row %u (round %d)", i, round);
+		cr_assert(blob_exists(s, hash));
+		pw_orig_store_close(s);
+		s = open_store(); /* a restart replays what is left: nothing */
+	}
+	pw_orig_store_close(s);
+}
+
+/*
+ * The id a rolled-back row had may still be held (a keep's row, for pw_orig_set_content or
+ * a failed change's pw_orig_delete): it follows the row that replaces it, and a later row
+ * never gets it.
+ */
+Test(originals, an_id_a_rolled_back_batch_gave_follows_its_row, .timeout = 60)
+{
+	install_failing_vfs();
+	pw_orig_store *s = open_store();
+	int64_t cs = begin_set(s), lost = 0, later = 0;
+	char hash[PW_SHA256_HEX];
+	pw_orig_object o;
+
+	pw_orig_lock(s);
+	a_batch_is_rolled_back(s, cs, hash, &lost);
+	atomic_store(&wal_fails, false);
+	capture_f(s, &o, hash);
+	cr_assert_eq(insert_f_id(s, cs, &o, true, &later), 0);
+	cr_assert_neq(later, lost, "a later row got the rolled-back row's id");
+	cr_assert_eq(pw_orig_set_content(s, lost, &o), 0, "the old id names the row again");
+	pw_orig_object_done(&o);
+	pw_orig_delete(s, lost); /* its change failed: its row goes, not the later one */
+	cr_assert_eq(pw_orig_flush(s), 0);
+	pw_orig_unlock(s);
+
+	listing l;
+	list_rows(s, &l);
+	cr_assert_eq(l.n, 3, "%u rows", l.n);
+	cr_assert_str_eq(l.paths[0], "made");
+	cr_assert_str_eq(l.paths[1], "later");
+	cr_assert_str_eq(l.paths[2], "kept:f", "the later row is still there");
+	pw_orig_store_close(s);
+}
+
+/* A row that names nothing: another view's, at PATH. Its id in *ID. */
+static void other_view_inserts(pw_orig_store *y, int64_t cs, const char *path, int64_t *id)
+{
+	pw_orig_object none = { 0 };
+	pw_orig_row row = { .changeset = cs, .action = PW_ORIG_KEEP, .path = path, .obj = &none,
+			    .op = "create", .mode = "build", .pid = getpid() };
+	pw_orig_lock(y);
+	cr_assert_eq(pw_orig_insert(y, &row, id), 0);
+	pw_orig_unlock(y);
+}
+
+/* View X keeps "f" in a batch SQLite rolls back; the id it got in *LOST. */
+static void x_loses_a_batch(pw_orig_store *x, int64_t cs, int64_t *lost)
+{
+	char hash[PW_SHA256_HEX];
+	pw_orig_object o;
+	pw_orig_lock(x);
+	capture_f(x, &o, hash);
+	cr_assert_eq(insert_f_id(x, cs, &o, true, lost), 0);
+	pw_orig_object_done(&o);
+	atomic_store(&wal_fails, true);
+	cr_assert_lt(pw_orig_flush(x), 0, "the commit fails");
+	pw_orig_unlock(x);
+}
+
+/*
+ * Another view sharing the store gets the ids a lost batch gave (SQLite's next): a failed
+ * change's delete by such an id takes back the lost batch's row, never the other view's,
+ * whether it comes before the row is back (WHILE_FAILING) or after.
+ */
+static void a_lost_id_never_names_another_views_row(bool while_failing)
+{
+	install_failing_vfs();
+	pw_orig_store *x = open_store(), *y = open_store();
+	int64_t cs = begin_set(x), lost = 0, other = 0;
+
+	x_loses_a_batch(x, cs, &lost);
+	if (while_failing) {
+		pw_orig_lock(x);
+		pw_orig_delete(x, lost); /* cannot be done yet: done once the row is back */
+		pw_orig_unlock(x);
+	}
+	atomic_store(&wal_fails, false);
+	other_view_inserts(y, cs, "other", &other);
+	cr_assert_eq(other, lost, "SQLite gave the other view the lost id (this test's case)");
+	if (!while_failing) {
+		pw_orig_lock(x);
+		pw_orig_delete(x, lost);
+		pw_orig_unlock(x);
+	}
+
+	listing l;
+	list_rows(x, &l);
+	cr_assert_eq(l.n, 1, "%u rows", l.n);
+	cr_assert_str_eq(l.paths[0], "other", "the other view's row stays, the failed one goes");
+	pw_orig_store_close(y);
+	pw_orig_store_close(x);
+}
+
+Test(originals, a_lost_id_deleted_later_never_names_another_views_row, .timeout = 60)
+{
+	a_lost_id_never_names_another_views_row(false);
+}
+
+Test(originals, a_lost_id_deleted_at_once_never_names_another_views_row, .timeout = 60)
+{
+	a_lost_id_never_names_another_views_row(true);
+}
+
+/*
+ * While the database cannot take the rolled-back rows back, nothing else is written: a
+ * later row first would change their order, which undo replays backwards. The change that
+ * asks is refused (a full disk fails it anyway), and so is a read: undo must see every row
+ * of a change set. A store closed then keeps them for the next start.
+ */
+Test(originals, nothing_is_written_before_the_rolled_back_rows_are_back, .timeout = 60)
+{
+	install_failing_vfs();
+	pw_orig_store *s = open_store();
+	int64_t cs = begin_set(s), id;
+	char hash[PW_SHA256_HEX];
+	pw_orig_object o;
+
+	pw_orig_lock(s);
+	a_batch_is_rolled_back(s, cs, hash, &id);
+	cr_assert_lt(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT, &o), 0,
+		     "keeping content is refused");
+	pw_orig_object none = { 0 };
+	cr_assert_lt(insert_f(s, cs, &none, true), 0, "a deferred row is refused");
+	cr_assert_lt(insert_f(s, cs, &none, false), 0, "a committed row is refused");
+	cr_assert_lt(queue_created(s, cs, "refused", &id), 0, "a queued row is refused");
+	listing l = { .n = 0 };
+	cr_assert_lt(pw_orig_read(s, "/project", any_set, list_row, &l), 0,
+		     "a read (undo's) is refused rather than missing the rows");
+	pw_orig_unlock(s);
+	pw_orig_store_close(s);
+
+	atomic_store(&wal_fails, false);
+	s = open_store();
+	list_rows(s, &l);
+	cr_assert_eq(l.n, 3, "%u rows", l.n);
+	cr_assert_str_eq(l.paths[0], "made");
+	cr_assert_str_eq(l.paths[1], "kept:f");
+	cr_assert_str_eq(l.paths[2], "later");
+	pw_orig_store_close(s);
 }
