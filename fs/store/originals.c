@@ -353,6 +353,16 @@ static int replay_begin(void *data, const char *name)
 static int insert_row(pw_orig_store *s, const pw_orig_row *row, int64_t time_ns, int64_t *ret_id);
 static int register_blob(pw_orig_store *s, const char hex[PW_SHA256_HEX], uint64_t size);
 
+/* A journal record's row, inserted again: the blob's own record was in the transaction that
+ * never committed (a kill cut it short, or SQLite rolled it back), with the row. */
+static int insert_recorded(pw_orig_store *s, const pw_orig_row *row, int64_t time_ns,
+			   int64_t *ret_id)
+{
+	const pw_orig_object *o = row->obj;
+	int r = o && o->present && o->blob[0] ? register_blob(s, o->blob, o->size) : 0;
+	return r < 0 ? r : insert_row(s, row, time_ns, ret_id);
+}
+
 static int replay_record(void *data, const char *name, uint64_t seq, const pw_orig_row *row,
 			 int64_t time_ns)
 {
@@ -360,11 +370,7 @@ static int replay_record(void *data, const char *name, uint64_t seq, const pw_or
 	(void)name;
 	if (seq <= c->skip)
 		return 0; /* committed before the daemon died */
-	/* The blob's own record was in the transaction the kill cut short, with the row. */
-	const pw_orig_object *o = row->obj;
-	int r = o && o->present && o->blob[0] ? register_blob(c->s, o->blob, o->size) : 0;
-	if (r == 0)
-		r = insert_row(c->s, row, time_ns, NULL);
+	int r = insert_recorded(c->s, row, time_ns, NULL);
 	if (r == 0)
 		c->last = seq;
 	return r;
@@ -1264,11 +1270,8 @@ static int recover_record(void *data, const char *name, uint64_t seq, const pw_o
 	if (!ids)
 		return -ENOMEM;
 	c->ids = ids;
-	const pw_orig_object *o = row->obj;
-	int r = o && o->present && o->blob[0] ? register_blob(c->s, o->blob, o->size) : 0;
 	int64_t id = 0;
-	if (r == 0)
-		r = insert_row(c->s, row, time_ns, &id);
+	int r = insert_recorded(c->s, row, time_ns, &id);
 	if (r == 0)
 		c->ids[c->n++] = (struct recovered){ seq, id };
 	return r;
