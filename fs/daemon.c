@@ -107,11 +107,17 @@ static void fs_policy_installed(void *fs, const pw_policy *p, const char *reason
 	pw_keep_policy_changed(pw_fs_keep(fs), p, reason, new_set);
 }
 
+static void fs_wait_invalidated(void *fs, uint64_t gen)
+{
+	pw_fs_wait_invalidated(fs, gen);
+}
+
 static const pw_view_fs_ops fs_ops = {
 	.set_policy = fs_set_policy,
 	.get_policy = fs_get_policy,
 	.get_stats = fs_get_stats,
 	.policy_installed = fs_policy_installed,
+	.wait_invalidated = fs_wait_invalidated,
 };
 
 /* PATH made absolute against the working directory, as open(2) would resolve it

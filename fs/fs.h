@@ -29,10 +29,16 @@ typedef struct pw_fs_opts {
 /*
  * Swaps the active policy (takes a new reference to P). When it returns, every operation
  * that starts afterwards decides with P; entries whose visibility changed are invalidated
- * before it returns, and cached attributes (write bits) are invalidated in the background.
- * Returns the new generation number. Thread-safe; never blocks FUSE workers.
+ * before it returns, cached attributes (write bits) whose answer changed by a pass on a
+ * thread of its own. Returns the new generation number. Thread-safe; never blocks FUSE
+ * workers.
  */
 uint64_t pw_fs_set_policy(pw_fs *fs, pw_policy *p);
+
+/* Waits until the attribute pass of generation GEN has sent its invalidations, for at most
+ * PW_SWITCH_ATTR_WAIT_MS (a larger tree's pass then finishes in the background). Called
+ * before a switch is answered, after what must happen at once (fs/ctl/view.c install). */
+void pw_fs_wait_invalidated(pw_fs *fs, uint64_t gen);
 
 /* The active policy (a new reference; release with pw_policy_unref) and its generation. */
 pw_policy *pw_fs_policy(pw_fs *fs, uint64_t *ret_generation);

@@ -34,6 +34,11 @@
 
 #define PW_ALIAS_CHECK_MAX 8
 #define PW_FH_STRIPES 32
+/* Switches queued behind one attribute pass whose old policies are compared one by one;
+ * beyond that the pass visits every node (switch.c). */
+#define PW_INVAL_OLDS_MAX 8
+/* How long a switch waits for its attribute pass before answering (switch.c). */
+#define PW_SWITCH_ATTR_WAIT_MS 2000
 
 struct pw_inode;
 
@@ -142,11 +147,17 @@ struct pw_fs {
 	struct pw_keep *keep; /* keep.c: originals before changes; NULL: none kept */
 	atomic_uint_fast64_t denied;
 
-	/* Background invalidation of attributes after a switch. */
+	/* Invalidation of attributes after a switch, on a thread of its own (switch.c). */
 	pthread_t inval_thread;
 	pthread_mutex_t inval_lock;
-	pthread_cond_t inval_cond;
-	pw_policy *inval_old, *inval_new; /* pending job; references held */
+	pthread_cond_t inval_cond;      /* a job is queued, or stop */
+	pthread_cond_t inval_done_cond; /* a pass ended (inval_done_gen moved) */
+	/* The pending job: every policy the kernel may have cached attributes under since the
+	 * last pass began (a switch queued while another is pending adds its old one), and the
+	 * new one; references held. inval_every: too many to compare, visit every node. */
+	pw_policy *inval_olds[PW_INVAL_OLDS_MAX], *inval_new;
+	size_t inval_n_olds;
+	bool inval_every;
 	bool inval_stop, inval_started;
 	atomic_uint_fast64_t inval_pending;
 	uint64_t inval_gen;                     /* generation of inval_new (inval_lock) */

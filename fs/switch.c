@@ -17,15 +17,23 @@
  *    the nodes and negative entries concerned (bounded by what the kernel knows), and only
  *    when the hide rules differ. Lookups in flight during the swap are waited out first
  *    (fs->lookup_gate), so an entry decided under the old policy cannot slip past.
- *  - attributes (write bits shown by stat): invalidated on a background thread for every
- *    node whose answer changed, since a large tree takes longer than a switch may. The lag
- *    is bounded by the number of known inodes (docs/ARCHITECTURE.md has figures); no
- *    operation's outcome depends on it, only what `ls -l` shows meanwhile.
+ *  - attributes (write bits shown by stat): invalidated for every node whose answer
+ *    changed, by a pass on a thread of its own, which the control plane waits for with
+ *    pw_fs_wait_invalidated() before it answers the switch, up to PW_SWITCH_ATTR_WAIT_MS: a
+ *    tree so large that the pass takes longer goes on in the background rather than hold
+ *    the control socket (status shows the generation not yet invalidated). No operation's
+ *    outcome depends on this pass, only what `ls -l` shows.
+ *    Switches that queue while a pass is pending are merged into one pass that compares the
+ *    new policy with every policy since the last pass began: the kernel may have cached
+ *    attributes under any of them (a plan -> build -> design sequence merged as plan ->
+ *    design would leave build's write bits on src/).
  * Invalidations run on the control thread or this file's thread, never inside a FUSE
  * request handler (libfuse: that can deadlock).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fs_internal.h"
 #include "util.h"
@@ -59,6 +67,10 @@ static bool same_hides(const pw_policy *a, const pw_policy *b)
 
 typedef struct inval_ctx {
 	const pw_policy *old, *new;
+	/* attribute pass: the policies the kernel may have cached attributes under */
+	pw_policy *const *olds;
+	size_t n_olds;
+	bool every; /* visit every node (too many switches merged to compare) */
 	/* collected under the tree lock, notified after it is released */
 	struct {
 		fuse_ino_t parent, ino;
@@ -84,6 +96,19 @@ static void collect(inval_ctx *c, fuse_ino_t parent, fuse_ino_t ino, const char 
 	c->n++;
 }
 
+/* Whether PATH's write answer under the new policy differs from its answer under any
+ * policy the kernel may have cached its attributes under. */
+static bool write_answer_changed(const inval_ctx *c, const char *path, bool dir)
+{
+	if (c->every)
+		return true;
+	bool now = pw_policy_may_write(c->new, path, dir);
+	for (size_t i = 0; i < c->n_olds; i++)
+		if (pw_policy_may_write(c->olds[i], path, dir) != now)
+			return true;
+	return false;
+}
+
 static void visit_node(pw_fs *fs, pw_inode *n, void *u)
 {
 	inval_ctx *c = u;
@@ -103,7 +128,7 @@ static void visit_node(pw_fs *fs, pw_inode *n, void *u)
 			collect(c, 0, pw_inode_id(fs, n), NULL);
 		if (dir) /* cached listings may include or omit hidden names */
 			collect(c, 0, pw_inode_id(fs, n), NULL);
-	} else if (pw_policy_may_write(c->old, path, dir) != pw_policy_may_write(c->new, path, dir)) {
+	} else if (write_answer_changed(c, path, dir)) {
 		collect(c, 0, pw_inode_id(fs, n), NULL);
 	}
 }
@@ -165,23 +190,30 @@ static void *inval_main(void *arg)
 			pthread_cond_wait(&fs->inval_cond, &fs->inval_lock);
 		if (fs->inval_stop)
 			break;
-		pw_policy *old = fs->inval_old, *new = fs->inval_new;
+		pw_policy *olds[PW_INVAL_OLDS_MAX], *new = fs->inval_new;
+		size_t n_olds = fs->inval_n_olds;
+		memcpy(olds, fs->inval_olds, n_olds * sizeof(*olds));
+		bool every = fs->inval_every;
 		uint64_t gen = fs->inval_gen;
-		fs->inval_old = fs->inval_new = NULL;
+		fs->inval_new = NULL;
+		fs->inval_n_olds = 0;
+		fs->inval_every = false;
 		pthread_mutex_unlock(&fs->inval_lock);
 
-		inval_ctx c = {.old = old, .new = new};
+		inval_ctx c = {.new = new, .olds = olds, .n_olds = n_olds, .every = every};
 		pw_inode_foreach(fs, visit_node, &c);
 		/* The root is not in the table; like any node, only when its answer changed
 		 * (a switch between two modes that write the same sends nothing). */
 		visit_node(fs, &fs->root, &c);
 		atomic_store(&fs->inval_pending, c.n);
 		notify_collected(fs, &c, true);
-		pw_policy_unref(old);
+		for (size_t i = 0; i < n_olds; i++)
+			pw_policy_unref(olds[i]);
 		pw_policy_unref(new);
-		atomic_store(&fs->inval_done_gen, gen);
 
 		pthread_mutex_lock(&fs->inval_lock);
+		atomic_store(&fs->inval_done_gen, gen);
+		pthread_cond_broadcast(&fs->inval_done_cond);
 	}
 	pthread_mutex_unlock(&fs->inval_lock);
 	return NULL;
@@ -191,6 +223,11 @@ int pw_inval_start(pw_fs *fs)
 {
 	pthread_mutex_init(&fs->inval_lock, NULL);
 	pthread_cond_init(&fs->inval_cond, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* switch_waits_for_pass's deadline */
+	pthread_cond_init(&fs->inval_done_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	int r = pthread_create(&fs->inval_thread, NULL, inval_main, fs);
 	if (r)
 		return -r;
@@ -205,15 +242,21 @@ void pw_inval_stop(pw_fs *fs)
 	pthread_mutex_lock(&fs->inval_lock);
 	fs->inval_stop = true;
 	pthread_cond_signal(&fs->inval_cond);
+	pthread_cond_broadcast(&fs->inval_done_cond);
 	pthread_mutex_unlock(&fs->inval_lock);
 	pthread_join(fs->inval_thread, NULL);
-	pw_policy_unref(fs->inval_old);
+	for (size_t i = 0; i < fs->inval_n_olds; i++)
+		pw_policy_unref(fs->inval_olds[i]);
 	pw_policy_unref(fs->inval_new);
-	fs->inval_old = fs->inval_new = NULL;
+	fs->inval_n_olds = 0;
+	fs->inval_new = NULL;
 	fs->inval_started = false;
 }
 
-/* Queues the attribute pass; a pending job is merged (old of the first, new of the last). */
+/* Queues the attribute pass from OLD (our reference is taken over) to NEW. A pending job
+ * is merged: OLD joins the policies it compares with (the pending NEW was in force, so the
+ * kernel may have cached attributes under it), NEW replaces its target. Callers are
+ * serialized (every install goes through the view's lock), so generations queue in order. */
 static void queue_attr_inval(pw_fs *fs, pw_policy *old, pw_policy *new, uint64_t gen)
 {
 	if (!fs->inval_started || !fs->se) {
@@ -222,15 +265,29 @@ static void queue_attr_inval(pw_fs *fs, pw_policy *old, pw_policy *new, uint64_t
 		return;
 	}
 	pthread_mutex_lock(&fs->inval_lock);
-	if (fs->inval_new) {
-		pw_policy_unref(fs->inval_new);
-		pw_policy_unref(old);
+	if (fs->inval_n_olds < PW_INVAL_OLDS_MAX) {
+		fs->inval_olds[fs->inval_n_olds++] = old;
 	} else {
-		fs->inval_old = old;
+		pw_policy_unref(old);
+		fs->inval_every = true;
 	}
+	pw_policy_unref(fs->inval_new);
 	fs->inval_new = pw_policy_ref(new);
 	fs->inval_gen = gen;
 	pthread_cond_signal(&fs->inval_cond);
+	pthread_mutex_unlock(&fs->inval_lock);
+}
+
+void pw_fs_wait_invalidated(pw_fs *fs, uint64_t gen)
+{
+	if (!fs->inval_started)
+		return; /* no session: nothing was queued (queue_attr_inval) */
+	int64_t until = pw_clock_ns(CLOCK_MONOTONIC) + (int64_t)PW_SWITCH_ATTR_WAIT_MS * 1000000;
+	struct timespec ts = {.tv_sec = until / 1000000000, .tv_nsec = until % 1000000000};
+	pthread_mutex_lock(&fs->inval_lock);
+	while (atomic_load(&fs->inval_done_gen) < gen && !fs->inval_stop)
+		if (pthread_cond_timedwait(&fs->inval_done_cond, &fs->inval_lock, &ts) == ETIMEDOUT)
+			break;
 	pthread_mutex_unlock(&fs->inval_lock);
 }
 
@@ -249,6 +306,8 @@ uint64_t pw_fs_set_policy(pw_fs *fs, pw_policy *p)
 		invalidate_entries(fs, old, mine);
 		queue_attr_inval(fs, old, mine, gen); /* takes over our reference to old */
 		pw_policy_unref(mine);
+	} else {
+		atomic_store(&fs->inval_done_gen, gen); /* the first policy: nothing was cached */
 	}
 	return gen;
 }

@@ -7,7 +7,9 @@
  *
  * Why it is built this way: the daemon must keep serving the filesystem whatever a client
  * does, and a mode switch must be answered promptly even while other clients misbehave.
- * So one thread owns every control socket and never blocks: all sockets are non-blocking,
+ * So one thread owns every control socket and never blocks on a client (a switch it serves
+ * waits for its own work only: the kernel's cached write bits, at most 2 s, fs/switch.c,
+ * and the originals store's lock, fs/keep.c): all sockets are non-blocking,
  * one poll() loop waits on the listening sockets, the clients and an eventfd that other
  * threads use to wake it (audit events, view changes, reload requests, new agent sockets,
  * stop). Every resource a client can make us hold is bounded: its input line (PW_MSG_MAX),

@@ -125,12 +125,15 @@ static int policy_or_fail_closed(const pw_modeset *ms, const char *name, pw_poli
 }
 
 /* Installs P in the FUSE layer and tells the originals store (fs/keep.c) for REASON;
- * NEW_SET starts a new change set. Returns the new generation. */
+ * NEW_SET starts a new change set. Then waits for the kernel's cached write bits, last: the
+ * originals must be kept from the first write P allows. Returns the new generation. */
 static uint64_t install(pw_view *v, pw_policy *p, const char *reason, bool new_set)
 {
 	uint64_t gen = v->fs_ops->set_policy(v->fs_ctx, p);
 	if (v->fs_ops->policy_installed)
 		v->fs_ops->policy_installed(v->fs_ctx, p, reason, new_set);
+	if (v->fs_ops->wait_invalidated)
+		v->fs_ops->wait_invalidated(v->fs_ctx, gen);
 	return gen;
 }
 

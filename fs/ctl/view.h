@@ -59,6 +59,9 @@ typedef struct pw_view_fs_ops {
 	/* Optional (NULL: nothing keeps originals): P was installed for REASON ("mount",
 	 * "switch", "reload"); NEW_SET starts a new change set of originals (keep.h). */
 	void (*policy_installed)(void *ctx, const pw_policy *p, const char *reason, bool new_set);
+	/* Optional (NULL: no kernel caches): pw_fs_wait_invalidated, the last step of an install,
+	 * so that the answer finds the kernel's cached write bits true to generation GEN. */
+	void (*wait_invalidated)(void *ctx, uint64_t gen);
 } pw_view_fs_ops;
 
 typedef struct pw_view_opts {
