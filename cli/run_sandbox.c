@@ -18,6 +18,12 @@
  *       command the leader of a session of its own, with that pty as its controlling
  *       terminal (bwrap's session is its PID 1's): /dev/tty, job control and TIOCSTI
  *       inside all reach that pty, never the caller's terminal.
+ *   --ro-bind over /sys and over /proc's kernel-wide entries (/proc/sys, sysrq-trigger, ...)
+ *       run as root, the command is uid 0 of the host without capabilities, and the kernel
+ *       lets that uid write most sysctls (core_pattern: a program run as real root outside
+ *       every namespace) and sysfs attributes by file mode alone. bwrap's own --proc
+ *       covers /proc/sys only when access(W_OK) on the directory succeeds, which procfs
+ *       never grants, so it stays writable. Only the per-process entries stay writable.
  *   --bind / / (--ro-bind / / with --ro-host), --dev /dev, --share binds
  *       the host as it is; the project becomes reachable only through what follows.
  *   --tmpfs over the control socket directories and the state database directory
@@ -357,6 +363,72 @@ static int protect_mode_dirs(pw_run_argv *a, const char *const dirs[2])
 	return r;
 }
 
+/* ---- kernel interfaces ------------------------------------------------------------ */
+
+/* Always read-only when present (the OCI runtime spec's readonlyPaths, and /sys). */
+static const char *const kernel_ro_paths[] = {
+	"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/sys",
+};
+
+static bool is_pid_entry(const char *name)
+{
+	if (streq(name, "self") || streq(name, "thread-self"))
+		return true;
+	for (const char *c = name; *c; c++)
+		if (*c < '0' || *c > '9')
+			return false;
+	return name[0] != '\0';
+}
+
+/*
+ * Makes every kernel-wide interface under /proc and /sys read-only inside: the fixed list
+ * above, then every other entry of /proc that is not a process's (numbers, self,
+ * thread-self) and could be written: a directory, or a file with a write bit. The kernel
+ * has the same entries in every procfs instance, so the host's /proc (bwrap binds from
+ * the host) names the entries of the sandbox's fresh /proc. The per-process entries stay
+ * as bwrap mounts them: programs write /proc/self/oom_score_adj, comm, uid_map. A /proc
+ * that cannot be listed is an error: fail closed.
+ */
+static int protect_kernel_interfaces(pw_run_argv *a)
+{
+	DIR *d;
+	struct dirent *de;
+	int r = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(kernel_ro_paths) && r == 0; i++) {
+		struct stat st;
+		if (lstat(kernel_ro_paths[i], &st) == 0 && !S_ISLNK(st.st_mode))
+			r = push3(a, "--ro-bind", kernel_ro_paths[i], kernel_ro_paths[i]);
+	}
+	d = opendir("/proc");
+	if (!d) {
+		r = negative_errno();
+		pw_err("run", "cannot list /proc to make its kernel settings read-only: %s",
+		       strerror(-r));
+		return r;
+	}
+	while (r == 0 && (de = readdir(d))) {
+		_cleanup_free_ char *p = NULL;
+		bool listed = false;
+		struct stat st;
+
+		if (streq(de->d_name, ".") || streq(de->d_name, "..") || is_pid_entry(de->d_name))
+			continue;
+		if (asprintf(&p, "/proc/%s", de->d_name) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		for (size_t i = 0; i < ELEMENTSOF(kernel_ro_paths); i++)
+			listed = listed || streq(p, kernel_ro_paths[i]);
+		if (listed || lstat(p, &st) < 0 || S_ISLNK(st.st_mode))
+			continue;
+		if (S_ISDIR(st.st_mode) || (st.st_mode & 0222))
+			r = push3(a, "--ro-bind", p, p);
+	}
+	closedir(d);
+	return r;
+}
+
 /* ---- the command line ---------------------------------------------------------------- */
 
 /* Does this bwrap know OPTION? (--disable-userns came with 0.8.0.) */
@@ -451,6 +523,8 @@ int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
 		r = push2(&a, "--dev", "/dev");
 	if (r == 0)
 		r = push2(&a, "--proc", "/proc");
+	if (r == 0)
+		r = protect_kernel_interfaces(&a);
 	if (r == 0)
 		r = share_args(&a, o);
 	if (r == 0)

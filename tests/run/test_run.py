@@ -333,6 +333,91 @@ class Paths(RunTest):
         self.assert_unchanged()
 
 
+KERNEL_SCAN = textwrap.dedent(r'''
+    import json, os, sys
+    # Every entry under /proc (but the processes' own) and /sys, opened for writing and
+    # closed at once (nothing is written), at most LIMIT entries. Symlinks are not
+    # followed: each target is reached as an entry of its own.
+    LIMIT = 200000
+    seen, writable = 0, []
+    stack = ["/proc", "/sys"]
+    while stack and seen < LIMIT:
+        top = stack.pop()
+        try:
+            entries = list(os.scandir(top))
+        except OSError:
+            continue
+        for e in entries:
+            if top == "/proc" and (e.name.isdigit() or e.name in ("self", "thread-self")):
+                continue
+            seen += 1
+            try:
+                if e.is_symlink():
+                    continue
+                if e.is_dir():
+                    stack.append(e.path)
+                    continue
+                fd = os.open(e.path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY)
+            except OSError:
+                continue
+            os.close(fd)
+            writable.append(e.path)
+    def write_back(path):
+        """Writes PATH's own value back (no change made): 0 or the errno."""
+        try:
+            with open(path) as f:
+                v = f.read()
+            with open(path, "w") as f:
+                f.write(v)
+            return 0
+        except OSError as e:
+            return e.errno
+    def opens(path, flags):
+        try:
+            os.close(os.open(path, flags))
+            return 0
+        except OSError as e:
+            return e.errno
+    print(json.dumps({
+        "seen": seen, "writable": writable,
+        "printk_ratelimit": write_back("/proc/sys/kernel/printk_ratelimit"),
+        "core_pattern": opens("/proc/sys/kernel/core_pattern", os.O_WRONLY),
+        "sysrq": opens("/proc/sysrq-trigger", os.O_WRONLY),
+        "oom_score_adj": write_back("/proc/self/oom_score_adj"),
+    }))
+''')
+
+
+class KernelInterfaces(RunTest):
+    """The sandbox's /proc and /sys are read-only, but each process's own entries.
+
+    Started as root, the command is the host's uid 0 without capabilities; the kernel lets
+    that uid write most sysctls and sysfs attributes by file mode alone, and a
+    `|program` in kernel.core_pattern would run as real root outside every namespace."""
+
+    def scan(self, *opts):
+        path = os.path.join(self.tmp, "kscan.py")
+        with open(path, "w") as f:
+            f.write(KERNEL_SCAN)
+        p = self.run_in([sys.executable, path], "--mode", "plan", *opts)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return json.loads(p.stdout)
+
+    def test_no_kernel_setting_is_writable_inside(self):
+        for opts in ((), ("--ro-host",)):
+            r = self.scan(*opts)
+            self.assertGreater(r["seen"], 100, "the scan saw /proc and /sys")
+            self.assertEqual(r["writable"][:20], [], "%d entries open for writing with %s"
+                             % (len(r["writable"]), opts or "a writable host"))
+            # The reproductions of the review: the first printed OK, the second opened.
+            self.assertIn(r["printk_ratelimit"], (errno.EROFS, errno.EACCES, errno.ENOENT),
+                          opts)
+            self.assertIn(r["core_pattern"], (errno.EROFS, errno.EACCES, errno.ENOENT), opts)
+            self.assertIn(r["sysrq"], (errno.EROFS, errno.EACCES, errno.ENOENT), opts)
+            # A process's own settings stay its own to write.
+            self.assertEqual(r["oom_score_adj"], 0, opts)
+
+
 class Hidden(RunTest):
     def test_operator_socket_and_state_are_absent(self):
         # A view mounted outside: its operator socket and mountpoint exist on the host.
