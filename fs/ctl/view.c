@@ -367,6 +367,33 @@ int pw_view_set_mode(pw_view *v, const char *name, const pw_peer *peer, uint64_t
 	return r;
 }
 
+/*
+ * A switch to the mode already in force changes nothing: no install, no new generation, no
+ * change set of originals, no switch record, no mode.changed. A new change set is the
+ * person's to start (`checkpoint`); were this a re-install, anyone allowed a same-mode
+ * switch (the agent socket: it is no loosening) could start one, and with a capped store
+ * push the change set holding its own deletions out at the next prune. Fills *RET (if any)
+ * with the policy in force, its generation, and the same mode as the previous one. Caller
+ * holds the lock. Returns 0 or -ENOMEM.
+ */
+static int same_mode(pw_view *v, pw_view_installed *ret)
+{
+	uint64_t gen = 0;
+	pw_policy *cur;
+	int r;
+
+	if (!ret)
+		return 0;
+	cur = v->fs_ops->get_policy(v->fs_ctx, &gen);
+	if (!cur)
+		return -ENOMEM;
+	r = installed(ret, cur, v->mode);
+	pw_policy_unref(cur);
+	if (r == 0)
+		ret->generation = gen;
+	return r;
+}
+
 int pw_view_switch(pw_view *v, const char *name, const pw_peer *peer, pw_view_installed *ret,
 		   char **ret_why)
 {
@@ -404,6 +431,10 @@ int pw_view_switch(pw_view *v, const char *name, const pw_peer *peer, pw_view_in
 	r = pw_view_authorize_switch(v, peer, p, ret_why);
 	if (r < 0)
 		goto out;
+	if (streq_ptr(v->mode, name) && !v->fail_reason) {
+		r = same_mode(v, ret ? &in : NULL);
+		goto out_same;
+	}
 
 	new_mode = strdup(name);
 	/* Allocated before the install, so that a switch in force is always reported. */
@@ -427,6 +458,14 @@ out:
 		return r;
 	}
 	notify(v, from, to, gen, peer);
+	if (ret)
+		*ret = in;
+	return 0;
+out_same:
+	pthread_mutex_unlock(&v->lock);
+	pw_policy_unref(p);
+	if (r < 0)
+		return r;
 	if (ret)
 		*ret = in;
 	return 0;

@@ -134,8 +134,9 @@ void pw_view_installed_done(pw_view_installed *in); /* drops both; accepts NULL 
  *   -EBADMSG  the mode's file is broken (the active policy is unchanged)
  *   -EPERM    refused by pw_view_authorize_switch
  *   -ENOMEM
- * Switching to the mode that is already active succeeds (and re-installs it, which clears
- * a fail-closed state once the file is fixed and reloaded).
+ * Switching to the mode that is already active succeeds and changes nothing (no new
+ * generation, change set, record or notification; *ret is the policy in force), unless
+ * the view fails closed: then it re-installs the mode, which clears that state.
  */
 int pw_view_switch(pw_view *v, const char *name, const pw_peer *peer, pw_view_installed *ret,
 		   char **ret_why);
