@@ -57,7 +57,8 @@ PW_CMD(cmd_checkpoint);
  * when there is none or it cannot be seen). The first two return an exit status. */
 int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char *reason,
 		const char *refusal, bool json);
-int pw_mode_answer(const char *cmd, const char *mount, bool approve, bool json);
+int pw_mode_answer(const char *cmd, const char *mount, bool approve, const char *which,
+		   bool json); /* WHICH: the request's id or target mode (approve only) */
 void pw_mode_show_pending(const char *mount);
 
 /* The daemon entry point used by `piworkfs mount` (fs/daemon.c). */

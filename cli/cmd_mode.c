@@ -13,7 +13,7 @@
 
 static const char mode_usage[] =
 	"Usage: piworkfs mode [NAME] [--mount PATH] [--json]\n"
-	"       piworkfs mode --approve | --deny\n"
+	"       piworkfs mode --approve ID|MODE | --deny\n"
 	"\n"
 	"Without NAME, show the live mode of the view containing the current directory and\n"
 	"what it allows, and the agent's pending request to switch if there is one. With NAME,\n"
@@ -23,7 +23,8 @@ static const char mode_usage[] =
 	"person answers on run's terminal (or with --approve/--deny) and this waits.\n"
 	"\n"
 	"Options:\n"
-	"      --approve      allow the agent's pending request (switches as `mode NAME`)\n"
+	"      --approve ID|MODE  allow the agent's pending request, named by the id or the\n"
+	"                     target mode that `piworkfs mode` shows (switches as `mode NAME`)\n"
 	"      --deny         refuse it\n"
 	"      --reason TEXT  inside the agent: why it asks (shown to the person)\n"
 	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
@@ -62,6 +63,7 @@ typedef struct opts {
 	bool json;
 	const char *name; /* mode: the NAME operand */
 	int answer;       /* mode --approve (1) / --deny (0); -1: neither */
+	const char *approve; /* --approve's ID|MODE */
 	const char *reason;
 } opts;
 
@@ -78,7 +80,7 @@ static int parse_opts(int argc, char **argv, const char *usage, int max_operands
 		switch (c) {
 		case 'M': o->mount = po.arg; break;
 		case PW_OPT_JSON: o->json = true; break;
-		case PW_OPT_APPROVE: o->answer = 1; break;
+		case PW_OPT_APPROVE: o->answer = 1; o->approve = po.arg; break;
 		case PW_OPT_DENY: o->answer = 0; break;
 		case PW_OPT_REASON: o->reason = po.arg; break;
 		case 'h': return pw_usage(argv[0], usage, false);
@@ -287,7 +289,7 @@ int cmd_mode(int argc, char **argv)
 		return PW_EXIT_USAGE;
 	}
 	if (o.answer >= 0)
-		return pw_mode_answer(argv[0], o.mount, o.answer == 1, o.json);
+		return pw_mode_answer(argv[0], o.mount, o.answer == 1, o.approve, o.json);
 	if (name)
 		r = pw_ctl_call_at(o.mount, "mode.set", mode_params(name), &res, &code, &message);
 	else

@@ -4,7 +4,7 @@
  *
  * Inside `piworkfs run` the agent socket refuses a loosening; `piworkfs mode NAME` then asks
  * the person (mode.request) and waits for the answer, which comes from run's terminal or
- * from `piworkfs mode --approve` / `--deny` on any terminal of the person. The daemon
+ * from `piworkfs mode --approve ID|MODE` / `--deny` on any terminal of the person. The daemon
  * decides who may answer; this file only asks and reports.
  */
 #include <errno.h>
@@ -107,8 +107,9 @@ int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char
 	 * allow it, for as long as the request lives. */
 	pw_err(cmd, "%s", refusal ? refusal : "refused");
 	if (streq_ptr(outcome, "pending"))
-		pw_err(cmd, "asked the person too: they can allow it with 'piworkfs mode --approve' "
-			    "outside the agent (within 2 minutes)");
+		pw_err(cmd, "asked the person too: they can allow it with 'piworkfs mode --approve "
+			    "%lld' (or --approve %s) outside the agent (within 2 minutes)",
+		       (long long)json_integer_value(json_object_get(res, "id")), name);
 	else
 		pw_err(cmd, "not switched: the request was %s%s", outcome ? outcome : "not answered",
 		       streq_ptr(outcome, "denied")	    ? " by the person"
@@ -119,7 +120,52 @@ int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char
 	return PW_EXIT_DENIED;
 }
 
-int pw_mode_answer(const char *cmd, const char *mount, bool approve, bool json)
+/* Is S a request id as `piworkfs mode` shows it (digits only; a mode named so is approved
+ * by its id)? Sets *RET. */
+static bool parse_id(const char *s, long long *ret)
+{
+	char *end;
+
+	if (!s || !*s || strspn(s, "0123456789") != strlen(s))
+		return false;
+	errno = 0;
+	*ret = strtoll(s, &end, 10);
+	return errno == 0;
+}
+
+/*
+ * Is P (the pending request, or NULL) the one WHICH names: its id, or its target mode? Says
+ * why not. The person approves what they saw or named, never whatever is pending by then:
+ * `piworkfs mode` showed request 3 (plan -> design), the agent asked again for off (4), and
+ * an answer that took the pending one would have allowed off.
+ */
+static bool names_pending(const char *cmd, json_t *p, const char *which)
+{
+	long long id;
+
+	if (!json_is_object(p)) {
+		pw_err(cmd, "no request is pending");
+		return false;
+	}
+	const char *to = json_string_value(json_object_get(p, "to"));
+	long long pid = json_integer_value(json_object_get(p, "id"));
+	if (parse_id(which, &id)) {
+		if (id == pid)
+			return true;
+		pw_err(cmd, "request %s is no longer pending: the agent asks for %s now (request "
+			    "%lld); see 'piworkfs mode', then approve that by its id if you mean it",
+		       which, to ? to : "?", pid);
+		return false;
+	}
+	if (streq_ptr(to, which))
+		return true;
+	pw_err(cmd, "the pending request asks for %s, not %s; see 'piworkfs mode'",
+	       to ? to : "?", which);
+	return false;
+}
+
+int pw_mode_answer(const char *cmd, const char *mount, bool approve, const char *which,
+		   bool json)
 {
 	_cleanup_free_ char *message = NULL, *by = NULL;
 	pw_ctl_conn *c = NULL;
@@ -129,18 +175,20 @@ int pw_mode_answer(const char *cmd, const char *mount, bool approve, bool json)
 	r = connect_view(cmd, mount, 0, &c);
 	if (r != PW_EXIT_OK)
 		return r;
-	/* Answer the request the person can see now, by id: never a newer one that
-	 * replaced it in between. */
 	r = pw_ctl_call(c, "mode.request.list", NULL, &list, &code, &message);
 	if (r < 0) {
 		pw_ctl_close(c);
 		return refused(cmd, r, code, message);
 	}
 	p = json_object_get(list, "pending");
-	if (!json_is_object(p)) {
+	/* An approval must name the request (WHICH); a denial may take the pending one, as a
+	 * refusal can loosen nothing. The answer carries the id either way, so the daemon
+	 * refuses it should a newer request have replaced this one since the list. */
+	if ((approve && !names_pending(cmd, p, which)) || (!approve && !json_is_object(p))) {
+		if (!approve)
+			pw_err(cmd, "no request is pending");
 		json_decref(list);
 		pw_ctl_close(c);
-		pw_err(cmd, "no request is pending");
 		return PW_EXIT_DENIED;
 	}
 	if (asprintf(&by, "piworkfs mode --%s (pid %d)", approve ? "approve" : "deny",
@@ -178,11 +226,13 @@ void pw_mode_show_pending(const char *mount)
 		long long left = (json_integer_value(json_object_get(p, "expires_ns")) -
 				  pw_clock_ns(CLOCK_REALTIME)) /
 				 1000000000;
-		printf("pending request: the agent asks to switch %s \xe2\x86\x92 %s (\"%s\"), "
-		       "%llds left\n  answer: piworkfs mode --approve   or   piworkfs mode --deny\n",
-		       json_string_value(json_object_get(p, "from")),
+		long long id = json_integer_value(json_object_get(p, "id"));
+		printf("pending request %lld: the agent asks to switch %s \xe2\x86\x92 %s (\"%s\"), "
+		       "%llds left\n  answer: piworkfs mode --approve %lld   or   piworkfs mode "
+		       "--deny\n",
+		       id, json_string_value(json_object_get(p, "from")),
 		       json_string_value(json_object_get(p, "to")),
-		       json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0);
+		       json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0, id);
 	}
 	json_decref(res);
 }

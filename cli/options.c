@@ -54,7 +54,8 @@ static const pw_option umount_opts[] = {
 };
 
 static const pw_option mode_opts[] = {
-	{ "approve", 0, NULL, PW_OPT_APPROVE, PW_COMPLETE_NONE, "allow the agent's pending request" },
+	{ "approve", 0, "ID|MODE", PW_OPT_APPROVE, PW_COMPLETE_MODE,
+	  "allow the pending request with this id or target" },
 	{ "deny", 0, NULL, PW_OPT_DENY, PW_COMPLETE_NONE, "refuse the agent's pending request" },
 	{ "reason", 0, "TEXT", PW_OPT_REASON, PW_COMPLETE_NONE, "inside the agent: why it asks" },
 	OPT_MOUNT,

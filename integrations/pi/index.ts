@@ -17,7 +17,7 @@
  * extension never loosens the mode: /mode switches through a restricted (agent) socket, so
  * the daemon itself refuses a loosening, on a bare view as inside `piworkfs run`. A refused
  * loosening becomes a request to the person (mode.request): inside `piworkfs run` they
- * answer on run's terminal, elsewhere with `piworkfs mode --approve`; never Pi.
+ * answer on run's terminal, elsewhere with `piworkfs mode --approve ID`; never Pi.
  *
  * Type imports only: the same file loads in @earendil-works/pi-coding-agent 1.x and in
  * @mariozechner/pi-coding-agent 0.73 (Pi strips the types with jiti).
@@ -478,7 +478,7 @@ export default function piworkfs(pi: ExtensionAPI) {
 	/** A loosening is the person's to grant: ask them (docs/PROTOCOL.md, mode.request).
 	 * When run's terminal shows the question, wait for the answer; otherwise say how the
 	 * person allows it. Nothing here can answer: only the person's keyboard or their own
-	 * `piworkfs mode --approve` outside the agent does. */
+	 * `piworkfs mode --approve ID` outside the agent does. */
 	async function ask(ctx: any, agentSocket: string, from: string, to: string): Promise<void> {
 		const c = new Connection(agentSocket, 130000);
 		try {
@@ -492,7 +492,7 @@ export default function piworkfs(pi: ExtensionAPI) {
 				setState(st);
 				say(ctx, `piworkfs: the person allowed it: switched from ${from} to ${st.mode}. ${announcement(st.policy)}`);
 			} else if (r.outcome === "pending") {
-				say(ctx, `piworkfs: ${loosenText(from, to, view!.mountpoint, view!.agent)}\nAsked the person too: \`piworkfs mode --approve\` outside Pi allows it (within 2 minutes).`, "warning");
+				say(ctx, `piworkfs: ${loosenText(from, to, view!.mountpoint, view!.agent)}\nAsked the person too: \`piworkfs mode --approve ${r.id}\` outside Pi allows it (within 2 minutes).`, "warning");
 			} else {
 				say(ctx, `piworkfs: not switched to ${to}: the request was ${r.outcome}.`, "warning");
 			}

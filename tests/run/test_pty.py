@@ -658,7 +658,8 @@ class Asking(PtyTest):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.t.expect(("DONE %d denied" % rid).encode())
         rid = self.ask()
-        p = subprocess.run([PIWORKFS, "mode", "--approve", "--mount", self.mp], env=self.env,
+        p = subprocess.run([PIWORKFS, "mode", "--approve", str(rid), "--mount", self.mp],
+                           env=self.env,
                            capture_output=True, text=True, timeout=DEADLINE)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.t.expect(("DONE %d approved" % rid).encode())
@@ -750,11 +751,14 @@ class AskingWithoutTerminal(PtyTest):
             self.assertTrue(line, err)
             err += line
         self.assertIn(b"refused", err)
-        self.assertIn(b"piworkfs mode --approve", err)
+        told = re.search(rb"piworkfs mode --approve (\d+)' \(or --approve build\)", err)
+        self.assertIsNotNone(told, err)
         p = subprocess.run([PIWORKFS, "mode", "--mount", mp], env=self.env,
                            capture_output=True, text=True, timeout=DEADLINE)
         self.assertIn('plan \u2192 build ("run the tests")', p.stdout)
-        p = subprocess.run([PIWORKFS, "mode", "--approve", "--mount", mp], env=self.env,
+        self.assertIn("pending request %s:" % told.group(1).decode(), p.stdout)
+        p = subprocess.run([PIWORKFS, "mode", "--approve", told.group(1), "--mount", mp],
+                           env=self.env,
                            capture_output=True, text=True, timeout=DEADLINE)
         self.assertEqual(p.returncode, 0, p.stderr)
         out, _ = run.communicate(b"go\n", timeout=DEADLINE)

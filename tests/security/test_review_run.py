@@ -71,5 +71,76 @@ class SameModeSwitch(ReviewCase):
         self.assertEqual(self.mode(v), "plan")
 
 
+class ApproveByIdOrTarget(ReviewCase):
+    """`piworkfs mode --approve` answers the request the person saw, never a newer one. Before,
+    it listed and answered in one process: the agent asked for design, `piworkfs mode`
+    showed plan -> design, the agent asked for off, and `--approve` said "allowed: plan ->
+    off"."""
+
+    def ask(self, agent, mode):
+        r = agent.call("mode.request", {"mode": mode, "reason": "please"})
+        self.assertEqual(r["outcome"], "pending", r)
+        return r["id"]
+
+    def shown_id(self, v):
+        """The id `piworkfs mode` shows for the pending request, and its target."""
+        p = self.run_pw("mode", "--mount", v.mp)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        m = re.search(r"pending request (\d+): the agent asks to switch \S+ \u2192 (\S+) ",
+                      p.stdout)
+        self.assertIsNotNone(m, p.stdout)
+        self.assertIn("piworkfs mode --approve %s" % m.group(1), p.stdout)
+        return int(m.group(1)), m.group(2)
+
+    def test_an_id_no_longer_pending_is_refused_and_approves_nothing(self):
+        v = self.mount("plan")
+        agent = self.agent(v)
+        first = self.ask(agent, "design")
+        self.assertEqual(self.shown_id(v), (first, "design"))
+        second = self.ask(agent, "off")  # after the person looked
+        p = self.run_pw("mode", "--mount", v.mp, "--approve", str(first))
+        self.assertEqual(p.returncode, EXIT_DENIED, p.stdout + p.stderr)
+        self.assertIn("request %d is no longer pending" % first, p.stderr)
+        self.assertNotIn("allowed", p.stdout)
+        self.assertEqual(self.mode(v), "plan")
+        # The newer request is untouched: the person may still answer it, by its own id.
+        self.assertEqual(self.shown_id(v), (second, "off"))
+        p = self.run_pw("mode", "--mount", v.mp, "--approve", str(second))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "allowed: plan \u2192 off\n")
+        self.assertEqual(self.mode(v), "off")
+
+    def test_approving_by_target_approves_only_that_target(self):
+        v = self.mount("plan")
+        agent = self.agent(v)
+        self.ask(agent, "design")
+        self.ask(agent, "off")
+        p = self.run_pw("mode", "--mount", v.mp, "--approve", "design")
+        self.assertEqual(p.returncode, EXIT_DENIED, p.stdout + p.stderr)
+        self.assertIn("asks for off, not design", p.stderr)
+        self.assertEqual(self.mode(v), "plan")
+        third = self.ask(agent, "design")
+        p = self.run_pw("mode", "--mount", v.mp, "--approve", "design")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "allowed: plan \u2192 design\n")
+        self.assertEqual(self.mode(v), "design")
+        p = self.run_pw("mode", "--mount", v.mp, "--approve", str(third))
+        self.assertEqual(p.returncode, EXIT_DENIED, p.stdout + p.stderr)
+        self.assertIn("no request is pending", p.stderr)
+
+    def test_a_bare_approve_is_a_usage_error(self):
+        v = self.mount("plan")
+        agent = self.agent(v)
+        self.ask(agent, "off")
+        p = self.run_pw("mode", "--mount", v.mp, "--approve")
+        self.assertEqual(p.returncode, EXIT_USAGE, p.stdout + p.stderr)
+        self.assertIn("--approve", p.stderr)
+        self.assertEqual(self.mode(v), "plan")
+        # --deny needs nothing: refusing whatever is pending can loosen nothing.
+        p = self.run_pw("mode", "--mount", v.mp, "--deny")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.mode(v), "plan")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
