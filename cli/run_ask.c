@@ -13,9 +13,17 @@
  * While it is open, the person's keystrokes go to the question, never to the command. The
  * sandbox cannot answer: it writes only to its own pty (whatever it draws, even a copy of
  * the bar, is output, and output is never read as input), and TIOCSTI reaches only its pty.
- * Nor can it time a request to catch a `y` meant for it: keys read during the first
+ * Nor can it time a request to catch keys meant for it: keys read during the first
  * GRACE_MS after the bar appeared are discarded, a new request restarts that time, and the
- * answer takes two deliberate keys, `y` then Enter. Any other key denies.
+ * answer is the target mode's name, typed, then Enter: a key that does not continue the
+ * name denies. Typing the name is what makes a fake bar useless: the command may draw
+ * "plan -> design" anywhere above, but an answer counts only for the target the real bar
+ * names, so the person who means design and types it denies the request for off.
+ *
+ * Nor can it hide or move the real bar with the terminal state it leaves behind
+ * (concealed or black-on-black text, a shifted character set, origin mode, an escape
+ * sequence left open): each drawing of the bar resets that state first and restores it
+ * after (BAR_BEGIN, BAR_END).
  *
  * Without a terminal, nothing is shown: the person answers with `piworkfs mode --approve`.
  */
@@ -47,7 +55,7 @@ typedef struct question {
 	long long id;
 	char from[MODE_SHOWN_MAX + 1], to[MODE_SHOWN_MAX + 1], reason[REASON_SHOWN_MAX + 1];
 	int64_t shown_ms;
-	bool armed; /* `y` typed after the grace time: Enter allows */
+	size_t typed; /* how much of `to` the person typed after the grace time */
 } question;
 
 /* One per process: a run has one sandbox (run.h explains the hooks). */
@@ -263,33 +271,97 @@ static void pty_rows(unsigned short rows)
 	(void)ioctl(ask.pty->master, TIOCSWINSZ, &ws);
 }
 
+/*
+ * What comes before the bar's text: the terminal state the command may have left, put back
+ * to what the bar needs, after saving what DECSC saves (the cursor, attributes, character
+ * sets, origin mode), so that BAR_END gives the command its own state back.
+ *   CAN, ST     end an escape sequence or a string (OSC, DCS) left open, which would
+ *               otherwise swallow the bar (CAN for the sequences, ST where CAN does not
+ *               end a string; outside one, both are ignored)
+ *   ESC 7       DECSC
+ *   CSI ? 6 l   origin mode off: the row is counted from the top of the screen, not of a
+ *               scrolling region the command set (which could put the bar on its row)
+ *   ESC ( B ... G0 to G3 are ASCII and SI puts G0 in use: no line-drawing letters, and a
+ *               single shift the command left pending finds ASCII too
+ *   SGR 0       no conceal, no colours, no blink, no reverse
+ *   ESC # 5     the bottom row single-width (a double-width row shows half of it)
+ * Not touched, since DECSC does not save them and the command's drawing relies on them,
+ * and none can hide the bar: the scrolling region (rows are absolute with origin mode
+ * off), insert mode and autowrap (the row is cleared and the text never reaches the last
+ * column), the cursor's visibility (the bar needs no cursor). The text's colours are
+ * direct RGB after the 16-colour ones, which the command cannot redefine (OSC 4, 10, 11
+ * change the palette and the default colours, not RGB).
+ */
+#define BAR_BEGIN "\030\033\\\0337\033[?6l\033(B\033)B\033*B\033+B\017\033[0m"
+#define BAR_COLOURS "\033[0;1;97;41m\033[38;2;255;255;255;48;2;160;0;0m"
+#define BAR_END "\033[0m\0338"
+
+/* Cuts S to at most N bytes at a character boundary; returns the length kept. */
+static size_t cut_utf8(const char *s, size_t n)
+{
+	size_t len = strlen(s);
+
+	if (len <= n)
+		return len;
+	while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	return n;
+}
+
+/*
+ * The bar's words, at most WIDTH bytes where it can (bytes are never fewer than columns).
+ * The question names the target and how to allow it before anything else; the agent's
+ * reason gets the room left, cut with "...", or is left out on a narrow terminal
+ * (`piworkfs mode` shows it whole).
+ */
+static int bar_text(char *text, size_t size, size_t width)
+{
+	size_t tolen = strlen(ask.q.to);
+
+	if (ask.q.typed == tolen && tolen > 0)
+		return snprintf(text, size,
+				" piworkfs: allow %s \xe2\x86\x92 %s? Press Enter to allow, any other "
+				"key denies. ",
+				ask.q.from, ask.q.to);
+	if (ask.q.typed > 0)
+		return snprintf(text, size,
+				" piworkfs: allow %s \xe2\x86\x92 %s? Typed: %.*s (then Enter; any "
+				"other key denies) ",
+				ask.q.from, ask.q.to, (int)ask.q.typed, ask.q.to);
+
+	char head[200], tail[120];
+	int hn = snprintf(head, sizeof(head),
+			  " piworkfs: the agent asks to switch %s \xe2\x86\x92 %s", ask.q.from,
+			  ask.q.to);
+	int tn = snprintf(tail, sizeof(tail), ". Type %s, Enter to allow ", ask.q.to);
+	size_t fixed = (size_t)hn + (size_t)tn + sizeof(" (\"\")") - 1;
+	size_t room = width > fixed ? width - fixed : 0, rlen = strlen(ask.q.reason), keep;
+
+	if (hn < 0 || tn < 0)
+		return -1;
+	if (rlen == 0 || room < 8)
+		return snprintf(text, size, "%s%s", head, tail);
+	keep = rlen <= room ? rlen : cut_utf8(ask.q.reason, room - 3);
+	return snprintf(text, size, "%s (\"%.*s%s\")%s", head, (int)keep, ask.q.reason,
+			keep < rlen ? "..." : "", tail);
+}
+
 /* Draws the bar on the bottom row, the cursor left where the command had it. */
 static void draw_bar(void)
 {
-	char line[1024], text[900];
-	int n, tn;
+	char line[1200], text[900];
+	size_t width = ask.cols > 1 ? (size_t)ask.cols - 1 : 1;
+	int n, tn = bar_text(text, sizeof(text), width);
 
-	if (ask.q.armed)
-		tn = snprintf(text, sizeof(text),
-			      " piworkfs: allow %s \xe2\x86\x92 %s? Press Enter to allow, any other "
-			      "key denies. ",
-			      ask.q.from, ask.q.to);
-	else
-		tn = snprintf(text, sizeof(text),
-			      " piworkfs: the agent asks to switch %s \xe2\x86\x92 %s (\"%s\"). "
-			      "Allow? [y/N] ",
-			      ask.q.from, ask.q.to, ask.q.reason);
 	if (tn < 0)
 		return;
-	/* ESC 7: save the cursor; the row; clear it; reverse video; the text, cut to the
-	 * width (counting bytes: never wider, at worst shorter); ESC 8: restore. */
-	size_t width = ask.cols > 1 ? (size_t)ask.cols - 1 : 1;
-	if ((size_t)tn > width) {
-		tn = (int)width;
-		while (tn > 0 && ((unsigned char)text[tn] & 0xc0) == 0x80)
-			tn--;
-	}
-	n = snprintf(line, sizeof(line), "\0337\033[%u;1H\033[2K\033[7m%.*s\033[0m\0338",
+	/* BAR_BEGIN (saves the cursor); the row; clear it; the text, cut to the width
+	 * (counting bytes: never wider, at worst shorter); BAR_END (restores). */
+	if ((size_t)tn >= sizeof(text))
+		tn = (int)sizeof(text) - 1;
+	tn = (int)cut_utf8(text, (size_t)tn < width ? (size_t)tn : width);
+	n = snprintf(line, sizeof(line),
+		     BAR_BEGIN "\033[%u;1H\033#5\033[2K" BAR_COLOURS "%.*s" BAR_END,
 		     (unsigned)ask.rows, tn, text);
 	if (n > 0)
 		pw_run_pty_write_term(ask.pty, line, (size_t)n);
@@ -358,14 +430,15 @@ static void on_input(pw_run_pty *p, const char *buf, size_t n)
 	if (pw_clock_ms(CLOCK_MONOTONIC) - ask.q.shown_ms < GRACE_MS)
 		return; /* typed before the person could have read it */
 	for (size_t i = 0; i < n && ask.q.open; i++) {
+		size_t tolen = strlen(ask.q.to);
 		char ch = buf[i];
-		if (!ask.q.armed && (ch == 'y' || ch == 'Y')) {
-			ask.q.armed = true;
+		if (ask.q.typed < tolen && ch == ask.q.to[ask.q.typed]) {
+			ask.q.typed++;
 			draw_bar();
-		} else if (ask.q.armed && (ch == '\r' || ch == '\n')) {
+		} else if (ask.q.typed == tolen && tolen > 0 && (ch == '\r' || ch == '\n')) {
 			answer(true);
 		} else {
-			answer(false);
+			answer(false); /* not the name the bar shows, or Enter before its end */
 		}
 	}
 }

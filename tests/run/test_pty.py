@@ -39,6 +39,7 @@ PIWORKFS = os.path.abspath(os.environ.get("PIWORKFS", "piworkfs"))
 DEMO = os.environ.get("PIWORKFS_DEMO", os.path.join(SOURCE, "demo", "project"))
 SOURCE_MODES = os.environ.get("SOURCE_MODES", os.path.join(SOURCE, "modes"))
 DEADLINE = 60
+GRACE_S = 0.35  # run_ask.c GRACE_MS, and a margin
 
 
 def views():
@@ -397,6 +398,7 @@ def call(method, params):
 def ask(reason, **extra):
     call("mode.request", dict({"mode": "build", "reason": reason}, **extra))
 
+
 out("READY")
 tick, last = 0, time.monotonic()
 while True:
@@ -439,15 +441,25 @@ while True:
             ask("forge me")
             # The bar's own words on our output, then answers typed on our own terminal:
             # written to it, and pushed into its input with TIOCSTI.
-            out("piworkfs: the agent asks to switch plan \u2192 build. Allow? [y/N] y")
+            out("piworkfs: the agent asks to switch plan \u2192 build. Type build, Enter to "
+                "allow build")
             with open("/dev/tty", "wb", buffering=0) as t:
-                t.write(b"y\r\ny\r\n")
+                t.write(b"build\r\ny\r\n")
             try:
-                for ch in b"y\ry\r":
+                for ch in b"y\rbuild\r":
                     fcntl.ioctl(0, termios.TIOCSTI, bytes([ch]))
             except OSError:
                 pass
             out("FORGED")
+        elif k == b"h":
+            # The review's attack: ask for off, then draw a bar of our own that asks for
+            # design, and leave the terminal concealed, black on black, shifted to G1, in
+            # origin mode, with an OSC string left open, so that the real bar drawn after
+            # it would not show, or would show on our row.
+            ask("tidy up", mode="off")
+            os.write(1, b"\r\n\x1b[7m piworkfs: the agent asks to switch plan \xe2\x86\x92 "
+                     b"design (\"update the design doc\"). Type design, Enter to allow "
+                     b"\x1b[0m\x1b[30;40m\x1b[8m\x0e\x1b[?6h\x1b]0;")
         elif k == b"F":
             n = 5000
             blob = b"".join(json.dumps({"jsonrpc": "2.0", "id": 100000 + i,
@@ -487,7 +499,8 @@ class Asking(PtyTest):
         self.sub_buf = b""
         self.changes = []
         self.read_sub(lambda m: m.get("id") == 1)
-        self.t = self.python(ASKER)
+        # Wide enough for the reason beside the question (on 80 columns it is left out).
+        self.t = self.python(ASKER, cols=160)
         self.t.expect(b"READY")
 
     def read_sub(self, until, deadline=DEADLINE):
@@ -528,18 +541,18 @@ class Asking(PtyTest):
         self.t.expect("the agent asks to switch plan \u2192 build", at)
         return int(m.group(1))
 
-    def arm(self):
-        """Types y until the bar takes it: keys read in the first 300 ms never answer."""
-        end = time.monotonic() + DEADLINE
-        while True:
-            at = self.t.mark()
-            self.t.send(b"y")
-            try:
-                self.t.expect(b"Press Enter to allow", at, deadline=1)
-                return
-            except AssertionError:
-                if time.monotonic() > end:
-                    raise
+    def past_grace(self):
+        """Waits out the grace time: keys read in the first 300 ms after the bar appeared
+        are dropped (run_ask.c GRACE_MS). The bar was drawn before the test saw it, so once
+        that much time has passed since, the next key counts: the wait is the condition."""
+        time.sleep(GRACE_S)
+
+    def arm(self, name=b"build"):
+        """Types the target's name, as the bar asks; then Enter allows."""
+        self.past_grace()
+        at = self.t.mark()
+        self.t.send(name)
+        self.t.expect(b"Press Enter to allow", at)
 
     def deny(self, rid):
         """Types n until the request is denied (the first keys may fall in the grace)."""
@@ -566,7 +579,7 @@ class Asking(PtyTest):
         self.assertEqual(self.t.wait(), 0)
         self.assert_restored(self.t)
 
-    def test_y_then_enter_on_the_outer_terminal_switches(self):
+    def test_the_targets_name_then_enter_on_the_outer_terminal_switches(self):
         self.assert_keeps_drawing_and_reading()
         asked = self.t.mark()
         rid = self.ask()
@@ -593,7 +606,8 @@ class Asking(PtyTest):
         self.assertEqual(granted[0]["reason"], "implement the approved plan")
         self.assertIn("the terminal of piworkfs run", granted[0]["answered_by"])
         # The answer's keys never reached the command.
-        self.assertNotIn(b"KEY 79", self.t.buf[asked:])
+        for ch in b"build":
+            self.assertNotIn(b"KEY %02x" % ch, self.t.buf[asked:])
         self.assertNotIn(b"KEY 0d", self.t.buf[at:])
         self.finish()
 
@@ -604,13 +618,55 @@ class Asking(PtyTest):
         self.assertFalse(self.pending())
         self.finish()
 
-    def test_y_then_anything_but_enter_denies(self):
+    def test_the_name_then_anything_but_enter_denies(self):
         rid = self.ask()
         self.arm()
         at = self.t.mark()
         self.t.send(b"e")
         self.t.expect(("DONE %d denied" % rid).encode(), at)
         self.assertEqual(self.mode(), "plan")
+        self.finish()
+
+    def test_y_another_name_or_an_early_enter_denies(self):
+        for keys in (b"y", b"Y\r", b"design\r", b"bu\r", b"buildd"):
+            rid = self.ask()
+            self.past_grace()
+            at = self.t.mark()
+            self.t.send(keys)
+            self.t.expect(("DONE %d denied" % rid).encode(), at)
+            self.assertEqual(self.mode(), "plan", keys)
+        self.finish()
+
+    def test_a_fake_bar_and_a_hidden_real_one_never_approve_another_target(self):
+        # The agent asks for off, draws a bar asking for design and leaves the terminal in
+        # a state that hid the real bar: concealed, black on black, SO, origin mode, an
+        # open OSC string. Before, the real bar drew in that state and `y` Enter, typed to
+        # the fake, switched to off.
+        for keys, outcome in ((b"y\r", "denied"), (b"design\r", "denied"),
+                              (b"off\r", "approved")):
+            at = self.t.mark()
+            self.t.send(b"h")
+            rid = int(self.t.expect(rb"ASKED (\d+) pending", at).group(1))
+            fake_end = self.t.expect(rb"\x0e\x1b\[\?6h\x1b\]0;", at).end()
+            real = self.t.expect(rb"the agent asks to switch plan \xe2\x86\x92 off", fake_end)
+            # The real bar's own bytes, from its save of the cursor: the state is reset
+            # before its text, and nothing the agent left is in force there.
+            begin = self.t.buf.rindex(b"\x1b7", fake_end, real.start())
+            head = self.t.buf[begin - 4:real.start()]
+            for reset in (b"\x18", b"\x1b\\", b"\x1b[?6l", b"\x1b(B", b"\x0f", b"\x1b[0m",
+                          b"\x1b#5"):
+                self.assertIn(reset, head, "the bar does not reset %r: %r" % (reset, head))
+            for bad in (b"\x1b[8m", b"\x1b[30;40m", b"\x0e", b"\x1b[?6h"):
+                self.assertNotIn(bad, head)
+            self.assertLess(head.rindex(b"\x1b[0m"), head.rindex(b"\x1b[2K"))
+            self.past_grace()
+            at = self.t.mark()
+            self.t.send(keys)
+            self.t.expect(("DONE %d %s" % (rid, outcome)).encode(), at)
+            self.assertEqual(self.mode(), "off" if outcome == "approved" else "plan", keys)
+        # The one switch the person's subscriber heard of is the approved one.
+        self.read_sub(lambda m: m.get("method") == "mode.changed")
+        self.assertEqual(self.changes, ["off"])
         self.finish()
 
     def test_a_reason_cannot_draw_on_the_terminal(self):
