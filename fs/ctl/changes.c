@@ -541,11 +541,16 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 					"name", c->name, "mode", c->mode, "current",
 					c->id == pw_keep_current(x.k), "changes", changes));
 	}
-	json_t *o = json_pack("{s:o,s:I,s:b,s:{s:s,s:I,s:I}}", "changesets",
-			      sets ? sets : json_array(), "current",
-			      (json_int_t)pw_keep_current(x.k), "truncated", truncated, "store",
-			      "dir", pw_orig_dir(s), "bytes", (json_int_t)bytes, "blobs",
-			      (json_int_t)blobs);
+	/* The store's totals move with de-duplication (content already kept adds no blob and
+	 * no bytes), so they would confirm an agent's guess of hidden content: the person's
+	 * side only. */
+	json_t *store = peer->restricted ?
+				json_pack("{s:s}", "dir", pw_orig_dir(s)) :
+				json_pack("{s:s,s:I,s:I}", "dir", pw_orig_dir(s), "bytes",
+					  (json_int_t)bytes, "blobs", (json_int_t)blobs);
+	json_t *o = json_pack("{s:o,s:I,s:b,s:o}", "changesets", sets ? sets : json_array(),
+			      "current", (json_int_t)pw_keep_current(x.k), "truncated", truncated,
+			      "store", store ? store : json_object());
 	return done(&x, o, ret);
 }
 
@@ -728,7 +733,11 @@ static int open_parent(ctx *x, const char *path, const char **ret_name)
 		*ret_name = path;
 		return openat(x->root, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	}
-	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	/* A parent longer than the buffer is refused: cut, it would name another directory. */
+	if ((size_t)(slash - path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = '\0';
 	*ret_name = slash + 1;
 	return pw_openat_beneath(x->fs, dir, O_PATH | O_DIRECTORY, 0);
 }
@@ -1088,8 +1097,25 @@ static void act(undo_run *u, const char *what, const char *path, const char *pat
 	json_array_append_new(u->actions, a);
 }
 
-/* Was the object now at CUR changed outside the view after the view last changed it? */
-static bool changed_outside(ctx *x, const char *cur)
+/* Since when the object of row RW is the view's: the row's time, but for a row of an undo,
+ * which writes the backing tree itself (inodes the view never learns), the end of the
+ * undo's change set (the start of the next one; none yet: the undo still runs). */
+static int64_t view_since(const ctx *x, const crow *rw)
+{
+	for (size_t i = 0; i < x->n_sets; i++) {
+		if (x->sets[i].id != rw->cs || !streq_ptr(x->sets[i].reason, "undo"))
+			continue;
+		return i + 1 < x->n_sets ? x->sets[i + 1].started_ns : INT64_MAX;
+	}
+	return rw->time_ns;
+}
+
+/* Was the object now at CUR changed outside the view after the view last changed it (row
+ * RW)? An inode the view changed carries the time of its last change. An inode the view
+ * does not know at all was put there from outside (a `sed -i` or an editor's save on the
+ * backing copy renames a new file over it) when it changed after this daemon started and
+ * after the row: everything the view itself made or changed since the start is known. */
+static bool changed_outside(ctx *x, const crow *rw, const char *cur)
 {
 	struct stat st;
 	if (stat_beneath(x, cur, &st) < 0 || S_ISDIR(st.st_mode))
@@ -1099,6 +1125,8 @@ static bool changed_outside(ctx *x, const char *cur)
 	int64_t last = n ? atomic_load(&n->changed_ns) : 0;
 	pthread_rwlock_unlock(&x->fs->tree_lock);
 	int64_t ctime = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	if (!n)
+		return ctime > pw_view_started_ns(x->v) && ctime > view_since(x, rw);
 	return last && ctime > last;
 }
 
@@ -1186,7 +1214,7 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			continue;
 		char cur[PW_PATH_MAX];
 		current_path(&x, i, rw->move ? rw->path2 : rw->path, cur);
-		if (changed_outside(&x, cur))
+		if (changed_outside(&x, rw, cur))
 			json_array_append_new(conflicts, json_string(cur));
 	}
 	bool refuse = json_array_size(conflicts) && !u.force;

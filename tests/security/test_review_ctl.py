@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Review round four (issue 35): the control socket, seen from the agent's side.
+
+Each test reproduces, through a mounted view and its real sockets, something the review
+found the agent (or a change outside the view) could do on 83bbf90, and asserts it no
+longer works:
+
+  - agent work on the control thread delays the person (finding 4);
+  - bash.check and check answer for names the view hides (finding 7);
+  - undo overwrites a file replaced outside the view, the store's counts confirm guesses of
+    hidden content, and undo acts in another directory for paths over 4,096 bytes
+    (finding 9).
+"""
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mount"))
+import harness  # noqa: E402
+from harness import RpcClient, wait_until  # noqa: E402
+
+TREE = {
+    "README.md": "# demo\n",
+    "src/main.c": "int main(void) { return 0; }\n",
+    ".env": "SECRET=hunter2\n",
+    "secrets/api_token_prod": "tok\n",
+    "secrets/key": "key\n",
+    "secrets/sub/deeper": "x\n",
+}
+
+# A trusted (global) mode that writes everywhere and hides .env and secrets/.
+HIDING_MODE = ("---\nname: secret\ndescription: hides .env and secrets\nwrites:\n  allow:\n"
+               "    - \"**\"\nhide:\n  - \".env\"\n  - \"secrets/\"\n---\nSecrets are hidden.\n")
+
+
+class ReviewCase(harness.MountCase):
+    tree = TREE
+
+    def mount_answering(self, mode="build"):
+        """A view whose control socket answers."""
+        v = self.mount(mode)
+
+        def answers():
+            try:
+                c = RpcClient(self.socket_path(v) or "/nonexistent", timeout=10)
+            except OSError:
+                return False
+            try:
+                c.call("status")
+                return True
+            except (OSError, RuntimeError, ConnectionError):
+                return False
+            finally:
+                c.close()
+        self.assertTrue(wait_until(answers, 60), self.daemon_logs())
+        return v
+
+    def pw(self, *args, check=True):
+        p = self.run_pw(*args, "--mount", self.mp)
+        if check and p.returncode != 0:
+            self.fail("piworkfs %s: exit %d\n%s%s%s" % (" ".join(args), p.returncode,
+                                                        p.stdout, p.stderr, self.daemon_logs()))
+        return p
+
+    def operator(self, v, timeout=60):
+        c = RpcClient(self.socket_path(v), timeout=timeout)
+        self.addCleanup(c.close)
+        return c
+
+    def agent_socket(self, v):
+        c = RpcClient(self.socket_path(v))
+        try:
+            return c.call("agent.open")["socket"]
+        finally:
+            c.close()
+
+    def agent(self, path, timeout=60):
+        a = RpcClient(path, timeout=timeout)
+        self.addCleanup(a.close)
+        return a
+
+    def hiding_view(self):
+        modes = os.path.join(self.config_home, "piworkfs", "modes")
+        os.makedirs(modes, exist_ok=True)
+        with open(os.path.join(modes, "secret.md"), "w") as f:
+            f.write(HIDING_MODE)
+        v = self.mount_answering("secret")
+        self.assertFalse(os.path.exists(v.path(".env")), "the mode does not hide .env")
+        self.assertFalse(os.path.exists(v.path("secrets")), "the mode does not hide secrets/")
+        return v
+
+
+def wait_ctime_after(t0_ns, where):
+    """Waits until the filesystem's clock (a new file's ctime in WHERE) is past T0_NS: a
+    change made afterwards has a ctime later than anything recorded before T0_NS."""
+    probe = os.path.join(where, ".ctime-probe")
+
+    def past():
+        with open(probe, "w"):
+            pass
+        ok = os.stat(probe).st_ctime_ns > t0_ns
+        os.unlink(probe)
+        return ok
+    return wait_until(past, 10)
+
+
+class UndoAndStore(ReviewCase):
+    """Finding 9."""
+
+    def test_undo_refuses_a_file_replaced_outside_the_view(self):
+        v = self.mount_answering("build")
+        self.pw("checkpoint")
+        with open(v.path("README.md"), "w") as f:
+            f.write("agent's change\n")
+        self.assertTrue(wait_ctime_after(time.time_ns(), self.project))
+        # The person edits the backing copy as sed -i does: a new file renamed over it.
+        real = os.path.join(self.project, "README.md")
+        tmp = os.path.join(self.project, ".sedXYZ")
+        with open(tmp, "w") as f:
+            f.write("the person's edit\n")
+        os.rename(tmp, real)
+        p = self.pw("undo", "--all", "--json", check=False)
+        self.assertNotEqual(p.returncode, 0, "undo overwrote a file changed outside the view: "
+                            + p.stdout + p.stderr)
+        self.assertIn("README.md", p.stdout + p.stderr)
+        with open(real) as f:
+            self.assertEqual(f.read(), "the person's edit\n")
+        # --force still undoes it, and an undo of the view's own change is no conflict.
+        self.pw("undo", "--all", "--force")
+        with open(real) as f:
+            self.assertEqual(f.read(), "# demo\n")
+        self.pw("checkpoint")
+        with open(v.path("src/main.c"), "w") as f:
+            f.write("changed\n")
+        self.pw("undo", "--all")
+        self.pw("undo", "--all")  # the undo of the undo: its restore is the view's own
+
+    def test_agent_is_not_told_the_store_counts(self):
+        v = self.mount_answering("build")
+        with open(v.path("README.md"), "w") as f:
+            f.write("changed\n")
+        a = self.agent(self.agent_socket(v))
+        store = a.call("changes.list")["store"]
+        self.assertNotIn("blobs", store)
+        self.assertNotIn("bytes", store)
+        c = self.operator(v)
+        store = c.call("changes.list")["store"]
+        self.assertIn("blobs", store)
+        self.assertIn("bytes", store)
+
+    def test_undo_of_a_path_over_4096_bytes_never_acts_elsewhere(self):
+        # D is 4,095 bytes long: a parent path cut at 4,096 bytes names D itself.
+        comps = ["d%02d" % i + "x" * 252 for i in range(16)]
+        d = "/".join(comps)
+        self.assertEqual(len(d), 4095)
+        fd = os.open(self.project, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for c in comps + ["e"]:
+                os.mkdir(c, dir_fd=fd)
+                nfd = os.open(c, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+                os.close(fd)
+                fd = nfd
+            with open(os.open("f", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as f:
+                f.write("deep\n")
+        finally:
+            os.close(fd)
+        # A decoy in D with the name the undo would put back.
+        dfd = os.open(self.project, os.O_RDONLY | os.O_DIRECTORY)
+        for c in comps:
+            nfd = os.open(c, os.O_RDONLY | os.O_DIRECTORY, dir_fd=dfd)
+            os.close(dfd)
+            dfd = nfd
+        self.addCleanup(os.close, dfd)
+        with open(os.open("g", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=dfd), "w") as f:
+            f.write("decoy\n")
+
+        v = self.mount_answering("build")
+        self.pw("checkpoint")
+        vfd = os.open(v.path(), os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            for c in comps + ["e"]:
+                nfd = os.open(c, os.O_RDONLY | os.O_DIRECTORY, dir_fd=vfd)
+                os.close(vfd)
+                vfd = nfd
+            os.rename("f", "g", src_dir_fd=vfd, dst_dir_fd=vfd)
+        finally:
+            os.close(vfd)
+        p = self.pw("undo", "--all", "--json", check=False)
+        self.assertEqual(sorted(os.listdir(dfd)), ["e", "g"], p.stdout + p.stderr)
+        with open(os.open("g", os.O_RDONLY, dir_fd=dfd)) as f:
+            self.assertEqual(f.read(), "decoy\n")
+        efd = os.open("e", os.O_RDONLY | os.O_DIRECTORY, dir_fd=dfd)
+        self.addCleanup(os.close, efd)
+        left = sorted(os.listdir(efd))
+        if left != ["f"]:  # not undone: then it says why
+            self.assertEqual(left, ["g"])
+            self.assertIn("File name too long", p.stdout + p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
