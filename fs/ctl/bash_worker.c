@@ -27,6 +27,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -36,6 +37,7 @@
 
 #include "bash/bash.h"
 #include "bash_worker.h"
+#include "pw_limits.h"
 #include "util.h"
 
 /* How long a worker may take. The analysis bounds its own work (PW_BASH_TARGETS_MAX and a
@@ -167,10 +169,37 @@ static bool write_all(int fd, const void *buf, size_t n)
 	return true;
 }
 
+bool pw_bash_hidden_path(const pw_policy *hide, const char *path, bool is_dir)
+{
+	char buf[PW_PATH_MAX];
+	size_t n = strlen(path);
+
+	if (!hide || !path[0] || !pw_policy_has_hide_rules(hide))
+		return false;
+	if (n >= sizeof(buf))
+		return true;
+	memcpy(buf, path, n + 1);
+	for (char *s = strchr(buf, '/'); s; s = strchr(s + 1, '/')) {
+		*s = '\0';
+		bool h = pw_policy_is_hidden(hide, buf, true);
+		*s = '/';
+		if (h)
+			return true;
+	}
+	return pw_policy_is_hidden(hide, path, is_dir);
+}
+
+static bool hidden_cb(const char *path, bool is_dir, void *arg)
+{
+	return pw_bash_hidden_path(arg, path, is_dir);
+}
+
 /* The answer: a 32-bit status (0, or the analysis's -errno), then on 0 the verdict's JSON. */
 static int analyze(const pw_bash_job *job, int out_fd)
 {
-	pw_bash_opts bo = { .root_fd = job->root_fd, .root_path = job->root_path, .cwd = job->cwd };
+	pw_bash_opts bo = { .root_fd = job->root_fd, .root_path = job->root_path, .cwd = job->cwd,
+			    .hidden = job->hide ? hidden_cb : NULL,
+			    .hidden_arg = (void *)job->hide };
 	pw_bash_result *res = NULL;
 	int32_t status = pw_bash_analyze(job->command, job->len, &bo, &res);
 	char *text = NULL;

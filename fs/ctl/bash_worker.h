@@ -23,6 +23,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "policy.h"
@@ -34,7 +35,18 @@ typedef struct pw_bash_job {
 	int root_fd;           /* the project root (O_PATH or O_RDONLY directory); not closed */
 	const char *root_path; /* absolute paths under it map into the project (the mountpoint) */
 	const pw_policy *policy;
+	/* The view's active policy when the asker is an agent: the names it hides are absent
+	 * to the analysis (pw_bash_hidden_path). NULL: the person asks, nothing is hidden. */
+	const pw_policy *hide;
 } pw_bash_job;
+
+/*
+ * Is PATH (normalized, project-relative; IS_DIR its type), or a directory above it, hidden
+ * by HIDE's hide rules? That is what the view shows as absent: a lookup never gets past a
+ * hidden directory. False for the root and for HIDE NULL; true for a path too long to
+ * check (fails closed).
+ */
+bool pw_bash_hidden_path(const pw_policy *hide, const char *path, bool is_dir);
 
 /*
  * Runs the analysis of JOB in a worker and decides it with JOB->policy. Returns 0 with

@@ -285,8 +285,9 @@ static int map_path(pw_view *v, const char *in, char *out, const char **ret_err)
 	return pw_path_normalize(in, strlen(in), out, ret_err);
 }
 
-/* Is PATH a directory in the backing tree (no symlink followed)? DFLT when it is missing. */
-static bool backing_is_dir(pw_view *v, const char *path, bool dflt)
+/* Is PATH a directory in the backing tree (no symlink followed)? DFLT when it is missing,
+ * or hidden by HIDE (an agent's view: a hidden name reads as a missing one). */
+static bool backing_is_dir(pw_view *v, const pw_policy *hide, const char *path, bool dflt)
 {
 	_cleanup_close_ int root = -1;
 	struct stat st;
@@ -296,7 +297,16 @@ static bool backing_is_dir(pw_view *v, const char *path, bool dflt)
 	root = open(pw_view_project(v), O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0 || fstatat(root, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return dflt;
+	if (pw_bash_hidden_path(hide, path, S_ISDIR(st.st_mode)))
+		return dflt;
 	return S_ISDIR(st.st_mode);
+}
+
+/* What an agent may not see: the view's active policy (a reference), whose hidden names
+ * its answers treat as absent. NULL for the person. */
+static pw_policy *agent_hide(call *x)
+{
+	return x->peer->restricted ? pw_view_policy(x->view, NULL) : NULL;
 }
 
 static const pw_rpc_param check_params[] = {
@@ -315,7 +325,10 @@ static int m_check(call *x, json_t **ret)
 	uint64_t gen = 0;
 	size_t i;
 	int op = PW_OP_WRITE;
+	_cleanup_policy_ pw_policy *hide = agent_hide(x);
 
+	if (x->peer->restricted && !hide)
+		return fail_nomem(x);
 	if (opname) {
 		op = streq(opname, "write") ? PW_OP_WRITE : pw_op_from_name(opname);
 		if (op < 0)
@@ -351,7 +364,7 @@ static int m_check(call *x, json_t **ret)
 			return fail(x, PW_RPC_INVALID_PATH, "params.paths[%zu]: %s", i,
 				    err ? err : strerror(-r));
 		}
-		is_dir = dir ? json_is_true(dir) : backing_is_dir(x->view, rel, slash);
+		is_dir = dir ? json_is_true(dir) : backing_is_dir(x->view, hide, rel, slash);
 		pw_policy_decide(p, op, rel, is_dir, &d);
 		json_array_append_new(out, pw_report_decision(rel[0] ? rel : ".", op, is_dir, &d,
 							      pw_policy_mode_name(p)));
@@ -493,6 +506,11 @@ static int m_bash_check(call *x, json_t **ret)
 		return fail(x, PW_RPC_UNAVAILABLE, "bash analysis failed: cannot open the project: %s",
 			    strerror(-r));
 	}
+	_cleanup_policy_ pw_policy *hide = agent_hide(x);
+	if (x->peer->restricted && !hide) {
+		pw_policy_unref(p);
+		return fail_nomem(x);
+	}
 	pw_bash_job job = {
 		.command = json_string_value(cmd),
 		.len = json_string_length(cmd),
@@ -500,6 +518,7 @@ static int m_bash_check(call *x, json_t **ret)
 		.root_fd = root,
 		.root_path = pw_view_mountpoint(x->view),
 		.policy = p,
+		.hide = hide,
 	};
 	r = pw_bash_worker_run(&job, &o);
 	if (r < 0) {

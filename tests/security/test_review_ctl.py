@@ -110,6 +110,56 @@ def wait_ctime_after(t0_ns, where):
     return wait_until(past, 10)
 
 
+class HiddenNames(ReviewCase):
+    """Finding 7: everything the agent socket answers goes through the hide rules."""
+
+    def targets(self, a, command):
+        res = a.call("bash.check", {"command": command})
+        return [t["path"] for t in res["targets"]]
+
+    def test_bash_check_globs_do_not_list_hidden_names(self):
+        v = self.hiding_view()
+        a = self.agent(self.agent_socket(v))
+        listed = self.targets(a, "rm secrets/*")
+        self.assertNotIn("secrets/api_token_prod", listed)
+        self.assertNotIn("secrets/key", listed)
+        self.assertNotIn(".env", self.targets(a, "rm .e*"))
+        # A glob is no yes/no probe: a matching and a non-matching pattern answer alike.
+        hit = a.call("bash.check", {"command": "rm secrets/api_token_p*"})
+        miss = a.call("bash.check", {"command": "rm secrets/api_token_x*"})
+        strip = lambda r: [(t["kind"], t.get("note")) for t in r["targets"]]  # noqa: E731
+        self.assertEqual(strip(hit), strip(miss))
+        # Nor is a working directory inside a hidden one.
+        inside = a.call("bash.check", {"command": "rm *", "cwd": "secrets"})
+        nowhere = a.call("bash.check", {"command": "rm *", "cwd": "nosuch"})
+        self.assertEqual(strip(inside), strip(nowhere))
+        # Visible names still expand, and the person's socket sees everything.
+        self.assertIn("src/main.c", self.targets(a, "rm src/*"))
+        c = self.operator(v)
+        res = c.call("bash.check", {"command": "rm secrets/*"})
+        self.assertIn("secrets/key", [t["path"] for t in res["targets"]])
+
+    def test_bash_check_is_dir_of_a_hidden_directory_reads_as_absent(self):
+        v = self.hiding_view()
+        a = self.agent(self.agent_socket(v))
+
+        def is_dir(cmd):
+            return [t["is_dir"] for t in a.call("bash.check", {"command": cmd})["targets"]]
+        self.assertEqual(is_dir("rm secrets/sub"), is_dir("rm secrets/nosuch"))
+
+    def test_check_is_dir_of_a_hidden_directory_reads_as_absent(self):
+        v = self.hiding_view()
+        a = self.agent(self.agent_socket(v))
+        res = a.call("check", {"paths": ["secrets/sub", "secrets/missing"]})
+        existing, missing = res["decisions"]
+        self.assertEqual(existing["is_dir"], missing["is_dir"], res)
+        self.assertFalse(existing["is_dir"], res)
+        # A visible directory is still told, and the person's socket is told the truth.
+        self.assertTrue(a.call("check", {"paths": ["src"]})["decisions"][0]["is_dir"])
+        c = self.operator(v)
+        self.assertTrue(c.call("check", {"paths": ["secrets/sub"]})["decisions"][0]["is_dir"])
+
+
 class UndoAndStore(ReviewCase):
     """Finding 9."""
 
