@@ -58,3 +58,7 @@ bool pw_bash_hidden_path(const pw_policy *hide, const char *path, bool is_dir);
  *   -EPERM                     the worker could not drop its privileges (it never ran)
  */
 int pw_bash_worker_run(const pw_bash_job *job, json_t **ret_result);
+/* The same, but the worker is killed and -ECANCELED returned once CANCEL_FD (-1: none)
+ * becomes readable (the control server stops). Blocks the calling thread until then: the
+ * control server runs it as a job (server.h), never on its own thread. */
+int pw_bash_worker_run_cancellable(const pw_bash_job *job, int cancel_fd, json_t **ret_result);

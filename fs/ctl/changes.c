@@ -1365,11 +1365,11 @@ static const pw_rpc_param prune_params[] = {
  * every other client (`status`, `mode`, a switch, the agent's requests) as long. So each
  * call runs on a thread of its own, with copies of what it needs (params, the peer), and
  * replies from the server thread when done: the thread wakes the server, whose tick
- * reaps it. At most JOBS_MAX run at once (more are answered PW_RPC_BUSY at once). The
- * store's lock orders them with each other and with the FUSE layer, as before.
+ * reaps it. The server admits them (server.h, "Slow work of a call": the agents' pool and
+ * the person's own; beyond it PW_RPC_BUSY at once), a notification included: it runs as a
+ * job too, bounded alike, and is not answered. The store's lock orders them with each
+ * other and with the FUSE layer, as before.
  */
-
-#define JOBS_MAX 4
 
 typedef int (*changes_fn)(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
 			  json_t **ret, pw_ctl_fail *fail);
@@ -1386,6 +1386,7 @@ typedef struct job {
 	int r;
 	json_t *result;
 	pw_ctl_fail fail;
+	pw_ctl_job_slot slot; /* its place in the server's admission */
 	pthread_t thread;
 	atomic_bool done;
 	struct job *next;
@@ -1416,25 +1417,26 @@ static void job_free(job *j)
 	free(j);
 }
 
-/* Runs FN for the call C on a thread of its own, or here for a notification (no reply). */
+/* Runs FN for the call C on a thread of its own; a notification (no id) too, unanswered. */
 static int run_job(pw_ctl_ctx *c, changes_fn fn, json_t **ret)
 {
 	changes_mod *m = c->data;
 	json_t *id = pw_ctl_client_defer(c->client);
-	if (!id) /* a notification: executed, never answered */
-		return fn(m->fs, c->view, c->peer, c->params, ret, c->fail);
 	uint64_t client = pw_ctl_client_serial(c->client);
-	if (m->n_jobs >= JOBS_MAX) {
-		pw_ctl_server_reply_error(c->server, client, id, PW_RPC_BUSY,
-					  "busy: other calls over the originals are running; try "
-					  "again when they are done",
-					  NULL);
+	pw_ctl_job_slot slot;
+	(void)ret;
+	if (pw_ctl_job_admit(c, &slot) < 0) {
+		if (id)
+			pw_ctl_server_reply_error(c->server, client, id, PW_RPC_BUSY,
+						  "busy: other calls that take time are running; "
+						  "try again when they are done",
+						  NULL);
 		return PW_CTL_DEFERRED;
 	}
 	job *j = calloc(1, sizeof(*j));
 	if (j) {
 		*j = (job){ .server = c->server, .client = client, .id = id, .fn = fn,
-			    .fs = m->fs, .view = c->view, .peer = *c->peer };
+			    .fs = m->fs, .view = c->view, .peer = *c->peer, .slot = slot };
 		j->peer.reason = j->peer.answered_by = NULL;
 		j->params = c->params ? json_deep_copy(c->params) : NULL;
 	}
@@ -1444,8 +1446,10 @@ static int run_job(pw_ctl_ctx *c, changes_fn fn, json_t **ret)
 			j->id = NULL;
 			job_free(j);
 		}
-		pw_ctl_server_reply_error(c->server, client, id, PW_RPC_INTERNAL_ERROR,
-					  "cannot start the call's thread", NULL);
+		pw_ctl_job_release(c->server, &slot);
+		if (id)
+			pw_ctl_server_reply_error(c->server, client, id, PW_RPC_INTERNAL_ERROR,
+						  "cannot start the call's thread", NULL);
 		return PW_CTL_DEFERRED;
 	}
 	/* Reaped by the tick, on this thread: never before this returns. */
@@ -1468,9 +1472,10 @@ static int64_t changes_tick(pw_ctl_server *s, void *data, int64_t now_ms)
 		pthread_join(j->thread, NULL);
 		*pp = j->next;
 		m->n_jobs--;
-		if (j->r == 0)
+		pw_ctl_job_release(s, &j->slot);
+		if (j->id && j->r == 0) /* a notification (no id) is not answered */
 			pw_ctl_server_reply(s, j->client, TAKE_PTR(j->id), TAKE_PTR(j->result));
-		else
+		else if (j->id)
 			pw_ctl_server_reply_error(s, j->client, TAKE_PTR(j->id), j->fail.code,
 						  j->fail.message ? j->fail.message : "failed",
 						  TAKE_PTR(j->fail.data));

@@ -110,6 +110,219 @@ def wait_ctime_after(t0_ns, where):
     return wait_until(past, 10)
 
 
+def children(pid):
+    """The live child processes of PID (every thread's), as {pid: comm}."""
+    out = {}
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return out
+    for t in tasks:
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, t)) as f:
+                kids = [int(k) for k in f.read().split()]
+        except OSError:
+            continue
+        for k in kids:
+            try:
+                with open("/proc/%d/comm" % k) as f:
+                    out[k] = f.read().strip()
+            except OSError:
+                pass
+    return out
+
+
+def proc_state(pid):
+    """The state letter of PID ('T' stopped), or None once it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+class RawClient:
+    """Sends lines without waiting for answers (notifications, pipelined calls) and reads
+    replies by id."""
+
+    def __init__(self, path, timeout=60):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.buf = b""
+
+    def send(self, method, params=None, id=None):
+        req = {"jsonrpc": "2.0", "method": method}
+        if id is not None:
+            req["id"] = id
+        if params is not None:
+            req["params"] = params
+        self.sock.sendall(json.dumps(req).encode() + b"\n")
+
+    def reply(self, id):
+        while True:
+            while b"\n" not in self.buf:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    raise ConnectionError("control socket closed")
+                self.buf += chunk
+            line, _, self.buf = self.buf.partition(b"\n")
+            msg = json.loads(line)
+            if msg.get("id") == id:
+                return msg
+
+    def close(self):
+        self.sock.close()
+
+
+class AgentWork(ReviewCase):
+    """Finding 4: no agent request may delay an operator request."""
+
+    # A glob-heavy check: each pattern lists t/ and every directory in it.
+    HEAVY = "rm " + "t/*/x* " * 400
+
+    def setUp(self):
+        super().setUp()
+        for i in range(40):
+            d = os.path.join(self.project, "t", "d%02d" % i)
+            os.makedirs(d)
+            for k in range(25):
+                with open(os.path.join(d, "x%02d" % k), "w"):
+                    pass
+        self.stopped = []
+
+    def mount_answering(self, mode="build"):
+        v = super().mount_answering(mode)
+        # Runs before the view's teardown (last in, first out): no worker stays stopped.
+        self.addCleanup(self.resume_all)
+        return v
+
+    def resume_all(self):
+        for pid in self.stopped:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
+        self.stopped = []
+
+    def workers(self, v):
+        """The daemon's bash workers: children that are forks of it (its own comm)."""
+        with open("/proc/%d/comm" % v.pid) as f:
+            me = f.read().strip()
+        return {k for k, c in children(v.pid).items() if c == me}
+
+    def catch_worker(self, v, send):
+        """Calls SEND() until a bash worker of the daemon runs, stops it (SIGSTOP) and
+        returns its pid: while it is stopped, the job that waits for it is provably still
+        running. SEND is called again whenever no worker shows up."""
+        end = time.monotonic() + 90
+        while time.monotonic() < end:
+            send()
+            inner = time.monotonic() + 5
+            while time.monotonic() < inner:
+                for pid in self.workers(v) - set(self.stopped):
+                    try:
+                        os.kill(pid, signal.SIGSTOP)
+                    except OSError:
+                        continue
+                    if wait_until(lambda: proc_state(pid) in ("T", None), 10) and \
+                            proc_state(pid) == "T":
+                        self.stopped.append(pid)
+                        return pid
+                time.sleep(0.001)
+        self.fail("no bash worker seen" + self.daemon_logs())
+
+    def test_the_person_is_answered_while_an_agent_check_runs(self):
+        v = self.mount_answering("build")
+        path = self.agent_socket(v)
+        a = RawClient(path)
+        self.addCleanup(a.close)
+        ids = iter(range(1, 1000))
+        sent = []
+
+        def send():
+            i = next(ids)
+            a.send("bash.check", {"command": self.HEAVY}, id=i)
+            sent.append(i)
+        w = self.catch_worker(v, send)
+        # The agent's check waits for W, stopped: the person is answered meanwhile.
+        c = self.operator(v, timeout=30)
+        st = c.call("status")
+        self.assertGreaterEqual(st["jobs"]["agent"], 1)
+        res = c.call("mode.set", {"mode": "design"})
+        self.assertEqual(res["mode"], "design")
+        self.assertEqual(self.pw("mode").returncode, 0)
+        self.assertEqual(proc_state(w), "T", "the agent's job ended before the person's calls")
+        # Released, the agent's check is answered too.
+        self.resume_all()
+        for i in sent:
+            msg = a.reply(i)
+            self.assertTrue("result" in msg or msg["error"]["code"] == -32005, msg)
+
+    def test_agents_are_bounded_and_the_person_keeps_capacity(self):
+        v = self.mount_answering("build")
+        path = self.agent_socket(v)
+        conns = [RawClient(path) for _ in range(3)]
+        for a in conns:
+            self.addCleanup(a.close)
+        # Fill the agents' pool: two jobs on each of two connections, every one waiting
+        # for a stopped worker.
+        n = [0]
+
+        def sender(a):
+            def send():
+                n[0] += 1
+                a.send("bash.check", {"command": self.HEAVY}, id=n[0])
+            return send
+        for a in conns[:2]:
+            self.catch_worker(v, sender(a))
+            self.catch_worker(v, sender(a))
+        c = self.operator(v, timeout=30)
+        self.assertEqual(c.call("status")["jobs"]["agent"], 4)
+        # A third agent connection is turned away at once, and so are its notifications
+        # (bash.check and changes.*): they cannot exceed the limit.
+        b = conns[2]
+        b.send("bash.check", {"command": "rm t/*"}, id=9001)
+        self.assertEqual(b.reply(9001)["error"]["code"], -32005)
+        before = c.call("status")["jobs"]["agent_refused"]
+        for _ in range(3):
+            b.send("bash.check", {"command": self.HEAVY})
+            b.send("changes.diff", {"since_ns": 1})
+            b.send("changes.list")
+        b.send("status", id=9002)  # answered after the notifications were handled
+        self.assertIn("result", b.reply(9002))
+        st = c.call("status")["jobs"]
+        self.assertEqual(st["agent"], 4)
+        self.assertEqual(st["agent_refused"] - before, 9)
+        self.assertEqual(len(self.workers(v)), 4)
+        # The person's own pool is untouched: their check and their undo run now.
+        res = c.call("bash.check", {"command": "rm t/d00/*"})
+        self.assertIn("t/d00/x00", [t["path"] for t in res["targets"]])
+        self.assertEqual(c.call("changes.undo", {"all": True, "dry_run": True})["dry_run"],
+                         True)
+
+    def test_an_agent_notification_is_bounded_per_connection(self):
+        v = self.mount_answering("build")
+        a = RawClient(self.agent_socket(v))
+        self.addCleanup(a.close)
+
+        def send():
+            a.send("bash.check", {"command": self.HEAVY})  # a notification: no id
+        self.catch_worker(v, send)
+        self.catch_worker(v, send)
+        c = self.operator(v, timeout=30)
+        before = c.call("status")["jobs"]
+        self.assertEqual(before["agent"], 2)
+        for _ in range(4):
+            send()
+        a.send("status", id=1)
+        self.assertIn("result", a.reply(1))
+        st = c.call("status")["jobs"]
+        self.assertEqual(st["agent"], 2)
+        self.assertEqual(st["agent_refused"] - before["agent_refused"], 4)
+        self.assertEqual(len(self.workers(v)), 2)
+
+
 class HiddenNames(ReviewCase):
     """Finding 7: everything the agent socket answers goes through the hide rules."""
 
