@@ -1112,9 +1112,12 @@ static int64_t view_since(const ctx *x, const crow *rw)
 
 /* Was the object now at CUR changed outside the view after the view last changed it (row
  * RW)? An inode the view changed carries the time of its last change. An inode the view
- * does not know at all was put there from outside (a `sed -i` or an editor's save on the
+ * does not know at all, and not the original's own (the view may have forgotten an inode
+ * it wrote in place), was put there from outside (a `sed -i` or an editor's save on the
  * backing copy renames a new file over it) when it changed after this daemon started and
- * after the row: everything the view itself made or changed since the start is known. */
+ * after the row: what the view itself made since the start it knows, unless the kernel
+ * had it forget the node since (then this errs on the side of a conflict, which --force
+ * overrides). */
 static bool changed_outside(ctx *x, const crow *rw, const char *cur)
 {
 	struct stat st;
@@ -1125,6 +1128,10 @@ static bool changed_outside(ctx *x, const crow *rw, const char *cur)
 	int64_t last = n ? atomic_load(&n->changed_ns) : 0;
 	pthread_rwlock_unlock(&x->fs->tree_lock);
 	int64_t ctime = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	bool same = rw->move ? st.st_dev == rw->src_dev && st.st_ino == rw->src_ino
+			     : rw->o.present && st.st_dev == rw->o.dev && st.st_ino == rw->o.ino;
+	if (!n && same)
+		return false; /* the object the row names (moved, or changed in place): unknown */
 	if (!n)
 		return ctime > pw_view_started_ns(x->v) && ctime > view_since(x, rw);
 	return last && ctime > last;
