@@ -27,6 +27,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -36,6 +37,7 @@
 
 #include "bash/bash.h"
 #include "bash_worker.h"
+#include "pw_limits.h"
 #include "util.h"
 
 /* How long a worker may take. The analysis bounds its own work (PW_BASH_TARGETS_MAX and a
@@ -167,10 +169,37 @@ static bool write_all(int fd, const void *buf, size_t n)
 	return true;
 }
 
+bool pw_bash_hidden_path(const pw_policy *hide, const char *path, bool is_dir)
+{
+	char buf[PW_PATH_MAX];
+	size_t n = strlen(path);
+
+	if (!hide || !path[0] || !pw_policy_has_hide_rules(hide))
+		return false;
+	if (n >= sizeof(buf))
+		return true;
+	memcpy(buf, path, n + 1);
+	for (char *s = strchr(buf, '/'); s; s = strchr(s + 1, '/')) {
+		*s = '\0';
+		bool h = pw_policy_is_hidden(hide, buf, true);
+		*s = '/';
+		if (h)
+			return true;
+	}
+	return pw_policy_is_hidden(hide, path, is_dir);
+}
+
+static bool hidden_cb(const char *path, bool is_dir, void *arg)
+{
+	return pw_bash_hidden_path(arg, path, is_dir);
+}
+
 /* The answer: a 32-bit status (0, or the analysis's -errno), then on 0 the verdict's JSON. */
 static int analyze(const pw_bash_job *job, int out_fd)
 {
-	pw_bash_opts bo = { .root_fd = job->root_fd, .root_path = job->root_path, .cwd = job->cwd };
+	pw_bash_opts bo = { .root_fd = job->root_fd, .root_path = job->root_path, .cwd = job->cwd,
+			    .hidden = job->hide ? hidden_cb : NULL,
+			    .hidden_arg = (void *)job->hide };
 	pw_bash_result *res = NULL;
 	int32_t status = pw_bash_analyze(job->command, job->len, &bo, &res);
 	char *text = NULL;
@@ -232,8 +261,9 @@ static void worker_identity(int root_fd, uid_t *ret_uid, gid_t *ret_gid)
 }
 
 /* Reads the worker's whole answer into *ret (malloc'd, *ret_len bytes). -ETIMEDOUT when the
- * deadline passes first, -ECHILD when the answer is larger than WORKER_ANSWER_MAX. */
-static int read_answer(int fd, char **ret, size_t *ret_len)
+ * deadline passes first, -ECANCELED when CANCEL_FD (>= 0) becomes readable first, -ECHILD
+ * when the answer is larger than WORKER_ANSWER_MAX. */
+static int read_answer(int fd, int cancel_fd, char **ret, size_t *ret_len)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0, cap = 0;
@@ -243,14 +273,17 @@ static int read_answer(int fd, char **ret, size_t *ret_len)
 		int64_t left = deadline - pw_clock_ms(CLOCK_MONOTONIC);
 		if (left <= 0)
 			return -ETIMEDOUT;
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		int k = poll(&pfd, 1, (int)left);
+		struct pollfd pfd[2] = { { .fd = fd, .events = POLLIN },
+					 { .fd = cancel_fd, .events = POLLIN } };
+		int k = poll(pfd, cancel_fd >= 0 ? 2 : 1, (int)left);
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0)
 			return negative_errno();
 		if (k == 0)
 			continue;
+		if (cancel_fd >= 0 && pfd[1].revents)
+			return -ECANCELED;
 		if (len == cap) {
 			if (cap >= WORKER_ANSWER_MAX)
 				return -ECHILD;
@@ -308,6 +341,11 @@ static int parse_answer(const char *buf, size_t len, json_t **ret)
 
 int pw_bash_worker_run(const pw_bash_job *job, json_t **ret_result)
 {
+	return pw_bash_worker_run_cancellable(job, -1, ret_result);
+}
+
+int pw_bash_worker_run_cancellable(const pw_bash_job *job, int cancel_fd, json_t **ret_result)
+{
 	_cleanup_free_ char *answer = NULL;
 	_cleanup_close_ int rd = -1, wr = -1;
 	size_t len = 0;
@@ -329,7 +367,7 @@ int pw_bash_worker_run(const pw_bash_job *job, json_t **ret_result)
 		worker_main(job, wr, uid, gid);
 	close(TAKE_FD(wr));
 
-	r = read_answer(rd, &answer, &len);
+	r = read_answer(rd, cancel_fd, &answer, &len);
 	if (r < 0)
 		kill(pid, SIGKILL);
 	int st = reap(pid);

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "policy.h"
@@ -34,7 +35,18 @@ typedef struct pw_bash_job {
 	int root_fd;           /* the project root (O_PATH or O_RDONLY directory); not closed */
 	const char *root_path; /* absolute paths under it map into the project (the mountpoint) */
 	const pw_policy *policy;
+	/* The view's active policy when the asker is an agent: the names it hides are absent
+	 * to the analysis (pw_bash_hidden_path). NULL: the person asks, nothing is hidden. */
+	const pw_policy *hide;
 } pw_bash_job;
+
+/*
+ * Is PATH (normalized, project-relative; IS_DIR its type), or a directory above it, hidden
+ * by HIDE's hide rules? That is what the view shows as absent: a lookup never gets past a
+ * hidden directory. False for the root and for HIDE NULL; true for a path too long to
+ * check (fails closed).
+ */
+bool pw_bash_hidden_path(const pw_policy *hide, const char *path, bool is_dir);
 
 /*
  * Runs the analysis of JOB in a worker and decides it with JOB->policy. Returns 0 with
@@ -46,3 +58,7 @@ typedef struct pw_bash_job {
  *   -EPERM                     the worker could not drop its privileges (it never ran)
  */
 int pw_bash_worker_run(const pw_bash_job *job, json_t **ret_result);
+/* The same, but the worker is killed and -ECANCELED returned once CANCEL_FD (-1: none)
+ * becomes readable (the control server stops). Blocks the calling thread until then: the
+ * control server runs it as a job (server.h), never on its own thread. */
+int pw_bash_worker_run_cancellable(const pw_bash_job *job, int cancel_fd, json_t **ret_result);

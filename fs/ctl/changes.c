@@ -541,11 +541,16 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 					"name", c->name, "mode", c->mode, "current",
 					c->id == pw_keep_current(x.k), "changes", changes));
 	}
-	json_t *o = json_pack("{s:o,s:I,s:b,s:{s:s,s:I,s:I}}", "changesets",
-			      sets ? sets : json_array(), "current",
-			      (json_int_t)pw_keep_current(x.k), "truncated", truncated, "store",
-			      "dir", pw_orig_dir(s), "bytes", (json_int_t)bytes, "blobs",
-			      (json_int_t)blobs);
+	/* The store's totals move with de-duplication (content already kept adds no blob and
+	 * no bytes), so they would confirm an agent's guess of hidden content: the person's
+	 * side only. */
+	json_t *store = peer->restricted ?
+				json_pack("{s:s}", "dir", pw_orig_dir(s)) :
+				json_pack("{s:s,s:I,s:I}", "dir", pw_orig_dir(s), "bytes",
+					  (json_int_t)bytes, "blobs", (json_int_t)blobs);
+	json_t *o = json_pack("{s:o,s:I,s:b,s:o}", "changesets", sets ? sets : json_array(),
+			      "current", (json_int_t)pw_keep_current(x.k), "truncated", truncated,
+			      "store", store ? store : json_object());
 	return done(&x, o, ret);
 }
 
@@ -728,7 +733,11 @@ static int open_parent(ctx *x, const char *path, const char **ret_name)
 		*ret_name = path;
 		return openat(x->root, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	}
-	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	/* A parent longer than the buffer is refused: cut, it would name another directory. */
+	if ((size_t)(slash - path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = '\0';
 	*ret_name = slash + 1;
 	return pw_openat_beneath(x->fs, dir, O_PATH | O_DIRECTORY, 0);
 }
@@ -1088,8 +1097,28 @@ static void act(undo_run *u, const char *what, const char *path, const char *pat
 	json_array_append_new(u->actions, a);
 }
 
-/* Was the object now at CUR changed outside the view after the view last changed it? */
-static bool changed_outside(ctx *x, const char *cur)
+/* Since when the object of row RW is the view's: the row's time, but for a row of an undo,
+ * which writes the backing tree itself (inodes the view never learns), the end of the
+ * undo's change set (the start of the next one; none yet: the undo still runs). */
+static int64_t view_since(const ctx *x, const crow *rw)
+{
+	for (size_t i = 0; i < x->n_sets; i++) {
+		if (x->sets[i].id != rw->cs || !streq_ptr(x->sets[i].reason, "undo"))
+			continue;
+		return i + 1 < x->n_sets ? x->sets[i + 1].started_ns : INT64_MAX;
+	}
+	return rw->time_ns;
+}
+
+/* Was the object now at CUR changed outside the view after the view last changed it (row
+ * RW)? An inode the view changed carries the time of its last change. An inode the view
+ * does not know at all, and not the original's own (the view may have forgotten an inode
+ * it wrote in place), was put there from outside (a `sed -i` or an editor's save on the
+ * backing copy renames a new file over it) when it changed after this daemon started and
+ * after the row: what the view itself made since the start it knows, unless the kernel
+ * had it forget the node since (then this errs on the side of a conflict, which --force
+ * overrides). */
+static bool changed_outside(ctx *x, const crow *rw, const char *cur)
 {
 	struct stat st;
 	if (stat_beneath(x, cur, &st) < 0 || S_ISDIR(st.st_mode))
@@ -1099,6 +1128,12 @@ static bool changed_outside(ctx *x, const char *cur)
 	int64_t last = n ? atomic_load(&n->changed_ns) : 0;
 	pthread_rwlock_unlock(&x->fs->tree_lock);
 	int64_t ctime = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+	bool same = rw->move ? st.st_dev == rw->src_dev && st.st_ino == rw->src_ino
+			     : rw->o.present && st.st_dev == rw->o.dev && st.st_ino == rw->o.ino;
+	if (!n && same)
+		return false; /* the object the row names (moved, or changed in place): unknown */
+	if (!n)
+		return ctime > pw_view_started_ns(x->v) && ctime > view_since(x, rw);
 	return last && ctime > last;
 }
 
@@ -1186,7 +1221,7 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			continue;
 		char cur[PW_PATH_MAX];
 		current_path(&x, i, rw->move ? rw->path2 : rw->path, cur);
-		if (changed_outside(&x, cur))
+		if (changed_outside(&x, rw, cur))
 			json_array_append_new(conflicts, json_string(cur));
 	}
 	bool refuse = json_array_size(conflicts) && !u.force;
@@ -1337,11 +1372,11 @@ static const pw_rpc_param prune_params[] = {
  * every other client (`status`, `mode`, a switch, the agent's requests) as long. So each
  * call runs on a thread of its own, with copies of what it needs (params, the peer), and
  * replies from the server thread when done: the thread wakes the server, whose tick
- * reaps it. At most JOBS_MAX run at once (more are answered PW_RPC_BUSY at once). The
- * store's lock orders them with each other and with the FUSE layer, as before.
+ * reaps it. The server admits them (server.h, "Slow work of a call": the agents' pool and
+ * the person's own; beyond it PW_RPC_BUSY at once), a notification included: it runs as a
+ * job too, bounded alike, and is not answered. The store's lock orders them with each
+ * other and with the FUSE layer, as before.
  */
-
-#define JOBS_MAX 4
 
 typedef int (*changes_fn)(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
 			  json_t **ret, pw_ctl_fail *fail);
@@ -1358,6 +1393,7 @@ typedef struct job {
 	int r;
 	json_t *result;
 	pw_ctl_fail fail;
+	pw_ctl_job_slot slot; /* its place in the server's admission */
 	pthread_t thread;
 	atomic_bool done;
 	struct job *next;
@@ -1388,25 +1424,26 @@ static void job_free(job *j)
 	free(j);
 }
 
-/* Runs FN for the call C on a thread of its own, or here for a notification (no reply). */
+/* Runs FN for the call C on a thread of its own; a notification (no id) too, unanswered. */
 static int run_job(pw_ctl_ctx *c, changes_fn fn, json_t **ret)
 {
 	changes_mod *m = c->data;
 	json_t *id = pw_ctl_client_defer(c->client);
-	if (!id) /* a notification: executed, never answered */
-		return fn(m->fs, c->view, c->peer, c->params, ret, c->fail);
 	uint64_t client = pw_ctl_client_serial(c->client);
-	if (m->n_jobs >= JOBS_MAX) {
-		pw_ctl_server_reply_error(c->server, client, id, PW_RPC_BUSY,
-					  "busy: other calls over the originals are running; try "
-					  "again when they are done",
-					  NULL);
+	pw_ctl_job_slot slot;
+	(void)ret;
+	if (pw_ctl_job_admit(c, &slot) < 0) {
+		if (id)
+			pw_ctl_server_reply_error(c->server, client, id, PW_RPC_BUSY,
+						  "busy: other calls that take time are running; "
+						  "try again when they are done",
+						  NULL);
 		return PW_CTL_DEFERRED;
 	}
 	job *j = calloc(1, sizeof(*j));
 	if (j) {
 		*j = (job){ .server = c->server, .client = client, .id = id, .fn = fn,
-			    .fs = m->fs, .view = c->view, .peer = *c->peer };
+			    .fs = m->fs, .view = c->view, .peer = *c->peer, .slot = slot };
 		j->peer.reason = j->peer.answered_by = NULL;
 		j->params = c->params ? json_deep_copy(c->params) : NULL;
 	}
@@ -1416,8 +1453,10 @@ static int run_job(pw_ctl_ctx *c, changes_fn fn, json_t **ret)
 			j->id = NULL;
 			job_free(j);
 		}
-		pw_ctl_server_reply_error(c->server, client, id, PW_RPC_INTERNAL_ERROR,
-					  "cannot start the call's thread", NULL);
+		pw_ctl_job_release(c->server, &slot);
+		if (id)
+			pw_ctl_server_reply_error(c->server, client, id, PW_RPC_INTERNAL_ERROR,
+						  "cannot start the call's thread", NULL);
 		return PW_CTL_DEFERRED;
 	}
 	/* Reaped by the tick, on this thread: never before this returns. */
@@ -1440,9 +1479,10 @@ static int64_t changes_tick(pw_ctl_server *s, void *data, int64_t now_ms)
 		pthread_join(j->thread, NULL);
 		*pp = j->next;
 		m->n_jobs--;
-		if (j->r == 0)
+		pw_ctl_job_release(s, &j->slot);
+		if (j->id && j->r == 0) /* a notification (no id) is not answered */
 			pw_ctl_server_reply(s, j->client, TAKE_PTR(j->id), TAKE_PTR(j->result));
-		else
+		else if (j->id)
 			pw_ctl_server_reply_error(s, j->client, TAKE_PTR(j->id), j->fail.code,
 						  j->fail.message ? j->fail.message : "failed",
 						  TAKE_PTR(j->fail.data));

@@ -7,6 +7,8 @@
  *
  * Handlers run on the control server's thread. They never block on the network; the only
  * slow thing they may do is a reload (reading mode files) or a state database write.
+ * bash.check, whose analysis can take seconds, runs as a job (server.h) on a thread of its
+ * own.
  */
 #include "methods.h"
 
@@ -126,6 +128,17 @@ static json_t *invalidations_json(const pw_fs_stats *fst)
 			 (json_int_t)fst->invalidated_generation);
 }
 
+/* {"running": n, "agent": n, "started": N, "refused": N, "agent_refused": N}: the calls
+ * that take time (server.h): running now (of which for agents), admitted since start, and
+ * refused at their pool's limit. */
+static json_t *jobs_json(const pw_ctl_stats *cst)
+{
+	return json_pack("{s:i,s:i,s:I,s:I,s:I}", "running", (int)cst->jobs_running, "agent",
+			 (int)cst->agent_jobs_running, "started", (json_int_t)cst->jobs_started,
+			 "refused", (json_int_t)cst->jobs_refused, "agent_refused",
+			 (json_int_t)cst->agent_jobs_refused);
+}
+
 static int m_status(call *x, json_t **ret)
 {
 	pw_view_status st;
@@ -167,6 +180,8 @@ static int m_status(call *x, json_t **ret)
 		      requests_json(&fst), "state_db", pw_view_state_db(x->view));
 	if (o)
 		json_object_set_new(o, "invalidations", invalidations_json(&fst));
+	if (o)
+		json_object_set_new(o, "jobs", jobs_json(&cst));
 	pw_view_status_done(&st);
 	return done(x, o, ret);
 }
@@ -285,8 +300,9 @@ static int map_path(pw_view *v, const char *in, char *out, const char **ret_err)
 	return pw_path_normalize(in, strlen(in), out, ret_err);
 }
 
-/* Is PATH a directory in the backing tree (no symlink followed)? DFLT when it is missing. */
-static bool backing_is_dir(pw_view *v, const char *path, bool dflt)
+/* Is PATH a directory in the backing tree (no symlink followed)? DFLT when it is missing,
+ * or hidden by HIDE (an agent's view: a hidden name reads as a missing one). */
+static bool backing_is_dir(pw_view *v, const pw_policy *hide, const char *path, bool dflt)
 {
 	_cleanup_close_ int root = -1;
 	struct stat st;
@@ -296,7 +312,16 @@ static bool backing_is_dir(pw_view *v, const char *path, bool dflt)
 	root = open(pw_view_project(v), O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0 || fstatat(root, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return dflt;
+	if (pw_bash_hidden_path(hide, path, S_ISDIR(st.st_mode)))
+		return dflt;
 	return S_ISDIR(st.st_mode);
+}
+
+/* What an agent may not see: the view's active policy (a reference), whose hidden names
+ * its answers treat as absent. NULL for the person. */
+static pw_policy *agent_hide(call *x)
+{
+	return x->peer->restricted ? pw_view_policy(x->view, NULL) : NULL;
 }
 
 static const pw_rpc_param check_params[] = {
@@ -315,7 +340,10 @@ static int m_check(call *x, json_t **ret)
 	uint64_t gen = 0;
 	size_t i;
 	int op = PW_OP_WRITE;
+	_cleanup_policy_ pw_policy *hide = agent_hide(x);
 
+	if (x->peer->restricted && !hide)
+		return fail_nomem(x);
 	if (opname) {
 		op = streq(opname, "write") ? PW_OP_WRITE : pw_op_from_name(opname);
 		if (op < 0)
@@ -351,7 +379,7 @@ static int m_check(call *x, json_t **ret)
 			return fail(x, PW_RPC_INVALID_PATH, "params.paths[%zu]: %s", i,
 				    err ? err : strerror(-r));
 		}
-		is_dir = dir ? json_is_true(dir) : backing_is_dir(x->view, rel, slash);
+		is_dir = dir ? json_is_true(dir) : backing_is_dir(x->view, hide, rel, slash);
 		pw_policy_decide(p, op, rel, is_dir, &d);
 		json_array_append_new(out, pw_report_decision(rel[0] ? rel : ".", op, is_dir, &d,
 							      pw_policy_mode_name(p)));
@@ -466,57 +494,106 @@ static const pw_rpc_param bash_params[] = {
 	{ "mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX },
 };
 
-/* The analysis runs in a worker process without privileges (bash_worker.h): the daemon
- * only maps the cwd, picks the policy and relays the verdict. */
+/* One bash.check, as its job holds it: copies of everything it needs, since it runs on a
+ * thread of its own after the call's dispatch returned. */
+typedef struct bash_call {
+	char *command;
+	size_t len;
+	char cwd[PW_PATH_MAX];
+	int root;               /* the project, O_PATH */
+	const char *root_path;  /* the view's mountpoint: the view outlives the server */
+	pw_policy *policy;      /* the mode asked about */
+	pw_policy *hide;        /* an agent's: the active policy, whose hidden names it never sees */
+} bash_call;
+
+static void bash_call_free(void *arg)
+{
+	bash_call *b = arg;
+	if (!b)
+		return;
+	free(b->command);
+	if (b->root >= 0)
+		close(b->root);
+	pw_policy_unref(b->policy);
+	pw_policy_unref(b->hide);
+	free(b);
+}
+
+/* The job: the analysis runs in a worker process without privileges (bash_worker.h); this
+ * thread waits for it and relays the verdict. */
+static int bash_job(void *arg, int cancel_fd, json_t **ret, pw_ctl_fail *f)
+{
+	bash_call *b = arg;
+	json_t *o = NULL;
+	pw_bash_job job = {
+		.command = b->command,
+		.len = b->len,
+		.cwd = b->cwd,
+		.root_fd = b->root,
+		.root_path = b->root_path,
+		.policy = b->policy,
+		.hide = b->hide,
+	};
+	int r = pw_bash_worker_run_cancellable(&job, cancel_fd, &o);
+	if (r == -ENOMEM)
+		return pw_ctl_fail_set(f, PW_RPC_INTERNAL_ERROR, "out of memory");
+	if (r == -E2BIG || r == -EINVAL)
+		return pw_ctl_fail_set(f, PW_RPC_INVALID_PARAMS, "bash analysis failed: %s",
+				       strerror(-r));
+	if (r < 0)
+		return pw_ctl_fail_set(f, PW_RPC_UNAVAILABLE, "bash analysis failed: %s",
+				       r == -ENOTSUP   ? strerror(-r) :
+				       r == -ETIMEDOUT ? "the analysis took too long" :
+				       r == -ECANCELED ? "the view's daemon is stopping" :
+							 "the analysis worker failed");
+	json_object_set_new(o, "mode", json_string(pw_policy_mode_name(b->policy)));
+	*ret = o;
+	return 0;
+}
+
+/* Checks the call and gathers what the job needs here, on the server thread (cheap); the
+ * analysis itself is a job (server.h), so no bash.check ever holds up another client. */
 static int m_bash_check(call *x, json_t **ret)
 {
 	json_t *cmd = json_object_get(x->params, "command");
 	const char *cwd_in = str_param(x, "cwd"), *err = NULL;
-	char cwd[PW_PATH_MAX] = "";
-	_cleanup_close_ int root = -1;
-	pw_policy *p;
-	json_t *o = NULL;
+	bash_call *b;
 	int r;
 
+	(void)ret;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return fail_nomem(x);
+	b->root = -1;
 	if (cwd_in) {
-		r = map_path(x->view, cwd_in, cwd, &err);
-		if (r < 0)
+		r = map_path(x->view, cwd_in, b->cwd, &err);
+		if (r < 0) {
+			bash_call_free(b);
 			return fail(x, PW_RPC_INVALID_PATH, "params.cwd: %s",
 				    r == -EXDEV ? "outside the project" : err ? err : strerror(-r));
+		}
 	}
-	if (requested_policy(x, &p) < 0)
+	if (requested_policy(x, &b->policy) < 0) {
+		bash_call_free(b);
 		return -1;
-	root = open(pw_view_project(x->view), O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root < 0) {
+	}
+	b->hide = agent_hide(x);
+	b->len = json_string_length(cmd);
+	b->command = malloc(b->len + 1);
+	if (!b->command || (x->peer->restricted && !b->hide)) {
+		bash_call_free(b);
+		return fail_nomem(x);
+	}
+	memcpy(b->command, json_string_value(cmd), b->len + 1);
+	b->root_path = pw_view_mountpoint(x->view);
+	b->root = open(pw_view_project(x->view), O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (b->root < 0) {
 		r = -errno;
-		pw_policy_unref(p);
+		bash_call_free(b);
 		return fail(x, PW_RPC_UNAVAILABLE, "bash analysis failed: cannot open the project: %s",
 			    strerror(-r));
 	}
-	pw_bash_job job = {
-		.command = json_string_value(cmd),
-		.len = json_string_length(cmd),
-		.cwd = cwd,
-		.root_fd = root,
-		.root_path = pw_view_mountpoint(x->view),
-		.policy = p,
-	};
-	r = pw_bash_worker_run(&job, &o);
-	if (r < 0) {
-		pw_policy_unref(p);
-		if (r == -ENOMEM)
-			return fail_nomem(x);
-		if (r == -E2BIG || r == -EINVAL)
-			return fail(x, PW_RPC_INVALID_PARAMS, "bash analysis failed: %s",
-				    strerror(-r));
-		return fail(x, PW_RPC_UNAVAILABLE, "bash analysis failed: %s",
-			    r == -ENOTSUP ? strerror(-r) :
-			    r == -ETIMEDOUT ? "the analysis took too long" :
-					      "the analysis worker failed");
-	}
-	json_object_set_new(o, "mode", json_string(pw_policy_mode_name(p)));
-	pw_policy_unref(p);
-	return done(x, o, ret);
+	return pw_ctl_job_run(x, bash_job, b, bash_call_free);
 }
 
 /* ---- agent.open (fs/ctl/agent.c) ------------------------------------------------------- */

@@ -52,6 +52,7 @@
 #include "pidns.h"
 #include "procfs.h"
 #include "proto.h"
+#include "jobs.h"
 #include "report.h"
 #include "util.h"
 
@@ -135,6 +136,8 @@ struct pw_ctl_server {
 		bool inited;
 	} modules[MODULES_MAX];
 	size_t n_modules;
+
+	pw_ctl_jobs *jobs; /* slow work of calls, off this thread (jobs.h) */
 };
 
 static uint64_t new_serial(pw_ctl_server *s)
@@ -1043,6 +1046,7 @@ static void *server_main(void *userdata)
 		/* Requests that expire, blocked waits that end, calls done on other threads:
 		 * their replies are queued before the poll set is built below (POLLOUT), hence
 		 * this order. */
+		pw_ctl_jobs_reap(s, s->jobs);
 		int64_t due = modules_tick(s, pw_clock_ms(CLOCK_MONOTONIC));
 		pfd[n++] = (struct pollfd){ .fd = s->wake_fd, .events = POLLIN };
 		for (size_t i = 0; i < s->n_listeners; i++)
@@ -1139,6 +1143,9 @@ int pw_ctl_server_start(pw_view *view, const char *socket_dir, const pw_ctl_tuni
 	s->view = view;
 	s->hub_slot = -1;
 	s->wake_fd = -1;
+	r = pw_ctl_jobs_new(&s->jobs);
+	if (r < 0)
+		goto fail;
 	r = modules_init(s, modules, n_modules);
 	if (r < 0)
 		goto fail;
@@ -1268,6 +1275,8 @@ void pw_ctl_server_stop(pw_ctl_server *s)
 		wake(s);
 		pthread_join(s->thread, NULL);
 	}
+	/* Before the modules' fini: a job may use what a module made. */
+	pw_ctl_jobs_free(TAKE_PTR(s->jobs));
 	if (pw_view_audit(s->view) && s->hub_slot >= 0)
 		pw_audit_set_listener(pw_view_audit(s->view), NULL, NULL);
 	hub_unregister(s);
@@ -1461,4 +1470,11 @@ void pw_ctl_server_get_stats(pw_ctl_server *s, pw_ctl_stats *ret)
 	pthread_mutex_lock(&s->lock);
 	*ret = s->stats;
 	pthread_mutex_unlock(&s->lock);
+	if (s->jobs)
+		pw_ctl_jobs_stats(s->jobs, ret);
+}
+
+pw_ctl_jobs *pw_ctl_server_jobs(pw_ctl_server *s)
+{
+	return s->jobs;
 }

@@ -210,6 +210,51 @@ void pw_ctl_client_subscribe_requests(pw_ctl_client *c);
 int pw_ctl_server_add_owned_agent_socket(pw_ctl_server *s, const char *path, uint64_t owner);
 
 /*
+ * Slow work of a call, off the server thread (ctl/jobs.c): a bash analysis, a diff of many
+ * files, an undo. On the server thread it would stall every other client for as long, and
+ * an agent could then keep the person from being answered at all (docs/SECURITY.md,
+ * "Review round four"). Each such call runs on a thread of its own and is answered from
+ * the server thread when done.
+ *
+ * Admission keeps the person's capacity the person's: agents (every agent socket
+ * together) may have PW_CTL_AGENT_JOBS_MAX jobs at once, one agent connection at most
+ * PW_CTL_AGENT_JOBS_PER_CLIENT; the operator side has PW_CTL_OPERATOR_JOBS_MAX of its own,
+ * which no agent can take. Beyond a limit the call is answered PW_RPC_BUSY at once. A
+ * notification (a call without an id) is admitted and bounded the same way, run, and never
+ * answered: it cannot bypass the limits.
+ */
+#define PW_CTL_AGENT_JOBS_PER_CLIENT 2
+#define PW_CTL_AGENT_JOBS_MAX 4
+#define PW_CTL_OPERATOR_JOBS_MAX 4
+
+/* One admitted job's place in its pool; released once, on the server thread. */
+typedef struct pw_ctl_job_slot {
+	uint64_t client;
+	bool restricted;
+	bool held;
+} pw_ctl_job_slot;
+
+/* Admits one job for the call X is dispatching. Returns 0 with *RET held, or -EBUSY (the
+ * caller answers PW_RPC_BUSY). Server thread only. */
+int pw_ctl_job_admit(pw_ctl_ctx *x, pw_ctl_job_slot *ret);
+/* Gives SLOT back (no-op when not held). Server thread only. */
+void pw_ctl_job_release(pw_ctl_server *s, pw_ctl_job_slot *slot);
+
+/* A job's work, on its own thread: returns 0 with *ret_result, or -1 with FAIL filled.
+ * CANCEL_FD becomes readable when the server stops: work that waits (a worker process)
+ * should poll it and give up. ARG is the job's own (copies of what it needs: never the
+ * call's params or the client, which the server thread owns). */
+typedef int (*pw_ctl_job_fn)(void *arg, int cancel_fd, json_t **ret_result, pw_ctl_fail *fail);
+
+/*
+ * Runs FN(ARG) as a job for the call X is dispatching: admitted (refused: answered
+ * PW_RPC_BUSY), deferred, run on a thread, answered when done (a notification: not
+ * answered). FREE_ARG(ARG) runs once the job is over, whatever happened (also when it
+ * never started). Returns PW_CTL_DEFERRED, what the handler returns.
+ */
+int pw_ctl_job_run(pw_ctl_ctx *x, pw_ctl_job_fn fn, void *arg, void (*free_arg)(void *));
+
+/*
  * The server's counters, a consistent snapshot taken under its lock: tests wait on them
  * (a connection the server has accepted or refused, a client it has dropped), so each is
  * updated at the moment the server thread acts, never estimated.
@@ -223,5 +268,8 @@ typedef struct pw_ctl_stats {
 	uint64_t refused_uid, dropped_slow, dropped_idle, dropped_large;
 	uint64_t denied_seen;       /* denied events received from the audit writer */
 	uint64_t denied_suppressed; /* notifications not sent (rate limit, full queue) */
+	/* Jobs (above): running now, of which for agents; admitted since start; refused. */
+	unsigned jobs_running, agent_jobs_running;
+	uint64_t jobs_started, jobs_refused, agent_jobs_refused;
 } pw_ctl_stats;
 void pw_ctl_server_get_stats(pw_ctl_server *s, pw_ctl_stats *ret);

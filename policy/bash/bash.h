@@ -76,6 +76,12 @@ typedef struct pw_bash_opts {
 	const char *root_path;
 	/* The working directory, project-relative ("" or NULL: the root). */
 	const char *cwd;
+	/* What the asker may not see: is PATH (project-relative; IS_DIR its type), or a
+	 * directory above it, hidden? A hidden name reads as absent to every look at the tree
+	 * (globs do not match it, stat finds nothing), as it does in the view. The caller
+	 * supplies the rules (the analysis knows no view); NULL: nothing is hidden. */
+	bool (*hidden)(const char *path, bool is_dir, void *arg);
+	void *hidden_arg;
 } pw_bash_opts;
 
 typedef struct pw_bash_result pw_bash_result;

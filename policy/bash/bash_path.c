@@ -10,6 +10,10 @@
  * O_NOFOLLOW relative to its parent, so a symlink never leads the walk out of the project.
  * Its work is charged to the analysis budget (one step per directory entry) and its results
  * are capped at BW_GLOB_MATCHES_MAX.
+ *
+ * Names the asker may not see (opts->hidden) are absent to every look at the tree: a glob
+ * neither matches nor descends into them, and a stat of one finds nothing, so the answer
+ * for a hidden name is the answer for a missing one (an agent cannot list or probe them).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -309,6 +313,12 @@ static void glob_add(glob_walk *g, const char *path)
 
 static void glob_step(glob_walk *g, int dirfd, const char *prefix, size_t i);
 
+/* Is PATH (of type IS_DIR) one the asker may not see? */
+static bool hidden(const bw_ctx *c, const char *path, bool is_dir)
+{
+	return c->opts->hidden && c->opts->hidden(path, is_dir, c->opts->hidden_arg);
+}
+
 static int cmp_names(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -323,10 +333,13 @@ static void glob_descend(glob_walk *g, int dirfd, const char *prefix, const char
 		return;
 	if (i + 1 == g->n_segs) {
 		struct stat st;
-		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !hidden(g->c, path, S_ISDIR(st.st_mode)))
 			glob_add(g, path);
 		return;
 	}
+	if (hidden(g->c, path, true)) /* walked into as a directory: hidden as one */
+		return;
 	_cleanup_close_ int fd =
 		openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
@@ -699,6 +712,8 @@ static int path_mode(bw_ctx *c, const char *path)
 			   AT_SYMLINK_NOFOLLOW | (path[0] ? 0 : AT_EMPTY_PATH)) < 0
 			   ? -1
 			   : (int)st.st_mode;
+	if (mode >= 0 && path[0] && hidden(c, path, S_ISDIR(st.st_mode)))
+		mode = -1; /* absent, as in the view */
 	if (slot && c->n_stat_memo < BW_STAT_MEMO_SLOTS / 2 && (slot->path = strdup(path))) {
 		slot->mode = mode;
 		c->n_stat_memo++;

@@ -508,3 +508,53 @@ Test(bash, results_are_independent)
 	pw_bash_result_free(a);
 	pw_bash_result_free(b);
 }
+
+/* The caller's hide predicate (pw_bash_opts.hidden): here src/sub/ and .hidden. */
+static bool hide_some(const char *path, bool is_dir, void *arg)
+{
+	(void)arg;
+	return streq(path, ".hidden") || (is_dir && streq(path, "src/sub")) ||
+	       strncmp(path, "src/sub/", 8) == 0;
+}
+
+static char *paths_of(const char *cmd, bool hiding)
+{
+	pw_bash_opts o = { .root_fd = tree_fd, .root_path = tree, .cwd = "",
+			   .hidden = hiding ? hide_some : NULL };
+	pw_bash_result *r = NULL;
+	cr_assert_eq(pw_bash_analyze(cmd, strlen(cmd), &o, &r), 0);
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&buf, &size);
+	for (size_t i = 0; i < pw_bash_target_count(r); i++) {
+		const pw_bash_target *t = pw_bash_target_get(r, i);
+		fprintf(f, "%s%s%s", i ? " " : "", t->path ? t->path : "?", t->is_dir ? "/" : "");
+	}
+	fclose(f);
+	pw_bash_result_free(r);
+	return buf;
+}
+
+/* A hidden name is absent to the analysis: globs neither match nor descend into it, and a
+ * stat of it finds nothing, so it reads exactly as a missing name. */
+Test(bash, hidden_names_read_as_absent)
+{
+	char *s = paths_of("rm src/*", false);
+	cr_expect_str_eq(s, "src/a.c src/b.c src/c.h src/sub/");
+	free(s);
+	s = paths_of("rm src/*", true);
+	cr_expect_str_eq(s, "src/a.c src/b.c src/c.h");
+	free(s);
+	s = paths_of("rm src/*/*.c", true);
+	cr_expect_str_eq(s, "src/*/*.c", "matches nothing, like a missing directory");
+	free(s);
+	s = paths_of("rm .h*", true);
+	cr_expect_str_eq(s, ".h*");
+	free(s);
+	s = paths_of("rm src/sub", true);
+	char *missing = paths_of("rm src/nosuch", true);
+	cr_expect_str_eq(s, "src/sub");
+	cr_expect_str_eq(missing, "src/nosuch", "is_dir false for both");
+	free(s);
+	free(missing);
+}
