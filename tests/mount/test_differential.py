@@ -1338,39 +1338,22 @@ class DocumentedDifferences(harness.MountCase):
     """Where the view knowingly differs from the backing filesystem (docs/SECURITY.md)."""
     tree = {}
 
-    def test_special_files_are_looked_up_only_by_who_may_use_them(self):
-        # Under allow_other the kernel opens FIFOs, device nodes and sockets without asking
-        # the daemon and, without default_permissions, without checking permission bits.
-        # So a special file is looked up only for its owner and for callers who could use
-        # it in every direction; the others get EACCES even for stat.
+    def test_allow_other_shows_the_backings_write_bits_and_refuses_with_the_mode(self):
+        # An allow_other view has the kernel check permission bits (it opens FIFOs, device
+        # nodes and sockets without asking the daemon); so stat shows the backing file's own
+        # write bits even in a read-only mode, and access(W_OK), which the kernel then
+        # answers by itself, follows them. The write itself reaches the daemon: EROFS.
         os.chmod(self.tmp, 0o755)
-        native = os.path.join(self.tmp, "nat")
-        os.mkdir(native)
-        for root in (native, self.project):
-            os.mkfifo(os.path.join(root, "readable"), 0o604)
-            os.chmod(os.path.join(root, "readable"), 0o604)
-            os.chmod(root, 0o777)
-        v = self.mount("build", args=["-o", "allow_other"])
+        with open(os.path.join(self.project, "f"), "w") as f:
+            f.write("x")
+        os.chmod(os.path.join(self.project, "f"), 0o666)
+        v = self.mount("plan", args=["-o", "allow_other"])
+        path = v.path("f")
 
-        def go(root):
-            def f():
-                return (opn(os.path.join(root, "readable"), os.O_RDONLY | os.O_NONBLOCK),
-                        opn(os.path.join(root, "readable"), os.O_RDWR),
-                        st(os.path.join(root, "readable")) == "EACCES")
-            return f
-        self.assertEqual(nobody(go(native)), ("ok", "EACCES", False))
-        self.assertEqual(nobody(go(v.mp)), ("EACCES", "EACCES", True))
-
-        # Its owner reaches it whatever its mode (it could chmod it anyway).
-        def own(root):
-            def f():
-                path = os.path.join(root, "own")
-                os.mkfifo(path, 0o600)
-                os.chmod(path, 0)
-                return opn(path, os.O_RDWR), t(os.chmod, path, 0o600)
-            return f
-        self.assertEqual(nobody(own(native)), ("EACCES", None))
-        self.assertEqual(nobody(own(v.mp)), ("ok", None))
+        def go():
+            return st(path)["mode"], os.access(path, os.W_OK), opn(path, os.O_WRONLY)
+        self.assertEqual(go(), ("-rw-rw-rw-", True, "EROFS"))
+        self.assertEqual(nobody(go), ("-rw-rw-rw-", True, "EROFS"))
 
     def test_default_permissions_lets_the_kernel_check_special_files(self):
         os.chmod(self.tmp, 0o755)
