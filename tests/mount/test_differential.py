@@ -58,6 +58,9 @@ AT_SYMLINK_NOFOLLOW = 0x100
 AT_SYMLINK_FOLLOW = 0x400
 FALLOC_FL_KEEP_SIZE = 0x01
 FALLOC_FL_PUNCH_HOLE = 0x02
+FALLOC_FL_COLLAPSE_RANGE = 0x08
+FALLOC_FL_ZERO_RANGE = 0x10
+FALLOC_FL_INSERT_RANGE = 0x20
 XATTR_CREATE = os.XATTR_CREATE
 XATTR_REPLACE = os.XATTR_REPLACE
 
@@ -541,6 +544,20 @@ def _(p):
     r = with_fd(p("ph"), os.O_RDWR, go)
     data = rd(p("ph"))
     return r, st(p("ph"), blocks=True), data[4096:12288] == bytes(8192), data.count(b"a")
+
+
+@row("fallocate ZERO_RANGE zeroes in place, extends without KEEP_SIZE, not past EOF with it")
+def _(p):
+    wr(p("zr"), b"a" * 65536)
+
+    def go(fd):
+        return (t(fallocate, fd, FALLOC_FL_ZERO_RANGE, 4096, 8192),
+                t(fallocate, fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 61440, 65536),
+                os.fstat(fd).st_size, t(fallocate, fd, FALLOC_FL_ZERO_RANGE, 65536, 4096),
+                os.fstat(fd).st_size)
+    r = with_fd(p("zr"), os.O_RDWR, go)
+    data = rd(p("zr"))
+    return r, st(p("zr")), data[4096:12288] == bytes(8192), data.count(b"a")
 
 
 @row("fallocate errors: PUNCH_HOLE without KEEP_SIZE, zero length, read-only fd")
@@ -1354,6 +1371,27 @@ class DocumentedDifferences(harness.MountCase):
             return st(path)["mode"], os.access(path, os.W_OK), opn(path, os.O_WRONLY)
         self.assertEqual(go(), ("-rw-rw-rw-", True, "EROFS"))
         self.assertEqual(nobody(go), ("-rw-rw-rw-", True, "EROFS"))
+
+    def test_collapse_and_insert_range_are_the_kernels_to_refuse(self):
+        # The kernel's FUSE passes fallocate only with KEEP_SIZE, PUNCH_HOLE and ZERO_RANGE
+        # (fs/fuse/file.c, fuse_file_fallocate) and answers EOPNOTSUPP for the rest without
+        # a request; the daemon passes through every mode it gets (the rows above). A kernel
+        # that passes COLLAPSE_RANGE or INSERT_RANGE must get the backing's own answer.
+        native = os.path.join(self.tmp, "nat")
+        os.mkdir(native)
+        v = self.mount("build")
+        for mode in (FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_INSERT_RANGE):
+            got = []
+            for root in (native, v.mp):
+                path = os.path.join(root, "r%d" % mode)
+                wr(path, bytes(range(256)) * 256)
+                r = with_fd(path, os.O_RDWR, lambda fd: t(fallocate, fd, mode, 4096, 4096))
+                got.append((r, rd(path)))
+            self.assertEqual(got[0][0], None, "native ext4 does %#x" % mode)
+            if got[1][0] in ("EOPNOTSUPP", "ENOTSUP"):  # one errno, two names
+                self.assertEqual(got[1][1], bytes(range(256)) * 256)
+            else:
+                self.assertEqual(got[1], got[0])
 
     def test_default_permissions_lets_the_kernel_check_special_files(self):
         os.chmod(self.tmp, 0o755)
