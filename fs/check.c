@@ -392,20 +392,37 @@ static bool counts_hidden_subdirs(const pw_policy *p, const struct stat *st)
 	return S_ISDIR(st->st_mode) && st->st_nlink > 2 && pw_policy_has_hide_rules(p);
 }
 
+/*
+ * Are the mode's denials shown as missing write bits? Not when the kernel checks permission
+ * bits itself (default_permissions, always under allow_other: fsmain.c). It would refuse a
+ * write to a stripped file with EACCES before the daemon hears of it, where a read-only mode
+ * answers EROFS, and that denial would never reach the audit log; and a directory the mode
+ * denies while it allows some new names in it (a rule such as `src/x-*`) would refuse those
+ * names too. So there the kernel sees the backing file's own bits, its check is the backing
+ * filesystem's, and every write it lets through gets the policy's answer. What is given up,
+ * stat and access(W_OK) showing the mode, is the kernel's to give: with default_permissions
+ * it answers access() itself and never asks us.
+ */
+static bool strips_write_bits(const pw_fs *fs)
+{
+	return !fs->default_permissions;
+}
+
 void pw_truthful_attr(pw_fs *fs, pw_inode *n, struct stat *st)
 {
 	pw_policy *p = pw_fs_policy_get(fs, NULL);
+	bool strip = strips_write_bits(fs);
 	bool nothing = pw_policy_writes_nothing(p), links = counts_hidden_subdirs(p, st);
-	if (nothing)
+	if (strip && nothing)
 		strip_write_bits(st);
-	if (!nothing || links) {
+	if ((strip && !nothing) || links) {
 		/* A file no longer in the tree (unlinked while open: no path, -ENOENT) may be
 		 * written as pw_check_node_ex decides, so its bits stay; any other failure to
 		 * name it fails closed. */
 		PW_PATH_DECLARE(path);
 		int r = pw_node_path(fs, n, &path);
-		if ((r < 0 && r != -ENOENT) ||
-		    (r == 0 && !pw_policy_may_write(p, path.s, S_ISDIR(st->st_mode))))
+		if (strip && ((r < 0 && r != -ENOENT) ||
+			      (r == 0 && !pw_policy_may_write(p, path.s, S_ISDIR(st->st_mode)))))
 			strip_write_bits(st);
 		if (links && r == 0)
 			hide_subdir_links(fs, p, path.s, st);
@@ -418,13 +435,14 @@ void pw_truthful_attr(pw_fs *fs, pw_inode *n, struct stat *st)
 void pw_truthful_attr_child(pw_fs *fs, pw_inode *parent, const char *name, struct stat *st)
 {
 	pw_policy *p = pw_fs_policy_get(fs, NULL);
+	bool strip = strips_write_bits(fs);
 	bool nothing = pw_policy_writes_nothing(p), links = counts_hidden_subdirs(p, st);
-	if (nothing)
+	if (strip && nothing)
 		strip_write_bits(st);
-	if (!nothing || links) {
+	if ((strip && !nothing) || links) {
 		PW_PATH_DECLARE(path);
 		int r = pw_child_path(fs, parent, name, &path);
-		if (r < 0 || !pw_policy_may_write(p, path.s, S_ISDIR(st->st_mode)))
+		if (strip && (r < 0 || !pw_policy_may_write(p, path.s, S_ISDIR(st->st_mode))))
 			strip_write_bits(st);
 		if (links && r == 0)
 			hide_subdir_links(fs, p, path.s, st);

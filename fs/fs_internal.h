@@ -92,7 +92,8 @@ struct pw_fs {
 	bool is_root_daemon; /* euid 0: act with each caller's credentials */
 	bool no_watch;
 	bool allow_other;
-	bool default_permissions; /* mounted with -o default_permissions: the kernel checks */
+	bool default_permissions; /* the kernel checks permission bits: -o default_permissions,
+				   * always under allow_other (fsmain.c) */
 	/* Decline OPENDIR (the kernel then caches listings with no open/release round trip)
 	 * when every caller passes opendir's permission check anyway: a root daemon without
 	 * allow_other serves only root. Set in init. */
@@ -300,9 +301,10 @@ void pw_fill_entry(pw_fs *fs, struct fuse_entry_param *e, pw_inode *n, const str
  * DIR): fs->timeout, or 0 under allow_other when not every user may search it (ops.c). */
 double pw_entry_timeout_in(pw_fs *fs, int dirfd);
 double pw_entry_timeout_of(pw_fs *fs, pw_inode *dir);
-/* Is MODE a special file (FIFO, socket, device) whose entries are never cached and whose
- * lookups are checked per caller (allow_other without default_permissions; ops.c)? */
-bool pw_special_uncached(pw_fs *fs, mode_t mode);
+/* Is NAME in DIRFD, of MODE, a special file (FIFO, socket, device) with an access ACL in an
+ * allow_other view, whose entries are never cached and whose lookups are checked per caller
+ * (the kernel's own check does not see ACLs; ops.c)? */
+bool pw_special_uncached(pw_fs *fs, int dirfd, const char *name, mode_t mode);
 bool pw_dir_searchable_by_all(int dirfd);
 
 /* devio.c: our own /dev/fuse read/writev, for what libfuse 3.14 cannot negotiate, and

@@ -22,8 +22,35 @@ _printf_(2, 3) static void set_err(char **ret_err, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* Is NAME one of the comma-separated options in OPTS? */
+static bool has_option(const char *opts, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = opts; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	return false;
+}
+
+/*
+ * Does the kernel check permission bits itself? Always under allow_other: the kernel opens
+ * FIFOs and device nodes, and connects to Unix sockets, without a request to the daemon, so
+ * only its own check (default_permissions) keeps one user out of another's private special
+ * file while every other operation on the name keeps the backing filesystem's answers. The
+ * lookup is all the daemon would see, and it cannot tell an open from a stat, a chmod or an
+ * unlink. What the kernel's check would cost the mode is kept by reporting the backing
+ * file's own write bits in such a view (check.c): every write the kernel lets through
+ * reaches the policy, which answers EROFS or EACCES and records the denial. The price,
+ * written in docs/SECURITY.md: stat and access(W_OK) show the backing's permission, not
+ * the mode's.
+ */
+static bool kernel_checks(const pw_fs_opts *o)
+{
+	return o->allow_other || has_option(o->fuse_opts, "default_permissions");
+}
+
 /* fsname shows the project in mount(8) and /proc/self/mountinfo; ',' and '\' are escaped
- * for libfuse's option parser. */
+ * for libfuse's option parser. allow_other brings default_permissions (kernel_checks). */
 static char *mount_options(const pw_fs_opts *o)
 {
 	size_t len = strlen(o->project);
@@ -38,21 +65,12 @@ static char *mount_options(const pw_fs_opts *o)
 	}
 	*q = '\0';
 	char *opts = NULL;
-	if (asprintf(&opts, "fsname=%s,subtype=piworkfs%s%s%s", fsname,
-		     o->allow_other ? ",allow_other" : "", o->fuse_opts && *o->fuse_opts ? "," : "",
-		     o->fuse_opts ? o->fuse_opts : "") < 0)
+	bool add_dp = o->allow_other && !has_option(o->fuse_opts, "default_permissions");
+	if (asprintf(&opts, "fsname=%s,subtype=piworkfs%s%s%s%s", fsname,
+		     o->allow_other ? ",allow_other" : "", add_dp ? ",default_permissions" : "",
+		     o->fuse_opts && *o->fuse_opts ? "," : "", o->fuse_opts ? o->fuse_opts : "") < 0)
 		return NULL;
 	return opts;
-}
-
-/* Is NAME one of the comma-separated options in OPTS? */
-static bool has_option(const char *opts, const char *name)
-{
-	size_t n = strlen(name);
-	for (const char *p = opts; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-		if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
-			return true;
-	return false;
 }
 
 /* Removes NAME from the comma-separated OPTS (in place); returns whether it was there. */
@@ -105,7 +123,7 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	fs->timeout = o->cache_timeout > 0 ? o->cache_timeout : 86400.0;
 	fs->no_watch = o->no_watch;
 	fs->allow_other = o->allow_other;
-	fs->default_permissions = has_option(o->fuse_opts, "default_permissions");
+	fs->default_permissions = kernel_checks(o);
 	fs->uring_wanted = want_uring(fuse_opts);
 	fs->is_root_daemon = geteuid() == 0;
 	fs->owner_uid = getuid();

@@ -446,8 +446,10 @@ static void do_readdir_locked(fuse_req_t req, fuse_ino_t ino, size_t size, off_t
 				}
 				pw_truthful_attr_child(fs, dir, name, &st);
 				pw_fill_entry(fs, &e, n, &st);
-				/* special files: each walk is checked (ops.c) */
-				e.entry_timeout = pw_special_uncached(fs, st.st_mode) ? 0 : entry_timeout;
+				/* special files with an ACL: each walk is checked (ops.c) */
+				e.entry_timeout = pw_special_uncached(fs, h->fd, name, st.st_mode)
+							  ? 0
+							  : entry_timeout;
 			}
 			entsize = fuse_add_direntry_plus(req, out + used, size - used, name, &e,
 							 d->d_off);

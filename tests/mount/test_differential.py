@@ -58,6 +58,9 @@ AT_SYMLINK_NOFOLLOW = 0x100
 AT_SYMLINK_FOLLOW = 0x400
 FALLOC_FL_KEEP_SIZE = 0x01
 FALLOC_FL_PUNCH_HOLE = 0x02
+FALLOC_FL_COLLAPSE_RANGE = 0x08
+FALLOC_FL_ZERO_RANGE = 0x10
+FALLOC_FL_INSERT_RANGE = 0x20
 XATTR_CREATE = os.XATTR_CREATE
 XATTR_REPLACE = os.XATTR_REPLACE
 
@@ -541,6 +544,20 @@ def _(p):
     r = with_fd(p("ph"), os.O_RDWR, go)
     data = rd(p("ph"))
     return r, st(p("ph"), blocks=True), data[4096:12288] == bytes(8192), data.count(b"a")
+
+
+@row("fallocate ZERO_RANGE zeroes in place, extends without KEEP_SIZE, not past EOF with it")
+def _(p):
+    wr(p("zr"), b"a" * 65536)
+
+    def go(fd):
+        return (t(fallocate, fd, FALLOC_FL_ZERO_RANGE, 4096, 8192),
+                t(fallocate, fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, 61440, 65536),
+                os.fstat(fd).st_size, t(fallocate, fd, FALLOC_FL_ZERO_RANGE, 65536, 4096),
+                os.fstat(fd).st_size)
+    r = with_fd(p("zr"), os.O_RDWR, go)
+    data = rd(p("zr"))
+    return r, st(p("zr")), data[4096:12288] == bytes(8192), data.count(b"a")
 
 
 @row("fallocate errors: PUNCH_HOLE without KEEP_SIZE, zero length, read-only fd")
@@ -1338,39 +1355,43 @@ class DocumentedDifferences(harness.MountCase):
     """Where the view knowingly differs from the backing filesystem (docs/SECURITY.md)."""
     tree = {}
 
-    def test_special_files_are_looked_up_only_by_who_may_use_them(self):
-        # Under allow_other the kernel opens FIFOs, device nodes and sockets without asking
-        # the daemon and, without default_permissions, without checking permission bits.
-        # So a special file is looked up only for its owner and for callers who could use
-        # it in every direction; the others get EACCES even for stat.
+    def test_allow_other_shows_the_backings_write_bits_and_refuses_with_the_mode(self):
+        # An allow_other view has the kernel check permission bits (it opens FIFOs, device
+        # nodes and sockets without asking the daemon); so stat shows the backing file's own
+        # write bits even in a read-only mode, and access(W_OK), which the kernel then
+        # answers by itself, follows them. The write itself reaches the daemon: EROFS.
         os.chmod(self.tmp, 0o755)
+        with open(os.path.join(self.project, "f"), "w") as f:
+            f.write("x")
+        os.chmod(os.path.join(self.project, "f"), 0o666)
+        v = self.mount("plan", args=["-o", "allow_other"])
+        path = v.path("f")
+
+        def go():
+            return st(path)["mode"], os.access(path, os.W_OK), opn(path, os.O_WRONLY)
+        self.assertEqual(go(), ("-rw-rw-rw-", True, "EROFS"))
+        self.assertEqual(nobody(go), ("-rw-rw-rw-", True, "EROFS"))
+
+    def test_collapse_and_insert_range_are_the_kernels_to_refuse(self):
+        # The kernel's FUSE passes fallocate only with KEEP_SIZE, PUNCH_HOLE and ZERO_RANGE
+        # (fs/fuse/file.c, fuse_file_fallocate) and answers EOPNOTSUPP for the rest without
+        # a request; the daemon passes through every mode it gets (the rows above). A kernel
+        # that passes COLLAPSE_RANGE or INSERT_RANGE must get the backing's own answer.
         native = os.path.join(self.tmp, "nat")
         os.mkdir(native)
-        for root in (native, self.project):
-            os.mkfifo(os.path.join(root, "readable"), 0o604)
-            os.chmod(os.path.join(root, "readable"), 0o604)
-            os.chmod(root, 0o777)
-        v = self.mount("build", args=["-o", "allow_other"])
-
-        def go(root):
-            def f():
-                return (opn(os.path.join(root, "readable"), os.O_RDONLY | os.O_NONBLOCK),
-                        opn(os.path.join(root, "readable"), os.O_RDWR),
-                        st(os.path.join(root, "readable")) == "EACCES")
-            return f
-        self.assertEqual(nobody(go(native)), ("ok", "EACCES", False))
-        self.assertEqual(nobody(go(v.mp)), ("EACCES", "EACCES", True))
-
-        # Its owner reaches it whatever its mode (it could chmod it anyway).
-        def own(root):
-            def f():
-                path = os.path.join(root, "own")
-                os.mkfifo(path, 0o600)
-                os.chmod(path, 0)
-                return opn(path, os.O_RDWR), t(os.chmod, path, 0o600)
-            return f
-        self.assertEqual(nobody(own(native)), ("EACCES", None))
-        self.assertEqual(nobody(own(v.mp)), ("ok", None))
+        v = self.mount("build")
+        for mode in (FALLOC_FL_COLLAPSE_RANGE, FALLOC_FL_INSERT_RANGE):
+            got = []
+            for root in (native, v.mp):
+                path = os.path.join(root, "r%d" % mode)
+                wr(path, bytes(range(256)) * 256)
+                r = with_fd(path, os.O_RDWR, lambda fd: t(fallocate, fd, mode, 4096, 4096))
+                got.append((r, rd(path)))
+            self.assertEqual(got[0][0], None, "native ext4 does %#x" % mode)
+            if got[1][0] in ("EOPNOTSUPP", "ENOTSUP"):  # one errno, two names
+                self.assertEqual(got[1][1], bytes(range(256)) * 256)
+            else:
+                self.assertEqual(got[1], got[0])
 
     def test_default_permissions_lets_the_kernel_check_special_files(self):
         os.chmod(self.tmp, 0o755)
