@@ -63,7 +63,8 @@
 	"      --state-db PATH    the state database (default: $XDG_STATE_HOME/piworkfs/state.db,\n" \
 	"                         for root /var/lib/piworkfs/state.db)\n"                          \
 	"      --socket-dir DIR   where the control socket goes (default:\n"                       \
-	"                         $XDG_RUNTIME_DIR/piworkfs, for root /run/piworkfs)\n"            \
+	"                         $XDG_RUNTIME_DIR/piworkfs, for root /run/piworkfs, without\n"   \
+	"                         XDG_RUNTIME_DIR /tmp/piworkfs-UID)\n"                           \
 	"      --json             print the result as JSON\n"                                      \
 	"  -h, --help             show this help\n"                                                \
 	"\n"                                                                                       \
@@ -71,8 +72,8 @@
 	"  piworkfs mount ~/proj ~/proj.view\n"                                                    \
 	"  piworkfs mount ~/proj ~/proj.view --mode design -o nonempty\n"                          \
 	"\n"                                                                                       \
-	"Exit status: 0 mounted; 2 usage error; 3 bad project, mountpoint or mode; 5 the mount\n"  \
-	"failed (FUSE unusable, daemon error).\n"
+	"Exit status: 0 mounted; 2 usage error; 3 bad project, mountpoint, mode or socket\n"     \
+	"directory; 5 the mount failed (FUSE unusable, daemon error).\n"
 
 static int umount_done(const char *mp, bool json)
 {
@@ -357,7 +358,9 @@ static void wait_for_old_daemon(const char *socket_dir, const char *mp)
 	_cleanup_free_ char *sock = NULL;
 	pid_t pid;
 
-	if (pw_ctl_socket_path(socket_dir, mp, &sock) < 0 || access(sock, F_OK) < 0)
+	int r = socket_dir ? pw_ctl_socket_path(socket_dir, mp, &sock)
+			   : pw_ctl_view_socket(mp, -1, &sock);
+	if (r < 0 || access(sock, F_OK) < 0)
 		return;
 	pid = daemon_pid(sock);
 	if (pid > 0)
@@ -425,6 +428,19 @@ static int check_mode_exists(const pw_cli_project *p, const char *mode)
 		return PW_EXIT_OK;
 	pw_cli_unknown_mode("mount", ms, mode);
 	return PW_EXIT_CONFIG;
+}
+
+/* The control socket's place, checked here so that its error is one line before anything
+ * is mounted (the daemon checks again, for itself). */
+static int check_socket(const pw_daemon_opts *o)
+{
+	_cleanup_free_ char *msg = NULL;
+	int r = pw_daemon_check_socket(o, &msg);
+
+	if (r == 0)
+		return PW_EXIT_OK;
+	pw_err("mount", "%s", msg ? msg : strerror(-r));
+	return r == -ENOMEM ? PW_EXIT_SYSTEM : PW_EXIT_CONFIG;
 }
 
 /* Waits for the daemon's one-line report. Returns 0 and *ret_mode on "ok MODE". */
@@ -538,6 +554,15 @@ int cmd_mount(int argc, char **argv)
 		}
 		o.state_db = state_abs;
 	}
+	_cleanup_free_ char *sockdir_abs = NULL;
+	if (o.socket_dir && o.socket_dir[0] != '/') {
+		_cleanup_free_ char *cwd = getcwd(NULL, 0);
+		if (!cwd || asprintf(&sockdir_abs, "%s/%s", cwd, o.socket_dir) < 0) {
+			pw_err("mount", "--socket-dir %s: %s", o.socket_dir, strerror(errno));
+			return PW_EXIT_SYSTEM;
+		}
+		o.socket_dir = sockdir_abs;
+	}
 	_cleanup_project_ pw_cli_project p = {0};
 	const char *perr = NULL;
 	struct stat st;
@@ -586,6 +611,9 @@ int cmd_mount(int argc, char **argv)
 	wait_for_old_daemon(o.socket_dir, mp);
 	o.project = p.root;
 	o.mountpoint = mp;
+	r = check_socket(&o);
+	if (r)
+		return r;
 	o.fuse_opts = fopts;
 	o.allow_other = allow_other;
 	o.bundled_dir = p.bundled_dir;
@@ -685,7 +713,7 @@ int cmd_umount(int argc, char **argv)
 	}
 	/* The daemon, to wait for once the kernel let go of the view. */
 	_cleanup_free_ char *sock = NULL;
-	pid_t pid = pw_ctl_socket_path(NULL, real, &sock) == 0 ? daemon_pid(sock) : 0;
+	pid_t pid = pw_ctl_view_socket(real, -1, &sock) == 0 ? daemon_pid(sock) : 0;
 	pid_t child = fork();
 	if (child < 0)
 		return PW_EXIT_SYSTEM;

@@ -195,7 +195,7 @@ int cmd_status(int argc, char **argv)
 			bool theirs_failed = false, *fail = mine ? &failed : &theirs_failed;
 			if (!mine && !all_users)
 				continue;
-			r = pw_ctl_socket_path(NULL, m[i].mountpoint, &sock);
+			r = pw_ctl_view_socket(m[i].mountpoint, m[i].uid, &sock);
 			if (r < 0) {
 				*fail = true;
 				json_array_append_new(all, json_pack("{s:s,s:s}", "mountpoint",

@@ -4,7 +4,7 @@
  *
  * Finding a live view: the mounts of type fuse.piworkfs in /proc/self/mountinfo; the view
  * containing a path is the one with the longest mountpoint that is a prefix of the path's
- * real path. Its socket is pw_ctl_socket_path(NULL, mountpoint). $PIWORKFS_SOCKET, when
+ * real path. Its socket is pw_ctl_view_socket(mountpoint, uid). $PIWORKFS_SOCKET, when
  * set and non-empty, overrides discovery (the sandboxed launcher uses it).
  */
 #pragma once
@@ -39,6 +39,15 @@ int pw_ctl_find_view(const char *path, char **ret_socket, char **ret_project);
 
 /* Same, also returning the mountpoint (NULL when found through $PIWORKFS_SOCKET). */
 int pw_ctl_find_view_full(const char *path, char **ret_socket, char **ret_mountpoint);
+
+/*
+ * The control socket of the view mounted at MOUNTPOINT by UID (-1: unknown): the first of
+ * the places a daemon puts it (this environment's default dir, where a daemon mounted with
+ * --socket-dir leaves a link to its socket, then /tmp/piworkfs-UID, /run/user/UID/piworkfs,
+ * /run/piworkfs for root) that holds a socket, else the default one. Returns 0 with a
+ * malloc'd *ret, -errno.
+ */
+int pw_ctl_view_socket(const char *mountpoint, long uid, char **ret);
 
 typedef struct pw_ctl_conn pw_ctl_conn;
 

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""A new user's first steps (issue 36): a normal user's first mount, honest exit codes,
+each error once, and the conventions of mount(8).
+
+The tests that mount as a normal user run in a private mount namespace of their own
+(unshare -m), where a 0666 copy of /dev/fuse is bound over the real one: the user
+`nobody` can then mount through fusermount3 as on a distribution that opens the device to
+users, while the machine's /dev/fuse stays as it is. Every mount made there is detached in
+the namespace before the driver returns. Python 3 standard library only.
+"""
+
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import test_cli  # noqa: E402
+from test_cli import Base, PIWORKFS, DEMO, MODES_DIR  # noqa: E402
+
+NOBODY = pwd.getpwnam("nobody")
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+# Runs as root inside the private mount namespace: binds the device copy, runs each step as
+# nobody, detaches every mount it was told of (whatever happened), prints the results.
+DRIVER = r'''
+import json, os, subprocess, sys
+spec = json.load(open(sys.argv[1]))
+subprocess.run(["mount", "--bind", spec["dev"], "/dev/fuse"], check=True)
+def drop():
+    os.setgroups([])
+    os.setgid(spec["gid"])
+    os.setuid(spec["uid"])
+out = []
+try:
+    for st in spec["steps"]:
+        env = dict(spec["env"])
+        env.update(st.get("env", {}))
+        for k in st.get("unset", []):
+            env.pop(k, None)
+        try:
+            # cd as nobody: root may not enter nobody's view (no allow_other).
+            argv = ["/bin/sh", "-c", 'cd "$0" && exec "$@"', st["cwd"]] + st["argv"]
+            p = subprocess.run(argv, cwd="/", env=env, capture_output=True,
+                               text=True, timeout=90, preexec_fn=drop)
+            out.append({"rc": p.returncode, "out": p.stdout, "err": p.stderr})
+        except subprocess.TimeoutExpired:
+            out.append({"rc": -1, "out": "", "err": "timed out"})
+        mi = open("/proc/self/mountinfo").read()
+        out[-1]["mounted"] = [m for m in spec["mounts"] if (" %s " % m) in mi]
+finally:
+    for m in spec["mounts"]:
+        subprocess.run(["fusermount3", "-u", "-z", m], capture_output=True)
+print(json.dumps(out))
+'''
+
+
+def have_namespaces():
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("fusermount3"):
+        return False
+    return subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
+
+
+class SecondUser(unittest.TestCase):
+    """piworkfs used by `nobody`, as a normal user on a machine where /dev/fuse is 0666."""
+
+    def setUp(self):
+        if not have_namespaces():
+            self.fail("these tests need root and unshare(1) to run as a second user")
+        self.tmp = tempfile.mkdtemp(prefix="pw-user-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        os.chmod(self.tmp, 0o755)
+        self.home = os.path.join(self.tmp, "home")
+        self.proj = os.path.join(self.tmp, "proj")
+        self.view = os.path.join(self.tmp, "proj.view")
+        shutil.copytree(DEMO, self.proj, symlinks=True)
+        os.makedirs(self.home)
+        os.makedirs(self.view)
+        for d in (self.home, self.proj, self.view):
+            for root, dirs, files in os.walk(d):
+                for n in [root] + [os.path.join(root, x) for x in dirs + files]:
+                    os.lchown(n, NOBODY.pw_uid, NOBODY.pw_gid)
+        self.dev = os.path.join(self.tmp, "fuse")
+        os.mknod(self.dev, 0o666 | 0o020000, os.makedev(10, 229))
+        os.chmod(self.dev, 0o666)
+        # The fallback socket dir is fixed (/tmp/piworkfs-UID): remove it after the test if
+        # the test made it.
+        self.fallback = "/tmp/piworkfs-%d" % NOBODY.pw_uid
+        if not os.path.exists(self.fallback):
+            self.addCleanup(self._remove_fallback)
+        self.env = {
+            "PATH": "/usr/bin:/bin",
+            "LC_ALL": "C.UTF-8",
+            "HOME": self.home,
+            "PIWORKFS_MODES_DIR": MODES_DIR,
+        }
+
+    def _remove_fallback(self):
+        try:
+            for n in os.listdir(self.fallback):
+                os.unlink(os.path.join(self.fallback, n))
+            os.rmdir(self.fallback)
+        except OSError:
+            pass
+
+    def step(self, *args, cwd=None, env=None, unset=("XDG_RUNTIME_DIR",)):
+        return {"argv": [PIWORKFS] + list(args), "cwd": cwd or self.tmp, "env": env or {},
+                "unset": list(unset)}
+
+    def run_steps(self, steps, mounts=None):
+        spec = {"dev": self.dev, "uid": NOBODY.pw_uid, "gid": NOBODY.pw_gid, "env": self.env,
+                "steps": steps, "mounts": mounts or [self.view]}
+        path = os.path.join(self.tmp, "spec.json")
+        with open(path, "w") as f:
+            json.dump(spec, f)
+        drv = os.path.join(self.tmp, "driver.py")
+        with open(drv, "w") as f:
+            f.write(DRIVER)
+        p = subprocess.run(["unshare", "-m", "--propagation", "private", PYTHON, drv, path],
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return json.loads(p.stdout)
+
+    def test_mount_without_xdg_runtime_dir_works(self):
+        # su -, cron, ssh without a login session: no XDG_RUNTIME_DIR. The view comes up,
+        # and every command finds it, from inside it and by name.
+        r = self.run_steps([
+            self.step("mount", self.proj, self.view, "-m", "design"),
+            self.step("mode", cwd=self.view),
+            self.step("status"),
+            self.step("umount", self.view),
+        ])
+        self.assertEqual(r[0]["rc"], 0, r[0])
+        self.assertIn("in mode design", r[0]["out"])
+        self.assertEqual(r[1]["rc"], 0, r[1])
+        self.assertIn("design", r[1]["out"])
+        self.assertEqual(r[2]["rc"], 0, r[2])
+        self.assertIn("/tmp/piworkfs-%d/" % NOBODY.pw_uid, r[2]["out"])
+        self.assertEqual(r[3]["rc"], 0, r[3])
+        self.assertEqual(r[3]["mounted"], [])
+        st = os.lstat(self.fallback)
+        self.assertEqual((st.st_uid, st.st_mode & 0o777), (NOBODY.pw_uid, 0o700))
+
+    def test_unusable_socket_dir_fails_before_anything_is_mounted(self):
+        # A socket directory that is not the user's: one clear line, nothing mounted, and
+        # no mode switch in the log for a view that never came up.
+        theirs = os.path.join(self.tmp, "roots")
+        os.makedirs(theirs, 0o700)
+        r = self.run_steps([
+            self.step("mount", self.proj, self.view, "-m", "design", "--socket-dir", theirs),
+            self.step("log", "--switches", cwd=self.proj),
+        ])
+        lines = r[0]["err"].strip().splitlines()
+        self.assertEqual(r[0]["rc"], 3, r[0])
+        self.assertEqual(len(lines), 1, r[0])
+        self.assertIn("not a private directory of yours", lines[0])
+        self.assertIn(theirs, lines[0])
+        self.assertEqual(r[0]["mounted"], [])
+        self.assertNotIn("(none) -> design", r[1]["out"])
+
+    def test_socket_dir_view_is_found_from_inside(self):
+        sd = os.path.join(self.tmp, "sockets")
+        os.makedirs(sd, 0o700)
+        os.chown(sd, NOBODY.pw_uid, NOBODY.pw_gid)
+        r = self.run_steps([
+            self.step("mount", self.proj, self.view, "-m", "design", "--socket-dir", sd),
+            self.step("mode", cwd=self.view),
+            self.step("mode", "build", cwd=os.path.join(self.view, "src")),
+            self.step("umount", self.view),
+        ])
+        self.assertEqual(r[0]["rc"], 0, r[0])
+        self.assertEqual(r[1]["rc"], 0, r[1])
+        self.assertEqual(r[2]["rc"], 0, r[2])
+        self.assertIn("build", r[2]["out"])
+        self.assertEqual(r[3]["rc"], 0, r[3])
+        self.assertEqual(r[3]["mounted"], [])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
