@@ -34,9 +34,9 @@ static const char mode_usage[] =
 	"  piworkfs mode\n"
 	"  piworkfs mode build --mount ~/proj.view\n"
 	"\n"
-	"Exit status: 0 ok; 1 refused by the daemon; 2 usage error; 3 unknown or broken mode,\n"
-	"the view fails closed, or a mode file or config.yaml has errors (see 'piworkfs\n"
-	"modes'); 4 not inside a live view; 5 system error.\n";
+	"Exit status: 0 ok (errors in other mode files are a warning); 1 refused by the\n"
+	"daemon; 2 usage error; 3 unknown or broken mode, or the view fails closed (see\n"
+	"'piworkfs modes'); 4 not inside a live view; 5 system error.\n";
 
 static const char reload_usage[] =
 	"Usage: piworkfs reload [--mount PATH] [--json]\n"
@@ -142,10 +142,12 @@ static size_t file_errors(const opts *o)
 
 /*
  * The exit status of a mode or reload call that succeeded: 3 (configuration) when the view
- * fails closed or some mode file or config.yaml has errors, so scripts see what the text
- * says. QUIET: the output already showed the errors.
+ * fails closed. Errors in other mode files are the reload's business (3: what it read is
+ * broken); for `mode` they are a warning and the switch that worked exits 0, as systemctl
+ * does, so `piworkfs mode build && make` runs make. QUIET: the output already showed them.
  */
-static int config_status(const char *cmd, const opts *o, json_t *res, bool quiet)
+static int config_status(const char *cmd, const opts *o, json_t *res, bool quiet,
+			 bool errors_fail)
 {
 	size_t errors;
 
@@ -155,9 +157,10 @@ static int config_status(const char *cmd, const opts *o, json_t *res, bool quiet
 	if (errors == 0)
 		return PW_EXIT_OK;
 	if (!quiet)
-		pw_err(cmd, "%zu error%s in the mode files or configuration (see 'piworkfs modes')",
-		       errors, errors == 1 ? "" : "s");
-	return PW_EXIT_CONFIG;
+		fprintf(stderr, "piworkfs: %s: warning: %zu error%s in other mode files or "
+				"config.yaml (see 'piworkfs modes')\n",
+			cmd, errors, errors == 1 ? "" : "s");
+	return errors_fail ? PW_EXIT_CONFIG : PW_EXIT_OK;
 }
 
 /* Prints the mode and a short list of what it allows, from a mode.get/mode.set result. */
@@ -299,7 +302,7 @@ int cmd_mode(int argc, char **argv)
 		return pw_mode_ask(argv[0], o.mount, name, o.reason, message, o.json);
 	if (r < 0)
 		return call_failed(argv[0], &o, r, code, message);
-	status = config_status(argv[0], &o, res, false);
+	status = config_status(argv[0], &o, res, false, false);
 	if (o.json)
 		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
 	print_mode(res, name != NULL);
@@ -324,7 +327,7 @@ int cmd_reload(int argc, char **argv)
 	if (r < 0)
 		return call_failed(argv[0], &o, r, code, message);
 	/* The text lists every warning, errors included; --json carries them too. */
-	status = config_status(argv[0], &o, res, true);
+	status = config_status(argv[0], &o, res, true, true);
 	if (o.json)
 		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
 	printf("reloaded: mode %s (generation %lld)\n",

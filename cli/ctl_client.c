@@ -134,6 +134,34 @@ int pw_ctl_view_socket(const char *mountpoint, long uid, char **ret)
 	return 0;
 }
 
+/*
+ * Not inside a view: the view of the project REAL lies in (from the backing directory or
+ * any directory under it, as the README promises every command), the deepest project
+ * first, the caller's own views before others', one with a socket. SIZE_MAX: none.
+ */
+static size_t backing_view(const pw_ctl_mount *m, size_t n, const char *real)
+{
+	size_t best = SIZE_MAX, best_len = 0;
+	bool best_mine = false;
+
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *sock = NULL;
+		bool mine = m[i].uid < 0 || m[i].uid == (long)getuid();
+		size_t len = m[i].source ? strlen(m[i].source) : 0;
+
+		if (!m[i].source || m[i].source[0] != '/' || pw_path_beneath(real, m[i].source) < 0)
+			continue;
+		if (best != SIZE_MAX && (best_mine > mine || (best_mine == mine && len <= best_len)))
+			continue;
+		if (pw_ctl_view_socket(m[i].mountpoint, m[i].uid, &sock) < 0 || !is_socket(sock))
+			continue;
+		best = i;
+		best_len = len;
+		best_mine = mine;
+	}
+	return best;
+}
+
 int pw_ctl_find_view_full(const char *path, char **ret_socket, char **ret_mountpoint)
 {
 	const char *env = getenv("PIWORKFS_SOCKET");
@@ -169,6 +197,8 @@ int pw_ctl_find_view_full(const char *path, char **ret_socket, char **ret_mountp
 			best_len = len;
 		}
 	}
+	if (best == SIZE_MAX)
+		best = backing_view(m, n, real);
 	if (best == SIZE_MAX) {
 		pw_ctl_mounts_free(m, n);
 		return -ENOENT;

@@ -26,7 +26,8 @@ int pw_ctl_list_mounts(pw_ctl_mount **ret, size_t *ret_n);
 void pw_ctl_mounts_free(pw_ctl_mount *m, size_t n);
 
 /*
- * Finds the live view containing PATH (NULL: the current directory), or the one named by
+ * Finds the live view containing PATH (NULL: the current directory), else the live view of
+ * the project PATH lies in (from the backing directory), or the one named by
  * $PIWORKFS_SOCKET. On success writes the socket path to *ret_socket and, when ret_project
  * is not NULL, the project's real path (asked from the daemon with `status`; NULL if the
  * daemon does not answer it) and returns 0. Returns -ENOENT when PATH is not inside a view

@@ -182,5 +182,52 @@ class SecondUser(unittest.TestCase):
         self.assertEqual(r[3]["mounted"], [])
 
 
+sys.path.insert(0, os.path.join(test_cli.SOURCE, "tests", "mount"))
+import harness  # noqa: E402  (the mount tests' harness: private dirs, sure unmount)
+
+
+class ViewTest(harness.MountCase):
+    """A live view, mounted by root with the mount tests' harness."""
+
+    def write_mode(self, name, text):
+        d = os.path.join(self.project, ".piworkfs", "modes")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, name + ".md"), "w") as f:
+            f.write(text)
+
+    def test_a_switch_that_worked_exits_0_and_warns(self):
+        # Item 7: another mode file is broken; the switch works, so `&&` goes on.
+        self.write_mode("lint", '---\nname: lint\nhide: ["[x"]\n---\nLint.\n')
+        v = self.mount("plan")
+        p = self.run_tool(["sh", "-c", '"$0" mode build && echo make-ran', PIWORKFS],
+                          cwd=v.mp, check=False)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("mode build (was plan)", p.stdout)
+        self.assertIn("make-ran", p.stdout)
+        lines = p.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertIn("warning: 1 error in other mode files", lines[0])
+        # The broken mode itself is still refused with 3.
+        p = self.run_pw("mode", "lint", cwd=v.mp)
+        self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
+
+    def test_mode_and_changes_work_from_the_backing_directory(self):
+        # Item 3: the README promises every command from the backing directory.
+        v = self.mount("plan")
+        for cwd in (self.project, os.path.join(self.project, "src")):
+            p = self.run_pw("mode", cwd=cwd)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertTrue(p.stdout.startswith("mode plan"), p.stdout)
+            p = self.run_pw("changes", cwd=cwd)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        p = self.run_pw("mode", "build", cwd=self.project)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        p = self.run_pw("mode", cwd=v.mp)
+        self.assertTrue(p.stdout.startswith("mode build"), p.stdout)
+        # Outside both, still no view.
+        p = self.run_pw("mode", cwd=self.cwd)
+        self.assertEqual(p.returncode, 4, p.stdout + p.stderr)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
