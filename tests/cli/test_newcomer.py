@@ -228,6 +228,20 @@ class ViewTest(harness.MountCase):
         p = self.run_pw("mode", cwd=self.cwd)
         self.assertEqual(p.returncode, 4, p.stdout + p.stderr)
 
+    def test_check_takes_absolute_paths_of_the_view_and_of_the_backing_directory(self):
+        # Item 2: the project under either of its names.
+        v = self.mount("design")
+        for cwd, path in [(v.mp, os.path.join(self.project, "src", "a.c")),
+                          (self.project, os.path.join(v.mp, "src", "a.c"))]:
+            p = self.run_pw("check", path, cwd=cwd)
+            self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+            self.assertTrue(p.stdout.startswith("denied   src/a.c  EACCES"), p.stdout)
+            p = self.run_pw("check", "--mode", "build", path, cwd=cwd)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertTrue(p.stdout.startswith("allowed  src/a.c"), p.stdout)
+        p = self.run_pw("check", "/etc/passwd", cwd=v.mp)
+        self.assertTrue(p.stdout.startswith("outside  /etc/passwd"), p.stdout)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
