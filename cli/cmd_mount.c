@@ -669,6 +669,130 @@ int cmd_mount(int argc, char **argv)
 	return PW_EXIT_OK;
 }
 
+/*
+ * Runs fusermount3 -u [-z] MP with its stderr captured, so that a failure is one message of
+ * ours rather than its line and ours. Returns 0, -EBUSY, or -EIO with its message in WHY.
+ */
+static int run_fusermount_u(const char *mp, bool lazy, char *why, size_t size)
+{
+	int fds[2];
+	size_t len = 0;
+	ssize_t n;
+	int status;
+
+	why[0] = '\0';
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return negative_errno();
+	pid_t child = fork();
+	if (child < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return negative_errno();
+	}
+	if (child == 0) {
+		dup2(fds[1], 2);
+		if (lazy)
+			execlp("fusermount3", "fusermount3", "-u", "-z", mp, (char *)NULL);
+		else
+			execlp("fusermount3", "fusermount3", "-u", mp, (char *)NULL);
+		dprintf(2, "cannot run fusermount3: %s\n", strerror(errno));
+		_exit(127);
+	}
+	close(fds[1]);
+	while (len + 1 < size && (n = read(fds[0], why + len, size - len - 1)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fds[0]);
+	why[len] = '\0';
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	why[strcspn(why, "\n")] = '\0';
+	/* "fusermount3: failed to unmount /x: Device or resource busy": keep the reason. */
+	const char *colon = strrchr(why, ':');
+	if (strstr(why, strerror(EBUSY)))
+		return -EBUSY;
+	if (colon && startswith(why, "fusermount3: "))
+		memmove(why, colon + 2, strlen(colon + 2) + 1);
+	return -EIO;
+}
+
+/* Does the link /proc/PID/NAME point at MP or under it? */
+static bool link_under(const char *pid, const char *name, const char *mp)
+{
+	char path[PATH_MAX], target[PATH_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%s/%s", pid, name);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n <= 0)
+		return false;
+	target[n] = '\0';
+	return pw_path_beneath(target, mp) >= 0;
+}
+
+/* Does process PID use something under MP: its working directory, root or an open file? */
+static bool process_holds(const char *pid, const char *mp)
+{
+	char fddir[300];
+	bool held = link_under(pid, "cwd", mp) || link_under(pid, "root", mp);
+
+	snprintf(fddir, sizeof(fddir), "/proc/%s/fd", pid);
+	DIR *d = held ? NULL : opendir(fddir);
+	struct dirent *e;
+	while (d && !held && (e = readdir(d))) {
+		char name[300];
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(name, sizeof(name), "fd/%s", e->d_name);
+		held = link_under(pid, name, mp);
+	}
+	if (d)
+		closedir(d);
+	return held;
+}
+
+/* "bash (pid 12), vim (pid 34)": the processes we can see that hold MP (as fuser -m
+ * would name them), at most as many as fit in BUF. */
+static void list_holders(const char *mp, char *buf, size_t size)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	size_t len = 0, shown = 0, more = 0;
+	pid_t self = getpid();
+
+	buf[0] = '\0';
+	while (d && (e = readdir(d))) {
+		char comm[64] = "?", path[300];
+		if (e->d_name[0] < '1' || e->d_name[0] > '9' || atoi(e->d_name) == self ||
+		    !process_holds(e->d_name, mp))
+			continue;
+		if (shown >= 6 || len + 80 >= size) {
+			more++;
+			continue;
+		}
+		snprintf(path, sizeof(path), "/proc/%s/comm", e->d_name);
+		FILE *f = fopen(path, "re");
+		if (f) {
+			if (fgets(comm, sizeof(comm), f))
+				comm[strcspn(comm, "\n")] = '\0';
+			fclose(f);
+		}
+		len += (size_t)snprintf(buf + len, size - len, "%s%s (pid %s)", shown ? ", " : "",
+					comm, e->d_name);
+		shown++;
+	}
+	if (d)
+		closedir(d);
+	if (more && len + 32 < size)
+		snprintf(buf + len, size - len, " and %zu more", more);
+}
+
 int cmd_umount(int argc, char **argv)
 {
 	_cleanup_opts_ pw_opts po = { 0 };
@@ -714,20 +838,18 @@ int cmd_umount(int argc, char **argv)
 	/* The daemon, to wait for once the kernel let go of the view. */
 	_cleanup_free_ char *sock = NULL;
 	pid_t pid = pw_ctl_view_socket(real, -1, &sock) == 0 ? daemon_pid(sock) : 0;
-	pid_t child = fork();
-	if (child < 0)
+	char why[512];
+	int r = run_fusermount_u(real, lazy, why, sizeof(why));
+	if (r == -EBUSY) {
+		char holders[512];
+		list_holders(real, holders, sizeof(holders));
+		pw_err("umount", "%s is busy%s%s: close %s, or detach it now with --lazy", real,
+		       holders[0] ? ": in use by " : "", holders,
+		       holders[0] ? "them" : "what uses it");
 		return PW_EXIT_SYSTEM;
-	if (child == 0) {
-		if (lazy)
-			execlp("fusermount3", "fusermount3", "-u", "-z", real, (char *)NULL);
-		else
-			execlp("fusermount3", "fusermount3", "-u", real, (char *)NULL);
-		_exit(127);
 	}
-	int status;
-	waitpid(child, &status, 0);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		pw_err("umount", "fusermount3 -u %s failed (busy? try --lazy)", real);
+	if (r < 0) {
+		pw_err("umount", "cannot unmount %s: %s", real, why[0] ? why : strerror(-r));
 		return PW_EXIT_SYSTEM;
 	}
 	/* Return once the daemon is gone, with its control socket: a mount at the same place

@@ -23,6 +23,7 @@ static const char usage[] =
 	"  -a, --all    also other users' views (their daemons answer only them and root)\n"
 	"      --json   print a JSON array of the daemons' status objects (docs/PROTOCOL.md);\n"
 	"               a view whose daemon does not answer has {\"mountpoint\", \"error\"}\n"
+	"               (and \"hint\": what to do when the daemon is gone)\n"
 	"  -h, --help   show this help\n"
 	"\n"
 	"Examples:\n"
@@ -135,6 +136,20 @@ static void print_view(json_t *st)
 		pw_table_print(t, stdout, 2);
 }
 
+/* What to do about a view whose daemon does not answer (NULL: nothing to say). Nobody
+ * listening (refused, no socket) means the daemon is gone: the mount is left over. */
+static char *dead_daemon_hint(const char *mountpoint, int r)
+{
+	char *hint = NULL;
+
+	if (!mountpoint || (r != -ECONNREFUSED && r != -ENOENT))
+		return NULL;
+	if (asprintf(&hint, "its daemon is gone (killed or crashed): run 'piworkfs umount %s' "
+			    "to detach the view, then mount it again", mountpoint) < 0)
+		return NULL;
+	return hint;
+}
+
 /* Asks the daemon behind SOCKET; on failure returns {"mountpoint","socket","error"}. */
 static json_t *ask(const char *mountpoint, const char *socket, bool *ret_failed)
 {
@@ -145,8 +160,12 @@ static json_t *ask(const char *mountpoint, const char *socket, bool *ret_failed)
 	if (r == 0)
 		return res;
 	*ret_failed = true;
-	return json_pack("{s:s?,s:s,s:s}", "mountpoint", mountpoint, "socket", socket, "error",
-			 r == -EREMOTE && message ? message : strerror(-r));
+	json_t *j = json_pack("{s:s?,s:s,s:s}", "mountpoint", mountpoint, "socket", socket, "error",
+			      r == -EREMOTE && message ? message : strerror(-r));
+	_cleanup_free_ char *hint = dead_daemon_hint(mountpoint, r);
+	if (j && hint)
+		json_object_set_new(j, "hint", json_string(hint));
+	return j;
 }
 
 int cmd_status(int argc, char **argv)
@@ -225,6 +244,8 @@ int cmd_status(int argc, char **argv)
 			printf("%s\n  error    the daemon does not answer on %s: %s\n",
 			       sget(st, "mountpoint") ? sget(st, "mountpoint") : "(PIWORKFS_SOCKET)",
 			       sget(st, "socket") ? sget(st, "socket") : "?", sget(st, "error"));
+			if (sget(st, "hint"))
+				printf("  hint     %s\n", sget(st, "hint"));
 			continue;
 		}
 		print_view(st);

@@ -242,6 +242,44 @@ class ViewTest(harness.MountCase):
         p = self.run_pw("check", "/etc/passwd", cwd=v.mp)
         self.assertTrue(p.stdout.startswith("outside  /etc/passwd"), p.stdout)
 
+    def test_a_busy_umount_is_one_message_naming_the_holders(self):
+        # Item 13: fusermount3's line and ours were two; neither named who holds the view.
+        v = self.mount("plan")
+        holder = subprocess.Popen(["sleep", "600"], cwd=v.path("src"))
+        self.addCleanup(holder.wait)
+        self.addCleanup(holder.kill)
+        p = self.run_pw("umount", v.mp)
+        self.assertEqual(p.returncode, 5, p.stderr)
+        lines = p.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertIn("is busy: in use by ", lines[0])
+        self.assertIn("sleep (pid %d)" % holder.pid, lines[0])
+        self.assertIn("--lazy", lines[0])
+        holder.kill()
+        holder.wait()
+        p = self.run_pw("umount", v.mp)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.wait_daemon_exit(v)
+        v.unmounted = True
+
+    def test_status_of_a_killed_daemon_says_what_to_do(self):
+        v = self.mount("plan")
+        v.proc.kill()
+        v.proc.wait()
+        p = self.run_pw("status")
+        mine = p.stdout.split("\n\n")
+        block = next(b for b in mine if b.startswith(v.mp + "\n"))
+        self.assertIn("piworkfs umount %s" % v.mp, block)
+        self.assertIn("daemon is gone", block)
+        p = self.run_pw("status", "--json")
+        j = next(x for x in json.loads(p.stdout) if x.get("mountpoint") == v.mp)
+        self.assertIn("piworkfs umount", j["hint"])
+        # What it says works: the stale view is detached.
+        p = self.run_pw("umount", v.mp)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFalse(harness.is_view_mounted(v.mp))
+        v.unmounted = True
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
