@@ -336,7 +336,14 @@ int cmd_reload(int argc, char **argv)
 	if (json_is_true(json_object_get(res, "fail_closed")))
 		printf("  FAILING CLOSED: nothing is writable: %s\n",
 		       json_string_value(json_object_get(res, "fail_reason")));
-	json_array_foreach(json_object_get(res, "warnings"), i, w)
-		printf("  warning: %s\n", json_string_value(w));
+	const char *reason = json_string_value(json_object_get(res, "fail_reason"));
+	json_array_foreach(json_object_get(res, "warnings"), i, w) {
+		const char *text = json_string_value(w);
+		/* Each problem once: the one the view fails closed for is the line above. */
+		if (!text || (reason && json_is_true(json_object_get(res, "fail_closed")) &&
+			      strstr(reason, text)))
+			continue;
+		printf("  %s: %s\n", pw_problem_word(text), text);
+	}
 	return status;
 }

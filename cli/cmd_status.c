@@ -3,6 +3,8 @@
  * piworkfs status: every live view (fuse.piworkfs mounts in /proc/self/mountinfo, or the
  * one $PIWORKFS_SOCKET names) with what its daemon says about it.
  */
+#include <sys/stat.h>
+
 #include "cli.h"
 #include "ctl_client.h"
 #include "ctl/server.h"
@@ -123,12 +125,18 @@ static void print_view(json_t *st)
 	for (size_t k = 0; t && k < ELEMENTSOF(rows); k++)
 		pw_table_add(t, rows[k]);
 	if (json_is_true(json_object_get(st, "fail_closed"))) {
-		const char *row[] = { "warning", sget(st, "fail_reason") };
+		const char *row[] = { "error", sget(st, "fail_reason") };
 		if (t)
 			pw_table_add(t, row);
 	}
+	const char *reason = sget(st, "fail_reason");
 	json_array_foreach(json_object_get(st, "warnings"), i, w) {
-		const char *row[] = { "warning", json_string_value(w) };
+		const char *text = json_string_value(w);
+		/* The problem that makes the view fail closed is shown once, as the reason. */
+		if (!text || (reason && json_is_true(json_object_get(st, "fail_closed")) &&
+			      strstr(reason, text)))
+			continue;
+		const char *row[] = { pw_problem_word(text), text };
 		if (t)
 			pw_table_add(t, row);
 	}
@@ -140,14 +148,22 @@ static void print_view(json_t *st)
  * listening (refused, no socket) means the daemon is gone: the mount is left over. */
 static char *dead_daemon_hint(const char *mountpoint, int r)
 {
+	struct stat st;
 	char *hint = NULL;
+	int k;
 
-	if (!mountpoint || (r != -ECONNREFUSED && r != -ENOENT))
+	if (!mountpoint)
 		return NULL;
-	if (asprintf(&hint, "its daemon is gone (killed or crashed): run 'piworkfs umount %s' "
-			    "to detach the view, then mount it again", mountpoint) < 0)
+	/* A FUSE mount whose daemon died answers every access with ENOTCONN. */
+	if (stat(mountpoint, &st) < 0 && errno == ENOTCONN)
+		k = asprintf(&hint, "its daemon is gone (killed or crashed): run 'piworkfs umount "
+				    "%s' to detach the view, then mount it again", mountpoint);
+	else if (r == -ENOENT)
+		k = asprintf(&hint, "no socket where this environment looks: the view was "
+				    "mounted with another XDG_RUNTIME_DIR or --socket-dir");
+	else
 		return NULL;
-	return hint;
+	return k < 0 ? NULL : hint;
 }
 
 /* Asks the daemon behind SOCKET; on failure returns {"mountpoint","socket","error"}. */

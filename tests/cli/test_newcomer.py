@@ -280,6 +280,33 @@ class ViewTest(harness.MountCase):
         self.assertFalse(harness.is_view_mounted(v.mp))
         v.unmounted = True
 
+    def test_each_problem_once_with_the_right_word(self):
+        # Item 8: a broken config.yaml was listed three times, twice as "warning: ...:
+        # error:", and `modes` put "2 warnings:" over two error lines.
+        with open(os.path.join(self.project, ".piworkfs", "config.yaml"), "w") as f:
+            f.write('protected: ["secrets/[x"]\n')
+        v = self.mount("build")
+        glob = 'invalid glob "secrets/[x"'
+        p = self.run_pw("reload", cwd=v.mp)
+        self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
+        self.assertEqual((p.stdout + p.stderr).count(glob), 1, p.stdout + p.stderr)
+        self.assertNotIn("warning", p.stdout + p.stderr)
+        p = self.run_pw("mode", "build", cwd=v.mp)
+        self.assertEqual((p.stdout + p.stderr).count(glob), 1, p.stdout + p.stderr)
+        self.assertIn("mode 'build' is broken", p.stderr)
+        p = self.run_pw("modes", cwd=v.mp)
+        self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
+        self.assertEqual((p.stdout + p.stderr).count(glob), 1, p.stdout + p.stderr)
+        self.assertIn("\n1 error:\n", p.stdout)
+        self.assertNotIn("warning", p.stdout)
+        p = self.run_pw("status", "--json")
+        st = next(x for x in json.loads(p.stdout) if x.get("mountpoint") == v.mp)
+        p = self.run_pw("status")
+        block = next(b for b in p.stdout.split("\n\n") if b.startswith(v.mp + "\n"))
+        self.assertEqual(block.count(glob), 1, block)
+        self.assertNotIn("warning", block)
+        self.assertTrue(st["fail_closed"])
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
