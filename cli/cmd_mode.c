@@ -9,6 +9,7 @@
 #include "modefile.h"
 #include "options.h"
 #include "output.h"
+#include "project.h"
 #include "proto.h"
 
 static const char mode_usage[] =
@@ -163,8 +164,41 @@ static int config_status(const char *cmd, const opts *o, json_t *res, bool quiet
 	return errors_fail ? PW_EXIT_CONFIG : PW_EXIT_OK;
 }
 
+/* Under the mode's rules: its widening keys that were ignored because the project is not
+ * trusted (`mode docs` said only "writes nothing" when its writes.allow was ignored). */
+static void print_ignored(const opts *o, const char *mode)
+{
+	_cleanup_json_ json_t *res = NULL;
+	json_t *w, *m;
+	bool tokens = false;
+	size_t i;
+
+	_cleanup_project_ pw_cli_project p = { 0 };
+	const char *perr = NULL;
+
+	if (!mode || pw_ctl_call_at(o->mount, "modes.list", NULL, &res, NULL, NULL) < 0)
+		return;
+	bool have_project = pw_cli_project_open(o->mount, &p, &perr) == 0;
+	json_array_foreach(json_object_get(res, "modes"), i, m)
+		if (streq_ptr(json_string_value(json_object_get(m, "name")), mode))
+			tokens = json_is_true(json_object_get(m, "tokens"));
+	json_array_foreach(json_object_get(res, "warnings"), i, w) {
+		const char *about = json_string_value(json_object_get(w, "mode"));
+		const char *msg = json_string_value(json_object_get(w, "message"));
+		const char *key = json_string_value(json_object_get(w, "key"));
+		char buf[PW_PATH_MAX];
+		if (!streq_ptr(msg, PW_UNTRUSTED_MSG) || !pw_cli_ignored_applies(about, mode, tokens))
+			continue;
+		printf("  %s (%s:%lld) %s\n", key ? key : "?",
+		       have_project ? pw_cli_display_file(&p, json_string_value(json_object_get(w, "file")),
+							   buf, sizeof(buf))
+				    : json_string_value(json_object_get(w, "file")),
+		       (long long)json_integer_value(json_object_get(w, "line")), msg);
+	}
+}
+
 /* Prints the mode and a short list of what it allows, from a mode.get/mode.set result. */
-static void print_mode(json_t *res, bool switched)
+static void print_mode(const opts *o, json_t *res, bool switched)
 {
 	json_t *pol = json_object_get(res, "policy"), *rules = json_object_get(pol, "rules"), *r;
 	const char *mode = json_string_value(json_object_get(res, "mode"));
@@ -199,6 +233,7 @@ static void print_mode(json_t *res, bool switched)
 	}
 	if (t)
 		pw_table_print(t, stdout, 2);
+	print_ignored(o, mode);
 }
 
 /* Does a mode file for NAME exist in the view's project layer or the global layer? Returns
@@ -305,7 +340,7 @@ int cmd_mode(int argc, char **argv)
 	status = config_status(argv[0], &o, res, false, false);
 	if (o.json)
 		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
-	print_mode(res, name != NULL);
+	print_mode(&o, res, name != NULL);
 	if (!name)
 		pw_mode_show_pending(o.mount);
 	return status;

@@ -318,6 +318,8 @@ const char *pw_cli_display_file(const pw_cli_project *p, const char *file, char 
 	if (!file || file[0] != '/')
 		return file;
 	off = pw_path_beneath(file, p->root);
+	if (off <= 0 && p->backing)
+		off = pw_path_beneath(file, p->backing); /* inside a view: the same project */
 	if (off > 0 && file[off - 1] == '/')
 		n = snprintf(buf, size, "%s", file + off);
 	else if ((off = pw_path_beneath(file, p->bundled_dir)) > 0 && file[off - 1] == '/')

@@ -409,6 +409,16 @@ const pw_warning *pw_modeset_warning(const pw_modeset *ms, size_t i)
 	return i < ms->w.n ? &ms->w.v[i] : NULL;
 }
 
+const char *pw_modeset_warning_mode(const pw_modeset *ms, size_t i)
+{
+	return i < ms->w.n ? ms->w.mode[i] : NULL;
+}
+
+bool pw_warning_is_untrusted(const pw_warning *w)
+{
+	return w && w->severity == PW_WARNING && streq_ptr(w->message, PW_UNTRUSTED_MSG);
+}
+
 bool pw_modeset_mode_broken(const pw_modeset *ms, const char *name, const pw_warning **ret_w)
 {
 	for (size_t i = 0; i < ms->w.n; i++) {

@@ -155,7 +155,7 @@ class ModesTest(Base):
             self.assertIn(pat, protected)
         for w in j["warnings"]:
             self.assertEqual(list(w), ["severity", "file", "line", "column", "key", "message",
-                                       "text"])
+                                       "text", "mode"])
 
     def test_untrusted_tokens_warned(self):
         rc, out, err = self.run_pw("modes", "--project", DEMO, "--json")
@@ -360,11 +360,14 @@ class CheckTest(Base):
         rc, out, err = self.check("--mode", "design", "docs/design/a.md", "src/main.c")
         self.assertEqual(rc, 1, err)
         lines = out.splitlines()
-        self.assertEqual(len(lines), 2, out)
+        self.assertEqual(len(lines), 3, out)
         self.assertRegex(lines[0], r"^allowed  docs/design/a\.md  "
                          r"\(allow docs/design/\*\* \u2014 modes/design\.md:\d+\)$")
         self.assertEqual(lines[1],
                          "denied   src/main.c  EACCES  no allow rule matches in mode design")
+        # The fixture declares a token file but is not trusted: said under the denial.
+        self.assertEqual(lines[2], "         design.tokens (.piworkfs/config.yaml:3) ignored: "
+                         "the project is not trusted (piworkfs trust)")
 
     def test_all_allowed_exits_0(self):
         rc, out, err = self.check("--mode", "design", "docs/design/a.md")

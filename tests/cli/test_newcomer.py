@@ -307,6 +307,31 @@ class ViewTest(harness.MountCase):
         self.assertNotIn("warning", block)
         self.assertTrue(st["fail_closed"])
 
+    def test_trust_inside_a_view_reloads_it_and_ignored_keys_are_shown(self):
+        # Item 9: the widening keys an untrusted project declares are shown where they
+        # bite, and trusting the project from inside its view takes effect at once.
+        ignored = "ignored: the project is not trusted (piworkfs trust)"
+        self.write_mode("docs", '---\nname: docs\ndescription: docs only\nwrites:\n'
+                                '  allow: ["docs/**"]\n---\nWrite docs.\n')
+        v = self.mount("docs")
+        p = self.run_pw("mode", cwd=v.mp)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("writes nothing", p.stdout)
+        self.assertIn("writes.allow (.piworkfs/modes/docs.md:5) " + ignored, p.stdout)
+        p = self.run_pw("check", "--mode", "design", "styles/tokens.css", cwd=v.mp)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("no allow rule matches", p.stdout)
+        self.assertIn("design.tokens (.piworkfs/config.yaml:2) " + ignored, p.stdout)
+        self.assertErrno(harness.errno.EROFS, os.open, v.path("docs/x.md"),
+                         os.O_WRONLY | os.O_CLOEXEC)
+        p = self.run_pw("trust", cwd=v.mp)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("reloaded the view at %s" % v.mp, p.stdout)
+        self.assertNotIn("next reload", p.stdout)
+        os.close(os.open(v.path("docs/x.md"), os.O_WRONLY | os.O_CLOEXEC))
+        p = self.run_pw("mode", cwd=v.mp)
+        self.assertNotIn(ignored, p.stdout)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

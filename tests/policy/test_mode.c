@@ -23,7 +23,7 @@
 #define GLOBAL FIXTURES "/global"
 #define PROJECT FIXTURES "/project-widening"
 #define PMODES PROJECT "/.piworkfs/modes/"
-#define UNTRUSTED "ignored: project not trusted; run `piworkfs trust`"
+#define UNTRUSTED "ignored: the project is not trusted (piworkfs trust)"
 
 static pw_modeset *load(const char *bundled, const char *global, const char *project,
 			bool trusted)
