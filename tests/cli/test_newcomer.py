@@ -333,5 +333,60 @@ class ViewTest(harness.MountCase):
         self.assertNotIn(ignored, p.stdout)
 
 
+class AgentMessages(unittest.TestCase):
+    """Item 10: one truthful message per situation for the agent inside `run`."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="pw-agent-")
+        self.addCleanup(self._teardown)
+        self.project = os.path.realpath(os.path.join(self.tmp, "proj"))
+        shutil.copytree(DEMO, self.project, symlinks=True)
+        runtime = os.path.join(self.tmp, "run")
+        os.mkdir(runtime, 0o700)
+        for d in ("home", "config", "state"):
+            os.mkdir(os.path.join(self.tmp, d))
+        self.env = {
+            "PATH": os.path.dirname(os.path.abspath(PIWORKFS)) + ":/usr/bin:/bin",
+            "LC_ALL": "C.UTF-8",
+            "HOME": os.path.join(self.tmp, "home"),
+            "XDG_CONFIG_HOME": os.path.join(self.tmp, "config"),
+            "XDG_RUNTIME_DIR": runtime,
+            "XDG_STATE_HOME": os.path.join(self.tmp, "state"),
+            "PIWORKFS_STATE_DB": os.path.join(self.tmp, "state", "state.db"),
+            "PIWORKFS_MODES_DIR": MODES_DIR,
+        }
+
+    def _teardown(self):
+        for mp in harness.piworkfs_mounts():
+            if mp.startswith(self.tmp):
+                subprocess.run(["fusermount3", "-u", "-z", mp], stderr=subprocess.DEVNULL)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def test_a_request_nobody_sees_yet_is_one_message(self):
+        # No terminal: the request waits for `piworkfs mode --approve`. The agent is told
+        # that, once, and not also to "ask the person to run piworkfs mode build".
+        p = subprocess.run([PIWORKFS, "run", "--mode", "plan", "--project", self.project,
+                            "--", "sh", "-c", "piworkfs mode build --reason test; echo rc=$?"],
+                           cwd=self.project, env=self.env, capture_output=True, text=True,
+                           stdin=subprocess.DEVNULL, timeout=120)
+        self.assertIn("rc=1", p.stdout, p.stderr)
+        lines = [x for x in p.stderr.splitlines() if x.startswith("piworkfs: mode:")]
+        self.assertEqual(len(lines), 1, p.stderr)
+        self.assertIn("asked the person", lines[0])
+        self.assertIn("piworkfs mode --approve", lines[0])
+        self.assertNotIn("ask the person you work for to run", p.stderr)
+
+    def test_mode_bodies_say_how_the_agent_asks(self):
+        # The bodies said "Only they can switch, outside your session", but inside run the
+        # agent's own `piworkfs mode NAME --reason` is how it asks, and tightening needs
+        # nobody.
+        for name in test_cli.BUNDLED:
+            with open(os.path.join(MODES_DIR, name + ".md")) as f:
+                body = f.read()
+            self.assertNotIn("Only they can switch", body, name)
+            if name != "off":
+                self.assertIn("--reason", body, name)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
