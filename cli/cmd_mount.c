@@ -44,7 +44,9 @@
 	"  -m, --mode MODE        start in MODE\n"                                                 \
 	"  -f, --foreground       stay in the foreground, log to stderr\n"                         \
 	"  -o, --options OPTIONS  mount options: allow_other (needs root), nonempty, io_uring,\n"  \
-	"                         and FUSE options (ro, default_permissions, ...)\n"               \
+	"                         FUSE options (ro, default_permissions, ...), and the view's\n"  \
+	"                         own as in fstab (mode=M, socket_dir=DIR, no_originals, ...;\n" \
+	"                         fstab's noauto, user, x-systemd.* ... are ignored)\n"          \
 	"  -d, --debug            log every FUSE request (implies -f)\n"                           \
 	"      --timeout SEC      kernel cache timeout (default 86400; kept true by invalidation)\n" \
 	"      --no-watch         do not follow changes made outside the view (testing only)\n"    \
@@ -71,6 +73,7 @@
 	"Examples:\n"                                                                              \
 	"  piworkfs mount ~/proj ~/proj.view\n"                                                    \
 	"  piworkfs mount ~/proj ~/proj.view --mode design -o nonempty\n"                          \
+	"  mount -t fuse.piworkfs ~/proj ~/proj.view -o mode=plan   # mount(8)'s helper, as root\n" \
 	"\n"                                                                                       \
 	"Exit status: 0 mounted; 2 usage error; 3 bad project, mountpoint, mode or socket\n"     \
 	"directory; 5 the mount failed (FUSE unusable, daemon error).\n"
@@ -254,6 +257,114 @@ static const char *const fuse_valued[] = {
 	"rootcontext", NULL,
 };
 
+/* The view's own options in -o, as sshfs takes its own there (an fstab line has only -o):
+ * the long options of `piworkfs mount` with '_' (or '-') between words. */
+static const char *const view_flags[] = {
+	"no_watch", "no_audit", "no_originals", "log_allowed", NULL,
+};
+static const char *const view_valued[] = {
+	"mode", "socket_dir", "state_db", "timeout", "originals_keep", "originals_max_file",
+	"originals_max_total", NULL,
+};
+/* What fstab and mount(8) pass that is for them, not for the filesystem. */
+static const char *const fstab_only[] = {
+	"defaults", "auto", "noauto", "user", "users", "nouser", "owner", "group", "_netdev",
+	"nofail", NULL,
+};
+
+static bool in_table(const char *const *table, const char *name)
+{
+	for (size_t i = 0; table[i]; i++)
+		if (streq(table[i], name))
+			return true;
+	return false;
+}
+
+/* Applies one view option NAME[=VALUE] (NAME with '_') to O, unless the command line set
+ * it already (an explicit option wins over -o). Returns an exit status. */
+static int apply_view_option(const char *name, const char *value, pw_daemon_opts *o)
+{
+	char what[80];
+
+	snprintf(what, sizeof(what), "-o %s", name);
+	if (streq(name, "mode"))
+		o->mode = o->mode ? o->mode : value;
+	else if (streq(name, "socket_dir"))
+		o->socket_dir = o->socket_dir ? o->socket_dir : value;
+	else if (streq(name, "state_db"))
+		o->state_db = o->state_db ? o->state_db : value;
+	else if (streq(name, "timeout"))
+		return !o->cache_timeout && parse_number(what, value, &o->cache_timeout) < 0
+			       ? PW_EXIT_USAGE : PW_EXIT_OK;
+	else if (streq(name, "originals_keep"))
+		return !o->originals_keep_s && parse_age(what, value, &o->originals_keep_s) < 0
+			       ? PW_EXIT_USAGE : PW_EXIT_OK;
+	else if (streq(name, "originals_max_file"))
+		return !o->originals_max_file &&
+				       parse_size(what, value, &o->originals_max_file) < 0
+			       ? PW_EXIT_USAGE : PW_EXIT_OK;
+	else if (streq(name, "originals_max_total"))
+		return !o->originals_max_total &&
+				       parse_size(what, value, &o->originals_max_total) < 0
+			       ? PW_EXIT_USAGE : PW_EXIT_OK;
+	else if (streq(name, "no_watch"))
+		o->no_watch = true;
+	else if (streq(name, "no_audit"))
+		o->no_audit = true;
+	else if (streq(name, "no_originals"))
+		o->no_originals = true;
+	else if (streq(name, "log_allowed"))
+		o->log_allowed = true;
+	return PW_EXIT_OK;
+}
+
+/*
+ * Splits -o OPTS (modified in place: O keeps pointers into it) into the view's own options,
+ * applied to O, fstab's, dropped, and the FUSE options, left in *RET_FUSE (malloc'd,
+ * comma-separated). Returns an exit status.
+ */
+static int split_mount_options(char *opts, pw_daemon_opts *o, char **ret_fuse)
+{
+	char *out = calloc(1, strlen(opts) + 1), *save = NULL;
+
+	if (!out)
+		return PW_EXIT_SYSTEM;
+	for (char *tok = strtok_r(opts, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		if (eq)
+			*eq = '\0';
+		if ((!eq && in_table(fstab_only, tok)) || startswith(tok, "x-") ||
+		    streq(tok, "comment"))
+			continue;
+		char name[64];
+		snprintf(name, sizeof(name), "%s", tok);
+		for (char *c = name; *c; c++)
+			if (*c == '-')
+				*c = '_';
+		if (in_table(eq ? view_valued : view_flags, name)) {
+			int r = apply_view_option(name, eq ? eq + 1 : NULL, o);
+			if (r) {
+				free(out);
+				return r;
+			}
+			continue;
+		}
+		if (in_table(eq ? view_flags : view_valued, name)) {
+			pw_err("mount", "mount option '%s' %s", tok,
+			       eq ? "takes no value" : "needs a value (NAME=VALUE)");
+			free(out);
+			return PW_EXIT_USAGE;
+		}
+		if (eq)
+			*eq = '=';
+		if (*out)
+			strcat(out, ",");
+		strcat(out, tok);
+	}
+	*ret_fuse = out;
+	return PW_EXIT_OK;
+}
+
 static int check_fuse_options(const char *opts)
 {
 	_cleanup_free_ char *copy = strdup(opts);
@@ -275,12 +386,16 @@ static int check_fuse_options(const char *opts)
 		const char *hint = pw_key_near_miss(tok, fuse_flags);
 		if (!hint)
 			hint = pw_key_near_miss(tok, fuse_valued);
+		if (!hint)
+			hint = pw_key_near_miss(tok, view_valued);
+		if (!hint)
+			hint = pw_key_near_miss(tok, view_flags);
 		if (hint)
 			pw_err("mount", "unknown mount option '%s' in -o (did you mean '%s'?)", tok,
 			       hint);
 		else
-			pw_err("mount", "unknown mount option '%s' in -o (allow_other, nonempty, ro, "
-					"default_permissions, ... see piworkfs(1))",
+			pw_err("mount", "unknown mount option '%s' in -o (mode=M, allow_other, nonempty, "
+					"ro, default_permissions, ... see piworkfs(1))",
 			       tok);
 		return PW_EXIT_USAGE;
 	}
@@ -538,10 +653,15 @@ int cmd_mount(int argc, char **argv)
 		return PW_EXIT_USAGE;
 	}
 	const char *project_arg = po.operands[0], *mp_arg = po.operands[1];
+	_cleanup_free_ char *opts_copy = fuse_opts ? strdup(fuse_opts) : NULL;
+	_cleanup_free_ char *fuse_only = NULL;
 	if (fuse_opts) {
-		int r = check_fuse_options(fuse_opts);
+		int r = opts_copy ? split_mount_options(opts_copy, &o, &fuse_only) : PW_EXIT_SYSTEM;
+		if (!r)
+			r = check_fuse_options(fuse_only);
 		if (r)
 			return r;
+		fuse_opts = fuse_only;
 	}
 	/* The daemon leaves the working directory (chdir "/"): a relative --state-db means
 	 * the caller's directory, and status reports it as an absolute path. */

@@ -83,6 +83,8 @@ static int run_command(const char *name, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	if (pw_mount_helper_called(argv[0]))
+		return pw_mount_helper(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
 		return PW_EXIT_USAGE;

@@ -333,6 +333,55 @@ class ViewTest(harness.MountCase):
         self.assertNotIn(ignored, p.stdout)
 
 
+# Runs as root in a private mount namespace: /usr/sbin is covered by a copy of its links
+# plus mount.fuse.piworkfs, a link to the program under test, so that mount(8) finds the
+# helper as it would once installed; the view is unmounted before the namespace ends.
+HELPER_SCRIPT = r'''
+set -u
+sbin=$1 pw=$2 proj=$3 view=$4
+for f in /usr/sbin/*; do ln -s "$f" "$sbin/"; done
+ln -s "$pw" "$sbin/mount.fuse.piworkfs"
+mount --bind "$sbin" /usr/sbin
+trap 'fusermount3 -u -z "$view" 2>/dev/null' EXIT
+mount -t fuse.piworkfs "$proj" "$view" -o mode=design,noauto,nodev,x-systemd.automount
+echo "mount=$?"
+(cd "$view" && "$pw" mode | head -1)
+grep -c " $view .* - fuse.piworkfs " /proc/self/mountinfo
+umount "$view"; echo "umount=$?"
+grep -c " $view .* - fuse.piworkfs " /proc/self/mountinfo
+'''
+
+
+class MountConventions(harness.MountCase):
+    """Item 11: the view's options in -o, and mount(8)'s helper."""
+
+    def test_view_options_in_o_as_sshfs(self):
+        v = self.mount(None, args=["-o", "mode=design,noauto,_netdev,x-systemd.automount"])
+        p = self.run_pw("mode", cwd=v.mp)
+        self.assertTrue(p.stdout.startswith("mode design"), p.stdout + p.stderr)
+        p = self.run_pw("mount", self.project, self.tmp, "-o", "mode=nosuch")
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertIn("unknown mode 'nosuch'", p.stderr)
+        p = self.run_pw("mount", self.project, self.tmp, "-o", "mdoe=build")
+        self.assertEqual(p.returncode, 2, p.stderr)
+        self.assertIn("did you mean 'mode'", p.stderr)
+
+    def test_mount_t_fuse_piworkfs_uses_the_helper(self):
+        if not have_namespaces():
+            self.fail("needs root and unshare(1)")
+        sbin = os.path.join(self.tmp, "sbin")
+        os.mkdir(sbin)
+        script = os.path.join(self.tmp, "helper.sh")
+        with open(script, "w") as f:
+            f.write(HELPER_SCRIPT)
+        p = subprocess.run(["unshare", "-m", "--propagation", "private", "bash", script, sbin,
+                            os.path.abspath(PIWORKFS), self.project, self.mp],
+                           env=self.env, capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.stdout.split(), ["mount=0", "mode", "design", "1", "umount=0", "0"],
+                         p.stdout + p.stderr)
+        self.assertFalse(harness.is_view_mounted(self.mp))
+
+
 class AgentMessages(unittest.TestCase):
     """Item 10: one truthful message per situation for the agent inside `run`."""
 
