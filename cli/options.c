@@ -185,7 +185,8 @@ static const pw_option diff_opts[] = {
 static const pw_option undo_opts[] = {
 	{ "all", 'a', NULL, 'a', PW_COMPLETE_NONE, "every change in the change sets chosen" },
 	{ "since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME" },
-	{ "dry-run", 'n', NULL, 'n', PW_COMPLETE_NONE, "say what would be done" },
+	/* No -n: it is log's --lines, and a letter means one thing everywhere. */
+	{ "dry-run", 0, NULL, 'n', PW_COMPLETE_NONE, "say what would be done" },
 	{ "force", 0, NULL, PW_OPT_FORCE, PW_COMPLETE_NONE, "also what changed outside the view" },
 	OPT_MOUNT,
 	OPT_JSON,

@@ -13,6 +13,7 @@ the namespace before the driver returns. Python 3 standard library only.
 import json
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import sys
@@ -180,6 +181,27 @@ class SecondUser(unittest.TestCase):
         self.assertIn("build", r[2]["out"])
         self.assertEqual(r[3]["rc"], 0, r[3])
         self.assertEqual(r[3]["mounted"], [])
+
+
+ALL_COMMANDS = ["mount", "umount", "mode", "status", "reload", "modes", "allowed", "check",
+                "why", "check-bash", "log", "trust", "run", "completion", "changes", "diff",
+                "undo", "checkpoint"]
+
+
+class Offline(Base):
+    """The items that need no view."""
+
+    def test_each_short_letter_means_one_thing_in_every_command(self):
+        # Item 4: -n was log's --lines and undo's --dry-run.
+        meaning = {}
+        for cmd in ALL_COMMANDS:
+            rc, out, err = self.run_pw(cmd, "--help")
+            self.assertEqual(rc, 0, (cmd, err))
+            for m in re.finditer(r"(?m)^\s+-([A-Za-z]), --([a-z][a-z-]*)", out):
+                meaning.setdefault(m.group(1), set()).add(m.group(2))
+        self.assertEqual({k: v for k, v in meaning.items() if len(v) > 1}, {})
+        rc, _, err = self.run_pw("undo", "-n", "x")
+        self.assertEqual(rc, 2, err)
 
 
 sys.path.insert(0, os.path.join(test_cli.SOURCE, "tests", "mount"))
