@@ -355,6 +355,108 @@ class ViewTest(harness.MountCase):
         self.assertNotIn(ignored, p.stdout)
 
 
+def on_a_terminal(argv, env, cwd):
+    """ARGV with a pty as stdout: (exit status, output without colour)."""
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:
+        try:
+            os.chdir(cwd)
+            os.execve(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), out.decode().replace("\r", "")
+
+
+class LogTest(harness.MountCase):
+    """Items 5 and 14: the log on a terminal and its rows."""
+
+    def denials(self, v, *names):
+        for rel in names:
+            with self.assertRaises(OSError):
+                open(v.path(rel), "w")
+        self.assertTrue(harness.wait_until(
+            lambda: all(n in self.run_pw("log", "--all").stdout for n in names), 60),
+            self.run_pw("log", "--all").stdout)
+
+    def test_log_fits_80_columns(self):
+        deep = "docs/" + "d" * 30 + "/" + "e" * 30 + "/file.txt"
+        os.makedirs(os.path.join(self.project, os.path.dirname(deep)))
+        v = self.mount("plan")
+        self.denials(v, deep, "src/new.c")
+        self.run_pw("mode", "build", cwd=v.mp, check=True)
+        rc, out = on_a_terminal([PIWORKFS, "log"], dict(self.env, COLUMNS="80", NO_COLOR="1"),
+                                v.mp)
+        self.assertEqual(rc, 0, out)
+        lines = out.splitlines()
+        self.assertTrue(all(len(x) <= 80 for x in lines), "\n".join(lines))
+        self.assertTrue(any("src/new.c" in x for x in lines), out)
+        self.assertTrue(any("file.txt" in x for x in lines), out)
+        # The rule is not cut to "r...": it has a line of its own when it has no room.
+        self.assertIn("read-only", out)
+        self.assertIn("asked by ", out)
+        self.assertNotRegex(out, r"\b[a-z]\.\.\.$")
+
+    def test_switch_rows_name_who_asked_and_reloads_add_none(self):
+        v = self.mount("design")
+        for _ in range(2):
+            self.run_pw("reload", cwd=v.mp)
+        p = self.run_pw("log", "--switches", cwd=v.mp)
+        rows = [x for x in p.stdout.splitlines() if " switch " in x]
+        self.assertEqual(len(rows), 1, p.stdout)
+        self.assertIn("(none) -> design", rows[0])
+        self.assertIn("asked by piworkfs mount (pid %d, user root)" % v.pid, rows[0])
+        self.assertNotIn("design -> design", p.stdout)
+        p = self.run_pw("log", "--switches", "--jsonl", cwd=v.mp)
+        self.assertEqual(len(p.stdout.splitlines()), 1, p.stdout)
+
+    def test_project_column_outside_a_view(self):
+        v = self.mount("plan")
+        other, other_mp = self.fresh_project("other")
+        w = self.mount("plan", project=other, mountpoint=other_mp)
+        self.denials(v, "src/one.c")
+        self.denials(w, "src/two.c")
+        p = self.run_pw("log", cwd=self.cwd)
+        self.assertIn("PROJECT", p.stdout.splitlines()[0], p.stdout)
+        one = next(x for x in p.stdout.splitlines() if "src/one.c" in x)
+        two = next(x for x in p.stdout.splitlines() if "src/two.c" in x)
+        self.assertIn(self.project, one)
+        self.assertIn(other, two)
+        # Inside a view, one project: no column.
+        p = self.run_pw("log", cwd=v.mp)
+        self.assertNotIn("PROJECT", p.stdout)
+
+    def test_follow_n_0_prints_nothing_old(self):
+        v = self.mount("plan")
+        self.denials(v, "src/old.c")
+        out = open(os.path.join(self.tmp, "follow.out"), "w+")
+        f = subprocess.Popen([PIWORKFS, "log", "--follow", "-n", "0"], cwd=v.mp, env=self.env,
+                             stdout=out, stderr=subprocess.STDOUT)
+        self.addCleanup(f.wait)
+        self.addCleanup(f.kill)
+
+        def text():
+            out.seek(0)
+            return out.read()
+        self.assertTrue(harness.wait_until(lambda: "TIME" in text(), 60), text())
+        with self.assertRaises(OSError):
+            open(v.path("src/new.c"), "w")
+        self.assertTrue(harness.wait_until(lambda: "src/new.c" in text(), 60), text())
+        self.assertNotIn("src/old.c", text())
+        f.kill()
+
+
 # Runs as root in a private mount namespace: /usr/sbin is covered by a copy of its links
 # plus mount.fuse.piworkfs, a link to the program under test, so that mount(8) finds the
 # helper as it would once installed; the view is unmounted before the namespace ends.
