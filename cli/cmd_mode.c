@@ -197,6 +197,26 @@ static void print_ignored(const opts *o, const char *mode)
 	}
 }
 
+/* Is rule R "DIR/" where RULES also has the subtree "DIR/" + "**" of the same kind? One
+ * line says both. */
+static bool dir_of_listed_subtree(json_t *rules, json_t *r)
+{
+	const char *pat = json_string_value(json_object_get(r, "pattern"));
+	const char *kind = json_string_value(json_object_get(r, "kind"));
+	size_t len = pat ? strlen(pat) : 0, i;
+	json_t *o;
+
+	if (len < 2 || pat[len - 1] != '/')
+		return false;
+	json_array_foreach(rules, i, o) {
+		const char *op = json_string_value(json_object_get(o, "pattern"));
+		if (op && streq_ptr(json_string_value(json_object_get(o, "kind")), kind) &&
+		    strlen(op) == len + 2 && strncmp(op, pat, len) == 0 && streq(op + len, "**"))
+			return true;
+	}
+	return false;
+}
+
 /* Prints the mode and a short list of what it allows, from a mode.get/mode.set result. */
 static void print_mode(const opts *o, json_t *res, bool switched)
 {
@@ -227,6 +247,8 @@ static void print_mode(const opts *o, json_t *res, bool switched)
 		if (json_is_true(json_object_get(pol, "writes_nothing")) && kind &&
 		    !streq(kind, "hide"))
 			continue; /* nothing is writable: only what is hidden still matters */
+		if (dir_of_listed_subtree(rules, r))
+			continue;
 		const char *cells[] = { kind, pat };
 		if (t)
 			pw_table_add(t, cells);

@@ -203,6 +203,23 @@ class Offline(Base):
         rc, _, err = self.run_pw("undo", "-n", "x")
         self.assertEqual(rc, 2, err)
 
+    def test_an_unknown_command_with_json_is_a_json_error(self):
+        # Item 17.
+        rc, out, err = self.run_pw("bogus", "--json")
+        self.assertEqual(rc, 2, err)
+        j = json.loads(out)
+        self.assertEqual(j["error"]["status"], 2)
+        self.assertIn("unknown command 'bogus'", j["error"]["message"])
+
+    def test_allowed_lists_a_subtree_once(self):
+        # Item 17: design's docs/design/** and docs/design/ were two lines.
+        rc, out, err = self.run_pw("allowed", "--mode", "design", "-C", DEMO)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("docs/design/**", out)
+        self.assertNotRegex(out, r"(?m)^allow +docs/design/ ")
+        rc, out, err = self.run_pw("allowed", "--mode", "design", "-C", DEMO, "--json")
+        self.assertIn("docs/design/", [r["pattern"] for r in json.loads(out)["rules"]])
+
 
 sys.path.insert(0, os.path.join(test_cli.SOURCE, "tests", "mount"))
 import harness  # noqa: E402  (the mount tests' harness: private dirs, sure unmount)
