@@ -51,6 +51,9 @@ PW_CMD(cmd_undo);
 PW_CMD(cmd_checkpoint);
 #undef PW_CMD
 
+/* What mount's -o takes, one per line, NAME= for those with a value (for completion). */
+int pw_print_mount_options(void);
+
 /* mount(8)'s helper (mount_helper.c): is the program called as mount.fuse.piworkfs or
  * mount.piworkfs? Then run it as one: `piworkfs mount` from mount(8)'s arguments. */
 bool pw_mount_helper_called(const char *argv0);

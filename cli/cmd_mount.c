@@ -365,6 +365,19 @@ static int split_mount_options(char *opts, pw_daemon_opts *o, char **ret_fuse)
 	return PW_EXIT_OK;
 }
 
+int pw_print_mount_options(void)
+{
+	const char *const *flags[] = { view_flags, fuse_flags }, *const *valued[] = { view_valued,
+										     fuse_valued };
+	for (size_t t = 0; t < ELEMENTSOF(flags); t++) {
+		for (size_t i = 0; valued[t][i]; i++)
+			printf("%s=\n", valued[t][i]);
+		for (size_t i = 0; flags[t][i]; i++)
+			printf("%s\n", flags[t][i]);
+	}
+	return PW_EXIT_OK;
+}
+
 static int check_fuse_options(const char *opts)
 {
 	_cleanup_free_ char *copy = strdup(opts);

@@ -211,6 +211,32 @@ class Offline(Base):
         self.assertEqual(j["error"]["status"], 2)
         self.assertIn("unknown command 'bogus'", j["error"]["message"])
 
+    def complete(self, *words):
+        """What bash's completion of WORDS offers, with the generated script."""
+        script = subprocess.run([PIWORKFS, "completion", "bash"], capture_output=True,
+                                text=True, env=self.env, check=True).stdout
+        line = " ".join(words)
+        prog = script + ("\nCOMP_WORDS=(%s)\nCOMP_CWORD=%d\nCOMP_LINE=%s\nCOMP_POINT=%d\n"
+                         "_piworkfs piworkfs\nprintf '%%s\\n' \"${COMPREPLY[@]}\"\n") % (
+                    " ".join("'%s'" % w for w in words), len(words) - 1,
+                    "'%s'" % line, len(line))
+        e = dict(self.env, PATH=os.path.dirname(os.path.abspath(PIWORKFS)) + ":" +
+                 self.env["PATH"])
+        p = subprocess.run(["bash", "--norc", "-c", prog], capture_output=True, text=True,
+                           env=e, cwd=self.cwd, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return [x for x in p.stdout.splitlines() if x]
+
+    def test_mount_o_completes_the_options(self):
+        # Item 12: `mount -o <TAB>` offered nothing.
+        got = self.complete("piworkfs", "mount", "-o", "")
+        for want in ["mode=", "allow_other", "nonempty", "no_originals", "default_permissions"]:
+            self.assertIn(want, got)
+        self.assertEqual(self.complete("piworkfs", "mount", "-o", "nonempty,allow_o"),
+                         ["nonempty,allow_other"])
+        self.assertEqual(self.complete("piworkfs", "mount", "-o", "ro,mode=des"),
+                         ["ro,mode=design"])
+
     def test_allowed_lists_a_subtree_once(self):
         # Item 17: design's docs/design/** and docs/design/ were two lines.
         rc, out, err = self.run_pw("allowed", "--mode", "design", "-C", DEMO)
