@@ -549,6 +549,71 @@ class MountConventions(harness.MountCase):
         self.assertFalse(harness.is_view_mounted(self.mp))
 
 
+class DevScripts(unittest.TestCase):
+    """Item 15: ./dev demo installs only what it needs, and shows refusals as a shell does."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="pw-dev-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+
+    def test_setup_for_the_demo_leaves_out_the_pi_releases(self):
+        # A copy of scripts/setup in a tree of its own, with dpkg-query and npm stubbed:
+        # every package counts as installed, and npm only records what it was asked.
+        tree = os.path.join(self.tmp, "tree")
+        os.makedirs(os.path.join(tree, "scripts"))
+        shutil.copy(os.path.join(test_cli.SOURCE, "scripts", "setup"),
+                    os.path.join(tree, "scripts", "setup"))
+        tsb = os.path.join(tree, "third_party", "tree-sitter-bash")
+        os.makedirs(tsb)
+        with open(os.path.join(tsb, ".version"), "w") as f:
+            f.write("0.23.3\n")
+        os.makedirs(os.path.join(tree, "tests", "pi"))
+        with open(os.path.join(tree, "tests", "pi", "package-lock.json"), "w") as f:
+            f.write("{}\n")
+        stubs = os.path.join(self.tmp, "bin")
+        os.makedirs(stubs)
+        calls = os.path.join(self.tmp, "npm-calls")
+        for name, body in [("dpkg-query", "printf 'install ok installed'"),
+                           ("npm", 'echo "$*" >> %s' % calls)]:
+            with open(os.path.join(stubs, name), "w") as f:
+                f.write("#!/bin/sh\n%s\n" % body)
+            os.chmod(os.path.join(stubs, name), 0o755)
+        env = {"PATH": stubs + ":/usr/bin:/bin"}
+        p = subprocess.run([os.path.join(tree, "scripts", "setup"), "demo"], env=env,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFalse(os.path.exists(calls), "setup demo ran npm: %s" %
+                         (open(calls).read() if os.path.exists(calls) else ""))
+        p = subprocess.run([os.path.join(tree, "scripts", "setup")], env=env,
+                           capture_output=True, text=True, timeout=60)
+        self.assertIn("ci", open(calls).read(), p.stdout + p.stderr)
+
+    def test_the_demo_shows_a_refusal_as_the_shell_prints_it(self):
+        base = os.path.join(self.tmp, "demo")
+        view = os.path.join(base, "greeter.view")
+        runtime = os.path.join(self.tmp, "run")
+        os.makedirs(runtime, 0o700)
+        env = {
+            "PATH": os.path.dirname(os.path.abspath(PIWORKFS)) + ":/usr/bin:/bin",
+            "LC_ALL": "C.UTF-8", "HOME": self.tmp, "XDG_RUNTIME_DIR": runtime,
+            "XDG_CONFIG_HOME": os.path.join(self.tmp, "config"),
+            "PIWORKFS_STATE_DB": os.path.join(self.tmp, "state.db"),
+            "PIWORKFS_MODES_DIR": MODES_DIR, "PIWORKFS_DEMO_DIR": base,
+        }
+
+        def unmount():
+            if harness.is_view_mounted(view):
+                subprocess.run([PIWORKFS, "umount", view], env=env, capture_output=True)
+            if harness.is_view_mounted(view):
+                subprocess.run(["fusermount3", "-u", "-z", view], capture_output=True)
+        self.addCleanup(unmount)
+        p = subprocess.run([os.path.join(test_cli.SOURCE, "demo", "run")], env=env,
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("  bash: src/main.c: Read-only file system\n", p.stdout)
+        self.assertNotIn("demo/run: line", p.stdout)
+
+
 class AgentMessages(unittest.TestCase):
     """Item 10: one truthful message per situation for the agent inside `run`."""
 
