@@ -148,6 +148,29 @@ class SecondUser(unittest.TestCase):
         st = os.lstat(self.fallback)
         self.assertEqual((st.st_uid, st.st_mode & 0o777), (NOBODY.pw_uid, 0o700))
 
+    def test_run_without_xdg_runtime_dir_works_and_hides_the_operator_socket(self):
+        # The README's "As a normal user": run too, where XDG_RUNTIME_DIR is unset.
+        script = ("touch x 2>/dev/null && echo wrote || echo refused; "
+                  "ls /tmp/piworkfs-%d; piworkfs mode build --mount %s; echo rc=$?"
+                  % (NOBODY.pw_uid, self.view))
+        r = self.run_steps([
+            self.step("mount", self.proj, self.view, "-m", "plan"),
+            self.step("run", "--mode", "plan", "-C", self.proj, "--", "sh", "-c", script,
+                      env={"PATH": os.path.dirname(os.path.abspath(PIWORKFS)) +
+                           ":/usr/bin:/bin"}),
+            self.step("mode", cwd=self.view),
+            self.step("umount", self.view),
+        ])
+        self.assertEqual(r[0]["rc"], 0, r[0])
+        self.assertEqual(r[1]["rc"], 0, r[1])
+        self.assertIn("refused", r[1]["out"])
+        # Inside, the socket directory holds the agent's socket only, which may not loosen.
+        names = [x for x in r[1]["out"].split() if x.endswith(".sock")]
+        self.assertTrue(names and all(x.endswith(".agent.sock") for x in names), r[1])
+        self.assertIn("rc=1", r[1]["out"])
+        self.assertTrue(r[2]["out"].startswith("mode plan"), r[2])
+        self.assertEqual(r[3]["rc"], 0, r[3])
+
     def test_unusable_socket_dir_fails_before_anything_is_mounted(self):
         # A socket directory that is not the user's: one clear line, nothing mounted, and
         # no mode switch in the log for a view that never came up.
