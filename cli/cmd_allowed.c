@@ -300,7 +300,9 @@ static int print_rules(const pw_cli_project *p, const pw_policy *policy)
 			snprintf(where, sizeof(where), "(built-in)");
 		else
 			snprintf(where, sizeof(where), "%s:%u", file, r->line);
-		if (pw_table_add(t, (const char *[]){ pw_rule_kind_name(r->kind), r->pattern,
+		const char *pattern = r->layer == PW_LAYER_DEFAULT
+					      ? pw_cli_builtin_pattern(r->pattern) : r->pattern;
+		if (pw_table_add(t, (const char *[]){ pw_rule_kind_name(r->kind), pattern,
 						      where }) < 0)
 			return -ENOMEM;
 	}

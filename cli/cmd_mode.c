@@ -244,6 +244,8 @@ static void print_mode(const opts *o, json_t *res, bool switched)
 	json_array_foreach(rules, i, r) {
 		const char *kind = json_string_value(json_object_get(r, "kind"));
 		const char *pat = json_string_value(json_object_get(r, "pattern"));
+		if (streq_ptr(json_string_value(json_object_get(r, "layer")), "default"))
+			pat = pw_cli_builtin_pattern(pat);
 		if (json_is_true(json_object_get(pol, "writes_nothing")) && kind &&
 		    !streq(kind, "hide"))
 			continue; /* nothing is writable: only what is hidden still matters */

@@ -114,6 +114,17 @@ static inline bool pw_cli_ignored_applies(const char *about, const char *mode, b
 	return about ? streq(about, mode) || streq(about, "*") : tokens;
 }
 
+/*
+ * A built-in rule's pattern as the text listings spell it: every built-in names a path at
+ * the project's root, so all are written alike, without the leading '/' that only
+ * "/.piworkfs" needs as a glob (".git/hooks" is anchored by its inner '/'). Other rules are
+ * shown as written; JSON always gives the glob itself.
+ */
+static inline const char *pw_cli_builtin_pattern(const char *pattern)
+{
+	return pattern && pattern[0] == '/' && pattern[1] ? pattern + 1 : pattern;
+}
+
 static inline void pw_cli_project_donep(pw_cli_project *p)
 {
 	pw_cli_project_done(p);

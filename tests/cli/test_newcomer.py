@@ -269,6 +269,12 @@ class Offline(Base):
         rc, out, err = self.run_pw("allowed", "--mode", "design", "-C", DEMO, "--json")
         self.assertIn("docs/design/", [r["pattern"] for r in json.loads(out)["rules"]])
 
+    def test_builtin_protected_paths_are_spelt_alike(self):
+        # Item 17: "/.piworkfs" had a leading slash, ".git/hooks" none.
+        rc, out, err = self.run_pw("allowed", "--mode", "build", "-C", DEMO)
+        self.assertRegex(out, r"(?m)^protected +\.piworkfs +\(built-in\)$")
+        self.assertRegex(out, r"(?m)^protected +\.git/hooks +\(built-in\)$")
+
 
 sys.path.insert(0, os.path.join(test_cli.SOURCE, "tests", "mount"))
 import harness  # noqa: E402  (the mount tests' harness: private dirs, sure unmount)
