@@ -107,8 +107,9 @@ int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char
 	 * led to it ("ask the person to run ...") is no longer what to do. Nobody sees it at
 	 * once: the person may still allow it, for as long as the request lives. */
 	if (streq_ptr(outcome, "pending"))
-		pw_err(cmd, "not switched yet: asked the person; they can allow it with "
-			    "'piworkfs mode --approve' on their own terminal (within 2 minutes)");
+		pw_err(cmd, "refused for now: 'piworkfs mode %s' loosens the mode, which needs the "
+			    "person's consent; asked them: they can allow it with 'piworkfs mode "
+			    "--approve' on their own terminal (within 2 minutes)", name);
 	else
 		pw_err(cmd, "not switched: the request was %s%s", outcome ? outcome : "not answered",
 		       streq_ptr(outcome, "denied")	    ? " by the person"

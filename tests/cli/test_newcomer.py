@@ -682,7 +682,8 @@ class AgentMessages(unittest.TestCase):
         self.assertIn("rc=1", p.stdout, p.stderr)
         lines = [x for x in p.stderr.splitlines() if x.startswith("piworkfs: mode:")]
         self.assertEqual(len(lines), 1, p.stderr)
-        self.assertIn("asked the person", lines[0])
+        self.assertIn("refused for now: 'piworkfs mode build' loosens the mode", lines[0])
+        self.assertIn("asked them", lines[0])
         self.assertIn("piworkfs mode --approve", lines[0])
         self.assertNotIn("ask the person you work for to run", p.stderr)
 
