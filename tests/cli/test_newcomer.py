@@ -135,6 +135,10 @@ class SecondUser(unittest.TestCase):
             self.step("mount", self.proj, self.view, "-m", "design"),
             self.step("mode", cwd=self.view),
             self.step("status"),
+            self.step("mode", "build", cwd=self.proj),
+            self.step("check", "src/main.c", cwd=self.view),
+            self.step("changes", cwd=self.proj),
+            self.step("log", "--switches", cwd=self.view),
             self.step("umount", self.view),
         ])
         self.assertEqual(r[0]["rc"], 0, r[0])
@@ -144,7 +148,12 @@ class SecondUser(unittest.TestCase):
         self.assertEqual(r[2]["rc"], 0, r[2])
         self.assertIn("/tmp/piworkfs-%d/" % NOBODY.pw_uid, r[2]["out"])
         self.assertEqual(r[3]["rc"], 0, r[3])
-        self.assertEqual(r[3]["mounted"], [])
+        self.assertTrue(r[4]["out"].startswith("allowed  src/main.c"), r[4])
+        self.assertEqual(r[5]["rc"], 0, r[5])
+        self.assertIn("design -> build", r[6]["out"])
+        self.assertIn("user nobody", r[6]["out"])
+        self.assertEqual(r[7]["rc"], 0, r[7])
+        self.assertEqual(r[7]["mounted"], [])
         st = os.lstat(self.fallback)
         self.assertEqual((st.st_uid, st.st_mode & 0o777), (NOBODY.pw_uid, 0o700))
 
