@@ -51,6 +51,14 @@ PW_CMD(cmd_undo);
 PW_CMD(cmd_checkpoint);
 #undef PW_CMD
 
+/* What mount's -o takes, one per line, NAME= for those with a value (for completion). */
+int pw_print_mount_options(void);
+
+/* mount(8)'s helper (mount_helper.c): is the program called as mount.fuse.piworkfs or
+ * mount.piworkfs? Then run it as one: `piworkfs mount` from mount(8)'s arguments. */
+bool pw_mount_helper_called(const char *argv0);
+int pw_mount_helper(int argc, char **argv);
+
 /* Asking to switch (mode_request.c, for cmd_mode.c): inside the agent, after REFUSAL (the
  * daemon's message for mode.set), ask the person for mode NAME, and wait for the answer
  * when run's terminal shows the question; answer the pending request; show it (nothing

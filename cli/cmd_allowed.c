@@ -260,6 +260,28 @@ static void print_header(const pw_cli_project *p, const pw_policy *policy)
 		printf("writes nothing\n");
 }
 
+/*
+ * Is rule I the directory itself of a subtree rule of the same kind, "DIR/" beside
+ * "DIR/" + "**" (design allows both so that docs/design may be created too)? The listing
+ * shows one line for both: the subtree says what a person needs to know. --json keeps
+ * every rule.
+ */
+static bool covered_by_subtree(const pw_policy *policy, size_t i)
+{
+	const pw_rule *r = pw_policy_rule(policy, i);
+	size_t len = strlen(r->pattern);
+
+	if (len < 2 || r->pattern[len - 1] != '/')
+		return false;
+	for (size_t k = 0; k < pw_policy_rule_count(policy); k++) {
+		const pw_rule *o = pw_policy_rule(policy, k);
+		if (k != i && o->kind == r->kind && strlen(o->pattern) == len + 2 &&
+		    strncmp(o->pattern, r->pattern, len) == 0 && streq(o->pattern + len, "**"))
+			return true;
+	}
+	return false;
+}
+
 static int print_rules(const pw_cli_project *p, const pw_policy *policy)
 {
 	_cleanup_table_ pw_table *t = pw_table_new(3);
@@ -272,11 +294,15 @@ static int print_rules(const pw_cli_project *p, const pw_policy *policy)
 		char buf[PW_PATH_MAX], where[PW_PATH_MAX + 32];
 		const char *file = pw_cli_display_file(p, r->file, buf, sizeof(buf));
 
+		if (covered_by_subtree(policy, i))
+			continue;
 		if (r->layer == PW_LAYER_DEFAULT || !file || file[0] == '(')
 			snprintf(where, sizeof(where), "(built-in)");
 		else
 			snprintf(where, sizeof(where), "%s:%u", file, r->line);
-		if (pw_table_add(t, (const char *[]){ pw_rule_kind_name(r->kind), r->pattern,
+		const char *pattern = r->layer == PW_LAYER_DEFAULT
+					      ? pw_cli_builtin_pattern(r->pattern) : r->pattern;
+		if (pw_table_add(t, (const char *[]){ pw_rule_kind_name(r->kind), pattern,
 						      where }) < 0)
 			return -ENOMEM;
 	}

@@ -63,7 +63,7 @@ static const char undo_usage[] =
 	"Options:\n"
 	"  -a, --all          every change in the change sets chosen\n"
 	"  -s, --since X      since checkpoint X, or since TIME\n"
-	"  -n, --dry-run      say what would be done, do nothing\n"
+	"      --dry-run      say what would be done, do nothing\n"
 	"      --force        undo also what was changed outside the view since\n"
 	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
 	"      --json         print JSON\n"
@@ -146,7 +146,7 @@ static int parse(int argc, char **argv, const char *usage, opts *o)
 
 	opterr = 0;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "s:m:M:anh", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:m:M:ah", longs, NULL)) != -1) {
 		bool ok = true;
 		switch (c) {
 		case 's': o->since = optarg; ok = !streq(cmd, "checkpoint"); break;

@@ -18,7 +18,9 @@ static const char usage[] =
 	"\n"
 	"For each PATH, tell whether mode M allows the operation on it, and which rule\n"
 	"decided. PATH is relative to the current directory when that is inside the project,\n"
-	"else to the project root; absolute paths must lie inside the project.\n"
+	"else to the project root; absolute paths must lie inside the project (under its\n"
+	"view or its backing directory). Under a denial, the mode's keys that were ignored\n"
+	"because the project is not trusted are listed.\n"
 	"\n"
 	"Options:\n"
 	"  -m, --mode M       the mode to ask (default: the mode of the live view around the\n"
@@ -43,7 +45,34 @@ typedef struct check_ctx {
 	pw_op op;
 	bool json;
 	json_t *out; /* the array of decisions with --json */
+	const pw_modeset *ms;
+	bool *ignored_shown; /* the untrusted project's ignored keys were listed */
 } check_ctx;
+
+/*
+ * Under a denial: the widening keys of the mode that were ignored because the project is
+ * not trusted, once per run, where the person sees why (`check --mode design
+ * styles/tokens.css` says no allow rule matches, but the token file was declared).
+ */
+static void print_ignored(const check_ctx *x)
+{
+	const char *mode = pw_policy_mode_name(x->policy);
+	const pw_mode *m = x->ms ? pw_modeset_find(x->ms, mode) : NULL;
+
+	if (*x->ignored_shown || !m)
+		return;
+	*x->ignored_shown = true;
+	for (size_t i = 0; i < pw_modeset_warning_count(x->ms); i++) {
+		const char *about = pw_modeset_warning_mode(x->ms, i);
+		const pw_warning *w = pw_modeset_warning(x->ms, i);
+		char buf[PW_PATH_MAX];
+
+		if (!pw_warning_is_untrusted(w) || !pw_cli_ignored_applies(about, mode, m->tokens))
+			continue;
+		printf("         %s (%s:%u) %s\n", w->key ? w->key : "?",
+		       pw_cli_display_file(x->p, w->file, buf, sizeof(buf)), w->line, w->message);
+	}
+}
 
 static int print_decision(const check_ctx *x, const char *shown, bool is_dir,
 			  const pw_decision *d)
@@ -67,8 +96,10 @@ static int print_decision(const check_ctx *x, const char *shown, bool is_dir,
 	else if (d->reason == PW_REASON_OUTSIDE)
 		printf("outside  %s  %s  %s %s\n", shown, pw_report_errno_name(d->err), text,
 		       pw_cli_project_path(x->p));
-	else
+	else {
 		printf("denied   %s  %s  %s\n", shown, pw_report_errno_name(d->err), text);
+		print_ignored(x);
+	}
 	return 0;
 }
 
@@ -143,7 +174,9 @@ int cmd_check(int argc, char **argv)
 		if (!out)
 			return PW_EXIT_SYSTEM;
 	}
-	check_ctx x = { .p = &p, .policy = policy, .op = op, .json = json, .out = out };
+	bool ignored_shown = false;
+	check_ctx x = { .p = &p, .policy = policy, .op = op, .json = json, .out = out, .ms = ms,
+			.ignored_shown = &ignored_shown };
 	for (int i = 0; i < po.n_operands; i++) {
 		r = check_one(&x, po.operands[i]);
 		if (r == -ENOMEM) {

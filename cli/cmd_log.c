@@ -21,6 +21,7 @@
  * recorded for the project). Inside a live view the project is the view's: paths map
  * through the mountpoint, and the log is searched under the project's real path.
  */
+#include <pwd.h>
 #include <signal.h>
 #include <sys/param.h>
 #include <time.h>
@@ -49,12 +50,14 @@ static const char log_usage[] =
 	"Show the audit log of the views: the operations they denied (and allowed ones when a\n"
 	"view logs them) and the mode switches with who asked, oldest first, newest last.\n"
 	"Reads the state database directly. Inside a live view, only that view's project is\n"
-	"shown unless --project or --all says otherwise. On a terminal the columns fit its\n"
-	"width (long paths shortened in the middle) and denials are coloured (not with\n"
-	"NO_COLOR set).\n"
+	"shown unless --project or --all says otherwise; outside one, a PROJECT column says\n"
+	"whose each event is. On a terminal the columns fit its width (the time of day\n"
+	"only, long paths shortened in the middle) and denials are coloured (not with\n"
+	"NO_COLOR set). A reload that keeps the mode is not listed as a switch.\n"
 	"\n"
 	"Options:\n"
-	"  -n, --lines N      show the last N events (default 50; 0: all)\n"
+	"  -n, --lines N      show the last N events (default 50; 0: all, with --follow:\n"
+	"                     none, as tail -f -n 0)\n"
 	"      --denied       only denied operations (leave out allowed ones and switches)\n"
 	"  -m, --mode M       only events in mode M (switches to M)\n"
 	"      --path GLOB    only events whose path (or second path) matches GLOB\n"
@@ -218,11 +221,25 @@ static void format_rule(const log_row *r, char *buf, size_t size)
 
 /* ---- The table: columns sized to their content and, on a terminal, to its width. ---- */
 
-enum { COL_TIME, COL_MODE, COL_OP, COL_ERRNO, COL_PID, COL_COMM, COL_COUNT, COL_PATH, COL_RULE,
-       N_COLS };
+enum { COL_TIME, COL_PROJECT, COL_MODE, COL_OP, COL_ERRNO, COL_PID, COL_COMM, COL_COUNT,
+       COL_PATH, COL_RULE, N_COLS };
 
-static const char *const col_names[N_COLS] = { "TIME", "MODE", "OP",	"ERRNO", "PID",
-					       "COMM", "COUNT", "PATH", "RULE" };
+static const char *const col_names[N_COLS] = { "TIME", "PROJECT", "MODE",  "OP",   "ERRNO",
+					       "PID",  "COMM",	  "COUNT", "PATH", "RULE" };
+
+/* A project as the PROJECT column shows it: under $HOME as ~/..., else as is. */
+static char *project_cell(const char *project)
+{
+	const char *home = getenv("HOME");
+	char *s = NULL;
+
+	if (!project)
+		return strdup("-");
+	if (home && home[0] == '/' && !streq(home, "/") && startswith(project, home) &&
+	    project[strlen(home)] == '/')
+		return asprintf(&s, "~%s", project + strlen(home)) < 0 ? NULL : s;
+	return strdup(project);
+}
 
 /* One line of the table: an audit event or a mode switch. */
 typedef struct log_line {
@@ -241,6 +258,11 @@ typedef struct log_printer {
 	size_t width[N_COLS]; /* 0: not sized yet */
 	size_t path_max, rule_max; /* 0: no limit (not a terminal) */
 	bool color;
+	bool all_projects; /* rows of every project: the PROJECT column */
+	bool hide[N_COLS];
+	bool fit;          /* on a terminal: every cell cut to its column's width */
+	bool rule_below;   /* too narrow for PATH and RULE side by side: RULE on a line below */
+	size_t time_from, time_len; /* the part of "YYYY-MM-DD HH:MM:SS.mmm" shown */
 } log_printer;
 
 static char *xstrdup(const char *s)
@@ -261,8 +283,10 @@ static int line_from_row(const log_row *r, log_line *l)
 		     r->path2 ? r->path2 : "") < 0)
 		return -ENOMEM;
 	*l = (log_line){ .time_ns = r->time_ns, .id = r->id, .denied = r->err != 0 };
-	const char *cells[N_COLS] = { when, r->mode, r->op, errno_text(r->err, errbuf, sizeof(errbuf)),
-				      pid, r->comm, count, path, rule };
+	_cleanup_free_ char *project = project_cell(r->project);
+	const char *cells[N_COLS] = { when,   project, r->mode, r->op,
+				      errno_text(r->err, errbuf, sizeof(errbuf)),
+				      pid,    r->comm, count,	path,  rule };
 	for (size_t i = 0; i < N_COLS; i++)
 		if (!(l->cells[i] = xstrdup(cells[i]))) {
 			log_line_done(l);
@@ -271,10 +295,39 @@ static int line_from_row(const log_row *r, log_line *l)
 	return 0;
 }
 
+/* Who asked for a switch: its command, or for the mount's own first mode (the daemon
+ * records it with no command) the mount. */
+static const char *asker_name(const pw_switch_row *w)
+{
+	if (w->comm && w->comm[0])
+		return w->comm;
+	return streq_ptr(w->origin, "mount") ? "piworkfs mount" : "an unknown process";
+}
+
+/* "user alice", or "uid 1234" when the name is unknown. */
+static const char *user_text(int64_t uid, char *buf, size_t size)
+{
+	struct passwd *pw = uid >= 0 ? getpwuid((uid_t)uid) : NULL;
+
+	if (pw)
+		snprintf(buf, size, "user %s", pw->pw_name);
+	else
+		snprintf(buf, size, "uid %lld", (long long)uid);
+	return buf;
+}
+
+/* A reload that kept the mode is no switch: the log leaves it out (every reload recorded
+ * "design -> design"). */
+static bool noop_switch(const pw_switch_row *w)
+{
+	return w->from_mode && streq_ptr(w->from_mode, w->to_mode) &&
+	       (streq_ptr(w->origin, "reload") || streq_ptr(w->origin, "signal"));
+}
+
 /* A switch: OP "switch", PATH "FROM -> TO", and who asked (process, uid, through what). */
 static int line_from_switch(const pw_switch_row *w, log_line *l)
 {
-	char when[48], pid[24], change[2 * 64 + 8], who[256];
+	char when[48], pid[24], change[2 * 64 + 8], who[320], user[96];
 
 	format_time(w->time_ns, false, when, sizeof(when));
 	snprintf(pid, sizeof(pid), "%lld", (long long)w->pid);
@@ -284,12 +337,13 @@ static int line_from_switch(const pw_switch_row *w, log_line *l)
 		snprintf(who, sizeof(who), "the agent asked (\"%s\"); allowed by %s",
 			 w->reason ? w->reason : "", w->answered_by ? w->answered_by : "?");
 	else
-		snprintf(who, sizeof(who), "asked by %s (pid %lld, uid %lld) through the %s",
-			 w->comm ? w->comm : "?", (long long)w->pid, (long long)w->uid,
+		snprintf(who, sizeof(who), "asked by %s (pid %lld, %s) through the %s",
+			 asker_name(w), (long long)w->pid, user_text(w->uid, user, sizeof(user)),
 			 w->origin ? w->origin : "?");
 	*l = (log_line){ .time_ns = w->time_ns, .id = w->id, .is_switch = true };
-	const char *cells[N_COLS] = { when, w->to_mode, "switch", "-", pid, w->comm, "", change,
-				      who };
+	_cleanup_free_ char *project = project_cell(w->project);
+	const char *cells[N_COLS] = { when, project, w->to_mode, "switch", "-", pid, w->comm,
+				      "", change, who };
 	for (size_t i = 0; i < N_COLS; i++)
 		if (!(l->cells[i] = xstrdup(cells[i]))) {
 			log_line_done(l);
@@ -298,17 +352,82 @@ static int line_from_switch(const pw_switch_row *w, log_line *l)
 	return 0;
 }
 
+/* The natural width of column C over LINES (at least its name's). */
+static size_t natural_width(size_t c, const log_line *lines, size_t n)
+{
+	size_t w = strlen(col_names[c]);
+
+	for (size_t i = 0; i < n; i++)
+		w = MAX(w, strlen(lines[i].cells[c]));
+	return w;
+}
+
+/* Do LINES come from more than one project? Only then does PROJECT tell them apart. */
+static bool several_projects(const log_line *lines, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (!streq(lines[i].cells[COL_PROJECT], lines[0].cells[COL_PROJECT]))
+			return true;
+	return false;
+}
+
+/* Do all LINES fall on today (local time)? Then the table shows only the time of day. */
+static bool all_today(const log_line *lines, size_t n)
+{
+	char today[48];
+
+	format_time(pw_clock_ns(CLOCK_REALTIME), false, today, sizeof(today));
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(lines[i].cells[COL_TIME], today, 10) != 0)
+			return false;
+	return true;
+}
+
+/* The width of the visible columns before PATH, with their separators. */
+static size_t fixed_width(const log_printer *p)
+{
+	size_t fixed = 0;
+
+	for (size_t c = 0; c < COL_PATH; c++)
+		if (!p->hide[c])
+			fixed += p->width[c] + 2;
+	return fixed;
+}
+
+/*
+ * A table wider than the terminal gets narrower columns before PATH and RULE are cut
+ * (on 80 columns the rows were 97 to 100 wide and wrapped): the time of day only (or no
+ * year and milliseconds when the rows span days), no room kept for rows --follow may
+ * bring, no COUNT column when nothing repeated, a shorter PROJECT and COMM.
+ */
+static void narrow_columns(log_printer *p, const log_line *lines, size_t n)
+{
+	bool repeats = false;
+
+	p->time_from = all_today(lines, n) ? 11 : 5;
+	p->time_len = p->time_from == 11 ? 12 : 14;
+	p->width[COL_TIME] = p->time_len;
+	for (size_t c = COL_MODE; c <= COL_COMM; c++)
+		p->width[c] = natural_width(c, lines, n);
+	for (size_t i = 0; i < n; i++)
+		repeats = repeats || (lines[i].cells[COL_COUNT][0] &&
+				      !streq(lines[i].cells[COL_COUNT], "1"));
+	p->hide[COL_COUNT] = !repeats;
+	p->width[COL_PROJECT] = MIN(p->width[COL_PROJECT], (size_t)16);
+	p->width[COL_COMM] = MIN(p->width[COL_COMM], (size_t)10);
+}
+
 /* Sizes the columns for LINES; on a terminal, PATH and RULE share what the others leave of
- * its width (PATH shortened in the middle, RULE at its end). */
+ * its width (PATH shortened in the middle, RULE at its end), and no line is wider. */
 static void printer_size(log_printer *p, const log_line *lines, size_t n)
 {
 	unsigned term = pw_terminal_width();
 
-	for (size_t c = 0; c < N_COLS; c++) {
-		p->width[c] = strlen(col_names[c]);
-		for (size_t i = 0; i < n; i++)
-			p->width[c] = MAX(p->width[c], strlen(lines[i].cells[c]));
-	}
+	p->hide[COL_PROJECT] = !p->all_projects || !several_projects(lines, n);
+	p->time_from = 0;
+	p->time_len = 23;
+	for (size_t c = 0; c < N_COLS; c++)
+		p->width[c] = natural_width(c, lines, n);
 	/* --follow prints rows not seen yet: room for the usual ones. */
 	p->width[COL_MODE] = MAX(p->width[COL_MODE], (size_t)8);
 	p->width[COL_OP] = MAX(p->width[COL_OP], (size_t)10);
@@ -317,21 +436,35 @@ static void printer_size(log_printer *p, const log_line *lines, size_t n)
 	p->width[COL_COMM] = MAX(p->width[COL_COMM], (size_t)8);
 	if (term == 0)
 		return;
-	size_t fixed = 0;
-	for (size_t c = 0; c < COL_PATH; c++)
-		fixed += p->width[c] + 2;
-	size_t avail = term > fixed + 2 ? term - fixed - 2 : 0;
+	p->fit = true;
 	size_t path = p->width[COL_PATH], rule = p->width[COL_RULE];
-	if (path + rule <= avail)
+	if (fixed_width(p) + 2 + path + rule <= term)
 		return;
+	narrow_columns(p, lines, n);
+	size_t fixed = fixed_width(p);
+	size_t avail = term > fixed + 2 ? term - fixed - 2 : 0;
+	if (path + rule <= avail) {
+		p->rule_max = avail - path;
+		return;
+	}
+	if (avail < 48) {
+		/* No room for both: the path takes the line, the rule the line below. */
+		p->rule_below = true;
+		p->hide[COL_RULE] = true;
+		p->path_max = MAX(term > fixed ? term - fixed : 0, (size_t)5);
+		p->width[COL_PATH] = p->path_max;
+		p->rule_max = MAX(term > p->width[COL_TIME] + 2 ? term - p->width[COL_TIME] - 2 : 0,
+				  (size_t)4);
+		return;
+	}
 	/* The path matters most: it gets up to 60% of the room, at least 16 columns, and the
-	 * rule at least 10 when there is room for both. */
+	 * rule at least 16. */
 	size_t path_w = MIN(path, MAX((size_t)16, avail * 3 / 5));
-	if (avail < path_w + 10)
-		path_w = MIN(path, MAX((size_t)16, avail > 10 ? avail - 10 : 0));
+	if (avail < path_w + 16)
+		path_w = avail - 16;
 	p->path_max = path_w;
-	p->width[COL_PATH] = path_w;
-	p->rule_max = MAX(avail > path_w ? avail - path_w : 0, (size_t)4);
+	p->width[COL_PATH] = p->path_max;
+	p->rule_max = avail - p->path_max;
 }
 
 #define COLOR_RED "\033[31m"
@@ -340,18 +473,61 @@ static void printer_size(log_printer *p, const log_line *lines, size_t n)
 #define COLOR_BOLD "\033[1m"
 #define COLOR_OFF "\033[0m"
 
+/* CELL of column C as the printer shows it: the time's part, and on a terminal no wider
+ * than the column (paths and projects shortened in the middle, the rest at the end). */
+static const char *shown_cell(const log_printer *p, size_t c, const char *cell, char *buf,
+			      size_t size)
+{
+	if (c == COL_TIME && strlen(cell) >= p->time_from + p->time_len && p->time_from) {
+		snprintf(buf, size, "%.*s", (int)p->time_len, cell + p->time_from);
+		return buf;
+	}
+	if (!p->fit || c == COL_RULE || strlen(cell) <= p->width[c])
+		return cell;
+	if (c == COL_PATH || c == COL_PROJECT)
+		return pw_ellipsize_middle(cell, p->width[c], buf, size);
+	snprintf(buf, size, "%.*s", (int)p->width[c], cell);
+	return buf;
+}
+
+/* The last column shown on the main line. */
+static size_t last_column(const log_printer *p)
+{
+	size_t last = N_COLS - 1;
+
+	while (last > 0 && p->hide[last])
+		last--;
+	return last;
+}
+
+/* Under a row when the rule has no room beside the path: the rule, indented, cut. */
+static void print_rule_below(const log_printer *p, const char *rule)
+{
+	size_t indent = p->width[COL_TIME] + 2;
+
+	if (strlen(rule) > p->rule_max)
+		printf("%*s%.*s...\n", (int)indent, "", (int)(p->rule_max > 3 ? p->rule_max - 3 : 0),
+		       rule);
+	else
+		printf("%*s%s\n", (int)indent, "", rule);
+}
+
 static void print_cells(const log_printer *p, const char *const *cells, const char *color)
 {
+	size_t last_c = last_column(p);
+
 	for (size_t c = 0; c < N_COLS; c++) {
 		char buf[PW_PATH_MAX * 2 + 16];
-		const char *s = cells[c];
-		bool last = c + 1 == N_COLS;
+		bool last = c == last_c;
 
-		if (c == COL_PATH && p->path_max)
-			s = pw_ellipsize_middle(s, p->path_max, buf, sizeof(buf));
+		if (p->hide[c])
+			continue;
+		const char *s = shown_cell(p, c, cells[c], buf, sizeof(buf));
 		if (color && (c == COL_ERRNO || c == COL_OP))
 			fputs(color, stdout);
-		if (last && p->rule_max && strlen(s) > p->rule_max)
+		if (last && c != COL_RULE)
+			fputs(s, stdout);
+		else if (last && p->rule_max && strlen(s) > p->rule_max)
 			printf("%.*s...", (int)(p->rule_max > 3 ? p->rule_max - 3 : 0), s);
 		else if (last)
 			fputs(s, stdout);
@@ -363,8 +539,12 @@ static void print_cells(const log_printer *p, const char *const *cells, const ch
 			fputs(COLOR_OFF, stdout);
 		if (!last)
 			fputs("  ", stdout);
+		else
+			break;
 	}
 	putchar('\n');
+	if (p->rule_below && cells != col_names)
+		print_rule_below(p, cells[COL_RULE]);
 }
 
 static void print_header(const log_printer *p)
@@ -813,6 +993,8 @@ static int print_new_switches(const char *path, follow_spec *fs)
 		return r;
 	for (size_t i = 0; i < n && r >= 0; i++) {
 		fs->last_switch_id = w[i].id;
+		if (noop_switch(&w[i]))
+			continue;
 		if (fs->json) {
 			r = print_json_line(switch_json(&w[i]));
 		} else {
@@ -868,6 +1050,7 @@ static int follow(const char *path, pw_store_reader *db, follow_spec *fs, const 
 typedef struct log_opts {
 	log_filter f;
 	size_t limit;
+	bool limit_given;
 	bool json, jsonl, follow, all, switches;
 	const char *project_opt, *glob;
 } log_opts;
@@ -900,6 +1083,7 @@ static int log_parse(int argc, char **argv, log_opts *o)
 			if (parse_count(argv[0], po.arg, "-n", &v) < 0)
 				return PW_EXIT_USAGE;
 			o->limit = (size_t)v;
+			o->limit_given = true;
 			break;
 		case PW_OPT_DENIED: o->f.denied = true; break;
 		case 'm': o->f.mode = po.arg; break;
@@ -967,7 +1151,8 @@ static int print_log(const log_opts *o, log_printer *pr, bool json, const log_ro
 			r = print_row_json(&rows[i]);
 		first = o->limit && n_sw > o->limit ? n_sw - o->limit : 0;
 		for (size_t i = first; i < n_sw && r >= 0; i++)
-			r = print_json_line(switch_json(&sw[i]));
+			if (!noop_switch(&sw[i]))
+				r = print_json_line(switch_json(&sw[i]));
 		return r;
 	}
 	lines = calloc(n + n_sw + 1, sizeof(*lines));
@@ -977,7 +1162,7 @@ static int print_log(const log_opts *o, log_printer *pr, bool json, const log_ro
 		if ((r = line_from_row(&rows[i], &lines[n_lines])) >= 0)
 			n_lines++;
 	for (size_t i = 0; i < n_sw && r >= 0; i++) {
-		if (o->f.mode && !streq_ptr(sw[i].to_mode, o->f.mode))
+		if ((o->f.mode && !streq_ptr(sw[i].to_mode, o->f.mode)) || noop_switch(&sw[i]))
 			continue;
 		if ((r = line_from_switch(&sw[i], &lines[n_lines])) >= 0)
 			n_lines++;
@@ -1045,7 +1230,7 @@ int cmd_log(int argc, char **argv)
 	}
 
 	bool json = o.json || o.jsonl;
-	log_printer pr = { .color = !json && pw_use_color(stdout) };
+	log_printer pr = { .color = !json && pw_use_color(stdout), .all_projects = !o.f.project };
 	/* Switches: with --switches only them; in the table, interleaved with the events unless
 	 * a filter that only events have (--denied, --path, --pid) is given. JSON Lines keep
 	 * their one shape of object unless --switches asks for switches. */
@@ -1077,8 +1262,10 @@ int cmd_log(int argc, char **argv)
 
 	pw_switch_row *sw = NULL;
 	size_t n_sw = 0;
+	/* --follow -n 0 prints nothing old, as tail -f -n 0 does (without --follow, 0 is all). */
+	bool history = !(o.follow && o.limit_given && o.limit == 0);
 	r = pw_store_audit_max_id(db, &fs.last_id);
-	if (r >= 0 && fs.audit)
+	if (r >= 0 && fs.audit && history)
 		r = collect_rows(db, &o.f, o.limit, &rows, &n);
 	if (r >= 0 && fs.switches) {
 		r = pw_state_read_switches(dbpath, o.f.project, o.f.has_since ? o.f.since_ns : 0, 0,
@@ -1093,7 +1280,7 @@ int cmd_log(int argc, char **argv)
 	}
 	if (n_sw > 0)
 		fs.last_switch_id = sw[n_sw - 1].id;
-	r = print_log(&o, &pr, json, rows, n, sw, n_sw);
+	r = print_log(&o, &pr, json, rows, n, sw, history ? n_sw : 0);
 	free_rows(rows, n);
 	pw_switch_rows_free(sw, n_sw);
 	fflush(stdout);

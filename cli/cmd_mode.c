@@ -9,6 +9,7 @@
 #include "modefile.h"
 #include "options.h"
 #include "output.h"
+#include "project.h"
 #include "proto.h"
 
 static const char mode_usage[] =
@@ -35,9 +36,9 @@ static const char mode_usage[] =
 	"  piworkfs mode\n"
 	"  piworkfs mode build --mount ~/proj.view\n"
 	"\n"
-	"Exit status: 0 ok; 1 refused by the daemon; 2 usage error; 3 unknown or broken mode,\n"
-	"the view fails closed, or a mode file or config.yaml has errors (see 'piworkfs\n"
-	"modes'); 4 not inside a live view; 5 system error.\n";
+	"Exit status: 0 ok (errors in other mode files are a warning); 1 refused by the\n"
+	"daemon; 2 usage error; 3 unknown or broken mode, or the view fails closed (see\n"
+	"'piworkfs modes'); 4 not inside a live view; 5 system error.\n";
 
 static const char reload_usage[] =
 	"Usage: piworkfs reload [--mount PATH] [--json]\n"
@@ -144,10 +145,12 @@ static size_t file_errors(const opts *o)
 
 /*
  * The exit status of a mode or reload call that succeeded: 3 (configuration) when the view
- * fails closed or some mode file or config.yaml has errors, so scripts see what the text
- * says. QUIET: the output already showed the errors.
+ * fails closed. Errors in other mode files are the reload's business (3: what it read is
+ * broken); for `mode` they are a warning and the switch that worked exits 0, as systemctl
+ * does, so `piworkfs mode build && make` runs make. QUIET: the output already showed them.
  */
-static int config_status(const char *cmd, const opts *o, json_t *res, bool quiet)
+static int config_status(const char *cmd, const opts *o, json_t *res, bool quiet,
+			 bool errors_fail)
 {
 	size_t errors;
 
@@ -157,13 +160,67 @@ static int config_status(const char *cmd, const opts *o, json_t *res, bool quiet
 	if (errors == 0)
 		return PW_EXIT_OK;
 	if (!quiet)
-		pw_err(cmd, "%zu error%s in the mode files or configuration (see 'piworkfs modes')",
-		       errors, errors == 1 ? "" : "s");
-	return PW_EXIT_CONFIG;
+		fprintf(stderr, "piworkfs: %s: warning: %zu error%s in other mode files or "
+				"config.yaml (see 'piworkfs modes')\n",
+			cmd, errors, errors == 1 ? "" : "s");
+	return errors_fail ? PW_EXIT_CONFIG : PW_EXIT_OK;
+}
+
+/* Under the mode's rules: its widening keys that were ignored because the project is not
+ * trusted (`mode docs` said only "writes nothing" when its writes.allow was ignored). */
+static void print_ignored(const opts *o, const char *mode)
+{
+	_cleanup_json_ json_t *res = NULL;
+	json_t *w, *m;
+	bool tokens = false;
+	size_t i;
+
+	_cleanup_project_ pw_cli_project p = { 0 };
+	const char *perr = NULL;
+
+	if (!mode || pw_ctl_call_at(o->mount, "modes.list", NULL, &res, NULL, NULL) < 0)
+		return;
+	bool have_project = pw_cli_project_open(o->mount, &p, &perr) == 0;
+	json_array_foreach(json_object_get(res, "modes"), i, m)
+		if (streq_ptr(json_string_value(json_object_get(m, "name")), mode))
+			tokens = json_is_true(json_object_get(m, "tokens"));
+	json_array_foreach(json_object_get(res, "warnings"), i, w) {
+		const char *about = json_string_value(json_object_get(w, "mode"));
+		const char *msg = json_string_value(json_object_get(w, "message"));
+		const char *key = json_string_value(json_object_get(w, "key"));
+		char buf[PW_PATH_MAX];
+		if (!streq_ptr(msg, PW_UNTRUSTED_MSG) || !pw_cli_ignored_applies(about, mode, tokens))
+			continue;
+		printf("  %s (%s:%lld) %s\n", key ? key : "?",
+		       have_project ? pw_cli_display_file(&p, json_string_value(json_object_get(w, "file")),
+							   buf, sizeof(buf))
+				    : json_string_value(json_object_get(w, "file")),
+		       (long long)json_integer_value(json_object_get(w, "line")), msg);
+	}
+}
+
+/* Is rule R "DIR/" where RULES also has the subtree "DIR/" + "**" of the same kind? One
+ * line says both. */
+static bool dir_of_listed_subtree(json_t *rules, json_t *r)
+{
+	const char *pat = json_string_value(json_object_get(r, "pattern"));
+	const char *kind = json_string_value(json_object_get(r, "kind"));
+	size_t len = pat ? strlen(pat) : 0, i;
+	json_t *o;
+
+	if (len < 2 || pat[len - 1] != '/')
+		return false;
+	json_array_foreach(rules, i, o) {
+		const char *op = json_string_value(json_object_get(o, "pattern"));
+		if (op && streq_ptr(json_string_value(json_object_get(o, "kind")), kind) &&
+		    strlen(op) == len + 2 && strncmp(op, pat, len) == 0 && streq(op + len, "**"))
+			return true;
+	}
+	return false;
 }
 
 /* Prints the mode and a short list of what it allows, from a mode.get/mode.set result. */
-static void print_mode(json_t *res, bool switched)
+static void print_mode(const opts *o, json_t *res, bool switched)
 {
 	json_t *pol = json_object_get(res, "policy"), *rules = json_object_get(pol, "rules"), *r;
 	const char *mode = json_string_value(json_object_get(res, "mode"));
@@ -189,15 +246,20 @@ static void print_mode(json_t *res, bool switched)
 	json_array_foreach(rules, i, r) {
 		const char *kind = json_string_value(json_object_get(r, "kind"));
 		const char *pat = json_string_value(json_object_get(r, "pattern"));
+		if (streq_ptr(json_string_value(json_object_get(r, "layer")), "default"))
+			pat = pw_cli_builtin_pattern(pat);
 		if (json_is_true(json_object_get(pol, "writes_nothing")) && kind &&
 		    !streq(kind, "hide"))
 			continue; /* nothing is writable: only what is hidden still matters */
+		if (dir_of_listed_subtree(rules, r))
+			continue;
 		const char *cells[] = { kind, pat };
 		if (t)
 			pw_table_add(t, cells);
 	}
 	if (t)
 		pw_table_print(t, stdout, 2);
+	print_ignored(o, mode);
 }
 
 /* Does a mode file for NAME exist in the view's project layer or the global layer? Returns
@@ -301,10 +363,10 @@ int cmd_mode(int argc, char **argv)
 		return pw_mode_ask(argv[0], o.mount, name, o.reason, message, o.json);
 	if (r < 0)
 		return call_failed(argv[0], &o, r, code, message);
-	status = config_status(argv[0], &o, res, false);
+	status = config_status(argv[0], &o, res, false, false);
 	if (o.json)
 		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
-	print_mode(res, name != NULL);
+	print_mode(&o, res, name != NULL);
 	if (!name)
 		pw_mode_show_pending(o.mount);
 	return status;
@@ -326,7 +388,7 @@ int cmd_reload(int argc, char **argv)
 	if (r < 0)
 		return call_failed(argv[0], &o, r, code, message);
 	/* The text lists every warning, errors included; --json carries them too. */
-	status = config_status(argv[0], &o, res, true);
+	status = config_status(argv[0], &o, res, true, true);
 	if (o.json)
 		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
 	printf("reloaded: mode %s (generation %lld)\n",
@@ -335,7 +397,14 @@ int cmd_reload(int argc, char **argv)
 	if (json_is_true(json_object_get(res, "fail_closed")))
 		printf("  FAILING CLOSED: nothing is writable: %s\n",
 		       json_string_value(json_object_get(res, "fail_reason")));
-	json_array_foreach(json_object_get(res, "warnings"), i, w)
-		printf("  warning: %s\n", json_string_value(w));
+	const char *reason = json_string_value(json_object_get(res, "fail_reason"));
+	json_array_foreach(json_object_get(res, "warnings"), i, w) {
+		const char *text = json_string_value(w);
+		/* Each problem once: the one the view fails closed for is the line above. */
+		if (!text || (reason && json_is_true(json_object_get(res, "fail_closed")) &&
+			      strstr(reason, text)))
+			continue;
+		printf("  %s: %s\n", pw_problem_word(text), text);
+	}
 	return status;
 }

@@ -34,6 +34,22 @@ static const char usage[] =
 	"--check: errors or warnings), the live view of the project fails closed, or the\n"
 	"bundled modes could not be read at all; 5 system error.\n";
 
+/* "1 error:", "2 warnings:", "1 error, 2 warnings:": the heading names what follows. */
+static void print_problem_count(const pw_modeset *ms)
+{
+	size_t nw = pw_modeset_warning_count(ms), errors = 0;
+
+	for (size_t i = 0; i < nw; i++)
+		errors += pw_modeset_warning(ms, i)->severity == PW_ERROR;
+	if (errors && errors < nw)
+		printf("\n%zu error%s, %zu warning%s:\n", errors, errors == 1 ? "" : "s",
+		       nw - errors, nw - errors == 1 ? "" : "s");
+	else if (errors)
+		printf("\n%zu error%s:\n", errors, errors == 1 ? "" : "s");
+	else
+		printf("\n%zu warning%s:\n", nw, nw == 1 ? "" : "s");
+}
+
 static int print_text(const pw_cli_project *p, const pw_modeset *ms)
 {
 	_cleanup_table_ pw_table *t = pw_table_new(4);
@@ -53,7 +69,7 @@ static int print_text(const pw_cli_project *p, const pw_modeset *ms)
 	printf("project %s (%s)\n\n", pw_cli_project_path(p), p->trusted ? "trusted" : "not trusted");
 	pw_table_print(t, stdout, 0);
 	if (nw > 0)
-		printf("\n%zu warning%s:\n", nw, nw == 1 ? "" : "s");
+		print_problem_count(ms);
 	for (size_t i = 0; i < nw; i++) {
 		_cleanup_free_ char *line = pw_warning_format(pw_modeset_warning(ms, i));
 		if (!line)
@@ -107,6 +123,17 @@ static char *live_fail_reason(const pw_cli_project *p)
 		return NULL;
 	why = json_string_value(json_object_get(res, "fail_reason"));
 	return strdup(why ? why : "unknown reason");
+}
+
+/* Is the view's fail-closed REASON one of the errors MS lists? */
+static bool reason_listed(const pw_modeset *ms, const char *reason)
+{
+	for (size_t i = 0; i < pw_modeset_warning_count(ms); i++) {
+		_cleanup_free_ char *line = pw_warning_format(pw_modeset_warning(ms, i));
+		if (line && pw_modeset_warning(ms, i)->severity == PW_ERROR && strstr(reason, line))
+			return true;
+	}
+	return false;
 }
 
 static json_t *modes_json(const pw_cli_project *p, const pw_modeset *ms)
@@ -183,7 +210,13 @@ int cmd_modes(int argc, char **argv)
 	}
 	fail = live_fail_reason(&p);
 	if (fail) {
-		pw_err(argv[0], "the live view of %s fails closed: %s", pw_cli_project_path(&p), fail);
+		/* Each problem once: when the reason is an error listed above, point at it. */
+		if (!json && reason_listed(ms, fail))
+			pw_err(argv[0], "the live view of %s fails closed for the error above",
+			       pw_cli_project_path(&p));
+		else
+			pw_err(argv[0], "the live view of %s fails closed: %s",
+			       pw_cli_project_path(&p), fail);
 		return PW_EXIT_CONFIG;
 	}
 	if (errors > 0 || (check && pw_modeset_warning_count(ms) > 0))

@@ -44,7 +44,9 @@
 	"  -m, --mode MODE        start in MODE\n"                                                 \
 	"  -f, --foreground       stay in the foreground, log to stderr\n"                         \
 	"  -o, --options OPTIONS  mount options: allow_other (needs root), nonempty, io_uring,\n"  \
-	"                         and FUSE options (ro, default_permissions, ...)\n"               \
+	"                         FUSE options (ro, default_permissions, ...), and the view's\n"  \
+	"                         own as in fstab (mode=M, socket_dir=DIR, no_originals, ...;\n" \
+	"                         fstab's noauto, user, x-systemd.* ... are ignored)\n"          \
 	"  -d, --debug            log every FUSE request (implies -f)\n"                           \
 	"      --timeout SEC      kernel cache timeout (default 86400; kept true by invalidation)\n" \
 	"      --no-watch         do not follow changes made outside the view (testing only)\n"    \
@@ -63,16 +65,18 @@
 	"      --state-db PATH    the state database (default: $XDG_STATE_HOME/piworkfs/state.db,\n" \
 	"                         for root /var/lib/piworkfs/state.db)\n"                          \
 	"      --socket-dir DIR   where the control socket goes (default:\n"                       \
-	"                         $XDG_RUNTIME_DIR/piworkfs, for root /run/piworkfs)\n"            \
+	"                         $XDG_RUNTIME_DIR/piworkfs, for root /run/piworkfs, without\n"   \
+	"                         XDG_RUNTIME_DIR /tmp/piworkfs-UID)\n"                           \
 	"      --json             print the result as JSON\n"                                      \
 	"  -h, --help             show this help\n"                                                \
 	"\n"                                                                                       \
 	"Examples:\n"                                                                              \
 	"  piworkfs mount ~/proj ~/proj.view\n"                                                    \
 	"  piworkfs mount ~/proj ~/proj.view --mode design -o nonempty\n"                          \
+	"  mount -t fuse.piworkfs ~/proj ~/proj.view -o mode=plan   # mount(8)'s helper, as root\n" \
 	"\n"                                                                                       \
-	"Exit status: 0 mounted; 2 usage error; 3 bad project, mountpoint or mode; 5 the mount\n"  \
-	"failed (FUSE unusable, daemon error).\n"
+	"Exit status: 0 mounted; 2 usage error; 3 bad project, mountpoint, mode or socket\n"     \
+	"directory; 5 the mount failed (FUSE unusable, daemon error).\n"
 
 static int umount_done(const char *mp, bool json)
 {
@@ -253,6 +257,127 @@ static const char *const fuse_valued[] = {
 	"rootcontext", NULL,
 };
 
+/* The view's own options in -o, as sshfs takes its own there (an fstab line has only -o):
+ * the long options of `piworkfs mount` with '_' (or '-') between words. */
+static const char *const view_flags[] = {
+	"no_watch", "no_audit", "no_originals", "log_allowed", NULL,
+};
+static const char *const view_valued[] = {
+	"mode", "socket_dir", "state_db", "timeout", "originals_keep", "originals_max_file",
+	"originals_max_total", NULL,
+};
+/* What fstab and mount(8) pass that is for them, not for the filesystem. */
+static const char *const fstab_only[] = {
+	"defaults", "auto", "noauto", "user", "users", "nouser", "owner", "group", "_netdev",
+	"nofail", NULL,
+};
+
+static bool in_table(const char *const *table, const char *name)
+{
+	for (size_t i = 0; table[i]; i++)
+		if (streq(table[i], name))
+			return true;
+	return false;
+}
+
+/* Applies one view option NAME[=VALUE] (NAME with '_') to O, unless the command line set
+ * it already (an explicit option wins over -o). Returns an exit status. */
+static int apply_view_option(const char *name, const char *value, pw_daemon_opts *o)
+{
+	char what[80];
+
+	snprintf(what, sizeof(what), "-o %s", name);
+	if (streq(name, "mode"))
+		o->mode = o->mode ? o->mode : value;
+	else if (streq(name, "socket_dir"))
+		o->socket_dir = o->socket_dir ? o->socket_dir : value;
+	else if (streq(name, "state_db"))
+		o->state_db = o->state_db ? o->state_db : value;
+	else if (streq(name, "timeout"))
+		return !o->cache_timeout && parse_number(what, value, &o->cache_timeout) < 0
+			       ? PW_EXIT_USAGE : PW_EXIT_OK;
+	else if (streq(name, "originals_keep"))
+		return !o->originals_keep_s && parse_age(what, value, &o->originals_keep_s) < 0
+			       ? PW_EXIT_USAGE : PW_EXIT_OK;
+	else if (streq(name, "originals_max_file"))
+		return !o->originals_max_file &&
+				       parse_size(what, value, &o->originals_max_file) < 0
+			       ? PW_EXIT_USAGE : PW_EXIT_OK;
+	else if (streq(name, "originals_max_total"))
+		return !o->originals_max_total &&
+				       parse_size(what, value, &o->originals_max_total) < 0
+			       ? PW_EXIT_USAGE : PW_EXIT_OK;
+	else if (streq(name, "no_watch"))
+		o->no_watch = true;
+	else if (streq(name, "no_audit"))
+		o->no_audit = true;
+	else if (streq(name, "no_originals"))
+		o->no_originals = true;
+	else if (streq(name, "log_allowed"))
+		o->log_allowed = true;
+	return PW_EXIT_OK;
+}
+
+/*
+ * Splits -o OPTS (modified in place: O keeps pointers into it) into the view's own options,
+ * applied to O, fstab's, dropped, and the FUSE options, left in *RET_FUSE (malloc'd,
+ * comma-separated). Returns an exit status.
+ */
+static int split_mount_options(char *opts, pw_daemon_opts *o, char **ret_fuse)
+{
+	char *out = calloc(1, strlen(opts) + 1), *save = NULL;
+
+	if (!out)
+		return PW_EXIT_SYSTEM;
+	for (char *tok = strtok_r(opts, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '=');
+		if (eq)
+			*eq = '\0';
+		if ((!eq && in_table(fstab_only, tok)) || startswith(tok, "x-") ||
+		    streq(tok, "comment"))
+			continue;
+		char name[64];
+		snprintf(name, sizeof(name), "%s", tok);
+		for (char *c = name; *c; c++)
+			if (*c == '-')
+				*c = '_';
+		if (in_table(eq ? view_valued : view_flags, name)) {
+			int r = apply_view_option(name, eq ? eq + 1 : NULL, o);
+			if (r) {
+				free(out);
+				return r;
+			}
+			continue;
+		}
+		if (in_table(eq ? view_flags : view_valued, name)) {
+			pw_err("mount", "mount option '%s' %s", tok,
+			       eq ? "takes no value" : "needs a value (NAME=VALUE)");
+			free(out);
+			return PW_EXIT_USAGE;
+		}
+		if (eq)
+			*eq = '=';
+		if (*out)
+			strcat(out, ",");
+		strcat(out, tok);
+	}
+	*ret_fuse = out;
+	return PW_EXIT_OK;
+}
+
+int pw_print_mount_options(void)
+{
+	const char *const *flags[] = { view_flags, fuse_flags }, *const *valued[] = { view_valued,
+										     fuse_valued };
+	for (size_t t = 0; t < ELEMENTSOF(flags); t++) {
+		for (size_t i = 0; valued[t][i]; i++)
+			printf("%s=\n", valued[t][i]);
+		for (size_t i = 0; flags[t][i]; i++)
+			printf("%s\n", flags[t][i]);
+	}
+	return PW_EXIT_OK;
+}
+
 static int check_fuse_options(const char *opts)
 {
 	_cleanup_free_ char *copy = strdup(opts);
@@ -274,12 +399,16 @@ static int check_fuse_options(const char *opts)
 		const char *hint = pw_key_near_miss(tok, fuse_flags);
 		if (!hint)
 			hint = pw_key_near_miss(tok, fuse_valued);
+		if (!hint)
+			hint = pw_key_near_miss(tok, view_valued);
+		if (!hint)
+			hint = pw_key_near_miss(tok, view_flags);
 		if (hint)
 			pw_err("mount", "unknown mount option '%s' in -o (did you mean '%s'?)", tok,
 			       hint);
 		else
-			pw_err("mount", "unknown mount option '%s' in -o (allow_other, nonempty, ro, "
-					"default_permissions, ... see piworkfs(1))",
+			pw_err("mount", "unknown mount option '%s' in -o (mode=M, allow_other, nonempty, "
+					"ro, default_permissions, ... see piworkfs(1))",
 			       tok);
 		return PW_EXIT_USAGE;
 	}
@@ -357,7 +486,9 @@ static void wait_for_old_daemon(const char *socket_dir, const char *mp)
 	_cleanup_free_ char *sock = NULL;
 	pid_t pid;
 
-	if (pw_ctl_socket_path(socket_dir, mp, &sock) < 0 || access(sock, F_OK) < 0)
+	int r = socket_dir ? pw_ctl_socket_path(socket_dir, mp, &sock)
+			   : pw_ctl_view_socket(mp, -1, &sock);
+	if (r < 0 || access(sock, F_OK) < 0)
 		return;
 	pid = daemon_pid(sock);
 	if (pid > 0)
@@ -425,6 +556,19 @@ static int check_mode_exists(const pw_cli_project *p, const char *mode)
 		return PW_EXIT_OK;
 	pw_cli_unknown_mode("mount", ms, mode);
 	return PW_EXIT_CONFIG;
+}
+
+/* The control socket's place, checked here so that its error is one line before anything
+ * is mounted (the daemon checks again, for itself). */
+static int check_socket(const pw_daemon_opts *o)
+{
+	_cleanup_free_ char *msg = NULL;
+	int r = pw_daemon_check_socket(o, &msg);
+
+	if (r == 0)
+		return PW_EXIT_OK;
+	pw_err("mount", "%s", msg ? msg : strerror(-r));
+	return r == -ENOMEM ? PW_EXIT_SYSTEM : PW_EXIT_CONFIG;
 }
 
 /* Waits for the daemon's one-line report. Returns 0 and *ret_mode on "ok MODE". */
@@ -522,10 +666,15 @@ int cmd_mount(int argc, char **argv)
 		return PW_EXIT_USAGE;
 	}
 	const char *project_arg = po.operands[0], *mp_arg = po.operands[1];
+	_cleanup_free_ char *opts_copy = fuse_opts ? strdup(fuse_opts) : NULL;
+	_cleanup_free_ char *fuse_only = NULL;
 	if (fuse_opts) {
-		int r = check_fuse_options(fuse_opts);
+		int r = opts_copy ? split_mount_options(opts_copy, &o, &fuse_only) : PW_EXIT_SYSTEM;
+		if (!r)
+			r = check_fuse_options(fuse_only);
 		if (r)
 			return r;
+		fuse_opts = fuse_only;
 	}
 	/* The daemon leaves the working directory (chdir "/"): a relative --state-db means
 	 * the caller's directory, and status reports it as an absolute path. */
@@ -537,6 +686,15 @@ int cmd_mount(int argc, char **argv)
 			return PW_EXIT_SYSTEM;
 		}
 		o.state_db = state_abs;
+	}
+	_cleanup_free_ char *sockdir_abs = NULL;
+	if (o.socket_dir && o.socket_dir[0] != '/') {
+		_cleanup_free_ char *cwd = getcwd(NULL, 0);
+		if (!cwd || asprintf(&sockdir_abs, "%s/%s", cwd, o.socket_dir) < 0) {
+			pw_err("mount", "--socket-dir %s: %s", o.socket_dir, strerror(errno));
+			return PW_EXIT_SYSTEM;
+		}
+		o.socket_dir = sockdir_abs;
 	}
 	_cleanup_project_ pw_cli_project p = {0};
 	const char *perr = NULL;
@@ -586,6 +744,9 @@ int cmd_mount(int argc, char **argv)
 	wait_for_old_daemon(o.socket_dir, mp);
 	o.project = p.root;
 	o.mountpoint = mp;
+	r = check_socket(&o);
+	if (r)
+		return r;
 	o.fuse_opts = fopts;
 	o.allow_other = allow_other;
 	o.bundled_dir = p.bundled_dir;
@@ -641,6 +802,130 @@ int cmd_mount(int argc, char **argv)
 	return PW_EXIT_OK;
 }
 
+/*
+ * Runs fusermount3 -u [-z] MP with its stderr captured, so that a failure is one message of
+ * ours rather than its line and ours. Returns 0, -EBUSY, or -EIO with its message in WHY.
+ */
+static int run_fusermount_u(const char *mp, bool lazy, char *why, size_t size)
+{
+	int fds[2];
+	size_t len = 0;
+	ssize_t n;
+	int status;
+
+	why[0] = '\0';
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return negative_errno();
+	pid_t child = fork();
+	if (child < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return negative_errno();
+	}
+	if (child == 0) {
+		dup2(fds[1], 2);
+		if (lazy)
+			execlp("fusermount3", "fusermount3", "-u", "-z", mp, (char *)NULL);
+		else
+			execlp("fusermount3", "fusermount3", "-u", mp, (char *)NULL);
+		dprintf(2, "cannot run fusermount3: %s\n", strerror(errno));
+		_exit(127);
+	}
+	close(fds[1]);
+	while (len + 1 < size && (n = read(fds[0], why + len, size - len - 1)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fds[0]);
+	why[len] = '\0';
+	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	why[strcspn(why, "\n")] = '\0';
+	/* "fusermount3: failed to unmount /x: Device or resource busy": keep the reason. */
+	const char *colon = strrchr(why, ':');
+	if (strstr(why, strerror(EBUSY)))
+		return -EBUSY;
+	if (colon && startswith(why, "fusermount3: "))
+		memmove(why, colon + 2, strlen(colon + 2) + 1);
+	return -EIO;
+}
+
+/* Does the link /proc/PID/NAME point at MP or under it? */
+static bool link_under(const char *pid, const char *name, const char *mp)
+{
+	char path[PATH_MAX], target[PATH_MAX];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%s/%s", pid, name);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n <= 0)
+		return false;
+	target[n] = '\0';
+	return pw_path_beneath(target, mp) >= 0;
+}
+
+/* Does process PID use something under MP: its working directory, root or an open file? */
+static bool process_holds(const char *pid, const char *mp)
+{
+	char fddir[300];
+	bool held = link_under(pid, "cwd", mp) || link_under(pid, "root", mp);
+
+	snprintf(fddir, sizeof(fddir), "/proc/%s/fd", pid);
+	DIR *d = held ? NULL : opendir(fddir);
+	struct dirent *e;
+	while (d && !held && (e = readdir(d))) {
+		char name[300];
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(name, sizeof(name), "fd/%s", e->d_name);
+		held = link_under(pid, name, mp);
+	}
+	if (d)
+		closedir(d);
+	return held;
+}
+
+/* "bash (pid 12), vim (pid 34)": the processes we can see that hold MP (as fuser -m
+ * would name them), at most as many as fit in BUF. */
+static void list_holders(const char *mp, char *buf, size_t size)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	size_t len = 0, shown = 0, more = 0;
+	pid_t self = getpid();
+
+	buf[0] = '\0';
+	while (d && (e = readdir(d))) {
+		char comm[64] = "?", path[300];
+		if (e->d_name[0] < '1' || e->d_name[0] > '9' || atoi(e->d_name) == self ||
+		    !process_holds(e->d_name, mp))
+			continue;
+		if (shown >= 6 || len + 80 >= size) {
+			more++;
+			continue;
+		}
+		snprintf(path, sizeof(path), "/proc/%s/comm", e->d_name);
+		FILE *f = fopen(path, "re");
+		if (f) {
+			if (fgets(comm, sizeof(comm), f))
+				comm[strcspn(comm, "\n")] = '\0';
+			fclose(f);
+		}
+		len += (size_t)snprintf(buf + len, size - len, "%s%s (pid %s)", shown ? ", " : "",
+					comm, e->d_name);
+		shown++;
+	}
+	if (d)
+		closedir(d);
+	if (more && len + 32 < size)
+		snprintf(buf + len, size - len, " and %zu more", more);
+}
+
 int cmd_umount(int argc, char **argv)
 {
 	_cleanup_opts_ pw_opts po = { 0 };
@@ -685,21 +970,19 @@ int cmd_umount(int argc, char **argv)
 	}
 	/* The daemon, to wait for once the kernel let go of the view. */
 	_cleanup_free_ char *sock = NULL;
-	pid_t pid = pw_ctl_socket_path(NULL, real, &sock) == 0 ? daemon_pid(sock) : 0;
-	pid_t child = fork();
-	if (child < 0)
+	pid_t pid = pw_ctl_view_socket(real, -1, &sock) == 0 ? daemon_pid(sock) : 0;
+	char why[512];
+	int r = run_fusermount_u(real, lazy, why, sizeof(why));
+	if (r == -EBUSY) {
+		char holders[512];
+		list_holders(real, holders, sizeof(holders));
+		pw_err("umount", "%s is busy%s%s: close %s, or detach it now with --lazy", real,
+		       holders[0] ? ": in use by " : "", holders,
+		       holders[0] ? "them" : "what uses it");
 		return PW_EXIT_SYSTEM;
-	if (child == 0) {
-		if (lazy)
-			execlp("fusermount3", "fusermount3", "-u", "-z", real, (char *)NULL);
-		else
-			execlp("fusermount3", "fusermount3", "-u", real, (char *)NULL);
-		_exit(127);
 	}
-	int status;
-	waitpid(child, &status, 0);
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		pw_err("umount", "fusermount3 -u %s failed (busy? try --lazy)", real);
+	if (r < 0) {
+		pw_err("umount", "cannot unmount %s: %s", real, why[0] ? why : strerror(-r));
 		return PW_EXIT_SYSTEM;
 	}
 	/* Return once the daemon is gone, with its control socket: a mount at the same place

@@ -3,6 +3,8 @@
  * piworkfs status: every live view (fuse.piworkfs mounts in /proc/self/mountinfo, or the
  * one $PIWORKFS_SOCKET names) with what its daemon says about it.
  */
+#include <sys/stat.h>
+
 #include "cli.h"
 #include "ctl_client.h"
 #include "ctl/server.h"
@@ -23,6 +25,7 @@ static const char usage[] =
 	"  -a, --all    also other users' views (their daemons answer only them and root)\n"
 	"      --json   print a JSON array of the daemons' status objects (docs/PROTOCOL.md);\n"
 	"               a view whose daemon does not answer has {\"mountpoint\", \"error\"}\n"
+	"               (and \"hint\": what to do when the daemon is gone)\n"
 	"  -h, --help   show this help\n"
 	"\n"
 	"Examples:\n"
@@ -122,17 +125,45 @@ static void print_view(json_t *st)
 	for (size_t k = 0; t && k < ELEMENTSOF(rows); k++)
 		pw_table_add(t, rows[k]);
 	if (json_is_true(json_object_get(st, "fail_closed"))) {
-		const char *row[] = { "warning", sget(st, "fail_reason") };
+		const char *row[] = { "error", sget(st, "fail_reason") };
 		if (t)
 			pw_table_add(t, row);
 	}
+	const char *reason = sget(st, "fail_reason");
 	json_array_foreach(json_object_get(st, "warnings"), i, w) {
-		const char *row[] = { "warning", json_string_value(w) };
+		const char *text = json_string_value(w);
+		/* The problem that makes the view fail closed is shown once, as the reason. */
+		if (!text || (reason && json_is_true(json_object_get(st, "fail_closed")) &&
+			      strstr(reason, text)))
+			continue;
+		const char *row[] = { pw_problem_word(text), text };
 		if (t)
 			pw_table_add(t, row);
 	}
 	if (t)
 		pw_table_print(t, stdout, 2);
+}
+
+/* What to do about a view whose daemon does not answer (NULL: nothing to say). Nobody
+ * listening (refused, no socket) means the daemon is gone: the mount is left over. */
+static char *dead_daemon_hint(const char *mountpoint, int r)
+{
+	struct stat st;
+	char *hint = NULL;
+	int k;
+
+	if (!mountpoint)
+		return NULL;
+	/* A FUSE mount whose daemon died answers every access with ENOTCONN. */
+	if (stat(mountpoint, &st) < 0 && errno == ENOTCONN)
+		k = asprintf(&hint, "its daemon is gone (killed or crashed): run 'piworkfs umount "
+				    "%s' to detach the view, then mount it again", mountpoint);
+	else if (r == -ENOENT)
+		k = asprintf(&hint, "no socket where this environment looks: the view was "
+				    "mounted with another XDG_RUNTIME_DIR or --socket-dir");
+	else
+		return NULL;
+	return k < 0 ? NULL : hint;
 }
 
 /* Asks the daemon behind SOCKET; on failure returns {"mountpoint","socket","error"}. */
@@ -145,8 +176,12 @@ static json_t *ask(const char *mountpoint, const char *socket, bool *ret_failed)
 	if (r == 0)
 		return res;
 	*ret_failed = true;
-	return json_pack("{s:s?,s:s,s:s}", "mountpoint", mountpoint, "socket", socket, "error",
-			 r == -EREMOTE && message ? message : strerror(-r));
+	json_t *j = json_pack("{s:s?,s:s,s:s}", "mountpoint", mountpoint, "socket", socket, "error",
+			      r == -EREMOTE && message ? message : strerror(-r));
+	_cleanup_free_ char *hint = dead_daemon_hint(mountpoint, r);
+	if (j && hint)
+		json_object_set_new(j, "hint", json_string(hint));
+	return j;
 }
 
 int cmd_status(int argc, char **argv)
@@ -195,7 +230,7 @@ int cmd_status(int argc, char **argv)
 			bool theirs_failed = false, *fail = mine ? &failed : &theirs_failed;
 			if (!mine && !all_users)
 				continue;
-			r = pw_ctl_socket_path(NULL, m[i].mountpoint, &sock);
+			r = pw_ctl_view_socket(m[i].mountpoint, m[i].uid, &sock);
 			if (r < 0) {
 				*fail = true;
 				json_array_append_new(all, json_pack("{s:s,s:s}", "mountpoint",
@@ -225,6 +260,8 @@ int cmd_status(int argc, char **argv)
 			printf("%s\n  error    the daemon does not answer on %s: %s\n",
 			       sget(st, "mountpoint") ? sget(st, "mountpoint") : "(PIWORKFS_SOCKET)",
 			       sget(st, "socket") ? sget(st, "socket") : "?", sget(st, "error"));
+			if (sget(st, "hint"))
+				printf("  hint     %s\n", sget(st, "hint"));
 			continue;
 		}
 		print_view(st);

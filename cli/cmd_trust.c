@@ -3,12 +3,13 @@
  * piworkfs trust [PROJECT] [--revoke]: records in the state database that a project's own
  * layer (PROJECT/.piworkfs) may widen what modes allow (writes.allow, writes.tokens,
  * protect: false, design token files). Trust is keyed by the project's real path. A running
- * view reads trust when it loads its modes, so a change takes effect at the next
- * `piworkfs reload` or mount. `piworkfs trust --list` shows the trusted projects.
+ * view reads trust when it loads its modes: a change reloads the caller's live views of the
+ * project, so it takes effect at once. `piworkfs trust --list` shows the trusted projects.
  */
 #include <time.h>
 
 #include "cli.h"
+#include "ctl_client.h"
 #include "options.h"
 #include "output.h"
 #include "project.h"
@@ -22,8 +23,9 @@ static const char usage[] =
 	"Trust PROJECT (default: the project enclosing the current directory; inside a view,\n"
 	"the project behind it): its own modes and configuration in PROJECT/.piworkfs may then\n"
 	"widen what a mode allows (writes.allow, writes.tokens, protect: false, design token\n"
-	"files). An untrusted project may only tighten. Takes effect at the next `piworkfs\n"
-	"reload` or mount of the project.\n"
+	"files). An untrusted project may only tighten. Your live views of the project are\n"
+	"reloaded at once (one whose daemon uses another state database needs `piworkfs\n"
+	"reload`).\n"
 	"\n"
 	"Options:\n"
 	"      --revoke       withdraw trust instead\n"
@@ -32,7 +34,7 @@ static const char usage[] =
 	"  -h, --help         show this help\n"
 	"\n"
 	"Examples:\n"
-	"  piworkfs trust ~/proj && piworkfs reload --mount ~/proj.view\n"
+	"  piworkfs trust ~/proj\n"
 	"  piworkfs trust --revoke\n"
 	"\n"
 	"Exit status: 0 ok; 2 usage error; 3 the project does not exist; 5 the state database\n"
@@ -111,6 +113,34 @@ static int trust_list(const char *cmd, const char *dbpath, bool json)
 	return PW_EXIT_OK;
 }
 
+/*
+ * Reloads the caller's live views of ROOT, so that trust takes effect where it was given
+ * (`trust` inside a view said "at the next reload or mount"). Returns the mountpoints
+ * reloaded (a JSON array; NULL on allocation failure).
+ */
+static json_t *reload_views(const char *root)
+{
+	pw_ctl_mount *m = NULL;
+	size_t n = 0;
+	json_t *done = json_array();
+
+	if (!done || pw_ctl_list_mounts(&m, &n) < 0)
+		return done;
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *sock = NULL;
+		_cleanup_json_ json_t *res = NULL;
+		bool mine = m[i].uid < 0 || m[i].uid == (long)getuid();
+
+		if (!mine || !streq_ptr(m[i].source, root) ||
+		    pw_ctl_view_socket(m[i].mountpoint, m[i].uid, &sock) < 0 ||
+		    pw_ctl_call_socket(sock, "reload", NULL, &res, NULL, NULL) < 0)
+			continue;
+		json_array_append_new(done, json_string(m[i].mountpoint));
+	}
+	pw_ctl_mounts_free(m, n);
+	return done;
+}
+
 static int trust_set(const char *cmd, const char *dbpath, const char *root, bool trust,
 		     bool json)
 {
@@ -132,13 +162,19 @@ static int trust_set(const char *cmd, const char *dbpath, const char *root, bool
 		return PW_EXIT_SYSTEM;
 	}
 	bool changed = (before == 1) != trust;
+	/* Inside the sandbox of `run` there is no state database to change, and the agent's
+	 * socket may not reload; elsewhere the live views of the project take it at once. */
+	_cleanup_json_ json_t *reloaded = changed ? reload_views(root) : json_array();
+	size_t n_reloaded = json_array_size(reloaded);
 
 	if (json) {
 		json_t *o = json_object();
 		if (!o || json_object_set_new(o, "project", json_string(root)) < 0 ||
 		    json_object_set_new(o, "trusted", json_boolean(trust)) < 0 ||
 		    json_object_set_new(o, "changed", json_boolean(changed)) < 0 ||
-		    json_object_set_new(o, "takes_effect", json_string("next reload or mount")) < 0) {
+		    json_object_set(o, "reloaded", reloaded ? reloaded : json_array()) < 0 ||
+		    json_object_set_new(o, "takes_effect",
+					json_string(n_reloaded ? "now" : "next mount")) < 0) {
 			json_decref(o);
 			return PW_EXIT_SYSTEM;
 		}
@@ -154,7 +190,12 @@ static int trust_set(const char *cmd, const char *dbpath, const char *root, bool
 		       root);
 	else
 		printf("revoked trust in %s: its .piworkfs layer may now only tighten\n", root);
-	printf("this takes effect at the next reload or mount (piworkfs reload)\n");
+	size_t i;
+	json_t *mp;
+	json_array_foreach(reloaded, i, mp)
+		printf("reloaded the view at %s\n", json_string_value(mp));
+	if (n_reloaded == 0)
+		printf("no live view of it: this takes effect when it is mounted\n");
 	return PW_EXIT_OK;
 }
 

@@ -78,6 +78,90 @@ nomem:
 	return -ENOMEM;
 }
 
+/* Is there a socket (or a link to one) at PATH? */
+static bool is_socket(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+/* A directory only UID can change: /tmp/piworkfs-UID could have been made by someone
+ * else, and a socket there answered by them. */
+static bool dir_owned_by(const char *dir, unsigned uid)
+{
+	struct stat st;
+
+	return lstat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid &&
+	       !(st.st_mode & 022);
+}
+
+/*
+ * The places a daemon may have put the socket of MOUNTPOINT, in the order tried: the
+ * default dir of this environment (where a daemon with --socket-dir also leaves a link to
+ * its socket), then the dirs a daemon started with another environment uses: the owner's
+ * /tmp/piworkfs-UID (no XDG_RUNTIME_DIR), /run/user/UID/piworkfs (a login session),
+ * /run/piworkfs (root). UID is the mount's owner (-1: ours).
+ */
+int pw_ctl_view_socket(const char *mountpoint, long uid, char **ret)
+{
+	_cleanup_free_ char *first = NULL;
+	unsigned u = uid >= 0 ? (unsigned)uid : (unsigned)geteuid();
+	char alt[3][64];
+	int r = pw_ctl_socket_path(NULL, mountpoint, &first);
+
+	if (r == 0 && is_socket(first)) {
+		*ret = TAKE_PTR(first);
+		return 0;
+	}
+	snprintf(alt[0], sizeof(alt[0]), "/tmp/piworkfs-%u", u);
+	snprintf(alt[1], sizeof(alt[1]), "/run/user/%u/piworkfs", u);
+	snprintf(alt[2], sizeof(alt[2]), "%s", u == 0 ? "/run/piworkfs" : "");
+	for (size_t i = 0; i < ELEMENTSOF(alt); i++) {
+		char *sock = NULL;
+		if (!alt[i][0] || !dir_owned_by(alt[i], u) ||
+		    pw_ctl_socket_path(alt[i], mountpoint, &sock) < 0)
+			continue;
+		if (is_socket(sock)) {
+			*ret = sock;
+			return 0;
+		}
+		free(sock);
+	}
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(first); /* none answers: name the usual place in messages */
+	return 0;
+}
+
+/*
+ * Not inside a view: the view of the project REAL lies in (from the backing directory or
+ * any directory under it, as the README promises every command), the deepest project
+ * first, the caller's own views before others', one with a socket. SIZE_MAX: none.
+ */
+static size_t backing_view(const pw_ctl_mount *m, size_t n, const char *real)
+{
+	size_t best = SIZE_MAX, best_len = 0;
+	bool best_mine = false;
+
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_free_ char *sock = NULL;
+		bool mine = m[i].uid < 0 || m[i].uid == (long)getuid();
+		size_t len = m[i].source ? strlen(m[i].source) : 0;
+
+		if (!m[i].source || m[i].source[0] != '/' || pw_path_beneath(real, m[i].source) < 0)
+			continue;
+		if (best != SIZE_MAX && (best_mine > mine || (best_mine == mine && len <= best_len)))
+			continue;
+		if (pw_ctl_view_socket(m[i].mountpoint, m[i].uid, &sock) < 0 || !is_socket(sock))
+			continue;
+		best = i;
+		best_len = len;
+		best_mine = mine;
+	}
+	return best;
+}
+
 int pw_ctl_find_view_full(const char *path, char **ret_socket, char **ret_mountpoint)
 {
 	const char *env = getenv("PIWORKFS_SOCKET");
@@ -113,11 +197,13 @@ int pw_ctl_find_view_full(const char *path, char **ret_socket, char **ret_mountp
 			best_len = len;
 		}
 	}
+	if (best == SIZE_MAX)
+		best = backing_view(m, n, real);
 	if (best == SIZE_MAX) {
 		pw_ctl_mounts_free(m, n);
 		return -ENOENT;
 	}
-	r = pw_ctl_socket_path(NULL, m[best].mountpoint, &sock);
+	r = pw_ctl_view_socket(m[best].mountpoint, m[best].uid, &sock);
 	if (r == 0 && ret_mountpoint) {
 		mp = strdup(m[best].mountpoint);
 		if (!mp) {
@@ -384,7 +470,7 @@ static int find_project_view(const char *project, char **ret_socket)
 
 			if (!streq_ptr(m[i].source, project) || mine != (pass == 0))
 				continue;
-			if (pw_ctl_socket_path(NULL, m[i].mountpoint, &sock) < 0)
+			if (pw_ctl_view_socket(m[i].mountpoint, m[i].uid, &sock) < 0)
 				continue;
 			if (pw_ctl_connect(sock, 0, &c) < 0) {
 				free(sock);

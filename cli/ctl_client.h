@@ -4,7 +4,7 @@
  *
  * Finding a live view: the mounts of type fuse.piworkfs in /proc/self/mountinfo; the view
  * containing a path is the one with the longest mountpoint that is a prefix of the path's
- * real path. Its socket is pw_ctl_socket_path(NULL, mountpoint). $PIWORKFS_SOCKET, when
+ * real path. Its socket is pw_ctl_view_socket(mountpoint, uid). $PIWORKFS_SOCKET, when
  * set and non-empty, overrides discovery (the sandboxed launcher uses it).
  */
 #pragma once
@@ -26,7 +26,8 @@ int pw_ctl_list_mounts(pw_ctl_mount **ret, size_t *ret_n);
 void pw_ctl_mounts_free(pw_ctl_mount *m, size_t n);
 
 /*
- * Finds the live view containing PATH (NULL: the current directory), or the one named by
+ * Finds the live view containing PATH (NULL: the current directory), else the live view of
+ * the project PATH lies in (from the backing directory), or the one named by
  * $PIWORKFS_SOCKET. On success writes the socket path to *ret_socket and, when ret_project
  * is not NULL, the project's real path (asked from the daemon with `status`; NULL if the
  * daemon does not answer it) and returns 0. Returns -ENOENT when PATH is not inside a view
@@ -39,6 +40,15 @@ int pw_ctl_find_view(const char *path, char **ret_socket, char **ret_project);
 
 /* Same, also returning the mountpoint (NULL when found through $PIWORKFS_SOCKET). */
 int pw_ctl_find_view_full(const char *path, char **ret_socket, char **ret_mountpoint);
+
+/*
+ * The control socket of the view mounted at MOUNTPOINT by UID (-1: unknown): the first of
+ * the places a daemon puts it (this environment's default dir, where a daemon mounted with
+ * --socket-dir leaves a link to its socket, then /tmp/piworkfs-UID, /run/user/UID/piworkfs,
+ * /run/piworkfs for root) that holds a socket, else the default one. Returns 0 with a
+ * malloc'd *ret, -errno.
+ */
+int pw_ctl_view_socket(const char *mountpoint, long uid, char **ret);
 
 typedef struct pw_ctl_conn pw_ctl_conn;
 

@@ -72,6 +72,9 @@ static int run_command(const char *name, int argc, char **argv)
 
 	if (!fn) {
 		const char *hint = pw_command_near_miss(name);
+		for (int i = 1; i < argc; i++) /* `bogus --json`: the error as JSON too */
+			if (streq(argv[i], "--json") || streq(argv[i], "--jsonl"))
+				pw_err_json(true);
 		if (hint)
 			pw_err(NULL, "unknown command '%s' (did you mean '%s'?)", name, hint);
 		else
@@ -83,6 +86,8 @@ static int run_command(const char *name, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	if (pw_mount_helper_called(argv[0]))
+		return pw_mount_helper(argc, argv);
 	if (argc < 2) {
 		usage(stderr);
 		return PW_EXIT_USAGE;

@@ -103,13 +103,14 @@ int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char
 		json_decref(res);
 		return PW_EXIT_OK;
 	}
-	/* Nobody sees it at once: say what the daemon said, and that the person may still
-	 * allow it, for as long as the request lives. */
-	pw_err(cmd, "%s", refusal ? refusal : "refused");
+	/* One message per outcome (issue 36): the request was made, so the refusal that
+	 * led to it ("ask the person to run ...") is no longer what to do. Nobody sees it at
+	 * once: the person may still allow it, for as long as the request lives. */
 	if (streq_ptr(outcome, "pending"))
-		pw_err(cmd, "asked the person too: they can allow it with 'piworkfs mode --approve "
-			    "%lld' (or --approve %s) outside the agent (within 2 minutes)",
-		       (long long)json_integer_value(json_object_get(res, "id")), name);
+		pw_err(cmd, "refused for now: 'piworkfs mode %s' loosens the mode, which needs the "
+			    "person's consent; asked them: they can allow it with 'piworkfs mode "
+			    "--approve %lld' (or --approve %s) on their own terminal (within 2 minutes)",
+		       name, (long long)json_integer_value(json_object_get(res, "id")), name);
 	else
 		pw_err(cmd, "not switched: the request was %s%s", outcome ? outcome : "not answered",
 		       streq_ptr(outcome, "denied")	    ? " by the person"

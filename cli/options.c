@@ -25,7 +25,8 @@
 static const pw_option mount_opts[] = {
 	OPT_MODE("start in MODE"),
 	{ "foreground", 'f', NULL, 'f', PW_COMPLETE_NONE, "stay in the foreground" },
-	{ "options", 'o', "OPTIONS", 'o', PW_COMPLETE_NONE, "allow_other, nonempty, FUSE options" },
+	{ "options", 'o', "OPTIONS", 'o', PW_COMPLETE_MOUNT_OPTIONS,
+	  "mode=M, allow_other, nonempty, FUSE options" },
 	{ "debug", 'd', NULL, 'd', PW_COMPLETE_NONE, "log every FUSE request (implies -f)" },
 	{ "timeout", 0, "SEC", PW_OPT_TIMEOUT, PW_COMPLETE_NONE, "kernel cache timeout" },
 	{ "no-watch", 0, NULL, PW_OPT_NO_WATCH, PW_COMPLETE_NONE, "do not follow outside changes" },
@@ -186,7 +187,8 @@ static const pw_option diff_opts[] = {
 static const pw_option undo_opts[] = {
 	{ "all", 'a', NULL, 'a', PW_COMPLETE_NONE, "every change in the change sets chosen" },
 	{ "since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME" },
-	{ "dry-run", 'n', NULL, 'n', PW_COMPLETE_NONE, "say what would be done" },
+	/* No -n: it is log's --lines, and a letter means one thing everywhere. */
+	{ "dry-run", 0, NULL, 'n', PW_COMPLETE_NONE, "say what would be done" },
 	{ "force", 0, NULL, PW_OPT_FORCE, PW_COMPLETE_NONE, "also what changed outside the view" },
 	OPT_MOUNT,
 	OPT_JSON,

@@ -69,6 +69,7 @@ typedef enum pw_complete {
 	PW_COMPLETE_MOUNTPOINT, /* a live view's mountpoint */
 	PW_COMPLETE_COMMAND,    /* a command to run, then its own arguments */
 	PW_COMPLETE_SHELL,      /* bash, zsh, fish */
+	PW_COMPLETE_MOUNT_OPTIONS, /* mount's -o list: after each comma, mode= a mode name */
 } pw_complete;
 
 typedef struct pw_option {

@@ -193,3 +193,8 @@ void pw_table_print(const pw_table *t, FILE *f, unsigned indent)
 		fputc('\n', f);
 	}
 }
+
+const char *pw_problem_word(const char *formatted)
+{
+	return formatted && strstr(formatted, ": error: ") ? "error" : "warning";
+}

@@ -43,6 +43,10 @@ const char *pw_ellipsize_middle(const char *s, size_t width, char *buf, size_t s
  * TO_STDERR. Returns the exit status to use (0 for --help, PW_EXIT_USAGE otherwise). */
 int pw_usage(const char *cmd, const char *usage, bool to_stderr);
 
+/* "error" or "warning": the word a problem formatted as FILE:LINE:COL: SEVERITY: ...
+ * (pw_warning_format) is listed under. */
+const char *pw_problem_word(const char *formatted);
+
 /* Dumps J to stdout (indented, key order preserved) followed by a newline, and releases
  * it. Returns 0 or -EIO/-ENOMEM; J == NULL counts as -ENOMEM. */
 int pw_print_json(json_t *j);

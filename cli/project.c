@@ -224,6 +224,29 @@ static char *resolve_existing_prefix(const char *abs)
 	}
 }
 
+/*
+ * The project has two names: inside a view, its root is the mountpoint and BACKING the
+ * directory behind it; from the backing directory, every live view of it is the project
+ * too. An absolute path under the other name names the same file (`check ~/proj/src/x.c`
+ * inside ~/proj.view). Returns the offset of its project-relative rest in ABS, or -1.
+ */
+static ssize_t beneath_other_name(const pw_cli_project *p, const char *abs)
+{
+	pw_ctl_mount *m = NULL;
+	size_t n = 0;
+	ssize_t off = -1;
+
+	if (p->backing)
+		return pw_path_beneath(abs, p->backing);
+	if (pw_ctl_list_mounts(&m, &n) < 0)
+		return -1;
+	for (size_t i = 0; i < n && off < 0; i++)
+		if (streq_ptr(m[i].source, p->root))
+			off = pw_path_beneath(abs, m[i].mountpoint);
+	pw_ctl_mounts_free(m, n);
+	return off;
+}
+
 int pw_cli_map_path(const pw_cli_project *p, const char *arg, char *out,
 		    bool *ret_trailing_slash, const char **ret_err)
 {
@@ -252,10 +275,14 @@ int pw_cli_map_path(const pw_cli_project *p, const char *arg, char *out,
 		return r;
 
 	off = pw_path_beneath(abs, p->root);
+	if (off < 0)
+		off = beneath_other_name(p, abs);
 	if (off < 0) {
 		resolved = resolve_existing_prefix(abs);
 		if (resolved)
 			off = pw_path_beneath(resolved, p->root);
+		if (resolved && off < 0)
+			off = beneath_other_name(p, resolved);
 		if (off < 0) {
 			*ret_err = "the path leaves the project";
 			return -EXDEV;
@@ -291,6 +318,8 @@ const char *pw_cli_display_file(const pw_cli_project *p, const char *file, char 
 	if (!file || file[0] != '/')
 		return file;
 	off = pw_path_beneath(file, p->root);
+	if (off <= 0 && p->backing)
+		off = pw_path_beneath(file, p->backing); /* inside a view: the same project */
 	if (off > 0 && file[off - 1] == '/')
 		n = snprintf(buf, size, "%s", file + off);
 	else if ((off = pw_path_beneath(file, p->bundled_dir)) > 0 && file[off - 1] == '/')

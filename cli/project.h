@@ -103,6 +103,28 @@ int pw_cli_get_policy(const char *cmd, const pw_cli_project *p, const char *mode
  */
 int pw_cli_live_mode(const pw_cli_project *p, char **ret_mode);
 
+/*
+ * Does an ignored-because-untrusted warning about mode ABOUT (NULL: the project's
+ * configuration, whose design token files serve the modes with writes.tokens) bear on
+ * MODE, whose writes.tokens is TOKENS? The commands that show a mode's rules list these
+ * keys under it, where the person sees that something they declared does not apply.
+ */
+static inline bool pw_cli_ignored_applies(const char *about, const char *mode, bool tokens)
+{
+	return about ? streq(about, mode) || streq(about, "*") : tokens;
+}
+
+/*
+ * A built-in rule's pattern as the text listings spell it: every built-in names a path at
+ * the project's root, so all are written alike, without the leading '/' that only
+ * "/.piworkfs" needs as a glob (".git/hooks" is anchored by its inner '/'). Other rules are
+ * shown as written; JSON always gives the glob itself.
+ */
+static inline const char *pw_cli_builtin_pattern(const char *pattern)
+{
+	return pattern && pattern[0] == '/' && pattern[1] ? pattern + 1 : pattern;
+}
+
 static inline void pw_cli_project_donep(pw_cli_project *p)
 {
 	pw_cli_project_done(p);

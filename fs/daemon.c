@@ -156,6 +156,91 @@ static char *absolute_path(char *path)
 	return abs;
 }
 
+int pw_daemon_check_socket(const pw_daemon_opts *o, char **ret_msg)
+{
+	_cleanup_free_ char *ddir = NULL, *sock = NULL;
+	const char *dir = o->socket_dir;
+	int r = 0;
+
+	*ret_msg = NULL;
+	if (!dir) {
+		r = pw_ctl_default_dir(&ddir);
+		if (r < 0)
+			return r;
+		dir = ddir;
+	}
+	r = pw_ctl_private_dir(dir);
+	if (r == -EPERM || r == -ENOTDIR || r == -EEXIST) {
+		r = asprintf(ret_msg, "the control socket directory %s is not a private directory "
+				      "of yours (another user's, or not a directory): remove it, "
+				      "or set XDG_RUNTIME_DIR, or mount with --socket-dir DIR",
+			     dir) < 0 ? -ENOMEM : -EPERM;
+		return r;
+	}
+	if (r < 0) {
+		int e = r;
+		r = asprintf(ret_msg, "cannot create the control socket directory %s: %s (set "
+				      "XDG_RUNTIME_DIR, or mount with --socket-dir DIR)",
+			     dir, strerror(-e)) < 0 ? -ENOMEM : e;
+		return r;
+	}
+	r = pw_ctl_socket_path(dir, o->mountpoint, &sock);
+	if (r == -ENAMETOOLONG) {
+		r = asprintf(ret_msg, "a control socket in %s would have a path too long for a "
+				      "UNIX socket: mount with a shorter --socket-dir DIR", dir) < 0
+			? -ENOMEM : -ENAMETOOLONG;
+		return r;
+	}
+	return r;
+}
+
+/*
+ * A daemon whose socket is not in the default dir (--socket-dir) leaves a link to it at the
+ * default place, so every command run inside the view, which finds the socket from the
+ * mountpoint, reaches it. Returns the link (malloc'd) or NULL when none was needed or made.
+ */
+static char *advertise_socket(const pw_daemon_opts *o, const char *socket)
+{
+	_cleanup_free_ char *ddir = NULL;
+	char *link = NULL;
+	struct stat st;
+
+	if (!o->socket_dir || pw_ctl_default_dir(&ddir) < 0 || pw_ctl_private_dir(ddir) < 0 ||
+	    pw_ctl_socket_path(ddir, o->mountpoint, &link) < 0)
+		return NULL;
+	if (streq(link, socket)) {
+		free(link);
+		return NULL;
+	}
+	/* The mountpoint is ours now: whatever names it there is left from an earlier view. */
+	if (lstat(link, &st) == 0 && (S_ISLNK(st.st_mode) || S_ISSOCK(st.st_mode)))
+		(void)unlink(link);
+	if (symlink(socket, link) < 0) {
+		dlog(LOG_WARNING, "cannot link %s to the control socket %s: %s", link, socket,
+		     strerror(errno));
+		free(link);
+		return NULL;
+	}
+	return link;
+}
+
+/* Removes LINK if it still points at SOCKET (a later view may have taken the name). */
+static void withdraw_socket(char *link, const char *socket)
+{
+	char target[4096];
+	ssize_t n;
+
+	if (!link)
+		return;
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n > 0) {
+		target[n] = '\0';
+		if (streq(target, socket))
+			(void)unlink(link);
+	}
+	free(link);
+}
+
 int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 {
 	log_to_stderr = o->foreground;
@@ -163,6 +248,19 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 		openlog("piworkfs", LOG_PID, LOG_DAEMON);
 	umask(0); /* the kernel already applied the caller's umask to every mode we get */
 	block_signals(true);
+
+	/* Before anything is mounted: a view whose control plane cannot start would be a mount
+	 * nobody can switch or unmount by name, with a mode switch in the log. */
+	_cleanup_free_ char *sock_err = NULL;
+	int sr = pw_daemon_check_socket(o, &sock_err);
+	if (sr < 0) {
+		char msg[1200];
+		snprintf(msg, sizeof(msg), "error: %s", sock_err ? sock_err : strerror(-sr));
+		if (ready_fd < 0)
+			dlog(LOG_ERR, "%s", msg + 7);
+		report(ready_fd, msg);
+		return 1;
+	}
 
 	_cleanup_free_ char *state_path =
 		absolute_path(o->state_db ? strdup(o->state_db) : pw_state_default_path());
@@ -280,12 +378,14 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 			dlog(LOG_WARNING, "failing closed: %s", vs.fail_reason);
 		pw_view_status_done(&vs);
 	}
+	char *link = advertise_socket(o, pw_ctl_server_socket_path(ctl));
 	report(ready_fd, ready);
 	if (ready_fd >= 0)
 		close(ready_fd);
 	dlog(LOG_INFO, "serving %s on %s", o->project, o->mountpoint);
 	r = pw_fs_loop(fs);
 	block_signals(true);
+	withdraw_socket(link, pw_ctl_server_socket_path(ctl));
 	dlog(LOG_INFO, "unmounting %s", o->mountpoint);
 out:
 	signal_ctl = NULL;

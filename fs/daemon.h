@@ -32,3 +32,11 @@ typedef struct pw_daemon_opts {
 } pw_daemon_opts;
 
 int pw_daemon_run(const pw_daemon_opts *o, int ready_fd);
+
+/*
+ * Checks, before anything is mounted, that the control socket can be made: its directory
+ * (o->socket_dir or the default) exists or is created as a private directory of ours, and
+ * the socket's path fits. Returns 0, or -errno with *ret_msg (malloc'd, may be NULL) saying
+ * what is wrong and what to do. `piworkfs mount` calls it in the foreground too.
+ */
+int pw_daemon_check_socket(const pw_daemon_opts *o, char **ret_msg);

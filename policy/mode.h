@@ -115,6 +115,10 @@ const pw_mode *pw_modeset_get(const pw_modeset *ms, size_t i); /* sorted by name
 const pw_mode *pw_modeset_find(const pw_modeset *ms, const char *name);
 size_t pw_modeset_warning_count(const pw_modeset *ms);
 const pw_warning *pw_modeset_warning(const pw_modeset *ms, size_t i);
+/* The mode warning I is about (NULL: none; PW_ALL_MODES: every mode). */
+const char *pw_modeset_warning_mode(const pw_modeset *ms, size_t i);
+/* Is warning W one of a widening key ignored because the project is not trusted? */
+bool pw_warning_is_untrusted(const pw_warning *w);
 /* Is mode NAME broken: an error in its file (in any layer), or one that breaks every mode (a
  * config.yaml with errors)? *ret_w, when not NULL, gets the first such error. */
 bool pw_modeset_mode_broken(const pw_modeset *ms, const char *name, const pw_warning **ret_w);

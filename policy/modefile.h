@@ -104,4 +104,4 @@ int pw_config_load(const char *file, pw_layer layer, pw_warnings *w, pw_config *
 void pw_config_done(pw_config *c);
 
 /* The message of every widening key an untrusted project writes. */
-#define PW_UNTRUSTED_MSG "ignored: project not trusted; run `piworkfs trust`"
+#define PW_UNTRUSTED_MSG "ignored: the project is not trusted (piworkfs trust)"

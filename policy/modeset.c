@@ -274,24 +274,36 @@ static int add_defaults(pw_modeset *ms)
 }
 
 /*
- * FILE, a config.yaml, had errors (the warnings from FIRST on): none of its rules apply, and
- * an error keyed PW_ALL_MODES says so, which fails every mode closed. It quotes the first
- * error, so the reason a view gives for failing closed names the line to fix.
+ * FILE, a config.yaml, had errors (the warnings from FIRST on): none of its rules apply,
+ * which fails every mode closed. The first error says so itself, keyed PW_ALL_MODES: each
+ * problem is listed once, and the reason a view gives for failing closed names the line to
+ * fix and what is wrong there.
  */
 static int config_broken(pw_modeset *ms, const char *file, size_t first)
 {
-	const pw_warning *e = NULL;
+	static const char consequence[] = "; so none of the file's rules apply: every mode "
+					  "fails closed (nothing is writable) until it is fixed "
+					  "and reloaded";
+	char *msg = NULL, *mode = NULL;
 
-	for (size_t i = first; i < ms->w.n && !e; i++)
-		if (ms->w.v[i].severity == PW_ERROR)
-			e = &ms->w.v[i];
-	return pw_warnings_add(&ms->w, PW_ALL_MODES, PW_ERROR, file, e ? e->line : 0,
-			       e ? e->column : 0, NULL,
-			       "the file has errors (first: %s%s%s), so none of its rules apply: "
-			       "every mode fails closed (nothing is writable) until it is fixed "
-			       "and reloaded",
-			       e && e->key ? e->key : "", e && e->key ? ": " : "",
-			       e ? e->message : "unknown");
+	for (size_t i = first; i < ms->w.n; i++) {
+		if (ms->w.v[i].severity != PW_ERROR)
+			continue;
+		if (asprintf(&msg, "%s%s", ms->w.v[i].message, consequence) < 0)
+			return -ENOMEM;
+		mode = strdup(PW_ALL_MODES);
+		if (!mode) {
+			free(msg);
+			return -ENOMEM;
+		}
+		free(ms->w.v[i].message);
+		ms->w.v[i].message = msg;
+		free(ms->w.mode[i]);
+		ms->w.mode[i] = mode;
+		return 0;
+	}
+	return pw_warnings_add(&ms->w, PW_ALL_MODES, PW_ERROR, file, 0, 0, NULL,
+			       "the file has errors%s", consequence);
 }
 
 /* Takes the rules of C (protected always; tokens only with authority). */
@@ -395,6 +407,16 @@ size_t pw_modeset_warning_count(const pw_modeset *ms)
 const pw_warning *pw_modeset_warning(const pw_modeset *ms, size_t i)
 {
 	return i < ms->w.n ? &ms->w.v[i] : NULL;
+}
+
+const char *pw_modeset_warning_mode(const pw_modeset *ms, size_t i)
+{
+	return i < ms->w.n ? ms->w.mode[i] : NULL;
+}
+
+bool pw_warning_is_untrusted(const pw_warning *w)
+{
+	return w && w->severity == PW_WARNING && streq_ptr(w->message, PW_UNTRUSTED_MSG);
 }
 
 bool pw_modeset_mode_broken(const pw_modeset *ms, const char *name, const pw_warning **ret_w)

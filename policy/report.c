@@ -159,10 +159,14 @@ json_t *pw_report_modeset(const pw_modeset *ms)
 	warnings = json_array();
 	if (!set(o, "warnings", warnings))
 		goto fail;
-	for (size_t i = 0; i < pw_modeset_warning_count(ms); i++)
-		if (json_array_append_new(warnings,
-					  pw_report_warning(pw_modeset_warning(ms, i))) < 0)
+	for (size_t i = 0; i < pw_modeset_warning_count(ms); i++) {
+		json_t *w = pw_report_warning(pw_modeset_warning(ms, i));
+		const char *mode = pw_modeset_warning_mode(ms, i);
+		/* The mode it is about: `mode` shows the ignored keys of the mode it shows. */
+		if (json_array_append_new(warnings, w) < 0 ||
+		    json_object_set_new(w, "mode", mode ? json_string(mode) : json_null()) < 0)
 			goto fail;
+	}
 	return o;
 fail:
 	if (!o)

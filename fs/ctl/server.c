@@ -172,10 +172,19 @@ int pw_ctl_default_dir(char **ret)
 		if (!d)
 			return -ENOMEM;
 	} else {
-		return -ENOENT;
+		return pw_ctl_fallback_dir(ret);
 	}
 	*ret = d;
 	return 0;
+}
+
+/* A user without XDG_RUNTIME_DIR (su -, cron, ssh without a login session) gets a private
+ * directory in /tmp named by uid, as tmux does: fixed, so the daemon and every client agree
+ * on it whatever their environment; pw_ctl_private_dir refuses it unless it is a real
+ * directory of ours (the sticky /tmp keeps others from replacing it later). */
+int pw_ctl_fallback_dir(char **ret)
+{
+	return asprintf(ret, "/tmp/piworkfs-%u", (unsigned)geteuid()) < 0 ? -ENOMEM : 0;
 }
 
 int pw_ctl_socket_path(const char *dir, const char *mountpoint, char **ret)

@@ -19,7 +19,7 @@
  * it (pidns.h), with pids as seen there.
  *
  * Socket location: DIR/NAME where DIR is $XDG_RUNTIME_DIR/piworkfs (root without
- * XDG_RUNTIME_DIR: /run/piworkfs), a 0700 directory, and NAME is derived from the
+ * XDG_RUNTIME_DIR: /run/piworkfs, others /tmp/piworkfs-UID), a 0700 directory, and NAME is derived from the
  * mountpoint alone (pw_ctl_socket_path), so a client finds it from the mountpoint.
  */
 #pragma once
@@ -47,9 +47,13 @@ typedef struct pw_ctl_tuning {
 
 /*
  * The default socket directory (malloc'd): $XDG_RUNTIME_DIR/piworkfs, or /run/piworkfs for
- * root without XDG_RUNTIME_DIR. Returns 0, or -ENOENT when neither applies.
+ * root without XDG_RUNTIME_DIR, or pw_ctl_fallback_dir for other users without it.
+ * Returns 0 or -ENOMEM.
  */
 int pw_ctl_default_dir(char **ret);
+
+/* /tmp/piworkfs-UID (malloc'd): where a user without XDG_RUNTIME_DIR keeps sockets. */
+int pw_ctl_fallback_dir(char **ret);
 
 /*
  * Makes DIR (and its missing parents) a private directory: created 0700, and refused with

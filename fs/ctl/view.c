@@ -417,7 +417,7 @@ int pw_view_switch(pw_view *v, const char *name, const pw_peer *peer, pw_view_in
 	}
 	if (pw_modeset_mode_broken(v->ms, name, &w)) {
 		_cleanup_free_ char *text = pw_warning_format(w);
-		set_why(ret_why, "mode file is broken: %s", text ? text : "(no detail)");
+		set_why(ret_why, "mode '%s' is broken: %s", name, text ? text : "(no detail)");
 		r = -EBADMSG;
 		goto out;
 	}

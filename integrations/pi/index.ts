@@ -340,7 +340,7 @@ export default function piworkfs(pi: ExtensionAPI) {
 			if (!left.length) break;
 			try {
 				const r = await request("check", { paths: left, mode: m });
-				for (const d of r.decisions) if (d.decision === "allowed") out.set(d.path, { mode: m });
+				for (const d of r.decisions) if (d.decision === "allowed") out.set(d.path, { mode: m, agent: !!view?.agent });
 				const done = new Set(r.decisions.filter((d: any) => d.decision === "allowed").map((d: any) => d.path));
 				left = left.filter((p) => !done.has(p));
 			} catch {

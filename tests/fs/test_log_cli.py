@@ -353,7 +353,7 @@ class LogCliTest(unittest.TestCase):
         self.assertIn("no trusted projects", p.stdout)
         p = self.run_pw("trust")  # the enclosing project (cwd)
         self.assertIn(f"trusted {self.project}", p.stdout)
-        self.assertIn("next reload or mount", p.stdout)
+        self.assertIn("no live view of it: this takes effect when it is mounted", p.stdout)
         p = self.run_pw("trust", self.project)
         self.assertIn("already trusted", p.stdout)
         out = json.loads(self.run_pw("trust", "--list", "--json").stdout)
@@ -364,7 +364,7 @@ class LogCliTest(unittest.TestCase):
         con.close()
         out = json.loads(self.run_pw("trust", "--revoke", "--json", self.project).stdout)
         self.assertEqual(out, {"project": self.project, "trusted": False, "changed": True,
-                               "takes_effect": "next reload or mount"})
+                               "reloaded": [], "takes_effect": "next mount"})
         self.assertIn("no trusted projects", self.run_pw("trust", "--list").stdout)
 
     def test_trust_uses_the_real_path(self):

@@ -23,7 +23,7 @@
 #define GLOBAL FIXTURES "/global"
 #define PROJECT FIXTURES "/project-widening"
 #define PMODES PROJECT "/.piworkfs/modes/"
-#define UNTRUSTED "ignored: project not trusted; run `piworkfs trust`"
+#define UNTRUSTED "ignored: the project is not trusted (piworkfs trust)"
 
 static pw_modeset *load(const char *bundled, const char *global, const char *project,
 			bool trusted)
@@ -387,10 +387,13 @@ Test(files, bad_config_fails_every_mode_closed)
 	 * must not leave a.pem writable: every mode is broken, so a view fails closed. */
 	write_file(dir, "config.yaml", cfg, strlen(cfg));
 	ms = load(SOURCE_MODES, dir, NULL, false);
-	cr_assert_eq(pw_modeset_warning_count(ms), 2);
+	/* One problem, listed once: the error itself says what it costs. */
+	cr_assert_eq(pw_modeset_warning_count(ms), 1);
 	got = pw_warning_format(pw_modeset_warning(ms, 0));
 	cr_assert_geq(asprintf(&want, "%s/config.yaml:1:13: error: protected[0]: invalid glob "
-				      "\"secrets/[x\": unterminated character class", dir), 0);
+				      "\"secrets/[x\": unterminated character class"
+				      "; so none of the file's rules apply: every mode fails closed (nothing is "
+				      "writable) until it is fixed and reloaded", dir), 0);
 	cr_expect_str_eq(got, want);
 	cr_expect_eq(pw_modeset_protected_count(ms), 3); /* the defaults only */
 	for (size_t i = 0; i < pw_modeset_count(ms); i++) {
@@ -402,10 +405,10 @@ Test(files, bad_config_fails_every_mode_closed)
 	cr_assert(pw_modeset_mode_broken(ms, "build", &w));
 	why = pw_warning_format(w);
 	free(want);
-	cr_assert_geq(asprintf(&want, "%s/config.yaml:1:13: error: the file has errors (first: "
-				      "protected[0]: invalid glob \"secrets/[x\": unterminated "
-				      "character class), so none of its rules apply: every mode fails "
-				      "closed (nothing is writable) until it is fixed and reloaded",
+	cr_assert_geq(asprintf(&want, "%s/config.yaml:1:13: error: protected[0]: invalid glob "
+				      "\"secrets/[x\": unterminated character class; so none of the "
+				      "file's rules apply: every mode fails closed (nothing is "
+				      "writable) until it is fixed and reloaded",
 			       dir), 0);
 	cr_expect_str_eq(why, want);
 	pw_modeset_free(ms);
@@ -460,7 +463,8 @@ Test(files, a_misspelt_key_is_an_error_with_a_hint)
 	ms = load(SOURCE_MODES, cfgdir, NULL, false);
 	got = pw_warning_format(pw_modeset_warning(ms, 0));
 	cr_assert_geq(asprintf(&want, "%s/config.yaml:1:1: error: protcted: unknown key; did you "
-				      "mean 'protected'?", cfgdir), 0);
+				      "mean 'protected'?""; so none of the file's rules apply: every mode fails closed (nothing is "
+				      "writable) until it is fixed and reloaded", cfgdir), 0);
 	cr_expect_str_eq(got, want);
 	cr_expect(pw_modeset_mode_broken(ms, "build", NULL));
 	pw_modeset_free(ms);

@@ -200,6 +200,9 @@ export function becauseText(r: Refusal, project?: string | null): string {
 export type ProceedHint = {
 	/** A mode that would allow the operation (the narrowest such), or null. */
 	mode: string | null;
+	/** Inside `piworkfs run`: the agent asks for a looser mode itself (`piworkfs mode NAME
+	 * --reason`, answered by the person on run's terminal) instead of asking in words. */
+	agent?: boolean;
 };
 
 /** One line per refused path: what was refused, in which mode, by which rule, what is
@@ -213,6 +216,8 @@ export function refusalLine(r: Refusal, writable: string, hint: ProceedHint, pro
 	let how: string;
 	if (hint.mode === "off" && r.reason === "protected") {
 		how = `Only mode off allows it: if it truly has to change, ask the person to change it themselves.`;
+	} else if (hint.mode && hint.agent) {
+		how = `To ${opWord(r.op)} it, ask the person for mode ${hint.mode}: run \`piworkfs mode ${hint.mode} --reason "why you need it"\`, which asks them and waits for their answer; don't work around the refusal.`;
 	} else if (hint.mode) {
 		how = `To ${opWord(r.op)} it, ask the person to run \`piworkfs mode ${hint.mode}\` outside Pi; don't work around the refusal.`;
 	} else {

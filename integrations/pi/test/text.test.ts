@@ -91,6 +91,15 @@ test("a refusal line: mode, rule, writable set, how to proceed, past tense", () 
 		"[piworkfs] Refused: create src/hack.c (EACCES) in design mode, because no allow rule of design matches it. " +
 			"Writable in design: docs/design/**, styles/tokens.css. To create it, ask the person to run `piworkfs mode build` outside Pi; don't work around the refusal.",
 	);
+	// Inside `piworkfs run` the agent asks itself: `piworkfs mode NAME --reason` is the request.
+	assert.match(
+		refusalLine(
+			{ path: "src/hack.c", op: "create", errno: "EACCES", reason: "no-allow", mode: "design", rule: null },
+			writableText(design),
+			{ mode: "build", agent: true },
+		),
+		/To create it, ask the person for mode build: run `piworkfs mode build --reason "why you need it"`, which asks them and waits for their answer; don't work around the refusal\.$/,
+	);
 	const p = refusalLine(
 		{ path: ".git/config", op: "open-write", errno: "EACCES", reason: "protected", mode: "build", rule: prot[1] },
 		writableText(build),
