@@ -15,6 +15,7 @@
 #include "ctl_client.h"
 #include "output.h"
 #include "proto.h"
+#include "quote.h"
 #include "util.h"
 
 static const char changes_usage[] =
@@ -256,7 +257,7 @@ static int print_changes(json_t *res)
 		const char *mode = json_string_value(json_object_get(set, "mode"));
 		printf("change set %lld%s%s%s, %s at %s%s%s%s\n",
 		       (long long)json_integer_value(json_object_get(set, "id")), name ? " \"" : "",
-		       name ? name : "", name ? "\"" : "",
+		       name ? pw_q(0, name) : "", name ? "\"" : "",
 		       json_string_value(json_object_get(set, "reason")), t, mode ? " in " : "",
 		       mode ? mode : "",
 		       json_is_true(json_object_get(set, "current")) ? " (current)" : "");
@@ -270,10 +271,11 @@ static int print_changes(json_t *res)
 			const char *nk = json_string_value(json_object_get(c, "not_kept"));
 			char nowbuf[PATH_MAX + 16] = "";
 			if (now)
-				snprintf(nowbuf, sizeof(nowbuf), " (now %s)", now);
+				snprintf(nowbuf, sizeof(nowbuf), " (now %s)", pw_q(3, now));
 			when(json_integer_value(json_object_get(c, "time_ns")), t, sizeof(t));
-			printf("  %-9s %s%s%s%s  %s[%lld] %s%s%s\n", kind, path, to ? " -> " : "",
-			       to ? to : "", nowbuf, comm ? comm : "?",
+			printf("  %-9s %s%s%s%s  %s[%lld] %s%s%s\n", kind, pw_q(0, path),
+			       to ? " -> " : "", to ? pw_q(1, to) : "", nowbuf,
+			       comm ? pw_q(2, comm) : "?",
 			       (long long)json_integer_value(json_object_get(c, "pid")), t + 11,
 			       nk ? "  original not kept: " : "", nk ? nk : "");
 			shown++;
@@ -342,15 +344,15 @@ int cmd_diff(int argc, char **argv)
 		const char *d = json_string_value(json_object_get(f, "diff"));
 		const char *nk = json_string_value(json_object_get(f, "not_kept"));
 		if (o.stat) {
-			printf(" %-40s | %s +%lld -%lld\n", path, kind,
+			printf(" %-40s | %s +%lld -%lld\n", pw_q(0, path), kind,
 			       (long long)json_integer_value(json_object_get(f, "added")),
 			       (long long)json_integer_value(json_object_get(f, "removed")));
 		} else if (nk) {
-			printf("%s %s: the original was not kept (%s)\n", kind, path, nk);
+			printf("%s %s: the original was not kept (%s)\n", kind, pw_q(0, path), nk);
 		} else if (d) {
 			fputs(d, stdout);
 		} else {
-			printf("%s %s\n", kind, path);
+			printf("%s %s\n", kind, pw_q(0, path));
 		}
 	}
 	if (json_is_true(json_object_get(res, "truncated")))
@@ -392,12 +394,12 @@ int cmd_undo(int argc, char **argv)
 		const char *what = json_string_value(json_object_get(a, "action"));
 		const char *path = json_string_value(json_object_get(a, "path"));
 		const char *to = json_string_value(json_object_get(a, "to"));
-		printf("%s%s %s%s%s\n", o.dry ? "would " : "", what, path, to ? " -> " : "",
-		       to ? to : "");
+		printf("%s%s %s%s%s\n", o.dry ? "would " : "", what, pw_q(0, path),
+		       to ? " -> " : "", to ? pw_q(1, to) : "");
 	}
 	json_array_foreach(failed, i, a)
 		pw_err(argv[0], "%s %s: %s", json_string_value(json_object_get(a, "action")),
-		       json_string_value(json_object_get(a, "path")),
+		       pw_q(0, json_string_value(json_object_get(a, "path"))),
 		       json_string_value(json_object_get(a, "error")));
 	if (!json_array_size(json_object_get(res, "actions")))
 		printf("nothing to undo\n");
@@ -425,6 +427,6 @@ int cmd_checkpoint(int argc, char **argv)
 		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
 	printf("change set %lld started%s%s\n",
 	       (long long)json_integer_value(json_object_get(res, "changeset")),
-	       o.n_paths ? ": checkpoint " : "", o.n_paths ? o.paths[0] : "");
+	       o.n_paths ? ": checkpoint " : "", o.n_paths ? pw_q(0, o.paths[0]) : "");
 	return PW_EXIT_OK;
 }

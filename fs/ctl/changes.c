@@ -33,6 +33,7 @@
 #include "keep.h"
 #include "path.h"
 #include "proto.h"
+#include "quote.h"
 #include "util.h"
 
 #define LIST_MAX 5000          /* entries in one changes.list reply */
@@ -607,6 +608,16 @@ static int run_diff(const char *a, int bfd, const char *la, const char *lb, char
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -EIO;
 }
 
+/* PREFIX PATH as a diff's label, quoted as git quotes it (quote.h): the text goes to a
+ * terminal, and the name is the agent's. */
+static char *label_of(const char *prefix, const char *path)
+{
+	_cleanup_free_ char *raw = NULL;
+	if (asprintf(&raw, "%s%s", prefix, path) < 0)
+		return NULL;
+	return pw_quote(raw);
+}
+
 static bool looks_binary(int fd)
 {
 	char buf[8192];
@@ -688,14 +699,17 @@ static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 						    json_string(rw->not_kept ? rw->not_kept : "missing"));
 			} else if ((bfd >= 0 && looks_binary(bfd)) || (cur_reg && looks_binary(cfd))) {
 				json_object_set_new(f, "binary", json_true());
+				_cleanup_free_ char *qa = label_of("a/", opath);
+				_cleanup_free_ char *qb = label_of("b/", cur);
 				json_object_set_new(
 					f, "diff",
-					json_sprintf("Binary files a/%s and b/%s differ\n",
-						     opath, cur));
+					json_sprintf("Binary files %s and %s differ\n",
+						     qa ? qa : "?", qb ? qb : "?"));
 			} else {
-				char la[PW_PATH_MAX + 8], lb[PW_PATH_MAX + 8];
-				snprintf(la, sizeof(la), "a/%s", opath);
-				snprintf(lb, sizeof(lb), "b/%s", cur);
+				_cleanup_free_ char *la = label_of("a/", opath);
+				_cleanup_free_ char *lb = label_of("b/", cur);
+				if (!la || !lb)
+					break;
 				_cleanup_free_ char *out = NULL;
 				size_t len = 0;
 				run_diff(blob ? blob : "/dev/null", cur_reg ? cfd : -1, la,
@@ -1222,8 +1236,9 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		size_t i, used = 0;
 		json_t *item;
 		json_array_foreach(conflicts, i, item) {
+			_cleanup_free_ char *q = pw_quote(json_string_value(item));
 			int n = snprintf(names + used, sizeof(names) - used, "%s%s", i ? ", " : "",
-					 json_string_value(item));
+					 q ? q : "?");
 			if (n < 0 || (size_t)n >= sizeof(names) - used) {
 				snprintf(names + used, sizeof(names) - used, ", ...");
 				break;
