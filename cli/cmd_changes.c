@@ -18,60 +18,113 @@
 #include "quote.h"
 #include "util.h"
 
+/* The scope options changes, diff and undo share. */
+#define SCOPE_HELP                                                                                \
+	"  -s, --since X      change sets since checkpoint X, or changes since TIME (2h, 10m,\n"   \
+	"                     2025-01-31T14:05)\n"                                                 \
+	"      --change-set N change set N only\n"
+
 static const char changes_usage[] =
-	"Usage: piworkfs changes [--since CHECKPOINT|TIME] [--mode M] [PATH...] [--json]\n"
+	"Usage: piworkfs changes [--since X|--change-set N|--all] [--mode M] [PATH...] [--json]\n"
 	"       piworkfs changes --prune [--json]\n"
 	"\n"
 	"What the view changed, newest change set first: each path with its kind (modified,\n"
 	"created, deleted, renamed, metadata), the process that first changed it, when, and in\n"
-	"which mode. A change set starts at mount, at each switch into a mode that writes, and at\n"
-	"`piworkfs checkpoint`. --prune applies the retention now (oldest change sets first).\n"
+	"which mode. A change set starts at mount, at each switch into a mode that writes, at a\n"
+	"reload or trust that changes what the mode allows, and at `piworkfs checkpoint`. An\n"
+	"old change set always reads the same: what it left is taken from the record, not from\n"
+	"the files now. By default: the change sets since the view was mounted (as for diff).\n"
+	"--prune applies the retention now (oldest change sets first).\n"
 	"\n"
 	"Options:\n"
-	"  -s, --since X      only changes since checkpoint X, or since TIME (2h, 2025-01-31T14:05)\n"
+	SCOPE_HELP
+	"  -a, --all          every change set kept, earlier mounts too\n"
 	"  -m, --mode M       only changes made in mode M\n"
 	"      --prune        remove old change sets (by age and total size)\n"
 	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
 	"      --json         print JSON\n"
 	"  -h, --help         show this help\n"
 	"\n"
+	"Examples:\n"
+	"  piworkfs changes                    what changed since the view was mounted\n"
+	"  piworkfs changes --since before-refactor src/\n"
+	"  piworkfs changes --change-set 12 --json\n"
+	"\n"
 	"Exit status: 0 ok; 2 usage error; 4 no live view; 5 system error.\n";
 
 static const char diff_usage[] =
-	"Usage: piworkfs diff [--since CHECKPOINT|TIME] [--stat] [PATH...] [--json]\n"
+	"Usage: piworkfs diff [--since X|--change-set N|--all] [--stat] [PATH...] [--json]\n"
 	"\n"
-	"A unified diff between each original the view kept and the file now (binary files\n"
-	"summarised). Without --since: the latest change set with changes.\n"
+	"A unified diff between each original the view kept and what the change sets chosen left\n"
+	"(the file now, for the latest; binary files summarised). By default: the change sets\n"
+	"since the view was mounted (as for changes). A PATH with no recorded change is an\n"
+	"error (exit 1).\n"
 	"\n"
 	"Options:\n"
-	"  -s, --since X      since checkpoint X, or since TIME\n"
+	SCOPE_HELP
+	"  -a, --all          every change set kept, earlier mounts too\n"
 	"      --stat         lines added and removed per file, no diff\n"
 	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
 	"      --json         print JSON\n"
 	"  -h, --help         show this help\n"
 	"\n"
-	"Exit status: 0 ok; 2 usage error; 4 no live view; 5 system error.\n";
+	"Examples:\n"
+	"  piworkfs diff                       everything changed since the mount\n"
+	"  piworkfs diff --stat --since 1h\n"
+	"  piworkfs diff --change-set 12 src/x.c\n"
+	"\n"
+	"Exit status: 0 ok; 1 a PATH with no recorded change; 2 usage error; 4 no live view;\n"
+	"5 system error.\n";
 
 static const char undo_usage[] =
-	"Usage: piworkfs undo [--since CHECKPOINT|TIME] [--dry-run] [--force] PATH...|--all\n"
+	"Usage: piworkfs undo [--since X|--change-set N] [--dry-run] [--force] PATH...|--all\n"
 	"\n"
 	"Puts the originals back: contents and metadata restored, deleted files and directories\n"
-	"made again, created ones removed, renames reversed. Without --since: the latest change\n"
-	"set with changes. Refused, naming them, where a file was changed outside the view since\n"
-	"(--force undoes anyway). The undo is itself a change set, so `piworkfs undo --all` again\n"
-	"puts back what the undo changed.\n"
+	"made again, created ones removed, renames reversed. It says what it is about to do,\n"
+	"then does it. By default: the latest change set with a change (to PATH) not undone\n"
+	"yet, so a second `undo PATH` goes further back through PATH's history; an undo never\n"
+	"re-applies what an undo put back (`piworkfs redo` does). Refused, naming them, where a\n"
+	"file was changed outside the view since (--force undoes anyway). The undo is itself a\n"
+	"change set. A PATH with nothing left to undo is an error (exit 1).\n"
 	"\n"
 	"Options:\n"
 	"  -a, --all          every change in the change sets chosen\n"
-	"  -s, --since X      since checkpoint X, or since TIME\n"
+	SCOPE_HELP
 	"  -n, --dry-run      say what would be done, do nothing\n"
 	"      --force        undo also what was changed outside the view since\n"
 	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
 	"      --json         print JSON\n"
 	"  -h, --help         show this help\n"
 	"\n"
-	"Exit status: 0 ok; 1 refused (changed outside the view, or asked from inside `run`);\n"
-	"2 usage error; 4 no live view; 5 system error or some path could not be put back.\n";
+	"Examples:\n"
+	"  piworkfs undo src/x.c               the last change to src/x.c; again: the one before\n"
+	"  piworkfs undo --all                 the latest change set\n"
+	"  piworkfs undo --all --since before-refactor --dry-run\n"
+	"\n"
+	"Exit status: 0 ok; 1 refused (changed outside the view, or asked from inside `run`), or\n"
+	"nothing left to undo for a PATH; 2 usage error; 4 no live view; 5 system error or some\n"
+	"path could not be put back.\n";
+
+static const char redo_usage[] =
+	"Usage: piworkfs redo [--dry-run] [--force] [--json]\n"
+	"\n"
+	"Reverses the last undo that no redo has reversed yet: what it put back goes back to what\n"
+	"the agent had made. It says what it is about to do, then does it. Again: the undo\n"
+	"before that one. The redo is itself a change set.\n"
+	"\n"
+	"Options:\n"
+	"  -n, --dry-run      say what would be done, do nothing\n"
+	"      --force        redo also what was changed outside the view since\n"
+	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
+	"      --json         print JSON\n"
+	"  -h, --help         show this help\n"
+	"\n"
+	"Examples:\n"
+	"  piworkfs undo src/x.c && piworkfs redo    back where it was\n"
+	"  piworkfs redo --dry-run\n"
+	"\n"
+	"Exit status: 0 ok; 1 refused (changed outside the view, or inside `run`), or no undo\n"
+	"to reverse; 2 usage error; 4 no live view; 5 system error.\n";
 
 static const char checkpoint_usage[] =
 	"Usage: piworkfs checkpoint [NAME] [--json]\n"
@@ -83,12 +136,16 @@ static const char checkpoint_usage[] =
 	"      --json         print JSON\n"
 	"  -h, --help         show this help\n"
 	"\n"
+	"Examples:\n"
+	"  piworkfs checkpoint before-refactor\n"
+	"  piworkfs diff --since before-refactor\n"
+	"\n"
 	"Exit status: 0 ok; 1 refused (inside `run`); 2 usage error; 4 no live view.\n";
 
-enum { OPT_JSON = 0x100, OPT_PRUNE, OPT_STAT, OPT_FORCE };
+enum { OPT_JSON = 0x100, OPT_PRUNE, OPT_STAT, OPT_FORCE, OPT_CHANGE_SET };
 
 typedef struct opts {
-	const char *mount, *since, *mode;
+	const char *mount, *since, *mode, *change_set;
 	bool json, prune, stat, all, dry, force;
 	char **paths;
 	int n_paths;
@@ -137,12 +194,13 @@ static int parse(int argc, char **argv, const char *usage, opts *o)
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "prune", no_argument, NULL, OPT_PRUNE },
 		{ "stat", no_argument, NULL, OPT_STAT },
+		{ "change-set", required_argument, NULL, OPT_CHANGE_SET },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *cmd = argv[0];
-	bool is_changes = streq(cmd, "changes"), is_undo = streq(cmd, "undo");
+	bool is_changes = streq(cmd, "changes"), is_undo = streq(cmd, "undo") || streq(cmd, "redo");
 	int c;
 
 	opterr = 0;
@@ -153,7 +211,8 @@ static int parse(int argc, char **argv, const char *usage, opts *o)
 		case 's': o->since = optarg; ok = !streq(cmd, "checkpoint"); break;
 		case 'm': o->mode = optarg; ok = is_changes; break;
 		case 'M': o->mount = optarg; break;
-		case 'a': o->all = true; ok = is_undo; break;
+		case 'a': o->all = true; ok = !streq(cmd, "checkpoint"); break;
+		case OPT_CHANGE_SET: o->change_set = optarg; ok = !streq(cmd, "checkpoint"); break;
 		case 'n': o->dry = true; ok = is_undo; break;
 		case OPT_FORCE: o->force = true; ok = is_undo; break;
 		case OPT_PRUNE: o->prune = true; ok = is_changes; break;
@@ -170,6 +229,20 @@ static int parse(int argc, char **argv, const char *usage, opts *o)
 	}
 	o->paths = argv + optind;
 	o->n_paths = argc - optind;
+	if (o->change_set) {
+		char *end = NULL;
+		long long n = strtoll(o->change_set, &end, 10);
+		if (end == o->change_set || *end || n <= 0) {
+			pw_err(cmd, "--change-set takes a change set's number, not '%s'",
+			       o->change_set);
+			return PW_EXIT_USAGE;
+		}
+		if (o->since) {
+			pw_err(cmd, "--change-set and --since choose the change sets two ways: "
+				    "give one");
+			return PW_EXIT_USAGE;
+		}
+	}
 	return -1;
 }
 
@@ -185,7 +258,7 @@ static int call_failed(const char *cmd, const opts *o, int r, int code, const ch
 		pw_err(cmd, "%s", message ? message : "the daemon refused");
 		if (code == PW_RPC_INVALID_PARAMS || code == PW_RPC_INVALID_PATH)
 			return PW_EXIT_USAGE;
-		if (code == PW_RPC_REFUSED)
+		if (code == PW_RPC_REFUSED || code == PW_RPC_NO_CHANGE)
 			return PW_EXIT_DENIED;
 		if (code == PW_RPC_UNAVAILABLE)
 			return PW_EXIT_NO_VIEW;
@@ -211,6 +284,8 @@ static json_t *scope_params(const opts *o)
 	}
 	if (o->mode)
 		json_object_set_new(p, "mode", json_string(o->mode));
+	if (o->change_set)
+		json_object_set_new(p, "change_set", json_integer(strtoll(o->change_set, NULL, 10)));
 	if (o->n_paths) {
 		json_t *a = json_array();
 		for (int i = 0; a && i < o->n_paths; i++) {
@@ -313,7 +388,10 @@ int cmd_changes(int argc, char **argv)
 		       (long long)json_integer_value(json_object_get(res, "blobs")));
 		return PW_EXIT_OK;
 	}
-	r = call(argv[0], &o, "changes.list", scope_params(&o), &res);
+	json_t *lp = scope_params(&o);
+	if (lp && o.all)
+		json_object_set_new(lp, "every", json_true());
+	r = call(argv[0], &o, "changes.list", lp, &res);
 	if (r >= 0)
 		return r;
 	if (o.json)
@@ -331,6 +409,8 @@ int cmd_diff(int argc, char **argv)
 	json_t *p = scope_params(&o);
 	if (p && o.stat)
 		json_object_set_new(p, "stat", json_true());
+	if (p && o.all)
+		json_object_set_new(p, "every", json_true());
 	r = call(argv[0], &o, "changes.diff", p, &res);
 	if (r >= 0)
 		return r;
@@ -360,6 +440,93 @@ int cmd_diff(int argc, char **argv)
 	return PW_EXIT_OK;
 }
 
+/* The change sets an undo takes, "change set 4" or "change sets 3, 4". */
+static void print_sets(json_t *ids)
+{
+	json_t *id;
+	size_t i;
+	printf("change set%s ", json_array_size(ids) == 1 ? "" : "s");
+	json_array_foreach(ids, i, id)
+		printf("%s%lld", i ? ", " : "", (long long)json_integer_value(id));
+}
+
+static void print_actions(json_t *res, const char *prefix)
+{
+	json_t *a;
+	size_t i;
+	json_array_foreach(json_object_get(res, "actions"), i, a) {
+		const char *what = json_string_value(json_object_get(a, "action"));
+		const char *path = json_string_value(json_object_get(a, "path"));
+		const char *to = json_string_value(json_object_get(a, "to"));
+		printf("%s%s %s%s%s\n", prefix, what, pw_q(0, path), to ? " -> " : "",
+		       to ? pw_q(1, to) : "");
+	}
+}
+
+/*
+ * undo and redo: first a dry run, printed as what is about to be done; then the same
+ * change sets for real (the dry run's choice, pinned, so a change in between cannot make
+ * the undo take another). --json and --dry-run make one call.
+ */
+static int undo_or_redo(const char *cmd, const opts *o, json_t *p, bool redo)
+{
+	_cleanup_(pw_json_decrefp) json_t *res = NULL, *plan = NULL;
+	bool by_default = !o->since && !o->change_set && !redo;
+	int r;
+	if (!o->json && !o->dry) {
+		json_t *dp = json_deep_copy(p);
+		if (dp)
+			json_object_set_new(dp, "dry_run", json_true());
+		r = call(cmd, o, "changes.undo", dp, &plan);
+		if (r >= 0) {
+			json_decref(p);
+			return r;
+		}
+		json_t *sets = json_object_get(plan, "undoes");
+		if (!json_array_size(json_object_get(plan, "actions"))) {
+			json_decref(p);
+			printf(redo ? "nothing to redo\n" : "nothing to undo\n");
+			return PW_EXIT_OK;
+		}
+		if (redo)
+			printf("redo: putting back what the undo in change set %lld took away:\n",
+			       (long long)json_integer_value(json_array_get(sets, 0)));
+		else {
+			printf("undo: putting back the originals of ");
+			print_sets(sets);
+			printf(":\n");
+		}
+		print_actions(plan, "  ");
+		fflush(stdout);
+		if (by_default && json_array_size(sets) == 1 && p) {
+			json_object_set_new(p, "change_set", json_copy(json_array_get(sets, 0)));
+			json_object_set_new(p, "pinned", json_true());
+		}
+	}
+	r = call(cmd, o, "changes.undo", p, &res);
+	if (r >= 0)
+		return r;
+	json_t *failed = json_object_get(res, "failed"), *a;
+	int status = json_array_size(failed) ? PW_EXIT_SYSTEM : PW_EXIT_OK;
+	if (o->json)
+		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
+	size_t i;
+	if (o->dry)
+		print_actions(res, "would ");
+	json_array_foreach(failed, i, a)
+		pw_err(cmd, "%s %s: %s", json_string_value(json_object_get(a, "action")),
+		       pw_q(0, json_string_value(json_object_get(a, "path"))),
+		       json_string_value(json_object_get(a, "error")));
+	if (o->dry && !json_array_size(json_object_get(res, "actions")))
+		printf(redo ? "nothing to redo\n" : "nothing to undo\n");
+	else if (!o->dry)
+		printf("done: change set %lld holds the %s (%s)\n",
+		       (long long)json_integer_value(json_object_get(res, "changeset")),
+		       redo ? "redo" : "undo",
+		       redo ? "piworkfs undo --all undoes it again" : "piworkfs redo reverses it");
+	return status;
+}
+
 int cmd_undo(int argc, char **argv)
 {
 	opts o = { 0 };
@@ -380,30 +547,22 @@ int cmd_undo(int argc, char **argv)
 		json_object_set_new(p, "dry_run", json_boolean(o.dry));
 		json_object_set_new(p, "force", json_boolean(o.force));
 	}
-	_cleanup_(pw_json_decrefp) json_t *res = NULL;
-	r = call(argv[0], &o, "changes.undo", p, &res);
+	return undo_or_redo(argv[0], &o, p, false);
+}
+
+int cmd_redo(int argc, char **argv)
+{
+	opts o = { 0 };
+	int r = parse(argc, argv, redo_usage, &o);
 	if (r >= 0)
 		return r;
-	json_t *failed = json_object_get(res, "failed");
-	int status = json_array_size(failed) ? PW_EXIT_SYSTEM : PW_EXIT_OK;
-	if (o.json)
-		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
-	json_t *a;
-	size_t i;
-	json_array_foreach(json_object_get(res, "actions"), i, a) {
-		const char *what = json_string_value(json_object_get(a, "action"));
-		const char *path = json_string_value(json_object_get(a, "path"));
-		const char *to = json_string_value(json_object_get(a, "to"));
-		printf("%s%s %s%s%s\n", o.dry ? "would " : "", what, pw_q(0, path),
-		       to ? " -> " : "", to ? pw_q(1, to) : "");
+	if (o.n_paths || o.all || o.since || o.change_set) {
+		pw_err(argv[0], "redo takes no PATH, --all, --since or --change-set: it reverses "
+				"the last undo");
+		return PW_EXIT_USAGE;
 	}
-	json_array_foreach(failed, i, a)
-		pw_err(argv[0], "%s %s: %s", json_string_value(json_object_get(a, "action")),
-		       pw_q(0, json_string_value(json_object_get(a, "path"))),
-		       json_string_value(json_object_get(a, "error")));
-	if (!json_array_size(json_object_get(res, "actions")))
-		printf("nothing to undo\n");
-	return status;
+	json_t *p = json_pack("{s:b,s:b,s:b}", "redo", true, "dry_run", o.dry, "force", o.force);
+	return undo_or_redo(argv[0], &o, p, true);
 }
 
 int cmd_checkpoint(int argc, char **argv)

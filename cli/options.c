@@ -163,8 +163,15 @@ static const pw_option complete_opts[] = {
 
 /* changes, diff, undo, checkpoint parse their own options (cli/cmd_changes.c); these
  * tables serve --help's list and the shells' completions. */
+#define OPT_CHANGE_SET_OPT                                                                         \
+	{ "change-set", 0, "N", PW_OPT_CHANGE_SET, PW_COMPLETE_NONE, "change set N only" }
+#define OPT_EVERY_SET                                                                              \
+	{ "all", 'a', NULL, 'a', PW_COMPLETE_NONE, "every change set kept" }
+
 static const pw_option changes_opts[] = {
 	{ "since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME" },
+	OPT_CHANGE_SET_OPT,
+	OPT_EVERY_SET,
 	OPT_MODE("only changes made in MODE"),
 	{ "prune", 0, NULL, PW_OPT_PRUNE, PW_COMPLETE_NONE, "apply the retention now" },
 	OPT_MOUNT,
@@ -175,6 +182,8 @@ static const pw_option changes_opts[] = {
 
 static const pw_option diff_opts[] = {
 	{ "since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME" },
+	OPT_CHANGE_SET_OPT,
+	OPT_EVERY_SET,
 	{ "stat", 0, NULL, PW_OPT_STAT, PW_COMPLETE_NONE, "lines added and removed per file" },
 	OPT_MOUNT,
 	OPT_JSON,
@@ -185,6 +194,16 @@ static const pw_option diff_opts[] = {
 static const pw_option undo_opts[] = {
 	{ "all", 'a', NULL, 'a', PW_COMPLETE_NONE, "every change in the change sets chosen" },
 	{ "since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME" },
+	OPT_CHANGE_SET_OPT,
+	{ "dry-run", 'n', NULL, 'n', PW_COMPLETE_NONE, "say what would be done" },
+	{ "force", 0, NULL, PW_OPT_FORCE, PW_COMPLETE_NONE, "also what changed outside the view" },
+	OPT_MOUNT,
+	OPT_JSON,
+	OPT_HELP,
+	OPT_END,
+};
+
+static const pw_option redo_opts[] = {
 	{ "dry-run", 'n', NULL, 'n', PW_COMPLETE_NONE, "say what would be done" },
 	{ "force", 0, NULL, PW_OPT_FORCE, PW_COMPLETE_NONE, "also what changed outside the view" },
 	OPT_MOUNT,
@@ -231,6 +250,7 @@ static const pw_command_spec specs[] = {
 	{ "diff", "the diff between the originals kept and the files now", diff_opts, 0,
 	  PW_COMPLETE_FILE },
 	{ "undo", "put the originals back (PATH... or --all)", undo_opts, 0, PW_COMPLETE_FILE },
+	{ "redo", "reverse the last undo", redo_opts, 0, PW_COMPLETE_NONE },
 	{ "checkpoint", "start a new change set, optionally named", checkpoint_opts, 0,
 	  PW_COMPLETE_NONE },
 };

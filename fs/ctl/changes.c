@@ -49,11 +49,13 @@ typedef struct crow {
 	uint64_t src_dev, src_ino;
 	pw_orig_object o;
 	bool selected;
+	bool covered;   /* put back by an undo that no redo reversed */
+	bool from_undo; /* recorded by an undo or a redo */
 } crow;
 
 typedef struct cset {
-	int64_t id, started_ns;
-	char *reason, *name, *mode;
+	int64_t id, started_ns, redone_by;
+	char *reason, *name, *mode, *undoes;
 } cset;
 
 typedef struct ctx {
@@ -69,6 +71,8 @@ typedef struct ctx {
 	char **paths;
 	size_t n_paths;
 	pw_policy *hide; /* an agent's request: the active policy, whose hidden paths it never sees */
+	int64_t min_cs;  /* the first change set in scope */
+	int64_t end_cs;  /* the last change set in scope (INT64_MAX: up to the tree as it is) */
 } ctx;
 
 static _printf_(3, 4) int failf(ctx *x, int code, const char *fmt, ...)
@@ -97,6 +101,7 @@ static void ctx_done(ctx *x)
 		free(x->sets[i].reason);
 		free(x->sets[i].name);
 		free(x->sets[i].mode);
+		free(x->sets[i].undoes);
 	}
 	free(x->sets);
 	for (size_t i = 0; i < x->n_paths; i++)
@@ -187,7 +192,10 @@ static bool path_selected(ctx *x, const crow *r)
 	return false;
 }
 
-enum scope_default { SCOPE_ALL, SCOPE_LATEST };
+/* SCOPE_UNDO: the latest change set with a change not undone yet (an undo's or a redo's
+ * own changes are never chosen by default): a repeated undo steps further back. */
+/* SCOPE_MOUNT: since the view was last mounted (the default of changes and diff alike). */
+enum scope_default { SCOPE_ALL, SCOPE_MOUNT, SCOPE_LATEST, SCOPE_UNDO };
 
 static char *dup_or_null(const char *s)
 {
@@ -215,7 +223,8 @@ static int load_set(const pw_orig_changeset *c, void *u)
 	}
 	x->sets[x->n_sets++] = (cset){ .id = c->id, .started_ns = c->started_ns,
 				       .reason = dup_or_null(c->reason),
-				       .name = dup_or_null(c->name), .mode = dup_or_null(c->mode) };
+				       .name = dup_or_null(c->name), .mode = dup_or_null(c->mode),
+				       .undoes = dup_or_null(c->undoes), .redone_by = c->redone_by };
 	if (ls->since && c->name && streq(c->name, ls->since))
 		ls->min_cs = c->id;
 	return 0;
@@ -264,6 +273,71 @@ static int load_row(const pw_orig_rec *rec, void *u)
 	return r->path ? 0 : -ENOMEM;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static const cset *set_by_id(const ctx *x, int64_t id)
+{
+	for (size_t lo = 0, hi = x->n_sets; lo < hi;) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (x->sets[mid].id == id)
+			return &x->sets[mid];
+		if (x->sets[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static bool undo_reason(const char *reason)
+{
+	return streq_ptr(reason, "undo") || streq_ptr(reason, "redo");
+}
+
+/* Marks the rows an undo put back (and no redo reversed since) covered, and the rows undo
+ * and redo recorded as theirs. */
+static int mark_undone(ctx *x)
+{
+	int64_t *ids = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t i = 0; i < x->n_sets; i++) {
+		const cset *c = &x->sets[i];
+		if (!streq_ptr(c->reason, "undo") || c->redone_by || !c->undoes)
+			continue;
+		json_t *a = json_loads(c->undoes, 0, NULL), *item;
+		size_t k;
+		json_array_foreach(a, k, item) {
+			if (PW_GROW(ids, cap, n, 64) < 0) {
+				json_decref(a);
+				free(ids);
+				return -ENOMEM;
+			}
+			ids[n++] = json_integer_value(item);
+		}
+		json_decref(a);
+	}
+	if (n)
+		qsort(ids, n, sizeof(*ids), cmp_i64);
+	for (size_t i = 0; i < x->n_rows; i++) {
+		crow *r = &x->rows[i];
+		const cset *c = set_by_id(x, r->cs);
+		r->from_undo = c && undo_reason(c->reason);
+		r->covered = n && bsearch(&r->id, ids, n, sizeof(*ids), cmp_i64);
+	}
+	free(ids);
+	return 0;
+}
+
+/* May a default-scoped undo take row R? */
+static bool undoable(const crow *r)
+{
+	return !r->covered && !r->from_undo;
+}
+
 /* Loads the project's change sets and rows (oldest first), and marks the rows the
  * params select: --since (a checkpoint's name, or since_ns), --mode, paths. Lock held. */
 static int load(ctx *x, json_t *params, enum scope_default dflt)
@@ -272,6 +346,10 @@ static int load(ctx *x, json_t *params, enum scope_default dflt)
 	json_t *since_ns_j = json_object_get(params, "since_ns");
 	const char *mode = json_string_value(json_object_get(params, "mode"));
 	int64_t since_ns = since_ns_j ? json_integer_value(since_ns_j) : 0;
+	json_t *one_j = json_object_get(params, "change_set");
+	/* the CLI's second call: the change set its dry run chose by default, taken the same way */
+	bool pinned = json_is_true(json_object_get(params, "pinned"));
+	int64_t one = one_j ? json_integer_value(one_j) : 0;
 
 	if (load_paths(x, params) < 0)
 		return -1;
@@ -279,25 +357,75 @@ static int load(ctx *x, json_t *params, enum scope_default dflt)
 	int q = pw_orig_read(pw_keep_store(x->k), pw_keep_project(x->k), load_set, load_row, &ls);
 	if (q < 0)
 		return failf(x, PW_RPC_INTERNAL_ERROR, "state database: %s", strerror(-q));
+	if (mark_undone(x) < 0)
+		return failf(x, PW_RPC_INTERNAL_ERROR, "out of memory");
 	int64_t min_cs = ls.min_cs;
 	if (since && !min_cs)
 		return failf(x, PW_RPC_INVALID_PARAMS, "no checkpoint named '%s'", since);
 
-	/* The default scope of diff and undo: the latest change set with a change. */
-	if (!since && !since_ns_j && dflt == SCOPE_LATEST) {
+	x->end_cs = INT64_MAX;
+	if (one_j) {
+		bool known = false;
+		for (size_t i = 0; i < x->n_sets && !known; i++)
+			known = x->sets[i].id == one;
+		if (!known)
+			return failf(x, PW_RPC_INVALID_PARAMS, "no change set %lld", (long long)one);
+		min_cs = one;
+		x->end_cs = one;
+	}
+	if (json_is_true(json_object_get(params, "every")))
+		dflt = SCOPE_ALL;
+	/* The default scope of diff and undo: the latest change set with a change (for
+	 * undo, one not undone yet; that change set only). */
+	bool by_default = !one_j && !since && !since_ns_j;
+	if (by_default && dflt == SCOPE_MOUNT) {
+		for (size_t i = x->n_sets; i-- > 0 && !min_cs;)
+			if (streq_ptr(x->sets[i].reason, "mount"))
+				min_cs = x->sets[i].id;
+	} else if (by_default && dflt != SCOPE_ALL) {
 		for (size_t i = x->n_rows; i-- > 0;)
-			if (!x->rows[i].implicit && path_selected(x, &x->rows[i])) {
+			if (!x->rows[i].implicit && path_selected(x, &x->rows[i]) &&
+			    (dflt != SCOPE_UNDO || undoable(&x->rows[i]))) {
 				min_cs = x->rows[i].cs;
 				break;
 			}
 		if (!min_cs)
 			min_cs = INT64_MAX;
+		if (dflt == SCOPE_UNDO)
+			x->end_cs = min_cs;
 	}
+	x->min_cs = min_cs;
 	for (size_t i = 0; i < x->n_rows; i++) {
 		crow *r = &x->rows[i];
-		r->selected = r->cs >= min_cs && r->time_ns >= since_ns &&
+		r->selected = r->cs >= min_cs && r->cs <= x->end_cs && r->time_ns >= since_ns &&
 			      (!mode || streq_ptr(r->mode_name, mode)) && path_selected(x, r) &&
 			      !agent_hidden(x, r->path) && !agent_hidden(x, r->path2);
+		/* An undo chosen by --since or by default never puts back again what an undo
+		 * put back, nor what an undo or redo did: that would redo (piworkfs redo
+		 * does). --change-set N takes what it names. */
+		if (dflt == SCOPE_UNDO && (!one_j || pinned) && !undoable(r))
+			r->selected = false;
+	}
+	return 0;
+}
+
+/* diff and undo of PATHS: each must have a change in scope, or the request fails naming
+ * the first that has none. */
+static int check_paths_changed(ctx *x, bool undo)
+{
+	for (size_t p = 0; p < x->n_paths; p++) {
+		bool any = false;
+		for (size_t i = 0; i < x->n_rows && !any; i++) {
+			const crow *r = &x->rows[i];
+			any = r->selected && !r->implicit &&
+			      (path_under(r->path, x->paths[p]) || path_under(r->path2, x->paths[p]));
+		}
+		if (any)
+			continue;
+		_cleanup_free_ char *q = pw_quote(x->paths[p][0] ? x->paths[p] : ".");
+		return failf(x, PW_RPC_NO_CHANGE,
+			     undo ? "%s: no recorded change left to undo" : "%s: no recorded change",
+			     q ? q : "?");
 	}
 	return 0;
 }
@@ -360,58 +488,179 @@ static int hash_file(int fd, char hex[PW_SHA256_HEX])
 	return 0;
 }
 
-static bool xattrs_equal(ctx *x, int fd, const pw_orig_object *o)
+
+/*
+ * ---- what a change set left ---------------------------------------------------------------
+ *
+ * A change set reads the same whatever came after it: what it left at a path is taken from
+ * the record, never from the tree once a later change set has touched that path. Every
+ * change through the view records the object before changing it, so the first row of a
+ * later change set at that path (followed through the later renames) holds exactly what
+ * the change set left there: its metadata, and its content when that row kept it. A row
+ * kept for metadata only (a chmod) means that change set did not write the content: it is
+ * taken from the next row that kept it, or from the tree. Only a path no later change set
+ * touched (always so in the open change set) is read from the tree.
+ */
+typedef struct after {
+	const pw_orig_object *meta;    /* the object as left, from a later row; NULL: the tree */
+	const pw_orig_object *content; /* its content's record (a blob); NULL: the tree */
+	char path[PW_PATH_MAX];        /* where the change set left it (the tree: where now) */
+	char live[PW_PATH_MAX];        /* where the tree holds what is read from it */
+} after;
+
+/* Carries P (a path, PW_PATH_MAX bytes) through the rename M, if it moves P. */
+static void follow_move(const crow *m, char *p)
 {
-	void *cur = NULL;
-	size_t len = 0;
-	if (pw_orig_xattrs_read(fd, &cur, &len) < 0)
-		return true;
-	bool eq = len == o->xattrs_len && (!len || memcmp(cur, o->xattrs, len) == 0);
-	free(cur);
-	return eq;
+	char buf[PW_PATH_MAX];
+	if (!m->move || !m->path2)
+		return;
+	if (m->path[0] && path_under(p, m->path)) {
+		snprintf(buf, sizeof(buf), "%s%s", m->path2, p + strlen(m->path));
+		snprintf(p, PW_PATH_MAX, "%s", buf);
+	} else if (m->exchange && m->path2[0] && path_under(p, m->path2)) {
+		snprintf(buf, sizeof(buf), "%s%s", m->path, p + strlen(m->path2));
+		snprintf(p, PW_PATH_MAX, "%s", buf);
+	}
 }
 
-/* What the change of row I amounts to now: "created", "deleted", "modified", "metadata",
- * or NULL when nothing differs. CUR is where the object is now. */
-static const char *classify(ctx *x, const crow *r, const char *cur)
+static bool content_recorded(const pw_orig_object *o)
 {
+	return !o->present || !S_ISREG(o->mode) || o->blob[0] || o->not_kept;
+}
+
+/* What the change sets up to END_CS left at PATH, recorded by row I: see above. */
+static void after_of(ctx *x, size_t i, const char *path, int64_t end_cs, after *a)
+{
+	*a = (after){ 0 };
+	snprintf(a->path, sizeof(a->path), "%s", path);
+	size_t j = i + 1;
+	for (; j < x->n_rows && x->rows[j].cs <= end_cs; j++)
+		follow_move(&x->rows[j], a->path);
+	char p[PW_PATH_MAX];
+	snprintf(p, sizeof(p), "%s", a->path);
+	for (; j < x->n_rows; j++) {
+		const crow *m = &x->rows[j];
+		const pw_orig_object *o = NULL;
+		if (!m->move && streq(m->path, p))
+			o = &m->o;
+		else if (m->move && m->o.present && streq_ptr(m->path2, p))
+			o = &m->o; /* renamed over: the row holds what the name lost */
+		if (o) {
+			if (!a->meta)
+				a->meta = o;
+			if (content_recorded(o)) {
+				a->content = o;
+				break;
+			}
+			continue;
+		}
+		follow_move(m, p);
+	}
+	snprintf(a->live, sizeof(a->live), "%s", p);
+	if (!a->meta)
+		snprintf(a->path, sizeof(a->path), "%s", p);
+}
+
+/* The object A describes, its fields as pw_orig_object's; the tree's read through FD. */
+typedef struct state {
+	bool exists;
 	struct stat st;
-	_cleanup_close_ int fd = open_beneath(x, cur, O_PATH);
-	bool exists = fd >= 0 && fstat(fd, &st) == 0;
+	char target[PATH_MAX + 1];
+	void *xattrs_owned;
+	const void *xattrs;
+	size_t xattrs_len;
+	const char *blob; /* the content's hash when recorded, else NULL */
+	int fd;           /* O_PATH on the tree's object when anything is read from it, or -1 */
+} state;
+
+static void state_done(state *s)
+{
+	free(s->xattrs_owned);
+	if (s->fd >= 0)
+		close(s->fd);
+}
+
+static void state_of(ctx *x, const after *a, state *s)
+{
+	*s = (state){ .fd = -1 };
+	if (!a->content || !a->meta)
+		s->fd = open_beneath(x, a->live, O_PATH);
+	if (a->meta) {
+		const pw_orig_object *o = a->meta;
+		s->exists = o->present;
+		s->st.st_mode = o->mode;
+		s->st.st_uid = o->uid;
+		s->st.st_gid = o->gid;
+		s->st.st_size = (off_t)o->size;
+		s->st.st_mtim = (struct timespec){ .tv_sec = o->mtime_ns / 1000000000,
+						   .tv_nsec = o->mtime_ns % 1000000000 };
+		snprintf(s->target, sizeof(s->target), "%s", o->target ? o->target : "");
+		s->xattrs = o->xattrs;
+		s->xattrs_len = o->xattrs_len;
+		if (a->content && a->content->blob[0])
+			s->blob = a->content->blob;
+		if (a->content && a->content->present && S_ISREG(a->content->mode))
+			s->st.st_size = (off_t)a->content->size;
+		return;
+	}
+	s->exists = s->fd >= 0 && fstat(s->fd, &s->st) == 0;
+	if (!s->exists)
+		return;
+	if (S_ISLNK(s->st.st_mode)) {
+		ssize_t n = readlinkat(s->fd, "", s->target, sizeof(s->target) - 1);
+		s->target[n > 0 ? n : 0] = '\0';
+	} else {
+		size_t len = 0;
+		if (pw_orig_xattrs_read(s->fd, &s->xattrs_owned, &len) == 0) {
+			s->xattrs = s->xattrs_owned;
+			s->xattrs_len = len;
+		}
+	}
+}
+
+/* Does the content S describes differ from the original's blob HEX? */
+static bool content_differs(const state *s, const char *hex)
+{
+	if (s->blob)
+		return !streq(s->blob, hex);
+	if (s->fd < 0)
+		return false;
+	char proc[64], cur[PW_SHA256_HEX];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", s->fd);
+	_cleanup_close_ int rfd = open(proc, O_RDONLY | O_CLOEXEC);
+	return rfd >= 0 && hash_file(rfd, cur) == 0 && !streq(cur, hex);
+}
+
+/* What the change of row R amounts to, A being what its change set left: "created",
+ * "deleted", "modified", "metadata", or NULL when nothing differs. */
+static const char *classify(ctx *x, const crow *r, const after *a)
+{
+	_cleanup_(state_done) state s;
+	state_of(x, a, &s);
+	const struct stat *st = &s.st;
 	const pw_orig_object *o = &r->o;
 
 	if (!o->present)
-		return exists ? "created" : NULL;
-	if (!exists)
+		return s.exists ? "created" : NULL;
+	if (!s.exists)
 		return "deleted";
-	if ((st.st_mode & S_IFMT) != (o->mode & S_IFMT))
+	if ((st->st_mode & S_IFMT) != (o->mode & S_IFMT))
 		return "modified";
-	if (S_ISREG(st.st_mode)) {
-		if ((uint64_t)st.st_size != o->size)
+	int64_t mtime = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	if (S_ISREG(st->st_mode)) {
+		if ((uint64_t)st->st_size != o->size)
 			return "modified";
-		if (o->blob[0]) {
-			char proc[64], hex[PW_SHA256_HEX];
-			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-			_cleanup_close_ int rfd = open(proc, O_RDONLY | O_CLOEXEC);
-			if (rfd >= 0 && hash_file(rfd, hex) == 0 && !streq(hex, o->blob))
-				return "modified";
-		} else if ((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec !=
-			   o->mtime_ns) {
+		if (o->blob[0] ? content_differs(&s, o->blob) : mtime != o->mtime_ns)
 			return "modified";
-		}
-	} else if (S_ISLNK(st.st_mode)) {
-		char buf[PATH_MAX + 1];
-		ssize_t n = readlinkat(fd, "", buf, sizeof(buf) - 1);
-		if (n >= 0) {
-			buf[n] = '\0';
-			if (!streq_ptr(buf, o->target))
-				return "modified";
-		}
+	} else if (S_ISLNK(st->st_mode) && !streq_ptr(s.target, o->target ? o->target : "")) {
+		return "modified";
 	}
-	bool meta = (st.st_mode & 07777) != (o->mode & 07777) || st.st_uid != o->uid ||
-		    st.st_gid != o->gid || (!S_ISLNK(st.st_mode) && !xattrs_equal(x, fd, o));
-	if (!S_ISDIR(st.st_mode) &&
-	    (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != o->mtime_ns)
+	bool xattrs_differ = !S_ISLNK(st->st_mode) &&
+			     (s.xattrs_len != o->xattrs_len ||
+			      (o->xattrs_len && memcmp(s.xattrs, o->xattrs, o->xattrs_len)));
+	bool meta = (st->st_mode & 07777) != (o->mode & 07777) || st->st_uid != o->uid ||
+		    st->st_gid != o->gid || xattrs_differ;
+	if (!S_ISDIR(st->st_mode) && mtime != o->mtime_ns)
 		meta = true;
 	return meta ? "metadata" : NULL;
 }
@@ -480,7 +729,7 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		x.hide = pw_view_policy(v, NULL);
 	pw_orig_store *s = pw_keep_store(x.k);
 	pw_orig_lock(s);
-	int r = load(&x, params, SCOPE_ALL);
+	int r = load(&x, params, SCOPE_MOUNT);
 	uint64_t bytes = 0, blobs = 0;
 	(void)pw_orig_total(s, &bytes, &blobs);
 	pw_orig_unlock(s);
@@ -491,6 +740,8 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	bool truncated = false;
 	for (size_t si = x.n_sets; sets && si-- > 0;) {
 		const cset *c = &x.sets[si];
+		if (c->id > x.end_cs || c->id < x.min_cs)
+			continue; /* out of scope (--change-set N: that one only) */
 		json_t *changes = json_array();
 		/* newest first within the set too */
 		for (size_t i = x.n_rows; changes && i-- > 0;) {
@@ -501,14 +752,15 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 				truncated = true;
 				break;
 			}
-			char cur[PW_PATH_MAX];
+			after aft;
 			const char *kind = "renamed";
 			if (rw->move && rw->o.present) {
 				/* what the destination held, replaced */
-				current_path(&x, i, rw->path2, cur);
-				const char *k2 = agent_hidden(&x, cur) ? NULL : classify(&x, rw, cur);
+				after_of(&x, i, rw->path2, rw->cs, &aft);
+				const char *k2 = agent_hidden(&x, aft.path) ? NULL
+									     : classify(&x, rw, &aft);
 				if (k2) {
-					json_t *e = row_json(rw, k2, cur);
+					json_t *e = row_json(rw, k2, aft.path);
 					if (e) {
 						json_object_set_new(e, "path", json_string(rw->path2));
 						json_object_del(e, "to");
@@ -520,14 +772,15 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			if (rw->move && temp_move(&x, i))
 				continue;
 			if (!rw->move) {
-				current_path(&x, i, rw->path, cur);
-				if (saved_over(&x, i, cur) || agent_hidden(&x, cur))
+				after_of(&x, i, rw->path, rw->cs, &aft);
+				if (saved_over(&x, i, aft.path) || agent_hidden(&x, aft.path))
 					continue;
-				kind = classify(&x, rw, cur);
+				kind = classify(&x, rw, &aft);
 				if (!kind)
 					continue;
 			}
-			json_array_append_new(changes, row_json(rw, kind, rw->move ? NULL : cur));
+			json_array_append_new(changes,
+					      row_json(rw, kind, rw->move ? NULL : aft.path));
 			shown++;
 		}
 		if (!changes)
@@ -637,6 +890,29 @@ static void count_lines(const char *d, json_int_t *add, json_int_t *del)
 	}
 }
 
+/* Opens the content A describes for reading (a blob, or the tree's file), with *RET_REG
+ * telling whether it is a regular file's; -1 when there is none to read. */
+static int open_after(ctx *x, pw_orig_store *s, const after *a, bool *ret_reg)
+{
+	*ret_reg = false;
+	if (a->meta && (!a->meta->present || !S_ISREG(a->meta->mode)))
+		return -1;
+	if (a->content) {
+		if (!a->content->blob[0])
+			return -1;
+		_cleanup_free_ char *blob = pw_orig_blob_path(s, a->content->blob);
+		int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1;
+		*ret_reg = fd >= 0;
+		return fd;
+	}
+	/* O_NONBLOCK: a FIFO put where a file was would hold the open until a writer came;
+	 * only a regular file's content is read. */
+	int fd = open_beneath(x, a->live, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
+	*ret_reg = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	return fd;
+}
+
 static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
 			json_t **ret, pw_ctl_fail *fail)
 {
@@ -648,8 +924,12 @@ static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	pw_orig_store *s = pw_keep_store(x.k);
 	bool stat_only = json_is_true(json_object_get(params, "stat"));
 	pw_orig_lock(s);
-	int r = load(&x, params, SCOPE_LATEST);
+	int r = load(&x, params, SCOPE_MOUNT);
 	pw_orig_unlock(s);
+	/* The agent gets an empty diff instead: an error would read the same for a hidden
+	 * path, but its tools expect none. */
+	if (r == 0 && !x.hide)
+		r = check_paths_changed(&x, false);
 	if (r < 0)
 		return -1;
 	json_t *files = json_array();
@@ -671,19 +951,17 @@ static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 					 opath);
 		if (seen)
 			continue;
-		char cur[PW_PATH_MAX];
-		current_path(&x, i, opath, cur);
+		after aft;
+		after_of(&x, i, opath, x.end_cs, &aft);
+		const char *cur = aft.path;
 		if (saved_over(&x, i, cur) || agent_hidden(&x, cur))
 			continue;
-		const char *kind = classify(&x, rw, cur);
+		const char *kind = classify(&x, rw, &aft);
 		if (!kind)
 			continue;
 		bool orig_reg = rw->o.present && S_ISREG(rw->o.mode);
-		/* O_NONBLOCK: a FIFO put where a file was would hold the open until a writer
-		 * came; only a regular file's content is read. */
-		_cleanup_close_ int cfd = open_beneath(&x, cur, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
-		struct stat cst;
-		bool cur_reg = cfd >= 0 && fstat(cfd, &cst) == 0 && S_ISREG(cst.st_mode);
+		bool cur_reg = false;
+		_cleanup_close_ int cfd = open_after(&x, s, &aft, &cur_reg);
 		json_t *f = json_pack("{s:s,s:s}", "path", cur, "kind", kind);
 		if (!f)
 			break;
@@ -1170,6 +1448,63 @@ static void one_row(undo_run *u, const crow *rw)
 		stamp(u->x, rw->path);
 }
 
+/* redo: selects the rows of the latest undo no redo reversed yet (putting them back puts
+ * back what that undo took away). */
+static int select_redo(ctx *x, int64_t *ret_undo)
+{
+	const cset *u = NULL;
+	for (size_t i = x->n_sets; i-- > 0 && !u;)
+		if (streq_ptr(x->sets[i].reason, "undo") && !x->sets[i].redone_by &&
+		    x->sets[i].undoes)
+			u = &x->sets[i];
+	if (!u)
+		return failf(x, PW_RPC_NO_CHANGE, "nothing to redo: no undo left that a redo has "
+						  "not reversed");
+	for (size_t i = 0; i < x->n_rows; i++)
+		x->rows[i].selected = x->rows[i].cs == u->id;
+	*ret_undo = u->id;
+	return 0;
+}
+
+/* The change sets whose rows the undo takes (oldest first): a JSON array. */
+static json_t *sets_undone(const ctx *x)
+{
+	json_t *a = json_array();
+	int64_t last = 0;
+	for (size_t i = 0; a && i < x->n_rows; i++) {
+		const crow *r = &x->rows[i];
+		if (!r->selected || r->cs == last)
+			continue;
+		bool seen = false;
+		size_t k;
+		json_t *item;
+		json_array_foreach(a, k, item)
+			seen = seen || json_integer_value(item) == r->cs;
+		if (!seen)
+			json_array_append_new(a, json_integer(r->cs));
+		last = r->cs;
+	}
+	return a ? a : json_array();
+}
+
+/* Records in the store which rows the undo (or redo) change set UNDO_CS put back, and for a
+ * redo, which undo it reversed: the next undo steps back past them, redo finds the undo
+ * to reverse. Lock held. Best effort: the files are back either way. */
+static void note_undone(ctx *x, int64_t undo_cs, int64_t redo_of)
+{
+	pw_orig_store *s = pw_keep_store(x->k);
+	json_t *ids = json_array();
+	for (size_t i = 0; ids && i < x->n_rows; i++)
+		if (x->rows[i].selected)
+			json_array_append_new(ids, json_integer(x->rows[i].id));
+	_cleanup_free_ char *text = ids ? json_dumps(ids, JSON_COMPACT) : NULL;
+	json_decref(ids);
+	if (text)
+		(void)pw_orig_changeset_set_undoes(s, undo_cs, text);
+	if (redo_of)
+		(void)pw_orig_changeset_set_redone(s, redo_of, undo_cs);
+}
+
 static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
 			json_t **ret, pw_ctl_fail *fail)
 {
@@ -1183,7 +1518,8 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	if (setup(&x, fs, v, fail) < 0)
 		return -1;
 	bool all = json_is_true(json_object_get(params, "all"));
-	if (!all && !json_array_size(json_object_get(params, "paths")))
+	bool redo = json_is_true(json_object_get(params, "redo"));
+	if (!all && !redo && !json_array_size(json_object_get(params, "paths")))
 		return failf(&x, PW_RPC_INVALID_PARAMS, "name the paths to undo, or all");
 	undo_run u = { .x = &x, .force = json_is_true(json_object_get(params, "force")),
 		       .dry = json_is_true(json_object_get(params, "dry_run")),
@@ -1192,7 +1528,10 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	pw_orig_store *s = pw_keep_store(x.k);
 	int64_t undo_cs = 0;
 	pw_orig_lock(s);
-	int r = load(&x, params, SCOPE_LATEST);
+	int r = load(&x, params, SCOPE_UNDO);
+	int64_t redo_of = 0;
+	if (r == 0)
+		r = redo ? select_redo(&x, &redo_of) : check_paths_changed(&x, true);
 	/* Changed outside the view since: refused unless forced. */
 	for (size_t i = 0; r == 0 && i < x.n_rows; i++) {
 		const crow *rw = &x.rows[i];
@@ -1208,7 +1547,7 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	if (r < 0)
 		goto out;
 	if (!u.dry && !refuse) {
-		r = pw_keep_begin(x.k, "undo", NULL, &undo_cs);
+		r = pw_keep_begin(x.k, redo ? "redo" : "undo", NULL, &undo_cs);
 		if (r < 0) {
 			r = failf(&x, PW_RPC_INTERNAL_ERROR, "cannot start a change set: %s",
 				  strerror(-r));
@@ -1228,9 +1567,11 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		if (fd >= 0)
 			(void)utimensat(fd, "", tv, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 	}
+	if (!u.dry && !refuse)
+		note_undone(&x, undo_cs, redo_of);
 	pw_orig_unlock(s);
 	if (!u.dry && !refuse)
-		(void)pw_keep_begin(x.k, "after-undo", NULL, NULL);
+		(void)pw_keep_begin(x.k, redo ? "after-redo" : "after-undo", NULL, NULL);
 	if (refuse) {
 		char names[2048] = "";
 		size_t i, used = 0;
@@ -1252,8 +1593,11 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		fail->data = json_pack("{s:O}", "conflicts", conflicts);
 		goto out;
 	}
-	*ret = json_pack("{s:b,s:O,s:O,s:O,s:I}", "dry_run", u.dry, "actions", u.actions, "failed",
-			 u.failed, "conflicts", conflicts, "changeset", (json_int_t)undo_cs);
+	*ret = json_pack("{s:b,s:O,s:O,s:O,s:I,s:o}", "dry_run", u.dry, "actions", u.actions,
+			 "failed", u.failed, "conflicts", conflicts, "changeset",
+			 (json_int_t)undo_cs, "undoes", sets_undone(&x));
+	if (*ret && redo_of)
+		json_object_set_new(*ret, "redo_of", json_integer(redo_of));
 	r = *ret ? 0 : failf(&x, PW_RPC_INTERNAL_ERROR, "out of memory");
 out:
 	for (size_t i = 0; i < u.n_dirs; i++)
@@ -1329,10 +1673,14 @@ static const pw_rpc_param changes_params[] = {
 	{ "since_ns", PW_RPC_T_INT, false, 0 },
 	{ "mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX },
 	{ "paths", PW_RPC_T_STRING_ARRAY, false, PATHS_MAX },
+	{ "change_set", PW_RPC_T_INT, false, 0 },
+	{ "every", PW_RPC_T_BOOL, false, 0 },
 	{ "stat", PW_RPC_T_BOOL, false, 0 },
 	{ "all", PW_RPC_T_BOOL, false, 0 },
 	{ "dry_run", PW_RPC_T_BOOL, false, 0 },
 	{ "force", PW_RPC_T_BOOL, false, 0 },
+	{ "redo", PW_RPC_T_BOOL, false, 0 },
+	{ "pinned", PW_RPC_T_BOOL, false, 0 },
 };
 
 static const pw_rpc_param checkpoint_params[] = {

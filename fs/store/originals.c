@@ -1440,6 +1440,38 @@ int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *m
 	return 0;
 }
 
+/* UPDATE orig_changesets SET COLUMN = the text or integer value WHERE id = ID. */
+static int changeset_update(pw_orig_store *s, const char *sql, const char *text_v, int64_t int_v,
+			    int64_t id)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = settle(s);
+	if (r < 0)
+		return r;
+	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return pw_db_errno(rc);
+	if (text_v)
+		sqlite3_bind_text(st, 1, text_v, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_int64(st, 1, int_v);
+	sqlite3_bind_int64(st, 2, id);
+	rc = sqlite3_step(st);
+	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+}
+
+int pw_orig_changeset_set_undoes(pw_orig_store *s, int64_t id, const char *undoes)
+{
+	return changeset_update(s, "UPDATE orig_changesets SET undoes = ?1 WHERE id = ?2", undoes,
+				0, id);
+}
+
+int pw_orig_changeset_set_redone(pw_orig_store *s, int64_t id, int64_t by)
+{
+	return changeset_update(s, "UPDATE orig_changesets SET redone_by = ?1 WHERE id = ?2",
+				NULL, by, id);
+}
+
 int pw_orig_set_content(pw_orig_store *s, int64_t id, const pw_orig_object *o)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
@@ -1481,7 +1513,8 @@ static int read_sets(pw_orig_store *s, const char *project,
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(s->db,
-				    "SELECT id, started_ns, reason, name, mode FROM orig_changesets "
+				    "SELECT id, started_ns, reason, name, mode, undoes, redone_by "
+				    "FROM orig_changesets "
 				    "WHERE project = ?1 ORDER BY id",
 				    -1, &st, NULL);
 	if (rc != SQLITE_OK)
@@ -1494,6 +1527,8 @@ static int read_sets(pw_orig_store *s, const char *project,
 			.reason = text(st, 2),
 			.name = text(st, 3),
 			.mode = text(st, 4),
+			.undoes = text(st, 5),
+			.redone_by = sqlite3_column_int64(st, 6),
 		};
 		int r = fn(&c, u);
 		if (r < 0)

@@ -155,7 +155,14 @@ int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *m
 typedef struct pw_orig_changeset {
 	int64_t id, started_ns;
 	const char *reason, *name, *mode; /* NULL when not set */
+	const char *undoes;               /* an undo's or redo's: JSON [row id, ...], or NULL */
+	int64_t redone_by;                /* an undo's: the redo change set that reversed it */
 } pw_orig_changeset;
+
+/* Records that change set ID (an undo or a redo) put back the rows UNDOES (JSON text). */
+int pw_orig_changeset_set_undoes(pw_orig_store *s, int64_t id, const char *undoes);
+/* Records that the undo change set ID was reversed by the redo change set BY. */
+int pw_orig_changeset_set_redone(pw_orig_store *s, int64_t id, int64_t by);
 
 /* A row as recorded (pw_orig_row's fields, and when). */
 typedef struct pw_orig_rec {

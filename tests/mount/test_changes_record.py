@@ -101,6 +101,150 @@ class Changes(MountCase):
         self.assertNoRaw(p.stdout)
         self.assertIn("evil\\033]0;T", p.stdout, p.stdout + p.stderr)
 
+    # -- a record fixed when written (issue 29, item 1) -------------------------------
+
+    def checkpoint(self, name=None):
+        out = self.pw("checkpoint", *([name] if name else []), "--json").stdout
+        return json.loads(out)["changeset"]
+
+    def set_changes(self, cs):
+        res = json.loads(self.pw("changes", "--json").stdout)
+        for s in res["changesets"]:
+            if s["id"] == cs:
+                return sorted((c["path"], c["kind"], c.get("to"), c.get("now"), c["comm"],
+                               c["pid"], c["mode"]) for c in s["changes"])
+        self.fail("no change set %d in %s" % (cs, res))
+
+    def set_diff(self, cs, *args):
+        return json.loads(self.pw("diff", "--change-set", str(cs), *args, "--json").stdout)
+
+    def test_an_old_change_set_reads_the_same_after_later_ones(self):
+        v = self.mount("build")
+        a = self.checkpoint("a")
+        self.run_tool(["sh", "-c", "echo three >> docs/arch.md"], cwd=v.path())
+        self.run_tool(["sed", "-i", "s/x;/y;/", "src/x.c"], cwd=v.path())
+        os.rename(v.path("README.md"), v.path("READ.md"))
+        listed = self.set_changes(a)
+        self.assertIn(("docs/arch.md", "modified"), [c[:2] for c in listed])
+        self.assertIn(("src/x.c", "modified"), [c[:2] for c in listed])
+        diff, stat = self.set_diff(a), self.set_diff(a, "--stat")
+        text = self.pw("diff", "--change-set", str(a)).stdout
+        self.assertIn("+three", text)
+        # later change sets remove, chmod, rewrite and rename what set A changed
+        self.checkpoint("b")
+        self.run_tool(["rm", "-rf", "docs"], cwd=v.path())
+        os.chmod(v.path("src/x.c"), 0o600)
+        os.rename(v.path("READ.md"), v.path("R.md"))
+        self.checkpoint("c")
+        with open(v.path("src/x.c"), "w") as f:
+            f.write("rewritten\n")
+        self.assertEqual(self.set_changes(a), listed)
+        self.assertEqual(self.set_diff(a), diff)
+        self.assertEqual(self.set_diff(a, "--stat"), stat)
+        self.assertEqual(self.pw("diff", "--change-set", str(a)).stdout, text)
+
+    def test_a_change_set_one_names_reads_that_set_only(self):
+        v = self.mount("build")
+        a = self.checkpoint()
+        with open(v.path("src/x.c"), "a") as f:
+            f.write("more\n")
+        self.checkpoint()
+        with open(v.path("README.md"), "a") as f:
+            f.write("more\n")
+        paths = [f["path"] for f in self.set_diff(a)["files"]]
+        self.assertEqual(paths, ["src/x.c"])
+        p = self.pw("diff", "--change-set", "999", check=False)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("no change set 999", p.stderr)
+
+    # -- undo steps back, redo steps forward (issue 29, item 2) -------------------------
+
+    def write(self, v, rel, text):
+        with open(v.path(rel), "w") as f:
+            f.write(text)
+
+    def backing(self, rel):
+        with open(os.path.join(self.project, rel)) as f:
+            return f.read()
+
+    def test_undo_twice_steps_back_and_redo_steps_forward(self):
+        v = self.mount("build")
+        a = self.checkpoint()
+        self.write(v, "src/x.c", "v1\n")
+        b = self.checkpoint()
+        self.write(v, "src/x.c", "v2\n")
+        out = self.pw("undo", v.path("src/x.c")).stdout
+        self.assertEqual(self.backing("src/x.c"), "v1\n")
+        # it says what it is about to do, naming the change set, before it does it
+        lines = out.splitlines()
+        self.assertEqual(lines[0], "undo: putting back the originals of change set %d:" % b, out)
+        self.assertIn("  restore src/x.c", lines, out)
+        self.pw("undo", v.path("src/x.c"))  # again: further back, never the agent's edit again
+        self.assertEqual(self.backing("src/x.c"), "int x;\n")
+        p = self.pw("undo", v.path("src/x.c"), check=False)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertEqual(self.backing("src/x.c"), "int x;\n")
+        out = self.pw("redo").stdout
+        self.assertTrue(out.startswith("redo: "), out)
+        self.assertEqual(self.backing("src/x.c"), "v1\n")
+        self.pw("redo")
+        self.assertEqual(self.backing("src/x.c"), "v2\n")
+        p = self.pw("redo", check=False)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertEqual(self.backing("src/x.c"), "v2\n")
+        self.assertTrue(a < b)
+
+    def test_undo_all_twice_does_not_redo(self):
+        v = self.mount("build")
+        self.checkpoint()
+        self.write(v, "README.md", "changed\n")
+        self.pw("undo", "--all")
+        self.assertEqual(self.backing("README.md"), "# demo\n")
+        self.pw("undo", "--all")
+        self.assertEqual(self.backing("README.md"), "# demo\n")
+
+    def test_diff_and_undo_of_an_unchanged_path_fail_naming_it(self):
+        v = self.mount("build")
+        self.checkpoint()
+        self.write(v, "src/x.c", "v1\n")
+        for cmd in ("diff", "undo"):
+            p = self.pw(cmd, v.path("README.md"), check=False)
+            self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+            self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
+            self.assertIn("README.md", p.stderr)
+            self.assertEqual(p.stdout, "")
+        p = self.pw("diff", v.path("nosuch.c"), check=False)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("nosuch.c", p.stderr)
+        self.assertEqual(self.backing("src/x.c"), "v1\n")
+
+    def test_a_store_of_schema_4_is_migrated_and_its_history_kept(self):
+        import sqlite3
+        v = self.mount("build")
+        self.checkpoint()
+        self.write(v, "README.md", "changed\n")
+        self.unmount(v)
+        # the store as 83bbf90 left it: schema 4, without the columns of migration 5
+        db = sqlite3.connect(self.state_db)
+        for table, column in (("orig_changesets", "undoes"), ("orig_changesets", "redone_by"),
+                              ("orig_rows", "thread")):
+            db.execute("ALTER TABLE %s DROP COLUMN %s" % (table, column))
+        db.execute("PRAGMA user_version = 4")
+        db.commit()
+        db.close()
+        v = self.mount("build")
+        res = json.loads(self.pw("changes", "--all", "--json").stdout)
+        kinds = {(c["path"], c["kind"]) for s in res["changesets"] for c in s["changes"]}
+        self.assertIn(("README.md", "modified"), kinds)
+        self.pw("undo", v.path("README.md"))
+        self.assertEqual(self.backing("README.md"), "# demo\n")
+        p = self.pw("undo", v.path("README.md"), check=False)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertEqual(self.backing("README.md"), "# demo\n")
+        db = sqlite3.connect(self.state_db)
+        self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 5)
+        db.close()
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -564,7 +564,10 @@ class Undo(MountCase):
         after = tree_hash(self.project)
         self.undo_all()
         self.assertEqual(open(os.path.join(self.project, "README.md")).read(), "# demo\n")
-        self.undo_all()  # the undo's own change set: back to the change
+        # a second undo never re-applies the change (issue 29): redo does
+        self.assertEqual(self.pw("undo", "--all").stdout, "nothing to undo\n")
+        self.assertEqual(open(os.path.join(self.project, "README.md")).read(), "# demo\n")
+        self.pw("redo")
         self.assertEqual(tree_hash(self.project), after)
 
     def test_changed_outside_the_view_is_refused_unless_forced(self):
