@@ -282,8 +282,12 @@ static void who_of(fuse_req_t req, who *w)
 static const char *who_comm(who *w)
 {
 	if (!w->known) {
-		const char *c = pw_proc_comm_cached(w->pid);
-		snprintf(w->comm, sizeof(w->comm), "%s", c ? c : "");
+		/* The program and its pid (the thread group leader's), not the thread that asked:
+		 * Node's writes come from libuv-worker threads. */
+		const pw_proc_who *c = pw_proc_who_cached(w->pid);
+		snprintf(w->comm, sizeof(w->comm), "%s", c ? c->program : "");
+		if (c)
+			w->pid = c->tgid;
 		w->known = true;
 	}
 	return w->comm[0] ? w->comm : NULL;
@@ -351,6 +355,7 @@ static int64_t record_locked(pw_keep *k, who *w, const char *path, int dirfd,
 		pw_orig_object_done(&o);
 		return 0;
 	}
+	(void)who_comm(w); /* first: it sets the pid to the process's */
 	pw_orig_row row = {
 		.changeset = atomic_load(&k->cs),
 		.action = PW_ORIG_KEEP,
@@ -639,6 +644,7 @@ static int64_t made_name_locked(pw_keep *k, pw_fs *fs, who *w, pw_inode *parent,
 	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
 		return 0;
 	pw_orig_object none = { 0 };
+	(void)who_comm(w); /* first: it sets the pid to the process's */
 	pw_orig_row row = {
 		.changeset = atomic_load(&k->cs),
 		.action = PW_ORIG_KEEP,
@@ -740,6 +746,7 @@ int64_t pw_keep_rename(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, con
 			cheap = false;
 	}
 	if (id >= 0) {
+		(void)who_comm(&w); /* first: it sets the pid to the process's */
 		pw_orig_row row = {
 			.changeset = atomic_load(&k->cs),
 			.action = PW_ORIG_MOVE,

@@ -245,6 +245,48 @@ class Changes(MountCase):
         self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 5)
         db.close()
 
+    # -- processes by program (issue 29, item 7) ----------------------------------------
+
+    def in_named_thread(self, fn):
+        """Runs FN in a thread named libuv-worker (as Node's writes are), returns its error."""
+        import ctypes
+        import threading
+        err = []
+
+        def body():
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(15, b"libuv-worker", 0, 0, 0)  # PR_SET_NAME
+            try:
+                fn()
+            except OSError as e:
+                err.append(e)
+        t = threading.Thread(target=body)
+        t.start()
+        t.join()
+        return err
+
+    def test_a_change_names_the_program_not_the_thread(self):
+        v = self.mount("build")
+        self.checkpoint()
+        self.assertEqual(self.in_named_thread(lambda: self.write(v, "src/x.c", "w\n")), [])
+        res = json.loads(self.pw("changes", "--json").stdout)
+        c = [c for s in res["changesets"] for c in s["changes"] if c["path"] == "src/x.c"]
+        self.assertEqual(len(c), 1, res)
+        self.assertEqual((c[0]["comm"], c[0]["pid"]), ("python3", os.getpid()), c)
+
+    def test_a_denial_names_the_program_not_the_thread(self):
+        v = self.mount("plan")
+        err = self.in_named_thread(lambda: self.write(v, "new.txt", "w\n"))
+        self.assertEqual(len(err), 1)
+
+        def denied():
+            p = self.run_pw("log", "-C", self.project, "--jsonl")
+            events = [json.loads(ln) for ln in p.stdout.splitlines() if ln.strip()]
+            return [e for e in events if e.get("path") == "new.txt"]
+        self.assertTrue(wait_until(lambda: denied(), 60), self.run_pw("log", "-C", self.project))
+        e = denied()[0]
+        self.assertEqual((e["comm"], e["pid"]), ("python3", os.getpid()), e)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
