@@ -287,6 +287,31 @@ class Changes(MountCase):
         e = denied()[0]
         self.assertEqual((e["comm"], e["pid"]), ("python3", os.getpid()), e)
 
+    # -- a change set per rule set (issue 29, item 6) -----------------------------------
+
+    def write_mode(self, allow):
+        modes = os.path.join(self.config_home, "piworkfs", "modes")
+        os.makedirs(modes, exist_ok=True)
+        with open(os.path.join(modes, "edit.md"), "w") as f:
+            f.write("---\nname: edit\ndescription: edits\nwrites:\n  allow:\n"
+                    "    - \"%s\"\n---\nEdits.\n" % allow)
+
+    def test_a_reload_that_changes_what_the_mode_allows_starts_a_change_set(self):
+        self.write_mode("docs/**")
+        v = self.mount("edit")
+        self.write(v, "docs/arch.md", "docs\n")
+        self.pw("reload")  # the same rules: no new change set
+        self.write(v, "docs/new.md", "docs\n")
+        self.write_mode("**")
+        self.pw("reload")
+        self.write(v, "src/x.c", "anywhere\n")
+        res = json.loads(self.pw("changes", "--json").stdout)
+        where = {c["path"]: s for s in res["changesets"] for c in s["changes"]}
+        self.assertEqual(where["docs/arch.md"]["id"], where["docs/new.md"]["id"], res)
+        self.assertNotEqual(where["docs/arch.md"]["id"], where["src/x.c"]["id"], res)
+        self.assertEqual(where["src/x.c"]["reason"], "reload")
+        self.assertEqual(where["src/x.c"]["mode"], "edit")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
