@@ -6,6 +6,7 @@
  * cannot reach, and only the daemon may put originals back (docs/PROTOCOL.md).
  */
 #include <getopt.h>
+#include <stdlib.h>
 #include <linux/limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "cli.h"
 #include "ctl_client.h"
 #include "output.h"
+#include "pager.h"
 #include "proto.h"
 #include "quote.h"
 #include "util.h"
@@ -53,17 +55,24 @@ static const char changes_usage[] =
 	"Exit status: 0 ok; 2 usage error; 4 no live view; 5 system error.\n";
 
 static const char diff_usage[] =
-	"Usage: piworkfs diff [--since X|--change-set N|--all] [--stat] [PATH...] [--json]\n"
+	"Usage: piworkfs diff [--since X|--change-set N|--all] [--stat|--name-status]\n"
+	"                     [--color[=WHEN]] [--no-pager] [PATH...] [--json]\n"
 	"\n"
-	"A unified diff between each original the view kept and what the change sets chosen left\n"
-	"(the file now, for the latest; binary files summarised). By default: the change sets\n"
-	"since the view was mounted (as for changes). A PATH with no recorded change is an\n"
-	"error (exit 1).\n"
+	"What the change sets chosen changed, in git's diff format, by path: each original the\n"
+	"view kept against what the change sets left (the file now, for the latest), with\n"
+	"/dev/null for a created or deleted file, old/new mode, renames, symbolic links'\n"
+	"targets, binary files told by content as git tells them. `git apply -R` of it gives\n"
+	"the files back as they were. By default: the change sets since the view was mounted\n"
+	"(as for changes). On a terminal, through $PAGER (less -FRX). A PATH with no recorded\n"
+	"change is an error (exit 1).\n"
 	"\n"
 	"Options:\n"
 	SCOPE_HELP
 	"  -a, --all          every change set kept, earlier mounts too\n"
-	"      --stat         lines added and removed per file, no diff\n"
+	"      --stat         lines added and removed per file, as git's diffstat\n"
+	"      --name-status  one line per file: A, D, M or R and its path(s)\n"
+	"      --color[=WHEN] colour the diff: always, never or auto (on a terminal)\n"
+	"      --no-pager     never page\n"
 	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
 	"      --json         print JSON\n"
 	"  -h, --help         show this help\n"
@@ -142,11 +151,12 @@ static const char checkpoint_usage[] =
 	"\n"
 	"Exit status: 0 ok; 1 refused (inside `run`); 2 usage error; 4 no live view.\n";
 
-enum { OPT_JSON = 0x100, OPT_PRUNE, OPT_STAT, OPT_FORCE, OPT_CHANGE_SET };
+enum { OPT_JSON = 0x100, OPT_PRUNE, OPT_STAT, OPT_FORCE, OPT_CHANGE_SET, OPT_NAME_STATUS,
+       OPT_COLOR, OPT_NO_PAGER };
 
 typedef struct opts {
-	const char *mount, *since, *mode, *change_set;
-	bool json, prune, stat, all, dry, force;
+	const char *mount, *since, *mode, *change_set, *color;
+	bool json, prune, stat, all, dry, force, name_status, no_pager;
 	char **paths;
 	int n_paths;
 } opts;
@@ -195,6 +205,9 @@ static int parse(int argc, char **argv, const char *usage, opts *o)
 		{ "prune", no_argument, NULL, OPT_PRUNE },
 		{ "stat", no_argument, NULL, OPT_STAT },
 		{ "change-set", required_argument, NULL, OPT_CHANGE_SET },
+		{ "name-status", no_argument, NULL, OPT_NAME_STATUS },
+		{ "color", optional_argument, NULL, OPT_COLOR },
+		{ "no-pager", no_argument, NULL, OPT_NO_PAGER },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -217,6 +230,14 @@ static int parse(int argc, char **argv, const char *usage, opts *o)
 		case OPT_FORCE: o->force = true; ok = is_undo; break;
 		case OPT_PRUNE: o->prune = true; ok = is_changes; break;
 		case OPT_STAT: o->stat = true; ok = streq(cmd, "diff"); break;
+		case OPT_NAME_STATUS: o->name_status = true; ok = streq(cmd, "diff"); break;
+		case OPT_COLOR:
+			o->color = optarg ? optarg : "always";
+			ok = streq(cmd, "diff") && (streq(o->color, "always") ||
+						    streq(o->color, "never") ||
+						    streq(o->color, "auto"));
+			break;
+		case OPT_NO_PAGER: o->no_pager = true; ok = streq(cmd, "diff"); break;
 		case OPT_JSON: o->json = true; pw_err_json(true); break;
 		case 'h': return pw_usage(cmd, usage, false);
 		default: ok = false;
@@ -399,15 +420,168 @@ int cmd_changes(int argc, char **argv)
 	return print_changes(res);
 }
 
+/* git's colours of a diff's lines (color.diff's defaults). */
+#define C_META "\033[1m"
+#define C_FRAG "\033[36m"
+#define C_OLD "\033[31m"
+#define C_NEW "\033[32m"
+#define C_RESET "\033[m"
+
+/* Prints the diff text D, coloured as git colours it when COLOR. */
+static void print_diff_text(const char *d, bool color)
+{
+	if (!color) {
+		fputs(d, stdout);
+		return;
+	}
+	for (const char *p = d; *p;) {
+		size_t n = strcspn(p, "\n");
+		const char *c = !strncmp(p, "@@", 2)                                   ? C_FRAG
+				: !strncmp(p, "--- ", 4) || !strncmp(p, "+++ ", 4)     ? C_META
+				: p[0] == '-'                                          ? C_OLD
+				: p[0] == '+'                                          ? C_NEW
+				: p[0] == ' ' || p[0] == '\\'                          ? NULL
+									       : C_META;
+		printf("%s%.*s%s\n", c ? c : "", (int)n, p, c ? C_RESET : "");
+		p += n + (p[n] == '\n');
+	}
+}
+
+/* The name a --stat line shows: PATH, or "WAS => PATH" for a rename (quoted). */
+static char *stat_name(json_t *f)
+{
+	const char *path = json_string_value(json_object_get(f, "path"));
+	const char *was = json_string_value(json_object_get(f, "was"));
+	char *out = NULL;
+	if (was && asprintf(&out, "%s => %s", pw_q(0, was), pw_q(1, path)) >= 0)
+		return out;
+	return strdup(pw_q(0, path));
+}
+
+/* git's diffstat: names, counts, +/- bars scaled to the terminal's width (80 off one),
+ * and the totals line. */
+static void print_stat(json_t *files, bool color)
+{
+	size_t n = json_array_size(files), name_w = 0, count_w = 1;
+	long long most = 0, ins = 0, del = 0;
+	char **names = calloc(n + 1, sizeof(*names));
+	if (!names)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		json_t *f = json_array_get(files, i);
+		long long a = json_integer_value(json_object_get(f, "added"));
+		long long r = json_integer_value(json_object_get(f, "removed"));
+		names[i] = stat_name(f);
+		size_t w = names[i] ? strlen(names[i]) : 1;
+		name_w = w > name_w ? w : name_w;
+		most = a + r > most ? a + r : most;
+		ins += a;
+		del += r;
+	}
+	char digits[32];
+	count_w = (size_t)snprintf(digits, sizeof(digits), "%lld", most);
+	unsigned width = pw_terminal_width();
+	if (!width)
+		width = 80;
+	/* " NAME | COUNT BARS": git gives the name up to 5/8 of the line, the bars at least 6 */
+	size_t room = width > count_w + 6 ? width - count_w - 6 : 10;
+	size_t name_max = room * 5 / 8 > 10 ? room * 5 / 8 : 10;
+	if (name_w > name_max)
+		name_w = name_max;
+	size_t bar_w = room > name_w + 6 ? room - name_w : 6;
+	for (size_t i = 0; i < n; i++) {
+		json_t *f = json_array_get(files, i);
+		long long a = json_integer_value(json_object_get(f, "added"));
+		long long r = json_integer_value(json_object_get(f, "removed"));
+		const char *name = names[i] ? names[i] : "?";
+		size_t len = strlen(name);
+		if (len > name_w) /* git cuts a long name from the left: "...ng/name" */
+			printf(" ...%s", name + len - (name_w - 3));
+		else
+			printf(" %-*s", (int)name_w, name);
+		if (json_is_true(json_object_get(f, "binary"))) {
+			printf(" | %*s\n", (int)count_w, "Bin");
+			continue;
+		}
+		long long pa = a, pr = r;
+		if (most > (long long)bar_w) { /* scaled, each side at least one when nonzero */
+			pa = a ? (a * (long long)bar_w + most - 1) / most : 0;
+			pr = r ? (r * (long long)bar_w) / most : 0;
+			if (r && !pr)
+				pr = 1;
+			if (pa + pr > (long long)bar_w)
+				pa = (long long)bar_w - pr;
+		}
+		printf(" | %*lld%s", (int)count_w, a + r, a + r ? " " : "");
+		if (color && pa)
+			fputs(C_NEW, stdout);
+		for (long long k = 0; k < pa; k++)
+			putchar('+');
+		if (color && pa)
+			fputs(C_RESET, stdout);
+		if (color && pr)
+			fputs(C_OLD, stdout);
+		for (long long k = 0; k < pr; k++)
+			putchar('-');
+		if (color && pr)
+			fputs(C_RESET, stdout);
+		putchar('\n');
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	/* git's summary: insertions unless only deletions, deletions unless only insertions */
+	printf(" %zu file%s changed", n, n == 1 ? "" : "s");
+	if (ins || !del)
+		printf(", %lld insertion%s(+)", ins, ins == 1 ? "" : "s");
+	if (del || !ins)
+		printf(", %lld deletion%s(-)", del, del == 1 ? "" : "s");
+	putchar('\n');
+}
+
+/* git's --name-status letters: A, D, M, R<similarity>. */
+static void print_name_status(json_t *files)
+{
+	json_t *f;
+	size_t i;
+	json_array_foreach(files, i, f) {
+		const char *kind = json_string_value(json_object_get(f, "kind"));
+		const char *path = json_string_value(json_object_get(f, "path"));
+		const char *was = json_string_value(json_object_get(f, "was"));
+		const char *d = json_string_value(json_object_get(f, "diff"));
+		const char *sim = d ? strstr(d, "\nsimilarity index ") : NULL;
+		if (was) {
+			printf("R%03d\t%s\t%s\n", sim ? atoi(sim + 18) : 100, pw_q(0, was),
+			       pw_q(1, path));
+			continue;
+		}
+		char letter = streq_ptr(kind, "created") ? 'A' : streq_ptr(kind, "deleted") ? 'D' : 'M';
+		printf("%c\t%s\n", letter, pw_q(0, path));
+	}
+}
+
+static bool want_color(const opts *o)
+{
+	if (o->color && streq(o->color, "always"))
+		return true;
+	if (o->color && streq(o->color, "never"))
+		return false;
+	return pw_use_color(stdout);
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	opts o = { 0 };
 	int r = parse(argc, argv, diff_usage, &o);
 	if (r >= 0)
 		return r;
+	if (o.stat + o.name_status > 1) {
+		pw_err(argv[0], "--stat and --name-status: give one");
+		return PW_EXIT_USAGE;
+	}
 	_cleanup_(pw_json_decrefp) json_t *res = NULL;
 	json_t *p = scope_params(&o);
-	if (p && o.stat)
+	if (p && (o.stat || o.name_status))
 		json_object_set_new(p, "stat", json_true());
 	if (p && o.all)
 		json_object_set_new(p, "every", json_true());
@@ -416,27 +590,32 @@ int cmd_diff(int argc, char **argv)
 		return r;
 	if (o.json)
 		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
+	bool color = want_color(&o); /* decided on the terminal, before the pager takes it */
+	if (!o.no_pager)
+		pw_pager_start();
 	json_t *files = json_object_get(res, "files"), *f;
 	size_t i;
-	json_array_foreach(files, i, f) {
-		const char *path = json_string_value(json_object_get(f, "path"));
-		const char *kind = json_string_value(json_object_get(f, "kind"));
-		const char *d = json_string_value(json_object_get(f, "diff"));
-		const char *nk = json_string_value(json_object_get(f, "not_kept"));
-		if (o.stat) {
-			printf(" %-40s | %s +%lld -%lld\n", pw_q(0, path), kind,
-			       (long long)json_integer_value(json_object_get(f, "added")),
-			       (long long)json_integer_value(json_object_get(f, "removed")));
-		} else if (nk) {
-			printf("%s %s: the original was not kept (%s)\n", kind, pw_q(0, path), nk);
-		} else if (d) {
-			fputs(d, stdout);
-		} else {
-			printf("%s %s\n", kind, pw_q(0, path));
+	if (o.stat && json_array_size(files))
+		print_stat(files, color);
+	else if (o.name_status)
+		print_name_status(files);
+	else
+		json_array_foreach(files, i, f) {
+			const char *path = json_string_value(json_object_get(f, "path"));
+			const char *kind = json_string_value(json_object_get(f, "kind"));
+			const char *d = json_string_value(json_object_get(f, "diff"));
+			const char *nk = json_string_value(json_object_get(f, "not_kept"));
+			if (nk)
+				printf("%s %s: the original was not kept (%s)\n", kind, pw_q(0, path),
+				       nk);
+			else if (d)
+				print_diff_text(d, color);
+			else /* what git cannot show: a directory, owner, times, xattrs */
+				printf("# %s %s\n", kind, pw_q(0, path));
 		}
-	}
 	if (json_is_true(json_object_get(res, "truncated")))
 		printf("(diff truncated; narrow with PATH)\n");
+	pw_pager_end();
 	return PW_EXIT_OK;
 }
 

@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gitdiff.h"
 #include "keep.h"
 #include "path.h"
 #include "proto.h"
@@ -557,8 +558,6 @@ static void after_of(ctx *x, size_t i, const char *path, int64_t end_cs, after *
 		follow_move(m, p);
 	}
 	snprintf(a->live, sizeof(a->live), "%s", p);
-	if (!a->meta)
-		snprintf(a->path, sizeof(a->path), "%s", p);
 }
 
 /* The object A describes, its fields as pw_orig_object's; the tree's read through FD. */
@@ -861,23 +860,6 @@ static int run_diff(const char *a, int bfd, const char *la, const char *lb, char
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -EIO;
 }
 
-/* PREFIX PATH as a diff's label, quoted as git quotes it (quote.h): the text goes to a
- * terminal, and the name is the agent's. */
-static char *label_of(const char *prefix, const char *path)
-{
-	_cleanup_free_ char *raw = NULL;
-	if (asprintf(&raw, "%s%s", prefix, path) < 0)
-		return NULL;
-	return pw_quote(raw);
-}
-
-static bool looks_binary(int fd)
-{
-	char buf[8192];
-	ssize_t n = pread(fd, buf, sizeof(buf), 0);
-	return n > 0 && memchr(buf, 0, (size_t)n) != NULL;
-}
-
 static void count_lines(const char *d, json_int_t *add, json_int_t *del)
 {
 	for (const char *p = d; p && *p;) {
@@ -913,6 +895,231 @@ static int open_after(ctx *x, pw_orig_store *s, const after *a, bool *ret_reg)
 	return fd;
 }
 
+/* The path the object at PATH (row I's) had where the scope began: PATH carried back
+ * through the selected renames before row I. OUT holds PW_PATH_MAX bytes. */
+static void origin_path(const ctx *x, size_t i, const char *path, char *out)
+{
+	snprintf(out, PW_PATH_MAX, "%s", path);
+	for (size_t j = i; j-- > 0;) {
+		const crow *m = &x->rows[j];
+		if (!m->selected || !m->move || !m->path2 || m->exchange || !m->path2[0] ||
+		    !path_under(out, m->path2))
+			continue;
+		char buf[PW_PATH_MAX];
+		snprintf(buf, sizeof(buf), "%s%s", m->path, out + strlen(m->path2));
+		snprintf(out, PW_PATH_MAX, "%s", buf);
+	}
+}
+
+static size_t count_newlines(int fd)
+{
+	char buf[65536];
+	size_t n = 0;
+	for (off_t off = 0;;) {
+		ssize_t k = pread(fd, buf, sizeof(buf), off);
+		if (k <= 0)
+			return n;
+		for (ssize_t i = 0; i < k; i++)
+			n += buf[i] == '\n';
+		off += k;
+	}
+}
+
+/* What one file of a diff is built from. */
+typedef struct diff_file {
+	const crow *rw;
+	const char *origin;   /* the path the original had */
+	const after *aft;     /* what the scope left */
+	const state *now;     /* its fields */
+	int bfd, cfd;         /* the original's content, what was left (-1: none) */
+	const char *blob;     /* the original's blob path */
+} diff_file;
+
+typedef struct diff_out {
+	char *text;
+	size_t len, total, limit;
+	bool truncated;
+	json_int_t added, removed;
+} diff_out;
+
+static void out_add(diff_out *d, const char *t)
+{
+	if (!t)
+		return;
+	size_t n = strlen(t);
+	if (d->total + n > d->limit) {
+		d->truncated = true;
+		return;
+	}
+	char *b = realloc(d->text, d->len + n + 1);
+	if (!b)
+		return;
+	memcpy(b + d->len, t, n + 1);
+	d->text = b;
+	d->len += n;
+	d->total += n;
+}
+
+/* The content hunks from side A to side B (regular files or symbolic links). */
+static void content_hunks(const diff_file *f, const pw_git_side *a, const pw_git_side *b,
+			  diff_out *d)
+{
+	const pw_orig_object *o = &f->rw->o;
+	bool a_lnk = a->path && S_ISLNK(o->mode), b_lnk = b->path && S_ISLNK(f->now->st.st_mode);
+	if (a_lnk || b_lnk) {
+		const char *ta = a_lnk ? (o->target ? o->target : "") : NULL;
+		const char *tb = b_lnk ? f->now->target : NULL;
+		if (ta && tb && streq(ta, tb))
+			return;
+		_cleanup_free_ char *h = pw_git_symlink_hunk(a, ta, b, tb);
+		count_lines(h, &d->added, &d->removed);
+		out_add(d, h);
+		return;
+	}
+	_cleanup_free_ char *la = pw_git_label("a/", a->path), *lb = pw_git_label("b/", b->path);
+	if (!la || !lb)
+		return;
+	int bfd = a->path ? f->bfd : -1, cfd = b->path ? f->cfd : -1;
+	if ((bfd >= 0 && pw_git_is_binary(bfd)) || (cfd >= 0 && pw_git_is_binary(cfd))) {
+		_cleanup_free_ char *t = NULL;
+		if (asprintf(&t, "Binary files %s and %s differ\n", la, lb) >= 0)
+			out_add(d, t);
+		return;
+	}
+	_cleanup_free_ char *out = NULL;
+	size_t len = 0;
+	bool trunc = false;
+	run_diff(bfd >= 0 ? f->blob : "/dev/null", cfd, la, lb, &out, &len,
+		 d->limit > d->total ? d->limit - d->total : 0, &trunc);
+	d->truncated = d->truncated || trunc;
+	count_lines(out, &d->added, &d->removed);
+	out_add(d, out);
+}
+
+/* git's similarity of a renamed file, from the lines kept. */
+static unsigned similarity(const diff_file *f, json_int_t removed, json_int_t added)
+{
+	size_t la = f->bfd >= 0 ? count_newlines(f->bfd) : 0;
+	size_t lb = f->cfd >= 0 ? count_newlines(f->cfd) : 0;
+	size_t most = la > lb ? la : lb;
+	if (!removed && !added)
+		return 100;
+	size_t kept = la > (size_t)removed ? la - (size_t)removed : 0;
+	return most ? (unsigned)(kept * 100 / most) : 100;
+}
+
+/* The git text of F: one patch, or two when the type changed (a delete and a create, as
+ * git shows them). Nothing for what git cannot show (a directory, a FIFO). */
+static void git_text(const diff_file *f, bool content, diff_out *d)
+{
+	const pw_orig_object *o = &f->rw->o;
+	pw_git_side a = { o->present ? f->origin : NULL, o->present ? pw_git_mode(o->mode) : 0 };
+	pw_git_side b = { f->now->exists ? f->aft->path : NULL,
+			  f->now->exists ? pw_git_mode(f->now->st.st_mode) : 0 };
+	if ((a.path && (!a.mode || a.mode == 0040000)) || (b.path && (!b.mode || b.mode == 0040000)))
+		return;
+	if (a.path && b.path && (a.mode & 0170000) != (b.mode & 0170000)) {
+		pw_git_side none = { NULL, 0 };
+		_cleanup_free_ char *h1 = pw_git_header(&a, &none, 0);
+		out_add(d, h1);
+		if (content)
+			content_hunks(f, &a, &none, d);
+		_cleanup_free_ char *h2 = pw_git_header(&none, &b, 0);
+		out_add(d, h2);
+		if (content)
+			content_hunks(f, &none, &b, d);
+		return;
+	}
+	/* The hunks first, for the counts a rename's similarity is made of. */
+	diff_out hunks = { .limit = d->limit, .total = d->total };
+	if (content)
+		content_hunks(f, &a, &b, &hunks);
+	_cleanup_free_ char *h =
+		pw_git_header(&a, &b, similarity(f, hunks.removed, hunks.added));
+	if (a.path && b.path && a.mode == b.mode && streq(a.path, b.path) && !hunks.text)
+		h = (free(h), NULL); /* owner, times or xattrs only: git shows nothing */
+	out_add(d, h);
+	out_add(d, hunks.text);
+	d->added += hunks.added;
+	d->removed += hunks.removed;
+	d->truncated = d->truncated || hunks.truncated;
+	free(hunks.text);
+}
+
+static int cmp_file_path(const void *a, const void *b)
+{
+	const char *pa = json_string_value(json_object_get(*(json_t *const *)a, "path"));
+	const char *pb = json_string_value(json_object_get(*(json_t *const *)b, "path"));
+	return strcmp(pa ? pa : "", pb ? pb : "");
+}
+
+/* FILES in git's order (by path). */
+static json_t *sorted_files(json_t *files)
+{
+	size_t n = json_array_size(files);
+	json_t **v = calloc(n + 1, sizeof(*v)), *out = json_array();
+	if (!v || !out) {
+		free(v);
+		json_decref(out);
+		return files;
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_array_get(files, i);
+	qsort(v, n, sizeof(*v), cmp_file_path);
+	for (size_t i = 0; i < n; i++)
+		json_array_append(out, v[i]);
+	free(v);
+	json_decref(files);
+	return out;
+}
+
+/* Is there an entry in FILES at PATH, or one whose original was at WAS? */
+static bool files_have(json_t *files, const char *path, const char *was)
+{
+	size_t i;
+	json_t *f;
+	json_array_foreach(files, i, f) {
+		const char *p = json_string_value(json_object_get(f, "path"));
+		const char *w = json_string_value(json_object_get(f, "was"));
+		if (streq_ptr(p, path) || streq_ptr(w ? w : p, was))
+			return true;
+	}
+	return false;
+}
+
+/* One file's entry: F's kind, paths, counts and (unless STAT_ONLY) git text. */
+static json_t *file_entry(ctx *x, const diff_file *f, const char *kind, bool stat_only,
+			  diff_out *d)
+{
+	json_t *e = json_pack("{s:s,s:s}", "path", f->aft->path, "kind", kind);
+	if (!e)
+		return NULL;
+	if (!streq(f->aft->path, f->origin))
+		json_object_set_new(e, "was", json_string(f->origin));
+	const pw_orig_object *o = &f->rw->o;
+	bool orig_reg = o->present && S_ISREG(o->mode);
+	if (orig_reg && !o->blob[0]) {
+		json_object_set_new(e, "not_kept",
+				    json_string(f->rw->not_kept ? f->rw->not_kept : "missing"));
+		return e;
+	}
+	diff_out one = { .limit = d->limit, .total = d->total };
+	git_text(f, true, &one);
+	bool binary = one.text && strstr(one.text, "\nBinary files ");
+	if (binary || (one.text && !strncmp(one.text, "Binary files ", 13)))
+		json_object_set_new(e, "binary", json_true());
+	json_object_set_new(e, "added", json_integer(one.added));
+	json_object_set_new(e, "removed", json_integer(one.removed));
+	if (!stat_only && one.text) {
+		d->total = one.total;
+		json_object_set_new(e, "diff", json_string(one.text));
+	}
+	d->truncated = d->truncated || one.truncated;
+	free(one.text);
+	(void)x;
+	return e;
+}
+
 static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
 			json_t **ret, pw_ctl_fail *fail)
 {
@@ -932,80 +1139,89 @@ static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		r = check_paths_changed(&x, false);
 	if (r < 0)
 		return -1;
+	/* Where each row's original was when the scope began. */
+	char (*origins)[PW_PATH_MAX] = calloc(x.n_rows + 1, sizeof(*origins));
+	if (!origins)
+		return failf(&x, PW_RPC_INTERNAL_ERROR, "out of memory");
+	for (size_t i = 0; i < x.n_rows; i++) {
+		const crow *rw = &x.rows[i];
+		if (rw->move)
+			origin_path(&x, i, rw->o.present ? rw->path2 : rw->path, origins[i]);
+		else
+			origin_path(&x, i, rw->path, origins[i]);
+	}
 	json_t *files = json_array();
-	size_t total = 0;
-	bool truncated = false;
-	/* The earliest row of each path in scope holds its original. */
+	diff_out d = { .limit = DIFF_BYTES_MAX };
+	/* The earliest row of each original in scope holds it. */
 	for (size_t i = 0; files && i < x.n_rows; i++) {
 		crow *rw = &x.rows[i];
 		if (!rw->selected || rw->implicit || (rw->move && !rw->o.present))
 			continue;
-		/* the path whose original this row holds */
-		const char *opath = rw->move ? rw->path2 : rw->path;
 		bool seen = false;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = x.rows[j].selected && !x.rows[j].implicit &&
-			       streq_ptr(x.rows[j].move ? (x.rows[j].o.present ? x.rows[j].path2
-										: NULL)
-							: x.rows[j].path,
-					 opath);
+		for (size_t j = 0; j < i && !seen; j++) {
+			const crow *q = &x.rows[j];
+			seen = q->selected && !q->implicit && (!q->move || q->o.present) &&
+			       streq(origins[j], origins[i]);
+		}
 		if (seen)
 			continue;
+		const char *opath = rw->move ? rw->path2 : rw->path;
 		after aft;
 		after_of(&x, i, opath, x.end_cs, &aft);
-		const char *cur = aft.path;
-		if (saved_over(&x, i, cur) || agent_hidden(&x, cur))
+		if (saved_over(&x, i, aft.path) || agent_hidden(&x, aft.path) ||
+		    agent_hidden(&x, origins[i]))
 			continue;
 		const char *kind = classify(&x, rw, &aft);
+		_cleanup_(state_done) state now;
+		state_of(&x, &aft, &now);
+		if (!kind && rw->o.present && now.exists && !streq(aft.path, origins[i]))
+			kind = "renamed";
 		if (!kind)
 			continue;
-		bool orig_reg = rw->o.present && S_ISREG(rw->o.mode);
 		bool cur_reg = false;
 		_cleanup_close_ int cfd = open_after(&x, s, &aft, &cur_reg);
-		json_t *f = json_pack("{s:s,s:s}", "path", cur, "kind", kind);
-		if (!f)
-			break;
-		if (!streq(cur, opath))
-			json_object_set_new(f, "was", json_string(opath));
-		if ((orig_reg || cur_reg) && !streq(kind, "metadata")) {
-			_cleanup_free_ char *blob = orig_reg && rw->o.blob[0]
-							    ? pw_orig_blob_path(s, rw->o.blob)
-							    : NULL;
-			_cleanup_close_ int bfd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1;
-			if (orig_reg && !blob) {
-				json_object_set_new(f, "not_kept",
-						    json_string(rw->not_kept ? rw->not_kept : "missing"));
-			} else if ((bfd >= 0 && looks_binary(bfd)) || (cur_reg && looks_binary(cfd))) {
-				json_object_set_new(f, "binary", json_true());
-				_cleanup_free_ char *qa = label_of("a/", opath);
-				_cleanup_free_ char *qb = label_of("b/", cur);
-				json_object_set_new(
-					f, "diff",
-					json_sprintf("Binary files %s and %s differ\n",
-						     qa ? qa : "?", qb ? qb : "?"));
-			} else {
-				_cleanup_free_ char *la = label_of("a/", opath);
-				_cleanup_free_ char *lb = label_of("b/", cur);
-				if (!la || !lb)
-					break;
-				_cleanup_free_ char *out = NULL;
-				size_t len = 0;
-				run_diff(blob ? blob : "/dev/null", cur_reg ? cfd : -1, la,
-					 lb, &out, &len, DIFF_BYTES_MAX - total, &truncated);
-				json_int_t add = 0, del = 0;
-				count_lines(out, &add, &del);
-				json_object_set_new(f, "added", json_integer(add));
-				json_object_set_new(f, "removed", json_integer(del));
-				if (!stat_only && out) {
-					total += len;
-					json_object_set_new(f, "diff", json_string(out));
-				}
-			}
-		}
-		json_array_append_new(files, f);
+		_cleanup_free_ char *blob = rw->o.present && S_ISREG(rw->o.mode) && rw->o.blob[0]
+						    ? pw_orig_blob_path(s, rw->o.blob)
+						    : NULL;
+		_cleanup_close_ int bfd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1;
+		diff_file f = { .rw = rw, .origin = origins[i], .aft = &aft, .now = &now,
+				.bfd = bfd, .cfd = cur_reg ? cfd : -1, .blob = blob };
+		json_t *e = file_entry(&x, &f, kind, stat_only, &d);
+		if (e)
+			json_array_append_new(files, e);
 	}
+	/* Renames with no change of content: the move rows alone tell of them. */
+	for (size_t i = 0; files && i < x.n_rows; i++) {
+		crow *rw = &x.rows[i];
+		if (!rw->selected || !rw->move || rw->exchange || temp_move(&x, i))
+			continue;
+		char origin[PW_PATH_MAX];
+		origin_path(&x, i, rw->path, origin);
+		after aft;
+		after_of(&x, i, rw->path2, x.end_cs, &aft);
+		if (files_have(files, aft.path, origin) || agent_hidden(&x, aft.path) ||
+		    agent_hidden(&x, origin) || saved_over(&x, i, aft.path))
+			continue;
+		_cleanup_(state_done) state now;
+		state_of(&x, &aft, &now);
+		if (!now.exists)
+			continue;
+		json_t *e = json_pack("{s:s,s:s,s:s,s:i,s:i}", "path", aft.path, "kind", "renamed",
+				      "was", origin, "added", 0, "removed", 0);
+		unsigned gm = pw_git_mode(now.st.st_mode);
+		if (e && !stat_only && gm && gm != 0040000) {
+			pw_git_side a = { origin, gm }, b = { aft.path, gm };
+			_cleanup_free_ char *h = pw_git_header(&a, &b, 100);
+			if (h)
+				json_object_set_new(e, "diff", json_string(h));
+		}
+		if (e)
+			json_array_append_new(files, e);
+	}
+	free(origins);
+	files = files ? sorted_files(files) : NULL;
 	return done(&x, json_pack("{s:o,s:b}", "files", files ? files : json_array(), "truncated",
-				  truncated),
+				  d.truncated),
 		    ret);
 }
 

@@ -312,6 +312,90 @@ class Changes(MountCase):
         self.assertEqual(where["src/x.c"]["reason"], "reload")
         self.assertEqual(where["src/x.c"]["mode"], "edit")
 
+    # -- git's diff format (issue 29, item 4) -------------------------------------------
+
+    def snapshot(self, root):
+        """{path: (kind, content or target, exec bit)} of the files under ROOT."""
+        out = {}
+        for d, dirs, files in os.walk(root):
+            for name in files + [x for x in dirs if os.path.islink(os.path.join(d, x))]:
+                p = os.path.join(d, name)
+                rel = os.path.relpath(p, root)
+                if os.path.islink(p):
+                    out[rel] = ("link", os.readlink(p), False)
+                else:
+                    with open(p, "rb") as f:
+                        out[rel] = ("file", f.read(), bool(os.stat(p).st_mode & 0o100))
+        return out
+
+    def test_git_apply_reverse_of_the_diff_gives_the_tree_before(self):
+        import shutil
+        v = self.mount("build")
+        self.checkpoint()
+        before = self.snapshot(self.project)
+        root = v.path()
+        self.run_tool(["sed", "-i", "s/two/TWO/", "docs/arch.md"], cwd=root)
+        self.write(v, "new.txt", "fresh\nlines\n")
+        self.write(v, "empty.txt", "")
+        os.unlink(v.path("README.md"))
+        os.rename(v.path("src/x.c"), v.path("src/y.c"))
+        os.chmod(v.path("docs/arch.md"), 0o755)
+        os.symlink("docs/arch.md", v.path("link"))
+        os.makedirs(v.path("newdir/sub"))
+        self.write(v, "newdir/sub/f.txt", "in a new dir\n")
+        os.setxattr(v.path("docs/arch.md"), "user.tag", b"v")
+        patch = self.pw("diff").stdout
+        for want in ("--- /dev/null\n+++ b/new.txt", "--- a/README.md\n+++ /dev/null",
+                     "new file mode 100644", "deleted file mode 100644",
+                     "old mode 100644\nnew mode 100755", "rename from src/x.c\nrename to src/y.c",
+                     "similarity index 100%", "new file mode 120000",
+                     "+docs/arch.md\n\\ No newline at end of file"):
+            self.assertIn(want, patch, patch)
+        # path order, as git
+        heads = [ln for ln in patch.splitlines() if ln.startswith("diff --git ")]
+        self.assertEqual(heads, sorted(heads), patch)
+        work = os.path.join(self.tmp, "apply")
+        shutil.copytree(self.project, work, symlinks=True)
+        with open(os.path.join(self.tmp, "p.diff"), "w") as f:
+            f.write(patch)
+        p = self.run_tool(["git", "apply", "-R", os.path.join(self.tmp, "p.diff")], cwd=work,
+                          check=False)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr + patch)
+        self.assertEqual(self.snapshot(work), before, patch)
+
+    def test_stat_and_name_status_read_as_git_does(self):
+        v = self.mount("build")
+        self.checkpoint()
+        self.run_tool(["sed", "-i", "s/two/TWO/", "docs/arch.md"], cwd=v.path())
+        self.write(v, "new.txt", "a\nb\nc\n")
+        os.unlink(v.path("README.md"))
+        os.rename(v.path("src/x.c"), v.path("src/y.c"))
+        stat = self.pw("diff", "--stat").stdout.splitlines()
+        self.assertEqual(stat[-1], " 4 files changed, 4 insertions(+), 2 deletions(-)", stat)
+        self.assertEqual(stat[0].split("|")[1], " 1 -", stat)
+        self.assertEqual(stat[1].split("|")[1], " 2 +-", stat)
+        self.assertEqual(stat[2].split("|")[1], " 3 +++", stat)
+        self.assertIn("src/x.c => src/y.c", stat[3])
+        # one column of bars for every name, however long
+        self.assertEqual(len({ln.index("|") for ln in stat[:-1]}), 1, stat)
+        ns = self.pw("diff", "--name-status").stdout
+        self.assertEqual(ns, "D\tREADME.md\nM\tdocs/arch.md\nA\tnew.txt\n"
+                             "R100\tsrc/x.c\tsrc/y.c\n")
+        color = self.pw("diff", "--color=always", "--no-pager").stdout
+        self.assertIn("\x1b[31m-two\x1b[m", color)
+        self.assertNotIn("\x1b[", self.pw("diff").stdout)
+
+    def test_binary_is_told_by_content_as_git_does(self):
+        v = self.mount("build")
+        self.checkpoint()
+        with open(v.path("blob.bin"), "wb") as f:
+            f.write(b"\x00\x01binary")
+        with open(v.path("late.txt"), "wb") as f:
+            f.write(b"a" * 9000 + b"\x00")  # a NUL after git's first 8000 bytes: text
+        patch = self.pw("diff").stdout
+        self.assertIn("Binary files /dev/null and b/blob.bin differ", patch)
+        self.assertNotIn("late.txt differ", patch)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

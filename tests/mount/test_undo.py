@@ -527,7 +527,8 @@ class Undo(MountCase):
                 self.assertEqual(c["mode"], "build")
                 self.assertTrue(c["pid"] > 0)
         d = self.pw("diff", v.path("notes/todo.txt")).stdout
-        self.assertEqual(d, "--- a/notes/todo.txt\n+++ b/notes/todo.txt\n"
+        self.assertEqual(d, "diff --git a/notes/todo.txt b/notes/todo.txt\n"
+                            "--- a/notes/todo.txt\n+++ b/notes/todo.txt\n"
                             "@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n")
         st = json.loads(self.pw("diff", "--stat", "--json").stdout)
         by = {f["path"]: f for f in st["files"]}
