@@ -341,7 +341,79 @@ static void when(int64_t ns, char *buf, size_t size)
 	strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
-static int print_changes(json_t *res)
+/* ---- .git/ as one line -------------------------------------------------------------- */
+
+static bool in_git_dir(const char *p)
+{
+	return p && (streq(p, ".git") || startswith(p, ".git/"));
+}
+
+/* Did the person ask for a path under .git? Then its changes are shown one by one. */
+static bool asked_git(const opts *o)
+{
+	for (int i = 0; i < o->n_paths; i++)
+		if (strstr(o->paths[i], ".git"))
+			return true;
+	return false;
+}
+
+/*
+ * ".git/: 19 objects, index, refs/heads/main" for the entries of ARR under .git (their
+ * "path"), or NULL when there are none: one git command touches dozens of names there, and
+ * the person reads their project's changes, not git's bookkeeping.
+ */
+static char *git_summary(json_t *arr)
+{
+	json_t *e;
+	size_t i, objects = 0, names = 0, more = 0;
+	char list[512] = "";
+	size_t used = 0;
+	json_array_foreach(arr, i, e) {
+		const char *p = json_string_value(json_object_get(e, "path"));
+		if (!in_git_dir(p) || streq(p, ".git") || streq(p, ".git/objects") ||
+		    (startswith(p, ".git/objects/") && !strchr(p + 13, '/')))
+			continue; /* .git itself, objects' fan-out directories */
+		if (startswith(p, ".git/objects/")) {
+			objects++;
+			continue;
+		}
+		if (names++ >= 4) {
+			more++;
+			continue;
+		}
+		int n = snprintf(list + used, sizeof(list) - used, ", %s", pw_q(0, p + 5));
+		if (n > 0 && (size_t)n < sizeof(list) - used)
+			used += (size_t)n;
+	}
+	if (!objects && !names)
+		return NULL;
+	char *out = NULL;
+	char objs[48] = "";
+	if (objects)
+		snprintf(objs, sizeof(objs), ", %zu object%s", objects, objects == 1 ? "" : "s");
+	char tail[48] = "";
+	if (more)
+		snprintf(tail, sizeof(tail), ", %zu more", more);
+	if (asprintf(&out, ".git/: %s%s%s", objs[0] ? objs + 2 : list + 2,
+		     objs[0] ? list : "", tail) < 0)
+		return NULL;
+	return out;
+}
+
+/* ARR without its entries under .git (a new reference; ARR itself when it has none). */
+static json_t *without_git(json_t *arr)
+{
+	json_t *out = json_array(), *e;
+	size_t i;
+	if (!out)
+		return json_incref(arr);
+	json_array_foreach(arr, i, e)
+		if (!in_git_dir(json_string_value(json_object_get(e, "path"))))
+			json_array_append(out, e);
+	return out;
+}
+
+static int print_changes(json_t *res, bool fold_git)
 {
 	json_t *sets = json_object_get(res, "changesets"), *set;
 	size_t i, shown = 0;
@@ -358,7 +430,10 @@ static int print_changes(json_t *res)
 		       mode ? mode : "",
 		       json_is_true(json_object_get(set, "current")) ? " (current)" : "");
 		size_t j;
+		_cleanup_free_ char *gits = fold_git ? git_summary(changes) : NULL;
 		json_array_foreach(changes, j, c) {
+			if (gits && in_git_dir(json_string_value(json_object_get(c, "path"))))
+				continue;
 			const char *kind = json_string_value(json_object_get(c, "kind"));
 			const char *path = json_string_value(json_object_get(c, "path"));
 			const char *to = json_string_value(json_object_get(c, "to"));
@@ -374,6 +449,10 @@ static int print_changes(json_t *res)
 			       comm ? pw_q(2, comm) : "?",
 			       (long long)json_integer_value(json_object_get(c, "pid")), t + 11,
 			       nk ? "  original not kept: " : "", nk ? nk : "");
+			shown++;
+		}
+		if (gits) {
+			printf("  %s\n", gits);
 			shown++;
 		}
 	}
@@ -417,7 +496,7 @@ int cmd_changes(int argc, char **argv)
 		return r;
 	if (o.json)
 		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
-	return print_changes(res);
+	return print_changes(res, !asked_git(&o));
 }
 
 /* git's colours of a diff's lines (color.diff's defaults). */
@@ -593,7 +672,10 @@ int cmd_diff(int argc, char **argv)
 	bool color = want_color(&o); /* decided on the terminal, before the pager takes it */
 	if (!o.no_pager)
 		pw_pager_start();
-	json_t *files = json_object_get(res, "files"), *f;
+	json_t *all_files = json_object_get(res, "files"), *f;
+	_cleanup_free_ char *gits = asked_git(&o) ? NULL : git_summary(all_files);
+	_cleanup_(pw_json_decrefp) json_t *files =
+		gits ? without_git(all_files) : json_incref(all_files);
 	size_t i;
 	if (o.stat && json_array_size(files))
 		print_stat(files, color);
@@ -613,6 +695,8 @@ int cmd_diff(int argc, char **argv)
 			else /* what git cannot show: a directory, owner, times, xattrs */
 				printf("# %s %s\n", kind, pw_q(0, path));
 		}
+	if (gits) /* a line git apply skips */
+		printf("# %s (piworkfs diff .git: each)\n", gits);
 	if (json_is_true(json_object_get(res, "truncated")))
 		printf("(diff truncated; narrow with PATH)\n");
 	pw_pager_end();
@@ -629,17 +713,25 @@ static void print_sets(json_t *ids)
 		printf("%s%lld", i ? ", " : "", (long long)json_integer_value(id));
 }
 
-static void print_actions(json_t *res, const char *prefix)
+/* What the undo does, one line per path (the daemon's summary), .git/ folded. */
+static void print_summary(json_t *res, const char *prefix, bool fold_git)
 {
-	json_t *a;
+	json_t *sum = json_object_get(res, "summary"), *a;
 	size_t i;
-	json_array_foreach(json_object_get(res, "actions"), i, a) {
+	_cleanup_free_ char *gits = fold_git ? git_summary(sum) : NULL;
+	json_array_foreach(sum, i, a) {
 		const char *what = json_string_value(json_object_get(a, "action"));
 		const char *path = json_string_value(json_object_get(a, "path"));
-		const char *to = json_string_value(json_object_get(a, "to"));
-		printf("%s%s %s%s%s\n", prefix, what, pw_q(0, path), to ? " -> " : "",
-		       to ? pw_q(1, to) : "");
+		const char *from = json_string_value(json_object_get(a, "from"));
+		if (gits && in_git_dir(path))
+			continue;
+		if (from)
+			printf("%s%s %s -> %s\n", prefix, what, pw_q(0, from), pw_q(1, path));
+		else
+			printf("%s%s %s\n", prefix, what, pw_q(0, path));
 	}
+	if (gits)
+		printf("%sput back %s\n", prefix, gits);
 }
 
 /*
@@ -662,7 +754,8 @@ static int undo_or_redo(const char *cmd, const opts *o, json_t *p, bool redo)
 			return r;
 		}
 		json_t *sets = json_object_get(plan, "undoes");
-		if (!json_array_size(json_object_get(plan, "actions"))) {
+		if (!json_array_size(json_object_get(plan, "actions")) &&
+		    !json_array_size(json_object_get(plan, "summary"))) {
 			json_decref(p);
 			printf(redo ? "nothing to redo\n" : "nothing to undo\n");
 			return PW_EXIT_OK;
@@ -675,7 +768,7 @@ static int undo_or_redo(const char *cmd, const opts *o, json_t *p, bool redo)
 			print_sets(sets);
 			printf(":\n");
 		}
-		print_actions(plan, "  ");
+		print_summary(plan, "  ", !asked_git(o));
 		fflush(stdout);
 		if (by_default && json_array_size(sets) == 1 && p) {
 			json_object_set_new(p, "change_set", json_copy(json_array_get(sets, 0)));
@@ -691,7 +784,7 @@ static int undo_or_redo(const char *cmd, const opts *o, json_t *p, bool redo)
 		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
 	size_t i;
 	if (o->dry)
-		print_actions(res, "would ");
+		print_summary(res, "would ", !asked_git(o));
 	json_array_foreach(failed, i, a)
 		pw_err(cmd, "%s %s: %s", json_string_value(json_object_get(a, "action")),
 		       pw_q(0, json_string_value(json_object_get(a, "path"))),

@@ -51,6 +51,7 @@ typedef struct crow {
 	pw_orig_object o;
 	bool selected;
 	bool covered;   /* put back by an undo that no redo reversed */
+	bool now_selected; /* where its object is now lies under a path asked for */
 	bool from_undo; /* recorded by an undo or a redo */
 } crow;
 
@@ -185,7 +186,7 @@ static bool path_under(const char *path, const char *top)
 
 static bool path_selected(ctx *x, const crow *r)
 {
-	if (!x->n_paths)
+	if (!x->n_paths || r->now_selected)
 		return true;
 	for (size_t i = 0; i < x->n_paths; i++)
 		if (path_under(r->path, x->paths[i]) || path_under(r->path2, x->paths[i]))
@@ -339,6 +340,21 @@ static bool undoable(const crow *r)
 	return !r->covered && !r->from_undo;
 }
 
+static void current_path(ctx *x, size_t i, const char *path, char *out);
+
+/* A path asked for takes the rows of what is there now, whatever names it had: `diff
+ * src/app.c` shows the edit made to it as src/main.c before the rename. */
+static void mark_now_selected(ctx *x)
+{
+	for (size_t i = 0; x->n_paths && i < x->n_rows; i++) {
+		crow *r = &x->rows[i];
+		char cur[PW_PATH_MAX];
+		current_path(x, i, r->move ? r->path2 : r->path, cur);
+		for (size_t p = 0; p < x->n_paths && !r->now_selected; p++)
+			r->now_selected = path_under(cur, x->paths[p]);
+	}
+}
+
 /* Loads the project's change sets and rows (oldest first), and marks the rows the
  * params select: --since (a checkpoint's name, or since_ns), --mode, paths. Lock held. */
 static int load(ctx *x, json_t *params, enum scope_default dflt)
@@ -360,6 +376,7 @@ static int load(ctx *x, json_t *params, enum scope_default dflt)
 		return failf(x, PW_RPC_INTERNAL_ERROR, "state database: %s", strerror(-q));
 	if (mark_undone(x) < 0)
 		return failf(x, PW_RPC_INTERNAL_ERROR, "out of memory");
+	mark_now_selected(x);
 	int64_t min_cs = ls.min_cs;
 	if (since && !min_cs)
 		return failf(x, PW_RPC_INVALID_PARAMS, "no checkpoint named '%s'", since);
@@ -665,16 +682,18 @@ static const char *classify(ctx *x, const crow *r, const after *a)
 }
 
 /* A new file renamed over a kept original (an editor's or sed's save): the change reads
- * as the original's, at the destination. Row I is the new file's, CUR where it is now. */
+ * as the original's, at the destination. Row I is the new file's: the first rename of its
+ * name in the change set lands on a name whose original was kept. */
 static bool saved_over(ctx *x, size_t i, const char *cur)
 {
 	const crow *r = &x->rows[i];
-	if (r->o.present || r->move || streq(cur, r->path))
+	(void)cur;
+	if (r->o.present || r->move)
 		return false;
-	for (size_t j = i + 1; j < x->n_rows; j++) {
+	for (size_t j = i + 1; j < x->n_rows && x->rows[j].cs == r->cs; j++) {
 		const crow *m = &x->rows[j];
-		if (m->move && m->o.present && m->cs == r->cs && streq_ptr(m->path2, cur))
-			return true;
+		if (m->move && streq(m->path, r->path))
+			return m->o.present && !m->exchange;
 	}
 	return false;
 }
@@ -687,6 +706,63 @@ static bool temp_move(ctx *x, size_t i)
 		const crow *r = &x->rows[j];
 		if (!r->move && !r->o.present && r->cs == m->cs && streq(r->path, m->path))
 			return true;
+	}
+	return false;
+}
+
+/* Is the name row I (a rename) moved away made again later in its change set? */
+static bool remade_later(const ctx *x, size_t i)
+{
+	const crow *m = &x->rows[i];
+	for (size_t j = i + 1; j < x->n_rows && x->rows[j].cs == m->cs; j++) {
+		const crow *r = &x->rows[j];
+		if (!r->move && !r->o.present && streq(r->path, m->path))
+			return true;
+	}
+	return false;
+}
+
+/* Was the object at row I's path (a name made) renamed away earlier in its change set? */
+static bool moved_away_before(const ctx *x, size_t i)
+{
+	const crow *r = &x->rows[i];
+	for (size_t j = i; j-- > 0 && x->rows[j].cs == r->cs;) {
+		const crow *m = &x->rows[j];
+		if (m->move && !m->exchange && streq(m->path, r->path))
+			return true;
+	}
+	return false;
+}
+
+/* Is row I (a free name kept before a rename onto it: undo's record) the target of a
+ * rename later in its change set? */
+static bool renamed_onto_later(const ctx *x, size_t i)
+{
+	const crow *r = &x->rows[i];
+	for (size_t j = i + 1; j < x->n_rows && x->rows[j].cs == r->cs; j++) {
+		const crow *m = &x->rows[j];
+		if (m->move && !m->exchange && !m->o.present && streq_ptr(m->path2, r->path))
+			return true;
+	}
+	return false;
+}
+
+static bool object_gone(ctx *x, const after *a)
+{
+	_cleanup_(state_done) state now;
+	state_of(x, a, &now);
+	return !now.exists;
+}
+
+/* Did row I's object reach its path by a rename earlier in its change set, and is it gone
+ * at the set's end? Then the rename's line tells it (deleted at its old name). */
+static bool moved_onto_then_gone(ctx *x, size_t i, const after *a)
+{
+	const crow *r = &x->rows[i];
+	for (size_t j = i; j-- > 0 && x->rows[j].cs == r->cs;) {
+		const crow *m = &x->rows[j];
+		if (m->move && !m->exchange && streq_ptr(m->path2, r->path))
+			return object_gone(x, a);
 	}
 	return false;
 }
@@ -718,6 +794,79 @@ static int done(ctx *x, json_t *o, json_t **ret)
 	return 0;
 }
 
+/* Appends change set C's changes to CHANGES, newest first, as the person meant them (net
+ * effect per path; the rows stay exact). *SHOWN counts them up to LIST_MAX. */
+static void set_listing(ctx *x, const cset *c, json_t *changes, size_t *shown, bool *truncated,
+			bool with_row)
+{
+	for (size_t i = x->n_rows; i-- > 0;) {
+		const crow *rw = &x->rows[i];
+		if (rw->cs != c->id || !rw->selected || rw->implicit)
+			continue;
+		if (*shown >= LIST_MAX) {
+			*truncated = true;
+			break;
+		}
+		after aft;
+		const char *kind = "renamed";
+		if (rw->move && rw->o.present) {
+			/* what the destination held, replaced */
+			after_of(x, i, rw->path2, rw->cs, &aft);
+			const char *k2 = agent_hidden(x, aft.path) ? NULL
+								     : classify(x, rw, &aft);
+			if (k2) {
+				json_t *e = row_json(rw, k2, aft.path);
+				if (e) {
+					json_object_set_new(e, "path", json_string(rw->path2));
+					json_object_del(e, "to");
+					if (!streq(aft.path, rw->path2))
+						json_object_set_new(e, "now", json_string(aft.path));
+					if (with_row)
+						json_object_set_new(e, "row", json_integer((json_int_t)i));
+				}
+				json_array_append_new(changes, e);
+				(*shown)++;
+			}
+		}
+		if (rw->move && temp_move(x, i))
+			continue;
+		bool moved_gone = false;
+		if (rw->move && !rw->exchange && !rw->o.present) {
+			/* renamed, then removed within the set: the rename is no net change;
+			 * the name it left is deleted, or replaced when made again */
+			after_of(x, i, rw->path2, rw->cs, &aft);
+			_cleanup_(state_done) state now;
+			state_of(x, &aft, &now);
+			if (!now.exists) {
+				if (remade_later(x, i))
+					continue;
+				moved_gone = true;
+				kind = "deleted";
+			}
+		}
+		if (!rw->move) {
+			after_of(x, i, rw->path, rw->cs, &aft);
+			if (saved_over(x, i, aft.path) || agent_hidden(x, aft.path))
+				continue;
+			if (rw->o.present ? moved_onto_then_gone(x, i, &aft)
+					  : renamed_onto_later(x, i))
+				continue; /* told by the rename's own line */
+			kind = classify(x, rw, &aft);
+			if (!kind)
+				continue;
+			if (streq(kind, "created") && moved_away_before(x, i))
+				kind = "modified"; /* its object renamed away, a new one made */
+		}
+		json_t *e = row_json(rw, kind, rw->move ? NULL : aft.path);
+		if (e && moved_gone)
+			json_object_del(e, "to");
+		if (e && with_row)
+			json_object_set_new(e, "row", json_integer((json_int_t)i));
+		json_array_append_new(changes, e);
+		(*shown)++;
+	}
+}
+
 static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
 			json_t **ret, pw_ctl_fail *fail)
 {
@@ -742,46 +891,8 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		if (c->id > x.end_cs || c->id < x.min_cs)
 			continue; /* out of scope (--change-set N: that one only) */
 		json_t *changes = json_array();
-		/* newest first within the set too */
-		for (size_t i = x.n_rows; changes && i-- > 0;) {
-			const crow *rw = &x.rows[i];
-			if (rw->cs != c->id || !rw->selected || rw->implicit)
-				continue;
-			if (shown >= LIST_MAX) {
-				truncated = true;
-				break;
-			}
-			after aft;
-			const char *kind = "renamed";
-			if (rw->move && rw->o.present) {
-				/* what the destination held, replaced */
-				after_of(&x, i, rw->path2, rw->cs, &aft);
-				const char *k2 = agent_hidden(&x, aft.path) ? NULL
-									     : classify(&x, rw, &aft);
-				if (k2) {
-					json_t *e = row_json(rw, k2, aft.path);
-					if (e) {
-						json_object_set_new(e, "path", json_string(rw->path2));
-						json_object_del(e, "to");
-					}
-					json_array_append_new(changes, e);
-					shown++;
-				}
-			}
-			if (rw->move && temp_move(&x, i))
-				continue;
-			if (!rw->move) {
-				after_of(&x, i, rw->path, rw->cs, &aft);
-				if (saved_over(&x, i, aft.path) || agent_hidden(&x, aft.path))
-					continue;
-				kind = classify(&x, rw, &aft);
-				if (!kind)
-					continue;
-			}
-			json_array_append_new(changes,
-					      row_json(rw, kind, rw->move ? NULL : aft.path));
-			shown++;
-		}
+		if (changes)
+			set_listing(&x, c, changes, &shown, &truncated, false);
 		if (!changes)
 			break;
 		if (!json_array_size(changes) && !c->name && c->id != pw_keep_current(x.k)) {
@@ -1721,6 +1832,65 @@ static void note_undone(ctx *x, int64_t undo_cs, int64_t redo_of)
 		(void)pw_orig_changeset_set_redone(s, redo_of, undo_cs);
 }
 
+/*
+ * What the undo does, one line per path, as the person meant the changes (the rows stay
+ * exact underneath): "restore P" (P's original comes back over what is there), "recreate
+ * P" (P is gone: made again), "remove P" (made by the change set), "rename back B -> A".
+ * A temporary renamed over a file is that file's restore; a name made and removed again
+ * within the change set is nothing. Read before the undo runs, from the tree as it is.
+ */
+static json_t *undo_summary(ctx *x)
+{
+	json_t *out = json_array(), *at = json_object();
+	size_t shown = 0;
+	bool truncated = false;
+	for (size_t si = 0; out && at && si < x->n_sets; si++) {
+		json_t *changes = json_array(), *e;
+		if (!changes)
+			break;
+		set_listing(x, &x->sets[si], changes, &shown, &truncated, true);
+		for (size_t k = json_array_size(changes); k-- > 0;) { /* oldest first */
+			e = json_array_get(changes, k);
+			size_t i = (size_t)json_integer_value(json_object_get(e, "row"));
+			const char *kind = json_string_value(json_object_get(e, "kind"));
+			const char *path = json_string_value(json_object_get(e, "path"));
+			const char *to = json_string_value(json_object_get(e, "to"));
+			char cur[PW_PATH_MAX];
+			struct stat st;
+			const char *verb, *target = path, *from = NULL;
+			current_path(x, i, to ? to : path, cur);
+			bool exists = stat_beneath(x, cur, &st) == 0;
+			if (streq_ptr(kind, "created")) {
+				if (!exists)
+					continue;
+				verb = "remove", target = cur;
+			} else if (to || !streq(cur, path)) {
+				if (!exists)
+					continue; /* gone since: nothing to rename back */
+				verb = "rename back", from = cur;
+			} else {
+				verb = exists ? "restore" : "recreate";
+			}
+			json_t *prev = json_object_get(at, target);
+			if (prev && !from)
+				continue; /* the earliest change of a path holds what comes back */
+			json_t *a = json_pack("{s:s,s:s}", "action", verb, "path", target);
+			if (a && from)
+				json_object_set_new(a, "from", json_string(from));
+			if (prev) { /* a rename back of a path restored too: one line */
+				json_object_update(prev, a);
+				json_decref(a);
+				continue;
+			}
+			json_object_set(at, target, a);
+			json_array_append_new(out, a);
+		}
+		json_decref(changes);
+	}
+	json_decref(at);
+	return out ? out : json_array();
+}
+
 static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
 			json_t **ret, pw_ctl_fail *fail)
 {
@@ -1748,6 +1918,7 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	int64_t redo_of = 0;
 	if (r == 0)
 		r = redo ? select_redo(&x, &redo_of) : check_paths_changed(&x, true);
+	json_t *summary = r == 0 ? undo_summary(&x) : NULL;
 	/* Changed outside the view since: refused unless forced. */
 	for (size_t i = 0; r == 0 && i < x.n_rows; i++) {
 		const crow *rw = &x.rows[i];
@@ -1812,6 +1983,8 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	*ret = json_pack("{s:b,s:O,s:O,s:O,s:I,s:o}", "dry_run", u.dry, "actions", u.actions,
 			 "failed", u.failed, "conflicts", conflicts, "changeset",
 			 (json_int_t)undo_cs, "undoes", sets_undone(&x));
+	if (*ret && summary)
+		json_object_set(*ret, "summary", summary);
 	if (*ret && redo_of)
 		json_object_set_new(*ret, "redo_of", json_integer(redo_of));
 	r = *ret ? 0 : failf(&x, PW_RPC_INTERNAL_ERROR, "out of memory");
@@ -1825,6 +1998,7 @@ out:
 	json_decref(u.actions);
 	json_decref(u.failed);
 	json_decref(conflicts);
+	json_decref(summary);
 	return r < 0 ? -1 : 0;
 }
 

@@ -396,6 +396,54 @@ class Changes(MountCase):
         self.assertIn("Binary files /dev/null and b/blob.bin differ", patch)
         self.assertNotIn("late.txt differ", patch)
 
+    # -- net effect per path (issue 29, item 3) -----------------------------------------
+
+    GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+               "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_NOSYSTEM": "1"}
+
+    def test_changes_and_undo_show_the_net_effect_per_path(self):
+        self.run_tool(["git", "init", "-q"], cwd=self.project, env=self.GIT_ENV)
+        self.run_tool(["git", "add", "-A"], cwd=self.project, env=self.GIT_ENV)
+        self.run_tool(["git", "commit", "-qm", "one"], cwd=self.project, env=self.GIT_ENV)
+        v = self.mount("build")
+        self.checkpoint()
+        root = v.path()
+        self.run_tool(["sed", "-i", "s/x;/y;/", "src/x.c"], cwd=root)
+        self.write(v, "tmp.lock", "x")
+        os.unlink(v.path("tmp.lock"))
+        os.rename(v.path("docs/arch.md"), v.path("docs/ARCH.md"))
+        os.unlink(v.path("README.md"))
+        self.write(v, "new.txt", "new\n")
+        self.run_tool(["git", "add", "-A"], cwd=root, env=self.GIT_ENV)
+        self.run_tool(["git", "commit", "-qm", "two"], cwd=root, env=self.GIT_ENV)
+        out = self.pw("changes").stdout
+        lines = [ln for ln in out.splitlines() if ln.startswith("  ")]
+        git = [ln for ln in lines if ".git" in ln]
+        self.assertEqual(len(git), 1, out)
+        self.assertRegex(git[0], r"^  \.git/: \d+ objects, ", out)
+        rest = sorted(" ".join(ln.split()[:4] if "->" in ln else ln.split()[:2])
+                      for ln in lines if ".git" not in ln)
+        self.assertEqual(rest, ["created new.txt", "deleted README.md", "modified src/x.c",
+                                "renamed docs/arch.md -> docs/ARCH.md"], out)
+        # a .git path asked for: its changes one by one
+        self.assertGreater(len(self.pw("changes", v.path(".git")).stdout.splitlines()), 3)
+        stat = self.pw("diff", "--stat").stdout
+        self.assertNotIn(".git/objects", stat)
+        out = self.pw("undo", "--all").stdout
+        steps = [ln.strip() for ln in out.splitlines() if ln.startswith("  ")]
+        self.assertEqual(sorted(s for s in steps if ".git" not in s),
+                         ["recreate README.md", "remove new.txt",
+                          "rename back docs/ARCH.md -> docs/arch.md", "restore src/x.c"], out)
+        self.assertEqual(len([s for s in steps if ".git" in s]), 1, out)
+        self.assertEqual(self.backing("src/x.c"), "int x;\n")
+        # the undo's own change set reads as what it did, too
+        res = json.loads(self.pw("changes", "--json").stdout)
+        undo = [s for s in res["changesets"] if s["reason"] == "undo"][0]
+        kinds = {(c["path"], c["kind"]) for c in undo["changes"]
+                 if not c["path"].startswith(".git")}
+        self.assertIn(("src/x.c", "modified"), kinds)
+        self.assertFalse([p for p, _ in kinds if "sed" in p], kinds)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
