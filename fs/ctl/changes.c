@@ -726,25 +726,33 @@ static bool remade_later(const ctx *x, size_t i)
 static bool moved_away_before(const ctx *x, size_t i)
 {
 	const crow *r = &x->rows[i];
+	bool away = false;
 	for (size_t j = i; j-- > 0 && x->rows[j].cs == r->cs;) {
 		const crow *m = &x->rows[j];
 		if (m->move && !m->exchange && streq(m->path, r->path))
-			return true;
+			away = true;
+		else if (away && ((!m->move && !m->o.present && streq(m->path, r->path)) ||
+				  (m->move && streq_ptr(m->path2, r->path))))
+			return false; /* what went away came in the set: the name was free before */
 	}
-	return false;
+	return away;
 }
 
 /* Is row I (a free name kept before a rename onto it: undo's record) the target of a
- * rename later in its change set? */
+ * rename later in its change set, whose object then stays? (Renamed away again, the name
+ * holds something made anew: that is the row's own change.) */
 static bool renamed_onto_later(const ctx *x, size_t i)
 {
 	const crow *r = &x->rows[i];
+	bool onto = false;
 	for (size_t j = i + 1; j < x->n_rows && x->rows[j].cs == r->cs; j++) {
 		const crow *m = &x->rows[j];
 		if (m->move && !m->exchange && !m->o.present && streq_ptr(m->path2, r->path))
-			return true;
+			onto = true;
+		else if (onto && m->move && streq(m->path, r->path))
+			return false;
 	}
-	return false;
+	return onto;
 }
 
 static bool object_gone(ctx *x, const after *a)

@@ -444,6 +444,22 @@ class Changes(MountCase):
         self.assertIn(("src/x.c", "modified"), kinds)
         self.assertFalse([p for p, _ in kinds if "sed" in p], kinds)
 
+    def test_undo_and_redo_of_an_edit_then_rename_say_one_line_per_path(self):
+        v = self.mount("build")
+        self.checkpoint()
+        self.run_tool(["sh", "-c", "sed -i 's/x;/y;/' src/x.c && mv src/x.c src/app.c"],
+                      cwd=v.path())
+        out = self.pw("undo", v.path("src/app.c")).stdout
+        self.assertEqual([ln.strip() for ln in out.splitlines() if ln.startswith("  ")],
+                         ["rename back src/app.c -> src/x.c"], out)
+        self.assertEqual(self.backing("src/x.c"), "int x;\n")
+        self.assertFalse(os.path.exists(os.path.join(self.project, "src/app.c")))
+        out = self.pw("redo").stdout
+        self.assertEqual(sorted(ln.strip() for ln in out.splitlines() if ln.startswith("  ")),
+                         ["recreate src/app.c", "remove src/x.c"], out)
+        self.assertEqual(self.backing("src/app.c"), "int y;\n")
+        self.assertFalse(os.path.exists(os.path.join(self.project, "src/x.c")))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
