@@ -46,7 +46,7 @@ extern char **environ;
 typedef struct crow {
 	int64_t id, cs, pid, time_ns;
 	bool move, exchange, implicit;
-	char *path, *path2, *op, *comm, *mode_name, *not_kept;
+	char *path, *path2, *op, *comm, *mode_name, *not_kept, *thread;
 	uint64_t src_dev, src_ino;
 	pw_orig_object o;
 	bool selected;
@@ -96,6 +96,7 @@ static void ctx_done(ctx *x)
 		free(r->comm);
 		free(r->mode_name);
 		free(r->not_kept);
+		free(r->thread);
 		pw_orig_object_done(&r->o);
 	}
 	free(x->rows);
@@ -259,6 +260,7 @@ static int load_row(const pw_orig_rec *rec, void *u)
 		.comm = dup_or_null(rec->comm),
 		.mode_name = dup_or_null(rec->mode_name),
 		.not_kept = dup_or_null(rec->o.not_kept),
+		.thread = dup_or_null(rec->thread),
 		.src_dev = rec->src_dev,
 		.src_ino = rec->src_ino,
 		.o = rec->o,
@@ -791,6 +793,8 @@ static json_t *row_json(const crow *r, const char *kind, const char *cur)
 	}
 	if (r->not_kept)
 		json_object_set_new(o, "not_kept", json_string(r->not_kept));
+	if (r->thread) /* the thread that asked, when not the program (comm) itself */
+		json_object_set_new(o, "thread", json_string(r->thread));
 	return o;
 }
 

@@ -94,6 +94,7 @@ typedef struct pw_orig_row {
 	uint64_t src_dev, src_ino; /* MOVE: the object moved */
 	const pw_orig_object *obj;
 	const char *op, *comm, *mode;
+	const char *thread; /* the asking thread's name when not the program's (comm), or NULL */
 	pid_t pid;
 } pw_orig_row;
 
@@ -170,6 +171,7 @@ typedef struct pw_orig_rec {
 	pw_orig_action action;
 	bool exchange, implicit;
 	const char *path, *path2, *op, *comm, *mode_name; /* path never NULL */
+	const char *thread;                               /* NULL: not recorded */
 	uint64_t src_dev, src_ino;
 	pw_orig_object o; /* o.target, o.xattrs and o.not_kept are borrowed too */
 } pw_orig_rec;

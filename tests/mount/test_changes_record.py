@@ -273,6 +273,8 @@ class Changes(MountCase):
         c = [c for s in res["changesets"] for c in s["changes"] if c["path"] == "src/x.c"]
         self.assertEqual(len(c), 1, res)
         self.assertEqual((c[0]["comm"], c[0]["pid"]), ("python3", os.getpid()), c)
+        self.assertEqual(c[0].get("thread"), "libuv-worker", c)  # the thread, in JSON only
+        self.assertNotIn("libuv-worker", self.pw("changes").stdout)
 
     def test_a_denial_names_the_program_not_the_thread(self):
         v = self.mount("plan")
