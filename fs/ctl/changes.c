@@ -1083,6 +1083,61 @@ static void out_add(diff_out *d, const char *t)
 	d->total += n;
 }
 
+/* The hunk of a file created (ADD) or deleted, whose content is read from FD: every line
+ * added or removed, as diff -u writes it, without a diff(1) process per file (a build's
+ * thousand new files). An empty file has no hunk, as in git. */
+static void one_sided_hunk(int fd, const char *la, const char *lb, bool add, diff_out *d)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_size == 0)
+		return;
+	size_t room = d->limit > d->total ? d->limit - d->total : 0;
+	if ((uint64_t)st.st_size * 2 + 64 + strlen(la) + strlen(lb) > room) {
+		d->truncated = true;
+		return;
+	}
+	size_t size = (size_t)st.st_size;
+	_cleanup_free_ char *buf = malloc(size + 1);
+	if (!buf || pread(fd, buf, size, 0) != (ssize_t)size)
+		return;
+	size_t lines = 0;
+	for (size_t i = 0; i < size; i++)
+		lines += buf[i] == '\n';
+	bool last_nl = buf[size - 1] == '\n';
+	if (!last_nl)
+		lines++;
+	/* header, one sign per line, the content, a "no newline" note */
+	size_t cap = strlen(la) + strlen(lb) + 64 + 2 * lines + size + 64;
+	_cleanup_free_ char *out = malloc(cap);
+	if (!out)
+		return;
+	char range[32];
+	snprintf(range, sizeof(range), lines == 1 ? "1" : "1,%zu", lines);
+	int n = snprintf(out, cap, "--- %s\n+++ %s\n@@ -%s +%s @@\n", la, lb, add ? "0,0" : range,
+			 add ? range : "0,0");
+	size_t w = n > 0 ? (size_t)n : 0;
+	char sign = add ? '+' : '-';
+	for (size_t i = 0; i < size;) {
+		const char *nl = memchr(buf + i, '\n', size - i);
+		size_t len = nl ? (size_t)(nl - (buf + i)) : size - i;
+		out[w++] = sign;
+		memcpy(out + w, buf + i, len);
+		w += len;
+		out[w++] = '\n';
+		i += len + 1;
+	}
+	out[w] = '\0';
+	if (!last_nl) {
+		const char *note = "\\ No newline at end of file\n";
+		memcpy(out + w, note, strlen(note) + 1);
+	}
+	if (add)
+		d->added += (json_int_t)lines;
+	else
+		d->removed += (json_int_t)lines;
+	out_add(d, out);
+}
+
 /* The content hunks from side A to side B (regular files or symbolic links). */
 static void content_hunks(const diff_file *f, const pw_git_side *a, const pw_git_side *b,
 			  diff_out *d)
@@ -1107,6 +1162,10 @@ static void content_hunks(const diff_file *f, const pw_git_side *a, const pw_git
 		_cleanup_free_ char *t = NULL;
 		if (asprintf(&t, "Binary files %s and %s differ\n", la, lb) >= 0)
 			out_add(d, t);
+		return;
+	}
+	if ((bfd < 0) != (cfd < 0)) { /* created or deleted: no diff(1) to run */
+		one_sided_hunk(bfd >= 0 ? bfd : cfd, la, lb, cfd >= 0, d);
 		return;
 	}
 	_cleanup_free_ char *out = NULL;
@@ -1157,8 +1216,9 @@ static void git_text(const diff_file *f, bool content, diff_out *d)
 	diff_out hunks = { .limit = d->limit, .total = d->total };
 	if (content)
 		content_hunks(f, &a, &b, &hunks);
+	bool renamed = a.path && b.path && !streq(a.path, b.path);
 	_cleanup_free_ char *h =
-		pw_git_header(&a, &b, similarity(f, hunks.removed, hunks.added));
+		pw_git_header(&a, &b, renamed ? similarity(f, hunks.removed, hunks.added) : 0);
 	if (a.path && b.path && a.mode == b.mode && streq(a.path, b.path) && !hunks.text)
 		h = (free(h), NULL); /* owner, times or xattrs only: git shows nothing */
 	out_add(d, h);
@@ -1268,6 +1328,8 @@ static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		return failf(&x, PW_RPC_INTERNAL_ERROR, "out of memory");
 	for (size_t i = 0; i < x.n_rows; i++) {
 		const crow *rw = &x.rows[i];
+		if (!rw->selected)
+			continue; /* only the scope's rows are read back */
 		if (rw->move)
 			origin_path(&x, i, rw->o.present ? rw->path2 : rw->path, origins[i]);
 		else

@@ -339,6 +339,7 @@ class Changes(MountCase):
         self.run_tool(["sed", "-i", "s/two/TWO/", "docs/arch.md"], cwd=root)
         self.write(v, "new.txt", "fresh\nlines\n")
         self.write(v, "empty.txt", "")
+        self.write(v, "nonl.txt", "a\nb")
         os.unlink(v.path("README.md"))
         os.rename(v.path("src/x.c"), v.path("src/y.c"))
         os.chmod(v.path("docs/arch.md"), 0o755)
