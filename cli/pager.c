@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +16,30 @@
 
 static pid_t pager_pid;
 
+/* Is there an executable NAME in $PATH? */
+static bool on_path(const char *name)
+{
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/bin:/bin";
+	for (const char *p = path; *p;) {
+		size_t n = strcspn(p, ":");
+		char full[4096];
+		if (n && snprintf(full, sizeof(full), "%.*s/%s", (int)n, p, name) < (int)sizeof(full) &&
+		    access(full, X_OK) == 0)
+			return true;
+		p += n + (p[n] == ':');
+	}
+	return false;
+}
+
 void pw_pager_start(void)
 {
 	if (!isatty(STDOUT_FILENO))
 		return;
 	const char *pager = getenv("PAGER");
+	if (!pager && !on_path("less"))
+		return; /* no pager to fall back on: better printed than lost in a dead pipe */
 	if (!pager)
 		pager = "less";
 	if (!pager[0] || streq(pager, "cat"))

@@ -463,6 +463,41 @@ class Changes(MountCase):
         self.assertEqual(self.backing("src/app.c"), "int y;\n")
         self.assertFalse(os.path.exists(os.path.join(self.project, "src/x.c")))
 
+    def on_a_terminal(self, *args, env=None):
+        """piworkfs ARGS with stdout on a terminal (a pty): what it wrote there."""
+        import pty
+        import subprocess
+        master, slave = pty.openpty()
+        e = dict(self.env)
+        e.update(env or {})
+        p = subprocess.Popen([PIWORKFS, *args, "--mount", self.mp], stdout=slave,
+                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=e,
+                             cwd=self.cwd)
+        os.close(slave)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        os.close(master)
+        p.wait(timeout=60)
+        return out.decode(errors="replace").replace("\r\n", "\n")
+
+    def test_diff_on_a_terminal_goes_through_the_pager_in_colour(self):
+        v = self.mount("build")
+        self.checkpoint()
+        self.write(v, "src/x.c", "int y;\n")
+        env = {"PAGER": "sed s/^/P:/", "TERM": "xterm"}
+        out = self.on_a_terminal("diff", env=env)
+        self.assertIn("P:\x1b[31m-int x;\x1b[m", out, repr(out))
+        out = self.on_a_terminal("diff", "--no-pager", "--color=never", env=env)
+        self.assertNotIn("P:", out)
+        self.assertIn("-int x;", out)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
