@@ -48,6 +48,7 @@ PW_CMD(cmd_complete);
 PW_CMD(cmd_changes);
 PW_CMD(cmd_diff);
 PW_CMD(cmd_undo);
+PW_CMD(cmd_redo);
 PW_CMD(cmd_checkpoint);
 #undef PW_CMD
 

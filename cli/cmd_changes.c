@@ -6,6 +6,7 @@
  * cannot reach, and only the daemon may put originals back (docs/PROTOCOL.md).
  */
 #include <getopt.h>
+#include <stdlib.h>
 #include <linux/limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,63 +15,125 @@
 #include "cli.h"
 #include "ctl_client.h"
 #include "output.h"
+#include "pager.h"
 #include "proto.h"
+#include "quote.h"
 #include "util.h"
 
+/* The scope options changes, diff and undo share. */
+#define SCOPE_HELP                                                                                \
+	"  -s, --since X      change sets since checkpoint X, or changes since TIME (2h, 10m,\n"   \
+	"                     2025-01-31T14:05)\n"                                                 \
+	"      --change-set N change set N only\n"
+
 static const char changes_usage[] =
-	"Usage: piworkfs changes [--since CHECKPOINT|TIME] [--mode M] [PATH...] [--json]\n"
+	"Usage: piworkfs changes [--since X|--change-set N|--all] [--mode M] [PATH...] [--json]\n"
 	"       piworkfs changes --prune [--json]\n"
 	"\n"
 	"What the view changed, newest change set first: each path with its kind (modified,\n"
 	"created, deleted, renamed, metadata), the process that first changed it, when, and in\n"
-	"which mode. A change set starts at mount, at each switch into a mode that writes, and at\n"
-	"`piworkfs checkpoint`. --prune applies the retention now (oldest change sets first).\n"
+	"which mode. A change set starts at mount, at each switch into a mode that writes, at a\n"
+	"reload or trust that changes what the mode allows, and at `piworkfs checkpoint`. An\n"
+	"old change set always reads the same: what it left is taken from the record, not from\n"
+	"the files now. By default: the change sets since the view was mounted (as for diff).\n"
+	"--prune applies the retention now (oldest change sets first).\n"
 	"\n"
 	"Options:\n"
-	"  -s, --since X      only changes since checkpoint X, or since TIME (2h, 2025-01-31T14:05)\n"
+	SCOPE_HELP
+	"  -a, --all          every change set kept, earlier mounts too\n"
 	"  -m, --mode M       only changes made in mode M\n"
 	"      --prune        remove old change sets (by age and total size)\n"
 	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
 	"      --json         print JSON\n"
 	"  -h, --help         show this help\n"
 	"\n"
+	"Examples:\n"
+	"  piworkfs changes                    what changed since the view was mounted\n"
+	"  piworkfs changes --since before-refactor src/\n"
+	"  piworkfs changes --change-set 12 --json\n"
+	"\n"
 	"Exit status: 0 ok; 2 usage error; 4 no live view; 5 system error.\n";
 
 static const char diff_usage[] =
-	"Usage: piworkfs diff [--since CHECKPOINT|TIME] [--stat] [PATH...] [--json]\n"
+	"Usage: piworkfs diff [--since X|--change-set N|--all] [--stat|--name-status]\n"
+	"                     [--color[=WHEN]] [--no-pager] [PATH...] [--json]\n"
 	"\n"
-	"A unified diff between each original the view kept and the file now (binary files\n"
-	"summarised). Without --since: the latest change set with changes.\n"
+	"What the change sets chosen changed, in git's diff format, by path: each original the\n"
+	"view kept against what the change sets left (the file now, for the latest), with\n"
+	"/dev/null for a created or deleted file, old/new mode, renames, symbolic links'\n"
+	"targets, binary files told by content as git tells them. `git apply -R` of it gives\n"
+	"the files back as they were. By default: the change sets since the view was mounted\n"
+	"(as for changes). On a terminal, through $PAGER (less -FRX). A PATH with no recorded\n"
+	"change is an error (exit 1).\n"
 	"\n"
 	"Options:\n"
-	"  -s, --since X      since checkpoint X, or since TIME\n"
-	"      --stat         lines added and removed per file, no diff\n"
+	SCOPE_HELP
+	"  -a, --all          every change set kept, earlier mounts too\n"
+	"      --stat         lines added and removed per file, as git's diffstat\n"
+	"      --name-status  one line per file: A, D, M or R and its path(s)\n"
+	"      --color[=WHEN] colour the diff: always, never or auto (on a terminal)\n"
+	"      --no-pager     never page\n"
 	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
 	"      --json         print JSON\n"
 	"  -h, --help         show this help\n"
 	"\n"
-	"Exit status: 0 ok; 2 usage error; 4 no live view; 5 system error.\n";
+	"Examples:\n"
+	"  piworkfs diff                       everything changed since the mount\n"
+	"  piworkfs diff --stat --since 1h\n"
+	"  piworkfs diff --change-set 12 src/x.c\n"
+	"\n"
+	"Exit status: 0 ok; 1 a PATH with no recorded change; 2 usage error; 4 no live view;\n"
+	"5 system error.\n";
 
 static const char undo_usage[] =
-	"Usage: piworkfs undo [--since CHECKPOINT|TIME] [--dry-run] [--force] PATH...|--all\n"
+	"Usage: piworkfs undo [--since X|--change-set N] [--dry-run] [--force] PATH...|--all\n"
 	"\n"
 	"Puts the originals back: contents and metadata restored, deleted files and directories\n"
-	"made again, created ones removed, renames reversed. Without --since: the latest change\n"
-	"set with changes. Refused, naming them, where a file was changed outside the view since\n"
-	"(--force undoes anyway). The undo is itself a change set, so `piworkfs undo --all` again\n"
-	"puts back what the undo changed.\n"
+	"made again, created ones removed, renames reversed. It says what it is about to do,\n"
+	"then does it. By default: the latest change set with a change (to PATH) not undone\n"
+	"yet, so a second `undo PATH` goes further back through PATH's history; an undo never\n"
+	"re-applies what an undo put back (`piworkfs redo` does). Refused, naming them, where a\n"
+	"file was changed outside the view since (--force undoes anyway). The undo is itself a\n"
+	"change set. A PATH with nothing left to undo is an error (exit 1).\n"
 	"\n"
 	"Options:\n"
 	"  -a, --all          every change in the change sets chosen\n"
-	"  -s, --since X      since checkpoint X, or since TIME\n"
+	SCOPE_HELP
 	"      --dry-run      say what would be done, do nothing\n"
 	"      --force        undo also what was changed outside the view since\n"
 	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
 	"      --json         print JSON\n"
 	"  -h, --help         show this help\n"
 	"\n"
-	"Exit status: 0 ok; 1 refused (changed outside the view, or asked from inside `run`);\n"
-	"2 usage error; 4 no live view; 5 system error or some path could not be put back.\n";
+	"Examples:\n"
+	"  piworkfs undo src/x.c               the last change to src/x.c; again: the one before\n"
+	"  piworkfs undo --all                 the latest change set\n"
+	"  piworkfs undo --all --since before-refactor --dry-run\n"
+	"\n"
+	"Exit status: 0 ok; 1 refused (changed outside the view, or asked from inside `run`), or\n"
+	"nothing left to undo for a PATH; 2 usage error; 4 no live view; 5 system error or some\n"
+	"path could not be put back.\n";
+
+static const char redo_usage[] =
+	"Usage: piworkfs redo [--dry-run] [--force] [--json]\n"
+	"\n"
+	"Reverses the last undo that no redo has reversed yet: what it put back goes back to what\n"
+	"the agent had made. It says what it is about to do, then does it. Again: the undo\n"
+	"before that one. The redo is itself a change set.\n"
+	"\n"
+	"Options:\n"
+	"      --dry-run      say what would be done, do nothing\n"
+	"      --force        redo also what was changed outside the view since\n"
+	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
+	"      --json         print JSON\n"
+	"  -h, --help         show this help\n"
+	"\n"
+	"Examples:\n"
+	"  piworkfs undo src/x.c && piworkfs redo    back where it was\n"
+	"  piworkfs redo --dry-run\n"
+	"\n"
+	"Exit status: 0 ok; 1 refused (changed outside the view, or inside `run`), or no undo\n"
+	"to reverse; 2 usage error; 4 no live view; 5 system error.\n";
 
 static const char checkpoint_usage[] =
 	"Usage: piworkfs checkpoint [NAME] [--json]\n"
@@ -82,13 +145,18 @@ static const char checkpoint_usage[] =
 	"      --json         print JSON\n"
 	"  -h, --help         show this help\n"
 	"\n"
+	"Examples:\n"
+	"  piworkfs checkpoint before-refactor\n"
+	"  piworkfs diff --since before-refactor\n"
+	"\n"
 	"Exit status: 0 ok; 1 refused (inside `run`); 2 usage error; 4 no live view.\n";
 
-enum { OPT_JSON = 0x100, OPT_PRUNE, OPT_STAT, OPT_FORCE };
+enum { OPT_JSON = 0x100, OPT_PRUNE, OPT_STAT, OPT_FORCE, OPT_CHANGE_SET, OPT_NAME_STATUS,
+       OPT_COLOR, OPT_NO_PAGER };
 
 typedef struct opts {
-	const char *mount, *since, *mode;
-	bool json, prune, stat, all, dry, force;
+	const char *mount, *since, *mode, *change_set, *color;
+	bool json, prune, stat, all, dry, force, name_status, no_pager;
 	char **paths;
 	int n_paths;
 } opts;
@@ -136,12 +204,16 @@ static int parse(int argc, char **argv, const char *usage, opts *o)
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "prune", no_argument, NULL, OPT_PRUNE },
 		{ "stat", no_argument, NULL, OPT_STAT },
+		{ "change-set", required_argument, NULL, OPT_CHANGE_SET },
+		{ "name-status", no_argument, NULL, OPT_NAME_STATUS },
+		{ "color", optional_argument, NULL, OPT_COLOR },
+		{ "no-pager", no_argument, NULL, OPT_NO_PAGER },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	const char *cmd = argv[0];
-	bool is_changes = streq(cmd, "changes"), is_undo = streq(cmd, "undo");
+	bool is_changes = streq(cmd, "changes"), is_undo = streq(cmd, "undo") || streq(cmd, "redo");
 	int c;
 
 	opterr = 0;
@@ -152,11 +224,20 @@ static int parse(int argc, char **argv, const char *usage, opts *o)
 		case 's': o->since = optarg; ok = !streq(cmd, "checkpoint"); break;
 		case 'm': o->mode = optarg; ok = is_changes; break;
 		case 'M': o->mount = optarg; break;
-		case 'a': o->all = true; ok = is_undo; break;
+		case 'a': o->all = true; ok = !streq(cmd, "checkpoint"); break;
+		case OPT_CHANGE_SET: o->change_set = optarg; ok = !streq(cmd, "checkpoint"); break;
 		case 'n': o->dry = true; ok = is_undo; break;
 		case OPT_FORCE: o->force = true; ok = is_undo; break;
 		case OPT_PRUNE: o->prune = true; ok = is_changes; break;
 		case OPT_STAT: o->stat = true; ok = streq(cmd, "diff"); break;
+		case OPT_NAME_STATUS: o->name_status = true; ok = streq(cmd, "diff"); break;
+		case OPT_COLOR:
+			o->color = optarg ? optarg : "always";
+			ok = streq(cmd, "diff") && (streq(o->color, "always") ||
+						    streq(o->color, "never") ||
+						    streq(o->color, "auto"));
+			break;
+		case OPT_NO_PAGER: o->no_pager = true; ok = streq(cmd, "diff"); break;
 		case OPT_JSON: o->json = true; pw_err_json(true); break;
 		case 'h': return pw_usage(cmd, usage, false);
 		default: ok = false;
@@ -169,6 +250,20 @@ static int parse(int argc, char **argv, const char *usage, opts *o)
 	}
 	o->paths = argv + optind;
 	o->n_paths = argc - optind;
+	if (o->change_set) {
+		char *end = NULL;
+		long long n = strtoll(o->change_set, &end, 10);
+		if (end == o->change_set || *end || n <= 0) {
+			pw_err(cmd, "--change-set takes a change set's number, not '%s'",
+			       o->change_set);
+			return PW_EXIT_USAGE;
+		}
+		if (o->since) {
+			pw_err(cmd, "--change-set and --since choose the change sets two ways: "
+				    "give one");
+			return PW_EXIT_USAGE;
+		}
+	}
 	return -1;
 }
 
@@ -184,7 +279,7 @@ static int call_failed(const char *cmd, const opts *o, int r, int code, const ch
 		pw_err(cmd, "%s", message ? message : "the daemon refused");
 		if (code == PW_RPC_INVALID_PARAMS || code == PW_RPC_INVALID_PATH)
 			return PW_EXIT_USAGE;
-		if (code == PW_RPC_REFUSED)
+		if (code == PW_RPC_REFUSED || code == PW_RPC_NO_CHANGE)
 			return PW_EXIT_DENIED;
 		if (code == PW_RPC_UNAVAILABLE)
 			return PW_EXIT_NO_VIEW;
@@ -210,6 +305,8 @@ static json_t *scope_params(const opts *o)
 	}
 	if (o->mode)
 		json_object_set_new(p, "mode", json_string(o->mode));
+	if (o->change_set)
+		json_object_set_new(p, "change_set", json_integer(strtoll(o->change_set, NULL, 10)));
 	if (o->n_paths) {
 		json_t *a = json_array();
 		for (int i = 0; a && i < o->n_paths; i++) {
@@ -244,7 +341,79 @@ static void when(int64_t ns, char *buf, size_t size)
 	strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
-static int print_changes(json_t *res)
+/* ---- .git/ as one line -------------------------------------------------------------- */
+
+static bool in_git_dir(const char *p)
+{
+	return p && (streq(p, ".git") || startswith(p, ".git/"));
+}
+
+/* Did the person ask for a path under .git? Then its changes are shown one by one. */
+static bool asked_git(const opts *o)
+{
+	for (int i = 0; i < o->n_paths; i++)
+		if (strstr(o->paths[i], ".git"))
+			return true;
+	return false;
+}
+
+/*
+ * ".git/: 19 objects, index, refs/heads/main" for the entries of ARR under .git (their
+ * "path"), or NULL when there are none: one git command touches dozens of names there, and
+ * the person reads their project's changes, not git's bookkeeping.
+ */
+static char *git_summary(json_t *arr)
+{
+	json_t *e;
+	size_t i, objects = 0, names = 0, more = 0;
+	char list[512] = "";
+	size_t used = 0;
+	json_array_foreach(arr, i, e) {
+		const char *p = json_string_value(json_object_get(e, "path"));
+		if (!in_git_dir(p) || streq(p, ".git") || streq(p, ".git/objects") ||
+		    (startswith(p, ".git/objects/") && !strchr(p + 13, '/')))
+			continue; /* .git itself, objects' fan-out directories */
+		if (startswith(p, ".git/objects/")) {
+			objects++;
+			continue;
+		}
+		if (names++ >= 4) {
+			more++;
+			continue;
+		}
+		int n = snprintf(list + used, sizeof(list) - used, ", %s", pw_q(0, p + 5));
+		if (n > 0 && (size_t)n < sizeof(list) - used)
+			used += (size_t)n;
+	}
+	if (!objects && !names)
+		return NULL;
+	char *out = NULL;
+	char objs[48] = "";
+	if (objects)
+		snprintf(objs, sizeof(objs), ", %zu object%s", objects, objects == 1 ? "" : "s");
+	char tail[48] = "";
+	if (more)
+		snprintf(tail, sizeof(tail), ", %zu more", more);
+	if (asprintf(&out, ".git/: %s%s%s", objs[0] ? objs + 2 : list + 2,
+		     objs[0] ? list : "", tail) < 0)
+		return NULL;
+	return out;
+}
+
+/* ARR without its entries under .git (a new reference; ARR itself when it has none). */
+static json_t *without_git(json_t *arr)
+{
+	json_t *out = json_array(), *e;
+	size_t i;
+	if (!out)
+		return json_incref(arr);
+	json_array_foreach(arr, i, e)
+		if (!in_git_dir(json_string_value(json_object_get(e, "path"))))
+			json_array_append(out, e);
+	return out;
+}
+
+static int print_changes(json_t *res, bool fold_git)
 {
 	json_t *sets = json_object_get(res, "changesets"), *set;
 	size_t i, shown = 0;
@@ -256,12 +425,15 @@ static int print_changes(json_t *res)
 		const char *mode = json_string_value(json_object_get(set, "mode"));
 		printf("change set %lld%s%s%s, %s at %s%s%s%s\n",
 		       (long long)json_integer_value(json_object_get(set, "id")), name ? " \"" : "",
-		       name ? name : "", name ? "\"" : "",
+		       name ? pw_q(0, name) : "", name ? "\"" : "",
 		       json_string_value(json_object_get(set, "reason")), t, mode ? " in " : "",
 		       mode ? mode : "",
 		       json_is_true(json_object_get(set, "current")) ? " (current)" : "");
 		size_t j;
+		_cleanup_free_ char *gits = fold_git ? git_summary(changes) : NULL;
 		json_array_foreach(changes, j, c) {
+			if (gits && in_git_dir(json_string_value(json_object_get(c, "path"))))
+				continue;
 			const char *kind = json_string_value(json_object_get(c, "kind"));
 			const char *path = json_string_value(json_object_get(c, "path"));
 			const char *to = json_string_value(json_object_get(c, "to"));
@@ -270,12 +442,17 @@ static int print_changes(json_t *res)
 			const char *nk = json_string_value(json_object_get(c, "not_kept"));
 			char nowbuf[PATH_MAX + 16] = "";
 			if (now)
-				snprintf(nowbuf, sizeof(nowbuf), " (now %s)", now);
+				snprintf(nowbuf, sizeof(nowbuf), " (now %s)", pw_q(3, now));
 			when(json_integer_value(json_object_get(c, "time_ns")), t, sizeof(t));
-			printf("  %-9s %s%s%s%s  %s[%lld] %s%s%s\n", kind, path, to ? " -> " : "",
-			       to ? to : "", nowbuf, comm ? comm : "?",
+			printf("  %-9s %s%s%s%s  %s[%lld] %s%s%s\n", kind, pw_q(0, path),
+			       to ? " -> " : "", to ? pw_q(1, to) : "", nowbuf,
+			       comm ? pw_q(2, comm) : "?",
 			       (long long)json_integer_value(json_object_get(c, "pid")), t + 11,
 			       nk ? "  original not kept: " : "", nk ? nk : "");
+			shown++;
+		}
+		if (gits) {
+			printf("  %s\n", gits);
 			shown++;
 		}
 	}
@@ -311,12 +488,164 @@ int cmd_changes(int argc, char **argv)
 		       (long long)json_integer_value(json_object_get(res, "blobs")));
 		return PW_EXIT_OK;
 	}
-	r = call(argv[0], &o, "changes.list", scope_params(&o), &res);
+	json_t *lp = scope_params(&o);
+	if (lp && o.all)
+		json_object_set_new(lp, "every", json_true());
+	r = call(argv[0], &o, "changes.list", lp, &res);
 	if (r >= 0)
 		return r;
 	if (o.json)
 		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
-	return print_changes(res);
+	return print_changes(res, !asked_git(&o));
+}
+
+/* git's colours of a diff's lines (color.diff's defaults). */
+#define C_META "\033[1m"
+#define C_FRAG "\033[36m"
+#define C_OLD "\033[31m"
+#define C_NEW "\033[32m"
+#define C_RESET "\033[m"
+
+/* Prints the diff text D, coloured as git colours it when COLOR. */
+static void print_diff_text(const char *d, bool color)
+{
+	if (!color) {
+		fputs(d, stdout);
+		return;
+	}
+	for (const char *p = d; *p;) {
+		size_t n = strcspn(p, "\n");
+		const char *c = !strncmp(p, "@@", 2)                                   ? C_FRAG
+				: !strncmp(p, "--- ", 4) || !strncmp(p, "+++ ", 4)     ? C_META
+				: p[0] == '-'                                          ? C_OLD
+				: p[0] == '+'                                          ? C_NEW
+				: p[0] == ' ' || p[0] == '\\'                          ? NULL
+									       : C_META;
+		printf("%s%.*s%s\n", c ? c : "", (int)n, p, c ? C_RESET : "");
+		p += n + (p[n] == '\n');
+	}
+}
+
+/* The name a --stat line shows: PATH, or "WAS => PATH" for a rename (quoted). */
+static char *stat_name(json_t *f)
+{
+	const char *path = json_string_value(json_object_get(f, "path"));
+	const char *was = json_string_value(json_object_get(f, "was"));
+	char *out = NULL;
+	if (was && asprintf(&out, "%s => %s", pw_q(0, was), pw_q(1, path)) >= 0)
+		return out;
+	return strdup(pw_q(0, path));
+}
+
+/* git's diffstat: names, counts, +/- bars scaled to the terminal's width (80 off one),
+ * and the totals line. */
+static void print_stat(json_t *files, bool color)
+{
+	size_t n = json_array_size(files), name_w = 0, count_w = 1;
+	long long most = 0, ins = 0, del = 0;
+	char **names = calloc(n + 1, sizeof(*names));
+	if (!names)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		json_t *f = json_array_get(files, i);
+		long long a = json_integer_value(json_object_get(f, "added"));
+		long long r = json_integer_value(json_object_get(f, "removed"));
+		names[i] = stat_name(f);
+		size_t w = names[i] ? strlen(names[i]) : 1;
+		name_w = w > name_w ? w : name_w;
+		most = a + r > most ? a + r : most;
+		ins += a;
+		del += r;
+	}
+	char digits[32];
+	count_w = (size_t)snprintf(digits, sizeof(digits), "%lld", most);
+	unsigned width = pw_terminal_width();
+	if (!width)
+		width = 80;
+	/* " NAME | COUNT BARS": git gives the name up to 5/8 of the line, the bars at least 6 */
+	size_t room = width > count_w + 6 ? width - count_w - 6 : 10;
+	size_t name_max = room * 5 / 8 > 10 ? room * 5 / 8 : 10;
+	if (name_w > name_max)
+		name_w = name_max;
+	size_t bar_w = room > name_w + 6 ? room - name_w : 6;
+	for (size_t i = 0; i < n; i++) {
+		json_t *f = json_array_get(files, i);
+		long long a = json_integer_value(json_object_get(f, "added"));
+		long long r = json_integer_value(json_object_get(f, "removed"));
+		const char *name = names[i] ? names[i] : "?";
+		size_t len = strlen(name);
+		if (len > name_w) /* git cuts a long name from the left: "...ng/name" */
+			printf(" ...%s", name + len - (name_w - 3));
+		else
+			printf(" %-*s", (int)name_w, name);
+		if (json_is_true(json_object_get(f, "binary"))) {
+			printf(" | %*s\n", (int)count_w, "Bin");
+			continue;
+		}
+		long long pa = a, pr = r;
+		if (most > (long long)bar_w) { /* scaled, each side at least one when nonzero */
+			pa = a ? (a * (long long)bar_w + most - 1) / most : 0;
+			pr = r ? (r * (long long)bar_w) / most : 0;
+			if (r && !pr)
+				pr = 1;
+			if (pa + pr > (long long)bar_w)
+				pa = (long long)bar_w - pr;
+		}
+		printf(" | %*lld%s", (int)count_w, a + r, a + r ? " " : "");
+		if (color && pa)
+			fputs(C_NEW, stdout);
+		for (long long k = 0; k < pa; k++)
+			putchar('+');
+		if (color && pa)
+			fputs(C_RESET, stdout);
+		if (color && pr)
+			fputs(C_OLD, stdout);
+		for (long long k = 0; k < pr; k++)
+			putchar('-');
+		if (color && pr)
+			fputs(C_RESET, stdout);
+		putchar('\n');
+	}
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	/* git's summary: insertions unless only deletions, deletions unless only insertions */
+	printf(" %zu file%s changed", n, n == 1 ? "" : "s");
+	if (ins || !del)
+		printf(", %lld insertion%s(+)", ins, ins == 1 ? "" : "s");
+	if (del || !ins)
+		printf(", %lld deletion%s(-)", del, del == 1 ? "" : "s");
+	putchar('\n');
+}
+
+/* git's --name-status letters: A, D, M, R<similarity>. */
+static void print_name_status(json_t *files)
+{
+	json_t *f;
+	size_t i;
+	json_array_foreach(files, i, f) {
+		const char *kind = json_string_value(json_object_get(f, "kind"));
+		const char *path = json_string_value(json_object_get(f, "path"));
+		const char *was = json_string_value(json_object_get(f, "was"));
+		const char *d = json_string_value(json_object_get(f, "diff"));
+		const char *sim = d ? strstr(d, "\nsimilarity index ") : NULL;
+		if (was) {
+			printf("R%03d\t%s\t%s\n", sim ? atoi(sim + 18) : 100, pw_q(0, was),
+			       pw_q(1, path));
+			continue;
+		}
+		char letter = streq_ptr(kind, "created") ? 'A' : streq_ptr(kind, "deleted") ? 'D' : 'M';
+		printf("%c\t%s\n", letter, pw_q(0, path));
+	}
+}
+
+static bool want_color(const opts *o)
+{
+	if (o->color && streq(o->color, "always"))
+		return true;
+	if (o->color && streq(o->color, "never"))
+		return false;
+	return pw_use_color(stdout);
 }
 
 int cmd_diff(int argc, char **argv)
@@ -325,37 +654,149 @@ int cmd_diff(int argc, char **argv)
 	int r = parse(argc, argv, diff_usage, &o);
 	if (r >= 0)
 		return r;
+	if (o.stat + o.name_status > 1) {
+		pw_err(argv[0], "--stat and --name-status: give one");
+		return PW_EXIT_USAGE;
+	}
 	_cleanup_(pw_json_decrefp) json_t *res = NULL;
 	json_t *p = scope_params(&o);
-	if (p && o.stat)
+	if (p && (o.stat || o.name_status))
 		json_object_set_new(p, "stat", json_true());
+	if (p && o.all)
+		json_object_set_new(p, "every", json_true());
 	r = call(argv[0], &o, "changes.diff", p, &res);
 	if (r >= 0)
 		return r;
 	if (o.json)
 		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
-	json_t *files = json_object_get(res, "files"), *f;
+	bool color = want_color(&o); /* decided on the terminal, before the pager takes it */
+	if (!o.no_pager)
+		pw_pager_start();
+	json_t *all_files = json_object_get(res, "files"), *f;
+	_cleanup_free_ char *gits = asked_git(&o) ? NULL : git_summary(all_files);
+	_cleanup_(pw_json_decrefp) json_t *files =
+		gits ? without_git(all_files) : json_incref(all_files);
 	size_t i;
-	json_array_foreach(files, i, f) {
-		const char *path = json_string_value(json_object_get(f, "path"));
-		const char *kind = json_string_value(json_object_get(f, "kind"));
-		const char *d = json_string_value(json_object_get(f, "diff"));
-		const char *nk = json_string_value(json_object_get(f, "not_kept"));
-		if (o.stat) {
-			printf(" %-40s | %s +%lld -%lld\n", path, kind,
-			       (long long)json_integer_value(json_object_get(f, "added")),
-			       (long long)json_integer_value(json_object_get(f, "removed")));
-		} else if (nk) {
-			printf("%s %s: the original was not kept (%s)\n", kind, path, nk);
-		} else if (d) {
-			fputs(d, stdout);
-		} else {
-			printf("%s %s\n", kind, path);
+	if (o.stat && json_array_size(files))
+		print_stat(files, color);
+	else if (o.name_status)
+		print_name_status(files);
+	else
+		json_array_foreach(files, i, f) {
+			const char *path = json_string_value(json_object_get(f, "path"));
+			const char *kind = json_string_value(json_object_get(f, "kind"));
+			const char *d = json_string_value(json_object_get(f, "diff"));
+			const char *nk = json_string_value(json_object_get(f, "not_kept"));
+			if (nk)
+				printf("%s %s: the original was not kept (%s)\n", kind, pw_q(0, path),
+				       nk);
+			else if (d)
+				print_diff_text(d, color);
+			else /* what git cannot show: a directory, owner, times, xattrs */
+				printf("# %s %s\n", kind, pw_q(0, path));
 		}
-	}
+	if (gits) /* a line git apply skips */
+		printf("# %s (piworkfs diff .git: each)\n", gits);
 	if (json_is_true(json_object_get(res, "truncated")))
 		printf("(diff truncated; narrow with PATH)\n");
+	pw_pager_end();
 	return PW_EXIT_OK;
+}
+
+/* The change sets an undo takes, "change set 4" or "change sets 3, 4". */
+static void print_sets(json_t *ids)
+{
+	json_t *id;
+	size_t i;
+	printf("change set%s ", json_array_size(ids) == 1 ? "" : "s");
+	json_array_foreach(ids, i, id)
+		printf("%s%lld", i ? ", " : "", (long long)json_integer_value(id));
+}
+
+/* What the undo does, one line per path (the daemon's summary), .git/ folded. */
+static void print_summary(json_t *res, const char *prefix, bool fold_git)
+{
+	json_t *sum = json_object_get(res, "summary"), *a;
+	size_t i;
+	_cleanup_free_ char *gits = fold_git ? git_summary(sum) : NULL;
+	json_array_foreach(sum, i, a) {
+		const char *what = json_string_value(json_object_get(a, "action"));
+		const char *path = json_string_value(json_object_get(a, "path"));
+		const char *from = json_string_value(json_object_get(a, "from"));
+		if (gits && in_git_dir(path))
+			continue;
+		if (from)
+			printf("%s%s %s -> %s\n", prefix, what, pw_q(0, from), pw_q(1, path));
+		else
+			printf("%s%s %s\n", prefix, what, pw_q(0, path));
+	}
+	if (gits)
+		printf("%sput back %s\n", prefix, gits);
+}
+
+/*
+ * undo and redo: first a dry run, printed as what is about to be done; then the same
+ * change sets for real (the dry run's choice, pinned, so a change in between cannot make
+ * the undo take another). --json and --dry-run make one call.
+ */
+static int undo_or_redo(const char *cmd, const opts *o, json_t *p, bool redo)
+{
+	_cleanup_(pw_json_decrefp) json_t *res = NULL, *plan = NULL;
+	bool by_default = !o->since && !o->change_set && !redo;
+	int r;
+	if (!o->json && !o->dry) {
+		json_t *dp = json_deep_copy(p);
+		if (dp)
+			json_object_set_new(dp, "dry_run", json_true());
+		r = call(cmd, o, "changes.undo", dp, &plan);
+		if (r >= 0) {
+			json_decref(p);
+			return r;
+		}
+		json_t *sets = json_object_get(plan, "undoes");
+		if (!json_array_size(json_object_get(plan, "actions")) &&
+		    !json_array_size(json_object_get(plan, "summary"))) {
+			json_decref(p);
+			printf(redo ? "nothing to redo\n" : "nothing to undo\n");
+			return PW_EXIT_OK;
+		}
+		if (redo)
+			printf("redo: putting back what the undo in change set %lld took away:\n",
+			       (long long)json_integer_value(json_array_get(sets, 0)));
+		else {
+			printf("undo: putting back the originals of ");
+			print_sets(sets);
+			printf(":\n");
+		}
+		print_summary(plan, "  ", !asked_git(o));
+		fflush(stdout);
+		if (by_default && json_array_size(sets) == 1 && p) {
+			json_object_set_new(p, "change_set", json_copy(json_array_get(sets, 0)));
+			json_object_set_new(p, "pinned", json_true());
+		}
+	}
+	r = call(cmd, o, "changes.undo", p, &res);
+	if (r >= 0)
+		return r;
+	json_t *failed = json_object_get(res, "failed"), *a;
+	int status = json_array_size(failed) ? PW_EXIT_SYSTEM : PW_EXIT_OK;
+	if (o->json)
+		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
+	size_t i;
+	if (o->dry)
+		print_summary(res, "would ", !asked_git(o));
+	json_array_foreach(failed, i, a)
+		pw_err(cmd, "%s %s: %s", json_string_value(json_object_get(a, "action")),
+		       pw_q(0, json_string_value(json_object_get(a, "path"))),
+		       json_string_value(json_object_get(a, "error")));
+	if (o->dry && !json_array_size(json_object_get(res, "actions")))
+		printf(redo ? "nothing to redo\n" : "nothing to undo\n");
+	else if (!o->dry)
+		printf("done: change set %lld holds the %s (%s)\n",
+		       (long long)json_integer_value(json_object_get(res, "changeset")),
+		       redo ? "redo" : "undo",
+		       redo ? "piworkfs undo --all undoes it again" : "piworkfs redo reverses it");
+	return status;
 }
 
 int cmd_undo(int argc, char **argv)
@@ -378,30 +819,22 @@ int cmd_undo(int argc, char **argv)
 		json_object_set_new(p, "dry_run", json_boolean(o.dry));
 		json_object_set_new(p, "force", json_boolean(o.force));
 	}
-	_cleanup_(pw_json_decrefp) json_t *res = NULL;
-	r = call(argv[0], &o, "changes.undo", p, &res);
+	return undo_or_redo(argv[0], &o, p, false);
+}
+
+int cmd_redo(int argc, char **argv)
+{
+	opts o = { 0 };
+	int r = parse(argc, argv, redo_usage, &o);
 	if (r >= 0)
 		return r;
-	json_t *failed = json_object_get(res, "failed");
-	int status = json_array_size(failed) ? PW_EXIT_SYSTEM : PW_EXIT_OK;
-	if (o.json)
-		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
-	json_t *a;
-	size_t i;
-	json_array_foreach(json_object_get(res, "actions"), i, a) {
-		const char *what = json_string_value(json_object_get(a, "action"));
-		const char *path = json_string_value(json_object_get(a, "path"));
-		const char *to = json_string_value(json_object_get(a, "to"));
-		printf("%s%s %s%s%s\n", o.dry ? "would " : "", what, path, to ? " -> " : "",
-		       to ? to : "");
+	if (o.n_paths || o.all || o.since || o.change_set) {
+		pw_err(argv[0], "redo takes no PATH, --all, --since or --change-set: it reverses "
+				"the last undo");
+		return PW_EXIT_USAGE;
 	}
-	json_array_foreach(failed, i, a)
-		pw_err(argv[0], "%s %s: %s", json_string_value(json_object_get(a, "action")),
-		       json_string_value(json_object_get(a, "path")),
-		       json_string_value(json_object_get(a, "error")));
-	if (!json_array_size(json_object_get(res, "actions")))
-		printf("nothing to undo\n");
-	return status;
+	json_t *p = json_pack("{s:b,s:b,s:b}", "redo", true, "dry_run", o.dry, "force", o.force);
+	return undo_or_redo(argv[0], &o, p, true);
 }
 
 int cmd_checkpoint(int argc, char **argv)
@@ -425,6 +858,6 @@ int cmd_checkpoint(int argc, char **argv)
 		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
 	printf("change set %lld started%s%s\n",
 	       (long long)json_integer_value(json_object_get(res, "changeset")),
-	       o.n_paths ? ": checkpoint " : "", o.n_paths ? o.paths[0] : "");
+	       o.n_paths ? ": checkpoint " : "", o.n_paths ? pw_q(0, o.paths[0]) : "");
 	return PW_EXIT_OK;
 }

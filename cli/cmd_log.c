@@ -34,6 +34,7 @@
 #include "report.h"
 #include "store/state.h"
 #include "store/reader.h"
+#include "quote.h"
 #include "util.h"
 
 #define LOG_DEFAULT_LIMIT 50
@@ -279,14 +280,18 @@ static int line_from_row(const log_row *r, log_line *l)
 	format_rule(r, rule, sizeof(rule));
 	snprintf(count, sizeof(count), "%lld", (long long)r->count);
 	snprintf(pid, sizeof(pid), "%lld", (long long)r->pid);
-	if (asprintf(&path, "%s%s%s", r->path ? r->path : "", r->path2 ? " -> " : "",
-		     r->path2 ? r->path2 : "") < 0)
+	/* Names the agent chose: quoted as git quotes paths (quote.h). */
+	_cleanup_free_ char *qpath = pw_quote(r->path ? r->path : "");
+	_cleanup_free_ char *qpath2 = r->path2 ? pw_quote(r->path2) : NULL;
+	_cleanup_free_ char *qcomm = r->comm ? pw_quote(r->comm) : NULL;
+	if (!qpath || (r->path2 && !qpath2) || (r->comm && !qcomm) ||
+	    asprintf(&path, "%s%s%s", qpath, r->path2 ? " -> " : "", r->path2 ? qpath2 : "") < 0)
 		return -ENOMEM;
 	*l = (log_line){ .time_ns = r->time_ns, .id = r->id, .denied = r->err != 0 };
 	_cleanup_free_ char *project = project_cell(r->project);
 	const char *cells[N_COLS] = { when,   project, r->mode, r->op,
 				      errno_text(r->err, errbuf, sizeof(errbuf)),
-				      pid,    r->comm, count,	path,  rule };
+				      pid,    qcomm, count,	path,  rule };
 	for (size_t i = 0; i < N_COLS; i++)
 		if (!(l->cells[i] = xstrdup(cells[i]))) {
 			log_line_done(l);
@@ -333,17 +338,22 @@ static int line_from_switch(const pw_switch_row *w, log_line *l)
 	snprintf(pid, sizeof(pid), "%lld", (long long)w->pid);
 	snprintf(change, sizeof(change), "%s -> %s", w->from_mode ? w->from_mode : "(none)",
 		 w->to_mode ? w->to_mode : "?");
-	if (streq_ptr(w->origin, "request"))
-		snprintf(who, sizeof(who), "the agent asked (\"%s\"); allowed by %s",
-			 w->reason ? w->reason : "", w->answered_by ? w->answered_by : "?");
-	else
+	if (streq_ptr(w->origin, "request")) {
+		/* the reason in double quotes either way: quote.h adds them when it escapes */
+		const char *reason = w->reason ? w->reason : "";
+		bool q = pw_quote_needed(reason);
+		snprintf(who, sizeof(who), "the agent asked (%s%s%s); allowed by %s", q ? "" : "\"",
+			 pw_q(0, reason), q ? "" : "\"",
+			 w->answered_by ? pw_q(1, w->answered_by) : "?");
+	} else {
 		snprintf(who, sizeof(who), "asked by %s (pid %lld, %s) through the %s",
-			 asker_name(w), (long long)w->pid, user_text(w->uid, user, sizeof(user)),
+			 pw_q(0, asker_name(w)), (long long)w->pid, user_text(w->uid, user, sizeof(user)),
 			 w->origin ? w->origin : "?");
+	}
 	*l = (log_line){ .time_ns = w->time_ns, .id = w->id, .is_switch = true };
 	_cleanup_free_ char *project = project_cell(w->project);
-	const char *cells[N_COLS] = { when, project, w->to_mode, "switch", "-", pid, w->comm,
-				      "", change, who };
+	const char *cells[N_COLS] = { when, project, w->to_mode, "switch", "-", pid,
+				      w->comm ? pw_q(2, w->comm) : NULL, "", change, who };
 	for (size_t i = 0; i < N_COLS; i++)
 		if (!(l->cells[i] = xstrdup(cells[i]))) {
 			log_line_done(l);
@@ -1412,7 +1422,7 @@ static int why_print_text(const pw_cli_project *p, const char *project, const ch
 
 	if (!text)
 		return -ENOMEM;
-	printf("%s in %s\n", rel[0] ? rel : ".", project);
+	printf("%s in %s\n", rel[0] ? pw_q(0, rel) : ".", pw_q(1, project));
 	printf("now (mode %s, %s): %s%s%s\n", wm->mode, why_source_text(wm->source),
 	       d->allowed ? "allowed" : "denied", d->allowed ? "" : " ",
 	       d->allowed ? "" : pw_report_errno_name(d->err));

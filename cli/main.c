@@ -26,7 +26,8 @@ static const pw_command commands[] = {
 	{ "run", cmd_run },	      { "completion", cmd_completion },
 	{ "__complete", cmd_complete },
 	{ "changes", cmd_changes },   { "diff", cmd_diff },
-	{ "undo", cmd_undo },	      { "checkpoint", cmd_checkpoint },
+	{ "undo", cmd_undo },	      { "redo", cmd_redo },
+	{ "checkpoint", cmd_checkpoint },
 };
 
 static pw_cmd_fn find_command(const char *name)

@@ -165,8 +165,15 @@ static const pw_option complete_opts[] = {
 
 /* changes, diff, undo, checkpoint parse their own options (cli/cmd_changes.c); these
  * tables serve --help's list and the shells' completions. */
+#define OPT_CHANGE_SET_OPT                                                                         \
+	{ "change-set", 0, "N", PW_OPT_CHANGE_SET, PW_COMPLETE_NONE, "change set N only" }
+#define OPT_EVERY_SET                                                                              \
+	{ "all", 'a', NULL, 'a', PW_COMPLETE_NONE, "every change set kept" }
+
 static const pw_option changes_opts[] = {
 	{ "since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME" },
+	OPT_CHANGE_SET_OPT,
+	OPT_EVERY_SET,
 	OPT_MODE("only changes made in MODE"),
 	{ "prune", 0, NULL, PW_OPT_PRUNE, PW_COMPLETE_NONE, "apply the retention now" },
 	OPT_MOUNT,
@@ -177,7 +184,12 @@ static const pw_option changes_opts[] = {
 
 static const pw_option diff_opts[] = {
 	{ "since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME" },
+	OPT_CHANGE_SET_OPT,
+	OPT_EVERY_SET,
 	{ "stat", 0, NULL, PW_OPT_STAT, PW_COMPLETE_NONE, "lines added and removed per file" },
+	{ "name-status", 0, NULL, PW_OPT_NAME_STATUS, PW_COMPLETE_NONE, "A, D, M or R per file" },
+	{ "color", 0, "WHEN", PW_OPT_COLOR, PW_COMPLETE_NONE, "always, never or auto" },
+	{ "no-pager", 0, NULL, PW_OPT_NO_PAGER, PW_COMPLETE_NONE, "never page" },
 	OPT_MOUNT,
 	OPT_JSON,
 	OPT_HELP,
@@ -187,7 +199,17 @@ static const pw_option diff_opts[] = {
 static const pw_option undo_opts[] = {
 	{ "all", 'a', NULL, 'a', PW_COMPLETE_NONE, "every change in the change sets chosen" },
 	{ "since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME" },
+	OPT_CHANGE_SET_OPT,
 	/* No -n: it is log's --lines, and a letter means one thing everywhere. */
+	{ "dry-run", 0, NULL, 'n', PW_COMPLETE_NONE, "say what would be done" },
+	{ "force", 0, NULL, PW_OPT_FORCE, PW_COMPLETE_NONE, "also what changed outside the view" },
+	OPT_MOUNT,
+	OPT_JSON,
+	OPT_HELP,
+	OPT_END,
+};
+
+static const pw_option redo_opts[] = {
 	{ "dry-run", 0, NULL, 'n', PW_COMPLETE_NONE, "say what would be done" },
 	{ "force", 0, NULL, PW_OPT_FORCE, PW_COMPLETE_NONE, "also what changed outside the view" },
 	OPT_MOUNT,
@@ -234,6 +256,7 @@ static const pw_command_spec specs[] = {
 	{ "diff", "the diff between the originals kept and the files now", diff_opts, 0,
 	  PW_COMPLETE_FILE },
 	{ "undo", "put the originals back (PATH... or --all)", undo_opts, 0, PW_COMPLETE_FILE },
+	{ "redo", "reverse the last undo", redo_opts, 0, PW_COMPLETE_NONE },
 	{ "checkpoint", "start a new change set, optionally named", checkpoint_opts, 0,
 	  PW_COMPLETE_NONE },
 };

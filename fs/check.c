@@ -28,7 +28,7 @@ pw_policy *pw_fs_policy_get(pw_fs *fs, uint64_t *ret_gen)
 	return p;
 }
 
-/* The requesting process's name is read now (pw_proc_comm_cached): a short-lived process
+/* The requesting process's name is read now (pw_proc_who_cached): a short-lived process
  * (touch) is gone by the time the audit writer could look (docs/AUDIT.md). */
 
 /*
@@ -50,6 +50,9 @@ static void record(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, 
 		   const char *path, const char *path2, const pw_decision *d)
 {
 	const struct fuse_ctx *ctx = req ? fuse_req_ctx(req) : NULL;
+	/* A denial names the process by its program and pid (the thread group leader's), not
+	 * the thread that asked (a runtime's worker). */
+	const pw_proc_who *who = d->allowed || !ctx ? NULL : pw_proc_who_cached(ctx->pid);
 	pw_audit_event ev = {
 		.mode = pw_policy_mode_name(p),
 		.generation = gen,
@@ -59,9 +62,9 @@ static void record(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, 
 		.err = d->err,
 		.rule = d->rule,
 		.reason = d->reason,
-		.pid = ctx ? ctx->pid : 0,
+		.pid = who ? who->tgid : ctx ? ctx->pid : 0,
 		.uid = ctx ? ctx->uid : 0,
-		.comm = d->allowed || !ctx ? NULL : pw_proc_comm_cached(ctx->pid),
+		.comm = who ? who->program : NULL,
 		.pidns = d->allowed || !ctx ? NULL : caller_pidns(ctx->pid),
 	};
 	pw_audit_submit(fs->audit, &ev);

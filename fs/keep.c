@@ -268,6 +268,7 @@ typedef struct who {
 	pid_t pid;
 	bool known; /* comm read (only once a row needs it: most hooks record nothing) */
 	char comm[PW_COMM_MAX + 1];
+	char thread[PW_COMM_MAX + 1]; /* the asking thread's name when not the program's */
 } who;
 
 static void who_of(fuse_req_t req, who *w)
@@ -275,6 +276,7 @@ static void who_of(fuse_req_t req, who *w)
 	w->pid = req ? fuse_req_ctx(req)->pid : getpid();
 	w->known = false;
 	w->comm[0] = '\0';
+	w->thread[0] = '\0';
 }
 
 /* The process name for a row, read the first time one is recorded (from the thread's cache:
@@ -282,8 +284,14 @@ static void who_of(fuse_req_t req, who *w)
 static const char *who_comm(who *w)
 {
 	if (!w->known) {
-		const char *c = pw_proc_comm_cached(w->pid);
-		snprintf(w->comm, sizeof(w->comm), "%s", c ? c : "");
+		/* The program and its pid (the thread group leader's), not the thread that asked:
+		 * Node's writes come from libuv-worker threads. */
+		const pw_proc_who *c = pw_proc_who_cached(w->pid);
+		snprintf(w->comm, sizeof(w->comm), "%s", c ? c->program : "");
+		if (c && (c->tgid != w->pid || !streq(c->thread, c->program)))
+			snprintf(w->thread, sizeof(w->thread), "%s", c->thread);
+		if (c)
+			w->pid = c->tgid;
 		w->known = true;
 	}
 	return w->comm[0] ? w->comm : NULL;
@@ -351,6 +359,7 @@ static int64_t record_locked(pw_keep *k, who *w, const char *path, int dirfd,
 		pw_orig_object_done(&o);
 		return 0;
 	}
+	(void)who_comm(w); /* first: it sets the pid to the process's */
 	pw_orig_row row = {
 		.changeset = atomic_load(&k->cs),
 		.action = PW_ORIG_KEEP,
@@ -359,6 +368,7 @@ static int64_t record_locked(pw_keep *k, who *w, const char *path, int dirfd,
 		.obj = &o,
 		.op = op,
 		.comm = who_comm(w),
+		.thread = w->thread[0] ? w->thread : NULL,
 		.mode = k->mode,
 		.pid = w->pid,
 	};
@@ -639,6 +649,7 @@ static int64_t made_name_locked(pw_keep *k, pw_fs *fs, who *w, pw_inode *parent,
 	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
 		return 0;
 	pw_orig_object none = { 0 };
+	(void)who_comm(w); /* first: it sets the pid to the process's */
 	pw_orig_row row = {
 		.changeset = atomic_load(&k->cs),
 		.action = PW_ORIG_KEEP,
@@ -646,6 +657,7 @@ static int64_t made_name_locked(pw_keep *k, pw_fs *fs, who *w, pw_inode *parent,
 		.obj = &none,
 		.op = op_label(op),
 		.comm = who_comm(w),
+		.thread = w->thread[0] ? w->thread : NULL,
 		.mode = k->mode,
 		.pid = w->pid,
 	};
@@ -740,6 +752,7 @@ int64_t pw_keep_rename(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, con
 			cheap = false;
 	}
 	if (id >= 0) {
+		(void)who_comm(&w); /* first: it sets the pid to the process's */
 		pw_orig_row row = {
 			.changeset = atomic_load(&k->cs),
 			.action = PW_ORIG_MOVE,
@@ -751,6 +764,7 @@ int64_t pw_keep_rename(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, con
 			.obj = &dst,
 			.op = "rename",
 			.comm = who_comm(&w),
+			.thread = w.thread[0] ? w.thread : NULL,
 			.mode = k->mode,
 			.pid = w.pid,
 		};

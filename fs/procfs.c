@@ -54,6 +54,61 @@ const char *pw_proc_comm_cached(pid_t pid)
 	return cached;
 }
 
+/* The Tgid of thread TID, from /proc/TID/status (readable for any thread id, listed in
+ * /proc or not). */
+static int proc_tgid(pid_t tid, pid_t *ret)
+{
+	char path[40], buf[1024];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return negative_errno();
+	ssize_t n = read(fd, buf, sizeof(buf) - 1); /* Tgid is the fourth line */
+	if (n < 0)
+		return negative_errno();
+	buf[n] = '\0';
+	const char *t = strstr(buf, "\nTgid:");
+	long v = t ? strtol(t + 7, NULL, 10) : 0;
+	if (v <= 0)
+		return -EIO;
+	*ret = (pid_t)v;
+	return 0;
+}
+
+int pw_proc_who_of(pid_t tid, pw_proc_who *ret)
+{
+	*ret = (pw_proc_who){ 0 };
+	if (tid <= 0)
+		return -ESRCH;
+	int r = pw_proc_comm(tid, ret->thread, sizeof(ret->thread));
+	if (r < 0)
+		return r;
+	pid_t tgid = tid;
+	if (proc_tgid(tid, &tgid) < 0)
+		tgid = tid; /* unknown: the thread stands for its process */
+	ret->tgid = tgid;
+	if (tgid == tid || pw_proc_comm(tgid, ret->program, sizeof(ret->program)) < 0 ||
+	    !ret->program[0])
+		snprintf(ret->program, sizeof(ret->program), "%s", ret->thread);
+	return 0;
+}
+
+const pw_proc_who *pw_proc_who_cached(pid_t tid)
+{
+	static _Thread_local pid_t cached_tid;
+	static _Thread_local pw_proc_who cached;
+	if (tid <= 0)
+		return NULL;
+	if (tid == cached_tid)
+		return &cached;
+	if (pw_proc_who_of(tid, &cached) < 0 || !cached.thread[0]) {
+		cached_tid = 0;
+		return NULL;
+	}
+	cached_tid = tid;
+	return &cached;
+}
+
 /* Undoes mountinfo's octal escapes (\040 for a space, \011, \012, \134) in place. */
 static void unescape(char *s)
 {

@@ -23,6 +23,23 @@ int pw_proc_comm(pid_t pid, char *buf, size_t size);
  * call. */
 const char *pw_proc_comm_cached(pid_t pid);
 
+/* Who a request came from, by program: the kernel names the thread that asked (FUSE's pid
+ * is a thread id), and a thread's name is often a runtime's worker (libuv-worker, a JIT
+ * thread), not the program (node, pi, bash). */
+typedef struct pw_proc_who {
+	pid_t tgid;                     /* the thread group leader: the process */
+	char program[PW_COMM_MAX + 1];  /* the leader's name (/proc/TGID/comm) */
+	char thread[PW_COMM_MAX + 1];   /* the asking thread's own name */
+} pw_proc_who;
+
+/* Fills *RET for thread TID: its Tgid (/proc/TID/status), the leader's name and its own.
+ * Returns 0, or -errno (-ESRCH for a TID <= 0) with *RET zeroed. */
+int pw_proc_who_of(pid_t tid, pw_proc_who *ret);
+
+/* pw_proc_who_of through a one-entry cache per thread (as pw_proc_comm_cached, with the
+ * same caveats). NULL when unknown. Valid on this thread until its next call. */
+const pw_proc_who *pw_proc_who_cached(pid_t tid);
+
 /* One line of /proc/self/mountinfo, its paths unescaped (\040 a space, ...). */
 typedef struct pw_mountinfo {
 	unsigned maj, min;

@@ -33,6 +33,7 @@ enum {
 	PW_RPC_BUSY = -32005,           /* too many connections (connection closed) */
 	PW_RPC_INVALID_PATH = -32006,   /* a path that cannot be normalized */
 	PW_RPC_UNAVAILABLE = -32007,    /* a feature this daemon was built or started without */
+	PW_RPC_NO_CHANGE = -32008,      /* diff or undo of a path with no recorded change */
 };
 
 /* A parsed request. ROOT owns everything; id/params are borrowed from it. */

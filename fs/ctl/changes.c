@@ -30,9 +30,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "gitdiff.h"
 #include "keep.h"
 #include "path.h"
 #include "proto.h"
+#include "quote.h"
 #include "util.h"
 
 #define LIST_MAX 5000          /* entries in one changes.list reply */
@@ -44,15 +46,18 @@ extern char **environ;
 typedef struct crow {
 	int64_t id, cs, pid, time_ns;
 	bool move, exchange, implicit;
-	char *path, *path2, *op, *comm, *mode_name, *not_kept;
+	char *path, *path2, *op, *comm, *mode_name, *not_kept, *thread;
 	uint64_t src_dev, src_ino;
 	pw_orig_object o;
 	bool selected;
+	bool covered;   /* put back by an undo that no redo reversed */
+	bool now_selected; /* where its object is now lies under a path asked for */
+	bool from_undo; /* recorded by an undo or a redo */
 } crow;
 
 typedef struct cset {
-	int64_t id, started_ns;
-	char *reason, *name, *mode;
+	int64_t id, started_ns, redone_by;
+	char *reason, *name, *mode, *undoes;
 } cset;
 
 typedef struct ctx {
@@ -68,6 +73,8 @@ typedef struct ctx {
 	char **paths;
 	size_t n_paths;
 	pw_policy *hide; /* an agent's request: the active policy, whose hidden paths it never sees */
+	int64_t min_cs;  /* the first change set in scope */
+	int64_t end_cs;  /* the last change set in scope (INT64_MAX: up to the tree as it is) */
 } ctx;
 
 static _printf_(3, 4) int failf(ctx *x, int code, const char *fmt, ...)
@@ -89,6 +96,7 @@ static void ctx_done(ctx *x)
 		free(r->comm);
 		free(r->mode_name);
 		free(r->not_kept);
+		free(r->thread);
 		pw_orig_object_done(&r->o);
 	}
 	free(x->rows);
@@ -96,6 +104,7 @@ static void ctx_done(ctx *x)
 		free(x->sets[i].reason);
 		free(x->sets[i].name);
 		free(x->sets[i].mode);
+		free(x->sets[i].undoes);
 	}
 	free(x->sets);
 	for (size_t i = 0; i < x->n_paths; i++)
@@ -178,7 +187,7 @@ static bool path_under(const char *path, const char *top)
 
 static bool path_selected(ctx *x, const crow *r)
 {
-	if (!x->n_paths)
+	if (!x->n_paths || r->now_selected)
 		return true;
 	for (size_t i = 0; i < x->n_paths; i++)
 		if (path_under(r->path, x->paths[i]) || path_under(r->path2, x->paths[i]))
@@ -186,7 +195,10 @@ static bool path_selected(ctx *x, const crow *r)
 	return false;
 }
 
-enum scope_default { SCOPE_ALL, SCOPE_LATEST };
+/* SCOPE_UNDO: the latest change set with a change not undone yet (an undo's or a redo's
+ * own changes are never chosen by default): a repeated undo steps further back. */
+/* SCOPE_MOUNT: since the view was last mounted (the default of changes and diff alike). */
+enum scope_default { SCOPE_ALL, SCOPE_MOUNT, SCOPE_LATEST, SCOPE_UNDO };
 
 static char *dup_or_null(const char *s)
 {
@@ -214,7 +226,8 @@ static int load_set(const pw_orig_changeset *c, void *u)
 	}
 	x->sets[x->n_sets++] = (cset){ .id = c->id, .started_ns = c->started_ns,
 				       .reason = dup_or_null(c->reason),
-				       .name = dup_or_null(c->name), .mode = dup_or_null(c->mode) };
+				       .name = dup_or_null(c->name), .mode = dup_or_null(c->mode),
+				       .undoes = dup_or_null(c->undoes), .redone_by = c->redone_by };
 	if (ls->since && c->name && streq(c->name, ls->since))
 		ls->min_cs = c->id;
 	return 0;
@@ -247,6 +260,7 @@ static int load_row(const pw_orig_rec *rec, void *u)
 		.comm = dup_or_null(rec->comm),
 		.mode_name = dup_or_null(rec->mode_name),
 		.not_kept = dup_or_null(rec->o.not_kept),
+		.thread = dup_or_null(rec->thread),
 		.src_dev = rec->src_dev,
 		.src_ino = rec->src_ino,
 		.o = rec->o,
@@ -263,6 +277,86 @@ static int load_row(const pw_orig_rec *rec, void *u)
 	return r->path ? 0 : -ENOMEM;
 }
 
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static const cset *set_by_id(const ctx *x, int64_t id)
+{
+	for (size_t lo = 0, hi = x->n_sets; lo < hi;) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (x->sets[mid].id == id)
+			return &x->sets[mid];
+		if (x->sets[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static bool undo_reason(const char *reason)
+{
+	return streq_ptr(reason, "undo") || streq_ptr(reason, "redo");
+}
+
+/* Marks the rows an undo put back (and no redo reversed since) covered, and the rows undo
+ * and redo recorded as theirs. */
+static int mark_undone(ctx *x)
+{
+	int64_t *ids = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t i = 0; i < x->n_sets; i++) {
+		const cset *c = &x->sets[i];
+		if (!streq_ptr(c->reason, "undo") || c->redone_by || !c->undoes)
+			continue;
+		json_t *a = json_loads(c->undoes, 0, NULL), *item;
+		size_t k;
+		json_array_foreach(a, k, item) {
+			if (PW_GROW(ids, cap, n, 64) < 0) {
+				json_decref(a);
+				free(ids);
+				return -ENOMEM;
+			}
+			ids[n++] = json_integer_value(item);
+		}
+		json_decref(a);
+	}
+	if (n)
+		qsort(ids, n, sizeof(*ids), cmp_i64);
+	for (size_t i = 0; i < x->n_rows; i++) {
+		crow *r = &x->rows[i];
+		const cset *c = set_by_id(x, r->cs);
+		r->from_undo = c && undo_reason(c->reason);
+		r->covered = n && bsearch(&r->id, ids, n, sizeof(*ids), cmp_i64);
+	}
+	free(ids);
+	return 0;
+}
+
+/* May a default-scoped undo take row R? */
+static bool undoable(const crow *r)
+{
+	return !r->covered && !r->from_undo;
+}
+
+static void current_path(ctx *x, size_t i, const char *path, char *out);
+
+/* A path asked for takes the rows of what is there now, whatever names it had: `diff
+ * src/app.c` shows the edit made to it as src/main.c before the rename. */
+static void mark_now_selected(ctx *x)
+{
+	for (size_t i = 0; x->n_paths && i < x->n_rows; i++) {
+		crow *r = &x->rows[i];
+		char cur[PW_PATH_MAX];
+		current_path(x, i, r->move ? r->path2 : r->path, cur);
+		for (size_t p = 0; p < x->n_paths && !r->now_selected; p++)
+			r->now_selected = path_under(cur, x->paths[p]);
+	}
+}
+
 /* Loads the project's change sets and rows (oldest first), and marks the rows the
  * params select: --since (a checkpoint's name, or since_ns), --mode, paths. Lock held. */
 static int load(ctx *x, json_t *params, enum scope_default dflt)
@@ -271,6 +365,10 @@ static int load(ctx *x, json_t *params, enum scope_default dflt)
 	json_t *since_ns_j = json_object_get(params, "since_ns");
 	const char *mode = json_string_value(json_object_get(params, "mode"));
 	int64_t since_ns = since_ns_j ? json_integer_value(since_ns_j) : 0;
+	json_t *one_j = json_object_get(params, "change_set");
+	/* the CLI's second call: the change set its dry run chose by default, taken the same way */
+	bool pinned = json_is_true(json_object_get(params, "pinned"));
+	int64_t one = one_j ? json_integer_value(one_j) : 0;
 
 	if (load_paths(x, params) < 0)
 		return -1;
@@ -278,25 +376,76 @@ static int load(ctx *x, json_t *params, enum scope_default dflt)
 	int q = pw_orig_read(pw_keep_store(x->k), pw_keep_project(x->k), load_set, load_row, &ls);
 	if (q < 0)
 		return failf(x, PW_RPC_INTERNAL_ERROR, "state database: %s", strerror(-q));
+	if (mark_undone(x) < 0)
+		return failf(x, PW_RPC_INTERNAL_ERROR, "out of memory");
+	mark_now_selected(x);
 	int64_t min_cs = ls.min_cs;
 	if (since && !min_cs)
 		return failf(x, PW_RPC_INVALID_PARAMS, "no checkpoint named '%s'", since);
 
-	/* The default scope of diff and undo: the latest change set with a change. */
-	if (!since && !since_ns_j && dflt == SCOPE_LATEST) {
+	x->end_cs = INT64_MAX;
+	if (one_j) {
+		bool known = false;
+		for (size_t i = 0; i < x->n_sets && !known; i++)
+			known = x->sets[i].id == one;
+		if (!known)
+			return failf(x, PW_RPC_INVALID_PARAMS, "no change set %lld", (long long)one);
+		min_cs = one;
+		x->end_cs = one;
+	}
+	if (json_is_true(json_object_get(params, "every")))
+		dflt = SCOPE_ALL;
+	/* The default scope of diff and undo: the latest change set with a change (for
+	 * undo, one not undone yet; that change set only). */
+	bool by_default = !one_j && !since && !since_ns_j;
+	if (by_default && dflt == SCOPE_MOUNT) {
+		for (size_t i = x->n_sets; i-- > 0 && !min_cs;)
+			if (streq_ptr(x->sets[i].reason, "mount"))
+				min_cs = x->sets[i].id;
+	} else if (by_default && dflt != SCOPE_ALL) {
 		for (size_t i = x->n_rows; i-- > 0;)
-			if (!x->rows[i].implicit && path_selected(x, &x->rows[i])) {
+			if (!x->rows[i].implicit && path_selected(x, &x->rows[i]) &&
+			    (dflt != SCOPE_UNDO || undoable(&x->rows[i]))) {
 				min_cs = x->rows[i].cs;
 				break;
 			}
 		if (!min_cs)
 			min_cs = INT64_MAX;
+		if (dflt == SCOPE_UNDO)
+			x->end_cs = min_cs;
 	}
+	x->min_cs = min_cs;
 	for (size_t i = 0; i < x->n_rows; i++) {
 		crow *r = &x->rows[i];
-		r->selected = r->cs >= min_cs && r->time_ns >= since_ns &&
+		r->selected = r->cs >= min_cs && r->cs <= x->end_cs && r->time_ns >= since_ns &&
 			      (!mode || streq_ptr(r->mode_name, mode)) && path_selected(x, r) &&
 			      !agent_hidden(x, r->path) && !agent_hidden(x, r->path2);
+		/* An undo chosen by --since or by default never puts back again what an undo
+		 * put back, nor what an undo or redo did: that would redo (piworkfs redo
+		 * does). --change-set N takes what it names. */
+		if (dflt == SCOPE_UNDO && (!one_j || pinned) && !undoable(r))
+			r->selected = false;
+	}
+	return 0;
+}
+
+/* diff and undo of PATHS: each must have a change in scope, or the request fails naming
+ * the first that has none. */
+static int check_paths_changed(ctx *x, bool undo)
+{
+	for (size_t p = 0; p < x->n_paths; p++) {
+		bool any = false;
+		for (size_t i = 0; i < x->n_rows && !any; i++) {
+			const crow *r = &x->rows[i];
+			any = r->selected && !r->implicit &&
+			      (path_under(r->path, x->paths[p]) || path_under(r->path2, x->paths[p]));
+		}
+		if (any)
+			continue;
+		_cleanup_free_ char *q = pw_quote(x->paths[p][0] ? x->paths[p] : ".");
+		return failf(x, PW_RPC_NO_CHANGE,
+			     undo ? "%s: no recorded change left to undo" : "%s: no recorded change",
+			     q ? q : "?");
 	}
 	return 0;
 }
@@ -359,73 +508,194 @@ static int hash_file(int fd, char hex[PW_SHA256_HEX])
 	return 0;
 }
 
-static bool xattrs_equal(ctx *x, int fd, const pw_orig_object *o)
+
+/*
+ * ---- what a change set left ---------------------------------------------------------------
+ *
+ * A change set reads the same whatever came after it: what it left at a path is taken from
+ * the record, never from the tree once a later change set has touched that path. Every
+ * change through the view records the object before changing it, so the first row of a
+ * later change set at that path (followed through the later renames) holds exactly what
+ * the change set left there: its metadata, and its content when that row kept it. A row
+ * kept for metadata only (a chmod) means that change set did not write the content: it is
+ * taken from the next row that kept it, or from the tree. Only a path no later change set
+ * touched (always so in the open change set) is read from the tree.
+ */
+typedef struct after {
+	const pw_orig_object *meta;    /* the object as left, from a later row; NULL: the tree */
+	const pw_orig_object *content; /* its content's record (a blob); NULL: the tree */
+	char path[PW_PATH_MAX];        /* where the change set left it (the tree: where now) */
+	char live[PW_PATH_MAX];        /* where the tree holds what is read from it */
+} after;
+
+/* Carries P (a path, PW_PATH_MAX bytes) through the rename M, if it moves P. */
+static void follow_move(const crow *m, char *p)
 {
-	void *cur = NULL;
-	size_t len = 0;
-	if (pw_orig_xattrs_read(fd, &cur, &len) < 0)
-		return true;
-	bool eq = len == o->xattrs_len && (!len || memcmp(cur, o->xattrs, len) == 0);
-	free(cur);
-	return eq;
+	char buf[PW_PATH_MAX];
+	if (!m->move || !m->path2)
+		return;
+	if (m->path[0] && path_under(p, m->path)) {
+		snprintf(buf, sizeof(buf), "%s%s", m->path2, p + strlen(m->path));
+		snprintf(p, PW_PATH_MAX, "%s", buf);
+	} else if (m->exchange && m->path2[0] && path_under(p, m->path2)) {
+		snprintf(buf, sizeof(buf), "%s%s", m->path, p + strlen(m->path2));
+		snprintf(p, PW_PATH_MAX, "%s", buf);
+	}
 }
 
-/* What the change of row I amounts to now: "created", "deleted", "modified", "metadata",
- * or NULL when nothing differs. CUR is where the object is now. */
-static const char *classify(ctx *x, const crow *r, const char *cur)
+static bool content_recorded(const pw_orig_object *o)
 {
+	return !o->present || !S_ISREG(o->mode) || o->blob[0] || o->not_kept;
+}
+
+/* What the change sets up to END_CS left at PATH, recorded by row I: see above. */
+static void after_of(ctx *x, size_t i, const char *path, int64_t end_cs, after *a)
+{
+	*a = (after){ 0 };
+	snprintf(a->path, sizeof(a->path), "%s", path);
+	size_t j = i + 1;
+	for (; j < x->n_rows && x->rows[j].cs <= end_cs; j++)
+		follow_move(&x->rows[j], a->path);
+	char p[PW_PATH_MAX];
+	snprintf(p, sizeof(p), "%s", a->path);
+	for (; j < x->n_rows; j++) {
+		const crow *m = &x->rows[j];
+		const pw_orig_object *o = NULL;
+		if (!m->move && streq(m->path, p))
+			o = &m->o;
+		else if (m->move && m->o.present && streq_ptr(m->path2, p))
+			o = &m->o; /* renamed over: the row holds what the name lost */
+		if (o) {
+			if (!a->meta)
+				a->meta = o;
+			if (content_recorded(o)) {
+				a->content = o;
+				break;
+			}
+			continue;
+		}
+		follow_move(m, p);
+	}
+	snprintf(a->live, sizeof(a->live), "%s", p);
+}
+
+/* The object A describes, its fields as pw_orig_object's; the tree's read through FD. */
+typedef struct state {
+	bool exists;
 	struct stat st;
-	_cleanup_close_ int fd = open_beneath(x, cur, O_PATH);
-	bool exists = fd >= 0 && fstat(fd, &st) == 0;
+	char target[PATH_MAX + 1];
+	void *xattrs_owned;
+	const void *xattrs;
+	size_t xattrs_len;
+	const char *blob; /* the content's hash when recorded, else NULL */
+	int fd;           /* O_PATH on the tree's object when anything is read from it, or -1 */
+} state;
+
+static void state_done(state *s)
+{
+	free(s->xattrs_owned);
+	if (s->fd >= 0)
+		close(s->fd);
+}
+
+static void state_of(ctx *x, const after *a, state *s)
+{
+	*s = (state){ .fd = -1 };
+	if (!a->content || !a->meta)
+		s->fd = open_beneath(x, a->live, O_PATH);
+	if (a->meta) {
+		const pw_orig_object *o = a->meta;
+		s->exists = o->present;
+		s->st.st_mode = o->mode;
+		s->st.st_uid = o->uid;
+		s->st.st_gid = o->gid;
+		s->st.st_size = (off_t)o->size;
+		s->st.st_mtim = (struct timespec){ .tv_sec = o->mtime_ns / 1000000000,
+						   .tv_nsec = o->mtime_ns % 1000000000 };
+		snprintf(s->target, sizeof(s->target), "%s", o->target ? o->target : "");
+		s->xattrs = o->xattrs;
+		s->xattrs_len = o->xattrs_len;
+		if (a->content && a->content->blob[0])
+			s->blob = a->content->blob;
+		if (a->content && a->content->present && S_ISREG(a->content->mode))
+			s->st.st_size = (off_t)a->content->size;
+		return;
+	}
+	s->exists = s->fd >= 0 && fstat(s->fd, &s->st) == 0;
+	if (!s->exists)
+		return;
+	if (S_ISLNK(s->st.st_mode)) {
+		ssize_t n = readlinkat(s->fd, "", s->target, sizeof(s->target) - 1);
+		s->target[n > 0 ? n : 0] = '\0';
+	} else {
+		size_t len = 0;
+		if (pw_orig_xattrs_read(s->fd, &s->xattrs_owned, &len) == 0) {
+			s->xattrs = s->xattrs_owned;
+			s->xattrs_len = len;
+		}
+	}
+}
+
+/* Does the content S describes differ from the original's blob HEX? */
+static bool content_differs(const state *s, const char *hex)
+{
+	if (s->blob)
+		return !streq(s->blob, hex);
+	if (s->fd < 0)
+		return false;
+	char proc[64], cur[PW_SHA256_HEX];
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", s->fd);
+	_cleanup_close_ int rfd = open(proc, O_RDONLY | O_CLOEXEC);
+	return rfd >= 0 && hash_file(rfd, cur) == 0 && !streq(cur, hex);
+}
+
+/* What the change of row R amounts to, A being what its change set left: "created",
+ * "deleted", "modified", "metadata", or NULL when nothing differs. */
+static const char *classify(ctx *x, const crow *r, const after *a)
+{
+	_cleanup_(state_done) state s;
+	state_of(x, a, &s);
+	const struct stat *st = &s.st;
 	const pw_orig_object *o = &r->o;
 
 	if (!o->present)
-		return exists ? "created" : NULL;
-	if (!exists)
+		return s.exists ? "created" : NULL;
+	if (!s.exists)
 		return "deleted";
-	if ((st.st_mode & S_IFMT) != (o->mode & S_IFMT))
+	if ((st->st_mode & S_IFMT) != (o->mode & S_IFMT))
 		return "modified";
-	if (S_ISREG(st.st_mode)) {
-		if ((uint64_t)st.st_size != o->size)
+	int64_t mtime = (int64_t)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+	if (S_ISREG(st->st_mode)) {
+		if ((uint64_t)st->st_size != o->size)
 			return "modified";
-		if (o->blob[0]) {
-			char proc[64], hex[PW_SHA256_HEX];
-			snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-			_cleanup_close_ int rfd = open(proc, O_RDONLY | O_CLOEXEC);
-			if (rfd >= 0 && hash_file(rfd, hex) == 0 && !streq(hex, o->blob))
-				return "modified";
-		} else if ((int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec !=
-			   o->mtime_ns) {
+		if (o->blob[0] ? content_differs(&s, o->blob) : mtime != o->mtime_ns)
 			return "modified";
-		}
-	} else if (S_ISLNK(st.st_mode)) {
-		char buf[PATH_MAX + 1];
-		ssize_t n = readlinkat(fd, "", buf, sizeof(buf) - 1);
-		if (n >= 0) {
-			buf[n] = '\0';
-			if (!streq_ptr(buf, o->target))
-				return "modified";
-		}
+	} else if (S_ISLNK(st->st_mode) && !streq_ptr(s.target, o->target ? o->target : "")) {
+		return "modified";
 	}
-	bool meta = (st.st_mode & 07777) != (o->mode & 07777) || st.st_uid != o->uid ||
-		    st.st_gid != o->gid || (!S_ISLNK(st.st_mode) && !xattrs_equal(x, fd, o));
-	if (!S_ISDIR(st.st_mode) &&
-	    (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec != o->mtime_ns)
+	bool xattrs_differ = !S_ISLNK(st->st_mode) &&
+			     (s.xattrs_len != o->xattrs_len ||
+			      (o->xattrs_len && memcmp(s.xattrs, o->xattrs, o->xattrs_len)));
+	bool meta = (st->st_mode & 07777) != (o->mode & 07777) || st->st_uid != o->uid ||
+		    st->st_gid != o->gid || xattrs_differ;
+	if (!S_ISDIR(st->st_mode) && mtime != o->mtime_ns)
 		meta = true;
 	return meta ? "metadata" : NULL;
 }
 
 /* A new file renamed over a kept original (an editor's or sed's save): the change reads
- * as the original's, at the destination. Row I is the new file's, CUR where it is now. */
+ * as the original's, at the destination. Row I is the new file's: the first rename of its
+ * name in the change set lands on a name whose original was kept. */
 static bool saved_over(ctx *x, size_t i, const char *cur)
 {
 	const crow *r = &x->rows[i];
-	if (r->o.present || r->move || streq(cur, r->path))
+	(void)cur;
+	if (r->o.present || r->move)
 		return false;
-	for (size_t j = i + 1; j < x->n_rows; j++) {
+	for (size_t j = i + 1; j < x->n_rows && x->rows[j].cs == r->cs; j++) {
 		const crow *m = &x->rows[j];
-		if (m->move && m->o.present && m->cs == r->cs && streq_ptr(m->path2, cur))
-			return true;
+		if (m->move && streq(m->path, r->path))
+			return m->o.present && !m->exchange;
 	}
 	return false;
 }
@@ -438,6 +708,71 @@ static bool temp_move(ctx *x, size_t i)
 		const crow *r = &x->rows[j];
 		if (!r->move && !r->o.present && r->cs == m->cs && streq(r->path, m->path))
 			return true;
+	}
+	return false;
+}
+
+/* Is the name row I (a rename) moved away made again later in its change set? */
+static bool remade_later(const ctx *x, size_t i)
+{
+	const crow *m = &x->rows[i];
+	for (size_t j = i + 1; j < x->n_rows && x->rows[j].cs == m->cs; j++) {
+		const crow *r = &x->rows[j];
+		if (!r->move && !r->o.present && streq(r->path, m->path))
+			return true;
+	}
+	return false;
+}
+
+/* Was the object at row I's path (a name made) renamed away earlier in its change set? */
+static bool moved_away_before(const ctx *x, size_t i)
+{
+	const crow *r = &x->rows[i];
+	bool away = false;
+	for (size_t j = i; j-- > 0 && x->rows[j].cs == r->cs;) {
+		const crow *m = &x->rows[j];
+		if (m->move && !m->exchange && streq(m->path, r->path))
+			away = true;
+		else if (away && ((!m->move && !m->o.present && streq(m->path, r->path)) ||
+				  (m->move && streq_ptr(m->path2, r->path))))
+			return false; /* what went away came in the set: the name was free before */
+	}
+	return away;
+}
+
+/* Is row I (a free name kept before a rename onto it: undo's record) the target of a
+ * rename later in its change set, whose object then stays? (Renamed away again, the name
+ * holds something made anew: that is the row's own change.) */
+static bool renamed_onto_later(const ctx *x, size_t i)
+{
+	const crow *r = &x->rows[i];
+	bool onto = false;
+	for (size_t j = i + 1; j < x->n_rows && x->rows[j].cs == r->cs; j++) {
+		const crow *m = &x->rows[j];
+		if (m->move && !m->exchange && !m->o.present && streq_ptr(m->path2, r->path))
+			onto = true;
+		else if (onto && m->move && streq(m->path, r->path))
+			return false;
+	}
+	return onto;
+}
+
+static bool object_gone(ctx *x, const after *a)
+{
+	_cleanup_(state_done) state now;
+	state_of(x, a, &now);
+	return !now.exists;
+}
+
+/* Did row I's object reach its path by a rename earlier in its change set, and is it gone
+ * at the set's end? Then the rename's line tells it (deleted at its old name). */
+static bool moved_onto_then_gone(ctx *x, size_t i, const after *a)
+{
+	const crow *r = &x->rows[i];
+	for (size_t j = i; j-- > 0 && x->rows[j].cs == r->cs;) {
+		const crow *m = &x->rows[j];
+		if (m->move && !m->exchange && streq_ptr(m->path2, r->path))
+			return object_gone(x, a);
 	}
 	return false;
 }
@@ -458,6 +793,8 @@ static json_t *row_json(const crow *r, const char *kind, const char *cur)
 	}
 	if (r->not_kept)
 		json_object_set_new(o, "not_kept", json_string(r->not_kept));
+	if (r->thread) /* the thread that asked, when not the program (comm) itself */
+		json_object_set_new(o, "thread", json_string(r->thread));
 	return o;
 }
 
@@ -467,6 +804,79 @@ static int done(ctx *x, json_t *o, json_t **ret)
 		return failf(x, PW_RPC_INTERNAL_ERROR, "out of memory");
 	*ret = o;
 	return 0;
+}
+
+/* Appends change set C's changes to CHANGES, newest first, as the person meant them (net
+ * effect per path; the rows stay exact). *SHOWN counts them up to LIST_MAX. */
+static void set_listing(ctx *x, const cset *c, json_t *changes, size_t *shown, bool *truncated,
+			bool with_row)
+{
+	for (size_t i = x->n_rows; i-- > 0;) {
+		const crow *rw = &x->rows[i];
+		if (rw->cs != c->id || !rw->selected || rw->implicit)
+			continue;
+		if (*shown >= LIST_MAX) {
+			*truncated = true;
+			break;
+		}
+		after aft;
+		const char *kind = "renamed";
+		if (rw->move && rw->o.present) {
+			/* what the destination held, replaced */
+			after_of(x, i, rw->path2, rw->cs, &aft);
+			const char *k2 = agent_hidden(x, aft.path) ? NULL
+								     : classify(x, rw, &aft);
+			if (k2) {
+				json_t *e = row_json(rw, k2, aft.path);
+				if (e) {
+					json_object_set_new(e, "path", json_string(rw->path2));
+					json_object_del(e, "to");
+					if (!streq(aft.path, rw->path2))
+						json_object_set_new(e, "now", json_string(aft.path));
+					if (with_row)
+						json_object_set_new(e, "row", json_integer((json_int_t)i));
+				}
+				json_array_append_new(changes, e);
+				(*shown)++;
+			}
+		}
+		if (rw->move && temp_move(x, i))
+			continue;
+		bool moved_gone = false;
+		if (rw->move && !rw->exchange && !rw->o.present) {
+			/* renamed, then removed within the set: the rename is no net change;
+			 * the name it left is deleted, or replaced when made again */
+			after_of(x, i, rw->path2, rw->cs, &aft);
+			_cleanup_(state_done) state now;
+			state_of(x, &aft, &now);
+			if (!now.exists) {
+				if (remade_later(x, i))
+					continue;
+				moved_gone = true;
+				kind = "deleted";
+			}
+		}
+		if (!rw->move) {
+			after_of(x, i, rw->path, rw->cs, &aft);
+			if (saved_over(x, i, aft.path) || agent_hidden(x, aft.path))
+				continue;
+			if (rw->o.present ? moved_onto_then_gone(x, i, &aft)
+					  : renamed_onto_later(x, i))
+				continue; /* told by the rename's own line */
+			kind = classify(x, rw, &aft);
+			if (!kind)
+				continue;
+			if (streq(kind, "created") && moved_away_before(x, i))
+				kind = "modified"; /* its object renamed away, a new one made */
+		}
+		json_t *e = row_json(rw, kind, rw->move ? NULL : aft.path);
+		if (e && moved_gone)
+			json_object_del(e, "to");
+		if (e && with_row)
+			json_object_set_new(e, "row", json_integer((json_int_t)i));
+		json_array_append_new(changes, e);
+		(*shown)++;
+	}
 }
 
 static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
@@ -479,7 +889,7 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		x.hide = pw_view_policy(v, NULL);
 	pw_orig_store *s = pw_keep_store(x.k);
 	pw_orig_lock(s);
-	int r = load(&x, params, SCOPE_ALL);
+	int r = load(&x, params, SCOPE_MOUNT);
 	uint64_t bytes = 0, blobs = 0;
 	(void)pw_orig_total(s, &bytes, &blobs);
 	pw_orig_unlock(s);
@@ -490,45 +900,11 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	bool truncated = false;
 	for (size_t si = x.n_sets; sets && si-- > 0;) {
 		const cset *c = &x.sets[si];
+		if (c->id > x.end_cs || c->id < x.min_cs)
+			continue; /* out of scope (--change-set N: that one only) */
 		json_t *changes = json_array();
-		/* newest first within the set too */
-		for (size_t i = x.n_rows; changes && i-- > 0;) {
-			const crow *rw = &x.rows[i];
-			if (rw->cs != c->id || !rw->selected || rw->implicit)
-				continue;
-			if (shown >= LIST_MAX) {
-				truncated = true;
-				break;
-			}
-			char cur[PW_PATH_MAX];
-			const char *kind = "renamed";
-			if (rw->move && rw->o.present) {
-				/* what the destination held, replaced */
-				current_path(&x, i, rw->path2, cur);
-				const char *k2 = agent_hidden(&x, cur) ? NULL : classify(&x, rw, cur);
-				if (k2) {
-					json_t *e = row_json(rw, k2, cur);
-					if (e) {
-						json_object_set_new(e, "path", json_string(rw->path2));
-						json_object_del(e, "to");
-					}
-					json_array_append_new(changes, e);
-					shown++;
-				}
-			}
-			if (rw->move && temp_move(&x, i))
-				continue;
-			if (!rw->move) {
-				current_path(&x, i, rw->path, cur);
-				if (saved_over(&x, i, cur) || agent_hidden(&x, cur))
-					continue;
-				kind = classify(&x, rw, cur);
-				if (!kind)
-					continue;
-			}
-			json_array_append_new(changes, row_json(rw, kind, rw->move ? NULL : cur));
-			shown++;
-		}
+		if (changes)
+			set_listing(&x, c, changes, &shown, &truncated, false);
 		if (!changes)
 			break;
 		if (!json_array_size(changes) && !c->name && c->id != pw_keep_current(x.k)) {
@@ -612,13 +988,6 @@ static int run_diff(const char *a, int bfd, const char *la, const char *lb, char
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -EIO;
 }
 
-static bool looks_binary(int fd)
-{
-	char buf[8192];
-	ssize_t n = pread(fd, buf, sizeof(buf), 0);
-	return n > 0 && memchr(buf, 0, (size_t)n) != NULL;
-}
-
 static void count_lines(const char *d, json_int_t *add, json_int_t *del)
 {
 	for (const char *p = d; p && *p;) {
@@ -629,6 +998,314 @@ static void count_lines(const char *d, json_int_t *add, json_int_t *del)
 			(*del)++;
 		p = nl ? nl + 1 : NULL;
 	}
+}
+
+/* Opens the content A describes for reading (a blob, or the tree's file), with *RET_REG
+ * telling whether it is a regular file's; -1 when there is none to read. */
+static int open_after(ctx *x, pw_orig_store *s, const after *a, bool *ret_reg)
+{
+	*ret_reg = false;
+	if (a->meta && (!a->meta->present || !S_ISREG(a->meta->mode)))
+		return -1;
+	if (a->content) {
+		if (!a->content->blob[0])
+			return -1;
+		_cleanup_free_ char *blob = pw_orig_blob_path(s, a->content->blob);
+		int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1;
+		*ret_reg = fd >= 0;
+		return fd;
+	}
+	/* O_NONBLOCK: a FIFO put where a file was would hold the open until a writer came;
+	 * only a regular file's content is read. */
+	int fd = open_beneath(x, a->live, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
+	*ret_reg = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+	return fd;
+}
+
+/* The path the object at PATH (row I's) had where the scope began: PATH carried back
+ * through the selected renames before row I. OUT holds PW_PATH_MAX bytes. */
+static void origin_path(const ctx *x, size_t i, const char *path, char *out)
+{
+	snprintf(out, PW_PATH_MAX, "%s", path);
+	for (size_t j = i; j-- > 0;) {
+		const crow *m = &x->rows[j];
+		if (!m->selected || !m->move || !m->path2 || m->exchange || !m->path2[0] ||
+		    !path_under(out, m->path2))
+			continue;
+		char buf[PW_PATH_MAX];
+		snprintf(buf, sizeof(buf), "%s%s", m->path, out + strlen(m->path2));
+		snprintf(out, PW_PATH_MAX, "%s", buf);
+	}
+}
+
+static size_t count_newlines(int fd)
+{
+	char buf[65536];
+	size_t n = 0;
+	for (off_t off = 0;;) {
+		ssize_t k = pread(fd, buf, sizeof(buf), off);
+		if (k <= 0)
+			return n;
+		for (ssize_t i = 0; i < k; i++)
+			n += buf[i] == '\n';
+		off += k;
+	}
+}
+
+/* What one file of a diff is built from. */
+typedef struct diff_file {
+	const crow *rw;
+	const char *origin;   /* the path the original had */
+	const after *aft;     /* what the scope left */
+	const state *now;     /* its fields */
+	int bfd, cfd;         /* the original's content, what was left (-1: none) */
+	const char *blob;     /* the original's blob path */
+} diff_file;
+
+typedef struct diff_out {
+	char *text;
+	size_t len, total, limit;
+	bool truncated;
+	json_int_t added, removed;
+} diff_out;
+
+static void out_add(diff_out *d, const char *t)
+{
+	if (!t)
+		return;
+	size_t n = strlen(t);
+	if (d->total + n > d->limit) {
+		d->truncated = true;
+		return;
+	}
+	char *b = realloc(d->text, d->len + n + 1);
+	if (!b)
+		return;
+	memcpy(b + d->len, t, n + 1);
+	d->text = b;
+	d->len += n;
+	d->total += n;
+}
+
+/* The hunk of a file created (ADD) or deleted, whose content is read from FD: every line
+ * added or removed, as diff -u writes it, without a diff(1) process per file (a build's
+ * thousand new files). An empty file has no hunk, as in git. */
+static void one_sided_hunk(int fd, const char *la, const char *lb, bool add, diff_out *d)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0 || st.st_size == 0)
+		return;
+	size_t room = d->limit > d->total ? d->limit - d->total : 0;
+	if ((uint64_t)st.st_size * 2 + 64 + strlen(la) + strlen(lb) > room) {
+		d->truncated = true;
+		return;
+	}
+	size_t size = (size_t)st.st_size;
+	_cleanup_free_ char *buf = malloc(size + 1);
+	if (!buf || pread(fd, buf, size, 0) != (ssize_t)size)
+		return;
+	size_t lines = 0;
+	for (size_t i = 0; i < size; i++)
+		lines += buf[i] == '\n';
+	bool last_nl = buf[size - 1] == '\n';
+	if (!last_nl)
+		lines++;
+	/* header, one sign per line, the content, a "no newline" note */
+	size_t cap = strlen(la) + strlen(lb) + 64 + 2 * lines + size + 64;
+	_cleanup_free_ char *out = malloc(cap);
+	if (!out)
+		return;
+	char range[32];
+	snprintf(range, sizeof(range), lines == 1 ? "1" : "1,%zu", lines);
+	int n = snprintf(out, cap, "--- %s\n+++ %s\n@@ -%s +%s @@\n", la, lb, add ? "0,0" : range,
+			 add ? range : "0,0");
+	size_t w = n > 0 ? (size_t)n : 0;
+	char sign = add ? '+' : '-';
+	for (size_t i = 0; i < size;) {
+		const char *nl = memchr(buf + i, '\n', size - i);
+		size_t len = nl ? (size_t)(nl - (buf + i)) : size - i;
+		out[w++] = sign;
+		memcpy(out + w, buf + i, len);
+		w += len;
+		out[w++] = '\n';
+		i += len + 1;
+	}
+	out[w] = '\0';
+	if (!last_nl) {
+		const char *note = "\\ No newline at end of file\n";
+		memcpy(out + w, note, strlen(note) + 1);
+	}
+	if (add)
+		d->added += (json_int_t)lines;
+	else
+		d->removed += (json_int_t)lines;
+	out_add(d, out);
+}
+
+/* The content hunks from side A to side B (regular files or symbolic links). */
+static void content_hunks(const diff_file *f, const pw_git_side *a, const pw_git_side *b,
+			  diff_out *d)
+{
+	const pw_orig_object *o = &f->rw->o;
+	bool a_lnk = a->path && S_ISLNK(o->mode), b_lnk = b->path && S_ISLNK(f->now->st.st_mode);
+	if (a_lnk || b_lnk) {
+		const char *ta = a_lnk ? (o->target ? o->target : "") : NULL;
+		const char *tb = b_lnk ? f->now->target : NULL;
+		if (ta && tb && streq(ta, tb))
+			return;
+		_cleanup_free_ char *h = pw_git_symlink_hunk(a, ta, b, tb);
+		count_lines(h, &d->added, &d->removed);
+		out_add(d, h);
+		return;
+	}
+	_cleanup_free_ char *la = pw_git_label("a/", a->path), *lb = pw_git_label("b/", b->path);
+	if (!la || !lb)
+		return;
+	int bfd = a->path ? f->bfd : -1, cfd = b->path ? f->cfd : -1;
+	if ((bfd >= 0 && pw_git_is_binary(bfd)) || (cfd >= 0 && pw_git_is_binary(cfd))) {
+		_cleanup_free_ char *t = NULL;
+		if (asprintf(&t, "Binary files %s and %s differ\n", la, lb) >= 0)
+			out_add(d, t);
+		return;
+	}
+	if ((bfd < 0) != (cfd < 0)) { /* created or deleted: no diff(1) to run */
+		one_sided_hunk(bfd >= 0 ? bfd : cfd, la, lb, cfd >= 0, d);
+		return;
+	}
+	_cleanup_free_ char *out = NULL;
+	size_t len = 0;
+	bool trunc = false;
+	run_diff(bfd >= 0 ? f->blob : "/dev/null", cfd, la, lb, &out, &len,
+		 d->limit > d->total ? d->limit - d->total : 0, &trunc);
+	d->truncated = d->truncated || trunc;
+	count_lines(out, &d->added, &d->removed);
+	out_add(d, out);
+}
+
+/* git's similarity of a renamed file, from the lines kept. */
+static unsigned similarity(const diff_file *f, json_int_t removed, json_int_t added)
+{
+	size_t la = f->bfd >= 0 ? count_newlines(f->bfd) : 0;
+	size_t lb = f->cfd >= 0 ? count_newlines(f->cfd) : 0;
+	size_t most = la > lb ? la : lb;
+	if (!removed && !added)
+		return 100;
+	size_t kept = la > (size_t)removed ? la - (size_t)removed : 0;
+	return most ? (unsigned)(kept * 100 / most) : 100;
+}
+
+/* The git text of F: one patch, or two when the type changed (a delete and a create, as
+ * git shows them). Nothing for what git cannot show (a directory, a FIFO). */
+static void git_text(const diff_file *f, bool content, diff_out *d)
+{
+	const pw_orig_object *o = &f->rw->o;
+	pw_git_side a = { o->present ? f->origin : NULL, o->present ? pw_git_mode(o->mode) : 0 };
+	pw_git_side b = { f->now->exists ? f->aft->path : NULL,
+			  f->now->exists ? pw_git_mode(f->now->st.st_mode) : 0 };
+	if ((a.path && (!a.mode || a.mode == 0040000)) || (b.path && (!b.mode || b.mode == 0040000)))
+		return;
+	if (a.path && b.path && (a.mode & 0170000) != (b.mode & 0170000)) {
+		pw_git_side none = { NULL, 0 };
+		_cleanup_free_ char *h1 = pw_git_header(&a, &none, 0);
+		out_add(d, h1);
+		if (content)
+			content_hunks(f, &a, &none, d);
+		_cleanup_free_ char *h2 = pw_git_header(&none, &b, 0);
+		out_add(d, h2);
+		if (content)
+			content_hunks(f, &none, &b, d);
+		return;
+	}
+	/* The hunks first, for the counts a rename's similarity is made of. */
+	diff_out hunks = { .limit = d->limit, .total = d->total };
+	if (content)
+		content_hunks(f, &a, &b, &hunks);
+	bool renamed = a.path && b.path && !streq(a.path, b.path);
+	_cleanup_free_ char *h =
+		pw_git_header(&a, &b, renamed ? similarity(f, hunks.removed, hunks.added) : 0);
+	if (a.path && b.path && a.mode == b.mode && streq(a.path, b.path) && !hunks.text)
+		h = (free(h), NULL); /* owner, times or xattrs only: git shows nothing */
+	out_add(d, h);
+	out_add(d, hunks.text);
+	d->added += hunks.added;
+	d->removed += hunks.removed;
+	d->truncated = d->truncated || hunks.truncated;
+	free(hunks.text);
+}
+
+static int cmp_file_path(const void *a, const void *b)
+{
+	const char *pa = json_string_value(json_object_get(*(json_t *const *)a, "path"));
+	const char *pb = json_string_value(json_object_get(*(json_t *const *)b, "path"));
+	return strcmp(pa ? pa : "", pb ? pb : "");
+}
+
+/* FILES in git's order (by path). */
+static json_t *sorted_files(json_t *files)
+{
+	size_t n = json_array_size(files);
+	json_t **v = calloc(n + 1, sizeof(*v)), *out = json_array();
+	if (!v || !out) {
+		free(v);
+		json_decref(out);
+		return files;
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i] = json_array_get(files, i);
+	qsort(v, n, sizeof(*v), cmp_file_path);
+	for (size_t i = 0; i < n; i++)
+		json_array_append(out, v[i]);
+	free(v);
+	json_decref(files);
+	return out;
+}
+
+/* Is there an entry in FILES at PATH, or one whose original was at WAS? */
+static bool files_have(json_t *files, const char *path, const char *was)
+{
+	size_t i;
+	json_t *f;
+	json_array_foreach(files, i, f) {
+		const char *p = json_string_value(json_object_get(f, "path"));
+		const char *w = json_string_value(json_object_get(f, "was"));
+		if (streq_ptr(p, path) || streq_ptr(w ? w : p, was))
+			return true;
+	}
+	return false;
+}
+
+/* One file's entry: F's kind, paths, counts and (unless STAT_ONLY) git text. */
+static json_t *file_entry(ctx *x, const diff_file *f, const char *kind, bool stat_only,
+			  diff_out *d)
+{
+	json_t *e = json_pack("{s:s,s:s}", "path", f->aft->path, "kind", kind);
+	if (!e)
+		return NULL;
+	if (!streq(f->aft->path, f->origin))
+		json_object_set_new(e, "was", json_string(f->origin));
+	const pw_orig_object *o = &f->rw->o;
+	bool orig_reg = o->present && S_ISREG(o->mode);
+	if (orig_reg && !o->blob[0]) {
+		json_object_set_new(e, "not_kept",
+				    json_string(f->rw->not_kept ? f->rw->not_kept : "missing"));
+		return e;
+	}
+	diff_out one = { .limit = d->limit, .total = d->total };
+	git_text(f, true, &one);
+	bool binary = one.text && strstr(one.text, "\nBinary files ");
+	if (binary || (one.text && !strncmp(one.text, "Binary files ", 13)))
+		json_object_set_new(e, "binary", json_true());
+	json_object_set_new(e, "added", json_integer(one.added));
+	json_object_set_new(e, "removed", json_integer(one.removed));
+	if (!stat_only && one.text) {
+		d->total = one.total;
+		json_object_set_new(e, "diff", json_string(one.text));
+	}
+	d->truncated = d->truncated || one.truncated;
+	free(one.text);
+	(void)x;
+	return e;
 }
 
 static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
@@ -642,83 +1319,99 @@ static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	pw_orig_store *s = pw_keep_store(x.k);
 	bool stat_only = json_is_true(json_object_get(params, "stat"));
 	pw_orig_lock(s);
-	int r = load(&x, params, SCOPE_LATEST);
+	int r = load(&x, params, SCOPE_MOUNT);
 	pw_orig_unlock(s);
+	/* The agent gets an empty diff instead: an error would read the same for a hidden
+	 * path, but its tools expect none. */
+	if (r == 0 && !x.hide)
+		r = check_paths_changed(&x, false);
 	if (r < 0)
 		return -1;
+	/* Where each row's original was when the scope began. */
+	char (*origins)[PW_PATH_MAX] = calloc(x.n_rows + 1, sizeof(*origins));
+	if (!origins)
+		return failf(&x, PW_RPC_INTERNAL_ERROR, "out of memory");
+	for (size_t i = 0; i < x.n_rows; i++) {
+		const crow *rw = &x.rows[i];
+		if (!rw->selected)
+			continue; /* only the scope's rows are read back */
+		if (rw->move)
+			origin_path(&x, i, rw->o.present ? rw->path2 : rw->path, origins[i]);
+		else
+			origin_path(&x, i, rw->path, origins[i]);
+	}
 	json_t *files = json_array();
-	size_t total = 0;
-	bool truncated = false;
-	/* The earliest row of each path in scope holds its original. */
+	diff_out d = { .limit = DIFF_BYTES_MAX };
+	/* The earliest row of each original in scope holds it. */
 	for (size_t i = 0; files && i < x.n_rows; i++) {
 		crow *rw = &x.rows[i];
 		if (!rw->selected || rw->implicit || (rw->move && !rw->o.present))
 			continue;
-		/* the path whose original this row holds */
-		const char *opath = rw->move ? rw->path2 : rw->path;
 		bool seen = false;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = x.rows[j].selected && !x.rows[j].implicit &&
-			       streq_ptr(x.rows[j].move ? (x.rows[j].o.present ? x.rows[j].path2
-										: NULL)
-							: x.rows[j].path,
-					 opath);
+		for (size_t j = 0; j < i && !seen; j++) {
+			const crow *q = &x.rows[j];
+			seen = q->selected && !q->implicit && (!q->move || q->o.present) &&
+			       streq(origins[j], origins[i]);
+		}
 		if (seen)
 			continue;
-		char cur[PW_PATH_MAX];
-		current_path(&x, i, opath, cur);
-		if (saved_over(&x, i, cur) || agent_hidden(&x, cur))
+		const char *opath = rw->move ? rw->path2 : rw->path;
+		after aft;
+		after_of(&x, i, opath, x.end_cs, &aft);
+		if (saved_over(&x, i, aft.path) || agent_hidden(&x, aft.path) ||
+		    agent_hidden(&x, origins[i]))
 			continue;
-		const char *kind = classify(&x, rw, cur);
+		const char *kind = classify(&x, rw, &aft);
+		_cleanup_(state_done) state now;
+		state_of(&x, &aft, &now);
+		if (!kind && rw->o.present && now.exists && !streq(aft.path, origins[i]))
+			kind = "renamed";
 		if (!kind)
 			continue;
-		bool orig_reg = rw->o.present && S_ISREG(rw->o.mode);
-		/* O_NONBLOCK: a FIFO put where a file was would hold the open until a writer
-		 * came; only a regular file's content is read. */
-		_cleanup_close_ int cfd = open_beneath(&x, cur, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
-		struct stat cst;
-		bool cur_reg = cfd >= 0 && fstat(cfd, &cst) == 0 && S_ISREG(cst.st_mode);
-		json_t *f = json_pack("{s:s,s:s}", "path", cur, "kind", kind);
-		if (!f)
-			break;
-		if (!streq(cur, opath))
-			json_object_set_new(f, "was", json_string(opath));
-		if ((orig_reg || cur_reg) && !streq(kind, "metadata")) {
-			_cleanup_free_ char *blob = orig_reg && rw->o.blob[0]
-							    ? pw_orig_blob_path(s, rw->o.blob)
-							    : NULL;
-			_cleanup_close_ int bfd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1;
-			if (orig_reg && !blob) {
-				json_object_set_new(f, "not_kept",
-						    json_string(rw->not_kept ? rw->not_kept : "missing"));
-			} else if ((bfd >= 0 && looks_binary(bfd)) || (cur_reg && looks_binary(cfd))) {
-				json_object_set_new(f, "binary", json_true());
-				json_object_set_new(
-					f, "diff",
-					json_sprintf("Binary files a/%s and b/%s differ\n",
-						     opath, cur));
-			} else {
-				char la[PW_PATH_MAX + 8], lb[PW_PATH_MAX + 8];
-				snprintf(la, sizeof(la), "a/%s", opath);
-				snprintf(lb, sizeof(lb), "b/%s", cur);
-				_cleanup_free_ char *out = NULL;
-				size_t len = 0;
-				run_diff(blob ? blob : "/dev/null", cur_reg ? cfd : -1, la,
-					 lb, &out, &len, DIFF_BYTES_MAX - total, &truncated);
-				json_int_t add = 0, del = 0;
-				count_lines(out, &add, &del);
-				json_object_set_new(f, "added", json_integer(add));
-				json_object_set_new(f, "removed", json_integer(del));
-				if (!stat_only && out) {
-					total += len;
-					json_object_set_new(f, "diff", json_string(out));
-				}
-			}
-		}
-		json_array_append_new(files, f);
+		bool cur_reg = false;
+		_cleanup_close_ int cfd = open_after(&x, s, &aft, &cur_reg);
+		_cleanup_free_ char *blob = rw->o.present && S_ISREG(rw->o.mode) && rw->o.blob[0]
+						    ? pw_orig_blob_path(s, rw->o.blob)
+						    : NULL;
+		_cleanup_close_ int bfd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1;
+		diff_file f = { .rw = rw, .origin = origins[i], .aft = &aft, .now = &now,
+				.bfd = bfd, .cfd = cur_reg ? cfd : -1, .blob = blob };
+		json_t *e = file_entry(&x, &f, kind, stat_only, &d);
+		if (e)
+			json_array_append_new(files, e);
 	}
+	/* Renames with no change of content: the move rows alone tell of them. */
+	for (size_t i = 0; files && i < x.n_rows; i++) {
+		crow *rw = &x.rows[i];
+		if (!rw->selected || !rw->move || rw->exchange || temp_move(&x, i))
+			continue;
+		char origin[PW_PATH_MAX];
+		origin_path(&x, i, rw->path, origin);
+		after aft;
+		after_of(&x, i, rw->path2, x.end_cs, &aft);
+		if (files_have(files, aft.path, origin) || agent_hidden(&x, aft.path) ||
+		    agent_hidden(&x, origin) || saved_over(&x, i, aft.path))
+			continue;
+		_cleanup_(state_done) state now;
+		state_of(&x, &aft, &now);
+		if (!now.exists)
+			continue;
+		json_t *e = json_pack("{s:s,s:s,s:s,s:i,s:i}", "path", aft.path, "kind", "renamed",
+				      "was", origin, "added", 0, "removed", 0);
+		unsigned gm = pw_git_mode(now.st.st_mode);
+		if (e && !stat_only && gm && gm != 0040000) {
+			pw_git_side a = { origin, gm }, b = { aft.path, gm };
+			_cleanup_free_ char *h = pw_git_header(&a, &b, 100);
+			if (h)
+				json_object_set_new(e, "diff", json_string(h));
+		}
+		if (e)
+			json_array_append_new(files, e);
+	}
+	free(origins);
+	files = files ? sorted_files(files) : NULL;
 	return done(&x, json_pack("{s:o,s:b}", "files", files ? files : json_array(), "truncated",
-				  truncated),
+				  d.truncated),
 		    ret);
 }
 
@@ -1191,6 +1884,122 @@ static void one_row(undo_run *u, const crow *rw)
 		stamp(u->x, rw->path);
 }
 
+/* redo: selects the rows of the latest undo no redo reversed yet (putting them back puts
+ * back what that undo took away). */
+static int select_redo(ctx *x, int64_t *ret_undo)
+{
+	const cset *u = NULL;
+	for (size_t i = x->n_sets; i-- > 0 && !u;)
+		if (streq_ptr(x->sets[i].reason, "undo") && !x->sets[i].redone_by &&
+		    x->sets[i].undoes)
+			u = &x->sets[i];
+	if (!u)
+		return failf(x, PW_RPC_NO_CHANGE, "nothing to redo: no undo left that a redo has "
+						  "not reversed");
+	for (size_t i = 0; i < x->n_rows; i++)
+		x->rows[i].selected = x->rows[i].cs == u->id;
+	*ret_undo = u->id;
+	return 0;
+}
+
+/* The change sets whose rows the undo takes (oldest first): a JSON array. */
+static json_t *sets_undone(const ctx *x)
+{
+	json_t *a = json_array();
+	int64_t last = 0;
+	for (size_t i = 0; a && i < x->n_rows; i++) {
+		const crow *r = &x->rows[i];
+		if (!r->selected || r->cs == last)
+			continue;
+		bool seen = false;
+		size_t k;
+		json_t *item;
+		json_array_foreach(a, k, item)
+			seen = seen || json_integer_value(item) == r->cs;
+		if (!seen)
+			json_array_append_new(a, json_integer(r->cs));
+		last = r->cs;
+	}
+	return a ? a : json_array();
+}
+
+/* Records in the store which rows the undo (or redo) change set UNDO_CS put back, and for a
+ * redo, which undo it reversed: the next undo steps back past them, redo finds the undo
+ * to reverse. Lock held. Best effort: the files are back either way. */
+static void note_undone(ctx *x, int64_t undo_cs, int64_t redo_of)
+{
+	pw_orig_store *s = pw_keep_store(x->k);
+	json_t *ids = json_array();
+	for (size_t i = 0; ids && i < x->n_rows; i++)
+		if (x->rows[i].selected)
+			json_array_append_new(ids, json_integer(x->rows[i].id));
+	_cleanup_free_ char *text = ids ? json_dumps(ids, JSON_COMPACT) : NULL;
+	json_decref(ids);
+	if (text)
+		(void)pw_orig_changeset_set_undoes(s, undo_cs, text);
+	if (redo_of)
+		(void)pw_orig_changeset_set_redone(s, redo_of, undo_cs);
+}
+
+/*
+ * What the undo does, one line per path, as the person meant the changes (the rows stay
+ * exact underneath): "restore P" (P's original comes back over what is there), "recreate
+ * P" (P is gone: made again), "remove P" (made by the change set), "rename back B -> A".
+ * A temporary renamed over a file is that file's restore; a name made and removed again
+ * within the change set is nothing. Read before the undo runs, from the tree as it is.
+ */
+static json_t *undo_summary(ctx *x)
+{
+	json_t *out = json_array(), *at = json_object();
+	size_t shown = 0;
+	bool truncated = false;
+	for (size_t si = 0; out && at && si < x->n_sets; si++) {
+		json_t *changes = json_array(), *e;
+		if (!changes)
+			break;
+		set_listing(x, &x->sets[si], changes, &shown, &truncated, true);
+		for (size_t k = json_array_size(changes); k-- > 0;) { /* oldest first */
+			e = json_array_get(changes, k);
+			size_t i = (size_t)json_integer_value(json_object_get(e, "row"));
+			const char *kind = json_string_value(json_object_get(e, "kind"));
+			const char *path = json_string_value(json_object_get(e, "path"));
+			const char *to = json_string_value(json_object_get(e, "to"));
+			char cur[PW_PATH_MAX];
+			struct stat st;
+			const char *verb, *target = path, *from = NULL;
+			current_path(x, i, to ? to : path, cur);
+			bool exists = stat_beneath(x, cur, &st) == 0;
+			if (streq_ptr(kind, "created")) {
+				if (!exists)
+					continue;
+				verb = "remove", target = cur;
+			} else if (to || !streq(cur, path)) {
+				if (!exists)
+					continue; /* gone since: nothing to rename back */
+				verb = "rename back", from = cur;
+			} else {
+				verb = exists ? "restore" : "recreate";
+			}
+			json_t *prev = json_object_get(at, target);
+			if (prev && !from)
+				continue; /* the earliest change of a path holds what comes back */
+			json_t *a = json_pack("{s:s,s:s}", "action", verb, "path", target);
+			if (a && from)
+				json_object_set_new(a, "from", json_string(from));
+			if (prev) { /* a rename back of a path restored too: one line */
+				json_object_update(prev, a);
+				json_decref(a);
+				continue;
+			}
+			json_object_set(at, target, a);
+			json_array_append_new(out, a);
+		}
+		json_decref(changes);
+	}
+	json_decref(at);
+	return out ? out : json_array();
+}
+
 static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
 			json_t **ret, pw_ctl_fail *fail)
 {
@@ -1204,7 +2013,8 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	if (setup(&x, fs, v, fail) < 0)
 		return -1;
 	bool all = json_is_true(json_object_get(params, "all"));
-	if (!all && !json_array_size(json_object_get(params, "paths")))
+	bool redo = json_is_true(json_object_get(params, "redo"));
+	if (!all && !redo && !json_array_size(json_object_get(params, "paths")))
 		return failf(&x, PW_RPC_INVALID_PARAMS, "name the paths to undo, or all");
 	undo_run u = { .x = &x, .force = json_is_true(json_object_get(params, "force")),
 		       .dry = json_is_true(json_object_get(params, "dry_run")),
@@ -1213,7 +2023,11 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	pw_orig_store *s = pw_keep_store(x.k);
 	int64_t undo_cs = 0;
 	pw_orig_lock(s);
-	int r = load(&x, params, SCOPE_LATEST);
+	int r = load(&x, params, SCOPE_UNDO);
+	int64_t redo_of = 0;
+	if (r == 0)
+		r = redo ? select_redo(&x, &redo_of) : check_paths_changed(&x, true);
+	json_t *summary = r == 0 ? undo_summary(&x) : NULL;
 	/* Changed outside the view since: refused unless forced. */
 	for (size_t i = 0; r == 0 && i < x.n_rows; i++) {
 		const crow *rw = &x.rows[i];
@@ -1229,7 +2043,7 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	if (r < 0)
 		goto out;
 	if (!u.dry && !refuse) {
-		r = pw_keep_begin(x.k, "undo", NULL, &undo_cs);
+		r = pw_keep_begin(x.k, redo ? "redo" : "undo", NULL, &undo_cs);
 		if (r < 0) {
 			r = failf(&x, PW_RPC_INTERNAL_ERROR, "cannot start a change set: %s",
 				  strerror(-r));
@@ -1249,16 +2063,19 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		if (fd >= 0)
 			(void)utimensat(fd, "", tv, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 	}
+	if (!u.dry && !refuse)
+		note_undone(&x, undo_cs, redo_of);
 	pw_orig_unlock(s);
 	if (!u.dry && !refuse)
-		(void)pw_keep_begin(x.k, "after-undo", NULL, NULL);
+		(void)pw_keep_begin(x.k, redo ? "after-redo" : "after-undo", NULL, NULL);
 	if (refuse) {
 		char names[2048] = "";
 		size_t i, used = 0;
 		json_t *item;
 		json_array_foreach(conflicts, i, item) {
+			_cleanup_free_ char *q = pw_quote(json_string_value(item));
 			int n = snprintf(names + used, sizeof(names) - used, "%s%s", i ? ", " : "",
-					 json_string_value(item));
+					 q ? q : "?");
 			if (n < 0 || (size_t)n >= sizeof(names) - used) {
 				snprintf(names + used, sizeof(names) - used, ", ...");
 				break;
@@ -1272,8 +2089,13 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		fail->data = json_pack("{s:O}", "conflicts", conflicts);
 		goto out;
 	}
-	*ret = json_pack("{s:b,s:O,s:O,s:O,s:I}", "dry_run", u.dry, "actions", u.actions, "failed",
-			 u.failed, "conflicts", conflicts, "changeset", (json_int_t)undo_cs);
+	*ret = json_pack("{s:b,s:O,s:O,s:O,s:I,s:o}", "dry_run", u.dry, "actions", u.actions,
+			 "failed", u.failed, "conflicts", conflicts, "changeset",
+			 (json_int_t)undo_cs, "undoes", sets_undone(&x));
+	if (*ret && summary)
+		json_object_set(*ret, "summary", summary);
+	if (*ret && redo_of)
+		json_object_set_new(*ret, "redo_of", json_integer(redo_of));
 	r = *ret ? 0 : failf(&x, PW_RPC_INTERNAL_ERROR, "out of memory");
 out:
 	for (size_t i = 0; i < u.n_dirs; i++)
@@ -1285,6 +2107,7 @@ out:
 	json_decref(u.actions);
 	json_decref(u.failed);
 	json_decref(conflicts);
+	json_decref(summary);
 	return r < 0 ? -1 : 0;
 }
 
@@ -1349,10 +2172,14 @@ static const pw_rpc_param changes_params[] = {
 	{ "since_ns", PW_RPC_T_INT, false, 0 },
 	{ "mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX },
 	{ "paths", PW_RPC_T_STRING_ARRAY, false, PATHS_MAX },
+	{ "change_set", PW_RPC_T_INT, false, 0 },
+	{ "every", PW_RPC_T_BOOL, false, 0 },
 	{ "stat", PW_RPC_T_BOOL, false, 0 },
 	{ "all", PW_RPC_T_BOOL, false, 0 },
 	{ "dry_run", PW_RPC_T_BOOL, false, 0 },
 	{ "force", PW_RPC_T_BOOL, false, 0 },
+	{ "redo", PW_RPC_T_BOOL, false, 0 },
+	{ "pinned", PW_RPC_T_BOOL, false, 0 },
 };
 
 static const pw_rpc_param checkpoint_params[] = {

@@ -137,6 +137,21 @@ static uint64_t install(pw_view *v, pw_policy *p, const char *reason, bool new_s
 	return gen;
 }
 
+/*
+ * Does P allow other writes than the policy in force (a reload after an edit of the mode's
+ * file, or after `trust` brought the project's own modes in)? Then the reload starts a
+ * change set of its own, recorded under the mode that allows its changes: what the old
+ * rules allowed never reads as the new rules' (issue 29). Equal both ways by
+ * pw_policy_is_tightening (rule text): a reload that changes nothing starts nothing.
+ */
+static bool allowance_changed(pw_view *v, const pw_policy *p)
+{
+	pw_policy *cur = v->fs_ops->get_policy(v->fs_ctx, NULL);
+	bool changed = !cur || !pw_policy_is_tightening(cur, p) || !pw_policy_is_tightening(p, cur);
+	pw_policy_unref(cur);
+	return changed && !pw_policy_writes_nothing(p);
+}
+
 static const char *peer_origin(const pw_peer *peer, const char *dflt)
 {
 	return peer && peer->origin ? peer->origin : dflt;
@@ -503,7 +518,7 @@ int pw_view_reload(pw_view *v, const pw_peer *peer, pw_view_installed *ret, char
 		r = -ENOMEM;
 		goto out;
 	}
-	gen = install(v, p, "reload", false);
+	gen = install(v, p, "reload", allowance_changed(v, p));
 	in.generation = gen;
 	pw_modeset_free(v->ms);
 	v->ms = TAKE_PTR(ms);

@@ -126,6 +126,11 @@ static const char *const migrations[] = {
 	"  name TEXT PRIMARY KEY NOT NULL,"
 	"  seq INTEGER NOT NULL"
 	");",
+	/* 5: undo and redo (fs/ctl/changes.c): the rows an undo change set put back, the redo
+	 * that reversed it; a change's thread name beside its program (comm). */
+	"ALTER TABLE orig_changesets ADD COLUMN undoes TEXT;" /* JSON: [row id, ...] */
+	"ALTER TABLE orig_changesets ADD COLUMN redone_by INTEGER;"
+	"ALTER TABLE orig_rows ADD COLUMN thread TEXT;",
 };
 _Static_assert(ELEMENTSOF(migrations) == PW_DB_SCHEMA_VERSION, "one migration per version");
 

@@ -68,6 +68,7 @@ static uint32_t checksum(uint64_t seq, const unsigned char *payload, size_t n)
 #define F_EXCHANGE (1u << 8)
 #define F_IMPLICIT (1u << 9)
 #define F_OBJECT (1u << 10) /* an object follows the row's strings (encode_object) */
+#define F_THREAD (1u << 11) /* the thread's name follows, last (records before it have none) */
 
 /*
  * The object a row holds (what was there), after the row's strings: lstat's fields, then
@@ -105,7 +106,8 @@ static int encode(buf *b, const pw_orig_row *row, int64_t time_ns)
 	int r = 0;
 	r = r ?: put_u64(b, (uint64_t)row->changeset);
 	r = r ?: put_u32(b, (uint32_t)row->action | (row->exchange ? F_EXCHANGE : 0) |
-				    (row->implicit ? F_IMPLICIT : 0) | (object ? F_OBJECT : 0));
+				    (row->implicit ? F_IMPLICIT : 0) | (object ? F_OBJECT : 0) |
+				    (row->thread ? F_THREAD : 0));
 	r = r ?: put_u64(b, row->src_dev);
 	r = r ?: put_u64(b, row->src_ino);
 	r = r ?: put_u64(b, (uint64_t)(int64_t)row->pid);
@@ -116,12 +118,13 @@ static int encode(buf *b, const pw_orig_row *row, int64_t time_ns)
 	r = r ?: put_str(b, row->comm);
 	r = r ?: put_str(b, row->mode);
 	r = r ?: (object ? encode_object(b, row->obj) : 0);
+	r = r ?: (row->thread ? put_str(b, row->thread) : 0);
 	return r;
 }
 
 /* Heap strings (and the xattrs) one decoded record holds: the row's five, the object's
- * blob, target, xattrs and not_kept. */
-#define DECODE_STRS 9
+ * blob, target, xattrs and not_kept, the thread's name. */
+#define DECODE_STRS 10
 
 typedef struct cursor {
 	const unsigned char *p, *end;
@@ -214,7 +217,8 @@ static bool decode(const unsigned char *p, size_t n, char *strs[DECODE_STRS], pw
 	if (!get(&c, &cs, 8) || !get(&c, &flags, 4) || !get(&c, &dev, 8) || !get(&c, &ino, 8) ||
 	    !get(&c, &pid, 8) || !get(&c, &t, 8))
 		return false;
-	if ((flags & 0xff) > PW_ORIG_MOVE || (flags & ~(0xffu | F_EXCHANGE | F_IMPLICIT | F_OBJECT)))
+	if ((flags & 0xff) > PW_ORIG_MOVE ||
+	    (flags & ~(0xffu | F_EXCHANGE | F_IMPLICIT | F_OBJECT | F_THREAD)))
 		return false;
 	row->changeset = (int64_t)cs;
 	row->action = (pw_orig_action)(flags & 0xff);
@@ -233,6 +237,8 @@ static bool decode(const unsigned char *p, size_t n, char *strs[DECODE_STRS], pw
 			return false;
 		row->obj = obj;
 	}
+	if ((flags & F_THREAD) && !get_str(&c, &strs[9], &row->thread))
+		return false;
 	return c.p == c.end;
 }
 

@@ -51,7 +51,7 @@ typedef struct queued_row {
 	int64_t changeset, time_ns;
 	pid_t pid;
 	bool implicit;
-	char *path, *op, *comm, *mode;
+	char *path, *op, *comm, *mode, *thread;
 } queued_row;
 
 /* A queued row's token, in place of a row id until a flush has inserted it. Real ids stay
@@ -885,8 +885,8 @@ static int insert_row(pw_orig_store *s, const pw_orig_row *row, int64_t time_ns,
 		"INSERT INTO orig_rows(changeset, action, path, path2, exchange, implicit, "
 		"src_dev, src_ino, present, mode, uid, gid, atime_ns, mtime_ns, ctime_ns, size, "
 		"dev, ino, nlink, blob, target, xattrs, not_kept, op, pid, comm, mode_name, "
-		"time_ns, id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-		"?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, "
+		"time_ns, thread, id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
+		"?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?30, "
 		/* NULL (SQLite's next) but above ?29, the floor a lost batch left (batch_lost):
 		 * its ids are never given again by this store. In the statement, so no other
 		 * daemon's insert can come between the look and the insert. */
@@ -930,6 +930,7 @@ static int insert_row(pw_orig_store *s, const pw_orig_row *row, int64_t time_ns,
 	sqlite3_bind_text(st, 26, row->comm, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 27, row->mode, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 28, time_ns ? time_ns : pw_db_now_ns());
+	sqlite3_bind_text(st, 30, row->thread, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	/* The bound strings are the caller's: let go of them, ready for the next row. */
 	sqlite3_reset(st);
@@ -1059,7 +1060,8 @@ static int drain(pw_orig_store *s)
 		const queued_row *q = &s->queue[s->queue_inserted];
 		pw_orig_row row = { .changeset = q->changeset, .action = PW_ORIG_KEEP,
 				    .path = q->path, .implicit = q->implicit, .obj = &none,
-				    .op = q->op, .comm = q->comm, .mode = q->mode, .pid = q->pid };
+				    .op = q->op, .comm = q->comm, .mode = q->mode, .pid = q->pid,
+				    .thread = q->thread };
 		int64_t id = 0;
 		r = txn_checked(s, insert_row(s, &row, q->time_ns, &id));
 		if (r < 0)
@@ -1085,16 +1087,16 @@ static void queue_committed(pw_orig_store *s)
 /* ROW's strings, copied into one allocation. */
 static bool queued_strings(queued_row *q, const pw_orig_row *row)
 {
-	const char *src[4] = { row->path, row->op ? row->op : "", row->comm ? row->comm : "",
-			       row->mode ? row->mode : "" };
-	size_t len[4], total = 0;
-	for (int i = 0; i < 4; i++)
+	const char *src[5] = { row->path, row->op ? row->op : "", row->comm ? row->comm : "",
+			       row->mode ? row->mode : "", row->thread ? row->thread : "" };
+	size_t len[5], total = 0;
+	for (int i = 0; i < 5; i++)
 		total += (len[i] = strlen(src[i])) + 1;
 	char *p = malloc(total);
 	if (!p)
 		return false;
-	char **dst[4] = { &q->path, &q->op, &q->comm, &q->mode };
-	for (int i = 0; i < 4; i++) {
+	char **dst[5] = { &q->path, &q->op, &q->comm, &q->mode, &q->thread };
+	for (int i = 0; i < 5; i++) {
 		memcpy(p, src[i], len[i] + 1);
 		*dst[i] = p;
 		p += len[i] + 1;
@@ -1106,6 +1108,8 @@ static bool queued_strings(queued_row *q, const pw_orig_row *row)
 		q->comm = NULL;
 	if (!row->mode)
 		q->mode = NULL;
+	if (!row->thread)
+		q->thread = NULL;
 	return true;
 }
 
@@ -1440,6 +1444,38 @@ int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *m
 	return 0;
 }
 
+/* UPDATE orig_changesets SET COLUMN = the text or integer value WHERE id = ID. */
+static int changeset_update(pw_orig_store *s, const char *sql, const char *text_v, int64_t int_v,
+			    int64_t id)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = settle(s);
+	if (r < 0)
+		return r;
+	int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return pw_db_errno(rc);
+	if (text_v)
+		sqlite3_bind_text(st, 1, text_v, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_int64(st, 1, int_v);
+	sqlite3_bind_int64(st, 2, id);
+	rc = sqlite3_step(st);
+	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+}
+
+int pw_orig_changeset_set_undoes(pw_orig_store *s, int64_t id, const char *undoes)
+{
+	return changeset_update(s, "UPDATE orig_changesets SET undoes = ?1 WHERE id = ?2", undoes,
+				0, id);
+}
+
+int pw_orig_changeset_set_redone(pw_orig_store *s, int64_t id, int64_t by)
+{
+	return changeset_update(s, "UPDATE orig_changesets SET redone_by = ?1 WHERE id = ?2",
+				NULL, by, id);
+}
+
 int pw_orig_set_content(pw_orig_store *s, int64_t id, const pw_orig_object *o)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
@@ -1481,7 +1517,8 @@ static int read_sets(pw_orig_store *s, const char *project,
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(s->db,
-				    "SELECT id, started_ns, reason, name, mode FROM orig_changesets "
+				    "SELECT id, started_ns, reason, name, mode, undoes, redone_by "
+				    "FROM orig_changesets "
 				    "WHERE project = ?1 ORDER BY id",
 				    -1, &st, NULL);
 	if (rc != SQLITE_OK)
@@ -1494,6 +1531,8 @@ static int read_sets(pw_orig_store *s, const char *project,
 			.reason = text(st, 2),
 			.name = text(st, 3),
 			.mode = text(st, 4),
+			.undoes = text(st, 5),
+			.redone_by = sqlite3_column_int64(st, 6),
 		};
 		int r = fn(&c, u);
 		if (r < 0)
@@ -1511,7 +1550,8 @@ static int read_rows(pw_orig_store *s, const char *project,
 		"SELECT r.id, r.changeset, r.action, r.path, r.path2, r.exchange, r.implicit, "
 		"r.src_dev, r.src_ino, r.present, r.mode, r.uid, r.gid, r.atime_ns, r.mtime_ns, "
 		"r.size, r.blob, r.target, r.xattrs, r.not_kept, r.op, r.pid, r.comm, "
-		"r.mode_name, r.time_ns, r.ctime_ns, r.ino, r.dev, r.nlink FROM orig_rows r JOIN "
+		"r.mode_name, r.time_ns, r.ctime_ns, r.ino, r.dev, r.nlink, r.thread FROM orig_rows "
+		"r JOIN "
 		"orig_changesets c ON c.id = r.changeset WHERE c.project = ?1 ORDER BY r.id",
 		-1, &st, NULL);
 	if (rc != SQLITE_OK)
@@ -1532,6 +1572,7 @@ static int read_rows(pw_orig_store *s, const char *project,
 			.op = text(st, 20),
 			.pid = sqlite3_column_int64(st, 21),
 			.comm = text(st, 22),
+			.thread = text(st, 29),
 			.mode_name = text(st, 23),
 			.time_ns = sqlite3_column_int64(st, 24),
 		};

@@ -94,6 +94,7 @@ typedef struct pw_orig_row {
 	uint64_t src_dev, src_ino; /* MOVE: the object moved */
 	const pw_orig_object *obj;
 	const char *op, *comm, *mode;
+	const char *thread; /* the asking thread's name when not the program's (comm), or NULL */
 	pid_t pid;
 } pw_orig_row;
 
@@ -155,7 +156,14 @@ int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *m
 typedef struct pw_orig_changeset {
 	int64_t id, started_ns;
 	const char *reason, *name, *mode; /* NULL when not set */
+	const char *undoes;               /* an undo's or redo's: JSON [row id, ...], or NULL */
+	int64_t redone_by;                /* an undo's: the redo change set that reversed it */
 } pw_orig_changeset;
+
+/* Records that change set ID (an undo or a redo) put back the rows UNDOES (JSON text). */
+int pw_orig_changeset_set_undoes(pw_orig_store *s, int64_t id, const char *undoes);
+/* Records that the undo change set ID was reversed by the redo change set BY. */
+int pw_orig_changeset_set_redone(pw_orig_store *s, int64_t id, int64_t by);
 
 /* A row as recorded (pw_orig_row's fields, and when). */
 typedef struct pw_orig_rec {
@@ -163,6 +171,7 @@ typedef struct pw_orig_rec {
 	pw_orig_action action;
 	bool exchange, implicit;
 	const char *path, *path2, *op, *comm, *mode_name; /* path never NULL */
+	const char *thread;                               /* NULL: not recorded */
 	uint64_t src_dev, src_ino;
 	pw_orig_object o; /* o.target, o.xattrs and o.not_kept are borrowed too */
 } pw_orig_rec;

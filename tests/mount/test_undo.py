@@ -527,7 +527,8 @@ class Undo(MountCase):
                 self.assertEqual(c["mode"], "build")
                 self.assertTrue(c["pid"] > 0)
         d = self.pw("diff", v.path("notes/todo.txt")).stdout
-        self.assertEqual(d, "--- a/notes/todo.txt\n+++ b/notes/todo.txt\n"
+        self.assertEqual(d, "diff --git a/notes/todo.txt b/notes/todo.txt\n"
+                            "--- a/notes/todo.txt\n+++ b/notes/todo.txt\n"
                             "@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n")
         st = json.loads(self.pw("diff", "--stat", "--json").stdout)
         by = {f["path"]: f for f in st["files"]}
@@ -564,7 +565,10 @@ class Undo(MountCase):
         after = tree_hash(self.project)
         self.undo_all()
         self.assertEqual(open(os.path.join(self.project, "README.md")).read(), "# demo\n")
-        self.undo_all()  # the undo's own change set: back to the change
+        # a second undo never re-applies the change (issue 29): redo does
+        self.assertEqual(self.pw("undo", "--all").stdout, "nothing to undo\n")
+        self.assertEqual(open(os.path.join(self.project, "README.md")).read(), "# demo\n")
+        self.pw("redo")
         self.assertEqual(tree_hash(self.project), after)
 
     def test_changed_outside_the_view_is_refused_unless_forced(self):

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * git's diff format for changes.diff (fs/ctl/changes.c): the extended header lines of one
+ * file ("diff --git", new/deleted file mode, old/new mode, similarity and rename from/to),
+ * a symbolic link's change as git shows it (the target as the content, without a final
+ * newline), and git's rule for a binary file. Text only: no file is read here but through
+ * the descriptor given. Names are quoted as git quotes them (quote.h).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* git's mode of an object of mode M: 100644, 100755, 120000, 040000; 0 for what git
+ * cannot show (a FIFO, a device). */
+unsigned pw_git_mode(mode_t m);
+
+/* One side of a file's diff: the path (NULL: none, /dev/null) and git's mode of it. */
+typedef struct pw_git_side {
+	const char *path;
+	unsigned mode;
+} pw_git_side;
+
+/* The extended header of a file changed from A to B, SIMILARITY (0..100) used when the
+ * paths differ (a rename). Malloc'd, NULL when out of memory. */
+char *pw_git_header(const pw_git_side *a, const pw_git_side *b, unsigned similarity);
+
+/* The ---/+++ labels: "a/PATH" or "b/PATH" quoted, or "/dev/null". Malloc'd. */
+char *pw_git_label(const char *prefix, const char *path);
+
+/* The hunk of a symbolic link whose target went from TA to TB (either NULL: none), with its
+ * ---/+++ lines, as git shows it. Malloc'd. */
+char *pw_git_symlink_hunk(const pw_git_side *a, const char *ta, const pw_git_side *b,
+			  const char *tb);
+
+/* git's rule (buffer_is_binary): a NUL in the first 8000 bytes. Reads FD from offset 0. */
+bool pw_git_is_binary(int fd);
