@@ -49,6 +49,7 @@ PW_CMD(cmd_changes);
 PW_CMD(cmd_diff);
 PW_CMD(cmd_undo);
 PW_CMD(cmd_checkpoint);
+PW_CMD(cmd_plan);
 #undef PW_CMD
 
 /* Asking to switch (mode_request.c, for cmd_mode.c): inside the agent, after REFUSAL (the

@@ -272,7 +272,10 @@ static int print_rules(const pw_cli_project *p, const pw_policy *policy)
 		char buf[PW_PATH_MAX], where[PW_PATH_MAX + 32];
 		const char *file = pw_cli_display_file(p, r->file, buf, sizeof(buf));
 
-		if (r->layer == PW_LAYER_DEFAULT || !file || file[0] == '(')
+		/* "(built-in)", "(plans folder)", "(approved plan)": the daemon's own rules. */
+		if (file && file[0] == '(')
+			snprintf(where, sizeof(where), "%s", file);
+		else if (r->layer == PW_LAYER_DEFAULT || !file)
 			snprintf(where, sizeof(where), "(built-in)");
 		else
 			snprintf(where, sizeof(where), "%s:%u", file, r->line);

@@ -161,6 +161,15 @@ static const pw_option complete_opts[] = {
 	OPT_END,
 };
 
+static const pw_option plan_opts[] = {
+	{ "note", 0, "TEXT", PW_OPT_NOTE, PW_COMPLETE_NONE, "done: a note kept with the task" },
+	{ "plan", 0, "NAME", PW_OPT_PLAN, PW_COMPLETE_NONE, "done: the plan (default: the active one)" },
+	OPT_MOUNT,
+	OPT_JSON,
+	OPT_HELP,
+	OPT_END,
+};
+
 /* changes, diff, undo, checkpoint parse their own options (cli/cmd_changes.c); these
  * tables serve --help's list and the shells' completions. */
 static const pw_option changes_opts[] = {
@@ -232,6 +241,8 @@ static const pw_command_spec specs[] = {
 	  PW_COMPLETE_FILE },
 	{ "undo", "put the originals back (PATH... or --all)", undo_opts, 0, PW_COMPLETE_FILE },
 	{ "checkpoint", "start a new change set, optionally named", checkpoint_opts, 0,
+	  PW_COMPLETE_NONE },
+	{ "plan", "plans: list, show, approve, reopen, mark tasks done", plan_opts, 0,
 	  PW_COMPLETE_NONE },
 };
 

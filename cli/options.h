@@ -58,6 +58,8 @@ enum {
 	PW_OPT_ORIGINALS_MAX_FILE,
 	PW_OPT_ORIGINALS_KEEP,
 	PW_OPT_ORIGINALS_MAX_TOTAL,
+	PW_OPT_NOTE,
+	PW_OPT_PLAN,
 };
 
 /* How a shell completes an option's argument or a command's operands. */

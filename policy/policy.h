@@ -113,6 +113,8 @@ bool pw_policy_may_write(const pw_policy *p, const char *path, bool is_dir);
 bool pw_policy_has_hide_rules(const pw_policy *p);
 
 bool pw_policy_writes_nothing(const pw_policy *p);
+/* The plans folder's allow rule ("/DIR/" "**") of a mode with writes.plans, else NULL. */
+const pw_rule *pw_policy_plans_rule(const pw_policy *p);
 /* Does the policy allow writing every path (an allow-all rule, nothing denied, protected or
  * hidden)? Only then may a file with links in unknown places be written. */
 bool pw_policy_writes_everything(const pw_policy *p);
