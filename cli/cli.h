@@ -15,6 +15,7 @@
  */
 #pragma once
 
+#include <jansson.h>
 #include <stdbool.h>
 
 enum {
@@ -60,5 +61,9 @@ int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char
 		const char *refusal, bool json);
 int pw_mode_answer(const char *cmd, const char *mount, bool approve, bool json);
 void pw_mode_show_pending(const char *mount);
+
+/* After a switch (cmd_mode.c): when the mode RES describes writes something and an approved
+ * plan is in progress, prints its line with the next task (cmd_plan.c); else nothing. */
+void pw_plan_print_next(const char *mount, json_t *res);
 
 /* The daemon entry point used by `piworkfs mount` (fs/daemon.c). */

@@ -269,6 +269,22 @@ static int request(const char *cmd, const opts *o, const char **ret_method, json
 	return -1;
 }
 
+void pw_plan_print_next(const char *mount, json_t *res)
+{
+	_cleanup_(pw_json_decrefp) json_t *st = NULL;
+	json_t *pol = json_object_get(res, "policy");
+
+	/* A mode that writes no code (plan writes only plans) has no task to start. */
+	if (json_is_true(json_object_get(pol, "writes_nothing")) ||
+	    json_is_true(json_object_get(pol, "fail_closed")) ||
+	    json_is_string(json_object_get(pol, "plans_dir")))
+		return;
+	if (pw_ctl_call_at(mount, "plan.status", NULL, &st, NULL, NULL) < 0)
+		return; /* a daemon without plans, or none in progress: nothing to add */
+	if (str(st, "line"))
+		printf("%s\n", str(st, "line"));
+}
+
 int cmd_plan(int argc, char **argv)
 {
 	_cleanup_opts_ pw_opts po = { 0 };

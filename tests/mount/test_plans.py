@@ -166,6 +166,11 @@ class PlansCase(harness.MountCase):
         v = self.mount("plan")
         self.write_plan(v)
         self.plan(v, "approve", "cache")
+        # Switching into a writing mode names the task to start with.
+        p = self.set_mode(v, "build")
+        self.assertIn("plan cache: 0/3 done; next: 1. Add the cache\n", p.stdout)
+        p = self.set_mode(v, "plan")
+        self.assertNotIn("next:", p.stdout)
         self.plan(v, "done", "1")
         self.plan(v, "done", "2", "--note", "second")
         self.unmount(v)
