@@ -65,5 +65,8 @@ void pw_mode_show_pending(const char *mount);
 /* After a switch (cmd_mode.c): when the mode RES describes writes something and an approved
  * plan is in progress, prints its line with the next task (cmd_plan.c); else nothing. */
 void pw_plan_print_next(const char *mount, json_t *res);
+/* changes --plan NAME (cmd_changes.c): the change sets of plan NAME grouped by the task in
+ * progress when each started (cmd_plan.c). Returns an exit status. */
+int pw_plan_changes(const char *cmd, const char *mount, const char *name, bool json);
 
 /* The daemon entry point used by `piworkfs mount` (fs/daemon.c). */

@@ -20,6 +20,7 @@
 static const char changes_usage[] =
 	"Usage: piworkfs changes [--since CHECKPOINT|TIME] [--mode M] [PATH...] [--json]\n"
 	"       piworkfs changes --prune [--json]\n"
+	"       piworkfs changes --plan NAME [--json]\n"
 	"\n"
 	"What the view changed, newest change set first: each path with its kind (modified,\n"
 	"created, deleted, renamed, metadata), the process that first changed it, when, and in\n"
@@ -30,6 +31,8 @@ static const char changes_usage[] =
 	"  -s, --since X      only changes since checkpoint X, or since TIME (2h, 2025-01-31T14:05)\n"
 	"  -m, --mode M       only changes made in mode M\n"
 	"      --prune        remove old change sets (by age and total size)\n"
+	"      --plan NAME    what each task of plan NAME changed (its change sets, by the task\n"
+	"                     in progress when each started)\n"
 	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
 	"      --json         print JSON\n"
 	"  -h, --help         show this help\n"
@@ -84,10 +87,10 @@ static const char checkpoint_usage[] =
 	"\n"
 	"Exit status: 0 ok; 1 refused (inside `run`); 2 usage error; 4 no live view.\n";
 
-enum { OPT_JSON = 0x100, OPT_PRUNE, OPT_STAT, OPT_FORCE };
+enum { OPT_JSON = 0x100, OPT_PRUNE, OPT_STAT, OPT_FORCE, OPT_PLAN };
 
 typedef struct opts {
-	const char *mount, *since, *mode;
+	const char *mount, *since, *mode, *plan;
 	bool json, prune, stat, all, dry, force;
 	char **paths;
 	int n_paths;
@@ -136,6 +139,7 @@ static int parse(int argc, char **argv, const char *usage, opts *o)
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ "prune", no_argument, NULL, OPT_PRUNE },
 		{ "stat", no_argument, NULL, OPT_STAT },
+		{ "plan", required_argument, NULL, OPT_PLAN },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -157,6 +161,7 @@ static int parse(int argc, char **argv, const char *usage, opts *o)
 		case OPT_FORCE: o->force = true; ok = is_undo; break;
 		case OPT_PRUNE: o->prune = true; ok = is_changes; break;
 		case OPT_STAT: o->stat = true; ok = streq(cmd, "diff"); break;
+		case OPT_PLAN: o->plan = optarg; ok = is_changes; break;
 		case OPT_JSON: o->json = true; pw_err_json(true); break;
 		case 'h': return pw_usage(cmd, usage, false);
 		default: ok = false;
@@ -293,6 +298,13 @@ int cmd_changes(int argc, char **argv)
 	if (r >= 0)
 		return r;
 	_cleanup_(pw_json_decrefp) json_t *res = NULL;
+	if (o.plan) {
+		if (o.since || o.mode || o.n_paths || o.prune) {
+			pw_err(argv[0], "--plan takes no --since, --mode, --prune or PATH");
+			return PW_EXIT_USAGE;
+		}
+		return pw_plan_changes(argv[0], o.mount, o.plan, o.json); /* cmd_plan.c */
+	}
 	if (o.prune) {
 		if (o.since || o.mode || o.n_paths) {
 			pw_err(argv[0], "--prune takes no --since, --mode or PATH");

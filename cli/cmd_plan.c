@@ -285,6 +285,99 @@ void pw_plan_print_next(const char *mount, json_t *res)
 		printf("%s\n", str(st, "line"));
 }
 
+/* The change set ID of LIST (changes.list's result), or NULL. */
+static json_t *changeset_of(json_t *list, long long id)
+{
+	json_t *cs;
+	size_t i;
+
+	json_array_foreach(json_object_get(list, "changesets"), i, cs)
+		if (num(cs, "id") == id)
+			return cs;
+	return NULL;
+}
+
+/* For each task of PLAN (plan.show), the change sets of LIST recorded for it, oldest first. */
+static json_t *tasks_with_changes(json_t *plan, json_t *list)
+{
+	json_t *out = json_array(), *t, *rec;
+	size_t i, j;
+
+	json_array_foreach(json_object_get(plan, "tasks"), i, t) {
+		json_t *sets = json_array(), *o;
+
+		json_array_foreach(json_object_get(plan, "changesets"), j, rec) {
+			json_t *cs = num(rec, "task") == num(t, "task")
+					     ? changeset_of(list, num(rec, "changeset"))
+					     : NULL;
+			if (cs)
+				json_array_append(sets, cs);
+		}
+		o = json_pack("{s:I,s:s,s:b,s:o}", "task", (json_int_t)num(t, "task"), "text",
+			      str(t, "text"), "done", json_is_true(json_object_get(t, "done")),
+			      "changesets", sets);
+		if (!out || !o || json_array_append_new(out, o) < 0) {
+			json_decref(out);
+			return NULL;
+		}
+	}
+	return out;
+}
+
+static void print_plan_changes(json_t *plan, json_t *tasks)
+{
+	json_t *t, *cs, *c;
+	size_t i, j, k;
+
+	printf("plan %s: what each task changed (a change set counts for the task in progress "
+	       "when it started)\n",
+	       str(plan, "name"));
+	json_array_foreach(tasks, i, t) {
+		printf("%lld. [%c] %s\n", num(t, "task"),
+		       json_is_true(json_object_get(t, "done")) ? 'x' : ' ', str(t, "text"));
+		if (json_array_size(json_object_get(t, "changesets")) == 0)
+			printf("   no change set\n");
+		json_array_foreach(json_object_get(t, "changesets"), j, cs) {
+			char when[32];
+
+			format_ns(num(cs, "started_ns"), when, sizeof(when));
+			printf("   change set %lld (%s, %s%s%s)\n", num(cs, "id"), str(cs, "reason"),
+			       when, str(cs, "mode") ? ", mode " : "",
+			       str(cs, "mode") ? str(cs, "mode") : "");
+			if (json_array_size(json_object_get(cs, "changes")) == 0)
+				printf("     no changes\n");
+			json_array_foreach(json_object_get(cs, "changes"), k, c)
+				printf("     %-9s %s%s%s\n", str(c, "kind"), str(c, "path"),
+				       str(c, "to") ? " -> " : "", str(c, "to") ? str(c, "to") : "");
+		}
+	}
+}
+
+int pw_plan_changes(const char *cmd, const char *mount, const char *name, bool json)
+{
+	_cleanup_(pw_json_decrefp) json_t *plan = NULL, *list = NULL, *tasks = NULL;
+	_cleanup_free_ char *message = NULL;
+	opts o = { .mount = mount };
+	int code = 0, r;
+
+	r = pw_ctl_call_at(mount, "plan.show", json_pack("{s:s}", "name", name), &plan, &code,
+			   &message);
+	if (r == 0)
+		r = pw_ctl_call_at(mount, "changes.list", NULL, &list, &code, &message);
+	if (r < 0)
+		return call_failed(cmd, &o, r, code, message);
+	tasks = tasks_with_changes(plan, list);
+	if (!tasks)
+		return PW_EXIT_SYSTEM;
+	if (json)
+		return pw_print_json(json_pack("{s:s,s:s,s:O}", "plan", str(plan, "name"), "path",
+					       str(plan, "path"), "tasks", tasks)) < 0
+			       ? PW_EXIT_SYSTEM
+			       : PW_EXIT_OK;
+	print_plan_changes(plan, tasks);
+	return PW_EXIT_OK;
+}
+
 int cmd_plan(int argc, char **argv)
 {
 	_cleanup_opts_ pw_opts po = { 0 };

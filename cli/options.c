@@ -176,6 +176,7 @@ static const pw_option changes_opts[] = {
 	{ "since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME" },
 	OPT_MODE("only changes made in MODE"),
 	{ "prune", 0, NULL, PW_OPT_PRUNE, PW_COMPLETE_NONE, "apply the retention now" },
+	{ "plan", 0, "NAME", PW_OPT_PLAN, PW_COMPLETE_NONE, "what each task of plan NAME changed" },
 	OPT_MOUNT,
 	OPT_JSON,
 	OPT_HELP,

@@ -497,6 +497,62 @@ static json_t *status_json(const plan_set *s)
 			 plan_line(a));
 }
 
+/* ---- the task in progress of each change set ----------------------------------------- */
+
+/*
+ * Records, for the newest change set, the active plan's task in progress (state.h): called
+ * when a change set may have started (the daemon's start, a switch) and when the task in
+ * progress moves (approval, a task done; the change set then keeps the task it started
+ * with). Best effort: the record is for `changes --plan`, never for enforcement.
+ */
+static void note_in_progress(pw_view *v)
+{
+	_cleanup_(plan_set_done) plan_set s = { 0 };
+	const plan_info *a;
+	pw_state *st;
+
+	if (plan_set_load(v, &s) < 0)
+		return;
+	a = active_plan(&s);
+	if (!a || next_task(a) == 0)
+		return;
+	st = pw_view_lock_state(v);
+	if (st)
+		(void)pw_state_plan_note_changeset(st, pw_view_project(v), a->path,
+						   (int64_t)next_task(a), a->rec.approved_ns);
+	pw_view_unlock_state(v);
+}
+
+static int plan_init(pw_ctl_server *s, void *arg, void **ret_data)
+{
+	note_in_progress(pw_ctl_server_view(s));
+	*ret_data = arg;
+	return 0;
+}
+
+static void plan_mode_changed(pw_ctl_server *s, void *data, const char *to)
+{
+	note_in_progress(pw_ctl_server_view(s));
+}
+
+/* The change sets recorded for P: [{"changeset", "task"}], oldest first. */
+static json_t *changesets_json(pw_view *v, const plan_info *p)
+{
+	int64_t *cs = NULL;
+	size_t n = 0;
+	pw_state *st = pw_view_lock_state(v);
+	int r = st ? pw_state_plan_changesets(st, pw_view_project(v), p->path, &cs, &n) : 0;
+	json_t *a;
+
+	pw_view_unlock_state(v);
+	a = json_array();
+	for (size_t i = 0; a && r >= 0 && i < n; i++)
+		json_array_append_new(a, json_pack("{s:I,s:I}", "changeset", (json_int_t)cs[2 * i],
+						   "task", (json_int_t)cs[2 * i + 1]));
+	free(cs);
+	return a;
+}
+
 /* ---- methods -------------------------------------------------------------------------- */
 
 static int fail_errno(call *x, int r, const char *what)
@@ -556,10 +612,16 @@ static int m_show(call *x, json_t **ret)
 {
 	_cleanup_(plan_set_done) plan_set s = { 0 };
 	const plan_info *p;
+	json_t *o;
 
 	if (load_or_fail(x, &s) < 0 || named_plan(x, &s, &p) < 0)
 		return -1;
-	return reply(x, detail_json(p), ret);
+	o = detail_json(p);
+	if (o && json_object_set_new(o, "changesets", changesets_json(x->view, p)) < 0) {
+		json_decref(o);
+		o = NULL;
+	}
+	return reply(x, o, ret);
 }
 
 static int m_status(call *x, json_t **ret)
@@ -605,6 +667,8 @@ static int m_done(call *x, json_t **ret)
 		return pw_ctl_fail_set(x->fail, PW_RPC_INVALID_PARAMS,
 				       "plan '%s' has tasks 1 to %zu, not %lld", p->name,
 				       tasks_total(p), (long long)n);
+	/* A change set started since the last record (a checkpoint) did this task's work. */
+	note_in_progress(x->view);
 	st = pw_view_lock_state(x->view);
 	r = st ? pw_state_plan_task_done(st, pw_view_project(x->view), p->path, n,
 					 p->doc->tasks[n - 1].text, by,
@@ -687,6 +751,7 @@ static int m_approve(call *x, json_t **ret)
 		return pw_ctl_fail_set(x->fail, PW_RPC_INTERNAL_ERROR, "approval failed: %s",
 				       why ? why : strerror(-r));
 	}
+	note_in_progress(x->view);
 	plan_set_done(&s);
 	if (load_or_fail(x, &s) < 0 || named_plan(x, &s, &p) < 0)
 		return -1;
@@ -769,4 +834,6 @@ const pw_ctl_module pw_ctl_plan_module = {
 	.name = "plan",
 	.methods = methods,
 	.n_methods = ELEMENTSOF(methods),
+	.init = plan_init,
+	.mode_changed = plan_mode_changed,
 };

@@ -148,6 +148,12 @@ static const char *const migrations[] = {
 	"  changeset INTEGER," /* the change set of originals in force then */
 	"  note TEXT,"
 	"  PRIMARY KEY (project, path, task)"
+	");"
+	"CREATE TABLE plan_changesets ("
+	"  changeset INTEGER PRIMARY KEY," /* orig_changesets.id */
+	"  project TEXT NOT NULL,"
+	"  path TEXT NOT NULL," /* the active plan when the change set started */
+	"  task INTEGER NOT NULL" /* its task in progress then */
 	");",
 };
 _Static_assert(ELEMENTSOF(migrations) == PW_DB_SCHEMA_VERSION, "one migration per version");

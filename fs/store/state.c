@@ -480,3 +480,59 @@ int64_t pw_state_current_changeset(pw_state *s, const char *project)
 	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
 	return sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
 }
+
+int pw_state_plan_note_changeset(pw_state *s, const char *project, const char *path,
+				 int64_t task, int64_t since_ns)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int64_t cs = pw_state_current_changeset(s, project);
+	int r;
+
+	if (cs <= 0)
+		return 0;
+	r = prepare(s,
+		    "INSERT INTO plan_changesets(changeset, project, path, task) "
+		    "SELECT ?1, ?2, ?3, ?4 FROM orig_changesets WHERE id = ?1 AND started_ns >= ?5 "
+		    "ON CONFLICT(changeset) DO NOTHING",
+		    &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, cs);
+	sqlite3_bind_text(st, 2, project, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, path, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, task);
+	sqlite3_bind_int64(st, 5, since_ns);
+	return step_done(st);
+}
+
+int pw_state_plan_changesets(pw_state *s, const char *project, const char *path, int64_t **ret,
+			     size_t *ret_n)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int64_t *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc, r = prepare(s,
+			    "SELECT changeset, task FROM plan_changesets WHERE project = ?1 AND "
+			    "path = ?2 ORDER BY changeset",
+			    &st);
+
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (PW_GROW(v, cap, n, 16) < 0 || PW_GROW(v, cap, n + 1, 16) < 0) {
+			free(v);
+			return -ENOMEM;
+		}
+		v[n++] = sqlite3_column_int64(st, 0);
+		v[n++] = sqlite3_column_int64(st, 1);
+	}
+	if (rc != SQLITE_DONE) {
+		free(v);
+		return pw_db_errno(rc);
+	}
+	*ret = v;
+	*ret_n = n / 2;
+	return 0;
+}

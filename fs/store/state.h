@@ -117,3 +117,13 @@ int pw_state_plan_task_done(pw_state *s, const char *project, const char *path, 
 			    const char *text, const char *by, int64_t changeset, const char *note);
 /* The newest change set of originals of PROJECT (0: none), for the task records. */
 int64_t pw_state_current_changeset(pw_state *s, const char *project);
+/* Records that the newest change set of PROJECT was started while task TASK of plan PATH
+ * was in progress, when it started at or after SINCE_NS (the plan's approval: a change set
+ * begun before belongs to no task); a change set keeps the first task recorded for it (the
+ * one in progress when it started). 0 (also when there is nothing to record), or -errno. */
+int pw_state_plan_note_changeset(pw_state *s, const char *project, const char *path,
+				 int64_t task, int64_t since_ns);
+/* The change sets recorded for plan PATH, oldest first: (*ret)[2i] the change set, [2i+1]
+ * its task. 0 with a malloc'd array of 2 * *ret_n, or -errno. */
+int pw_state_plan_changesets(pw_state *s, const char *project, const char *path, int64_t **ret,
+			     size_t *ret_n);

@@ -188,6 +188,30 @@ class PlansCase(harness.MountCase):
         shown = self.plan(v, "show", "cache")
         self.assertEqual((shown["status"], shown["done"]), ("draft", 3))
 
+    def test_changes_by_task(self):
+        v = self.mount("plan")
+        self.write_plan(v)
+        self.plan(v, "approve", "cache")
+        # The switch starts a change set: task 1 is in progress.
+        self.set_mode(v, "build")
+        with open(v.path("src/a.c"), "w") as f:
+            f.write("int a = 1;\n")
+        self.plan(v, "done", "1")
+        # A checkpoint's change set is recorded with the task it did, when that is marked.
+        self.run_pw("checkpoint", "--mount", v.mp, check=True)
+        with open(v.path("src/b.c"), "w") as f:
+            f.write("int b;\n")
+        self.plan(v, "done", "2")
+        p = self.run_pw("changes", "--mount", v.mp, "--plan", "cache", "--json", check=True)
+        tasks = json.loads(p.stdout)["tasks"]
+        changed = [sorted((c["kind"], c["path"]) for cs in t["changesets"]
+                          for c in cs["changes"]) for t in tasks]
+        self.assertEqual(changed, [[("modified", "src/a.c")], [("created", "src/b.c")], []])
+        self.assertEqual([t["done"] for t in tasks], [True, True, False])
+        p = self.run_pw("changes", "--mount", v.mp, "--plan", "cache", check=True)
+        self.assertIn("1. [x] Add the cache\n", p.stdout)
+        self.assertRegex(p.stdout, r"modified +src/a\.c")
+
     def test_broken_plan_is_writable_but_reported_and_not_approvable(self):
         v = self.mount("plan")
         self.write_plan(v, "broken", "no frontmatter here\n")
