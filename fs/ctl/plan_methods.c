@@ -633,6 +633,25 @@ static int m_status(call *x, json_t **ret)
 	return reply(x, status_json(&s), ret);
 }
 
+/* plan.done's answer: plan.status, with "plan" and "line" those of the plan just marked
+ * (its last task done, it is no longer the active one). */
+static json_t *done_json(call *x, const char *name)
+{
+	_cleanup_(plan_set_done) plan_set s = { 0 };
+	const plan_info *p;
+	json_t *o;
+
+	if (plan_set_load(x->view, &s) < 0 || !(p = find_plan(&s, name)))
+		return NULL;
+	o = status_json(&s);
+	if (o && (json_object_set_new(o, "plan", summary_json(p)) < 0 ||
+		  json_object_set_new(o, "line", plan_line(p)) < 0)) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
 /* "agent (pid 12, pi)" or "person (pid 9, piworkfs)": who marked or approved. */
 static char *who(const pw_peer *peer)
 {
@@ -682,10 +701,7 @@ static int m_done(call *x, json_t **ret)
 				       p->name);
 	if (r < 0)
 		return fail_errno(x, r, "recording the task");
-	plan_set_done(&s);
-	if (load_or_fail(x, &s) < 0)
-		return -1;
-	return reply(x, status_json(&s), ret);
+	return reply(x, done_json(x, p->name), ret);
 }
 
 /* Now, in UTC: *NOW as 2026-12-02T19:40:00Z, *TODAY as 2026-12-02. */
