@@ -32,7 +32,8 @@ static const char usage[] =
 	"              (default: the active plan)\n"
 	"  status      the active plan (the newest approved one not done) and its next task\n"
 	"  approve     the person's: the plan becomes the spec, read-only to every process in\n"
-	"              every mode but off; its content hash is recorded\n"
+	"              every mode but off; its content hash is recorded (inside the agent: asks\n"
+	"              the person, like a request to switch)\n"
 	"  reopen      the person's: the plan is a draft again, its progress kept\n"
 	"  done N      mark task N of the active plan done (the agent may: it changes no file)\n"
 	"\n"
@@ -51,6 +52,8 @@ static const char usage[] =
 	"Exit status: 0 ok; 1 refused (an agent approving or reopening, a draft's task);\n"
 	"2 usage error; 3 no such plan or task, or a plan that cannot be approved; 4 no live\n"
 	"view.\n";
+
+#define ASK_WAIT_MS 125000 /* a request lives 120 s */
 
 typedef struct opts {
 	const char *mount, *note, *plan;
@@ -269,6 +272,63 @@ static int request(const char *cmd, const opts *o, const char **ret_method, json
 	return -1;
 }
 
+/*
+ * Inside the agent, `plan approve` is refused: ask the person instead (plan.request_approval,
+ * the consent bar of asking to switch), and wait for the answer while run's terminal shows
+ * the question. Returns an exit status.
+ */
+static int ask_approval(const char *cmd, const opts *o, const char *name, const char *refusal)
+{
+	_cleanup_(pw_json_decrefp) json_t *res = NULL;
+	_cleanup_free_ char *message = NULL, *sock = NULL, *reason = NULL;
+	pw_ctl_conn *c = NULL;
+	const char *outcome;
+	int code = 0, r;
+
+	r = pw_ctl_find_view(o->mount, &sock, NULL);
+	if (r == 0)
+		r = pw_ctl_connect(sock, ASK_WAIT_MS + 10000, &c);
+	if (r < 0)
+		return call_failed(cmd, o, r, 0, NULL);
+	if (asprintf(&reason, "piworkfs plan approve %s", name) < 0)
+		reason = NULL;
+	r = pw_ctl_call(c, "plan.request_approval",
+			json_pack("{s:s,s:s?}", "name", name, "reason", reason), &res, &code,
+			&message);
+	if (r == 0 && json_is_true(json_object_get(res, "shown"))) {
+		json_t *id = json_incref(json_object_get(res, "id"));
+
+		fprintf(stderr, "piworkfs: %s: approving a plan is the person's: asked them on the "
+				"terminal of piworkfs run; waiting...\n",
+			cmd);
+		json_decref(TAKE_PTR(res));
+		r = pw_ctl_call(c, "mode.request.wait",
+				json_pack("{s:o,s:i}", "id", id, "wait_ms", ASK_WAIT_MS), &res,
+				&code, &message);
+	}
+	pw_ctl_close(c);
+	if (r < 0)
+		return call_failed(cmd, o, r, code, message);
+	outcome = str(res, "outcome");
+	if (o->json)
+		return pw_print_json(TAKE_PTR(res)) < 0   ? PW_EXIT_SYSTEM
+		       : streq_ptr(outcome, "approved") ? PW_EXIT_OK
+							  : PW_EXIT_DENIED;
+	if (streq_ptr(outcome, "approved")) {
+		printf("plan %s approved by the person\n", name);
+		return PW_EXIT_OK;
+	}
+	pw_err(cmd, "%s", refusal ? refusal : "refused");
+	if (streq_ptr(outcome, "pending"))
+		pw_err(cmd, "asked the person: they can read it with 'piworkfs plan show %s' and "
+			    "allow it with 'piworkfs mode --approve' outside the agent (within 2 "
+			    "minutes)",
+		       name);
+	else
+		pw_err(cmd, "not approved: the request was %s", outcome ? outcome : "not answered");
+	return PW_EXIT_DENIED;
+}
+
 void pw_plan_print_next(const char *mount, json_t *res)
 {
 	_cleanup_(pw_json_decrefp) json_t *st = NULL;
@@ -395,6 +455,9 @@ int cmd_plan(int argc, char **argv)
 	if (r >= 0)
 		return r;
 	r = pw_ctl_call_at(o.mount, method, params, &res, &code, &message);
+	if (r == -EREMOTE && code == PW_RPC_REFUSED && streq(method, "plan.approve") &&
+	    getenv("PIWORKFS_SOCKET"))
+		return ask_approval(argv[0], &o, o.args[1], message);
 	if (r < 0)
 		return call_failed(argv[0], &o, r, code, message);
 	if (o.json)

@@ -46,6 +46,7 @@ typedef struct question {
 	bool open;
 	long long id;
 	char from[MODE_SHOWN_MAX + 1], to[MODE_SHOWN_MAX + 1], reason[REASON_SHOWN_MAX + 1];
+	char plan[MODE_SHOWN_MAX + 1]; /* plan.request_approval: the plan; "" for a switch */
 	int64_t shown_ms;
 	bool armed; /* `y` typed after the grace time: Enter allows */
 } question;
@@ -269,7 +270,17 @@ static void draw_bar(void)
 	char line[1024], text[900];
 	int n, tn;
 
-	if (ask.q.armed)
+	if (ask.q.plan[0] && ask.q.armed)
+		tn = snprintf(text, sizeof(text),
+			      " piworkfs: approve plan %s? Press Enter to allow, any other key "
+			      "denies. ",
+			      ask.q.plan);
+	else if (ask.q.plan[0])
+		tn = snprintf(text, sizeof(text),
+			      " piworkfs: the agent asks you to approve plan %s (\"%s\"; piworkfs "
+			      "plan show %s). Allow? [y/N] ",
+			      ask.q.plan, ask.q.reason, ask.q.plan);
+	else if (ask.q.armed)
 		tn = snprintf(text, sizeof(text),
 			      " piworkfs: allow %s \xe2\x86\x92 %s? Press Enter to allow, any other "
 			      "key denies. ",
@@ -305,6 +316,7 @@ static void open_question(json_t *p)
 	shown(ask.q.from, MODE_SHOWN_MAX, json_string_value(json_object_get(p, "from")));
 	shown(ask.q.to, MODE_SHOWN_MAX, json_string_value(json_object_get(p, "to")));
 	shown(ask.q.reason, REASON_SHOWN_MAX, json_string_value(json_object_get(p, "reason")));
+	shown(ask.q.plan, MODE_SHOWN_MAX, json_string_value(json_object_get(p, "plan")));
 	if (!was_open) {
 		char region[64];
 		int n;

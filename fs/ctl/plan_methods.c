@@ -15,6 +15,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -656,11 +657,14 @@ static json_t *done_json(call *x, const char *name)
 static char *who(const pw_peer *peer)
 {
 	char *s = NULL;
+	int r;
 
-	if (asprintf(&s, "%s (pid %d, %s)", peer->restricted ? "agent" : "person", (int)peer->pid,
-		     peer->comm[0] ? peer->comm : "?") < 0)
-		return NULL;
-	return s;
+	if (peer->answered_by)
+		r = asprintf(&s, "person, granting the agent's request (%s)", peer->answered_by);
+	else
+		r = asprintf(&s, "%s (pid %d, %s)", peer->restricted ? "agent" : "person",
+			     (int)peer->pid, peer->comm[0] ? peer->comm : "?");
+	return r < 0 ? NULL : s;
 }
 
 static int m_done(call *x, json_t **ret)
@@ -716,10 +720,21 @@ static void utc_now(char now[32], char today[16])
 	strftime(today, 16, "%Y-%m-%d", &tm);
 }
 
-static int m_approve(call *x, json_t **ret)
+_printf_(3, 4) static int approve_fail(char **ret_why, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (ret_why && vasprintf(ret_why, fmt, ap) < 0)
+		*ret_why = NULL;
+	va_end(ap);
+	return code;
+}
+
+int pw_ctl_plan_approve(pw_view *v, const pw_peer *peer, const char *name, char **ret_why)
 {
 	_cleanup_(plan_set_done) plan_set s = { 0 };
-	_cleanup_free_ char *by = who(x->peer), *text = NULL, *why = NULL, *buf = NULL;
+	_cleanup_free_ char *by = who(peer), *text = NULL, *why = NULL, *buf = NULL;
 	_cleanup_close_ int root = -1;
 	char now[32], today[16], hash[PW_SHA256_HEX];
 	size_t len, total;
@@ -728,47 +743,67 @@ static int m_approve(call *x, json_t **ret)
 	int r;
 
 	if (!by)
-		return pw_ctl_fail_set(x->fail, PW_RPC_INTERNAL_ERROR, "out of memory");
-	if (load_or_fail(x, &s) < 0 || named_plan(x, &s, &p) < 0)
-		return -1;
-	if (is_approved(p))
-		return pw_ctl_fail_set(x->fail, PW_RPC_INVALID_PARAMS, "plan '%s' is already approved",
-				       p->name);
-	if (p->read_err || !p->doc || p->doc->n_problems > 0)
-		return pw_ctl_fail_set(x->fail, PW_RPC_INVALID_PARAMS,
-				       "plan '%s' cannot be approved until it is fixed: %s", p->name,
-				       p->read_err ? strerror(-p->read_err) : p->doc->problems[0]);
-	root = open_root(x->view);
-	if (root < 0)
-		return fail_errno(x, root, "opening the project");
-	r = read_plan(root, p->path, &buf, &len, &total);
+		return approve_fail(ret_why, PW_RPC_INTERNAL_ERROR, "out of memory");
+	r = plan_set_load(v, &s);
 	if (r < 0)
-		return fail_errno(x, r, "reading the plan");
+		return approve_fail(ret_why, PW_RPC_UNAVAILABLE, "reading the plans: %s",
+				    strerror(-r));
+	p = find_plan(&s, name);
+	if (!p)
+		return approve_fail(ret_why, PW_RPC_INVALID_PARAMS,
+				    "no plan '%s' in %s/ (piworkfs plan list)", name, s.dir);
+	if (is_approved(p))
+		return approve_fail(ret_why, PW_RPC_INVALID_PARAMS, "plan '%s' is already approved",
+				    p->name);
+	if (p->read_err || !p->doc || p->doc->n_problems > 0)
+		return approve_fail(ret_why, PW_RPC_INVALID_PARAMS,
+				    "plan '%s' cannot be approved until it is fixed: %s", p->name,
+				    p->read_err ? strerror(-p->read_err) : p->doc->problems[0]);
+	root = open_root(v);
+	if (root >= 0)
+		r = read_plan(root, p->path, &buf, &len, &total);
+	if (root < 0 || r < 0)
+		return approve_fail(ret_why, PW_RPC_UNAVAILABLE, "reading the plan: %s",
+				    strerror(root < 0 ? -root : -r));
 	utc_now(now, today);
 	r = pw_plan_set_fields(buf, len, "approved", now, today, &text);
 	if (r < 0)
-		return fail_errno(x, r, "writing the frontmatter");
+		return approve_fail(ret_why, PW_RPC_INTERNAL_ERROR, "writing the frontmatter: %s",
+				    strerror(-r));
 	hash_hex(text, strlen(text), hash);
 	/* Frozen first, then written: from the reload on, no process can change the file
 	 * through the view, so the text hashed is the text that stays. */
-	st = pw_view_lock_state(x->view);
-	r = st ? pw_state_plan_approve(st, pw_view_project(x->view), p->path, hash, by) : -ENOSYS;
-	pw_view_unlock_state(x->view);
+	st = pw_view_lock_state(v);
+	r = st ? pw_state_plan_approve(st, pw_view_project(v), p->path, hash, by) : -ENOSYS;
+	pw_view_unlock_state(v);
 	if (r < 0)
-		return fail_errno(x, r, "recording the approval");
-	r = pw_view_reload(x->view, x->peer, NULL, &why);
+		return approve_fail(ret_why, PW_RPC_UNAVAILABLE, "recording the approval: %s",
+				    strerror(-r));
+	r = pw_view_reload(v, peer, NULL, &why);
 	if (r == 0)
 		r = replace_file(root, p->path, text);
 	if (r < 0) {
-		st = pw_view_lock_state(x->view);
-		pw_state_plan_reopen(st, pw_view_project(x->view), p->path);
-		pw_view_unlock_state(x->view);
-		pw_view_reload(x->view, x->peer, NULL, NULL);
-		return pw_ctl_fail_set(x->fail, PW_RPC_INTERNAL_ERROR, "approval failed: %s",
-				       why ? why : strerror(-r));
+		st = pw_view_lock_state(v);
+		pw_state_plan_reopen(st, pw_view_project(v), p->path);
+		pw_view_unlock_state(v);
+		pw_view_reload(v, peer, NULL, NULL);
+		return approve_fail(ret_why, PW_RPC_INTERNAL_ERROR, "approval failed: %s",
+				    why ? why : strerror(-r));
 	}
-	note_in_progress(x->view);
-	plan_set_done(&s);
+	note_in_progress(v);
+	return 0;
+}
+
+static int m_approve(call *x, json_t **ret)
+{
+	_cleanup_(plan_set_done) plan_set s = { 0 };
+	_cleanup_free_ char *why = NULL;
+	const char *name = json_string_value(json_object_get(x->params, "name"));
+	const plan_info *p;
+	int code = pw_ctl_plan_approve(x->view, x->peer, name, &why);
+
+	if (code != 0)
+		return pw_ctl_fail_set(x->fail, code, "%s", why ? why : "approval failed");
 	if (load_or_fail(x, &s) < 0 || named_plan(x, &s, &p) < 0)
 		return -1;
 	return reply(x, detail_json(p), ret);

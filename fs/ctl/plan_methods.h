@@ -18,3 +18,13 @@
 #include "server.h"
 
 extern const pw_ctl_module pw_ctl_plan_module;
+
+/*
+ * What plan.approve does, for PEER (the person, or a request they granted: ctl/request.c's
+ * plan.request_approval): records plan NAME approved, reloads the view so that the
+ * filesystem protects it, rewrites its frontmatter. Returns 0, or a PW_RPC_* error code
+ * with a malloc'd one-line reason in *ret_why (may stay NULL on ENOMEM). The only function
+ * of this module that another calls: asking for approval shares the consent bar of asking
+ * to switch.
+ */
+int pw_ctl_plan_approve(pw_view *v, const pw_peer *peer, const char *name, char **ret_why);

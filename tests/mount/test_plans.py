@@ -162,6 +162,39 @@ class PlansCase(harness.MountCase):
         with open(os.path.join(self.project, "docs/plans/cache.md")) as f:
             self.assertNotIn("[x]", f.read())
 
+    def test_agent_asks_for_approval_and_the_person_answers(self):
+        v = self.mount("plan")
+        self.write_plan(v)
+        c = harness.RpcClient(self.socket_path(v))
+        self.addCleanup(c.close)
+        agent = harness.RpcClient(c.call("agent.open")["socket"])
+        self.addCleanup(agent.close)
+        r = agent.call("plan.request_approval", {"name": "cache", "reason": "ready for review"})
+        self.assertEqual(r["outcome"], "pending")
+        # The person sees it where they see requests to switch, and answers it there.
+        p = self.run_pw("mode", "--mount", v.mp, check=True)
+        self.assertIn("the agent asks you to approve plan cache (\"ready for review\")",
+                      p.stdout)
+        self.assertEqual(c.call("mode.request.list")["pending"]["plan"], "cache")
+        self.assertEqual(self.plan(v, "show", "cache")["status"], "draft")
+        with self.assertRaisesRegex(RuntimeError, "only the person answers"):
+            agent.call("mode.request.answer", {"approve": True})
+        p = self.run_pw("mode", "--mount", v.mp, "--approve", check=True)
+        self.assertIn("allowed: approve plan cache", p.stdout)
+        self.assertEqual(agent.call("mode.request.wait", {"id": r["id"]})["outcome"],
+                         "approved")
+        shown = self.plan(v, "show", "cache")
+        self.assertEqual(shown["status"], "approved")
+        self.assertIn("request", shown["approved_by"])
+        self.assertErrno(errno.EACCES, os.open, v.path("docs/plans/cache.md"), os.O_WRONLY)
+        # The mode did not change; a denied request approves nothing.
+        self.assertEqual(json.loads(self.run_pw("mode", "--mount", v.mp, "--json",
+                                                check=True).stdout)["mode"], "plan")
+        self.write_plan(v, "other")
+        agent.call("plan.request_approval", {"name": "other"})
+        self.run_pw("mode", "--mount", v.mp, "--deny", check=True)
+        self.assertEqual(self.plan(v, "show", "other")["status"], "draft")
+
     def test_progress_and_protection_survive_a_remount(self):
         v = self.mount("plan")
         self.write_plan(v)
