@@ -244,7 +244,7 @@ static const pw_command_spec specs[] = {
 	{ "checkpoint", "start a new change set, optionally named", checkpoint_opts, 0,
 	  PW_COMPLETE_NONE },
 	{ "plan", "plans: list, show, approve, reopen, mark tasks done", plan_opts, 0,
-	  PW_COMPLETE_NONE },
+	  PW_COMPLETE_PLAN },
 };
 
 const pw_command_spec *pw_command_specs(size_t *ret_n)

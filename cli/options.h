@@ -71,6 +71,7 @@ typedef enum pw_complete {
 	PW_COMPLETE_MOUNTPOINT, /* a live view's mountpoint */
 	PW_COMPLETE_COMMAND,    /* a command to run, then its own arguments */
 	PW_COMPLETE_SHELL,      /* bash, zsh, fish */
+	PW_COMPLETE_PLAN,       /* plan's subcommands and the live view's plan names */
 } pw_complete;
 
 typedef struct pw_option {

@@ -239,6 +239,11 @@ class Completion(Base):
         rc, out, _ = self.run_pw("allowed", "--help")
         self.assertEqual(got, {"--" + n for _, n in help_options(out)})
 
+    def test_plan_subcommands(self):
+        self.assertEqual(self.complete("piworkfs", "plan", "ap"), ["approve"])
+        self.assertEqual(sorted(self.complete("piworkfs", "plan", "")),
+                         ["approve", "done", "list", "reopen", "show", "status"])
+
     def test_mode_names_offline(self):
         got = self.complete("piworkfs", "check", "-C", DEMO, "--mode", "de")
         self.assertEqual(got, ["design"])
