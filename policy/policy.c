@@ -352,6 +352,25 @@ static void decide_write(const pw_policy *p, const char *path, bool is_dir, pw_d
 	decided(ret, false, EACCES, PW_REASON_NO_ALLOW, NULL);
 }
 
+/*
+ * Is PATH a directory on the way to the plans folder ("docs" for "/docs/plans/" "**")? A
+ * mode that writes plans may make it (mkdir, and nothing else), so that plan mode can start
+ * the folder in a project that has none; the folder itself is granted by its rule.
+ */
+static const pw_rule *plans_parent(const pw_policy *p, pw_op op, const char *path, bool is_dir)
+{
+	const pw_rule *r = pw_policy_plans_rule(p);
+	size_t n = strlen(path), m;
+
+	if (!r || op != PW_OP_MKDIR || !is_dir || n == 0 || p->fail_reason)
+		return NULL;
+	m = strlen(r->pattern); /* "/DIR/" "**": DIR is r->pattern + 1, m - 4 bytes */
+	if (m < 4 || n >= m - 4 || strncmp(r->pattern + 1, path, n) != 0 ||
+	    r->pattern[1 + n] != '/')
+		return NULL;
+	return r;
+}
+
 void pw_policy_decide(const pw_policy *p, pw_op op, const char *path, bool is_dir,
 		      pw_decision *ret)
 {
@@ -362,6 +381,9 @@ void pw_policy_decide(const pw_policy *p, pw_op op, const char *path, bool is_di
 	if (!pw_op_is_write(op))
 		return decided(ret, true, 0, PW_REASON_READ, NULL);
 	decide_write(p, path, is_dir, ret);
+	if (!ret->allowed && ret->reason != PW_REASON_PROTECTED &&
+	    ret->reason != PW_REASON_DENY_RULE && (rule = plans_parent(p, op, path, is_dir)))
+		decided(ret, true, 0, PW_REASON_ALLOW_RULE, rule);
 }
 
 void pw_policy_decide_new_name(const pw_policy *p, pw_op op, const char *path, bool is_dir,

@@ -16,6 +16,8 @@
  *   7. nothing matched                                       -> EACCES
  * "Matches" is pw_glob_match_tree (glob.h: the path or an ancestor, gitignore's meaning);
  * in step 6 a directory is also matched by a rule `dir/` `**` of which it is the dir.
+ * In a mode with writes.plans, mkdir of a directory on the way to the plans folder ("docs"
+ * for docs/plans) is allowed too, unless a protected or deny rule covers it.
  * A fail-closed policy (the active mode's file, or a config.yaml, is broken) answers EROFS
  * to every write.
  */

@@ -313,7 +313,7 @@ static int set_add(pw_view *v, int root, plan_set *s, const char *path,
 	_cleanup_free_ char *p = NULL, *name = NULL;
 	int r;
 
-	if (set_has(s, path) || s->n >= PW_PLAN_TASKS_MAX)
+	if (set_has(s, path) || s->n >= PW_PLANS_MAX)
 		return 0;
 	r = pw_plan_path(s->dir, path, &p, &name);
 	if (r < 0)

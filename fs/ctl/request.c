@@ -268,12 +268,11 @@ static int m_mode(pw_ctl_ctx *x, json_t **ret_result)
 static int m_plan(pw_ctl_ctx *x, json_t **ret_result)
 {
 	const char *name = json_string_value(json_object_get(x->params, "name"));
-	char stem[PW_PLAN_NAME_MAX + 1];
-	size_t n = strlen(name);
-
 	/* "cache", "cache.md" or "docs/plans/cache.md": the stem names it. */
 	const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
-	n = strlen(base);
+	char stem[PW_PLAN_NAME_MAX + 1];
+	size_t n = strlen(base);
+
 	if (n > 3 && streq(base + n - 3, ".md"))
 		n -= 3;
 	if (n > PW_PLAN_NAME_MAX)

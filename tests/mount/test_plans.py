@@ -79,6 +79,16 @@ class PlansCase(harness.MountCase):
             self.assertErrno(errno.EROFS, os.open, v.path("docs/plans/y.md"),
                              os.O_WRONLY | os.O_CREAT)
 
+    def test_plan_mode_starts_the_folder_in_a_project_without_one(self):
+        proj, mp = self.fresh_project("bare", {"src/a.c": "int a;\n"})
+        v = self.mount("plan", project=proj, mountpoint=mp)
+        os.makedirs(v.path("docs/plans"))
+        self.write_plan(v)
+        self.assertErrno(errno.EROFS, os.mkdir, v.path("docs/other"))
+        self.assertErrno(errno.EROFS, os.mkdir, v.path("src/sub"))
+        self.assertErrno(errno.EROFS, os.rmdir, v.path("docs"))
+        self.assertEqual(self.plan(v, "list")["plans"][0]["name"], "cache")
+
     def test_approved_plan_is_read_only_for_every_process(self):
         v = self.mount("plan")
         self.write_plan(v)

@@ -209,14 +209,29 @@ Test(bundled, decision_table)
 			OK("docs/plans", true, "/docs/plans/**"),
 			OK("docs/plans/notes/a.txt", false, "/docs/plans/**"),
 			RO("docs/x.md", false),
-			RO("docs", true),
 			RO("src/a.c", false),
 			RO("a/docs/plans/x.md", false),
 			RO(".git/config", false),
 		};
 		pw_policy *p = compile(ms, "plan");
+		pw_decision d;
 
 		check_table(p, plan_rows, ELEMENTSOF(plan_rows));
+		/* The way to the folder may be made in a project that has none. */
+		pw_policy_decide_new_name(p, PW_OP_MKDIR, "docs", true, &d);
+		cr_expect(d.allowed);
+		pw_policy_decide_new_name(p, PW_OP_MKDIR, "doc", true, &d);
+		cr_expect_eq(d.err, EROFS);
+		pw_policy_decide_new_name(p, PW_OP_MKDIR, "docs/plan", true, &d);
+		cr_expect_eq(d.err, EROFS);
+		pw_policy_decide_new_name(p, PW_OP_MKDIR, "docs/other", true, &d);
+		cr_expect_eq(d.err, EROFS);
+		pw_policy_decide_new_name(p, PW_OP_CREATE, "docs", false, &d);
+		cr_expect_eq(d.err, EROFS);
+		pw_policy_decide(p, PW_OP_RMDIR, "docs", true, &d);
+		cr_expect_eq(d.err, EROFS);
+		pw_policy_decide(p, PW_OP_CHMOD, "docs", true, &d);
+		cr_expect_eq(d.err, EROFS);
 		pw_policy_unref(p);
 	}
 	{
