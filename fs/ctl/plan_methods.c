@@ -315,7 +315,13 @@ static int set_add(pw_view *v, int root, plan_set *s, const char *path,
 
 	if (set_has(s, path) || s->n >= PW_PLANS_MAX)
 		return 0;
-	r = pw_plan_path(s->dir, path, &p, &name);
+	/* A plan the database knows from another folder (`plans:` changed since) keeps its
+	 * path, so that it can still be shown and reopened. */
+	const char *dir_end = strrchr(path, '/');
+	_cleanup_free_ char *dir = dir_end ? strndup(path, (size_t)(dir_end - path)) : NULL;
+	if (!dir)
+		return dir_end ? -ENOMEM : 0;
+	r = pw_plan_path(dir, path, &p, &name);
 	if (r < 0)
 		return r == -ENOMEM ? r : 0;
 	if (PW_GROW(s->v, s->cap, s->n, 8) < 0)
@@ -362,8 +368,7 @@ static int plan_set_load(pw_view *v, plan_set *s)
 	else if (dfd >= 0)
 		close(dfd);
 	for (size_t i = 0; r >= 0 && i < n_recs; i++)
-		if (pw_plan_is_plan_path(s->dir, recs[i].path))
-			r = set_add(v, root, s, recs[i].path, recs, n_recs);
+		r = set_add(v, root, s, recs[i].path, recs, n_recs);
 	pw_plan_records_free(recs, n_recs);
 	if (r >= 0 && s->n > 1)
 		qsort(s->v, s->n, sizeof(*s->v), cmp_info);
@@ -386,12 +391,16 @@ static const plan_info *active_plan(const plan_set *s)
 
 static const plan_info *find_plan(const plan_set *s, const char *name)
 {
-	_cleanup_free_ char *path = NULL;
+	_cleanup_free_ char *path = NULL, *stem = NULL;
 
-	if (pw_plan_path(s->dir, name, &path, NULL) < 0)
+	if (pw_plan_path(s->dir, name, &path, &stem) < 0)
 		return NULL;
 	for (size_t i = 0; i < s->n; i++)
-		if (streq(s->v[i].path, path))
+		if (streq(s->v[i].path, path) || streq(s->v[i].path, name))
+			return &s->v[i];
+	/* By name alone: a plan of another folder, when no plan of this one has that name. */
+	for (size_t i = 0; i < s->n; i++)
+		if (streq(s->v[i].name, stem))
 			return &s->v[i];
 	return NULL;
 }

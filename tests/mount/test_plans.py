@@ -89,6 +89,32 @@ class PlansCase(harness.MountCase):
         self.assertErrno(errno.EROFS, os.rmdir, v.path("docs"))
         self.assertEqual(self.plan(v, "list")["plans"][0]["name"], "cache")
 
+    def test_plans_folder_from_config_and_trust(self):
+        os.makedirs(os.path.join(self.project, ".piworkfs"))
+        os.makedirs(os.path.join(self.project, "notes/plans"))
+        with open(os.path.join(self.project, ".piworkfs/config.yaml"), "w") as f:
+            f.write("plans: notes/plans\n")
+        v = self.mount("plan")
+        # Untrusted: the key is ignored (it would widen plan mode), with a warning.
+        self.assertErrno(errno.EROFS, os.open, v.path("notes/plans/a.md"),
+                         os.O_WRONLY | os.O_CREAT)
+        self.write_plan(v)
+        self.plan(v, "approve", "cache")
+        self.trust()
+        self.run_pw("reload", "--mount", v.mp, check=True)
+        with open(v.path("notes/plans/next.md"), "w") as f:
+            f.write(PLAN)
+        self.assertErrno(errno.EROFS, os.open, v.path("docs/plans/y.md"),
+                         os.O_WRONLY | os.O_CREAT)
+        # The plan approved in the old folder stays protected, listed, and can be reopened.
+        self.set_mode(v, "build")
+        self.assertErrno(errno.EACCES, os.open, v.path("docs/plans/cache.md"), os.O_WRONLY)
+        names = [p["name"] for p in self.plan(v, "list")["plans"]]
+        self.assertEqual(sorted(names), ["cache", "next"])
+        self.plan(v, "reopen", "cache")
+        with open(v.path("docs/plans/cache.md"), "a") as f:
+            f.write("- [ ] one more\n")
+
     def test_approved_plan_is_read_only_for_every_process(self):
         v = self.mount("plan")
         self.write_plan(v)
