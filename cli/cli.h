@@ -15,6 +15,7 @@
  */
 #pragma once
 
+#include <jansson.h>
 #include <stdbool.h>
 
 enum {
@@ -50,6 +51,7 @@ PW_CMD(cmd_diff);
 PW_CMD(cmd_undo);
 PW_CMD(cmd_redo);
 PW_CMD(cmd_checkpoint);
+PW_CMD(cmd_plan);
 #undef PW_CMD
 
 /* What mount's -o takes, one per line, NAME= for those with a value (for completion). */
@@ -69,5 +71,12 @@ int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char
 int pw_mode_answer(const char *cmd, const char *mount, bool approve, const char *which,
 		   bool json); /* WHICH: the request's id or target mode (approve only) */
 void pw_mode_show_pending(const char *mount);
+
+/* After a switch (cmd_mode.c): when the mode RES describes writes something and an approved
+ * plan is in progress, prints its line with the next task (cmd_plan.c); else nothing. */
+void pw_plan_print_next(const char *mount, json_t *res);
+/* changes --plan NAME (cmd_changes.c): the change sets of plan NAME grouped by the task in
+ * progress when each started (cmd_plan.c). Returns an exit status. */
+int pw_plan_changes(const char *cmd, const char *mount, const char *name, bool json);
 
 /* The daemon entry point used by `piworkfs mount` (fs/daemon.c). */

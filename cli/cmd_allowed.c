@@ -296,7 +296,10 @@ static int print_rules(const pw_cli_project *p, const pw_policy *policy)
 
 		if (covered_by_subtree(policy, i))
 			continue;
-		if (r->layer == PW_LAYER_DEFAULT || !file || file[0] == '(')
+		/* "(built-in)", "(plans folder)", "(approved plan)": the daemon's own rules. */
+		if (file && file[0] == '(')
+			snprintf(where, sizeof(where), "%s", file);
+		else if (r->layer == PW_LAYER_DEFAULT || !file)
 			snprintf(where, sizeof(where), "(built-in)");
 		else
 			snprintf(where, sizeof(where), "%s:%u", file, r->line);

@@ -29,6 +29,7 @@
 static const char changes_usage[] =
 	"Usage: piworkfs changes [--since X|--change-set N|--all] [--mode M] [PATH...] [--json]\n"
 	"       piworkfs changes --prune [--json]\n"
+	"       piworkfs changes --plan NAME [--json]\n"
 	"\n"
 	"What the view changed, newest change set first: each path with its kind (modified,\n"
 	"created, deleted, renamed, metadata), the process that first changed it, when, and in\n"
@@ -43,6 +44,8 @@ static const char changes_usage[] =
 	"  -a, --all          every change set kept, earlier mounts too\n"
 	"  -m, --mode M       only changes made in mode M\n"
 	"      --prune        remove old change sets (by age and total size)\n"
+	"      --plan NAME    what each task of plan NAME changed (its change sets, by the task\n"
+	"                     in progress when each started)\n"
 	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
 	"      --json         print JSON\n"
 	"  -h, --help         show this help\n"
@@ -152,10 +155,10 @@ static const char checkpoint_usage[] =
 	"Exit status: 0 ok; 1 refused (inside `run`); 2 usage error; 4 no live view.\n";
 
 enum { OPT_JSON = 0x100, OPT_PRUNE, OPT_STAT, OPT_FORCE, OPT_CHANGE_SET, OPT_NAME_STATUS,
-       OPT_COLOR, OPT_NO_PAGER };
+       OPT_COLOR, OPT_NO_PAGER, OPT_PLAN };
 
 typedef struct opts {
-	const char *mount, *since, *mode, *change_set, *color;
+	const char *mount, *since, *mode, *change_set, *color, *plan;
 	bool json, prune, stat, all, dry, force, name_status, no_pager;
 	char **paths;
 	int n_paths;
@@ -208,6 +211,7 @@ static int parse(int argc, char **argv, const char *usage, opts *o)
 		{ "name-status", no_argument, NULL, OPT_NAME_STATUS },
 		{ "color", optional_argument, NULL, OPT_COLOR },
 		{ "no-pager", no_argument, NULL, OPT_NO_PAGER },
+		{ "plan", required_argument, NULL, OPT_PLAN },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -238,6 +242,7 @@ static int parse(int argc, char **argv, const char *usage, opts *o)
 						    streq(o->color, "auto"));
 			break;
 		case OPT_NO_PAGER: o->no_pager = true; ok = streq(cmd, "diff"); break;
+		case OPT_PLAN: o->plan = optarg; ok = is_changes; break;
 		case OPT_JSON: o->json = true; pw_err_json(true); break;
 		case 'h': return pw_usage(cmd, usage, false);
 		default: ok = false;
@@ -470,6 +475,13 @@ int cmd_changes(int argc, char **argv)
 	if (r >= 0)
 		return r;
 	_cleanup_(pw_json_decrefp) json_t *res = NULL;
+	if (o.plan) {
+		if (o.since || o.mode || o.n_paths || o.prune) {
+			pw_err(argv[0], "--plan takes no --since, --mode, --prune or PATH");
+			return PW_EXIT_USAGE;
+		}
+		return pw_plan_changes(argv[0], o.mount, o.plan, o.json); /* cmd_plan.c */
+	}
 	if (o.prune) {
 		if (o.since || o.mode || o.n_paths) {
 			pw_err(argv[0], "--prune takes no --since, --mode or PATH");

@@ -50,6 +50,9 @@ static const char *bash_action(pw_complete c)
 	case PW_COMPLETE_COMMAND: return "COMPREPLY=($(compgen -c -- \"$cur\"))";
 	case PW_COMPLETE_SHELL: return "COMPREPLY=($(compgen -W \"bash zsh fish\" -- \"$cur\"))";
 	case PW_COMPLETE_MOUNT_OPTIONS: return "_piworkfs_mount_options";
+	case PW_COMPLETE_PLAN:
+		return "COMPREPLY=($(compgen -W \"$(piworkfs __complete plans 2>/dev/null)\" -- "
+		       "\"$cur\"))";
 	case PW_COMPLETE_NONE: break;
 	}
 	return "COMPREPLY=()";
@@ -162,6 +165,7 @@ static const char *zsh_action(pw_complete c)
 	case PW_COMPLETE_COMMAND: return "_command_names -e";
 	case PW_COMPLETE_SHELL: return "(bash zsh fish)";
 	case PW_COMPLETE_MOUNT_OPTIONS: return "_piworkfs_mount_options";
+	case PW_COMPLETE_PLAN: return "($(piworkfs __complete plans 2>/dev/null))";
 	case PW_COMPLETE_NONE: break;
 	}
 	return " ";
@@ -259,6 +263,7 @@ static const char *fish_action(pw_complete c)
 	case PW_COMPLETE_SHELL: return " -a 'bash zsh fish'";
 	case PW_COMPLETE_MOUNT_OPTIONS:
 		return " -a '(piworkfs __complete mount-options 2>/dev/null)'";
+	case PW_COMPLETE_PLAN: return " -a '(piworkfs __complete plans 2>/dev/null)'";
 	case PW_COMPLETE_NONE: break;
 	}
 	return "";
@@ -363,6 +368,20 @@ static int complete_views(void)
 	return PW_EXIT_OK;
 }
 
+/* plan's subcommands, then the plans of the live view around the current directory. */
+static int complete_plans(void)
+{
+	_cleanup_(pw_json_decrefp) json_t *res = NULL;
+	json_t *p;
+	size_t i;
+
+	puts("list\nshow\nstatus\napprove\nreopen\ndone");
+	if (pw_ctl_call_at(NULL, "plan.list", NULL, &res, NULL, NULL) == 0)
+		json_array_foreach(json_object_get(res, "plans"), i, p)
+			puts(json_string_value(json_object_get(p, "name")));
+	return PW_EXIT_OK;
+}
+
 int cmd_complete(int argc, char **argv)
 {
 	_cleanup_opts_ pw_opts po = { 0 };
@@ -382,5 +401,7 @@ int cmd_complete(int argc, char **argv)
 		return complete_views();
 	if (streq(po.operands[0], "mount-options"))
 		return pw_print_mount_options();
+	if (streq(po.operands[0], "plans"))
+		return complete_plans();
 	return PW_EXIT_USAGE;
 }

@@ -367,6 +367,8 @@ int cmd_mode(int argc, char **argv)
 	if (o.json)
 		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
 	print_mode(&o, res, name != NULL);
+	if (name)
+		pw_plan_print_next(o.mount, res); /* cmd_plan.c: the task to start with */
 	if (!name)
 		pw_mode_show_pending(o.mount);
 	return status;

@@ -28,6 +28,7 @@ static const pw_command commands[] = {
 	{ "changes", cmd_changes },   { "diff", cmd_diff },
 	{ "undo", cmd_undo },	      { "redo", cmd_redo },
 	{ "checkpoint", cmd_checkpoint },
+	{ "plan", cmd_plan },
 };
 
 static pw_cmd_fn find_command(const char *name)

@@ -208,9 +208,13 @@ int pw_mode_answer(const char *cmd, const char *mount, bool approve, const char 
 		json_decref(list);
 		return pw_print_json(res) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
 	}
-	printf("%s: %s \xe2\x86\x92 %s\n", approve ? "allowed" : "denied",
-	       json_string_value(json_object_get(p, "from")),
-	       json_string_value(json_object_get(p, "to")));
+	if (json_string_value(json_object_get(p, "plan")))
+		printf("%s: approve plan %s\n", approve ? "allowed" : "denied",
+		       json_string_value(json_object_get(p, "plan")));
+	else
+		printf("%s: %s \xe2\x86\x92 %s\n", approve ? "allowed" : "denied",
+		       json_string_value(json_object_get(p, "from")),
+		       json_string_value(json_object_get(p, "to")));
 	json_decref(res);
 	json_decref(list);
 	return PW_EXIT_OK;
@@ -223,7 +227,17 @@ void pw_mode_show_pending(const char *mount)
 	if (pw_ctl_call_at(mount, "mode.request.list", NULL, &res, NULL, NULL) < 0)
 		return; /* inside the agent, or an older daemon: nothing to show */
 	p = json_object_get(res, "pending");
-	if (json_is_object(p)) {
+	if (json_is_object(p) && json_string_value(json_object_get(p, "plan"))) {
+		long long left = (json_integer_value(json_object_get(p, "expires_ns")) -
+				  pw_clock_ns(CLOCK_REALTIME)) /
+				 1000000000;
+		printf("pending request: the agent asks you to approve plan %s (\"%s\"), %llds "
+		       "left\n  read it: piworkfs plan show %s\n  answer: piworkfs mode --approve   "
+		       "or   piworkfs mode --deny\n",
+		       json_string_value(json_object_get(p, "plan")),
+		       json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0,
+		       json_string_value(json_object_get(p, "plan")));
+	} else if (json_is_object(p)) {
 		long long left = (json_integer_value(json_object_get(p, "expires_ns")) -
 				  pw_clock_ns(CLOCK_REALTIME)) /
 				 1000000000;

@@ -163,6 +163,15 @@ static const pw_option complete_opts[] = {
 	OPT_END,
 };
 
+static const pw_option plan_opts[] = {
+	{ "note", 0, "TEXT", PW_OPT_NOTE, PW_COMPLETE_NONE, "done: a note kept with the task" },
+	{ "plan", 0, "NAME", PW_OPT_PLAN, PW_COMPLETE_NONE, "done: the plan (default: the active one)" },
+	OPT_MOUNT,
+	OPT_JSON,
+	OPT_HELP,
+	OPT_END,
+};
+
 /* changes, diff, undo, checkpoint parse their own options (cli/cmd_changes.c); these
  * tables serve --help's list and the shells' completions. */
 #define OPT_CHANGE_SET_OPT                                                                         \
@@ -176,6 +185,7 @@ static const pw_option changes_opts[] = {
 	OPT_EVERY_SET,
 	OPT_MODE("only changes made in MODE"),
 	{ "prune", 0, NULL, PW_OPT_PRUNE, PW_COMPLETE_NONE, "apply the retention now" },
+	{ "plan", 0, "NAME", PW_OPT_PLAN, PW_COMPLETE_NONE, "what each task of plan NAME changed" },
 	OPT_MOUNT,
 	OPT_JSON,
 	OPT_HELP,
@@ -259,6 +269,8 @@ static const pw_command_spec specs[] = {
 	{ "redo", "reverse the last undo", redo_opts, 0, PW_COMPLETE_NONE },
 	{ "checkpoint", "start a new change set, optionally named", checkpoint_opts, 0,
 	  PW_COMPLETE_NONE },
+	{ "plan", "plans: list, show, approve, reopen, mark tasks done", plan_opts, 0,
+	  PW_COMPLETE_PLAN },
 };
 
 const pw_command_spec *pw_command_specs(size_t *ret_n)

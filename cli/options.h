@@ -62,6 +62,8 @@ enum {
 	PW_OPT_ORIGINALS_MAX_FILE,
 	PW_OPT_ORIGINALS_KEEP,
 	PW_OPT_ORIGINALS_MAX_TOTAL,
+	PW_OPT_NOTE,
+	PW_OPT_PLAN,
 };
 
 /* How a shell completes an option's argument or a command's operands. */
@@ -74,6 +76,7 @@ typedef enum pw_complete {
 	PW_COMPLETE_COMMAND,    /* a command to run, then its own arguments */
 	PW_COMPLETE_SHELL,      /* bash, zsh, fish */
 	PW_COMPLETE_MOUNT_OPTIONS, /* mount's -o list: after each comma, mode= a mode name */
+	PW_COMPLETE_PLAN,       /* plan's subcommands and the live view's plan names */
 } pw_complete;
 
 typedef struct pw_option {

@@ -54,6 +54,7 @@ typedef struct question {
 	bool open;
 	long long id;
 	char from[MODE_SHOWN_MAX + 1], to[MODE_SHOWN_MAX + 1], reason[REASON_SHOWN_MAX + 1];
+	char plan[MODE_SHOWN_MAX + 1]; /* plan.request_approval: the plan; "" for a switch */
 	int64_t shown_ms;
 	size_t typed; /* how much of `to` the person typed after the grace time */
 } question;
@@ -296,6 +297,12 @@ static void pty_rows(unsigned short rows)
 #define BAR_COLOURS "\033[0;1;97;41m\033[38;2;255;255;255;48;2;160;0;0m"
 #define BAR_END "\033[0m\0338"
 
+/* What the person types to allow: the target mode's name, or the plan's for an approval. */
+static const char *answer_word(void)
+{
+	return ask.q.plan[0] ? ask.q.plan : ask.q.to;
+}
+
 /* Cuts S to at most N bytes at a character boundary; returns the length kept. */
 static size_t cut_utf8(const char *s, size_t n)
 {
@@ -316,24 +323,33 @@ static size_t cut_utf8(const char *s, size_t n)
  */
 static int bar_text(char *text, size_t size, size_t width)
 {
-	size_t tolen = strlen(ask.q.to);
+	const char *word = answer_word();
+	size_t wlen = strlen(word);
+	char what[200];
 
-	if (ask.q.typed == tolen && tolen > 0)
+	/* what the answer allows: a switch, or a plan's approval (plan.request_approval) */
+	if (ask.q.plan[0])
+		snprintf(what, sizeof(what), "approve plan %s", ask.q.plan);
+	else
+		snprintf(what, sizeof(what), "allow %s \xe2\x86\x92 %s", ask.q.from, ask.q.to);
+	if (ask.q.typed == wlen && wlen > 0)
 		return snprintf(text, size,
-				" piworkfs: allow %s \xe2\x86\x92 %s? Press Enter to allow, any other "
-				"key denies. ",
-				ask.q.from, ask.q.to);
+				" piworkfs: %s? Press Enter to allow, any other key denies. ", what);
 	if (ask.q.typed > 0)
 		return snprintf(text, size,
-				" piworkfs: allow %s \xe2\x86\x92 %s? Typed: %.*s (then Enter; any "
-				"other key denies) ",
-				ask.q.from, ask.q.to, (int)ask.q.typed, ask.q.to);
+				" piworkfs: %s? Typed: %.*s (then Enter; any other key denies) ",
+				what, (int)ask.q.typed, word);
 
 	char head[200], tail[120];
-	int hn = snprintf(head, sizeof(head),
-			  " piworkfs: the agent asks to switch %s \xe2\x86\x92 %s", ask.q.from,
-			  ask.q.to);
-	int tn = snprintf(tail, sizeof(tail), ". Type %s, Enter to allow ", ask.q.to);
+	int hn = ask.q.plan[0]
+			 ? snprintf(head, sizeof(head),
+				    " piworkfs: the agent asks you to approve plan %s (piworkfs plan "
+				    "show %s)",
+				    ask.q.plan, ask.q.plan)
+			 : snprintf(head, sizeof(head),
+				    " piworkfs: the agent asks to switch %s \xe2\x86\x92 %s", ask.q.from,
+				    ask.q.to);
+	int tn = snprintf(tail, sizeof(tail), ". Type %s, Enter to allow ", word);
 	size_t fixed = (size_t)hn + (size_t)tn + sizeof(" (\"\")") - 1;
 	size_t room = width > fixed ? width - fixed : 0, rlen = strlen(ask.q.reason), keep;
 
@@ -377,6 +393,7 @@ static void open_question(json_t *p)
 	shown(ask.q.from, MODE_SHOWN_MAX, json_string_value(json_object_get(p, "from")));
 	shown(ask.q.to, MODE_SHOWN_MAX, json_string_value(json_object_get(p, "to")));
 	shown(ask.q.reason, REASON_SHOWN_MAX, json_string_value(json_object_get(p, "reason")));
+	shown(ask.q.plan, MODE_SHOWN_MAX, json_string_value(json_object_get(p, "plan")));
 	if (!was_open) {
 		char region[64];
 		int n;
@@ -430,9 +447,10 @@ static void on_input(pw_run_pty *p, const char *buf, size_t n)
 	if (pw_clock_ms(CLOCK_MONOTONIC) - ask.q.shown_ms < GRACE_MS)
 		return; /* typed before the person could have read it */
 	for (size_t i = 0; i < n && ask.q.open; i++) {
-		size_t tolen = strlen(ask.q.to);
+		const char *word = answer_word();
+		size_t tolen = strlen(word);
 		char ch = buf[i];
-		if (ask.q.typed < tolen && ch == ask.q.to[ask.q.typed]) {
+		if (ask.q.typed < tolen && ch == word[ask.q.typed]) {
 			ask.q.typed++;
 			draw_bar();
 		} else if (ask.q.typed == tolen && tolen > 0 && (ch == '\r' || ch == '\n')) {

@@ -11,6 +11,7 @@
 
 #include "ctl/changes.h"
 #include "ctl/methods.h"
+#include "ctl/plan_methods.h"
 #include "ctl/request.h"
 #include "ctl/server.h"
 #include "ctl/view.h"
@@ -354,6 +355,7 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 		{ &pw_ctl_methods_module, NULL },
 		{ &pw_ctl_request_module, NULL },
 		{ &pw_changes_module, fs },
+		{ &pw_ctl_plan_module, NULL },
 	};
 	r = pw_view_new(&vo, &view);
 	if (r == 0)

@@ -5,6 +5,7 @@
  *   protected: [globs]     # more protected paths (none of the defaults can be removed)
  *   design:
  *     tokens: [paths]      # the project's design token files
+ *   plans: docs/plans      # the plans folder: a directory in the project, not a glob
  *
  * Like mode files, every problem is reported with file:line:column and key; an error skips
  * the whole file (and modeset.c then fails every mode closed: a protection that cannot be
@@ -17,6 +18,7 @@
 
 #include "pw_limits.h"
 #include "modefile.h"
+#include "path.h"
 #include "util.h"
 #include "yamlx.h"
 
@@ -52,7 +54,7 @@ static int cp_unknown(config_parser *p, const pw_yx_node *k, const char *key,
 			       "unknown key (ignored)");
 }
 
-static const char *const root_keys[] = { "protected", "design", NULL };
+static const char *const root_keys[] = { "protected", "design", "plans", NULL };
 static const char *const design_keys[] = { "tokens", NULL };
 
 /* A list of globs under KEY into *V. Returns the number added, or -ENOMEM. */
@@ -130,6 +132,37 @@ static int cp_design(config_parser *p, const pw_yx_node *v)
 	return 0;
 }
 
+/*
+ * plans: a directory of the project, written as a plain path ("docs/plans", "/plans"): it
+ * becomes the literal glob "/DIR/" "**", so glob characters, "..", the root itself and the
+ * protected .piworkfs are refused rather than guessed at.
+ */
+static int cp_plans(config_parser *p, const pw_yx_node *k, const pw_yx_node *v)
+{
+	char norm[PW_PATH_MAX];
+	const char *err = NULL;
+
+	if (v->kind != PW_YX_SCALAR || pw_yx_is_null(v))
+		return cp_error(p, v, "plans", "expected a directory path, not %s",
+				pw_yx_describe(v));
+	if (strpbrk(v->text, "*?[]\\!"))
+		return cp_error(p, v, "plans", "a directory path, not a glob: \"%.100s\"",
+				v->text);
+	if (pw_path_normalize(v->text, strlen(v->text), norm, &err) < 0)
+		return cp_error(p, v, "plans", "invalid path \"%.100s\": %s", v->text,
+				err ? err : "not a path");
+	if (norm[0] == '\0' || pw_relpath_beneath(norm, ".piworkfs") ||
+	    strlen(norm) > PW_GLOB_LEN_MAX - 8)
+		return cp_error(p, v, "plans", "\"%.100s\" cannot hold plans (the project root, "
+				".piworkfs or too long)", v->text);
+	free(p->c->plans_dir);
+	p->c->plans_dir = strdup(norm);
+	if (!p->c->plans_dir)
+		return -ENOMEM;
+	p->c->plans_key = (pw_mark){ k->line, k->column };
+	return 0;
+}
+
 static int cp_root(config_parser *p, const pw_yx_node *root)
 {
 	if (!root || pw_yx_is_null(root))
@@ -148,6 +181,8 @@ static int cp_root(config_parser *p, const pw_yx_node *root)
 				     &p->c->n_protected);
 		else if (streq(k->text, "design"))
 			r = cp_design(p, v);
+		else if (streq(k->text, "plans"))
+			r = cp_plans(p, k, v);
 		else
 			r = cp_unknown(p, k, k->text, root_keys);
 		if (r < 0)
@@ -164,6 +199,7 @@ void pw_config_done(pw_config *c)
 		pw_rule_done(&c->token_rules[i]);
 	free(c->protected_rules);
 	free(c->token_rules);
+	free(c->plans_dir);
 	*c = (pw_config){ 0 };
 }
 

@@ -548,7 +548,7 @@ static int mp_unknown_among(mode_parser *p, const pw_yx_node *k, const char *key
 
 static const char *const top_keys[] = { "name", "description", "writes", "hide", "protect",
 					"keep_originals", NULL };
-static const char *const writes_keys[] = { "allow", "deny", "tokens", NULL };
+static const char *const writes_keys[] = { "allow", "deny", "tokens", "plans", NULL };
 
 static int mp_unknown(mode_parser *p, const pw_yx_node *k, const char *key)
 {
@@ -562,7 +562,8 @@ static int mp_writes(mode_parser *p, const pw_yx_node *v)
 	if (pw_yx_is_null(v))
 		return 0;
 	if (v->kind != PW_YX_MAP)
-		return mp_error(p, v, "writes", "expected a mapping of allow, deny and tokens, not %s",
+		return mp_error(p, v, "writes",
+				"expected a mapping of allow, deny, tokens and plans, not %s",
 				pw_yx_describe(v));
 	for (size_t i = 0; i < pw_yx_map_count(v); i++) {
 		const pw_yx_node *k = pw_yx_map_key(v, i), *val = pw_yx_map_value(v, i);
@@ -583,6 +584,10 @@ static int mp_writes(mode_parser *p, const pw_yx_node *v)
 			r = mp_bool(p, val, key, &mf->mode.tokens);
 			if (r >= 0 && mf->mode.tokens)
 				mf->tokens_key = (pw_mark){ k->line, k->column };
+		} else if (streq(k->text, "plans")) {
+			r = mp_bool(p, val, key, &mf->mode.plans);
+			if (r >= 0 && mf->mode.plans)
+				mf->plans_key = (pw_mark){ k->line, k->column };
 		} else
 			r = mp_unknown_among(p, k, key, writes_keys);
 		if (r < 0)

@@ -13,6 +13,7 @@
  *     tokens: true                   # add the project's declared design token files
  *   hide: []                         # globs invisible in the view (ENOENT, not listed)
  *   protect: true                    # protected paths stay read-only (only `off` says false)
+ *   (writes.plans: true              # the plans folder is writable, approved plans aside)
  *   ---
  *   Body: instructions for an agent working in this mode.
  *
@@ -27,6 +28,9 @@
  *   protected: [globs]      # added to the default protected paths; none can be removed
  *   design:
  *     tokens: [paths]       # design token files; from a project, honoured only if trusted
+ *   plans: docs/plans       # the plans folder (a path in the project, not a glob); from a
+ *                           # project honoured only if trusted, since it moves what plan
+ *                           # mode may write
  *
  * Loading never fails on bad input: a bad file is skipped with a warning naming
  * file:line:column and the key; other files still load. A skipped mode file breaks its mode;
@@ -75,6 +79,7 @@ typedef struct pw_mode {
 	pw_rule *rules; /* ALLOW, DENY and HIDE rules of this mode */
 	size_t n_rules;
 	bool tokens;  /* writes.tokens */
+	bool plans;   /* writes.plans: the plans folder is writable (plan mode) */
 	bool protect; /* protected paths enforced (false only where a trusted layer says so) */
 	bool keep_originals; /* keep_originals: the view keeps what it changes (default true) */
 } pw_mode;
@@ -128,6 +133,23 @@ size_t pw_modeset_protected_count(const pw_modeset *ms);
 const pw_rule *pw_modeset_protected(const pw_modeset *ms, size_t i);
 size_t pw_modeset_token_count(const pw_modeset *ms);
 const pw_rule *pw_modeset_token(const pw_modeset *ms, size_t i);
+
+/*
+ * The plans folder (plan.h): "docs/plans" unless a config.yaml says `plans:`, and the allow
+ * rule "/DIR/" "**" that modes with writes.plans get.
+ */
+const char *pw_modeset_plans_dir(const pw_modeset *ms);
+const pw_rule *pw_modeset_plans_rule(const pw_modeset *ms);
+/*
+ * Makes PATH (normalized, project-relative: an approved plan) a protected path of MS, so that
+ * every mode that enforces protected paths refuses to change it (the daemon adds the
+ * approved plans after each load, fs/ctl/view.c). Returns 0, -EINVAL for a path that cannot
+ * be written as a literal glob, -ENOMEM.
+ */
+int pw_modeset_freeze(pw_modeset *ms, const char *path);
+/* Breaks every mode of MS with the error WHY (as a broken config.yaml does): a view then
+ * fails closed. For what the loader's caller adds and cannot (pw_modeset_freeze). */
+void pw_modeset_fail_closed(pw_modeset *ms, const char *why);
 
 const char *pw_layer_name(pw_layer l);
 const char *pw_rule_kind_name(pw_rule_kind k);

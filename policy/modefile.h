@@ -44,6 +44,7 @@ typedef struct pw_mode_file {
 	pw_mode mode;
 	pw_mark allow_key;   /* writes.allow with at least one rule */
 	pw_mark tokens_key;  /* writes.tokens: true */
+	pw_mark plans_key;   /* writes.plans: true */
 	pw_mark protect_key; /* protect: false */
 } pw_mode_file;
 
@@ -93,6 +94,8 @@ typedef struct pw_config {
 	pw_rule *token_rules;
 	size_t n_tokens;
 	pw_mark tokens_key; /* design.tokens with at least one entry */
+	char *plans_dir;    /* plans: the plans folder (normalized, relative), NULL when unset */
+	pw_mark plans_key;
 } pw_config;
 
 /* Parses BUF as config file FILE of LAYER. Returns 0 with *ret, -EINVAL when the file has

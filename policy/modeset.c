@@ -23,6 +23,7 @@
 
 #include "pw_limits.h"
 #include "modefile.h"
+#include "path.h"
 #include "util.h"
 
 struct pw_modeset {
@@ -32,8 +33,12 @@ struct pw_modeset {
 	size_t n_protected;
 	pw_rule *token_rules;
 	size_t n_tokens;
+	char *plans_dir;       /* the plans folder, PW_DEFAULT_PLANS_DIR unless configured */
+	pw_rule plans_rule;    /* allow "/plans_dir/" "**", for modes with writes.plans */
 	pw_warnings w;
 };
+
+#define PW_DEFAULT_PLANS_DIR "docs/plans"
 
 /* Directories, not globs: pw_glob_match_tree() covers everything beneath each. Each is
  * anchored at the root (a pattern without a slash would name .piworkfs at any depth). */
@@ -52,6 +57,8 @@ void pw_modeset_free(pw_modeset *ms)
 	for (size_t i = 0; i < ms->n_tokens; i++)
 		pw_rule_done(&ms->token_rules[i]);
 	free(ms->token_rules);
+	free(ms->plans_dir);
+	pw_rule_done(&ms->plans_rule);
 	pw_warnings_done(&ms->w);
 	free(ms);
 }
@@ -115,6 +122,8 @@ static int merge_untrusted(pw_modeset *ms, pw_mode_file *mf)
 	if (r >= 0)
 		r = warn_untrusted(ms, m->name, m->file, mf->tokens_key, "writes.tokens");
 	if (r >= 0)
+		r = warn_untrusted(ms, m->name, m->file, mf->plans_key, "writes.plans");
+	if (r >= 0)
 		r = warn_untrusted(ms, m->name, m->file, mf->protect_key, "protect");
 	if (r < 0)
 		return r;
@@ -123,6 +132,7 @@ static int merge_untrusted(pw_modeset *ms, pw_mode_file *mf)
 	if (!base) {
 		drop_allow_rules(m);
 		m->tokens = false;
+		m->plans = false;
 		m->protect = true;
 		m->keep_originals = true; /* only a trusted layer may stop keeping originals */
 		return modeset_put(ms, m);
@@ -321,6 +331,13 @@ static int load_config(pw_modeset *ms, const char *file, pw_layer layer, bool tr
 	for (size_t i = 0; i < c.n_protected && r >= 0; i++)
 		r = pw_rules_append_copy(&ms->protected_rules, &ms->n_protected,
 					 &c.protected_rules[i]);
+	/* Moving the plans folder moves what plan mode may write: a widening key. */
+	if (r >= 0 && layer == PW_LAYER_PROJECT && !trusted)
+		r = warn_untrusted(ms, NULL, file, c.plans_key, "plans");
+	else if (r >= 0 && c.plans_dir) {
+		free(ms->plans_dir);
+		ms->plans_dir = TAKE_PTR(c.plans_dir);
+	}
 	if (r >= 0 && layer == PW_LAYER_PROJECT && !trusted)
 		r = warn_untrusted(ms, NULL, file, c.tokens_key, "design.tokens");
 	else
@@ -349,6 +366,66 @@ static int load_dir(pw_modeset *ms, const char *base, const char *sub, pw_layer 
 	if (r < 0)
 		return r;
 	return load_config(ms, config, layer, trusted);
+}
+
+/* The allow rule of modes with writes.plans: the folder and everything beneath it (an editor's
+ * temporary file, sed -i's, a subfolder of notes), approved plans aside (pw_modeset_freeze). */
+static int make_plans_rule(pw_modeset *ms)
+{
+	_cleanup_free_ char *pattern = NULL;
+	const char *err = NULL;
+
+	if (!ms->plans_dir) {
+		ms->plans_dir = strdup(PW_DEFAULT_PLANS_DIR);
+		if (!ms->plans_dir)
+			return -ENOMEM;
+	}
+	if (asprintf(&pattern, "/%s/**", ms->plans_dir) < 0)
+		return -ENOMEM;
+	/* config.c admits only plain paths, so the glob compiles; any failure is memory. */
+	if (pw_rule_init(&ms->plans_rule, PW_RULE_ALLOW, pattern, "(plans folder)", 0, 0,
+			 PW_LAYER_DEFAULT, &err) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+const char *pw_modeset_plans_dir(const pw_modeset *ms)
+{
+	return ms->plans_dir;
+}
+
+const pw_rule *pw_modeset_plans_rule(const pw_modeset *ms)
+{
+	return &ms->plans_rule;
+}
+
+int pw_modeset_freeze(pw_modeset *ms, const char *path)
+{
+	_cleanup_free_ char *pattern = NULL;
+	const char *err = NULL;
+	int r;
+
+	if (!path[0] || strpbrk(path, "*?[]\\!") || !pw_path_is_normal(path))
+		return -EINVAL;
+	if (asprintf(&pattern, "/%s", path) < 0)
+		return -ENOMEM;
+	r = pw_rules_reserve(&ms->protected_rules, ms->n_protected);
+	if (r < 0)
+		return r;
+	r = pw_rule_init(&ms->protected_rules[ms->n_protected], PW_RULE_PROTECTED, pattern,
+			 "(approved plan)", 0, 0, PW_LAYER_DEFAULT, &err);
+	if (r < 0)
+		return r == -ENOMEM ? r : -EINVAL;
+	ms->n_protected++;
+	return 0;
+}
+
+void pw_modeset_fail_closed(pw_modeset *ms, const char *why)
+{
+	/* On ENOMEM the warning is lost, and the mode still loads: the caller has already
+	 * failed its own allocation and reports that. */
+	(void)pw_warnings_add(&ms->w, PW_ALL_MODES, PW_ERROR, "(state database)", 0, 0, NULL,
+			      "%s: every mode fails closed until a reload succeeds", why);
 }
 
 int pw_modeset_load(const pw_load_opts *opts, pw_modeset **ret)
@@ -380,6 +457,9 @@ int pw_modeset_load(const pw_load_opts *opts, pw_modeset **ret)
 	}
 	if (ms->n_modes > 0)
 		qsort(ms->modes, ms->n_modes, sizeof(*ms->modes), cmp_mode);
+	r = make_plans_rule(ms);
+	if (r < 0)
+		return r;
 	*ret = TAKE_PTR(ms);
 	return 0;
 }

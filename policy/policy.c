@@ -23,6 +23,7 @@ enum {
 	GROUP_DENY,
 	GROUP_ALLOW,
 	GROUP_TOKEN,
+	GROUP_PLANS, /* the plans folder, in a mode with writes.plans */
 	_GROUP_MAX,
 };
 
@@ -190,6 +191,12 @@ static int policy_add_rules(pw_policy *p, const pw_modeset *ms, const pw_mode *m
 			return r;
 	}
 	p->group_start[GROUP_TOKEN + 1] = p->n_rules;
+	if (m->plans) {
+		r = pw_rules_append_copy(&p->rules, &p->n_rules, pw_modeset_plans_rule(ms));
+		if (r < 0)
+			return r;
+	}
+	p->group_start[GROUP_PLANS + 1] = p->n_rules;
 	return 0;
 }
 
@@ -280,7 +287,26 @@ static bool group_empty(const pw_policy *p, int group)
 
 bool pw_policy_writes_nothing(const pw_policy *p)
 {
-	return p->fail_reason || (group_empty(p, GROUP_ALLOW) && group_empty(p, GROUP_TOKEN));
+	return p->fail_reason || (group_empty(p, GROUP_ALLOW) && group_empty(p, GROUP_TOKEN) &&
+				  group_empty(p, GROUP_PLANS));
+}
+
+const pw_rule *pw_policy_plans_rule(const pw_policy *p)
+{
+	return group_empty(p, GROUP_PLANS) ? NULL : &p->rules[p->group_start[GROUP_PLANS]];
+}
+
+/*
+ * A mode whose only writable place is its plans folder (plan) keeps the project read-only:
+ * a write outside the folder answers EROFS, protected and denied paths included, exactly as
+ * before plans existed. The folder is the mode's work product, not a part of the project it
+ * may change, so the errno keeps telling tools "this view is read-only" (design.md §4: EROFS
+ * where the mode writes nothing of the project); inside it, an approved plan (a protected
+ * rule) answers EACCES like any protected path.
+ */
+static bool writes_only_plans(const pw_policy *p)
+{
+	return group_empty(p, GROUP_ALLOW) && group_empty(p, GROUP_TOKEN);
 }
 
 static void decided(pw_decision *ret, bool allowed, int err, pw_reason reason,
@@ -306,6 +332,8 @@ static void decide_write(const pw_policy *p, const char *path, bool is_dir, pw_d
 		return decided(ret, false, EROFS, PW_REASON_FAIL_CLOSED, NULL);
 	if (pw_policy_writes_nothing(p))
 		return decided(ret, false, EROFS, PW_REASON_READ_ONLY, NULL);
+	if (writes_only_plans(p) && !group_match_granting(p, GROUP_PLANS, path, is_dir))
+		return decided(ret, false, EROFS, PW_REASON_READ_ONLY, NULL);
 	rule = group_match(p, GROUP_PROTECTED, path, is_dir);
 	if (rule)
 		return decided(ret, false, EACCES, PW_REASON_PROTECTED, rule);
@@ -318,7 +346,29 @@ static void decide_write(const pw_policy *p, const char *path, bool is_dir, pw_d
 	rule = group_match_granting(p, GROUP_TOKEN, path, is_dir);
 	if (rule)
 		return decided(ret, true, 0, PW_REASON_TOKEN, rule);
+	rule = group_match_granting(p, GROUP_PLANS, path, is_dir);
+	if (rule)
+		return decided(ret, true, 0, PW_REASON_ALLOW_RULE, rule);
 	decided(ret, false, EACCES, PW_REASON_NO_ALLOW, NULL);
+}
+
+/*
+ * Is PATH a directory on the way to the plans folder ("docs" for "/docs/plans/" "**")? A
+ * mode that writes plans may make it (mkdir, and nothing else), so that plan mode can start
+ * the folder in a project that has none; the folder itself is granted by its rule.
+ */
+static const pw_rule *plans_parent(const pw_policy *p, pw_op op, const char *path, bool is_dir)
+{
+	const pw_rule *r = pw_policy_plans_rule(p);
+	size_t n = strlen(path), m;
+
+	if (!r || op != PW_OP_MKDIR || !is_dir || n == 0 || p->fail_reason)
+		return NULL;
+	m = strlen(r->pattern); /* "/DIR/" "**": DIR is r->pattern + 1, m - 4 bytes */
+	if (m < 4 || n >= m - 4 || strncmp(r->pattern + 1, path, n) != 0 ||
+	    r->pattern[1 + n] != '/')
+		return NULL;
+	return r;
 }
 
 void pw_policy_decide(const pw_policy *p, pw_op op, const char *path, bool is_dir,
@@ -331,6 +381,9 @@ void pw_policy_decide(const pw_policy *p, pw_op op, const char *path, bool is_di
 	if (!pw_op_is_write(op))
 		return decided(ret, true, 0, PW_REASON_READ, NULL);
 	decide_write(p, path, is_dir, ret);
+	if (!ret->allowed && ret->reason != PW_REASON_PROTECTED &&
+	    ret->reason != PW_REASON_DENY_RULE && (rule = plans_parent(p, op, path, is_dir)))
+		decided(ret, true, 0, PW_REASON_ALLOW_RULE, rule);
 }
 
 void pw_policy_decide_new_name(const pw_policy *p, pw_op op, const char *path, bool is_dir,
@@ -451,7 +504,8 @@ static bool writable_covered(const pw_policy *from, const pw_policy *to, int g)
 		const char *pat = to->rules[i].pattern;
 
 		if (!group_has_pattern(from, GROUP_ALLOW, pat) &&
-		    !group_has_pattern(from, GROUP_TOKEN, pat))
+		    !group_has_pattern(from, GROUP_TOKEN, pat) &&
+		    !group_has_pattern(from, GROUP_PLANS, pat))
 			return false;
 	}
 	return true;
@@ -470,6 +524,7 @@ bool pw_policy_is_tightening(const pw_policy *from, const pw_policy *to)
 	if (pw_policy_keeps_originals(from) && !pw_policy_keeps_originals(to))
 		return false;
 	return writable_covered(from, to, GROUP_ALLOW) && writable_covered(from, to, GROUP_TOKEN) &&
+	       writable_covered(from, to, GROUP_PLANS) &&
 	       group_subset(from, GROUP_DENY, to, GROUP_DENY) &&
 	       group_subset(from, GROUP_PROTECTED, to, GROUP_PROTECTED);
 }

@@ -16,6 +16,8 @@
  *   7. nothing matched                                       -> EACCES
  * "Matches" is pw_glob_match_tree (glob.h: the path or an ancestor, gitignore's meaning);
  * in step 6 a directory is also matched by a rule `dir/` `**` of which it is the dir.
+ * In a mode with writes.plans, mkdir of a directory on the way to the plans folder ("docs"
+ * for docs/plans) is allowed too, unless a protected or deny rule covers it.
  * A fail-closed policy (the active mode's file, or a config.yaml, is broken) answers EROFS
  * to every write.
  */
@@ -113,6 +115,8 @@ bool pw_policy_may_write(const pw_policy *p, const char *path, bool is_dir);
 bool pw_policy_has_hide_rules(const pw_policy *p);
 
 bool pw_policy_writes_nothing(const pw_policy *p);
+/* The plans folder's allow rule ("/DIR/" "**") of a mode with writes.plans, else NULL. */
+const pw_rule *pw_policy_plans_rule(const pw_policy *p);
 /* Does the policy allow writing every path (an allow-all rule, nothing denied, protected or
  * hidden)? Only then may a file with links in unknown places be written. */
 bool pw_policy_writes_everything(const pw_policy *p);

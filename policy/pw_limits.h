@@ -24,6 +24,11 @@
 #define PW_AGENT_CLIENTS_MAX 32  /* connections at once to each agent socket: its own slots,
 				  * never the operator's; room for an agent's subscription,
 				  * concurrent requests and a pending consent request */
+#define PW_PLAN_FILE_MAX (256 * 1024) /* bytes of a plan file that is read */
+#define PW_PLAN_TASKS_MAX 256         /* tasks of one plan */
+#define PW_PLAN_TASK_TEXT_MAX 400     /* bytes of one task's text kept (longer: cut) */
+#define PW_PLAN_NAME_MAX 100          /* bytes of a plan's name (the file's stem) */
+#define PW_PLANS_MAX 256              /* plans of one project that are read and listed */
 #define PW_BASH_INPUT_MAX (1024 * 1024) /* bytes of a command given to check-bash */
 #define PW_BASH_DEPTH_MAX 256    /* nesting of constructs the bash analysis follows */
 #define PW_BASH_TARGETS_MAX 4096 /* targets one analysis reports */

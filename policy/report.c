@@ -180,6 +180,17 @@ static const pw_rule *policy_rule(const void *ctx, size_t i)
 	return pw_policy_rule(ctx, i);
 }
 
+/* The plans folder a mode with writes.plans writes: "docs/plans" from "/docs/plans/" "**". */
+static json_t *plans_dir(const pw_policy *p)
+{
+	const pw_rule *r = pw_policy_plans_rule(p);
+	size_t n = r ? strlen(r->pattern) : 0;
+
+	if (!r || n < 4)
+		return json_null();
+	return json_stringn(r->pattern + 1, n - 4);
+}
+
 json_t *pw_report_policy(const pw_policy *p)
 {
 	json_t *o = json_object();
@@ -192,7 +203,8 @@ json_t *pw_report_policy(const pw_policy *p)
 	    !set(o, "writes_nothing", json_boolean(pw_policy_writes_nothing(p))) ||
 	    !set(o, "fail_closed", json_boolean(pw_policy_is_fail_closed(p))) ||
 	    !set(o, "fail_reason", str_or_null(pw_policy_fail_reason(p))) ||
-	    !set(o, "rules", rule_array(pw_policy_rule_count(p), policy_rule, p))) {
+	    !set(o, "rules", rule_array(pw_policy_rule_count(p), policy_rule, p)) ||
+	    !set(o, "plans_dir", plans_dir(p))) {
 		json_decref(o);
 		return NULL;
 	}

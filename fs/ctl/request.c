@@ -12,6 +12,8 @@
 #include <time.h>
 
 #include "request.h"
+#include "plan.h"
+#include "plan_methods.h"
 #include "pw_limits.h"
 #include "policy.h"
 #include "proto.h"
@@ -29,6 +31,7 @@ typedef struct request {
 	uint64_t id;
 	char from[PW_MODE_NAME_MAX + 1], to[PW_MODE_NAME_MAX + 1];
 	char reason[PW_REQUEST_REASON_MAX + 1];
+	char plan[PW_PLAN_NAME_MAX + 1]; /* plan.request_approval: the plan; "" for a switch */
 	uint64_t client, listener; /* the requester's connection and the socket it came through */
 	pid_t pid;
 	char comm[32];
@@ -148,10 +151,10 @@ void pw_ctl_request_clean_reason(const char *in, char *out)
 
 static json_t *request_json(const request *r)
 {
-	return json_pack("{s:I,s:s,s:s,s:s,s:i,s:s,s:I,s:I}", "id", (json_int_t)r->id, "from",
+	return json_pack("{s:I,s:s,s:s,s:s,s:i,s:s,s:I,s:I,s:s?}", "id", (json_int_t)r->id, "from",
 			 r->from, "to", r->to, "reason", r->reason, "pid", (int)r->pid, "comm",
 			 r->comm, "requested_ns", (json_int_t)r->created_ns, "expires_ns",
-			 (json_int_t)r->expires_ns);
+			 (json_int_t)r->expires_ns, "plan", r->plan[0] ? r->plan : NULL);
 }
 
 static json_t *outcome_json(uint64_t id, const char *what, const char *mode)
@@ -252,7 +255,36 @@ static bool rate_ok(pw_ctl_requests *rq, int64_t now)
 	return rq->in_window++ < PW_REQUEST_PER_SEC;
 }
 
+static int ask(pw_ctl_ctx *x, json_t **ret_result, const char *plan);
+
 static int m_mode(pw_ctl_ctx *x, json_t **ret_result)
+{
+	return ask(x, ret_result, NULL);
+}
+
+/* plan.request_approval: the agent asks the person to approve plan NAME, through the same
+ * pending request and consent bar as a switch (the request carries "plan"; from and to are
+ * the active mode, which the approval does not change). */
+static int m_plan(pw_ctl_ctx *x, json_t **ret_result)
+{
+	const char *name = json_string_value(json_object_get(x->params, "name"));
+	/* "cache", "cache.md" or "docs/plans/cache.md": the stem names it. */
+	const char *base = strrchr(name, '/') ? strrchr(name, '/') + 1 : name;
+	char stem[PW_PLAN_NAME_MAX + 1];
+	size_t n = strlen(base);
+
+	if (n > 3 && streq(base + n - 3, ".md"))
+		n -= 3;
+	if (n > PW_PLAN_NAME_MAX)
+		n = 0;
+	memcpy(stem, base, n);
+	stem[n] = '\0';
+	if (!pw_plan_name_is_valid(stem))
+		return pw_ctl_fail_set(x->fail, PW_RPC_INVALID_PARAMS, "'%s' names no plan", name);
+	return ask(x, ret_result, stem);
+}
+
+static int ask(pw_ctl_ctx *x, json_t **ret_result, const char *plan)
 {
 	pw_ctl_server *s = x->server;
 	pw_ctl_client *c = x->client;
@@ -262,6 +294,7 @@ static int m_mode(pw_ctl_ctx *x, json_t **ret_result)
 	const pw_peer *peer = pw_ctl_client_peer(c);
 	pw_view *v = pw_ctl_server_view(s);
 	const char *to = json_string_value(json_object_get(params, "mode"));
+	_cleanup_free_ char *now_mode = plan ? active_mode(v) : NULL;
 	json_t *jexp = json_object_get(params, "expires_s"), *jwait = json_object_get(params, "wait_ms");
 	json_int_t expires_s = jexp ? json_integer_value(jexp) : PW_REQUEST_EXPIRES_S;
 	json_int_t wait_ms = jwait ? json_integer_value(jwait) : 0;
@@ -278,6 +311,10 @@ static int m_mode(pw_ctl_ctx *x, json_t **ret_result)
 	if (wait_ms < 0 || wait_ms > PW_REQUEST_WAIT_MS_MAX)
 		return pw_ctl_fail_set(ret_fail, PW_RPC_INVALID_PARAMS,
 			      "params.wait_ms: from 0 to 600000 milliseconds");
+	if (plan && !now_mode)
+		return pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+	if (plan)
+		to = now_mode; /* approving changes no mode: from = to = the active one */
 	rr = pw_view_compile(v, to, &target);
 	if (rr == -ENOENT)
 		return pw_ctl_fail_set(ret_fail, PW_RPC_UNKNOWN_MODE, "unknown mode '%s'", to);
@@ -292,8 +329,9 @@ static int m_mode(pw_ctl_ctx *x, json_t **ret_result)
 	}
 
 	/* The same mode, or a tightening: no consent needed, done now with the caller's own
-	 * authority (exactly what mode.set would do). */
-	if (streq(pw_policy_mode_name(active), to) || pw_policy_is_tightening(active, target)) {
+	 * authority (exactly what mode.set would do). A plan's approval always needs it. */
+	if (!plan && (streq(pw_policy_mode_name(active), to) ||
+		      pw_policy_is_tightening(active, target))) {
 		bool same = streq(pw_policy_mode_name(active), to);
 		pw_policy_unref(active);
 		pw_policy_unref(target);
@@ -323,6 +361,7 @@ static int m_mode(pw_ctl_ctx *x, json_t **ret_result)
 	r->id = rq->next_id++;
 	snprintf(r->from, sizeof(r->from), "%s", pw_policy_mode_name(active));
 	snprintf(r->to, sizeof(r->to), "%s", to);
+	snprintf(r->plan, sizeof(r->plan), "%s", plan ? plan : "");
 	pw_policy_unref(active);
 	pw_ctl_request_clean_reason(json_string_value(json_object_get(params, "reason")), r->reason);
 	r->client = pw_ctl_client_serial(c);
@@ -385,6 +424,30 @@ static int m_list(pw_ctl_ctx *x, json_t **ret_result)
 	return *ret_result ? 0 : pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 }
 
+/* The person granted plan.request_approval: the plan is approved with their authority. */
+static int answer_plan(pw_ctl_ctx *x, pw_ctl_requests *rq, request *r, json_t **ret_result)
+{
+	const char *by = json_string_value(json_object_get(x->params, "by"));
+	char by_clean[PW_REQUEST_REASON_MAX + 1];
+	_cleanup_free_ char *why = NULL;
+	pw_peer peer = *pw_ctl_client_peer(x->client);
+	int code;
+
+	pw_ctl_request_clean_reason(by ? by : "", by_clean);
+	peer.origin = "request";
+	peer.reason = r->reason;
+	peer.answered_by = by_clean[0] ? by_clean : "piworkfs mode --approve";
+	code = pw_ctl_plan_approve(pw_ctl_server_view(x->server), &peer, r->plan, &why);
+	if (code != 0) {
+		finish(x->server, rq, "denied");
+		return pw_ctl_fail_set(x->fail, code, "the approval failed: %s",
+				       why ? why : "unknown");
+	}
+	*ret_result = json_pack("{s:I,s:s}", "id", (json_int_t)r->id, "outcome", "approved");
+	finish(x->server, rq, "approved");
+	return *ret_result ? 0 : pw_ctl_fail_set(x->fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+}
+
 static int m_answer(pw_ctl_ctx *x, json_t **ret_result)
 {
 	pw_ctl_server *s = x->server;
@@ -412,6 +475,8 @@ static int m_answer(pw_ctl_ctx *x, json_t **ret_result)
 		finish(s, rq, "denied");
 		return *ret_result ? 0 : pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 	}
+	if (r->plan[0])
+		return answer_plan(x, rq, r, ret_result);
 	mode = active_mode(pw_ctl_server_view(s));
 	if (!streq_ptr(mode, r->from)) {
 		finish(s, rq, "superseded");
@@ -470,7 +535,8 @@ static void requests_mode_changed(pw_ctl_server *s, void *data, const char *to)
 {
 	pw_ctl_requests *rq = data;
 
-	if (rq && rq->pending && !streq(rq->pending->from, to))
+	/* A plan's approval does not depend on the mode. */
+	if (rq && rq->pending && !rq->pending->plan[0] && !streq(rq->pending->from, to))
 		finish(s, rq, "superseded");
 }
 
@@ -491,6 +557,13 @@ static const pw_rpc_param request_params[] = {
 	{ "wait_ms", PW_RPC_T_INT, false, 0 },
 };
 
+static const pw_rpc_param plan_request_params[] = {
+	{ "name", PW_RPC_T_STRING, true, PW_PATH_MAX },
+	{ "reason", PW_RPC_T_STRING, false, 4096 },
+	{ "expires_s", PW_RPC_T_INT, false, 0 },
+	{ "wait_ms", PW_RPC_T_INT, false, 0 },
+};
+
 static const pw_rpc_param request_wait_params[] = {
 	{ "id", PW_RPC_T_INT, true, 0 },
 	{ "wait_ms", PW_RPC_T_INT, false, 0 },
@@ -504,6 +577,8 @@ static const pw_rpc_param request_answer_params[] = {
 
 static const pw_ctl_method methods[] = {
 	{ "mode.request", m_mode, request_params, ELEMENTSOF(request_params), NULL },
+	{ "plan.request_approval", m_plan, plan_request_params, ELEMENTSOF(plan_request_params),
+	  NULL },
 	{ "mode.request.wait", m_wait, request_wait_params, ELEMENTSOF(request_wait_params),
 	  NULL },
 	{ "mode.request.list", m_list, NULL, 0,

@@ -61,6 +61,34 @@ static void note_state_error(pw_view *v, const char *what, int r)
 	set_str(&v->state_error, msg);
 }
 
+/*
+ * Makes every approved plan of the project a protected path of MS (pw_modeset_freeze): the
+ * filesystem then refuses to change it in every mode but off, for every process. A plan the
+ * database cannot list fails closed: every mode is broken until a reload can read it, since
+ * an approved plan that silently stopped being read-only would break the person's spec.
+ */
+static void freeze_approved_plans(pw_view *v, pw_modeset *ms)
+{
+	pw_plan_record *plans = NULL;
+	size_t n = 0;
+	int r;
+
+	if (!v->state)
+		return;
+	r = pw_state_plans(v->state, v->project, &plans, &n);
+	if (r < 0) {
+		note_state_error(v, "reading approved plans", r);
+		pw_modeset_fail_closed(ms, "the approved plans could not be read from the state "
+					   "database");
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (streq_ptr(plans[i].status, "approved") &&
+		    pw_modeset_freeze(ms, plans[i].path) == -ENOMEM)
+			pw_modeset_fail_closed(ms, "out of memory protecting the approved plans");
+	pw_plan_records_free(plans, n);
+}
+
 /* Loads the modeset with the current trust. Caller holds the lock (or owns v alone). */
 static int load_modeset(pw_view *v, pw_modeset **ret_ms, bool *ret_trusted)
 {
@@ -81,6 +109,7 @@ static int load_modeset(pw_view *v, pw_modeset **ret_ms, bool *ret_trusted)
 	int r = pw_modeset_load(&o, ret_ms);
 	if (r < 0)
 		return r;
+	freeze_approved_plans(v, *ret_ms);
 	*ret_trusted = trusted;
 	return 0;
 }
@@ -659,6 +688,17 @@ int pw_view_compile(pw_view *v, const char *name, pw_policy **ret)
 		r = pw_policy_compile(v->ms, name, ret);
 	pthread_mutex_unlock(&v->lock);
 	return r;
+}
+
+struct pw_state *pw_view_lock_state(pw_view *v)
+{
+	pthread_mutex_lock(&v->lock);
+	return v->state;
+}
+
+void pw_view_unlock_state(pw_view *v)
+{
+	pthread_mutex_unlock(&v->lock);
 }
 
 void pw_view_set_listener(pw_view *v, pw_view_listener fn, void *userdata)

@@ -192,6 +192,15 @@ void pw_view_status_done(pw_view_status *st);
 const pw_modeset *pw_view_lock_modeset(pw_view *v);
 void pw_view_unlock_modeset(pw_view *v);
 
+/*
+ * The state database (NULL: none) under the view's lock, for the plan methods (ctl/plan.c):
+ * lock, use, unlock; no other pw_view function in between. After changing which plans are
+ * approved, pw_view_reload() installs the protection (load_modeset freezes every approved
+ * plan of the project as a protected path).
+ */
+struct pw_state *pw_view_lock_state(pw_view *v);
+void pw_view_unlock_state(pw_view *v);
+
 /* Compiles mode NAME from the current modeset (for check/allowed with another mode).
  * Returns 0 with *ret, -ENOENT, -EBADMSG (broken file), -ENOMEM. */
 int pw_view_compile(pw_view *v, const char *name, pw_policy **ret);

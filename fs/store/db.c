@@ -131,6 +131,35 @@ static const char *const migrations[] = {
 	"ALTER TABLE orig_changesets ADD COLUMN undoes TEXT;" /* JSON: [row id, ...] */
 	"ALTER TABLE orig_changesets ADD COLUMN redone_by INTEGER;"
 	"ALTER TABLE orig_rows ADD COLUMN thread TEXT;",
+	/* 6: plans (state.h "Plans"): approval and its hash per plan file, and task progress,
+	 * which never lives in the frozen file. */
+	"CREATE TABLE plans ("
+	"  project TEXT NOT NULL,"
+	"  path TEXT NOT NULL," /* project-relative: docs/plans/NAME.md */
+	"  status TEXT NOT NULL," /* draft, approved */
+	"  hash TEXT," /* sha256 of the file as approved */
+	"  approved_ns INTEGER,"
+	"  approved_by TEXT,"
+	"  updated_ns INTEGER NOT NULL,"
+	"  PRIMARY KEY (project, path)"
+	");"
+	"CREATE TABLE plan_tasks ("
+	"  project TEXT NOT NULL,"
+	"  path TEXT NOT NULL,"
+	"  task INTEGER NOT NULL," /* 1-based, in the plan's order */
+	"  text TEXT," /* the task as it read when marked */
+	"  done_ns INTEGER NOT NULL,"
+	"  done_by TEXT," /* "agent (pid 12, pi)" or "person (pid 9, piworkfs)" */
+	"  changeset INTEGER," /* the change set of originals in force then */
+	"  note TEXT,"
+	"  PRIMARY KEY (project, path, task)"
+	");"
+	"CREATE TABLE plan_changesets ("
+	"  changeset INTEGER PRIMARY KEY," /* orig_changesets.id */
+	"  project TEXT NOT NULL,"
+	"  path TEXT NOT NULL," /* the active plan when the change set started */
+	"  task INTEGER NOT NULL" /* its task in progress then */
+	");",
 };
 _Static_assert(ELEMENTSOF(migrations) == PW_DB_SCHEMA_VERSION, "one migration per version");
 

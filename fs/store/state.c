@@ -296,3 +296,243 @@ int pw_state_read_switches(const char *path, const char *project, int64_t since_
 	*ret_n = n;
 	return 0;
 }
+
+/* ---- plans ---------------------------------------------------------------------------- */
+
+static char *col_text_dup(sqlite3_stmt *st, int col)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+	return t ? strdup((const char *)t) : NULL;
+}
+
+void pw_plan_records_free(pw_plan_record *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		free(v[i].path);
+		free(v[i].status);
+		free(v[i].hash);
+		free(v[i].approved_by);
+	}
+	free(v);
+}
+
+int pw_state_plans(pw_state *s, const char *project, pw_plan_record **ret, size_t *ret_n)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	pw_plan_record *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc, r = prepare(s,
+			    "SELECT path, status, hash, approved_ns, approved_by, updated_ns "
+			    "FROM plans WHERE project = ?1 ORDER BY path",
+			    &st);
+
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (PW_GROW(v, cap, n, 8) < 0) {
+			pw_plan_records_free(v, n);
+			return -ENOMEM;
+		}
+		v[n] = (pw_plan_record){
+			.path = col_text_dup(st, 0),
+			.status = col_text_dup(st, 1),
+			.hash = col_text_dup(st, 2),
+			.approved_ns = sqlite3_column_int64(st, 3),
+			.approved_by = col_text_dup(st, 4),
+			.updated_ns = sqlite3_column_int64(st, 5),
+		};
+		if (!v[n++].path) {
+			pw_plan_records_free(v, n);
+			return -ENOMEM;
+		}
+	}
+	if (rc != SQLITE_DONE) {
+		pw_plan_records_free(v, n);
+		return pw_db_errno(rc);
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+int pw_state_plan_approve(pw_state *s, const char *project, const char *path, const char *hash,
+			  const char *by)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = prepare(s,
+			"INSERT INTO plans(project, path, status, hash, approved_ns, approved_by, "
+			"updated_ns) VALUES (?1, ?2, 'approved', ?3, ?4, ?5, ?4) "
+			"ON CONFLICT(project, path) DO UPDATE SET status = 'approved', hash = ?3, "
+			"approved_ns = ?4, approved_by = ?5, updated_ns = ?4",
+			&st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, hash, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, pw_db_now_ns());
+	sqlite3_bind_text(st, 5, by, -1, SQLITE_STATIC);
+	return step_done(st);
+}
+
+int pw_state_plan_reopen(pw_state *s, const char *project, const char *path)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = prepare(s,
+			"UPDATE plans SET status = 'draft', hash = NULL, approved_ns = NULL, "
+			"approved_by = NULL, updated_ns = ?3 "
+			"WHERE project = ?1 AND path = ?2 AND status = 'approved'",
+			&st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, pw_db_now_ns());
+	r = step_done(st);
+	if (r == 0 && sqlite3_changes(s->db) == 0)
+		return -ENOENT;
+	return r;
+}
+
+void pw_task_records_free(pw_task_record *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		free(v[i].text);
+		free(v[i].done_by);
+		free(v[i].note);
+	}
+	free(v);
+}
+
+int pw_state_plan_tasks(pw_state *s, const char *project, const char *path,
+			pw_task_record **ret, size_t *ret_n)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	pw_task_record *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc, r = prepare(s,
+			    "SELECT task, text, done_ns, done_by, changeset, note FROM plan_tasks "
+			    "WHERE project = ?1 AND path = ?2 ORDER BY task",
+			    &st);
+
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (PW_GROW(v, cap, n, 8) < 0) {
+			pw_task_records_free(v, n);
+			return -ENOMEM;
+		}
+		v[n++] = (pw_task_record){
+			.task = sqlite3_column_int64(st, 0),
+			.text = col_text_dup(st, 1),
+			.done_ns = sqlite3_column_int64(st, 2),
+			.done_by = col_text_dup(st, 3),
+			.changeset = sqlite3_column_int64(st, 4),
+			.note = col_text_dup(st, 5),
+		};
+	}
+	if (rc != SQLITE_DONE) {
+		pw_task_records_free(v, n);
+		return pw_db_errno(rc);
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+int pw_state_plan_task_done(pw_state *s, const char *project, const char *path, int64_t task,
+			    const char *text, const char *by, int64_t changeset, const char *note)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = prepare(s,
+			"INSERT INTO plan_tasks(project, path, task, text, done_ns, done_by, "
+			"changeset, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+			"ON CONFLICT(project, path, task) DO NOTHING",
+			&st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, task);
+	sqlite3_bind_text(st, 4, text, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, pw_db_now_ns());
+	sqlite3_bind_text(st, 6, by, -1, SQLITE_STATIC);
+	if (changeset > 0)
+		sqlite3_bind_int64(st, 7, changeset);
+	else
+		sqlite3_bind_null(st, 7);
+	sqlite3_bind_text(st, 8, note, -1, SQLITE_STATIC);
+	r = step_done(st);
+	if (r == 0 && sqlite3_changes(s->db) == 0)
+		return -EEXIST;
+	return r;
+}
+
+int64_t pw_state_current_changeset(pw_state *s, const char *project)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+
+	if (prepare(s, "SELECT max(id) FROM orig_changesets WHERE project = ?1", &st) < 0)
+		return 0;
+	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
+	return sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+}
+
+int pw_state_plan_note_changeset(pw_state *s, const char *project, const char *path,
+				 int64_t task, int64_t since_ns)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int64_t cs = pw_state_current_changeset(s, project);
+	int r;
+
+	if (cs <= 0)
+		return 0;
+	r = prepare(s,
+		    "INSERT INTO plan_changesets(changeset, project, path, task) "
+		    "SELECT ?1, ?2, ?3, ?4 FROM orig_changesets WHERE id = ?1 AND started_ns >= ?5 "
+		    "ON CONFLICT(changeset) DO NOTHING",
+		    &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, cs);
+	sqlite3_bind_text(st, 2, project, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, path, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, task);
+	sqlite3_bind_int64(st, 5, since_ns);
+	return step_done(st);
+}
+
+int pw_state_plan_changesets(pw_state *s, const char *project, const char *path, int64_t **ret,
+			     size_t *ret_n)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int64_t *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc, r = prepare(s,
+			    "SELECT changeset, task FROM plan_changesets WHERE project = ?1 AND "
+			    "path = ?2 ORDER BY changeset",
+			    &st);
+
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (PW_GROW(v, cap, n, 16) < 0 || PW_GROW(v, cap, n + 1, 16) < 0) {
+			free(v);
+			return -ENOMEM;
+		}
+		v[n++] = sqlite3_column_int64(st, 0);
+		v[n++] = sqlite3_column_int64(st, 1);
+	}
+	if (rc != SQLITE_DONE) {
+		free(v);
+		return pw_db_errno(rc);
+	}
+	*ret = v;
+	*ret_n = n / 2;
+	return 0;
+}

@@ -76,3 +76,54 @@ int64_t pw_state_prune_switches(struct sqlite3 *db, int64_t before_ns);
 /* Trust: 1 trusted, 0 not, -errno on failure. */
 int pw_state_is_trusted(pw_state *s, const char *project);
 int pw_state_set_trusted(pw_state *s, const char *project, bool trusted);
+
+/*
+ * Plans (policy/plan.h, README "Plans"). The file is the plan's text; what the person decided
+ * (approval, and the content hash of the file approved) and how far the work is (the tasks
+ * done: when, by whom, in which change set of originals) live here, keyed by PROJECT and
+ * the plan's project-relative PATH. Reopening a plan makes it a draft again and keeps its
+ * progress.
+ */
+typedef struct pw_plan_record {
+	char *path, *status; /* status: "draft" or "approved" */
+	char *hash;          /* sha256 (hex) of the file as approved; NULL for a draft */
+	int64_t approved_ns; /* 0 for a draft */
+	char *approved_by;
+	int64_t updated_ns;
+} pw_plan_record;
+
+typedef struct pw_task_record {
+	int64_t task; /* 1-based */
+	char *text, *done_by, *note;
+	int64_t done_ns;
+	int64_t changeset; /* 0: none was open */
+} pw_task_record;
+
+/* Every plan of PROJECT the database knows, by path. 0 with a malloc'd array (may be empty),
+ * or -errno. */
+int pw_state_plans(pw_state *s, const char *project, pw_plan_record **ret, size_t *ret_n);
+void pw_plan_records_free(pw_plan_record *v, size_t n);
+/* Records PATH as approved with HASH by BY (now). */
+int pw_state_plan_approve(pw_state *s, const char *project, const char *path, const char *hash,
+			  const char *by);
+/* Makes PATH a draft again (its progress stays). -ENOENT when it was not approved. */
+int pw_state_plan_reopen(pw_state *s, const char *project, const char *path);
+/* The tasks of PATH marked done, by task number. */
+int pw_state_plan_tasks(pw_state *s, const char *project, const char *path,
+			pw_task_record **ret, size_t *ret_n);
+void pw_task_records_free(pw_task_record *v, size_t n);
+/* Marks task TASK of PATH done. -EEXIST when it already is. */
+int pw_state_plan_task_done(pw_state *s, const char *project, const char *path, int64_t task,
+			    const char *text, const char *by, int64_t changeset, const char *note);
+/* The newest change set of originals of PROJECT (0: none), for the task records. */
+int64_t pw_state_current_changeset(pw_state *s, const char *project);
+/* Records that the newest change set of PROJECT was started while task TASK of plan PATH
+ * was in progress, when it started at or after SINCE_NS (the plan's approval: a change set
+ * begun before belongs to no task); a change set keeps the first task recorded for it (the
+ * one in progress when it started). 0 (also when there is nothing to record), or -errno. */
+int pw_state_plan_note_changeset(pw_state *s, const char *project, const char *path,
+				 int64_t task, int64_t since_ns);
+/* The change sets recorded for plan PATH, oldest first: (*ret)[2i] the change set, [2i+1]
+ * its task. 0 with a malloc'd array of 2 * *ret_n, or -errno. */
+int pw_state_plan_changesets(pw_state *s, const char *project, const char *path, int64_t **ret,
+			     size_t *ret_n);

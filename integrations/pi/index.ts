@@ -12,6 +12,8 @@
  *   tool_call           bash.check before a bash command runs: a certain refusal blocks it
  *   tool_result         one line per refused path: mode, rule, what is writable, how on
  *   /mode, alt+m        list modes and tighten; the footer and its detail level
+ *   plan_done           a tool: marks a task of the active plan done (plan.done, through an
+ *                       agent socket); the announcement carries the active plan's line
  *
  * Outside a view every handler returns nothing: Pi behaves as without the extension. The
  * extension never loosens the mode: /mode switches through a restricted (agent) socket, so
@@ -34,6 +36,8 @@ import {
 	FOOTER_LEVELS,
 	type BashResult,
 	type ModeInfo,
+	type PlanStatus,
+	TAG,
 	type Policy,
 	type ProceedHint,
 	type Refusal,
@@ -50,6 +54,7 @@ import {
 	refusalLine,
 	switchAnnouncement,
 	systemSection,
+	withPlan,
 	writableText,
 } from "./src/text.ts";
 import { type FoundView, findView } from "./src/view.ts";
@@ -96,6 +101,7 @@ export default function piworkfs(pi: ExtensionAPI) {
 	const policies = new Map<string, Policy>(); // by mode name, valid for one generation
 	let policiesGen = -1;
 	let warned = false;
+	let planTool = false; // plan_done registered (once per process, and only in a view)
 
 	// ---- the connection -----------------------------------------------------------
 
@@ -227,6 +233,7 @@ export default function piworkfs(pi: ExtensionAPI) {
 			stop();
 			return;
 		}
+		registerPlanTool();
 		config = loadConfig(viewRoot!);
 		if (config.warning && ctx?.hasUI) ctx.ui.notify(`piworkfs: ${config.warning}`, "warning");
 		subscribe();
@@ -263,25 +270,77 @@ export default function piworkfs(pi: ExtensionAPI) {
 		const s = await refresh();
 		if (!s) return undefined;
 		prompt = { mode: s.mode, body: s.body };
+		const plan = await planStatus();
 		return {
 			systemPrompt: `${event.systemPrompt}\n\n${systemSection(s.mode, s.body)}`,
-			message: { customType: ANNOUNCEMENT_TYPE, content: announcement(s.policy), display: false, details: { mode: s.mode } },
+			message: { customType: ANNOUNCEMENT_TYPE, content: withPlan(announcement(s.policy), plan), display: false, details: { mode: s.mode } },
 		};
 	});
 
+	/** The active plan (plan.status), or null: none, or a daemon without plans. */
+	async function planStatus(): Promise<PlanStatus | null> {
+		try {
+			return (await request("plan.status")) as PlanStatus;
+		} catch {
+			return null;
+		}
+	}
+
 	/** The announcement the next request must carry. */
-	function currentAnnouncement(s: ModeState): string {
-		if (!prompt || (prompt.mode === s.mode && prompt.body === s.body)) return announcement(s.policy);
-		return switchAnnouncement(s.policy, s.body, prompt.mode);
+	function currentAnnouncement(s: ModeState, plan: PlanStatus | null): string {
+		if (!prompt || (prompt.mode === s.mode && prompt.body === s.body)) return withPlan(announcement(s.policy), plan);
+		return withPlan(switchAnnouncement(s.policy, s.body, prompt.mode), plan);
 	}
 
 	pi.on("context", async (event: any) => {
 		if (!view) return undefined;
 		const s = await refresh();
 		if (!s) return undefined;
-		const messages = filterContext(event.messages, currentAnnouncement(s), Date.now());
+		const messages = filterContext(event.messages, currentAnnouncement(s, await planStatus()), Date.now());
 		return messages ? { messages } : undefined;
 	});
+
+	// ---- plans: plan_done -------------------------------------------------------------
+
+	/** An agent socket: the one Pi was started with inside `piworkfs run`, else the view's
+	 * (agent.open). Never the operator socket: what Pi does, it does with the agent's
+	 * authority, so the daemon refuses what only the person may do. */
+	async function agentSocket(): Promise<string> {
+		if (view!.agent) return view!.socket;
+		return (await request("agent.open")).socket;
+	}
+
+	/** Registered once a view is found (a Pi outside a view gets no tool of ours). Marking a
+	 * task changes no file and no permission (plan.done); approving and reopening are the
+	 * person's and have no tool. */
+	function registerPlanTool(): void {
+		if (planTool) return;
+		planTool = true;
+		pi.registerTool({
+			name: "plan_done",
+			label: "Plan: task done",
+			description:
+				"piworkfs: mark task N of the active approved plan done once its work is finished and tested " +
+				"(progress is kept by piworkfs, not in the plan file, which is read-only). Returns the plan's new progress and next task.",
+			parameters: {
+				type: "object",
+				properties: {
+					task: { type: "integer", minimum: 1, description: "the task's number, as the plan line shows it" },
+					note: { type: "string", description: "optional: what was done, where (kept with the task)" },
+				},
+				required: ["task"],
+				additionalProperties: false,
+			} as any,
+			async execute(_id: string, params: any) {
+				if (!view) throw new Error("piworkfs: Pi is not in a piworkfs view");
+				const args: Record<string, unknown> = { task: params.task };
+				if (typeof params.note === "string" && params.note) args.note = params.note;
+				const r: any = await callOnce(await agentSocket(), "plan.done", args);
+				const text = r?.line ?? "every task of the plan is done: tell the person.";
+				return { content: [{ type: "text", text: `${TAG} ${text}` }], details: { status: r } };
+			},
+		} as any);
+	}
 
 	// ---- shell commands, checked before they run ------------------------------------
 

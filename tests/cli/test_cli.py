@@ -284,11 +284,12 @@ class AllowedTest(Base):
         self.assertRegex(out, r"(?m)^protected\s+\.git/hooks\s+\(built-in\)$")
         self.assertRegex(out, r"(?m)^protected\s+secrets/\*\*\s+\.piworkfs/config\.yaml:\d+$")
 
-    def test_plan_writes_nothing(self):
+    def test_plan_writes_only_its_plans_folder(self):
         rc, out, err = self.run_pw("allowed", "--mode", "plan", "--project", DEMO, "--files")
         self.assertEqual(rc, 0, err)
-        self.assertIn("writes nothing", out)
-        self.assertIn("0 writable files", out)
+        self.assertRegex(out, r"(?m)^allow\s+/docs/plans/\*\*\s+\(plans folder\)$")
+        self.assertEqual(len(re.findall(r"(?m)^allow", out)), 1, out)
+        self.assertIn("0 writable files", out)  # the demo has no plans folder
 
     def test_files_of_design(self):
         rc, out, err = self.run_pw("allowed", "--mode", "design", "--project", DEMO, "--files")
@@ -335,7 +336,7 @@ class AllowedTest(Base):
         self.assertEqual(rc, 0, err)
         j = json.loads(out)
         self.assertEqual(list(j), ["project", "mode", "description", "file", "writes_nothing",
-                                   "fail_closed", "fail_reason", "rules"])
+                                   "fail_closed", "fail_reason", "rules", "plans_dir"])
         self.assertEqual(j["mode"], "design")
         self.assertFalse(j["writes_nothing"])
         kinds = {r["kind"] for r in j["rules"]}

@@ -26,7 +26,7 @@ harness = test_cli.harness
 SOURCE = test_cli.SOURCE
 MAN = os.path.join(SOURCE, "docs", "man", "piworkfs.1")
 COMMANDS = ["mount", "umount", "mode", "status", "reload", "modes", "allowed", "check",
-            "why", "check-bash", "log", "trust", "run", "completion"]
+            "why", "check-bash", "log", "trust", "run", "completion", "plan"]
 # The commands over the originals: their --help and piworkfs(1) agree too, with examples
 # (issue 29); their -n is --dry-run, as in git, where log's is a count.
 DOCUMENTED = COMMANDS + ["changes", "diff", "undo", "redo", "checkpoint"]
@@ -241,6 +241,11 @@ class Completion(Base):
         got = set(self.complete("piworkfs", "allowed", "--"))
         rc, out, _ = self.run_pw("allowed", "--help")
         self.assertEqual(got, {"--" + n for _, n in help_options(out)})
+
+    def test_plan_subcommands(self):
+        self.assertEqual(self.complete("piworkfs", "plan", "ap"), ["approve"])
+        self.assertEqual(sorted(self.complete("piworkfs", "plan", "")),
+                         ["approve", "done", "list", "reopen", "show", "status"])
 
     def test_mode_names_offline(self):
         got = self.complete("piworkfs", "check", "-C", DEMO, "--mode", "de")

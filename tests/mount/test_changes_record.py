@@ -224,11 +224,13 @@ class Changes(MountCase):
         self.checkpoint()
         self.write(v, "README.md", "changed\n")
         self.unmount(v)
-        # the store as 83bbf90 left it: schema 4, without the columns of migration 5
+        # the store as 83bbf90 left it: schema 4, without migrations 5 and 6
         db = sqlite3.connect(self.state_db)
         for table, column in (("orig_changesets", "undoes"), ("orig_changesets", "redone_by"),
                               ("orig_rows", "thread")):
             db.execute("ALTER TABLE %s DROP COLUMN %s" % (table, column))
+        for table in ("plans", "plan_tasks", "plan_changesets"):  # migration 6
+            db.execute("DROP TABLE %s" % table)
         db.execute("PRAGMA user_version = 4")
         db.commit()
         db.close()
@@ -242,7 +244,7 @@ class Changes(MountCase):
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         self.assertEqual(self.backing("README.md"), "# demo\n")
         db = sqlite3.connect(self.state_db)
-        self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 5)
+        self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 6)
         db.close()
 
     # -- processes by program (issue 29, item 7) ----------------------------------------

@@ -41,7 +41,11 @@ else:
 
 PI_DEADLINE = 120  # seconds for one Pi run
 
-PLAN_ANNOUNCEMENT = "[piworkfs] Active mode: plan. Read-only: every write in the project fails (EROFS)."
+PLAN_ANNOUNCEMENT = ("[piworkfs] Active mode: plan. Read-only: every write in the project fails "
+                     "(EROFS), but the plan files in docs/plans/ that are not approved.")
+REVIEW_ANNOUNCEMENT = ("[piworkfs] Active mode: review. Read-only: every write in the project "
+                       "fails (EROFS).")
+PLAN_WRITABLE = "only the plans in docs/plans/ (not approved ones)"
 
 
 def mode_body(name):
@@ -293,14 +297,16 @@ class TestPlan(PiCase):
         # Pi works in docs/: paths come back project-relative, with the narrowest mode
         # that would allow each.
         r = tool_results(reqs[1])["call_0_0"]
-        self.assertRefused(r, "docs/design/p.md", "plan", "EROFS", "nothing",
+        self.assertRefused(r, "docs/design/p.md", "plan", "EROFS", PLAN_WRITABLE,
                            "`piworkfs mode design`")
-        self.assertIn("plan writes nothing", r)
+        self.assertIn("plan keeps the project read-only", r)
         r = tool_results(reqs[2])["call_1_0"]
-        self.assertRefused(r, "src/new.c", "plan", "EROFS", "nothing", "`piworkfs mode build`")
+        self.assertRefused(r, "src/new.c", "plan", "EROFS", PLAN_WRITABLE,
+                           "`piworkfs mode build`")
         r = tool_results(reqs[3])["call_2_0"]
         self.assertIn("The command was not run", r)
-        self.assertRefused(r, "src/a.c", "plan", "EROFS", "nothing", "`piworkfs mode build`")
+        self.assertRefused(r, "src/a.c", "plan", "EROFS", PLAN_WRITABLE,
+                           "`piworkfs mode build`")
         self.assertEqual(seen["before"], seen["after"])
 
 
@@ -315,9 +321,76 @@ class TestPlan(PiCase):
         self.assertIn("ran", r)  # it ran: warn does not block
         self.assertIn("[piworkfs] Before it ran, piworkfs found that this command writes where "
                       "plan mode refuses: src/a.c.", r)
-        self.assertRefused(r, "src/a.c", "plan", "EROFS", "nothing", "`piworkfs mode build`")
+        self.assertRefused(r, "src/a.c", "plan", "EROFS", PLAN_WRITABLE,
+                           "`piworkfs mode build`")
         with open(os.path.join(self.project, "src/a.c")) as f:
             self.assertEqual(f.read(), harness.STANDARD_TREE["src/a.c"])
+
+
+PLAN_FILE = """---
+title: Cache the parsed config
+status: draft
+---
+## Tasks
+- [ ] Add the cache
+- [ ] Invalidate it on reload
+- [ ] Document it
+"""
+
+
+def plan_lines(req):
+    """The plan lines of a request's announcement."""
+    return [line for a in announcements(req) for line in a.splitlines()
+            if line.startswith("[piworkfs] Active plan ")]
+
+
+class TestPlans(PiCase):
+    def test_plan_line_and_plan_done(self):
+        os.makedirs(os.path.join(self.project, "docs", "plans"), exist_ok=True)
+        with open(os.path.join(self.project, "docs", "plans", "cache.md"), "w") as f:
+            f.write(PLAN_FILE)
+        v = self.mount("build")
+        self.run_pw("plan", "--mount", v.mp, "approve", "cache", check=True)
+        model = self.start_model([
+            call("plan_done", task=1, note="cache in src/cache.c"),
+            call("write", path="docs/plans/cache.md", content="rewritten\n"),
+            "done.",
+        ])
+        p = self.pi(["Work through the plan."], cwd=v.mp)
+        self.assertPiOk(p, model)
+        reqs = model.requests
+        self.assertEqual(len(reqs), 3)
+        first = ('[piworkfs] Active plan cache: 0/3 done; next: task 1, "Add the cache". '
+                 'Mark it with the plan_done tool when it is done.')
+        second = ('[piworkfs] Active plan cache: 1/3 done; next: task 2, "Invalidate it on '
+                  'reload". Mark it with the plan_done tool when it is done.')
+        # One plan line per request, under the mode's announcement; it moves when a task
+        # is marked, and only then.
+        self.assertEqual(plan_lines(reqs[0]), [first])
+        self.assertEqual(plan_lines(reqs[1]), [second])
+        self.assertEqual(plan_lines(reqs[2]), [second])
+        self.assertEqual(len(announcements(reqs[1])), 1)
+        self.assertIn("plan_done", [t.get("function", {}).get("name")
+                                    for t in reqs[0].get("tools", [])])
+        # The tool's result is the new progress; the person's view agrees.
+        r = tool_results(reqs[1])["call_0_0"]
+        self.assertIn("plan cache: 1/3 done; next: 2. Invalidate it on reload", r)
+        st = json.loads(self.run_pw("plan", "--mount", v.mp, "status", "--json",
+                                    check=True).stdout)
+        self.assertEqual(st["line"], "plan cache: 1/3 done; next: 2. Invalidate it on reload")
+        shown = json.loads(self.run_pw("plan", "--mount", v.mp, "show", "cache", "--json",
+                                       check=True).stdout)
+        self.assertTrue(shown["tasks"][0]["done_by"].startswith("agent"), shown["tasks"][0])
+        self.assertEqual(shown["tasks"][0]["note"], "cache in src/cache.c")
+        # The approved plan refused Pi's own write, and said how it may change.
+        r = tool_results(reqs[2])["call_1_0"]
+        self.assertRefused(r, "docs/plans/cache.md", "build", "EACCES",
+                           "everything except protected paths (.git/hooks, .git/config, "
+                           "/.piworkfs, /docs/plans/cache.md)", "`piworkfs plan reopen cache`")
+        self.assertIn("because it is an approved plan, read-only until the person reopens it",
+                      r)
+        with open(os.path.join(self.project, "docs", "plans", "cache.md")) as f:
+            self.assertIn("status: approved", f.read())
 
 
 class TestRun(PiCase):
@@ -325,7 +398,7 @@ class TestRun(PiCase):
         v = self.mount("design")
         model = self.start_model(["hello."])
         # `piworkfs run -- pi` loads the extension with nothing to configure: no -e here.
-        p = self.pi(["/mode build", "/mode plan", "Say hello."], cwd=self.project,
+        p = self.pi(["/mode build", "/mode review", "Say hello."], cwd=self.project,
                     launcher=[harness.PIWORKFS, "run", "--project", self.project, "--"],
                     extension=False)
         self.assertPiOk(p, model)
@@ -333,13 +406,14 @@ class TestRun(PiCase):
         # (6) /mode build did not loosen: the person is told what to run outside.
         self.assertIn("design -> build loosens the mode", out)
         self.assertIn("piworkfs mode build", out)
-        # /mode plan is a tightening: it went through the agent socket.
-        self.assertIn("switched from design to plan", out)
+        # /mode review is a tightening: it went through the agent socket. (plan is not,
+        # from design: it writes docs/plans/, which design does not.)
+        self.assertIn("switched from design to review", out)
         m = self.run_pw("mode", "--mount", v.mp, "--json", check=True)
-        self.assertEqual(json.loads(m.stdout)["mode"], "plan", m.stdout)
+        self.assertEqual(json.loads(m.stdout)["mode"], "review", m.stdout)
         self.assertEqual(len(model.requests), 1)
-        self.assertSystemHasMode(model.requests[0], "plan")
-        self.assertEqual(announcements(model.requests[0]), [PLAN_ANNOUNCEMENT])
+        self.assertSystemHasMode(model.requests[0], "review")
+        self.assertEqual(announcements(model.requests[0]), [REVIEW_ANNOUNCEMENT])
 
     def test_pi_install_then_run_loads_it_once(self):
         # Installed the usual way, and added again by `piworkfs run -- pi`: one copy works.

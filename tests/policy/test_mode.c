@@ -242,7 +242,7 @@ Test(parse, rule_items_and_limits)
 	expect_error("m.md", "---\nname: m\nhide: [a, [b]]\n---\nb\n",
 		     "m.md:3:11: error: hide[1]: expected a glob string, not a list");
 	expect_error("m.md", "---\nname: m\nwrites: [a]\n---\nb\n",
-		     "m.md:3:9: error: writes: expected a mapping of allow, deny and tokens, not a "
+		     "m.md:3:9: error: writes: expected a mapping of allow, deny, tokens and plans, not a "
 		     "list");
 	expect_error("m.md", "---\nname: m\nwrites: {deny: [\"\"]}\n---\nb\n",
 		     "m.md:3:17: error: writes.deny[0]: invalid glob \"\": empty pattern");

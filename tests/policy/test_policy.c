@@ -182,7 +182,9 @@ Test(bundled, decision_table)
 	for (size_t i = 0; i < ELEMENTSOF(ro); i++) {
 		pw_policy *p = compile(ms, ro[i]);
 
-		cr_expect(pw_policy_writes_nothing(p));
+		/* plan writes its plans folder and nothing else: the rest answers EROFS as in
+		 * the modes that write nothing. */
+		cr_expect(pw_policy_writes_nothing(p) == !streq(ro[i], "plan"));
 		check_table(p, read_only_rows, ELEMENTSOF(read_only_rows));
 		pw_policy_unref(p);
 	}
@@ -198,6 +200,38 @@ Test(bundled, decision_table)
 
 		check_table(p, build_rows, ELEMENTSOF(build_rows));
 		cr_expect(pw_policy_protects(p));
+		pw_policy_unref(p);
+	}
+	{
+		/* plan: the plans folder and nothing else (approved plans: see plans_freeze). */
+		static const expect plan_rows[] = {
+			OK("docs/plans/x.md", false, "/docs/plans/**"),
+			OK("docs/plans", true, "/docs/plans/**"),
+			OK("docs/plans/notes/a.txt", false, "/docs/plans/**"),
+			RO("docs/x.md", false),
+			RO("src/a.c", false),
+			RO("a/docs/plans/x.md", false),
+			RO(".git/config", false),
+		};
+		pw_policy *p = compile(ms, "plan");
+		pw_decision d;
+
+		check_table(p, plan_rows, ELEMENTSOF(plan_rows));
+		/* The way to the folder may be made in a project that has none. */
+		pw_policy_decide_new_name(p, PW_OP_MKDIR, "docs", true, &d);
+		cr_expect(d.allowed);
+		pw_policy_decide_new_name(p, PW_OP_MKDIR, "doc", true, &d);
+		cr_expect_eq(d.err, EROFS);
+		pw_policy_decide_new_name(p, PW_OP_MKDIR, "docs/plan", true, &d);
+		cr_expect_eq(d.err, EROFS);
+		pw_policy_decide_new_name(p, PW_OP_MKDIR, "docs/other", true, &d);
+		cr_expect_eq(d.err, EROFS);
+		pw_policy_decide_new_name(p, PW_OP_CREATE, "docs", false, &d);
+		cr_expect_eq(d.err, EROFS);
+		pw_policy_decide(p, PW_OP_RMDIR, "docs", true, &d);
+		cr_expect_eq(d.err, EROFS);
+		pw_policy_decide(p, PW_OP_CHMOD, "docs", true, &d);
+		cr_expect_eq(d.err, EROFS);
 		pw_policy_unref(p);
 	}
 	{
@@ -395,7 +429,8 @@ Test(trust, untrusted_project_decisions)
 		check_one(build, &build_rows2[i]);
 	cr_expect(pw_policy_writes_nothing(lint));
 	check_one(lint, &(expect)RO("src/a.c", false));
-	cr_expect(pw_policy_writes_nothing(plan));
+	cr_expect_not(pw_policy_writes_nothing(plan)); /* its plans folder */
+	check_one(plan, &(expect)RO("src/a.c", false));
 	pw_policy_unref(design);
 	pw_policy_unref(build);
 	pw_policy_unref(lint);
@@ -623,11 +658,11 @@ Test(tightening, every_bundled_pair)
 	static const bool want[6][6] = {
 		/* to:      build  design discuss off    plan   review */
 		/* build */ { true, true, true, false, true, true },
-		/* design*/ { false, true, true, false, true, true },
-		/* discuss*/{ false, false, true, false, true, true },
+		/* design*/ { false, true, true, false, false, true },
+		/* discuss*/{ false, false, true, false, false, true },
 		/* off */   { true, true, true, true, true, true },
 		/* plan */  { false, false, true, false, true, true },
-		/* review */{ false, false, true, false, true, true },
+		/* review */{ false, false, true, false, false, true },
 	};
 	pw_modeset *ms = load(SOURCE_MODES, TOKENS, NULL, false);
 
@@ -702,7 +737,7 @@ Test(tightening, fail_closed)
 	cr_expect(pw_policy_is_tightening(plan, fc));
 	cr_expect_not(pw_policy_is_tightening(secret, fc)); /* would unhide */
 	cr_expect_not(pw_policy_is_tightening(fc, build));
-	cr_expect(pw_policy_is_tightening(fc, plan));
+	cr_expect_not(pw_policy_is_tightening(fc, plan)); /* plan writes its plans folder */
 	cr_expect(pw_policy_is_tightening(fc, fc));
 	cr_expect(pw_policy_is_tightening(build, secret)); /* same allow, more deny and hide */
 	cr_expect_not(pw_policy_is_tightening(secret, build));
@@ -712,4 +747,36 @@ Test(tightening, fail_closed)
 	pw_policy_unref(secret);
 	pw_modeset_free(ms);
 	pw_modeset_free(hide);
+}
+
+/* An approved plan is a protected path: refused in every mode that protects, written in off. */
+Test(plans, freeze)
+{
+	pw_modeset *ms = load(SOURCE_MODES, NULL, NULL, false);
+	pw_policy *plan, *build, *off, *build_before;
+
+	build_before = compile(ms, "build");
+	cr_assert_eq(pw_modeset_freeze(ms, "docs/plans/x.md"), 0);
+	cr_expect_eq(pw_modeset_freeze(ms, "docs/plans/*.md"), -EINVAL);
+	plan = compile(ms, "plan");
+	build = compile(ms, "build");
+	off = compile(ms, "off");
+	check_one(plan, &(expect)NO("docs/plans/x.md", false, EACCES, PW_REASON_PROTECTED,
+				    "/docs/plans/x.md"));
+	check_one(plan, &(expect)OK("docs/plans/y.md", false, "/docs/plans/**"));
+	check_one(build, &(expect)NO("docs/plans/x.md", false, EACCES, PW_REASON_PROTECTED,
+				     "/docs/plans/x.md"));
+	check_one(build, &(expect)OK("docs/plans/y.md", false, "**"));
+	check_one(off, &(expect)OK("docs/plans/x.md", false, "**"));
+	/* Renaming the folder would carry the plan out from under its rule. */
+	cr_expect_not(pw_policy_may_write_tree(build, "docs/plans", &(pw_decision){ 0 }));
+	cr_expect_not(pw_policy_may_write_tree(build, "docs", &(pw_decision){ 0 }));
+	/* Approving tightens; reopening (the plan's rule gone) loosens. */
+	cr_expect(pw_policy_is_tightening(build_before, build));
+	cr_expect_not(pw_policy_is_tightening(build, build_before));
+	pw_policy_unref(plan);
+	pw_policy_unref(build);
+	pw_policy_unref(off);
+	pw_policy_unref(build_before);
+	pw_modeset_free(ms);
 }

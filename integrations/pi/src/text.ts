@@ -27,6 +27,7 @@ export type Policy = {
 	fail_closed: boolean;
 	fail_reason?: string | null;
 	rules: Rule[];
+	plans_dir?: string | null; // a mode with writes.plans (plan): its plans folder
 };
 
 /** A refused operation, from a `check` decision or a `denied` event. */
@@ -72,10 +73,18 @@ export function writesEverything(p: Policy): boolean {
 	return !p.writes_nothing && !p.fail_closed && writablePatterns(p).includes("**");
 }
 
+/** Does the mode write its plans folder and nothing else (plan)? */
+export function writesOnlyPlans(p: Policy): boolean {
+	if (!p.plans_dir || p.fail_closed || p.writes_nothing) return false;
+	const own = `/${p.plans_dir}/**`;
+	return writablePatterns(p).every((x) => x === own);
+}
+
 /** What the mode may write, in words: "nothing", "everything", "everything except ...",
- * or the list of patterns. */
+ * "the plans in DIR/ (not approved ones)", or the list of patterns. */
 export function writableText(p: Policy): string {
 	if (p.fail_closed || p.writes_nothing) return "nothing";
+	if (writesOnlyPlans(p)) return `only the plans in ${p.plans_dir}/ (not approved ones)`;
 	const w = writablePatterns(p);
 	if (w.length === 0) return "nothing";
 	if (!w.includes("**")) return w.join(", ");
@@ -95,6 +104,8 @@ export function announcement(p: Policy): string {
 	if (p.fail_closed)
 		return `${head} Failing closed (${p.fail_reason ?? "the mode's file is broken"}): nothing is writable until the person fixes it.${hidden}`;
 	if (p.writes_nothing) return `${head} Read-only: every write in the project fails (EROFS).${hidden}`;
+	if (writesOnlyPlans(p))
+		return `${head} Read-only: every write in the project fails (EROFS), but the plan files in ${p.plans_dir}/ that are not approved.${hidden}`;
 	const w = writablePatterns(p);
 	if (w.includes("**")) {
 		const t = writableText(p);
@@ -181,8 +192,9 @@ export function becauseText(r: Refusal, project?: string | null): string {
 		case "no-allow":
 			return `no allow rule of ${mode} matches it`;
 		case "read-only":
-			return `${mode} writes nothing`;
+			return `${mode} keeps the project read-only`;
 		case "protected":
+			if (rule?.file === "(approved plan)") return "it is an approved plan, read-only until the person reopens it";
 			return rule ? `it is protected (rule "${rule.pattern}", ${ruleOrigin(rule, project)})` : "it is a protected path";
 		case "deny-rule":
 			return rule ? `the deny rule "${rule.pattern}" (${ruleOrigin(rule, project)}) matches it` : "a deny rule matches it";
@@ -214,7 +226,10 @@ export function refusalLine(r: Refusal, writable: string, hint: ProceedHint, pro
 		return `${TAG} ${r.path} was hidden in ${mode} mode${errno}: ${becauseText(r, project)}. It does not exist in the view; don't look for another way to it.`;
 	}
 	let how: string;
-	if (hint.mode === "off" && r.reason === "protected") {
+	if (r.reason === "protected" && r.rule?.file === "(approved plan)") {
+		const name = r.path.replace(/^.*\//, "").replace(/\.md$/, "");
+		how = `Work to it, don't change it: if it must change, ask the person to run \`piworkfs plan reopen ${name}\` outside Pi.`;
+	} else if (hint.mode === "off" && r.reason === "protected") {
 		how = `Only mode off allows it: if it truly has to change, ask the person to change it themselves.`;
 	} else if (hint.mode && hint.agent) {
 		how = `To ${opWord(r.op)} it, ask the person for mode ${hint.mode}: run \`piworkfs mode ${hint.mode} --reason "why you need it"\`, which asks them and waits for their answer; don't work around the refusal.`;
@@ -368,4 +383,28 @@ export function footerText(p: Policy | null, level: number): string | undefined 
 	const name = p.fail_closed ? `${p.mode} (failing closed)` : p.mode;
 	if (level === 0) return `mode: ${name}`;
 	return `mode: ${name} · writes: ${writableText(p)}`;
+}
+
+// ---- plans --------------------------------------------------------------------------
+
+/** plan.status (docs/PROTOCOL.md): the active plan, or null. */
+export type PlanStatus = {
+	active: { name: string; done: number; total: number; next: { task: number; text: string } | null } | null;
+	line: string | null;
+};
+
+/** The announcement's plan line: name, progress and the next task, byte-stable while the
+ * plan's progress does not change; null without an active plan. */
+export function planLine(st: PlanStatus | null): string | null {
+	const a = st?.active;
+	if (!a) return null;
+	const head = `${TAG} Active plan ${a.name}: ${a.done}/${a.total} done`;
+	if (!a.next) return `${head}.`;
+	return `${head}; next: task ${a.next.task}, "${a.next.text}". Mark it with the plan_done tool when it is done.`;
+}
+
+/** The announcement with the plan line under it, when there is one. */
+export function withPlan(text: string, st: PlanStatus | null): string {
+	const line = planLine(st);
+	return line ? `${text}\n${line}` : text;
 }

@@ -11,11 +11,15 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { type Policy, announcement, estimateTokens, systemSection } from "../src/text.ts";
+import { type Policy, announcement, estimateTokens, systemSection, withPlan } from "../src/text.ts";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const modesDir = path.resolve(here, "../../../modes");
 const BUDGET = 400;
+const ACTIVE_PLAN = {
+	active: { name: "cache-config", done: 3, total: 7, next: { task: 4, text: "Invalidate the cache on reload and test it in test_reload.py" } },
+	line: null,
+};
 
 function load(name: string): { body: string; policy: Policy } {
 	const text = fs.readFileSync(path.join(modesDir, name + ".md"), "utf8");
@@ -33,7 +37,10 @@ function load(name: string): { body: string; policy: Policy } {
 		...allow.map((p) => ({ kind: "allow", pattern: p })),
 		...(/^\s*tokens:\s*true/m.test(front) ? [{ kind: "token", pattern: "styles/tokens.css" }] : []),
 	];
-	return { body: body.trim() + "\n", policy: { mode: name, writes_nothing: allow.length === 0, fail_closed: false, rules } };
+	const plans = /^\s*plans:\s*true/m.test(front);
+	if (plans) rules.push({ kind: "allow", pattern: "/docs/plans/**" });
+	const policy = { mode: name, writes_nothing: allow.length === 0 && !plans, fail_closed: false, rules, plans_dir: plans ? "docs/plans" : null };
+	return { body: body.trim() + "\n", policy };
 }
 
 export function budget(): Record<string, number> {
@@ -41,7 +48,8 @@ export function budget(): Record<string, number> {
 	for (const f of fs.readdirSync(modesDir).filter((f) => f.endsWith(".md")).sort()) {
 		const name = f.slice(0, -3);
 		const { body, policy } = load(name);
-		out[name] = estimateTokens(systemSection(name, body)) + estimateTokens(announcement(policy));
+		// With an approved plan in progress: its line comes with the announcement.
+		out[name] = estimateTokens(systemSection(name, body)) + estimateTokens(withPlan(announcement(policy), ACTIVE_PLAN));
 	}
 	return out;
 }

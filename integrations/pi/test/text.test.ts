@@ -10,6 +10,8 @@ import {
 	estimateTokens,
 	footerText,
 	loosenText,
+	planLine,
+	withPlan,
 	rankModes,
 	refusalLine,
 	switchAnnouncement,
@@ -36,7 +38,8 @@ const design = pol("design", [
 	{ kind: "allow", pattern: "docs/design/", file: "/m/design.md", line: 7, layer: "bundled" },
 	{ kind: "token", pattern: "styles/tokens.css", file: "/p/.piworkfs/config.yaml", line: 3, layer: "project" },
 ]);
-const plan = pol("plan", [...prot], { writes_nothing: true });
+const plan = pol("plan", [...prot, { kind: "allow", pattern: "/docs/plans/**", file: "(plans folder)", layer: "default" }], { plans_dir: "docs/plans" });
+const discuss = pol("discuss", [...prot], { writes_nothing: true });
 const build = pol("build", [...prot, { kind: "allow", pattern: "**" }]);
 const off = pol("off", [{ kind: "allow", pattern: "**" }]);
 
@@ -45,7 +48,11 @@ test("the announcement states the policy's real rules in short form", () => {
 		announcement(design),
 		"[piworkfs] Active mode: design. Writable: docs/design/**, styles/tokens.css. Read-only: everything else. Protected: .git/hooks, .git/config, .piworkfs.",
 	);
-	assert.equal(announcement(plan), "[piworkfs] Active mode: plan. Read-only: every write in the project fails (EROFS).");
+	assert.equal(announcement(discuss), "[piworkfs] Active mode: discuss. Read-only: every write in the project fails (EROFS).");
+	assert.equal(
+		announcement(plan),
+		"[piworkfs] Active mode: plan. Read-only: every write in the project fails (EROFS), but the plan files in docs/plans/ that are not approved.",
+	);
 	assert.equal(
 		announcement(build),
 		"[piworkfs] Active mode: build. Writable: everything except protected paths (.git/hooks, .git/config, .piworkfs).",
@@ -118,7 +125,14 @@ test("a refusal line: mode, rule, writable set, how to proceed, past tense", () 
 	const h = refusalLine({ path: "secrets/x", op: "read", errno: "ENOENT", reason: "hidden", mode: "plan", rule: { kind: "hide", pattern: "secrets/" } }, "nothing", { mode: null });
 	assert.match(h, /^\[piworkfs\] secrets\/x was hidden in plan mode \(ENOENT\)/);
 	const ro = refusalLine({ path: "a", op: "write", errno: "EROFS", reason: "read-only", mode: "plan", rule: null }, writableText(plan), { mode: "build" });
-	assert.match(ro, /because plan writes nothing\. Writable in plan: nothing\./);
+	assert.match(ro, /because plan keeps the project read-only\. Writable in plan: only the plans in docs\/plans\/ \(not approved ones\)\./);
+	const ap = refusalLine(
+		{ path: "docs/plans/cache.md", op: "write", errno: "EACCES", reason: "protected", mode: "build", rule: { kind: "protected", pattern: "/docs/plans/cache.md", file: "(approved plan)", layer: "default" } },
+		writableText(build),
+		{ mode: "off" },
+	);
+	assert.match(ap, /because it is an approved plan, read-only until the person reopens it\./);
+	assert.match(ap, /ask the person to run `piworkfs plan reopen cache` outside Pi\.$/);
 });
 
 test("refusal lines are appended to the last text part", () => {
@@ -164,4 +178,14 @@ test("footer levels and the loosening instructions", () => {
 test("token estimate is Pi's own: ceil(chars / 4)", () => {
 	assert.equal(estimateTokens(""), 0);
 	assert.equal(estimateTokens("abcde"), 2);
+});
+
+test("the plan line: name, progress and next task, the same bytes for the same progress", () => {
+	const st = { active: { name: "cache", done: 1, total: 3, next: { task: 2, text: "Invalidate it" } }, line: "x" };
+	const line = '[piworkfs] Active plan cache: 1/3 done; next: task 2, "Invalidate it". Mark it with the plan_done tool when it is done.';
+	assert.equal(planLine(st), line);
+	assert.equal(planLine(JSON.parse(JSON.stringify(st))), line);
+	assert.equal(withPlan("A", st), `A\n${line}`);
+	assert.equal(withPlan("A", { active: null, line: null }), "A");
+	assert.equal(withPlan("A", null), "A");
 });

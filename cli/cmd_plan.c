@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * piworkfs plan [list | show [NAME] | status | approve NAME | reopen NAME | done N]: the
+ * plans of the live view containing the current directory (or --mount PATH), through its
+ * control socket (the plan.* methods, docs/PROTOCOL.md). Inside an agent's sandbox the socket
+ * is the agent's: it may list, show and mark tasks done; approving and reopening are refused
+ * by the daemon, which says so.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "cli.h"
+#include "ctl_client.h"
+#include "options.h"
+#include "output.h"
+#include "proto.h"
+#include "util.h"
+
+static const char usage[] =
+	"Usage: piworkfs plan [list] [--mount PATH] [--json]\n"
+	"       piworkfs plan show [NAME] | status\n"
+	"       piworkfs plan approve NAME | reopen NAME\n"
+	"       piworkfs plan done N [--note TEXT] [--plan NAME]\n"
+	"\n"
+	"The plans of the live view: Markdown files in the plans folder (docs/plans/ unless\n"
+	"config.yaml says `plans:`), written in plan mode. A plan's tasks are the unchecked\n"
+	"top-level \"- [ ]\" items of its \"Tasks\" section (else of its last checklist).\n"
+	"\n"
+	"  list        every plan: name, status, progress, last update (the default)\n"
+	"  show NAME   a plan's tasks with their ticks, and what is wrong with its file\n"
+	"              (default: the active plan)\n"
+	"  status      the active plan (the newest approved one not done) and its next task\n"
+	"  approve     the person's: the plan becomes the spec, read-only to every process in\n"
+	"              every mode but off; its content hash is recorded (inside the agent: asks\n"
+	"              the person, like a request to switch)\n"
+	"  reopen      the person's: the plan is a draft again, its progress kept\n"
+	"  done N      mark task N of the active plan done (the agent may: it changes no file)\n"
+	"\n"
+	"Options:\n"
+	"      --note TEXT    done: a note kept with the task\n"
+	"      --plan NAME    done: the plan (default: the active one)\n"
+	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
+	"      --json         print JSON\n"
+	"  -h, --help         show this help\n"
+	"\n"
+	"Examples:\n"
+	"  piworkfs plan show cache\n"
+	"  piworkfs plan approve cache\n"
+	"  piworkfs plan done 2 --note 'tests in test_cache.py'\n"
+	"\n"
+	"Exit status: 0 ok; 1 refused (an agent approving or reopening, a draft's task);\n"
+	"2 usage error; 3 no such plan or task, or a plan that cannot be approved; 4 no live\n"
+	"view.\n";
+
+#define ASK_WAIT_MS 125000 /* a request lives 120 s */
+
+typedef struct opts {
+	const char *mount, *note, *plan;
+	bool json;
+	char **args;
+	int n_args;
+} opts;
+
+static int parse(int argc, char **argv, pw_opts *po, opts *o)
+{
+	int c;
+
+	if (pw_opts_init(po, argv[0], argc, argv) < 0)
+		return PW_EXIT_SYSTEM;
+	while ((c = pw_opts_next(po)) > 0) {
+		switch (c) {
+		case 'M': o->mount = po->arg; break;
+		case PW_OPT_NOTE: o->note = po->arg; break;
+		case PW_OPT_PLAN: o->plan = po->arg; break;
+		case PW_OPT_JSON: o->json = true; pw_err_json(true); break;
+		case 'h': return pw_usage(argv[0], usage, false);
+		}
+	}
+	if (c < 0)
+		return PW_EXIT_USAGE;
+	o->args = po->operands;
+	o->n_args = po->n_operands;
+	return -1;
+}
+
+static int call_failed(const char *cmd, const opts *o, int r, int code, const char *message)
+{
+	if (r == -ENOENT) {
+		pw_err(cmd, "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
+			    "--mount PATH)",
+		       o->mount ? o->mount : "the current directory");
+		return PW_EXIT_NO_VIEW;
+	}
+	if (r == -EREMOTE) {
+		pw_err(cmd, "%s", message ? message : "the daemon refused");
+		if (code == PW_RPC_REFUSED)
+			return PW_EXIT_DENIED;
+		if (code == PW_RPC_INVALID_PARAMS)
+			return PW_EXIT_CONFIG;
+		if (code == PW_RPC_METHOD_NOT_FOUND)
+			return PW_EXIT_NO_VIEW;
+		return PW_EXIT_SYSTEM;
+	}
+	pw_err(cmd, "cannot talk to the view: %s", strerror(-r));
+	return PW_EXIT_NO_VIEW;
+}
+
+static const char *str(json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+static long long num(json_t *o, const char *key)
+{
+	return (long long)json_integer_value(json_object_get(o, key));
+}
+
+static void format_ns(long long ns, char *buf, size_t size)
+{
+	time_t secs = (time_t)(ns / 1000000000);
+	struct tm tm;
+
+	localtime_r(&secs, &tm);
+	strftime(buf, size, "%Y-%m-%d %H:%M", &tm);
+}
+
+static void print_problems(json_t *plan, const char *indent)
+{
+	size_t i;
+	json_t *p;
+
+	json_array_foreach(json_object_get(plan, "problems"), i, p)
+		printf("%sproblem: %s\n", indent, json_string_value(p));
+}
+
+static int print_list(json_t *res)
+{
+	_cleanup_(pw_table_freep) pw_table *t = pw_table_new(5);
+	const char *active = str(res, "active");
+	json_t *plans = json_object_get(res, "plans"), *p;
+	size_t i;
+
+	if (json_array_size(plans) == 0) {
+		printf("no plans in %s/ (plan mode writes them there)\n", str(res, "plans_dir"));
+		return PW_EXIT_OK;
+	}
+	if (!t || pw_table_add(t, (const char *[]){ "NAME", "STATUS", "DONE", "UPDATED",
+						    "TITLE" }) < 0)
+		return PW_EXIT_SYSTEM;
+	json_array_foreach(plans, i, p) {
+		char name[128], done[32];
+		const char *n = str(p, "name");
+
+		snprintf(name, sizeof(name), "%s%s", n, streq_ptr(n, active) ? " *" : "");
+		snprintf(done, sizeof(done), "%lld/%lld", num(p, "done"), num(p, "total"));
+		if (pw_table_add(t, (const char *[]){ name, str(p, "status"), done,
+						      str(p, "updated") ? str(p, "updated") : "-",
+						      str(p, "title") ? str(p, "title") : "-" }) < 0)
+			return PW_EXIT_SYSTEM;
+	}
+	pw_table_print(t, stdout, 0);
+	if (active)
+		printf("* the active plan (piworkfs plan status)\n");
+	json_array_foreach(plans, i, p)
+		if (json_array_size(json_object_get(p, "problems")) > 0) {
+			printf("%s:\n", str(p, "path"));
+			print_problems(p, "  ");
+		}
+	return PW_EXIT_OK;
+}
+
+static void print_show(json_t *p)
+{
+	json_t *tasks = json_object_get(p, "tasks"), *t;
+	long long next = num(json_object_get(p, "next"), "task");
+	const char *from = str(p, "tasks_from");
+	size_t i;
+
+	printf("plan %s: %s\n", str(p, "name"), str(p, "title") ? str(p, "title") : "(no title)");
+	printf("  file:     %s\n", str(p, "path"));
+	printf("  status:   %s, %lld/%lld done\n", str(p, "status"), num(p, "done"),
+	       num(p, "total"));
+	if (str(p, "approved_by"))
+		printf("  approved: %s by %s\n  hash:     sha256:%s\n",
+		       str(p, "approved") ? str(p, "approved") : "?", str(p, "approved_by"),
+		       str(p, "hash"));
+	printf("  tasks (%s):\n", streq_ptr(from, "section")     ? "the Tasks section"
+				  : streq_ptr(from, "checklist") ? "the last checklist"
+								 : "none");
+	json_array_foreach(tasks, i, t) {
+		bool done = json_is_true(json_object_get(t, "done"));
+
+		printf("    [%c] %lld. %s%s\n", done ? 'x' : ' ', num(t, "task"), str(t, "text"),
+		       num(t, "task") == next ? "   <- next" : "");
+		if (done) {
+			char when[32];
+
+			format_ns(num(t, "done_ns"), when, sizeof(when));
+			printf("        done %s by %s", when, str(t, "done_by"));
+			if (num(t, "changeset") > 0)
+				printf(", change set %lld", num(t, "changeset"));
+			printf("%s%s\n", str(t, "note") ? ": " : "", str(t, "note") ? str(t, "note") : "");
+		}
+	}
+	print_problems(p, "  ");
+}
+
+static void print_status(json_t *res)
+{
+	const char *line = str(res, "line");
+
+	if (line)
+		printf("%s\n", line);
+	else
+		printf("no approved plan in progress (piworkfs plan list)\n");
+}
+
+/* The subcommand's method and params; NULL method for a usage error (printed). */
+static int request(const char *cmd, const opts *o, const char **ret_method, json_t **ret_params)
+{
+	const char *sub = o->n_args > 0 ? o->args[0] : "list";
+	const char *arg = o->n_args > 1 ? o->args[1] : NULL;
+	int want = 1;
+
+	*ret_params = NULL;
+	if (streq(sub, "list") || streq(sub, "status")) {
+		*ret_method = streq(sub, "list") ? "plan.list" : "plan.status";
+	} else if (streq(sub, "show")) {
+		*ret_method = "plan.show";
+		want = arg ? 2 : 1;
+		*ret_params = arg ? json_pack("{s:s}", "name", arg) : NULL;
+	} else if (streq(sub, "approve") || streq(sub, "reopen")) {
+		*ret_method = streq(sub, "approve") ? "plan.approve" : "plan.reopen";
+		want = 2;
+		if (!arg) {
+			pw_err(cmd, "plan %s: which plan? (piworkfs plan list)", sub);
+			return PW_EXIT_USAGE;
+		}
+		*ret_params = json_pack("{s:s}", "name", arg);
+	} else if (streq(sub, "done")) {
+		char *end = NULL;
+		long long n = arg ? strtoll(arg, &end, 10) : 0;
+
+		*ret_method = "plan.done";
+		want = 2;
+		if (!arg || !*arg || *end || n < 1) {
+			pw_err(cmd, "plan done: expected a task number (1, 2, ...), not '%s'",
+			       arg ? arg : "");
+			return PW_EXIT_USAGE;
+		}
+		*ret_params = json_pack("{s:I}", "task", (json_int_t)n);
+		if (*ret_params && o->note)
+			json_object_set_new(*ret_params, "note", json_string(o->note));
+		if (*ret_params && o->plan)
+			json_object_set_new(*ret_params, "name", json_string(o->plan));
+	} else {
+		pw_err(cmd, "unknown subcommand '%s' (list, show, status, approve, reopen, done)",
+		       sub);
+		return PW_EXIT_USAGE;
+	}
+	if (o->n_args > want) {
+		json_decref(*ret_params);
+		pw_err(cmd, "unexpected argument '%s' (see 'piworkfs plan --help')", o->args[want]);
+		return PW_EXIT_USAGE;
+	}
+	if ((o->note || o->plan) && !streq(sub, "done")) {
+		json_decref(*ret_params);
+		pw_err(cmd, "--note and --plan go with 'plan done'");
+		return PW_EXIT_USAGE;
+	}
+	return -1;
+}
+
+/*
+ * Inside the agent, `plan approve` is refused: ask the person instead (plan.request_approval,
+ * the consent bar of asking to switch), and wait for the answer while run's terminal shows
+ * the question. Returns an exit status.
+ */
+static int ask_approval(const char *cmd, const opts *o, const char *name, const char *refusal)
+{
+	_cleanup_(pw_json_decrefp) json_t *res = NULL;
+	_cleanup_free_ char *message = NULL, *sock = NULL, *reason = NULL;
+	pw_ctl_conn *c = NULL;
+	const char *outcome;
+	int code = 0, r;
+
+	r = pw_ctl_find_view(o->mount, &sock, NULL);
+	if (r == 0)
+		r = pw_ctl_connect(sock, ASK_WAIT_MS + 10000, &c);
+	if (r < 0)
+		return call_failed(cmd, o, r, 0, NULL);
+	if (asprintf(&reason, "piworkfs plan approve %s", name) < 0)
+		reason = NULL;
+	r = pw_ctl_call(c, "plan.request_approval",
+			json_pack("{s:s,s:s?}", "name", name, "reason", reason), &res, &code,
+			&message);
+	if (r == 0 && json_is_true(json_object_get(res, "shown"))) {
+		json_t *id = json_incref(json_object_get(res, "id"));
+
+		fprintf(stderr, "piworkfs: %s: approving a plan is the person's: asked them on the "
+				"terminal of piworkfs run; waiting...\n",
+			cmd);
+		json_decref(TAKE_PTR(res));
+		r = pw_ctl_call(c, "mode.request.wait",
+				json_pack("{s:o,s:i}", "id", id, "wait_ms", ASK_WAIT_MS), &res,
+				&code, &message);
+	}
+	pw_ctl_close(c);
+	if (r < 0)
+		return call_failed(cmd, o, r, code, message);
+	outcome = str(res, "outcome");
+	if (o->json)
+		return pw_print_json(TAKE_PTR(res)) < 0   ? PW_EXIT_SYSTEM
+		       : streq_ptr(outcome, "approved") ? PW_EXIT_OK
+							  : PW_EXIT_DENIED;
+	if (streq_ptr(outcome, "approved")) {
+		printf("plan %s approved by the person\n", name);
+		return PW_EXIT_OK;
+	}
+	pw_err(cmd, "%s", refusal ? refusal : "refused");
+	if (streq_ptr(outcome, "pending"))
+		pw_err(cmd, "asked the person: they can read it with 'piworkfs plan show %s' and "
+			    "allow it with 'piworkfs mode --approve' outside the agent (within 2 "
+			    "minutes)",
+		       name);
+	else
+		pw_err(cmd, "not approved: the request was %s", outcome ? outcome : "not answered");
+	return PW_EXIT_DENIED;
+}
+
+void pw_plan_print_next(const char *mount, json_t *res)
+{
+	_cleanup_(pw_json_decrefp) json_t *st = NULL;
+	json_t *pol = json_object_get(res, "policy");
+
+	/* A mode that writes no code (plan writes only plans) has no task to start. */
+	if (json_is_true(json_object_get(pol, "writes_nothing")) ||
+	    json_is_true(json_object_get(pol, "fail_closed")) ||
+	    json_is_string(json_object_get(pol, "plans_dir")))
+		return;
+	if (pw_ctl_call_at(mount, "plan.status", NULL, &st, NULL, NULL) < 0)
+		return; /* a daemon without plans, or none in progress: nothing to add */
+	if (str(st, "line"))
+		printf("%s\n", str(st, "line"));
+}
+
+/* The change set ID of LIST (changes.list's result), or NULL. */
+static json_t *changeset_of(json_t *list, long long id)
+{
+	json_t *cs;
+	size_t i;
+
+	json_array_foreach(json_object_get(list, "changesets"), i, cs)
+		if (num(cs, "id") == id)
+			return cs;
+	return NULL;
+}
+
+/* For each task of PLAN (plan.show), the change sets of LIST recorded for it, oldest first. */
+static json_t *tasks_with_changes(json_t *plan, json_t *list)
+{
+	json_t *out = json_array(), *t, *rec;
+	size_t i, j;
+
+	json_array_foreach(json_object_get(plan, "tasks"), i, t) {
+		json_t *sets = json_array(), *o;
+
+		json_array_foreach(json_object_get(plan, "changesets"), j, rec) {
+			json_t *cs = num(rec, "task") == num(t, "task")
+					     ? changeset_of(list, num(rec, "changeset"))
+					     : NULL;
+			if (cs)
+				json_array_append(sets, cs);
+		}
+		o = json_pack("{s:I,s:s,s:b,s:o}", "task", (json_int_t)num(t, "task"), "text",
+			      str(t, "text"), "done", json_is_true(json_object_get(t, "done")),
+			      "changesets", sets);
+		if (!out || !o || json_array_append_new(out, o) < 0) {
+			json_decref(out);
+			return NULL;
+		}
+	}
+	return out;
+}
+
+static void print_plan_changes(json_t *plan, json_t *tasks)
+{
+	json_t *t, *cs, *c;
+	size_t i, j, k;
+
+	printf("plan %s: what each task changed (a change set counts for the task in progress "
+	       "when it started)\n",
+	       str(plan, "name"));
+	json_array_foreach(tasks, i, t) {
+		printf("%lld. [%c] %s\n", num(t, "task"),
+		       json_is_true(json_object_get(t, "done")) ? 'x' : ' ', str(t, "text"));
+		if (json_array_size(json_object_get(t, "changesets")) == 0)
+			printf("   no change set\n");
+		json_array_foreach(json_object_get(t, "changesets"), j, cs) {
+			char when[32];
+
+			format_ns(num(cs, "started_ns"), when, sizeof(when));
+			printf("   change set %lld (%s, %s%s%s)\n", num(cs, "id"), str(cs, "reason"),
+			       when, str(cs, "mode") ? ", mode " : "",
+			       str(cs, "mode") ? str(cs, "mode") : "");
+			if (json_array_size(json_object_get(cs, "changes")) == 0)
+				printf("     no changes\n");
+			json_array_foreach(json_object_get(cs, "changes"), k, c)
+				printf("     %-9s %s%s%s\n", str(c, "kind"), str(c, "path"),
+				       str(c, "to") ? " -> " : "", str(c, "to") ? str(c, "to") : "");
+		}
+	}
+}
+
+int pw_plan_changes(const char *cmd, const char *mount, const char *name, bool json)
+{
+	_cleanup_(pw_json_decrefp) json_t *plan = NULL, *list = NULL, *tasks = NULL;
+	_cleanup_free_ char *message = NULL;
+	opts o = { .mount = mount };
+	int code = 0, r;
+
+	r = pw_ctl_call_at(mount, "plan.show", json_pack("{s:s}", "name", name), &plan, &code,
+			   &message);
+	if (r == 0)
+		r = pw_ctl_call_at(mount, "changes.list", NULL, &list, &code, &message);
+	if (r < 0)
+		return call_failed(cmd, &o, r, code, message);
+	tasks = tasks_with_changes(plan, list);
+	if (!tasks)
+		return PW_EXIT_SYSTEM;
+	if (json)
+		return pw_print_json(json_pack("{s:s,s:s,s:O}", "plan", str(plan, "name"), "path",
+					       str(plan, "path"), "tasks", tasks)) < 0
+			       ? PW_EXIT_SYSTEM
+			       : PW_EXIT_OK;
+	print_plan_changes(plan, tasks);
+	return PW_EXIT_OK;
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	_cleanup_opts_ pw_opts po = { 0 };
+	_cleanup_(pw_json_decrefp) json_t *res = NULL;
+	_cleanup_free_ char *message = NULL;
+	opts o = { 0 };
+	const char *method = NULL;
+	json_t *params = NULL;
+	int code = 0, r;
+
+	r = parse(argc, argv, &po, &o);
+	if (r >= 0)
+		return r;
+	r = request(argv[0], &o, &method, &params);
+	if (r >= 0)
+		return r;
+	r = pw_ctl_call_at(o.mount, method, params, &res, &code, &message);
+	if (r == -EREMOTE && code == PW_RPC_REFUSED && streq(method, "plan.approve") &&
+	    getenv("PIWORKFS_SOCKET"))
+		return ask_approval(argv[0], &o, o.args[1], message);
+	if (r < 0)
+		return call_failed(argv[0], &o, r, code, message);
+	if (o.json)
+		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
+	if (streq(method, "plan.list"))
+		return print_list(res);
+	if (streq(method, "plan.show"))
+		print_show(res);
+	else if (streq(method, "plan.status") || streq(method, "plan.done"))
+		print_status(res);
+	else if (streq(method, "plan.approve")) {
+		printf("plan %s approved: %s is read-only in every mode but off until `piworkfs "
+		       "plan reopen %s`\n",
+		       str(res, "name"), str(res, "path"), str(res, "name"));
+		if (str(json_object_get(res, "next"), "text"))
+			printf("next: %lld. %s\n", num(json_object_get(res, "next"), "task"),
+			       str(json_object_get(res, "next"), "text"));
+	} else
+		printf("plan %s reopened: a draft again, writable in plan mode (progress kept: "
+		       "%lld/%lld)\n",
+		       str(res, "name"), num(res, "done"), num(res, "total"));
+	return PW_EXIT_OK;
+}
