@@ -148,7 +148,9 @@ static bool names_pending(const char *cmd, json_t *p, const char *which)
 		pw_err(cmd, "no request is pending");
 		return false;
 	}
-	const char *to = json_string_value(json_object_get(p, "to"));
+	/* a plan's approval (plan.request_approval) is named by the plan, a switch by its mode */
+	const char *plan = json_string_value(json_object_get(p, "plan"));
+	const char *to = plan ? plan : json_string_value(json_object_get(p, "to"));
 	long long pid = json_integer_value(json_object_get(p, "id"));
 	if (parse_id(which, &id)) {
 		if (id == pid)
@@ -231,12 +233,13 @@ void pw_mode_show_pending(const char *mount)
 		long long left = (json_integer_value(json_object_get(p, "expires_ns")) -
 				  pw_clock_ns(CLOCK_REALTIME)) /
 				 1000000000;
-		printf("pending request: the agent asks you to approve plan %s (\"%s\"), %llds "
-		       "left\n  read it: piworkfs plan show %s\n  answer: piworkfs mode --approve   "
-		       "or   piworkfs mode --deny\n",
-		       json_string_value(json_object_get(p, "plan")),
+		long long id = json_integer_value(json_object_get(p, "id"));
+		printf("pending request %lld: the agent asks you to approve plan %s (\"%s\"), %llds "
+		       "left\n  read it: piworkfs plan show %s\n  answer: piworkfs mode --approve %lld"
+		       "   or   piworkfs mode --deny\n",
+		       id, json_string_value(json_object_get(p, "plan")),
 		       json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0,
-		       json_string_value(json_object_get(p, "plan")));
+		       json_string_value(json_object_get(p, "plan")), id);
 	} else if (json_is_object(p)) {
 		long long left = (json_integer_value(json_object_get(p, "expires_ns")) -
 				  pw_clock_ns(CLOCK_REALTIME)) /

@@ -215,7 +215,7 @@ class PlansCase(harness.MountCase):
         self.assertEqual(self.plan(v, "show", "cache")["status"], "draft")
         with self.assertRaisesRegex(RuntimeError, "only the person answers"):
             agent.call("mode.request.answer", {"approve": True})
-        p = self.run_pw("mode", "--mount", v.mp, "--approve", check=True)
+        p = self.run_pw("mode", "--mount", v.mp, "--approve", str(r["id"]), check=True)
         self.assertIn("allowed: approve plan cache", p.stdout)
         self.assertEqual(agent.call("mode.request.wait", {"id": r["id"]})["outcome"],
                          "approved")
