@@ -290,26 +290,6 @@ static const char *who_comm(who *w)
 }
 
 /*
- * PW_ORIG_REMOVING when OP takes NAME (in DIRFD) away from its object (an unlink, a rename
- * over it) and no descriptor of the view is open on it for writing: then, with no other
- * name, the store may keep it by a link (originals.c), since nothing goes on changing it
- * through the view. A write in place never qualifies: the inode stays the project's.
- */
-static unsigned removing(pw_keep *k, int dirfd, const char *name, const char *op)
-{
-	struct stat st;
-	if ((!streq(op, "unlink") && !streq(op, "rename")) || !k->fs || !name[0] ||
-	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_nlink != 1)
-		return 0;
-	pthread_rwlock_rdlock(&k->fs->tree_lock);
-	pw_inode *n = pw_inode_find_locked(k->fs, st.st_dev, st.st_ino);
-	bool writers = n && atomic_load(&n->open_writers) > 0;
-	pthread_rwlock_unlock(&k->fs->tree_lock);
-	return writers ? 0 : PW_ORIG_REMOVING;
-}
-
-/*
  * Records PATH (NAME in DIRFD) in the current change set unless it is already; a row
  * recorded without content gets it now when CONTENT asks. Lock held. Returns the row id
  * (> 0) of a new row, 0 when nothing was added, or -errno.
@@ -333,7 +313,7 @@ static int64_t record_locked(pw_keep *k, who *w, const char *path, int dirfd,
 		return 0;
 	pw_orig_object o;
 	int r = pw_orig_capture(k->store, dirfd, name,
-				content ? PW_ORIG_CONTENT | removing(k, dirfd, name, op) : 0, &o);
+				content ? PW_ORIG_CONTENT : 0, &o);
 	if (r < 0)
 		return r;
 	if (e) {
@@ -732,7 +712,7 @@ int64_t pw_keep_rename(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, con
 			id = record_locked(k, &w, to.s, npfd, newname, true, false, "rename");
 		else if (!e)
 			r = pw_orig_capture(k->store, npfd, newname,
-					    PW_ORIG_CONTENT | removing(k, npfd, newname, "rename"),
+					    PW_ORIG_CONTENT,
 					    &dst);
 		if (r < 0)
 			id = r;

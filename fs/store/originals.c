@@ -8,14 +8,15 @@
  * O_TMPFILE is not supported the blob is written under a temporary name in DIR/tmp and
  * renamed; leftovers there are removed when the store is opened.
  *
- * Why a link, for a file about to lose its name: when the store is on the project's
- * filesystem, a regular file that an unlink or a rename over it is about to remove, and
- * that has no other name, is kept by linking it under its hash instead of copying it:
- * after the change the store holds the only name of the inode, so the original costs no
- * copy and no space. Never for a change in place (a write, a truncation): the inode goes
- * on changing under the project's name. A process that still holds the removed file open
- * for writing (outside the view; the view's own writers are ruled out by fs/keep.c) could
- * change the kept inode afterwards, so a restore checks the content against its hash.
+ * Why never a link: a file about to lose its only name (an unlink, a rename over it) was
+ * once kept by linking its inode under its hash, which cost no copy. But the inode stays
+ * reachable after the change: a descriptor opened before (outside the view, or through the
+ * view for reading and reopened for writing through /proc/self/fd), or an open(O_WRONLY)
+ * that raced the keep, could write it, and the kept original was gone (issue 35, finding 5).
+ * A kept original must not change once the change it precedes is allowed, so every blob is
+ * an inode of the store's own: a reflink where the filesystem has them (btrfs, xfs: no
+ * copy, no space until one side changes), a copy otherwise. The reflink is hashed after it
+ * is made, so the name is that of exactly what is kept.
  */
 #include "originals.h"
 
@@ -65,7 +66,7 @@ struct pw_orig_store {
 	sqlite3 *db;
 	char *dir;
 	int blobs_fd, tmp_fd;
-	dev_t dev; /* of blobs/: a file on the same filesystem may be kept by a link */
+	dev_t dev; /* of blobs/ */
 	uint64_t max_file, max_total;
 	int64_t keep_ns;
 	sqlite3_stmt *insert; /* pw_orig_insert's, prepared once: one runs per first change */
@@ -756,35 +757,6 @@ static int keep_content(pw_orig_store *s, int src, uint64_t size, char hex[PW_SH
 	return r;
 }
 
-/*
- * Keeps the content of the file open at FD (O_PATH) and RFD (for reading), about to lose
- * its only name, by linking it under its hash. Returns 0, or -EXDEV when it cannot be
- * linked (another mount, a link refused by protected_hardlinks): copy it then.
- */
-static int link_content(pw_orig_store *s, int fd, int rfd, uint64_t size,
-			char hex[PW_SHA256_HEX])
-{
-	_cleanup_free_ char *buf = malloc(COPY_CHUNK);
-	if (!buf)
-		return -ENOMEM;
-	pw_sha256 c;
-	pw_sha256_init(&c);
-	int r = hash_fd(rfd, &c, buf);
-	if (r < 0)
-		return r;
-	uint8_t d[PW_SHA256_LEN];
-	pw_sha256_final(&c, d);
-	pw_sha256_hex(d, hex);
-	r = hold_for_blob(s);
-	if (r < 0)
-		return r;
-	char proc[64];
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	if (linkat(AT_FDCWD, proc, s->blobs_fd, hex, AT_SYMLINK_FOLLOW) < 0 && errno != EEXIST)
-		return -EXDEV; /* an existing blob has this content already */
-	return txn_checked(s, register_blob(s, hex, size));
-}
-
 int pw_orig_capture(pw_orig_store *s, int dirfd, const char *name, unsigned flags,
 		    pw_orig_object *ret)
 {
@@ -847,12 +819,9 @@ int pw_orig_capture(pw_orig_store *s, int dirfd, const char *name, unsigned flag
 			} else if (rfd < 0) {
 				r = negative_errno();
 			} else {
-				r = -EXDEV;
-				if ((flags & PW_ORIG_REMOVING) && st.st_nlink == 1 &&
-				    st.st_dev == s->dev)
-					r = link_content(s, fd, rfd, o.size, o.blob);
-				if (r == -EXDEV)
-					r = keep_content(s, rfd, o.size, o.blob);
+				/* Always a blob of its own (a reflink or a copy), never the
+				 * project's inode: see "Why never a link" above. */
+				r = keep_content(s, rfd, o.size, o.blob);
 				/* The original's own times: reading it may have moved its atime. */
 				struct timespec tv[2] = { st.st_atim, { .tv_nsec = UTIME_OMIT } };
 				(void)futimens(rfd, tv);

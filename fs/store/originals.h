@@ -66,9 +66,6 @@ typedef struct pw_orig_object {
 } pw_orig_object;
 
 #define PW_ORIG_CONTENT 1u  /* keep a regular file's content too */
-#define PW_ORIG_REMOVING 2u /* the name is about to lose the object (unlink, rename over it)
-			     * and no writer of the view holds it: a file with no other name on
-			     * the store's filesystem may be kept by a link instead of a copy */
 
 /*
  * Captures NAME in DIRFD (NAME "": DIRFD itself, an O_PATH descriptor), never following a

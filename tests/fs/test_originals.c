@@ -377,12 +377,12 @@ Test(originals, queued_rows_of_a_killed_daemon_are_replayed, .timeout = 60)
 
 /* ---- blobs no record names ----------------------------------------------------------- */
 
-/* The dying daemon of the next test: keeps "f", about to be removed, by a link, and dies
- * before its row is journaled or committed. The blob's name in U. */
-static int links_f_and_dies(pw_orig_store *d, void *u)
+/* The dying daemon of the next test: keeps "f" and dies before its row is journaled or
+ * committed. The blob's name in U. */
+static int keeps_f_and_dies(pw_orig_store *d, void *u)
 {
 	pw_orig_object o;
-	if (pw_orig_capture(d, project_fd, "f", PW_ORIG_CONTENT | PW_ORIG_REMOVING, &o) < 0 ||
+	if (pw_orig_capture(d, project_fd, "f", PW_ORIG_CONTENT, &o) < 0 ||
 	    !o.blob[0])
 		return -1;
 	memcpy(u, o.blob, PW_SHA256_HEX);
@@ -398,19 +398,20 @@ static nlink_t links_of_f(void)
 }
 
 /*
- * A daemon killed between keeping a file by a link and recording it left the project's file
- * with a second name in the store and no row: the next start's prune removes that name, so
- * the file is as it was (one link), and no later keep can take the live file for a blob.
+ * A daemon killed between putting a blob in place and recording it left a blob no row
+ * names: the next start's prune removes it. Every blob is an inode of the store's own
+ * (never the project's file: originals.c, "Why never a link"), so the project's file keeps
+ * its one name throughout.
  */
-Test(originals, a_blob_a_killed_daemon_linked_but_never_recorded_is_removed, .timeout = 60)
+Test(originals, a_blob_a_killed_daemon_kept_but_never_recorded_is_removed, .timeout = 60)
 {
 	char *hash = mmap(NULL, PW_SHA256_HEX, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 			  -1, 0);
 	cr_assert_neq(hash, MAP_FAILED);
 	pw_orig_store *s = open_store(); /* the database exists before the child's */
 	pw_orig_store_close(s);
-	in_a_daemon_that_dies(links_f_and_dies, hash);
-	cr_assert_eq(links_of_f(), 2, "the child kept \"f\" by a link");
+	in_a_daemon_that_dies(keeps_f_and_dies, hash);
+	cr_assert_eq(links_of_f(), 1, "the blob is the store's own inode, not the project's");
 
 	s = open_store();
 	cr_assert(blob_exists(s, hash));
@@ -420,11 +421,11 @@ Test(originals, a_blob_a_killed_daemon_linked_but_never_recorded_is_removed, .ti
 	cr_assert_not(blob_exists(s, hash), "a blob no record names is removed");
 	cr_assert_eq(links_of_f(), 1, "the project's file has its one name again");
 
-	/* A recorded blob stays: keep "f" by a link for real, committed. */
+	/* A recorded blob stays: keep "f" for real, committed. */
 	int64_t cs = begin_set(s);
 	pw_orig_object o;
 	pw_orig_lock(s);
-	cr_assert_eq(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT | PW_ORIG_REMOVING, &o), 0);
+	cr_assert_eq(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT, &o), 0);
 	cr_assert_eq(insert_f(s, cs, &o, false), 0);
 	cr_assert_geq(pw_orig_prune(s, 0, 0, 0, NULL), 0);
 	pw_orig_unlock(s);
