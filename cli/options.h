@@ -58,6 +58,7 @@ enum {
 	PW_OPT_ORIGINALS_MAX_FILE,
 	PW_OPT_ORIGINALS_KEEP,
 	PW_OPT_ORIGINALS_MAX_TOTAL,
+	PW_OPT_ORIGINALS_MIN_FREE,
 };
 
 /* How a shell completes an option's argument or a command's operands. */

@@ -126,6 +126,22 @@ static json_t *invalidations_json(const pw_fs_stats *fst)
 			 (json_int_t)fst->invalidated_generation);
 }
 
+/* The originals store is full (issue 27): status says undo is incomplete, and since when. */
+static void store_full_status(json_t *o, const pw_fs_stats *fst)
+{
+	uint64_t n = fst->store_not_kept;
+	int64_t since = fst->store_full_since_ns;
+	if (!o || !n)
+		return;
+	json_object_set_new(o, "store_full", json_pack("{s:I,s:I}", "not_kept", (json_int_t)n,
+						       "since_ns", (json_int_t)since));
+	char msg[200];
+	snprintf(msg, sizeof(msg),
+		 "undo is incomplete: the originals store is full, %llu change(s) of this change "
+		 "set not kept (piworkfs changes lists them)", (unsigned long long)n);
+	json_array_append_new(json_object_get(o, "warnings"), json_string(msg));
+}
+
 static int m_status(call *x, json_t **ret)
 {
 	pw_view_status st;
@@ -167,6 +183,7 @@ static int m_status(call *x, json_t **ret)
 		      requests_json(&fst), "state_db", pw_view_state_db(x->view));
 	if (o)
 		json_object_set_new(o, "invalidations", invalidations_json(&fst));
+	store_full_status(o, &fst);
 	pw_view_status_done(&st);
 	return done(x, o, ret);
 }

@@ -112,6 +112,81 @@ class StoreCap(MountCase):
         # empty file, whose own original is the whole one, comes back too) or the removal
         # did: the content undo brings back is the original.
         self.assertEqual(hashlib.sha256(back).hexdigest(), want, "undo lost the original")
+    # -- issue 27: the cap holds at every moment ----------------------------------------
+
+    def test_the_cap_holds_while_the_view_runs(self):
+        # The issue's reproduction: 40 files of 4 MiB, a 64M cap, one byte written into each
+        # through the view. The old code kept all 160 MiB (the cap applied only at start).
+        self.write_files(40, 4 * MIB)
+        v = self.answering_mount(["--originals-max-total", "64M"])
+        for i in range(40):
+            with open(v.path("f%02d.bin" % i), "r+b") as f:
+                f.write(b"x")
+            self.assertLessEqual(self.store_bytes(), 64 * MIB, "after file %d" % i)
+        # Every write went through, kept or not.
+        for i in range(40):
+            with open(os.path.join(self.project, "f%02d.bin" % i), "rb") as f:
+                self.assertEqual(f.read(1), b"x")
+        # The current change set outgrew the cap: status says undo is incomplete, and
+        # changes names each path not kept.
+        p = self.run_pw("status", "--json")
+        st = [x for x in json.loads(p.stdout) if x.get("mountpoint") == self.mp]
+        self.assertEqual(len(st), 1, p.stdout + p.stderr)
+        self.assertGreater(st[0].get("store_full", {}).get("not_kept", 0), 0, st)
+        self.assertTrue(any("undo is incomplete" in w for w in st[0]["warnings"]), st)
+        ch = json.loads(self.pw("changes", "--json").stdout)
+        not_kept = sorted(c["path"] for c in self.rows(ch) if c.get("not_kept") == "store-full")
+        kept = sorted(c["path"] for c in self.rows(ch)
+                      if c.get("path", "").endswith(".bin") and not c.get("not_kept"))
+        self.assertTrue(not_kept, ch)
+        self.assertTrue(kept, ch)
+        self.assertEqual(len(not_kept) + len(kept), 40, ch)
+        # Undo: what was kept comes back exactly, what was not is named per path.
+        p = self.pw("undo", "--all", "--json", check=False)
+        res = json.loads(p.stdout)
+        failed = sorted(f["path"] for f in res["failed"])
+        self.assertEqual(failed, not_kept, p.stdout)
+        for f in res["failed"]:
+            self.assertIn("not kept", f["error"], f)
+        for path in kept:
+            with open(os.path.join(self.project, path), "rb") as f:
+                i = int(path[1:3])
+                self.assertEqual(f.read(), bytes([i]) * (4 * MIB), path)
+
+    def rows(self, ch):
+        """Every change row of `changes --json`, whatever the nesting."""
+        out = []
+
+        def walk(x):
+            if isinstance(x, dict):
+                if "path" in x and ("op" in x or "not_kept" in x or "blob" in x):
+                    out.append(x)
+                for y in x.values():
+                    walk(y)
+            elif isinstance(x, list):
+                for y in x:
+                    walk(y)
+        walk(ch)
+        return out
+
+    def test_a_storm_of_switches_with_identical_rewrites_stays_under_the_cap(self):
+        # 500 change sets (checkpoints, as a switch into a writing mode starts one), each
+        # rewriting the same files with the same content: one blob per content, and the
+        # store never over its cap.
+        self.write_files(4, 1 * MIB)
+        v = self.answering_mount(["--originals-max-total", "3M"])
+        c = RpcClient(self.socket_path(v), timeout=60)
+        self.addCleanup(c.close)
+        peak = 0
+        for n in range(500):
+            c.call("checkpoint", {})
+            with open(v.path("f%02d.bin" % (n % 4)), "r+b") as f:
+                f.write(bytes([n % 4]))  # the same byte: identical content
+            if n % 25 == 0:
+                peak = max(peak, self.store_bytes())
+        peak = max(peak, self.store_bytes())
+        self.assertLessEqual(peak, 3 * MIB)
+
 
 if __name__ == "__main__":
     import unittest

@@ -706,7 +706,7 @@ class Undo(MountCase):
 
     def test_size_cap_and_retention_are_configurable_at_mount(self):
         # --originals-max-file: a file over it is recorded as changed, its content not
-        # kept; --originals-max-total: what `changes --prune` keeps without arguments.
+        # kept; --originals-max-total: the cap the store holds at every keep (issue 27).
         with open(os.path.join(self.project, "big.bin"), "wb") as f:
             f.write(b"b" * 3000)
         v = self.mount("build", args=["--originals-max-file", "2K",
@@ -715,20 +715,23 @@ class Undo(MountCase):
         with open(v.path("big.bin"), "ab") as f:
             f.write(b"more")
         with open(v.path("README.md"), "a") as f:
-            f.write("x" * 1500 + "\n")
+            f.write("x" * 1000 + "\n")
+        with open(v.path("src/main.c"), "a") as f:
+            f.write("/* c0 */\n")
         res = json.loads(self.pw("changes", "--json").stdout)
         kinds = {c["path"]: c.get("not_kept") for s in res["changesets"] for c in s["changes"]}
-        self.assertEqual(kinds, {"big.bin": "too-big", "README.md": None})
+        self.assertEqual(kinds, {"big.bin": "too-big", "README.md": None, "src/main.c": None})
         self.checkpoint("c1")
         with open(v.path("README.md"), "a") as f:
             f.write("y\n")
-        # c0 and c1 keep 7 and 1508 bytes: over 1K, so the oldest go (the mount's, empty,
-        # and c0), never c1, the one open now.
-        res = json.loads(self.pw("changes", "--prune", "--json").stdout)
-        self.assertEqual((res["removed"], res["bytes"]), (2, 1508), res)
+        # c0 keeps 7 + 29 bytes, c1's keep 1008: over 1K, so the oldest went before that
+        # keep (the mount's, empty, and c0), never c1, the one open now; a prune then finds
+        # nothing over the cap.
         names = [s.get("name") for s in json.loads(self.pw("changes", "--json").stdout)
                  ["changesets"]]
         self.assertEqual(names, ["c1"])
+        res = json.loads(self.pw("changes", "--prune", "--json").stdout)
+        self.assertEqual(res["removed"], 0, res)
 
     def test_bad_limits_are_usage_errors(self):
         for args in (["--originals-max-file", "0"], ["--originals-max-file", "12X"],
