@@ -82,6 +82,7 @@ export default function piworkfs(pi: ExtensionAPI) {
 	let sub: Connection | null = null; // subscription: mode.changed, denied
 	let subAudit = false;
 	let project: string | null = null; // the backing project (status.project)
+	let storeFull = false; // status.store_full: undo is incomplete (issue 27)
 	let viewRoot: string | null = null; // the project as Pi sees it
 	let roots: string[] = [];
 	let cwd = process.cwd();
@@ -122,6 +123,12 @@ export default function piworkfs(pi: ExtensionAPI) {
 	 * footer immediate. */
 	async function refresh(): Promise<ModeState | null> {
 		if (!view) return null;
+		try {
+			const st = await request("status");
+			storeFull = !!st?.store_full?.not_kept;
+		} catch {
+			/* the mode.get below says why */
+		}
 		try {
 			const r = await request("mode.get", {});
 			if (state && r.generation === state.generation && r.mode === state.mode) return state;
@@ -265,14 +272,14 @@ export default function piworkfs(pi: ExtensionAPI) {
 		prompt = { mode: s.mode, body: s.body };
 		return {
 			systemPrompt: `${event.systemPrompt}\n\n${systemSection(s.mode, s.body)}`,
-			message: { customType: ANNOUNCEMENT_TYPE, content: announcement(s.policy), display: false, details: { mode: s.mode } },
+			message: { customType: ANNOUNCEMENT_TYPE, content: announcement(s.policy, storeFull), display: false, details: { mode: s.mode } },
 		};
 	});
 
 	/** The announcement the next request must carry. */
 	function currentAnnouncement(s: ModeState): string {
-		if (!prompt || (prompt.mode === s.mode && prompt.body === s.body)) return announcement(s.policy);
-		return switchAnnouncement(s.policy, s.body, prompt.mode);
+		if (!prompt || (prompt.mode === s.mode && prompt.body === s.body)) return announcement(s.policy, storeFull);
+		return switchAnnouncement(s.policy, s.body, prompt.mode, storeFull);
 	}
 
 	pi.on("context", async (event: any) => {
