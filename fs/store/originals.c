@@ -1492,6 +1492,25 @@ static void delete_row(pw_orig_store *s, int64_t id)
 		drop_unreferenced(s, hash);
 }
 
+/*
+ * A switch storm is cheap for the store (issue 27): the change set begun last by a mount
+ * or a switch, with no name and no row, goes when the next begins, so a storm of switches
+ * without changes leaves nothing behind. A checkpoint's or an undo's stays: the person
+ * asked for it, and `changes` shows it. Its rows are committed (settle) before this.
+ */
+static void drop_if_empty(pw_orig_store *s, int64_t id)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (!id || sqlite3_prepare_v2(s->db,
+				      "DELETE FROM orig_changesets WHERE id = ?1 AND name IS NULL AND "
+				      "reason IN ('mount', 'switch') AND NOT EXISTS "
+				      "(SELECT 1 FROM orig_rows WHERE changeset = ?1)",
+				      -1, &st, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_int64(st, 1, id);
+	(void)sqlite3_step(st);
+}
+
 int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *mountpoint,
 			    const char *reason, const char *name, const char *mode,
 			    int64_t *ret_id)
@@ -1500,6 +1519,7 @@ int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *m
 	int rc = settle(s); /* the rows of the set it ends go first */
 	if (rc < 0)
 		return rc;
+	drop_if_empty(s, s->current);
 	rc = sqlite3_prepare_v2(s->db,
 				    "INSERT INTO orig_changesets(project, mountpoint, started_ns, "
 				    "reason, name, mode) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",

@@ -8,6 +8,7 @@ the next start; what does not fit is recorded as not kept (store full) and said 
 import hashlib
 import json
 import os
+import sqlite3
 import sys
 import threading
 
@@ -186,6 +187,24 @@ class StoreCap(MountCase):
                 peak = max(peak, self.store_bytes())
         peak = max(peak, self.store_bytes())
         self.assertLessEqual(peak, 3 * MIB)
+
+    def test_switches_without_changes_leave_no_change_sets(self):
+        # A storm of switches between two writing modes, nothing written: each switch
+        # starts a change set, and an empty one goes when the next begins.
+        v = self.answering_mount()
+        c = RpcClient(self.socket_path(v), timeout=60)
+        self.addCleanup(c.close)
+        for n in range(100):
+            c.call("mode.set", {"mode": "design" if n % 2 == 0 else "build"})
+        with open(v.path("README.md"), "a") as f:
+            f.write("one change\n")
+        sets = json.loads(self.pw("changes", "--json").stdout)["changesets"]
+        self.assertEqual([c["path"] for x in sets for c in x["changes"]], ["README.md"])
+        # `changes` shows only change sets with changes; the store itself holds no more.
+        db = sqlite3.connect("file:%s?mode=ro" % self.state_db, uri=True)
+        self.addCleanup(db.close)
+        n = db.execute("SELECT count(*) FROM orig_changesets").fetchone()[0]
+        self.assertLessEqual(n, 2, "%d change sets left by 100 switches" % n)
 
 
 if __name__ == "__main__":
