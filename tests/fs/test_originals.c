@@ -672,3 +672,78 @@ Test(originals, nothing_is_written_before_the_rolled_back_rows_are_back, .timeou
 	cr_assert_str_eq(l.paths[2], "later");
 	pw_orig_store_close(s);
 }
+
+/* ---- the cap at every keep (issue 27) ------------------------------------------------- */
+
+static void write_f(const char *text)
+{
+	int fd = openat(project_fd, "f", O_WRONLY | O_TRUNC | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+static uint64_t total_bytes(pw_orig_store *s)
+{
+	uint64_t bytes = 0;
+	pw_orig_lock(s);
+	cr_assert_eq(pw_orig_total(s, &bytes, NULL), 0);
+	pw_orig_unlock(s);
+	return bytes;
+}
+
+/*
+ * A 100-byte cap: the oldest change set goes to make room for a new original; an original
+ * the current change set cannot fit is recorded as not kept ("store-full"), the capture
+ * still succeeds (the change goes on); the same content again is shared, at no cost.
+ */
+Test(originals, the_cap_holds_at_every_capture, .timeout = 60)
+{
+	pw_orig_opts oo = { .db_path = dbpath, .defer_ns = 3600ll * 1000000000, .max_total = 100 };
+	pw_orig_store *s = NULL;
+	cr_assert_eq(pw_orig_store_open(&oo, &s), 0);
+	pw_orig_object o;
+	char a[PW_SHA256_HEX];
+
+	write_f("first content, sixty bytes long............................\n");
+	int64_t cs1 = begin_set(s);
+	pw_orig_lock(s);
+	cr_assert_eq(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT, &o), 0);
+	cr_assert(o.blob[0] && !o.not_kept);
+	memcpy(a, o.blob, sizeof(a));
+	cr_assert_eq(insert_f(s, cs1, &o, false), 0);
+	pw_orig_object_done(&o);
+	pw_orig_unlock(s);
+
+	/* The same content in a new change set: shared, one blob. */
+	int64_t cs2 = begin_set(s);
+	pw_orig_lock(s);
+	cr_assert_eq(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT, &o), 0);
+	cr_assert(streq_blob(o.blob, a));
+	cr_assert_eq(insert_f(s, cs2, &o, false), 0);
+	pw_orig_object_done(&o);
+	pw_orig_unlock(s);
+	cr_assert_eq(total_bytes(s), 60);
+
+	/* New content, 60 bytes more: over the cap, and cs1 going frees nothing (cs2 shares
+	 * its blob), cs2 is current: not kept, the capture still succeeds. */
+	write_f("second content, also sixty bytes long......................\n");
+	pw_orig_lock(s);
+	cr_assert_eq(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT, &o), 0);
+	cr_assert_eq(o.blob[0], '\0');
+	cr_assert_str_eq(o.not_kept, "store-full");
+	pw_orig_object_done(&o);
+	pw_orig_unlock(s);
+	cr_assert_leq(total_bytes(s), 100);
+
+	/* A new change set: cs1 and cs2 may go now, and the new content is kept. */
+	begin_set(s);
+	pw_orig_lock(s);
+	cr_assert_eq(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT, &o), 0);
+	cr_assert(o.blob[0] && !o.not_kept, "the oldest change sets made room");
+	pw_orig_object_done(&o);
+	pw_orig_unlock(s);
+	cr_assert_leq(total_bytes(s), 100);
+	cr_assert_not(blob_exists(s, a), "the oldest change sets' blob went");
+	pw_orig_store_close(s);
+}
