@@ -206,6 +206,23 @@ class StoreCap(MountCase):
         n = db.execute("SELECT count(*) FROM orig_changesets").fetchone()[0]
         self.assertLessEqual(n, 2, "%d change sets left by 100 switches" % n)
 
+    def test_the_free_space_floor_keeps_nothing_and_fails_no_write(self):
+        # A floor above the filesystem's size: no original may be kept, every write still
+        # goes through, and status says undo is incomplete, on a terminal as in JSON.
+        self.write_files(3, 64 * 1024)
+        v = self.answering_mount(["--originals-min-free", "1000000T"])
+        for i in range(3):
+            with open(v.path("f%02d.bin" % i), "r+b") as f:
+                f.write(b"x")
+        os.unlink(v.path("f00.bin"))
+        self.assertEqual(self.store_bytes(), 0)
+        ch = json.loads(self.pw("changes", "--json").stdout)
+        self.assertEqual(sorted(c["path"] for c in self.rows(ch)
+                                if c.get("not_kept") == "store-full"),
+                         ["f00.bin", "f01.bin", "f02.bin"], ch)
+        p = self.run_pw("status")
+        self.assertIn("undo is incomplete", p.stdout, p.stdout + p.stderr)
+
 
 if __name__ == "__main__":
     import unittest
