@@ -375,8 +375,10 @@ static char *git_summary(json_t *arr)
 	size_t used = 0;
 	json_array_foreach(arr, i, e) {
 		const char *p = json_string_value(json_object_get(e, "path"));
+		const char *obj = p && startswith(p, ".git/objects/") ? p + strlen(".git/objects/")
+								  : NULL;
 		if (!in_git_dir(p) || streq(p, ".git") || streq(p, ".git/objects") ||
-		    (startswith(p, ".git/objects/") && !strchr(p + 13, '/')))
+		    (obj && obj[strcspn(obj, "/")] == '\0'))
 			continue; /* .git itself, objects' fan-out directories */
 		if (startswith(p, ".git/objects/")) {
 			objects++;

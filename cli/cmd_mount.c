@@ -59,7 +59,11 @@
 	"                         drop change sets older than AGE, at mount and on\n"             \
 	"                         `changes --prune` (default 14d; suffixes s, m, h, d, w)\n"      \
 	"      --originals-max-total SIZE\n"                                                      \
-	"                         then drop the oldest while the store exceeds SIZE (1G)\n"       \
+	"                         then drop the oldest while the store exceeds SIZE (1G);\n"      \
+	"                         held at every keep: what does not fit is not kept\n"           \
+	"      --originals-min-free SIZE\n"                                                       \
+	"                         keep nothing that would leave the store's filesystem\n"        \
+	"                         less than SIZE free (default 5% of it, at most 1G)\n"          \
 	"      --log-allowed      also record allowed mutations in the audit log\n"                \
 	"      --audit-queue N    the audit queue's length (testing)\n"                            \
 	"      --state-db PATH    the state database (default: $XDG_STATE_HOME/piworkfs/state.db,\n" \
@@ -645,6 +649,10 @@ int cmd_mount(int argc, char **argv)
 			break;
 		case PW_OPT_ORIGINALS_KEEP:
 			if (parse_age("--originals-keep", po.arg, &o.originals_keep_s) < 0)
+				return PW_EXIT_USAGE;
+			break;
+		case PW_OPT_ORIGINALS_MIN_FREE:
+			if (parse_size("--originals-min-free", po.arg, &o.originals_min_free) < 0)
 				return PW_EXIT_USAGE;
 			break;
 		case PW_OPT_ORIGINALS_MAX_TOTAL:

@@ -38,6 +38,8 @@ static const pw_option mount_opts[] = {
 	  "drop change sets older than AGE" },
 	{ "originals-max-total", 0, "SIZE", PW_OPT_ORIGINALS_MAX_TOTAL, PW_COMPLETE_NONE,
 	  "then the oldest while the store is larger" },
+	{ "originals-min-free", 0, "SIZE", PW_OPT_ORIGINALS_MIN_FREE, PW_COMPLETE_NONE,
+	  "the free space the store leaves its filesystem" },
 	{ "log-allowed", 0, NULL, PW_OPT_LOG_ALLOWED, PW_COMPLETE_NONE, "log allowed mutations too" },
 	{ "state-db", 0, "PATH", PW_OPT_STATE_DB, PW_COMPLETE_FILE, "the state database" },
 	{ "socket-dir", 0, "DIR", PW_OPT_SOCKET_DIR, PW_COMPLETE_DIR, "the control socket directory" },

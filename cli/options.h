@@ -64,6 +64,7 @@ enum {
 	PW_OPT_ORIGINALS_MAX_TOTAL,
 	PW_OPT_NOTE,
 	PW_OPT_PLAN,
+	PW_OPT_ORIGINALS_MIN_FREE,
 };
 
 /* How a shell completes an option's argument or a command's operands. */

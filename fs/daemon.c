@@ -326,6 +326,7 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 			.max_file = o->originals_max_file,
 			.keep_ns = o->originals_keep_s * 1000000000ll,
 			.max_total = o->originals_max_total,
+			.min_free = o->originals_min_free,
 			.defer_ns = orig_defer_ns(),
 		};
 		r = pw_keep_new(&ko, &keep);

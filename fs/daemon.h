@@ -29,6 +29,7 @@ typedef struct pw_daemon_opts {
 	unsigned long long originals_max_file; /* size cap of a kept original; 0: default */
 	long long originals_keep_s;              /* retention by age, seconds; 0: default */
 	unsigned long long originals_max_total;  /* retention by size, bytes; 0: default */
+	unsigned long long originals_min_free;   /* free-space floor, bytes; 0: default */
 } pw_daemon_opts;
 
 int pw_daemon_run(const pw_daemon_opts *o, int ready_fd);

@@ -57,6 +57,10 @@ typedef struct pw_fs_stats {
 	uint64_t invalidated_generation;
 	uint64_t requests[PW_FS_OPCODES]; /* FUSE requests received since mount, by opcode */
 	uint32_t max_write; /* the most data one WRITE carries (the INIT reply's); 0 before */
+	/* Rows of the current change set the full originals store could not keep, and since
+	 * when (realtime ns): undo is incomplete (keep.h, pw_keep_store_full). */
+	uint64_t store_not_kept;
+	int64_t store_full_since_ns;
 } pw_fs_stats;
 void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret);
 /* The protocol's name of request opcode OP ("LOOKUP"), or NULL for one we do not name. */

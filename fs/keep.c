@@ -50,7 +50,31 @@ struct pw_keep {
 	entry *set[SET_BUCKETS];
 	size_t n_set;
 	bool disabled; /* a store error at start: nothing is kept (status says so) */
+	/* Rows of the current change set not kept because the store was full, and since when
+	 * (realtime ns): pw_keep_store_full. */
+	_Atomic uint64_t full_rows;
+	_Atomic int64_t full_since_ns;
 };
+
+uint64_t pw_keep_store_full(pw_keep *k, int64_t *ret_since_ns)
+{
+	if (ret_since_ns)
+		*ret_since_ns = k ? atomic_load(&k->full_since_ns) : 0;
+	return k ? atomic_load(&k->full_rows) : 0;
+}
+
+/* A row of the current change set was recorded without its content because the store is
+ * full (issue 27): undo is incomplete from now on, which status says. */
+static void note_not_kept(pw_keep *k, const pw_orig_object *o)
+{
+	if (!o->not_kept || !streq(o->not_kept, "store-full"))
+		return;
+	if (atomic_fetch_add(&k->full_rows, 1) == 0) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		atomic_store(&k->full_since_ns, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+	}
+}
 
 static entry *set_find(pw_keep *k, const char *path)
 {
@@ -143,7 +167,8 @@ int pw_keep_new(const pw_keep_opts *o, pw_keep **ret)
 		return -ENOMEM;
 	}
 	pw_orig_opts so = { .db_path = o->db_path, .max_file = o->max_file, .keep_ns = o->keep_ns,
-			    .max_total = o->max_total, .defer_ns = o->defer_ns };
+			    .max_total = o->max_total, .defer_ns = o->defer_ns,
+			    .min_free = o->min_free };
 	int r = pw_orig_store_open(&so, &k->store);
 	if (r < 0) {
 		pw_keep_free(k);
@@ -205,6 +230,7 @@ static int begin_locked(pw_keep *k, const char *reason, const char *name, int64_
 	if (r < 0)
 		return r;
 	set_remove_if(k, always, NULL);
+	atomic_store(&k->full_rows, 0); /* a new change set: nothing of it is missing yet */
 	atomic_store(&k->cs, id);
 	if (ret_id)
 		*ret_id = id;
@@ -298,26 +324,6 @@ static const char *who_comm(who *w)
 }
 
 /*
- * PW_ORIG_REMOVING when OP takes NAME (in DIRFD) away from its object (an unlink, a rename
- * over it) and no descriptor of the view is open on it for writing: then, with no other
- * name, the store may keep it by a link (originals.c), since nothing goes on changing it
- * through the view. A write in place never qualifies: the inode stays the project's.
- */
-static unsigned removing(pw_keep *k, int dirfd, const char *name, const char *op)
-{
-	struct stat st;
-	if ((!streq(op, "unlink") && !streq(op, "rename")) || !k->fs || !name[0] ||
-	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_nlink != 1)
-		return 0;
-	pthread_rwlock_rdlock(&k->fs->tree_lock);
-	pw_inode *n = pw_inode_find_locked(k->fs, st.st_dev, st.st_ino);
-	bool writers = n && atomic_load(&n->open_writers) > 0;
-	pthread_rwlock_unlock(&k->fs->tree_lock);
-	return writers ? 0 : PW_ORIG_REMOVING;
-}
-
-/*
  * Records PATH (NAME in DIRFD) in the current change set unless it is already; a row
  * recorded without content gets it now when CONTENT asks. Lock held. Returns the row id
  * (> 0) of a new row, 0 when nothing was added, or -errno.
@@ -341,9 +347,10 @@ static int64_t record_locked(pw_keep *k, who *w, const char *path, int dirfd,
 		return 0;
 	pw_orig_object o;
 	int r = pw_orig_capture(k->store, dirfd, name,
-				content ? PW_ORIG_CONTENT | removing(k, dirfd, name, op) : 0, &o);
+				content ? PW_ORIG_CONTENT : 0, &o);
 	if (r < 0)
 		return r;
+	note_not_kept(k, &o);
 	if (e) {
 		/* The row was metadata only (chmod, a parent's times): add the content, which
 		 * no change through the view has touched yet. */
@@ -744,8 +751,10 @@ int64_t pw_keep_rename(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, con
 			id = record_locked(k, &w, to.s, npfd, newname, true, false, "rename");
 		else if (!e)
 			r = pw_orig_capture(k->store, npfd, newname,
-					    PW_ORIG_CONTENT | removing(k, npfd, newname, "rename"),
+					    PW_ORIG_CONTENT,
 					    &dst);
+		if (r == 0)
+			note_not_kept(k, &dst);
 		if (r < 0)
 			id = r;
 		if (dst.present)

@@ -39,6 +39,7 @@ typedef struct pw_keep_opts {
 	uint64_t max_file;       /* 0: default */
 	int64_t keep_ns;         /* retention by age, 0: default */
 	uint64_t max_total;      /* retention by size, 0: default */
+	uint64_t min_free;       /* free-space floor of the store, 0: default */
 	int64_t defer_ns;        /* how long the journal may hold rows, 0: default */
 } pw_keep_opts;
 
@@ -58,6 +59,10 @@ void pw_keep_policy_changed(pw_keep *k, const pw_policy *p, const char *reason, 
 /* Starts a change set (a checkpoint, NAME may be NULL; or REASON "undo"). */
 int pw_keep_begin(pw_keep *k, const char *reason, const char *name, int64_t *ret_id);
 int64_t pw_keep_current(pw_keep *k);
+/* How many rows of the current change set the full store could not keep ("store-full",
+ * issue 27), and when the first was recorded (*RET_SINCE_NS, realtime): undo is incomplete
+ * from then on. 0 when everything is kept. */
+uint64_t pw_keep_store_full(pw_keep *k, int64_t *ret_since_ns); /* K may be NULL */
 const char *pw_keep_project(const pw_keep *k);
 pw_orig_store *pw_keep_store(pw_keep *k);
 /* For undo, which changes the backing tree itself: records PATH's original (absent or

@@ -1559,6 +1559,8 @@ static void note_fail(undo_run *u, const char *path, const char *what, int r)
 			      json_pack("{s:s,s:s,s:s}", "path", path, "action", what, "error",
 					r == -EBADMSG ? "the kept original was changed after it was "
 							"kept (a process still wrote to it)"
+					: r == -ENODATA ? "its content was not kept (too big, unreadable, "
+							  "or the store was full): not restored"
 						      : strerror(-r)));
 }
 
@@ -1720,7 +1722,7 @@ static int undo_restore(undo_run *u, const char *path, const crow *rw)
 	}
 	if (S_ISREG(o->mode)) {
 		if (!o->blob[0])
-			return -ENODATA; /* too big or unreadable: never kept */
+			return -ENODATA; /* too big, unreadable or the store full: never kept */
 		r = verify_blob(s, o->blob);
 		if (r < 0)
 			return r;

@@ -139,6 +139,22 @@ static json_t *jobs_json(const pw_ctl_stats *cst)
 			 (json_int_t)cst->agent_jobs_refused);
 }
 
+/* The originals store is full (issue 27): status says undo is incomplete, and since when. */
+static void store_full_status(json_t *o, const pw_fs_stats *fst)
+{
+	uint64_t n = fst->store_not_kept;
+	int64_t since = fst->store_full_since_ns;
+	if (!o || !n)
+		return;
+	json_object_set_new(o, "store_full", json_pack("{s:I,s:I}", "not_kept", (json_int_t)n,
+						       "since_ns", (json_int_t)since));
+	char msg[200];
+	snprintf(msg, sizeof(msg),
+		 "undo is incomplete: the originals store is full, %llu change(s) of this change "
+		 "set not kept (piworkfs changes lists them)", (unsigned long long)n);
+	json_array_append_new(json_object_get(o, "warnings"), json_string(msg));
+}
+
 static int m_status(call *x, json_t **ret)
 {
 	pw_view_status st;
@@ -182,6 +198,7 @@ static int m_status(call *x, json_t **ret)
 		json_object_set_new(o, "invalidations", invalidations_json(&fst));
 	if (o)
 		json_object_set_new(o, "jobs", jobs_json(&cst));
+	store_full_status(o, &fst);
 	pw_view_status_done(&st);
 	return done(x, o, ret);
 }

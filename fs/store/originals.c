@@ -8,14 +8,15 @@
  * O_TMPFILE is not supported the blob is written under a temporary name in DIR/tmp and
  * renamed; leftovers there are removed when the store is opened.
  *
- * Why a link, for a file about to lose its name: when the store is on the project's
- * filesystem, a regular file that an unlink or a rename over it is about to remove, and
- * that has no other name, is kept by linking it under its hash instead of copying it:
- * after the change the store holds the only name of the inode, so the original costs no
- * copy and no space. Never for a change in place (a write, a truncation): the inode goes
- * on changing under the project's name. A process that still holds the removed file open
- * for writing (outside the view; the view's own writers are ruled out by fs/keep.c) could
- * change the kept inode afterwards, so a restore checks the content against its hash.
+ * Why never a link: a file about to lose its only name (an unlink, a rename over it) was
+ * once kept by linking its inode under its hash, which cost no copy. But the inode stays
+ * reachable after the change: a descriptor opened before (outside the view, or through the
+ * view for reading and reopened for writing through /proc/self/fd), or an open(O_WRONLY)
+ * that raced the keep, could write it, and the kept original was gone (issue 35, finding 5).
+ * A kept original must not change once the change it precedes is allowed, so every blob is
+ * an inode of the store's own: a reflink where the filesystem has them (btrfs, xfs: no
+ * copy, no space until one side changes), a copy otherwise. The reflink is hashed after it
+ * is made, so the name is that of exactly what is kept.
  */
 #include "originals.h"
 
@@ -31,6 +32,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,8 +67,11 @@ struct pw_orig_store {
 	sqlite3 *db;
 	char *dir;
 	int blobs_fd, tmp_fd;
-	dev_t dev; /* of blobs/: a file on the same filesystem may be kept by a link */
+	dev_t dev; /* of blobs/ */
 	uint64_t max_file, max_total;
+	uint64_t min_free; /* the free-space floor of blobs/' filesystem; 0: the default */
+	int64_t current;   /* the change set begun last: never pruned to make room */
+	bool undoing;      /* it is an undo's: nothing is pruned to make room (room_for) */
 	int64_t keep_ns;
 	sqlite3_stmt *insert; /* pw_orig_insert's, prepared once: one runs per first change */
 	pthread_mutex_t lock;
@@ -198,6 +203,7 @@ int pw_orig_store_open(const pw_orig_opts *o, pw_orig_store **ret)
 	s->dir = TAKE_PTR(dir);
 	s->max_file = o->max_file ? o->max_file : PW_ORIG_MAX_FILE_DEFAULT;
 	s->max_total = o->max_total ? o->max_total : PW_ORIG_MAX_TOTAL_DEFAULT;
+	s->min_free = o->min_free;
 	s->keep_ns = o->keep_ns ? o->keep_ns : (int64_t)PW_ORIG_KEEP_DAYS_DEFAULT * 86400 * 1000000000;
 	s->defer_ns = o->defer_ns > 0 ? o->defer_ns : (int64_t)PW_ORIG_DEFER_MS * 1000000;
 	s->blobs_fd = open(blobs, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -756,13 +762,83 @@ static int keep_content(pw_orig_store *s, int src, uint64_t size, char hex[PW_SH
 	return r;
 }
 
+/* ---- the cap and the floor (issue 27) ---------------------------------------------------- */
+
 /*
- * Keeps the content of the file open at FD (O_PATH) and RFD (for reading), about to lose
- * its only name, by linking it under its hash. Returns 0, or -EXDEV when it cannot be
- * linked (another mount, a link refused by protected_hardlinks): copy it then.
+ * The cap holds at every moment, not only at a prune: before a blob is made, the store's
+ * bytes plus the new blob's must fit under max_total, and the filesystem must keep its
+ * free-space floor. Counted on the blobs' records (orig_blobs), the store's own account.
  */
-static int link_content(pw_orig_store *s, int fd, int rfd, uint64_t size,
-			char hex[PW_SHA256_HEX])
+static uint64_t stored_bytes(pw_orig_store *s)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db, "SELECT coalesce(sum(size), 0) FROM orig_blobs", -1, &st,
+			       NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW)
+		return UINT64_MAX; /* unknown: fail closed, nothing more is kept */
+	return (uint64_t)sqlite3_column_int64(st, 0);
+}
+
+/* The default floor: 5% of the filesystem, at most 1 GiB. */
+#define FLOOR_PERCENT 5
+#define FLOOR_MAX (1ull << 30)
+
+/* Whether SIZE more bytes leave blobs/' filesystem above its floor. */
+static bool above_floor(pw_orig_store *s, uint64_t size)
+{
+	struct statvfs v;
+	if (fstatvfs(s->blobs_fd, &v) < 0)
+		return false;
+	uint64_t avail = (uint64_t)v.f_bavail * v.f_frsize;
+	uint64_t floor = s->min_free;
+	if (!floor) {
+		floor = (uint64_t)v.f_blocks * v.f_frsize / 100 * FLOOR_PERCENT;
+		if (floor > FLOOR_MAX)
+			floor = FLOOR_MAX;
+	}
+	return avail >= floor && avail - floor >= size;
+}
+
+static bool fits(pw_orig_store *s, uint64_t size)
+{
+	uint64_t have = stored_bytes(s);
+	return size <= s->max_total && have <= s->max_total - size && above_floor(s, size);
+}
+
+/*
+ * Whether a blob of SIZE bytes may be made now: it fits, or it fits once the oldest change
+ * sets that may go are gone (every one but the current: what the change set being recorded
+ * needs is never dropped). During an undo nothing is dropped: the change sets it restores
+ * from are older than its own. Lock held.
+ */
+static bool room_for(pw_orig_store *s, uint64_t size)
+{
+	if (fits(s, size))
+		return true;
+	if (size >= s->max_total || s->undoing)
+		return false;
+	(void)pw_orig_prune(s, 0, s->max_total - size, s->current, NULL);
+	return fits(s, size);
+}
+
+/* Whether blob HEX is recorded and in place. */
+static bool blob_kept(pw_orig_store *s, const char hex[PW_SHA256_HEX])
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM orig_blobs WHERE hash = ?1", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return false;
+	sqlite3_bind_text(st, 1, hex, -1, SQLITE_STATIC);
+	struct stat bst;
+	return sqlite3_step(st) == SQLITE_ROW && fstatat(s->blobs_fd, hex, &bst, 0) == 0;
+}
+
+/*
+ * No room for RFD's content: when the store holds the same content already it is shared
+ * (a storm of identical rewrites at the cap costs nothing more), else O is recorded as
+ * not kept, "store-full", like a file over the per-file cap. The change still proceeds:
+ * a full store never blocks or fails a write. 0 or -errno.
+ */
+static int share_or_not_kept(pw_orig_store *s, int rfd, pw_orig_object *o)
 {
 	_cleanup_free_ char *buf = malloc(COPY_CHUNK);
 	if (!buf)
@@ -773,16 +849,17 @@ static int link_content(pw_orig_store *s, int fd, int rfd, uint64_t size,
 	if (r < 0)
 		return r;
 	uint8_t d[PW_SHA256_LEN];
+	char hex[PW_SHA256_HEX];
 	pw_sha256_final(&c, d);
 	pw_sha256_hex(d, hex);
-	r = hold_for_blob(s);
+	r = hold_for_blob(s); /* no prune may take it between the look and the row */
 	if (r < 0)
 		return r;
-	char proc[64];
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	if (linkat(AT_FDCWD, proc, s->blobs_fd, hex, AT_SYMLINK_FOLLOW) < 0 && errno != EEXIST)
-		return -EXDEV; /* an existing blob has this content already */
-	return txn_checked(s, register_blob(s, hex, size));
+	if (blob_kept(s, hex))
+		memcpy(o->blob, hex, PW_SHA256_HEX);
+	else
+		o->not_kept = "store-full";
+	return 0;
 }
 
 int pw_orig_capture(pw_orig_store *s, int dirfd, const char *name, unsigned flags,
@@ -847,12 +924,14 @@ int pw_orig_capture(pw_orig_store *s, int dirfd, const char *name, unsigned flag
 			} else if (rfd < 0) {
 				r = negative_errno();
 			} else {
-				r = -EXDEV;
-				if ((flags & PW_ORIG_REMOVING) && st.st_nlink == 1 &&
-				    st.st_dev == s->dev)
-					r = link_content(s, fd, rfd, o.size, o.blob);
-				if (r == -EXDEV)
+				/* Always a blob of its own (a reflink or a copy), never the
+				 * project's inode: see "Why never a link" above. Only within
+				 * the cap and above the floor (room_for), or when the same
+				 * content is kept already (shared). */
+				if (room_for(s, o.size))
 					r = keep_content(s, rfd, o.size, o.blob);
+				else
+					r = share_or_not_kept(s, rfd, &o);
 				/* The original's own times: reading it may have moved its atime. */
 				struct timespec tv[2] = { st.st_atim, { .tv_nsec = UTIME_OMIT } };
 				(void)futimens(rfd, tv);
@@ -1417,6 +1496,25 @@ static void delete_row(pw_orig_store *s, int64_t id)
 		drop_unreferenced(s, hash);
 }
 
+/*
+ * A switch storm is cheap for the store (issue 27): the change set begun last by a mount
+ * or a switch, with no name and no row, goes when the next begins, so a storm of switches
+ * without changes leaves nothing behind. A checkpoint's or an undo's stays: the person
+ * asked for it, and `changes` shows it. Its rows are committed (settle) before this.
+ */
+static void drop_if_empty(pw_orig_store *s, int64_t id)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	if (!id || sqlite3_prepare_v2(s->db,
+				      "DELETE FROM orig_changesets WHERE id = ?1 AND name IS NULL AND "
+				      "reason IN ('mount', 'switch') AND NOT EXISTS "
+				      "(SELECT 1 FROM orig_rows WHERE changeset = ?1)",
+				      -1, &st, NULL) != SQLITE_OK)
+		return;
+	sqlite3_bind_int64(st, 1, id);
+	(void)sqlite3_step(st);
+}
+
 int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *mountpoint,
 			    const char *reason, const char *name, const char *mode,
 			    int64_t *ret_id)
@@ -1425,6 +1523,7 @@ int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *m
 	int rc = settle(s); /* the rows of the set it ends go first */
 	if (rc < 0)
 		return rc;
+	drop_if_empty(s, s->current);
 	rc = sqlite3_prepare_v2(s->db,
 				    "INSERT INTO orig_changesets(project, mountpoint, started_ns, "
 				    "reason, name, mode) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -1441,6 +1540,8 @@ int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *m
 	if (rc != SQLITE_DONE)
 		return pw_db_errno(rc);
 	*ret_id = sqlite3_last_insert_rowid(s->db);
+	s->current = *ret_id;
+	s->undoing = reason && streq(reason, "undo");
 	return 0;
 }
 

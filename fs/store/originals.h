@@ -37,7 +37,8 @@ typedef struct pw_orig_opts {
 	const char *dir;        /* NULL: <directory of db_path>/originals */
 	uint64_t max_file;      /* 0: PW_ORIG_MAX_FILE_DEFAULT */
 	int64_t keep_ns;        /* retention by age; 0: 14 days */
-	uint64_t max_total;     /* retention by size; 0: 1 GiB */
+	uint64_t max_total;     /* the cap on the blobs' bytes, held at every keep; 0: 1 GiB */
+	uint64_t min_free;      /* free-space floor of the store's filesystem; 0: 5%, <= 1 GiB */
 	int64_t defer_ns;       /* how long deferred rows may wait; 0: PW_ORIG_DEFER_MS */
 } pw_orig_opts;
 
@@ -62,18 +63,19 @@ typedef struct pw_orig_object {
 	char *target;             /* symlinks */
 	void *xattrs;             /* [u32 name length][name][u32 value length][value]... */
 	size_t xattrs_len;
-	const char *not_kept;     /* why a regular file's content is missing: "too-big", "unreadable" */
+	const char *not_kept;     /* why a regular file's content is missing: "too-big",
+				   * "unreadable", "store-full" (the cap or the floor) */
 } pw_orig_object;
 
 #define PW_ORIG_CONTENT 1u  /* keep a regular file's content too */
-#define PW_ORIG_REMOVING 2u /* the name is about to lose the object (unlink, rename over it)
-			     * and no writer of the view holds it: a file with no other name on
-			     * the store's filesystem may be kept by a link instead of a copy */
 
 /*
  * Captures NAME in DIRFD (NAME "": DIRFD itself, an O_PATH descriptor), never following a
  * symlink. With PW_ORIG_CONTENT in FLAGS, a regular file's content is kept in the store
- * (over the size cap: recorded as not kept). A missing object is captured as !present.
+ * (over the size cap: recorded as not kept). The store's cap (max_total) and the floor
+ * (min_free) hold at every keep: the oldest change sets but the current go first, and what
+ * still does not fit is shared with a blob of the same content or recorded as not kept
+ * ("store-full"), never refused. A missing object is captured as !present.
  * Returns 0 or -errno (the store could not keep it: the change must not proceed).
  */
 int pw_orig_capture(pw_orig_store *s, int dirfd, const char *name, unsigned flags,

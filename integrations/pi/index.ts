@@ -87,6 +87,7 @@ export default function piworkfs(pi: ExtensionAPI) {
 	let sub: Connection | null = null; // subscription: mode.changed, denied
 	let subAudit = false;
 	let project: string | null = null; // the backing project (status.project)
+	let storeFull = false; // status.store_full: undo is incomplete (issue 27)
 	let viewRoot: string | null = null; // the project as Pi sees it
 	let roots: string[] = [];
 	let cwd = process.cwd();
@@ -128,6 +129,12 @@ export default function piworkfs(pi: ExtensionAPI) {
 	 * footer immediate. */
 	async function refresh(): Promise<ModeState | null> {
 		if (!view) return null;
+		try {
+			const st = await request("status");
+			storeFull = !!st?.store_full?.not_kept;
+		} catch {
+			/* the mode.get below says why */
+		}
 		try {
 			const r = await request("mode.get", {});
 			if (state && r.generation === state.generation && r.mode === state.mode) return state;
@@ -273,7 +280,7 @@ export default function piworkfs(pi: ExtensionAPI) {
 		const plan = await planStatus();
 		return {
 			systemPrompt: `${event.systemPrompt}\n\n${systemSection(s.mode, s.body)}`,
-			message: { customType: ANNOUNCEMENT_TYPE, content: withPlan(announcement(s.policy), plan), display: false, details: { mode: s.mode } },
+			message: { customType: ANNOUNCEMENT_TYPE, content: withPlan(announcement(s.policy, storeFull), plan), display: false, details: { mode: s.mode } },
 		};
 	});
 
@@ -288,8 +295,8 @@ export default function piworkfs(pi: ExtensionAPI) {
 
 	/** The announcement the next request must carry. */
 	function currentAnnouncement(s: ModeState, plan: PlanStatus | null): string {
-		if (!prompt || (prompt.mode === s.mode && prompt.body === s.body)) return withPlan(announcement(s.policy), plan);
-		return withPlan(switchAnnouncement(s.policy, s.body, prompt.mode), plan);
+		if (!prompt || (prompt.mode === s.mode && prompt.body === s.body)) return withPlan(announcement(s.policy, storeFull), plan);
+		return withPlan(switchAnnouncement(s.policy, s.body, prompt.mode, storeFull), plan);
 	}
 
 	pi.on("context", async (event: any) => {

@@ -377,12 +377,12 @@ Test(originals, queued_rows_of_a_killed_daemon_are_replayed, .timeout = 60)
 
 /* ---- blobs no record names ----------------------------------------------------------- */
 
-/* The dying daemon of the next test: keeps "f", about to be removed, by a link, and dies
- * before its row is journaled or committed. The blob's name in U. */
-static int links_f_and_dies(pw_orig_store *d, void *u)
+/* The dying daemon of the next test: keeps "f" and dies before its row is journaled or
+ * committed. The blob's name in U. */
+static int keeps_f_and_dies(pw_orig_store *d, void *u)
 {
 	pw_orig_object o;
-	if (pw_orig_capture(d, project_fd, "f", PW_ORIG_CONTENT | PW_ORIG_REMOVING, &o) < 0 ||
+	if (pw_orig_capture(d, project_fd, "f", PW_ORIG_CONTENT, &o) < 0 ||
 	    !o.blob[0])
 		return -1;
 	memcpy(u, o.blob, PW_SHA256_HEX);
@@ -398,19 +398,20 @@ static nlink_t links_of_f(void)
 }
 
 /*
- * A daemon killed between keeping a file by a link and recording it left the project's file
- * with a second name in the store and no row: the next start's prune removes that name, so
- * the file is as it was (one link), and no later keep can take the live file for a blob.
+ * A daemon killed between putting a blob in place and recording it left a blob no row
+ * names: the next start's prune removes it. Every blob is an inode of the store's own
+ * (never the project's file: originals.c, "Why never a link"), so the project's file keeps
+ * its one name throughout.
  */
-Test(originals, a_blob_a_killed_daemon_linked_but_never_recorded_is_removed, .timeout = 60)
+Test(originals, a_blob_a_killed_daemon_kept_but_never_recorded_is_removed, .timeout = 60)
 {
 	char *hash = mmap(NULL, PW_SHA256_HEX, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
 			  -1, 0);
 	cr_assert_neq(hash, MAP_FAILED);
 	pw_orig_store *s = open_store(); /* the database exists before the child's */
 	pw_orig_store_close(s);
-	in_a_daemon_that_dies(links_f_and_dies, hash);
-	cr_assert_eq(links_of_f(), 2, "the child kept \"f\" by a link");
+	in_a_daemon_that_dies(keeps_f_and_dies, hash);
+	cr_assert_eq(links_of_f(), 1, "the blob is the store's own inode, not the project's");
 
 	s = open_store();
 	cr_assert(blob_exists(s, hash));
@@ -420,11 +421,11 @@ Test(originals, a_blob_a_killed_daemon_linked_but_never_recorded_is_removed, .ti
 	cr_assert_not(blob_exists(s, hash), "a blob no record names is removed");
 	cr_assert_eq(links_of_f(), 1, "the project's file has its one name again");
 
-	/* A recorded blob stays: keep "f" by a link for real, committed. */
+	/* A recorded blob stays: keep "f" for real, committed. */
 	int64_t cs = begin_set(s);
 	pw_orig_object o;
 	pw_orig_lock(s);
-	cr_assert_eq(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT | PW_ORIG_REMOVING, &o), 0);
+	cr_assert_eq(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT, &o), 0);
 	cr_assert_eq(insert_f(s, cs, &o, false), 0);
 	cr_assert_geq(pw_orig_prune(s, 0, 0, 0, NULL), 0);
 	pw_orig_unlock(s);
@@ -669,5 +670,80 @@ Test(originals, nothing_is_written_before_the_rolled_back_rows_are_back, .timeou
 	cr_assert_str_eq(l.paths[0], "made");
 	cr_assert_str_eq(l.paths[1], "kept:f");
 	cr_assert_str_eq(l.paths[2], "later");
+	pw_orig_store_close(s);
+}
+
+/* ---- the cap at every keep (issue 27) ------------------------------------------------- */
+
+static void write_f(const char *text)
+{
+	int fd = openat(project_fd, "f", O_WRONLY | O_TRUNC | O_CLOEXEC);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+static uint64_t total_bytes(pw_orig_store *s)
+{
+	uint64_t bytes = 0;
+	pw_orig_lock(s);
+	cr_assert_eq(pw_orig_total(s, &bytes, NULL), 0);
+	pw_orig_unlock(s);
+	return bytes;
+}
+
+/*
+ * A 100-byte cap: the oldest change set goes to make room for a new original; an original
+ * the current change set cannot fit is recorded as not kept ("store-full"), the capture
+ * still succeeds (the change goes on); the same content again is shared, at no cost.
+ */
+Test(originals, the_cap_holds_at_every_capture, .timeout = 60)
+{
+	pw_orig_opts oo = { .db_path = dbpath, .defer_ns = 3600ll * 1000000000, .max_total = 100 };
+	pw_orig_store *s = NULL;
+	cr_assert_eq(pw_orig_store_open(&oo, &s), 0);
+	pw_orig_object o;
+	char a[PW_SHA256_HEX];
+
+	write_f("first content, sixty bytes long............................\n");
+	int64_t cs1 = begin_set(s);
+	pw_orig_lock(s);
+	cr_assert_eq(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT, &o), 0);
+	cr_assert(o.blob[0] && !o.not_kept);
+	memcpy(a, o.blob, sizeof(a));
+	cr_assert_eq(insert_f(s, cs1, &o, false), 0);
+	pw_orig_object_done(&o);
+	pw_orig_unlock(s);
+
+	/* The same content in a new change set: shared, one blob. */
+	int64_t cs2 = begin_set(s);
+	pw_orig_lock(s);
+	cr_assert_eq(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT, &o), 0);
+	cr_assert(streq_blob(o.blob, a));
+	cr_assert_eq(insert_f(s, cs2, &o, false), 0);
+	pw_orig_object_done(&o);
+	pw_orig_unlock(s);
+	cr_assert_eq(total_bytes(s), 60);
+
+	/* New content, 60 bytes more: over the cap, and cs1 going frees nothing (cs2 shares
+	 * its blob), cs2 is current: not kept, the capture still succeeds. */
+	write_f("second content, also sixty bytes long......................\n");
+	pw_orig_lock(s);
+	cr_assert_eq(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT, &o), 0);
+	cr_assert_eq(o.blob[0], '\0');
+	cr_assert_str_eq(o.not_kept, "store-full");
+	pw_orig_object_done(&o);
+	pw_orig_unlock(s);
+	cr_assert_leq(total_bytes(s), 100);
+
+	/* A new change set: cs1 and cs2 may go now, and the new content is kept. */
+	begin_set(s);
+	pw_orig_lock(s);
+	cr_assert_eq(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT, &o), 0);
+	cr_assert(o.blob[0] && !o.not_kept, "the oldest change sets made room");
+	pw_orig_object_done(&o);
+	pw_orig_unlock(s);
+	cr_assert_leq(total_bytes(s), 100);
+	cr_assert_not(blob_exists(s, a), "the oldest change sets' blob went");
 	pw_orig_store_close(s);
 }

@@ -96,8 +96,16 @@ export function writableText(p: Policy): string {
 	return except.length ? `everything except ${except.join(" and ")}` : "everything";
 }
 
-/** The hidden message of every turn: the active mode's real rules in short form. */
-export function announcement(p: Policy): string {
+/** Said when the view's originals store is full (status.store_full, issue 27). */
+export const STORE_FULL = " Undo is incomplete: the originals store is full, so some changes from now on are not kept and cannot be undone.";
+
+/** The hidden message of every turn: the active mode's real rules in short form, and
+ * whether undo is incomplete because the store is full (STOREFULL). */
+export function announcement(p: Policy, storeFull = false): string {
+	return rulesAnnouncement(p) + (storeFull ? STORE_FULL : "");
+}
+
+function rulesAnnouncement(p: Policy): string {
 	const hide = patterns(p, "hide");
 	const hidden = hide.length ? ` Hidden (absent from the view): ${hide.join(", ")}.` : "";
 	const head = `${TAG} Active mode: ${p.mode}.`;
@@ -125,12 +133,12 @@ export function announcement(p: Policy): string {
 /** The announcement when the mode changed after the system prompt was set for this task
  * (a switch between two model requests): it carries the new mode's instructions, since
  * the system prompt still holds the old one's until the next prompt. */
-export function switchAnnouncement(p: Policy, body: string | null, promptMode: string): string {
+export function switchAnnouncement(p: Policy, body: string | null, promptMode: string, storeFull = false): string {
 	const lead =
 		`${TAG} The person switched the mode from ${promptMode} to ${p.mode} during this task. ` +
 		`This message supersedes the mode section of the system prompt.`;
 	const b = (body ?? "").trim();
-	return `${lead}\n${announcement(p)}${b ? `\n\n${b}` : ""}`;
+	return `${lead}\n${announcement(p, storeFull)}${b ? `\n\n${b}` : ""}`;
 }
 
 /** The system prompt section: one authoritative header and the mode's body. */

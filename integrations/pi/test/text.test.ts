@@ -60,6 +60,15 @@ test("the announcement states the policy's real rules in short form", () => {
 	assert.equal(announcement(off), "[piworkfs] Active mode: off. No restrictions: everything in the project is writable.");
 });
 
+test("the announcement says undo is incomplete while the originals store is full", () => {
+	assert.equal(
+		announcement(build, true),
+		"[piworkfs] Active mode: build. Writable: everything except protected paths (.git/hooks, .git/config, .piworkfs)." +
+			" Undo is incomplete: the originals store is full, so some changes from now on are not kept and cannot be undone.",
+	);
+	assert.equal(announcement(build, false), announcement(build));
+});
+
 test("deny, hide and fail-closed rules show in the announcement", () => {
 	const p = pol("build", [...prot, { kind: "allow", pattern: "**" }, { kind: "deny", pattern: "*.pem" }, { kind: "hide", pattern: "secrets/" }]);
 	assert.equal(
