@@ -51,7 +51,8 @@ static void record(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, 
 {
 	const struct fuse_ctx *ctx = req ? fuse_req_ctx(req) : NULL;
 	/* A denial names the process by its program and pid (the thread group leader's), not
-	 * the thread that asked (a runtime's worker). */
+	 * the thread that asked (a runtime's worker); that thread's name goes beside it, for
+	 * `log --json`. */
 	const pw_proc_who *who = d->allowed || !ctx ? NULL : pw_proc_who_cached(ctx->pid);
 	pw_audit_event ev = {
 		.mode = pw_policy_mode_name(p),
@@ -65,6 +66,7 @@ static void record(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, 
 		.pid = who ? who->tgid : ctx ? ctx->pid : 0,
 		.uid = ctx ? ctx->uid : 0,
 		.comm = who ? who->program : NULL,
+		.thread = ctx ? pw_proc_who_thread(who, ctx->pid) : NULL,
 		.pidns = d->allowed || !ctx ? NULL : caller_pidns(ctx->pid),
 	};
 	pw_audit_submit(fs->audit, &ev);

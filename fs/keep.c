@@ -314,8 +314,9 @@ static const char *who_comm(who *w)
 		 * Node's writes come from libuv-worker threads. */
 		const pw_proc_who *c = pw_proc_who_cached(w->pid);
 		snprintf(w->comm, sizeof(w->comm), "%s", c ? c->program : "");
-		if (c && (c->tgid != w->pid || !streq(c->thread, c->program)))
-			snprintf(w->thread, sizeof(w->thread), "%s", c->thread);
+		const char *thread = pw_proc_who_thread(c, w->pid);
+		if (thread)
+			snprintf(w->thread, sizeof(w->thread), "%s", thread);
 		if (c)
 			w->pid = c->tgid;
 		w->known = true;

@@ -109,6 +109,13 @@ const pw_proc_who *pw_proc_who_cached(pid_t tid)
 	return &cached;
 }
 
+const char *pw_proc_who_thread(const pw_proc_who *w, pid_t tid)
+{
+	if (!w || !w->thread[0])
+		return NULL;
+	return w->tgid != tid || strcmp(w->thread, w->program) != 0 ? w->thread : NULL;
+}
+
 /* Undoes mountinfo's octal escapes (\040 for a space, \011, \012, \134) in place. */
 static void unescape(char *s)
 {

@@ -40,6 +40,10 @@ int pw_proc_who_of(pid_t tid, pw_proc_who *ret);
  * same caveats). NULL when unknown. Valid on this thread until its next call. */
 const pw_proc_who *pw_proc_who_cached(pid_t tid);
 
+/* The name W's thread TID goes by beside its program, for `--json`: W->thread when TID is
+ * not the program's main thread or is named otherwise, else NULL (the program says it). */
+const char *pw_proc_who_thread(const pw_proc_who *w, pid_t tid);
+
 /* One line of /proc/self/mountinfo, its paths unescaped (\040 a space, ...). */
 typedef struct pw_mountinfo {
 	unsigned maj, min;

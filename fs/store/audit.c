@@ -59,11 +59,12 @@
 #define CO_SLOTS 1024u
 #define COMM_MAX 16
 
-enum { S_MODE, S_PATH, S_PATH2, S_PATTERN, S_FILE, S_COMM, S_PIDNS, S_COUNT };
+enum { S_MODE, S_PATH, S_PATH2, S_PATTERN, S_FILE, S_COMM, S_PIDNS, S_THREAD, S_COUNT };
 
 /* One queued event. Strings follow the header in this order: mode, path, path2, rule
- * pattern, rule file, process name, PID namespaces; each NUL-terminated; a NULL string is
- * stored with flag bits (an empty process name means "read it from /proc"). */
+ * pattern, rule file, process name, PID namespaces, thread name; each NUL-terminated; a
+ * NULL string is stored with flag bits (an empty process name means "read it from /proc";
+ * an empty thread name, none). */
 typedef struct rec_hdr {
 	uint32_t size; /* whole record, 8-aligned; 0 marks "wrap to the ring's start" */
 	uint16_t flags;
@@ -90,12 +91,13 @@ static const size_t str_caps[S_COUNT] = {
 	[S_FILE] = PW_PATH_MAX - 1,
 	[S_COMM] = COMM_MAX,
 	[S_PIDNS] = PW_PIDNS_DESC_MAX - 1, /* longer is never produced; cut, it fails to parse */
+	[S_THREAD] = COMM_MAX,
 };
 _Static_assert(PW_TREE_PATH_MAX - 1 <= UINT16_MAX, "rec_hdr.len must hold a whole path");
 
 #define MAX_RECORD_SIZE                                                                            \
 	((sizeof(rec_hdr) + PW_MODE_NAME_MAX + 2 * PW_TREE_PATH_MAX + PW_PATH_MAX + PW_GLOB_LEN_MAX + \
-	  COMM_MAX + PW_PIDNS_DESC_MAX + 6 + 7) &                                                  \
+	  2 * COMM_MAX + PW_PIDNS_DESC_MAX + 7 + 7) &                                              \
 	 ~7u)
 
 /* A row the coalescing cache remembers. Owned by the writer thread. */
@@ -186,6 +188,7 @@ void pw_audit_submit(pw_audit *a, const pw_audit_event *ev)
 	strs[S_FILE] = ev->rule ? ev->rule->file : NULL;
 	strs[S_COMM] = ev->comm;
 	strs[S_PIDNS] = ev->pidns;
+	strs[S_THREAD] = ev->thread;
 	size_t need = sizeof(rec_hdr);
 	for (unsigned i = 0; i < S_COUNT; i++) {
 		lens[i] = strs[i] ? strnlen(strs[i], str_caps[i]) : 0; /* longer: truncated */
@@ -304,8 +307,8 @@ static int db_prepare(pw_audit *a)
 	static const char insert_sql[] =
 		"INSERT INTO audit(time_ns, project, mountpoint, mode, generation, op, path, "
 		"path2, errno, reason, rule_kind, rule_pattern, rule_file, rule_line, pid, uid, "
-		"comm, count, first_ns, last_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, "
-		"?11, ?12, ?13, ?14, ?15, ?16, ?17, 1, ?1, ?1)";
+		"comm, thread, count, first_ns, last_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+		"?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, 1, ?1, ?1)";
 	static const char update_sql[] =
 		"UPDATE audit SET count = count + ?2, time_ns = min(time_ns, ?3), "
 		"first_ns = min(first_ns, ?3), last_ns = max(last_ns, ?4) WHERE id = ?1";
@@ -427,6 +430,8 @@ static int insert_row(pw_audit *a, const rec_view *v, const char *comm, int64_t 
 	sqlite3_bind_int64(st, 15, h->pid);
 	sqlite3_bind_int64(st, 16, h->uid);
 	sqlite3_bind_text(st, 17, name_or_null(comm), -1, SQLITE_STATIC);
+	/* A coalesced row keeps the thread of its first event (the key is the process). */
+	sqlite3_bind_text(st, 18, name_or_null(v->s[S_THREAD]), -1, SQLITE_STATIC);
 	int r = step_reset(st);
 	if (r < 0)
 		return r;
@@ -707,6 +712,7 @@ static void notify(pw_audit_listener fn, void *ud, const rec_view *v, unsigned n
 			.pid = h->pid,
 			.uid = h->uid,
 			.pidns = h->len[S_PIDNS] ? v[i].s[S_PIDNS] : NULL,
+			.thread = h->len[S_THREAD] ? v[i].s[S_THREAD] : NULL,
 		};
 		fn(&ev, out->comm[i], ud);
 	}

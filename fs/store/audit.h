@@ -40,6 +40,8 @@ typedef struct pw_audit_event {
 	uid_t uid;
 	const char *comm;     /* process name if known at submit time, else NULL: the writer
 			       * reads /proc/PID/comm (too late for short-lived processes) */
+	const char *thread;   /* the asking thread's own name when it is not the program's main
+			       * thread (a libuv-worker of node), else NULL; stored as is */
 	const char *pidns;    /* the process's PID namespaces below the daemon's, taken at
 			       * submit time (pidns.h), or NULL; passed to listeners only (the
 			       * agent socket's notifications), not stored */

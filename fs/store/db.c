@@ -160,6 +160,8 @@ static const char *const migrations[] = {
 	"  path TEXT NOT NULL," /* the active plan when the change set started */
 	"  task INTEGER NOT NULL" /* its task in progress then */
 	");",
+	/* 7: a denial's thread name beside its program (comm), as orig_rows.thread (5). */
+	"ALTER TABLE audit ADD COLUMN thread TEXT;",
 };
 _Static_assert(ELEMENTSOF(migrations) == PW_DB_SCHEMA_VERSION, "one migration per version");
 

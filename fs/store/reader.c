@@ -110,9 +110,12 @@ int pw_store_list_trusted(pw_store_reader *r, pw_store_trusted_cb cb, void *user
 
 /* ---- the audit log -------------------------------------------------------------------- */
 
-#define ROW_COLUMNS                                                                                \
+/* The columns of a row, THREAD last: "thread", or "NULL" for a database no daemon has
+ * brought to schema 7 yet (read-only here: never migrated). */
+#define ROW_COLUMNS(THREAD)                                                                        \
 	"id, time_ns, project, mountpoint, mode, generation, op, path, path2, errno, reason, "     \
-	"rule_kind, rule_pattern, rule_file, rule_line, pid, uid, comm, count, first_ns, last_ns"
+	"rule_kind, rule_pattern, rule_file, rule_line, pid, uid, comm, count, first_ns, "         \
+	"last_ns, " THREAD
 
 static const char *col_text(sqlite3_stmt *st, int col)
 {
@@ -143,15 +146,18 @@ static void row_read(sqlite3_stmt *st, pw_audit_row *r)
 		.count = sqlite3_column_int64(st, 18),
 		.first_ns = sqlite3_column_int64(st, 19),
 		.last_ns = sqlite3_column_int64(st, 20),
+		.thread = col_text(st, 21),
 	};
 }
 
 /* The SELECT for F: SQL narrows what it can, the glob is matched in C (SQL has no
  * gitignore globs). */
-static int build_query(sqlite3 *db, const pw_audit_filter *f, sqlite3_stmt **ret)
+static int build_query(sqlite3 *db, const pw_audit_filter *f, bool has_thread,
+		       sqlite3_stmt **ret)
 {
 	char sql[1024];
-	int n = snprintf(sql, sizeof(sql), "SELECT " ROW_COLUMNS " FROM audit WHERE 1");
+	int n = snprintf(sql, sizeof(sql), "SELECT %s FROM audit WHERE 1",
+			 has_thread ? ROW_COLUMNS("thread") : ROW_COLUMNS("NULL"));
 
 	if (f->denied)
 		n += snprintf(sql + n, sizeof(sql) - n, " AND errno != 0");
@@ -204,7 +210,11 @@ int pw_store_audit_query(pw_store_reader *r, const pw_audit_filter *f, pw_audit_
 			 void *userdata)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc, k = build_query(r->db, f, &st);
+	int rc, k = build_query(r->db, f, true, &st);
+	if (k == -E2BIG)
+		return k;
+	if (k < 0) /* no thread column yet (schema 6 and older) */
+		k = build_query(r->db, f, false, &st);
 	if (k < 0)
 		return k;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {

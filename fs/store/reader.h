@@ -48,6 +48,8 @@ typedef struct pw_audit_row {
 	int err; /* 0: an allowed mutation */
 	const char *project, *mountpoint, *mode, *op, *path, *path2, *reason, *rule_kind,
 		*rule_pattern, *rule_file, *comm;
+	const char *thread; /* the asking thread's name beside its program (comm), or NULL:
+			     * the program's main thread, or a row older than schema 7 */
 } pw_audit_row;
 
 /* Which rows. Every member set narrows the query; a zeroed filter (after_id -1) is "all". */

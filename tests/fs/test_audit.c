@@ -217,6 +217,33 @@ Test(audit, rows_carry_every_field)
 	cr_assert_lt(filled, now_ns());
 }
 
+/* A denial's thread name (check.c: the asking thread, when not the program's main one) is
+ * stored beside its program (cut as the program's name is, at 16 bytes); none is NULL. */
+Test(audit, rows_carry_the_thread_name)
+{
+	pw_audit *a = start(0, 0, 0);
+	int64_t t = now_ns();
+	pw_audit_event ev = denial(PW_OP_CREATE, "by-worker", t);
+	ev.comm = "node";
+	ev.thread = "libuv-worker";
+	pw_audit_submit(a, &ev);
+	ev = denial(PW_OP_CREATE, "by-main", t + 1);
+	ev.comm = "node";
+	pw_audit_submit(a, &ev);
+	ev = denial(PW_OP_CREATE, "long-name", t + 2);
+	ev.thread = "0123456789abcdefXYZ";
+	pw_audit_submit(a, &ev);
+	drained(a);
+	pw_audit_stop(a);
+	cr_assert_eq(query_int("SELECT count(*) FROM audit WHERE path = 'by-worker' AND "
+			       "comm = 'node' AND thread = 'libuv-worker'"),
+		     1);
+	cr_assert_eq(query_int("SELECT count(*) FROM audit WHERE path = 'by-main' AND "
+			       "comm = 'node' AND thread IS NULL"),
+		     1);
+	cr_assert_eq(query_int("SELECT length(thread) FROM audit WHERE path = 'long-name'"), 16);
+}
+
 Test(audit, allowed_events_only_when_asked)
 {
 	pw_audit *a = start(0, 0, 0);

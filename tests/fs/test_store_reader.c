@@ -158,3 +158,46 @@ Test(reader, audit_filters)
 	cr_assert_eq(pw_store_audit_max_id(r, &max), 0);
 	cr_assert_eq(max, 4);
 }
+
+static int keep_thread(const pw_audit_row *row, void *userdata)
+{
+	char *out = userdata;
+	snprintf(out, 32, "%s", row->thread ? row->thread : "(null)");
+	return 1;
+}
+
+/* A row's thread name (schema 7) reads back; a database no daemon has brought to schema 7
+ * (read-only here: never migrated) still reads, with no thread. */
+Test(reader, audit_thread_and_a_store_before_schema_7)
+{
+	seed_audit();
+	sqlite3 *db = NULL;
+	cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db, "UPDATE audit SET thread = 'libuv-worker' WHERE id = 4",
+				  NULL, NULL, NULL),
+		     SQLITE_OK, "%s", sqlite3_errmsg(db));
+	sqlite3_close(db);
+	char thread[32] = "";
+	pw_store_reader *r = NULL;
+	cr_assert_eq(pw_store_open_readonly(dbpath, &r), 0);
+	cr_assert_eq(pw_store_audit_query(r, &(pw_audit_filter){ .after_id = -1 }, keep_thread,
+					  thread),
+		     0);
+	cr_assert_str_eq(thread, "libuv-worker");
+	pw_store_reader_close(r);
+
+	cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db, "ALTER TABLE audit DROP COLUMN thread; "
+				      "PRAGMA user_version = 6;",
+				  NULL, NULL, NULL),
+		     SQLITE_OK, "%s", sqlite3_errmsg(db));
+	sqlite3_close(db);
+	cr_assert_eq(pw_store_open_readonly(dbpath, &r), 0);
+	seen s = query(r, &(pw_audit_filter){ .after_id = -1 });
+	cr_assert_eq(s.n, 4);
+	cr_assert_eq(pw_store_audit_query(r, &(pw_audit_filter){ .after_id = -1 }, keep_thread,
+					  thread),
+		     0);
+	cr_assert_str_eq(thread, "(null)");
+	pw_store_reader_close(r);
+}

@@ -223,18 +223,29 @@ class Changes(MountCase):
         v = self.mount("build")
         self.checkpoint()
         self.write(v, "README.md", "changed\n")
+        self.assertEqual(len(self.in_named_thread(lambda: os.mkdir(v.path(".piworkfs")))), 1)
+
+        def denials():
+            p = self.run_pw("log", "-C", self.project, "--jsonl")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            events = [json.loads(ln) for ln in p.stdout.splitlines() if ln.strip()]
+            return [e for e in events if e.get("path") == ".piworkfs"]
+        self.assertTrue(wait_until(lambda: denials(), 60), self.run_pw("log", "-C", self.project))
         self.unmount(v)
-        # the store as 83bbf90 left it: schema 4, without migrations 5 and 6
+        # the store as 83bbf90 left it: schema 4, without migrations 5, 6 and 7
         db = sqlite3.connect(self.state_db)
         for table, column in (("orig_changesets", "undoes"), ("orig_changesets", "redone_by"),
-                              ("orig_rows", "thread")):
+                              ("orig_rows", "thread"), ("audit", "thread")):
             db.execute("ALTER TABLE %s DROP COLUMN %s" % (table, column))
         for table in ("plans", "plan_tasks", "plan_changesets"):  # migration 6
             db.execute("DROP TABLE %s" % table)
         db.execute("PRAGMA user_version = 4")
         db.commit()
         db.close()
+        # read as it is (the log opens the store read-only: no migration), then migrated
+        self.assertNotIn("thread", denials()[0])
         v = self.mount("build")
+        self.assertNotIn("thread", denials()[0])
         res = json.loads(self.pw("changes", "--all", "--json").stdout)
         kinds = {(c["path"], c["kind"]) for s in res["changesets"] for c in s["changes"]}
         self.assertIn(("README.md", "modified"), kinds)
@@ -244,7 +255,7 @@ class Changes(MountCase):
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         self.assertEqual(self.backing("README.md"), "# demo\n")
         db = sqlite3.connect(self.state_db)
-        self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 6)
+        self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 7)
         db.close()
 
     # -- processes by program (issue 29, item 7) ----------------------------------------
@@ -290,6 +301,22 @@ class Changes(MountCase):
         self.assertTrue(wait_until(lambda: denied(), 60), self.run_pw("log", "-C", self.project))
         e = denied()[0]
         self.assertEqual((e["comm"], e["pid"]), ("python3", os.getpid()), e)
+        self.assertEqual(e.get("thread"), "libuv-worker", e)  # the thread, in JSON only
+        self.assertNotIn("libuv-worker", self.run_pw("log", "-C", self.project).stdout)
+
+    def test_a_denial_from_the_main_thread_names_no_thread(self):
+        v = self.mount("plan")
+        with self.assertRaises(OSError):
+            self.write(v, "main.txt", "w\n")
+
+        def denied():
+            p = self.run_pw("log", "-C", self.project, "--jsonl")
+            events = [json.loads(ln) for ln in p.stdout.splitlines() if ln.strip()]
+            return [e for e in events if e.get("path") == "main.txt"]
+        self.assertTrue(wait_until(lambda: denied(), 60), self.run_pw("log", "-C", self.project))
+        e = denied()[0]
+        self.assertEqual((e["comm"], e["pid"]), ("python3", os.getpid()), e)
+        self.assertNotIn("thread", e)  # the program names it: no thread key, as `changes`
 
     # -- a change set per rule set (issue 29, item 6) -----------------------------------
 
