@@ -454,6 +454,32 @@ class MountCase(unittest.TestCase):
 
     # -- the control socket -------------------------------------------------------------
 
+    def wait_answering(self, v):
+        """Waits until V's control socket answers `status` (a dead daemon's socket file, or
+        one bound but not yet listening, would refuse the first command); returns V."""
+        def answers():
+            try:
+                c = RpcClient(self.socket_path(v) or "/nonexistent", timeout=10)
+            except OSError:
+                return False
+            try:
+                c.call("status")
+                return True
+            except (OSError, RuntimeError, ConnectionError):
+                return False
+            finally:
+                c.close()
+        self.assertTrue(wait_until(answers, 60), self.daemon_logs())
+        return v
+
+    def pw_in_view(self, *args, check=True):
+        """piworkfs ARGS --mount (the view); a failure when CHECK and it exits non-zero."""
+        p = self.run_pw(*args, "--mount", self.mp)
+        if check and p.returncode != 0:
+            self.fail("piworkfs %s: exit %d\n%s%s%s" % (" ".join(args), p.returncode,
+                                                        p.stdout, p.stderr, self.daemon_logs()))
+        return p
+
     def socket_path(self, v=None):
         """The control socket of the view at V's mountpoint (the daemon's naming:
         $XDG_RUNTIME_DIR/piworkfs/<basename>-<fnv1a64(mountpoint)>.sock), or None while

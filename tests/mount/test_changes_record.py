@@ -31,27 +31,10 @@ class Changes(MountCase):
     def mount(self, *args, **kw):
         v = super().mount(*args, **kw)
 
-        def answers():
-            try:
-                c = RpcClient(self.socket_path(v) or "/nonexistent", timeout=10)
-            except OSError:
-                return False
-            try:
-                c.call("status")
-                return True
-            except (OSError, RuntimeError, ConnectionError):
-                return False
-            finally:
-                c.close()
-        self.assertTrue(wait_until(answers, 60), self.daemon_logs())
-        return v
+        return self.wait_answering(v)
 
     def pw(self, *args, check=True):
-        p = self.run_pw(*args, "--mount", self.mp)
-        if check and p.returncode != 0:
-            self.fail("piworkfs %s: exit %d\n%s%s%s" % (" ".join(args), p.returncode,
-                                                        p.stdout, p.stderr, self.daemon_logs()))
-        return p
+        return self.pw_in_view(*args, check=check)
 
     def assertNoRaw(self, text):
         for c in RAW:

@@ -22,11 +22,7 @@ class StoreCap(MountCase):
     tree = {"README.md": "# demo\n"}
 
     def pw(self, *args, check=True):
-        p = self.run_pw(*args, "--mount", self.mp)
-        if check and p.returncode != 0:
-            self.fail("piworkfs %s: exit %d\n%s%s%s" % (" ".join(args), p.returncode,
-                                                        p.stdout, p.stderr, self.daemon_logs()))
-        return p
+        return self.pw_in_view(*args, check=check)
 
     def blobs_dir(self):
         return os.path.join(os.path.dirname(self.state_db), "originals", "blobs")
@@ -40,20 +36,7 @@ class StoreCap(MountCase):
     def answering_mount(self, args=()):
         v = self.mount("build", args=args)
 
-        def answers():
-            try:
-                c = RpcClient(self.socket_path(v) or "/nonexistent", timeout=10)
-            except OSError:
-                return False
-            try:
-                c.call("status")
-                return True
-            except (OSError, RuntimeError, ConnectionError):
-                return False
-            finally:
-                c.close()
-        self.assertTrue(wait_until(answers, 60), self.daemon_logs())
-        return v
+        return self.wait_answering(v)
 
     def write_files(self, n, size):
         for i in range(n):
