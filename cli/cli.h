@@ -49,6 +49,8 @@ PW_CMD(cmd_changes);
 PW_CMD(cmd_diff);
 PW_CMD(cmd_undo);
 PW_CMD(cmd_checkpoint);
+PW_CMD(cmd_mcp);
+PW_CMD(cmd_hook);
 #undef PW_CMD
 
 /* Asking to switch (mode_request.c, for cmd_mode.c): inside the agent, after REFUSAL (the

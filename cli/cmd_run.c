@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "mcp.h"
 #include "options.h"
 #include "output.h"
 #include "path.h"
@@ -198,7 +199,7 @@ int cmd_run(int argc, char **argv)
 {
 	run_args a = { 0 };
 	_cleanup_free_ char *project = NULL, *cwd = NULL, *global_dir = NULL, *bundled_dir = NULL;
-	_cleanup_free_ char **pi_command = NULL;
+	_cleanup_free_ char **pi_command = NULL, **agent_command = NULL;
 	pw_run_view view = { .daemon_fd = -1 };
 	pw_run_argv bw = { 0 };
 	int pipefd[2], r;
@@ -222,6 +223,9 @@ int cmd_run(int argc, char **argv)
 	pi_command = with_pi_extension(a.command);
 	if (pi_command)
 		a.command = pi_command;
+	agent_command = pw_agent_wire(a.command); /* claude: hooks and MCP (mcp_wire.c) */
+	if (agent_command)
+		a.command = agent_command;
 
 	r = pw_run_view_open(project, cwd, a.mode, &view);
 	if (r != PW_EXIT_OK)

@@ -27,6 +27,7 @@ static const pw_command commands[] = {
 	{ "__complete", cmd_complete },
 	{ "changes", cmd_changes },   { "diff", cmd_diff },
 	{ "undo", cmd_undo },	      { "checkpoint", cmd_checkpoint },
+	{ "mcp", cmd_mcp },	      { "hook", cmd_hook },
 };
 
 static pw_cmd_fn find_command(const char *name)

@@ -200,6 +200,16 @@ static const pw_option checkpoint_opts[] = {
 	OPT_END,
 };
 
+static const pw_option mcp_opts[] = {
+	OPT_HELP,
+	OPT_END,
+};
+
+static const pw_option hook_opts[] = {
+	OPT_HELP,
+	OPT_END,
+};
+
 static const pw_command_spec specs[] = {
 	{ "mount", "mount a project as a view limited by a mode", mount_opts, 0, PW_COMPLETE_DIR },
 	{ "umount", "unmount a view", umount_opts, 0, PW_COMPLETE_MOUNTPOINT },
@@ -232,6 +242,10 @@ static const pw_command_spec specs[] = {
 	  PW_COMPLETE_FILE },
 	{ "undo", "put the originals back (PATH... or --all)", undo_opts, 0, PW_COMPLETE_FILE },
 	{ "checkpoint", "start a new change set, optionally named", checkpoint_opts, 0,
+	  PW_COMPLETE_NONE },
+	{ "mcp", "an MCP server on stdio: the agent's mode, checks and requests", mcp_opts, 0,
+	  PW_COMPLETE_NONE },
+	{ "hook", "answer an agent's hook event (claude) on stdin", hook_opts, 0,
 	  PW_COMPLETE_NONE },
 };
 

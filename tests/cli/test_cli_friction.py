@@ -26,7 +26,7 @@ harness = test_cli.harness
 SOURCE = test_cli.SOURCE
 MAN = os.path.join(SOURCE, "docs", "man", "piworkfs.1")
 COMMANDS = ["mount", "umount", "mode", "status", "reload", "modes", "allowed", "check",
-            "why", "check-bash", "log", "trust", "run", "completion"]
+            "why", "check-bash", "log", "trust", "run", "completion", "mcp", "hook"]
 NOBODY = pwd.getpwnam("nobody")
 
 
