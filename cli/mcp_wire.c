@@ -1,11 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `piworkfs run -- claude ...` wires piworkfs into Claude Code for that run only: the
- * hooks (`piworkfs hook claude`) and the MCP server (`piworkfs mcp`) go on its command line
- * as `--settings=JSON` and `--mcp-config=JSON` (with "=": --mcp-config takes several
- * values, and the person's own arguments after it must not become more of them), which Claude Code
- * merges with the person's own settings for this session without writing any file. The person's
- * settings are never edited. $PIWORKFS_CLAUDE set and empty turns it off.
+ * `piworkfs run -- AGENT ...` wires piworkfs into the agents that take it on their command
+ * line, for that run only; the person's own settings are never edited:
+ *
+ *   claude  the hooks (`piworkfs hook claude`) and the MCP server (`piworkfs mcp`) as
+ *           `--settings=JSON` and `--mcp-config=JSON` (with "=": --mcp-config takes several
+ *           values, and the person's own arguments after it must not become more of them),
+ *           which Claude Code merges with the person's settings for this session without
+ *           writing any file. $PIWORKFS_CLAUDE set and empty turns it off.
+ *   codex   the MCP server as `-c mcp_servers.piworkfs.*` overrides (TOML values), with
+ *           $PIWORKFS_SOCKET and $XDG_RUNTIME_DIR passed on (Codex starts an MCP server
+ *           with a reduced environment) and a tool timeout above piworkfs_request_mode's
+ *           wait. Codex runs only hooks the person has reviewed, so no hook is added
+ *           (integrations/README.md). $PIWORKFS_CODEX set and empty turns it off.
  *
  * The piworkfs inside the sandbox is this very program (/proc/self/exe): the host is bound
  * in the sandbox, and the hook and the server then find the run's agent socket through
@@ -90,33 +97,94 @@ static char *with_prefix(const char *prefix, char *s)
 	return out;
 }
 
+/* COMMAND with EXTRA (N strings, taken) inserted after its argv[0]; NULL without memory
+ * (EXTRA is then freed). */
+static char **insert_after_name(char **command, char **extra, size_t n)
+{
+	size_t len = 0;
+	char **v;
+
+	for (size_t i = 0; i < n; i++)
+		if (!extra[i])
+			goto fail;
+	while (command[len])
+		len++;
+	v = calloc(len + n + 1, sizeof(*v));
+	if (!v)
+		goto fail;
+	/* The new strings live as long as the run: the vector and they are never freed. */
+	v[0] = command[0];
+	memcpy(v + 1, extra, n * sizeof(*v));
+	memcpy(v + 1 + n, command + 1, len * sizeof(*v)); /* with the terminating NULL */
+	return v;
+fail:
+	for (size_t i = 0; i < n; i++)
+		free(extra[i]);
+	return NULL;
+}
+
+static char **wire_claude(char **command, const char *exe)
+{
+	char *extra[] = {with_prefix("--settings=", claude_settings(exe)),
+			 with_prefix("--mcp-config=", mcp_config(exe))};
+
+	return insert_after_name(command, extra, ELEMENTSOF(extra));
+}
+
+/* A TOML basic string: JSON's string escapes are TOML's for every path. */
+static char *toml_string(const char *s)
+{
+	json_t *j = json_string(s);
+	char *out = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+
+	json_decref(j);
+	return out;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+static char **wire_codex(char **command, const char *exe)
+{
+	_cleanup_free_ char *q = toml_string(exe);
+	char *cmd = NULL;
+	char *extra[8];
+
+	if (!q || asprintf(&cmd, "mcp_servers.piworkfs.command=%s", q) < 0)
+		cmd = NULL;
+	extra[0] = dup_or_null("-c");
+	extra[1] = cmd;
+	extra[2] = dup_or_null("-c");
+	extra[3] = dup_or_null("mcp_servers.piworkfs.args=[\"mcp\"]");
+	extra[4] = dup_or_null("-c");
+	extra[5] =
+	    dup_or_null("mcp_servers.piworkfs.env_vars=[\"PIWORKFS_SOCKET\",\"XDG_RUNTIME_DIR\"]");
+	extra[6] = dup_or_null("-c");
+	extra[7] = dup_or_null("mcp_servers.piworkfs.tool_timeout_sec=130");
+	return insert_after_name(command, extra, ELEMENTSOF(extra));
+}
+
+/* Is the agent NAME wired? $PIWORKFS_<AGENT> set and empty says no. */
+static bool wanted(const char *var)
+{
+	const char *env = getenv(var);
+
+	return !env || env[0];
+}
+
 char **pw_agent_wire(char **command)
 {
-	const char *name = strrchr(command[0], '/'), *env = getenv("PIWORKFS_CLAUDE");
+	const char *name = strrchr(command[0], '/');
 	_cleanup_free_ char *exe = NULL;
-	char *settings = NULL, *mcp = NULL, **v;
-	size_t n = 0;
 
 	name = name ? name + 1 : command[0];
-	if (!streq(name, "claude") || (env && !env[0]))
+	if (!(streq(name, "claude") && wanted("PIWORKFS_CLAUDE")) &&
+	    !(streq(name, "codex") && wanted("PIWORKFS_CODEX")))
 		return NULL;
 	exe = realpath("/proc/self/exe", NULL);
 	if (!exe)
 		return NULL;
-	settings = with_prefix("--settings=", claude_settings(exe));
-	mcp = with_prefix("--mcp-config=", mcp_config(exe));
-	while (command[n])
-		n++;
-	v = settings && mcp ? calloc(n + 3, sizeof(*v)) : NULL;
-	if (!v) {
-		free(settings);
-		free(mcp);
-		return NULL;
-	}
-	/* The strings live as long as the run: the vector and they are never freed. */
-	v[0] = command[0];
-	v[1] = settings;
-	v[2] = mcp;
-	memcpy(v + 3, command + 1, n * sizeof(*v)); /* with the terminating NULL */
-	return v;
+	return streq(name, "claude") ? wire_claude(command, exe) : wire_codex(command, exe);
 }
