@@ -35,14 +35,15 @@
 #include "output.h"
 
 #define HOOK_USAGE                                                                                 \
-	"Usage: piworkfs hook claude\n"                                                            \
+	"Usage: piworkfs hook claude|opencode\n"                                                   \
 	"\n"                                                                                       \
 	"Answers one Claude Code hook event (JSON on stdin, JSON on stdout) for the view around\n" \
 	"the session's directory: SessionStart and UserPromptSubmit add the mode, PreToolUse\n"    \
 	"denies a file edit the mode refuses (and a shell command the pre-flight is certain\n"     \
 	"would be refused) with the reason, PostToolUse and PostToolUseFailure explain a\n"        \
 	"refused write. Outside a view it prints nothing. `piworkfs run -- claude` configures\n"   \
-	"it; integrations/claude/README.md has the settings for a bare view.\n"                    \
+	"it; integrations/claude/README.md has the settings for a bare view. opencode's plugin\n" \
+	"(integrations/opencode) sends the same events as `hook opencode`.\n"                    \
 	"\n"                                                                                       \
 	"Options:\n"                                                                               \
 	"  -h, --help          show this help\n"                                                   \
@@ -54,7 +55,6 @@
 
 #define HOOK_INPUT_MAX (16 * 1024 * 1024) /* an event carries a tool's whole result */
 #define TRANSCRIPT_TAIL (4 * 1024 * 1024) /* bytes of the transcript searched for the header */
-#define AGENT "Claude Code"
 #define HEADER "# piworkfs mode: "
 
 static const char *jstr(json_t *o, const char *key)
@@ -226,6 +226,9 @@ static char *joined(json_t *lines)
 	return s;
 }
 
+/* Who reads the lines ("outside Claude Code"): the agent named on the command line. */
+static const char *agent = "Claude Code";
+
 static void pre_tool_use(const pw_agent_view *v, json_t *ev, const char *cwd)
 {
 	const char *tool = jstr(ev, "tool_name");
@@ -233,7 +236,7 @@ static void pre_tool_use(const pw_agent_view *v, json_t *ev, const char *cwd)
 
 	if (is_file_tool(tool) && tool_path(input)) {
 		json_t *paths = json_pack("[s]", tool_path(input));
-		json_t *lines = pw_agent_explain(v, cwd, paths, "write", NULL, AGENT, true);
+		json_t *lines = pw_agent_explain(v, cwd, paths, "write", NULL, agent, true);
 		_cleanup_free_ char *why = json_array_size(lines) ? joined(lines) : NULL;
 		if (why)
 			deny(why);
@@ -241,7 +244,7 @@ static void pre_tool_use(const pw_agent_view *v, json_t *ev, const char *cwd)
 		json_decref(lines);
 	} else if (streq_ptr(tool, "Bash") && jstr(input, "command")) {
 		_cleanup_free_ char *why =
-		    pw_agent_bash_refusal(v, "/", cwd, jstr(input, "command"), AGENT, true);
+		    pw_agent_bash_refusal(v, "/", cwd, jstr(input, "command"), agent, true);
 		if (why)
 			deny(why);
 	}
@@ -264,7 +267,7 @@ static void post_tool_use(const pw_agent_view *v, json_t *ev, const char *cwd, c
 		if (tool_path(input))
 			json_array_append_new(paths, json_string(tool_path(input)));
 		pw_agent_candidate_paths(text, paths);
-		lines = pw_agent_explain(v, cwd, paths, "write", NULL, AGENT, true);
+		lines = pw_agent_explain(v, cwd, paths, "write", NULL, agent, true);
 		if (json_array_size(lines))
 			lines_text = joined(lines);
 	}
@@ -321,9 +324,13 @@ int cmd_hook(int argc, char **argv)
 			return pw_usage("hook", HOOK_USAGE, false);
 	if (c < 0)
 		return PW_EXIT_USAGE;
-	if (po.n_operands != 1 || !streq(po.operands[0], "claude")) {
-		pw_err("hook", "expected the agent: piworkfs hook claude");
+	if (po.n_operands != 1 ||
+	    !(streq(po.operands[0], "claude") || streq(po.operands[0], "opencode"))) {
+		pw_err("hook", "expected the agent: piworkfs hook claude (or opencode)");
 		return PW_EXIT_USAGE;
 	}
+	/* opencode's plugin (integrations/opencode) sends Claude Code's events too. */
+	if (streq(po.operands[0], "opencode"))
+		agent = "opencode";
 	return hook_claude();
 }

@@ -104,7 +104,8 @@ char *pw_agent_bash_refusal(const pw_agent_view *v, const char *base, const char
 /* ---- mcp_wire.c ------------------------------------------------------------------------ */
 
 /* `piworkfs run`: COMMAND with piworkfs wired in for the agent it names (claude: the hooks
- * and the MCP server on its command line; codex: the MCP server as -c overrides), or NULL
- * when it stays as it is. The vector is malloc'd; its new strings live until exit, the
+ * and the MCP server on its command line; codex: the MCP server as -c overrides; opencode:
+ * the server and the plugin in $OPENCODE_CONFIG_CONTENT, set here), or NULL when the
+ * command stays as it is. The vector is malloc'd; its new strings live until exit, the
  * others are COMMAND's. */
 char **pw_agent_wire(char **command);

@@ -13,12 +13,17 @@
  *           with a reduced environment) and a tool timeout above piworkfs_request_mode's
  *           wait. Codex runs only hooks the person has reviewed, so no hook is added
  *           (integrations/README.md). $PIWORKFS_CODEX set and empty turns it off.
+ *   opencode the MCP server and the plugin (integrations/opencode: its hooks ask
+ *           `piworkfs hook opencode`) in $OPENCODE_CONFIG_CONTENT, which opencode merges
+ *           over its config files; the person's own value of it is kept and extended.
+ *           $PIWORKFS_OPENCODE set and empty turns it off.
  *
  * The piworkfs inside the sandbox is this very program (/proc/self/exe): the host is bound
  * in the sandbox, and the hook and the server then find the run's agent socket through
  * $PIWORKFS_SOCKET.
  */
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -166,6 +171,62 @@ static char **wire_codex(char **command, const char *exe)
 	return insert_after_name(command, extra, ELEMENTSOF(extra));
 }
 
+/* The opencode plugin: $PIWORKFS_OPENCODE_PLUGIN, else the installed copy, else the source
+ * tree's (running from the build directory); NULL when there is none. */
+static const char *opencode_plugin(void)
+{
+	const char *env = getenv("PIWORKFS_OPENCODE_PLUGIN");
+	struct stat st;
+
+	if (env)
+		return env[0] ? env : NULL;
+	if (stat(PW_OPENCODE_PLUGIN, &st) == 0)
+		return PW_OPENCODE_PLUGIN;
+	if (stat(PW_SOURCE_OPENCODE_PLUGIN, &st) == 0)
+		return PW_SOURCE_OPENCODE_PLUGIN;
+	return NULL;
+}
+
+/* $OPENCODE_CONFIG_CONTENT with the server and the plugin added; the person's own content
+ * is kept (a value that is not a JSON object is left alone: nothing is wired). */
+static void wire_opencode(const char *exe)
+{
+	const char *old = getenv("OPENCODE_CONFIG_CONTENT"), *plugin = opencode_plugin();
+	json_t *cfg = old && old[0] ? json_loads(old, 0, NULL) : json_object();
+	json_t *mcp, *plugins;
+	_cleanup_free_ char *url = NULL;
+	char *s;
+
+	if (!json_is_object(cfg)) {
+		json_decref(cfg);
+		return;
+	}
+	mcp = json_object_get(cfg, "mcp");
+	if (!json_is_object(mcp)) {
+		mcp = json_object();
+		json_object_set_new(cfg, "mcp", mcp);
+	}
+	json_object_set_new(
+	    mcp, "piworkfs",
+	    json_pack("{s:s,s:[s,s],s:b}", "type", "local", "command", exe, "mcp", "enabled", 1));
+	if (plugin && asprintf(&url, "file://%s", plugin) >= 0) {
+		plugins = json_object_get(cfg, "plugin");
+		if (!json_is_array(plugins)) {
+			plugins = json_array();
+			json_object_set_new(cfg, "plugin", plugins);
+		}
+		json_array_append_new(plugins, json_string(url));
+	}
+	s = json_dumps(cfg, JSON_COMPACT);
+	json_decref(cfg);
+	if (!s)
+		return;
+	/* The plugin runs this piworkfs, and so does the server. */
+	setenv("OPENCODE_CONFIG_CONTENT", s, 1);
+	setenv("PIWORKFS_BIN", exe, 1);
+	free(s);
+}
+
 /* Is the agent NAME wired? $PIWORKFS_<AGENT> set and empty says no. */
 static bool wanted(const char *var)
 {
@@ -181,10 +242,15 @@ char **pw_agent_wire(char **command)
 
 	name = name ? name + 1 : command[0];
 	if (!(streq(name, "claude") && wanted("PIWORKFS_CLAUDE")) &&
-	    !(streq(name, "codex") && wanted("PIWORKFS_CODEX")))
+	    !(streq(name, "codex") && wanted("PIWORKFS_CODEX")) &&
+	    !(streq(name, "opencode") && wanted("PIWORKFS_OPENCODE")))
 		return NULL;
 	exe = realpath("/proc/self/exe", NULL);
 	if (!exe)
 		return NULL;
+	if (streq(name, "opencode")) {
+		wire_opencode(exe); /* through the environment: the command stays */
+		return NULL;
+	}
 	return streq(name, "claude") ? wire_claude(command, exe) : wire_codex(command, exe);
 }
