@@ -223,13 +223,14 @@ int cmd_run(int argc, char **argv)
 	pi_command = with_pi_extension(a.command);
 	if (pi_command)
 		a.command = pi_command;
-	agent_command = pw_agent_wire(a.command); /* claude: hooks and MCP (mcp_wire.c) */
-	if (agent_command)
-		a.command = agent_command;
 
 	r = pw_run_view_open(project, cwd, a.mode, &view);
 	if (r != PW_EXIT_OK)
 		return r;
+	/* claude, codex, opencode, gemini: piworkfs mcp and the hooks (mcp_wire.c). */
+	agent_command = pw_agent_wire(a.command);
+	if (agent_command)
+		a.command = agent_command;
 	/* One line, so the person knows which view the agent works through and in what mode
 	 * (stderr: stdout belongs to the command). */
 	fprintf(stderr, "piworkfs: run: project %s, view %s%s, mode %s%s%s%s\n", view.project,
@@ -255,6 +256,7 @@ int cmd_run(int argc, char **argv)
 		r = pw_run_exec(bw.v, pipefd[0], pipefd[1]);
 	}
 	pw_run_argv_done(&bw);
+	pw_agent_wire_done();
 	if (pw_run_view_close(&view) < 0 && r == PW_EXIT_OK)
 		r = PW_EXIT_SYSTEM;
 	pw_run_view_done(&view);

@@ -105,7 +105,10 @@ char *pw_agent_bash_refusal(const pw_agent_view *v, const char *base, const char
 
 /* `piworkfs run`: COMMAND with piworkfs wired in for the agent it names (claude: the hooks
  * and the MCP server on its command line; codex: the MCP server as -c overrides; opencode:
- * the server and the plugin in $OPENCODE_CONFIG_CONTENT, set here), or NULL when the
+ * the server and the plugin in $OPENCODE_CONFIG_CONTENT, set here; gemini: the server in
+ * a per-run settings file named by $GEMINI_CLI_SYSTEM_DEFAULTS_PATH), or NULL when the
  * command stays as it is. The vector is malloc'd; its new strings live until exit, the
  * others are COMMAND's. */
 char **pw_agent_wire(char **command);
+/* Removes what pw_agent_wire left for the run (gemini's per-run settings file). */
+void pw_agent_wire_done(void);

@@ -17,13 +17,20 @@
  *           `piworkfs hook opencode`) in $OPENCODE_CONFIG_CONTENT, which opencode merges
  *           over its config files; the person's own value of it is kept and extended.
  *           $PIWORKFS_OPENCODE set and empty turns it off.
+ *   gemini  the MCP server in a per-run settings file named by
+ *           $GEMINI_CLI_SYSTEM_DEFAULTS_PATH, the lowest of Gemini CLI's settings layers:
+ *           its mcpServers are merged with the person's own. Not wired when the person set
+ *           that variable. The file is removed when the run ends (pw_agent_wire_done).
+ *           $PIWORKFS_GEMINI set and empty turns it off.
  *
  * The piworkfs inside the sandbox is this very program (/proc/self/exe): the host is bound
  * in the sandbox, and the hook and the server then find the run's agent socket through
  * $PIWORKFS_SOCKET.
  */
 #include <stdio.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,6 +234,48 @@ static void wire_opencode(const char *exe)
 	free(s);
 }
 
+static char *gemini_file; /* the per-run settings file, removed at the end */
+
+static void wire_gemini(const char *exe)
+{
+	char path[] = "/tmp/piworkfs-gemini-XXXXXX.json";
+	json_t *cfg;
+	char *s;
+	int fd;
+
+	if (getenv("GEMINI_CLI_SYSTEM_DEFAULTS_PATH"))
+		return; /* the person's own defaults: never replaced */
+	cfg = json_pack("{s:{s:{s:s,s:[s],s:b}}}", "mcpServers", "piworkfs", "command", exe, "args",
+			"mcp", "trust", 1);
+	s = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
+	json_decref(cfg);
+	fd = s ? mkostemps(path, 5, O_CLOEXEC) : -1;
+	if (fd < 0) {
+		free(s);
+		return;
+	}
+	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s) || close(fd) < 0) {
+		unlink(path);
+		free(s);
+		return;
+	}
+	free(s);
+	gemini_file = strdup(path);
+	if (!gemini_file) {
+		unlink(path);
+		return;
+	}
+	setenv("GEMINI_CLI_SYSTEM_DEFAULTS_PATH", gemini_file, 1);
+}
+
+void pw_agent_wire_done(void)
+{
+	if (gemini_file)
+		unlink(gemini_file);
+	free(gemini_file);
+	gemini_file = NULL;
+}
+
 /* Is the agent NAME wired? $PIWORKFS_<AGENT> set and empty says no. */
 static bool wanted(const char *var)
 {
@@ -243,13 +292,18 @@ char **pw_agent_wire(char **command)
 	name = name ? name + 1 : command[0];
 	if (!(streq(name, "claude") && wanted("PIWORKFS_CLAUDE")) &&
 	    !(streq(name, "codex") && wanted("PIWORKFS_CODEX")) &&
-	    !(streq(name, "opencode") && wanted("PIWORKFS_OPENCODE")))
+	    !(streq(name, "opencode") && wanted("PIWORKFS_OPENCODE")) &&
+	    !(streq(name, "gemini") && wanted("PIWORKFS_GEMINI")))
 		return NULL;
 	exe = realpath("/proc/self/exe", NULL);
 	if (!exe)
 		return NULL;
-	if (streq(name, "opencode")) {
-		wire_opencode(exe); /* through the environment: the command stays */
+	if (streq(name, "opencode") || streq(name, "gemini")) {
+		/* Through the environment: the command stays. */
+		if (streq(name, "opencode"))
+			wire_opencode(exe);
+		else
+			wire_gemini(exe);
 		return NULL;
 	}
 	return streq(name, "claude") ? wire_claude(command, exe) : wire_codex(command, exe);
