@@ -52,6 +52,8 @@ PW_CMD(cmd_undo);
 PW_CMD(cmd_redo);
 PW_CMD(cmd_checkpoint);
 PW_CMD(cmd_plan);
+PW_CMD(cmd_mcp);
+PW_CMD(cmd_hook);
 #undef PW_CMD
 
 /* What mount's -o takes, one per line, NAME= for those with a value (for completion). */

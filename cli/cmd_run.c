@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "mcp.h"
 #include "options.h"
 #include "output.h"
 #include "path.h"
@@ -198,7 +199,7 @@ int cmd_run(int argc, char **argv)
 {
 	run_args a = { 0 };
 	_cleanup_free_ char *project = NULL, *cwd = NULL, *global_dir = NULL, *bundled_dir = NULL;
-	_cleanup_free_ char **pi_command = NULL;
+	_cleanup_free_ char **pi_command = NULL, **agent_command = NULL;
 	pw_run_view view = { .daemon_fd = -1 };
 	pw_run_argv bw = { 0 };
 	int pipefd[2], r;
@@ -226,6 +227,10 @@ int cmd_run(int argc, char **argv)
 	r = pw_run_view_open(project, cwd, a.mode, &view);
 	if (r != PW_EXIT_OK)
 		return r;
+	/* claude, codex, opencode, gemini: piworkfs mcp and the hooks (mcp_wire.c). */
+	agent_command = pw_agent_wire(a.command);
+	if (agent_command)
+		a.command = agent_command;
 	/* One line, so the person knows which view the agent works through and in what mode
 	 * (stderr: stdout belongs to the command). */
 	fprintf(stderr, "piworkfs: run: project %s, view %s%s, mode %s%s%s%s\n", view.project,
@@ -251,6 +256,7 @@ int cmd_run(int argc, char **argv)
 		r = pw_run_exec(bw.v, pipefd[0], pipefd[1]);
 	}
 	pw_run_argv_done(&bw);
+	pw_agent_wire_done();
 	if (pw_run_view_close(&view) < 0 && r == PW_EXIT_OK)
 		r = PW_EXIT_SYSTEM;
 	pw_run_view_done(&view);

@@ -277,6 +277,11 @@ void pw_ctl_close(pw_ctl_conn *c)
 	free(c);
 }
 
+int pw_ctl_fd(const pw_ctl_conn *c)
+{
+	return c ? c->fd : -1;
+}
+
 static int send_all(int fd, const char *p, size_t len)
 {
 	while (len > 0) {

@@ -56,6 +56,9 @@ typedef struct pw_ctl_conn pw_ctl_conn;
  * Returns 0, -ENOENT/-ECONNREFUSED (no daemon), -errno. */
 int pw_ctl_connect(const char *socket, unsigned timeout_ms, pw_ctl_conn **ret);
 void pw_ctl_close(pw_ctl_conn *c); /* accepts NULL */
+/* The connection's socket, to poll for notifications (then read them with
+ * pw_ctl_read_notification until it times out: lines may wait in its buffer). */
+int pw_ctl_fd(const pw_ctl_conn *c);
 
 /*
  * Calls METHOD with PARAMS (stolen; NULL: none) and waits for its reply, skipping

@@ -29,6 +29,7 @@ static const pw_command commands[] = {
 	{ "undo", cmd_undo },	      { "redo", cmd_redo },
 	{ "checkpoint", cmd_checkpoint },
 	{ "plan", cmd_plan },
+	{ "mcp", cmd_mcp },	      { "hook", cmd_hook },
 };
 
 static pw_cmd_fn find_command(const char *name)

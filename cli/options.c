@@ -237,6 +237,16 @@ static const pw_option checkpoint_opts[] = {
 	OPT_END,
 };
 
+static const pw_option mcp_opts[] = {
+	OPT_HELP,
+	OPT_END,
+};
+
+static const pw_option hook_opts[] = {
+	OPT_HELP,
+	OPT_END,
+};
+
 static const pw_command_spec specs[] = {
 	{ "mount", "mount a project as a view limited by a mode", mount_opts, 0, PW_COMPLETE_DIR },
 	{ "umount", "unmount a view", umount_opts, 0, PW_COMPLETE_MOUNTPOINT },
@@ -273,6 +283,10 @@ static const pw_command_spec specs[] = {
 	  PW_COMPLETE_NONE },
 	{ "plan", "plans: list, show, approve, reopen, mark tasks done", plan_opts, 0,
 	  PW_COMPLETE_PLAN },
+	{ "mcp", "an MCP server on stdio: the agent's mode, checks and requests", mcp_opts, 0,
+	  PW_COMPLETE_NONE },
+	{ "hook", "answer an agent's hook event (claude) on stdin", hook_opts, 0,
+	  PW_COMPLETE_NONE },
 };
 
 const pw_command_spec *pw_command_specs(size_t *ret_n)

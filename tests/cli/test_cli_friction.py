@@ -26,7 +26,7 @@ harness = test_cli.harness
 SOURCE = test_cli.SOURCE
 MAN = os.path.join(SOURCE, "docs", "man", "piworkfs.1")
 COMMANDS = ["mount", "umount", "mode", "status", "reload", "modes", "allowed", "check",
-            "why", "check-bash", "log", "trust", "run", "completion", "plan"]
+            "why", "check-bash", "log", "trust", "run", "completion", "plan", "mcp", "hook"]
 # The commands over the originals: their --help and piworkfs(1) agree too, with examples
 # (issue 29); their -n is --dry-run, as in git, where log's is a count.
 DOCUMENTED = COMMANDS + ["changes", "diff", "undo", "redo", "checkpoint"]

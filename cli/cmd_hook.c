@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `piworkfs hook claude`: Claude Code's hooks (its settings' "hooks", a command per event
+ * that reads the event as JSON on stdin and answers JSON on stdout), so that Claude Code
+ * is told what the Pi extension tells Pi:
+ *
+ *   SessionStart        the mode section and the announcement (additionalContext)
+ *   UserPromptSubmit    the announcement, byte-stable while the mode holds; after a switch
+ *                       the new mode's section too
+ *   PreToolUse          Write, Edit, MultiEdit, NotebookEdit on a path the mode refuses:
+ *                       denied with the refusal line before anything is written; Bash:
+ *                       denied only when bash.check is certain (never on a heuristic)
+ *   PostToolUse(Failure) a result that reports EACCES/EROFS gets the refusal lines; a switch
+ *                       made since the last announcement is announced
+ *
+ * A hook never makes anything fail open or closed by itself: the view decides every write.
+ * So outside a view, with a daemon that does not answer, or with input it does not
+ * understand, the hook prints nothing and exits 0, and Claude Code goes on as without it.
+ *
+ * Whether the mode changed since the model was last told is read from the session's
+ * transcript (transcript_path): the last "# piworkfs mode: NAME" header in it is the mode
+ * the model was last given in full. No state file of ours is needed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "mcp.h"
+#include "options.h"
+#include "output.h"
+
+#define HOOK_USAGE                                                                                 \
+	"Usage: piworkfs hook claude|opencode\n"                                                   \
+	"\n"                                                                                       \
+	"Answers one Claude Code hook event (JSON on stdin, JSON on stdout) for the view around\n" \
+	"the session's directory: SessionStart and UserPromptSubmit add the mode, PreToolUse\n"    \
+	"denies a file edit the mode refuses (and a shell command the pre-flight is certain\n"     \
+	"would be refused) with the reason, PostToolUse and PostToolUseFailure explain a\n"        \
+	"refused write. Outside a view it prints nothing. `piworkfs run -- claude` configures\n"   \
+	"it; integrations/claude/README.md has the settings for a bare view. opencode's plugin\n" \
+	"(integrations/opencode) sends the same events as `hook opencode`.\n"                    \
+	"\n"                                                                                       \
+	"Options:\n"                                                                               \
+	"  -h, --help          show this help\n"                                                   \
+	"\n"                                                                                       \
+	"Examples:\n"                                                                              \
+	"  echo '{\"hook_event_name\":\"SessionStart\",\"cwd\":\".\"}' | piworkfs hook claude\n"   \
+	"\n"                                                                                       \
+	"Exit status: 0 (also when there is nothing to say), 2 usage error.\n"
+
+#define HOOK_INPUT_MAX (16 * 1024 * 1024) /* an event carries a tool's whole result */
+#define TRANSCRIPT_TAIL (4 * 1024 * 1024) /* bytes of the transcript searched for the header */
+#define HEADER "# piworkfs mode: "
+
+static const char *jstr(json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+static json_t *read_event(void)
+{
+	size_t cap = 65536, len = 0;
+	char *buf = malloc(cap);
+	json_t *ev;
+
+	while (buf) {
+		if (len == cap) {
+			char *nb = cap < HOOK_INPUT_MAX ? realloc(buf, cap * 2) : NULL;
+			if (!nb) {
+				free(buf);
+				return NULL;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		ssize_t n = read(STDIN_FILENO, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	if (!buf)
+		return NULL;
+	ev = json_loadb(buf, len, 0, NULL);
+	free(buf);
+	return json_is_object(ev) ? ev : (json_decref(ev), NULL);
+}
+
+static void answer(json_t *out)
+{
+	char *s = json_dumps(out, JSON_COMPACT);
+
+	if (s)
+		printf("%s\n", s);
+	free(s);
+	json_decref(out);
+}
+
+static void add_context(const char *event, const char *text)
+{
+	answer(json_pack("{s:{s:s,s:s}}", "hookSpecificOutput", "hookEventName", event,
+			 "additionalContext", text));
+}
+
+static void deny(const char *reason)
+{
+	answer(json_pack("{s:{s:s,s:s,s:s}}", "hookSpecificOutput", "hookEventName", "PreToolUse",
+			 "permissionDecision", "deny", "permissionDecisionReason", reason));
+}
+
+/* The mode the model was last given in full: the last header in the transcript, or NULL. */
+static char *announced_mode(const char *transcript)
+{
+	_cleanup_close_ int fd = transcript ? open(transcript, O_RDONLY | O_CLOEXEC) : -1;
+	struct stat st;
+	char *buf, *hit = NULL, *p, *name = NULL;
+	off_t from;
+	ssize_t n;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return NULL;
+	from = st.st_size > TRANSCRIPT_TAIL ? st.st_size - TRANSCRIPT_TAIL : 0;
+	buf = malloc(TRANSCRIPT_TAIL + 1);
+	if (!buf)
+		return NULL;
+	n = pread(fd, buf, TRANSCRIPT_TAIL, from);
+	if (n <= 0) {
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	for (p = buf; (p = memmem(p, (size_t)(buf + n - p), HEADER, strlen(HEADER))); p++)
+		hit = p;
+	if (hit) {
+		/* The name ends where the JSON string's escaped newline or quote starts. */
+		hit += strlen(HEADER);
+		name = strndup(hit, strcspn(hit, "\\\"\n "));
+	}
+	free(buf);
+	return name;
+}
+
+/* The full text: the section of the mode now and its announcement; FROM, when the model was
+ * told another mode before, leads with the switch. */
+static char *full_text(json_t *st, const char *from)
+{
+	_cleanup_free_ char *sec = pw_agent_system_section(jstr(st, "mode"), jstr(st, "body"));
+	_cleanup_free_ char *ann = pw_agent_announcement(json_object_get(st, "policy"));
+	char *s = NULL;
+
+	if (!sec || !ann)
+		return NULL;
+	if (from &&
+	    asprintf(&s,
+		     "%s The person switched the mode from %s to %s during this session. "
+		     "This message supersedes every earlier piworkfs mode section.\n%s\n\n%s",
+		     PW_AGENT_TAG, from, jstr(st, "mode"), sec, ann) < 0)
+		return NULL;
+	if (!from && asprintf(&s, "%s\n\n%s", sec, ann) < 0)
+		return NULL;
+	return s;
+}
+
+/* The mode text for EVENT: in full at the start and after a switch, else the short
+ * announcement (PER_TURN) or nothing. */
+static char *mode_text(const pw_agent_view *v, json_t *ev, bool start, bool per_turn)
+{
+	_cleanup_free_ char *told = NULL;
+	json_t *st = NULL;
+	char *s = NULL;
+
+	if (pw_agent_mode(v, &st) < 0)
+		return NULL;
+	if (start) {
+		s = full_text(st, NULL);
+	} else {
+		/* No header yet: SessionStart's text is not in the transcript before the first
+		 * prompt, and it carries the section already. */
+		told = announced_mode(jstr(ev, "transcript_path"));
+		if (!told)
+			s = per_turn ? pw_agent_announcement(json_object_get(st, "policy")) : NULL;
+		else if (!streq_ptr(told, jstr(st, "mode")))
+			s = full_text(st, told);
+		else if (per_turn)
+			s = pw_agent_announcement(json_object_get(st, "policy"));
+	}
+	json_decref(st);
+	return s;
+}
+
+static bool is_file_tool(const char *tool)
+{
+	return streq_ptr(tool, "Write") || streq_ptr(tool, "Edit") ||
+	       streq_ptr(tool, "MultiEdit") || streq_ptr(tool, "NotebookEdit");
+}
+
+static const char *tool_path(json_t *input)
+{
+	const char *p = jstr(input, "file_path");
+
+	return p ? p : jstr(input, "notebook_path");
+}
+
+static char *joined(json_t *lines)
+{
+	size_t i, len = 1;
+	json_t *l;
+	char *s;
+
+	json_array_foreach(lines, i, l) len += strlen(json_string_value(l)) + 1;
+	s = calloc(1, len);
+	if (!s)
+		return NULL;
+	json_array_foreach(lines, i, l)
+	{
+		if (i)
+			strcat(s, "\n");
+		strcat(s, json_string_value(l));
+	}
+	return s;
+}
+
+/* Who reads the lines ("outside Claude Code"): the agent named on the command line. */
+static const char *agent = "Claude Code";
+
+static void pre_tool_use(const pw_agent_view *v, json_t *ev, const char *cwd)
+{
+	const char *tool = jstr(ev, "tool_name");
+	json_t *input = json_object_get(ev, "tool_input");
+
+	if (is_file_tool(tool) && tool_path(input)) {
+		json_t *paths = json_pack("[s]", tool_path(input));
+		json_t *lines = pw_agent_explain(v, cwd, paths, "write", NULL, agent, true);
+		_cleanup_free_ char *why = json_array_size(lines) ? joined(lines) : NULL;
+		if (why)
+			deny(why);
+		json_decref(paths);
+		json_decref(lines);
+	} else if (streq_ptr(tool, "Bash") && jstr(input, "command")) {
+		_cleanup_free_ char *why =
+		    pw_agent_bash_refusal(v, "/", cwd, jstr(input, "command"), agent, true);
+		if (why)
+			deny(why);
+	}
+}
+
+static void post_tool_use(const pw_agent_view *v, json_t *ev, const char *cwd, const char *event)
+{
+	json_t *input = json_object_get(ev, "tool_input");
+	json_t *resp = json_object_get(ev, "tool_response");
+	_cleanup_free_ char *text = NULL, *lines_text = NULL, *mode = NULL, *all = NULL;
+	json_t *paths = json_array(), *lines = NULL;
+
+	if (jstr(ev, "error"))
+		text = strdup(jstr(ev, "error"));
+	else if (json_is_string(resp))
+		text = strdup(json_string_value(resp));
+	else if (resp)
+		text = json_dumps(resp, JSON_COMPACT);
+	if (text && pw_agent_reports_refusal(text)) {
+		if (tool_path(input))
+			json_array_append_new(paths, json_string(tool_path(input)));
+		pw_agent_candidate_paths(text, paths);
+		lines = pw_agent_explain(v, cwd, paths, "write", NULL, agent, true);
+		if (json_array_size(lines))
+			lines_text = joined(lines);
+	}
+	mode = mode_text(v, ev, false, false); /* only after a switch */
+	if (mode && lines_text && asprintf(&all, "%s\n%s", mode, lines_text) < 0)
+		all = NULL;
+	if (all || mode || lines_text)
+		add_context(event, all ? all : mode ? mode : lines_text);
+	json_decref(paths);
+	json_decref(lines);
+}
+
+static int hook_claude(void)
+{
+	json_t *ev = read_event();
+	const char *event = jstr(ev, "hook_event_name");
+	_cleanup_free_ char *cwd = NULL, *text = NULL;
+	pw_agent_view v = {0};
+
+	if (!event) {
+		json_decref(ev);
+		return PW_EXIT_OK; /* not an event we understand: say nothing */
+	}
+	cwd = jstr(ev, "cwd") ? realpath(jstr(ev, "cwd"), NULL) : NULL;
+	if (!cwd)
+		cwd = realpath(".", NULL);
+	if (!cwd || pw_agent_view_open(cwd, &v) < 0) {
+		json_decref(ev);
+		return PW_EXIT_OK; /* outside a view, or it does not answer: Claude as without us */
+	}
+	if (streq(event, "SessionStart") || streq(event, "UserPromptSubmit")) {
+		text = mode_text(&v, ev, streq(event, "SessionStart"), true);
+		if (text)
+			add_context(event, text);
+	} else if (streq(event, "PreToolUse")) {
+		pre_tool_use(&v, ev, cwd);
+	} else if (streq(event, "PostToolUse") || streq(event, "PostToolUseFailure")) {
+		post_tool_use(&v, ev, cwd, event);
+	}
+	pw_agent_view_done(&v);
+	json_decref(ev);
+	return PW_EXIT_OK;
+}
+
+int cmd_hook(int argc, char **argv)
+{
+	_cleanup_opts_ pw_opts po = {0};
+	int c;
+
+	if (pw_opts_init(&po, "hook", argc, argv) < 0)
+		return PW_EXIT_SYSTEM;
+	while ((c = pw_opts_next(&po)) > 0)
+		if (c == 'h')
+			return pw_usage("hook", HOOK_USAGE, false);
+	if (c < 0)
+		return PW_EXIT_USAGE;
+	if (po.n_operands != 1 ||
+	    !(streq(po.operands[0], "claude") || streq(po.operands[0], "opencode"))) {
+		pw_err("hook", "expected the agent: piworkfs hook claude (or opencode)");
+		return PW_EXIT_USAGE;
+	}
+	/* opencode's plugin (integrations/opencode) sends Claude Code's events too. */
+	if (streq(po.operands[0], "opencode"))
+		agent = "opencode";
+	return hook_claude();
+}

@@ -1,0 +1,600 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The texts an agent reads (mcp.h): a C port of integrations/pi/src/text.ts and
+ * refusals.ts. Two promises hold, as there: byte stability (the announcement and the
+ * system section depend only on the policy and the body) and truth (the patterns and the
+ * rule named are the daemon's own rules). tests/agents/test_mcp_proto.py compares the
+ * announcement with the one the Pi extension builds for every bundled mode.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mcp.h"
+#include "util.h"
+
+/* ---- building strings ---------------------------------------------------------------- */
+
+typedef struct sbuf {
+	FILE *f;
+	char *s;
+	size_t n;
+} sbuf;
+
+static bool sb_open(sbuf *b)
+{
+	b->s = NULL;
+	b->n = 0;
+	b->f = open_memstream(&b->s, &b->n);
+	return b->f != NULL;
+}
+
+/* Closes the stream and hands over the string (NULL on a write error). */
+static char *sb_take(sbuf *b)
+{
+	bool bad = ferror(b->f);
+
+	if (fclose(b->f) != 0 || bad) {
+		free(b->s);
+		return NULL;
+	}
+	return b->s;
+}
+
+static const char *jstr(json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+/* ---- the policy in short --------------------------------------------------------------- */
+
+static bool has_string(json_t *arr, const char *s)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(arr, i, v) if (streq_ptr(json_string_value(v), s)) return true;
+	return false;
+}
+
+/* The patterns of the rules of POLICY whose kind is K1 or K2 (NULL), without repeats, in
+ * order. */
+static json_t *patterns(json_t *policy, const char *k1, const char *k2)
+{
+	json_t *out = json_array(), *r;
+	size_t i;
+
+	json_array_foreach(json_object_get(policy, "rules"), i, r)
+	{
+		const char *kind = jstr(r, "kind"), *pat = jstr(r, "pattern");
+		if (!pat || !(streq_ptr(kind, k1) || (k2 && streq_ptr(kind, k2))))
+			continue;
+		if (!has_string(out, pat))
+			json_array_append_new(out, json_string(pat));
+	}
+	return out;
+}
+
+/* Allow and token patterns; a "dir/" is dropped where the same dir with "**" is listed. */
+static json_t *writable_patterns(json_t *policy)
+{
+	json_t *w = patterns(policy, "allow", "token"), *out = json_array(), *v;
+	size_t i;
+
+	json_array_foreach(w, i, v)
+	{
+		const char *p = json_string_value(v);
+		size_t len = strlen(p);
+		if (len && p[len - 1] == '/') {
+			_cleanup_free_ char *star = NULL;
+			if (asprintf(&star, "%s**", p) >= 0 && has_string(w, star))
+				continue;
+		}
+		json_array_append(out, v);
+	}
+	json_decref(w);
+	return out;
+}
+
+static void put_joined(FILE *f, json_t *arr)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(arr, i, v) fprintf(f, "%s%s", i ? ", " : "", json_string_value(v));
+}
+
+static bool policy_writes_nothing(json_t *policy)
+{
+	return json_is_true(json_object_get(policy, "fail_closed")) ||
+	       json_is_true(json_object_get(policy, "writes_nothing"));
+}
+
+/* writableText() of text.ts, written to F. */
+static void put_writable(FILE *f, json_t *policy)
+{
+	json_t *w, *prot, *deny;
+
+	if (policy_writes_nothing(policy)) {
+		fputs("nothing", f);
+		return;
+	}
+	w = writable_patterns(policy);
+	if (json_array_size(w) == 0) {
+		fputs("nothing", f);
+	} else if (!has_string(w, "**")) {
+		put_joined(f, w);
+	} else {
+		prot = patterns(policy, "protected", NULL);
+		deny = patterns(policy, "deny", NULL);
+		if (!json_array_size(prot) && !json_array_size(deny)) {
+			fputs("everything", f);
+		} else {
+			fputs("everything except ", f);
+			if (json_array_size(prot)) {
+				fputs("protected paths (", f);
+				put_joined(f, prot);
+				fputs(")", f);
+			}
+			if (json_array_size(deny)) {
+				fputs(json_array_size(prot) ? " and denied paths ("
+							    : "denied paths (",
+				      f);
+				put_joined(f, deny);
+				fputs(")", f);
+			}
+		}
+		json_decref(prot);
+		json_decref(deny);
+	}
+	json_decref(w);
+}
+
+char *pw_agent_writable_text(json_t *policy)
+{
+	sbuf b;
+
+	if (!sb_open(&b))
+		return NULL;
+	put_writable(b.f, policy);
+	return sb_take(&b);
+}
+
+char *pw_agent_announcement(json_t *policy)
+{
+	json_t *hide = patterns(policy, "hide", NULL);
+	const char *mode = jstr(policy, "mode");
+	sbuf b;
+
+	if (!sb_open(&b)) {
+		json_decref(hide);
+		return NULL;
+	}
+	fprintf(b.f, "%s Active mode: %s.", PW_AGENT_TAG, mode ? mode : "?");
+	if (json_is_true(json_object_get(policy, "fail_closed"))) {
+		const char *why = jstr(policy, "fail_reason");
+		fprintf(b.f, " Failing closed (%s): nothing is writable until the person fixes it.",
+			why ? why : "the mode's file is broken");
+	} else if (json_is_true(json_object_get(policy, "writes_nothing"))) {
+		fputs(" Read-only: every write in the project fails (EROFS).", b.f);
+	} else {
+		json_t *w = writable_patterns(policy);
+		if (has_string(w, "**")) {
+			_cleanup_free_ char *t = pw_agent_writable_text(policy);
+			if (streq_ptr(t, "everything"))
+				fputs(" No restrictions: everything in the project is writable.",
+				      b.f);
+			else
+				fprintf(b.f, " Writable: %s.", t ? t : "?");
+		} else {
+			json_t *deny = patterns(policy, "deny", NULL);
+			json_t *prot = patterns(policy, "protected", NULL);
+			fputs(" Writable: ", b.f);
+			put_joined(b.f, w);
+			fputs(". Read-only: everything else.", b.f);
+			if (json_array_size(deny)) {
+				fputs(" Denied: ", b.f);
+				put_joined(b.f, deny);
+				fputs(".", b.f);
+			}
+			if (json_array_size(prot)) {
+				fputs(" Protected: ", b.f);
+				put_joined(b.f, prot);
+				fputs(".", b.f);
+			}
+			json_decref(deny);
+			json_decref(prot);
+		}
+		json_decref(w);
+	}
+	if (json_array_size(hide)) {
+		fputs(" Hidden (absent from the view): ", b.f);
+		put_joined(b.f, hide);
+		fputs(".", b.f);
+	}
+	json_decref(hide);
+	return sb_take(&b);
+}
+
+/* BODY without leading and trailing white space (JavaScript's trim, for ASCII). */
+static void put_trimmed(FILE *f, const char *body)
+{
+	const char *s = body, *e;
+
+	while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == '\f' || *s == '\v')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r' ||
+			 e[-1] == '\f' || e[-1] == '\v'))
+		e--;
+	fwrite(s, 1, (size_t)(e - s), f);
+}
+
+static bool blank(const char *s)
+{
+	for (; s && *s; s++)
+		if (!strchr(" \t\n\r\f\v", *s))
+			return false;
+	return true;
+}
+
+char *pw_agent_system_section(const char *mode, const char *body)
+{
+	sbuf b;
+
+	if (!sb_open(&b))
+		return NULL;
+	fprintf(
+	    b.f,
+	    "# piworkfs mode: %s\n\n"
+	    "The project is a piworkfs view: the filesystem enforces the active mode for every "
+	    "process and tool. This section supersedes every earlier statement about the mode in "
+	    "this conversation, your own included; only a later \"%s\" message supersedes it.",
+	    mode, PW_AGENT_TAG);
+	if (!blank(body)) {
+		fputs("\n\n", b.f);
+		put_trimmed(b.f, body);
+	}
+	return sb_take(&b);
+}
+
+/* ---- refusals ------------------------------------------------------------------------ */
+
+static const char *const op_words[][2] = {
+    {"create", "create"},
+    {"mknod", "create"},
+    {"mkdir", "create the directory"},
+    {"symlink", "create the symlink"},
+    {"link", "link"},
+    {"unlink", "delete"},
+    {"rmdir", "remove the directory"},
+    {"rename", "rename"},
+    {"open-write", "write"},
+    {"write", "write"},
+    {"truncate", "truncate"},
+    {"chmod", "chmod"},
+    {"chown", "chown"},
+    {"utimens", "set the times of"},
+    {"setxattr", "set an xattr of"},
+    {"removexattr", "remove an xattr of"},
+    {"fallocate", "allocate space in"},
+    {"copy-range", "write"},
+    {"access-write", "write"},
+    {"lookup", "look up"},
+    {"read", "read"},
+};
+
+static const char *op_word(const char *op)
+{
+	for (size_t i = 0; i < ELEMENTSOF(op_words); i++)
+		if (streq_ptr(op, op_words[i][0]))
+			return op_words[i][1];
+	return op ? op : "write";
+}
+
+/* Where RULE comes from: "built-in", or FILE:LINE, FILE relative to PROJECT inside it. */
+static void put_origin(FILE *f, json_t *rule, const char *project)
+{
+	const char *file = jstr(rule, "file");
+	json_int_t line = json_integer_value(json_object_get(rule, "line"));
+	size_t plen = project ? strlen(project) : 0;
+
+	if (!file || streq(file, "(built-in)") || streq_ptr(jstr(rule, "layer"), "default")) {
+		fputs("built-in", f);
+		return;
+	}
+	if (plen && strncmp(file, project, plen) == 0 && file[plen] == '/')
+		file += plen + 1;
+	if (line)
+		fprintf(f, "%s:%lld", file, (long long)line);
+	else
+		fputs(file, f);
+}
+
+/* becauseText() of text.ts. */
+static void put_because(FILE *f, json_t *r, const char *project)
+{
+	const char *mode = jstr(r, "mode"), *reason = jstr(r, "reason");
+	json_t *rule = json_object_get(r, "rule");
+	const char *pat = json_is_object(rule) ? jstr(rule, "pattern") : NULL;
+
+	if (!mode)
+		mode = "the active mode";
+	if (streq_ptr(reason, "no-allow")) {
+		fprintf(f, "no allow rule of %s matches it", mode);
+	} else if (streq_ptr(reason, "read-only")) {
+		fprintf(f, "%s writes nothing", mode);
+	} else if (streq_ptr(reason, "protected") || streq_ptr(reason, "hidden")) {
+		const char *what = streq(reason, "protected") ? "protected" : "hidden";
+		if (pat) {
+			fprintf(f, "it is %s (rule \"%s\", ", what, pat);
+			put_origin(f, rule, project);
+			fputs(")", f);
+		} else {
+			fputs(streq(what, "protected") ? "it is a protected path" : "it is hidden",
+			      f);
+		}
+	} else if (streq_ptr(reason, "deny-rule")) {
+		if (pat) {
+			fprintf(f, "the deny rule \"%s\" (", pat);
+			put_origin(f, rule, project);
+			fputs(") matches it", f);
+		} else {
+			fputs("a deny rule matches it", f);
+		}
+	} else if (streq_ptr(reason, "fail-closed")) {
+		fprintf(f, "the file of mode %s is broken, so nothing is writable", mode);
+	} else if (streq_ptr(reason, "outside")) {
+		fputs("it is outside the project", f);
+	} else if (jstr(r, "message")) {
+		fputs(jstr(r, "message"), f);
+	} else {
+		fprintf(f, "the mode refused it (%s)", reason ? reason : "?");
+	}
+}
+
+char *pw_agent_refusal_line(json_t *r, const char *writable, const char *hint_mode,
+			    const char *project, const char *agent, bool with_tool)
+{
+	const char *mode = jstr(r, "mode"), *err = jstr(r, "errno"), *path = jstr(r, "path");
+	const char *op = op_word(jstr(r, "op")), *reason = jstr(r, "reason");
+	sbuf b;
+
+	if (!mode)
+		mode = "the active";
+	if (!path || !path[0])
+		path = ".";
+	if (!sb_open(&b))
+		return NULL;
+	if (streq_ptr(reason, "hidden")) {
+		fprintf(b.f, "%s %s was hidden in %s mode", PW_AGENT_TAG, path, mode);
+		if (err)
+			fprintf(b.f, " (%s)", err);
+		fputs(": ", b.f);
+		put_because(b.f, r, project);
+		fputs(". It does not exist in the view; don't look for another way to it.", b.f);
+		return sb_take(&b);
+	}
+	fprintf(b.f, "%s Refused: %s %s", PW_AGENT_TAG, op, path);
+	if (err)
+		fprintf(b.f, " (%s)", err);
+	fprintf(b.f, " in %s mode, because ", mode);
+	put_because(b.f, r, project);
+	fprintf(b.f, ". Writable in %s: %s. ", mode, writable ? writable : "?");
+	if (streq_ptr(hint_mode, "off") && streq_ptr(reason, "protected"))
+		fputs(
+		    "Only mode off allows it: if it truly has to change, ask the person to change "
+		    "it themselves.",
+		    b.f);
+	else if (hint_mode && with_tool)
+		fprintf(
+		    b.f,
+		    "To %s it, call piworkfs_request_mode with mode %s (the person decides), or "
+		    "ask the person to run `piworkfs mode %s` outside %s; don't work around the "
+		    "refusal.",
+		    op, hint_mode, hint_mode, agent);
+	else if (hint_mode)
+		fprintf(b.f,
+			"To %s it, ask the person to run `piworkfs mode %s` outside %s; don't work "
+			"around the refusal.",
+			op, hint_mode, agent);
+	else
+		fputs(
+		    "No mode allows it; tell the person what you needed instead of working around "
+		    "it.",
+		    b.f);
+	return sb_take(&b);
+}
+
+json_t *pw_agent_certain_refusals(json_t *res)
+{
+	json_t *out = json_array(), *t;
+	size_t i;
+
+	if (!out || !streq_ptr(jstr(res, "verdict"), "denied") ||
+	    json_is_true(json_object_get(res, "heuristic")))
+		return out;
+	json_array_foreach(json_object_get(res, "targets"), i, t)
+	{
+		if (streq_ptr(jstr(t, "status"), "denied") &&
+		    streq_ptr(jstr(t, "access"), "write") &&
+		    !json_is_true(json_object_get(t, "heuristic")) &&
+		    streq_ptr(jstr(t, "kind"), "path") && jstr(t, "path"))
+			json_array_append(out, t);
+	}
+	return out;
+}
+
+char *pw_agent_bash_block_head(const char *mode)
+{
+	char *s = NULL;
+
+	if (asprintf(
+		&s,
+		"%s The command was not run: piworkfs checked it first and it would write where "
+		"%s mode refuses. Nothing ran and nothing changed. Rewrite the command to write "
+		"only where %s allows.",
+		PW_AGENT_TAG, mode, mode) < 0)
+		return NULL;
+	return s;
+}
+
+/* ---- choosing the mode to suggest ----------------------------------------------------- */
+
+typedef struct ranked {
+	const char *name;
+	int tier, count;
+} ranked;
+
+static int ranked_cmp(const void *a, const void *b)
+{
+	const ranked *x = a, *y = b;
+
+	if (x->tier != y->tier)
+		return x->tier - y->tier;
+	if (x->count != y->count)
+		return x->count - y->count;
+	return strcmp(x->name, y->name);
+}
+
+json_t *pw_agent_rank_modes(json_t *modes)
+{
+	size_t n = json_array_size(modes), i, j;
+	ranked *v = calloc(n ? n : 1, sizeof(*v));
+	json_t *out = json_array(), *m, *r;
+
+	if (!v || !out) {
+		free(v);
+		json_decref(out);
+		return NULL;
+	}
+	json_array_foreach(modes, i, m)
+	{
+		int allows = 0;
+		bool all = false;
+		json_array_foreach(json_object_get(m, "rules"), j, r)
+		{
+			if (!streq_ptr(jstr(r, "kind"), "allow"))
+				continue;
+			allows++;
+			all |= streq_ptr(jstr(r, "pattern"), "**");
+		}
+		v[i].name = jstr(m, "name") ? jstr(m, "name") : "";
+		v[i].tier = json_is_false(json_object_get(m, "protect")) ? 2 : all ? 1 : 0;
+		v[i].count =
+		    all ? 0 : allows + (json_is_true(json_object_get(m, "tokens")) ? 1 : 0);
+	}
+	qsort(v, n, sizeof(*v), ranked_cmp);
+	for (i = 0; i < n; i++)
+		json_array_append_new(out, json_string(v[i].name));
+	free(v);
+	return out;
+}
+
+/* ---- reading a tool's output for refusals -------------------------------------------- */
+
+static bool line_reports(const char *s, size_t n)
+{
+	static const char *const words[] = {"EACCES", "EROFS", "ermission denied",
+					    "ead-only file system"};
+
+	for (size_t w = 0; w < ELEMENTSOF(words); w++) {
+		size_t wl = strlen(words[w]);
+		for (size_t i = 0; i + wl <= n; i++)
+			if (memcmp(s + i, words[w], wl) == 0)
+				return true;
+	}
+	return false;
+}
+
+bool pw_agent_reports_refusal(const char *text)
+{
+	return text && line_reports(text, strlen(text));
+}
+
+/* A candidate must look like a path: check calls any path the mode cannot write
+ * "denied", so a word taken for a path would be explained as a refusal it was not. */
+static bool plausible(const char *s, size_t n)
+{
+	if (n == 0 || n > 4096 || memchr(s, '\n', n) || memchr(s, '\0', n))
+		return false;
+	if (n == 1 && s[0] == '.')
+		return false;
+	if (strspn(s, "0123456789") >= n)
+		return false;
+	if (s[0] == 'E' && n > 1) {
+		size_t k = 1;
+		while (k < n && ((s[k] >= 'A' && s[k] <= 'Z') || (s[k] >= '0' && s[k] <= '9')))
+			k++;
+		if (k == n)
+			return false; /* an error code */
+	}
+	for (size_t i = 0; i + 1 < n; i++)
+		if ((s[i] == '.' || s[i] == ',' || s[i] == ';') && s[i + 1] == ' ')
+			return false; /* prose */
+	if (n > 5 && strncmp(s, "line ", 5) == 0 && strspn(s + 5, "0123456789") == n - 5)
+		return false;
+	return true;
+}
+
+static void add_candidate(json_t *out, const char *s, size_t n)
+{
+	while (n && (*s == ' ' || *s == '\t')) {
+		s++;
+		n--;
+	}
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+		n--;
+	if (!plausible(s, n))
+		return;
+	json_t *v = json_stringn(s, n);
+	if (v && !has_string(out, json_string_value(v)))
+		json_array_append(out, v);
+	json_decref(v);
+}
+
+/* In one line: quoted strings ('x', "x", `x`) and the segment before ": Permission
+ * denied" / ": Read-only file system". */
+static void line_candidates(const char *s, size_t n, json_t *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		char q = s[i];
+		if (q != '\'' && q != '"' && q != '`')
+			continue;
+		const char *e = memchr(s + i + 1, q, n - i - 1);
+		if (!e)
+			break;
+		add_candidate(out, s + i + 1, (size_t)(e - s - i - 1));
+		i = (size_t)(e - s);
+	}
+	static const char *const phrases[] = {": Permission denied", ": permission denied",
+					      ": Read-only file system", ": read-only file system"};
+	for (size_t p = 0; p < ELEMENTSOF(phrases); p++) {
+		size_t pl = strlen(phrases[p]);
+		for (size_t i = 0; i + pl <= n; i++) {
+			if (memcmp(s + i, phrases[p], pl) != 0)
+				continue;
+			size_t start = i;
+			while (start > 0 &&
+			       !(start >= 2 && s[start - 2] == ':' && s[start - 1] == ' '))
+				start--;
+			if (!memchr(s + start, '\'', i - start) &&
+			    !memchr(s + start, '"', i - start) &&
+			    !memchr(s + start, '`', i - start))
+				add_candidate(out, s + start, i - start);
+		}
+	}
+}
+
+void pw_agent_candidate_paths(const char *text, json_t *out)
+{
+	const char *s = text;
+
+	while (s && *s) {
+		const char *e = strchr(s, '\n');
+		size_t n = e ? (size_t)(e - s) : strlen(s);
+		if (line_reports(s, n))
+			line_candidates(s, n, out);
+		s = e ? e + 1 : NULL;
+	}
+}
