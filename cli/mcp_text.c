@@ -110,13 +110,36 @@ static bool policy_writes_nothing(json_t *policy)
 	       json_is_true(json_object_get(policy, "writes_nothing"));
 }
 
+/* writesOnlyPlans() of text.ts: does the mode write its plans folder and nothing else (plan)?
+ * Its plans folder, or NULL. */
+static const char *writes_only_plans(json_t *policy)
+{
+	const char *dir = jstr(policy, "plans_dir");
+	_cleanup_free_ char *own = NULL;
+	size_t i;
+	json_t *v, *w;
+	bool only = true;
+
+	if (!dir || policy_writes_nothing(policy) || asprintf(&own, "/%s/**", dir) < 0)
+		return NULL;
+	w = writable_patterns(policy);
+	json_array_foreach(w, i, v) only = only && streq_ptr(json_string_value(v), own);
+	json_decref(w);
+	return only ? dir : NULL;
+}
+
 /* writableText() of text.ts, written to F. */
 static void put_writable(FILE *f, json_t *policy)
 {
 	json_t *w, *prot, *deny;
+	const char *plans;
 
 	if (policy_writes_nothing(policy)) {
 		fputs("nothing", f);
+		return;
+	}
+	if ((plans = writes_only_plans(policy))) {
+		fprintf(f, "only the plans in %s/ (not approved ones)", plans);
 		return;
 	}
 	w = writable_patterns(policy);
@@ -177,6 +200,11 @@ char *pw_agent_announcement(json_t *policy)
 			why ? why : "the mode's file is broken");
 	} else if (json_is_true(json_object_get(policy, "writes_nothing"))) {
 		fputs(" Read-only: every write in the project fails (EROFS).", b.f);
+	} else if (writes_only_plans(policy)) {
+		fprintf(b.f,
+			" Read-only: every write in the project fails (EROFS), but the plan files "
+			"in %s/ that are not approved.",
+			writes_only_plans(policy));
 	} else {
 		json_t *w = writable_patterns(policy);
 		if (has_string(w, "**")) {
@@ -323,7 +351,10 @@ static void put_because(FILE *f, json_t *r, const char *project)
 	if (streq_ptr(reason, "no-allow")) {
 		fprintf(f, "no allow rule of %s matches it", mode);
 	} else if (streq_ptr(reason, "read-only")) {
-		fprintf(f, "%s writes nothing", mode);
+		fprintf(f, "%s keeps the project read-only", mode);
+	} else if (streq_ptr(reason, "protected") && json_is_object(rule) &&
+		   streq_ptr(jstr(rule, "file"), "(approved plan)")) {
+		fputs("it is an approved plan, read-only until the person reopens it", f);
 	} else if (streq_ptr(reason, "protected") || streq_ptr(reason, "hidden")) {
 		const char *what = streq(reason, "protected") ? "protected" : "hidden";
 		if (pat) {
@@ -381,7 +412,19 @@ char *pw_agent_refusal_line(json_t *r, const char *writable, const char *hint_mo
 	fprintf(b.f, " in %s mode, because ", mode);
 	put_because(b.f, r, project);
 	fprintf(b.f, ". Writable in %s: %s. ", mode, writable ? writable : "?");
-	if (streq_ptr(hint_mode, "off") && streq_ptr(reason, "protected"))
+	json_t *rule = json_object_get(r, "rule");
+	if (streq_ptr(reason, "protected") && json_is_object(rule) &&
+	    streq_ptr(jstr(rule, "file"), "(approved plan)")) {
+		/* the plan's name: the file's, without its directory and .md */
+		const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+		size_t n = strlen(base);
+		if (n > 3 && streq(base + n - 3, ".md"))
+			n -= 3;
+		fprintf(b.f,
+			"Work to it, don't change it: if it must change, ask the person to run "
+			"`piworkfs plan reopen %.*s` outside %s.",
+			(int)n, base, agent);
+	} else if (streq_ptr(hint_mode, "off") && streq_ptr(reason, "protected"))
 		fputs(
 		    "Only mode off allows it: if it truly has to change, ask the person to change "
 		    "it themselves.",

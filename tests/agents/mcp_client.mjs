@@ -60,7 +60,7 @@ out.wrong_type = await error(() => client.callTool({ name: "piworkfs_check", arg
 out.unknown_arg = await error(() => client.callTool({ name: "piworkfs_status", arguments: { x: 1 } }));
 out.huge = await error(() => client.callTool({ name: "piworkfs_check_bash", arguments: { command: "x".repeat(200000) } }));
 // A tightening needs no consent: done at once, and the switch comes back as a notification.
-const req = await client.callTool({ name: "piworkfs_request_mode", arguments: { mode: "plan", wait_s: 0 } });
+const req = await client.callTool({ name: "piworkfs_request_mode", arguments: { mode: "review", wait_s: 0 } });
 out.request = { text: text(req), isError: req.isError };
 const deadline = new Promise((r) => setTimeout(r, 60000).unref());
 await Promise.race([Promise.all([listChanged, resourceUpdated]), deadline]);

@@ -44,23 +44,26 @@ def design_announcement(policy):
             "Protected: %s." % (", ".join(w), ", ".join(prot)))
 
 
-def answer_consent(term, allow=True):
+def answer_consent(term, allow=True, target="build"):
     """Answers run's consent bar on the outer terminal TERM. The only place that types the
-    answer: keys in the bar's first moments never answer, so the first key is repeated
-    until the bar takes it, then Enter confirms."""
+    answer, which is the target mode's name then Enter (any other key denies). Keys in the
+    bar's first moments never answer, so the first letter is repeated until the bar shows
+    it typed; then the rest of the name, and Enter once the bar says it will allow."""
     end = time.monotonic() + DEADLINE
-    key = b"y" if allow else b"n"
+    first = (target[0] if allow else "#").encode()
     while True:
         at = term.mark()
-        term.send(key)
+        term.send(first)
         try:
-            if allow:
-                term.expect(b"Press Enter to allow", at, deadline=1)
+            term.expect(b"Typed: " + first if allow else b"denied", at, deadline=3)
             break
         except AssertionError:
             if time.monotonic() > end:
                 raise
     if allow:
+        at = term.mark()
+        term.send(target[1:].encode())
+        term.expect(b"Press Enter to allow", at, deadline=DEADLINE)
         term.send(b"\r")
 
 

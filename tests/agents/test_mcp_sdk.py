@@ -58,12 +58,12 @@ class TestSdkClient(harness.MountCase):
             self.assertEqual(out[k]["code"], -32602, (k, out[k]))
         self.assertIn("unknown tool", out["unknown_tool"]["message"])
         self.assertFalse(out["request"]["isError"], out["request"])
-        self.assertIn("Approved: the mode is now plan.", out["request"]["text"])
+        self.assertIn("Approved: the mode is now review.", out["request"]["text"])
         self.assertIn("tools/list_changed", out["notifications"])
         self.assertIn("resources/updated piworkfs://mode", out["notifications"])
-        self.assertIn("Now: [piworkfs] Active mode: plan.", out["status_after"])
+        self.assertIn("Now: [piworkfs] Active mode: review.", out["status_after"])
         m = self.run_pw("mode", "--json", cwd=v.mp, check=True)
-        self.assertEqual(json.loads(m.stdout)["mode"], "plan")
+        self.assertEqual(json.loads(m.stdout)["mode"], "review")
 
 
 if __name__ == "__main__":
