@@ -544,8 +544,13 @@ class LogTest(harness.MountCase):
 HELPER_SCRIPT = r'''
 set -u
 sbin=$1 pw=$2 proj=$3 view=$4
-for f in /usr/sbin/*; do ln -s "$f" "$sbin/"; done
-ln -s "$pw" "$sbin/mount.fuse.piworkfs"
+# every helper of the machine but an installed piworkfs's own (ninja install links one):
+# the helper under test is this build's
+for f in /usr/sbin/*; do
+	case ${f##*/} in mount.fuse.piworkfs|mount.piworkfs) continue ;; esac
+	ln -s "$f" "$sbin/"
+done
+ln -sfn "$pw" "$sbin/mount.fuse.piworkfs"
 mount --bind "$sbin" /usr/sbin
 trap 'fusermount3 -u -z "$view" 2>/dev/null' EXIT
 mount -t fuse.piworkfs "$proj" "$view" -o mode=design,noauto,nodev,x-systemd.automount
