@@ -109,6 +109,12 @@ static char *with_prefix(const char *prefix, char *s)
 	return out;
 }
 
+/* What insert_after_name made for the run: freed by pw_agent_wire_done. */
+static struct {
+	char *extra[8];
+	size_t n;
+} wired;
+
 /* COMMAND with EXTRA (N strings, taken) inserted after its argv[0]; NULL without memory
  * (EXTRA is then freed). */
 static char **insert_after_name(char **command, char **extra, size_t n)
@@ -124,10 +130,16 @@ static char **insert_after_name(char **command, char **extra, size_t n)
 	v = calloc(len + n + 1, sizeof(*v));
 	if (!v)
 		goto fail;
-	/* The new strings live as long as the run: the vector and they are never freed. */
+	/* The new strings live as long as the run: pw_agent_wire_done frees them. */
+	if (n > ELEMENTSOF(wired.extra)) {
+		free(v);
+		goto fail;
+	}
 	v[0] = command[0];
 	memcpy(v + 1, extra, n * sizeof(*v));
 	memcpy(v + 1 + n, command + 1, len * sizeof(*v)); /* with the terminating NULL */
+	memcpy(wired.extra, extra, n * sizeof(*extra));
+	wired.n = n;
 	return v;
 fail:
 	for (size_t i = 0; i < n; i++)
@@ -270,6 +282,10 @@ static void wire_gemini(const char *exe)
 
 void pw_agent_wire_done(void)
 {
+	/* the vector is the caller's (cmd_run frees it); the strings in it are ours */
+	for (size_t i = 0; i < wired.n; i++)
+		free(wired.extra[i]);
+	wired.n = 0;
 	if (gemini_file)
 		unlink(gemini_file);
 	free(gemini_file);
