@@ -43,7 +43,9 @@
 	"Options:\n"                                                                               \
 	"  -m, --mode MODE        start in MODE\n"                                                 \
 	"  -f, --foreground       stay in the foreground, log to stderr\n"                         \
-	"  -o, --options OPTIONS  mount options: allow_other (needs root), nonempty, io_uring,\n"  \
+	"  -o, --options OPTIONS  mount options: allow_other (needs root), nonempty,\n"          \
+	"                         io_uring (require FUSE over io_uring, taken by default where\n" \
+	"                         the kernel allows it), no_io_uring (use /dev/fuse),\n"        \
 	"                         FUSE options (ro, default_permissions, ...), and the view's\n"  \
 	"                         own as in fstab (mode=M, socket_dir=DIR, no_originals, ...;\n" \
 	"                         fstab's noauto, user, x-systemd.* ... are ignored)\n"          \
@@ -138,6 +140,16 @@ static int detach_stale(const char *mp)
 	int status;
 	waitpid(pid, &status, 0);
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
+}
+
+/* Is NAME one of the comma-separated options in OPTS? */
+static bool has_flag(const char *opts, const char *name)
+{
+	size_t n = strlen(name);
+	for (const char *p = opts; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
+			return true;
+	return false;
 }
 
 static bool dir_is_empty(const char *path)
@@ -247,14 +259,15 @@ static int parse_age(const char *what, const char *s, long long *ret)
 	return 0;
 }
 
-/* The options -o accepts: ours (nonempty, allow_other, io_uring: the daemon takes it out) and
+/* The options -o accepts: ours (nonempty, allow_other, io_uring, no_io_uring: the daemon takes
+ * the last two out) and
  * the FUSE mount options libfuse knows. A misspelt one gets its own message here instead of
  * a failed mount later. */
 static const char *const fuse_flags[] = {
 	"allow_other", "nonempty", "allow_root", "auto_unmount", "default_permissions", "ro",
 	"rw", "suid", "nosuid", "dev", "nodev", "exec", "noexec", "async", "sync", "dirsync",
 	"atime", "noatime", "relatime", "norelatime", "strictatime", "nostrictatime", "blkdev",
-	"io_uring", NULL,
+	"io_uring", "no_io_uring", NULL,
 };
 static const char *const fuse_valued[] = {
 	"fsname", "subtype", "max_read", "blksize", "context", "fscontext", "defcontext",
@@ -451,6 +464,26 @@ static int check_fuse_device(void)
 			"(chmod 0666 /dev/fuse, the default on most distributions) or mount as root",
 	       pw ? pw->pw_name : "?", strerror(e), perms);
 	return PW_EXIT_SYSTEM;
+}
+
+/*
+ * FUSE over io_uring: -o io_uring and -o no_io_uring cannot both hold. Where neither is
+ * given and the kernel does not allow it, the view serves through /dev/fuse, and the mount
+ * says so in one line, with what it costs and how to turn it on for good (the daemon says
+ * it in its own log; a detached daemon has no stderr). Returns an exit status.
+ */
+static int check_uring(const char *fuse_opts, bool foreground)
+{
+	if (has_flag(fuse_opts, "io_uring") && has_flag(fuse_opts, "no_io_uring")) {
+		pw_err("mount", "-o io_uring requires FUSE over io_uring and -o no_io_uring refuses "
+				"it: give one of them");
+		return PW_EXIT_USAGE;
+	}
+	char why[600];
+	if (!foreground && pw_fs_uring_choice(fuse_opts) == PW_URING_AUTO &&
+	    pw_fs_uring_probe(why, sizeof(why)) < 0)
+		fprintf(stderr, "piworkfs: mount: serving through /dev/fuse: %s\n", why);
+	return PW_EXIT_OK;
 }
 
 /* Waits up to TIMEOUT_MS for process PID to end. Returns 0 when it has (or never was),
@@ -753,6 +786,8 @@ int cmd_mount(int argc, char **argv)
 	o.project = p.root;
 	o.mountpoint = mp;
 	r = check_socket(&o);
+	if (!r)
+		r = check_uring(fopts, o.foreground); /* last: its line says the mount goes ahead */
 	if (r)
 		return r;
 	o.fuse_opts = fopts;

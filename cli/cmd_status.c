@@ -19,7 +19,8 @@ static const char usage[] =
 	"closed), denied operations, the audit writer's events: submitted, written to the\n"
 	"log, dropped (the queue was full) and coalesced (merged into an existing row), and\n"
 	"the FUSE requests the kernel sent, by kind: each one is a round trip to the daemon,\n"
-	"which is what a workload costs in the view beyond the disk.\n"
+	"which is what a workload costs in the view beyond the disk, and the transport they\n"
+	"come through (FUSE over io_uring or /dev/fuse).\n"
 	"\n"
 	"Options:\n"
 	"  -a, --all    also other users' views (their daemons answer only them and root)\n"
@@ -85,9 +86,22 @@ static void format_requests(json_t *rq, char *buf, size_t size)
 		snprintf(buf + w, size - (size_t)w, ", ...");
 }
 
+/* "io_uring (N requests through the rings)", "/dev/fuse", or n/a from an older daemon. */
+static void format_transport(json_t *tr, char *buf, size_t size)
+{
+	const char *name = sget(tr, "name");
+	if (!name)
+		snprintf(buf, size, "n/a (the daemon does not say)");
+	else if (streq(name, "io_uring"))
+		snprintf(buf, size, "io_uring (%lld requests through the rings)",
+			 (long long)iget(tr, "ring_requests"));
+	else
+		snprintf(buf, size, "%s", name);
+}
+
 static void print_view(json_t *st)
 {
-	char mode[128], up[32], denied[32], counters[160], requests[192];
+	char mode[128], up[32], denied[32], counters[160], requests[192], transport[96];
 	json_t *audit = json_object_get(st, "audit"), *w;
 	size_t i;
 	_cleanup_table_ pw_table *t = pw_table_new(2);
@@ -111,6 +125,7 @@ static void print_view(json_t *st)
 		format_requests(json_object_get(st, "requests"), requests, sizeof(requests));
 	else
 		snprintf(requests, sizeof(requests), "n/a (the daemon does not count them)");
+	format_transport(json_object_get(st, "transport"), transport, sizeof(transport));
 	const char *rows[][2] = {
 		{ "project", sget(st, "project") },
 		{ "mode", mode },
@@ -121,6 +136,7 @@ static void print_view(json_t *st)
 		{ "denied", denied },
 		{ "audit", counters },
 		{ "requests", requests },
+		{ "transport", transport },
 	};
 	for (size_t k = 0; t && k < ELEMENTSOF(rows); k++)
 		pw_table_add(t, rows[k]);

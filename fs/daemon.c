@@ -40,10 +40,15 @@ _printf_(2, 3) static void dlog(int prio, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The one-line report to `mount`, waiting on FD; in the foreground (no FD) an error goes to
+ * the log instead, so that a view that fails to mount always says why. */
 static void report(int fd, const char *msg)
 {
-	if (fd < 0)
+	if (fd < 0) {
+		if (strncmp(msg, "error: ", 7) == 0)
+			dlog(LOG_ERR, "%s", msg + 7);
 		return;
+	}
 	char line[1024];
 	int len = snprintf(line, sizeof(line), "%s\n", msg);
 	if (len > (int)sizeof(line) - 1)
@@ -101,6 +106,7 @@ static pw_policy *fs_get_policy(void *fs, uint64_t *ret_generation)
 static void fs_get_stats(void *fs, pw_fs_stats *ret)
 {
 	pw_fs_get_stats(fs, ret);
+	pw_fs_transport_stats(fs, ret);
 }
 
 static void fs_policy_installed(void *fs, const pw_policy *p, const char *reason, bool new_set)
@@ -257,8 +263,6 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 	if (sr < 0) {
 		char msg[1200];
 		snprintf(msg, sizeof(msg), "error: %s", sock_err ? sock_err : strerror(-sr));
-		if (ready_fd < 0)
-			dlog(LOG_ERR, "%s", msg + 7);
 		report(ready_fd, msg);
 		return 1;
 	}

@@ -61,8 +61,27 @@ typedef struct pw_fs_stats {
 	 * when (realtime ns): undo is incomplete (keep.h, pw_keep_store_full). */
 	uint64_t store_not_kept;
 	int64_t store_full_since_ns;
+	/* How requests reach the daemon (pw_fs_transport_stats): "io_uring" once the INIT
+	 * reply accepted FUSE over io_uring and the kernel took the rings, else "/dev/fuse";
+	 * and the requests that came through the rings (the rest came through /dev/fuse:
+	 * FORGET and INTERRUPT always do). */
+	const char *transport;
+	uint64_t ring_requests;
 } pw_fs_stats;
 void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret);
+void pw_fs_transport_stats(pw_fs *fs, pw_fs_stats *ret); /* the transport's two fields */
+
+/*
+ * FUSE over io_uring, for `mount` (fsmain.c, cli/cmd_mount.c). Whether this kernel and
+ * build let a view have it: 0 when they do; else -EOPNOTSUPP with a one-line sentence in
+ * WHY that says what stands in the way, what it costs and how to lift it for good (the fuse
+ * module parameter enable_uring; piworkfs never changes it). Reads /sys and /proc only.
+ */
+int pw_fs_uring_probe(char *why, size_t size);
+/* -o io_uring requires the transport, -o no_io_uring refuses it, neither takes it where
+ * the kernel allows (PIWORKFS_IO_URING=1 or =0 in the environment stand for the options). */
+typedef enum { PW_URING_AUTO, PW_URING_REQUIRE, PW_URING_REFUSE } pw_uring_choice;
+pw_uring_choice pw_fs_uring_choice(const char *fuse_opts);
 /* The protocol's name of request opcode OP ("LOOKUP"), or NULL for one we do not name. */
 const char *pw_fs_opcode_name(unsigned op);
 

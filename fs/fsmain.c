@@ -97,13 +97,47 @@ static bool take_option(char *opts, const char *name)
 	return found;
 }
 
-/* FUSE over io_uring: -o io_uring (ours, never passed to libfuse), or PIWORKFS_IO_URING=1
- * in the daemon's environment (to run a whole test suite over it). */
-static bool want_uring(char *fuse_opts)
+/*
+ * FUSE over io_uring: taken wherever the kernel allows it, since it costs about half of
+ * /dev/fuse per request on many-file workloads (docs/ARCHITECTURE.md). -o io_uring (ours,
+ * never passed to libfuse) requires it, -o no_io_uring refuses it; without either,
+ * PIWORKFS_IO_URING in the daemon's environment decides (1: require, 0: refuse; the test
+ * passes run a whole suite over one transport with it), else the kernel does.
+ */
+pw_uring_choice pw_fs_uring_choice(const char *fuse_opts)
 {
-	bool opt = take_option(fuse_opts, "io_uring");
+	bool require = has_option(fuse_opts, "io_uring");
+	bool refuse = has_option(fuse_opts, "no_io_uring");
+	if (require != refuse)
+		return require ? PW_URING_REQUIRE : PW_URING_REFUSE;
 	const char *env = getenv("PIWORKFS_IO_URING");
-	return opt || (env && *env && strcmp(env, "0") != 0);
+	if (!env || !*env || require) /* both options (the CLI refuses that): the kernel decides */
+		return PW_URING_AUTO;
+	return strcmp(env, "0") == 0 ? PW_URING_REFUSE : PW_URING_REQUIRE;
+}
+
+/* Decides, before mounting, whether the INIT reply will accept FUSE over io_uring. A
+ * transport that was required and cannot be had fails the mount; one taken by default
+ * falls back to /dev/fuse with the probe's one line (what it costs, how to turn it on). */
+static int decide_uring(pw_fs *fs, char *fuse_opts, char **ret_err)
+{
+	pw_uring_choice c = pw_fs_uring_choice(fuse_opts);
+	(void)take_option(fuse_opts, "io_uring");
+	(void)take_option(fuse_opts, "no_io_uring");
+	fs->uring_wanted = false;
+	if (c == PW_URING_REFUSE)
+		return 0;
+	char why[600];
+	if (pw_fs_uring_probe(why, sizeof(why)) == 0) {
+		fs->uring_wanted = true;
+		return 0;
+	}
+	if (c == PW_URING_REQUIRE) {
+		set_err(ret_err, "-o io_uring: %s", why);
+		return -EOPNOTSUPP;
+	}
+	fprintf(stderr, "piworkfs: serving through /dev/fuse: %s\n", why);
+	return 0;
 }
 
 int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
@@ -124,7 +158,6 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	fs->no_watch = o->no_watch;
 	fs->allow_other = o->allow_other;
 	fs->default_permissions = kernel_checks(o);
-	fs->uring_wanted = want_uring(fuse_opts);
 	fs->is_root_daemon = geteuid() == 0;
 	fs->owner_uid = getuid();
 	pthread_mutex_init(&fs->policy_lock, NULL);
@@ -143,6 +176,9 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	if (!fs->project || !fs->mountpoint || !fs->policy)
 		goto fail;
 	r = pw_inode_table_init(fs);
+	if (r < 0)
+		goto fail;
+	r = decide_uring(fs, fuse_opts, ret_err);
 	if (r < 0)
 		goto fail;
 

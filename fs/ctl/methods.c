@@ -118,6 +118,14 @@ static json_t *requests_json(const pw_fs_stats *fst)
 			 ops ? ops : json_object(), "max_write", (json_int_t)fst->max_write);
 }
 
+/* {"name": "io_uring" or "/dev/fuse", "ring_requests": N}: how the kernel's requests reach
+ * the daemon, and how many came through FUSE over io_uring's rings. */
+static json_t *transport_json(const pw_fs_stats *fst)
+{
+	return json_pack("{s:s,s:I}", "name", fst->transport, "ring_requests",
+			 (json_int_t)fst->ring_requests);
+}
+
 /* {"sent": N, "pending": n, "generation": G}: cache invalidations sent to the kernel since
  * mount, those of the last switch still queued, and the generation whose attribute
  * invalidations have all been sent. */
@@ -198,6 +206,8 @@ static int m_status(call *x, json_t **ret)
 		json_object_set_new(o, "invalidations", invalidations_json(&fst));
 	if (o)
 		json_object_set_new(o, "jobs", jobs_json(&cst));
+	if (o && fst.transport)
+		json_object_set_new(o, "transport", transport_json(&fst));
 	store_full_status(o, &fst);
 	pw_view_status_done(&st);
 	return done(x, o, ret);

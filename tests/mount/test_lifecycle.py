@@ -180,7 +180,7 @@ class UnmountTest(harness.MountCase):
         v.proc.kill()
         v.proc.wait(10)
         v.unmounted = True  # the daemon is gone; the stale mount is the next mount's job
-        if os.environ.get("PIWORKFS_IO_URING"):
+        if harness.OVER_URING:
             # Over FUSE over io_uring the kernel drops the connection only once the dead
             # daemon's rings are torn down, by a kernel worker after the process is reaped
             # (their commands hold /dev/fuse open): a request made in between waits for that
