@@ -221,6 +221,32 @@ def w_create_delete(root, scratch):
     os.rmdir(d)
 
 
+TARBALL = None  # set in main: 5,000 small files, made once per work directory
+
+
+def w_tar_x(root, scratch):
+    d = os.path.join(root, "scratch", "tar-" + scratch)
+    os.makedirs(d)
+    # As a user unpacks (root would also chown and chmod every file: two SETATTRs more).
+    drop_output(f"tar xf {TARBALL} --no-same-owner --no-same-permissions", d)
+
+
+def c_tar_x(root, scratch):
+    shutil.rmtree(os.path.join(root, "scratch", "tar-" + scratch))
+
+
+def make_tarball(path, n=5000):
+    """A tarball of N small files in 50 directories (what an unpack or a checkout writes)."""
+    src = path + ".d"
+    for i in range(n):
+        d = os.path.join(src, "x", f"d{i % 50}")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, f"f{i}.c"), "w") as f:
+            f.write(f"int f{i};\n")
+    drop_output(f"tar cf {path} x", src)
+    shutil.rmtree(src)
+
+
 def w_make(root, scratch):
     p = os.path.join(root, "cproj")
     drop_output("make -s clean && make -s -j2", p)
@@ -235,8 +261,13 @@ WORKLOADS = {
     "read 1 GiB": (w_read1g, False),
     "write 1 GiB": (w_write1g, True),
     "create+delete 5k": (w_create_delete, True),
+    "tar x 5k": (w_tar_x, True),
     "make -j2": (w_make, True),
 }
+
+
+# What a workload leaves behind, removed after its timing and its counts.
+CLEANUP = {"tar x 5k": c_tar_x}
 
 
 def piworkfs_env(base):
@@ -252,7 +283,7 @@ def workload_files(wname, nfiles, cproj_units=40):
     """The files a workload touches, for requests per file."""
     if wname in ("read 1 GiB", "write 1 GiB"):
         return 1
-    if wname == "create+delete 5k":
+    if wname in ("create+delete 5k", "tar x 5k"):
         return 5000
     if wname == "make -j2":
         return cproj_units + 1
@@ -347,6 +378,28 @@ def enable_uring():
     return old
 
 
+def restore_uring(old):
+    """Puts back the parameter's value before enable_uring ("": nothing was changed)."""
+    if old:
+        with open(URING_PARAM, "w") as f:
+            f.write(old)
+        print(f"FUSE over io_uring: {URING_PARAM} put back to {old}", flush=True)
+
+
+def wait_for_ring(s, deadline=20):
+    """Makes requests in io_uring view S until one comes through its rings (the log says
+    so), for at most DEADLINE seconds."""
+    end = time.time() + deadline
+    i = 0
+    while time.time() < end:
+        with open(s.root + ".log", errors="replace") as f:
+            if "requests arrive through the ring" in f.read():
+                return
+        i += 1
+        os.path.exists(os.path.join(s.root, f"ring-probe-{i}"))
+        time.sleep(0.02)
+
+
 # Requests the caller does not wait for: the kernel queues them and goes on.
 ASYNC_OPS = {"RELEASE", "RELEASEDIR", "FORGET", "BATCH_FORGET", "INTERRUPT", "NOTIFY_REPLY"}
 
@@ -365,11 +418,37 @@ def pw_requests(piworkfs, env, mountpoint):
 
 
 def request_delta(before, after):
-    """(all, synchronous) requests between two counts."""
+    """(all, synchronous, by opcode) requests between two counts."""
     if before is None or after is None:
         return None
-    d = {k: n - before.get(k, 0) for k, n in after.items()}
-    return sum(d.values()), sum(n for k, n in d.items() if k not in ASYNC_OPS)
+    d = {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)}
+    return sum(d.values()), sum(n for k, n in d.items() if k not in ASYNC_OPS), d
+
+
+def pw_transport(piworkfs, env, mountpoint):
+    """The view's transport as `status --json` names it ("io_uring", "/dev/fuse"), or None
+    from a build that does not say."""
+    p = subprocess.run([piworkfs, "status", "--json"], env=env, capture_output=True, text=True)
+    try:
+        for v in json.loads(p.stdout):
+            if v.get("mountpoint") == mountpoint:
+                return (v.get("transport") or {}).get("name")
+    except ValueError:
+        pass
+    return None
+
+
+def copy_tree(src, dst):
+    """A real source tree for the workloads: SRC copied to DST (regular files, directories
+    and symlinks as they are) and committed to git, as the synthetic tree is."""
+    drop_output(f"cp -a {src} {dst}", "/")
+    env = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@x", GIT_COMMITTER_NAME="b",
+               GIT_COMMITTER_EMAIL="b@x")
+    sh(["git", "init", "-q"], cwd=dst)
+    sh(["git", "config", "gc.auto", "0"], cwd=dst)
+    sh(["git", "add", "-A"], cwd=dst, env=env)
+    sh(["git", "commit", "-qm", "tree"], cwd=dst, env=env)
+    return sum(len(fs) for d, _, fs in os.walk(dst) if "/.git" not in d + "/")
 
 
 def round_trip(path, n=2000):
@@ -537,6 +616,10 @@ def main():
     ap.add_argument("--piworkfs", required=True)
     ap.add_argument("--modes")
     ap.add_argument("--files", type=int, default=50000, help="files in the tree (default 50000)")
+    ap.add_argument("--tree", metavar="DIR",
+                    help="a real source tree to run on instead of the synthetic one (copied "
+                         "into the work directory and committed to git: /usr/include is one "
+                         "on any machine with headers installed)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmups", type=int, default=2,
                     help="untimed passes first (default 2: a first cold read makes the kernel "
@@ -563,6 +646,17 @@ def main():
     peers = os.path.join(base, "peers")
     build_peers(peers)
     backing = os.path.join(base, "backing")
+    if not os.path.exists(backing) and args.tree:
+        print(f"copying {args.tree} as the tree...", flush=True)
+        os.makedirs(backing)
+        args.files = copy_tree(os.path.abspath(args.tree), os.path.join(backing, "tree"))
+        print(f"  {args.files} files", flush=True)
+        make_c_project(os.path.join(backing, "cproj"))
+        os.makedirs(os.path.join(backing, "io"))
+        os.makedirs(os.path.join(backing, "scratch"))
+    elif args.tree:
+        args.files = sum(len(fs) for d, _, fs in os.walk(os.path.join(backing, "tree"))
+                         if "/.git" not in d + "/")
     if not os.path.exists(backing):
         print(f"making a {args.files}-file git tree...", flush=True)
         make_tree(os.path.join(backing, "tree"), args.files)
@@ -573,9 +667,18 @@ def main():
 
     if not os.path.exists(os.path.join(backing, "io", "read.bin")):
         drop_output("dd if=/dev/urandom of=read.bin bs=1M count=1024 2>/dev/null", os.path.join(backing, "io"))
+    global TARBALL
+    TARBALL = os.path.join(base, "files-5k.tar")
+    if not os.path.exists(TARBALL):
+        make_tarball(TARBALL)
     env = piworkfs_env(base)
     if args.modes:
         env["PIWORKFS_MODES_DIR"] = os.path.abspath(args.modes)  # the daemon's cwd is /
+    # A view takes FUSE over io_uring by default where the kernel allows it (and the bench
+    # turns the parameter on): the views meant for /dev/fuse refuse it (PIWORKFS_IO_URING=0,
+    # which older builds read as "not asked for"), those meant for the rings ask for it.
+    uenv = dict(env)
+    env["PIWORKFS_IO_URING"] = "0"
     m = lambda n: os.path.join(base, "mnt", n)
 
     def mount(prog, mode, *more):  # every view's command line: the same options for all
@@ -588,7 +691,9 @@ def main():
         bprog, bmodes, short = build_baseline(args.baseline, base)
         benv = piworkfs_env(os.path.join(base, f"baseline-{short}"))
         benv["PIWORKFS_MODES_DIR"] = bmodes
-        baseline = (bprog, benv, f"piworkfs@{short}")
+        buenv = dict(benv)
+        benv["PIWORKFS_IO_URING"] = "0"
+        baseline = (bprog, benv, f"piworkfs@{short}", buenv)
     systems = [
         Native("native", backing),
         Fuse("hl-passthrough", backing, m("hl"),
@@ -604,7 +709,7 @@ def main():
     ]
     pairs = []  # (before, after) for the before/after table
     if baseline:
-        bprog, benv, bname = baseline
+        bprog, benv, bname, _ = baseline
         systems.append(Fuse(bname, backing, m("pw-base"),
                             mount(bprog, "build", backing, m("pw-base")), benv, pw=bprog,
                             floor=True))
@@ -612,17 +717,18 @@ def main():
     uring_restore = None
     if not args.no_uring:
         # The same view over FUSE over io_uring, side by side. The kernel offers it only
-        # with the fuse module parameter on: the bench turns it on for its own run (root
-        # only) and restores it at the end; nothing else on the machine asks for it.
-        uring_restore = enable_uring()
+        # with the fuse module parameter on: the bench turns it on (root only) for the
+        # mounts of its io_uring views and restores it as soon as their requests come
+        # through the rings (the kernel reads it at INIT and when the rings register; a
+        # ring in use keeps serving), so other mounts on the machine are not affected.
         systems.append(Fuse(URING, backing, m("pw-uring"),
                             mount(args.piworkfs, "build", "-o", "io_uring", backing,
-                                  m("pw-uring")), env, pw=args.piworkfs, floor=True, uring=True))
+                                  m("pw-uring")), uenv, pw=args.piworkfs, floor=True, uring=True))
         if baseline:
-            bprog, benv, bname = baseline
+            bprog, _, bname, buenv = baseline
             systems.append(Fuse(bname + " io_uring", backing, m("pw-base-uring"),
                                 mount(bprog, "build", "-o", "io_uring", backing,
-                                      m("pw-base-uring")), benv, pw=bprog, floor=True,
+                                      m("pw-base-uring")), buenv, pw=bprog, floor=True,
                                 uring=True))
             pairs.append((bname + " io_uring", URING))
     if args.systems:
@@ -636,17 +742,27 @@ def main():
     requests = {w: {} for w in workloads}  # workload -> piworkfs system -> [(all, sync)]
     cpu = {w: {} for w in workloads}  # workload -> system -> [daemon CPU seconds per run]
     daemon_pids = {}  # system -> the pid whose CPU time is the daemon's
+    transports = {}  # piworkfs system -> its transport, as its status names it
     stale = set()
     failed = {}
     started = []
     try:
         for s in systems:
+            if s.uring and uring_restore is None and not args.no_uring:
+                uring_restore = enable_uring() or ""
             s.start()
             started.append(s)
+        if uring_restore is not None:
+            for s in started:
+                if s.uring:
+                    wait_for_ring(s)
+            restore_uring(uring_restore)
+            uring_restore = None
         # a system that fails (passthrough_ll: EMFILE on large trees) is reported, not fatal
         for s in started:
             if s.pw:
                 daemon_pids[s.name] = pw_daemon_pid(s.pw, s.env, s.root) or s.proc.pid
+                transports[s.name] = pw_transport(s.pw, s.env, s.root)
             elif s.proc:
                 daemon_pids[s.name] = s.proc.pid
 
@@ -669,6 +785,8 @@ def main():
                     d = request_delta(before, pw_requests(s.pw, s.env, s.root))
                     if d:
                         requests[wname].setdefault(s.name, []).append(d)
+                if wname in CLEANUP:
+                    CLEANUP[wname](s.root, tag)  # untimed, uncounted
                 return t
             except Exception as e:  # noqa: BLE001
                 failed[s.name] = f"{wname}: {e}"
@@ -710,6 +828,8 @@ def main():
         stale |= probe_stale(systems, backing, "after the rounds")
         rtt = {n: statistics.median(xs) for n, xs in rtt_runs.items() if xs and n not in failed}
         for s in started:
+            if s.pw:  # once requests came: the ring is in use after the first ones
+                transports[s.name] = pw_transport(s.pw, s.env, s.root) or transports.get(s.name)
             if s.uring:
                 with open(s.root + ".log", errors="replace") as f:
                     if "requests arrive through the ring" not in f.read():
@@ -718,11 +838,13 @@ def main():
         for s in reversed(started):
             s.stop()
         if uring_restore is not None:
-            with open(URING_PARAM, "w") as f:
-                f.write(uring_restore)
+            restore_uring(uring_restore)
 
     names = [s.name for s in systems]
     label = lambda n: n + " (stale)" if n in stale else n  # noqa: E731
+    print()
+    print("Transports: " + ", ".join(f"{n}: {t or 'not said (an older build)'}"
+                                     for n, t in transports.items()))
     width = max([22] + [len(label(n)) + 2 for n in names])
     print()
     print(f"Medians over {args.rounds} interleaved rounds, warm, {args.files}-file tree; ratio to native in brackets"
@@ -759,8 +881,8 @@ def main():
             if not runs or wname not in table or "native" not in table[wname] \
                     or view not in table[wname]:
                 continue
-            total = statistics.median(a for a, _ in runs)
-            sync = statistics.median(b for _, b in runs)
+            total = statistics.median(a for a, _, _ in runs)
+            sync = statistics.median(b for _, b, _ in runs)
             nat = table[wname]["native"]["median_s"]
             floor = nat + sync * r
             table[wname][view].update({"requests": total, "sync_requests": sync, "floor_s": floor})
@@ -784,7 +906,7 @@ def main():
             cell = f"{statistics.median(xs) * 1e3:.0f}"
             runs = requests[wname].get(n)
             if runs:
-                reqs = sum(a for a, _ in runs)
+                reqs = sum(a for a, _, _ in runs)
                 nfiles = workload_files(wname, args.files)
                 per_file = reqs / len(runs) / nfiles
                 # /proc counts clock ticks (10 ms): below 5 ticks in all, no figure.
@@ -796,6 +918,27 @@ def main():
             table[wname].setdefault(n, {})["daemon_cpu_s"] = statistics.median(xs)
             row += f"{cell:>{width}}"
         print(row)
+    # What the requests per file are: by opcode, per view with a floor (median run).
+    print()
+    print("Requests per file by opcode (median run; FORGET and BATCH_FORGET left out: the "
+          "kernel sends them when it likes)")
+    for view in (s.name for s in systems if s.floor):
+        print(f"  {view} ({transports.get(view) or '?'}):")
+        for wname in workloads:
+            runs = requests[wname].get(view)
+            if not runs:
+                continue
+            nfiles = workload_files(wname, args.files)
+            ops = {}
+            for op in sorted({op for _, _, d in runs for op in d}):
+                if op in ("FORGET", "BATCH_FORGET"):
+                    continue
+                per = statistics.median(d.get(op, 0) for _, _, d in runs) / nfiles
+                if per >= 0.005:
+                    ops[op] = per
+            table[wname].setdefault(view, {})["ops_per_file"] = ops
+            print(f"    {wname:<18}" + ", ".join(f"{op} {n:.2f}" for op, n in
+                                               sorted(ops.items(), key=lambda kv: -kv[1])))
     if stale:
         print()
         print("(stale): served a file changed on the backing tree with its old content or size: "
@@ -817,6 +960,7 @@ def main():
             json.dump({"results": table, "switch": sw, "round_trip_s": rtt,
                        "stale": sorted(stale), "failed": failed,
                        "baseline": baseline[2] if baseline else None,
+                       "transports": transports,
                        "before_after": pairs}, f, indent=2)
     if not args.dir:
         print(f"(work directory kept for reruns: --dir {base})")
