@@ -22,14 +22,21 @@ can add a round trip silently:
                                        (devio.c: its max_write is then 1 MiB less a
                                        page, so that the data is still spliced)
   a switch that changes no write bit   no invalidation sent to the kernel
+  ls -lR of a view nothing looked at   per directory an OPENDIR, two READDIRPLUS, a
+  (cold)                               RELEASEDIR and ls's GETXATTRs; per entry only the
+                                       two GETXATTRs, no LOOKUP and no GETATTR
+  create a file (open O_CREAT|O_EXCL,  one LOOKUP (the new name), CREATE, GETXATTR
+  two writes, close, utime: tar x)     (security.capability, first write only), a WRITE
+                                       per write, RELEASE, SETATTR; no FLUSH, no GETATTR
 
 A budget lists the most of each opcode; an opcode it does not list must not be sent at
 all. FORGET and BATCH_FORGET are left out: the kernel sends them when it drops inodes, on
 its own schedule. RELEASE is asynchronous (the caller does not wait for it), so a
 measurement waits for the RELEASEs of the OPENs it counted, with a deadline.
 
-The control mounts with a cache timeout of a microsecond: the same read workloads must
-then exceed their budgets, which proves each budget catches a lost cache.
+The controls mount with a cache timeout of a microsecond: the same read workloads, the cold
+listing and the creates must then exceed their budgets, which proves each budget catches a
+lost cache.
 
 Fixture (made here, committed with git before the mount, mtimes an hour in the past so no
 file is "racily clean" and git status writes nothing):
@@ -303,6 +310,79 @@ class Budgets(harness.MountCase):
             self.assertEqual(f.read(), b"r" * MIB)
         self.assertIn("io_uring: requests arrive through the ring", v.log())
         self.assertEqual(self.status()["transport"]["name"], "io_uring")
+
+    def listing_budget(self):
+        """ls -lR of a view nothing has looked at yet: what the kernel protocol requires per
+        directory (an OPENDIR, its READDIRPLUS calls, a RELEASEDIR, and the GETXATTRs ls asks
+        of it) and per entry only the two GETXATTRs ls asks (the SELinux label, the access
+        ACL), never a LOOKUP or a GETATTR: READDIRPLUS brings every entry's attributes."""
+        entries = dirs = 0
+        for _, ds, fs in os.walk(self.project):
+            ds[:] = [n for n in ds if not n.startswith(".")]
+            entries += len(ds) + sum(not n.startswith(".") for n in fs)
+            dirs += len(ds)
+        dirs += 1  # the top
+        return entries, {"OPENDIR": dirs, "RELEASEDIR": dirs, "READDIRPLUS": 2 * dirs,
+                         "GETXATTR": 2 * entries + dirs + 3, "GETATTR": 2, "ACCESS": 1}
+
+    def test_cold_listing_costs_no_request_per_entry_beyond_its_xattrs(self):
+        v = self.mount("build")
+        # The first OPENDIR: a daemon that declines them (root without allow_other, the
+        # kernel then sends none and no RELEASEDIR) declines it here, outside the count.
+        os.close(os.open(v.path(), os.O_RDONLY | os.O_DIRECTORY))
+        entries, budget = self.listing_budget()
+        d = self.measure(lambda: self.tool(v, ["ls", "-lR", "@"]))
+        self.assertFalse(self.over(d, budget), "cold ls -lR of %d entries: %s over budget %s%s"
+                         % (entries, self.over(d, budget), budget, self.daemon_logs()))
+
+    def create_files(self, v, n, utime=False):
+        """Creates N new files in a new directory of V as an unpack does: open(O_CREAT |
+        O_EXCL), one write, close (and, with UTIME, the mtime set as tar x does)."""
+        d = v.path("m0/new")
+        os.mkdir(d)
+        for i in range(n):
+            f = os.path.join(d, "f%d.c" % i)
+            fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.write(fd, b"int x;\n")
+            os.write(fd, b"int y;\n")  # a second write asks no second GETXATTR
+            os.close(fd)
+            if utime:
+                os.utime(f, (1000000000, 1000000000))
+
+    def test_create_costs_what_the_kernel_protocol_requires_per_file(self):
+        # Per created file: the LOOKUP the kernel sends before CREATE for a name it has not
+        # seen, the CREATE, the GETXATTR of security.capability the kernel asks at an
+        # inode's first write only (HANDLE_KILLPRIV_V2), a WRITE per write, the RELEASE,
+        # and tar's SETATTR of the mtime;
+        # no FLUSH (declined), no GETATTR, nothing else. The directory itself: a LOOKUP
+        # and a MKDIR.
+        n = 40
+        v = self.mount("build")
+        os.listdir(v.path("m0"))
+        d = self.measure(lambda: self.create_files(v, n, utime=True))
+        budget = self.create_budget(n)
+        self.assertFalse(self.over(d, budget), "%d creates: %s over budget %s%s" % (
+            n, self.over(d, budget), budget, self.daemon_logs()))
+        self.assertEqual(d.get("CREATE"), n, d)
+
+    @staticmethod
+    def create_budget(n):
+        return {"LOOKUP": n + 1, "MKDIR": 1, "CREATE": n, "GETXATTR": n, "WRITE": 2 * n,
+                "RELEASE": n, "SETATTR": n}
+
+    def test_control_lost_cache_exceeds_the_listing_and_create_budgets(self):
+        # Entries and attributes cached for a microsecond: a cold listing must then look up
+        # or stat its entries again, and a create look up the new name again at the utime,
+        # so both exceed their budgets: the budgets catch a lost cache.
+        v = self.mount("build", args=["--timeout", "0.000001"])
+        os.close(os.open(v.path(), os.O_RDONLY | os.O_DIRECTORY))
+        entries, budget = self.listing_budget()
+        d = self.measure(lambda: self.tool(v, ["ls", "-lR", "@"]))
+        self.assertTrue(self.over(d, budget), "ls -lR with the cache lost: %s" % d)
+        n = 40
+        d = self.measure(lambda: self.create_files(v, n, utime=True))
+        self.assertTrue(self.over(d, self.create_budget(n)), "creates with the cache lost: %s"
+                        % d)
 
     def test_control_lost_cache_exceeds_every_read_budget(self):
         # Entries and attributes cached for a microsecond: every warm workload below must
