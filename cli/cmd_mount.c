@@ -470,9 +470,11 @@ static int check_fuse_device(void)
  * FUSE over io_uring: -o io_uring and -o no_io_uring cannot both hold. Where neither is
  * given and the kernel does not allow it, the view serves through /dev/fuse, and the mount
  * says so in one line, with what it costs and how to turn it on for good (the daemon says
- * it in its own log; a detached daemon has no stderr). Returns an exit status.
+ * it in its own log; a detached daemon has no stderr); with --json the sentence goes into
+ * the result instead (*RET_WHY, "io_uring_off"), so that `piworkfs run`, which mounts
+ * with --json, does not repeat it at every run. Returns an exit status.
  */
-static int check_uring(const char *fuse_opts, bool foreground)
+static int check_uring(const char *fuse_opts, bool foreground, bool json, char **ret_why)
 {
 	if (has_flag(fuse_opts, "io_uring") && has_flag(fuse_opts, "no_io_uring")) {
 		pw_err("mount", "-o io_uring requires FUSE over io_uring and -o no_io_uring refuses "
@@ -480,9 +482,13 @@ static int check_uring(const char *fuse_opts, bool foreground)
 		return PW_EXIT_USAGE;
 	}
 	char why[600];
-	if (!foreground && pw_fs_uring_choice(fuse_opts) == PW_URING_AUTO &&
-	    pw_fs_uring_probe(why, sizeof(why)) < 0)
+	if (foreground || pw_fs_uring_choice(fuse_opts) != PW_URING_AUTO ||
+	    pw_fs_uring_probe(why, sizeof(why)) == 0)
+		return PW_EXIT_OK;
+	if (!json)
 		fprintf(stderr, "piworkfs: mount: serving through /dev/fuse: %s\n", why);
+	else if (!(*ret_why = strdup(why)))
+		return PW_EXIT_SYSTEM;
 	return PW_EXIT_OK;
 }
 
@@ -786,8 +792,9 @@ int cmd_mount(int argc, char **argv)
 	o.project = p.root;
 	o.mountpoint = mp;
 	r = check_socket(&o);
-	if (!r)
-		r = check_uring(fopts, o.foreground); /* last: its line says the mount goes ahead */
+	_cleanup_free_ char *uring_off = NULL;
+	if (!r) /* last: its line says the mount goes ahead */
+		r = check_uring(fopts, o.foreground, json, &uring_off);
 	if (r)
 		return r;
 	o.fuse_opts = fopts;
@@ -837,8 +844,8 @@ int cmd_mount(int argc, char **argv)
 		return PW_EXIT_SYSTEM;
 	}
 	if (json) {
-		json_t *j = json_pack("{s:s, s:s, s:s, s:i}", "project", p.root, "mountpoint", mp,
-				      "mode", mode, "pid", (int)pid);
+		json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:s?}", "project", p.root, "mountpoint",
+				      mp, "mode", mode, "pid", (int)pid, "io_uring_off", uring_off);
 		return pw_print_json(j) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
 	}
 	printf("Mounted %s on %s in mode %s.\n", p.root, mp, mode);

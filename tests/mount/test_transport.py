@@ -146,6 +146,16 @@ class Transport(harness.MountCase):
         self.assertIn("enable_uring=1", lines[0])  # how to turn it on for good
         self.assertIn("echo 1 > " + PARAM, lines[0])  # and now
         self.assertIn("twice", lines[0])  # what it costs
+        # With --json (piworkfs run mounts so) the sentence is in the result, not on stderr.
+        mp = self.mkdir("mnt-json")
+        p = self.run_pw("mount", "--json", "--state-db", self.state_db, "--mode", "build",
+                        self.project, mp)
+        if harness.is_view_mounted(mp):
+            self.addCleanup(self.run_pw, "umount", mp)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("io_uring", p.stderr)
+        self.assertIn("FUSE over io_uring is off in the kernel",
+                      json.loads(p.stdout)["io_uring_off"])
         # In the foreground the daemon's own log has the line, once.
         v = self.mount("build")
         self.assertEqual(v.log().count("serving through /dev/fuse: FUSE over io_uring is off"),
