@@ -305,6 +305,40 @@ class Offline(Base):
         rc, out, err = self.run_pw("allowed", "--mode", "design", "-C", DEMO, "--json")
         self.assertIn("docs/design/", [r["pattern"] for r in json.loads(out)["rules"]])
 
+    def test_file_names_short_in_text_absolute_in_json_as_docs_json_says(self):
+        # Item 17: text named modes/build.md, JSON the full path; say which, consistently.
+        proj = os.path.join(self.tmp, "proj")
+        shutil.copytree(DEMO, proj, symlinks=True)
+        proj = os.path.realpath(proj)
+        os.makedirs(os.path.join(proj, ".piworkfs", "modes"), exist_ok=True)
+        with open(os.path.join(proj, ".piworkfs", "modes", "tidy.md"), "w") as f:
+            f.write("---\nname: tidy\ndescription: Tidy\nwrites:\n  allow: [src/**]\n"
+                    "protect: true\n---\nTidy.\n")
+        with open(os.path.join(proj, ".piworkfs", "modes", "bad.md"), "w") as f:
+            f.write("---\nname: bad\ndescription: [x\n---\n")
+        rc, out, err = self.run_pw("modes", "-C", proj)
+        self.assertRegex(out, r"(?m)^build +bundled +modes/build\.md ")
+        self.assertRegex(out, r"(?m)^tidy +project +\.piworkfs/modes/tidy\.md ")
+        bad = os.path.join(proj, ".piworkfs", "modes", "bad.md")
+        self.assertRegex(out + err, r"(?m)^ *%s:\d+:\d+: error: " % re.escape(bad))
+        rc, out, err = self.run_pw("modes", "-C", proj, "--json")
+        j = json.loads(out)
+        files = {m["name"]: m["file"] for m in j["modes"]}
+        self.assertEqual(files["build"], os.path.join(os.path.realpath(MODES_DIR), "build.md"))
+        self.assertEqual(files["tidy"], os.path.join(proj, ".piworkfs", "modes", "tidy.md"))
+        self.assertIn(bad, [w["file"] for w in j["warnings"]])
+        rc, out, err = self.run_pw("check", "--mode", "build", "-C", proj, "src/main.c")
+        self.assertIn("modes/build.md:6", out)
+        self.assertNotIn(os.path.realpath(MODES_DIR), out)
+        rc, out, err = self.run_pw("check", "--mode", "build", "-C", proj, "src/main.c",
+                                   "--json")
+        self.assertEqual(json.loads(out)[0]["rule"]["file"], files["build"])
+        with open(os.path.join(test_cli.SOURCE, "docs", "JSON.md")) as f:
+            doc = " ".join(f.read().split())
+        for said in ("JSON always gives a file as its absolute real path",
+                     "A diagnostic is the one exception"):
+            self.assertTrue(said in doc, "docs/JSON.md does not say: " + said)
+
     def test_builtin_protected_paths_are_spelt_alike(self):
         # Item 17: "/.piworkfs" had a leading slash, ".git/hooks" none.
         rc, out, err = self.run_pw("allowed", "--mode", "build", "-C", DEMO)
