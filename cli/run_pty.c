@@ -271,8 +271,8 @@ static void receive_master(pw_run_pty *p)
 	close_fd(&p->sock); /* EOF: bwrap ended before the launcher ran */
 }
 
-/* bwrap's own messages (its stderr stood in for the person's terminal), shown there: with
- * CR before LF once the terminal is raw. */
+/* bwrap's own messages (its stderr stood in for the person's terminal), shown on our
+ * stderr: with CR before LF once the terminal is raw. */
 static bool relay_bwrap_err(pw_run_pty *p)
 {
 	char buf[4096];
@@ -292,6 +292,10 @@ static bool relay_bwrap_err(pw_run_pty *p)
 			(void)!write(STDERR_FILENO, "\r\n", 2);
 		from = i + 1;
 	}
+	/* Whatever bwrap's processes write here passes the consent bar's hook as the pty's
+	 * output does: a question open on the bottom row is drawn again over it. */
+	if (p->on_output)
+		p->on_output(p, buf, 0);
 	return true;
 }
 

@@ -306,6 +306,23 @@ class Terminal_(PtyTest):
         self.assertNotIn(b"\0", shown)
         self.assertNotIn(b"^@", shown)
 
+    def test_bwraps_own_error_reaches_the_terminal(self):
+        # bwrap never holds the person's terminal: its stderr is a pipe run shows there.
+        fake = os.path.join(self.tmp, "fakebin")
+        os.mkdir(fake)
+        with open(os.path.join(fake, "bwrap"), "w") as f:
+            f.write('#!/bin/sh\n[ "$1" = --help ] && exec bwrap-real --help\n'
+                    '[ -t 2 ] && echo "bwrap: stderr is a terminal" >&2\n'
+                    'echo "bwrap: cannot do that: Operation not permitted" >&2\nexit 1\n')
+        os.chmod(os.path.join(fake, "bwrap"), 0o755)
+        os.symlink(shutil.which("bwrap"), os.path.join(fake, "bwrap-real"))
+        env = dict(self.env, PATH=fake + ":" + self.env["PATH"])
+        t = self.start(["true"], env=env)
+        t.expect(b"bwrap: cannot do that: Operation not permitted")
+        self.assertEqual(t.wait(), 1)
+        self.assertNotIn(b"stderr is a terminal", t.buf)
+        self.assert_restored(t)
+
     def test_exit_status_passes_through_and_the_terminal_is_restored(self):
         t = self.start(["sh", "-c", "echo started; exit 7"])
         t.expect(b"started")
