@@ -19,14 +19,19 @@
  *           $PIWORKFS_OPENCODE set and empty turns it off.
  *   gemini  the MCP server in a per-run settings file named by
  *           $GEMINI_CLI_SYSTEM_DEFAULTS_PATH, the lowest of Gemini CLI's settings layers:
- *           its mcpServers are merged with the person's own. Not wired when the person set
- *           that variable. The file is removed when the run ends (pw_agent_wire_done).
+ *           its mcpServers are merged with the person's own. Gemini CLI 0.61 reads that
+ *           file only when root owns it and every directory above it, none writable by
+ *           group or others (else it warns and skips it): so the file is made in /run, and
+ *           only when run runs as root; for anyone else run says so and wires nothing
+ *           (integrations/README.md gives the settings snippet). Not wired when the person
+ *           set that variable. The file is removed when the run ends (pw_agent_wire_done).
  *           $PIWORKFS_GEMINI set and empty turns it off.
  *
  * The piworkfs inside the sandbox is this very program (/proc/self/exe): the host is bound
  * in the sandbox, and the hook and the server then find the run's agent socket through
  * $PIWORKFS_SOCKET.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -250,19 +255,30 @@ static char *gemini_file; /* the per-run settings file, removed at the end */
 
 static void wire_gemini(const char *exe)
 {
-	char path[] = "/tmp/piworkfs-gemini-XXXXXX.json";
+	/* Not /tmp: Gemini CLI skips a system settings file under a directory that others
+	 * may write. /run is root's, 0755. */
+	char path[] = "/run/piworkfs-gemini-XXXXXX.json";
 	json_t *cfg;
 	char *s;
 	int fd;
 
 	if (getenv("GEMINI_CLI_SYSTEM_DEFAULTS_PATH"))
 		return; /* the person's own defaults: never replaced */
+	if (geteuid() != 0) {
+		fprintf(stderr, "piworkfs: run: Gemini CLI reads a per-run settings file only when "
+				"root owns it: piworkfs mcp is not wired for this run (add it to "
+				"~/.gemini/settings.json, see integrations/README.md)\n");
+		return;
+	}
 	cfg = json_pack("{s:{s:{s:s,s:[s],s:b}}}", "mcpServers", "piworkfs", "command", exe, "args",
 			"mcp", "trust", 1);
 	s = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
 	json_decref(cfg);
 	fd = s ? mkostemps(path, 5, O_CLOEXEC) : -1;
 	if (fd < 0) {
+		if (s)
+			fprintf(stderr, "piworkfs: run: %s: %s: piworkfs mcp is not wired for "
+					"Gemini CLI in this run\n", path, strerror(errno));
 		free(s);
 		return;
 	}
