@@ -17,9 +17,11 @@
  *           `piworkfs hook opencode`) in $OPENCODE_CONFIG_CONTENT, which opencode merges
  *           over its config files; the person's own value of it is kept and extended.
  *           $PIWORKFS_OPENCODE set and empty turns it off.
- *   gemini  the MCP server in a per-run settings file named by
+ *   gemini  the MCP server and the hooks (`piworkfs hook gemini`: SessionStart,
+ *           BeforeAgent, BeforeTool, AfterTool) in a per-run settings file named by
  *           $GEMINI_CLI_SYSTEM_DEFAULTS_PATH, the lowest of Gemini CLI's settings layers:
- *           its mcpServers are merged with the person's own. Gemini CLI 0.61 reads that
+ *           its mcpServers and hooks are merged with the person's own (Gemini runs hooks
+ *           only in a folder the person trusts). Gemini CLI 0.61 reads that
  *           file only when root owns it and every directory above it, none writable by
  *           group or others (else it warns and skips it): so the file is made in /run, and
  *           only when run runs as root; for anyone else run says so and wires nothing
@@ -253,6 +255,30 @@ static void wire_opencode(const char *exe)
 
 static char *gemini_file; /* the per-run settings file, removed at the end */
 
+/* The tools whose calls `piworkfs hook gemini` checks before and explains after. */
+#define GEMINI_TOOLS "write_file|replace|run_shell_command"
+
+/* The server (trusted: its tools run without a prompt; none can loosen the mode) and one
+ * command hook per event (Gemini's timeouts are in milliseconds). */
+static json_t *gemini_settings(const char *exe)
+{
+	_cleanup_free_ char *q = sh_quote(exe), *cmd = NULL;
+	json_t *hook, *tools, *s;
+
+	if (!q || asprintf(&cmd, "%s hook gemini", q) < 0)
+		return NULL;
+	hook = json_pack("[{s:[{s:s,s:s,s:s,s:i}]}]", "hooks", "type", "command", "name",
+			 "piworkfs", "command", cmd, "timeout", 30000);
+	tools = json_pack("[{s:s,s:[{s:s,s:s,s:s,s:i}]}]", "matcher", GEMINI_TOOLS, "hooks", "type",
+			  "command", "name", "piworkfs", "command", cmd, "timeout", 30000);
+	s = json_pack("{s:{s:{s:s,s:[s],s:b}},s:{s:O,s:O,s:O,s:O}}", "mcpServers", "piworkfs",
+		      "command", exe, "args", "mcp", "trust", 1, "hooks", "SessionStart", hook,
+		      "BeforeAgent", hook, "BeforeTool", tools, "AfterTool", tools);
+	json_decref(hook);
+	json_decref(tools);
+	return s;
+}
+
 static void wire_gemini(const char *exe)
 {
 	/* Not /tmp: Gemini CLI skips a system settings file under a directory that others
@@ -270,15 +296,16 @@ static void wire_gemini(const char *exe)
 				"~/.gemini/settings.json, see integrations/README.md)\n");
 		return;
 	}
-	cfg = json_pack("{s:{s:{s:s,s:[s],s:b}}}", "mcpServers", "piworkfs", "command", exe, "args",
-			"mcp", "trust", 1);
+	cfg = gemini_settings(exe);
 	s = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
 	json_decref(cfg);
 	fd = s ? mkostemps(path, 5, O_CLOEXEC) : -1;
 	if (fd < 0) {
 		if (s)
-			fprintf(stderr, "piworkfs: run: %s: %s: piworkfs mcp is not wired for "
-					"Gemini CLI in this run\n", path, strerror(errno));
+			fprintf(stderr,
+				"piworkfs: run: %s: %s: piworkfs mcp is not wired for "
+				"Gemini CLI in this run\n",
+				path, strerror(errno));
 		free(s);
 		return;
 	}

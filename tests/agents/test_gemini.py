@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: MIT
 """End to end: a real Gemini CLI (pinned in tests/agents/package-lock.json) inside
-`piworkfs run`, which wires the MCP server (`piworkfs mcp`) in a per-run settings file
-($GEMINI_CLI_SYSTEM_DEFAULTS_PATH), driven by a scripted Gemini API model
-(gemini_server.py) on 127.0.0.1, in a view the test mounts.
+`piworkfs run`, which wires the MCP server (`piworkfs mcp`) and the hooks
+(`piworkfs hook gemini`) in a per-run settings file ($GEMINI_CLI_SYSTEM_DEFAULTS_PATH, in
+/run: Gemini reads it only when root owns it and every directory above it), driven by a
+scripted Gemini API model (gemini_server.py) on 127.0.0.1, in a view the test mounts.
+Every assertion reads what the model received (the recorded request bodies) and the
+view's own counters.
 
 Gemini CLI runs offline here: an API key in the environment, GOOGLE_GEMINI_BASE_URL at the
 scripted model, the API-key auth selected in a private home's settings (the person's own
@@ -75,6 +78,19 @@ class GeminiCase(harness.MountCase):
         return [harness.PIWORKFS, "run", "--project", self.project, "--", "gemini", "-p",
                 prompt, "-m", MODEL, "--approval-mode", "yolo"]
 
+    def gemini(self, prompt, model):
+        """`piworkfs run -- gemini -p PROMPT` without a terminal; asserts it ran."""
+        p = subprocess.run(self.argv(prompt), cwd=self.project, env=self.env,
+                           capture_output=True, text=True, timeout=DEADLINE,
+                           stdin=subprocess.DEVNULL)
+        self.dump(model)
+        self.assertEqual(p.returncode, 0, "gemini exited %d\nstdout: %s\nstderr: %s%s" %
+                         (p.returncode, p.stdout, p.stderr, self.daemon_logs()))
+        self.assertNotIn("Skipping system defaults", p.stderr)
+        self.assertEqual(model.errors, [])
+        self.assertTrue(model.requests, "Gemini CLI never asked the model")
+        return p
+
     def dump(self, model):
         d = os.environ.get("AGENTS_TEST_DUMP")  # a directory: keep the requests
         if d:
@@ -108,33 +124,55 @@ class TestDesign(GeminiCase):
             [("mcp_piworkfs_piworkfs_check", {"paths": ["src/hack.c"]})],
             "done.",
         ])
-        p = subprocess.run(self.argv("Add src/hack.c."), cwd=self.project, env=self.env,
-                           capture_output=True, text=True, timeout=DEADLINE,
-                           stdin=subprocess.DEVNULL)
-        self.dump(model)
-        self.assertEqual(p.returncode, 0, "gemini exited %d\nstdout: %s\nstderr: %s%s" %
-                         (p.returncode, p.stdout, p.stderr, self.daemon_logs()))
-        self.assertNotIn("Skipping system defaults", p.stderr)
-        self.assertEqual(model.errors, [])
+        p = self.gemini("Add src/hack.c.", model)
         self.assertEqual(len(model.requests), 4, p.stderr)
-        # The mode and what it may write, in every request: piworkfs_status's description
-        # (with the active mode) is in Gemini CLI's function declarations.
+        # The mode and what it may write, in every request: the section and announcement
+        # from the SessionStart and BeforeAgent hooks, and piworkfs_status's description
+        # (with the active mode) in Gemini CLI's function declarations.
         want = design_announcement(policy)
         for r in model.requests:
+            text = all_text(r)
+            self.assertEqual(text.count("# piworkfs mode: design"), 1, "no mode section")
+            self.assertIn("<hook_context>" + want + "</hook_context>", text)
             status = declarations(r).get("mcp_piworkfs_piworkfs_status")
             self.assertTrue(status, "no piworkfs tools in a request")
             self.assertIn("Now: " + want, status["description"])
         res = self.responses(model)
-        # The write tool's own result stays bare (no hook): the view refused it.
-        self.assertIn("Permission denied", res["call_0_0"])
-        self.assertIn("Permission denied", res["call_1_0"])
-        self.assertFalse(os.path.exists(hack))
-        self.assertFalse(os.path.exists(os.path.join(self.project, "src", "from_shell.c")))
-        # piworkfs_check explains it: mode, rule, what is writable, the mode to ask for.
+        # The refused write: stopped before it ran (BeforeTool), with mode, rule and what
+        # is writable.
+        self.assertIn("Tool execution blocked: [piworkfs] Refused: write src/hack.c (EACCES) "
+                      "in design mode, because no allow rule of design matches it. Writable "
+                      "in design: docs/design/**.", res["call_0_0"])
+        self.assertIn("piworkfs_request_mode with mode build", res["call_0_0"])
+        self.assertIn("outside Gemini CLI", res["call_0_0"])
+        # The shell command certain to be refused never ran.
+        self.assertIn("Tool execution blocked: [piworkfs] The command was not run",
+                      res["call_1_0"])
+        self.assertIn("Refused: write src/from_shell.c", res["call_1_0"])
+        # piworkfs_check (MCP) explains a path the same way.
         self.assertIn("[piworkfs] Refused: write src/hack.c (EACCES) in design mode, because "
                       "no allow rule of design matches it. Writable in design: ",
                       res["call_2_0"])
-        self.assertIn("piworkfs_request_mode with mode build", res["call_2_0"])
+        # Neither reached the file system: no file, and the view denied nothing.
+        self.assertFalse(os.path.exists(hack))
+        self.assertFalse(os.path.exists(os.path.join(self.project, "src", "from_shell.c")))
+        self.assertEqual(self.status(v)["denied"], 0, "the view saw an attempt")
+
+    def test_a_refusal_the_preflight_cannot_foresee_is_explained_after(self):
+        self.mount("design")
+        model = self.start_model([
+            [("run_shell_command", {"command": "python3 -c \"open('src/py.c', 'w')\"",
+                                    "description": "write"})],
+            "done.",
+        ])
+        self.gemini("Add src/py.c.", model)
+        out = self.responses(model)["call_0_0"]
+        # It ran (the pre-flight is not certain about python), the view refused it, and
+        # AfterTool added the reason to the shell's own error.
+        self.assertIn("Permission denied", out)
+        self.assertIn("<hook_context>[piworkfs] Refused: write src/py.c (EACCES) in design "
+                      "mode", out)
+        self.assertFalse(os.path.exists(os.path.join(self.project, "src", "py.c")))
 
 
 class TestRequestMode(GeminiCase):
