@@ -13,9 +13,9 @@ step of the script: a string (the model's text) or a list of function calls
 Nothing here reaches beyond the loopback interface.
 """
 
-import http.server
 import json
-import threading
+
+import scripted_http
 
 
 def parts_of(req):
@@ -80,107 +80,59 @@ SIDE_ANSWER = {"next_speaker": "user", "reasoning": "the scripted turn is over",
                "complexity_score": 10, "complexity_reasoning": "scripted"}
 
 
-class ScriptedModel:
+class GeminiHandler(scripted_http.Handler):
+    def do_GET(self):
+        self.model.error("unexpected GET %s" % self.path)
+        self.send_error(404)
+
+    def do_POST(self):
+        got = self.read_json()
+        if not got:
+            return
+        raw, req = got
+        if ":countTokens" in self.path:
+            self.send_json({"totalTokens": max(1, len(raw) // 4)})
+            return
+        stream = ":streamGenerateContent" in self.path
+        turn = bool(req.get("tools")) and stream
+        index = self.model.record(req, turn, self.path)
+        if turn:
+            parts = self._parts(index, self.model.answer(index, req))
+        else:
+            parts = [{"text": json.dumps(SIDE_ANSWER)}]
+        resp = {"candidates": [{"content": {"role": "model", "parts": parts},
+                                "finishReason": "STOP", "index": 0}],
+                "usageMetadata": {"promptTokenCount": max(1, len(raw) // 4),
+                                  "candidatesTokenCount": 5,
+                                  "totalTokenCount": max(1, len(raw) // 4) + 5},
+                "modelVersion": req.get("model", "scripted"),
+                "responseId": "resp_%d" % index}
+        if stream:
+            self._sse(resp)
+        else:
+            self.send_json(resp)
+
+    def _parts(self, index, answer):
+        if isinstance(answer, str):
+            return [{"text": answer}]
+        return [{"functionCall": {"id": "call_%d_%d" % (index, i), "name": name,
+                                  "args": args}}
+                for i, (name, args) in enumerate(answer)]
+
+    def _sse(self, obj):
+        self.start_events()
+        self.wfile.write(("data: %s\r\n\r\n" % json.dumps(obj)).encode())
+        self.wfile.flush()
+
+
+class ScriptedModel(scripted_http.ScriptedServer):
+    handler = GeminiHandler
+
     def __init__(self, steps):
-        self.steps = list(steps)
-        self.requests = []
-        self.all_requests = []
-        self.paths = []
-        self.errors = []
-        self.lock = threading.Lock()
-        model = self
+        super().__init__(steps)
+        self.paths = []  # the path of every POST, paths[i] that of all_requests[i]
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                model._error("unexpected GET %s" % self.path)
-                self.send_error(404)
-
-            def do_POST(self):
-                n = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(n)
-                try:
-                    req = json.loads(raw)
-                except ValueError as e:
-                    model._error("request is not JSON: %s" % e)
-                    self.send_error(400)
-                    return
-                if ":countTokens" in self.path:
-                    self._json({"totalTokens": max(1, len(raw) // 4)})
-                    return
-                stream = ":streamGenerateContent" in self.path
-                with model.lock:
-                    model.all_requests.append(req)
-                    model.paths.append(self.path)
-                    main = bool(req.get("tools")) and stream
-                    index = len(model.requests)
-                    if main:
-                        model.requests.append(req)
-                if main:
-                    step = model.steps[index] if index < len(model.steps) else "done."
-                    try:
-                        answer = step(index, req) if callable(step) else step
-                    except Exception as e:  # the test reads model.errors
-                        model._error("step %d raised %r" % (index, e))
-                        answer = "the scripted step failed"
-                    parts = self._parts(index, answer)
-                else:
-                    parts = [{"text": json.dumps(SIDE_ANSWER)}]
-                resp = {"candidates": [{"content": {"role": "model", "parts": parts},
-                                        "finishReason": "STOP", "index": 0}],
-                        "usageMetadata": {"promptTokenCount": max(1, len(raw) // 4),
-                                          "candidatesTokenCount": 5,
-                                          "totalTokenCount": max(1, len(raw) // 4) + 5},
-                        "modelVersion": req.get("model", "scripted"),
-                        "responseId": "resp_%d" % index}
-                if stream:
-                    self._sse(resp)
-                else:
-                    self._json(resp)
-
-            def _parts(self, index, answer):
-                if isinstance(answer, str):
-                    return [{"text": answer}]
-                return [{"functionCall": {"id": "call_%d_%d" % (index, i), "name": name,
-                                          "args": args}}
-                        for i, (name, args) in enumerate(answer)]
-
-            def _json(self, obj):
-                body = json.dumps(obj).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def _sse(self, obj):
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                self.wfile.write(("data: %s\r\n\r\n" % json.dumps(obj)).encode())
-                self.wfile.flush()
-                self.close_connection = True
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.base_url = "http://127.0.0.1:%d" % self.port
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def _error(self, msg):
+    def record(self, req, turn, path=""):
         with self.lock:
-            self.errors.append(msg)
-
-    def start(self):
-        self.thread.start()
-        return self
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
+            self.paths.append(path)
+            return super().record(req, turn)
