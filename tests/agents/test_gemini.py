@@ -19,14 +19,11 @@ import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(SOURCE, "tests", "mount"))
-sys.path.insert(0, os.path.join(SOURCE, "tests", "run"))
 sys.path.insert(0, HERE)
 
-import harness  # noqa: E402
+from agent_case import DEADLINE, AgentCase, answer_consent, design_announcement  # noqa: E402
+import harness  # noqa: E402  (agent_case put tests/mount on the path)
 from gemini_server import ScriptedModel, all_text, declarations, function_responses  # noqa: E402
-from test_claude import DEADLINE, answer_consent, design_announcement  # noqa: E402
 
 GEMINI = os.path.join(HERE, "node_modules", "@google", "gemini-cli", "bundle", "gemini.js")
 MODEL = "gemini-2.5-flash"
@@ -47,32 +44,21 @@ NOT_ROOT = ("piworkfs run wires Gemini CLI only as root (Gemini reads a per-run 
 
 
 @unittest.skipUnless(os.geteuid() == 0, NOT_ROOT)
-class GeminiCase(harness.MountCase):
-    deadline = 280
+class GeminiCase(AgentCase):
+    client, client_label, client_path = "gemini", "Gemini CLI", GEMINI
 
     def setUp(self):
         super().setUp()
-        self.assertTrue(os.path.exists(GEMINI), "Gemini CLI is missing at %s: run "
-                        "scripts/setup (npm ci in tests/agents)" % GEMINI)
-        os.makedirs(os.path.join(self.tmp, "state"))
-        self.state_db = os.path.join(self.tmp, "state", "state.db")
-        self.bin = os.path.join(self.tmp, "bin")
-        os.makedirs(self.bin)
-        os.symlink(GEMINI, os.path.join(self.bin, "gemini"))
         gemini_home = os.path.join(self.env["HOME"], ".gemini")
         os.makedirs(gemini_home)
         with open(os.path.join(gemini_home, "settings.json"), "w") as f:
             json.dump(SETTINGS, f)
         self.env.update({
-            "PIWORKFS_STATE_DB": self.state_db,
-            "PATH": self.bin + ":" + self.env["PATH"],
             "GEMINI_API_KEY": "dummy",
             "GEMINI_CLI_TRUST_WORKSPACE": "true",
             # One process: the CLI otherwise starts itself again with a larger heap.
             "GEMINI_CLI_NO_RELAUNCH": "true",
-            "TERM": "xterm",
         })
-        self.env.pop("PIWORKFS_SOCKET", None)
         self.env.pop("GEMINI_CLI_SYSTEM_DEFAULTS_PATH", None)
 
     def start_model(self, steps):
@@ -90,7 +76,7 @@ class GeminiCase(harness.MountCase):
         p = subprocess.run(self.argv(prompt), cwd=self.project, env=self.env,
                            capture_output=True, text=True, timeout=DEADLINE,
                            stdin=subprocess.DEVNULL)
-        self.dump(model)
+        self.dump({"paths": model.paths, "requests": model.all_requests})
         self.assertEqual(p.returncode, 0, "gemini exited %d\nstdout: %s\nstderr: %s%s" %
                          (p.returncode, p.stdout, p.stderr, self.daemon_logs()))
         self.assertNotIn("Skipping system defaults", p.stderr)
@@ -98,26 +84,11 @@ class GeminiCase(harness.MountCase):
         self.assertTrue(model.requests, "Gemini CLI never asked the model")
         return p
 
-    def dump(self, model):
-        d = os.environ.get("AGENTS_TEST_DUMP")  # a directory: keep the requests
-        if d:
-            with open(os.path.join(d, "gemini-%s.json" % self.id().rsplit(".", 1)[1]),
-                      "w") as f:
-                json.dump({"paths": model.paths, "requests": model.all_requests}, f, indent=1)
-
     def responses(self, model):
         out = {}
         for r in model.requests:
             out.update(function_responses(r))
         return out
-
-    def status(self, v):
-        c = harness.RpcClient(self.socket_path(v))
-        try:
-            return c.call("status")
-        finally:
-            c.close()
-
 
 class TestDesign(GeminiCase):
     def test_design_mode_end_to_end(self):
@@ -197,7 +168,7 @@ class TestRequestMode(GeminiCase):
         t.expect("the agent asks to switch design \u2192 build", deadline=DEADLINE)
         answer_consent(t, allow=True)
         self.assertEqual(t.wait(DEADLINE), 0, t.buf[-3000:])
-        self.dump(model)
+        self.dump({"paths": model.paths, "requests": model.all_requests})
         self.assertEqual(model.errors, [])
         answer = self.responses(model)["call_0_0"]
         self.assertIn("Approved: the mode is now build.", answer)
