@@ -253,37 +253,7 @@ void pw_creds_leave(pw_creds_saved *saved);
 /* Whether this thread acts with a caller's credentials now; when not, it has the daemon's. */
 bool pw_creds_switched(void);
 
-/* check.c: the one decision point and the one denial function. */
-pw_policy *pw_fs_policy_get(pw_fs *fs, uint64_t *ret_gen);
-/* Decides a mutation OP on the node N (all its names) or on NAME in PARENT when N is NULL.
- * Returns 0 if allowed, else the negative errno after recording the denial. */
-int pw_check_node(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *n);
-/* The same, with FD (the open backing file, or -1) for the link count and PATH2 (the other
- * name of a link, or NULL) for the audit event. */
-int pw_check_node_ex(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *n, int fd,
-		     const char *path2);
-int pw_check_child(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *parent, const char *name,
-		   bool is_dir);
-/* Decides OP on both NAME in PARENT and NEWNAME in NP (rename, link); the audit event
- * carries both paths. */
-int pw_check_two(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *parent, const char *name,
-		 pw_inode *np, const char *newname, bool is_dir);
-/* May the directory NAME in PARENT move as a whole (rename of a tree; see
- * pw_policy_may_write_tree)? Returns 0, or the negative errno after recording the denial. */
-int pw_check_tree(pw_fs *fs, fuse_req_t req, pw_inode *parent, const char *name);
-/* Is the node hidden under the active policy? Checked again on open and getattr: an entry
- * the kernel cached just before a switch must not keep the hidden object reachable. */
-bool pw_node_hidden(pw_fs *fs, pw_inode *n);
-/* Has the active policy any hide rule at all? */
-bool pw_fs_hides(pw_fs *fs);
-bool pw_hidden_child(pw_fs *fs, pw_inode *parent, const char *name, bool is_dir);
-/* Does NAME exist in PARENT (open as PFD) as an object the policy hides? Creating over a
- * hidden name must answer ENOENT, as if it were not there, never EEXIST or EISDIR. */
-bool pw_hidden_existing(pw_fs *fs, pw_inode *parent, int pfd, const char *name);
-void pw_remember_hidden_neg(pw_fs *fs, fuse_ino_t parent, const char *name);
-/* Clears write bits from ST when N may not be written under the active policy. */
-void pw_truthful_attr(pw_fs *fs, pw_inode *n, struct stat *st);
-void pw_truthful_attr_child(pw_fs *fs, pw_inode *parent, const char *name, struct stat *st);
+/* check.c: the one decision point and the one denial function: check.h. */
 
 /* ops_xattr.c: an attribute of N changed (through the view or outside it). */
 void pw_xattr_changed(pw_inode *n);

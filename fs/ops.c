@@ -132,10 +132,12 @@ static int check_special(pw_fs *fs, int pfd, const char *name, const struct stat
 	return 0;
 }
 
-/* Looks up NAME in PARENT and answers with an entry (learning the node) or an error. */
-int pw_do_lookup(pw_fs *fs, pw_inode *parent, int dirfd, const char *name,
-		 struct fuse_entry_param *e)
+/* Looks up R's name and answers with an entry (learning the node) or an error. */
+int pw_do_lookup(pw_req *r, int dirfd, struct fuse_entry_param *e)
 {
+	pw_fs *fs = r->fs;
+	pw_inode *parent = r->parent;
+	const char *name = r->name;
 	_cleanup_close_ int own = dirfd >= 0 ? -1 : pw_open_node(fs, parent, O_PATH);
 	if (dirfd < 0 && own < 0)
 		return own;
@@ -143,16 +145,16 @@ int pw_do_lookup(pw_fs *fs, pw_inode *parent, int dirfd, const char *name,
 	struct stat st;
 	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return negative_errno();
-	if (pw_hidden_child(fs, parent, name, S_ISDIR(st.st_mode)))
+	if (pw_hidden_child(r, S_ISDIR(st.st_mode)))
 		return PW_LOOKUP_HIDDEN;
 	bool uncached;
-	int r = check_special(fs, pfd, name, &st, &uncached);
-	if (r < 0)
-		return r;
+	int err = check_special(fs, pfd, name, &st, &uncached);
+	if (err < 0)
+		return err;
 	pw_inode *n = pw_inode_learn(fs, parent, name, &st, NULL);
 	if (!n)
 		return -ENOMEM;
-	pw_truthful_attr_child(fs, parent, name, &st);
+	pw_truthful_attr_child(r, &st);
 	pw_fill_entry(fs, e, n, &st);
 	e->entry_timeout = uncached ? 0 : pw_entry_timeout_in(fs, pfd);
 	return 0;
@@ -160,31 +162,40 @@ int pw_do_lookup(pw_fs *fs, pw_inode *parent, int dirfd, const char *name,
 
 static void op_lookup(fuse_req_t req, fuse_ino_t parent_ino, const char *name)
 {
-	PW_REQ_BEGIN(req);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
 	pw_inode *parent = pw_inode_get(fs, parent_ino);
-	if (strlen(name) > PW_NAME_MAX)
-		PW_REPLY_ERR(req, ENAMETOOLONG);
-	if (!pw_name_valid(name))
-		PW_REPLY_ERR(req, ENOENT);
+	pw_req_name(&r, parent, name);
+	if (strlen(name) > PW_NAME_MAX) {
+		pw_req_reply_err(&r, ENAMETOOLONG);
+		return;
+	}
+	if (!pw_name_valid(name)) {
+		pw_req_reply_err(&r, ENOENT);
+		return;
+	}
 	struct fuse_entry_param e;
 	pthread_rwlock_rdlock(&fs->lookup_gate);
-	int r = pw_do_lookup(fs, parent, -1, name, &e);
-	if (r == -ENOENT || r == PW_LOOKUP_HIDDEN) {
+	int err = pw_do_lookup(&r, -1, &e);
+	if (err == -ENOENT || err == PW_LOOKUP_HIDDEN) {
 		/* A hidden name that exists is remembered, so a switch that unhides it can drop
 		 * the negative entry the kernel caches now. */
-		if (r == PW_LOOKUP_HIDDEN)
+		if (err == PW_LOOKUP_HIDDEN)
 			pw_remember_hidden_neg(fs, parent_ino, name);
 		double timeout = pw_entry_timeout_of(fs, parent);
-		PW_CREDS_LEAVE();
+		pw_req_leave(&r);
 		pw_reply_negative(fs, req, timeout);
 		pthread_rwlock_unlock(&fs->lookup_gate);
 		return;
 	}
-	if (r < 0) {
+	if (err < 0) {
 		pthread_rwlock_unlock(&fs->lookup_gate);
-		PW_REPLY_ERR(req, -r);
+		pw_req_reply_err(&r, -err);
+		return;
 	}
-	PW_CREDS_LEAVE();
+	pw_req_leave(&r);
 	if (fuse_reply_entry(req, &e) == -ENOENT) /* interrupted: no reference taken */
 		pw_inode_forget(fs, pw_inode_get(fs, e.ino), 1);
 	pthread_rwlock_unlock(&fs->lookup_gate);
@@ -218,22 +229,29 @@ static int stat_open_handle(pw_fs *fs, pw_inode *n, struct stat *st)
 
 static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	PW_REQ_BEGIN(req);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
 	pw_inode *n = pw_inode_get(fs, ino);
-	if (pw_node_hidden(fs, n))
-		PW_REPLY_ERR(req, ENOENT);
+	if (pw_node_hidden(&r, n)) {
+		pw_req_reply_err(&r, ENOENT);
+		return;
+	}
 	struct stat st;
-	int r;
+	int err;
 	if (fi && fi->fh)
-		r = fstat(pw_fh_of(fi)->fd, &st) < 0 ? negative_errno() : 0;
+		err = fstat(pw_fh_of(fi)->fd, &st) < 0 ? negative_errno() : 0;
 	else
-		r = pw_stat_node(fs, n, &st);
-	if (r == -ENOENT) /* fstat(2) of a file unlinked while open comes without a handle */
-		r = stat_open_handle(fs, n, &st);
-	if (r < 0)
-		PW_REPLY_ERR(req, -r);
-	pw_truthful_attr(fs, n, &st);
-	PW_CREDS_LEAVE();
+		err = pw_stat_node(fs, n, &st);
+	if (err == -ENOENT) /* fstat(2) of a file unlinked while open comes without a handle */
+		err = stat_open_handle(fs, n, &st);
+	if (err < 0) {
+		pw_req_reply_err(&r, -err);
+		return;
+	}
+	pw_truthful_attr(&r, n, &st);
+	pw_req_leave(&r);
 	fuse_reply_attr(req, &st, fs->timeout);
 }
 
@@ -283,17 +301,22 @@ static int apply_setattr(int fd, bool opath, struct stat *attr, int valid)
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		       struct fuse_file_info *fi)
 {
-	PW_REQ_BEGIN(req);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
 	pw_inode *n = pw_inode_get(fs, ino);
 	valid &= FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_SIZE |
 		 FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
 		 FUSE_SET_ATTR_MTIME_NOW;
 	if (valid) {
-		int r = pw_check_node(fs, req, pw_opmap_setattr((unsigned)valid), n);
-		if (r == 0)
-			r = pw_keep_node(fs, req, n, pw_opmap_setattr((unsigned)valid));
-		if (r < 0)
-			PW_REPLY_ERR(req, -r);
+		int err = pw_check_node(&r, pw_opmap_setattr((unsigned)valid), n);
+		if (err == 0)
+			err = pw_keep_node(&r, n, pw_opmap_setattr((unsigned)valid));
+		if (err < 0) {
+			pw_req_reply_err(&r, -err);
+			return;
+		}
 		_cleanup_close_ int pfd = -1;
 		int fd;
 		bool opath = false;
@@ -304,67 +327,90 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 			opath = pfd >= 0;
 			if (pfd == -ENOENT) /* fchmod(2) and the like on a file unlinked while open */
 				pfd = pw_fh_dup_for(fs, n);
-			if (pfd < 0)
-				PW_REPLY_ERR(req, -pfd);
+			if (pfd < 0) {
+				pw_req_reply_err(&r, -pfd);
+				return;
+			}
 			fd = pfd;
 		}
-		r = apply_setattr(fd, opath, attr, valid);
-		if (r < 0)
-			PW_REPLY_ERR(req, -r);
+		err = apply_setattr(fd, opath, attr, valid);
+		if (err < 0) {
+			pw_req_reply_err(&r, -err);
+			return;
+		}
 		pw_keep_touched(fs, n);
 	}
 	struct stat st;
-	int r = (fi && fi->fh) ? (fstat(pw_fh_of(fi)->fd, &st) < 0 ? negative_errno() : 0)
+	int err = (fi && fi->fh) ? (fstat(pw_fh_of(fi)->fd, &st) < 0 ? negative_errno() : 0)
 			       : pw_stat_node(fs, n, &st);
-	if (r == -ENOENT)
-		r = stat_open_handle(fs, n, &st);
-	if (r < 0)
-		PW_REPLY_ERR(req, -r);
-	pw_truthful_attr(fs, n, &st);
-	PW_CREDS_LEAVE();
+	if (err == -ENOENT)
+		err = stat_open_handle(fs, n, &st);
+	if (err < 0) {
+		pw_req_reply_err(&r, -err);
+		return;
+	}
+	pw_truthful_attr(&r, n, &st);
+	pw_req_leave(&r);
 	fuse_reply_attr(req, &st, fs->timeout);
 }
 
 static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-	PW_REQ_BEGIN(req);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
 	_cleanup_close_ int fd = pw_open_node(fs, pw_inode_get(fs, ino), O_PATH);
-	if (fd < 0)
-		PW_REPLY_ERR(req, -fd);
+	if (fd < 0) {
+		pw_req_reply_err(&r, -fd);
+		return;
+	}
 	char buf[PATH_MAX + 1];
 	ssize_t len = readlinkat(fd, "", buf, sizeof(buf));
-	if (len < 0)
-		PW_REPLY_ERR(req, errno);
-	if (len == sizeof(buf))
-		PW_REPLY_ERR(req, ENAMETOOLONG);
+	if (len < 0) {
+		pw_req_reply_err(&r, errno);
+		return;
+	}
+	if (len == sizeof(buf)) {
+		pw_req_reply_err(&r, ENAMETOOLONG);
+		return;
+	}
 	buf[len] = '\0';
-	PW_CREDS_LEAVE();
+	pw_req_leave(&r);
 	fuse_reply_readlink(req, buf);
 }
 
 static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
-	PW_REQ_BEGIN(req);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
 	pw_inode *n = pw_inode_get(fs, ino);
 	if (mask & W_OK) {
 		/* A query, not an attempt: decided without an audit event. */
 		PW_PATH_DECLARE(path);
-		pw_policy *p = pw_fs_policy_get(fs, NULL);
+		const pw_policy *p = pw_req_policy(&r, NULL);
 		pw_decision d = {.allowed = true};
 		if (pw_node_path(fs, n, &path) == 0)
 			pw_policy_decide(p, pw_opmap_op(FUSE_ACCESS), path.s, S_ISDIR(n->type), &d);
 		else if (pw_policy_writes_nothing(p))
 			d = (pw_decision){.allowed = false, .err = EROFS};
-		pw_policy_unref(p);
-		if (!d.allowed)
-			PW_REPLY_ERR(req, d.err);
+		if (!d.allowed) {
+			pw_req_reply_err(&r, d.err);
+			return;
+		}
 	}
 	_cleanup_close_ int fd = pw_open_node(fs, n, O_PATH);
-	if (fd < 0)
-		PW_REPLY_ERR(req, -fd);
-	if (faccessat(fd, "", mask, AT_EMPTY_PATH | AT_EACCESS) < 0)
-		PW_REPLY_ERR(req, errno);
-	PW_CREDS_LEAVE();
+	if (fd < 0) {
+		pw_req_reply_err(&r, -fd);
+		return;
+	}
+	if (faccessat(fd, "", mask, AT_EMPTY_PATH | AT_EACCESS) < 0) {
+		pw_req_reply_err(&r, errno);
+		return;
+	}
+	pw_req_leave(&r);
 	fuse_reply_err(req, 0);
 }
 

@@ -2,28 +2,23 @@
 /* Shared by the ops*.c handlers: request prologue/epilogue and the file handle. */
 #pragma once
 
-#include "fs_internal.h"
+#include "check.h"
 #include "util.h"
 
-/* Every handler runs with the caller's credentials (creds.c) between BEGIN and LEAVE. */
-#define PW_REQ_BEGIN(req)                                                                          \
-	pw_fs *fs = fuse_req_userdata(req);                                                        \
-	pw_creds_saved _creds;                                                                     \
-	do {                                                                                       \
-		int _cr = pw_creds_enter(fs, (req), &_creds);                                      \
-		if (_cr < 0) {                                                                     \
-			fuse_reply_err((req), -_cr);                                               \
-			return;                                                                    \
-		}                                                                                  \
-	} while (0)
-#define PW_CREDS_LEAVE() pw_creds_leave(&_creds)
-#define PW_REPLY_ERR(req, e)                                                                       \
-	do {                                                                                       \
-		int _e = (e);                                                                      \
-		pw_creds_leave(&_creds);                                                           \
-		fuse_reply_err((req), _e);                                                         \
-		return;                                                                            \
-	} while (0)
+/* Every handler starts a request (req.h: pw_req_begin, the caller's credentials) and answers
+ * through it. */
+
+/* A new name on its way (ops_dir.c): the parent open as PFD (closed by pw_new_entry_done),
+ * the token of its kept original, and whether the name was looked at (under hide rules)
+ * and existed. */
+typedef struct pw_new_entry {
+	int pfd;
+	int64_t kept;
+	bool looked, existed;
+} pw_new_entry;
+int pw_new_entry_begin(pw_req *r, fuse_ino_t parent_ino, const char *name, pw_op op,
+		       bool is_dir, pw_new_entry *ne);
+void pw_new_entry_done(pw_new_entry *ne);
 
 /* An open file or directory of the view. */
 typedef struct pw_fh {
@@ -52,11 +47,11 @@ static inline pw_fh *pw_fh_of(struct fuse_file_info *fi)
 
 int pw_stat_node(pw_fs *fs, pw_inode *n, struct stat *st);
 void pw_reply_negative(pw_fs *fs, fuse_req_t req, double entry_timeout);
-/* Looks up NAME in PARENT (open at DIRFD, or -1 to open it) into *E, learning the node.
- * Returns 0, -errno, or PW_LOOKUP_HIDDEN when the name exists but the policy hides it. */
+/* Looks up R's name (its parent open at DIRFD, or -1 to open it) into *E, learning the
+ * node, under R's policy. Returns 0, -errno, or PW_LOOKUP_HIDDEN when the name exists but
+ * the policy hides it. */
 #define PW_LOOKUP_HIDDEN (-100000)
-int pw_do_lookup(pw_fs *fs, pw_inode *parent, int dirfd, const char *name,
-		 struct fuse_entry_param *e);
+int pw_do_lookup(pw_req *r, int dirfd, struct fuse_entry_param *e);
 
 /*
  * The handlers, one line each: what they check (the policy op comes from opmap.h), what they

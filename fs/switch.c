@@ -35,7 +35,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fs_internal.h"
+#include "check.h"
 #include "keep.h"
 #include "util.h"
 
