@@ -133,11 +133,13 @@ static int check_special(pw_fs *fs, int pfd, const char *name, const struct stat
 }
 
 /* Looks up R's name and answers with an entry (learning the node) or an error. */
-int pw_do_lookup(pw_req *r, int dirfd, struct fuse_entry_param *e)
+int pw_do_lookup(pw_req *r, int dirfd, struct fuse_entry_param *e, bool *ret_hidden)
 {
 	pw_fs *fs = r->fs;
 	pw_inode *parent = r->parent;
 	const char *name = r->name;
+	if (ret_hidden)
+		*ret_hidden = false;
 	_cleanup_close_ int own = dirfd >= 0 ? -1 : pw_open_node(fs, parent, O_PATH);
 	if (dirfd < 0 && own < 0)
 		return own;
@@ -145,8 +147,11 @@ int pw_do_lookup(pw_req *r, int dirfd, struct fuse_entry_param *e)
 	struct stat st;
 	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return negative_errno();
-	if (pw_hidden_child(r, S_ISDIR(st.st_mode)))
-		return PW_LOOKUP_HIDDEN;
+	if (pw_hidden_child(r, S_ISDIR(st.st_mode))) {
+		if (ret_hidden)
+			*ret_hidden = true;
+		return -ENOENT;
+	}
 	bool uncached;
 	int err = check_special(fs, pfd, name, &st, &uncached);
 	if (err < 0)
@@ -178,11 +183,12 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent_ino, const char *name)
 	}
 	struct fuse_entry_param e;
 	pthread_rwlock_rdlock(&fs->lookup_gate);
-	int err = pw_do_lookup(&r, -1, &e);
-	if (err == -ENOENT || err == PW_LOOKUP_HIDDEN) {
+	bool hidden;
+	int err = pw_do_lookup(&r, -1, &e, &hidden);
+	if (err == -ENOENT) {
 		/* A hidden name that exists is remembered, so a switch that unhides it can drop
 		 * the negative entry the kernel caches now. */
-		if (err == PW_LOOKUP_HIDDEN)
+		if (hidden)
 			pw_remember_hidden_neg(fs, parent_ino, name);
 		double timeout = pw_entry_timeout_of(fs, parent);
 		pw_req_leave(&r);

@@ -48,10 +48,12 @@ static inline pw_fh *pw_fh_of(struct fuse_file_info *fi)
 int pw_stat_node(pw_fs *fs, pw_inode *n, struct stat *st);
 void pw_reply_negative(pw_fs *fs, fuse_req_t req, double entry_timeout);
 /* Looks up R's name (its parent open at DIRFD, or -1 to open it) into *E, learning the
- * node, under R's policy. Returns 0, -errno, or PW_LOOKUP_HIDDEN when the name exists but
- * the policy hides it. */
-#define PW_LOOKUP_HIDDEN (-100000)
-int pw_do_lookup(pw_req *r, int dirfd, struct fuse_entry_param *e);
+ * node, under R's policy. Returns 0 or -errno. A name that exists but the policy hides is
+ * absent: -ENOENT, with *RET_HIDDEN (may be NULL) set, so a lookup can remember the
+ * negative entry it caches for the switch that unhides the name; *RET_HIDDEN is false for
+ * every other outcome. (An out-parameter, not a sentinel errno: every result is a real
+ * errno or 0.) */
+int pw_do_lookup(pw_req *r, int dirfd, struct fuse_entry_param *e, bool *ret_hidden);
 
 /*
  * The handlers, one line each: what they check (the policy op comes from opmap.h), what they

@@ -41,12 +41,12 @@ static void reply_new_entry(pw_req *r, int pfd)
 {
 	pw_fs *fs = r->fs;
 	struct fuse_entry_param e;
-	int err = pw_do_lookup(r, pfd, &e);
+	int err = pw_do_lookup(r, pfd, &e, NULL);
 	if (err == 0)
 		pw_keep_touched(fs, pw_inode_get(fs, e.ino));
 	pw_req_leave(r);
 	if (err < 0)
-		fuse_reply_err(r->req, err == PW_LOOKUP_HIDDEN ? ENOENT : -err);
+		fuse_reply_err(r->req, -err); /* a hidden name: ENOENT */
 	else if (fuse_reply_entry(r->req, &e) == -ENOENT) /* interrupted: no reference taken */
 		pw_inode_forget(fs, pw_inode_get(fs, e.ino), 1);
 }
