@@ -14,19 +14,11 @@
 
 #include "store/audit.h"
 #include "check.h"
+#include "resolve.h"
 #include "pidns.h"
 #include "procfs.h"
 #include "util.h"
 
-pw_policy *pw_fs_policy_get(pw_fs *fs, uint64_t *ret_gen)
-{
-	pthread_mutex_lock(&fs->policy_lock);
-	pw_policy *p = pw_policy_ref(fs->policy);
-	if (ret_gen)
-		*ret_gen = fs->generation;
-	pthread_mutex_unlock(&fs->policy_lock);
-	return p;
-}
 
 /* The requesting process's name is read now (pw_proc_who_cached): a short-lived process
  * (touch) is gone by the time the audit writer could look (docs/AUDIT.md). */

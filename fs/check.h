@@ -8,10 +8,6 @@
 
 #include "req.h"
 
-/* A new reference to the active policy (RET_GEN, may be NULL: its generation). Requests
- * take theirs through pw_req_policy. */
-pw_policy *pw_fs_policy_get(pw_fs *fs, uint64_t *ret_gen);
-
 /* Decides a mutation OP on the node N (all its names). Returns 0 if allowed, else the
  * negative errno after recording the denial. */
 int pw_check_node(pw_req *r, pw_op op, pw_inode *n);

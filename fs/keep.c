@@ -9,6 +9,7 @@
  * (creds.c); the store belongs to the daemon, so they switch back to the daemon's own
  * while they touch it.
  */
+#include "inode.h"
 #include "keep.h"
 
 #include <dirent.h>

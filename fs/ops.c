@@ -14,17 +14,13 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "check.h"
+#include "entry.h"
+#include "fh.h"
+#include "inode.h"
 #include "keep.h"
-#include "ops_common.h"
-
-void pw_fill_entry(pw_fs *fs, struct fuse_entry_param *e, pw_inode *n, const struct stat *st)
-{
-	memset(e, 0, sizeof(*e));
-	e->ino = pw_inode_id(fs, n);
-	e->attr = *st;
-	e->attr_timeout = fs->timeout;
-	e->entry_timeout = fs->timeout;
-}
+#include "ops.h"
+#include "watch.h"
 
 int pw_stat_node(pw_fs *fs, pw_inode *n, struct stat *st)
 {
@@ -36,90 +32,8 @@ int pw_stat_node(pw_fs *fs, pw_inode *n, struct stat *st)
 	return fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? negative_errno() : 0;
 }
 
-void pw_reply_negative(pw_fs *fs, fuse_req_t req, double entry_timeout)
-{
-	struct fuse_entry_param e = {0};
-	e.entry_timeout = entry_timeout;
-	fuse_reply_entry(req, &e);
-}
-
-/*
- * Under allow_other the kernel checks search permission on a directory only when it asks
- * us to look a name up, which we do with the caller's credentials; an entry cached from
- * one user's lookup would let another user without search permission stat the name (and
- * read a cached symlink). So the entries of a directory that not every user may search
- * (no x for others, or an access ACL) are not cached: each walk through it asks us.
- * Directories that become private later drop their children's entries (watch.c), and a
- * rename into one is left for the watcher to invalidate (ops_dir.c).
- */
-bool pw_dir_searchable_by_all(int dirfd)
-{
-	struct stat st;
-	if (fstatat(dirfd, "", &st, AT_EMPTY_PATH) < 0 || !(st.st_mode & S_IXOTH))
-		return false;
-	char proc[64];
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", dirfd);
-	if (getxattr(proc, "system.posix_acl_access", NULL, 0) >= 0)
-		return false;
-	return errno == ENODATA || errno == EOPNOTSUPP;
-}
-
-double pw_entry_timeout_in(pw_fs *fs, int dirfd)
-{
-	if (!fs->allow_other)
-		return fs->timeout;
-	return pw_dir_searchable_by_all(dirfd) ? fs->timeout : 0;
-}
-
-double pw_entry_timeout_of(pw_fs *fs, pw_inode *dir)
-{
-	if (!fs->allow_other)
-		return fs->timeout;
-	_cleanup_close_ int fd = pw_open_node(fs, dir, O_PATH | O_DIRECTORY);
-	return fd >= 0 ? pw_entry_timeout_in(fs, fd) : 0;
-}
-
-/*
- * Special files under allow_other. The kernel opens a FIFO or a device node, and connects
- * to a socket, by itself: no OPEN reaches us. So such a view always has the kernel check
- * permission bits (default_permissions, fsmain.c), which keeps one user out of another's
- * private FIFO, socket or device node while stat, chmod, chown, unlink and rename of the
- * name get the backing filesystem's answers (pjdfstest's chmod/00, chown/00, unlink/11,
- * rename/09 and open/06 rows). The lookup itself could not have decided: it does not say
- * whether the caller means to open the file or only to stat it.
- *
- * One case the kernel's check does not cover: a special file with an access ACL. This
- * connection does not give the kernel ACLs (FUSE_POSIX_ACL would also hand it the umask
- * and default ACL inheritance that the backing filesystem does for us now), so it would
- * judge the group class by the ACL's mask and could let in a named user or group the ACL
- * keeps out. Such a file is looked up only for its owner and for callers the backing
- * filesystem lets do everything the kernel will not ask us about (read and write a FIFO
- * or device, write a socket: faccessat with the caller's credentials, ACL included);
- * others get EACCES, and its entries are never cached, so each walk asks again with the
- * walker's credentials. docs/SECURITY.md says what that costs.
- */
-static bool is_special(mode_t mode)
-{
-	return S_ISFIFO(mode) || S_ISSOCK(mode) || S_ISCHR(mode) || S_ISBLK(mode);
-}
-
-/* Does NAME in DIRFD carry an access ACL? Unknown (any other error) counts as yes. */
-static bool has_access_acl(int dirfd, const char *name)
-{
-	char proc[PATH_MAX];
-	int n = snprintf(proc, sizeof(proc), "/proc/self/fd/%d/%s", dirfd, name);
-	if (n < 0 || (size_t)n >= sizeof(proc))
-		return true;
-	if (lgetxattr(proc, "system.posix_acl_access", NULL, 0) >= 0)
-		return true;
-	return errno != ENODATA && errno != EOPNOTSUPP;
-}
-
-bool pw_special_uncached(pw_fs *fs, int dirfd, const char *name, mode_t mode)
-{
-	return fs->allow_other && is_special(mode) && has_access_acl(dirfd, name);
-}
-
+/* A special file with an access ACL under allow_other (entry.c says why): looked up only for
+ * its owner and for callers the backing filesystem lets do what the kernel will not ask. */
 static int check_special(pw_fs *fs, int pfd, const char *name, const struct stat *st,
 			 bool *ret_uncached)
 {
@@ -156,7 +70,7 @@ int pw_do_lookup(pw_req *r, int dirfd, struct fuse_entry_param *e, bool *ret_hid
 	int err = check_special(fs, pfd, name, &st, &uncached);
 	if (err < 0)
 		return err;
-	pw_inode *n = pw_inode_learn(fs, parent, name, &st, NULL);
+	pw_inode *n = pw_watch_learn(fs, parent, name, &st);
 	if (!n)
 		return -ENOMEM;
 	pw_truthful_attr_child(r, &st);
@@ -165,7 +79,7 @@ int pw_do_lookup(pw_req *r, int dirfd, struct fuse_entry_param *e, bool *ret_hid
 	return 0;
 }
 
-static void op_lookup(fuse_req_t req, fuse_ino_t parent_ino, const char *name)
+void pw_op_lookup(fuse_req_t req, fuse_ino_t parent_ino, const char *name)
 {
 	PW_REQ(r);
 	if (pw_req_begin(&r, req) < 0)
@@ -207,7 +121,7 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent_ino, const char *name)
 	pthread_rwlock_unlock(&fs->lookup_gate);
 }
 
-static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+void pw_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	pw_fs *fs = fuse_req_userdata(req);
 	const struct fuse_forget_data one = {.ino = ino, .nlookup = nlookup};
@@ -215,7 +129,7 @@ static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 	fuse_reply_none(req);
 }
 
-static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+void pw_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
 	pw_fs *fs = fuse_req_userdata(req);
 	pw_inode_forget_batch(fs, forgets, count);
@@ -233,7 +147,7 @@ static int stat_open_handle(pw_fs *fs, pw_inode *n, struct stat *st)
 	return r;
 }
 
-static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void pw_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	PW_REQ(r);
 	if (pw_req_begin(&r, req) < 0)
@@ -304,7 +218,7 @@ static int apply_setattr(int fd, bool opath, struct stat *attr, int valid)
 	return 0;
 }
 
-static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
+void pw_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		       struct fuse_file_info *fi)
 {
 	PW_REQ(r);
@@ -360,7 +274,7 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 	fuse_reply_attr(req, &st, fs->timeout);
 }
 
-static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+void pw_op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	PW_REQ(r);
 	if (pw_req_begin(&r, req) < 0)
@@ -386,7 +300,7 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_readlink(req, buf);
 }
 
-static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+void pw_op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
 	PW_REQ(r);
 	if (pw_req_begin(&r, req) < 0)
@@ -420,7 +334,7 @@ static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	fuse_reply_err(req, 0);
 }
 
-static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+void pw_op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	pw_fs *fs = fuse_req_userdata(req);
 	struct statvfs sv;
@@ -431,7 +345,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
-static void op_init(void *userdata, struct fuse_conn_info *conn)
+void pw_op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	pw_fs *fs = userdata;
 	fs->no_opendir = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) && fs->is_root_daemon &&
@@ -452,40 +366,3 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 				  FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_MOVE);
 	conn->time_gran = 1;
 }
-
-const struct fuse_lowlevel_ops pw_fs_ops = {
-	.init = op_init,
-	.lookup = op_lookup,
-	.forget = op_forget,
-	.forget_multi = op_forget_multi,
-	.getattr = op_getattr,
-	.setattr = op_setattr,
-	.readlink = op_readlink,
-	.access = op_access,
-	.statfs = op_statfs,
-	.mknod = pw_op_mknod,
-	.mkdir = pw_op_mkdir,
-	.symlink = pw_op_symlink,
-	.link = pw_op_link,
-	.unlink = pw_op_unlink,
-	.rmdir = pw_op_rmdir,
-	.rename = pw_op_rename,
-	.opendir = pw_op_opendir,
-	.readdir = pw_op_readdir,
-	.readdirplus = pw_op_readdirplus,
-	.releasedir = pw_op_releasedir,
-	.fsyncdir = pw_op_fsyncdir,
-	.create = pw_op_create,
-	.open = pw_op_open,
-	.read = pw_op_read,
-	.write_buf = pw_op_write_buf,
-	.release = pw_op_release,
-	.fsync = pw_op_fsync,
-	.fallocate = pw_op_fallocate,
-	.copy_file_range = pw_op_copy_file_range,
-	.lseek = pw_op_lseek,
-	.setxattr = pw_op_setxattr,
-	.getxattr = pw_op_getxattr,
-	.listxattr = pw_op_listxattr,
-	.removexattr = pw_op_removexattr,
-};

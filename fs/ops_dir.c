@@ -15,8 +15,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "check.h"
+#include "entry.h"
+#include "fh.h"
+#include "inode.h"
 #include "keep.h"
-#include "ops_common.h"
+#include "ops.h"
+#include "ops_dir.h"
+#include "watch.h"
 
 #define PW_DIRBUF 32768
 
@@ -535,7 +541,7 @@ static void do_readdir_locked(fuse_req_t req, fuse_ino_t ino, size_t size, off_t
 					h->dir_pos = d->d_off;
 					continue;
 				}
-				n = pw_inode_learn(fs, dir, name, &st, NULL);
+				n = pw_watch_learn(fs, dir, name, &st);
 				if (!n) {
 					err = ENOMEM;
 					break;

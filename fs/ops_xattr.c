@@ -16,8 +16,10 @@
 #include <stdlib.h>
 #include <sys/xattr.h>
 
+#include "check.h"
+#include "inode.h"
 #include "keep.h"
-#include "ops_common.h"
+#include "ops_xattr.h"
 
 static int open_proc(pw_fs *fs, fuse_ino_t ino, int *ret_fd, char proc[64])
 {
@@ -27,12 +29,6 @@ static int open_proc(pw_fs *fs, fuse_ino_t ino, int *ret_fd, char proc[64])
 	snprintf(proc, 64, "/proc/self/fd/%d", fd);
 	*ret_fd = fd;
 	return 0;
-}
-
-void pw_xattr_changed(pw_inode *n)
-{
-	atomic_fetch_add(&n->xattr_epoch, 1);
-	atomic_store(&n->xattr_state, PW_XATTR_UNKNOWN);
 }
 
 /* Marks N as having no attributes, unless a change was recorded since EPOCH was read. */

@@ -7,7 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "req.h"
+
+pw_policy *pw_fs_policy_get(pw_fs *fs, uint64_t *ret_gen)
+{
+	pthread_mutex_lock(&fs->policy_lock);
+	pw_policy *p = pw_policy_ref(fs->policy);
+	if (ret_gen)
+		*ret_gen = fs->generation;
+	pthread_mutex_unlock(&fs->policy_lock);
+	return p;
+}
 
 static void req_start(pw_req *r, fuse_req_t req)
 {

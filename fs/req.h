@@ -20,7 +20,10 @@
  */
 #pragma once
 
+#include "creds.h"
 #include "fs_internal.h"
+#include "resolve.h"
+#include "watch.h"
 
 typedef struct pw_req {
 	fuse_req_t req; /* NULL for work the daemon does on its own behalf */
@@ -37,6 +40,10 @@ typedef struct pw_req {
 	int path_err;
 	pw_path path;
 } pw_req;
+
+/* A new reference to the active policy (RET_GEN, may be NULL: its generation); requests
+ * take theirs through pw_req_policy, once. */
+pw_policy *pw_fs_policy_get(pw_fs *fs, uint64_t *ret_gen);
 
 void pw_req_done(pw_req *r);
 #define PW_REQ(var)                                                                                \
