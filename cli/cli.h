@@ -46,6 +46,7 @@ PW_CMD(cmd_check_bash);
 PW_CMD(cmd_run);
 PW_CMD(cmd_completion);
 PW_CMD(cmd_complete);
+PW_CMD(cmd_run_tty);
 PW_CMD(cmd_changes);
 PW_CMD(cmd_diff);
 PW_CMD(cmd_undo);

@@ -17,6 +17,15 @@
  * So outside a view, with a daemon that does not answer, or with input it does not
  * understand, the hook prints nothing and exits 0, and Claude Code goes on as without it.
  *
+ * `piworkfs hook gemini`: Gemini CLI's hooks, the same protocol with its own names:
+ *
+ *   SessionStart        the mode section and the announcement (prepended to the prompt)
+ *   BeforeAgent         the announcement, appended to every prompt (the section after a
+ *                       switch)
+ *   BeforeTool          write_file and replace on a refused path, run_shell_command when
+ *                       bash.check is certain: {"decision": "deny", "reason": ...}
+ *   AfterTool           a result that reports EACCES/EROFS gets the refusal lines
+ *
  * Whether the mode changed since the model was last told is read from the session's
  * transcript (transcript_path): the last "# piworkfs mode: NAME" header in it is the mode
  * the model was last given in full. No state file of ours is needed.
@@ -35,15 +44,17 @@
 #include "output.h"
 
 #define HOOK_USAGE                                                                                 \
-	"Usage: piworkfs hook claude|opencode\n"                                                   \
+	"Usage: piworkfs hook claude|opencode|gemini\n"                                            \
 	"\n"                                                                                       \
 	"Answers one Claude Code hook event (JSON on stdin, JSON on stdout) for the view around\n" \
 	"the session's directory: SessionStart and UserPromptSubmit add the mode, PreToolUse\n"    \
 	"denies a file edit the mode refuses (and a shell command the pre-flight is certain\n"     \
 	"would be refused) with the reason, PostToolUse and PostToolUseFailure explain a\n"        \
 	"refused write. Outside a view it prints nothing. `piworkfs run -- claude` configures\n"   \
-	"it; integrations/claude/README.md has the settings for a bare view. opencode's plugin\n" \
-	"(integrations/opencode) sends the same events as `hook opencode`.\n"                    \
+	"it; integrations/claude/README.md has the settings for a bare view. opencode's plugin\n"  \
+	"(integrations/opencode) sends the same events as `hook opencode`; `hook gemini`\n"        \
+	"answers Gemini CLI's SessionStart, BeforeAgent, BeforeTool and AfterTool alike\n"         \
+	"(`piworkfs run -- gemini` configures it).\n"                                              \
 	"\n"                                                                                       \
 	"Options:\n"                                                                               \
 	"  -h, --help          show this help\n"                                                   \
@@ -108,10 +119,18 @@ static void add_context(const char *event, const char *text)
 			 "additionalContext", text));
 }
 
+/* Which agent's hook protocol: Claude Code's (opencode's plugin speaks it too) or Gemini
+ * CLI's (its own event and tool names, a top-level decision). */
+static bool gemini;
+
 static void deny(const char *reason)
 {
-	answer(json_pack("{s:{s:s,s:s,s:s}}", "hookSpecificOutput", "hookEventName", "PreToolUse",
-			 "permissionDecision", "deny", "permissionDecisionReason", reason));
+	if (gemini)
+		answer(json_pack("{s:s,s:s}", "decision", "deny", "reason", reason));
+	else
+		answer(json_pack("{s:{s:s,s:s,s:s}}", "hookSpecificOutput", "hookEventName",
+				 "PreToolUse", "permissionDecision", "deny",
+				 "permissionDecisionReason", reason));
 }
 
 /* The mode the model was last given in full: the last header in the transcript, or NULL. */
@@ -196,8 +215,15 @@ static char *mode_text(const pw_agent_view *v, json_t *ev, bool start, bool per_
 
 static bool is_file_tool(const char *tool)
 {
+	if (gemini)
+		return streq_ptr(tool, "write_file") || streq_ptr(tool, "replace");
 	return streq_ptr(tool, "Write") || streq_ptr(tool, "Edit") ||
 	       streq_ptr(tool, "MultiEdit") || streq_ptr(tool, "NotebookEdit");
+}
+
+static bool is_shell_tool(const char *tool)
+{
+	return streq_ptr(tool, gemini ? "run_shell_command" : "Bash");
 }
 
 static const char *tool_path(json_t *input)
@@ -242,12 +268,39 @@ static void pre_tool_use(const pw_agent_view *v, json_t *ev, const char *cwd)
 			deny(why);
 		json_decref(paths);
 		json_decref(lines);
-	} else if (streq_ptr(tool, "Bash") && jstr(input, "command")) {
+	} else if (is_shell_tool(tool) && jstr(input, "command")) {
 		_cleanup_free_ char *why =
 		    pw_agent_bash_refusal(v, "/", cwd, jstr(input, "command"), agent, true);
 		if (why)
 			deny(why);
 	}
+}
+
+/* Gemini CLI's tool_response: {llmContent (a string or parts), returnDisplay, error}. The
+ * text the model reads and the error's message; not the JSON around them, whose keys
+ * would be taken for paths. */
+static char *gemini_result_text(json_t *resp)
+{
+	json_t *content = json_object_get(resp, "llmContent"), *parts = json_array(), *p;
+	const char *err =
+	    json_string_value(json_object_get(json_object_get(resp, "error"), "message"));
+	size_t i;
+	char *s;
+
+	if (!parts)
+		return NULL;
+	if (json_is_string(content))
+		json_array_append(parts, content);
+	json_array_foreach(json_is_array(content) ? content : NULL, i, p)
+	{
+		if (json_is_string(json_object_get(p, "text")))
+			json_array_append(parts, json_object_get(p, "text"));
+	}
+	if (err)
+		json_array_append_new(parts, json_string(err));
+	s = joined(parts);
+	json_decref(parts);
+	return s;
 }
 
 static void post_tool_use(const pw_agent_view *v, json_t *ev, const char *cwd, const char *event)
@@ -259,6 +312,8 @@ static void post_tool_use(const pw_agent_view *v, json_t *ev, const char *cwd, c
 
 	if (jstr(ev, "error"))
 		text = strdup(jstr(ev, "error"));
+	else if (gemini)
+		text = gemini_result_text(resp);
 	else if (json_is_string(resp))
 		text = strdup(json_string_value(resp));
 	else if (resp)
@@ -298,13 +353,15 @@ static int hook_claude(void)
 		json_decref(ev);
 		return PW_EXIT_OK; /* outside a view, or it does not answer: Claude as without us */
 	}
-	if (streq(event, "SessionStart") || streq(event, "UserPromptSubmit")) {
+	if (streq(event, "SessionStart") || streq(event, "UserPromptSubmit") ||
+	    streq(event, "BeforeAgent")) {
 		text = mode_text(&v, ev, streq(event, "SessionStart"), true);
 		if (text)
 			add_context(event, text);
-	} else if (streq(event, "PreToolUse")) {
+	} else if (streq(event, "PreToolUse") || streq(event, "BeforeTool")) {
 		pre_tool_use(&v, ev, cwd);
-	} else if (streq(event, "PostToolUse") || streq(event, "PostToolUseFailure")) {
+	} else if (streq(event, "PostToolUse") || streq(event, "PostToolUseFailure") ||
+		   streq(event, "AfterTool")) {
 		post_tool_use(&v, ev, cwd, event);
 	}
 	pw_agent_view_done(&v);
@@ -325,12 +382,17 @@ int cmd_hook(int argc, char **argv)
 	if (c < 0)
 		return PW_EXIT_USAGE;
 	if (po.n_operands != 1 ||
-	    !(streq(po.operands[0], "claude") || streq(po.operands[0], "opencode"))) {
-		pw_err("hook", "expected the agent: piworkfs hook claude (or opencode)");
+	    !(streq(po.operands[0], "claude") || streq(po.operands[0], "opencode") ||
+	      streq(po.operands[0], "gemini"))) {
+		pw_err("hook", "expected the agent: piworkfs hook claude (or opencode, gemini)");
 		return PW_EXIT_USAGE;
 	}
 	/* opencode's plugin (integrations/opencode) sends Claude Code's events too. */
 	if (streq(po.operands[0], "opencode"))
 		agent = "opencode";
+	if (streq(po.operands[0], "gemini")) {
+		agent = "Gemini CLI";
+		gemini = true;
+	}
 	return hook_claude();
 }

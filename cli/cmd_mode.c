@@ -264,15 +264,11 @@ static void print_mode(const opts *o, json_t *res, bool switched)
 
 /* Does a mode file for NAME exist in the view's project layer or the global layer? Returns
  * its path (malloc'd) or NULL. */
-static char *mode_file_on_disk(const opts *o, const char *name)
+static char *mode_file_on_disk(const char *project, const char *name)
 {
-	_cleanup_json_ json_t *st = NULL;
 	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
-	const char *project = NULL;
 	char *dirs[2] = { NULL, NULL }, *found = NULL;
 
-	if (pw_ctl_call_at(o->mount, "status", NULL, &st, NULL, NULL) == 0)
-		project = json_string_value(json_object_get(st, "project"));
 	if (project && asprintf(&dirs[0], "%s/.piworkfs/modes", project) < 0)
 		dirs[0] = NULL;
 	if (xdg && xdg[0] == '/') {
@@ -293,12 +289,13 @@ static char *mode_file_on_disk(const opts *o, const char *name)
 /*
  * The view does not know mode NAME. One line that says what to do: a file added since the
  * view loaded its modes needs `piworkfs reload` (as systemctl wants daemon-reload), a near
- * miss gets "did you mean", and otherwise the modes there are.
+ * miss gets "did you mean", and otherwise the modes there are. DATA is the error's data,
+ * which lists the view's modes: no second call.
  */
-static int unknown_mode(const char *cmd, const opts *o, const char *name)
+static int unknown_mode(const char *cmd, const char *name, json_t *data)
 {
-	_cleanup_json_ json_t *modes = NULL;
-	_cleanup_free_ char *file = mode_file_on_disk(o, name);
+	_cleanup_free_ char *file =
+		mode_file_on_disk(json_string_value(json_object_get(data, "project")), name);
 	const char *names[64];
 	char list[1024] = "";
 	size_t n = 0, i;
@@ -310,16 +307,15 @@ static int unknown_mode(const char *cmd, const opts *o, const char *name)
 		       name, file);
 		return PW_EXIT_CONFIG;
 	}
-	if (pw_ctl_call_at(o->mount, "modes.list", NULL, &modes, NULL, NULL) == 0)
-		json_array_foreach(json_object_get(modes, "modes"), i, m) {
-			const char *s = json_string_value(json_object_get(m, "name"));
-			if (!s || n + 1 >= ELEMENTSOF(names))
-				continue;
-			names[n++] = s;
-			if (*list)
-				strncat(list, ", ", sizeof(list) - strlen(list) - 1);
-			strncat(list, s, sizeof(list) - strlen(list) - 1);
-		}
+	json_array_foreach(json_object_get(data, "modes"), i, m) {
+		const char *s = json_string_value(m);
+		if (!s || n + 1 >= ELEMENTSOF(names))
+			continue;
+		names[n++] = s;
+		if (*list)
+			strncat(list, ", ", sizeof(list) - strlen(list) - 1);
+		strncat(list, s, sizeof(list) - strlen(list) - 1);
+	}
 	names[n] = NULL;
 	const char *hint = pw_key_near_miss(name, names);
 	if (hint)
@@ -337,7 +333,7 @@ static json_t *mode_params(const char *name)
 int cmd_mode(int argc, char **argv)
 {
 	opts o = { .answer = -1 };
-	_cleanup_json_ json_t *res = NULL;
+	_cleanup_json_ json_t *res = NULL, *data = NULL;
 	_cleanup_free_ char *message = NULL;
 	const char *name = NULL;
 	int code = 0, status, r;
@@ -353,11 +349,12 @@ int cmd_mode(int argc, char **argv)
 	if (o.answer >= 0)
 		return pw_mode_answer(argv[0], o.mount, o.answer == 1, o.approve, o.json);
 	if (name)
-		r = pw_ctl_call_at(o.mount, "mode.set", mode_params(name), &res, &code, &message);
+		r = pw_ctl_call_at_data(o.mount, "mode.set", mode_params(name), &res, &code,
+					&message, &data);
 	else
 		r = pw_ctl_call_at(o.mount, "mode.get", NULL, &res, &code, &message);
 	if (r == -EREMOTE && code == PW_RPC_UNKNOWN_MODE && name)
-		return unknown_mode(argv[0], &o, name);
+		return unknown_mode(argv[0], name, data);
 	/* Inside the agent a loosening is refused: ask the person instead (mode_request.c). */
 	if (r == -EREMOTE && code == PW_RPC_REFUSED && name && getenv("PIWORKFS_SOCKET"))
 		return pw_mode_ask(argv[0], o.mount, name, o.reason, message, o.json);

@@ -349,6 +349,12 @@ static int read_reply(pw_ctl_conn *c, int timeout_ms, pw_rpc_reply *ret)
 int pw_ctl_call(pw_ctl_conn *c, const char *method, json_t *params, json_t **ret_result,
 		int *ret_code, char **ret_message)
 {
+	return pw_ctl_call_data(c, method, params, ret_result, ret_code, ret_message, NULL);
+}
+
+int pw_ctl_call_data(pw_ctl_conn *c, const char *method, json_t *params, json_t **ret_result,
+		     int *ret_code, char **ret_message, json_t **ret_data)
+{
 	json_t *id = json_integer(c->next_id++);
 	json_t *req = pw_rpc_request_new(id, method, params);
 	_cleanup_free_ char *line = NULL;
@@ -392,6 +398,8 @@ int pw_ctl_call(pw_ctl_conn *c, const char *method, json_t *params, json_t **ret
 				*ret_code = rep.error_code;
 			if (ret_message)
 				*ret_message = strdup(rep.error_message);
+			if (ret_data)
+				*ret_data = rep.error_data ? json_incref(rep.error_data) : NULL;
 			r = -EREMOTE;
 		}
 		pw_rpc_reply_done(&rep);
@@ -428,6 +436,13 @@ int pw_ctl_read_notification(pw_ctl_conn *c, int timeout_ms, char **ret_method,
 int pw_ctl_call_socket(const char *socket_path, const char *method, json_t *params,
 		       json_t **ret_result, int *ret_code, char **ret_message)
 {
+	return pw_ctl_call_socket_data(socket_path, method, params, ret_result, ret_code,
+				       ret_message, NULL);
+}
+
+int pw_ctl_call_socket_data(const char *socket_path, const char *method, json_t *params,
+			    json_t **ret_result, int *ret_code, char **ret_message, json_t **ret_data)
+{
 	pw_ctl_conn *c = NULL;
 	int r = pw_ctl_connect(socket_path, 0, &c);
 
@@ -435,13 +450,19 @@ int pw_ctl_call_socket(const char *socket_path, const char *method, json_t *para
 		json_decref(params);
 		return r;
 	}
-	r = pw_ctl_call(c, method, params, ret_result, ret_code, ret_message);
+	r = pw_ctl_call_data(c, method, params, ret_result, ret_code, ret_message, ret_data);
 	pw_ctl_close(c);
 	return r;
 }
 
 int pw_ctl_call_at(const char *path, const char *method, json_t *params, json_t **ret_result,
 		   int *ret_code, char **ret_message)
+{
+	return pw_ctl_call_at_data(path, method, params, ret_result, ret_code, ret_message, NULL);
+}
+
+int pw_ctl_call_at_data(const char *path, const char *method, json_t *params,
+			json_t **ret_result, int *ret_code, char **ret_message, json_t **ret_data)
 {
 	_cleanup_free_ char *sock = NULL;
 	int r = pw_ctl_find_view_full(path, &sock, NULL);
@@ -450,7 +471,8 @@ int pw_ctl_call_at(const char *path, const char *method, json_t *params, json_t 
 		json_decref(params);
 		return r;
 	}
-	return pw_ctl_call_socket(sock, method, params, ret_result, ret_code, ret_message);
+	return pw_ctl_call_socket_data(sock, method, params, ret_result, ret_code, ret_message,
+				       ret_data);
 }
 
 /*

@@ -68,6 +68,11 @@ int pw_ctl_fd(const pw_ctl_conn *c);
  */
 int pw_ctl_call(pw_ctl_conn *c, const char *method, json_t *params, json_t **ret_result,
 		int *ret_code, char **ret_message);
+/* pw_ctl_call, and for an error also its data in *RET_DATA (a new reference, NULL when the
+ * error has none; RET_DATA may be NULL): an unknown mode's error lists the view's modes, so
+ * the client needs no second call to say which there are. */
+int pw_ctl_call_data(pw_ctl_conn *c, const char *method, json_t *params, json_t **ret_result,
+		     int *ret_code, char **ret_message, json_t **ret_data);
 
 /* Reads the next notification (after `subscribe`). Returns 0 with *ret_method (malloc'd) and
  * *ret_params (new reference), -ETIMEDOUT after TIMEOUT_MS (-1: wait forever), -errno. */
@@ -77,8 +82,12 @@ int pw_ctl_read_notification(pw_ctl_conn *c, int timeout_ms, char **ret_method,
 /* One-shot helper: connect to SOCKET, call, close. Errors as pw_ctl_connect/pw_ctl_call. */
 int pw_ctl_call_socket(const char *socket, const char *method, json_t *params,
 		       json_t **ret_result, int *ret_code, char **ret_message);
+int pw_ctl_call_socket_data(const char *socket, const char *method, json_t *params,
+			    json_t **ret_result, int *ret_code, char **ret_message, json_t **ret_data);
 
 /* One-shot helper: find the view for PATH, connect, call, close. Errors as above, plus
  * -ENOENT when PATH is not inside a view. */
 int pw_ctl_call_at(const char *path, const char *method, json_t *params, json_t **ret_result,
 		   int *ret_code, char **ret_message);
+int pw_ctl_call_at_data(const char *path, const char *method, json_t *params,
+			json_t **ret_result, int *ret_code, char **ret_message, json_t **ret_data);

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "options.h"
 #include "output.h"
+#include "run.h"
 
 typedef struct pw_command {
 	const char *name;
@@ -24,7 +25,7 @@ static const pw_command commands[] = {
 	{ "why", cmd_why },	      { "check-bash", cmd_check_bash },
 	{ "log", cmd_log },	      { "trust", cmd_trust },
 	{ "run", cmd_run },	      { "completion", cmd_completion },
-	{ "__complete", cmd_complete },
+	{ "__complete", cmd_complete }, { PW_RUN_TTY_COMMAND, cmd_run_tty },
 	{ "changes", cmd_changes },   { "diff", cmd_diff },
 	{ "undo", cmd_undo },	      { "redo", cmd_redo },
 	{ "checkpoint", cmd_checkpoint },

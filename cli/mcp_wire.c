@@ -17,16 +17,23 @@
  *           `piworkfs hook opencode`) in $OPENCODE_CONFIG_CONTENT, which opencode merges
  *           over its config files; the person's own value of it is kept and extended.
  *           $PIWORKFS_OPENCODE set and empty turns it off.
- *   gemini  the MCP server in a per-run settings file named by
+ *   gemini  the MCP server and the hooks (`piworkfs hook gemini`: SessionStart,
+ *           BeforeAgent, BeforeTool, AfterTool) in a per-run settings file named by
  *           $GEMINI_CLI_SYSTEM_DEFAULTS_PATH, the lowest of Gemini CLI's settings layers:
- *           its mcpServers are merged with the person's own. Not wired when the person set
- *           that variable. The file is removed when the run ends (pw_agent_wire_done).
+ *           its mcpServers and hooks are merged with the person's own (Gemini runs hooks
+ *           only in a folder the person trusts). Gemini CLI 0.61 reads that
+ *           file only when root owns it and every directory above it, none writable by
+ *           group or others (else it warns and skips it): so the file is made in /run, and
+ *           only when run runs as root; for anyone else run says so and wires nothing
+ *           (integrations/README.md gives the settings snippet). Not wired when the person
+ *           set that variable. The file is removed when the run ends (pw_agent_wire_done).
  *           $PIWORKFS_GEMINI set and empty turns it off.
  *
  * The piworkfs inside the sandbox is this very program (/proc/self/exe): the host is bound
  * in the sandbox, and the hook and the server then find the run's agent socket through
  * $PIWORKFS_SOCKET.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -248,21 +255,57 @@ static void wire_opencode(const char *exe)
 
 static char *gemini_file; /* the per-run settings file, removed at the end */
 
+/* The tools whose calls `piworkfs hook gemini` checks before and explains after. */
+#define GEMINI_TOOLS "write_file|replace|run_shell_command"
+
+/* The server (trusted: its tools run without a prompt; none can loosen the mode) and one
+ * command hook per event (Gemini's timeouts are in milliseconds). */
+static json_t *gemini_settings(const char *exe)
+{
+	_cleanup_free_ char *q = sh_quote(exe), *cmd = NULL;
+	json_t *hook, *tools, *s;
+
+	if (!q || asprintf(&cmd, "%s hook gemini", q) < 0)
+		return NULL;
+	hook = json_pack("[{s:[{s:s,s:s,s:s,s:i}]}]", "hooks", "type", "command", "name",
+			 "piworkfs", "command", cmd, "timeout", 30000);
+	tools = json_pack("[{s:s,s:[{s:s,s:s,s:s,s:i}]}]", "matcher", GEMINI_TOOLS, "hooks", "type",
+			  "command", "name", "piworkfs", "command", cmd, "timeout", 30000);
+	s = json_pack("{s:{s:{s:s,s:[s],s:b}},s:{s:O,s:O,s:O,s:O}}", "mcpServers", "piworkfs",
+		      "command", exe, "args", "mcp", "trust", 1, "hooks", "SessionStart", hook,
+		      "BeforeAgent", hook, "BeforeTool", tools, "AfterTool", tools);
+	json_decref(hook);
+	json_decref(tools);
+	return s;
+}
+
 static void wire_gemini(const char *exe)
 {
-	char path[] = "/tmp/piworkfs-gemini-XXXXXX.json";
+	/* Not /tmp: Gemini CLI skips a system settings file under a directory that others
+	 * may write. /run is root's, 0755. */
+	char path[] = "/run/piworkfs-gemini-XXXXXX.json";
 	json_t *cfg;
 	char *s;
 	int fd;
 
 	if (getenv("GEMINI_CLI_SYSTEM_DEFAULTS_PATH"))
 		return; /* the person's own defaults: never replaced */
-	cfg = json_pack("{s:{s:{s:s,s:[s],s:b}}}", "mcpServers", "piworkfs", "command", exe, "args",
-			"mcp", "trust", 1);
+	if (geteuid() != 0) {
+		fprintf(stderr, "piworkfs: run: Gemini CLI reads a per-run settings file only when "
+				"root owns it: piworkfs mcp is not wired for this run (add it to "
+				"~/.gemini/settings.json, see integrations/README.md)\n");
+		return;
+	}
+	cfg = gemini_settings(exe);
 	s = cfg ? json_dumps(cfg, JSON_COMPACT) : NULL;
 	json_decref(cfg);
 	fd = s ? mkostemps(path, 5, O_CLOEXEC) : -1;
 	if (fd < 0) {
+		if (s)
+			fprintf(stderr,
+				"piworkfs: run: %s: %s: piworkfs mcp is not wired for "
+				"Gemini CLI in this run\n",
+				path, strerror(errno));
 		free(s);
 		return;
 	}

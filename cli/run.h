@@ -94,18 +94,24 @@ int pw_run_exec(char **argv, int info_fd_read, int info_fd_child);
 
 /*
  * The sandbox's pseudo-terminal (run_pty.c). When `run`'s standard input is a terminal,
- * the command gets a pty of its own; we relay between it and the person's terminal, which
- * is in raw mode meanwhile and never enters the sandbox. The hooks let a caller see the
- * person's keystrokes and the command's output before they are relayed (NULL: relay).
+ * the command gets a pty of its own, allocated inside the sandbox's devpts by the launcher
+ * `piworkfs __run-tty` (run_tty.c), which sends us its master; we relay between it and the
+ * person's terminal, which is in raw mode meanwhile and never enters the sandbox. The hooks
+ * let a caller see the person's keystrokes and the command's output before they are
+ * relayed (NULL: relay).
  */
 typedef struct pw_run_pty pw_run_pty;
 struct pw_run_pty {
-	int master;          /* ours, non-blocking; -1: no pty */
-	int slave;           /* until the child has it */
+	int master;          /* ours, non-blocking; -1: not received (yet) */
+	int sock;            /* ours: the launcher sends the master here; -1 once done */
+	int sock_child;      /* the launcher's end, until bwrap has it */
+	int err_r, err_w;    /* bwrap's stderr while it is the person's terminal's stand-in */
+	char std_fds[4];     /* the standard descriptors that are the person's terminal: "012" */
 	int term_in;         /* the person's terminal: read (stdin) */
 	int term_out;        /* ... and drawn on (stdout, else stderr, else stdin) */
 	struct termios saved; /* its settings before raw mode */
 	bool raw, in_eof, out_gone, out_done;
+	size_t typed_ahead;  /* bytes typed before raw mode, not yet read (run_pty.c) */
 	char in_buf[4096];   /* keystrokes waiting for the sandbox's terminal */
 	size_t in_len;
 	void (*on_input)(pw_run_pty *p, const char *buf, size_t n);
@@ -114,20 +120,26 @@ struct pw_run_pty {
 	void *userdata;
 };
 
-/* Whether the run gets a pty: its standard input is a terminal and setsid(1) is there to
- * make the pty the command's controlling terminal (run_sandbox.c); without it, the run
- * goes as without a terminal. */
-#define PW_RUN_SETSID "/usr/bin/setsid"
+/* The launcher inside the sandbox (run_tty.c) and the descriptor of its socket there. */
+#define PW_RUN_TTY_COMMAND "__run-tty"
+#define PW_RUN_TTY_FD 4
+/* Whether the run gets a pty: its standard input is a terminal. */
 bool pw_run_pty_wanted(void);
-/* Opens the pty, at the person's terminal's size and settings. Returns 0 or -errno. */
+/* The standard descriptors that are a terminal, as the launcher takes them ("0", "01", ...;
+ * stdin always when a pty is wanted). */
+void pw_run_pty_std_fds(char out[4]);
+/* Prepares the pty: the person's terminal's settings, the launcher's socket, bwrap's
+ * stand-in stderr. Returns 0 or -errno. */
 int pw_run_pty_open(pw_run_pty *ret);
-/* In the child before exec: the pty's slave on stdin and on every standard descriptor that
- * is a terminal. Exits on failure. */
+/* In the child before exec: /dev/null or the stand-in pipe on each standard descriptor that
+ * is the person's terminal (bwrap must not see it: it would bind it into the sandbox), and
+ * the launcher's socket at PW_RUN_TTY_FD. Exits on failure. */
 void pw_run_pty_child(const pw_run_pty *p);
-/* In the parent after fork: closes the slave, enters raw mode, installs the restorers
- * (atexit, fatal signals). Returns 0 or -errno (printed). */
+/* In the parent after fork: closes the child's ends, installs the restorers (atexit, fatal
+ * signals). Raw mode starts when the master arrives. Returns 0 or -errno (printed). */
 int pw_run_pty_start(pw_run_pty *p);
-/* The descriptors to poll (at most 2 written to PFD), and handling their events. */
+/* The descriptors to poll (at most 4 written to PFD), and handling their events. */
+#define PW_RUN_PTY_POLLFDS 4
 size_t pw_run_pty_pollfds(const pw_run_pty *p, struct pollfd *pfd);
 void pw_run_pty_events(pw_run_pty *p, const struct pollfd *pfd, size_t n);
 /* For hooks: pass keystrokes on to the sandbox (bounded queue), draw on the terminal. */

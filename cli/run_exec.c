@@ -44,6 +44,7 @@
 #define INFO_MAX 4096    /* bwrap's --info-fd JSON is a few lines */
 #define PROCS_MAX 4096   /* processes of the sandbox we signal at most */
 #define CHILD_INFO_FD 3
+#define CHILD_HIGH_FD 10 /* above every descriptor the child places */
 
 static const int forwarded[] = { SIGINT, SIGQUIT, SIGHUP, SIGWINCH, SIGTERM, SIGTSTP, SIGCONT,
 				 SIGCHLD };
@@ -83,14 +84,15 @@ static _Noreturn void exec_bwrap(char **argv, const sigset_t *oldmask, int info_
 	sigprocmask(SIG_SETMASK, oldmask, NULL);
 	setpgid(0, 0);
 	if (pty)
-		pw_run_pty_child(pty); /* before the info pipe moves: the slave may be at 3 */
-	if (info_w != CHILD_INFO_FD) {
-		if (dup2(info_w, CHILD_INFO_FD) < 0)
-			_exit(PW_EXIT_SYSTEM);
-	} else {
-		fcntl(info_w, F_SETFD, 0);
-	}
-	close_from(CHILD_INFO_FD + 1);
+		pw_run_pty_child(pty);
+	/* The info pipe at 3, the launcher's socket at 4 (run_tty.c): by way of descriptors
+	 * above both, since either may be where the other goes. */
+	int info = fcntl(info_w, F_DUPFD, CHILD_HIGH_FD);
+	int sock = pty ? fcntl(pty->sock_child, F_DUPFD, CHILD_HIGH_FD) : -1;
+	if (info < 0 || (pty && sock < 0) || dup2(info, CHILD_INFO_FD) < 0 ||
+	    (pty && dup2(sock, PW_RUN_TTY_FD) < 0))
+		_exit(PW_EXIT_SYSTEM);
+	close_from((pty ? PW_RUN_TTY_FD : CHILD_INFO_FD) + 1);
 	execvp(argv[0], argv);
 	fprintf(stderr, "piworkfs: run: cannot run %s: %s (scripts/setup installs bubblewrap)\n",
 		argv[0], strerror(errno));
@@ -241,11 +243,12 @@ int pw_run_exec(char **argv, int info_fd_read, int info_fd_child)
 	_cleanup_close_ int sfd = -1;
 	sigset_t mask, old;
 	waiter w = { .info_fd = info_fd_read };
-	pw_run_pty pty = { .master = -1, .slave = -1 };
+	pw_run_pty pty = { .master = -1, .sock = -1, .sock_child = -1, .err_r = -1, .err_w = -1 };
 	int status = PW_EXIT_SYSTEM, r;
+	bool asking = false;
 
-	/* The launcher makes stdin the command's controlling terminal when we promised a pty
-	 * (run_sandbox.c): without one, it would be the person's terminal, so fail closed. */
+	/* The launcher inside waits for the pty's master to be taken when we promised a pty
+	 * (run_sandbox.c): without one, the run cannot start, so fail closed. */
 	if (pw_run_pty_wanted()) {
 		r = pw_run_pty_open(&pty);
 		if (r < 0) {
@@ -280,13 +283,11 @@ int pw_run_exec(char **argv, int info_fd_read, int info_fd_child)
 	if (w.bwrap == 0)
 		exec_bwrap(argv, &old, info_fd_child, w.pty);
 	close(info_fd_child);
-	if (w.pty) {
-		(void)pw_run_pty_start(w.pty); /* without raw mode the relay still works */
-		pw_run_ask_attach(w.pty);
-	}
+	if (w.pty)
+		(void)pw_run_pty_start(w.pty);
 
 	for (;;) {
-		struct pollfd pfd[5] = { { .fd = sfd, .events = POLLIN },
+		struct pollfd pfd[3 + PW_RUN_PTY_POLLFDS] = { { .fd = sfd, .events = POLLIN },
 					 { .fd = w.info_fd, .events = POLLIN },
 					 { .fd = pw_run_ask_fd(), .events = POLLIN } };
 		struct signalfd_siginfo si;
@@ -304,6 +305,10 @@ int pw_run_exec(char **argv, int info_fd_read, int info_fd_child)
 			pw_run_ask_events();
 		if (n_pty)
 			pw_run_pty_events(w.pty, pfd + n, n_pty);
+		if (w.pty && w.pty->master >= 0 && !asking) {
+			pw_run_ask_attach(w.pty); /* the question needs the relay's hooks */
+			asking = true;
+		}
 		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 			if ((int)si.ssi_signo != SIGCHLD)
 				forward(&w, (int)si.ssi_signo);

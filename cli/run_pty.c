@@ -10,12 +10,18 @@
  * is ours, so what the person types can be withheld from the command (the consent
  * question of run_ask.c reads the real keyboard, which the sandbox cannot type on).
  *
- * How the command gets its controlling terminal: bwrap --new-session gives the sandbox's
- * PID 1 a session without one; the command starts through `setsid --ctty` (run_sandbox.c),
- * which makes it the leader of a session of its own and its stdin, the pty's slave, that
- * session's controlling terminal. Job control inside works as on any terminal: Ctrl-C,
- * Ctrl-Z and Ctrl-\ are bytes the pty's line discipline turns into signals for the
- * sandbox's foreground process group; bwrap's processes are not in it.
+ * Where the pty lives: in the sandbox's own devpts (bwrap --dev mounts a new instance at
+ * /dev/pts). The launcher `piworkfs __run-tty` (run_tty.c), the first program inside,
+ * opens it there, sends us the master over a socket and, once we have set the person's
+ * terminal settings and size on it, makes the slave its controlling terminal in a session
+ * of its own (setsid) and executes the command. So the command's terminal is /dev/pts/N
+ * inside (tty(1), ps), no terminal of the host's devpts is reachable, and new ptys inside
+ * (script, tmux) come from the same private instance. bwrap itself never sees the person's
+ * terminal: each standard descriptor that is one is /dev/null for it (stderr a pipe we
+ * relay, for bwrap's own errors); otherwise bwrap would bind it at /dev/console. Job
+ * control inside works as on any terminal: Ctrl-C, Ctrl-Z and Ctrl-\ are bytes the pty's
+ * line discipline turns into signals for the sandbox's foreground process group; bwrap's
+ * processes are not in it.
  *
  * The real terminal is in raw mode while the command runs, and restored on every way out:
  * the normal end (pw_run_pty_finish), exit() (atexit), a fatal signal of our own (handlers
@@ -30,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <termios.h>
 #include <unistd.h>
 
@@ -88,7 +95,24 @@ static int enter_raw(pw_run_pty *p)
 		return -errno;
 	}
 	p->raw = true;
+	/* What was typed ahead arrived in canonical mode, where the line discipline stored the
+	 * end-of-file key (Ctrl-D) as a NUL; read now, raw, that NUL would reach the command
+	 * (echoed there as ^@). Remember how much of it there is: relay_in gives the key back. */
+	int pending = 0;
+	p->typed_ahead = ioctl(p->term_in, FIONREAD, &pending) == 0 && pending > 0
+				 ? (size_t)pending : 0;
 	return 0;
+}
+
+/* The typed-ahead bytes (see enter_raw) as they were typed: the NUL marks of Ctrl-D become
+ * the end-of-file key again. (A NUL typed as such before raw mode is marked alike.) */
+static void restore_typed_ahead(pw_run_pty *p, char *buf, size_t n)
+{
+	cc_t eof = p->saved.c_cc[VEOF];
+
+	for (size_t i = 0; i < n && p->typed_ahead > 0; i++, p->typed_ahead--)
+		if (buf[i] == '\0' && eof != _POSIX_VDISABLE && (p->saved.c_lflag & ICANON))
+			buf[i] = (char)eof;
 }
 
 static void leave_raw(pw_run_pty *p)
@@ -104,7 +128,17 @@ static void leave_raw(pw_run_pty *p)
 
 bool pw_run_pty_wanted(void)
 {
-	return isatty(STDIN_FILENO) && access(PW_RUN_SETSID, X_OK) == 0;
+	return isatty(STDIN_FILENO);
+}
+
+void pw_run_pty_std_fds(char out[4])
+{
+	size_t n = 0;
+
+	for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++)
+		if (fd == STDIN_FILENO || isatty(fd))
+			out[n++] = (char)('0' + fd);
+	out[n] = '\0';
 }
 
 /* The descriptor we draw on: stdout when it is a terminal, else stderr, else stdin (a
@@ -118,69 +152,151 @@ static int pick_term_out(void)
 	return STDIN_FILENO;
 }
 
+static void close_fd(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
 int pw_run_pty_open(pw_run_pty *ret)
 {
-	pw_run_pty p = { .master = -1, .slave = -1, .term_in = STDIN_FILENO };
-	struct winsize ws;
-	char name[128];
-	int r;
+	pw_run_pty p = { .master = -1, .sock = -1, .sock_child = -1, .err_r = -1, .err_w = -1,
+			 .term_in = STDIN_FILENO };
+	int sv[2], ep[2], r;
 
 	if (tcgetattr(STDIN_FILENO, &p.saved) < 0)
 		return -errno;
 	p.term_out = pick_term_out();
-	p.master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (p.master < 0)
+	pw_run_pty_std_fds(p.std_fds);
+	/* Datagrams: the master comes as one message, an error of the launcher as another. */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
-	if (grantpt(p.master) < 0 || unlockpt(p.master) < 0 ||
-	    ptsname_r(p.master, name, sizeof(name)) != 0) {
+	if (pipe2(ep, O_CLOEXEC) < 0) {
 		r = -errno;
-		goto fail;
+		close(sv[0]);
+		close(sv[1]);
+		return r;
 	}
-	p.slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (p.slave < 0) {
-		r = -errno;
-		goto fail;
-	}
-	/* The sandbox's terminal starts as the person's is set (erase key, UTF-8, ...), at
-	 * the same size. */
-	(void)tcsetattr(p.slave, TCSANOW, &p.saved);
-	if (ioctl(p.term_in, TIOCGWINSZ, &ws) == 0 || ioctl(p.term_out, TIOCGWINSZ, &ws) == 0)
-		(void)ioctl(p.master, TIOCSWINSZ, &ws);
-	r = fcntl(p.master, F_GETFL);
-	if (r < 0 || fcntl(p.master, F_SETFL, r | O_NONBLOCK) < 0) {
-		r = -errno;
-		goto fail;
-	}
+	p.sock = sv[0];
+	p.sock_child = sv[1];
+	p.err_r = ep[0];
+	p.err_w = ep[1];
+	r = fcntl(p.err_r, F_GETFL);
+	if (r >= 0)
+		(void)fcntl(p.err_r, F_SETFL, r | O_NONBLOCK);
 	*ret = p;
 	return 0;
-fail:
-	if (p.slave >= 0)
-		close(p.slave);
-	close(p.master);
-	return r;
 }
 
 void pw_run_pty_child(const pw_run_pty *p)
 {
-	/* Every standard descriptor that is a terminal becomes the pty: the person's terminal
-	 * never enters the sandbox. Redirected ones (a file, a pipe) stay as they are. */
-	for (int fd = STDIN_FILENO; fd <= STDERR_FILENO; fd++)
-		if (fd == STDIN_FILENO || isatty(fd))
-			if (dup2(p->slave, fd) < 0)
-				_exit(PW_EXIT_SYSTEM);
+	/* Every standard descriptor that is a terminal gets a stand-in: the person's terminal
+	 * never enters the sandbox, and bwrap binds no terminal at /dev/console. The launcher
+	 * puts the sandbox's pty there. Redirected ones (a file, a pipe) stay as they are. */
+	int null = open("/dev/null", O_RDWR);
+
+	if (null < 0)
+		_exit(PW_EXIT_SYSTEM);
+	for (const char *d = p->std_fds; *d; d++) {
+		int fd = *d - '0';
+		if (dup2(fd == STDERR_FILENO ? p->err_w : null, fd) < 0)
+			_exit(PW_EXIT_SYSTEM);
+	}
+	if (null > STDERR_FILENO)
+		close(null);
 }
 
 int pw_run_pty_start(pw_run_pty *p)
 {
-	int r;
-
-	close(p->slave);
-	p->slave = -1;
+	close_fd(&p->sock_child);
+	close_fd(&p->err_w);
 	install_restorers();
-	r = enter_raw(p);
-	if (r < 0)
+	return 0;
+}
+
+/* The launcher's master: the person's settings and size on it, raw mode here, then the
+ * byte that lets the command start. */
+static void attach_master(pw_run_pty *p, int master)
+{
+	struct winsize ws;
+	char go = 'G';
+	int fl = fcntl(master, F_GETFL);
+
+	(void)fcntl(master, F_SETFD, FD_CLOEXEC);
+	if (fl < 0 || fcntl(master, F_SETFL, fl | O_NONBLOCK) < 0) {
+		pw_err("run", "the sandbox's pty: %s", strerror(errno));
+		close(master);
+		close_fd(&p->sock); /* the launcher reads EOF and gives up */
+		return;
+	}
+	/* Termios requests on a master act on its slave. */
+	(void)tcsetattr(master, TCSANOW, &p->saved);
+	if (ioctl(p->term_in, TIOCGWINSZ, &ws) == 0 || ioctl(p->term_out, TIOCGWINSZ, &ws) == 0)
+		(void)ioctl(master, TIOCSWINSZ, &ws);
+	p->master = master;
+	int r = enter_raw(p);
+	if (r < 0) /* without raw mode the relay still works */
 		pw_err("run", "cannot put the terminal in raw mode: %s", strerror(-r));
-	return r;
+	(void)!send(p->sock, &go, 1, MSG_NOSIGNAL);
+	close_fd(&p->sock);
+}
+
+/* What the launcher sends: the master, or why it could not make one. */
+static void receive_master(pw_run_pty *p)
+{
+	char buf[256], cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) - 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	ssize_t n = recvmsg(p->sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+	int fd = -1;
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); n >= 0 && c; c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	if (fd >= 0 && isatty(fd)) {
+		attach_master(p, fd);
+		return;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (n > 0) {
+		buf[n] = '\0';
+		pw_err("run", "%s", buf);
+	}
+	close_fd(&p->sock); /* EOF: bwrap ended before the launcher ran */
+}
+
+/* bwrap's own messages (its stderr stood in for the person's terminal), shown on our
+ * stderr: with CR before LF once the terminal is raw. */
+static bool relay_bwrap_err(pw_run_pty *p)
+{
+	char buf[4096];
+	ssize_t n = read(p->err_r, buf, sizeof(buf));
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return false;
+	if (n <= 0) {
+		close_fd(&p->err_r);
+		return false;
+	}
+	for (ssize_t i = 0, from = 0; i <= n; i++) {
+		if (i < n && !(buf[i] == '\n' && p->raw))
+			continue;
+		(void)!write(STDERR_FILENO, buf + from, (size_t)(i - from));
+		if (i < n)
+			(void)!write(STDERR_FILENO, "\r\n", 2);
+		from = i + 1;
+	}
+	/* Whatever bwrap's processes write here passes the consent bar's hook as the pty's
+	 * output does: a question open on the bottom row is drawn again over it. */
+	if (p->on_output)
+		p->on_output(p, buf, 0);
+	return true;
 }
 
 /* ---- relaying -------------------------------------------------------------------------- */
@@ -223,8 +339,12 @@ size_t pw_run_pty_pollfds(const pw_run_pty *p, struct pollfd *pfd)
 {
 	size_t n = 0;
 
+	if (p->sock >= 0)
+		pfd[n++] = (struct pollfd){ .fd = p->sock, .events = POLLIN };
+	if (p->err_r >= 0)
+		pfd[n++] = (struct pollfd){ .fd = p->err_r, .events = POLLIN };
 	if (p->master < 0)
-		return 0;
+		return n;
 	pfd[n++] = (struct pollfd){ .fd = p->master,
 				    .events = (short)(POLLIN | (p->in_len ? POLLOUT : 0)) };
 	if (!p->in_eof && p->in_len < sizeof(p->in_buf))
@@ -266,6 +386,7 @@ static void relay_in(pw_run_pty *p)
 		p->in_eof = true; /* the person's terminal is gone (hang-up) */
 		return;
 	}
+	restore_typed_ahead(p, buf, (size_t)n);
 	if (p->on_input)
 		p->on_input(p, buf, (size_t)n);
 	else
@@ -294,7 +415,11 @@ void pw_run_pty_events(pw_run_pty *p, const struct pollfd *pfd, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		if (!pfd[i].revents)
 			continue;
-		if (pfd[i].fd == p->master) {
+		if (pfd[i].fd == p->sock) {
+			receive_master(p);
+		} else if (pfd[i].fd == p->err_r) {
+			(void)relay_bwrap_err(p);
+		} else if (pfd[i].fd == p->master) {
 			if ((pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) && !relay_out(p))
 				p->out_done = true;
 			if (pfd[i].revents & POLLOUT)
@@ -336,6 +461,14 @@ void pw_run_pty_resume(pw_run_pty *p)
 
 void pw_run_pty_finish(pw_run_pty *p)
 {
+	/* bwrap has ended: its last words are in the pipe (a bounded read: a writer could be
+	 * left in the sandbox). */
+	for (int i = 0; i < 64 && p->err_r >= 0 && relay_bwrap_err(p); i++)
+		;
+	close_fd(&p->err_r);
+	close_fd(&p->sock);
+	close_fd(&p->sock_child);
+	close_fd(&p->err_w);
 	if (p->master < 0)
 		return;
 	/* The sandbox is gone, but its last output may still be in the pty: read it until no

@@ -14,10 +14,11 @@
  *   --new-session
  *       the command cannot push input into the caller's terminal (TIOCSTI); run_exec.c
  *       forwards the terminal's signals instead. When the caller's stdin is a terminal,
- *       the command's stdin is a pty of its own (run_pty.c), and setsid(1) makes the
- *       command the leader of a session of its own, with that pty as its controlling
- *       terminal (bwrap's session is its PID 1's): /dev/tty, job control and TIOCSTI
- *       inside all reach that pty, never the caller's terminal.
+ *       the command's terminal is a pty of the sandbox's own devpts (--dev): the launcher
+ *       `piworkfs __run-tty` (run_tty.c) opens it inside, hands its master to us (run_pty.c)
+ *       and makes it the controlling terminal of a session of its own: /dev/tty, job
+ *       control and TIOCSTI inside all reach that pty, never the caller's terminal, and no
+ *       other terminal of the host is reachable (the host's devpts is not mounted inside).
  *   --ro-bind over /sys and over /proc's kernel-wide entries (/proc/sys, sysrq-trigger, ...)
  *       run as root, the command is uid 0 of the host without capabilities, and the kernel
  *       lets that uid write most sysctls (core_pattern: a program run as real root outside
@@ -494,6 +495,25 @@ static int share_args(pw_run_argv *a, const pw_run_sandbox_opts *o)
 	"esac\n"                                                                                   \
 	"exec \"$@\""
 
+/* `piworkfs __run-tty FD STDFDS`: this very program, by the path the sandbox sees too (the
+ * host is bound at /; inside the project, the view shows the same file). */
+static int push_tty_launcher(pw_run_argv *a)
+{
+	char exe[PATH_MAX], fd[16], std_fds[4];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	int r;
+
+	if (len <= 0) {
+		pw_err("run", "cannot find this program (/proc/self/exe): %s", strerror(errno));
+		return -errno;
+	}
+	exe[len] = '\0';
+	snprintf(fd, sizeof(fd), "%d", PW_RUN_TTY_FD);
+	pw_run_pty_std_fds(std_fds);
+	r = push3(a, exe, PW_RUN_TTY_COMMAND, fd);
+	return r < 0 ? r : push(a, std_fds);
+}
+
 int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
 {
 	_cleanup_free_ char *cwd = sandbox_cwd(o->view, o->cwd);
@@ -556,7 +576,7 @@ int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
 	 * then is replaced by the command (same pid, argv and signals). The checks before it
 	 * say so in piworkfs's words rather than the shell's. */
 	if (r == 0 && pw_run_pty_wanted())
-		r = push2(&a, PW_RUN_SETSID, "--ctty");
+		r = push_tty_launcher(&a);
 	if (r == 0)
 		r = push3(&a, "/bin/sh", "-c", RUN_SCRIPT);
 	if (r == 0)

@@ -13,20 +13,12 @@
 #include <unistd.h>
 
 #include "store/audit.h"
-#include "fs_internal.h"
+#include "check.h"
+#include "resolve.h"
 #include "pidns.h"
 #include "procfs.h"
 #include "util.h"
 
-pw_policy *pw_fs_policy_get(pw_fs *fs, uint64_t *ret_gen)
-{
-	pthread_mutex_lock(&fs->policy_lock);
-	pw_policy *p = pw_policy_ref(fs->policy);
-	if (ret_gen)
-		*ret_gen = fs->generation;
-	pthread_mutex_unlock(&fs->policy_lock);
-	return p;
-}
 
 /* The requesting process's name is read now (pw_proc_who_cached): a short-lived process
  * (touch) is gone by the time the audit writer could look (docs/AUDIT.md). */
@@ -46,10 +38,12 @@ static const char *caller_pidns(pid_t pid)
 
 /* Queues an audit event for a decision; never blocks (audit.h). PATH2 is the other name
  * of a rename or link, or NULL. */
-static void record(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, pw_op op,
-		   const char *path, const char *path2, const pw_decision *d)
+static void record(pw_req *r, pw_op op, const char *path, const char *path2,
+		   const pw_decision *d)
 {
-	const struct fuse_ctx *ctx = req ? fuse_req_ctx(req) : NULL;
+	uint64_t gen;
+	const pw_policy *p = pw_req_policy(r, &gen);
+	const struct fuse_ctx *ctx = r->req ? fuse_req_ctx(r->req) : NULL;
 	/* A denial names the process by its program and pid (the thread group leader's), not
 	 * the thread that asked (a runtime's worker); that thread's name goes beside it, for
 	 * `log --json`. */
@@ -69,43 +63,60 @@ static void record(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, 
 		.thread = ctx ? pw_proc_who_thread(who, ctx->pid) : NULL,
 		.pidns = d->allowed || !ctx ? NULL : caller_pidns(ctx->pid),
 	};
-	pw_audit_submit(fs->audit, &ev);
+	pw_audit_submit(r->fs->audit, &ev);
 }
 
-static int deny2(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, pw_op op,
-		 const char *path, const char *path2, const pw_decision *d)
+/* Records an allowed decision when the audit log is configured to keep allowed mutations
+ * (the writer drops them otherwise before they cost anything more). */
+static void allowed(pw_req *r, pw_op op, const char *path, const char *path2,
+		    const pw_decision *d)
 {
-	atomic_fetch_add(&fs->denied, 1);
-	if (fs->audit)
-		record(fs, req, p, gen, op, path, path2, d);
+	if (r->fs->audit)
+		record(r, op, path, path2, d);
+}
+
+static int deny2(pw_req *r, pw_op op, const char *path, const char *path2, const pw_decision *d)
+{
+	atomic_fetch_add(&r->fs->denied, 1);
+	if (r->fs->audit)
+		record(r, op, path, path2, d);
 	return -d->err;
 }
 
-static int deny(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, pw_op op,
-		const char *path, const pw_decision *d)
+static int deny(pw_req *r, pw_op op, const char *path, const pw_decision *d)
 {
-	return deny2(fs, req, p, gen, op, path, NULL, d);
+	return deny2(r, op, path, NULL, d);
+}
+
+/* The path of NAME in PARENT into TMP, or R's own (built once) when it is R's name. */
+static int name_path(pw_req *r, pw_inode *parent, const char *name, pw_path *tmp,
+		     const char **ret)
+{
+	if (pw_req_is_name(r, parent, name))
+		return pw_req_path(r, ret);
+	int e = pw_child_path(r->fs, parent, name, tmp);
+	if (e == 0)
+		*ret = tmp->s;
+	return e;
 }
 
 /*
- * Decides and records under one reference: a decision points into its policy (d.rule and
- * the mode name are the policy's), so the reference is held until the denial is queued
- * (pw_audit_submit copies the strings), and the event carries the mode name and the
- * generation of that same policy. A switch in between would otherwise free the rule.
+ * Decides and records under the request's one reference (req.h): a decision points into its
+ * policy (d.rule and the mode name are the policy's), so the reference is held until the
+ * denial is queued (pw_audit_submit copies the strings) and the reply is sent, and the
+ * event carries the mode name and the generation of that same policy.
  */
-int pw_check_tree(pw_fs *fs, fuse_req_t req, pw_inode *parent, const char *name)
+int pw_check_tree(pw_req *r, pw_inode *parent, const char *name)
 {
-	PW_PATH_DECLARE(path);
-	int r = pw_child_path(fs, parent, name, &path);
-	if (r < 0)
-		return r;
-	uint64_t gen;
-	pw_policy *p = pw_fs_policy_get(fs, &gen);
+	PW_PATH_DECLARE(tmp);
+	const char *path;
+	int e = name_path(r, parent, name, &tmp, &path);
+	if (e < 0)
+		return e;
 	pw_decision d;
-	if (!pw_policy_may_write_tree(p, path.s, &d))
-		r = deny(fs, req, p, gen, PW_OP_RENAME, path.s, &d);
-	pw_policy_unref(p);
-	return r;
+	if (!pw_policy_may_write_tree(pw_req_policy(r, NULL), path, &d))
+		e = deny(r, PW_OP_RENAME, path, &d);
+	return e;
 }
 
 /* Operations that make a new name: see pw_policy_decide_new_name. */
@@ -115,62 +126,42 @@ static bool makes_name(pw_op op)
 	       op == PW_OP_SYMLINK || op == PW_OP_LINK;
 }
 
-static int decide_path(pw_fs *fs, fuse_req_t req, const pw_policy *p, uint64_t gen, pw_op op,
-		       const char *path, bool is_dir)
+int pw_check_child(pw_req *r, pw_op op, bool is_dir)
 {
+	const char *path;
+	int e = pw_req_path(r, &path);
+	if (e < 0)
+		return e;
+	const pw_policy *p = pw_req_policy(r, NULL);
 	pw_decision d;
 	if (makes_name(op))
 		pw_policy_decide_new_name(p, op, path, is_dir, &d);
 	else
 		pw_policy_decide(p, op, path, is_dir, &d);
-	if (d.allowed) {
-		/* Recorded only when the audit log is configured to keep allowed mutations; the
-		 * writer drops them otherwise before they cost anything more. */
-		if (fs->audit)
-			record(fs, req, p, gen, op, path, NULL, &d);
-		return 0;
-	}
-	return deny(fs, req, p, gen, op, path, &d);
+	if (!d.allowed)
+		return deny(r, op, path, &d);
+	allowed(r, op, path, NULL, &d);
+	return 0;
 }
 
-int pw_check_child(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *parent, const char *name,
-		   bool is_dir)
+int pw_check_two(pw_req *r, pw_op op, pw_inode *np, const char *newname, bool is_dir)
 {
-	PW_PATH_DECLARE(path);
-	int r = pw_child_path(fs, parent, name, &path);
-	if (r < 0)
-		return r;
-	uint64_t gen;
-	pw_policy *p = pw_fs_policy_get(fs, &gen);
-	r = decide_path(fs, req, p, gen, op, path.s, is_dir);
-	pw_policy_unref(p);
-	return r;
-}
-
-int pw_check_two(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *parent, const char *name,
-		 pw_inode *np, const char *newname, bool is_dir)
-{
-	PW_PATH_DECLARE(path);
-	PW_PATH_DECLARE(path2);
-	int r = pw_child_path(fs, parent, name, &path);
-	if (r == 0)
-		r = pw_child_path(fs, np, newname, &path2);
-	if (r < 0)
-		return r;
-	uint64_t gen;
-	pw_policy *p = pw_fs_policy_get(fs, &gen);
+	PW_PATH_DECLARE(tmp);
+	const char *path, *path2;
+	int e = pw_req_path(r, &path);
+	if (e == 0)
+		e = name_path(r, np, newname, &tmp, &path2);
+	if (e < 0)
+		return e;
+	const pw_policy *p = pw_req_policy(r, NULL);
 	pw_decision d;
-	pw_policy_decide(p, op, path.s, is_dir, &d);
+	pw_policy_decide(p, op, path, is_dir, &d);
 	if (d.allowed) /* the new name: as for a create */
-		pw_policy_decide_new_name(p, op, path2.s, is_dir, &d);
-	if (d.allowed) {
-		if (fs->audit)
-			record(fs, req, p, gen, op, path.s, path2.s, &d);
-	} else {
-		r = deny2(fs, req, p, gen, op, path.s, path2.s, &d);
-	}
-	pw_policy_unref(p);
-	return r;
+		pw_policy_decide_new_name(p, op, path2, is_dir, &d);
+	if (!d.allowed)
+		return deny2(r, op, path, path2, &d);
+	allowed(r, op, path, path2, &d);
+	return 0;
 }
 
 /* The paths of a node's names (pw_check_node_ex), each in its own stack buffer unless
@@ -206,9 +197,9 @@ static long link_count(pw_fs *fs, pw_inode *n, int fd)
  * path. A file with no name left at all (unlinked but open) is reachable by no path and
  * is refused only by a mode that writes nothing.
  */
-int pw_check_node_ex(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *n, int fd,
-		     const char *path2)
+int pw_check_node_ex(pw_req *r, pw_op op, pw_inode *n, int fd, const char *path2)
 {
+	pw_fs *fs = r->fs;
 	_cleanup_(alias_paths_done) alias_paths a;
 	for (size_t i = 0; i < PW_ALIAS_CHECK_MAX; i++)
 		a.p[i] = (pw_path){.s = NULL, .buf = a.bufs[i]};
@@ -233,19 +224,18 @@ int pw_check_node_ex(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *n, int fd,
 	}
 	pthread_rwlock_unlock(&fs->tree_lock);
 
-	uint64_t gen;
-	pw_policy *p = pw_fs_policy_get(fs, &gen);
-	int r = 0;
+	const pw_policy *p = pw_req_policy(r, NULL);
+	int e = 0;
 	pw_decision d;
-	for (size_t i = 0; i < count && r == 0; i++) {
+	for (size_t i = 0; i < count && e == 0; i++) {
 		pw_policy_decide(p, op, paths[i], is_dir, &d);
 		if (!d.allowed)
-			r = deny2(fs, req, p, gen, op, paths[i], path2, &d);
+			e = deny2(r, op, paths[i], path2, &d);
 	}
-	if (r == 0 && S_ISREG(n->type) && !pw_policy_writes_everything(p)) {
+	if (e == 0 && S_ISREG(n->type) && !pw_policy_writes_everything(p)) {
 		long nlink = link_count(fs, n, fd);
 		if (nlink < 0 && count > 0) {
-			r = (int)nlink;
+			e = (int)nlink;
 		} else if ((nlink > 0 && (size_t)nlink > count) || truncated ||
 			   (nlink <= 0 && count == 0 && pw_policy_writes_nothing(p))) {
 			pw_policy_decide(p, op, count ? paths[0] : "", is_dir, &d);
@@ -253,63 +243,58 @@ int pw_check_node_ex(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *n, int fd,
 				d = (pw_decision){.allowed = false,
 						  .err = pw_policy_writes_nothing(p) ? EROFS : EACCES,
 						  .reason = PW_REASON_HARDLINK};
-			r = deny2(fs, req, p, gen, op, count ? paths[0] : "(unlinked file)", path2, &d);
+			e = deny2(r, op, count ? paths[0] : "(unlinked file)", path2, &d);
 		}
 	}
-	if (r == 0 && count > 0 && fs->audit)
-		record(fs, req, p, gen, op, paths[0], path2, &(pw_decision){.allowed = true});
-	pw_policy_unref(p);
-	return r;
+	if (e == 0 && count > 0)
+		allowed(r, op, paths[0], path2, &(pw_decision){.allowed = true});
+	return e;
 }
 
-int pw_check_node(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *n)
+int pw_check_node(pw_req *r, pw_op op, pw_inode *n)
 {
-	return pw_check_node_ex(fs, req, op, n, -1, NULL);
+	return pw_check_node_ex(r, op, n, -1, NULL);
 }
 
-bool pw_fs_hides(pw_fs *fs)
+bool pw_req_hides(pw_req *r)
 {
-	pw_policy *p = pw_fs_policy_get(fs, NULL);
-	bool hides = pw_policy_has_hide_rules(p);
-	pw_policy_unref(p);
-	return hides;
+	return pw_policy_has_hide_rules(pw_req_policy(r, NULL));
 }
 
-bool pw_node_hidden(pw_fs *fs, pw_inode *n)
+bool pw_node_hidden(pw_req *r, pw_inode *n)
 {
-	pw_policy *p = pw_fs_policy_get(fs, NULL);
-	bool hidden = false;
-	if (pw_policy_has_hide_rules(p) && !n->is_root) {
-		/* A node that cannot be named is treated as hidden (fails closed), except one no
-		 * longer in the tree (unlinked while open), which no rule can name either. */
-		PW_PATH_DECLARE(path);
-		int r = pw_node_path(fs, n, &path);
-		hidden = r == 0 ? pw_policy_is_hidden(p, path.s, S_ISDIR(n->type)) : r != -ENOENT;
-	}
-	pw_policy_unref(p);
-	return hidden;
+	const pw_policy *p = pw_req_policy(r, NULL);
+	if (!pw_policy_has_hide_rules(p) || n->is_root)
+		return false;
+	/* A node that cannot be named is treated as hidden (fails closed), except one no
+	 * longer in the tree (unlinked while open), which no rule can name either. */
+	PW_PATH_DECLARE(path);
+	int e = pw_node_path(r->fs, n, &path);
+	return e == 0 ? pw_policy_is_hidden(p, path.s, S_ISDIR(n->type)) : e != -ENOENT;
 }
 
-bool pw_hidden_child(pw_fs *fs, pw_inode *parent, const char *name, bool is_dir)
+bool pw_hidden_name(pw_req *r, pw_inode *parent, const char *name, bool is_dir)
 {
-	pw_policy *p = pw_fs_policy_get(fs, NULL);
-	bool hidden = false;
-	if (pw_policy_has_hide_rules(p)) {
-		/* a name that cannot be named is treated as hidden: it fails closed */
-		PW_PATH_DECLARE(path);
-		hidden = pw_child_path(fs, parent, name, &path) < 0 ||
-			 pw_policy_is_hidden(p, path.s, is_dir);
-	}
-	pw_policy_unref(p);
-	return hidden;
+	const pw_policy *p = pw_req_policy(r, NULL);
+	if (!pw_policy_has_hide_rules(p))
+		return false;
+	/* a name that cannot be named is treated as hidden: it fails closed */
+	PW_PATH_DECLARE(tmp);
+	const char *path;
+	return name_path(r, parent, name, &tmp, &path) < 0 || pw_policy_is_hidden(p, path, is_dir);
 }
 
-bool pw_hidden_existing(pw_fs *fs, pw_inode *parent, int pfd, const char *name)
+bool pw_hidden_child(pw_req *r, bool is_dir)
+{
+	return pw_hidden_name(r, r->parent, r->name, is_dir);
+}
+
+bool pw_hidden_existing(pw_req *r, int pfd)
 {
 	struct stat st;
-	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (fstatat(pfd, r->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return false;
-	return pw_hidden_child(fs, parent, name, S_ISDIR(st.st_mode));
+	return pw_hidden_child(r, S_ISDIR(st.st_mode));
 }
 
 void pw_remember_hidden_neg(pw_fs *fs, fuse_ino_t parent, const char *name)
@@ -413,9 +398,10 @@ static bool strips_write_bits(const pw_fs *fs)
 	return !fs->default_permissions;
 }
 
-void pw_truthful_attr(pw_fs *fs, pw_inode *n, struct stat *st)
+void pw_truthful_attr(pw_req *r, pw_inode *n, struct stat *st)
 {
-	pw_policy *p = pw_fs_policy_get(fs, NULL);
+	pw_fs *fs = r->fs;
+	const pw_policy *p = pw_req_policy(r, NULL);
 	bool strip = strips_write_bits(fs);
 	bool nothing = pw_policy_writes_nothing(p), links = counts_hidden_subdirs(p, st);
 	if (strip && nothing)
@@ -425,34 +411,32 @@ void pw_truthful_attr(pw_fs *fs, pw_inode *n, struct stat *st)
 		 * written as pw_check_node_ex decides, so its bits stay; any other failure to
 		 * name it fails closed. */
 		PW_PATH_DECLARE(path);
-		int r = pw_node_path(fs, n, &path);
-		if (strip && ((r < 0 && r != -ENOENT) ||
-			      (r == 0 && !pw_policy_may_write(p, path.s, S_ISDIR(st->st_mode)))))
+		int e = pw_node_path(fs, n, &path);
+		if (strip && ((e < 0 && e != -ENOENT) ||
+			      (e == 0 && !pw_policy_may_write(p, path.s, S_ISDIR(st->st_mode)))))
 			strip_write_bits(st);
-		if (links && r == 0)
+		if (links && e == 0)
 			hide_subdir_links(fs, p, path.s, st);
 		else if (links)
 			st->st_nlink = 1; /* unnamed: its subdirectories cannot be judged */
 	}
-	pw_policy_unref(p);
 }
 
-void pw_truthful_attr_child(pw_fs *fs, pw_inode *parent, const char *name, struct stat *st)
+void pw_truthful_attr_child(pw_req *r, struct stat *st)
 {
-	pw_policy *p = pw_fs_policy_get(fs, NULL);
-	bool strip = strips_write_bits(fs);
+	const pw_policy *p = pw_req_policy(r, NULL);
+	bool strip = strips_write_bits(r->fs);
 	bool nothing = pw_policy_writes_nothing(p), links = counts_hidden_subdirs(p, st);
 	if (strip && nothing)
 		strip_write_bits(st);
 	if ((strip && !nothing) || links) {
-		PW_PATH_DECLARE(path);
-		int r = pw_child_path(fs, parent, name, &path);
-		if (strip && (r < 0 || !pw_policy_may_write(p, path.s, S_ISDIR(st->st_mode))))
+		const char *path = NULL;
+		int e = pw_req_path(r, &path);
+		if (strip && (e < 0 || !pw_policy_may_write(p, path, S_ISDIR(st->st_mode))))
 			strip_write_bits(st);
-		if (links && r == 0)
-			hide_subdir_links(fs, p, path.s, st);
+		if (links && e == 0)
+			hide_subdir_links(r->fs, p, path, st);
 		else if (links)
 			st->st_nlink = 1;
 	}
-	pw_policy_unref(p);
 }

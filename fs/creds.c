@@ -14,7 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "fs_internal.h"
+#include "creds.h"
 
 #define PW_GROUPS_MAX 64
 

@@ -148,21 +148,25 @@ struct pw_fs {
 	struct pw_keep *keep; /* keep.c: originals before changes; NULL: none kept */
 	atomic_uint_fast64_t denied;
 
-	/* Invalidation of attributes after a switch, on a thread of its own (switch.c). */
-	pthread_t inval_thread;
-	pthread_mutex_t inval_lock;
-	pthread_cond_t inval_cond;      /* a job is queued, or stop */
-	pthread_cond_t inval_done_cond; /* a pass ended (inval_done_gen moved) */
-	/* The pending job: every policy the kernel may have cached attributes under since the
-	 * last pass began (a switch queued while another is pending adds its old one), and the
-	 * new one; references held. inval_every: too many to compare, visit every node. */
-	pw_policy *inval_olds[PW_INVAL_OLDS_MAX], *inval_new;
-	size_t inval_n_olds;
-	bool inval_every;
-	bool inval_stop, inval_started;
-	atomic_uint_fast64_t inval_pending;
-	uint64_t inval_gen;                     /* generation of inval_new (inval_lock) */
-	_Atomic uint64_t inval_done_gen;        /* last generation fully invalidated */
+	/* Invalidation of attributes after a switch, on a thread of its own: switch.c's own
+	 * (struct pw_inval_pass, switch.h). */
+	struct pw_inval_pass {
+		pthread_t thread;
+		pthread_mutex_t lock;
+		pthread_cond_t cond;      /* a job is queued, or stop */
+		pthread_cond_t done_cond; /* a pass ended (done_gen moved) */
+		/* The pending job: every policy the kernel may have cached attributes under since
+		 * the last pass began (a switch queued while another is pending adds its old
+		 * one), and the new one; references held. every: too many to compare, visit
+		 * every node. */
+		pw_policy *olds[PW_INVAL_OLDS_MAX], *new_policy;
+		size_t n_olds;
+		bool every;
+		bool stop, started;
+		atomic_uint_fast64_t pending;
+		uint64_t gen;                /* generation of new_policy (lock) */
+		_Atomic uint64_t done_gen;   /* last generation fully invalidated */
+	} inval;
 
 	/* Backing-tree change notifications (watch.c). */
 	int inotify_fd;
@@ -186,126 +190,11 @@ struct pw_fs {
 
 typedef struct pw_fs pw_fs;
 
-/* inode.c */
-int pw_inode_table_init(pw_fs *fs);
-void pw_inode_table_free(pw_fs *fs);
-pw_inode *pw_inode_get(pw_fs *fs, fuse_ino_t ino);
-fuse_ino_t pw_inode_id(pw_fs *fs, pw_inode *n);
-/* Registers a lookup of NAME in PARENT that found ST: finds or creates the node, adds or
- * refreshes its name, and counts one kernel reference. Returns NULL on ENOMEM. Takes the
- * tree lock. */
-pw_inode *pw_inode_learn(pw_fs *fs, pw_inode *parent, const char *name, const struct stat *st,
-			 bool *ret_new_dir);
-void pw_inode_forget(pw_fs *fs, pw_inode *n, uint64_t nlookup);
-/* FORGET_MULTI: every node of the batch under one lock; then, if the table has halved since
- * its high-water mark, hands the freed memory back to the system. */
-void pw_inode_forget_batch(pw_fs *fs, const struct fuse_forget_data *forgets, size_t count);
-/* Name bookkeeping after successful mutations (takes the tree lock). */
-void pw_inode_unlinked(pw_fs *fs, pw_inode *parent, const char *name, dev_t dev, ino_t ino);
-void pw_inode_renamed(pw_fs *fs, pw_inode *oldparent, const char *oldname, pw_inode *newparent,
-		      const char *newname, dev_t dev, ino_t ino, bool exchanged, dev_t dev2,
-		      ino_t ino2);
-pw_inode *pw_inode_find_locked(pw_fs *fs, dev_t dev, ino_t ino);
-pw_inode *pw_inode_by_wd_locked(pw_fs *fs, int wd);
-void pw_inode_set_wd_locked(pw_fs *fs, pw_inode *n, int wd);
-/* Calls FN for every node (tree lock held for reading). */
-void pw_inode_foreach(pw_fs *fs, void (*fn)(pw_fs *fs, pw_inode *n, void *u), void *u);
-
-/* resolve.c */
 /*
- * A project-relative path built from a node's names. A path shorter than PW_PATH_MAX (every
- * ordinary one) is written into the caller's stack buffer, so building it allocates
- * nothing; a longer one, up to PW_TREE_PATH_MAX, goes to the heap. Declare one with
- * PW_PATH_DECLARE(p), read p.s after a successful build; it is freed at scope exit. A
- * pw_path may be built again (the old heap copy is freed first). Never copy one.
+ * What each C file of fs/ offers is declared in its own header (inode.h, resolve.h, creds.h,
+ * req.h, check.h, entry.h, fh.h, watch.h, switch.h, keep.h, optable.h, ops*.h); this one
+ * holds the types they share. devio.c and uring.c are declared below for now.
  */
-typedef struct pw_path {
-	char *s;   /* the path: buf, a heap string, or NULL before a successful build */
-	char *buf; /* the caller's PW_PATH_MAX bytes */
-} pw_path;
-void pw_path_done(pw_path *p);
-#define PW_PATH_DECLARE(var)                                                                       \
-	char var##_buf_[PW_PATH_MAX];                                                              \
-	_cleanup_(pw_path_done) pw_path var = {.s = NULL, .buf = var##_buf_}
-/* The project-relative path of N (primary name) into RET. Returns 0, -ENOENT (unlinked),
- * -ENAMETOOLONG (PW_TREE_PATH_MAX or more), -ENOMEM. */
-int pw_node_path(pw_fs *fs, pw_inode *n, pw_path *ret);
-int pw_node_path_locked(pw_fs *fs, pw_inode *n, pw_path *ret);
-/* Path of NAME inside PARENT (the _locked form with the tree lock held). */
-int pw_child_path(pw_fs *fs, pw_inode *parent, const char *name, pw_path *ret);
-int pw_child_path_locked(pw_fs *fs, pw_inode *parent, const char *name, pw_path *ret);
-/* Opens N's backing object beneath the root: O_PATH|O_NOFOLLOW when FLAGS is O_PATH, else
- * with FLAGS (never following symlinks). Returns a descriptor or -errno. */
-int pw_open_node(pw_fs *fs, pw_inode *n, int flags);
-/* Opens PATH (project-relative, normal, shorter than PW_TREE_PATH_MAX) beneath the root,
- * never following a symlink; a path of PATH_MAX bytes or more is resolved in steps. */
-int pw_openat_beneath(pw_fs *fs, const char *path, int flags, mode_t mode);
-bool pw_name_valid(const char *name);
-
-/* creds.c: act with the caller's credentials when the daemon runs as root. */
-typedef struct pw_creds_saved {
-	bool changed;
-	uid_t fsuid;
-	gid_t fsgid;
-} pw_creds_saved;
-int pw_creds_enter(pw_fs *fs, fuse_req_t req, pw_creds_saved *saved);
-void pw_creds_leave(pw_creds_saved *saved);
-/* Whether this thread acts with a caller's credentials now; when not, it has the daemon's. */
-bool pw_creds_switched(void);
-
-/* check.c: the one decision point and the one denial function. */
-pw_policy *pw_fs_policy_get(pw_fs *fs, uint64_t *ret_gen);
-/* Decides a mutation OP on the node N (all its names) or on NAME in PARENT when N is NULL.
- * Returns 0 if allowed, else the negative errno after recording the denial. */
-int pw_check_node(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *n);
-/* The same, with FD (the open backing file, or -1) for the link count and PATH2 (the other
- * name of a link, or NULL) for the audit event. */
-int pw_check_node_ex(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *n, int fd,
-		     const char *path2);
-int pw_check_child(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *parent, const char *name,
-		   bool is_dir);
-/* Decides OP on both NAME in PARENT and NEWNAME in NP (rename, link); the audit event
- * carries both paths. */
-int pw_check_two(pw_fs *fs, fuse_req_t req, pw_op op, pw_inode *parent, const char *name,
-		 pw_inode *np, const char *newname, bool is_dir);
-/* May the directory NAME in PARENT move as a whole (rename of a tree; see
- * pw_policy_may_write_tree)? Returns 0, or the negative errno after recording the denial. */
-int pw_check_tree(pw_fs *fs, fuse_req_t req, pw_inode *parent, const char *name);
-/* Is the node hidden under the active policy? Checked again on open and getattr: an entry
- * the kernel cached just before a switch must not keep the hidden object reachable. */
-bool pw_node_hidden(pw_fs *fs, pw_inode *n);
-/* Has the active policy any hide rule at all? */
-bool pw_fs_hides(pw_fs *fs);
-bool pw_hidden_child(pw_fs *fs, pw_inode *parent, const char *name, bool is_dir);
-/* Does NAME exist in PARENT (open as PFD) as an object the policy hides? Creating over a
- * hidden name must answer ENOENT, as if it were not there, never EEXIST or EISDIR. */
-bool pw_hidden_existing(pw_fs *fs, pw_inode *parent, int pfd, const char *name);
-void pw_remember_hidden_neg(pw_fs *fs, fuse_ino_t parent, const char *name);
-/* Clears write bits from ST when N may not be written under the active policy. */
-void pw_truthful_attr(pw_fs *fs, pw_inode *n, struct stat *st);
-void pw_truthful_attr_child(pw_fs *fs, pw_inode *parent, const char *name, struct stat *st);
-
-/* ops_xattr.c: an attribute of N changed (through the view or outside it). */
-void pw_xattr_changed(pw_inode *n);
-
-/* ops_file.c: the registry of open handles (at start), and closing and freeing every handle
- * never released (after the session ended). */
-void pw_fh_table_init(pw_fs *fs);
-void pw_fh_close_all(pw_fs *fs);
-
-/* ops*.c */
-extern const struct fuse_lowlevel_ops pw_fs_ops;
-void pw_fill_entry(pw_fs *fs, struct fuse_entry_param *e, pw_inode *n, const struct stat *st);
-
-/* The lifetime of entries the kernel may cache in the directory open at DIRFD (or node
- * DIR): fs->timeout, or 0 under allow_other when not every user may search it (ops.c). */
-double pw_entry_timeout_in(pw_fs *fs, int dirfd);
-double pw_entry_timeout_of(pw_fs *fs, pw_inode *dir);
-/* Is NAME in DIRFD, of MODE, a special file (FIFO, socket, device) with an access ACL in an
- * allow_other view, whose entries are never cached and whose lookups are checked per caller
- * (the kernel's own check does not see ACLs; ops.c)? */
-bool pw_special_uncached(pw_fs *fs, int dirfd, const char *name, mode_t mode);
-bool pw_dir_searchable_by_all(int dirfd);
 
 /* devio.c: our own /dev/fuse read/writev, for what libfuse 3.14 cannot negotiate, and
  * requests spliced through a pipe so that write data never passes through our memory. */
@@ -345,26 +234,3 @@ ssize_t pw_uring_reply(pw_fs *fs, const struct iovec *iov, int count);
 ssize_t pw_uring_reply_pipe(pw_fs *fs, int pipe_fd, size_t len);
 bool pw_uring_available(void); /* built with liburing */
 uint64_t pw_uring_init_flag(void); /* FUSE_OVER_IO_URING */
-
-/* watch.c */
-int pw_watch_start(pw_fs *fs);
-void pw_watch_stop(pw_fs *fs);
-/* Watches directory N, just learned (the caller's reference keeps it); without the tree lock. */
-void pw_watch_dir(pw_fs *fs, pw_inode *n);
-void pw_unwatch_dir(pw_fs *fs, pw_inode *n); /* tree lock held for writing */
-
-/* What an operation is about to do to a name on the backing tree; recorded before the
- * syscall (so its event cannot come first) and withdrawn when the syscall fails. */
-typedef enum pw_expect_kind {
-	PW_EXPECT_NAME_ADDED,
-	PW_EXPECT_NAME_REMOVED,
-	PW_EXPECT_CLOSED_WRITE, /* the view closes a file it wrote: its pages are current */
-} pw_expect_kind;
-/* The same, for node N under its primary name (no-op for a node without one). */
-int pw_watch_expect_node(pw_fs *fs, pw_inode *n, pw_expect_kind kind);
-int pw_watch_expect(pw_fs *fs, pw_inode *parent, const char *name, pw_expect_kind kind);
-void pw_watch_unexpect(pw_fs *fs, int token);
-
-/* switch.c */
-int pw_inval_start(pw_fs *fs);
-void pw_inval_stop(pw_fs *fs);

@@ -8,7 +8,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fh.h"
 #include "fs_internal.h"
+#include "inode.h"
+#include "optable.h"
+#include "switch.h"
+#include "watch.h"
 #include "util.h"
 
 _printf_(2, 3) static void set_err(char **ret_err, const char *fmt, ...)

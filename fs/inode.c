@@ -8,8 +8,9 @@
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 
-#include "fs_internal.h"
+#include "inode.h"
 #include "util.h"
 
 #define PW_ALIASES_MAX 8
@@ -163,6 +164,13 @@ static void name_free(pw_fs *fs, pw_name *nm)
 	maybe_free(fs, parent);
 }
 
+/* A node freed stops being watched (watch.c adds the watches; the table holds them). */
+static void unwatch_locked(pw_fs *fs, pw_inode *n)
+{
+	inotify_rm_watch(fs->inotify_fd, n->wd);
+	pw_inode_set_wd_locked(fs, n, -1);
+}
+
 /*
  * Frees N if nothing holds it, then its parents in turn. Iterative over the primary chain
  * so a deep tree forgotten at once does not recurse deeply; alias parents recurse once.
@@ -173,7 +181,7 @@ static void maybe_free(pw_fs *fs, pw_inode *n)
 		pw_inode *next_parent = NULL;
 		hash_remove(fs, n);
 		if (n->wd >= 0)
-			pw_unwatch_dir(fs, n);
+			unwatch_locked(fs, n);
 		pw_name *nm = n->names;
 		while (nm) {
 			pw_name *next = nm->next;
@@ -297,9 +305,6 @@ pw_inode *pw_inode_learn(pw_fs *fs, pw_inode *parent, const char *name, const st
 	if (ret_new_dir)
 		*ret_new_dir = created && S_ISDIR(n->type);
 	pthread_rwlock_unlock(&fs->tree_lock);
-	/* The reference just counted keeps N: the kernel cannot forget it before our reply. */
-	if (created && S_ISDIR(n->type))
-		pw_watch_dir(fs, n);
 	return n;
 }
 
@@ -453,4 +458,10 @@ void pw_inode_table_free(pw_fs *fs)
 	free(fs->wtab);
 	fs->htab = fs->wtab = NULL;
 	pthread_rwlock_destroy(&fs->tree_lock);
+}
+
+void pw_xattr_changed(pw_inode *n)
+{
+	atomic_fetch_add(&n->xattr_epoch, 1);
+	atomic_store(&n->xattr_state, PW_XATTR_UNKNOWN);
 }

@@ -9,6 +9,7 @@
  * (creds.c); the store belongs to the daemon, so they switch back to the daemon's own
  * while they touch it.
  */
+#include "inode.h"
 #include "keep.h"
 
 #include <dirent.h>
@@ -565,21 +566,17 @@ static bool covered_node(pw_keep *k, pw_inode *n, const char *path, uint64_t cs)
  * switches credentials. Not for rmdir (a directory's removal may need a row of its own)
  * nor link (it marks the name). Lock held.
  */
-static bool name_recorded_locked(pw_keep *k, pw_fs *fs, pw_inode *parent, const char *path,
-				 pw_op op)
+static bool name_recorded_locked(pw_keep *k, const char *path, const char *ppath, pw_op op)
 {
 	if (op == PW_OP_RMDIR || op == PW_OP_LINK)
 		return false;
 	entry *e = set_find(k, path);
-	if (!e || !e->content)
-		return false;
-	PW_PATH_DECLARE(pp);
-	int r = pw_node_path(fs, parent, &pp);
-	return r == -ENOENT || (r == 0 && set_find(k, pp.s));
+	return e && e->content && set_find(k, ppath);
 }
 
-int pw_keep_node(pw_fs *fs, fuse_req_t req, pw_inode *n, pw_op op)
+int pw_keep_node(pw_req *req, pw_inode *n, pw_op op)
 {
+	pw_fs *fs = req->fs;
 	if (!active(fs))
 		return 0;
 	pw_keep *k = fs->keep;
@@ -603,7 +600,7 @@ int pw_keep_node(pw_fs *fs, fuse_req_t req, pw_inode *n, pw_op op)
 		return fd == -ENOENT || fd == -ESTALE ? 0 : fd;
 	}
 	who w;
-	who_of(req, &w);
+	who_of(req->req, &w);
 	pw_orig_lock(k->store);
 	int64_t id = 0;
 	if ((uint64_t)atomic_load(&k->cs) == cs) {
@@ -618,15 +615,10 @@ int pw_keep_node(pw_fs *fs, fuse_req_t req, pw_inode *n, pw_op op)
 	return id < 0 ? (int)id : 0;
 }
 
-/* Records PARENT (open at PFD) for its times, once per change set. Lock held. */
-static int64_t record_parent_locked(pw_keep *k, pw_fs *fs, who *w, pw_inode *parent,
-				    int pfd)
+/* Records the parent at PPATH (open at PFD) for its times, once per change set. Lock held. */
+static int64_t record_parent_locked(pw_keep *k, who *w, const char *ppath, int pfd)
 {
-	PW_PATH_DECLARE(pp);
-	int r = pw_node_path(fs, parent, &pp);
-	if (r < 0)
-		return r == -ENOENT ? 0 : r;
-	return record_locked(k, w, pp.s, pfd, "", false, true, "dir");
+	return record_locked(k, w, ppath, pfd, "", false, true, "dir");
 }
 
 /* Ops that make a new name: pw_keep_name's fast path serves them. */
@@ -645,14 +637,11 @@ static bool makes_name(pw_op op)
  * search permission on the parent). Anything else, or a name the set knows, takes the slow
  * path. Returns the token (> 0), 0 for the slow path, or -errno. Lock held.
  */
-static int64_t made_name_locked(pw_keep *k, pw_fs *fs, who *w, pw_inode *parent, int pfd,
+static int64_t made_name_locked(pw_keep *k, who *w, const char *ppath, int pfd,
 				const char *path, const char *name, pw_op op)
 {
 	struct stat st;
-	if (!makes_name(op) || set_find(k, path))
-		return 0;
-	PW_PATH_DECLARE(pp);
-	if (pw_node_path(fs, parent, &pp) < 0 || !set_find(k, pp.s))
+	if (!makes_name(op) || set_find(k, path) || !set_find(k, ppath))
 		return 0;
 	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
 		return 0;
@@ -675,36 +664,39 @@ static int64_t made_name_locked(pw_keep *k, pw_fs *fs, who *w, pw_inode *parent,
 	return set_add(k, path, id, true, true) ? id : -ENOMEM;
 }
 
-int64_t pw_keep_name(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, const char *name,
-		     pw_op op)
+int64_t pw_keep_name(pw_req *req, int pfd, pw_op op)
 {
+	pw_fs *fs = req->fs;
 	if (!active(fs))
 		return 0;
 	pw_keep *k = fs->keep;
-	PW_PATH_DECLARE(path);
-	int r = pw_child_path(fs, parent, name, &path);
+	const char *path, *name = req->name;
+	PW_PATH_DECLARE(pp); /* the parent's: a copy of the name's path's prefix */
+	int r = pw_req_path(req, &path);
+	if (r == 0)
+		r = pw_req_parent_path(req, &pp);
 	if (r < 0)
 		return r;
 	who w;
-	who_of(req, &w);
+	who_of(req->req, &w);
 	pw_orig_lock(k->store);
-	if (name_recorded_locked(k, fs, parent, path.s, op)) {
+	if (name_recorded_locked(k, path, pp.s, op)) {
 		pw_orig_unlock(k->store);
 		return 0;
 	}
-	int64_t id = made_name_locked(k, fs, &w, parent, pfd, path.s, name, op);
+	int64_t id = made_name_locked(k, &w, pp.s, pfd, path, name, op);
 	if (id != 0) {
 		pw_orig_unlock(k->store);
 		return id;
 	}
 	own_creds c;
 	creds_own(fs, &c);
-	id = record_parent_locked(k, fs, &w, parent, pfd);
+	id = record_parent_locked(k, &w, pp.s, pfd);
 	if (id >= 0)
-		id = record_locked(k, &w, path.s, pfd, name, true, false, op_label(op));
+		id = record_locked(k, &w, path, pfd, name, true, false, op_label(op));
 	if (id >= 0 && op == PW_OP_LINK) {
 		/* The name may have been made, or recorded, before: it names this object now. */
-		entry *e = set_find(k, path.s);
+		entry *e = set_find(k, path);
 		if (e)
 			e->linked = true;
 	}
@@ -713,36 +705,45 @@ int64_t pw_keep_name(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, const
 	return id;
 }
 
-int64_t pw_keep_rename(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, const char *name,
-		       pw_inode *np, int npfd, const char *newname, unsigned flags)
+int64_t pw_keep_rename(pw_req *req, int pfd, pw_inode *np, int npfd, const char *newname,
+		       unsigned flags)
 {
+	pw_fs *fs = req->fs;
 	if (!active(fs))
 		return 0;
 	pw_keep *k = fs->keep;
-	PW_PATH_DECLARE(from);
+	const char *name = req->name;
+	PW_PATH_DECLARE(fromp); /* the old name's parent: a copy of its path's prefix */
 	PW_PATH_DECLARE(to);
-	int r = pw_child_path(fs, parent, name, &from);
+	PW_PATH_DECLARE(npp);
+	const char *from_s = NULL;
+	int r = pw_req_path(req, &from_s);
+	if (r == 0)
+		r = pw_req_parent_path(req, &fromp);
 	if (r == 0)
 		r = pw_child_path(fs, np, newname, &to);
+	if (r == 0 && np != req->parent)
+		r = pw_node_path(fs, np, &npp);
 	if (r < 0)
 		return r;
+	const char *np_path = np == req->parent ? fromp.s : npp.s; /* parents' paths */
 	bool exchange = flags & RENAME_EXCHANGE;
 	struct stat src;
 	if (fstatat(pfd, name, &src, AT_SYMLINK_NOFOLLOW) < 0)
 		return 0; /* the rename will fail the same way */
 	who w;
-	who_of(req, &w);
+	who_of(req->req, &w);
 	own_creds c;
 	creds_own(fs, &c);
 	pw_orig_lock(k->store);
-	int64_t id = record_parent_locked(k, fs, &w, parent, pfd);
+	int64_t id = record_parent_locked(k, &w, fromp.s, pfd);
 	if (id >= 0)
-		id = record_parent_locked(k, fs, &w, np, npfd);
+		id = record_parent_locked(k, &w, np_path, npfd);
 	pw_orig_object dst = { 0 };
 	/* Moving a file the change set made (not a directory: one can hold originals moved
 	 * into it) to a name that loses no original keeps no original either: its row may be
 	 * deferred like the file's own, and the new name is then one the change set made. */
-	entry *made = set_find(k, from.s);
+	entry *made = set_find(k, from_s);
 	bool cheap = !exchange && made && made->created && !S_ISDIR(src.st_mode);
 	bool linked = made && made->linked; /* a link's name moved: still one (keep_other_names) */
 	if (id >= 0 && !exchange) {
@@ -766,7 +767,7 @@ int64_t pw_keep_rename(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, con
 		pw_orig_row row = {
 			.changeset = atomic_load(&k->cs),
 			.action = PW_ORIG_MOVE,
-			.path = from.s,
+			.path = from_s,
 			.path2 = to.s,
 			.exchange = exchange,
 			.src_dev = src.st_dev,
@@ -785,11 +786,11 @@ int64_t pw_keep_rename(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, con
 	pw_orig_object_done(&dst);
 	if (id >= 0) {
 		if (!cheap) {
-			mark_kept_below(k, from.s);
+			mark_kept_below(k, from_s);
 			mark_kept_below(k, to.s);
 		}
 		/* Other objects live under both names now: their first changes are new. */
-		set_remove_if(k, under, from.s);
+		set_remove_if(k, under, from_s);
 		set_remove_if(k, under, to.s);
 		/* ... but a file the change set made needs no original under its new name. */
 		entry *e = cheap ? set_add(k, to.s, id, true, true) : NULL;

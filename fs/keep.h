@@ -28,7 +28,7 @@
  */
 #pragma once
 
-#include "fs_internal.h"
+#include "req.h"
 #include "store/originals.h"
 
 typedef struct pw_keep pw_keep;
@@ -78,14 +78,15 @@ int pw_keep_other_name(pw_keep *k, dev_t dev, ino_t ino, const char *not_path,
 
 /* ---- hooks (fs/ops*.c) ------------------------------------------------------------------ */
 
-/* Before changing N's content or metadata with OP. 0, or -errno: do not change it. */
-int pw_keep_node(pw_fs *fs, fuse_req_t req, pw_inode *n, pw_op op);
-/* Before making or removing NAME in PARENT (PFD open on it). Returns a token (>= 0) for
- * pw_keep_failed, or -errno. */
-int64_t pw_keep_name(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, const char *name,
-		     pw_op op);
-int64_t pw_keep_rename(pw_fs *fs, fuse_req_t req, pw_inode *parent, int pfd, const char *name,
-		       pw_inode *np, int npfd, const char *newname, unsigned flags);
+/* Before changing N's content or metadata with OP for request R. 0, or -errno: do not
+ * change it. */
+int pw_keep_node(pw_req *r, pw_inode *n, pw_op op);
+/* Before making or removing R's name (its parent open as PFD); its path and its parent's
+ * come from R's one build. Returns a token (>= 0) for pw_keep_failed, or -errno. */
+int64_t pw_keep_name(pw_req *r, int pfd, pw_op op);
+/* Before renaming R's name (parent open as PFD) to NEWNAME in NP (open as NPFD). */
+int64_t pw_keep_rename(pw_req *r, int pfd, pw_inode *np, int npfd, const char *newname,
+		       unsigned flags);
 /* The change the token's row precedes failed: the row goes. */
 void pw_keep_failed(pw_fs *fs, int64_t token);
 /* After a change through the view succeeded: N (may be NULL) was changed now. Undo tells

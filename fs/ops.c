@@ -14,17 +14,13 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "check.h"
+#include "entry.h"
+#include "fh.h"
+#include "inode.h"
 #include "keep.h"
-#include "ops_common.h"
-
-void pw_fill_entry(pw_fs *fs, struct fuse_entry_param *e, pw_inode *n, const struct stat *st)
-{
-	memset(e, 0, sizeof(*e));
-	e->ino = pw_inode_id(fs, n);
-	e->attr = *st;
-	e->attr_timeout = fs->timeout;
-	e->entry_timeout = fs->timeout;
-}
+#include "ops.h"
+#include "watch.h"
 
 int pw_stat_node(pw_fs *fs, pw_inode *n, struct stat *st)
 {
@@ -36,90 +32,8 @@ int pw_stat_node(pw_fs *fs, pw_inode *n, struct stat *st)
 	return fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? negative_errno() : 0;
 }
 
-void pw_reply_negative(pw_fs *fs, fuse_req_t req, double entry_timeout)
-{
-	struct fuse_entry_param e = {0};
-	e.entry_timeout = entry_timeout;
-	fuse_reply_entry(req, &e);
-}
-
-/*
- * Under allow_other the kernel checks search permission on a directory only when it asks
- * us to look a name up, which we do with the caller's credentials; an entry cached from
- * one user's lookup would let another user without search permission stat the name (and
- * read a cached symlink). So the entries of a directory that not every user may search
- * (no x for others, or an access ACL) are not cached: each walk through it asks us.
- * Directories that become private later drop their children's entries (watch.c), and a
- * rename into one is left for the watcher to invalidate (ops_dir.c).
- */
-bool pw_dir_searchable_by_all(int dirfd)
-{
-	struct stat st;
-	if (fstatat(dirfd, "", &st, AT_EMPTY_PATH) < 0 || !(st.st_mode & S_IXOTH))
-		return false;
-	char proc[64];
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", dirfd);
-	if (getxattr(proc, "system.posix_acl_access", NULL, 0) >= 0)
-		return false;
-	return errno == ENODATA || errno == EOPNOTSUPP;
-}
-
-double pw_entry_timeout_in(pw_fs *fs, int dirfd)
-{
-	if (!fs->allow_other)
-		return fs->timeout;
-	return pw_dir_searchable_by_all(dirfd) ? fs->timeout : 0;
-}
-
-double pw_entry_timeout_of(pw_fs *fs, pw_inode *dir)
-{
-	if (!fs->allow_other)
-		return fs->timeout;
-	_cleanup_close_ int fd = pw_open_node(fs, dir, O_PATH | O_DIRECTORY);
-	return fd >= 0 ? pw_entry_timeout_in(fs, fd) : 0;
-}
-
-/*
- * Special files under allow_other. The kernel opens a FIFO or a device node, and connects
- * to a socket, by itself: no OPEN reaches us. So such a view always has the kernel check
- * permission bits (default_permissions, fsmain.c), which keeps one user out of another's
- * private FIFO, socket or device node while stat, chmod, chown, unlink and rename of the
- * name get the backing filesystem's answers (pjdfstest's chmod/00, chown/00, unlink/11,
- * rename/09 and open/06 rows). The lookup itself could not have decided: it does not say
- * whether the caller means to open the file or only to stat it.
- *
- * One case the kernel's check does not cover: a special file with an access ACL. This
- * connection does not give the kernel ACLs (FUSE_POSIX_ACL would also hand it the umask
- * and default ACL inheritance that the backing filesystem does for us now), so it would
- * judge the group class by the ACL's mask and could let in a named user or group the ACL
- * keeps out. Such a file is looked up only for its owner and for callers the backing
- * filesystem lets do everything the kernel will not ask us about (read and write a FIFO
- * or device, write a socket: faccessat with the caller's credentials, ACL included);
- * others get EACCES, and its entries are never cached, so each walk asks again with the
- * walker's credentials. docs/SECURITY.md says what that costs.
- */
-static bool is_special(mode_t mode)
-{
-	return S_ISFIFO(mode) || S_ISSOCK(mode) || S_ISCHR(mode) || S_ISBLK(mode);
-}
-
-/* Does NAME in DIRFD carry an access ACL? Unknown (any other error) counts as yes. */
-static bool has_access_acl(int dirfd, const char *name)
-{
-	char proc[PATH_MAX];
-	int n = snprintf(proc, sizeof(proc), "/proc/self/fd/%d/%s", dirfd, name);
-	if (n < 0 || (size_t)n >= sizeof(proc))
-		return true;
-	if (lgetxattr(proc, "system.posix_acl_access", NULL, 0) >= 0)
-		return true;
-	return errno != ENODATA && errno != EOPNOTSUPP;
-}
-
-bool pw_special_uncached(pw_fs *fs, int dirfd, const char *name, mode_t mode)
-{
-	return fs->allow_other && is_special(mode) && has_access_acl(dirfd, name);
-}
-
+/* A special file with an access ACL under allow_other (entry.c says why): looked up only for
+ * its owner and for callers the backing filesystem lets do what the kernel will not ask. */
 static int check_special(pw_fs *fs, int pfd, const char *name, const struct stat *st,
 			 bool *ret_uncached)
 {
@@ -132,10 +46,14 @@ static int check_special(pw_fs *fs, int pfd, const char *name, const struct stat
 	return 0;
 }
 
-/* Looks up NAME in PARENT and answers with an entry (learning the node) or an error. */
-int pw_do_lookup(pw_fs *fs, pw_inode *parent, int dirfd, const char *name,
-		 struct fuse_entry_param *e)
+/* Looks up R's name and answers with an entry (learning the node) or an error. */
+int pw_do_lookup(pw_req *r, int dirfd, struct fuse_entry_param *e, bool *ret_hidden)
 {
+	pw_fs *fs = r->fs;
+	pw_inode *parent = r->parent;
+	const char *name = r->name;
+	if (ret_hidden)
+		*ret_hidden = false;
 	_cleanup_close_ int own = dirfd >= 0 ? -1 : pw_open_node(fs, parent, O_PATH);
 	if (dirfd < 0 && own < 0)
 		return own;
@@ -143,54 +61,67 @@ int pw_do_lookup(pw_fs *fs, pw_inode *parent, int dirfd, const char *name,
 	struct stat st;
 	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return negative_errno();
-	if (pw_hidden_child(fs, parent, name, S_ISDIR(st.st_mode)))
-		return PW_LOOKUP_HIDDEN;
+	if (pw_hidden_child(r, S_ISDIR(st.st_mode))) {
+		if (ret_hidden)
+			*ret_hidden = true;
+		return -ENOENT;
+	}
 	bool uncached;
-	int r = check_special(fs, pfd, name, &st, &uncached);
-	if (r < 0)
-		return r;
-	pw_inode *n = pw_inode_learn(fs, parent, name, &st, NULL);
+	int err = check_special(fs, pfd, name, &st, &uncached);
+	if (err < 0)
+		return err;
+	pw_inode *n = pw_watch_learn(fs, parent, name, &st);
 	if (!n)
 		return -ENOMEM;
-	pw_truthful_attr_child(fs, parent, name, &st);
+	pw_truthful_attr_child(r, &st);
 	pw_fill_entry(fs, e, n, &st);
 	e->entry_timeout = uncached ? 0 : pw_entry_timeout_in(fs, pfd);
 	return 0;
 }
 
-static void op_lookup(fuse_req_t req, fuse_ino_t parent_ino, const char *name)
+void pw_op_lookup(fuse_req_t req, fuse_ino_t parent_ino, const char *name)
 {
-	PW_REQ_BEGIN(req);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
 	pw_inode *parent = pw_inode_get(fs, parent_ino);
-	if (strlen(name) > PW_NAME_MAX)
-		PW_REPLY_ERR(req, ENAMETOOLONG);
-	if (!pw_name_valid(name))
-		PW_REPLY_ERR(req, ENOENT);
+	pw_req_name(&r, parent, name);
+	if (strlen(name) > PW_NAME_MAX) {
+		pw_req_reply_err(&r, ENAMETOOLONG);
+		return;
+	}
+	if (!pw_name_valid(name)) {
+		pw_req_reply_err(&r, ENOENT);
+		return;
+	}
 	struct fuse_entry_param e;
 	pthread_rwlock_rdlock(&fs->lookup_gate);
-	int r = pw_do_lookup(fs, parent, -1, name, &e);
-	if (r == -ENOENT || r == PW_LOOKUP_HIDDEN) {
+	bool hidden;
+	int err = pw_do_lookup(&r, -1, &e, &hidden);
+	if (err == -ENOENT) {
 		/* A hidden name that exists is remembered, so a switch that unhides it can drop
 		 * the negative entry the kernel caches now. */
-		if (r == PW_LOOKUP_HIDDEN)
+		if (hidden)
 			pw_remember_hidden_neg(fs, parent_ino, name);
 		double timeout = pw_entry_timeout_of(fs, parent);
-		PW_CREDS_LEAVE();
+		pw_req_leave(&r);
 		pw_reply_negative(fs, req, timeout);
 		pthread_rwlock_unlock(&fs->lookup_gate);
 		return;
 	}
-	if (r < 0) {
+	if (err < 0) {
 		pthread_rwlock_unlock(&fs->lookup_gate);
-		PW_REPLY_ERR(req, -r);
+		pw_req_reply_err(&r, -err);
+		return;
 	}
-	PW_CREDS_LEAVE();
+	pw_req_leave(&r);
 	if (fuse_reply_entry(req, &e) == -ENOENT) /* interrupted: no reference taken */
 		pw_inode_forget(fs, pw_inode_get(fs, e.ino), 1);
 	pthread_rwlock_unlock(&fs->lookup_gate);
 }
 
-static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+void pw_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
 	pw_fs *fs = fuse_req_userdata(req);
 	const struct fuse_forget_data one = {.ino = ino, .nlookup = nlookup};
@@ -198,7 +129,7 @@ static void op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 	fuse_reply_none(req);
 }
 
-static void op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+void pw_op_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
 {
 	pw_fs *fs = fuse_req_userdata(req);
 	pw_inode_forget_batch(fs, forgets, count);
@@ -216,24 +147,31 @@ static int stat_open_handle(pw_fs *fs, pw_inode *n, struct stat *st)
 	return r;
 }
 
-static void op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void pw_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	PW_REQ_BEGIN(req);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
 	pw_inode *n = pw_inode_get(fs, ino);
-	if (pw_node_hidden(fs, n))
-		PW_REPLY_ERR(req, ENOENT);
+	if (pw_node_hidden(&r, n)) {
+		pw_req_reply_err(&r, ENOENT);
+		return;
+	}
 	struct stat st;
-	int r;
+	int err;
 	if (fi && fi->fh)
-		r = fstat(pw_fh_of(fi)->fd, &st) < 0 ? negative_errno() : 0;
+		err = fstat(pw_fh_of(fi)->fd, &st) < 0 ? negative_errno() : 0;
 	else
-		r = pw_stat_node(fs, n, &st);
-	if (r == -ENOENT) /* fstat(2) of a file unlinked while open comes without a handle */
-		r = stat_open_handle(fs, n, &st);
-	if (r < 0)
-		PW_REPLY_ERR(req, -r);
-	pw_truthful_attr(fs, n, &st);
-	PW_CREDS_LEAVE();
+		err = pw_stat_node(fs, n, &st);
+	if (err == -ENOENT) /* fstat(2) of a file unlinked while open comes without a handle */
+		err = stat_open_handle(fs, n, &st);
+	if (err < 0) {
+		pw_req_reply_err(&r, -err);
+		return;
+	}
+	pw_truthful_attr(&r, n, &st);
+	pw_req_leave(&r);
 	fuse_reply_attr(req, &st, fs->timeout);
 }
 
@@ -280,20 +218,25 @@ static int apply_setattr(int fd, bool opath, struct stat *attr, int valid)
 	return 0;
 }
 
-static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
+void pw_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		       struct fuse_file_info *fi)
 {
-	PW_REQ_BEGIN(req);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
 	pw_inode *n = pw_inode_get(fs, ino);
 	valid &= FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_SIZE |
 		 FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
 		 FUSE_SET_ATTR_MTIME_NOW;
 	if (valid) {
-		int r = pw_check_node(fs, req, pw_opmap_setattr((unsigned)valid), n);
-		if (r == 0)
-			r = pw_keep_node(fs, req, n, pw_opmap_setattr((unsigned)valid));
-		if (r < 0)
-			PW_REPLY_ERR(req, -r);
+		int err = pw_check_node(&r, pw_opmap_setattr((unsigned)valid), n);
+		if (err == 0)
+			err = pw_keep_node(&r, n, pw_opmap_setattr((unsigned)valid));
+		if (err < 0) {
+			pw_req_reply_err(&r, -err);
+			return;
+		}
 		_cleanup_close_ int pfd = -1;
 		int fd;
 		bool opath = false;
@@ -304,71 +247,94 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int va
 			opath = pfd >= 0;
 			if (pfd == -ENOENT) /* fchmod(2) and the like on a file unlinked while open */
 				pfd = pw_fh_dup_for(fs, n);
-			if (pfd < 0)
-				PW_REPLY_ERR(req, -pfd);
+			if (pfd < 0) {
+				pw_req_reply_err(&r, -pfd);
+				return;
+			}
 			fd = pfd;
 		}
-		r = apply_setattr(fd, opath, attr, valid);
-		if (r < 0)
-			PW_REPLY_ERR(req, -r);
+		err = apply_setattr(fd, opath, attr, valid);
+		if (err < 0) {
+			pw_req_reply_err(&r, -err);
+			return;
+		}
 		pw_keep_touched(fs, n);
 	}
 	struct stat st;
-	int r = (fi && fi->fh) ? (fstat(pw_fh_of(fi)->fd, &st) < 0 ? negative_errno() : 0)
+	int err = (fi && fi->fh) ? (fstat(pw_fh_of(fi)->fd, &st) < 0 ? negative_errno() : 0)
 			       : pw_stat_node(fs, n, &st);
-	if (r == -ENOENT)
-		r = stat_open_handle(fs, n, &st);
-	if (r < 0)
-		PW_REPLY_ERR(req, -r);
-	pw_truthful_attr(fs, n, &st);
-	PW_CREDS_LEAVE();
+	if (err == -ENOENT)
+		err = stat_open_handle(fs, n, &st);
+	if (err < 0) {
+		pw_req_reply_err(&r, -err);
+		return;
+	}
+	pw_truthful_attr(&r, n, &st);
+	pw_req_leave(&r);
 	fuse_reply_attr(req, &st, fs->timeout);
 }
 
-static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+void pw_op_readlink(fuse_req_t req, fuse_ino_t ino)
 {
-	PW_REQ_BEGIN(req);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
 	_cleanup_close_ int fd = pw_open_node(fs, pw_inode_get(fs, ino), O_PATH);
-	if (fd < 0)
-		PW_REPLY_ERR(req, -fd);
+	if (fd < 0) {
+		pw_req_reply_err(&r, -fd);
+		return;
+	}
 	char buf[PATH_MAX + 1];
 	ssize_t len = readlinkat(fd, "", buf, sizeof(buf));
-	if (len < 0)
-		PW_REPLY_ERR(req, errno);
-	if (len == sizeof(buf))
-		PW_REPLY_ERR(req, ENAMETOOLONG);
+	if (len < 0) {
+		pw_req_reply_err(&r, errno);
+		return;
+	}
+	if (len == sizeof(buf)) {
+		pw_req_reply_err(&r, ENAMETOOLONG);
+		return;
+	}
 	buf[len] = '\0';
-	PW_CREDS_LEAVE();
+	pw_req_leave(&r);
 	fuse_reply_readlink(req, buf);
 }
 
-static void op_access(fuse_req_t req, fuse_ino_t ino, int mask)
+void pw_op_access(fuse_req_t req, fuse_ino_t ino, int mask)
 {
-	PW_REQ_BEGIN(req);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
 	pw_inode *n = pw_inode_get(fs, ino);
 	if (mask & W_OK) {
 		/* A query, not an attempt: decided without an audit event. */
 		PW_PATH_DECLARE(path);
-		pw_policy *p = pw_fs_policy_get(fs, NULL);
+		const pw_policy *p = pw_req_policy(&r, NULL);
 		pw_decision d = {.allowed = true};
 		if (pw_node_path(fs, n, &path) == 0)
 			pw_policy_decide(p, pw_opmap_op(FUSE_ACCESS), path.s, S_ISDIR(n->type), &d);
 		else if (pw_policy_writes_nothing(p))
 			d = (pw_decision){.allowed = false, .err = EROFS};
-		pw_policy_unref(p);
-		if (!d.allowed)
-			PW_REPLY_ERR(req, d.err);
+		if (!d.allowed) {
+			pw_req_reply_err(&r, d.err);
+			return;
+		}
 	}
 	_cleanup_close_ int fd = pw_open_node(fs, n, O_PATH);
-	if (fd < 0)
-		PW_REPLY_ERR(req, -fd);
-	if (faccessat(fd, "", mask, AT_EMPTY_PATH | AT_EACCESS) < 0)
-		PW_REPLY_ERR(req, errno);
-	PW_CREDS_LEAVE();
+	if (fd < 0) {
+		pw_req_reply_err(&r, -fd);
+		return;
+	}
+	if (faccessat(fd, "", mask, AT_EMPTY_PATH | AT_EACCESS) < 0) {
+		pw_req_reply_err(&r, errno);
+		return;
+	}
+	pw_req_leave(&r);
 	fuse_reply_err(req, 0);
 }
 
-static void op_statfs(fuse_req_t req, fuse_ino_t ino)
+void pw_op_statfs(fuse_req_t req, fuse_ino_t ino)
 {
 	pw_fs *fs = fuse_req_userdata(req);
 	struct statvfs sv;
@@ -379,7 +345,7 @@ static void op_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
-static void op_init(void *userdata, struct fuse_conn_info *conn)
+void pw_op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	pw_fs *fs = userdata;
 	fs->no_opendir = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) && fs->is_root_daemon &&
@@ -400,40 +366,3 @@ static void op_init(void *userdata, struct fuse_conn_info *conn)
 				  FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_MOVE);
 	conn->time_gran = 1;
 }
-
-const struct fuse_lowlevel_ops pw_fs_ops = {
-	.init = op_init,
-	.lookup = op_lookup,
-	.forget = op_forget,
-	.forget_multi = op_forget_multi,
-	.getattr = op_getattr,
-	.setattr = op_setattr,
-	.readlink = op_readlink,
-	.access = op_access,
-	.statfs = op_statfs,
-	.mknod = pw_op_mknod,
-	.mkdir = pw_op_mkdir,
-	.symlink = pw_op_symlink,
-	.link = pw_op_link,
-	.unlink = pw_op_unlink,
-	.rmdir = pw_op_rmdir,
-	.rename = pw_op_rename,
-	.opendir = pw_op_opendir,
-	.readdir = pw_op_readdir,
-	.readdirplus = pw_op_readdirplus,
-	.releasedir = pw_op_releasedir,
-	.fsyncdir = pw_op_fsyncdir,
-	.create = pw_op_create,
-	.open = pw_op_open,
-	.read = pw_op_read,
-	.write_buf = pw_op_write_buf,
-	.release = pw_op_release,
-	.fsync = pw_op_fsync,
-	.fallocate = pw_op_fallocate,
-	.copy_file_range = pw_op_copy_file_range,
-	.lseek = pw_op_lseek,
-	.setxattr = pw_op_setxattr,
-	.getxattr = pw_op_getxattr,
-	.listxattr = pw_op_listxattr,
-	.removexattr = pw_op_removexattr,
-};

@@ -15,8 +15,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "check.h"
+#include "entry.h"
+#include "fh.h"
+#include "inode.h"
 #include "keep.h"
-#include "ops_common.h"
+#include "ops.h"
+#include "ops_dir.h"
+#include "watch.h"
 
 #define PW_DIRBUF 32768
 
@@ -35,157 +41,224 @@ static int check_name(const char *name)
 	return pw_name_valid(name) ? 0 : -EINVAL;
 }
 
-/* Finishes a successful creation of NAME in PARENT (open at PFD) with an entry reply. */
-static void reply_new_entry(fuse_req_t req, pw_fs *fs, pw_inode *parent, int pfd,
-			    const char *name)
+/* Finishes a successful creation of R's name (its parent open at PFD) with an entry reply,
+ * drawn under R's policy. */
+static void reply_new_entry(pw_req *r, int pfd)
 {
+	pw_fs *fs = r->fs;
 	struct fuse_entry_param e;
-	int r = pw_do_lookup(fs, parent, pfd, name, &e);
-	if (r == 0)
+	int err = pw_do_lookup(r, pfd, &e, NULL);
+	if (err == 0)
 		pw_keep_touched(fs, pw_inode_get(fs, e.ino));
-	if (r < 0)
-		fuse_reply_err(req, r == PW_LOOKUP_HIDDEN ? ENOENT : -r);
-	else if (fuse_reply_entry(req, &e) == -ENOENT) /* interrupted: no reference taken */
+	pw_req_leave(r);
+	if (err < 0)
+		fuse_reply_err(r->req, -err); /* a hidden name: ENOENT */
+	else if (fuse_reply_entry(r->req, &e) == -ENOENT) /* interrupted: no reference taken */
 		pw_inode_forget(fs, pw_inode_get(fs, e.ino), 1);
 }
 
-/* A new name that exists but is hidden answers ENOENT only once the mode allowed making
- * it: a refusal must read the same for a hidden name and a free one, or refused creates
- * would tell which hidden names exist (pw_policy_decide_new_name). */
-#define PW_NEW_ENTRY_PROLOGUE(op, is_dir)                                                          \
-	PW_REQ_BEGIN(req);                                                                         \
-	pw_inode *parent = pw_inode_get(fs, parent_ino);                                           \
-	int r = check_name(name);                                                                  \
-	if (r < 0)                                                                                 \
-		PW_REPLY_ERR(req, -r);                                                             \
-	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);                                \
-	if (pfd < 0)                                                                               \
-		PW_REPLY_ERR(req, -pfd);                                                           \
-	r = pw_check_child(fs, req, (op), parent, name, (is_dir));                                 \
-	if (r < 0)                                                                                 \
-		PW_REPLY_ERR(req, -r);                                                             \
-	if (pw_hidden_existing(fs, parent, pfd, name))                                             \
-		PW_REPLY_ERR(req, ENOENT);                                                         \
-	int64_t kept = pw_keep_name(fs, req, parent, pfd, name, (op));                             \
-	if (kept < 0)                                                                              \
-		PW_REPLY_ERR(req, (int)-kept)
+/*
+ * What every new name goes through before its syscall (mknod, mkdir, symlink, create): the
+ * name checked, the parent opened (*PFD, the caller closes it), the mode's decision, then a
+ * hidden name that exists answers ENOENT, then the original is kept (*RET_KEPT, a token for
+ * pw_keep_failed). A new name that exists but is hidden answers ENOENT only once the mode
+ * allowed making it: a refusal must read the same for a hidden name and a free one, or
+ * refused creates would tell which hidden names exist (pw_policy_decide_new_name). Only
+ * under hide rules is the name looked at first (*RET_LOOKED; *RET_EXISTED then says whether
+ * it was there): without them what it holds decides nothing here. Returns 0 or -errno.
+ */
+int pw_new_entry_begin(pw_req *r, fuse_ino_t parent_ino, const char *name, pw_op op,
+		       bool is_dir, pw_new_entry *ne)
+{
+	ne->pfd = -1;
+	ne->kept = 0;
+	ne->looked = ne->existed = false;
+	pw_req_name(r, pw_inode_get(r->fs, parent_ino), name);
+	int e = check_name(name);
+	if (e < 0)
+		return e;
+	ne->pfd = pw_open_node(r->fs, r->parent, O_PATH);
+	if (ne->pfd < 0)
+		return ne->pfd;
+	e = pw_check_child(r, op, is_dir);
+	if (e < 0)
+		return e;
+	ne->looked = pw_req_hides(r);
+	if (ne->looked) {
+		struct stat before;
+		ne->existed = fstatat(ne->pfd, name, &before, AT_SYMLINK_NOFOLLOW) == 0;
+		if (ne->existed && pw_hidden_child(r, S_ISDIR(before.st_mode)))
+			return -ENOENT;
+	}
+	ne->kept = pw_keep_name(r, ne->pfd, op);
+	return ne->kept < 0 ? (int)ne->kept : 0;
+}
+
+void pw_new_entry_done(pw_new_entry *ne)
+{
+	closep(&ne->pfd);
+}
+
+/* The end of mknod, mkdir and symlink: MADE is the syscall's result (errno set when < 0). */
+static void new_entry_end(pw_req *r, pw_new_entry *ne, int tok, int made)
+{
+	if (made < 0) {
+		int e = errno;
+		pw_watch_unexpect(r->fs, tok);
+		pw_keep_failed(r->fs, ne->kept);
+		pw_req_reply_err(r, e);
+		return;
+	}
+	reply_new_entry(r, ne->pfd);
+}
 
 void pw_op_mknod(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode, dev_t rdev)
 {
-	PW_NEW_ENTRY_PROLOGUE(pw_opmap_op(FUSE_MKNOD), false);
-	int tok = pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_ADDED);
-	if (mknodat(pfd, name, mode, rdev) < 0) {
-		int e = errno;
-		pw_watch_unexpect(fs, tok);
-		pw_keep_failed(fs, kept);
-		PW_REPLY_ERR(req, e);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	_cleanup_(pw_new_entry_done) pw_new_entry ne;
+	int e = pw_new_entry_begin(&r, parent_ino, name, pw_opmap_op(FUSE_MKNOD), false, &ne);
+	if (e < 0) {
+		pw_req_reply_err(&r, -e);
+		return;
 	}
-	reply_new_entry(req, fs, parent, pfd, name);
-	PW_CREDS_LEAVE();
+	int tok = pw_req_expect(&r, PW_EXPECT_NAME_ADDED);
+	new_entry_end(&r, &ne, tok, mknodat(ne.pfd, name, mode, rdev));
 }
 
 void pw_op_mkdir(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode)
 {
-	PW_NEW_ENTRY_PROLOGUE(pw_opmap_op(FUSE_MKDIR), true);
-	int tok = pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_ADDED);
-	if (mkdirat(pfd, name, mode) < 0) {
-		int e = errno;
-		pw_watch_unexpect(fs, tok);
-		pw_keep_failed(fs, kept);
-		PW_REPLY_ERR(req, e);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	_cleanup_(pw_new_entry_done) pw_new_entry ne;
+	int e = pw_new_entry_begin(&r, parent_ino, name, pw_opmap_op(FUSE_MKDIR), true, &ne);
+	if (e < 0) {
+		pw_req_reply_err(&r, -e);
+		return;
 	}
-	reply_new_entry(req, fs, parent, pfd, name);
-	PW_CREDS_LEAVE();
+	int tok = pw_req_expect(&r, PW_EXPECT_NAME_ADDED);
+	new_entry_end(&r, &ne, tok, mkdirat(ne.pfd, name, mode));
 }
 
 void pw_op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent_ino, const char *name)
 {
 	/* The target is stored as given; the daemon never follows it. The kernel resolves it
 	 * in the reader's namespace, through the view, where the policy applies again. */
-	PW_NEW_ENTRY_PROLOGUE(pw_opmap_op(FUSE_SYMLINK), false);
-	int tok = pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_ADDED);
-	if (symlinkat(target, pfd, name) < 0) {
-		int e = errno;
-		pw_watch_unexpect(fs, tok);
-		pw_keep_failed(fs, kept);
-		PW_REPLY_ERR(req, e);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	_cleanup_(pw_new_entry_done) pw_new_entry ne;
+	int e = pw_new_entry_begin(&r, parent_ino, name, pw_opmap_op(FUSE_SYMLINK), false, &ne);
+	if (e < 0) {
+		pw_req_reply_err(&r, -e);
+		return;
 	}
-	reply_new_entry(req, fs, parent, pfd, name);
-	PW_CREDS_LEAVE();
+	int tok = pw_req_expect(&r, PW_EXPECT_NAME_ADDED);
+	new_entry_end(&r, &ne, tok, symlinkat(target, ne.pfd, name));
 }
 
 void pw_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent_ino, const char *name)
 {
-	PW_REQ_BEGIN(req);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
 	pw_inode *n = pw_inode_get(fs, ino);
-	pw_inode *parent = pw_inode_get(fs, parent_ino);
-	int r = check_name(name);
-	if (r < 0)
-		PW_REPLY_ERR(req, -r);
-	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);
-	if (pfd < 0)
-		PW_REPLY_ERR(req, -pfd);
+	pw_req_name(&r, pw_inode_get(fs, parent_ino), name);
+	int e = check_name(name);
+	if (e < 0) {
+		pw_req_reply_err(&r, -e);
+		return;
+	}
+	_cleanup_close_ int pfd = pw_open_node(fs, r.parent, O_PATH);
+	if (pfd < 0) {
+		pw_req_reply_err(&r, -pfd);
+		return;
+	}
 	/* Every name of the source (the event carries the new name as its second path),
 	 * then the new name itself. */
-	PW_PATH_DECLARE(newpath);
-	r = pw_child_path(fs, parent, name, &newpath);
-	if (r == 0)
-		r = pw_check_node_ex(fs, req, pw_opmap_op(FUSE_LINK), n, -1, newpath.s);
-	if (r == 0)
-		r = pw_check_child(fs, req, pw_opmap_op(FUSE_LINK), parent, name, false);
-	if (r < 0)
-		PW_REPLY_ERR(req, -r);
-	if (pw_hidden_existing(fs, parent, pfd, name)) /* after the mode, as above */
-		PW_REPLY_ERR(req, ENOENT);
+	const char *newpath;
+	e = pw_req_path(&r, &newpath);
+	if (e == 0)
+		e = pw_check_node_ex(&r, pw_opmap_op(FUSE_LINK), n, -1, newpath);
+	if (e == 0)
+		e = pw_check_child(&r, pw_opmap_op(FUSE_LINK), false);
+	if (e < 0) {
+		pw_req_reply_err(&r, -e);
+		return;
+	}
+	if (pw_hidden_existing(&r, pfd)) { /* after the mode, as above */
+		pw_req_reply_err(&r, ENOENT);
+		return;
+	}
 	_cleanup_close_ int fd = pw_open_node(fs, n, O_PATH);
-	if (fd < 0)
-		PW_REPLY_ERR(req, -fd);
-	int64_t kept = pw_keep_name(fs, req, parent, pfd, name, pw_opmap_op(FUSE_LINK));
-	if (kept < 0)
-		PW_REPLY_ERR(req, (int)-kept);
+	if (fd < 0) {
+		pw_req_reply_err(&r, -fd);
+		return;
+	}
+	int64_t kept = pw_keep_name(&r, pfd, pw_opmap_op(FUSE_LINK));
+	if (kept < 0) {
+		pw_req_reply_err(&r, (int)-kept);
+		return;
+	}
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	int tok = pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_ADDED);
+	int tok = pw_req_expect(&r, PW_EXPECT_NAME_ADDED);
 	if (linkat(AT_FDCWD, proc, pfd, name, AT_SYMLINK_FOLLOW) < 0) {
-		int e = errno;
+		e = errno;
 		pw_watch_unexpect(fs, tok);
 		pw_keep_failed(fs, kept);
-		PW_REPLY_ERR(req, e);
+		pw_req_reply_err(&r, e);
+		return;
 	}
-	reply_new_entry(req, fs, parent, pfd, name);
-	PW_CREDS_LEAVE();
+	reply_new_entry(&r, pfd);
 }
 
 static void remove_entry(fuse_req_t req, fuse_ino_t parent_ino, const char *name, bool dir)
 {
-	PW_REQ_BEGIN(req);
-	pw_inode *parent = pw_inode_get(fs, parent_ino);
-	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);
-	if (pfd < 0)
-		PW_REPLY_ERR(req, -pfd);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
+	pw_req_name(&r, pw_inode_get(fs, parent_ino), name);
+	_cleanup_close_ int pfd = pw_open_node(fs, r.parent, O_PATH);
+	if (pfd < 0) {
+		pw_req_reply_err(&r, -pfd);
+		return;
+	}
 	struct stat st;
-	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		PW_REPLY_ERR(req, errno);
-	if (pw_hidden_child(fs, parent, name, S_ISDIR(st.st_mode)))
-		PW_REPLY_ERR(req, ENOENT);
+	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		pw_req_reply_err(&r, errno);
+		return;
+	}
+	if (pw_hidden_child(&r, S_ISDIR(st.st_mode))) {
+		pw_req_reply_err(&r, ENOENT);
+		return;
+	}
 	pw_op op = pw_opmap_op(dir ? FUSE_RMDIR : FUSE_UNLINK);
-	int r = pw_check_child(fs, req, op, parent, name, S_ISDIR(st.st_mode));
-	if (r < 0)
-		PW_REPLY_ERR(req, -r);
-	int64_t kept = pw_keep_name(fs, req, parent, pfd, name, op);
-	if (kept < 0)
-		PW_REPLY_ERR(req, (int)-kept);
-	int tok = pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_REMOVED);
+	int e = pw_check_child(&r, op, S_ISDIR(st.st_mode));
+	if (e < 0) {
+		pw_req_reply_err(&r, -e);
+		return;
+	}
+	int64_t kept = pw_keep_name(&r, pfd, op);
+	if (kept < 0) {
+		pw_req_reply_err(&r, (int)-kept);
+		return;
+	}
+	int tok = pw_req_expect(&r, PW_EXPECT_NAME_REMOVED);
 	if (unlinkat(pfd, name, dir ? AT_REMOVEDIR : 0) < 0) {
-		int e = errno;
+		e = errno;
 		pw_watch_unexpect(fs, tok);
 		pw_keep_failed(fs, kept);
-		PW_REPLY_ERR(req, e);
+		pw_req_reply_err(&r, e);
+		return;
 	}
 	pw_keep_touched_ino(fs, st.st_dev, st.st_ino); /* its other names' ctime */
-	pw_inode_unlinked(fs, parent, name, st.st_dev, st.st_ino);
-	PW_CREDS_LEAVE();
-	fuse_reply_err(req, 0);
+	pw_inode_unlinked(fs, r.parent, name, st.st_dev, st.st_ino);
+	pw_req_reply_err(&r, 0);
 }
 
 void pw_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -201,71 +274,92 @@ void pw_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_ino_t np_ino,
 		  const char *newname, unsigned int flags)
 {
-	PW_REQ_BEGIN(req);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
 	/* RENAME_WHITEOUT leaves a character device 0:0 at the old name (for overlayfs): a
 	 * device node in the backing tree, made with the daemon's CAP_MKNOD when it runs as
 	 * root, for a view that is no overlay layer. Refused in every mode, as a filesystem
 	 * without whiteouts refuses it; only NOREPLACE and EXCHANGE pass through. */
-	if (flags & ~(unsigned int)(RENAME_NOREPLACE | RENAME_EXCHANGE))
-		PW_REPLY_ERR(req, EINVAL);
+	if (flags & ~(unsigned int)(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+		pw_req_reply_err(&r, EINVAL);
+		return;
+	}
 	pw_inode *parent = pw_inode_get(fs, parent_ino);
 	pw_inode *np = pw_inode_get(fs, np_ino);
-	int r = check_name(newname);
-	if (r < 0)
-		PW_REPLY_ERR(req, -r);
+	pw_req_name(&r, parent, name);
+	int e = check_name(newname);
+	if (e < 0) {
+		pw_req_reply_err(&r, -e);
+		return;
+	}
 	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);
-	if (pfd < 0)
-		PW_REPLY_ERR(req, -pfd);
+	if (pfd < 0) {
+		pw_req_reply_err(&r, -pfd);
+		return;
+	}
 	/* A rename within one directory (the common case: an editor's save) resolves it once. */
 	_cleanup_close_ int own_npfd = np == parent ? -1 : pw_open_node(fs, np, O_PATH);
-	if (np != parent && own_npfd < 0)
-		PW_REPLY_ERR(req, -own_npfd);
+	if (np != parent && own_npfd < 0) {
+		pw_req_reply_err(&r, -own_npfd);
+		return;
+	}
 	int npfd = np == parent ? pfd : own_npfd;
 	struct stat src, dst;
-	if (fstatat(pfd, name, &src, AT_SYMLINK_NOFOLLOW) < 0)
-		PW_REPLY_ERR(req, errno);
+	if (fstatat(pfd, name, &src, AT_SYMLINK_NOFOLLOW) < 0) {
+		pw_req_reply_err(&r, errno);
+		return;
+	}
 	bool have_dst = fstatat(npfd, newname, &dst, AT_SYMLINK_NOFOLLOW) == 0;
 	bool src_dir = S_ISDIR(src.st_mode);
-	if (pw_hidden_child(fs, parent, name, src_dir))
-		PW_REPLY_ERR(req, ENOENT);
-	r = pw_check_two(fs, req, pw_opmap_op(flags ? FUSE_RENAME2 : FUSE_RENAME), parent, name, np,
-			 newname, src_dir);
+	if (pw_hidden_child(&r, src_dir)) {
+		pw_req_reply_err(&r, ENOENT);
+		return;
+	}
+	e = pw_check_two(&r, pw_opmap_op(flags ? FUSE_RENAME2 : FUSE_RENAME), np, newname, src_dir);
 	/* A directory moves its whole tree: out from under the rules of its old name, and
 	 * under those of the new one. With RENAME_EXCHANGE both trees move. */
 	bool trees = src_dir || ((flags & RENAME_EXCHANGE) && have_dst && S_ISDIR(dst.st_mode));
 	/* Nothing beneath may be shielded by a deny or protected rule: moving the tree would
 	 * carry that content to a name the rule does not cover. */
-	if (r == 0 && trees)
-		r = pw_check_tree(fs, req, parent, name);
-	if (r == 0 && trees)
-		r = pw_check_tree(fs, req, np, newname);
-	if (r < 0)
-		PW_REPLY_ERR(req, -r);
+	if (e == 0 && trees)
+		e = pw_check_tree(&r, parent, name);
+	if (e == 0 && trees)
+		e = pw_check_tree(&r, np, newname);
+	if (e < 0) {
+		pw_req_reply_err(&r, -e);
+		return;
+	}
 	/* A hidden destination answers as an absent one would, after the mode has had its say
 	 * (so a refused rename cannot tell a hidden name from a free one). */
-	if (have_dst && pw_hidden_child(fs, np, newname, S_ISDIR(dst.st_mode)))
-		PW_REPLY_ERR(req, ENOENT);
+	if (have_dst && pw_hidden_name(&r, np, newname, S_ISDIR(dst.st_mode))) {
+		pw_req_reply_err(&r, ENOENT);
+		return;
+	}
 	/* An exchange sends events for both names in both directions: left to invalidate. */
 	bool plain = !(flags & RENAME_EXCHANGE);
-	int tok1 = plain ? pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_REMOVED) : -1;
+	int tok1 = plain ? pw_req_expect(&r, PW_EXPECT_NAME_REMOVED) : -1;
 	/* The kernel keeps the moved entry's lifetime; one that lands in a directory not
 	 * everyone may search must not stay cached (ops.c): not expecting the new name lets
 	 * the watcher invalidate it once the kernel has finished the rename. */
 	bool keep_entry = !fs->allow_other || pw_dir_searchable_by_all(npfd);
 	int tok2 = plain && keep_entry ? pw_watch_expect(fs, np, newname, PW_EXPECT_NAME_ADDED)
 				       : -1;
-	int64_t kept = pw_keep_rename(fs, req, parent, pfd, name, np, npfd, newname, flags);
+	int64_t kept = pw_keep_rename(&r, pfd, np, npfd, newname, flags);
 	if (kept < 0) {
 		pw_watch_unexpect(fs, tok1);
 		pw_watch_unexpect(fs, tok2);
-		PW_REPLY_ERR(req, (int)-kept);
+		pw_req_reply_err(&r, (int)-kept);
+		return;
 	}
 	if (renameat2(pfd, name, npfd, newname, flags) < 0) {
-		int e = errno;
+		e = errno;
 		pw_watch_unexpect(fs, tok1);
 		pw_watch_unexpect(fs, tok2);
 		pw_keep_failed(fs, kept);
-		PW_REPLY_ERR(req, e);
+		pw_req_reply_err(&r, e);
+		return;
 	}
 	pw_keep_touched_ino(fs, src.st_dev, src.st_ino);
 	if (have_dst && (flags & RENAME_EXCHANGE))
@@ -273,8 +367,7 @@ void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_
 	pw_inode_renamed(fs, parent, name, np, newname, src.st_dev, src.st_ino,
 			 (flags & RENAME_EXCHANGE) != 0, have_dst ? dst.st_dev : 0,
 			 have_dst ? dst.st_ino : 0);
-	PW_CREDS_LEAVE();
-	fuse_reply_err(req, 0);
+	pw_req_reply_err(&r, 0);
 }
 
 void pw_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -285,11 +378,16 @@ void pw_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ENOSYS);
 		return;
 	}
-	PW_REQ_BEGIN(req);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
 	pw_inode *n = pw_inode_get(fs, ino);
 	int fd = pw_open_node(fs, n, O_RDONLY | O_DIRECTORY);
-	if (fd < 0)
-		PW_REPLY_ERR(req, -fd);
+	if (fd < 0) {
+		pw_req_reply_err(&r, -fd);
+		return;
+	}
 	pw_fh *h = calloc(1, sizeof(*h));
 	if (h)
 		h->buf = malloc(PW_DIRBUF);
@@ -298,7 +396,8 @@ void pw_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			free(h->buf);
 		free(h);
 		close(fd);
-		PW_REPLY_ERR(req, ENOMEM);
+		pw_req_reply_err(&r, ENOMEM);
+		return;
 	}
 	h->fd = fd;
 	h->node = n;
@@ -308,7 +407,7 @@ void pw_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * to the backing tree outside the view, invalidate them. */
 	fi->cache_readdir = 1;
 	fi->keep_cache = 1;
-	PW_CREDS_LEAVE();
+	pw_req_leave(&r);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		pw_fh_unregister(fs, h);
 		close(fd);
@@ -371,14 +470,19 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void do_readdir_locked(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			      struct fuse_file_info *fi, bool plus)
 {
-	PW_REQ_BEGIN(req);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
 	pw_inode *dir = pw_inode_get(fs, ino);
 	pw_fh temp, *h = pw_fh_of(fi);
 	bool is_temp = h == NULL;
 	if (is_temp) {
 		int tr = temp_dir_handle(fs, dir, &temp);
-		if (tr < 0)
-			PW_REPLY_ERR(req, -tr);
+		if (tr < 0) {
+			pw_req_reply_err(&r, -tr);
+			return;
+		}
 		h = &temp;
 	}
 	_cleanup_free_ char *out = NULL;
@@ -398,8 +502,8 @@ static void do_readdir_locked(fuse_req_t req, fuse_ino_t ino, size_t size, off_t
 	}
 	size_t used = 0;
 	double entry_timeout = plus ? pw_entry_timeout_in(fs, h->fd) : 0;
-	pw_policy *p = pw_fs_policy_get(fs, NULL);
-	bool hides = pw_policy_has_hide_rules(p);
+	/* One policy for the whole listing: every entry's visibility and attributes. */
+	bool hides = pw_req_hides(&r);
 	for (;;) {
 		struct linux_dirent64 *d = next_dirent(h, &err);
 		if (!d)
@@ -412,12 +516,10 @@ static void do_readdir_locked(fuse_req_t req, fuse_ino_t ino, size_t size, off_t
 			is_dir = fstatat(h->fd, name, &dst, AT_SYMLINK_NOFOLLOW) == 0 &&
 				 S_ISDIR(dst.st_mode);
 		}
-		bool skip = false;
-		if (hides && !is_dot_or_dotdot(name)) {
-			PW_PATH_DECLARE(path);
-			skip = pw_child_path(fs, dir, name, &path) < 0 ||
-			       pw_policy_is_hidden(p, path.s, is_dir);
-		}
+		/* The request moves to this entry: its path is built at most once, for the hide
+		 * rules and the attributes both. */
+		pw_req_name(&r, dir, name);
+		bool skip = hides && !is_dot_or_dotdot(name) && pw_hidden_child(&r, is_dir);
 		size_t entsize;
 		if (skip) {
 			entsize = 0;
@@ -439,12 +541,12 @@ static void do_readdir_locked(fuse_req_t req, fuse_ino_t ino, size_t size, off_t
 					h->dir_pos = d->d_off;
 					continue;
 				}
-				n = pw_inode_learn(fs, dir, name, &st, NULL);
+				n = pw_watch_learn(fs, dir, name, &st);
 				if (!n) {
 					err = ENOMEM;
 					break;
 				}
-				pw_truthful_attr_child(fs, dir, name, &st);
+				pw_truthful_attr_child(&r, &st);
 				pw_fill_entry(fs, &e, n, &st);
 				/* special files with an ACL: each walk is checked (ops.c) */
 				e.entry_timeout = pw_special_uncached(fs, h->fd, name, st.st_mode)
@@ -462,12 +564,11 @@ static void do_readdir_locked(fuse_req_t req, fuse_ino_t ino, size_t size, off_t
 		h->buf_off += d->d_reclen;
 		h->dir_pos = d->d_off;
 	}
-	pw_policy_unref(p);
 	if (is_temp) {
 		close(temp.fd);
 		free(temp.buf);
 	}
-	PW_CREDS_LEAVE();
+	pw_req_leave(&r);
 	if (err && used == 0)
 		fuse_reply_err(req, err);
 	else
@@ -478,7 +579,8 @@ fail:
 		close(temp.fd);
 		free(temp.buf);
 	}
-	PW_REPLY_ERR(req, err);
+	pw_req_reply_err(&r, err);
+	return;
 }
 
 void pw_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

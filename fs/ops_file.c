@@ -12,95 +12,14 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "check.h"
+#include "entry.h"
+#include "fh.h"
+#include "inode.h"
 #include "keep.h"
-#include "ops_common.h"
-
-/*
- * The registry of open handles exists for two rare cases: pw_fh_dup_for (a file unlinked
- * while open) and pw_fh_close_all (unmount). It must cost the common OPEN and RELEASE almost
- * nothing, so it is split into stripes by node: handles of different files take different
- * locks (a grep opening the next file while the previous one is released never waits), and
- * the lookup of a node's handles looks at one stripe only.
- */
-static struct pw_fh_stripe *stripe_of(pw_fs *fs, const pw_inode *n)
-{
-	uintptr_t h = (uintptr_t)n;
-	h ^= h >> 12; /* nodes are heap blocks: their low bits say little */
-	return &fs->fh_stripes[(h >> 6) % PW_FH_STRIPES];
-}
-
-void pw_fh_table_init(pw_fs *fs)
-{
-	for (size_t i = 0; i < PW_FH_STRIPES; i++) {
-		pthread_mutex_init(&fs->fh_stripes[i].lock, NULL);
-		fs->fh_stripes[i].head = NULL;
-	}
-}
-
-void pw_fh_register(pw_fs *fs, pw_fh *h)
-{
-	struct pw_fh_stripe *st = stripe_of(fs, h->node);
-	pthread_mutex_lock(&st->lock);
-	h->prev = NULL;
-	h->next = st->head;
-	if (st->head)
-		st->head->prev = h;
-	st->head = h;
-	pthread_mutex_unlock(&st->lock);
-}
-
-void pw_fh_unregister(pw_fs *fs, pw_fh *h)
-{
-	struct pw_fh_stripe *st = stripe_of(fs, h->node);
-	pthread_mutex_lock(&st->lock);
-	if (h->prev)
-		h->prev->next = h->next;
-	else if (st->head == h)
-		st->head = h->next;
-	if (h->next)
-		h->next->prev = h->prev;
-	h->prev = h->next = NULL;
-	pthread_mutex_unlock(&st->lock);
-}
-
-/* The duplicate is made under the stripe's lock, and a handle leaves the registry before its
- * descriptor is closed (pw_op_release), so the number duplicated can never have been reused
- * by another open in between. */
-int pw_fh_dup_for(pw_fs *fs, pw_inode *n)
-{
-	int fd = -ENOENT;
-	struct pw_fh_stripe *st = stripe_of(fs, n);
-	pthread_mutex_lock(&st->lock);
-	for (pw_fh *h = st->head; h; h = h->next) {
-		if (h->node == n && h->fd >= 0) {
-			fd = fcntl(h->fd, F_DUPFD_CLOEXEC, 0);
-			if (fd < 0)
-				fd = negative_errno();
-			break;
-		}
-	}
-	pthread_mutex_unlock(&st->lock);
-	return fd;
-}
-
-void pw_fh_close_all(pw_fs *fs)
-{
-	for (size_t i = 0; i < PW_FH_STRIPES; i++) {
-		struct pw_fh_stripe *st = &fs->fh_stripes[i];
-		pthread_mutex_lock(&st->lock);
-		pw_fh *h = st->head;
-		st->head = NULL;
-		pthread_mutex_unlock(&st->lock);
-		while (h) {
-			pw_fh *next = h->next;
-			if (h->fd >= 0)
-				close(h->fd);
-			free(h->buf);
-			free(h);
-			h = next;
-		}
-	}
-}
+#include "ops_dir.h"
+#include "ops_file.h"
+#include "watch.h"
 
 /* A handle for FD; a handle open for writing counts as one of N's writers (watch.c leaves
  * the data the view writes itself cached). */
@@ -150,31 +69,41 @@ static void set_open_flags(struct fuse_file_info *fi, int flags)
 
 void pw_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-	PW_REQ_BEGIN(req);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
 	pw_inode *n = pw_inode_get(fs, ino);
-	if (pw_node_hidden(fs, n))
-		PW_REPLY_ERR(req, ENOENT);
+	if (pw_node_hidden(&r, n)) {
+		pw_req_reply_err(&r, ENOENT);
+		return;
+	}
 	if (wants_write(fi->flags)) {
-		int r = pw_check_node(fs, req, (pw_op)pw_opmap_open(fi->flags), n);
-		if (r == 0 && (fi->flags & O_TRUNC)) /* the original, before the truncation */
-			r = pw_keep_node(fs, req, n, (pw_op)pw_opmap_open(fi->flags));
-		if (r < 0)
-			PW_REPLY_ERR(req, -r);
+		int err = pw_check_node(&r, (pw_op)pw_opmap_open(fi->flags), n);
+		if (err == 0 && (fi->flags & O_TRUNC)) /* the original, before the truncation */
+			err = pw_keep_node(&r, n, (pw_op)pw_opmap_open(fi->flags));
+		if (err < 0) {
+			pw_req_reply_err(&r, -err);
+			return;
+		}
 	}
 	int flags = fi->flags & ~(O_CREAT | O_EXCL | O_NOCTTY);
 	int fd = pw_open_node(fs, n, flags);
-	if (fd < 0)
-		PW_REPLY_ERR(req, -fd);
+	if (fd < 0) {
+		pw_req_reply_err(&r, -fd);
+		return;
+	}
 	if (fi->flags & O_TRUNC)
 		pw_keep_touched(fs, n);
 	pw_fh *h = fh_new(fs, fd, n, flags);
 	if (!h) {
 		close(fd);
-		PW_REPLY_ERR(req, ENOMEM);
+		pw_req_reply_err(&r, ENOMEM);
+		return;
 	}
 	fi->fh = (uintptr_t)h;
 	set_open_flags(fi, fi->flags);
-	PW_CREDS_LEAVE();
+	pw_req_leave(&r);
 	if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted: the kernel dropped it */
 		fh_close_free(fs, h);
 }
@@ -198,70 +127,64 @@ static void learn_xattrs(pw_inode *n, int fd)
 void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode,
 		  struct fuse_file_info *fi)
 {
-	PW_REQ_BEGIN(req);
-	pw_inode *parent = pw_inode_get(fs, parent_ino);
-	if (!pw_name_valid(name))
-		PW_REPLY_ERR(req, strlen(name) > PW_NAME_MAX ? ENAMETOOLONG : EINVAL);
-	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);
-	if (pfd < 0)
-		PW_REPLY_ERR(req, -pfd);
-	/* The mode first, then a hidden name answers ENOENT (see ops_dir.c). */
-	int r = pw_check_child(fs, req, pw_opmap_op(FUSE_CREATE), parent, name, false);
-	if (r < 0)
-		PW_REPLY_ERR(req, -r);
-	/* What the name holds matters to the hide rules (the originals look for themselves, in
-	 * pw_keep_name, before anything changes). Without hide rules the file is made with
-	 * O_EXCL first, which tells whether the name was free (and so whether the watcher will
-	 * see an IN_CREATE) without a stat of its own. */
-	bool look = pw_fs_hides(fs);
-	bool existed = false;
-	if (look) {
-		struct stat before;
-		existed = fstatat(pfd, name, &before, AT_SYMLINK_NOFOLLOW) == 0;
-		if (existed && pw_hidden_child(fs, parent, name, S_ISDIR(before.st_mode)))
-			PW_REPLY_ERR(req, ENOENT);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
+	/* The new name's steps (ops_dir.c). What the name holds matters to the hide rules
+	 * (the originals look for themselves, in pw_keep_name, before anything changes).
+	 * Without hide rules the name is not looked at: the file is made with O_EXCL first,
+	 * which tells whether the name was free (and so whether the watcher will see an
+	 * IN_CREATE) without a stat of its own. */
+	_cleanup_(pw_new_entry_done) pw_new_entry ne;
+	int err = pw_new_entry_begin(&r, parent_ino, name, pw_opmap_op(FUSE_CREATE), false, &ne);
+	if (err < 0) {
+		pw_req_reply_err(&r, -err);
+		return;
 	}
-	int64_t kept = pw_keep_name(fs, req, parent, pfd, name, pw_opmap_op(FUSE_CREATE));
-	if (kept < 0)
-		PW_REPLY_ERR(req, (int)-kept);
+	bool look = ne.looked;
 	/* Only a name that did not exist makes an IN_CREATE for the watcher to expect. */
-	int tok = existed ? -1 : pw_watch_expect(fs, parent, name, PW_EXPECT_NAME_ADDED);
+	int tok = ne.existed ? -1 : pw_req_expect(&r, PW_EXPECT_NAME_ADDED);
 	int flags = (fi->flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC) & ~O_NOCTTY;
-	int fd = openat(pfd, name, look ? flags : flags | O_EXCL, mode);
+	int fd = openat(ne.pfd, name, look ? flags : flags | O_EXCL, mode);
 	if (fd < 0 && errno == EEXIST && !look && !(flags & O_EXCL)) {
 		pw_watch_unexpect(fs, tok); /* it was there: no IN_CREATE */
 		tok = -1;
-		fd = openat(pfd, name, flags, mode);
+		fd = openat(ne.pfd, name, flags, mode);
 	}
 	if (fd < 0) {
 		int e = errno;
 		pw_watch_unexpect(fs, tok);
-		pw_keep_failed(fs, kept);
-		PW_REPLY_ERR(req, e);
+		pw_keep_failed(fs, ne.kept);
+		pw_req_reply_err(&r, e);
+		return;
 	}
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
-		r = errno;
+		err = errno;
 		close(fd);
-		PW_REPLY_ERR(req, r);
+		pw_req_reply_err(&r, err);
+		return;
 	}
-	pw_inode *n = pw_inode_learn(fs, parent, name, &st, NULL);
+	pw_inode *n = pw_watch_learn(fs, r.parent, name, &st);
 	pw_fh *h = n ? fh_new(fs, fd, n, fi->flags) : NULL;
 	if (!h) {
 		close(fd);
 		if (n)
 			pw_inode_forget(fs, n, 1);
-		PW_REPLY_ERR(req, ENOMEM);
+		pw_req_reply_err(&r, ENOMEM);
+		return;
 	}
 	pw_keep_touched(fs, n);
 	learn_xattrs(n, fd);
-	pw_truthful_attr_child(fs, parent, name, &st);
+	/* Under the policy that allowed the create (req.h). */
+	pw_truthful_attr_child(&r, &st);
 	struct fuse_entry_param e;
 	pw_fill_entry(fs, &e, n, &st);
-	e.entry_timeout = pw_entry_timeout_in(fs, pfd);
+	e.entry_timeout = pw_entry_timeout_in(fs, ne.pfd);
 	fi->fh = (uintptr_t)h;
 	set_open_flags(fi, fi->flags);
-	PW_CREDS_LEAVE();
+	pw_req_leave(&r);
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		fh_close_free(fs, h);
 		pw_inode_forget(fs, n, 1);
@@ -290,10 +213,11 @@ static void kill_suidgid(int fd)
 
 void pw_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
-	pw_fs *fs = fuse_req_userdata(req);
+	PW_REQ(r);
+	pw_req_init(&r, req);
 	/* Hidden now, by a switch after the open: the mode in force decides, as for writes
 	 * (the switch also dropped the pages the kernel had cached). */
-	if (pw_node_hidden(fs, pw_inode_get(fs, ino))) {
+	if (pw_node_hidden(&r, pw_inode_get(r.fs, ino))) {
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
@@ -330,14 +254,16 @@ static ssize_t write_direct(int fd, struct fuse_bufvec *in_buf, off_t off)
 void pw_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf, off_t off,
 		     struct fuse_file_info *fi)
 {
-	pw_fs *fs = fuse_req_userdata(req);
+	PW_REQ(r);
+	pw_req_init(&r, req); /* the daemon's credentials: the caller's descriptor writes */
+	pw_fs *fs = r.fs;
+	pw_inode *n = pw_inode_get(fs, ino);
 	/* The mode in force now decides, whatever it was at open. */
-	int r = pw_check_node_ex(fs, req, pw_opmap_op(FUSE_WRITE), pw_inode_get(fs, ino),
-				 pw_fh_of(fi)->fd, NULL);
-	if (r == 0) /* the original, before the first change (cheap afterwards) */
-		r = pw_keep_node(fs, req, pw_inode_get(fs, ino), pw_opmap_op(FUSE_WRITE));
-	if (r < 0) {
-		fuse_reply_err(req, -r);
+	int err = pw_check_node_ex(&r, pw_opmap_op(FUSE_WRITE), n, pw_fh_of(fi)->fd, NULL);
+	if (err == 0) /* the original, before the first change (cheap afterwards) */
+		err = pw_keep_node(&r, n, pw_opmap_op(FUSE_WRITE));
+	if (err < 0) {
+		fuse_reply_err(req, -err);
 		return;
 	}
 	if (pw_devio_write_kills_suidgid())
@@ -361,7 +287,7 @@ void pw_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf,
 	if (res < 0) {
 		fuse_reply_err(req, (int)-res);
 	} else {
-		pw_keep_touched(fs, pw_inode_get(fs, ino));
+		pw_keep_touched(fs, n);
 		fuse_reply_write(req, (size_t)res);
 	}
 }
@@ -386,17 +312,24 @@ void pw_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off
 {
 	/* With the caller's credentials: the backing filesystem then kills suid/sgid exactly
 	 * as it would for the caller (the kernel leaves that to us, see devio.c). */
-	PW_REQ_BEGIN(req);
-	int r = pw_check_node_ex(fs, req, pw_opmap_op(FUSE_FALLOCATE), pw_inode_get(fs, ino),
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
+	int err = pw_check_node_ex(&r, pw_opmap_op(FUSE_FALLOCATE), pw_inode_get(fs, ino),
 				 pw_fh_of(fi)->fd, NULL);
-	if (r == 0)
-		r = pw_keep_node(fs, req, pw_inode_get(fs, ino), pw_opmap_op(FUSE_FALLOCATE));
-	if (r < 0)
-		PW_REPLY_ERR(req, -r);
-	if (fallocate(pw_fh_of(fi)->fd, mode, offset, length) < 0)
-		PW_REPLY_ERR(req, errno);
+	if (err == 0)
+		err = pw_keep_node(&r, pw_inode_get(fs, ino), pw_opmap_op(FUSE_FALLOCATE));
+	if (err < 0) {
+		pw_req_reply_err(&r, -err);
+		return;
+	}
+	if (fallocate(pw_fh_of(fi)->fd, mode, offset, length) < 0) {
+		pw_req_reply_err(&r, errno);
+		return;
+	}
 	pw_keep_touched(fs, pw_inode_get(fs, ino));
-	PW_CREDS_LEAVE();
+	pw_req_leave(&r);
 	fuse_reply_err(req, 0);
 }
 
@@ -404,20 +337,27 @@ void pw_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			   struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
 			   struct fuse_file_info *fi_out, size_t len, int flags)
 {
-	PW_REQ_BEGIN(req); /* the caller's credentials, as in fallocate */
+	PW_REQ(r); /* the caller's credentials, as in fallocate */
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
 	pw_op op = pw_opmap_op(FUSE_COPY_FILE_RANGE);
-	int r = pw_check_node_ex(fs, req, op, pw_inode_get(fs, ino_out), pw_fh_of(fi_out)->fd, NULL);
-	if (r == 0)
-		r = pw_keep_node(fs, req, pw_inode_get(fs, ino_out), op);
-	if (r < 0)
-		PW_REPLY_ERR(req, -r);
+	int err = pw_check_node_ex(&r, op, pw_inode_get(fs, ino_out), pw_fh_of(fi_out)->fd, NULL);
+	if (err == 0)
+		err = pw_keep_node(&r, pw_inode_get(fs, ino_out), op);
+	if (err < 0) {
+		pw_req_reply_err(&r, -err);
+		return;
+	}
 	loff_t in = off_in, out = off_out;
 	ssize_t res = copy_file_range(pw_fh_of(fi_in)->fd, &in, pw_fh_of(fi_out)->fd, &out, len,
 				      (unsigned)flags);
-	if (res < 0)
-		PW_REPLY_ERR(req, errno);
+	if (res < 0) {
+		pw_req_reply_err(&r, errno);
+		return;
+	}
 	pw_keep_touched(fs, pw_inode_get(fs, ino_out));
-	PW_CREDS_LEAVE();
+	pw_req_leave(&r);
 	fuse_reply_write(req, (size_t)res);
 }
 

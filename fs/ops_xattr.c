@@ -16,8 +16,10 @@
 #include <stdlib.h>
 #include <sys/xattr.h>
 
+#include "check.h"
+#include "inode.h"
 #include "keep.h"
-#include "ops_common.h"
+#include "ops_xattr.h"
 
 static int open_proc(pw_fs *fs, fuse_ino_t ino, int *ret_fd, char proc[64])
 {
@@ -27,12 +29,6 @@ static int open_proc(pw_fs *fs, fuse_ino_t ino, int *ret_fd, char proc[64])
 	snprintf(proc, 64, "/proc/self/fd/%d", fd);
 	*ret_fd = fd;
 	return 0;
-}
-
-void pw_xattr_changed(pw_inode *n)
-{
-	atomic_fetch_add(&n->xattr_epoch, 1);
-	atomic_store(&n->xattr_state, PW_XATTR_UNKNOWN);
 }
 
 /* Marks N as having no attributes, unless a change was recorded since EPOCH was read. */
@@ -55,8 +51,11 @@ static void reply_sized(fuse_req_t req, size_t size, ssize_t len, const char *bu
 
 void pw_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
-	pw_inode *n = pw_inode_get(fuse_req_userdata(req), ino);
-	if (pw_node_hidden(fuse_req_userdata(req), n)) { /* through a descriptor held open */
+	PW_REQ(r);
+	pw_req_init(&r, req);
+	pw_fs *fs = r.fs;
+	pw_inode *n = pw_inode_get(fs, ino);
+	if (pw_node_hidden(&r, n)) { /* through a descriptor held open */
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
@@ -64,44 +63,59 @@ void pw_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
-	PW_REQ_BEGIN(req);
+	if (pw_req_enter(&r) < 0)
+		return;
 	_cleanup_close_ int fd = -1;
 	char proc[64];
-	int r = open_proc(fs, ino, &fd, proc);
-	if (r < 0)
-		PW_REPLY_ERR(req, -r);
+	int err = open_proc(fs, ino, &fd, proc);
+	if (err < 0) {
+		pw_req_reply_err(&r, -err);
+		return;
+	}
 	unsigned epoch = atomic_load(&n->xattr_epoch);
 	ssize_t total = listxattr(proc, NULL, 0);
 	if (total == 0) {
 		mark_no_xattrs(n, epoch);
-		PW_REPLY_ERR(req, ENODATA);
+		pw_req_reply_err(&r, ENODATA);
+		return;
 	}
 	_cleanup_free_ char *buf = size ? malloc(size) : NULL;
-	if (size && !buf)
-		PW_REPLY_ERR(req, ENOMEM);
+	if (size && !buf) {
+		pw_req_reply_err(&r, ENOMEM);
+		return;
+	}
 	ssize_t len = getxattr(proc, name, buf, size);
 	int saved = errno;
-	PW_CREDS_LEAVE();
+	pw_req_leave(&r);
 	errno = saved;
 	reply_sized(req, size, len, buf);
 }
 
 void pw_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
-	PW_REQ_BEGIN(req);
-	if (pw_node_hidden(fs, pw_inode_get(fs, ino)))
-		PW_REPLY_ERR(req, ENOENT);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
+	if (pw_node_hidden(&r, pw_inode_get(fs, ino))) {
+		pw_req_reply_err(&r, ENOENT);
+		return;
+	}
 	_cleanup_close_ int fd = -1;
 	char proc[64];
-	int r = open_proc(fs, ino, &fd, proc);
-	if (r < 0)
-		PW_REPLY_ERR(req, -r);
+	int err = open_proc(fs, ino, &fd, proc);
+	if (err < 0) {
+		pw_req_reply_err(&r, -err);
+		return;
+	}
 	_cleanup_free_ char *buf = size ? malloc(size) : NULL;
-	if (size && !buf)
-		PW_REPLY_ERR(req, ENOMEM);
+	if (size && !buf) {
+		pw_req_reply_err(&r, ENOMEM);
+		return;
+	}
 	ssize_t len = listxattr(proc, buf, size);
 	int saved = errno;
-	PW_CREDS_LEAVE();
+	pw_req_leave(&r);
 	errno = saved;
 	reply_sized(req, size, len, buf);
 }
@@ -109,48 +123,66 @@ void pw_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 void pw_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
 		    size_t size, int flags)
 {
-	PW_REQ_BEGIN(req);
-	int r = pw_check_node(fs, req, pw_opmap_op(FUSE_SETXATTR), pw_inode_get(fs, ino));
-	if (r == 0)
-		r = pw_keep_node(fs, req, pw_inode_get(fs, ino), pw_opmap_op(FUSE_SETXATTR));
-	if (r < 0)
-		PW_REPLY_ERR(req, -r);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
+	int err = pw_check_node(&r, pw_opmap_op(FUSE_SETXATTR), pw_inode_get(fs, ino));
+	if (err == 0)
+		err = pw_keep_node(&r, pw_inode_get(fs, ino), pw_opmap_op(FUSE_SETXATTR));
+	if (err < 0) {
+		pw_req_reply_err(&r, -err);
+		return;
+	}
 	_cleanup_close_ int fd = -1;
 	char proc[64];
-	r = open_proc(fs, ino, &fd, proc);
-	if (r < 0)
-		PW_REPLY_ERR(req, -r);
+	err = open_proc(fs, ino, &fd, proc);
+	if (err < 0) {
+		pw_req_reply_err(&r, -err);
+		return;
+	}
 	pw_xattr_changed(pw_inode_get(fs, ino));
-	r = setxattr(proc, name, value, size, flags) < 0 ? errno : 0;
+	err = setxattr(proc, name, value, size, flags) < 0 ? errno : 0;
 	pw_xattr_changed(pw_inode_get(fs, ino));
-	if (!r)
+	if (!err)
 		pw_keep_touched(fs, pw_inode_get(fs, ino));
-	if (r)
-		PW_REPLY_ERR(req, r);
-	PW_CREDS_LEAVE();
+	if (err) {
+		pw_req_reply_err(&r, err);
+		return;
+	}
+	pw_req_leave(&r);
 	fuse_reply_err(req, 0);
 }
 
 void pw_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	PW_REQ_BEGIN(req);
-	int r = pw_check_node(fs, req, pw_opmap_op(FUSE_REMOVEXATTR), pw_inode_get(fs, ino));
-	if (r == 0)
-		r = pw_keep_node(fs, req, pw_inode_get(fs, ino), pw_opmap_op(FUSE_REMOVEXATTR));
-	if (r < 0)
-		PW_REPLY_ERR(req, -r);
+	PW_REQ(r);
+	if (pw_req_begin(&r, req) < 0)
+		return;
+	pw_fs *fs = r.fs;
+	int err = pw_check_node(&r, pw_opmap_op(FUSE_REMOVEXATTR), pw_inode_get(fs, ino));
+	if (err == 0)
+		err = pw_keep_node(&r, pw_inode_get(fs, ino), pw_opmap_op(FUSE_REMOVEXATTR));
+	if (err < 0) {
+		pw_req_reply_err(&r, -err);
+		return;
+	}
 	_cleanup_close_ int fd = -1;
 	char proc[64];
-	r = open_proc(fs, ino, &fd, proc);
-	if (r < 0)
-		PW_REPLY_ERR(req, -r);
+	err = open_proc(fs, ino, &fd, proc);
+	if (err < 0) {
+		pw_req_reply_err(&r, -err);
+		return;
+	}
 	pw_xattr_changed(pw_inode_get(fs, ino));
-	r = removexattr(proc, name) < 0 ? errno : 0;
+	err = removexattr(proc, name) < 0 ? errno : 0;
 	pw_xattr_changed(pw_inode_get(fs, ino));
-	if (!r)
+	if (!err)
 		pw_keep_touched(fs, pw_inode_get(fs, ino));
-	if (r)
-		PW_REPLY_ERR(req, r);
-	PW_CREDS_LEAVE();
+	if (err) {
+		pw_req_reply_err(&r, err);
+		return;
+	}
+	pw_req_leave(&r);
 	fuse_reply_err(req, 0);
 }

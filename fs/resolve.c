@@ -18,7 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "fs_internal.h"
+#include "resolve.h"
 #include "util.h"
 
 bool pw_name_valid(const char *name)

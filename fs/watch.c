@@ -26,7 +26,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs_internal.h"
+#include "entry.h"
+#include "inode.h"
+#include "resolve.h"
+#include "watch.h"
 #include "util.h"
 
 #define PW_WATCH_MASK                                                                              \
@@ -43,7 +46,7 @@
  * be N's own: a name that leads elsewhere by then (changed outside the view) leaves N
  * unwatched, as a failure to add the watch does.
  */
-void pw_watch_dir(pw_fs *fs, pw_inode *n)
+static void watch_dir(pw_fs *fs, pw_inode *n)
 {
 	if (fs->inotify_fd < 0)
 		return;
@@ -74,12 +77,14 @@ void pw_watch_dir(pw_fs *fs, pw_inode *n)
 	pthread_rwlock_unlock(&fs->tree_lock);
 }
 
-void pw_unwatch_dir(pw_fs *fs, pw_inode *n)
+pw_inode *pw_watch_learn(pw_fs *fs, pw_inode *parent, const char *name, const struct stat *st)
 {
-	if (n->wd < 0)
-		return;
-	inotify_rm_watch(fs->inotify_fd, n->wd);
-	pw_inode_set_wd_locked(fs, n, -1);
+	bool new_dir = false;
+	pw_inode *n = pw_inode_learn(fs, parent, name, st, &new_dir);
+	/* The reference just counted keeps N: the kernel cannot forget it before our reply. */
+	if (n && new_dir)
+		watch_dir(fs, n);
+	return n;
 }
 
 #define PW_EXPECT_MAX 1024 /* slots, a power of two */

@@ -47,6 +47,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -87,6 +88,7 @@ struct class_set {
 };
 
 struct pw_glob {
+	atomic_uint refs; /* immutable once compiled: rules share it by reference */
 	char *pattern;
 	struct tok *toks;
 	size_t ntok;
@@ -459,6 +461,7 @@ int pw_glob_compile(const char *pattern, pw_glob **ret, const char **ret_err)
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return -ENOMEM;
+	atomic_init(&g->refs, 1);
 	g->pattern = strdup(pattern);
 	/* Every token consumes at least one pattern byte, so len + 1 is room enough. */
 	g->toks = calloc(len + 1, sizeof(*g->toks));
@@ -807,9 +810,18 @@ const char *pw_glob_pattern(const pw_glob *g)
 	return g->pattern;
 }
 
+pw_glob *pw_glob_ref(pw_glob *g)
+{
+	if (g)
+		atomic_fetch_add_explicit(&g->refs, 1, memory_order_relaxed);
+	return g;
+}
+
 void pw_glob_free(pw_glob *g)
 {
 	if (!g)
+		return;
+	if (atomic_fetch_sub_explicit(&g->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	free(g->pattern);
 	free(g->toks);

@@ -62,7 +62,13 @@ bool pw_glob_is_basename(const pw_glob *g);
 /* The pattern text as given. */
 const char *pw_glob_pattern(const pw_glob *g);
 
-/* Destructor; accepts NULL. */
+/*
+ * A compiled glob is immutable, so every rule that has its pattern shares one (a policy
+ * compiled at a switch takes references to the globs the mode files compiled at load,
+ * instead of compiling them again). pw_glob_ref adds a reference and returns G;
+ * pw_glob_free drops one and frees the glob with the last. Both accept NULL.
+ */
+pw_glob *pw_glob_ref(pw_glob *g);
 void pw_glob_free(pw_glob *g);
 static inline void pw_glob_freep(pw_glob **g)
 {

@@ -165,13 +165,18 @@ int pw_rule_init(pw_rule *r, pw_rule_kind kind, const char *pattern, const char 
 
 int pw_rule_copy(pw_rule *dst, const pw_rule *src)
 {
-	const char *err;
-	int r;
-
-	r = pw_rule_init(dst, src->kind, src->pattern, src->file, src->line, src->column,
-			 src->layer, &err);
-	/* The pattern compiled once already; only memory can fail now. */
-	return r < 0 ? -ENOMEM : 0;
+	/* The glob is shared, not compiled again: a switch builds its policy from rules the
+	 * mode files compiled at load. */
+	pw_rule x = *src;
+	x.pattern = strdup(src->pattern);
+	x.file = strdup(src->file);
+	x.glob = pw_glob_ref(src->glob);
+	if (!x.pattern || !x.file) {
+		pw_rule_done(&x);
+		return -ENOMEM;
+	}
+	*dst = x;
+	return 0;
 }
 
 void pw_rule_done(pw_rule *r)

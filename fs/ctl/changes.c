@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "gitdiff.h"
+#include "inode.h"
 #include "keep.h"
 #include "path.h"
 #include "proto.h"

@@ -188,7 +188,7 @@ static int m_status(call *x, json_t **ret)
 				  (json_int_t)as.dropped, "coalesced", (json_int_t)as.coalesced);
 	}
 	o = json_pack("{s:s,s:s,s:s,s:I,s:b,s:s?,s:b,s:s,s:i,s:i,s:I,s:I,s:o,s:I,s:I,s:I,s:o,"
-		      "s:{s:i,s:I,s:I,s:I},s:o,s:s?}",
+		      "s:{s:i,s:I,s:I,s:I,s:I},s:o,s:s?}",
 		      "project", pw_view_project(x->view), "mountpoint", pw_view_mountpoint(x->view),
 		      "mode", st.mode, "generation", (json_int_t)st.generation, "fail_closed",
 		      st.fail_reason != NULL, "fail_reason", st.fail_reason, "trusted", st.trusted,
@@ -197,7 +197,8 @@ static int m_status(call *x, json_t **ret)
 		      (json_int_t)((now_ns - started) / 1000000000), "warnings",
 		      w ? w : json_array(), "reloads", (json_int_t)st.reloads, "denied",
 		      (json_int_t)fst.denied, "inodes", (json_int_t)fst.inodes, "audit", audit,
-		      "clients", "connected", (int)cst.clients, "refused",
+		      "clients", "connected", (int)cst.clients, "accepted", (json_int_t)cst.accepted,
+		      "refused",
 		      (json_int_t)(cst.refused_busy + cst.refused_uid), "dropped",
 		      (json_int_t)(cst.dropped_slow + cst.dropped_idle + cst.dropped_large),
 		      "denied_suppressed", (json_int_t)cst.denied_suppressed, "requests",
@@ -275,8 +276,10 @@ static int m_mode_set(call *x, json_t **ret)
 		switch (r) {
 		case -ENOENT:
 			fail(x, PW_RPC_UNKNOWN_MODE, "unknown mode '%s'", name);
-			x->fail->data = json_pack("{s:o,s:s}", "modes", mode_names(x->view), "active",
-						  prev);
+			/* Everything the client says in its one line: no second call. */
+			x->fail->data = json_pack("{s:o,s:s,s:s}", "modes", mode_names(x->view),
+						  "active", prev, "project",
+						  pw_view_project(x->view));
 			break;
 		case -EBADMSG:
 			fail(x, PW_RPC_MODE_BROKEN, "%s", why ? why : "the mode's file is broken");

@@ -13,9 +13,9 @@ message_stop), else one JSON message.
 Nothing here reaches beyond the loopback interface.
 """
 
-import http.server
 import json
-import threading
+
+import scripted_http
 
 
 def blocks_text(content):
@@ -57,144 +57,79 @@ def all_text(req):
     return "\n".join(parts)
 
 
-class ScriptedModel:
-    def __init__(self, steps):
-        self.steps = list(steps)
-        self.requests = []
-        self.all_requests = []
-        self.errors = []
-        self.lock = threading.Lock()
-        self.changed = threading.Condition(self.lock)
-        model = self
+class AnthropicHandler(scripted_http.Handler):
+    def do_GET(self):
+        self.send_json({"data": [], "has_more": False})
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+    def do_HEAD(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
-            def log_message(self, *args):
-                pass
+    def do_POST(self):
+        got = self.read_json()
+        if not got:
+            return
+        raw, req = got
+        if "count_tokens" in self.path:
+            self.send_json({"input_tokens": len(raw) // 4})
+            return
+        turn = bool(req.get("tools"))
+        index = self.model.record(req, turn)
+        answer = self.model.answer(index, req) if turn else "ok."
+        self._reply(index, answer, bool(req.get("stream")), req.get("model", "m"))
 
-            def do_GET(self):
-                self._json({"data": [], "has_more": False})
+    def _reply(self, index, answer, stream, model_name):
+        blocks = []
+        if isinstance(answer, str):
+            blocks.append({"type": "text", "text": answer})
+            stop = "end_turn"
+        else:
+            for i, (name, args) in enumerate(answer):
+                blocks.append({"type": "tool_use", "id": "toolu_%d_%d" % (index, i),
+                               "name": name, "input": args})
+            stop = "tool_use"
+        msg = {"id": "msg_%d" % index, "type": "message", "role": "assistant",
+               "model": model_name, "content": blocks, "stop_reason": stop,
+               "stop_sequence": None,
+               "usage": {"input_tokens": 10, "output_tokens": 5}}
+        if not stream:
+            self.send_json(msg)
+            return
+        self.start_events()
 
-            def do_HEAD(self):
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+        def event(name, obj):
+            self.wfile.write(("event: %s\ndata: %s\n\n" % (name, json.dumps(obj)))
+                             .encode())
 
-            def _json(self, obj):
-                body = json.dumps(obj).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+        start = dict(msg, content=[], stop_reason=None)
+        event("message_start", {"type": "message_start", "message": start})
+        for i, b in enumerate(blocks):
+            if b["type"] == "text":
+                event("content_block_start", {"type": "content_block_start",
+                                              "index": i, "content_block":
+                                              {"type": "text", "text": ""}})
+                event("content_block_delta", {"type": "content_block_delta",
+                                              "index": i, "delta":
+                                              {"type": "text_delta",
+                                               "text": b["text"]}})
+            else:
+                event("content_block_start", {"type": "content_block_start",
+                                              "index": i, "content_block":
+                                              {"type": "tool_use", "id": b["id"],
+                                               "name": b["name"], "input": {}}})
+                event("content_block_delta", {"type": "content_block_delta",
+                                              "index": i, "delta":
+                                              {"type": "input_json_delta",
+                                               "partial_json":
+                                               json.dumps(b["input"])}})
+            event("content_block_stop", {"type": "content_block_stop", "index": i})
+        event("message_delta", {"type": "message_delta", "delta":
+                                {"stop_reason": stop, "stop_sequence": None},
+                                "usage": {"output_tokens": 5}})
+        event("message_stop", {"type": "message_stop"})
+        self.wfile.flush()
 
-            def do_POST(self):
-                n = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(n)
-                try:
-                    req = json.loads(raw)
-                except ValueError as e:
-                    model._error("request is not JSON: %s" % e)
-                    self.send_error(400)
-                    return
-                if "count_tokens" in self.path:
-                    self._json({"input_tokens": len(raw) // 4})
-                    return
-                with model.lock:
-                    model.all_requests.append(req)
-                    main = bool(req.get("tools"))
-                    index = len(model.requests)
-                    if main:
-                        model.requests.append(req)
-                    model.changed.notify_all()
-                answer = "ok."
-                if main:
-                    try:
-                        answer = model._answer(index, req)
-                    except Exception as e:  # the test reads model.errors
-                        model._error("step %d raised %r" % (index, e))
-                        answer = "the scripted step failed: %r" % (e,)
-                self._reply(index, answer, bool(req.get("stream")), req.get("model", "m"))
 
-            def _reply(self, index, answer, stream, model_name):
-                blocks = []
-                if isinstance(answer, str):
-                    blocks.append({"type": "text", "text": answer})
-                    stop = "end_turn"
-                else:
-                    for i, (name, args) in enumerate(answer):
-                        blocks.append({"type": "tool_use", "id": "toolu_%d_%d" % (index, i),
-                                       "name": name, "input": args})
-                    stop = "tool_use"
-                msg = {"id": "msg_%d" % index, "type": "message", "role": "assistant",
-                       "model": model_name, "content": blocks, "stop_reason": stop,
-                       "stop_sequence": None,
-                       "usage": {"input_tokens": 10, "output_tokens": 5}}
-                if not stream:
-                    self._json(msg)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Connection", "close")
-                self.end_headers()
-
-                def event(name, obj):
-                    self.wfile.write(("event: %s\ndata: %s\n\n" % (name, json.dumps(obj)))
-                                     .encode())
-
-                start = dict(msg, content=[], stop_reason=None)
-                event("message_start", {"type": "message_start", "message": start})
-                for i, b in enumerate(blocks):
-                    if b["type"] == "text":
-                        event("content_block_start", {"type": "content_block_start",
-                                                      "index": i, "content_block":
-                                                      {"type": "text", "text": ""}})
-                        event("content_block_delta", {"type": "content_block_delta",
-                                                      "index": i, "delta":
-                                                      {"type": "text_delta",
-                                                       "text": b["text"]}})
-                    else:
-                        event("content_block_start", {"type": "content_block_start",
-                                                      "index": i, "content_block":
-                                                      {"type": "tool_use", "id": b["id"],
-                                                       "name": b["name"], "input": {}}})
-                        event("content_block_delta", {"type": "content_block_delta",
-                                                      "index": i, "delta":
-                                                      {"type": "input_json_delta",
-                                                       "partial_json":
-                                                       json.dumps(b["input"])}})
-                    event("content_block_stop", {"type": "content_block_stop", "index": i})
-                event("message_delta", {"type": "message_delta", "delta":
-                                        {"stop_reason": stop, "stop_sequence": None},
-                                        "usage": {"output_tokens": 5}})
-                event("message_stop", {"type": "message_stop"})
-                self.wfile.flush()
-                self.close_connection = True
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.base_url = "http://127.0.0.1:%d" % self.port
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def _error(self, msg):
-        with self.lock:
-            self.errors.append(msg)
-
-    def _answer(self, index, req):
-        step = self.steps[index] if index < len(self.steps) else None
-        if step is None:
-            return "done."
-        if callable(step):
-            return step(index, req)
-        return step
-
-    def start(self):
-        self.thread.start()
-        return self
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
+class ScriptedModel(scripted_http.ScriptedServer):
+    handler = AnthropicHandler

@@ -10,9 +10,9 @@ events (response.created, response.output_item.added/done, response.completed).
 Nothing here reaches beyond the loopback interface.
 """
 
-import http.server
 import json
-import threading
+
+import scripted_http
 
 
 def input_text(req):
@@ -45,114 +45,61 @@ def call_outputs(req):
     return out
 
 
-class ScriptedModel:
-    def __init__(self, steps):
-        self.steps = list(steps)
-        self.requests = []
-        self.all_requests = []
-        self.errors = []
-        self.lock = threading.Lock()
-        model = self
+class ResponsesHandler(scripted_http.Handler):
+    def do_GET(self):
+        self.send_json({"object": "list", "data": [
+            {"id": "scripted", "object": "model", "owned_by": "test"}], "models": []})
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        got = self.read_json()
+        if not got:
+            return
+        _, req = got
+        turn = bool(req.get("tools"))
+        index = self.model.record(req, turn)
+        answer = self.model.answer(index, req) if turn else "ok."
+        self._stream(index, answer, req.get("model", "scripted"))
 
-            def log_message(self, *args):
-                pass
+    def _stream(self, index, answer, model_name):
+        items = []
+        if isinstance(answer, str):
+            items.append({"type": "message", "id": "msg_%d" % index, "role": "assistant",
+                          "status": "completed",
+                          "content": [{"type": "output_text", "text": answer,
+                                       "annotations": []}]})
+        else:
+            for i, (name, args) in enumerate(answer):
+                # "NAMESPACE/NAME": a tool of a namespace (Codex's MCP servers).
+                ns, _, short = name.rpartition("/")
+                it = {"type": "function_call", "id": "fc_%d_%d" % (index, i),
+                      "call_id": "call_%d_%d" % (index, i), "name": short,
+                      "arguments": json.dumps(args), "status": "completed"}
+                if ns:
+                    it["namespace"] = ns
+                items.append(it)
+        resp = {"id": "resp_%d" % index, "object": "response", "created_at": 0,
+                "status": "in_progress", "model": model_name, "output": []}
+        self.start_events()
+        seq = [0]
 
-            def do_GET(self):
-                body = json.dumps({"object": "list", "data": [
-                    {"id": "scripted", "object": "model", "owned_by": "test"}],
-                    "models": []}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+        def event(name, obj):
+            obj = dict(obj, type=name, sequence_number=seq[0])
+            seq[0] += 1
+            self.wfile.write(("event: %s\ndata: %s\n\n" % (name, json.dumps(obj)))
+                             .encode())
 
-            def do_POST(self):
-                n = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(n)
-                try:
-                    req = json.loads(raw)
-                except ValueError as e:
-                    model._error("request is not JSON: %s" % e)
-                    self.send_error(400)
-                    return
-                with model.lock:
-                    model.all_requests.append(req)
-                    main = bool(req.get("tools"))
-                    index = len(model.requests)
-                    if main:
-                        model.requests.append(req)
-                answer = "ok."
-                if main:
-                    step = model.steps[index] if index < len(model.steps) else "done."
-                    try:
-                        answer = step(index, req) if callable(step) else step
-                    except Exception as e:  # the test reads model.errors
-                        model._error("step %d raised %r" % (index, e))
-                        answer = "the scripted step failed"
-                self._stream(index, answer, req.get("model", "scripted"))
+        event("response.created", {"response": resp})
+        for i, it in enumerate(items):
+            event("response.output_item.added", {"output_index": i, "item": it})
+            event("response.output_item.done", {"output_index": i, "item": it})
+        done = dict(resp, status="completed", output=items,
+                    usage={"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
+                           "input_tokens_details": {"cached_tokens": 0},
+                           "output_tokens_details": {"reasoning_tokens": 0}})
+        event("response.completed", {"response": done})
+        self.wfile.flush()
 
-            def _stream(self, index, answer, model_name):
-                items = []
-                if isinstance(answer, str):
-                    items.append({"type": "message", "id": "msg_%d" % index, "role": "assistant",
-                                  "status": "completed",
-                                  "content": [{"type": "output_text", "text": answer,
-                                               "annotations": []}]})
-                else:
-                    for i, (name, args) in enumerate(answer):
-                        # "NAMESPACE/NAME": a tool of a namespace (Codex's MCP servers).
-                        ns, _, short = name.rpartition("/")
-                        it = {"type": "function_call", "id": "fc_%d_%d" % (index, i),
-                              "call_id": "call_%d_%d" % (index, i), "name": short,
-                              "arguments": json.dumps(args), "status": "completed"}
-                        if ns:
-                            it["namespace"] = ns
-                        items.append(it)
-                resp = {"id": "resp_%d" % index, "object": "response", "created_at": 0,
-                        "status": "in_progress", "model": model_name, "output": []}
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                seq = [0]
 
-                def event(name, obj):
-                    obj = dict(obj, type=name, sequence_number=seq[0])
-                    seq[0] += 1
-                    self.wfile.write(("event: %s\ndata: %s\n\n" % (name, json.dumps(obj)))
-                                     .encode())
-
-                event("response.created", {"response": resp})
-                for i, it in enumerate(items):
-                    event("response.output_item.added", {"output_index": i, "item": it})
-                    event("response.output_item.done", {"output_index": i, "item": it})
-                done = dict(resp, status="completed", output=items,
-                            usage={"input_tokens": 10, "output_tokens": 5, "total_tokens": 15,
-                                   "input_tokens_details": {"cached_tokens": 0},
-                                   "output_tokens_details": {"reasoning_tokens": 0}})
-                event("response.completed", {"response": done})
-                self.wfile.flush()
-                self.close_connection = True
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.base_url = "http://127.0.0.1:%d/v1" % self.port
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def _error(self, msg):
-        with self.lock:
-            self.errors.append(msg)
-
-    def start(self):
-        self.thread.start()
-        return self
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
+class ScriptedModel(scripted_http.ScriptedServer):
+    handler = ResponsesHandler
+    url_suffix = "/v1"

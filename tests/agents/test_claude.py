@@ -15,81 +15,29 @@ import json
 import os
 import subprocess
 import sys
-import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(SOURCE, "tests", "mount"))
-sys.path.insert(0, os.path.join(SOURCE, "tests", "run"))
 sys.path.insert(0, HERE)
 
-import harness  # noqa: E402
+from agent_case import DEADLINE, AgentCase, answer_consent, design_announcement  # noqa: E402
+import harness  # noqa: E402  (agent_case put tests/mount on the path)
 from anthropic_server import ScriptedModel, all_text, tool_results  # noqa: E402
 
 CLAUDE = os.path.join(HERE, "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude")
-DEADLINE = 150  # seconds for one Claude Code run
 
 
-def uniq(xs):
-    return list(dict.fromkeys(xs))
-
-
-def design_announcement(policy):
-    """Design mode's announcement, from the daemon's own rules (as tests/pi does)."""
-    w = uniq(r["pattern"] for r in policy["rules"] if r["kind"] in ("allow", "token"))
-    w = [x for x in w if not (x.endswith("/") and x + "**" in w)]
-    prot = uniq(r["pattern"] for r in policy["rules"] if r["kind"] == "protected")
-    return ("[piworkfs] Active mode: design. Writable: %s. Read-only: everything else. "
-            "Protected: %s." % (", ".join(w), ", ".join(prot)))
-
-
-def answer_consent(term, allow=True, target="build"):
-    """Answers run's consent bar on the outer terminal TERM. The only place that types the
-    answer, which is the target mode's name then Enter (any other key denies). Keys in the
-    bar's first moments never answer, so the first letter is repeated until the bar shows
-    it typed; then the rest of the name, and Enter once the bar says it will allow."""
-    end = time.monotonic() + DEADLINE
-    first = (target[0] if allow else "#").encode()
-    while True:
-        at = term.mark()
-        term.send(first)
-        try:
-            term.expect(b"Typed: " + first if allow else b"denied", at, deadline=3)
-            break
-        except AssertionError:
-            if time.monotonic() > end:
-                raise
-    if allow:
-        at = term.mark()
-        term.send(target[1:].encode())
-        term.expect(b"Press Enter to allow", at, deadline=DEADLINE)
-        term.send(b"\r")
-
-
-class ClaudeCase(harness.MountCase):
-    deadline = 280
+class ClaudeCase(AgentCase):
+    client, client_label, client_path = "claude", "Claude Code", CLAUDE
 
     def setUp(self):
         super().setUp()
-        self.assertTrue(os.path.exists(CLAUDE), "Claude Code is missing at %s: run "
-                        "scripts/setup (npm ci in tests/agents)" % CLAUDE)
-        # `piworkfs run` covers the state database's directory: keep it apart from HOME.
-        os.makedirs(os.path.join(self.tmp, "state"))
-        self.state_db = os.path.join(self.tmp, "state", "state.db")
-        self.bin = os.path.join(self.tmp, "bin")
-        os.makedirs(self.bin)
-        os.symlink(CLAUDE, os.path.join(self.bin, "claude"))
         self.env.update({
-            "PIWORKFS_STATE_DB": self.state_db,
-            "PATH": self.bin + ":" + self.env["PATH"],
             "ANTHROPIC_API_KEY": "sk-ant-test",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_AUTOUPDATER": "1",
             "DISABLE_TELEMETRY": "1",
-            "TERM": "xterm",
         })
-        self.env.pop("PIWORKFS_SOCKET", None)
 
     def start_model(self, steps):
         m = ScriptedModel(steps).start()
@@ -110,23 +58,11 @@ class ClaudeCase(harness.MountCase):
         return p
 
     def assertRan(self, p, model):
-        dump = os.environ.get("AGENTS_TEST_DUMP")  # a directory: keep the requests
-        if dump:
-            with open(os.path.join(dump, "claude-%s.json" % self.id().rsplit(".", 1)[1]),
-                      "w") as f:
-                json.dump(model.all_requests, f, indent=1)
+        self.dump(model.all_requests)
         self.assertEqual(p.returncode, 0, "claude exited %d\nstdout: %s\nstderr: %s%s" %
                          (p.returncode, p.stdout, p.stderr, self.daemon_logs()))
         self.assertEqual(model.errors, [], "the scripted model: %s" % model.errors)
         self.assertTrue(model.requests, "Claude Code never asked the model")
-
-    def status(self, v):
-        c = harness.RpcClient(self.socket_path(v))
-        try:
-            return c.call("status")
-        finally:
-            c.close()
-
 
 class TestDesign(ClaudeCase):
     def test_design_mode_end_to_end(self):

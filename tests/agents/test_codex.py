@@ -16,41 +16,24 @@ import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(SOURCE, "tests", "mount"))
-sys.path.insert(0, os.path.join(SOURCE, "tests", "run"))
 sys.path.insert(0, HERE)
 
-import harness  # noqa: E402
+from agent_case import DEADLINE, AgentCase, answer_consent, design_announcement  # noqa: E402
+import harness  # noqa: E402  (agent_case put tests/mount on the path)
 from responses_server import ScriptedModel, call_outputs  # noqa: E402
-from test_claude import DEADLINE, answer_consent, design_announcement  # noqa: E402
 
 CODEX = os.path.join(HERE, "node_modules", "@openai", "codex-linux-x64", "vendor",
                      "x86_64-unknown-linux-musl", "bin", "codex")
 
 
-class CodexCase(harness.MountCase):
-    deadline = 280
+class CodexCase(AgentCase):
+    client, client_label, client_path = "codex", "Codex", CODEX
 
     def setUp(self):
         super().setUp()
-        self.assertTrue(os.path.exists(CODEX), "Codex is missing at %s: run scripts/setup "
-                        "(npm ci in tests/agents)" % CODEX)
-        os.makedirs(os.path.join(self.tmp, "state"))
-        self.state_db = os.path.join(self.tmp, "state", "state.db")
-        self.bin = os.path.join(self.tmp, "bin")
-        os.makedirs(self.bin)
-        os.symlink(CODEX, os.path.join(self.bin, "codex"))
         codex_home = os.path.join(self.env["HOME"], ".codex")
         os.makedirs(codex_home)
-        self.env.update({
-            "PIWORKFS_STATE_DB": self.state_db,
-            "PATH": self.bin + ":" + self.env["PATH"],
-            "CODEX_HOME": codex_home,
-            "SCRIPTED_API_KEY": "test",
-            "TERM": "xterm",
-        })
-        self.env.pop("PIWORKFS_SOCKET", None)
+        self.env.update({"CODEX_HOME": codex_home, "SCRIPTED_API_KEY": "test"})
 
     def start_model(self, steps):
         m = ScriptedModel(steps).start()

@@ -13,14 +13,12 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(SOURCE, "tests", "mount"))
-sys.path.insert(0, os.path.join(SOURCE, "tests", "run"))
 sys.path.insert(0, os.path.join(SOURCE, "tests", "pi"))
 sys.path.insert(0, HERE)
 
-import harness  # noqa: E402
+from agent_case import DEADLINE, AgentCase, answer_consent, design_announcement  # noqa: E402
+import harness  # noqa: E402  (agent_case put tests/mount on the path)
 from model_server import ScriptedModel, text_of, tool_results  # noqa: E402
-from test_claude import DEADLINE, answer_consent, design_announcement  # noqa: E402
 
 OPENCODE = os.path.join(HERE, "node_modules", "opencode-linux-x64", "bin", "opencode")
 PLUGIN_SDK = "@opencode-ai/plugin"
@@ -82,30 +80,19 @@ def system_of(req):
                      if m.get("role") == "system")
 
 
-class OpencodeCase(harness.MountCase):
-    deadline = 280
+class OpencodeCase(AgentCase):
+    client, client_label, client_path = "opencode", "opencode", OPENCODE
 
     def setUp(self):
         super().setUp()
-        self.assertTrue(os.path.exists(OPENCODE), "opencode is missing at %s: run "
-                        "scripts/setup (npm ci in tests/agents)" % OPENCODE)
-        os.makedirs(os.path.join(self.tmp, "state"))
-        self.state_db = os.path.join(self.tmp, "state", "state.db")
-        self.bin = os.path.join(self.tmp, "bin")
-        os.makedirs(self.bin)
-        os.symlink(OPENCODE, os.path.join(self.bin, "opencode"))
         home = self.env["HOME"]
         self.env.update({
-            "PIWORKFS_STATE_DB": self.state_db,
-            "PATH": self.bin + ":" + self.env["PATH"],
             "XDG_DATA_HOME": os.path.join(home, ".local", "share"),
             "XDG_CACHE_HOME": os.path.join(home, ".cache"),
             "OPENCODE_DISABLE_AUTOUPDATE": "1",
             "OPENCODE_DISABLE_MODELS_FETCH": "1",
             "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-            "TERM": "xterm",
         })
-        self.env.pop("PIWORKFS_SOCKET", None)
         seed_opencode_config(os.path.join(self.env["XDG_CONFIG_HOME"], "opencode"))
 
     def start_model(self, calls):
@@ -142,14 +129,6 @@ class OpencodeCase(harness.MountCase):
         for r in model.requests:
             out.update(tool_results(r))
         return out
-
-    def status(self, v):
-        c = harness.RpcClient(self.socket_path(v))
-        try:
-            return c.call("status")
-        finally:
-            c.close()
-
 
 class TestDesign(OpencodeCase):
     def test_design_mode_end_to_end(self):

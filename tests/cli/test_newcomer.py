@@ -48,8 +48,8 @@ try:
         try:
             # cd as nobody: root may not enter nobody's view (no allow_other).
             argv = ["/bin/sh", "-c", 'cd "$0" && exec "$@"', st["cwd"]] + st["argv"]
-            p = subprocess.run(argv, cwd="/", env=env, capture_output=True,
-                               text=True, timeout=90, preexec_fn=drop)
+            p = subprocess.run(argv, cwd="/", env=env, capture_output=True, text=True,
+                               timeout=90, preexec_fn=None if st.get("root") else drop)
             out.append({"rc": p.returncode, "out": p.stdout, "err": p.stderr})
         except subprocess.TimeoutExpired:
             out.append({"rc": -1, "out": "", "err": "timed out"})
@@ -113,6 +113,12 @@ class SecondUser(unittest.TestCase):
     def step(self, *args, cwd=None, env=None, unset=("XDG_RUNTIME_DIR",)):
         return {"argv": [PIWORKFS] + list(args), "cwd": cwd or self.tmp, "env": env or {},
                 "unset": list(unset)}
+
+    def completion_step(self, words, root=False):
+        """Bash's completion of WORDS with the generated script, as nobody (or root)."""
+        return {"argv": ["bash", "--norc", "-c", completion_program(words)], "cwd": self.tmp,
+                "env": {"PATH": os.path.dirname(os.path.abspath(PIWORKFS)) + ":/usr/bin:/bin"},
+                "unset": ["XDG_RUNTIME_DIR"], "root": root}
 
     def run_steps(self, steps, mounts=None):
         spec = {"dev": self.dev, "uid": NOBODY.pw_uid, "gid": NOBODY.pw_gid, "env": self.env,
@@ -180,6 +186,23 @@ class SecondUser(unittest.TestCase):
         self.assertTrue(r[2]["out"].startswith("mode plan"), r[2])
         self.assertEqual(r[3]["rc"], 0, r[3])
 
+    def test_umount_completes_only_the_users_own_views(self):
+        # Item 12: `umount <TAB>` must not offer another user's view (mountinfo's user_id=).
+        r = self.run_steps([
+            self.step("mount", self.proj, self.view, "-m", "design"),
+            self.completion_step(["piworkfs", "umount", ""]),
+            self.completion_step(["piworkfs", "umount", ""], root=True),
+            self.completion_step(["piworkfs", "mode", "--mount", ""], root=True),
+            self.step("umount", self.view),
+        ])
+        self.assertEqual(r[0]["rc"], 0, r[0])
+        self.assertEqual(r[1]["rc"], 0, r[1])
+        self.assertEqual(r[1]["out"].split(), [self.view], "nobody's own view")
+        self.assertEqual(r[2]["rc"], 0, r[2])
+        self.assertNotIn(self.view, r[2]["out"], "root was offered nobody's view")
+        self.assertNotIn(self.view, r[3]["out"], "root was offered nobody's view")
+        self.assertEqual(r[4]["rc"], 0, r[4])
+
     def test_unusable_socket_dir_fails_before_anything_is_mounted(self):
         # A socket directory that is not the user's: one clear line, nothing mounted, and
         # no mode switch in the log for a view that never came up.
@@ -215,6 +238,16 @@ class SecondUser(unittest.TestCase):
         self.assertEqual(r[3]["mounted"], [])
 
 
+def completion_program(words):
+    """A bash program that loads `piworkfs completion bash`, completes WORDS (the last one
+    being completed) as bash would on TAB, and prints the candidates, one a line."""
+    line = " ".join(words)
+    return ('source <(piworkfs completion bash)\n'
+            "COMP_WORDS=(%s)\nCOMP_CWORD=%d\nCOMP_LINE=%s\nCOMP_POINT=%d\n"
+            "_piworkfs piworkfs\nprintf '%%s\\n' \"${COMPREPLY[@]}\"\n") % (
+                " ".join("'%s'" % w for w in words), len(words) - 1, "'%s'" % line, len(line))
+
+
 ALL_COMMANDS = ["mount", "umount", "mode", "status", "reload", "modes", "allowed", "check",
                 "why", "check-bash", "log", "trust", "run", "completion", "changes", "diff",
                 "undo", "checkpoint"]
@@ -245,13 +278,7 @@ class Offline(Base):
 
     def complete(self, *words):
         """What bash's completion of WORDS offers, with the generated script."""
-        script = subprocess.run([PIWORKFS, "completion", "bash"], capture_output=True,
-                                text=True, env=self.env, check=True).stdout
-        line = " ".join(words)
-        prog = script + ("\nCOMP_WORDS=(%s)\nCOMP_CWORD=%d\nCOMP_LINE=%s\nCOMP_POINT=%d\n"
-                         "_piworkfs piworkfs\nprintf '%%s\\n' \"${COMPREPLY[@]}\"\n") % (
-                    " ".join("'%s'" % w for w in words), len(words) - 1,
-                    "'%s'" % line, len(line))
+        prog = completion_program(list(words))
         e = dict(self.env, PATH=os.path.dirname(os.path.abspath(PIWORKFS)) + ":" +
                  self.env["PATH"])
         p = subprocess.run(["bash", "--norc", "-c", prog], capture_output=True, text=True,
@@ -277,6 +304,40 @@ class Offline(Base):
         self.assertNotRegex(out, r"(?m)^allow +docs/design/ ")
         rc, out, err = self.run_pw("allowed", "--mode", "design", "-C", DEMO, "--json")
         self.assertIn("docs/design/", [r["pattern"] for r in json.loads(out)["rules"]])
+
+    def test_file_names_short_in_text_absolute_in_json_as_docs_json_says(self):
+        # Item 17: text named modes/build.md, JSON the full path; say which, consistently.
+        proj = os.path.join(self.tmp, "proj")
+        shutil.copytree(DEMO, proj, symlinks=True)
+        proj = os.path.realpath(proj)
+        os.makedirs(os.path.join(proj, ".piworkfs", "modes"), exist_ok=True)
+        with open(os.path.join(proj, ".piworkfs", "modes", "tidy.md"), "w") as f:
+            f.write("---\nname: tidy\ndescription: Tidy\nwrites:\n  allow: [src/**]\n"
+                    "protect: true\n---\nTidy.\n")
+        with open(os.path.join(proj, ".piworkfs", "modes", "bad.md"), "w") as f:
+            f.write("---\nname: bad\ndescription: [x\n---\n")
+        rc, out, err = self.run_pw("modes", "-C", proj)
+        self.assertRegex(out, r"(?m)^build +bundled +modes/build\.md ")
+        self.assertRegex(out, r"(?m)^tidy +project +\.piworkfs/modes/tidy\.md ")
+        bad = os.path.join(proj, ".piworkfs", "modes", "bad.md")
+        self.assertRegex(out + err, r"(?m)^ *%s:\d+:\d+: error: " % re.escape(bad))
+        rc, out, err = self.run_pw("modes", "-C", proj, "--json")
+        j = json.loads(out)
+        files = {m["name"]: m["file"] for m in j["modes"]}
+        self.assertEqual(files["build"], os.path.join(os.path.realpath(MODES_DIR), "build.md"))
+        self.assertEqual(files["tidy"], os.path.join(proj, ".piworkfs", "modes", "tidy.md"))
+        self.assertIn(bad, [w["file"] for w in j["warnings"]])
+        rc, out, err = self.run_pw("check", "--mode", "build", "-C", proj, "src/main.c")
+        self.assertIn("modes/build.md:6", out)
+        self.assertNotIn(os.path.realpath(MODES_DIR), out)
+        rc, out, err = self.run_pw("check", "--mode", "build", "-C", proj, "src/main.c",
+                                   "--json")
+        self.assertEqual(json.loads(out)[0]["rule"]["file"], files["build"])
+        with open(os.path.join(test_cli.SOURCE, "docs", "JSON.md")) as f:
+            doc = " ".join(f.read().split())
+        for said in ("JSON always gives a file as its absolute real path",
+                     "A diagnostic is the one exception"):
+            self.assertTrue(said in doc, "docs/JSON.md does not say: " + said)
 
     def test_builtin_protected_paths_are_spelt_alike(self):
         # Item 17: "/.piworkfs" had a leading slash, ".git/hooks" none.

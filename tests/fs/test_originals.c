@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -202,42 +201,132 @@ Test(originals, a_prune_amid_another_views_keep_leaves_its_blob, .timeout = 120)
 }
 
 /*
- * Runs WORK (store lock held) in a forked child standing for a daemon that SIGKILL ends: it
- * opens the store, works, and exits with no commit and no close. Fails the test unless WORK
- * returned 0.
+ * A daemon that SIGKILL ends, standing in a process of its own: the test binary executed
+ * again (never a bare fork: a fork of this multithreaded process may only call
+ * async-signal-safe functions until it execs, and under AddressSanitizer a forked child
+ * hung for good on the allocator's lock that another thread held at the fork). The
+ * constructor below sees PW_DYING_WORK before Criterion starts, opens the store, runs the
+ * named work with the store lock held, writes what it has to say to fd PW_DYING_OUT and
+ * exits with no commit and no close.
  */
-static void in_a_daemon_that_dies(int (*work)(pw_orig_store *d, void *u), void *u)
+typedef int (*dying_work)(pw_orig_store *d, const char *arg, char *out, size_t outlen);
+static int keeps_f_again(pw_orig_store *d, const char *arg, char *out, size_t outlen);
+static int queues_two(pw_orig_store *d, const char *arg, char *out, size_t outlen);
+static int keeps_f_and_dies(pw_orig_store *d, const char *arg, char *out, size_t outlen);
+
+static const struct {
+	const char *name;
+	dying_work fn;
+} dying_works[] = {
+	{ "keeps_f_again", keeps_f_again },
+	{ "queues_two", queues_two },
+	{ "keeps_f_and_dies", keeps_f_and_dies },
+};
+
+static int run_dying_work(const char *name)
 {
+	const char *db = getenv("PW_DYING_DB"), *project = getenv("PW_DYING_PROJECT");
+	const char *arg = getenv("PW_DYING_ARG"), *out_fd = getenv("PW_DYING_OUT");
+	if (!db || !project || !arg || !out_fd)
+		return 2;
+	snprintf(dbpath, sizeof(dbpath), "%s", db);
+	project_fd = open(project, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (project_fd < 0)
+		return 2;
+	pw_orig_store *d = NULL;
+	pw_orig_opts opts = { .db_path = dbpath, .defer_ns = 3600ll * 1000000000 };
+	if (pw_orig_store_open(&opts, &d) < 0)
+		return 2;
+	pw_orig_lock(d);
+	for (size_t i = 0; i < sizeof(dying_works) / sizeof(dying_works[0]); i++) {
+		if (strcmp(dying_works[i].name, name) != 0)
+			continue;
+		char out[128] = "";
+		if (dying_works[i].fn(d, arg, out, sizeof(out)) != 0)
+			return 3;
+		size_t n = strlen(out);
+		return write(atoi(out_fd), out, n) == (ssize_t)n ? 0 : 4;
+	}
+	return 5;
+}
+
+__attribute__((constructor)) static void maybe_a_dying_daemon(void)
+{
+	const char *name = getenv("PW_DYING_WORK");
+	if (name)
+		_exit(run_dying_work(name));
+}
+
+/* Runs the work NAME with ARG in a daemon that dies; what it wrote in OUT (may be NULL).
+ * Fails the test unless the work returned 0. */
+static void in_a_daemon_that_dies(const char *name, const char *arg, char *out, size_t outlen)
+{
+	char project[600], env_work[128], env_db[600], env_project[640], env_arg[256], env_out[64];
+	int pipefd[2];
+	cr_assert_eq(pipe2(pipefd, O_CLOEXEC), 0);
+	snprintf(project, sizeof(project), "%s/project", tmpdir);
+	snprintf(env_work, sizeof(env_work), "PW_DYING_WORK=%s", name);
+	snprintf(env_db, sizeof(env_db), "PW_DYING_DB=%s", dbpath);
+	snprintf(env_project, sizeof(env_project), "PW_DYING_PROJECT=%s", project);
+	snprintf(env_arg, sizeof(env_arg), "PW_DYING_ARG=%s", arg);
+	snprintf(env_out, sizeof(env_out), "PW_DYING_OUT=%d", pipefd[1]);
+	const char *asan = getenv("ASAN_OPTIONS"), *ubsan = getenv("UBSAN_OPTIONS");
+	char env_asan[512] = "", env_ubsan[512] = "";
+	snprintf(env_asan, sizeof(env_asan), "ASAN_OPTIONS=%s", asan ? asan : "");
+	snprintf(env_ubsan, sizeof(env_ubsan), "UBSAN_OPTIONS=%s", ubsan ? ubsan : "");
+	char *const envp[] = { env_work, env_db, env_project, env_arg, env_out, env_asan, env_ubsan,
+			       NULL };
+	char *const argv[] = { "test_originals", NULL };
+
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
-		pw_orig_store *d = NULL;
-		pw_orig_opts opts = { .db_path = dbpath, .defer_ns = 3600ll * 1000000000 };
-		if (pw_orig_store_open(&opts, &d) < 0)
-			_exit(2);
-		pw_orig_lock(d);
-		_exit(work(d, u) == 0 ? 0 : 3);
+		/* Async-signal-safe calls only until the exec; the write end stays open in it. */
+		if (fcntl(pipefd[1], F_SETFD, 0) < 0)
+			_exit(6);
+		execve("/proc/self/exe", argv, envp);
+		_exit(7);
 	}
+	close(pipefd[1]);
+	char buf[128];
+	size_t got = 0;
+	for (;;) {
+		ssize_t n = read(pipefd[0], buf + got, sizeof(buf) - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (got == sizeof(buf) - 1)
+			break;
+	}
+	buf[got] = '\0';
+	close(pipefd[0]);
 	int status = 0;
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child's status: %d", status);
+	if (out && outlen) {
+		size_t n = got < outlen - 1 ? got : outlen - 1;
+		memcpy(out, buf, n);
+		out[n] = '\0';
+	}
 }
 
-/* The dying daemon of the next test: keeps "f" again (the content HASH names) in change
- * set CS2, its row journaled only. */
-typedef struct keep_again {
-	int64_t cs2;
-	const char *hash;
-} keep_again;
-
-static int keeps_f_again(pw_orig_store *d, void *u)
+/* The dying daemon of the next test: keeps "f" again (ARG: "CS2 HASH", the change set and
+ * the content's hash), its row journaled only. */
+static int keeps_f_again(pw_orig_store *d, const char *arg, char *out, size_t outlen)
 {
-	keep_again *k = u;
+	(void)out;
+	(void)outlen;
+	long long cs2 = 0;
+	char hash[PW_SHA256_HEX + 1] = "";
+	if (sscanf(arg, "%lld %64s", &cs2, hash) != 2)
+		return -1;
 	pw_orig_object o;
 	if (pw_orig_capture(d, project_fd, "f", PW_ORIG_CONTENT, &o) < 0 || !o.blob[0] ||
-	    strcmp(o.blob, k->hash) != 0)
+	    strcmp(o.blob, hash) != 0)
 		return -1;
-	return insert_f(d, k->cs2, &o, true);
+	return insert_f(d, cs2, &o, true);
 }
 
 /*
@@ -251,7 +340,9 @@ Test(originals, a_prune_keeps_the_blobs_a_dead_daemons_journal_names, .timeout =
 	char hash[PW_SHA256_HEX];
 	int64_t cs2 = first_set_keeps_f(y, hash);
 
-	in_a_daemon_that_dies(keeps_f_again, &(keep_again){ .cs2 = cs2, .hash = hash });
+	char arg[128];
+	snprintf(arg, sizeof(arg), "%lld %s", (long long)cs2, hash);
+	in_a_daemon_that_dies("keeps_f_again", arg, NULL, 0);
 
 	pw_orig_lock(y);
 	cr_assert_geq(pw_orig_prune(y, 1, 1, cs2, NULL), 1, "change set 1 is removed");
@@ -351,9 +442,12 @@ Test(originals, a_queued_rows_token_removes_it_before_and_after_a_flush, .timeou
 	pw_orig_store_close(s);
 }
 
-static int queues_two(pw_orig_store *d, void *u)
+/* ARG: the change set. */
+static int queues_two(pw_orig_store *d, const char *arg, char *out, size_t outlen)
 {
-	int64_t id, cs = *(int64_t *)u;
+	(void)out;
+	(void)outlen;
+	int64_t id, cs = strtoll(arg, NULL, 10);
 	return queue_created(d, cs, "one", &id) < 0 || queue_created(d, cs, "two", &id) < 0 ? -1 : 0;
 }
 
@@ -364,7 +458,9 @@ Test(originals, queued_rows_of_a_killed_daemon_are_replayed, .timeout = 60)
 	int64_t cs = begin_set(s);
 	pw_orig_store_close(s);
 
-	in_a_daemon_that_dies(queues_two, &cs);
+	char arg[32];
+	snprintf(arg, sizeof(arg), "%lld", (long long)cs);
+	in_a_daemon_that_dies("queues_two", arg, NULL, 0);
 
 	s = open_store(); /* replays the dead daemon's journal */
 	listing l;
@@ -378,14 +474,15 @@ Test(originals, queued_rows_of_a_killed_daemon_are_replayed, .timeout = 60)
 /* ---- blobs no record names ----------------------------------------------------------- */
 
 /* The dying daemon of the next test: keeps "f" and dies before its row is journaled or
- * committed. The blob's name in U. */
-static int keeps_f_and_dies(pw_orig_store *d, void *u)
+ * committed. It tells the blob's name. */
+static int keeps_f_and_dies(pw_orig_store *d, const char *arg, char *out, size_t outlen)
 {
+	(void)arg;
 	pw_orig_object o;
 	if (pw_orig_capture(d, project_fd, "f", PW_ORIG_CONTENT, &o) < 0 ||
 	    !o.blob[0])
 		return -1;
-	memcpy(u, o.blob, PW_SHA256_HEX);
+	snprintf(out, outlen, "%s", o.blob);
 	pw_orig_object_done(&o);
 	return 0;
 }
@@ -405,12 +502,11 @@ static nlink_t links_of_f(void)
  */
 Test(originals, a_blob_a_killed_daemon_kept_but_never_recorded_is_removed, .timeout = 60)
 {
-	char *hash = mmap(NULL, PW_SHA256_HEX, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-			  -1, 0);
-	cr_assert_neq(hash, MAP_FAILED);
+	char hash[PW_SHA256_HEX];
 	pw_orig_store *s = open_store(); /* the database exists before the child's */
 	pw_orig_store_close(s);
-	in_a_daemon_that_dies(keeps_f_and_dies, hash);
+	in_a_daemon_that_dies("keeps_f_and_dies", "", hash, sizeof(hash));
+	cr_assert_eq(strlen(hash), PW_SHA256_HEX - 1, "the daemon told its blob: '%s'", hash);
 	cr_assert_eq(links_of_f(), 1, "the blob is the store's own inode, not the project's");
 
 	s = open_store();
@@ -432,7 +528,6 @@ Test(originals, a_blob_a_killed_daemon_kept_but_never_recorded_is_removed, .time
 	cr_assert(blob_exists(s, o.blob), "a blob its row names is kept");
 	pw_orig_object_done(&o);
 	pw_orig_store_close(s);
-	munmap(hash, PW_SHA256_HEX);
 }
 
 /* ---- a batch SQLite rolls back ------------------------------------------------------- */

@@ -111,6 +111,35 @@ class SwitchTest(LiveCase):
         self.assertIn("frobnicate", p.stderr)
         _write(v.path("src/a.c"), b"still build\n")
 
+    def test_unknown_mode_is_answered_in_one_connection(self):
+        # The error's data lists the modes and names the project: `piworkfs mode` needs no
+        # second call to say "did you mean" or that a file was added since the load
+        # (it took three connections: mode.set, status, modes.list).
+        v = self.mount("build")
+
+        def accepted():
+            c = harness.RpcClient(self.socket_path(v))
+            try:
+                return c.call("status")["clients"]["accepted"]
+            finally:
+                c.close()
+
+        before = accepted()
+        p = self.run_pw("mode", "--mount", v.mp, "desgin")
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertIn("did you mean 'design'", p.stderr)
+        p = self.run_pw("mode", "--mount", v.mp, "frobnicate")
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertIn("available: build, design", p.stderr)
+        os.makedirs(os.path.join(self.project, ".piworkfs", "modes"), exist_ok=True)
+        with open(os.path.join(self.project, ".piworkfs", "modes", "late.md"), "w") as f:
+            f.write("---\ndescription: added after the mount\n---\nLate.\n")
+        p = self.run_pw("mode", "--mount", v.mp, "late")
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertIn("run 'piworkfs reload' first", p.stderr)
+        # Three commands, one connection each, then this status call's own.
+        self.assertEqual(accepted() - before, 4)
+
     def test_acceptance(self):
         # The acceptance: mount in plan, a shell write fails, `piworkfs mode build`
         # answers, the same write succeeds.

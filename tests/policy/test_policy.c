@@ -581,6 +581,27 @@ Test(lifetime, policy_outlives_modeset)
 	cr_expect_null(pw_policy_ref(NULL));
 }
 
+/* A switch compiles no glob: every policy of a mode takes references to the globs the mode
+ * files compiled at load, and they outlive the mode set (issue 30, style habit 5). */
+Test(lifetime, policies_share_the_mode_files_globs)
+{
+	pw_modeset *ms = load(SOURCE_MODES, TOKENS, NULL, false);
+	pw_policy *a = compile(ms, "design"), *b = compile(ms, "design");
+
+	cr_assert_eq(pw_policy_rule_count(a), pw_policy_rule_count(b));
+	for (size_t i = 0; i < pw_policy_rule_count(a); i++)
+		cr_expect_eq(pw_policy_rule(a, i)->glob, pw_policy_rule(b, i)->glob,
+			     "rule %zu (%s) compiled again", i, pw_policy_rule(a, i)->pattern);
+	pw_modeset_free(ms);
+	pw_policy_unref(a);
+	pw_decision d;
+	pw_policy_decide(b, PW_OP_CREATE, "docs/design/a.md", false, &d);
+	cr_expect(d.allowed, "the shared glob outlives the mode set and the other policy");
+	pw_policy_decide(b, PW_OP_CREATE, "src/a.c", false, &d);
+	cr_expect_not(d.allowed);
+	pw_policy_unref(b);
+}
+
 static void *hammer(void *arg)
 {
 	pw_policy *p = arg;

@@ -64,7 +64,11 @@ class Terminal:
     def __init__(self, argv, env, cwd, rows=24, cols=80):
         self.master, self.slave = pty.openpty()
         self.set_size(rows, cols)
-        self.slave_rdev = os.fstat(self.slave).st_rdev
+        st = os.fstat(self.slave)
+        self.slave_rdev = st.st_rdev
+        # Which terminal: the device number alone is not enough, a devpts instance of the
+        # sandbox's own numbers its ptys from 0 as the host's does.
+        self.slave_id = "%d:%d" % (st.st_dev, st.st_ino)
         self.settings = termios.tcgetattr(self.slave)
         self.buf = b""
         self.cond = threading.Condition()
@@ -217,21 +221,106 @@ class Terminal_(PtyTest):
             for name in os.listdir("/proc/self/fd"):
                 try:
                     st = os.stat("/proc/self/fd/" + name)
-                    rdevs.add(st.st_rdev)
+                    if st.st_rdev:
+                        rdevs.add("%d:%d" % (st.st_dev, st.st_ino))
                 except OSError:
                     pass
             os.write(fd, b"VIA-DEV-TTY\\r\\n")
             print("TTY", os.isatty(fd),
                   os.getsid(0) == os.getpid(), os.tcgetpgrp(0) == os.getpgrp(),
-                  "RDEVS", ",".join(str(r) for r in sorted(rdevs) if r), "END", flush=True)
+                  "RDEVS", ",".join(sorted(rdevs)), "END", flush=True)
         """)
         t.expect(b"VIA-DEV-TTY")
-        m = t.expect(rb"TTY (\w+) (\w+) (\w+) RDEVS ([\d,]*) END")
+        m = t.expect(rb"TTY (\w+) (\w+) (\w+) RDEVS ([\d:,]*) END")
         self.assertEqual(m.group(1, 2, 3), (b"True", b"True", b"True"),
                          "/dev/tty, the session and the foreground group inside")
-        rdevs = {int(r) for r in m.group(4).split(b",") if r}
-        self.assertNotIn(t.slave_rdev, rdevs, "the outer terminal entered the sandbox")
+        rdevs = {r.decode() for r in m.group(4).split(b",") if r}
+        self.assertNotIn(t.slave_id, rdevs, "the outer terminal entered the sandbox")
         self.assertEqual(t.wait(), 0)
+        self.assert_restored(t)
+
+    def test_tty_names_a_pty_of_the_sandbox_and_not_the_console(self):
+        # Issue 36, item 6: tty printed /dev/console (bwrap's bind of a pty of the host).
+        t = self.start(["sh", "-c", "tty; ps -o tty= -p $$; "
+                        "[ -e /dev/console ] && echo CONSOLE-THERE; echo END"])
+        m = t.expect(rb"(\S+)\r\n\s*(\S+)\r\n(?:CONSOLE-THERE\r\n)?END")
+        self.assertRegex(m.group(1), rb"^/dev/pts/\d+$", "tty inside")
+        self.assertEqual(b"/dev/" + m.group(2), m.group(1), "ps names the same terminal")
+        self.assertNotIn(b"CONSOLE-THERE", t.buf)
+        self.assertEqual(t.wait(), 0)
+
+    def test_no_terminal_of_the_host_is_reachable_inside(self):
+        # The host's devpts holds every terminal of the machine: no file of it may be
+        # reachable inside, under any name (old: /dev/console was a pty of the host), and
+        # the path of another terminal of the host opens nothing of the host's. New ptys
+        # come from the sandbox's own devpts.
+        other_master, other_slave = pty.openpty()
+        self.addCleanup(os.close, other_master)
+        self.addCleanup(os.close, other_slave)
+        host_devpts = os.fstat(other_slave).st_dev
+        other = os.ttyname(other_slave)
+        t = self.python("""
+            import os, pty, stat, sys
+            host_devpts, other = int(sys.argv[1]), sys.argv[2]
+            found = []
+            for root, dirs, files in os.walk("/dev"):
+                for n in dirs + files:
+                    p = os.path.join(root, n)
+                    try:
+                        if os.lstat(p).st_dev == host_devpts:
+                            found.append(p)
+                    except OSError:
+                        pass
+            try:
+                fd = os.open(other, os.O_RDWR | os.O_NOCTTY)
+                opened = "host" if os.fstat(fd).st_dev == host_devpts else "sandbox's"
+            except OSError as e:
+                opened = "nothing (%s)" % e.strerror
+            m, s = pty.openpty()
+            print("FOUND", found or "none", "OTHER", opened, "NEW", os.ttyname(s),
+                  "END", flush=True)
+        """.replace("sys.argv[1]", repr(str(host_devpts))).replace("sys.argv[2]",
+                                                                  repr(other)))
+        m = t.expect(rb"FOUND (.*) OTHER (.*) NEW (\S+) END")
+        self.assertEqual(m.group(1), b"none", "files of the host's devpts inside")
+        self.assertNotEqual(m.group(2), b"host", other + " reached the host's terminal")
+        self.assertRegex(m.group(3), rb"^/dev/pts/\d+$")
+        self.assertEqual(t.wait(), 0)
+
+    def test_ctrl_d_typed_ahead_is_end_of_file_not_a_nul(self):
+        # Issue 36, item 6: a NUL reached the command's input at start, echoed as ^@: a
+        # Ctrl-D typed (or sent, as script(1) does at the end of its input) before run put
+        # the terminal in raw mode was stored by the line discipline as a NUL, and relayed.
+        t = self.python("""
+            import os
+            print("READY", flush=True)
+            print("FIRST", repr(os.read(0, 100)), flush=True)
+        """)
+        t.send(b"\x04")  # long before run has mounted its view and started the sandbox
+        t.expect(b"READY")
+        t.send(b"x\r")
+        m = t.expect(rb"FIRST (.*)\r\n")
+        self.assertEqual(m.group(1), b"b''", "Ctrl-D typed ahead: end of file, first")
+        self.assertEqual(t.wait(), 0)
+        shown = t.buf[t.buf.index(b"\n") + 1:]  # after run's own line
+        self.assertNotIn(b"\0", shown)
+        self.assertNotIn(b"^@", shown)
+
+    def test_bwraps_own_error_reaches_the_terminal(self):
+        # bwrap never holds the person's terminal: its stderr is a pipe run shows there.
+        fake = os.path.join(self.tmp, "fakebin")
+        os.mkdir(fake)
+        with open(os.path.join(fake, "bwrap"), "w") as f:
+            f.write('#!/bin/sh\n[ "$1" = --help ] && exec bwrap-real --help\n'
+                    '[ -t 2 ] && echo "bwrap: stderr is a terminal" >&2\n'
+                    'echo "bwrap: cannot do that: Operation not permitted" >&2\nexit 1\n')
+        os.chmod(os.path.join(fake, "bwrap"), 0o755)
+        os.symlink(shutil.which("bwrap"), os.path.join(fake, "bwrap-real"))
+        env = dict(self.env, PATH=fake + ":" + self.env["PATH"])
+        t = self.start(["true"], env=env)
+        t.expect(b"bwrap: cannot do that: Operation not permitted")
+        self.assertEqual(t.wait(), 1)
+        self.assertNotIn(b"stderr is a terminal", t.buf)
         self.assert_restored(t)
 
     def test_exit_status_passes_through_and_the_terminal_is_restored(self):
