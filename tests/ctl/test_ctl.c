@@ -290,6 +290,49 @@ static char *read_line(int fd)
 	return buf;
 }
 
+/*
+ * A child that must do more than async-signal-safe calls (connect, read a line, parse JSON)
+ * is this test binary executed again, never a bare fork: a fork of this multithreaded
+ * process (the server's threads run) may only call async-signal-safe functions until it
+ * execs, and under AddressSanitizer a forked child can wait for good on an allocator lock
+ * another thread held at the fork. The environment is built before the fork; the
+ * constructor at the end of this file runs the named child and exits before Criterion.
+ */
+struct child_env {
+	char name[64], path[300], report[32], asan[512], ubsan[512];
+	char *envp[6];
+	int report_fd;
+};
+
+static void child_env(struct child_env *ce, const char *name, const char *path, int report)
+{
+	const char *asan = getenv("ASAN_OPTIONS"), *ubsan = getenv("UBSAN_OPTIONS");
+
+	snprintf(ce->name, sizeof(ce->name), "PW_CTL_CHILD=%s", name);
+	snprintf(ce->path, sizeof(ce->path), "PW_CTL_CHILD_PATH=%s", path);
+	snprintf(ce->report, sizeof(ce->report), "PW_CTL_CHILD_REPORT=%d", report);
+	snprintf(ce->asan, sizeof(ce->asan), "ASAN_OPTIONS=%s", asan ? asan : "");
+	snprintf(ce->ubsan, sizeof(ce->ubsan), "UBSAN_OPTIONS=%s", ubsan ? ubsan : "");
+	ce->envp[0] = ce->name;
+	ce->envp[1] = ce->path;
+	ce->envp[2] = ce->report;
+	ce->envp[3] = ce->asan;
+	ce->envp[4] = ce->ubsan;
+	ce->envp[5] = NULL;
+	ce->report_fd = report;
+}
+
+/* In the forked child: async-signal-safe calls only, then the exec. The report descriptor
+ * (named in CE) stays open across it. Never returns. */
+static _Noreturn void exec_child(const struct child_env *ce)
+{
+	static char *const argv[] = { "test_ctl", NULL };
+	if (ce->report_fd >= 0 && fcntl(ce->report_fd, F_SETFD, 0) < 0)
+		_exit(6);
+	execve("/proc/self/exe", argv, ce->envp);
+	_exit(7);
+}
+
 static json_t *read_msg(int fd)
 {
 	char *line = read_line(fd);
@@ -1082,6 +1125,30 @@ Test(ctl, disconnect_mid_request)
 
 /* ---- authority ------------------------------------------------------------------------- */
 
+/* The child of other_uid_refused, as uid 65534: a switch it asks for is refused, with its
+ * uid named, and the connection closed. */
+static int other_uid_child(const char *path, int report)
+{
+	static const char req[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"mode.set\","
+				  "\"params\":{\"mode\":\"off\"}}\n";
+	char line[512];
+	int fd = connect_to(path);
+
+	(void)report;
+	if (fd < 0)
+		return 11;
+	send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL);
+	char *l = read_line(fd);
+	if (!l)
+		return 12;
+	snprintf(line, sizeof(line), "%s", l);
+	free(l);
+	if (!strstr(line, "-32002") || !strstr(line, "uid 65534"))
+		return 13;
+	char c;
+	return read(fd, &c, 1) <= 0 ? 0 : 14; /* EOF, or ECONNRESET: closed */
+}
+
 Test(ctl, other_uid_refused)
 {
 	if (getuid() != 0)
@@ -1090,26 +1157,14 @@ Test(ctl, other_uid_refused)
 	chmod(tmp, 0755);
 	chmod(rundir, 0711);
 	chmod(sock, 0666);
+	struct child_env ce;
+	child_env(&ce, "other_uid", sock, -1);
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		if (setgid(65534) < 0 || setuid(65534) < 0)
 			_exit(10);
-		int fd = connect_to(sock);
-		if (fd < 0)
-			_exit(11);
-		char line[512];
-		static const char req[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"mode.set\","
-					  "\"params\":{\"mode\":\"off\"}}\n";
-		send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL);
-		char *l = read_line(fd);
-		if (!l)
-			_exit(12);
-		snprintf(line, sizeof(line), "%s", l);
-		if (!strstr(line, "-32002") || !strstr(line, "uid 65534"))
-			_exit(13);
-		char c;
-		_exit(read(fd, &c, 1) <= 0 ? 0 : 14); /* EOF, or ECONNRESET: closed */
+		exec_child(&ce);
 	}
 	int status;
 	waitpid(pid, &status, 0);
@@ -1619,6 +1674,8 @@ Test(ctl_audit, agent_denials_are_those_of_its_own_sandbox, .timeout = 120)
 
 	int pfd[2];
 	cr_assert_eq(pipe2(pfd, O_CLOEXEC), 0);
+	struct child_env ce;
+	child_env(&ce, "subscriber", agent_path, pfd[1]);
 	pid_t helper = fork();
 	cr_assert_geq(helper, 0);
 	if (helper == 0) {
@@ -1630,7 +1687,7 @@ Test(ctl_audit, agent_denials_are_those_of_its_own_sandbox, .timeout = 120)
 		if (c < 0)
 			_exit(21);
 		if (c == 0)
-			_exit(inside_subscriber(agent_path, pfd[1]));
+			exec_child(&ce);
 		int status;
 		if (waitpid(c, &status, 0) != c || !WIFEXITED(status))
 			_exit(22);
@@ -1786,6 +1843,8 @@ Test(ctl, agent_subscriber_learns_only_its_own_sandbox_switchers)
 
 	int pfd[2];
 	cr_assert_eq(pipe2(pfd, O_CLOEXEC), 0);
+	struct child_env ce;
+	child_env(&ce, "switch_watcher", agent_path, pfd[1]);
 	pid_t helper = fork();
 	cr_assert_geq(helper, 0);
 	if (helper == 0) {
@@ -1797,7 +1856,7 @@ Test(ctl, agent_subscriber_learns_only_its_own_sandbox_switchers)
 		if (c < 0)
 			_exit(21);
 		if (c == 0)
-			_exit(inside_switch_watcher(agent_path, pfd[1]));
+			exec_child(&ce);
 		int status;
 		if (waitpid(c, &status, 0) != c || !WIFEXITED(status))
 			_exit(22);
@@ -2021,4 +2080,29 @@ Test(ctl, stopping_cancels_running_jobs, .timeout = 240)
 	close(hold_release[1]);
 	close(hold_release[0]);
 	hold_release[0] = hold_release[1] = -1;
+}
+
+/* ---- children executed again (child_env, exec_child) ----------------------------------- */
+
+__attribute__((constructor)) static void maybe_a_child(void)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(const char *path, int report);
+	} children[] = {
+		{ "other_uid", other_uid_child },
+		{ "subscriber", inside_subscriber },
+		{ "switch_watcher", inside_switch_watcher },
+	};
+	const char *name = getenv("PW_CTL_CHILD"), *path = getenv("PW_CTL_CHILD_PATH");
+	const char *report = getenv("PW_CTL_CHILD_REPORT");
+
+	if (!name)
+		return;
+	if (!path || !report)
+		_exit(2);
+	for (size_t i = 0; i < sizeof(children) / sizeof(children[0]); i++)
+		if (streq(children[i].name, name))
+			_exit(children[i].fn(path, atoi(report)));
+	_exit(3);
 }

@@ -448,27 +448,59 @@ Test(audit, full_queue_counts_exact_drops)
 	cr_assert_eq(query_int("SELECT value FROM meta WHERE key = 'audit_dropped'"), 92);
 }
 
+/* The child of database_locked_by_another_process, executed again (the constructor below):
+ * holds an exclusive lock on DB until the parent has checked that nothing got written. */
+static int locker_main(const char *db_path, int ready, int release)
+{
+	sqlite3 *db = NULL;
+	char x;
+
+	if (sqlite3_open(db_path, &db) != SQLITE_OK ||
+	    sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL) != SQLITE_OK)
+		return 1;
+	if (write(ready, "x", 1) != 1)
+		return 1;
+	if (read(release, &x, 1) != 1)
+		return 1;
+	return sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : 1;
+}
+
+__attribute__((constructor)) static void maybe_the_locker(void)
+{
+	const char *db = getenv("PW_AUDIT_LOCKER"), *ready = getenv("PW_AUDIT_LOCKER_READY");
+	const char *release = getenv("PW_AUDIT_LOCKER_RELEASE");
+
+	if (db)
+		_exit(ready && release ? locker_main(db, atoi(ready), atoi(release)) : 2);
+}
+
 Test(audit, database_locked_by_another_process)
 {
 	create_db();
 	int ready[2], release[2];
 	cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
 	cr_assert_eq(pipe2(release, O_CLOEXEC), 0);
+	/* The lock holder is this binary executed again (locker_main), never a bare fork: a
+	 * forked child of this multithreaded process may only make async-signal-safe calls,
+	 * and under AddressSanitizer sqlite3_open in one can wait for good on an allocator
+	 * lock another thread held at the fork. */
+	char e_db[600], e_ready[48], e_release[48], e_asan[512], e_ubsan[512];
+	const char *asan = getenv("ASAN_OPTIONS"), *ubsan = getenv("UBSAN_OPTIONS");
+	snprintf(e_db, sizeof(e_db), "PW_AUDIT_LOCKER=%s", dbpath);
+	snprintf(e_ready, sizeof(e_ready), "PW_AUDIT_LOCKER_READY=%d", ready[1]);
+	snprintf(e_release, sizeof(e_release), "PW_AUDIT_LOCKER_RELEASE=%d", release[0]);
+	snprintf(e_asan, sizeof(e_asan), "ASAN_OPTIONS=%s", asan ? asan : "");
+	snprintf(e_ubsan, sizeof(e_ubsan), "UBSAN_OPTIONS=%s", ubsan ? ubsan : "");
+	char *const envp[] = { e_db, e_ready, e_release, e_asan, e_ubsan, NULL };
+	char *const argv[] = { "test_audit", NULL };
 	pid_t child = fork();
 	cr_assert_geq(child, 0);
 	if (child == 0) {
-		/* Holds the lock until the parent has checked that nothing got written. */
-		sqlite3 *db = NULL;
-		char x;
 		close(release[1]);
-		if (sqlite3_open(dbpath, &db) != SQLITE_OK ||
-		    sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL) != SQLITE_OK)
-			_exit(1);
-		if (write(ready[1], "x", 1) != 1)
-			_exit(1);
-		if (read(release[0], &x, 1) != 1)
-			_exit(1);
-		_exit(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : 1);
+		if (fcntl(ready[1], F_SETFD, 0) < 0 || fcntl(release[0], F_SETFD, 0) < 0)
+			_exit(6);
+		execve("/proc/self/exe", argv, envp);
+		_exit(7);
 	}
 	close(ready[1]);
 	close(release[0]);
