@@ -145,7 +145,7 @@ struct pw_fs {
 	size_t n_hidden_negs;
 
 	struct pw_audit *audit;
-	struct pw_keep *keep; /* keep.c: originals before changes; NULL: none kept */
+	struct pw_undo *keep; /* keep.c: originals before changes; NULL: none kept */
 	atomic_uint_fast64_t denied;
 
 	/* Invalidation of attributes after a switch, on a thread of its own: switch.c's own

@@ -41,7 +41,7 @@ typedef struct pw_view pw_view;
  * holds it sees the view's mode and the generation of that mode's policy together);
  * get_stats and policy_installed may be called with it held.
  *
- * The changes methods (ctl/changes.c) are not served through this struct: undo acts on the
+ * The changes methods (undo/changes.c) are not served through this struct: undo acts on the
  * backing tree under the originals store's lock, beside the inode table (keep.h), which is
  * an interface as wide as the FUSE layer itself. They are a method table of their own that
  * the daemon registers with the control server together with the pw_fs (changes.h), and

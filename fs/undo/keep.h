@@ -5,19 +5,19 @@
  * the handler calls one of the hooks below, after the policy allowed the change and right
  * before the syscall; the hook returns once the original is in the store, its content in
  * place and its row in the store's journal (committed with the next batch:
- * pw_orig_insert_deferred), or fails, and then the change must not proceed. A new name has
+ * pw_undo_orig_insert_deferred), or fails, and then the change must not proceed. A new name has
  * no original, and removing, renaming or writing what the change set made keeps nothing
  * more. But a
  * name a link made names a file that may have been there before: the first change through
- * it keeps that file's original under its other names (pw_keep_node).
+ * it keeps that file's original under its other names (pw_undo_keep_node).
  *
  * What is recorded, in the order the changes happen:
  *   - content and metadata changes (write, truncate, setattr, xattrs, fallocate,
- *     copy_file_range): the object as it was (pw_keep_node);
+ *     copy_file_range): the object as it was (pw_undo_keep_node);
  *   - a name made or removed (create, mknod, mkdir, symlink, link, unlink, rmdir): the
  *     object as it was at that name, absent for a new one, and the parent directory's
- *     times (pw_keep_name);
- *   - a rename: the move itself, and what the destination held (pw_keep_rename).
+ *     times (pw_undo_keep_name);
+ *   - a rename: the move itself, and what the destination held (pw_undo_keep_rename).
  * Undo replays the rows backwards, which reverses renames of whole trees without copying
  * them. One row per path per change set, and one per inode for content (a file changed
  * through two names is kept once); a rename forgets the paths beneath both names, since
@@ -29,11 +29,11 @@
 #pragma once
 
 #include "req.h"
-#include "store/originals.h"
+#include "originals.h"
 
-typedef struct pw_keep pw_keep;
+typedef struct pw_undo pw_undo;
 
-typedef struct pw_keep_opts {
+typedef struct pw_undo_opts {
 	const char *db_path;     /* the state database; the store goes beside it */
 	const char *project, *mountpoint;
 	uint64_t max_file;       /* 0: default */
@@ -41,12 +41,12 @@ typedef struct pw_keep_opts {
 	uint64_t max_total;      /* retention by size, 0: default */
 	uint64_t min_free;       /* free-space floor of the store, 0: default */
 	int64_t defer_ns;        /* how long the journal may hold rows, 0: default */
-} pw_keep_opts;
+} pw_undo_opts;
 
-int pw_keep_new(const pw_keep_opts *o, pw_keep **ret);
-void pw_keep_free(pw_keep *k); /* accepts NULL */
-void pw_fs_set_keep(pw_fs *fs, pw_keep *k);
-pw_keep *pw_fs_keep(pw_fs *fs);
+int pw_undo_new(const pw_undo_opts *o, pw_undo **ret);
+void pw_undo_free(pw_undo *k); /* accepts NULL */
+void pw_fs_set_undo(pw_fs *fs, pw_undo *k);
+pw_undo *pw_fs_undo(pw_fs *fs);
 
 /*
  * The active policy changed (the view's policy_installed, wired by daemon.c, calls this
@@ -54,42 +54,42 @@ pw_keep *pw_fs_keep(pw_fs *fs);
  * mode's keep_originals and stops in a mode that writes nothing; a new change set starts
  * when NEW_SET (mount, a switch into a mode that writes). REASON names it.
  */
-void pw_keep_policy_changed(pw_keep *k, const pw_policy *p, const char *reason, bool new_set);
+void pw_undo_policy_changed(pw_undo *k, const pw_policy *p, const char *reason, bool new_set);
 
 /* Starts a change set (a checkpoint, NAME may be NULL; or REASON "undo"). */
-int pw_keep_begin(pw_keep *k, const char *reason, const char *name, int64_t *ret_id);
-int64_t pw_keep_current(pw_keep *k);
+int pw_undo_keep_begin(pw_undo *k, const char *reason, const char *name, int64_t *ret_id);
+int64_t pw_undo_keep_current(pw_undo *k);
 /* How many rows of the current change set the full store could not keep ("store-full",
  * issue 27), and when the first was recorded (*RET_SINCE_NS, realtime): undo is incomplete
  * from then on. 0 when everything is kept. */
-uint64_t pw_keep_store_full(pw_keep *k, int64_t *ret_since_ns); /* K may be NULL */
-const char *pw_keep_project(const pw_keep *k);
-pw_orig_store *pw_keep_store(pw_keep *k);
+uint64_t pw_undo_store_full(pw_undo *k, int64_t *ret_since_ns); /* K may be NULL */
+const char *pw_undo_keep_project(const pw_undo *k);
+pw_undo_orig_store *pw_undo_keep_store(pw_undo *k);
 /* For undo, which changes the backing tree itself: records PATH's original (absent or
  * present, CONTENT kept) in the current change set as the FUSE hooks would, under the
- * store lock held by the caller (pw_orig_lock). ROOT_FD is the project root. */
-int pw_keep_path_locked(pw_keep *k, int root_fd, const char *path, const char *op);
-int pw_keep_move_locked(pw_keep *k, int root_fd, const char *from, const char *to);
+ * store lock held by the caller (pw_undo_orig_lock). ROOT_FD is the project root. */
+int pw_undo_keep_path_locked(pw_undo *k, int root_fd, const char *path, const char *op);
+int pw_undo_keep_move_locked(pw_undo *k, int root_fd, const char *from, const char *to);
 /* For undo of an unlink of a file that had other names: RET_PATH gets another name of inode
  * DEV:INO in the project than NOT_PATH (a regular file), found in the view's table or by a
  * bounded walk of the backing tree. 0, -ENOENT (none found) or -errno. */
-int pw_keep_other_name(pw_keep *k, dev_t dev, ino_t ino, const char *not_path,
+int pw_undo_keep_other_name(pw_undo *k, dev_t dev, ino_t ino, const char *not_path,
 		       char ret_path[PW_PATH_MAX]);
 
 /* ---- hooks (fs/ops*.c) ------------------------------------------------------------------ */
 
 /* Before changing N's content or metadata with OP for request R. 0, or -errno: do not
  * change it. */
-int pw_keep_node(pw_req *r, pw_inode *n, pw_op op);
+int pw_undo_keep_node(pw_req *r, pw_inode *n, pw_op op);
 /* Before making or removing R's name (its parent open as PFD); its path and its parent's
- * come from R's one build. Returns a token (>= 0) for pw_keep_failed, or -errno. */
-int64_t pw_keep_name(pw_req *r, int pfd, pw_op op);
+ * come from R's one build. Returns a token (>= 0) for pw_undo_keep_failed, or -errno. */
+int64_t pw_undo_keep_name(pw_req *r, int pfd, pw_op op);
 /* Before renaming R's name (parent open as PFD) to NEWNAME in NP (open as NPFD). */
-int64_t pw_keep_rename(pw_req *r, int pfd, pw_inode *np, int npfd, const char *newname,
+int64_t pw_undo_keep_rename(pw_req *r, int pfd, pw_inode *np, int npfd, const char *newname,
 		       unsigned flags);
 /* The change the token's row precedes failed: the row goes. */
-void pw_keep_failed(pw_fs *fs, int64_t token);
+void pw_undo_keep_failed(pw_fs *fs, int64_t token);
 /* After a change through the view succeeded: N (may be NULL) was changed now. Undo tells
  * later changes made outside the view by comparing ctime with this. */
-void pw_keep_touched(pw_fs *fs, pw_inode *n);
-void pw_keep_touched_ino(pw_fs *fs, dev_t dev, ino_t ino);
+void pw_undo_keep_touched(pw_fs *fs, pw_inode *n);
+void pw_undo_keep_touched_ino(pw_fs *fs, dev_t dev, ino_t ino);
