@@ -17,7 +17,7 @@
 #include "ctl/view.h"
 #include "daemon.h"
 #include "fs.h"
-#include "undo/keep.h"
+#include "undo/undo.h"
 #include "store/audit.h"
 #include "store/state.h"
 #include "util.h"

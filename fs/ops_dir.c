@@ -19,7 +19,7 @@
 #include "entry.h"
 #include "fh.h"
 #include "inode.h"
-#include "undo/keep.h"
+#include "undo/undo.h"
 #include "ops.h"
 #include "ops_dir.h"
 #include "watch.h"

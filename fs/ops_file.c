@@ -16,7 +16,7 @@
 #include "entry.h"
 #include "fh.h"
 #include "inode.h"
-#include "undo/keep.h"
+#include "undo/undo.h"
 #include "ops_dir.h"
 #include "ops_file.h"
 #include "watch.h"

@@ -18,7 +18,7 @@
 
 #include "check.h"
 #include "inode.h"
-#include "undo/keep.h"
+#include "undo/undo.h"
 #include "ops_xattr.h"
 
 static int open_proc(pw_fs *fs, fuse_ino_t ino, int *ret_fd, char proc[64])

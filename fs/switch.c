@@ -38,7 +38,7 @@
 #include "inode.h"
 #include "req.h"
 #include "switch.h"
-#include "undo/keep.h"
+#include "undo/undo.h"
 #include "util.h"
 
 static bool same_hides(const pw_policy *a, const pw_policy *b)

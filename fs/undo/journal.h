@@ -27,7 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "originals.h"
+#include "row.h"
 
 typedef struct pw_undo_journal {
 	int fd;
