@@ -1822,7 +1822,7 @@ static bool changed_outside(ctx *x, const crow *rw, const char *cur)
 		return false;
 	pthread_rwlock_rdlock(&x->fs->tree_lock);
 	pw_inode *n = pw_inode_find_locked(x->fs, st.st_dev, st.st_ino);
-	int64_t last = n ? atomic_load(&n->changed_ns) : 0;
+	int64_t last = n ? atomic_load(&n->undo.changed_ns) : 0;
 	pthread_rwlock_unlock(&x->fs->tree_lock);
 	int64_t ctime = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
 	bool same = rw->move ? st.st_dev == rw->src_dev && st.st_ino == rw->src_ino

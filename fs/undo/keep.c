@@ -202,12 +202,12 @@ void pw_fs_set_undo(pw_fs *fs, pw_undo *k)
 {
 	if (k)
 		k->fs = fs;
-	fs->keep = k;
+	fs->undo = k;
 }
 
 pw_undo *pw_fs_undo(pw_fs *fs)
 {
-	return fs ? fs->keep : NULL;
+	return fs ? fs->undo : NULL;
 }
 
 pw_undo_orig_store *pw_undo_keep_store(pw_undo *k)
@@ -536,7 +536,7 @@ static int keep_other_names_locked(pw_undo *k, who *w, pw_inode *n, const char *
 
 static bool active(pw_fs *fs)
 {
-	return fs->keep && atomic_load(&fs->keep->active);
+	return fs->undo && atomic_load(&fs->undo->active);
 }
 
 static const char *op_label(pw_op op)
@@ -557,7 +557,7 @@ static bool covered_node(pw_undo *k, pw_inode *n, const char *path, uint64_t cs)
 	entry *e = set_find(k, path);
 	bool covered = e && e->content && !e->linked && (uint64_t)atomic_load(&k->cs) == cs;
 	if (covered)
-		atomic_store(&n->kept_cs, cs);
+		atomic_store(&n->undo.kept_cs, cs);
 	pw_undo_orig_unlock(k->store);
 	return covered;
 }
@@ -582,9 +582,9 @@ int pw_undo_keep_node(pw_req *req, pw_inode *n, pw_op op)
 	pw_fs *fs = req->fs;
 	if (!active(fs))
 		return 0;
-	pw_undo *k = fs->keep;
+	pw_undo *k = fs->undo;
 	uint64_t cs = (uint64_t)atomic_load(&k->cs);
-	if (atomic_load(&n->kept_cs) == cs)
+	if (atomic_load(&n->undo.kept_cs) == cs)
 		return 0;
 	PW_PATH_DECLARE(path);
 	int r = pw_node_path(fs, n, &path);
@@ -611,7 +611,7 @@ int pw_undo_keep_node(pw_req *req, pw_inode *n, pw_op op)
 		if (id >= 0)
 			id = keep_other_names_locked(k, &w, n, path.s, fd, op_label(op));
 		if (id >= 0)
-			atomic_store(&n->kept_cs, cs);
+			atomic_store(&n->undo.kept_cs, cs);
 	}
 	pw_undo_orig_unlock(k->store);
 	creds_back(&c);
@@ -672,7 +672,7 @@ int64_t pw_undo_keep_name(pw_req *req, int pfd, pw_op op)
 	pw_fs *fs = req->fs;
 	if (!active(fs))
 		return 0;
-	pw_undo *k = fs->keep;
+	pw_undo *k = fs->undo;
 	const char *path, *name = req->name;
 	PW_PATH_DECLARE(pp); /* the parent's: a copy of the name's path's prefix */
 	int r = pw_req_path(req, &path);
@@ -714,7 +714,7 @@ int64_t pw_undo_keep_rename(pw_req *req, int pfd, pw_inode *np, int npfd, const 
 	pw_fs *fs = req->fs;
 	if (!active(fs))
 		return 0;
-	pw_undo *k = fs->keep;
+	pw_undo *k = fs->undo;
 	const char *name = req->name;
 	PW_PATH_DECLARE(fromp); /* the old name's parent: a copy of its path's prefix */
 	PW_PATH_DECLARE(to);
@@ -809,9 +809,9 @@ int64_t pw_undo_keep_rename(pw_req *req, int pfd, pw_inode *np, int npfd, const 
 
 void pw_undo_keep_failed(pw_fs *fs, int64_t token)
 {
-	if (token <= 0 || !fs->keep)
+	if (token <= 0 || !fs->undo)
 		return;
-	pw_undo *k = fs->keep;
+	pw_undo *k = fs->undo;
 	own_creds c;
 	creds_own(fs, &c);
 	pw_undo_orig_lock(k->store);
@@ -823,18 +823,18 @@ void pw_undo_keep_failed(pw_fs *fs, int64_t token)
 
 void pw_undo_keep_touched(pw_fs *fs, pw_inode *n)
 {
-	if (n && fs->keep)
-		atomic_store(&n->changed_ns, pw_clock_ns(CLOCK_REALTIME));
+	if (n && fs->undo)
+		atomic_store(&n->undo.changed_ns, pw_clock_ns(CLOCK_REALTIME));
 }
 
 void pw_undo_keep_touched_ino(pw_fs *fs, dev_t dev, ino_t ino)
 {
-	if (!fs->keep)
+	if (!fs->undo)
 		return;
 	pthread_rwlock_rdlock(&fs->tree_lock);
 	pw_inode *n = pw_inode_find_locked(fs, dev, ino);
 	if (n)
-		atomic_store(&n->changed_ns, pw_clock_ns(CLOCK_REALTIME));
+		atomic_store(&n->undo.changed_ns, pw_clock_ns(CLOCK_REALTIME));
 	pthread_rwlock_unlock(&fs->tree_lock);
 }
 
