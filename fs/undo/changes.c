@@ -78,13 +78,35 @@ typedef struct ctx {
 	int64_t end_cs;  /* the last change set in scope (INT64_MAX: up to the tree as it is) */
 } ctx;
 
+/* The -errno a failure of CODE returns, beside the code and message the caller is sent
+ * (the server sends those: any negative return of a handler is a failure in its fail). */
+static int code_errno(int code)
+{
+	switch (code) {
+	case PW_RPC_INVALID_PARAMS:
+	case PW_RPC_INVALID_PATH:
+		return -EINVAL;
+	case PW_RPC_REFUSED:
+		return -EPERM;
+	case PW_RPC_UNAVAILABLE:
+		return -EOPNOTSUPP;
+	case PW_RPC_BUSY:
+		return -EBUSY;
+	case PW_RPC_NO_CHANGE:
+		return -ENOENT;
+	default:
+		return -EIO;
+	}
+}
+
+/* Fills the call's failure with CODE and a message. Returns its -errno (code_errno). */
 static _printf_(3, 4) int failf(ctx *x, int code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	int r = pw_ctl_fail_setv(x->fail, code, fmt, ap);
+	(void)pw_ctl_fail_setv(x->fail, code, fmt, ap);
 	va_end(ap);
-	return r;
+	return code_errno(code);
 }
 
 static void ctx_done(ctx *x)
@@ -371,8 +393,9 @@ static int load(ctx *x, json_t *params, enum scope_default dflt)
 	bool pinned = json_is_true(json_object_get(params, "pinned"));
 	int64_t one = one_j ? json_integer_value(one_j) : 0;
 
-	if (load_paths(x, params) < 0)
-		return -1;
+	int lr = load_paths(x, params);
+	if (lr < 0)
+		return lr;
 	load_state ls = { .x = x, .since = since };
 	int q = pw_undo_orig_read(pw_undo_keep_store(x->k), pw_undo_keep_project(x->k), load_set,
 				  load_row, &ls);
@@ -885,8 +908,9 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			json_t **ret, pw_ctl_fail *fail)
 {
 	_cleanup_(ctx_done) ctx x = { .root = -1 };
-	if (setup(&x, fs, v, fail) < 0)
-		return -1;
+	int sr = setup(&x, fs, v, fail);
+	if (sr < 0)
+		return sr;
 	if (peer->restricted)
 		x.hide = pw_view_policy(v, NULL);
 	pw_undo_orig_store *s = pw_undo_keep_store(x.k);
@@ -896,7 +920,7 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	(void)pw_undo_orig_total(s, &bytes, &blobs);
 	pw_undo_orig_unlock(s);
 	if (r < 0)
-		return -1;
+		return r;
 	json_t *sets = json_array();
 	size_t shown = 0;
 	bool truncated = false;
@@ -1003,19 +1027,21 @@ static void count_lines(const char *d, json_int_t *add, json_int_t *del)
 }
 
 /* Opens the content A describes for reading (a blob, or the tree's file), with *RET_REG
- * telling whether it is a regular file's; -1 when there is none to read. */
+ * telling whether it is a regular file's; -ENOENT when there is none to read, or -errno. */
 static int open_after(ctx *x, pw_undo_orig_store *s, const after *a, bool *ret_reg)
 {
 	*ret_reg = false;
 	if (a->meta && (!a->meta->present || !S_ISREG(a->meta->mode)))
-		return -1;
+		return -ENOENT;
 	if (a->content) {
 		if (!a->content->blob[0])
-			return -1;
+			return -ENOENT;
 		_cleanup_free_ char *blob = pw_undo_orig_blob_path(s, a->content->blob);
-		int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1;
+		if (!blob)
+			return -ENOMEM;
+		int fd = open(blob, O_RDONLY | O_CLOEXEC);
 		*ret_reg = fd >= 0;
-		return fd;
+		return fd >= 0 ? fd : -errno;
 	}
 	/* O_NONBLOCK: a FIFO put where a file was would hold the open until a writer came;
 	 * only a regular file's content is read. */
@@ -1314,8 +1340,9 @@ static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			json_t **ret, pw_ctl_fail *fail)
 {
 	_cleanup_(ctx_done) ctx x = { .root = -1 };
-	if (setup(&x, fs, v, fail) < 0)
-		return -1;
+	int sr = setup(&x, fs, v, fail);
+	if (sr < 0)
+		return sr;
 	if (peer->restricted)
 		x.hide = pw_view_policy(v, NULL);
 	pw_undo_orig_store *s = pw_undo_keep_store(x.k);
@@ -1328,7 +1355,7 @@ static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	if (r == 0 && !x.hide)
 		r = check_paths_changed(&x, false);
 	if (r < 0)
-		return -1;
+		return r;
 	/* Where each row's original was when the scope began. */
 	char (*origins)[PW_PATH_MAX] = calloc(x.n_rows + 1, sizeof(*origins));
 	if (!origins)
@@ -2012,10 +2039,11 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		fail->code = PW_RPC_REFUSED;
 		fail->message = strdup("refused: an agent may list and diff changes but never undo "
 				       "them; ask the person you work for to run `piworkfs undo`");
-		return -1;
+		return -EPERM;
 	}
-	if (setup(&x, fs, v, fail) < 0)
-		return -1;
+	int sr = setup(&x, fs, v, fail);
+	if (sr < 0)
+		return sr;
 	bool all = json_is_true(json_object_get(params, "all"));
 	bool redo = json_is_true(json_object_get(params, "redo"));
 	if (!all && !redo && !json_array_size(json_object_get(params, "paths")))
@@ -2124,10 +2152,11 @@ static int changes_checkpoint(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t
 	if (peer->restricted) {
 		fail->code = PW_RPC_REFUSED;
 		fail->message = strdup("refused: only the person may start a checkpoint");
-		return -1;
+		return -EPERM;
 	}
-	if (setup(&x, fs, v, fail) < 0)
-		return -1;
+	int sr = setup(&x, fs, v, fail);
+	if (sr < 0)
+		return sr;
 	const char *name = json_string_value(json_object_get(params, "name"));
 	int64_t id;
 	int r = pw_undo_keep_begin(x.k, "checkpoint", name, &id);
@@ -2143,10 +2172,11 @@ static int changes_prune(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *par
 	if (peer->restricted) {
 		fail->code = PW_RPC_REFUSED;
 		fail->message = strdup("refused: an agent may not prune the originals");
-		return -1;
+		return -EPERM;
 	}
-	if (setup(&x, fs, v, fail) < 0)
-		return -1;
+	int sr = setup(&x, fs, v, fail);
+	if (sr < 0)
+		return sr;
 	json_t *age = json_object_get(params, "keep_s"), *size = json_object_get(params, "max_bytes");
 	pw_undo_orig_store *s = pw_undo_keep_store(x.k);
 	uint64_t freed = 0, bytes = 0, blobs = 0;
@@ -2319,7 +2349,8 @@ static int64_t changes_tick(pw_ctl_server *s, void *data, int64_t now_ms)
 						  TAKE_PTR(j->fail.data));
 		job_free(j);
 	}
-	return -1; /* a job that ends wakes the server */
+	return -1; /* no deadline (not an error: the tick's "none"); a job that ends wakes the
+		    * server */
 }
 
 static int changes_init(pw_ctl_server *s, void *arg, void **ret_data)
