@@ -190,7 +190,7 @@ typedef struct pw_fs pw_fs;
 
 /*
  * What each C file of fs/ offers is declared in its own header (inode.h, resolve.h, creds.h,
- * req.h, check.h, entry.h, fh.h, watch.h, switch.h, keep.h, optable.h, ops*.h); this one
+ * req.h, check.h, entry.h, fh.h, watch.h, switch.h, undo/undo.h, optable.h, ops*.h); this one
  * holds the types they share. devio.c and uring.c are declared below for now.
  */
 
