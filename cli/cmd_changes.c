@@ -2,7 +2,7 @@
 /*
  * piworkfs changes | diff | undo | checkpoint: what the view changed since a change set
  * began, the diff against the originals it kept, and putting them back. The daemon does
- * the work (fs/ctl/changes.c): the store is in the state directory, which a sandboxed agent
+ * the work (fs/undo/changes.c): the store is in the state directory, which a sandboxed agent
  * cannot reach, and only the daemon may put originals back (docs/PROTOCOL.md).
  */
 #include <getopt.h>

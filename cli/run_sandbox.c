@@ -204,7 +204,7 @@ static char *dir_of(const char *path)
 /* A database's companion files, beside it: SQLite names them by suffix. */
 static const char *const db_suffixes[] = { "", "-wal", "-shm", "-journal" };
 
-/* The originals store (fs/store/originals.h) lives beside the database, in this directory. */
+/* The originals store (fs/undo/originals.h) lives beside the database, in this directory. */
 #define ORIGINALS_DIR "originals"
 
 /* Does DIR hold nothing but the database BASE, its companions and the originals store (a

@@ -9,7 +9,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
-#include "ctl/changes.h"
+#include "undo/changes.h"
 #include "ctl/methods.h"
 #include "ctl/plan_methods.h"
 #include "ctl/request.h"
@@ -17,7 +17,7 @@
 #include "ctl/view.h"
 #include "daemon.h"
 #include "fs.h"
-#include "keep.h"
+#include "undo/undo.h"
 #include "store/audit.h"
 #include "store/state.h"
 #include "util.h"
@@ -111,7 +111,7 @@ static void fs_get_stats(void *fs, pw_fs_stats *ret)
 
 static void fs_policy_installed(void *fs, const pw_policy *p, const char *reason, bool new_set)
 {
-	pw_keep_policy_changed(pw_fs_keep(fs), p, reason, new_set);
+	pw_undo_policy_changed(pw_fs_undo(fs), p, reason, new_set);
 }
 
 static void fs_wait_invalidated(void *fs, uint64_t gen)
@@ -321,9 +321,9 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 
 	/* Originals beside the state database, before the view installs its first policy
 	 * (which starts the first change set). */
-	pw_keep *keep = NULL;
+	pw_undo *keep = NULL;
 	if (state_path && !o->no_originals) {
-		pw_keep_opts ko = {
+		pw_undo_opts ko = {
 			.db_path = state_path,
 			.project = o->project,
 			.mountpoint = o->mountpoint,
@@ -333,11 +333,11 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 			.min_free = o->originals_min_free,
 			.defer_ns = orig_defer_ns(),
 		};
-		r = pw_keep_new(&ko, &keep);
+		r = pw_undo_new(&ko, &keep);
 		if (r < 0)
 			dlog(LOG_WARNING, "originals will not be kept (undo unavailable): %s",
 			     strerror(-r));
-		pw_fs_set_keep(fs, keep);
+		pw_fs_set_undo(fs, keep);
 	}
 
 	pw_view_opts vo = {
@@ -359,7 +359,7 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 	const pw_ctl_use modules[] = {
 		{ &pw_ctl_methods_module, NULL },
 		{ &pw_ctl_request_module, NULL },
-		{ &pw_changes_module, fs },
+		{ &pw_undo_changes_module, fs },
 		{ &pw_ctl_plan_module, NULL },
 	};
 	r = pw_view_new(&vo, &view);
@@ -401,7 +401,7 @@ out:
 	pw_view_free(view);
 	pw_fs_set_audit(fs, NULL);
 	pw_fs_free(fs); /* unmounts: no request can reach the audit writer after this */
-	pw_keep_free(keep);
+	pw_undo_free(keep);
 	pw_audit_stop(audit);
 	pw_state_close(state);
 	return r < 0 ? 1 : 0;

@@ -58,7 +58,7 @@ typedef struct pw_fs_stats {
 	uint64_t requests[PW_FS_OPCODES]; /* FUSE requests received since mount, by opcode */
 	uint32_t max_write; /* the most data one WRITE carries (the INIT reply's); 0 before */
 	/* Rows of the current change set the full originals store could not keep, and since
-	 * when (realtime ns): undo is incomplete (keep.h, pw_keep_store_full). */
+	 * when (realtime ns): undo is incomplete (undo/undo.h, pw_undo_store_full). */
 	uint64_t store_not_kept;
 	int64_t store_full_since_ns;
 	/* How requests reach the daemon (pw_fs_transport_stats): "io_uring" once the INIT

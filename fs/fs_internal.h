@@ -30,6 +30,7 @@
 #include "opmap.h" /* FUSE opcode -> policy op: the handlers' ops come from there */
 #include "pw_limits.h"
 #include "policy.h"
+#include "undo/node.h" /* pw_inode.undo */
 #include "util.h"
 
 #define PW_ALIAS_CHECK_MAX 8
@@ -64,10 +65,7 @@ typedef struct pw_inode {
 	 * all; cleared by any xattr change through the view and by IN_ATTRIB from outside. */
 	atomic_int xattr_state;
 	atomic_uint xattr_epoch;  /* bumped by every change; guards setting PW_XATTR_NONE */
-	/* keep.c: the change set whose records cover this inode's original, and when the
-	 * view last changed it (CLOCK_REALTIME ns; undo tells changes made outside by it). */
-	_Atomic uint64_t kept_cs;
-	_Atomic int64_t changed_ns;
+	pw_undo_node undo; /* the undo room's (undo/node.h) */
 	struct pw_inode *hnext;   /* (dev, ino) hash chain */
 	struct pw_inode *wnext;   /* wd hash chain */
 	bool is_root;
@@ -145,7 +143,7 @@ struct pw_fs {
 	size_t n_hidden_negs;
 
 	struct pw_audit *audit;
-	struct pw_keep *keep; /* keep.c: originals before changes; NULL: none kept */
+	struct pw_undo *undo; /* the undo room (undo/undo.h): originals kept; NULL: none */
 	atomic_uint_fast64_t denied;
 
 	/* Invalidation of attributes after a switch, on a thread of its own: switch.c's own
@@ -192,7 +190,7 @@ typedef struct pw_fs pw_fs;
 
 /*
  * What each C file of fs/ offers is declared in its own header (inode.h, resolve.h, creds.h,
- * req.h, check.h, entry.h, fh.h, watch.h, switch.h, keep.h, optable.h, ops*.h); this one
+ * req.h, check.h, entry.h, fh.h, watch.h, switch.h, undo/undo.h, optable.h, ops*.h); this one
  * holds the types they share. devio.c and uring.c are declared below for now.
  */
 

@@ -21,7 +21,7 @@
 #define SYNC "makes durable what was already checked when written; changes nothing new"
 
 const pw_opmap_entry pw_opmap_table[PW_OPMAP_SIZE] = {
-	/* Changes: every one checked before its syscall, and its original kept (keep.h). */
+	/* Changes: every one checked before its syscall, and its original kept (undo/undo.h). */
 	CHECK_IF(FUSE_SETATTR, "SETATTR", PW_OP_UTIMENS,
 		 "when it changes size, mode, owner or times; the op by pw_opmap_setattr"),
 	CHECK(FUSE_SYMLINK, "SYMLINK", PW_OP_SYMLINK),

@@ -18,7 +18,7 @@
 #include "entry.h"
 #include "fh.h"
 #include "inode.h"
-#include "keep.h"
+#include "undo/undo.h"
 #include "ops.h"
 #include "watch.h"
 
@@ -232,7 +232,7 @@ void pw_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	if (valid) {
 		int err = pw_check_node(&r, pw_opmap_setattr((unsigned)valid), n);
 		if (err == 0)
-			err = pw_keep_node(&r, n, pw_opmap_setattr((unsigned)valid));
+			err = pw_undo_keep_node(&r, n, pw_opmap_setattr((unsigned)valid));
 		if (err < 0) {
 			pw_req_reply_err(&r, -err);
 			return;
@@ -258,7 +258,7 @@ void pw_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 			pw_req_reply_err(&r, -err);
 			return;
 		}
-		pw_keep_touched(fs, n);
+		pw_undo_keep_touched(fs, n);
 	}
 	struct stat st;
 	int err = (fi && fi->fh) ? (fstat(pw_fh_of(fi)->fd, &st) < 0 ? negative_errno() : 0)

@@ -19,7 +19,7 @@
 #include "entry.h"
 #include "fh.h"
 #include "inode.h"
-#include "keep.h"
+#include "undo/undo.h"
 #include "ops.h"
 #include "ops_dir.h"
 #include "watch.h"
@@ -49,7 +49,7 @@ static void reply_new_entry(pw_req *r, int pfd)
 	struct fuse_entry_param e;
 	int err = pw_do_lookup(r, pfd, &e, NULL);
 	if (err == 0)
-		pw_keep_touched(fs, pw_inode_get(fs, e.ino));
+		pw_undo_keep_touched(fs, pw_inode_get(fs, e.ino));
 	pw_req_leave(r);
 	if (err < 0)
 		fuse_reply_err(r->req, -err); /* a hidden name: ENOENT */
@@ -61,7 +61,7 @@ static void reply_new_entry(pw_req *r, int pfd)
  * What every new name goes through before its syscall (mknod, mkdir, symlink, create): the
  * name checked, the parent opened (*PFD, the caller closes it), the mode's decision, then a
  * hidden name that exists answers ENOENT, then the original is kept (*RET_KEPT, a token for
- * pw_keep_failed). A new name that exists but is hidden answers ENOENT only once the mode
+ * pw_undo_keep_failed). A new name that exists but is hidden answers ENOENT only once the mode
  * allowed making it: a refusal must read the same for a hidden name and a free one, or
  * refused creates would tell which hidden names exist (pw_policy_decide_new_name). Only
  * under hide rules is the name looked at first (*RET_LOOKED; *RET_EXISTED then says whether
@@ -90,7 +90,7 @@ int pw_new_entry_begin(pw_req *r, fuse_ino_t parent_ino, const char *name, pw_op
 		if (ne->existed && pw_hidden_child(r, S_ISDIR(before.st_mode)))
 			return -ENOENT;
 	}
-	ne->kept = pw_keep_name(r, ne->pfd, op);
+	ne->kept = pw_undo_keep_name(r, ne->pfd, op);
 	return ne->kept < 0 ? (int)ne->kept : 0;
 }
 
@@ -105,7 +105,7 @@ static void new_entry_end(pw_req *r, pw_new_entry *ne, int tok, int made)
 	if (made < 0) {
 		int e = errno;
 		pw_watch_unexpect(r->fs, tok);
-		pw_keep_failed(r->fs, ne->kept);
+		pw_undo_keep_failed(r->fs, ne->kept);
 		pw_req_reply_err(r, e);
 		return;
 	}
@@ -198,7 +198,7 @@ void pw_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent_ino, const cha
 		pw_req_reply_err(&r, -fd);
 		return;
 	}
-	int64_t kept = pw_keep_name(&r, pfd, pw_opmap_op(FUSE_LINK));
+	int64_t kept = pw_undo_keep_name(&r, pfd, pw_opmap_op(FUSE_LINK));
 	if (kept < 0) {
 		pw_req_reply_err(&r, (int)-kept);
 		return;
@@ -209,7 +209,7 @@ void pw_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent_ino, const cha
 	if (linkat(AT_FDCWD, proc, pfd, name, AT_SYMLINK_FOLLOW) < 0) {
 		e = errno;
 		pw_watch_unexpect(fs, tok);
-		pw_keep_failed(fs, kept);
+		pw_undo_keep_failed(fs, kept);
 		pw_req_reply_err(&r, e);
 		return;
 	}
@@ -243,7 +243,7 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent_ino, const char *name
 		pw_req_reply_err(&r, -e);
 		return;
 	}
-	int64_t kept = pw_keep_name(&r, pfd, op);
+	int64_t kept = pw_undo_keep_name(&r, pfd, op);
 	if (kept < 0) {
 		pw_req_reply_err(&r, (int)-kept);
 		return;
@@ -252,11 +252,11 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent_ino, const char *name
 	if (unlinkat(pfd, name, dir ? AT_REMOVEDIR : 0) < 0) {
 		e = errno;
 		pw_watch_unexpect(fs, tok);
-		pw_keep_failed(fs, kept);
+		pw_undo_keep_failed(fs, kept);
 		pw_req_reply_err(&r, e);
 		return;
 	}
-	pw_keep_touched_ino(fs, st.st_dev, st.st_ino); /* its other names' ctime */
+	pw_undo_keep_touched_ino(fs, st.st_dev, st.st_ino); /* its other names' ctime */
 	pw_inode_unlinked(fs, r.parent, name, st.st_dev, st.st_ino);
 	pw_req_reply_err(&r, 0);
 }
@@ -346,7 +346,7 @@ void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_
 	bool keep_entry = !fs->allow_other || pw_dir_searchable_by_all(npfd);
 	int tok2 = plain && keep_entry ? pw_watch_expect(fs, np, newname, PW_EXPECT_NAME_ADDED)
 				       : -1;
-	int64_t kept = pw_keep_rename(&r, pfd, np, npfd, newname, flags);
+	int64_t kept = pw_undo_keep_rename(&r, pfd, np, npfd, newname, flags);
 	if (kept < 0) {
 		pw_watch_unexpect(fs, tok1);
 		pw_watch_unexpect(fs, tok2);
@@ -357,13 +357,13 @@ void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_
 		e = errno;
 		pw_watch_unexpect(fs, tok1);
 		pw_watch_unexpect(fs, tok2);
-		pw_keep_failed(fs, kept);
+		pw_undo_keep_failed(fs, kept);
 		pw_req_reply_err(&r, e);
 		return;
 	}
-	pw_keep_touched_ino(fs, src.st_dev, src.st_ino);
+	pw_undo_keep_touched_ino(fs, src.st_dev, src.st_ino);
 	if (have_dst && (flags & RENAME_EXCHANGE))
-		pw_keep_touched_ino(fs, dst.st_dev, dst.st_ino);
+		pw_undo_keep_touched_ino(fs, dst.st_dev, dst.st_ino);
 	pw_inode_renamed(fs, parent, name, np, newname, src.st_dev, src.st_ino,
 			 (flags & RENAME_EXCHANGE) != 0, have_dst ? dst.st_dev : 0,
 			 have_dst ? dst.st_ino : 0);

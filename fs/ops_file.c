@@ -16,7 +16,7 @@
 #include "entry.h"
 #include "fh.h"
 #include "inode.h"
-#include "keep.h"
+#include "undo/undo.h"
 #include "ops_dir.h"
 #include "ops_file.h"
 #include "watch.h"
@@ -81,7 +81,7 @@ void pw_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (wants_write(fi->flags)) {
 		int err = pw_check_node(&r, (pw_op)pw_opmap_open(fi->flags), n);
 		if (err == 0 && (fi->flags & O_TRUNC)) /* the original, before the truncation */
-			err = pw_keep_node(&r, n, (pw_op)pw_opmap_open(fi->flags));
+			err = pw_undo_keep_node(&r, n, (pw_op)pw_opmap_open(fi->flags));
 		if (err < 0) {
 			pw_req_reply_err(&r, -err);
 			return;
@@ -94,7 +94,7 @@ void pw_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	if (fi->flags & O_TRUNC)
-		pw_keep_touched(fs, n);
+		pw_undo_keep_touched(fs, n);
 	pw_fh *h = fh_new(fs, fd, n, flags);
 	if (!h) {
 		close(fd);
@@ -132,7 +132,7 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 		return;
 	pw_fs *fs = r.fs;
 	/* The new name's steps (ops_dir.c). What the name holds matters to the hide rules
-	 * (the originals look for themselves, in pw_keep_name, before anything changes).
+	 * (the originals look for themselves, in pw_undo_keep_name, before anything changes).
 	 * Without hide rules the name is not looked at: the file is made with O_EXCL first,
 	 * which tells whether the name was free (and so whether the watcher will see an
 	 * IN_CREATE) without a stat of its own. */
@@ -155,7 +155,7 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 	if (fd < 0) {
 		int e = errno;
 		pw_watch_unexpect(fs, tok);
-		pw_keep_failed(fs, ne.kept);
+		pw_undo_keep_failed(fs, ne.kept);
 		pw_req_reply_err(&r, e);
 		return;
 	}
@@ -175,7 +175,7 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 		pw_req_reply_err(&r, ENOMEM);
 		return;
 	}
-	pw_keep_touched(fs, n);
+	pw_undo_keep_touched(fs, n);
 	learn_xattrs(n, fd);
 	/* Under the policy that allowed the create (req.h). */
 	pw_truthful_attr_child(&r, &st);
@@ -261,7 +261,7 @@ void pw_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf,
 	/* The mode in force now decides, whatever it was at open. */
 	int err = pw_check_node_ex(&r, pw_opmap_op(FUSE_WRITE), n, pw_fh_of(fi)->fd, NULL);
 	if (err == 0) /* the original, before the first change (cheap afterwards) */
-		err = pw_keep_node(&r, n, pw_opmap_op(FUSE_WRITE));
+		err = pw_undo_keep_node(&r, n, pw_opmap_op(FUSE_WRITE));
 	if (err < 0) {
 		fuse_reply_err(req, -err);
 		return;
@@ -287,7 +287,7 @@ void pw_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf,
 	if (res < 0) {
 		fuse_reply_err(req, (int)-res);
 	} else {
-		pw_keep_touched(fs, n);
+		pw_undo_keep_touched(fs, n);
 		fuse_reply_write(req, (size_t)res);
 	}
 }
@@ -319,7 +319,7 @@ void pw_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off
 	int err = pw_check_node_ex(&r, pw_opmap_op(FUSE_FALLOCATE), pw_inode_get(fs, ino),
 				 pw_fh_of(fi)->fd, NULL);
 	if (err == 0)
-		err = pw_keep_node(&r, pw_inode_get(fs, ino), pw_opmap_op(FUSE_FALLOCATE));
+		err = pw_undo_keep_node(&r, pw_inode_get(fs, ino), pw_opmap_op(FUSE_FALLOCATE));
 	if (err < 0) {
 		pw_req_reply_err(&r, -err);
 		return;
@@ -328,7 +328,7 @@ void pw_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off
 		pw_req_reply_err(&r, errno);
 		return;
 	}
-	pw_keep_touched(fs, pw_inode_get(fs, ino));
+	pw_undo_keep_touched(fs, pw_inode_get(fs, ino));
 	pw_req_leave(&r);
 	fuse_reply_err(req, 0);
 }
@@ -344,7 +344,7 @@ void pw_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 	pw_op op = pw_opmap_op(FUSE_COPY_FILE_RANGE);
 	int err = pw_check_node_ex(&r, op, pw_inode_get(fs, ino_out), pw_fh_of(fi_out)->fd, NULL);
 	if (err == 0)
-		err = pw_keep_node(&r, pw_inode_get(fs, ino_out), op);
+		err = pw_undo_keep_node(&r, pw_inode_get(fs, ino_out), op);
 	if (err < 0) {
 		pw_req_reply_err(&r, -err);
 		return;
@@ -356,7 +356,7 @@ void pw_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		pw_req_reply_err(&r, errno);
 		return;
 	}
-	pw_keep_touched(fs, pw_inode_get(fs, ino_out));
+	pw_undo_keep_touched(fs, pw_inode_get(fs, ino_out));
 	pw_req_leave(&r);
 	fuse_reply_write(req, (size_t)res);
 }

@@ -18,7 +18,7 @@
 
 #include "check.h"
 #include "inode.h"
-#include "keep.h"
+#include "undo/undo.h"
 #include "ops_xattr.h"
 
 static int open_proc(pw_fs *fs, fuse_ino_t ino, int *ret_fd, char proc[64])
@@ -129,7 +129,7 @@ void pw_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 	pw_fs *fs = r.fs;
 	int err = pw_check_node(&r, pw_opmap_op(FUSE_SETXATTR), pw_inode_get(fs, ino));
 	if (err == 0)
-		err = pw_keep_node(&r, pw_inode_get(fs, ino), pw_opmap_op(FUSE_SETXATTR));
+		err = pw_undo_keep_node(&r, pw_inode_get(fs, ino), pw_opmap_op(FUSE_SETXATTR));
 	if (err < 0) {
 		pw_req_reply_err(&r, -err);
 		return;
@@ -145,7 +145,7 @@ void pw_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 	err = setxattr(proc, name, value, size, flags) < 0 ? errno : 0;
 	pw_xattr_changed(pw_inode_get(fs, ino));
 	if (!err)
-		pw_keep_touched(fs, pw_inode_get(fs, ino));
+		pw_undo_keep_touched(fs, pw_inode_get(fs, ino));
 	if (err) {
 		pw_req_reply_err(&r, err);
 		return;
@@ -162,7 +162,7 @@ void pw_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	pw_fs *fs = r.fs;
 	int err = pw_check_node(&r, pw_opmap_op(FUSE_REMOVEXATTR), pw_inode_get(fs, ino));
 	if (err == 0)
-		err = pw_keep_node(&r, pw_inode_get(fs, ino), pw_opmap_op(FUSE_REMOVEXATTR));
+		err = pw_undo_keep_node(&r, pw_inode_get(fs, ino), pw_opmap_op(FUSE_REMOVEXATTR));
 	if (err < 0) {
 		pw_req_reply_err(&r, -err);
 		return;
@@ -178,7 +178,7 @@ void pw_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	err = removexattr(proc, name) < 0 ? errno : 0;
 	pw_xattr_changed(pw_inode_get(fs, ino));
 	if (!err)
-		pw_keep_touched(fs, pw_inode_get(fs, ino));
+		pw_undo_keep_touched(fs, pw_inode_get(fs, ino));
 	if (err) {
 		pw_req_reply_err(&r, err);
 		return;

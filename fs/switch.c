@@ -38,7 +38,7 @@
 #include "inode.h"
 #include "req.h"
 #include "switch.h"
-#include "keep.h"
+#include "undo/undo.h"
 #include "util.h"
 
 static bool same_hides(const pw_policy *a, const pw_policy *b)
@@ -332,5 +332,5 @@ void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret)
 	for (unsigned i = 0; i < PW_FS_OPCODES; i++)
 		ret->requests[i] = atomic_load_explicit(&fs->requests[i], memory_order_relaxed);
 	ret->max_write = atomic_load(&fs->max_write);
-	ret->store_not_kept = pw_keep_store_full(fs->keep, &ret->store_full_since_ns);
+	ret->store_not_kept = pw_undo_store_full(fs->undo, &ret->store_full_since_ns);
 }

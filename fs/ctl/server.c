@@ -2,14 +2,14 @@
 /*
  * The control socket transport: sockets, clients, framing, and the dispatch over the method
  * tables of the modules it was started with (ctl/server.h has the contract; ctl/methods.c,
- * ctl/request.c and ctl/changes.c the tables, which the daemon hands to
+ * ctl/request.c and undo/changes.c the tables, which the daemon hands to
  * pw_ctl_server_start). This file names no module.
  *
  * Why it is built this way: the daemon must keep serving the filesystem whatever a client
  * does, and a mode switch must be answered promptly even while other clients misbehave.
  * So one thread owns every control socket and never blocks on a client (a switch it serves
  * waits for its own work only: the kernel's cached write bits, at most 2 s, fs/switch.c,
- * and the originals store's lock, fs/keep.c): all sockets are non-blocking,
+ * and the originals store's lock, fs/undo/keep.c): all sockets are non-blocking,
  * one poll() loop waits on the listening sockets, the clients and an eventfd that other
  * threads use to wake it (audit events, view changes, reload requests, new agent sockets,
  * stop). Every resource a client can make us hold is bounded: its input line (PW_MSG_MAX),

@@ -111,7 +111,7 @@ void pw_ctl_server_stop(pw_ctl_server *s);
  *
  * The server (transport, authority, notifications) knows methods only as the tables of the
  * modules it was started with; it names no module. A module (ctl/methods.c: the view's
- * methods; ctl/request.c: asking to switch; ctl/changes.c: the originals, which the daemon
+ * methods; ctl/request.c: asking to switch; undo/changes.c: the originals, which the daemon
  * registers with its pw_fs) knows only the declarations below, never another module.
  */
 

@@ -153,7 +153,7 @@ static int policy_or_fail_closed(const pw_modeset *ms, const char *name, pw_poli
 	return 0;
 }
 
-/* Installs P in the FUSE layer and tells the originals store (fs/keep.c) for REASON;
+/* Installs P in the FUSE layer and tells the originals store (fs/undo/keep.c) for REASON;
  * NEW_SET starts a new change set. Then waits for the kernel's cached write bits, last: the
  * originals must be kept from the first write P allows. Returns the new generation. */
 static uint64_t install(pw_view *v, pw_policy *p, const char *reason, bool new_set)

@@ -41,8 +41,8 @@ typedef struct pw_view pw_view;
  * holds it sees the view's mode and the generation of that mode's policy together);
  * get_stats and policy_installed may be called with it held.
  *
- * The changes methods (ctl/changes.c) are not served through this struct: undo acts on the
- * backing tree under the originals store's lock, beside the inode table (keep.h), which is
+ * The changes methods (undo/changes.c) are not served through this struct: undo acts on the
+ * backing tree under the originals store's lock, beside the inode table (fs/undo/), which is
  * an interface as wide as the FUSE layer itself. They are a method table of their own that
  * the daemon registers with the control server together with the pw_fs (changes.h), and
  * that builds without the FUSE layer do not register at all.
@@ -57,7 +57,7 @@ typedef struct pw_view_fs_ops {
 	/* pw_fs_get_stats: the counters status shows. */
 	void (*get_stats)(void *ctx, pw_fs_stats *ret);
 	/* Optional (NULL: nothing keeps originals): P was installed for REASON ("mount",
-	 * "switch", "reload"); NEW_SET starts a new change set of originals (keep.h). */
+	 * "switch", "reload"); NEW_SET starts a new change set of originals (undo/undo.h). */
 	void (*policy_installed)(void *ctx, const pw_policy *p, const char *reason, bool new_set);
 	/* Optional (NULL: no kernel caches): pw_fs_wait_invalidated, the last step of an install,
 	 * so that the answer finds the kernel's cached write bits true to generation GEN. */

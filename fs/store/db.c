@@ -81,7 +81,7 @@ static const char *const migrations[] = {
 	"CREATE INDEX audit_by_pid ON audit(pid, time_ns);"
 	"CREATE INDEX audit_by_mode ON audit(mode, time_ns);"
 	"CREATE INDEX audit_by_project ON audit(project, time_ns);",
-	/* 2: originals kept before the view's changes (fs/store/originals.h). */
+	/* 2: originals kept before the view's changes (fs/undo/originals.h). */
 	"CREATE TABLE orig_changesets ("
 	"  id INTEGER PRIMARY KEY,"
 	"  project TEXT NOT NULL,"
@@ -121,12 +121,12 @@ static const char *const migrations[] = {
 	/* 3: a switch the agent asked for (origin "request"): its reason, who allowed it. */
 	"ALTER TABLE switches ADD COLUMN reason TEXT;"
 	"ALTER TABLE switches ADD COLUMN answered_by TEXT;",
-	/* 4: how far each originals journal is in orig_rows (fs/store/originals.c). */
+	/* 4: how far each originals journal is in orig_rows (fs/undo/originals.c). */
 	"CREATE TABLE orig_journals ("
 	"  name TEXT PRIMARY KEY NOT NULL,"
 	"  seq INTEGER NOT NULL"
 	");",
-	/* 5: undo and redo (fs/ctl/changes.c): the rows an undo change set put back, the redo
+	/* 5: undo and redo (fs/undo/changes.c): the rows an undo change set put back, the redo
 	 * that reversed it; a change's thread name beside its program (comm). */
 	"ALTER TABLE orig_changesets ADD COLUMN undoes TEXT;" /* JSON: [row id, ...] */
 	"ALTER TABLE orig_changesets ADD COLUMN redone_by INTEGER;"
@@ -371,7 +371,7 @@ static int migrate(sqlite3 *db)
 
 /*
  * Contention inside the daemon. The originals store keeps a write transaction open for up to
- * PW_ORIG_DEFER_MS so that the rows of a storm of changes commit together; meanwhile every
+ * PW_UNDO_ORIG_DEFER_MS so that the rows of a storm of changes commit together; meanwhile every
  * other connection of the process that writes (a switch persisting the mode, the audit
  * writer) would find the database busy and sleep until that batch ends: a switch took up to
  * 100 ms while anything was being changed (2,000 switches beside two writers: 2 minutes

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * SHA-256 as FIPS 180-4 states it; checked against its test vectors in tests/fs.
+ * SHA-256 as FIPS 180-4 states it; checked against its test vectors in tests/store.
  *
  * Keeping an original hashes all of it, so the digest's speed bounds the first overwrite of
  * a large file: on x86-64 processors with the SHA extensions the blocks go through them

@@ -669,7 +669,7 @@ class Undo(MountCase):
 
     def test_a_large_file_is_kept_whole_and_named_by_its_content(self):
         """Over 16 MiB, the copy and the hash of a kept original run in two threads
-        (fs/store/copyhash.c): the blob must still be the whole file, byte for byte, named
+        (fs/undo/copyhash.c): the blob must still be the whole file, byte for byte, named
         by the SHA-256 of exactly that content, and undo must put it back."""
         size = 40 * 1024 * 1024 + 12345  # not a whole number of chunks
         data = hashlib.sha256(b"seed").digest() * (size // 32 + 1)

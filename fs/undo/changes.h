@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The control methods over the originals (fs/ctl/changes.c): changes.list, changes.diff,
+ * The control methods over the originals (fs/undo/changes.c): changes.list, changes.diff,
  * changes.undo, changes.prune and checkpoint (docs/PROTOCOL.md).
  *
  * A module of the control server (server.h), registered by the daemon (daemon.c) with the
@@ -13,6 +13,6 @@
  */
 #pragma once
 
-#include "server.h"
+#include "ctl/server.h"
 
-extern const pw_ctl_module pw_changes_module;
+extern const pw_ctl_module pw_undo_changes_module;

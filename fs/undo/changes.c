@@ -49,7 +49,7 @@ typedef struct crow {
 	bool move, exchange, implicit;
 	char *path, *path2, *op, *comm, *mode_name, *not_kept, *thread;
 	uint64_t src_dev, src_ino;
-	pw_orig_object o;
+	pw_undo_orig_object o;
 	bool selected;
 	bool covered;   /* put back by an undo that no redo reversed */
 	bool now_selected; /* where its object is now lies under a path asked for */
@@ -63,7 +63,7 @@ typedef struct cset {
 
 typedef struct ctx {
 	pw_view *v;
-	pw_keep *k;
+	pw_undo *k;
 	pw_fs *fs;
 	pw_ctl_fail *fail;
 	int root;
@@ -78,13 +78,35 @@ typedef struct ctx {
 	int64_t end_cs;  /* the last change set in scope (INT64_MAX: up to the tree as it is) */
 } ctx;
 
+/* The -errno a failure of CODE returns, beside the code and message the caller is sent
+ * (the server sends those: any negative return of a handler is a failure in its fail). */
+static int code_errno(int code)
+{
+	switch (code) {
+	case PW_RPC_INVALID_PARAMS:
+	case PW_RPC_INVALID_PATH:
+		return -EINVAL;
+	case PW_RPC_REFUSED:
+		return -EPERM;
+	case PW_RPC_UNAVAILABLE:
+		return -EOPNOTSUPP;
+	case PW_RPC_BUSY:
+		return -EBUSY;
+	case PW_RPC_NO_CHANGE:
+		return -ENOENT;
+	default:
+		return -EIO;
+	}
+}
+
+/* Fills the call's failure with CODE and a message. Returns its -errno (code_errno). */
 static _printf_(3, 4) int failf(ctx *x, int code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	int r = pw_ctl_fail_setv(x->fail, code, fmt, ap);
+	(void)pw_ctl_fail_setv(x->fail, code, fmt, ap);
 	va_end(ap);
-	return r;
+	return code_errno(code);
 }
 
 static void ctx_done(ctx *x)
@@ -98,7 +120,7 @@ static void ctx_done(ctx *x)
 		free(r->mode_name);
 		free(r->not_kept);
 		free(r->thread);
-		pw_orig_object_done(&r->o);
+		pw_undo_orig_object_done(&r->o);
 	}
 	free(x->rows);
 	for (size_t i = 0; i < x->n_sets; i++) {
@@ -129,7 +151,7 @@ static int setup(ctx *x, pw_fs *fs, pw_view *v, pw_ctl_fail *fail)
 {
 	*x = (ctx){ .v = v, .fail = fail, .root = -1 };
 	x->fs = fs;
-	x->k = pw_fs_keep(x->fs);
+	x->k = pw_fs_undo(x->fs);
 	if (!x->k)
 		return failf(x, PW_RPC_UNAVAILABLE,
 			     "this view keeps no originals (mounted with --no-originals, or "
@@ -213,7 +235,7 @@ typedef struct load_state {
 	int64_t min_cs;
 } load_state;
 
-static int load_set(const pw_orig_changeset *c, void *u)
+static int load_set(const pw_undo_orig_changeset *c, void *u)
 {
 	load_state *ls = u;
 	ctx *x = ls->x;
@@ -234,7 +256,7 @@ static int load_set(const pw_orig_changeset *c, void *u)
 	return 0;
 }
 
-static int load_row(const pw_orig_rec *rec, void *u)
+static int load_row(const pw_undo_orig_rec *rec, void *u)
 {
 	load_state *ls = u;
 	ctx *x = ls->x;
@@ -252,7 +274,7 @@ static int load_row(const pw_orig_rec *rec, void *u)
 		.cs = rec->changeset,
 		.pid = rec->pid,
 		.time_ns = rec->time_ns,
-		.move = rec->action == PW_ORIG_MOVE,
+		.move = rec->action == PW_UNDO_ORIG_MOVE,
 		.exchange = rec->exchange,
 		.implicit = rec->implicit,
 		.path = strdup(rec->path),
@@ -371,10 +393,12 @@ static int load(ctx *x, json_t *params, enum scope_default dflt)
 	bool pinned = json_is_true(json_object_get(params, "pinned"));
 	int64_t one = one_j ? json_integer_value(one_j) : 0;
 
-	if (load_paths(x, params) < 0)
-		return -1;
+	int lr = load_paths(x, params);
+	if (lr < 0)
+		return lr;
 	load_state ls = { .x = x, .since = since };
-	int q = pw_orig_read(pw_keep_store(x->k), pw_keep_project(x->k), load_set, load_row, &ls);
+	int q = pw_undo_orig_read(pw_undo_keep_store(x->k), pw_undo_keep_project(x->k), load_set,
+				  load_row, &ls);
 	if (q < 0)
 		return failf(x, PW_RPC_INTERNAL_ERROR, "state database: %s", strerror(-q));
 	if (mark_undone(x) < 0)
@@ -523,8 +547,8 @@ static int hash_file(int fd, char hex[PW_SHA256_HEX])
  * touched (always so in the open change set) is read from the tree.
  */
 typedef struct after {
-	const pw_orig_object *meta;    /* the object as left, from a later row; NULL: the tree */
-	const pw_orig_object *content; /* its content's record (a blob); NULL: the tree */
+	const pw_undo_orig_object *meta; /* the object as left, from a later row; NULL: the tree */
+	const pw_undo_orig_object *content; /* its content's record (a blob); NULL: the tree */
 	char path[PW_PATH_MAX];        /* where the change set left it (the tree: where now) */
 	char live[PW_PATH_MAX];        /* where the tree holds what is read from it */
 } after;
@@ -544,7 +568,7 @@ static void follow_move(const crow *m, char *p)
 	}
 }
 
-static bool content_recorded(const pw_orig_object *o)
+static bool content_recorded(const pw_undo_orig_object *o)
 {
 	return !o->present || !S_ISREG(o->mode) || o->blob[0] || o->not_kept;
 }
@@ -561,7 +585,7 @@ static void after_of(ctx *x, size_t i, const char *path, int64_t end_cs, after *
 	snprintf(p, sizeof(p), "%s", a->path);
 	for (; j < x->n_rows; j++) {
 		const crow *m = &x->rows[j];
-		const pw_orig_object *o = NULL;
+		const pw_undo_orig_object *o = NULL;
 		if (!m->move && streq(m->path, p))
 			o = &m->o;
 		else if (m->move && m->o.present && streq_ptr(m->path2, p))
@@ -580,7 +604,7 @@ static void after_of(ctx *x, size_t i, const char *path, int64_t end_cs, after *
 	snprintf(a->live, sizeof(a->live), "%s", p);
 }
 
-/* The object A describes, its fields as pw_orig_object's; the tree's read through FD. */
+/* The object A describes, its fields as pw_undo_orig_object's; the tree's read through FD. */
 typedef struct state {
 	bool exists;
 	struct stat st;
@@ -605,7 +629,7 @@ static void state_of(ctx *x, const after *a, state *s)
 	if (!a->content || !a->meta)
 		s->fd = open_beneath(x, a->live, O_PATH);
 	if (a->meta) {
-		const pw_orig_object *o = a->meta;
+		const pw_undo_orig_object *o = a->meta;
 		s->exists = o->present;
 		s->st.st_mode = o->mode;
 		s->st.st_uid = o->uid;
@@ -630,7 +654,7 @@ static void state_of(ctx *x, const after *a, state *s)
 		s->target[n > 0 ? n : 0] = '\0';
 	} else {
 		size_t len = 0;
-		if (pw_orig_xattrs_read(s->fd, &s->xattrs_owned, &len) == 0) {
+		if (pw_undo_orig_xattrs_read(s->fd, &s->xattrs_owned, &len) == 0) {
 			s->xattrs = s->xattrs_owned;
 			s->xattrs_len = len;
 		}
@@ -657,7 +681,7 @@ static const char *classify(ctx *x, const crow *r, const after *a)
 	_cleanup_(state_done) state s;
 	state_of(x, a, &s);
 	const struct stat *st = &s.st;
-	const pw_orig_object *o = &r->o;
+	const pw_undo_orig_object *o = &r->o;
 
 	if (!o->present)
 		return s.exists ? "created" : NULL;
@@ -884,18 +908,19 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			json_t **ret, pw_ctl_fail *fail)
 {
 	_cleanup_(ctx_done) ctx x = { .root = -1 };
-	if (setup(&x, fs, v, fail) < 0)
-		return -1;
+	int sr = setup(&x, fs, v, fail);
+	if (sr < 0)
+		return sr;
 	if (peer->restricted)
 		x.hide = pw_view_policy(v, NULL);
-	pw_orig_store *s = pw_keep_store(x.k);
-	pw_orig_lock(s);
+	pw_undo_orig_store *s = pw_undo_keep_store(x.k);
+	pw_undo_orig_lock(s);
 	int r = load(&x, params, SCOPE_MOUNT);
 	uint64_t bytes = 0, blobs = 0;
-	(void)pw_orig_total(s, &bytes, &blobs);
-	pw_orig_unlock(s);
+	(void)pw_undo_orig_total(s, &bytes, &blobs);
+	pw_undo_orig_unlock(s);
 	if (r < 0)
-		return -1;
+		return r;
 	json_t *sets = json_array();
 	size_t shown = 0;
 	bool truncated = false;
@@ -908,7 +933,7 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			set_listing(&x, c, changes, &shown, &truncated, false);
 		if (!changes)
 			break;
-		if (!json_array_size(changes) && !c->name && c->id != pw_keep_current(x.k)) {
+		if (!json_array_size(changes) && !c->name && c->id != pw_undo_keep_current(x.k)) {
 			json_decref(changes);
 			continue;
 		}
@@ -916,18 +941,18 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			sets, json_pack("{s:I,s:I,s:s?,s:s?,s:s?,s:b,s:o}", "id", (json_int_t)c->id,
 					"started_ns", (json_int_t)c->started_ns, "reason", c->reason,
 					"name", c->name, "mode", c->mode, "current",
-					c->id == pw_keep_current(x.k), "changes", changes));
+					c->id == pw_undo_keep_current(x.k), "changes", changes));
 	}
 	/* The store's totals move with de-duplication (content already kept adds no blob and
 	 * no bytes), so they would confirm an agent's guess of hidden content: the person's
 	 * side only. */
 	json_t *store = peer->restricted ?
-				json_pack("{s:s}", "dir", pw_orig_dir(s)) :
-				json_pack("{s:s,s:I,s:I}", "dir", pw_orig_dir(s), "bytes",
+				json_pack("{s:s}", "dir", pw_undo_orig_dir(s)) :
+				json_pack("{s:s,s:I,s:I}", "dir", pw_undo_orig_dir(s), "bytes",
 					  (json_int_t)bytes, "blobs", (json_int_t)blobs);
 	json_t *o = json_pack("{s:o,s:I,s:b,s:o}", "changesets", sets ? sets : json_array(),
-			      "current", (json_int_t)pw_keep_current(x.k), "truncated", truncated,
-			      "store", store ? store : json_object());
+			      "current", (json_int_t)pw_undo_keep_current(x.k), "truncated",
+			      truncated, "store", store ? store : json_object());
 	return done(&x, o, ret);
 }
 
@@ -1002,19 +1027,21 @@ static void count_lines(const char *d, json_int_t *add, json_int_t *del)
 }
 
 /* Opens the content A describes for reading (a blob, or the tree's file), with *RET_REG
- * telling whether it is a regular file's; -1 when there is none to read. */
-static int open_after(ctx *x, pw_orig_store *s, const after *a, bool *ret_reg)
+ * telling whether it is a regular file's; -ENOENT when there is none to read, or -errno. */
+static int open_after(ctx *x, pw_undo_orig_store *s, const after *a, bool *ret_reg)
 {
 	*ret_reg = false;
 	if (a->meta && (!a->meta->present || !S_ISREG(a->meta->mode)))
-		return -1;
+		return -ENOENT;
 	if (a->content) {
 		if (!a->content->blob[0])
-			return -1;
-		_cleanup_free_ char *blob = pw_orig_blob_path(s, a->content->blob);
-		int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1;
+			return -ENOENT;
+		_cleanup_free_ char *blob = pw_undo_orig_blob_path(s, a->content->blob);
+		if (!blob)
+			return -ENOMEM;
+		int fd = open(blob, O_RDONLY | O_CLOEXEC);
 		*ret_reg = fd >= 0;
-		return fd;
+		return fd >= 0 ? fd : -errno;
 	}
 	/* O_NONBLOCK: a FIFO put where a file was would hold the open until a writer came;
 	 * only a regular file's content is read. */
@@ -1148,7 +1175,7 @@ static void one_sided_hunk(int fd, const char *la, const char *lb, bool add, dif
 static void content_hunks(const diff_file *f, const pw_git_side *a, const pw_git_side *b,
 			  diff_out *d)
 {
-	const pw_orig_object *o = &f->rw->o;
+	const pw_undo_orig_object *o = &f->rw->o;
 	bool a_lnk = a->path && S_ISLNK(o->mode), b_lnk = b->path && S_ISLNK(f->now->st.st_mode);
 	if (a_lnk || b_lnk) {
 		const char *ta = a_lnk ? (o->target ? o->target : "") : NULL;
@@ -1200,7 +1227,7 @@ static unsigned similarity(const diff_file *f, json_int_t removed, json_int_t ad
  * git shows them). Nothing for what git cannot show (a directory, a FIFO). */
 static void git_text(const diff_file *f, bool content, diff_out *d)
 {
-	const pw_orig_object *o = &f->rw->o;
+	const pw_undo_orig_object *o = &f->rw->o;
 	pw_git_side a = { o->present ? f->origin : NULL, o->present ? pw_git_mode(o->mode) : 0 };
 	pw_git_side b = { f->now->exists ? f->aft->path : NULL,
 			  f->now->exists ? pw_git_mode(f->now->st.st_mode) : 0 };
@@ -1285,7 +1312,7 @@ static json_t *file_entry(ctx *x, const diff_file *f, const char *kind, bool sta
 		return NULL;
 	if (!streq(f->aft->path, f->origin))
 		json_object_set_new(e, "was", json_string(f->origin));
-	const pw_orig_object *o = &f->rw->o;
+	const pw_undo_orig_object *o = &f->rw->o;
 	bool orig_reg = o->present && S_ISREG(o->mode);
 	if (orig_reg && !o->blob[0]) {
 		json_object_set_new(e, "not_kept",
@@ -1313,21 +1340,22 @@ static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			json_t **ret, pw_ctl_fail *fail)
 {
 	_cleanup_(ctx_done) ctx x = { .root = -1 };
-	if (setup(&x, fs, v, fail) < 0)
-		return -1;
+	int sr = setup(&x, fs, v, fail);
+	if (sr < 0)
+		return sr;
 	if (peer->restricted)
 		x.hide = pw_view_policy(v, NULL);
-	pw_orig_store *s = pw_keep_store(x.k);
+	pw_undo_orig_store *s = pw_undo_keep_store(x.k);
 	bool stat_only = json_is_true(json_object_get(params, "stat"));
-	pw_orig_lock(s);
+	pw_undo_orig_lock(s);
 	int r = load(&x, params, SCOPE_MOUNT);
-	pw_orig_unlock(s);
+	pw_undo_orig_unlock(s);
 	/* The agent gets an empty diff instead: an error would read the same for a hidden
 	 * path, but its tools expect none. */
 	if (r == 0 && !x.hide)
 		r = check_paths_changed(&x, false);
 	if (r < 0)
-		return -1;
+		return r;
 	/* Where each row's original was when the scope began. */
 	char (*origins)[PW_PATH_MAX] = calloc(x.n_rows + 1, sizeof(*origins));
 	if (!origins)
@@ -1372,7 +1400,7 @@ static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		bool cur_reg = false;
 		_cleanup_close_ int cfd = open_after(&x, s, &aft, &cur_reg);
 		_cleanup_free_ char *blob = rw->o.present && S_ISREG(rw->o.mode) && rw->o.blob[0]
-						    ? pw_orig_blob_path(s, rw->o.blob)
+						    ? pw_undo_orig_blob_path(s, rw->o.blob)
 						    : NULL;
 		_cleanup_close_ int bfd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1;
 		diff_file f = { .rw = rw, .origin = origins[i], .aft = &aft, .now = &now,
@@ -1468,9 +1496,9 @@ static int remove_tree(int dirfd, const char *name)
 /* Does blob HASH still hold the content it is named after? A file kept by a link
  * (originals.c) can have been written since by a process that held it open: -EBADMSG, and
  * nothing is restored from it. */
-static int verify_blob(pw_orig_store *s, const char *hash)
+static int verify_blob(pw_undo_orig_store *s, const char *hash)
 {
-	_cleanup_free_ char *path = pw_orig_blob_path(s, hash);
+	_cleanup_free_ char *path = pw_undo_orig_blob_path(s, hash);
 	_cleanup_close_ int b = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	if (b < 0)
 		return path ? negative_errno() : -ENOMEM;
@@ -1482,9 +1510,9 @@ static int verify_blob(pw_orig_store *s, const char *hash)
 }
 
 /* Copies blob HASH into FD (from offset 0; FD is empty). */
-static int fill_from_blob(pw_orig_store *s, const char *hash, int fd)
+static int fill_from_blob(pw_undo_orig_store *s, const char *hash, int fd)
 {
-	_cleanup_free_ char *path = pw_orig_blob_path(s, hash);
+	_cleanup_free_ char *path = pw_undo_orig_blob_path(s, hash);
 	_cleanup_close_ int b = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	if (b < 0)
 		return path ? negative_errno() : -ENOMEM;
@@ -1512,7 +1540,7 @@ static struct timespec ts_of(int64_t ns)
 }
 
 /* Owner, mode, xattrs (and times, unless a directory: those come last) of O on FD. */
-static int apply_meta(int fd, const pw_orig_object *o, bool times)
+static int apply_meta(int fd, const pw_undo_orig_object *o, bool times)
 {
 	int r = 0;
 	if (fchownat(fd, "", o->uid, o->gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 &&
@@ -1523,7 +1551,7 @@ static int apply_meta(int fd, const pw_orig_object *o, bool times)
 		snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 		if (chmod(proc, o->mode & 07777) < 0 && !r)
 			r = negative_errno();
-		pw_orig_xattrs_apply(fd, o->xattrs, o->xattrs_len);
+		pw_undo_orig_xattrs_apply(fd, o->xattrs, o->xattrs_len);
 	}
 	if (times) {
 		struct timespec tv[2] = { ts_of(o->atime_ns), ts_of(o->mtime_ns) };
@@ -1541,7 +1569,7 @@ typedef struct dir_times {
 /* A file restored from its blob whose inode had other names when it was kept. */
 typedef struct relink {
 	char *path;
-	const pw_orig_object *o; /* the row's, alive as long as the run */
+	const pw_undo_orig_object *o; /* the row's, alive as long as the run */
 } relink;
 
 typedef struct undo_run {
@@ -1583,7 +1611,7 @@ static int undo_remove(undo_run *u, const char *path)
 }
 
 /* Remembers directory PATH's times, set once every name inside it is back. */
-static int push_dir(undo_run *u, const char *path, const pw_orig_object *o)
+static int push_dir(undo_run *u, const char *path, const pw_undo_orig_object *o)
 {
 	if (PW_GROW(u->dirs, u->cap_dirs, u->n_dirs, 16) < 0)
 		return -ENOMEM;
@@ -1598,7 +1626,7 @@ static void act(undo_run *u, const char *what, const char *path, const char *pat
 static void stamp(ctx *x, const char *path);
 
 /* Remembers that PATH, restored from a blob, was one name of an inode with others. */
-static int push_relink(undo_run *u, const char *path, const pw_orig_object *o)
+static int push_relink(undo_run *u, const char *path, const pw_undo_orig_object *o)
 {
 	if (PW_GROW(u->links, u->cap_links, u->n_links, 8) < 0)
 		return -ENOMEM;
@@ -1670,7 +1698,7 @@ static void undo_relink(undo_run *u, const relink *l)
 	    (st.st_dev == l->o->dev && st.st_ino == l->o->ino))
 		return; /* gone again, or the same inode already */
 	char other[PW_PATH_MAX], hex[PW_SHA256_HEX];
-	if (pw_keep_other_name(x->k, (dev_t)l->o->dev, (ino_t)l->o->ino, l->path, other) < 0)
+	if (pw_undo_keep_other_name(x->k, (dev_t)l->o->dev, (ino_t)l->o->ino, l->path, other) < 0)
 		return;
 	_cleanup_close_ int ofd = open_beneath(x, other, O_RDONLY);
 	if (ofd < 0 || hash_file(ofd, hex) < 0 || !streq(hex, l->o->blob))
@@ -1696,8 +1724,8 @@ static void undo_relink(undo_run *u, const relink *l)
 /* Puts O back at PATH. */
 static int undo_restore(undo_run *u, const char *path, const crow *rw)
 {
-	const pw_orig_object *o = &rw->o;
-	pw_orig_store *s = pw_keep_store(u->x->k);
+	const pw_undo_orig_object *o = &rw->o;
+	pw_undo_orig_store *s = pw_undo_keep_store(u->x->k);
 	const char *name;
 	if (!path[0]) { /* the root itself: metadata only */
 		_cleanup_close_ int fd = openat(u->x->root, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -1821,7 +1849,7 @@ static bool changed_outside(ctx *x, const crow *rw, const char *cur)
 		return false;
 	pthread_rwlock_rdlock(&x->fs->tree_lock);
 	pw_inode *n = pw_inode_find_locked(x->fs, st.st_dev, st.st_ino);
-	int64_t last = n ? atomic_load(&n->changed_ns) : 0;
+	int64_t last = n ? atomic_load(&n->undo.changed_ns) : 0;
 	pthread_rwlock_unlock(&x->fs->tree_lock);
 	int64_t ctime = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
 	bool same = rw->move ? st.st_dev == rw->src_dev && st.st_ino == rw->src_ino
@@ -1839,13 +1867,13 @@ static void stamp(ctx *x, const char *path)
 {
 	struct stat st;
 	if (stat_beneath(x, path, &st) == 0)
-		pw_keep_touched_ino(x->fs, st.st_dev, st.st_ino);
+		pw_undo_keep_touched_ino(x->fs, st.st_dev, st.st_ino);
 }
 
 static void one_row(undo_run *u, const crow *rw)
 {
 	ctx *x = u->x;
-	pw_keep *k = x->k;
+	pw_undo *k = x->k;
 	int r;
 	if (rw->move) {
 		act(u, rw->exchange ? "exchange" : "move-back", rw->path2, rw->path);
@@ -1853,15 +1881,15 @@ static void one_row(undo_run *u, const crow *rw)
 			return;
 		relinks_moved(u, rw->path, rw->path2, rw->exchange);
 		if (!rw->exchange)
-			(void)pw_keep_path_locked(k, x->root, rw->path, "undo");
-		(void)pw_keep_move_locked(k, x->root, rw->path2, rw->path);
+			(void)pw_undo_keep_path_locked(k, x->root, rw->path, "undo");
+		(void)pw_undo_keep_move_locked(k, x->root, rw->path2, rw->path);
 		r = undo_move(u, rw);
 		if (r < 0 && r != -ENOENT)
 			note_fail(u, rw->path2, "move-back", r);
 		else
 			stamp(x, rw->path);
 		if (rw->o.present) {
-			(void)pw_keep_path_locked(k, x->root, rw->path2, "undo");
+			(void)pw_undo_keep_path_locked(k, x->root, rw->path2, "undo");
 			r = undo_restore(u, rw->path2, rw);
 			if (r < 0)
 				note_fail(u, rw->path2, "restore", r);
@@ -1875,7 +1903,7 @@ static void one_row(undo_run *u, const crow *rw)
 	if (u->dry)
 		return;
 	relinks_drop(u, rw->path, false);
-	r = pw_keep_path_locked(k, x->root, rw->path, "undo");
+	r = pw_undo_keep_path_locked(k, x->root, rw->path, "undo");
 	if (r < 0) {
 		note_fail(u, rw->path, "keep", r);
 		return;
@@ -1931,7 +1959,7 @@ static json_t *sets_undone(const ctx *x)
  * to reverse. Lock held. Best effort: the files are back either way. */
 static void note_undone(ctx *x, int64_t undo_cs, int64_t redo_of)
 {
-	pw_orig_store *s = pw_keep_store(x->k);
+	pw_undo_orig_store *s = pw_undo_keep_store(x->k);
 	json_t *ids = json_array();
 	for (size_t i = 0; ids && i < x->n_rows; i++)
 		if (x->rows[i].selected)
@@ -1939,9 +1967,9 @@ static void note_undone(ctx *x, int64_t undo_cs, int64_t redo_of)
 	_cleanup_free_ char *text = ids ? json_dumps(ids, JSON_COMPACT) : NULL;
 	json_decref(ids);
 	if (text)
-		(void)pw_orig_changeset_set_undoes(s, undo_cs, text);
+		(void)pw_undo_orig_changeset_set_undoes(s, undo_cs, text);
 	if (redo_of)
-		(void)pw_orig_changeset_set_redone(s, redo_of, undo_cs);
+		(void)pw_undo_orig_changeset_set_redone(s, redo_of, undo_cs);
 }
 
 /*
@@ -2011,10 +2039,11 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		fail->code = PW_RPC_REFUSED;
 		fail->message = strdup("refused: an agent may list and diff changes but never undo "
 				       "them; ask the person you work for to run `piworkfs undo`");
-		return -1;
+		return -EPERM;
 	}
-	if (setup(&x, fs, v, fail) < 0)
-		return -1;
+	int sr = setup(&x, fs, v, fail);
+	if (sr < 0)
+		return sr;
 	bool all = json_is_true(json_object_get(params, "all"));
 	bool redo = json_is_true(json_object_get(params, "redo"));
 	if (!all && !redo && !json_array_size(json_object_get(params, "paths")))
@@ -2023,9 +2052,9 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		       .dry = json_is_true(json_object_get(params, "dry_run")),
 		       .actions = json_array(), .failed = json_array() };
 	json_t *conflicts = json_array();
-	pw_orig_store *s = pw_keep_store(x.k);
+	pw_undo_orig_store *s = pw_undo_keep_store(x.k);
 	int64_t undo_cs = 0;
-	pw_orig_lock(s);
+	pw_undo_orig_lock(s);
 	int r = load(&x, params, SCOPE_UNDO);
 	int64_t redo_of = 0;
 	if (r == 0)
@@ -2042,18 +2071,18 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			json_array_append_new(conflicts, json_string(cur));
 	}
 	bool refuse = json_array_size(conflicts) && !u.force;
-	pw_orig_unlock(s);
+	pw_undo_orig_unlock(s);
 	if (r < 0)
 		goto out;
 	if (!u.dry && !refuse) {
-		r = pw_keep_begin(x.k, redo ? "redo" : "undo", NULL, &undo_cs);
+		r = pw_undo_keep_begin(x.k, redo ? "redo" : "undo", NULL, &undo_cs);
 		if (r < 0) {
 			r = failf(&x, PW_RPC_INTERNAL_ERROR, "cannot start a change set: %s",
 				  strerror(-r));
 			goto out;
 		}
 	}
-	pw_orig_lock(s);
+	pw_undo_orig_lock(s);
 	for (size_t i = x.n_rows; !refuse && i-- > 0;)
 		if (x.rows[i].selected)
 			one_row(&u, &x.rows[i]);
@@ -2068,9 +2097,9 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	}
 	if (!u.dry && !refuse)
 		note_undone(&x, undo_cs, redo_of);
-	pw_orig_unlock(s);
+	pw_undo_orig_unlock(s);
 	if (!u.dry && !refuse)
-		(void)pw_keep_begin(x.k, redo ? "after-redo" : "after-undo", NULL, NULL);
+		(void)pw_undo_keep_begin(x.k, redo ? "after-redo" : "after-undo", NULL, NULL);
 	if (refuse) {
 		char names[2048] = "";
 		size_t i, used = 0;
@@ -2123,13 +2152,14 @@ static int changes_checkpoint(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t
 	if (peer->restricted) {
 		fail->code = PW_RPC_REFUSED;
 		fail->message = strdup("refused: only the person may start a checkpoint");
-		return -1;
+		return -EPERM;
 	}
-	if (setup(&x, fs, v, fail) < 0)
-		return -1;
+	int sr = setup(&x, fs, v, fail);
+	if (sr < 0)
+		return sr;
 	const char *name = json_string_value(json_object_get(params, "name"));
 	int64_t id;
-	int r = pw_keep_begin(x.k, "checkpoint", name, &id);
+	int r = pw_undo_keep_begin(x.k, "checkpoint", name, &id);
 	if (r < 0)
 		return failf(&x, PW_RPC_INTERNAL_ERROR, "checkpoint: %s", strerror(-r));
 	return done(&x, json_pack("{s:I,s:s?}", "changeset", (json_int_t)id, "name", name), ret);
@@ -2142,14 +2172,15 @@ static int changes_prune(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *par
 	if (peer->restricted) {
 		fail->code = PW_RPC_REFUSED;
 		fail->message = strdup("refused: an agent may not prune the originals");
-		return -1;
+		return -EPERM;
 	}
-	if (setup(&x, fs, v, fail) < 0)
-		return -1;
+	int sr = setup(&x, fs, v, fail);
+	if (sr < 0)
+		return sr;
 	json_t *age = json_object_get(params, "keep_s"), *size = json_object_get(params, "max_bytes");
-	pw_orig_store *s = pw_keep_store(x.k);
+	pw_undo_orig_store *s = pw_undo_keep_store(x.k);
 	uint64_t freed = 0, bytes = 0, blobs = 0;
-	pw_orig_lock(s);
+	pw_undo_orig_lock(s);
 	/* 0 means "nothing kept" here; the store reads 0 as its default, so ask for 1. */
 	int64_t keep_ns = age ? (int64_t)json_integer_value(age) * 1000000000 : 0;
 	uint64_t max = size ? (uint64_t)json_integer_value(size) : 0;
@@ -2157,9 +2188,9 @@ static int changes_prune(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *par
 		keep_ns = 1;
 	if (size && !max)
 		max = 1;
-	int r = pw_orig_prune(s, keep_ns, max, pw_keep_current(x.k), &freed);
-	(void)pw_orig_total(s, &bytes, &blobs);
-	pw_orig_unlock(s);
+	int r = pw_undo_orig_prune(s, keep_ns, max, pw_undo_keep_current(x.k), &freed);
+	(void)pw_undo_orig_total(s, &bytes, &blobs);
+	pw_undo_orig_unlock(s);
 	if (r < 0)
 		return failf(&x, PW_RPC_INTERNAL_ERROR, "prune: %s", strerror(-r));
 	return done(&x,
@@ -2318,7 +2349,8 @@ static int64_t changes_tick(pw_ctl_server *s, void *data, int64_t now_ms)
 						  TAKE_PTR(j->fail.data));
 		job_free(j);
 	}
-	return -1; /* a job that ends wakes the server */
+	return -1; /* no deadline (not an error: the tick's "none"); a job that ends wakes the
+		    * server */
 }
 
 static int changes_init(pw_ctl_server *s, void *arg, void **ret_data)
@@ -2371,7 +2403,7 @@ static const pw_ctl_method methods[] = {
 	  "refused: only the person may start a checkpoint" },
 };
 
-const pw_ctl_module pw_changes_module = {
+const pw_ctl_module pw_undo_changes_module = {
 	.name = "changes",
 	.methods = methods,
 	.n_methods = ELEMENTSOF(methods),

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The originals store (fs/store/originals.c) shared by several views: retention must never
+ * The originals store (fs/undo/originals.c) shared by several views: retention must never
  * remove a blob that a row names, or will name once a batch or a dead daemon's journal is
  * committed. Two store handles on one database stand for two views; a forked child that
  * exits without committing stands for a daemon killed with SIGKILL; a VFS whose writes to
@@ -19,7 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "store/originals.h"
+#include "undo/originals.h"
 
 static char tmpdir[256];
 static char dbpath[512];
@@ -55,43 +55,50 @@ static void teardown(void)
 TestSuite(originals, .init = setup, .fini = teardown);
 
 /* Rows wait for an hour unless committed on purpose: the tests decide when. */
-static pw_orig_store *open_store(void)
+static pw_undo_orig_store *open_store(void)
 {
-	pw_orig_opts o = { .db_path = dbpath, .defer_ns = 3600ll * 1000000000 };
-	pw_orig_store *s = NULL;
-	cr_assert_eq(pw_orig_store_open(&o, &s), 0);
+	pw_undo_orig_opts o = { .db_path = dbpath, .defer_ns = 3600ll * 1000000000 };
+	pw_undo_orig_store *s = NULL;
+	cr_assert_eq(pw_undo_orig_store_open(&o, &s), 0);
 	return s;
 }
 
-static int64_t begin_set(pw_orig_store *s)
+static int64_t begin_set(pw_undo_orig_store *s)
 {
 	int64_t id = 0;
-	pw_orig_lock(s);
-	cr_assert_eq(pw_orig_changeset_begin(s, "/project", "/view", "checkpoint", NULL, "build",
-					     &id), 0);
-	pw_orig_unlock(s);
+	pw_undo_orig_lock(s);
+	cr_assert_eq(
+	    pw_undo_orig_changeset_begin(s, "/project", "/view", "checkpoint", NULL, "build", &id),
+	    0);
+	pw_undo_orig_unlock(s);
 	return id;
 }
 
 /* Captures "f" with its content (lock held by the caller); its blob's name in HASH. */
-static void capture_f(pw_orig_store *s, pw_orig_object *o, char hash[PW_SHA256_HEX])
+static void capture_f(pw_undo_orig_store *s, pw_undo_orig_object *o, char hash[PW_SHA256_HEX])
 {
-	cr_assert_eq(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT, o), 0);
+	cr_assert_eq(pw_undo_orig_capture(s, project_fd, "f", PW_UNDO_ORIG_CONTENT, o), 0);
 	cr_assert(o->present);
 	cr_assert_neq(o->blob[0], '\0', "the content is kept");
 	memcpy(hash, o->blob, PW_SHA256_HEX);
 }
 
 /* Inserts a row keeping "f" as O; its id in *ID. */
-static int insert_f_id(pw_orig_store *s, int64_t cs, const pw_orig_object *o, bool deferred,
-		       int64_t *id)
+static int insert_f_id(pw_undo_orig_store *s, int64_t cs, const pw_undo_orig_object *o,
+		       bool deferred, int64_t *id)
 {
-	pw_orig_row row = { .changeset = cs, .action = PW_ORIG_KEEP, .path = "f", .obj = o,
-			    .op = "write", .mode = "build", .pid = getpid() };
-	return deferred ? pw_orig_insert_deferred(s, &row, id) : pw_orig_insert(s, &row, id);
+	pw_undo_orig_row row = {.changeset = cs,
+				.action = PW_UNDO_ORIG_KEEP,
+				.path = "f",
+				.obj = o,
+				.op = "write",
+				.mode = "build",
+				.pid = getpid()};
+	return deferred ? pw_undo_orig_insert_deferred(s, &row, id)
+			: pw_undo_orig_insert(s, &row, id);
 }
 
-static int insert_f(pw_orig_store *s, int64_t cs, const pw_orig_object *o, bool deferred)
+static int insert_f(pw_undo_orig_store *s, int64_t cs, const pw_undo_orig_object *o, bool deferred)
 {
 	int64_t id = 0;
 	return insert_f_id(s, cs, o, deferred, &id);
@@ -102,9 +109,9 @@ static bool streq_blob(const char *a, const char *b)
 	return strcmp(a, b) == 0;
 }
 
-static bool blob_exists(pw_orig_store *s, const char *hash)
+static bool blob_exists(pw_undo_orig_store *s, const char *hash)
 {
-	char *p = pw_orig_blob_path(s, hash);
+	char *p = pw_undo_orig_blob_path(s, hash);
 	cr_assert_not_null(p);
 	bool there = access(p, F_OK) == 0;
 	free(p);
@@ -117,14 +124,14 @@ typedef struct naming {
 	unsigned rows;
 } naming;
 
-static int any_set(const pw_orig_changeset *c, void *u)
+static int any_set(const pw_undo_orig_changeset *c, void *u)
 {
 	(void)c;
 	(void)u;
 	return 0;
 }
 
-static int count_row(const pw_orig_rec *r, void *u)
+static int count_row(const pw_undo_orig_rec *r, void *u)
 {
 	naming *n = u;
 	if (r->changeset == n->changeset && streq_blob(r->o.blob, n->hash))
@@ -133,25 +140,25 @@ static int count_row(const pw_orig_rec *r, void *u)
 }
 
 /* The committed rows of change set CS that name blob HASH. */
-static unsigned rows_naming(pw_orig_store *s, int64_t cs, const char *hash)
+static unsigned rows_naming(pw_undo_orig_store *s, int64_t cs, const char *hash)
 {
 	naming n = { .hash = hash, .changeset = cs };
-	pw_orig_lock(s);
-	cr_assert_eq(pw_orig_read(s, "/project", any_set, count_row, &n), 0);
-	pw_orig_unlock(s);
+	pw_undo_orig_lock(s);
+	cr_assert_eq(pw_undo_orig_read(s, "/project", any_set, count_row, &n), 0);
+	pw_undo_orig_unlock(s);
 	return n.rows;
 }
 
 /* Change set 1 keeps "f" and is committed; change set 2 begins. Returns its id. */
-static int64_t first_set_keeps_f(pw_orig_store *s, char hash[PW_SHA256_HEX])
+static int64_t first_set_keeps_f(pw_undo_orig_store *s, char hash[PW_SHA256_HEX])
 {
 	int64_t cs1 = begin_set(s);
-	pw_orig_object o;
-	pw_orig_lock(s);
+	pw_undo_orig_object o;
+	pw_undo_orig_lock(s);
 	capture_f(s, &o, hash);
 	cr_assert_eq(insert_f(s, cs1, &o, false), 0);
-	pw_orig_object_done(&o);
-	pw_orig_unlock(s);
+	pw_undo_orig_object_done(&o);
+	pw_undo_orig_unlock(s);
 	return begin_set(s);
 }
 
@@ -162,12 +169,12 @@ static int64_t first_set_keeps_f(pw_orig_store *s, char hash[PW_SHA256_HEX])
  */
 Test(originals, a_prune_amid_another_views_keep_leaves_its_blob, .timeout = 120)
 {
-	pw_orig_store *x = open_store(), *y = open_store();
+	pw_undo_orig_store *x = open_store(), *y = open_store();
 	char hash[PW_SHA256_HEX], again[PW_SHA256_HEX];
 	int64_t cs2 = first_set_keeps_f(x, hash);
 
-	pw_orig_object o;
-	pw_orig_lock(x);
+	pw_undo_orig_object o;
+	pw_undo_orig_lock(x);
 	capture_f(x, &o, again);
 	cr_assert_str_eq(again, hash);
 
@@ -176,28 +183,28 @@ Test(originals, a_prune_amid_another_views_keep_leaves_its_blob, .timeout = 120)
 	 * also cap the total at 1 byte, so that they remove change set 1 by size whatever the
 	 * real-time clock does: a clock stepped back, as NTP does on a fresh machine, made it
 	 * look younger than a nanosecond.) */
-	pw_orig_lock(y);
-	(void)pw_orig_prune(y, 1, 1, cs2, NULL);
-	pw_orig_unlock(y);
+	pw_undo_orig_lock(y);
+	(void)pw_undo_orig_prune(y, 1, 1, cs2, NULL);
+	pw_undo_orig_unlock(y);
 
 	cr_assert_eq(insert_f(x, cs2, &o, true), 0);
-	cr_assert_eq(pw_orig_flush(x), 0);
-	pw_orig_object_done(&o);
-	pw_orig_unlock(x);
+	cr_assert_eq(pw_undo_orig_flush(x), 0);
+	pw_undo_orig_object_done(&o);
+	pw_undo_orig_unlock(x);
 	cr_assert(blob_exists(x, hash), "a prune removed the blob a row of change set 2 names");
 
 	/* Now change set 1 goes, and the blob stays: change set 2 names it. */
 	uint64_t bytes = 0, blobs = 0;
-	pw_orig_lock(y);
-	cr_assert_geq(pw_orig_prune(y, 1, 1, cs2, NULL), 1, "change set 1 is removed");
-	cr_assert_eq(pw_orig_total(y, &bytes, &blobs), 0);
-	pw_orig_unlock(y);
+	pw_undo_orig_lock(y);
+	cr_assert_geq(pw_undo_orig_prune(y, 1, 1, cs2, NULL), 1, "change set 1 is removed");
+	cr_assert_eq(pw_undo_orig_total(y, &bytes, &blobs), 0);
+	pw_undo_orig_unlock(y);
 	cr_assert_eq(blobs, 1);
 	cr_assert(blob_exists(y, hash));
 	cr_assert_eq(rows_naming(y, cs2, hash), 1);
 
-	pw_orig_store_close(y);
-	pw_orig_store_close(x);
+	pw_undo_orig_store_close(y);
+	pw_undo_orig_store_close(x);
 }
 
 /*
@@ -209,10 +216,10 @@ Test(originals, a_prune_amid_another_views_keep_leaves_its_blob, .timeout = 120)
  * named work with the store lock held, writes what it has to say to fd PW_DYING_OUT and
  * exits with no commit and no close.
  */
-typedef int (*dying_work)(pw_orig_store *d, const char *arg, char *out, size_t outlen);
-static int keeps_f_again(pw_orig_store *d, const char *arg, char *out, size_t outlen);
-static int queues_two(pw_orig_store *d, const char *arg, char *out, size_t outlen);
-static int keeps_f_and_dies(pw_orig_store *d, const char *arg, char *out, size_t outlen);
+typedef int (*dying_work)(pw_undo_orig_store *d, const char *arg, char *out, size_t outlen);
+static int keeps_f_again(pw_undo_orig_store *d, const char *arg, char *out, size_t outlen);
+static int queues_two(pw_undo_orig_store *d, const char *arg, char *out, size_t outlen);
+static int keeps_f_and_dies(pw_undo_orig_store *d, const char *arg, char *out, size_t outlen);
 
 static const struct {
 	const char *name;
@@ -233,11 +240,11 @@ static int run_dying_work(const char *name)
 	project_fd = open(project, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (project_fd < 0)
 		return 2;
-	pw_orig_store *d = NULL;
-	pw_orig_opts opts = { .db_path = dbpath, .defer_ns = 3600ll * 1000000000 };
-	if (pw_orig_store_open(&opts, &d) < 0)
+	pw_undo_orig_store *d = NULL;
+	pw_undo_orig_opts opts = { .db_path = dbpath, .defer_ns = 3600ll * 1000000000 };
+	if (pw_undo_orig_store_open(&opts, &d) < 0)
 		return 2;
-	pw_orig_lock(d);
+	pw_undo_orig_lock(d);
 	for (size_t i = 0; i < sizeof(dying_works) / sizeof(dying_works[0]); i++) {
 		if (strcmp(dying_works[i].name, name) != 0)
 			continue;
@@ -314,7 +321,7 @@ static void in_a_daemon_that_dies(const char *name, const char *arg, char *out, 
 
 /* The dying daemon of the next test: keeps "f" again (ARG: "CS2 HASH", the change set and
  * the content's hash), its row journaled only. */
-static int keeps_f_again(pw_orig_store *d, const char *arg, char *out, size_t outlen)
+static int keeps_f_again(pw_undo_orig_store *d, const char *arg, char *out, size_t outlen)
 {
 	(void)out;
 	(void)outlen;
@@ -322,8 +329,8 @@ static int keeps_f_again(pw_orig_store *d, const char *arg, char *out, size_t ou
 	char hash[PW_SHA256_HEX + 1] = "";
 	if (sscanf(arg, "%lld %64s", &cs2, hash) != 2)
 		return -1;
-	pw_orig_object o;
-	if (pw_orig_capture(d, project_fd, "f", PW_ORIG_CONTENT, &o) < 0 || !o.blob[0] ||
+	pw_undo_orig_object o;
+	if (pw_undo_orig_capture(d, project_fd, "f", PW_UNDO_ORIG_CONTENT, &o) < 0 || !o.blob[0] ||
 	    strcmp(o.blob, hash) != 0)
 		return -1;
 	return insert_f(d, cs2, &o, true);
@@ -336,7 +343,7 @@ static int keeps_f_again(pw_orig_store *d, const char *arg, char *out, size_t ou
  */
 Test(originals, a_prune_keeps_the_blobs_a_dead_daemons_journal_names, .timeout = 120)
 {
-	pw_orig_store *y = open_store();
+	pw_undo_orig_store *y = open_store();
 	char hash[PW_SHA256_HEX];
 	int64_t cs2 = first_set_keeps_f(y, hash);
 
@@ -344,29 +351,34 @@ Test(originals, a_prune_keeps_the_blobs_a_dead_daemons_journal_names, .timeout =
 	snprintf(arg, sizeof(arg), "%lld %s", (long long)cs2, hash);
 	in_a_daemon_that_dies("keeps_f_again", arg, NULL, 0);
 
-	pw_orig_lock(y);
-	cr_assert_geq(pw_orig_prune(y, 1, 1, cs2, NULL), 1, "change set 1 is removed");
-	pw_orig_unlock(y);
+	pw_undo_orig_lock(y);
+	cr_assert_geq(pw_undo_orig_prune(y, 1, 1, cs2, NULL), 1, "change set 1 is removed");
+	pw_undo_orig_unlock(y);
 	cr_assert(blob_exists(y, hash), "a prune removed a blob a dead daemon's row names");
 
 	/* The dead daemon's row is in the database now, naming the blob. */
 	uint64_t bytes = 0, blobs = 0;
-	pw_orig_lock(y);
-	cr_assert_eq(pw_orig_total(y, &bytes, &blobs), 0);
-	pw_orig_unlock(y);
+	pw_undo_orig_lock(y);
+	cr_assert_eq(pw_undo_orig_total(y, &bytes, &blobs), 0);
+	pw_undo_orig_unlock(y);
 	cr_assert_eq(blobs, 1);
 	cr_assert_eq(rows_naming(y, cs2, hash), 1);
-	pw_orig_store_close(y);
+	pw_undo_orig_store_close(y);
 }
 
-/* ---- queued rows of created names (pw_orig_queue) ----------------------------------- */
+/* ---- queued rows of created names (pw_undo_orig_queue) ----------------------------------- */
 
-static int queue_created(pw_orig_store *s, int64_t cs, const char *path, int64_t *id)
+static int queue_created(pw_undo_orig_store *s, int64_t cs, const char *path, int64_t *id)
 {
-	pw_orig_object none = { 0 };
-	pw_orig_row row = { .changeset = cs, .action = PW_ORIG_KEEP, .path = path, .obj = &none,
-			    .op = "create", .mode = "build", .pid = getpid() };
-	return pw_orig_queue(s, &row, id);
+	pw_undo_orig_object none = { 0 };
+	pw_undo_orig_row row = {.changeset = cs,
+				.action = PW_UNDO_ORIG_KEEP,
+				.path = path,
+				.obj = &none,
+				.op = "create",
+				.mode = "build",
+				.pid = getpid()};
+	return pw_undo_orig_queue(s, &row, id);
 }
 
 typedef struct listing {
@@ -374,7 +386,7 @@ typedef struct listing {
 	unsigned n;
 } listing;
 
-static int list_row(const pw_orig_rec *r, void *u)
+static int list_row(const pw_undo_orig_rec *r, void *u)
 {
 	listing *l = u;
 	if (l->n < 16)
@@ -383,30 +395,30 @@ static int list_row(const pw_orig_rec *r, void *u)
 	return 0;
 }
 
-static void list_rows(pw_orig_store *s, listing *l)
+static void list_rows(pw_undo_orig_store *s, listing *l)
 {
 	memset(l, 0, sizeof(*l));
-	pw_orig_lock(s);
-	cr_assert_eq(pw_orig_read(s, "/project", any_set, list_row, l), 0);
-	pw_orig_unlock(s);
+	pw_undo_orig_lock(s);
+	cr_assert_eq(pw_undo_orig_read(s, "/project", any_set, list_row, l), 0);
+	pw_undo_orig_unlock(s);
 }
 
 /* Queued rows and rows inserted at once between them are read back in the order of their
  * changes: undo replays them backwards, and a directory must go after what was in it. */
 Test(originals, queued_rows_keep_the_order_of_the_changes, .timeout = 60)
 {
-	pw_orig_store *s = open_store();
+	pw_undo_orig_store *s = open_store();
 	int64_t cs = begin_set(s), a = 0, c = 0;
-	pw_orig_object o;
+	pw_undo_orig_object o;
 	char hash[PW_SHA256_HEX];
 
-	pw_orig_lock(s);
+	pw_undo_orig_lock(s);
 	cr_assert_eq(queue_created(s, cs, "dir", &a), 0);
 	capture_f(s, &o, hash);
 	cr_assert_eq(insert_f(s, cs, &o, true), 0);
-	pw_orig_object_done(&o);
+	pw_undo_orig_object_done(&o);
 	cr_assert_eq(queue_created(s, cs, "dir/new", &c), 0);
-	pw_orig_unlock(s);
+	pw_undo_orig_unlock(s);
 
 	listing l;
 	list_rows(s, &l);
@@ -414,36 +426,36 @@ Test(originals, queued_rows_keep_the_order_of_the_changes, .timeout = 60)
 	cr_assert_str_eq(l.paths[0], "dir");
 	cr_assert_str_eq(l.paths[1], "kept:f");
 	cr_assert_str_eq(l.paths[2], "dir/new");
-	pw_orig_store_close(s);
+	pw_undo_orig_store_close(s);
 }
 
 /* A change that fails after its keep takes its row back by the token it got, whether the
  * row is still queued or a flush has inserted it since. */
 Test(originals, a_queued_rows_token_removes_it_before_and_after_a_flush, .timeout = 60)
 {
-	pw_orig_store *s = open_store();
+	pw_undo_orig_store *s = open_store();
 	int64_t cs = begin_set(s), a = 0, b = 0, c = 0;
 
-	pw_orig_lock(s);
+	pw_undo_orig_lock(s);
 	cr_assert_eq(queue_created(s, cs, "a", &a), 0);
 	cr_assert_eq(queue_created(s, cs, "b", &b), 0);
 	cr_assert_gt(a, 0);
 	cr_assert_neq(a, b);
-	pw_orig_delete(s, b); /* still queued */
+	pw_undo_orig_delete(s, b); /* still queued */
 	cr_assert_eq(queue_created(s, cs, "c", &c), 0);
-	cr_assert_eq(pw_orig_flush(s), 0);
-	pw_orig_delete(s, a); /* inserted and committed */
-	pw_orig_unlock(s);
+	cr_assert_eq(pw_undo_orig_flush(s), 0);
+	pw_undo_orig_delete(s, a); /* inserted and committed */
+	pw_undo_orig_unlock(s);
 
 	listing l;
 	list_rows(s, &l);
 	cr_assert_eq(l.n, 1);
 	cr_assert_str_eq(l.paths[0], "c");
-	pw_orig_store_close(s);
+	pw_undo_orig_store_close(s);
 }
 
 /* ARG: the change set. */
-static int queues_two(pw_orig_store *d, const char *arg, char *out, size_t outlen)
+static int queues_two(pw_undo_orig_store *d, const char *arg, char *out, size_t outlen)
 {
 	(void)out;
 	(void)outlen;
@@ -454,9 +466,9 @@ static int queues_two(pw_orig_store *d, const char *arg, char *out, size_t outle
 /* A daemon killed with rows still queued loses none: the next start replays its journal. */
 Test(originals, queued_rows_of_a_killed_daemon_are_replayed, .timeout = 60)
 {
-	pw_orig_store *s = open_store();
+	pw_undo_orig_store *s = open_store();
 	int64_t cs = begin_set(s);
-	pw_orig_store_close(s);
+	pw_undo_orig_store_close(s);
 
 	char arg[32];
 	snprintf(arg, sizeof(arg), "%lld", (long long)cs);
@@ -468,22 +480,22 @@ Test(originals, queued_rows_of_a_killed_daemon_are_replayed, .timeout = 60)
 	cr_assert_eq(l.n, 2);
 	cr_assert_str_eq(l.paths[0], "one");
 	cr_assert_str_eq(l.paths[1], "two");
-	pw_orig_store_close(s);
+	pw_undo_orig_store_close(s);
 }
 
 /* ---- blobs no record names ----------------------------------------------------------- */
 
 /* The dying daemon of the next test: keeps "f" and dies before its row is journaled or
  * committed. It tells the blob's name. */
-static int keeps_f_and_dies(pw_orig_store *d, const char *arg, char *out, size_t outlen)
+static int keeps_f_and_dies(pw_undo_orig_store *d, const char *arg, char *out, size_t outlen)
 {
 	(void)arg;
-	pw_orig_object o;
-	if (pw_orig_capture(d, project_fd, "f", PW_ORIG_CONTENT, &o) < 0 ||
+	pw_undo_orig_object o;
+	if (pw_undo_orig_capture(d, project_fd, "f", PW_UNDO_ORIG_CONTENT, &o) < 0 ||
 	    !o.blob[0])
 		return -1;
 	snprintf(out, outlen, "%s", o.blob);
-	pw_orig_object_done(&o);
+	pw_undo_orig_object_done(&o);
 	return 0;
 }
 
@@ -503,31 +515,31 @@ static nlink_t links_of_f(void)
 Test(originals, a_blob_a_killed_daemon_kept_but_never_recorded_is_removed, .timeout = 60)
 {
 	char hash[PW_SHA256_HEX];
-	pw_orig_store *s = open_store(); /* the database exists before the child's */
-	pw_orig_store_close(s);
+	pw_undo_orig_store *s = open_store(); /* the database exists before the child's */
+	pw_undo_orig_store_close(s);
 	in_a_daemon_that_dies("keeps_f_and_dies", "", hash, sizeof(hash));
 	cr_assert_eq(strlen(hash), PW_SHA256_HEX - 1, "the daemon told its blob: '%s'", hash);
 	cr_assert_eq(links_of_f(), 1, "the blob is the store's own inode, not the project's");
 
 	s = open_store();
 	cr_assert(blob_exists(s, hash));
-	pw_orig_lock(s);
-	cr_assert_geq(pw_orig_prune(s, 0, 0, 0, NULL), 0);
-	pw_orig_unlock(s);
+	pw_undo_orig_lock(s);
+	cr_assert_geq(pw_undo_orig_prune(s, 0, 0, 0, NULL), 0);
+	pw_undo_orig_unlock(s);
 	cr_assert_not(blob_exists(s, hash), "a blob no record names is removed");
 	cr_assert_eq(links_of_f(), 1, "the project's file has its one name again");
 
 	/* A recorded blob stays: keep "f" for real, committed. */
 	int64_t cs = begin_set(s);
-	pw_orig_object o;
-	pw_orig_lock(s);
-	cr_assert_eq(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT, &o), 0);
+	pw_undo_orig_object o;
+	pw_undo_orig_lock(s);
+	cr_assert_eq(pw_undo_orig_capture(s, project_fd, "f", PW_UNDO_ORIG_CONTENT, &o), 0);
 	cr_assert_eq(insert_f(s, cs, &o, false), 0);
-	cr_assert_geq(pw_orig_prune(s, 0, 0, 0, NULL), 0);
-	pw_orig_unlock(s);
+	cr_assert_geq(pw_undo_orig_prune(s, 0, 0, 0, NULL), 0);
+	pw_undo_orig_unlock(s);
 	cr_assert(blob_exists(s, o.blob), "a blob its row names is kept");
-	pw_orig_object_done(&o);
-	pw_orig_store_close(s);
+	pw_undo_orig_object_done(&o);
+	pw_undo_orig_store_close(s);
 }
 
 /* ---- a batch SQLite rolls back ------------------------------------------------------- */
@@ -579,18 +591,18 @@ static void install_failing_vfs(void)
 }
 
 /* Rows kept, queued and deferred, then a commit that fails: SQLite rolls the batch back. */
-static void a_batch_is_rolled_back(pw_orig_store *s, int64_t cs, char hash[PW_SHA256_HEX],
+static void a_batch_is_rolled_back(pw_undo_orig_store *s, int64_t cs, char hash[PW_SHA256_HEX],
 				   int64_t *kept_id)
 {
 	int64_t id;
-	pw_orig_object o;
+	pw_undo_orig_object o;
 	cr_assert_eq(queue_created(s, cs, "made", &id), 0);
 	capture_f(s, &o, hash);
 	cr_assert_eq(insert_f_id(s, cs, &o, true, kept_id), 0);
-	pw_orig_object_done(&o);
+	pw_undo_orig_object_done(&o);
 	cr_assert_eq(queue_created(s, cs, "later", &id), 0);
 	atomic_store(&wal_fails, true);
-	cr_assert_lt(pw_orig_flush(s), 0, "the commit fails");
+	cr_assert_lt(pw_undo_orig_flush(s), 0, "the commit fails");
 }
 
 /*
@@ -602,16 +614,16 @@ static void a_batch_is_rolled_back(pw_orig_store *s, int64_t cs, char hash[PW_SH
 Test(originals, the_rows_of_a_batch_sqlite_rolls_back_are_not_lost, .timeout = 60)
 {
 	install_failing_vfs();
-	pw_orig_store *s = open_store();
+	pw_undo_orig_store *s = open_store();
 	int64_t cs = begin_set(s), id;
 	char hash[PW_SHA256_HEX];
 
-	pw_orig_lock(s);
+	pw_undo_orig_lock(s);
 	a_batch_is_rolled_back(s, cs, hash, &id);
 	atomic_store(&wal_fails, false);
 	cr_assert_eq(queue_created(s, cs, "after", &id), 0);
-	cr_assert_eq(pw_orig_flush(s), 0);
-	pw_orig_unlock(s);
+	cr_assert_eq(pw_undo_orig_flush(s), 0);
+	pw_undo_orig_unlock(s);
 
 	const char *want[] = { "made", "kept:f", "later", "after" };
 	for (int round = 0; round < 2; round++) {
@@ -621,36 +633,36 @@ Test(originals, the_rows_of_a_batch_sqlite_rolls_back_are_not_lost, .timeout = 6
 		for (unsigned i = 0; i < 4; i++)
 			cr_assert_str_eq(l.paths[i], want[i], "row %u (round %d)", i, round);
 		cr_assert(blob_exists(s, hash));
-		pw_orig_store_close(s);
+		pw_undo_orig_store_close(s);
 		s = open_store(); /* a restart replays what is left: nothing */
 	}
-	pw_orig_store_close(s);
+	pw_undo_orig_store_close(s);
 }
 
 /*
- * The id a rolled-back row had may still be held (a keep's row, for pw_orig_set_content or
- * a failed change's pw_orig_delete): it follows the row that replaces it, and a later row
+ * The id a rolled-back row had may still be held (a keep's row, for pw_undo_orig_set_content or
+ * a failed change's pw_undo_orig_delete): it follows the row that replaces it, and a later row
  * never gets it.
  */
 Test(originals, an_id_a_rolled_back_batch_gave_follows_its_row, .timeout = 60)
 {
 	install_failing_vfs();
-	pw_orig_store *s = open_store();
+	pw_undo_orig_store *s = open_store();
 	int64_t cs = begin_set(s), lost = 0, later = 0;
 	char hash[PW_SHA256_HEX];
-	pw_orig_object o;
+	pw_undo_orig_object o;
 
-	pw_orig_lock(s);
+	pw_undo_orig_lock(s);
 	a_batch_is_rolled_back(s, cs, hash, &lost);
 	atomic_store(&wal_fails, false);
 	capture_f(s, &o, hash);
 	cr_assert_eq(insert_f_id(s, cs, &o, true, &later), 0);
 	cr_assert_neq(later, lost, "a later row got the rolled-back row's id");
-	cr_assert_eq(pw_orig_set_content(s, lost, &o), 0, "the old id names the row again");
-	pw_orig_object_done(&o);
-	pw_orig_delete(s, lost); /* its change failed: its row goes, not the later one */
-	cr_assert_eq(pw_orig_flush(s), 0);
-	pw_orig_unlock(s);
+	cr_assert_eq(pw_undo_orig_set_content(s, lost, &o), 0, "the old id names the row again");
+	pw_undo_orig_object_done(&o);
+	pw_undo_orig_delete(s, lost); /* its change failed: its row goes, not the later one */
+	cr_assert_eq(pw_undo_orig_flush(s), 0);
+	pw_undo_orig_unlock(s);
 
 	listing l;
 	list_rows(s, &l);
@@ -658,32 +670,37 @@ Test(originals, an_id_a_rolled_back_batch_gave_follows_its_row, .timeout = 60)
 	cr_assert_str_eq(l.paths[0], "made");
 	cr_assert_str_eq(l.paths[1], "later");
 	cr_assert_str_eq(l.paths[2], "kept:f", "the later row is still there");
-	pw_orig_store_close(s);
+	pw_undo_orig_store_close(s);
 }
 
 /* A row that names nothing: another view's, at PATH. Its id in *ID. */
-static void other_view_inserts(pw_orig_store *y, int64_t cs, const char *path, int64_t *id)
+static void other_view_inserts(pw_undo_orig_store *y, int64_t cs, const char *path, int64_t *id)
 {
-	pw_orig_object none = { 0 };
-	pw_orig_row row = { .changeset = cs, .action = PW_ORIG_KEEP, .path = path, .obj = &none,
-			    .op = "create", .mode = "build", .pid = getpid() };
-	pw_orig_lock(y);
-	cr_assert_eq(pw_orig_insert(y, &row, id), 0);
-	pw_orig_unlock(y);
+	pw_undo_orig_object none = { 0 };
+	pw_undo_orig_row row = {.changeset = cs,
+				.action = PW_UNDO_ORIG_KEEP,
+				.path = path,
+				.obj = &none,
+				.op = "create",
+				.mode = "build",
+				.pid = getpid()};
+	pw_undo_orig_lock(y);
+	cr_assert_eq(pw_undo_orig_insert(y, &row, id), 0);
+	pw_undo_orig_unlock(y);
 }
 
 /* View X keeps "f" in a batch SQLite rolls back; the id it got in *LOST. */
-static void x_loses_a_batch(pw_orig_store *x, int64_t cs, int64_t *lost)
+static void x_loses_a_batch(pw_undo_orig_store *x, int64_t cs, int64_t *lost)
 {
 	char hash[PW_SHA256_HEX];
-	pw_orig_object o;
-	pw_orig_lock(x);
+	pw_undo_orig_object o;
+	pw_undo_orig_lock(x);
 	capture_f(x, &o, hash);
 	cr_assert_eq(insert_f_id(x, cs, &o, true, lost), 0);
-	pw_orig_object_done(&o);
+	pw_undo_orig_object_done(&o);
 	atomic_store(&wal_fails, true);
-	cr_assert_lt(pw_orig_flush(x), 0, "the commit fails");
-	pw_orig_unlock(x);
+	cr_assert_lt(pw_undo_orig_flush(x), 0, "the commit fails");
+	pw_undo_orig_unlock(x);
 }
 
 /*
@@ -694,30 +711,30 @@ static void x_loses_a_batch(pw_orig_store *x, int64_t cs, int64_t *lost)
 static void a_lost_id_never_names_another_views_row(bool while_failing)
 {
 	install_failing_vfs();
-	pw_orig_store *x = open_store(), *y = open_store();
+	pw_undo_orig_store *x = open_store(), *y = open_store();
 	int64_t cs = begin_set(x), lost = 0, other = 0;
 
 	x_loses_a_batch(x, cs, &lost);
 	if (while_failing) {
-		pw_orig_lock(x);
-		pw_orig_delete(x, lost); /* cannot be done yet: done once the row is back */
-		pw_orig_unlock(x);
+		pw_undo_orig_lock(x);
+		pw_undo_orig_delete(x, lost); /* cannot be done yet: done once the row is back */
+		pw_undo_orig_unlock(x);
 	}
 	atomic_store(&wal_fails, false);
 	other_view_inserts(y, cs, "other", &other);
 	cr_assert_eq(other, lost, "SQLite gave the other view the lost id (this test's case)");
 	if (!while_failing) {
-		pw_orig_lock(x);
-		pw_orig_delete(x, lost);
-		pw_orig_unlock(x);
+		pw_undo_orig_lock(x);
+		pw_undo_orig_delete(x, lost);
+		pw_undo_orig_unlock(x);
 	}
 
 	listing l;
 	list_rows(x, &l);
 	cr_assert_eq(l.n, 1, "%u rows", l.n);
 	cr_assert_str_eq(l.paths[0], "other", "the other view's row stays, the failed one goes");
-	pw_orig_store_close(y);
-	pw_orig_store_close(x);
+	pw_undo_orig_store_close(y);
+	pw_undo_orig_store_close(x);
 }
 
 Test(originals, a_lost_id_deleted_later_never_names_another_views_row, .timeout = 60)
@@ -739,24 +756,24 @@ Test(originals, a_lost_id_deleted_at_once_never_names_another_views_row, .timeou
 Test(originals, nothing_is_written_before_the_rolled_back_rows_are_back, .timeout = 60)
 {
 	install_failing_vfs();
-	pw_orig_store *s = open_store();
+	pw_undo_orig_store *s = open_store();
 	int64_t cs = begin_set(s), id;
 	char hash[PW_SHA256_HEX];
-	pw_orig_object o;
+	pw_undo_orig_object o;
 
-	pw_orig_lock(s);
+	pw_undo_orig_lock(s);
 	a_batch_is_rolled_back(s, cs, hash, &id);
-	cr_assert_lt(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT, &o), 0,
+	cr_assert_lt(pw_undo_orig_capture(s, project_fd, "f", PW_UNDO_ORIG_CONTENT, &o), 0,
 		     "keeping content is refused");
-	pw_orig_object none = { 0 };
+	pw_undo_orig_object none = { 0 };
 	cr_assert_lt(insert_f(s, cs, &none, true), 0, "a deferred row is refused");
 	cr_assert_lt(insert_f(s, cs, &none, false), 0, "a committed row is refused");
 	cr_assert_lt(queue_created(s, cs, "refused", &id), 0, "a queued row is refused");
 	listing l = { .n = 0 };
-	cr_assert_lt(pw_orig_read(s, "/project", any_set, list_row, &l), 0,
+	cr_assert_lt(pw_undo_orig_read(s, "/project", any_set, list_row, &l), 0,
 		     "a read (undo's) is refused rather than missing the rows");
-	pw_orig_unlock(s);
-	pw_orig_store_close(s);
+	pw_undo_orig_unlock(s);
+	pw_undo_orig_store_close(s);
 
 	atomic_store(&wal_fails, false);
 	s = open_store();
@@ -765,7 +782,7 @@ Test(originals, nothing_is_written_before_the_rolled_back_rows_are_back, .timeou
 	cr_assert_str_eq(l.paths[0], "made");
 	cr_assert_str_eq(l.paths[1], "kept:f");
 	cr_assert_str_eq(l.paths[2], "later");
-	pw_orig_store_close(s);
+	pw_undo_orig_store_close(s);
 }
 
 /* ---- the cap at every keep (issue 27) ------------------------------------------------- */
@@ -778,12 +795,12 @@ static void write_f(const char *text)
 	close(fd);
 }
 
-static uint64_t total_bytes(pw_orig_store *s)
+static uint64_t total_bytes(pw_undo_orig_store *s)
 {
 	uint64_t bytes = 0;
-	pw_orig_lock(s);
-	cr_assert_eq(pw_orig_total(s, &bytes, NULL), 0);
-	pw_orig_unlock(s);
+	pw_undo_orig_lock(s);
+	cr_assert_eq(pw_undo_orig_total(s, &bytes, NULL), 0);
+	pw_undo_orig_unlock(s);
 	return bytes;
 }
 
@@ -794,51 +811,52 @@ static uint64_t total_bytes(pw_orig_store *s)
  */
 Test(originals, the_cap_holds_at_every_capture, .timeout = 60)
 {
-	pw_orig_opts oo = { .db_path = dbpath, .defer_ns = 3600ll * 1000000000, .max_total = 100 };
-	pw_orig_store *s = NULL;
-	cr_assert_eq(pw_orig_store_open(&oo, &s), 0);
-	pw_orig_object o;
+	pw_undo_orig_opts oo = {
+	    .db_path = dbpath, .defer_ns = 3600ll * 1000000000, .max_total = 100};
+	pw_undo_orig_store *s = NULL;
+	cr_assert_eq(pw_undo_orig_store_open(&oo, &s), 0);
+	pw_undo_orig_object o;
 	char a[PW_SHA256_HEX];
 
 	write_f("first content, sixty bytes long............................\n");
 	int64_t cs1 = begin_set(s);
-	pw_orig_lock(s);
-	cr_assert_eq(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT, &o), 0);
+	pw_undo_orig_lock(s);
+	cr_assert_eq(pw_undo_orig_capture(s, project_fd, "f", PW_UNDO_ORIG_CONTENT, &o), 0);
 	cr_assert(o.blob[0] && !o.not_kept);
 	memcpy(a, o.blob, sizeof(a));
 	cr_assert_eq(insert_f(s, cs1, &o, false), 0);
-	pw_orig_object_done(&o);
-	pw_orig_unlock(s);
+	pw_undo_orig_object_done(&o);
+	pw_undo_orig_unlock(s);
 
 	/* The same content in a new change set: shared, one blob. */
 	int64_t cs2 = begin_set(s);
-	pw_orig_lock(s);
-	cr_assert_eq(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT, &o), 0);
+	pw_undo_orig_lock(s);
+	cr_assert_eq(pw_undo_orig_capture(s, project_fd, "f", PW_UNDO_ORIG_CONTENT, &o), 0);
 	cr_assert(streq_blob(o.blob, a));
 	cr_assert_eq(insert_f(s, cs2, &o, false), 0);
-	pw_orig_object_done(&o);
-	pw_orig_unlock(s);
+	pw_undo_orig_object_done(&o);
+	pw_undo_orig_unlock(s);
 	cr_assert_eq(total_bytes(s), 60);
 
 	/* New content, 60 bytes more: over the cap, and cs1 going frees nothing (cs2 shares
 	 * its blob), cs2 is current: not kept, the capture still succeeds. */
 	write_f("second content, also sixty bytes long......................\n");
-	pw_orig_lock(s);
-	cr_assert_eq(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT, &o), 0);
+	pw_undo_orig_lock(s);
+	cr_assert_eq(pw_undo_orig_capture(s, project_fd, "f", PW_UNDO_ORIG_CONTENT, &o), 0);
 	cr_assert_eq(o.blob[0], '\0');
 	cr_assert_str_eq(o.not_kept, "store-full");
-	pw_orig_object_done(&o);
-	pw_orig_unlock(s);
+	pw_undo_orig_object_done(&o);
+	pw_undo_orig_unlock(s);
 	cr_assert_leq(total_bytes(s), 100);
 
 	/* A new change set: cs1 and cs2 may go now, and the new content is kept. */
 	begin_set(s);
-	pw_orig_lock(s);
-	cr_assert_eq(pw_orig_capture(s, project_fd, "f", PW_ORIG_CONTENT, &o), 0);
+	pw_undo_orig_lock(s);
+	cr_assert_eq(pw_undo_orig_capture(s, project_fd, "f", PW_UNDO_ORIG_CONTENT, &o), 0);
 	cr_assert(o.blob[0] && !o.not_kept, "the oldest change sets made room");
-	pw_orig_object_done(&o);
-	pw_orig_unlock(s);
+	pw_undo_orig_object_done(&o);
+	pw_undo_orig_unlock(s);
 	cr_assert_leq(total_bytes(s), 100);
 	cr_assert_not(blob_exists(s, a), "the oldest change sets' blob went");
-	pw_orig_store_close(s);
+	pw_undo_orig_store_close(s);
 }

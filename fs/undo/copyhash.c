@@ -132,7 +132,7 @@ static int copy_pipelined(pipeline *p, int src, int dst)
 	}
 }
 
-int pw_copy_hash(int src, int dst, uint64_t size, pw_sha256 *c)
+int pw_undo_copy_hash(int src, int dst, uint64_t size, pw_sha256 *c)
 {
 	_cleanup_free_ char *buf = malloc(2 * (size_t)CHUNK);
 	if (!buf)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * git's diff format for changes.diff (fs/ctl/changes.c): the extended header lines of one
+ * git's diff format for changes.diff (fs/undo/changes.c): the extended header lines of one
  * file ("diff --git", new/deleted file mode, old/new mode, similarity and rename from/to),
  * a symbolic link's change as git shows it (the target as the content, without a final
  * newline), and git's rule for a binary file. Text only: no file is read here but through

@@ -76,7 +76,7 @@ static uint32_t checksum(uint64_t seq, const unsigned char *payload, size_t n)
  * is in place before the record is written (originals.c), so replaying the record loses
  * nothing the row said.
  */
-static int encode_object(buf *b, const pw_orig_object *o)
+static int encode_object(buf *b, const pw_undo_orig_object *o)
 {
 	int r = 0;
 	r = r ?: put_u64(b, (uint64_t)o->mode);
@@ -100,7 +100,7 @@ static int encode_object(buf *b, const pw_orig_object *o)
 }
 
 /* The row's fields, in the order decode() reads them. */
-static int encode(buf *b, const pw_orig_row *row, int64_t time_ns)
+static int encode(buf *b, const pw_undo_orig_row *row, int64_t time_ns)
 {
 	bool object = row->obj && row->obj->present;
 	int r = 0;
@@ -163,13 +163,13 @@ static bool get_str(cursor *c, char **store, const char **out)
 
 /* The object encode_object wrote, into O; its strings and xattrs into STRS (freed by the
  * caller) or O's own blob buffer. */
-static bool decode_object(cursor *c, char *strs[DECODE_STRS], pw_orig_object *o)
+static bool decode_object(cursor *c, char *strs[DECODE_STRS], pw_undo_orig_object *o)
 {
 	uint64_t v[10];
 	for (size_t i = 0; i < ELEMENTSOF(v); i++)
 		if (!get(c, &v[i], 8))
 			return false;
-	*o = (pw_orig_object){
+	*o = (pw_undo_orig_object){
 		.present = true,
 		.mode = (mode_t)v[0],
 		.uid = (uid_t)v[1],
@@ -207,21 +207,21 @@ static bool decode_object(cursor *c, char *strs[DECODE_STRS], pw_orig_object *o)
 	return true;
 }
 
-static bool decode(const unsigned char *p, size_t n, char *strs[DECODE_STRS], pw_orig_row *row,
-		   pw_orig_object *obj, int64_t *time_ns)
+static bool decode(const unsigned char *p, size_t n, char *strs[DECODE_STRS], pw_undo_orig_row *row,
+		   pw_undo_orig_object *obj, int64_t *time_ns)
 {
 	cursor c = { p, p + n };
 	uint64_t cs, dev, ino, pid, t;
 	uint32_t flags;
-	*row = (pw_orig_row){ 0 };
+	*row = (pw_undo_orig_row){ 0 };
 	if (!get(&c, &cs, 8) || !get(&c, &flags, 4) || !get(&c, &dev, 8) || !get(&c, &ino, 8) ||
 	    !get(&c, &pid, 8) || !get(&c, &t, 8))
 		return false;
-	if ((flags & 0xff) > PW_ORIG_MOVE ||
+	if ((flags & 0xff) > PW_UNDO_ORIG_MOVE ||
 	    (flags & ~(0xffu | F_EXCHANGE | F_IMPLICIT | F_OBJECT | F_THREAD)))
 		return false;
 	row->changeset = (int64_t)cs;
-	row->action = (pw_orig_action)(flags & 0xff);
+	row->action = (pw_undo_orig_action)(flags & 0xff);
 	row->exchange = flags & F_EXCHANGE;
 	row->implicit = flags & F_IMPLICIT;
 	row->src_dev = dev;
@@ -244,7 +244,7 @@ static bool decode(const unsigned char *p, size_t n, char *strs[DECODE_STRS], pw
 
 /* ---- the live journal ------------------------------------------------------------------ */
 
-int pw_journal_create(int dir_fd, pw_journal *ret)
+int pw_undo_journal_create(int dir_fd, pw_undo_journal *ret)
 {
 	/* Made under a name replay does not look at, locked, then given its name: a starting
 	 * daemon can never take a journal for a dead one's between its creation and its lock. */
@@ -276,7 +276,7 @@ int pw_journal_create(int dir_fd, pw_journal *ret)
 			close(fd);
 			return -ENOMEM;
 		}
-		*ret = (pw_journal){ .fd = fd, .name = n, .seq = 0 };
+		*ret = (pw_undo_journal){ .fd = fd, .name = n, .seq = 0 };
 		return 0;
 	}
 	return -EEXIST;
@@ -295,7 +295,8 @@ static int cut_short_write(int fd, size_t written)
 	return -EIO;
 }
 
-int pw_journal_append(pw_journal *j, const pw_orig_row *row, int64_t time_ns, uint64_t *ret_seq)
+int pw_undo_journal_append(pw_undo_journal *j, const pw_undo_orig_row *row, int64_t time_ns,
+			   uint64_t *ret_seq)
 {
 	buf b = { 0 };
 	uint64_t seq = j->seq + 1;
@@ -332,19 +333,19 @@ int pw_journal_append(pw_journal *j, const pw_orig_row *row, int64_t time_ns, ui
 	return 0;
 }
 
-int pw_journal_truncate(pw_journal *j)
+int pw_undo_journal_truncate(pw_undo_journal *j)
 {
 	return j->fd >= 0 && ftruncate(j->fd, 0) < 0 ? negative_errno() : 0;
 }
 
-void pw_journal_close(pw_journal *j, int dir_fd, bool remove)
+void pw_undo_journal_close(pw_undo_journal *j, int dir_fd, bool remove)
 {
 	if (remove && j->name && dir_fd >= 0)
 		(void)unlinkat(dir_fd, j->name, 0);
 	if (j->fd >= 0)
 		close(j->fd);
 	free(j->name);
-	*j = (pw_journal)PW_JOURNAL_INIT;
+	*j = (pw_undo_journal)PW_UNDO_JOURNAL_INIT;
 }
 
 /* ---- replay ---------------------------------------------------------------------------- */
@@ -374,7 +375,7 @@ static int read_all(int fd, unsigned char **ret, size_t *ret_len)
 
 /* Calls RECORD for each whole record of the journal read into P. */
 static int replay_records(const unsigned char *p, size_t n, const char *name,
-			  pw_journal_record_fn record, void *data)
+			  pw_undo_journal_record_fn record, void *data)
 {
 	size_t off = 0;
 	while (n - off >= HEAD + 4) {
@@ -391,8 +392,8 @@ static int replay_records(const unsigned char *p, size_t n, const char *name,
 		if (sum != checksum(seq, payload, len))
 			break;
 		char *strs[DECODE_STRS] = { NULL };
-		pw_orig_row row;
-		pw_orig_object obj;
+		pw_undo_orig_row row;
+		pw_undo_orig_object obj;
 		int64_t time_ns;
 		bool ok = decode(payload, len, strs, &row, &obj, &time_ns);
 		int r = ok ? record(data, name, seq, &row, time_ns) : 0;
@@ -409,7 +410,8 @@ static int replay_records(const unsigned char *p, size_t n, const char *name,
 
 /* Replays journal NAME if no live process holds it. 1 replayed, 0 skipped, -errno. */
 static int replay_one(int dir_fd, const char *name, int (*begin)(void *, const char *),
-		      pw_journal_record_fn record, int (*end)(void *, const char *, int), void *data)
+		      pw_undo_journal_record_fn record, int (*end)(void *, const char *, int),
+		      void *data)
 {
 	int fd = openat(dir_fd, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
@@ -437,7 +439,7 @@ static int replay_one(int dir_fd, const char *name, int (*begin)(void *, const c
 	return r < 0 ? r : 1;
 }
 
-int pw_journal_read(const pw_journal *j, pw_journal_record_fn record, void *data)
+int pw_undo_journal_read(const pw_undo_journal *j, pw_undo_journal_record_fn record, void *data)
 {
 	if (j->fd < 0)
 		return -EBADF;
@@ -450,8 +452,8 @@ int pw_journal_read(const pw_journal *j, pw_journal_record_fn record, void *data
 	return r;
 }
 
-int pw_journal_replay_dead(int dir_fd, int (*begin)(void *data, const char *name),
-			   pw_journal_record_fn record,
+int pw_undo_journal_replay_dead(int dir_fd, int (*begin)(void *data, const char *name),
+			   pw_undo_journal_record_fn record,
 			   int (*end)(void *data, const char *name, int r), void *data)
 {
 	int dfd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -476,7 +478,7 @@ int pw_journal_replay_dead(int dir_fd, int (*begin)(void *data, const char *name
 	return first_error ? first_error : count;
 }
 
-bool pw_journal_others_pending(int dir_fd, const char *own)
+bool pw_undo_journal_others_pending(int dir_fd, const char *own)
 {
 	int dfd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The originals store's journal: the records of deferred rows (pw_orig_insert_deferred),
+ * The originals store's journal: the records of deferred rows (pw_undo_orig_insert_deferred),
  * of created names and of kept originals alike, between the moment the change is applied
  * and the moment their batch is committed to the database.
  *
@@ -27,33 +27,34 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "originals.h"
+#include "row.h"
 
-typedef struct pw_journal {
+typedef struct pw_undo_journal {
 	int fd;
 	char *name;    /* journal.XXXXXX, in the store's directory */
 	uint64_t seq;  /* of the last record appended (never reset by a truncation) */
-} pw_journal;
+} pw_undo_journal;
 
-#define PW_JOURNAL_INIT { .fd = -1 }
+#define PW_UNDO_JOURNAL_INIT { .fd = -1 }
 
 /* Creates and locks a new journal in DIR_FD. 0 or -errno. */
-int pw_journal_create(int dir_fd, pw_journal *ret);
+int pw_undo_journal_create(int dir_fd, pw_undo_journal *ret);
 /* Appends ROW (names, ids, who, and the object it holds when present: lstat's fields, the
  * blob's name, a symlink's target, xattrs) with one write. Returns 0 with its sequence
  * number in *ret_seq, or -errno (-E2BIG: too large for a record; commit it instead). */
-int pw_journal_append(pw_journal *j, const pw_orig_row *row, int64_t time_ns, uint64_t *ret_seq);
+int pw_undo_journal_append(pw_undo_journal *j, const pw_undo_orig_row *row, int64_t time_ns,
+			   uint64_t *ret_seq);
 /* Drops every record: they are committed. 0 or -errno. */
-int pw_journal_truncate(pw_journal *j);
+int pw_undo_journal_truncate(pw_undo_journal *j);
 /* Closes J; with REMOVE, its file goes first (everything in it is committed). */
-void pw_journal_close(pw_journal *j, int dir_fd, bool remove);
+void pw_undo_journal_close(pw_undo_journal *j, int dir_fd, bool remove);
 
 /* One record of a journal. ROW's strings live until the callback returns. */
-typedef int (*pw_journal_record_fn)(void *data, const char *name, uint64_t seq,
-				    const pw_orig_row *row, int64_t time_ns);
+typedef int (*pw_undo_journal_record_fn)(void *data, const char *name, uint64_t seq,
+				    const pw_undo_orig_row *row, int64_t time_ns);
 /* Calls RECORD for each whole record of J, in order, as a replay does (originals.c reads
  * back the records of a batch SQLite rolled back). 0, or the first error RECORD returned. */
-int pw_journal_read(const pw_journal *j, pw_journal_record_fn record, void *data);
+int pw_undo_journal_read(const pw_undo_journal *j, pw_undo_journal_record_fn record, void *data);
 
 /*
  * For every journal in DIR_FD that no process holds: locks it, calls BEGIN(DATA, NAME),
@@ -61,8 +62,8 @@ int pw_journal_read(const pw_journal *j, pw_journal_record_fn record, void *data
  * error (or 0); when END returns 0 the file is removed. A journal being replayed by
  * another daemon is skipped. Returns the number of journals replayed, or -errno.
  */
-int pw_journal_replay_dead(int dir_fd, int (*begin)(void *data, const char *name),
-			   pw_journal_record_fn record,
+int pw_undo_journal_replay_dead(int dir_fd, int (*begin)(void *data, const char *name),
+			   pw_undo_journal_record_fn record,
 			   int (*end)(void *data, const char *name, int r), void *data);
 
 /*
@@ -72,4 +73,4 @@ int pw_journal_replay_dead(int dir_fd, int (*begin)(void *data, const char *name
  * record in such a journal may name one (its row was never committed, the blob was in
  * place first). True also when the directory cannot be read: unknown keeps the blob.
  */
-bool pw_journal_others_pending(int dir_fd, const char *own);
+bool pw_undo_journal_others_pending(int dir_fd, const char *own);

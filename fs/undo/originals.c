@@ -38,14 +38,14 @@
 #include <unistd.h>
 
 #include "copyhash.h"
-#include "db.h"
+#include "store/db.h"
 #include "journal.h"
 #include "util.h"
 
 #define COPY_CHUNK (1u << 20)
 
 /*
- * A created name's row waiting for the next flush (pw_orig_queue): journaled already, not
+ * A created name's row waiting for the next flush (pw_undo_orig_queue): journaled already, not
  * yet inserted. Its strings are one allocation, PATH first.
  */
 typedef struct queued_row {
@@ -59,11 +59,11 @@ typedef struct queued_row {
 /* A queued row's token, in place of a row id until a flush has inserted it. Real ids stay
  * far below (SQLite counts them up from 1). */
 #define TOKEN_BIT (INT64_C(1) << 62)
-/* How many inserted tokens' row ids are remembered, for a pw_orig_delete after a failed
+/* How many inserted tokens' row ids are remembered, for a pw_undo_orig_delete after a failed
  * change (it comes right after its row's keep, so the last few thousand are plenty). */
 #define RECENT_MAX 16384
 
-struct pw_orig_store {
+struct pw_undo_orig_store {
 	sqlite3 *db;
 	char *dir;
 	int blobs_fd, tmp_fd;
@@ -73,9 +73,9 @@ struct pw_orig_store {
 	int64_t current;   /* the change set begun last: never pruned to make room */
 	bool undoing;      /* it is an undo's: nothing is pruned to make room (room_for) */
 	int64_t keep_ns;
-	sqlite3_stmt *insert; /* pw_orig_insert's, prepared once: one runs per first change */
+	sqlite3_stmt *insert; /* pw_undo_orig_insert's, prepared once: one runs per first change */
 	pthread_mutex_t lock;
-	/* Deferred rows (pw_orig_insert_deferred), under LOCK: a transaction open since
+	/* Deferred rows (pw_undo_orig_insert_deferred), under LOCK: a transaction open since
 	 * TXN_SINCE (CLOCK_MONOTONIC) holding TXN_ROWS rows, committed by the flusher thread
 	 * once DEFER_NS have passed, or earlier by whatever needs it committed. */
 	bool txn, stopping, flusher_started;
@@ -86,9 +86,9 @@ struct pw_orig_store {
 	/* The journal of deferred rows (journal.h): a killed daemon loses none of them. Without
 	 * one (it could not be made), every row is committed at once. */
 	int dir_fd;
-	pw_journal journal;
+	pw_undo_journal journal;
 	uint64_t journal_committed; /* the last sequence number orig_journals holds */
-	/* Rows of created names, in the order of their changes (pw_orig_queue), under LOCK:
+	/* Rows of created names, in the order of their changes (pw_undo_orig_queue), under LOCK:
 	 * the first QUEUE_INSERTED are in the open transaction, the rest wait for the next
 	 * flush. RECENT: the row ids the last RECENT_MAX queued rows got, a ring. */
 	queued_row *queue;
@@ -104,7 +104,7 @@ struct pw_orig_store {
 	struct batch_id {
 		uint64_t seq;
 		int64_t id, now; /* NOW: what the id names since a lost batch came back, or 0 */
-		bool failed;     /* pw_orig_delete asked for it before it came back */
+		bool failed;     /* pw_undo_orig_delete asked for it before it came back */
 	} *batch_ids, *lost;
 	size_t batch_n, batch_cap, lost_n;
 	int64_t batch_first;
@@ -122,16 +122,16 @@ struct pw_orig_store {
 	int64_t max_id, id_floor;
 };
 
-static int journal_replay(pw_orig_store *s);
-static void journal_forget_removed(pw_orig_store *s);
-static void batch_lost(pw_orig_store *s);
-static int batch_recover(pw_orig_store *s);
-static int settle(pw_orig_store *s);
-static bool txn_ended(pw_orig_store *s);
-static int txn_checked(pw_orig_store *s, int r);
-static void batch_note(pw_orig_store *s, uint64_t seq, int64_t id);
-static bool id_lost(const pw_orig_store *s, int64_t id);
-static struct batch_id *lost_find(pw_orig_store *s, int64_t id, uint64_t seq);
+static int journal_replay(pw_undo_orig_store *s);
+static void journal_forget_removed(pw_undo_orig_store *s);
+static void batch_lost(pw_undo_orig_store *s);
+static int batch_recover(pw_undo_orig_store *s);
+static int settle(pw_undo_orig_store *s);
+static bool txn_ended(pw_undo_orig_store *s);
+static int txn_checked(pw_undo_orig_store *s, int r);
+static void batch_note(pw_undo_orig_store *s, uint64_t seq, int64_t id);
+static bool id_lost(const pw_undo_orig_store *s, int64_t id);
+static struct batch_id *lost_find(pw_undo_orig_store *s, int64_t id, uint64_t seq);
 
 /* Removes what a killed daemon left in tmp/ (the named fallback of O_TMPFILE). */
 static void clean_tmp(int tmp_fd)
@@ -155,18 +155,18 @@ static void clean_tmp(int tmp_fd)
  * busy its holder commits soon anyway (or the caller's next busy retry asks again). */
 static void commit_when_contended(void *arg)
 {
-	pw_orig_store *s = arg;
+	pw_undo_orig_store *s = arg;
 	if (pthread_mutex_trylock(&s->lock) != 0)
 		return;
 	if (s->txn)
-		(void)pw_orig_flush(s);
+		(void)pw_undo_orig_flush(s);
 	pthread_mutex_unlock(&s->lock);
 }
 
-int pw_orig_store_open(const pw_orig_opts *o, pw_orig_store **ret)
+int pw_undo_orig_store_open(const pw_undo_orig_opts *o, pw_undo_orig_store **ret)
 {
 	_cleanup_free_ char *dir = NULL, *blobs = NULL, *tmp = NULL;
-	pw_orig_store *s;
+	pw_undo_orig_store *s;
 	int r;
 
 	if (!o || !o->db_path)
@@ -199,25 +199,26 @@ int pw_orig_store_open(const pw_orig_opts *o, pw_orig_store **ret)
 	pthread_cond_init(&s->wake, &ca);
 	pthread_condattr_destroy(&ca);
 	s->blobs_fd = s->tmp_fd = s->dir_fd = -1;
-	s->journal = (pw_journal)PW_JOURNAL_INIT;
+	s->journal = (pw_undo_journal)PW_UNDO_JOURNAL_INIT;
 	s->dir = TAKE_PTR(dir);
-	s->max_file = o->max_file ? o->max_file : PW_ORIG_MAX_FILE_DEFAULT;
-	s->max_total = o->max_total ? o->max_total : PW_ORIG_MAX_TOTAL_DEFAULT;
+	s->max_file = o->max_file ? o->max_file : PW_UNDO_ORIG_MAX_FILE_DEFAULT;
+	s->max_total = o->max_total ? o->max_total : PW_UNDO_ORIG_MAX_TOTAL_DEFAULT;
 	s->min_free = o->min_free;
-	s->keep_ns = o->keep_ns ? o->keep_ns : (int64_t)PW_ORIG_KEEP_DAYS_DEFAULT * 86400 * 1000000000;
-	s->defer_ns = o->defer_ns > 0 ? o->defer_ns : (int64_t)PW_ORIG_DEFER_MS * 1000000;
+	s->keep_ns =
+	    o->keep_ns ? o->keep_ns : (int64_t)PW_UNDO_ORIG_KEEP_DAYS_DEFAULT * 86400 * 1000000000;
+	s->defer_ns = o->defer_ns > 0 ? o->defer_ns : (int64_t)PW_UNDO_ORIG_DEFER_MS * 1000000;
 	s->blobs_fd = open(blobs, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	s->tmp_fd = open(tmp, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	struct stat bst;
 	if (s->blobs_fd < 0 || s->tmp_fd < 0 || fstat(s->blobs_fd, &bst) < 0) {
 		r = negative_errno();
-		pw_orig_store_close(s);
+		pw_undo_orig_store_close(s);
 		return r;
 	}
 	s->dev = bst.st_dev;
 	r = pw_db_open(o->db_path, 0, 0, &s->db, NULL);
 	if (r < 0) {
-		pw_orig_store_close(s);
+		pw_undo_orig_store_close(s);
 		return r;
 	}
 	int tfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -230,14 +231,14 @@ int pw_orig_store_open(const pw_orig_opts *o, pw_orig_store **ret)
 		/* A dead daemon's records first; they cannot fail the mount: a journal that
 		 * cannot be replayed now stays for the next start. */
 		(void)journal_replay(s);
-		(void)pw_journal_create(s->dir_fd, &s->journal);
+		(void)pw_undo_journal_create(s->dir_fd, &s->journal);
 	}
 	pw_db_set_contention_hook(commit_when_contended, s);
 	*ret = s;
 	return 0;
 }
 
-void pw_orig_store_close(pw_orig_store *s)
+void pw_undo_orig_store_close(pw_undo_orig_store *s)
 {
 	if (!s)
 		return;
@@ -252,7 +253,7 @@ void pw_orig_store_close(pw_orig_store *s)
 	/* A close rolls back what is not committed: the journal then stays for the next start
 	 * (a lost batch's rows too, unless they can be committed now). */
 	bool committed = s->db && settle(s) == 0 && !s->txn && !s->queue_len;
-	pw_journal_close(&s->journal, s->dir_fd, committed);
+	pw_undo_journal_close(&s->journal, s->dir_fd, committed);
 	if (committed)
 		journal_forget_removed(s);
 	if (s->dir_fd >= 0)
@@ -277,12 +278,12 @@ void pw_orig_store_close(pw_orig_store *s)
 	free(s);
 }
 
-void pw_orig_lock(pw_orig_store *s)
+void pw_undo_orig_lock(pw_undo_orig_store *s)
 {
 	pthread_mutex_lock(&s->lock);
 }
 
-void pw_orig_unlock(pw_orig_store *s)
+void pw_undo_orig_unlock(pw_undo_orig_store *s)
 {
 	pthread_mutex_unlock(&s->lock);
 }
@@ -306,7 +307,7 @@ static int journal_mark_name(sqlite3 *db, const char *name, uint64_t seq)
 	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
 }
 
-static int journal_mark(pw_orig_store *s, uint64_t seq)
+static int journal_mark(pw_undo_orig_store *s, uint64_t seq)
 {
 	if (!s->journal.name || seq == s->journal_committed)
 		return 0;
@@ -314,7 +315,7 @@ static int journal_mark(pw_orig_store *s, uint64_t seq)
 }
 
 /* Forgets the marks of journals whose files are gone (replayed, or closed whole). */
-static void journal_forget_removed(pw_orig_store *s)
+static void journal_forget_removed(pw_undo_orig_store *s)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL, *del = NULL;
 	if (s->dir_fd < 0 ||
@@ -334,7 +335,7 @@ static void journal_forget_removed(pw_orig_store *s)
 }
 
 typedef struct replay_ctx {
-	pw_orig_store *s;
+	pw_undo_orig_store *s;
 	uint64_t skip, last; /* committed before; the last record seen */
 } replay_ctx;
 
@@ -356,20 +357,21 @@ static int replay_begin(void *data, const char *name)
 	return 0;
 }
 
-static int insert_row(pw_orig_store *s, const pw_orig_row *row, int64_t time_ns, int64_t *ret_id);
-static int register_blob(pw_orig_store *s, const char hex[PW_SHA256_HEX], uint64_t size);
+static int insert_row(pw_undo_orig_store *s, const pw_undo_orig_row *row, int64_t time_ns,
+		      int64_t *ret_id);
+static int register_blob(pw_undo_orig_store *s, const char hex[PW_SHA256_HEX], uint64_t size);
 
 /* A journal record's row, inserted again: the blob's own record was in the transaction that
  * never committed (a kill cut it short, or SQLite rolled it back), with the row. */
-static int insert_recorded(pw_orig_store *s, const pw_orig_row *row, int64_t time_ns,
+static int insert_recorded(pw_undo_orig_store *s, const pw_undo_orig_row *row, int64_t time_ns,
 			   int64_t *ret_id)
 {
-	const pw_orig_object *o = row->obj;
+	const pw_undo_orig_object *o = row->obj;
 	int r = o && o->present && o->blob[0] ? register_blob(s, o->blob, o->size) : 0;
 	return r < 0 ? r : insert_row(s, row, time_ns, ret_id);
 }
 
-static int replay_record(void *data, const char *name, uint64_t seq, const pw_orig_row *row,
+static int replay_record(void *data, const char *name, uint64_t seq, const pw_undo_orig_row *row,
 			 int64_t time_ns)
 {
 	replay_ctx *c = data;
@@ -397,20 +399,20 @@ static int replay_end(void *data, const char *name, int r)
 }
 
 /* Adds the rows of dead daemons' journals that their transactions did not commit. */
-static int journal_replay(pw_orig_store *s)
+static int journal_replay(pw_undo_orig_store *s)
 {
 	replay_ctx c = { .s = s };
-	int r = pw_journal_replay_dead(s->dir_fd, replay_begin, replay_record, replay_end, &c);
+	int r = pw_undo_journal_replay_dead(s->dir_fd, replay_begin, replay_record, replay_end, &c);
 	journal_forget_removed(s);
 	return r;
 }
 
 /* ---- deferred rows --------------------------------------------------------------------- */
 
-static int drain(pw_orig_store *s);
-static void queue_committed(pw_orig_store *s);
+static int drain(pw_undo_orig_store *s);
+static void queue_committed(pw_undo_orig_store *s);
 
-int pw_orig_flush(pw_orig_store *s)
+int pw_undo_orig_flush(pw_undo_orig_store *s)
 {
 	if (txn_ended(s))
 		return -EIO; /* lost: its journal has the rows (batch_lost, batch_recover) */
@@ -439,14 +441,14 @@ int pw_orig_flush(pw_orig_store *s)
 	s->batch_first = 0;
 	queue_committed(s);
 	s->journal_committed = s->journal.seq;
-	(void)pw_journal_truncate(&s->journal); /* if it fails, the replay skips them all */
+	(void)pw_undo_journal_truncate(&s->journal); /* if it fails, the replay skips them all */
 	return 0;
 }
 
 /* Commits a transaction of deferred rows once it is DEFER_NS old. */
 static void *flusher_main(void *arg)
 {
-	pw_orig_store *s = arg;
+	pw_undo_orig_store *s = arg;
 	pthread_mutex_lock(&s->lock);
 	while (!s->stopping) {
 		if (!s->txn && !s->queue_len) {
@@ -455,7 +457,7 @@ static void *flusher_main(void *arg)
 		}
 		int64_t due = s->txn_since + s->defer_ns;
 		if (pw_clock_ns(CLOCK_MONOTONIC) >= due) {
-			if (pw_orig_flush(s) < 0) /* busy past the timeout: again in a while */
+			if (pw_undo_orig_flush(s) < 0) /* busy past the timeout: again in a while */
 				s->txn_since = pw_clock_ns(CLOCK_MONOTONIC);
 			continue;
 		}
@@ -468,7 +470,7 @@ static void *flusher_main(void *arg)
 
 /* Opens the transaction deferred rows go into, and starts the flusher that ends it (here,
  * on the first deferred row, not at open: the daemon forks after it opens the store). */
-static int start_flusher(pw_orig_store *s)
+static int start_flusher(pw_undo_orig_store *s)
 {
 	if (!s->flusher_started) {
 		if (pthread_create(&s->flusher, NULL, flusher_main, s) != 0)
@@ -478,7 +480,7 @@ static int start_flusher(pw_orig_store *s)
 	return 0;
 }
 
-static int txn_open(pw_orig_store *s)
+static int txn_open(pw_undo_orig_store *s)
 {
 	(void)txn_ended(s);
 	if (s->txn)
@@ -503,17 +505,17 @@ static int txn_open(pw_orig_store *s)
 	return 0;
 }
 
-const char *pw_orig_dir(const pw_orig_store *s)
+const char *pw_undo_orig_dir(const pw_undo_orig_store *s)
 {
 	return s->dir;
 }
 
-uint64_t pw_orig_max_file(const pw_orig_store *s)
+uint64_t pw_undo_orig_max_file(const pw_undo_orig_store *s)
 {
 	return s->max_file;
 }
 
-char *pw_orig_blob_path(const pw_orig_store *s, const char *hash)
+char *pw_undo_orig_blob_path(const pw_undo_orig_store *s, const char *hash)
 {
 	char *p = NULL;
 	if (asprintf(&p, "%s/blobs/%s", s->dir, hash) < 0)
@@ -534,7 +536,7 @@ static void put_u32(char **p, uint32_t v)
 	*p += 4;
 }
 
-int pw_orig_xattrs_read(int fd, void **ret, size_t *ret_len)
+int pw_undo_orig_xattrs_read(int fd, void **ret, size_t *ret_len)
 {
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
@@ -599,7 +601,7 @@ static bool xattrs_has(const char *buf, size_t len, const char *name)
 	return false;
 }
 
-int pw_orig_xattrs_apply(int fd, const void *vbuf, size_t len)
+int pw_undo_orig_xattrs_apply(int fd, const void *vbuf, size_t len)
 {
 	const char *buf = vbuf;
 	char proc[64];
@@ -635,7 +637,7 @@ int pw_orig_xattrs_apply(int fd, const void *vbuf, size_t len)
 /* ---- content --------------------------------------------------------------------------- */
 
 /* A new anonymous file in the store (O_TMPFILE), or a named one in tmp/ (*ret_name). */
-static int tmp_blob(pw_orig_store *s, char ret_name[64])
+static int tmp_blob(pw_undo_orig_store *s, char ret_name[64])
 {
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", s->blobs_fd);
@@ -686,7 +688,7 @@ static int hash_fd(int fd, pw_sha256 *c, char *buf)
  * a row whose blob came back empty or short, a restore catches: it hashes the blob first
  * and refuses one that does not match its name (ctl_changes.c).
  */
-static int register_blob(pw_orig_store *s, const char hex[PW_SHA256_HEX], uint64_t size)
+static int register_blob(pw_undo_orig_store *s, const char hex[PW_SHA256_HEX], uint64_t size)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO orig_blobs(hash, size) VALUES (?1, ?2)",
@@ -706,13 +708,13 @@ static int register_blob(pw_orig_store *s, const char hex[PW_SHA256_HEX], uint64
  * it whole (file and record), and the link below makes it anew. Taken after the copy, not
  * before it: a large file's copy must not keep every other writer waiting.
  */
-static int hold_for_blob(pw_orig_store *s)
+static int hold_for_blob(pw_undo_orig_store *s)
 {
 	return txn_open(s);
 }
 
 /* Keeps the content of SRC (open for reading) as a blob; its hash in HEX. */
-static int keep_content(pw_orig_store *s, int src, uint64_t size, char hex[PW_SHA256_HEX])
+static int keep_content(pw_undo_orig_store *s, int src, uint64_t size, char hex[PW_SHA256_HEX])
 {
 	char tmpname[64];
 	_cleanup_close_ int t = tmp_blob(s, tmpname);
@@ -727,7 +729,7 @@ static int keep_content(pw_orig_store *s, int src, uint64_t size, char hex[PW_SH
 		_cleanup_free_ char *buf = malloc(COPY_CHUNK);
 		r = buf ? hash_fd(t, &c, buf) : -ENOMEM;
 	} else {
-		r = pw_copy_hash(src, t, size, &c);
+		r = pw_undo_copy_hash(src, t, size, &c);
 	}
 	uint8_t d[PW_SHA256_LEN];
 	pw_sha256_final(&c, d);
@@ -769,7 +771,7 @@ static int keep_content(pw_orig_store *s, int src, uint64_t size, char hex[PW_SH
  * bytes plus the new blob's must fit under max_total, and the filesystem must keep its
  * free-space floor. Counted on the blobs' records (orig_blobs), the store's own account.
  */
-static uint64_t stored_bytes(pw_orig_store *s)
+static uint64_t stored_bytes(pw_undo_orig_store *s)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db, "SELECT coalesce(sum(size), 0) FROM orig_blobs", -1, &st,
@@ -783,7 +785,7 @@ static uint64_t stored_bytes(pw_orig_store *s)
 #define FLOOR_MAX (1ull << 30)
 
 /* Whether SIZE more bytes leave blobs/' filesystem above its floor. */
-static bool above_floor(pw_orig_store *s, uint64_t size)
+static bool above_floor(pw_undo_orig_store *s, uint64_t size)
 {
 	struct statvfs v;
 	if (fstatvfs(s->blobs_fd, &v) < 0)
@@ -798,7 +800,7 @@ static bool above_floor(pw_orig_store *s, uint64_t size)
 	return avail >= floor && avail - floor >= size;
 }
 
-static bool fits(pw_orig_store *s, uint64_t size)
+static bool fits(pw_undo_orig_store *s, uint64_t size)
 {
 	uint64_t have = stored_bytes(s);
 	return size <= s->max_total && have <= s->max_total - size && above_floor(s, size);
@@ -810,18 +812,18 @@ static bool fits(pw_orig_store *s, uint64_t size)
  * needs is never dropped). During an undo nothing is dropped: the change sets it restores
  * from are older than its own. Lock held.
  */
-static bool room_for(pw_orig_store *s, uint64_t size)
+static bool room_for(pw_undo_orig_store *s, uint64_t size)
 {
 	if (fits(s, size))
 		return true;
 	if (size >= s->max_total || s->undoing)
 		return false;
-	(void)pw_orig_prune(s, 0, s->max_total - size, s->current, NULL);
+	(void)pw_undo_orig_prune(s, 0, s->max_total - size, s->current, NULL);
 	return fits(s, size);
 }
 
 /* Whether blob HEX is recorded and in place. */
-static bool blob_kept(pw_orig_store *s, const char hex[PW_SHA256_HEX])
+static bool blob_kept(pw_undo_orig_store *s, const char hex[PW_SHA256_HEX])
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM orig_blobs WHERE hash = ?1", -1, &st, NULL) !=
@@ -838,7 +840,7 @@ static bool blob_kept(pw_orig_store *s, const char hex[PW_SHA256_HEX])
  * not kept, "store-full", like a file over the per-file cap. The change still proceeds:
  * a full store never blocks or fails a write. 0 or -errno.
  */
-static int share_or_not_kept(pw_orig_store *s, int rfd, pw_orig_object *o)
+static int share_or_not_kept(pw_undo_orig_store *s, int rfd, pw_undo_orig_object *o)
 {
 	_cleanup_free_ char *buf = malloc(COPY_CHUNK);
 	if (!buf)
@@ -862,11 +864,11 @@ static int share_or_not_kept(pw_orig_store *s, int rfd, pw_orig_object *o)
 	return 0;
 }
 
-int pw_orig_capture(pw_orig_store *s, int dirfd, const char *name, unsigned flags,
-		    pw_orig_object *ret)
+int pw_undo_orig_capture(pw_undo_orig_store *s, int dirfd, const char *name, unsigned flags,
+		    pw_undo_orig_object *ret)
 {
-	bool content = flags & PW_ORIG_CONTENT;
-	pw_orig_object o = { 0 };
+	bool content = flags & PW_UNDO_ORIG_CONTENT;
+	pw_undo_orig_object o = { 0 };
 	_cleanup_close_ int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (name[0] == '\0') {
 		close(fd);
@@ -904,9 +906,9 @@ int pw_orig_capture(pw_orig_store *s, int dirfd, const char *name, unsigned flag
 		if (!o.target)
 			return -ENOMEM;
 	} else {
-		r = pw_orig_xattrs_read(fd, &o.xattrs, &o.xattrs_len);
+		r = pw_undo_orig_xattrs_read(fd, &o.xattrs, &o.xattrs_len);
 		if (r < 0) {
-			pw_orig_object_done(&o);
+			pw_undo_orig_object_done(&o);
 			return r;
 		}
 	}
@@ -939,14 +941,14 @@ int pw_orig_capture(pw_orig_store *s, int dirfd, const char *name, unsigned flag
 		}
 	}
 	if (r < 0) {
-		pw_orig_object_done(&o);
+		pw_undo_orig_object_done(&o);
 		return r;
 	}
 	*ret = o;
 	return 0;
 }
 
-void pw_orig_object_done(pw_orig_object *o)
+void pw_undo_orig_object_done(pw_undo_orig_object *o)
 {
 	free(o->target);
 	free(o->xattrs);
@@ -956,9 +958,10 @@ void pw_orig_object_done(pw_orig_object *o)
 
 /* ---- rows ------------------------------------------------------------------------------ */
 
-static int insert_row(pw_orig_store *s, const pw_orig_row *row, int64_t time_ns, int64_t *ret_id)
+static int insert_row(pw_undo_orig_store *s, const pw_undo_orig_row *row, int64_t time_ns,
+		      int64_t *ret_id)
 {
-	const pw_orig_object *o = row->obj;
+	const pw_undo_orig_object *o = row->obj;
 	int rc = s->insert ? SQLITE_OK : sqlite3_prepare_v2(
 		s->db,
 		"INSERT INTO orig_rows(changeset, action, path, path2, exchange, implicit, "
@@ -978,7 +981,8 @@ static int insert_row(pw_orig_store *s, const pw_orig_row *row, int64_t time_ns,
 	if (s->id_floor)
 		sqlite3_bind_int64(st, 29, s->id_floor);
 	sqlite3_bind_int64(st, 1, row->changeset);
-	sqlite3_bind_text(st, 2, row->action == PW_ORIG_MOVE ? "move" : "keep", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, row->action == PW_UNDO_ORIG_MOVE ? "move" : "keep", -1,
+			  SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, row->path, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 4, row->path2, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 5, row->exchange);
@@ -1028,7 +1032,7 @@ static int insert_row(pw_orig_store *s, const pw_orig_row *row, int64_t time_ns,
 
 /* A failed statement can end the transaction (SQLite rolls back on some errors: a full
  * disk, an I/O error): the batch is lost then. */
-static int txn_checked(pw_orig_store *s, int r)
+static int txn_checked(pw_undo_orig_store *s, int r)
 {
 	if (r < 0 && s->txn && sqlite3_get_autocommit(s->db))
 		batch_lost(s);
@@ -1036,12 +1040,12 @@ static int txn_checked(pw_orig_store *s, int r)
 }
 
 /*
- * The row pw_orig_insert added to a batch it could not commit is rolled back, alone: its
+ * The row pw_undo_orig_insert added to a batch it could not commit is rolled back, alone: its
  * change will not happen, so it must never be committed later. The batch's other rows are
  * journaled and their changes made; they stay for the next flush. Should even that fail,
  * the whole transaction goes, and the batch with it (batch_lost: the journal has its rows).
  */
-static void take_row_back(pw_orig_store *s)
+static void take_row_back(pw_undo_orig_store *s)
 {
 	if (pw_db_exec(s->db, "ROLLBACK TO one_row") == 0 &&
 	    pw_db_exec(s->db, "RELEASE one_row") == 0)
@@ -1051,7 +1055,7 @@ static void take_row_back(pw_orig_store *s)
 	batch_lost(s);
 }
 
-int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
+int pw_undo_orig_insert(pw_undo_orig_store *s, const pw_undo_orig_row *row, int64_t *ret_id)
 {
 	(void)txn_ended(s);
 	int r = batch_recover(s);
@@ -1067,18 +1071,19 @@ int pw_orig_insert(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 	 * committed is always every row up to some point, never a later row without an
 	 * earlier one. */
 	if (r == 0 && s->txn)
-		r = pw_orig_flush(s);
+		r = pw_undo_orig_flush(s);
 	if (r < 0 && s->txn)
 		take_row_back(s);
 	return r;
 }
 
-int pw_orig_insert_deferred(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
+int pw_undo_orig_insert_deferred(pw_undo_orig_store *s, const pw_undo_orig_row *row,
+				 int64_t *ret_id)
 {
 	/* Without a journal, no deferring. A row that holds an object fits the journal too:
-	 * its blob is in place already (pw_orig_capture), and the record names it. */
+	 * its blob is in place already (pw_undo_orig_capture), and the record names it. */
 	if (s->journal.fd < 0 || txn_open(s) < 0)
-		return pw_orig_insert(s, row, ret_id);
+		return pw_undo_orig_insert(s, row, ret_id);
 	int r = drain(s); /* the rows of earlier changes go first */
 	if (r < 0)
 		return r;
@@ -1090,17 +1095,17 @@ int pw_orig_insert_deferred(pw_orig_store *s, const pw_orig_row *row, int64_t *r
 	uint64_t seq;
 	/* In the journal before the change is applied: a kill after it loses nothing. If
 	 * the journal cannot take it, the row is committed now instead. */
-	if (pw_journal_append(&s->journal, row, now, &seq) < 0)
-		return pw_orig_flush(s);
+	if (pw_undo_journal_append(&s->journal, row, now, &seq) < 0)
+		return pw_undo_orig_flush(s);
 	batch_note(s, seq, id);
-	if (++s->txn_rows + s->queue_len >= PW_ORIG_DEFER_ROWS)
-		(void)pw_orig_flush(s); /* if busy, the flusher tries again */
+	if (++s->txn_rows + s->queue_len >= PW_UNDO_ORIG_DEFER_ROWS)
+		(void)pw_undo_orig_flush(s); /* if busy, the flusher tries again */
 	return 0;
 }
 
-/* ---- queued rows (pw_orig_queue) ------------------------------------------------------- */
+/* ---- queued rows (pw_undo_orig_queue) ------------------------------------------------------- */
 
-static void recent_put(pw_orig_store *s, uint64_t seq, int64_t id)
+static void recent_put(pw_undo_orig_store *s, uint64_t seq, int64_t id)
 {
 	if (!s->recent && !(s->recent = calloc(RECENT_MAX, sizeof(*s->recent))))
 		return; /* out of memory: a late delete of this row finds nothing */
@@ -1109,7 +1114,7 @@ static void recent_put(pw_orig_store *s, uint64_t seq, int64_t id)
 
 /* The row id behind ID: itself, or a token's once a flush inserted its row; 0 if unknown.
  * Queued rows are drained first. */
-static int64_t resolve(pw_orig_store *s, int64_t id)
+static int64_t resolve(pw_undo_orig_store *s, int64_t id)
 {
 	if (!(id & TOKEN_BIT)) {
 		if (!id_lost(s, id))
@@ -1127,17 +1132,17 @@ static int64_t resolve(pw_orig_store *s, int64_t id)
 }
 
 /* Inserts the queued rows not in the transaction yet, opening it if need be. */
-static int drain(pw_orig_store *s)
+static int drain(pw_undo_orig_store *s)
 {
 	if (s->queue_inserted == s->queue_len)
 		return 0;
 	int r = txn_open(s);
 	if (r < 0)
 		return r;
-	pw_orig_object none = { 0 };
+	pw_undo_orig_object none = { 0 };
 	for (; s->queue_inserted < s->queue_len; s->queue_inserted++) {
 		const queued_row *q = &s->queue[s->queue_inserted];
-		pw_orig_row row = { .changeset = q->changeset, .action = PW_ORIG_KEEP,
+		pw_undo_orig_row row = { .changeset = q->changeset, .action = PW_UNDO_ORIG_KEEP,
 				    .path = q->path, .implicit = q->implicit, .obj = &none,
 				    .op = q->op, .comm = q->comm, .mode = q->mode, .pid = q->pid,
 				    .thread = q->thread };
@@ -1151,7 +1156,7 @@ static int drain(pw_orig_store *s)
 }
 
 /* The transaction holding the first QUEUE_INSERTED rows is committed: they leave. */
-static void queue_committed(pw_orig_store *s)
+static void queue_committed(pw_undo_orig_store *s)
 {
 	if (!s->queue_inserted)
 		return;
@@ -1164,7 +1169,7 @@ static void queue_committed(pw_orig_store *s)
 }
 
 /* ROW's strings, copied into one allocation. */
-static bool queued_strings(queued_row *q, const pw_orig_row *row)
+static bool queued_strings(queued_row *q, const pw_undo_orig_row *row)
 {
 	const char *src[5] = { row->path, row->op ? row->op : "", row->comm ? row->comm : "",
 			       row->mode ? row->mode : "", row->thread ? row->thread : "" };
@@ -1192,11 +1197,12 @@ static bool queued_strings(queued_row *q, const pw_orig_row *row)
 	return true;
 }
 
-int pw_orig_queue_try(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
+int pw_undo_orig_queue_try(pw_undo_orig_store *s, const pw_undo_orig_row *row, int64_t *ret_id)
 {
-	if (s->journal.fd < 0 || row->action != PW_ORIG_KEEP || (row->obj && row->obj->present) ||
-	    !s->flusher_started || s->lost_pending)
-		return -EAGAIN; /* a lost batch's replay first: pw_orig_queue's slow path does it */
+	if (s->journal.fd < 0 || row->action != PW_UNDO_ORIG_KEEP ||
+	    (row->obj && row->obj->present) || !s->flusher_started || s->lost_pending)
+		return -EAGAIN; /* a lost batch's replay first: pw_undo_orig_queue's slow path does
+				   it */
 	if (s->queue_len == s->queue_cap) {
 		size_t cap = s->queue_cap ? 2 * s->queue_cap : 256;
 		queued_row *q = realloc(s->queue, cap * sizeof(*q));
@@ -1212,7 +1218,7 @@ int pw_orig_queue_try(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 		return -EAGAIN;
 	/* In the journal before the change is applied, as every deferred row: a kill after it
 	 * loses nothing (the replay inserts it). */
-	if (pw_journal_append(&s->journal, row, q->time_ns, &q->seq) < 0) {
+	if (pw_undo_journal_append(&s->journal, row, q->time_ns, &q->seq) < 0) {
 		free(q->path);
 		return -EAGAIN;
 	}
@@ -1223,25 +1229,25 @@ int pw_orig_queue_try(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
 	s->queue_len++;
 	*ret_id = TOKEN_BIT | (int64_t)q->seq;
 	/* A full batch is the flusher's to commit, now: nothing here may write the database
-	 * (the caller's credentials may be in force, pw_orig_queue_try's promise). */
-	if (s->txn_rows + s->queue_len >= PW_ORIG_DEFER_ROWS) {
+	 * (the caller's credentials may be in force, pw_undo_orig_queue_try's promise). */
+	if (s->txn_rows + s->queue_len >= PW_UNDO_ORIG_DEFER_ROWS) {
 		s->txn_since = INT64_MIN / 2;
 		pthread_cond_signal(&s->wake);
 	}
 	return 0;
 }
 
-int pw_orig_queue(pw_orig_store *s, const pw_orig_row *row, int64_t *ret_id)
+int pw_undo_orig_queue(pw_undo_orig_store *s, const pw_undo_orig_row *row, int64_t *ret_id)
 {
-	if (start_flusher(s) == 0 && pw_orig_queue_try(s, row, ret_id) == 0)
+	if (start_flusher(s) == 0 && pw_undo_orig_queue_try(s, row, ret_id) == 0)
 		return 0;
-	return pw_orig_insert_deferred(s, row, ret_id);
+	return pw_undo_orig_insert_deferred(s, row, ret_id);
 }
 
 /* ---- a lost batch ---------------------------------------------------------------------- */
 
 /* A deferred row of the open batch, journaled as record SEQ: remembered until the commit. */
-static void batch_note(pw_orig_store *s, uint64_t seq, int64_t id)
+static void batch_note(pw_undo_orig_store *s, uint64_t seq, int64_t id)
 {
 	if (s->batch_n == s->batch_cap) {
 		size_t cap = s->batch_cap ? 2 * s->batch_cap : 256;
@@ -1256,7 +1262,7 @@ static void batch_note(pw_orig_store *s, uint64_t seq, int64_t id)
 
 /*
  * The batch's transaction ended without its commit: SQLite rolled it back on an error (a
- * full disk, an I/O error), or pw_orig_insert had to. Every row it held, deferred or
+ * full disk, an I/O error), or pw_undo_orig_insert had to. Every row it held, deferred or
  * queued, and every row still queued, is in the journal past the mark the database holds,
  * and its change may be made already: none may be lost. They are read back from the
  * journal and committed by batch_recover, and until then nothing else is written, read or
@@ -1264,11 +1270,11 @@ static void batch_note(pw_orig_store *s, uint64_t seq, int64_t id)
  * keep the order of their changes, which undo replays backwards. A daemon that dies before
  * leaves them in its journal for the next start. The ids the batch gave name no row now,
  * and SQLite would give them again, to this store or to another daemon sharing the
- * database, while a caller may still hold one (a keep's row, for pw_orig_set_content or a
- * failed change's pw_orig_delete): this store gives none of them again (insert_row's
+ * database, while a caller may still hold one (a keep's row, for pw_undo_orig_set_content or a
+ * failed change's pw_undo_orig_delete): this store gives none of them again (insert_row's
  * floor), and resolve follows each to the row that replaces it. Lock held.
  */
-static void batch_lost(pw_orig_store *s)
+static void batch_lost(pw_undo_orig_store *s)
 {
 	s->txn = false;
 	s->txn_rows = 0;
@@ -1305,7 +1311,7 @@ static void batch_lost(pw_orig_store *s)
 
 /* Whether the batch SQLite rolled back unseen is lost (an error answered with a rollback
  * where the caller did not check for one): then batch_lost, and true. */
-static bool txn_ended(pw_orig_store *s)
+static bool txn_ended(pw_undo_orig_store *s)
 {
 	if (!s->txn || !sqlite3_get_autocommit(s->db))
 		return false;
@@ -1314,7 +1320,7 @@ static bool txn_ended(pw_orig_store *s)
 }
 
 /* Whether ID is one a lost batch gave (it names no row of ours but through LOST). */
-static bool id_lost(const pw_orig_store *s, int64_t id)
+static bool id_lost(const pw_undo_orig_store *s, int64_t id)
 {
 	if (id <= s->doubtful_upto)
 		return true;
@@ -1324,7 +1330,7 @@ static bool id_lost(const pw_orig_store *s, int64_t id)
 	return false;
 }
 
-static struct batch_id *lost_find(pw_orig_store *s, int64_t id, uint64_t seq)
+static struct batch_id *lost_find(pw_undo_orig_store *s, int64_t id, uint64_t seq)
 {
 	for (size_t i = 0; i < s->lost_n; i++)
 		if (id ? s->lost[i].id == id : s->lost[i].seq == seq)
@@ -1333,7 +1339,7 @@ static struct batch_id *lost_find(pw_orig_store *s, int64_t id, uint64_t seq)
 }
 
 typedef struct recovery {
-	pw_orig_store *s;
+	pw_undo_orig_store *s;
 	struct recovered {
 		uint64_t seq;
 		int64_t id;
@@ -1342,7 +1348,7 @@ typedef struct recovery {
 } recovery;
 
 /* One record of the lost batch's journal: its row again (and its blob's record). */
-static int recover_record(void *data, const char *name, uint64_t seq, const pw_orig_row *row,
+static int recover_record(void *data, const char *name, uint64_t seq, const pw_undo_orig_row *row,
 			  int64_t time_ns)
 {
 	recovery *c = data;
@@ -1360,10 +1366,10 @@ static int recover_record(void *data, const char *name, uint64_t seq, const pw_o
 	return r;
 }
 
-static void delete_row(pw_orig_store *s, int64_t id);
+static void delete_row(pw_undo_orig_store *s, int64_t id);
 
 /* The rows a lost batch took are committed again: each old id (and token) now names its. */
-static void recovered(pw_orig_store *s, const recovery *c)
+static void recovered(pw_undo_orig_store *s, const recovery *c)
 {
 	for (size_t i = 0; i < c->n; i++) {
 		struct batch_id *b = lost_find(s, 0, c->ids[i].seq);
@@ -1382,7 +1388,7 @@ static void recovered(pw_orig_store *s, const recovery *c)
  * transaction marked, as every batch's, with the journal's last sequence number. 0 once
  * they are committed (or nothing was lost), else -errno: nothing else may be written yet.
  */
-static int batch_recover(pw_orig_store *s)
+static int batch_recover(pw_undo_orig_store *s)
 {
 	if (!s->lost_pending)
 		return 0;
@@ -1390,7 +1396,7 @@ static int batch_recover(pw_orig_store *s)
 	int r = pw_db_exec(s->db, "BEGIN IMMEDIATE");
 	if (r < 0)
 		return r;
-	r = pw_journal_read(&s->journal, recover_record, &c);
+	r = pw_undo_journal_read(&s->journal, recover_record, &c);
 	if (r == 0)
 		r = journal_mark(s, s->journal.seq);
 	if (r == 0)
@@ -1403,7 +1409,7 @@ static int batch_recover(pw_orig_store *s)
 	}
 	s->lost_pending = false;
 	s->journal_committed = s->journal.seq;
-	(void)pw_journal_truncate(&s->journal); /* if it fails, the replay skips them all */
+	(void)pw_undo_journal_truncate(&s->journal); /* if it fails, the replay skips them all */
 	recovered(s, &c);
 	free(c.ids);
 	return 0;
@@ -1411,9 +1417,9 @@ static int batch_recover(pw_orig_store *s)
 
 /* Every row so far committed, a lost batch's included: before a read (undo must see all of
  * a change set's rows, or refuse), a prune, a new change set. 0 or -errno. */
-static int settle(pw_orig_store *s)
+static int settle(pw_undo_orig_store *s)
 {
-	int r = pw_orig_flush(s);
+	int r = pw_undo_orig_flush(s);
 	return r < 0 ? r : batch_recover(s);
 }
 
@@ -1423,13 +1429,13 @@ static int settle(pw_orig_store *s)
  * commits, hold_for_blob), so a record that names such a blob can only be in a journal not
  * replayed: a dead daemon's, or a live one's just after its commit. Then not now.
  */
-static bool may_remove_blobs(pw_orig_store *s)
+static bool may_remove_blobs(pw_undo_orig_store *s)
 {
-	return s->dir_fd >= 0 && !pw_journal_others_pending(s->dir_fd, s->journal.name);
+	return s->dir_fd >= 0 && !pw_undo_journal_others_pending(s->dir_fd, s->journal.name);
 }
 
 /* Removes blob HASH (file and record) when no row references it. No batch is open. */
-static void drop_unreferenced(pw_orig_store *s, const char *hash)
+static void drop_unreferenced(pw_undo_orig_store *s, const char *hash)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	if (strlen(hash) != PW_SHA256_HEX - 1 || strchr(hash, '/'))
@@ -1457,7 +1463,7 @@ static void drop_unreferenced(pw_orig_store *s, const char *hash)
 		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
-void pw_orig_delete(pw_orig_store *s, int64_t id)
+void pw_undo_orig_delete(pw_undo_orig_store *s, int64_t id)
 {
 	/* Committed on its own: a blob file removed below must never outlive, in a crash, a
 	 * transaction that would bring its row back. */
@@ -1473,7 +1479,7 @@ void pw_orig_delete(pw_orig_store *s, int64_t id)
 }
 
 /* Deletes row ID (committed, no batch open) and its blob when no other row names it. */
-static void delete_row(pw_orig_store *s, int64_t id)
+static void delete_row(pw_undo_orig_store *s, int64_t id)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	char hash[PW_SHA256_HEX] = "";
@@ -1502,7 +1508,7 @@ static void delete_row(pw_orig_store *s, int64_t id)
  * without changes leaves nothing behind. A checkpoint's or an undo's stays: the person
  * asked for it, and `changes` shows it. Its rows are committed (settle) before this.
  */
-static void drop_if_empty(pw_orig_store *s, int64_t id)
+static void drop_if_empty(pw_undo_orig_store *s, int64_t id)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	if (!id || sqlite3_prepare_v2(s->db,
@@ -1515,7 +1521,7 @@ static void drop_if_empty(pw_orig_store *s, int64_t id)
 	(void)sqlite3_step(st);
 }
 
-int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *mountpoint,
+int pw_undo_orig_changeset_begin(pw_undo_orig_store *s, const char *project, const char *mountpoint,
 			    const char *reason, const char *name, const char *mode,
 			    int64_t *ret_id)
 {
@@ -1546,8 +1552,8 @@ int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *m
 }
 
 /* UPDATE orig_changesets SET COLUMN = the text or integer value WHERE id = ID. */
-static int changeset_update(pw_orig_store *s, const char *sql, const char *text_v, int64_t int_v,
-			    int64_t id)
+static int changeset_update(pw_undo_orig_store *s, const char *sql, const char *text_v,
+			    int64_t int_v, int64_t id)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int r = settle(s);
@@ -1565,19 +1571,19 @@ static int changeset_update(pw_orig_store *s, const char *sql, const char *text_
 	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
 }
 
-int pw_orig_changeset_set_undoes(pw_orig_store *s, int64_t id, const char *undoes)
+int pw_undo_orig_changeset_set_undoes(pw_undo_orig_store *s, int64_t id, const char *undoes)
 {
 	return changeset_update(s, "UPDATE orig_changesets SET undoes = ?1 WHERE id = ?2", undoes,
 				0, id);
 }
 
-int pw_orig_changeset_set_redone(pw_orig_store *s, int64_t id, int64_t by)
+int pw_undo_orig_changeset_set_redone(pw_undo_orig_store *s, int64_t id, int64_t by)
 {
 	return changeset_update(s, "UPDATE orig_changesets SET redone_by = ?1 WHERE id = ?2",
 				NULL, by, id);
 }
 
-int pw_orig_set_content(pw_orig_store *s, int64_t id, const pw_orig_object *o)
+int pw_undo_orig_set_content(pw_undo_orig_store *s, int64_t id, const pw_undo_orig_object *o)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int r = drain(s);
@@ -1603,7 +1609,7 @@ int pw_orig_set_content(pw_orig_store *s, int64_t id, const pw_orig_object *o)
 		return -ENOENT; /* no such row: the change that asks must not go on unkept */
 	/* Committed now, with the rows before it and the blob's record (in the transaction
 	 * since hold_for_blob): not journaled, so it must not wait for the batch. */
-	return pw_orig_flush(s);
+	return pw_undo_orig_flush(s);
 }
 
 /* ---- reading back ---------------------------------------------------------------------- */
@@ -1613,8 +1619,8 @@ static const char *text(sqlite3_stmt *st, int i)
 	return (const char *)sqlite3_column_text(st, i);
 }
 
-static int read_sets(pw_orig_store *s, const char *project,
-		     int (*fn)(const pw_orig_changeset *c, void *u), void *u)
+static int read_sets(pw_undo_orig_store *s, const char *project,
+		     int (*fn)(const pw_undo_orig_changeset *c, void *u), void *u)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(s->db,
@@ -1626,7 +1632,7 @@ static int read_sets(pw_orig_store *s, const char *project,
 		return pw_db_errno(rc);
 	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		pw_orig_changeset c = {
+		pw_undo_orig_changeset c = {
 			.id = sqlite3_column_int64(st, 0),
 			.started_ns = sqlite3_column_int64(st, 1),
 			.reason = text(st, 2),
@@ -1642,8 +1648,8 @@ static int read_sets(pw_orig_store *s, const char *project,
 	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
 }
 
-static int read_rows(pw_orig_store *s, const char *project,
-		     int (*fn)(const pw_orig_rec *r, void *u), void *u)
+static int read_rows(pw_undo_orig_store *s, const char *project,
+		     int (*fn)(const pw_undo_orig_rec *r, void *u), void *u)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(
@@ -1660,24 +1666,25 @@ static int read_rows(pw_orig_store *s, const char *project,
 	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *action = text(st, 2), *path = text(st, 3), *blob = text(st, 16);
-		pw_orig_rec r = {
-			.id = sqlite3_column_int64(st, 0),
-			.changeset = sqlite3_column_int64(st, 1),
-			.action = action && streq(action, "move") ? PW_ORIG_MOVE : PW_ORIG_KEEP,
-			.path = path ? path : "",
-			.path2 = text(st, 4),
-			.exchange = sqlite3_column_int(st, 5),
-			.implicit = sqlite3_column_int(st, 6),
-			.src_dev = (uint64_t)sqlite3_column_int64(st, 7),
-			.src_ino = (uint64_t)sqlite3_column_int64(st, 8),
-			.op = text(st, 20),
-			.pid = sqlite3_column_int64(st, 21),
-			.comm = text(st, 22),
-			.thread = text(st, 29),
-			.mode_name = text(st, 23),
-			.time_ns = sqlite3_column_int64(st, 24),
+		pw_undo_orig_rec r = {
+		    .id = sqlite3_column_int64(st, 0),
+		    .changeset = sqlite3_column_int64(st, 1),
+		    .action =
+			action && streq(action, "move") ? PW_UNDO_ORIG_MOVE : PW_UNDO_ORIG_KEEP,
+		    .path = path ? path : "",
+		    .path2 = text(st, 4),
+		    .exchange = sqlite3_column_int(st, 5),
+		    .implicit = sqlite3_column_int(st, 6),
+		    .src_dev = (uint64_t)sqlite3_column_int64(st, 7),
+		    .src_ino = (uint64_t)sqlite3_column_int64(st, 8),
+		    .op = text(st, 20),
+		    .pid = sqlite3_column_int64(st, 21),
+		    .comm = text(st, 22),
+		    .thread = text(st, 29),
+		    .mode_name = text(st, 23),
+		    .time_ns = sqlite3_column_int64(st, 24),
 		};
-		pw_orig_object *o = &r.o;
+		pw_undo_orig_object *o = &r.o;
 		o->present = sqlite3_column_int(st, 9);
 		o->mode = (mode_t)sqlite3_column_int64(st, 10);
 		o->uid = (uid_t)sqlite3_column_int64(st, 11);
@@ -1702,9 +1709,9 @@ static int read_rows(pw_orig_store *s, const char *project,
 	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
 }
 
-int pw_orig_read(pw_orig_store *s, const char *project,
-		 int (*set_fn)(const pw_orig_changeset *c, void *u),
-		 int (*row_fn)(const pw_orig_rec *r, void *u), void *u)
+int pw_undo_orig_read(pw_undo_orig_store *s, const char *project,
+		 int (*set_fn)(const pw_undo_orig_changeset *c, void *u),
+		 int (*row_fn)(const pw_undo_orig_rec *r, void *u), void *u)
 {
 	int r = settle(s); /* what is read is what is committed */
 	if (r < 0)
@@ -1715,7 +1722,7 @@ int pw_orig_read(pw_orig_store *s, const char *project,
 
 /* ---- retention ------------------------------------------------------------------------- */
 
-int pw_orig_total(pw_orig_store *s, uint64_t *ret_bytes, uint64_t *ret_blobs)
+int pw_undo_orig_total(pw_undo_orig_store *s, uint64_t *ret_bytes, uint64_t *ret_blobs)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(s->db, "SELECT coalesce(sum(size), 0), count(*) FROM orig_blobs",
@@ -1731,7 +1738,7 @@ int pw_orig_total(pw_orig_store *s, uint64_t *ret_bytes, uint64_t *ret_blobs)
 	return 0;
 }
 
-static int drop_changeset(pw_orig_store *s, int64_t id)
+static int drop_changeset(pw_undo_orig_store *s, int64_t id)
 {
 	char sql[160];
 	snprintf(sql, sizeof(sql),
@@ -1742,7 +1749,7 @@ static int drop_changeset(pw_orig_store *s, int64_t id)
 }
 
 /* The oldest change set other than PROTECT, or 0. */
-static int64_t oldest(pw_orig_store *s, int64_t protect, int64_t *ret_started)
+static int64_t oldest(pw_undo_orig_store *s, int64_t protect, int64_t *ret_started)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db,
@@ -1758,7 +1765,7 @@ static int64_t oldest(pw_orig_store *s, int64_t protect, int64_t *ret_started)
 }
 
 /* Bytes of the blobs still referenced by some row. */
-static uint64_t referenced_bytes(pw_orig_store *s)
+static uint64_t referenced_bytes(pw_undo_orig_store *s)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db,
@@ -1790,7 +1797,7 @@ static bool blob_name(const char *name)
  * its nlink then says 2, and a write in place would change the "kept" content. Adds the
  * bytes freed to FREED.
  */
-static void drop_unrecorded(pw_orig_store *s, uint64_t *freed)
+static void drop_unrecorded(pw_undo_orig_store *s, uint64_t *freed)
 {
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", s->blobs_fd);
@@ -1819,7 +1826,7 @@ static void drop_unrecorded(pw_orig_store *s, uint64_t *freed)
 	closedir(d);
 }
 
-int pw_orig_prune(pw_orig_store *s, int64_t keep_ns, uint64_t max_total, int64_t protect,
+int pw_undo_orig_prune(pw_undo_orig_store *s, int64_t keep_ns, uint64_t max_total, int64_t protect,
 		  uint64_t *ret_bytes)
 {
 	if (!keep_ns)

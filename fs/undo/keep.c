@@ -2,7 +2,7 @@
 /*
  * Keeping originals before the view's changes (keep.h has the contract).
  *
- * Locking: the store's lock (pw_orig_lock) guards the store, the set of paths recorded in
+ * Locking: the store's lock (pw_undo_orig_lock) guards the store, the set of paths recorded in
  * the current change set and the mode name. It is held across a whole keep, copy
  * included: a second writer of the same file waits until the first has kept the original,
  * so no write can land before it. The hooks run with the caller's credentials installed
@@ -40,8 +40,8 @@ typedef struct entry {
 
 #define SET_BUCKETS 4096
 
-struct pw_keep {
-	pw_orig_store *store;
+struct pw_undo {
+	pw_undo_orig_store *store;
 	pw_fs *fs;
 	char *project, *mountpoint;
 	atomic_bool active;
@@ -52,12 +52,12 @@ struct pw_keep {
 	size_t n_set;
 	bool disabled; /* a store error at start: nothing is kept (status says so) */
 	/* Rows of the current change set not kept because the store was full, and since when
-	 * (realtime ns): pw_keep_store_full. */
+	 * (realtime ns): pw_undo_store_full. */
 	_Atomic uint64_t full_rows;
 	_Atomic int64_t full_since_ns;
 };
 
-uint64_t pw_keep_store_full(pw_keep *k, int64_t *ret_since_ns)
+uint64_t pw_undo_store_full(pw_undo *k, int64_t *ret_since_ns)
 {
 	if (ret_since_ns)
 		*ret_since_ns = k ? atomic_load(&k->full_since_ns) : 0;
@@ -66,7 +66,7 @@ uint64_t pw_keep_store_full(pw_keep *k, int64_t *ret_since_ns)
 
 /* A row of the current change set was recorded without its content because the store is
  * full (issue 27): undo is incomplete from now on, which status says. */
-static void note_not_kept(pw_keep *k, const pw_orig_object *o)
+static void note_not_kept(pw_undo *k, const pw_undo_orig_object *o)
 {
 	if (!o->not_kept || !streq(o->not_kept, "store-full"))
 		return;
@@ -77,7 +77,7 @@ static void note_not_kept(pw_keep *k, const pw_orig_object *o)
 	}
 }
 
-static entry *set_find(pw_keep *k, const char *path)
+static entry *set_find(pw_undo *k, const char *path)
 {
 	size_t b = pw_fnv1a64_str(PW_FNV1A64_INIT, path) % SET_BUCKETS;
 
@@ -88,7 +88,7 @@ static entry *set_find(pw_keep *k, const char *path)
 }
 
 /* The new entry, or NULL (out of memory). */
-static entry *set_add(pw_keep *k, const char *path, int64_t row, bool content, bool created)
+static entry *set_add(pw_undo *k, const char *path, int64_t row, bool content, bool created)
 {
 	entry *e = calloc(1, sizeof(*e));
 	if (!e || !(e->path = strdup(path))) {
@@ -106,7 +106,7 @@ static entry *set_add(pw_keep *k, const char *path, int64_t row, bool content, b
 }
 
 /* Removes the entries PRED selects. */
-static void set_remove_if(pw_keep *k, bool (*pred)(const entry *e, const void *u), const void *u)
+static void set_remove_if(pw_undo *k, bool (*pred)(const entry *e, const void *u), const void *u)
 {
 	for (size_t b = 0; k->n_set && b < SET_BUCKETS; b++) {
 		for (entry **pp = &k->set[b]; *pp;) {
@@ -128,7 +128,7 @@ static void set_remove_if(pw_keep *k, bool (*pred)(const entry *e, const void *u
  * above it now hold something undo must put back through them, so their removal can no
  * longer go unrecorded (record_locked).
  */
-static void mark_kept_below(pw_keep *k, const char *path)
+static void mark_kept_below(pw_undo *k, const char *path)
 {
 	char p[PW_PATH_MAX];
 	snprintf(p, sizeof(p), "%s", path);
@@ -156,77 +156,80 @@ static bool has_row(const entry *e, const void *u)
 	return e->row == *(const int64_t *)u;
 }
 
-int pw_keep_new(const pw_keep_opts *o, pw_keep **ret)
+int pw_undo_new(const pw_undo_opts *o, pw_undo **ret)
 {
-	pw_keep *k = calloc(1, sizeof(*k));
+	pw_undo *k = calloc(1, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
 	k->project = strdup(o->project);
 	k->mountpoint = strdup(o->mountpoint);
 	if (!k->project || !k->mountpoint) {
-		pw_keep_free(k);
+		pw_undo_free(k);
 		return -ENOMEM;
 	}
-	pw_orig_opts so = { .db_path = o->db_path, .max_file = o->max_file, .keep_ns = o->keep_ns,
-			    .max_total = o->max_total, .defer_ns = o->defer_ns,
-			    .min_free = o->min_free };
-	int r = pw_orig_store_open(&so, &k->store);
+	pw_undo_orig_opts so = {.db_path = o->db_path,
+				.max_file = o->max_file,
+				.keep_ns = o->keep_ns,
+				.max_total = o->max_total,
+				.defer_ns = o->defer_ns,
+				.min_free = o->min_free};
+	int r = pw_undo_orig_store_open(&so, &k->store);
 	if (r < 0) {
-		pw_keep_free(k);
+		pw_undo_free(k);
 		return r;
 	}
 	/* Retention at every start: the oldest change sets go first. */
-	pw_orig_lock(k->store);
-	(void)pw_orig_prune(k->store, 0, 0, 0, NULL);
-	pw_orig_unlock(k->store);
+	pw_undo_orig_lock(k->store);
+	(void)pw_undo_orig_prune(k->store, 0, 0, 0, NULL);
+	pw_undo_orig_unlock(k->store);
 	*ret = k;
 	return 0;
 }
 
-void pw_keep_free(pw_keep *k)
+void pw_undo_free(pw_undo *k)
 {
 	if (!k)
 		return;
 	set_remove_if(k, always, NULL);
-	pw_orig_store_close(k->store);
+	pw_undo_orig_store_close(k->store);
 	free(k->project);
 	free(k->mountpoint);
 	free(k->mode);
 	free(k);
 }
 
-void pw_fs_set_keep(pw_fs *fs, pw_keep *k)
+void pw_fs_set_undo(pw_fs *fs, pw_undo *k)
 {
 	if (k)
 		k->fs = fs;
-	fs->keep = k;
+	fs->undo = k;
 }
 
-pw_keep *pw_fs_keep(pw_fs *fs)
+pw_undo *pw_fs_undo(pw_fs *fs)
 {
-	return fs ? fs->keep : NULL;
+	return fs ? fs->undo : NULL;
 }
 
-pw_orig_store *pw_keep_store(pw_keep *k)
+pw_undo_orig_store *pw_undo_keep_store(pw_undo *k)
 {
 	return k->store;
 }
 
-const char *pw_keep_project(const pw_keep *k)
+const char *pw_undo_keep_project(const pw_undo *k)
 {
 	return k->project;
 }
 
-int64_t pw_keep_current(pw_keep *k)
+int64_t pw_undo_keep_current(pw_undo *k)
 {
 	return atomic_load(&k->cs);
 }
 
 /* With the store lock held. */
-static int begin_locked(pw_keep *k, const char *reason, const char *name, int64_t *ret_id)
+static int begin_locked(pw_undo *k, const char *reason, const char *name, int64_t *ret_id)
 {
 	int64_t id;
-	int r = pw_orig_changeset_begin(k->store, k->project, k->mountpoint, reason, name,
+	int r = pw_undo_orig_changeset_begin(k->store, k->project, k->mountpoint, reason, name,
 					k->mode, &id);
 	if (r < 0)
 		return r;
@@ -238,19 +241,19 @@ static int begin_locked(pw_keep *k, const char *reason, const char *name, int64_
 	return 0;
 }
 
-int pw_keep_begin(pw_keep *k, const char *reason, const char *name, int64_t *ret_id)
+int pw_undo_keep_begin(pw_undo *k, const char *reason, const char *name, int64_t *ret_id)
 {
-	pw_orig_lock(k->store);
+	pw_undo_orig_lock(k->store);
 	int r = begin_locked(k, reason, name, ret_id);
-	pw_orig_unlock(k->store);
+	pw_undo_orig_unlock(k->store);
 	return r;
 }
 
-void pw_keep_policy_changed(pw_keep *k, const pw_policy *p, const char *reason, bool new_set)
+void pw_undo_policy_changed(pw_undo *k, const pw_policy *p, const char *reason, bool new_set)
 {
 	if (!k)
 		return;
-	pw_orig_lock(k->store);
+	pw_undo_orig_lock(k->store);
 	char *mode = strdup(pw_policy_mode_name(p));
 	if (mode) {
 		free(k->mode);
@@ -260,7 +263,7 @@ void pw_keep_policy_changed(pw_keep *k, const pw_policy *p, const char *reason, 
 	if ((new_set || !atomic_load(&k->cs)) && on)
 		(void)begin_locked(k, reason, NULL, NULL);
 	atomic_store(&k->active, on && atomic_load(&k->cs) != 0);
-	pw_orig_unlock(k->store);
+	pw_undo_orig_unlock(k->store);
 }
 
 /* ---- the daemon's own credentials around the store ------------------------------------- */
@@ -330,7 +333,7 @@ static const char *who_comm(who *w)
  * recorded without content gets it now when CONTENT asks. Lock held. Returns the row id
  * (> 0) of a new row, 0 when nothing was added, or -errno.
  */
-static int64_t record_locked(pw_keep *k, who *w, const char *path, int dirfd,
+static int64_t record_locked(pw_undo *k, who *w, const char *path, int dirfd,
 			     const char *name, bool content, bool implicit, const char *op)
 {
 	entry *e = set_find(k, path);
@@ -347,9 +350,9 @@ static int64_t record_locked(pw_keep *k, who *w, const char *path, int dirfd,
 	}
 	if (e && (e->content || !content))
 		return 0;
-	pw_orig_object o;
-	int r = pw_orig_capture(k->store, dirfd, name,
-				content ? PW_ORIG_CONTENT : 0, &o);
+	pw_undo_orig_object o;
+	int r = pw_undo_orig_capture(k->store, dirfd, name,
+				content ? PW_UNDO_ORIG_CONTENT : 0, &o);
 	if (r < 0)
 		return r;
 	note_not_kept(k, &o);
@@ -357,21 +360,21 @@ static int64_t record_locked(pw_keep *k, who *w, const char *path, int dirfd,
 		/* The row was metadata only (chmod, a parent's times): add the content, which
 		 * no change through the view has touched yet. */
 		if (o.present && S_ISREG(o.mode)) {
-			r = pw_orig_set_content(k->store, e->row, &o);
+			r = pw_undo_orig_set_content(k->store, e->row, &o);
 			if (r < 0) {
-				pw_orig_object_done(&o);
+				pw_undo_orig_object_done(&o);
 				return r;
 			}
 			mark_kept_below(k, path);
 		}
 		e->content = true;
-		pw_orig_object_done(&o);
+		pw_undo_orig_object_done(&o);
 		return 0;
 	}
 	(void)who_comm(w); /* first: it sets the pid to the process's */
-	pw_orig_row row = {
+	pw_undo_orig_row row = {
 		.changeset = atomic_load(&k->cs),
-		.action = PW_ORIG_KEEP,
+		.action = PW_UNDO_ORIG_KEEP,
 		.path = path,
 		.implicit = implicit,
 		.obj = &o,
@@ -386,11 +389,11 @@ static int64_t record_locked(pw_keep *k, who *w, const char *path, int dirfd,
 	 * and the original's content (its blob) is in place already (originals.h). */
 	bool created = !o.present && !implicit;
 	/* A created name's row is queued (no SQL on the request path); any other deferred. */
-	r = created ? pw_orig_queue(k->store, &row, &id)
-		    : pw_orig_insert_deferred(k->store, &row, &id);
+	r = created ? pw_undo_orig_queue(k->store, &row, &id)
+		    : pw_undo_orig_insert_deferred(k->store, &row, &id);
 	/* A new name (nothing there) or a non-file needs no content. */
 	bool full = content || !o.present || !S_ISREG(o.mode);
-	pw_orig_object_done(&o);
+	pw_undo_orig_object_done(&o);
 	if (r == 0 && !created)
 		mark_kept_below(k, path);
 	if (r == 0 && !set_add(k, path, id, full, created))
@@ -410,7 +413,7 @@ static int64_t record_locked(pw_keep *k, who *w, const char *path, int dirfd,
  * change set made finds only names the change set made, and keeps nothing.
  */
 
-static int open_parent(pw_keep *k, const char *path, const char **ret_name);
+static int open_parent(pw_undo *k, const char *path, const char **ret_name);
 
 #define WALK_MAX_ENTRIES 1000000u
 #define WALK_MAX_DEPTH 256
@@ -421,18 +424,18 @@ typedef struct name_walk {
 	dev_t dev;
 	ino_t ino;
 	const char *skip;
-	int (*found)(pw_keep *k, void *data, const char *path);
+	int (*found)(pw_undo *k, void *data, const char *path);
 	void *data;
 	unsigned budget;
 } name_walk;
-static int walk_names(pw_keep *k, name_walk *w);
+static int walk_names(pw_undo *k, name_walk *w);
 
 /*
  * Keeps PATH's original when PATH is a name of the object ST describes: 1 when it is (kept
  * now, or recorded already), 0 when not (gone, or another object now), -errno when its
  * original could not be kept. Lock held.
  */
-static int keep_alias_locked(pw_keep *k, who *w, const char *path, const struct stat *st,
+static int keep_alias_locked(pw_undo *k, who *w, const char *path, const struct stat *st,
 			     const char *op)
 {
 	const char *name;
@@ -483,7 +486,7 @@ static int alias_set_fill(pw_fs *fs, pw_inode *n, alias_set *a)
 }
 
 /* A name the walk met (not PATH itself): kept unless the view knew it (counted already). */
-static int keep_walked(pw_keep *k, void *data, const char *path)
+static int keep_walked(pw_undo *k, void *data, const char *path)
 {
 	alias_set *a = data;
 	for (size_t i = 0; i < a->n; i++)
@@ -504,7 +507,7 @@ static int keep_walked(pw_keep *k, void *data, const char *path)
  * held. 0, or -errno: the change must not proceed (-EIO: the walk ran out before it met
  * every name, so what the change would change elsewhere could not be kept).
  */
-static int keep_other_names_locked(pw_keep *k, who *w, pw_inode *n, const char *path, int fd,
+static int keep_other_names_locked(pw_undo *k, who *w, pw_inode *n, const char *path, int fd,
 				   const char *op)
 {
 	entry *e = set_find(k, path);
@@ -533,7 +536,7 @@ static int keep_other_names_locked(pw_keep *k, who *w, pw_inode *n, const char *
 
 static bool active(pw_fs *fs)
 {
-	return fs->keep && atomic_load(&fs->keep->active);
+	return fs->undo && atomic_load(&fs->undo->active);
 }
 
 static const char *op_label(pw_op op)
@@ -542,31 +545,31 @@ static const char *op_label(pw_op op)
 }
 
 /*
- * The fast path of pw_keep_node, for the first write of a file the change set made (a
+ * The fast path of pw_undo_keep_node, for the first write of a file the change set made (a
  * compiler's output, an editor's new file): PATH has a row holding what it was already, and
  * no link made the name (keep_other_names), so the change keeps nothing. Then N is marked
  * covered (if change set CS is still the current one) without opening it or switching
  * credentials. Returns whether it was.
  */
-static bool covered_node(pw_keep *k, pw_inode *n, const char *path, uint64_t cs)
+static bool covered_node(pw_undo *k, pw_inode *n, const char *path, uint64_t cs)
 {
-	pw_orig_lock(k->store);
+	pw_undo_orig_lock(k->store);
 	entry *e = set_find(k, path);
 	bool covered = e && e->content && !e->linked && (uint64_t)atomic_load(&k->cs) == cs;
 	if (covered)
-		atomic_store(&n->kept_cs, cs);
-	pw_orig_unlock(k->store);
+		atomic_store(&n->undo.kept_cs, cs);
+	pw_undo_orig_unlock(k->store);
 	return covered;
 }
 
 /*
  * Whether making or removing NAME (at PATH) in PARENT with OP records nothing: the parent
  * has a row already (its times are kept once) and PATH has one holding what it was, as
- * when a file the change set made is removed. Then pw_keep_name neither captures nor
+ * when a file the change set made is removed. Then pw_undo_keep_name neither captures nor
  * switches credentials. Not for rmdir (a directory's removal may need a row of its own)
  * nor link (it marks the name). Lock held.
  */
-static bool name_recorded_locked(pw_keep *k, const char *path, const char *ppath, pw_op op)
+static bool name_recorded_locked(pw_undo *k, const char *path, const char *ppath, pw_op op)
 {
 	if (op == PW_OP_RMDIR || op == PW_OP_LINK)
 		return false;
@@ -574,14 +577,14 @@ static bool name_recorded_locked(pw_keep *k, const char *path, const char *ppath
 	return e && e->content && set_find(k, ppath);
 }
 
-int pw_keep_node(pw_req *req, pw_inode *n, pw_op op)
+int pw_undo_keep_node(pw_req *req, pw_inode *n, pw_op op)
 {
 	pw_fs *fs = req->fs;
 	if (!active(fs))
 		return 0;
-	pw_keep *k = fs->keep;
+	pw_undo *k = fs->undo;
 	uint64_t cs = (uint64_t)atomic_load(&k->cs);
-	if (atomic_load(&n->kept_cs) == cs)
+	if (atomic_load(&n->undo.kept_cs) == cs)
 		return 0;
 	PW_PATH_DECLARE(path);
 	int r = pw_node_path(fs, n, &path);
@@ -601,43 +604,43 @@ int pw_keep_node(pw_req *req, pw_inode *n, pw_op op)
 	}
 	who w;
 	who_of(req->req, &w);
-	pw_orig_lock(k->store);
+	pw_undo_orig_lock(k->store);
 	int64_t id = 0;
 	if ((uint64_t)atomic_load(&k->cs) == cs) {
 		id = record_locked(k, &w, path.s, fd, "", true, false, op_label(op));
 		if (id >= 0)
 			id = keep_other_names_locked(k, &w, n, path.s, fd, op_label(op));
 		if (id >= 0)
-			atomic_store(&n->kept_cs, cs);
+			atomic_store(&n->undo.kept_cs, cs);
 	}
-	pw_orig_unlock(k->store);
+	pw_undo_orig_unlock(k->store);
 	creds_back(&c);
 	return id < 0 ? (int)id : 0;
 }
 
 /* Records the parent at PPATH (open at PFD) for its times, once per change set. Lock held. */
-static int64_t record_parent_locked(pw_keep *k, who *w, const char *ppath, int pfd)
+static int64_t record_parent_locked(pw_undo *k, who *w, const char *ppath, int pfd)
 {
 	return record_locked(k, w, ppath, pfd, "", false, true, "dir");
 }
 
-/* Ops that make a new name: pw_keep_name's fast path serves them. */
+/* Ops that make a new name: pw_undo_keep_name's fast path serves them. */
 static bool makes_name(pw_op op)
 {
 	return op == PW_OP_CREATE || op == PW_OP_MKNOD || op == PW_OP_MKDIR || op == PW_OP_SYMLINK;
 }
 
 /*
- * The fast path of pw_keep_name for a name being made (a compiler's output, a file a
+ * The fast path of pw_undo_keep_name for a name being made (a compiler's output, a file a
  * checkout brings) in a directory the change set has recorded: when nothing is there, the
- * row holds no object and is only queued (pw_orig_queue_try: a journal record written to a
+ * row holds no object and is only queued (pw_undo_orig_queue_try: a journal record written to a
  * descriptor the store holds, and memory), so the caller's credentials may stay: four
  * system calls fewer each way. The probe runs as the caller, and only ENOENT takes this
  * path: permissions cannot make a name that is there look absent (the request itself needs
  * search permission on the parent). Anything else, or a name the set knows, takes the slow
  * path. Returns the token (> 0), 0 for the slow path, or -errno. Lock held.
  */
-static int64_t made_name_locked(pw_keep *k, who *w, const char *ppath, int pfd,
+static int64_t made_name_locked(pw_undo *k, who *w, const char *ppath, int pfd,
 				const char *path, const char *name, pw_op op)
 {
 	struct stat st;
@@ -645,11 +648,11 @@ static int64_t made_name_locked(pw_keep *k, who *w, const char *ppath, int pfd,
 		return 0;
 	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
 		return 0;
-	pw_orig_object none = { 0 };
+	pw_undo_orig_object none = { 0 };
 	(void)who_comm(w); /* first: it sets the pid to the process's */
-	pw_orig_row row = {
+	pw_undo_orig_row row = {
 		.changeset = atomic_load(&k->cs),
-		.action = PW_ORIG_KEEP,
+		.action = PW_UNDO_ORIG_KEEP,
 		.path = path,
 		.obj = &none,
 		.op = op_label(op),
@@ -659,17 +662,17 @@ static int64_t made_name_locked(pw_keep *k, who *w, const char *ppath, int pfd,
 		.pid = w->pid,
 	};
 	int64_t id = 0;
-	if (pw_orig_queue_try(k->store, &row, &id) < 0)
+	if (pw_undo_orig_queue_try(k->store, &row, &id) < 0)
 		return 0;
 	return set_add(k, path, id, true, true) ? id : -ENOMEM;
 }
 
-int64_t pw_keep_name(pw_req *req, int pfd, pw_op op)
+int64_t pw_undo_keep_name(pw_req *req, int pfd, pw_op op)
 {
 	pw_fs *fs = req->fs;
 	if (!active(fs))
 		return 0;
-	pw_keep *k = fs->keep;
+	pw_undo *k = fs->undo;
 	const char *path, *name = req->name;
 	PW_PATH_DECLARE(pp); /* the parent's: a copy of the name's path's prefix */
 	int r = pw_req_path(req, &path);
@@ -679,14 +682,14 @@ int64_t pw_keep_name(pw_req *req, int pfd, pw_op op)
 		return r;
 	who w;
 	who_of(req->req, &w);
-	pw_orig_lock(k->store);
+	pw_undo_orig_lock(k->store);
 	if (name_recorded_locked(k, path, pp.s, op)) {
-		pw_orig_unlock(k->store);
+		pw_undo_orig_unlock(k->store);
 		return 0;
 	}
 	int64_t id = made_name_locked(k, &w, pp.s, pfd, path, name, op);
 	if (id != 0) {
-		pw_orig_unlock(k->store);
+		pw_undo_orig_unlock(k->store);
 		return id;
 	}
 	own_creds c;
@@ -701,17 +704,17 @@ int64_t pw_keep_name(pw_req *req, int pfd, pw_op op)
 			e->linked = true;
 	}
 	creds_back(&c);
-	pw_orig_unlock(k->store);
+	pw_undo_orig_unlock(k->store);
 	return id;
 }
 
-int64_t pw_keep_rename(pw_req *req, int pfd, pw_inode *np, int npfd, const char *newname,
+int64_t pw_undo_keep_rename(pw_req *req, int pfd, pw_inode *np, int npfd, const char *newname,
 		       unsigned flags)
 {
 	pw_fs *fs = req->fs;
 	if (!active(fs))
 		return 0;
-	pw_keep *k = fs->keep;
+	pw_undo *k = fs->undo;
 	const char *name = req->name;
 	PW_PATH_DECLARE(fromp); /* the old name's parent: a copy of its path's prefix */
 	PW_PATH_DECLARE(to);
@@ -735,11 +738,11 @@ int64_t pw_keep_rename(pw_req *req, int pfd, pw_inode *np, int npfd, const char 
 	who_of(req->req, &w);
 	own_creds c;
 	creds_own(fs, &c);
-	pw_orig_lock(k->store);
+	pw_undo_orig_lock(k->store);
 	int64_t id = record_parent_locked(k, &w, fromp.s, pfd);
 	if (id >= 0)
 		id = record_parent_locked(k, &w, np_path, npfd);
-	pw_orig_object dst = { 0 };
+	pw_undo_orig_object dst = { 0 };
 	/* Moving a file the change set made (not a directory: one can hold originals moved
 	 * into it) to a name that loses no original keeps no original either: its row may be
 	 * deferred like the file's own, and the new name is then one the change set made. */
@@ -752,8 +755,8 @@ int64_t pw_keep_rename(pw_req *req, int pfd, pw_inode *np, int npfd, const char 
 		if (e && !e->content)
 			id = record_locked(k, &w, to.s, npfd, newname, true, false, "rename");
 		else if (!e)
-			r = pw_orig_capture(k->store, npfd, newname,
-					    PW_ORIG_CONTENT,
+			r = pw_undo_orig_capture(k->store, npfd, newname,
+					    PW_UNDO_ORIG_CONTENT,
 					    &dst);
 		if (r == 0)
 			note_not_kept(k, &dst);
@@ -764,9 +767,9 @@ int64_t pw_keep_rename(pw_req *req, int pfd, pw_inode *np, int npfd, const char 
 	}
 	if (id >= 0) {
 		(void)who_comm(&w); /* first: it sets the pid to the process's */
-		pw_orig_row row = {
+		pw_undo_orig_row row = {
 			.changeset = atomic_load(&k->cs),
-			.action = PW_ORIG_MOVE,
+			.action = PW_UNDO_ORIG_MOVE,
 			.path = from_s,
 			.path2 = to.s,
 			.exchange = exchange,
@@ -779,11 +782,11 @@ int64_t pw_keep_rename(pw_req *req, int pfd, pw_inode *np, int npfd, const char 
 			.mode = k->mode,
 			.pid = w.pid,
 		};
-		r = pw_orig_insert_deferred(k->store, &row, &id);
+		r = pw_undo_orig_insert_deferred(k->store, &row, &id);
 		if (r < 0)
 			id = r;
 	}
-	pw_orig_object_done(&dst);
+	pw_undo_orig_object_done(&dst);
 	if (id >= 0) {
 		if (!cheap) {
 			mark_kept_below(k, from_s);
@@ -799,46 +802,46 @@ int64_t pw_keep_rename(pw_req *req, int pfd, pw_inode *np, int npfd, const char 
 		else if (e)
 			e->linked = linked;
 	}
-	pw_orig_unlock(k->store);
+	pw_undo_orig_unlock(k->store);
 	creds_back(&c);
 	return id;
 }
 
-void pw_keep_failed(pw_fs *fs, int64_t token)
+void pw_undo_keep_failed(pw_fs *fs, int64_t token)
 {
-	if (token <= 0 || !fs->keep)
+	if (token <= 0 || !fs->undo)
 		return;
-	pw_keep *k = fs->keep;
+	pw_undo *k = fs->undo;
 	own_creds c;
 	creds_own(fs, &c);
-	pw_orig_lock(k->store);
-	pw_orig_delete(k->store, token);
+	pw_undo_orig_lock(k->store);
+	pw_undo_orig_delete(k->store, token);
 	set_remove_if(k, has_row, &token);
-	pw_orig_unlock(k->store);
+	pw_undo_orig_unlock(k->store);
 	creds_back(&c);
 }
 
-void pw_keep_touched(pw_fs *fs, pw_inode *n)
+void pw_undo_keep_touched(pw_fs *fs, pw_inode *n)
 {
-	if (n && fs->keep)
-		atomic_store(&n->changed_ns, pw_clock_ns(CLOCK_REALTIME));
+	if (n && fs->undo)
+		atomic_store(&n->undo.changed_ns, pw_clock_ns(CLOCK_REALTIME));
 }
 
-void pw_keep_touched_ino(pw_fs *fs, dev_t dev, ino_t ino)
+void pw_undo_keep_touched_ino(pw_fs *fs, dev_t dev, ino_t ino)
 {
-	if (!fs->keep)
+	if (!fs->undo)
 		return;
 	pthread_rwlock_rdlock(&fs->tree_lock);
 	pw_inode *n = pw_inode_find_locked(fs, dev, ino);
 	if (n)
-		atomic_store(&n->changed_ns, pw_clock_ns(CLOCK_REALTIME));
+		atomic_store(&n->undo.changed_ns, pw_clock_ns(CLOCK_REALTIME));
 	pthread_rwlock_unlock(&fs->tree_lock);
 }
 
 /* ---- for undo ---------------------------------------------------------------------------- */
 
 /* Opens PATH's parent beneath the root; *ret_name points into PATH. */
-static int open_parent(pw_keep *k, const char *path, const char **ret_name)
+static int open_parent(pw_undo *k, const char *path, const char **ret_name)
 {
 	const char *slash = strrchr(path, '/');
 	if (!slash) {
@@ -854,7 +857,7 @@ static int open_parent(pw_keep *k, const char *path, const char **ret_name)
 	return pw_openat_beneath(k->fs, dir, O_PATH | O_DIRECTORY, 0);
 }
 
-int pw_keep_path_locked(pw_keep *k, int root_fd, const char *path, const char *op)
+int pw_undo_keep_path_locked(pw_undo *k, int root_fd, const char *path, const char *op)
 {
 	if (!atomic_load(&k->cs) || !k->fs)
 		return 0;
@@ -877,14 +880,14 @@ int pw_keep_path_locked(pw_keep *k, int root_fd, const char *path, const char *o
 	return r < 0 ? (int)r : 0;
 }
 
-int pw_keep_move_locked(pw_keep *k, int root_fd, const char *from, const char *to)
+int pw_undo_keep_move_locked(pw_undo *k, int root_fd, const char *from, const char *to)
 {
 	if (!atomic_load(&k->cs))
 		return 0;
-	pw_orig_object none = { 0 };
-	pw_orig_row row = {
+	pw_undo_orig_object none = { 0 };
+	pw_undo_orig_row row = {
 		.changeset = atomic_load(&k->cs),
-		.action = PW_ORIG_MOVE,
+		.action = PW_UNDO_ORIG_MOVE,
 		.path = from,
 		.path2 = to,
 		.obj = &none,
@@ -898,7 +901,7 @@ int pw_keep_move_locked(pw_keep *k, int root_fd, const char *from, const char *t
 		row.src_dev = st.st_dev;
 		row.src_ino = st.st_ino;
 	}
-	int r = pw_orig_insert(k->store, &row, NULL);
+	int r = pw_undo_orig_insert(k->store, &row, NULL);
 	if (r == 0) {
 		mark_kept_below(k, from);
 		mark_kept_below(k, to);
@@ -911,7 +914,7 @@ int pw_keep_move_locked(pw_keep *k, int root_fd, const char *from, const char *t
 /* ---- for undo: another name of an inode ------------------------------------------------- */
 
 /* Is PATH (beneath the root) a regular file on inode DEV:INO, and not W->skip? */
-static bool is_other_name(pw_keep *k, const name_walk *w, const char *path)
+static bool is_other_name(pw_undo *k, const name_walk *w, const char *path)
 {
 	if (streq(path, w->skip))
 		return false;
@@ -923,7 +926,7 @@ static bool is_other_name(pw_keep *k, const name_walk *w, const char *path)
 
 /* Looks through the directory DFD (PATH, LEN bytes of it) and beneath, on the inode's own
  * filesystem only. Takes DFD. 1: found (in W->out), 0: not there, -errno. */
-static int walk_dir(pw_keep *k, name_walk *w, int dfd, char *path, size_t len, unsigned depth)
+static int walk_dir(pw_undo *k, name_walk *w, int dfd, char *path, size_t len, unsigned depth)
 {
 	DIR *d = fdopendir(dfd);
 	if (!d) {
@@ -964,7 +967,7 @@ static int walk_dir(pw_keep *k, name_walk *w, int dfd, char *path, size_t len, u
 
 /* From the project's root. 0: walked it all (or stopped by FOUND), -EIO: out of budget
  * first, or FOUND's -errno. */
-static int walk_names(pw_keep *k, name_walk *w)
+static int walk_names(pw_undo *k, name_walk *w)
 {
 	int dfd = openat(k->fs->root_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
@@ -974,13 +977,13 @@ static int walk_names(pw_keep *k, name_walk *w)
 	return r < 0 ? r : r == 0 && !w->budget ? -EIO : 0;
 }
 
-static int first_found(pw_keep *k, void *data, const char *path)
+static int first_found(pw_undo *k, void *data, const char *path)
 {
 	snprintf(data, PW_PATH_MAX, "%s", path);
 	return 1;
 }
 
-int pw_keep_other_name(pw_keep *k, dev_t dev, ino_t ino, const char *not_path,
+int pw_undo_keep_other_name(pw_undo *k, dev_t dev, ino_t ino, const char *not_path,
 		       char ret_path[PW_PATH_MAX])
 {
 	if (!k->fs)

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Whether the rest of a library reaches a room only through the room's interface headers.
+
+OBJDIR is a meson `*.a.p` directory; the room's objects are those named PREFIX* (meson names
+fs/undo/x.c undo_x.c.o). Every symbol the room defines and an object outside it uses must be
+declared in one of the HEADERs: the room's interface. And every #include "DIR/x.h" of a
+source outside the room's folder (DIR, the folder of the first HEADER, below SRCDIR, its
+parent) names one of the HEADERs. Prints each use past the interface, or "only through
+..."; exits 1 when there is one.
+
+    tests/layout/room_interface.py build/fs/libpwfs.a.p undo_ fs/undo/undo.h fs/undo/changes.h
+"""
+import os
+import re
+import subprocess
+import sys
+
+
+def symbols(obj):
+    out = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout
+    defined, used = set(), set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "TDBRC":
+            defined.add(parts[2])
+        elif len(parts) == 2 and parts[0] == "U":
+            used.add(parts[1])
+    return defined, used
+
+
+def declared(headers):
+    names = set()
+    for h in headers:
+        names.update(re.findall(r"\b[A-Za-z_]\w*\b", open(h).read()))
+    return names
+
+
+def main():
+    if len(sys.argv) < 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    objdir, prefix, headers = sys.argv[1], sys.argv[2], sys.argv[3:]
+    objs = {f: symbols(os.path.join(objdir, f)) for f in sorted(os.listdir(objdir))
+            if f.endswith(".o")}
+    room = set()
+    for f, (defined, _) in objs.items():
+        if f.startswith(prefix):
+            room |= defined
+    if not room:
+        print(f"no objects named {prefix}* in {objdir}")
+        return 1
+    allowed = declared(headers)
+    bad = [(f, s) for f, (_, used) in objs.items() if not f.startswith(prefix)
+           for s in sorted(used & room) if s not in allowed]
+    roomdir = os.path.dirname(os.path.abspath(headers[0]))
+    srcdir, room_name = os.path.split(roomdir)
+    names = {os.path.basename(h) for h in headers}
+    for top, dirs, files in os.walk(srcdir):
+        if os.path.abspath(top).startswith(roomdir):
+            continue
+        for n in sorted(files):
+            if not n.endswith((".c", ".h")):
+                continue
+            text = open(os.path.join(top, n)).read()
+            for m in re.finditer(r'^#include "' + re.escape(room_name) + r'/([^"]+)"', text, re.M):
+                if m.group(1) not in names:
+                    bad.append((os.path.relpath(os.path.join(top, n), srcdir),
+                                "#include " + room_name + "/" + m.group(1)))
+    for f, s in bad:
+        print(f"{f}: {s}")
+    if not bad:
+        print("only through", " ".join(os.path.basename(h) for h in headers))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
