@@ -25,6 +25,7 @@
 #include "ctl/server.h"
 #include "daemon.h"
 #include "modefile.h"
+#include "mount_fd.h"
 #include "options.h"
 #include "output.h"
 #include "path.h"
@@ -35,6 +36,7 @@
 
 #define MOUNT_USAGE                                                                                \
 	"Usage: piworkfs mount [OPTIONS] PROJECT MOUNTPOINT\n"                                      \
+	"       piworkfs mount --fuse-fd N [OPTIONS] PROJECT MOUNTPOINT\n"                         \
 	"\n"                                                                                       \
 	"Mounts PROJECT at MOUNTPOINT as a view whose writes the active mode limits.\n"             \
 	"Without --mode the project's last mode is restored; a project never seen starts in\n"     \
@@ -73,6 +75,9 @@
 	"      --socket-dir DIR   where the control socket goes (default:\n"                       \
 	"                         $XDG_RUNTIME_DIR/piworkfs, for root /run/piworkfs, without\n"   \
 	"                         XDG_RUNTIME_DIR /tmp/piworkfs-UID)\n"                           \
+	"      --fuse-fd N        serve descriptor N, a /dev/fuse that another process opened and\n" \
+	"                         mounted at MOUNTPOINT (type fuse.piworkfs, source PROJECT);\n"  \
+	"                         the view never mounts nor unmounts it (docs/DEPLOY.md)\n"      \
 	"      --json             print the result as JSON\n"                                      \
 	"  -h, --help             show this help\n"                                                \
 	"\n"                                                                                       \
@@ -81,8 +86,8 @@
 	"  piworkfs mount ~/proj ~/proj.view --mode design -o nonempty\n"                          \
 	"  mount -t fuse.piworkfs ~/proj ~/proj.view -o mode=plan   # mount(8)'s helper, as root\n" \
 	"\n"                                                                                       \
-	"Exit status: 0 mounted; 2 usage error; 3 bad project, mountpoint, mode or socket\n"     \
-	"directory; 5 the mount failed (FUSE unusable, daemon error).\n"
+	"Exit status: 0 mounted; 2 usage error; 3 bad project, mountpoint, mode, socket\n"      \
+	"directory or --fuse-fd descriptor; 5 the mount failed (FUSE unusable, daemon error).\n"
 
 static int umount_done(const char *mp, bool json)
 {
@@ -657,6 +662,7 @@ typedef struct mount_cli {
 	bool json;
 	const char *project_arg, *mp_arg;
 	char *opts_copy, *fuse_only, *state_abs, *sockdir_abs;
+	int fuse_fd; /* --fuse-fd N as given (o.fuse_fd is the daemon's copy) */
 } mount_cli;
 
 static void mount_cli_done(mount_cli *m)
@@ -705,6 +711,9 @@ static int apply_mount_option(int c, const pw_opts *po, mount_cli *m)
 		return parse_size("--originals-max-total", po->arg, &o->originals_max_total) < 0
 			       ? PW_EXIT_USAGE : PW_EXIT_OK;
 	case PW_OPT_LOG_ALLOWED: o->log_allowed = true; break;
+	case PW_OPT_FUSE_FD:
+		o->use_fuse_fd = true;
+		return pw_mount_fd_parse(po->arg, &m->fuse_fd);
 	}
 	return PW_EXIT_OK;
 }
@@ -838,6 +847,8 @@ static int start_daemon(const pw_daemon_opts *o, pid_t *ret_pid, char *line, siz
 		_exit(pw_daemon_run(o, pipefd[1]) == 0 ? 0 : PW_EXIT_SYSTEM);
 	}
 	close(pipefd[1]);
+	if (o->use_fuse_fd)
+		close(o->fuse_fd); /* the daemon's now: the connection ends with it */
 	int r = wait_ready(pipefd[0], line, size);
 	close(pipefd[0]);
 	*ret_pid = pid;
@@ -872,9 +883,78 @@ static int report_mounted(const mount_cli *m, pid_t pid, const char *mode, const
 	return PW_EXIT_OK;
 }
 
+/* The mountpoint of a view this daemon mounts: an empty directory (unless nonempty), no
+ * live view, stale views detached, /dev/fuse usable, an old daemon there gone. */
+static int prepare_own_mount(mount_cli *m, const char *project, bool nonempty, char **mp)
+{
+	int r = prepare_mountpoint(m->mp_arg, project, nonempty, mp);
+
+	if (!r)
+		r = check_allow_other(m->o.allow_other);
+	if (!r)
+		r = check_fuse_device();
+	if (!r)
+		wait_for_old_daemon(m->o.socket_dir, *mp);
+	return r;
+}
+
+/* A daemon that still answers for MP (a live view below the new mount, or one that will
+ * not exit): the control socket's name is taken. Returns an exit status. */
+static int check_no_daemon(const char *socket_dir, const char *mp)
+{
+	_cleanup_free_ char *sock = NULL;
+	int r = socket_dir ? pw_ctl_socket_path(socket_dir, mp, &sock)
+			   : pw_ctl_view_socket(mp, -1, &sock);
+	pid_t pid = r == 0 ? daemon_pid(sock) : 0;
+
+	if (pid <= 0)
+		return PW_EXIT_OK;
+	pw_err("mount", "a piworkfs daemon (pid %d) still serves a view at %s", (int)pid, mp);
+	return PW_EXIT_CONFIG;
+}
+
+/*
+ * The mount of --fuse-fd, made by another process (mount_fd.c): found in mountinfo, never
+ * entered. The kernel's checks are the mount's own options: allow_other and
+ * default_permissions come from there (the daemon's answers depend on them), and *FOPTS
+ * gets default_permissions when the mount has it. Returns an exit status.
+ */
+static int prepare_passed_mount(mount_cli *m, const char *project, char **fopts, char **mp)
+{
+	pw_mount_fd_facts f = {0};
+	int r = pw_mount_fd_mountpoint(m->mp_arg, project, &f);
+
+	*mp = f.mountpoint;
+	m->o.allow_other = f.allow_other;
+	if (!r)
+		r = check_allow_other(f.allow_other);
+	if (r)
+		return r;
+	wait_for_old_daemon(m->o.socket_dir, *mp);
+	r = check_no_daemon(m->o.socket_dir, *mp);
+	if (r || !f.default_permissions)
+		return r;
+	char *with = NULL;
+	if (asprintf(&with, "%s%sdefault_permissions", *fopts, **fopts ? "," : "") < 0)
+		return PW_EXIT_SYSTEM;
+	free(*fopts);
+	*fopts = with;
+	return PW_EXIT_OK;
+}
+
+/* The descriptor of --fuse-fd, before anything else is looked at: -o holds none of the
+ * mount's options, and the descriptor is a mounted /dev/fuse nobody serves. */
+static int check_passed_fd(const mount_cli *m)
+{
+	int r = pw_mount_fd_check_options(m->fuse_opts);
+
+	return r ? r : pw_mount_fd_check(m->fuse_fd);
+}
+
 /* Everything checked before anything is mounted, in the order of the messages a user
- * meets: options, project, mode, mountpoint, FUSE, control socket, transport. Fills M->o;
- * *MP and *FOPTS and *URING_OFF are owned by the caller. Returns an exit status. */
+ * meets: options, descriptor, project, mode, mountpoint, FUSE, control socket, transport.
+ * Fills M->o; *MP and *FOPTS and *URING_OFF are owned by the caller. Returns an exit
+ * status. */
 static int prepare_mount(mount_cli *m, pw_cli_project *p, char **mp, char **fopts,
 			 char **uring_off)
 {
@@ -882,6 +962,8 @@ static int prepare_mount(mount_cli *m, pw_cli_project *p, char **mp, char **fopt
 	bool nonempty, allow_other;
 	int r = take_mount_options(m);
 
+	if (!r && o->use_fuse_fd)
+		r = check_passed_fd(m);
 	if (!r)
 		r = absolute_option("--state-db", &o->state_db, &m->state_abs);
 	if (!r)
@@ -893,23 +975,23 @@ static int prepare_mount(mount_cli *m, pw_cli_project *p, char **mp, char **fopt
 	if (r)
 		return r;
 	*fopts = strip_nonempty(m->fuse_opts, &nonempty, &allow_other);
-	r = prepare_mountpoint(m->mp_arg, p->root, nonempty, mp);
-	if (!r)
-		r = check_allow_other(allow_other);
-	if (!r)
-		r = check_fuse_device();
+	if (!*fopts)
+		return PW_EXIT_SYSTEM;
+	o->allow_other = allow_other;
+	r = o->use_fuse_fd ? prepare_passed_mount(m, p->root, fopts, mp)
+			   : prepare_own_mount(m, p->root, nonempty, mp);
 	if (r)
 		return r;
-	wait_for_old_daemon(o->socket_dir, *mp);
 	o->project = p->root;
 	o->mountpoint = *mp;
 	r = check_socket(o);
 	if (!r) /* last: its line says the mount goes ahead */
 		r = check_uring(*fopts, o->foreground, m->json, uring_off);
 	o->fuse_opts = *fopts;
-	o->allow_other = allow_other;
 	o->bundled_dir = p->bundled_dir;
 	o->global_dir = p->global_dir;
+	if (!r && o->use_fuse_fd && (o->fuse_fd = pw_mount_fd_take(m->fuse_fd)) < 0)
+		r = PW_EXIT_SYSTEM;
 	return r;
 }
 

@@ -319,6 +319,8 @@ static int daemon_start_fs(const pw_daemon_opts *o, daemon_parts *d, int ready_f
 		.cache_timeout = o->cache_timeout,
 		.no_watch = o->no_watch,
 		.fuse_opts = o->fuse_opts,
+		.use_fuse_fd = o->use_fuse_fd,
+		.fuse_fd = o->fuse_fd,
 	};
 	_cleanup_free_ char *err = NULL;
 	int r = pw_fs_new(&fo, &d->fs, &err);
@@ -435,7 +437,11 @@ static int daemon_serve(const pw_daemon_opts *o, daemon_parts *d, int ready_fd)
 	int r = pw_fs_loop(d->fs);
 	block_signals(true);
 	withdraw_socket(link, pw_ctl_server_socket_path(d->ctl));
-	dlog(LOG_INFO, "unmounting %s", o->mountpoint);
+	if (o->use_fuse_fd)
+		dlog(LOG_INFO, "stopped serving %s (its mount is left to the process that made it)",
+		     o->mountpoint);
+	else
+		dlog(LOG_INFO, "unmounting %s", o->mountpoint);
 	return r;
 }
 
