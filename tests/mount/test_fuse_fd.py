@@ -108,6 +108,22 @@ class FuseFd(harness.MountCase):
                         "the view did not serve (exit %s)\n%s" % (proc.poll(), v.log()))
         return self.wait_answering(v)
 
+    @staticmethod
+    def dev_fuse_flags(pid):
+        """{descriptor: open flags} of process PID's descriptors of /dev/fuse."""
+        out = {}
+        for name in os.listdir("/proc/%d/fd" % pid):
+            try:
+                if os.readlink("/proc/%d/fd/%s" % (pid, name)) != "/dev/fuse":
+                    continue
+                with open("/proc/%d/fdinfo/%s" % (pid, name)) as f:
+                    for line in f:
+                        if line.startswith("flags:"):
+                            out[int(name)] = int(line.split()[1], 8)
+            except FileNotFoundError:
+                continue  # a worker's descriptor closed meanwhile
+        return out
+
     def status(self, v):
         p = self.run_pw("status", "--json")
         self.assertIn(p.returncode, (0, 4), p.stderr)
@@ -142,6 +158,13 @@ class FuseFd(harness.MountCase):
         self.assertEqual(st["project"], self.project)
         self.assertEqual(st["transport"]["name"], "io_uring" if harness.OVER_URING
                          else "/dev/fuse")
+        # No program the view starts inherits the connection (it could answer the kernel in
+        # the daemon's place): every /dev/fuse descriptor of the daemon is close-on-exec.
+        fuse_fds = self.dev_fuse_flags(v.pid)
+        self.assertTrue(fuse_fds)
+        for n, flags in fuse_fds.items():
+            self.assertTrue(flags & 0o2000000, "descriptor %d of the daemon is /dev/fuse "
+                            "without O_CLOEXEC (flags %o)" % (n, flags))
 
         # A mode switch applies to the view.
         self.set_mode(v, "build")
