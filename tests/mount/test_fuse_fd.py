@@ -12,6 +12,7 @@ never mount or unmount it; bad descriptors get one line and exit 3.
 import errno
 import json
 import os
+import pwd
 import signal
 import socket
 import subprocess
@@ -223,6 +224,39 @@ class FuseFd(harness.MountCase):
         umount2(self.mp)
         self.assertTrue(harness.wait_until(lambda: not pid_alive(pid), harness.DEADLINE),
                         "the daemon did not end when its connection did")
+
+    def test_an_allow_other_mount_serves_each_caller_as_themselves(self):
+        # A mount the maker made for several users (allow_other with the kernel's
+        # permission check) is served as the view's own -o allow_other is: each caller
+        # acts with their own credentials.
+        nobody = pwd.getpwnam("nobody")
+        os.chmod(self.tmp, 0o755)  # nobody must reach the mountpoint
+        shared = os.path.join(self.project, "shared")
+        os.makedirs(shared)
+        os.chmod(shared, 0o1777)
+        fd = self.receive_mounted_fd("allow_other,default_permissions")
+        v = self.start_view(fd, "--mode", "build")
+
+        def drop():
+            os.setgroups([])
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+        python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) \
+            else sys.executable
+        code = ("import errno\n"
+                "open(%r, 'w').write('mine')\n"
+                "try:\n"
+                "    open(%r, 'a')\n"
+                "    print('wrote root file')\n"
+                "except OSError as e:\n"
+                "    print(errno.errorcode[e.errno])\n"
+                % (v.path("shared/n.txt"), v.path("src/a.c")))
+        p = subprocess.run([python, "-c", code], preexec_fn=drop, capture_output=True,
+                           text=True, timeout=60, cwd="/")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr + v.log())
+        self.assertIn("EACCES", p.stdout)
+        st = os.stat(os.path.join(shared, "n.txt"))
+        self.assertEqual((st.st_uid, st.st_gid), (nobody.pw_uid, nobody.pw_gid))
 
     def test_bad_descriptors_are_refused(self):
         def mount_fd(fd, *extra, pass_fds=()):
