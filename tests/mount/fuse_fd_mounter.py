@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: MIT
 """The privileged half of the FUSE CSI driver pattern (docs/DEPLOY.md), for test_fuse_fd.py.
 
-    fuse_fd_mounter.py PROJECT MOUNTPOINT SOCKET [EXTRA_OPTIONS]
+    fuse_fd_mounter.py PROJECT MOUNTPOINT SOCKET [EXTRA_OPTIONS [UID GID]]
 
 Opens /dev/fuse, mounts it at MOUNTPOINT with mount(2) as libfuse's fuse_mount_sys does
 (type fuse.piworkfs, source PROJECT, flags nosuid,nodev, options
-fd=N,rootmode=40000,user_id=UID,group_id=GID[,EXTRA_OPTIONS]), connects to the Unix socket
+fd=N,rootmode=40000,user_id=UID,group_id=GID[,EXTRA_OPTIONS]; UID and GID default to
+the helper's own), connects to the Unix socket
 SOCKET, sends the descriptor over it (SCM_RIGHTS) and exits, closing its own copy: from then
 on the connection lives as long as the server that received it. Needs CAP_SYS_ADMIN. Exit 0
 when the descriptor was sent; 1, with the reason on stderr, when anything failed (a mount
@@ -36,8 +37,10 @@ def fail(what):
 def main():
     project, mountpoint, sock_path = sys.argv[1:4]
     extra = sys.argv[4] if len(sys.argv) > 4 else ""
+    uid, gid = (int(sys.argv[5]), int(sys.argv[6])) if len(sys.argv) > 6 else \
+        (os.getuid(), os.getgid())
     fd = os.open("/dev/fuse", os.O_RDWR | os.O_CLOEXEC)
-    opts = "fd=%d,rootmode=40000,user_id=%d,group_id=%d" % (fd, os.getuid(), os.getgid())
+    opts = "fd=%d,rootmode=40000,user_id=%d,group_id=%d" % (fd, uid, gid)
     if extra:
         opts += "," + extra
     if libc.mount(os.fsencode(project), os.fsencode(mountpoint), b"fuse.piworkfs",

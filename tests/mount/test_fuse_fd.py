@@ -64,9 +64,10 @@ class FuseFd(harness.MountCase):
             if pid_alive(pid):
                 os.kill(pid, signal.SIGKILL)
 
-    def receive_mounted_fd(self, extra_options=""):
+    def receive_mounted_fd(self, extra_options="", owner=()):
         """Runs the privileged helper and receives the descriptor it mounted at self.mp over
-        a Unix socket, as an unprivileged server would. Returns the descriptor (ours)."""
+        a Unix socket, as an unprivileged server would; OWNER is (uid, gid) of the mount's
+        user_id and group_id (default: ours). Returns the descriptor (ours)."""
         self.handoffs = getattr(self, "handoffs", 0) + 1
         sock_path = os.path.join(self.tmp, "handoff-%d.sock" % self.handoffs)
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as srv:
@@ -74,7 +75,8 @@ class FuseFd(harness.MountCase):
             srv.listen(1)
             srv.settimeout(harness.DEADLINE)
             helper = subprocess.Popen([sys.executable, MOUNTER, self.project, self.mp,
-                                       sock_path, extra_options],
+                                       sock_path, extra_options] +
+                                      [str(i) for i in owner],
                                       stderr=subprocess.PIPE, text=True)
             try:
                 conn, _ = srv.accept()
@@ -89,16 +91,17 @@ class FuseFd(harness.MountCase):
         self.assertEqual(harness.mounts_at(self.mp), ["fuse.piworkfs"])
         return fds[0]
 
-    def start_view(self, fd, *args):
-        """`piworkfs mount -f --fuse-fd FD ...` with FD inherited; our copy is closed, so
-        the connection is the daemon's alone. Returns the View once it serves."""
+    def start_view(self, fd, *args, state_db=None, preexec_fn=None):
+        """`piworkfs mount -f --fuse-fd FD ...` with FD inherited (PREEXEC_FN runs in the
+        child first); our copy is closed, so the connection is the daemon's alone. Returns
+        the View once it serves."""
         log_path = os.path.join(self.tmp, "daemon-%d.log" % len(self.views))
-        argv = [harness.PIWORKFS, "mount", "-f", "--state-db", self.state_db,
+        argv = [harness.PIWORKFS, "mount", "-f", "--state-db", state_db or self.state_db,
                 "--fuse-fd", str(fd)] + list(args) + [self.project, self.mp]
         with open(log_path, "wb") as logf:
             proc = subprocess.Popen(argv, cwd=self.cwd, env=self.env, pass_fds=(fd,),
                                     stdin=subprocess.DEVNULL, stdout=logf,
-                                    stderr=subprocess.STDOUT)
+                                    stderr=subprocess.STDOUT, preexec_fn=preexec_fn)
         os.close(fd)
         v = harness.View(self, proc, self.mp, log_path)
         self.views.append(v)
@@ -257,6 +260,50 @@ class FuseFd(harness.MountCase):
         self.assertIn("EACCES", p.stdout)
         st = os.stat(os.path.join(shared, "n.txt"))
         self.assertEqual((st.st_uid, st.st_gid), (nobody.pw_uid, nobody.pw_gid))
+
+    def test_an_unprivileged_server_that_cannot_open_dev_fuse(self):
+        # The pattern's point: the server is not root, and here may not open /dev/fuse
+        # (0600 root on this machine; its workers then share the one descriptor).
+        nobody = pwd.getpwnam("nobody")
+        ids = (nobody.pw_uid, nobody.pw_gid)
+
+        def drop():
+            os.setgroups([])
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+        os.chmod(self.tmp, 0o755)
+        state = os.path.join(self.tmp, "nobody-state")
+        os.makedirs(state)
+        for d in [self.project, self.runtime, state, self.env["HOME"]]:
+            for root, dirs, files in os.walk(d):
+                for name in [root] + [os.path.join(root, n) for n in dirs + files]:
+                    os.lchown(name, *ids)
+        fd = self.receive_mounted_fd(owner=ids)  # user_id=nobody: only nobody may enter
+        v = self.start_view(fd, "--mode", "plan", state_db=os.path.join(state, "state.db"),
+                            preexec_fn=drop)
+        self.assertNotIn("failed to open /dev/fuse", v.log())
+
+        python = "/usr/bin/python3" if os.access("/usr/bin/python3", os.X_OK) \
+            else sys.executable
+        env = dict(self.env, PIWORKFS=harness.PIWORKFS)
+        code = ("import errno, os, subprocess\n"
+                "print(open(%(a)r).read() == %(text)r)\n"
+                "try:\n"
+                "    open(%(a)r, 'w')\n"
+                "except OSError as e:\n"
+                "    print(errno.errorcode[e.errno])\n"
+                "subprocess.run([os.environ['PIWORKFS'], 'mode', '--mount', %(mp)r, 'build'],"
+                " check=True, stdout=subprocess.DEVNULL)\n"
+                "open(%(new)r, 'w').write('n')\n"
+                "print('written')\n"
+                % {"a": v.path("src/a.c"), "text": harness.STANDARD_TREE["src/a.c"],
+                   "mp": self.mp, "new": v.path("src/new.c")})
+        p = subprocess.run([python, "-c", code], preexec_fn=drop, env=env, cwd="/",
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr + v.log())
+        self.assertEqual(p.stdout.split(), ["True", "EROFS", "written"], p.stderr + v.log())
+        st = os.stat(os.path.join(self.project, "src/new.c"))
+        self.assertEqual((st.st_uid, st.st_gid), ids)
 
     def test_bad_descriptors_are_refused(self):
         def mount_fd(fd, *extra, pass_fds=()):
