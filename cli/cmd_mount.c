@@ -25,6 +25,7 @@
 #include "ctl/server.h"
 #include "daemon.h"
 #include "modefile.h"
+#include "mount_fd.h"
 #include "options.h"
 #include "output.h"
 #include "path.h"
@@ -35,6 +36,7 @@
 
 #define MOUNT_USAGE                                                                                \
 	"Usage: piworkfs mount [OPTIONS] PROJECT MOUNTPOINT\n"                                      \
+	"       piworkfs mount --fuse-fd N [OPTIONS] PROJECT MOUNTPOINT\n"                         \
 	"\n"                                                                                       \
 	"Mounts PROJECT at MOUNTPOINT as a view whose writes the active mode limits.\n"             \
 	"Without --mode the project's last mode is restored; a project never seen starts in\n"     \
@@ -73,6 +75,9 @@
 	"      --socket-dir DIR   where the control socket goes (default:\n"                       \
 	"                         $XDG_RUNTIME_DIR/piworkfs, for root /run/piworkfs, without\n"   \
 	"                         XDG_RUNTIME_DIR /tmp/piworkfs-UID)\n"                           \
+	"      --fuse-fd N        serve descriptor N, a /dev/fuse that another process opened and\n" \
+	"                         mounted at MOUNTPOINT (type fuse.piworkfs, source PROJECT);\n"  \
+	"                         the view never mounts nor unmounts it (docs/DEPLOY.md)\n"      \
 	"      --json             print the result as JSON\n"                                      \
 	"  -h, --help             show this help\n"                                                \
 	"\n"                                                                                       \
@@ -81,8 +86,8 @@
 	"  piworkfs mount ~/proj ~/proj.view --mode design -o nonempty\n"                          \
 	"  mount -t fuse.piworkfs ~/proj ~/proj.view -o mode=plan   # mount(8)'s helper, as root\n" \
 	"\n"                                                                                       \
-	"Exit status: 0 mounted; 2 usage error; 3 bad project, mountpoint, mode or socket\n"     \
-	"directory; 5 the mount failed (FUSE unusable, daemon error).\n"
+	"Exit status: 0 mounted; 2 usage error; 3 bad project, mountpoint, mode, socket\n"      \
+	"directory or --fuse-fd descriptor; 5 the mount failed (FUSE unusable, daemon error).\n"
 
 static int umount_done(const char *mp, bool json)
 {
@@ -649,162 +654,179 @@ static void detach_stdio(void)
 	}
 }
 
-int cmd_mount(int argc, char **argv)
-{
-	_cleanup_opts_ pw_opts po = { 0 };
-	pw_daemon_opts o = {0};
-	const char *fuse_opts = NULL;
-	bool json = false;
-	int c;
+/* One `piworkfs mount` command line, as parsed: the daemon's options and what they point
+ * into (O keeps pointers into the copies owned here). */
+typedef struct mount_cli {
+	pw_daemon_opts o;
+	const char *fuse_opts; /* -o as given, then its FUSE options only */
+	bool json;
+	const char *project_arg, *mp_arg;
+	char *opts_copy, *fuse_only, *state_abs, *sockdir_abs;
+	int fuse_fd; /* --fuse-fd N as given (o.fuse_fd is the daemon's copy) */
+} mount_cli;
 
-	if (pw_opts_init(&po, "mount", argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0) {
-		switch (c) {
-		case 'm': o.mode = po.arg; break;
-		case 'f': o.foreground = true; break;
-		case 'd': o.debug = o.foreground = true; break;
-		case 'o': fuse_opts = po.arg; break;
-		case PW_OPT_TIMEOUT:
-			if (parse_number("--timeout", po.arg, &o.cache_timeout) < 0)
-				return PW_EXIT_USAGE;
-			break;
-		case PW_OPT_NO_WATCH: o.no_watch = true; break;
-		case PW_OPT_JSON: json = true; break;
-		case PW_OPT_STATE_DB: o.state_db = po.arg; break;
-		case PW_OPT_SOCKET_DIR: o.socket_dir = po.arg; break;
-		case PW_OPT_AUDIT_QUEUE: {
-			double q;
-			if (parse_number("--audit-queue", po.arg, &q) < 0)
-				return PW_EXIT_USAGE;
-			o.audit_queue = (unsigned)q;
-			break;
-		}
-		case PW_OPT_NO_AUDIT: o.no_audit = true; break;
-		case PW_OPT_NO_ORIGINALS: o.no_originals = true; break;
-		case PW_OPT_ORIGINALS_MAX_FILE:
-			if (parse_size("--originals-max-file", po.arg, &o.originals_max_file) < 0)
-				return PW_EXIT_USAGE;
-			break;
-		case PW_OPT_ORIGINALS_KEEP:
-			if (parse_age("--originals-keep", po.arg, &o.originals_keep_s) < 0)
-				return PW_EXIT_USAGE;
-			break;
-		case PW_OPT_ORIGINALS_MIN_FREE:
-			if (parse_size("--originals-min-free", po.arg, &o.originals_min_free) < 0)
-				return PW_EXIT_USAGE;
-			break;
-		case PW_OPT_ORIGINALS_MAX_TOTAL:
-			if (parse_size("--originals-max-total", po.arg, &o.originals_max_total) < 0)
-				return PW_EXIT_USAGE;
-			break;
-		case PW_OPT_LOG_ALLOWED: o.log_allowed = true; break;
-		case 'h': return pw_usage("mount", MOUNT_USAGE, false);
-		}
+static void mount_cli_done(mount_cli *m)
+{
+	free(m->opts_copy);
+	free(m->fuse_only);
+	free(m->state_abs);
+	free(m->sockdir_abs);
+}
+
+/* Applies option C (its argument in PO) to M. Returns an exit status. */
+static int apply_mount_option(int c, const pw_opts *po, mount_cli *m)
+{
+	pw_daemon_opts *o = &m->o;
+	double q;
+
+	switch (c) {
+	case 'm': o->mode = po->arg; break;
+	case 'f': o->foreground = true; break;
+	case 'd': o->debug = o->foreground = true; break;
+	case 'o': m->fuse_opts = po->arg; break;
+	case PW_OPT_TIMEOUT:
+		return parse_number("--timeout", po->arg, &o->cache_timeout) < 0 ? PW_EXIT_USAGE
+										  : PW_EXIT_OK;
+	case PW_OPT_NO_WATCH: o->no_watch = true; break;
+	case PW_OPT_JSON: m->json = true; break;
+	case PW_OPT_STATE_DB: o->state_db = po->arg; break;
+	case PW_OPT_SOCKET_DIR: o->socket_dir = po->arg; break;
+	case PW_OPT_AUDIT_QUEUE:
+		if (parse_number("--audit-queue", po->arg, &q) < 0)
+			return PW_EXIT_USAGE;
+		o->audit_queue = (unsigned)q;
+		break;
+	case PW_OPT_NO_AUDIT: o->no_audit = true; break;
+	case PW_OPT_NO_ORIGINALS: o->no_originals = true; break;
+	case PW_OPT_ORIGINALS_MAX_FILE:
+		return parse_size("--originals-max-file", po->arg, &o->originals_max_file) < 0
+			       ? PW_EXIT_USAGE : PW_EXIT_OK;
+	case PW_OPT_ORIGINALS_KEEP:
+		return parse_age("--originals-keep", po->arg, &o->originals_keep_s) < 0
+			       ? PW_EXIT_USAGE : PW_EXIT_OK;
+	case PW_OPT_ORIGINALS_MIN_FREE:
+		return parse_size("--originals-min-free", po->arg, &o->originals_min_free) < 0
+			       ? PW_EXIT_USAGE : PW_EXIT_OK;
+	case PW_OPT_ORIGINALS_MAX_TOTAL:
+		return parse_size("--originals-max-total", po->arg, &o->originals_max_total) < 0
+			       ? PW_EXIT_USAGE : PW_EXIT_OK;
+	case PW_OPT_LOG_ALLOWED: o->log_allowed = true; break;
+	case PW_OPT_FUSE_FD:
+		o->use_fuse_fd = true;
+		return pw_mount_fd_parse(po->arg, &m->fuse_fd);
+	}
+	return PW_EXIT_OK;
+}
+
+/* Reads the options and the two operands into M. Returns an exit status; *RET_DONE when
+ * the command is over (--help printed, or an error). */
+static int parse_mount_args(pw_opts *po, mount_cli *m, bool *ret_done)
+{
+	int c, r;
+
+	*ret_done = true;
+	while ((c = pw_opts_next(po)) > 0) {
+		if (c == 'h')
+			return pw_usage("mount", MOUNT_USAGE, false);
+		r = apply_mount_option(c, po, m);
+		if (r)
+			return r;
 	}
 	if (c < 0)
 		return PW_EXIT_USAGE;
-	if (po.n_operands != 2) {
-		pw_err("mount", po.n_operands < 2 ? "expected PROJECT and MOUNTPOINT, got %d argument%s "
-						    "(see 'piworkfs mount --help')"
-						  : "expected PROJECT and MOUNTPOINT, got %d arguments "
-						    "(see 'piworkfs mount --help')",
-		       po.n_operands, po.n_operands == 1 ? "" : "s");
+	if (po->n_operands != 2) {
+		pw_err("mount", po->n_operands < 2 ? "expected PROJECT and MOUNTPOINT, got %d argument%s "
+						     "(see 'piworkfs mount --help')"
+						   : "expected PROJECT and MOUNTPOINT, got %d arguments "
+						     "(see 'piworkfs mount --help')",
+		       po->n_operands, po->n_operands == 1 ? "" : "s");
 		return PW_EXIT_USAGE;
 	}
-	const char *project_arg = po.operands[0], *mp_arg = po.operands[1];
-	_cleanup_free_ char *opts_copy = fuse_opts ? strdup(fuse_opts) : NULL;
-	_cleanup_free_ char *fuse_only = NULL;
-	if (fuse_opts) {
-		int r = opts_copy ? split_mount_options(opts_copy, &o, &fuse_only) : PW_EXIT_SYSTEM;
-		if (!r)
-			r = check_fuse_options(fuse_only);
-		if (r)
-			return r;
-		fuse_opts = fuse_only;
+	m->project_arg = po->operands[0];
+	m->mp_arg = po->operands[1];
+	*ret_done = false;
+	return PW_EXIT_OK;
+}
+
+/* Splits -o into the view's options (applied to M->o) and the FUSE ones, then checks
+ * those. Returns an exit status. */
+static int take_mount_options(mount_cli *m)
+{
+	if (!m->fuse_opts)
+		return PW_EXIT_OK;
+	m->opts_copy = strdup(m->fuse_opts);
+	int r = m->opts_copy ? split_mount_options(m->opts_copy, &m->o, &m->fuse_only)
+			     : PW_EXIT_SYSTEM;
+	if (!r)
+		r = check_fuse_options(m->fuse_only);
+	if (!r)
+		m->fuse_opts = m->fuse_only;
+	return r;
+}
+
+/* *PATH made absolute against the working directory (into *OWN) when it is relative:
+ * the daemon leaves the working directory (chdir "/"), and status reports the path.
+ * WHAT names the option in an error. Returns an exit status. */
+static int absolute_option(const char *what, const char **path, char **own)
+{
+	if (!*path || (*path)[0] == '/')
+		return PW_EXIT_OK;
+	_cleanup_free_ char *cwd = getcwd(NULL, 0);
+	if (!cwd || asprintf(own, "%s/%s", cwd, *path) < 0) {
+		*own = NULL;
+		pw_err("mount", "%s %s: %s", what, *path, strerror(errno));
+		return PW_EXIT_SYSTEM;
 	}
-	/* The daemon leaves the working directory (chdir "/"): a relative --state-db means
-	 * the caller's directory, and status reports it as an absolute path. */
-	_cleanup_free_ char *state_abs = NULL;
-	if (o.state_db && o.state_db[0] != '/') {
-		_cleanup_free_ char *cwd = getcwd(NULL, 0);
-		if (!cwd || asprintf(&state_abs, "%s/%s", cwd, o.state_db) < 0) {
-			pw_err("mount", "--state-db %s: %s", o.state_db, strerror(errno));
-			return PW_EXIT_SYSTEM;
-		}
-		o.state_db = state_abs;
-	}
-	_cleanup_free_ char *sockdir_abs = NULL;
-	if (o.socket_dir && o.socket_dir[0] != '/') {
-		_cleanup_free_ char *cwd = getcwd(NULL, 0);
-		if (!cwd || asprintf(&sockdir_abs, "%s/%s", cwd, o.socket_dir) < 0) {
-			pw_err("mount", "--socket-dir %s: %s", o.socket_dir, strerror(errno));
-			return PW_EXIT_SYSTEM;
-		}
-		o.socket_dir = sockdir_abs;
-	}
-	_cleanup_project_ pw_cli_project p = {0};
+	*path = *own;
+	return PW_EXIT_OK;
+}
+
+/* Opens the project of ARG into P: an existing directory, not itself a view. Returns an
+ * exit status. */
+static int open_mount_project(const char *arg, pw_cli_project *p)
+{
 	const char *perr = NULL;
 	struct stat st;
-	if (stat(project_arg, &st) < 0) {
-		pw_err("mount", "project %s %s", project_arg,
+
+	if (stat(arg, &st) < 0) {
+		pw_err("mount", "project %s %s", arg,
 		       errno == ENOENT ? "does not exist" : strerror(errno));
 		return PW_EXIT_CONFIG;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		pw_err("mount", "project %s is not a directory", project_arg);
+		pw_err("mount", "project %s is not a directory", arg);
 		return PW_EXIT_CONFIG;
 	}
-	if (pw_cli_project_open(project_arg, &p, &perr) < 0) {
-		pw_err("mount", "project %s: %s", project_arg, perr ? perr : "cannot open");
+	if (pw_cli_project_open(arg, p, &perr) < 0) {
+		pw_err("mount", "project %s: %s", arg, perr ? perr : "cannot open");
 		return PW_EXIT_CONFIG;
 	}
-	if (p.backing) {
+	if (p->backing) {
 		/* A view of a view would stack two daemons and two policies, and its trust and
 		 * last mode would be keyed by the view's path: mount the project itself. */
 		pw_err("mount", "%s is a piworkfs view of %s; mount the project itself "
 				"(piworkfs mount %s MOUNTPOINT)",
-		       project_arg, p.backing, p.backing);
+		       arg, p->backing, p->backing);
 		return PW_EXIT_CONFIG;
 	}
-	if (o.mode) {
-		int r = check_mode_exists(&p, o.mode);
-		if (r)
-			return r;
-	}
-	bool nonempty, allow_other;
-	_cleanup_free_ char *fopts = strip_nonempty(fuse_opts, &nonempty, &allow_other);
-	_cleanup_free_ char *mp = NULL;
-	int r = prepare_mountpoint(mp_arg, p.root, nonempty, &mp);
-	if (r)
-		return r;
-	if (allow_other && geteuid() != 0) {
-		/* A daemon that is not root cannot act with each caller's credentials: every user
-		 * of the view would read and write with the owner's. */
-		pw_err("mount", "-o allow_other needs the daemon to run as root (it acts with each "
-				"caller's credentials); mount as root or without allow_other");
-		return PW_EXIT_CONFIG;
-	}
-	r = check_fuse_device();
-	if (r)
-		return r;
-	wait_for_old_daemon(o.socket_dir, mp);
-	o.project = p.root;
-	o.mountpoint = mp;
-	r = check_socket(&o);
-	_cleanup_free_ char *uring_off = NULL;
-	if (!r) /* last: its line says the mount goes ahead */
-		r = check_uring(fopts, o.foreground, json, &uring_off);
-	if (r)
-		return r;
-	o.fuse_opts = fopts;
-	o.allow_other = allow_other;
-	o.bundled_dir = p.bundled_dir;
-	o.global_dir = p.global_dir;
+	return PW_EXIT_OK;
+}
 
-	if (o.foreground)
-		return pw_daemon_run(&o, -1) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
+/* A daemon that is not root cannot act with each caller's credentials: every user of an
+ * allow_other view would read and write with the owner's. Returns an exit status. */
+static int check_allow_other(bool allow_other)
+{
+	if (!allow_other || geteuid() == 0)
+		return PW_EXIT_OK;
+	pw_err("mount", "-o allow_other needs the daemon to run as root (it acts with each "
+			"caller's credentials); mount as root or without allow_other");
+	return PW_EXIT_CONFIG;
+}
 
+/* Forks the daemon and waits for its one-line report into LINE: "ok MODE" or why not.
+ * Returns an exit status; *RET_PID is the daemon. */
+static int start_daemon(const pw_daemon_opts *o, pid_t *ret_pid, char *line, size_t size)
+{
 	int pipefd[2];
 	if (pipe2(pipefd, O_CLOEXEC) < 0) {
 		pw_err("mount", "pipe: %s", strerror(errno));
@@ -822,34 +844,185 @@ int cmd_mount(int argc, char **argv)
 		if (chdir("/") < 0)
 			_exit(PW_EXIT_SYSTEM);
 		detach_stdio();
-		_exit(pw_daemon_run(&o, pipefd[1]) == 0 ? 0 : PW_EXIT_SYSTEM);
+		_exit(pw_daemon_run(o, pipefd[1]) == 0 ? 0 : PW_EXIT_SYSTEM);
 	}
 	close(pipefd[1]);
-	char line[1200];
-	r = wait_ready(pipefd[0], line, sizeof(line));
+	if (o->use_fuse_fd)
+		close(o->fuse_fd); /* the daemon's now: the connection ends with it */
+	int r = wait_ready(pipefd[0], line, size);
 	close(pipefd[0]);
-	if (r < 0 || !startswith(line, "ok")) {
-		const char *why = r == -ETIMEDOUT ? "the daemon did not answer within 60 s"
-			: r < 0 ? "the daemon exited before mounting"
-			: startswith(line, "error: ") ? line + 7 : line;
-		pw_err("mount", "%s", why);
-		if (r == -ETIMEDOUT)
-			kill(pid, SIGTERM);
+	*ret_pid = pid;
+	if (r == 0 && startswith(line, "ok"))
+		return PW_EXIT_OK;
+	const char *why = r == -ETIMEDOUT ? "the daemon did not answer within 60 s"
+		: r < 0 ? "the daemon exited before mounting"
+		: startswith(line, "error: ") ? line + 7 : line;
+	pw_err("mount", "%s", why);
+	if (r == -ETIMEDOUT)
+		kill(pid, SIGTERM);
+	return PW_EXIT_SYSTEM;
+}
+
+/* Says that the view is mounted, once the kernel routes its requests to the daemon. */
+static int report_mounted(const mount_cli *m, pid_t pid, const char *mode, const char *uring_off)
+{
+	struct stat st;
+
+	if (stat(m->o.mountpoint, &st) < 0) {
+		pw_err("mount", "the view at %s does not answer: %s", m->o.mountpoint,
+		       strerror(errno));
 		return PW_EXIT_SYSTEM;
 	}
-	const char *mode = line[2] == ' ' ? line + 3 : "?";
-	/* The daemon answered; make sure the kernel routes requests to it. */
-	if (stat(mp, &st) < 0) {
-		pw_err("mount", "the view at %s does not answer: %s", mp, strerror(errno));
-		return PW_EXIT_SYSTEM;
-	}
-	if (json) {
-		json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:s?}", "project", p.root, "mountpoint",
-				      mp, "mode", mode, "pid", (int)pid, "io_uring_off", uring_off);
+	if (m->json) {
+		json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:s?}", "project", m->o.project,
+				      "mountpoint", m->o.mountpoint, "mode", mode, "pid", (int)pid,
+				      "io_uring_off", uring_off);
 		return pw_print_json(j) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
 	}
-	printf("Mounted %s on %s in mode %s.\n", p.root, mp, mode);
+	printf("Mounted %s on %s in mode %s.\n", m->o.project, m->o.mountpoint, mode);
 	return PW_EXIT_OK;
+}
+
+/* The mountpoint of a view this daemon mounts: an empty directory (unless nonempty), no
+ * live view, stale views detached, /dev/fuse usable, an old daemon there gone. */
+static int prepare_own_mount(mount_cli *m, const char *project, bool nonempty, char **mp)
+{
+	int r = prepare_mountpoint(m->mp_arg, project, nonempty, mp);
+
+	if (!r)
+		r = check_allow_other(m->o.allow_other);
+	if (!r)
+		r = check_fuse_device();
+	if (!r)
+		wait_for_old_daemon(m->o.socket_dir, *mp);
+	return r;
+}
+
+/* A daemon that still answers for MP (a live view below the new mount, or one that will
+ * not exit): the control socket's name is taken. Returns an exit status. */
+static int check_no_daemon(const char *socket_dir, const char *mp)
+{
+	_cleanup_free_ char *sock = NULL;
+	int r = socket_dir ? pw_ctl_socket_path(socket_dir, mp, &sock)
+			   : pw_ctl_view_socket(mp, -1, &sock);
+	pid_t pid = r == 0 ? daemon_pid(sock) : 0;
+
+	if (pid <= 0)
+		return PW_EXIT_OK;
+	pw_err("mount", "a piworkfs daemon (pid %d) still serves a view at %s", (int)pid, mp);
+	return PW_EXIT_CONFIG;
+}
+
+/*
+ * The mount of --fuse-fd, made by another process (mount_fd.c): found in mountinfo, never
+ * entered. The kernel's checks are the mount's own options: allow_other and
+ * default_permissions come from there (the daemon's answers depend on them), and *FOPTS
+ * gets default_permissions when the mount has it. Returns an exit status.
+ */
+static int prepare_passed_mount(mount_cli *m, const char *project, char **fopts, char **mp)
+{
+	pw_mount_fd_facts f = {0};
+	int r = pw_mount_fd_mountpoint(m->mp_arg, project, &f);
+
+	*mp = f.mountpoint;
+	m->o.allow_other = f.allow_other;
+	if (!r)
+		r = check_allow_other(f.allow_other);
+	if (r)
+		return r;
+	wait_for_old_daemon(m->o.socket_dir, *mp);
+	r = check_no_daemon(m->o.socket_dir, *mp);
+	if (r || !f.default_permissions)
+		return r;
+	char *with = NULL;
+	if (asprintf(&with, "%s%sdefault_permissions", *fopts, **fopts ? "," : "") < 0)
+		return PW_EXIT_SYSTEM;
+	free(*fopts);
+	*fopts = with;
+	return PW_EXIT_OK;
+}
+
+/* The descriptor of --fuse-fd, before anything else is looked at: -o holds none of the
+ * mount's options, and the descriptor is a mounted /dev/fuse nobody serves. */
+static int check_passed_fd(const mount_cli *m)
+{
+	int r = pw_mount_fd_check_options(m->fuse_opts);
+
+	return r ? r : pw_mount_fd_check(m->fuse_fd);
+}
+
+/* Everything checked before anything is mounted, in the order of the messages a user
+ * meets: options, descriptor, project, mode, mountpoint, FUSE, control socket, transport.
+ * Fills M->o; *MP and *FOPTS and *URING_OFF are owned by the caller. Returns an exit
+ * status. */
+static int prepare_mount(mount_cli *m, pw_cli_project *p, char **mp, char **fopts,
+			 char **uring_off)
+{
+	pw_daemon_opts *o = &m->o;
+	bool nonempty, allow_other;
+	int r = take_mount_options(m);
+
+	if (!r && o->use_fuse_fd)
+		r = check_passed_fd(m);
+	if (!r)
+		r = absolute_option("--state-db", &o->state_db, &m->state_abs);
+	if (!r)
+		r = absolute_option("--socket-dir", &o->socket_dir, &m->sockdir_abs);
+	if (!r)
+		r = open_mount_project(m->project_arg, p);
+	if (!r && o->mode)
+		r = check_mode_exists(p, o->mode);
+	if (r)
+		return r;
+	*fopts = strip_nonempty(m->fuse_opts, &nonempty, &allow_other);
+	if (!*fopts)
+		return PW_EXIT_SYSTEM;
+	o->allow_other = allow_other;
+	r = o->use_fuse_fd ? prepare_passed_mount(m, p->root, fopts, mp)
+			   : prepare_own_mount(m, p->root, nonempty, mp);
+	if (r)
+		return r;
+	o->project = p->root;
+	o->mountpoint = *mp;
+	r = check_socket(o);
+	if (!r) /* last: its line says the mount goes ahead */
+		r = check_uring(*fopts, o->foreground, m->json, uring_off);
+	o->fuse_opts = *fopts;
+	o->bundled_dir = p->bundled_dir;
+	o->global_dir = p->global_dir;
+	if (!r && o->use_fuse_fd && (o->fuse_fd = pw_mount_fd_take(m->fuse_fd)) < 0)
+		r = PW_EXIT_SYSTEM;
+	return r;
+}
+
+/* The daemon forked off: returns once the view answers, saying so. */
+static int mount_detached(const mount_cli *m, const char *uring_off)
+{
+	char line[1200];
+	pid_t pid;
+	int r = start_daemon(&m->o, &pid, line, sizeof(line));
+
+	return r ? r : report_mounted(m, pid, line[2] == ' ' ? line + 3 : "?", uring_off);
+}
+
+int cmd_mount(int argc, char **argv)
+{
+	_cleanup_opts_ pw_opts po = { 0 };
+	_cleanup_project_ pw_cli_project p = {0};
+	_cleanup_free_ char *mp = NULL, *fopts = NULL, *uring_off = NULL;
+	mount_cli m = {0};
+	bool done;
+
+	if (pw_opts_init(&po, "mount", argc, argv) < 0)
+		return PW_EXIT_SYSTEM;
+	int r = parse_mount_args(&po, &m, &done);
+	if (!done)
+		r = prepare_mount(&m, &p, &mp, &fopts, &uring_off);
+	if (!done && !r)
+		r = m.o.foreground ? (pw_daemon_run(&m.o, -1) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM)
+				   : mount_detached(&m, uring_off);
+	mount_cli_done(&m);
+	return r;
 }
 
 /*

@@ -44,6 +44,8 @@ static const pw_option mount_opts[] = {
 	{ "state-db", 0, "PATH", PW_OPT_STATE_DB, PW_COMPLETE_FILE, "the state database" },
 	{ "socket-dir", 0, "DIR", PW_OPT_SOCKET_DIR, PW_COMPLETE_DIR, "the control socket directory" },
 	{ "audit-queue", 0, "N", PW_OPT_AUDIT_QUEUE, PW_COMPLETE_NONE, "the audit queue's length" },
+	{ "fuse-fd", 0, "N", PW_OPT_FUSE_FD, PW_COMPLETE_NONE,
+	  "serve descriptor N, a /dev/fuse mounted by another process" },
 	OPT_JSON,
 	OPT_HELP,
 	OPT_END,

@@ -248,38 +248,68 @@ static void withdraw_socket(char *link, const char *socket)
 	free(link);
 }
 
-int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
+/* Everything one view's daemon runs, torn down in the reverse order of its start. */
+typedef struct daemon_parts {
+	char *state_path;
+	pw_state *state;
+	pw_fs *fs;
+	pw_audit *audit;
+	pw_undo *undo;
+	pw_view *view;
+	pw_ctl_server *ctl;
+} daemon_parts;
+
+/* Reports "error: WHAT: WHY" (or "error: WHY") on READY_FD. */
+static void report_error(int ready_fd, const char *what, const char *why)
+{
+	char msg[1200];
+
+	snprintf(msg, sizeof(msg), "error: %s%s%s", what ? what : "", what ? ": " : "", why);
+	report(ready_fd, msg);
+}
+
+/* Logging, umask and signals as the daemon needs them before it starts anything. */
+static void daemon_setup_process(const pw_daemon_opts *o)
 {
 	log_to_stderr = o->foreground;
 	if (!o->foreground)
 		openlog("piworkfs", LOG_PID, LOG_DAEMON);
 	umask(0); /* the kernel already applied the caller's umask to every mode we get */
 	block_signals(true);
+}
 
-	/* Before anything is mounted: a view whose control plane cannot start would be a mount
-	 * nobody can switch or unmount by name, with a mode switch in the log. */
+/* Before anything is mounted: a view whose control plane cannot start would be a mount
+ * nobody can switch or unmount by name, with a mode switch in the log. */
+static int daemon_check_socket(const pw_daemon_opts *o, int ready_fd)
+{
 	_cleanup_free_ char *sock_err = NULL;
-	int sr = pw_daemon_check_socket(o, &sock_err);
-	if (sr < 0) {
-		char msg[1200];
-		snprintf(msg, sizeof(msg), "error: %s", sock_err ? sock_err : strerror(-sr));
-		report(ready_fd, msg);
-		return 1;
-	}
+	int r = pw_daemon_check_socket(o, &sock_err);
 
-	_cleanup_free_ char *state_path =
-		absolute_path(o->state_db ? strdup(o->state_db) : pw_state_default_path());
-	pw_state *state = NULL;
+	if (r < 0)
+		report_error(ready_fd, NULL, sock_err ? sock_err : strerror(-r));
+	return r;
+}
+
+/* The state database: the last mode, trust, audit and originals. A view without it still
+ * serves (it keeps nothing), so a failure is a warning. */
+static void daemon_open_state(const pw_daemon_opts *o, daemon_parts *d)
+{
 	_cleanup_free_ char *warn = NULL;
-	if (state_path) {
-		int r = pw_state_open(state_path, &state, &warn);
-		if (r < 0)
-			dlog(LOG_WARNING, "state database %s unusable (%s): the last mode will not be kept",
-			     state_path, strerror(-r));
-		if (warn)
-			dlog(LOG_WARNING, "%s", warn);
-	}
 
+	d->state_path = absolute_path(o->state_db ? strdup(o->state_db) : pw_state_default_path());
+	if (!d->state_path)
+		return;
+	int r = pw_state_open(d->state_path, &d->state, &warn);
+	if (r < 0)
+		dlog(LOG_WARNING, "state database %s unusable (%s): the last mode will not be kept",
+		     d->state_path, strerror(-r));
+	if (warn)
+		dlog(LOG_WARNING, "%s", warn);
+}
+
+/* The FUSE session, mounted. Returns 0 or -errno, reported on READY_FD. */
+static int daemon_start_fs(const pw_daemon_opts *o, daemon_parts *d, int ready_fd)
+{
 	pw_fs_opts fo = {
 		.project = o->project,
 		.mountpoint = o->mountpoint,
@@ -289,120 +319,165 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 		.cache_timeout = o->cache_timeout,
 		.no_watch = o->no_watch,
 		.fuse_opts = o->fuse_opts,
+		.use_fuse_fd = o->use_fuse_fd,
+		.fuse_fd = o->fuse_fd,
 	};
-	pw_fs *fs = NULL;
 	_cleanup_free_ char *err = NULL;
-	int r = pw_fs_new(&fo, &fs, &err);
-	if (r < 0) {
-		char msg[1200];
-		snprintf(msg, sizeof(msg), "error: %s", err ? err : strerror(-r));
-		report(ready_fd, msg);
-		pw_state_close(state);
-		return 1;
-	}
+	int r = pw_fs_new(&fo, &d->fs, &err);
 
-	pw_audit *audit = NULL;
-	if (state_path && !o->no_audit) {
-		pw_audit_opts ao = {
-			.db_path = state_path,
-			.project = o->project,
-			.mountpoint = o->mountpoint,
-			.queue_capacity = o->audit_queue,
-			.log_allowed = o->log_allowed,
-		};
-		_cleanup_free_ char *aw = NULL;
-		r = pw_audit_start(&ao, &audit, &aw);
-		if (r < 0)
-			dlog(LOG_WARNING, "audit log disabled: %s", strerror(-r));
-		if (aw)
-			dlog(LOG_WARNING, "%s", aw);
-		pw_fs_set_audit(fs, audit);
-	}
+	if (r < 0)
+		report_error(ready_fd, NULL, err ? err : strerror(-r));
+	return r;
+}
 
-	/* Originals beside the state database, before the view installs its first policy
-	 * (which starts the first change set). */
-	pw_undo *keep = NULL;
-	if (state_path && !o->no_originals) {
-		pw_undo_opts ko = {
-			.db_path = state_path,
-			.project = o->project,
-			.mountpoint = o->mountpoint,
-			.max_file = o->originals_max_file,
-			.keep_ns = o->originals_keep_s * 1000000000ll,
-			.max_total = o->originals_max_total,
-			.min_free = o->originals_min_free,
-			.defer_ns = orig_defer_ns(),
-		};
-		r = pw_undo_new(&ko, &keep);
-		if (r < 0)
-			dlog(LOG_WARNING, "originals will not be kept (undo unavailable): %s",
-			     strerror(-r));
-		pw_fs_set_undo(fs, keep);
-	}
+/* The audit writer, unless --no-audit or there is no database; a failure is a warning. */
+static void daemon_start_audit(const pw_daemon_opts *o, daemon_parts *d)
+{
+	if (!d->state_path || o->no_audit)
+		return;
+	pw_audit_opts ao = {
+		.db_path = d->state_path,
+		.project = o->project,
+		.mountpoint = o->mountpoint,
+		.queue_capacity = o->audit_queue,
+		.log_allowed = o->log_allowed,
+	};
+	_cleanup_free_ char *aw = NULL;
+	int r = pw_audit_start(&ao, &d->audit, &aw);
+	if (r < 0)
+		dlog(LOG_WARNING, "audit log disabled: %s", strerror(-r));
+	if (aw)
+		dlog(LOG_WARNING, "%s", aw);
+	pw_fs_set_audit(d->fs, d->audit);
+}
 
+/* Originals beside the state database, before the view installs its first policy (which
+ * starts the first change set). A failure is a warning: the view serves without undo. */
+static void daemon_start_undo(const pw_daemon_opts *o, daemon_parts *d)
+{
+	if (!d->state_path || o->no_originals)
+		return;
+	pw_undo_opts ko = {
+		.db_path = d->state_path,
+		.project = o->project,
+		.mountpoint = o->mountpoint,
+		.max_file = o->originals_max_file,
+		.keep_ns = o->originals_keep_s * 1000000000ll,
+		.max_total = o->originals_max_total,
+		.min_free = o->originals_min_free,
+		.defer_ns = orig_defer_ns(),
+	};
+	int r = pw_undo_new(&ko, &d->undo);
+	if (r < 0)
+		dlog(LOG_WARNING, "originals will not be kept (undo unavailable): %s",
+		     strerror(-r));
+	pw_fs_set_undo(d->fs, d->undo);
+}
+
+/* The view (policy, modes, trust) and its control socket. Returns 0 or -errno, reported
+ * on READY_FD. */
+static int daemon_start_control(const pw_daemon_opts *o, daemon_parts *d, int ready_fd)
+{
 	pw_view_opts vo = {
 		.project = o->project,
 		.mountpoint = o->mountpoint,
 		.fs_ops = &fs_ops,
-		.fs_ctx = fs,
+		.fs_ctx = d->fs,
 		.owner_uid = getuid(),
 		.bundled_dir = o->bundled_dir,
 		.global_dir = o->global_dir,
 		.initial_mode = o->mode,
-		.state = state,
-		.audit = audit,
-		.state_db = state_path,
+		.state = d->state,
+		.audit = d->audit,
+		.state_db = d->state_path,
 	};
-	pw_view *view = NULL;
-	pw_ctl_server *ctl = NULL;
 	/* The methods the control socket serves; the changes methods act on this pw_fs. */
 	const pw_ctl_use modules[] = {
 		{ &pw_ctl_methods_module, NULL },
 		{ &pw_ctl_request_module, NULL },
-		{ &pw_undo_changes_module, fs },
+		{ &pw_undo_changes_module, d->fs },
 		{ &pw_ctl_plan_module, NULL },
 	};
-	r = pw_view_new(&vo, &view);
+	int r = pw_view_new(&vo, &d->view);
 	if (r == 0)
-		r = pw_ctl_server_start(view, o->socket_dir, NULL, modules, ELEMENTSOF(modules),
-					&ctl);
-	if (r < 0) {
-		char msg[256];
-		snprintf(msg, sizeof(msg), "error: cannot start the control plane: %s", strerror(-r));
-		report(ready_fd, msg);
-		goto out;
-	}
+		r = pw_ctl_server_start(d->view, o->socket_dir, NULL, modules, ELEMENTSOF(modules),
+					&d->ctl);
+	if (r < 0)
+		report_error(ready_fd, "cannot start the control plane", strerror(-r));
+	return r;
+}
 
-	signal_fs = fs;
-	signal_ctl = ctl;
-	install_signals();
-	block_signals(false);
+/* "ok MODE" on READY_FD, which is then closed: `mount` returns. */
+static void report_ready(const daemon_parts *d, int ready_fd)
+{
 	pw_view_status vs = {0};
 	char ready[128] = "ok";
-	if (pw_view_get_status(view, &vs) == 0) {
+
+	if (pw_view_get_status(d->view, &vs) == 0) {
 		snprintf(ready, sizeof(ready), "ok %s", vs.mode ? vs.mode : "?");
 		if (vs.fail_reason)
 			dlog(LOG_WARNING, "failing closed: %s", vs.fail_reason);
 		pw_view_status_done(&vs);
 	}
-	char *link = advertise_socket(o, pw_ctl_server_socket_path(ctl));
 	report(ready_fd, ready);
 	if (ready_fd >= 0)
 		close(ready_fd);
+}
+
+/* Serves until unmounted or signalled. Returns pw_fs_loop's result. */
+static int daemon_serve(const pw_daemon_opts *o, daemon_parts *d, int ready_fd)
+{
+	signal_fs = d->fs;
+	signal_ctl = d->ctl;
+	install_signals();
+	block_signals(false);
+	char *link = advertise_socket(o, pw_ctl_server_socket_path(d->ctl));
+	report_ready(d, ready_fd);
 	dlog(LOG_INFO, "serving %s on %s", o->project, o->mountpoint);
-	r = pw_fs_loop(fs);
+	int r = pw_fs_loop(d->fs);
 	block_signals(true);
-	withdraw_socket(link, pw_ctl_server_socket_path(ctl));
-	dlog(LOG_INFO, "unmounting %s", o->mountpoint);
-out:
+	withdraw_socket(link, pw_ctl_server_socket_path(d->ctl));
+	if (o->use_fuse_fd)
+		dlog(LOG_INFO, "stopped serving %s (its mount is left to the process that made it)",
+		     o->mountpoint);
+	else
+		dlog(LOG_INFO, "unmounting %s", o->mountpoint);
+	return r;
+}
+
+/* Stops what was started, control plane first, so that no request reaches a part that is
+ * gone. */
+static void daemon_stop(daemon_parts *d)
+{
 	signal_ctl = NULL;
 	signal_fs = NULL;
-	pw_ctl_server_stop(ctl);
-	pw_view_free(view);
-	pw_fs_set_audit(fs, NULL);
-	pw_fs_free(fs); /* unmounts: no request can reach the audit writer after this */
-	pw_undo_free(keep);
-	pw_audit_stop(audit);
-	pw_state_close(state);
+	pw_ctl_server_stop(d->ctl);
+	pw_view_free(d->view);
+	if (d->fs)
+		pw_fs_set_audit(d->fs, NULL);
+	pw_fs_free(d->fs); /* unmounts: no request can reach the audit writer after this */
+	pw_undo_free(d->undo);
+	pw_audit_stop(d->audit);
+	pw_state_close(d->state);
+	free(d->state_path);
+}
+
+int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
+{
+	daemon_parts d = {0};
+
+	daemon_setup_process(o);
+	if (daemon_check_socket(o, ready_fd) < 0)
+		return 1;
+	daemon_open_state(o, &d);
+	int r = daemon_start_fs(o, &d, ready_fd);
+	if (r == 0) {
+		daemon_start_audit(o, &d);
+		daemon_start_undo(o, &d);
+		r = daemon_start_control(o, &d, ready_fd);
+	}
+	if (r == 0)
+		r = daemon_serve(o, &d, ready_fd);
+	daemon_stop(&d);
 	return r < 0 ? 1 : 0;
 }

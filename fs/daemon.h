@@ -19,6 +19,10 @@ typedef struct pw_daemon_opts {
 	bool no_watch;
 	double cache_timeout;
 	const char *fuse_opts;
+	/* Serve descriptor FUSE_FD, a /dev/fuse connection that another process opened and
+	 * mounted at MOUNTPOINT (`mount --fuse-fd`): the daemon never mounts nor unmounts it. */
+	bool use_fuse_fd;
+	int fuse_fd;
 	const char *bundled_dir, *global_dir;
 	const char *socket_dir; /* NULL: default */
 	const char *state_db;   /* NULL: default */

@@ -24,6 +24,10 @@ typedef struct pw_fs_opts {
 	double cache_timeout;   /* entry/attr timeout in seconds (kept correct by invalidation) */
 	bool no_watch;          /* disable backing-tree change notifications (tests' control) */
 	const char *fuse_opts;  /* extra -o options, comma separated */
+	/* Serve FUSE_FD, a /dev/fuse mounted at MOUNTPOINT by another process: libfuse is given
+	 * "/dev/fd/N" to mean exactly that, so the session neither mounts nor unmounts. */
+	bool use_fuse_fd;
+	int fuse_fd;
 } pw_fs_opts;
 
 /*
@@ -90,7 +94,8 @@ const char *pw_fs_opcode_name(unsigned op);
  * FUSE session and mounts it (mountpoint checks are the caller's); the view serves a
  * fail-closed policy until pw_fs_set_policy installs the real one. On failure *ret_err gets
  * a malloc'd one-line message. pw_fs_loop serves requests on several threads until
- * unmounted or pw_fs_exit; pw_fs_free unmounts and frees.
+ * unmounted or pw_fs_exit; pw_fs_free unmounts (not a passed descriptor's mount: that is
+ * its maker's) and frees.
  */
 int pw_fs_new(const pw_fs_opts *opts, pw_fs **ret, char **ret_err);
 void pw_fs_set_audit(pw_fs *fs, struct pw_audit *audit);

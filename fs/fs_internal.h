@@ -96,6 +96,8 @@ struct pw_fs {
 	 * when every caller passes opendir's permission check anyway: a root daemon without
 	 * allow_other serves only root. Set in init. */
 	bool no_opendir;
+	/* The session serves a descriptor another process mounted (mount --fuse-fd). */
+	bool passed_fd;
 	struct fuse_session *se;
 	/* The INIT request as seen by devio.c: its id, and the flags the kernel offered. */
 	_Atomic uint64_t init_unique;

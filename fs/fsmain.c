@@ -145,6 +145,30 @@ static int decide_uring(pw_fs *fs, char *fuse_opts, char **ret_err)
 	return 0;
 }
 
+/*
+ * Mounts the session at the mountpoint, or, with a descriptor another process mounted,
+ * takes that one: libfuse 3.14 reads the mountpoint "/dev/fd/N" as "N is an open,
+ * mounted /dev/fuse" and then leaves mounting and unmounting to whoever mounted it.
+ */
+static int session_mount(pw_fs *fs, const pw_fs_opts *o, char **ret_err)
+{
+	char target[32];
+
+	if (!o->use_fuse_fd) {
+		if (fuse_session_mount(fs->se, o->mountpoint) == 0)
+			return 0;
+		set_err(ret_err, "cannot mount on %s (see the messages above)", o->mountpoint);
+		return -EIO;
+	}
+	snprintf(target, sizeof(target), "/dev/fd/%d", o->fuse_fd);
+	if (fuse_session_mount(fs->se, target) != 0) {
+		set_err(ret_err, "cannot serve the FUSE descriptor %d", o->fuse_fd);
+		return -EBADF;
+	}
+	fs->passed_fd = true;
+	return 0;
+}
+
 int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 {
 	_cleanup_free_ char *opts = NULL;
@@ -221,11 +245,9 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 		set_err(ret_err, "invalid mount options: %s", opts);
 		goto fail;
 	}
-	if (fuse_session_mount(fs->se, o->mountpoint) != 0) {
-		r = -EIO;
-		set_err(ret_err, "cannot mount on %s (see the messages above)", o->mountpoint);
+	r = session_mount(fs, o, ret_err);
+	if (r < 0)
 		goto fail;
-	}
 	r = pw_devio_attach(fs);
 	if (r < 0) {
 		set_err(ret_err, "cannot set up the FUSE device: %s", strerror(-r));
@@ -243,12 +265,30 @@ void pw_fs_set_audit(pw_fs *fs, struct pw_audit *audit)
 	fs->audit = audit;
 }
 
+/*
+ * A descriptor per worker thread (libfuse's clone_fd: it opens /dev/fuse and clones the
+ * session's connection onto it) spares the threads one queue's contention. A server given
+ * its descriptor (--fuse-fd) is often one that may not open /dev/fuse at all (the CSI
+ * pattern, docs/DEPLOY.md): then the threads share the one descriptor, instead of libfuse
+ * trying, logging an error and giving up on the first thread.
+ */
+static bool clone_fd_usable(const pw_fs *fs)
+{
+	if (!fs->passed_fd)
+		return true;
+	int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
 int pw_fs_loop(pw_fs *fs)
 {
 	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
 	if (!cfg)
 		return -ENOMEM;
-	fuse_loop_cfg_set_clone_fd(cfg, 1);
+	fuse_loop_cfg_set_clone_fd(cfg, clone_fd_usable(fs));
 	fuse_loop_cfg_set_max_threads(cfg, 16);
 	fuse_loop_cfg_set_idle_threads(cfg, 4);
 	int r = fuse_session_loop_mt(fs->se, cfg);
