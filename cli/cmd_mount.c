@@ -28,6 +28,7 @@
 #include "options.h"
 #include "output.h"
 #include "path.h"
+#include "policy.h"
 #include "project.h"
 
 /* How long umount (and a mount at the same place) waits for a daemon to exit. */
@@ -68,6 +69,8 @@
 	"                         less than SIZE free (default 5% of it, at most 1G)\n"          \
 	"      --log-allowed      also record allowed mutations in the audit log\n"                \
 	"      --audit-queue N    the audit queue's length (testing)\n"                            \
+	"      --only GLOB        a lane: of what the mode allows, write only what GLOB matches,\n" \
+	"                         in every mode (repeatable; mode files' glob syntax)\n"          \
 	"      --state-db PATH    the state database (default: $XDG_STATE_HOME/piworkfs/state.db,\n" \
 	"                         for root /var/lib/piworkfs/state.db)\n"                          \
 	"      --socket-dir DIR   where the control socket goes (default:\n"                       \
@@ -587,6 +590,24 @@ static int prepare_mountpoint(const char *arg, const char *project, bool nonempt
 	return *ret ? PW_EXIT_OK : PW_EXIT_SYSTEM;
 }
 
+/* The --only globs compile (the daemon compiles them again, for itself). */
+static int check_lane(const pw_daemon_opts *o)
+{
+	pw_rule *lane = NULL;
+	const char *err = NULL;
+	size_t bad = 0;
+	int r = pw_lane_parse(o->lane, o->n_lane, &lane, &bad, &err);
+
+	if (r == 0) {
+		pw_lane_free(lane, o->n_lane);
+		return PW_EXIT_OK;
+	}
+	if (r == -ENOMEM)
+		return PW_EXIT_SYSTEM;
+	pw_err("mount", "--only '%s': %s", o->lane[bad], err ? err : "invalid glob");
+	return PW_EXIT_USAGE;
+}
+
 static int check_mode_exists(const pw_cli_project *p, const char *mode)
 {
 	_cleanup_modeset_ pw_modeset *ms = NULL;
@@ -653,7 +674,7 @@ int cmd_mount(int argc, char **argv)
 {
 	_cleanup_opts_ pw_opts po = { 0 };
 	pw_daemon_opts o = {0};
-	const char *fuse_opts = NULL;
+	const char *fuse_opts = NULL, *lane[PW_LANE_MAX];
 	bool json = false;
 	int c;
 
@@ -699,6 +720,14 @@ int cmd_mount(int argc, char **argv)
 				return PW_EXIT_USAGE;
 			break;
 		case PW_OPT_LOG_ALLOWED: o.log_allowed = true; break;
+		case PW_OPT_ONLY:
+			if (o.n_lane == PW_LANE_MAX) {
+				pw_err("mount", "at most %d --only globs", PW_LANE_MAX);
+				return PW_EXIT_USAGE;
+			}
+			lane[o.n_lane++] = po.arg;
+			o.lane = lane;
+			break;
 		case 'h': return pw_usage("mount", MOUNT_USAGE, false);
 		}
 	}
@@ -713,6 +742,11 @@ int cmd_mount(int argc, char **argv)
 		return PW_EXIT_USAGE;
 	}
 	const char *project_arg = po.operands[0], *mp_arg = po.operands[1];
+	if (o.n_lane) {
+		int lr = check_lane(&o);
+		if (lr)
+			return lr;
+	}
 	_cleanup_free_ char *opts_copy = fuse_opts ? strdup(fuse_opts) : NULL;
 	_cleanup_free_ char *fuse_only = NULL;
 	if (fuse_opts) {
