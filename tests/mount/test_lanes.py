@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: MIT
 """Lanes: `mount --only GLOB...` (what `run --only` mounts) narrows the writable set of every
-mode of the view, tighten-only."""
+mode of the view, tighten-only, and the agent is told: its announcement names the lane, and
+a refusal by the lane says the path is outside this run's lane and names the globs."""
 
 import errno
 import json
 import os
+import subprocess
 import unittest
 
 import harness
@@ -96,6 +98,30 @@ class TestLanes(harness.MountCase):
         p = self.run_pw("mount", "--only", "", self.project, self.mp)
         self.assertEqual(p.returncode, 2, p.stderr)
         self.assertIn("--only ''", p.stderr)
+
+    def hook(self, v, event):
+        ev = dict(event, cwd=v.mp)
+        p = subprocess.run([harness.PIWORKFS, "hook", "claude"], input=json.dumps(ev),
+                           env=self.env, capture_output=True, text=True,
+                           timeout=harness.DEADLINE, check=True)
+        return json.loads(p.stdout) if p.stdout.strip() else {}
+
+    def test_the_agent_is_told_its_lane(self):
+        v = self.mount("build", args=LANE)
+        out = self.hook(v, {"hook_event_name": "UserPromptSubmit"})
+        ann = out["hookSpecificOutput"]["additionalContext"]
+        self.assertIn("Lane of this run (--only): src/a/**, docs/design;", ann)
+        self.assertNotIn("No restrictions", ann)
+        out = self.hook(v, {"hook_event_name": "PreToolUse", "tool_name": "Write",
+                            "tool_input": {"file_path": v.path("src/b.c"), "content": "x"}})
+        why = json.dumps(out)
+        self.assertIn("because it is outside this run's lane", why)
+        self.assertIn("within this run's lane: src/a/**, docs/design", why)
+        self.assertIn("The lane holds in every mode", why)
+        # Inside the lane, the hook lets the write go.
+        out = self.hook(v, {"hook_event_name": "PreToolUse", "tool_name": "Write",
+                            "tool_input": {"file_path": v.path("src/a/y.c"), "content": "x"}})
+        self.assertNotIn("deny", json.dumps(out))
 
 
 if __name__ == "__main__":

@@ -198,3 +198,21 @@ test("the plan line: name, progress and next task, the same bytes for the same p
 	assert.equal(withPlan("A", { active: null, line: null }), "A");
 	assert.equal(withPlan("A", null), "A");
 });
+
+test("a lane (run --only) is in the announcement, the writable set and its refusals", () => {
+	const laned = { ...build, lane: ["src/a/**", "docs/design"] };
+	const a = announcement(laned);
+	assert.ok(!a.includes("No restrictions"), a);
+	assert.match(a, / Lane of this run \(--only\): src\/a\/\*\*, docs\/design; writes outside it are refused in every mode/);
+	assert.equal(writableText({ ...design, lane: ["docs/design/a/**"] }), "docs/design/**, styles/tokens.css, within this run's lane: docs/design/a/**");
+	// A mode that writes nothing says so, lane or not.
+	assert.equal(writableText({ ...plan, writes_nothing: true, lane: ["x"] }), "nothing");
+	const line = refusalLine(
+		{ path: "src/b.c", op: "create", errno: "EACCES", reason: "outside-lane", mode: "build", rule: null },
+		writableText(laned),
+		{ mode: null },
+	);
+	assert.match(line, /because it is outside this run's lane\. Writable in build: .*, within this run's lane: src\/a\/\*\*, docs\/design\. The lane holds in every mode/);
+	// Without a lane, nothing changes.
+	assert.equal(announcement({ ...build, lane: [] }), announcement(build));
+});
