@@ -18,6 +18,7 @@
 #include "daemon.h"
 #include "fs.h"
 #include "keep.h"
+#include "overlap.h"
 #include "store/audit.h"
 #include "store/state.h"
 #include "util.h"
@@ -248,6 +249,33 @@ static void withdraw_socket(char *link, const char *socket)
 	free(link);
 }
 
+/*
+ * Overlapping writes (overlap.h): only where originals are kept, since what another view
+ * changed is known from its change sets. A view that cannot tell serves all the same.
+ */
+static pw_overlap *start_overlap(const char *state_path, const pw_daemon_opts *o,
+				 pw_audit *audit, pw_keep *keep)
+{
+	pw_overlap *ov = NULL;
+	pw_overlap_opts oo = {
+		.db_path = state_path,
+		.project = o->project,
+		.mountpoint = o->mountpoint,
+		.audit = audit,
+	};
+	int r;
+
+	if (!keep)
+		return NULL;
+	r = pw_overlap_new(&oo, &ov);
+	if (r < 0) {
+		dlog(LOG_WARNING, "overlapping writes will not be told: %s", strerror(-r));
+		return NULL;
+	}
+	pw_keep_set_overlap(keep, ov);
+	return ov;
+}
+
 int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 {
 	log_to_stderr = o->foreground;
@@ -339,6 +367,7 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 			     strerror(-r));
 		pw_fs_set_keep(fs, keep);
 	}
+	pw_overlap *overlap = start_overlap(state_path, o, audit, keep);
 
 	pw_view_opts vo = {
 		.project = o->project,
@@ -404,6 +433,7 @@ out:
 	pw_fs_set_audit(fs, NULL);
 	pw_fs_free(fs); /* unmounts: no request can reach the audit writer after this */
 	pw_keep_free(keep);
+	pw_overlap_free(overlap); /* after the FUSE layer: nothing notes a path any more */
 	pw_audit_stop(audit);
 	pw_state_close(state);
 	return r < 0 ? 1 : 0;

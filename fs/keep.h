@@ -65,6 +65,11 @@ int64_t pw_keep_current(pw_keep *k);
 uint64_t pw_keep_store_full(pw_keep *k, int64_t *ret_since_ns); /* K may be NULL */
 const char *pw_keep_project(const pw_keep *k);
 pw_orig_store *pw_keep_store(pw_keep *k);
+/* Overlapping writes (overlap.h): O is told of every path first recorded in the current
+ * change set. Set once, before the view serves; K and O may be NULL. */
+struct pw_overlap;
+void pw_keep_set_overlap(pw_keep *k, struct pw_overlap *o);
+struct pw_overlap *pw_keep_overlap(pw_keep *k);
 /* For undo, which changes the backing tree itself: records PATH's original (absent or
  * present, CONTENT kept) in the current change set as the FUSE hooks would, under the
  * store lock held by the caller (pw_orig_lock). ROOT_FD is the project root. */

@@ -112,6 +112,8 @@ const char *pw_reason_name(pw_reason r)
 		return "hard-link";
 	case PW_REASON_LANE:
 		return "outside-lane";
+	case PW_REASON_OVERLAP:
+		return "overlap";
 	}
 	return "unknown";
 }

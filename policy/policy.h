@@ -81,6 +81,8 @@ typedef enum pw_reason {
 	PW_REASON_OUTSIDE,       /* the path leaves the project */
 	PW_REASON_HARDLINK,      /* a file with more links than the names known to be allowed */
 	PW_REASON_LANE,          /* the mode allows it, but it is outside the view's lane */
+	PW_REASON_OVERLAP,       /* an allowed write of a path another live view changed
+				  * in its current change set (fs/overlap.h; audit only) */
 } pw_reason;
 
 const char *pw_reason_name(pw_reason r); /* stable identifiers for --json: "deny-rule", ... */

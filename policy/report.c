@@ -291,6 +291,10 @@ char *pw_report_decision_text(const pw_decision *d, const char *mode, const char
 	case PW_REASON_LANE:
 		n = asprintf(&s, "outside the view's lane (--only); mode %s allows it elsewhere", m);
 		break;
+	case PW_REASON_OVERLAP:
+		n = asprintf(&s, "allowed in mode %s; another live view of the project changed it "
+			     "in its current change set", m);
+		break;
 	case PW_REASON_HARDLINK:
 		n = asprintf(&s, "the file has hard links whose names the view has not seen; mode %s "
 			     "writes such files only where it allows every path", m);
