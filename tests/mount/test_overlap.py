@@ -6,6 +6,7 @@ the path as also changed by the other view. Two mounts of one project stand for 
 
 import json
 import os
+import subprocess
 import time
 import unittest
 
@@ -89,6 +90,21 @@ class TestOverlap(harness.MountCase):
         self.assertEqual(rows["src/mine.c"]["also_changed_by"], [])
         p = self.run_pw("changes", "--mount", b.mp, check=True)
         self.assertIn("also changed by the view at %s" % a.mp, p.stdout)
+        # `piworkfs hook` tells the agent after its file tool wrote the path.
+        self.assertIn("[piworkfs] Note: src/shared.c was also changed by another live view "
+                      "of the project, the view at %s" % a.mp, self.post_tool_use(b, "src/shared.c"))
+        self.assertEqual(self.post_tool_use(b, "src/mine.c"), "")
+
+    def post_tool_use(self, v, rel):
+        ev = {"hook_event_name": "PostToolUse", "cwd": v.mp, "tool_name": "Write",
+              "tool_input": {"file_path": v.path(rel), "content": "x"},
+              "tool_response": {"filePath": v.path(rel), "success": True}}
+        p = subprocess.run([harness.PIWORKFS, "hook", "claude"], input=json.dumps(ev),
+                           env=self.env, capture_output=True, text=True,
+                           timeout=harness.DEADLINE, check=True)
+        if not p.stdout.strip():
+            return ""
+        return json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"]
 
     def test_a_view_no_longer_mounted_does_not_count(self):
         a, b = self.two_views()

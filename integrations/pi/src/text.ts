@@ -281,6 +281,12 @@ export function refusalLine(r: Refusal, writable: string, hint: ProceedHint, pro
 	return `${TAG} Refused: ${opWord(r.op)} ${r.path}${errno} in ${mode} mode, because ${becauseText(r, project)}. Writable in ${mode}: ${writable}. ${how}`;
 }
 
+/** An overlapping write (the daemon's `overlap` event: PATH, and PATH2 the other view's
+ * mountpoint): told, not refused. */
+export function overlapLine(path: string, otherView: string): string {
+	return `${TAG} Note: ${path} was also changed by another live view of the project, the view at ${otherView}, in its current work: your write went through, but check that it did not overwrite another agent's work (\`piworkfs changes\` shows both).`;
+}
+
 /** When a refusal list is cut: the last line. */
 export function moreLine(n: number): string {
 	return `${TAG} ... and ${n} more refused path${n === 1 ? "" : "s"} (run \`piworkfs log --denied\` outside Pi to see them).`;

@@ -10,6 +10,7 @@ import {
 	estimateTokens,
 	footerText,
 	loosenText,
+	overlapLine,
 	planLine,
 	withPlan,
 	rankModes,
@@ -215,4 +216,11 @@ test("a lane (run --only) is in the announcement, the writable set and its refus
 	assert.match(line, /because it is outside this run's lane\. Writable in build: .*, within this run's lane: src\/a\/\*\*, docs\/design\. The lane holds in every mode/);
 	// Without a lane, nothing changes.
 	assert.equal(announcement({ ...build, lane: [] }), announcement(build));
+});
+
+test("an overlapping write is told, not refused", () => {
+	assert.equal(
+		overlapLine("src/a.c", "/run/u/piworkfs/run-x/view"),
+		"[piworkfs] Note: src/a.c was also changed by another live view of the project, the view at /run/u/piworkfs/run-x/view, in its current work: your write went through, but check that it did not overwrite another agent's work (`piworkfs changes` shows both).",
+	);
 });
