@@ -123,18 +123,19 @@ static void unescape(char *s)
 	*o = '\0';
 }
 
-/* Is a piworkfs view mounted at MP now? */
-static bool view_live(const char *mp)
+/* The mountpoints of the piworkfs views mounted now, as one malloc'd string of
+ * NUL-terminated names ended by an empty one ("" when none), or NULL when unknown. */
+static char *live_views(void)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char *line = NULL;
-	size_t cap = 0;
-	bool live = false;
+	FILE *f = fopen("/proc/self/mountinfo", "re"), *out;
+	char *line = NULL, *list = NULL;
+	size_t cap = 0, len = 0;
 
 	if (!f)
-		return true; /* unknown: report rather than stay silent */
-	while (!live && getline(&line, &cap, f) > 0) {
-		char *save = NULL, *tok = strtok_r(line, " ", &save), *at = NULL;
+		return NULL;
+	out = open_memstream(&list, &len);
+	while (out && getline(&line, &cap, f) > 0) {
+		char *save = NULL, *tok = strtok_r(line, " ", &save), *at;
 		for (int i = 0; tok && i < 4; i++) /* id, parent, dev, root: then the mountpoint */
 			tok = strtok_r(NULL, " ", &save);
 		at = tok;
@@ -143,12 +144,27 @@ static bool view_live(const char *mp)
 		tok = tok ? strtok_r(NULL, " ", &save) : NULL; /* the type */
 		if (at && tok && streq(tok, "fuse.piworkfs")) {
 			unescape(at);
-			live = streq(at, mp);
+			fwrite(at, 1, strlen(at) + 1, out);
 		}
 	}
 	free(line);
 	fclose(f);
-	return live;
+	if (!out || fputc('\0', out) == EOF || fclose(out) != 0) {
+		free(list);
+		return NULL;
+	}
+	return list;
+}
+
+/* Is MP one of LIVE (live_views; NULL, unknown: yes, report rather than stay silent)? */
+static bool view_live(const char *live, const char *mp)
+{
+	if (!live)
+		return true;
+	for (const char *p = live; *p; p += strlen(p) + 1)
+		if (streq(p, mp))
+			return true;
+	return false;
 }
 
 /* ---- refreshing from the database ---------------------------------------------------------- */
@@ -183,6 +199,8 @@ static void read_rows(pw_overlap *o, other *v)
  * view no longer mounted is forgotten. Lock held. */
 static void refresh(pw_overlap *o)
 {
+	_cleanup_free_ char *live = live_views();
+
 	for (other *v = o->others; v; v = v->next)
 		v->seen = false;
 	sqlite3_reset(o->sets);
@@ -190,7 +208,7 @@ static void refresh(pw_overlap *o)
 		const char *mp = (const char *)sqlite3_column_text(o->sets, 0);
 		int64_t cs = sqlite3_column_int64(o->sets, 1);
 		other *v;
-		if (!mp || !view_live(mp))
+		if (!mp || !view_live(live, mp))
 			continue;
 		v = find_other(o, mp);
 		if (!v) {
