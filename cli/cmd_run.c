@@ -249,6 +249,9 @@ int cmd_run(int argc, char **argv)
 		view.mountpoint, view.mounted ? " (private to this run)" : "",
 		view.mode ? view.mode : "?", view.restore_mode ? " for this run (then " : "",
 		view.restore_mode ? view.restore_mode : "", view.restore_mode ? " again)" : "");
+	for (size_t i = 0; i < a.n_only; i++) /* the lane, on the same terms as the mode */
+		fprintf(stderr, "%s%s%s", i ? ", " : "piworkfs: run: lane (--only) ", a.only[i],
+			i + 1 == a.n_only ? ": writes outside it are refused in every mode\n" : "");
 	pw_run_sandbox_opts so = {
 		.view = &view,
 		.cwd = cwd,
