@@ -309,7 +309,12 @@ static int print_rules(const pw_cli_project *p, const pw_policy *policy)
 						      where }) < 0)
 			return -ENOMEM;
 	}
-	if (n == 0)
+	/* The view's lane narrows every rule above (`run --only`). */
+	for (size_t i = 0; i < pw_policy_lane_count(policy); i++)
+		if (pw_table_add(t, (const char *[]){ "lane", pw_policy_lane_rule(policy, i)->pattern,
+						      "(--only)" }) < 0)
+			return -ENOMEM;
+	if (n == 0 && !pw_policy_lane_count(policy))
 		printf("no rules\n");
 	pw_table_print(t, stdout, 0);
 	return 0;

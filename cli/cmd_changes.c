@@ -420,6 +420,19 @@ static json_t *without_git(json_t *arr)
 	return out;
 }
 
+/* Another live view of the project changed the path too, in its current change set
+ * (fs/overlap.h): a line under the change for each. */
+static void print_also_changed_by(json_t *by)
+{
+	size_t i;
+	json_t *o;
+
+	json_array_foreach(by, i, o)
+		printf("            also changed by the view at %s (its change set %lld)\n",
+		       pw_q(0, json_string_value(json_object_get(o, "mountpoint"))),
+		       (long long)json_integer_value(json_object_get(o, "changeset")));
+}
+
 static int print_changes(json_t *res, bool fold_git)
 {
 	json_t *sets = json_object_get(res, "changesets"), *set;
@@ -456,6 +469,7 @@ static int print_changes(json_t *res, bool fold_git)
 			       comm ? pw_q(2, comm) : "?",
 			       (long long)json_integer_value(json_object_get(c, "pid")), t + 11,
 			       nk ? "  original not kept: " : "", nk ? nk : "");
+			print_also_changed_by(json_object_get(c, "also_changed_by"));
 			shown++;
 		}
 		if (gits) {

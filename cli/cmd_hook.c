@@ -327,6 +327,8 @@ static void post_tool_use(const pw_agent_view *v, json_t *ev, const char *cwd, c
 			lines_text = joined(lines);
 	}
 	mode = mode_text(v, ev, false, false); /* only after a switch */
+	if (!lines_text && is_file_tool(jstr(ev, "tool_name")) && tool_path(input))
+		lines_text = pw_agent_overlap_note(v, cwd, tool_path(input));
 	if (mode && lines_text && asprintf(&all, "%s\n%s", mode, lines_text) < 0)
 		all = NULL;
 	if (all || mode || lines_text)

@@ -29,6 +29,7 @@
 #include "options.h"
 #include "output.h"
 #include "path.h"
+#include "policy.h"
 #include "project.h"
 
 /* How long umount (and a mount at the same place) waits for a daemon to exit. */
@@ -70,6 +71,8 @@
 	"                         less than SIZE free (default 5% of it, at most 1G)\n"          \
 	"      --log-allowed      also record allowed mutations in the audit log\n"                \
 	"      --audit-queue N    the audit queue's length (testing)\n"                            \
+	"      --only GLOB        a lane: of what the mode allows, write only what GLOB matches,\n" \
+	"                         in every mode (repeatable; mode files' glob syntax)\n"          \
 	"      --state-db PATH    the state database (default: $XDG_STATE_HOME/piworkfs/state.db,\n" \
 	"                         for root /var/lib/piworkfs/state.db)\n"                          \
 	"      --socket-dir DIR   where the control socket goes (default:\n"                       \
@@ -592,6 +595,24 @@ static int prepare_mountpoint(const char *arg, const char *project, bool nonempt
 	return *ret ? PW_EXIT_OK : PW_EXIT_SYSTEM;
 }
 
+/* The --only globs compile (the daemon compiles them again, for itself). */
+static int check_lane(const pw_daemon_opts *o)
+{
+	pw_rule *lane = NULL;
+	const char *err = NULL;
+	size_t bad = 0;
+	int r = pw_lane_parse(o->lane, o->n_lane, &lane, &bad, &err);
+
+	if (r == 0) {
+		pw_lane_free(lane, o->n_lane);
+		return PW_EXIT_OK;
+	}
+	if (r == -ENOMEM)
+		return PW_EXIT_SYSTEM;
+	pw_err("mount", "--only '%s': %s", o->lane[bad], err ? err : "invalid glob");
+	return PW_EXIT_USAGE;
+}
+
 static int check_mode_exists(const pw_cli_project *p, const char *mode)
 {
 	_cleanup_modeset_ pw_modeset *ms = NULL;
@@ -663,6 +684,7 @@ typedef struct mount_cli {
 	const char *project_arg, *mp_arg;
 	char *opts_copy, *fuse_only, *state_abs, *sockdir_abs;
 	int fuse_fd; /* --fuse-fd N as given (o.fuse_fd is the daemon's copy) */
+	const char *lane[PW_LANE_MAX]; /* --only GLOB, each (o.lane points here) */
 } mount_cli;
 
 static void mount_cli_done(mount_cli *m)
@@ -714,6 +736,14 @@ static int apply_mount_option(int c, const pw_opts *po, mount_cli *m)
 	case PW_OPT_FUSE_FD:
 		o->use_fuse_fd = true;
 		return pw_mount_fd_parse(po->arg, &m->fuse_fd);
+	case PW_OPT_ONLY:
+		if (o->n_lane == PW_LANE_MAX) {
+			pw_err("mount", "at most %d --only globs", PW_LANE_MAX);
+			return PW_EXIT_USAGE;
+		}
+		m->lane[o->n_lane++] = po->arg;
+		o->lane = m->lane;
+		break;
 	}
 	return PW_EXIT_OK;
 }
@@ -960,7 +990,10 @@ static int prepare_mount(mount_cli *m, pw_cli_project *p, char **mp, char **fopt
 {
 	pw_daemon_opts *o = &m->o;
 	bool nonempty, allow_other;
-	int r = take_mount_options(m);
+	int r = o->n_lane ? check_lane(o) : PW_EXIT_OK;
+
+	if (!r)
+		r = take_mount_options(m);
 
 	if (!r && o->use_fuse_fd)
 		r = check_passed_fd(m);

@@ -45,6 +45,9 @@
 	"  -C, --project DIR   the project (default: found from the current directory)\n"          \
 	"      --ro-host       the rest of the host is read-only inside\n"                         \
 	"      --share PATH    PATH stays writable with --ro-host (repeatable)\n"                  \
+	"      --only GLOB     a lane: of what the mode allows, the run writes only what GLOB\n"  \
+	"                      matches, in every mode (repeatable); the run then always\n"      \
+	"                      mounts a view of its own (mount --only)\n"                        \
 	"  -h, --help          show this help\n"                                                   \
 	"\n"                                                                                       \
 	"Examples:\n"                                                                              \
@@ -61,6 +64,8 @@ typedef struct run_args {
 	bool ro_host;
 	char *shares[SHARES_MAX];
 	size_t n_shares;
+	const char *only[PW_LANE_MAX]; /* --only: the run's lane */
+	size_t n_only;
 	char **command;
 } run_args;
 
@@ -81,6 +86,13 @@ static int parse(int argc, char **argv, run_args *a, pw_opts *po)
 				return PW_EXIT_USAGE;
 			}
 			a->shares[a->n_shares++] = (char *)po->arg;
+			break;
+		case PW_OPT_ONLY:
+			if (a->n_only == PW_LANE_MAX) {
+				pw_err("run", "at most %d --only globs", PW_LANE_MAX);
+				return PW_EXIT_USAGE;
+			}
+			a->only[a->n_only++] = po->arg;
 			break;
 		case 'h': return -1;
 		}
@@ -224,7 +236,7 @@ int cmd_run(int argc, char **argv)
 	if (pi_command)
 		a.command = pi_command;
 
-	r = pw_run_view_open(project, cwd, a.mode, &view);
+	r = pw_run_view_open(project, cwd, a.mode, a.only, a.n_only, &view);
 	if (r != PW_EXIT_OK)
 		return r;
 	/* claude, codex, opencode, gemini: piworkfs mcp and the hooks (mcp_wire.c). */
@@ -237,6 +249,9 @@ int cmd_run(int argc, char **argv)
 		view.mountpoint, view.mounted ? " (private to this run)" : "",
 		view.mode ? view.mode : "?", view.restore_mode ? " for this run (then " : "",
 		view.restore_mode ? view.restore_mode : "", view.restore_mode ? " again)" : "");
+	for (size_t i = 0; i < a.n_only; i++) /* the lane, on the same terms as the mode */
+		fprintf(stderr, "%s%s%s", i ? ", " : "piworkfs: run: lane (--only) ", a.only[i],
+			i + 1 == a.n_only ? ": writes outside it are refused in every mode\n" : "");
 	pw_run_sandbox_opts so = {
 		.view = &view,
 		.cwd = cwd,

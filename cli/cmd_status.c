@@ -99,6 +99,26 @@ static void format_transport(json_t *tr, char *buf, size_t size)
 		snprintf(buf, size, "%s", name);
 }
 
+/* The view's lane (`mount --only`) as "GLOB, GLOB (writes outside are refused in every
+ * mode)", or NULL without one. */
+static char *lane_text(json_t *lane)
+{
+	char *s = NULL;
+	size_t n = 0, i;
+	json_t *g;
+	FILE *f;
+
+	if (!json_array_size(lane) || !(f = open_memstream(&s, &n)))
+		return NULL;
+	json_array_foreach(lane, i, g) fprintf(f, "%s%s", i ? ", " : "", json_string_value(g));
+	fputs(" (writes outside it are refused in every mode)", f);
+	if (fclose(f) != 0) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
 static void print_view(json_t *st)
 {
 	char mode[128], up[32], denied[32], counters[160], requests[192], transport[96];
@@ -140,6 +160,11 @@ static void print_view(json_t *st)
 	};
 	for (size_t k = 0; t && k < ELEMENTSOF(rows); k++)
 		pw_table_add(t, rows[k]);
+	_cleanup_free_ char *lane = lane_text(json_object_get(st, "lane"));
+	if (lane && t) {
+		const char *row[] = { "lane", lane };
+		pw_table_add(t, row);
+	}
 	if (json_is_true(json_object_get(st, "fail_closed"))) {
 		const char *row[] = { "error", sget(st, "fail_reason") };
 		if (t)

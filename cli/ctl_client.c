@@ -540,3 +540,20 @@ int pw_cli_live_mode(const pw_cli_project *p, char **ret_mode)
 	*ret_mode = m;
 	return 0;
 }
+
+int pw_cli_live_lane(const pw_cli_project *p, json_t **ret)
+{
+	json_t *res = NULL, *lane;
+	int r = pw_ctl_call_at(p && p->cwd ? p->cwd : NULL, "status", NULL, &res, NULL, NULL);
+
+	if (r == -ENOENT || r == -ECONNREFUSED) {
+		*ret = json_array();
+		return *ret ? 0 : -ENOMEM;
+	}
+	if (r < 0)
+		return r == -EREMOTE ? -EIO : r;
+	lane = json_object_get(res, "lane");
+	*ret = json_is_array(lane) ? json_incref(lane) : json_array();
+	json_decref(res);
+	return *ret ? 0 : -ENOMEM;
+}

@@ -95,6 +95,13 @@ char *pw_agent_project_path(const pw_agent_view *v, const char *cwd, const char 
 json_t *pw_agent_explain(const pw_agent_view *v, const char *cwd, json_t *paths, const char *op,
 			 const char *mode, const char *agent, bool with_tool);
 
+/*
+ * Overlapping writes (fs/overlap.h): the note for PATH (absolute or relative to CWD) when
+ * another live view of the project changed it in its current change set too, as
+ * `changes` marks it ("[piworkfs] Note: PATH was also changed by ..."), or NULL.
+ */
+char *pw_agent_overlap_note(const pw_agent_view *v, const char *cwd, const char *path);
+
 /* The explanation of a shell command bash.check is certain would be refused in the active
  * mode, or NULL when it may run (allowed, heuristic, unknown, outside the project, or no
  * answer). CWD: the command's working directory, absolute or relative to BASE. */

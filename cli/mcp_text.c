@@ -13,6 +13,11 @@
 #include "mcp.h"
 #include "util.h"
 
+/* How to proceed after a refusal by the lane: no mode switch helps. */
+#define PW_AGENT_LANE_HOW                                                                     \
+	"The lane holds in every mode: leave the path to the agent whose lane it is, or tell " \
+	"the person what you needed; don't work around the refusal."
+
 /* ---- building strings ---------------------------------------------------------------- */
 
 typedef struct sbuf {
@@ -128,8 +133,28 @@ static const char *writes_only_plans(json_t *policy)
 	return only ? dir : NULL;
 }
 
-/* writableText() of text.ts, written to F. */
-static void put_writable(FILE *f, json_t *policy)
+/* The view's lane (policy "lane", `run --only`), or NULL when it has none. */
+static json_t *lane_of(json_t *policy)
+{
+	json_t *lane = json_object_get(policy, "lane");
+
+	return json_array_size(lane) ? lane : NULL;
+}
+
+/* laneSentence() of text.ts: the lane, where the mode writes anything. */
+static void put_lane_sentence(FILE *f, json_t *policy)
+{
+	json_t *lane = lane_of(policy);
+
+	if (!lane)
+		return;
+	fputs(" Lane of this run (--only): ", f);
+	put_joined(f, lane);
+	fputs("; writes outside it are refused in every mode, whatever the mode allows.", f);
+}
+
+/* baseWritableText() of text.ts, written to F: what the mode writes, lane aside. */
+static void put_base_writable(FILE *f, json_t *policy)
 {
 	json_t *w, *prot, *deny;
 	const char *plans;
@@ -173,6 +198,16 @@ static void put_writable(FILE *f, json_t *policy)
 	json_decref(w);
 }
 
+/* writableText() of text.ts: the base text, and the lane that narrows it. */
+static void put_writable(FILE *f, json_t *policy)
+{
+	put_base_writable(f, policy);
+	if (lane_of(policy) && !policy_writes_nothing(policy)) {
+		fputs(", within this run's lane: ", f);
+		put_joined(f, lane_of(policy));
+	}
+}
+
 char *pw_agent_writable_text(json_t *policy)
 {
 	sbuf b;
@@ -180,6 +215,16 @@ char *pw_agent_writable_text(json_t *policy)
 	if (!sb_open(&b))
 		return NULL;
 	put_writable(b.f, policy);
+	return sb_take(&b);
+}
+
+static char *base_writable_text(json_t *policy)
+{
+	sbuf b;
+
+	if (!sb_open(&b))
+		return NULL;
+	put_base_writable(b.f, policy);
 	return sb_take(&b);
 }
 
@@ -205,11 +250,12 @@ char *pw_agent_announcement(json_t *policy)
 			" Read-only: every write in the project fails (EROFS), but the plan files "
 			"in %s/ that are not approved.",
 			writes_only_plans(policy));
+		put_lane_sentence(b.f, policy);
 	} else {
 		json_t *w = writable_patterns(policy);
 		if (has_string(w, "**")) {
-			_cleanup_free_ char *t = pw_agent_writable_text(policy);
-			if (streq_ptr(t, "everything"))
+			_cleanup_free_ char *t = base_writable_text(policy);
+			if (streq_ptr(t, "everything") && !lane_of(policy))
 				fputs(" No restrictions: everything in the project is writable.",
 				      b.f);
 			else
@@ -234,6 +280,7 @@ char *pw_agent_announcement(json_t *policy)
 			json_decref(prot);
 		}
 		json_decref(w);
+		put_lane_sentence(b.f, policy);
 	}
 	if (json_array_size(hide)) {
 		fputs(" Hidden (absent from the view): ", b.f);
@@ -377,6 +424,8 @@ static void put_because(FILE *f, json_t *r, const char *project)
 		fprintf(f, "the file of mode %s is broken, so nothing is writable", mode);
 	} else if (streq_ptr(reason, "outside")) {
 		fputs("it is outside the project", f);
+	} else if (streq_ptr(reason, "outside-lane")) {
+		fputs("it is outside this run's lane", f);
 	} else if (jstr(r, "message")) {
 		fputs(jstr(r, "message"), f);
 	} else {
@@ -424,7 +473,9 @@ char *pw_agent_refusal_line(json_t *r, const char *writable, const char *hint_mo
 			"Work to it, don't change it: if it must change, ask the person to run "
 			"`piworkfs plan reopen %.*s` outside %s.",
 			(int)n, base, agent);
-	} else if (streq_ptr(hint_mode, "off") && streq_ptr(reason, "protected"))
+	} else if (streq_ptr(reason, "outside-lane"))
+		fputs(PW_AGENT_LANE_HOW, b.f);
+	else if (streq_ptr(hint_mode, "off") && streq_ptr(reason, "protected"))
 		fputs(
 		    "Only mode off allows it: if it truly has to change, ask the person to change "
 		    "it themselves.",

@@ -296,3 +296,57 @@ done:
 	json_decref(lines);
 	return out;
 }
+
+/* The views in BY ({"mountpoint", "changeset"}...), as "the view at MP (its change set N)". */
+static void put_changers(FILE *f, json_t *by)
+{
+	size_t i;
+	json_t *o;
+
+	json_array_foreach(by, i, o)
+		fprintf(f, "%sthe view at %s (its change set %lld)", i ? " and " : "",
+			jstr(o, "mountpoint") ? jstr(o, "mountpoint") : "?",
+			(long long)json_integer_value(json_object_get(o, "changeset")));
+}
+
+char *pw_agent_overlap_note(const pw_agent_view *v, const char *cwd, const char *path)
+{
+	_cleanup_free_ char *rel = pw_agent_project_path(v, cwd, path), *abs = NULL;
+	json_t *res = NULL, *set, *c;
+	char *out = NULL;
+	size_t n = 0, i, j;
+
+	if (!rel || !rel[0])
+		return NULL;
+	if (path[0] == '/')
+		abs = strdup(path);
+	else if (asprintf(&abs, "%s/%s", cwd, path) < 0)
+		abs = NULL;
+	if (!abs || pw_agent_call(v, 0, "changes.list", json_pack("{s:[s]}", "paths", abs), &res,
+				  NULL, NULL) < 0)
+		return NULL;
+	json_array_foreach(json_object_get(res, "changesets"), i, set)
+	{
+		if (!json_is_true(json_object_get(set, "current")))
+			continue;
+		json_array_foreach(json_object_get(set, "changes"), j, c)
+		{
+			json_t *by = json_object_get(c, "also_changed_by");
+			FILE *f;
+			if (out || !json_array_size(by) || !(f = open_memstream(&out, &n)))
+				continue;
+			fprintf(f, "%s Note: %s was also changed by another live view of the project, ",
+				PW_AGENT_TAG, rel);
+			put_changers(f, by);
+			fputs(", in its current work: your write went through, but check that it did "
+			      "not overwrite another agent's work (`piworkfs changes` shows both).",
+			      f);
+			if (fclose(f) != 0) {
+				free(out);
+				out = NULL;
+			}
+		}
+	}
+	json_decref(res);
+	return out;
+}

@@ -46,6 +46,7 @@ static const pw_option mount_opts[] = {
 	{ "audit-queue", 0, "N", PW_OPT_AUDIT_QUEUE, PW_COMPLETE_NONE, "the audit queue's length" },
 	{ "fuse-fd", 0, "N", PW_OPT_FUSE_FD, PW_COMPLETE_NONE,
 	  "serve descriptor N, a /dev/fuse mounted by another process" },
+	{ "only", 0, "GLOB", PW_OPT_ONLY, PW_COMPLETE_NONE, "a lane: write only GLOB (repeatable)" },
 	OPT_JSON,
 	OPT_HELP,
 	OPT_END,
@@ -153,6 +154,7 @@ static const pw_option run_opts[] = {
 	OPT_PROJECT,
 	{ "ro-host", 0, NULL, PW_OPT_RO_HOST, PW_COMPLETE_NONE, "the rest of the host read-only" },
 	{ "share", 0, "PATH", PW_OPT_SHARE, PW_COMPLETE_FILE, "keep PATH writable with --ro-host" },
+	{ "only", 0, "GLOB", PW_OPT_ONLY, PW_COMPLETE_NONE, "a lane: write only GLOB (repeatable)" },
 	OPT_HELP,
 	OPT_END,
 };

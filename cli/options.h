@@ -66,6 +66,7 @@ enum {
 	PW_OPT_PLAN,
 	PW_OPT_ORIGINALS_MIN_FREE,
 	PW_OPT_FUSE_FD,
+	PW_OPT_ONLY,
 };
 
 /* How a shell completes an option's argument or a command's operands. */

@@ -399,6 +399,36 @@ void pw_cli_unknown_mode(const char *cmd, const pw_modeset *ms, const char *mode
 		pw_err(cmd, "unknown mode '%s' (available: %s)", mode, list && *list ? list : "none");
 }
 
+/*
+ * Compiles MODE of MS with the lane of the live view around us (none outside a view), so
+ * that `allowed` and `check` inside `run --only` answer as the view does. Returns
+ * pw_policy_compile_lane's result, or PW_EXIT_NO_VIEW (said) when the view cannot tell.
+ */
+static int compile_in_live_lane(const char *cmd, const pw_cli_project *p, const pw_modeset *ms,
+				const char *mode, pw_policy **ret)
+{
+	_cleanup_json_ json_t *lane = NULL;
+	const char *globs[PW_LANE_MAX];
+	pw_rule *rules = NULL;
+	size_t n = 0, i;
+	json_t *g;
+	int r = pw_cli_live_lane(p, &lane);
+
+	if (r < 0) {
+		pw_err(cmd, "cannot ask the live view for its lane: %s", strerror(-r));
+		return PW_EXIT_NO_VIEW;
+	}
+	json_array_foreach(lane, i, g) if (n < PW_LANE_MAX && json_is_string(g)) globs[n++] =
+		json_string_value(g);
+	if (n && pw_lane_parse(globs, n, &rules, NULL, NULL) < 0) {
+		pw_err(cmd, "the live view's lane does not compile here");
+		return PW_EXIT_NO_VIEW;
+	}
+	r = pw_policy_compile_lane(ms, mode, rules, n, ret);
+	pw_lane_free(rules, n);
+	return r;
+}
+
 int pw_cli_get_policy(const char *cmd, const pw_cli_project *p, const char *mode,
 		      pw_modeset **ret_ms, pw_policy **ret_policy)
 {
@@ -434,7 +464,9 @@ int pw_cli_get_policy(const char *cmd, const pw_cli_project *p, const char *mode
 		if (!pol)
 			return PW_EXIT_SYSTEM;
 	} else {
-		r = pw_policy_compile(ms, mode, &pol);
+		r = compile_in_live_lane(cmd, p, ms, mode, &pol);
+		if (r == PW_EXIT_NO_VIEW)
+			return r;
 		if (r == -ENOENT) {
 			pw_cli_unknown_mode(cmd, ms, mode);
 			return PW_EXIT_CONFIG;

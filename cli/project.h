@@ -20,6 +20,7 @@
  */
 #pragma once
 
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "pw_limits.h"
@@ -102,6 +103,13 @@ int pw_cli_get_policy(const char *cmd, const pw_cli_project *p, const char *mode
  * directory). Returns 0 with a malloc'd *ret_mode, -ENOENT when there is none, or -errno.
  */
 int pw_cli_live_mode(const pw_cli_project *p, char **ret_mode);
+
+/*
+ * The lane (`mount --only`, `run --only`) of the live view containing P's directory, as
+ * its status says: 0 with *ret (a JSON array of globs, a new reference; [] without a lane
+ * or outside a view), or -errno when the view does not answer.
+ */
+int pw_cli_live_lane(const pw_cli_project *p, json_t **ret);
 
 /*
  * Does an ignored-because-untrusted warning about mode ABOUT (NULL: the project's

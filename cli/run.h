@@ -43,10 +43,13 @@ typedef struct pw_run_view {
  * (in the project's last mode). MODE (NULL: keep the view's mode) is then switched to with
  * the operator's full authority, for this run only: pw_run_view_close() switches back to
  * the mode before, unless the mode was changed during the run (by the person, or tightened
- * by the agent), which then stands. Then opens the view's agent socket. Returns an exit
- * status; on PW_EXIT_OK *ret is filled.
+ * by the agent), which then stands. Then opens the view's agent socket. With a lane (LANE,
+ * N_LANE > 0 globs of `run --only`) the run always mounts a view of its own with that lane
+ * (`mount --only`), never reusing a live one. Returns an exit status; on PW_EXIT_OK *ret is
+ * filled.
  */
-int pw_run_view_open(const char *project, const char *cwd, const char *mode, pw_run_view *ret);
+int pw_run_view_open(const char *project, const char *cwd, const char *mode,
+		     const char *const *lane, size_t n_lane, pw_run_view *ret);
 
 /* Restores the mode (see pw_run_view_open), unmounts the view when we mounted it (retrying
  * while it is busy, then lazily) and removes the private directory. Returns 0, or -errno

@@ -184,11 +184,12 @@ static int run_self(char *const *argv, char *out, size_t size)
 	return PW_EXIT_SYSTEM;
 }
 
-/* Mounts PROJECT at a fresh DIR/run-XXXXXX/view. */
-static int mount_private(const char *project, pw_run_view *v)
+/* Mounts PROJECT at a fresh DIR/run-XXXXXX/view, with the lane LANE (N globs). */
+static int mount_private(const char *project, const char *const *lane, size_t n_lane,
+			 pw_run_view *v)
 {
 	_cleanup_free_ char *dir = NULL, *tmpl = NULL, *mp = NULL;
-	char *argv[7], out[4096];
+	char *argv[7 + 2 * PW_LANE_MAX], out[4096];
 	json_t *j;
 	size_t k = 0;
 	int r;
@@ -220,6 +221,10 @@ static int mount_private(const char *project, pw_run_view *v)
 	argv[k++] = (char *)"piworkfs";
 	argv[k++] = (char *)"mount";
 	argv[k++] = (char *)"--json";
+	for (size_t i = 0; i < n_lane && i < PW_LANE_MAX; i++) {
+		argv[k++] = (char *)"--only";
+		argv[k++] = (char *)lane[i];
+	}
 	argv[k++] = (char *)"--";
 	argv[k++] = (char *)project;
 	argv[k++] = mp;
@@ -322,7 +327,8 @@ static int switch_for_run(pw_run_view *v, const char *mode)
 	return PW_EXIT_OK;
 }
 
-int pw_run_view_open(const char *project, const char *cwd, const char *mode, pw_run_view *ret)
+int pw_run_view_open(const char *project, const char *cwd, const char *mode,
+		     const char *const *lane, size_t n_lane, pw_run_view *ret)
 {
 	pw_run_view v = { .daemon_fd = -1 };
 	int r;
@@ -330,13 +336,14 @@ int pw_run_view_open(const char *project, const char *cwd, const char *mode, pw_
 	v.project = strdup(project);
 	if (!v.project)
 		return PW_EXIT_SYSTEM;
-	r = find_live(project, cwd, &v.mountpoint, &v.socket);
+	/* A lane is the view's: a run with one never narrows a view that others share. */
+	r = n_lane ? -ENOENT : find_live(project, cwd, &v.mountpoint, &v.socket);
 	if (r == 0) {
 		r = PW_EXIT_OK;
 	} else if (r == -ENOENT) {
 		/* In the project's last mode: switching after (not mount --mode) restores it
 		 * at the end, so the run's mode is not remembered as the project's. */
-		r = mount_private(project, &v);
+		r = mount_private(project, lane, n_lane, &v);
 	} else {
 		pw_err("run", "cannot list the mounted views: %s", strerror(-r));
 		r = PW_EXIT_SYSTEM;

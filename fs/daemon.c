@@ -18,6 +18,7 @@
 #include "daemon.h"
 #include "fs.h"
 #include "undo/undo.h"
+#include "overlap.h"
 #include "store/audit.h"
 #include "store/state.h"
 #include "util.h"
@@ -255,6 +256,7 @@ typedef struct daemon_parts {
 	pw_fs *fs;
 	pw_audit *audit;
 	pw_undo *undo;
+	pw_overlap *overlap;
 	pw_view *view;
 	pw_ctl_server *ctl;
 } daemon_parts;
@@ -374,6 +376,31 @@ static void daemon_start_undo(const pw_daemon_opts *o, daemon_parts *d)
 	pw_fs_set_undo(d->fs, d->undo);
 }
 
+/*
+ * Overlapping writes (overlap.h): only where originals are kept, since what another view
+ * changed is known from its change sets. A view that cannot tell serves all the same.
+ */
+static void daemon_start_overlap(const pw_daemon_opts *o, daemon_parts *d)
+{
+	pw_overlap_opts oo = {
+		.db_path = d->state_path,
+		.project = o->project,
+		.mountpoint = o->mountpoint,
+		.audit = d->audit,
+	};
+	int r;
+
+	if (!d->undo)
+		return;
+	r = pw_overlap_new(&oo, &d->overlap);
+	if (r < 0) {
+		dlog(LOG_WARNING, "overlapping writes will not be told: %s", strerror(-r));
+		d->overlap = NULL;
+		return;
+	}
+	pw_undo_set_overlap(d->undo, d->overlap);
+}
+
 /* The view (policy, modes, trust) and its control socket. Returns 0 or -errno, reported
  * on READY_FD. */
 static int daemon_start_control(const pw_daemon_opts *o, daemon_parts *d, int ready_fd)
@@ -390,6 +417,8 @@ static int daemon_start_control(const pw_daemon_opts *o, daemon_parts *d, int re
 		.state = d->state,
 		.audit = d->audit,
 		.state_db = d->state_path,
+		.lane = o->lane,
+		.n_lane = o->n_lane,
 	};
 	/* The methods the control socket serves; the changes methods act on this pw_fs. */
 	const pw_ctl_use modules[] = {
@@ -457,6 +486,7 @@ static void daemon_stop(daemon_parts *d)
 		pw_fs_set_audit(d->fs, NULL);
 	pw_fs_free(d->fs); /* unmounts: no request can reach the audit writer after this */
 	pw_undo_free(d->undo);
+	pw_overlap_free(d->overlap); /* after the FUSE layer: nothing notes a path any more */
 	pw_audit_stop(d->audit);
 	pw_state_close(d->state);
 	free(d->state_path);
@@ -474,6 +504,7 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 	if (r == 0) {
 		daemon_start_audit(o, &d);
 		daemon_start_undo(o, &d);
+		daemon_start_overlap(o, &d);
 		r = daemon_start_control(o, &d, ready_fd);
 	}
 	if (r == 0)

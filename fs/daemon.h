@@ -34,6 +34,8 @@ typedef struct pw_daemon_opts {
 	long long originals_keep_s;              /* retention by age, seconds; 0: default */
 	unsigned long long originals_max_total;  /* retention by size, bytes; 0: default */
 	unsigned long long originals_min_free;   /* free-space floor, bytes; 0: default */
+	const char *const *lane; /* --only globs: the view's lane (policy.h); n_lane 0: none */
+	size_t n_lane;
 } pw_daemon_opts;
 
 int pw_daemon_run(const pw_daemon_opts *o, int ready_fd);

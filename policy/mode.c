@@ -121,6 +121,8 @@ const char *pw_layer_name(pw_layer l)
 		return "project";
 	case PW_LAYER_DEFAULT:
 		return "default";
+	case PW_LAYER_LANE:
+		return "lane";
 	}
 	return "unknown";
 }
@@ -138,6 +140,8 @@ const char *pw_rule_kind_name(pw_rule_kind k)
 		return "protected";
 	case PW_RULE_TOKEN:
 		return "token";
+	case PW_RULE_LANE:
+		return "lane";
 	}
 	return "unknown";
 }

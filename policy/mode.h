@@ -50,6 +50,7 @@ typedef enum pw_layer {
 	PW_LAYER_GLOBAL,
 	PW_LAYER_PROJECT,
 	PW_LAYER_DEFAULT, /* built into the program (default protected paths) */
+	PW_LAYER_LANE,    /* the view's lane: `mount --only` / `run --only` (policy.h) */
 } pw_layer;
 
 typedef enum pw_rule_kind {
@@ -58,6 +59,7 @@ typedef enum pw_rule_kind {
 	PW_RULE_HIDE,
 	PW_RULE_PROTECTED,
 	PW_RULE_TOKEN, /* a declared design token file, writable in modes with writes.tokens */
+	PW_RULE_LANE,  /* a glob of the view's lane: writes outside every lane glob are refused */
 } pw_rule_kind;
 
 /* One rule: a compiled glob and where it came from. */

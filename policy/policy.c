@@ -36,6 +36,9 @@ struct pw_policy {
 	pw_rule *rules;
 	size_t n_rules;
 	size_t group_start[_GROUP_MAX + 1]; /* rules of group g: [start[g], start[g + 1]) */
+	pw_rule *lane; /* the view's lane (step 8), kept apart from the mode's rules: it is no
+			* rule of the mode, and the rule lists `allowed` shows stay the mode's */
+	size_t n_lane;
 };
 
 static const char *const op_names[_PW_OP_MAX] = {
@@ -107,6 +110,10 @@ const char *pw_reason_name(pw_reason r)
 		return "outside";
 	case PW_REASON_HARDLINK:
 		return "hard-link";
+	case PW_REASON_LANE:
+		return "outside-lane";
+	case PW_REASON_OVERLAP:
+		return "overlap";
 	}
 	return "unknown";
 }
@@ -123,6 +130,7 @@ static void policy_free(pw_policy *p)
 	for (size_t i = 0; i < p->n_rules; i++)
 		pw_rule_done(&p->rules[i]);
 	free(p->rules);
+	pw_lane_free(p->lane, p->n_lane);
 	free(p);
 }
 
@@ -202,6 +210,12 @@ static int policy_add_rules(pw_policy *p, const pw_modeset *ms, const pw_mode *m
 
 int pw_policy_compile(const pw_modeset *ms, const char *mode, pw_policy **ret)
 {
+	return pw_policy_compile_lane(ms, mode, NULL, 0, ret);
+}
+
+int pw_policy_compile_lane(const pw_modeset *ms, const char *mode, const pw_rule *lane,
+			   size_t n, pw_policy **ret)
+{
 	_cleanup_(policy_freep) pw_policy *p = NULL;
 	const pw_mode *m;
 	int r;
@@ -217,8 +231,23 @@ int pw_policy_compile(const pw_modeset *ms, const char *mode, pw_policy **ret)
 	r = policy_add_rules(p, ms, m);
 	if (r < 0)
 		return r;
+	for (size_t i = 0; i < n; i++) {
+		r = pw_rules_append_copy(&p->lane, &p->n_lane, &lane[i]);
+		if (r < 0)
+			return r;
+	}
 	*ret = TAKE_PTR(p);
 	return 0;
+}
+
+size_t pw_policy_lane_count(const pw_policy *p)
+{
+	return p->n_lane;
+}
+
+const pw_rule *pw_policy_lane_rule(const pw_policy *p, size_t i)
+{
+	return i < p->n_lane ? &p->lane[i] : NULL;
 }
 
 pw_policy *pw_policy_new_fail_closed(const char *mode, const char *why)
@@ -323,6 +352,24 @@ static const pw_rule *hidden_by(const pw_policy *p, const char *path, bool is_di
 	return group_match(p, GROUP_HIDE, path, is_dir);
 }
 
+/* Step 8: does a lane glob reach PATH (as an allow rule would: group_match_granting)? */
+static bool in_lane(const pw_policy *p, const char *path, bool is_dir)
+{
+	for (size_t i = 0; i < p->n_lane; i++)
+		if (pw_glob_match_tree(p->lane[i].glob, path, is_dir) ||
+		    (is_dir && pw_glob_match_dir_itself(p->lane[i].glob, path)))
+			return true;
+	return false;
+}
+
+/* Step 8: a write allowed by the mode, outside the view's lane, is refused. Only ever
+ * turns an allowed write into a refusal (tighten-only). */
+static void narrow_to_lane(const pw_policy *p, const char *path, bool is_dir, pw_decision *ret)
+{
+	if (ret->allowed && p->n_lane && !in_lane(p, path, is_dir))
+		decided(ret, false, EACCES, PW_REASON_LANE, NULL);
+}
+
 /* Steps 3 to 7 of the decision order, for a write. */
 static void decide_write(const pw_policy *p, const char *path, bool is_dir, pw_decision *ret)
 {
@@ -384,6 +431,7 @@ void pw_policy_decide(const pw_policy *p, pw_op op, const char *path, bool is_di
 	if (!ret->allowed && ret->reason != PW_REASON_PROTECTED &&
 	    ret->reason != PW_REASON_DENY_RULE && (rule = plans_parent(p, op, path, is_dir)))
 		decided(ret, true, 0, PW_REASON_ALLOW_RULE, rule);
+	narrow_to_lane(p, path, is_dir, ret);
 }
 
 void pw_policy_decide_new_name(const pw_policy *p, pw_op op, const char *path, bool is_dir,
@@ -394,6 +442,7 @@ void pw_policy_decide_new_name(const pw_policy *p, pw_op op, const char *path, b
 	if (!rule || !pw_op_is_write(op))
 		return pw_policy_decide(p, op, path, is_dir, ret);
 	decide_write(p, path, is_dir, ret);
+	narrow_to_lane(p, path, is_dir, ret);
 	if (ret->allowed)
 		decided(ret, false, ENOENT, PW_REASON_HIDDEN, rule);
 }
@@ -511,6 +560,24 @@ static bool writable_covered(const pw_policy *from, const pw_policy *to, int g)
 	return true;
 }
 
+/* Is TO's lane no wider than FROM's: FROM has none, or every glob of TO's is one of
+ * FROM's (on pattern text, as above)? A lane dropped is a loosening. */
+static bool lane_narrowed(const pw_policy *from, const pw_policy *to)
+{
+	if (!from->n_lane)
+		return true;
+	if (!to->n_lane)
+		return false;
+	for (size_t i = 0; i < to->n_lane; i++) {
+		bool found = false;
+		for (size_t j = 0; j < from->n_lane && !found; j++)
+			found = streq(to->lane[i].pattern, from->lane[j].pattern);
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
 bool pw_policy_is_tightening(const pw_policy *from, const pw_policy *to)
 {
 	/* Hiding less reveals files: never a tightening. A fail-closed policy hides nothing. */
@@ -522,6 +589,8 @@ bool pw_policy_is_tightening(const pw_policy *from, const pw_policy *to)
 		return false;
 	/* Writing on without keeping originals takes undo away: never a tightening. */
 	if (pw_policy_keeps_originals(from) && !pw_policy_keeps_originals(to))
+		return false;
+	if (!lane_narrowed(from, to))
 		return false;
 	return writable_covered(from, to, GROUP_ALLOW) && writable_covered(from, to, GROUP_TOKEN) &&
 	       writable_covered(from, to, GROUP_PLANS) &&

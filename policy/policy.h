@@ -14,12 +14,23 @@
  *   5. a deny rule                                           -> EACCES
  *   6. an allow rule, or a token file in a tokens mode       -> allowed
  *   7. nothing matched                                       -> EACCES
+ *   8. a write the steps above allow, in a view with a lane,
+ *      that no lane glob matches                            -> EACCES
  * "Matches" is pw_glob_match_tree (glob.h: the path or an ancestor, gitignore's meaning);
  * in step 6 a directory is also matched by a rule `dir/` `**` of which it is the dir.
  * In a mode with writes.plans, mkdir of a directory on the way to the plans folder ("docs"
  * for docs/plans) is allowed too, unless a protected or deny rule covers it.
  * A fail-closed policy (the active mode's file, or a config.yaml, is broken) answers EROFS
  * to every write.
+ *
+ * A lane (`piworkfs mount --only GLOB...`, which `piworkfs run --only` passes to the view
+ * it mounts) narrows the writable set of every mode of a view, so that agents working in
+ * parallel keep to disjoint parts of the tree. It is tighten-only, as an untrusted project
+ * layer is: step 8 can only turn an allowed write into a refusal, never the other way, and
+ * a mode that writes nothing still writes nothing. The view compiles every mode it
+ * installs with its lane, so the lane holds across every switch. Lane globs have the mode
+ * files' syntax and the allow rules' reach (the path or an ancestor matches; a directory
+ * `dir` is matched by `dir/` `**` too).
  */
 #pragma once
 
@@ -69,6 +80,9 @@ typedef enum pw_reason {
 	PW_REASON_FAIL_CLOSED,   /* the active mode is broken; nothing is writable */
 	PW_REASON_OUTSIDE,       /* the path leaves the project */
 	PW_REASON_HARDLINK,      /* a file with more links than the names known to be allowed */
+	PW_REASON_LANE,          /* the mode allows it, but it is outside the view's lane */
+	PW_REASON_OVERLAP,       /* an allowed write of a path another live view changed
+				  * in its current change set (fs/overlap.h; audit only) */
 } pw_reason;
 
 const char *pw_reason_name(pw_reason r); /* stable identifiers for --json: "deny-rule", ... */
@@ -85,6 +99,25 @@ typedef struct pw_policy pw_policy;
 /* Compiles MODE from MS. Returns 0 with *ret (refcount 1), -ENOENT for an unknown mode,
  * -ENOMEM. */
 int pw_policy_compile(const pw_modeset *ms, const char *mode, pw_policy **ret);
+
+/*
+ * The lane: compiles each of GLOBS (N of them, at most PW_LANE_MAX) as a lane rule
+ * (PW_RULE_LANE, file "(--only)"). Returns 0 with *ret (N rules; free with
+ * pw_lane_free), -EINVAL for a bad glob (*ret_bad is its index, *ret_err the glob
+ * compiler's reason), -E2BIG for more than PW_LANE_MAX globs, -ENOMEM.
+ */
+#define PW_LANE_MAX 64
+int pw_lane_parse(const char *const *globs, size_t n, pw_rule **ret, size_t *ret_bad,
+		  const char **ret_err);
+void pw_lane_free(pw_rule *lane, size_t n); /* accepts NULL */
+
+/* pw_policy_compile, narrowed by the lane LANE (N rules from pw_lane_parse; N == 0: no
+ * lane). The policy keeps copies of the rules. */
+int pw_policy_compile_lane(const pw_modeset *ms, const char *mode, const pw_rule *lane,
+			   size_t n, pw_policy **ret);
+/* The policy's lane rules (none without a lane). */
+size_t pw_policy_lane_count(const pw_policy *p);
+const pw_rule *pw_policy_lane_rule(const pw_policy *p, size_t i);
 
 /* A policy that writes nothing, for a mode whose file is broken or missing. WHY is copied.
  * Returns NULL only on allocation failure. */

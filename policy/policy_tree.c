@@ -73,7 +73,8 @@ static bool could_match_beneath(const char *pattern, const char *dir)
 
 bool pw_policy_writes_everything(const pw_policy *p)
 {
-	if (pw_policy_is_fail_closed(p) || pw_policy_writes_nothing(p))
+	if (pw_policy_is_fail_closed(p) || pw_policy_writes_nothing(p) ||
+	    pw_policy_lane_count(p) > 0)
 		return false;
 	bool all = false;
 	size_t n = pw_policy_rule_count(p);

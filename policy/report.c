@@ -180,6 +180,19 @@ static const pw_rule *policy_rule(const void *ctx, size_t i)
 	return pw_policy_rule(ctx, i);
 }
 
+/* The lane's globs, in order ([] without a lane). */
+static json_t *lane_globs(const pw_policy *p)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < pw_policy_lane_count(p); i++)
+		if (json_array_append_new(a, str_or_null(pw_policy_lane_rule(p, i)->pattern)) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
 /* The plans folder a mode with writes.plans writes: "docs/plans" from "/docs/plans/" "**". */
 static json_t *plans_dir(const pw_policy *p)
 {
@@ -204,7 +217,7 @@ json_t *pw_report_policy(const pw_policy *p)
 	    !set(o, "fail_closed", json_boolean(pw_policy_is_fail_closed(p))) ||
 	    !set(o, "fail_reason", str_or_null(pw_policy_fail_reason(p))) ||
 	    !set(o, "rules", rule_array(pw_policy_rule_count(p), policy_rule, p)) ||
-	    !set(o, "plans_dir", plans_dir(p))) {
+	    !set(o, "plans_dir", plans_dir(p)) || !set(o, "lane", lane_globs(p))) {
 		json_decref(o);
 		return NULL;
 	}
@@ -275,6 +288,13 @@ char *pw_report_decision_text(const pw_decision *d, const char *mode, const char
 		break;
 	case PW_REASON_OUTSIDE:
 		return strdup("the path leaves the project");
+	case PW_REASON_LANE:
+		n = asprintf(&s, "outside the view's lane (--only); mode %s allows it elsewhere", m);
+		break;
+	case PW_REASON_OVERLAP:
+		n = asprintf(&s, "allowed in mode %s; another live view of the project changed it "
+			     "in its current change set", m);
+		break;
 	case PW_REASON_HARDLINK:
 		n = asprintf(&s, "the file has hard links whose names the view has not seen; mode %s "
 			     "writes such files only where it allows every path", m);

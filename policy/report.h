@@ -31,7 +31,7 @@ json_t *pw_report_mode(const pw_mode *m);
 json_t *pw_report_modeset(const pw_modeset *ms);
 
 /* {"mode","description","file","writes_nothing","fail_closed","fail_reason",
- *  "rules":[rule...]} */
+ *  "rules":[rule...],"plans_dir","lane":[glob...]}; lane is [] for a view without one */
 json_t *pw_report_policy(const pw_policy *p);
 
 /*

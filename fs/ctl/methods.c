@@ -163,6 +163,16 @@ static void store_full_status(json_t *o, const pw_fs_stats *fst)
 	json_array_append_new(json_object_get(o, "warnings"), json_string(msg));
 }
 
+/* The view's lane (`mount --only`): [] without one. */
+static json_t *lane_json(const pw_view *v)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; a && i < pw_view_lane_count(v); i++)
+		json_array_append_new(a, json_string(pw_view_lane_glob(v, i)));
+	return a ? a : json_array();
+}
+
 static int m_status(call *x, json_t **ret)
 {
 	pw_view_status st;
@@ -207,6 +217,8 @@ static int m_status(call *x, json_t **ret)
 		json_object_set_new(o, "invalidations", invalidations_json(&fst));
 	if (o)
 		json_object_set_new(o, "jobs", jobs_json(&cst));
+	if (o)
+		json_object_set_new(o, "lane", lane_json(x->view));
 	if (o && fst.transport)
 		json_object_set_new(o, "transport", transport_json(&fst));
 	store_full_status(o, &fst);

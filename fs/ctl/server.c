@@ -865,7 +865,8 @@ static void fan_out(pw_ctl_server *s)
 		const char *method = json_string_value(json_object_get(events[e], "method"));
 		json_t *params = json_object_get(events[e], "params");
 		const char *pidns = json_string_value(json_object_get(events[e], "pidns"));
-		bool denied = streq(method, "denied");
+		/* An overlap goes where denials go (the writer's own sandbox only). */
+		bool denied = streq(method, "denied") || streq(method, "overlap");
 
 		/* E.g. a pending request from another mode is stale (ctl/request.h). */
 		if (streq(method, "mode.changed"))
@@ -938,7 +939,8 @@ static void on_audit_event(const pw_audit_event *ev, const char *comm, void *use
 	intptr_t slot = (intptr_t)userdata;
 	json_t *p;
 
-	if (ev->err == 0) /* allowed mutations, when the audit logs them, are not "denied" */
+	bool overlap = ev->reason == PW_REASON_OVERLAP; /* fs/overlap.h: told, not refused */
+	if (ev->err == 0 && !overlap) /* allowed mutations, when logged, are not "denied" */
 		return;
 	p = json_pack("{s:I,s:s?,s:I,s:s,s:s?,s:s?,s:s?,s:s,s:o?,s:i,s:i,s:s?}", "time_ns",
 		      (json_int_t)ev->time_ns, "mode", ev->mode, "generation",
@@ -948,7 +950,7 @@ static void on_audit_event(const pw_audit_event *ev, const char *comm, void *use
 		      "pid", (int)ev->pid, "uid", (int)ev->uid, "comm", comm);
 	pthread_mutex_lock(&hub_lock);
 	if (slot >= 0 && slot < HUB_SLOTS && hub[slot])
-		post_event(hub[slot], "denied", p, true, ev->pidns);
+		post_event(hub[slot], overlap ? "overlap" : "denied", p, !overlap, ev->pidns);
 	else
 		json_decref(p);
 	pthread_mutex_unlock(&hub_lock);

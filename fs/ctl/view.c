@@ -31,6 +31,8 @@ struct pw_view {
 	const pw_view_fs_ops *fs_ops;
 	void *fs_ctx;
 	uid_t owner;
+	pw_rule *lane; /* the view's lane (policy.h, step 8): every mode is compiled with it */
+	size_t n_lane;
 	pw_state *state;
 	pw_audit *audit;
 	int64_t started_ns;
@@ -119,8 +121,8 @@ static int load_modeset(pw_view *v, pw_modeset **ret_ms, bool *ret_trusted)
  * unknown name gives a fail-closed policy whose reason says why. Returns 0 with *ret, or
  * -ENOMEM. *ret_fail is the reason (malloc'd) when failing closed, else NULL.
  */
-static int policy_or_fail_closed(const pw_modeset *ms, const char *name, pw_policy **ret,
-				 char **ret_fail)
+static int policy_or_fail_closed(const pw_view *v, const pw_modeset *ms, const char *name,
+				 pw_policy **ret, char **ret_fail)
 {
 	const pw_warning *w = NULL;
 	char *why = NULL;
@@ -131,7 +133,7 @@ static int policy_or_fail_closed(const pw_modeset *ms, const char *name, pw_poli
 		_cleanup_free_ char *text = pw_warning_format(w);
 		r = asprintf(&why, "mode '%s' is broken: %s", name, text ? text : "(no detail)");
 	} else {
-		r = pw_policy_compile(ms, name, &p);
+		r = pw_policy_compile_lane(ms, name, v->lane, v->n_lane, &p);
 		if (r == 0) {
 			*ret = p;
 			*ret_fail = NULL;
@@ -250,6 +252,12 @@ int pw_view_new(const pw_view_opts *opts, pw_view **ret)
 		r = -ENOMEM;
 		goto fail;
 	}
+	if (opts->n_lane) {
+		r = pw_lane_parse(opts->lane, opts->n_lane, &v->lane, NULL, NULL);
+		if (r < 0)
+			goto fail;
+		v->n_lane = opts->n_lane;
+	}
 
 	r = load_modeset(v, &v->ms, &v->trusted);
 	if (r < 0)
@@ -265,7 +273,7 @@ int pw_view_new(const pw_view_opts *opts, pw_view **ret)
 	if (!initial)
 		initial = PW_DEFAULT_MODE;
 
-	r = policy_or_fail_closed(v->ms, initial, &p, &fail);
+	r = policy_or_fail_closed(v, v->ms, initial, &p, &fail);
 	if (r < 0)
 		goto fail;
 	v->mode = strdup(initial);
@@ -300,8 +308,19 @@ void pw_view_free(pw_view *v)
 	free(v->mode);
 	free(v->fail_reason);
 	free(v->state_error);
+	pw_lane_free(v->lane, v->n_lane);
 	pthread_mutex_destroy(&v->lock);
 	free(v);
+}
+
+size_t pw_view_lane_count(const pw_view *v)
+{
+	return v->n_lane;
+}
+
+const char *pw_view_lane_glob(const pw_view *v, size_t i)
+{
+	return i < v->n_lane ? v->lane[i].pattern : NULL;
 }
 
 int pw_view_authorize_peer(const pw_view *v, const pw_peer *peer)
@@ -465,7 +484,7 @@ int pw_view_switch(pw_view *v, const char *name, const pw_peer *peer, pw_view_in
 		r = -EBADMSG;
 		goto out;
 	}
-	r = pw_policy_compile(v->ms, name, &p);
+	r = pw_policy_compile_lane(v->ms, name, v->lane, v->n_lane, &p);
 	if (r == -ENOENT) {
 		set_why(ret_why, "unknown mode '%s'", name);
 		goto out;
@@ -534,7 +553,7 @@ int pw_view_reload(pw_view *v, const pw_peer *peer, pw_view_installed *ret, char
 	r = load_modeset(v, &ms, &trusted);
 	if (r < 0)
 		goto out;
-	r = policy_or_fail_closed(ms, v->mode, &p, &fail);
+	r = policy_or_fail_closed(v, ms, v->mode, &p, &fail);
 	if (r < 0)
 		goto out;
 	if (peer) {
@@ -685,7 +704,7 @@ int pw_view_compile(pw_view *v, const char *name, pw_policy **ret)
 	if (pw_modeset_mode_broken(v->ms, name, NULL))
 		r = -EBADMSG;
 	else
-		r = pw_policy_compile(v->ms, name, ret);
+		r = pw_policy_compile_lane(v->ms, name, v->lane, v->n_lane, ret);
 	pthread_mutex_unlock(&v->lock);
 	return r;
 }

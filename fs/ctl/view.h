@@ -76,11 +76,14 @@ typedef struct pw_view_opts {
 	struct pw_state *state;   /* trust, last mode, switch history; NULL: none persisted */
 	struct pw_audit *audit;   /* audit log and `denied` notifications; NULL: none */
 	const char *state_db;     /* the state database's absolute path, for status; NULL: none */
+	const char *const *lane;  /* `mount --only` globs: the view's lane (policy.h, step 8) */
+	size_t n_lane;            /* 0: no lane */
 } pw_view_opts;
 
 /*
  * Loads the modeset (trust from pw_state_is_trusted), picks the initial mode and installs
- * its policy with fs_ops->set_policy. An unknown or broken initial mode installs a
+ * its policy with fs_ops->set_policy; every policy the view installs is compiled with its
+ * lane (opts->lane: a bad glob is -EINVAL). An unknown or broken initial mode installs a
  * fail-closed policy and still succeeds (status reports why). Returns 0 with *ret, or
  * -EINVAL (missing project, mountpoint, fs_ops or one of its three required operations),
  * -ENOMEM.
@@ -161,6 +164,9 @@ uid_t pw_view_owner(const pw_view *v);
 struct pw_audit *pw_view_audit(const pw_view *v);
 int64_t pw_view_started_ns(const pw_view *v); /* CLOCK_REALTIME of pw_view_new */
 const char *pw_view_state_db(const pw_view *v); /* pw_view_opts.state_db, or NULL */
+/* The view's lane (pw_view_opts.lane; none: count 0), as given at mount. */
+size_t pw_view_lane_count(const pw_view *v);
+const char *pw_view_lane_glob(const pw_view *v, size_t i);
 
 /* The active policy (new reference) and generation, from fs_ops->get_policy. */
 pw_policy *pw_view_policy(pw_view *v, uint64_t *ret_generation);

@@ -178,7 +178,8 @@ void pw_audit_submit(pw_audit *a, const pw_audit_event *ev)
 
 	if (!a || !ev)
 		return;
-	if (ev->err == 0 && !a->log_allowed)
+	/* An overlapping write (fs/overlap.h) is recorded like a denial: the person wants it. */
+	if (ev->err == 0 && !a->log_allowed && ev->reason != PW_REASON_OVERLAP)
 		return;
 
 	strs[S_MODE] = ev->mode;

@@ -33,6 +33,7 @@
 #include "gitdiff.h"
 #include "inode.h"
 #include "keep.h"
+#include "overlap.h"
 #include "path.h"
 #include "proto.h"
 #include "quote.h"
@@ -933,6 +934,8 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			set_listing(&x, c, changes, &shown, &truncated, false);
 		if (!changes)
 			break;
+		if (c->id == pw_undo_keep_current(x.k)) /* what other live views changed too */
+			pw_overlap_mark(pw_undo_overlap(x.k), changes);
 		if (!json_array_size(changes) && !c->name && c->id != pw_undo_keep_current(x.k)) {
 			json_decref(changes);
 			continue;

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "overlap.h"
 #include "path.h"
 #include "procfs.h"
 #include "util.h"
@@ -55,7 +56,19 @@ struct pw_undo {
 	 * (realtime ns): pw_undo_store_full. */
 	_Atomic uint64_t full_rows;
 	_Atomic int64_t full_since_ns;
+	pw_overlap *overlap; /* told of each path first recorded (overlap.h); NULL: none */
 };
+
+void pw_undo_set_overlap(pw_undo *k, pw_overlap *o)
+{
+	if (k)
+		k->overlap = o;
+}
+
+pw_overlap *pw_undo_overlap(pw_undo *k)
+{
+	return k ? k->overlap : NULL;
+}
 
 uint64_t pw_undo_store_full(pw_undo *k, int64_t *ret_since_ns)
 {
@@ -398,6 +411,8 @@ static int64_t record_locked(pw_undo *k, who *w, const char *path, int dirfd,
 		mark_kept_below(k, path);
 	if (r == 0 && !set_add(k, path, id, full, created))
 		r = -ENOMEM;
+	if (r == 0 && !implicit)
+		pw_overlap_note(k->overlap, path, w->pid, k->mode);
 	return r < 0 ? r : id;
 }
 
@@ -664,7 +679,10 @@ static int64_t made_name_locked(pw_undo *k, who *w, const char *ppath, int pfd,
 	int64_t id = 0;
 	if (pw_undo_orig_queue_try(k->store, &row, &id) < 0)
 		return 0;
-	return set_add(k, path, id, true, true) ? id : -ENOMEM;
+	if (!set_add(k, path, id, true, true))
+		return -ENOMEM;
+	pw_overlap_note(k->overlap, path, w->pid, k->mode);
+	return id;
 }
 
 int64_t pw_undo_keep_name(pw_req *req, int pfd, pw_op op)
@@ -785,6 +803,10 @@ int64_t pw_undo_keep_rename(pw_req *req, int pfd, pw_inode *np, int npfd, const 
 		r = pw_undo_orig_insert_deferred(k->store, &row, &id);
 		if (r < 0)
 			id = r;
+	}
+	if (id >= 0) {
+		pw_overlap_note(k->overlap, from_s, w.pid, k->mode);
+		pw_overlap_note(k->overlap, to.s, w.pid, k->mode);
 	}
 	pw_undo_orig_object_done(&dst);
 	if (id >= 0) {

@@ -72,6 +72,12 @@ void pw_undo_policy_changed(pw_undo *k, const pw_policy *p, const char *reason, 
  * from then on. 0 when everything is kept. For status (switch.c). */
 uint64_t pw_undo_store_full(pw_undo *k, int64_t *ret_since_ns); /* K may be NULL */
 
+/* Overlapping writes (fs/overlap.h): O is told of every path first recorded in the current
+ * change set. Set once, before the view serves; K and O may be NULL. */
+struct pw_overlap;
+void pw_undo_set_overlap(pw_undo *k, struct pw_overlap *o);
+struct pw_overlap *pw_undo_overlap(pw_undo *k);
+
 /* ---- hooks (fs/ops*.c) ------------------------------------------------------------------ */
 
 /* Before changing N's content or metadata with OP for request R. 0, or -errno: do not

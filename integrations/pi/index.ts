@@ -50,6 +50,7 @@ import {
 	loosenText,
 	modeList,
 	moreLine,
+	overlapLine,
 	rankModes,
 	refusalLine,
 	switchAnnouncement,
@@ -97,6 +98,7 @@ export default function piworkfs(pi: ExtensionAPI) {
 	let footerLevel = 0;
 	let uiCtx: any = null;
 	let denials: Denial[] = [];
+	let overlaps: string[] = []; // overlapLine()s not yet told (the `overlap` event)
 	let seq = 0;
 	const calls = new Map<string, CallStart>();
 	const policies = new Map<string, Policy>(); // by mode name, valid for one generation
@@ -151,6 +153,7 @@ export default function piworkfs(pi: ExtensionAPI) {
 		sub = s;
 		s.unref();
 		s.onNotification = onNotification;
+		// "denied" brings the `overlap` events too (a write another view's work shares).
 		s.call("subscribe", { events: ["mode.changed", "denied"] })
 			.then((r: any) => {
 				subAudit = !!r?.audit;
@@ -173,6 +176,11 @@ export default function piworkfs(pi: ExtensionAPI) {
 			if (who === "other") return;
 			denials.push({ seq: ++seq, ev: n.params, ours: who });
 			if (denials.length > DENIALS_KEPT) denials = denials.slice(-DENIALS_KEPT);
+		} else if (n.method === "overlap") {
+			// Said with the next tool result: the write went through.
+			if (lineage(Number(n.params?.pid)) === "other" || typeof n.params?.path !== "string") return;
+			overlaps.push(overlapLine(n.params.path, String(n.params.path2 ?? "?")));
+			if (overlaps.length > MAX_LINES) overlaps = overlaps.slice(-MAX_LINES);
 		}
 	}
 
@@ -254,6 +262,7 @@ export default function piworkfs(pi: ExtensionAPI) {
 		state = null;
 		prompt = null;
 		denials = [];
+		overlaps = [];
 		calls.clear();
 	}
 
@@ -426,6 +435,8 @@ export default function piworkfs(pi: ExtensionAPI) {
 		const kinds = errorKinds(text);
 		const extra: string[] = [];
 		if (call?.warn) extra.push(call.warn);
+		extra.push(...overlaps);
+		overlaps = [];
 		if (!kinds.write && !kinds.read) return extra.length ? { content: appendToContent(event.content, extra) } : undefined;
 
 		const s = call?.state ?? state;

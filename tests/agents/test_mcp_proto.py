@@ -153,10 +153,20 @@ class TestMalformed(harness.MountCase):
 
 class TestSameTextAsPi(harness.MountCase):
     def test_announcement_is_byte_for_byte_the_pi_extensions(self):
+        self.same_announcements(self.mount("design"))
+
+    def test_with_a_lane_too(self):
+        # `run --only` mounts its view with the lane: both texts name it in every mode.
+        v = self.mount("design", args=("--only", "src/a/**", "--only", "docs/design"))
+        for ours in self.same_announcements(v)[:2]:
+            self.assertIn("Lane of this run (--only): src/a/**, docs/design;", ours)
+
+    def same_announcements(self, v):
+        """Compares the two announcements in every bundled mode; returns ours."""
         self.assertTrue(os.path.exists(NODE22), "Node 22 is missing at %s: run scripts/setup"
                         % NODE22)
         self.trust()
-        v = self.mount("design")
+        texts = []
         for mode in ("build", "design", "plan", "discuss", "review", "off"):
             self.run_pw("mode", mode, cwd=v.mp, check=True)
             policy = self.run_pw("allowed", "--json", cwd=v.mp, check=True).stdout
@@ -169,6 +179,8 @@ class TestSameTextAsPi(harness.MountCase):
                                capture_output=True, text=True, timeout=DEADLINE, check=True)
             ours = json.loads(p.stdout)["hookSpecificOutput"]["additionalContext"]
             self.assertEqual(ours, pi.stdout, mode)
+            texts.append(ours)
+        return texts
 
 
 if __name__ == "__main__":

@@ -336,7 +336,7 @@ class AllowedTest(Base):
         self.assertEqual(rc, 0, err)
         j = json.loads(out)
         self.assertEqual(list(j), ["project", "mode", "description", "file", "writes_nothing",
-                                   "fail_closed", "fail_reason", "rules", "plans_dir"])
+                                   "fail_closed", "fail_reason", "rules", "plans_dir", "lane"])
         self.assertEqual(j["mode"], "design")
         self.assertFalse(j["writes_nothing"])
         kinds = {r["kind"] for r in j["rules"]}

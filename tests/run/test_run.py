@@ -241,6 +241,70 @@ class Acceptance(RunTest):
         self.assert_unmounted()
 
 
+
+OVERLAP_LISTENER = textwrap.dedent(r'''
+    import json, os, socket, sys
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(60)
+    s.connect(os.environ["PIWORKFS_SOCKET"])
+    f = s.makefile("rb")
+    s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"events":["denied"]}}\n')
+    assert "result" in json.loads(f.readline())
+    with open("src/greet.c", "a") as g:
+        g.write("// from the run\n")
+    while True:
+        m = json.loads(f.readline())
+        if m.get("method") == "overlap":
+            print(json.dumps(m["params"]))
+            break
+''')
+
+class Lanes(RunTest):
+    """`run --only GLOB`: the run's own view with a lane (mount --only)."""
+
+    def test_a_run_with_a_lane_writes_only_inside_it_in_every_mode(self):
+        for mode in ("build", "off", "design"):
+            p = self.sh('echo a > src/lane.c && echo in; echo b > Makefile2 || echo out',
+                        "--mode", mode, "--only", "src/**")
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn("out", p.stdout, mode)
+            # In design the mode itself refuses src/: the lane never widens it.
+            self.assertEqual("in" in p.stdout, mode != "design", (mode, p.stdout, p.stderr))
+            self.assertFalse(os.path.exists(os.path.join(self.project, "Makefile2")))
+            self.assert_unmounted()
+
+    def test_a_lane_never_narrows_a_shared_view(self):
+        mp = os.path.join(self.tmp, "view")
+        os.mkdir(mp)
+        self.pw("mount", "--mode", "build", self.project, mp)
+        p = self.sh('echo b > Makefile2 || echo refused', "--only", "src/**")
+        self.assertIn("refused", p.stdout, p.stderr)
+        # The run had a view of its own; the bare one still writes everything.
+        with open(os.path.join(mp, "Makefile2"), "w") as f:
+            f.write("b\n")
+        # (Not the exit status: another user's or test's view may not answer.)
+        st = json.loads(self.pw("status", "--json", cwd=mp, check=False).stdout)
+        self.assertEqual([v.get("lane") for v in st if v.get("mountpoint") == mp], [[]])
+        self.pw("umount", mp)
+
+    def test_a_run_is_told_when_it_writes_what_another_view_changed(self):
+        # The person's view changes src/greet.c; a run (a view of its own) then writes it:
+        # the write goes through, and the run's agent socket says whose work it touched.
+        mp = os.path.join(self.tmp, "view")
+        os.mkdir(mp)
+        self.pw("mount", "--mode", "build", self.project, mp)
+        with open(os.path.join(mp, "src", "greet.c"), "a") as f:
+            f.write("// from the person\n")
+        p = self.run_in([sys.executable, "-c", OVERLAP_LISTENER], "--mode", "build",
+                        "--only", "src/**")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        heard = json.loads(p.stdout)
+        self.assertEqual((heard["path"], heard["path2"], heard["reason"]),
+                         ("src/greet.c", mp, "overlap"))
+        with open(os.path.join(self.project, "src", "greet.c")) as f:
+            self.assertTrue(f.read().endswith("// from the person\n// from the run\n"))
+        self.pw("umount", mp)
+
 class Paths(RunTest):
     def test_every_path_to_the_project_is_read_only_in_plan(self):
         os.mkdir(os.path.join(self.tmp, "elsewhere"))

@@ -28,6 +28,7 @@ export type Policy = {
 	fail_reason?: string | null;
 	rules: Rule[];
 	plans_dir?: string | null; // a mode with writes.plans (plan): its plans folder
+	lane?: string[]; // the view's lane (`run --only`): writes outside it are refused
 };
 
 /** A refused operation, from a `check` decision or a `denied` event. */
@@ -80,9 +81,30 @@ export function writesOnlyPlans(p: Policy): boolean {
 	return writablePatterns(p).every((x) => x === own);
 }
 
+/** The view's lane (`run --only` globs), or null when it has none. */
+export function laneOf(p: Policy): string[] | null {
+	return p.lane && p.lane.length ? p.lane : null;
+}
+
+/** The lane in the announcement, where the mode writes anything ("" without a lane). */
+function laneSentence(p: Policy): string {
+	const lane = laneOf(p);
+	return lane
+		? ` Lane of this run (--only): ${lane.join(", ")}; writes outside it are refused in every mode, whatever the mode allows.`
+		: "";
+}
+
+/** What the mode may write, in words, narrowed by the run's lane when it has one. */
+export function writableText(p: Policy): string {
+	const base = baseWritableText(p);
+	const lane = laneOf(p);
+	if (!lane || p.fail_closed || p.writes_nothing) return base;
+	return `${base}, within this run's lane: ${lane.join(", ")}`;
+}
+
 /** What the mode may write, in words: "nothing", "everything", "everything except ...",
  * "the plans in DIR/ (not approved ones)", or the list of patterns. */
-export function writableText(p: Policy): string {
+export function baseWritableText(p: Policy): string {
 	if (p.fail_closed || p.writes_nothing) return "nothing";
 	if (writesOnlyPlans(p)) return `only the plans in ${p.plans_dir}/ (not approved ones)`;
 	const w = writablePatterns(p);
@@ -112,13 +134,14 @@ function rulesAnnouncement(p: Policy): string {
 	if (p.fail_closed)
 		return `${head} Failing closed (${p.fail_reason ?? "the mode's file is broken"}): nothing is writable until the person fixes it.${hidden}`;
 	if (p.writes_nothing) return `${head} Read-only: every write in the project fails (EROFS).${hidden}`;
+	const lane = laneSentence(p);
 	if (writesOnlyPlans(p))
-		return `${head} Read-only: every write in the project fails (EROFS), but the plan files in ${p.plans_dir}/ that are not approved.${hidden}`;
+		return `${head} Read-only: every write in the project fails (EROFS), but the plan files in ${p.plans_dir}/ that are not approved.${lane}${hidden}`;
 	const w = writablePatterns(p);
 	if (w.includes("**")) {
-		const t = writableText(p);
-		if (t === "everything") return `${head} No restrictions: everything in the project is writable.${hidden}`;
-		return `${head} Writable: ${t}.${hidden}`;
+		const t = baseWritableText(p);
+		if (t === "everything" && !laneOf(p)) return `${head} No restrictions: everything in the project is writable.${hidden}`;
+		return `${head} Writable: ${t}.${lane}${hidden}`;
 	}
 	const deny = patterns(p, "deny");
 	const prot = patterns(p, "protected");
@@ -126,6 +149,7 @@ function rulesAnnouncement(p: Policy): string {
 		`${head} Writable: ${w.join(", ")}. Read-only: everything else.` +
 		(deny.length ? ` Denied: ${deny.join(", ")}.` : "") +
 		(prot.length ? ` Protected: ${prot.join(", ")}.` : "") +
+		lane +
 		hidden
 	);
 }
@@ -212,6 +236,8 @@ export function becauseText(r: Refusal, project?: string | null): string {
 			return rule ? `it is hidden (rule "${rule.pattern}", ${ruleOrigin(rule, project)})` : "it is hidden";
 		case "outside":
 			return "it is outside the project";
+		case "outside-lane":
+			return "it is outside this run's lane";
 		default:
 			return r.message ? r.message : `the mode refused it (${r.reason})`;
 	}
@@ -225,6 +251,10 @@ export type ProceedHint = {
 	agent?: boolean;
 };
 
+/** How to proceed after a refusal by the lane: no mode switch helps. */
+export const LANE_HOW =
+	"The lane holds in every mode: leave the path to the agent whose lane it is, or tell the person what you needed; don't work around the refusal.";
+
 /** One line per refused path: what was refused, in which mode, by which rule, what is
  * writable in that mode, and how to proceed. Past tense: it describes the call. */
 export function refusalLine(r: Refusal, writable: string, hint: ProceedHint, project?: string | null): string {
@@ -237,6 +267,8 @@ export function refusalLine(r: Refusal, writable: string, hint: ProceedHint, pro
 	if (r.reason === "protected" && r.rule?.file === "(approved plan)") {
 		const name = r.path.replace(/^.*\//, "").replace(/\.md$/, "");
 		how = `Work to it, don't change it: if it must change, ask the person to run \`piworkfs plan reopen ${name}\` outside Pi.`;
+	} else if (r.reason === "outside-lane") {
+		how = LANE_HOW;
 	} else if (hint.mode === "off" && r.reason === "protected") {
 		how = `Only mode off allows it: if it truly has to change, ask the person to change it themselves.`;
 	} else if (hint.mode && hint.agent) {
@@ -247,6 +279,12 @@ export function refusalLine(r: Refusal, writable: string, hint: ProceedHint, pro
 		how = `No mode allows it; tell the person what you needed instead of working around it.`;
 	}
 	return `${TAG} Refused: ${opWord(r.op)} ${r.path}${errno} in ${mode} mode, because ${becauseText(r, project)}. Writable in ${mode}: ${writable}. ${how}`;
+}
+
+/** An overlapping write (the daemon's `overlap` event: PATH, and PATH2 the other view's
+ * mountpoint): told, not refused. */
+export function overlapLine(path: string, otherView: string): string {
+	return `${TAG} Note: ${path} was also changed by another live view of the project, the view at ${otherView}, in its current work: your write went through, but check that it did not overwrite another agent's work (\`piworkfs changes\` shows both).`;
 }
 
 /** When a refusal list is cut: the last line. */

@@ -10,6 +10,7 @@ import {
 	estimateTokens,
 	footerText,
 	loosenText,
+	overlapLine,
 	planLine,
 	withPlan,
 	rankModes,
@@ -197,4 +198,29 @@ test("the plan line: name, progress and next task, the same bytes for the same p
 	assert.equal(withPlan("A", st), `A\n${line}`);
 	assert.equal(withPlan("A", { active: null, line: null }), "A");
 	assert.equal(withPlan("A", null), "A");
+});
+
+test("a lane (run --only) is in the announcement, the writable set and its refusals", () => {
+	const laned = { ...build, lane: ["src/a/**", "docs/design"] };
+	const a = announcement(laned);
+	assert.ok(!a.includes("No restrictions"), a);
+	assert.match(a, / Lane of this run \(--only\): src\/a\/\*\*, docs\/design; writes outside it are refused in every mode/);
+	assert.equal(writableText({ ...design, lane: ["docs/design/a/**"] }), "docs/design/**, styles/tokens.css, within this run's lane: docs/design/a/**");
+	// A mode that writes nothing says so, lane or not.
+	assert.equal(writableText({ ...plan, writes_nothing: true, lane: ["x"] }), "nothing");
+	const line = refusalLine(
+		{ path: "src/b.c", op: "create", errno: "EACCES", reason: "outside-lane", mode: "build", rule: null },
+		writableText(laned),
+		{ mode: null },
+	);
+	assert.match(line, /because it is outside this run's lane\. Writable in build: .*, within this run's lane: src\/a\/\*\*, docs\/design\. The lane holds in every mode/);
+	// Without a lane, nothing changes.
+	assert.equal(announcement({ ...build, lane: [] }), announcement(build));
+});
+
+test("an overlapping write is told, not refused", () => {
+	assert.equal(
+		overlapLine("src/a.c", "/run/u/piworkfs/run-x/view"),
+		"[piworkfs] Note: src/a.c was also changed by another live view of the project, the view at /run/u/piworkfs/run-x/view, in its current work: your write went through, but check that it did not overwrite another agent's work (`piworkfs changes` shows both).",
+	);
 });

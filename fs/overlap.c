@@ -1,0 +1,517 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Overlapping writes (overlap.h has the contract). Store functions used: pw_db_open_readonly
+ * (store/db.h) and the originals store's tables orig_changesets and orig_rows as migration
+ * 2 made them (read only); pw_audit_submit (store/audit.h) to report.
+ */
+#include "overlap.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pidns.h"
+#include "store/audit.h"
+#include "store/db.h"
+#include "util.h"
+
+#define QUEUE_MAX 4096
+#define BUCKETS 1024
+/* A second look after the other views' batches had time to commit (PW_UNDO_ORIG_DEFER_MS). */
+#define RECHECK_NS (300 * 1000000ll)
+
+typedef struct path_node {
+	char *path;
+	struct path_node *next;
+} path_node;
+
+/* Another live view of the project: its current change set and the paths it changed. */
+typedef struct other {
+	char *mountpoint;
+	int64_t changeset, last_row;
+	path_node *paths[BUCKETS];
+	bool seen; /* in the last refresh */
+	struct other *next;
+} other;
+
+typedef struct item {
+	char *path;
+	char mode[64];
+	pid_t pid;
+	int64_t due_ns; /* CLOCK_MONOTONIC */
+	bool second;    /* the second look */
+	struct item *next;
+} item;
+
+struct pw_overlap {
+	char *project, *mountpoint;
+	pw_audit *audit;
+	pthread_t thread;
+	pthread_mutex_t lock; /* guards everything below */
+	pthread_cond_t cond;
+	bool stop;
+	sqlite3 *db;
+	sqlite3_stmt *sets, *rows;
+	other *others;
+	item *queue;
+	size_t n_queue;
+};
+
+/* ---- the other views' paths -------------------------------------------------------------- */
+
+static void other_clear(other *v)
+{
+	for (size_t b = 0; b < BUCKETS; b++)
+		while (v->paths[b]) {
+			path_node *n = v->paths[b];
+			v->paths[b] = n->next;
+			free(n->path);
+			free(n);
+		}
+}
+
+static void other_free(other *v)
+{
+	other_clear(v);
+	free(v->mountpoint);
+	free(v);
+}
+
+static bool other_has(const other *v, const char *path)
+{
+	for (path_node *n = v->paths[pw_fnv1a64_str(PW_FNV1A64_INIT, path) % BUCKETS]; n;
+	     n = n->next)
+		if (streq(n->path, path))
+			return true;
+	return false;
+}
+
+static void other_add(other *v, const char *path)
+{
+	size_t b = pw_fnv1a64_str(PW_FNV1A64_INIT, path) % BUCKETS;
+	path_node *n;
+
+	if (other_has(v, path) || !(n = calloc(1, sizeof(*n))))
+		return;
+	if (!(n->path = strdup(path))) {
+		free(n);
+		return;
+	}
+	n->next = v->paths[b];
+	v->paths[b] = n;
+}
+
+/* ---- which views are live ---------------------------------------------------------------- */
+
+/* mountinfo's octal escapes (\040 for a space) undone in place. */
+static void unescape(char *s)
+{
+	char *o = s;
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '7' && s[2] && s[3]) {
+			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+/* The mountpoints of the piworkfs views mounted now, as one malloc'd string of
+ * NUL-terminated names ended by an empty one ("" when none), or NULL when unknown. */
+static char *live_views(void)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re"), *out;
+	char *line = NULL, *list = NULL;
+	size_t cap = 0, len = 0;
+
+	if (!f)
+		return NULL;
+	out = open_memstream(&list, &len);
+	while (out && getline(&line, &cap, f) > 0) {
+		char *save = NULL, *tok = strtok_r(line, " ", &save), *at;
+		for (int i = 0; tok && i < 4; i++) /* id, parent, dev, root: then the mountpoint */
+			tok = strtok_r(NULL, " ", &save);
+		at = tok;
+		while ((tok = strtok_r(NULL, " ", &save)) && !streq(tok, "-"))
+			;
+		tok = tok ? strtok_r(NULL, " ", &save) : NULL; /* the type */
+		if (at && tok && streq(tok, "fuse.piworkfs")) {
+			unescape(at);
+			fwrite(at, 1, strlen(at) + 1, out);
+		}
+	}
+	free(line);
+	fclose(f);
+	if (!out || fputc('\0', out) == EOF || fclose(out) != 0) {
+		free(list);
+		return NULL;
+	}
+	return list;
+}
+
+/* Is MP one of LIVE (live_views; NULL, unknown: yes, report rather than stay silent)? */
+static bool view_live(const char *live, const char *mp)
+{
+	if (!live)
+		return true;
+	for (const char *p = live; *p; p += strlen(p) + 1)
+		if (streq(p, mp))
+			return true;
+	return false;
+}
+
+/* ---- refreshing from the database ---------------------------------------------------------- */
+
+static other *find_other(pw_overlap *o, const char *mp)
+{
+	for (other *v = o->others; v; v = v->next)
+		if (streq(v->mountpoint, mp))
+			return v;
+	return NULL;
+}
+
+/* The rows of V's current change set after the last one read. */
+static void read_rows(pw_overlap *o, other *v)
+{
+	sqlite3_reset(o->rows);
+	sqlite3_bind_int64(o->rows, 1, v->changeset);
+	sqlite3_bind_int64(o->rows, 2, v->last_row);
+	while (sqlite3_step(o->rows) == SQLITE_ROW) {
+		const char *p = (const char *)sqlite3_column_text(o->rows, 1);
+		const char *p2 = (const char *)sqlite3_column_text(o->rows, 2);
+		v->last_row = sqlite3_column_int64(o->rows, 0);
+		if (p)
+			other_add(v, p);
+		if (p2)
+			other_add(v, p2);
+	}
+	sqlite3_reset(o->rows);
+}
+
+/* Follows the other views' current change sets: new views, new change sets, new rows; a
+ * view no longer mounted is forgotten. Lock held. */
+static void refresh(pw_overlap *o)
+{
+	_cleanup_free_ char *live = live_views();
+
+	for (other *v = o->others; v; v = v->next)
+		v->seen = false;
+	sqlite3_reset(o->sets);
+	while (sqlite3_step(o->sets) == SQLITE_ROW) {
+		const char *mp = (const char *)sqlite3_column_text(o->sets, 0);
+		int64_t cs = sqlite3_column_int64(o->sets, 1);
+		other *v;
+		if (!mp || !view_live(live, mp))
+			continue;
+		v = find_other(o, mp);
+		if (!v) {
+			v = calloc(1, sizeof(*v));
+			if (!v || !(v->mountpoint = strdup(mp))) {
+				free(v);
+				continue;
+			}
+			v->next = o->others;
+			o->others = v;
+		}
+		if (v->changeset != cs) {
+			other_clear(v);
+			v->changeset = cs;
+			v->last_row = 0;
+		}
+		v->seen = true;
+	}
+	sqlite3_reset(o->sets);
+	for (other **pv = &o->others; *pv;) {
+		other *v = *pv;
+		if (!v->seen) {
+			*pv = v->next;
+			other_free(v);
+			continue;
+		}
+		read_rows(o, v);
+		pv = &v->next;
+	}
+}
+
+/* ---- reporting ------------------------------------------------------------------------------ */
+
+static void report(pw_overlap *o, const item *it, const other *v)
+{
+	char pidns[PW_PIDNS_DESC_MAX];
+	bool known = it->pid > 0 && pw_pidns_describe(it->pid, pidns, sizeof(pidns)) == 0;
+	pw_audit_event ev = {
+		.mode = it->mode[0] ? it->mode : NULL,
+		.op = PW_OP_WRITE,
+		.path = it->path,
+		.path2 = v->mountpoint,
+		.err = 0,
+		.reason = PW_REASON_OVERLAP,
+		.pid = it->pid,
+		.uid = getuid(),
+		.pidns = known ? pidns : NULL,
+	};
+
+	pw_audit_submit(o->audit, &ev);
+}
+
+/* Checks IT against the other views; true when it is done with (reported, or looked at
+ * twice). Lock held. */
+static bool check_item(pw_overlap *o, item *it)
+{
+	bool hit = false;
+
+	for (other *v = o->others; v; v = v->next)
+		if (other_has(v, it->path)) {
+			report(o, it, v);
+			hit = true;
+		}
+	if (hit || it->second)
+		return true;
+	it->second = true;
+	it->due_ns = pw_clock_ns(CLOCK_MONOTONIC) + RECHECK_NS;
+	return false;
+}
+
+static void item_free(item *it)
+{
+	free(it->path);
+	free(it);
+}
+
+/* The earliest due time in the queue, or 0 when it is empty. Lock held. */
+static int64_t next_due(const pw_overlap *o)
+{
+	int64_t due = 0;
+	for (const item *it = o->queue; it; it = it->next)
+		if (!due || it->due_ns < due)
+			due = it->due_ns;
+	return due;
+}
+
+static void wait_for_work(pw_overlap *o)
+{
+	int64_t due = next_due(o);
+
+	if (!due) {
+		pthread_cond_wait(&o->cond, &o->lock);
+		return;
+	}
+	int64_t now = pw_clock_ns(CLOCK_MONOTONIC);
+	if (due <= now)
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t at = (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec + (due - now);
+	ts.tv_sec = at / 1000000000ll;
+	ts.tv_nsec = at % 1000000000ll;
+	pthread_cond_timedwait(&o->cond, &o->lock, &ts);
+}
+
+static void *worker(void *arg)
+{
+	pw_overlap *o = arg;
+
+	pthread_mutex_lock(&o->lock);
+	while (!o->stop) {
+		int64_t now = pw_clock_ns(CLOCK_MONOTONIC);
+		bool refreshed = false;
+		for (item **pi = &o->queue; *pi;) {
+			item *it = *pi;
+			if (it->due_ns > now) {
+				pi = &it->next;
+				continue;
+			}
+			if (!refreshed) {
+				refresh(o);
+				refreshed = true;
+			}
+			if (check_item(o, it)) {
+				*pi = it->next;
+				o->n_queue--;
+				item_free(it);
+			} else {
+				pi = &it->next;
+			}
+		}
+		if (!o->stop)
+			wait_for_work(o);
+	}
+	pthread_mutex_unlock(&o->lock);
+	return NULL;
+}
+
+/* ---- the interface -------------------------------------------------------------------------- */
+
+void pw_overlap_note(pw_overlap *o, const char *path, pid_t pid, const char *mode)
+{
+	item *it;
+
+	if (!o || !path || !path[0])
+		return;
+	it = calloc(1, sizeof(*it));
+	if (!it || !(it->path = strdup(path))) {
+		free(it);
+		return;
+	}
+	it->pid = pid;
+	snprintf(it->mode, sizeof(it->mode), "%s", mode ? mode : "");
+	it->due_ns = pw_clock_ns(CLOCK_MONOTONIC);
+	pthread_mutex_lock(&o->lock);
+	if (o->n_queue >= QUEUE_MAX) {
+		pthread_mutex_unlock(&o->lock);
+		item_free(it);
+		return;
+	}
+	it->next = o->queue;
+	o->queue = it;
+	o->n_queue++;
+	pthread_cond_signal(&o->cond);
+	pthread_mutex_unlock(&o->lock);
+}
+
+json_t *pw_overlap_lookup(pw_overlap *o, const char *path)
+{
+	json_t *a = json_array();
+
+	if (!o || !a)
+		return a;
+	pthread_mutex_lock(&o->lock);
+	refresh(o);
+	for (other *v = o->others; v; v = v->next)
+		if (other_has(v, path))
+			json_array_append_new(a, json_pack("{s:s,s:I}", "mountpoint", v->mountpoint,
+							   "changeset", (json_int_t)v->changeset));
+	pthread_mutex_unlock(&o->lock);
+	return a;
+}
+
+/* Adds the other views that changed PATH to the array BY (without repeats). Lock held. */
+static void add_changers(pw_overlap *o, const char *path, json_t *by)
+{
+	for (other *v = o->others; path && v; v = v->next) {
+		bool have = false;
+		size_t i;
+		json_t *e;
+		if (!other_has(v, path))
+			continue;
+		json_array_foreach(by, i, e) have = have || streq_ptr(json_string_value(
+						json_object_get(e, "mountpoint")), v->mountpoint);
+		if (!have)
+			json_array_append_new(by, json_pack("{s:s,s:I}", "mountpoint", v->mountpoint,
+							    "changeset", (json_int_t)v->changeset));
+	}
+}
+
+void pw_overlap_mark(pw_overlap *o, json_t *changes)
+{
+	size_t i;
+	json_t *c;
+
+	if (!o)
+		return;
+	pthread_mutex_lock(&o->lock);
+	refresh(o);
+	json_array_foreach(changes, i, c)
+	{
+		json_t *by = json_array();
+		add_changers(o, json_string_value(json_object_get(c, "path")), by);
+		add_changers(o, json_string_value(json_object_get(c, "to")), by);
+		json_object_set_new(c, "also_changed_by", by ? by : json_array());
+	}
+	pthread_mutex_unlock(&o->lock);
+}
+
+static void overlap_free(pw_overlap *o)
+{
+	while (o->others) {
+		other *v = o->others;
+		o->others = v->next;
+		other_free(v);
+	}
+	while (o->queue) {
+		item *it = o->queue;
+		o->queue = it->next;
+		item_free(it);
+	}
+	sqlite3_finalize(o->sets);
+	sqlite3_finalize(o->rows);
+	if (o->db)
+		sqlite3_close(o->db);
+	pthread_cond_destroy(&o->cond);
+	pthread_mutex_destroy(&o->lock);
+	free(o->project);
+	free(o->mountpoint);
+	free(o);
+}
+
+static int prepare(pw_overlap *o)
+{
+	static const char sets[] =
+		"SELECT mountpoint, max(id) FROM orig_changesets WHERE project = ?1 AND "
+		"mountpoint IS NOT NULL AND mountpoint <> ?2 GROUP BY mountpoint";
+	static const char rows[] =
+		"SELECT id, path, path2 FROM orig_rows WHERE changeset = ?1 AND id > ?2 AND "
+		"implicit = 0 ORDER BY id";
+
+	if (sqlite3_prepare_v2(o->db, sets, -1, &o->sets, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(o->db, rows, -1, &o->rows, NULL) != SQLITE_OK)
+		return -EPROTO;
+	sqlite3_bind_text(o->sets, 1, o->project, -1, SQLITE_STATIC);
+	sqlite3_bind_text(o->sets, 2, o->mountpoint, -1, SQLITE_STATIC);
+	return 0;
+}
+
+int pw_overlap_new(const pw_overlap_opts *opts, pw_overlap **ret)
+{
+	pw_overlap *o;
+	int r;
+
+	if (!opts || !opts->db_path || !opts->project || !opts->mountpoint)
+		return -EINVAL;
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	pthread_mutex_init(&o->lock, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&o->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	o->audit = opts->audit;
+	o->project = strdup(opts->project);
+	o->mountpoint = strdup(opts->mountpoint);
+	if (!o->project || !o->mountpoint) {
+		overlap_free(o);
+		return -ENOMEM;
+	}
+	r = pw_db_open_readonly(opts->db_path, &o->db);
+	if (r == 0)
+		r = prepare(o);
+	if (r == 0)
+		r = -pthread_create(&o->thread, NULL, worker, o);
+	if (r < 0) {
+		overlap_free(o);
+		return r;
+	}
+	*ret = o;
+	return 0;
+}
+
+void pw_overlap_free(pw_overlap *o)
+{
+	if (!o)
+		return;
+	pthread_mutex_lock(&o->lock);
+	o->stop = true;
+	pthread_cond_signal(&o->cond);
+	pthread_mutex_unlock(&o->lock);
+	pthread_join(o->thread, NULL);
+	overlap_free(o);
+}
