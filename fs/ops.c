@@ -219,6 +219,21 @@ static int apply_setattr(int fd, bool opath, struct stat *attr, int valid)
 }
 
 /*
+ * Whether a SETATTR's VALID sets both times and nothing else: the one change of times whose
+ * inotify echo is IN_ATTRIB (utime(2), touch), which needs no invalidation (watch.c). With one
+ * time only, the kernel reports IN_MODIFY (mtime; tar x's futimens, whose close the watcher
+ * expects anyway) or IN_ACCESS (atime, not watched), so no record is made that no event would
+ * consume; a mode or owner change may change extended attributes (an ACL,
+ * security.capability), which the watcher's handling of its IN_ATTRIB forgets.
+ */
+static bool sets_both_times_only(int valid)
+{
+	const int times = FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
+			  FUSE_SET_ATTR_MTIME_NOW;
+	return !(valid & ~times) && (valid & FUSE_SET_ATTR_ATIME) && (valid & FUSE_SET_ATTR_MTIME);
+}
+
+/*
  * The descriptor a SETATTR works through: the open handle when the kernel sent one (only
  * ftruncate(2) does), else the node opened once as O_PATH (*RET_OPATH), which the check, the
  * change and the reply's attributes then share instead of each resolving the node's path
@@ -260,9 +275,13 @@ void pw_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		err = pw_check_node_ex(&r, pw_opmap_setattr((unsigned)valid), n, fd, NULL);
 		if (err == 0)
 			err = fd < 0 ? fd : pw_keep_node(&r, n, pw_opmap_setattr((unsigned)valid));
+		int tok = err == 0 && sets_both_times_only(valid)
+				  ? pw_watch_expect_node(fs, n, PW_EXPECT_TIMES_SET)
+				  : -1;
 		if (err == 0)
 			err = apply_setattr(fd, opath, attr, valid);
 		if (err < 0) {
+			pw_watch_unexpect(fs, tok);
 			pw_req_reply_err(&r, -err);
 			return;
 		}
