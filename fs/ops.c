@@ -218,6 +218,42 @@ static int apply_setattr(int fd, bool opath, struct stat *attr, int valid)
 	return 0;
 }
 
+/*
+ * Whether a SETATTR's VALID sets both times and nothing else: the one change of times whose
+ * inotify echo is IN_ATTRIB (utime(2), touch), which needs no invalidation (watch.c). With one
+ * time only, the kernel reports IN_MODIFY (mtime; tar x's futimens, whose close the watcher
+ * expects anyway) or IN_ACCESS (atime, not watched), so no record is made that no event would
+ * consume; a mode or owner change may change extended attributes (an ACL,
+ * security.capability), which the watcher's handling of its IN_ATTRIB forgets.
+ */
+static bool sets_both_times_only(int valid)
+{
+	const int times = FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
+			  FUSE_SET_ATTR_MTIME_NOW;
+	return !(valid & ~times) && (valid & FUSE_SET_ATTR_ATIME) && (valid & FUSE_SET_ATTR_MTIME);
+}
+
+/*
+ * The descriptor a SETATTR works through: the open handle when the kernel sent one (only
+ * ftruncate(2) does), else the node opened once as O_PATH (*RET_OPATH), which the check, the
+ * change and the reply's attributes then share instead of each resolving the node's path
+ * again; a file unlinked while open (fchmod(2) and the like) through a duplicate of an open
+ * handle. Returns the descriptor (*RET_OWN: the caller closes it) or -errno.
+ */
+static int setattr_fd(pw_fs *fs, pw_inode *n, struct fuse_file_info *fi, bool *ret_opath,
+		      bool *ret_own)
+{
+	*ret_opath = *ret_own = false;
+	if (fi && fi->fh)
+		return pw_fh_of(fi)->fd;
+	int fd = pw_open_node(fs, n, O_PATH);
+	*ret_opath = fd >= 0;
+	if (fd == -ENOENT)
+		fd = pw_fh_dup_for(fs, n);
+	*ret_own = fd >= 0;
+	return fd;
+}
+
 void pw_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		       struct fuse_file_info *fi)
 {
@@ -229,40 +265,30 @@ void pw_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	valid &= FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID | FUSE_SET_ATTR_SIZE |
 		 FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
 		 FUSE_SET_ATTR_MTIME_NOW;
+	bool opath, own;
+	int fd = setattr_fd(fs, n, fi, &opath, &own);
+	_cleanup_close_ int owned = own ? fd : -1;
+	int err;
 	if (valid) {
-		int err = pw_check_node(&r, pw_opmap_setattr((unsigned)valid), n);
+		/* The policy's answer comes first, as when the node is resolved after it: a
+		 * refusal reads the same whether or not the node could be opened. */
+		err = pw_check_node_ex(&r, pw_opmap_setattr((unsigned)valid), n, fd, NULL);
 		if (err == 0)
-			err = pw_undo_keep_node(&r, n, pw_opmap_setattr((unsigned)valid));
+			err = fd < 0 ? fd : pw_undo_keep_node(&r, n, pw_opmap_setattr((unsigned)valid));
+		int tok = err == 0 && sets_both_times_only(valid)
+				  ? pw_watch_expect_node(fs, n, PW_EXPECT_TIMES_SET)
+				  : -1;
+		if (err == 0)
+			err = apply_setattr(fd, opath, attr, valid);
 		if (err < 0) {
-			pw_req_reply_err(&r, -err);
-			return;
-		}
-		_cleanup_close_ int pfd = -1;
-		int fd;
-		bool opath = false;
-		if (fi && fi->fh) {
-			fd = pw_fh_of(fi)->fd;
-		} else {
-			pfd = pw_open_node(fs, n, O_PATH);
-			opath = pfd >= 0;
-			if (pfd == -ENOENT) /* fchmod(2) and the like on a file unlinked while open */
-				pfd = pw_fh_dup_for(fs, n);
-			if (pfd < 0) {
-				pw_req_reply_err(&r, -pfd);
-				return;
-			}
-			fd = pfd;
-		}
-		err = apply_setattr(fd, opath, attr, valid);
-		if (err < 0) {
+			pw_watch_unexpect(fs, tok);
 			pw_req_reply_err(&r, -err);
 			return;
 		}
 		pw_undo_keep_touched(fs, n);
 	}
 	struct stat st;
-	int err = (fi && fi->fh) ? (fstat(pw_fh_of(fi)->fd, &st) < 0 ? negative_errno() : 0)
-			       : pw_stat_node(fs, n, &st);
+	err = fd < 0 ? fd : (fstat(fd, &st) < 0 ? negative_errno() : 0);
 	if (err == -ENOENT)
 		err = stat_open_handle(fs, n, &st);
 	if (err < 0) {

@@ -311,6 +311,10 @@ static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 	/* The view's own close of a file it wrote: the kernel wrote those pages itself. */
 	if ((mask & IN_CLOSE_WRITE) && expected(fs, dir_ino, name, PW_EXPECT_CLOSED_WRITE))
 		mask &= ~(uint32_t)(IN_CLOSE_WRITE | IN_MODIFY);
+	/* The view's own SETATTR of both times (utime, touch): the kernel took the new
+	 * attributes from our reply, and times change no extended attribute. */
+	if ((mask & IN_ATTRIB) && expected(fs, dir_ino, name, PW_EXPECT_TIMES_SET))
+		mask &= ~(uint32_t)IN_ATTRIB;
 	if (have_path && (mask & (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO))) {
 		/* Content or attributes changed: find the node by its inode number. */
 		_cleanup_close_ int dfd = pw_openat_beneath(fs, dir_path, O_PATH | O_DIRECTORY, 0);
