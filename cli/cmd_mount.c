@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ctl/run_id.h"
 #include "ctl_client.h"
 #include "ctl/server.h"
 #include "daemon.h"
@@ -73,6 +74,9 @@
 	"      --socket-dir DIR   where the control socket goes (default:\n"                       \
 	"                         $XDG_RUNTIME_DIR/piworkfs, for root /run/piworkfs, without\n"   \
 	"                         XDG_RUNTIME_DIR /tmp/piworkfs-UID)\n"                           \
+	"      --run ID           the view of its own of run ID, which `piworkfs run` mounts\n"   \
+	"                         for each run (the calling process is the run): no mode it\n"  \
+	"                         is in is remembered as the project's last mode\n"             \
 	"      --json             print the result as JSON\n"                                      \
 	"  -h, --help             show this help\n"                                                \
 	"\n"                                                                                       \
@@ -699,6 +703,15 @@ int cmd_mount(int argc, char **argv)
 				return PW_EXIT_USAGE;
 			break;
 		case PW_OPT_LOG_ALLOWED: o.log_allowed = true; break;
+		case PW_OPT_RUN:
+			if (!pw_ctl_run_id_valid(po.arg)) {
+				pw_err("mount", "bad run id '%s' for --run: 1 to %d letters and digits",
+				       po.arg, PW_RUN_ID_MAX);
+				return PW_EXIT_USAGE;
+			}
+			o.run_id = po.arg;
+			o.run_pid = getppid(); /* `piworkfs run` runs us (cli/run_view.c) */
+			break;
 		case 'h': return pw_usage("mount", MOUNT_USAGE, false);
 		}
 	}

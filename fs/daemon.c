@@ -352,6 +352,8 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd)
 		.state = state,
 		.audit = audit,
 		.state_db = state_path,
+		.run_id = o->run_id,
+		.run_pid = o->run_pid,
 	};
 	pw_view *view = NULL;
 	pw_ctl_server *ctl = NULL;

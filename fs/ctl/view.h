@@ -76,6 +76,11 @@ typedef struct pw_view_opts {
 	struct pw_state *state;   /* trust, last mode, switch history; NULL: none persisted */
 	struct pw_audit *audit;   /* audit log and `denied` notifications; NULL: none */
 	const char *state_db;     /* the state database's absolute path, for status; NULL: none */
+	/* A run's own view (`mount --run ID`, cli/run_view.c): its modes are the run's alone,
+	 * so no switch of it (nor its initial mode) is remembered as the project's last mode;
+	 * status names the run and the pid of the `piworkfs run` it serves. NULL: a bare view. */
+	const char *run_id;
+	pid_t run_pid;            /* with run_id; 0: unknown */
 } pw_view_opts;
 
 /*
@@ -161,6 +166,8 @@ uid_t pw_view_owner(const pw_view *v);
 struct pw_audit *pw_view_audit(const pw_view *v);
 int64_t pw_view_started_ns(const pw_view *v); /* CLOCK_REALTIME of pw_view_new */
 const char *pw_view_state_db(const pw_view *v); /* pw_view_opts.state_db, or NULL */
+const char *pw_view_run_id(const pw_view *v);   /* pw_view_opts.run_id, or NULL */
+pid_t pw_view_run_pid(const pw_view *v);        /* pw_view_opts.run_pid */
 
 /* The active policy (new reference) and generation, from fs_ops->get_policy. */
 pw_policy *pw_view_policy(pw_view *v, uint64_t *ret_generation);
