@@ -158,6 +158,7 @@ int pw_orig_changeset_begin(pw_orig_store *s, const char *project, const char *m
 typedef struct pw_orig_changeset {
 	int64_t id, started_ns;
 	const char *reason, *name, *mode; /* NULL when not set */
+	const char *mountpoint;           /* the view's that started it, or NULL */
 	const char *undoes;               /* an undo's or redo's: JSON [row id, ...], or NULL */
 	int64_t redone_by;                /* an undo's: the redo change set that reversed it */
 } pw_orig_changeset;
