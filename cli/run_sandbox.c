@@ -351,11 +351,19 @@ static int cover_view_of(pw_run_argv *a, const pw_run_view *run, const pw_ctl_mo
 	sockdir = dir_of(sock);
 	r = sockdir ? cover(a, sockdir) : 0;
 	if (r == 0 && pw_ctl_call_socket(sock, "status", NULL, &res, NULL, NULL) == 0) {
-		const char *db = json_string_value(json_object_get(res, "state_db"));
+		json_t *j = json_object_get(res, "state_db");
+		const char *db = json_string_value(j);
 		pw_run_view other = { .project = run->project, .mountpoint = m->mountpoint,
 				      .state_db = (char *)db };
-		if (db && !streq_ptr(db, run->state_db))
+		if (!j) {
+			/* It could keep one anywhere: fail closed, as for the run's own. */
+			pw_err("run", "the daemon of the view at %s does not say where its state "
+				      "database is (an older piworkfs?); unmount it first",
+			       m->mountpoint);
+			r = -EPROTO;
+		} else if (db && !streq_ptr(db, run->state_db)) {
 			r = cover_state_db(a, &other, NULL, 0);
+		}
 	}
 	json_decref(res);
 	return r;
@@ -374,8 +382,10 @@ static int cover_other_views(pw_run_argv *a, const pw_run_view *v)
 	size_t n = 0;
 	int r = pw_ctl_list_mounts(&m, &n);
 
-	if (r < 0)
+	if (r < 0) {
+		pw_err("run", "cannot list the other views of %s: %s", v->project, strerror(-r));
 		return r;
+	}
 	for (size_t i = 0; i < n && r == 0; i++) {
 		_cleanup_free_ char *run = pw_ctl_run_of_mountpoint(m[i].mountpoint);
 
@@ -617,12 +627,8 @@ int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
 			pw_err("run", "cannot find the other paths of %s in /proc/self/mountinfo: %s",
 			       o->view->project, strerror(-r));
 	}
-	if (r == 0) {
+	if (r == 0)
 		r = cover_other_views(&a, o->view);
-		if (r < 0 && r != -ENOMEM)
-			pw_err("run", "cannot list the other views of %s: %s", o->view->project,
-			       strerror(-r));
-	}
 	if (r == 0)
 		r = push3(&a, "--ro-bind", o->view->agent_socket, o->view->agent_socket);
 	if (r == 0)

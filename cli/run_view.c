@@ -281,9 +281,9 @@ static int open_agent_socket(pw_run_view *v)
 	return PW_EXIT_OK;
 }
 
-/* Where the view's daemon keeps its state database (audit log, trust, last modes), which
- * may be elsewhere than ours (`mount --state-db`): the sandbox hides it. A daemon that
- * does not say could keep it anywhere, so the run fails closed. */
+/* Where the run's daemon keeps its state database (audit log, trust, last modes), which
+ * may be elsewhere than ours (the bare view's `mount --state-db`): the sandbox hides it.
+ * A daemon that does not say could keep it anywhere, so the run fails closed. */
 static int ask_state_db(pw_run_view *v)
 {
 	json_t *res = NULL, *db;
@@ -296,8 +296,8 @@ static int ask_state_db(pw_run_view *v)
 		v->state_db = strdup(json_string_value(db));
 		r = v->state_db ? PW_EXIT_OK : PW_EXIT_SYSTEM;
 	} else if (!json_is_null(db)) {
-		pw_err("run", "the view's daemon does not say where its state database is (an "
-			      "older piworkfs?); unmount the view and let run mount its own");
+		pw_err("run", "the run's daemon does not say where its state database is (another "
+			      "piworkfs program than this one?)");
 		r = PW_EXIT_SYSTEM;
 	}
 	json_decref(res);
