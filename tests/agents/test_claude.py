@@ -106,6 +106,7 @@ class TestDesign(ClaudeCase):
         self.assertFalse(os.path.exists(hack))
         self.assertFalse(os.path.exists(os.path.join(self.project, "src", "from_shell.c")))
         self.assertEqual(self.status(v)["denied"], 0, "the view saw an attempt")
+        self.assertEqual(self.denials(), [], "the run's view saw an attempt")
 
 
 class TestRequestMode(ClaudeCase):

@@ -103,10 +103,16 @@ class Agent:
             srv.close()
         self.conn.settimeout(DEADLINE)
         self.io = self.conn.makefile("rwb")
-        self.id = self.find_id()
+        self._id = None
+
+    @property
+    def id(self):
+        """The run's id: the one `status` names with this run's pid."""
+        if not self._id:
+            self._id = self.find_id()
+        return self._id
 
     def find_id(self):
-        """The run's id: the one `status` names with this run's pid."""
         for v in self.test.status():
             run = v.get("run") or {}
             if v.get("project") == self.test.project and run.get("pid") == self.proc.pid:
