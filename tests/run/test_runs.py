@@ -329,5 +329,26 @@ class Naming(RunsTest):
         self.assertIn("by run " + b.id, self.pw("changes", "--all").stdout)
 
 
+class SharedOriginals(RunsTest):
+    def test_the_persons_view_undoes_what_a_run_changed(self):
+        # Two daemons on one store of originals: the run's kept them, the person's view
+        # puts them back. (--force: the person's view saw the run's writes as changes
+        # made outside it, which undo asks to confirm.)
+        bare = self.bare_view("build")
+        main = os.path.join(self.project, "src", "main.c")
+        with open(main) as f:
+            before = f.read()
+        p = self.sh("echo changed >> src/main.c && echo new > src/new.c", "--mode", "build")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        run = re.search(r"run ([A-Za-z0-9]+),", p.stderr).group(1)
+        out = self.pw("changes", cwd=bare).stdout
+        self.assertIn("by run " + run, out)
+        self.assertIn("modified  src/main.c", out)
+        self.pw("undo", "--all", "--force", cwd=bare)
+        with open(main) as f:
+            self.assertEqual(f.read(), before)
+        self.assertFalse(os.path.exists(os.path.join(self.project, "src", "new.c")))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
