@@ -443,11 +443,12 @@ static int print_changes(json_t *res, bool fold_git)
 		when(json_integer_value(json_object_get(set, "started_ns")), t, sizeof(t));
 		const char *name = json_string_value(json_object_get(set, "name"));
 		const char *mode = json_string_value(json_object_get(set, "mode"));
-		printf("change set %lld%s%s%s, %s at %s%s%s%s\n",
+		const char *run = json_string_value(json_object_get(set, "run"));
+		printf("change set %lld%s%s%s, %s at %s%s%s%s%s%s\n",
 		       (long long)json_integer_value(json_object_get(set, "id")), name ? " \"" : "",
 		       name ? pw_q(0, name) : "", name ? "\"" : "",
 		       json_string_value(json_object_get(set, "reason")), t, mode ? " in " : "",
-		       mode ? mode : "",
+		       mode ? mode : "", run ? " by run " : "", run ? run : "",
 		       json_is_true(json_object_get(set, "current")) ? " (current)" : "");
 		size_t j;
 		_cleanup_free_ char *gits = fold_git ? git_summary(changes) : NULL;

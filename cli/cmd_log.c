@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "ctl/run_id.h"
 #include "ctl_client.h"
 #include "options.h"
 #include "output.h"
@@ -271,6 +272,27 @@ static char *xstrdup(const char *s)
 	return strdup(s ? s : "-");
 }
 
+/* The MODE cell: a run's own view's rows say which run, "MODE@ID" (ctl/run_id.h). */
+static char *mode_cell(const char *mode, const char *mountpoint)
+{
+	_cleanup_free_ char *run = pw_ctl_run_of_mountpoint(mountpoint);
+	char *out;
+
+	if (!run)
+		return strdup(mode ? mode : "-");
+	return asprintf(&out, "%s@%s", mode ? mode : "-", run) < 0 ? NULL : out;
+}
+
+/* "run": the run whose own view the row is of, else null. */
+static json_t *run_json(const char *mountpoint)
+{
+	char *run = pw_ctl_run_of_mountpoint(mountpoint);
+	json_t *j = run ? json_string(run) : json_null();
+
+	free(run);
+	return j;
+}
+
 static int line_from_row(const log_row *r, log_line *l)
 {
 	char when[48], errbuf[16], count[24], pid[24], rule[PW_PATH_MAX + PW_GLOB_LEN_MAX + 64];
@@ -289,7 +311,10 @@ static int line_from_row(const log_row *r, log_line *l)
 		return -ENOMEM;
 	*l = (log_line){ .time_ns = r->time_ns, .id = r->id, .denied = r->err != 0 };
 	_cleanup_free_ char *project = project_cell(r->project);
-	const char *cells[N_COLS] = { when,   project, r->mode, r->op,
+	_cleanup_free_ char *mode = mode_cell(r->mode, r->mountpoint);
+	if (!mode)
+		return -ENOMEM;
+	const char *cells[N_COLS] = { when,   project, mode, r->op,
 				      errno_text(r->err, errbuf, sizeof(errbuf)),
 				      pid,    qcomm, count,	path,  rule };
 	for (size_t i = 0; i < N_COLS; i++)
@@ -352,7 +377,10 @@ static int line_from_switch(const pw_switch_row *w, log_line *l)
 	}
 	*l = (log_line){ .time_ns = w->time_ns, .id = w->id, .is_switch = true };
 	_cleanup_free_ char *project = project_cell(w->project);
-	const char *cells[N_COLS] = { when, project, w->to_mode, "switch", "-", pid,
+	_cleanup_free_ char *mode = mode_cell(w->to_mode, w->mountpoint);
+	if (!mode)
+		return -ENOMEM;
+	const char *cells[N_COLS] = { when, project, mode, "switch", "-", pid,
 				      w->comm ? pw_q(2, w->comm) : NULL, "", change, who };
 	for (size_t i = 0; i < N_COLS; i++)
 		if (!(l->cells[i] = xstrdup(cells[i]))) {
@@ -623,6 +651,7 @@ static json_t *row_json(const log_row *r)
 	    json_object_set_new(o, "time_ns", json_integer(r->time_ns)) < 0 ||
 	    json_object_set_new(o, "project", str_or_null(r->project)) < 0 ||
 	    json_object_set_new(o, "mountpoint", str_or_null(r->mountpoint)) < 0 ||
+	    json_object_set_new(o, "run", run_json(r->mountpoint)) < 0 ||
 	    json_object_set_new(o, "mode", str_or_null(r->mode)) < 0 ||
 	    json_object_set_new(o, "generation", json_integer(r->generation)) < 0 ||
 	    json_object_set_new(o, "op", str_or_null(r->op)) < 0 ||
@@ -978,10 +1007,12 @@ static json_t *switch_json(const pw_switch_row *w)
 	char when[48];
 
 	format_time(w->time_ns, true, when, sizeof(when));
-	return json_pack("{s:s,s:I,s:s,s:I,s:s?,s:s?,s:s?,s:s?,s:I,s:I,s:I,s:s?,s:s?,s:s?,s:s?}",
+	return json_pack("{s:s,s:I,s:s,s:I,s:s?,s:s?,s:o,s:s?,s:s?,s:I,s:I,s:I,s:s?,s:s?,s:s?,"
+			 "s:s?}",
 			 "kind",
 			 "switch", "id", (json_int_t)w->id, "time", when, "time_ns",
 			 (json_int_t)w->time_ns, "project", w->project, "mountpoint", w->mountpoint,
+			 "run", run_json(w->mountpoint),
 			 "from", w->from_mode, "to", w->to_mode, "generation",
 			 (json_int_t)w->generation, "pid", (json_int_t)w->pid, "uid",
 			 (json_int_t)w->uid, "comm", w->comm, "origin", w->origin, "reason", w->reason,

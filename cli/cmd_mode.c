@@ -11,9 +11,10 @@
 #include "output.h"
 #include "project.h"
 #include "proto.h"
+#include "ctl/run_id.h"
 
 static const char mode_usage[] =
-	"Usage: piworkfs mode [NAME] [--mount PATH] [--json]\n"
+	"Usage: piworkfs mode [NAME] [--mount PATH | --run ID] [--json]\n"
 	"       piworkfs mode --approve ID|MODE | --deny\n"
 	"\n"
 	"Without NAME, show the live mode of the view containing the current directory and\n"
@@ -22,12 +23,16 @@ static const char mode_usage[] =
 	"afterwards obeys it. A mode file added after the view loaded its modes needs\n"
 	"`piworkfs reload` first. Inside `piworkfs run`, a looser NAME is asked for: the\n"
 	"person answers on run's terminal (or with --approve/--deny) and this waits.\n"
+	"Each `piworkfs run` has a view and a mode of its own, named by the run's ID (on its\n"
+	"first line and in `piworkfs status`): --run ID shows or switches that run's mode,\n"
+	"and no other run's or view's.\n"
 	"\n"
 	"Options:\n"
 	"      --approve ID|MODE  allow the agent's pending request, named by the id or the\n"
 	"                     target mode that `piworkfs mode` shows (switches as `mode NAME`)\n"
 	"      --deny         refuse it\n"
 	"      --reason TEXT  inside the agent: why it asks (shown to the person)\n"
+	"      --run ID       the own view of the run ID (see 'piworkfs status')\n"
 	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
 	"      --json         print the daemon's answer as JSON (docs/PROTOCOL.md)\n"
 	"  -h, --help         show this help\n"
@@ -35,10 +40,11 @@ static const char mode_usage[] =
 	"Examples:\n"
 	"  piworkfs mode\n"
 	"  piworkfs mode build --mount ~/proj.view\n"
+	"  piworkfs mode build --run Xk3q9Z\n"
 	"\n"
 	"Exit status: 0 ok (errors in other mode files are a warning); 1 refused by the\n"
 	"daemon; 2 usage error; 3 unknown or broken mode, or the view fails closed (see\n"
-	"'piworkfs modes'); 4 not inside a live view; 5 system error.\n";
+	"'piworkfs modes'); 4 not inside a live view, or no live run ID; 5 system error.\n";
 
 static const char reload_usage[] =
 	"Usage: piworkfs reload [--mount PATH] [--json]\n"
@@ -61,6 +67,8 @@ static const char reload_usage[] =
 
 typedef struct opts {
 	const char *mount;
+	const char *run;     /* mode --run ID */
+	char *run_mount;     /* its view's mountpoint (malloc'd), which o->mount then points to */
 	bool json;
 	const char *name; /* mode: the NAME operand */
 	int answer;       /* mode --approve (1) / --deny (0); -1: neither */
@@ -84,6 +92,7 @@ static int parse_opts(int argc, char **argv, const char *usage, int max_operands
 		case PW_OPT_APPROVE: o->answer = 1; o->approve = po.arg; break;
 		case PW_OPT_DENY: o->answer = 0; break;
 		case PW_OPT_REASON: o->reason = po.arg; break;
+		case PW_OPT_RUN: o->run = po.arg; break;
 		case 'h': return pw_usage(argv[0], usage, false);
 		}
 	}
@@ -96,6 +105,45 @@ static int parse_opts(int argc, char **argv, const char *usage, int max_operands
 	}
 	if (po.n_operands > 0)
 		o->name = po.operands[0];
+	return -1;
+}
+
+/* Is a piworkfs view mounted at MOUNTPOINT now? */
+static bool is_live_view(const char *mountpoint)
+{
+	pw_ctl_mount *m = NULL;
+	size_t n = 0;
+	bool found = false;
+
+	if (pw_ctl_list_mounts(&m, &n) < 0)
+		return false;
+	for (size_t i = 0; i < n && !found; i++)
+		found = streq(m[i].mountpoint, mountpoint);
+	pw_ctl_mounts_free(m, n);
+	return found;
+}
+
+/* --run ID: o->mount becomes the run's own view. Returns -1 to go on, else an exit status. */
+static int find_run(const char *cmd, opts *o)
+{
+	if (!o->run)
+		return -1;
+	if (o->mount) {
+		pw_err(cmd, "--run and --mount both name a view: give one");
+		return PW_EXIT_USAGE;
+	}
+	if (!pw_ctl_run_id_valid(o->run)) {
+		pw_err(cmd, "bad run id '%s': a run's id is letters and digits (see 'piworkfs "
+			    "status')", o->run);
+		return PW_EXIT_USAGE;
+	}
+	if (pw_ctl_run_mountpoint(o->run, &o->run_mount) < 0)
+		return PW_EXIT_SYSTEM;
+	if (!is_live_view(o->run_mount)) {
+		pw_err(cmd, "no live run %s (see 'piworkfs status')", o->run);
+		return PW_EXIT_NO_VIEW;
+	}
+	o->mount = o->run_mount;
 	return -1;
 }
 
@@ -330,45 +378,55 @@ static json_t *mode_params(const char *name)
 	return name ? json_pack("{s:s}", "mode", name) : NULL;
 }
 
+/* `mode` once the view is known (o->mount; NULL: the current directory's). */
+static int mode_with_view(const char *cmd, const opts *o)
+{
+	_cleanup_json_ json_t *res = NULL, *data = NULL;
+	_cleanup_free_ char *message = NULL;
+	const char *name = o->name;
+	int code = 0, status, r;
+
+	if (o->answer >= 0 && name) {
+		pw_err(cmd, "--approve and --deny take no mode: they answer the pending request");
+		return PW_EXIT_USAGE;
+	}
+	if (o->answer >= 0)
+		return pw_mode_answer(cmd, o->mount, o->answer == 1, o->approve, o->json);
+	if (name)
+		r = pw_ctl_call_at_data(o->mount, "mode.set", mode_params(name), &res, &code,
+					&message, &data);
+	else
+		r = pw_ctl_call_at(o->mount, "mode.get", NULL, &res, &code, &message);
+	if (r == -EREMOTE && code == PW_RPC_UNKNOWN_MODE && name)
+		return unknown_mode(cmd, name, data);
+	/* Inside the agent a loosening is refused: ask the person instead (mode_request.c). */
+	if (r == -EREMOTE && code == PW_RPC_REFUSED && name && getenv("PIWORKFS_SOCKET"))
+		return pw_mode_ask(cmd, o->mount, name, o->reason, message, o->json);
+	if (r < 0)
+		return call_failed(cmd, o, r, code, message);
+	status = config_status(cmd, o, res, false, false);
+	if (o->json)
+		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
+	print_mode(o, res, name != NULL);
+	if (name)
+		pw_plan_print_next(o->mount, res); /* cmd_plan.c: the task to start with */
+	if (!name)
+		pw_mode_show_pending(o->mount);
+	return status;
+}
+
 int cmd_mode(int argc, char **argv)
 {
 	opts o = { .answer = -1 };
-	_cleanup_json_ json_t *res = NULL, *data = NULL;
-	_cleanup_free_ char *message = NULL;
-	const char *name = NULL;
-	int code = 0, status, r;
+	int r;
 
 	r = parse_opts(argc, argv, mode_usage, 1, &o);
-	if (r >= 0)
-		return r;
-	name = o.name;
-	if (o.answer >= 0 && name) {
-		pw_err(argv[0], "--approve and --deny take no mode: they answer the pending request");
-		return PW_EXIT_USAGE;
-	}
-	if (o.answer >= 0)
-		return pw_mode_answer(argv[0], o.mount, o.answer == 1, o.approve, o.json);
-	if (name)
-		r = pw_ctl_call_at_data(o.mount, "mode.set", mode_params(name), &res, &code,
-					&message, &data);
-	else
-		r = pw_ctl_call_at(o.mount, "mode.get", NULL, &res, &code, &message);
-	if (r == -EREMOTE && code == PW_RPC_UNKNOWN_MODE && name)
-		return unknown_mode(argv[0], name, data);
-	/* Inside the agent a loosening is refused: ask the person instead (mode_request.c). */
-	if (r == -EREMOTE && code == PW_RPC_REFUSED && name && getenv("PIWORKFS_SOCKET"))
-		return pw_mode_ask(argv[0], o.mount, name, o.reason, message, o.json);
 	if (r < 0)
-		return call_failed(argv[0], &o, r, code, message);
-	status = config_status(argv[0], &o, res, false, false);
-	if (o.json)
-		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
-	print_mode(&o, res, name != NULL);
-	if (name)
-		pw_plan_print_next(o.mount, res); /* cmd_plan.c: the task to start with */
-	if (!name)
-		pw_mode_show_pending(o.mount);
-	return status;
+		r = find_run(argv[0], &o);
+	if (r < 0)
+		r = mode_with_view(argv[0], &o);
+	free(o.run_mount);
+	return r;
 }
 
 int cmd_reload(int argc, char **argv)

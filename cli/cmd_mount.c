@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ctl/run_id.h"
 #include "ctl_client.h"
 #include "ctl/server.h"
 #include "daemon.h"
@@ -81,6 +82,9 @@
 	"      --fuse-fd N        serve descriptor N, a /dev/fuse that another process opened and\n" \
 	"                         mounted at MOUNTPOINT (type fuse.piworkfs, source PROJECT);\n"  \
 	"                         the view never mounts nor unmounts it (docs/DEPLOY.md)\n"      \
+	"      --run ID           the view of its own of run ID, which `piworkfs run` mounts\n"   \
+	"                         for each run (the calling process is the run): no mode it\n"  \
+	"                         is in is remembered as the project's last mode\n"             \
 	"      --json             print the result as JSON\n"                                      \
 	"  -h, --help             show this help\n"                                                \
 	"\n"                                                                                       \
@@ -736,6 +740,15 @@ static int apply_mount_option(int c, const pw_opts *po, mount_cli *m)
 	case PW_OPT_FUSE_FD:
 		o->use_fuse_fd = true;
 		return pw_mount_fd_parse(po->arg, &m->fuse_fd);
+	case PW_OPT_RUN:
+		if (!pw_ctl_run_id_valid(po->arg)) {
+			pw_err("mount", "bad run id '%s' for --run: 1 to %d letters and digits",
+			       po->arg, PW_RUN_ID_MAX);
+			return PW_EXIT_USAGE;
+		}
+		o->run_id = po->arg;
+		o->run_pid = getppid(); /* `piworkfs run` runs us (cli/run_view.c) */
+		break;
 	case PW_OPT_ONLY:
 		if (o->n_lane == PW_LANE_MAX) {
 			pw_err("mount", "at most %d --only globs", PW_LANE_MAX);

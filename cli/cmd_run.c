@@ -5,9 +5,9 @@
  * shows the view, the backing directory has no other path, and the only control socket is
  * the agent socket, which may only tighten the mode (run.h, docs/SECURITY.md).
  *
- * The sequence: find the project; reuse its live view or mount one (run_view.c); build the
+ * The sequence: find the project; mount the run's own view (run_view.c); build the
  * bubblewrap command line (run_sandbox.c); run it, passing signals on (run_exec.c);
- * unmount the view if we mounted it; exit with the command's status.
+ * unmount the view; exit with the command's status.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,17 +31,18 @@
 	"Usage: piworkfs run [OPTIONS] [--] COMMAND [ARGS...]\n"                                   \
 	"\n"                                                                                       \
 	"Runs COMMAND in a sandbox where the project's own path shows a view of it, so the\n"      \
-	"active mode limits every write to the project, whatever path the command uses. The\n"     \
-	"live view of the project is reused (the one around the current directory first);\n"       \
-	"otherwise a private one is mounted for the run. Inside, `piworkfs mode` may only\n"       \
-	"tighten the mode; loosen it from outside. One line on stderr says the project, the\n"     \
-	"view and the mode. Options go before COMMAND: everything from its first word on is\n"    \
+	"active mode limits every write to the project, whatever path the command uses. Each\n"   \
+	"run has a view and a mode of its own: switching it never changes another run's or\n"   \
+	"the person's view, and the mode is not remembered as the project's last. Inside,\n"    \
+	"`piworkfs mode` may only tighten the mode; loosen it from outside with `piworkfs\n"     \
+	"mode --run ID`. One line on stderr says the project, the run's ID, its view and its\n"  \
+	"mode. Options go before COMMAND: everything from its first word on is\n"                \
 	"the command. Without .git/ or .piworkfs/ around, a project that would be $HOME or\n"      \
 	"above must be named with -C.\n"                                                           \
 	"\n"                                                                                       \
 	"Options:\n"                                                                               \
-	"  -m, --mode MODE     the mode for this run: the view switches to it and back when\n"   \
-	"                      the command ends (unless the mode was changed meanwhile)\n"        \
+	"  -m, --mode MODE     the run's mode (default: that of the project's live view around\n" \
+	"                      the current directory, else of any, else the last mode)\n"      \
 	"  -C, --project DIR   the project (default: found from the current directory)\n"          \
 	"      --ro-host       the rest of the host is read-only inside\n"                         \
 	"      --share PATH    PATH stays writable with --ro-host (repeatable)\n"                  \
@@ -245,10 +246,10 @@ int cmd_run(int argc, char **argv)
 		a.command = agent_command;
 	/* One line, so the person knows which view the agent works through and in what mode
 	 * (stderr: stdout belongs to the command). */
-	fprintf(stderr, "piworkfs: run: project %s, view %s%s, mode %s%s%s%s\n", view.project,
-		view.mountpoint, view.mounted ? " (private to this run)" : "",
-		view.mode ? view.mode : "?", view.restore_mode ? " for this run (then " : "",
-		view.restore_mode ? view.restore_mode : "", view.restore_mode ? " again)" : "");
+	fprintf(stderr, "piworkfs: run: project %s, run %s, view %s (its own), mode %s "
+			"(switch it with: piworkfs mode --run %s MODE)\n",
+		view.project, view.run_id, view.mountpoint, view.mode ? view.mode : "?",
+		view.run_id);
 	for (size_t i = 0; i < a.n_only; i++) /* the lane, on the same terms as the mode */
 		fprintf(stderr, "%s%s%s", i ? ", " : "piworkfs: run: lane (--only) ", a.only[i],
 			i + 1 == a.n_only ? ": writes outside it are refused in every mode\n" : "");

@@ -20,7 +20,9 @@ static const char usage[] =
 	"log, dropped (the queue was full) and coalesced (merged into an existing row), and\n"
 	"the FUSE requests the kernel sent, by kind: each one is a round trip to the daemon,\n"
 	"which is what a workload costs in the view beyond the disk, and the transport they\n"
-	"come through (FUSE over io_uring or /dev/fuse).\n"
+	"come through (FUSE over io_uring or /dev/fuse). The own view of a `piworkfs run`\n"
+	"says its run: the run's ID (for `piworkfs mode --run ID`) and pid; a view the person\n"
+	"mounted lists the runs of its project with their modes and pids.\n"
 	"\n"
 	"Options:\n"
 	"  -a, --all    also other users' views (their daemons answer only them and root)\n"
@@ -119,9 +121,41 @@ static char *lane_text(json_t *lane)
 	return s;
 }
 
-static void print_view(json_t *st)
+/* A run's own view: "ID, piworkfs run pid N, daemon pid M"; "" for a bare view. */
+static void format_run(json_t *st, char *buf, size_t size)
+{
+	json_t *run = json_object_get(st, "run");
+
+	buf[0] = '\0';
+	if (json_is_object(run))
+		snprintf(buf, size, "%s, piworkfs run pid %lld, daemon pid %lld", sget(run, "id"),
+			 (long long)iget(run, "pid"), (long long)iget(st, "pid"));
+}
+
+/* A bare view: the runs of its project in ALL, "ID in MODE (pid N), ..."; "" for none. */
+static void format_runs(json_t *st, json_t *all, char *buf, size_t size)
+{
+	json_t *o;
+	size_t i, w = 0;
+
+	buf[0] = '\0';
+	if (json_is_object(json_object_get(st, "run")))
+		return;
+	json_array_foreach(all, i, o) {
+		json_t *run = json_object_get(o, "run");
+		if (!json_is_object(run) || !streq_ptr(sget(o, "project"), sget(st, "project")) ||
+		    w >= size)
+			continue;
+		int k = snprintf(buf + w, size - w, "%s%s in %s (pid %lld)", w ? ", " : "",
+				 sget(run, "id"), sget(o, "mode"), (long long)iget(run, "pid"));
+		w = k < 0 ? size : w + (size_t)k;
+	}
+}
+
+static void print_view(json_t *st, json_t *all)
 {
 	char mode[128], up[32], denied[32], counters[160], requests[192], transport[96];
+	char run[128], runs[512];
 	json_t *audit = json_object_get(st, "audit"), *w;
 	size_t i;
 	_cleanup_table_ pw_table *t = pw_table_new(2);
@@ -146,8 +180,12 @@ static void print_view(json_t *st)
 	else
 		snprintf(requests, sizeof(requests), "n/a (the daemon does not count them)");
 	format_transport(json_object_get(st, "transport"), transport, sizeof(transport));
+	format_run(st, run, sizeof(run));
+	format_runs(st, all, runs, sizeof(runs));
 	const char *rows[][2] = {
 		{ "project", sget(st, "project") },
+		{ run[0] ? "run" : NULL, run },
+		{ runs[0] ? "runs" : NULL, runs },
 		{ "mode", mode },
 		{ "socket", sget(st, "socket") },
 		{ "state db", sget(st, "state_db") ? sget(st, "state_db") : "none" },
@@ -159,7 +197,8 @@ static void print_view(json_t *st)
 		{ "transport", transport },
 	};
 	for (size_t k = 0; t && k < ELEMENTSOF(rows); k++)
-		pw_table_add(t, rows[k]);
+		if (rows[k][0])
+			pw_table_add(t, rows[k]);
 	_cleanup_free_ char *lane = lane_text(json_object_get(st, "lane"));
 	if (lane && t) {
 		const char *row[] = { "lane", lane };
@@ -305,7 +344,7 @@ int cmd_status(int argc, char **argv)
 				printf("  hint     %s\n", sget(st, "hint"));
 			continue;
 		}
-		print_view(st);
+		print_view(st, all);
 	}
 	return failed ? PW_EXIT_NO_VIEW : PW_EXIT_OK;
 }

@@ -67,6 +67,7 @@ enum {
 	PW_OPT_ORIGINALS_MIN_FREE,
 	PW_OPT_FUSE_FD,
 	PW_OPT_ONLY,
+	PW_OPT_RUN,
 };
 
 /* How a shell completes an option's argument or a command's operands. */

@@ -3,8 +3,8 @@
  * `piworkfs run`: the sandboxed launcher (docs/SECURITY.md says what it contains and what it
  * does not). Between cmd_run.c (options, the sequence) and its parts:
  *
- *   run_view.c     the view the sandbox works through: reuse the live one of the project or
- *                  mount a private one; the agent socket; unmount at the end
+ *   run_view.c     the view the sandbox works through: the run's own, in the run's mode;
+ *                  the agent socket; unmount at the end
  *   run_sandbox.c  the bubblewrap command line: the host, the view over every path of the
  *                  project, covered daemon directories, the agent socket
  *   run_exec.c     start bubblewrap, forward signals, wait, report the exit status
@@ -29,30 +29,27 @@ typedef struct pw_run_view {
 	char *socket;       /* the view's operator socket */
 	char *agent_socket; /* its agent socket (restricted: may only tighten) */
 	char *state_db;     /* where its daemon keeps the state database (status), or NULL */
-	char *private_dir;  /* the 0700 directory holding our mountpoint; NULL when reused */
+	char *private_dir;  /* the 0700 directory holding our mountpoint, DIR/run-ID */
+	char *run_id;       /* ID (run_id.h) */
 	char *mode;         /* the mode the run starts in */
-	char *restore_mode; /* the mode before `run --mode` switched it, restored at the end
-			     * unless the mode was changed meanwhile; NULL when not switched */
-	bool mounted;       /* we mounted it: unmount when the command is done */
-	int daemon_fd;      /* pidfd of its daemon when we mounted it, else -1 */
+	bool mounted;       /* mounted (until unmounted at the end) */
+	int daemon_fd;      /* pidfd of its daemon, else -1 */
 } pw_run_view;
 
 /*
- * Finds the live view of PROJECT (a real path; with several, the one containing CWD, else
- * the first that answers) or mounts one in a private directory under the socket directory
- * (in the project's last mode). MODE (NULL: keep the view's mode) is then switched to with
- * the operator's full authority, for this run only: pw_run_view_close() switches back to
- * the mode before, unless the mode was changed during the run (by the person, or tightened
- * by the agent), which then stands. Then opens the view's agent socket. With a lane (LANE,
- * N_LANE > 0 globs of `run --only`) the run always mounts a view of its own with that lane
- * (`mount --only`), never reusing a live one. Returns an exit status; on PW_EXIT_OK *ret is
- * filled.
+ * Mounts the run's own view of PROJECT (a real path) in a private directory under the
+ * socket directory, DIR/run-ID/view (run_id.h), in MODE; NULL: the mode of the project's
+ * live bare view (with several, the one containing CWD, else the first that answers),
+ * else the project's last mode. The view's modes are the run's alone: no other view's
+ * mode changes with them, and none is remembered as the project's last mode. Then opens
+ * the view's agent socket. With a lane (LANE, N_LANE > 0 globs of `run --only`) the view is
+ * mounted with it (`mount --only`). Returns an exit status; on PW_EXIT_OK *ret is filled.
  */
 int pw_run_view_open(const char *project, const char *cwd, const char *mode,
 		     const char *const *lane, size_t n_lane, pw_run_view *ret);
 
-/* Restores the mode (see pw_run_view_open), unmounts the view when we mounted it (retrying
- * while it is busy, then lazily) and removes the private directory. Returns 0, or -errno
+/* Unmounts the view (retrying while it is busy, then lazily) and removes the private
+ * directory. Returns 0, or -errno
  * when the view could not be unmounted. */
 int pw_run_view_close(pw_run_view *v);
 void pw_run_view_done(pw_run_view *v);

@@ -37,7 +37,9 @@
  *   --ro-bind over the global and bundled mode directories
  *       the agent cannot plant a looser mode that a later reload or mount would load (the
  *       global directory is created first when missing, so it cannot be created inside).
- *   --bind VIEW PROJECT, and VIEW over every other path of the backing directory
+ *   --bind VIEW PROJECT, VIEW over every other live view of the project outside it
+ *       (a run's mode is its own: a bare view in another mode is no way around it),
+ *   and VIEW over every other path of the backing directory
  *       the project's own absolute path shows the view; so does every other mount of the
  *       same filesystem that reaches the backing directory (found in mountinfo and
  *       confirmed by device and inode), so walking / finds no way around the view.
@@ -56,10 +58,12 @@
 
 #include "cli.h"
 #include "ctl/server.h"
+#include "ctl_client.h"
 #include "output.h"
 #include "path.h"
 #include "procfs.h"
 #include "run.h"
+#include "ctl/run_id.h"
 #include "store/state.h"
 #include "util.h"
 
@@ -332,6 +336,70 @@ static int cover_daemon_dirs(pw_run_argv *a, const pw_run_view *v)
 	return r;
 }
 
+/* Hides the control socket directory and the state database of the live view at
+ * MOUNTPOINT (another view of the project than the run's): the agent must reach neither
+ * its operator socket nor its audit log and originals, wherever `mount --socket-dir` or
+ * `--state-db` put them. A daemon that does not answer has no socket to reach. */
+static int cover_view_of(pw_run_argv *a, const pw_run_view *run, const pw_ctl_mount *m)
+{
+	_cleanup_free_ char *sock = NULL, *sockdir = NULL;
+	json_t *res = NULL;
+	int r;
+
+	if (pw_ctl_view_socket(m->mountpoint, m->uid, &sock) < 0)
+		return 0;
+	sockdir = dir_of(sock);
+	r = sockdir ? cover(a, sockdir) : 0;
+	if (r == 0 && pw_ctl_call_socket(sock, "status", NULL, &res, NULL, NULL) == 0) {
+		json_t *j = json_object_get(res, "state_db");
+		const char *db = json_string_value(j);
+		pw_run_view other = { .project = run->project, .mountpoint = m->mountpoint,
+				      .state_db = (char *)db };
+		if (!j) {
+			/* It could keep one anywhere: fail closed, as for the run's own. */
+			pw_err("run", "the daemon of the view at %s does not say where its state "
+				      "database is (an older piworkfs?); unmount it first",
+			       m->mountpoint);
+			r = -EPROTO;
+		} else if (db && !streq_ptr(db, run->state_db)) {
+			r = cover_state_db(a, &other, NULL, 0);
+		}
+	}
+	json_decref(res);
+	return r;
+}
+
+/*
+ * The project's other live views outside it (the person's bare views; other runs' own
+ * views lie in the covered socket directory): each shows the run's view inside, so that
+ * the run's mode holds at every path of the project there, however another view's mode
+ * is; their control sockets and databases are covered. Pushes "--bind VIEW MOUNTPOINT"
+ * for each.
+ */
+static int cover_other_views(pw_run_argv *a, const pw_run_view *v)
+{
+	pw_ctl_mount *m = NULL;
+	size_t n = 0;
+	int r = pw_ctl_list_mounts(&m, &n);
+
+	if (r < 0) {
+		pw_err("run", "cannot list the other views of %s: %s", v->project, strerror(-r));
+		return r;
+	}
+	for (size_t i = 0; i < n && r == 0; i++) {
+		_cleanup_free_ char *run = pw_ctl_run_of_mountpoint(m[i].mountpoint);
+
+		if (run || !streq_ptr(m[i].source, v->project) || streq(m[i].mountpoint, v->mountpoint) ||
+		    pw_path_beneath(m[i].mountpoint, v->project) >= 0)
+			continue;
+		r = cover_view_of(a, v, &m[i]);
+		if (r == 0)
+			r = push3(a, "--bind", v->mountpoint, m[i].mountpoint);
+	}
+	pw_ctl_mounts_free(m, n);
+	return r;
+}
+
 /* The mode directories, read-only. A missing global directory is created (0700, like
  * `mkdir -p`) so that the agent cannot create it with modes of its own. */
 static int protect_mode_dirs(pw_run_argv *a, const char *const dirs[2])
@@ -559,6 +627,8 @@ int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
 			pw_err("run", "cannot find the other paths of %s in /proc/self/mountinfo: %s",
 			       o->view->project, strerror(-r));
 	}
+	if (r == 0)
+		r = cover_other_views(&a, o->view);
 	if (r == 0)
 		r = push3(&a, "--ro-bind", o->view->agent_socket, o->view->agent_socket);
 	if (r == 0)

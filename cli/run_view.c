@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The view `piworkfs run` works through (run.h). A live view of the project is reused (and
- * left mounted); otherwise `piworkfs mount` (this same program, so the daemon is the one
- * the person would start) mounts one at DIR/run-XXXXXX/view, where DIR is the control
- * socket directory: a 0700 directory the sandbox never sees, so the mountpoint is not a
- * second way in. The agent socket comes from the daemon (`agent.open`, fs/ctl/agent.h).
+ * The view `piworkfs run` works through (run.h): always one of the run's own, so that its
+ * mode is the run's alone (docs/ARCHITECTURE.md, "A view per run"). `piworkfs mount --run
+ * ID` (this same program, so the daemon is the one the person would start) mounts it at
+ * DIR/run-ID/view, where DIR is the control socket directory: a 0700 directory the sandbox
+ * never sees, so the mountpoint is not a second way in. It starts in the run's mode (the
+ * --mode given, else the mode of the project's live bare view around the caller's
+ * directory, else of any, else the project's last mode) and no switch of it is
+ * remembered as the project's last mode. The agent socket comes from its daemon
+ * (`agent.open`, fs/ctl/agent.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +30,7 @@
 #include "path.h"
 #include "proto.h"
 #include "run.h"
+#include "ctl/run_id.h"
 
 #define CTL_TIMEOUT_MS 10000
 #define UMOUNT_TRIES 50 /* 50 x 100 ms while the view is busy, then a lazy unmount */
@@ -92,8 +97,8 @@ static int call(const char *socket, const char *method, json_t *params, json_t *
 	return PW_EXIT_OK;
 }
 
-/* The live view of PROJECT whose daemon answers: the one containing CWD, else the first.
- * Returns 0, or -ENOENT. */
+/* The live bare view of PROJECT whose daemon answers (another run's own view is none):
+ * the one containing CWD, else the first. Returns 0, or -ENOENT. */
 static int find_live(const char *project, const char *cwd, char **ret_mountpoint,
 		     char **ret_socket)
 {
@@ -110,7 +115,9 @@ static int find_live(const char *project, const char *cwd, char **ret_mountpoint
 			_cleanup_free_ char *sock = NULL;
 			pw_ctl_conn *c = NULL;
 
-			if (!streq_ptr(m[i].source, project))
+			_cleanup_free_ char *run = pw_ctl_run_of_mountpoint(m[i].mountpoint);
+
+			if (!streq_ptr(m[i].source, project) || run)
 				continue;
 			if (pass == 0 && !(cwd && pw_path_beneath(cwd, m[i].mountpoint) >= 0))
 				continue;
@@ -184,12 +191,13 @@ static int run_self(char *const *argv, char *out, size_t size)
 	return PW_EXIT_SYSTEM;
 }
 
-/* Mounts PROJECT at a fresh DIR/run-XXXXXX/view, with the lane LANE (N globs). */
-static int mount_private(const char *project, const char *const *lane, size_t n_lane,
-			 pw_run_view *v)
+/* Mounts PROJECT at a fresh DIR/run-ID/view in MODE (NULL: the project's last mode), as
+ * run ID's own view, with STATE_DB (NULL: the default) and the lane LANE (N_LANE globs). */
+static int mount_private(const char *project, const char *mode, const char *state_db,
+			 const char *const *lane, size_t n_lane, pw_run_view *v)
 {
 	_cleanup_free_ char *dir = NULL, *tmpl = NULL, *mp = NULL;
-	char *argv[7 + 2 * PW_LANE_MAX], out[4096];
+	char *argv[13 + 2 * PW_LANE_MAX], out[4096];
 	json_t *j;
 	size_t k = 0;
 	int r;
@@ -211,7 +219,8 @@ static int mount_private(const char *project, const char *const *lane, size_t n_
 		return PW_EXIT_SYSTEM;
 	}
 	v->private_dir = TAKE_PTR(tmpl);
-	if (asprintf(&mp, "%s/view", v->private_dir) < 0)
+	v->run_id = strdup(strrchr(v->private_dir, '/') + strlen("/run-"));
+	if (!v->run_id || asprintf(&mp, "%s/view", v->private_dir) < 0)
 		return PW_EXIT_SYSTEM;
 	if (mkdir(mp, 0700) < 0) {
 		pw_err("run", "cannot create %s: %s", mp, strerror(errno));
@@ -224,6 +233,16 @@ static int mount_private(const char *project, const char *const *lane, size_t n_
 	for (size_t i = 0; i < n_lane && i < PW_LANE_MAX; i++) {
 		argv[k++] = (char *)"--only";
 		argv[k++] = (char *)lane[i];
+	}
+	argv[k++] = (char *)"--run";
+	argv[k++] = v->run_id;
+	if (mode) {
+		argv[k++] = (char *)"--mode";
+		argv[k++] = (char *)mode;
+	}
+	if (state_db) {
+		argv[k++] = (char *)"--state-db";
+		argv[k++] = (char *)state_db;
 	}
 	argv[k++] = (char *)"--";
 	argv[k++] = (char *)project;
@@ -266,9 +285,9 @@ static int open_agent_socket(pw_run_view *v)
 	return PW_EXIT_OK;
 }
 
-/* Where the view's daemon keeps its state database (audit log, trust, last modes), which
- * may be elsewhere than ours (`mount --state-db`): the sandbox hides it. A daemon that
- * does not say could keep it anywhere, so the run fails closed. */
+/* Where the run's daemon keeps its state database (audit log, trust, last modes), which
+ * may be elsewhere than ours (the bare view's `mount --state-db`): the sandbox hides it.
+ * A daemon that does not say could keep it anywhere, so the run fails closed. */
 static int ask_state_db(pw_run_view *v)
 {
 	json_t *res = NULL, *db;
@@ -281,19 +300,10 @@ static int ask_state_db(pw_run_view *v)
 		v->state_db = strdup(json_string_value(db));
 		r = v->state_db ? PW_EXIT_OK : PW_EXIT_SYSTEM;
 	} else if (!json_is_null(db)) {
-		pw_err("run", "the view's daemon does not say where its state database is (an "
-			      "older piworkfs?); unmount the view and let run mount its own");
+		pw_err("run", "the run's daemon does not say where its state database is (another "
+			      "piworkfs program than this one?)");
 		r = PW_EXIT_SYSTEM;
 	}
-	json_decref(res);
-	return r;
-}
-
-static int set_mode(pw_run_view *v, const char *mode)
-{
-	json_t *res = NULL;
-	int r = call(v->socket, "mode.set", json_pack("{s:s}", "mode", mode), &res);
-
 	json_decref(res);
 	return r;
 }
@@ -311,47 +321,45 @@ static char *get_mode(const pw_run_view *v)
 	return mode;
 }
 
-/* Switches to MODE for the run, remembering the mode before to restore at the end. */
-static int switch_for_run(pw_run_view *v, const char *mode)
+/* What a run takes from the project's live bare view (the one around CWD first): its mode
+ * when the run has no --mode, so that `run` in a view works as the person sees it, and
+ * its state database, so that the project's audit log and originals stay in one place
+ * (`log` and `changes` there say which run did what). Both NULL when no bare view is
+ * live: the project's last mode, the default database. */
+static void inherit_from_live(const char *project, const char *cwd, char **ret_mode,
+			      char **ret_state_db)
 {
-	_cleanup_free_ char *before = get_mode(v);
-	int r;
+	_cleanup_free_ char *mp = NULL, *sock = NULL;
+	json_t *res = NULL;
+	const char *mode, *db;
 
-	if (mode && !streq_ptr(before, mode)) {
-		r = set_mode(v, mode);
-		if (r != PW_EXIT_OK)
-			return r;
-		v->restore_mode = TAKE_PTR(before);
-	}
-	v->mode = get_mode(v);
-	return PW_EXIT_OK;
+	*ret_mode = *ret_state_db = NULL;
+	if (find_live(project, cwd, &mp, &sock) < 0 ||
+	    pw_ctl_call_socket(sock, "status", NULL, &res, NULL, NULL) < 0)
+		return;
+	mode = json_string_value(json_object_get(res, "mode"));
+	db = json_string_value(json_object_get(res, "state_db"));
+	*ret_mode = mode ? strdup(mode) : NULL;
+	*ret_state_db = db && db[0] == '/' ? strdup(db) : NULL;
+	json_decref(res);
 }
 
 int pw_run_view_open(const char *project, const char *cwd, const char *mode,
 		     const char *const *lane, size_t n_lane, pw_run_view *ret)
 {
 	pw_run_view v = { .daemon_fd = -1 };
+	_cleanup_free_ char *live_mode = NULL, *live_db = NULL;
 	int r;
 
 	v.project = strdup(project);
 	if (!v.project)
 		return PW_EXIT_SYSTEM;
-	/* A lane is the view's: a run with one never narrows a view that others share. */
-	r = n_lane ? -ENOENT : find_live(project, cwd, &v.mountpoint, &v.socket);
-	if (r == 0) {
-		r = PW_EXIT_OK;
-	} else if (r == -ENOENT) {
-		/* In the project's last mode: switching after (not mount --mode) restores it
-		 * at the end, so the run's mode is not remembered as the project's. */
-		r = mount_private(project, lane, n_lane, &v);
-	} else {
-		pw_err("run", "cannot list the mounted views: %s", strerror(-r));
-		r = PW_EXIT_SYSTEM;
-	}
-	if (r == PW_EXIT_OK)
-		r = switch_for_run(&v, mode);
-	if (r == PW_EXIT_OK)
+	inherit_from_live(project, cwd, &live_mode, &live_db);
+	r = mount_private(project, mode ? mode : live_mode, live_db, lane, n_lane, &v);
+	if (r == PW_EXIT_OK) {
+		v.mode = get_mode(&v);
 		r = open_agent_socket(&v);
+	}
 	if (r == PW_EXIT_OK)
 		r = ask_state_db(&v);
 	if (r != PW_EXIT_OK) {
@@ -361,28 +369,6 @@ int pw_run_view_open(const char *project, const char *cwd, const char *mode,
 	}
 	*ret = v;
 	return PW_EXIT_OK;
-}
-
-/* Puts back the mode before the run, unless it was changed during the run. */
-static void restore_mode(pw_run_view *v)
-{
-	_cleanup_free_ char *now = NULL;
-	json_t *res = NULL;
-
-	if (!v->restore_mode || !v->socket)
-		return;
-	now = get_mode(v);
-	if (!streq_ptr(now, v->mode)) {
-		if (!v->mounted)
-			fprintf(stderr, "piworkfs: run: the mode was switched to %s during the run; "
-					"it stays\n",
-				now ? now : "?");
-		return;
-	}
-	if (pw_ctl_call_socket(v->socket, "mode.set", json_pack("{s:s}", "mode", v->restore_mode),
-			       &res, NULL, NULL) < 0)
-		pw_err("run", "could not switch the view back to mode %s", v->restore_mode);
-	json_decref(res);
 }
 
 static void sleep_ms(long ms)
@@ -423,7 +409,6 @@ int pw_run_view_close(pw_run_view *v)
 
 	pw_run_ask_close(); /* the daemon removes the run's agent socket */
 
-	restore_mode(v);
 	if (v->mounted && v->mountpoint) {
 		/* The sandbox's processes are gone (its PID namespace died with the command), but
 		 * the kernel may still be releasing their files: retry while busy. */
@@ -466,7 +451,7 @@ void pw_run_view_done(pw_run_view *v)
 	free(v->state_db);
 	free(v->private_dir);
 	free(v->mode);
-	free(v->restore_mode);
+	free(v->run_id);
 	if (v->daemon_fd >= 0)
 		close(v->daemon_fd);
 	*v = (pw_run_view){ .daemon_fd = -1 };

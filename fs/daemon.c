@@ -419,6 +419,8 @@ static int daemon_start_control(const pw_daemon_opts *o, daemon_parts *d, int re
 		.state_db = d->state_path,
 		.lane = o->lane,
 		.n_lane = o->n_lane,
+		.run_id = o->run_id,
+		.run_pid = o->run_pid,
 	};
 	/* The methods the control socket serves; the changes methods act on this pw_fs. */
 	const pw_ctl_use modules[] = {

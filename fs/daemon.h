@@ -8,11 +8,14 @@
 #pragma once
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 typedef struct pw_daemon_opts {
 	const char *project;    /* real path */
 	const char *mountpoint; /* absolute path */
 	const char *mode;       /* NULL: last mode of the project, else plan */
+	const char *run_id;     /* `mount --run ID`: a run's own view (pw_view_opts.run_id) */
+	pid_t run_pid;          /* the run's pid, with run_id */
 	bool foreground;        /* log to stderr rather than syslog */
 	bool debug;
 	bool allow_other;

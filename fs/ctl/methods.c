@@ -173,6 +173,14 @@ static json_t *lane_json(const pw_view *v)
 	return a ? a : json_array();
 }
 
+/* A run's own view: {"id", "pid"} of the run it serves; a bare view: null. */
+static json_t *run_json(const pw_view *v)
+{
+	if (!pw_view_run_id(v))
+		return json_null();
+	return json_pack("{s:s,s:i}", "id", pw_view_run_id(v), "pid", (int)pw_view_run_pid(v));
+}
+
 static int m_status(call *x, json_t **ret)
 {
 	pw_view_status st;
@@ -213,6 +221,8 @@ static int m_status(call *x, json_t **ret)
 		      (json_int_t)(cst.dropped_slow + cst.dropped_idle + cst.dropped_large),
 		      "denied_suppressed", (json_int_t)cst.denied_suppressed, "requests",
 		      requests_json(&fst), "state_db", pw_view_state_db(x->view));
+	if (o)
+		json_object_set_new(o, "run", run_json(x->view));
 	if (o)
 		json_object_set_new(o, "invalidations", invalidations_json(&fst));
 	if (o)

@@ -28,6 +28,8 @@ struct pw_view {
 	/* Immutable after pw_view_new. */
 	char *project, *mountpoint, *bundled_dir, *global_dir;
 	char *state_db; /* where the state database is (status reports it), or NULL */
+	char *run_id;   /* a run's own view: its id (view.h); NULL: a bare view */
+	pid_t run_pid;
 	const pw_view_fs_ops *fs_ops;
 	void *fs_ctx;
 	uid_t owner;
@@ -196,7 +198,8 @@ static void record_switch(pw_view *v, const char *from, const char *to, uint64_t
 
 	if (!v->state)
 		return;
-	if (persist) {
+	/* A run's mode is its own: the project's last mode is the bare views' to keep. */
+	if (persist && !v->run_id) {
 		r = pw_state_set_last_mode(v->state, v->project, to);
 		if (r < 0)
 			note_state_error(v, "saving the last mode", r);
@@ -247,8 +250,11 @@ int pw_view_new(const pw_view_opts *opts, pw_view **ret)
 	v->bundled_dir = opts->bundled_dir ? strdup(opts->bundled_dir) : NULL;
 	v->global_dir = opts->global_dir ? strdup(opts->global_dir) : NULL;
 	v->state_db = opts->state_db ? strdup(opts->state_db) : NULL;
+	v->run_id = opts->run_id ? strdup(opts->run_id) : NULL;
+	v->run_pid = opts->run_id ? opts->run_pid : 0;
 	if (!v->project || !v->mountpoint || (opts->bundled_dir && !v->bundled_dir) ||
-	    (opts->global_dir && !v->global_dir) || (opts->state_db && !v->state_db)) {
+	    (opts->global_dir && !v->global_dir) || (opts->state_db && !v->state_db) ||
+	    (opts->run_id && !v->run_id)) {
 		r = -ENOMEM;
 		goto fail;
 	}
@@ -304,6 +310,7 @@ void pw_view_free(pw_view *v)
 	free(v->mountpoint);
 	free(v->bundled_dir);
 	free(v->state_db);
+	free(v->run_id);
 	free(v->global_dir);
 	free(v->mode);
 	free(v->fail_reason);
@@ -608,6 +615,16 @@ uid_t pw_view_owner(const pw_view *v)
 const char *pw_view_state_db(const pw_view *v)
 {
 	return v->state_db;
+}
+
+const char *pw_view_run_id(const pw_view *v)
+{
+	return v->run_id;
+}
+
+pid_t pw_view_run_pid(const pw_view *v)
+{
+	return v->run_pid;
 }
 
 pw_audit *pw_view_audit(const pw_view *v)

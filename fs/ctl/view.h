@@ -78,6 +78,11 @@ typedef struct pw_view_opts {
 	const char *state_db;     /* the state database's absolute path, for status; NULL: none */
 	const char *const *lane;  /* `mount --only` globs: the view's lane (policy.h, step 8) */
 	size_t n_lane;            /* 0: no lane */
+	/* A run's own view (`mount --run ID`, cli/run_view.c): its modes are the run's alone,
+	 * so no switch of it (nor its initial mode) is remembered as the project's last mode;
+	 * status names the run and the pid of the `piworkfs run` it serves. NULL: a bare view. */
+	const char *run_id;
+	pid_t run_pid;            /* with run_id; 0: unknown */
 } pw_view_opts;
 
 /*
@@ -167,6 +172,8 @@ const char *pw_view_state_db(const pw_view *v); /* pw_view_opts.state_db, or NUL
 /* The view's lane (pw_view_opts.lane; none: count 0), as given at mount. */
 size_t pw_view_lane_count(const pw_view *v);
 const char *pw_view_lane_glob(const pw_view *v, size_t i);
+const char *pw_view_run_id(const pw_view *v);   /* pw_view_opts.run_id, or NULL */
+pid_t pw_view_run_pid(const pw_view *v);        /* pw_view_opts.run_pid */
 
 /* The active policy (new reference) and generation, from fs_ops->get_policy. */
 pw_policy *pw_view_policy(pw_view *v, uint64_t *ret_generation);

@@ -15,6 +15,7 @@
  * an undo runs, so the FUSE layer's keeps wait for it (and an undo sees no half-kept row).
  */
 #include "changes.h"
+#include "ctl/run_id.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -60,6 +61,7 @@ typedef struct crow {
 typedef struct cset {
 	int64_t id, started_ns, redone_by;
 	char *reason, *name, *mode, *undoes;
+	char *run; /* the run whose own view started it (run_id.h), or NULL */
 } cset;
 
 typedef struct ctx {
@@ -129,6 +131,7 @@ static void ctx_done(ctx *x)
 		free(x->sets[i].name);
 		free(x->sets[i].mode);
 		free(x->sets[i].undoes);
+		free(x->sets[i].run);
 	}
 	free(x->sets);
 	for (size_t i = 0; i < x->n_paths; i++)
@@ -251,7 +254,8 @@ static int load_set(const pw_undo_orig_changeset *c, void *u)
 	x->sets[x->n_sets++] = (cset){ .id = c->id, .started_ns = c->started_ns,
 				       .reason = dup_or_null(c->reason),
 				       .name = dup_or_null(c->name), .mode = dup_or_null(c->mode),
-				       .undoes = dup_or_null(c->undoes), .redone_by = c->redone_by };
+				       .undoes = dup_or_null(c->undoes), .redone_by = c->redone_by,
+				       .run = pw_ctl_run_of_mountpoint(c->mountpoint) };
 	if (ls->since && c->name && streq(c->name, ls->since))
 		ls->min_cs = c->id;
 	return 0;
@@ -941,9 +945,10 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			continue;
 		}
 		json_array_append_new(
-			sets, json_pack("{s:I,s:I,s:s?,s:s?,s:s?,s:b,s:o}", "id", (json_int_t)c->id,
-					"started_ns", (json_int_t)c->started_ns, "reason", c->reason,
-					"name", c->name, "mode", c->mode, "current",
+			sets, json_pack("{s:I,s:I,s:s?,s:s?,s:s?,s:s?,s:b,s:o}", "id",
+					(json_int_t)c->id, "started_ns", (json_int_t)c->started_ns,
+					"reason", c->reason, "name", c->name, "mode", c->mode, "run",
+					c->run, "current",
 					c->id == pw_undo_keep_current(x.k), "changes", changes));
 	}
 	/* The store's totals move with de-duplication (content already kept adds no blob and

@@ -1624,8 +1624,8 @@ static int read_sets(pw_undo_orig_store *s, const char *project,
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(s->db,
-				    "SELECT id, started_ns, reason, name, mode, undoes, redone_by "
-				    "FROM orig_changesets "
+				    "SELECT id, started_ns, reason, name, mode, undoes, redone_by, "
+				    "mountpoint FROM orig_changesets "
 				    "WHERE project = ?1 ORDER BY id",
 				    -1, &st, NULL);
 	if (rc != SQLITE_OK)
@@ -1640,6 +1640,7 @@ static int read_sets(pw_undo_orig_store *s, const char *project,
 			.mode = text(st, 4),
 			.undoes = text(st, 5),
 			.redone_by = sqlite3_column_int64(st, 6),
+			.mountpoint = text(st, 7),
 		};
 		int r = fn(&c, u);
 		if (r < 0)

@@ -126,6 +126,7 @@ int pw_undo_orig_changeset_begin(pw_undo_orig_store *s, const char *project, con
 typedef struct pw_undo_orig_changeset {
 	int64_t id, started_ns;
 	const char *reason, *name, *mode; /* NULL when not set */
+	const char *mountpoint;           /* the view's that started it, or NULL */
 	const char *undoes;               /* an undo's or redo's: JSON [row id, ...], or NULL */
 	int64_t redone_by;                /* an undo's: the redo change set that reversed it */
 } pw_undo_orig_changeset;

@@ -91,6 +91,13 @@ class AgentCase(harness.MountCase):
             with open(os.path.join(d, name), "w") as f:
                 json.dump(data, f, indent=1)
 
+    def denials(self):
+        """The project's denied operations in the audit log, through any of its views (the
+        run's own view shares the database of the person's, issue 34)."""
+        p = self.run_pw("log", "--json", "--project", self.project, check=True)
+        rows = [json.loads(x) for x in p.stdout.splitlines() if x.strip()]
+        return [r for r in rows if r.get("denied")]
+
     def status(self, v):
         c = harness.RpcClient(self.socket_path(v))
         try:

@@ -106,6 +106,7 @@ class TestDesign(ClaudeCase):
         self.assertFalse(os.path.exists(hack))
         self.assertFalse(os.path.exists(os.path.join(self.project, "src", "from_shell.c")))
         self.assertEqual(self.status(v)["denied"], 0, "the view saw an attempt")
+        self.assertEqual(self.denials(), [], "the run's view saw an attempt")
 
 
 class TestRequestMode(ClaudeCase):
@@ -131,8 +132,9 @@ class TestRequestMode(ClaudeCase):
         self.assertFalse(is_error, answer)
         self.assertIn("Approved: the mode is now build.", answer)
         self.assertIn("# piworkfs mode: build", answer)
+        # The switch was the run's own (issue 34): the person's view keeps its mode.
         m = self.run_pw("mode", "--mount", v.mp, "--json", check=True)
-        self.assertEqual(json.loads(m.stdout)["mode"], "build", m.stdout)
+        self.assertEqual(json.loads(m.stdout)["mode"], "design", m.stdout)
 
 
 if __name__ == "__main__":

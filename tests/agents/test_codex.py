@@ -110,8 +110,9 @@ class TestRequestMode(CodexCase):
         self.assertEqual(model.errors, [])
         answer = self.outputs(model)["call_0_0"]
         self.assertIn("Approved: the mode is now build.", answer)
+        # The switch was the run's own (issue 34): the person's view keeps its mode.
         m = self.run_pw("mode", "--json", cwd=v.mp, check=True)
-        self.assertEqual(json.loads(m.stdout)["mode"], "build", m.stdout)
+        self.assertEqual(json.loads(m.stdout)["mode"], "design", m.stdout)
 
 
 if __name__ == "__main__":

@@ -135,6 +135,7 @@ class TestDesign(GeminiCase):
         self.assertFalse(os.path.exists(hack))
         self.assertFalse(os.path.exists(os.path.join(self.project, "src", "from_shell.c")))
         self.assertEqual(self.status(v)["denied"], 0, "the view saw an attempt")
+        self.assertEqual(self.denials(), [], "the run's view saw an attempt")
 
     def test_a_refusal_the_preflight_cannot_foresee_is_explained_after(self):
         self.mount("design")
@@ -172,8 +173,9 @@ class TestRequestMode(GeminiCase):
         self.assertEqual(model.errors, [])
         answer = self.responses(model)["call_0_0"]
         self.assertIn("Approved: the mode is now build.", answer)
+        # The switch was the run's own (issue 34): the person's view keeps its mode.
         m = self.run_pw("mode", "--json", cwd=v.mp, check=True)
-        self.assertEqual(json.loads(m.stdout)["mode"], "build", m.stdout)
+        self.assertEqual(json.loads(m.stdout)["mode"], "design", m.stdout)
 
 
 if __name__ == "__main__":

@@ -164,6 +164,7 @@ class TestDesign(OpencodeCase):
         self.assertFalse(os.path.exists(hack))
         self.assertFalse(os.path.exists(os.path.join(self.project, "src", "from_shell.c")))
         self.assertEqual(self.status(v)["denied"], 0, "the view saw an attempt")
+        self.assertEqual(self.denials(), [], "the run's view saw an attempt")
 
 
 class TestRequestMode(OpencodeCase):
@@ -180,8 +181,9 @@ class TestRequestMode(OpencodeCase):
         self.assertEqual(model.errors, [])
         res = self.results(model)
         self.assertTrue(any("Approved: the mode is now build." in x for x in res.values()), res)
+        # The switch was the run's own (issue 34): the person's view keeps its mode.
         m = self.run_pw("mode", "--json", cwd=v.mp, check=True)
-        self.assertEqual(json.loads(m.stdout)["mode"], "build", m.stdout)
+        self.assertEqual(json.loads(m.stdout)["mode"], "design", m.stdout)
 
 
 if __name__ == "__main__":

@@ -409,8 +409,9 @@ class TestRun(PiCase):
         # /mode review is a tightening: it went through the agent socket. (plan is not,
         # from design: it writes docs/plans/, which design does not.)
         self.assertIn("switched from design to review", out)
+        # The switch was the run's own (issue 34): the person's view keeps its mode.
         m = self.run_pw("mode", "--mount", v.mp, "--json", check=True)
-        self.assertEqual(json.loads(m.stdout)["mode"], "review", m.stdout)
+        self.assertEqual(json.loads(m.stdout)["mode"], "design", m.stdout)
         self.assertEqual(len(model.requests), 1)
         self.assertSystemHasMode(model.requests[0], "review")
         self.assertEqual(announcements(model.requests[0]), [REVIEW_ANNOUNCEMENT])

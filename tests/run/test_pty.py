@@ -563,22 +563,39 @@ while True:
 """
 
 
+def run_view(env, project):
+    """(mountpoint, operator socket) of the live run's own view of PROJECT, once there."""
+    end = time.monotonic() + DEADLINE
+    while time.monotonic() < end:
+        st = json.loads(subprocess.run([PIWORKFS, "status", "--json"], env=env,
+                                       capture_output=True, text=True,
+                                       timeout=DEADLINE).stdout)
+        runs = [(v["mountpoint"], v["socket"]) for v in st
+                if v.get("project") == project and v.get("run")]
+        if runs:
+            return runs[0]
+        time.sleep(0.05)
+    raise AssertionError("no run's view of %s in piworkfs status" % project)
+
+
 class Asking(PtyTest):
     """The agent asks for build; the person answers on the outer terminal."""
 
     def setUp(self):
         super().setUp()
-        self.mp = os.path.join(self.tmp, "view")
-        os.mkdir(self.mp)
-        p = subprocess.run([PIWORKFS, "mount", "--mode", "plan", self.project, self.mp],
+        # The person's view in plan: the run takes its mode, in a view of its own, whose
+        # mountpoint (self.mp) and operator socket the person's commands then name.
+        bare = os.path.join(self.tmp, "view")
+        os.mkdir(bare)
+        p = subprocess.run([PIWORKFS, "mount", "--mode", "plan", self.project, bare],
                            env=self.env, capture_output=True, text=True, timeout=DEADLINE)
         self.assertEqual(p.returncode, 0, p.stderr)
-        self.addCleanup(lambda: subprocess.run([PIWORKFS, "umount", self.mp], env=self.env,
+        self.addCleanup(lambda: subprocess.run([PIWORKFS, "umount", bare], env=self.env,
                                                capture_output=True, timeout=DEADLINE))
-        st = json.loads(subprocess.run([PIWORKFS, "status", "--json"], env=self.env,
-                                       capture_output=True, text=True,
-                                       timeout=DEADLINE).stdout)
-        self.socket = [v["socket"] for v in st if v["mountpoint"] == self.mp][0]
+        # Wide enough for the reason beside the question (on 80 columns it is left out).
+        self.t = self.python(ASKER, cols=160)
+        self.t.expect(b"READY")
+        self.mp, self.socket = run_view(self.env, self.project)
         # The person's own view of the mode: a subscriber to mode.changed.
         self.sub = socket.socket(socket.AF_UNIX)
         self.sub.connect(self.socket)
@@ -588,9 +605,6 @@ class Asking(PtyTest):
         self.sub_buf = b""
         self.changes = []
         self.read_sub(lambda m: m.get("id") == 1)
-        # Wide enough for the reason beside the question (on 80 columns it is left out).
-        self.t = self.python(ASKER, cols=160)
-        self.t.expect(b"READY")
 
     def read_sub(self, until, deadline=DEADLINE):
         """Reads the subscriber until a message satisfies UNTIL; returns (message, time)."""
@@ -898,11 +912,12 @@ class AskingWithoutTerminal(PtyTest):
         self.assertIn(b"refused", err)
         told = re.search(rb"piworkfs mode --approve (\d+)' \(or --approve build\)", err)
         self.assertIsNotNone(told, err)
-        p = subprocess.run([PIWORKFS, "mode", "--mount", mp], env=self.env,
+        run_mp, _ = run_view(self.env, self.project)  # the run's own view answers for it
+        p = subprocess.run([PIWORKFS, "mode", "--mount", run_mp], env=self.env,
                            capture_output=True, text=True, timeout=DEADLINE)
         self.assertIn('plan \u2192 build ("run the tests")', p.stdout)
         self.assertIn("pending request %s:" % told.group(1).decode(), p.stdout)
-        p = subprocess.run([PIWORKFS, "mode", "--approve", told.group(1), "--mount", mp],
+        p = subprocess.run([PIWORKFS, "mode", "--approve", told.group(1), "--mount", run_mp],
                            env=self.env,
                            capture_output=True, text=True, timeout=DEADLINE)
         self.assertEqual(p.returncode, 0, p.stderr)

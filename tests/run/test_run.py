@@ -501,7 +501,7 @@ class Hidden(RunTest):
         self.assertFalse(r["exists"][self.state_db])
         self.assertEqual(r["listdir"][sockdir], [os.path.basename(agent)])
         self.assertEqual(r["listdir"][os.path.dirname(self.state_db)], [])
-        # The reused view stays mounted after the run.
+        # The person's view stays mounted after the run (the run's own is gone).
         self.assertEqual(len(self.my_views()), 1)
         self.pw("umount", mp)
 
@@ -679,7 +679,9 @@ class Process(RunTest):
         self.assert_unmounted()
         self.assertEqual(os.listdir(os.path.join(self.runtime, "piworkfs")), [])
 
-    def test_a_reused_view_stays_and_serves_two_runs(self):
+    def test_two_runs_from_a_live_view_write_the_project_in_its_mode(self):
+        # Each run has a view of its own, in the live view's mode (build), starting in the
+        # place of the current directory; the person's view stays.
         mp = os.path.join(self.tmp, "view")
         os.mkdir(mp)
         self.pw("mount", "--mode", "build", self.project, mp)
@@ -724,25 +726,13 @@ AGENT_LISTENER = textwrap.dedent(r'''
 class AgentNotifications(RunTest):
     def test_the_agent_hears_only_of_denials_in_its_sandbox(self):
         # The person's own denial outside, and the agent's inside: the agent's socket
-        # delivers only the second, with the pid the agent knows; the operator socket
-        # delivers both. Audit events keep their order, so once the agent has heard of its
+        # delivers only the second, with the pid the agent knows; the operator socket of the
+        # run's own view delivers both (the outside one made through that view's
+        # mountpoint). Audit events keep their order, so once the agent has heard of its
         # own denial it would have heard of the earlier one outside.
         mp = os.path.join(self.tmp, "view")
         os.mkdir(mp)
         self.pw("mount", "--mode", "plan", self.project, mp)
-        # Every view of the machine is listed (exit 4 if one of another test does not
-        # answer us): ours is the one at MP.
-        [sock] = [v["socket"] for v in json.loads(self.pw("status", "--json", check=False).stdout)
-                  if v.get("mountpoint") == mp]
-        op = socket.socket(socket.AF_UNIX)
-        op.settimeout(DEADLINE)
-        op.connect(sock)
-        self.addCleanup(op.close)
-        opf = op.makefile("rb")
-        op.sendall(b'{"jsonrpc":"2.0","id":1,"method":"subscribe",'
-                   b'"params":{"events":["denied"]}}\n')
-        self.assertIn("result", json.loads(opf.readline()))
-
         ready, go = os.path.join(self.tmp, "ready"), os.path.join(self.tmp, "go")
         proc = subprocess.Popen([PIWORKFS, "run", "--project", self.project, "--",
                                  sys.executable, "-c", AGENT_LISTENER, ready, go],
@@ -753,8 +743,22 @@ class AgentNotifications(RunTest):
             while not os.path.exists(ready) and time.monotonic() < deadline:
                 self.assertIsNone(proc.poll(), proc.stderr.read() if proc.poll() else "")
                 time.sleep(0.02)
+            # Every view of the machine is listed (exit 4 if one of another test does not
+            # answer us): the run's is the one naming a run of our project.
+            [(sock, run_mp)] = [
+                (v["socket"], v["mountpoint"])
+                for v in json.loads(self.pw("status", "--json", check=False).stdout)
+                if v.get("project") == self.project and v.get("run")]
+            op = socket.socket(socket.AF_UNIX)
+            op.settimeout(DEADLINE)
+            op.connect(sock)
+            self.addCleanup(op.close)
+            opf = op.makefile("rb")
+            op.sendall(b'{"jsonrpc":"2.0","id":1,"method":"subscribe",'
+                       b'"params":{"events":["denied"]}}\n')
+            self.assertIn("result", json.loads(opf.readline()))
             with self.assertRaises(OSError):
-                open(os.path.join(mp, "src", "outside.txt"), "w")
+                open(os.path.join(run_mp, "src", "outside.txt"), "w")
             open(go, "w").close()
             out, err = proc.communicate(timeout=DEADLINE)
         finally:
@@ -773,7 +777,6 @@ class AgentNotifications(RunTest):
         self.assertNotEqual(heard["src/inside.txt"], inside["pid"],
                             "the operator sees the pid as the daemon does")
         self.pw("umount", mp)
-
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
