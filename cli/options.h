@@ -65,6 +65,8 @@ enum {
 	PW_OPT_NOTE,
 	PW_OPT_PLAN,
 	PW_OPT_ORIGINALS_MIN_FREE,
+	PW_OPT_PODMAN,
+	PW_OPT_PODMAN_ARG,
 };
 
 /* How a shell completes an option's argument or a command's operands. */
