@@ -33,9 +33,18 @@
  *       question reads it as under bwrap. Podman relays that pty to the container's own
  *       (conmon allocates it in the container's devpts).
  *
- * Between us and Podman a shell reports its pid on the info descriptor the way bwrap's
- * --info-fd does, and stays Podman's parent, so run_exec.c forwards signals to Podman (its
- * first child), whose --sig-proxy passes them into the container.
+ * Between us and Podman a shell (SUPERVISOR) reports its pid on the info descriptor the way
+ * bwrap's --info-fd does, so run_exec.c signals its children:
+ *
+ *   its first child, a forwarder, turns SIGTERM (which run_exec.c sends to the command
+ *       only, the first child) into `podman kill --signal TERM` of the container. Podman's
+ *       own --sig-proxy is not enough for it: Podman 4.3 installs it only after the
+ *       container started (libpod's StartAndAttach returns first), so a signal in that
+ *       window ends Podman's client without reaching the command;
+ *   Podman, which passes SIGINT, SIGHUP and SIGQUIT on (--sig-proxy) like a terminal's
+ *       process group would get them;
+ *   and when Podman is gone, however it ended, `podman rm --force` of the container named
+ *       in the --cidfile, so the command never outlives the run (and its view).
  */
 #include <errno.h>
 #include <linux/limits.h>
@@ -45,6 +54,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ctl/server.h"
 #include "output.h"
 #include "path.h"
 #include "run.h"
@@ -102,14 +112,44 @@ static bool network_chosen(const pw_run_podman_opts *o)
 	return false;
 }
 
-/* The reporter in front of Podman: writes {"child-pid": N} to descriptor 3 (where bwrap's
- * --info-fd would be), closes it, and waits for Podman rather than exec it, so that
- * run_exec.c finds Podman as the first child of N. Not `exec`: signals must reach Podman
- * by way of this shell's children. */
-#define REPORTER                                                                                   \
+/* The supervisor (see above): $1 is the cidfile, the rest is Podman's command line. The
+ * forwarder's `wait` returns as soon as SIGTERM arrives, so the trap runs at once. */
+#define SUPERVISOR                                                                                 \
 	"printf '{\"child-pid\": %d}' $$ >&3; exec 3>&-\n"                                         \
+	"cid=$1; shift\n"                                                                         \
+	"(trap 'podman kill --signal TERM --cidfile \"$cid\" >/dev/null 2>&1' TERM\n"             \
+	" while :; do sleep 1 & wait $!; done) </dev/null >/dev/null 2>&1 &\n"                     \
+	"fwd=$!\n"                                                                                \
 	"\"$@\"\n"                                                                                 \
-	"exit $?"
+	"status=$?\n"                                                                             \
+	"kill $fwd 2>/dev/null\n"                                                                 \
+	"podman rm --force --ignore --time 0 --cidfile \"$cid\" >/dev/null 2>&1\n"                \
+	"rm -f \"$cid\"\n"                                                                        \
+	"exit $status"
+
+/* Where Podman writes the container's id: a file of this run in our private socket
+ * directory (0700), which must not exist yet. Returns it malloc'd, or NULL (printed). */
+static char *cidfile_path(void)
+{
+	_cleanup_free_ char *dir = NULL;
+	char *path = NULL;
+
+	if (pw_ctl_default_dir(&dir) < 0 || pw_ctl_private_dir(dir) < 0) {
+		pw_err("run", "--podman: no private directory for the container's id file (set "
+			      "XDG_RUNTIME_DIR)");
+		return NULL;
+	}
+	if (asprintf(&path, "%s/podman-%d.cid", dir, (int)getpid()) < 0) {
+		pw_err("run", "out of memory");
+		return NULL;
+	}
+	if (unlink(path) < 0 && errno != ENOENT) {
+		pw_err("run", "--podman: cannot remove the stale %s: %s", path, strerror(errno));
+		free(path);
+		return NULL;
+	}
+	return path;
+}
 
 /* `piworkfs __run-tty FD STDFDS`: on the host, before Podman (see above). The shell in
  * front keeps FD open too, harmlessly: the master comes over it once, and the shell ends
@@ -137,16 +177,18 @@ static int push_tty_launcher(pw_run_argv *a)
 
 /* The launcher goes after the shell, as its child: it starts a session of its own
  * (setsid), which the leader of a process group (run_exec.c makes the shell one) may not. */
-static int push_prefix(pw_run_argv *a, bool tty)
+static int push_prefix(pw_run_argv *a, bool tty, const char *cidfile)
 {
 	int r = push(a, "/bin/sh");
 
 	if (r == 0)
 		r = push(a, "-c");
 	if (r == 0)
-		r = push(a, REPORTER);
+		r = push(a, SUPERVISOR);
 	if (r == 0)
 		r = push(a, "piworkfs-run-podman");
+	if (r == 0)
+		r = push(a, cidfile);
 	if (r == 0 && tty)
 		r = push_tty_launcher(a);
 	return r;
@@ -166,7 +208,7 @@ static int push_user(pw_run_argv *a)
 int pw_run_podman_argv(const pw_run_podman_opts *o, pw_run_argv *ret)
 {
 	const pw_run_view *v = o->view;
-	_cleanup_free_ char *cwd = container_cwd(v, o->cwd);
+	_cleanup_free_ char *cwd = container_cwd(v, o->cwd), *cidfile = NULL;
 	bool tty = pw_run_pty_wanted();
 	pw_run_argv a = { 0 };
 	int r;
@@ -180,7 +222,10 @@ int pw_run_podman_argv(const pw_run_podman_opts *o, pw_run_argv *ret)
 		r = check_mount_path("agent socket", v->agent_socket);
 	if (r < 0)
 		return r;
-	r = push_prefix(&a, tty);
+	cidfile = cidfile_path();
+	if (!cidfile)
+		return -EINVAL; /* printed */
+	r = push_prefix(&a, tty, cidfile);
 	if (r == 0)
 		r = push(&a, "podman");
 	if (r == 0)
@@ -189,6 +234,8 @@ int pw_run_podman_argv(const pw_run_podman_opts *o, pw_run_argv *ret)
 		r = push(&a, "--rm");
 	if (r == 0)
 		r = push(&a, "--pull=never"); /* an image that is not here is an error, not a fetch */
+	if (r == 0)
+		r = push_joined(&a, "--cidfile=", cidfile, NULL, NULL, NULL);
 	if (r == 0)
 		r = push(&a, "--sig-proxy=true");
 	if (r == 0)

@@ -134,6 +134,30 @@ def image_tar():
     return buf.getvalue()
 
 
+def cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return [a.decode() for a in f.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+def descendants(pid):
+    """Every descendant of PID, breadth first."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop(0)
+        for task in os.listdir("/proc/%d/task" % p) if os.path.isdir("/proc/%d" % p) else []:
+            try:
+                with open("/proc/%d/task/%s/children" % (p, task)) as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                kids = []
+            out += kids
+            todo += kids
+    return out
+
+
 def skip(reason):
     print("SKIP: " + reason)
     sys.exit(SKIP)
@@ -416,9 +440,37 @@ class PodmanRun(unittest.TestCase):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        self.assertEqual(proc.returncode, 3, err)
-        self.assertIn("got-term", out)
+        self.assertEqual((proc.returncode, out), (3, "got-term\n"), err)
         self.assert_unmounted()
+
+    def test_the_container_never_outlives_the_run(self):
+        # Podman's client killed outright (SIGKILL: nothing of it can clean up): the run
+        # still removes the container it started, so the agent does not go on working
+        # after `run` has returned.
+        proc = subprocess.Popen([PIWORKFS, "run", "--podman", IMAGE, "--project",
+                                 self.project, "--", "sh", "-c",
+                                 'echo ready; while :; do sleep 0.1; done'],
+                                cwd=self.project, env=self.env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(proc.stdout.readline(), "ready\n")
+            self.assertEqual(len(self.containers()), 1)
+            client = [pid for pid in descendants(proc.pid)
+                      if cmdline(pid)[:2] == ["podman", "run"]]
+            self.assertEqual(len(client), 1)
+            os.kill(client[0], signal.SIGKILL)
+            proc.communicate(timeout=DEADLINE)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.assertEqual(self.containers(), [])
+        self.assert_unmounted()
+
+    def containers(self):
+        p = self.podman("ps", "--all", "--quiet")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout.split()
 
     def test_bubblewrap_only_options_are_refused(self):
         p = self.sh("true", "--ro-host")
