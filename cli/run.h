@@ -102,6 +102,8 @@ typedef struct pw_run_podman_opts {
  * as it runs bwrap. Returns 0, or -errno with a one-line reason printed.
  */
 int pw_run_podman_argv(const pw_run_podman_opts *o, pw_run_argv *ret);
+/* The forwarder of signals to the container, on the host (run_podman_signals.c). */
+#define PW_RUN_PODMAN_SIGNALS_COMMAND "__run-podman-signals"
 
 /*
  * Runs ARGV (bwrap; argv[0] searched in PATH) in its own process group with no file

@@ -25,6 +25,9 @@
  *       nor mount anything, and setuid programs in the image do not give any back.
  *   --user UID:GID (rootful) or --userns keep-id (rootless)
  *       the command writes through the view as the person, as under bwrap.
+ *   --init
+ *       Podman's catatonit is PID 1 and the command runs below it, as under bwrap's
+ *       reaper: a PID 1 ignores every signal it has no handler for.
  *   -i, and -t when the run has a terminal
  *       Podman relays the command's standard input; with a terminal, Podman's own
  *       terminal is the pseudo-terminal our launcher `piworkfs __run-tty` opens on the
@@ -33,18 +36,16 @@
  *       question reads it as under bwrap. Podman relays that pty to the container's own
  *       (conmon allocates it in the container's devpts).
  *
- * Between us and Podman a shell (SUPERVISOR) reports its pid on the info descriptor the way
- * bwrap's --info-fd does, so run_exec.c signals its children:
- *
- *   its first child, a forwarder, turns SIGTERM (which run_exec.c sends to the command
- *       only, the first child) into `podman kill --signal TERM` of the container. Podman's
- *       own --sig-proxy is not enough for it: Podman 4.3 installs it only after the
- *       container started (libpod's StartAndAttach returns first), so a signal in that
- *       window ends Podman's client without reaching the command;
- *   Podman, which passes SIGINT, SIGHUP and SIGQUIT on (--sig-proxy) like a terminal's
- *       process group would get them;
- *   and when Podman is gone, however it ended, `podman rm --force` of the container named
- *       in the --cidfile, so the command never outlives the run (and its view).
+ * Between us and Podman a shell (SUPERVISOR) starts `piworkfs __run-podman-signals`
+ * (run_podman_signals.c) and reports its pid on the info descriptor, the way bwrap's
+ * --info-fd reports its PID 1, so run_exec.c signals that one's child: a forwarder that
+ * turns SIGINT, SIGHUP, SIGQUIT and SIGTERM into `podman kill --signal SIG` of the
+ * container (named by its --cidfile). Podman itself is the supervisor's child, never signalled by run_exec.c: its
+ * own --sig-proxy is not enough, since Podman 4.3 installs it only after the container
+ * started (libpod's StartAndAttach returns first; and never with a terminal), and a signal
+ * in that window would end Podman's client without reaching the command. When Podman is
+ * gone, however it ended, the supervisor removes the container (`podman rm --force`), so
+ * the command never outlives the run and its view, and exits with Podman's status.
  */
 #include <errno.h>
 #include <linux/limits.h>
@@ -112,17 +113,16 @@ static bool network_chosen(const pw_run_podman_opts *o)
 	return false;
 }
 
-/* The supervisor (see above): $1 is the cidfile, the rest is Podman's command line. The
- * forwarder's `wait` returns as soon as SIGTERM arrives, so the trap runs at once. */
+/* The supervisor (see above): $1 the cidfile, $2 this program, the rest Podman's command
+ * line. It reports the forwarder's pid before Podman starts. */
 #define SUPERVISOR                                                                                 \
-	"printf '{\"child-pid\": %d}' $$ >&3; exec 3>&-\n"                                         \
-	"cid=$1; shift\n"                                                                         \
-	"(trap 'podman kill --signal TERM --cidfile \"$cid\" >/dev/null 2>&1' TERM\n"             \
-	" while :; do sleep 1 & wait $!; done) </dev/null >/dev/null 2>&1 &\n"                     \
-	"fwd=$!\n"                                                                                \
+	"cid=$1; exe=$2; shift 2\n"                                                               \
+	"\"$exe\" " PW_RUN_PODMAN_SIGNALS_COMMAND " \"$cid\" </dev/null >/dev/null 2>&1 3>&- &\n"   \
+	"spid=$!\n"                                                                               \
+	"printf '{\"child-pid\": %d}' $spid >&3; exec 3>&-\n"                                      \
 	"\"$@\"\n"                                                                                 \
 	"status=$?\n"                                                                             \
-	"kill $fwd 2>/dev/null\n"                                                                 \
+	"kill $spid 2>/dev/null\n"                                                                \
 	"podman rm --force --ignore --time 0 --cidfile \"$cid\" >/dev/null 2>&1\n"                \
 	"rm -f \"$cid\"\n"                                                                        \
 	"exit $status"
@@ -151,20 +151,27 @@ static char *cidfile_path(void)
 	return path;
 }
 
-/* `piworkfs __run-tty FD STDFDS`: on the host, before Podman (see above). The shell in
- * front keeps FD open too, harmlessly: the master comes over it once, and the shell ends
- * with Podman. */
-static int push_tty_launcher(pw_run_argv *a)
+/* This very program (for the launcher and the forwarder, which run on the host). */
+static int self_exe(char exe[PATH_MAX])
 {
-	char exe[PATH_MAX], fd[16], std_fds[4];
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	int r;
+	ssize_t len = readlink("/proc/self/exe", exe, PATH_MAX - 1);
 
 	if (len <= 0) {
 		pw_err("run", "cannot find this program (/proc/self/exe): %s", strerror(errno));
-		return -errno;
+		return -EIO;
 	}
 	exe[len] = '\0';
+	return 0;
+}
+
+/* `piworkfs __run-tty FD STDFDS`: on the host, before Podman (see above). The shell in
+ * front keeps FD open too, harmlessly: the master comes over it once, and the shell ends
+ * with Podman. */
+static int push_tty_launcher(pw_run_argv *a, const char *exe)
+{
+	char fd[16], std_fds[4];
+	int r;
+
 	snprintf(fd, sizeof(fd), "%d", PW_RUN_TTY_FD);
 	pw_run_pty_std_fds(std_fds);
 	r = push(a, exe);
@@ -179,8 +186,11 @@ static int push_tty_launcher(pw_run_argv *a)
  * (setsid), which the leader of a process group (run_exec.c makes the shell one) may not. */
 static int push_prefix(pw_run_argv *a, bool tty, const char *cidfile)
 {
-	int r = push(a, "/bin/sh");
+	char exe[PATH_MAX];
+	int r = self_exe(exe);
 
+	if (r == 0)
+		r = push(a, "/bin/sh");
 	if (r == 0)
 		r = push(a, "-c");
 	if (r == 0)
@@ -189,8 +199,10 @@ static int push_prefix(pw_run_argv *a, bool tty, const char *cidfile)
 		r = push(a, "piworkfs-run-podman");
 	if (r == 0)
 		r = push(a, cidfile);
+	if (r == 0)
+		r = push(a, exe);
 	if (r == 0 && tty)
-		r = push_tty_launcher(a);
+		r = push_tty_launcher(a, exe);
 	return r;
 }
 
@@ -237,7 +249,11 @@ int pw_run_podman_argv(const pw_run_podman_opts *o, pw_run_argv *ret)
 	if (r == 0)
 		r = push_joined(&a, "--cidfile=", cidfile, NULL, NULL, NULL);
 	if (r == 0)
-		r = push(&a, "--sig-proxy=true");
+		r = push(&a, "--sig-proxy=false"); /* the forwarder does it (see above) */
+	/* An init as PID 1 (Podman's catatonit), the command below it as under bwrap: a PID 1
+	 * without a handler ignores SIGINT and SIGTERM, so it would not end on them. */
+	if (r == 0)
+		r = push(&a, "--init");
 	if (r == 0)
 		r = push(&a, "-i");
 	if (r == 0 && tty)

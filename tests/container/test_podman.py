@@ -425,23 +425,34 @@ class PodmanRun(unittest.TestCase):
         self.assertTrue(m)
         self.assertEqual(t.proc.wait(timeout=DEADLINE), 0, t.buf[-2000:])
 
-    def test_sigterm_to_run_reaches_the_command(self):
+    def signal_run(self, script, sig):
+        """Starts SCRIPT in a container, waits for its "ready" line, sends SIG to `run`;
+        returns (exit status, the rest of stdout, stderr)."""
         proc = subprocess.Popen([PIWORKFS, "run", "--podman", IMAGE, "--project",
-                                 self.project, "--", "sh", "-c",
-                                 'trap "echo got-term; exit 3" TERM; echo ready; '
-                                 'while :; do sleep 0.1; done'],
+                                 self.project, "--", "sh", "-c", script],
                                 cwd=self.project, env=self.env, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             self.assertEqual(proc.stdout.readline(), "ready\n")
-            proc.send_signal(signal.SIGTERM)
+            proc.send_signal(sig)
             out, err = proc.communicate(timeout=DEADLINE)
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        self.assertEqual((proc.returncode, out), (3, "got-term\n"), err)
         self.assert_unmounted()
+        return proc.returncode, out, err
+
+    def test_sigterm_to_run_reaches_the_command(self):
+        rc, out, err = self.signal_run('trap "echo got-term; exit 3" TERM; echo ready; '
+                                       'while :; do sleep 0.1; done', signal.SIGTERM)
+        self.assertEqual((rc, out), (3, "got-term\n"), err)
+
+    def test_sigint_ends_a_command_that_does_not_catch_it(self):
+        # The command is not the container's PID 1 (an init is, as bwrap's reaper is in
+        # the sandbox), so a signal it does not handle ends it as on a terminal.
+        rc, out, err = self.signal_run('echo ready; exec sleep 1000', signal.SIGINT)
+        self.assertEqual(rc, 128 + signal.SIGINT, err)
 
     def test_the_container_never_outlives_the_run(self):
         # Podman's client killed outright (SIGKILL: nothing of it can clean up): the run
