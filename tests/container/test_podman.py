@@ -312,6 +312,21 @@ class PodmanRun(unittest.TestCase):
         self.assertEqual([v for v in views() if v[1] == self.project], [],
                          "the run's view is still mounted")
 
+    def assert_nothing_left_running(self):
+        """No process of this test's run is left on the host (the supervisor, the signal
+        forwarder and Podman name files in the test's temp dir on their command lines)."""
+        def left():
+            out = []
+            for pid in os.listdir("/proc"):
+                if pid.isdigit() and int(pid) != os.getpid() and \
+                        any(self.tmp in a for a in cmdline(int(pid))):
+                    out.append(" ".join(cmdline(int(pid)))[:200])
+            return out
+        deadline = time.monotonic() + DEADLINE
+        while left() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(left(), [], "processes of the run are still there")
+
     def read_host(self, rel):
         with open(os.path.join(self.project, rel)) as f:
             return f.read()
@@ -441,6 +456,7 @@ class PodmanRun(unittest.TestCase):
                 proc.kill()
                 proc.wait()
         self.assert_unmounted()
+        self.assert_nothing_left_running()
         return proc.returncode, out, err
 
     def test_sigterm_to_run_reaches_the_command(self):
@@ -477,6 +493,7 @@ class PodmanRun(unittest.TestCase):
                 proc.wait()
         self.assertEqual(self.containers(), [])
         self.assert_unmounted()
+        self.assert_nothing_left_running()
 
     def containers(self):
         p = self.podman("ps", "--all", "--quiet")
