@@ -47,6 +47,7 @@ PW_CMD(cmd_run);
 PW_CMD(cmd_completion);
 PW_CMD(cmd_complete);
 PW_CMD(cmd_run_tty);
+PW_CMD(cmd_run_podman_signals);
 PW_CMD(cmd_changes);
 PW_CMD(cmd_diff);
 PW_CMD(cmd_undo);

@@ -26,6 +26,7 @@
 #include "run.h"
 
 #define SHARES_MAX 64
+#define PODMAN_ARGS_MAX 64
 
 #define RUN_USAGE                                                                                  \
 	"Usage: piworkfs run [OPTIONS] [--] COMMAND [ARGS...]\n"                                   \
@@ -49,15 +50,21 @@
 	"      --only GLOB     a lane: of what the mode allows, the run writes only what GLOB\n"  \
 	"                      matches, in every mode (repeatable); the run then always\n"      \
 	"                      mounts a view of its own (mount --only)\n"                        \
+	"      --podman IMAGE  run COMMAND in a Podman container of IMAGE instead: only the\n"    \
+	"                      view (at the project's path) and the agent socket reach it;\n"    \
+	"                      no network unless a --podman-arg names one\n"                     \
+	"      --podman-arg ARG  pass ARG to podman run, after piworkfs's own (repeatable)\n"    \
 	"  -h, --help          show this help\n"                                                   \
 	"\n"                                                                                       \
 	"Examples:\n"                                                                              \
 	"  piworkfs run -- pi\n"                                                                   \
 	"  piworkfs run --mode design -C ~/proj make -j2\n"                                        \
+	"  piworkfs run --podman localhost/agent -- sh\n"                                          \
 	"\n"                                                                                       \
 	"Exit status: COMMAND's (128+N when a signal N killed it; 127 not found, 126 not\n"        \
 	"executable); 2, 3, 4, 5 are piworkfs's own errors when COMMAND did not run (see\n"        \
-	"piworkfs(1)). Requires bubblewrap (bwrap).\n"
+	"piworkfs(1)). Requires bubblewrap (bwrap), or podman with --podman (then 125 is\n"       \
+	"podman's own error).\n"
 
 typedef struct run_args {
 	const char *mode;
@@ -67,6 +74,9 @@ typedef struct run_args {
 	size_t n_shares;
 	const char *only[PW_LANE_MAX]; /* --only: the run's lane */
 	size_t n_only;
+	const char *podman; /* --podman IMAGE, or NULL: bubblewrap */
+	char *podman_args[PODMAN_ARGS_MAX];
+	size_t n_podman_args;
 	char **command;
 } run_args;
 
@@ -95,11 +105,29 @@ static int parse(int argc, char **argv, run_args *a, pw_opts *po)
 			}
 			a->only[a->n_only++] = po->arg;
 			break;
+		case PW_OPT_PODMAN: a->podman = po->arg; break;
+		case PW_OPT_PODMAN_ARG:
+			if (a->n_podman_args == PODMAN_ARGS_MAX) {
+				pw_err("run", "at most %d --podman-arg", PODMAN_ARGS_MAX);
+				return PW_EXIT_USAGE;
+			}
+			a->podman_args[a->n_podman_args++] = (char *)po->arg;
+			break;
 		case 'h': return -1;
 		}
 	}
 	if (c < 0)
 		return PW_EXIT_USAGE;
+	if (!a->podman && a->n_podman_args) {
+		pw_err("run", "--podman-arg needs --podman IMAGE");
+		return PW_EXIT_USAGE;
+	}
+	/* The container shows its image, not the host: there is no host to make read-only. */
+	if (a->podman && (a->ro_host || a->n_shares)) {
+		pw_err("run", "--ro-host and --share are for the bubblewrap sandbox; a --podman "
+			      "container shows its image, not the host (bind paths with --podman-arg)");
+		return PW_EXIT_USAGE;
+	}
 	if (po->n_operands == 0) {
 		pw_err("run", "expected a COMMAND after the options (piworkfs run -- COMMAND)");
 		return PW_EXIT_USAGE;
@@ -233,7 +261,9 @@ int cmd_run(int argc, char **argv)
 	if (!cwd)
 		return PW_EXIT_SYSTEM;
 
-	pi_command = with_pi_extension(a.command);
+	/* The wiring names this host's files (the extension, this program): a container has
+	 * its image's, so the image brings its own. */
+	pi_command = a.podman ? NULL : with_pi_extension(a.command);
 	if (pi_command)
 		a.command = pi_command;
 
@@ -241,7 +271,7 @@ int cmd_run(int argc, char **argv)
 	if (r != PW_EXIT_OK)
 		return r;
 	/* claude, codex, opencode, gemini: piworkfs mcp and the hooks (mcp_wire.c). */
-	agent_command = pw_agent_wire(a.command);
+	agent_command = a.podman ? NULL : pw_agent_wire(a.command);
 	if (agent_command)
 		a.command = agent_command;
 	/* One line, so the person knows which view the agent works through and in what mode
@@ -263,7 +293,15 @@ int cmd_run(int argc, char **argv)
 		.command = a.command,
 		.mode_dirs = { global_dir, bundled_dir },
 	};
-	if (pw_run_sandbox_argv(&so, &bw) < 0) {
+	pw_run_podman_opts pso = {
+		.view = &view,
+		.cwd = cwd,
+		.image = a.podman,
+		.args = a.podman_args,
+		.n_args = a.n_podman_args,
+		.command = a.command,
+	};
+	if ((a.podman ? pw_run_podman_argv(&pso, &bw) : pw_run_sandbox_argv(&so, &bw)) < 0) {
 		r = PW_EXIT_CONFIG;
 	} else if (pipe2(pipefd, O_CLOEXEC) < 0) {
 		pw_err("run", "pipe: %s", strerror(errno));

@@ -29,6 +29,7 @@ static const pw_command commands[] = {
 	{ "changes", cmd_changes },   { "diff", cmd_diff },
 	{ "undo", cmd_undo },	      { "redo", cmd_redo },
 	{ "checkpoint", cmd_checkpoint },
+	{ PW_RUN_PODMAN_SIGNALS_COMMAND, cmd_run_podman_signals },
 	{ "plan", cmd_plan },
 	{ "mcp", cmd_mcp },	      { "hook", cmd_hook },
 };

@@ -157,6 +157,8 @@ static const pw_option run_opts[] = {
 	{ "ro-host", 0, NULL, PW_OPT_RO_HOST, PW_COMPLETE_NONE, "the rest of the host read-only" },
 	{ "share", 0, "PATH", PW_OPT_SHARE, PW_COMPLETE_FILE, "keep PATH writable with --ro-host" },
 	{ "only", 0, "GLOB", PW_OPT_ONLY, PW_COMPLETE_NONE, "a lane: write only GLOB (repeatable)" },
+	{ "podman", 0, "IMAGE", PW_OPT_PODMAN, PW_COMPLETE_NONE, "run in a Podman container of IMAGE" },
+	{ "podman-arg", 0, "ARG", PW_OPT_PODMAN_ARG, PW_COMPLETE_NONE, "pass ARG to podman run" },
 	OPT_HELP,
 	OPT_END,
 };

@@ -68,6 +68,8 @@ enum {
 	PW_OPT_FUSE_FD,
 	PW_OPT_ONLY,
 	PW_OPT_RUN,
+	PW_OPT_PODMAN,
+	PW_OPT_PODMAN_ARG,
 };
 
 /* How a shell completes an option's argument or a command's operands. */

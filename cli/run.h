@@ -11,6 +11,8 @@
  *   run_pty.c      the sandbox's own pseudo-terminal, relayed to the person's terminal
  *   run_ask.c      the run's own agent socket, and the person's answer when the agent asks
  *                  to switch (a question on the real terminal)
+ *   run_podman.c   `run --podman IMAGE`: the podman command line that runs the command in
+ *                  a container instead of the bubblewrap sandbox
  *
  * These are program code: they print their own one-line errors ("piworkfs: run: ...") and
  * return an exit status (cli.h) or -errno where the comment says so.
@@ -82,6 +84,26 @@ void pw_run_argv_done(pw_run_argv *a);
  * Builds the bwrap command line. Returns 0, or -errno with a one-line reason printed.
  */
 int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret);
+
+/* `run --podman IMAGE` (run_podman.c): the command in a Podman container over the view. */
+typedef struct pw_run_podman_opts {
+	const pw_run_view *view;
+	const char *cwd;     /* real path of the caller's working directory */
+	const char *image;   /* IMAGE, as podman names it */
+	char **args;         /* --podman-arg ARG...: podman run options, after ours */
+	size_t n_args;
+	char **command;      /* COMMAND ARGS..., NULL-terminated */
+} pw_run_podman_opts;
+
+/*
+ * Builds the command line that runs the command in a container: on the host a shell that
+ * reports its pid on descriptor 3 (as bwrap's --info-fd; the launcher `__run-tty` before it
+ * when the run has a terminal), then `podman run ... IMAGE COMMAND...`. pw_run_exec runs it
+ * as it runs bwrap. Returns 0, or -errno with a one-line reason printed.
+ */
+int pw_run_podman_argv(const pw_run_podman_opts *o, pw_run_argv *ret);
+/* The forwarder of signals to the container, on the host (run_podman_signals.c). */
+#define PW_RUN_PODMAN_SIGNALS_COMMAND "__run-podman-signals"
 
 /*
  * Runs ARGV (bwrap; argv[0] searched in PATH) in its own process group with no file

@@ -1,0 +1,542 @@
+# SPDX-License-Identifier: MIT
+"""`piworkfs run --podman IMAGE`: the agent in a Podman container over the view (Python 3
+stdlib only).
+
+No registry is reachable, so the image is built here: a root file system of busybox (from
+Debian's busybox-static) and the piworkfs program under test with the libraries ldd names,
+as a tar for `podman import`. Podman keeps everything in the test's temp dir: its storage
+(vfs driver), run root and temp dir come from a containers.conf and a storage.conf there
+(CONTAINERS_CONF, CONTAINERS_STORAGE_CONF), so the test leaves nothing behind.
+
+That containers.conf also says what this kind of machine needs (docs/SECURITY.md, "In a
+container"): root without CAP_SYS_RESOURCE cannot raise the open-files and processes limits
+Podman asks for by default (the OCI runtime's setrlimit fails with EPERM), so the defaults
+are set lower; and where cgroup v1 and v2 controllers are mixed ("hybrid"), crun refuses to
+start ("cgroups in hybrid mode not supported"), so runc runs the container when installed.
+
+Skipped (exit 77, with the reason) when not root, when podman or busybox-static is missing,
+or when Podman cannot start a container here at all (its error is printed).
+
+Environment: $PIWORKFS is the binary under test, $PIWORKFS_DEMO the demo project,
+$SOURCE_MODES the bundled modes.
+"""
+
+import fcntl
+import io
+import os
+import pty
+import re
+import select
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tarfile
+import tempfile
+import termios
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+PIWORKFS = os.path.abspath(os.environ.get("PIWORKFS", "piworkfs"))
+DEMO = os.environ.get("PIWORKFS_DEMO", os.path.join(SOURCE, "demo", "project"))
+SOURCE_MODES = os.environ.get("SOURCE_MODES", os.path.join(SOURCE, "modes"))
+BUSYBOX = "/bin/busybox"
+IMAGE = "localhost/piworkfs-test-agent:1"
+DEADLINE = 60
+SKIP = 77
+
+LOOSEN_HINT = "piworkfs mode build"
+GRACE_S = 0.4  # keys read this soon after the consent bar appeared are dropped (run_ask.c)
+
+
+def views():
+    """[(mountpoint, source)] of every fuse.piworkfs mount."""
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            pre, _, post = line.partition(" - ")
+            fields, pfields = pre.split(), post.split()
+            if pfields and pfields[0] == "fuse.piworkfs":
+                dec = lambda s: s.encode().decode("unicode_escape")
+                out.append((dec(fields[4]), dec(pfields[1])))
+    return out
+
+
+def mounts_under(top):
+    out = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            mp = line.split()[4].encode().decode("unicode_escape")
+            if mp == top or mp.startswith(top + "/"):
+                out.append(mp)
+    return out
+
+
+def libraries(program):
+    """The shared objects PROGRAM loads (ldd), the dynamic loader included."""
+    out = subprocess.run(["ldd", program], capture_output=True, text=True, check=True).stdout
+    libs = []
+    for line in out.splitlines():
+        parts = line.split()
+        if "=>" in parts:
+            path = parts[parts.index("=>") + 1]
+        elif parts and parts[0].startswith("/"):
+            path = parts[0]
+        else:
+            continue
+        if path.startswith("/"):
+            libs.append(path)
+    return libs
+
+
+def image_tar():
+    """The image's root file system as a tar (bytes)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        def add_dir(name):
+            ti = tarfile.TarInfo(name.lstrip("/"))
+            ti.type, ti.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(ti)
+
+        def add_file(src, dst):
+            # Parent directories first; a library reached through a symlink is stored at
+            # the name the loader asks for.
+            parts = dst.strip("/").split("/")[:-1]
+            for i in range(1, len(parts) + 1):
+                d = "/".join(parts[:i])
+                if d not in seen:
+                    seen.add(d)
+                    add_dir(d)
+            with open(os.path.realpath(src), "rb") as f:
+                data = f.read()
+            ti = tarfile.TarInfo(dst.lstrip("/"))
+            ti.size, ti.mode = len(data), 0o755
+            tar.addfile(ti, io.BytesIO(data))
+
+        seen = set()
+        for d in ("bin", "tmp", "etc", "usr", "usr/local", "usr/local/bin"):
+            seen.add(d)
+            add_dir(d)
+        add_file(BUSYBOX, "/bin/busybox")
+        applets = subprocess.run([BUSYBOX, "--list"], capture_output=True, text=True,
+                                 check=True).stdout.split()
+        for name in applets:
+            if name != "busybox":
+                ti = tarfile.TarInfo("bin/" + name)
+                ti.type, ti.linkname = tarfile.SYMTYPE, "busybox"
+                tar.addfile(ti)
+        add_file(PIWORKFS, "/usr/local/bin/piworkfs")
+        for lib in libraries(PIWORKFS):
+            add_file(lib, lib)
+    return buf.getvalue()
+
+
+def cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return [a.decode() for a in f.read().split(b"\0") if a]
+    except OSError:
+        return []
+
+
+def descendants(pid):
+    """Every descendant of PID, breadth first."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop(0)
+        for task in os.listdir("/proc/%d/task" % p) if os.path.isdir("/proc/%d" % p) else []:
+            try:
+                with open("/proc/%d/task/%s/children" % (p, task)) as f:
+                    kids = [int(k) for k in f.read().split()]
+            except OSError:
+                kids = []
+            out += kids
+            todo += kids
+    return out
+
+
+def skip(reason):
+    print("SKIP: " + reason)
+    sys.exit(SKIP)
+
+
+class Terminal:
+    """The person's terminal: a pseudo-terminal with ARGV on it as its controlling
+    terminal, and what is drawn on it collected (expect() waits for a pattern)."""
+
+    def __init__(self, argv, env, cwd):
+        self.master, slave = pty.openpty()
+        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 160, 0, 0))
+        self.slave = slave
+        self.buf = b""
+
+        def ctty():
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env,
+                                     cwd=cwd, preexec_fn=ctty, close_fds=True)
+
+    def expect(self, pattern, start=0):
+        rx = re.compile(pattern)
+        end = time.monotonic() + DEADLINE
+        while True:
+            m = rx.search(self.buf, start)
+            if m:
+                return m
+            # Once the process is gone, what it drew arrives at once: give up soon.
+            if self.proc.poll() is not None:
+                end = min(end, time.monotonic() + 2)
+            left = end - time.monotonic()
+            if left <= 0:
+                raise AssertionError("%r not shown; the terminal shows:\n%r"
+                                     % (pattern, self.buf[-3000:]))
+            r, _, _ = select.select([self.master], [], [], min(left, 0.5))
+            if r:
+                try:
+                    data = os.read(self.master, 65536)
+                except OSError:
+                    data = b""
+                if not data and self.proc.poll() is not None:
+                    raise AssertionError("%r not shown before the end; the terminal "
+                                         "shows:\n%r" % (pattern, self.buf[-3000:]))
+                self.buf += data
+
+    def send(self, data):
+        os.write(self.master, data)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait(timeout=DEADLINE)
+        os.close(self.master)
+        os.close(self.slave)
+
+
+class Podman:
+    """Podman with its storage and state in DIR."""
+
+    def __init__(self, top):
+        self.top = top
+        conf = os.path.join(top, "containers.conf")
+        storage = os.path.join(top, "storage.conf")
+        runtime = 'runtime = "runc"\n' if shutil.which("runc") else ""
+        with open(conf, "w") as f:
+            f.write('[containers]\n'
+                    'default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n'
+                    '[engine]\n'
+                    'cgroup_manager = "cgroupfs"\n'
+                    'events_logger = "file"\n'
+                    'events_logfile_path = "%s/events.log"\n'
+                    'tmp_dir = "%s/libpod-tmp"\n'
+                    '%s'
+                    '[network]\n'
+                    'network_config_dir = "%s/net"\n' % (top, top, runtime, top))
+        with open(storage, "w") as f:
+            f.write('[storage]\n'
+                    'driver = "vfs"\n'
+                    'graphroot = "%s/graph"\n'
+                    'runroot = "%s/runroot"\n' % (top, top))
+        self.env = {"CONTAINERS_CONF": conf, "CONTAINERS_STORAGE_CONF": storage}
+
+    def __call__(self, *args, data=None):
+        env = dict(os.environ)
+        env.update(self.env)
+        return subprocess.run(["podman", *args], input=data, env=env, capture_output=True,
+                              timeout=DEADLINE)
+
+    def teardown(self):
+        self("rm", "--all", "--force", "--time", "0")
+        for mp in sorted(mounts_under(self.top), reverse=True):
+            subprocess.run(["umount", "-l", mp], stderr=subprocess.DEVNULL)
+
+
+class PodmanRun(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.top = tempfile.mkdtemp(prefix="pw-podman-")
+        cls.podman = Podman(cls.top)
+        p = cls.podman("import", "-", IMAGE, data=image_tar())
+        if p.returncode != 0:
+            cls.tearDownClass()
+            raise RuntimeError("podman import: " + p.stderr.decode())
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.podman.teardown()
+        shutil.rmtree(cls.top, ignore_errors=True)
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="t-", dir=self.top)
+        self.addCleanup(self._teardown)
+        self.project = os.path.realpath(os.path.join(self.tmp, "proj"))
+        shutil.copytree(DEMO, self.project, symlinks=True)
+        self.runtime = os.path.join(self.tmp, "run")
+        os.mkdir(self.runtime, 0o700)
+        for d in ("home", "config", "state"):
+            os.mkdir(os.path.join(self.tmp, d))
+        self.state_db = os.path.join(self.tmp, "state", "piworkfs", "state.db")
+        self.env = dict(os.environ)
+        self.env.update(self.podman.env)
+        self.env.update({
+            "HOME": os.path.join(self.tmp, "home"),
+            "XDG_CONFIG_HOME": os.path.join(self.tmp, "config"),
+            "XDG_RUNTIME_DIR": self.runtime,
+            "XDG_STATE_HOME": os.path.join(self.tmp, "state"),
+            "PIWORKFS_STATE_DB": self.state_db,
+            "PIWORKFS_MODES_DIR": SOURCE_MODES,
+        })
+        self.env.pop("PIWORKFS_SOCKET", None)
+
+    def _teardown(self):
+        for mp, source in views():
+            if mp.startswith(self.tmp) or source.startswith(self.tmp):
+                subprocess.run(["fusermount3", "-u", "-z", mp], stderr=subprocess.DEVNULL)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def sh(self, script, *opts, args=()):
+        """piworkfs run --podman IMAGE OPTS -- sh -c SCRIPT sh ARGS..., in the project."""
+        return subprocess.run([PIWORKFS, "run", "--podman", IMAGE, *opts, "--project",
+                               self.project, "--", "sh", "-c", script, "sh", *args],
+                              cwd=self.project,
+                              env=self.env, stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, timeout=DEADLINE)
+
+    def assert_unmounted(self):
+        deadline = time.monotonic() + DEADLINE
+        while [v for v in views() if v[1] == self.project] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual([v for v in views() if v[1] == self.project], [],
+                         "the run's view is still mounted")
+
+    def assert_nothing_left_running(self):
+        """No process of this test's run is left on the host (the supervisor, the signal
+        forwarder and Podman name files in the test's temp dir on their command lines)."""
+        def left():
+            out = []
+            for pid in os.listdir("/proc"):
+                if pid.isdigit() and int(pid) != os.getpid() and \
+                        any(self.tmp in a for a in cmdline(int(pid))):
+                    out.append(" ".join(cmdline(int(pid)))[:200])
+            return out
+        deadline = time.monotonic() + DEADLINE
+        while left() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(left(), [], "processes of the run are still there")
+
+    def read_host(self, rel):
+        with open(os.path.join(self.project, rel)) as f:
+            return f.read()
+
+    def test_the_mode_holds_inside_the_container(self):
+        readme = self.read_host("README.md")
+        main_c = self.read_host("src/main.c")
+        p = self.sh('cat README.md; echo x > src/main.c; echo "src=$?"; '
+                    'echo y > "$PWD/docs/design/new.md"; echo "design=$?"; pwd',
+                    "--mode", "design")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn(readme, p.stdout)
+        self.assertIn("src=1", p.stdout)
+        # As under bwrap: the view shows the file read-only, so the kernel says EACCES.
+        self.assertIn("src/main.c: Permission denied", p.stderr)
+        self.assertIn("design=0", p.stdout, p.stderr)
+        self.assertIn(self.project + "\n", p.stdout)
+        self.assertIn("piworkfs: run: project %s" % self.project, p.stderr)
+        self.assertEqual(self.read_host("src/main.c"), main_c)
+        self.assertEqual(self.read_host("docs/design/new.md"), "y\n")
+        self.assert_unmounted()
+
+    def test_the_agent_socket_answers_and_refuses_to_loosen(self):
+        p = self.sh('echo y > docs/design/a.md; piworkfs mode; '
+                    'piworkfs mode review && piworkfs mode; '
+                    'piworkfs mode build; echo "loosen=$?"', "--mode", "plan")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        self.assertIn("docs/design/a.md: Read-only file system", p.stderr)
+        self.assertIn("plan", lines[0])
+        self.assertIn("review", p.stdout)
+        self.assertIn("loosen=1", p.stdout)
+        self.assertIn("refused", p.stderr)
+        self.assertIn(LOOSEN_HINT, p.stderr)
+
+    def test_nothing_else_of_the_project_reaches_the_container(self):
+        # The view is bound at the project's path (its device is the view's, not the
+        # backing directory's); of the temp dir around it, where the state database and
+        # the person's home are, only the two bind points' parents are there, made empty
+        # by Podman; the agent socket's directory holds the agent socket alone; and there
+        # is no network but loopback.
+        st = os.stat(self.project)
+        sockdir = os.path.join(self.runtime, "piworkfs")
+        p = self.sh('stat -c "%d %i" "$PWD"; echo "sock=$PIWORKFS_SOCKET"; '
+                    'ls -a "$(dirname "$PIWORKFS_SOCKET")"; echo "around: $(ls "$1")"; '
+                    'ls /sys/class/net; true', "--mode", "plan", args=(self.tmp,))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.splitlines()
+        dev, ino = (int(x) for x in lines[0].split())
+        self.assertNotEqual((dev, ino), (st.st_dev, st.st_ino),
+                            "the backing directory itself is inside")
+        agent = lines[1][len("sock="):]
+        self.assertTrue(agent.startswith(sockdir + "/") and agent.endswith(".agent.sock"),
+                        agent)
+        self.assertIn("around: proj\nrun\n", p.stdout)
+        socks = [n for n in lines[2:] if n.endswith(".sock")]
+        self.assertEqual(socks, [os.path.basename(agent)], "only the agent socket is inside")
+        self.assertEqual(lines[-1], "lo", "no network but loopback")
+
+    def test_hidden_paths_are_absent(self):
+        # Mount a view outside first, so its operator socket and state database exist.
+        mp = os.path.join(self.tmp, "view")
+        os.mkdir(mp)
+        subprocess.run([PIWORKFS, "mount", "--mode", "plan", self.project, mp], env=self.env,
+                       check=True, capture_output=True, timeout=DEADLINE)
+        sockdir = os.path.join(self.runtime, "piworkfs")
+        socks = [os.path.join(sockdir, n) for n in os.listdir(sockdir) if n.endswith(".sock")
+                 and not n.endswith(".agent.sock")]
+        self.assertTrue(socks)
+        self.assertTrue(os.path.exists(self.state_db))
+        hidden = socks + [self.state_db, os.path.dirname(self.state_db), mp,
+                          os.path.join(self.tmp, "home")]
+        script = 'for f in "$@"; do [ -e "$f" ] && echo "reachable: $f"; done; true'
+        p = subprocess.run([PIWORKFS, "run", "--podman", IMAGE, "--project", self.project,
+                            "--", "sh", "-c", script, "sh", *hidden], cwd=mp, env=self.env,
+                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                           timeout=DEADLINE)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout, "")
+        # Every run has a view of its own (the live one's paths above are hidden all the same).
+        self.assertIn("(its own)", p.stderr)
+        self.assertNotIn("view %s " % mp, p.stderr)
+        subprocess.run([PIWORKFS, "umount", mp], env=self.env, capture_output=True,
+                       timeout=DEADLINE)
+
+    def test_exit_status_and_stdin_pass_through(self):
+        p = subprocess.run([PIWORKFS, "run", "--podman", IMAGE, "--project", self.project,
+                            "--", "sh", "-c", "read x; echo \"got $x\"; exit 7"],
+                           cwd=self.project, env=self.env, input="hello\n",
+                           capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(p.returncode, 7, p.stderr)
+        self.assertEqual(p.stdout, "got hello\n")
+
+    def test_the_consent_bar_asks_the_person_and_the_switch_holds_inside(self):
+        # On a terminal: the agent in the container asks for build; the question is drawn
+        # on the person's terminal, the person types the target's name and Enter there,
+        # and the container's next `piworkfs mode` says build. The command's own terminal
+        # is a pty of the container (tty names /dev/pts/N there).
+        t = Terminal([PIWORKFS, "run", "--podman", IMAGE, "--mode", "plan", "--project",
+                      self.project, "--", "sh", "-c",
+                      'tty; piworkfs mode build --reason "from the container"; '
+                      'echo "asked=$?"; piworkfs mode'], self.env, self.project)
+        self.addCleanup(t.close)
+        t.expect(rb"/dev/pts/\d+")
+        t.expect("the agent asks to switch plan \u2192 build".encode())
+        time.sleep(GRACE_S)  # the grace time is the condition: keys before it never count
+        at = len(t.buf)
+        t.send(b"build")
+        t.expect(b"Press Enter to allow", at)
+        t.send(b"\r")
+        t.expect(b"asked=0", at)
+        m = t.expect(rb"asked=0[\s\S]*build", at)
+        self.assertTrue(m)
+        self.assertEqual(t.proc.wait(timeout=DEADLINE), 0, t.buf[-2000:])
+
+    def signal_run(self, script, sig):
+        """Starts SCRIPT in a container, waits for its "ready" line, sends SIG to `run`;
+        returns (exit status, the rest of stdout, stderr)."""
+        proc = subprocess.Popen([PIWORKFS, "run", "--podman", IMAGE, "--project",
+                                 self.project, "--", "sh", "-c", script],
+                                cwd=self.project, env=self.env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(proc.stdout.readline(), "ready\n")
+            proc.send_signal(sig)
+            out, err = proc.communicate(timeout=DEADLINE)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.assert_unmounted()
+        self.assert_nothing_left_running()
+        return proc.returncode, out, err
+
+    def test_sigterm_to_run_reaches_the_command(self):
+        rc, out, err = self.signal_run('trap "echo got-term; exit 3" TERM; echo ready; '
+                                       'while :; do sleep 0.1; done', signal.SIGTERM)
+        self.assertEqual((rc, out), (3, "got-term\n"), err)
+
+    def test_sigint_ends_a_command_that_does_not_catch_it(self):
+        # The command is not the container's PID 1 (an init is, as bwrap's reaper is in
+        # the sandbox), so a signal it does not handle ends it as on a terminal.
+        rc, out, err = self.signal_run('echo ready; exec sleep 1000', signal.SIGINT)
+        self.assertEqual(rc, 128 + signal.SIGINT, err)
+
+    def test_the_container_never_outlives_the_run(self):
+        # Podman's client killed outright (SIGKILL: nothing of it can clean up): the run
+        # still removes the container it started, so the agent does not go on working
+        # after `run` has returned.
+        proc = subprocess.Popen([PIWORKFS, "run", "--podman", IMAGE, "--project",
+                                 self.project, "--", "sh", "-c",
+                                 'echo ready; while :; do sleep 0.1; done'],
+                                cwd=self.project, env=self.env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(proc.stdout.readline(), "ready\n")
+            self.assertEqual(len(self.containers()), 1)
+            client = [pid for pid in descendants(proc.pid)
+                      if cmdline(pid)[:2] == ["podman", "run"]]
+            self.assertEqual(len(client), 1)
+            os.kill(client[0], signal.SIGKILL)
+            proc.communicate(timeout=DEADLINE)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.assertEqual(self.containers(), [])
+        self.assert_unmounted()
+        self.assert_nothing_left_running()
+
+    def containers(self):
+        p = self.podman("ps", "--all", "--quiet")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return p.stdout.split()
+
+    def test_bubblewrap_only_options_are_refused(self):
+        p = self.sh("true", "--ro-host")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--ro-host", p.stderr)
+
+
+def preflight():
+    if os.geteuid() != 0:
+        skip("needs root: the test runs rootful Podman (the view's FUSE mount admits its "
+             "mounting user, who makes the bind)")
+    if not shutil.which("podman"):
+        skip("podman is not installed (scripts/setup installs it)")
+    if not os.access(BUSYBOX, os.X_OK):
+        skip("%s is missing (busybox-static; scripts/setup installs it)" % BUSYBOX)
+    # Can Podman start a container here at all? Its error is the reason.
+    top = tempfile.mkdtemp(prefix="pw-podman-probe-")
+    podman = Podman(top)
+    try:
+        with open(BUSYBOX, "rb") as f:
+            data = f.read()
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            ti = tarfile.TarInfo("true")
+            ti.size, ti.mode = len(data), 0o755
+            tar.addfile(ti, io.BytesIO(data))
+        p = podman("import", "-", "localhost/piworkfs-probe:1", data=buf.getvalue())
+        if p.returncode == 0:
+            p = podman("run", "--rm", "--network=none", "localhost/piworkfs-probe:1", "/true")
+        if p.returncode != 0:
+            skip("podman cannot run a container here: " + p.stderr.decode().strip())
+    finally:
+        podman.teardown()
+        shutil.rmtree(top, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    preflight()
+    unittest.main(verbosity=2)
