@@ -48,8 +48,8 @@
 	"      --ro-host       the rest of the host is read-only inside\n"                         \
 	"      --share PATH    PATH stays writable with --ro-host (repeatable)\n"                  \
 	"      --only GLOB     a lane: of what the mode allows, the run writes only what GLOB\n"  \
-	"                      matches, in every mode (repeatable); the run then always\n"      \
-	"                      mounts a view of its own (mount --only)\n"                        \
+	"                      matches, in every mode (repeatable; the run's own view is\n"   \
+	"                      mounted with it: mount --only)\n"                                \
 	"      --podman IMAGE  run COMMAND in a Podman container of IMAGE instead: only the\n"    \
 	"                      view (at the project's path) and the agent socket reach it;\n"    \
 	"                      no network unless a --podman-arg names one\n"                     \
