@@ -28,7 +28,8 @@ int pw_ctl_agent_socket_path(const char *main_socket, char **ret);
  * a live one is already there, and answers {"socket": PATH}. A live socket at PATH is taken
  * to be this server's own: PATH lies in the server's private 0700 directory, so only a
  * process of the mounting uid outside any sandbox could have put one there.
- * Returns 0 with *ret_result, or -1 with *ret_fail filled (code and malloc'd message).
+ * Returns 0 with *ret_result, or PW_CTL_FAILED with *ret_fail filled (code and malloc'd
+ * message).
  */
 int pw_ctl_agent_open(pw_ctl_server *s, const pw_peer *peer, json_t **ret_result,
 		      pw_ctl_fail *ret_fail);

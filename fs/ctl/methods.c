@@ -75,7 +75,7 @@ static json_t *mode_names(pw_view *v)
 }
 
 /* The policy a request asks about: params.mode compiled from the view's modes, else the
- * active one. Returns 0 with *ret (a reference), or -1 with the failure set. */
+ * active one. Returns 0 with *ret (a reference), or PW_CTL_FAILED with the failure set. */
 static int requested_policy(call *x, pw_policy **ret)
 {
 	const char *mode = str_param(x, "mode");
@@ -89,7 +89,7 @@ static int requested_policy(call *x, pw_policy **ret)
 	if (r == -ENOENT) {
 		fail(x, PW_RPC_UNKNOWN_MODE, "unknown mode '%s'", mode);
 		x->fail->data = json_pack("{s:o}", "modes", mode_names(x->view));
-		return -1;
+		return PW_CTL_FAILED;
 	}
 	if (r == -EBADMSG)
 		return fail(x, PW_RPC_MODE_BROKEN, "mode '%s' is broken (see status warnings)",
@@ -293,7 +293,7 @@ static int m_mode_set(call *x, json_t **ret)
 			fail(x, PW_RPC_INTERNAL_ERROR, "switch failed: %s", strerror(-r));
 		}
 		pw_policy_unref(before);
-		return -1;
+		return PW_CTL_FAILED;
 	}
 	/* pw_view_switch returned after the FUSE layer installed it: the switch is in force.
 	 * The reply describes that switch (its policy, generation and the mode it replaced),
@@ -382,7 +382,7 @@ static int m_check(call *x, json_t **ret)
 	}
 	if (str_param(x, "mode")) {
 		if (requested_policy(x, &p) < 0)
-			return -1;
+			return PW_CTL_FAILED;
 	} else {
 		p = pw_view_policy(x->view, &gen);
 		if (!p)
@@ -430,7 +430,7 @@ static int m_allowed(call *x, json_t **ret)
 	json_t *o;
 
 	if (requested_policy(x, &p) < 0)
-		return -1;
+		return PW_CTL_FAILED;
 	o = pw_report_policy(p);
 	pw_policy_unref(p);
 	return done(x, o, ret);
@@ -605,7 +605,7 @@ static int m_bash_check(call *x, json_t **ret)
 	}
 	if (requested_policy(x, &b->policy) < 0) {
 		bash_call_free(b);
-		return -1;
+		return PW_CTL_FAILED;
 	}
 	b->hide = agent_hide(x);
 	b->len = json_string_length(cmd);

@@ -492,7 +492,7 @@ int pw_ctl_fail_setv(pw_ctl_fail *f, int code, const char *fmt, va_list ap)
 	f->code = code;
 	if (vasprintf(&f->message, fmt, ap) < 0)
 		f->message = NULL;
-	return -1;
+	return PW_CTL_FAILED;
 }
 
 int pw_ctl_fail_set(pw_ctl_fail *f, int code, const char *fmt, ...)
@@ -506,8 +506,8 @@ int pw_ctl_fail_set(pw_ctl_fail *f, int code, const char *fmt, ...)
 
 /*
  * Runs METHOD for client C: finds it in the modules' tables, refuses an agent what is the
- * person's only, checks the params, then calls the handler. Returns 0 with *ret_result, -1
- * with *ret_fail filled, or PW_CTL_DEFERRED.
+ * person's only, checks the params, then calls the handler. Returns 0 with *ret_result,
+ * PW_CTL_FAILED with *ret_fail filled, or PW_CTL_DEFERRED.
  */
 static int dispatch(pw_ctl_server *s, pw_ctl_client *c, const char *name, json_t *params,
 		    json_t **ret_result, pw_ctl_fail *ret_fail)
@@ -537,7 +537,7 @@ static int dispatch(pw_ctl_server *s, pw_ctl_client *c, const char *name, json_t
 	if (pw_rpc_params_check(params, m->params, m->n_params, &msg) < 0) {
 		ret_fail->code = PW_RPC_INVALID_PARAMS;
 		ret_fail->message = msg;
-		return -1;
+		return PW_CTL_FAILED;
 	}
 	pw_ctl_ctx x = {
 		.server = s,

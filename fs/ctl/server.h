@@ -122,8 +122,15 @@ typedef struct pw_ctl_fail {
 	json_t *data;
 } pw_ctl_fail;
 
-/* Fills F with CODE and a formatted message (none if out of memory). Returns -1, what a
- * handler returns for a failure: `return pw_ctl_fail_set(f, ...)`. */
+/*
+ * What a handler (or a job) returns when it failed and filled its pw_ctl_fail: the server
+ * answers with that error. Below -4095, the errno range, so it never reads as an -errno
+ * (-1 is -EPERM) when a helper's result passes through `r < 0` tests on its way up.
+ */
+#define PW_CTL_FAILED (-4096)
+
+/* Fills F with CODE and a formatted message (none if out of memory). Returns
+ * PW_CTL_FAILED, what a handler returns for a failure: `return pw_ctl_fail_set(f, ...)`. */
 _printf_(3, 4) int pw_ctl_fail_set(pw_ctl_fail *f, int code, const char *fmt, ...);
 _printf_(3, 0) int pw_ctl_fail_setv(pw_ctl_fail *f, int code, const char *fmt, va_list ap);
 
@@ -138,7 +145,7 @@ typedef struct pw_ctl_ctx {
 	void *data; /* the module's: what its init made, else its pw_ctl_use.arg */
 } pw_ctl_ctx;
 
-/* Returns 0 with *ret_result (a new reference), -1 with x->fail filled, or
+/* Returns 0 with *ret_result (a new reference), PW_CTL_FAILED with x->fail filled, or
  * PW_CTL_DEFERRED (below). Never blocks on the network. */
 typedef int (*pw_ctl_handler)(pw_ctl_ctx *x, json_t **ret_result);
 
@@ -244,7 +251,8 @@ int pw_ctl_job_admit(pw_ctl_ctx *x, pw_ctl_job_slot *ret);
 /* Gives SLOT back (no-op when not held). Server thread only. */
 void pw_ctl_job_release(pw_ctl_server *s, pw_ctl_job_slot *slot);
 
-/* A job's work, on its own thread: returns 0 with *ret_result, or -1 with FAIL filled.
+/* A job's work, on its own thread: returns 0 with *ret_result, or PW_CTL_FAILED with FAIL
+ * filled.
  * CANCEL_FD becomes readable when the server stops: work that waits (a worker process)
  * should poll it and give up. ARG is the job's own (copies of what it needs: never the
  * call's params or the client, which the server thread owns). */
