@@ -14,7 +14,7 @@
 
 #include "glob.h"
 #include "pw_limits.h"
-#include "modefile.h"
+#include "mode.h"
 #include "util.h"
 #include "yamlx.h"
 

@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "mode.h"
+#include "modeset.h"
 
 typedef enum pw_op {
 	PW_OP_LOOKUP,

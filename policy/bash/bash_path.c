@@ -23,6 +23,8 @@
 #include <sys/stat.h>
 
 #include "bash_internal.h"
+#include "bash_path.h"
+#include "bash_targets.h"
 #include "pw_limits.h"
 #include "path.h"
 #include "util.h"

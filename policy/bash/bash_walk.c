@@ -20,23 +20,16 @@
 #include <string.h>
 #include <tree_sitter/api.h>
 
+#include "bash_heuristic.h"
 #include "bash_internal.h"
+#include "bash_path.h"
+#include "bash_targets.h"
+#include "bash_walk.h"
+#include "bash_writers.h"
 #include "pw_limits.h"
 #include "util.h"
 
 const TSLanguage *tree_sitter_bash(void);
-
-int pw_bash_check_runtime(const char **ret_err)
-{
-	uint32_t v = ts_language_version(tree_sitter_bash());
-	if (v < TREE_SITTER_MIN_COMPATIBLE_LANGUAGE_VERSION || v > TREE_SITTER_LANGUAGE_VERSION) {
-		if (ret_err)
-			*ret_err = "the tree-sitter runtime does not support the bash grammar's "
-				   "ABI version";
-		return -ENOTSUP;
-	}
-	return 0;
-}
 
 /* ---------- small helpers ---------- */
 
