@@ -22,8 +22,9 @@
 
 #include "cli.h"
 #include "ctl_client.h"
-#include "ctl/server.h"
+#include "ctl/sockets.h"
 #include "daemon.h"
+#include "fs.h"
 #include "modefile.h"
 #include "options.h"
 #include "output.h"

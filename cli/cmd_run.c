@@ -24,8 +24,7 @@
 #include "path.h"
 #include "project.h"
 #include "run.h"
-
-#define SHARES_MAX 64
+#include "pw_limits.h"
 
 #define RUN_USAGE                                                                                  \
 	"Usage: piworkfs run [OPTIONS] [--] COMMAND [ARGS...]\n"                                   \
@@ -59,7 +58,7 @@ typedef struct run_args {
 	const char *mode;
 	const char *project;
 	bool ro_host;
-	char *shares[SHARES_MAX];
+	char *shares[PW_RUN_SHARES_MAX];
 	size_t n_shares;
 	char **command;
 } run_args;
@@ -76,8 +75,8 @@ static int parse(int argc, char **argv, run_args *a, pw_opts *po)
 		case 'C': a->project = po->arg; break;
 		case PW_OPT_RO_HOST: a->ro_host = true; break;
 		case PW_OPT_SHARE:
-			if (a->n_shares == SHARES_MAX) {
-				pw_err("run", "at most %d --share paths", SHARES_MAX);
+			if (a->n_shares == PW_RUN_SHARES_MAX) {
+				pw_err("run", "at most %d --share paths", PW_RUN_SHARES_MAX);
 				return PW_EXIT_USAGE;
 			}
 			a->shares[a->n_shares++] = (char *)po->arg;

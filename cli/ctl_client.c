@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ctl/server.h"
+#include "ctl/sockets.h"
 #include "path.h"
 #include "procfs.h"
 #include "pw_limits.h"

@@ -32,8 +32,6 @@
 #include "util.h"
 
 
-#define CHECK_PATHS_MAX 256
-
 typedef pw_ctl_ctx call;
 
 static _printf_(3, 4) int fail(call *x, int code, const char *fmt, ...)
@@ -355,7 +353,7 @@ static pw_policy *agent_hide(call *x)
 }
 
 static const pw_rpc_param check_params[] = {
-	{ "paths", PW_RPC_T_STRING_ARRAY, true, CHECK_PATHS_MAX },
+	{ "paths", PW_RPC_T_STRING_ARRAY, true, PW_CHECK_PATHS_MAX },
 	{ "op", PW_RPC_T_STRING, false, 32 },
 	{ "mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX },
 	{ "dir", PW_RPC_T_BOOL, false, 0 },

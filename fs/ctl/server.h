@@ -31,6 +31,8 @@
 #include <stdint.h>
 
 #include "proto.h"
+#include "sockets.h"
+#include "pw_limits.h"
 #include "util.h"
 #include "view.h"
 
@@ -44,31 +46,6 @@ typedef struct pw_ctl_tuning {
 	size_t out_max;            /* bytes of pending output per client (default 1 MiB) */
 	unsigned denied_per_sec;   /* `denied` notifications per subscriber per second (50) */
 } pw_ctl_tuning;
-
-/*
- * The default socket directory (malloc'd): $XDG_RUNTIME_DIR/piworkfs, or /run/piworkfs for
- * root without XDG_RUNTIME_DIR, or pw_ctl_fallback_dir for other users without it.
- * Returns 0 or -ENOMEM.
- */
-int pw_ctl_default_dir(char **ret);
-
-/* /tmp/piworkfs-UID (malloc'd): where a user without XDG_RUNTIME_DIR keeps sockets. */
-int pw_ctl_fallback_dir(char **ret);
-
-/*
- * Makes DIR (and its missing parents) a private directory: created 0700, and refused with
- * -EPERM when it exists but is not a directory owned by us (it is then chmod'ed to 0700 if
- * anyone else had access). Returns 0 or -errno. Shared with `piworkfs run`.
- */
-int pw_ctl_private_dir(const char *dir);
-
-/*
- * The socket path for MOUNTPOINT (an absolute path) in DIR (NULL: the default dir):
- * DIR/<sanitized basename, at most 24 bytes>-<16 hex digits of a 64-bit FNV-1a hash of the
- * mountpoint>.sock. Returns 0 with a malloc'd *ret, -ENOENT (no default dir),
- * -ENAMETOOLONG (does not fit sun_path), -ENOMEM.
- */
-int pw_ctl_socket_path(const char *dir, const char *mountpoint, char **ret);
 
 /* A module the server serves, and the argument its init gets (see "for methods" below). */
 typedef struct pw_ctl_use {
@@ -234,9 +211,6 @@ int pw_ctl_server_add_owned_agent_socket(pw_ctl_server *s, const char *path, uin
  * notification (a call without an id) is admitted and bounded the same way, run, and never
  * answered: it cannot bypass the limits.
  */
-#define PW_CTL_AGENT_JOBS_PER_CLIENT 2
-#define PW_CTL_AGENT_JOBS_MAX 4
-#define PW_CTL_OPERATOR_JOBS_MAX 4
 
 /* One admitted job's place in its pool; released once, on the server thread. */
 typedef struct pw_ctl_job_slot {

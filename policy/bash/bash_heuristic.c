@@ -15,6 +15,7 @@
 #include "bash_path.h"
 #include "bash_targets.h"
 #include "bash_writers.h"
+#include "pw_limits.h"
 #include "util.h"
 
 typedef enum tok_kind {

@@ -21,19 +21,13 @@
 #include <stddef.h>
 
 #include "bash_types.h"
+#include "pw_limits.h"
 
 /* Budget of steps (nodes visited, commands dispatched, directory entries read) one analysis
  * may spend, on top of a per-byte allowance; bounds loops walked per value, functions
  * called many times, and glob expansion. Exhausting it makes the rest "unknown". */
 #define BW_STEPS_BASE 200000u
 #define BW_STEPS_PER_BYTE 8u
-#define BW_SHELL_NEST_MAX 8     /* sh -c 'sh -c ...' levels followed */
-#define BW_FOR_VALUES_MAX 16    /* for-loop values walked one by one */
-#define BW_FUNC_CALLS_MAX 8     /* times one function body is walked */
-#define BW_BRACE_MAX 64         /* words one brace expansion may produce */
-#define BW_GLOB_MATCHES_MAX 256 /* paths one glob may expand to */
-#define BW_VARS_MAX 256         /* tracked variables */
-#define BW_FUNCS_MAX 256        /* tracked functions */
 
 /* One word of a command line after quote removal. */
 typedef struct bw_word {
