@@ -122,10 +122,6 @@
 #define PW_CTL_OPERATOR_JOBS_MAX 4
 #define PW_CHECK_PATHS_MAX 256   /* paths of one check call (the params check refuses
 				  * more) */
-#define PW_CHANGES_LIST_MAX 5000 /* entries in one changes.list reply (it says it was cut) */
-#define PW_CHANGES_DIFF_BYTES_MAX (640 * 1024) /* diff text in one reply: under
-						* PW_RPC_REPLY_MAX with the JSON around it */
-#define PW_CHANGES_PATHS_MAX 256 /* paths one changes call names, like PW_CHECK_PATHS_MAX */
 #define PW_REQUEST_REASON_MAX 200 /* bytes of an agent's cleaned reason (longer: cut, with
 				   * "..."): a line in the person's consent bar */
 #define PW_REQUEST_WAIT_MS_MAX 600000 /* longest blocking wait for an answer (10 minutes) */
@@ -135,15 +131,21 @@
 #define PW_AUDIT_BATCH_MAX 4096u /* audit records the writer commits in one transaction */
 #define PW_AUDIT_COMM_MAX 16     /* bytes kept of a process or thread name: PW_COMM_MAX and
 				  * its NUL */
-#define PW_ORIG_RECENT_MAX 16384 /* inserted tokens' row ids remembered, for a
-				  * pw_orig_delete after a failed change (it comes right
-				  * after its row's keep, so the last few thousand are
-				  * plenty) */
-#define PW_ORIG_FLOOR_MAX (1ull << 30) /* the default free-space floor is 5% of the
-					* filesystem, at most this (1 GiB) */
-#define PW_JOURNAL_RECORD_MAX (4u << 20) /* bytes of one journal record: far above any row
-					  * (a few strings and xattrs of at most 64 KiB
-					  * each); a larger record is committed at once */
+
+/* ---- undo: the originals, the journal, the change-set methods ---- */
+#define PW_UNDO_ORIG_RECENT_MAX 16384 /* inserted tokens' row ids remembered, for a delete
+				       * after a failed change (it comes right after its
+				       * row's keep, so the last few thousand are plenty) */
+#define PW_UNDO_ORIG_FLOOR_MAX (1ull << 30) /* the default free-space floor is 5% of the
+					     * filesystem, at most this (1 GiB) */
+#define PW_UNDO_JOURNAL_RECORD_MAX (4u << 20) /* bytes of one journal record: far above any
+					       * row (a few strings and xattrs of at most
+					       * 64 KiB each); a larger record is committed
+					       * at once */
+#define PW_UNDO_LIST_MAX 5000    /* entries in one changes.list reply (it says it was cut) */
+#define PW_UNDO_DIFF_BYTES_MAX (640 * 1024) /* diff text in one reply: under
+					     * PW_RPC_REPLY_MAX with the JSON around it */
+#define PW_UNDO_PATHS_MAX 256    /* paths one changes call names, like PW_CHECK_PATHS_MAX */
 
 /* ---- cli/ ---- */
 #define PW_ALLOWED_TREE_MAX 20000 /* entries `allowed --files` reads before the walk stops */

@@ -805,7 +805,7 @@ static int done(ctx *x, json_t *o, json_t **ret)
 }
 
 /* Appends change set C's changes to CHANGES, newest first, as the person meant them (net
- * effect per path; the rows stay exact). *SHOWN counts them up to PW_CHANGES_LIST_MAX. */
+ * effect per path; the rows stay exact). *SHOWN counts them up to PW_UNDO_LIST_MAX. */
 static void set_listing(ctx *x, const cset *c, json_t *changes, size_t *shown, bool *truncated,
 			bool with_row)
 {
@@ -813,7 +813,7 @@ static void set_listing(ctx *x, const cset *c, json_t *changes, size_t *shown, b
 		const crow *rw = &x->rows[i];
 		if (rw->cs != c->id || !rw->selected || rw->implicit)
 			continue;
-		if (*shown >= PW_CHANGES_LIST_MAX) {
+		if (*shown >= PW_UNDO_LIST_MAX) {
 			*truncated = true;
 			break;
 		}
@@ -1339,7 +1339,7 @@ static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			origin_path(&x, i, rw->path, origins[i]);
 	}
 	json_t *files = json_array();
-	diff_out d = { .limit = PW_CHANGES_DIFF_BYTES_MAX };
+	diff_out d = { .limit = PW_UNDO_DIFF_BYTES_MAX };
 	/* The earliest row of each original in scope holds it. */
 	for (size_t i = 0; files && i < x.n_rows; i++) {
 		crow *rw = &x.rows[i];
@@ -2171,7 +2171,7 @@ static const pw_rpc_param changes_params[] = {
 	{ "since", PW_RPC_T_STRING, false, 256 },
 	{ "since_ns", PW_RPC_T_INT, false, 0 },
 	{ "mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX },
-	{ "paths", PW_RPC_T_STRING_ARRAY, false, PW_CHANGES_PATHS_MAX },
+	{ "paths", PW_RPC_T_STRING_ARRAY, false, PW_UNDO_PATHS_MAX },
 	{ "change_set", PW_RPC_T_INT, false, 0 },
 	{ "every", PW_RPC_T_BOOL, false, 0 },
 	{ "stat", PW_RPC_T_BOOL, false, 0 },

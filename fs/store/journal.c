@@ -307,7 +307,7 @@ int pw_journal_append(pw_journal *j, const pw_orig_row *row, int64_t time_ns, ui
 	r = r ?: put_u32(&b, zero);
 	r = r ?: put_u64(&b, seq);
 	r = r ?: encode(&b, row, time_ns);
-	if (r == 0 && b.len - HEAD > PW_JOURNAL_RECORD_MAX)
+	if (r == 0 && b.len - HEAD > PW_UNDO_JOURNAL_RECORD_MAX)
 		r = -E2BIG;
 	if (r == 0) {
 		uint32_t n = (uint32_t)(b.len - HEAD);
@@ -382,7 +382,7 @@ static int replay_records(const unsigned char *p, size_t n, const char *name,
 		memcpy(&magic, p + off, 4);
 		memcpy(&len, p + off + 4, 4);
 		memcpy(&seq, p + off + 8, 8);
-		if (magic != MAGIC || len > PW_JOURNAL_RECORD_MAX || n - off - HEAD - 4 < len)
+		if (magic != MAGIC || len > PW_UNDO_JOURNAL_RECORD_MAX || n - off - HEAD - 4 < len)
 			break; /* cut short or damaged: nothing after it is trusted */
 		const unsigned char *payload = p + off + HEAD;
 		uint32_t sum;

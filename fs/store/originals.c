@@ -88,7 +88,7 @@ struct pw_orig_store {
 	uint64_t journal_committed; /* the last sequence number orig_journals holds */
 	/* Rows of created names, in the order of their changes (pw_orig_queue), under LOCK:
 	 * the first QUEUE_INSERTED are in the open transaction, the rest wait for the next
-	 * flush. RECENT: the row ids the last PW_ORIG_RECENT_MAX queued rows got, a ring. */
+	 * flush. RECENT: the row ids the last PW_UNDO_ORIG_RECENT_MAX queued rows got, a ring. */
 	queued_row *queue;
 	size_t queue_len, queue_cap, queue_inserted;
 	struct recent_id {
@@ -789,8 +789,8 @@ static bool above_floor(pw_orig_store *s, uint64_t size)
 	uint64_t floor = s->min_free;
 	if (!floor) {
 		floor = (uint64_t)v.f_blocks * v.f_frsize / 100 * FLOOR_PERCENT;
-		if (floor > PW_ORIG_FLOOR_MAX)
-			floor = PW_ORIG_FLOOR_MAX;
+		if (floor > PW_UNDO_ORIG_FLOOR_MAX)
+			floor = PW_UNDO_ORIG_FLOOR_MAX;
 	}
 	return avail >= floor && avail - floor >= size;
 }
@@ -1099,9 +1099,9 @@ int pw_orig_insert_deferred(pw_orig_store *s, const pw_orig_row *row, int64_t *r
 
 static void recent_put(pw_orig_store *s, uint64_t seq, int64_t id)
 {
-	if (!s->recent && !(s->recent = calloc(PW_ORIG_RECENT_MAX, sizeof(*s->recent))))
+	if (!s->recent && !(s->recent = calloc(PW_UNDO_ORIG_RECENT_MAX, sizeof(*s->recent))))
 		return; /* out of memory: a late delete of this row finds nothing */
-	s->recent[s->recent_next++ % PW_ORIG_RECENT_MAX] =
+	s->recent[s->recent_next++ % PW_UNDO_ORIG_RECENT_MAX] =
 		(struct recent_id){ .seq = seq, .id = id };
 }
 
@@ -1116,8 +1116,8 @@ static int64_t resolve(pw_orig_store *s, int64_t id)
 		return b ? b->now : 0;
 	}
 	uint64_t seq = (uint64_t)(id & ~TOKEN_BIT);
-	for (size_t i = 0; s->recent && i < PW_ORIG_RECENT_MAX && i < s->recent_next; i++) {
-		size_t slot = (s->recent_next - 1 - i) % PW_ORIG_RECENT_MAX;
+	for (size_t i = 0; s->recent && i < PW_UNDO_ORIG_RECENT_MAX && i < s->recent_next; i++) {
+		size_t slot = (s->recent_next - 1 - i) % PW_UNDO_ORIG_RECENT_MAX;
 		const struct recent_id *r = &s->recent[slot];
 		if (r->seq == seq)
 			return r->id;
@@ -1292,7 +1292,7 @@ static void batch_lost(pw_orig_store *s)
 	s->batch_n = 0;
 	s->batch_first = 0;
 	/* The ids the batch gave queued rows: gone with it (batch_recover gives the new). */
-	for (size_t i = 0; s->recent && i < PW_ORIG_RECENT_MAX; i++)
+	for (size_t i = 0; s->recent && i < PW_UNDO_ORIG_RECENT_MAX; i++)
 		if (s->recent[i].seq > s->journal_committed)
 			s->recent[i] = (struct recent_id){ 0 };
 	for (size_t i = 0; i < s->queue_len; i++)
