@@ -8,8 +8,8 @@
  *
  * The walk goes through descriptors (openat, O_NOFOLLOW: symbolic links are listed, never
  * followed), skips names starting with '.' as `tree` does, never enters a hidden directory
- * (the view shows nothing of it), and stops at TREE_MAX entries. Every verdict comes from
- * pw_policy_decide(), the one decision the view makes too.
+ * (the view shows nothing of it), and stops at PW_ALLOWED_TREE_MAX entries. Every verdict
+ * comes from pw_policy_decide(), the one decision the view makes too.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -19,8 +19,7 @@
 #include "cli.h"
 #include "output.h"
 #include "report.h"
-
-#define TREE_MAX 20000 /* entries read before the walk stops */
+#include "pw_limits.h"
 
 typedef enum verdict { V_WRITABLE, V_READ_ONLY, V_HIDDEN, V_PROTECTED } verdict;
 
@@ -92,7 +91,7 @@ static int walk(tree_ctx *x, int dfd, char *path, size_t len, unsigned depth, no
 
 		if (name[0] == '.')
 			continue;
-		if (x->entries >= TREE_MAX) {
+		if (x->entries >= PW_ALLOWED_TREE_MAX) {
 			x->truncated = true;
 			break;
 		}
@@ -308,7 +307,7 @@ int pw_allowed_tree(const pw_cli_project *p, const pw_policy *policy, const char
 	printf("legend: W writable, R read-only, H hidden, P protected; dot files not shown\n\n");
 	print_entry(&x, &root, "", true, true);
 	if (x.truncated)
-		printf("(stopped after %d entries)\n", TREE_MAX);
+		printf("(stopped after %d entries)\n", PW_ALLOWED_TREE_MAX);
 	node_done(&root);
 	return 0;
 }

@@ -42,6 +42,7 @@
 #include "mcp.h"
 #include "options.h"
 #include "output.h"
+#include "pw_limits.h"
 
 #define HOOK_USAGE                                                                                 \
 	"Usage: piworkfs hook claude|opencode|gemini\n"                                            \
@@ -64,7 +65,6 @@
 	"\n"                                                                                       \
 	"Exit status: 0 (also when there is nothing to say), 2 usage error.\n"
 
-#define HOOK_INPUT_MAX (16 * 1024 * 1024) /* an event carries a tool's whole result */
 #define TRANSCRIPT_TAIL (4 * 1024 * 1024) /* bytes of the transcript searched for the header */
 #define HEADER "# piworkfs mode: "
 
@@ -81,7 +81,7 @@ static json_t *read_event(void)
 
 	while (buf) {
 		if (len == cap) {
-			char *nb = cap < HOOK_INPUT_MAX ? realloc(buf, cap * 2) : NULL;
+			char *nb = cap < PW_HOOK_INPUT_MAX ? realloc(buf, cap * 2) : NULL;
 			if (!nb) {
 				free(buf);
 				return NULL;

@@ -22,7 +22,7 @@
  *
  * Bad input never ends the server: a line that is not JSON, a batch, an unknown method or
  * tool, arguments of the wrong type or size, a view whose daemon is gone: each gets a
- * JSON-RPC error, and the next line is read. A line longer than MCP_LINE_MAX is answered
+ * JSON-RPC error, and the next line is read. A line longer than PW_MCP_LINE_MAX is answered
  * with an error and skipped up to its newline.
  */
 #include <errno.h>
@@ -63,12 +63,8 @@
 	"\n"                                                                                       \
 	"Exit status: 0 when the client closes stdin, 2 usage error, 5 system error.\n"
 
-#define MCP_LINE_MAX (1024 * 1024)  /* one message from the client */
-#define MCP_TEXT_MAX (64 * 1024)    /* text of one tool answer (a diff is cut there) */
-#define MCP_CHANGES_MAX 200	    /* changes listed in one answer */
 #define MCP_WAIT_DEFAULT_S 110	    /* piworkfs_request_mode waits this long by default */
 #define MCP_WAIT_MAX_S 115	    /* a request lives 120 s */
-#define MCP_COMMAND_MAX (60 * 1024) /* a shell command: the socket's message is 64 KiB */
 
 /* JSON-RPC error codes of this server (the MCP specification uses the standard ones). */
 enum {
@@ -277,9 +273,9 @@ static int check_args(json_t *args, const arg_spec *spec, size_t n, mcp_error *e
 		case ARG_STRING:
 			if (!json_is_string(v))
 				return fail(e, MCP_INVALID_PARAMS, "'%s' must be a string", key);
-			if (json_string_length(v) > MCP_COMMAND_MAX)
+			if (json_string_length(v) > PW_MCP_COMMAND_MAX)
 				return fail(e, MCP_INVALID_PARAMS, "'%s' is longer than %d bytes",
-					    key, MCP_COMMAND_MAX);
+					    key, PW_MCP_COMMAND_MAX);
 			if (strlen(json_string_value(v)) != json_string_length(v))
 				return fail(e, MCP_INVALID_PARAMS, "'%s' holds a NUL byte", key);
 			break;
@@ -725,7 +721,7 @@ static int tool_changes(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 			json_is_true(json_object_get(cs, "current")) ? ", current" : "");
 		json_array_foreach(json_object_get(cs, "changes"), j, ch)
 		{
-			if (shown++ >= MCP_CHANGES_MAX)
+			if (shown++ >= PW_MCP_CHANGES_MAX)
 				break;
 			fprintf(t.f, "  %s %s%s%s%s%s\n", jstr(ch, "kind"), jstr(ch, "path"),
 				jstr(ch, "to") ? " -> " : "", jstr(ch, "to") ? jstr(ch, "to") : "",
@@ -735,7 +731,7 @@ static int tool_changes(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	}
 	if (!shown)
 		fputs("No changes recorded.\n", t.f);
-	if (shown > MCP_CHANGES_MAX || json_is_true(json_object_get(res, "truncated")))
+	if (shown > PW_MCP_CHANGES_MAX || json_is_true(json_object_get(res, "truncated")))
 		fputs("(more changes than shown: narrow with paths or since)\n", t.f);
 	fputs("Undo is the person's: `piworkfs undo` outside the agent.", t.f);
 	json_decref(res);
@@ -775,9 +771,10 @@ static int tool_diff(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	json_array_foreach(json_object_get(res, "files"), i, f)
 	{
 		long pos = ftell(t.f);
-		if (pos > MCP_TEXT_MAX) {
+		if (pos > PW_MCP_TEXT_MAX) {
 			fprintf(t.f, "(cut at %d bytes: %zu more files; ask for fewer paths)\n",
-				MCP_TEXT_MAX, json_array_size(json_object_get(res, "files")) - i);
+				PW_MCP_TEXT_MAX,
+				json_array_size(json_object_get(res, "files")) - i);
 			break;
 		}
 		fprintf(t.f, "%s %s%s%s (+%lld -%lld)%s%s\n", jstr(f, "kind"), jstr(f, "path"),
@@ -788,7 +785,7 @@ static int tool_diff(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 			jstr(f, "not_kept") ? " (original not kept)" : "");
 		if (jstr(f, "diff")) {
 			const char *d = jstr(f, "diff");
-			size_t left = MCP_TEXT_MAX - (size_t)pos, n = strlen(d);
+			size_t left = PW_MCP_TEXT_MAX - (size_t)pos, n = strlen(d);
 			fwrite(d, 1, n < left ? n : left, t.f);
 			if (n >= left)
 				fputs("\n(diff cut)\n", t.f);
@@ -1155,7 +1152,7 @@ static int serve(mcp *m)
 {
 	size_t cap = 65536, len = 0;
 	char *buf = malloc(cap);
-	bool skipping = false; /* inside a line longer than MCP_LINE_MAX */
+	bool skipping = false; /* inside a line longer than PW_MCP_LINE_MAX */
 
 	if (!buf)
 		return PW_EXIT_SYSTEM;
@@ -1173,7 +1170,7 @@ static int serve(mcp *m)
 			continue;
 		if (cap - len < 4096) {
 			size_t ncap = cap * 2;
-			char *nb = ncap <= 2 * MCP_LINE_MAX ? realloc(buf, ncap) : NULL;
+			char *nb = ncap <= 2 * PW_MCP_LINE_MAX ? realloc(buf, ncap) : NULL;
 			if (nb) {
 				buf = nb;
 				cap = ncap;
@@ -1194,7 +1191,8 @@ static int serve(mcp *m)
 		}
 		len -= (size_t)(start - buf);
 		memmove(buf, start, len);
-		if (len >= MCP_LINE_MAX) { /* and the buffer, at least MCP_LINE_MAX, has room */
+		/* and the buffer, at least PW_MCP_LINE_MAX, has room */
+		if (len >= PW_MCP_LINE_MAX) {
 			if (!skipping)
 				send_error(NULL, MCP_INVALID_REQUEST,
 					   "message longer than 1 MiB: skipped up to its end");

@@ -24,9 +24,7 @@
 #include "path.h"
 #include "project.h"
 #include "run.h"
-
-#define SHARES_MAX 64
-#define PODMAN_ARGS_MAX 64
+#include "pw_limits.h"
 
 #define RUN_USAGE                                                                                  \
 	"Usage: piworkfs run [OPTIONS] [--] COMMAND [ARGS...]\n"                                   \
@@ -70,12 +68,12 @@ typedef struct run_args {
 	const char *mode;
 	const char *project;
 	bool ro_host;
-	char *shares[SHARES_MAX];
+	char *shares[PW_RUN_SHARES_MAX];
 	size_t n_shares;
 	const char *only[PW_LANE_MAX]; /* --only: the run's lane */
 	size_t n_only;
 	const char *podman; /* --podman IMAGE, or NULL: bubblewrap */
-	char *podman_args[PODMAN_ARGS_MAX];
+	char *podman_args[PW_RUN_PODMAN_ARGS_MAX];
 	size_t n_podman_args;
 	char **command;
 } run_args;
@@ -92,8 +90,8 @@ static int parse(int argc, char **argv, run_args *a, pw_opts *po)
 		case 'C': a->project = po->arg; break;
 		case PW_OPT_RO_HOST: a->ro_host = true; break;
 		case PW_OPT_SHARE:
-			if (a->n_shares == SHARES_MAX) {
-				pw_err("run", "at most %d --share paths", SHARES_MAX);
+			if (a->n_shares == PW_RUN_SHARES_MAX) {
+				pw_err("run", "at most %d --share paths", PW_RUN_SHARES_MAX);
 				return PW_EXIT_USAGE;
 			}
 			a->shares[a->n_shares++] = (char *)po->arg;
@@ -107,8 +105,8 @@ static int parse(int argc, char **argv, run_args *a, pw_opts *po)
 			break;
 		case PW_OPT_PODMAN: a->podman = po->arg; break;
 		case PW_OPT_PODMAN_ARG:
-			if (a->n_podman_args == PODMAN_ARGS_MAX) {
-				pw_err("run", "at most %d --podman-arg", PODMAN_ARGS_MAX);
+			if (a->n_podman_args == PW_RUN_PODMAN_ARGS_MAX) {
+				pw_err("run", "at most %d --podman-arg", PW_RUN_PODMAN_ARGS_MAX);
 				return PW_EXIT_USAGE;
 			}
 			a->podman_args[a->n_podman_args++] = (char *)po->arg;

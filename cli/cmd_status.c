@@ -7,7 +7,6 @@
 
 #include "cli.h"
 #include "ctl_client.h"
-#include "ctl/server.h"
 #include "options.h"
 #include "output.h"
 

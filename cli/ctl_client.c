@@ -17,10 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ctl/server.h"
+#include "ctl/sockets.h"
 #include "path.h"
 #include "procfs.h"
-#include "project.h"
+#include "pw_limits.h"
 #include "proto.h"
 #include "util.h"
 
@@ -511,18 +511,17 @@ static int find_project_view(const char *project, char **ret_socket)
 	return r;
 }
 
-/* project.h's hook: the live view's mode for the offline commands. */
-int pw_cli_live_mode(const pw_cli_project *p, char **ret_mode)
+int pw_ctl_live_mode(const char *cwd, const char *project, char **ret_mode)
 {
 	json_t *res = NULL;
 	const char *mode;
 	char *m;
-	int r = pw_ctl_call_at(p && p->cwd ? p->cwd : NULL, "mode.get", NULL, &res, NULL, NULL);
+	int r = pw_ctl_call_at(cwd, "mode.get", NULL, &res, NULL, NULL);
 
-	if (r == -ENOENT && p && !getenv("PIWORKFS_SOCKET")) {
+	if (r == -ENOENT && project && !getenv("PIWORKFS_SOCKET")) {
 		/* Not inside a view: from the backing directory, the view of that project. */
 		_cleanup_free_ char *sock = NULL;
-		r = find_project_view(pw_cli_project_path(p), &sock);
+		r = find_project_view(project, &sock);
 		if (r == 0)
 			r = pw_ctl_call_socket(sock, "mode.get", NULL, &res, NULL, NULL);
 	}
@@ -541,10 +540,10 @@ int pw_cli_live_mode(const pw_cli_project *p, char **ret_mode)
 	return 0;
 }
 
-int pw_cli_live_lane(const pw_cli_project *p, json_t **ret)
+int pw_ctl_live_lane(const char *cwd, json_t **ret)
 {
 	json_t *res = NULL, *lane;
-	int r = pw_ctl_call_at(p && p->cwd ? p->cwd : NULL, "status", NULL, &res, NULL, NULL);
+	int r = pw_ctl_call_at(cwd, "status", NULL, &res, NULL, NULL);
 
 	if (r == -ENOENT || r == -ECONNREFUSED) {
 		*ret = json_array();

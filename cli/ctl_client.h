@@ -42,6 +42,18 @@ int pw_ctl_find_view(const char *path, char **ret_socket, char **ret_project);
 int pw_ctl_find_view_full(const char *path, char **ret_socket, char **ret_mountpoint);
 
 /*
+ * The mode of the live view containing CWD (NULL: the current directory), else, when
+ * PROJECT is given and $PIWORKFS_SOCKET is not set, of a live view of PROJECT (the backing
+ * directory's path). Returns 0 with a malloc'd *ret_mode, -ENOENT when there is none (or
+ * its daemon is gone), -EIO, -EBADMSG or -errno. project.c's pw_cli_live_mode over it.
+ */
+int pw_ctl_live_mode(const char *cwd, const char *project, char **ret_mode);
+/* The lane (`mount --only` globs) of the live view around CWD (NULL: the current
+ * directory), as a new JSON array; [] when no view answers. 0, or -EIO/-ENOMEM/-errno.
+ * project.c's pw_cli_live_lane over it. */
+int pw_ctl_live_lane(const char *cwd, json_t **ret);
+
+/*
  * The control socket of the view mounted at MOUNTPOINT by UID (-1: unknown): the first of
  * the places a daemon puts it (this environment's default dir, where a daemon mounted with
  * --socket-dir leaves a link to its socket, then /tmp/piworkfs-UID, /run/user/UID/piworkfs,

@@ -480,3 +480,15 @@ int pw_cli_get_policy(const char *cmd, const pw_cli_project *p, const char *mode
 	*ret_ms = TAKE_PTR(ms);
 	return PW_EXIT_OK;
 }
+
+/* The live view's mode for the offline commands: the socket client asked with P's paths
+ * (ctl_client.h), so the client needs nothing of the project. */
+int pw_cli_live_mode(const pw_cli_project *p, char **ret_mode)
+{
+	return pw_ctl_live_mode(p ? p->cwd : NULL, p ? pw_cli_project_path(p) : NULL, ret_mode);
+}
+
+int pw_cli_live_lane(const pw_cli_project *p, json_t **ret)
+{
+	return pw_ctl_live_lane(p ? p->cwd : NULL, ret);
+}

@@ -43,18 +43,17 @@
 #include "cli.h"
 #include "output.h"
 #include "run.h"
+#include "pw_limits.h"
 
 #define GRACE_MS 300    /* keys read this soon after the question appeared never answer it */
 #define SETUP_MS 10000  /* the calls at start */
-#define LINE_MAX_ (1024 * 1024)
-#define MODE_SHOWN_MAX 64
-#define REASON_SHOWN_MAX 200
 
 typedef struct question {
 	bool open;
 	long long id;
-	char from[MODE_SHOWN_MAX + 1], to[MODE_SHOWN_MAX + 1], reason[REASON_SHOWN_MAX + 1];
-	char plan[MODE_SHOWN_MAX + 1]; /* plan.request_approval: the plan; "" for a switch */
+	char from[PW_ASK_MODE_SHOWN_MAX + 1], to[PW_ASK_MODE_SHOWN_MAX + 1];
+	char reason[PW_ASK_REASON_SHOWN_MAX + 1];
+	char plan[PW_ASK_MODE_SHOWN_MAX + 1]; /* plan.request_approval: the plan; "" for a switch */
 	int64_t shown_ms;
 	size_t typed; /* how much of `to` the person typed after the grace time */
 } question;
@@ -129,13 +128,13 @@ static json_t *take_line(void)
 static bool fill(void)
 {
 	if (!ask.in) {
-		ask.in = malloc(LINE_MAX_);
+		ask.in = malloc(PW_ASK_LINE_MAX);
 		if (!ask.in)
 			return false;
 	}
-	if (ask.in_len == LINE_MAX_)
+	if (ask.in_len == PW_ASK_LINE_MAX)
 		ask.in_len = 0; /* a line longer than any reply: drop it */
-	ssize_t n = recv(ask.fd, ask.in + ask.in_len, LINE_MAX_ - ask.in_len, MSG_DONTWAIT);
+	ssize_t n = recv(ask.fd, ask.in + ask.in_len, PW_ASK_LINE_MAX - ask.in_len, MSG_DONTWAIT);
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR;
 	if (n == 0)
@@ -390,10 +389,11 @@ static void open_question(json_t *p)
 	ask.q = (question){ .open = true,
 			    .id = json_integer_value(json_object_get(p, "id")),
 			    .shown_ms = pw_clock_ms(CLOCK_MONOTONIC) };
-	shown(ask.q.from, MODE_SHOWN_MAX, json_string_value(json_object_get(p, "from")));
-	shown(ask.q.to, MODE_SHOWN_MAX, json_string_value(json_object_get(p, "to")));
-	shown(ask.q.reason, REASON_SHOWN_MAX, json_string_value(json_object_get(p, "reason")));
-	shown(ask.q.plan, MODE_SHOWN_MAX, json_string_value(json_object_get(p, "plan")));
+	shown(ask.q.from, PW_ASK_MODE_SHOWN_MAX, json_string_value(json_object_get(p, "from")));
+	shown(ask.q.to, PW_ASK_MODE_SHOWN_MAX, json_string_value(json_object_get(p, "to")));
+	shown(ask.q.reason, PW_ASK_REASON_SHOWN_MAX,
+	      json_string_value(json_object_get(p, "reason")));
+	shown(ask.q.plan, PW_ASK_MODE_SHOWN_MAX, json_string_value(json_object_get(p, "plan")));
 	if (!was_open) {
 		char region[64];
 		int n;

@@ -40,9 +40,8 @@
 #include "cli.h"
 #include "output.h"
 #include "run.h"
+#include "pw_limits.h"
 
-#define INFO_MAX 4096    /* bwrap's --info-fd JSON is a few lines */
-#define PROCS_MAX 4096   /* processes of the sandbox we signal at most */
 #define CHILD_INFO_FD 3
 #define CHILD_HIGH_FD 10 /* above every descriptor the child places */
 
@@ -112,7 +111,7 @@ static void children_of(pid_t pid, pid_t *out, size_t *n)
 	d = opendir(path);
 	if (!d)
 		return;
-	while ((e = readdir(d)) && *n < PROCS_MAX) {
+	while ((e = readdir(d)) && *n < PW_RUN_PROCS_MAX) {
 		char cpath[96];
 		FILE *f;
 		long c;
@@ -123,7 +122,7 @@ static void children_of(pid_t pid, pid_t *out, size_t *n)
 		f = fopen(cpath, "re");
 		if (!f)
 			continue;
-		while (*n < PROCS_MAX && fscanf(f, "%ld", &c) == 1)
+		while (*n < PW_RUN_PROCS_MAX && fscanf(f, "%ld", &c) == 1)
 			out[(*n)++] = (pid_t)c;
 		fclose(f);
 	}
@@ -131,7 +130,7 @@ static void children_of(pid_t pid, pid_t *out, size_t *n)
 }
 
 /* Every descendant of INIT, breadth first (so the command, INIT's first child, comes
- * first). Returns how many were written to OUT (PROCS_MAX entries). */
+ * first). Returns how many were written to OUT (PW_RUN_PROCS_MAX entries). */
 static size_t sandbox_procs(pid_t init, pid_t *out)
 {
 	size_t n = 0;
@@ -144,7 +143,7 @@ static size_t sandbox_procs(pid_t init, pid_t *out)
 
 static void signal_sandbox(pid_t init, int sig, bool command_only)
 {
-	static pid_t procs[PROCS_MAX];
+	static pid_t procs[PW_RUN_PROCS_MAX];
 	size_t n = sandbox_procs(init, procs);
 
 	if (command_only && n > 1)
@@ -160,7 +159,7 @@ typedef struct waiter {
 	pid_t init;   /* the sandbox's PID 1 as we see it; 0 until bwrap reports it */
 	pw_run_pty *pty; /* NULL: no pty */
 	int info_fd;  /* -1 once read */
-	char info[INFO_MAX];
+	char info[PW_RUN_INFO_MAX];
 	size_t info_len;
 } waiter;
 

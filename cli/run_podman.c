@@ -55,7 +55,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "ctl/server.h"
+#include "ctl/sockets.h"
 #include "output.h"
 #include "path.h"
 #include "run.h"

@@ -57,7 +57,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "ctl/server.h"
+#include "ctl/sockets.h"
 #include "ctl_client.h"
 #include "output.h"
 #include "path.h"
@@ -65,9 +65,8 @@
 #include "run.h"
 #include "ctl/run_id.h"
 #include "store/state.h"
+#include "pw_limits.h"
 #include "util.h"
-
-#define MOUNTINFO_LINES_MAX 100000 /* more mounts than any host has; stop reading there */
 
 /* ---- argument vector ------------------------------------------------------------------- */
 
@@ -132,7 +131,7 @@ static int bind_aliases(pw_run_argv *a, const char *project, const char *view)
 
 	if (stat(project, &pst) < 0)
 		return negative_errno();
-	r = pw_mountinfo_read(MOUNTINFO_LINES_MAX, &m, &n);
+	r = pw_mountinfo_read(PW_MOUNTINFO_LINES_MAX, &m, &n);
 	if (r < 0)
 		return r;
 	/* The mount PROJECT lies on: the longest mountpoint above it, the latest on a tie. */

@@ -25,7 +25,7 @@
 
 #include "cli.h"
 #include "ctl_client.h"
-#include "ctl/server.h"
+#include "ctl/sockets.h"
 #include "output.h"
 #include "path.h"
 #include "proto.h"

@@ -15,8 +15,7 @@
 #include <unistd.h>
 
 #include "creds.h"
-
-#define PW_GROUPS_MAX 64
+#include "pw_limits.h"
 
 /* Whether this thread acts as a caller now (between pw_creds_enter and pw_creds_leave). */
 static _Thread_local bool switched;

@@ -33,11 +33,7 @@
 #include "undo/node.h" /* pw_inode.undo */
 #include "util.h"
 
-#define PW_ALIAS_CHECK_MAX 8
 #define PW_FH_STRIPES 32
-/* Switches queued behind one attribute pass whose old policies are compared one by one;
- * beyond that the pass visits every node (switch.c). */
-#define PW_INVAL_OLDS_MAX 8
 /* How long a switch waits for its attribute pass before answering (switch.c). */
 #define PW_SWITCH_ATTR_WAIT_MS 2000
 
@@ -203,11 +199,6 @@ bool pw_devio_write_kills_suidgid(void);
 /* The most data one WRITE can carry: the kernel's default max_pages limit (256 pages) and
  * libfuse's request buffer (256 pages and a header page); a 1 MiB write(2) is one WRITE. */
 #define PW_FS_MAX_WRITE (1024 * 1024)
-/* The largest pipe an unprivileged process may make by default (pipe-max-size). A spliced
- * request needs one pipe page for its header and fixed argument and one per page of data,
- * so when devio.c's pipes cannot be larger, the view's max_write is a page less than this
- * (a 1 MiB write(2) is then two WRITEs, and its data is still spliced). */
-#define PW_DEVIO_PIPE_MAX (1024 * 1024)
 #define PW_FS_MAX_WRITE_SMALL_PIPE (PW_DEVIO_PIPE_MAX - 4096)
 /* At INIT (ops.c): the max_write to offer, PW_FS_MAX_WRITE when this process may make a pipe
  * that holds such a request (root with CAP_SYS_RESOURCE, or pipe-max-size of 2 MiB or more),

@@ -11,9 +11,8 @@
 #include <sys/inotify.h>
 
 #include "inode.h"
+#include "pw_limits.h"
 #include "util.h"
-
-#define PW_ALIASES_MAX 8
 
 static size_t hash_ino(dev_t dev, ino_t ino, size_t size)
 {

@@ -17,10 +17,10 @@
 
 #include "pidns.h"
 #include "store/audit.h"
+#include "pw_limits.h"
 #include "store/db.h"
 #include "util.h"
 
-#define QUEUE_MAX 4096
 #define BUCKETS 1024
 /* A second look after the other views' batches had time to commit (PW_UNDO_ORIG_DEFER_MS). */
 #define RECHECK_NS (300 * 1000000ll)
@@ -364,7 +364,7 @@ void pw_overlap_note(pw_overlap *o, const char *path, pid_t pid, const char *mod
 	snprintf(it->mode, sizeof(it->mode), "%s", mode ? mode : "");
 	it->due_ns = pw_clock_ns(CLOCK_MONOTONIC);
 	pthread_mutex_lock(&o->lock);
-	if (o->n_queue >= QUEUE_MAX) {
+	if (o->n_queue >= PW_OVERLAP_QUEUE_MAX) {
 		pthread_mutex_unlock(&o->lock);
 		item_free(it);
 		return;

@@ -30,6 +30,7 @@
 #include "inode.h"
 #include "resolve.h"
 #include "watch.h"
+#include "pw_limits.h"
 #include "util.h"
 
 #define PW_WATCH_MASK                                                                              \
@@ -87,7 +88,6 @@ pw_inode *pw_watch_learn(pw_fs *fs, pw_inode *parent, const char *name, const st
 	return n;
 }
 
-#define PW_EXPECT_MAX 1024 /* slots, a power of two */
 #define PW_EXPECT_PROBE 16 /* the slots a record may take: a window from its hash */
 #define PW_EXPECT_TTL_NS 1000000000LL
 

@@ -17,7 +17,7 @@
 #include <stdarg.h>
 
 #include "pw_limits.h"
-#include "modefile.h"
+#include "config.h"
 #include "path.h"
 #include "util.h"
 #include "yamlx.h"

@@ -14,7 +14,7 @@
 
 #include "glob.h"
 #include "pw_limits.h"
-#include "modefile.h"
+#include "mode.h"
 #include "util.h"
 #include "yamlx.h"
 
@@ -485,14 +485,13 @@ static int mp_rules(mode_parser *p, const pw_yx_node *v, const char *key, pw_rul
 }
 
 /*
- * The edit distance of A and B (each at most KEY_CMP_MAX bytes): Levenshtein's, with a swap
+ * The edit distance of A and B (each at most PW_KEY_CMP_MAX bytes): Levenshtein's, with a swap
  * of two adjacent bytes counting one edit as well ("dney" is one edit from "deny"), three
  * rows at a time.
  */
-#define KEY_CMP_MAX 32
 static size_t edit_distance(const char *a, size_t la, const char *b, size_t lb)
 {
-	size_t rows[3][KEY_CMP_MAX + 1];
+	size_t rows[3][PW_KEY_CMP_MAX + 1];
 	size_t *pprev = rows[0], *prev = rows[1], *cur = rows[2];
 
 	for (size_t j = 0; j <= lb; j++)
@@ -526,12 +525,12 @@ const char *pw_key_near_miss(const char *key, const char *const *known)
 	size_t lk = strlen(key), best = SIZE_MAX;
 	const char *found = NULL;
 
-	if (lk == 0 || lk > KEY_CMP_MAX)
+	if (lk == 0 || lk > PW_KEY_CMP_MAX)
 		return NULL;
 	for (size_t i = 0; known[i]; i++) {
 		size_t lw = strlen(known[i]), d, limit = lw <= 4 ? 1 : 2;
 
-		if (lw > KEY_CMP_MAX)
+		if (lw > PW_KEY_CMP_MAX)
 			continue;
 		d = edit_distance(key, lk, known[i], lw);
 		if (d > 0 && d <= limit && d < best) {

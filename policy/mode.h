@@ -37,9 +37,13 @@
  * a skipped config.yaml (or an unreadable modes directory) breaks every mode, since the
  * protections it holds are unknown: pw_modeset_mode_broken() is then true for every name,
  * and a view fails closed in whatever mode it is in.
+ *
+ * This header is mode.c's: the model, one mode file parsed, and the rule and warning
+ * helpers every loader shares. The layers are modeset.h's, config.yaml is config.h's.
  */
 #pragma once
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -99,60 +103,6 @@ typedef struct pw_warning {
 	char *message;
 } pw_warning;
 
-typedef struct pw_load_opts {
-	const char *bundled_dir; /* directory of bundled NAME.md files; NULL to skip */
-	const char *global_dir;  /* $XDG_CONFIG_HOME/piworkfs; NULL to skip */
-	const char *project_dir; /* project root; NULL to skip the project layer */
-	bool trusted;            /* project trusted: its layer may widen */
-} pw_load_opts;
-
-typedef struct pw_modeset pw_modeset;
-
-/* Loads all layers. Returns 0 with *ret, or -ENOMEM. Bad files become warnings. */
-int pw_modeset_load(const pw_load_opts *opts, pw_modeset **ret);
-void pw_modeset_free(pw_modeset *ms); /* accepts NULL */
-static inline void pw_modeset_freep(pw_modeset **ms)
-{
-	pw_modeset_free(*ms);
-}
-#define _cleanup_modeset_ __attribute__((cleanup(pw_modeset_freep)))
-
-size_t pw_modeset_count(const pw_modeset *ms);
-const pw_mode *pw_modeset_get(const pw_modeset *ms, size_t i); /* sorted by name */
-const pw_mode *pw_modeset_find(const pw_modeset *ms, const char *name);
-size_t pw_modeset_warning_count(const pw_modeset *ms);
-const pw_warning *pw_modeset_warning(const pw_modeset *ms, size_t i);
-/* The mode warning I is about (NULL: none; PW_ALL_MODES: every mode). */
-const char *pw_modeset_warning_mode(const pw_modeset *ms, size_t i);
-/* Is warning W one of a widening key ignored because the project is not trusted? */
-bool pw_warning_is_untrusted(const pw_warning *w);
-/* Is mode NAME broken: an error in its file (in any layer), or one that breaks every mode (a
- * config.yaml with errors)? *ret_w, when not NULL, gets the first such error. */
-bool pw_modeset_mode_broken(const pw_modeset *ms, const char *name, const pw_warning **ret_w);
-
-/* Protected and token rules, from defaults and configuration. */
-size_t pw_modeset_protected_count(const pw_modeset *ms);
-const pw_rule *pw_modeset_protected(const pw_modeset *ms, size_t i);
-size_t pw_modeset_token_count(const pw_modeset *ms);
-const pw_rule *pw_modeset_token(const pw_modeset *ms, size_t i);
-
-/*
- * The plans folder (plan.h): "docs/plans" unless a config.yaml says `plans:`, and the allow
- * rule "/DIR/" "**" that modes with writes.plans get.
- */
-const char *pw_modeset_plans_dir(const pw_modeset *ms);
-const pw_rule *pw_modeset_plans_rule(const pw_modeset *ms);
-/*
- * Makes PATH (normalized, project-relative: an approved plan) a protected path of MS, so that
- * every mode that enforces protected paths refuses to change it (the daemon adds the
- * approved plans after each load, fs/ctl/view.c). Returns 0, -EINVAL for a path that cannot
- * be written as a literal glob, -ENOMEM.
- */
-int pw_modeset_freeze(pw_modeset *ms, const char *path);
-/* Breaks every mode of MS with the error WHY (as a broken config.yaml does): a view then
- * fails closed. For what the loader's caller adds and cannot (pw_modeset_freeze). */
-void pw_modeset_fail_closed(pw_modeset *ms, const char *why);
-
 const char *pw_layer_name(pw_layer l);
 const char *pw_rule_kind_name(pw_rule_kind k);
 
@@ -161,3 +111,79 @@ const char *pw_rule_kind_name(pw_rule_kind k);
  * unknown are left out). Returns a malloc'd string or NULL.
  */
 char *pw_warning_format(const pw_warning *w);
+
+/* ---- one mode file (mode.c), and the helpers config.c and modeset.c share ---- */
+
+/* A growing list of warnings. Each records the mode it concerns (the file's stem for a mode
+ * file, NULL for config files) so pw_modeset_mode_broken() can find them; an error recorded
+ * for PW_ALL_MODES breaks every mode (a config.yaml whose rules could not be read). */
+#define PW_ALL_MODES "*" /* never a valid mode name */
+typedef struct pw_warnings {
+	pw_warning *v;
+	char **mode; /* parallel to v */
+	size_t n, cap;
+} pw_warnings;
+
+/* Appends a warning. FILE and KEY are copied; KEY may be NULL. Returns 0 or -ENOMEM. */
+/* The same with a va_list, for callers that format their own messages. */
+int pw_warnings_addv(pw_warnings *w, const char *mode, pw_severity sev, const char *file,
+		     unsigned line, unsigned column, const char *key, const char *fmt, va_list ap)
+	__attribute__((format(printf, 8, 0)));
+int pw_warnings_add(pw_warnings *w, const char *mode, pw_severity sev, const char *file,
+		    unsigned line, unsigned column, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 8, 9)));
+void pw_warnings_done(pw_warnings *w);
+void pw_warning_done(pw_warning *w);
+
+/* Position in a file, 1-based; line 0 means "absent". */
+typedef struct pw_mark {
+	unsigned line, column;
+} pw_mark;
+
+/* A parsed mode file, with where its widening keys were written (for trust warnings). */
+typedef struct pw_mode_file {
+	pw_mode mode;
+	pw_mark allow_key;   /* writes.allow with at least one rule */
+	pw_mark tokens_key;  /* writes.tokens: true */
+	pw_mark plans_key;   /* writes.plans: true */
+	pw_mark protect_key; /* protect: false */
+} pw_mode_file;
+
+/*
+ * Parses BUF (LEN bytes) as the mode file FILE (a path; its basename's stem must equal the
+ * mode's name) of layer LAYER. Problems are appended to W. Returns 0 with *ret, -EINVAL when
+ * the file has an error (it must be skipped; the errors are in W), or -ENOMEM.
+ */
+int pw_mode_parse(const char *file, const char *buf, size_t len, pw_layer layer,
+		  pw_warnings *w, pw_mode_file **ret);
+/* Reads FILE (bounded by PW_MODE_FILE_MAX) and parses it as above; an unreadable file is an
+ * error in W too (-EINVAL). */
+int pw_mode_load(const char *file, pw_layer layer, pw_warnings *w, pw_mode_file **ret);
+void pw_mode_file_free(pw_mode_file *mf); /* accepts NULL */
+void pw_mode_done(pw_mode *m);              /* frees what M holds, not M */
+
+/* Reads a whole regular file of at most PW_MODE_FILE_MAX bytes (NUL-terminated). Returns 0,
+ * -EFBIG when larger, or -errno. */
+int pw_read_small_file(const char *file, char **ret, size_t *ret_len);
+
+/* Rules. */
+int pw_rule_init(pw_rule *r, pw_rule_kind kind, const char *pattern, const char *file,
+		 unsigned line, unsigned column, pw_layer layer, const char **ret_err);
+int pw_rule_copy(pw_rule *dst, const pw_rule *src);
+void pw_rule_done(pw_rule *r);
+/* Rule arrays have an implied capacity: 8, doubled each time the length reaches a power of
+ * two >= 8. Makes room for entry N of *V (which holds N entries). Returns 0 or -ENOMEM. */
+int pw_rules_reserve(pw_rule **v, size_t n);
+/* Appends a copy of SRC to *V (of *N entries). */
+int pw_rules_append_copy(pw_rule **v, size_t *n, const pw_rule *src);
+
+/*
+ * The key of KNOWN (NULL-terminated) that KEY most likely misspells: within an edit
+ * distance of 2 (1 for keys of up to 4 bytes), else NULL. An unknown key that is a near miss
+ * of a known one is an error, not a warning: a misspelt "deny" or "hide" would drop the
+ * rules it holds without a word.
+ */
+const char *pw_key_near_miss(const char *key, const char *const *known);
+
+/* [a-z0-9][a-z0-9-]*, at most PW_MODE_NAME_MAX bytes. */
+bool pw_mode_name_is_valid(const char *s);

@@ -22,7 +22,8 @@
 #include <errno.h>
 
 #include "pw_limits.h"
-#include "modefile.h"
+#include "config.h"
+#include "modeset.h"
 #include "path.h"
 #include "util.h"
 

@@ -13,7 +13,7 @@
 #include <errno.h>
 #include <stdatomic.h>
 
-#include "modefile.h"
+#include "mode.h"
 #include "policy.h"
 #include "util.h"
 

@@ -38,6 +38,8 @@
 #include <stdint.h>
 
 #include "mode.h"
+#include "pw_limits.h"
+#include "modeset.h"
 
 typedef enum pw_op {
 	PW_OP_LOOKUP,
@@ -106,7 +108,6 @@ int pw_policy_compile(const pw_modeset *ms, const char *mode, pw_policy **ret);
  * pw_lane_free), -EINVAL for a bad glob (*ret_bad is its index, *ret_err the glob
  * compiler's reason), -E2BIG for more than PW_LANE_MAX globs, -ENOMEM.
  */
-#define PW_LANE_MAX 64
 int pw_lane_parse(const char *const *globs, size_t n, pw_rule **ret, size_t *ret_bad,
 		  const char **ret_err);
 void pw_lane_free(pw_rule *lane, size_t n); /* accepts NULL */

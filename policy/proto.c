@@ -18,10 +18,6 @@
 #include "pw_limits.h"
 #include "util.h"
 
-/* Nesting any of our requests needs is 3 (request -> params -> array); allow some slack.
- * jansson recurses while parsing, so a deep input must be refused before it parses. */
-#define PW_RPC_DEPTH_MAX 32
-
 static int max_depth(const char *s, size_t len)
 {
 	int depth = 0, max = 0;

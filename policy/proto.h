@@ -19,6 +19,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "pw_limits.h"
+
 /* JSON-RPC 2.0 standard codes and ours (-32000 .. -32099 are implementation defined). */
 enum {
 	PW_RPC_PARSE_ERROR = -32700,
@@ -67,10 +69,6 @@ json_t *pw_rpc_result_reply(json_t *id, json_t *result);
 json_t *pw_rpc_error_reply(json_t *id, int code, const char *message, json_t *data);
 json_t *pw_rpc_notification(const char *method, json_t *params);
 json_t *pw_rpc_request_new(json_t *id, const char *method, json_t *params); /* client side */
-
-/* Bytes of one line the server sends (a reply or a notification, newline included). Requests
- * are capped at PW_MSG_MAX; replies may be longer (a check of many paths), up to this. */
-#define PW_RPC_REPLY_MAX (1024 * 1024)
 
 /*
  * Serializes MSG as one compact line ending in '\n' (strings escape control characters, so

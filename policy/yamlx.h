@@ -14,9 +14,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Entries in one sequence or mapping: a little more than PW_RULES_MAX so that the caller can
- * report "too many rules" with its own message. */
-#define PW_YX_ITEMS_MAX 4096
+#include "pw_limits.h"
+
 
 typedef enum pw_yx_kind {
 	PW_YX_SCALAR,

@@ -47,7 +47,7 @@ static int refuse(pw_ctl_fail *f, int code, const char *msg, int err)
 	} else {
 		f->message = strdup(msg);
 	}
-	return -1;
+	return PW_CTL_FAILED;
 }
 
 int pw_ctl_agent_open_own(pw_ctl_server *s, pw_ctl_client *c, json_t **ret_result,

@@ -28,7 +28,8 @@ int pw_ctl_agent_socket_path(const char *main_socket, char **ret);
  * a live one is already there, and answers {"socket": PATH}. A live socket at PATH is taken
  * to be this server's own: PATH lies in the server's private 0700 directory, so only a
  * process of the mounting uid outside any sandbox could have put one there.
- * Returns 0 with *ret_result, or -1 with *ret_fail filled (code and malloc'd message).
+ * Returns 0 with *ret_result, or PW_CTL_FAILED with *ret_fail filled (code and malloc'd
+ * message).
  */
 int pw_ctl_agent_open(pw_ctl_server *s, const pw_peer *peer, json_t **ret_result,
 		      pw_ctl_fail *ret_fail);
@@ -38,7 +39,7 @@ int pw_ctl_agent_open(pw_ctl_server *s, const pw_peer *peer, json_t **ret_result
  * per sandbox), at the main socket's name with ".sock" replaced by "-SERIAL.agent.sock",
  * closed and unlinked when the calling connection closes. Requests to switch made through
  * it are shown to that connection alone (ctl/request.h). Refusals as above; at most
- * LISTENERS_MAX - 1 agent sockets per view at once (PW_RPC_BUSY beyond).
+ * PW_CTL_LISTENERS_MAX - 1 agent sockets per view at once (PW_RPC_BUSY beyond).
  */
 int pw_ctl_agent_open_own(pw_ctl_server *s, pw_ctl_client *c, json_t **ret_result,
 			  pw_ctl_fail *ret_fail);

@@ -43,8 +43,6 @@
 /* How long a worker may take. The analysis bounds its own work (PW_BASH_TARGETS_MAX and a
  * step budget); this only catches a worker that hangs, on a machine however loaded. */
 #define WORKER_DEADLINE_MS 60000
-/* The largest answer taken from a worker: 4096 targets with long paths fit. */
-#define WORKER_ANSWER_MAX (32u << 20)
 
 #if defined(__x86_64__)
 #define NATIVE_AUDIT_ARCH AUDIT_ARCH_X86_64
@@ -262,7 +260,7 @@ static void worker_identity(int root_fd, uid_t *ret_uid, gid_t *ret_gid)
 
 /* Reads the worker's whole answer into *ret (malloc'd, *ret_len bytes). -ETIMEDOUT when the
  * deadline passes first, -ECANCELED when CANCEL_FD (>= 0) becomes readable first, -ECHILD
- * when the answer is larger than WORKER_ANSWER_MAX. */
+ * when the answer is larger than PW_BASH_WORKER_ANSWER_MAX. */
 static int read_answer(int fd, int cancel_fd, char **ret, size_t *ret_len)
 {
 	_cleanup_free_ char *buf = NULL;
@@ -285,7 +283,7 @@ static int read_answer(int fd, int cancel_fd, char **ret, size_t *ret_len)
 		if (cancel_fd >= 0 && pfd[1].revents)
 			return -ECANCELED;
 		if (len == cap) {
-			if (cap >= WORKER_ANSWER_MAX)
+			if (cap >= PW_BASH_WORKER_ANSWER_MAX)
 				return -ECHILD;
 			size_t ncap = cap ? cap * 2 : 65536;
 			char *n = realloc(buf, ncap);

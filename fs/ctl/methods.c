@@ -32,8 +32,6 @@
 #include "util.h"
 
 
-#define CHECK_PATHS_MAX 256
-
 typedef pw_ctl_ctx call;
 
 static _printf_(3, 4) int fail(call *x, int code, const char *fmt, ...)
@@ -75,7 +73,7 @@ static json_t *mode_names(pw_view *v)
 }
 
 /* The policy a request asks about: params.mode compiled from the view's modes, else the
- * active one. Returns 0 with *ret (a reference), or -1 with the failure set. */
+ * active one. Returns 0 with *ret (a reference), or PW_CTL_FAILED with the failure set. */
 static int requested_policy(call *x, pw_policy **ret)
 {
 	const char *mode = str_param(x, "mode");
@@ -89,7 +87,7 @@ static int requested_policy(call *x, pw_policy **ret)
 	if (r == -ENOENT) {
 		fail(x, PW_RPC_UNKNOWN_MODE, "unknown mode '%s'", mode);
 		x->fail->data = json_pack("{s:o}", "modes", mode_names(x->view));
-		return -1;
+		return PW_CTL_FAILED;
 	}
 	if (r == -EBADMSG)
 		return fail(x, PW_RPC_MODE_BROKEN, "mode '%s' is broken (see status warnings)",
@@ -315,7 +313,7 @@ static int m_mode_set(call *x, json_t **ret)
 			fail(x, PW_RPC_INTERNAL_ERROR, "switch failed: %s", strerror(-r));
 		}
 		pw_policy_unref(before);
-		return -1;
+		return PW_CTL_FAILED;
 	}
 	/* pw_view_switch returned after the FUSE layer installed it: the switch is in force.
 	 * The reply describes that switch (its policy, generation and the mode it replaced),
@@ -377,7 +375,7 @@ static pw_policy *agent_hide(call *x)
 }
 
 static const pw_rpc_param check_params[] = {
-	{ "paths", PW_RPC_T_STRING_ARRAY, true, CHECK_PATHS_MAX },
+	{ "paths", PW_RPC_T_STRING_ARRAY, true, PW_CHECK_PATHS_MAX },
 	{ "op", PW_RPC_T_STRING, false, 32 },
 	{ "mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX },
 	{ "dir", PW_RPC_T_BOOL, false, 0 },
@@ -404,7 +402,7 @@ static int m_check(call *x, json_t **ret)
 	}
 	if (str_param(x, "mode")) {
 		if (requested_policy(x, &p) < 0)
-			return -1;
+			return PW_CTL_FAILED;
 	} else {
 		p = pw_view_policy(x->view, &gen);
 		if (!p)
@@ -452,7 +450,7 @@ static int m_allowed(call *x, json_t **ret)
 	json_t *o;
 
 	if (requested_policy(x, &p) < 0)
-		return -1;
+		return PW_CTL_FAILED;
 	o = pw_report_policy(p);
 	pw_policy_unref(p);
 	return done(x, o, ret);
@@ -627,7 +625,7 @@ static int m_bash_check(call *x, json_t **ret)
 	}
 	if (requested_policy(x, &b->policy) < 0) {
 		bash_call_free(b);
-		return -1;
+		return PW_CTL_FAILED;
 	}
 	b->hide = agent_hide(x);
 	b->len = json_string_length(cmd);

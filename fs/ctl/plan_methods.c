@@ -206,7 +206,7 @@ static int load_or_fail(call *x, pw_plan_set *s)
 	return r < 0 ? fail_errno(x, r, "reading the plans") : 0;
 }
 
-/* The plan a call names (params.name), or -1 with the failure set. */
+/* The plan a call names (params.name), or PW_CTL_FAILED with the failure set. */
 static int named_plan(call *x, const pw_plan_set *s, const pw_plan_info **ret)
 {
 	const char *name = json_string_value(json_object_get(x->params, "name"));
@@ -229,7 +229,7 @@ static int m_list(call *x, json_t **ret)
 	json_t *arr;
 
 	if (load_or_fail(x, &s) < 0)
-		return -1;
+		return PW_CTL_FAILED;
 	arr = json_array();
 	for (size_t i = 0; arr && i < s.n; i++)
 		json_array_append_new(arr, summary_json(&s.v[i]));
@@ -245,7 +245,7 @@ static int m_show(call *x, json_t **ret)
 	json_t *o;
 
 	if (load_or_fail(x, &s) < 0 || named_plan(x, &s, &p) < 0)
-		return -1;
+		return PW_CTL_FAILED;
 	o = detail_json(p);
 	if (o && json_object_set_new(o, "changesets", changesets_json(x->view, p)) < 0) {
 		json_decref(o);
@@ -259,7 +259,7 @@ static int m_status(call *x, json_t **ret)
 	_cleanup_(pw_plan_set_done) pw_plan_set s = { 0 };
 
 	if (load_or_fail(x, &s) < 0)
-		return -1;
+		return PW_CTL_FAILED;
 	return reply(x, status_json(&s), ret);
 }
 
@@ -309,7 +309,7 @@ static int m_done(call *x, json_t **ret)
 	if (!by)
 		return pw_ctl_fail_set(x->fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 	if (load_or_fail(x, &s) < 0 || named_plan(x, &s, &p) < 0)
-		return -1;
+		return PW_CTL_FAILED;
 	if (!pw_plan_info_approved(p))
 		return pw_ctl_fail_set(x->fail, PW_RPC_REFUSED,
 				       "plan '%s' is a draft: tasks are marked on an approved plan "
@@ -434,7 +434,7 @@ static int m_approve(call *x, json_t **ret)
 	if (code != 0)
 		return pw_ctl_fail_set(x->fail, code, "%s", why ? why : "approval failed");
 	if (load_or_fail(x, &s) < 0 || named_plan(x, &s, &p) < 0)
-		return -1;
+		return PW_CTL_FAILED;
 	return reply(x, detail_json(p), ret);
 }
 
@@ -450,7 +450,7 @@ static int m_reopen(call *x, json_t **ret)
 	int r;
 
 	if (load_or_fail(x, &s) < 0 || named_plan(x, &s, &p) < 0)
-		return -1;
+		return PW_CTL_FAILED;
 	if (!pw_plan_info_approved(p))
 		return pw_ctl_fail_set(x->fail, PW_RPC_INVALID_PARAMS,
 				       "plan '%s' is not approved (it is a draft already)", p->name);
@@ -477,7 +477,7 @@ static int m_reopen(call *x, json_t **ret)
 				       why ? why : strerror(-r));
 	pw_plan_set_done(&s);
 	if (load_or_fail(x, &s) < 0 || named_plan(x, &s, &p) < 0)
-		return -1;
+		return PW_CTL_FAILED;
 	return reply(x, detail_json(p), ret);
 }
 

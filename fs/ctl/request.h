@@ -25,12 +25,10 @@
 #include <stdint.h>
 
 #include "server.h"
+#include "pw_limits.h"
 
-#define PW_REQUEST_REASON_MAX 200    /* bytes of a cleaned reason (longer: cut, with "...") */
 #define PW_REQUEST_EXPIRES_S 120     /* default and longest life of a request */
-#define PW_REQUEST_WAIT_MS_MAX 600000 /* longest blocking wait */
 #define PW_REQUEST_PER_SEC 20        /* new requests per view per second; more: PW_RPC_BUSY */
-#define PW_REQUEST_WAITERS_MAX 16    /* blocking callers of one request */
 
 /*
  * REASON as the person will see it: control characters (C0, DEL, C1), and the bidi and

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server.h"
+#include "sockets.h"
 #include "util.h"
 
 bool pw_ctl_run_id_valid(const char *id)

@@ -11,7 +11,7 @@
 
 #include <stdbool.h>
 
-#define PW_RUN_ID_MAX 16
+#include "pw_limits.h"
 
 /* Whether ID can be a run id: 1 to PW_RUN_ID_MAX ASCII letters and digits. */
 bool pw_ctl_run_id_valid(const char *id);

@@ -57,13 +57,7 @@
 #include "util.h"
 
 #define DEFAULT_IDLE_MS 30000u
-#define DEFAULT_OUT_MAX (1024u * 1024u)
 #define DEFAULT_DENIED_PER_SEC 50u
-#define LISTENERS_MAX 8     /* the main socket and up to 7 agent sockets */
-/* Every listener full at once: the main socket's slots plus each agent socket's. */
-#define CLIENTS_TOTAL_MAX (PW_CLIENTS_MAX + (LISTENERS_MAX - 1) * PW_AGENT_CLIENTS_MAX)
-#define EVENTS_MAX 256      /* pending notifications between two loop turns */
-#define MODULES_MAX 8       /* modules one server serves */
 #define ACCEPT_BURST 64     /* accepts per loop turn, so clients are served meanwhile */
 #define READ_CHUNK 65536
 
@@ -115,15 +109,15 @@ struct pw_ctl_server {
 	int hub_slot;
 
 	/* Server thread only. */
-	listener listeners[LISTENERS_MAX];
+	listener listeners[PW_CTL_LISTENERS_MAX];
 	size_t n_listeners;
-	pw_ctl_client *clients[CLIENTS_TOTAL_MAX];
+	pw_ctl_client *clients[PW_CTL_CLIENTS_TOTAL_MAX];
 	size_t n_clients;
 
 	pthread_mutex_t lock; /* guards the fields below */
-	json_t *events[EVENTS_MAX]; /* queued notifications: {"method":..,"params":..} */
+	json_t *events[PW_CTL_EVENTS_MAX]; /* queued notifications: {"method":..,"params":..} */
 	size_t n_events;
-	listener pending[LISTENERS_MAX]; /* agent sockets to adopt */
+	listener pending[PW_CTL_LISTENERS_MAX]; /* agent sockets to adopt */
 	size_t n_pending;
 	pw_ctl_stats stats;
 	char *socket_path;
@@ -134,7 +128,7 @@ struct pw_ctl_server {
 		const pw_ctl_module *m;
 		void *data;
 		bool inited;
-	} modules[MODULES_MAX];
+	} modules[PW_CTL_MODULES_MAX];
 	size_t n_modules;
 
 	pw_ctl_jobs *jobs; /* slow work of calls, off this thread (jobs.h) */
@@ -155,91 +149,6 @@ static void wake(pw_ctl_server *s)
 	uint64_t one = 1;
 	ssize_t n = write(s->wake_fd, &one, sizeof(one));
 	(void)n; /* EAGAIN: already awake */
-}
-
-/* ---- socket paths ---------------------------------------------------------------------- */
-
-int pw_ctl_default_dir(char **ret)
-{
-	const char *xdg = getenv("XDG_RUNTIME_DIR");
-	char *d;
-
-	if (xdg && xdg[0] == '/') {
-		if (asprintf(&d, "%s/piworkfs", xdg) < 0)
-			return -ENOMEM;
-	} else if (geteuid() == 0) {
-		d = strdup("/run/piworkfs");
-		if (!d)
-			return -ENOMEM;
-	} else {
-		return pw_ctl_fallback_dir(ret);
-	}
-	*ret = d;
-	return 0;
-}
-
-/* A user without XDG_RUNTIME_DIR (su -, cron, ssh without a login session) gets a private
- * directory in /tmp named by uid, as tmux does: fixed, so the daemon and every client agree
- * on it whatever their environment; pw_ctl_private_dir refuses it unless it is a real
- * directory of ours (the sticky /tmp keeps others from replacing it later). */
-int pw_ctl_fallback_dir(char **ret)
-{
-	return asprintf(ret, "/tmp/piworkfs-%u", (unsigned)geteuid()) < 0 ? -ENOMEM : 0;
-}
-
-int pw_ctl_socket_path(const char *dir, const char *mountpoint, char **ret)
-{
-	_cleanup_free_ char *ddir = NULL;
-	char base[25];
-	const char *b;
-	size_t n = 0;
-	char *path;
-	int r;
-
-	if (!mountpoint || mountpoint[0] != '/')
-		return -EINVAL;
-	if (!dir) {
-		r = pw_ctl_default_dir(&ddir);
-		if (r < 0)
-			return r;
-		dir = ddir;
-	}
-	b = strrchr(mountpoint, '/');
-	b = b && b[1] ? b + 1 : "root";
-	for (; *b && n < sizeof(base) - 1; b++) {
-		char c = *b;
-		base[n++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-					    (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'
-				    ? c
-				    : '_';
-	}
-	base[n] = 0;
-	if (asprintf(&path, "%s/%s-%016llx.sock", dir, base,
-		     (unsigned long long)pw_fnv1a64_str(PW_FNV1A64_INIT, mountpoint)) < 0)
-		return -ENOMEM;
-	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-		free(path);
-		return -ENAMETOOLONG;
-	}
-	*ret = path;
-	return 0;
-}
-
-/* Creates DIR and its parents; DIR itself must end up a 0700 directory we own. */
-int pw_ctl_private_dir(const char *dir)
-{
-	struct stat st;
-	int r = pw_db_mkdir_p(dir);
-
-	if (r < 0)
-		return r;
-	if (lstat(dir, &st) < 0)
-		return negative_errno();
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-		return -EPERM;
-	if ((st.st_mode & 077) && chmod(dir, 0700) < 0)
-		return negative_errno();
-	return 0;
 }
 
 /* Is a server listening at PATH? A stale socket (its daemon was killed) refuses. */
@@ -422,7 +331,7 @@ static bool send_error(pw_ctl_server *s, pw_ctl_client *c, json_t *id, int code,
 
 static int modules_init(pw_ctl_server *s, const pw_ctl_use *uses, size_t n)
 {
-	if (n > MODULES_MAX)
+	if (n > PW_CTL_MODULES_MAX)
 		return -E2BIG;
 	for (size_t i = 0; i < n; i++) {
 		const pw_ctl_module *m = uses[i].module;
@@ -492,7 +401,7 @@ int pw_ctl_fail_setv(pw_ctl_fail *f, int code, const char *fmt, va_list ap)
 	f->code = code;
 	if (vasprintf(&f->message, fmt, ap) < 0)
 		f->message = NULL;
-	return -1;
+	return PW_CTL_FAILED;
 }
 
 int pw_ctl_fail_set(pw_ctl_fail *f, int code, const char *fmt, ...)
@@ -506,8 +415,8 @@ int pw_ctl_fail_set(pw_ctl_fail *f, int code, const char *fmt, ...)
 
 /*
  * Runs METHOD for client C: finds it in the modules' tables, refuses an agent what is the
- * person's only, checks the params, then calls the handler. Returns 0 with *ret_result, -1
- * with *ret_fail filled, or PW_CTL_DEFERRED.
+ * person's only, checks the params, then calls the handler. Returns 0 with *ret_result,
+ * PW_CTL_FAILED with *ret_fail filled, or PW_CTL_DEFERRED.
  */
 static int dispatch(pw_ctl_server *s, pw_ctl_client *c, const char *name, json_t *params,
 		    json_t **ret_result, pw_ctl_fail *ret_fail)
@@ -537,7 +446,7 @@ static int dispatch(pw_ctl_server *s, pw_ctl_client *c, const char *name, json_t
 	if (pw_rpc_params_check(params, m->params, m->n_params, &msg) < 0) {
 		ret_fail->code = PW_RPC_INVALID_PARAMS;
 		ret_fail->message = msg;
-		return -1;
+		return PW_CTL_FAILED;
 	}
 	pw_ctl_ctx x = {
 		.server = s,
@@ -702,8 +611,8 @@ static void accept_clients(pw_ctl_server *s, size_t li)
 		if (fd < 0)
 			return; /* EAGAIN, or a transient error (EMFILE): retry next turn */
 		/* This socket's own limit; the table has room for every socket's (asserted by
-		 * CLIENTS_TOTAL_MAX), so one socket's clients never take another's slots. */
-		if (l->n_clients >= l->max_clients || s->n_clients >= CLIENTS_TOTAL_MAX) {
+		 * PW_CTL_CLIENTS_TOTAL_MAX), so one socket's clients never take another's slots. */
+		if (l->n_clients >= l->max_clients || s->n_clients >= PW_CTL_CLIENTS_TOTAL_MAX) {
 			pthread_mutex_lock(&s->lock);
 			s->stats.refused_busy++;
 			if (l->restricted)
@@ -822,7 +731,7 @@ static void post_event(pw_ctl_server *s, const char *method, json_t *params, boo
 	pthread_mutex_lock(&s->lock);
 	if (denied)
 		s->stats.denied_seen++;
-	if (!ev || s->n_events >= EVENTS_MAX) {
+	if (!ev || s->n_events >= PW_CTL_EVENTS_MAX) {
 		if (denied)
 			s->stats.denied_suppressed++;
 		json_decref(ev);
@@ -851,7 +760,7 @@ static bool take_token(pw_ctl_server *s, pw_ctl_client *c, int64_t now)
 
 static void fan_out(pw_ctl_server *s)
 {
-	json_t *events[EVENTS_MAX];
+	json_t *events[PW_CTL_EVENTS_MAX];
 	size_t n;
 	int64_t now = pw_clock_ms(CLOCK_MONOTONIC);
 
@@ -983,13 +892,13 @@ static void hub_unregister(pw_ctl_server *s)
 /* ---- the loop -------------------------------------------------------------------------- */
 
 /* A free slot of listeners[] (an owned socket gone, none of its clients left), or a new
- * one; LISTENERS_MAX when full. */
+ * one; PW_CTL_LISTENERS_MAX when full. */
 static size_t free_listener_slot(pw_ctl_server *s)
 {
 	for (size_t i = 1; i < s->n_listeners; i++)
 		if (s->listeners[i].fd < 0 && s->listeners[i].n_clients == 0)
 			return i;
-	return s->n_listeners < LISTENERS_MAX ? s->n_listeners : LISTENERS_MAX;
+	return s->n_listeners < PW_CTL_LISTENERS_MAX ? s->n_listeners : PW_CTL_LISTENERS_MAX;
 }
 
 static void adopt_pending(pw_ctl_server *s)
@@ -997,7 +906,7 @@ static void adopt_pending(pw_ctl_server *s)
 	pthread_mutex_lock(&s->lock);
 	for (size_t i = 0; i < s->n_pending; i++) {
 		size_t slot = free_listener_slot(s);
-		if (slot < LISTENERS_MAX) {
+		if (slot < PW_CTL_LISTENERS_MAX) {
 			s->listeners[slot] = s->pending[i];
 			if (slot == s->n_listeners)
 				s->n_listeners++;
@@ -1043,7 +952,7 @@ static void expire_clients(pw_ctl_server *s, int64_t now)
 static void *server_main(void *userdata)
 {
 	pw_ctl_server *s = userdata;
-	struct pollfd pfd[1 + LISTENERS_MAX + CLIENTS_TOTAL_MAX];
+	struct pollfd pfd[1 + PW_CTL_LISTENERS_MAX + PW_CTL_CLIENTS_TOTAL_MAX];
 	sigset_t all;
 
 	/* Signals go to the daemon's other threads. */
@@ -1165,7 +1074,7 @@ int pw_ctl_server_start(pw_view *view, const char *socket_dir, const pw_ctl_tuni
 	if (!s->tun.idle_timeout_ms)
 		s->tun.idle_timeout_ms = DEFAULT_IDLE_MS;
 	if (!s->tun.out_max)
-		s->tun.out_max = DEFAULT_OUT_MAX;
+		s->tun.out_max = PW_CTL_OUT_DEFAULT_MAX;
 	if (s->tun.out_max < PW_RPC_REPLY_MAX + 1)
 		s->tun.out_max = PW_RPC_REPLY_MAX + 1; /* room for at least one full reply */
 	if (!s->tun.denied_per_sec)
@@ -1243,7 +1152,7 @@ static int add_agent_socket(pw_ctl_server *s, const char *path, uint64_t owner)
 	if (r < 0)
 		return r;
 	pthread_mutex_lock(&s->lock);
-	if (s->n_pending + s->n_listeners >= LISTENERS_MAX) {
+	if (s->n_pending + s->n_listeners >= PW_CTL_LISTENERS_MAX) {
 		pthread_mutex_unlock(&s->lock);
 		close(fd);
 		unlink(path);

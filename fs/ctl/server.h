@@ -31,6 +31,8 @@
 #include <stdint.h>
 
 #include "proto.h"
+#include "sockets.h"
+#include "pw_limits.h"
 #include "util.h"
 #include "view.h"
 
@@ -44,31 +46,6 @@ typedef struct pw_ctl_tuning {
 	size_t out_max;            /* bytes of pending output per client (default 1 MiB) */
 	unsigned denied_per_sec;   /* `denied` notifications per subscriber per second (50) */
 } pw_ctl_tuning;
-
-/*
- * The default socket directory (malloc'd): $XDG_RUNTIME_DIR/piworkfs, or /run/piworkfs for
- * root without XDG_RUNTIME_DIR, or pw_ctl_fallback_dir for other users without it.
- * Returns 0 or -ENOMEM.
- */
-int pw_ctl_default_dir(char **ret);
-
-/* /tmp/piworkfs-UID (malloc'd): where a user without XDG_RUNTIME_DIR keeps sockets. */
-int pw_ctl_fallback_dir(char **ret);
-
-/*
- * Makes DIR (and its missing parents) a private directory: created 0700, and refused with
- * -EPERM when it exists but is not a directory owned by us (it is then chmod'ed to 0700 if
- * anyone else had access). Returns 0 or -errno. Shared with `piworkfs run`.
- */
-int pw_ctl_private_dir(const char *dir);
-
-/*
- * The socket path for MOUNTPOINT (an absolute path) in DIR (NULL: the default dir):
- * DIR/<sanitized basename, at most 24 bytes>-<16 hex digits of a 64-bit FNV-1a hash of the
- * mountpoint>.sock. Returns 0 with a malloc'd *ret, -ENOENT (no default dir),
- * -ENAMETOOLONG (does not fit sun_path), -ENOMEM.
- */
-int pw_ctl_socket_path(const char *dir, const char *mountpoint, char **ret);
 
 /* A module the server serves, and the argument its init gets (see "for methods" below). */
 typedef struct pw_ctl_use {
@@ -122,8 +99,15 @@ typedef struct pw_ctl_fail {
 	json_t *data;
 } pw_ctl_fail;
 
-/* Fills F with CODE and a formatted message (none if out of memory). Returns -1, what a
- * handler returns for a failure: `return pw_ctl_fail_set(f, ...)`. */
+/*
+ * What a handler (or a job) returns when it failed and filled its pw_ctl_fail: the server
+ * answers with that error. Below -4095, the errno range, so it never reads as an -errno
+ * (-1 is -EPERM) when a helper's result passes through `r < 0` tests on its way up.
+ */
+#define PW_CTL_FAILED (-4096)
+
+/* Fills F with CODE and a formatted message (none if out of memory). Returns
+ * PW_CTL_FAILED, what a handler returns for a failure: `return pw_ctl_fail_set(f, ...)`. */
 _printf_(3, 4) int pw_ctl_fail_set(pw_ctl_fail *f, int code, const char *fmt, ...);
 _printf_(3, 0) int pw_ctl_fail_setv(pw_ctl_fail *f, int code, const char *fmt, va_list ap);
 
@@ -138,7 +122,7 @@ typedef struct pw_ctl_ctx {
 	void *data; /* the module's: what its init made, else its pw_ctl_use.arg */
 } pw_ctl_ctx;
 
-/* Returns 0 with *ret_result (a new reference), -1 with x->fail filled, or
+/* Returns 0 with *ret_result (a new reference), PW_CTL_FAILED with x->fail filled, or
  * PW_CTL_DEFERRED (below). Never blocks on the network. */
 typedef int (*pw_ctl_handler)(pw_ctl_ctx *x, json_t **ret_result);
 
@@ -227,9 +211,6 @@ int pw_ctl_server_add_owned_agent_socket(pw_ctl_server *s, const char *path, uin
  * notification (a call without an id) is admitted and bounded the same way, run, and never
  * answered: it cannot bypass the limits.
  */
-#define PW_CTL_AGENT_JOBS_PER_CLIENT 2
-#define PW_CTL_AGENT_JOBS_MAX 4
-#define PW_CTL_OPERATOR_JOBS_MAX 4
 
 /* One admitted job's place in its pool; released once, on the server thread. */
 typedef struct pw_ctl_job_slot {
@@ -244,7 +225,8 @@ int pw_ctl_job_admit(pw_ctl_ctx *x, pw_ctl_job_slot *ret);
 /* Gives SLOT back (no-op when not held). Server thread only. */
 void pw_ctl_job_release(pw_ctl_server *s, pw_ctl_job_slot *slot);
 
-/* A job's work, on its own thread: returns 0 with *ret_result, or -1 with FAIL filled.
+/* A job's work, on its own thread: returns 0 with *ret_result, or PW_CTL_FAILED with FAIL
+ * filled.
  * CANCEL_FD becomes readable when the server stops: work that waits (a worker process)
  * should poll it and give up. ARG is the job's own (copies of what it needs: never the
  * call's params or the client, which the server thread owns). */

@@ -50,14 +50,12 @@
 #define PW_AUDIT_BYTES_PER_EVENT 256u         /* ring budget per event of capacity */
 #define PW_AUDIT_MIN_BYTES (64u * 1024u)      /* always room for a few maximal records */
 #define PW_AUDIT_MAX_BYTES (256u * 1024u * 1024u)
-#define PW_AUDIT_BATCH_MAX 4096u              /* records per transaction */
 #define PW_AUDIT_WINDOW_NS 1000000000ll       /* coalescing window */
 #define PW_AUDIT_RETENTION_PERIOD_NS (600ll * 1000000000ll)
 #define PW_AUDIT_STOP_GRACE_NS (5ll * 1000000000ll) /* how long stop waits for a locked db */
 #define PW_AUDIT_BUSY_MS 200                  /* the writer's busy timeout per attempt */
 #define PW_AUDIT_DELETE_CHUNK 10000
 #define CO_SLOTS 1024u
-#define COMM_MAX 16
 
 enum { S_MODE, S_PATH, S_PATH2, S_PATTERN, S_FILE, S_COMM, S_PIDNS, S_THREAD, S_COUNT };
 
@@ -89,15 +87,15 @@ static const size_t str_caps[S_COUNT] = {
 	[S_PATH2] = PW_TREE_PATH_MAX - 1,
 	[S_PATTERN] = PW_GLOB_LEN_MAX,
 	[S_FILE] = PW_PATH_MAX - 1,
-	[S_COMM] = COMM_MAX,
+	[S_COMM] = PW_AUDIT_COMM_MAX,
 	[S_PIDNS] = PW_PIDNS_DESC_MAX - 1, /* longer is never produced; cut, it fails to parse */
-	[S_THREAD] = COMM_MAX,
+	[S_THREAD] = PW_AUDIT_COMM_MAX,
 };
 _Static_assert(PW_TREE_PATH_MAX - 1 <= UINT16_MAX, "rec_hdr.len must hold a whole path");
 
 #define MAX_RECORD_SIZE                                                                            \
 	((sizeof(rec_hdr) + PW_MODE_NAME_MAX + 2 * PW_TREE_PATH_MAX + PW_PATH_MAX + PW_GLOB_LEN_MAX + \
-	  2 * COMM_MAX + PW_PIDNS_DESC_MAX + 7 + 7) &                                              \
+	  2 * PW_AUDIT_COMM_MAX + PW_PIDNS_DESC_MAX + 7 + 7) &                                     \
 	 ~7u)
 
 /* A row the coalescing cache remembers. Owned by the writer thread. */
@@ -473,7 +471,7 @@ static int co_remember(pw_audit *a, co_entry *e, const rec_view *v, uint64_t has
 /* Per-batch cache of process names, so a storm reads /proc once per pid. */
 typedef struct comm_cache {
 	pid_t pid[8];
-	char name[8][COMM_MAX + 1];
+	char name[8][PW_AUDIT_COMM_MAX + 1];
 	unsigned n;
 } comm_cache;
 

@@ -38,11 +38,8 @@
 #include "path.h"
 #include "proto.h"
 #include "quote.h"
+#include "pw_limits.h"
 #include "util.h"
-
-#define LIST_MAX 5000          /* entries in one changes.list reply */
-#define DIFF_BYTES_MAX (640 * 1024) /* diff text in one reply */
-#define PATHS_MAX 256
 
 extern char **environ;
 
@@ -837,7 +834,7 @@ static int done(ctx *x, json_t *o, json_t **ret)
 }
 
 /* Appends change set C's changes to CHANGES, newest first, as the person meant them (net
- * effect per path; the rows stay exact). *SHOWN counts them up to LIST_MAX. */
+ * effect per path; the rows stay exact). *SHOWN counts them up to PW_UNDO_LIST_MAX. */
 static void set_listing(ctx *x, const cset *c, json_t *changes, size_t *shown, bool *truncated,
 			bool with_row)
 {
@@ -845,7 +842,7 @@ static void set_listing(ctx *x, const cset *c, json_t *changes, size_t *shown, b
 		const crow *rw = &x->rows[i];
 		if (rw->cs != c->id || !rw->selected || rw->implicit)
 			continue;
-		if (*shown >= LIST_MAX) {
+		if (*shown >= PW_UNDO_LIST_MAX) {
 			*truncated = true;
 			break;
 		}
@@ -1378,7 +1375,7 @@ static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			origin_path(&x, i, rw->path, origins[i]);
 	}
 	json_t *files = json_array();
-	diff_out d = { .limit = DIFF_BYTES_MAX };
+	diff_out d = { .limit = PW_UNDO_DIFF_BYTES_MAX };
 	/* The earliest row of each original in scope holds it. */
 	for (size_t i = 0; files && i < x.n_rows; i++) {
 		crow *rw = &x.rows[i];
@@ -2213,7 +2210,7 @@ static const pw_rpc_param changes_params[] = {
 	{ "since", PW_RPC_T_STRING, false, 256 },
 	{ "since_ns", PW_RPC_T_INT, false, 0 },
 	{ "mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX },
-	{ "paths", PW_RPC_T_STRING_ARRAY, false, PATHS_MAX },
+	{ "paths", PW_RPC_T_STRING_ARRAY, false, PW_UNDO_PATHS_MAX },
 	{ "change_set", PW_RPC_T_INT, false, 0 },
 	{ "every", PW_RPC_T_BOOL, false, 0 },
 	{ "stat", PW_RPC_T_BOOL, false, 0 },

@@ -12,14 +12,13 @@
 #include <unistd.h>
 
 #include "journal.h"
+#include "pw_limits.h"
 #include "util.h"
 
 #define MAGIC 0x314a5750u /* "PWJ1" little-endian */
 #define PREFIX "journal."
 #define NIL_LEN 0xffffffffu
 #define HEAD (4 + 4 + 8) /* magic, payload length, sequence number */
-#define RECORD_MAX (4u << 20) /* far above any row: a few strings and xattrs of at most
-				* 64 KiB each (a larger record is committed at once) */
 
 /* ---- encoding -------------------------------------------------------------------------- */
 
@@ -309,7 +308,7 @@ int pw_undo_journal_append(pw_undo_journal *j, const pw_undo_orig_row *row, int6
 	r = r ?: put_u32(&b, zero);
 	r = r ?: put_u64(&b, seq);
 	r = r ?: encode(&b, row, time_ns);
-	if (r == 0 && b.len - HEAD > RECORD_MAX)
+	if (r == 0 && b.len - HEAD > PW_UNDO_JOURNAL_RECORD_MAX)
 		r = -E2BIG;
 	if (r == 0) {
 		uint32_t n = (uint32_t)(b.len - HEAD);
@@ -384,7 +383,7 @@ static int replay_records(const unsigned char *p, size_t n, const char *name,
 		memcpy(&magic, p + off, 4);
 		memcpy(&len, p + off + 4, 4);
 		memcpy(&seq, p + off + 8, 8);
-		if (magic != MAGIC || len > RECORD_MAX || n - off - HEAD - 4 < len)
+		if (magic != MAGIC || len > PW_UNDO_JOURNAL_RECORD_MAX || n - off - HEAD - 4 < len)
 			break; /* cut short or damaged: nothing after it is trusted */
 		const unsigned char *payload = p + off + HEAD;
 		uint32_t sum;

@@ -40,6 +40,7 @@
 #include "copyhash.h"
 #include "store/db.h"
 #include "journal.h"
+#include "pw_limits.h"
 #include "util.h"
 
 #define COPY_CHUNK (1u << 20)
@@ -59,9 +60,6 @@ typedef struct queued_row {
 /* A queued row's token, in place of a row id until a flush has inserted it. Real ids stay
  * far below (SQLite counts them up from 1). */
 #define TOKEN_BIT (INT64_C(1) << 62)
-/* How many inserted tokens' row ids are remembered, for a pw_undo_orig_delete after a failed
- * change (it comes right after its row's keep, so the last few thousand are plenty). */
-#define RECENT_MAX 16384
 
 struct pw_undo_orig_store {
 	sqlite3 *db;
@@ -90,7 +88,7 @@ struct pw_undo_orig_store {
 	uint64_t journal_committed; /* the last sequence number orig_journals holds */
 	/* Rows of created names, in the order of their changes (pw_undo_orig_queue), under LOCK:
 	 * the first QUEUE_INSERTED are in the open transaction, the rest wait for the next
-	 * flush. RECENT: the row ids the last RECENT_MAX queued rows got, a ring. */
+	 * flush. RECENT: the row ids the last PW_UNDO_ORIG_RECENT_MAX queued rows got, a ring. */
 	queued_row *queue;
 	size_t queue_len, queue_cap, queue_inserted;
 	struct recent_id {
@@ -782,7 +780,6 @@ static uint64_t stored_bytes(pw_undo_orig_store *s)
 
 /* The default floor: 5% of the filesystem, at most 1 GiB. */
 #define FLOOR_PERCENT 5
-#define FLOOR_MAX (1ull << 30)
 
 /* Whether SIZE more bytes leave blobs/' filesystem above its floor. */
 static bool above_floor(pw_undo_orig_store *s, uint64_t size)
@@ -794,8 +791,8 @@ static bool above_floor(pw_undo_orig_store *s, uint64_t size)
 	uint64_t floor = s->min_free;
 	if (!floor) {
 		floor = (uint64_t)v.f_blocks * v.f_frsize / 100 * FLOOR_PERCENT;
-		if (floor > FLOOR_MAX)
-			floor = FLOOR_MAX;
+		if (floor > PW_UNDO_ORIG_FLOOR_MAX)
+			floor = PW_UNDO_ORIG_FLOOR_MAX;
 	}
 	return avail >= floor && avail - floor >= size;
 }
@@ -1107,9 +1104,10 @@ int pw_undo_orig_insert_deferred(pw_undo_orig_store *s, const pw_undo_orig_row *
 
 static void recent_put(pw_undo_orig_store *s, uint64_t seq, int64_t id)
 {
-	if (!s->recent && !(s->recent = calloc(RECENT_MAX, sizeof(*s->recent))))
+	if (!s->recent && !(s->recent = calloc(PW_UNDO_ORIG_RECENT_MAX, sizeof(*s->recent))))
 		return; /* out of memory: a late delete of this row finds nothing */
-	s->recent[s->recent_next++ % RECENT_MAX] = (struct recent_id){ .seq = seq, .id = id };
+	s->recent[s->recent_next++ % PW_UNDO_ORIG_RECENT_MAX] =
+		(struct recent_id){ .seq = seq, .id = id };
 }
 
 /* The row id behind ID: itself, or a token's once a flush inserted its row; 0 if unknown.
@@ -1123,8 +1121,9 @@ static int64_t resolve(pw_undo_orig_store *s, int64_t id)
 		return b ? b->now : 0;
 	}
 	uint64_t seq = (uint64_t)(id & ~TOKEN_BIT);
-	for (size_t i = 0; s->recent && i < RECENT_MAX && i < s->recent_next; i++) {
-		const struct recent_id *r = &s->recent[(s->recent_next - 1 - i) % RECENT_MAX];
+	for (size_t i = 0; s->recent && i < PW_UNDO_ORIG_RECENT_MAX && i < s->recent_next; i++) {
+		size_t slot = (s->recent_next - 1 - i) % PW_UNDO_ORIG_RECENT_MAX;
+		const struct recent_id *r = &s->recent[slot];
 		if (r->seq == seq)
 			return r->id;
 	}
@@ -1299,7 +1298,7 @@ static void batch_lost(pw_undo_orig_store *s)
 	s->batch_n = 0;
 	s->batch_first = 0;
 	/* The ids the batch gave queued rows: gone with it (batch_recover gives the new). */
-	for (size_t i = 0; s->recent && i < RECENT_MAX; i++)
+	for (size_t i = 0; s->recent && i < PW_UNDO_ORIG_RECENT_MAX; i++)
 		if (s->recent[i].seq > s->journal_committed)
 			s->recent[i] = (struct recent_id){ 0 };
 	for (size_t i = 0; i < s->queue_len; i++)

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The bash pre-flight's result object: targets, decisions, the verdict and its JSON form,
- * and the entry point that sets up one analysis (bash.h explains the model).
+ * The bash pre-flight's result object: decisions, the verdict and its JSON form, and the
+ * entry point that sets up one analysis (bash.h explains the model). The targets
+ * themselves are added by bash_targets.c.
  */
 #include <errno.h>
 #include <string.h>
+#include <tree_sitter/api.h>
 
 #include "bash.h"
 #include "bash_internal.h"
+#include "bash_path.h"
+#include "bash_targets.h"
+#include "bash_walk.h"
 #include "pw_limits.h"
 #include "path.h"
 #include "report.h"
@@ -56,19 +61,12 @@ const char *pw_bash_kind_name(pw_bash_kind k)
 	return "raw";
 }
 
-static void target_done(pw_bash_target *t)
-{
-	free(t->command);
-	free(t->path);
-	free(t->note);
-}
-
 void pw_bash_result_free(pw_bash_result *r)
 {
 	if (!r)
 		return;
 	for (size_t i = 0; i < r->n_targets; i++)
-		target_done(&r->targets[i]);
+		bw_target_done(&r->targets[i]);
 	free(r->targets);
 	free(r->index);
 	free(r);
@@ -92,124 +90,6 @@ bool pw_bash_result_heuristic(const pw_bash_result *r)
 bool pw_bash_result_truncated(const pw_bash_result *r)
 {
 	return r && r->truncated;
-}
-
-bool bw_spend(bw_ctx *c, unsigned long n)
-{
-	if (c->steps >= n) {
-		c->steps -= n;
-		return true;
-	}
-	if (c->steps != 0 || !c->res->truncated) {
-		c->steps = 0;
-		c->res->truncated = true;
-		bw_add_unknown_cmd(c, "(analysis)", "the command is too large to analyze fully");
-	}
-	return false;
-}
-
-static bool target_same(const pw_bash_target *t, const char *command, pw_bash_access access,
-			pw_bash_kind kind, const char *path)
-{
-	return t->access == access && t->kind == kind && streq_ptr(t->path, path) &&
-	       streq_ptr(t->command, command);
-}
-
-#define BW_INDEX_SLOTS (2u * PW_BASH_TARGETS_MAX)
-
-static uint32_t target_hash(const char *command, pw_bash_access access, pw_bash_kind kind,
-			    const char *path)
-{
-	uint32_t h = PW_FNV1A32_INIT ^ (uint32_t)access ^ ((uint32_t)kind << 8);
-	h = pw_fnv1a32(pw_fnv1a32_str(h, command), "", 1); /* a NUL between the two strings */
-	return pw_fnv1a32_str(h, path);
-}
-
-/* The index slot holding a target equal to the key, or the empty slot where it would go;
- * NULL without an index. */
-static uint32_t *index_find(pw_bash_result *r, const char *command, pw_bash_access access,
-			    pw_bash_kind kind, const char *path)
-{
-	if (!r->index)
-		return NULL;
-	uint32_t i = target_hash(command, access, kind, path) & (BW_INDEX_SLOTS - 1);
-	for (;; i = (i + 1) & (BW_INDEX_SLOTS - 1)) {
-		uint32_t slot = r->index[i];
-		if (!slot || target_same(&r->targets[slot - 1], command, access, kind, path))
-			return &r->index[i];
-	}
-}
-
-static void add_raw(bw_ctx *c, const char *command, pw_bash_access access, pw_op op,
-		    pw_bash_kind kind, const char *path, pw_bash_status status, bool is_dir,
-		    bool subtree, const char *note)
-{
-	pw_bash_result *r = c->res;
-
-	if (PW_GROW(r->targets, r->cap_targets, r->n_targets, 16) < 0) {
-		r->oom = true;
-		return;
-	}
-	pw_bash_target *t = &r->targets[r->n_targets];
-	*t = (pw_bash_target){
-		.command = strdup(command ? command : "?"),
-		.path = path ? strdup(path) : NULL,
-		.note = note ? strdup(note) : NULL,
-		.kind = kind,
-		.access = access,
-		.op = op,
-		.is_dir = is_dir,
-		.subtree = subtree,
-		.heuristic = c->heuristic,
-		.status = status,
-	};
-	if (!t->command || (path && !t->path) || (note && !t->note)) {
-		target_done(t);
-		r->oom = true;
-		return;
-	}
-	r->n_targets++;
-	if (!r->index)
-		r->index = calloc(BW_INDEX_SLOTS, sizeof(*r->index));
-	uint32_t *slot = index_find(r, t->command, access, kind, t->path);
-	if (slot && !*slot)
-		*slot = (uint32_t)r->n_targets;
-}
-
-void bw_add(bw_ctx *c, const char *command, pw_bash_access access, pw_op op,
-	    pw_bash_kind kind, const char *path, pw_bash_status status, bool is_dir, bool subtree,
-	    const char *note)
-{
-	pw_bash_result *r = c->res;
-
-	/* Same command, same path: once is enough (functions and loops repeat themselves).
-	 * Found through the hash index; a linear scan only if the index could not be made. */
-	const char *cmd = command ? command : "?";
-	uint32_t *slot = index_find(r, cmd, access, kind, path);
-	pw_bash_target *dup = slot && *slot ? &r->targets[*slot - 1] : NULL;
-	for (size_t i = 0; !r->index && !dup && i < r->n_targets; i++)
-		if (target_same(&r->targets[i], cmd, access, kind, path))
-			dup = &r->targets[i];
-	if (dup) {
-		dup->subtree |= subtree;
-		dup->heuristic |= c->heuristic;
-		return;
-	}
-	if (r->n_targets >= PW_BASH_TARGETS_MAX - 1) {
-		if (!r->truncated) {
-			r->truncated = true;
-			add_raw(c, "(analysis)", PW_BASH_EXEC, PW_OP_WRITE, PW_BASH_KIND_COMMAND, NULL,
-				PW_BASH_UNKNOWN, false, false, "too many targets to list");
-		}
-		return;
-	}
-	add_raw(c, command, access, op, kind, path, status, is_dir, subtree, note);
-}
-
-void bw_add_unknown_cmd(bw_ctx *c, const char *command, const char *note)
-{
-	bw_add(c, command, PW_BASH_EXEC, PW_OP_WRITE, PW_BASH_KIND_COMMAND, NULL, PW_BASH_UNKNOWN,
-	       false, false, note);
 }
 
 void pw_bash_decide(pw_bash_result *r, const pw_policy *policy)
@@ -338,6 +218,20 @@ fail:
 	return NULL;
 }
 
+const TSLanguage *tree_sitter_bash(void);
+
+int pw_bash_check_runtime(const char **ret_err)
+{
+	uint32_t v = ts_language_version(tree_sitter_bash());
+	if (v < TREE_SITTER_MIN_COMPATIBLE_LANGUAGE_VERSION || v > TREE_SITTER_LANGUAGE_VERSION) {
+		if (ret_err)
+			*ret_err = "the tree-sitter runtime does not support the bash grammar's "
+				   "ABI version";
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
 int pw_bash_analyze(const char *cmd, size_t len, const pw_bash_opts *opts,
 		    pw_bash_result **ret)
 {
@@ -368,6 +262,7 @@ int pw_bash_analyze(const char *cmd, size_t len, const pw_bash_opts *opts,
 		.opts = &o,
 		.st = &st,
 		.steps = BW_STEPS_BASE + BW_STEPS_PER_BYTE * (unsigned long)len,
+		.analyze_string = bw_analyze_string,
 	};
 	bw_analyze_string(&c, cmd, len, 0, NULL);
 

@@ -10,7 +10,12 @@
  */
 #include <string.h>
 
+#include "bash_heuristic.h"
 #include "bash_internal.h"
+#include "bash_path.h"
+#include "bash_targets.h"
+#include "bash_writers.h"
+#include "pw_limits.h"
 #include "util.h"
 
 typedef enum tok_kind {

@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to the bash analysis (bash*.c). The pieces:
- *   bash.c           the result object, decisions, verdict, JSON; pw_bash_analyze()
+ * Private to the bash analysis (bash*.c): the types its pieces share. Each piece declares
+ * its functions in a header of its own, and the pieces call one way, top to bottom:
+ *   bash.c           decisions, verdict, JSON; pw_bash_analyze()
  *   bash_walk.c      walks the tree-sitter tree: lists, pipelines, bodies, functions,
  *                    redirections, word expansion, cd and variables
  *   bash_writers.c   the table of known commands and what their arguments write
  *   bash_path.c      words to project paths: cwd, ~, absolute paths, globs, braces
  *   bash_heuristic.c a token scan for commands that do not parse
+ *   bash_targets.c   the result's targets (added once each) and the step budget
  * The walk and the heuristic both turn a simple command into an argv of bw_word and hand
- * it to bw_dispatch(), so a writer is described once, in the table.
+ * it to bw_dispatch(), so a writer is described once, in the table. A writer that runs a
+ * shell on a string (sh -c, flock -c) walks it through bw_ctx.analyze_string, which
+ * bash.c sets to the walk: so bash_writers.c needs no bash_walk.c, though the two recurse.
  */
 #pragma once
 
@@ -16,20 +20,14 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#include "bash.h"
+#include "bash_types.h"
+#include "pw_limits.h"
 
 /* Budget of steps (nodes visited, commands dispatched, directory entries read) one analysis
  * may spend, on top of a per-byte allowance; bounds loops walked per value, functions
  * called many times, and glob expansion. Exhausting it makes the rest "unknown". */
 #define BW_STEPS_BASE 200000u
 #define BW_STEPS_PER_BYTE 8u
-#define BW_SHELL_NEST_MAX 8     /* sh -c 'sh -c ...' levels followed */
-#define BW_FOR_VALUES_MAX 16    /* for-loop values walked one by one */
-#define BW_FUNC_CALLS_MAX 8     /* times one function body is walked */
-#define BW_BRACE_MAX 64         /* words one brace expansion may produce */
-#define BW_GLOB_MATCHES_MAX 256 /* paths one glob may expand to */
-#define BW_VARS_MAX 256         /* tracked variables */
-#define BW_FUNCS_MAX 256        /* tracked functions */
 
 /* One word of a command line after quote removal. */
 typedef struct bw_word {
@@ -107,60 +105,8 @@ typedef struct bw_ctx {
 	bw_stat_memo *stat_memo; /* path_mode() answers (bash_path.c) */
 	size_t n_stat_memo;
 	void *parser;       /* TSParser * */
+	/* Parses and walks TEXT (sh -c, eval) one shell level deeper: bw_analyze_string
+	 * (bash_walk.h), set by pw_bash_analyze. */
+	void (*analyze_string)(struct bw_ctx *c, const char *text, size_t len, unsigned depth,
+			       const char *command);
 } bw_ctx;
-
-/* --- bash.c --- */
-/* Adds a target. Copies strings; dedupes identical targets; past PW_BASH_TARGETS_MAX marks
- * the result truncated and drops further targets. Never fails (OOM is recorded). */
-void bw_add(bw_ctx *c, const char *command, pw_bash_access access, pw_op op,
-	    pw_bash_kind kind, const char *path, pw_bash_status status, bool is_dir, bool subtree,
-	    const char *note);
-void bw_add_unknown_cmd(bw_ctx *c, const char *command, const char *note);
-/* Spends N steps; false (and the result marked truncated, once) when the budget is gone. */
-bool bw_spend(bw_ctx *c, unsigned long n);
-
-/* --- bash_path.c --- */
-/* Resolves W against the current cwd and adds the target(s): expanded braces and globs,
- * outside, unknown. IS_DIR is the role's guess (mkdir: true); existing paths are stat'ed. */
-void bw_target_word(bw_ctx *c, const char *command, const bw_word *w, pw_bash_access access,
-		    pw_op op, bool is_dir, bool subtree);
-/* A path known to the command rather than written by the user (".git", "node_modules"),
- * relative to the current cwd. */
-void bw_target_lit(bw_ctx *c, const char *command, const char *rel, pw_bash_access access,
-		   pw_op op, bool is_dir, bool subtree);
-/* Is LIT (relative to the current cwd, or absolute inside the root) an existing directory? */
-bool bw_word_is_dir(bw_ctx *c, const char *lit);
-/* Does the normalized project path PATH exist (without following a final symlink)? False
- * when there is no tree access. */
-bool bw_exists(bw_ctx *c, const char *path);
-/* cd: changes the current cwd state per W (NULL: `cd` alone, which goes home). */
-void bw_cd(bw_ctx *c, const bw_word *w);
-/* Matches NAME against one glob segment PAT (escapes with '\'); a leading '.' must be
- * matched literally. Linear-time two-pointer matching, no recursion. */
-bool bw_segment_match(const char *pat, const char *name);
-
-/* --- bash_walk.c --- */
-/* Parses and walks TEXT (sh -c, eval) in a copy of the current state, one shell level
- * deeper. */
-void bw_analyze_string(bw_ctx *c, const char *text, size_t len, unsigned depth,
-		       const char *command);
-
-/* --- bash_writers.c --- */
-/* Judges one simple command: ARGV[0] is the name (argv words are borrowed). Wrappers
- * (env, sudo, xargs, find -exec, sh -c, ...) recurse with DEPTH + 1. */
-void bw_dispatch(bw_ctx *c, bw_word *argv, size_t argc, unsigned depth);
-
-/* --- bash_heuristic.c --- */
-/* Scans TEXT as tokens and dispatches every command it can make out. */
-void bw_heuristic_scan(bw_ctx *c, const char *text, size_t len);
-
-/* --- word helpers (bash_path.c) --- */
-void bw_word_done(bw_word *w);
-int bw_word_literal(bw_word *w, const char *lit, const char *raw); /* a known literal */
-void bw_word_unknown(bw_word *w, const char *raw, const char *why);
-bw_state *bw_state_copy(const bw_state *s);
-void bw_state_free(bw_state *s);
-const bw_var *bw_var_get(const bw_state *s, const char *name);
-void bw_var_set(bw_state *s, const char *name, const char *value, bool glob);
-void bw_set_cwd(bw_state *s, bw_cwd_state st, const char *cwd);
-bool bw_state_same_cwd(const bw_state *a, const bw_state *b);

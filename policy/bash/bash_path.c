@@ -9,7 +9,7 @@
  * Glob expansion reads the project through opts->root_fd only, opening each directory with
  * O_NOFOLLOW relative to its parent, so a symlink never leads the walk out of the project.
  * Its work is charged to the analysis budget (one step per directory entry) and its results
- * are capped at BW_GLOB_MATCHES_MAX.
+ * are capped at PW_BASH_GLOB_MATCHES_MAX.
  *
  * Names the asker may not see (opts->hidden) are absent to every look at the tree: a glob
  * neither matches nor descends into them, and a stat of one finds nothing, so the answer
@@ -23,11 +23,11 @@
 #include <sys/stat.h>
 
 #include "bash_internal.h"
+#include "bash_path.h"
+#include "bash_targets.h"
 #include "pw_limits.h"
 #include "path.h"
 #include "util.h"
-
-#define GLOB_SEGMENTS_MAX 64
 
 /* ---------- words ---------- */
 
@@ -185,7 +185,7 @@ void bw_var_set(bw_state *s, const char *name, const char *value, bool glob)
 		s->vars[i].glob = glob && s->vars[i].value;
 		return;
 	}
-	if (!value || s->n_vars >= BW_VARS_MAX)
+	if (!value || s->n_vars >= PW_BASH_VARS_MAX)
 		return;
 	bw_var *v = reallocarray(s->vars, s->n_vars + 1, sizeof(*v));
 	if (!v)
@@ -301,7 +301,7 @@ typedef struct glob_walk {
 
 static void glob_add(glob_walk *g, const char *path)
 {
-	if (g->n_matches >= BW_GLOB_MATCHES_MAX) {
+	if (g->n_matches >= PW_BASH_GLOB_MATCHES_MAX) {
 		g->too_many = true;
 		return;
 	}
@@ -391,7 +391,7 @@ static void glob_step(glob_walk *g, int dirfd, const char *prefix, size_t i)
 		if (!(names[n] = strdup(de->d_name)))
 			break;
 		n++;
-		if (n > BW_GLOB_MATCHES_MAX) {
+		if (n > PW_BASH_GLOB_MATCHES_MAX) {
 			g->too_many = true;
 			break;
 		}
@@ -410,13 +410,13 @@ static void glob_step(glob_walk *g, int dirfd, const char *prefix, size_t i)
 static int glob_expand(glob_walk *g, const char *pat)
 {
 	_cleanup_free_ char *copy = strdup(pat);
-	char *segs[GLOB_SEGMENTS_MAX];
+	char *segs[PW_BASH_GLOB_SEGMENTS_MAX];
 	size_t n = 0;
 
 	if (!copy)
 		return -ENOMEM;
 	for (char *s = copy, *slash;; s = slash + 1) {
-		if (n == GLOB_SEGMENTS_MAX)
+		if (n == PW_BASH_GLOB_SEGMENTS_MAX)
 			return -E2BIG;
 		segs[n++] = s;
 		slash = strchr(s, '/');
@@ -426,7 +426,7 @@ static int glob_expand(glob_walk *g, const char *pat)
 	}
 	g->segs = segs;
 	g->n_segs = n;
-	g->matches = calloc(BW_GLOB_MATCHES_MAX, sizeof(char *));
+	g->matches = calloc(PW_BASH_GLOB_MATCHES_MAX, sizeof(char *));
 	if (!g->matches)
 		return -ENOMEM;
 	if (g->c->opts->root_fd >= 0)
@@ -462,7 +462,7 @@ static void strlist_push(strlist *l, char *s)
 {
 	if (!s)
 		return;
-	if (l->n >= BW_BRACE_MAX) {
+	if (l->n >= PW_BASH_BRACE_MAX) {
 		l->overflow = true;
 		free(s);
 		return;
@@ -565,7 +565,7 @@ literal:
 }
 
 /* Depth is bounded by the number of braces, itself bounded by PW_PATH_MAX-long words, and
- * the output by BW_BRACE_MAX. */
+ * the output by PW_BASH_BRACE_MAX. */
 static void brace_expand(const char *s, strlist *out, unsigned depth)
 {
 	size_t open, close;

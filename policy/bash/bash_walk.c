@@ -13,30 +13,23 @@
  *
  * Approximations, all in the conservative direction or documented in docs/BASH.md:
  * branches (if/case/loops, the right side of ||) are all walked; a cd inside them makes the
- * directory unknown afterwards; a for loop over at most BW_FOR_VALUES_MAX words walks its
+ * directory unknown afterwards; a for loop over at most PW_BASH_FOR_VALUES_MAX words walks its
  * body once per value; functions run in the caller's state, not recursively.
  */
 #include <errno.h>
 #include <string.h>
 #include <tree_sitter/api.h>
 
+#include "bash_heuristic.h"
 #include "bash_internal.h"
+#include "bash_path.h"
+#include "bash_targets.h"
+#include "bash_walk.h"
+#include "bash_writers.h"
 #include "pw_limits.h"
 #include "util.h"
 
 const TSLanguage *tree_sitter_bash(void);
-
-int pw_bash_check_runtime(const char **ret_err)
-{
-	uint32_t v = ts_language_version(tree_sitter_bash());
-	if (v < TREE_SITTER_MIN_COMPATIBLE_LANGUAGE_VERSION || v > TREE_SITTER_LANGUAGE_VERSION) {
-		if (ret_err)
-			*ret_err = "the tree-sitter runtime does not support the bash grammar's "
-				   "ABI version";
-		return -ENOTSUP;
-	}
-	return 0;
-}
 
 /* ---------- small helpers ---------- */
 
@@ -125,8 +118,6 @@ typedef struct wbuf {
 	const char *why;
 } wbuf;
 
-#define WORD_MAX PW_BASH_INPUT_MAX
-
 static bool grow(char **s, size_t *cap, size_t need)
 {
 	if (need <= *cap)
@@ -154,7 +145,7 @@ static void wb_put(wbuf *b, char ch, bool quoted)
 {
 	if (b->unknown || b->oom)
 		return;
-	if (b->n_pat + 3 > WORD_MAX) {
+	if (b->n_pat + 3 > PW_BASH_INPUT_MAX) {
 		wb_unknown(b, "a word longer than the input limit");
 		return;
 	}
@@ -530,7 +521,7 @@ static void func_define(bw_ctx *c, TSNode n)
 {
 	TSNode name = ts_node_child_by_field_name(n, "name", 4);
 	TSNode body = ts_node_child_by_field_name(n, "body", 4);
-	if (ts_node_is_null(name) || ts_node_is_null(body) || c->n_funcs >= BW_FUNCS_MAX)
+	if (ts_node_is_null(name) || ts_node_is_null(body) || c->n_funcs >= PW_BASH_FUNCS_MAX)
 		return;
 	TSNode *keep = malloc(sizeof(*keep));
 	char *fname = node_text(c, name);
@@ -552,7 +543,7 @@ static void func_call(bw_ctx *c, bw_func *f, unsigned depth)
 {
 	if (f->active)
 		return; /* recursion: the body is being walked already */
-	if (f->calls >= BW_FUNC_CALLS_MAX) {
+	if (f->calls >= PW_BASH_FUNC_CALLS_MAX) {
 		bw_add_unknown_cmd(c, f->name, "a function called too often to follow");
 		return;
 	}
@@ -767,7 +758,7 @@ static void walk_for(bw_ctx *c, TSNode n, unsigned depth)
 	TSNode var = ts_node_child_by_field_name(n, "variable", 8);
 	TSNode body = ts_node_child_by_field_name(n, "body", 4);
 	_cleanup_free_ char *vname = ts_node_is_null(var) ? NULL : node_text(c, var);
-	bw_word vals[BW_FOR_VALUES_MAX];
+	bw_word vals[PW_BASH_FOR_VALUES_MAX];
 	size_t nv = 0;
 	bool unknown = false, any = false;
 
@@ -778,7 +769,7 @@ static void walk_for(bw_ctx *c, TSNode n, unsigned depth)
 		if (!field || !streq(field, "value"))
 			continue;
 		any = true;
-		if (nv == BW_FOR_VALUES_MAX) {
+		if (nv == PW_BASH_FOR_VALUES_MAX) {
 			unknown = true;
 			bw_word w;
 			expand_word(c, ch, depth + 1, &w); /* still walk its substitutions */
@@ -996,7 +987,7 @@ void bw_analyze_string(bw_ctx *c, const char *text, size_t len, unsigned depth,
 		walk_tree(c, text, len, depth, false);
 		return;
 	}
-	if (c->shell_level >= BW_SHELL_NEST_MAX || depth > PW_BASH_DEPTH_MAX) {
+	if (c->shell_level >= PW_BASH_SHELL_NEST_MAX || depth > PW_BASH_DEPTH_MAX) {
 		c->res->truncated = true;
 		bw_add_unknown_cmd(c, command, "nesting too deep");
 		return;

@@ -14,6 +14,9 @@
 #include <string.h>
 
 #include "bash_internal.h"
+#include "bash_path.h"
+#include "bash_targets.h"
+#include "bash_writers.h"
 #include "pw_limits.h"
 #include "util.h"
 
@@ -1338,7 +1341,7 @@ static void h_flock(bw_cmd *k)
 		if (cmd->unknown || !cmd->lit)
 			unknown(k, "runs a command string the analysis cannot resolve");
 		else
-			bw_analyze_string(k->c, cmd->lit, strlen(cmd->lit), k->depth + 1, "flock -c");
+			k->c->analyze_string(k->c, cmd->lit, strlen(cmd->lit), k->depth + 1, "flock -c");
 	} else {
 		run_inner(k, idx + 1);
 	}
@@ -1476,7 +1479,7 @@ static void h_shell(bw_cmd *k)
 	}
 	char label[64];
 	snprintf(label, sizeof(label), "%s -c", k->w->name);
-	bw_analyze_string(k->c, w->lit, strlen(w->lit), k->depth + 1, label);
+	k->c->analyze_string(k->c, w->lit, strlen(w->lit), k->depth + 1, label);
 }
 
 /* ---------- the table ---------- */

@@ -12,8 +12,6 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(SOURCE, "tests", "mount"))
-sys.path.insert(0, os.path.join(SOURCE, "tests", "run"))
 
 import harness  # noqa: E402
 

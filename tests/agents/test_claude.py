@@ -2,7 +2,7 @@
 """End to end: a real Claude Code (pinned in tests/agents/package-lock.json) inside
 `piworkfs run`, which wires the hooks (`piworkfs hook claude`) and the MCP server
 (`piworkfs mcp`) on its command line, driven by a scripted Anthropic Messages model
-(anthropic_server.py) on 127.0.0.1, in a view the test mounts (tests/mount/harness.py owns
+(anthropic_server.py) on 127.0.0.1, in a view the test mounts (tests/lib/harness.py owns
 the mounts). Every assertion reads what the model received: the request bodies the scripted
 model recorded, and the view's own counters.
 
@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from agent_case import DEADLINE, AgentCase, answer_consent, design_announcement  # noqa: E402
-import harness  # noqa: E402  (agent_case put tests/mount on the path)
+import harness  # noqa: E402  (tests/lib, on PYTHONPATH)
 from anthropic_server import ScriptedModel, all_text, tool_results  # noqa: E402
 
 CLAUDE = os.path.join(HERE, "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude")

@@ -19,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from agent_case import DEADLINE, AgentCase, answer_consent, design_announcement  # noqa: E402
-import harness  # noqa: E402  (agent_case put tests/mount on the path)
+import harness  # noqa: E402  (tests/lib, on PYTHONPATH)
 from responses_server import ScriptedModel, call_outputs  # noqa: E402
 
 CODEX = os.path.join(HERE, "node_modules", "@openai", "codex-linux-x64", "vendor",

@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 from agent_case import DEADLINE, AgentCase, answer_consent, design_announcement  # noqa: E402
-import harness  # noqa: E402  (agent_case put tests/mount on the path)
+import harness  # noqa: E402  (tests/lib, on PYTHONPATH)
 from gemini_server import ScriptedModel, all_text, declarations, function_responses  # noqa: E402
 
 GEMINI = os.path.join(HERE, "node_modules", "@google", "gemini-cli", "bundle", "gemini.js")

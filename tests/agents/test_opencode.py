@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.join(SOURCE, "tests", "pi"))
 sys.path.insert(0, HERE)
 
 from agent_case import DEADLINE, AgentCase, answer_consent, design_announcement  # noqa: E402
-import harness  # noqa: E402  (agent_case put tests/mount on the path)
+import harness  # noqa: E402  (tests/lib, on PYTHONPATH)
 from model_server import ScriptedModel, text_of, tool_results  # noqa: E402
 
 OPENCODE = os.path.join(HERE, "node_modules", "opencode-linux-x64", "bin", "opencode")

@@ -3,7 +3,7 @@
 """The audit log end to end, through a real mount: denied operations made by real processes
 become rows that `piworkfs log`, `log --follow`, `why` and `status` show.
 
-Each test mounts the standard fixture tree (tests/mount/harness.py) in private temp dirs
+Each test mounts the standard fixture tree (tests/lib/harness.py) in private temp dirs
 with its own state database ($PIWORKFS_STATE_DB, and `--state-db` for the daemon):
 
     project/
@@ -29,7 +29,6 @@ import sys
 import time
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mount"))
 import harness  # noqa: E402
 
 WRITER_DEADLINE = 60.0

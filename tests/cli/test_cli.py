@@ -649,7 +649,6 @@ class GlobTest(Base):
         self.assertIn(("src/x.c", "allowed"), doc)
 
 
-sys.path.insert(0, os.path.join(SOURCE, "tests", "mount"))
 import harness  # noqa: E402  (the mount tests' harness: private dirs, sure unmount)
 
 BAD_CONFIG = 'protected: ["secrets/[x", "*.pem"]\n'

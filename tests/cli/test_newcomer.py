@@ -346,7 +346,6 @@ class Offline(Base):
         self.assertRegex(out, r"(?m)^protected +\.git/hooks +\(built-in\)$")
 
 
-sys.path.insert(0, os.path.join(test_cli.SOURCE, "tests", "mount"))
 import harness  # noqa: E402  (the mount tests' harness: private dirs, sure unmount)
 
 

@@ -1,15 +1,24 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Which files of a room call each other in a circle, from the objects' symbol tables.
+"""Which files of a room call or include each other in a circle, and whether a layer reaches up.
 
-For every object in OBJDIR (a meson `*.a.p` directory), `nm` gives the functions and
-variables it defines and the ones it uses; file A depends on file B when A uses a symbol B
-defines. A circle is a strongly connected component of more than one file. Also, with
---includes SRCDIR, the same over the project's own #include "x.h" lines, where x.h belongs
-to x.c. Prints one line per circle (files sorted), or "no circles"; exits 1 when there is
-one (for a test), 0 otherwise.
+Calls: for every object in OBJDIR (a meson `*.a.p` directory; several may be given), `nm`
+gives the functions and variables it defines and the ones it uses; file A depends on file
+B when A uses a symbol B defines. A circle is a strongly connected component of more than
+one file.
 
-    tests/layout/circles.py build/fs/libpwfs.a.p [--prefix ''] [--includes fs]
+Includes: with --src ROOT, every room (each directory under the layers: base/, policy/,
+policy/bash/, fs/, fs/ctl/, fs/store/, cli/, ...) is checked over the project's own
+#include "x.h" lines, resolved as the compiler does (the including file's directory, then
+the layer's include path), where x.h belongs to x.c (a header without a .c is a node of its
+own). A circle among the files of one room fails. So does an include that runs back up the
+layers, base <- policy <- fs <- cli: base includes nothing above it, policy nothing from fs
+or cli, fs nothing from cli; and cli includes of fs only its public headers (FS_PUBLIC).
+
+Prints one line per circle (files sorted) and per upward include, or "no circles but the
+known ones"; exits 1 when there is one not listed with --known (for a test), 0 otherwise.
+
+    tests/layout/circles.py build/fs/libpwfs.a.p build/cli/piworkfs.p --src .
 """
 import argparse
 import os
@@ -43,20 +52,87 @@ def call_graph(objdir, prefix):
             for a, (_, used) in objs.items()}
 
 
-def include_graph(srcdir):
-    files = {f[:-2] for f in os.listdir(srcdir) if f.endswith(".c")}
-    graph = {}
-    for f in files:
-        deps = set()
-        for name in (f + ".c", f + ".h"):
-            p = os.path.join(srcdir, name)
-            if not os.path.exists(p):
-                continue
-            for m in re.finditer(r'^#include "([^"/]+)\.h"', open(p).read(), re.M):
-                if m.group(1) in files and m.group(1) != f:
-                    deps.add(m.group(1))
-        graph[f] = deps
-    return graph
+# The layers, lowest first, and each one's include path (meson's include_directories).
+LAYERS = ["base", "policy", "fs", "cli"]
+SEARCH = {
+    "base": ["base"],
+    "policy": ["policy", "policy/bash", "base"],
+    "fs": ["fs", "base", "policy", "policy/bash"],
+    "cli": ["cli", "fs", "base", "policy", "policy/bash"],
+}
+INCLUDE = re.compile(r'^#include "([^"]+)"', re.M)
+# What cli/ may include of fs/: its public headers (docs/ARCHITECTURE.md). The rest of fs/
+# is the daemon's inside.
+FS_PUBLIC = {"fs/fs", "fs/daemon", "fs/ctl/sockets", "fs/ctl/run_id", "fs/store/state",
+             "fs/store/reader"}
+
+
+def layer_of(rel):
+    return rel.split("/", 1)[0]
+
+
+def sources(root):
+    """Every .c and .h under the layers, as paths relative to ROOT."""
+    out = []
+    for layer in LAYERS:
+        for d, _, files in os.walk(os.path.join(root, layer)):
+            for f in files:
+                if f.endswith((".c", ".h")):
+                    out.append(os.path.relpath(os.path.join(d, f), root))
+    return sorted(out)
+
+
+def resolve(root, rel, name):
+    """The file #include "NAME" in REL opens (relative to ROOT), or None (a system or a
+    third-party header). Tries the compiler's order, then the other layers, so an include
+    of a layer above is found and reported rather than ignored."""
+    here = os.path.dirname(rel)
+    order = [here] + SEARCH[layer_of(rel)]
+    order += [d for layer in LAYERS for d in SEARCH[layer] if d not in order]
+    for d in order:
+        cand = os.path.normpath(os.path.join(d, name))
+        if os.path.isfile(os.path.join(root, cand)):
+            return cand
+    return None
+
+
+def node(rel):
+    """x.c and x.h are one node: fs/ctl/server.c and fs/ctl/server.h are fs/ctl/server."""
+    return rel[:-2]
+
+
+def include_edges(root):
+    """(from node, to node) for every resolved #include between two different nodes."""
+    edges = set()
+    for rel in sources(root):
+        for m in INCLUDE.finditer(open(os.path.join(root, rel)).read()):
+            target = resolve(root, rel, m.group(1))
+            if target and node(target) != node(rel):
+                edges.add((node(rel), node(target)))
+    return edges
+
+
+def room_graphs(edges):
+    """Per room (a directory), the graph of its own files' includes."""
+    rooms = {}
+    for a, b in edges:
+        ra, rb = os.path.dirname(a), os.path.dirname(b)
+        rooms.setdefault(ra, {}).setdefault(os.path.basename(a), set())
+        if ra == rb:
+            rooms[ra][os.path.basename(a)].add(os.path.basename(b))
+    return rooms
+
+
+def private_fs(edges):
+    """The includes by cli/ of an fs/ header that is not public."""
+    return sorted((a, b) for a, b in edges
+                  if layer_of(a) == "cli" and layer_of(b) == "fs" and b not in FS_PUBLIC)
+
+
+def upward(edges):
+    """The includes that run back up the layers."""
+    rank = {layer: i for i, layer in enumerate(LAYERS)}
+    return sorted((a, b) for a, b in edges if rank[layer_of(b)] > rank[layer_of(a)])
 
 
 def circles(graph):
@@ -93,30 +169,43 @@ def circles(graph):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("objdir")
+    ap.add_argument("objdir", nargs="*", help="meson object directories for the call graph")
     ap.add_argument("--prefix", default="", help="only objects whose name starts so "
                     "(meson names fs/ctl/x.c ctl_x.c.o)")
     ap.add_argument("--exclude-prefix", action="append", default=[])
-    ap.add_argument("--includes", help="also the #include graph of this source directory")
+    ap.add_argument("--src", help="the source root: check every room's includes and the "
+                    "layering")
     ap.add_argument("--known", action="append", default=[],
-                    help="a circle left for later (its files, space-separated): printed, "
-                    "not a failure while it stays exactly this circle")
+                    help="a circle left for later (its files, space-separated, as printed): "
+                    "printed, not a failure while it stays exactly this circle")
     args = ap.parse_args()
     known = {tuple(sorted(k.split())) for k in args.known}
-    g = call_graph(args.objdir, args.prefix)
-    for x in args.exclude_prefix:
-        g = {a: {b for b in d if not b.startswith(x)} for a, d in g.items()
-             if not a.startswith(x)}
     found = False
-    for c in circles(g):
+
+    def report(kind, c):
+        nonlocal found
         ok = tuple(c) in known
-        print("calls:", " ".join(c), "(known)" if ok else "")
+        print(kind, " ".join(c), "(known)" if ok else "")
         found = found or not ok
-    if args.includes:
-        for c in circles(include_graph(args.includes)):
-            ok = tuple(c) in known
-            print("includes:", " ".join(c), "(known)" if ok else "")
-            found = found or not ok
+
+    for objdir in args.objdir:
+        g = call_graph(objdir, args.prefix)
+        for x in args.exclude_prefix:
+            g = {a: {b for b in d if not b.startswith(x)} for a, d in g.items()
+                 if not a.startswith(x)}
+        for c in circles(g):
+            report("calls:", c)
+    if args.src:
+        edges = include_edges(args.src)
+        for room, g in sorted(room_graphs(edges).items()):
+            for c in circles(g):
+                report("includes in %s/:" % room, c)
+        for a, b in upward(edges):
+            print("layering: %s includes %s, a layer above it" % (a, b))
+            found = True
+        for a, b in private_fs(edges):
+            print("layering: %s includes %s, not one of fs/'s public headers" % (a, b))
+            found = True
     if not found:
         print("no circles but the known ones")
     return 1 if found else 0

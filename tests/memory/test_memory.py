@@ -8,7 +8,6 @@ import subprocess
 import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mount"))
 import harness  # noqa: E402
 
 FILES = 100_000

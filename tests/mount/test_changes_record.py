@@ -9,7 +9,6 @@ import os
 import sys
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import PIWORKFS, MountCase, RpcClient, tree_hash, wait_until  # noqa: E402,F401
 
 TREE = {

@@ -22,7 +22,6 @@ import stat
 import sys
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 DEADLINE = 60.0

@@ -19,10 +19,9 @@ import subprocess
 import sys
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
-MOUNTER = os.path.join(harness.HERE, "fuse_fd_mounter.py")
+MOUNTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fuse_fd_mounter.py")
 MNT_DETACH = 2
 harness._libc.umount2.argtypes = [harness.ctypes.c_char_p, harness.ctypes.c_int]
 

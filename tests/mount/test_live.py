@@ -21,7 +21,6 @@ import threading
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from test_enforce import expect  # noqa: E402
 

@@ -26,7 +26,6 @@ import threading
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 AT_EMPTY_PATH = 0x1000

@@ -35,7 +35,6 @@ import sys
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from test_differential import Err, as_user, opn, st, t  # noqa: E402
 

@@ -12,7 +12,6 @@ import sqlite3
 import sys
 import threading
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import MountCase, RpcClient, wait_until  # noqa: E402
 
 MIB = 1 << 20

@@ -26,7 +26,6 @@ import sys
 import tarfile
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 C_TREE = {

@@ -20,7 +20,6 @@ import os
 import sys
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 PARAM = "/sys/module/fuse/parameters/enable_uring"

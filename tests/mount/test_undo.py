@@ -14,7 +14,6 @@ import subprocess
 import sys
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (PIWORKFS, MountCase, RpcClient, tree_changes, tree_hash,  # noqa: E402
                      tree_state, wait_until)
 

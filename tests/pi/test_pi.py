@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """End to end: a real Pi process with the piworkfs extension (integrations/pi), driven by a
-scripted model (model_server.py), in a real view mounted by the test (tests/mount/harness.py
+scripted model (model_server.py), in a real view mounted by the test (tests/lib/harness.py
 owns the mounts: private dirs, always unmounted).
 
 Every assertion reads what the model received: the request bodies the scripted model
@@ -22,7 +22,6 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(SOURCE, "tests", "mount"))
 sys.path.insert(0, HERE)
 
 import harness  # noqa: E402

@@ -29,7 +29,7 @@
 #include <time.h>
 
 #include "bash/bash.h"
-#include "bash/bash_internal.h"
+#include "bash/bash_path.h"
 #include "pw_limits.h"
 #include "mode.h"
 #include "policy.h"

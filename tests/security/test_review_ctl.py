@@ -21,7 +21,6 @@ import threading
 import time
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mount"))
 import harness  # noqa: E402
 from harness import RpcClient, wait_until  # noqa: E402
 

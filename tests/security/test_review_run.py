@@ -13,7 +13,6 @@ import re
 import sys
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mount"))
 import harness  # noqa: E402
 
 EXIT_USAGE, EXIT_DENIED = 2, 1

@@ -9,6 +9,9 @@ the daemon must exit within 10 s; on failure a lazy unmount and a kill, and the 
 with the daemon's log. In CI a skip is a failure, so nothing here skips.
 
 Environment: $PIWORKFS is the binary under test, $SOURCE_MODES the bundled modes/ dir.
+A module, not a file next to the tests: `import harness` finds it through PYTHONPATH
+(tests/lib), which meson's test environment sets, and `meson devenv -C build` too for a test
+file run by hand (README.md, "Running one test").
 """
 
 import ctypes

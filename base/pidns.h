@@ -21,10 +21,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* The kernel's nesting limit for PID namespaces (MAX_PID_NS_LEVEL). */
-#define PW_PIDNS_DEPTH_MAX 32
-/* Room for a description at the deepest nesting: " INO:PID" is at most 32 bytes. */
-#define PW_PIDNS_DESC_MAX (PW_PIDNS_DEPTH_MAX * 32 + 1)
+#include "pw_limits.h"
 
 typedef struct pw_pidns_level {
 	uint64_t ino; /* the namespace's inode number */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests of the small shared helpers of policy/util.h that carry logic: PW_GROW. */
+/* Tests of the small shared helpers of base/util.h that carry logic: PW_GROW. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdint.h>

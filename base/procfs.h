@@ -8,8 +8,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* The kernel's TASK_COMM_LEN without its NUL: /proc/PID/comm holds at most this much. */
-#define PW_COMM_MAX 15
+#include "pw_limits.h"
 
 /* The name of process PID (/proc/PID/comm without its newline, cut to SIZE - 1 bytes) in
  * BUF. Returns 0, or -errno with BUF "" (-ESRCH for a PID <= 0). */

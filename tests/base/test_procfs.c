@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fs/procfs.c: the process name and mount table readers the daemon and the CLI share. */
+/* base/procfs.c: the process name and mount table readers the daemon and the CLI share. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Where a view's control sockets live: one of fs/'s public headers, what the CLI and
+ * `piworkfs run` need to find or make a view's socket without the server (server.h).
+ * Implemented in sockets.c.
+ */
+#pragma once
+
+/*
+ * The default socket directory (malloc'd): $XDG_RUNTIME_DIR/piworkfs, or /run/piworkfs for
+ * root without XDG_RUNTIME_DIR, or pw_ctl_fallback_dir for other users without it.
+ * Returns 0 or -ENOMEM.
+ */
+int pw_ctl_default_dir(char **ret);
+
+/* /tmp/piworkfs-UID (malloc'd): where a user without XDG_RUNTIME_DIR keeps sockets. */
+int pw_ctl_fallback_dir(char **ret);
+
+/*
+ * Makes DIR (and its missing parents) a private directory: created 0700, and refused with
+ * -EPERM when it exists but is not a directory owned by us (it is then chmod'ed to 0700 if
+ * anyone else had access). Returns 0 or -errno. Shared with `piworkfs run`.
+ */
+int pw_ctl_private_dir(const char *dir);
+
+/*
+ * The socket path for MOUNTPOINT (an absolute path) in DIR (NULL: the default dir):
+ * DIR/<sanitized basename, at most 24 bytes>-<16 hex digits of a 64-bit FNV-1a hash of the
+ * mountpoint>.sock. Returns 0 with a malloc'd *ret, -ENOENT (no default dir),
+ * -ENAMETOOLONG (does not fit sun_path), -ENOMEM.
+ */
+int pw_ctl_socket_path(const char *dir, const char *mountpoint, char **ret);
