@@ -161,7 +161,7 @@ int pw_pidns_parse(const char *desc, pw_pidns_level *levels, size_t max)
 		p = end;
 		if (n >= max)
 			return -E2BIG;
-		levels[n++] = (pw_pidns_level){ .ino = ino, .pid = (pid_t)pid };
+		levels[n++] = (pw_pidns_level){.ino = ino, .pid = (pid_t)pid};
 	}
 	return (int)n;
 }

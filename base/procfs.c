@@ -77,7 +77,7 @@ static int proc_tgid(pid_t tid, pid_t *ret)
 
 int pw_proc_who_of(pid_t tid, pw_proc_who *ret)
 {
-	*ret = (pw_proc_who){ 0 };
+	*ret = (pw_proc_who){0};
 	if (tid <= 0)
 		return -ESRCH;
 	int r = pw_proc_comm(tid, ret->thread, sizeof(ret->thread));
@@ -161,7 +161,7 @@ static char *dup_unescaped(char *s)
  * SOURCE SUPER. Returns 1 with *ret filled, 0 for a line that does not parse, -ENOMEM. */
 static int parse_line(char *line, pw_mountinfo *ret)
 {
-	char *save = NULL, *f[6] = { 0 }, *tok;
+	char *save = NULL, *f[6] = {0}, *tok;
 	unsigned maj, min;
 	size_t i = 0;
 
@@ -178,13 +178,13 @@ static int parse_line(char *line, pw_mountinfo *ret)
 	if (!fstype)
 		return 0;
 	*ret = (pw_mountinfo){
-		.maj = maj,
-		.min = min,
-		.root = dup_unescaped(f[3]),
-		.mountpoint = dup_unescaped(f[4]),
-		.fstype = dup_unescaped(fstype),
-		.source = dup_unescaped(source),
-		.super_opts = super ? strdup(super) : NULL,
+	    .maj = maj,
+	    .min = min,
+	    .root = dup_unescaped(f[3]),
+	    .mountpoint = dup_unescaped(f[4]),
+	    .fstype = dup_unescaped(fstype),
+	    .source = dup_unescaped(source),
+	    .super_opts = super ? strdup(super) : NULL,
 	};
 	if (!ret->root || !ret->mountpoint || !ret->fstype || (source && !ret->source) ||
 	    (super && !ret->super_opts)) {

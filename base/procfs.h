@@ -26,9 +26,9 @@ const char *pw_proc_comm_cached(pid_t pid);
  * is a thread id), and a thread's name is often a runtime's worker (libuv-worker, a JIT
  * thread), not the program (node, pi, bash). */
 typedef struct pw_proc_who {
-	pid_t tgid;                     /* the thread group leader: the process */
-	char program[PW_COMM_MAX + 1];  /* the leader's name (/proc/TGID/comm) */
-	char thread[PW_COMM_MAX + 1];   /* the asking thread's own name */
+	pid_t tgid;		       /* the thread group leader: the process */
+	char program[PW_COMM_MAX + 1]; /* the leader's name (/proc/TGID/comm) */
+	char thread[PW_COMM_MAX + 1];  /* the asking thread's own name */
 } pw_proc_who;
 
 /* Fills *RET for thread TID: its Tgid (/proc/TID/status), the leader's name and its own.
@@ -46,10 +46,10 @@ const char *pw_proc_who_thread(const pw_proc_who *w, pid_t tid);
 /* One line of /proc/self/mountinfo, its paths unescaped (\040 a space, ...). */
 typedef struct pw_mountinfo {
 	unsigned maj, min;
-	char *root;       /* the directory of the filesystem the mount shows */
+	char *root;	  /* the directory of the filesystem the mount shows */
 	char *mountpoint; /* where */
-	char *fstype;     /* "fuse.piworkfs", ... */
-	char *source;     /* NULL when the line has none */
+	char *fstype;	  /* "fuse.piworkfs", ... */
+	char *source;	  /* NULL when the line has none */
 	char *super_opts; /* the superblock's options ("rw,user_id=1000,..."), NULL when none */
 } pw_mountinfo;
 

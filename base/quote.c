@@ -9,16 +9,26 @@
 static int escape_of(unsigned char c)
 {
 	switch (c) {
-	case '\a': return 'a';
-	case '\b': return 'b';
-	case '\t': return 't';
-	case '\n': return 'n';
-	case '\v': return 'v';
-	case '\f': return 'f';
-	case '\r': return 'r';
-	case '"': return '"';
-	case '\\': return '\\';
-	default: return c < 0x20 || c >= 0x7f ? 0 : -1;
+	case '\a':
+		return 'a';
+	case '\b':
+		return 'b';
+	case '\t':
+		return 't';
+	case '\n':
+		return 'n';
+	case '\v':
+		return 'v';
+	case '\f':
+		return 'f';
+	case '\r':
+		return 'r';
+	case '"':
+		return '"';
+	case '\\':
+		return '\\';
+	default:
+		return c < 0x20 || c >= 0x7f ? 0 : -1;
 	}
 }
 

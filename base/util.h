@@ -61,7 +61,7 @@ static inline int pw_grow(void **p, size_t *cap, size_t n, size_t size, size_t f
 	*cap = want;
 	return 0;
 }
-#define PW_GROW(array, cap, n, first)                                                            \
+#define PW_GROW(array, cap, n, first)                                                              \
 	pw_grow((void **)&(array), &(cap), (n), sizeof(*(array)), (first))
 
 /* Closes without disturbing errno; -1 is ignored. */

@@ -59,13 +59,13 @@ static double measure(const char *cmd, size_t len, const pw_bash_opts *o, const 
 static char *make_script(size_t *ret_len)
 {
 	static const char *lines[] = {
-		"(cd src && make -j2 > build.log 2>&1) || echo failed >> docs/design/notes.md\n",
-		"for f in src/*.c; do sed -i 's/foo/bar/' \"$f\"; done\n",
-		"git add -A && git commit -m 'wip' && git log --oneline | head -5\n",
-		"cat README.md | grep -n TODO | tee docs/design/todo.md\n",
-		"if [ -f styles/tokens.css ]; then cp styles/tokens.css /tmp/t.css; fi\n",
-		"find . -name '*.o' -delete; rm -rf build; mkdir -p build && touch build/.keep\n",
-		"echo \"$(date) $(whoami)\" >> docs/design/log.md; npm install --silent\n",
+	    "(cd src && make -j2 > build.log 2>&1) || echo failed >> docs/design/notes.md\n",
+	    "for f in src/*.c; do sed -i 's/foo/bar/' \"$f\"; done\n",
+	    "git add -A && git commit -m 'wip' && git log --oneline | head -5\n",
+	    "cat README.md | grep -n TODO | tee docs/design/todo.md\n",
+	    "if [ -f styles/tokens.css ]; then cp styles/tokens.css /tmp/t.css; fi\n",
+	    "find . -name '*.o' -delete; rm -rf build; mkdir -p build && touch build/.keep\n",
+	    "echo \"$(date) $(whoami)\" >> docs/design/log.md; npm install --silent\n",
 	};
 	size_t cap = 110 * 1024, len = 0, i = 0;
 	char *s = malloc(cap);

@@ -10,5 +10,5 @@
  * widening an untrusted project's own layer declares and the mode ignores. Returns 0 or
  * -errno (START cannot be opened, no memory).
  */
-int pw_allowed_tree(const pw_cli_project *p, const pw_policy *policy, const char *start,
-		    bool why, bool json);
+int pw_allowed_tree(const pw_cli_project *p, const pw_policy *policy, const char *start, bool why,
+		    bool json);

@@ -23,9 +23,9 @@
 
 typedef enum verdict { V_WRITABLE, V_READ_ONLY, V_HIDDEN, V_PROTECTED } verdict;
 
-static const char verdict_letter[] = { 'W', 'R', 'H', 'P' };
-static const char *const verdict_word[] = { "writable", "read-only", "hidden", "protected" };
-static const char *const verdict_color[] = { "\033[32m", "", "\033[2m", "\033[33m" };
+static const char verdict_letter[] = {'W', 'R', 'H', 'P'};
+static const char *const verdict_word[] = {"writable", "read-only", "hidden", "protected"};
+static const char *const verdict_color[] = {"\033[32m", "", "\033[2m", "\033[33m"};
 
 typedef struct node {
 	char *name;
@@ -109,7 +109,7 @@ static int walk(tree_ctx *x, int dfd, char *path, size_t len, unsigned depth, no
 			cap = ncap;
 		}
 		node *c = &n->children[n->n_children];
-		*c = (node){ .name = strdup(name), .dir = S_ISDIR(st.st_mode), .uniform = true };
+		*c = (node){.name = strdup(name), .dir = S_ISDIR(st.st_mode), .uniform = true};
 		if (!c->name) {
 			r = -ENOMEM;
 			break;
@@ -122,7 +122,8 @@ static int walk(tree_ctx *x, int dfd, char *path, size_t len, unsigned depth, no
 		memcpy(path + (len ? len + 1 : 0), name, nlen + 1);
 		judge(x, path, c->dir, c);
 		if (c->dir && c->v != V_HIDDEN && depth + 1 < PW_PATH_DEPTH_MAX) {
-			int cfd = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			int cfd =
+			    openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (cfd >= 0)
 				r = walk(x, cfd, path, clen, depth + 1, c);
 		} else if (!c->dir) {
@@ -145,17 +146,16 @@ static int walk(tree_ctx *x, int dfd, char *path, size_t len, unsigned depth, no
 static void print_why(const tree_ctx *x, const node *n)
 {
 	char buf[PW_PATH_MAX];
-	const char *file = n->d.rule ? pw_cli_display_file(x->p, n->d.rule->file, buf, sizeof(buf))
-				     : NULL;
+	const char *file =
+	    n->d.rule ? pw_cli_display_file(x->p, n->d.rule->file, buf, sizeof(buf)) : NULL;
 	_cleanup_free_ char *text =
-		pw_report_decision_text(&n->d, pw_policy_mode_name(x->policy), file);
+	    pw_report_decision_text(&n->d, pw_policy_mode_name(x->policy), file);
 
 	if (text)
 		printf("  (%s)", text);
 }
 
-static void print_entry(const tree_ctx *x, const node *n, const char *prefix, bool last,
-			bool top)
+static void print_entry(const tree_ctx *x, const node *n, const char *prefix, bool last, bool top)
 {
 	bool collapsed = n->dir && n->uniform && n->n_children > 0;
 
@@ -238,13 +238,13 @@ static int ignored_widening(const pw_cli_project *p, const pw_policy *policy, js
 	return 0;
 }
 
-int pw_allowed_tree(const pw_cli_project *p, const pw_policy *policy, const char *start,
-		    bool why, bool json)
+int pw_allowed_tree(const pw_cli_project *p, const pw_policy *policy, const char *start, bool why,
+		    bool json)
 {
-	tree_ctx x = { .p = p, .policy = policy, .why = why, .color = !json && pw_use_color(stdout) };
+	tree_ctx x = {.p = p, .policy = policy, .why = why, .color = !json && pw_use_color(stdout)};
 	_cleanup_json_ json_t *ignored = json_array();
 	char path[PW_PATH_MAX];
-	node root = { .dir = true, .uniform = true };
+	node root = {.dir = true, .uniform = true};
 	int fd, r;
 
 	if (!ignored || ignored_widening(p, policy, ignored) < 0)
@@ -273,7 +273,8 @@ int pw_allowed_tree(const pw_cli_project *p, const pw_policy *policy, const char
 	if (json) {
 		json_t *o = json_object(), *entries = json_array();
 		r = o && entries ? json_entries(&x, &root, start, entries) : -ENOMEM;
-		if (r < 0 || json_object_set_new(o, "project", json_string(pw_cli_project_path(p))) < 0 ||
+		if (r < 0 ||
+		    json_object_set_new(o, "project", json_string(pw_cli_project_path(p))) < 0 ||
 		    json_object_set_new(o, "mode", json_string(pw_policy_mode_name(policy))) < 0 ||
 		    json_object_set_new(o, "trusted", json_boolean(p->trusted)) < 0 ||
 		    json_object_set_new(o, "ignored_widening", json_incref(ignored)) < 0 ||
@@ -293,7 +294,8 @@ int pw_allowed_tree(const pw_cli_project *p, const pw_policy *policy, const char
 		size_t i;
 		json_t *w;
 		printf("untrusted project: this mode ignores what its own layer widens:");
-		json_array_foreach(ignored, i, w) {
+		json_array_foreach(ignored, i, w)
+		{
 			char buf[PW_PATH_MAX];
 			const char *file = json_string_value(json_object_get(w, "file"));
 			printf("%s %s %s (%s:%lld)", i ? "," : "",

@@ -7,8 +7,8 @@
  * The file walk goes through descriptors (openat + fdopendir, O_NOFOLLOW: symlinks are
  * never followed, and only regular files are listed), skips names starting with '.' and
  * hidden paths, and prunes every directory under which no allow or token rule could match:
- * a rule's literal leading segments ("docs/design" for "docs/design/" followed by "**") must be a prefix
- * of the directory or the other way round. A pattern starting with a wildcard prunes
+ * a rule's literal leading segments ("docs/design" for "docs/design/" followed by "**") must be a
+ * prefix of the directory or the other way round. A pattern starting with a wildcard prunes
  * nothing. The per-file answer always comes from the policy itself, so pruning only saves
  * work and never changes the result.
  */
@@ -25,41 +25,41 @@
 #include "util.h"
 
 static const char usage[] =
-	"Usage: piworkfs allowed [--mode M] [--project DIR] [--files] [--json]\n"
-	"       piworkfs allowed --tree [--why] [--mode M] [--project DIR] [--json] [PATH]\n"
-	"\n"
-	"Show what mode M may write: its allow, deny, hide, protected and token rules with\n"
-	"the file and line that declared each. With --files, also list the existing files\n"
-	"(relative to the project root) that the mode allows writing; names starting with\n"
-	"'.', hidden paths and symbolic links are not listed. With --tree, the project's tree\n"
-	"(under PATH) with each entry marked W writable, R read-only, H hidden or P protected,\n"
-	"whole subtrees that share a verdict on one line with their file count; for an\n"
-	"untrusted project the widening its own layer declares and the mode ignores comes\n"
-	"first.\n"
-	"\n"
-	"Options:\n"
-	"  -m, --mode M       the mode to show (default: the live view's mode)\n"
-	"  -C, --project DIR  the project (default: the one enclosing the current directory)\n"
-	"      --files        list the existing files the mode allows writing\n"
-	"      --tree         the project's tree with the verdict for each entry\n"
-	"      --why          with --tree: the rule that decides each entry\n"
-	"      --json         print JSON (docs/JSON.md)\n"
-	"  -h, --help         show this help\n"
-	"\n"
-	"Examples:\n"
-	"  piworkfs allowed --mode design\n"
-	"  piworkfs allowed --tree --why src\n"
-	"  piworkfs allowed --mode build --files --json\n"
-	"\n"
-	"Exit status: 0 ok; 2 usage error (also: no --mode outside a live view); 3 unknown mode,\n"
-	"bad project or PATH; 4 the live view does not answer; 5 system error (the tree could\n"
-	"not be read).\n";
+    "Usage: piworkfs allowed [--mode M] [--project DIR] [--files] [--json]\n"
+    "       piworkfs allowed --tree [--why] [--mode M] [--project DIR] [--json] [PATH]\n"
+    "\n"
+    "Show what mode M may write: its allow, deny, hide, protected and token rules with\n"
+    "the file and line that declared each. With --files, also list the existing files\n"
+    "(relative to the project root) that the mode allows writing; names starting with\n"
+    "'.', hidden paths and symbolic links are not listed. With --tree, the project's tree\n"
+    "(under PATH) with each entry marked W writable, R read-only, H hidden or P protected,\n"
+    "whole subtrees that share a verdict on one line with their file count; for an\n"
+    "untrusted project the widening its own layer declares and the mode ignores comes\n"
+    "first.\n"
+    "\n"
+    "Options:\n"
+    "  -m, --mode M       the mode to show (default: the live view's mode)\n"
+    "  -C, --project DIR  the project (default: the one enclosing the current directory)\n"
+    "      --files        list the existing files the mode allows writing\n"
+    "      --tree         the project's tree with the verdict for each entry\n"
+    "      --why          with --tree: the rule that decides each entry\n"
+    "      --json         print JSON (docs/JSON.md)\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "Examples:\n"
+    "  piworkfs allowed --mode design\n"
+    "  piworkfs allowed --tree --why src\n"
+    "  piworkfs allowed --mode build --files --json\n"
+    "\n"
+    "Exit status: 0 ok; 2 usage error (also: no --mode outside a live view); 3 unknown mode,\n"
+    "bad project or PATH; 4 the live view does not answer; 5 system error (the tree could\n"
+    "not be read).\n";
 
 typedef struct walker {
 	const pw_policy *policy;
 	char **prefixes; /* literal leading segments of allow and token rules */
 	size_t n_prefixes;
-	bool prune;      /* false when some writable rule starts with a wildcard */
+	bool prune; /* false when some writable rule starts with a wildcard */
 	char **files;
 	size_t n_files, cap_files;
 	size_t too_long; /* entries skipped because their path exceeds PW_PATH_MAX */
@@ -103,7 +103,7 @@ static int walker_init(walker *w, const pw_policy *policy)
 {
 	size_t n = pw_policy_rule_count(policy);
 
-	*w = (walker){ .policy = policy, .prune = true };
+	*w = (walker){.policy = policy, .prune = true};
 	w->prefixes = calloc(n ? n : 1, sizeof(char *));
 	if (!w->prefixes)
 		return -ENOMEM;
@@ -197,11 +197,12 @@ static int walk_dir(walker *w, int dfd, char *path, size_t len, unsigned depth)
 			type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
 		}
 		if (type == DT_DIR) {
-			if (depth + 1 >= PW_PATH_DEPTH_MAX || pw_policy_is_hidden(w->policy, path, true) ||
+			if (depth + 1 >= PW_PATH_DEPTH_MAX ||
+			    pw_policy_is_hidden(w->policy, path, true) ||
 			    !dir_may_hold_matches(w, path, clen))
 				goto next;
-			int cfd = openat(dirfd(d), name,
-					 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			int cfd =
+			    openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (cfd < 0)
 				goto next; /* unreadable or replaced by a symlink: skip */
 			int r = walk_dir(w, cfd, path, clen, depth + 1);
@@ -303,16 +304,17 @@ static int print_rules(const pw_cli_project *p, const pw_policy *policy)
 			snprintf(where, sizeof(where), "(built-in)");
 		else
 			snprintf(where, sizeof(where), "%s:%u", file, r->line);
-		const char *pattern = r->layer == PW_LAYER_DEFAULT
-					      ? pw_cli_builtin_pattern(r->pattern) : r->pattern;
-		if (pw_table_add(t, (const char *[]){ pw_rule_kind_name(r->kind), pattern,
-						      where }) < 0)
+		const char *pattern =
+		    r->layer == PW_LAYER_DEFAULT ? pw_cli_builtin_pattern(r->pattern) : r->pattern;
+		if (pw_table_add(t, (const char *[]){pw_rule_kind_name(r->kind), pattern, where}) <
+		    0)
 			return -ENOMEM;
 	}
 	/* The view's lane narrows every rule above (`run --only`). */
 	for (size_t i = 0; i < pw_policy_lane_count(policy); i++)
-		if (pw_table_add(t, (const char *[]){ "lane", pw_policy_lane_rule(policy, i)->pattern,
-						      "(--only)" }) < 0)
+		if (pw_table_add(t,
+				 (const char *[]){"lane", pw_policy_lane_rule(policy, i)->pattern,
+						  "(--only)"}) < 0)
 			return -ENOMEM;
 	if (n == 0 && !pw_policy_lane_count(policy))
 		printf("no rules\n");
@@ -325,7 +327,8 @@ static int print_json(const pw_cli_project *p, const pw_policy *policy, const wa
 	_cleanup_json_ json_t *o = json_object();
 	_cleanup_json_ json_t *pj = pw_report_policy(policy);
 
-	if (!o || !pj || json_object_set_new(o, "project", json_string(pw_cli_project_path(p))) < 0 ||
+	if (!o || !pj ||
+	    json_object_set_new(o, "project", json_string(pw_cli_project_path(p))) < 0 ||
 	    json_object_update(o, pj) < 0)
 		return -ENOMEM;
 	if (w) {
@@ -345,11 +348,11 @@ static int print_json(const pw_cli_project *p, const pw_policy *policy, const wa
 
 int cmd_allowed(int argc, char **argv)
 {
-	_cleanup_opts_ pw_opts po = { 0 };
-	_cleanup_project_ pw_cli_project p = { 0 };
+	_cleanup_opts_ pw_opts po = {0};
+	_cleanup_project_ pw_cli_project p = {0};
 	_cleanup_modeset_ pw_modeset *ms = NULL;
 	_cleanup_policy_ pw_policy *policy = NULL;
-	_cleanup_(walker_done) walker w = { 0 };
+	_cleanup_(walker_done) walker w = {0};
 	const char *project = NULL, *mode = NULL, *err = NULL;
 	bool json = false, files = false, tree = false, why = false;
 	int c, r;
@@ -358,13 +361,26 @@ int cmd_allowed(int argc, char **argv)
 		return PW_EXIT_SYSTEM;
 	while ((c = pw_opts_next(&po)) > 0) {
 		switch (c) {
-		case 'm': mode = po.arg; break;
-		case 'C': project = po.arg; break;
-		case PW_OPT_FILES: files = true; break;
-		case PW_OPT_TREE: tree = true; break;
-		case PW_OPT_WHY: why = true; break;
-		case PW_OPT_JSON: json = true; break;
-		case 'h': return pw_usage(argv[0], usage, false);
+		case 'm':
+			mode = po.arg;
+			break;
+		case 'C':
+			project = po.arg;
+			break;
+		case PW_OPT_FILES:
+			files = true;
+			break;
+		case PW_OPT_TREE:
+			tree = true;
+			break;
+		case PW_OPT_WHY:
+			why = true;
+			break;
+		case PW_OPT_JSON:
+			json = true;
+			break;
+		case 'h':
+			return pw_usage(argv[0], usage, false);
 		}
 	}
 	if (c < 0)
@@ -373,8 +389,9 @@ int cmd_allowed(int argc, char **argv)
 		if (tree)
 			pw_err(argv[0], "one PATH at a time (see 'piworkfs allowed --help')");
 		else
-			pw_err(argv[0], "unexpected argument '%s' (a PATH goes with --tree; see "
-					"'piworkfs allowed --help')",
+			pw_err(argv[0],
+			       "unexpected argument '%s' (a PATH goes with --tree; see "
+			       "'piworkfs allowed --help')",
 			       po.operands[0]);
 		return PW_EXIT_USAGE;
 	}
@@ -401,13 +418,16 @@ int cmd_allowed(int argc, char **argv)
 			r = pw_cli_map_path(&p, po.operands[0], rel, &slash, &err);
 			if (r < 0) {
 				pw_err(argv[0], "%s: %s", po.operands[0],
-				       r == -EXDEV ? "outside the project" : err ? err : strerror(-r));
+				       r == -EXDEV ? "outside the project"
+				       : err	   ? err
+						   : strerror(-r));
 				return PW_EXIT_CONFIG;
 			}
 		}
 		r = pw_allowed_tree(&p, policy, rel, why, json);
 		if (r < 0) {
-			pw_err(argv[0], "%s: %s", po.n_operands ? po.operands[0] : pw_cli_project_path(&p),
+			pw_err(argv[0], "%s: %s",
+			       po.n_operands ? po.operands[0] : pw_cli_project_path(&p),
 			       strerror(-r));
 			return r == -ENOMEM || r == -EIO ? PW_EXIT_SYSTEM : PW_EXIT_CONFIG;
 		}

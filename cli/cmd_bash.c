@@ -23,30 +23,30 @@
 #include "report.h"
 
 static const char usage[] =
-	"Usage: piworkfs check-bash [--mode M] [--project DIR] [--cwd DIR] [--json] [--] "
-	"COMMAND\n"
-	"\n"
-	"Pre-flight of a shell command: parse COMMAND (a bash command line; '-' reads it from\n"
-	"standard input) and list every path it would write, with mode M's decision for each,\n"
-	"plus 'outside' for paths leaving the project and 'unknown' for what the analysis\n"
-	"cannot judge. This explains; the filesystem enforces. Options go before COMMAND:\n"
-	"everything from its first word on is the command.\n"
-	"\n"
-	"Options:\n"
-	"  -m, --mode M       the mode to ask (default: the live view's mode)\n"
-	"  -C, --project DIR  the project (default: the one enclosing the current directory)\n"
-	"      --cwd DIR      the directory the command runs in (default: the current one\n"
-	"                     when inside the project, else the project root)\n"
-	"      --json         print the analysis as JSON (docs/BASH.md)\n"
-	"  -h, --help         show this help\n"
-	"\n"
-	"Examples:\n"
-	"  piworkfs check-bash 'sed -i s/a/b/ src/*.c'\n"
-	"  piworkfs check-bash --mode design -- make docs\n"
-	"\n"
-	"Exit status: 0 every target allowed; 1 some target denied, outside or unknown;\n"
-	"2 usage error (also: no --mode outside a live view); 3 unknown mode, bad project,\n"
-	"unreadable or oversized COMMAND; 4 the live view does not answer; 5 system error.\n";
+    "Usage: piworkfs check-bash [--mode M] [--project DIR] [--cwd DIR] [--json] [--] "
+    "COMMAND\n"
+    "\n"
+    "Pre-flight of a shell command: parse COMMAND (a bash command line; '-' reads it from\n"
+    "standard input) and list every path it would write, with mode M's decision for each,\n"
+    "plus 'outside' for paths leaving the project and 'unknown' for what the analysis\n"
+    "cannot judge. This explains; the filesystem enforces. Options go before COMMAND:\n"
+    "everything from its first word on is the command.\n"
+    "\n"
+    "Options:\n"
+    "  -m, --mode M       the mode to ask (default: the live view's mode)\n"
+    "  -C, --project DIR  the project (default: the one enclosing the current directory)\n"
+    "      --cwd DIR      the directory the command runs in (default: the current one\n"
+    "                     when inside the project, else the project root)\n"
+    "      --json         print the analysis as JSON (docs/BASH.md)\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "Examples:\n"
+    "  piworkfs check-bash 'sed -i s/a/b/ src/*.c'\n"
+    "  piworkfs check-bash --mode design -- make docs\n"
+    "\n"
+    "Exit status: 0 every target allowed; 1 some target denied, outside or unknown;\n"
+    "2 usage error (also: no --mode outside a live view); 3 unknown mode, bad project,\n"
+    "unreadable or oversized COMMAND; 4 the live view does not answer; 5 system error.\n";
 
 /* Reads standard input, at most PW_BASH_INPUT_MAX bytes. Returns the length, -E2BIG, or
  * -errno. */
@@ -113,9 +113,10 @@ static void warn_options_in_command(const pw_opts *po)
 			bool is_short = o->letter && w[1] == o->letter && w[2] == '\0';
 			if (!is_long && !is_short)
 				continue;
-			pw_err(po->spec->name, "warning: '%s' comes after the command, so it is "
-					       "judged as part of it; put options first "
-					       "(piworkfs check-bash %s ... -- COMMAND)",
+			pw_err(po->spec->name,
+			       "warning: '%s' comes after the command, so it is "
+			       "judged as part of it; put options first "
+			       "(piworkfs check-bash %s ... -- COMMAND)",
 			       w, w);
 			return;
 		}
@@ -139,11 +140,11 @@ static void print_allowed_list(const pw_policy *policy)
 	}
 }
 
-static void print_target(const pw_cli_project *p, const pw_policy *policy,
-			 const pw_bash_target *t)
+static void print_target(const pw_cli_project *p, const pw_policy *policy, const pw_bash_target *t)
 {
-	const char *path = t->kind == PW_BASH_KIND_COMMAND ? t->command :
-			   t->path && t->path[0] ? t->path : ".";
+	const char *path = t->kind == PW_BASH_KIND_COMMAND ? t->command
+			   : t->path && t->path[0]	   ? t->path
+							   : ".";
 	const char *tail = t->subtree && t->kind != PW_BASH_KIND_COMMAND ? "/**" : "";
 	if (t->subtree && t->path && !t->path[0])
 		path = "", tail = "(the whole project)";
@@ -156,10 +157,10 @@ static void print_target(const pw_cli_project *p, const pw_policy *policy,
 	if (t->status == PW_BASH_DENIED && t->decided) {
 		char buf[PW_PATH_MAX];
 		const pw_decision *d = &t->decision;
-		const char *file = d->rule ? pw_cli_display_file(p, d->rule->file, buf, sizeof(buf)) :
-					     NULL;
-		_cleanup_free_ char *text = pw_report_decision_text(d, pw_policy_mode_name(policy),
-								     file);
+		const char *file =
+		    d->rule ? pw_cli_display_file(p, d->rule->file, buf, sizeof(buf)) : NULL;
+		_cleanup_free_ char *text =
+		    pw_report_decision_text(d, pw_policy_mode_name(policy), file);
 		printf("%s: %s", pw_report_errno_name(d->err), text ? text : "denied");
 		if (d->reason == PW_REASON_NO_ALLOW)
 			print_allowed_list(policy);
@@ -175,10 +176,9 @@ static void print_target(const pw_cli_project *p, const pw_policy *policy,
 
 /* A mode other than the current one under which nothing is denied: design, then build.
  * NULL when neither would do (a protected path, say). */
-static const char *suggest_mode(const pw_modeset *ms, const pw_policy *current,
-				pw_bash_result *r)
+static const char *suggest_mode(const pw_modeset *ms, const pw_policy *current, pw_bash_result *r)
 {
-	static const char *const candidates[] = { "design", "build" };
+	static const char *const candidates[] = {"design", "build"};
 	const char *found = NULL;
 	for (size_t i = 0; i < ELEMENTSOF(candidates) && !found; i++) {
 		if (streq(candidates[i], pw_policy_mode_name(current)) ||
@@ -209,7 +209,7 @@ static bool any_protected(const pw_bash_result *r)
 static int print_text(const pw_cli_project *p, const pw_modeset *ms, const pw_policy *policy,
 		      pw_bash_result *r)
 {
-	size_t n[4] = { 0 };
+	size_t n[4] = {0};
 	pw_bash_status v = pw_bash_verdict(r);
 
 	/* Problems first, then the writes that would go through (what the command may do). */
@@ -260,8 +260,8 @@ static int print_json(const pw_policy *policy, pw_bash_result *r)
 
 int cmd_check_bash(int argc, char **argv)
 {
-	_cleanup_opts_ pw_opts po = { 0 };
-	_cleanup_project_ pw_cli_project p = { 0 };
+	_cleanup_opts_ pw_opts po = {0};
+	_cleanup_project_ pw_cli_project p = {0};
 	_cleanup_modeset_ pw_modeset *ms = NULL;
 	_cleanup_policy_ pw_policy *policy = NULL;
 	_cleanup_free_ char *cmd = NULL;
@@ -276,11 +276,20 @@ int cmd_check_bash(int argc, char **argv)
 		return PW_EXIT_SYSTEM;
 	while ((c = pw_opts_next(&po)) > 0) {
 		switch (c) {
-		case 'm': mode = po.arg; break;
-		case 'C': project = po.arg; break;
-		case PW_OPT_CWD: cwd_opt = po.arg; break;
-		case PW_OPT_JSON: json = true; break;
-		case 'h': return pw_usage(argv[0], usage, false);
+		case 'm':
+			mode = po.arg;
+			break;
+		case 'C':
+			project = po.arg;
+			break;
+		case PW_OPT_CWD:
+			cwd_opt = po.arg;
+			break;
+		case PW_OPT_JSON:
+			json = true;
+			break;
+		case 'h':
+			return pw_usage(argv[0], usage, false);
 		}
 	}
 	if (c < 0)
@@ -295,7 +304,8 @@ int cmd_check_bash(int argc, char **argv)
 		ssize_t n = read_stdin(&cmd);
 		if (n < 0) {
 			pw_err(argv[0], "standard input: %s",
-			       n == -E2BIG ? "the command is longer than 1 MiB" : strerror((int)-n));
+			       n == -E2BIG ? "the command is longer than 1 MiB"
+					   : strerror((int)-n));
 			return PW_EXIT_CONFIG;
 		}
 		len = (size_t)n;
@@ -322,7 +332,9 @@ int cmd_check_bash(int argc, char **argv)
 		cwd[0] = '\0'; /* not inside the project: run from its root */
 	} else if (r < 0) {
 		pw_err(argv[0], "--cwd %s: %s", cwd_opt ? cwd_opt : ".",
-		       r == -EXDEV ? "outside the project" : err ? err : strerror(-r));
+		       r == -EXDEV ? "outside the project"
+		       : err	   ? err
+				   : strerror(-r));
 		return PW_EXIT_CONFIG;
 	}
 	r = pw_cli_get_policy(argv[0], &p, mode, &ms, &policy);
@@ -334,7 +346,7 @@ int cmd_check_bash(int argc, char **argv)
 		pw_err(argv[0], "%s: %s", p.root, strerror(errno));
 		return PW_EXIT_CONFIG;
 	}
-	pw_bash_opts o = { .root_fd = root_fd, .root_path = p.root, .cwd = cwd };
+	pw_bash_opts o = {.root_fd = root_fd, .root_path = p.root, .cwd = cwd};
 	pw_bash_result *res = NULL;
 	r = pw_bash_analyze(cmd, len, &o, &res);
 	if (r < 0) {
@@ -342,10 +354,10 @@ int cmd_check_bash(int argc, char **argv)
 		if (r == -ENOTSUP)
 			pw_bash_check_runtime(&why);
 		pw_err(argv[0], "%s",
-		       r == -E2BIG  ? "the command is longer than 1 MiB" :
-		       r == -EINVAL ? "the command contains a NUL byte" :
-		       why          ? why :
-				      strerror(-r));
+		       r == -E2BIG    ? "the command is longer than 1 MiB"
+		       : r == -EINVAL ? "the command contains a NUL byte"
+		       : why	      ? why
+				      : strerror(-r));
 		return r == -ENOMEM ? PW_EXIT_SYSTEM : PW_EXIT_CONFIG;
 	}
 	pw_bash_decide(res, policy);

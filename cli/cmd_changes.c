@@ -21,141 +21,145 @@
 #include "util.h"
 
 /* The scope options changes, diff and undo share. */
-#define SCOPE_HELP                                                                                \
+#define SCOPE_HELP                                                                                 \
 	"  -s, --since X      change sets since checkpoint X, or changes since TIME (2h, 10m,\n"   \
 	"                     2025-01-31T14:05)\n"                                                 \
 	"      --change-set N change set N only\n"
 
 static const char changes_usage[] =
-	"Usage: piworkfs changes [--since X|--change-set N|--all] [--mode M] [PATH...] [--json]\n"
-	"       piworkfs changes --prune [--json]\n"
-	"       piworkfs changes --plan NAME [--json]\n"
-	"\n"
-	"What the view changed, newest change set first: each path with its kind (modified,\n"
-	"created, deleted, renamed, metadata), the process that first changed it, when, and in\n"
-	"which mode. A change set starts at mount, at each switch into a mode that writes, at a\n"
-	"reload or trust that changes what the mode allows, and at `piworkfs checkpoint`. An\n"
-	"old change set always reads the same: what it left is taken from the record, not from\n"
-	"the files now. By default: the change sets since the view was mounted (as for diff).\n"
-	"--prune applies the retention now (oldest change sets first).\n"
-	"\n"
-	"Options:\n"
-	SCOPE_HELP
-	"  -a, --all          every change set kept, earlier mounts too\n"
-	"  -m, --mode M       only changes made in mode M\n"
-	"      --prune        remove old change sets (by age and total size)\n"
-	"      --plan NAME    what each task of plan NAME changed (its change sets, by the task\n"
-	"                     in progress when each started)\n"
-	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
-	"      --json         print JSON\n"
-	"  -h, --help         show this help\n"
-	"\n"
-	"Examples:\n"
-	"  piworkfs changes                    what changed since the view was mounted\n"
-	"  piworkfs changes --since before-refactor src/\n"
-	"  piworkfs changes --change-set 12 --json\n"
-	"\n"
-	"Exit status: 0 ok; 2 usage error; 4 no live view; 5 system error.\n";
+    "Usage: piworkfs changes [--since X|--change-set N|--all] [--mode M] [PATH...] [--json]\n"
+    "       piworkfs changes --prune [--json]\n"
+    "       piworkfs changes --plan NAME [--json]\n"
+    "\n"
+    "What the view changed, newest change set first: each path with its kind (modified,\n"
+    "created, deleted, renamed, metadata), the process that first changed it, when, and in\n"
+    "which mode. A change set starts at mount, at each switch into a mode that writes, at a\n"
+    "reload or trust that changes what the mode allows, and at `piworkfs checkpoint`. An\n"
+    "old change set always reads the same: what it left is taken from the record, not from\n"
+    "the files now. By default: the change sets since the view was mounted (as for diff).\n"
+    "--prune applies the retention now (oldest change sets first).\n"
+    "\n"
+    "Options:\n" SCOPE_HELP "  -a, --all          every change set kept, earlier mounts too\n"
+    "  -m, --mode M       only changes made in mode M\n"
+    "      --prune        remove old change sets (by age and total size)\n"
+    "      --plan NAME    what each task of plan NAME changed (its change sets, by the task\n"
+    "                     in progress when each started)\n"
+    "  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
+    "      --json         print JSON\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "Examples:\n"
+    "  piworkfs changes                    what changed since the view was mounted\n"
+    "  piworkfs changes --since before-refactor src/\n"
+    "  piworkfs changes --change-set 12 --json\n"
+    "\n"
+    "Exit status: 0 ok; 2 usage error; 4 no live view; 5 system error.\n";
 
 static const char diff_usage[] =
-	"Usage: piworkfs diff [--since X|--change-set N|--all] [--stat|--name-status]\n"
-	"                     [--color[=WHEN]] [--no-pager] [PATH...] [--json]\n"
-	"\n"
-	"What the change sets chosen changed, in git's diff format, by path: each original the\n"
-	"view kept against what the change sets left (the file now, for the latest), with\n"
-	"/dev/null for a created or deleted file, old/new mode, renames, symbolic links'\n"
-	"targets, binary files told by content as git tells them. `git apply -R` of it gives\n"
-	"the files back as they were. By default: the change sets since the view was mounted\n"
-	"(as for changes). On a terminal, through $PAGER (less -FRX). A PATH with no recorded\n"
-	"change is an error (exit 1).\n"
-	"\n"
-	"Options:\n"
-	SCOPE_HELP
-	"  -a, --all          every change set kept, earlier mounts too\n"
-	"      --stat         lines added and removed per file, as git's diffstat\n"
-	"      --name-status  one line per file: A, D, M or R and its path(s)\n"
-	"      --color[=WHEN] colour the diff: always, never or auto (on a terminal)\n"
-	"      --no-pager     never page\n"
-	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
-	"      --json         print JSON\n"
-	"  -h, --help         show this help\n"
-	"\n"
-	"Examples:\n"
-	"  piworkfs diff                       everything changed since the mount\n"
-	"  piworkfs diff --stat --since 1h\n"
-	"  piworkfs diff --change-set 12 src/x.c\n"
-	"\n"
-	"Exit status: 0 ok; 1 a PATH with no recorded change; 2 usage error; 4 no live view;\n"
-	"5 system error.\n";
+    "Usage: piworkfs diff [--since X|--change-set N|--all] [--stat|--name-status]\n"
+    "                     [--color[=WHEN]] [--no-pager] [PATH...] [--json]\n"
+    "\n"
+    "What the change sets chosen changed, in git's diff format, by path: each original the\n"
+    "view kept against what the change sets left (the file now, for the latest), with\n"
+    "/dev/null for a created or deleted file, old/new mode, renames, symbolic links'\n"
+    "targets, binary files told by content as git tells them. `git apply -R` of it gives\n"
+    "the files back as they were. By default: the change sets since the view was mounted\n"
+    "(as for changes). On a terminal, through $PAGER (less -FRX). A PATH with no recorded\n"
+    "change is an error (exit 1).\n"
+    "\n"
+    "Options:\n" SCOPE_HELP "  -a, --all          every change set kept, earlier mounts too\n"
+    "      --stat         lines added and removed per file, as git's diffstat\n"
+    "      --name-status  one line per file: A, D, M or R and its path(s)\n"
+    "      --color[=WHEN] colour the diff: always, never or auto (on a terminal)\n"
+    "      --no-pager     never page\n"
+    "  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
+    "      --json         print JSON\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "Examples:\n"
+    "  piworkfs diff                       everything changed since the mount\n"
+    "  piworkfs diff --stat --since 1h\n"
+    "  piworkfs diff --change-set 12 src/x.c\n"
+    "\n"
+    "Exit status: 0 ok; 1 a PATH with no recorded change; 2 usage error; 4 no live view;\n"
+    "5 system error.\n";
 
 static const char undo_usage[] =
-	"Usage: piworkfs undo [--since X|--change-set N] [--dry-run] [--force] PATH...|--all\n"
-	"\n"
-	"Puts the originals back: contents and metadata restored, deleted files and directories\n"
-	"made again, created ones removed, renames reversed. It says what it is about to do,\n"
-	"then does it. By default: the latest change set with a change (to PATH) not undone\n"
-	"yet, so a second `undo PATH` goes further back through PATH's history; an undo never\n"
-	"re-applies what an undo put back (`piworkfs redo` does). Refused, naming them, where a\n"
-	"file was changed outside the view since (--force undoes anyway). The undo is itself a\n"
-	"change set. A PATH with nothing left to undo is an error (exit 1).\n"
-	"\n"
-	"Options:\n"
-	"  -a, --all          every change in the change sets chosen\n"
-	SCOPE_HELP
-	"      --dry-run      say what would be done, do nothing\n"
-	"      --force        undo also what was changed outside the view since\n"
-	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
-	"      --json         print JSON\n"
-	"  -h, --help         show this help\n"
-	"\n"
-	"Examples:\n"
-	"  piworkfs undo src/x.c               the last change to src/x.c; again: the one before\n"
-	"  piworkfs undo --all                 the latest change set\n"
-	"  piworkfs undo --all --since before-refactor --dry-run\n"
-	"\n"
-	"Exit status: 0 ok; 1 refused (changed outside the view, or asked from inside `run`), or\n"
-	"nothing left to undo for a PATH; 2 usage error; 4 no live view; 5 system error or some\n"
-	"path could not be put back.\n";
+    "Usage: piworkfs undo [--since X|--change-set N] [--dry-run] [--force] PATH...|--all\n"
+    "\n"
+    "Puts the originals back: contents and metadata restored, deleted files and directories\n"
+    "made again, created ones removed, renames reversed. It says what it is about to do,\n"
+    "then does it. By default: the latest change set with a change (to PATH) not undone\n"
+    "yet, so a second `undo PATH` goes further back through PATH's history; an undo never\n"
+    "re-applies what an undo put back (`piworkfs redo` does). Refused, naming them, where a\n"
+    "file was changed outside the view since (--force undoes anyway). The undo is itself a\n"
+    "change set. A PATH with nothing left to undo is an error (exit 1).\n"
+    "\n"
+    "Options:\n"
+    "  -a, --all          every change in the change sets chosen\n" SCOPE_HELP
+    "      --dry-run      say what would be done, do nothing\n"
+    "      --force        undo also what was changed outside the view since\n"
+    "  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
+    "      --json         print JSON\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "Examples:\n"
+    "  piworkfs undo src/x.c               the last change to src/x.c; again: the one before\n"
+    "  piworkfs undo --all                 the latest change set\n"
+    "  piworkfs undo --all --since before-refactor --dry-run\n"
+    "\n"
+    "Exit status: 0 ok; 1 refused (changed outside the view, or asked from inside `run`), or\n"
+    "nothing left to undo for a PATH; 2 usage error; 4 no live view; 5 system error or some\n"
+    "path could not be put back.\n";
 
 static const char redo_usage[] =
-	"Usage: piworkfs redo [--dry-run] [--force] [--json]\n"
-	"\n"
-	"Reverses the last undo that no redo has reversed yet: what it put back goes back to what\n"
-	"the agent had made. It says what it is about to do, then does it. Again: the undo\n"
-	"before that one. The redo is itself a change set.\n"
-	"\n"
-	"Options:\n"
-	"      --dry-run      say what would be done, do nothing\n"
-	"      --force        redo also what was changed outside the view since\n"
-	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
-	"      --json         print JSON\n"
-	"  -h, --help         show this help\n"
-	"\n"
-	"Examples:\n"
-	"  piworkfs undo src/x.c && piworkfs redo    back where it was\n"
-	"  piworkfs redo --dry-run\n"
-	"\n"
-	"Exit status: 0 ok; 1 refused (changed outside the view, or inside `run`), or no undo\n"
-	"to reverse; 2 usage error; 4 no live view; 5 system error.\n";
+    "Usage: piworkfs redo [--dry-run] [--force] [--json]\n"
+    "\n"
+    "Reverses the last undo that no redo has reversed yet: what it put back goes back to what\n"
+    "the agent had made. It says what it is about to do, then does it. Again: the undo\n"
+    "before that one. The redo is itself a change set.\n"
+    "\n"
+    "Options:\n"
+    "      --dry-run      say what would be done, do nothing\n"
+    "      --force        redo also what was changed outside the view since\n"
+    "  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
+    "      --json         print JSON\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "Examples:\n"
+    "  piworkfs undo src/x.c && piworkfs redo    back where it was\n"
+    "  piworkfs redo --dry-run\n"
+    "\n"
+    "Exit status: 0 ok; 1 refused (changed outside the view, or inside `run`), or no undo\n"
+    "to reverse; 2 usage error; 4 no live view; 5 system error.\n";
 
 static const char checkpoint_usage[] =
-	"Usage: piworkfs checkpoint [NAME] [--json]\n"
-	"\n"
-	"Starts a new change set, named NAME (for --since NAME).\n"
-	"\n"
-	"Options:\n"
-	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
-	"      --json         print JSON\n"
-	"  -h, --help         show this help\n"
-	"\n"
-	"Examples:\n"
-	"  piworkfs checkpoint before-refactor\n"
-	"  piworkfs diff --since before-refactor\n"
-	"\n"
-	"Exit status: 0 ok; 1 refused (inside `run`); 2 usage error; 4 no live view.\n";
+    "Usage: piworkfs checkpoint [NAME] [--json]\n"
+    "\n"
+    "Starts a new change set, named NAME (for --since NAME).\n"
+    "\n"
+    "Options:\n"
+    "  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
+    "      --json         print JSON\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "Examples:\n"
+    "  piworkfs checkpoint before-refactor\n"
+    "  piworkfs diff --since before-refactor\n"
+    "\n"
+    "Exit status: 0 ok; 1 refused (inside `run`); 2 usage error; 4 no live view.\n";
 
-enum { OPT_JSON = 0x100, OPT_PRUNE, OPT_STAT, OPT_FORCE, OPT_CHANGE_SET, OPT_NAME_STATUS,
-       OPT_COLOR, OPT_NO_PAGER, OPT_PLAN };
+enum {
+	OPT_JSON = 0x100,
+	OPT_PRUNE,
+	OPT_STAT,
+	OPT_FORCE,
+	OPT_CHANGE_SET,
+	OPT_NAME_STATUS,
+	OPT_COLOR,
+	OPT_NO_PAGER,
+	OPT_PLAN
+};
 
 typedef struct opts {
 	const char *mount, *since, *mode, *change_set, *color, *plan;
@@ -170,14 +174,18 @@ static int parse_time(const char *s, int64_t *ret_ns)
 	char *end = NULL;
 	long long v = strtoll(s, &end, 10);
 	if (end != s && end[0] && !end[1] && v >= 0) {
-		int64_t unit = end[0] == 's' ? 1 : end[0] == 'm' ? 60 : end[0] == 'h' ? 3600
-			     : end[0] == 'd' ? 86400 : end[0] == 'w' ? 604800 : 0;
+		int64_t unit = end[0] == 's'   ? 1
+			       : end[0] == 'm' ? 60
+			       : end[0] == 'h' ? 3600
+			       : end[0] == 'd' ? 86400
+			       : end[0] == 'w' ? 604800
+					       : 0;
 		if (unit) {
 			*ret_ns = ((int64_t)time(NULL) - v * unit) * 1000000000;
 			return 0;
 		}
 	}
-	struct tm tm = { 0 };
+	struct tm tm = {0};
 	const char *p = strptime(s, "%Y-%m-%d", &tm);
 	if (!p)
 		return -EINVAL;
@@ -199,22 +207,22 @@ static int parse_time(const char *s, int64_t *ret_ns)
 static int parse(int argc, char **argv, const char *usage, opts *o)
 {
 	static const struct option longs[] = {
-		{ "since", required_argument, NULL, 's' },
-		{ "mode", required_argument, NULL, 'm' },
-		{ "mount", required_argument, NULL, 'M' },
-		{ "all", no_argument, NULL, 'a' },
-		{ "dry-run", no_argument, NULL, 'n' },
-		{ "force", no_argument, NULL, OPT_FORCE },
-		{ "prune", no_argument, NULL, OPT_PRUNE },
-		{ "stat", no_argument, NULL, OPT_STAT },
-		{ "change-set", required_argument, NULL, OPT_CHANGE_SET },
-		{ "name-status", no_argument, NULL, OPT_NAME_STATUS },
-		{ "color", optional_argument, NULL, OPT_COLOR },
-		{ "no-pager", no_argument, NULL, OPT_NO_PAGER },
-		{ "plan", required_argument, NULL, OPT_PLAN },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
+	    {"since", required_argument, NULL, 's'},
+	    {"mode", required_argument, NULL, 'm'},
+	    {"mount", required_argument, NULL, 'M'},
+	    {"all", no_argument, NULL, 'a'},
+	    {"dry-run", no_argument, NULL, 'n'},
+	    {"force", no_argument, NULL, OPT_FORCE},
+	    {"prune", no_argument, NULL, OPT_PRUNE},
+	    {"stat", no_argument, NULL, OPT_STAT},
+	    {"change-set", required_argument, NULL, OPT_CHANGE_SET},
+	    {"name-status", no_argument, NULL, OPT_NAME_STATUS},
+	    {"color", optional_argument, NULL, OPT_COLOR},
+	    {"no-pager", no_argument, NULL, OPT_NO_PAGER},
+	    {"plan", required_argument, NULL, OPT_PLAN},
+	    {"json", no_argument, NULL, OPT_JSON},
+	    {"help", no_argument, NULL, 'h'},
+	    {0},
 	};
 	const char *cmd = argv[0];
 	bool is_changes = streq(cmd, "changes"), is_undo = streq(cmd, "undo") || streq(cmd, "redo");
@@ -225,27 +233,67 @@ static int parse(int argc, char **argv, const char *usage, opts *o)
 	while ((c = getopt_long(argc, argv, "s:m:M:ah", longs, NULL)) != -1) {
 		bool ok = true;
 		switch (c) {
-		case 's': o->since = optarg; ok = !streq(cmd, "checkpoint"); break;
-		case 'm': o->mode = optarg; ok = is_changes; break;
-		case 'M': o->mount = optarg; break;
-		case 'a': o->all = true; ok = !streq(cmd, "checkpoint"); break;
-		case OPT_CHANGE_SET: o->change_set = optarg; ok = !streq(cmd, "checkpoint"); break;
-		case 'n': o->dry = true; ok = is_undo; break;
-		case OPT_FORCE: o->force = true; ok = is_undo; break;
-		case OPT_PRUNE: o->prune = true; ok = is_changes; break;
-		case OPT_STAT: o->stat = true; ok = streq(cmd, "diff"); break;
-		case OPT_NAME_STATUS: o->name_status = true; ok = streq(cmd, "diff"); break;
+		case 's':
+			o->since = optarg;
+			ok = !streq(cmd, "checkpoint");
+			break;
+		case 'm':
+			o->mode = optarg;
+			ok = is_changes;
+			break;
+		case 'M':
+			o->mount = optarg;
+			break;
+		case 'a':
+			o->all = true;
+			ok = !streq(cmd, "checkpoint");
+			break;
+		case OPT_CHANGE_SET:
+			o->change_set = optarg;
+			ok = !streq(cmd, "checkpoint");
+			break;
+		case 'n':
+			o->dry = true;
+			ok = is_undo;
+			break;
+		case OPT_FORCE:
+			o->force = true;
+			ok = is_undo;
+			break;
+		case OPT_PRUNE:
+			o->prune = true;
+			ok = is_changes;
+			break;
+		case OPT_STAT:
+			o->stat = true;
+			ok = streq(cmd, "diff");
+			break;
+		case OPT_NAME_STATUS:
+			o->name_status = true;
+			ok = streq(cmd, "diff");
+			break;
 		case OPT_COLOR:
 			o->color = optarg ? optarg : "always";
-			ok = streq(cmd, "diff") && (streq(o->color, "always") ||
-						    streq(o->color, "never") ||
-						    streq(o->color, "auto"));
+			ok = streq(cmd, "diff") &&
+			     (streq(o->color, "always") || streq(o->color, "never") ||
+			      streq(o->color, "auto"));
 			break;
-		case OPT_NO_PAGER: o->no_pager = true; ok = streq(cmd, "diff"); break;
-		case OPT_PLAN: o->plan = optarg; ok = is_changes; break;
-		case OPT_JSON: o->json = true; pw_err_json(true); break;
-		case 'h': return pw_usage(cmd, usage, false);
-		default: ok = false;
+		case OPT_NO_PAGER:
+			o->no_pager = true;
+			ok = streq(cmd, "diff");
+			break;
+		case OPT_PLAN:
+			o->plan = optarg;
+			ok = is_changes;
+			break;
+		case OPT_JSON:
+			o->json = true;
+			pw_err_json(true);
+			break;
+		case 'h':
+			return pw_usage(cmd, usage, false);
+		default:
+			ok = false;
 		}
 		if (!ok) {
 			pw_err(cmd, "unknown or misplaced option '%s' (see 'piworkfs %s --help')",
@@ -275,8 +323,9 @@ static int parse(int argc, char **argv, const char *usage, opts *o)
 static int call_failed(const char *cmd, const opts *o, int r, int code, const char *message)
 {
 	if (r == -ENOENT) {
-		pw_err(cmd, "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
-			    "--mount PATH)",
+		pw_err(cmd,
+		       "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
+		       "--mount PATH)",
 		       o->mount ? o->mount : "the current directory");
 		return PW_EXIT_NO_VIEW;
 	}
@@ -311,7 +360,8 @@ static json_t *scope_params(const opts *o)
 	if (o->mode)
 		json_object_set_new(p, "mode", json_string(o->mode));
 	if (o->change_set)
-		json_object_set_new(p, "change_set", json_integer(strtoll(o->change_set, NULL, 10)));
+		json_object_set_new(p, "change_set",
+				    json_integer(strtoll(o->change_set, NULL, 10)));
 	if (o->n_paths) {
 		json_t *a = json_array();
 		for (int i = 0; a && i < o->n_paths; i++) {
@@ -329,8 +379,7 @@ static json_t *scope_params(const opts *o)
 	return p;
 }
 
-static int call(const char *cmd, const opts *o, const char *method, json_t *params,
-		json_t **ret)
+static int call(const char *cmd, const opts *o, const char *method, json_t *params, json_t **ret)
 {
 	int code = 0;
 	_cleanup_free_ char *message = NULL;
@@ -373,10 +422,11 @@ static char *git_summary(json_t *arr)
 	size_t i, objects = 0, names = 0, more = 0;
 	char list[512] = "";
 	size_t used = 0;
-	json_array_foreach(arr, i, e) {
+	json_array_foreach(arr, i, e)
+	{
 		const char *p = json_string_value(json_object_get(e, "path"));
-		const char *obj = p && startswith(p, ".git/objects/") ? p + strlen(".git/objects/")
-								  : NULL;
+		const char *obj =
+		    p && startswith(p, ".git/objects/") ? p + strlen(".git/objects/") : NULL;
 		if (!in_git_dir(p) || streq(p, ".git") || streq(p, ".git/objects") ||
 		    (obj && obj[strcspn(obj, "/")] == '\0'))
 			continue; /* .git itself, objects' fan-out directories */
@@ -401,8 +451,8 @@ static char *git_summary(json_t *arr)
 	char tail[48] = "";
 	if (more)
 		snprintf(tail, sizeof(tail), ", %zu more", more);
-	if (asprintf(&out, ".git/: %s%s%s", objs[0] ? objs + 2 : list + 2,
-		     objs[0] ? list : "", tail) < 0)
+	if (asprintf(&out, ".git/: %s%s%s", objs[0] ? objs + 2 : list + 2, objs[0] ? list : "",
+		     tail) < 0)
 		return NULL;
 	return out;
 }
@@ -414,9 +464,9 @@ static json_t *without_git(json_t *arr)
 	size_t i;
 	if (!out)
 		return json_incref(arr);
-	json_array_foreach(arr, i, e)
-		if (!in_git_dir(json_string_value(json_object_get(e, "path"))))
-			json_array_append(out, e);
+	json_array_foreach(arr, i,
+			   e) if (!in_git_dir(json_string_value(json_object_get(e, "path"))))
+	    json_array_append(out, e);
 	return out;
 }
 
@@ -428,16 +478,17 @@ static void print_also_changed_by(json_t *by)
 	json_t *o;
 
 	json_array_foreach(by, i, o)
-		printf("            also changed by the view at %s (its change set %lld)\n",
-		       pw_q(0, json_string_value(json_object_get(o, "mountpoint"))),
-		       (long long)json_integer_value(json_object_get(o, "changeset")));
+	    printf("            also changed by the view at %s (its change set %lld)\n",
+		   pw_q(0, json_string_value(json_object_get(o, "mountpoint"))),
+		   (long long)json_integer_value(json_object_get(o, "changeset")));
 }
 
 static int print_changes(json_t *res, bool fold_git)
 {
 	json_t *sets = json_object_get(res, "changesets"), *set;
 	size_t i, shown = 0;
-	json_array_foreach(sets, i, set) {
+	json_array_foreach(sets, i, set)
+	{
 		json_t *changes = json_object_get(set, "changes"), *c;
 		char t[32];
 		when(json_integer_value(json_object_get(set, "started_ns")), t, sizeof(t));
@@ -452,7 +503,8 @@ static int print_changes(json_t *res, bool fold_git)
 		       json_is_true(json_object_get(set, "current")) ? " (current)" : "");
 		size_t j;
 		_cleanup_free_ char *gits = fold_git ? git_summary(changes) : NULL;
-		json_array_foreach(changes, j, c) {
+		json_array_foreach(changes, j, c)
+		{
 			if (gits && in_git_dir(json_string_value(json_object_get(c, "path"))))
 				continue;
 			const char *kind = json_string_value(json_object_get(c, "kind"));
@@ -487,7 +539,7 @@ static int print_changes(json_t *res, bool fold_git)
 
 int cmd_changes(int argc, char **argv)
 {
-	opts o = { 0 };
+	opts o = {0};
 	int r = parse(argc, argv, changes_usage, &o);
 	if (r >= 0)
 		return r;
@@ -544,12 +596,12 @@ static void print_diff_text(const char *d, bool color)
 	}
 	for (const char *p = d; *p;) {
 		size_t n = strcspn(p, "\n");
-		const char *c = !strncmp(p, "@@", 2)                                   ? C_FRAG
-				: !strncmp(p, "--- ", 4) || !strncmp(p, "+++ ", 4)     ? C_META
-				: p[0] == '-'                                          ? C_OLD
-				: p[0] == '+'                                          ? C_NEW
-				: p[0] == ' ' || p[0] == '\\'                          ? NULL
-									       : C_META;
+		const char *c = !strncmp(p, "@@", 2)				   ? C_FRAG
+				: !strncmp(p, "--- ", 4) || !strncmp(p, "+++ ", 4) ? C_META
+				: p[0] == '-'					   ? C_OLD
+				: p[0] == '+'					   ? C_NEW
+				: p[0] == ' ' || p[0] == '\\'			   ? NULL
+										   : C_META;
 		printf("%s%.*s%s\n", c ? c : "", (int)n, p, c ? C_RESET : "");
 		p += n + (p[n] == '\n');
 	}
@@ -652,7 +704,8 @@ static void print_name_status(json_t *files)
 {
 	json_t *f;
 	size_t i;
-	json_array_foreach(files, i, f) {
+	json_array_foreach(files, i, f)
+	{
 		const char *kind = json_string_value(json_object_get(f, "kind"));
 		const char *path = json_string_value(json_object_get(f, "path"));
 		const char *was = json_string_value(json_object_get(f, "was"));
@@ -663,7 +716,9 @@ static void print_name_status(json_t *files)
 			       pw_q(1, path));
 			continue;
 		}
-		char letter = streq_ptr(kind, "created") ? 'A' : streq_ptr(kind, "deleted") ? 'D' : 'M';
+		char letter = streq_ptr(kind, "created")   ? 'A'
+			      : streq_ptr(kind, "deleted") ? 'D'
+							   : 'M';
 		printf("%c\t%s\n", letter, pw_q(0, path));
 	}
 }
@@ -679,7 +734,7 @@ static bool want_color(const opts *o)
 
 int cmd_diff(int argc, char **argv)
 {
-	opts o = { 0 };
+	opts o = {0};
 	int r = parse(argc, argv, diff_usage, &o);
 	if (r >= 0)
 		return r;
@@ -704,21 +759,22 @@ int cmd_diff(int argc, char **argv)
 	json_t *all_files = json_object_get(res, "files"), *f;
 	_cleanup_free_ char *gits = asked_git(&o) ? NULL : git_summary(all_files);
 	_cleanup_(pw_json_decrefp) json_t *files =
-		gits ? without_git(all_files) : json_incref(all_files);
+	    gits ? without_git(all_files) : json_incref(all_files);
 	size_t i;
 	if (o.stat && json_array_size(files))
 		print_stat(files, color);
 	else if (o.name_status)
 		print_name_status(files);
 	else
-		json_array_foreach(files, i, f) {
+		json_array_foreach(files, i, f)
+		{
 			const char *path = json_string_value(json_object_get(f, "path"));
 			const char *kind = json_string_value(json_object_get(f, "kind"));
 			const char *d = json_string_value(json_object_get(f, "diff"));
 			const char *nk = json_string_value(json_object_get(f, "not_kept"));
 			if (nk)
-				printf("%s %s: the original was not kept (%s)\n", kind, pw_q(0, path),
-				       nk);
+				printf("%s %s: the original was not kept (%s)\n", kind,
+				       pw_q(0, path), nk);
 			else if (d)
 				print_diff_text(d, color);
 			else /* what git cannot show: a directory, owner, times, xattrs */
@@ -739,7 +795,7 @@ static void print_sets(json_t *ids)
 	size_t i;
 	printf("change set%s ", json_array_size(ids) == 1 ? "" : "s");
 	json_array_foreach(ids, i, id)
-		printf("%s%lld", i ? ", " : "", (long long)json_integer_value(id));
+	    printf("%s%lld", i ? ", " : "", (long long)json_integer_value(id));
 }
 
 /* What the undo does, one line per path (the daemon's summary), .git/ folded. */
@@ -748,7 +804,8 @@ static void print_summary(json_t *res, const char *prefix, bool fold_git)
 	json_t *sum = json_object_get(res, "summary"), *a;
 	size_t i;
 	_cleanup_free_ char *gits = fold_git ? git_summary(sum) : NULL;
-	json_array_foreach(sum, i, a) {
+	json_array_foreach(sum, i, a)
+	{
 		const char *what = json_string_value(json_object_get(a, "action"));
 		const char *path = json_string_value(json_object_get(a, "path"));
 		const char *from = json_string_value(json_object_get(a, "from"));
@@ -815,9 +872,9 @@ static int undo_or_redo(const char *cmd, const opts *o, json_t *p, bool redo)
 	if (o->dry)
 		print_summary(res, "would ", !asked_git(o));
 	json_array_foreach(failed, i, a)
-		pw_err(cmd, "%s %s: %s", json_string_value(json_object_get(a, "action")),
-		       pw_q(0, json_string_value(json_object_get(a, "path"))),
-		       json_string_value(json_object_get(a, "error")));
+	    pw_err(cmd, "%s %s: %s", json_string_value(json_object_get(a, "action")),
+		   pw_q(0, json_string_value(json_object_get(a, "path"))),
+		   json_string_value(json_object_get(a, "error")));
 	if (o->dry && !json_array_size(json_object_get(res, "actions")))
 		printf(redo ? "nothing to redo\n" : "nothing to undo\n");
 	else if (!o->dry)
@@ -830,7 +887,7 @@ static int undo_or_redo(const char *cmd, const opts *o, json_t *p, bool redo)
 
 int cmd_undo(int argc, char **argv)
 {
-	opts o = { 0 };
+	opts o = {0};
 	int r = parse(argc, argv, undo_usage, &o);
 	if (r >= 0)
 		return r;
@@ -853,7 +910,7 @@ int cmd_undo(int argc, char **argv)
 
 int cmd_redo(int argc, char **argv)
 {
-	opts o = { 0 };
+	opts o = {0};
 	int r = parse(argc, argv, redo_usage, &o);
 	if (r >= 0)
 		return r;
@@ -868,7 +925,7 @@ int cmd_redo(int argc, char **argv)
 
 int cmd_checkpoint(int argc, char **argv)
 {
-	opts o = { 0 };
+	opts o = {0};
 	int r = parse(argc, argv, checkpoint_usage, &o);
 	if (r >= 0)
 		return r;

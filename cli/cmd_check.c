@@ -14,30 +14,30 @@
 #include "report.h"
 
 static const char usage[] =
-	"Usage: piworkfs check [--mode M] [--project DIR] [--write|--read] [--json] PATH...\n"
-	"\n"
-	"For each PATH, tell whether mode M allows the operation on it, and which rule\n"
-	"decided. PATH is relative to the current directory when that is inside the project,\n"
-	"else to the project root; absolute paths must lie inside the project (under its\n"
-	"view or its backing directory). Under a denial, the mode's keys that were ignored\n"
-	"because the project is not trusted are listed.\n"
-	"\n"
-	"Options:\n"
-	"  -m, --mode M       the mode to ask (default: the mode of the live view around the\n"
-	"                     current directory, or of the project's live view)\n"
-	"  -C, --project DIR  the project (default: the one enclosing the current directory)\n"
-	"  -w, --write        ask about writing (the default)\n"
-	"  -r, --read         ask about reading (denied only for hidden paths)\n"
-	"      --json         print a JSON array of decisions (docs/JSON.md)\n"
-	"  -h, --help         show this help\n"
-	"\n"
-	"Examples:\n"
-	"  piworkfs check src/main.c docs/design/a.md\n"
-	"  piworkfs check --mode design --json tokens.json\n"
-	"\n"
-	"Exit status: 0 every path allowed; 1 some path denied or outside the project;\n"
-	"2 usage error (also: no --mode outside a live view); 3 unknown mode, bad project or\n"
-	"bad PATH; 4 the live view does not answer; 5 system error.\n";
+    "Usage: piworkfs check [--mode M] [--project DIR] [--write|--read] [--json] PATH...\n"
+    "\n"
+    "For each PATH, tell whether mode M allows the operation on it, and which rule\n"
+    "decided. PATH is relative to the current directory when that is inside the project,\n"
+    "else to the project root; absolute paths must lie inside the project (under its\n"
+    "view or its backing directory). Under a denial, the mode's keys that were ignored\n"
+    "because the project is not trusted are listed.\n"
+    "\n"
+    "Options:\n"
+    "  -m, --mode M       the mode to ask (default: the mode of the live view around the\n"
+    "                     current directory, or of the project's live view)\n"
+    "  -C, --project DIR  the project (default: the one enclosing the current directory)\n"
+    "  -w, --write        ask about writing (the default)\n"
+    "  -r, --read         ask about reading (denied only for hidden paths)\n"
+    "      --json         print a JSON array of decisions (docs/JSON.md)\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "Examples:\n"
+    "  piworkfs check src/main.c docs/design/a.md\n"
+    "  piworkfs check --mode design --json tokens.json\n"
+    "\n"
+    "Exit status: 0 every path allowed; 1 some path denied or outside the project;\n"
+    "2 usage error (also: no --mode outside a live view); 3 unknown mode, bad project or\n"
+    "bad PATH; 4 the live view does not answer; 5 system error.\n";
 
 typedef struct check_ctx {
 	const pw_cli_project *p;
@@ -74,20 +74,19 @@ static void print_ignored(const check_ctx *x)
 	}
 }
 
-static int print_decision(const check_ctx *x, const char *shown, bool is_dir,
-			  const pw_decision *d)
+static int print_decision(const check_ctx *x, const char *shown, bool is_dir, const pw_decision *d)
 {
 	const char *mode = pw_policy_mode_name(x->policy);
 	char buf[PW_PATH_MAX];
-	const char *file = d->rule ? pw_cli_display_file(x->p, d->rule->file, buf, sizeof(buf))
-				   : NULL;
+	const char *file =
+	    d->rule ? pw_cli_display_file(x->p, d->rule->file, buf, sizeof(buf)) : NULL;
 	_cleanup_free_ char *text = NULL;
 
 	if (x->json)
 		return json_array_append_new(x->out,
 					     pw_report_decision(shown, x->op, is_dir, d, mode)) < 0
-			       ? -ENOMEM
-			       : 0;
+			   ? -ENOMEM
+			   : 0;
 	text = pw_report_decision_text(d, mode, file);
 	if (!text)
 		return -ENOMEM;
@@ -115,7 +114,7 @@ static int check_one(const check_ctx *x, const char *arg)
 
 	r = pw_cli_map_path(x->p, arg, rel, &slash, &err);
 	if (r == -EXDEV) {
-		d = (pw_decision){ .allowed = false, .err = EXDEV, .reason = PW_REASON_OUTSIDE };
+		d = (pw_decision){.allowed = false, .err = EXDEV, .reason = PW_REASON_OUTSIDE};
 		r = print_decision(x, arg, slash, &d);
 		return r < 0 ? r : 0;
 	}
@@ -133,8 +132,8 @@ static int check_one(const check_ctx *x, const char *arg)
 
 int cmd_check(int argc, char **argv)
 {
-	_cleanup_opts_ pw_opts po = { 0 };
-	_cleanup_project_ pw_cli_project p = { 0 };
+	_cleanup_opts_ pw_opts po = {0};
+	_cleanup_project_ pw_cli_project p = {0};
 	_cleanup_modeset_ pw_modeset *ms = NULL;
 	_cleanup_policy_ pw_policy *policy = NULL;
 	_cleanup_json_ json_t *out = NULL;
@@ -147,12 +146,23 @@ int cmd_check(int argc, char **argv)
 		return PW_EXIT_SYSTEM;
 	while ((c = pw_opts_next(&po)) > 0) {
 		switch (c) {
-		case 'm': mode = po.arg; break;
-		case 'C': project = po.arg; break;
-		case 'w': op = PW_OP_WRITE; break;
-		case 'r': op = PW_OP_READ; break;
-		case PW_OPT_JSON: json = true; break;
-		case 'h': return pw_usage(argv[0], usage, false);
+		case 'm':
+			mode = po.arg;
+			break;
+		case 'C':
+			project = po.arg;
+			break;
+		case 'w':
+			op = PW_OP_WRITE;
+			break;
+		case 'r':
+			op = PW_OP_READ;
+			break;
+		case PW_OPT_JSON:
+			json = true;
+			break;
+		case 'h':
+			return pw_usage(argv[0], usage, false);
 		}
 	}
 	if (c < 0)
@@ -175,8 +185,13 @@ int cmd_check(int argc, char **argv)
 			return PW_EXIT_SYSTEM;
 	}
 	bool ignored_shown = false;
-	check_ctx x = { .p = &p, .policy = policy, .op = op, .json = json, .out = out, .ms = ms,
-			.ignored_shown = &ignored_shown };
+	check_ctx x = {.p = &p,
+		       .policy = policy,
+		       .op = op,
+		       .json = json,
+		       .out = out,
+		       .ms = ms,
+		       .ignored_shown = &ignored_shown};
 	for (int i = 0; i < po.n_operands; i++) {
 		r = check_one(&x, po.operands[i]);
 		if (r == -ENOMEM) {

@@ -19,41 +19,47 @@
 #include "project.h"
 
 static const char usage[] =
-	"Usage: piworkfs completion SHELL\n"
-	"\n"
-	"Print the completion script for SHELL (bash, zsh or fish): commands, options, mode\n"
-	"names (from the live view, else the project) and mountpoints. `ninja install` installs\n"
-	"all three where the shells look for them.\n"
-	"\n"
-	"Options:\n"
-	"  -h, --help   show this help\n"
-	"\n"
-	"Examples:\n"
-	"  source <(piworkfs completion bash)\n"
-	"  piworkfs completion fish > ~/.config/fish/completions/piworkfs.fish\n"
-	"\n"
-	"Exit status: 0 ok; 2 usage error (an unknown SHELL).\n";
+    "Usage: piworkfs completion SHELL\n"
+    "\n"
+    "Print the completion script for SHELL (bash, zsh or fish): commands, options, mode\n"
+    "names (from the live view, else the project) and mountpoints. `ninja install` installs\n"
+    "all three where the shells look for them.\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help   show this help\n"
+    "\n"
+    "Examples:\n"
+    "  source <(piworkfs completion bash)\n"
+    "  piworkfs completion fish > ~/.config/fish/completions/piworkfs.fish\n"
+    "\n"
+    "Exit status: 0 ok; 2 usage error (an unknown SHELL).\n";
 
 /* ---- bash ------------------------------------------------------------------------------ */
 
 static const char *bash_action(pw_complete c)
 {
 	switch (c) {
-	case PW_COMPLETE_FILE: return "COMPREPLY=($(compgen -f -- \"$cur\"))";
-	case PW_COMPLETE_DIR: return "COMPREPLY=($(compgen -d -- \"$cur\"))";
+	case PW_COMPLETE_FILE:
+		return "COMPREPLY=($(compgen -f -- \"$cur\"))";
+	case PW_COMPLETE_DIR:
+		return "COMPREPLY=($(compgen -d -- \"$cur\"))";
 	case PW_COMPLETE_MODE:
 		return "COMPREPLY=($(compgen -W \"$(piworkfs __complete modes ${project:+-C "
 		       "\"$project\"} 2>/dev/null)\" -- \"$cur\"))";
 	case PW_COMPLETE_MOUNTPOINT:
 		return "COMPREPLY=($(compgen -W \"$(piworkfs __complete views 2>/dev/null)\" -- "
 		       "\"$cur\"))";
-	case PW_COMPLETE_COMMAND: return "COMPREPLY=($(compgen -c -- \"$cur\"))";
-	case PW_COMPLETE_SHELL: return "COMPREPLY=($(compgen -W \"bash zsh fish\" -- \"$cur\"))";
-	case PW_COMPLETE_MOUNT_OPTIONS: return "_piworkfs_mount_options";
+	case PW_COMPLETE_COMMAND:
+		return "COMPREPLY=($(compgen -c -- \"$cur\"))";
+	case PW_COMPLETE_SHELL:
+		return "COMPREPLY=($(compgen -W \"bash zsh fish\" -- \"$cur\"))";
+	case PW_COMPLETE_MOUNT_OPTIONS:
+		return "_piworkfs_mount_options";
 	case PW_COMPLETE_PLAN:
 		return "COMPREPLY=($(compgen -W \"$(piworkfs __complete plans 2>/dev/null)\" -- "
 		       "\"$cur\"))";
-	case PW_COMPLETE_NONE: break;
+	case PW_COMPLETE_NONE:
+		break;
 	}
 	return "COMPREPLY=()";
 }
@@ -158,15 +164,24 @@ static void zsh_text(const char *s)
 static const char *zsh_action(pw_complete c)
 {
 	switch (c) {
-	case PW_COMPLETE_FILE: return "_files";
-	case PW_COMPLETE_DIR: return "_files -/";
-	case PW_COMPLETE_MODE: return "_piworkfs_modes";
-	case PW_COMPLETE_MOUNTPOINT: return "_piworkfs_views";
-	case PW_COMPLETE_COMMAND: return "_command_names -e";
-	case PW_COMPLETE_SHELL: return "(bash zsh fish)";
-	case PW_COMPLETE_MOUNT_OPTIONS: return "_piworkfs_mount_options";
-	case PW_COMPLETE_PLAN: return "($(piworkfs __complete plans 2>/dev/null))";
-	case PW_COMPLETE_NONE: break;
+	case PW_COMPLETE_FILE:
+		return "_files";
+	case PW_COMPLETE_DIR:
+		return "_files -/";
+	case PW_COMPLETE_MODE:
+		return "_piworkfs_modes";
+	case PW_COMPLETE_MOUNTPOINT:
+		return "_piworkfs_views";
+	case PW_COMPLETE_COMMAND:
+		return "_command_names -e";
+	case PW_COMPLETE_SHELL:
+		return "(bash zsh fish)";
+	case PW_COMPLETE_MOUNT_OPTIONS:
+		return "_piworkfs_mount_options";
+	case PW_COMPLETE_PLAN:
+		return "($(piworkfs __complete plans 2>/dev/null))";
+	case PW_COMPLETE_NONE:
+		break;
 	}
 	return " ";
 }
@@ -255,16 +270,24 @@ static void fish_text(const char *s)
 static const char *fish_action(pw_complete c)
 {
 	switch (c) {
-	case PW_COMPLETE_FILE: return " -F";
-	case PW_COMPLETE_DIR: return " -a '(__fish_complete_directories)'";
-	case PW_COMPLETE_MODE: return " -a '(piworkfs __complete modes 2>/dev/null)'";
-	case PW_COMPLETE_MOUNTPOINT: return " -a '(piworkfs __complete views 2>/dev/null)'";
-	case PW_COMPLETE_COMMAND: return " -a '(__fish_complete_command)'";
-	case PW_COMPLETE_SHELL: return " -a 'bash zsh fish'";
+	case PW_COMPLETE_FILE:
+		return " -F";
+	case PW_COMPLETE_DIR:
+		return " -a '(__fish_complete_directories)'";
+	case PW_COMPLETE_MODE:
+		return " -a '(piworkfs __complete modes 2>/dev/null)'";
+	case PW_COMPLETE_MOUNTPOINT:
+		return " -a '(piworkfs __complete views 2>/dev/null)'";
+	case PW_COMPLETE_COMMAND:
+		return " -a '(__fish_complete_command)'";
+	case PW_COMPLETE_SHELL:
+		return " -a 'bash zsh fish'";
 	case PW_COMPLETE_MOUNT_OPTIONS:
 		return " -a '(piworkfs __complete mount-options 2>/dev/null)'";
-	case PW_COMPLETE_PLAN: return " -a '(piworkfs __complete plans 2>/dev/null)'";
-	case PW_COMPLETE_NONE: break;
+	case PW_COMPLETE_PLAN:
+		return " -a '(piworkfs __complete plans 2>/dev/null)'";
+	case PW_COMPLETE_NONE:
+		break;
 	}
 	return "";
 }
@@ -295,14 +318,14 @@ static void print_fish(void)
 			printf("'\n");
 		}
 		if (s->operands != PW_COMPLETE_NONE)
-			printf("complete -c piworkfs -n '__fish_seen_subcommand_from %s'%s\n", s->name,
-			       fish_action(s->operands));
+			printf("complete -c piworkfs -n '__fish_seen_subcommand_from %s'%s\n",
+			       s->name, fish_action(s->operands));
 	}
 }
 
 int cmd_completion(int argc, char **argv)
 {
-	_cleanup_opts_ pw_opts po = { 0 };
+	_cleanup_opts_ pw_opts po = {0};
 	int c;
 
 	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
@@ -341,10 +364,10 @@ static int complete_modes(const char *project)
 
 	if (!project && pw_ctl_call_at(NULL, "modes.list", NULL, &res, NULL, NULL) == 0) {
 		json_array_foreach(json_object_get(res, "modes"), i, m)
-			printf("%s\n", json_string_value(json_object_get(m, "name")));
+		    printf("%s\n", json_string_value(json_object_get(m, "name")));
 		return PW_EXIT_OK;
 	}
-	_cleanup_project_ pw_cli_project p = { 0 };
+	_cleanup_project_ pw_cli_project p = {0};
 	_cleanup_modeset_ pw_modeset *ms = NULL;
 	const char *err = NULL;
 	if (pw_cli_project_open(project, &p, &err) < 0 || pw_cli_load_modes(&p, &ms, NULL) < 0)
@@ -378,13 +401,13 @@ static int complete_plans(void)
 	puts("list\nshow\nstatus\napprove\nreopen\ndone");
 	if (pw_ctl_call_at(NULL, "plan.list", NULL, &res, NULL, NULL) == 0)
 		json_array_foreach(json_object_get(res, "plans"), i, p)
-			puts(json_string_value(json_object_get(p, "name")));
+		    puts(json_string_value(json_object_get(p, "name")));
 	return PW_EXIT_OK;
 }
 
 int cmd_complete(int argc, char **argv)
 {
-	_cleanup_opts_ pw_opts po = { 0 };
+	_cleanup_opts_ pw_opts po = {0};
 	const char *project = NULL;
 	int c;
 

@@ -45,85 +45,85 @@
 #define FOLLOW_CALL_TIMEOUT_MS 5000
 
 static const char log_usage[] =
-	"Usage: piworkfs log [-n N] [--denied] [--mode M] [--path GLOB] [--pid P]\n"
-	"                    [--since TIME] [--project DIR | --all] [--switches] [--follow]\n"
-	"                    [--jsonl]\n"
-	"\n"
-	"Show the audit log of the views: the operations they denied (and allowed ones when a\n"
-	"view logs them) and the mode switches with who asked, oldest first, newest last.\n"
-	"Reads the state database directly. Inside a live view, only that view's project is\n"
-	"shown unless --project or --all says otherwise; outside one, a PROJECT column says\n"
-	"whose each event is. On a terminal the columns fit its width (the time of day\n"
-	"only, long paths shortened in the middle) and denials are coloured (not with\n"
-	"NO_COLOR set). A reload that keeps the mode is not listed as a switch.\n"
-	"\n"
-	"Options:\n"
-	"  -n, --lines N      show the last N events (default 50; 0: all, with --follow:\n"
-	"                     none, as tail -f -n 0)\n"
-	"      --denied       only denied operations (leave out allowed ones and switches)\n"
-	"  -m, --mode M       only events in mode M (switches to M)\n"
-	"      --path GLOB    only events whose path (or second path) matches GLOB\n"
-	"      --pid P        only events of process P\n"
-	"  -s, --since TIME   only events at or after TIME: 2025-01-31, 2025-01-31T14:05[:09],\n"
-	"                     with Z or +HH:MM for a zone (default local time), or 30s, 10m,\n"
-	"                     2h, 3d, 1w ago\n"
-	"  -C, --project DIR  only events of the project DIR\n"
-	"  -a, --all          events of every project (the default outside a live view)\n"
-	"      --switches     only mode switches: from, to, and who asked (pid, command, uid,\n"
-	"                     through which socket)\n"
-	"      --follow       keep printing new events as they are written (Ctrl-C to stop)\n"
-	"      --jsonl        JSON Lines: one JSON object per event and line, no table\n"
-	"                     (docs/AUDIT.md); switches only with --switches\n"
-	"      --json         the same as --jsonl (the log is a stream)\n"
-	"  -h, --help         show this help\n"
-	"\n"
-	"Examples:\n"
-	"  piworkfs log -n 20 --since 1h\n"
-	"  piworkfs log --switches --all\n"
-	"  piworkfs log --follow --jsonl --denied\n"
-	"\n"
-	"The database is $PIWORKFS_STATE_DB, $XDG_STATE_HOME/piworkfs/state.db,\n"
-	"/var/lib/piworkfs/state.db for root, else ~/.local/state/piworkfs/state.db.\n"
-	"Exit status: 0 ok; 2 usage error; 3 bad project; 5 the database cannot be read.\n";
+    "Usage: piworkfs log [-n N] [--denied] [--mode M] [--path GLOB] [--pid P]\n"
+    "                    [--since TIME] [--project DIR | --all] [--switches] [--follow]\n"
+    "                    [--jsonl]\n"
+    "\n"
+    "Show the audit log of the views: the operations they denied (and allowed ones when a\n"
+    "view logs them) and the mode switches with who asked, oldest first, newest last.\n"
+    "Reads the state database directly. Inside a live view, only that view's project is\n"
+    "shown unless --project or --all says otherwise; outside one, a PROJECT column says\n"
+    "whose each event is. On a terminal the columns fit its width (the time of day\n"
+    "only, long paths shortened in the middle) and denials are coloured (not with\n"
+    "NO_COLOR set). A reload that keeps the mode is not listed as a switch.\n"
+    "\n"
+    "Options:\n"
+    "  -n, --lines N      show the last N events (default 50; 0: all, with --follow:\n"
+    "                     none, as tail -f -n 0)\n"
+    "      --denied       only denied operations (leave out allowed ones and switches)\n"
+    "  -m, --mode M       only events in mode M (switches to M)\n"
+    "      --path GLOB    only events whose path (or second path) matches GLOB\n"
+    "      --pid P        only events of process P\n"
+    "  -s, --since TIME   only events at or after TIME: 2025-01-31, 2025-01-31T14:05[:09],\n"
+    "                     with Z or +HH:MM for a zone (default local time), or 30s, 10m,\n"
+    "                     2h, 3d, 1w ago\n"
+    "  -C, --project DIR  only events of the project DIR\n"
+    "  -a, --all          events of every project (the default outside a live view)\n"
+    "      --switches     only mode switches: from, to, and who asked (pid, command, uid,\n"
+    "                     through which socket)\n"
+    "      --follow       keep printing new events as they are written (Ctrl-C to stop)\n"
+    "      --jsonl        JSON Lines: one JSON object per event and line, no table\n"
+    "                     (docs/AUDIT.md); switches only with --switches\n"
+    "      --json         the same as --jsonl (the log is a stream)\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "Examples:\n"
+    "  piworkfs log -n 20 --since 1h\n"
+    "  piworkfs log --switches --all\n"
+    "  piworkfs log --follow --jsonl --denied\n"
+    "\n"
+    "The database is $PIWORKFS_STATE_DB, $XDG_STATE_HOME/piworkfs/state.db,\n"
+    "/var/lib/piworkfs/state.db for root, else ~/.local/state/piworkfs/state.db.\n"
+    "Exit status: 0 ok; 2 usage error; 3 bad project; 5 the database cannot be read.\n";
 
 static const char why_usage[] =
-	"Usage: piworkfs why [--mode M] [--project DIR] [-n N] [--json] PATH\n"
-	"\n"
-	"Explain why writes to PATH are denied: its last denials in the audit log, and the\n"
-	"decision the mode makes about it now with the rule that decides.\n"
-	"\n"
-	"Options:\n"
-	"  -m, --mode M       judge under mode M (default: the live view's mode, else the\n"
-	"                     project's last mode)\n"
-	"  -C, --project DIR  the project (default: the one enclosing the current directory)\n"
-	"  -n, --lines N      how many past denials to show (default 5)\n"
-	"      --json         print one JSON object\n"
-	"  -h, --help         show this help\n"
-	"\n"
-	"Examples:\n"
-	"  piworkfs why src/main.c\n"
-	"  piworkfs why --mode design docs/design/a.md\n"
-	"\n"
-	"Exit status: 0 ok; 2 usage error; 3 unknown mode, bad project or bad PATH; 5 system\n"
-	"error.\n";
+    "Usage: piworkfs why [--mode M] [--project DIR] [-n N] [--json] PATH\n"
+    "\n"
+    "Explain why writes to PATH are denied: its last denials in the audit log, and the\n"
+    "decision the mode makes about it now with the rule that decides.\n"
+    "\n"
+    "Options:\n"
+    "  -m, --mode M       judge under mode M (default: the live view's mode, else the\n"
+    "                     project's last mode)\n"
+    "  -C, --project DIR  the project (default: the one enclosing the current directory)\n"
+    "  -n, --lines N      how many past denials to show (default 5)\n"
+    "      --json         print one JSON object\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "Examples:\n"
+    "  piworkfs why src/main.c\n"
+    "  piworkfs why --mode design docs/design/a.md\n"
+    "\n"
+    "Exit status: 0 ok; 2 usage error; 3 unknown mode, bad project or bad PATH; 5 system\n"
+    "error.\n";
 
 /* ---- One audit row. ---- */
 
 typedef struct log_row {
 	int64_t id, time_ns, generation, rule_line, pid, uid, count, first_ns, last_ns;
 	int err;
-	char *project, *mountpoint, *mode, *op, *path, *path2, *reason, *rule_kind,
-		*rule_pattern, *rule_file, *comm, *thread;
+	char *project, *mountpoint, *mode, *op, *path, *path2, *reason, *rule_kind, *rule_pattern,
+	    *rule_file, *comm, *thread;
 } log_row;
 
 static void log_row_done(log_row *r)
 {
-	char **strs[] = { &r->project, &r->mountpoint, &r->mode,	 &r->op,
-			  &r->path,    &r->path2,      &r->reason,	 &r->rule_kind,
-			  &r->rule_pattern, &r->rule_file, &r->comm, &r->thread };
+	char **strs[] = {&r->project,	   &r->mountpoint, &r->mode,   &r->op,
+			 &r->path,	   &r->path2,	   &r->reason, &r->rule_kind,
+			 &r->rule_pattern, &r->rule_file,  &r->comm,   &r->thread};
 	for (size_t i = 0; i < ELEMENTSOF(strs); i++)
 		free(*strs[i]);
-	*r = (log_row){ 0 };
+	*r = (log_row){0};
 }
 
 static int dup_str(const char *s, char **ret)
@@ -139,27 +139,33 @@ static int dup_str(const char *s, char **ret)
 static int log_row_copy(const pw_audit_row *a, log_row *r)
 {
 	*r = (log_row){
-		.id = a->id,
-		.time_ns = a->time_ns,
-		.generation = a->generation,
-		.err = a->err,
-		.rule_line = a->rule_line,
-		.pid = a->pid,
-		.uid = a->uid,
-		.count = a->count,
-		.first_ns = a->first_ns,
-		.last_ns = a->last_ns,
+	    .id = a->id,
+	    .time_ns = a->time_ns,
+	    .generation = a->generation,
+	    .err = a->err,
+	    .rule_line = a->rule_line,
+	    .pid = a->pid,
+	    .uid = a->uid,
+	    .count = a->count,
+	    .first_ns = a->first_ns,
+	    .last_ns = a->last_ns,
 	};
 	const struct {
 		const char *src;
 		char **dst;
 	} strs[] = {
-		{ a->project, &r->project },	     { a->mountpoint, &r->mountpoint },
-		{ a->mode, &r->mode },		     { a->op, &r->op },
-		{ a->path, &r->path },		     { a->path2, &r->path2 },
-		{ a->reason, &r->reason },	     { a->rule_kind, &r->rule_kind },
-		{ a->rule_pattern, &r->rule_pattern }, { a->rule_file, &r->rule_file },
-		{ a->comm, &r->comm },		     { a->thread, &r->thread },
+	    {a->project, &r->project},
+	    {a->mountpoint, &r->mountpoint},
+	    {a->mode, &r->mode},
+	    {a->op, &r->op},
+	    {a->path, &r->path},
+	    {a->path2, &r->path2},
+	    {a->reason, &r->reason},
+	    {a->rule_kind, &r->rule_kind},
+	    {a->rule_pattern, &r->rule_pattern},
+	    {a->rule_file, &r->rule_file},
+	    {a->comm, &r->comm},
+	    {a->thread, &r->thread},
 	};
 	for (size_t i = 0; i < ELEMENTSOF(strs); i++) {
 		if (dup_str(strs[i].src, strs[i].dst) < 0) {
@@ -223,11 +229,22 @@ static void format_rule(const log_row *r, char *buf, size_t size)
 
 /* ---- The table: columns sized to their content and, on a terminal, to its width. ---- */
 
-enum { COL_TIME, COL_PROJECT, COL_MODE, COL_OP, COL_ERRNO, COL_PID, COL_COMM, COL_COUNT,
-       COL_PATH, COL_RULE, N_COLS };
+enum {
+	COL_TIME,
+	COL_PROJECT,
+	COL_MODE,
+	COL_OP,
+	COL_ERRNO,
+	COL_PID,
+	COL_COMM,
+	COL_COUNT,
+	COL_PATH,
+	COL_RULE,
+	N_COLS
+};
 
-static const char *const col_names[N_COLS] = { "TIME", "PROJECT", "MODE",  "OP",   "ERRNO",
-					       "PID",  "COMM",	  "COUNT", "PATH", "RULE" };
+static const char *const col_names[N_COLS] = {"TIME", "PROJECT", "MODE",  "OP",	  "ERRNO",
+					      "PID",  "COMM",	 "COUNT", "PATH", "RULE"};
 
 /* A project as the PROJECT column shows it: under $HOME as ~/..., else as is. */
 static char *project_cell(const char *project)
@@ -257,13 +274,13 @@ static void log_line_done(log_line *l)
 }
 
 typedef struct log_printer {
-	size_t width[N_COLS]; /* 0: not sized yet */
+	size_t width[N_COLS];	   /* 0: not sized yet */
 	size_t path_max, rule_max; /* 0: no limit (not a terminal) */
 	bool color;
 	bool all_projects; /* rows of every project: the PROJECT column */
 	bool hide[N_COLS];
-	bool fit;          /* on a terminal: every cell cut to its column's width */
-	bool rule_below;   /* too narrow for PATH and RULE side by side: RULE on a line below */
+	bool fit;	 /* on a terminal: every cell cut to its column's width */
+	bool rule_below; /* too narrow for PATH and RULE side by side: RULE on a line below */
 	size_t time_from, time_len; /* the part of "YYYY-MM-DD HH:MM:SS.mmm" shown */
 } log_printer;
 
@@ -309,14 +326,14 @@ static int line_from_row(const log_row *r, log_line *l)
 	if (!qpath || (r->path2 && !qpath2) || (r->comm && !qcomm) ||
 	    asprintf(&path, "%s%s%s", qpath, r->path2 ? " -> " : "", r->path2 ? qpath2 : "") < 0)
 		return -ENOMEM;
-	*l = (log_line){ .time_ns = r->time_ns, .id = r->id, .denied = r->err != 0 };
+	*l = (log_line){.time_ns = r->time_ns, .id = r->id, .denied = r->err != 0};
 	_cleanup_free_ char *project = project_cell(r->project);
 	_cleanup_free_ char *mode = mode_cell(r->mode, r->mountpoint);
 	if (!mode)
 		return -ENOMEM;
-	const char *cells[N_COLS] = { when,   project, mode, r->op,
-				      errno_text(r->err, errbuf, sizeof(errbuf)),
-				      pid,    qcomm, count,	path,  rule };
+	const char *cells[N_COLS] = {
+	    when, project, mode,  r->op, errno_text(r->err, errbuf, sizeof(errbuf)),
+	    pid,  qcomm,   count, path,	 rule};
 	for (size_t i = 0; i < N_COLS; i++)
 		if (!(l->cells[i] = xstrdup(cells[i]))) {
 			log_line_done(l);
@@ -372,16 +389,17 @@ static int line_from_switch(const pw_switch_row *w, log_line *l)
 			 w->answered_by ? pw_q(1, w->answered_by) : "?");
 	} else {
 		snprintf(who, sizeof(who), "asked by %s (pid %lld, %s) through the %s",
-			 pw_q(0, asker_name(w)), (long long)w->pid, user_text(w->uid, user, sizeof(user)),
-			 w->origin ? w->origin : "?");
+			 pw_q(0, asker_name(w)), (long long)w->pid,
+			 user_text(w->uid, user, sizeof(user)), w->origin ? w->origin : "?");
 	}
-	*l = (log_line){ .time_ns = w->time_ns, .id = w->id, .is_switch = true };
+	*l = (log_line){.time_ns = w->time_ns, .id = w->id, .is_switch = true};
 	_cleanup_free_ char *project = project_cell(w->project);
 	_cleanup_free_ char *mode = mode_cell(w->to_mode, w->mountpoint);
 	if (!mode)
 		return -ENOMEM;
-	const char *cells[N_COLS] = { when, project, mode, "switch", "-", pid,
-				      w->comm ? pw_q(2, w->comm) : NULL, "", change, who };
+	const char *cells[N_COLS] = {
+	    when, project, mode, "switch", "-", pid, w->comm ? pw_q(2, w->comm) : NULL,
+	    "",	  change,  who};
 	for (size_t i = 0; i < N_COLS; i++)
 		if (!(l->cells[i] = xstrdup(cells[i]))) {
 			log_line_done(l);
@@ -448,8 +466,8 @@ static void narrow_columns(log_printer *p, const log_line *lines, size_t n)
 	for (size_t c = COL_MODE; c <= COL_COMM; c++)
 		p->width[c] = natural_width(c, lines, n);
 	for (size_t i = 0; i < n; i++)
-		repeats = repeats || (lines[i].cells[COL_COUNT][0] &&
-				      !streq(lines[i].cells[COL_COUNT], "1"));
+		repeats = repeats ||
+			  (lines[i].cells[COL_COUNT][0] && !streq(lines[i].cells[COL_COUNT], "1"));
 	p->hide[COL_COUNT] = !repeats;
 	p->width[COL_PROJECT] = MIN(p->width[COL_PROJECT], (size_t)16);
 	p->width[COL_COMM] = MIN(p->width[COL_COMM], (size_t)10);
@@ -544,8 +562,8 @@ static void print_rule_below(const log_printer *p, const char *rule)
 	size_t indent = p->width[COL_TIME] + 2;
 
 	if (strlen(rule) > p->rule_max)
-		printf("%*s%.*s...\n", (int)indent, "", (int)(p->rule_max > 3 ? p->rule_max - 3 : 0),
-		       rule);
+		printf("%*s%.*s...\n", (int)indent, "",
+		       (int)(p->rule_max > 3 ? p->rule_max - 3 : 0), rule);
 	else
 		printf("%*s%s\n", (int)indent, "", rule);
 }
@@ -596,8 +614,10 @@ static void print_header(const log_printer *p)
 
 static void print_line(const log_printer *p, const log_line *l)
 {
-	const char *color = !p->color ? NULL : l->is_switch ? COLOR_CYAN : l->denied ? COLOR_RED
-										: COLOR_GREEN;
+	const char *color = !p->color	   ? NULL
+			    : l->is_switch ? COLOR_CYAN
+			    : l->denied	   ? COLOR_RED
+					   : COLOR_GREEN;
 	print_cells(p, (const char *const *)l->cells, color);
 }
 
@@ -638,8 +658,7 @@ static json_t *row_json(const log_row *r)
 	format_time(r->time_ns, true, when, sizeof(when));
 	if (r->rule_pattern) {
 		rule = json_object();
-		if (!rule ||
-		    json_object_set_new(rule, "kind", str_or_null(r->rule_kind)) < 0 ||
+		if (!rule || json_object_set_new(rule, "kind", str_or_null(r->rule_kind)) < 0 ||
 		    json_object_set_new(rule, "pattern", str_or_null(r->rule_pattern)) < 0 ||
 		    json_object_set_new(rule, "file", str_or_null(r->rule_file)) < 0 ||
 		    json_object_set_new(rule, "line", json_integer(r->rule_line)) < 0)
@@ -696,8 +715,8 @@ static int print_row_json(const log_row *r)
 typedef struct log_filter {
 	bool denied;
 	const char *mode;
-	pw_glob *path_glob;   /* matched in C: SQL has no gitignore globs */
-	const char *path_eq;  /* exact path (why) */
+	pw_glob *path_glob;  /* matched in C: SQL has no gitignore globs */
+	const char *path_eq; /* exact path (why) */
 	bool has_pid;
 	int64_t pid;
 	bool has_since;
@@ -710,16 +729,16 @@ typedef struct log_filter {
 static pw_audit_filter audit_filter(const log_filter *f, int64_t after_id)
 {
 	return (pw_audit_filter){
-		.denied = f->denied,
-		.mode = f->mode,
-		.path_glob = f->path_glob,
-		.path_eq = f->path_eq,
-		.has_pid = f->has_pid,
-		.pid = f->pid,
-		.has_since = f->has_since,
-		.since_ns = f->since_ns,
-		.project = f->project,
-		.after_id = after_id,
+	    .denied = f->denied,
+	    .mode = f->mode,
+	    .path_glob = f->path_glob,
+	    .path_eq = f->path_eq,
+	    .has_pid = f->has_pid,
+	    .pid = f->pid,
+	    .has_since = f->has_since,
+	    .since_ns = f->since_ns,
+	    .project = f->project,
+	    .after_id = after_id,
 	};
 }
 
@@ -744,11 +763,11 @@ static int collect_one(const pw_audit_row *a, void *userdata)
 }
 
 /* The last LIMIT rows passing F (0: all), oldest first, in *ret_rows. */
-static int collect_rows(pw_store_reader *db, const log_filter *f, size_t limit,
-			log_row **ret_rows, size_t *ret_n)
+static int collect_rows(pw_store_reader *db, const log_filter *f, size_t limit, log_row **ret_rows,
+			size_t *ret_n)
 {
 	pw_audit_filter af = audit_filter(f, -1);
-	row_collector c = { .limit = limit };
+	row_collector c = {.limit = limit};
 	int r = pw_store_audit_query(db, &af, collect_one, &c);
 
 	if (r < 0) {
@@ -787,12 +806,23 @@ static int parse_relative(const char *s, int64_t *ret_secs)
 		return -EINVAL;
 	int64_t unit;
 	switch (end[0]) {
-	case 's': unit = 1; break;
-	case 'm': unit = 60; break;
-	case 'h': unit = 3600; break;
-	case 'd': unit = 86400; break;
-	case 'w': unit = 7 * 86400; break;
-	default: return -EINVAL;
+	case 's':
+		unit = 1;
+		break;
+	case 'm':
+		unit = 60;
+		break;
+	case 'h':
+		unit = 3600;
+		break;
+	case 'd':
+		unit = 86400;
+		break;
+	case 'w':
+		unit = 7 * 86400;
+		break;
+	default:
+		return -EINVAL;
 	}
 	if (v > INT64_MAX / unit / 1000000000)
 		return -ERANGE;
@@ -804,7 +834,7 @@ static int parse_relative(const char *s, int64_t *ret_secs)
  * Without a zone the time is local. */
 static int parse_iso(const char *s, int64_t *ret_ns)
 {
-	struct tm tm = { 0 };
+	struct tm tm = {0};
 	const char *p = strptime(s, "%Y-%m-%d", &tm);
 	long nsec = 0;
 
@@ -904,7 +934,7 @@ static int print_new_rows(pw_store_reader *db, const log_filter *f, const log_pr
 			  bool json, int64_t *last_id)
 {
 	pw_audit_filter af = audit_filter(f, *last_id);
-	row_printer p = { .pr = pr, .json = json, .last_id = last_id };
+	row_printer p = {.pr = pr, .json = json, .last_id = last_id};
 	int r = pw_store_audit_query(db, &af, print_one, &p);
 
 	fflush(stdout);
@@ -916,7 +946,7 @@ static int print_new_rows(pw_store_reader *db, const log_filter *f, const log_pr
 typedef struct live_view {
 	char *socket;
 	char *mountpoint; /* NULL when found through $PIWORKFS_SOCKET */
-	char *project;    /* the project's real path, as the daemon reports it */
+	char *project;	  /* the project's real path, as the daemon reports it */
 } live_view;
 
 static void live_view_done(live_view *v)
@@ -924,7 +954,7 @@ static void live_view_done(live_view *v)
 	free(v->socket);
 	free(v->mountpoint);
 	free(v->project);
-	*v = (live_view){ 0 };
+	*v = (live_view){0};
 }
 
 /* The live view containing the current directory (or named by $PIWORKFS_SOCKET), with the
@@ -947,7 +977,7 @@ static int live_view_find(live_view *ret)
 	char *copy = strdup(project);
 	if (!copy)
 		return -ENOMEM;
-	*ret = (live_view){ TAKE_PTR(sock), TAKE_PTR(mp), copy };
+	*ret = (live_view){TAKE_PTR(sock), TAKE_PTR(mp), copy};
 	return 0;
 }
 
@@ -977,7 +1007,7 @@ static pw_ctl_conn *subscribe_denied(const char *socket)
 static void wait_for_news(pw_ctl_conn **sub)
 {
 	if (!*sub) {
-		struct timespec ts = { .tv_sec = 0, .tv_nsec = FOLLOW_POLL_NS };
+		struct timespec ts = {.tv_sec = 0, .tv_nsec = FOLLOW_POLL_NS};
 		nanosleep(&ts, NULL);
 		return;
 	}
@@ -1009,14 +1039,12 @@ static json_t *switch_json(const pw_switch_row *w)
 	format_time(w->time_ns, true, when, sizeof(when));
 	return json_pack("{s:s,s:I,s:s,s:I,s:s?,s:s?,s:o,s:s?,s:s?,s:I,s:I,s:I,s:s?,s:s?,s:s?,"
 			 "s:s?}",
-			 "kind",
-			 "switch", "id", (json_int_t)w->id, "time", when, "time_ns",
+			 "kind", "switch", "id", (json_int_t)w->id, "time", when, "time_ns",
 			 (json_int_t)w->time_ns, "project", w->project, "mountpoint", w->mountpoint,
-			 "run", run_json(w->mountpoint),
-			 "from", w->from_mode, "to", w->to_mode, "generation",
-			 (json_int_t)w->generation, "pid", (json_int_t)w->pid, "uid",
-			 (json_int_t)w->uid, "comm", w->comm, "origin", w->origin, "reason", w->reason,
-			 "answered_by", w->answered_by);
+			 "run", run_json(w->mountpoint), "from", w->from_mode, "to", w->to_mode,
+			 "generation", (json_int_t)w->generation, "pid", (json_int_t)w->pid, "uid",
+			 (json_int_t)w->uid, "comm", w->comm, "origin", w->origin, "reason",
+			 w->reason, "answered_by", w->answered_by);
 }
 
 static int print_json_line(json_t *o)
@@ -1067,7 +1095,7 @@ static int print_new_switches(const char *path, follow_spec *fs)
 static int follow(const char *path, pw_store_reader *db, follow_spec *fs, const char *socket)
 {
 	_cleanup_(pw_store_reader_closep) pw_store_reader *own = db;
-	struct sigaction sa = { .sa_handler = on_stop };
+	struct sigaction sa = {.sa_handler = on_stop};
 	pw_ctl_conn *sub = subscribe_denied(socket);
 	int r = 0;
 
@@ -1122,7 +1150,7 @@ static int parse_count(const char *cmd, const char *s, const char *what, int64_t
 
 static int log_parse(int argc, char **argv, log_opts *o)
 {
-	_cleanup_opts_ pw_opts po = { 0 };
+	_cleanup_opts_ pw_opts po = {0};
 	int64_t v;
 	int c;
 
@@ -1136,9 +1164,15 @@ static int log_parse(int argc, char **argv, log_opts *o)
 			o->limit = (size_t)v;
 			o->limit_given = true;
 			break;
-		case PW_OPT_DENIED: o->f.denied = true; break;
-		case 'm': o->f.mode = po.arg; break;
-		case PW_OPT_PATH: o->glob = po.arg; break;
+		case PW_OPT_DENIED:
+			o->f.denied = true;
+			break;
+		case 'm':
+			o->f.mode = po.arg;
+			break;
+		case PW_OPT_PATH:
+			o->glob = po.arg;
+			break;
 		case PW_OPT_PID:
 			if (parse_count(argv[0], po.arg, "--pid", &v) < 0)
 				return PW_EXIT_USAGE;
@@ -1147,20 +1181,34 @@ static int log_parse(int argc, char **argv, log_opts *o)
 			break;
 		case 's':
 			if (parse_since(po.arg, &o->f.since_ns) < 0) {
-				pw_err(argv[0], "--since: not a time: '%s' (use 2025-01-31, "
-						"2025-01-31T14:05:09, 10m, 2h, 3d)",
+				pw_err(argv[0],
+				       "--since: not a time: '%s' (use 2025-01-31, "
+				       "2025-01-31T14:05:09, 10m, 2h, 3d)",
 				       po.arg);
 				return PW_EXIT_USAGE;
 			}
 			o->f.has_since = true;
 			break;
-		case 'C': o->project_opt = po.arg; break;
-		case 'a': o->all = true; break;
-		case PW_OPT_FOLLOW: o->follow = true; break;
-		case PW_OPT_SWITCHES: o->switches = true; break;
-		case PW_OPT_JSON: o->json = true; break;
-		case PW_OPT_JSONL: o->jsonl = true; break;
-		case 'h': return pw_usage(argv[0], log_usage, false) == 0 ? -1 : PW_EXIT_USAGE;
+		case 'C':
+			o->project_opt = po.arg;
+			break;
+		case 'a':
+			o->all = true;
+			break;
+		case PW_OPT_FOLLOW:
+			o->follow = true;
+			break;
+		case PW_OPT_SWITCHES:
+			o->switches = true;
+			break;
+		case PW_OPT_JSON:
+			o->json = true;
+			break;
+		case PW_OPT_JSONL:
+			o->jsonl = true;
+			break;
+		case 'h':
+			return pw_usage(argv[0], log_usage, false) == 0 ? -1 : PW_EXIT_USAGE;
 		}
 	}
 	if (c < 0)
@@ -1190,8 +1238,8 @@ static int cmp_lines(const void *a, const void *b)
 
 /* Prints the audit ROWS and switches SW (each oldest first) merged by time, the last
  * o->limit of them, as a table or JSON Lines. */
-static int print_log(const log_opts *o, log_printer *pr, bool json, const log_row *rows,
-		     size_t n, const pw_switch_row *sw, size_t n_sw)
+static int print_log(const log_opts *o, log_printer *pr, bool json, const log_row *rows, size_t n,
+		     const pw_switch_row *sw, size_t n_sw)
 {
 	log_line *lines = NULL;
 	size_t n_lines = 0, first;
@@ -1240,9 +1288,9 @@ int cmd_log(int argc, char **argv)
 	_cleanup_free_ char *dbpath = pw_state_default_path();
 	_cleanup_(pw_store_reader_closep) pw_store_reader *db = NULL;
 	_cleanup_(pw_glob_freep) pw_glob *glob = NULL;
-	_cleanup_project_ pw_cli_project p = { 0 };
-	_cleanup_(live_view_done) live_view lv = { 0 };
-	log_opts o = { .limit = LOG_DEFAULT_LIMIT };
+	_cleanup_project_ pw_cli_project p = {0};
+	_cleanup_(live_view_done) live_view lv = {0};
+	log_opts o = {.limit = LOG_DEFAULT_LIMIT};
 	log_row *rows = NULL;
 	size_t n = 0;
 	const char *err = NULL;
@@ -1259,7 +1307,8 @@ int cmd_log(int argc, char **argv)
 		snprintf(norm, sizeof(norm), "%s", startswith(o.glob, "./") ? o.glob + 2 : o.glob);
 		r = pw_glob_compile(norm, &glob, &err);
 		if (r < 0) {
-			pw_err(argv[0], "--path: bad glob '%s': %s", o.glob, err ? err : strerror(-r));
+			pw_err(argv[0], "--path: bad glob '%s': %s", o.glob,
+			       err ? err : strerror(-r));
 			return PW_EXIT_USAGE;
 		}
 		o.f.path_glob = glob;
@@ -1281,16 +1330,16 @@ int cmd_log(int argc, char **argv)
 	}
 
 	bool json = o.json || o.jsonl;
-	log_printer pr = { .color = !json && pw_use_color(stdout), .all_projects = !o.f.project };
+	log_printer pr = {.color = !json && pw_use_color(stdout), .all_projects = !o.f.project};
 	/* Switches: with --switches only them; in the table, interleaved with the events unless
 	 * a filter that only events have (--denied, --path, --pid) is given. JSON Lines keep
 	 * their one shape of object unless --switches asks for switches. */
 	follow_spec fs = {
-		.f = &o.f,
-		.pr = &pr,
-		.json = json,
-		.audit = !o.switches,
-		.switches = o.switches || (!json && !o.f.denied && !o.glob && !o.f.has_pid),
+	    .f = &o.f,
+	    .pr = &pr,
+	    .json = json,
+	    .audit = !o.switches,
+	    .switches = o.switches || (!json && !o.f.denied && !o.glob && !o.f.has_pid),
 	};
 
 	r = pw_store_open_readonly(dbpath, &db);
@@ -1300,7 +1349,8 @@ int cmd_log(int argc, char **argv)
 			printer_size(&pr, NULL, 0);
 			if (!json)
 				print_header(&pr);
-			return follow(dbpath, NULL, &fs, lv.socket) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
+			return follow(dbpath, NULL, &fs, lv.socket) < 0 ? PW_EXIT_SYSTEM
+									: PW_EXIT_OK;
 		}
 		if (!json)
 			printf("no events (no state database at %s yet)\n", dbpath);
@@ -1374,19 +1424,19 @@ static int why_pick_mode(const pw_cli_project *p, const char *project, const cha
 
 	if (opt) {
 		m = strdup(opt);
-		*ret = (why_mode){ m, "option" };
+		*ret = (why_mode){m, "option"};
 		return m ? 0 : -ENOMEM;
 	}
 	if (pw_cli_live_mode(p, &m) == 0) {
-		*ret = (why_mode){ m, "live" };
+		*ret = (why_mode){m, "live"};
 		return 0;
 	}
 	if (dbpath && last_mode_readonly(dbpath, project, &m) == 0) {
-		*ret = (why_mode){ m, "last" };
+		*ret = (why_mode){m, "last"};
 		return 0;
 	}
 	m = strdup("plan");
-	*ret = (why_mode){ m, "default" };
+	*ret = (why_mode){m, "default"};
 	return m ? 0 : -ENOMEM;
 }
 
@@ -1410,7 +1460,7 @@ typedef struct why_opts {
 
 static int why_parse(int argc, char **argv, why_opts *o)
 {
-	_cleanup_opts_ pw_opts po = { 0 };
+	_cleanup_opts_ pw_opts po = {0};
 	int64_t v;
 	int c;
 
@@ -1418,15 +1468,22 @@ static int why_parse(int argc, char **argv, why_opts *o)
 		return PW_EXIT_SYSTEM;
 	while ((c = pw_opts_next(&po)) > 0) {
 		switch (c) {
-		case 'm': o->mode = po.arg; break;
-		case 'C': o->project = po.arg; break;
+		case 'm':
+			o->mode = po.arg;
+			break;
+		case 'C':
+			o->project = po.arg;
+			break;
 		case 'n':
 			if (parse_count(argv[0], po.arg, "-n", &v) < 0)
 				return PW_EXIT_USAGE;
 			o->limit = (size_t)v;
 			break;
-		case PW_OPT_JSON: o->json = true; break;
-		case 'h': return pw_usage(argv[0], why_usage, false) == 0 ? -1 : PW_EXIT_USAGE;
+		case PW_OPT_JSON:
+			o->json = true;
+			break;
+		case 'h':
+			return pw_usage(argv[0], why_usage, false) == 0 ? -1 : PW_EXIT_USAGE;
 		}
 	}
 	if (c < 0)
@@ -1473,8 +1530,8 @@ static int why_print_text(const pw_cli_project *p, const char *project, const ch
 		return 0;
 	}
 	printf("last %zu denial%s:\n", n, n == 1 ? "" : "s");
-	log_opts lo = { .limit = 0 };
-	log_printer pr = { .color = pw_use_color(stdout) };
+	log_opts lo = {.limit = 0};
+	log_printer pr = {.color = pw_use_color(stdout)};
 	return print_log(&lo, &pr, false, rows, n, NULL, 0);
 }
 
@@ -1485,8 +1542,7 @@ static int why_print_json(const char *project, const char *rel, pw_op op, bool i
 	json_t *o = json_object(), *arr = json_array();
 	json_t *dec = pw_report_decision(rel, op, is_dir, d, pw_policy_mode_name(pol));
 
-	if (!o || !arr || !dec ||
-	    json_object_set_new(o, "path", json_string(rel)) < 0 ||
+	if (!o || !arr || !dec || json_object_set_new(o, "path", json_string(rel)) < 0 ||
 	    json_object_set_new(o, "project", json_string(project)) < 0 ||
 	    json_object_set_new(o, "mode", json_string(wm->mode)) < 0 ||
 	    json_object_set_new(o, "mode_source", json_string(wm->source)) < 0 ||
@@ -1511,12 +1567,12 @@ static int why_print_json(const char *project, const char *rel, pw_op op, bool i
 int cmd_why(int argc, char **argv)
 {
 	_cleanup_free_ char *dbpath = pw_state_default_path();
-	_cleanup_project_ pw_cli_project p = { 0 };
-	_cleanup_(live_view_done) live_view lv = { 0 };
+	_cleanup_project_ pw_cli_project p = {0};
+	_cleanup_(live_view_done) live_view lv = {0};
 	_cleanup_modeset_ pw_modeset *ms = NULL;
 	_cleanup_policy_ pw_policy *pol = NULL;
-	why_opts o = { .limit = WHY_DEFAULT_LIMIT };
-	why_mode wm = { 0 };
+	why_opts o = {.limit = WHY_DEFAULT_LIMIT};
+	why_mode wm = {0};
 	log_row *rows = NULL;
 	size_t n = 0;
 	char rel[PW_PATH_MAX];
@@ -1536,7 +1592,8 @@ int cmd_why(int argc, char **argv)
 		project_opt = lv.mountpoint; /* NULL through $PIWORKFS_SOCKET: the cwd's project */
 	r = pw_cli_project_open(project_opt, &p, &err);
 	if (r < 0) {
-		pw_err(argv[0], "%s: %s", project_opt ? project_opt : ".", err ? err : strerror(-r));
+		pw_err(argv[0], "%s: %s", project_opt ? project_opt : ".",
+		       err ? err : strerror(-r));
 		return PW_EXIT_CONFIG;
 	}
 	const char *project = lv.project ? lv.project : pw_cli_project_path(&p);
@@ -1555,10 +1612,11 @@ int cmd_why(int argc, char **argv)
 	/* Past denials: from the log, when there is one. */
 	_cleanup_(pw_store_reader_closep) pw_store_reader *db = NULL;
 	if (dbpath && pw_store_open_readonly(dbpath, &db) == 0) {
-		log_filter f = { .denied = true, .path_eq = rel, .project = project };
+		log_filter f = {.denied = true, .path_eq = rel, .project = project};
 		r = collect_rows(db, &f, o.limit, &rows, &n);
 		if (r < 0) {
-			pw_err(argv[0], "cannot read the audit log in %s: %s", dbpath, strerror(-r));
+			pw_err(argv[0], "cannot read the audit log in %s: %s", dbpath,
+			       strerror(-r));
 			return PW_EXIT_SYSTEM;
 		}
 	}

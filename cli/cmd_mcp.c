@@ -63,8 +63,8 @@
 	"\n"                                                                                       \
 	"Exit status: 0 when the client closes stdin, 2 usage error, 5 system error.\n"
 
-#define MCP_WAIT_DEFAULT_S 110	    /* piworkfs_request_mode waits this long by default */
-#define MCP_WAIT_MAX_S 115	    /* a request lives 120 s */
+#define MCP_WAIT_DEFAULT_S 110 /* piworkfs_request_mode waits this long by default */
+#define MCP_WAIT_MAX_S 115     /* a request lives 120 s */
 
 /* JSON-RPC error codes of this server (the MCP specification uses the standard ones). */
 enum {

@@ -14,64 +14,64 @@
 #include "ctl/run_id.h"
 
 static const char mode_usage[] =
-	"Usage: piworkfs mode [NAME] [--mount PATH | --run ID] [--json]\n"
-	"       piworkfs mode --approve ID|MODE | --deny\n"
-	"\n"
-	"Without NAME, show the live mode of the view containing the current directory and\n"
-	"what it allows, and the agent's pending request to switch if there is one. With NAME,\n"
-	"switch the view to that mode; when this returns, every operation that starts\n"
-	"afterwards obeys it. A mode file added after the view loaded its modes needs\n"
-	"`piworkfs reload` first. Inside `piworkfs run`, a looser NAME is asked for: the\n"
-	"person answers on run's terminal (or with --approve/--deny) and this waits.\n"
-	"Each `piworkfs run` has a view and a mode of its own, named by the run's ID (on its\n"
-	"first line and in `piworkfs status`): --run ID shows or switches that run's mode,\n"
-	"and no other run's or view's.\n"
-	"\n"
-	"Options:\n"
-	"      --approve ID|MODE  allow the agent's pending request, named by the id or the\n"
-	"                     target mode that `piworkfs mode` shows (switches as `mode NAME`)\n"
-	"      --deny         refuse it\n"
-	"      --reason TEXT  inside the agent: why it asks (shown to the person)\n"
-	"      --run ID       the own view of the run ID (see 'piworkfs status')\n"
-	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
-	"      --json         print the daemon's answer as JSON (docs/PROTOCOL.md)\n"
-	"  -h, --help         show this help\n"
-	"\n"
-	"Examples:\n"
-	"  piworkfs mode\n"
-	"  piworkfs mode build --mount ~/proj.view\n"
-	"  piworkfs mode build --run Xk3q9Z\n"
-	"\n"
-	"Exit status: 0 ok (errors in other mode files are a warning); 1 refused by the\n"
-	"daemon; 2 usage error; 3 unknown or broken mode, or the view fails closed (see\n"
-	"'piworkfs modes'); 4 not inside a live view, or no live run ID; 5 system error.\n";
+    "Usage: piworkfs mode [NAME] [--mount PATH | --run ID] [--json]\n"
+    "       piworkfs mode --approve ID|MODE | --deny\n"
+    "\n"
+    "Without NAME, show the live mode of the view containing the current directory and\n"
+    "what it allows, and the agent's pending request to switch if there is one. With NAME,\n"
+    "switch the view to that mode; when this returns, every operation that starts\n"
+    "afterwards obeys it. A mode file added after the view loaded its modes needs\n"
+    "`piworkfs reload` first. Inside `piworkfs run`, a looser NAME is asked for: the\n"
+    "person answers on run's terminal (or with --approve/--deny) and this waits.\n"
+    "Each `piworkfs run` has a view and a mode of its own, named by the run's ID (on its\n"
+    "first line and in `piworkfs status`): --run ID shows or switches that run's mode,\n"
+    "and no other run's or view's.\n"
+    "\n"
+    "Options:\n"
+    "      --approve ID|MODE  allow the agent's pending request, named by the id or the\n"
+    "                     target mode that `piworkfs mode` shows (switches as `mode NAME`)\n"
+    "      --deny         refuse it\n"
+    "      --reason TEXT  inside the agent: why it asks (shown to the person)\n"
+    "      --run ID       the own view of the run ID (see 'piworkfs status')\n"
+    "  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
+    "      --json         print the daemon's answer as JSON (docs/PROTOCOL.md)\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "Examples:\n"
+    "  piworkfs mode\n"
+    "  piworkfs mode build --mount ~/proj.view\n"
+    "  piworkfs mode build --run Xk3q9Z\n"
+    "\n"
+    "Exit status: 0 ok (errors in other mode files are a warning); 1 refused by the\n"
+    "daemon; 2 usage error; 3 unknown or broken mode, or the view fails closed (see\n"
+    "'piworkfs modes'); 4 not inside a live view, or no live run ID; 5 system error.\n";
 
 static const char reload_usage[] =
-	"Usage: piworkfs reload [--mount PATH] [--json]\n"
-	"\n"
-	"Re-read the mode files of the view containing the current directory (or PATH). If the\n"
-	"active mode's file is now missing or broken, the view fails closed (nothing writable)\n"
-	"until it is fixed and reloaded, or another mode is chosen.\n"
-	"\n"
-	"Options:\n"
-	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
-	"      --json         print the daemon's answer as JSON\n"
-	"  -h, --help         show this help\n"
-	"\n"
-	"Examples:\n"
-	"  piworkfs reload\n"
-	"  kill -HUP $(pgrep -f 'piworkfs mount')   # the same, by signal\n"
-	"\n"
-	"Exit status: 0 ok; 1 refused; 2 usage error; 3 the view fails closed, or a mode file\n"
-	"or config.yaml has errors; 4 not inside a live view; 5 system error.\n";
+    "Usage: piworkfs reload [--mount PATH] [--json]\n"
+    "\n"
+    "Re-read the mode files of the view containing the current directory (or PATH). If the\n"
+    "active mode's file is now missing or broken, the view fails closed (nothing writable)\n"
+    "until it is fixed and reloaded, or another mode is chosen.\n"
+    "\n"
+    "Options:\n"
+    "  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
+    "      --json         print the daemon's answer as JSON\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "Examples:\n"
+    "  piworkfs reload\n"
+    "  kill -HUP $(pgrep -f 'piworkfs mount')   # the same, by signal\n"
+    "\n"
+    "Exit status: 0 ok; 1 refused; 2 usage error; 3 the view fails closed, or a mode file\n"
+    "or config.yaml has errors; 4 not inside a live view; 5 system error.\n";
 
 typedef struct opts {
 	const char *mount;
-	const char *run;     /* mode --run ID */
-	char *run_mount;     /* its view's mountpoint (malloc'd), which o->mount then points to */
+	const char *run; /* mode --run ID */
+	char *run_mount; /* its view's mountpoint (malloc'd), which o->mount then points to */
 	bool json;
-	const char *name; /* mode: the NAME operand */
-	int answer;       /* mode --approve (1) / --deny (0); -1: neither */
+	const char *name;    /* mode: the NAME operand */
+	int answer;	     /* mode --approve (1) / --deny (0); -1: neither */
 	const char *approve; /* --approve's ID|MODE */
 	const char *reason;
 } opts;
@@ -80,20 +80,34 @@ typedef struct opts {
  * o->name). Returns -1 to go on, else an exit status. */
 static int parse_opts(int argc, char **argv, const char *usage, int max_operands, opts *o)
 {
-	_cleanup_opts_ pw_opts po = { 0 };
+	_cleanup_opts_ pw_opts po = {0};
 	int c;
 
 	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
 		return PW_EXIT_SYSTEM;
 	while ((c = pw_opts_next(&po)) > 0) {
 		switch (c) {
-		case 'M': o->mount = po.arg; break;
-		case PW_OPT_JSON: o->json = true; break;
-		case PW_OPT_APPROVE: o->answer = 1; o->approve = po.arg; break;
-		case PW_OPT_DENY: o->answer = 0; break;
-		case PW_OPT_REASON: o->reason = po.arg; break;
-		case PW_OPT_RUN: o->run = po.arg; break;
-		case 'h': return pw_usage(argv[0], usage, false);
+		case 'M':
+			o->mount = po.arg;
+			break;
+		case PW_OPT_JSON:
+			o->json = true;
+			break;
+		case PW_OPT_APPROVE:
+			o->answer = 1;
+			o->approve = po.arg;
+			break;
+		case PW_OPT_DENY:
+			o->answer = 0;
+			break;
+		case PW_OPT_REASON:
+			o->reason = po.arg;
+			break;
+		case PW_OPT_RUN:
+			o->run = po.arg;
+			break;
+		case 'h':
+			return pw_usage(argv[0], usage, false);
 		}
 	}
 	if (c < 0)
@@ -133,8 +147,10 @@ static int find_run(const char *cmd, opts *o)
 		return PW_EXIT_USAGE;
 	}
 	if (!pw_ctl_run_id_valid(o->run)) {
-		pw_err(cmd, "bad run id '%s': a run's id is letters and digits (see 'piworkfs "
-			    "status')", o->run);
+		pw_err(cmd,
+		       "bad run id '%s': a run's id is letters and digits (see 'piworkfs "
+		       "status')",
+		       o->run);
 		return PW_EXIT_USAGE;
 	}
 	if (pw_ctl_run_mountpoint(o->run, &o->run_mount) < 0)
@@ -151,8 +167,9 @@ static int find_run(const char *cmd, opts *o)
 static int call_failed(const char *cmd, const opts *o, int r, int code, const char *message)
 {
 	if (r == -ENOENT) {
-		pw_err(cmd, "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
-			    "--mount PATH)",
+		pw_err(cmd,
+		       "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
+		       "--mount PATH)",
 		       o->mount ? o->mount : "the current directory");
 		return PW_EXIT_NO_VIEW;
 	}
@@ -186,8 +203,8 @@ static size_t file_errors(const opts *o)
 
 	if (pw_ctl_call_at(o->mount, "modes.list", NULL, &res, NULL, NULL) < 0)
 		return 0;
-	json_array_foreach(json_object_get(res, "warnings"), i, w)
-		n += streq_ptr(json_string_value(json_object_get(w, "severity")), "error");
+	json_array_foreach(json_object_get(res, "warnings"), i, w) n +=
+	    streq_ptr(json_string_value(json_object_get(w, "severity")), "error");
 	return n;
 }
 
@@ -197,8 +214,7 @@ static size_t file_errors(const opts *o)
  * broken); for `mode` they are a warning and the switch that worked exits 0, as systemctl
  * does, so `piworkfs mode build && make` runs make. QUIET: the output already showed them.
  */
-static int config_status(const char *cmd, const opts *o, json_t *res, bool quiet,
-			 bool errors_fail)
+static int config_status(const char *cmd, const opts *o, json_t *res, bool quiet, bool errors_fail)
 {
 	size_t errors;
 
@@ -208,8 +224,9 @@ static int config_status(const char *cmd, const opts *o, json_t *res, bool quiet
 	if (errors == 0)
 		return PW_EXIT_OK;
 	if (!quiet)
-		fprintf(stderr, "piworkfs: %s: warning: %zu error%s in other mode files or "
-				"config.yaml (see 'piworkfs modes')\n",
+		fprintf(stderr,
+			"piworkfs: %s: warning: %zu error%s in other mode files or "
+			"config.yaml (see 'piworkfs modes')\n",
 			cmd, errors, errors == 1 ? "" : "s");
 	return errors_fail ? PW_EXIT_CONFIG : PW_EXIT_OK;
 }
@@ -223,26 +240,29 @@ static void print_ignored(const opts *o, const char *mode)
 	bool tokens = false;
 	size_t i;
 
-	_cleanup_project_ pw_cli_project p = { 0 };
+	_cleanup_project_ pw_cli_project p = {0};
 	const char *perr = NULL;
 
 	if (!mode || pw_ctl_call_at(o->mount, "modes.list", NULL, &res, NULL, NULL) < 0)
 		return;
 	bool have_project = pw_cli_project_open(o->mount, &p, &perr) == 0;
-	json_array_foreach(json_object_get(res, "modes"), i, m)
-		if (streq_ptr(json_string_value(json_object_get(m, "name")), mode))
-			tokens = json_is_true(json_object_get(m, "tokens"));
-	json_array_foreach(json_object_get(res, "warnings"), i, w) {
+	json_array_foreach(json_object_get(res, "modes"), i,
+			   m) if (streq_ptr(json_string_value(json_object_get(m, "name")), mode))
+	    tokens = json_is_true(json_object_get(m, "tokens"));
+	json_array_foreach(json_object_get(res, "warnings"), i, w)
+	{
 		const char *about = json_string_value(json_object_get(w, "mode"));
 		const char *msg = json_string_value(json_object_get(w, "message"));
 		const char *key = json_string_value(json_object_get(w, "key"));
 		char buf[PW_PATH_MAX];
-		if (!streq_ptr(msg, PW_UNTRUSTED_MSG) || !pw_cli_ignored_applies(about, mode, tokens))
+		if (!streq_ptr(msg, PW_UNTRUSTED_MSG) ||
+		    !pw_cli_ignored_applies(about, mode, tokens))
 			continue;
 		printf("  %s (%s:%lld) %s\n", key ? key : "?",
-		       have_project ? pw_cli_display_file(&p, json_string_value(json_object_get(w, "file")),
-							   buf, sizeof(buf))
-				    : json_string_value(json_object_get(w, "file")),
+		       have_project
+			   ? pw_cli_display_file(&p, json_string_value(json_object_get(w, "file")),
+						 buf, sizeof(buf))
+			   : json_string_value(json_object_get(w, "file")),
 		       (long long)json_integer_value(json_object_get(w, "line")), msg);
 	}
 }
@@ -258,7 +278,8 @@ static bool dir_of_listed_subtree(json_t *rules, json_t *r)
 
 	if (len < 2 || pat[len - 1] != '/')
 		return false;
-	json_array_foreach(rules, i, o) {
+	json_array_foreach(rules, i, o)
+	{
 		const char *op = json_string_value(json_object_get(o, "pattern"));
 		if (op && streq_ptr(json_string_value(json_object_get(o, "kind")), kind) &&
 		    strlen(op) == len + 2 && strncmp(op, pat, len) == 0 && streq(op + len, "**"))
@@ -291,7 +312,8 @@ static void print_mode(const opts *o, json_t *res, bool switched)
 		printf("  writes nothing\n");
 	}
 	_cleanup_table_ pw_table *t = pw_table_new(2);
-	json_array_foreach(rules, i, r) {
+	json_array_foreach(rules, i, r)
+	{
 		const char *kind = json_string_value(json_object_get(r, "kind"));
 		const char *pat = json_string_value(json_object_get(r, "pattern"));
 		if (streq_ptr(json_string_value(json_object_get(r, "layer")), "default"))
@@ -301,7 +323,7 @@ static void print_mode(const opts *o, json_t *res, bool switched)
 			continue; /* nothing is writable: only what is hidden still matters */
 		if (dir_of_listed_subtree(rules, r))
 			continue;
-		const char *cells[] = { kind, pat };
+		const char *cells[] = {kind, pat};
 		if (t)
 			pw_table_add(t, cells);
 	}
@@ -315,14 +337,15 @@ static void print_mode(const opts *o, json_t *res, bool switched)
 static char *mode_file_on_disk(const char *project, const char *name)
 {
 	const char *xdg = getenv("XDG_CONFIG_HOME"), *home = getenv("HOME");
-	char *dirs[2] = { NULL, NULL }, *found = NULL;
+	char *dirs[2] = {NULL, NULL}, *found = NULL;
 
 	if (project && asprintf(&dirs[0], "%s/.piworkfs/modes", project) < 0)
 		dirs[0] = NULL;
 	if (xdg && xdg[0] == '/') {
 		if (asprintf(&dirs[1], "%s/piworkfs/modes", xdg) < 0)
 			dirs[1] = NULL;
-	} else if (home && home[0] == '/' && asprintf(&dirs[1], "%s/.config/piworkfs/modes", home) < 0)
+	} else if (home && home[0] == '/' &&
+		   asprintf(&dirs[1], "%s/.config/piworkfs/modes", home) < 0)
 		dirs[1] = NULL;
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
 		_cleanup_free_ char *f = NULL;
@@ -343,19 +366,21 @@ static char *mode_file_on_disk(const char *project, const char *name)
 static int unknown_mode(const char *cmd, const char *name, json_t *data)
 {
 	_cleanup_free_ char *file =
-		mode_file_on_disk(json_string_value(json_object_get(data, "project")), name);
+	    mode_file_on_disk(json_string_value(json_object_get(data, "project")), name);
 	const char *names[64];
 	char list[1024] = "";
 	size_t n = 0, i;
 	json_t *m;
 
 	if (file) {
-		pw_err(cmd, "unknown mode '%s': %s was added after the view loaded its modes; "
-			    "run 'piworkfs reload' first",
+		pw_err(cmd,
+		       "unknown mode '%s': %s was added after the view loaded its modes; "
+		       "run 'piworkfs reload' first",
 		       name, file);
 		return PW_EXIT_CONFIG;
 	}
-	json_array_foreach(json_object_get(data, "modes"), i, m) {
+	json_array_foreach(json_object_get(data, "modes"), i, m)
+	{
 		const char *s = json_string_value(m);
 		if (!s || n + 1 >= ELEMENTSOF(names))
 			continue;
@@ -417,7 +442,7 @@ static int mode_with_view(const char *cmd, const opts *o)
 
 int cmd_mode(int argc, char **argv)
 {
-	opts o = { .answer = -1 };
+	opts o = {.answer = -1};
 	int r;
 
 	r = parse_opts(argc, argv, mode_usage, 1, &o);
@@ -455,7 +480,8 @@ int cmd_reload(int argc, char **argv)
 		printf("  FAILING CLOSED: nothing is writable: %s\n",
 		       json_string_value(json_object_get(res, "fail_reason")));
 	const char *reason = json_string_value(json_object_get(res, "fail_reason"));
-	json_array_foreach(json_object_get(res, "warnings"), i, w) {
+	json_array_foreach(json_object_get(res, "warnings"), i, w)
+	{
 		const char *text = json_string_value(w);
 		/* Each problem once: the one the view fails closed for is the line above. */
 		if (!text || (reason && json_is_true(json_object_get(res, "fail_closed")) &&

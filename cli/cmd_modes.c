@@ -11,28 +11,28 @@
 #include "report.h"
 
 static const char usage[] =
-	"Usage: piworkfs modes [--project DIR] [--check] [--json]\n"
-	"\n"
-	"List the modes available for a project: name, layer (bundled, global, project),\n"
-	"source file and description, then every warning about the mode files and\n"
-	"configuration, as FILE:LINE:COLUMN: KEY: MESSAGE.\n"
-	"\n"
-	"Options:\n"
-	"  -C, --project DIR  the project (default: the one enclosing the current directory)\n"
-	"      --check        check every mode file and config.yaml, like `nginx -t`: print\n"
-	"                     only the problems and a summary, and exit 3 on any error or\n"
-	"                     warning (for a project's CI); the project's files are read as\n"
-	"                     if it were trusted, so its widening keys are checked too\n"
-	"      --json         print JSON (docs/JSON.md)\n"
-	"  -h, --help         show this help\n"
-	"\n"
-	"Examples:\n"
-	"  piworkfs modes\n"
-	"  piworkfs modes --check -C ~/proj\n"
-	"\n"
-	"Exit status: 0 ok; 2 usage error; 3 a mode file or config.yaml has errors (with\n"
-	"--check: errors or warnings), the live view of the project fails closed, or the\n"
-	"bundled modes could not be read at all; 5 system error.\n";
+    "Usage: piworkfs modes [--project DIR] [--check] [--json]\n"
+    "\n"
+    "List the modes available for a project: name, layer (bundled, global, project),\n"
+    "source file and description, then every warning about the mode files and\n"
+    "configuration, as FILE:LINE:COLUMN: KEY: MESSAGE.\n"
+    "\n"
+    "Options:\n"
+    "  -C, --project DIR  the project (default: the one enclosing the current directory)\n"
+    "      --check        check every mode file and config.yaml, like `nginx -t`: print\n"
+    "                     only the problems and a summary, and exit 3 on any error or\n"
+    "                     warning (for a project's CI); the project's files are read as\n"
+    "                     if it were trusted, so its widening keys are checked too\n"
+    "      --json         print JSON (docs/JSON.md)\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "Examples:\n"
+    "  piworkfs modes\n"
+    "  piworkfs modes --check -C ~/proj\n"
+    "\n"
+    "Exit status: 0 ok; 2 usage error; 3 a mode file or config.yaml has errors (with\n"
+    "--check: errors or warnings), the live view of the project fails closed, or the\n"
+    "bundled modes could not be read at all; 5 system error.\n";
 
 /* "1 error:", "2 warnings:", "1 error, 2 warnings:": the heading names what follows. */
 static void print_problem_count(const pw_modeset *ms)
@@ -56,17 +56,18 @@ static int print_text(const pw_cli_project *p, const pw_modeset *ms)
 	size_t nw = pw_modeset_warning_count(ms);
 	char buf[PW_PATH_MAX];
 
-	if (!t || pw_table_add(t, (const char *[]){ "MODE", "LAYER", "FILE", "DESCRIPTION" }) < 0)
+	if (!t || pw_table_add(t, (const char *[]){"MODE", "LAYER", "FILE", "DESCRIPTION"}) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < pw_modeset_count(ms); i++) {
 		const pw_mode *m = pw_modeset_get(ms, i);
-		const char *row[] = { m->name, pw_layer_name(m->layer),
-				      pw_cli_display_file(p, m->file, buf, sizeof(buf)),
-				      m->description };
+		const char *row[] = {m->name, pw_layer_name(m->layer),
+				     pw_cli_display_file(p, m->file, buf, sizeof(buf)),
+				     m->description};
 		if (pw_table_add(t, row) < 0)
 			return -ENOMEM;
 	}
-	printf("project %s (%s)\n\n", pw_cli_project_path(p), p->trusted ? "trusted" : "not trusted");
+	printf("project %s (%s)\n\n", pw_cli_project_path(p),
+	       p->trusted ? "trusted" : "not trusted");
 	pw_table_print(t, stdout, 0);
 	if (nw > 0)
 		print_problem_count(ms);
@@ -91,11 +92,12 @@ static int print_check(const pw_cli_project *p, const pw_modeset *ms, size_t err
 		printf("%s\n", line);
 	}
 	if (nw == 0)
-		printf("%s: %zu modes, no problems in the mode files and configuration\n", pw_cli_project_path(p),
-		       pw_modeset_count(ms));
+		printf("%s: %zu modes, no problems in the mode files and configuration\n",
+		       pw_cli_project_path(p), pw_modeset_count(ms));
 	else
 		printf("%s: %zu error%s, %zu warning%s in the mode files and configuration\n",
-		       pw_cli_project_path(p), errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s");
+		       pw_cli_project_path(p), errors, errors == 1 ? "" : "s", warnings,
+		       warnings == 1 ? "" : "s");
 	return 0;
 }
 
@@ -154,8 +156,8 @@ static json_t *modes_json(const pw_cli_project *p, const pw_modeset *ms)
 
 int cmd_modes(int argc, char **argv)
 {
-	_cleanup_opts_ pw_opts po = { 0 };
-	_cleanup_project_ pw_cli_project p = { 0 };
+	_cleanup_opts_ pw_opts po = {0};
+	_cleanup_project_ pw_cli_project p = {0};
 	_cleanup_modeset_ pw_modeset *ms = NULL;
 	_cleanup_free_ char *fail = NULL;
 	const char *project = NULL, *err = NULL;
@@ -167,10 +169,17 @@ int cmd_modes(int argc, char **argv)
 		return PW_EXIT_SYSTEM;
 	while ((c = pw_opts_next(&po)) > 0) {
 		switch (c) {
-		case 'C': project = po.arg; break;
-		case PW_OPT_JSON: json = true; break;
-		case PW_OPT_CHECK: check = true; break;
-		case 'h': return pw_usage(argv[0], usage, false);
+		case 'C':
+			project = po.arg;
+			break;
+		case PW_OPT_JSON:
+			json = true;
+			break;
+		case PW_OPT_CHECK:
+			check = true;
+			break;
+		case 'h':
+			return pw_usage(argv[0], usage, false);
 		}
 	}
 	if (c < 0)

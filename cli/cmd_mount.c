@@ -38,71 +38,76 @@
 #define DAEMON_EXIT_MS 10000
 
 #define MOUNT_USAGE                                                                                \
-	"Usage: piworkfs mount [OPTIONS] PROJECT MOUNTPOINT\n"                                      \
+	"Usage: piworkfs mount [OPTIONS] PROJECT MOUNTPOINT\n"                                     \
 	"       piworkfs mount --fuse-fd N [OPTIONS] PROJECT MOUNTPOINT\n"                         \
 	"\n"                                                                                       \
-	"Mounts PROJECT at MOUNTPOINT as a view whose writes the active mode limits.\n"             \
+	"Mounts PROJECT at MOUNTPOINT as a view whose writes the active mode limits.\n"            \
 	"Without --mode the project's last mode is restored; a project never seen starts in\n"     \
 	"plan (read-only). Options may also follow the arguments.\n"                               \
 	"\n"                                                                                       \
 	"Options:\n"                                                                               \
 	"  -m, --mode MODE        start in MODE\n"                                                 \
 	"  -f, --foreground       stay in the foreground, log to stderr\n"                         \
-	"  -o, --options OPTIONS  mount options: allow_other (needs root), nonempty,\n"          \
-	"                         io_uring (require FUSE over io_uring, taken by default where\n" \
-	"                         the kernel allows it), no_io_uring (use /dev/fuse),\n"        \
-	"                         FUSE options (ro, default_permissions, ...), and the view's\n"  \
-	"                         own as in fstab (mode=M, socket_dir=DIR, no_originals, ...;\n" \
-	"                         fstab's noauto, user, x-systemd.* ... are ignored)\n"          \
+	"  -o, --options OPTIONS  mount options: allow_other (needs root), nonempty,\n"            \
+	"                         io_uring (require FUSE over io_uring, taken by default where\n"  \
+	"                         the kernel allows it), no_io_uring (use /dev/fuse),\n"           \
+	"                         FUSE options (ro, default_permissions, ...), and the view's\n"   \
+	"                         own as in fstab (mode=M, socket_dir=DIR, no_originals, ...;\n"   \
+	"                         fstab's noauto, user, x-systemd.* ... are ignored)\n"            \
 	"  -d, --debug            log every FUSE request (implies -f)\n"                           \
-	"      --timeout SEC      kernel cache timeout (default 86400; kept true by invalidation)\n" \
+	"      --timeout SEC      kernel cache timeout (default 86400; kept true by "              \
+	"invalidation)\n"                                                                          \
 	"      --no-watch         do not follow changes made outside the view (testing only)\n"    \
 	"      --no-audit         record no audit events\n"                                        \
-	"      --no-originals     keep no originals before changes (no undo)\n"                   \
-	"      --originals-max-file SIZE\n"                                                       \
-	"                         files over SIZE are recorded as changed, not kept\n"            \
-	"                         (default 64M; suffixes K, M, G, T)\n"                           \
-	"      --originals-keep AGE\n"                                                            \
-	"                         drop change sets older than AGE, at mount and on\n"             \
-	"                         `changes --prune` (default 14d; suffixes s, m, h, d, w)\n"      \
-	"      --originals-max-total SIZE\n"                                                      \
-	"                         then drop the oldest while the store exceeds SIZE (1G);\n"      \
-	"                         held at every keep: what does not fit is not kept\n"           \
-	"      --originals-min-free SIZE\n"                                                       \
-	"                         keep nothing that would leave the store's filesystem\n"        \
-	"                         less than SIZE free (default 5% of it, at most 1G)\n"          \
+	"      --no-originals     keep no originals before changes (no undo)\n"                    \
+	"      --originals-max-file SIZE\n"                                                        \
+	"                         files over SIZE are recorded as changed, not kept\n"             \
+	"                         (default 64M; suffixes K, M, G, T)\n"                            \
+	"      --originals-keep AGE\n"                                                             \
+	"                         drop change sets older than AGE, at mount and on\n"              \
+	"                         `changes --prune` (default 14d; suffixes s, m, h, d, w)\n"       \
+	"      --originals-max-total SIZE\n"                                                       \
+	"                         then drop the oldest while the store exceeds SIZE (1G);\n"       \
+	"                         held at every keep: what does not fit is not kept\n"             \
+	"      --originals-min-free SIZE\n"                                                        \
+	"                         keep nothing that would leave the store's filesystem\n"          \
+	"                         less than SIZE free (default 5% of it, at most 1G)\n"            \
 	"      --log-allowed      also record allowed mutations in the audit log\n"                \
 	"      --audit-queue N    the audit queue's length (testing)\n"                            \
-	"      --only GLOB        a lane: of what the mode allows, write only what GLOB matches,\n" \
-	"                         in every mode (repeatable; mode files' glob syntax)\n"          \
-	"      --state-db PATH    the state database (default: $XDG_STATE_HOME/piworkfs/state.db,\n" \
+	"      --only GLOB        a lane: of what the mode allows, write only what GLOB "          \
+	"matches,\n"                                                                               \
+	"                         in every mode (repeatable; mode files' glob syntax)\n"           \
+	"      --state-db PATH    the state database (default: "                                   \
+	"$XDG_STATE_HOME/piworkfs/state.db,\n"                                                     \
 	"                         for root /var/lib/piworkfs/state.db)\n"                          \
 	"      --socket-dir DIR   where the control socket goes (default:\n"                       \
-	"                         $XDG_RUNTIME_DIR/piworkfs, for root /run/piworkfs, without\n"   \
-	"                         XDG_RUNTIME_DIR /tmp/piworkfs-UID)\n"                           \
-	"      --fuse-fd N        serve descriptor N, a /dev/fuse that another process opened and\n" \
-	"                         mounted at MOUNTPOINT (type fuse.piworkfs, source PROJECT);\n"  \
-	"                         the view never mounts nor unmounts it (docs/DEPLOY.md)\n"      \
-	"      --run ID           the view of its own of run ID, which `piworkfs run` mounts\n"   \
-	"                         for each run (the calling process is the run): no mode it\n"  \
-	"                         is in is remembered as the project's last mode\n"             \
+	"                         $XDG_RUNTIME_DIR/piworkfs, for root /run/piworkfs, without\n"    \
+	"                         XDG_RUNTIME_DIR /tmp/piworkfs-UID)\n"                            \
+	"      --fuse-fd N        serve descriptor N, a /dev/fuse that another process opened "    \
+	"and\n"                                                                                    \
+	"                         mounted at MOUNTPOINT (type fuse.piworkfs, source PROJECT);\n"   \
+	"                         the view never mounts nor unmounts it (docs/DEPLOY.md)\n"        \
+	"      --run ID           the view of its own of run ID, which `piworkfs run` mounts\n"    \
+	"                         for each run (the calling process is the run): no mode it\n"     \
+	"                         is in is remembered as the project's last mode\n"                \
 	"      --json             print the result as JSON\n"                                      \
 	"  -h, --help             show this help\n"                                                \
 	"\n"                                                                                       \
 	"Examples:\n"                                                                              \
 	"  piworkfs mount ~/proj ~/proj.view\n"                                                    \
 	"  piworkfs mount ~/proj ~/proj.view --mode design -o nonempty\n"                          \
-	"  mount -t fuse.piworkfs ~/proj ~/proj.view -o mode=plan   # mount(8)'s helper, as root\n" \
+	"  mount -t fuse.piworkfs ~/proj ~/proj.view -o mode=plan   # mount(8)'s helper, as "      \
+	"root\n"                                                                                   \
 	"\n"                                                                                       \
-	"Exit status: 0 mounted; 2 usage error; 3 bad project, mountpoint, mode, socket\n"      \
+	"Exit status: 0 mounted; 2 usage error; 3 bad project, mountpoint, mode, socket\n"         \
 	"directory or --fuse-fd descriptor; 5 the mount failed (FUSE unusable, daemon error).\n"
 
 static int umount_done(const char *mp, bool json)
 {
 	if (json)
 		return pw_print_json(json_pack("{s:s,s:b}", "mountpoint", mp, "unmounted", 1)) < 0
-			       ? PW_EXIT_SYSTEM
-			       : PW_EXIT_OK;
+			   ? PW_EXIT_SYSTEM
+			   : PW_EXIT_OK;
 	return PW_EXIT_OK;
 }
 
@@ -258,14 +263,20 @@ static int parse_age(const char *what, const char *s, long long *ret)
 	long long v = strtoll(s, &end, 10);
 	long long unit = 1;
 	if (end != s && *end && !end[1]) {
-		unit = *end == 's' ? 1 : *end == 'm' ? 60 : *end == 'h' ? 3600 : *end == 'd' ? 86400
-		     : *end == 'w' ? 604800 : 0;
+		unit = *end == 's'   ? 1
+		       : *end == 'm' ? 60
+		       : *end == 'h' ? 3600
+		       : *end == 'd' ? 86400
+		       : *end == 'w' ? 604800
+				     : 0;
 		if (unit)
 			end++;
 	}
 	if (errno || end == s || *end || !unit || v <= 0 || v > INT64_MAX / 1000000000 / unit) {
-		pw_err("mount", "%s: not an age greater than zero (seconds, or 30m, 12h, 14d, 2w): "
-				"'%s'", what, s);
+		pw_err("mount",
+		       "%s: not an age greater than zero (seconds, or 30m, 12h, 14d, 2w): "
+		       "'%s'",
+		       what, s);
 		return -EINVAL;
 	}
 	*ret = v * unit;
@@ -277,29 +288,57 @@ static int parse_age(const char *what, const char *s, long long *ret)
  * the FUSE mount options libfuse knows. A misspelt one gets its own message here instead of
  * a failed mount later. */
 static const char *const fuse_flags[] = {
-	"allow_other", "nonempty", "allow_root", "auto_unmount", "default_permissions", "ro",
-	"rw", "suid", "nosuid", "dev", "nodev", "exec", "noexec", "async", "sync", "dirsync",
-	"atime", "noatime", "relatime", "norelatime", "strictatime", "nostrictatime", "blkdev",
-	"io_uring", "no_io_uring", NULL,
+    "allow_other",
+    "nonempty",
+    "allow_root",
+    "auto_unmount",
+    "default_permissions",
+    "ro",
+    "rw",
+    "suid",
+    "nosuid",
+    "dev",
+    "nodev",
+    "exec",
+    "noexec",
+    "async",
+    "sync",
+    "dirsync",
+    "atime",
+    "noatime",
+    "relatime",
+    "norelatime",
+    "strictatime",
+    "nostrictatime",
+    "blkdev",
+    "io_uring",
+    "no_io_uring",
+    NULL,
 };
 static const char *const fuse_valued[] = {
-	"fsname", "subtype", "max_read", "blksize", "context", "fscontext", "defcontext",
-	"rootcontext", NULL,
+    "fsname",	 "subtype",    "max_read",    "blksize", "context",
+    "fscontext", "defcontext", "rootcontext", NULL,
 };
 
 /* The view's own options in -o, as sshfs takes its own there (an fstab line has only -o):
  * the long options of `piworkfs mount` with '_' (or '-') between words. */
 static const char *const view_flags[] = {
-	"no_watch", "no_audit", "no_originals", "log_allowed", NULL,
+    "no_watch", "no_audit", "no_originals", "log_allowed", NULL,
 };
 static const char *const view_valued[] = {
-	"mode", "socket_dir", "state_db", "timeout", "originals_keep", "originals_max_file",
-	"originals_max_total", NULL,
+    "mode",
+    "socket_dir",
+    "state_db",
+    "timeout",
+    "originals_keep",
+    "originals_max_file",
+    "originals_max_total",
+    NULL,
 };
 /* What fstab and mount(8) pass that is for them, not for the filesystem. */
 static const char *const fstab_only[] = {
-	"defaults", "auto", "noauto", "user", "users", "nouser", "owner", "group", "_netdev",
-	"nofail", NULL,
+    "defaults", "auto",	 "noauto",  "user",   "users", "nouser",
+    "owner",	"group", "_netdev", "nofail", NULL,
 };
 
 static bool in_table(const char *const *table, const char *name)
@@ -325,18 +364,21 @@ static int apply_view_option(const char *name, const char *value, pw_daemon_opts
 		o->state_db = o->state_db ? o->state_db : value;
 	else if (streq(name, "timeout"))
 		return !o->cache_timeout && parse_number(what, value, &o->cache_timeout) < 0
-			       ? PW_EXIT_USAGE : PW_EXIT_OK;
+			   ? PW_EXIT_USAGE
+			   : PW_EXIT_OK;
 	else if (streq(name, "originals_keep"))
 		return !o->originals_keep_s && parse_age(what, value, &o->originals_keep_s) < 0
-			       ? PW_EXIT_USAGE : PW_EXIT_OK;
+			   ? PW_EXIT_USAGE
+			   : PW_EXIT_OK;
 	else if (streq(name, "originals_max_file"))
-		return !o->originals_max_file &&
-				       parse_size(what, value, &o->originals_max_file) < 0
-			       ? PW_EXIT_USAGE : PW_EXIT_OK;
+		return !o->originals_max_file && parse_size(what, value, &o->originals_max_file) < 0
+			   ? PW_EXIT_USAGE
+			   : PW_EXIT_OK;
 	else if (streq(name, "originals_max_total"))
 		return !o->originals_max_total &&
-				       parse_size(what, value, &o->originals_max_total) < 0
-			       ? PW_EXIT_USAGE : PW_EXIT_OK;
+			       parse_size(what, value, &o->originals_max_total) < 0
+			   ? PW_EXIT_USAGE
+			   : PW_EXIT_OK;
 	else if (streq(name, "no_watch"))
 		o->no_watch = true;
 	else if (streq(name, "no_audit"))
@@ -397,8 +439,8 @@ static int split_mount_options(char *opts, pw_daemon_opts *o, char **ret_fuse)
 
 int pw_print_mount_options(void)
 {
-	const char *const *flags[] = { view_flags, fuse_flags }, *const *valued[] = { view_valued,
-										     fuse_valued };
+	const char *const *flags[] = {view_flags, fuse_flags}, *const * valued[] = {view_valued,
+										    fuse_valued};
 	for (size_t t = 0; t < ELEMENTSOF(flags); t++) {
 		for (size_t i = 0; valued[t][i]; i++)
 			printf("%s=\n", valued[t][i]);
@@ -437,8 +479,9 @@ static int check_fuse_options(const char *opts)
 			pw_err("mount", "unknown mount option '%s' in -o (did you mean '%s'?)", tok,
 			       hint);
 		else
-			pw_err("mount", "unknown mount option '%s' in -o (mode=M, allow_other, nonempty, "
-					"ro, default_permissions, ... see piworkfs(1))",
+			pw_err("mount",
+			       "unknown mount option '%s' in -o (mode=M, allow_other, nonempty, "
+			       "ro, default_permissions, ... see piworkfs(1))",
 			       tok);
 		return PW_EXIT_USAGE;
 	}
@@ -472,9 +515,10 @@ static int check_fuse_device(void)
 				"root) or install FUSE 3");
 		return PW_EXIT_SYSTEM;
 	}
-	pw_err("mount", "user %s cannot use FUSE: failed to open /dev/fuse: %s (it is mode %s, "
-			"open to root only); ask an administrator to make it usable by users "
-			"(chmod 0666 /dev/fuse, the default on most distributions) or mount as root",
+	pw_err("mount",
+	       "user %s cannot use FUSE: failed to open /dev/fuse: %s (it is mode %s, "
+	       "open to root only); ask an administrator to make it usable by users "
+	       "(chmod 0666 /dev/fuse, the default on most distributions) or mount as root",
 	       pw ? pw->pw_name : "?", strerror(e), perms);
 	return PW_EXIT_SYSTEM;
 }
@@ -490,8 +534,9 @@ static int check_fuse_device(void)
 static int check_uring(const char *fuse_opts, bool foreground, bool json, char **ret_why)
 {
 	if (has_flag(fuse_opts, "io_uring") && has_flag(fuse_opts, "no_io_uring")) {
-		pw_err("mount", "-o io_uring requires FUSE over io_uring and -o no_io_uring refuses "
-				"it: give one of them");
+		pw_err("mount",
+		       "-o io_uring requires FUSE over io_uring and -o no_io_uring refuses "
+		       "it: give one of them");
 		return PW_EXIT_USAGE;
 	}
 	char why[600];
@@ -515,7 +560,7 @@ static int wait_pid_gone(pid_t pid, int timeout_ms)
 
 	if (fd < 0)
 		return errno == ESRCH ? 0 : negative_errno();
-	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	pfd = (struct pollfd){.fd = fd, .events = POLLIN};
 	while ((r = poll(&pfd, 1, timeout_ms)) < 0 && errno == EINTR)
 		;
 	return r > 0 ? 0 : r == 0 ? -ETIMEDOUT : negative_errno();
@@ -561,7 +606,8 @@ static int prepare_mountpoint(const char *arg, const char *project, bool nonempt
 			snprintf(abs, sizeof(abs), "%s", arg);
 		int r = detach_stale(arg);
 		if (r < 0) {
-			pw_err("mount", "%s is a stale view (its daemon died) and could not be detached: %s",
+			pw_err("mount",
+			       "%s is a stale view (its daemon died) and could not be detached: %s",
 			       arg, strerror(-r));
 			return PW_EXIT_SYSTEM;
 		}
@@ -574,7 +620,8 @@ static int prepare_mountpoint(const char *arg, const char *project, bool nonempt
 	}
 	_cleanup_free_ char *live = live_view_at(real);
 	if (live) {
-		pw_err("mount", "%s already holds a live piworkfs view of %s (piworkfs umount %s first)",
+		pw_err("mount",
+		       "%s already holds a live piworkfs view of %s (piworkfs umount %s first)",
 		       real, live, real);
 		return PW_EXIT_CONFIG;
 	}
@@ -583,17 +630,20 @@ static int prepare_mountpoint(const char *arg, const char *project, bool nonempt
 		return PW_EXIT_CONFIG;
 	}
 	if (pw_path_beneath(real, project) >= 0) {
-		pw_err("mount", "mountpoint %s is inside the project %s (the view would contain itself)",
+		pw_err("mount",
+		       "mountpoint %s is inside the project %s (the view would contain itself)",
 		       real, project);
 		return PW_EXIT_CONFIG;
 	}
 	if (pw_path_beneath(project, real) >= 0) {
-		pw_err("mount", "the project %s is inside the mountpoint %s (the view would hide it)",
+		pw_err("mount",
+		       "the project %s is inside the mountpoint %s (the view would hide it)",
 		       project, real);
 		return PW_EXIT_CONFIG;
 	}
 	if (!nonempty && !dir_is_empty(real)) {
-		pw_err("mount", "mountpoint %s is not empty (use -o nonempty to mount over it)", real);
+		pw_err("mount", "mountpoint %s is not empty (use -o nonempty to mount over it)",
+		       real);
 		return PW_EXIT_CONFIG;
 	}
 	*ret = strdup(real);
@@ -688,7 +738,7 @@ typedef struct mount_cli {
 	bool json;
 	const char *project_arg, *mp_arg;
 	char *opts_copy, *fuse_only, *state_abs, *sockdir_abs;
-	int fuse_fd; /* --fuse-fd N as given (o.fuse_fd is the daemon's copy) */
+	int fuse_fd;		       /* --fuse-fd N as given (o.fuse_fd is the daemon's copy) */
 	const char *lane[PW_LANE_MAX]; /* --only GLOB, each (o.lane points here) */
 } mount_cli;
 
@@ -707,37 +757,63 @@ static int apply_mount_option(int c, const pw_opts *po, mount_cli *m)
 	double q;
 
 	switch (c) {
-	case 'm': o->mode = po->arg; break;
-	case 'f': o->foreground = true; break;
-	case 'd': o->debug = o->foreground = true; break;
-	case 'o': m->fuse_opts = po->arg; break;
+	case 'm':
+		o->mode = po->arg;
+		break;
+	case 'f':
+		o->foreground = true;
+		break;
+	case 'd':
+		o->debug = o->foreground = true;
+		break;
+	case 'o':
+		m->fuse_opts = po->arg;
+		break;
 	case PW_OPT_TIMEOUT:
 		return parse_number("--timeout", po->arg, &o->cache_timeout) < 0 ? PW_EXIT_USAGE
-										  : PW_EXIT_OK;
-	case PW_OPT_NO_WATCH: o->no_watch = true; break;
-	case PW_OPT_JSON: m->json = true; break;
-	case PW_OPT_STATE_DB: o->state_db = po->arg; break;
-	case PW_OPT_SOCKET_DIR: o->socket_dir = po->arg; break;
+										 : PW_EXIT_OK;
+	case PW_OPT_NO_WATCH:
+		o->no_watch = true;
+		break;
+	case PW_OPT_JSON:
+		m->json = true;
+		break;
+	case PW_OPT_STATE_DB:
+		o->state_db = po->arg;
+		break;
+	case PW_OPT_SOCKET_DIR:
+		o->socket_dir = po->arg;
+		break;
 	case PW_OPT_AUDIT_QUEUE:
 		if (parse_number("--audit-queue", po->arg, &q) < 0)
 			return PW_EXIT_USAGE;
 		o->audit_queue = (unsigned)q;
 		break;
-	case PW_OPT_NO_AUDIT: o->no_audit = true; break;
-	case PW_OPT_NO_ORIGINALS: o->no_originals = true; break;
+	case PW_OPT_NO_AUDIT:
+		o->no_audit = true;
+		break;
+	case PW_OPT_NO_ORIGINALS:
+		o->no_originals = true;
+		break;
 	case PW_OPT_ORIGINALS_MAX_FILE:
 		return parse_size("--originals-max-file", po->arg, &o->originals_max_file) < 0
-			       ? PW_EXIT_USAGE : PW_EXIT_OK;
+			   ? PW_EXIT_USAGE
+			   : PW_EXIT_OK;
 	case PW_OPT_ORIGINALS_KEEP:
 		return parse_age("--originals-keep", po->arg, &o->originals_keep_s) < 0
-			       ? PW_EXIT_USAGE : PW_EXIT_OK;
+			   ? PW_EXIT_USAGE
+			   : PW_EXIT_OK;
 	case PW_OPT_ORIGINALS_MIN_FREE:
 		return parse_size("--originals-min-free", po->arg, &o->originals_min_free) < 0
-			       ? PW_EXIT_USAGE : PW_EXIT_OK;
+			   ? PW_EXIT_USAGE
+			   : PW_EXIT_OK;
 	case PW_OPT_ORIGINALS_MAX_TOTAL:
 		return parse_size("--originals-max-total", po->arg, &o->originals_max_total) < 0
-			       ? PW_EXIT_USAGE : PW_EXIT_OK;
-	case PW_OPT_LOG_ALLOWED: o->log_allowed = true; break;
+			   ? PW_EXIT_USAGE
+			   : PW_EXIT_OK;
+	case PW_OPT_LOG_ALLOWED:
+		o->log_allowed = true;
+		break;
 	case PW_OPT_FUSE_FD:
 		o->use_fuse_fd = true;
 		return pw_mount_fd_parse(po->arg, &m->fuse_fd);
@@ -779,10 +855,11 @@ static int parse_mount_args(pw_opts *po, mount_cli *m, bool *ret_done)
 	if (c < 0)
 		return PW_EXIT_USAGE;
 	if (po->n_operands != 2) {
-		pw_err("mount", po->n_operands < 2 ? "expected PROJECT and MOUNTPOINT, got %d argument%s "
-						     "(see 'piworkfs mount --help')"
-						   : "expected PROJECT and MOUNTPOINT, got %d arguments "
-						     "(see 'piworkfs mount --help')",
+		pw_err("mount",
+		       po->n_operands < 2 ? "expected PROJECT and MOUNTPOINT, got %d argument%s "
+					    "(see 'piworkfs mount --help')"
+					  : "expected PROJECT and MOUNTPOINT, got %d arguments "
+					    "(see 'piworkfs mount --help')",
 		       po->n_operands, po->n_operands == 1 ? "" : "s");
 		return PW_EXIT_USAGE;
 	}
@@ -799,8 +876,8 @@ static int take_mount_options(mount_cli *m)
 	if (!m->fuse_opts)
 		return PW_EXIT_OK;
 	m->opts_copy = strdup(m->fuse_opts);
-	int r = m->opts_copy ? split_mount_options(m->opts_copy, &m->o, &m->fuse_only)
-			     : PW_EXIT_SYSTEM;
+	int r =
+	    m->opts_copy ? split_mount_options(m->opts_copy, &m->o, &m->fuse_only) : PW_EXIT_SYSTEM;
 	if (!r)
 		r = check_fuse_options(m->fuse_only);
 	if (!r)
@@ -848,8 +925,9 @@ static int open_mount_project(const char *arg, pw_cli_project *p)
 	if (p->backing) {
 		/* A view of a view would stack two daemons and two policies, and its trust and
 		 * last mode would be keyed by the view's path: mount the project itself. */
-		pw_err("mount", "%s is a piworkfs view of %s; mount the project itself "
-				"(piworkfs mount %s MOUNTPOINT)",
+		pw_err("mount",
+		       "%s is a piworkfs view of %s; mount the project itself "
+		       "(piworkfs mount %s MOUNTPOINT)",
 		       arg, p->backing, p->backing);
 		return PW_EXIT_CONFIG;
 	}
@@ -898,9 +976,10 @@ static int start_daemon(const pw_daemon_opts *o, pid_t *ret_pid, char *line, siz
 	*ret_pid = pid;
 	if (r == 0 && startswith(line, "ok"))
 		return PW_EXIT_OK;
-	const char *why = r == -ETIMEDOUT ? "the daemon did not answer within 60 s"
-		: r < 0 ? "the daemon exited before mounting"
-		: startswith(line, "error: ") ? line + 7 : line;
+	const char *why = r == -ETIMEDOUT		? "the daemon did not answer within 60 s"
+			  : r < 0			? "the daemon exited before mounting"
+			  : startswith(line, "error: ") ? line + 7
+							: line;
 	pw_err("mount", "%s", why);
 	if (r == -ETIMEDOUT)
 		kill(pid, SIGTERM);
@@ -999,8 +1078,7 @@ static int check_passed_fd(const mount_cli *m)
  * meets: options, descriptor, project, mode, mountpoint, FUSE, control socket, transport.
  * Fills M->o; *MP and *FOPTS and *URING_OFF are owned by the caller. Returns an exit
  * status. */
-static int prepare_mount(mount_cli *m, pw_cli_project *p, char **mp, char **fopts,
-			 char **uring_off)
+static int prepare_mount(mount_cli *m, pw_cli_project *p, char **mp, char **fopts, char **uring_off)
 {
 	pw_daemon_opts *o = &m->o;
 	bool nonempty, allow_other;
@@ -1054,7 +1132,7 @@ static int mount_detached(const mount_cli *m, const char *uring_off)
 
 int cmd_mount(int argc, char **argv)
 {
-	_cleanup_opts_ pw_opts po = { 0 };
+	_cleanup_opts_ pw_opts po = {0};
 	_cleanup_project_ pw_cli_project p = {0};
 	_cleanup_free_ char *mp = NULL, *fopts = NULL, *uring_off = NULL;
 	mount_cli m = {0};
@@ -1198,7 +1276,7 @@ static void list_holders(const char *mp, char *buf, size_t size)
 
 int cmd_umount(int argc, char **argv)
 {
-	_cleanup_opts_ pw_opts po = { 0 };
+	_cleanup_opts_ pw_opts po = {0};
 	bool lazy = false, json = false;
 	int c;
 
@@ -1206,9 +1284,14 @@ int cmd_umount(int argc, char **argv)
 		return PW_EXIT_SYSTEM;
 	while ((c = pw_opts_next(&po)) > 0) {
 		switch (c) {
-		case 'z': lazy = true; break;
-		case PW_OPT_JSON: json = true; break;
-		case 'h': return pw_usage("umount", UMOUNT_USAGE, false);
+		case 'z':
+			lazy = true;
+			break;
+		case PW_OPT_JSON:
+			json = true;
+			break;
+		case 'h':
+			return pw_usage("umount", UMOUNT_USAGE, false);
 		}
 	}
 	if (c < 0)

@@ -18,40 +18,40 @@
 #include "util.h"
 
 static const char usage[] =
-	"Usage: piworkfs plan [list] [--mount PATH] [--json]\n"
-	"       piworkfs plan show [NAME] | status\n"
-	"       piworkfs plan approve NAME | reopen NAME\n"
-	"       piworkfs plan done N [--note TEXT] [--plan NAME]\n"
-	"\n"
-	"The plans of the live view: Markdown files in the plans folder (docs/plans/ unless\n"
-	"config.yaml says `plans:`), written in plan mode. A plan's tasks are the unchecked\n"
-	"top-level \"- [ ]\" items of its \"Tasks\" section (else of its last checklist).\n"
-	"\n"
-	"  list        every plan: name, status, progress, last update (the default)\n"
-	"  show NAME   a plan's tasks with their ticks, and what is wrong with its file\n"
-	"              (default: the active plan)\n"
-	"  status      the active plan (the newest approved one not done) and its next task\n"
-	"  approve     the person's: the plan becomes the spec, read-only to every process in\n"
-	"              every mode but off; its content hash is recorded (inside the agent: asks\n"
-	"              the person, like a request to switch)\n"
-	"  reopen      the person's: the plan is a draft again, its progress kept\n"
-	"  done N      mark task N of the active plan done (the agent may: it changes no file)\n"
-	"\n"
-	"Options:\n"
-	"      --note TEXT    done: a note kept with the task\n"
-	"      --plan NAME    done: the plan (default: the active one)\n"
-	"  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
-	"      --json         print JSON\n"
-	"  -h, --help         show this help\n"
-	"\n"
-	"Examples:\n"
-	"  piworkfs plan show cache\n"
-	"  piworkfs plan approve cache\n"
-	"  piworkfs plan done 2 --note 'tests in test_cache.py'\n"
-	"\n"
-	"Exit status: 0 ok; 1 refused (an agent approving or reopening, a draft's task);\n"
-	"2 usage error; 3 no such plan or task, or a plan that cannot be approved; 4 no live\n"
-	"view.\n";
+    "Usage: piworkfs plan [list] [--mount PATH] [--json]\n"
+    "       piworkfs plan show [NAME] | status\n"
+    "       piworkfs plan approve NAME | reopen NAME\n"
+    "       piworkfs plan done N [--note TEXT] [--plan NAME]\n"
+    "\n"
+    "The plans of the live view: Markdown files in the plans folder (docs/plans/ unless\n"
+    "config.yaml says `plans:`), written in plan mode. A plan's tasks are the unchecked\n"
+    "top-level \"- [ ]\" items of its \"Tasks\" section (else of its last checklist).\n"
+    "\n"
+    "  list        every plan: name, status, progress, last update (the default)\n"
+    "  show NAME   a plan's tasks with their ticks, and what is wrong with its file\n"
+    "              (default: the active plan)\n"
+    "  status      the active plan (the newest approved one not done) and its next task\n"
+    "  approve     the person's: the plan becomes the spec, read-only to every process in\n"
+    "              every mode but off; its content hash is recorded (inside the agent: asks\n"
+    "              the person, like a request to switch)\n"
+    "  reopen      the person's: the plan is a draft again, its progress kept\n"
+    "  done N      mark task N of the active plan done (the agent may: it changes no file)\n"
+    "\n"
+    "Options:\n"
+    "      --note TEXT    done: a note kept with the task\n"
+    "      --plan NAME    done: the plan (default: the active one)\n"
+    "  -M, --mount PATH   the view containing PATH (default: the current directory)\n"
+    "      --json         print JSON\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "Examples:\n"
+    "  piworkfs plan show cache\n"
+    "  piworkfs plan approve cache\n"
+    "  piworkfs plan done 2 --note 'tests in test_cache.py'\n"
+    "\n"
+    "Exit status: 0 ok; 1 refused (an agent approving or reopening, a draft's task);\n"
+    "2 usage error; 3 no such plan or task, or a plan that cannot be approved; 4 no live\n"
+    "view.\n";
 
 #define ASK_WAIT_MS 125000 /* a request lives 120 s */
 
@@ -70,11 +70,21 @@ static int parse(int argc, char **argv, pw_opts *po, opts *o)
 		return PW_EXIT_SYSTEM;
 	while ((c = pw_opts_next(po)) > 0) {
 		switch (c) {
-		case 'M': o->mount = po->arg; break;
-		case PW_OPT_NOTE: o->note = po->arg; break;
-		case PW_OPT_PLAN: o->plan = po->arg; break;
-		case PW_OPT_JSON: o->json = true; pw_err_json(true); break;
-		case 'h': return pw_usage(argv[0], usage, false);
+		case 'M':
+			o->mount = po->arg;
+			break;
+		case PW_OPT_NOTE:
+			o->note = po->arg;
+			break;
+		case PW_OPT_PLAN:
+			o->plan = po->arg;
+			break;
+		case PW_OPT_JSON:
+			o->json = true;
+			pw_err_json(true);
+			break;
+		case 'h':
+			return pw_usage(argv[0], usage, false);
 		}
 	}
 	if (c < 0)
@@ -87,8 +97,9 @@ static int parse(int argc, char **argv, pw_opts *po, opts *o)
 static int call_failed(const char *cmd, const opts *o, int r, int code, const char *message)
 {
 	if (r == -ENOENT) {
-		pw_err(cmd, "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
-			    "--mount PATH)",
+		pw_err(cmd,
+		       "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
+		       "--mount PATH)",
 		       o->mount ? o->mount : "the current directory");
 		return PW_EXIT_NO_VIEW;
 	}
@@ -131,7 +142,7 @@ static void print_problems(json_t *plan, const char *indent)
 	json_t *p;
 
 	json_array_foreach(json_object_get(plan, "problems"), i, p)
-		printf("%sproblem: %s\n", indent, json_string_value(p));
+	    printf("%sproblem: %s\n", indent, json_string_value(p));
 }
 
 static int print_list(json_t *res)
@@ -145,28 +156,29 @@ static int print_list(json_t *res)
 		printf("no plans in %s/ (plan mode writes them there)\n", str(res, "plans_dir"));
 		return PW_EXIT_OK;
 	}
-	if (!t || pw_table_add(t, (const char *[]){ "NAME", "STATUS", "DONE", "UPDATED",
-						    "TITLE" }) < 0)
+	if (!t ||
+	    pw_table_add(t, (const char *[]){"NAME", "STATUS", "DONE", "UPDATED", "TITLE"}) < 0)
 		return PW_EXIT_SYSTEM;
-	json_array_foreach(plans, i, p) {
+	json_array_foreach(plans, i, p)
+	{
 		char name[128], done[32];
 		const char *n = str(p, "name");
 
 		snprintf(name, sizeof(name), "%s%s", n, streq_ptr(n, active) ? " *" : "");
 		snprintf(done, sizeof(done), "%lld/%lld", num(p, "done"), num(p, "total"));
-		if (pw_table_add(t, (const char *[]){ name, str(p, "status"), done,
-						      str(p, "updated") ? str(p, "updated") : "-",
-						      str(p, "title") ? str(p, "title") : "-" }) < 0)
+		if (pw_table_add(t, (const char *[]){name, str(p, "status"), done,
+						     str(p, "updated") ? str(p, "updated") : "-",
+						     str(p, "title") ? str(p, "title") : "-"}) < 0)
 			return PW_EXIT_SYSTEM;
 	}
 	pw_table_print(t, stdout, 0);
 	if (active)
 		printf("* the active plan (piworkfs plan status)\n");
-	json_array_foreach(plans, i, p)
-		if (json_array_size(json_object_get(p, "problems")) > 0) {
-			printf("%s:\n", str(p, "path"));
-			print_problems(p, "  ");
-		}
+	json_array_foreach(plans, i, p) if (json_array_size(json_object_get(p, "problems")) > 0)
+	{
+		printf("%s:\n", str(p, "path"));
+		print_problems(p, "  ");
+	}
 	return PW_EXIT_OK;
 }
 
@@ -185,10 +197,11 @@ static void print_show(json_t *p)
 		printf("  approved: %s by %s\n  hash:     sha256:%s\n",
 		       str(p, "approved") ? str(p, "approved") : "?", str(p, "approved_by"),
 		       str(p, "hash"));
-	printf("  tasks (%s):\n", streq_ptr(from, "section")     ? "the Tasks section"
+	printf("  tasks (%s):\n", streq_ptr(from, "section")	 ? "the Tasks section"
 				  : streq_ptr(from, "checklist") ? "the last checklist"
 								 : "none");
-	json_array_foreach(tasks, i, t) {
+	json_array_foreach(tasks, i, t)
+	{
 		bool done = json_is_true(json_object_get(t, "done"));
 
 		printf("    [%c] %lld. %s%s\n", done ? 'x' : ' ', num(t, "task"), str(t, "text"),
@@ -200,7 +213,8 @@ static void print_show(json_t *p)
 			printf("        done %s by %s", when, str(t, "done_by"));
 			if (num(t, "changeset") > 0)
 				printf(", change set %lld", num(t, "changeset"));
-			printf("%s%s\n", str(t, "note") ? ": " : "", str(t, "note") ? str(t, "note") : "");
+			printf("%s%s\n", str(t, "note") ? ": " : "",
+			       str(t, "note") ? str(t, "note") : "");
 		}
 	}
 	print_problems(p, "  ");
@@ -298,8 +312,9 @@ static int ask_approval(const char *cmd, const opts *o, const char *name, const 
 	if (r == 0 && json_is_true(json_object_get(res, "shown"))) {
 		json_t *id = json_incref(json_object_get(res, "id"));
 
-		fprintf(stderr, "piworkfs: %s: approving a plan is the person's: asked them on the "
-				"terminal of piworkfs run; waiting...\n",
+		fprintf(stderr,
+			"piworkfs: %s: approving a plan is the person's: asked them on the "
+			"terminal of piworkfs run; waiting...\n",
 			cmd);
 		json_decref(TAKE_PTR(res));
 		r = pw_ctl_call(c, "mode.request.wait",
@@ -311,18 +326,19 @@ static int ask_approval(const char *cmd, const opts *o, const char *name, const 
 		return call_failed(cmd, o, r, code, message);
 	outcome = str(res, "outcome");
 	if (o->json)
-		return pw_print_json(TAKE_PTR(res)) < 0   ? PW_EXIT_SYSTEM
+		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM
 		       : streq_ptr(outcome, "approved") ? PW_EXIT_OK
-							  : PW_EXIT_DENIED;
+							: PW_EXIT_DENIED;
 	if (streq_ptr(outcome, "approved")) {
 		printf("plan %s approved by the person\n", name);
 		return PW_EXIT_OK;
 	}
 	pw_err(cmd, "%s", refusal ? refusal : "refused");
 	if (streq_ptr(outcome, "pending"))
-		pw_err(cmd, "asked the person: they can read it with 'piworkfs plan show %s' and "
-			    "allow it with 'piworkfs mode --approve' outside the agent (within 2 "
-			    "minutes)",
+		pw_err(cmd,
+		       "asked the person: they can read it with 'piworkfs plan show %s' and "
+		       "allow it with 'piworkfs mode --approve' outside the agent (within 2 "
+		       "minutes)",
 		       name);
 	else
 		pw_err(cmd, "not approved: the request was %s", outcome ? outcome : "not answered");
@@ -351,9 +367,8 @@ static json_t *changeset_of(json_t *list, long long id)
 	json_t *cs;
 	size_t i;
 
-	json_array_foreach(json_object_get(list, "changesets"), i, cs)
-		if (num(cs, "id") == id)
-			return cs;
+	json_array_foreach(json_object_get(list, "changesets"), i,
+			   cs) if (num(cs, "id") == id) return cs;
 	return NULL;
 }
 
@@ -363,13 +378,15 @@ static json_t *tasks_with_changes(json_t *plan, json_t *list)
 	json_t *out = json_array(), *t, *rec;
 	size_t i, j;
 
-	json_array_foreach(json_object_get(plan, "tasks"), i, t) {
+	json_array_foreach(json_object_get(plan, "tasks"), i, t)
+	{
 		json_t *sets = json_array(), *o;
 
-		json_array_foreach(json_object_get(plan, "changesets"), j, rec) {
+		json_array_foreach(json_object_get(plan, "changesets"), j, rec)
+		{
 			json_t *cs = num(rec, "task") == num(t, "task")
-					     ? changeset_of(list, num(rec, "changeset"))
-					     : NULL;
+					 ? changeset_of(list, num(rec, "changeset"))
+					 : NULL;
 			if (cs)
 				json_array_append(sets, cs);
 		}
@@ -392,23 +409,25 @@ static void print_plan_changes(json_t *plan, json_t *tasks)
 	printf("plan %s: what each task changed (a change set counts for the task in progress "
 	       "when it started)\n",
 	       str(plan, "name"));
-	json_array_foreach(tasks, i, t) {
+	json_array_foreach(tasks, i, t)
+	{
 		printf("%lld. [%c] %s\n", num(t, "task"),
 		       json_is_true(json_object_get(t, "done")) ? 'x' : ' ', str(t, "text"));
 		if (json_array_size(json_object_get(t, "changesets")) == 0)
 			printf("   no change set\n");
-		json_array_foreach(json_object_get(t, "changesets"), j, cs) {
+		json_array_foreach(json_object_get(t, "changesets"), j, cs)
+		{
 			char when[32];
 
 			format_ns(num(cs, "started_ns"), when, sizeof(when));
-			printf("   change set %lld (%s, %s%s%s)\n", num(cs, "id"), str(cs, "reason"),
-			       when, str(cs, "mode") ? ", mode " : "",
+			printf("   change set %lld (%s, %s%s%s)\n", num(cs, "id"),
+			       str(cs, "reason"), when, str(cs, "mode") ? ", mode " : "",
 			       str(cs, "mode") ? str(cs, "mode") : "");
 			if (json_array_size(json_object_get(cs, "changes")) == 0)
 				printf("     no changes\n");
 			json_array_foreach(json_object_get(cs, "changes"), k, c)
-				printf("     %-9s %s%s%s\n", str(c, "kind"), str(c, "path"),
-				       str(c, "to") ? " -> " : "", str(c, "to") ? str(c, "to") : "");
+			    printf("     %-9s %s%s%s\n", str(c, "kind"), str(c, "path"),
+				   str(c, "to") ? " -> " : "", str(c, "to") ? str(c, "to") : "");
 		}
 	}
 }
@@ -417,7 +436,7 @@ int pw_plan_changes(const char *cmd, const char *mount, const char *name, bool j
 {
 	_cleanup_(pw_json_decrefp) json_t *plan = NULL, *list = NULL, *tasks = NULL;
 	_cleanup_free_ char *message = NULL;
-	opts o = { .mount = mount };
+	opts o = {.mount = mount};
 	int code = 0, r;
 
 	r = pw_ctl_call_at(mount, "plan.show", json_pack("{s:s}", "name", name), &plan, &code,
@@ -432,18 +451,18 @@ int pw_plan_changes(const char *cmd, const char *mount, const char *name, bool j
 	if (json)
 		return pw_print_json(json_pack("{s:s,s:s,s:O}", "plan", str(plan, "name"), "path",
 					       str(plan, "path"), "tasks", tasks)) < 0
-			       ? PW_EXIT_SYSTEM
-			       : PW_EXIT_OK;
+			   ? PW_EXIT_SYSTEM
+			   : PW_EXIT_OK;
 	print_plan_changes(plan, tasks);
 	return PW_EXIT_OK;
 }
 
 int cmd_plan(int argc, char **argv)
 {
-	_cleanup_opts_ pw_opts po = { 0 };
+	_cleanup_opts_ pw_opts po = {0};
 	_cleanup_(pw_json_decrefp) json_t *res = NULL;
 	_cleanup_free_ char *message = NULL;
-	opts o = { 0 };
+	opts o = {0};
 	const char *method = NULL;
 	json_t *params = NULL;
 	int code = 0, r;

@@ -30,28 +30,28 @@
 	"Usage: piworkfs run [OPTIONS] [--] COMMAND [ARGS...]\n"                                   \
 	"\n"                                                                                       \
 	"Runs COMMAND in a sandbox where the project's own path shows a view of it, so the\n"      \
-	"active mode limits every write to the project, whatever path the command uses. Each\n"   \
-	"run has a view and a mode of its own: switching it never changes another run's or\n"   \
-	"the person's view, and the mode is not remembered as the project's last. Inside,\n"    \
-	"`piworkfs mode` may only tighten the mode; loosen it from outside with `piworkfs\n"     \
-	"mode --run ID`. One line on stderr says the project, the run's ID, its view and its\n"  \
-	"mode. Options go before COMMAND: everything from its first word on is\n"                \
+	"active mode limits every write to the project, whatever path the command uses. Each\n"    \
+	"run has a view and a mode of its own: switching it never changes another run's or\n"      \
+	"the person's view, and the mode is not remembered as the project's last. Inside,\n"       \
+	"`piworkfs mode` may only tighten the mode; loosen it from outside with `piworkfs\n"       \
+	"mode --run ID`. One line on stderr says the project, the run's ID, its view and its\n"    \
+	"mode. Options go before COMMAND: everything from its first word on is\n"                  \
 	"the command. Without .git/ or .piworkfs/ around, a project that would be $HOME or\n"      \
 	"above must be named with -C.\n"                                                           \
 	"\n"                                                                                       \
 	"Options:\n"                                                                               \
-	"  -m, --mode MODE     the run's mode (default: that of the project's live view around\n" \
-	"                      the current directory, else of any, else the last mode)\n"      \
+	"  -m, --mode MODE     the run's mode (default: that of the project's live view around\n"  \
+	"                      the current directory, else of any, else the last mode)\n"          \
 	"  -C, --project DIR   the project (default: found from the current directory)\n"          \
 	"      --ro-host       the rest of the host is read-only inside\n"                         \
 	"      --share PATH    PATH stays writable with --ro-host (repeatable)\n"                  \
-	"      --only GLOB     a lane: of what the mode allows, the run writes only what GLOB\n"  \
-	"                      matches, in every mode (repeatable; the run's own view is\n"   \
-	"                      mounted with it: mount --only)\n"                                \
-	"      --podman IMAGE  run COMMAND in a Podman container of IMAGE instead: only the\n"    \
-	"                      view (at the project's path) and the agent socket reach it;\n"    \
-	"                      no network unless a --podman-arg names one\n"                     \
-	"      --podman-arg ARG  pass ARG to podman run, after piworkfs's own (repeatable)\n"    \
+	"      --only GLOB     a lane: of what the mode allows, the run writes only what GLOB\n"   \
+	"                      matches, in every mode (repeatable; the run's own view is\n"        \
+	"                      mounted with it: mount --only)\n"                                   \
+	"      --podman IMAGE  run COMMAND in a Podman container of IMAGE instead: only the\n"     \
+	"                      view (at the project's path) and the agent socket reach it;\n"      \
+	"                      no network unless a --podman-arg names one\n"                       \
+	"      --podman-arg ARG  pass ARG to podman run, after piworkfs's own (repeatable)\n"      \
 	"  -h, --help          show this help\n"                                                   \
 	"\n"                                                                                       \
 	"Examples:\n"                                                                              \
@@ -61,7 +61,7 @@
 	"\n"                                                                                       \
 	"Exit status: COMMAND's (128+N when a signal N killed it; 127 not found, 126 not\n"        \
 	"executable); 2, 3, 4, 5 are piworkfs's own errors when COMMAND did not run (see\n"        \
-	"piworkfs(1)). Requires bubblewrap (bwrap), or podman with --podman (then 125 is\n"       \
+	"piworkfs(1)). Requires bubblewrap (bwrap), or podman with --podman (then 125 is\n"        \
 	"podman's own error).\n"
 
 typedef struct run_args {
@@ -86,9 +86,15 @@ static int parse(int argc, char **argv, run_args *a, pw_opts *po)
 		return PW_EXIT_SYSTEM;
 	while ((c = pw_opts_next(po)) > 0) {
 		switch (c) {
-		case 'm': a->mode = po->arg; break;
-		case 'C': a->project = po->arg; break;
-		case PW_OPT_RO_HOST: a->ro_host = true; break;
+		case 'm':
+			a->mode = po->arg;
+			break;
+		case 'C':
+			a->project = po->arg;
+			break;
+		case PW_OPT_RO_HOST:
+			a->ro_host = true;
+			break;
 		case PW_OPT_SHARE:
 			if (a->n_shares == PW_RUN_SHARES_MAX) {
 				pw_err("run", "at most %d --share paths", PW_RUN_SHARES_MAX);
@@ -103,7 +109,9 @@ static int parse(int argc, char **argv, run_args *a, pw_opts *po)
 			}
 			a->only[a->n_only++] = po->arg;
 			break;
-		case PW_OPT_PODMAN: a->podman = po->arg; break;
+		case PW_OPT_PODMAN:
+			a->podman = po->arg;
+			break;
 		case PW_OPT_PODMAN_ARG:
 			if (a->n_podman_args == PW_RUN_PODMAN_ARGS_MAX) {
 				pw_err("run", "at most %d --podman-arg", PW_RUN_PODMAN_ARGS_MAX);
@@ -111,7 +119,8 @@ static int parse(int argc, char **argv, run_args *a, pw_opts *po)
 			}
 			a->podman_args[a->n_podman_args++] = (char *)po->arg;
 			break;
-		case 'h': return -1;
+		case 'h':
+			return -1;
 		}
 	}
 	if (c < 0)
@@ -122,8 +131,9 @@ static int parse(int argc, char **argv, run_args *a, pw_opts *po)
 	}
 	/* The container shows its image, not the host: there is no host to make read-only. */
 	if (a->podman && (a->ro_host || a->n_shares)) {
-		pw_err("run", "--ro-host and --share are for the bubblewrap sandbox; a --podman "
-			      "container shows its image, not the host (bind paths with --podman-arg)");
+		pw_err("run",
+		       "--ro-host and --share are for the bubblewrap sandbox; a --podman "
+		       "container shows its image, not the host (bind paths with --podman-arg)");
 		return PW_EXIT_USAGE;
 	}
 	if (po->n_operands == 0) {
@@ -194,7 +204,7 @@ static bool home_or_above(const char *dir)
 static int find_project(const char *opt, const char *mode, char **ret, char **ret_global,
 			char **ret_bundled)
 {
-	_cleanup_project_ pw_cli_project p = { 0 };
+	_cleanup_project_ pw_cli_project p = {0};
 	_cleanup_modeset_ pw_modeset *ms = NULL;
 	const char *err = NULL;
 
@@ -205,10 +215,12 @@ static int find_project(const char *opt, const char *mode, char **ret, char **re
 	/* Without .git/ or .piworkfs/ the project would be the current directory: when that is
 	 * $HOME or above, the agent would get a view of everything the person owns. */
 	if (!p.marked && home_or_above(p.root)) {
-		pw_err("run", "no .git/ or .piworkfs/ marks a project at or above %s, and %s is %s; "
-			      "name the project (piworkfs run -C DIR -- COMMAND)",
-		       p.root, p.root, streq(p.root, "/") ? "the root directory"
-							    : "your home directory or above it");
+		pw_err("run",
+		       "no .git/ or .piworkfs/ marks a project at or above %s, and %s is %s; "
+		       "name the project (piworkfs run -C DIR -- COMMAND)",
+		       p.root, p.root,
+		       streq(p.root, "/") ? "the root directory"
+					  : "your home directory or above it");
 		return PW_EXIT_CONFIG;
 	}
 	const char *project = pw_cli_project_path(&p);
@@ -236,14 +248,14 @@ static int find_project(const char *opt, const char *mode, char **ret, char **re
 
 int cmd_run(int argc, char **argv)
 {
-	run_args a = { 0 };
+	run_args a = {0};
 	_cleanup_free_ char *project = NULL, *cwd = NULL, *global_dir = NULL, *bundled_dir = NULL;
 	_cleanup_free_ char **pi_command = NULL, **agent_command = NULL;
-	pw_run_view view = { .daemon_fd = -1 };
-	pw_run_argv bw = { 0 };
+	pw_run_view view = {.daemon_fd = -1};
+	pw_run_argv bw = {0};
 	int pipefd[2], r;
 
-	_cleanup_opts_ pw_opts po = { 0 };
+	_cleanup_opts_ pw_opts po = {0};
 
 	r = parse(argc, argv, &a, &po);
 	if (r < 0)
@@ -274,30 +286,31 @@ int cmd_run(int argc, char **argv)
 		a.command = agent_command;
 	/* One line, so the person knows which view the agent works through and in what mode
 	 * (stderr: stdout belongs to the command). */
-	fprintf(stderr, "piworkfs: run: project %s, run %s, view %s (its own), mode %s "
-			"(switch it with: piworkfs mode --run %s MODE)\n",
+	fprintf(stderr,
+		"piworkfs: run: project %s, run %s, view %s (its own), mode %s "
+		"(switch it with: piworkfs mode --run %s MODE)\n",
 		view.project, view.run_id, view.mountpoint, view.mode ? view.mode : "?",
 		view.run_id);
 	for (size_t i = 0; i < a.n_only; i++) /* the lane, on the same terms as the mode */
 		fprintf(stderr, "%s%s%s", i ? ", " : "piworkfs: run: lane (--only) ", a.only[i],
 			i + 1 == a.n_only ? ": writes outside it are refused in every mode\n" : "");
 	pw_run_sandbox_opts so = {
-		.view = &view,
-		.cwd = cwd,
-		.ro_host = a.ro_host,
-		.shares = a.shares,
-		.n_shares = a.n_shares,
-		.info_fd = 3, /* run_exec.c moves the pipe there */
-		.command = a.command,
-		.mode_dirs = { global_dir, bundled_dir },
+	    .view = &view,
+	    .cwd = cwd,
+	    .ro_host = a.ro_host,
+	    .shares = a.shares,
+	    .n_shares = a.n_shares,
+	    .info_fd = 3, /* run_exec.c moves the pipe there */
+	    .command = a.command,
+	    .mode_dirs = {global_dir, bundled_dir},
 	};
 	pw_run_podman_opts pso = {
-		.view = &view,
-		.cwd = cwd,
-		.image = a.podman,
-		.args = a.podman_args,
-		.n_args = a.n_podman_args,
-		.command = a.command,
+	    .view = &view,
+	    .cwd = cwd,
+	    .image = a.podman,
+	    .args = a.podman_args,
+	    .n_args = a.n_podman_args,
+	    .command = a.command,
 	};
 	if ((a.podman ? pw_run_podman_argv(&pso, &bw) : pw_run_sandbox_argv(&so, &bw)) < 0) {
 		r = PW_EXIT_CONFIG;

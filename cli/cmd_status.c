@@ -11,36 +11,37 @@
 #include "output.h"
 
 static const char usage[] =
-	"Usage: piworkfs status [--all] [--json]\n"
-	"\n"
-	"List your live views: project, mountpoint, active mode and generation, control\n"
-	"socket, state database, uptime, trust, warnings (including why a view fails\n"
-	"closed), denied operations, the audit writer's events: submitted, written to the\n"
-	"log, dropped (the queue was full) and coalesced (merged into an existing row), and\n"
-	"the FUSE requests the kernel sent, by kind: each one is a round trip to the daemon,\n"
-	"which is what a workload costs in the view beyond the disk, and the transport they\n"
-	"come through (FUSE over io_uring or /dev/fuse). The own view of a `piworkfs run`\n"
-	"says its run: the run's ID (for `piworkfs mode --run ID`) and pid; a view the person\n"
-	"mounted lists the runs of its project with their modes and pids.\n"
-	"\n"
-	"Options:\n"
-	"  -a, --all    also other users' views (their daemons answer only them and root)\n"
-	"      --json   print a JSON array of the daemons' status objects (docs/PROTOCOL.md);\n"
-	"               a view whose daemon does not answer has {\"mountpoint\", \"error\"}\n"
-	"               (and \"hint\": what to do when the daemon is gone)\n"
-	"  -h, --help   show this help\n"
-	"\n"
-	"Examples:\n"
-	"  piworkfs status\n"
-	"  piworkfs status --all --json\n"
-	"\n"
-	"Exit status: 0 ok (also when there is no view); 2 usage error; 4 the daemon of one of\n"
-	"your views does not answer; 5 system error.\n";
+    "Usage: piworkfs status [--all] [--json]\n"
+    "\n"
+    "List your live views: project, mountpoint, active mode and generation, control\n"
+    "socket, state database, uptime, trust, warnings (including why a view fails\n"
+    "closed), denied operations, the audit writer's events: submitted, written to the\n"
+    "log, dropped (the queue was full) and coalesced (merged into an existing row), and\n"
+    "the FUSE requests the kernel sent, by kind: each one is a round trip to the daemon,\n"
+    "which is what a workload costs in the view beyond the disk, and the transport they\n"
+    "come through (FUSE over io_uring or /dev/fuse). The own view of a `piworkfs run`\n"
+    "says its run: the run's ID (for `piworkfs mode --run ID`) and pid; a view the person\n"
+    "mounted lists the runs of its project with their modes and pids.\n"
+    "\n"
+    "Options:\n"
+    "  -a, --all    also other users' views (their daemons answer only them and root)\n"
+    "      --json   print a JSON array of the daemons' status objects (docs/PROTOCOL.md);\n"
+    "               a view whose daemon does not answer has {\"mountpoint\", \"error\"}\n"
+    "               (and \"hint\": what to do when the daemon is gone)\n"
+    "  -h, --help   show this help\n"
+    "\n"
+    "Examples:\n"
+    "  piworkfs status\n"
+    "  piworkfs status --all --json\n"
+    "\n"
+    "Exit status: 0 ok (also when there is no view); 2 usage error; 4 the daemon of one of\n"
+    "your views does not answer; 5 system error.\n";
 
 static void format_uptime(json_int_t s, char *buf, size_t size)
 {
 	if (s >= 86400)
-		snprintf(buf, size, "%lldd%02lldh", (long long)s / 86400, (long long)s % 86400 / 3600);
+		snprintf(buf, size, "%lldd%02lldh", (long long)s / 86400,
+			 (long long)s % 86400 / 3600);
 	else if (s >= 3600)
 		snprintf(buf, size, "%lldh%02lldm", (long long)s / 3600, (long long)s % 3600 / 60);
 	else
@@ -65,7 +66,8 @@ static void format_requests(json_t *rq, char *buf, size_t size)
 	json_int_t cnt[4] = {0};
 	const char *k;
 	json_t *v;
-	json_object_foreach(ops, k, v) {
+	json_object_foreach(ops, k, v)
+	{
 		json_int_t n = json_integer_value(v);
 		for (size_t i = 0; i < ELEMENTSOF(top); i++) {
 			if (top[i] && n <= cnt[i])
@@ -140,7 +142,8 @@ static void format_runs(json_t *st, json_t *all, char *buf, size_t size)
 	buf[0] = '\0';
 	if (json_is_object(json_object_get(st, "run")))
 		return;
-	json_array_foreach(all, i, o) {
+	json_array_foreach(all, i, o)
+	{
 		json_t *run = json_object_get(o, "run");
 		if (!json_is_object(run) || !streq_ptr(sget(o, "project"), sget(st, "project")) ||
 		    w >= size)
@@ -182,40 +185,41 @@ static void print_view(json_t *st, json_t *all)
 	format_run(st, run, sizeof(run));
 	format_runs(st, all, runs, sizeof(runs));
 	const char *rows[][2] = {
-		{ "project", sget(st, "project") },
-		{ run[0] ? "run" : NULL, run },
-		{ runs[0] ? "runs" : NULL, runs },
-		{ "mode", mode },
-		{ "socket", sget(st, "socket") },
-		{ "state db", sget(st, "state_db") ? sget(st, "state_db") : "none" },
-		{ "uptime", up },
-		{ "trust", json_is_true(json_object_get(st, "trusted")) ? "trusted" : "untrusted" },
-		{ "denied", denied },
-		{ "audit", counters },
-		{ "requests", requests },
-		{ "transport", transport },
+	    {"project", sget(st, "project")},
+	    {run[0] ? "run" : NULL, run},
+	    {runs[0] ? "runs" : NULL, runs},
+	    {"mode", mode},
+	    {"socket", sget(st, "socket")},
+	    {"state db", sget(st, "state_db") ? sget(st, "state_db") : "none"},
+	    {"uptime", up},
+	    {"trust", json_is_true(json_object_get(st, "trusted")) ? "trusted" : "untrusted"},
+	    {"denied", denied},
+	    {"audit", counters},
+	    {"requests", requests},
+	    {"transport", transport},
 	};
 	for (size_t k = 0; t && k < ELEMENTSOF(rows); k++)
 		if (rows[k][0])
 			pw_table_add(t, rows[k]);
 	_cleanup_free_ char *lane = lane_text(json_object_get(st, "lane"));
 	if (lane && t) {
-		const char *row[] = { "lane", lane };
+		const char *row[] = {"lane", lane};
 		pw_table_add(t, row);
 	}
 	if (json_is_true(json_object_get(st, "fail_closed"))) {
-		const char *row[] = { "error", sget(st, "fail_reason") };
+		const char *row[] = {"error", sget(st, "fail_reason")};
 		if (t)
 			pw_table_add(t, row);
 	}
 	const char *reason = sget(st, "fail_reason");
-	json_array_foreach(json_object_get(st, "warnings"), i, w) {
+	json_array_foreach(json_object_get(st, "warnings"), i, w)
+	{
 		const char *text = json_string_value(w);
 		/* The problem that makes the view fail closed is shown once, as the reason. */
 		if (!text || (reason && json_is_true(json_object_get(st, "fail_closed")) &&
 			      strstr(reason, text)))
 			continue;
-		const char *row[] = { pw_problem_word(text), text };
+		const char *row[] = {pw_problem_word(text), text};
 		if (t)
 			pw_table_add(t, row);
 	}
@@ -235,8 +239,10 @@ static char *dead_daemon_hint(const char *mountpoint, int r)
 		return NULL;
 	/* A FUSE mount whose daemon died answers every access with ENOTCONN. */
 	if (stat(mountpoint, &st) < 0 && errno == ENOTCONN)
-		k = asprintf(&hint, "its daemon is gone (killed or crashed): run 'piworkfs umount "
-				    "%s' to detach the view, then mount it again", mountpoint);
+		k = asprintf(&hint,
+			     "its daemon is gone (killed or crashed): run 'piworkfs umount "
+			     "%s' to detach the view, then mount it again",
+			     mountpoint);
 	else if (r == -ENOENT)
 		k = asprintf(&hint, "no socket where this environment looks: the view was "
 				    "mounted with another XDG_RUNTIME_DIR or --socket-dir");
@@ -265,7 +271,7 @@ static json_t *ask(const char *mountpoint, const char *socket, bool *ret_failed)
 
 int cmd_status(int argc, char **argv)
 {
-	_cleanup_opts_ pw_opts po = { 0 };
+	_cleanup_opts_ pw_opts po = {0};
 	_cleanup_json_ json_t *all = json_array();
 	const char *env = getenv("PIWORKFS_SOCKET");
 	bool json = false, failed = false, all_users = false;
@@ -278,9 +284,14 @@ int cmd_status(int argc, char **argv)
 		return PW_EXIT_SYSTEM;
 	while ((c = pw_opts_next(&po)) > 0) {
 		switch (c) {
-		case PW_OPT_JSON: json = true; break;
-		case 'a': all_users = true; break;
-		case 'h': return pw_usage(argv[0], usage, false);
+		case PW_OPT_JSON:
+			json = true;
+			break;
+		case 'a':
+			all_users = true;
+			break;
+		case 'h':
+			return pw_usage(argv[0], usage, false);
 		}
 	}
 	if (c < 0)
@@ -332,12 +343,14 @@ int cmd_status(int argc, char **argv)
 	}
 	if (json_array_size(all) == 0)
 		printf("no live views\n");
-	json_array_foreach(all, i, st) {
+	json_array_foreach(all, i, st)
+	{
 		if (i > 0)
 			printf("\n");
 		if (sget(st, "error")) {
 			printf("%s\n  error    the daemon does not answer on %s: %s\n",
-			       sget(st, "mountpoint") ? sget(st, "mountpoint") : "(PIWORKFS_SOCKET)",
+			       sget(st, "mountpoint") ? sget(st, "mountpoint")
+						      : "(PIWORKFS_SOCKET)",
 			       sget(st, "socket") ? sget(st, "socket") : "?", sget(st, "error"));
 			if (sget(st, "hint"))
 				printf("  hint     %s\n", sget(st, "hint"));

@@ -17,28 +17,28 @@
 #include "store/reader.h"
 
 static const char usage[] =
-	"Usage: piworkfs trust [PROJECT] [--revoke] [--json]\n"
-	"       piworkfs trust --list [--json]\n"
-	"\n"
-	"Trust PROJECT (default: the project enclosing the current directory; inside a view,\n"
-	"the project behind it): its own modes and configuration in PROJECT/.piworkfs may then\n"
-	"widen what a mode allows (writes.allow, writes.tokens, protect: false, design token\n"
-	"files). An untrusted project may only tighten. Your live views of the project are\n"
-	"reloaded at once (one whose daemon uses another state database needs `piworkfs\n"
-	"reload`).\n"
-	"\n"
-	"Options:\n"
-	"      --revoke       withdraw trust instead\n"
-	"  -l, --list         list the trusted projects\n"
-	"      --json         print JSON\n"
-	"  -h, --help         show this help\n"
-	"\n"
-	"Examples:\n"
-	"  piworkfs trust ~/proj\n"
-	"  piworkfs trust --revoke\n"
-	"\n"
-	"Exit status: 0 ok; 2 usage error; 3 the project does not exist; 5 the state database\n"
-	"cannot be written.\n";
+    "Usage: piworkfs trust [PROJECT] [--revoke] [--json]\n"
+    "       piworkfs trust --list [--json]\n"
+    "\n"
+    "Trust PROJECT (default: the project enclosing the current directory; inside a view,\n"
+    "the project behind it): its own modes and configuration in PROJECT/.piworkfs may then\n"
+    "widen what a mode allows (writes.allow, writes.tokens, protect: false, design token\n"
+    "files). An untrusted project may only tighten. Your live views of the project are\n"
+    "reloaded at once (one whose daemon uses another state database needs `piworkfs\n"
+    "reload`).\n"
+    "\n"
+    "Options:\n"
+    "      --revoke       withdraw trust instead\n"
+    "  -l, --list         list the trusted projects\n"
+    "      --json         print JSON\n"
+    "  -h, --help         show this help\n"
+    "\n"
+    "Examples:\n"
+    "  piworkfs trust ~/proj\n"
+    "  piworkfs trust --revoke\n"
+    "\n"
+    "Exit status: 0 ok; 2 usage error; 3 the project does not exist; 5 the state database\n"
+    "cannot be written.\n";
 
 static void format_since(int64_t ns, char *buf, size_t size)
 {
@@ -81,7 +81,7 @@ static int trust_list(const char *cmd, const char *dbpath, bool json)
 {
 	_cleanup_(pw_store_reader_closep) pw_store_reader *db = NULL;
 	_cleanup_json_ json_t *arr = json ? json_array() : NULL;
-	trust_lister l = { .json = json, .arr = arr };
+	trust_lister l = {.json = json, .arr = arr};
 	int r;
 
 	if (json && !arr)
@@ -141,8 +141,7 @@ static json_t *reload_views(const char *root)
 	return done;
 }
 
-static int trust_set(const char *cmd, const char *dbpath, const char *root, bool trust,
-		     bool json)
+static int trust_set(const char *cmd, const char *dbpath, const char *root, bool trust, bool json)
 {
 	pw_state *s = NULL;
 	_cleanup_free_ char *warning = NULL;
@@ -193,7 +192,7 @@ static int trust_set(const char *cmd, const char *dbpath, const char *root, bool
 	size_t i;
 	json_t *mp;
 	json_array_foreach(reloaded, i, mp)
-		printf("reloaded the view at %s\n", json_string_value(mp));
+	    printf("reloaded the view at %s\n", json_string_value(mp));
 	if (n_reloaded == 0)
 		printf("no live view of it: this takes effect when it is mounted\n");
 	return PW_EXIT_OK;
@@ -201,9 +200,9 @@ static int trust_set(const char *cmd, const char *dbpath, const char *root, bool
 
 int cmd_trust(int argc, char **argv)
 {
-	_cleanup_opts_ pw_opts po = { 0 };
+	_cleanup_opts_ pw_opts po = {0};
 	_cleanup_free_ char *dbpath = pw_state_default_path();
-	_cleanup_project_ pw_cli_project p = { 0 };
+	_cleanup_project_ pw_cli_project p = {0};
 	bool revoke = false, list = false, json = false;
 	const char *err = NULL;
 	int c, r;
@@ -212,10 +211,17 @@ int cmd_trust(int argc, char **argv)
 		return PW_EXIT_SYSTEM;
 	while ((c = pw_opts_next(&po)) > 0) {
 		switch (c) {
-		case PW_OPT_REVOKE: revoke = true; break;
-		case 'l': list = true; break;
-		case PW_OPT_JSON: json = true; break;
-		case 'h': return pw_usage(argv[0], usage, false);
+		case PW_OPT_REVOKE:
+			revoke = true;
+			break;
+		case 'l':
+			list = true;
+			break;
+		case PW_OPT_JSON:
+			json = true;
+			break;
+		case 'h':
+			return pw_usage(argv[0], usage, false);
 		}
 	}
 	if (c < 0)

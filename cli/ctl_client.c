@@ -60,11 +60,12 @@ int pw_ctl_list_mounts(pw_ctl_mount **ret, size_t *ret_n)
 			goto nomem;
 		v = nv;
 		/* The user_id= super option, not a longer one ending in it. */
-		const char *super = m[i].super_opts, *uid = super ? strstr(super, "user_id=") : NULL;
+		const char *super = m[i].super_opts,
+			   *uid = super ? strstr(super, "user_id=") : NULL;
 		v[n] = (pw_ctl_mount){
-			.mountpoint = TAKE_PTR(m[i].mountpoint),
-			.source = TAKE_PTR(m[i].source),
-			.uid = uid && (uid == super || uid[-1] == ',') ? strtol(uid + 8, NULL, 10) : -1,
+		    .mountpoint = TAKE_PTR(m[i].mountpoint),
+		    .source = TAKE_PTR(m[i].source),
+		    .uid = uid && (uid == super || uid[-1] == ',') ? strtol(uid + 8, NULL, 10) : -1,
 		};
 		n++;
 	}
@@ -151,7 +152,8 @@ static size_t backing_view(const pw_ctl_mount *m, size_t n, const char *real)
 
 		if (!m[i].source || m[i].source[0] != '/' || pw_path_beneath(real, m[i].source) < 0)
 			continue;
-		if (best != SIZE_MAX && (best_mine > mine || (best_mine == mine && len <= best_len)))
+		if (best != SIZE_MAX &&
+		    (best_mine > mine || (best_mine == mine && len <= best_len)))
 			continue;
 		if (pw_ctl_view_socket(m[i].mountpoint, m[i].uid, &sock) < 0 || !is_socket(sock))
 			continue;
@@ -245,7 +247,7 @@ int pw_ctl_find_view(const char *path, char **ret_socket, char **ret_project)
 
 int pw_ctl_connect(const char *socket_path, unsigned timeout_ms, pw_ctl_conn **ret)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	_cleanup_close_ int fd = -1;
 	pw_ctl_conn *c;
 
@@ -328,7 +330,7 @@ static int read_reply(pw_ctl_conn *c, int timeout_ms, pw_rpc_reply *ret)
 				return -ETIMEDOUT;
 			wait = (int)left;
 		}
-		struct pollfd p = { .fd = c->fd, .events = POLLIN };
+		struct pollfd p = {.fd = c->fd, .events = POLLIN};
 		int r = poll(&p, 1, wait);
 		if (r < 0 && errno != EINTR)
 			return negative_errno();
@@ -409,8 +411,7 @@ int pw_ctl_call_data(pw_ctl_conn *c, const char *method, json_t *params, json_t 
 	return r;
 }
 
-int pw_ctl_read_notification(pw_ctl_conn *c, int timeout_ms, char **ret_method,
-			     json_t **ret_params)
+int pw_ctl_read_notification(pw_ctl_conn *c, int timeout_ms, char **ret_method, json_t **ret_params)
 {
 	for (;;) {
 		pw_rpc_reply rep;
@@ -441,7 +442,8 @@ int pw_ctl_call_socket(const char *socket_path, const char *method, json_t *para
 }
 
 int pw_ctl_call_socket_data(const char *socket_path, const char *method, json_t *params,
-			    json_t **ret_result, int *ret_code, char **ret_message, json_t **ret_data)
+			    json_t **ret_result, int *ret_code, char **ret_message,
+			    json_t **ret_data)
 {
 	pw_ctl_conn *c = NULL;
 	int r = pw_ctl_connect(socket_path, 0, &c);
@@ -461,8 +463,8 @@ int pw_ctl_call_at(const char *path, const char *method, json_t *params, json_t 
 	return pw_ctl_call_at_data(path, method, params, ret_result, ret_code, ret_message, NULL);
 }
 
-int pw_ctl_call_at_data(const char *path, const char *method, json_t *params,
-			json_t **ret_result, int *ret_code, char **ret_message, json_t **ret_data)
+int pw_ctl_call_at_data(const char *path, const char *method, json_t *params, json_t **ret_result,
+			int *ret_code, char **ret_message, json_t **ret_data)
 {
 	_cleanup_free_ char *sock = NULL;
 	int r = pw_ctl_find_view_full(path, &sock, NULL);

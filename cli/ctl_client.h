@@ -16,8 +16,8 @@
 /* A live view as listed in mountinfo. */
 typedef struct pw_ctl_mount {
 	char *mountpoint; /* unescaped absolute path */
-	char *source;     /* the mount's source field (the daemon sets it to the project) */
-	long uid;         /* who mounted it (the user_id= super option), -1 when unknown */
+	char *source;	  /* the mount's source field (the daemon sets it to the project) */
+	long uid;	  /* who mounted it (the user_id= super option), -1 when unknown */
 } pw_ctl_mount;
 
 /* Every fuse.piworkfs mount. Returns 0 with a malloc'd array (free with
@@ -92,14 +92,15 @@ int pw_ctl_read_notification(pw_ctl_conn *c, int timeout_ms, char **ret_method,
 			     json_t **ret_params);
 
 /* One-shot helper: connect to SOCKET, call, close. Errors as pw_ctl_connect/pw_ctl_call. */
-int pw_ctl_call_socket(const char *socket, const char *method, json_t *params,
-		       json_t **ret_result, int *ret_code, char **ret_message);
+int pw_ctl_call_socket(const char *socket, const char *method, json_t *params, json_t **ret_result,
+		       int *ret_code, char **ret_message);
 int pw_ctl_call_socket_data(const char *socket, const char *method, json_t *params,
-			    json_t **ret_result, int *ret_code, char **ret_message, json_t **ret_data);
+			    json_t **ret_result, int *ret_code, char **ret_message,
+			    json_t **ret_data);
 
 /* One-shot helper: find the view for PATH, connect, call, close. Errors as above, plus
  * -ENOENT when PATH is not inside a view. */
 int pw_ctl_call_at(const char *path, const char *method, json_t *params, json_t **ret_result,
 		   int *ret_code, char **ret_message);
-int pw_ctl_call_at_data(const char *path, const char *method, json_t *params,
-			json_t **ret_result, int *ret_code, char **ret_message, json_t **ret_data);
+int pw_ctl_call_at_data(const char *path, const char *method, json_t *params, json_t **ret_result,
+			int *ret_code, char **ret_message, json_t **ret_data);

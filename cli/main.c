@@ -18,20 +18,31 @@ typedef struct pw_command {
 
 /* The names, summaries and options of the commands are the tables of options.c. */
 static const pw_command commands[] = {
-	{ "mount", cmd_mount },	      { "umount", cmd_umount },
-	{ "mode", cmd_mode },	      { "status", cmd_status },
-	{ "reload", cmd_reload },     { "modes", cmd_modes },
-	{ "allowed", cmd_allowed },   { "check", cmd_check },
-	{ "why", cmd_why },	      { "check-bash", cmd_check_bash },
-	{ "log", cmd_log },	      { "trust", cmd_trust },
-	{ "run", cmd_run },	      { "completion", cmd_completion },
-	{ "__complete", cmd_complete }, { PW_RUN_TTY_COMMAND, cmd_run_tty },
-	{ "changes", cmd_changes },   { "diff", cmd_diff },
-	{ "undo", cmd_undo },	      { "redo", cmd_redo },
-	{ "checkpoint", cmd_checkpoint },
-	{ PW_RUN_PODMAN_SIGNALS_COMMAND, cmd_run_podman_signals },
-	{ "plan", cmd_plan },
-	{ "mcp", cmd_mcp },	      { "hook", cmd_hook },
+    {"mount", cmd_mount},
+    {"umount", cmd_umount},
+    {"mode", cmd_mode},
+    {"status", cmd_status},
+    {"reload", cmd_reload},
+    {"modes", cmd_modes},
+    {"allowed", cmd_allowed},
+    {"check", cmd_check},
+    {"why", cmd_why},
+    {"check-bash", cmd_check_bash},
+    {"log", cmd_log},
+    {"trust", cmd_trust},
+    {"run", cmd_run},
+    {"completion", cmd_completion},
+    {"__complete", cmd_complete},
+    {PW_RUN_TTY_COMMAND, cmd_run_tty},
+    {"changes", cmd_changes},
+    {"diff", cmd_diff},
+    {"undo", cmd_undo},
+    {"redo", cmd_redo},
+    {"checkpoint", cmd_checkpoint},
+    {PW_RUN_PODMAN_SIGNALS_COMMAND, cmd_run_podman_signals},
+    {"plan", cmd_plan},
+    {"mcp", cmd_mcp},
+    {"hook", cmd_hook},
 };
 
 static pw_cmd_fn find_command(const char *name)
@@ -112,7 +123,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return PW_EXIT_OK;
 		}
-		char *help_argv[] = { argv[2], (char *)"--help", NULL };
+		char *help_argv[] = {argv[2], (char *)"--help", NULL};
 		return run_command(argv[2], 2, help_argv);
 	}
 	if (first[0] == '-') {

@@ -14,8 +14,8 @@
 #include "util.h"
 
 /* How to proceed after a refusal by the lane: no mode switch helps. */
-#define PW_AGENT_LANE_HOW                                                                     \
-	"The lane holds in every mode: leave the path to the agent whose lane it is, or tell " \
+#define PW_AGENT_LANE_HOW                                                                          \
+	"The lane holds in every mode: leave the path to the agent whose lane it is, or tell "     \
 	"the person what you needed; don't work around the refusal."
 
 /* ---- building strings ---------------------------------------------------------------- */

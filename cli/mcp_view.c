@@ -304,9 +304,9 @@ static void put_changers(FILE *f, json_t *by)
 	json_t *o;
 
 	json_array_foreach(by, i, o)
-		fprintf(f, "%sthe view at %s (its change set %lld)", i ? " and " : "",
-			jstr(o, "mountpoint") ? jstr(o, "mountpoint") : "?",
-			(long long)json_integer_value(json_object_get(o, "changeset")));
+	    fprintf(f, "%sthe view at %s (its change set %lld)", i ? " and " : "",
+		    jstr(o, "mountpoint") ? jstr(o, "mountpoint") : "?",
+		    (long long)json_integer_value(json_object_get(o, "changeset")));
 }
 
 char *pw_agent_overlap_note(const pw_agent_view *v, const char *cwd, const char *path)
@@ -335,12 +335,14 @@ char *pw_agent_overlap_note(const pw_agent_view *v, const char *cwd, const char 
 			FILE *f;
 			if (out || !json_array_size(by) || !(f = open_memstream(&out, &n)))
 				continue;
-			fprintf(f, "%s Note: %s was also changed by another live view of the project, ",
-				PW_AGENT_TAG, rel);
+			fprintf(
+			    f, "%s Note: %s was also changed by another live view of the project, ",
+			    PW_AGENT_TAG, rel);
 			put_changers(f, by);
-			fputs(", in its current work: your write went through, but check that it did "
-			      "not overwrite another agent's work (`piworkfs changes` shows both).",
-			      f);
+			fputs(
+			    ", in its current work: your write went through, but check that it did "
+			    "not overwrite another agent's work (`piworkfs changes` shows both).",
+			    f);
 			if (fclose(f) != 0) {
 				free(out);
 				out = NULL;

@@ -21,8 +21,7 @@
 
 #define WAIT_MS 130000 /* a request lives 120 s at most; the reply comes before this */
 
-static int connect_view(const char *cmd, const char *mount, unsigned timeout_ms,
-			pw_ctl_conn **ret)
+static int connect_view(const char *cmd, const char *mount, unsigned timeout_ms, pw_ctl_conn **ret)
 {
 	_cleanup_free_ char *sock = NULL;
 	int r = pw_ctl_find_view(mount, &sock, NULL);
@@ -30,8 +29,9 @@ static int connect_view(const char *cmd, const char *mount, unsigned timeout_ms,
 	if (r == 0)
 		r = pw_ctl_connect(sock, timeout_ms, ret);
 	if (r == -ENOENT) {
-		pw_err(cmd, "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
-			    "--mount PATH)",
+		pw_err(cmd,
+		       "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
+		       "--mount PATH)",
 		       mount ? mount : "the current directory");
 		return PW_EXIT_NO_VIEW;
 	}
@@ -70,9 +70,8 @@ int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char
 		return r;
 	if (!reason && asprintf(&why, "piworkfs mode %s", name) >= 0)
 		reason = why;
-	r = pw_ctl_call(c, "mode.request",
-			json_pack("{s:s,s:s?}", "mode", name, "reason", reason), &res, &code,
-			&message);
+	r = pw_ctl_call(c, "mode.request", json_pack("{s:s,s:s?}", "mode", name, "reason", reason),
+			&res, &code, &message);
 	if (r == 0 && json_is_true(json_object_get(res, "shown"))) {
 		/* The person sees the question on run's terminal: wait for the answer. */
 		json_t *id = json_incref(json_object_get(res, "id"));
@@ -93,8 +92,8 @@ int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char
 	}
 	if (json) {
 		int st = streq_ptr(json_string_value(json_object_get(res, "outcome")), "approved")
-				 ? PW_EXIT_OK
-				 : PW_EXIT_DENIED;
+			     ? PW_EXIT_OK
+			     : PW_EXIT_DENIED;
 		return pw_print_json(res) < 0 ? PW_EXIT_SYSTEM : st;
 	}
 	outcome = json_string_value(json_object_get(res, "outcome"));
@@ -107,16 +106,18 @@ int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char
 	 * led to it ("ask the person to run ...") is no longer what to do. Nobody sees it at
 	 * once: the person may still allow it, for as long as the request lives. */
 	if (streq_ptr(outcome, "pending"))
-		pw_err(cmd, "refused for now: 'piworkfs mode %s' loosens the mode, which needs the "
-			    "person's consent; asked them: they can allow it with 'piworkfs mode "
-			    "--approve %lld' (or --approve %s) on their own terminal (within 2 minutes)",
+		pw_err(cmd,
+		       "refused for now: 'piworkfs mode %s' loosens the mode, which needs the "
+		       "person's consent; asked them: they can allow it with 'piworkfs mode "
+		       "--approve %lld' (or --approve %s) on their own terminal (within 2 minutes)",
 		       name, (long long)json_integer_value(json_object_get(res, "id")), name);
 	else
-		pw_err(cmd, "not switched: the request was %s%s", outcome ? outcome : "not answered",
-		       streq_ptr(outcome, "denied")	    ? " by the person"
-		       : streq_ptr(outcome, "superseded") ? " (a newer request, or the mode changed)"
-		       : streq_ptr(outcome, "expired")	    ? " (nobody answered in time)"
-							    : "");
+		pw_err(
+		    cmd, "not switched: the request was %s%s", outcome ? outcome : "not answered",
+		    streq_ptr(outcome, "denied")       ? " by the person"
+		    : streq_ptr(outcome, "superseded") ? " (a newer request, or the mode changed)"
+		    : streq_ptr(outcome, "expired")    ? " (nobody answered in time)"
+						       : "");
 	json_decref(res);
 	return PW_EXIT_DENIED;
 }
@@ -155,20 +156,20 @@ static bool names_pending(const char *cmd, json_t *p, const char *which)
 	if (parse_id(which, &id)) {
 		if (id == pid)
 			return true;
-		pw_err(cmd, "request %s is no longer pending: the agent asks for %s now (request "
-			    "%lld); see 'piworkfs mode', then approve that by its id if you mean it",
+		pw_err(cmd,
+		       "request %s is no longer pending: the agent asks for %s now (request "
+		       "%lld); see 'piworkfs mode', then approve that by its id if you mean it",
 		       which, to ? to : "?", pid);
 		return false;
 	}
 	if (streq_ptr(to, which))
 		return true;
-	pw_err(cmd, "the pending request asks for %s, not %s; see 'piworkfs mode'",
-	       to ? to : "?", which);
+	pw_err(cmd, "the pending request asks for %s, not %s; see 'piworkfs mode'", to ? to : "?",
+	       which);
 	return false;
 }
 
-int pw_mode_answer(const char *cmd, const char *mount, bool approve, const char *which,
-		   bool json)
+int pw_mode_answer(const char *cmd, const char *mount, bool approve, const char *which, bool json)
 {
 	_cleanup_free_ char *message = NULL, *by = NULL;
 	pw_ctl_conn *c = NULL;
@@ -234,23 +235,25 @@ void pw_mode_show_pending(const char *mount)
 				  pw_clock_ns(CLOCK_REALTIME)) /
 				 1000000000;
 		long long id = json_integer_value(json_object_get(p, "id"));
-		printf("pending request %lld: the agent asks you to approve plan %s (\"%s\"), %llds "
-		       "left\n  read it: piworkfs plan show %s\n  answer: piworkfs mode --approve %lld"
-		       "   or   piworkfs mode --deny\n",
-		       id, json_string_value(json_object_get(p, "plan")),
-		       json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0,
-		       json_string_value(json_object_get(p, "plan")), id);
+		printf(
+		    "pending request %lld: the agent asks you to approve plan %s (\"%s\"), %llds "
+		    "left\n  read it: piworkfs plan show %s\n  answer: piworkfs mode --approve %lld"
+		    "   or   piworkfs mode --deny\n",
+		    id, json_string_value(json_object_get(p, "plan")),
+		    json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0,
+		    json_string_value(json_object_get(p, "plan")), id);
 	} else if (json_is_object(p)) {
 		long long left = (json_integer_value(json_object_get(p, "expires_ns")) -
 				  pw_clock_ns(CLOCK_REALTIME)) /
 				 1000000000;
 		long long id = json_integer_value(json_object_get(p, "id"));
-		printf("pending request %lld: the agent asks to switch %s \xe2\x86\x92 %s (\"%s\"), "
-		       "%llds left\n  answer: piworkfs mode --approve %lld   or   piworkfs mode "
-		       "--deny\n",
-		       id, json_string_value(json_object_get(p, "from")),
-		       json_string_value(json_object_get(p, "to")),
-		       json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0, id);
+		printf(
+		    "pending request %lld: the agent asks to switch %s \xe2\x86\x92 %s (\"%s\"), "
+		    "%llds left\n  answer: piworkfs mode --approve %lld   or   piworkfs mode "
+		    "--deny\n",
+		    id, json_string_value(json_object_get(p, "from")),
+		    json_string_value(json_object_get(p, "to")),
+		    json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0, id);
 	}
 	json_decref(res);
 }

@@ -72,8 +72,9 @@ int pw_mount_fd_check(int fd)
 	int fl = fcntl(fd, F_GETFL);
 
 	if (fl < 0) {
-		pw_err("mount", "--fuse-fd %d: not an open descriptor (give piworkfs the descriptor "
-				"of the mounted /dev/fuse: inherited, or received over a Unix socket)",
+		pw_err("mount",
+		       "--fuse-fd %d: not an open descriptor (give piworkfs the descriptor "
+		       "of the mounted /dev/fuse: inherited, or received over a Unix socket)",
 		       fd);
 		return PW_EXIT_CONFIG;
 	}
@@ -87,18 +88,21 @@ int pw_mount_fd_check(int fd)
 		pw_err("mount", "--fuse-fd %d: /dev/fuse is not open for reading and writing", fd);
 		return PW_EXIT_CONFIG;
 	}
-	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct pollfd p = {.fd = fd, .events = POLLIN};
 	if (poll(&p, 1, 0) < 0 || (p.revents & (POLLERR | POLLHUP | POLLNVAL))) {
-		pw_err("mount", "--fuse-fd %d: this /dev/fuse is not mounted (or its connection "
-				"was aborted): mount it first, with mount(2) type fuse.piworkfs and "
-				"options fd=N,rootmode=40000,user_id=UID,group_id=GID",
+		pw_err("mount",
+		       "--fuse-fd %d: this /dev/fuse is not mounted (or its connection "
+		       "was aborted): mount it first, with mount(2) type fuse.piworkfs and "
+		       "options fd=N,rootmode=40000,user_id=UID,group_id=GID",
 		       fd);
 		return PW_EXIT_CONFIG;
 	}
 	if (!(p.revents & POLLIN)) {
-		pw_err("mount", "--fuse-fd %d: its connection is served already (the kernel's INIT "
-				"was read by another process); a connection has one server, from its "
-				"start", fd);
+		pw_err("mount",
+		       "--fuse-fd %d: its connection is served already (the kernel's INIT "
+		       "was read by another process); a connection has one server, from its "
+		       "start",
+		       fd);
 		return PW_EXIT_CONFIG;
 	}
 	return PW_EXIT_OK;
@@ -162,19 +166,24 @@ static int read_mount(const char *mp, const char *project, pw_mount_fd_facts *re
 		if (streq(m[i].mountpoint, mp))
 			at = &m[i];
 	if (!at) {
-		pw_err("mount", "mountpoint %s is not mounted: with --fuse-fd, name where the "
-				"descriptor is mounted", mp);
+		pw_err("mount",
+		       "mountpoint %s is not mounted: with --fuse-fd, name where the "
+		       "descriptor is mounted",
+		       mp);
 		r = PW_EXIT_CONFIG;
 	} else if (!streq(at->fstype, "fuse.piworkfs")) {
 		/* status, umount and the commands run inside the view find views by that type. */
-		pw_err("mount", "mountpoint %s is a %s mount, not fuse.piworkfs: mount the "
-				"descriptor with type fuse.piworkfs", mp, at->fstype);
+		pw_err("mount",
+		       "mountpoint %s is a %s mount, not fuse.piworkfs: mount the "
+		       "descriptor with type fuse.piworkfs",
+		       mp, at->fstype);
 		r = PW_EXIT_CONFIG;
 	} else if (!at->source || !streq(at->source, project)) {
 		/* The source names the project to every command that finds the view. */
-		pw_err("mount", "the mount at %s names %s as its source, not the project %s: give "
-				"mount(2) the project's path as its source", mp,
-		       at->source ? at->source : "nothing", project);
+		pw_err("mount",
+		       "the mount at %s names %s as its source, not the project %s: give "
+		       "mount(2) the project's path as its source",
+		       mp, at->source ? at->source : "nothing", project);
 		r = PW_EXIT_CONFIG;
 	} else {
 		ret->allow_other = super_has(at->super_opts, "allow_other");
@@ -203,9 +212,11 @@ int pw_mount_fd_mountpoint(const char *arg, const char *project, pw_mount_fd_fac
 	 * kernel_checks; docs/SECURITY.md): a mount without it would let every user open
 	 * everyone's FIFOs and sockets. */
 	if (ret->allow_other && !ret->default_permissions) {
-		pw_err("mount", "the mount at %s has allow_other without default_permissions: mount "
-				"it with both (the view needs the kernel's permission check when "
-				"several users share it)", ret->mountpoint);
+		pw_err("mount",
+		       "the mount at %s has allow_other without default_permissions: mount "
+		       "it with both (the view needs the kernel's permission check when "
+		       "several users share it)",
+		       ret->mountpoint);
 		return PW_EXIT_CONFIG;
 	}
 	return PW_EXIT_OK;
@@ -222,8 +233,9 @@ int pw_mount_fd_check_options(const char *fuse_opts)
 	     tok = strtok_r(NULL, ",", &save)) {
 		if (streq(tok, "io_uring") || streq(tok, "no_io_uring"))
 			continue;
-		pw_err("mount", "-o %s is an option of the mount, and with --fuse-fd the mount is "
-				"made already: give it to mount(2) where the descriptor is mounted",
+		pw_err("mount",
+		       "-o %s is an option of the mount, and with --fuse-fd the mount is "
+		       "made already: give it to mount(2) where the descriptor is mounted",
 		       tok);
 		return PW_EXIT_USAGE;
 	}

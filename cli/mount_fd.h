@@ -16,7 +16,7 @@ int pw_mount_fd_check(int fd);
 
 /* The mount at MOUNTPOINT, as mountinfo shows it. */
 typedef struct pw_mount_fd_facts {
-	char *mountpoint; /* absolute (malloc'd, the caller frees) */
+	char *mountpoint;		       /* absolute (malloc'd, the caller frees) */
 	bool allow_other, default_permissions; /* the mount's own options */
 } pw_mount_fd_facts;
 

@@ -26,7 +26,7 @@ bool pw_mount_helper_called(const char *argv0)
 
 int pw_mount_helper(int argc, char **argv)
 {
-	const char *operands[2] = { NULL, NULL }, *opts = NULL;
+	const char *operands[2] = {NULL, NULL}, *opts = NULL;
 	bool fake = false;
 	int n = 0;
 
@@ -42,14 +42,18 @@ int pw_mount_helper(int argc, char **argv)
 			/* mount(8)'s: sloppy, fake, no mtab, verbose, read-write (-w) */
 			fake = fake || strchr(a, 'f');
 		} else if (a[0] == '-') {
-			pw_err("mount", "unknown option '%s' from mount(8) (usage: mount.fuse.piworkfs "
-					"PROJECT MOUNTPOINT [-sfnv] [-o OPTIONS])", a);
+			pw_err("mount",
+			       "unknown option '%s' from mount(8) (usage: mount.fuse.piworkfs "
+			       "PROJECT MOUNTPOINT [-sfnv] [-o OPTIONS])",
+			       a);
 			return PW_EXIT_USAGE;
 		} else if (n < 2) {
 			operands[n++] = a;
 		} else {
-			pw_err("mount", "unexpected argument '%s' (usage: mount.fuse.piworkfs PROJECT "
-					"MOUNTPOINT [-o OPTIONS])", a);
+			pw_err("mount",
+			       "unexpected argument '%s' (usage: mount.fuse.piworkfs PROJECT "
+			       "MOUNTPOINT [-o OPTIONS])",
+			       a);
 			return PW_EXIT_USAGE;
 		}
 	}
@@ -62,7 +66,11 @@ int pw_mount_helper(int argc, char **argv)
 	/* Silent on success, as mount(8) and its other helpers are; errors go to stderr. */
 	if (!freopen("/dev/null", "w", stdout))
 		return PW_EXIT_SYSTEM;
-	char *mount_argv[] = { (char *)"mount", (char *)operands[0], (char *)operands[1],
-			       (char *)"-o", (char *)(opts ? opts : "defaults"), NULL };
+	char *mount_argv[] = {(char *)"mount",
+			      (char *)operands[0],
+			      (char *)operands[1],
+			      (char *)"-o",
+			      (char *)(opts ? opts : "defaults"),
+			      NULL};
 	return cmd_mount(5, mount_argv);
 }

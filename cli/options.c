@@ -15,286 +15,305 @@
 #include "output.h"
 #include "util.h"
 
-#define OPT_HELP { "help", 'h', NULL, 'h', PW_COMPLETE_NONE, "show this help" }
-#define OPT_JSON { "json", 0, NULL, PW_OPT_JSON, PW_COMPLETE_NONE, "print JSON" }
-#define OPT_MODE(what) { "mode", 'm', "MODE", 'm', PW_COMPLETE_MODE, what }
-#define OPT_PROJECT { "project", 'C', "DIR", 'C', PW_COMPLETE_DIR, "the project" }
-#define OPT_MOUNT { "mount", 'M', "PATH", 'M', PW_COMPLETE_MOUNTPOINT, "the view containing PATH" }
-#define OPT_END { NULL, 0, NULL, 0, PW_COMPLETE_NONE, NULL }
+#define OPT_HELP                                                                                   \
+	{                                                                                          \
+		"help", 'h', NULL, 'h', PW_COMPLETE_NONE, "show this help"                         \
+	}
+#define OPT_JSON                                                                                   \
+	{                                                                                          \
+		"json", 0, NULL, PW_OPT_JSON, PW_COMPLETE_NONE, "print JSON"                       \
+	}
+#define OPT_MODE(what)                                                                             \
+	{                                                                                          \
+		"mode", 'm', "MODE", 'm', PW_COMPLETE_MODE, what                                   \
+	}
+#define OPT_PROJECT                                                                                \
+	{                                                                                          \
+		"project", 'C', "DIR", 'C', PW_COMPLETE_DIR, "the project"                         \
+	}
+#define OPT_MOUNT                                                                                  \
+	{                                                                                          \
+		"mount", 'M', "PATH", 'M', PW_COMPLETE_MOUNTPOINT, "the view containing PATH"      \
+	}
+#define OPT_END                                                                                    \
+	{                                                                                          \
+		NULL, 0, NULL, 0, PW_COMPLETE_NONE, NULL                                           \
+	}
 
 static const pw_option mount_opts[] = {
-	OPT_MODE("start in MODE"),
-	{ "foreground", 'f', NULL, 'f', PW_COMPLETE_NONE, "stay in the foreground" },
-	{ "options", 'o', "OPTIONS", 'o', PW_COMPLETE_MOUNT_OPTIONS,
-	  "mode=M, allow_other, nonempty, FUSE options" },
-	{ "debug", 'd', NULL, 'd', PW_COMPLETE_NONE, "log every FUSE request (implies -f)" },
-	{ "timeout", 0, "SEC", PW_OPT_TIMEOUT, PW_COMPLETE_NONE, "kernel cache timeout" },
-	{ "no-watch", 0, NULL, PW_OPT_NO_WATCH, PW_COMPLETE_NONE, "do not follow outside changes" },
-	{ "no-audit", 0, NULL, PW_OPT_NO_AUDIT, PW_COMPLETE_NONE, "record no audit events" },
-	{ "no-originals", 0, NULL, PW_OPT_NO_ORIGINALS, PW_COMPLETE_NONE, "keep no originals (no undo)" },
-	{ "originals-max-file", 0, "SIZE", PW_OPT_ORIGINALS_MAX_FILE, PW_COMPLETE_NONE,
-	  "larger files are recorded, not kept" },
-	{ "originals-keep", 0, "AGE", PW_OPT_ORIGINALS_KEEP, PW_COMPLETE_NONE,
-	  "drop change sets older than AGE" },
-	{ "originals-max-total", 0, "SIZE", PW_OPT_ORIGINALS_MAX_TOTAL, PW_COMPLETE_NONE,
-	  "then the oldest while the store is larger" },
-	{ "originals-min-free", 0, "SIZE", PW_OPT_ORIGINALS_MIN_FREE, PW_COMPLETE_NONE,
-	  "the free space the store leaves its filesystem" },
-	{ "log-allowed", 0, NULL, PW_OPT_LOG_ALLOWED, PW_COMPLETE_NONE, "log allowed mutations too" },
-	{ "state-db", 0, "PATH", PW_OPT_STATE_DB, PW_COMPLETE_FILE, "the state database" },
-	{ "socket-dir", 0, "DIR", PW_OPT_SOCKET_DIR, PW_COMPLETE_DIR, "the control socket directory" },
-	{ "audit-queue", 0, "N", PW_OPT_AUDIT_QUEUE, PW_COMPLETE_NONE, "the audit queue's length" },
-	{ "fuse-fd", 0, "N", PW_OPT_FUSE_FD, PW_COMPLETE_NONE,
-	  "serve descriptor N, a /dev/fuse mounted by another process" },
-	{ "only", 0, "GLOB", PW_OPT_ONLY, PW_COMPLETE_NONE, "a lane: write only GLOB (repeatable)" },
-	{ "run", 0, "ID", PW_OPT_RUN, PW_COMPLETE_NONE, "the own view of run ID (piworkfs run)" },
-	OPT_JSON,
-	OPT_HELP,
-	OPT_END,
+    OPT_MODE("start in MODE"),
+    {"foreground", 'f', NULL, 'f', PW_COMPLETE_NONE, "stay in the foreground"},
+    {"options", 'o', "OPTIONS", 'o', PW_COMPLETE_MOUNT_OPTIONS,
+     "mode=M, allow_other, nonempty, FUSE options"},
+    {"debug", 'd', NULL, 'd', PW_COMPLETE_NONE, "log every FUSE request (implies -f)"},
+    {"timeout", 0, "SEC", PW_OPT_TIMEOUT, PW_COMPLETE_NONE, "kernel cache timeout"},
+    {"no-watch", 0, NULL, PW_OPT_NO_WATCH, PW_COMPLETE_NONE, "do not follow outside changes"},
+    {"no-audit", 0, NULL, PW_OPT_NO_AUDIT, PW_COMPLETE_NONE, "record no audit events"},
+    {"no-originals", 0, NULL, PW_OPT_NO_ORIGINALS, PW_COMPLETE_NONE, "keep no originals (no undo)"},
+    {"originals-max-file", 0, "SIZE", PW_OPT_ORIGINALS_MAX_FILE, PW_COMPLETE_NONE,
+     "larger files are recorded, not kept"},
+    {"originals-keep", 0, "AGE", PW_OPT_ORIGINALS_KEEP, PW_COMPLETE_NONE,
+     "drop change sets older than AGE"},
+    {"originals-max-total", 0, "SIZE", PW_OPT_ORIGINALS_MAX_TOTAL, PW_COMPLETE_NONE,
+     "then the oldest while the store is larger"},
+    {"originals-min-free", 0, "SIZE", PW_OPT_ORIGINALS_MIN_FREE, PW_COMPLETE_NONE,
+     "the free space the store leaves its filesystem"},
+    {"log-allowed", 0, NULL, PW_OPT_LOG_ALLOWED, PW_COMPLETE_NONE, "log allowed mutations too"},
+    {"state-db", 0, "PATH", PW_OPT_STATE_DB, PW_COMPLETE_FILE, "the state database"},
+    {"socket-dir", 0, "DIR", PW_OPT_SOCKET_DIR, PW_COMPLETE_DIR, "the control socket directory"},
+    {"audit-queue", 0, "N", PW_OPT_AUDIT_QUEUE, PW_COMPLETE_NONE, "the audit queue's length"},
+    {"fuse-fd", 0, "N", PW_OPT_FUSE_FD, PW_COMPLETE_NONE,
+     "serve descriptor N, a /dev/fuse mounted by another process"},
+    {"only", 0, "GLOB", PW_OPT_ONLY, PW_COMPLETE_NONE, "a lane: write only GLOB (repeatable)"},
+    {"run", 0, "ID", PW_OPT_RUN, PW_COMPLETE_NONE, "the own view of run ID (piworkfs run)"},
+    OPT_JSON,
+    OPT_HELP,
+    OPT_END,
 };
 
 static const pw_option umount_opts[] = {
-	{ "lazy", 'z', NULL, 'z', PW_COMPLETE_NONE, "detach now, clean up when no longer busy" },
-	OPT_JSON,
-	OPT_HELP,
-	OPT_END,
+    {"lazy", 'z', NULL, 'z', PW_COMPLETE_NONE, "detach now, clean up when no longer busy"},
+    OPT_JSON,
+    OPT_HELP,
+    OPT_END,
 };
 
 static const pw_option mode_opts[] = {
-	{ "approve", 0, "ID|MODE", PW_OPT_APPROVE, PW_COMPLETE_MODE,
-	  "allow the pending request with this id or target" },
-	{ "deny", 0, NULL, PW_OPT_DENY, PW_COMPLETE_NONE, "refuse the agent's pending request" },
-	{ "reason", 0, "TEXT", PW_OPT_REASON, PW_COMPLETE_NONE, "inside the agent: why it asks" },
-	{ "run", 0, "ID", PW_OPT_RUN, PW_COMPLETE_NONE, "the view of run ID (piworkfs status)" },
-	OPT_MOUNT,
-	OPT_JSON,
-	OPT_HELP,
-	OPT_END,
+    {"approve", 0, "ID|MODE", PW_OPT_APPROVE, PW_COMPLETE_MODE,
+     "allow the pending request with this id or target"},
+    {"deny", 0, NULL, PW_OPT_DENY, PW_COMPLETE_NONE, "refuse the agent's pending request"},
+    {"reason", 0, "TEXT", PW_OPT_REASON, PW_COMPLETE_NONE, "inside the agent: why it asks"},
+    {"run", 0, "ID", PW_OPT_RUN, PW_COMPLETE_NONE, "the view of run ID (piworkfs status)"},
+    OPT_MOUNT,
+    OPT_JSON,
+    OPT_HELP,
+    OPT_END,
 };
 
 static const pw_option status_opts[] = {
-	{ "all", 'a', NULL, 'a', PW_COMPLETE_NONE, "also other users' views" },
-	OPT_JSON,
-	OPT_HELP,
-	OPT_END,
+    {"all", 'a', NULL, 'a', PW_COMPLETE_NONE, "also other users' views"},
+    OPT_JSON,
+    OPT_HELP,
+    OPT_END,
 };
 
 static const pw_option modes_opts[] = {
-	OPT_PROJECT,
-	{ "check", 0, NULL, PW_OPT_CHECK, PW_COMPLETE_NONE, "check every mode file, like nginx -t" },
-	OPT_JSON,
-	OPT_HELP,
-	OPT_END,
+    OPT_PROJECT,
+    {"check", 0, NULL, PW_OPT_CHECK, PW_COMPLETE_NONE, "check every mode file, like nginx -t"},
+    OPT_JSON,
+    OPT_HELP,
+    OPT_END,
 };
 
 static const pw_option allowed_opts[] = {
-	OPT_MODE("the mode to show"),
-	OPT_PROJECT,
-	{ "files", 0, NULL, PW_OPT_FILES, PW_COMPLETE_NONE, "list the writable files" },
-	{ "tree", 0, NULL, PW_OPT_TREE, PW_COMPLETE_NONE, "the project's tree with each verdict" },
-	{ "why", 0, NULL, PW_OPT_WHY, PW_COMPLETE_NONE, "with --tree: the deciding rule" },
-	OPT_JSON,
-	OPT_HELP,
-	OPT_END,
+    OPT_MODE("the mode to show"),
+    OPT_PROJECT,
+    {"files", 0, NULL, PW_OPT_FILES, PW_COMPLETE_NONE, "list the writable files"},
+    {"tree", 0, NULL, PW_OPT_TREE, PW_COMPLETE_NONE, "the project's tree with each verdict"},
+    {"why", 0, NULL, PW_OPT_WHY, PW_COMPLETE_NONE, "with --tree: the deciding rule"},
+    OPT_JSON,
+    OPT_HELP,
+    OPT_END,
 };
 
 static const pw_option check_opts[] = {
-	OPT_MODE("the mode to ask"),
-	OPT_PROJECT,
-	{ "write", 'w', NULL, 'w', PW_COMPLETE_NONE, "ask about writing (the default)" },
-	{ "read", 'r', NULL, 'r', PW_COMPLETE_NONE, "ask about reading" },
-	OPT_JSON,
-	OPT_HELP,
-	OPT_END,
+    OPT_MODE("the mode to ask"),
+    OPT_PROJECT,
+    {"write", 'w', NULL, 'w', PW_COMPLETE_NONE, "ask about writing (the default)"},
+    {"read", 'r', NULL, 'r', PW_COMPLETE_NONE, "ask about reading"},
+    OPT_JSON,
+    OPT_HELP,
+    OPT_END,
 };
 
 static const pw_option why_opts[] = {
-	OPT_MODE("judge under MODE"),
-	OPT_PROJECT,
-	{ "lines", 'n', "N", 'n', PW_COMPLETE_NONE, "how many past denials" },
-	OPT_JSON,
-	OPT_HELP,
-	OPT_END,
+    OPT_MODE("judge under MODE"),
+    OPT_PROJECT,
+    {"lines", 'n', "N", 'n', PW_COMPLETE_NONE, "how many past denials"},
+    OPT_JSON,
+    OPT_HELP,
+    OPT_END,
 };
 
 static const pw_option check_bash_opts[] = {
-	OPT_MODE("the mode to ask"),
-	OPT_PROJECT,
-	{ "cwd", 0, "DIR", PW_OPT_CWD, PW_COMPLETE_DIR, "the directory the command runs in" },
-	OPT_JSON,
-	OPT_HELP,
-	OPT_END,
+    OPT_MODE("the mode to ask"),
+    OPT_PROJECT,
+    {"cwd", 0, "DIR", PW_OPT_CWD, PW_COMPLETE_DIR, "the directory the command runs in"},
+    OPT_JSON,
+    OPT_HELP,
+    OPT_END,
 };
 
 static const pw_option log_opts[] = {
-	{ "lines", 'n', "N", 'n', PW_COMPLETE_NONE, "show the last N events" },
-	{ "denied", 0, NULL, PW_OPT_DENIED, PW_COMPLETE_NONE, "only denied operations" },
-	OPT_MODE("only events in MODE"),
-	{ "path", 0, "GLOB", PW_OPT_PATH, PW_COMPLETE_FILE, "only events on paths matching GLOB" },
-	{ "pid", 0, "PID", PW_OPT_PID, PW_COMPLETE_NONE, "only events of process PID" },
-	{ "since", 's', "TIME", 's', PW_COMPLETE_NONE, "only events at or after TIME" },
-	OPT_PROJECT,
-	{ "all", 'a', NULL, 'a', PW_COMPLETE_NONE, "events of every project" },
-	{ "follow", 0, NULL, PW_OPT_FOLLOW, PW_COMPLETE_NONE, "keep printing new events" },
-	{ "switches", 0, NULL, PW_OPT_SWITCHES, PW_COMPLETE_NONE, "only mode switches" },
-	OPT_JSON,
-	{ "jsonl", 0, NULL, PW_OPT_JSONL, PW_COMPLETE_NONE, "one JSON object per line" },
-	OPT_HELP,
-	OPT_END,
+    {"lines", 'n', "N", 'n', PW_COMPLETE_NONE, "show the last N events"},
+    {"denied", 0, NULL, PW_OPT_DENIED, PW_COMPLETE_NONE, "only denied operations"},
+    OPT_MODE("only events in MODE"),
+    {"path", 0, "GLOB", PW_OPT_PATH, PW_COMPLETE_FILE, "only events on paths matching GLOB"},
+    {"pid", 0, "PID", PW_OPT_PID, PW_COMPLETE_NONE, "only events of process PID"},
+    {"since", 's', "TIME", 's', PW_COMPLETE_NONE, "only events at or after TIME"},
+    OPT_PROJECT,
+    {"all", 'a', NULL, 'a', PW_COMPLETE_NONE, "events of every project"},
+    {"follow", 0, NULL, PW_OPT_FOLLOW, PW_COMPLETE_NONE, "keep printing new events"},
+    {"switches", 0, NULL, PW_OPT_SWITCHES, PW_COMPLETE_NONE, "only mode switches"},
+    OPT_JSON,
+    {"jsonl", 0, NULL, PW_OPT_JSONL, PW_COMPLETE_NONE, "one JSON object per line"},
+    OPT_HELP,
+    OPT_END,
 };
 
 static const pw_option trust_opts[] = {
-	{ "revoke", 0, NULL, PW_OPT_REVOKE, PW_COMPLETE_NONE, "withdraw trust" },
-	{ "list", 'l', NULL, 'l', PW_COMPLETE_NONE, "list the trusted projects" },
-	OPT_JSON,
-	OPT_HELP,
-	OPT_END,
+    {"revoke", 0, NULL, PW_OPT_REVOKE, PW_COMPLETE_NONE, "withdraw trust"},
+    {"list", 'l', NULL, 'l', PW_COMPLETE_NONE, "list the trusted projects"},
+    OPT_JSON,
+    OPT_HELP,
+    OPT_END,
 };
 
 static const pw_option run_opts[] = {
-	OPT_MODE("the mode for this run"),
-	OPT_PROJECT,
-	{ "ro-host", 0, NULL, PW_OPT_RO_HOST, PW_COMPLETE_NONE, "the rest of the host read-only" },
-	{ "share", 0, "PATH", PW_OPT_SHARE, PW_COMPLETE_FILE, "keep PATH writable with --ro-host" },
-	{ "only", 0, "GLOB", PW_OPT_ONLY, PW_COMPLETE_NONE, "a lane: write only GLOB (repeatable)" },
-	{ "podman", 0, "IMAGE", PW_OPT_PODMAN, PW_COMPLETE_NONE, "run in a Podman container of IMAGE" },
-	{ "podman-arg", 0, "ARG", PW_OPT_PODMAN_ARG, PW_COMPLETE_NONE, "pass ARG to podman run" },
-	OPT_HELP,
-	OPT_END,
+    OPT_MODE("the mode for this run"),
+    OPT_PROJECT,
+    {"ro-host", 0, NULL, PW_OPT_RO_HOST, PW_COMPLETE_NONE, "the rest of the host read-only"},
+    {"share", 0, "PATH", PW_OPT_SHARE, PW_COMPLETE_FILE, "keep PATH writable with --ro-host"},
+    {"only", 0, "GLOB", PW_OPT_ONLY, PW_COMPLETE_NONE, "a lane: write only GLOB (repeatable)"},
+    {"podman", 0, "IMAGE", PW_OPT_PODMAN, PW_COMPLETE_NONE, "run in a Podman container of IMAGE"},
+    {"podman-arg", 0, "ARG", PW_OPT_PODMAN_ARG, PW_COMPLETE_NONE, "pass ARG to podman run"},
+    OPT_HELP,
+    OPT_END,
 };
 
 static const pw_option completion_opts[] = {
-	OPT_HELP,
-	OPT_END,
+    OPT_HELP,
+    OPT_END,
 };
 
 static const pw_option complete_opts[] = {
-	OPT_PROJECT,
-	OPT_END,
+    OPT_PROJECT,
+    OPT_END,
 };
 
 static const pw_option plan_opts[] = {
-	{ "note", 0, "TEXT", PW_OPT_NOTE, PW_COMPLETE_NONE, "done: a note kept with the task" },
-	{ "plan", 0, "NAME", PW_OPT_PLAN, PW_COMPLETE_NONE, "done: the plan (default: the active one)" },
-	OPT_MOUNT,
-	OPT_JSON,
-	OPT_HELP,
-	OPT_END,
+    {"note", 0, "TEXT", PW_OPT_NOTE, PW_COMPLETE_NONE, "done: a note kept with the task"},
+    {"plan", 0, "NAME", PW_OPT_PLAN, PW_COMPLETE_NONE, "done: the plan (default: the active one)"},
+    OPT_MOUNT,
+    OPT_JSON,
+    OPT_HELP,
+    OPT_END,
 };
 
 /* changes, diff, undo, checkpoint parse their own options (cli/cmd_changes.c); these
  * tables serve --help's list and the shells' completions. */
 #define OPT_CHANGE_SET_OPT                                                                         \
-	{ "change-set", 0, "N", PW_OPT_CHANGE_SET, PW_COMPLETE_NONE, "change set N only" }
+	{                                                                                          \
+		"change-set", 0, "N", PW_OPT_CHANGE_SET, PW_COMPLETE_NONE, "change set N only"     \
+	}
 #define OPT_EVERY_SET                                                                              \
-	{ "all", 'a', NULL, 'a', PW_COMPLETE_NONE, "every change set kept" }
+	{                                                                                          \
+		"all", 'a', NULL, 'a', PW_COMPLETE_NONE, "every change set kept"                   \
+	}
 
 static const pw_option changes_opts[] = {
-	{ "since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME" },
-	OPT_CHANGE_SET_OPT,
-	OPT_EVERY_SET,
-	OPT_MODE("only changes made in MODE"),
-	{ "prune", 0, NULL, PW_OPT_PRUNE, PW_COMPLETE_NONE, "apply the retention now" },
-	{ "plan", 0, "NAME", PW_OPT_PLAN, PW_COMPLETE_NONE, "what each task of plan NAME changed" },
-	OPT_MOUNT,
-	OPT_JSON,
-	OPT_HELP,
-	OPT_END,
+    {"since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME"},
+    OPT_CHANGE_SET_OPT,
+    OPT_EVERY_SET,
+    OPT_MODE("only changes made in MODE"),
+    {"prune", 0, NULL, PW_OPT_PRUNE, PW_COMPLETE_NONE, "apply the retention now"},
+    {"plan", 0, "NAME", PW_OPT_PLAN, PW_COMPLETE_NONE, "what each task of plan NAME changed"},
+    OPT_MOUNT,
+    OPT_JSON,
+    OPT_HELP,
+    OPT_END,
 };
 
 static const pw_option diff_opts[] = {
-	{ "since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME" },
-	OPT_CHANGE_SET_OPT,
-	OPT_EVERY_SET,
-	{ "stat", 0, NULL, PW_OPT_STAT, PW_COMPLETE_NONE, "lines added and removed per file" },
-	{ "name-status", 0, NULL, PW_OPT_NAME_STATUS, PW_COMPLETE_NONE, "A, D, M or R per file" },
-	{ "color", 0, "WHEN", PW_OPT_COLOR, PW_COMPLETE_NONE, "always, never or auto" },
-	{ "no-pager", 0, NULL, PW_OPT_NO_PAGER, PW_COMPLETE_NONE, "never page" },
-	OPT_MOUNT,
-	OPT_JSON,
-	OPT_HELP,
-	OPT_END,
+    {"since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME"},
+    OPT_CHANGE_SET_OPT,
+    OPT_EVERY_SET,
+    {"stat", 0, NULL, PW_OPT_STAT, PW_COMPLETE_NONE, "lines added and removed per file"},
+    {"name-status", 0, NULL, PW_OPT_NAME_STATUS, PW_COMPLETE_NONE, "A, D, M or R per file"},
+    {"color", 0, "WHEN", PW_OPT_COLOR, PW_COMPLETE_NONE, "always, never or auto"},
+    {"no-pager", 0, NULL, PW_OPT_NO_PAGER, PW_COMPLETE_NONE, "never page"},
+    OPT_MOUNT,
+    OPT_JSON,
+    OPT_HELP,
+    OPT_END,
 };
 
 static const pw_option undo_opts[] = {
-	{ "all", 'a', NULL, 'a', PW_COMPLETE_NONE, "every change in the change sets chosen" },
-	{ "since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME" },
-	OPT_CHANGE_SET_OPT,
-	/* No -n: it is log's --lines, and a letter means one thing everywhere. */
-	{ "dry-run", 0, NULL, 'n', PW_COMPLETE_NONE, "say what would be done" },
-	{ "force", 0, NULL, PW_OPT_FORCE, PW_COMPLETE_NONE, "also what changed outside the view" },
-	OPT_MOUNT,
-	OPT_JSON,
-	OPT_HELP,
-	OPT_END,
+    {"all", 'a', NULL, 'a', PW_COMPLETE_NONE, "every change in the change sets chosen"},
+    {"since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME"},
+    OPT_CHANGE_SET_OPT,
+    /* No -n: it is log's --lines, and a letter means one thing everywhere. */
+    {"dry-run", 0, NULL, 'n', PW_COMPLETE_NONE, "say what would be done"},
+    {"force", 0, NULL, PW_OPT_FORCE, PW_COMPLETE_NONE, "also what changed outside the view"},
+    OPT_MOUNT,
+    OPT_JSON,
+    OPT_HELP,
+    OPT_END,
 };
 
 static const pw_option redo_opts[] = {
-	{ "dry-run", 0, NULL, 'n', PW_COMPLETE_NONE, "say what would be done" },
-	{ "force", 0, NULL, PW_OPT_FORCE, PW_COMPLETE_NONE, "also what changed outside the view" },
-	OPT_MOUNT,
-	OPT_JSON,
-	OPT_HELP,
-	OPT_END,
+    {"dry-run", 0, NULL, 'n', PW_COMPLETE_NONE, "say what would be done"},
+    {"force", 0, NULL, PW_OPT_FORCE, PW_COMPLETE_NONE, "also what changed outside the view"},
+    OPT_MOUNT,
+    OPT_JSON,
+    OPT_HELP,
+    OPT_END,
 };
 
 static const pw_option checkpoint_opts[] = {
-	OPT_MOUNT,
-	OPT_JSON,
-	OPT_HELP,
-	OPT_END,
+    OPT_MOUNT,
+    OPT_JSON,
+    OPT_HELP,
+    OPT_END,
 };
 
 static const pw_option mcp_opts[] = {
-	OPT_HELP,
-	OPT_END,
+    OPT_HELP,
+    OPT_END,
 };
 
 static const pw_option hook_opts[] = {
-	OPT_HELP,
-	OPT_END,
+    OPT_HELP,
+    OPT_END,
 };
 
 static const pw_command_spec specs[] = {
-	{ "mount", "mount a project as a view limited by a mode", mount_opts, 0, PW_COMPLETE_DIR },
-	{ "umount", "unmount a view", umount_opts, 0, PW_COMPLETE_MOUNTPOINT },
-	{ "mode", "show or switch the live mode of a view", mode_opts, 0, PW_COMPLETE_MODE },
-	{ "status", "your mounted views: projects, modes, trust and warnings", status_opts, 0,
-	  PW_COMPLETE_NONE },
-	{ "reload", "reload a view's mode files", mode_opts, 0, PW_COMPLETE_NONE },
-	{ "modes", "the modes available for a project and where each comes from", modes_opts, 0,
-	  PW_COMPLETE_NONE },
-	{ "allowed", "what a mode may write (its rules, --files, --tree)", allowed_opts, 0,
-	  PW_COMPLETE_FILE },
-	{ "check", "the decision for each path and the rule that decided it", check_opts, 0,
-	  PW_COMPLETE_FILE },
-	{ "why", "why a path is denied: its last denials and the rule now", why_opts, 0,
-	  PW_COMPLETE_FILE },
-	{ "check-bash", "pre-flight of a shell command: what it would write", check_bash_opts,
-	  PW_SPEC_STOP_AT_OPERAND, PW_COMPLETE_NONE },
-	{ "log", "the audit log: denied operations and mode switches", log_opts, 0,
-	  PW_COMPLETE_NONE },
-	{ "trust", "trust a project's own modes (or --revoke)", trust_opts, 0, PW_COMPLETE_DIR },
-	{ "run", "run a command in a sandbox that can only write through the view", run_opts,
-	  PW_SPEC_STOP_AT_OPERAND, PW_COMPLETE_COMMAND },
-	{ "completion", "print the shell completion script for bash, zsh or fish",
-	  completion_opts, 0, PW_COMPLETE_SHELL },
-	{ "__complete", "(for the completion scripts) list modes or views", complete_opts,
-	  PW_SPEC_HIDDEN, PW_COMPLETE_NONE },
-	{ "changes", "what the view changed, newest change set first", changes_opts, 0,
-	  PW_COMPLETE_FILE },
-	{ "diff", "the diff between the originals kept and the files now", diff_opts, 0,
-	  PW_COMPLETE_FILE },
-	{ "undo", "put the originals back (PATH... or --all)", undo_opts, 0, PW_COMPLETE_FILE },
-	{ "redo", "reverse the last undo", redo_opts, 0, PW_COMPLETE_NONE },
-	{ "checkpoint", "start a new change set, optionally named", checkpoint_opts, 0,
-	  PW_COMPLETE_NONE },
-	{ "plan", "plans: list, show, approve, reopen, mark tasks done", plan_opts, 0,
-	  PW_COMPLETE_PLAN },
-	{ "mcp", "an MCP server on stdio: the agent's mode, checks and requests", mcp_opts, 0,
-	  PW_COMPLETE_NONE },
-	{ "hook", "answer an agent's hook event (claude) on stdin", hook_opts, 0,
-	  PW_COMPLETE_NONE },
+    {"mount", "mount a project as a view limited by a mode", mount_opts, 0, PW_COMPLETE_DIR},
+    {"umount", "unmount a view", umount_opts, 0, PW_COMPLETE_MOUNTPOINT},
+    {"mode", "show or switch the live mode of a view", mode_opts, 0, PW_COMPLETE_MODE},
+    {"status", "your mounted views: projects, modes, trust and warnings", status_opts, 0,
+     PW_COMPLETE_NONE},
+    {"reload", "reload a view's mode files", mode_opts, 0, PW_COMPLETE_NONE},
+    {"modes", "the modes available for a project and where each comes from", modes_opts, 0,
+     PW_COMPLETE_NONE},
+    {"allowed", "what a mode may write (its rules, --files, --tree)", allowed_opts, 0,
+     PW_COMPLETE_FILE},
+    {"check", "the decision for each path and the rule that decided it", check_opts, 0,
+     PW_COMPLETE_FILE},
+    {"why", "why a path is denied: its last denials and the rule now", why_opts, 0,
+     PW_COMPLETE_FILE},
+    {"check-bash", "pre-flight of a shell command: what it would write", check_bash_opts,
+     PW_SPEC_STOP_AT_OPERAND, PW_COMPLETE_NONE},
+    {"log", "the audit log: denied operations and mode switches", log_opts, 0, PW_COMPLETE_NONE},
+    {"trust", "trust a project's own modes (or --revoke)", trust_opts, 0, PW_COMPLETE_DIR},
+    {"run", "run a command in a sandbox that can only write through the view", run_opts,
+     PW_SPEC_STOP_AT_OPERAND, PW_COMPLETE_COMMAND},
+    {"completion", "print the shell completion script for bash, zsh or fish", completion_opts, 0,
+     PW_COMPLETE_SHELL},
+    {"__complete", "(for the completion scripts) list modes or views", complete_opts,
+     PW_SPEC_HIDDEN, PW_COMPLETE_NONE},
+    {"changes", "what the view changed, newest change set first", changes_opts, 0,
+     PW_COMPLETE_FILE},
+    {"diff", "the diff between the originals kept and the files now", diff_opts, 0,
+     PW_COMPLETE_FILE},
+    {"undo", "put the originals back (PATH... or --all)", undo_opts, 0, PW_COMPLETE_FILE},
+    {"redo", "reverse the last undo", redo_opts, 0, PW_COMPLETE_NONE},
+    {"checkpoint", "start a new change set, optionally named", checkpoint_opts, 0,
+     PW_COMPLETE_NONE},
+    {"plan", "plans: list, show, approve, reopen, mark tasks done", plan_opts, 0, PW_COMPLETE_PLAN},
+    {"mcp", "an MCP server on stdio: the agent's mode, checks and requests", mcp_opts, 0,
+     PW_COMPLETE_NONE},
+    {"hook", "answer an agent's hook event (claude) on stdin", hook_opts, 0, PW_COMPLETE_NONE},
 };
 
 const pw_command_spec *pw_command_specs(size_t *ret_n)
@@ -327,7 +346,7 @@ const char *pw_command_near_miss(const char *name)
 
 int pw_opts_init(pw_opts *o, const char *cmd, int argc, char **argv)
 {
-	*o = (pw_opts){ .spec = pw_command_spec_find(cmd), .argc = argc, .argv = argv, .next = 1 };
+	*o = (pw_opts){.spec = pw_command_spec_find(cmd), .argc = argc, .argv = argv, .next = 1};
 	if (!o->spec)
 		return -EINVAL;
 	o->operands = calloc((size_t)argc + 1, sizeof(char *));
@@ -352,10 +371,18 @@ static int bad_option(const pw_opts *o, bad_kind kind, const char *word, const c
 		if (streq(o->argv[i], "--json") || streq(o->argv[i], "--jsonl"))
 			pw_err_json(true);
 	switch (kind) {
-	case BAD_UNKNOWN: snprintf(msg, sizeof(msg), "unknown option '%s'", word); break;
-	case BAD_AMBIGUOUS: snprintf(msg, sizeof(msg), "ambiguous option '%s'", word); break;
-	case BAD_NEEDS_ARG: snprintf(msg, sizeof(msg), "option '%s' needs an argument", word); break;
-	case BAD_NO_ARG: snprintf(msg, sizeof(msg), "option '%s' takes no argument", word); break;
+	case BAD_UNKNOWN:
+		snprintf(msg, sizeof(msg), "unknown option '%s'", word);
+		break;
+	case BAD_AMBIGUOUS:
+		snprintf(msg, sizeof(msg), "ambiguous option '%s'", word);
+		break;
+	case BAD_NEEDS_ARG:
+		snprintf(msg, sizeof(msg), "option '%s' needs an argument", word);
+		break;
+	case BAD_NO_ARG:
+		snprintf(msg, sizeof(msg), "option '%s' takes no argument", word);
+		break;
 	}
 	if (hint)
 		pw_err(o->spec->name, "%s (did you mean '--%s'?)", msg, hint);
@@ -413,8 +440,7 @@ static int next_long(pw_opts *o, const char *word)
 			return bad_option(o, BAD_AMBIGUOUS, shown, NULL);
 		char bare[128];
 		snprintf(bare, sizeof(bare), "%.*s", (int)(len < 100 ? len : 100), name);
-		return bad_option(o, BAD_UNKNOWN, shown,
-				  long_near_miss(o->spec->options, bare));
+		return bad_option(o, BAD_UNKNOWN, shown, long_near_miss(o->spec->options, bare));
 	}
 	snprintf(shown, sizeof(shown), "--%s", p->name);
 	o->opt = p;
@@ -435,7 +461,7 @@ static int next_long(pw_opts *o, const char *word)
 
 static int next_short(pw_opts *o)
 {
-	char letter = *o->bundle++, shown[3] = { '-', letter, '\0' };
+	char letter = *o->bundle++, shown[3] = {'-', letter, '\0'};
 	const pw_option *p = NULL;
 
 	for (const pw_option *q = o->spec->options; q->name && !p; q++)

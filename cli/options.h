@@ -75,28 +75,28 @@ enum {
 /* How a shell completes an option's argument or a command's operands. */
 typedef enum pw_complete {
 	PW_COMPLETE_NONE = 0,
-	PW_COMPLETE_FILE,       /* any path */
-	PW_COMPLETE_DIR,        /* a directory */
-	PW_COMPLETE_MODE,       /* a mode name (from the live view, else the project) */
-	PW_COMPLETE_MOUNTPOINT, /* a live view's mountpoint */
-	PW_COMPLETE_COMMAND,    /* a command to run, then its own arguments */
-	PW_COMPLETE_SHELL,      /* bash, zsh, fish */
+	PW_COMPLETE_FILE,	   /* any path */
+	PW_COMPLETE_DIR,	   /* a directory */
+	PW_COMPLETE_MODE,	   /* a mode name (from the live view, else the project) */
+	PW_COMPLETE_MOUNTPOINT,	   /* a live view's mountpoint */
+	PW_COMPLETE_COMMAND,	   /* a command to run, then its own arguments */
+	PW_COMPLETE_SHELL,	   /* bash, zsh, fish */
 	PW_COMPLETE_MOUNT_OPTIONS, /* mount's -o list: after each comma, mode= a mode name */
-	PW_COMPLETE_PLAN,       /* plan's subcommands and the live view's plan names */
+	PW_COMPLETE_PLAN,	   /* plan's subcommands and the live view's plan names */
 } pw_complete;
 
 typedef struct pw_option {
 	const char *name;     /* long name without "--" */
-	char letter;          /* short letter, or 0 */
+	char letter;	      /* short letter, or 0 */
 	const char *arg;      /* the argument's name in help ("MODE"), NULL for a flag */
-	int id;               /* what pw_opts_next() returns: LETTER, or a PW_OPT_* */
+	int id;		      /* what pw_opts_next() returns: LETTER, or a PW_OPT_* */
 	pw_complete complete; /* the argument's completion */
 	const char *help;     /* one line, for the shells' completion menus */
 } pw_option;
 
 enum {
 	PW_SPEC_STOP_AT_OPERAND = 1 << 0, /* run, check-bash: the first operand ends options */
-	PW_SPEC_HIDDEN = 1 << 1,          /* not listed in `piworkfs --help` */
+	PW_SPEC_HIDDEN = 1 << 1,	  /* not listed in `piworkfs --help` */
 };
 
 typedef struct pw_command_spec {
@@ -119,13 +119,13 @@ typedef struct pw_opts {
 	const pw_command_spec *spec;
 	int argc;
 	char **argv;
-	int next;            /* index of the next word */
-	const char *bundle;  /* the rest of a bundle of short flags ("-fd") */
-	bool only_operands;  /* after "--", or the first operand of a STOP_AT_OPERAND command */
-	bool saw_dashdash;   /* "--" was given */
-	const char *arg;     /* the current option's argument */
+	int next;	      /* index of the next word */
+	const char *bundle;   /* the rest of a bundle of short flags ("-fd") */
+	bool only_operands;   /* after "--", or the first operand of a STOP_AT_OPERAND command */
+	bool saw_dashdash;    /* "--" was given */
+	const char *arg;      /* the current option's argument */
 	const pw_option *opt; /* the current option */
-	char **operands;     /* the operands, in order (borrowed strings) */
+	char **operands;      /* the operands, in order (borrowed strings) */
 	int n_operands;
 } pw_opts;
 
@@ -139,7 +139,6 @@ void pw_opts_done(pw_opts *o);
  * Seeing --json (also among the words after a bad option) turns on pw_err_json(): the
  * failure is then answered on stdout as {"error": ...} too. */
 int pw_opts_next(pw_opts *o);
-
 
 static inline void pw_opts_donep(pw_opts *o)
 {

@@ -167,7 +167,7 @@ int pw_table_add(pw_table *t, const char *const *cells)
 
 void pw_table_print(const pw_table *t, FILE *f, unsigned indent)
 {
-	size_t width[16] = { 0 };
+	size_t width[16] = {0};
 	size_t n = t->n_cols < ELEMENTSOF(width) ? t->n_cols : ELEMENTSOF(width);
 
 	for (size_t r = 0; r < t->n_rows; r++)

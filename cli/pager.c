@@ -25,7 +25,8 @@ static bool on_path(const char *name)
 	for (const char *p = path; *p;) {
 		size_t n = strcspn(p, ":");
 		char full[4096];
-		if (n && snprintf(full, sizeof(full), "%.*s/%s", (int)n, p, name) < (int)sizeof(full) &&
+		if (n &&
+		    snprintf(full, sizeof(full), "%.*s/%s", (int)n, p, name) < (int)sizeof(full) &&
 		    access(full, X_OK) == 0)
 			return true;
 		p += n + (p[n] == ':');

@@ -85,7 +85,8 @@ static int view_around(const char *dir, char **ret_mp, char **ret_backing)
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(m[i].mountpoint);
 		if (m[i].source && m[i].source[0] == '/' &&
-		    pw_path_beneath(dir, m[i].mountpoint) >= 0 && (best == SIZE_MAX || len > best_len)) {
+		    pw_path_beneath(dir, m[i].mountpoint) >= 0 &&
+		    (best == SIZE_MAX || len > best_len)) {
 			best = i;
 			best_len = len;
 		}
@@ -153,12 +154,12 @@ int pw_cli_project_open(const char *project_opt, pw_cli_project *ret, const char
 	if (!bundled)
 		return -ENOMEM;
 	*ret = (pw_cli_project){
-		.root = TAKE_PTR(root),
-		.cwd = TAKE_PTR(cwd),
-		.bundled_dir = TAKE_PTR(bundled),
-		.global_dir = global_config_dir(),
-		.backing = TAKE_PTR(backing),
-		.marked = marked,
+	    .root = TAKE_PTR(root),
+	    .cwd = TAKE_PTR(cwd),
+	    .bundled_dir = TAKE_PTR(bundled),
+	    .global_dir = global_config_dir(),
+	    .backing = TAKE_PTR(backing),
+	    .marked = marked,
 	};
 	ret->trusted = pw_cli_project_trusted(pw_cli_project_path(ret));
 	return 0;
@@ -171,7 +172,7 @@ void pw_cli_project_done(pw_cli_project *p)
 	free(p->cwd);
 	free(p->bundled_dir);
 	free(p->global_dir);
-	*p = (pw_cli_project){ 0 };
+	*p = (pw_cli_project){0};
 }
 
 /* Normalizes the absolute path ABS lexically into OUT ("/a/b"), without touching the
@@ -247,8 +248,8 @@ static ssize_t beneath_other_name(const pw_cli_project *p, const char *abs)
 	return off;
 }
 
-int pw_cli_map_path(const pw_cli_project *p, const char *arg, char *out,
-		    bool *ret_trailing_slash, const char **ret_err)
+int pw_cli_map_path(const pw_cli_project *p, const char *arg, char *out, bool *ret_trailing_slash,
+		    const char **ret_err)
 {
 	_cleanup_free_ char *joined = NULL, *resolved = NULL;
 	char abs[PW_PATH_MAX];
@@ -350,11 +351,11 @@ int pw_cli_load_modes(const pw_cli_project *p, pw_modeset **ret, bool *ret_bundl
 	bool global_ok = p->global_dir && stat(p->global_dir, &st) == 0 && S_ISDIR(st.st_mode);
 	_cleanup_close_ int bfd = open(p->bundled_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	pw_load_opts opts = {
-		.bundled_dir = p->bundled_dir,
-		/* A missing global directory is normal, not worth a warning. */
-		.global_dir = global_ok ? p->global_dir : NULL,
-		.project_dir = p->backing ? p->backing : p->root,
-		.trusted = p->trusted,
+	    .bundled_dir = p->bundled_dir,
+	    /* A missing global directory is normal, not worth a warning. */
+	    .global_dir = global_ok ? p->global_dir : NULL,
+	    .project_dir = p->backing ? p->backing : p->root,
+	    .trusted = p->trusted,
 	};
 
 	if (ret_bundled_ok)
@@ -396,7 +397,8 @@ void pw_cli_unknown_mode(const char *cmd, const pw_modeset *ms, const char *mode
 	if (hint)
 		pw_err(cmd, "unknown mode '%s' (did you mean '%s'?)", mode, hint);
 	else
-		pw_err(cmd, "unknown mode '%s' (available: %s)", mode, list && *list ? list : "none");
+		pw_err(cmd, "unknown mode '%s' (available: %s)", mode,
+		       list && *list ? list : "none");
 }
 
 /*
@@ -419,7 +421,7 @@ static int compile_in_live_lane(const char *cmd, const pw_cli_project *p, const 
 		return PW_EXIT_NO_VIEW;
 	}
 	json_array_foreach(lane, i, g) if (n < PW_LANE_MAX && json_is_string(g)) globs[n++] =
-		json_string_value(g);
+	    json_string_value(g);
 	if (n && pw_lane_parse(globs, n, &rules, NULL, NULL) < 0) {
 		pw_err(cmd, "the live view's lane does not compile here");
 		return PW_EXIT_NO_VIEW;

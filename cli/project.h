@@ -29,8 +29,8 @@
 #include "util.h"
 
 typedef struct pw_cli_project {
-	char *root;        /* real path of the project root */
-	char *cwd;         /* real path of the current directory */
+	char *root;	   /* real path of the project root */
+	char *cwd;	   /* real path of the current directory */
 	char *bundled_dir; /* bundled modes directory */
 	char *global_dir;  /* global configuration directory (may not exist) */
 	/* When ROOT is the mountpoint of a live view: the project behind it. Modes and trust
@@ -61,8 +61,8 @@ void pw_cli_project_done(pw_cli_project *p);
  * Returns 0, -EXDEV when ARG lies outside the project, or another -errno with a message
  * in *ret_err (-ENAMETOOLONG, -EINVAL).
  */
-int pw_cli_map_path(const pw_cli_project *p, const char *arg, char *out,
-		    bool *ret_trailing_slash, const char **ret_err);
+int pw_cli_map_path(const pw_cli_project *p, const char *arg, char *out, bool *ret_trailing_slash,
+		    const char **ret_err);
 
 /* Does project-relative PATH name an existing directory (lstat, no symlink followed)? When
  * it does not exist, DEFAULT_DIR is returned. */

@@ -26,16 +26,16 @@
 
 /* The view a run works through. Strings are malloc'd; release with pw_run_view_done(). */
 typedef struct pw_run_view {
-	char *project;      /* real path of the backing project directory */
+	char *project;	    /* real path of the backing project directory */
 	char *mountpoint;   /* real path of the view's mountpoint */
-	char *socket;       /* the view's operator socket */
+	char *socket;	    /* the view's operator socket */
 	char *agent_socket; /* its agent socket (restricted: may only tighten) */
-	char *state_db;     /* where its daemon keeps the state database (status), or NULL */
+	char *state_db;	    /* where its daemon keeps the state database (status), or NULL */
 	char *private_dir;  /* the 0700 directory holding our mountpoint, DIR/run-ID */
-	char *run_id;       /* ID (run_id.h) */
-	char *mode;         /* the mode the run starts in */
-	bool mounted;       /* mounted (until unmounted at the end) */
-	int daemon_fd;      /* pidfd of its daemon, else -1 */
+	char *run_id;	    /* ID (run_id.h) */
+	char *mode;	    /* the mode the run starts in */
+	bool mounted;	    /* mounted (until unmounted at the end) */
+	int daemon_fd;	    /* pidfd of its daemon, else -1 */
 } pw_run_view;
 
 /*
@@ -63,12 +63,12 @@ char *pw_run_unview_path(const char *path, char **ret_root);
 
 typedef struct pw_run_sandbox_opts {
 	const pw_run_view *view;
-	const char *cwd;     /* real path of the caller's working directory */
-	bool ro_host;        /* bind the host read-only */
-	char **shares;       /* --share PATH..., writable even with ro_host */
+	const char *cwd; /* real path of the caller's working directory */
+	bool ro_host;	 /* bind the host read-only */
+	char **shares;	 /* --share PATH..., writable even with ro_host */
 	size_t n_shares;
-	int info_fd;         /* bwrap --info-fd */
-	char **command;      /* COMMAND ARGS..., NULL-terminated */
+	int info_fd;		  /* bwrap --info-fd */
+	char **command;		  /* COMMAND ARGS..., NULL-terminated */
 	const char *mode_dirs[2]; /* global and bundled mode dirs: read-only inside (or NULL) */
 } pw_run_sandbox_opts;
 
@@ -88,11 +88,11 @@ int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret);
 /* `run --podman IMAGE` (run_podman.c): the command in a Podman container over the view. */
 typedef struct pw_run_podman_opts {
 	const pw_run_view *view;
-	const char *cwd;     /* real path of the caller's working directory */
-	const char *image;   /* IMAGE, as podman names it */
-	char **args;         /* --podman-arg ARG...: podman run options, after ours */
+	const char *cwd;   /* real path of the caller's working directory */
+	const char *image; /* IMAGE, as podman names it */
+	char **args;	   /* --podman-arg ARG...: podman run options, after ours */
 	size_t n_args;
-	char **command;      /* COMMAND ARGS..., NULL-terminated */
+	char **command; /* COMMAND ARGS..., NULL-terminated */
 } pw_run_podman_opts;
 
 /*
@@ -124,17 +124,17 @@ int pw_run_exec(char **argv, int info_fd_read, int info_fd_child);
  */
 typedef struct pw_run_pty pw_run_pty;
 struct pw_run_pty {
-	int master;          /* ours, non-blocking; -1: not received (yet) */
-	int sock;            /* ours: the launcher sends the master here; -1 once done */
-	int sock_child;      /* the launcher's end, until bwrap has it */
-	int err_r, err_w;    /* bwrap's stderr while it is the person's terminal's stand-in */
-	char std_fds[4];     /* the standard descriptors that are the person's terminal: "012" */
-	int term_in;         /* the person's terminal: read (stdin) */
-	int term_out;        /* ... and drawn on (stdout, else stderr, else stdin) */
+	int master;	      /* ours, non-blocking; -1: not received (yet) */
+	int sock;	      /* ours: the launcher sends the master here; -1 once done */
+	int sock_child;	      /* the launcher's end, until bwrap has it */
+	int err_r, err_w;     /* bwrap's stderr while it is the person's terminal's stand-in */
+	char std_fds[4];      /* the standard descriptors that are the person's terminal: "012" */
+	int term_in;	      /* the person's terminal: read (stdin) */
+	int term_out;	      /* ... and drawn on (stdout, else stderr, else stdin) */
 	struct termios saved; /* its settings before raw mode */
 	bool raw, in_eof, out_gone, out_done;
-	size_t typed_ahead;  /* bytes typed before raw mode, not yet read (run_pty.c) */
-	char in_buf[4096];   /* keystrokes waiting for the sandbox's terminal */
+	size_t typed_ahead; /* bytes typed before raw mode, not yet read (run_pty.c) */
+	char in_buf[4096];  /* keystrokes waiting for the sandbox's terminal */
 	size_t in_len;
 	void (*on_input)(pw_run_pty *p, const char *buf, size_t n);
 	void (*on_output)(pw_run_pty *p, const char *buf, size_t n);

@@ -45,8 +45,8 @@
 #include "run.h"
 #include "pw_limits.h"
 
-#define GRACE_MS 300    /* keys read this soon after the question appeared never answer it */
-#define SETUP_MS 10000  /* the calls at start */
+#define GRACE_MS 300   /* keys read this soon after the question appeared never answer it */
+#define SETUP_MS 10000 /* the calls at start */
 
 typedef struct question {
 	bool open;
@@ -67,7 +67,7 @@ static struct {
 	pw_run_pty *pty;
 	question q;
 	unsigned short rows, cols; /* the real terminal's size while a question is open */
-} ask = { .fd = -1 };
+} ask = {.fd = -1};
 
 /* ---- the operator connection ----------------------------------------------------------- */
 
@@ -87,7 +87,7 @@ static int send_line(json_t *msg)
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN) {
-			struct pollfd pfd = { .fd = ask.fd, .events = POLLOUT };
+			struct pollfd pfd = {.fd = ask.fd, .events = POLLOUT};
 			if (poll(&pfd, 1, SETUP_MS) <= 0)
 				return -ETIMEDOUT;
 			continue;
@@ -158,7 +158,8 @@ static int call_sync(const char *method, json_t *params, json_t **ret_result, ch
 			if (json_is_integer(jid) && json_integer_value(jid) == id) {
 				json_t *err = json_object_get(j, "error");
 				if (err) {
-					const char *m = json_string_value(json_object_get(err, "message"));
+					const char *m =
+					    json_string_value(json_object_get(err, "message"));
 					*ret_err = strdup(m ? m : "refused");
 					json_decref(j);
 					return -EREMOTE;
@@ -170,7 +171,7 @@ static int call_sync(const char *method, json_t *params, json_t **ret_result, ch
 			json_decref(j); /* nothing else is expected during set-up */
 		}
 		int left = (int)(deadline - pw_clock_ms(CLOCK_MONOTONIC));
-		struct pollfd pfd = { .fd = ask.fd, .events = POLLIN };
+		struct pollfd pfd = {.fd = ask.fd, .events = POLLIN};
 		if (left <= 0 || poll(&pfd, 1, left) <= 0)
 			return -ETIMEDOUT;
 		if (!fill())
@@ -180,7 +181,7 @@ static int call_sync(const char *method, json_t *params, json_t **ret_result, ch
 
 int pw_run_ask_open(const char *sock, char **ret_agent_socket)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	_cleanup_free_ char *err = NULL;
 	json_t *res = NULL;
 	const char *path;
@@ -255,7 +256,7 @@ static void shown(char *out, size_t n, const char *s)
 
 static void term_size(unsigned short *rows, unsigned short *cols)
 {
-	struct winsize ws = { 0 };
+	struct winsize ws = {0};
 
 	if (ioctl(ask.pty->term_out, TIOCGWINSZ, &ws) < 0 || !ws.ws_row)
 		(void)ioctl(ask.pty->term_in, TIOCGWINSZ, &ws);
@@ -266,7 +267,7 @@ static void term_size(unsigned short *rows, unsigned short *cols)
 /* The sandbox's pty at ROWS rows (the kernel tells its programs with SIGWINCH). */
 static void pty_rows(unsigned short rows)
 {
-	struct winsize ws = { .ws_row = rows, .ws_col = ask.cols };
+	struct winsize ws = {.ws_row = rows, .ws_col = ask.cols};
 
 	(void)ioctl(ask.pty->master, TIOCSWINSZ, &ws);
 }
@@ -333,7 +334,8 @@ static int bar_text(char *text, size_t size, size_t width)
 		snprintf(what, sizeof(what), "allow %s \xe2\x86\x92 %s", ask.q.from, ask.q.to);
 	if (ask.q.typed == wlen && wlen > 0)
 		return snprintf(text, size,
-				" piworkfs: %s? Press Enter to allow, any other key denies. ", what);
+				" piworkfs: %s? Press Enter to allow, any other key denies. ",
+				what);
 	if (ask.q.typed > 0)
 		return snprintf(text, size,
 				" piworkfs: %s? Typed: %.*s (then Enter; any other key denies) ",
@@ -341,13 +343,13 @@ static int bar_text(char *text, size_t size, size_t width)
 
 	char head[200], tail[120];
 	int hn = ask.q.plan[0]
-			 ? snprintf(head, sizeof(head),
-				    " piworkfs: the agent asks you to approve plan %s (piworkfs plan "
-				    "show %s)",
-				    ask.q.plan, ask.q.plan)
-			 : snprintf(head, sizeof(head),
-				    " piworkfs: the agent asks to switch %s \xe2\x86\x92 %s", ask.q.from,
-				    ask.q.to);
+		     ? snprintf(head, sizeof(head),
+				" piworkfs: the agent asks you to approve plan %s (piworkfs plan "
+				"show %s)",
+				ask.q.plan, ask.q.plan)
+		     : snprintf(head, sizeof(head),
+				" piworkfs: the agent asks to switch %s \xe2\x86\x92 %s",
+				ask.q.from, ask.q.to);
 	int tn = snprintf(tail, sizeof(tail), ". Type %s, Enter to allow ", word);
 	size_t fixed = (size_t)hn + (size_t)tn + sizeof(" (\"\")") - 1;
 	size_t room = width > fixed ? width - fixed : 0, rlen = strlen(ask.q.reason), keep;
@@ -386,9 +388,9 @@ static void open_question(json_t *p)
 {
 	bool was_open = ask.q.open;
 
-	ask.q = (question){ .open = true,
-			    .id = json_integer_value(json_object_get(p, "id")),
-			    .shown_ms = pw_clock_ms(CLOCK_MONOTONIC) };
+	ask.q = (question){.open = true,
+			   .id = json_integer_value(json_object_get(p, "id")),
+			   .shown_ms = pw_clock_ms(CLOCK_MONOTONIC)};
 	shown(ask.q.from, PW_ASK_MODE_SHOWN_MAX, json_string_value(json_object_get(p, "from")));
 	shown(ask.q.to, PW_ASK_MODE_SHOWN_MAX, json_string_value(json_object_get(p, "to")));
 	shown(ask.q.reason, PW_ASK_REASON_SHOWN_MAX,
@@ -429,9 +431,9 @@ static void answer(bool approve)
 	char by[96];
 
 	snprintf(by, sizeof(by), "the terminal of piworkfs run (pid %d)", (int)getpid());
-	(void)call_async("mode.request.answer",
-			 json_pack("{s:I,s:b,s:s}", "id", (json_int_t)ask.q.id, "approve",
-				   approve, "by", by));
+	(void)call_async(
+	    "mode.request.answer",
+	    json_pack("{s:I,s:b,s:s}", "id", (json_int_t)ask.q.id, "approve", approve, "by", by));
 	close_question();
 }
 

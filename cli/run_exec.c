@@ -45,8 +45,8 @@
 #define CHILD_INFO_FD 3
 #define CHILD_HIGH_FD 10 /* above every descriptor the child places */
 
-static const int forwarded[] = { SIGINT, SIGQUIT, SIGHUP, SIGWINCH, SIGTERM, SIGTSTP, SIGCONT,
-				 SIGCHLD };
+static const int forwarded[] = {SIGINT,	 SIGQUIT, SIGHUP,  SIGWINCH,
+				SIGTERM, SIGTSTP, SIGCONT, SIGCHLD};
 
 static void close_from(int lowfd)
 {
@@ -76,7 +76,7 @@ static void close_from(int lowfd)
 static _Noreturn void exec_bwrap(char **argv, const sigset_t *oldmask, int info_w,
 				 const pw_run_pty *pty)
 {
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
 
 	for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
 		sigaction(forwarded[i], &dfl, NULL);
@@ -156,9 +156,9 @@ static void signal_sandbox(pid_t init, int sig, bool command_only)
 
 typedef struct waiter {
 	pid_t bwrap;
-	pid_t init;   /* the sandbox's PID 1 as we see it; 0 until bwrap reports it */
+	pid_t init;	 /* the sandbox's PID 1 as we see it; 0 until bwrap reports it */
 	pw_run_pty *pty; /* NULL: no pty */
-	int info_fd;  /* -1 once read */
+	int info_fd;	 /* -1 once read */
 	char info[PW_RUN_INFO_MAX];
 	size_t info_len;
 } waiter;
@@ -241,8 +241,8 @@ int pw_run_exec(char **argv, int info_fd_read, int info_fd_child)
 {
 	_cleanup_close_ int sfd = -1;
 	sigset_t mask, old;
-	waiter w = { .info_fd = info_fd_read };
-	pw_run_pty pty = { .master = -1, .sock = -1, .sock_child = -1, .err_r = -1, .err_w = -1 };
+	waiter w = {.info_fd = info_fd_read};
+	pw_run_pty pty = {.master = -1, .sock = -1, .sock_child = -1, .err_r = -1, .err_w = -1};
 	int status = PW_EXIT_SYSTEM, r;
 	bool asking = false;
 
@@ -286,9 +286,10 @@ int pw_run_exec(char **argv, int info_fd_read, int info_fd_child)
 		(void)pw_run_pty_start(w.pty);
 
 	for (;;) {
-		struct pollfd pfd[3 + PW_RUN_PTY_POLLFDS] = { { .fd = sfd, .events = POLLIN },
-					 { .fd = w.info_fd, .events = POLLIN },
-					 { .fd = pw_run_ask_fd(), .events = POLLIN } };
+		struct pollfd pfd[3 + PW_RUN_PTY_POLLFDS] = {
+		    {.fd = sfd, .events = POLLIN},
+		    {.fd = w.info_fd, .events = POLLIN},
+		    {.fd = pw_run_ask_fd(), .events = POLLIN}};
 		struct signalfd_siginfo si;
 		size_t n = 3, n_pty = 0;
 

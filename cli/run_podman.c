@@ -40,10 +40,10 @@
  * (run_podman_signals.c) and reports its pid on the info descriptor, the way bwrap's
  * --info-fd reports its PID 1, so run_exec.c signals that one's child: a forwarder that
  * turns SIGINT, SIGHUP, SIGQUIT and SIGTERM into `podman kill --signal SIG` of the
- * container (named by its --cidfile). Podman itself is the supervisor's child, never signalled by run_exec.c: its
- * own --sig-proxy is not enough, since Podman 4.3 installs it only after the container
- * started (libpod's StartAndAttach returns first; and never with a terminal), and a signal
- * in that window would end Podman's client without reaching the command. When Podman is
+ * container (named by its --cidfile). Podman itself is the supervisor's child, never signalled by
+ * run_exec.c: its own --sig-proxy is not enough, since Podman 4.3 installs it only after the
+ * container started (libpod's StartAndAttach returns first; and never with a terminal), and a
+ * signal in that window would end Podman's client without reaching the command. When Podman is
  * gone, however it ended, the supervisor removes the container (`podman rm --force`), so
  * the command never outlives the run and its view, and exits with Podman's status.
  */
@@ -73,8 +73,8 @@ static int push(pw_run_argv *a, const char *s)
 }
 
 /* Pushes A, X, B, Y, C as one word (X and Y are paths; NULL pieces are empty). */
-static int push_joined(pw_run_argv *a, const char *p1, const char *x, const char *p2,
-		       const char *y, const char *p3)
+static int push_joined(pw_run_argv *a, const char *p1, const char *x, const char *p2, const char *y,
+		       const char *p3)
 {
 	_cleanup_free_ char *s = NULL;
 
@@ -107,8 +107,8 @@ static char *container_cwd(const pw_run_view *v, const char *cwd)
 static bool network_chosen(const pw_run_podman_opts *o)
 {
 	for (size_t i = 0; i < o->n_args; i++)
-		if (strncmp(o->args[i], "--network", 9) == 0 || strncmp(o->args[i], "--net=", 6) == 0 ||
-		    streq(o->args[i], "--net"))
+		if (strncmp(o->args[i], "--network", 9) == 0 ||
+		    strncmp(o->args[i], "--net=", 6) == 0 || streq(o->args[i], "--net"))
 			return true;
 	return false;
 }
@@ -116,15 +116,15 @@ static bool network_chosen(const pw_run_podman_opts *o)
 /* The supervisor (see above): $1 the cidfile, $2 this program, the rest Podman's command
  * line. It reports the forwarder's pid before Podman starts. */
 #define SUPERVISOR                                                                                 \
-	"cid=$1; exe=$2; shift 2\n"                                                               \
-	"\"$exe\" " PW_RUN_PODMAN_SIGNALS_COMMAND " \"$cid\" </dev/null >/dev/null 2>&1 3>&- &\n"   \
-	"spid=$!\n"                                                                               \
+	"cid=$1; exe=$2; shift 2\n"                                                                \
+	"\"$exe\" " PW_RUN_PODMAN_SIGNALS_COMMAND " \"$cid\" </dev/null >/dev/null 2>&1 3>&- &\n"  \
+	"spid=$!\n"                                                                                \
 	"printf '{\"child-pid\": %d}' $spid >&3; exec 3>&-\n"                                      \
 	"\"$@\"\n"                                                                                 \
-	"status=$?\n"                                                                             \
-	"kill $spid 2>/dev/null\n"                                                                \
-	"podman rm --force --ignore --time 0 --cidfile \"$cid\" >/dev/null 2>&1\n"                \
-	"rm -f \"$cid\"\n"                                                                        \
+	"status=$?\n"                                                                              \
+	"kill $spid 2>/dev/null\n"                                                                 \
+	"podman rm --force --ignore --time 0 --cidfile \"$cid\" >/dev/null 2>&1\n"                 \
+	"rm -f \"$cid\"\n"                                                                         \
 	"exit $status"
 
 /* Where Podman writes the container's id: a file of this run in our private socket
@@ -222,7 +222,7 @@ int pw_run_podman_argv(const pw_run_podman_opts *o, pw_run_argv *ret)
 	const pw_run_view *v = o->view;
 	_cleanup_free_ char *cwd = container_cwd(v, o->cwd), *cidfile = NULL;
 	bool tty = pw_run_pty_wanted();
-	pw_run_argv a = { 0 };
+	pw_run_argv a = {0};
 	int r;
 
 	if (!cwd)
@@ -245,7 +245,8 @@ int pw_run_podman_argv(const pw_run_podman_opts *o, pw_run_argv *ret)
 	if (r == 0)
 		r = push(&a, "--rm");
 	if (r == 0)
-		r = push(&a, "--pull=never"); /* an image that is not here is an error, not a fetch */
+		r = push(&a,
+			 "--pull=never"); /* an image that is not here is an error, not a fetch */
 	if (r == 0)
 		r = push_joined(&a, "--cidfile=", cidfile, NULL, NULL, NULL);
 	if (r == 0)
@@ -270,8 +271,8 @@ int pw_run_podman_argv(const pw_run_podman_opts *o, pw_run_argv *ret)
 		r = push_joined(&a, "--mount=type=bind,src=", v->mountpoint, ",dst=", v->project,
 				NULL);
 	if (r == 0)
-		r = push_joined(&a, "--mount=type=bind,src=", v->agent_socket, ",dst=",
-				v->agent_socket, ",ro");
+		r = push_joined(&a, "--mount=type=bind,src=", v->agent_socket,
+				",dst=", v->agent_socket, ",ro");
 	if (r == 0)
 		r = push_joined(&a, "--env=PIWORKFS_SOCKET=", v->agent_socket, NULL, NULL, NULL);
 	if (r == 0)

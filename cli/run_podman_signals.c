@@ -25,7 +25,7 @@
 #include "run.h"
 #include "util.h"
 
-static const int forwarded_sigs[] = { SIGINT, SIGHUP, SIGQUIT, SIGTERM };
+static const int forwarded_sigs[] = {SIGINT, SIGHUP, SIGQUIT, SIGTERM};
 
 /* podman kill --signal SIG --cidfile CIDFILE, quietly; waits for it. */
 static void kill_container(const char *cidfile, int sig)
@@ -55,7 +55,7 @@ static void kill_container(const char *cidfile, int sig)
 
 static _Noreturn void forward_loop(const char *cidfile, pid_t parent)
 {
-	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	struct sigaction dfl = {.sa_handler = SIG_DFL};
 	sigset_t set;
 	int sig;
 

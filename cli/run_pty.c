@@ -70,9 +70,9 @@ static void on_fatal(int sig)
 
 static void install_restorers(void)
 {
-	static const int fatal[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTRAP, SIGSYS };
+	static const int fatal[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
 	static bool installed;
-	struct sigaction sa = { .sa_handler = on_fatal, .sa_flags = SA_RESETHAND | SA_NODEFER };
+	struct sigaction sa = {.sa_handler = on_fatal, .sa_flags = SA_RESETHAND | SA_NODEFER};
 
 	if (installed)
 		return;
@@ -99,8 +99,8 @@ static int enter_raw(pw_run_pty *p)
 	 * end-of-file key (Ctrl-D) as a NUL; read now, raw, that NUL would reach the command
 	 * (echoed there as ^@). Remember how much of it there is: relay_in gives the key back. */
 	int pending = 0;
-	p->typed_ahead = ioctl(p->term_in, FIONREAD, &pending) == 0 && pending > 0
-				 ? (size_t)pending : 0;
+	p->typed_ahead =
+	    ioctl(p->term_in, FIONREAD, &pending) == 0 && pending > 0 ? (size_t)pending : 0;
 	return 0;
 }
 
@@ -161,8 +161,12 @@ static void close_fd(int *fd)
 
 int pw_run_pty_open(pw_run_pty *ret)
 {
-	pw_run_pty p = { .master = -1, .sock = -1, .sock_child = -1, .err_r = -1, .err_w = -1,
-			 .term_in = STDIN_FILENO };
+	pw_run_pty p = {.master = -1,
+			.sock = -1,
+			.sock_child = -1,
+			.err_r = -1,
+			.err_w = -1,
+			.term_in = STDIN_FILENO};
 	int sv[2], ep[2], r;
 
 	if (tcgetattr(STDIN_FILENO, &p.saved) < 0)
@@ -246,9 +250,9 @@ static void attach_master(pw_run_pty *p, int master)
 static void receive_master(pw_run_pty *p)
 {
 	char buf[256], cbuf[CMSG_SPACE(sizeof(int))];
-	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) - 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf) };
+	struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf) - 1};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
 	ssize_t n = recvmsg(p->sock, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 	int fd = -1;
 
@@ -340,15 +344,15 @@ size_t pw_run_pty_pollfds(const pw_run_pty *p, struct pollfd *pfd)
 	size_t n = 0;
 
 	if (p->sock >= 0)
-		pfd[n++] = (struct pollfd){ .fd = p->sock, .events = POLLIN };
+		pfd[n++] = (struct pollfd){.fd = p->sock, .events = POLLIN};
 	if (p->err_r >= 0)
-		pfd[n++] = (struct pollfd){ .fd = p->err_r, .events = POLLIN };
+		pfd[n++] = (struct pollfd){.fd = p->err_r, .events = POLLIN};
 	if (p->master < 0)
 		return n;
-	pfd[n++] = (struct pollfd){ .fd = p->master,
-				    .events = (short)(POLLIN | (p->in_len ? POLLOUT : 0)) };
+	pfd[n++] =
+	    (struct pollfd){.fd = p->master, .events = (short)(POLLIN | (p->in_len ? POLLOUT : 0))};
 	if (!p->in_eof && p->in_len < sizeof(p->in_buf))
-		pfd[n++] = (struct pollfd){ .fd = p->term_in, .events = POLLIN };
+		pfd[n++] = (struct pollfd){.fd = p->term_in, .events = POLLIN};
 	return n;
 }
 
@@ -474,7 +478,7 @@ void pw_run_pty_finish(pw_run_pty *p)
 	/* The sandbox is gone, but its last output may still be in the pty: read it until no
 	 * writer is left (EIO), within DRAIN_MS. */
 	for (int waited = 0; !p->out_done && waited < DRAIN_MS; waited += 100) {
-		struct pollfd pfd = { .fd = p->master, .events = POLLIN };
+		struct pollfd pfd = {.fd = p->master, .events = POLLIN};
 		int r = poll(&pfd, 1, 100);
 		if (r < 0 && errno != EINTR)
 			break;

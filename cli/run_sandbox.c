@@ -75,7 +75,7 @@ void pw_run_argv_done(pw_run_argv *a)
 	for (size_t i = 0; i < a->n; i++)
 		free(a->v[i]);
 	free(a->v);
-	*a = (pw_run_argv){ 0 };
+	*a = (pw_run_argv){0};
 }
 
 static int push(pw_run_argv *a, const char *s)
@@ -145,8 +145,7 @@ static int bind_aliases(pw_run_argv *a, const char *project, const char *view)
 	}
 	if (home == SIZE_MAX)
 		goto out;
-	fsrel = join(m[home].root,
-		     streq(m[home].mountpoint, "/") ? project : project + home_len);
+	fsrel = join(m[home].root, streq(m[home].mountpoint, "/") ? project : project + home_len);
 	if (!fsrel) {
 		r = -ENOMEM;
 		goto out;
@@ -205,7 +204,7 @@ static char *dir_of(const char *path)
 }
 
 /* A database's companion files, beside it: SQLite names them by suffix. */
-static const char *const db_suffixes[] = { "", "-wal", "-shm", "-journal" };
+static const char *const db_suffixes[] = {"", "-wal", "-shm", "-journal"};
 
 /* The originals store (fs/undo/originals.h) lives beside the database, in this directory. */
 #define ORIGINALS_DIR "originals"
@@ -257,8 +256,9 @@ static int cover_state_db(pw_run_argv *a, const pw_run_view *v, const char *cons
 		return r;
 	}
 	if (pw_path_beneath(real, v->project) >= 0 || pw_path_beneath(real, v->mountpoint) >= 0) {
-		pw_err("run", "the view's state database %s lies inside the project, where the "
-			      "sandbox cannot hide it; mount the view with --state-db elsewhere",
+		pw_err("run",
+		       "the view's state database %s lies inside the project, where the "
+		       "sandbox cannot hide it; mount the view with --state-db elsewhere",
 		       real);
 		return -EINVAL;
 	}
@@ -309,8 +309,10 @@ static int cover_daemon_dirs(pw_run_argv *a, const pw_run_view *v)
 	if (state) {
 		statedir = dir_of(state);
 		if (!statedir) {
-			pw_err("run", "the state database %s lies directly in /; the sandbox could "
-				      "not hide it (set PIWORKFS_STATE_DB or XDG_STATE_HOME)", state);
+			pw_err("run",
+			       "the state database %s lies directly in /; the sandbox could "
+			       "not hide it (set PIWORKFS_STATE_DB or XDG_STATE_HOME)",
+			       state);
 			return -EINVAL;
 		}
 	}
@@ -321,8 +323,9 @@ static int cover_daemon_dirs(pw_run_argv *a, const pw_run_view *v)
 	if (env && env[0] == '/' && asprintf(&home_state, "%s/.local/state/piworkfs", env) < 0)
 		return -ENOMEM;
 
-	const char *dirs[] = { sockdir, agentdir, defdir, rt, "/run/piworkfs", statedir,
-			       xdg_state, home_state, "/var/lib/piworkfs" };
+	const char *dirs[] = {sockdir,	 agentdir,	  defdir,
+			      rt,	 "/run/piworkfs", statedir,
+			      xdg_state, home_state,	  "/var/lib/piworkfs"};
 	for (size_t i = 0; i < ELEMENTSOF(dirs) && r == 0; i++) {
 		bool dup = false;
 		for (size_t j = 0; j < i; j++)
@@ -352,12 +355,13 @@ static int cover_view_of(pw_run_argv *a, const pw_run_view *run, const pw_ctl_mo
 	if (r == 0 && pw_ctl_call_socket(sock, "status", NULL, &res, NULL, NULL) == 0) {
 		json_t *j = json_object_get(res, "state_db");
 		const char *db = json_string_value(j);
-		pw_run_view other = { .project = run->project, .mountpoint = m->mountpoint,
-				      .state_db = (char *)db };
+		pw_run_view other = {
+		    .project = run->project, .mountpoint = m->mountpoint, .state_db = (char *)db};
 		if (!j) {
 			/* It could keep one anywhere: fail closed, as for the run's own. */
-			pw_err("run", "the daemon of the view at %s does not say where its state "
-				      "database is (an older piworkfs?); unmount it first",
+			pw_err("run",
+			       "the daemon of the view at %s does not say where its state "
+			       "database is (an older piworkfs?); unmount it first",
 			       m->mountpoint);
 			r = -EPROTO;
 		} else if (db && !streq_ptr(db, run->state_db)) {
@@ -388,7 +392,8 @@ static int cover_other_views(pw_run_argv *a, const pw_run_view *v)
 	for (size_t i = 0; i < n && r == 0; i++) {
 		_cleanup_free_ char *run = pw_ctl_run_of_mountpoint(m[i].mountpoint);
 
-		if (run || !streq_ptr(m[i].source, v->project) || streq(m[i].mountpoint, v->mountpoint) ||
+		if (run || !streq_ptr(m[i].source, v->project) ||
+		    streq(m[i].mountpoint, v->mountpoint) ||
 		    pw_path_beneath(m[i].mountpoint, v->project) >= 0)
 			continue;
 		r = cover_view_of(a, v, &m[i]);
@@ -435,7 +440,7 @@ static int protect_mode_dirs(pw_run_argv *a, const char *const dirs[2])
 
 /* Always read-only when present (the OCI runtime spec's readonlyPaths, and /sys). */
 static const char *const kernel_ro_paths[] = {
-	"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/sys",
+    "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/sys",
 };
 
 static bool is_pid_entry(const char *name)
@@ -554,10 +559,11 @@ static int share_args(pw_run_argv *a, const pw_run_sandbox_opts *o)
 #define RUN_SCRIPT                                                                                 \
 	"case $1 in\n"                                                                             \
 	"*/*) [ -e \"$1\" ] || { echo \"piworkfs: run: $1: no such file\" >&2; exit 127; }\n"      \
-	"     [ -d \"$1\" ] && { echo \"piworkfs: run: $1: is a directory\" >&2; exit 126; }\n"     \
-	"     [ -x \"$1\" ] || { echo \"piworkfs: run: $1: not executable\" >&2; exit 126; } ;;\n"  \
+	"     [ -d \"$1\" ] && { echo \"piworkfs: run: $1: is a directory\" >&2; exit 126; }\n"    \
+	"     [ -x \"$1\" ] || { echo \"piworkfs: run: $1: not executable\" >&2; exit 126; } ;;\n" \
 	"*) command -v -- \"$1\" >/dev/null 2>&1 || {\n"                                           \
-	"     echo \"piworkfs: run: $1: command not found (in the sandbox's PATH)\" >&2; exit 127; }"  \
+	"     echo \"piworkfs: run: $1: command not found (in the sandbox's PATH)\" >&2; exit "    \
+	"127; }"                                                                                   \
 	" ;;\n"                                                                                    \
 	"esac\n"                                                                                   \
 	"exec \"$@\""
@@ -584,7 +590,7 @@ static int push_tty_launcher(pw_run_argv *a)
 int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
 {
 	_cleanup_free_ char *cwd = sandbox_cwd(o->view, o->cwd);
-	pw_run_argv a = { 0 };
+	pw_run_argv a = {0};
 	char fd[16];
 	int r;
 
@@ -623,7 +629,8 @@ int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
 	if (r == 0) {
 		r = bind_aliases(&a, o->view->project, o->view->mountpoint);
 		if (r < 0 && r != -ENOMEM)
-			pw_err("run", "cannot find the other paths of %s in /proc/self/mountinfo: %s",
+			pw_err("run",
+			       "cannot find the other paths of %s in /proc/self/mountinfo: %s",
 			       o->view->project, strerror(-r));
 	}
 	if (r == 0)

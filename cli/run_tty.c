@@ -52,10 +52,10 @@ static _Noreturn void fail(int sock, const char *fmt, ...)
 
 static int send_fd(int sock, int fd)
 {
-	char byte = 'M', cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
-			     .msg_controllen = sizeof(cbuf) };
+	char byte = 'M', cbuf[CMSG_SPACE(sizeof(int))] = {0};
+	struct iovec iov = {.iov_base = &byte, .iov_len = 1};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf)};
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 
 	c->cmsg_level = SOL_SOCKET;

@@ -47,7 +47,8 @@ char *pw_run_unview_path(const char *path, char **ret_root)
 	for (size_t i = 0; i < n; i++) {
 		size_t len = strlen(m[i].mountpoint);
 		if (m[i].source && m[i].source[0] == '/' &&
-		    pw_path_beneath(path, m[i].mountpoint) >= 0 && (best == SIZE_MAX || len > best_len)) {
+		    pw_path_beneath(path, m[i].mountpoint) >= 0 &&
+		    (best == SIZE_MAX || len > best_len)) {
 			best = i;
 			best_len = len;
 		}
@@ -99,8 +100,7 @@ static int call(const char *socket, const char *method, json_t *params, json_t *
 
 /* The live bare view of PROJECT whose daemon answers (another run's own view is none):
  * the one containing CWD, else the first. Returns 0, or -ENOENT. */
-static int find_live(const char *project, const char *cwd, char **ret_mountpoint,
-		     char **ret_socket)
+static int find_live(const char *project, const char *cwd, char **ret_mountpoint, char **ret_socket)
 {
 	pw_ctl_mount *m = NULL;
 	size_t n = 0;
@@ -257,8 +257,8 @@ static int mount_private(const char *project, const char *mode, const char *stat
 	/* Watch the daemon, so that closing waits until it removed its sockets. */
 	j = json_loads(out, 0, NULL);
 	if (json_integer_value(json_object_get(j, "pid")) > 0)
-		v->daemon_fd = (int)syscall(SYS_pidfd_open,
-					    (pid_t)json_integer_value(json_object_get(j, "pid")), 0);
+		v->daemon_fd = (int)syscall(
+		    SYS_pidfd_open, (pid_t)json_integer_value(json_object_get(j, "pid")), 0);
 	json_decref(j);
 	v->mountpoint = TAKE_PTR(mp);
 	r = pw_ctl_socket_path(NULL, v->mountpoint, &v->socket);
@@ -347,7 +347,7 @@ static void inherit_from_live(const char *project, const char *cwd, char **ret_m
 int pw_run_view_open(const char *project, const char *cwd, const char *mode,
 		     const char *const *lane, size_t n_lane, pw_run_view *ret)
 {
-	pw_run_view v = { .daemon_fd = -1 };
+	pw_run_view v = {.daemon_fd = -1};
 	_cleanup_free_ char *live_mode = NULL, *live_db = NULL;
 	int r;
 
@@ -373,7 +373,7 @@ int pw_run_view_open(const char *project, const char *cwd, const char *mode,
 
 static void sleep_ms(long ms)
 {
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
 
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
@@ -424,7 +424,7 @@ int pw_run_view_close(pw_run_view *v)
 		/* The daemon exits once unmounted; wait for it, so its sockets are gone when
 		 * `piworkfs run` returns. */
 		if (r == 0 && v->daemon_fd >= 0) {
-			struct pollfd pfd = { .fd = v->daemon_fd, .events = POLLIN };
+			struct pollfd pfd = {.fd = v->daemon_fd, .events = POLLIN};
 			while (poll(&pfd, 1, DAEMON_EXIT_MS) < 0 && errno == EINTR)
 				;
 		}
@@ -454,5 +454,5 @@ void pw_run_view_done(pw_run_view *v)
 	free(v->run_id);
 	if (v->daemon_fd >= 0)
 		close(v->daemon_fd);
-	*v = (pw_run_view){ .daemon_fd = -1 };
+	*v = (pw_run_view){.daemon_fd = -1};
 }

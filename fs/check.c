@@ -19,7 +19,6 @@
 #include "procfs.h"
 #include "util.h"
 
-
 /* The requesting process's name is read now (pw_proc_who_cached): a short-lived process
  * (touch) is gone by the time the audit writer could look (docs/AUDIT.md). */
 
@@ -38,8 +37,7 @@ static const char *caller_pidns(pid_t pid)
 
 /* Queues an audit event for a decision; never blocks (audit.h). PATH2 is the other name
  * of a rename or link, or NULL. */
-static void record(pw_req *r, pw_op op, const char *path, const char *path2,
-		   const pw_decision *d)
+static void record(pw_req *r, pw_op op, const char *path, const char *path2, const pw_decision *d)
 {
 	uint64_t gen;
 	const pw_policy *p = pw_req_policy(r, &gen);
@@ -49,27 +47,28 @@ static void record(pw_req *r, pw_op op, const char *path, const char *path2,
 	 * `log --json`. */
 	const pw_proc_who *who = d->allowed || !ctx ? NULL : pw_proc_who_cached(ctx->pid);
 	pw_audit_event ev = {
-		.mode = pw_policy_mode_name(p),
-		.generation = gen,
-		.op = op,
-		.path = path,
-		.path2 = path2,
-		.err = d->err,
-		.rule = d->rule,
-		.reason = d->reason,
-		.pid = who ? who->tgid : ctx ? ctx->pid : 0,
-		.uid = ctx ? ctx->uid : 0,
-		.comm = who ? who->program : NULL,
-		.thread = ctx ? pw_proc_who_thread(who, ctx->pid) : NULL,
-		.pidns = d->allowed || !ctx ? NULL : caller_pidns(ctx->pid),
+	    .mode = pw_policy_mode_name(p),
+	    .generation = gen,
+	    .op = op,
+	    .path = path,
+	    .path2 = path2,
+	    .err = d->err,
+	    .rule = d->rule,
+	    .reason = d->reason,
+	    .pid = who	 ? who->tgid
+		   : ctx ? ctx->pid
+			 : 0,
+	    .uid = ctx ? ctx->uid : 0,
+	    .comm = who ? who->program : NULL,
+	    .thread = ctx ? pw_proc_who_thread(who, ctx->pid) : NULL,
+	    .pidns = d->allowed || !ctx ? NULL : caller_pidns(ctx->pid),
 	};
 	pw_audit_submit(r->fs->audit, &ev);
 }
 
 /* Records an allowed decision when the audit log is configured to keep allowed mutations
  * (the writer drops them otherwise before they cost anything more). */
-static void allowed(pw_req *r, pw_op op, const char *path, const char *path2,
-		    const pw_decision *d)
+static void allowed(pw_req *r, pw_op op, const char *path, const char *path2, const pw_decision *d)
 {
 	if (r->fs->audit)
 		record(r, op, path, path2, d);
@@ -89,8 +88,7 @@ static int deny(pw_req *r, pw_op op, const char *path, const pw_decision *d)
 }
 
 /* The path of NAME in PARENT into TMP, or R's own (built once) when it is R's name. */
-static int name_path(pw_req *r, pw_inode *parent, const char *name, pw_path *tmp,
-		     const char **ret)
+static int name_path(pw_req *r, pw_inode *parent, const char *name, pw_path *tmp, const char **ret)
 {
 	if (pw_req_is_name(r, parent, name))
 		return pw_req_path(r, ret);
@@ -241,7 +239,8 @@ int pw_check_node_ex(pw_req *r, pw_op op, pw_inode *n, int fd, const char *path2
 			pw_policy_decide(p, op, count ? paths[0] : "", is_dir, &d);
 			if (d.allowed || d.reason != PW_REASON_READ_ONLY)
 				d = (pw_decision){.allowed = false,
-						  .err = pw_policy_writes_nothing(p) ? EROFS : EACCES,
+						  .err =
+						      pw_policy_writes_nothing(p) ? EROFS : EACCES,
 						  .reason = PW_REASON_HARDLINK};
 			e = deny2(r, op, count ? paths[0] : "(unlinked file)", path2, &d);
 		}
@@ -334,13 +333,12 @@ static void strip_write_bits(struct stat *st)
  * (no read permission, or its name now leads elsewhere) the count becomes 1, what a
  * filesystem that does not count subdirectories reports: it then tells nothing.
  */
-static void hide_subdir_links(pw_fs *fs, const pw_policy *p, const char *dirpath,
-			      struct stat *st)
+static void hide_subdir_links(pw_fs *fs, const pw_policy *p, const char *dirpath, struct stat *st)
 {
 	int fd = pw_openat_beneath(fs, dirpath, O_RDONLY | O_DIRECTORY, 0);
 	struct stat own;
-	if (fd >= 0 && (fstat(fd, &own) < 0 || own.st_dev != st->st_dev ||
-			own.st_ino != st->st_ino)) {
+	if (fd >= 0 &&
+	    (fstat(fd, &own) < 0 || own.st_dev != st->st_dev || own.st_ino != st->st_ino)) {
 		close(fd);
 		fd = -1;
 	}

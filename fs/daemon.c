@@ -121,11 +121,11 @@ static void fs_wait_invalidated(void *fs, uint64_t gen)
 }
 
 static const pw_view_fs_ops fs_ops = {
-	.set_policy = fs_set_policy,
-	.get_policy = fs_get_policy,
-	.get_stats = fs_get_stats,
-	.policy_installed = fs_policy_installed,
-	.wait_invalidated = fs_wait_invalidated,
+    .set_policy = fs_set_policy,
+    .get_policy = fs_get_policy,
+    .get_stats = fs_get_stats,
+    .policy_installed = fs_policy_installed,
+    .wait_invalidated = fs_wait_invalidated,
 };
 
 /* PATH made absolute against the working directory, as open(2) would resolve it
@@ -179,24 +179,33 @@ int pw_daemon_check_socket(const pw_daemon_opts *o, char **ret_msg)
 	}
 	r = pw_ctl_private_dir(dir);
 	if (r == -EPERM || r == -ENOTDIR || r == -EEXIST) {
-		r = asprintf(ret_msg, "the control socket directory %s is not a private directory "
-				      "of yours (another user's, or not a directory): remove it, "
-				      "or set XDG_RUNTIME_DIR, or mount with --socket-dir DIR",
-			     dir) < 0 ? -ENOMEM : -EPERM;
+		r = asprintf(ret_msg,
+			     "the control socket directory %s is not a private directory "
+			     "of yours (another user's, or not a directory): remove it, "
+			     "or set XDG_RUNTIME_DIR, or mount with --socket-dir DIR",
+			     dir) < 0
+			? -ENOMEM
+			: -EPERM;
 		return r;
 	}
 	if (r < 0) {
 		int e = r;
-		r = asprintf(ret_msg, "cannot create the control socket directory %s: %s (set "
-				      "XDG_RUNTIME_DIR, or mount with --socket-dir DIR)",
-			     dir, strerror(-e)) < 0 ? -ENOMEM : e;
+		r = asprintf(ret_msg,
+			     "cannot create the control socket directory %s: %s (set "
+			     "XDG_RUNTIME_DIR, or mount with --socket-dir DIR)",
+			     dir, strerror(-e)) < 0
+			? -ENOMEM
+			: e;
 		return r;
 	}
 	r = pw_ctl_socket_path(dir, o->mountpoint, &sock);
 	if (r == -ENAMETOOLONG) {
-		r = asprintf(ret_msg, "a control socket in %s would have a path too long for a "
-				      "UNIX socket: mount with a shorter --socket-dir DIR", dir) < 0
-			? -ENOMEM : -ENAMETOOLONG;
+		r = asprintf(ret_msg,
+			     "a control socket in %s would have a path too long for a "
+			     "UNIX socket: mount with a shorter --socket-dir DIR",
+			     dir) < 0
+			? -ENOMEM
+			: -ENAMETOOLONG;
 		return r;
 	}
 	return r;
@@ -313,16 +322,16 @@ static void daemon_open_state(const pw_daemon_opts *o, daemon_parts *d)
 static int daemon_start_fs(const pw_daemon_opts *o, daemon_parts *d, int ready_fd)
 {
 	pw_fs_opts fo = {
-		.project = o->project,
-		.mountpoint = o->mountpoint,
-		.foreground = o->foreground,
-		.debug = o->debug,
-		.allow_other = o->allow_other,
-		.cache_timeout = o->cache_timeout,
-		.no_watch = o->no_watch,
-		.fuse_opts = o->fuse_opts,
-		.use_fuse_fd = o->use_fuse_fd,
-		.fuse_fd = o->fuse_fd,
+	    .project = o->project,
+	    .mountpoint = o->mountpoint,
+	    .foreground = o->foreground,
+	    .debug = o->debug,
+	    .allow_other = o->allow_other,
+	    .cache_timeout = o->cache_timeout,
+	    .no_watch = o->no_watch,
+	    .fuse_opts = o->fuse_opts,
+	    .use_fuse_fd = o->use_fuse_fd,
+	    .fuse_fd = o->fuse_fd,
 	};
 	_cleanup_free_ char *err = NULL;
 	int r = pw_fs_new(&fo, &d->fs, &err);
@@ -338,11 +347,11 @@ static void daemon_start_audit(const pw_daemon_opts *o, daemon_parts *d)
 	if (!d->state_path || o->no_audit)
 		return;
 	pw_audit_opts ao = {
-		.db_path = d->state_path,
-		.project = o->project,
-		.mountpoint = o->mountpoint,
-		.queue_capacity = o->audit_queue,
-		.log_allowed = o->log_allowed,
+	    .db_path = d->state_path,
+	    .project = o->project,
+	    .mountpoint = o->mountpoint,
+	    .queue_capacity = o->audit_queue,
+	    .log_allowed = o->log_allowed,
 	};
 	_cleanup_free_ char *aw = NULL;
 	int r = pw_audit_start(&ao, &d->audit, &aw);
@@ -360,14 +369,14 @@ static void daemon_start_undo(const pw_daemon_opts *o, daemon_parts *d)
 	if (!d->state_path || o->no_originals)
 		return;
 	pw_undo_opts ko = {
-		.db_path = d->state_path,
-		.project = o->project,
-		.mountpoint = o->mountpoint,
-		.max_file = o->originals_max_file,
-		.keep_ns = o->originals_keep_s * 1000000000ll,
-		.max_total = o->originals_max_total,
-		.min_free = o->originals_min_free,
-		.defer_ns = orig_defer_ns(),
+	    .db_path = d->state_path,
+	    .project = o->project,
+	    .mountpoint = o->mountpoint,
+	    .max_file = o->originals_max_file,
+	    .keep_ns = o->originals_keep_s * 1000000000ll,
+	    .max_total = o->originals_max_total,
+	    .min_free = o->originals_min_free,
+	    .defer_ns = orig_defer_ns(),
 	};
 	int r = pw_undo_new(&ko, &d->undo);
 	if (r < 0)
@@ -383,10 +392,10 @@ static void daemon_start_undo(const pw_daemon_opts *o, daemon_parts *d)
 static void daemon_start_overlap(const pw_daemon_opts *o, daemon_parts *d)
 {
 	pw_overlap_opts oo = {
-		.db_path = d->state_path,
-		.project = o->project,
-		.mountpoint = o->mountpoint,
-		.audit = d->audit,
+	    .db_path = d->state_path,
+	    .project = o->project,
+	    .mountpoint = o->mountpoint,
+	    .audit = d->audit,
 	};
 	int r;
 
@@ -406,28 +415,28 @@ static void daemon_start_overlap(const pw_daemon_opts *o, daemon_parts *d)
 static int daemon_start_control(const pw_daemon_opts *o, daemon_parts *d, int ready_fd)
 {
 	pw_view_opts vo = {
-		.project = o->project,
-		.mountpoint = o->mountpoint,
-		.fs_ops = &fs_ops,
-		.fs_ctx = d->fs,
-		.owner_uid = getuid(),
-		.bundled_dir = o->bundled_dir,
-		.global_dir = o->global_dir,
-		.initial_mode = o->mode,
-		.state = d->state,
-		.audit = d->audit,
-		.state_db = d->state_path,
-		.lane = o->lane,
-		.n_lane = o->n_lane,
-		.run_id = o->run_id,
-		.run_pid = o->run_pid,
+	    .project = o->project,
+	    .mountpoint = o->mountpoint,
+	    .fs_ops = &fs_ops,
+	    .fs_ctx = d->fs,
+	    .owner_uid = getuid(),
+	    .bundled_dir = o->bundled_dir,
+	    .global_dir = o->global_dir,
+	    .initial_mode = o->mode,
+	    .state = d->state,
+	    .audit = d->audit,
+	    .state_db = d->state_path,
+	    .lane = o->lane,
+	    .n_lane = o->n_lane,
+	    .run_id = o->run_id,
+	    .run_pid = o->run_pid,
 	};
 	/* The methods the control socket serves; the changes methods act on this pw_fs. */
 	const pw_ctl_use modules[] = {
-		{ &pw_ctl_methods_module, NULL },
-		{ &pw_ctl_request_module, NULL },
-		{ &pw_undo_changes_module, d->fs },
-		{ &pw_ctl_plan_module, NULL },
+	    {&pw_ctl_methods_module, NULL},
+	    {&pw_ctl_request_module, NULL},
+	    {&pw_undo_changes_module, d->fs},
+	    {&pw_ctl_plan_module, NULL},
 	};
 	int r = pw_view_new(&vo, &d->view);
 	if (r == 0)

@@ -11,12 +11,12 @@
 #include <sys/types.h>
 
 typedef struct pw_daemon_opts {
-	const char *project;    /* real path */
+	const char *project;	/* real path */
 	const char *mountpoint; /* absolute path */
-	const char *mode;       /* NULL: last mode of the project, else plan */
-	const char *run_id;     /* `mount --run ID`: a run's own view (pw_view_opts.run_id) */
-	pid_t run_pid;          /* the run's pid, with run_id */
-	bool foreground;        /* log to stderr rather than syslog */
+	const char *mode;	/* NULL: last mode of the project, else plan */
+	const char *run_id;	/* `mount --run ID`: a run's own view (pw_view_opts.run_id) */
+	pid_t run_pid;		/* the run's pid, with run_id */
+	bool foreground;	/* log to stderr rather than syslog */
 	bool debug;
 	bool allow_other;
 	bool no_watch;
@@ -28,15 +28,15 @@ typedef struct pw_daemon_opts {
 	int fuse_fd;
 	const char *bundled_dir, *global_dir;
 	const char *socket_dir; /* NULL: default */
-	const char *state_db;   /* NULL: default */
-	unsigned audit_queue;   /* 0: default */
-	bool no_audit;          /* record no audit events (benchmarks compare with it) */
-	bool log_allowed;       /* also record allowed mutations */
-	bool no_originals;      /* keep no originals before changes (undo impossible) */
-	unsigned long long originals_max_file; /* size cap of a kept original; 0: default */
-	long long originals_keep_s;              /* retention by age, seconds; 0: default */
-	unsigned long long originals_max_total;  /* retention by size, bytes; 0: default */
-	unsigned long long originals_min_free;   /* free-space floor, bytes; 0: default */
+	const char *state_db;	/* NULL: default */
+	unsigned audit_queue;	/* 0: default */
+	bool no_audit;		/* record no audit events (benchmarks compare with it) */
+	bool log_allowed;	/* also record allowed mutations */
+	bool no_originals;	/* keep no originals before changes (undo impossible) */
+	unsigned long long originals_max_file;	/* size cap of a kept original; 0: default */
+	long long originals_keep_s;		/* retention by age, seconds; 0: default */
+	unsigned long long originals_max_total; /* retention by size, bytes; 0: default */
+	unsigned long long originals_min_free;	/* free-space floor, bytes; 0: default */
 	const char *const *lane; /* --only globs: the view's lane (policy.h); n_lane 0: none */
 	size_t n_lane;
 } pw_daemon_opts;

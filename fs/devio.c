@@ -93,10 +93,10 @@ void pw_devio_note_request(pw_fs *fs, const void *buf, size_t len)
  * (libfuse's workers come and go): a pthread key, since a _Thread_local has no destructor.
  */
 typedef struct devio_thread {
-	int fd[2];      /* the pipe; -1 when there is none */
-	size_t size;    /* its capacity in bytes, 0 until made large enough */
-	bool refused;   /* the pipe cannot be made large enough: this thread reads */
-	bool pending;   /* the current request is a WRITE whose data waits in the pipe */
+	int fd[2];	    /* the pipe; -1 when there is none */
+	size_t size;	    /* its capacity in bytes, 0 until made large enough */
+	bool refused;	    /* the pipe cannot be made large enough: this thread reads */
+	bool pending;	    /* the current request is a WRITE whose data waits in the pipe */
 	size_t pending_len; /* and its length */
 } devio_thread;
 
@@ -355,8 +355,10 @@ static void enable_splice(pw_fs *fs, const struct fuse_init_out *out, size_t len
 	if (need <= (fs->pipe_max ? fs->pipe_max : PW_DEVIO_PIPE_MAX))
 		atomic_store(&fs->splice_need, need);
 	else
-		fprintf(stderr, "piworkfs: max_write %u is too large for splicing requests; "
-				"reading them\n", out->max_write);
+		fprintf(stderr,
+			"piworkfs: max_write %u is too large for splicing requests; "
+			"reading them\n",
+			out->max_write);
 }
 
 /* With -o io_uring, at INIT: makes the rings when the kernel offers FUSE over io_uring and
@@ -389,8 +391,10 @@ static bool accept_uring(pw_fs *fs, struct fuse_init_out *out, size_t out_len)
 	pw_uring *u;
 	int r = pw_uring_prepare(fs, payload, &u);
 	if (r < 0) {
-		fprintf(stderr, "piworkfs: io_uring: cannot set up the rings (%s); serving through "
-				"/dev/fuse\n", strerror(-r));
+		fprintf(stderr,
+			"piworkfs: io_uring: cannot set up the rings (%s); serving through "
+			"/dev/fuse\n",
+			strerror(-r));
 		return false;
 	}
 	fs->uring = u;
@@ -493,12 +497,14 @@ int pw_devio_attach(pw_fs *fs)
 	else if (splice_env && strcmp(splice_env, "never") == 0)
 		fs->splice_policy = SPLICE_NEVER;
 	else if (splice_env && *splice_env)
-		fprintf(stderr, "piworkfs: PIWORKFS_SPLICE=%s is neither always nor never; "
-				"splicing requests while large writes stream\n", splice_env);
+		fprintf(stderr,
+			"piworkfs: PIWORKFS_SPLICE=%s is neither always nor never; "
+			"splicing requests while large writes stream\n",
+			splice_env);
 	static const struct fuse_custom_io io = {
-		.read = io_read,
-		.writev = io_writev,
-		.splice_send = io_splice_send,
+	    .read = io_read,
+	    .writev = io_writev,
+	    .splice_send = io_splice_send,
 	};
 	return fuse_session_custom_io(fs->se, &io, fuse_session_fd(fs->se));
 }

@@ -8,9 +8,9 @@
 typedef struct pw_fh {
 	struct pw_fh *prev, *next; /* fs->handles: freed at unmount if never released */
 	int fd;
-	pw_inode *node;   /* the node opened (the kernel keeps it while the handle lives) */
+	pw_inode *node;	  /* the node opened (the kernel keeps it while the handle lives) */
 	pw_inode *writer; /* files open for writing: the node whose writers this counts */
-	bool direct;      /* the backing descriptor has O_DIRECT (writes need aligned memory) */
+	bool direct;	  /* the backing descriptor has O_DIRECT (writes need aligned memory) */
 	/* directories: getdents64 buffer state */
 	off_t dir_pos;
 	size_t buf_len, buf_off;

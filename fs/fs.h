@@ -16,14 +16,14 @@ typedef struct pw_fs pw_fs;
 struct pw_audit;
 
 typedef struct pw_fs_opts {
-	const char *project;    /* absolute, resolved path of the backing directory */
+	const char *project;	/* absolute, resolved path of the backing directory */
 	const char *mountpoint; /* absolute path */
 	bool foreground;
 	bool debug;
 	bool allow_other;
-	double cache_timeout;   /* entry/attr timeout in seconds (kept correct by invalidation) */
-	bool no_watch;          /* disable backing-tree change notifications (tests' control) */
-	const char *fuse_opts;  /* extra -o options, comma separated */
+	double cache_timeout;  /* entry/attr timeout in seconds (kept correct by invalidation) */
+	bool no_watch;	       /* disable backing-tree change notifications (tests' control) */
+	const char *fuse_opts; /* extra -o options, comma separated */
 	/* Serve FUSE_FD, a /dev/fuse mounted at MOUNTPOINT by another process: libfuse is given
 	 * "/dev/fd/N" to mean exactly that, so the session neither mounts nor unmounts. */
 	bool use_fuse_fd;
@@ -50,8 +50,8 @@ pw_policy *pw_fs_policy(pw_fs *fs, uint64_t *ret_generation);
 /* Counters for status. */
 #define PW_FS_OPCODES 64 /* FUSE opcodes counted one by one; larger ones count as 0 */
 typedef struct pw_fs_stats {
-	uint64_t inodes;       /* inodes the kernel knows */
-	uint64_t denied;       /* denied operations since mount */
+	uint64_t inodes; /* inodes the kernel knows */
+	uint64_t denied; /* denied operations since mount */
 	uint64_t invalidations_pending;
 	/* Cache invalidations sent to the kernel since mount (devio.c; every notification
 	 * passes there), and the policy generation whose attribute invalidations have all

@@ -51,19 +51,19 @@ typedef struct pw_name {
 typedef struct pw_inode {
 	dev_t dev;
 	ino_t ino;
-	mode_t type;              /* S_IFMT bits */
-	uint64_t nlookup;         /* kernel references */
-	uint64_t children;        /* names whose parent is this node */
-	pw_name *names;           /* NULL for the root and for unlinked inodes */
-	int wd;                   /* inotify watch (directories), -1 if none */
-	atomic_int open_writers;  /* view descriptors open for writing */
+	mode_t type;		 /* S_IFMT bits */
+	uint64_t nlookup;	 /* kernel references */
+	uint64_t children;	 /* names whose parent is this node */
+	pw_name *names;		 /* NULL for the root and for unlinked inodes */
+	int wd;			 /* inotify watch (directories), -1 if none */
+	atomic_int open_writers; /* view descriptors open for writing */
 	/* PW_XATTR_NONE once the backing object was seen to have no extended attributes at
 	 * all; cleared by any xattr change through the view and by IN_ATTRIB from outside. */
 	atomic_int xattr_state;
-	atomic_uint xattr_epoch;  /* bumped by every change; guards setting PW_XATTR_NONE */
-	pw_undo_node undo; /* the undo room's (undo/node.h) */
-	struct pw_inode *hnext;   /* (dev, ino) hash chain */
-	struct pw_inode *wnext;   /* wd hash chain */
+	atomic_uint xattr_epoch; /* bumped by every change; guards setting PW_XATTR_NONE */
+	pw_undo_node undo;	 /* the undo room's (undo/node.h) */
+	struct pw_inode *hnext;	 /* (dev, ino) hash chain */
+	struct pw_inode *wnext;	 /* wd hash chain */
 	bool is_root;
 } pw_inode;
 
@@ -77,9 +77,9 @@ typedef struct pw_hidden_neg {
 } pw_hidden_neg;
 
 struct pw_fs {
-	char *project;    /* real path of the backing directory */
+	char *project; /* real path of the backing directory */
 	char *mountpoint;
-	int root_fd;      /* O_PATH descriptor of the project root */
+	int root_fd; /* O_PATH descriptor of the project root */
 	dev_t root_dev;
 	double timeout;
 	uid_t owner_uid;
@@ -149,7 +149,7 @@ struct pw_fs {
 	struct pw_inval_pass {
 		pthread_t thread;
 		pthread_mutex_t lock;
-		pthread_cond_t cond;      /* a job is queued, or stop */
+		pthread_cond_t cond;	  /* a job is queued, or stop */
 		pthread_cond_t done_cond; /* a pass ended (done_gen moved) */
 		/* The pending job: every policy the kernel may have cached attributes under since
 		 * the last pass began (a switch queued while another is pending adds its old
@@ -160,8 +160,8 @@ struct pw_fs {
 		bool every;
 		bool stop, started;
 		atomic_uint_fast64_t pending;
-		uint64_t gen;                /* generation of new_policy (lock) */
-		_Atomic uint64_t done_gen;   /* last generation fully invalidated */
+		uint64_t gen;		   /* generation of new_policy (lock) */
+		_Atomic uint64_t done_gen; /* last generation fully invalidated */
 	} inval;
 
 	/* Backing-tree change notifications (watch.c). */
@@ -223,5 +223,5 @@ void pw_uring_start(pw_uring *u);
 void pw_uring_free(pw_uring *u);
 ssize_t pw_uring_reply(pw_fs *fs, const struct iovec *iov, int count);
 ssize_t pw_uring_reply_pipe(pw_fs *fs, int pipe_fd, size_t len);
-bool pw_uring_available(void); /* built with liburing */
+bool pw_uring_available(void);	   /* built with liburing */
 uint64_t pw_uring_init_flag(void); /* FUSE_OVER_IO_URING */

@@ -73,7 +73,8 @@ static char *mount_options(const pw_fs_opts *o)
 	bool add_dp = o->allow_other && !has_option(o->fuse_opts, "default_permissions");
 	if (asprintf(&opts, "fsname=%s,subtype=piworkfs%s%s%s%s", fsname,
 		     o->allow_other ? ",allow_other" : "", add_dp ? ",default_permissions" : "",
-		     o->fuse_opts && *o->fuse_opts ? "," : "", o->fuse_opts ? o->fuse_opts : "") < 0)
+		     o->fuse_opts && *o->fuse_opts ? "," : "",
+		     o->fuse_opts ? o->fuse_opts : "") < 0)
 		return NULL;
 	return opts;
 }

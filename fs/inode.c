@@ -382,8 +382,8 @@ void pw_inode_unlinked(pw_fs *fs, pw_inode *parent, const char *name, dev_t dev,
 }
 
 /* Moves N's name (op, oname) to (np, nname). */
-static void move_name_locked(pw_fs *fs, pw_inode *n, pw_inode *op, const char *oname,
-			     pw_inode *np, const char *nname)
+static void move_name_locked(pw_fs *fs, pw_inode *n, pw_inode *op, const char *oname, pw_inode *np,
+			     const char *nname)
 {
 	pw_name **p = find_name(n, op, oname);
 	char *copy = strdup(nname);

@@ -18,12 +18,13 @@
 /* Opcodes newer than this header names (the kernel may still send them). */
 #define PW_FUSE_STATX 52
 #define PW_FUSE_COPY_FILE_RANGE_64 53
-#define PW_OPMAP_SIZE 54 /* opcodes 0..53: every FUSE opcode of kernel 6.18 (CUSE_INIT, for
-			  * character devices, is no filesystem's) */
+#define PW_OPMAP_SIZE                                                                              \
+	54 /* opcodes 0..53: every FUSE opcode of kernel 6.18 (CUSE_INIT, for                      \
+	    * character devices, is no filesystem's) */
 
 typedef enum pw_opmap_kind {
 	PW_OPMAP_NONE = 0, /* no such opcode (a gap in the numbering) */
-	PW_OPMAP_CHECK,    /* a change: always checked as .op */
+	PW_OPMAP_CHECK,	   /* a change: always checked as .op */
 	PW_OPMAP_CHECK_IF, /* checked as .op (or the op its helper picks) when it asks to change
 			    * something; .why says when */
 	PW_OPMAP_NO_CHECK, /* changes nothing in the tree: a read, a sync, the session's own
@@ -36,7 +37,7 @@ typedef struct pw_opmap_entry {
 	const char *name; /* as the protocol spells it ("LOOKUP"); NULL for a gap */
 	pw_opmap_kind kind;
 	pw_op op;
-	const char *why;  /* for every kind but CHECK */
+	const char *why; /* for every kind but CHECK */
 } pw_opmap_entry;
 
 extern const pw_opmap_entry pw_opmap_table[PW_OPMAP_SIZE];
@@ -62,7 +63,7 @@ pw_op pw_opmap_setattr(unsigned valid);
 
 #ifdef FUSE_SET_ATTR_MODE /* with libfuse: its bits are the kernel's */
 _Static_assert(FUSE_SET_ATTR_MODE == FATTR_MODE && FUSE_SET_ATTR_UID == FATTR_UID &&
-		       FUSE_SET_ATTR_GID == FATTR_GID && FUSE_SET_ATTR_SIZE == FATTR_SIZE &&
-		       FUSE_SET_ATTR_ATIME == FATTR_ATIME && FUSE_SET_ATTR_MTIME == FATTR_MTIME,
+		   FUSE_SET_ATTR_GID == FATTR_GID && FUSE_SET_ATTR_SIZE == FATTR_SIZE &&
+		   FUSE_SET_ATTR_ATIME == FATTR_ATIME && FUSE_SET_ATTR_MTIME == FATTR_MTIME,
 	       "libfuse's setattr bits are the kernel's");
 #endif

@@ -255,7 +255,7 @@ static int setattr_fd(pw_fs *fs, pw_inode *n, struct fuse_file_info *fi, bool *r
 }
 
 void pw_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
-		       struct fuse_file_info *fi)
+		   struct fuse_file_info *fi)
 {
 	PW_REQ(r);
 	if (pw_req_begin(&r, req) < 0)
@@ -274,10 +274,11 @@ void pw_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		 * refusal reads the same whether or not the node could be opened. */
 		err = pw_check_node_ex(&r, pw_opmap_setattr((unsigned)valid), n, fd, NULL);
 		if (err == 0)
-			err = fd < 0 ? fd : pw_undo_keep_node(&r, n, pw_opmap_setattr((unsigned)valid));
+			err = fd < 0 ? fd
+				     : pw_undo_keep_node(&r, n, pw_opmap_setattr((unsigned)valid));
 		int tok = err == 0 && sets_both_times_only(valid)
-				  ? pw_watch_expect_node(fs, n, PW_EXPECT_TIMES_SET)
-				  : -1;
+			      ? pw_watch_expect_node(fs, n, PW_EXPECT_TIMES_SET)
+			      : -1;
 		if (err == 0)
 			err = apply_setattr(fd, opath, attr, valid);
 		if (err < 0) {
@@ -374,8 +375,8 @@ void pw_op_statfs(fuse_req_t req, fuse_ino_t ino)
 void pw_op_init(void *userdata, struct fuse_conn_info *conn)
 {
 	pw_fs *fs = userdata;
-	fs->no_opendir = (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) && fs->is_root_daemon &&
-			 !fs->allow_other;
+	fs->no_opendir =
+	    (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) && fs->is_root_daemon && !fs->allow_other;
 	/* Large writes (1 MiB, or a page less where devio.c could not splice a request that
 	 * large), splice for read replies, readdirplus, parallel directory operations, cached
 	 * symlinks; no writeback cache (writes must reach us to be checked when they happen).
@@ -383,9 +384,8 @@ void pw_op_init(void *userdata, struct fuse_conn_info *conn)
 	 * pipe-max-size; devio.c splices them itself. */
 	conn->max_write = pw_devio_choose_max_write(fs);
 	conn->max_readahead = 1024 * 1024;
-	unsigned want = FUSE_CAP_SPLICE_WRITE |
-			FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO | FUSE_CAP_PARALLEL_DIROPS |
-			FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ASYNC_READ |
+	unsigned want = FUSE_CAP_SPLICE_WRITE | FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO |
+			FUSE_CAP_PARALLEL_DIROPS | FUSE_CAP_CACHE_SYMLINKS | FUSE_CAP_ASYNC_READ |
 			FUSE_CAP_ASYNC_DIO | FUSE_CAP_EXPLICIT_INVAL_DATA;
 	conn->want |= conn->capable & want;
 	conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_AUTO_INVAL_DATA |

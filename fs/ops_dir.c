@@ -52,7 +52,7 @@ static void reply_new_entry(pw_req *r, int pfd)
 		pw_undo_keep_touched(fs, pw_inode_get(fs, e.ino));
 	pw_req_leave(r);
 	if (err < 0)
-		fuse_reply_err(r->req, -err); /* a hidden name: ENOENT */
+		fuse_reply_err(r->req, -err);		  /* a hidden name: ENOENT */
 	else if (fuse_reply_entry(r->req, &e) == -ENOENT) /* interrupted: no reference taken */
 		pw_inode_forget(fs, pw_inode_get(fs, e.ino), 1);
 }
@@ -67,8 +67,8 @@ static void reply_new_entry(pw_req *r, int pfd)
  * under hide rules is the name looked at first (*RET_LOOKED; *RET_EXISTED then says whether
  * it was there): without them what it holds decides nothing here. Returns 0 or -errno.
  */
-int pw_new_entry_begin(pw_req *r, fuse_ino_t parent_ino, const char *name, pw_op op,
-		       bool is_dir, pw_new_entry *ne)
+int pw_new_entry_begin(pw_req *r, fuse_ino_t parent_ino, const char *name, pw_op op, bool is_dir,
+		       pw_new_entry *ne)
 {
 	ne->pfd = -1;
 	ne->kept = 0;
@@ -344,8 +344,8 @@ void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_
 	 * everyone may search must not stay cached (ops.c): not expecting the new name lets
 	 * the watcher invalidate it once the kernel has finished the rename. */
 	bool keep_entry = !fs->allow_other || pw_dir_searchable_by_all(npfd);
-	int tok2 = plain && keep_entry ? pw_watch_expect(fs, np, newname, PW_EXPECT_NAME_ADDED)
-				       : -1;
+	int tok2 =
+	    plain && keep_entry ? pw_watch_expect(fs, np, newname, PW_EXPECT_NAME_ADDED) : -1;
 	int64_t kept = pw_undo_keep_rename(&r, pfd, np, npfd, newname, flags);
 	if (kept < 0) {
 		pw_watch_unexpect(fs, tok1);
@@ -525,8 +525,8 @@ static void do_readdir_locked(fuse_req_t req, fuse_ino_t ino, size_t size, off_t
 			entsize = 0;
 		} else if (!plus) {
 			struct stat st = {.st_ino = d->d_ino, .st_mode = (mode_t)d->d_type << 12};
-			entsize = fuse_add_direntry(req, out + used, size - used, name, &st,
-						    d->d_off);
+			entsize =
+			    fuse_add_direntry(req, out + used, size - used, name, &st, d->d_off);
 		} else {
 			struct fuse_entry_param e = {0};
 			pw_inode *n = NULL;
@@ -550,13 +550,14 @@ static void do_readdir_locked(fuse_req_t req, fuse_ino_t ino, size_t size, off_t
 				pw_fill_entry(fs, &e, n, &st);
 				/* special files with an ACL: each walk is checked (ops.c) */
 				e.entry_timeout = pw_special_uncached(fs, h->fd, name, st.st_mode)
-							  ? 0
-							  : entry_timeout;
+						      ? 0
+						      : entry_timeout;
 			}
 			entsize = fuse_add_direntry_plus(req, out + used, size - used, name, &e,
 							 d->d_off);
 			if (entsize > size - used && n)
-				pw_inode_forget(fs, n, 1); /* not sent: the kernel holds no reference */
+				pw_inode_forget(fs, n,
+						1); /* not sent: the kernel holds no reference */
 		}
 		if (entsize > size - used)
 			break;

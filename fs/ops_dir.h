@@ -12,8 +12,8 @@ typedef struct pw_new_entry {
 	int64_t kept;
 	bool looked, existed;
 } pw_new_entry;
-int pw_new_entry_begin(pw_req *r, fuse_ino_t parent_ino, const char *name, pw_op op,
-		       bool is_dir, pw_new_entry *ne);
+int pw_new_entry_begin(pw_req *r, fuse_ino_t parent_ino, const char *name, pw_op op, bool is_dir,
+		       pw_new_entry *ne);
 void pw_new_entry_done(pw_new_entry *ne);
 
 /* MKNOD/MKDIR/SYMLINK: check the new name, keep it (absent), make it; entry, or errno. */

@@ -317,7 +317,7 @@ void pw_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off
 		return;
 	pw_fs *fs = r.fs;
 	int err = pw_check_node_ex(&r, pw_opmap_op(FUSE_FALLOCATE), pw_inode_get(fs, ino),
-				 pw_fh_of(fi)->fd, NULL);
+				   pw_fh_of(fi)->fd, NULL);
 	if (err == 0)
 		err = pw_undo_keep_node(&r, pw_inode_get(fs, ino), pw_opmap_op(FUSE_FALLOCATE));
 	if (err < 0) {

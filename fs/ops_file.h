@@ -10,8 +10,7 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mo
 /* OPEN: ENOENT if hidden; write flags checked (O_TRUNC: kept first); a page-caching handle. */
 void pw_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 /* READ: no check, but ENOENT for a node hidden since it was opened; the data (spliced). */
-void pw_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-		struct fuse_file_info *fi);
+void pw_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
 /* WRITE: checked under the mode in force now, kept at the first change, suid killed; count. */
 void pw_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf, off_t off,
 		     struct fuse_file_info *fi);
@@ -27,5 +26,4 @@ void pw_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 			   struct fuse_file_info *fi_in, fuse_ino_t ino_out, off_t off_out,
 			   struct fuse_file_info *fi_out, size_t len, int flags);
 /* LSEEK: no check; the offset (SEEK_DATA/SEEK_HOLE of the backing file), or errno. */
-void pw_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
-		 struct fuse_file_info *fi);
+void pw_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi);

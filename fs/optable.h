@@ -6,9 +6,9 @@
 
 /*
  * The handlers, one line each: what they check (the policy op comes from opmap.h), what they
- * keep (undo/undo.h), and their replies. Every change runs with the caller's credentials (pw_req_begin),
- * is checked before its syscall and kept right before it; a hidden name is absent (ENOENT).
- * New names are decided by the write rules first, then a hidden existing name is ENOENT.
+ * keep (undo/undo.h), and their replies. Every change runs with the caller's credentials
+ * (pw_req_begin), is checked before its syscall and kept right before it; a hidden name is absent
+ * (ENOENT). New names are decided by the write rules first, then a hidden existing name is ENOENT.
  * Errors are the backing filesystem's errno unless said otherwise. ops.c's own (ops.h):
  *   INIT: negotiates the kernel's features; never the writeback cache (writes are checked).
  *   LOOKUP: no check; an entry, or ENOENT for a hidden name (negative entries cached).

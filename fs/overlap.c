@@ -50,7 +50,7 @@ typedef struct item {
 	char mode[64];
 	pid_t pid;
 	int64_t due_ns; /* CLOCK_MONOTONIC */
-	bool second;    /* the second look */
+	bool second;	/* the second look */
 	struct item *next;
 } item;
 
@@ -262,15 +262,15 @@ static void report(pw_overlap *o, const item *it, const other *v)
 	char pidns[PW_PIDNS_DESC_MAX];
 	bool known = it->pid > 0 && pw_pidns_describe(it->pid, pidns, sizeof(pidns)) == 0;
 	pw_audit_event ev = {
-		.mode = it->mode[0] ? it->mode : NULL,
-		.op = PW_OP_WRITE,
-		.path = it->path,
-		.path2 = v->mountpoint,
-		.err = 0,
-		.reason = PW_REASON_OVERLAP,
-		.pid = it->pid,
-		.uid = getuid(),
-		.pidns = known ? pidns : NULL,
+	    .mode = it->mode[0] ? it->mode : NULL,
+	    .op = PW_OP_WRITE,
+	    .path = it->path,
+	    .path2 = v->mountpoint,
+	    .err = 0,
+	    .reason = PW_REASON_OVERLAP,
+	    .pid = it->pid,
+	    .uid = getuid(),
+	    .pidns = known ? pidns : NULL,
 	};
 
 	pw_audit_submit(o->audit, &ev);
@@ -323,7 +323,7 @@ static void wait_until(pw_overlap *o, int64_t wake)
 		o->idle = false;
 		return;
 	}
-	struct timespec ts = { .tv_sec = wake / 1000000000ll, .tv_nsec = wake % 1000000000ll };
+	struct timespec ts = {.tv_sec = wake / 1000000000ll, .tv_nsec = wake % 1000000000ll};
 	pthread_cond_timedwait(&o->cond, &o->qlock, &ts);
 }
 
@@ -450,11 +450,13 @@ static void add_changers(pw_overlap *o, const char *path, json_t *by)
 		json_t *e;
 		if (!other_has(v, path))
 			continue;
-		json_array_foreach(by, i, e) have = have || streq_ptr(json_string_value(
-						json_object_get(e, "mountpoint")), v->mountpoint);
+		json_array_foreach(by, i, e) have =
+		    have ||
+		    streq_ptr(json_string_value(json_object_get(e, "mountpoint")), v->mountpoint);
 		if (!have)
-			json_array_append_new(by, json_pack("{s:s,s:I}", "mountpoint", v->mountpoint,
-							    "changeset", (json_int_t)v->changeset));
+			json_array_append_new(by,
+					      json_pack("{s:s,s:I}", "mountpoint", v->mountpoint,
+							"changeset", (json_int_t)v->changeset));
 	}
 }
 
@@ -504,11 +506,11 @@ static void overlap_free(pw_overlap *o)
 static int prepare(pw_overlap *o)
 {
 	static const char sets[] =
-		"SELECT mountpoint, max(id) FROM orig_changesets WHERE project = ?1 AND "
-		"mountpoint IS NOT NULL AND mountpoint <> ?2 GROUP BY mountpoint";
+	    "SELECT mountpoint, max(id) FROM orig_changesets WHERE project = ?1 AND "
+	    "mountpoint IS NOT NULL AND mountpoint <> ?2 GROUP BY mountpoint";
 	static const char rows[] =
-		"SELECT id, path, path2 FROM orig_rows WHERE changeset = ?1 AND id > ?2 AND "
-		"implicit = 0 ORDER BY id";
+	    "SELECT id, path, path2 FROM orig_rows WHERE changeset = ?1 AND id > ?2 AND "
+	    "implicit = 0 ORDER BY id";
 
 	if (sqlite3_prepare_v2(o->db, sets, -1, &o->sets, NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(o->db, rows, -1, &o->rows, NULL) != SQLITE_OK)

@@ -34,10 +34,10 @@ struct pw_audit;
 typedef struct pw_overlap pw_overlap;
 
 typedef struct pw_overlap_opts {
-	const char *db_path;     /* the state database the views of the project share */
-	const char *project;     /* real path of the project */
-	const char *mountpoint;  /* ours (other views are those at other mountpoints) */
-	struct pw_audit *audit;  /* where overlaps are reported; NULL: nowhere (lookups only) */
+	const char *db_path;	/* the state database the views of the project share */
+	const char *project;	/* real path of the project */
+	const char *mountpoint; /* ours (other views are those at other mountpoints) */
+	struct pw_audit *audit; /* where overlaps are reported; NULL: nowhere (lookups only) */
 } pw_overlap_opts;
 
 /* Starts the checking thread. Returns 0 with *ret, or -errno (no database: -ENOENT). */

@@ -29,7 +29,7 @@ typedef struct pw_req {
 	fuse_req_t req; /* NULL for work the daemon does on its own behalf */
 	pw_fs *fs;
 	pw_creds_saved creds;
-	bool in_creds; /* between pw_req_begin and pw_req_leave */
+	bool in_creds;	   /* between pw_req_begin and pw_req_leave */
 	pw_policy *policy; /* NULL until pw_req_policy; then one reference, held to the end */
 	uint64_t gen;
 	/* The name the request is about (pw_req_name): NULL parent for a request about a node. */

@@ -119,7 +119,7 @@ int pw_child_path(pw_fs *fs, pw_inode *parent, const char *name, pw_path *ret)
  */
 #define PW_OPEN_FLAGS_VALID                                                                        \
 	(O_ACCMODE | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_APPEND | O_NONBLOCK | O_DSYNC |     \
-	 O_SYNC | O_DIRECT | O_LARGEFILE | O_DIRECTORY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC |       \
+	 O_SYNC | O_DIRECT | O_LARGEFILE | O_DIRECTORY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC |      \
 	 O_PATH | O_TMPFILE | FASYNC)
 
 #define PW_RESOLVE (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
@@ -148,8 +148,8 @@ static int openat2_retry(int dirfd, const char *path, const struct open_how *how
 static int open_in_steps(pw_fs *fs, const char *path, const struct open_how *how)
 {
 	const struct open_how dir_how = {
-		.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
-		.resolve = PW_RESOLVE,
+	    .flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+	    .resolve = PW_RESOLVE,
 	};
 	_cleanup_close_ int dirfd = -1;
 	char step[PATH_MAX];
@@ -178,9 +178,9 @@ int pw_openat_beneath(pw_fs *fs, const char *path, int flags, mode_t mode)
 {
 	flags &= PW_OPEN_FLAGS_VALID;
 	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
-		.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
-		.resolve = PW_RESOLVE,
+	    .flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
+	    .mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0,
+	    .resolve = PW_RESOLVE,
 	};
 	if (!*path)
 		path = ".";

@@ -78,7 +78,7 @@ typedef struct inval_ctx {
 	struct {
 		fuse_ino_t parent, ino;
 		char *name;
-	} *items;
+	} * items;
 	size_t n, cap;
 	bool entries; /* collect entries whose visibility changed */
 } inval_ctx;
@@ -140,12 +140,13 @@ static void notify_collected(pw_fs *fs, inval_ctx *c, bool attrs_only)
 {
 	for (size_t i = 0; i < c->n; i++) {
 		if (c->items[i].name) {
-			fuse_lowlevel_notify_inval_entry(fs->se, c->items[i].parent, c->items[i].name,
-							 strlen(c->items[i].name));
+			fuse_lowlevel_notify_inval_entry(
+			    fs->se, c->items[i].parent, c->items[i].name, strlen(c->items[i].name));
 			free(c->items[i].name);
 		} else {
 			/* off < 0: attributes only; 0,0: attributes and cached data (listings) */
-			fuse_lowlevel_notify_inval_inode(fs->se, c->items[i].ino, attrs_only ? -1 : 0, 0);
+			fuse_lowlevel_notify_inval_inode(fs->se, c->items[i].ino,
+							 attrs_only ? -1 : 0, 0);
 		}
 		if (attrs_only)
 			atomic_fetch_sub(&fs->inval.pending, 1);

@@ -70,7 +70,7 @@ struct pw_uring_ent_in_out {
 
 struct pw_uring_req_header {
 	char in_out[PW_URING_IN_OUT_HEADER_SZ]; /* fuse_in_header, then fuse_out_header */
-	char op_in[PW_URING_OP_IN_OUT_SZ];      /* the opcode's fixed argument */
+	char op_in[PW_URING_OP_IN_OUT_SZ];	/* the opcode's fixed argument */
 	struct pw_uring_ent_in_out ring_ent_in_out;
 };
 
@@ -83,8 +83,8 @@ struct pw_uring_cmd_req {
 };
 
 #define PW_URING_PER_QUEUE 2 /* entries (threads) per CPU queue */
-#define HEADROOM 256         /* in front of the payload: fuse_in_header + op_in */
-#define STOP_TAG 1           /* user_data of the stop eventfd's poll */
+#define HEADROOM 256	     /* in front of the payload: fuse_in_header + op_in */
+#define STOP_TAG 1	     /* user_data of the stop eventfd's poll */
 
 typedef struct pw_uring_ent {
 	struct pw_uring *u;
@@ -119,10 +119,10 @@ struct pw_uring {
 	atomic_int go;
 	unsigned n_ready;
 	int setup_err;
-	bool started; /* pw_uring_start was called */
-	atomic_uint registered;     /* entries that received a request */
+	bool started;		     /* pw_uring_start was called */
+	atomic_uint registered;	     /* entries that received a request */
 	atomic_uint_fast64_t served; /* requests received through the ring */
-	atomic_bool failed_logged;  /* the kernel refused an entry: it serves /dev/fuse */
+	atomic_bool failed_logged;   /* the kernel refused an entry: it serves /dev/fuse */
 };
 
 /* The entry whose request this thread is handling, if any. */
@@ -205,7 +205,7 @@ static int ring_init(pw_uring_ent *e)
 	 * without these flags. Made on the thread that uses it: with SINGLE_ISSUER the ring
 	 * belongs to the thread that creates it. */
 	struct io_uring_params p = {.flags = IORING_SETUP_SQE128 | IORING_SETUP_SINGLE_ISSUER |
-					    IORING_SETUP_DEFER_TASKRUN};
+					     IORING_SETUP_DEFER_TASKRUN};
 	int r = io_uring_queue_init_params(4, &e->ring, &p);
 	if (r == -EINVAL) {
 		p = (struct io_uring_params){.flags = IORING_SETUP_SQE128};
@@ -262,8 +262,10 @@ static void *ent_main(void *arg)
 			 * registration has already made it fall back to /dev/fuse. */
 			if (!registered && res != -ENOTCONN &&
 			    !atomic_exchange(&u->failed_logged, true))
-				fprintf(stderr, "piworkfs: io_uring: the kernel refused the ring (%s); "
-						"serving through /dev/fuse\n", strerror(-res));
+				fprintf(stderr,
+					"piworkfs: io_uring: the kernel refused the ring (%s); "
+					"serving through /dev/fuse\n",
+					strerror(-res));
 			break;
 		}
 		/* A registration completes only with the entry's first request. */
@@ -272,8 +274,10 @@ static void *ent_main(void *arg)
 			atomic_fetch_add(&u->registered, 1);
 		}
 		if (atomic_fetch_add(&u->served, 1) == 0)
-			fprintf(stderr, "piworkfs: io_uring: requests arrive through the ring (%u "
-					"entries, %u per CPU)\n", u->n_ents, PW_URING_PER_QUEUE);
+			fprintf(stderr,
+				"piworkfs: io_uring: requests arrive through the ring (%u "
+				"entries, %u per CPU)\n",
+				u->n_ents, PW_URING_PER_QUEUE);
 		handle(e);
 		submit_cmd(e, PW_URING_CMD_COMMIT_AND_FETCH, e->unique);
 	}
@@ -298,8 +302,8 @@ static int ent_init(pw_uring *u, pw_uring_ent *e, unsigned qid)
 	e->qid = qid;
 	pthread_mutex_init(&e->lock, NULL);
 	pthread_cond_init(&e->cond, NULL);
-	e->hdr = mmap(NULL, sizeof(*e->hdr), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-		      -1, 0);
+	e->hdr =
+	    mmap(NULL, sizeof(*e->hdr), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	e->mem = mmap(NULL, HEADROOM + u->payload_sz, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (e->hdr == MAP_FAILED || e->mem == MAP_FAILED) {
@@ -553,8 +557,12 @@ int pw_uring_prepare(pw_fs *fs, size_t payload_sz, pw_uring **ret)
 {
 	return -EOPNOTSUPP;
 }
-void pw_uring_start(pw_uring *u) {}
-void pw_uring_free(pw_uring *u) {}
+void pw_uring_start(pw_uring *u)
+{
+}
+void pw_uring_free(pw_uring *u)
+{
+}
 ssize_t pw_uring_reply(pw_fs *fs, const struct iovec *iov, int count)
 {
 	return -ENOENT;
@@ -607,36 +615,42 @@ static char read_flag(const char *path)
 static const char *for_good(void)
 {
 	return access("/sys/module/fuse/initstate", F_OK) == 0
-		       ? "add 'options fuse enable_uring=1' to /etc/modprobe.d/fuse.conf"
-		       : "add fuse.enable_uring=1 to the kernel command line";
+		   ? "add 'options fuse enable_uring=1' to /etc/modprobe.d/fuse.conf"
+		   : "add fuse.enable_uring=1 to the kernel command line";
 }
 
 int pw_fs_uring_probe(char *why, size_t size)
 {
 	if (!pw_uring_available()) {
-		snprintf(why, size, "this piworkfs was built without liburing, so without FUSE over "
-				    "io_uring (rebuild with liburing-dev installed)");
+		snprintf(why, size,
+			 "this piworkfs was built without liburing, so without FUSE over "
+			 "io_uring (rebuild with liburing-dev installed)");
 		return -EOPNOTSUPP;
 	}
 	char param = read_flag(URING_PARAM);
 	if (!param) {
 		struct utsname u;
-		snprintf(why, size, "kernel %s has no FUSE over io_uring (Linux 6.14 and later, "
-				    "with %s)", uname(&u) == 0 ? u.release : "?", URING_PARAM);
+		snprintf(why, size,
+			 "kernel %s has no FUSE over io_uring (Linux 6.14 and later, "
+			 "with %s)",
+			 uname(&u) == 0 ? u.release : "?", URING_PARAM);
 		return -EOPNOTSUPP;
 	}
 	if (param != 'Y' && param != '1') {
-		snprintf(why, size,
-			 "FUSE over io_uring is off in the kernel (%s is N), and each request over "
-			 "/dev/fuse costs about twice as much (ls -lR, grep -r, tar x: 2x slower); "
-			 "to turn it on for good, as root, %s; for the next mounts now: echo 1 > %s",
-			 URING_PARAM, for_good(), URING_PARAM);
+		snprintf(
+		    why, size,
+		    "FUSE over io_uring is off in the kernel (%s is N), and each request over "
+		    "/dev/fuse costs about twice as much (ls -lR, grep -r, tar x: 2x slower); "
+		    "to turn it on for good, as root, %s; for the next mounts now: echo 1 > %s",
+		    URING_PARAM, for_good(), URING_PARAM);
 		return -EOPNOTSUPP;
 	}
 	char disabled = read_flag("/proc/sys/kernel/io_uring_disabled");
 	if (disabled == '2' || (disabled == '1' && !uring_ring_allowed())) {
-		snprintf(why, size, "io_uring is disabled for this process "
-				    "(/proc/sys/kernel/io_uring_disabled is %c)", disabled);
+		snprintf(why, size,
+			 "io_uring is disabled for this process "
+			 "(/proc/sys/kernel/io_uring_disabled is %c)",
+			 disabled);
 		return -EOPNOTSUPP;
 	}
 	return 0;

@@ -184,7 +184,7 @@ typedef struct inval_all {
 	struct {
 		fuse_ino_t parent, ino;
 		char *name;
-	} *v;
+	} * v;
 	size_t n, cap;
 	pw_inode *only_parent; /* NULL: every name; else the names in this directory */
 } inval_all;
@@ -315,7 +315,8 @@ static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 	 * attributes from our reply, and times change no extended attribute. */
 	if ((mask & IN_ATTRIB) && expected(fs, dir_ino, name, PW_EXPECT_TIMES_SET))
 		mask &= ~(uint32_t)IN_ATTRIB;
-	if (have_path && (mask & (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO))) {
+	if (have_path &&
+	    (mask & (IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_CREATE | IN_MOVED_TO))) {
 		/* Content or attributes changed: find the node by its inode number. */
 		_cleanup_close_ int dfd = pw_openat_beneath(fs, dir_path, O_PATH | O_DIRECTORY, 0);
 		struct stat st;
@@ -332,8 +333,8 @@ static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 			   atomic_load(&n->open_writers) > 0;
 		pthread_rwlock_unlock(&fs->tree_lock);
 		if (ino && !own)
-			fuse_lowlevel_notify_inval_inode(fs->se, ino,
-							 (mask & (IN_MODIFY | IN_CLOSE_WRITE)) ? 0 : -1, 0);
+			fuse_lowlevel_notify_inval_inode(
+			    fs->se, ino, (mask & (IN_MODIFY | IN_CLOSE_WRITE)) ? 0 : -1, 0);
 	}
 }
 
@@ -354,8 +355,8 @@ static void merge_repeats(char *buf, size_t len)
 		p += sizeof(*ev) + ev->len;
 		if (ev->mask & (IN_Q_OVERFLOW | IN_IGNORED))
 			continue;
-		uint32_t h = pw_fnv1a32_str(PW_FNV1A32_INIT ^ (uint32_t)ev->wd,
-					    ev->len ? ev->name : "");
+		uint32_t h =
+		    pw_fnv1a32_str(PW_FNV1A32_INIT ^ (uint32_t)ev->wd, ev->len ? ev->name : "");
 		for (uint32_t i = 0; i < 8; i++) {
 			struct inotify_event **slot = &slots[(h + i) & (PW_MERGE_SLOTS - 1)];
 			if (!*slot) {
@@ -378,8 +379,8 @@ static void *watch_main(void *arg)
 	pw_fs *fs = arg;
 	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
 	struct pollfd pfd[2] = {
-		{.fd = fs->inotify_fd, .events = POLLIN},
-		{.fd = fs->watch_stop_pipe[0], .events = POLLIN},
+	    {.fd = fs->inotify_fd, .events = POLLIN},
+	    {.fd = fs->watch_stop_pipe[0], .events = POLLIN},
 	};
 	for (;;) {
 		if (poll(pfd, 2, -1) < 0) {

@@ -18,7 +18,7 @@ typedef enum pw_expect_kind {
 	PW_EXPECT_NAME_ADDED,
 	PW_EXPECT_NAME_REMOVED,
 	PW_EXPECT_CLOSED_WRITE, /* the view closes a file it wrote: its pages are current */
-	PW_EXPECT_TIMES_SET,    /* a SETATTR of both times: the reply brings the new ones */
+	PW_EXPECT_TIMES_SET,	/* a SETATTR of both times: the reply brings the new ones */
 } pw_expect_kind;
 /* The same, for node N under its primary name (no-op for a node without one). */
 int pw_watch_expect_node(pw_fs *fs, pw_inode *n, pw_expect_kind kind);

@@ -47,7 +47,7 @@ static int tree_fd(char *root, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const cwds[] = { "", "src", "docs/design", "nope/deeper" };
+	static const char *const cwds[] = {"", "src", "docs/design", "nope/deeper"};
 	char root[64];
 	pw_bash_result *r = NULL;
 
@@ -56,9 +56,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t sel = data[0];
 	int fd = (sel & 4) ? tree_fd(root, sizeof(root)) : -1;
 	pw_bash_opts o = {
-		.root_fd = fd,
-		.root_path = fd >= 0 ? root : "/project",
-		.cwd = cwds[sel & 3],
+	    .root_fd = fd,
+	    .root_path = fd >= 0 ? root : "/project",
+	    .cwd = cwds[sel & 3],
 	};
 	int k = pw_bash_analyze((const char *)data + 1, size - 1, &o, &r);
 	if (k < 0) {

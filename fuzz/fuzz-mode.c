@@ -30,7 +30,7 @@ static void check_warnings(const pw_warnings *w, bool want_error)
 
 static void fuzz_mode(const char *buf, size_t size)
 {
-	pw_warnings w = { 0 };
+	pw_warnings w = {0};
 	pw_mode_file *mf = NULL;
 	int r;
 
@@ -46,8 +46,8 @@ static void fuzz_mode(const char *buf, size_t size)
 
 static void fuzz_config(const char *buf, size_t size)
 {
-	pw_warnings w = { 0 };
-	pw_config c = { 0 };
+	pw_warnings w = {0};
+	pw_config c = {0};
 	int r;
 
 	r = pw_config_parse("config.yaml", buf, size, PW_LAYER_PROJECT, &w, &c);

@@ -46,10 +46,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r = pw_rpc_parse_request((const char *)data, size, &req, &err);
 	if (r == 0) {
 		static const pw_rpc_param spec[] = {
-			{ "mode", PW_RPC_T_STRING, false, 64 },
-			{ "paths", PW_RPC_T_STRING_ARRAY, false, 0 },
-			{ "dir", PW_RPC_T_BOOL, false, 0 },
-			{ "n", PW_RPC_T_INT, false, 0 },
+		    {"mode", PW_RPC_T_STRING, false, 64},
+		    {"paths", PW_RPC_T_STRING_ARRAY, false, 0},
+		    {"dir", PW_RPC_T_BOOL, false, 0},
+		    {"n", PW_RPC_T_INT, false, 0},
 		};
 		char *msg = NULL;
 		if (pw_rpc_params_check(req.params, spec, 4, &msg) < 0)

@@ -10,8 +10,9 @@
  * Like mode files, every problem is reported with file:line:column and key; an error skips
  * the whole file (and modeset.c then fails every mode closed: a protection that cannot be
  * read must not silently stop applying); an unknown key is only a warning unless it is a
- * near miss of a known one ("protcted"), which is an error with a hint. Whether a project's design.tokens is
- * honoured (trust) is decided by the caller, which gets the key's position for its warning.
+ * near miss of a known one ("protcted"), which is an error with a hint. Whether a project's
+ * design.tokens is honoured (trust) is decided by the caller, which gets the key's position for its
+ * warning.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -54,8 +55,8 @@ static int cp_unknown(config_parser *p, const pw_yx_node *k, const char *key,
 			       "unknown key (ignored)");
 }
 
-static const char *const root_keys[] = { "protected", "design", "plans", NULL };
-static const char *const design_keys[] = { "tokens", NULL };
+static const char *const root_keys[] = {"protected", "design", "plans", NULL};
+static const char *const design_keys[] = {"tokens", NULL};
 
 /* A list of globs under KEY into *V. Returns the number added, or -ENOMEM. */
 static int cp_rules(config_parser *p, const pw_yx_node *v, const char *key, pw_rule_kind kind,
@@ -87,8 +88,8 @@ static int cp_rules(config_parser *p, const pw_yx_node *v, const char *key, pw_r
 		r = pw_rules_reserve(rules, *n);
 		if (r < 0)
 			return r;
-		r = pw_rule_init(&(*rules)[*n], kind, item->text, p->file, item->line,
-				 item->column, p->layer, &err);
+		r = pw_rule_init(&(*rules)[*n], kind, item->text, p->file, item->line, item->column,
+				 p->layer, &err);
 		if (r == -ENOMEM)
 			return r;
 		if (r < 0) {
@@ -123,7 +124,7 @@ static int cp_design(config_parser *p, const pw_yx_node *v)
 			r = cp_rules(p, val, key, PW_RULE_TOKEN, &p->c->token_rules,
 				     &p->c->n_tokens);
 			if (r > 0)
-				p->c->tokens_key = (pw_mark){ k->line, k->column };
+				p->c->tokens_key = (pw_mark){k->line, k->column};
 		} else
 			r = cp_unknown(p, k, key, design_keys);
 		if (r < 0)
@@ -146,20 +147,21 @@ static int cp_plans(config_parser *p, const pw_yx_node *k, const pw_yx_node *v)
 		return cp_error(p, v, "plans", "expected a directory path, not %s",
 				pw_yx_describe(v));
 	if (strpbrk(v->text, "*?[]\\!"))
-		return cp_error(p, v, "plans", "a directory path, not a glob: \"%.100s\"",
-				v->text);
+		return cp_error(p, v, "plans", "a directory path, not a glob: \"%.100s\"", v->text);
 	if (pw_path_normalize(v->text, strlen(v->text), norm, &err) < 0)
 		return cp_error(p, v, "plans", "invalid path \"%.100s\": %s", v->text,
 				err ? err : "not a path");
 	if (norm[0] == '\0' || pw_relpath_beneath(norm, ".piworkfs") ||
 	    strlen(norm) > PW_GLOB_LEN_MAX - 8)
-		return cp_error(p, v, "plans", "\"%.100s\" cannot hold plans (the project root, "
-				".piworkfs or too long)", v->text);
+		return cp_error(p, v, "plans",
+				"\"%.100s\" cannot hold plans (the project root, "
+				".piworkfs or too long)",
+				v->text);
 	free(p->c->plans_dir);
 	p->c->plans_dir = strdup(norm);
 	if (!p->c->plans_dir)
 		return -ENOMEM;
-	p->c->plans_key = (pw_mark){ k->line, k->column };
+	p->c->plans_key = (pw_mark){k->line, k->column};
 	return 0;
 }
 
@@ -200,20 +202,21 @@ void pw_config_done(pw_config *c)
 	free(c->protected_rules);
 	free(c->token_rules);
 	free(c->plans_dir);
-	*c = (pw_config){ 0 };
+	*c = (pw_config){0};
 }
 
-int pw_config_parse(const char *file, const char *buf, size_t len, pw_layer layer,
-		    pw_warnings *w, pw_config *ret)
+int pw_config_parse(const char *file, const char *buf, size_t len, pw_layer layer, pw_warnings *w,
+		    pw_config *ret)
 {
-	pw_config c = { 0 };
-	config_parser p = { .file = file, .layer = layer, .w = w, .c = &c };
+	pw_config c = {0};
+	config_parser p = {.file = file, .layer = layer, .w = w, .c = &c};
 	pw_yx_node *root = NULL;
-	pw_yx_error yerr = { 0 };
+	pw_yx_error yerr = {0};
 	int r;
 
 	if (memchr(buf, '\0', len)) {
-		r = pw_warnings_add(w, NULL, PW_ERROR, file, 0, 0, NULL, "the file holds a NUL byte");
+		r = pw_warnings_add(w, NULL, PW_ERROR, file, 0, 0, NULL,
+				    "the file holds a NUL byte");
 		return r < 0 ? r : -EINVAL;
 	}
 	if (len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0) {
@@ -246,7 +249,7 @@ int pw_config_load(const char *file, pw_layer layer, pw_warnings *w, pw_config *
 
 	r = pw_read_small_file(file, &buf, &len);
 	if (r == -ENOENT) {
-		*ret = (pw_config){ 0 };
+		*ret = (pw_config){0};
 		return 0;
 	}
 	if (r == -ENOMEM)

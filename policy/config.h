@@ -22,8 +22,8 @@ typedef struct pw_config {
 
 /* Parses BUF as config file FILE of LAYER. Returns 0 with *ret, -EINVAL when the file has
  * an error (skip it), -ENOMEM. */
-int pw_config_parse(const char *file, const char *buf, size_t len, pw_layer layer,
-		    pw_warnings *w, pw_config *ret);
+int pw_config_parse(const char *file, const char *buf, size_t len, pw_layer layer, pw_warnings *w,
+		    pw_config *ret);
 /* Reads and parses FILE; a missing file is 0 with an empty config. */
 int pw_config_load(const char *file, pw_layer layer, pw_warnings *w, pw_config *ret);
 void pw_config_done(pw_config *c);

@@ -72,12 +72,12 @@ struct tok {
 };
 
 enum glob_kind {
-	K_NFA,         /* general simulation */
-	K_EXACT,       /* the whole program is literal */
-	K_TREE,        /* literal prefix ending in '/', then "**" */
-	K_STAR,        /* literal prefix, one star, literal suffix without '/' */
-	K_ANYDEPTH,    /* "**" then a literal */
-	K_ALL,         /* "**" alone: every non-empty path */
+	K_NFA,	    /* general simulation */
+	K_EXACT,    /* the whole program is literal */
+	K_TREE,	    /* literal prefix ending in '/', then "**" */
+	K_STAR,	    /* literal prefix, one star, literal suffix without '/' */
+	K_ANYDEPTH, /* "**" then a literal */
+	K_ALL,	    /* "**" alone: every non-empty path */
 };
 
 /* One bit per state, states 0..ntok; ntok <= PW_GLOB_LEN_MAX. */
@@ -95,10 +95,10 @@ struct pw_glob {
 	char *bytes; /* bytes[i] = the byte of a T_LIT/T_SEP token i, 0 otherwise */
 	struct class_set *classes;
 	size_t ncls;
-	size_t nwords;     /* words of the state bitset in use */
+	size_t nwords;	   /* words of the state bitset in use */
 	size_t prefix_len; /* leading T_LIT/T_SEP tokens */
-	size_t star_at;    /* K_STAR: index of the star */
-	size_t nseg;       /* segments of the pattern */
+	size_t star_at;	   /* K_STAR: index of the star */
+	size_t nseg;	   /* segments of the pattern */
 	bool has_dstar;
 	bool dir_only;
 	bool matches_root;
@@ -144,7 +144,7 @@ static void emit(struct parser *ps, uint8_t op, uint8_t c, uint16_t cls)
 {
 	pw_glob *g = ps->g;
 
-	g->toks[g->ntok] = (struct tok){ .op = op, .c = c, .cls = cls };
+	g->toks[g->ntok] = (struct tok){.op = op, .c = c, .cls = cls};
 	g->bytes[g->ntok] = (op == T_LIT || op == T_SEP) ? (char)c : '\0';
 	g->ntok++;
 }
@@ -162,10 +162,9 @@ static int posix_class(const char *name, size_t n, struct class_set *c)
 		const char *name;
 		int (*fn)(int);
 	} table[] = {
-		{ "alnum", isalnum }, { "alpha", isalpha }, { "blank", isblank },
-		{ "cntrl", iscntrl }, { "digit", isdigit }, { "graph", isgraph },
-		{ "lower", islower }, { "print", isprint }, { "punct", ispunct },
-		{ "space", isspace }, { "upper", isupper }, { "xdigit", isxdigit },
+	    {"alnum", isalnum}, {"alpha", isalpha}, {"blank", isblank}, {"cntrl", iscntrl},
+	    {"digit", isdigit}, {"graph", isgraph}, {"lower", islower}, {"print", isprint},
+	    {"punct", ispunct}, {"space", isspace}, {"upper", isupper}, {"xdigit", isxdigit},
 	};
 
 	for (size_t k = 0; k < ELEMENTSOF(table); k++) {
@@ -203,7 +202,7 @@ static int parse_class(struct parser *ps)
 	bool neg = false, first = true;
 	int r;
 
-	*c = (struct class_set){ 0 };
+	*c = (struct class_set){0};
 	ps->i++;
 	if (ps->i < ps->len && (ps->p[ps->i] == '!' || ps->p[ps->i] == '^')) {
 		neg = true;
@@ -305,7 +304,8 @@ static size_t dstar_end(const struct parser *ps)
 		j++;
 	if (j - ps->i < 2)
 		return 0;
-	if (j < ps->len && ps->p[j] != '/' && !(ps->p[j] == '\\' && j + 1 < ps->len && ps->p[j + 1] == '/'))
+	if (j < ps->len && ps->p[j] != '/' &&
+	    !(ps->p[j] == '\\' && j + 1 < ps->len && ps->p[j + 1] == '/'))
 		return 0;
 	return j;
 }
@@ -445,7 +445,7 @@ static void classify(pw_glob *g)
 int pw_glob_compile(const char *pattern, pw_glob **ret, const char **ret_err)
 {
 	_cleanup_(pw_glob_freep) pw_glob *g = NULL;
-	struct parser ps = { 0 };
+	struct parser ps = {0};
 	size_t len, nclass = 0;
 	int r;
 
@@ -470,7 +470,7 @@ int pw_glob_compile(const char *pattern, pw_glob **ret, const char **ret_err)
 	if (!g->pattern || !g->toks || !g->bytes || !g->classes)
 		return -ENOMEM;
 
-	ps = (struct parser){ .p = pattern, .len = len, .g = g };
+	ps = (struct parser){.p = pattern, .len = len, .g = g};
 	r = parse_pattern(&ps);
 	if (r < 0) {
 		if (ret_err)
@@ -665,8 +665,7 @@ static bool match_fast(const pw_glob *g, const char *path, size_t len)
 }
 
 /* The anchored match of the program against PATH[0..LEN). */
-static bool match_len(const pw_glob *g, const char *path, size_t len, bool is_dir,
-		      uint64_t *work)
+static bool match_len(const pw_glob *g, const char *path, size_t len, bool is_dir, uint64_t *work)
 {
 	if (len == 0)
 		return g->matches_root && (!g->dir_only || is_dir);
@@ -681,8 +680,8 @@ static bool match_len(const pw_glob *g, const char *path, size_t len, bool is_di
  * are directories), else the last one only. The root ("") has no name. Each byte of PATH
  * is read by one segment's match, so the work stays O(len(path) * ntok).
  */
-static bool basename_match(const pw_glob *g, const char *path, size_t len, bool is_dir,
-			   bool tree, uint64_t *work)
+static bool basename_match(const pw_glob *g, const char *path, size_t len, bool is_dir, bool tree,
+			   uint64_t *work)
 {
 	size_t start = 0;
 
@@ -704,8 +703,7 @@ static bool basename_match(const pw_glob *g, const char *path, size_t len, bool 
 	return false;
 }
 
-static bool match_one(const pw_glob *g, const char *path, size_t len, bool is_dir,
-		      uint64_t *work)
+static bool match_one(const pw_glob *g, const char *path, size_t len, bool is_dir, uint64_t *work)
 {
 	if (g->basename)
 		return basename_match(g, path, len, is_dir, false, work);
@@ -733,8 +731,7 @@ static bool anydepth_tree(const pw_glob *g, const char *path, size_t len, bool i
 	return false;
 }
 
-static bool match_tree(const pw_glob *g, const char *path, size_t len, bool is_dir,
-		       uint64_t *work)
+static bool match_tree(const pw_glob *g, const char *path, size_t len, bool is_dir, uint64_t *work)
 {
 	if (len == 0)
 		return match_len(g, path, 0, is_dir, work);

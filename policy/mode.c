@@ -5,7 +5,8 @@
  * Parsing reports every problem it finds rather than stopping at the first, each with the
  * file, line, column and dotted key path, so one run of `piworkfs modes` shows the author
  * everything to fix. Errors make the caller skip the file; warnings (an unknown key that
- * is no near miss of a known one, an empty body) do not. Nothing here prints: problems go into a pw_warnings list.
+ * is no near miss of a known one, an empty body) do not. Nothing here prints: problems go into a
+ * pw_warnings list.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +36,7 @@ void pw_warnings_done(pw_warnings *w)
 	}
 	free(w->v);
 	free(w->mode);
-	*w = (pw_warnings){ 0 };
+	*w = (pw_warnings){0};
 }
 
 static int warnings_grow(pw_warnings *w)
@@ -59,7 +60,7 @@ static int warnings_grow(pw_warnings *w)
 int pw_warnings_addv(pw_warnings *w, const char *mode, pw_severity sev, const char *file,
 		     unsigned line, unsigned column, const char *key, const char *fmt, va_list ap)
 {
-	pw_warning x = { .severity = sev, .line = line, .column = column };
+	pw_warning x = {.severity = sev, .line = line, .column = column};
 	_cleanup_free_ char *mode_copy = NULL;
 	int r;
 
@@ -151,7 +152,7 @@ const char *pw_rule_kind_name(pw_rule_kind k)
 int pw_rule_init(pw_rule *r, pw_rule_kind kind, const char *pattern, const char *file,
 		 unsigned line, unsigned column, pw_layer layer, const char **ret_err)
 {
-	pw_rule x = { .kind = kind, .line = line, .column = column, .layer = layer };
+	pw_rule x = {.kind = kind, .line = line, .column = column, .layer = layer};
 	int k;
 
 	k = pw_glob_compile(pattern, &x.glob, ret_err);
@@ -188,7 +189,7 @@ void pw_rule_done(pw_rule *r)
 	free(r->pattern);
 	pw_glob_free(r->glob);
 	free(r->file);
-	*r = (pw_rule){ 0 };
+	*r = (pw_rule){0};
 }
 
 int pw_rules_reserve(pw_rule **v, size_t n)
@@ -228,7 +229,7 @@ void pw_mode_done(pw_mode *m)
 	for (size_t i = 0; i < m->n_rules; i++)
 		pw_rule_done(&m->rules[i]);
 	free(m->rules);
-	*m = (pw_mode){ 0 };
+	*m = (pw_mode){0};
 }
 
 void pw_mode_file_free(pw_mode_file *mf)
@@ -406,8 +407,7 @@ bool pw_mode_name_is_valid(const char *s)
 	return true;
 }
 
-static int mp_string(mode_parser *p, const pw_yx_node *v, const char *key, bool null_ok,
-		     char **ret)
+static int mp_string(mode_parser *p, const pw_yx_node *v, const char *key, bool null_ok, char **ret)
 {
 	char *s;
 
@@ -442,8 +442,8 @@ static int mp_add_rule(mode_parser *p, pw_rule_kind kind, const pw_yx_node *item
 	r = pw_rules_reserve(&m->rules, m->n_rules);
 	if (r < 0)
 		return r;
-	r = pw_rule_init(&m->rules[m->n_rules], kind, item->text, p->file, item->line,
-			 item->column, p->layer, &err);
+	r = pw_rule_init(&m->rules[m->n_rules], kind, item->text, p->file, item->line, item->column,
+			 p->layer, &err);
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0)
@@ -554,9 +554,9 @@ static int mp_unknown_among(mode_parser *p, const pw_yx_node *k, const char *key
 			       "unknown key (ignored)");
 }
 
-static const char *const top_keys[] = { "name", "description", "writes", "hide", "protect",
-					"keep_originals", NULL };
-static const char *const writes_keys[] = { "allow", "deny", "tokens", "plans", NULL };
+static const char *const top_keys[] = {"name",	  "description",    "writes", "hide",
+				       "protect", "keep_originals", NULL};
+static const char *const writes_keys[] = {"allow", "deny", "tokens", "plans", NULL};
 
 static int mp_unknown(mode_parser *p, const pw_yx_node *k, const char *key)
 {
@@ -585,17 +585,17 @@ static int mp_writes(mode_parser *p, const pw_yx_node *v)
 		else if (streq(k->text, "allow")) {
 			r = mp_rules(p, val, key, PW_RULE_ALLOW);
 			if (r > 0)
-				mf->allow_key = (pw_mark){ k->line, k->column };
+				mf->allow_key = (pw_mark){k->line, k->column};
 		} else if (streq(k->text, "deny"))
 			r = mp_rules(p, val, key, PW_RULE_DENY);
 		else if (streq(k->text, "tokens")) {
 			r = mp_bool(p, val, key, &mf->mode.tokens);
 			if (r >= 0 && mf->mode.tokens)
-				mf->tokens_key = (pw_mark){ k->line, k->column };
+				mf->tokens_key = (pw_mark){k->line, k->column};
 		} else if (streq(k->text, "plans")) {
 			r = mp_bool(p, val, key, &mf->mode.plans);
 			if (r >= 0 && mf->mode.plans)
-				mf->plans_key = (pw_mark){ k->line, k->column };
+				mf->plans_key = (pw_mark){k->line, k->column};
 		} else
 			r = mp_unknown_among(p, k, key, writes_keys);
 		if (r < 0)
@@ -622,7 +622,7 @@ static int mp_top_key(mode_parser *p, const pw_yx_node *k, const pw_yx_node *v)
 	if (streq(k->text, "protect")) {
 		r = mp_bool(p, v, "protect", &mf->mode.protect);
 		if (r >= 0 && !mf->mode.protect)
-			mf->protect_key = (pw_mark){ k->line, k->column };
+			mf->protect_key = (pw_mark){k->line, k->column};
 		return r;
 	}
 	if (streq(k->text, "keep_originals"))
@@ -653,7 +653,7 @@ static int mp_name(mode_parser *p, const pw_yx_node *root, const pw_yx_node *nam
 static int mp_frontmatter(mode_parser *p, const pw_yx_node *root, unsigned first_line)
 {
 	const pw_yx_node *name_node = NULL;
-	pw_yx_node at = { .line = first_line, .column = 1 };
+	pw_yx_node at = {.line = first_line, .column = 1};
 
 	if (!root)
 		return mp_error(p, &at, "name", "missing required key");
@@ -708,7 +708,7 @@ static int mp_body(mode_parser *p, const frontmatter *fm)
 
 static int mp_split(mode_parser *p, const char *buf, size_t len, frontmatter *ret)
 {
-	pw_yx_node at = { .line = 1, .column = 1 };
+	pw_yx_node at = {.line = 1, .column = 1};
 	int r;
 
 	if (memchr(buf, '\0', len))
@@ -726,15 +726,15 @@ static int mp_split(mode_parser *p, const char *buf, size_t len, frontmatter *re
 	return 0;
 }
 
-int pw_mode_parse(const char *file, const char *buf, size_t len, pw_layer layer,
-		  pw_warnings *w, pw_mode_file **ret)
+int pw_mode_parse(const char *file, const char *buf, size_t len, pw_layer layer, pw_warnings *w,
+		  pw_mode_file **ret)
 {
 	_cleanup_(mode_file_freep) pw_mode_file *mf = NULL;
 	pw_yx_node *root = NULL;
 	char stem[PW_NAME_MAX + 1];
-	mode_parser p = { .file = file, .layer = layer, .w = w };
-	frontmatter fm = { 0 };
-	pw_yx_error yerr = { 0 };
+	mode_parser p = {.file = file, .layer = layer, .w = w};
+	frontmatter fm = {0};
+	pw_yx_error yerr = {0};
 	int r;
 
 	p.stem = file_stem(file, stem, sizeof(stem));

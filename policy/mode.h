@@ -54,7 +54,7 @@ typedef enum pw_layer {
 	PW_LAYER_GLOBAL,
 	PW_LAYER_PROJECT,
 	PW_LAYER_DEFAULT, /* built into the program (default protected paths) */
-	PW_LAYER_LANE,    /* the view's lane: `mount --only` / `run --only` (policy.h) */
+	PW_LAYER_LANE,	  /* the view's lane: `mount --only` / `run --only` (policy.h) */
 } pw_layer;
 
 typedef enum pw_rule_kind {
@@ -99,7 +99,7 @@ typedef struct pw_warning {
 	pw_severity severity;
 	char *file;
 	unsigned line, column; /* 1-based; 0 when unknown */
-	char *key;             /* dotted key path, e.g. "writes.allow[2]"; NULL when none */
+	char *key;	       /* dotted key path, e.g. "writes.allow[2]"; NULL when none */
 	char *message;
 } pw_warning;
 
@@ -128,10 +128,10 @@ typedef struct pw_warnings {
 /* The same with a va_list, for callers that format their own messages. */
 int pw_warnings_addv(pw_warnings *w, const char *mode, pw_severity sev, const char *file,
 		     unsigned line, unsigned column, const char *key, const char *fmt, va_list ap)
-	__attribute__((format(printf, 8, 0)));
+    __attribute__((format(printf, 8, 0)));
 int pw_warnings_add(pw_warnings *w, const char *mode, pw_severity sev, const char *file,
 		    unsigned line, unsigned column, const char *key, const char *fmt, ...)
-	__attribute__((format(printf, 8, 9)));
+    __attribute__((format(printf, 8, 9)));
 void pw_warnings_done(pw_warnings *w);
 void pw_warning_done(pw_warning *w);
 
@@ -154,13 +154,13 @@ typedef struct pw_mode_file {
  * mode's name) of layer LAYER. Problems are appended to W. Returns 0 with *ret, -EINVAL when
  * the file has an error (it must be skipped; the errors are in W), or -ENOMEM.
  */
-int pw_mode_parse(const char *file, const char *buf, size_t len, pw_layer layer,
-		  pw_warnings *w, pw_mode_file **ret);
+int pw_mode_parse(const char *file, const char *buf, size_t len, pw_layer layer, pw_warnings *w,
+		  pw_mode_file **ret);
 /* Reads FILE (bounded by PW_MODE_FILE_MAX) and parses it as above; an unreadable file is an
  * error in W too (-EINVAL). */
 int pw_mode_load(const char *file, pw_layer layer, pw_warnings *w, pw_mode_file **ret);
 void pw_mode_file_free(pw_mode_file *mf); /* accepts NULL */
-void pw_mode_done(pw_mode *m);              /* frees what M holds, not M */
+void pw_mode_done(pw_mode *m);		  /* frees what M holds, not M */
 
 /* Reads a whole regular file of at most PW_MODE_FILE_MAX bytes (NUL-terminated). Returns 0,
  * -EFBIG when larger, or -errno. */

@@ -34,8 +34,8 @@ struct pw_modeset {
 	size_t n_protected;
 	pw_rule *token_rules;
 	size_t n_tokens;
-	char *plans_dir;       /* the plans folder, PW_DEFAULT_PLANS_DIR unless configured */
-	pw_rule plans_rule;    /* allow "/plans_dir/" "**", for modes with writes.plans */
+	char *plans_dir;    /* the plans folder, PW_DEFAULT_PLANS_DIR unless configured */
+	pw_rule plans_rule; /* allow "/plans_dir/" "**", for modes with writes.plans */
 	pw_warnings w;
 };
 
@@ -43,7 +43,7 @@ struct pw_modeset {
 
 /* Directories, not globs: pw_glob_match_tree() covers everything beneath each. Each is
  * anchored at the root (a pattern without a slash would name .piworkfs at any depth). */
-static const char *const default_protected[] = { ".git/hooks", ".git/config", "/.piworkfs" };
+static const char *const default_protected[] = {".git/hooks", ".git/config", "/.piworkfs"};
 
 void pw_modeset_free(pw_modeset *ms)
 {
@@ -80,13 +80,13 @@ static int modeset_put(pw_modeset *ms, pw_mode *m)
 	if (old) {
 		pw_mode_done(old);
 		*old = *m;
-		*m = (pw_mode){ 0 };
+		*m = (pw_mode){0};
 		return 0;
 	}
 	if (PW_GROW(ms->modes, ms->cap_modes, ms->n_modes, 8) < 0)
 		return -ENOMEM;
 	ms->modes[ms->n_modes++] = *m;
-	*m = (pw_mode){ 0 };
+	*m = (pw_mode){0};
 	return 0;
 }
 
@@ -320,7 +320,7 @@ static int config_broken(pw_modeset *ms, const char *file, size_t first)
 /* Takes the rules of C (protected always; tokens only with authority). */
 static int load_config(pw_modeset *ms, const char *file, pw_layer layer, bool trusted)
 {
-	pw_config c = { 0 };
+	pw_config c = {0};
 	size_t first = ms->w.n;
 	int r;
 
@@ -354,8 +354,7 @@ static int cmp_mode(const void *a, const void *b)
 	return strcmp(((const pw_mode *)a)->name, ((const pw_mode *)b)->name);
 }
 
-static int load_dir(pw_modeset *ms, const char *base, const char *sub, pw_layer layer,
-		    bool trusted)
+static int load_dir(pw_modeset *ms, const char *base, const char *sub, pw_layer layer, bool trusted)
 {
 	_cleanup_free_ char *modes = NULL, *config = NULL;
 	int r;
@@ -451,8 +450,7 @@ int pw_modeset_load(const pw_load_opts *opts, pw_modeset **ret)
 			return r;
 	}
 	if (opts->project_dir) {
-		r = load_dir(ms, opts->project_dir, "/.piworkfs/", PW_LAYER_PROJECT,
-			     opts->trusted);
+		r = load_dir(ms, opts->project_dir, "/.piworkfs/", PW_LAYER_PROJECT, opts->trusted);
 		if (r < 0)
 			return r;
 	}

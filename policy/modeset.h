@@ -14,9 +14,9 @@
 
 typedef struct pw_load_opts {
 	const char *bundled_dir; /* directory of bundled NAME.md files; NULL to skip */
-	const char *global_dir;  /* $XDG_CONFIG_HOME/piworkfs; NULL to skip */
+	const char *global_dir;	 /* $XDG_CONFIG_HOME/piworkfs; NULL to skip */
 	const char *project_dir; /* project root; NULL to skip the project layer */
-	bool trusted;            /* project trusted: its layer may widen */
+	bool trusted;		 /* project trusted: its layer may widen */
 } pw_load_opts;
 
 typedef struct pw_modeset pw_modeset;

@@ -80,7 +80,7 @@ typedef struct line {
 static line line_at(const char *at, const char *end)
 {
 	const char *nl = memchr(at, '\n', (size_t)(end - at));
-	line l = { .s = at, .len = (size_t)((nl ? nl : end) - at), .next = nl ? nl + 1 : end };
+	line l = {.s = at, .len = (size_t)((nl ? nl : end) - at), .next = nl ? nl + 1 : end};
 
 	if (l.len > 0 && l.s[l.len - 1] == '\r')
 		l.len--;
@@ -126,7 +126,7 @@ static int split(const char *buf, size_t len, const char **ret_yaml, size_t *ret
 
 /* ---- frontmatter ---------------------------------------------------------------------- */
 
-static const char *const known_statuses[] = { "draft", "approved", "in_progress", "done", NULL };
+static const char *const known_statuses[] = {"draft", "approved", "in_progress", "done", NULL};
 
 static int take_field(pw_plan *p, const pw_yx_node *k, const pw_yx_node *v, char **slot)
 {
@@ -143,7 +143,7 @@ static int take_field(pw_plan *p, const pw_yx_node *k, const pw_yx_node *v, char
 static int parse_frontmatter(pw_plan *p, const char *yaml, size_t len)
 {
 	pw_yx_node *root = NULL;
-	pw_yx_error err = { 0 };
+	pw_yx_error err = {0};
 	int r = pw_yx_parse(yaml, len, 1, &root, &err);
 
 	if (r == -ENOMEM)
@@ -180,8 +180,10 @@ static int parse_frontmatter(pw_plan *p, const char *yaml, size_t len)
 		for (size_t i = 0; known_statuses[i]; i++)
 			known = known || streq(p->status, known_statuses[i]);
 		if (!known)
-			r = problem(p, "frontmatter: unknown status \"%.40s\" (draft, approved, "
-				       "in_progress or done)", p->status);
+			r = problem(p,
+				    "frontmatter: unknown status \"%.40s\" (draft, approved, "
+				    "in_progress or done)",
+				    p->status);
 	}
 	return r;
 }
@@ -214,7 +216,8 @@ static bool is_fence(const line *l)
 
 	while (i < l->len && i < 3 && l->s[i] == ' ')
 		i++;
-	return l->len - i >= 3 && (memcmp(l->s + i, "```", 3) == 0 || memcmp(l->s + i, "~~~", 3) == 0);
+	return l->len - i >= 3 &&
+	       (memcmp(l->s + i, "```", 3) == 0 || memcmp(l->s + i, "~~~", 3) == 0);
 }
 
 /* An unindented list item "- ", "* " or "+ ". */
@@ -264,7 +267,7 @@ static void task_list_clear(task_list *t)
 	for (size_t i = 0; i < t->n; i++)
 		free(t->v[i].text);
 	free(t->v);
-	*t = (task_list){ 0 };
+	*t = (task_list){0};
 }
 
 /* Appends a task, its text cut at PW_PLAN_TASK_TEXT_MAX bytes on a character boundary. */
@@ -307,7 +310,7 @@ static void end_checklist(body_scan *b)
 	if (b->current.n > 0) {
 		task_list_clear(&b->checklist);
 		b->checklist = b->current;
-		b->current = (task_list){ 0 };
+		b->current = (task_list){0};
 	}
 	task_list_clear(&b->current);
 	b->in_list = false;
@@ -349,7 +352,7 @@ static int scan_line(body_scan *b, const line *l, unsigned lineno)
 
 static int parse_body(pw_plan *p, const char *s, const char *end, unsigned first_line)
 {
-	body_scan b = { 0 };
+	body_scan b = {0};
 	bool fenced = false;
 	unsigned n = first_line;
 	int r = 0;
@@ -417,7 +420,8 @@ int pw_plan_parse(const char *buf, size_t len, size_t total, pw_plan **ret)
 	}
 	r = split(buf, len, &yaml, &yaml_len, &close, &body_line);
 	if (r == -ENOMSG)
-		r = problem(p, "line 1: missing frontmatter: the file must start with a '---' line");
+		r = problem(p,
+			    "line 1: missing frontmatter: the file must start with a '---' line");
 	else if (r == -EBADMSG)
 		r = problem(p, "line 1: unterminated frontmatter: no closing '---' line");
 	else {
@@ -477,13 +481,13 @@ static int out_field(out_buf *o, const char *key, const char *value)
 int pw_plan_set_fields(const char *buf, size_t len, const char *status, const char *approved,
 		       const char *updated, char **ret)
 {
-	const char *keys[] = { "status", "approved", "updated" };
-	const char *values[] = { status, approved, updated };
-	bool drop[3] = { false, !approved, false }, done[3] = { false, false, false };
+	const char *keys[] = {"status", "approved", "updated"};
+	const char *values[] = {status, approved, updated};
+	bool drop[3] = {false, !approved, false}, done[3] = {false, false, false};
 	const char *yaml, *close, *end = buf + len, *at;
 	size_t yaml_len;
 	unsigned body_line;
-	out_buf o = { 0 };
+	out_buf o = {0};
 	int r;
 
 	if (split(buf, len, &yaml, &yaml_len, &close, &body_line) < 0)
@@ -524,7 +528,8 @@ bool pw_plan_name_is_valid(const char *name)
 {
 	size_t n = strlen(name);
 
-	if (n == 0 || n > PW_PLAN_NAME_MAX || !isalnum((unsigned char)name[0]) || strstr(name, ".."))
+	if (n == 0 || n > PW_PLAN_NAME_MAX || !isalnum((unsigned char)name[0]) ||
+	    strstr(name, ".."))
 		return false;
 	for (size_t i = 0; i < n; i++)
 		if (!isalnum((unsigned char)name[i]) && !strchr("._-", name[i]))

@@ -37,8 +37,8 @@
 #include "pw_limits.h"
 
 typedef enum pw_plan_tasks_from {
-	PW_PLAN_TASKS_NONE,      /* the plan has no task */
-	PW_PLAN_TASKS_SECTION,   /* the "Tasks" section */
+	PW_PLAN_TASKS_NONE,	 /* the plan has no task */
+	PW_PLAN_TASKS_SECTION,	 /* the "Tasks" section */
 	PW_PLAN_TASKS_CHECKLIST, /* the body's last checklist */
 } pw_plan_tasks_from;
 

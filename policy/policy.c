@@ -30,8 +30,8 @@ enum {
 struct pw_policy {
 	atomic_uint refcount;
 	char *mode, *description, *body, *source;
-	char *fail_reason; /* non-NULL: fail-closed */
-	bool protect;      /* the mode's protect key (protected rules are left out when false) */
+	char *fail_reason;   /* non-NULL: fail-closed */
+	bool protect;	     /* the mode's protect key (protected rules are left out when false) */
 	bool keep_originals; /* the mode's keep_originals key */
 	pw_rule *rules;
 	size_t n_rules;
@@ -42,27 +42,27 @@ struct pw_policy {
 };
 
 static const char *const op_names[_PW_OP_MAX] = {
-	[PW_OP_LOOKUP] = "lookup",
-	[PW_OP_READ] = "read",
-	[PW_OP_CREATE] = "create",
-	[PW_OP_MKNOD] = "mknod",
-	[PW_OP_MKDIR] = "mkdir",
-	[PW_OP_SYMLINK] = "symlink",
-	[PW_OP_LINK] = "link",
-	[PW_OP_UNLINK] = "unlink",
-	[PW_OP_RMDIR] = "rmdir",
-	[PW_OP_RENAME] = "rename",
-	[PW_OP_OPEN_WRITE] = "open-write",
-	[PW_OP_WRITE] = "write",
-	[PW_OP_TRUNCATE] = "truncate",
-	[PW_OP_CHMOD] = "chmod",
-	[PW_OP_CHOWN] = "chown",
-	[PW_OP_UTIMENS] = "utimens",
-	[PW_OP_SETXATTR] = "setxattr",
-	[PW_OP_REMOVEXATTR] = "removexattr",
-	[PW_OP_FALLOCATE] = "fallocate",
-	[PW_OP_COPY_RANGE] = "copy-range",
-	[PW_OP_ACCESS_WRITE] = "access-write",
+    [PW_OP_LOOKUP] = "lookup",
+    [PW_OP_READ] = "read",
+    [PW_OP_CREATE] = "create",
+    [PW_OP_MKNOD] = "mknod",
+    [PW_OP_MKDIR] = "mkdir",
+    [PW_OP_SYMLINK] = "symlink",
+    [PW_OP_LINK] = "link",
+    [PW_OP_UNLINK] = "unlink",
+    [PW_OP_RMDIR] = "rmdir",
+    [PW_OP_RENAME] = "rename",
+    [PW_OP_OPEN_WRITE] = "open-write",
+    [PW_OP_WRITE] = "write",
+    [PW_OP_TRUNCATE] = "truncate",
+    [PW_OP_CHMOD] = "chmod",
+    [PW_OP_CHOWN] = "chown",
+    [PW_OP_UTIMENS] = "utimens",
+    [PW_OP_SETXATTR] = "setxattr",
+    [PW_OP_REMOVEXATTR] = "removexattr",
+    [PW_OP_FALLOCATE] = "fallocate",
+    [PW_OP_COPY_RANGE] = "copy-range",
+    [PW_OP_ACCESS_WRITE] = "access-write",
 };
 
 const char *pw_op_name(pw_op op)
@@ -158,8 +158,7 @@ static pw_policy *policy_alloc(const char *mode, const char *description, const 
 	return TAKE_PTR(p);
 }
 
-static int policy_add_group(pw_policy *p, int group, const pw_rule *v, size_t n,
-			    pw_rule_kind kind)
+static int policy_add_group(pw_policy *p, int group, const pw_rule *v, size_t n, pw_rule_kind kind)
 {
 	for (size_t i = 0; i < n; i++) {
 		int r;
@@ -213,8 +212,8 @@ int pw_policy_compile(const pw_modeset *ms, const char *mode, pw_policy **ret)
 	return pw_policy_compile_lane(ms, mode, NULL, 0, ret);
 }
 
-int pw_policy_compile_lane(const pw_modeset *ms, const char *mode, const pw_rule *lane,
-			   size_t n, pw_policy **ret)
+int pw_policy_compile_lane(const pw_modeset *ms, const char *mode, const pw_rule *lane, size_t n,
+			   pw_policy **ret)
 {
 	_cleanup_(policy_freep) pw_policy *p = NULL;
 	const pw_mode *m;
@@ -338,10 +337,9 @@ static bool writes_only_plans(const pw_policy *p)
 	return group_empty(p, GROUP_ALLOW) && group_empty(p, GROUP_TOKEN);
 }
 
-static void decided(pw_decision *ret, bool allowed, int err, pw_reason reason,
-		    const pw_rule *rule)
+static void decided(pw_decision *ret, bool allowed, int err, pw_reason reason, const pw_rule *rule)
 {
-	*ret = (pw_decision){ .allowed = allowed, .err = err, .reason = reason, .rule = rule };
+	*ret = (pw_decision){.allowed = allowed, .err = err, .reason = reason, .rule = rule};
 }
 
 /* The hide step. The project root itself is never hidden: hiding it would hide the view. */
@@ -418,8 +416,7 @@ static const pw_rule *plans_parent(const pw_policy *p, pw_op op, const char *pat
 	return r;
 }
 
-void pw_policy_decide(const pw_policy *p, pw_op op, const char *path, bool is_dir,
-		      pw_decision *ret)
+void pw_policy_decide(const pw_policy *p, pw_op op, const char *path, bool is_dir, pw_decision *ret)
 {
 	const pw_rule *rule = hidden_by(p, path, is_dir);
 
@@ -523,8 +520,8 @@ const pw_rule *pw_policy_rule(const pw_policy *p, size_t i)
  * Set relations are decided on pattern text: two rules are the same when their patterns are
  * identical. That is sound (equal text, equal glob) but incomplete: "src/[ab]" and "src/[ba]"
  * match the same paths and still count as different, which can only make a
- * switch look like a loosening, the safe error. The one semantic step taken: an allow pattern "**" covers any
- * other allow or token rule.
+ * switch look like a loosening, the safe error. The one semantic step taken: an allow pattern "**"
+ * covers any other allow or token rule.
  */
 static bool group_has_pattern(const pw_policy *p, int group, const char *pattern)
 {

@@ -66,32 +66,32 @@ typedef enum pw_op {
 	_PW_OP_MAX,
 } pw_op;
 
-const char *pw_op_name(pw_op op);         /* "create", "rename", ... */
-int pw_op_from_name(const char *name);    /* pw_op, or -EINVAL */
+const char *pw_op_name(pw_op op);      /* "create", "rename", ... */
+int pw_op_from_name(const char *name); /* pw_op, or -EINVAL */
 bool pw_op_is_write(pw_op op);
 
 typedef enum pw_reason {
-	PW_REASON_READ,          /* reads are allowed */
-	PW_REASON_ALLOW_RULE,    /* an allow rule matched */
-	PW_REASON_TOKEN,         /* a declared token file in a tokens mode */
-	PW_REASON_HIDDEN,        /* a hide rule matched */
-	PW_REASON_READ_ONLY,     /* the mode writes nothing */
-	PW_REASON_PROTECTED,     /* a protected path */
-	PW_REASON_DENY_RULE,     /* a deny rule matched */
-	PW_REASON_NO_ALLOW,      /* no allow rule matched */
-	PW_REASON_FAIL_CLOSED,   /* the active mode is broken; nothing is writable */
-	PW_REASON_OUTSIDE,       /* the path leaves the project */
-	PW_REASON_HARDLINK,      /* a file with more links than the names known to be allowed */
-	PW_REASON_LANE,          /* the mode allows it, but it is outside the view's lane */
-	PW_REASON_OVERLAP,       /* an allowed write of a path another live view changed
-				  * in its current change set (fs/overlap.h; audit only) */
+	PW_REASON_READ,	       /* reads are allowed */
+	PW_REASON_ALLOW_RULE,  /* an allow rule matched */
+	PW_REASON_TOKEN,       /* a declared token file in a tokens mode */
+	PW_REASON_HIDDEN,      /* a hide rule matched */
+	PW_REASON_READ_ONLY,   /* the mode writes nothing */
+	PW_REASON_PROTECTED,   /* a protected path */
+	PW_REASON_DENY_RULE,   /* a deny rule matched */
+	PW_REASON_NO_ALLOW,    /* no allow rule matched */
+	PW_REASON_FAIL_CLOSED, /* the active mode is broken; nothing is writable */
+	PW_REASON_OUTSIDE,     /* the path leaves the project */
+	PW_REASON_HARDLINK,    /* a file with more links than the names known to be allowed */
+	PW_REASON_LANE,	       /* the mode allows it, but it is outside the view's lane */
+	PW_REASON_OVERLAP,     /* an allowed write of a path another live view changed
+				* in its current change set (fs/overlap.h; audit only) */
 } pw_reason;
 
 const char *pw_reason_name(pw_reason r); /* stable identifiers for --json: "deny-rule", ... */
 
 typedef struct pw_decision {
 	bool allowed;
-	int err;             /* 0, EROFS, EACCES or ENOENT */
+	int err; /* 0, EROFS, EACCES or ENOENT */
 	pw_reason reason;
 	const pw_rule *rule; /* the deciding rule, owned by the policy; NULL when none */
 } pw_decision;
@@ -114,8 +114,8 @@ void pw_lane_free(pw_rule *lane, size_t n); /* accepts NULL */
 
 /* pw_policy_compile, narrowed by the lane LANE (N rules from pw_lane_parse; N == 0: no
  * lane). The policy keeps copies of the rules. */
-int pw_policy_compile_lane(const pw_modeset *ms, const char *mode, const pw_rule *lane,
-			   size_t n, pw_policy **ret);
+int pw_policy_compile_lane(const pw_modeset *ms, const char *mode, const pw_rule *lane, size_t n,
+			   pw_policy **ret);
 /* The policy's lane rules (none without a lane). */
 size_t pw_policy_lane_count(const pw_policy *p);
 const pw_rule *pw_policy_lane_rule(const pw_policy *p, size_t i);

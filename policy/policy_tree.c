@@ -6,8 +6,8 @@
  * So a directory may move only when no enforced deny or protected rule can match beneath
  * it. Hide rules count too (moving a tree would reveal its hidden content under a new
  * name), and the same test applies to the destination of a directory move (moving a tree
- * to `vendor` when everything under `vendor` is denied would put content under the rule). "Can match"
- * is decided segment by segment and errs on the side of "yes".
+ * to `vendor` when everything under `vendor` is denied would put content under the rule). "Can
+ * match" is decided segment by segment and errs on the side of "yes".
  *
  * A pattern without a slash (glob.h: a name at any depth, such as `*.pem` or `.env`) never
  * stops a move: whether it matches a path beneath the directory depends on the names below
@@ -99,7 +99,8 @@ bool pw_policy_may_write_tree(const pw_policy *p, const char *dir, pw_decision *
 		const pw_rule *r = pw_policy_rule(p, i);
 		bool enforced = r->kind == PW_RULE_DENY || r->kind == PW_RULE_HIDE ||
 				(r->kind == PW_RULE_PROTECTED && pw_policy_protects(p));
-		if (!enforced || pw_glob_is_basename(r->glob) || !could_match_beneath(r->pattern, dir))
+		if (!enforced || pw_glob_is_basename(r->glob) ||
+		    !could_match_beneath(r->pattern, dir))
 			continue;
 		pw_reason why = r->kind == PW_RULE_DENY	  ? PW_REASON_DENY_RULE
 				: r->kind == PW_RULE_HIDE ? PW_REASON_HIDDEN

@@ -79,8 +79,8 @@ int pw_rpc_parse_request(const char *line, size_t len, pw_rpc_request *ret, pw_r
 			return -ENOMEM;
 		set_err(ret_err, PW_RPC_PARSE_ERROR,
 			json_error_code(&jerr) == json_error_numeric_overflow
-				? "parse error: number out of range"
-				: "parse error: not a JSON text",
+			    ? "parse error: number out of range"
+			    : "parse error: not a JSON text",
 			NULL);
 		return -EINVAL;
 	}
@@ -120,7 +120,8 @@ int pw_rpc_parse_request(const char *line, size_t len, pw_rpc_request *ret, pw_r
 
 	const char *key;
 	json_t *val;
-	json_object_foreach(root, key, val) {
+	json_object_foreach(root, key, val)
+	{
 		if (!streq(key, "jsonrpc") && !streq(key, "id") && !streq(key, "method") &&
 		    !streq(key, "params")) {
 			set_err(ret_err, PW_RPC_INVALID_REQUEST, "unknown member in request",
@@ -374,7 +375,8 @@ static int check_one(const json_t *v, const pw_rpc_param *p, char **ret_msg)
 			r = asprintf(ret_msg, "params.%s: more than %zu items", p->name, max);
 			return r < 0 ? -ENOMEM : -EINVAL;
 		}
-		json_array_foreach(v, i, item) {
+		json_array_foreach(v, i, item)
+		{
 			if (!json_is_string(item))
 				r = asprintf(ret_msg, "params.%s[%zu]: expected a string", p->name,
 					     i);
@@ -413,7 +415,8 @@ int pw_rpc_params_check(const json_t *params, const pw_rpc_param *spec, size_t n
 		*ret_msg = strdup("params: expected an object");
 		return -EINVAL;
 	}
-	json_object_foreach((json_t *)params, key, v) {
+	json_object_foreach((json_t *)params, key, v)
+	{
 		const pw_rpc_param *p = NULL;
 		for (size_t i = 0; i < n_spec; i++)
 			if (streq(spec[i].name, key))

@@ -28,22 +28,22 @@ enum {
 	PW_RPC_METHOD_NOT_FOUND = -32601,
 	PW_RPC_INVALID_PARAMS = -32602,
 	PW_RPC_INTERNAL_ERROR = -32603,
-	PW_RPC_UNKNOWN_MODE = -32001,   /* no such mode */
-	PW_RPC_REFUSED = -32002,        /* authority: wrong uid, or an agent loosening */
-	PW_RPC_MODE_BROKEN = -32003,    /* the mode's file is broken */
-	PW_RPC_TOO_LARGE = -32004,      /* a line longer than PW_MSG_MAX (connection closed) */
-	PW_RPC_BUSY = -32005,           /* too many connections (connection closed) */
-	PW_RPC_INVALID_PATH = -32006,   /* a path that cannot be normalized */
-	PW_RPC_UNAVAILABLE = -32007,    /* a feature this daemon was built or started without */
-	PW_RPC_NO_CHANGE = -32008,      /* diff or undo of a path with no recorded change */
+	PW_RPC_UNKNOWN_MODE = -32001, /* no such mode */
+	PW_RPC_REFUSED = -32002,      /* authority: wrong uid, or an agent loosening */
+	PW_RPC_MODE_BROKEN = -32003,  /* the mode's file is broken */
+	PW_RPC_TOO_LARGE = -32004,    /* a line longer than PW_MSG_MAX (connection closed) */
+	PW_RPC_BUSY = -32005,	      /* too many connections (connection closed) */
+	PW_RPC_INVALID_PATH = -32006, /* a path that cannot be normalized */
+	PW_RPC_UNAVAILABLE = -32007,  /* a feature this daemon was built or started without */
+	PW_RPC_NO_CHANGE = -32008,    /* diff or undo of a path with no recorded change */
 };
 
 /* A parsed request. ROOT owns everything; id/params are borrowed from it. */
 typedef struct pw_rpc_request {
 	json_t *root;
-	json_t *id;         /* NULL for a notification (no "id" member); json null is kept */
+	json_t *id; /* NULL for a notification (no "id" member); json null is kept */
 	const char *method;
-	json_t *params;     /* an object; an empty object when absent */
+	json_t *params; /* an object; an empty object when absent */
 } pw_rpc_request;
 
 /* Why a line was not a valid request: the error to answer with. MESSAGE is static. */
@@ -88,13 +88,13 @@ typedef enum pw_rpc_reply_kind {
 typedef struct pw_rpc_reply {
 	json_t *root;
 	pw_rpc_reply_kind kind;
-	json_t *id;          /* result/error: the id (json null possible); borrowed */
-	json_t *result;      /* RESULT: borrowed */
-	int error_code;      /* ERROR */
+	json_t *id;		   /* result/error: the id (json null possible); borrowed */
+	json_t *result;		   /* RESULT: borrowed */
+	int error_code;		   /* ERROR */
 	const char *error_message; /* ERROR: borrowed */
-	json_t *error_data;  /* ERROR: borrowed, may be NULL */
-	const char *method;  /* NOTIFICATION */
-	json_t *params;      /* NOTIFICATION: borrowed, object (empty when absent) */
+	json_t *error_data;	   /* ERROR: borrowed, may be NULL */
+	const char *method;	   /* NOTIFICATION */
+	json_t *params;		   /* NOTIFICATION: borrowed, object (empty when absent) */
 } pw_rpc_reply;
 
 /* Parses one received line. Returns 0 with *ret (release with pw_rpc_reply_done), -EBADMSG
@@ -107,7 +107,7 @@ void pw_rpc_reply_done(pw_rpc_reply *r);
 typedef enum pw_rpc_type {
 	PW_RPC_T_STRING,
 	PW_RPC_T_BOOL,
-	PW_RPC_T_INT,          /* integer that fits int64 */
+	PW_RPC_T_INT,	       /* integer that fits int64 */
 	PW_RPC_T_STRING_ARRAY, /* array of strings */
 } pw_rpc_type;
 

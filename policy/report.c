@@ -10,15 +10,24 @@ const char *pw_report_errno_name(int err)
 	if (err < 0)
 		err = -err;
 	switch (err) {
-	case 0: return NULL;
-	case EACCES: return "EACCES";
-	case EROFS: return "EROFS";
-	case ENOENT: return "ENOENT";
-	case EPERM: return "EPERM";
-	case EXDEV: return "EXDEV";
-	case EINVAL: return "EINVAL";
-	case ENAMETOOLONG: return "ENAMETOOLONG";
-	default: break;
+	case 0:
+		return NULL;
+	case EACCES:
+		return "EACCES";
+	case EROFS:
+		return "EROFS";
+	case ENOENT:
+		return "ENOENT";
+	case EPERM:
+		return "EPERM";
+	case EXDEV:
+		return "EXDEV";
+	case EINVAL:
+		return "EINVAL";
+	case ENAMETOOLONG:
+		return "ENAMETOOLONG";
+	default:
+		break;
 	}
 	const char *n = strerrorname_np(err);
 	return n ? n : "EUNKNOWN";
@@ -58,10 +67,8 @@ json_t *pw_report_rule(const pw_rule *r)
 	if (!o)
 		return NULL;
 	if (!set(o, "kind", str_or_null(pw_rule_kind_name(r->kind))) ||
-	    !set(o, "pattern", str_or_null(r->pattern)) ||
-	    !set(o, "file", str_or_null(r->file)) ||
-	    !set(o, "line", json_integer(r->line)) ||
-	    !set(o, "column", json_integer(r->column)) ||
+	    !set(o, "pattern", str_or_null(r->pattern)) || !set(o, "file", str_or_null(r->file)) ||
+	    !set(o, "line", json_integer(r->line)) || !set(o, "column", json_integer(r->column)) ||
 	    !set(o, "layer", str_or_null(pw_layer_name(r->layer)))) {
 		json_decref(o);
 		return NULL;
@@ -79,12 +86,9 @@ json_t *pw_report_warning(const pw_warning *w)
 		return NULL;
 	}
 	if (!set(o, "severity", str_or_null(w->severity == PW_ERROR ? "error" : "warning")) ||
-	    !set(o, "file", str_or_null(w->file)) ||
-	    !set(o, "line", json_integer(w->line)) ||
-	    !set(o, "column", json_integer(w->column)) ||
-	    !set(o, "key", str_or_null(w->key)) ||
-	    !set(o, "message", str_or_null(w->message)) ||
-	    !set(o, "text", str_or_null(text))) {
+	    !set(o, "file", str_or_null(w->file)) || !set(o, "line", json_integer(w->line)) ||
+	    !set(o, "column", json_integer(w->column)) || !set(o, "key", str_or_null(w->key)) ||
+	    !set(o, "message", str_or_null(w->message)) || !set(o, "text", str_or_null(text))) {
 		json_decref(o);
 		return NULL;
 	}
@@ -152,8 +156,7 @@ json_t *pw_report_modeset(const pw_modeset *ms)
 	for (size_t i = 0; i < pw_modeset_count(ms); i++)
 		if (json_array_append_new(modes, pw_report_mode(pw_modeset_get(ms, i))) < 0)
 			goto fail;
-	if (!set(o, "protected",
-		 rule_array(pw_modeset_protected_count(ms), ms_protected, ms)) ||
+	if (!set(o, "protected", rule_array(pw_modeset_protected_count(ms), ms_protected, ms)) ||
 	    !set(o, "tokens", rule_array(pw_modeset_token_count(ms), ms_token, ms)))
 		goto fail;
 	warnings = json_array();
@@ -238,8 +241,8 @@ static char *rule_where(const pw_rule *r, const char *file_display)
 	if (rule_is_builtin(r))
 		n = asprintf(&s, "%s (built-in)", r->pattern);
 	else
-		n = asprintf(&s, "%s \u2014 %s:%u", r->pattern, file_display ? file_display : r->file,
-			     r->line);
+		n = asprintf(&s, "%s \u2014 %s:%u", r->pattern,
+			     file_display ? file_display : r->file, r->line);
 	return n < 0 ? NULL : s;
 }
 
@@ -289,15 +292,20 @@ char *pw_report_decision_text(const pw_decision *d, const char *mode, const char
 	case PW_REASON_OUTSIDE:
 		return strdup("the path leaves the project");
 	case PW_REASON_LANE:
-		n = asprintf(&s, "outside the view's lane (--only); mode %s allows it elsewhere", m);
+		n = asprintf(&s, "outside the view's lane (--only); mode %s allows it elsewhere",
+			     m);
 		break;
 	case PW_REASON_OVERLAP:
-		n = asprintf(&s, "allowed in mode %s; another live view of the project changed it "
-			     "in its current change set", m);
+		n = asprintf(&s,
+			     "allowed in mode %s; another live view of the project changed it "
+			     "in its current change set",
+			     m);
 		break;
 	case PW_REASON_HARDLINK:
-		n = asprintf(&s, "the file has hard links whose names the view has not seen; mode %s "
-			     "writes such files only where it allows every path", m);
+		n = asprintf(&s,
+			     "the file has hard links whose names the view has not seen; mode %s "
+			     "writes such files only where it allows every path",
+			     m);
 		break;
 	default:
 		n = asprintf(&s, "denied in mode %s", m);
@@ -323,8 +331,7 @@ json_t *pw_report_decision(const char *path, pw_op op, bool is_dir, const pw_dec
 		json_decref(o);
 		return NULL;
 	}
-	if (!set(o, "path", str_or_null(path)) ||
-	    !set(o, "op", str_or_null(pw_op_name(op))) ||
+	if (!set(o, "path", str_or_null(path)) || !set(o, "op", str_or_null(pw_op_name(op))) ||
 	    !set(o, "is_dir", json_boolean(is_dir)) ||
 	    !set(o, "decision", str_or_null(decision_word(d))) ||
 	    !set(o, "errno", str_or_null(d->allowed ? NULL : pw_report_errno_name(d->err))) ||

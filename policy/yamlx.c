@@ -87,7 +87,8 @@ static int yx_syntax_error(yx_ctx *c, const yaml_parser_t *p, const char *buf, s
 	if (p->context)
 		return yx_fail(c, line, column, "invalid YAML: %s: %s", p->context,
 			       p->problem ? p->problem : "syntax error");
-	return yx_fail(c, line, column, "invalid YAML: %s", p->problem ? p->problem : "syntax error");
+	return yx_fail(c, line, column, "invalid YAML: %s",
+		       p->problem ? p->problem : "syntax error");
 }
 
 static int yx_node_new(yx_ctx *c, pw_yx_kind kind, yaml_mark_t mark, pw_yx_node **ret)
@@ -121,7 +122,8 @@ static int yx_attach(yx_ctx *c, pw_yx_node *n)
 		return yx_fail(c, n->line, n->column, "mapping keys must be strings");
 	if (parent->n_items >= (parent->kind == PW_YX_MAP ? 2 : 1) * (size_t)PW_YX_ITEMS_MAX)
 		return yx_fail(c, n->line, n->column,
-			       "too many entries in one list or mapping (limit %d)", PW_YX_ITEMS_MAX);
+			       "too many entries in one list or mapping (limit %d)",
+			       PW_YX_ITEMS_MAX);
 	if (PW_GROW(parent->items, f->cap, parent->n_items, 8) < 0)
 		return -ENOMEM;
 	parent->items[parent->n_items++] = n;
@@ -165,7 +167,7 @@ static int yx_on_start(yx_ctx *c, const yaml_event_t *ev, pw_yx_kind kind)
 	r = yx_attach(c, n);
 	if (r < 0)
 		return r;
-	c->stack[c->depth++] = (yx_frame){ .node = TAKE_PTR(n), .cap = 0 };
+	c->stack[c->depth++] = (yx_frame){.node = TAKE_PTR(n), .cap = 0};
 	return 0;
 }
 
@@ -204,7 +206,7 @@ int pw_yx_parse(const char *buf, size_t len, unsigned line_offset, pw_yx_node **
 		pw_yx_error *err)
 {
 	yaml_parser_t parser;
-	yx_ctx c = { .line_offset = line_offset, .err = err };
+	yx_ctx c = {.line_offset = line_offset, .err = err};
 	unsigned documents = 0;
 	int r = 0;
 
@@ -244,7 +246,7 @@ bool pw_yx_key_is_duplicate(const pw_yx_node *m, size_t i)
 
 bool pw_yx_is_null(const pw_yx_node *n)
 {
-	static const char *const nulls[] = { "", "~", "null", "Null", "NULL" };
+	static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
 
 	if (n->kind != PW_YX_SCALAR || !n->plain)
 		return false;

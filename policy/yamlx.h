@@ -16,7 +16,6 @@
 
 #include "pw_limits.h"
 
-
 typedef enum pw_yx_kind {
 	PW_YX_SCALAR,
 	PW_YX_SEQ,
@@ -27,10 +26,10 @@ typedef struct pw_yx_node pw_yx_node;
 struct pw_yx_node {
 	pw_yx_kind kind;
 	unsigned line, column; /* 1-based */
-	char *text;            /* scalar: its value, NUL-terminated (never holds a NUL) */
-	bool plain;            /* scalar: plain style, so it may mean null or a boolean */
+	char *text;	       /* scalar: its value, NUL-terminated (never holds a NUL) */
+	bool plain;	       /* scalar: plain style, so it may mean null or a boolean */
 	pw_yx_node **items;    /* SEQ: the items; MAP: key0, value0, key1, value1, ... */
-	size_t n_items;        /* number of pointers in items (twice the pairs for MAP) */
+	size_t n_items;	       /* number of pointers in items (twice the pairs for MAP) */
 };
 
 typedef struct pw_yx_error {

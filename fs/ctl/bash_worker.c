@@ -63,56 +63,56 @@
 static int install_filter(int out_fd)
 {
 	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_AUDIT_ARCH, 1, 0),
-		KILL,
-		LOAD_NR,
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_AUDIT_ARCH, 1, 0),
+	    KILL,
+	    LOAD_NR,
 #ifdef __x86_64__
-		/* x32 system calls share the architecture; refuse their number range. */
-		BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1),
-		KILL,
+	    /* x32 system calls share the architecture; refuse their number range. */
+	    BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000u, 0, 1),
+	    KILL,
 #endif
-		/* write(fd, ...): only to the answer pipe. */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 0, 4),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)out_fd, 1, 0),
-		KILL,
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		/* openat(dirfd, path, flags): reading only. */
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 0, 4),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
-		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K,
-			 O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND | (O_TMPFILE & ~O_DIRECTORY),
-			 0, 1),
-		KILL,
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		ALLOW_NR(SYS_close),
-		ALLOW_NR(SYS_getdents64),
-		ALLOW_NR(SYS_newfstatat),
-		ALLOW_NR(SYS_fstat),
-		ALLOW_NR(SYS_statx),
-		ALLOW_NR(SYS_fcntl),
-		ALLOW_NR(SYS_lseek),
-		ALLOW_NR(SYS_brk),
-		ALLOW_NR(SYS_mmap),
-		ALLOW_NR(SYS_munmap),
-		ALLOW_NR(SYS_mremap),
-		ALLOW_NR(SYS_mprotect),
-		ALLOW_NR(SYS_madvise),
-		ALLOW_NR(SYS_futex),
-		ALLOW_NR(SYS_getrandom),
-		ALLOW_NR(SYS_getpid),
-		ALLOW_NR(SYS_gettid),
-		ALLOW_NR(SYS_clock_gettime),
-		ALLOW_NR(SYS_sched_yield),
-		ALLOW_NR(SYS_sigaltstack),
-		ALLOW_NR(SYS_rt_sigprocmask),
-		ALLOW_NR(SYS_rt_sigreturn),
-		ALLOW_NR(SYS_exit),
-		ALLOW_NR(SYS_exit_group),
-		KILL,
+	    /* write(fd, ...): only to the answer pipe. */
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 0, 4),
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)out_fd, 1, 0),
+	    KILL,
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    /* openat(dirfd, path, flags): reading only. */
+	    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat, 0, 4),
+	    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[2])),
+	    BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K,
+		     O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND | (O_TMPFILE & ~O_DIRECTORY),
+		     0, 1),
+	    KILL,
+	    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	    ALLOW_NR(SYS_close),
+	    ALLOW_NR(SYS_getdents64),
+	    ALLOW_NR(SYS_newfstatat),
+	    ALLOW_NR(SYS_fstat),
+	    ALLOW_NR(SYS_statx),
+	    ALLOW_NR(SYS_fcntl),
+	    ALLOW_NR(SYS_lseek),
+	    ALLOW_NR(SYS_brk),
+	    ALLOW_NR(SYS_mmap),
+	    ALLOW_NR(SYS_munmap),
+	    ALLOW_NR(SYS_mremap),
+	    ALLOW_NR(SYS_mprotect),
+	    ALLOW_NR(SYS_madvise),
+	    ALLOW_NR(SYS_futex),
+	    ALLOW_NR(SYS_getrandom),
+	    ALLOW_NR(SYS_getpid),
+	    ALLOW_NR(SYS_gettid),
+	    ALLOW_NR(SYS_clock_gettime),
+	    ALLOW_NR(SYS_sched_yield),
+	    ALLOW_NR(SYS_sigaltstack),
+	    ALLOW_NR(SYS_rt_sigprocmask),
+	    ALLOW_NR(SYS_rt_sigreturn),
+	    ALLOW_NR(SYS_exit),
+	    ALLOW_NR(SYS_exit_group),
+	    KILL,
 	};
-	struct sock_fprog prog = { .len = ELEMENTSOF(f), .filter = f };
+	struct sock_fprog prog = {.len = ELEMENTSOF(f), .filter = f};
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		return negative_errno();
 	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
@@ -195,9 +195,11 @@ static bool hidden_cb(const char *path, bool is_dir, void *arg)
 /* The answer: a 32-bit status (0, or the analysis's -errno), then on 0 the verdict's JSON. */
 static int analyze(const pw_bash_job *job, int out_fd)
 {
-	pw_bash_opts bo = { .root_fd = job->root_fd, .root_path = job->root_path, .cwd = job->cwd,
-			    .hidden = job->hide ? hidden_cb : NULL,
-			    .hidden_arg = (void *)job->hide };
+	pw_bash_opts bo = {.root_fd = job->root_fd,
+			   .root_path = job->root_path,
+			   .cwd = job->cwd,
+			   .hidden = job->hide ? hidden_cb : NULL,
+			   .hidden_arg = (void *)job->hide};
 	pw_bash_result *res = NULL;
 	int32_t status = pw_bash_analyze(job->command, job->len, &bo, &res);
 	char *text = NULL;
@@ -271,8 +273,8 @@ static int read_answer(int fd, int cancel_fd, char **ret, size_t *ret_len)
 		int64_t left = deadline - pw_clock_ms(CLOCK_MONOTONIC);
 		if (left <= 0)
 			return -ETIMEDOUT;
-		struct pollfd pfd[2] = { { .fd = fd, .events = POLLIN },
-					 { .fd = cancel_fd, .events = POLLIN } };
+		struct pollfd pfd[2] = {{.fd = fd, .events = POLLIN},
+					{.fd = cancel_fd, .events = POLLIN}};
 		int k = poll(pfd, cancel_fd >= 0 ? 2 : 1, (int)left);
 		if (k < 0 && errno == EINTR)
 			continue;
@@ -323,12 +325,12 @@ static int parse_answer(const char *buf, size_t len, json_t **ret)
 	memcpy(&status, buf, sizeof(status));
 	if (status != 0)
 		return status == -E2BIG || status == -EINVAL || status == -ENOTSUP ||
-				       status == -ENOMEM ?
-			       status :
-			       -ECHILD;
+			       status == -ENOMEM
+			   ? status
+			   : -ECHILD;
 	json_error_t err;
-	json_t *o = json_loadb(buf + sizeof(status), len - sizeof(status),
-			       JSON_REJECT_DUPLICATES, &err);
+	json_t *o =
+	    json_loadb(buf + sizeof(status), len - sizeof(status), JSON_REJECT_DUPLICATES, &err);
 	if (!o || !json_is_object(o) || !json_is_string(json_object_get(o, "verdict"))) {
 		json_decref(o);
 		return -ECHILD;

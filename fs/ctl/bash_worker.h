@@ -29,10 +29,10 @@
 #include "policy.h"
 
 typedef struct pw_bash_job {
-	const char *command;   /* the shell text (need not be NUL-terminated) */
+	const char *command; /* the shell text (need not be NUL-terminated) */
 	size_t len;
 	const char *cwd;       /* project-relative working directory ("" the root) */
-	int root_fd;           /* the project root (O_PATH or O_RDONLY directory); not closed */
+	int root_fd;	       /* the project root (O_PATH or O_RDONLY directory); not closed */
 	const char *root_path; /* absolute paths under it map into the project (the mountpoint) */
 	const pw_policy *policy;
 	/* The view's active policy when the asker is an agent: the names it hides are absent

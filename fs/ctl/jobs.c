@@ -38,7 +38,7 @@ typedef struct job {
 } job;
 
 struct pw_ctl_jobs {
-	job *list; /* running or done, not yet reaped (server thread) */
+	job *list;     /* running or done, not yet reaped (server thread) */
 	int cancel[2]; /* a pipe; its write end is closed at free: every job's poll wakes */
 	/* The pools: the agents' slots by client (for the per-connection limit), and the
 	 * operator side's count. Server thread. */
@@ -78,10 +78,10 @@ int pw_ctl_job_admit(pw_ctl_ctx *x, pw_ctl_job_slot *ret)
 	uint64_t client = pw_ctl_client_serial(x->client);
 	bool restricted = x->peer->restricted;
 	bool ok = restricted ? j->n_agent < PW_CTL_AGENT_JOBS_MAX &&
-				       agent_jobs_of(j, client) < PW_CTL_AGENT_JOBS_PER_CLIENT
+				   agent_jobs_of(j, client) < PW_CTL_AGENT_JOBS_PER_CLIENT
 			     : j->n_operator < PW_CTL_OPERATOR_JOBS_MAX;
 
-	*ret = (pw_ctl_job_slot){ .client = client, .restricted = restricted };
+	*ret = (pw_ctl_job_slot){.client = client, .restricted = restricted};
 	pthread_mutex_lock(&j->lock);
 	if (ok)
 		j->started++;
@@ -164,19 +164,24 @@ int pw_ctl_job_run(pw_ctl_ctx *x, pw_ctl_job_fn fn, void *arg, void (*free_arg)(
 
 	if (pw_ctl_job_admit(x, &slot) < 0) {
 		refuse(x, id, PW_RPC_BUSY,
-		       x->peer->restricted ?
-			       "busy: the agents' calls that take time are at their limit; try "
-			       "again when one is answered" :
-			       "busy: other calls that take time are running; try again when they "
-			       "are done");
+		       x->peer->restricted
+			   ? "busy: the agents' calls that take time are at their limit; try "
+			     "again when one is answered"
+			   : "busy: other calls that take time are running; try again when they "
+			     "are done");
 		if (free_arg)
 			free_arg(arg);
 		return PW_CTL_DEFERRED;
 	}
 	job *jb = calloc(1, sizeof(*jb));
 	if (jb)
-		*jb = (job){ .server = x->server, .slot = slot, .id = id, .fn = fn, .arg = arg,
-			     .free_arg = free_arg, .cancel_fd = j->cancel[0] };
+		*jb = (job){.server = x->server,
+			    .slot = slot,
+			    .id = id,
+			    .fn = fn,
+			    .arg = arg,
+			    .free_arg = free_arg,
+			    .cancel_fd = j->cancel[0]};
 	if (!jb || pthread_create(&jb->thread, NULL, job_main, jb) != 0) {
 		pw_ctl_job_release(x->server, &slot);
 		refuse(x, id, PW_RPC_INTERNAL_ERROR, "cannot start the call's thread");

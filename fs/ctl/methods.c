@@ -31,7 +31,6 @@
 #include "report.h"
 #include "util.h"
 
-
 typedef pw_ctl_ctx call;
 
 static _printf_(3, 4) int fail(call *x, int code, const char *fmt, ...)
@@ -110,7 +109,8 @@ static json_t *requests_json(const pw_fs_stats *fst)
 			continue;
 		total += fst->requests[op];
 		const char *name = pw_fs_opcode_name(op);
-		json_object_set_new(ops, name ? name : "OTHER", json_integer((json_int_t)fst->requests[op]));
+		json_object_set_new(ops, name ? name : "OTHER",
+				    json_integer((json_int_t)fst->requests[op]));
 	}
 	return json_pack("{s:I,s:o,s:I}", "total", (json_int_t)total, "ops",
 			 ops ? ops : json_object(), "max_write", (json_int_t)fst->max_write);
@@ -152,12 +152,14 @@ static void store_full_status(json_t *o, const pw_fs_stats *fst)
 	int64_t since = fst->store_full_since_ns;
 	if (!o || !n)
 		return;
-	json_object_set_new(o, "store_full", json_pack("{s:I,s:I}", "not_kept", (json_int_t)n,
-						       "since_ns", (json_int_t)since));
+	json_object_set_new(
+	    o, "store_full",
+	    json_pack("{s:I,s:I}", "not_kept", (json_int_t)n, "since_ns", (json_int_t)since));
 	char msg[200];
 	snprintf(msg, sizeof(msg),
 		 "undo is incomplete: the originals store is full, %llu change(s) of this change "
-		 "set not kept (piworkfs changes lists them)", (unsigned long long)n);
+		 "set not kept (piworkfs changes lists them)",
+		 (unsigned long long)n);
 	json_array_append_new(json_object_get(o, "warnings"), json_string(msg));
 }
 
@@ -203,22 +205,22 @@ static int m_status(call *x, json_t **ret)
 				  "written", (json_int_t)as.written, "dropped",
 				  (json_int_t)as.dropped, "coalesced", (json_int_t)as.coalesced);
 	}
-	o = json_pack("{s:s,s:s,s:s,s:I,s:b,s:s?,s:b,s:s,s:i,s:i,s:I,s:I,s:o,s:I,s:I,s:I,s:o,"
-		      "s:{s:i,s:I,s:I,s:I,s:I},s:o,s:s?}",
-		      "project", pw_view_project(x->view), "mountpoint", pw_view_mountpoint(x->view),
-		      "mode", st.mode, "generation", (json_int_t)st.generation, "fail_closed",
-		      st.fail_reason != NULL, "fail_reason", st.fail_reason, "trusted", st.trusted,
-		      "socket", pw_ctl_server_socket_path(x->server), "pid", (int)getpid(), "owner_uid",
-		      (int)pw_view_owner(x->view), "started_ns", (json_int_t)started, "uptime_s",
-		      (json_int_t)((now_ns - started) / 1000000000), "warnings",
-		      w ? w : json_array(), "reloads", (json_int_t)st.reloads, "denied",
-		      (json_int_t)fst.denied, "inodes", (json_int_t)fst.inodes, "audit", audit,
-		      "clients", "connected", (int)cst.clients, "accepted", (json_int_t)cst.accepted,
-		      "refused",
-		      (json_int_t)(cst.refused_busy + cst.refused_uid), "dropped",
-		      (json_int_t)(cst.dropped_slow + cst.dropped_idle + cst.dropped_large),
-		      "denied_suppressed", (json_int_t)cst.denied_suppressed, "requests",
-		      requests_json(&fst), "state_db", pw_view_state_db(x->view));
+	o = json_pack(
+	    "{s:s,s:s,s:s,s:I,s:b,s:s?,s:b,s:s,s:i,s:i,s:I,s:I,s:o,s:I,s:I,s:I,s:o,"
+	    "s:{s:i,s:I,s:I,s:I,s:I},s:o,s:s?}",
+	    "project", pw_view_project(x->view), "mountpoint", pw_view_mountpoint(x->view), "mode",
+	    st.mode, "generation", (json_int_t)st.generation, "fail_closed", st.fail_reason != NULL,
+	    "fail_reason", st.fail_reason, "trusted", st.trusted, "socket",
+	    pw_ctl_server_socket_path(x->server), "pid", (int)getpid(), "owner_uid",
+	    (int)pw_view_owner(x->view), "started_ns", (json_int_t)started, "uptime_s",
+	    (json_int_t)((now_ns - started) / 1000000000), "warnings", w ? w : json_array(),
+	    "reloads", (json_int_t)st.reloads, "denied", (json_int_t)fst.denied, "inodes",
+	    (json_int_t)fst.inodes, "audit", audit, "clients", "connected", (int)cst.clients,
+	    "accepted", (json_int_t)cst.accepted, "refused",
+	    (json_int_t)(cst.refused_busy + cst.refused_uid), "dropped",
+	    (json_int_t)(cst.dropped_slow + cst.dropped_idle + cst.dropped_large),
+	    "denied_suppressed", (json_int_t)cst.denied_suppressed, "requests", requests_json(&fst),
+	    "state_db", pw_view_state_db(x->view));
 	if (o)
 		json_object_set_new(o, "run", run_json(x->view));
 	if (o)
@@ -260,7 +262,7 @@ static json_t *mode_info(pw_policy *p, uint64_t gen, bool body)
 }
 
 static const pw_rpc_param mode_get_params[] = {
-	{ "body", PW_RPC_T_BOOL, false, 0 },
+    {"body", PW_RPC_T_BOOL, false, 0},
 };
 
 static int m_mode_get(call *x, json_t **ret)
@@ -278,7 +280,7 @@ static int m_mode_get(call *x, json_t **ret)
 }
 
 static const pw_rpc_param mode_set_params[] = {
-	{ "mode", PW_RPC_T_STRING, true, PW_MODE_NAME_MAX },
+    {"mode", PW_RPC_T_STRING, true, PW_MODE_NAME_MAX},
 };
 
 static int m_mode_set(call *x, json_t **ret)
@@ -297,17 +299,17 @@ static int m_mode_set(call *x, json_t **ret)
 		case -ENOENT:
 			fail(x, PW_RPC_UNKNOWN_MODE, "unknown mode '%s'", name);
 			/* Everything the client says in its one line: no second call. */
-			x->fail->data = json_pack("{s:o,s:s,s:s}", "modes", mode_names(x->view),
-						  "active", prev, "project",
-						  pw_view_project(x->view));
+			x->fail->data =
+			    json_pack("{s:o,s:s,s:s}", "modes", mode_names(x->view), "active", prev,
+				      "project", pw_view_project(x->view));
 			break;
 		case -EBADMSG:
 			fail(x, PW_RPC_MODE_BROKEN, "%s", why ? why : "the mode's file is broken");
 			break;
 		case -EPERM:
 			fail(x, PW_RPC_REFUSED, "%s", why ? why : "refused");
-			x->fail->data = json_pack("{s:s,s:s,s:b}", "active", prev, "requested", name,
-						  "restricted", x->peer->restricted);
+			x->fail->data = json_pack("{s:s,s:s,s:b}", "active", prev, "requested",
+						  name, "restricted", x->peer->restricted);
 			break;
 		default:
 			fail(x, PW_RPC_INTERNAL_ERROR, "switch failed: %s", strerror(-r));
@@ -333,7 +335,7 @@ static int m_mode_set(call *x, json_t **ret)
  * *ret_err. */
 static int map_path(pw_view *v, const char *in, char *out, const char **ret_err)
 {
-	const char *roots[] = { pw_view_mountpoint(v), pw_view_project(v) };
+	const char *roots[] = {pw_view_mountpoint(v), pw_view_project(v)};
 
 	if (in[0] == '/') {
 		for (size_t i = 0; i < ELEMENTSOF(roots); i++) {
@@ -375,10 +377,10 @@ static pw_policy *agent_hide(call *x)
 }
 
 static const pw_rpc_param check_params[] = {
-	{ "paths", PW_RPC_T_STRING_ARRAY, true, PW_CHECK_PATHS_MAX },
-	{ "op", PW_RPC_T_STRING, false, 32 },
-	{ "mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX },
-	{ "dir", PW_RPC_T_BOOL, false, 0 },
+    {"paths", PW_RPC_T_STRING_ARRAY, true, PW_CHECK_PATHS_MAX},
+    {"op", PW_RPC_T_STRING, false, 32},
+    {"mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX},
+    {"dir", PW_RPC_T_BOOL, false, 0},
 };
 
 static int m_check(call *x, json_t **ret)
@@ -409,7 +411,8 @@ static int m_check(call *x, json_t **ret)
 			return fail_nomem(x);
 	}
 	out = json_array();
-	json_array_foreach(paths, i, item) {
+	json_array_foreach(paths, i, item)
+	{
 		const char *in = json_string_value(item), *err = NULL;
 		char rel[PW_PATH_MAX];
 		size_t len = strlen(in);
@@ -418,9 +421,9 @@ static int m_check(call *x, json_t **ret)
 		int r = map_path(x->view, in, rel, &err);
 
 		if (r == -EXDEV) {
-			d = (pw_decision){ .err = EXDEV, .reason = PW_REASON_OUTSIDE };
-			json_array_append_new(out, pw_report_decision(in, op, slash, &d,
-								      pw_policy_mode_name(p)));
+			d = (pw_decision){.err = EXDEV, .reason = PW_REASON_OUTSIDE};
+			json_array_append_new(
+			    out, pw_report_decision(in, op, slash, &d, pw_policy_mode_name(p)));
 			continue;
 		}
 		if (r < 0) {
@@ -441,7 +444,7 @@ static int m_check(call *x, json_t **ret)
 }
 
 static const pw_rpc_param allowed_params[] = {
-	{ "mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX },
+    {"mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX},
 };
 
 static int m_allowed(call *x, json_t **ret)
@@ -493,7 +496,7 @@ static int m_reload(call *x, json_t **ret)
 }
 
 static const pw_rpc_param subscribe_params[] = {
-	{ "events", PW_RPC_T_STRING_ARRAY, false, 8 },
+    {"events", PW_RPC_T_STRING_ARRAY, false, 8},
 };
 
 static int m_subscribe(call *x, json_t **ret)
@@ -502,7 +505,8 @@ static int m_subscribe(call *x, json_t **ret)
 	bool mode = !events, denied = !events, request = false;
 	size_t i;
 
-	json_array_foreach(events, i, item) {
+	json_array_foreach(events, i, item)
+	{
 		const char *e = json_string_value(item);
 		if (streq(e, "mode.changed"))
 			mode = true;
@@ -531,17 +535,18 @@ static int m_subscribe(call *x, json_t **ret)
 		json_array_append_new(a, json_string("denied"));
 	if (a && request)
 		json_array_append_new(a, json_string("mode.request"));
-	return done(x, json_pack("{s:o,s:b}", "events", a ? a : json_array(), "audit",
-				 pw_view_audit(x->view) != NULL),
+	return done(x,
+		    json_pack("{s:o,s:b}", "events", a ? a : json_array(), "audit",
+			      pw_view_audit(x->view) != NULL),
 		    ret);
 }
 
 /* ---- bash.check ------------------------------------------------------------------------ */
 
 static const pw_rpc_param bash_params[] = {
-	{ "command", PW_RPC_T_STRING, true, PW_MSG_MAX },
-	{ "cwd", PW_RPC_T_STRING, false, PW_PATH_MAX },
-	{ "mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX },
+    {"command", PW_RPC_T_STRING, true, PW_MSG_MAX},
+    {"cwd", PW_RPC_T_STRING, false, PW_PATH_MAX},
+    {"mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX},
 };
 
 /* One bash.check, as its job holds it: copies of everything it needs, since it runs on a
@@ -550,10 +555,10 @@ typedef struct bash_call {
 	char *command;
 	size_t len;
 	char cwd[PW_PATH_MAX];
-	int root;               /* the project, O_PATH */
-	const char *root_path;  /* the view's mountpoint: the view outlives the server */
-	pw_policy *policy;      /* the mode asked about */
-	pw_policy *hide;        /* an agent's: the active policy, whose hidden names it never sees */
+	int root;	       /* the project, O_PATH */
+	const char *root_path; /* the view's mountpoint: the view outlives the server */
+	pw_policy *policy;     /* the mode asked about */
+	pw_policy *hide;       /* an agent's: the active policy, whose hidden names it never sees */
 } bash_call;
 
 static void bash_call_free(void *arg)
@@ -576,13 +581,13 @@ static int bash_job(void *arg, int cancel_fd, json_t **ret, pw_ctl_fail *f)
 	bash_call *b = arg;
 	json_t *o = NULL;
 	pw_bash_job job = {
-		.command = b->command,
-		.len = b->len,
-		.cwd = b->cwd,
-		.root_fd = b->root,
-		.root_path = b->root_path,
-		.policy = b->policy,
-		.hide = b->hide,
+	    .command = b->command,
+	    .len = b->len,
+	    .cwd = b->cwd,
+	    .root_fd = b->root,
+	    .root_path = b->root_path,
+	    .policy = b->policy,
+	    .hide = b->hide,
 	};
 	int r = pw_bash_worker_run_cancellable(&job, cancel_fd, &o);
 	if (r == -ENOMEM)
@@ -592,10 +597,10 @@ static int bash_job(void *arg, int cancel_fd, json_t **ret, pw_ctl_fail *f)
 				       strerror(-r));
 	if (r < 0)
 		return pw_ctl_fail_set(f, PW_RPC_UNAVAILABLE, "bash analysis failed: %s",
-				       r == -ENOTSUP   ? strerror(-r) :
-				       r == -ETIMEDOUT ? "the analysis took too long" :
-				       r == -ECANCELED ? "the view's daemon is stopping" :
-							 "the analysis worker failed");
+				       r == -ENOTSUP	 ? strerror(-r)
+				       : r == -ETIMEDOUT ? "the analysis took too long"
+				       : r == -ECANCELED ? "the view's daemon is stopping"
+							 : "the analysis worker failed");
 	json_object_set_new(o, "mode", json_string(pw_policy_mode_name(b->policy)));
 	*ret = o;
 	return 0;
@@ -620,7 +625,9 @@ static int m_bash_check(call *x, json_t **ret)
 		if (r < 0) {
 			bash_call_free(b);
 			return fail(x, PW_RPC_INVALID_PATH, "params.cwd: %s",
-				    r == -EXDEV ? "outside the project" : err ? err : strerror(-r));
+				    r == -EXDEV ? "outside the project"
+				    : err	? err
+						: strerror(-r));
 		}
 	}
 	if (requested_policy(x, &b->policy) < 0) {
@@ -640,8 +647,8 @@ static int m_bash_check(call *x, json_t **ret)
 	if (b->root < 0) {
 		r = -errno;
 		bash_call_free(b);
-		return fail(x, PW_RPC_UNAVAILABLE, "bash analysis failed: cannot open the project: %s",
-			    strerror(-r));
+		return fail(x, PW_RPC_UNAVAILABLE,
+			    "bash analysis failed: cannot open the project: %s", strerror(-r));
 	}
 	return pw_ctl_job_run(x, bash_job, b, bash_call_free);
 }
@@ -649,7 +656,7 @@ static int m_bash_check(call *x, json_t **ret)
 /* ---- agent.open (fs/ctl/agent.c) ------------------------------------------------------- */
 
 static const pw_rpc_param agent_open_params[] = {
-	{ "own", PW_RPC_T_BOOL, false, 0 },
+    {"own", PW_RPC_T_BOOL, false, 0},
 };
 
 static int m_agent_open(call *x, json_t **ret)
@@ -661,25 +668,31 @@ static int m_agent_open(call *x, json_t **ret)
 
 /* ---- the table ------------------------------------------------------------------------- */
 
-#define M(n, f, spec) { n, f, spec, ELEMENTSOF(spec), NULL }
-#define M0(n, f) { n, f, NULL, 0, NULL }
+#define M(n, f, spec)                                                                              \
+	{                                                                                          \
+		n, f, spec, ELEMENTSOF(spec), NULL                                                 \
+	}
+#define M0(n, f)                                                                                   \
+	{                                                                                          \
+		n, f, NULL, 0, NULL                                                                \
+	}
 static const pw_ctl_method methods[] = {
-	M0("status", m_status),
-	M0("modes.list", m_modes_list),
-	M("mode.get", m_mode_get, mode_get_params),
-	M("mode.set", m_mode_set, mode_set_params),
-	M("check", m_check, check_params),
-	M("allowed", m_allowed, allowed_params),
-	M0("reload", m_reload),
-	M("subscribe", m_subscribe, subscribe_params),
-	{ "agent.open", m_agent_open, agent_open_params, ELEMENTSOF(agent_open_params),
-	  "refused: an agent may not open agent sockets; only the person outside the agent "
-	  "can (piworkfs run does)" },
-	M("bash.check", m_bash_check, bash_params),
+    M0("status", m_status),
+    M0("modes.list", m_modes_list),
+    M("mode.get", m_mode_get, mode_get_params),
+    M("mode.set", m_mode_set, mode_set_params),
+    M("check", m_check, check_params),
+    M("allowed", m_allowed, allowed_params),
+    M0("reload", m_reload),
+    M("subscribe", m_subscribe, subscribe_params),
+    {"agent.open", m_agent_open, agent_open_params, ELEMENTSOF(agent_open_params),
+     "refused: an agent may not open agent sockets; only the person outside the agent "
+     "can (piworkfs run does)"},
+    M("bash.check", m_bash_check, bash_params),
 };
 
 const pw_ctl_module pw_ctl_methods_module = {
-	.name = "view",
-	.methods = methods,
-	.n_methods = ELEMENTSOF(methods),
+    .name = "view",
+    .methods = methods,
+    .n_methods = ELEMENTSOF(methods),
 };

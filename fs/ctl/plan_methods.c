@@ -34,8 +34,8 @@ static json_t *problems_json(const pw_plan_info *p)
 	if (!a)
 		return NULL;
 	if (p->read_err)
-		json_array_append_new(a, json_sprintf("cannot read the file: %s",
-						      strerror(-p->read_err)));
+		json_array_append_new(
+		    a, json_sprintf("cannot read the file: %s", strerror(-p->read_err)));
 	for (size_t i = 0; p->doc && i < p->doc->n_problems; i++)
 		json_array_append_new(a, json_string(p->doc->problems[i]));
 	if (pw_plan_info_approved(p) && !p->read_err && !streq_ptr(p->rec.hash, p->hash))
@@ -65,18 +65,19 @@ static json_t *plan_line(const pw_plan_info *p)
 	if (n == 0)
 		return json_sprintf("plan %s: %zu/%zu done; all tasks done", p->name,
 				    pw_plan_info_done_count(p), pw_plan_info_total(p));
-	return json_sprintf("plan %s: %zu/%zu done; next: %zu. %s", p->name, pw_plan_info_done_count(p),
-			    pw_plan_info_total(p), n, p->doc->tasks[n - 1].text);
+	return json_sprintf("plan %s: %zu/%zu done; next: %zu. %s", p->name,
+			    pw_plan_info_done_count(p), pw_plan_info_total(p), n,
+			    p->doc->tasks[n - 1].text);
 }
 
 static json_t *summary_json(const pw_plan_info *p)
 {
-	return json_pack("{s:s,s:s,s:s?,s:s,s:I,s:I,s:s?,s:I,s:o,s:o}", "name", p->name, "path",
-			 p->path, "title", p->doc ? p->doc->title : NULL, "status",
-			 pw_plan_info_status(p), "done", (json_int_t)pw_plan_info_done_count(p), "total",
-			 (json_int_t)pw_plan_info_total(p), "updated", p->doc ? p->doc->updated : NULL,
-			 "approved_ns", (json_int_t)p->rec.approved_ns, "next", next_json(p),
-			 "problems", problems_json(p));
+	return json_pack(
+	    "{s:s,s:s,s:s?,s:s,s:I,s:I,s:s?,s:I,s:o,s:o}", "name", p->name, "path", p->path,
+	    "title", p->doc ? p->doc->title : NULL, "status", pw_plan_info_status(p), "done",
+	    (json_int_t)pw_plan_info_done_count(p), "total", (json_int_t)pw_plan_info_total(p),
+	    "updated", p->doc ? p->doc->updated : NULL, "approved_ns",
+	    (json_int_t)p->rec.approved_ns, "next", next_json(p), "problems", problems_json(p));
 }
 
 static json_t *tasks_json(const pw_plan_info *p)
@@ -87,12 +88,12 @@ static json_t *tasks_json(const pw_plan_info *p)
 		const pw_task_record *t = pw_plan_info_task_done(p, (int64_t)i + 1);
 
 		json_array_append_new(
-			a, json_pack("{s:I,s:s,s:I,s:b,s:I,s:s?,s:I,s:s?}", "task", (json_int_t)i + 1,
-				     "text", p->doc->tasks[i].text, "line",
-				     (json_int_t)p->doc->tasks[i].line, "done", t != NULL, "done_ns",
-				     (json_int_t)(t ? t->done_ns : 0), "done_by",
-				     t ? t->done_by : NULL, "changeset",
-				     (json_int_t)(t ? t->changeset : 0), "note", t ? t->note : NULL));
+		    a, json_pack("{s:I,s:s,s:I,s:b,s:I,s:s?,s:I,s:s?}", "task", (json_int_t)i + 1,
+				 "text", p->doc->tasks[i].text, "line",
+				 (json_int_t)p->doc->tasks[i].line, "done", t != NULL, "done_ns",
+				 (json_int_t)(t ? t->done_ns : 0), "done_by", t ? t->done_by : NULL,
+				 "changeset", (json_int_t)(t ? t->changeset : 0), "note",
+				 t ? t->note : NULL));
 	}
 	return a;
 }
@@ -101,16 +102,16 @@ static json_t *detail_json(const pw_plan_info *p)
 {
 	json_t *o = summary_json(p);
 
-	if (o && json_object_update_missing_new(
-			 o, json_pack("{s:s?,s:s?,s:s?,s:s?,s:s?,s:s?,s:s,s:o}", "created",
-				      p->doc ? p->doc->created : NULL, "approved",
-				      p->doc ? p->doc->approved : NULL, "approved_by",
-				      p->rec.approved_by, "hash", p->rec.hash, "file_hash",
-				      p->read_err ? NULL : p->hash, "file_status",
-				      p->doc ? p->doc->status : NULL, "tasks_from",
-				      pw_plan_tasks_from_name(p->doc ? p->doc->tasks_from
-								     : PW_PLAN_TASKS_NONE),
-				      "tasks", tasks_json(p))) < 0) {
+	if (o &&
+	    json_object_update_missing_new(
+		o,
+		json_pack("{s:s?,s:s?,s:s?,s:s?,s:s?,s:s?,s:s,s:o}", "created",
+			  p->doc ? p->doc->created : NULL, "approved",
+			  p->doc ? p->doc->approved : NULL, "approved_by", p->rec.approved_by,
+			  "hash", p->rec.hash, "file_hash", p->read_err ? NULL : p->hash,
+			  "file_status", p->doc ? p->doc->status : NULL, "tasks_from",
+			  pw_plan_tasks_from_name(p->doc ? p->doc->tasks_from : PW_PLAN_TASKS_NONE),
+			  "tasks", tasks_json(p))) < 0) {
 		json_decref(o);
 		return NULL;
 	}
@@ -137,7 +138,7 @@ static json_t *status_json(const pw_plan_set *s)
  */
 static void note_in_progress(pw_view *v)
 {
-	_cleanup_(pw_plan_set_done) pw_plan_set s = { 0 };
+	_cleanup_(pw_plan_set_done) pw_plan_set s = {0};
 	const pw_plan_info *a;
 	pw_state *st;
 
@@ -149,7 +150,8 @@ static void note_in_progress(pw_view *v)
 	st = pw_view_lock_state(v);
 	if (st)
 		(void)pw_state_plan_note_changeset(st, pw_view_project(v), a->path,
-						   (int64_t)pw_plan_info_next(a), a->rec.approved_ns);
+						   (int64_t)pw_plan_info_next(a),
+						   a->rec.approved_ns);
 	pw_view_unlock_state(v);
 }
 
@@ -224,7 +226,7 @@ static int named_plan(call *x, const pw_plan_set *s, const pw_plan_info **ret)
 
 static int m_list(call *x, json_t **ret)
 {
-	_cleanup_(pw_plan_set_done) pw_plan_set s = { 0 };
+	_cleanup_(pw_plan_set_done) pw_plan_set s = {0};
 	const pw_plan_info *a;
 	json_t *arr;
 
@@ -234,13 +236,15 @@ static int m_list(call *x, json_t **ret)
 	for (size_t i = 0; arr && i < s.n; i++)
 		json_array_append_new(arr, summary_json(&s.v[i]));
 	a = pw_plan_set_active(&s);
-	return reply(x, json_pack("{s:s,s:o,s:s?}", "plans_dir", s.dir, "plans", arr, "active",
-				  a ? a->name : NULL), ret);
+	return reply(x,
+		     json_pack("{s:s,s:o,s:s?}", "plans_dir", s.dir, "plans", arr, "active",
+			       a ? a->name : NULL),
+		     ret);
 }
 
 static int m_show(call *x, json_t **ret)
 {
-	_cleanup_(pw_plan_set_done) pw_plan_set s = { 0 };
+	_cleanup_(pw_plan_set_done) pw_plan_set s = {0};
 	const pw_plan_info *p;
 	json_t *o;
 
@@ -256,7 +260,7 @@ static int m_show(call *x, json_t **ret)
 
 static int m_status(call *x, json_t **ret)
 {
-	_cleanup_(pw_plan_set_done) pw_plan_set s = { 0 };
+	_cleanup_(pw_plan_set_done) pw_plan_set s = {0};
 
 	if (load_or_fail(x, &s) < 0)
 		return PW_CTL_FAILED;
@@ -267,7 +271,7 @@ static int m_status(call *x, json_t **ret)
  * (its last task done, it is no longer the active one). */
 static json_t *done_json(call *x, const char *name)
 {
-	_cleanup_(pw_plan_set_done) pw_plan_set s = { 0 };
+	_cleanup_(pw_plan_set_done) pw_plan_set s = {0};
 	const pw_plan_info *p;
 	json_t *o;
 
@@ -298,7 +302,7 @@ static char *who(const pw_peer *peer)
 
 static int m_done(call *x, json_t **ret)
 {
-	_cleanup_(pw_plan_set_done) pw_plan_set s = { 0 };
+	_cleanup_(pw_plan_set_done) pw_plan_set s = {0};
 	_cleanup_free_ char *by = who(x->peer);
 	json_int_t n = json_integer_value(json_object_get(x->params, "task"));
 	const char *note = json_string_value(json_object_get(x->params, "note"));
@@ -322,10 +326,9 @@ static int m_done(call *x, json_t **ret)
 	/* A change set started since the last record (a checkpoint) did this task's work. */
 	note_in_progress(x->view);
 	st = pw_view_lock_state(x->view);
-	r = st ? pw_state_plan_task_done(st, pw_view_project(x->view), p->path, n,
-					 p->doc->tasks[n - 1].text, by,
-					 pw_state_current_changeset(st, pw_view_project(x->view)),
-					 note)
+	r = st ? pw_state_plan_task_done(
+		     st, pw_view_project(x->view), p->path, n, p->doc->tasks[n - 1].text, by,
+		     pw_state_current_changeset(st, pw_view_project(x->view)), note)
 	       : -ENOSYS;
 	pw_view_unlock_state(x->view);
 	if (r == -EEXIST)
@@ -362,7 +365,7 @@ _printf_(3, 4) static int approve_fail(char **ret_why, int code, const char *fmt
 
 int pw_ctl_plan_approve(pw_view *v, const pw_peer *peer, const char *name, char **ret_why)
 {
-	_cleanup_(pw_plan_set_done) pw_plan_set s = { 0 };
+	_cleanup_(pw_plan_set_done) pw_plan_set s = {0};
 	_cleanup_free_ char *by = who(peer), *text = NULL, *why = NULL, *buf = NULL;
 	_cleanup_close_ int root = -1;
 	char now[32], today[16], hash[PW_SHA256_HEX];
@@ -425,7 +428,7 @@ int pw_ctl_plan_approve(pw_view *v, const pw_peer *peer, const char *name, char 
 
 static int m_approve(call *x, json_t **ret)
 {
-	_cleanup_(pw_plan_set_done) pw_plan_set s = { 0 };
+	_cleanup_(pw_plan_set_done) pw_plan_set s = {0};
 	_cleanup_free_ char *why = NULL;
 	const char *name = json_string_value(json_object_get(x->params, "name"));
 	const pw_plan_info *p;
@@ -440,7 +443,7 @@ static int m_approve(call *x, json_t **ret)
 
 static int m_reopen(call *x, json_t **ret)
 {
-	_cleanup_(pw_plan_set_done) pw_plan_set s = { 0 };
+	_cleanup_(pw_plan_set_done) pw_plan_set s = {0};
 	_cleanup_free_ char *text = NULL, *why = NULL, *buf = NULL;
 	_cleanup_close_ int root = -1;
 	char today[16];
@@ -453,7 +456,8 @@ static int m_reopen(call *x, json_t **ret)
 		return PW_CTL_FAILED;
 	if (!pw_plan_info_approved(p))
 		return pw_ctl_fail_set(x->fail, PW_RPC_INVALID_PARAMS,
-				       "plan '%s' is not approved (it is a draft already)", p->name);
+				       "plan '%s' is not approved (it is a draft already)",
+				       p->name);
 	root = pw_plans_open_root(x->view);
 	if (root < 0)
 		return fail_errno(x, root, "opening the project");
@@ -484,36 +488,36 @@ static int m_reopen(call *x, json_t **ret)
 /* ---- the table ------------------------------------------------------------------------ */
 
 static const pw_rpc_param name_params[] = {
-	{ "name", PW_RPC_T_STRING, false, PW_PATH_MAX },
+    {"name", PW_RPC_T_STRING, false, PW_PATH_MAX},
 };
 
 static const pw_rpc_param name_required[] = {
-	{ "name", PW_RPC_T_STRING, true, PW_PATH_MAX },
+    {"name", PW_RPC_T_STRING, true, PW_PATH_MAX},
 };
 
 static const pw_rpc_param done_params[] = {
-	{ "task", PW_RPC_T_INT, true, 0 },
-	{ "name", PW_RPC_T_STRING, false, PW_PATH_MAX },
-	{ "note", PW_RPC_T_STRING, false, 1000 },
+    {"task", PW_RPC_T_INT, true, 0},
+    {"name", PW_RPC_T_STRING, false, PW_PATH_MAX},
+    {"note", PW_RPC_T_STRING, false, 1000},
 };
 
 static const pw_ctl_method methods[] = {
-	{ "plan.list", m_list, NULL, 0, NULL },
-	{ "plan.show", m_show, name_params, ELEMENTSOF(name_params), NULL },
-	{ "plan.status", m_status, NULL, 0, NULL },
-	{ "plan.done", m_done, done_params, ELEMENTSOF(done_params), NULL },
-	{ "plan.approve", m_approve, name_required, ELEMENTSOF(name_required),
-	  "refused: only the person approves a plan, from outside the agent (piworkfs plan "
-	  "approve NAME)" },
-	{ "plan.reopen", m_reopen, name_required, ELEMENTSOF(name_required),
-	  "refused: only the person reopens an approved plan, from outside the agent "
-	  "(piworkfs plan reopen NAME)" },
+    {"plan.list", m_list, NULL, 0, NULL},
+    {"plan.show", m_show, name_params, ELEMENTSOF(name_params), NULL},
+    {"plan.status", m_status, NULL, 0, NULL},
+    {"plan.done", m_done, done_params, ELEMENTSOF(done_params), NULL},
+    {"plan.approve", m_approve, name_required, ELEMENTSOF(name_required),
+     "refused: only the person approves a plan, from outside the agent (piworkfs plan "
+     "approve NAME)"},
+    {"plan.reopen", m_reopen, name_required, ELEMENTSOF(name_required),
+     "refused: only the person reopens an approved plan, from outside the agent "
+     "(piworkfs plan reopen NAME)"},
 };
 
 const pw_ctl_module pw_ctl_plan_module = {
-	.name = "plan",
-	.methods = methods,
-	.n_methods = ELEMENTSOF(methods),
-	.init = plan_init,
-	.mode_changed = plan_mode_changed,
+    .name = "plan",
+    .methods = methods,
+    .n_methods = ELEMENTSOF(methods),
+    .init = plan_init,
+    .mode_changed = plan_mode_changed,
 };

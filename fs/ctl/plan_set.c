@@ -23,9 +23,9 @@
 static int open_beneath(int root, const char *path, int flags, mode_t mode)
 {
 	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC),
-		.mode = (flags & O_CREAT) ? mode : 0,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	    .flags = (uint64_t)(flags | O_CLOEXEC),
+	    .mode = (flags & O_CREAT) ? mode : 0,
+	    .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 	};
 	long fd = syscall(SYS_openat2, root, path, &how, sizeof(how));
 
@@ -137,7 +137,6 @@ int pw_plans_replace_file(int root, const char *path, const char *text)
 
 /* ---- one plan, as shown -------------------------------------------------------------- */
 
-
 static void plan_info_done(pw_plan_info *p)
 {
 	free(p->name);
@@ -148,7 +147,7 @@ static void plan_info_done(pw_plan_info *p)
 	free(p->rec.hash);
 	free(p->rec.approved_by);
 	pw_task_records_free(p->done, p->n_done);
-	*p = (pw_plan_info){ 0 };
+	*p = (pw_plan_info){0};
 }
 
 bool pw_plan_info_approved(const pw_plan_info *p)
@@ -208,7 +207,7 @@ static int plan_info_load(pw_view *v, int root, const char *path, const char *na
 	pw_state *st;
 	int r;
 
-	*p = (pw_plan_info){ .name = strdup(name), .path = strdup(path) };
+	*p = (pw_plan_info){.name = strdup(name), .path = strdup(path)};
 	if (!p->name || !p->path)
 		return -ENOMEM;
 	if (rec) {
@@ -238,14 +237,13 @@ static int plan_info_load(pw_view *v, int root, const char *path, const char *na
 
 /* ---- every plan ---------------------------------------------------------------------- */
 
-
 void pw_plan_set_done(pw_plan_set *s)
 {
 	for (size_t i = 0; i < s->n; i++)
 		plan_info_done(&s->v[i]);
 	free(s->v);
 	free(s->dir);
-	*s = (pw_plan_set){ 0 };
+	*s = (pw_plan_set){0};
 }
 
 static char *plans_dir(pw_view *v)
@@ -312,7 +310,7 @@ int pw_plan_set_load(pw_view *v, pw_plan_set *s)
 	DIR *d = NULL;
 	int r = 0, dfd;
 
-	*s = (pw_plan_set){ .dir = plans_dir(v) };
+	*s = (pw_plan_set){.dir = plans_dir(v)};
 	if (!s->dir)
 		return -ENOMEM;
 	if (root < 0)
@@ -375,4 +373,3 @@ const pw_plan_info *pw_plan_set_find(const pw_plan_set *s, const char *name)
 			return &s->v[i];
 	return NULL;
 }
-

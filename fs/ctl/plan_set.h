@@ -23,10 +23,10 @@
 
 typedef struct pw_plan_info {
 	char *name, *path;
-	pw_plan *doc;       /* NULL when the file cannot be read */
-	int read_err;       /* why not (-errno) */
+	pw_plan *doc;		  /* NULL when the file cannot be read */
+	int read_err;		  /* why not (-errno) */
 	char hash[PW_SHA256_HEX]; /* of the file as it is now */
-	pw_plan_record rec; /* what the database holds (rec.path NULL: nothing) */
+	pw_plan_record rec;	  /* what the database holds (rec.path NULL: nothing) */
 	pw_task_record *done;
 	size_t n_done;
 } pw_plan_info;

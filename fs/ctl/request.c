@@ -116,7 +116,8 @@ void pw_ctl_request_clean_reason(const char *in, char *out)
 		if (cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp < 0xa0) || cp == 0xfffd ||
 		    hidden_format(cp)) {
 			/* A line break or tab would have separated words: keep one space. */
-			if ((cp == '\n' || cp == '\t' || cp == '\r') && !space && n < PW_REQUEST_REASON_MAX) {
+			if ((cp == '\n' || cp == '\t' || cp == '\r') && !space &&
+			    n < PW_REQUEST_REASON_MAX) {
 				out[n++] = ' ';
 				space = true;
 			}
@@ -166,7 +167,7 @@ static void remember(pw_ctl_requests *rq, const request *r, const char *what, co
 {
 	outcome *o = &rq->history[rq->history_next];
 
-	*o = (outcome){ .id = r->id, .listener = r->listener };
+	*o = (outcome){.id = r->id, .listener = r->listener};
 	snprintf(o->outcome, sizeof(o->outcome), "%s", what);
 	snprintf(o->mode, sizeof(o->mode), "%s", mode ? mode : "");
 	rq->history_next = (rq->history_next + 1) % HISTORY;
@@ -229,7 +230,6 @@ static void requests_fini(pw_ctl_server *s, void *data)
 
 /* ---- methods --------------------------------------------------------------------------- */
 
-
 /* Adds C's call as a waiter on R until WAIT_MS from now. Returns PW_CTL_DEFERRED, or -1. */
 static int block(request *r, pw_ctl_client *c, json_int_t wait_ms, pw_ctl_fail *f)
 {
@@ -239,10 +239,13 @@ static int block(request *r, pw_ctl_client *c, json_int_t wait_ms, pw_ctl_fail *
 		return pw_ctl_fail_set(f, PW_RPC_BUSY, "too many callers waiting on this request");
 	id = pw_ctl_client_defer(c);
 	if (!id)
-		return pw_ctl_fail_set(f, PW_RPC_INVALID_REQUEST,
-			      "a blocking wait must be a call with an id, not a notification");
-	r->waiters[r->n_waiters++] = (waiter){ .client = pw_ctl_client_serial(c), .id = id,
-					       .deadline_ms = pw_clock_ms(CLOCK_MONOTONIC) + wait_ms };
+		return pw_ctl_fail_set(
+		    f, PW_RPC_INVALID_REQUEST,
+		    "a blocking wait must be a call with an id, not a notification");
+	r->waiters[r->n_waiters++] =
+	    (waiter){.client = pw_ctl_client_serial(c),
+		     .id = id,
+		     .deadline_ms = pw_clock_ms(CLOCK_MONOTONIC) + wait_ms};
 	return PW_CTL_DEFERRED;
 }
 
@@ -295,7 +298,8 @@ static int ask(pw_ctl_ctx *x, json_t **ret_result, const char *plan)
 	pw_view *v = pw_ctl_server_view(s);
 	const char *to = json_string_value(json_object_get(params, "mode"));
 	_cleanup_free_ char *now_mode = plan ? active_mode(v) : NULL;
-	json_t *jexp = json_object_get(params, "expires_s"), *jwait = json_object_get(params, "wait_ms");
+	json_t *jexp = json_object_get(params, "expires_s"),
+	       *jwait = json_object_get(params, "wait_ms");
 	json_int_t expires_s = jexp ? json_integer_value(jexp) : PW_REQUEST_EXPIRES_S;
 	json_int_t wait_ms = jwait ? json_integer_value(jwait) : 0;
 	pw_policy *active = NULL, *target = NULL;
@@ -307,10 +311,10 @@ static int ask(pw_ctl_ctx *x, json_t **ret_result, const char *plan)
 
 	if (expires_s < 1 || expires_s > PW_REQUEST_EXPIRES_S)
 		return pw_ctl_fail_set(ret_fail, PW_RPC_INVALID_PARAMS,
-			      "params.expires_s: from 1 to 120 seconds");
+				       "params.expires_s: from 1 to 120 seconds");
 	if (wait_ms < 0 || wait_ms > PW_REQUEST_WAIT_MS_MAX)
 		return pw_ctl_fail_set(ret_fail, PW_RPC_INVALID_PARAMS,
-			      "params.wait_ms: from 0 to 600000 milliseconds");
+				       "params.wait_ms: from 0 to 600000 milliseconds");
 	if (plan && !now_mode)
 		return pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 	if (plan)
@@ -319,7 +323,8 @@ static int ask(pw_ctl_ctx *x, json_t **ret_result, const char *plan)
 	if (rr == -ENOENT)
 		return pw_ctl_fail_set(ret_fail, PW_RPC_UNKNOWN_MODE, "unknown mode '%s'", to);
 	if (rr == -EBADMSG)
-		return pw_ctl_fail_set(ret_fail, PW_RPC_MODE_BROKEN, "mode '%s' is broken (see status warnings)", to);
+		return pw_ctl_fail_set(ret_fail, PW_RPC_MODE_BROKEN,
+				       "mode '%s' is broken (see status warnings)", to);
 	if (rr < 0)
 		return pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 	active = pw_view_policy(v, NULL);
@@ -330,28 +335,32 @@ static int ask(pw_ctl_ctx *x, json_t **ret_result, const char *plan)
 
 	/* The same mode, or a tightening: no consent needed, done now with the caller's own
 	 * authority (exactly what mode.set would do). A plan's approval always needs it. */
-	if (!plan && (streq(pw_policy_mode_name(active), to) ||
-		      pw_policy_is_tightening(active, target))) {
+	if (!plan &&
+	    (streq(pw_policy_mode_name(active), to) || pw_policy_is_tightening(active, target))) {
 		bool same = streq(pw_policy_mode_name(active), to);
 		pw_policy_unref(active);
 		pw_policy_unref(target);
 		if (!same) {
 			rr = pw_view_set_mode(v, to, peer, NULL, &why);
 			if (rr < 0)
-				return pw_ctl_fail_set(ret_fail, rr == -EPERM ? PW_RPC_REFUSED : PW_RPC_INTERNAL_ERROR,
-					      "%s", why ? why : strerror(-rr));
+				return pw_ctl_fail_set(
+				    ret_fail, rr == -EPERM ? PW_RPC_REFUSED : PW_RPC_INTERNAL_ERROR,
+				    "%s", why ? why : strerror(-rr));
 		}
 		*ret_result = json_pack("{s:n,s:s,s:s}", "id", "outcome", "approved", "mode", to);
-		return *ret_result ? 0 : pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+		return *ret_result
+			   ? 0
+			   : pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 	}
 	pw_policy_unref(target);
 
 	if (!rate_ok(rq, now)) {
 		pw_policy_unref(active);
-		return pw_ctl_fail_set(ret_fail, PW_RPC_BUSY,
-			      "too many requests: at most %d per second; the person has not answered "
-			      "the last one yet",
-			      PW_REQUEST_PER_SEC);
+		return pw_ctl_fail_set(
+		    ret_fail, PW_RPC_BUSY,
+		    "too many requests: at most %d per second; the person has not answered "
+		    "the last one yet",
+		    PW_REQUEST_PER_SEC);
 	}
 	r = calloc(1, sizeof(*r));
 	if (!r) {
@@ -363,7 +372,8 @@ static int ask(pw_ctl_ctx *x, json_t **ret_result, const char *plan)
 	snprintf(r->to, sizeof(r->to), "%s", to);
 	snprintf(r->plan, sizeof(r->plan), "%s", plan ? plan : "");
 	pw_policy_unref(active);
-	pw_ctl_request_clean_reason(json_string_value(json_object_get(params, "reason")), r->reason);
+	pw_ctl_request_clean_reason(json_string_value(json_object_get(params, "reason")),
+				    r->reason);
 	r->client = pw_ctl_client_serial(c);
 	r->listener = pw_ctl_client_listener_serial(c);
 	r->pid = peer->pid;
@@ -378,9 +388,8 @@ static int ask(pw_ctl_ctx *x, json_t **ret_result, const char *plan)
 	shown = pw_ctl_server_notify_operators(s, r->listener, "mode.request", request_json(r));
 	if (wait_ms > 0)
 		return block(r, c, wait_ms, ret_fail);
-	*ret_result = json_pack("{s:I,s:s,s:I,s:b}", "id", (json_int_t)r->id, "outcome",
-				"pending", "expires_ns", (json_int_t)r->expires_ns, "shown",
-				shown > 0);
+	*ret_result = json_pack("{s:I,s:s,s:I,s:b}", "id", (json_int_t)r->id, "outcome", "pending",
+				"expires_ns", (json_int_t)r->expires_ns, "shown", shown > 0);
 	return *ret_result ? 0 : pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 }
 
@@ -398,14 +407,16 @@ static int m_wait(pw_ctl_ctx *x, json_t **ret_result)
 
 	if (wait_ms < 0 || wait_ms > PW_REQUEST_WAIT_MS_MAX)
 		return pw_ctl_fail_set(ret_fail, PW_RPC_INVALID_PARAMS,
-			      "params.wait_ms: from 0 to 600000 milliseconds");
+				       "params.wait_ms: from 0 to 600000 milliseconds");
 	/* An agent sees only the requests made through its own socket. */
 	if (rq->pending && rq->pending->id == (uint64_t)id &&
 	    (!pw_ctl_client_peer(c)->restricted || rq->pending->listener == listener)) {
 		if (wait_ms > 0)
 			return block(rq->pending, c, wait_ms, ret_fail);
 		*ret_result = json_pack("{s:I,s:s}", "id", id, "outcome", "pending");
-		return *ret_result ? 0 : pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+		return *ret_result
+			   ? 0
+			   : pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 	}
 	o = recall(rq, (uint64_t)id);
 	if (!o || (pw_ctl_client_peer(c)->restricted && o->listener != listener))
@@ -419,8 +430,8 @@ static int m_list(pw_ctl_ctx *x, json_t **ret_result)
 	pw_ctl_fail *ret_fail = x->fail;
 	pw_ctl_requests *rq = x->data;
 
-	*ret_result = json_pack("{s:o}", "pending",
-				rq->pending ? request_json(rq->pending) : json_null());
+	*ret_result =
+	    json_pack("{s:o}", "pending", rq->pending ? request_json(rq->pending) : json_null());
 	return *ret_result ? 0 : pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 }
 
@@ -467,21 +478,25 @@ static int m_answer(pw_ctl_ctx *x, json_t **ret_result)
 	if (!r)
 		return pw_ctl_fail_set(ret_fail, PW_RPC_INVALID_PARAMS, "no request is pending");
 	if (jid && (uint64_t)json_integer_value(jid) != r->id)
-		return pw_ctl_fail_set(ret_fail, PW_RPC_INVALID_PARAMS,
-			      "that request is no longer pending (a newer one replaced it, or it "
-			      "ended)");
+		return pw_ctl_fail_set(
+		    ret_fail, PW_RPC_INVALID_PARAMS,
+		    "that request is no longer pending (a newer one replaced it, or it "
+		    "ended)");
 	if (!approve) {
 		*ret_result = json_pack("{s:I,s:s}", "id", (json_int_t)r->id, "outcome", "denied");
 		finish(s, rq, "denied");
-		return *ret_result ? 0 : pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+		return *ret_result
+			   ? 0
+			   : pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 	}
 	if (r->plan[0])
 		return answer_plan(x, rq, r, ret_result);
 	mode = active_mode(pw_ctl_server_view(s));
 	if (!streq_ptr(mode, r->from)) {
 		finish(s, rq, "superseded");
-		return pw_ctl_fail_set(ret_fail, PW_RPC_REFUSED,
-			      "the mode changed since the request was made; nothing switched");
+		return pw_ctl_fail_set(
+		    ret_fail, PW_RPC_REFUSED,
+		    "the mode changed since the request was made; nothing switched");
 	}
 	pw_ctl_request_clean_reason(by ? by : "", by_clean);
 	pw_peer peer = *who;
@@ -492,7 +507,7 @@ static int m_answer(pw_ctl_ctx *x, json_t **ret_result)
 	if (rr < 0) {
 		finish(s, rq, "denied");
 		return pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "the switch failed: %s",
-			      why ? why : strerror(-rr));
+				       why ? why : strerror(-rr));
 	}
 	*ret_result = json_pack("{s:I,s:s}", "id", (json_int_t)r->id, "outcome", "approved");
 	finish(s, rq, "approved");
@@ -516,9 +531,9 @@ static int64_t requests_tick(pw_ctl_server *s, void *data, int64_t now_ms)
 	/* Blocked callers whose wait is over learn that it is still pending. */
 	for (size_t i = 0; i < r->n_waiters;) {
 		if (now_ms >= r->waiters[i].deadline_ms) {
-			pw_ctl_server_reply(s, r->waiters[i].client, r->waiters[i].id,
-					    json_pack("{s:I,s:s}", "id", (json_int_t)r->id,
-						      "outcome", "pending"));
+			pw_ctl_server_reply(
+			    s, r->waiters[i].client, r->waiters[i].id,
+			    json_pack("{s:I,s:s}", "id", (json_int_t)r->id, "outcome", "pending"));
 			r->waiters[i] = r->waiters[--r->n_waiters];
 			continue;
 		}
@@ -551,50 +566,46 @@ static void requests_listener_gone(pw_ctl_server *s, void *data, uint64_t listen
 /* ---- the table ------------------------------------------------------------------------- */
 
 static const pw_rpc_param request_params[] = {
-	{ "mode", PW_RPC_T_STRING, true, PW_MODE_NAME_MAX },
-	{ "reason", PW_RPC_T_STRING, false, 4096 },
-	{ "expires_s", PW_RPC_T_INT, false, 0 },
-	{ "wait_ms", PW_RPC_T_INT, false, 0 },
+    {"mode", PW_RPC_T_STRING, true, PW_MODE_NAME_MAX},
+    {"reason", PW_RPC_T_STRING, false, 4096},
+    {"expires_s", PW_RPC_T_INT, false, 0},
+    {"wait_ms", PW_RPC_T_INT, false, 0},
 };
 
 static const pw_rpc_param plan_request_params[] = {
-	{ "name", PW_RPC_T_STRING, true, PW_PATH_MAX },
-	{ "reason", PW_RPC_T_STRING, false, 4096 },
-	{ "expires_s", PW_RPC_T_INT, false, 0 },
-	{ "wait_ms", PW_RPC_T_INT, false, 0 },
+    {"name", PW_RPC_T_STRING, true, PW_PATH_MAX},
+    {"reason", PW_RPC_T_STRING, false, 4096},
+    {"expires_s", PW_RPC_T_INT, false, 0},
+    {"wait_ms", PW_RPC_T_INT, false, 0},
 };
 
 static const pw_rpc_param request_wait_params[] = {
-	{ "id", PW_RPC_T_INT, true, 0 },
-	{ "wait_ms", PW_RPC_T_INT, false, 0 },
+    {"id", PW_RPC_T_INT, true, 0},
+    {"wait_ms", PW_RPC_T_INT, false, 0},
 };
 
 static const pw_rpc_param request_answer_params[] = {
-	{ "id", PW_RPC_T_INT, false, 0 },
-	{ "approve", PW_RPC_T_BOOL, true, 0 },
-	{ "by", PW_RPC_T_STRING, false, 256 },
+    {"id", PW_RPC_T_INT, false, 0},
+    {"approve", PW_RPC_T_BOOL, true, 0},
+    {"by", PW_RPC_T_STRING, false, 256},
 };
 
 static const pw_ctl_method methods[] = {
-	{ "mode.request", m_mode, request_params, ELEMENTSOF(request_params), NULL },
-	{ "plan.request_approval", m_plan, plan_request_params, ELEMENTSOF(plan_request_params),
-	  NULL },
-	{ "mode.request.wait", m_wait, request_wait_params, ELEMENTSOF(request_wait_params),
-	  NULL },
-	{ "mode.request.list", m_list, NULL, 0,
-	  "refused: the agent cannot see the person's questions" },
-	{ "mode.request.answer", m_answer, request_answer_params,
-	  ELEMENTSOF(request_answer_params),
-	  "refused: only the person answers a request, from outside the agent" },
+    {"mode.request", m_mode, request_params, ELEMENTSOF(request_params), NULL},
+    {"plan.request_approval", m_plan, plan_request_params, ELEMENTSOF(plan_request_params), NULL},
+    {"mode.request.wait", m_wait, request_wait_params, ELEMENTSOF(request_wait_params), NULL},
+    {"mode.request.list", m_list, NULL, 0, "refused: the agent cannot see the person's questions"},
+    {"mode.request.answer", m_answer, request_answer_params, ELEMENTSOF(request_answer_params),
+     "refused: only the person answers a request, from outside the agent"},
 };
 
 const pw_ctl_module pw_ctl_request_module = {
-	.name = "request",
-	.methods = methods,
-	.n_methods = ELEMENTSOF(methods),
-	.init = requests_init,
-	.fini = requests_fini,
-	.tick = requests_tick,
-	.mode_changed = requests_mode_changed,
-	.listener_gone = requests_listener_gone,
+    .name = "request",
+    .methods = methods,
+    .n_methods = ELEMENTSOF(methods),
+    .init = requests_init,
+    .fini = requests_fini,
+    .tick = requests_tick,
+    .mode_changed = requests_mode_changed,
+    .listener_gone = requests_listener_gone,
 };

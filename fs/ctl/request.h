@@ -27,8 +27,8 @@
 #include "server.h"
 #include "pw_limits.h"
 
-#define PW_REQUEST_EXPIRES_S 120     /* default and longest life of a request */
-#define PW_REQUEST_PER_SEC 20        /* new requests per view per second; more: PW_RPC_BUSY */
+#define PW_REQUEST_EXPIRES_S 120 /* default and longest life of a request */
+#define PW_REQUEST_PER_SEC 20	 /* new requests per view per second; more: PW_RPC_BUSY */
 
 /*
  * REASON as the person will see it: control characters (C0, DEL, C1), and the bidi and

@@ -2,9 +2,9 @@
 /*
  * A run's id (run_id.c), for the daemon and the program alike. Every `piworkfs run`
  * mounts a view of its own at DIR/run-ID/view, DIR being the control socket directory
- * (a 0700 directory of the person's); ID is the six letters and digits mkdtemp(3) chose for DIR/run-ID, so it is
- * unique among the live runs of the person and names the run wherever the person meets
- * it: the run's first line, `piworkfs status`, `mode --run ID`, `log` and `changes`
+ * (a 0700 directory of the person's); ID is the six letters and digits mkdtemp(3) chose for
+ * DIR/run-ID, so it is unique among the live runs of the person and names the run wherever the
+ * person meets it: the run's first line, `piworkfs status`, `mode --run ID`, `log` and `changes`
  * (which read it back from the mountpoint a row records).
  */
 #pragma once

@@ -58,44 +58,44 @@
 
 #define DEFAULT_IDLE_MS 30000u
 #define DEFAULT_DENIED_PER_SEC 50u
-#define ACCEPT_BURST 64     /* accepts per loop turn, so clients are served meanwhile */
+#define ACCEPT_BURST 64 /* accepts per loop turn, so clients are served meanwhile */
 #define READ_CHUNK 65536
 
 struct pw_ctl_client {
 	int fd;
-	size_t listener;   /* index in listeners[] of the socket it came through */
+	size_t listener; /* index in listeners[] of the socket it came through */
 	pw_peer peer;
 	char *in;
 	size_t in_len;
 	char *out;
 	size_t out_len, out_off, out_cap;
-	int64_t last_ms;   /* last progress (a byte read or written) */
-	bool closing;      /* stop reading; close once the output is flushed */
+	int64_t last_ms; /* last progress (a byte read or written) */
+	bool closing;	 /* stop reading; close once the output is flushed */
 	bool sub_mode, sub_denied;
-	bool sub_request;  /* operator: mode.request notifications (ctl/request.h) */
-	uint64_t serial;   /* never reused (pw_ctl_client_serial) */
+	bool sub_request;	  /* operator: mode.request notifications (ctl/request.h) */
+	uint64_t serial;	  /* never reused (pw_ctl_client_serial) */
 	uint64_t listener_serial; /* the socket it came through */
-	json_t *cur_id;    /* the id of the call being dispatched (borrowed) */
-	bool deferred;     /* its handler deferred the reply */
-	unsigned n_deferred; /* replies owed to it: not idle meanwhile */
+	json_t *cur_id;		  /* the id of the call being dispatched (borrowed) */
+	bool deferred;		  /* its handler deferred the reply */
+	unsigned n_deferred;	  /* replies owed to it: not idle meanwhile */
 	/* Agent sockets: the client's PID namespace (pidns.h), taken at connect; a `denied`
 	 * notification reaches it only for a process in that namespace or below, submitted
 	 * after it connected (a namespace's inode number may be reused once it is gone). */
-	bool ns_known;     /* false: none reaches it (fail closed) */
-	size_t ns_level;   /* 0: the daemon's own namespace (every process is below it) */
+	bool ns_known;	 /* false: none reaches it (fail closed) */
+	size_t ns_level; /* 0: the daemon's own namespace (every process is below it) */
 	uint64_t ns_ino;
-	int64_t since_ns;  /* CLOCK_REALTIME at connect */
-	double tokens;     /* denied notifications this client may still get */
+	int64_t since_ns; /* CLOCK_REALTIME at connect */
+	double tokens;	  /* denied notifications this client may still get */
 	int64_t tokens_ms;
 	uint64_t suppressed;
 };
 
 typedef struct listener {
-	int fd;            /* -1: a free slot (an owned socket whose owner went) */
+	int fd; /* -1: a free slot (an owned socket whose owner went) */
 	char *path;
 	bool restricted;
-	uint64_t serial;   /* never reused */
-	uint64_t owner;    /* the operator client owning it (0: none; the view's shared one) */
+	uint64_t serial; /* never reused */
+	uint64_t owner;	 /* the operator client owning it (0: none; the view's shared one) */
 	size_t n_clients, max_clients; /* connected through this socket now; its limit */
 } listener;
 
@@ -114,7 +114,7 @@ struct pw_ctl_server {
 	pw_ctl_client *clients[PW_CTL_CLIENTS_TOTAL_MAX];
 	size_t n_clients;
 
-	pthread_mutex_t lock; /* guards the fields below */
+	pthread_mutex_t lock;		   /* guards the fields below */
 	json_t *events[PW_CTL_EVENTS_MAX]; /* queued notifications: {"method":..,"params":..} */
 	size_t n_events;
 	listener pending[PW_CTL_LISTENERS_MAX]; /* agent sockets to adopt */
@@ -181,7 +181,7 @@ static int temporary_name(const char *path, char *buf, size_t size)
  */
 static int listen_at(const char *path, int *ret_fd)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX }, tmp = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX}, tmp = {.sun_family = AF_UNIX};
 	_cleanup_close_ int fd = -1;
 	struct stat st;
 	mode_t old;
@@ -304,8 +304,9 @@ static bool client_send(pw_ctl_server *s, pw_ctl_client *c, json_t *msg)
 	r = pw_rpc_serialize(msg, PW_RPC_REPLY_MAX, &line, &len);
 	if (r == -E2BIG) {
 		json_t *id = json_object_get(msg, "id");
-		json_t *err = pw_rpc_error_reply(id, PW_RPC_INTERNAL_ERROR,
-						 "reply exceeds PW_RPC_REPLY_MAX; ask for less", NULL);
+		json_t *err =
+		    pw_rpc_error_reply(id, PW_RPC_INTERNAL_ERROR,
+				       "reply exceeds PW_RPC_REPLY_MAX; ask for less", NULL);
 		json_decref(msg);
 		return client_send(s, c, err);
 	}
@@ -341,8 +342,9 @@ static int modules_init(pw_ctl_server *s, const pw_ctl_use *uses, size_t n)
 		for (size_t k = 0; k < m->n_methods; k++)
 			for (size_t j = 0; j <= i; j++)
 				for (size_t l = 0; l < uses[j].module->n_methods; l++)
-					if ((j < i || l < k) && streq(m->methods[k].name,
-								     uses[j].module->methods[l].name))
+					if ((j < i || l < k) &&
+					    streq(m->methods[k].name,
+						  uses[j].module->methods[l].name))
 						return -EINVAL;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -439,7 +441,7 @@ static int dispatch(pw_ctl_server *s, pw_ctl_client *c, const char *name, json_t
 			shown[n] = name[n] >= 0x20 && name[n] < 0x7f ? name[n] : '?';
 		shown[n] = 0;
 		return pw_ctl_fail_set(ret_fail, PW_RPC_METHOD_NOT_FOUND, "method not found: %s",
-				     shown);
+				       shown);
 	}
 	if (m->agent_refusal && c->peer.restricted)
 		return pw_ctl_fail_set(ret_fail, PW_RPC_REFUSED, "%s", m->agent_refusal);
@@ -449,13 +451,13 @@ static int dispatch(pw_ctl_server *s, pw_ctl_client *c, const char *name, json_t
 		return PW_CTL_FAILED;
 	}
 	pw_ctl_ctx x = {
-		.server = s,
-		.client = c,
-		.view = s->view,
-		.peer = &c->peer,
-		.params = params,
-		.fail = ret_fail,
-		.data = data,
+	    .server = s,
+	    .client = c,
+	    .view = s->view,
+	    .peer = &c->peer,
+	    .params = params,
+	    .fail = ret_fail,
+	    .data = data,
 	};
 	return m->fn(&x, ret_result);
 }
@@ -620,9 +622,9 @@ static void accept_clients(pw_ctl_server *s, size_t li)
 			pthread_mutex_unlock(&s->lock);
 			refuse_fd(fd, PW_RPC_BUSY,
 				  l->restricted
-					  ? "too many connections on this agent socket "
-					    "(PW_AGENT_CLIENTS_MAX); try again"
-					  : "too many connections (PW_CLIENTS_MAX); try again");
+				      ? "too many connections on this agent socket "
+					"(PW_AGENT_CLIENTS_MAX); try again"
+				      : "too many connections (PW_CLIENTS_MAX); try again");
 			close(fd);
 			continue;
 		}
@@ -680,8 +682,7 @@ static void accept_clients(pw_ctl_server *s, size_t li)
  * denial is for an operator client; an agent client gets those of processes in its own
  * sandbox, submitted since it connected, with *ret_pid the pid as seen inside.
  */
-static bool denial_for(const pw_ctl_client *c, json_t *params, const char *pidns,
-		       pid_t *ret_pid)
+static bool denial_for(const pw_ctl_client *c, json_t *params, const char *pidns, pid_t *ret_pid)
 {
 	pid_t pid = (pid_t)json_integer_value(json_object_get(params, "pid"));
 
@@ -724,9 +725,9 @@ static void switcher_for(const pw_ctl_client *c, json_t *params, const char *pid
 static void post_event(pw_ctl_server *s, const char *method, json_t *params, bool denied,
 		       const char *pidns)
 {
-	json_t *ev = params ? json_pack("{s:s,s:o,s:s?}", "method", method, "params", params,
-					"pidns", pidns)
-			    : NULL;
+	json_t *ev =
+	    params ? json_pack("{s:s,s:o,s:s?}", "method", method, "params", params, "pidns", pidns)
+		   : NULL;
 
 	pthread_mutex_lock(&s->lock);
 	if (denied)
@@ -789,7 +790,8 @@ static void fan_out(pw_ctl_server *s)
 
 			/* Another sandbox's denial is not this client's to see, nor to be
 			 * counted as suppressed for it. */
-			if (!want || c->closing || (denied && !denial_for(c, params, pidns, &pid))) {
+			if (!want || c->closing ||
+			    (denied && !denial_for(c, params, pidns, &pid))) {
 				i++;
 				continue;
 			}
@@ -825,15 +827,15 @@ static void on_view_change(const char *from, const char *to, uint64_t generation
 {
 	pw_ctl_server *s = userdata;
 	char pidns[PW_PIDNS_DESC_MAX];
-	json_t *p = json_pack("{s:s?,s:s?,s:I,s:s?,s:i,s:i,s:s?}", "from", from, "to", to,
-			      "generation", (json_int_t)generation, "origin",
-			      peer ? peer->origin : NULL, "pid", peer ? (int)peer->pid : 0, "uid",
-			      peer ? (int)peer->uid : 0, "comm",
-			      peer && peer->comm[0] ? peer->comm : NULL);
+	json_t *p =
+	    json_pack("{s:s?,s:s?,s:I,s:s?,s:i,s:i,s:s?}", "from", from, "to", to, "generation",
+		      (json_int_t)generation, "origin", peer ? peer->origin : NULL, "pid",
+		      peer ? (int)peer->pid : 0, "uid", peer ? (int)peer->uid : 0, "comm",
+		      peer && peer->comm[0] ? peer->comm : NULL);
 	/* Where the switcher sits, for the agent subscribers (switcher_for): taken now, while
 	 * it waits for its answer. Unknown (it is gone, or no process asked) tells them nothing. */
-	bool known = peer && peer->pid > 0 &&
-		     pw_pidns_describe(peer->pid, pidns, sizeof(pidns)) == 0;
+	bool known =
+	    peer && peer->pid > 0 && pw_pidns_describe(peer->pid, pidns, sizeof(pidns)) == 0;
 	post_event(s, "mode.changed", p, false, known ? pidns : NULL);
 }
 
@@ -855,8 +857,9 @@ static void on_audit_event(const pw_audit_event *ev, const char *comm, void *use
 		      (json_int_t)ev->time_ns, "mode", ev->mode, "generation",
 		      (json_int_t)ev->generation, "op", pw_op_name(ev->op), "path", ev->path,
 		      "path2", ev->path2, "errno", pw_report_errno_name(ev->err), "reason",
-		      pw_reason_name(ev->reason), "rule", ev->rule ? pw_report_rule(ev->rule) : NULL,
-		      "pid", (int)ev->pid, "uid", (int)ev->uid, "comm", comm);
+		      pw_reason_name(ev->reason), "rule",
+		      ev->rule ? pw_report_rule(ev->rule) : NULL, "pid", (int)ev->pid, "uid",
+		      (int)ev->uid, "comm", comm);
 	pthread_mutex_lock(&hub_lock);
 	if (slot >= 0 && slot < HUB_SLOTS && hub[slot])
 		post_event(hub[slot], overlap ? "overlap" : "denied", p, !overlap, ev->pidns);
@@ -922,7 +925,7 @@ static void adopt_pending(pw_ctl_server *s)
 
 static void do_reload(pw_ctl_server *s)
 {
-	pw_peer peer = { .pid = getpid(), .uid = geteuid(), .origin = "signal" };
+	pw_peer peer = {.pid = getpid(), .uid = geteuid(), .origin = "signal"};
 	_cleanup_free_ char *why = NULL;
 
 	snprintf(peer.comm, sizeof(peer.comm), "SIGHUP");
@@ -968,16 +971,16 @@ static void *server_main(void *userdata)
 		 * this order. */
 		pw_ctl_jobs_reap(s, s->jobs);
 		int64_t due = modules_tick(s, pw_clock_ms(CLOCK_MONOTONIC));
-		pfd[n++] = (struct pollfd){ .fd = s->wake_fd, .events = POLLIN };
+		pfd[n++] = (struct pollfd){.fd = s->wake_fd, .events = POLLIN};
 		for (size_t i = 0; i < s->n_listeners; i++)
-			pfd[n++] = (struct pollfd){ .fd = s->listeners[i].fd, .events = POLLIN };
+			pfd[n++] = (struct pollfd){.fd = s->listeners[i].fd, .events = POLLIN};
 		nl = s->n_listeners;
 		for (size_t i = 0; i < s->n_clients; i++) {
 			pw_ctl_client *c = s->clients[i];
 			short ev = c->closing ? 0 : POLLIN;
 			if (c->out_len > c->out_off)
 				ev |= POLLOUT;
-			pfd[n++] = (struct pollfd){ .fd = c->fd, .events = ev };
+			pfd[n++] = (struct pollfd){.fd = c->fd, .events = ev};
 		}
 		nc = s->n_clients;
 
@@ -1091,8 +1094,8 @@ int pw_ctl_server_start(pw_view *view, const char *socket_dir, const pw_ctl_tuni
 	r = listen_at(s->socket_path, &fd);
 	if (r < 0)
 		goto fail;
-	s->listeners[0] = (listener){ .fd = fd, .path = strdup(s->socket_path),
-				      .max_clients = PW_CLIENTS_MAX };
+	s->listeners[0] =
+	    (listener){.fd = fd, .path = strdup(s->socket_path), .max_clients = PW_CLIENTS_MAX};
 	s->n_listeners = 1;
 	if (!s->listeners[0].path) {
 		r = -ENOMEM;
@@ -1158,9 +1161,12 @@ static int add_agent_socket(pw_ctl_server *s, const char *path, uint64_t owner)
 		unlink(path);
 		return -EMFILE;
 	}
-	s->pending[s->n_pending] = (listener){ .fd = fd, .path = strdup(path), .restricted = true,
-					       .serial = ++s->next_serial, .owner = owner,
-					       .max_clients = PW_AGENT_CLIENTS_MAX };
+	s->pending[s->n_pending] = (listener){.fd = fd,
+					      .path = strdup(path),
+					      .restricted = true,
+					      .serial = ++s->next_serial,
+					      .owner = owner,
+					      .max_clients = PW_AGENT_CLIENTS_MAX};
 	if (!s->pending[s->n_pending].path) {
 		pthread_mutex_unlock(&s->lock);
 		close(fd);
@@ -1332,8 +1338,7 @@ void pw_ctl_server_wake(pw_ctl_server *s)
 	wake(s);
 }
 
-void pw_ctl_server_notify(pw_ctl_server *s, uint64_t client, const char *method,
-			  json_t *params)
+void pw_ctl_server_notify(pw_ctl_server *s, uint64_t client, const char *method, json_t *params)
 {
 	size_t i;
 	pw_ctl_client *c = client_by_serial(s, client, &i);
@@ -1383,7 +1388,6 @@ void pw_ctl_client_subscribe_requests(pw_ctl_client *c)
 {
 	c->sub_request = true;
 }
-
 
 void pw_ctl_server_get_stats(pw_ctl_server *s, pw_ctl_stats *ret)
 {

@@ -19,8 +19,8 @@
  * it (pidns.h), with pids as seen there.
  *
  * Socket location: DIR/NAME where DIR is $XDG_RUNTIME_DIR/piworkfs (root without
- * XDG_RUNTIME_DIR: /run/piworkfs, others /tmp/piworkfs-UID), a 0700 directory, and NAME is derived from the
- * mountpoint alone (pw_ctl_socket_path), so a client finds it from the mountpoint.
+ * XDG_RUNTIME_DIR: /run/piworkfs, others /tmp/piworkfs-UID), a 0700 directory, and NAME is derived
+ * from the mountpoint alone (pw_ctl_socket_path), so a client finds it from the mountpoint.
  */
 #pragma once
 
@@ -42,9 +42,9 @@ typedef struct pw_ctl_module pw_ctl_module;
 
 /* Tuning knobs; zero fields take the defaults. Tests shorten the timeouts. */
 typedef struct pw_ctl_tuning {
-	unsigned idle_timeout_ms;  /* drop a client silent this long (default 30000) */
-	size_t out_max;            /* bytes of pending output per client (default 1 MiB) */
-	unsigned denied_per_sec;   /* `denied` notifications per subscriber per second (50) */
+	unsigned idle_timeout_ms; /* drop a client silent this long (default 30000) */
+	size_t out_max;		  /* bytes of pending output per client (default 1 MiB) */
+	unsigned denied_per_sec;  /* `denied` notifications per subscriber per second (50) */
 } pw_ctl_tuning;
 
 /* A module the server serves, and the argument its init gets (see "for methods" below). */
@@ -180,8 +180,7 @@ void pw_ctl_server_reply_error(pw_ctl_server *s, uint64_t client, json_t *id, in
  * worker thread calls it when its work is done, for the tick to reply. */
 void pw_ctl_server_wake(pw_ctl_server *s);
 /* A notification for one client (PARAMS stolen; dropped if the client is gone). */
-void pw_ctl_server_notify(pw_ctl_server *s, uint64_t client, const char *method,
-			  json_t *params);
+void pw_ctl_server_notify(pw_ctl_server *s, uint64_t client, const char *method, json_t *params);
 /* A notification for the operator side of agent socket LISTENER: the client that owns it
  * (agent.open {"own": true}) when it subscribed to mode.request; for a socket nobody owns,
  * every operator client subscribed to mode.request that owns no socket (a run shows only
@@ -246,13 +245,13 @@ int pw_ctl_job_run(pw_ctl_ctx *x, pw_ctl_job_fn fn, void *arg, void (*free_arg)(
  * updated at the moment the server thread acts, never estimated.
  */
 typedef struct pw_ctl_stats {
-	unsigned clients;           /* connected now (accepted and not yet dropped) */
-	unsigned agent_clients;     /* of which through agent sockets */
-	uint64_t accepted;          /* connections accepted (including ones then refused_uid) */
-	uint64_t refused_busy;      /* connections closed at once: no slot left on their socket */
+	unsigned clients;	     /* connected now (accepted and not yet dropped) */
+	unsigned agent_clients;	     /* of which through agent sockets */
+	uint64_t accepted;	     /* connections accepted (including ones then refused_uid) */
+	uint64_t refused_busy;	     /* connections closed at once: no slot left on their socket */
 	uint64_t refused_busy_agent; /* of which on agent sockets */
 	uint64_t refused_uid, dropped_slow, dropped_idle, dropped_large;
-	uint64_t denied_seen;       /* denied events received from the audit writer */
+	uint64_t denied_seen;	    /* denied events received from the audit writer */
 	uint64_t denied_suppressed; /* notifications not sent (rate limit, full queue) */
 	/* Jobs (above): running now, of which for agents; admitted since start; refused. */
 	unsigned jobs_running, agent_jobs_running;

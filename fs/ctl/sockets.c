@@ -67,9 +67,9 @@ int pw_ctl_socket_path(const char *dir, const char *mountpoint, char **ret)
 	for (; *b && n < sizeof(base) - 1; b++) {
 		char c = *b;
 		base[n++] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-					    (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'
-				    ? c
-				    : '_';
+				    (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'
+				? c
+				: '_';
 	}
 	base[n] = 0;
 	if (asprintf(&path, "%s/%s-%016llx.sock", dir, base,

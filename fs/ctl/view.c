@@ -28,7 +28,7 @@ struct pw_view {
 	/* Immutable after pw_view_new. */
 	char *project, *mountpoint, *bundled_dir, *global_dir;
 	char *state_db; /* where the state database is (status reports it), or NULL */
-	char *run_id;   /* a run's own view: its id (view.h); NULL: a bare view */
+	char *run_id;	/* a run's own view: its id (view.h); NULL: a bare view */
 	pid_t run_pid;
 	const pw_view_fs_ops *fs_ops;
 	void *fs_ctx;
@@ -42,7 +42,7 @@ struct pw_view {
 	pthread_mutex_t lock; /* guards everything below and every use of state */
 	pw_modeset *ms;
 	bool trusted;
-	char *mode;        /* the active mode's name */
+	char *mode;	   /* the active mode's name */
 	char *fail_reason; /* NULL unless failing closed */
 	char *state_error; /* last persistence failure, for status */
 	uint64_t reloads;
@@ -105,10 +105,10 @@ static int load_modeset(pw_view *v, pw_modeset **ret_ms, bool *ret_trusted)
 		trusted = r > 0;
 	}
 	pw_load_opts o = {
-		.bundled_dir = v->bundled_dir,
-		.global_dir = v->global_dir,
-		.project_dir = v->project,
-		.trusted = trusted,
+	    .bundled_dir = v->bundled_dir,
+	    .global_dir = v->global_dir,
+	    .project_dir = v->project,
+	    .trusted = trusted,
 	};
 	int r = pw_modeset_load(&o, ret_ms);
 	if (r < 0)
@@ -205,18 +205,18 @@ static void record_switch(pw_view *v, const char *from, const char *to, uint64_t
 			note_state_error(v, "saving the last mode", r);
 	}
 	pw_switch_record rec = {
-		.time_ns = pw_clock_ns(CLOCK_REALTIME),
-		.project = v->project,
-		.mountpoint = v->mountpoint,
-		.from_mode = from,
-		.to_mode = to,
-		.generation = gen,
-		.pid = peer ? peer->pid : getpid(),
-		.uid = peer ? peer->uid : getuid(),
-		.comm = peer && peer->comm[0] ? peer->comm : NULL,
-		.origin = origin,
-		.reason = peer ? peer->reason : NULL,
-		.answered_by = peer ? peer->answered_by : NULL,
+	    .time_ns = pw_clock_ns(CLOCK_REALTIME),
+	    .project = v->project,
+	    .mountpoint = v->mountpoint,
+	    .from_mode = from,
+	    .to_mode = to,
+	    .generation = gen,
+	    .pid = peer ? peer->pid : getpid(),
+	    .uid = peer ? peer->uid : getuid(),
+	    .comm = peer && peer->comm[0] ? peer->comm : NULL,
+	    .origin = origin,
+	    .reason = peer ? peer->reason : NULL,
+	    .answered_by = peer ? peer->answered_by : NULL,
 	};
 	r = pw_state_record_switch(v->state, &rec);
 	if (r < 0)
@@ -362,11 +362,12 @@ int pw_view_authorize_switch(pw_view *v, const pw_peer *peer, const pw_policy *t
 	}
 	if (ret_why) {
 		const char *to = pw_policy_mode_name(target);
-		r = asprintf(ret_why,
-			     "refused: switching from mode '%s' to '%s' would allow more writes, and "
-			     "an agent may only tighten the mode; ask the person you work for to run "
-			     "`piworkfs mode %s` outside the agent",
-			     cur ? pw_policy_mode_name(cur) : "?", to, to);
+		r = asprintf(
+		    ret_why,
+		    "refused: switching from mode '%s' to '%s' would allow more writes, and "
+		    "an agent may only tighten the mode; ask the person you work for to run "
+		    "`piworkfs mode %s` outside the agent",
+		    cur ? pw_policy_mode_name(cur) : "?", to, to);
 		if (r < 0)
 			*ret_why = NULL;
 	}
@@ -386,8 +387,7 @@ static _printf_(2, 3) void set_why(char **ret_why, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void notify(pw_view *v, const char *from, const char *to, uint64_t gen,
-		   const pw_peer *peer)
+static void notify(pw_view *v, const char *from, const char *to, uint64_t gen, const pw_peer *peer)
 {
 	pw_view_listener fn;
 	void *data;
@@ -420,7 +420,7 @@ static int installed(pw_view_installed *ret, pw_policy *p, const char *previous)
 	prev = previous ? strdup(previous) : NULL;
 	if (previous && !prev)
 		return -ENOMEM;
-	*ret = (pw_view_installed){ .policy = pw_policy_ref(p), .previous = prev };
+	*ret = (pw_view_installed){.policy = pw_policy_ref(p), .previous = prev};
 	return 0;
 }
 

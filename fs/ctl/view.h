@@ -65,24 +65,24 @@ typedef struct pw_view_fs_ops {
 } pw_view_fs_ops;
 
 typedef struct pw_view_opts {
-	const char *project;      /* absolute real path of the backing directory */
-	const char *mountpoint;   /* absolute path of the mount */
+	const char *project;	      /* absolute real path of the backing directory */
+	const char *mountpoint;	      /* absolute path of the mount */
 	const pw_view_fs_ops *fs_ops; /* the filesystem whose policy the view swaps */
-	void *fs_ctx;             /* their context */
-	uid_t owner_uid;          /* the mounting uid: the only non-root uid with authority */
-	const char *bundled_dir;  /* pw_load_opts.bundled_dir; NULL to skip */
-	const char *global_dir;   /* pw_load_opts.global_dir; NULL to skip */
-	const char *initial_mode; /* --mode; NULL: the project's last mode, else "plan" */
-	struct pw_state *state;   /* trust, last mode, switch history; NULL: none persisted */
-	struct pw_audit *audit;   /* audit log and `denied` notifications; NULL: none */
-	const char *state_db;     /* the state database's absolute path, for status; NULL: none */
-	const char *const *lane;  /* `mount --only` globs: the view's lane (policy.h, step 8) */
-	size_t n_lane;            /* 0: no lane */
+	void *fs_ctx;		      /* their context */
+	uid_t owner_uid;	      /* the mounting uid: the only non-root uid with authority */
+	const char *bundled_dir;      /* pw_load_opts.bundled_dir; NULL to skip */
+	const char *global_dir;	      /* pw_load_opts.global_dir; NULL to skip */
+	const char *initial_mode;     /* --mode; NULL: the project's last mode, else "plan" */
+	struct pw_state *state;	      /* trust, last mode, switch history; NULL: none persisted */
+	struct pw_audit *audit;	      /* audit log and `denied` notifications; NULL: none */
+	const char *state_db;	 /* the state database's absolute path, for status; NULL: none */
+	const char *const *lane; /* `mount --only` globs: the view's lane (policy.h, step 8) */
+	size_t n_lane;		 /* 0: no lane */
 	/* A run's own view (`mount --run ID`, cli/run_view.c): its modes are the run's alone,
 	 * so no switch of it (nor its initial mode) is remembered as the project's last mode;
 	 * status names the run and the pid of the `piworkfs run` it serves. NULL: a bare view. */
 	const char *run_id;
-	pid_t run_pid;            /* with run_id; 0: unknown */
+	pid_t run_pid; /* with run_id; 0: unknown */
 } pw_view_opts;
 
 /*
@@ -101,10 +101,10 @@ typedef struct pw_peer {
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;
-	char comm[32];      /* process name, "" when unknown */
+	char comm[32];	    /* process name, "" when unknown */
 	bool restricted;    /* connected through an agent socket: may only tighten */
 	const char *origin; /* "socket", "agent-socket", "signal", "mount", "request" (static) */
-	const char *reason;      /* origin "request": the agent's reason (else NULL) */
+	const char *reason; /* origin "request": the agent's reason (else NULL) */
 	const char *answered_by; /* origin "request": who granted it (else NULL) */
 } pw_peer;
 
@@ -130,7 +130,7 @@ int pw_view_authorize_switch(pw_view *v, const pw_peer *peer, const pw_policy *t
 typedef struct pw_view_installed {
 	pw_policy *policy;   /* the policy installed (a reference) */
 	uint64_t generation; /* the generation set_policy gave it */
-	char *previous;      /* the mode active just before (for a reload, the same mode) */
+	char *previous;	     /* the mode active just before (for a reload, the same mode) */
 } pw_view_installed;
 void pw_view_installed_done(pw_view_installed *in); /* drops both; accepts NULL */
 
@@ -167,13 +167,13 @@ const char *pw_view_project(const pw_view *v);
 const char *pw_view_mountpoint(const pw_view *v);
 uid_t pw_view_owner(const pw_view *v);
 struct pw_audit *pw_view_audit(const pw_view *v);
-int64_t pw_view_started_ns(const pw_view *v); /* CLOCK_REALTIME of pw_view_new */
+int64_t pw_view_started_ns(const pw_view *v);	/* CLOCK_REALTIME of pw_view_new */
 const char *pw_view_state_db(const pw_view *v); /* pw_view_opts.state_db, or NULL */
 /* The view's lane (pw_view_opts.lane; none: count 0), as given at mount. */
 size_t pw_view_lane_count(const pw_view *v);
 const char *pw_view_lane_glob(const pw_view *v, size_t i);
-const char *pw_view_run_id(const pw_view *v);   /* pw_view_opts.run_id, or NULL */
-pid_t pw_view_run_pid(const pw_view *v);        /* pw_view_opts.run_pid */
+const char *pw_view_run_id(const pw_view *v); /* pw_view_opts.run_id, or NULL */
+pid_t pw_view_run_pid(const pw_view *v);      /* pw_view_opts.run_pid */
 
 /* The active policy (new reference) and generation, from fs_ops->get_policy. */
 pw_policy *pw_view_policy(pw_view *v, uint64_t *ret_generation);
@@ -186,12 +186,12 @@ void pw_view_fs_stats(pw_view *v, pw_fs_stats *ret);
  * pw_view_status_done().
  */
 typedef struct pw_view_status {
-	char *mode;        /* the active mode's name (also when failing closed) */
+	char *mode;	   /* the active mode's name (also when failing closed) */
 	char *fail_reason; /* NULL unless failing closed */
 	bool trusted;
 	uint64_t generation;
-	uint64_t reloads;  /* successful reloads since mount */
-	char **warnings;   /* modeset warnings, formatted (pw_warning_format) */
+	uint64_t reloads; /* successful reloads since mount */
+	char **warnings;  /* modeset warnings, formatted (pw_warning_format) */
 	size_t n_warnings;
 } pw_view_status;
 int pw_view_get_status(pw_view *v, pw_view_status *ret);

@@ -47,13 +47,13 @@
 #define PW_AUDIT_MAX_CAPACITY (1u << 22)
 #define PW_AUDIT_DEFAULT_DAYS 30u
 #define PW_AUDIT_DEFAULT_ROWS 1000000ull
-#define PW_AUDIT_BYTES_PER_EVENT 256u         /* ring budget per event of capacity */
-#define PW_AUDIT_MIN_BYTES (64u * 1024u)      /* always room for a few maximal records */
+#define PW_AUDIT_BYTES_PER_EVENT 256u	 /* ring budget per event of capacity */
+#define PW_AUDIT_MIN_BYTES (64u * 1024u) /* always room for a few maximal records */
 #define PW_AUDIT_MAX_BYTES (256u * 1024u * 1024u)
-#define PW_AUDIT_WINDOW_NS 1000000000ll       /* coalescing window */
+#define PW_AUDIT_WINDOW_NS 1000000000ll /* coalescing window */
 #define PW_AUDIT_RETENTION_PERIOD_NS (600ll * 1000000000ll)
 #define PW_AUDIT_STOP_GRACE_NS (5ll * 1000000000ll) /* how long stop waits for a locked db */
-#define PW_AUDIT_BUSY_MS 200                  /* the writer's busy timeout per attempt */
+#define PW_AUDIT_BUSY_MS 200			    /* the writer's busy timeout per attempt */
 #define PW_AUDIT_DELETE_CHUNK 10000
 #define CO_SLOTS 1024u
 
@@ -82,20 +82,19 @@ enum {
 };
 
 static const size_t str_caps[S_COUNT] = {
-	[S_MODE] = PW_MODE_NAME_MAX,
-	[S_PATH] = PW_TREE_PATH_MAX - 1, /* the view's paths are kept whole */
-	[S_PATH2] = PW_TREE_PATH_MAX - 1,
-	[S_PATTERN] = PW_GLOB_LEN_MAX,
-	[S_FILE] = PW_PATH_MAX - 1,
-	[S_COMM] = PW_AUDIT_COMM_MAX,
-	[S_PIDNS] = PW_PIDNS_DESC_MAX - 1, /* longer is never produced; cut, it fails to parse */
-	[S_THREAD] = PW_AUDIT_COMM_MAX,
+    [S_MODE] = PW_MODE_NAME_MAX,      [S_PATH] = PW_TREE_PATH_MAX - 1, /* the view's paths are kept
+									  whole */
+    [S_PATH2] = PW_TREE_PATH_MAX - 1, [S_PATTERN] = PW_GLOB_LEN_MAX,	 [S_FILE] = PW_PATH_MAX - 1,
+    [S_COMM] = PW_AUDIT_COMM_MAX,     [S_PIDNS] = PW_PIDNS_DESC_MAX - 1, /* longer is never
+									    produced; cut, it fails
+									    to parse */
+    [S_THREAD] = PW_AUDIT_COMM_MAX,
 };
 _Static_assert(PW_TREE_PATH_MAX - 1 <= UINT16_MAX, "rec_hdr.len must hold a whole path");
 
 #define MAX_RECORD_SIZE                                                                            \
-	((sizeof(rec_hdr) + PW_MODE_NAME_MAX + 2 * PW_TREE_PATH_MAX + PW_PATH_MAX + PW_GLOB_LEN_MAX + \
-	  2 * PW_AUDIT_COMM_MAX + PW_PIDNS_DESC_MAX + 7 + 7) &                                     \
+	((sizeof(rec_hdr) + PW_MODE_NAME_MAX + 2 * PW_TREE_PATH_MAX + PW_PATH_MAX +                \
+	  PW_GLOB_LEN_MAX + 2 * PW_AUDIT_COMM_MAX + PW_PIDNS_DESC_MAX + 7 + 7) &                   \
 	 ~7u)
 
 /* A row the coalescing cache remembers. Owned by the writer thread. */
@@ -206,19 +205,19 @@ void pw_audit_submit(pw_audit *a, const pw_audit_event *ev)
 	}
 	rec_hdr *h = (rec_hdr *)(a->ring + off);
 	*h = (rec_hdr){
-		.size = (uint32_t)need,
-		.flags = (ev->path2 ? REC_HAS_PATH2 : 0) | (ev->rule ? REC_HAS_RULE : 0),
-		.rule_kind = ev->rule ? (int16_t)ev->rule->kind : -1,
-		.time_ns = time_ns,
-		.generation = ev->generation,
-		.op = ev->op,
-		.err = ev->err,
-		.reason = ev->reason,
-		.pid = ev->pid,
-		.uid = ev->uid,
-		.rule_line = ev->rule ? ev->rule->line : 0,
-		.rule_column = ev->rule ? ev->rule->column : 0,
-		.rule_layer = ev->rule ? (int16_t)ev->rule->layer : -1,
+	    .size = (uint32_t)need,
+	    .flags = (ev->path2 ? REC_HAS_PATH2 : 0) | (ev->rule ? REC_HAS_RULE : 0),
+	    .rule_kind = ev->rule ? (int16_t)ev->rule->kind : -1,
+	    .time_ns = time_ns,
+	    .generation = ev->generation,
+	    .op = ev->op,
+	    .err = ev->err,
+	    .reason = ev->reason,
+	    .pid = ev->pid,
+	    .uid = ev->uid,
+	    .rule_line = ev->rule ? ev->rule->line : 0,
+	    .rule_column = ev->rule ? ev->rule->column : 0,
+	    .rule_layer = ev->rule ? (int16_t)ev->rule->layer : -1,
 	};
 	char *p = h->data;
 	for (unsigned i = 0; i < S_COUNT; i++) {
@@ -285,7 +284,7 @@ static void co_reset(pw_audit *a)
 		free(e->mode);
 		free(e->path);
 		free(e->path2);
-		*e = (co_entry){ 0 };
+		*e = (co_entry){0};
 	}
 	a->n_dirty = 0;
 }
@@ -304,18 +303,18 @@ static void db_close(pw_audit *a)
 static int db_prepare(pw_audit *a)
 {
 	static const char insert_sql[] =
-		"INSERT INTO audit(time_ns, project, mountpoint, mode, generation, op, path, "
-		"path2, errno, reason, rule_kind, rule_pattern, rule_file, rule_line, pid, uid, "
-		"comm, thread, count, first_ns, last_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
-		"?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, 1, ?1, ?1)";
+	    "INSERT INTO audit(time_ns, project, mountpoint, mode, generation, op, path, "
+	    "path2, errno, reason, rule_kind, rule_pattern, rule_file, rule_line, pid, uid, "
+	    "comm, thread, count, first_ns, last_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, "
+	    "?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, 1, ?1, ?1)";
 	static const char update_sql[] =
-		"UPDATE audit SET count = count + ?2, time_ns = min(time_ns, ?3), "
-		"first_ns = min(first_ns, ?3), last_ns = max(last_ns, ?4) WHERE id = ?1";
+	    "UPDATE audit SET count = count + ?2, time_ns = min(time_ns, ?3), "
+	    "first_ns = min(first_ns, ?3), last_ns = max(last_ns, ?4) WHERE id = ?1";
 	static const char dropped_sql[] =
-		"INSERT INTO meta(key, value) VALUES ('audit_dropped', ?1) "
-		"ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + ?1";
-	int rc = sqlite3_prepare_v3(a->db, insert_sql, -1, SQLITE_PREPARE_PERSISTENT,
-				    &a->st_insert, NULL);
+	    "INSERT INTO meta(key, value) VALUES ('audit_dropped', ?1) "
+	    "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + ?1";
+	int rc = sqlite3_prepare_v3(a->db, insert_sql, -1, SQLITE_PREPARE_PERSISTENT, &a->st_insert,
+				    NULL);
 	if (rc == SQLITE_OK)
 		rc = sqlite3_prepare_v3(a->db, update_sql, -1, SQLITE_PREPARE_PERSISTENT,
 					&a->st_update, NULL);
@@ -352,7 +351,7 @@ static int step_reset(sqlite3_stmt *st)
 static uint64_t rec_hash(const rec_view *v)
 {
 	uint64_t h = PW_FNV1A64_INIT;
-	int32_t k[3] = { v->h->pid, v->h->op, v->h->err };
+	int32_t k[3] = {v->h->pid, v->h->op, v->h->err};
 
 	h = pw_fnv1a64(h, k, sizeof(k));
 	for (unsigned i = S_MODE; i <= S_PATH2; i++)
@@ -439,8 +438,7 @@ static int insert_row(pw_audit *a, const rec_view *v, const char *comm, int64_t 
 }
 
 /* Remembers the row just inserted for V in its cache slot (replacing what was there). */
-static int co_remember(pw_audit *a, co_entry *e, const rec_view *v, uint64_t hash,
-		       int64_t rowid)
+static int co_remember(pw_audit *a, co_entry *e, const rec_view *v, uint64_t hash, int64_t rowid)
 {
 	int r = co_flush_entry(a, e); /* the evicted row keeps its merged count */
 	if (r < 0)
@@ -450,18 +448,18 @@ static int co_remember(pw_audit *a, co_entry *e, const rec_view *v, uint64_t has
 	free(e->path);
 	free(e->path2);
 	*e = (co_entry){
-		.valid = true,
-		.hash = hash,
-		.pid = v->h->pid,
-		.op = v->h->op,
-		.err = v->h->err,
-		.mode = strdup(v->s[S_MODE]),
-		.path = strdup(v->s[S_PATH]),
-		.path2 = v->s[S_PATH2] ? strdup(v->s[S_PATH2]) : NULL,
-		.rowid = rowid,
-		.first_ns = v->h->time_ns,
-		.last_ns = v->h->time_ns,
-		.listed = listed,
+	    .valid = true,
+	    .hash = hash,
+	    .pid = v->h->pid,
+	    .op = v->h->op,
+	    .err = v->h->err,
+	    .mode = strdup(v->s[S_MODE]),
+	    .path = strdup(v->s[S_PATH]),
+	    .path2 = v->s[S_PATH2] ? strdup(v->s[S_PATH2]) : NULL,
+	    .rowid = rowid,
+	    .first_ns = v->h->time_ns,
+	    .last_ns = v->h->time_ns,
+	    .listed = listed,
 	};
 	if (!e->mode || !e->path || (v->s[S_PATH2] && !e->path2))
 		e->valid = false; /* out of memory: just don't coalesce onto this row */
@@ -633,11 +631,12 @@ static int retention_run(pw_audit *a)
 		/* ?1 is the excess; a chunk deletes the oldest min(excess, chunk) rows. */
 		int64_t excess = rows - (int64_t)a->retention_rows;
 		while (excess > 0) {
-			int64_t chunk = excess < PW_AUDIT_DELETE_CHUNK ? excess : PW_AUDIT_DELETE_CHUNK;
+			int64_t chunk =
+			    excess < PW_AUDIT_DELETE_CHUNK ? excess : PW_AUDIT_DELETE_CHUNK;
 			int64_t d = delete_once(a->db,
-						  "DELETE FROM audit WHERE id IN (SELECT id FROM "
-						  "audit ORDER BY time_ns, id LIMIT ?1)",
-						  chunk);
+						"DELETE FROM audit WHERE id IN (SELECT id FROM "
+						"audit ORDER BY time_ns, id LIMIT ?1)",
+						chunk);
 			if (d < 0)
 				return (int)d;
 			if (d == 0)
@@ -676,7 +675,7 @@ static void retention_maybe(pw_audit *a, bool force)
 
 static void sleep_ns(int64_t ns)
 {
-	struct timespec ts = { .tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000 };
+	struct timespec ts = {.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
 
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
@@ -691,27 +690,27 @@ static void notify(pw_audit_listener fn, void *ud, const rec_view *v, unsigned n
 			continue; /* a coalesced repeat */
 		const rec_hdr *h = v[i].h;
 		pw_rule rule = {
-			.kind = (pw_rule_kind)h->rule_kind,
-			.pattern = (char *)v[i].s[S_PATTERN],
-			.file = (char *)v[i].s[S_FILE],
-			.line = h->rule_line,
-			.column = h->rule_column,
-			.layer = (pw_layer)h->rule_layer,
+		    .kind = (pw_rule_kind)h->rule_kind,
+		    .pattern = (char *)v[i].s[S_PATTERN],
+		    .file = (char *)v[i].s[S_FILE],
+		    .line = h->rule_line,
+		    .column = h->rule_column,
+		    .layer = (pw_layer)h->rule_layer,
 		};
 		pw_audit_event ev = {
-			.time_ns = h->time_ns,
-			.mode = v[i].s[S_MODE],
-			.generation = h->generation,
-			.op = (pw_op)h->op,
-			.path = v[i].s[S_PATH],
-			.path2 = v[i].s[S_PATH2],
-			.err = h->err,
-			.rule = (h->flags & REC_HAS_RULE) ? &rule : NULL,
-			.reason = (pw_reason)h->reason,
-			.pid = h->pid,
-			.uid = h->uid,
-			.pidns = h->len[S_PIDNS] ? v[i].s[S_PIDNS] : NULL,
-			.thread = h->len[S_THREAD] ? v[i].s[S_THREAD] : NULL,
+		    .time_ns = h->time_ns,
+		    .mode = v[i].s[S_MODE],
+		    .generation = h->generation,
+		    .op = (pw_op)h->op,
+		    .path = v[i].s[S_PATH],
+		    .path2 = v[i].s[S_PATH2],
+		    .err = h->err,
+		    .rule = (h->flags & REC_HAS_RULE) ? &rule : NULL,
+		    .reason = (pw_reason)h->reason,
+		    .pid = h->pid,
+		    .uid = h->uid,
+		    .pidns = h->len[S_PIDNS] ? v[i].s[S_PIDNS] : NULL,
+		    .thread = h->len[S_THREAD] ? v[i].s[S_THREAD] : NULL,
 		};
 		fn(&ev, out->comm[i], ud);
 	}
@@ -784,7 +783,7 @@ static uint64_t wait_for_work(pw_audit *a, bool *ret_stopping)
 		if (wait_ns <= 0)
 			break;
 		int64_t until = pw_clock_ns(CLOCK_MONOTONIC) + wait_ns;
-		struct timespec ts = { .tv_sec = until / 1000000000, .tv_nsec = until % 1000000000 };
+		struct timespec ts = {.tv_sec = until / 1000000000, .tv_nsec = until % 1000000000};
 		a->writer_waiting = true;
 		pthread_cond_timedwait(&a->cond, &a->lock, &ts);
 		a->writer_waiting = false;
@@ -965,7 +964,7 @@ void pw_audit_set_listener(pw_audit *a, pw_audit_listener fn, void *userdata)
 void pw_audit_get_stats(pw_audit *a, pw_audit_stats *ret)
 {
 	if (!a) {
-		*ret = (pw_audit_stats){ 0 };
+		*ret = (pw_audit_stats){0};
 		return;
 	}
 	pthread_mutex_lock(&a->lock);

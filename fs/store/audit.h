@@ -17,34 +17,34 @@
 typedef struct pw_audit pw_audit;
 
 typedef struct pw_audit_opts {
-	const char *db_path;    /* the state database (state.h) */
-	const char *project;    /* real path of the project */
+	const char *db_path; /* the state database (state.h) */
+	const char *project; /* real path of the project */
 	const char *mountpoint;
 	unsigned queue_capacity; /* 0: default (65536) */
 	unsigned retention_days; /* 0: default (30) */
 	uint64_t retention_rows; /* 0: default (1,000,000) */
-	bool log_allowed;        /* also record allowed mutations */
+	bool log_allowed;	 /* also record allowed mutations */
 } pw_audit_opts;
 
 typedef struct pw_audit_event {
-	int64_t time_ns;      /* CLOCK_REALTIME; 0: filled in by submit */
+	int64_t time_ns; /* CLOCK_REALTIME; 0: filled in by submit */
 	const char *mode;
 	uint64_t generation;
 	pw_op op;
-	const char *path;     /* project-relative */
-	const char *path2;    /* second path of link/rename, or NULL */
-	int err;              /* 0 for allowed events */
-	const pw_rule *rule;  /* deciding rule or NULL; its strings are copied */
+	const char *path;    /* project-relative */
+	const char *path2;   /* second path of link/rename, or NULL */
+	int err;	     /* 0 for allowed events */
+	const pw_rule *rule; /* deciding rule or NULL; its strings are copied */
 	pw_reason reason;
 	pid_t pid;
 	uid_t uid;
-	const char *comm;     /* process name if known at submit time, else NULL: the writer
-			       * reads /proc/PID/comm (too late for short-lived processes) */
-	const char *thread;   /* the asking thread's own name when it is not the program's main
-			       * thread (a libuv-worker of node), else NULL; stored as is */
-	const char *pidns;    /* the process's PID namespaces below the daemon's, taken at
-			       * submit time (pidns.h), or NULL; passed to listeners only (the
-			       * agent socket's notifications), not stored */
+	const char *comm;   /* process name if known at submit time, else NULL: the writer
+			     * reads /proc/PID/comm (too late for short-lived processes) */
+	const char *thread; /* the asking thread's own name when it is not the program's main
+			     * thread (a libuv-worker of node), else NULL; stored as is */
+	const char *pidns;  /* the process's PID namespaces below the daemon's, taken at
+			     * submit time (pidns.h), or NULL; passed to listeners only (the
+			     * agent socket's notifications), not stored */
 } pw_audit_event;
 
 /* Starts the writer thread. Returns 0 or -errno; *ret_warning as pw_state_open. */

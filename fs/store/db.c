@@ -26,142 +26,142 @@
 /* Migration N (1-based) brings user_version from N-1 to N. Never edit a released migration:
  * append a new one. */
 static const char *const migrations[] = {
-	/* 1: the full initial schema. */
-	"CREATE TABLE meta ("
-	"  key TEXT PRIMARY KEY NOT NULL,"
-	"  value TEXT"
-	");"
-	"CREATE TABLE projects ("
-	"  path TEXT PRIMARY KEY NOT NULL," /* the project's real path */
-	"  trusted INTEGER NOT NULL DEFAULT 0,"
-	"  trusted_ns INTEGER," /* when trust last changed */
-	"  last_mode TEXT,"
-	"  updated_ns INTEGER NOT NULL"
-	");"
-	"CREATE TABLE switches ("
-	"  id INTEGER PRIMARY KEY,"
-	"  time_ns INTEGER NOT NULL,"
-	"  project TEXT NOT NULL,"
-	"  mountpoint TEXT,"
-	"  from_mode TEXT,"
-	"  to_mode TEXT NOT NULL,"
-	"  generation INTEGER NOT NULL DEFAULT 0,"
-	"  pid INTEGER,"
-	"  uid INTEGER,"
-	"  comm TEXT,"
-	"  origin TEXT"
-	");"
-	"CREATE INDEX switches_by_project ON switches(project, time_ns);"
-	"CREATE INDEX switches_by_time ON switches(time_ns);"
-	"CREATE TABLE audit ("
-	"  id INTEGER PRIMARY KEY,"
-	"  time_ns INTEGER NOT NULL," /* first occurrence; equals first_ns */
-	"  project TEXT NOT NULL,"
-	"  mountpoint TEXT,"
-	"  mode TEXT,"
-	"  generation INTEGER NOT NULL DEFAULT 0,"
-	"  op TEXT NOT NULL," /* pw_op_name() */
-	"  path TEXT NOT NULL," /* project-relative */
-	"  path2 TEXT,"
-	"  errno INTEGER NOT NULL DEFAULT 0," /* 0: an allowed mutation */
-	"  reason TEXT," /* pw_reason_name() */
-	"  rule_kind TEXT,"
-	"  rule_pattern TEXT,"
-	"  rule_file TEXT,"
-	"  rule_line INTEGER,"
-	"  pid INTEGER,"
-	"  uid INTEGER,"
-	"  comm TEXT,"
-	"  count INTEGER NOT NULL DEFAULT 1,"
-	"  first_ns INTEGER NOT NULL,"
-	"  last_ns INTEGER NOT NULL"
-	");"
-	"CREATE INDEX audit_by_time ON audit(time_ns);"
-	"CREATE INDEX audit_by_path ON audit(path, time_ns);"
-	"CREATE INDEX audit_by_pid ON audit(pid, time_ns);"
-	"CREATE INDEX audit_by_mode ON audit(mode, time_ns);"
-	"CREATE INDEX audit_by_project ON audit(project, time_ns);",
-	/* 2: originals kept before the view's changes (fs/undo/originals.h). */
-	"CREATE TABLE orig_changesets ("
-	"  id INTEGER PRIMARY KEY,"
-	"  project TEXT NOT NULL,"
-	"  mountpoint TEXT,"
-	"  started_ns INTEGER NOT NULL,"
-	"  reason TEXT NOT NULL," /* mount, switch, checkpoint, undo */
-	"  name TEXT," /* a checkpoint's name */
-	"  mode TEXT"
-	");"
-	"CREATE INDEX orig_changesets_by_project ON orig_changesets(project, id);"
-	"CREATE TABLE orig_rows ("
-	"  id INTEGER PRIMARY KEY," /* the order of the changes */
-	"  changeset INTEGER NOT NULL,"
-	"  action TEXT NOT NULL," /* keep: PATH was this; move: PATH became PATH2 */
-	"  path TEXT NOT NULL,"
-	"  path2 TEXT,"
-	"  exchange INTEGER NOT NULL DEFAULT 0,"
-	"  implicit INTEGER NOT NULL DEFAULT 0," /* a parent directory, for its times */
-	"  src_dev INTEGER, src_ino INTEGER,"
-	"  present INTEGER NOT NULL,"
-	"  mode INTEGER, uid INTEGER, gid INTEGER,"
-	"  atime_ns INTEGER, mtime_ns INTEGER, ctime_ns INTEGER,"
-	"  size INTEGER, dev INTEGER, ino INTEGER, nlink INTEGER,"
-	"  blob TEXT," /* sha256 of the content kept in the store */
-	"  target TEXT,"
-	"  xattrs BLOB,"
-	"  not_kept TEXT," /* too-big, unreadable */
-	"  op TEXT, pid INTEGER, comm TEXT, mode_name TEXT,"
-	"  time_ns INTEGER NOT NULL"
-	");"
-	"CREATE INDEX orig_rows_by_changeset ON orig_rows(changeset, id);"
-	"CREATE INDEX orig_rows_by_blob ON orig_rows(blob);"
-	"CREATE TABLE orig_blobs ("
-	"  hash TEXT PRIMARY KEY NOT NULL,"
-	"  size INTEGER NOT NULL"
-	");",
-	/* 3: a switch the agent asked for (origin "request"): its reason, who allowed it. */
-	"ALTER TABLE switches ADD COLUMN reason TEXT;"
-	"ALTER TABLE switches ADD COLUMN answered_by TEXT;",
-	/* 4: how far each originals journal is in orig_rows (fs/undo/originals.c). */
-	"CREATE TABLE orig_journals ("
-	"  name TEXT PRIMARY KEY NOT NULL,"
-	"  seq INTEGER NOT NULL"
-	");",
-	/* 5: undo and redo (fs/undo/changes.c): the rows an undo change set put back, the redo
-	 * that reversed it; a change's thread name beside its program (comm). */
-	"ALTER TABLE orig_changesets ADD COLUMN undoes TEXT;" /* JSON: [row id, ...] */
-	"ALTER TABLE orig_changesets ADD COLUMN redone_by INTEGER;"
-	"ALTER TABLE orig_rows ADD COLUMN thread TEXT;",
-	/* 6: plans (state.h "Plans"): approval and its hash per plan file, and task progress,
-	 * which never lives in the frozen file. */
-	"CREATE TABLE plans ("
-	"  project TEXT NOT NULL,"
-	"  path TEXT NOT NULL," /* project-relative: docs/plans/NAME.md */
-	"  status TEXT NOT NULL," /* draft, approved */
-	"  hash TEXT," /* sha256 of the file as approved */
-	"  approved_ns INTEGER,"
-	"  approved_by TEXT,"
-	"  updated_ns INTEGER NOT NULL,"
-	"  PRIMARY KEY (project, path)"
-	");"
-	"CREATE TABLE plan_tasks ("
-	"  project TEXT NOT NULL,"
-	"  path TEXT NOT NULL,"
-	"  task INTEGER NOT NULL," /* 1-based, in the plan's order */
-	"  text TEXT," /* the task as it read when marked */
-	"  done_ns INTEGER NOT NULL,"
-	"  done_by TEXT," /* "agent (pid 12, pi)" or "person (pid 9, piworkfs)" */
-	"  changeset INTEGER," /* the change set of originals in force then */
-	"  note TEXT,"
-	"  PRIMARY KEY (project, path, task)"
-	");"
-	"CREATE TABLE plan_changesets ("
-	"  changeset INTEGER PRIMARY KEY," /* orig_changesets.id */
-	"  project TEXT NOT NULL,"
-	"  path TEXT NOT NULL," /* the active plan when the change set started */
-	"  task INTEGER NOT NULL" /* its task in progress then */
-	");",
-	/* 7: a denial's thread name beside its program (comm), as orig_rows.thread (5). */
-	"ALTER TABLE audit ADD COLUMN thread TEXT;",
+    /* 1: the full initial schema. */
+    "CREATE TABLE meta ("
+    "  key TEXT PRIMARY KEY NOT NULL,"
+    "  value TEXT"
+    ");"
+    "CREATE TABLE projects ("
+    "  path TEXT PRIMARY KEY NOT NULL," /* the project's real path */
+    "  trusted INTEGER NOT NULL DEFAULT 0,"
+    "  trusted_ns INTEGER," /* when trust last changed */
+    "  last_mode TEXT,"
+    "  updated_ns INTEGER NOT NULL"
+    ");"
+    "CREATE TABLE switches ("
+    "  id INTEGER PRIMARY KEY,"
+    "  time_ns INTEGER NOT NULL,"
+    "  project TEXT NOT NULL,"
+    "  mountpoint TEXT,"
+    "  from_mode TEXT,"
+    "  to_mode TEXT NOT NULL,"
+    "  generation INTEGER NOT NULL DEFAULT 0,"
+    "  pid INTEGER,"
+    "  uid INTEGER,"
+    "  comm TEXT,"
+    "  origin TEXT"
+    ");"
+    "CREATE INDEX switches_by_project ON switches(project, time_ns);"
+    "CREATE INDEX switches_by_time ON switches(time_ns);"
+    "CREATE TABLE audit ("
+    "  id INTEGER PRIMARY KEY,"
+    "  time_ns INTEGER NOT NULL," /* first occurrence; equals first_ns */
+    "  project TEXT NOT NULL,"
+    "  mountpoint TEXT,"
+    "  mode TEXT,"
+    "  generation INTEGER NOT NULL DEFAULT 0,"
+    "  op TEXT NOT NULL,"   /* pw_op_name() */
+    "  path TEXT NOT NULL," /* project-relative */
+    "  path2 TEXT,"
+    "  errno INTEGER NOT NULL DEFAULT 0," /* 0: an allowed mutation */
+    "  reason TEXT,"			  /* pw_reason_name() */
+    "  rule_kind TEXT,"
+    "  rule_pattern TEXT,"
+    "  rule_file TEXT,"
+    "  rule_line INTEGER,"
+    "  pid INTEGER,"
+    "  uid INTEGER,"
+    "  comm TEXT,"
+    "  count INTEGER NOT NULL DEFAULT 1,"
+    "  first_ns INTEGER NOT NULL,"
+    "  last_ns INTEGER NOT NULL"
+    ");"
+    "CREATE INDEX audit_by_time ON audit(time_ns);"
+    "CREATE INDEX audit_by_path ON audit(path, time_ns);"
+    "CREATE INDEX audit_by_pid ON audit(pid, time_ns);"
+    "CREATE INDEX audit_by_mode ON audit(mode, time_ns);"
+    "CREATE INDEX audit_by_project ON audit(project, time_ns);",
+    /* 2: originals kept before the view's changes (fs/undo/originals.h). */
+    "CREATE TABLE orig_changesets ("
+    "  id INTEGER PRIMARY KEY,"
+    "  project TEXT NOT NULL,"
+    "  mountpoint TEXT,"
+    "  started_ns INTEGER NOT NULL,"
+    "  reason TEXT NOT NULL," /* mount, switch, checkpoint, undo */
+    "  name TEXT,"	      /* a checkpoint's name */
+    "  mode TEXT"
+    ");"
+    "CREATE INDEX orig_changesets_by_project ON orig_changesets(project, id);"
+    "CREATE TABLE orig_rows ("
+    "  id INTEGER PRIMARY KEY," /* the order of the changes */
+    "  changeset INTEGER NOT NULL,"
+    "  action TEXT NOT NULL," /* keep: PATH was this; move: PATH became PATH2 */
+    "  path TEXT NOT NULL,"
+    "  path2 TEXT,"
+    "  exchange INTEGER NOT NULL DEFAULT 0,"
+    "  implicit INTEGER NOT NULL DEFAULT 0," /* a parent directory, for its times */
+    "  src_dev INTEGER, src_ino INTEGER,"
+    "  present INTEGER NOT NULL,"
+    "  mode INTEGER, uid INTEGER, gid INTEGER,"
+    "  atime_ns INTEGER, mtime_ns INTEGER, ctime_ns INTEGER,"
+    "  size INTEGER, dev INTEGER, ino INTEGER, nlink INTEGER,"
+    "  blob TEXT," /* sha256 of the content kept in the store */
+    "  target TEXT,"
+    "  xattrs BLOB,"
+    "  not_kept TEXT," /* too-big, unreadable */
+    "  op TEXT, pid INTEGER, comm TEXT, mode_name TEXT,"
+    "  time_ns INTEGER NOT NULL"
+    ");"
+    "CREATE INDEX orig_rows_by_changeset ON orig_rows(changeset, id);"
+    "CREATE INDEX orig_rows_by_blob ON orig_rows(blob);"
+    "CREATE TABLE orig_blobs ("
+    "  hash TEXT PRIMARY KEY NOT NULL,"
+    "  size INTEGER NOT NULL"
+    ");",
+    /* 3: a switch the agent asked for (origin "request"): its reason, who allowed it. */
+    "ALTER TABLE switches ADD COLUMN reason TEXT;"
+    "ALTER TABLE switches ADD COLUMN answered_by TEXT;",
+    /* 4: how far each originals journal is in orig_rows (fs/undo/originals.c). */
+    "CREATE TABLE orig_journals ("
+    "  name TEXT PRIMARY KEY NOT NULL,"
+    "  seq INTEGER NOT NULL"
+    ");",
+    /* 5: undo and redo (fs/undo/changes.c): the rows an undo change set put back, the redo
+     * that reversed it; a change's thread name beside its program (comm). */
+    "ALTER TABLE orig_changesets ADD COLUMN undoes TEXT;" /* JSON: [row id, ...] */
+    "ALTER TABLE orig_changesets ADD COLUMN redone_by INTEGER;"
+    "ALTER TABLE orig_rows ADD COLUMN thread TEXT;",
+    /* 6: plans (state.h "Plans"): approval and its hash per plan file, and task progress,
+     * which never lives in the frozen file. */
+    "CREATE TABLE plans ("
+    "  project TEXT NOT NULL,"
+    "  path TEXT NOT NULL,"   /* project-relative: docs/plans/NAME.md */
+    "  status TEXT NOT NULL," /* draft, approved */
+    "  hash TEXT,"	      /* sha256 of the file as approved */
+    "  approved_ns INTEGER,"
+    "  approved_by TEXT,"
+    "  updated_ns INTEGER NOT NULL,"
+    "  PRIMARY KEY (project, path)"
+    ");"
+    "CREATE TABLE plan_tasks ("
+    "  project TEXT NOT NULL,"
+    "  path TEXT NOT NULL,"
+    "  task INTEGER NOT NULL," /* 1-based, in the plan's order */
+    "  text TEXT,"	       /* the task as it read when marked */
+    "  done_ns INTEGER NOT NULL,"
+    "  done_by TEXT,"	   /* "agent (pid 12, pi)" or "person (pid 9, piworkfs)" */
+    "  changeset INTEGER," /* the change set of originals in force then */
+    "  note TEXT,"
+    "  PRIMARY KEY (project, path, task)"
+    ");"
+    "CREATE TABLE plan_changesets ("
+    "  changeset INTEGER PRIMARY KEY," /* orig_changesets.id */
+    "  project TEXT NOT NULL,"
+    "  path TEXT NOT NULL,"   /* the active plan when the change set started */
+    "  task INTEGER NOT NULL" /* its task in progress then */
+    ");",
+    /* 7: a denial's thread name beside its program (comm), as orig_rows.thread (5). */
+    "ALTER TABLE audit ADD COLUMN thread TEXT;",
 };
 _Static_assert(ELEMENTSOF(migrations) == PW_DB_SCHEMA_VERSION, "one migration per version");
 
@@ -317,7 +317,7 @@ static bool table_exists(sqlite3 *db, const char *name)
 /* The check on open: everything with FULL, else the schema and the small tables. */
 static int quick_check(sqlite3 *db, bool full)
 {
-	static const char *const small[] = { "sqlite_schema", "meta", "projects", "switches" };
+	static const char *const small[] = {"sqlite_schema", "meta", "projects", "switches"};
 
 	if (full)
 		return quick_check_one(db, "PRAGMA quick_check");
@@ -421,7 +421,7 @@ static void ask_to_commit(void)
  * ... 100 ms) until ARG milliseconds have been slept. */
 static int busy_wait(void *arg, int count)
 {
-	static const int delays[] = { 1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100 };
+	static const int delays[] = {1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100};
 	const int n = (int)(sizeof(delays) / sizeof(delays[0]));
 	int timeout_ms = (int)(intptr_t)arg, slept = 0;
 	for (int i = 0; i < count; i++)
@@ -432,7 +432,7 @@ static int busy_wait(void *arg, int count)
 	int ms = delays[count < n ? count : n - 1];
 	if (ms > timeout_ms - slept)
 		ms = timeout_ms - slept;
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
 	return 1;
@@ -450,7 +450,7 @@ static int try_open(const char *path, int busy_ms, unsigned flags, sqlite3 **ret
 	_cleanup_(pw_db_closep) sqlite3 *db = NULL;
 	int rc = sqlite3_open_v2(path, &db,
 				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
-					 SQLITE_OPEN_EXRESCODE,
+				     SQLITE_OPEN_EXRESCODE,
 				 NULL);
 	if (rc != SQLITE_OK)
 		return rc;

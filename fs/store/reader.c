@@ -95,8 +95,8 @@ int pw_store_list_trusted(pw_store_reader *r, pw_store_trusted_cb cb, void *user
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(
-		r->db, "SELECT path, trusted_ns FROM projects WHERE trusted != 0 ORDER BY path", -1,
-		&st, NULL);
+	    r->db, "SELECT path, trusted_ns FROM projects WHERE trusted != 0 ORDER BY path", -1,
+	    &st, NULL);
 	if (rc != SQLITE_OK)
 		return pw_db_errno(rc);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -125,35 +125,34 @@ static const char *col_text(sqlite3_stmt *st, int col)
 static void row_read(sqlite3_stmt *st, pw_audit_row *r)
 {
 	*r = (pw_audit_row){
-		.id = sqlite3_column_int64(st, 0),
-		.time_ns = sqlite3_column_int64(st, 1),
-		.project = col_text(st, 2),
-		.mountpoint = col_text(st, 3),
-		.mode = col_text(st, 4),
-		.generation = sqlite3_column_int64(st, 5),
-		.op = col_text(st, 6),
-		.path = col_text(st, 7),
-		.path2 = col_text(st, 8),
-		.err = sqlite3_column_int(st, 9),
-		.reason = col_text(st, 10),
-		.rule_kind = col_text(st, 11),
-		.rule_pattern = col_text(st, 12),
-		.rule_file = col_text(st, 13),
-		.rule_line = sqlite3_column_int64(st, 14),
-		.pid = sqlite3_column_int64(st, 15),
-		.uid = sqlite3_column_int64(st, 16),
-		.comm = col_text(st, 17),
-		.count = sqlite3_column_int64(st, 18),
-		.first_ns = sqlite3_column_int64(st, 19),
-		.last_ns = sqlite3_column_int64(st, 20),
-		.thread = col_text(st, 21),
+	    .id = sqlite3_column_int64(st, 0),
+	    .time_ns = sqlite3_column_int64(st, 1),
+	    .project = col_text(st, 2),
+	    .mountpoint = col_text(st, 3),
+	    .mode = col_text(st, 4),
+	    .generation = sqlite3_column_int64(st, 5),
+	    .op = col_text(st, 6),
+	    .path = col_text(st, 7),
+	    .path2 = col_text(st, 8),
+	    .err = sqlite3_column_int(st, 9),
+	    .reason = col_text(st, 10),
+	    .rule_kind = col_text(st, 11),
+	    .rule_pattern = col_text(st, 12),
+	    .rule_file = col_text(st, 13),
+	    .rule_line = sqlite3_column_int64(st, 14),
+	    .pid = sqlite3_column_int64(st, 15),
+	    .uid = sqlite3_column_int64(st, 16),
+	    .comm = col_text(st, 17),
+	    .count = sqlite3_column_int64(st, 18),
+	    .first_ns = sqlite3_column_int64(st, 19),
+	    .last_ns = sqlite3_column_int64(st, 20),
+	    .thread = col_text(st, 21),
 	};
 }
 
 /* The SELECT for F: SQL narrows what it can, the glob is matched in C (SQL has no
  * gitignore globs). */
-static int build_query(sqlite3 *db, const pw_audit_filter *f, bool has_thread,
-		       sqlite3_stmt **ret)
+static int build_query(sqlite3 *db, const pw_audit_filter *f, bool has_thread, sqlite3_stmt **ret)
 {
 	char sql[1024];
 	int n = snprintf(sql, sizeof(sql), "SELECT %s FROM audit WHERE 1",
@@ -232,8 +231,7 @@ int pw_store_audit_query(pw_store_reader *r, const pw_audit_filter *f, pw_audit_
 int pw_store_audit_max_id(pw_store_reader *r, int64_t *ret_id)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(r->db, "SELECT coalesce(max(id), 0) FROM audit", -1, &st,
-				    NULL);
+	int rc = sqlite3_prepare_v2(r->db, "SELECT coalesce(max(id), 0) FROM audit", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return pw_db_errno(rc);
 	rc = sqlite3_step(st);

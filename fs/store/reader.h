@@ -47,23 +47,23 @@ typedef struct pw_audit_row {
 	int64_t id, time_ns, generation, rule_line, pid, uid, count, first_ns, last_ns;
 	int err; /* 0: an allowed mutation */
 	const char *project, *mountpoint, *mode, *op, *path, *path2, *reason, *rule_kind,
-		*rule_pattern, *rule_file, *comm;
+	    *rule_pattern, *rule_file, *comm;
 	const char *thread; /* the asking thread's name beside its program (comm), or NULL:
 			     * the program's main thread, or a row older than schema 7 */
 } pw_audit_row;
 
 /* Which rows. Every member set narrows the query; a zeroed filter (after_id -1) is "all". */
 typedef struct pw_audit_filter {
-	bool denied;              /* only refusals (errno != 0) */
-	const char *mode;         /* only in this mode */
+	bool denied;		  /* only refusals (errno != 0) */
+	const char *mode;	  /* only in this mode */
 	const pw_glob *path_glob; /* path or path2 matches (pw_glob_match_tree) */
-	const char *path_eq;      /* path or path2 equals */
+	const char *path_eq;	  /* path or path2 equals */
 	bool has_pid;
 	int64_t pid;
 	bool has_since;
-	int64_t since_ns;   /* last occurrence at or after */
+	int64_t since_ns; /* last occurrence at or after */
 	const char *project;
-	int64_t after_id;   /* >= 0: rows with a larger id, oldest first; < 0: newest first */
+	int64_t after_id; /* >= 0: rows with a larger id, oldest first; < 0: newest first */
 } pw_audit_filter;
 
 /* Calls CB for each row passing F, in F's order, until CB returns non-zero (a negative

@@ -18,16 +18,14 @@
 #endif
 
 static const uint32_t K[64] = {
-	0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-	0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-	0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-	0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-	0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-	0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-	0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-	0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-	0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-	0xc67178f2,
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 };
 
 static inline uint32_t ror(uint32_t x, unsigned n)
@@ -69,8 +67,8 @@ static void block_portable(pw_sha256 *c, const uint8_t *p)
  * round instruction wants (ABEF and CDGH); each step of the loop does four rounds, with the
  * message schedule's next four words computed from the last sixteen.
  */
-__attribute__((target("sha,sse4.1,ssse3"))) static void blocks_ni(pw_sha256 *c,
-								   const uint8_t *p, size_t n)
+__attribute__((target("sha,sse4.1,ssse3"))) static void blocks_ni(pw_sha256 *c, const uint8_t *p,
+								  size_t n)
 {
 	const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bll, 0x0405060700010203ll);
 	__m128i dcba = _mm_loadu_si128((const __m128i *)&c->h[0]);
@@ -91,9 +89,11 @@ __attribute__((target("sha,sse4.1,ssse3"))) static void blocks_ni(pw_sha256 *c,
 				m = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * i)),
 						     bswap);
 			} else {
-				/* W[t..t+3] from W[t-16..t-1]: sigma0 and W[t-16], W[t-7], then sigma1 */
+				/* W[t..t+3] from W[t-16..t-1]: sigma0 and W[t-16], W[t-7], then
+				 * sigma1 */
 				__m128i t = _mm_sha256msg1_epu32(w[i % 4], w[(i + 1) % 4]);
-				t = _mm_add_epi32(t, _mm_alignr_epi8(w[(i + 3) % 4], w[(i + 2) % 4], 4));
+				t = _mm_add_epi32(
+				    t, _mm_alignr_epi8(w[(i + 3) % 4], w[(i + 2) % 4], 4));
 				m = _mm_sha256msg2_epu32(t, w[(i + 3) % 4]);
 			}
 			w[i % 4] = m;
@@ -137,8 +137,8 @@ static void blocks(pw_sha256 *c, const uint8_t *p, size_t n)
 
 void pw_sha256_init(pw_sha256 *c)
 {
-	static const uint32_t iv[8] = { 0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-					0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19 };
+	static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+				       0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
 	memcpy(c->h, iv, sizeof(iv));
 	c->len = 0;
 	c->used = 0;

@@ -162,11 +162,12 @@ int pw_state_is_trusted(pw_state *s, const char *project)
 int pw_state_set_trusted(pw_state *s, const char *project, bool trusted)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int r = prepare(s,
-			"INSERT INTO projects(path, trusted, trusted_ns, updated_ns) "
-			"VALUES (?1, ?2, ?3, ?3) "
-			"ON CONFLICT(path) DO UPDATE SET trusted = ?2, trusted_ns = ?3, updated_ns = ?3",
-			&st);
+	int r = prepare(
+	    s,
+	    "INSERT INTO projects(path, trusted, trusted_ns, updated_ns) "
+	    "VALUES (?1, ?2, ?3, ?3) "
+	    "ON CONFLICT(path) DO UPDATE SET trusted = ?2, trusted_ns = ?3, updated_ns = ?3",
+	    &st);
 	if (r < 0)
 		return r;
 	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
@@ -183,10 +184,11 @@ int64_t pw_state_prune_switches(sqlite3 *db, int64_t before_ns)
 
 	for (;;) {
 		_cleanup_stmt_ sqlite3_stmt *st = NULL;
-		int rc = sqlite3_prepare_v2(db,
-					    "DELETE FROM switches WHERE id IN (SELECT id FROM switches "
-					    "WHERE time_ns < ?1 LIMIT ?2)",
-					    -1, &st, NULL);
+		int rc =
+		    sqlite3_prepare_v2(db,
+				       "DELETE FROM switches WHERE id IN (SELECT id FROM switches "
+				       "WHERE time_ns < ?1 LIMIT ?2)",
+				       -1, &st, NULL);
 		if (rc != SQLITE_OK)
 			return pw_db_errno(rc);
 		sqlite3_bind_int64(st, 1, before_ns);
@@ -238,19 +240,21 @@ int pw_state_read_switches(const char *path, const char *project, int64_t since_
 		return r;
 	/* Newest first, so LIMIT keeps the last ones; reversed below. A database no daemon
 	 * has brought to schema 3 yet (read-only here: never migrated) has no reasons. */
-	rc = sqlite3_prepare_v2(db,
-				"SELECT id, time_ns, project, mountpoint, from_mode, to_mode, "
-				"generation, pid, uid, comm, origin, reason, answered_by FROM switches "
-				"WHERE (?1 IS NULL OR project = ?1) AND time_ns >= ?2 AND id > ?3 "
-				"ORDER BY time_ns DESC, id DESC",
-				-1, &st, NULL);
+	rc = sqlite3_prepare_v2(
+	    db,
+	    "SELECT id, time_ns, project, mountpoint, from_mode, to_mode, "
+	    "generation, pid, uid, comm, origin, reason, answered_by FROM switches "
+	    "WHERE (?1 IS NULL OR project = ?1) AND time_ns >= ?2 AND id > ?3 "
+	    "ORDER BY time_ns DESC, id DESC",
+	    -1, &st, NULL);
 	if (rc != SQLITE_OK)
-		rc = sqlite3_prepare_v2(db,
-					"SELECT id, time_ns, project, mountpoint, from_mode, to_mode, "
-					"generation, pid, uid, comm, origin, NULL, NULL FROM switches "
-					"WHERE (?1 IS NULL OR project = ?1) AND time_ns >= ?2 AND id > ?3 "
-					"ORDER BY time_ns DESC, id DESC",
-					-1, &st, NULL);
+		rc = sqlite3_prepare_v2(
+		    db,
+		    "SELECT id, time_ns, project, mountpoint, from_mode, to_mode, "
+		    "generation, pid, uid, comm, origin, NULL, NULL FROM switches "
+		    "WHERE (?1 IS NULL OR project = ?1) AND time_ns >= ?2 AND id > ?3 "
+		    "ORDER BY time_ns DESC, id DESC",
+		    -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return pw_db_errno(rc);
 	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
@@ -268,19 +272,19 @@ int pw_state_read_switches(const char *path, const char *project, int64_t since_
 			cap = ncap;
 		}
 		rows[n++] = (pw_switch_row){
-			.id = sqlite3_column_int64(st, 0),
-			.time_ns = sqlite3_column_int64(st, 1),
-			.project = col_dup(st, 2),
-			.mountpoint = col_dup(st, 3),
-			.from_mode = col_dup(st, 4),
-			.to_mode = col_dup(st, 5),
-			.generation = sqlite3_column_int64(st, 6),
-			.pid = sqlite3_column_int64(st, 7),
-			.uid = sqlite3_column_int64(st, 8),
-			.comm = col_dup(st, 9),
-			.origin = col_dup(st, 10),
-			.reason = col_dup(st, 11),
-			.answered_by = col_dup(st, 12),
+		    .id = sqlite3_column_int64(st, 0),
+		    .time_ns = sqlite3_column_int64(st, 1),
+		    .project = col_dup(st, 2),
+		    .mountpoint = col_dup(st, 3),
+		    .from_mode = col_dup(st, 4),
+		    .to_mode = col_dup(st, 5),
+		    .generation = sqlite3_column_int64(st, 6),
+		    .pid = sqlite3_column_int64(st, 7),
+		    .uid = sqlite3_column_int64(st, 8),
+		    .comm = col_dup(st, 9),
+		    .origin = col_dup(st, 10),
+		    .reason = col_dup(st, 11),
+		    .answered_by = col_dup(st, 12),
 		};
 	}
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
@@ -335,12 +339,12 @@ int pw_state_plans(pw_state *s, const char *project, pw_plan_record **ret, size_
 			return -ENOMEM;
 		}
 		v[n] = (pw_plan_record){
-			.path = col_text_dup(st, 0),
-			.status = col_text_dup(st, 1),
-			.hash = col_text_dup(st, 2),
-			.approved_ns = sqlite3_column_int64(st, 3),
-			.approved_by = col_text_dup(st, 4),
-			.updated_ns = sqlite3_column_int64(st, 5),
+		    .path = col_text_dup(st, 0),
+		    .status = col_text_dup(st, 1),
+		    .hash = col_text_dup(st, 2),
+		    .approved_ns = sqlite3_column_int64(st, 3),
+		    .approved_by = col_text_dup(st, 4),
+		    .updated_ns = sqlite3_column_int64(st, 5),
 		};
 		if (!v[n++].path) {
 			pw_plan_records_free(v, n);
@@ -405,8 +409,8 @@ void pw_task_records_free(pw_task_record *v, size_t n)
 	free(v);
 }
 
-int pw_state_plan_tasks(pw_state *s, const char *project, const char *path,
-			pw_task_record **ret, size_t *ret_n)
+int pw_state_plan_tasks(pw_state *s, const char *project, const char *path, pw_task_record **ret,
+			size_t *ret_n)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	pw_task_record *v = NULL;
@@ -426,12 +430,12 @@ int pw_state_plan_tasks(pw_state *s, const char *project, const char *path,
 			return -ENOMEM;
 		}
 		v[n++] = (pw_task_record){
-			.task = sqlite3_column_int64(st, 0),
-			.text = col_text_dup(st, 1),
-			.done_ns = sqlite3_column_int64(st, 2),
-			.done_by = col_text_dup(st, 3),
-			.changeset = sqlite3_column_int64(st, 4),
-			.note = col_text_dup(st, 5),
+		    .task = sqlite3_column_int64(st, 0),
+		    .text = col_text_dup(st, 1),
+		    .done_ns = sqlite3_column_int64(st, 2),
+		    .done_by = col_text_dup(st, 3),
+		    .changeset = sqlite3_column_int64(st, 4),
+		    .note = col_text_dup(st, 5),
 		};
 	}
 	if (rc != SQLITE_DONE) {
@@ -481,8 +485,8 @@ int64_t pw_state_current_changeset(pw_state *s, const char *project)
 	return sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
 }
 
-int pw_state_plan_note_changeset(pw_state *s, const char *project, const char *path,
-				 int64_t task, int64_t since_ns)
+int pw_state_plan_note_changeset(pw_state *s, const char *project, const char *path, int64_t task,
+				 int64_t since_ns)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int64_t cs = pw_state_current_changeset(s, project);

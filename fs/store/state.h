@@ -40,9 +40,9 @@ typedef struct pw_switch_record {
 	uint64_t generation;
 	pid_t pid;
 	uid_t uid;
-	const char *comm; /* the requesting process's name */
+	const char *comm;   /* the requesting process's name */
 	const char *origin; /* "socket", "agent-socket", "mount", "reload", "signal", "request" */
-	const char *reason;      /* origin "request": the agent's reason; else NULL */
+	const char *reason; /* origin "request": the agent's reason; else NULL */
 	const char *answered_by; /* origin "request": who allowed it; else NULL */
 } pw_switch_record;
 int pw_state_record_switch(pw_state *s, const pw_switch_record *r);
@@ -86,7 +86,7 @@ int pw_state_set_trusted(pw_state *s, const char *project, bool trusted);
  */
 typedef struct pw_plan_record {
 	char *path, *status; /* status: "draft" or "approved" */
-	char *hash;          /* sha256 (hex) of the file as approved; NULL for a draft */
+	char *hash;	     /* sha256 (hex) of the file as approved; NULL for a draft */
 	int64_t approved_ns; /* 0 for a draft */
 	char *approved_by;
 	int64_t updated_ns;
@@ -109,8 +109,8 @@ int pw_state_plan_approve(pw_state *s, const char *project, const char *path, co
 /* Makes PATH a draft again (its progress stays). -ENOENT when it was not approved. */
 int pw_state_plan_reopen(pw_state *s, const char *project, const char *path);
 /* The tasks of PATH marked done, by task number. */
-int pw_state_plan_tasks(pw_state *s, const char *project, const char *path,
-			pw_task_record **ret, size_t *ret_n);
+int pw_state_plan_tasks(pw_state *s, const char *project, const char *path, pw_task_record **ret,
+			size_t *ret_n);
 void pw_task_records_free(pw_task_record *v, size_t n);
 /* Marks task TASK of PATH done. -EEXIST when it already is. */
 int pw_state_plan_task_done(pw_state *s, const char *project, const char *path, int64_t task,
@@ -121,8 +121,8 @@ int64_t pw_state_current_changeset(pw_state *s, const char *project);
  * was in progress, when it started at or after SINCE_NS (the plan's approval: a change set
  * begun before belongs to no task); a change set keeps the first task recorded for it (the
  * one in progress when it started). 0 (also when there is nothing to record), or -errno. */
-int pw_state_plan_note_changeset(pw_state *s, const char *project, const char *path,
-				 int64_t task, int64_t since_ns);
+int pw_state_plan_note_changeset(pw_state *s, const char *project, const char *path, int64_t task,
+				 int64_t since_ns);
 /* The change sets recorded for plan PATH, oldest first: (*ret)[2i] the change set, [2i+1]
  * its task. 0 with a malloc'd array of 2 * *ret_n, or -errno. */
 int pw_state_plan_changesets(pw_state *s, const char *project, const char *path, int64_t **ret,

@@ -50,9 +50,9 @@ typedef struct crow {
 	uint64_t src_dev, src_ino;
 	pw_undo_orig_object o;
 	bool selected;
-	bool covered;   /* put back by an undo that no redo reversed */
+	bool covered;	   /* put back by an undo that no redo reversed */
 	bool now_selected; /* where its object is now lies under a path asked for */
-	bool from_undo; /* recorded by an undo or a redo */
+	bool from_undo;	   /* recorded by an undo or a redo */
 } crow;
 
 typedef struct cset {
@@ -73,9 +73,10 @@ typedef struct ctx {
 	size_t n_sets;
 	char **paths;
 	size_t n_paths;
-	pw_policy *hide; /* an agent's request: the active policy, whose hidden paths it never sees */
-	int64_t min_cs;  /* the first change set in scope */
-	int64_t end_cs;  /* the last change set in scope (INT64_MAX: up to the tree as it is) */
+	pw_policy
+	    *hide; /* an agent's request: the active policy, whose hidden paths it never sees */
+	int64_t min_cs; /* the first change set in scope */
+	int64_t end_cs; /* the last change set in scope (INT64_MAX: up to the tree as it is) */
 } ctx;
 
 /* The -errno a failure of CODE returns, beside the code and message the caller is sent
@@ -144,13 +145,14 @@ static void ctx_done(ctx *x)
 static bool agent_hidden(const ctx *x, const char *path)
 {
 	return x->hide && path &&
-	       (pw_policy_is_hidden(x->hide, path, false) || pw_policy_is_hidden(x->hide, path, true));
+	       (pw_policy_is_hidden(x->hide, path, false) ||
+		pw_policy_is_hidden(x->hide, path, true));
 }
 
 /* The keep handle, or a failure: this view keeps no originals. */
 static int setup(ctx *x, pw_fs *fs, pw_view *v, pw_ctl_fail *fail)
 {
-	*x = (ctx){ .v = v, .fail = fail, .root = -1 };
+	*x = (ctx){.v = v, .fail = fail, .root = -1};
 	x->fs = fs;
 	x->k = pw_fs_undo(x->fs);
 	if (!x->k)
@@ -175,9 +177,10 @@ static int load_paths(ctx *x, json_t *params)
 	x->paths = calloc(json_array_size(a) + 1, sizeof(char *));
 	if (!x->paths)
 		return failf(x, PW_RPC_INTERNAL_ERROR, "out of memory");
-	json_array_foreach(a, i, item) {
+	json_array_foreach(a, i, item)
+	{
 		const char *in = json_string_value(item), *err = NULL, *rel = in;
-		const char *roots[] = { pw_view_mountpoint(x->v), pw_view_project(x->v) };
+		const char *roots[] = {pw_view_mountpoint(x->v), pw_view_project(x->v)};
 		char out[PW_PATH_MAX];
 		if (in[0] == '/') {
 			rel = NULL;
@@ -248,11 +251,14 @@ static int load_set(const pw_undo_orig_changeset *c, void *u)
 		x->sets = n;
 		ls->cap_sets = cap;
 	}
-	x->sets[x->n_sets++] = (cset){ .id = c->id, .started_ns = c->started_ns,
-				       .reason = dup_or_null(c->reason),
-				       .name = dup_or_null(c->name), .mode = dup_or_null(c->mode),
-				       .undoes = dup_or_null(c->undoes), .redone_by = c->redone_by,
-				       .run = pw_ctl_run_of_mountpoint(c->mountpoint) };
+	x->sets[x->n_sets++] = (cset){.id = c->id,
+				      .started_ns = c->started_ns,
+				      .reason = dup_or_null(c->reason),
+				      .name = dup_or_null(c->name),
+				      .mode = dup_or_null(c->mode),
+				      .undoes = dup_or_null(c->undoes),
+				      .redone_by = c->redone_by,
+				      .run = pw_ctl_run_of_mountpoint(c->mountpoint)};
 	if (ls->since && c->name && streq(c->name, ls->since))
 		ls->min_cs = c->id;
 	return 0;
@@ -272,23 +278,23 @@ static int load_row(const pw_undo_orig_rec *rec, void *u)
 	}
 	crow *r = &x->rows[x->n_rows++];
 	*r = (crow){
-		.id = rec->id,
-		.cs = rec->changeset,
-		.pid = rec->pid,
-		.time_ns = rec->time_ns,
-		.move = rec->action == PW_UNDO_ORIG_MOVE,
-		.exchange = rec->exchange,
-		.implicit = rec->implicit,
-		.path = strdup(rec->path),
-		.path2 = dup_or_null(rec->path2),
-		.op = dup_or_null(rec->op),
-		.comm = dup_or_null(rec->comm),
-		.mode_name = dup_or_null(rec->mode_name),
-		.not_kept = dup_or_null(rec->o.not_kept),
-		.thread = dup_or_null(rec->thread),
-		.src_dev = rec->src_dev,
-		.src_ino = rec->src_ino,
-		.o = rec->o,
+	    .id = rec->id,
+	    .cs = rec->changeset,
+	    .pid = rec->pid,
+	    .time_ns = rec->time_ns,
+	    .move = rec->action == PW_UNDO_ORIG_MOVE,
+	    .exchange = rec->exchange,
+	    .implicit = rec->implicit,
+	    .path = strdup(rec->path),
+	    .path2 = dup_or_null(rec->path2),
+	    .op = dup_or_null(rec->op),
+	    .comm = dup_or_null(rec->comm),
+	    .mode_name = dup_or_null(rec->mode_name),
+	    .not_kept = dup_or_null(rec->o.not_kept),
+	    .thread = dup_or_null(rec->thread),
+	    .src_dev = rec->src_dev,
+	    .src_ino = rec->src_ino,
+	    .o = rec->o,
 	};
 	/* The object's buffers are the store's until the callback returns. */
 	r->o.not_kept = NULL;
@@ -339,7 +345,8 @@ static int mark_undone(ctx *x)
 			continue;
 		json_t *a = json_loads(c->undoes, 0, NULL), *item;
 		size_t k;
-		json_array_foreach(a, k, item) {
+		json_array_foreach(a, k, item)
+		{
 			if (PW_GROW(ids, cap, n, 64) < 0) {
 				json_decref(a);
 				free(ids);
@@ -398,7 +405,7 @@ static int load(ctx *x, json_t *params, enum scope_default dflt)
 	int lr = load_paths(x, params);
 	if (lr < 0)
 		return lr;
-	load_state ls = { .x = x, .since = since };
+	load_state ls = {.x = x, .since = since};
 	int q = pw_undo_orig_read(pw_undo_keep_store(x->k), pw_undo_keep_project(x->k), load_set,
 				  load_row, &ls);
 	if (q < 0)
@@ -416,7 +423,8 @@ static int load(ctx *x, json_t *params, enum scope_default dflt)
 		for (size_t i = 0; i < x->n_sets && !known; i++)
 			known = x->sets[i].id == one;
 		if (!known)
-			return failf(x, PW_RPC_INVALID_PARAMS, "no change set %lld", (long long)one);
+			return failf(x, PW_RPC_INVALID_PARAMS, "no change set %lld",
+				     (long long)one);
 		min_cs = one;
 		x->end_cs = one;
 	}
@@ -464,14 +472,16 @@ static int check_paths_changed(ctx *x, bool undo)
 		bool any = false;
 		for (size_t i = 0; i < x->n_rows && !any; i++) {
 			const crow *r = &x->rows[i];
-			any = r->selected && !r->implicit &&
-			      (path_under(r->path, x->paths[p]) || path_under(r->path2, x->paths[p]));
+			any =
+			    r->selected && !r->implicit &&
+			    (path_under(r->path, x->paths[p]) || path_under(r->path2, x->paths[p]));
 		}
 		if (any)
 			continue;
 		_cleanup_free_ char *q = pw_quote(x->paths[p][0] ? x->paths[p] : ".");
 		return failf(x, PW_RPC_NO_CHANGE,
-			     undo ? "%s: no recorded change left to undo" : "%s: no recorded change",
+			     undo ? "%s: no recorded change left to undo"
+				  : "%s: no recorded change",
 			     q ? q : "?");
 	}
 	return 0;
@@ -501,8 +511,9 @@ static void current_path(ctx *x, size_t i, const char *path, char *out)
 static int open_beneath(ctx *x, const char *path, int flags)
 {
 	if (!path[0])
-		return openat(x->root, ".", (flags & ~O_PATH) ? flags | O_CLOEXEC
-							    : O_PATH | O_DIRECTORY | O_CLOEXEC);
+		return openat(x->root, ".",
+			      (flags & ~O_PATH) ? flags | O_CLOEXEC
+						: O_PATH | O_DIRECTORY | O_CLOEXEC);
 	return pw_openat_beneath(x->fs, path, flags, 0);
 }
 
@@ -535,7 +546,6 @@ static int hash_file(int fd, char hex[PW_SHA256_HEX])
 	return 0;
 }
 
-
 /*
  * ---- what a change set left ---------------------------------------------------------------
  *
@@ -551,8 +561,8 @@ static int hash_file(int fd, char hex[PW_SHA256_HEX])
 typedef struct after {
 	const pw_undo_orig_object *meta; /* the object as left, from a later row; NULL: the tree */
 	const pw_undo_orig_object *content; /* its content's record (a blob); NULL: the tree */
-	char path[PW_PATH_MAX];        /* where the change set left it (the tree: where now) */
-	char live[PW_PATH_MAX];        /* where the tree holds what is read from it */
+	char path[PW_PATH_MAX];		    /* where the change set left it (the tree: where now) */
+	char live[PW_PATH_MAX];		    /* where the tree holds what is read from it */
 } after;
 
 /* Carries P (a path, PW_PATH_MAX bytes) through the rename M, if it moves P. */
@@ -578,7 +588,7 @@ static bool content_recorded(const pw_undo_orig_object *o)
 /* What the change sets up to END_CS left at PATH, recorded by row I: see above. */
 static void after_of(ctx *x, size_t i, const char *path, int64_t end_cs, after *a)
 {
-	*a = (after){ 0 };
+	*a = (after){0};
 	snprintf(a->path, sizeof(a->path), "%s", path);
 	size_t j = i + 1;
 	for (; j < x->n_rows && x->rows[j].cs <= end_cs; j++)
@@ -615,7 +625,7 @@ typedef struct state {
 	const void *xattrs;
 	size_t xattrs_len;
 	const char *blob; /* the content's hash when recorded, else NULL */
-	int fd;           /* O_PATH on the tree's object when anything is read from it, or -1 */
+	int fd;		  /* O_PATH on the tree's object when anything is read from it, or -1 */
 } state;
 
 static void state_done(state *s)
@@ -627,7 +637,7 @@ static void state_done(state *s)
 
 static void state_of(ctx *x, const after *a, state *s)
 {
-	*s = (state){ .fd = -1 };
+	*s = (state){.fd = -1};
 	if (!a->content || !a->meta)
 		s->fd = open_beneath(x, a->live, O_PATH);
 	if (a->meta) {
@@ -637,8 +647,8 @@ static void state_of(ctx *x, const after *a, state *s)
 		s->st.st_uid = o->uid;
 		s->st.st_gid = o->gid;
 		s->st.st_size = (off_t)o->size;
-		s->st.st_mtim = (struct timespec){ .tv_sec = o->mtime_ns / 1000000000,
-						   .tv_nsec = o->mtime_ns % 1000000000 };
+		s->st.st_mtim = (struct timespec){.tv_sec = o->mtime_ns / 1000000000,
+						  .tv_nsec = o->mtime_ns % 1000000000};
 		snprintf(s->target, sizeof(s->target), "%s", o->target ? o->target : "");
 		s->xattrs = o->xattrs;
 		s->xattrs_len = o->xattrs_len;
@@ -851,17 +861,18 @@ static void set_listing(ctx *x, const cset *c, json_t *changes, size_t *shown, b
 		if (rw->move && rw->o.present) {
 			/* what the destination held, replaced */
 			after_of(x, i, rw->path2, rw->cs, &aft);
-			const char *k2 = agent_hidden(x, aft.path) ? NULL
-								     : classify(x, rw, &aft);
+			const char *k2 = agent_hidden(x, aft.path) ? NULL : classify(x, rw, &aft);
 			if (k2) {
 				json_t *e = row_json(rw, k2, aft.path);
 				if (e) {
 					json_object_set_new(e, "path", json_string(rw->path2));
 					json_object_del(e, "to");
 					if (!streq(aft.path, rw->path2))
-						json_object_set_new(e, "now", json_string(aft.path));
+						json_object_set_new(e, "now",
+								    json_string(aft.path));
 					if (with_row)
-						json_object_set_new(e, "row", json_integer((json_int_t)i));
+						json_object_set_new(e, "row",
+								    json_integer((json_int_t)i));
 				}
 				json_array_append_new(changes, e);
 				(*shown)++;
@@ -906,10 +917,10 @@ static void set_listing(ctx *x, const cset *c, json_t *changes, size_t *shown, b
 	}
 }
 
-static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
-			json_t **ret, pw_ctl_fail *fail)
+static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params, json_t **ret,
+			pw_ctl_fail *fail)
 {
-	_cleanup_(ctx_done) ctx x = { .root = -1 };
+	_cleanup_(ctx_done) ctx x = {.root = -1};
 	int sr = setup(&x, fs, v, fail);
 	if (sr < 0)
 		return sr;
@@ -942,19 +953,19 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			continue;
 		}
 		json_array_append_new(
-			sets, json_pack("{s:I,s:I,s:s?,s:s?,s:s?,s:s?,s:b,s:o}", "id",
-					(json_int_t)c->id, "started_ns", (json_int_t)c->started_ns,
-					"reason", c->reason, "name", c->name, "mode", c->mode, "run",
-					c->run, "current",
-					c->id == pw_undo_keep_current(x.k), "changes", changes));
+		    sets,
+		    json_pack("{s:I,s:I,s:s?,s:s?,s:s?,s:s?,s:b,s:o}", "id", (json_int_t)c->id,
+			      "started_ns", (json_int_t)c->started_ns, "reason", c->reason, "name",
+			      c->name, "mode", c->mode, "run", c->run, "current",
+			      c->id == pw_undo_keep_current(x.k), "changes", changes));
 	}
 	/* The store's totals move with de-duplication (content already kept adds no blob and
 	 * no bytes), so they would confirm an agent's guess of hidden content: the person's
 	 * side only. */
-	json_t *store = peer->restricted ?
-				json_pack("{s:s}", "dir", pw_undo_orig_dir(s)) :
-				json_pack("{s:s,s:I,s:I}", "dir", pw_undo_orig_dir(s), "bytes",
-					  (json_int_t)bytes, "blobs", (json_int_t)blobs);
+	json_t *store = peer->restricted
+			    ? json_pack("{s:s}", "dir", pw_undo_orig_dir(s))
+			    : json_pack("{s:s,s:I,s:I}", "dir", pw_undo_orig_dir(s), "bytes",
+					(json_int_t)bytes, "blobs", (json_int_t)blobs);
 	json_t *o = json_pack("{s:o,s:I,s:b,s:o}", "changesets", sets ? sets : json_array(),
 			      "current", (json_int_t)pw_undo_keep_current(x.k), "truncated",
 			      truncated, "store", store ? store : json_object());
@@ -965,8 +976,8 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 
 /* Runs `diff -u` on A and B (paths; "/dev/null" for none) labelled LA and LB, appending
  * its output to *OUT (up to LIMIT bytes). Returns diff's status (0 same, 1 differ). */
-static int run_diff(const char *a, int bfd, const char *la, const char *lb, char **out,
-		    size_t *len, size_t limit, bool *ret_truncated)
+static int run_diff(const char *a, int bfd, const char *la, const char *lb, char **out, size_t *len,
+		    size_t limit, bool *ret_truncated)
 {
 	/* The current file goes to diff as its descriptor 3 (opened beneath the project, so
 	 * no symlink is followed on the way), the original by its path in the store. */
@@ -980,8 +991,9 @@ static int run_diff(const char *a, int bfd, const char *la, const char *lb, char
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 	if (bfd >= 0)
 		posix_spawn_file_actions_adddup2(&fa, bfd, 3);
-	char *argv[] = { (char *)"diff", (char *)"-u", (char *)"--label", (char *)la,
-			 (char *)"--label", (char *)lb, (char *)a, (char *)b, NULL };
+	char *argv[] = {(char *)"diff", (char *)"-u",	   (char *)"--label",
+			(char *)la,	(char *)"--label", (char *)lb,
+			(char *)a,	(char *)b,	   NULL};
 	pid_t pid;
 	int r = posix_spawnp(&pid, "diff", &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
@@ -1089,11 +1101,11 @@ static size_t count_newlines(int fd)
 /* What one file of a diff is built from. */
 typedef struct diff_file {
 	const crow *rw;
-	const char *origin;   /* the path the original had */
-	const after *aft;     /* what the scope left */
-	const state *now;     /* its fields */
-	int bfd, cfd;         /* the original's content, what was left (-1: none) */
-	const char *blob;     /* the original's blob path */
+	const char *origin; /* the path the original had */
+	const after *aft;   /* what the scope left */
+	const state *now;   /* its fields */
+	int bfd, cfd;	    /* the original's content, what was left (-1: none) */
+	const char *blob;   /* the original's blob path */
 } diff_file;
 
 typedef struct diff_out {
@@ -1233,13 +1245,14 @@ static unsigned similarity(const diff_file *f, json_int_t removed, json_int_t ad
 static void git_text(const diff_file *f, bool content, diff_out *d)
 {
 	const pw_undo_orig_object *o = &f->rw->o;
-	pw_git_side a = { o->present ? f->origin : NULL, o->present ? pw_git_mode(o->mode) : 0 };
-	pw_git_side b = { f->now->exists ? f->aft->path : NULL,
-			  f->now->exists ? pw_git_mode(f->now->st.st_mode) : 0 };
-	if ((a.path && (!a.mode || a.mode == 0040000)) || (b.path && (!b.mode || b.mode == 0040000)))
+	pw_git_side a = {o->present ? f->origin : NULL, o->present ? pw_git_mode(o->mode) : 0};
+	pw_git_side b = {f->now->exists ? f->aft->path : NULL,
+			 f->now->exists ? pw_git_mode(f->now->st.st_mode) : 0};
+	if ((a.path && (!a.mode || a.mode == 0040000)) ||
+	    (b.path && (!b.mode || b.mode == 0040000)))
 		return;
 	if (a.path && b.path && (a.mode & 0170000) != (b.mode & 0170000)) {
-		pw_git_side none = { NULL, 0 };
+		pw_git_side none = {NULL, 0};
 		_cleanup_free_ char *h1 = pw_git_header(&a, &none, 0);
 		out_add(d, h1);
 		if (content)
@@ -1251,12 +1264,12 @@ static void git_text(const diff_file *f, bool content, diff_out *d)
 		return;
 	}
 	/* The hunks first, for the counts a rename's similarity is made of. */
-	diff_out hunks = { .limit = d->limit, .total = d->total };
+	diff_out hunks = {.limit = d->limit, .total = d->total};
 	if (content)
 		content_hunks(f, &a, &b, &hunks);
 	bool renamed = a.path && b.path && !streq(a.path, b.path);
 	_cleanup_free_ char *h =
-		pw_git_header(&a, &b, renamed ? similarity(f, hunks.removed, hunks.added) : 0);
+	    pw_git_header(&a, &b, renamed ? similarity(f, hunks.removed, hunks.added) : 0);
 	if (a.path && b.path && a.mode == b.mode && streq(a.path, b.path) && !hunks.text)
 		h = (free(h), NULL); /* owner, times or xattrs only: git shows nothing */
 	out_add(d, h);
@@ -1299,7 +1312,8 @@ static bool files_have(json_t *files, const char *path, const char *was)
 {
 	size_t i;
 	json_t *f;
-	json_array_foreach(files, i, f) {
+	json_array_foreach(files, i, f)
+	{
 		const char *p = json_string_value(json_object_get(f, "path"));
 		const char *w = json_string_value(json_object_get(f, "was"));
 		if (streq_ptr(p, path) || streq_ptr(w ? w : p, was))
@@ -1309,8 +1323,7 @@ static bool files_have(json_t *files, const char *path, const char *was)
 }
 
 /* One file's entry: F's kind, paths, counts and (unless STAT_ONLY) git text. */
-static json_t *file_entry(ctx *x, const diff_file *f, const char *kind, bool stat_only,
-			  diff_out *d)
+static json_t *file_entry(ctx *x, const diff_file *f, const char *kind, bool stat_only, diff_out *d)
 {
 	json_t *e = json_pack("{s:s,s:s}", "path", f->aft->path, "kind", kind);
 	if (!e)
@@ -1324,7 +1337,7 @@ static json_t *file_entry(ctx *x, const diff_file *f, const char *kind, bool sta
 				    json_string(f->rw->not_kept ? f->rw->not_kept : "missing"));
 		return e;
 	}
-	diff_out one = { .limit = d->limit, .total = d->total };
+	diff_out one = {.limit = d->limit, .total = d->total};
 	git_text(f, true, &one);
 	bool binary = one.text && strstr(one.text, "\nBinary files ");
 	if (binary || (one.text && !strncmp(one.text, "Binary files ", 13)))
@@ -1341,10 +1354,10 @@ static json_t *file_entry(ctx *x, const diff_file *f, const char *kind, bool sta
 	return e;
 }
 
-static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
-			json_t **ret, pw_ctl_fail *fail)
+static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params, json_t **ret,
+			pw_ctl_fail *fail)
 {
-	_cleanup_(ctx_done) ctx x = { .root = -1 };
+	_cleanup_(ctx_done) ctx x = {.root = -1};
 	int sr = setup(&x, fs, v, fail);
 	if (sr < 0)
 		return sr;
@@ -1362,7 +1375,7 @@ static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	if (r < 0)
 		return r;
 	/* Where each row's original was when the scope began. */
-	char (*origins)[PW_PATH_MAX] = calloc(x.n_rows + 1, sizeof(*origins));
+	char(*origins)[PW_PATH_MAX] = calloc(x.n_rows + 1, sizeof(*origins));
 	if (!origins)
 		return failf(&x, PW_RPC_INTERNAL_ERROR, "out of memory");
 	for (size_t i = 0; i < x.n_rows; i++) {
@@ -1375,7 +1388,7 @@ static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			origin_path(&x, i, rw->path, origins[i]);
 	}
 	json_t *files = json_array();
-	diff_out d = { .limit = PW_UNDO_DIFF_BYTES_MAX };
+	diff_out d = {.limit = PW_UNDO_DIFF_BYTES_MAX};
 	/* The earliest row of each original in scope holds it. */
 	for (size_t i = 0; files && i < x.n_rows; i++) {
 		crow *rw = &x.rows[i];
@@ -1405,11 +1418,16 @@ static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		bool cur_reg = false;
 		_cleanup_close_ int cfd = open_after(&x, s, &aft, &cur_reg);
 		_cleanup_free_ char *blob = rw->o.present && S_ISREG(rw->o.mode) && rw->o.blob[0]
-						    ? pw_undo_orig_blob_path(s, rw->o.blob)
-						    : NULL;
+						? pw_undo_orig_blob_path(s, rw->o.blob)
+						: NULL;
 		_cleanup_close_ int bfd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1;
-		diff_file f = { .rw = rw, .origin = origins[i], .aft = &aft, .now = &now,
-				.bfd = bfd, .cfd = cur_reg ? cfd : -1, .blob = blob };
+		diff_file f = {.rw = rw,
+			       .origin = origins[i],
+			       .aft = &aft,
+			       .now = &now,
+			       .bfd = bfd,
+			       .cfd = cur_reg ? cfd : -1,
+			       .blob = blob};
 		json_t *e = file_entry(&x, &f, kind, stat_only, &d);
 		if (e)
 			json_array_append_new(files, e);
@@ -1434,7 +1452,7 @@ static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 				      "was", origin, "added", 0, "removed", 0);
 		unsigned gm = pw_git_mode(now.st.st_mode);
 		if (e && !stat_only && gm && gm != 0040000) {
-			pw_git_side a = { origin, gm }, b = { aft.path, gm };
+			pw_git_side a = {origin, gm}, b = {aft.path, gm};
 			_cleanup_free_ char *h = pw_git_header(&a, &b, 100);
 			if (h)
 				json_object_set_new(e, "diff", json_string(h));
@@ -1444,9 +1462,10 @@ static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	}
 	free(origins);
 	files = files ? sorted_files(files) : NULL;
-	return done(&x, json_pack("{s:o,s:b}", "files", files ? files : json_array(), "truncated",
-				  d.truncated),
-		    ret);
+	return done(
+	    &x,
+	    json_pack("{s:o,s:b}", "files", files ? files : json_array(), "truncated", d.truncated),
+	    ret);
 }
 
 /* ---- undo ------------------------------------------------------------------------------ */
@@ -1541,7 +1560,7 @@ static int fill_from_blob(pw_undo_orig_store *s, const char *hash, int fd)
 
 static struct timespec ts_of(int64_t ns)
 {
-	return (struct timespec){ .tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000 };
+	return (struct timespec){.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
 }
 
 /* Owner, mode, xattrs (and times, unless a directory: those come last) of O on FD. */
@@ -1559,7 +1578,7 @@ static int apply_meta(int fd, const pw_undo_orig_object *o, bool times)
 		pw_undo_orig_xattrs_apply(fd, o->xattrs, o->xattrs_len);
 	}
 	if (times) {
-		struct timespec tv[2] = { ts_of(o->atime_ns), ts_of(o->mtime_ns) };
+		struct timespec tv[2] = {ts_of(o->atime_ns), ts_of(o->mtime_ns)};
 		if (utimensat(fd, "", tv, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 && !r)
 			r = negative_errno();
 	}
@@ -1589,13 +1608,13 @@ typedef struct undo_run {
 
 static void note_fail(undo_run *u, const char *path, const char *what, int r)
 {
-	json_array_append_new(u->failed,
-			      json_pack("{s:s,s:s,s:s}", "path", path, "action", what, "error",
-					r == -EBADMSG ? "the kept original was changed after it was "
-							"kept (a process still wrote to it)"
-					: r == -ENODATA ? "its content was not kept (too big, unreadable, "
-							  "or the store was full): not restored"
-						      : strerror(-r)));
+	json_array_append_new(
+	    u->failed, json_pack("{s:s,s:s,s:s}", "path", path, "action", what, "error",
+				 r == -EBADMSG	 ? "the kept original was changed after it was "
+						   "kept (a process still wrote to it)"
+				 : r == -ENODATA ? "its content was not kept (too big, unreadable, "
+						   "or the store was full): not restored"
+						 : strerror(-r)));
 }
 
 /* Removes whatever is at PATH. */
@@ -1623,7 +1642,7 @@ static int push_dir(undo_run *u, const char *path, const pw_undo_orig_object *o)
 	char *copy = strdup(path);
 	if (!copy)
 		return -ENOMEM;
-	u->dirs[u->n_dirs++] = (dir_times){ copy, o->atime_ns, o->mtime_ns };
+	u->dirs[u->n_dirs++] = (dir_times){copy, o->atime_ns, o->mtime_ns};
 	return 0;
 }
 
@@ -1638,7 +1657,7 @@ static int push_relink(undo_run *u, const char *path, const pw_undo_orig_object 
 	char *copy = strdup(path);
 	if (!copy)
 		return -ENOMEM;
-	u->links[u->n_links++] = (relink){ copy, o };
+	u->links[u->n_links++] = (relink){copy, o};
 	return 0;
 }
 
@@ -1762,7 +1781,7 @@ static int undo_restore(undo_run *u, const char *path, const crow *rw)
 			return r;
 		_cleanup_close_ int fd = openat(pfd, name,
 						O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC |
-							(exists ? 0 : O_CREAT | O_EXCL),
+						    (exists ? 0 : O_CREAT | O_EXCL),
 						0600);
 		if (fd < 0)
 			return negative_errno();
@@ -1791,8 +1810,8 @@ static int undo_restore(undo_run *u, const char *path, const crow *rw)
 	if (S_ISDIR(o->mode)) {
 		if (!exists && mkdirat(pfd, name, 0700) < 0)
 			return negative_errno();
-		_cleanup_close_ int fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY |
-								  O_CLOEXEC);
+		_cleanup_close_ int fd =
+		    openat(pfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
 		r = fd < 0 ? negative_errno() : apply_meta(fd, o, false);
 		int q = push_dir(u, path, o);
 		return r < 0 ? r : q;
@@ -1930,8 +1949,9 @@ static int select_redo(ctx *x, int64_t *ret_undo)
 		    x->sets[i].undoes)
 			u = &x->sets[i];
 	if (!u)
-		return failf(x, PW_RPC_NO_CHANGE, "nothing to redo: no undo left that a redo has "
-						  "not reversed");
+		return failf(x, PW_RPC_NO_CHANGE,
+			     "nothing to redo: no undo left that a redo has "
+			     "not reversed");
 	for (size_t i = 0; i < x->n_rows; i++)
 		x->rows[i].selected = x->rows[i].cs == u->id;
 	*ret_undo = u->id;
@@ -1950,8 +1970,7 @@ static json_t *sets_undone(const ctx *x)
 		bool seen = false;
 		size_t k;
 		json_t *item;
-		json_array_foreach(a, k, item)
-			seen = seen || json_integer_value(item) == r->cs;
+		json_array_foreach(a, k, item) seen = seen || json_integer_value(item) == r->cs;
 		if (!seen)
 			json_array_append_new(a, json_integer(r->cs));
 		last = r->cs;
@@ -2036,10 +2055,10 @@ static json_t *undo_summary(ctx *x)
 	return out ? out : json_array();
 }
 
-static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
-			json_t **ret, pw_ctl_fail *fail)
+static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params, json_t **ret,
+			pw_ctl_fail *fail)
 {
-	_cleanup_(ctx_done) ctx x = { .root = -1 };
+	_cleanup_(ctx_done) ctx x = {.root = -1};
 	if (peer->restricted) {
 		fail->code = PW_RPC_REFUSED;
 		fail->message = strdup("refused: an agent may list and diff changes but never undo "
@@ -2053,9 +2072,11 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	bool redo = json_is_true(json_object_get(params, "redo"));
 	if (!all && !redo && !json_array_size(json_object_get(params, "paths")))
 		return failf(&x, PW_RPC_INVALID_PARAMS, "name the paths to undo, or all");
-	undo_run u = { .x = &x, .force = json_is_true(json_object_get(params, "force")),
-		       .dry = json_is_true(json_object_get(params, "dry_run")),
-		       .actions = json_array(), .failed = json_array() };
+	undo_run u = {.x = &x,
+		      .force = json_is_true(json_object_get(params, "force")),
+		      .dry = json_is_true(json_object_get(params, "dry_run")),
+		      .actions = json_array(),
+		      .failed = json_array()};
 	json_t *conflicts = json_array();
 	pw_undo_orig_store *s = pw_undo_keep_store(x.k);
 	int64_t undo_cs = 0;
@@ -2096,7 +2117,7 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	/* Directories' times last (in the order met: the earliest row's wins). */
 	for (size_t i = 0; i < u.n_dirs; i++) {
 		_cleanup_close_ int fd = open_beneath(&x, u.dirs[i].path, O_PATH);
-		struct timespec tv[2] = { ts_of(u.dirs[i].atime_ns), ts_of(u.dirs[i].mtime_ns) };
+		struct timespec tv[2] = {ts_of(u.dirs[i].atime_ns), ts_of(u.dirs[i].mtime_ns)};
 		if (fd >= 0)
 			(void)utimensat(fd, "", tv, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 	}
@@ -2109,7 +2130,8 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		char names[2048] = "";
 		size_t i, used = 0;
 		json_t *item;
-		json_array_foreach(conflicts, i, item) {
+		json_array_foreach(conflicts, i, item)
+		{
 			_cleanup_free_ char *q = pw_quote(json_string_value(item));
 			int n = snprintf(names + used, sizeof(names) - used, "%s%s", i ? ", " : "",
 					 q ? q : "?");
@@ -2153,7 +2175,7 @@ out:
 static int changes_checkpoint(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
 			      json_t **ret, pw_ctl_fail *fail)
 {
-	_cleanup_(ctx_done) ctx x = { .root = -1 };
+	_cleanup_(ctx_done) ctx x = {.root = -1};
 	if (peer->restricted) {
 		fail->code = PW_RPC_REFUSED;
 		fail->message = strdup("refused: only the person may start a checkpoint");
@@ -2170,10 +2192,10 @@ static int changes_checkpoint(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t
 	return done(&x, json_pack("{s:I,s:s?}", "changeset", (json_int_t)id, "name", name), ret);
 }
 
-static int changes_prune(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
-			 json_t **ret, pw_ctl_fail *fail)
+static int changes_prune(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params, json_t **ret,
+			 pw_ctl_fail *fail)
 {
-	_cleanup_(ctx_done) ctx x = { .root = -1 };
+	_cleanup_(ctx_done) ctx x = {.root = -1};
 	if (peer->restricted) {
 		fail->code = PW_RPC_REFUSED;
 		fail->message = strdup("refused: an agent may not prune the originals");
@@ -2182,7 +2204,8 @@ static int changes_prune(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *par
 	int sr = setup(&x, fs, v, fail);
 	if (sr < 0)
 		return sr;
-	json_t *age = json_object_get(params, "keep_s"), *size = json_object_get(params, "max_bytes");
+	json_t *age = json_object_get(params, "keep_s"),
+	       *size = json_object_get(params, "max_bytes");
 	pw_undo_orig_store *s = pw_undo_keep_store(x.k);
 	uint64_t freed = 0, bytes = 0, blobs = 0;
 	pw_undo_orig_lock(s);
@@ -2207,27 +2230,27 @@ static int changes_prune(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *par
 /* ---- the table ------------------------------------------------------------------------- */
 
 static const pw_rpc_param changes_params[] = {
-	{ "since", PW_RPC_T_STRING, false, 256 },
-	{ "since_ns", PW_RPC_T_INT, false, 0 },
-	{ "mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX },
-	{ "paths", PW_RPC_T_STRING_ARRAY, false, PW_UNDO_PATHS_MAX },
-	{ "change_set", PW_RPC_T_INT, false, 0 },
-	{ "every", PW_RPC_T_BOOL, false, 0 },
-	{ "stat", PW_RPC_T_BOOL, false, 0 },
-	{ "all", PW_RPC_T_BOOL, false, 0 },
-	{ "dry_run", PW_RPC_T_BOOL, false, 0 },
-	{ "force", PW_RPC_T_BOOL, false, 0 },
-	{ "redo", PW_RPC_T_BOOL, false, 0 },
-	{ "pinned", PW_RPC_T_BOOL, false, 0 },
+    {"since", PW_RPC_T_STRING, false, 256},
+    {"since_ns", PW_RPC_T_INT, false, 0},
+    {"mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX},
+    {"paths", PW_RPC_T_STRING_ARRAY, false, PW_UNDO_PATHS_MAX},
+    {"change_set", PW_RPC_T_INT, false, 0},
+    {"every", PW_RPC_T_BOOL, false, 0},
+    {"stat", PW_RPC_T_BOOL, false, 0},
+    {"all", PW_RPC_T_BOOL, false, 0},
+    {"dry_run", PW_RPC_T_BOOL, false, 0},
+    {"force", PW_RPC_T_BOOL, false, 0},
+    {"redo", PW_RPC_T_BOOL, false, 0},
+    {"pinned", PW_RPC_T_BOOL, false, 0},
 };
 
 static const pw_rpc_param checkpoint_params[] = {
-	{ "name", PW_RPC_T_STRING, false, 256 },
+    {"name", PW_RPC_T_STRING, false, 256},
 };
 
 static const pw_rpc_param prune_params[] = {
-	{ "keep_s", PW_RPC_T_INT, false, 0 },
-	{ "max_bytes", PW_RPC_T_INT, false, 0 },
+    {"keep_s", PW_RPC_T_INT, false, 0},
+    {"max_bytes", PW_RPC_T_INT, false, 0},
 };
 
 /* ---- off the server thread ------------------------------------------------------------
@@ -2244,17 +2267,17 @@ static const pw_rpc_param prune_params[] = {
  * other and with the FUSE layer, as before.
  */
 
-typedef int (*changes_fn)(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params,
-			  json_t **ret, pw_ctl_fail *fail);
+typedef int (*changes_fn)(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params, json_t **ret,
+			  pw_ctl_fail *fail);
 
 typedef struct job {
 	pw_ctl_server *server;
 	uint64_t client;
-	json_t *id;     /* the deferred call's; set on the server thread after the start */
+	json_t *id; /* the deferred call's; set on the server thread after the start */
 	changes_fn fn;
 	pw_fs *fs;
 	pw_view *view;
-	pw_peer peer;   /* a copy: the client may be gone when the job ends */
+	pw_peer peer;	/* a copy: the client may be gone when the job ends */
 	json_t *params; /* a deep copy: jansson's objects are not for two threads */
 	int r;
 	json_t *result;
@@ -2308,13 +2331,18 @@ static int run_job(pw_ctl_ctx *c, changes_fn fn, json_t **ret)
 	}
 	job *j = calloc(1, sizeof(*j));
 	if (j) {
-		*j = (job){ .server = c->server, .client = client, .id = id, .fn = fn,
-			    .fs = m->fs, .view = c->view, .peer = *c->peer, .slot = slot };
+		*j = (job){.server = c->server,
+			   .client = client,
+			   .id = id,
+			   .fn = fn,
+			   .fs = m->fs,
+			   .view = c->view,
+			   .peer = *c->peer,
+			   .slot = slot};
 		j->peer.reason = j->peer.answered_by = NULL;
 		j->params = c->params ? json_deep_copy(c->params) : NULL;
 	}
-	if (!j || (c->params && !j->params) ||
-	    pthread_create(&j->thread, NULL, job_main, j) != 0) {
+	if (!j || (c->params && !j->params) || pthread_create(&j->thread, NULL, job_main, j) != 0) {
 		if (j) {
 			j->id = NULL;
 			job_free(j);
@@ -2385,9 +2413,9 @@ static void changes_fini(pw_ctl_server *s, void *data)
 
 /* The table's handlers: the module's data is a changes_mod over the daemon's pw_fs. */
 #define HANDLER(name)                                                                              \
-	static int m_##name(pw_ctl_ctx *c, json_t **ret)                                         \
+	static int m_##name(pw_ctl_ctx *c, json_t **ret)                                           \
 	{                                                                                          \
-		return run_job(c, changes_##name, ret);                                           \
+		return run_job(c, changes_##name, ret);                                            \
 	}
 HANDLER(list)
 HANDLER(diff)
@@ -2397,22 +2425,22 @@ HANDLER(checkpoint)
 #undef HANDLER
 
 static const pw_ctl_method methods[] = {
-	{ "changes.list", m_list, changes_params, ELEMENTSOF(changes_params), NULL },
-	{ "changes.diff", m_diff, changes_params, ELEMENTSOF(changes_params), NULL },
-	{ "changes.undo", m_undo, changes_params, ELEMENTSOF(changes_params),
-	  "refused: an agent may list and diff changes but never undo them; ask the person you "
-	  "work for to run `piworkfs undo`" },
-	{ "changes.prune", m_prune, prune_params, ELEMENTSOF(prune_params),
-	  "refused: an agent may not prune the originals" },
-	{ "checkpoint", m_checkpoint, checkpoint_params, ELEMENTSOF(checkpoint_params),
-	  "refused: only the person may start a checkpoint" },
+    {"changes.list", m_list, changes_params, ELEMENTSOF(changes_params), NULL},
+    {"changes.diff", m_diff, changes_params, ELEMENTSOF(changes_params), NULL},
+    {"changes.undo", m_undo, changes_params, ELEMENTSOF(changes_params),
+     "refused: an agent may list and diff changes but never undo them; ask the person you "
+     "work for to run `piworkfs undo`"},
+    {"changes.prune", m_prune, prune_params, ELEMENTSOF(prune_params),
+     "refused: an agent may not prune the originals"},
+    {"checkpoint", m_checkpoint, checkpoint_params, ELEMENTSOF(checkpoint_params),
+     "refused: only the person may start a checkpoint"},
 };
 
 const pw_ctl_module pw_undo_changes_module = {
-	.name = "changes",
-	.methods = methods,
-	.n_methods = ELEMENTSOF(methods),
-	.init = changes_init,
-	.fini = changes_fini,
-	.tick = changes_tick,
+    .name = "changes",
+    .methods = methods,
+    .n_methods = ELEMENTSOF(methods),
+    .init = changes_init,
+    .fini = changes_fini,
+    .tick = changes_tick,
 };

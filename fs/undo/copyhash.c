@@ -139,7 +139,7 @@ int pw_undo_copy_hash(int src, int dst, uint64_t size, pw_sha256 *c)
 		return -ENOMEM;
 	if (size < PIPELINE_FROM)
 		return copy_hash_serial(src, dst, c, buf);
-	pipeline p = { .buf = { buf, buf + CHUNK }, .c = c };
+	pipeline p = {.buf = {buf, buf + CHUNK}, .c = c};
 	pthread_mutex_init(&p.lock, NULL);
 	pthread_cond_init(&p.cond, NULL);
 	pthread_t t;

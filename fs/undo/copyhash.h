@@ -9,4 +9,3 @@
  * exactly the bytes written to C. Large files are hashed in a second thread while the copy
  * goes on (copyhash.c). 0 or -errno (then DST and C hold a part). */
 int pw_undo_copy_hash(int src, int dst, uint64_t size, pw_sha256 *c);
-

@@ -73,11 +73,12 @@ char *pw_git_header(const pw_git_side *a, const pw_git_side *b, unsigned similar
 		if (!append(&h, "deleted file mode %06o\n", a->mode))
 			goto oom;
 	} else {
-		if (a->mode != b->mode && !append(&h, "old mode %06o\nnew mode %06o\n", a->mode, b->mode))
+		if (a->mode != b->mode &&
+		    !append(&h, "old mode %06o\nnew mode %06o\n", a->mode, b->mode))
 			goto oom;
 		if (!streq(a->path, b->path) &&
-		    !append(&h, "similarity index %u%%\nrename from %s\nrename to %s\n",
-			    similarity, qa, qb))
+		    !append(&h, "similarity index %u%%\nrename from %s\nrename to %s\n", similarity,
+			    qa, qb))
 			goto oom;
 	}
 	return h;
@@ -92,8 +93,9 @@ char *pw_git_symlink_hunk(const pw_git_side *a, const char *ta, const pw_git_sid
 	_cleanup_free_ char *la = pw_git_label("a/", ta ? a->path : NULL);
 	_cleanup_free_ char *lb = pw_git_label("b/", tb ? b->path : NULL);
 	char *h = NULL;
-	if (!la || !lb || !append(&h, "--- %s\n+++ %s\n@@ -%s +%s @@\n", la, lb,
-				  ta ? "1" : "0,0", tb ? "1" : "0,0"))
+	if (!la || !lb ||
+	    !append(&h, "--- %s\n+++ %s\n@@ -%s +%s @@\n", la, lb, ta ? "1" : "0,0",
+		    tb ? "1" : "0,0"))
 		goto oom;
 	if (ta && !append(&h, "-%s\n\\ No newline at end of file\n", ta))
 		goto oom;

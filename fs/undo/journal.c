@@ -44,8 +44,14 @@ static int put(buf *b, const void *p, size_t n)
 	return 0;
 }
 
-static int put_u32(buf *b, uint32_t v) { return put(b, &v, sizeof(v)); }
-static int put_u64(buf *b, uint64_t v) { return put(b, &v, sizeof(v)); }
+static int put_u32(buf *b, uint32_t v)
+{
+	return put(b, &v, sizeof(v));
+}
+static int put_u64(buf *b, uint64_t v)
+{
+	return put(b, &v, sizeof(v));
+}
 
 static int put_str(buf *b, const char *s)
 {
@@ -104,9 +110,10 @@ static int encode(buf *b, const pw_undo_orig_row *row, int64_t time_ns)
 	bool object = row->obj && row->obj->present;
 	int r = 0;
 	r = r ?: put_u64(b, (uint64_t)row->changeset);
-	r = r ?: put_u32(b, (uint32_t)row->action | (row->exchange ? F_EXCHANGE : 0) |
-				    (row->implicit ? F_IMPLICIT : 0) | (object ? F_OBJECT : 0) |
-				    (row->thread ? F_THREAD : 0));
+	r = r
+		?: put_u32(b, (uint32_t)row->action | (row->exchange ? F_EXCHANGE : 0) |
+				  (row->implicit ? F_IMPLICIT : 0) | (object ? F_OBJECT : 0) |
+				  (row->thread ? F_THREAD : 0));
 	r = r ?: put_u64(b, row->src_dev);
 	r = r ?: put_u64(b, row->src_ino);
 	r = r ?: put_u64(b, (uint64_t)(int64_t)row->pid);
@@ -169,17 +176,17 @@ static bool decode_object(cursor *c, char *strs[DECODE_STRS], pw_undo_orig_objec
 		if (!get(c, &v[i], 8))
 			return false;
 	*o = (pw_undo_orig_object){
-		.present = true,
-		.mode = (mode_t)v[0],
-		.uid = (uid_t)v[1],
-		.gid = (gid_t)v[2],
-		.atime_ns = (int64_t)v[3],
-		.mtime_ns = (int64_t)v[4],
-		.ctime_ns = (int64_t)v[5],
-		.size = v[6],
-		.dev = v[7],
-		.ino = v[8],
-		.nlink = v[9],
+	    .present = true,
+	    .mode = (mode_t)v[0],
+	    .uid = (uid_t)v[1],
+	    .gid = (gid_t)v[2],
+	    .atime_ns = (int64_t)v[3],
+	    .mtime_ns = (int64_t)v[4],
+	    .ctime_ns = (int64_t)v[5],
+	    .size = v[6],
+	    .dev = v[7],
+	    .ino = v[8],
+	    .nlink = v[9],
 	};
 	const char *blob, *target, *not_kept;
 	uint32_t xlen;
@@ -209,10 +216,10 @@ static bool decode_object(cursor *c, char *strs[DECODE_STRS], pw_undo_orig_objec
 static bool decode(const unsigned char *p, size_t n, char *strs[DECODE_STRS], pw_undo_orig_row *row,
 		   pw_undo_orig_object *obj, int64_t *time_ns)
 {
-	cursor c = { p, p + n };
+	cursor c = {p, p + n};
 	uint64_t cs, dev, ino, pid, t;
 	uint32_t flags;
-	*row = (pw_undo_orig_row){ 0 };
+	*row = (pw_undo_orig_row){0};
 	if (!get(&c, &cs, 8) || !get(&c, &flags, 4) || !get(&c, &dev, 8) || !get(&c, &ino, 8) ||
 	    !get(&c, &pid, 8) || !get(&c, &t, 8))
 		return false;
@@ -254,7 +261,8 @@ int pw_undo_journal_create(int dir_fd, pw_undo_journal *ret)
 		char tmp[64], name[64];
 		snprintf(tmp, sizeof(tmp), ".new-journal.%016llx", (unsigned long long)rnd);
 		snprintf(name, sizeof(name), PREFIX "%016llx", (unsigned long long)rnd);
-		int fd = openat(dir_fd, tmp, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
+		int fd =
+		    openat(dir_fd, tmp, O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
 		if (fd < 0) {
 			if (errno == EEXIST)
 				continue;
@@ -275,7 +283,7 @@ int pw_undo_journal_create(int dir_fd, pw_undo_journal *ret)
 			close(fd);
 			return -ENOMEM;
 		}
-		*ret = (pw_undo_journal){ .fd = fd, .name = n, .seq = 0 };
+		*ret = (pw_undo_journal){.fd = fd, .name = n, .seq = 0};
 		return 0;
 	}
 	return -EEXIST;
@@ -297,7 +305,7 @@ static int cut_short_write(int fd, size_t written)
 int pw_undo_journal_append(pw_undo_journal *j, const pw_undo_orig_row *row, int64_t time_ns,
 			   uint64_t *ret_seq)
 {
-	buf b = { 0 };
+	buf b = {0};
 	uint64_t seq = j->seq + 1;
 	uint32_t zero = 0;
 	int r = 0;
@@ -390,7 +398,7 @@ static int replay_records(const unsigned char *p, size_t n, const char *name,
 		memcpy(&sum, payload + len, 4);
 		if (sum != checksum(seq, payload, len))
 			break;
-		char *strs[DECODE_STRS] = { NULL };
+		char *strs[DECODE_STRS] = {NULL};
 		pw_undo_orig_row row;
 		pw_undo_orig_object obj;
 		int64_t time_ns;
@@ -452,8 +460,8 @@ int pw_undo_journal_read(const pw_undo_journal *j, pw_undo_journal_record_fn rec
 }
 
 int pw_undo_journal_replay_dead(int dir_fd, int (*begin)(void *data, const char *name),
-			   pw_undo_journal_record_fn record,
-			   int (*end)(void *data, const char *name, int r), void *data)
+				pw_undo_journal_record_fn record,
+				int (*end)(void *data, const char *name, int r), void *data)
 {
 	int dfd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;

@@ -19,8 +19,9 @@
  * the daemon lives: a journal no process holds belongs to a dead daemon.
  *
  * Records: "PWJ1", u32 payload length, u64 sequence number, the payload (the row's fields,
- * then its object's when a flag says so), u32 FNV-1a of sequence and payload. A record cut short or damaged (a machine crash mid
- * write) ends the replay of that journal: what follows it was written later still.
+ * then its object's when a flag says so), u32 FNV-1a of sequence and payload. A record cut short or
+ * damaged (a machine crash mid write) ends the replay of that journal: what follows it was written
+ * later still.
  */
 #pragma once
 
@@ -31,11 +32,14 @@
 
 typedef struct pw_undo_journal {
 	int fd;
-	char *name;    /* journal.XXXXXX, in the store's directory */
-	uint64_t seq;  /* of the last record appended (never reset by a truncation) */
+	char *name;   /* journal.XXXXXX, in the store's directory */
+	uint64_t seq; /* of the last record appended (never reset by a truncation) */
 } pw_undo_journal;
 
-#define PW_UNDO_JOURNAL_INIT { .fd = -1 }
+#define PW_UNDO_JOURNAL_INIT                                                                       \
+	{                                                                                          \
+		.fd = -1                                                                           \
+	}
 
 /* Creates and locks a new journal in DIR_FD. 0 or -errno. */
 int pw_undo_journal_create(int dir_fd, pw_undo_journal *ret);
@@ -51,7 +55,7 @@ void pw_undo_journal_close(pw_undo_journal *j, int dir_fd, bool remove);
 
 /* One record of a journal. ROW's strings live until the callback returns. */
 typedef int (*pw_undo_journal_record_fn)(void *data, const char *name, uint64_t seq,
-				    const pw_undo_orig_row *row, int64_t time_ns);
+					 const pw_undo_orig_row *row, int64_t time_ns);
 /* Calls RECORD for each whole record of J, in order, as a replay does (originals.c reads
  * back the records of a batch SQLite rolled back). 0, or the first error RECORD returned. */
 int pw_undo_journal_read(const pw_undo_journal *j, pw_undo_journal_record_fn record, void *data);
@@ -63,8 +67,8 @@ int pw_undo_journal_read(const pw_undo_journal *j, pw_undo_journal_record_fn rec
  * another daemon is skipped. Returns the number of journals replayed, or -errno.
  */
 int pw_undo_journal_replay_dead(int dir_fd, int (*begin)(void *data, const char *name),
-			   pw_undo_journal_record_fn record,
-			   int (*end)(void *data, const char *name, int r), void *data);
+				pw_undo_journal_record_fn record,
+				int (*end)(void *data, const char *name, int r), void *data);
 
 /*
  * Whether a journal in DIR_FD other than OWN (NULL: none is ours) holds records: a dead

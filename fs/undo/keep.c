@@ -28,12 +28,12 @@
 /* One path recorded in the current change set. */
 typedef struct entry {
 	char *path;
-	int64_t row;     /* its keep row */
-	bool content;    /* the row holds the content too (or the original was not a file) */
-	bool created;    /* nothing was there: what is there now the change set made */
+	int64_t row;	 /* its keep row */
+	bool content;	 /* the row holds the content too (or the original was not a file) */
+	bool created;	 /* nothing was there: what is there now the change set made */
 	bool kept_below; /* created, and a row holding an original was recorded beneath it
 			  * since (mark_kept_below): its removal is recorded after all */
-	bool linked;     /* a link of the change set made the name (or a rename moved such a
+	bool linked;	 /* a link of the change set made the name (or a rename moved such a
 			  * name here): it names an object that may have been there before,
 			  * whose other names are kept at its first change (keep_other_names) */
 	struct entry *next;
@@ -243,7 +243,7 @@ static int begin_locked(pw_undo *k, const char *reason, const char *name, int64_
 {
 	int64_t id;
 	int r = pw_undo_orig_changeset_begin(k->store, k->project, k->mountpoint, reason, name,
-					k->mode, &id);
+					     k->mode, &id);
 	if (r < 0)
 		return r;
 	set_remove_if(k, always, NULL);
@@ -346,8 +346,8 @@ static const char *who_comm(who *w)
  * recorded without content gets it now when CONTENT asks. Lock held. Returns the row id
  * (> 0) of a new row, 0 when nothing was added, or -errno.
  */
-static int64_t record_locked(pw_undo *k, who *w, const char *path, int dirfd,
-			     const char *name, bool content, bool implicit, const char *op)
+static int64_t record_locked(pw_undo *k, who *w, const char *path, int dirfd, const char *name,
+			     bool content, bool implicit, const char *op)
 {
 	entry *e = set_find(k, path);
 	/* A directory's removal gets a row of its own: undo replays backwards, and the
@@ -364,8 +364,7 @@ static int64_t record_locked(pw_undo *k, who *w, const char *path, int dirfd,
 	if (e && (e->content || !content))
 		return 0;
 	pw_undo_orig_object o;
-	int r = pw_undo_orig_capture(k->store, dirfd, name,
-				content ? PW_UNDO_ORIG_CONTENT : 0, &o);
+	int r = pw_undo_orig_capture(k->store, dirfd, name, content ? PW_UNDO_ORIG_CONTENT : 0, &o);
 	if (r < 0)
 		return r;
 	note_not_kept(k, &o);
@@ -386,16 +385,16 @@ static int64_t record_locked(pw_undo *k, who *w, const char *path, int dirfd,
 	}
 	(void)who_comm(w); /* first: it sets the pid to the process's */
 	pw_undo_orig_row row = {
-		.changeset = atomic_load(&k->cs),
-		.action = PW_UNDO_ORIG_KEEP,
-		.path = path,
-		.implicit = implicit,
-		.obj = &o,
-		.op = op,
-		.comm = who_comm(w),
-		.thread = w->thread[0] ? w->thread : NULL,
-		.mode = k->mode,
-		.pid = w->pid,
+	    .changeset = atomic_load(&k->cs),
+	    .action = PW_UNDO_ORIG_KEEP,
+	    .path = path,
+	    .implicit = implicit,
+	    .obj = &o,
+	    .op = op,
+	    .comm = who_comm(w),
+	    .thread = w->thread[0] ? w->thread : NULL,
+	    .mode = k->mode,
+	    .pid = w->pid,
 	};
 	int64_t id = 0;
 	/* Committed with the next batch: the row is in the store's journal before the change,
@@ -533,7 +532,7 @@ static int keep_other_names_locked(pw_undo *k, who *w, pw_inode *n, const char *
 		return negative_errno();
 	if (st.st_nlink <= 1)
 		return 0; /* its other names are gone, each kept as it went */
-	_cleanup_(alias_set_done) alias_set a = { .w = w, .op = op, .st = &st };
+	_cleanup_(alias_set_done) alias_set a = {.w = w, .op = op, .st = &st};
 	int r = alias_set_fill(k->fs, n, &a);
 	for (size_t i = 0; r == 0 && i < a.n; i++) {
 		int q = streq(a.path[i], path) ? 1 : keep_alias_locked(k, w, a.path[i], &st, op);
@@ -544,9 +543,12 @@ static int keep_other_names_locked(pw_undo *k, who *w, pw_inode *n, const char *
 	}
 	if (r < 0 || a.found >= (size_t)st.st_nlink)
 		return r;
-	return walk_names(k, &(name_walk){ .dev = st.st_dev, .ino = st.st_ino, .skip = path,
-					   .found = keep_walked, .data = &a,
-					   .budget = WALK_MAX_ENTRIES });
+	return walk_names(k, &(name_walk){.dev = st.st_dev,
+					  .ino = st.st_ino,
+					  .skip = path,
+					  .found = keep_walked,
+					  .data = &a,
+					  .budget = WALK_MAX_ENTRIES});
 }
 
 static bool active(pw_fs *fs)
@@ -611,8 +613,8 @@ int pw_undo_keep_node(pw_req *req, pw_inode *n, pw_op op)
 		return 0;
 	own_creds c;
 	creds_own(fs, &c);
-	_cleanup_close_ int fd = n->is_root ? fcntl(fs->root_fd, F_DUPFD_CLOEXEC, 0)
-					    : pw_open_node(fs, n, O_PATH);
+	_cleanup_close_ int fd =
+	    n->is_root ? fcntl(fs->root_fd, F_DUPFD_CLOEXEC, 0) : pw_open_node(fs, n, O_PATH);
 	if (fd < 0) {
 		creds_back(&c);
 		return fd == -ENOENT || fd == -ESTALE ? 0 : fd;
@@ -655,26 +657,26 @@ static bool makes_name(pw_op op)
  * search permission on the parent). Anything else, or a name the set knows, takes the slow
  * path. Returns the token (> 0), 0 for the slow path, or -errno. Lock held.
  */
-static int64_t made_name_locked(pw_undo *k, who *w, const char *ppath, int pfd,
-				const char *path, const char *name, pw_op op)
+static int64_t made_name_locked(pw_undo *k, who *w, const char *ppath, int pfd, const char *path,
+				const char *name, pw_op op)
 {
 	struct stat st;
 	if (!makes_name(op) || set_find(k, path) || !set_find(k, ppath))
 		return 0;
 	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT)
 		return 0;
-	pw_undo_orig_object none = { 0 };
+	pw_undo_orig_object none = {0};
 	(void)who_comm(w); /* first: it sets the pid to the process's */
 	pw_undo_orig_row row = {
-		.changeset = atomic_load(&k->cs),
-		.action = PW_UNDO_ORIG_KEEP,
-		.path = path,
-		.obj = &none,
-		.op = op_label(op),
-		.comm = who_comm(w),
-		.thread = w->thread[0] ? w->thread : NULL,
-		.mode = k->mode,
-		.pid = w->pid,
+	    .changeset = atomic_load(&k->cs),
+	    .action = PW_UNDO_ORIG_KEEP,
+	    .path = path,
+	    .obj = &none,
+	    .op = op_label(op),
+	    .comm = who_comm(w),
+	    .thread = w->thread[0] ? w->thread : NULL,
+	    .mode = k->mode,
+	    .pid = w->pid,
 	};
 	int64_t id = 0;
 	if (pw_undo_orig_queue_try(k->store, &row, &id) < 0)
@@ -727,7 +729,7 @@ int64_t pw_undo_keep_name(pw_req *req, int pfd, pw_op op)
 }
 
 int64_t pw_undo_keep_rename(pw_req *req, int pfd, pw_inode *np, int npfd, const char *newname,
-		       unsigned flags)
+			    unsigned flags)
 {
 	pw_fs *fs = req->fs;
 	if (!active(fs))
@@ -760,7 +762,7 @@ int64_t pw_undo_keep_rename(pw_req *req, int pfd, pw_inode *np, int npfd, const 
 	int64_t id = record_parent_locked(k, &w, fromp.s, pfd);
 	if (id >= 0)
 		id = record_parent_locked(k, &w, np_path, npfd);
-	pw_undo_orig_object dst = { 0 };
+	pw_undo_orig_object dst = {0};
 	/* Moving a file the change set made (not a directory: one can hold originals moved
 	 * into it) to a name that loses no original keeps no original either: its row may be
 	 * deferred like the file's own, and the new name is then one the change set made. */
@@ -773,9 +775,8 @@ int64_t pw_undo_keep_rename(pw_req *req, int pfd, pw_inode *np, int npfd, const 
 		if (e && !e->content)
 			id = record_locked(k, &w, to.s, npfd, newname, true, false, "rename");
 		else if (!e)
-			r = pw_undo_orig_capture(k->store, npfd, newname,
-					    PW_UNDO_ORIG_CONTENT,
-					    &dst);
+			r = pw_undo_orig_capture(k->store, npfd, newname, PW_UNDO_ORIG_CONTENT,
+						 &dst);
 		if (r == 0)
 			note_not_kept(k, &dst);
 		if (r < 0)
@@ -786,19 +787,19 @@ int64_t pw_undo_keep_rename(pw_req *req, int pfd, pw_inode *np, int npfd, const 
 	if (id >= 0) {
 		(void)who_comm(&w); /* first: it sets the pid to the process's */
 		pw_undo_orig_row row = {
-			.changeset = atomic_load(&k->cs),
-			.action = PW_UNDO_ORIG_MOVE,
-			.path = from_s,
-			.path2 = to.s,
-			.exchange = exchange,
-			.src_dev = src.st_dev,
-			.src_ino = src.st_ino,
-			.obj = &dst,
-			.op = "rename",
-			.comm = who_comm(&w),
-			.thread = w.thread[0] ? w.thread : NULL,
-			.mode = k->mode,
-			.pid = w.pid,
+		    .changeset = atomic_load(&k->cs),
+		    .action = PW_UNDO_ORIG_MOVE,
+		    .path = from_s,
+		    .path2 = to.s,
+		    .exchange = exchange,
+		    .src_dev = src.st_dev,
+		    .src_ino = src.st_ino,
+		    .obj = &dst,
+		    .op = "rename",
+		    .comm = who_comm(&w),
+		    .thread = w.thread[0] ? w.thread : NULL,
+		    .mode = k->mode,
+		    .pid = w.pid,
 		};
 		r = pw_undo_orig_insert_deferred(k->store, &row, &id);
 		if (r < 0)
@@ -887,7 +888,7 @@ int pw_undo_keep_path_locked(pw_undo *k, int root_fd, const char *path, const ch
 	_cleanup_close_ int dfd = path[0] ? open_parent(k, path, &name) : -1;
 	if (path[0] && dfd < 0)
 		return dfd == -ENOENT ? 0 : dfd;
-	who w = { .pid = getpid(), .known = true, .comm = "piworkfs" };
+	who w = {.pid = getpid(), .known = true, .comm = "piworkfs"};
 	if (path[0]) {
 		/* the parent, for its times */
 		const char *slash = strrchr(path, '/');
@@ -906,17 +907,17 @@ int pw_undo_keep_move_locked(pw_undo *k, int root_fd, const char *from, const ch
 {
 	if (!atomic_load(&k->cs))
 		return 0;
-	pw_undo_orig_object none = { 0 };
+	pw_undo_orig_object none = {0};
 	pw_undo_orig_row row = {
-		.changeset = atomic_load(&k->cs),
-		.action = PW_UNDO_ORIG_MOVE,
-		.path = from,
-		.path2 = to,
-		.obj = &none,
-		.op = "undo",
-		.comm = "piworkfs",
-		.mode = k->mode,
-		.pid = getpid(),
+	    .changeset = atomic_load(&k->cs),
+	    .action = PW_UNDO_ORIG_MOVE,
+	    .path = from,
+	    .path2 = to,
+	    .obj = &none,
+	    .op = "undo",
+	    .comm = "piworkfs",
+	    .mode = k->mode,
+	    .pid = getpid(),
 	};
 	struct stat st;
 	if (fstatat(root_fd, from, &st, AT_SYMLINK_NOFOLLOW) == 0) {
@@ -1006,12 +1007,16 @@ static int first_found(pw_undo *k, void *data, const char *path)
 }
 
 int pw_undo_keep_other_name(pw_undo *k, dev_t dev, ino_t ino, const char *not_path,
-		       char ret_path[PW_PATH_MAX])
+			    char ret_path[PW_PATH_MAX])
 {
 	if (!k->fs)
 		return -ENOENT;
-	name_walk w = { .dev = dev, .ino = ino, .skip = not_path, .found = first_found,
-			.data = ret_path, .budget = WALK_MAX_ENTRIES };
+	name_walk w = {.dev = dev,
+		       .ino = ino,
+		       .skip = not_path,
+		       .found = first_found,
+		       .data = ret_path,
+		       .budget = WALK_MAX_ENTRIES};
 	/* The view's own table first: a name it has looked up. */
 	PW_PATH_DECLARE(p);
 	pthread_rwlock_rdlock(&k->fs->tree_lock);

@@ -69,7 +69,7 @@ struct pw_undo_orig_store {
 	uint64_t max_file, max_total;
 	uint64_t min_free; /* the free-space floor of blobs/' filesystem; 0: the default */
 	int64_t current;   /* the change set begun last: never pruned to make room */
-	bool undoing;      /* it is an undo's: nothing is pruned to make room (room_for) */
+	bool undoing;	   /* it is an undo's: nothing is pruned to make room (room_for) */
 	int64_t keep_ns;
 	sqlite3_stmt *insert; /* pw_undo_orig_insert's, prepared once: one runs per first change */
 	pthread_mutex_t lock;
@@ -94,7 +94,7 @@ struct pw_undo_orig_store {
 	struct recent_id {
 		uint64_t seq;
 		int64_t id;
-	} *recent;
+	} * recent;
 	size_t recent_next;
 	/* The open batch's deferred rows: their journal records' sequence numbers and ids (so
 	 * a lost batch's ids can be followed to the rows that replace them), and the first id
@@ -102,8 +102,8 @@ struct pw_undo_orig_store {
 	struct batch_id {
 		uint64_t seq;
 		int64_t id, now; /* NOW: what the id names since a lost batch came back, or 0 */
-		bool failed;     /* pw_undo_orig_delete asked for it before it came back */
-	} *batch_ids, *lost;
+		bool failed;	 /* pw_undo_orig_delete asked for it before it came back */
+	} * batch_ids, *lost;
 	size_t batch_n, batch_cap, lost_n;
 	int64_t batch_first;
 	/* Lost batches (batch_lost): LOST_PENDING while their rows wait in the journal for
@@ -114,7 +114,7 @@ struct pw_undo_orig_store {
 	bool lost_pending;
 	struct id_range {
 		int64_t lo, hi;
-	} *lost_ranges;
+	} * lost_ranges;
 	size_t ranges_n;
 	int64_t doubtful_upto; /* out of memory for a range: every id up to it is lost's */
 	int64_t max_id, id_floor;
@@ -286,7 +286,6 @@ void pw_undo_orig_unlock(pw_undo_orig_store *s)
 	pthread_mutex_unlock(&s->lock);
 }
 
-
 /* ---- the journal of deferred rows (journal.h) ---------------------------------------- */
 
 /* Records in the open transaction that the journal is committed up to SEQ. */
@@ -317,7 +316,8 @@ static void journal_forget_removed(pw_undo_orig_store *s)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL, *del = NULL;
 	if (s->dir_fd < 0 ||
-	    sqlite3_prepare_v2(s->db, "SELECT name FROM orig_journals", -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(s->db, "SELECT name FROM orig_journals", -1, &st, NULL) !=
+		SQLITE_OK ||
 	    sqlite3_prepare_v2(s->db, "DELETE FROM orig_journals WHERE name = ?1", -1, &del,
 			       NULL) != SQLITE_OK)
 		return;
@@ -399,7 +399,7 @@ static int replay_end(void *data, const char *name, int r)
 /* Adds the rows of dead daemons' journals that their transactions did not commit. */
 static int journal_replay(pw_undo_orig_store *s)
 {
-	replay_ctx c = { .s = s };
+	replay_ctx c = {.s = s};
 	int r = pw_undo_journal_replay_dead(s->dir_fd, replay_begin, replay_record, replay_end, &c);
 	journal_forget_removed(s);
 	return r;
@@ -459,7 +459,7 @@ static void *flusher_main(void *arg)
 				s->txn_since = pw_clock_ns(CLOCK_MONOTONIC);
 			continue;
 		}
-		struct timespec ts = { .tv_sec = due / 1000000000, .tv_nsec = due % 1000000000 };
+		struct timespec ts = {.tv_sec = due / 1000000000, .tv_nsec = due % 1000000000};
 		pthread_cond_timedwait(&s->wake, &s->lock, &ts);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -689,8 +689,9 @@ static int hash_fd(int fd, pw_sha256 *c, char *buf)
 static int register_blob(pw_undo_orig_store *s, const char hex[PW_SHA256_HEX], uint64_t size)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(s->db, "INSERT OR IGNORE INTO orig_blobs(hash, size) VALUES (?1, ?2)",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(s->db,
+			       "INSERT OR IGNORE INTO orig_blobs(hash, size) VALUES (?1, ?2)", -1,
+			       &st, NULL) != SQLITE_OK)
 		return -EIO;
 	sqlite3_bind_text(st, 1, hex, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)size);
@@ -773,7 +774,8 @@ static uint64_t stored_bytes(pw_undo_orig_store *s)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(s->db, "SELECT coalesce(sum(size), 0) FROM orig_blobs", -1, &st,
-			       NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW)
+			       NULL) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW)
 		return UINT64_MAX; /* unknown: fail closed, nothing more is kept */
 	return (uint64_t)sqlite3_column_int64(st, 0);
 }
@@ -862,10 +864,10 @@ static int share_or_not_kept(pw_undo_orig_store *s, int rfd, pw_undo_orig_object
 }
 
 int pw_undo_orig_capture(pw_undo_orig_store *s, int dirfd, const char *name, unsigned flags,
-		    pw_undo_orig_object *ret)
+			 pw_undo_orig_object *ret)
 {
 	bool content = flags & PW_UNDO_ORIG_CONTENT;
-	pw_undo_orig_object o = { 0 };
+	pw_undo_orig_object o = {0};
 	_cleanup_close_ int fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (name[0] == '\0') {
 		close(fd);
@@ -932,7 +934,7 @@ int pw_undo_orig_capture(pw_undo_orig_store *s, int dirfd, const char *name, uns
 				else
 					r = share_or_not_kept(s, rfd, &o);
 				/* The original's own times: reading it may have moved its atime. */
-				struct timespec tv[2] = { st.st_atim, { .tv_nsec = UTIME_OMIT } };
+				struct timespec tv[2] = {st.st_atim, {.tv_nsec = UTIME_OMIT}};
 				(void)futimens(rfd, tv);
 			}
 		}
@@ -959,19 +961,26 @@ static int insert_row(pw_undo_orig_store *s, const pw_undo_orig_row *row, int64_
 		      int64_t *ret_id)
 {
 	const pw_undo_orig_object *o = row->obj;
-	int rc = s->insert ? SQLITE_OK : sqlite3_prepare_v2(
-		s->db,
-		"INSERT INTO orig_rows(changeset, action, path, path2, exchange, implicit, "
-		"src_dev, src_ino, present, mode, uid, gid, atime_ns, mtime_ns, ctime_ns, size, "
-		"dev, ino, nlink, blob, target, xattrs, not_kept, op, pid, comm, mode_name, "
-		"time_ns, thread, id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-		"?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?30, "
-		/* NULL (SQLite's next) but above ?29, the floor a lost batch left (batch_lost):
-		 * its ids are never given again by this store. In the statement, so no other
-		 * daemon's insert can come between the look and the insert. */
-		"CASE WHEN ?29 IS NOT NULL AND "
-		"(SELECT coalesce(max(id), 0) FROM orig_rows) < ?29 THEN ?29 + 1 END)",
-		-1, &s->insert, NULL);
+	int rc =
+	    s->insert
+		? SQLITE_OK
+		: sqlite3_prepare_v2(
+		      s->db,
+		      "INSERT INTO orig_rows(changeset, action, path, path2, exchange, implicit, "
+		      "src_dev, src_ino, present, mode, uid, gid, atime_ns, mtime_ns, ctime_ns, "
+		      "size, "
+		      "dev, ino, nlink, blob, target, xattrs, not_kept, op, pid, comm, mode_name, "
+		      "time_ns, thread, id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+		      "?12, "
+		      "?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, "
+		      "?28, ?30, "
+		      /* NULL (SQLite's next) but above ?29, the floor a lost batch left
+		       * (batch_lost): its ids are never given again by this store. In the
+		       * statement, so no other daemon's insert can come between the look and the
+		       * insert. */
+		      "CASE WHEN ?29 IS NOT NULL AND "
+		      "(SELECT coalesce(max(id), 0) FROM orig_rows) < ?29 THEN ?29 + 1 END)",
+		      -1, &s->insert, NULL);
 	if (rc != SQLITE_OK)
 		return pw_db_errno(rc);
 	sqlite3_stmt *st = s->insert;
@@ -1107,7 +1116,7 @@ static void recent_put(pw_undo_orig_store *s, uint64_t seq, int64_t id)
 	if (!s->recent && !(s->recent = calloc(PW_UNDO_ORIG_RECENT_MAX, sizeof(*s->recent))))
 		return; /* out of memory: a late delete of this row finds nothing */
 	s->recent[s->recent_next++ % PW_UNDO_ORIG_RECENT_MAX] =
-		(struct recent_id){ .seq = seq, .id = id };
+	    (struct recent_id){.seq = seq, .id = id};
 }
 
 /* The row id behind ID: itself, or a token's once a flush inserted its row; 0 if unknown.
@@ -1138,17 +1147,24 @@ static int drain(pw_undo_orig_store *s)
 	int r = txn_open(s);
 	if (r < 0)
 		return r;
-	pw_undo_orig_object none = { 0 };
+	pw_undo_orig_object none = {0};
 	for (; s->queue_inserted < s->queue_len; s->queue_inserted++) {
 		const queued_row *q = &s->queue[s->queue_inserted];
-		pw_undo_orig_row row = { .changeset = q->changeset, .action = PW_UNDO_ORIG_KEEP,
-				    .path = q->path, .implicit = q->implicit, .obj = &none,
-				    .op = q->op, .comm = q->comm, .mode = q->mode, .pid = q->pid,
-				    .thread = q->thread };
+		pw_undo_orig_row row = {.changeset = q->changeset,
+					.action = PW_UNDO_ORIG_KEEP,
+					.path = q->path,
+					.implicit = q->implicit,
+					.obj = &none,
+					.op = q->op,
+					.comm = q->comm,
+					.mode = q->mode,
+					.pid = q->pid,
+					.thread = q->thread};
 		int64_t id = 0;
 		r = txn_checked(s, insert_row(s, &row, q->time_ns, &id));
 		if (r < 0)
-			return r; /* rolled back or still in, counted; lost, the queue went (batch_lost) */
+			return r; /* rolled back or still in, counted; lost, the queue went
+				     (batch_lost) */
 		recent_put(s, q->seq, id);
 	}
 	return 0;
@@ -1170,15 +1186,15 @@ static void queue_committed(pw_undo_orig_store *s)
 /* ROW's strings, copied into one allocation. */
 static bool queued_strings(queued_row *q, const pw_undo_orig_row *row)
 {
-	const char *src[5] = { row->path, row->op ? row->op : "", row->comm ? row->comm : "",
-			       row->mode ? row->mode : "", row->thread ? row->thread : "" };
+	const char *src[5] = {row->path, row->op ? row->op : "", row->comm ? row->comm : "",
+			      row->mode ? row->mode : "", row->thread ? row->thread : ""};
 	size_t len[5], total = 0;
 	for (int i = 0; i < 5; i++)
 		total += (len[i] = strlen(src[i])) + 1;
 	char *p = malloc(total);
 	if (!p)
 		return false;
-	char **dst[5] = { &q->path, &q->op, &q->comm, &q->mode, &q->thread };
+	char **dst[5] = {&q->path, &q->op, &q->comm, &q->mode, &q->thread};
 	for (int i = 0; i < 5; i++) {
 		memcpy(p, src[i], len[i] + 1);
 		*dst[i] = p;
@@ -1211,8 +1227,10 @@ int pw_undo_orig_queue_try(pw_undo_orig_store *s, const pw_undo_orig_row *row, i
 		s->queue_cap = cap;
 	}
 	queued_row *q = &s->queue[s->queue_len];
-	*q = (queued_row){ .changeset = row->changeset, .pid = row->pid, .implicit = row->implicit,
-			   .time_ns = pw_db_now_ns() };
+	*q = (queued_row){.changeset = row->changeset,
+			  .pid = row->pid,
+			  .implicit = row->implicit,
+			  .time_ns = pw_db_now_ns()};
 	if (!queued_strings(q, row))
 		return -EAGAIN;
 	/* In the journal before the change is applied, as every deferred row: a kill after it
@@ -1256,7 +1274,7 @@ static void batch_note(pw_undo_orig_store *s, uint64_t seq, int64_t id)
 		s->batch_ids = b;
 		s->batch_cap = cap;
 	}
-	s->batch_ids[s->batch_n++] = (struct batch_id){ .seq = seq, .id = id };
+	s->batch_ids[s->batch_n++] = (struct batch_id){.seq = seq, .id = id};
 }
 
 /*
@@ -1281,12 +1299,14 @@ static void batch_lost(pw_undo_orig_store *s)
 		s->id_floor = s->max_id;
 	if (s->batch_first) {
 		struct id_range *r =
-			realloc(s->lost_ranges, (s->ranges_n + 1) * sizeof(*s->lost_ranges));
+		    realloc(s->lost_ranges, (s->ranges_n + 1) * sizeof(*s->lost_ranges));
 		if (r) {
 			s->lost_ranges = r;
-			s->lost_ranges[s->ranges_n++] = (struct id_range){ s->batch_first, s->max_id };
+			s->lost_ranges[s->ranges_n++] =
+			    (struct id_range){s->batch_first, s->max_id};
 		} else {
-			s->doubtful_upto = s->max_id; /* out of memory: every id so far is in doubt */
+			s->doubtful_upto =
+			    s->max_id; /* out of memory: every id so far is in doubt */
 		}
 	}
 	struct batch_id *l = realloc(s->lost, (s->lost_n + s->batch_n + 1) * sizeof(*l));
@@ -1300,7 +1320,7 @@ static void batch_lost(pw_undo_orig_store *s)
 	/* The ids the batch gave queued rows: gone with it (batch_recover gives the new). */
 	for (size_t i = 0; s->recent && i < PW_UNDO_ORIG_RECENT_MAX; i++)
 		if (s->recent[i].seq > s->journal_committed)
-			s->recent[i] = (struct recent_id){ 0 };
+			s->recent[i] = (struct recent_id){0};
 	for (size_t i = 0; i < s->queue_len; i++)
 		free(s->queue[i].path);
 	s->queue_len = s->queue_inserted = 0;
@@ -1342,7 +1362,7 @@ typedef struct recovery {
 	struct recovered {
 		uint64_t seq;
 		int64_t id;
-	} *ids;
+	} * ids;
 	size_t n;
 } recovery;
 
@@ -1361,7 +1381,7 @@ static int recover_record(void *data, const char *name, uint64_t seq, const pw_u
 	int64_t id = 0;
 	int r = insert_recorded(c->s, row, time_ns, &id);
 	if (r == 0)
-		c->ids[c->n++] = (struct recovered){ seq, id };
+		c->ids[c->n++] = (struct recovered){seq, id};
 	return r;
 }
 
@@ -1391,7 +1411,7 @@ static int batch_recover(pw_undo_orig_store *s)
 {
 	if (!s->lost_pending)
 		return 0;
-	recovery c = { .s = s };
+	recovery c = {.s = s};
 	int r = pw_db_exec(s->db, "BEGIN IMMEDIATE");
 	if (r < 0)
 		return r;
@@ -1444,8 +1464,8 @@ static void drop_unreferenced(pw_undo_orig_store *s, const char *hash)
 	if (sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return; /* busy: the blob waits for the next prune */
 	bool drop = may_remove_blobs(s) &&
-		    sqlite3_prepare_v2(s->db, "SELECT 1 FROM orig_rows WHERE blob = ?1 LIMIT 1",
-				       -1, &st, NULL) == SQLITE_OK;
+		    sqlite3_prepare_v2(s->db, "SELECT 1 FROM orig_rows WHERE blob = ?1 LIMIT 1", -1,
+				       &st, NULL) == SQLITE_OK;
 	if (drop) {
 		sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
 		drop = sqlite3_step(st) == SQLITE_DONE; /* referenced (or unknown): keep it */
@@ -1486,7 +1506,8 @@ static void delete_row(pw_undo_orig_store *s, int64_t id)
 	    SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, id);
 		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-			snprintf(hash, sizeof(hash), "%s", (const char *)sqlite3_column_text(st, 0));
+			snprintf(hash, sizeof(hash), "%s",
+				 (const char *)sqlite3_column_text(st, 0));
 		sqlite3_finalize(st);
 	}
 	st = NULL;
@@ -1510,19 +1531,20 @@ static void delete_row(pw_undo_orig_store *s, int64_t id)
 static void drop_if_empty(pw_undo_orig_store *s, int64_t id)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (!id || sqlite3_prepare_v2(s->db,
-				      "DELETE FROM orig_changesets WHERE id = ?1 AND name IS NULL AND "
-				      "reason IN ('mount', 'switch') AND NOT EXISTS "
-				      "(SELECT 1 FROM orig_rows WHERE changeset = ?1)",
-				      -1, &st, NULL) != SQLITE_OK)
+	if (!id ||
+	    sqlite3_prepare_v2(s->db,
+			       "DELETE FROM orig_changesets WHERE id = ?1 AND name IS NULL AND "
+			       "reason IN ('mount', 'switch') AND NOT EXISTS "
+			       "(SELECT 1 FROM orig_rows WHERE changeset = ?1)",
+			       -1, &st, NULL) != SQLITE_OK)
 		return;
 	sqlite3_bind_int64(st, 1, id);
 	(void)sqlite3_step(st);
 }
 
 int pw_undo_orig_changeset_begin(pw_undo_orig_store *s, const char *project, const char *mountpoint,
-			    const char *reason, const char *name, const char *mode,
-			    int64_t *ret_id)
+				 const char *reason, const char *name, const char *mode,
+				 int64_t *ret_id)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int rc = settle(s); /* the rows of the set it ends go first */
@@ -1530,9 +1552,9 @@ int pw_undo_orig_changeset_begin(pw_undo_orig_store *s, const char *project, con
 		return rc;
 	drop_if_empty(s, s->current);
 	rc = sqlite3_prepare_v2(s->db,
-				    "INSERT INTO orig_changesets(project, mountpoint, started_ns, "
-				    "reason, name, mode) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-				    -1, &st, NULL);
+				"INSERT INTO orig_changesets(project, mountpoint, started_ns, "
+				"reason, name, mode) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+				-1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return pw_db_errno(rc);
 	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
@@ -1578,8 +1600,8 @@ int pw_undo_orig_changeset_set_undoes(pw_undo_orig_store *s, int64_t id, const c
 
 int pw_undo_orig_changeset_set_redone(pw_undo_orig_store *s, int64_t id, int64_t by)
 {
-	return changeset_update(s, "UPDATE orig_changesets SET redone_by = ?1 WHERE id = ?2",
-				NULL, by, id);
+	return changeset_update(s, "UPDATE orig_changesets SET redone_by = ?1 WHERE id = ?2", NULL,
+				by, id);
 }
 
 int pw_undo_orig_set_content(pw_undo_orig_store *s, int64_t id, const pw_undo_orig_object *o)
@@ -1632,14 +1654,14 @@ static int read_sets(pw_undo_orig_store *s, const char *project,
 	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		pw_undo_orig_changeset c = {
-			.id = sqlite3_column_int64(st, 0),
-			.started_ns = sqlite3_column_int64(st, 1),
-			.reason = text(st, 2),
-			.name = text(st, 3),
-			.mode = text(st, 4),
-			.undoes = text(st, 5),
-			.redone_by = sqlite3_column_int64(st, 6),
-			.mountpoint = text(st, 7),
+		    .id = sqlite3_column_int64(st, 0),
+		    .started_ns = sqlite3_column_int64(st, 1),
+		    .reason = text(st, 2),
+		    .name = text(st, 3),
+		    .mode = text(st, 4),
+		    .undoes = text(st, 5),
+		    .redone_by = sqlite3_column_int64(st, 6),
+		    .mountpoint = text(st, 7),
 		};
 		int r = fn(&c, u);
 		if (r < 0)
@@ -1653,14 +1675,14 @@ static int read_rows(pw_undo_orig_store *s, const char *project,
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(
-		s->db,
-		"SELECT r.id, r.changeset, r.action, r.path, r.path2, r.exchange, r.implicit, "
-		"r.src_dev, r.src_ino, r.present, r.mode, r.uid, r.gid, r.atime_ns, r.mtime_ns, "
-		"r.size, r.blob, r.target, r.xattrs, r.not_kept, r.op, r.pid, r.comm, "
-		"r.mode_name, r.time_ns, r.ctime_ns, r.ino, r.dev, r.nlink, r.thread FROM orig_rows "
-		"r JOIN "
-		"orig_changesets c ON c.id = r.changeset WHERE c.project = ?1 ORDER BY r.id",
-		-1, &st, NULL);
+	    s->db,
+	    "SELECT r.id, r.changeset, r.action, r.path, r.path2, r.exchange, r.implicit, "
+	    "r.src_dev, r.src_ino, r.present, r.mode, r.uid, r.gid, r.atime_ns, r.mtime_ns, "
+	    "r.size, r.blob, r.target, r.xattrs, r.not_kept, r.op, r.pid, r.comm, "
+	    "r.mode_name, r.time_ns, r.ctime_ns, r.ino, r.dev, r.nlink, r.thread FROM orig_rows "
+	    "r JOIN "
+	    "orig_changesets c ON c.id = r.changeset WHERE c.project = ?1 ORDER BY r.id",
+	    -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return pw_db_errno(rc);
 	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
@@ -1710,8 +1732,8 @@ static int read_rows(pw_undo_orig_store *s, const char *project,
 }
 
 int pw_undo_orig_read(pw_undo_orig_store *s, const char *project,
-		 int (*set_fn)(const pw_undo_orig_changeset *c, void *u),
-		 int (*row_fn)(const pw_undo_orig_rec *r, void *u), void *u)
+		      int (*set_fn)(const pw_undo_orig_changeset *c, void *u),
+		      int (*row_fn)(const pw_undo_orig_rec *r, void *u), void *u)
 {
 	int r = settle(s); /* what is read is what is committed */
 	if (r < 0)
@@ -1725,8 +1747,8 @@ int pw_undo_orig_read(pw_undo_orig_store *s, const char *project,
 int pw_undo_orig_total(pw_undo_orig_store *s, uint64_t *ret_bytes, uint64_t *ret_blobs)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(s->db, "SELECT coalesce(sum(size), 0), count(*) FROM orig_blobs",
-				    -1, &st, NULL);
+	int rc = sqlite3_prepare_v2(
+	    s->db, "SELECT coalesce(sum(size), 0), count(*) FROM orig_blobs", -1, &st, NULL);
 	if (rc != SQLITE_OK)
 		return pw_db_errno(rc);
 	rc = sqlite3_step(st);
@@ -1771,7 +1793,8 @@ static uint64_t referenced_bytes(pw_undo_orig_store *s)
 	if (sqlite3_prepare_v2(s->db,
 			       "SELECT coalesce(sum(size), 0) FROM orig_blobs WHERE hash IN "
 			       "(SELECT blob FROM orig_rows WHERE blob IS NOT NULL)",
-			       -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW)
+			       -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW)
 		return 0;
 	return (uint64_t)sqlite3_column_int64(st, 0);
 }
@@ -1827,7 +1850,7 @@ static void drop_unrecorded(pw_undo_orig_store *s, uint64_t *freed)
 }
 
 int pw_undo_orig_prune(pw_undo_orig_store *s, int64_t keep_ns, uint64_t max_total, int64_t protect,
-		  uint64_t *ret_bytes)
+		       uint64_t *ret_bytes)
 {
 	if (!keep_ns)
 		keep_ns = s->keep_ns;
@@ -1865,7 +1888,8 @@ int pw_undo_orig_prune(pw_undo_orig_store *s, int64_t keep_ns, uint64_t max_tota
 	if (!locked) {
 		if (ret_bytes)
 			*ret_bytes = 0;
-		/* busy, or a journal not replayed: the unreferenced blobs wait for the next prune */
+		/* busy, or a journal not replayed: the unreferenced blobs wait for the next prune
+		 */
 		return r < 0 ? r : removed;
 	}
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;

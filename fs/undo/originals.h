@@ -26,20 +26,20 @@
 
 #include "row.h"
 
-#define PW_UNDO_ORIG_MAX_FILE_DEFAULT (64ull << 20)   /* larger files are recorded, not kept */
+#define PW_UNDO_ORIG_MAX_FILE_DEFAULT (64ull << 20) /* larger files are recorded, not kept */
 #define PW_UNDO_ORIG_KEEP_DAYS_DEFAULT 14
-#define PW_UNDO_ORIG_MAX_TOTAL_DEFAULT (1ull << 30)    /* retention by total size */
+#define PW_UNDO_ORIG_MAX_TOTAL_DEFAULT (1ull << 30) /* retention by total size */
 
 typedef struct pw_undo_orig_store pw_undo_orig_store;
 
 typedef struct pw_undo_orig_opts {
-	const char *db_path;    /* the state database */
-	const char *dir;        /* NULL: <directory of db_path>/originals */
-	uint64_t max_file;      /* 0: PW_UNDO_ORIG_MAX_FILE_DEFAULT */
-	int64_t keep_ns;        /* retention by age; 0: 14 days */
-	uint64_t max_total;     /* the cap on the blobs' bytes, held at every keep; 0: 1 GiB */
-	uint64_t min_free;      /* free-space floor of the store's filesystem; 0: 5%, <= 1 GiB */
-	int64_t defer_ns;       /* how long deferred rows may wait; 0: PW_UNDO_ORIG_DEFER_MS */
+	const char *db_path; /* the state database */
+	const char *dir;     /* NULL: <directory of db_path>/originals */
+	uint64_t max_file;   /* 0: PW_UNDO_ORIG_MAX_FILE_DEFAULT */
+	int64_t keep_ns;     /* retention by age; 0: 14 days */
+	uint64_t max_total;  /* the cap on the blobs' bytes, held at every keep; 0: 1 GiB */
+	uint64_t min_free;   /* free-space floor of the store's filesystem; 0: 5%, <= 1 GiB */
+	int64_t defer_ns;    /* how long deferred rows may wait; 0: PW_UNDO_ORIG_DEFER_MS */
 } pw_undo_orig_opts;
 
 int pw_undo_orig_store_open(const pw_undo_orig_opts *o, pw_undo_orig_store **ret);
@@ -51,7 +51,7 @@ const char *pw_undo_orig_dir(const pw_undo_orig_store *s);
 uint64_t pw_undo_orig_max_file(const pw_undo_orig_store *s);
 
 /* The object and row types are row.h's. */
-#define PW_UNDO_ORIG_CONTENT 1u  /* keep a regular file's content too */
+#define PW_UNDO_ORIG_CONTENT 1u /* keep a regular file's content too */
 
 /*
  * Captures NAME in DIRFD (NAME "": DIRFD itself, an O_PATH descriptor), never following a
@@ -63,9 +63,8 @@ uint64_t pw_undo_orig_max_file(const pw_undo_orig_store *s);
  * Returns 0 or -errno (the store could not keep it: the change must not proceed).
  */
 int pw_undo_orig_capture(pw_undo_orig_store *s, int dirfd, const char *name, unsigned flags,
-		    pw_undo_orig_object *ret);
+			 pw_undo_orig_object *ret);
 void pw_undo_orig_object_done(pw_undo_orig_object *o);
-
 
 /* Inserts ROW (committed when it returns, with every deferred row before it). Returns 0
  * with its id in *ret_id, or -errno. */
@@ -118,17 +117,17 @@ void pw_undo_orig_delete(pw_undo_orig_store *s, int64_t id);
 
 /* Starts a change set. REASON: mount, switch, checkpoint, undo. Returns 0 with *ret_id. */
 int pw_undo_orig_changeset_begin(pw_undo_orig_store *s, const char *project, const char *mountpoint,
-			    const char *reason, const char *name, const char *mode,
-			    int64_t *ret_id);
+				 const char *reason, const char *name, const char *mode,
+				 int64_t *ret_id);
 
 /* ---- reading back (fs/undo/changes.c) ---- */
 
 typedef struct pw_undo_orig_changeset {
 	int64_t id, started_ns;
 	const char *reason, *name, *mode; /* NULL when not set */
-	const char *mountpoint;           /* the view's that started it, or NULL */
-	const char *undoes;               /* an undo's or redo's: JSON [row id, ...], or NULL */
-	int64_t redone_by;                /* an undo's: the redo change set that reversed it */
+	const char *mountpoint;		  /* the view's that started it, or NULL */
+	const char *undoes;		  /* an undo's or redo's: JSON [row id, ...], or NULL */
+	int64_t redone_by;		  /* an undo's: the redo change set that reversed it */
 } pw_undo_orig_changeset;
 
 /* Records that change set ID (an undo or a redo) put back the rows UNDOES (JSON text). */
@@ -142,7 +141,7 @@ typedef struct pw_undo_orig_rec {
 	pw_undo_orig_action action;
 	bool exchange, implicit;
 	const char *path, *path2, *op, *comm, *mode_name; /* path never NULL */
-	const char *thread;                               /* NULL: not recorded */
+	const char *thread;				  /* NULL: not recorded */
 	uint64_t src_dev, src_ino;
 	pw_undo_orig_object o; /* o.target, o.xattrs and o.not_kept are borrowed too */
 } pw_undo_orig_rec;
@@ -154,8 +153,8 @@ typedef struct pw_undo_orig_rec {
  * and is returned. Lock held. Returns 0, a callback's value, or -errno.
  */
 int pw_undo_orig_read(pw_undo_orig_store *s, const char *project,
-		 int (*set_fn)(const pw_undo_orig_changeset *c, void *u),
-		 int (*row_fn)(const pw_undo_orig_rec *r, void *u), void *u);
+		      int (*set_fn)(const pw_undo_orig_changeset *c, void *u),
+		      int (*row_fn)(const pw_undo_orig_rec *r, void *u), void *u);
 
 /* The blob's path (malloc'd). */
 char *pw_undo_orig_blob_path(const pw_undo_orig_store *s, const char *hash);
@@ -165,7 +164,7 @@ char *pw_undo_orig_blob_path(const pw_undo_orig_store *s, const char *hash);
  * references. 0 for either limit: the store's default. Returns the number of change sets
  * removed, or -errno; *ret_bytes gets the blob bytes freed. */
 int pw_undo_orig_prune(pw_undo_orig_store *s, int64_t keep_ns, uint64_t max_total, int64_t protect,
-		  uint64_t *ret_bytes);
+		       uint64_t *ret_bytes);
 
 /* The bytes of every blob. */
 int pw_undo_orig_total(pw_undo_orig_store *s, uint64_t *ret_bytes, uint64_t *ret_blobs);

@@ -23,11 +23,11 @@ typedef struct pw_undo_orig_object {
 	int64_t atime_ns, mtime_ns, ctime_ns;
 	uint64_t size, dev, ino, nlink;
 	char blob[PW_SHA256_HEX]; /* "" when the content is not kept */
-	char *target;             /* symlinks */
-	void *xattrs;             /* [u32 name length][name][u32 value length][value]... */
+	char *target;		  /* symlinks */
+	void *xattrs;		  /* [u32 name length][name][u32 value length][value]... */
 	size_t xattrs_len;
-	const char *not_kept;     /* why a regular file's content is missing: "too-big",
-				   * "unreadable", "store-full" (the cap or the floor) */
+	const char *not_kept; /* why a regular file's content is missing: "too-big",
+			       * "unreadable", "store-full" (the cap or the floor) */
 } pw_undo_orig_object;
 
 typedef enum pw_undo_orig_action {
@@ -39,8 +39,8 @@ typedef struct pw_undo_orig_row {
 	int64_t changeset;
 	pw_undo_orig_action action;
 	const char *path, *path2;
-	bool exchange; /* MOVE with RENAME_EXCHANGE */
-	bool implicit; /* a parent directory, kept for its times only */
+	bool exchange;		   /* MOVE with RENAME_EXCHANGE */
+	bool implicit;		   /* a parent directory, kept for its times only */
 	uint64_t src_dev, src_ino; /* MOVE: the object moved */
 	const pw_undo_orig_object *obj;
 	const char *op, *comm, *mode;

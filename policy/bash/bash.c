@@ -176,8 +176,10 @@ static json_t *target_json(const pw_bash_target *t)
 	k |= json_set_str(o, "path", t->path);
 	k |= json_set_str(o, "kind", pw_bash_kind_name(t->kind));
 	k |= json_set_str(o, "access", pw_bash_access_name(t->access));
-	k |= json_set_str(o, "op", t->access == PW_BASH_EXEC ? NULL :
-				   pw_op_name(t->access == PW_BASH_READ ? PW_OP_READ : t->op));
+	k |= json_set_str(o, "op",
+			  t->access == PW_BASH_EXEC
+			      ? NULL
+			      : pw_op_name(t->access == PW_BASH_READ ? PW_OP_READ : t->op));
 	k |= json_set_str(o, "status", pw_bash_status_name(t->status));
 	k |= json_object_set_new(o, "is_dir", json_boolean(t->is_dir));
 	k |= json_object_set_new(o, "subtree", json_boolean(t->subtree));
@@ -232,8 +234,7 @@ int pw_bash_check_runtime(const char **ret_err)
 	return 0;
 }
 
-int pw_bash_analyze(const char *cmd, size_t len, const pw_bash_opts *opts,
-		    pw_bash_result **ret)
+int pw_bash_analyze(const char *cmd, size_t len, const pw_bash_opts *opts, pw_bash_result **ret)
 {
 	char cwd[PW_PATH_MAX];
 	const char *why;
@@ -251,18 +252,18 @@ int pw_bash_analyze(const char *cmd, size_t len, const pw_bash_opts *opts,
 	if (r < 0)
 		return -EINVAL;
 
-	pw_bash_opts o = opts ? *opts : (pw_bash_opts){ .root_fd = -1 };
+	pw_bash_opts o = opts ? *opts : (pw_bash_opts){.root_fd = -1};
 	pw_bash_result *res = calloc(1, sizeof(*res));
 	if (!res)
 		return -ENOMEM;
-	bw_state st = { 0 };
+	bw_state st = {0};
 	bw_set_cwd(&st, BW_CWD_KNOWN, cwd);
 	bw_ctx c = {
-		.res = res,
-		.opts = &o,
-		.st = &st,
-		.steps = BW_STEPS_BASE + BW_STEPS_PER_BYTE * (unsigned long)len,
-		.analyze_string = bw_analyze_string,
+	    .res = res,
+	    .opts = &o,
+	    .st = &st,
+	    .steps = BW_STEPS_BASE + BW_STEPS_PER_BYTE * (unsigned long)len,
+	    .analyze_string = bw_analyze_string,
 	};
 	bw_analyze_string(&c, cmd, len, 0, NULL);
 

@@ -32,7 +32,6 @@
 
 #include "bash_types.h"
 
-
 /*
  * Analyzes CMD (LEN bytes; need not be NUL-terminated). Returns 0 with *ret, or:
  *   -E2BIG   LEN exceeds PW_BASH_INPUT_MAX
@@ -43,8 +42,7 @@
  * PW_BASH_TARGETS_MAX targets, an unknown command) becomes an unknown target, never an
  * error. Statuses of path targets are provisional (allowed) until pw_bash_decide().
  */
-int pw_bash_analyze(const char *cmd, size_t len, const pw_bash_opts *opts,
-		    pw_bash_result **ret);
+int pw_bash_analyze(const char *cmd, size_t len, const pw_bash_opts *opts, pw_bash_result **ret);
 
 /* Checks that the linked tree-sitter runtime can load the bash grammar. Returns 0, or
  * -ENOTSUP with a static message in *ret_err. */
@@ -64,7 +62,7 @@ bool pw_bash_result_truncated(const pw_bash_result *r); /* a limit cut the analy
 /* "allowed", "denied", "outside", "unknown". */
 const char *pw_bash_status_name(pw_bash_status s);
 const char *pw_bash_access_name(pw_bash_access a); /* "write", "read", "exec" */
-const char *pw_bash_kind_name(pw_bash_kind k);     /* "path", "pattern", "raw", "command" */
+const char *pw_bash_kind_name(pw_bash_kind k);	   /* "path", "pattern", "raw", "command" */
 
 /*
  * The result as JSON: {"verdict", "heuristic", "truncated", "targets": [{"command",

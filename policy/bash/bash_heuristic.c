@@ -31,9 +31,9 @@ typedef struct scanner {
 
 typedef struct token {
 	tok_kind kind;
-	char op[8];     /* the operator text, for SEP and REDIR */
-	bw_word word;   /* for WORD */
-	bool fd_dup;    /* >&N, N>&M, >&- */
+	char op[8];   /* the operator text, for SEP and REDIR */
+	bw_word word; /* for WORD */
+	bool fd_dup;  /* >&N, N>&M, >&- */
 } token;
 
 static bool is_blank(char ch)
@@ -118,7 +118,7 @@ static void read_word(scanner *sc, bw_word *ret)
 		}
 	}
 out:
-	*ret = (bw_word){ 0 };
+	*ret = (bw_word){0};
 	_cleanup_free_ char *raw = strndup(sc->s + start, sc->i - start);
 	if (!lit || unknown || glob) {
 		/* Globs in broken input are reported as the raw pattern, unexpanded. */
@@ -151,13 +151,13 @@ static bool next_token(scanner *sc, token *t)
 	}
 	if (sc->i >= sc->n)
 		return false;
-	*t = (token){ 0 };
+	*t = (token){0};
 	const char *p = sc->s + sc->i;
 	size_t left = sc->n - sc->i;
-	static const char *const seps[] = { "&&", "||", "$(", ";;", "|&", ";", "&", "|", "\n",
-					    "(", ")", "`" };
-	static const char *const redirs[] = { "&>>", "<<<", "<<-", ">>", ">|", "&>", "<>",
-					      ">&", "<&", "<<", ">", "<" };
+	static const char *const seps[] = {"&&", "||", "$(", ";;", "|&", ";",
+					   "&",	 "|",  "\n", "(",  ")",	 "`"};
+	static const char *const redirs[] = {"&>>", "<<<", "<<-", ">>", ">|", "&>",
+					     "<>",  ">&",  "<&",  "<<", ">",  "<"};
 	size_t digits = 0;
 	while (digits < left && p[digits] >= '0' && p[digits] <= '9')
 		digits++;
@@ -187,9 +187,9 @@ static bool next_token(scanner *sc, token *t)
 
 static bool is_keyword(const char *s)
 {
-	static const char *const kw[] = { "if", "then", "else", "elif", "fi", "do", "done",
-					  "while", "until", "{", "}", "!", "case", "esac",
-					  "function", "in", "select", "[[", "]]", NULL };
+	static const char *const kw[] = {
+	    "if", "then", "else", "elif", "fi",	      "do", "done",   "while", "until", "{",
+	    "}",  "!",	  "case", "esac", "function", "in", "select", "[[",    "]]",	NULL};
 	for (size_t i = 0; kw[i]; i++)
 		if (streq(s, kw[i]))
 			return true;
@@ -205,8 +205,8 @@ static void flush(bw_ctx *c, bw_word *argv, size_t *argc)
 		(strchr(argv[first].lit, '=') && argv[first].lit[0] != '=' &&
 		 argv[first].lit[0] != '-')))
 		first++;
-	if (first < *argc && argv[first].lit && (streq(argv[first].lit, "for") ||
-						 streq(argv[first].lit, "case")))
+	if (first < *argc && argv[first].lit &&
+	    (streq(argv[first].lit, "for") || streq(argv[first].lit, "case")))
 		first = *argc; /* for NAME in WORDS: no command here */
 	if (first < *argc)
 		bw_dispatch(c, &argv[first], *argc - first, 1);
@@ -217,7 +217,7 @@ static void flush(bw_ctx *c, bw_word *argv, size_t *argc)
 
 void bw_heuristic_scan(bw_ctx *c, const char *text, size_t len)
 {
-	scanner sc = { .s = text, .n = len };
+	scanner sc = {.s = text, .n = len};
 	bw_word *argv = NULL;
 	size_t argc = 0, cap = 0;
 	token t;
@@ -243,8 +243,8 @@ void bw_heuristic_scan(bw_ctx *c, const char *text, size_t len)
 			}
 			bool heredoc = startswith(t.op, "<<");
 			bool dup = streq(t.op, ">&") || streq(t.op, "<&");
-			bool numeric = d.word.lit && strspn(d.word.lit, "0123456789-") ==
-							     strlen(d.word.lit);
+			bool numeric =
+			    d.word.lit && strspn(d.word.lit, "0123456789-") == strlen(d.word.lit);
 			char label[32];
 			snprintf(label, sizeof(label), "redirect %s", t.op);
 			if (heredoc || (dup && (numeric || t.op[0] == '<'))) {

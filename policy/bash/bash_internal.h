@@ -31,14 +31,14 @@
 
 /* One word of a command line after quote removal. */
 typedef struct bw_word {
-	char *lit;     /* the literal text (quotes removed); NULL when unknown */
-	char *pat;     /* the same with quoted glob/brace bytes escaped by '\'; NULL if unknown */
-	char *raw;     /* the source text, for messages */
-	bool glob;     /* an unquoted '*', '?' or '[' is active */
-	bool unknown;  /* an expansion we cannot resolve ($VAR, $(...), ...) */
-	bool tilde;    /* an unquoted leading '~' */
-	bool special;  /* not a path at all (process substitution) */
-	bool under;    /* stands for some path beneath lit (find's {}): a subtree target */
+	char *lit;	 /* the literal text (quotes removed); NULL when unknown */
+	char *pat;	 /* the same with quoted glob/brace bytes escaped by '\'; NULL if unknown */
+	char *raw;	 /* the source text, for messages */
+	bool glob;	 /* an unquoted '*', '?' or '[' is active */
+	bool unknown;	 /* an expansion we cannot resolve ($VAR, $(...), ...) */
+	bool tilde;	 /* an unquoted leading '~' */
+	bool special;	 /* not a path at all (process substitution) */
+	bool under;	 /* stands for some path beneath lit (find's {}): a subtree target */
 	const char *why; /* why unknown (static) */
 } bw_word;
 
@@ -90,13 +90,13 @@ typedef struct bw_stat_memo {
 typedef struct bw_ctx {
 	pw_bash_result *res;
 	const pw_bash_opts *opts;
-	bw_state *st;       /* current shell state */
+	bw_state *st; /* current shell state */
 	bw_func *funcs;
 	size_t n_funcs;
 	unsigned long steps; /* remaining budget */
 	unsigned shell_level;
-	bool heuristic;     /* targets found now come from the token scan */
-	const char *src;    /* text of the tree being walked */
+	bool heuristic;	 /* targets found now come from the token scan */
+	const char *src; /* text of the tree being walked */
 	/* git_root() memo: the last cwd asked about and its answer (a script runs many git
 	 * commands from one directory; each probe walks up the tree). */
 	char *git_memo_cwd;
@@ -104,7 +104,7 @@ typedef struct bw_ctx {
 	bool git_memo_found;
 	bw_stat_memo *stat_memo; /* path_mode() answers (bash_path.c) */
 	size_t n_stat_memo;
-	void *parser;       /* TSParser * */
+	void *parser; /* TSParser * */
 	/* Parses and walks TEXT (sh -c, eval) one shell level deeper: bw_analyze_string
 	 * (bash_walk.h), set by pw_bash_analyze. */
 	void (*analyze_string)(struct bw_ctx *c, const char *text, size_t len, unsigned depth,

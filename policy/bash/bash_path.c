@@ -36,7 +36,7 @@ void bw_word_done(bw_word *w)
 	free(w->lit);
 	free(w->pat);
 	free(w->raw);
-	*w = (bw_word){ 0 };
+	*w = (bw_word){0};
 }
 
 static bool is_pattern_byte(char ch)
@@ -88,7 +88,7 @@ static bool has_active_glob(const char *pat)
 
 int bw_word_literal(bw_word *w, const char *lit, const char *raw)
 {
-	*w = (bw_word){ 0 };
+	*w = (bw_word){0};
 	w->lit = strdup(lit);
 	w->pat = escape_lit(lit);
 	w->raw = strdup(raw ? raw : lit);
@@ -101,7 +101,7 @@ int bw_word_literal(bw_word *w, const char *lit, const char *raw)
 
 void bw_word_unknown(bw_word *w, const char *raw, const char *why)
 {
-	*w = (bw_word){ .unknown = true, .why = why };
+	*w = (bw_word){.unknown = true, .why = why};
 	w->raw = strdup(raw ? raw : "?");
 }
 
@@ -191,7 +191,7 @@ void bw_var_set(bw_state *s, const char *name, const char *value, bool glob)
 	if (!v)
 		return;
 	s->vars = v;
-	v[s->n_vars] = (bw_var){ .name = strdup(name), .value = strdup(value), .glob = glob };
+	v[s->n_vars] = (bw_var){.name = strdup(name), .value = strdup(value), .glob = glob};
 	if (!v[s->n_vars].name || !v[s->n_vars].value) {
 		free(v[s->n_vars].name);
 		free(v[s->n_vars].value);
@@ -226,7 +226,8 @@ static bool class_match(const char **pp, char ch, bool *ret_ok)
 				hi = p[2], p++;
 			p += 2;
 		}
-		if ((unsigned char)ch >= (unsigned char)lo && (unsigned char)ch <= (unsigned char)hi)
+		if ((unsigned char)ch >= (unsigned char)lo &&
+		    (unsigned char)ch <= (unsigned char)hi)
 			hit = true;
 	}
 	if (*p != ']') {
@@ -324,8 +325,7 @@ static int cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void glob_descend(glob_walk *g, int dirfd, const char *prefix, const char *name,
-			 size_t i)
+static void glob_descend(glob_walk *g, int dirfd, const char *prefix, const char *name, size_t i)
 {
 	char path[PW_PATH_MAX];
 	int n = snprintf(path, sizeof(path), "%s%s%s", prefix, *prefix ? "/" : "", name);
@@ -341,7 +341,7 @@ static void glob_descend(glob_walk *g, int dirfd, const char *prefix, const char
 	if (hidden(g->c, path, true)) /* walked into as a directory: hidden as one */
 		return;
 	_cleanup_close_ int fd =
-		openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	    openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return;
 	glob_step(g, fd, path, i + 1);
@@ -455,7 +455,7 @@ static void strlist_free(strlist *l)
 	for (size_t i = 0; i < l->n; i++)
 		free(l->v[i]);
 	free(l->v);
-	*l = (strlist){ 0 };
+	*l = (strlist){0};
 }
 
 static void strlist_push(strlist *l, char *s)
@@ -593,7 +593,8 @@ static void brace_expand(const char *s, strlist *out, unsigned depth)
 		else if (s[j] == '}' && level > 0)
 			level--;
 		else if ((s[j] == ',' && level == 0) || j == close) {
-			_cleanup_free_ char *w = concat3(s, open, s + start, j - start, s + close + 1);
+			_cleanup_free_ char *w =
+			    concat3(s, open, s + start, j - start, s + close + 1);
 			if (w)
 				brace_expand(w, out, depth + 1);
 			start = j + 1;
@@ -607,9 +608,9 @@ static void brace_expand(const char *s, strlist *out, unsigned depth)
 
 static bool is_special_device(const char *p)
 {
-	static const char *const devs[] = { "/dev/null", "/dev/stdin", "/dev/stdout",
-					     "/dev/stderr", "/dev/tty", "/dev/zero",
-					     "/dev/random", "/dev/urandom", "/dev/full" };
+	static const char *const devs[] = {"/dev/null",	  "/dev/stdin",	  "/dev/stdout",
+					   "/dev/stderr", "/dev/tty",	  "/dev/zero",
+					   "/dev/random", "/dev/urandom", "/dev/full"};
 	for (size_t i = 0; i < ELEMENTSOF(devs); i++)
 		if (streq(p, devs[i]))
 			return true;
@@ -710,8 +711,8 @@ static int path_mode(bw_ctx *c, const char *path)
 	struct stat st;
 	int mode = fstatat(c->opts->root_fd, path[0] ? path : ".", &st,
 			   AT_SYMLINK_NOFOLLOW | (path[0] ? 0 : AT_EMPTY_PATH)) < 0
-			   ? -1
-			   : (int)st.st_mode;
+		       ? -1
+		       : (int)st.st_mode;
 	if (mode >= 0 && path[0] && hidden(c, path, S_ISDIR(st.st_mode)))
 		mode = -1; /* absent, as in the view */
 	if (slot && c->n_stat_memo < BW_STAT_MEMO_SLOTS / 2 && (slot->path = strdup(path))) {
@@ -758,20 +759,20 @@ static void target_pattern(bw_ctx *c, const char *command, const char *pat, bool
 		       is_dir || stat_is_dir(c, path), subtree, NULL);
 		return;
 	}
-	glob_walk g = { .c = c };
+	glob_walk g = {.c = c};
 	int r = glob_expand(&g, path);
 	_cleanup_free_ char *lpath = unescape(path);
 	if (r < 0 || g.too_many || g.budget) {
 		bw_add(c, command, access, op, PW_BASH_KIND_RAW, lpath ? lpath : lit,
 		       PW_BASH_UNKNOWN, is_dir, subtree,
-		       r == -E2BIG ? "the pattern is too deep to expand" :
-		       g.budget    ? "the pattern needs too much work to expand" :
-				     "the pattern matches too many paths to list");
+		       r == -E2BIG ? "the pattern is too deep to expand"
+		       : g.budget  ? "the pattern needs too much work to expand"
+				   : "the pattern matches too many paths to list");
 	} else if (g.n_matches == 0) {
 		/* bash passes an unmatched pattern on literally. */
 		if (lpath)
-			bw_add(c, command, access, op, PW_BASH_KIND_PATTERN, lpath,
-			       PW_BASH_ALLOWED, is_dir, subtree, "the pattern matches nothing");
+			bw_add(c, command, access, op, PW_BASH_KIND_PATTERN, lpath, PW_BASH_ALLOWED,
+			       is_dir, subtree, "the pattern matches nothing");
 	} else {
 		for (size_t i = 0; i < g.n_matches; i++)
 			bw_add(c, command, access, op, PW_BASH_KIND_PATH, g.matches[i],
@@ -796,7 +797,7 @@ void bw_target_word(bw_ctx *c, const char *command, const bw_word *w, pw_bash_ac
 		subtree = true;
 		is_dir = true;
 	}
-	strlist l = { 0 };
+	strlist l = {0};
 	brace_expand(w->pat, &l, 0);
 	if (l.overflow)
 		bw_add(c, command, access, op, PW_BASH_KIND_RAW, w->raw ? w->raw : w->lit,
@@ -807,8 +808,8 @@ void bw_target_word(bw_ctx *c, const char *command, const bw_word *w, pw_bash_ac
 	strlist_free(&l);
 }
 
-void bw_target_lit(bw_ctx *c, const char *command, const char *rel, pw_bash_access access,
-		   pw_op op, bool is_dir, bool subtree)
+void bw_target_lit(bw_ctx *c, const char *command, const char *rel, pw_bash_access access, pw_op op,
+		   bool is_dir, bool subtree)
 {
 	bw_word w;
 	if (bw_word_literal(&w, rel, NULL) < 0) {

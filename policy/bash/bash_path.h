@@ -14,8 +14,8 @@ void bw_target_word(bw_ctx *c, const char *command, const bw_word *w, pw_bash_ac
 		    pw_op op, bool is_dir, bool subtree);
 /* A path known to the command rather than written by the user (".git", "node_modules"),
  * relative to the current cwd. */
-void bw_target_lit(bw_ctx *c, const char *command, const char *rel, pw_bash_access access,
-		   pw_op op, bool is_dir, bool subtree);
+void bw_target_lit(bw_ctx *c, const char *command, const char *rel, pw_bash_access access, pw_op op,
+		   bool is_dir, bool subtree);
 /* Is LIT (relative to the current cwd, or absolute inside the root) an existing directory? */
 bool bw_word_is_dir(bw_ctx *c, const char *lit);
 /* Does the normalized project path PATH exist (without following a final symlink)? False

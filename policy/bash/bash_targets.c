@@ -77,16 +77,16 @@ static void add_raw(bw_ctx *c, const char *command, pw_bash_access access, pw_op
 	}
 	pw_bash_target *t = &r->targets[r->n_targets];
 	*t = (pw_bash_target){
-		.command = strdup(command ? command : "?"),
-		.path = path ? strdup(path) : NULL,
-		.note = note ? strdup(note) : NULL,
-		.kind = kind,
-		.access = access,
-		.op = op,
-		.is_dir = is_dir,
-		.subtree = subtree,
-		.heuristic = c->heuristic,
-		.status = status,
+	    .command = strdup(command ? command : "?"),
+	    .path = path ? strdup(path) : NULL,
+	    .note = note ? strdup(note) : NULL,
+	    .kind = kind,
+	    .access = access,
+	    .op = op,
+	    .is_dir = is_dir,
+	    .subtree = subtree,
+	    .heuristic = c->heuristic,
+	    .status = status,
 	};
 	if (!t->command || (path && !t->path) || (note && !t->note)) {
 		bw_target_done(t);
@@ -101,9 +101,8 @@ static void add_raw(bw_ctx *c, const char *command, pw_bash_access access, pw_op
 		*slot = (uint32_t)r->n_targets;
 }
 
-void bw_add(bw_ctx *c, const char *command, pw_bash_access access, pw_op op,
-	    pw_bash_kind kind, const char *path, pw_bash_status status, bool is_dir, bool subtree,
-	    const char *note)
+void bw_add(bw_ctx *c, const char *command, pw_bash_access access, pw_op op, pw_bash_kind kind,
+	    const char *path, pw_bash_status status, bool is_dir, bool subtree, const char *note)
 {
 	pw_bash_result *r = c->res;
 
@@ -123,8 +122,8 @@ void bw_add(bw_ctx *c, const char *command, pw_bash_access access, pw_op op,
 	if (r->n_targets >= PW_BASH_TARGETS_MAX - 1) {
 		if (!r->truncated) {
 			r->truncated = true;
-			add_raw(c, "(analysis)", PW_BASH_EXEC, PW_OP_WRITE, PW_BASH_KIND_COMMAND, NULL,
-				PW_BASH_UNKNOWN, false, false, "too many targets to list");
+			add_raw(c, "(analysis)", PW_BASH_EXEC, PW_OP_WRITE, PW_BASH_KIND_COMMAND,
+				NULL, PW_BASH_UNKNOWN, false, false, "too many targets to list");
 		}
 		return;
 	}

@@ -32,17 +32,17 @@ typedef enum pw_bash_kind {
 } pw_bash_kind;
 
 typedef struct pw_bash_target {
-	char *command;   /* what writes or reads it: "sed -i", "redirect >>", "git commit" */
-	char *path;      /* see kind; NULL for PW_BASH_KIND_COMMAND */
-	char *note;      /* why it is outside or unknown ("cd to an unknown directory"); or NULL */
+	char *command; /* what writes or reads it: "sed -i", "redirect >>", "git commit" */
+	char *path;    /* see kind; NULL for PW_BASH_KIND_COMMAND */
+	char *note;    /* why it is outside or unknown ("cd to an unknown directory"); or NULL */
 	pw_bash_kind kind;
 	pw_bash_access access;
-	pw_op op;        /* the filesystem operation it stands for (PW_OP_READ for reads) */
-	bool is_dir;     /* a directory (existing, or created as one) */
-	bool subtree;    /* the command may write anything beneath the path */
-	bool heuristic;  /* found by the token scan, not the parser */
+	pw_op op;	/* the filesystem operation it stands for (PW_OP_READ for reads) */
+	bool is_dir;	/* a directory (existing, or created as one) */
+	bool subtree;	/* the command may write anything beneath the path */
+	bool heuristic; /* found by the token scan, not the parser */
 	pw_bash_status status;
-	bool decided;        /* pw_bash_decide() set decision */
+	bool decided;	      /* pw_bash_decide() set decision */
 	pw_decision decision; /* valid when decided */
 } pw_bash_target;
 

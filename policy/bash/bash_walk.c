@@ -40,13 +40,13 @@ typedef struct kids {
 
 static kids kids_of(TSNode n)
 {
-	return (kids){ .cur = ts_tree_cursor_new(n) };
+	return (kids){.cur = ts_tree_cursor_new(n)};
 }
 
 static bool kids_next(kids *k, TSNode *ret, const char **ret_field)
 {
-	bool ok = k->started ? ts_tree_cursor_goto_next_sibling(&k->cur) :
-			       ts_tree_cursor_goto_first_child(&k->cur);
+	bool ok = k->started ? ts_tree_cursor_goto_next_sibling(&k->cur)
+			     : ts_tree_cursor_goto_first_child(&k->cur);
 	k->started = true;
 	if (!ok)
 		return false;
@@ -85,8 +85,7 @@ static void walk_stmt(bw_ctx *c, TSNode n, unsigned depth);
 static void walk_any(bw_ctx *c, TSNode n, unsigned depth);
 
 /* Runs FN on N in a copy of the state: a subshell, whose cd and assignments vanish. */
-static void in_subshell(bw_ctx *c, TSNode n, unsigned depth,
-			void (*fn)(bw_ctx *, TSNode, unsigned))
+static void in_subshell(bw_ctx *c, TSNode n, unsigned depth, void (*fn)(bw_ctx *, TSNode, unsigned))
 {
 	bw_state *saved = c->st, *copy = bw_state_copy(c->st);
 	if (!copy) {
@@ -149,7 +148,8 @@ static void wb_put(wbuf *b, char ch, bool quoted)
 		wb_unknown(b, "a word longer than the input limit");
 		return;
 	}
-	if (!grow(&b->lit, &b->cap_lit, b->n_lit + 2) || !grow(&b->pat, &b->cap_pat, b->n_pat + 3)) {
+	if (!grow(&b->lit, &b->cap_lit, b->n_lit + 2) ||
+	    !grow(&b->pat, &b->cap_pat, b->n_pat + 3)) {
 		b->oom = true;
 		return;
 	}
@@ -264,7 +264,7 @@ static void expand_expansion(bw_ctx *c, TSNode n, unsigned depth, wbuf *b, bool 
 {
 	/* ${NAME} alone resolves; any operator (${X:-d}, ${#X}, ${X/a/b}) does not. */
 	kids k = kids_of(n);
-	TSNode ch, var = { 0 };
+	TSNode ch, var = {0};
 	int named = 0, anon = 0;
 	bool has_var = false;
 	while (kids_next(&k, &ch, NULL)) {
@@ -291,8 +291,8 @@ static void expand_expansion(bw_ctx *c, TSNode n, unsigned depth, wbuf *b, bool 
 }
 
 /* Walks the children of a string or concatenation, copying the text between them. */
-static void expand_seq(bw_ctx *c, TSNode n, unsigned depth, wbuf *b, bool quoted,
-		       uint32_t from, uint32_t to)
+static void expand_seq(bw_ctx *c, TSNode n, unsigned depth, wbuf *b, bool quoted, uint32_t from,
+		       uint32_t to)
 {
 	kids k = kids_of(n);
 	TSNode ch;
@@ -375,9 +375,9 @@ static void expand_into(bw_ctx *c, TSNode n, unsigned depth, wbuf *b, bool quote
 /* Expands node N into *RET (always initialized; unknown on failure). */
 static void expand_word(bw_ctx *c, TSNode n, unsigned depth, bw_word *ret)
 {
-	wbuf b = { 0 };
+	wbuf b = {0};
 	expand_into(c, n, depth, &b, false);
-	*ret = (bw_word){ 0 };
+	*ret = (bw_word){0};
 	ret->raw = node_text(c, n);
 	if (b.oom || !ret->raw)
 		c->res->oom = true;
@@ -410,7 +410,7 @@ static void expand_word(bw_ctx *c, TSNode n, unsigned depth, bw_word *ret)
 static void redirect_file(bw_ctx *c, TSNode n, unsigned depth)
 {
 	kids k = kids_of(n);
-	TSNode ch, dest = { 0 };
+	TSNode ch, dest = {0};
 	const char *field, *op = NULL;
 	bool has_dest = false;
 	while (kids_next(&k, &ch, &field)) {
@@ -484,14 +484,14 @@ static void assign(bw_ctx *c, TSNode n, unsigned depth)
 		return;
 	}
 	bw_word w;
-	wbuf b = { 0 };
+	wbuf b = {0};
 	/* Assignments are neither split nor globbed: expand as if quoted. */
 	if (is(value, "array")) {
 		walk_children(c, value, depth);
-		w = (bw_word){ .unknown = true };
+		w = (bw_word){.unknown = true};
 	} else {
 		expand_into(c, value, depth + 1, &b, true);
-		w = (bw_word){ .unknown = b.unknown || b.oom };
+		w = (bw_word){.unknown = b.unknown || b.oom};
 		if (!w.unknown) {
 			w.lit = b.lit ? b.lit : strdup("");
 			b.lit = NULL;
@@ -536,7 +536,7 @@ static void func_define(bw_ctx *c, TSNode n)
 	}
 	*keep = body;
 	c->funcs = f;
-	c->funcs[c->n_funcs++] = (bw_func){ .name = fname, .body = keep, .src = c->src };
+	c->funcs[c->n_funcs++] = (bw_func){.name = fname, .body = keep, .src = c->src};
 }
 
 static void func_call(bw_ctx *c, bw_func *f, unsigned depth)
@@ -719,7 +719,7 @@ static void walk_unset(bw_ctx *c, TSNode n)
 static void walk_branchy(bw_ctx *c, TSNode n, unsigned depth,
 			 void (*fn)(bw_ctx *, TSNode, unsigned))
 {
-	bw_state before = { 0 };
+	bw_state before = {0};
 	bw_set_cwd(&before, c->st->cwd_state, c->st->cwd);
 	fn(c, n, depth);
 	if (!bw_state_same_cwd(&before, c->st))
@@ -830,7 +830,7 @@ static void walk_with_redirects(bw_ctx *c, TSNode body, TSNode r, unsigned depth
 		return;
 	}
 	uint32_t n = ts_node_named_child_count(body);
-	TSNode last = { 0 };
+	TSNode last = {0};
 	bool has_last = false;
 	kids k = kids_of(body);
 	TSNode ch;
@@ -950,7 +950,7 @@ static void walk_tree(bw_ctx *c, const char *text, size_t len, unsigned depth, b
 		return;
 	}
 	TSTree *tree = ts_parser_parse_string(parser, NULL, text, (uint32_t)len);
-	TSNode root = tree ? ts_tree_root_node(tree) : (TSNode){ 0 };
+	TSNode root = tree ? ts_tree_root_node(tree) : (TSNode){0};
 	if (!tree || ts_node_has_error(root)) {
 		bool saved = c->heuristic;
 		c->heuristic = true;
@@ -980,8 +980,7 @@ static void walk_tree(bw_ctx *c, const char *text, size_t len, unsigned depth, b
 	}
 }
 
-void bw_analyze_string(bw_ctx *c, const char *text, size_t len, unsigned depth,
-		       const char *command)
+void bw_analyze_string(bw_ctx *c, const char *text, size_t len, unsigned depth, const char *command)
 {
 	if (!command) {
 		walk_tree(c, text, len, depth, false);

@@ -26,18 +26,18 @@ typedef void (*bw_handler)(bw_cmd *k);
 typedef struct bw_writer {
 	const char *name;
 	bw_handler fn;
-	const char *arg_short;   /* short options that take a value ("t" for -t DIR) */
-	const char *arg_long;    /* long options that take a value, "|name|name|" */
-	const char *opt_short;   /* short options whose value is attached or empty (sed -i) */
-	pw_op op;                /* the operation the file arguments stand for */
-	const char *note;        /* for h_unknown and fixed targets */
+	const char *arg_short; /* short options that take a value ("t" for -t DIR) */
+	const char *arg_long;  /* long options that take a value, "|name|name|" */
+	const char *opt_short; /* short options whose value is attached or empty (sed -i) */
+	pw_op op;	       /* the operation the file arguments stand for */
+	const char *note;      /* for h_unknown and fixed targets */
 } bw_writer;
 
 typedef struct bw_opt {
-	char c;           /* short name, or 0 */
+	char c;		  /* short name, or 0 */
 	const char *name; /* long name (no "--", may include "=value"), or NULL */
 	size_t name_len;
-	const bw_word *val; /* the value word, or NULL */
+	const bw_word *val;   /* the value word, or NULL */
 	const char *attached; /* an attached value ("-i.bak" -> ".bak", "--x=v" -> "v") */
 } bw_opt;
 
@@ -113,14 +113,14 @@ static size_t scan(bw_cmd *k, const bw_writer *w, size_t from, bool stop_at_pos)
 		if (s[1] == '-') {
 			const char *name = s + 2, *eq = strchr(name, '=');
 			size_t n = eq ? (size_t)(eq - name) : strlen(name);
-			bw_opt o = { .name = name, .name_len = n, .attached = eq ? eq + 1 : NULL };
+			bw_opt o = {.name = name, .name_len = n, .attached = eq ? eq + 1 : NULL};
 			if (!eq && in_list(w->arg_long, name, n) && i + 1 < k->argc)
 				o.val = &k->argv[++i];
 			push_opt(k, o);
 			continue;
 		}
 		for (const char *p = s + 1; *p; p++) {
-			bw_opt o = { .c = *p };
+			bw_opt o = {.c = *p};
 			if (w->opt_short && strchr(w->opt_short, *p)) {
 				o.attached = p + 1;
 				push_opt(k, o);
@@ -195,7 +195,7 @@ static void tw_lit(bw_cmd *k, const char *rel, pw_op op, bool is_dir, bool subtr
 /* Writes to the option's value (-o FILE), if given. */
 static bool tw_opt(bw_cmd *k, char sc, const char *lname, pw_op op, bool is_dir, bool subtree)
 {
-	bw_word tmp = { 0 };
+	bw_word tmp = {0};
 	const bw_word *w = opt_word(k, opt_get(k, sc, lname), &tmp);
 	if (w && !(w->lit && streq(w->lit, "-")))
 		tw(k, w, op, is_dir, subtree);
@@ -210,8 +210,8 @@ static void unknown(bw_cmd *k, const char *why)
 
 static void outside(bw_cmd *k, const char *what, const char *why)
 {
-	bw_add(k->c, k->label, PW_BASH_WRITE, PW_OP_WRITE, PW_BASH_KIND_RAW, what,
-	       PW_BASH_OUTSIDE, true, true, why);
+	bw_add(k->c, k->label, PW_BASH_WRITE, PW_OP_WRITE, PW_BASH_KIND_RAW, what, PW_BASH_OUTSIDE,
+	       true, true, why);
 }
 
 static void set_label(bw_cmd *k, const char *a, const char *b)
@@ -229,7 +229,7 @@ static int join_base(bw_word *ret, const bw_word *dir, const bw_word *src)
 	size_t dl = strlen(dir->pat);
 	while (dl > 1 && dir->pat[dl - 1] == '/')
 		dl--;
-	*ret = (bw_word){ .tilde = dir->tilde };
+	*ret = (bw_word){.tilde = dir->tilde};
 	if (asprintf(&ret->pat, "%.*s/%s", (int)dl, dir->pat, base) < 0) {
 		ret->pat = NULL;
 		return -ENOMEM;
@@ -271,10 +271,10 @@ static void h_unknown(bw_cmd *k)
 static void h_all(bw_cmd *k)
 {
 	bool dir = k->w->op == PW_OP_MKDIR || k->w->op == PW_OP_RMDIR;
-	bool rec = k->w->op == PW_OP_UNLINK &&
-		   (opt_has(k, 'r', "recursive") || opt_has(k, 'R', NULL));
+	bool rec =
+	    k->w->op == PW_OP_UNLINK && (opt_has(k, 'r', "recursive") || opt_has(k, 'R', NULL));
 	if (k->w->op == PW_OP_TRUNCATE) {
-		bw_word tmp = { 0 };
+		bw_word tmp = {0};
 		const bw_word *ref = opt_word(k, opt_get(k, 'r', "reference"), &tmp);
 		if (ref)
 			tr(k, ref);
@@ -306,9 +306,9 @@ static void h_mode_first(bw_cmd *k)
 static void h_copy(bw_cmd *k)
 {
 	bool is_mv = streq(k->w->name, "mv"), is_ln = streq(k->w->name, "ln");
-	bool rec = opt_has(k, 'r', "recursive") || opt_has(k, 'R', NULL) ||
-		   opt_has(k, 'a', "archive");
-	bw_word tmp = { 0 };
+	bool rec =
+	    opt_has(k, 'r', "recursive") || opt_has(k, 'R', NULL) || opt_has(k, 'a', "archive");
+	bw_word tmp = {0};
 	const bw_word *dir = opt_word(k, opt_get(k, 't', "target-directory"), &tmp);
 	size_t n_src = k->n_pos;
 	const bw_word *dest = NULL;
@@ -454,9 +454,9 @@ static void h_split(bw_cmd *k)
 {
 	bool cs = streq(k->w->name, "csplit");
 	const char *prefix = cs ? "xx" : "x";
-	bw_word tmp = { 0 };
-	const bw_word *pw = cs ? opt_word(k, opt_get(k, 'f', "prefix"), &tmp) :
-				 (k->n_pos >= 2 ? k->pos[1] : NULL);
+	bw_word tmp = {0};
+	const bw_word *pw =
+	    cs ? opt_word(k, opt_get(k, 'f', "prefix"), &tmp) : (k->n_pos >= 2 ? k->pos[1] : NULL);
 	if (pw && (pw->unknown || !pw->lit)) {
 		tw(k, pw, PW_OP_CREATE, false, false);
 	} else {
@@ -542,11 +542,11 @@ static void h_compress(bw_cmd *k)
 		const char *name, *ext;
 		bool decompress, keeps;
 	} tools[] = {
-		{ "gzip", ".gz", false, false },   { "gunzip", ".gz", true, false },
-		{ "bzip2", ".bz2", false, false }, { "bunzip2", ".bz2", true, false },
-		{ "xz", ".xz", false, false },     { "unxz", ".xz", true, false },
-		{ "zstd", ".zst", false, true },   { "unzstd", ".zst", true, true },
-		{ "lz4", ".lz4", false, true },
+	    {"gzip", ".gz", false, false},   {"gunzip", ".gz", true, false},
+	    {"bzip2", ".bz2", false, false}, {"bunzip2", ".bz2", true, false},
+	    {"xz", ".xz", false, false},     {"unxz", ".xz", true, false},
+	    {"zstd", ".zst", false, true},   {"unzstd", ".zst", true, true},
+	    {"lz4", ".lz4", false, true},
 	};
 	const char *ext = ".gz";
 	bool dec = false, keeps = false;
@@ -569,12 +569,12 @@ static void h_compress(bw_cmd *k)
 			tw(k, w, PW_OP_CREATE, false, false);
 			continue;
 		}
-		bw_word out = { 0 };
+		bw_word out = {0};
 		size_t n = strlen(w->pat);
 		out.raw = strdup(w->raw ? w->raw : w->pat);
 		if (dec)
-			out.pat = n > el && streq(w->pat + n - el, ext) ? strndup(w->pat, n - el) :
-									  NULL;
+			out.pat =
+			    n > el && streq(w->pat + n - el, ext) ? strndup(w->pat, n - el) : NULL;
 		else if (asprintf(&out.pat, "%s%s", w->pat, ext) < 0)
 			out.pat = NULL;
 		out.lit = out.pat ? strdup(out.pat) : NULL;
@@ -608,7 +608,7 @@ static void h_wget(bw_cmd *k)
 {
 	tw_opt(k, 'o', "output-file", PW_OP_OPEN_WRITE, false, false);
 	tw_opt(k, 'a', "append-output", PW_OP_OPEN_WRITE, false, false);
-	bw_word tmp = { 0 };
+	bw_word tmp = {0};
 	const bw_word *O = opt_word(k, opt_get(k, 'O', "output-document"), &tmp);
 	if (O) {
 		if (!(O->lit && streq(O->lit, "-")))
@@ -626,7 +626,7 @@ static void h_patch(bw_cmd *k)
 		return;
 	if (tw_opt(k, 'o', "output", PW_OP_OPEN_WRITE, false, false))
 		return;
-	bw_word tmp = { 0 };
+	bw_word tmp = {0};
 	const bw_word *in = opt_word(k, opt_get(k, 'i', "input"), &tmp);
 	if (in)
 		tr(k, in);
@@ -670,9 +670,10 @@ static void h_cmake(bw_cmd *k)
 static void h_cargo(bw_cmd *k)
 {
 	const char *sub = k->n_pos > 0 && k->pos[0]->lit ? k->pos[0]->lit : NULL;
-	static const char *const builds[] = { "build", "b", "check", "c", "test", "t",
-					      "doc", "d", "clippy", "bench", "clean", "update",
-					      "fetch", "generate-lockfile", NULL };
+	static const char *const builds[] = {
+	    "build", "b",      "check", "c",	 "test",   "t",	    "doc",
+	    "d",     "clippy", "bench", "clean", "update", "fetch", "generate-lockfile",
+	    NULL};
 	if (!sub || opt_has(k, 'V', "version") || opt_has(k, 'h', "help"))
 		return;
 	set_label(k, "cargo", sub);
@@ -766,7 +767,7 @@ static void h_pip(bw_cmd *k)
 /* python: -m pip / -m venv DIR are understood; anything else runs code. */
 static void h_python(bw_cmd *k)
 {
-	bw_word tmp = { 0 };
+	bw_word tmp = {0};
 	const bw_word *m = opt_word(k, opt_get(k, 'm', NULL), &tmp);
 	if (opt_has(k, 'V', "version") && !m && k->n_pos == 0)
 		goto out;
@@ -790,12 +791,13 @@ static void h_node_pkg(bw_cmd *k)
 {
 	const char *tool = k->w->name;
 	const char *sub = k->n_pos > 0 && k->pos[0]->lit ? k->pos[0]->lit : NULL;
-	static const char *const writes[] = { "install", "i", "ci", "add", "remove", "rm",
-					      "uninstall", "un", "update", "up", "upgrade",
-					      "prune", "dedupe", "link", "unlink", "init", NULL };
-	static const char *const reads[] = { "ls", "list", "view", "info", "outdated", "why",
-					     "help", "whoami", "search", "explain", "--version",
-					     "-v", NULL };
+	static const char *const writes[] = {"install", "i",	     "ci",     "add",	 "remove",
+					     "rm",	"uninstall", "un",     "update", "up",
+					     "upgrade", "prune",     "dedupe", "link",	 "unlink",
+					     "init",	NULL};
+	static const char *const reads[] = {"ls",	 "list", "view",   "info",   "outdated",
+					    "why",	 "help", "whoami", "search", "explain",
+					    "--version", "-v",	 NULL};
 	if (!sub && streq(tool, "yarn"))
 		sub = "install";
 	if (!sub)
@@ -815,10 +817,10 @@ static void h_node_pkg(bw_cmd *k)
 		outside(k, "(global node_modules)", "installs outside the project");
 		return;
 	}
-	const char *lock = streq(tool, "pnpm") ? "pnpm-lock.yaml" :
-			   streq(tool, "yarn") ? "yarn.lock" :
-			   streq(tool, "bun")  ? "bun.lockb" :
-						 "package-lock.json";
+	const char *lock = streq(tool, "pnpm")	 ? "pnpm-lock.yaml"
+			   : streq(tool, "yarn") ? "yarn.lock"
+			   : streq(tool, "bun")	 ? "bun.lockb"
+						 : "package-lock.json";
 	tw_lit(k, "node_modules", PW_OP_CREATE, true, true);
 	tw_lit(k, "package.json", PW_OP_OPEN_WRITE, false, false);
 	tw_lit(k, lock, PW_OP_OPEN_WRITE, false, false);
@@ -827,7 +829,7 @@ static void h_node_pkg(bw_cmd *k)
 /* awk: read-only unless the program can write (>, |, system) or -i inplace. */
 static void h_awk(bw_cmd *k)
 {
-	bw_word tmp = { 0 };
+	bw_word tmp = {0};
 	const bw_word *inc = opt_word(k, opt_get(k, 'i', "include"), &tmp);
 	bool inplace = inc && inc->lit && streq(inc->lit, "inplace");
 	bw_word_done(&tmp);
@@ -965,11 +967,11 @@ static void git_targets(bw_cmd *k, int which, const char *sub_file)
 }
 
 static const bw_writer git_sub_spec = {
-	.name = "git",
-	.arg_short = "bBcCmoOsSjuFXt",
-	.arg_long = "|branch|origin|depth|reference|template|separate-git-dir|initial-branch|"
-		    "source|config|upload-pack|message|file|author|date|jobs|output|format|"
-		    "pathspec-from-file|strategy|strategy-option|onto|",
+    .name = "git",
+    .arg_short = "bBcCmoOsSjuFXt",
+    .arg_long = "|branch|origin|depth|reference|template|separate-git-dir|initial-branch|"
+		"source|config|upload-pack|message|file|author|date|jobs|output|format|"
+		"pathspec-from-file|strategy|strategy-option|onto|",
 };
 
 /* ---------- git subcommands: one table (git_subs[] below), one row per subcommand ---------- */
@@ -978,7 +980,7 @@ typedef struct git_sub git_sub;
 struct git_sub {
 	const char *name;
 	void (*fn)(bw_cmd *k, const git_sub *g); /* K: argv[0] is the subcommand, options scanned */
-	int which;                               /* g_targets: GIT_DIR and/or GIT_TREE */
+	int which;				 /* g_targets: GIT_DIR and/or GIT_TREE */
 };
 
 /* Writes nothing. */
@@ -1092,9 +1094,10 @@ static void g_apply(bw_cmd *k, const git_sub *g)
 {
 	if (opt_has(k, 0, "check") || opt_has(k, 0, "stat") || opt_has(k, 0, "numstat"))
 		return;
-	git_targets(k, opt_has(k, 0, "cached") ? GIT_DIR :
-		    opt_has(k, 0, "index")    ? GIT_DIR | GIT_TREE :
-						GIT_TREE,
+	git_targets(k,
+		    opt_has(k, 0, "cached")  ? GIT_DIR
+		    : opt_has(k, 0, "index") ? GIT_DIR | GIT_TREE
+					     : GIT_TREE,
 		    NULL);
 }
 
@@ -1158,43 +1161,103 @@ static void g_format_patch(bw_cmd *k, const git_sub *g)
 		tw_lit(k, ".", PW_OP_CREATE, true, true);
 }
 
-#define GRO(n) { .name = n, .fn = g_none }
-#define GW(n, w) { .name = n, .fn = g_targets, .which = w }
-#define GFN(n, f) { .name = n, .fn = f }
+#define GRO(n)                                                                                     \
+	{                                                                                          \
+		.name = n, .fn = g_none                                                            \
+	}
+#define GW(n, w)                                                                                   \
+	{                                                                                          \
+		.name = n, .fn = g_targets, .which = w                                             \
+	}
+#define GFN(n, f)                                                                                  \
+	{                                                                                          \
+		.name = n, .fn = f                                                                 \
+	}
 
 /* A subcommand that is not here is unknown. */
 static const git_sub git_subs[] = {
-	/* Read-only. */
-	GRO("status"), GRO("log"), GRO("diff"), GRO("show"), GRO("grep"), GRO("blame"),
-	GRO("rev-parse"), GRO("ls-files"), GRO("ls-tree"), GRO("ls-remote"), GRO("describe"),
-	GRO("shortlog"), GRO("cat-file"), GRO("rev-list"), GRO("whatchanged"), GRO("help"),
-	GRO("version"), GRO("show-ref"), GRO("for-each-ref"), GRO("name-rev"),
-	GRO("merge-base"), GRO("check-ignore"), GRO("var"), GRO("count-objects"), GRO("cherry"),
-	GRO("range-diff"), GRO("diff-tree"), GRO("diff-files"), GRO("diff-index"),
-	GRO("verify-commit"), GRO("verify-tag"), GRO("fsck"),
+    /* Read-only. */
+    GRO("status"),
+    GRO("log"),
+    GRO("diff"),
+    GRO("show"),
+    GRO("grep"),
+    GRO("blame"),
+    GRO("rev-parse"),
+    GRO("ls-files"),
+    GRO("ls-tree"),
+    GRO("ls-remote"),
+    GRO("describe"),
+    GRO("shortlog"),
+    GRO("cat-file"),
+    GRO("rev-list"),
+    GRO("whatchanged"),
+    GRO("help"),
+    GRO("version"),
+    GRO("show-ref"),
+    GRO("for-each-ref"),
+    GRO("name-rev"),
+    GRO("merge-base"),
+    GRO("check-ignore"),
+    GRO("var"),
+    GRO("count-objects"),
+    GRO("cherry"),
+    GRO("range-diff"),
+    GRO("diff-tree"),
+    GRO("diff-files"),
+    GRO("diff-index"),
+    GRO("verify-commit"),
+    GRO("verify-tag"),
+    GRO("fsck"),
 
-	/* The repository only. */
-	GW("add", GIT_DIR), GW("commit", GIT_DIR), GW("fetch", GIT_DIR), GW("gc", GIT_DIR),
-	GW("notes", GIT_DIR), GW("prune", GIT_DIR), GW("repack", GIT_DIR),
-	GW("update-index", GIT_DIR), GW("reflog", GIT_DIR), GW("commit-tree", GIT_DIR),
-	GW("update-ref", GIT_DIR), GW("symbolic-ref", GIT_DIR), GW("pack-refs", GIT_DIR),
-	GW("maintenance", GIT_DIR),
+    /* The repository only. */
+    GW("add", GIT_DIR),
+    GW("commit", GIT_DIR),
+    GW("fetch", GIT_DIR),
+    GW("gc", GIT_DIR),
+    GW("notes", GIT_DIR),
+    GW("prune", GIT_DIR),
+    GW("repack", GIT_DIR),
+    GW("update-index", GIT_DIR),
+    GW("reflog", GIT_DIR),
+    GW("commit-tree", GIT_DIR),
+    GW("update-ref", GIT_DIR),
+    GW("symbolic-ref", GIT_DIR),
+    GW("pack-refs", GIT_DIR),
+    GW("maintenance", GIT_DIR),
 
-	/* The repository and the work tree. */
-	GW("switch", GIT_DIR | GIT_TREE), GW("merge", GIT_DIR | GIT_TREE),
-	GW("rebase", GIT_DIR | GIT_TREE), GW("pull", GIT_DIR | GIT_TREE),
-	GW("am", GIT_DIR | GIT_TREE), GW("cherry-pick", GIT_DIR | GIT_TREE),
-	GW("revert", GIT_DIR | GIT_TREE), GW("bisect", GIT_DIR | GIT_TREE),
-	GW("submodule", GIT_DIR | GIT_TREE), GW("sparse-checkout", GIT_DIR | GIT_TREE),
-	GW("read-tree", GIT_DIR | GIT_TREE), GW("checkout-index", GIT_DIR | GIT_TREE),
+    /* The repository and the work tree. */
+    GW("switch", GIT_DIR | GIT_TREE),
+    GW("merge", GIT_DIR | GIT_TREE),
+    GW("rebase", GIT_DIR | GIT_TREE),
+    GW("pull", GIT_DIR | GIT_TREE),
+    GW("am", GIT_DIR | GIT_TREE),
+    GW("cherry-pick", GIT_DIR | GIT_TREE),
+    GW("revert", GIT_DIR | GIT_TREE),
+    GW("bisect", GIT_DIR | GIT_TREE),
+    GW("submodule", GIT_DIR | GIT_TREE),
+    GW("sparse-checkout", GIT_DIR | GIT_TREE),
+    GW("read-tree", GIT_DIR | GIT_TREE),
+    GW("checkout-index", GIT_DIR | GIT_TREE),
 
-	/* Depends on the arguments. */
-	GFN("branch", g_branch), GFN("tag", g_branch), GFN("remote", g_remote),
-	GFN("stash", g_stash), GFN("config", g_config), GFN("rm", g_rm_mv), GFN("mv", g_rm_mv),
-	GFN("restore", g_restore), GFN("checkout", g_restore), GFN("reset", g_reset),
-	GFN("clean", g_clean), GFN("apply", g_apply), GFN("clone", g_clone), GFN("init", g_init),
-	GFN("worktree", g_worktree), GFN("archive", g_archive),
-	GFN("format-patch", g_format_patch),
+    /* Depends on the arguments. */
+    GFN("branch", g_branch),
+    GFN("tag", g_branch),
+    GFN("remote", g_remote),
+    GFN("stash", g_stash),
+    GFN("config", g_config),
+    GFN("rm", g_rm_mv),
+    GFN("mv", g_rm_mv),
+    GFN("restore", g_restore),
+    GFN("checkout", g_restore),
+    GFN("reset", g_reset),
+    GFN("clean", g_clean),
+    GFN("apply", g_apply),
+    GFN("clone", g_clone),
+    GFN("init", g_init),
+    GFN("worktree", g_worktree),
+    GFN("archive", g_archive),
+    GFN("format-patch", g_format_patch),
 };
 
 #undef GRO
@@ -1237,8 +1300,11 @@ static void h_git(bw_cmd *k)
 	if (i >= k->argc)
 		return;
 	const char *sub = k->argv[i].lit;
-	bw_cmd s = { .c = k->c, .argv = &k->argv[i], .argc = k->argc - i, .depth = k->depth,
-		     .w = &git_sub_spec };
+	bw_cmd s = {.c = k->c,
+		    .argv = &k->argv[i],
+		    .argc = k->argc - i,
+		    .depth = k->depth,
+		    .w = &git_sub_spec};
 	set_label(&s, "git", sub);
 	scan(&s, &git_sub_spec, 1, false);
 
@@ -1308,7 +1374,7 @@ static void h_wrap(bw_cmd *k)
 	idx += skip;
 	if (idx >= k->argc)
 		return;
-	bw_word tmp = { 0 };
+	bw_word tmp = {0};
 	const bw_word *dir = streq(n, "env") ? opt_word(k, opt_get(k, 'C', "chdir"), &tmp) : NULL;
 	if (dir) {
 		bw_state *saved = k->c->st, *copy = bw_state_copy(saved);
@@ -1335,13 +1401,14 @@ static void h_flock(bw_cmd *k)
 	if (file->lit && strspn(file->lit, "0123456789") == strlen(file->lit))
 		return; /* a descriptor */
 	tw(k, file, PW_OP_CREATE, false, false);
-	bw_word tmp = { 0 };
+	bw_word tmp = {0};
 	const bw_word *cmd = opt_word(k, opt_get(k, 'c', "command"), &tmp);
 	if (cmd) {
 		if (cmd->unknown || !cmd->lit)
 			unknown(k, "runs a command string the analysis cannot resolve");
 		else
-			k->c->analyze_string(k->c, cmd->lit, strlen(cmd->lit), k->depth + 1, "flock -c");
+			k->c->analyze_string(k->c, cmd->lit, strlen(cmd->lit), k->depth + 1,
+					     "flock -c");
 	} else {
 		run_inner(k, idx + 1);
 	}
@@ -1352,10 +1419,10 @@ static void h_flock(bw_cmd *k)
 static void h_xargs(bw_cmd *k)
 {
 	size_t idx = scan(k, k->w, 1, true);
-	bw_word tmp = { 0 };
+	bw_word tmp = {0};
 	const bw_word *rep = opt_word(k, opt_get(k, 'I', "replace"), &tmp);
 	const char *r = rep && rep->lit ? rep->lit : opt_has(k, 'i', "replace") ? "{}" : NULL;
-	bw_word tmp2 = { 0 };
+	bw_word tmp2 = {0};
 	const bw_word *af = opt_word(k, opt_get(k, 'a', "arg-file"), &tmp2);
 	if (af)
 		tr(k, af);
@@ -1375,10 +1442,11 @@ static void h_xargs(bw_cmd *k)
 	for (size_t i = 0; i < n; i++) {
 		v[i] = k->argv[idx + i];
 		if (r && r[0] && v[i].lit && strstr(v[i].lit, r) && i > 0)
-			v[i] = (bw_word){ .unknown = true, .raw = (char *)"(xargs input)", .why = why };
+			v[i] =
+			    (bw_word){.unknown = true, .raw = (char *)"(xargs input)", .why = why};
 	}
 	if (!r)
-		v[n++] = (bw_word){ .unknown = true, .raw = (char *)"(xargs input)", .why = why };
+		v[n++] = (bw_word){.unknown = true, .raw = (char *)"(xargs input)", .why = why};
 	bw_dispatch(k->c, v, n, k->depth + 1);
 	free(v); /* the words are borrowed */
 	bw_word_done(&tmp);
@@ -1466,8 +1534,8 @@ static void h_shell(bw_cmd *k)
 	if (i < k->argc && k->argv[i].lit && streq(k->argv[i].lit, "--"))
 		i++;
 	if (!c_flag) {
-		unknown(k, i < k->argc ? "runs a script the analysis does not read" :
-					 "runs commands read from its input");
+		unknown(k, i < k->argc ? "runs a script the analysis does not read"
+				       : "runs commands read from its input");
 		return;
 	}
 	if (i >= k->argc)
@@ -1484,190 +1552,355 @@ static void h_shell(bw_cmd *k)
 
 /* ---------- the table ---------- */
 
-#define RO(n) { .name = n, .fn = h_none }
-#define ALL(n, o, s, l) { .name = n, .fn = h_all, .op = o, .arg_short = s, .arg_long = l }
-#define WRAP(n, s, l) { .name = n, .fn = h_wrap, .arg_short = s, .arg_long = l }
-#define RUNS(n, why) { .name = n, .fn = h_unknown, .note = why }
+#define RO(n)                                                                                      \
+	{                                                                                          \
+		.name = n, .fn = h_none                                                            \
+	}
+#define ALL(n, o, s, l)                                                                            \
+	{                                                                                          \
+		.name = n, .fn = h_all, .op = o, .arg_short = s, .arg_long = l                     \
+	}
+#define WRAP(n, s, l)                                                                              \
+	{                                                                                          \
+		.name = n, .fn = h_wrap, .arg_short = s, .arg_long = l                             \
+	}
+#define RUNS(n, why)                                                                               \
+	{                                                                                          \
+		.name = n, .fn = h_unknown, .note = why                                            \
+	}
 
 /* Sorted by nothing in particular; lookup is linear over ~200 rows, once per command. */
 static const bw_writer writers[] = {
-	/* Read-only: write nothing in the project. */
-	RO("cat"), RO("ls"), RO("grep"), RO("egrep"), RO("fgrep"), RO("rg"), RO("ag"), RO("ack"),
-	RO("head"), RO("tail"), RO("wc"), RO("echo"), RO("printf"), RO("test"), RO("["),
-	RO("[["), RO("true"), RO("false"), RO(":"), RO("pwd"), RO("which"), RO("whereis"),
-	RO("type"), RO("hash"), RO("diff"), RO("cmp"), RO("comm"), RO("stat"), RO("file"),
-	RO("less"), RO("more"), RO("tree"), RO("du"), RO("df"), RO("id"), RO("whoami"),
-	RO("date"), RO("uname"), RO("hostname"), RO("cut"), RO("tr"), RO("basename"),
-	RO("dirname"), RO("realpath"), RO("readlink"), RO("seq"), RO("sleep"), RO("ps"),
-	RO("kill"), RO("export"), RO("set"), RO("unset"), RO("local"), RO("declare"),
-	RO("typeset"), RO("readonly"), RO("shift"), RO("exit"), RO("return"), RO("break"),
-	RO("continue"), RO("wait"), RO("trap"), RO("alias"), RO("unalias"), RO("shopt"),
-	RO("umask"), RO("ulimit"), RO("jobs"), RO("fg"), RO("bg"), RO("disown"),
-	RO("printenv"), RO("nproc"), RO("free"), RO("uptime"), RO("tput"), RO("clear"),
-	RO("column"), RO("xxd"), RO("od"), RO("hexdump"), RO("md5sum"), RO("sha1sum"),
-	RO("sha256sum"), RO("sha512sum"), RO("cksum"), RO("b2sum"), RO("nl"), RO("fold"),
-	RO("rev"), RO("paste"), RO("join"), RO("expand"), RO("unexpand"), RO("fmt"), RO("tac"),
-	RO("base64"), RO("fd"), RO("fdfind"), RO("locate"), RO("man"), RO("help"), RO("jq"),
-	RO("bat"), RO("batcat"), RO("lsof"), RO("getconf"), RO("locale"), RO("zcat"),
-	RO("bzcat"), RO("xzcat"), RO("zgrep"), RO("strings"), RO("nm"), RO("objdump"),
-	RO("readelf"), RO("ldd"), RO("size"), RO("cloc"), RO("tokei"),
-	RO("getent"), RO("groups"), RO("history"), RO("dirs"), RO("let"), RO("caller"),
-	RO("compgen"), RO("complete"), RO("yes"), RO("numfmt"), RO("tsort"),
-	RO("expr"), RO("bc"), RO("factor"), RO("shuf"), RO("look"), RO("pgrep"), RO("top"),
-	RO("htop"),
+    /* Read-only: write nothing in the project. */
+    RO("cat"),
+    RO("ls"),
+    RO("grep"),
+    RO("egrep"),
+    RO("fgrep"),
+    RO("rg"),
+    RO("ag"),
+    RO("ack"),
+    RO("head"),
+    RO("tail"),
+    RO("wc"),
+    RO("echo"),
+    RO("printf"),
+    RO("test"),
+    RO("["),
+    RO("[["),
+    RO("true"),
+    RO("false"),
+    RO(":"),
+    RO("pwd"),
+    RO("which"),
+    RO("whereis"),
+    RO("type"),
+    RO("hash"),
+    RO("diff"),
+    RO("cmp"),
+    RO("comm"),
+    RO("stat"),
+    RO("file"),
+    RO("less"),
+    RO("more"),
+    RO("tree"),
+    RO("du"),
+    RO("df"),
+    RO("id"),
+    RO("whoami"),
+    RO("date"),
+    RO("uname"),
+    RO("hostname"),
+    RO("cut"),
+    RO("tr"),
+    RO("basename"),
+    RO("dirname"),
+    RO("realpath"),
+    RO("readlink"),
+    RO("seq"),
+    RO("sleep"),
+    RO("ps"),
+    RO("kill"),
+    RO("export"),
+    RO("set"),
+    RO("unset"),
+    RO("local"),
+    RO("declare"),
+    RO("typeset"),
+    RO("readonly"),
+    RO("shift"),
+    RO("exit"),
+    RO("return"),
+    RO("break"),
+    RO("continue"),
+    RO("wait"),
+    RO("trap"),
+    RO("alias"),
+    RO("unalias"),
+    RO("shopt"),
+    RO("umask"),
+    RO("ulimit"),
+    RO("jobs"),
+    RO("fg"),
+    RO("bg"),
+    RO("disown"),
+    RO("printenv"),
+    RO("nproc"),
+    RO("free"),
+    RO("uptime"),
+    RO("tput"),
+    RO("clear"),
+    RO("column"),
+    RO("xxd"),
+    RO("od"),
+    RO("hexdump"),
+    RO("md5sum"),
+    RO("sha1sum"),
+    RO("sha256sum"),
+    RO("sha512sum"),
+    RO("cksum"),
+    RO("b2sum"),
+    RO("nl"),
+    RO("fold"),
+    RO("rev"),
+    RO("paste"),
+    RO("join"),
+    RO("expand"),
+    RO("unexpand"),
+    RO("fmt"),
+    RO("tac"),
+    RO("base64"),
+    RO("fd"),
+    RO("fdfind"),
+    RO("locate"),
+    RO("man"),
+    RO("help"),
+    RO("jq"),
+    RO("bat"),
+    RO("batcat"),
+    RO("lsof"),
+    RO("getconf"),
+    RO("locale"),
+    RO("zcat"),
+    RO("bzcat"),
+    RO("xzcat"),
+    RO("zgrep"),
+    RO("strings"),
+    RO("nm"),
+    RO("objdump"),
+    RO("readelf"),
+    RO("ldd"),
+    RO("size"),
+    RO("cloc"),
+    RO("tokei"),
+    RO("getent"),
+    RO("groups"),
+    RO("history"),
+    RO("dirs"),
+    RO("let"),
+    RO("caller"),
+    RO("compgen"),
+    RO("complete"),
+    RO("yes"),
+    RO("numfmt"),
+    RO("tsort"),
+    RO("expr"),
+    RO("bc"),
+    RO("factor"),
+    RO("shuf"),
+    RO("look"),
+    RO("pgrep"),
+    RO("top"),
+    RO("htop"),
 
-	/* Plain writers: every file argument. */
-	ALL("rm", PW_OP_UNLINK, NULL, NULL),
-	ALL("unlink", PW_OP_UNLINK, NULL, NULL),
-	ALL("shred", PW_OP_OPEN_WRITE, "nsx", "|iterations|size|random-source|"),
-	ALL("rmdir", PW_OP_RMDIR, NULL, NULL),
-	ALL("mkdir", PW_OP_MKDIR, "m", "|mode|context|"),
-	ALL("touch", PW_OP_UTIMENS, "rdt", "|reference|date|time|"),
-	ALL("truncate", PW_OP_TRUNCATE, "sro", "|size|reference|io-blocks|"),
-	ALL("tee", PW_OP_OPEN_WRITE, NULL, "|output-error|"),
-	ALL("mkfifo", PW_OP_MKNOD, "mZ", "|mode|context|"),
-	ALL("mknod", PW_OP_MKNOD, "mZ", "|mode|context|"),
-	ALL("sponge", PW_OP_OPEN_WRITE, NULL, NULL),
-	ALL("setfattr", PW_OP_SETXATTR, "nvx", "|name|value|remove|"),
-	ALL("chattr", PW_OP_SETXATTR, "pv", NULL),
-	ALL("fallocate", PW_OP_FALLOCATE, "olx", "|offset|length|"),
-	{ .name = "chmod", .fn = h_mode_first, .op = PW_OP_CHMOD, .arg_long = "|reference|" },
-	{ .name = "chown", .fn = h_mode_first, .op = PW_OP_CHOWN, .arg_long = "|from|" },
-	{ .name = "chgrp", .fn = h_mode_first, .op = PW_OP_CHOWN },
-	{ .name = "setfacl", .fn = h_mode_first, .op = PW_OP_SETXATTR, .arg_short = "mMxX" },
+    /* Plain writers: every file argument. */
+    ALL("rm", PW_OP_UNLINK, NULL, NULL),
+    ALL("unlink", PW_OP_UNLINK, NULL, NULL),
+    ALL("shred", PW_OP_OPEN_WRITE, "nsx", "|iterations|size|random-source|"),
+    ALL("rmdir", PW_OP_RMDIR, NULL, NULL),
+    ALL("mkdir", PW_OP_MKDIR, "m", "|mode|context|"),
+    ALL("touch", PW_OP_UTIMENS, "rdt", "|reference|date|time|"),
+    ALL("truncate", PW_OP_TRUNCATE, "sro", "|size|reference|io-blocks|"),
+    ALL("tee", PW_OP_OPEN_WRITE, NULL, "|output-error|"),
+    ALL("mkfifo", PW_OP_MKNOD, "mZ", "|mode|context|"),
+    ALL("mknod", PW_OP_MKNOD, "mZ", "|mode|context|"),
+    ALL("sponge", PW_OP_OPEN_WRITE, NULL, NULL),
+    ALL("setfattr", PW_OP_SETXATTR, "nvx", "|name|value|remove|"),
+    ALL("chattr", PW_OP_SETXATTR, "pv", NULL),
+    ALL("fallocate", PW_OP_FALLOCATE, "olx", "|offset|length|"),
+    {.name = "chmod", .fn = h_mode_first, .op = PW_OP_CHMOD, .arg_long = "|reference|"},
+    {.name = "chown", .fn = h_mode_first, .op = PW_OP_CHOWN, .arg_long = "|from|"},
+    {.name = "chgrp", .fn = h_mode_first, .op = PW_OP_CHOWN},
+    {.name = "setfacl", .fn = h_mode_first, .op = PW_OP_SETXATTR, .arg_short = "mMxX"},
 
-	/* Source and destination. */
-	{ .name = "cp", .fn = h_copy, .arg_short = "tS", .arg_long = "|target-directory|suffix|" },
-	{ .name = "mv", .fn = h_copy, .arg_short = "tS", .arg_long = "|target-directory|suffix|" },
-	{ .name = "install", .fn = h_copy, .arg_short = "tSmogZ",
-	  .arg_long = "|target-directory|suffix|mode|owner|group|strip-program|" },
-	{ .name = "ln", .fn = h_copy, .arg_short = "tS", .arg_long = "|target-directory|suffix|" },
-	{ .name = "rsync", .fn = h_rsync, .arg_short = "efTB",
-	  .arg_long = "|rsh|filter|exclude|include|exclude-from|include-from|temp-dir|"
-		      "backup-dir|suffix|chmod|chown|" },
-	{ .name = "dd", .fn = h_dd },
+    /* Source and destination. */
+    {.name = "cp", .fn = h_copy, .arg_short = "tS", .arg_long = "|target-directory|suffix|"},
+    {.name = "mv", .fn = h_copy, .arg_short = "tS", .arg_long = "|target-directory|suffix|"},
+    {.name = "install",
+     .fn = h_copy,
+     .arg_short = "tSmogZ",
+     .arg_long = "|target-directory|suffix|mode|owner|group|strip-program|"},
+    {.name = "ln", .fn = h_copy, .arg_short = "tS", .arg_long = "|target-directory|suffix|"},
+    {.name = "rsync",
+     .fn = h_rsync,
+     .arg_short = "efTB",
+     .arg_long = "|rsh|filter|exclude|include|exclude-from|include-from|temp-dir|"
+		 "backup-dir|suffix|chmod|chown|"},
+    {.name = "dd", .fn = h_dd},
 
-	/* Editors of files in place. */
-	{ .name = "sed", .fn = h_sed, .arg_short = "efl", .opt_short = "i",
-	  .arg_long = "|expression|file|line-length|" },
-	{ .name = "gsed", .fn = h_sed, .arg_short = "efl", .opt_short = "i",
-	  .arg_long = "|expression|file|line-length|" },
-	{ .name = "perl", .fn = h_perl, .arg_short = "eEIMmx", .opt_short = "i0lCd" },
-	{ .name = "awk", .fn = h_awk, .arg_short = "fvFi", .arg_long = "|file|assign|include|" },
-	{ .name = "gawk", .fn = h_awk, .arg_short = "fvFi", .arg_long = "|file|assign|include|" },
-	{ .name = "mawk", .fn = h_awk, .arg_short = "fvF" },
-	{ .name = "yq", .fn = h_inplace, .arg_short = "o", .arg_long = "|output-format|" },
-	{ .name = "clang-format", .fn = h_inplace, .arg_long = "|style|assume-filename|" },
-	{ .name = "gofmt", .fn = h_inplace, .arg_short = "r" },
-	{ .name = "rustfmt", .fn = h_inplace, .arg_long = "|edition|config-path|" },
-	{ .name = "black", .fn = h_inplace, .arg_short = "lt", .arg_long = "|line-length|" },
-	{ .name = "prettier", .fn = h_inplace, .arg_long = "|config|parser|" },
-	{ .name = "eslint", .fn = h_inplace, .arg_short = "cf", .arg_long = "|config|format|" },
+    /* Editors of files in place. */
+    {.name = "sed",
+     .fn = h_sed,
+     .arg_short = "efl",
+     .opt_short = "i",
+     .arg_long = "|expression|file|line-length|"},
+    {.name = "gsed",
+     .fn = h_sed,
+     .arg_short = "efl",
+     .opt_short = "i",
+     .arg_long = "|expression|file|line-length|"},
+    {.name = "perl", .fn = h_perl, .arg_short = "eEIMmx", .opt_short = "i0lCd"},
+    {.name = "awk", .fn = h_awk, .arg_short = "fvFi", .arg_long = "|file|assign|include|"},
+    {.name = "gawk", .fn = h_awk, .arg_short = "fvFi", .arg_long = "|file|assign|include|"},
+    {.name = "mawk", .fn = h_awk, .arg_short = "fvF"},
+    {.name = "yq", .fn = h_inplace, .arg_short = "o", .arg_long = "|output-format|"},
+    {.name = "clang-format", .fn = h_inplace, .arg_long = "|style|assume-filename|"},
+    {.name = "gofmt", .fn = h_inplace, .arg_short = "r"},
+    {.name = "rustfmt", .fn = h_inplace, .arg_long = "|edition|config-path|"},
+    {.name = "black", .fn = h_inplace, .arg_short = "lt", .arg_long = "|line-length|"},
+    {.name = "prettier", .fn = h_inplace, .arg_long = "|config|parser|"},
+    {.name = "eslint", .fn = h_inplace, .arg_short = "cf", .arg_long = "|config|format|"},
 
-	/* Output files given by an option. */
-	{ .name = "sort", .fn = h_sort, .arg_short = "otkST",
-	  .arg_long = "|output|field-separator|key|buffer-size|temporary-directory|" },
-	{ .name = "uniq", .fn = h_sort, .arg_short = "fsw" },
-	{ .name = "split", .fn = h_split, .arg_short = "abCdlnt",
-	  .arg_long = "|suffix-length|bytes|line-bytes|lines|number|additional-suffix|" },
-	{ .name = "csplit", .fn = h_split, .arg_short = "bfn", .arg_long = "|prefix|digits|" },
-	{ .name = "curl", .fn = h_curl, .arg_short = "oDcdHXuAeEbFKrTwxyYzmU",
-	  .arg_long = "|output|dump-header|cookie-jar|data|header|request|user|user-agent|"
-		      "referer|cert|form|config|range|upload-file|write-out|proxy|max-time|"
-		      "output-dir|data-raw|data-binary|json|connect-timeout|cookie|" },
-	{ .name = "wget", .fn = h_wget, .arg_short = "OoaiBtTwQPDRAlXIUe",
-	  .arg_long = "|output-document|output-file|append-output|directory-prefix|tries|"
-		      "timeout|user-agent|header|input-file|level|" },
-	{ .name = "patch", .fn = h_patch, .arg_short = "pioDdrBYzFVg",
-	  .arg_long = "|strip|input|output|directory|reject-file|" },
+    /* Output files given by an option. */
+    {.name = "sort",
+     .fn = h_sort,
+     .arg_short = "otkST",
+     .arg_long = "|output|field-separator|key|buffer-size|temporary-directory|"},
+    {.name = "uniq", .fn = h_sort, .arg_short = "fsw"},
+    {.name = "split",
+     .fn = h_split,
+     .arg_short = "abCdlnt",
+     .arg_long = "|suffix-length|bytes|line-bytes|lines|number|additional-suffix|"},
+    {.name = "csplit", .fn = h_split, .arg_short = "bfn", .arg_long = "|prefix|digits|"},
+    {.name = "curl",
+     .fn = h_curl,
+     .arg_short = "oDcdHXuAeEbFKrTwxyYzmU",
+     .arg_long = "|output|dump-header|cookie-jar|data|header|request|user|user-agent|"
+		 "referer|cert|form|config|range|upload-file|write-out|proxy|max-time|"
+		 "output-dir|data-raw|data-binary|json|connect-timeout|cookie|"},
+    {.name = "wget",
+     .fn = h_wget,
+     .arg_short = "OoaiBtTwQPDRAlXIUe",
+     .arg_long = "|output-document|output-file|append-output|directory-prefix|tries|"
+		 "timeout|user-agent|header|input-file|level|"},
+    {.name = "patch",
+     .fn = h_patch,
+     .arg_short = "pioDdrBYzFVg",
+     .arg_long = "|strip|input|output|directory|reject-file|"},
 
-	/* Archives and compression. */
-	{ .name = "tar", .fn = h_tar, .arg_short = "fCTXbKNgIH",
-	  .arg_long = "|file|directory|files-from|exclude-from|exclude|use-compress-program|"
-		      "transform|owner|group|mode|format|" },
-	{ .name = "bsdtar", .fn = h_tar, .arg_short = "fCTXb", .arg_long = "|file|directory|" },
-	{ .name = "unzip", .fn = h_unzip, .arg_short = "dxP" },
-	{ .name = "zip", .fn = h_zip, .arg_short = "xitn" },
-	{ .name = "gzip", .fn = h_compress, .arg_short = "S", .arg_long = "|suffix|" },
-	{ .name = "gunzip", .fn = h_compress, .arg_short = "S", .arg_long = "|suffix|" },
-	{ .name = "bzip2", .fn = h_compress },
-	{ .name = "bunzip2", .fn = h_compress },
-	{ .name = "xz", .fn = h_compress, .arg_short = "FCT" },
-	{ .name = "unxz", .fn = h_compress },
-	{ .name = "zstd", .fn = h_compress, .arg_short = "oD" },
-	{ .name = "unzstd", .fn = h_compress, .arg_short = "oD" },
-	{ .name = "lz4", .fn = h_compress },
+    /* Archives and compression. */
+    {.name = "tar",
+     .fn = h_tar,
+     .arg_short = "fCTXbKNgIH",
+     .arg_long = "|file|directory|files-from|exclude-from|exclude|use-compress-program|"
+		 "transform|owner|group|mode|format|"},
+    {.name = "bsdtar", .fn = h_tar, .arg_short = "fCTXb", .arg_long = "|file|directory|"},
+    {.name = "unzip", .fn = h_unzip, .arg_short = "dxP"},
+    {.name = "zip", .fn = h_zip, .arg_short = "xitn"},
+    {.name = "gzip", .fn = h_compress, .arg_short = "S", .arg_long = "|suffix|"},
+    {.name = "gunzip", .fn = h_compress, .arg_short = "S", .arg_long = "|suffix|"},
+    {.name = "bzip2", .fn = h_compress},
+    {.name = "bunzip2", .fn = h_compress},
+    {.name = "xz", .fn = h_compress, .arg_short = "FCT"},
+    {.name = "unxz", .fn = h_compress},
+    {.name = "zstd", .fn = h_compress, .arg_short = "oD"},
+    {.name = "unzstd", .fn = h_compress, .arg_short = "oD"},
+    {.name = "lz4", .fn = h_compress},
 
-	/* Version control, packages and builds. */
-	{ .name = "git", .fn = h_git },
-	{ .name = "npm", .fn = h_node_pkg, .arg_long = "|prefix|registry|workspace|" },
-	{ .name = "pnpm", .fn = h_node_pkg, .arg_short = "C", .arg_long = "|dir|filter|" },
-	{ .name = "yarn", .fn = h_node_pkg, .arg_long = "|cwd|" },
-	{ .name = "bun", .fn = h_node_pkg, .arg_long = "|cwd|" },
-	{ .name = "make", .fn = h_make, .arg_short = "CfIjlo", .arg_long = "|directory|file|" },
-	{ .name = "gmake", .fn = h_make, .arg_short = "CfIjlo", .arg_long = "|directory|file|" },
-	{ .name = "ninja", .fn = h_make, .arg_short = "Cfjkldt" },
-	{ .name = "cmake", .fn = h_cmake, .arg_short = "BSGDTAUC",
-	  .arg_long = "|build|target|config|parallel|preset|" },
-	{ .name = "cargo", .fn = h_cargo, .arg_short = "pjFZ",
-	  .arg_long = "|target-dir|manifest-path|package|jobs|features|target|bin|example|"
-		      "test|bench|profile|color|config|" },
-	{ .name = "go", .fn = h_go, .arg_short = "o", .arg_long = "|ldflags|gcflags|tags|" },
-	{ .name = "pip", .fn = h_pip, .arg_short = "trcedw",
-	  .arg_long = "|target|requirement|constraint|editable|dest|wheel-dir|index-url|" },
-	{ .name = "pip3", .fn = h_pip, .arg_short = "trcedw",
-	  .arg_long = "|target|requirement|constraint|editable|dest|wheel-dir|index-url|" },
-	{ .name = "python", .fn = h_python, .arg_short = "mcWXtrdw",
-	  .arg_long = "|target|requirement|dest|wheel-dir|" },
-	{ .name = "python3", .fn = h_python, .arg_short = "mcWXtrdw",
-	  .arg_long = "|target|requirement|dest|wheel-dir|" },
+    /* Version control, packages and builds. */
+    {.name = "git", .fn = h_git},
+    {.name = "npm", .fn = h_node_pkg, .arg_long = "|prefix|registry|workspace|"},
+    {.name = "pnpm", .fn = h_node_pkg, .arg_short = "C", .arg_long = "|dir|filter|"},
+    {.name = "yarn", .fn = h_node_pkg, .arg_long = "|cwd|"},
+    {.name = "bun", .fn = h_node_pkg, .arg_long = "|cwd|"},
+    {.name = "make", .fn = h_make, .arg_short = "CfIjlo", .arg_long = "|directory|file|"},
+    {.name = "gmake", .fn = h_make, .arg_short = "CfIjlo", .arg_long = "|directory|file|"},
+    {.name = "ninja", .fn = h_make, .arg_short = "Cfjkldt"},
+    {.name = "cmake",
+     .fn = h_cmake,
+     .arg_short = "BSGDTAUC",
+     .arg_long = "|build|target|config|parallel|preset|"},
+    {.name = "cargo",
+     .fn = h_cargo,
+     .arg_short = "pjFZ",
+     .arg_long = "|target-dir|manifest-path|package|jobs|features|target|bin|example|"
+		 "test|bench|profile|color|config|"},
+    {.name = "go", .fn = h_go, .arg_short = "o", .arg_long = "|ldflags|gcflags|tags|"},
+    {.name = "pip",
+     .fn = h_pip,
+     .arg_short = "trcedw",
+     .arg_long = "|target|requirement|constraint|editable|dest|wheel-dir|index-url|"},
+    {.name = "pip3",
+     .fn = h_pip,
+     .arg_short = "trcedw",
+     .arg_long = "|target|requirement|constraint|editable|dest|wheel-dir|index-url|"},
+    {.name = "python",
+     .fn = h_python,
+     .arg_short = "mcWXtrdw",
+     .arg_long = "|target|requirement|dest|wheel-dir|"},
+    {.name = "python3",
+     .fn = h_python,
+     .arg_short = "mcWXtrdw",
+     .arg_long = "|target|requirement|dest|wheel-dir|"},
 
-	/* Wrappers: run the command that follows. */
-	WRAP("env", "uCS", "|unset|chdir|split-string|"),
-	WRAP("sudo", "ugCDhprtUT", "|user|group|prompt|chdir|host|"),
-	WRAP("doas", "uC", NULL),
-	WRAP("nice", "n", "|adjustment|"),
-	WRAP("nohup", NULL, NULL),
-	WRAP("timeout", "sk", "|signal|kill-after|"),
-	WRAP("stdbuf", "ioe", "|input|output|error|"),
-	WRAP("ionice", "cnpPu", "|class|classdata|pid|pgid|uid|"),
-	WRAP("time", "of", "|output|format|"),
-	WRAP("command", NULL, NULL),
-	WRAP("builtin", NULL, NULL),
-	WRAP("exec", "a", NULL),
-	WRAP("chrt", NULL, NULL),
-	WRAP("taskset", NULL, NULL),
-	WRAP("setsid", NULL, NULL),
-	WRAP("chronic", NULL, NULL),
-	WRAP("unbuffer", NULL, NULL),
-	WRAP("watch", "nd", "|interval|"),
-	{ .name = "flock", .fn = h_flock, .arg_short = "wEc", .arg_long = "|timeout|command|" },
-	{ .name = "xargs", .fn = h_xargs, .arg_short = "IaEdLnPs",
-	  .arg_long = "|replace|arg-file|eof|delimiter|max-lines|max-args|max-procs|max-chars|" },
-	{ .name = "find", .fn = h_find },
-	{ .name = "sh", .fn = h_shell },
-	{ .name = "bash", .fn = h_shell },
-	{ .name = "dash", .fn = h_shell },
-	{ .name = "zsh", .fn = h_shell },
-	{ .name = "ksh", .fn = h_shell },
-	{ .name = "source", .fn = h_source },
-	{ .name = ".", .fn = h_source },
+    /* Wrappers: run the command that follows. */
+    WRAP("env", "uCS", "|unset|chdir|split-string|"),
+    WRAP("sudo", "ugCDhprtUT", "|user|group|prompt|chdir|host|"),
+    WRAP("doas", "uC", NULL),
+    WRAP("nice", "n", "|adjustment|"),
+    WRAP("nohup", NULL, NULL),
+    WRAP("timeout", "sk", "|signal|kill-after|"),
+    WRAP("stdbuf", "ioe", "|input|output|error|"),
+    WRAP("ionice", "cnpPu", "|class|classdata|pid|pgid|uid|"),
+    WRAP("time", "of", "|output|format|"),
+    WRAP("command", NULL, NULL),
+    WRAP("builtin", NULL, NULL),
+    WRAP("exec", "a", NULL),
+    WRAP("chrt", NULL, NULL),
+    WRAP("taskset", NULL, NULL),
+    WRAP("setsid", NULL, NULL),
+    WRAP("chronic", NULL, NULL),
+    WRAP("unbuffer", NULL, NULL),
+    WRAP("watch", "nd", "|interval|"),
+    {.name = "flock", .fn = h_flock, .arg_short = "wEc", .arg_long = "|timeout|command|"},
+    {.name = "xargs",
+     .fn = h_xargs,
+     .arg_short = "IaEdLnPs",
+     .arg_long = "|replace|arg-file|eof|delimiter|max-lines|max-args|max-procs|max-chars|"},
+    {.name = "find", .fn = h_find},
+    {.name = "sh", .fn = h_shell},
+    {.name = "bash", .fn = h_shell},
+    {.name = "dash", .fn = h_shell},
+    {.name = "zsh", .fn = h_shell},
+    {.name = "ksh", .fn = h_shell},
+    {.name = "source", .fn = h_source},
+    {.name = ".", .fn = h_source},
 
-	/* Known, but they run code the analysis does not follow. */
-	RUNS("node", "runs JavaScript the analysis does not follow"),
-	RUNS("npx", "runs a package binary the analysis does not follow"),
-	RUNS("ruby", "runs Ruby code the analysis does not follow"),
-	RUNS("php", "runs PHP code the analysis does not follow"),
-	RUNS("deno", "runs code the analysis does not follow"),
-	RUNS("vim", "an editor: it may write any file"),
-	RUNS("vi", "an editor: it may write any file"),
-	RUNS("nvim", "an editor: it may write any file"),
-	RUNS("nano", "an editor: it may write any file"),
-	RUNS("emacs", "an editor: it may write any file"),
-	RUNS("code", "an editor: it may write any file"),
-	RUNS("parallel", "runs commands the analysis does not follow"),
-	RUNS("pytest", "runs tests the analysis does not follow"),
-	RUNS("meson", "a build tool the analysis does not follow"),
+    /* Known, but they run code the analysis does not follow. */
+    RUNS("node", "runs JavaScript the analysis does not follow"),
+    RUNS("npx", "runs a package binary the analysis does not follow"),
+    RUNS("ruby", "runs Ruby code the analysis does not follow"),
+    RUNS("php", "runs PHP code the analysis does not follow"),
+    RUNS("deno", "runs code the analysis does not follow"),
+    RUNS("vim", "an editor: it may write any file"),
+    RUNS("vi", "an editor: it may write any file"),
+    RUNS("nvim", "an editor: it may write any file"),
+    RUNS("nano", "an editor: it may write any file"),
+    RUNS("emacs", "an editor: it may write any file"),
+    RUNS("code", "an editor: it may write any file"),
+    RUNS("parallel", "runs commands the analysis does not follow"),
+    RUNS("pytest", "runs tests the analysis does not follow"),
+    RUNS("meson", "a build tool the analysis does not follow"),
 };
 
 #undef RO
@@ -1679,8 +1912,8 @@ static const bw_writer writers[] = {
  * /usr/local/bin or /sbin paths (a ./rm is someone's script, not rm). */
 static const bw_writer *lookup(const char *name)
 {
-	static const char *const dirs[] = { "/bin/", "/usr/bin/", "/usr/local/bin/", "/sbin/",
-					    "/usr/sbin/" };
+	static const char *const dirs[] = {"/bin/", "/usr/bin/", "/usr/local/bin/", "/sbin/",
+					   "/usr/sbin/"};
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++)
 		if (startswith(name, dirs[i]) && !strchr(name + strlen(dirs[i]), '/')) {
 			name += strlen(dirs[i]);
@@ -1712,7 +1945,7 @@ void bw_dispatch(bw_ctx *c, bw_word *argv, size_t argc, unsigned depth)
 				   "unknown command: the analysis cannot tell what it writes");
 		return;
 	}
-	bw_cmd k = { .c = c, .argv = argv, .argc = argc, .depth = depth, .w = w };
+	bw_cmd k = {.c = c, .argv = argv, .argc = argc, .depth = depth, .w = w};
 	set_label(&k, w->name, NULL);
 	if (w->fn != h_wrap && w->fn != h_xargs && w->fn != h_flock && w->fn != h_git &&
 	    w->fn != h_find && w->fn != h_shell && w->fn != h_dd)

@@ -59,8 +59,8 @@ typedef struct fake_fs {
 	pthread_mutex_t lock;
 	pw_policy *active;
 	uint64_t generation;
-	unsigned installed;      /* policy_installed calls */
-	char last_reason[16];    /* and the last one's reason */
+	unsigned installed;   /* policy_installed calls */
+	char last_reason[16]; /* and the last one's reason */
 	bool last_new_set;
 	/* While set: the mode each generation from log_base on installed (log[g - log_base]). */
 	char (*log)[16];
@@ -75,7 +75,8 @@ static uint64_t fake_set_policy(void *ctx, pw_policy *p)
 	fs->active = pw_policy_ref(p);
 	uint64_t g = ++fs->generation;
 	if (fs->log && g - fs->log_base < fs->log_len)
-		snprintf(fs->log[g - fs->log_base], sizeof(fs->log[0]), "%s", pw_policy_mode_name(p));
+		snprintf(fs->log[g - fs->log_base], sizeof(fs->log[0]), "%s",
+			 pw_policy_mode_name(p));
 	pthread_mutex_unlock(&fs->lock);
 	pw_policy_unref(old);
 	return g;
@@ -94,13 +95,12 @@ static pw_policy *fake_get_policy(void *ctx, uint64_t *ret_generation)
 
 static void fake_get_stats(void *ctx, pw_fs_stats *ret)
 {
-	*ret = (pw_fs_stats){ .inodes = 7, .denied = 42 };
-	ret->requests[1] = 30; /* LOOKUP */
+	*ret = (pw_fs_stats){.inodes = 7, .denied = 42};
+	ret->requests[1] = 30;	/* LOOKUP */
 	ret->requests[14] = 12; /* OPEN */
 }
 
-static void fake_policy_installed(void *ctx, const pw_policy *p, const char *reason,
-				  bool new_set)
+static void fake_policy_installed(void *ctx, const pw_policy *p, const char *reason, bool new_set)
 {
 	fake_fs_t *fs = ctx;
 	pthread_mutex_lock(&fs->lock);
@@ -111,10 +111,10 @@ static void fake_policy_installed(void *ctx, const pw_policy *p, const char *rea
 }
 
 static const pw_view_fs_ops fake_ops = {
-	.set_policy = fake_set_policy,
-	.get_policy = fake_get_policy,
-	.get_stats = fake_get_stats,
-	.policy_installed = fake_policy_installed,
+    .set_policy = fake_set_policy,
+    .get_policy = fake_get_policy,
+    .get_stats = fake_get_stats,
+    .policy_installed = fake_policy_installed,
 };
 /* ---- end of the test double ------------------------------------------------------------ */
 
@@ -126,7 +126,7 @@ static const pw_view_fs_ops fake_ops = {
 #define SHORT_IDLE_MS 300u
 
 static char tmp[64], proj[128], mnt[128], global[128], rundir[128], dbpath[128];
-static fake_fs_t fake_fs = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static fake_fs_t fake_fs = {.lock = PTHREAD_MUTEX_INITIALIZER};
 static pw_state *state;
 static pw_audit *audit;
 static pw_view *view;
@@ -135,8 +135,8 @@ static const char *sock;
 
 /* What the daemon serves, but the changes methods, which need the FUSE layer (changes.h). */
 static const pw_ctl_use modules[] = {
-	{ &pw_ctl_methods_module, NULL },
-	{ &pw_ctl_request_module, NULL },
+    {&pw_ctl_methods_module, NULL},
+    {&pw_ctl_request_module, NULL},
 };
 
 static void writefile(const char *path, const char *text)
@@ -170,24 +170,25 @@ static void start_view(const char *initial, bool with_audit)
 
 	cr_assert_eq(pw_state_open(dbpath, &state, NULL), 0);
 	if (with_audit) {
-		pw_audit_opts ao = { .db_path = dbpath, .project = proj, .mountpoint = mnt };
+		pw_audit_opts ao = {.db_path = dbpath, .project = proj, .mountpoint = mnt};
 		cr_assert_eq(pw_audit_start(&ao, &audit, NULL), 0);
 	}
 	pw_view_opts vo = {
-		.project = proj,
-		.mountpoint = mnt,
-		.fs_ops = &fake_ops,
-		.fs_ctx = &fake_fs,
-		.owner_uid = getuid(),
-		.bundled_dir = SOURCE_MODES,
-		.global_dir = global,
-		.initial_mode = initial,
-		.state = state,
-		.audit = audit,
+	    .project = proj,
+	    .mountpoint = mnt,
+	    .fs_ops = &fake_ops,
+	    .fs_ctx = &fake_fs,
+	    .owner_uid = getuid(),
+	    .bundled_dir = SOURCE_MODES,
+	    .global_dir = global,
+	    .initial_mode = initial,
+	    .state = state,
+	    .audit = audit,
 	};
 	cr_assert_eq(pw_view_new(&vo, &view), 0);
-	pw_ctl_tuning tun = { .idle_timeout_ms = LONG_IDLE_MS, .denied_per_sec = 10 };
-	cr_assert_eq(pw_ctl_server_start(view, rundir, &tun, modules, ELEMENTSOF(modules), &srv), 0);
+	pw_ctl_tuning tun = {.idle_timeout_ms = LONG_IDLE_MS, .denied_per_sec = 10};
+	cr_assert_eq(pw_ctl_server_start(view, rundir, &tun, modules, ELEMENTSOF(modules), &srv),
+		     0);
 	sock = pw_ctl_server_socket_path(srv);
 }
 
@@ -229,7 +230,7 @@ TestSuite(ctl, .init = setup, .fini = stop_view, .timeout = 120);
 
 static int connect_to(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	cr_assert_geq(fd, 0);
 	strcpy(sa.sun_path, path);
@@ -238,7 +239,7 @@ static int connect_to(const char *path)
 		return -errno;
 	}
 	/* A deadline, not a speed claim: a reply that never comes fails the read. */
-	struct timeval tv = { .tv_sec = DEADLINE_MS / 1000 };
+	struct timeval tv = {.tv_sec = DEADLINE_MS / 1000};
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	return fd;
 }
@@ -326,7 +327,7 @@ static void child_env(struct child_env *ce, const char *name, const char *path, 
  * (named in CE) stays open across it. Never returns. */
 static _Noreturn void exec_child(const struct child_env *ce)
 {
-	static char *const argv[] = { "test_ctl", NULL };
+	static char *const argv[] = {"test_ctl", NULL};
 	if (ce->report_fd >= 0 && fcntl(ce->report_fd, F_SETFD, 0) < 0)
 		_exit(6);
 	execve("/proc/self/exe", argv, ce->envp);
@@ -348,8 +349,8 @@ static json_t *read_msg(int fd)
 static json_t *rpc(int fd, const char *method, const char *params)
 {
 	char line[8192];
-	snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\"%s%s}\n", method,
-		 params ? ",\"params\":" : "", params ? params : "");
+	snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\"%s%s}\n",
+		 method, params ? ",\"params\":" : "", params ? params : "");
 	send_all(fd, line);
 	json_t *r = read_msg(fd);
 	cr_assert_not_null(r, "reply to %s", method);
@@ -403,13 +404,13 @@ static int64_t now_ms(void)
  * conditions another thread makes true (the server's counters, the active mode): polling
  * with a short pause is the wait, the deadline only turns a hang into a failure.
  */
-#define WAIT_UNTIL(cond)                                                        \
-	({                                                                      \
-		int64_t _t0 = now_ms();                                         \
-		bool _ok;                                                       \
-		while (!(_ok = (cond)) && now_ms() - _t0 < DEADLINE_MS)         \
-			usleep(2000);                                           \
-		_ok;                                                            \
+#define WAIT_UNTIL(cond)                                                                           \
+	({                                                                                         \
+		int64_t _t0 = now_ms();                                                            \
+		bool _ok;                                                                          \
+		while (!(_ok = (cond)) && now_ms() - _t0 < DEADLINE_MS)                            \
+			usleep(2000);                                                              \
+		_ok;                                                                               \
 	})
 
 static pw_ctl_stats stats(void)
@@ -435,7 +436,7 @@ static bool wait_closed(int fd)
 	char buf[4096];
 
 	while (now_ms() - t0 < DEADLINE_MS) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
+		struct pollfd p = {.fd = fd, .events = POLLIN};
 		if (poll(&p, 1, 1000) != 1)
 			continue;
 		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
@@ -481,8 +482,7 @@ static int connect_and_call(const char *method, const char *params)
 static int connect_agent(const char *path)
 {
 	int fd = -1;
-	cr_assert(WAIT_UNTIL((fd = connect_to(path)) >= 0), "connect %s: %s", path,
-		  strerror(-fd));
+	cr_assert(WAIT_UNTIL((fd = connect_to(path)) >= 0), "connect %s: %s", path, strerror(-fd));
 	return fd;
 }
 
@@ -506,7 +506,8 @@ Test(ctl, socket_is_private_and_named_from_mountpoint)
 Test(ctl, live_socket_refused_stale_replaced_removed_at_stop)
 {
 	pw_ctl_server *again = NULL;
-	cr_assert_eq(pw_ctl_server_start(view, rundir, NULL, modules, ELEMENTSOF(modules), &again), -EADDRINUSE);
+	cr_assert_eq(pw_ctl_server_start(view, rundir, NULL, modules, ELEMENTSOF(modules), &again),
+		     -EADDRINUSE);
 	char keep[256];
 	snprintf(keep, sizeof(keep), "%s", sock);
 	pw_ctl_server_stop(srv);
@@ -515,13 +516,14 @@ Test(ctl, live_socket_refused_stale_replaced_removed_at_stop)
 	cr_assert_eq(lstat(keep, &st), -1, "socket removed at stop");
 
 	/* A stale socket (bound, nobody listening) as a killed daemon leaves it. */
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	strcpy(sa.sun_path, keep);
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
 	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	close(fd);
 	cr_assert_eq(lstat(keep, &st), 0);
-	cr_assert_eq(pw_ctl_server_start(view, rundir, NULL, modules, ELEMENTSOF(modules), &srv), 0);
+	cr_assert_eq(pw_ctl_server_start(view, rundir, NULL, modules, ELEMENTSOF(modules), &srv),
+		     0);
 	sock = pw_ctl_server_socket_path(srv);
 	fd = connect_main();
 	json_t *r = rpc(fd, "status", NULL);
@@ -556,8 +558,7 @@ static void *watch_socket(void *arg)
 		if (fd >= 0) {
 			atomic_fetch_add(&w->seen, 1);
 			close(fd);
-		} else if (fd == -ECONNREFUSED && steady &&
-			   atomic_load(&w->stops_begun) == begun) {
+		} else if (fd == -ECONNREFUSED && steady && atomic_load(&w->stops_begun) == begun) {
 			/* Refused with no stop in progress from before the lstat to the refusal:
 			 * the file was a starting or running server's. (Telling a stopped
 			 * server's file from the next one's by inode and change time failed: an
@@ -573,7 +574,7 @@ Test(ctl, a_socket_file_that_exists_accepts, .timeout = 240)
 {
 	char path[256];
 	snprintf(path, sizeof(path), "%s", sock);
-	socket_watch w = { .path = path };
+	socket_watch w = {.path = path};
 	pthread_t t;
 	cr_assert_eq(pthread_create(&t, NULL, watch_socket, &w), 0);
 	for (int i = 0; i < 300; i++) {
@@ -581,7 +582,8 @@ Test(ctl, a_socket_file_that_exists_accepts, .timeout = 240)
 		pw_ctl_server_stop(srv);
 		srv = NULL;
 		atomic_fetch_add(&w.stops_ended, 1);
-		cr_assert_eq(pw_ctl_server_start(view, rundir, NULL, modules, ELEMENTSOF(modules), &srv), 0);
+		cr_assert_eq(
+		    pw_ctl_server_start(view, rundir, NULL, modules, ELEMENTSOF(modules), &srv), 0);
 		sock = pw_ctl_server_socket_path(srv);
 	}
 	/* The watcher connects at least once more, to the server that stays. */
@@ -589,8 +591,8 @@ Test(ctl, a_socket_file_that_exists_accepts, .timeout = 240)
 	cr_assert(WAIT_UNTIL(atomic_load(&w.seen) > before));
 	atomic_store(&w.done, true);
 	pthread_join(t, NULL);
-	cr_assert_eq(atomic_load(&w.refused), 0, "%u connects refused while the socket file existed",
-		     atomic_load(&w.refused));
+	cr_assert_eq(atomic_load(&w.refused), 0,
+		     "%u connects refused while the socket file existed", atomic_load(&w.refused));
 	/* No temporary name is left beside it. */
 	char dir[256];
 	snprintf(dir, sizeof(dir), "%.*s", (int)(strrchr(path, '/') - path), path);
@@ -710,7 +712,7 @@ static const char *logged_mode(uint64_t gen)
 static void *race_switch(void *arg)
 {
 	race_switcher *rs = arg;
-	pw_peer peer = { .pid = getpid(), .uid = getuid(), .origin = "socket", .comm = "racer" };
+	pw_peer peer = {.pid = getpid(), .uid = getuid(), .origin = "socket", .comm = "racer"};
 
 	while (!atomic_load(rs->stop) && rs->switches < SWITCHES_MAX) {
 		const char *m = rs->modes[rs->switches % 2];
@@ -752,8 +754,8 @@ Test(ctl, replies_pair_mode_and_generation_of_one_switch, .timeout = 240)
 {
 	atomic_bool stop = false;
 	race_switcher rs[2] = {
-		{ .modes = { "design", "build" }, .stop = &stop },
-		{ .modes = { "review", "discuss" }, .stop = &stop },
+	    {.modes = {"design", "build"}, .stop = &stop},
+	    {.modes = {"review", "discuss"}, .stop = &stop},
 	};
 	pthread_t th[2];
 	unsigned bad = 0, checked = 0;
@@ -769,8 +771,8 @@ Test(ctl, replies_pair_mode_and_generation_of_one_switch, .timeout = 240)
 	for (int i = 0; i < 2; i++)
 		cr_assert_eq(pthread_create(&th[i], NULL, race_switch, &rs[i]), 0);
 	for (int round = 0; round < RACE_ROUNDS; round++) {
-		json_t *r = rpc(fd, "mode.set", round % 2 ? "{\"mode\":\"plan\"}" :
-							      "{\"mode\":\"off\"}");
+		json_t *r =
+		    rpc(fd, "mode.set", round % 2 ? "{\"mode\":\"plan\"}" : "{\"mode\":\"off\"}");
 		if (!pair_installed(r, "mode.set", &checked))
 			bad++;
 		json_t *res = result_of(r);
@@ -810,8 +812,8 @@ Test(ctl, replies_pair_mode_and_generation_of_one_switch, .timeout = 240)
 		cr_assert_gt(rs[i].switches, 0, "switcher %d never switched", i);
 		cr_assert_eq(rs[i].disagreements, 0, "switcher %d: results not as installed", i);
 	}
-	cr_assert_eq(bad, 0, "%u of %u replies paired a mode with another switch's generation",
-		     bad, checked);
+	cr_assert_eq(bad, 0, "%u of %u replies paired a mode with another switch's generation", bad,
+		     checked);
 }
 
 Test(ctl, mode_set_unknown_mode)
@@ -839,8 +841,10 @@ Test(ctl, check_and_allowed)
 	json_decref(r);
 
 	char params[512];
-	snprintf(params, sizeof(params), "{\"paths\":[\"%s/src/a.c\",\".git/config\"],"
-		 "\"mode\":\"build\"}", mnt);
+	snprintf(params, sizeof(params),
+		 "{\"paths\":[\"%s/src/a.c\",\".git/config\"],"
+		 "\"mode\":\"build\"}",
+		 mnt);
 	r = rpc(fd, "check", params);
 	d = json_object_get(result_of(r), "decisions");
 	cr_assert_str_eq(sget(json_array_get(d, 0), "decision"), "allowed");
@@ -885,7 +889,7 @@ Test(ctl, bash_check)
 
 Test(ctl, subscribe_gets_mode_changed)
 {
-	pw_ctl_tuning tun = { .idle_timeout_ms = SHORT_IDLE_MS };
+	pw_ctl_tuning tun = {.idle_timeout_ms = SHORT_IDLE_MS};
 	restart_server(&tun);
 	int a = connect_and_call("subscribe", "{\"events\":[\"mode.changed\"]}");
 	int b = connect_and_call("mode.set", "{\"mode\":\"design\"}");
@@ -942,7 +946,8 @@ Test(ctl, protocol_errors)
 
 	/* A notification (no id) is executed but not answered: the next line read is the
 	 * reply to the following request. */
-	send_all(fd, "{\"jsonrpc\":\"2.0\",\"method\":\"mode.set\",\"params\":{\"mode\":\"review\"}}\n");
+	send_all(
+	    fd, "{\"jsonrpc\":\"2.0\",\"method\":\"mode.set\",\"params\":{\"mode\":\"review\"}}\n");
 	r = rpc(fd, "mode.get", NULL);
 	cr_assert_str_eq(sget(result_of(r), "mode"), "review");
 	json_decref(r);
@@ -1011,7 +1016,7 @@ Test(ctl, client_that_never_reads_is_dropped)
 			break;
 		}
 		if (n < 0) {
-			struct pollfd p = { .fd = lazy, .events = POLLOUT };
+			struct pollfd p = {.fd = lazy, .events = POLLOUT};
 			poll(&p, 1, 50);
 		} else {
 			sent += n;
@@ -1028,7 +1033,7 @@ Test(ctl, client_that_never_reads_is_dropped)
 
 Test(ctl, client_that_never_writes_times_out)
 {
-	pw_ctl_tuning tun = { .idle_timeout_ms = SHORT_IDLE_MS };
+	pw_ctl_tuning tun = {.idle_timeout_ms = SHORT_IDLE_MS};
 	restart_server(&tun);
 	/* The normal client subscribes, so the short idle timeout spares it. */
 	int normal = connect_and_call("subscribe", "{\"events\":[\"mode.changed\"]}");
@@ -1175,9 +1180,9 @@ Test(ctl, other_uid_refused)
 
 Test(ctl, authorize_switch_unit)
 {
-	pw_peer owner = { .uid = getuid(), .origin = "socket" };
-	pw_peer other = { .uid = getuid() + 1000, .origin = "socket" };
-	pw_peer agent = { .uid = getuid(), .restricted = true, .origin = "agent-socket" };
+	pw_peer owner = {.uid = getuid(), .origin = "socket"};
+	pw_peer other = {.uid = getuid() + 1000, .origin = "socket"};
+	pw_peer agent = {.uid = getuid(), .restricted = true, .origin = "agent-socket"};
 	pw_policy *build = NULL, *review = NULL;
 	char *why = NULL;
 
@@ -1191,7 +1196,7 @@ Test(ctl, authorize_switch_unit)
 		free(why);
 		why = NULL;
 	}
-	pw_peer root = { .uid = 0, .origin = "socket" };
+	pw_peer root = {.uid = 0, .origin = "socket"};
 	cr_assert_eq(pw_view_authorize_switch(view, &root, build, &why), 0);
 
 	/* Active is plan: build loosens, review does not. */
@@ -1252,26 +1257,27 @@ static int echo_init(pw_ctl_server *s, void *arg, void **ret_data)
 }
 
 static const pw_ctl_method echo_methods[] = {
-	{ "test.echo", echo_data, NULL, 0, NULL },
-	{ "test.person", echo_data, NULL, 0, "refused: the person's only" },
+    {"test.echo", echo_data, NULL, 0, NULL},
+    {"test.person", echo_data, NULL, 0, "refused: the person's only"},
 };
-static const pw_ctl_module echo_module = { .name = "echo", .methods = echo_methods,
-					   .n_methods = ELEMENTSOF(echo_methods) };
-static const pw_ctl_module echo_module_init = { .name = "echo", .methods = echo_methods,
-						.n_methods = ELEMENTSOF(echo_methods),
-						.init = echo_init };
+static const pw_ctl_module echo_module = {
+    .name = "echo", .methods = echo_methods, .n_methods = ELEMENTSOF(echo_methods)};
+static const pw_ctl_module echo_module_init = {.name = "echo",
+					       .methods = echo_methods,
+					       .n_methods = ELEMENTSOF(echo_methods),
+					       .init = echo_init};
 
 Test(ctl, dispatch_table_of_modules)
 {
 	pw_ctl_server_stop(srv);
 	srv = NULL;
 	/* A name in two tables is refused: one of them would be unreachable. */
-	const pw_ctl_use twice[] = { { &pw_ctl_methods_module, NULL }, { &echo_module, "a" },
-				     { &echo_module_init, NULL } };
+	const pw_ctl_use twice[] = {
+	    {&pw_ctl_methods_module, NULL}, {&echo_module, "a"}, {&echo_module_init, NULL}};
 	cr_assert_eq(pw_ctl_server_start(view, rundir, NULL, twice, ELEMENTSOF(twice), &srv),
 		     -EINVAL);
 	cr_assert_null(srv);
-	const pw_ctl_use uses[] = { { &pw_ctl_methods_module, NULL }, { &echo_module, "the arg" } };
+	const pw_ctl_use uses[] = {{&pw_ctl_methods_module, NULL}, {&echo_module, "the arg"}};
 	cr_assert_eq(pw_ctl_server_start(view, rundir, NULL, uses, ELEMENTSOF(uses), &srv), 0);
 	sock = pw_ctl_server_socket_path(srv);
 
@@ -1305,7 +1311,7 @@ Test(ctl, dispatch_table_of_modules)
 	srv = NULL;
 
 	/* With init: the data it made. */
-	const pw_ctl_use inited[] = { { &echo_module_init, "the arg" } };
+	const pw_ctl_use inited[] = {{&echo_module_init, "the arg"}};
 	cr_assert_eq(pw_ctl_server_start(view, rundir, NULL, inited, ELEMENTSOF(inited), &srv), 0);
 	sock = pw_ctl_server_socket_path(srv);
 	owner = connect_main();
@@ -1531,8 +1537,13 @@ Test(ctl, last_mode_restored_and_explicit_unknown_fails_closed)
 
 	/* A second view of the same project (as after a remount) restores design. */
 	pw_view *v2 = NULL;
-	pw_view_opts vo = { .project = proj, .mountpoint = mnt, .fs_ops = &fake_ops, .fs_ctx = &fake_fs,
-			    .owner_uid = getuid(), .bundled_dir = SOURCE_MODES, .state = state };
+	pw_view_opts vo = {.project = proj,
+			   .mountpoint = mnt,
+			   .fs_ops = &fake_ops,
+			   .fs_ctx = &fake_fs,
+			   .owner_uid = getuid(),
+			   .bundled_dir = SOURCE_MODES,
+			   .state = state};
 	pw_policy_unref(fake_fs.active);
 	fake_fs.active = NULL;
 	cr_assert_eq(pw_view_new(&vo, &v2), 0);
@@ -1566,9 +1577,14 @@ Test(ctl_audit, denied_notifications_rate_limited, .timeout = 120)
 	for (int i = 0; i < 200; i++) {
 		char path[32];
 		snprintf(path, sizeof(path), "src/f%d.c", i);
-		pw_audit_event ev = { .mode = "plan", .generation = 1, .op = PW_OP_CREATE,
-				      .path = path, .err = EROFS, .reason = PW_REASON_READ_ONLY,
-				      .pid = getpid(), .uid = getuid() };
+		pw_audit_event ev = {.mode = "plan",
+				     .generation = 1,
+				     .op = PW_OP_CREATE,
+				     .path = path,
+				     .err = EROFS,
+				     .reason = PW_REASON_READ_ONLY,
+				     .pid = getpid(),
+				     .uid = getuid()};
 		pw_audit_submit(audit, &ev);
 	}
 	/* Every event reaches the server (200 distinct paths: nothing coalesced), and each is
@@ -1577,24 +1593,24 @@ Test(ctl_audit, denied_notifications_rate_limited, .timeout = 120)
 	int got = 0;
 	uint64_t suppressed = 0;
 	cr_assert(WAIT_UNTIL(({
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		while (poll(&p, 1, 10) == 1) {
-			json_t *n = read_msg(fd);
-			cr_assert_not_null(n);
-			cr_assert_str_eq(sget(n, "method"), "denied");
-			json_t *params = json_object_get(n, "params");
-			cr_assert_str_eq(sget(params, "errno"), "EROFS");
-			cr_assert_str_eq(sget(params, "op"), "create");
-			cr_assert(startswith(sget(params, "path"), "src/f"));
-			got++;
-			json_decref(n);
-		}
-		pw_ctl_stats st = stats();
-		suppressed = st.denied_suppressed;
-		st.denied_seen == 200 && got + suppressed == 200;
-	})),
-		  "seen %llu, got %d, suppressed %llu", (unsigned long long)stats().denied_seen, got,
-		  (unsigned long long)suppressed);
+			  struct pollfd p = {.fd = fd, .events = POLLIN};
+			  while (poll(&p, 1, 10) == 1) {
+				  json_t *n = read_msg(fd);
+				  cr_assert_not_null(n);
+				  cr_assert_str_eq(sget(n, "method"), "denied");
+				  json_t *params = json_object_get(n, "params");
+				  cr_assert_str_eq(sget(params, "errno"), "EROFS");
+				  cr_assert_str_eq(sget(params, "op"), "create");
+				  cr_assert(startswith(sget(params, "path"), "src/f"));
+				  got++;
+				  json_decref(n);
+			  }
+			  pw_ctl_stats st = stats();
+			  suppressed = st.denied_suppressed;
+			  st.denied_seen == 200 && got + suppressed == 200;
+		  })),
+		  "seen %llu, got %d, suppressed %llu", (unsigned long long)stats().denied_seen,
+		  got, (unsigned long long)suppressed);
 	double elapsed_s = (now_ms() - t0) / 1000.0;
 	/* 10/s with a burst of 10: the bucket cannot have given more than that over the whole
 	 * time the test took (however slow the machine), and gave at least one. */
@@ -1710,18 +1726,22 @@ Test(ctl_audit, agent_denials_are_those_of_its_own_sandbox, .timeout = 120)
 		const char *path, *pidns;
 		pid_t pid;
 	} evs[] = {
-		{ "src/outside.c", NULL, 1000 },  /* the daemon's namespace: the person's shell */
-		{ "src/other.c", other, 1001 },   /* another sandbox */
-		{ "src/inside.c", inside, 1002 }, /* this sandbox: pid 5 inside */
-		{ "src/deeper.c", deeper, 1003 }, /* a namespace below it: pid 6 in this one */
-		{ "src/broken.c", "garbage", 1004 },
-		{ "src/zz-last.c", last, 1005 },
+	    {"src/outside.c", NULL, 1000},  /* the daemon's namespace: the person's shell */
+	    {"src/other.c", other, 1001},   /* another sandbox */
+	    {"src/inside.c", inside, 1002}, /* this sandbox: pid 5 inside */
+	    {"src/deeper.c", deeper, 1003}, /* a namespace below it: pid 6 in this one */
+	    {"src/broken.c", "garbage", 1004}, {"src/zz-last.c", last, 1005},
 	};
 	for (size_t i = 0; i < ELEMENTSOF(evs); i++) {
-		pw_audit_event ev = { .mode = "plan", .generation = 1, .op = PW_OP_CREATE,
-				      .path = evs[i].path, .err = EROFS,
-				      .reason = PW_REASON_READ_ONLY, .pid = evs[i].pid,
-				      .uid = getuid(), .pidns = evs[i].pidns };
+		pw_audit_event ev = {.mode = "plan",
+				     .generation = 1,
+				     .op = PW_OP_CREATE,
+				     .path = evs[i].path,
+				     .err = EROFS,
+				     .reason = PW_REASON_READ_ONLY,
+				     .pid = evs[i].pid,
+				     .uid = getuid(),
+				     .pidns = evs[i].pidns};
 		pw_audit_submit(audit, &ev);
 	}
 
@@ -1796,8 +1816,8 @@ static int inside_switch_watcher(const char *agent_path, int report)
 	for (int n = 0; n < 2; n++) {
 		if (n == 1) {
 			sw = connect_to(agent_path);
-			if (sw < 0 ||
-			    send(sw, set, sizeof(set) - 1, MSG_NOSIGNAL) != (ssize_t)sizeof(set) - 1)
+			if (sw < 0 || send(sw, set, sizeof(set) - 1, MSG_NOSIGNAL) !=
+					  (ssize_t)sizeof(set) - 1)
 				return 14;
 			l = read_line(sw);
 			if (!l || !strstr(l, "\"result\""))
@@ -1811,7 +1831,7 @@ static int inside_switch_watcher(const char *agent_path, int report)
 		free(l);
 		json_t *p = json_object_get(msg, "params");
 		char f[5][64];
-		const char *names[] = { "to", "origin", "pid", "uid", "comm" };
+		const char *names[] = {"to", "origin", "pid", "uid", "comm"};
 		for (int i = 0; i < 5; i++)
 			field_text(p, names[i], f[i], sizeof(f[i]));
 		json_decref(msg);
@@ -1919,7 +1939,7 @@ Test(ctl, agent_subscriber_learns_only_its_own_sandbox_switchers)
  * go: while a job holds, it is provably still running, so what the person is answered
  * meanwhile was not queued behind it (no timing involved).
  */
-static int hold_release[2] = { -1, -1 }; /* closing the write end lets every job go */
+static int hold_release[2] = {-1, -1}; /* closing the write end lets every job go */
 static atomic_int holding;
 
 static int hold_job(void *arg, int cancel_fd, json_t **ret, pw_ctl_fail *f)
@@ -1927,8 +1947,8 @@ static int hold_job(void *arg, int cancel_fd, json_t **ret, pw_ctl_fail *f)
 	(void)arg;
 	(void)f;
 	atomic_fetch_add(&holding, 1);
-	struct pollfd p[2] = { { .fd = hold_release[0], .events = POLLIN },
-			       { .fd = cancel_fd, .events = POLLIN } };
+	struct pollfd p[2] = {{.fd = hold_release[0], .events = POLLIN},
+			      {.fd = cancel_fd, .events = POLLIN}};
 	while (poll(p, 2, -1) < 0 && errno == EINTR)
 		;
 	atomic_fetch_sub(&holding, 1);
@@ -1942,9 +1962,9 @@ static int m_hold(pw_ctl_ctx *x, json_t **ret)
 	return pw_ctl_job_run(x, hold_job, NULL, NULL);
 }
 
-static const pw_ctl_method hold_methods[] = { { "test.hold", m_hold, NULL, 0, NULL } };
-static const pw_ctl_module hold_module = { .name = "hold", .methods = hold_methods,
-					   .n_methods = ELEMENTSOF(hold_methods) };
+static const pw_ctl_method hold_methods[] = {{"test.hold", m_hold, NULL, 0, NULL}};
+static const pw_ctl_module hold_module = {
+    .name = "hold", .methods = hold_methods, .n_methods = ELEMENTSOF(hold_methods)};
 
 /* Sends a call (ID > 0) or a notification (ID 0) without waiting for its answer. */
 static void send_call(int fd, const char *method, const char *params, int id)
@@ -1975,8 +1995,8 @@ Test(ctl, agent_jobs_are_bounded_and_never_delay_the_person, .timeout = 240)
 	srv = NULL;
 	cr_assert_eq(pipe2(hold_release, O_CLOEXEC), 0);
 	atomic_store(&holding, 0);
-	const pw_ctl_use uses[] = { { &pw_ctl_methods_module, NULL }, { &hold_module, NULL } };
-	pw_ctl_tuning tun = { .idle_timeout_ms = LONG_IDLE_MS };
+	const pw_ctl_use uses[] = {{&pw_ctl_methods_module, NULL}, {&hold_module, NULL}};
+	pw_ctl_tuning tun = {.idle_timeout_ms = LONG_IDLE_MS};
 	cr_assert_eq(pw_ctl_server_start(view, rundir, &tun, uses, ELEMENTSOF(uses), &srv), 0);
 	sock = pw_ctl_server_socket_path(srv);
 	char agent_path[256];
@@ -2019,9 +2039,8 @@ Test(ctl, agent_jobs_are_bounded_and_never_delay_the_person, .timeout = 240)
 	/* The person is answered while every agent job still holds, and has a pool of their
 	 * own: their bash.check and their own jobs run now. */
 	r = rpc(person, "status", NULL);
-	cr_assert_eq(json_integer_value(json_object_get(json_object_get(result_of(r), "jobs"),
-							"agent")),
-		     4);
+	cr_assert_eq(
+	    json_integer_value(json_object_get(json_object_get(result_of(r), "jobs"), "agent")), 4);
 	json_decref(r);
 	r = rpc(person, "mode.set", "{\"mode\":\"build\"}");
 	result_of(r);
@@ -2037,7 +2056,7 @@ Test(ctl, agent_jobs_are_bounded_and_never_delay_the_person, .timeout = 240)
 	close(hold_release[1]);
 	hold_release[1] = -1;
 	for (int k = 0; k < 2; k++) { /* in either order: match them by id */
-		int fds[] = { a, b };
+		int fds[] = {a, b};
 		for (size_t i = 0; i < ELEMENTSOF(fds); i++) {
 			r = read_msg(fds[i]);
 			cr_assert_not_null(r);
@@ -2067,7 +2086,7 @@ Test(ctl, stopping_cancels_running_jobs, .timeout = 240)
 	srv = NULL;
 	cr_assert_eq(pipe2(hold_release, O_CLOEXEC), 0);
 	atomic_store(&holding, 0);
-	const pw_ctl_use uses[] = { { &pw_ctl_methods_module, NULL }, { &hold_module, NULL } };
+	const pw_ctl_use uses[] = {{&pw_ctl_methods_module, NULL}, {&hold_module, NULL}};
 	cr_assert_eq(pw_ctl_server_start(view, rundir, NULL, uses, ELEMENTSOF(uses), &srv), 0);
 	sock = pw_ctl_server_socket_path(srv);
 	int fd = connect_main();
@@ -2090,9 +2109,9 @@ __attribute__((constructor)) static void maybe_a_child(void)
 		const char *name;
 		int (*fn)(const char *path, int report);
 	} children[] = {
-		{ "other_uid", other_uid_child },
-		{ "subscriber", inside_subscriber },
-		{ "switch_watcher", inside_switch_watcher },
+	    {"other_uid", other_uid_child},
+	    {"subscriber", inside_subscriber},
+	    {"switch_watcher", inside_switch_watcher},
 	};
 	const char *name = getenv("PW_CTL_CHILD"), *path = getenv("PW_CTL_CHILD_PATH");
 	const char *report = getenv("PW_CTL_CHILD_REPORT");

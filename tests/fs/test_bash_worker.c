@@ -62,7 +62,7 @@ static void setup(void)
 	put("priv/y.c", "int y;\n");
 	root_fd = open(proj, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	cr_assert_geq(root_fd, 0);
-	pw_load_opts o = { .bundled_dir = SOURCE_MODES };
+	pw_load_opts o = {.bundled_dir = SOURCE_MODES};
 	cr_assert_eq(pw_modeset_load(&o, &modes), 0);
 }
 
@@ -81,8 +81,12 @@ static int run(const char *mode, const char *cmd, size_t len, json_t **ret)
 {
 	pw_policy *p = NULL;
 	cr_assert_eq(pw_policy_compile(modes, mode, &p), 0, "%s", mode);
-	pw_bash_job job = { .command = cmd, .len = len, .cwd = "", .root_fd = root_fd,
-			    .root_path = proj, .policy = p };
+	pw_bash_job job = {.command = cmd,
+			   .len = len,
+			   .cwd = "",
+			   .root_fd = root_fd,
+			   .root_path = proj,
+			   .policy = p};
 	int r = pw_bash_worker_run(&job, ret);
 	pw_policy_unref(p);
 	return r;
@@ -98,9 +102,9 @@ static json_t *target(const json_t *o, const char *path)
 {
 	size_t i;
 	json_t *t;
-	json_array_foreach(json_object_get(o, "targets"), i, t)
-		if (streq_ptr(json_string_value(json_object_get(t, "path")), path))
-			return t;
+	json_array_foreach(
+	    json_object_get(o, "targets"), i,
+	    t) if (streq_ptr(json_string_value(json_object_get(t, "path")), path)) return t;
 	return NULL;
 }
 

@@ -15,16 +15,16 @@
 /* Opcodes that change the project when served: name, create, remove, rename, content, size,
  * metadata, xattrs. OPEN with write flags, SETATTR and ACCESS(W_OK) by their helpers. */
 static const unsigned mutating[] = {
-	FUSE_SETATTR, FUSE_SYMLINK, FUSE_MKNOD, FUSE_MKDIR, FUSE_UNLINK, FUSE_RMDIR,
-	FUSE_RENAME, FUSE_RENAME2, FUSE_LINK, FUSE_CREATE, FUSE_WRITE, FUSE_SETXATTR,
-	FUSE_REMOVEXATTR, FUSE_FALLOCATE, FUSE_COPY_FILE_RANGE, PW_FUSE_COPY_FILE_RANGE_64,
-	FUSE_TMPFILE, FUSE_OPEN, FUSE_IOCTL, FUSE_ACCESS,
+    FUSE_SETATTR,     FUSE_SYMLINK,   FUSE_MKNOD,	    FUSE_MKDIR,
+    FUSE_UNLINK,      FUSE_RMDIR,     FUSE_RENAME,	    FUSE_RENAME2,
+    FUSE_LINK,	      FUSE_CREATE,    FUSE_WRITE,	    FUSE_SETXATTR,
+    FUSE_REMOVEXATTR, FUSE_FALLOCATE, FUSE_COPY_FILE_RANGE, PW_FUSE_COPY_FILE_RANGE_64,
+    FUSE_TMPFILE,     FUSE_OPEN,      FUSE_IOCTL,	    FUSE_ACCESS,
 };
 /* Served only when the request asks to change something. */
-static const unsigned conditional[] = { FUSE_SETATTR, FUSE_OPEN, FUSE_ACCESS };
+static const unsigned conditional[] = {FUSE_SETATTR, FUSE_OPEN, FUSE_ACCESS};
 /* Deliberately not served: a handler added for one must move it to CHECK. */
-static const unsigned unserved_mutating[] = { PW_FUSE_COPY_FILE_RANGE_64, FUSE_TMPFILE,
-					      FUSE_IOCTL };
+static const unsigned unserved_mutating[] = {PW_FUSE_COPY_FILE_RANGE_64, FUSE_TMPFILE, FUSE_IOCTL};
 
 /* The numbering's gaps (opcodes 7 and 19 were never used), and 0. */
 static bool gap(unsigned op)
@@ -61,7 +61,8 @@ Test(opmap, every_opcode_has_a_row)
 		cr_assert_neq(e->kind, PW_OPMAP_NONE, "%s", e->name);
 		cr_assert_str_eq(pw_fs_opcode_name(op), e->name);
 		if (e->kind != PW_OPMAP_CHECK)
-			cr_assert(e->why && *e->why, "%s says why it needs no plain check", e->name);
+			cr_assert(e->why && *e->why, "%s says why it needs no plain check",
+				  e->name);
 	}
 	cr_assert_null(pw_opmap_get(PW_OPMAP_SIZE));
 	cr_assert_null(pw_opmap_get(CUSE_INIT), "CUSE_INIT is no filesystem's");
@@ -76,9 +77,9 @@ Test(opmap, every_mutating_opcode_is_a_checked_write)
 		cr_assert_not_null(e, "opcode %u", mutating[i]);
 		cr_assert(pw_op_is_write(e->op), "%s is checked as %s, not a write", e->name,
 			  pw_op_name(e->op));
-		pw_opmap_kind want = IN(unserved_mutating, mutating[i]) ? PW_OPMAP_UNSERVED :
-				     IN(conditional, mutating[i])   ? PW_OPMAP_CHECK_IF :
-									  PW_OPMAP_CHECK;
+		pw_opmap_kind want = IN(unserved_mutating, mutating[i]) ? PW_OPMAP_UNSERVED
+				     : IN(conditional, mutating[i])	? PW_OPMAP_CHECK_IF
+									: PW_OPMAP_CHECK;
 		cr_assert_eq(e->kind, want, "%s: kind %d, expected %d", e->name, e->kind, want);
 	}
 }
@@ -99,8 +100,9 @@ Test(opmap, open_with_write_flags_is_checked)
 {
 	cr_assert_eq(pw_opmap_open(O_RDONLY), -1, "a read-only open is not checked");
 	cr_assert_eq(pw_opmap_open(O_RDONLY | O_CLOEXEC | O_NOFOLLOW), -1);
-	const int writes[] = { O_WRONLY, O_RDWR, O_RDONLY | O_TRUNC, O_WRONLY | O_APPEND,
-			       O_RDWR | O_TRUNC, O_WRONLY | O_CREAT | O_EXCL };
+	const int writes[] = {O_WRONLY,		  O_RDWR,
+			      O_RDONLY | O_TRUNC, O_WRONLY | O_APPEND,
+			      O_RDWR | O_TRUNC,	  O_WRONLY | O_CREAT | O_EXCL};
 	for (size_t i = 0; i < sizeof(writes) / sizeof(writes[0]); i++) {
 		int op = pw_opmap_open(writes[i]);
 		cr_assert(op >= 0 && pw_op_is_write((pw_op)op), "flags %#x", writes[i]);
@@ -111,8 +113,9 @@ Test(opmap, open_with_write_flags_is_checked)
 
 Test(opmap, every_setattr_is_a_write)
 {
-	const unsigned bits[] = { FATTR_MODE, FATTR_UID, FATTR_GID, FATTR_SIZE, FATTR_ATIME,
-				  FATTR_MTIME, FATTR_ATIME_NOW, FATTR_MTIME_NOW, FATTR_CTIME };
+	const unsigned bits[] = {FATTR_MODE,	  FATTR_UID,	   FATTR_GID,
+				 FATTR_SIZE,	  FATTR_ATIME,	   FATTR_MTIME,
+				 FATTR_ATIME_NOW, FATTR_MTIME_NOW, FATTR_CTIME};
 	const size_t n = sizeof(bits) / sizeof(bits[0]);
 	for (unsigned set = 0; set < (1u << n); set++) {
 		unsigned valid = 0;

@@ -86,7 +86,7 @@ static void setup(void)
 	tree_fd = open(tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	cr_assert_geq(tree_fd, 0);
 
-	pw_load_opts o = { .bundled_dir = SOURCE_MODES };
+	pw_load_opts o = {.bundled_dir = SOURCE_MODES};
 	cr_assert_eq(pw_modeset_load(&o, &modes), 0);
 }
 
@@ -109,7 +109,7 @@ TestSuite(bash, .init = setup, .fini = teardown);
 
 static pw_bash_result *analyze_in(const char *cmd, size_t len, const char *cwd)
 {
-	pw_bash_opts o = { .root_fd = tree_fd, .root_path = tree, .cwd = cwd };
+	pw_bash_opts o = {.root_fd = tree_fd, .root_path = tree, .cwd = cwd};
 	pw_bash_result *r = NULL;
 	int k = pw_bash_analyze(cmd, len, &o, &r);
 	cr_assert_eq(k, 0, "analyze '%.60s': %d", cmd, k);
@@ -134,13 +134,16 @@ static char *repr(const pw_bash_result *r)
 		const pw_bash_target *t = pw_bash_target_get(r, i);
 		const char *s = pw_bash_status_name(t->status);
 		char a = t->access == PW_BASH_WRITE ? 'w' : t->access == PW_BASH_READ ? 'r' : 'x';
-		const char *p = t->kind == PW_BASH_KIND_COMMAND ? t->command :
-				t->path[0] ? t->path : ".";
+		const char *p = t->kind == PW_BASH_KIND_COMMAND ? t->command
+				: t->path[0]			? t->path
+								: ".";
 		fprintf(f, "%s%c%c:%s", i ? " " : "", s[0], a, p);
 		if (t->status == PW_BASH_DENIED && t->decided)
-			fprintf(f, "(%s)", t->decision.err == EROFS  ? "EROFS" :
-					   t->decision.err == EACCES ? "EACCES" :
-					   t->decision.err == ENOENT ? "ENOENT" : "?");
+			fprintf(f, "(%s)",
+				t->decision.err == EROFS    ? "EROFS"
+				: t->decision.err == EACCES ? "EACCES"
+				: t->decision.err == ENOENT ? "ENOENT"
+							    : "?");
 		if (t->heuristic)
 			fputc('~', f);
 	}
@@ -226,7 +229,7 @@ Test(bash, input_limit)
 	memset(big + i, ' ', n - i);
 	big[n] = ' ';
 
-	pw_bash_opts o = { .root_fd = tree_fd, .root_path = tree };
+	pw_bash_opts o = {.root_fd = tree_fd, .root_path = tree};
 	pw_bash_result *r = NULL;
 	cr_assert_eq(pw_bash_analyze(big, n + 1, &o, &r), -E2BIG);
 	cr_assert_null(r);
@@ -245,10 +248,9 @@ Test(bash, input_limit)
 
 Test(bash, nul_byte_and_bad_cwd)
 {
-	pw_bash_opts o = { .root_fd = tree_fd, .root_path = tree, .cwd = "../x" };
+	pw_bash_opts o = {.root_fd = tree_fd, .root_path = tree, .cwd = "../x"};
 	pw_bash_result *r = NULL;
-	cr_expect_eq(pw_bash_analyze("ls\0rm x", 7, &(pw_bash_opts){ .root_fd = -1 }, &r),
-		     -EINVAL);
+	cr_expect_eq(pw_bash_analyze("ls\0rm x", 7, &(pw_bash_opts){.root_fd = -1}, &r), -EINVAL);
 	cr_expect_eq(pw_bash_analyze("ls", 2, &o, &r), -EINVAL);
 	cr_expect_null(r);
 }
@@ -396,8 +398,12 @@ Test(bash, brace_expansion_is_capped)
 
 Test(bash, parse_errors_are_heuristic_and_never_allowed)
 {
-	static const char *const cmds[] = { "echo x > docs/design/a )", "touch docs/design/a; fi; )",
-					    "echo 'unterminated", "(((", "cat <<< ", "echo ( x" };
+	static const char *const cmds[] = {"echo x > docs/design/a )",
+					   "touch docs/design/a; fi; )",
+					   "echo 'unterminated",
+					   "(((",
+					   "cat <<< ",
+					   "echo ( x"};
 	pw_policy *p = policy_for("design");
 	for (size_t i = 0; i < ELEMENTSOF(cmds); i++) {
 		pw_bash_result *r = analyze_in(cmds[i], strlen(cmds[i]), "");
@@ -473,7 +479,7 @@ Test(bash, json_shape)
 
 Test(bash, without_tree_access_globs_are_patterns)
 {
-	pw_bash_opts o = { .root_fd = -1, .root_path = NULL, .cwd = "src" };
+	pw_bash_opts o = {.root_fd = -1, .root_path = NULL, .cwd = "src"};
 	pw_bash_result *r = NULL;
 	const char *cmd = "rm *.c; touch /abs";
 	cr_assert_eq(pw_bash_analyze(cmd, strlen(cmd), &o, &r), 0);
@@ -519,8 +525,8 @@ static bool hide_some(const char *path, bool is_dir, void *arg)
 
 static char *paths_of(const char *cmd, bool hiding)
 {
-	pw_bash_opts o = { .root_fd = tree_fd, .root_path = tree, .cwd = "",
-			   .hidden = hiding ? hide_some : NULL };
+	pw_bash_opts o = {
+	    .root_fd = tree_fd, .root_path = tree, .cwd = "", .hidden = hiding ? hide_some : NULL};
 	pw_bash_result *r = NULL;
 	cr_assert_eq(pw_bash_analyze(cmd, strlen(cmd), &o, &r), 0);
 	char *buf = NULL;

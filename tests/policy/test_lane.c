@@ -17,7 +17,7 @@
 
 static pw_modeset *load_bundled(void)
 {
-	pw_load_opts o = { .bundled_dir = SOURCE_MODES, .global_dir = TOKENS };
+	pw_load_opts o = {.bundled_dir = SOURCE_MODES, .global_dir = TOKENS};
 	pw_modeset *ms = NULL;
 
 	cr_assert_eq(pw_modeset_load(&o, &ms), 0);
@@ -29,21 +29,29 @@ static void parse_lane(const char *const *globs, size_t n, pw_rule **ret)
 	cr_assert_eq(pw_lane_parse(globs, n, ret, NULL, NULL), 0);
 }
 
-static const char *const modes[] = { "plan", "discuss", "review", "design", "build", "off" };
+static const char *const modes[] = {"plan", "discuss", "review", "design", "build", "off"};
 
 /* Names, not files: decisions are on names. */
 static const struct {
 	const char *path;
 	bool is_dir;
 } tree[] = {
-	{ "src/main.c", false },     { "src/a", true },          { "src/a/x.c", false },
-	{ "src/a/deep/y.c", false }, { "src/b/z.c", false },     { "docs/design/spec.md", false },
-	{ "docs/plans/p.md", false }, { "docs/design", true },   { "tokens/colors.json", false },
-	{ ".git/config", false },    { ".piworkfs/config.yaml", false }, { "README.md", false },
+    {"src/main.c", false},
+    {"src/a", true},
+    {"src/a/x.c", false},
+    {"src/a/deep/y.c", false},
+    {"src/b/z.c", false},
+    {"docs/design/spec.md", false},
+    {"docs/plans/p.md", false},
+    {"docs/design", true},
+    {"tokens/colors.json", false},
+    {".git/config", false},
+    {".piworkfs/config.yaml", false},
+    {"README.md", false},
 };
 
-static const pw_op write_ops[] = { PW_OP_CREATE, PW_OP_WRITE, PW_OP_UNLINK, PW_OP_RENAME,
-				   PW_OP_MKDIR, PW_OP_TRUNCATE, PW_OP_CHMOD, PW_OP_SETXATTR };
+static const pw_op write_ops[] = {PW_OP_CREATE, PW_OP_WRITE,	PW_OP_UNLINK, PW_OP_RENAME,
+				  PW_OP_MKDIR,	PW_OP_TRUNCATE, PW_OP_CHMOD,  PW_OP_SETXATTR};
 
 /* Does LANE (the tests' lane: src/a/ and the design docs) reach PATH? */
 static bool in_test_lane(const char *path)
@@ -54,7 +62,7 @@ static bool in_test_lane(const char *path)
 
 Test(lane, narrows_every_mode_and_never_widens_one)
 {
-	static const char *const globs[] = { "src/a/**", "docs/design" };
+	static const char *const globs[] = {"src/a/**", "docs/design"};
 	pw_modeset *ms = load_bundled();
 	pw_rule *lane = NULL;
 
@@ -79,9 +87,10 @@ Test(lane, narrows_every_mode_and_never_widens_one)
 					/* Never widened, and the mode's own reason stands. */
 					cr_expect(!b.allowed, "%s: lane widened %s %s", modes[m],
 						  pw_op_name(op), path);
-					cr_expect_eq(b.reason, a.reason, "%s %s %s: reason %s, want %s",
-						     modes[m], pw_op_name(op), path,
-						     pw_reason_name(b.reason), pw_reason_name(a.reason));
+					cr_expect_eq(b.reason, a.reason,
+						     "%s %s %s: reason %s, want %s", modes[m],
+						     pw_op_name(op), path, pw_reason_name(b.reason),
+						     pw_reason_name(a.reason));
 				} else if (in_test_lane(path)) {
 					cr_expect(b.allowed, "%s: %s %s inside the lane refused",
 						  modes[m], pw_op_name(op), path);
@@ -95,8 +104,8 @@ Test(lane, narrows_every_mode_and_never_widens_one)
 				/* A new name is narrowed the same way. */
 				pw_policy_decide_new_name(laned, op, path, dir, &b);
 				if (!a.allowed || !in_test_lane(path))
-					cr_expect(!b.allowed, "%s: new name %s %s allowed", modes[m],
-						  pw_op_name(op), path);
+					cr_expect(!b.allowed, "%s: new name %s %s allowed",
+						  modes[m], pw_op_name(op), path);
 			}
 			cr_expect(!pw_policy_writes_everything(laned), "%s", modes[m]);
 		}
@@ -113,7 +122,7 @@ Test(lane, narrows_every_mode_and_never_widens_one)
 
 Test(lane, the_lane_outlives_its_rules_and_shows_in_the_policy_json)
 {
-	static const char *const globs[] = { "src/a/**" };
+	static const char *const globs[] = {"src/a/**"};
 	pw_modeset *ms = load_bundled();
 	pw_rule *lane = NULL;
 	pw_policy *p = NULL;
@@ -157,7 +166,7 @@ Test(lane, no_lane_is_an_empty_array_and_decides_as_before)
 
 Test(lane, bad_globs_are_refused_with_their_index)
 {
-	static const char *const globs[] = { "src/**", "" };
+	static const char *const globs[] = {"src/**", ""};
 	static const char *many[PW_LANE_MAX + 1];
 	pw_rule *lane = NULL;
 	const char *err = NULL;
@@ -173,7 +182,7 @@ Test(lane, bad_globs_are_refused_with_their_index)
 
 Test(lane, a_switch_that_drops_or_widens_the_lane_is_no_tightening)
 {
-	static const char *const wide[] = { "src/**", "docs/**" }, *const narrow[] = { "src/**" };
+	static const char *const wide[] = {"src/**", "docs/**"}, *const narrow[] = {"src/**"};
 	pw_modeset *ms = load_bundled();
 	pw_rule *lw = NULL, *ln = NULL;
 	pw_policy *bw = NULL, *bn = NULL, *b = NULL;
@@ -198,7 +207,7 @@ Test(lane, a_switch_that_drops_or_widens_the_lane_is_no_tightening)
 
 Test(lane, reason_and_text)
 {
-	pw_decision d = { .allowed = false, .err = EACCES, .reason = PW_REASON_LANE };
+	pw_decision d = {.allowed = false, .err = EACCES, .reason = PW_REASON_LANE};
 	char *t = pw_report_decision_text(&d, "build", NULL);
 
 	cr_expect_str_eq(pw_reason_name(PW_REASON_LANE), "outside-lane");

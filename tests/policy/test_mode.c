@@ -25,11 +25,12 @@
 #define PMODES PROJECT "/.piworkfs/modes/"
 #define UNTRUSTED "ignored: the project is not trusted (piworkfs trust)"
 
-static pw_modeset *load(const char *bundled, const char *global, const char *project,
-			bool trusted)
+static pw_modeset *load(const char *bundled, const char *global, const char *project, bool trusted)
 {
-	pw_load_opts o = { .bundled_dir = bundled, .global_dir = global,
-			   .project_dir = project, .trusted = trusted };
+	pw_load_opts o = {.bundled_dir = bundled,
+			  .global_dir = global,
+			  .project_dir = project,
+			  .trusted = trusted};
 	pw_modeset *ms = NULL;
 
 	cr_assert_eq(pw_modeset_load(&o, &ms), 0);
@@ -61,31 +62,31 @@ static const pw_rule *rule_of(const pw_mode *m, size_t i)
 Test(loader, malformed_files_exact_messages)
 {
 	static const char *const want[] = {
-		BAD "Bad_Name.md:2:7: error: name: invalid mode name \"Bad_Name\": use a-z, 0-9 "
-		    "and '-', not starting with '-', at most 64 bytes",
-		BAD "alias.md:5:9: error: aliases are not supported",
-		BAD "badglob.md:7:7: error: writes.allow[2]: invalid glob \"[abc\": unterminated "
-		    "character class",
-		BAD "deep.md:3:19: error: nesting deeper than 16 levels",
-		BAD "dupkey.md:5:3: error: writes.deny: duplicate key",
-		BAD "dupkey.md:6:1: error: name: duplicate key",
-		BAD "mismatch.md:2:7: error: name: name \"other\" does not match the file name "
-		    "\"mismatch.md\"",
-		BAD "nobody.md:3: warning: empty body: an agent gets no instructions in this mode",
-		BAD "nofront.md:1:1: error: missing frontmatter: the file must start with a '---' "
-		    "line",
-		BAD "notmap.md:2:1: error: the frontmatter must be a mapping of keys, not a list",
-		BAD "nulls.md:6:10: error: writes.deny[0]: expected a glob string, not null",
-		BAD "syntax.md:5:1: error: invalid YAML: while parsing a flow sequence: did not "
-		    "find expected ',' or ']'",
-		BAD "types.md:4:10: error: writes.allow: expected a list of globs, not a string",
-		BAD "types.md:5:11: error: writes.tokens: expected true or false, not \"1\"",
-		BAD "types.md:6:7: error: hide: expected a list of globs, not a mapping",
-		BAD "types.md:7:10: error: protect: expected true or false, not \"yes\"",
-		BAD "types.md:8:14: error: description: expected a string, not a list",
-		BAD "unknown.md:3:1: warning: colour: unknown key (ignored)",
-		BAD "unknown.md:6:3: warning: writes.mode: unknown key (ignored)",
-		BAD "unterminated.md:1:1: error: unterminated frontmatter: no closing '---' line",
+	    BAD "Bad_Name.md:2:7: error: name: invalid mode name \"Bad_Name\": use a-z, 0-9 "
+		"and '-', not starting with '-', at most 64 bytes",
+	    BAD "alias.md:5:9: error: aliases are not supported",
+	    BAD "badglob.md:7:7: error: writes.allow[2]: invalid glob \"[abc\": unterminated "
+		"character class",
+	    BAD "deep.md:3:19: error: nesting deeper than 16 levels",
+	    BAD "dupkey.md:5:3: error: writes.deny: duplicate key",
+	    BAD "dupkey.md:6:1: error: name: duplicate key",
+	    BAD "mismatch.md:2:7: error: name: name \"other\" does not match the file name "
+		"\"mismatch.md\"",
+	    BAD "nobody.md:3: warning: empty body: an agent gets no instructions in this mode",
+	    BAD "nofront.md:1:1: error: missing frontmatter: the file must start with a '---' "
+		"line",
+	    BAD "notmap.md:2:1: error: the frontmatter must be a mapping of keys, not a list",
+	    BAD "nulls.md:6:10: error: writes.deny[0]: expected a glob string, not null",
+	    BAD "syntax.md:5:1: error: invalid YAML: while parsing a flow sequence: did not "
+		"find expected ',' or ']'",
+	    BAD "types.md:4:10: error: writes.allow: expected a list of globs, not a string",
+	    BAD "types.md:5:11: error: writes.tokens: expected true or false, not \"1\"",
+	    BAD "types.md:6:7: error: hide: expected a list of globs, not a mapping",
+	    BAD "types.md:7:10: error: protect: expected true or false, not \"yes\"",
+	    BAD "types.md:8:14: error: description: expected a string, not a list",
+	    BAD "unknown.md:3:1: warning: colour: unknown key (ignored)",
+	    BAD "unknown.md:6:3: warning: writes.mode: unknown key (ignored)",
+	    BAD "unterminated.md:1:1: error: unterminated frontmatter: no closing '---' line",
 	};
 	pw_modeset *ms = load(BAD, NULL, NULL, false);
 
@@ -97,7 +98,7 @@ Test(loader, broken_file_never_takes_the_others_down)
 {
 	pw_modeset *ms = load(BAD, NULL, NULL, false);
 	const pw_warning *w = NULL;
-	static const char *const loaded[] = { "bom-crlf", "good", "nobody", "unknown" };
+	static const char *const loaded[] = {"bom-crlf", "good", "nobody", "unknown"};
 
 	cr_assert_eq(pw_modeset_count(ms), ELEMENTSOF(loaded));
 	for (size_t i = 0; i < ELEMENTSOF(loaded); i++)
@@ -151,7 +152,7 @@ Test(loader, bom_and_crlf_accepted)
 static int parse(const char *file, const char *text, size_t len, pw_mode_file **ret_mf,
 		 char **ret_msg)
 {
-	pw_warnings w = { 0 };
+	pw_warnings w = {0};
 	pw_mode_file *mf = NULL;
 	int r;
 
@@ -196,7 +197,7 @@ Test(parse, name_charset_and_length)
 		 "%s.md:2:7: error: name: invalid mode name \"%s\": use a-z, 0-9 and '-', not "
 		 "starting with '-', at most 64 bytes",
 		 name, name);
-	expect_error(strcat(strcpy((char[128]){ 0 }, name), ".md"), text, want);
+	expect_error(strcat(strcpy((char[128]){0}, name), ".md"), text, want);
 
 	/* Exactly at the limit, with digits and dashes: fine. */
 	name[PW_MODE_NAME_MAX] = '\0';
@@ -218,7 +219,8 @@ Test(parse, name_charset_and_length)
 
 Test(parse, booleans_and_defaults)
 {
-	static const char text[] = "---\nname: m\nwrites:\n  tokens: True\nprotect: FALSE\n---\nb\n";
+	static const char text[] =
+	    "---\nname: m\nwrites:\n  tokens: True\nprotect: FALSE\n---\nb\n";
 	_cleanup_free_ char *msg = NULL;
 	pw_mode_file *mf = NULL;
 
@@ -241,9 +243,10 @@ Test(parse, rule_items_and_limits)
 {
 	expect_error("m.md", "---\nname: m\nhide: [a, [b]]\n---\nb\n",
 		     "m.md:3:11: error: hide[1]: expected a glob string, not a list");
-	expect_error("m.md", "---\nname: m\nwrites: [a]\n---\nb\n",
-		     "m.md:3:9: error: writes: expected a mapping of allow, deny, tokens and plans, not a "
-		     "list");
+	expect_error(
+	    "m.md", "---\nname: m\nwrites: [a]\n---\nb\n",
+	    "m.md:3:9: error: writes: expected a mapping of allow, deny, tokens and plans, not a "
+	    "list");
 	expect_error("m.md", "---\nname: m\nwrites: {deny: [\"\"]}\n---\nb\n",
 		     "m.md:3:17: error: writes.deny[0]: invalid glob \"\": empty pattern");
 	expect_error("m.md", "---\nname: m\n? [a]\n: b\n---\nb\n",
@@ -280,8 +283,9 @@ Test(parse, rule_items_and_limits)
 Test(parse, every_prefix_is_handled)
 {
 	/* Truncations of a valid file must each either load or fail with an error. */
-	static const char text[] = "\xef\xbb\xbf---\r\nname: m\r\nwrites:\r\n  allow: [\"a/**\"]\r\n"
-				   "  deny: [b]\r\nhide: [c]\r\n---\r\nbody\r\n";
+	static const char text[] =
+	    "\xef\xbb\xbf---\r\nname: m\r\nwrites:\r\n  allow: [\"a/**\"]\r\n"
+	    "  deny: [b]\r\nhide: [c]\r\n---\r\nbody\r\n";
 
 	for (size_t len = 0; len <= sizeof(text) - 1; len++) {
 		_cleanup_free_ char *msg = NULL;
@@ -335,7 +339,8 @@ Test(files, size_cap)
 	memset(big, 'x', PW_MODE_FILE_MAX + 1);
 	memcpy(big, head, strlen(head));
 	write_file(dir, "big.md", big, PW_MODE_FILE_MAX + 1);
-	write_file(dir, "fits.md", big, PW_MODE_FILE_MAX); /* name "big": a mismatch, not a size error */
+	write_file(dir, "fits.md", big,
+		   PW_MODE_FILE_MAX); /* name "big": a mismatch, not a size error */
 	ms = load(dir, NULL, NULL, false);
 	cr_assert_eq(pw_modeset_warning_count(ms), 2);
 	cr_assert_geq(asprintf(&want, "%s/big.md: error: file too large (limit 262144 bytes)", dir),
@@ -368,8 +373,11 @@ Test(files, modes_per_layer_cap)
 	cr_expect_eq(pw_modeset_count(ms), PW_MODES_MAX);
 	cr_assert_eq(pw_modeset_warning_count(ms), 1);
 	got = pw_warning_format(pw_modeset_warning(ms, 0));
-	cr_assert_geq(asprintf(&want, "%s/m064.md: error: too many modes in one directory (limit 64); "
-				      "skipped", dir), 0);
+	cr_assert_geq(asprintf(&want,
+			       "%s/m064.md: error: too many modes in one directory (limit 64); "
+			       "skipped",
+			       dir),
+		      0);
 	cr_expect_str_eq(got, want);
 	cr_expect(pw_modeset_mode_broken(ms, "m064", NULL));
 	pw_modeset_free(ms);
@@ -390,10 +398,14 @@ Test(files, bad_config_fails_every_mode_closed)
 	/* One problem, listed once: the error itself says what it costs. */
 	cr_assert_eq(pw_modeset_warning_count(ms), 1);
 	got = pw_warning_format(pw_modeset_warning(ms, 0));
-	cr_assert_geq(asprintf(&want, "%s/config.yaml:1:13: error: protected[0]: invalid glob "
-				      "\"secrets/[x\": unterminated character class"
-				      "; so none of the file's rules apply: every mode fails closed (nothing is "
-				      "writable) until it is fixed and reloaded", dir), 0);
+	cr_assert_geq(
+	    asprintf(&want,
+		     "%s/config.yaml:1:13: error: protected[0]: invalid glob "
+		     "\"secrets/[x\": unterminated character class"
+		     "; so none of the file's rules apply: every mode fails closed (nothing is "
+		     "writable) until it is fixed and reloaded",
+		     dir),
+	    0);
 	cr_expect_str_eq(got, want);
 	cr_expect_eq(pw_modeset_protected_count(ms), 3); /* the defaults only */
 	for (size_t i = 0; i < pw_modeset_count(ms); i++) {
@@ -405,11 +417,13 @@ Test(files, bad_config_fails_every_mode_closed)
 	cr_assert(pw_modeset_mode_broken(ms, "build", &w));
 	why = pw_warning_format(w);
 	free(want);
-	cr_assert_geq(asprintf(&want, "%s/config.yaml:1:13: error: protected[0]: invalid glob "
-				      "\"secrets/[x\": unterminated character class; so none of the "
-				      "file's rules apply: every mode fails closed (nothing is "
-				      "writable) until it is fixed and reloaded",
-			       dir), 0);
+	cr_assert_geq(asprintf(&want,
+			       "%s/config.yaml:1:13: error: protected[0]: invalid glob "
+			       "\"secrets/[x\": unterminated character class; so none of the "
+			       "file's rules apply: every mode fails closed (nothing is "
+			       "writable) until it is fixed and reloaded",
+			       dir),
+		      0);
 	cr_expect_str_eq(why, want);
 	pw_modeset_free(ms);
 
@@ -433,26 +447,27 @@ Test(files, a_misspelt_key_is_an_error_with_a_hint)
 	static const struct {
 		const char *text, *want;
 	} cases[] = {
-		{ "---\nname: m\nwrites:\n  alow: [src/**]\n---\nb\n",
-		  "m.md:4:3: error: writes.alow: unknown key; did you mean 'allow'?" },
-		{ "---\nname: m\nwrites:\n  allow: [\"**\"]\n  dney: [secrets/**]\n---\nb\n",
-		  "m.md:5:3: error: writes.dney: unknown key; did you mean 'deny'?" },
-		{ "---\nname: m\nhid: [.env]\n---\nb\n",
-		  "m.md:3:1: error: hid: unknown key; did you mean 'hide'?" },
-		{ "---\nname: m\nprotects: false\n---\nb\n",
-		  "m.md:3:1: error: protects: unknown key; did you mean 'protect'?" },
+	    {"---\nname: m\nwrites:\n  alow: [src/**]\n---\nb\n",
+	     "m.md:4:3: error: writes.alow: unknown key; did you mean 'allow'?"},
+	    {"---\nname: m\nwrites:\n  allow: [\"**\"]\n  dney: [secrets/**]\n---\nb\n",
+	     "m.md:5:3: error: writes.dney: unknown key; did you mean 'deny'?"},
+	    {"---\nname: m\nhid: [.env]\n---\nb\n",
+	     "m.md:3:1: error: hid: unknown key; did you mean 'hide'?"},
+	    {"---\nname: m\nprotects: false\n---\nb\n",
+	     "m.md:3:1: error: protects: unknown key; did you mean 'protect'?"},
 	};
 	static const char cfg[] = "protcted: [\"*.pem\"]\n";
 	_cleanup_free_ char *got = NULL, *want = NULL;
 	pw_modeset *ms;
 
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
-		pw_warnings w = { 0 };
+		pw_warnings w = {0};
 		pw_mode_file *mf = NULL;
 		_cleanup_free_ char *text = NULL;
 
 		cr_expect_eq(pw_mode_parse("m.md", cases[i].text, strlen(cases[i].text),
-					   PW_LAYER_GLOBAL, &w, &mf), -EINVAL, "%s", cases[i].want);
+					   PW_LAYER_GLOBAL, &w, &mf),
+			     -EINVAL, "%s", cases[i].want);
 		cr_assert_geq(w.n, 1);
 		text = pw_warning_format(&w.v[0]);
 		cr_expect_str_eq(text, cases[i].want);
@@ -462,9 +477,14 @@ Test(files, a_misspelt_key_is_an_error_with_a_hint)
 	write_file(cfgdir, "config.yaml", cfg, strlen(cfg));
 	ms = load(SOURCE_MODES, cfgdir, NULL, false);
 	got = pw_warning_format(pw_modeset_warning(ms, 0));
-	cr_assert_geq(asprintf(&want, "%s/config.yaml:1:1: error: protcted: unknown key; did you "
-				      "mean 'protected'?""; so none of the file's rules apply: every mode fails closed (nothing is "
-				      "writable) until it is fixed and reloaded", cfgdir), 0);
+	cr_assert_geq(
+	    asprintf(&want,
+		     "%s/config.yaml:1:1: error: protcted: unknown key; did you "
+		     "mean 'protected'?"
+		     "; so none of the file's rules apply: every mode fails closed (nothing is "
+		     "writable) until it is fixed and reloaded",
+		     cfgdir),
+	    0);
 	cr_expect_str_eq(got, want);
 	cr_expect(pw_modeset_mode_broken(ms, "build", NULL));
 	pw_modeset_free(ms);
@@ -492,7 +512,7 @@ Test(files, unknown_config_key_breaks_nothing)
 
 Test(layers, defaults)
 {
-	static const char *const want[] = { ".git/hooks", ".git/config", "/.piworkfs" };
+	static const char *const want[] = {".git/hooks", ".git/config", "/.piworkfs"};
 	pw_modeset *ms = load(NULL, NULL, NULL, false);
 
 	cr_expect_eq(pw_modeset_count(ms), 0);
@@ -512,7 +532,7 @@ Test(layers, defaults)
 
 Test(layers, bundled_modes_load_clean)
 {
-	static const char *const names[] = { "build", "design", "discuss", "off", "plan", "review" };
+	static const char *const names[] = {"build", "design", "discuss", "off", "plan", "review"};
 	pw_modeset *ms = load(SOURCE_MODES, NULL, NULL, false);
 
 	cr_assert_eq(pw_modeset_warning_count(ms), 0);
@@ -532,8 +552,8 @@ Test(layers, bundled_modes_load_clean)
 
 Test(layers, global_overrides_bundled)
 {
-	static const char *const want[] = { GLOBAL "/config.yaml:6:1: warning: colour: unknown key "
-						     "(ignored)" };
+	static const char *const want[] = {GLOBAL "/config.yaml:6:1: warning: colour: unknown key "
+						  "(ignored)"};
 	pw_modeset *ms = load(SOURCE_MODES, GLOBAL, NULL, false);
 	const pw_mode *build = pw_modeset_find(ms, "build"), *design;
 
@@ -562,13 +582,13 @@ Test(layers, global_overrides_bundled)
 Test(trust, untrusted_project_only_tightens)
 {
 	static const char *const want[] = {
-		GLOBAL "/config.yaml:6:1: warning: colour: unknown key (ignored)",
-		PMODES "build.md:5:3: warning: writes.allow: " UNTRUSTED,
-		PMODES "build.md:7:1: warning: protect: " UNTRUSTED,
-		PMODES "design.md:5:3: warning: writes.allow: " UNTRUSTED,
-		PMODES "lint.md:5:3: warning: writes.allow: " UNTRUSTED,
-		PMODES "plan.md:4:3: warning: writes.tokens: " UNTRUSTED,
-		PROJECT "/.piworkfs/config.yaml:3:3: warning: design.tokens: " UNTRUSTED,
+	    GLOBAL "/config.yaml:6:1: warning: colour: unknown key (ignored)",
+	    PMODES "build.md:5:3: warning: writes.allow: " UNTRUSTED,
+	    PMODES "build.md:7:1: warning: protect: " UNTRUSTED,
+	    PMODES "design.md:5:3: warning: writes.allow: " UNTRUSTED,
+	    PMODES "lint.md:5:3: warning: writes.allow: " UNTRUSTED,
+	    PMODES "plan.md:4:3: warning: writes.tokens: " UNTRUSTED,
+	    PROJECT "/.piworkfs/config.yaml:3:3: warning: design.tokens: " UNTRUSTED,
 	};
 	pw_modeset *ms = load(SOURCE_MODES, GLOBAL, PROJECT, false);
 	const pw_mode *m;
@@ -619,7 +639,7 @@ Test(trust, untrusted_project_only_tightens)
 Test(trust, trusted_project_has_full_authority)
 {
 	static const char *const want[] = {
-		GLOBAL "/config.yaml:6:1: warning: colour: unknown key (ignored)",
+	    GLOBAL "/config.yaml:6:1: warning: colour: unknown key (ignored)",
 	};
 	pw_modeset *ms = load(SOURCE_MODES, GLOBAL, PROJECT, true);
 	const pw_mode *m;
@@ -656,8 +676,12 @@ Test(trust, trusted_project_has_full_authority)
 
 Test(format, warning_parts)
 {
-	pw_warning w = { .severity = PW_ERROR, .file = "f.md", .line = 3, .column = 4,
-			 .key = "writes.allow[2]", .message = "bad" };
+	pw_warning w = {.severity = PW_ERROR,
+			.file = "f.md",
+			.line = 3,
+			.column = 4,
+			.key = "writes.allow[2]",
+			.message = "bad"};
 	_cleanup_free_ char *a = pw_warning_format(&w), *b = NULL, *c = NULL, *d = NULL;
 
 	cr_expect_str_eq(a, "f.md:3:4: error: writes.allow[2]: bad");

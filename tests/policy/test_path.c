@@ -14,36 +14,36 @@ struct norm_case {
 };
 
 static const struct norm_case norm_cases[] = {
-	{ "", 0, "" },
-	{ "/", 0, "" },
-	{ "//", 0, "" },
-	{ ".", 0, "" },
-	{ "./", 0, "" },
-	{ "/./.", 0, "" },
-	{ "a", 0, "a" },
-	{ "/a", 0, "a" },
-	{ "a/", 0, "a" },
-	{ "a//b", 0, "a/b" },
-	{ "///a///b///", 0, "a/b" },
-	{ "a/./b/.", 0, "a/b" },
-	{ "a/b/..", 0, "a" },
-	{ "a/b/../c", 0, "a/c" },
-	{ "a/../b/../c", 0, "c" },
-	{ "a/..", 0, "" },
-	{ "a/b/../../c/d/..", 0, "c" },
-	{ "/a/../", 0, "" },
-	{ "..", -EXDEV, NULL },
-	{ "/..", -EXDEV, NULL },
-	{ "../a", -EXDEV, NULL },
-	{ "a/../..", -EXDEV, NULL },
-	{ "a/../../b", -EXDEV, NULL },
-	{ "a/b/../../../c/d", -EXDEV, NULL },
-	{ "./..", -EXDEV, NULL },
-	{ "...", 0, "..." },
-	{ "a/.../b", 0, "a/.../b" },
-	{ ".hidden/..x/x..", 0, ".hidden/..x/x.." },
-	{ "a/.b/..c", 0, "a/.b/..c" },
-	{ "\xc3\xa9t\xc3\xa9/caf\xc3\xa9", 0, "\xc3\xa9t\xc3\xa9/caf\xc3\xa9" },
+    {"", 0, ""},
+    {"/", 0, ""},
+    {"//", 0, ""},
+    {".", 0, ""},
+    {"./", 0, ""},
+    {"/./.", 0, ""},
+    {"a", 0, "a"},
+    {"/a", 0, "a"},
+    {"a/", 0, "a"},
+    {"a//b", 0, "a/b"},
+    {"///a///b///", 0, "a/b"},
+    {"a/./b/.", 0, "a/b"},
+    {"a/b/..", 0, "a"},
+    {"a/b/../c", 0, "a/c"},
+    {"a/../b/../c", 0, "c"},
+    {"a/..", 0, ""},
+    {"a/b/../../c/d/..", 0, "c"},
+    {"/a/../", 0, ""},
+    {"..", -EXDEV, NULL},
+    {"/..", -EXDEV, NULL},
+    {"../a", -EXDEV, NULL},
+    {"a/../..", -EXDEV, NULL},
+    {"a/../../b", -EXDEV, NULL},
+    {"a/b/../../../c/d", -EXDEV, NULL},
+    {"./..", -EXDEV, NULL},
+    {"...", 0, "..."},
+    {"a/.../b", 0, "a/.../b"},
+    {".hidden/..x/x..", 0, ".hidden/..x/x.."},
+    {"a/.b/..c", 0, "a/.b/..c"},
+    {"\xc3\xa9t\xc3\xa9/caf\xc3\xa9", 0, "\xc3\xa9t\xc3\xa9/caf\xc3\xa9"},
 };
 
 Test(path, table)
@@ -62,7 +62,8 @@ Test(path, table)
 			cr_assert(pw_path_is_normal(out), "\"%s\" should be normal", out);
 		} else {
 			cr_assert_not_null(err, "no message for \"%s\"", c->in);
-			cr_assert_str_eq(out, "untouched", "out written on failure for \"%s\"", c->in);
+			cr_assert_str_eq(out, "untouched", "out written on failure for \"%s\"",
+					 c->in);
 		}
 	}
 }
@@ -211,10 +212,10 @@ Test(path, beneath)
 		const char *path, *root;
 		long off;
 	} t[] = {
-		{ "/a/b", "/a/b", 4 },   { "/a/b/c", "/a/b", 5 }, { "/a/b/c", "/a/b/", 5 },
-		{ "/a/bc", "/a/b", -1 }, { "/a", "/a/b", -1 },    { "/x", "/", 1 },
-		{ "/", "/", 1 },         { "/", "//", 1 },        { "a/b", "/a", -1 },
-		{ "/a/b", "a", -1 },     { "/a//b", "/a", 3 },
+	    {"/a/b", "/a/b", 4},   {"/a/b/c", "/a/b", 5}, {"/a/b/c", "/a/b/", 5},
+	    {"/a/bc", "/a/b", -1}, {"/a", "/a/b", -1},	  {"/x", "/", 1},
+	    {"/", "/", 1},	   {"/", "//", 1},	  {"a/b", "/a", -1},
+	    {"/a/b", "a", -1},	   {"/a//b", "/a", 3},
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
 		cr_assert_eq(pw_path_beneath(t[i].path, t[i].root), t[i].off, "%s under %s",

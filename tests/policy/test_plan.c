@@ -82,7 +82,8 @@ Test(plan, set_fields_keeps_the_rest)
 	char *out = NULL;
 
 	cr_assert_eq(pw_plan_set_fields(in, strlen(in), "approved", "2026-12-02T19:00:00Z",
-					"2026-12-02", &out), 0);
+					"2026-12-02", &out),
+		     0);
 	cr_expect_str_eq(out, "---\ntitle: T\nstatus: approved\nowner: me\n"
 			      "approved: 2026-12-02T19:00:00Z\nupdated: 2026-12-02\n---\n"
 			      "body: x\n- [ ] a\n");
@@ -105,7 +106,7 @@ Test(plan, names_and_paths)
 	cr_expect_not(pw_plan_name_is_valid("a..b"));
 	cr_expect_not(pw_plan_name_is_valid("a*"));
 	for (size_t i = 0; i < 3; i++) {
-		const char *in[] = { "cache", "cache.md", "docs/plans/cache.md" };
+		const char *in[] = {"cache", "cache.md", "docs/plans/cache.md"};
 		cr_assert_eq(pw_plan_path("docs/plans", in[i], &path, &name), 0);
 		cr_expect_str_eq(path, "docs/plans/cache.md");
 		cr_expect_str_eq(name, "cache");
@@ -140,15 +141,15 @@ Test(plan, plans_folder_config_and_trust)
 	snprintf(cfg, sizeof(cfg), "%s/config.yaml", sub);
 	write_file(cfg, "plans: /design/plans\n");
 	for (int trusted = 0; trusted < 2; trusted++) {
-		pw_load_opts o = { .bundled_dir = SOURCE_MODES, .project_dir = dir,
-				   .trusted = trusted };
+		pw_load_opts o = {
+		    .bundled_dir = SOURCE_MODES, .project_dir = dir, .trusted = trusted};
 		cr_assert_eq(pw_modeset_load(&o, &ms), 0);
 		cr_expect_str_eq(pw_modeset_plans_dir(ms), trusted ? "design/plans" : "docs/plans");
 		cr_expect_eq(pw_modeset_warning_count(ms), trusted ? 0 : 1);
 		pw_modeset_free(ms);
 	}
 	write_file(cfg, "plans: 'src/*'\n");
-	pw_load_opts o = { .bundled_dir = SOURCE_MODES, .project_dir = dir, .trusted = true };
+	pw_load_opts o = {.bundled_dir = SOURCE_MODES, .project_dir = dir, .trusted = true};
 	cr_assert_eq(pw_modeset_load(&o, &ms), 0);
 	cr_expect(pw_modeset_mode_broken(ms, "plan", NULL)); /* a broken config fails closed */
 	pw_modeset_free(ms);

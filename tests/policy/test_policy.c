@@ -28,11 +28,12 @@
 
 #define TOKENS FIXTURES "/tokens-global"
 
-static pw_modeset *load(const char *bundled, const char *global, const char *project,
-			bool trusted)
+static pw_modeset *load(const char *bundled, const char *global, const char *project, bool trusted)
 {
-	pw_load_opts o = { .bundled_dir = bundled, .global_dir = global,
-			   .project_dir = project, .trusted = trusted };
+	pw_load_opts o = {.bundled_dir = bundled,
+			  .global_dir = global,
+			  .project_dir = project,
+			  .trusted = trusted};
 	pw_modeset *ms = NULL;
 
 	cr_assert_eq(pw_modeset_load(&o, &ms), 0);
@@ -58,11 +59,20 @@ typedef struct expect {
 	const char *rule; /* pattern of the deciding rule, NULL for none */
 } expect;
 
-#define OK(path, dir, rule) { path, dir, true, 0, PW_REASON_ALLOW_RULE, rule }
-#define TOKEN(path, rule) { path, false, true, 0, PW_REASON_TOKEN, rule }
-#define NO(path, dir, err, reason, rule) { path, dir, false, err, reason, rule }
+#define OK(path, dir, rule)                                                                        \
+	{                                                                                          \
+		path, dir, true, 0, PW_REASON_ALLOW_RULE, rule                                     \
+	}
+#define TOKEN(path, rule)                                                                          \
+	{                                                                                          \
+		path, false, true, 0, PW_REASON_TOKEN, rule                                        \
+	}
+#define NO(path, dir, err, reason, rule)                                                           \
+	{                                                                                          \
+		path, dir, false, err, reason, rule                                                \
+	}
 
-static const pw_op read_ops[] = { PW_OP_LOOKUP, PW_OP_READ };
+static const pw_op read_ops[] = {PW_OP_LOOKUP, PW_OP_READ};
 
 static void expect_decision(const pw_policy *p, pw_op op, const expect *e, bool allowed, int err,
 			    pw_reason reason, const char *rule)
@@ -110,73 +120,73 @@ static void check_table(const pw_policy *p, const expect *rows, size_t n)
 #define RO(path, dir) NO(path, dir, EROFS, PW_REASON_READ_ONLY, NULL)
 
 static const expect read_only_rows[] = {
-	RO("", true),
-	RO("src/main.c", false),
-	RO("src/theme.css", false),
-	RO("tokens/colors.json", false),
-	RO("docs/readme.md", false),
-	RO("docs/design", true),
-	RO("docs/design/spec.md", false),
-	RO(".git/config", false),
-	RO(".git/hooks", true),
-	RO(".git/hooks/pre-commit", false),
-	RO(".git/objects/ab", false),
-	RO(".piworkfs/config.yaml", false),
+    RO("", true),
+    RO("src/main.c", false),
+    RO("src/theme.css", false),
+    RO("tokens/colors.json", false),
+    RO("docs/readme.md", false),
+    RO("docs/design", true),
+    RO("docs/design/spec.md", false),
+    RO(".git/config", false),
+    RO(".git/hooks", true),
+    RO(".git/hooks/pre-commit", false),
+    RO(".git/objects/ab", false),
+    RO(".piworkfs/config.yaml", false),
 };
 
 static const expect design_rows[] = {
-	NO("", true, EACCES, PW_REASON_NO_ALLOW, NULL),
-	NO("src/main.c", false, EACCES, PW_REASON_NO_ALLOW, NULL),
-	TOKEN("src/theme.css", "src/theme.css"),
-	TOKEN("tokens/colors.json", "tokens/colors.json"),
-	NO("tokens/other.json", false, EACCES, PW_REASON_NO_ALLOW, NULL),
-	NO("docs/readme.md", false, EACCES, PW_REASON_NO_ALLOW, NULL),
-	NO("docs", true, EACCES, PW_REASON_NO_ALLOW, NULL),
-	OK("docs/design", true, "docs/design/"),
-	NO("docs/design", false, EACCES, PW_REASON_NO_ALLOW, NULL),
-	OK("docs/design/spec.md", false, "docs/design/**"),
-	OK("docs/design/ui/flows", true, "docs/design/**"),
-	NO("docs/designs/x.md", false, EACCES, PW_REASON_NO_ALLOW, NULL),
-	NO(".git/config", false, EACCES, PW_REASON_PROTECTED, ".git/config"),
-	NO(".git/hooks", true, EACCES, PW_REASON_PROTECTED, ".git/hooks"),
-	NO(".git/hooks/pre-commit", false, EACCES, PW_REASON_PROTECTED, ".git/hooks"),
-	NO(".git/objects/ab", false, EACCES, PW_REASON_NO_ALLOW, NULL),
-	NO(".piworkfs/config.yaml", false, EACCES, PW_REASON_PROTECTED, "/.piworkfs"),
+    NO("", true, EACCES, PW_REASON_NO_ALLOW, NULL),
+    NO("src/main.c", false, EACCES, PW_REASON_NO_ALLOW, NULL),
+    TOKEN("src/theme.css", "src/theme.css"),
+    TOKEN("tokens/colors.json", "tokens/colors.json"),
+    NO("tokens/other.json", false, EACCES, PW_REASON_NO_ALLOW, NULL),
+    NO("docs/readme.md", false, EACCES, PW_REASON_NO_ALLOW, NULL),
+    NO("docs", true, EACCES, PW_REASON_NO_ALLOW, NULL),
+    OK("docs/design", true, "docs/design/"),
+    NO("docs/design", false, EACCES, PW_REASON_NO_ALLOW, NULL),
+    OK("docs/design/spec.md", false, "docs/design/**"),
+    OK("docs/design/ui/flows", true, "docs/design/**"),
+    NO("docs/designs/x.md", false, EACCES, PW_REASON_NO_ALLOW, NULL),
+    NO(".git/config", false, EACCES, PW_REASON_PROTECTED, ".git/config"),
+    NO(".git/hooks", true, EACCES, PW_REASON_PROTECTED, ".git/hooks"),
+    NO(".git/hooks/pre-commit", false, EACCES, PW_REASON_PROTECTED, ".git/hooks"),
+    NO(".git/objects/ab", false, EACCES, PW_REASON_NO_ALLOW, NULL),
+    NO(".piworkfs/config.yaml", false, EACCES, PW_REASON_PROTECTED, "/.piworkfs"),
 };
 
 static const expect build_rows[] = {
-	OK("", true, "**"),
-	OK("src/main.c", false, "**"),
-	OK("src/theme.css", false, "**"),
-	OK("tokens/colors.json", false, "**"),
-	OK("docs/readme.md", false, "**"),
-	OK("docs/design", true, "**"),
-	OK("docs/design/spec.md", false, "**"),
-	NO(".git/config", false, EACCES, PW_REASON_PROTECTED, ".git/config"),
-	NO(".git/hooks", true, EACCES, PW_REASON_PROTECTED, ".git/hooks"),
-	NO(".git/hooks/pre-commit", false, EACCES, PW_REASON_PROTECTED, ".git/hooks"),
-	OK(".git/objects/ab", false, "**"),
-	OK(".git", true, "**"),
-	NO(".piworkfs", true, EACCES, PW_REASON_PROTECTED, "/.piworkfs"),
-	NO(".piworkfs/config.yaml", false, EACCES, PW_REASON_PROTECTED, "/.piworkfs"),
-	OK(".piworkfsx", false, "**"),
+    OK("", true, "**"),
+    OK("src/main.c", false, "**"),
+    OK("src/theme.css", false, "**"),
+    OK("tokens/colors.json", false, "**"),
+    OK("docs/readme.md", false, "**"),
+    OK("docs/design", true, "**"),
+    OK("docs/design/spec.md", false, "**"),
+    NO(".git/config", false, EACCES, PW_REASON_PROTECTED, ".git/config"),
+    NO(".git/hooks", true, EACCES, PW_REASON_PROTECTED, ".git/hooks"),
+    NO(".git/hooks/pre-commit", false, EACCES, PW_REASON_PROTECTED, ".git/hooks"),
+    OK(".git/objects/ab", false, "**"),
+    OK(".git", true, "**"),
+    NO(".piworkfs", true, EACCES, PW_REASON_PROTECTED, "/.piworkfs"),
+    NO(".piworkfs/config.yaml", false, EACCES, PW_REASON_PROTECTED, "/.piworkfs"),
+    OK(".piworkfsx", false, "**"),
 };
 
 static const expect off_rows[] = {
-	OK("", true, "**"),
-	OK("src/main.c", false, "**"),
-	OK("src/theme.css", false, "**"),
-	OK("docs/design/spec.md", false, "**"),
-	OK(".git/config", false, "**"),
-	OK(".git/hooks", true, "**"),
-	OK(".git/hooks/pre-commit", false, "**"),
-	OK(".piworkfs/config.yaml", false, "**"),
+    OK("", true, "**"),
+    OK("src/main.c", false, "**"),
+    OK("src/theme.css", false, "**"),
+    OK("docs/design/spec.md", false, "**"),
+    OK(".git/config", false, "**"),
+    OK(".git/hooks", true, "**"),
+    OK(".git/hooks/pre-commit", false, "**"),
+    OK(".piworkfs/config.yaml", false, "**"),
 };
 
 Test(bundled, decision_table)
 {
 	pw_modeset *ms = load(SOURCE_MODES, TOKENS, NULL, false);
-	static const char *const ro[] = { "discuss", "plan", "review" };
+	static const char *const ro[] = {"discuss", "plan", "review"};
 
 	cr_assert_eq(pw_modeset_warning_count(ms), 0);
 	for (size_t i = 0; i < ELEMENTSOF(ro); i++) {
@@ -205,13 +215,13 @@ Test(bundled, decision_table)
 	{
 		/* plan: the plans folder and nothing else (approved plans: see plans_freeze). */
 		static const expect plan_rows[] = {
-			OK("docs/plans/x.md", false, "/docs/plans/**"),
-			OK("docs/plans", true, "/docs/plans/**"),
-			OK("docs/plans/notes/a.txt", false, "/docs/plans/**"),
-			RO("docs/x.md", false),
-			RO("src/a.c", false),
-			RO("a/docs/plans/x.md", false),
-			RO(".git/config", false),
+		    OK("docs/plans/x.md", false, "/docs/plans/**"),
+		    OK("docs/plans", true, "/docs/plans/**"),
+		    OK("docs/plans/notes/a.txt", false, "/docs/plans/**"),
+		    RO("docs/x.md", false),
+		    RO("src/a.c", false),
+		    RO("a/docs/plans/x.md", false),
+		    RO(".git/config", false),
 		};
 		pw_policy *p = compile(ms, "plan");
 		pw_decision d;
@@ -248,9 +258,9 @@ Test(bundled, deciding_rule_carries_its_origin)
 {
 	pw_modeset *ms = load(SOURCE_MODES, TOKENS, NULL, false);
 	pw_policy *p = compile(ms, "design");
-	static const char *const rules[] = { ".git/hooks", ".git/config", "/.piworkfs",
-					     "docs/design/**", "docs/design/", "tokens/colors.json",
-					     "src/theme.css" };
+	static const char *const rules[] = {".git/hooks",     ".git/config",  "/.piworkfs",
+					    "docs/design/**", "docs/design/", "tokens/colors.json",
+					    "src/theme.css"};
 	pw_decision d;
 
 	pw_policy_decide(p, PW_OP_CREATE, "docs/design/a.md", false, &d);
@@ -322,19 +332,19 @@ Test(hidden, hide_rules_answer_enoent_for_every_op)
 	pw_modeset *ms = load(FIXTURES "/modes-hide", NULL, NULL, false);
 	pw_policy *p = compile(ms, "secret");
 	static const expect hidden[] = {
-		NO(".env", false, ENOENT, PW_REASON_HIDDEN, ".env"),
-		NO("secrets", true, ENOENT, PW_REASON_HIDDEN, "secrets/"),
-		NO("secrets/db/password", false, ENOENT, PW_REASON_HIDDEN, "secrets/"),
-		NO("id.key", false, ENOENT, PW_REASON_HIDDEN, "**/*.key"),
-		NO("a/b/c.key", false, ENOENT, PW_REASON_HIDDEN, "**/*.key"),
+	    NO(".env", false, ENOENT, PW_REASON_HIDDEN, ".env"),
+	    NO("secrets", true, ENOENT, PW_REASON_HIDDEN, "secrets/"),
+	    NO("secrets/db/password", false, ENOENT, PW_REASON_HIDDEN, "secrets/"),
+	    NO("id.key", false, ENOENT, PW_REASON_HIDDEN, "**/*.key"),
+	    NO("a/b/c.key", false, ENOENT, PW_REASON_HIDDEN, "**/*.key"),
 	};
 	static const expect visible[] = {
-		OK("", true, "**"),
-		OK(".envrc", false, "**"),
-		OK("secrets", false, "**"), /* "secrets/" names directories only */
-		OK("src/.env.example", false, "**"),
-		NO("vendor/lib.c", false, EACCES, PW_REASON_DENY_RULE, "vendor/**"),
-		NO(".git/config", false, EACCES, PW_REASON_PROTECTED, ".git/config"),
+	    OK("", true, "**"),
+	    OK(".envrc", false, "**"),
+	    OK("secrets", false, "**"), /* "secrets/" names directories only */
+	    OK("src/.env.example", false, "**"),
+	    NO("vendor/lib.c", false, EACCES, PW_REASON_DENY_RULE, "vendor/**"),
+	    NO(".git/config", false, EACCES, PW_REASON_PROTECTED, ".git/config"),
 	};
 
 	cr_expect(pw_policy_has_hide_rules(p));
@@ -402,25 +412,26 @@ static void check_one(const pw_policy *p, const expect *e)
 
 Test(trust, untrusted_project_decisions)
 {
-	pw_modeset *ms = load(SOURCE_MODES, FIXTURES "/global", FIXTURES "/project-widening", false);
+	pw_modeset *ms =
+	    load(SOURCE_MODES, FIXTURES "/global", FIXTURES "/project-widening", false);
 	pw_policy *design = compile(ms, "design"), *build = compile(ms, "build");
 	pw_policy *lint = compile(ms, "lint"), *plan = compile(ms, "plan");
 	static const expect design_rows2[] = {
-		NO("secret.txt", false, ENOENT, PW_REASON_HIDDEN, "secret.txt"),
-		NO("src/a.c", false, EACCES, PW_REASON_NO_ALLOW, NULL),
-		NO("docs/design/drafts/x.md", false, EACCES, PW_REASON_DENY_RULE,
-		   "docs/design/drafts/**"),
-		OK("docs/design/x.md", false, "docs/design/**"),
-		TOKEN("tokens/colors.json", "tokens/colors.json"),
-		NO("theme.css", false, EACCES, PW_REASON_NO_ALLOW, NULL),
+	    NO("secret.txt", false, ENOENT, PW_REASON_HIDDEN, "secret.txt"),
+	    NO("src/a.c", false, EACCES, PW_REASON_NO_ALLOW, NULL),
+	    NO("docs/design/drafts/x.md", false, EACCES, PW_REASON_DENY_RULE,
+	       "docs/design/drafts/**"),
+	    OK("docs/design/x.md", false, "docs/design/**"),
+	    TOKEN("tokens/colors.json", "tokens/colors.json"),
+	    NO("theme.css", false, EACCES, PW_REASON_NO_ALLOW, NULL),
 	};
 	static const expect build_rows2[] = {
-		NO(".git/config", false, EACCES, PW_REASON_PROTECTED, ".git/config"),
-		NO("release/v1.tar", false, EACCES, PW_REASON_PROTECTED, "release/**"),
-		NO("deploy/prod.yaml", false, EACCES, PW_REASON_PROTECTED, "deploy/**"),
-		NO("generated/x.c", false, EACCES, PW_REASON_DENY_RULE, "generated/**"),
-		NO("secrets/k", false, EACCES, PW_REASON_DENY_RULE, "secrets/**"),
-		OK("src/a.c", false, "**"),
+	    NO(".git/config", false, EACCES, PW_REASON_PROTECTED, ".git/config"),
+	    NO("release/v1.tar", false, EACCES, PW_REASON_PROTECTED, "release/**"),
+	    NO("deploy/prod.yaml", false, EACCES, PW_REASON_PROTECTED, "deploy/**"),
+	    NO("generated/x.c", false, EACCES, PW_REASON_DENY_RULE, "generated/**"),
+	    NO("secrets/k", false, EACCES, PW_REASON_DENY_RULE, "secrets/**"),
+	    OK("src/a.c", false, "**"),
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(design_rows2); i++)
@@ -444,16 +455,16 @@ Test(trust, trusted_project_decisions)
 	pw_policy *build = compile(ms, "build"), *lint = compile(ms, "lint");
 	pw_policy *plan = compile(ms, "plan"), *design = compile(ms, "design");
 	static const expect rows[] = {
-		OK(".git/config", false, "**"), /* protect: false, from a trusted project */
-		OK("release/v1.tar", false, "**"),
-		NO("generated/x.c", false, EACCES, PW_REASON_DENY_RULE, "generated/**"),
+	    OK(".git/config", false, "**"), /* protect: false, from a trusted project */
+	    OK("release/v1.tar", false, "**"),
+	    NO("generated/x.c", false, EACCES, PW_REASON_DENY_RULE, "generated/**"),
 	};
 
 	for (size_t i = 0; i < ELEMENTSOF(rows); i++)
 		check_one(build, &rows[i]);
 	check_one(lint, &(expect)OK("src/a.c", false, "src/**"));
-	check_one(lint, &(expect)NO("src/gen/a.c", false, EACCES, PW_REASON_DENY_RULE,
-				    "src/gen/**"));
+	check_one(lint,
+		  &(expect)NO("src/gen/a.c", false, EACCES, PW_REASON_DENY_RULE, "src/gen/**"));
 	/* plan with writes.tokens: true writes the token files only; protected paths hold. */
 	cr_expect_not(pw_policy_writes_nothing(plan));
 	check_one(plan, &(expect)TOKEN("theme.css", "theme.css"));
@@ -485,26 +496,26 @@ Test(globs, patterns_without_a_slash_match_at_any_depth)
 	pw_policy *globs = compile(ms, "globs"), *build = compile(ms, "build");
 	pw_policy *design = compile(ms, "design");
 	static const expect globs_rows[] = {
-		OK("tests", true, "tests/**"),
-		NO("tests", false, EACCES, PW_REASON_NO_ALLOW, NULL),
-		OK("tests/a/b.c", false, "tests/**"),
-		NO("lib/tests", true, EACCES, PW_REASON_NO_ALLOW, NULL),
-		NO("lib/tests/a.c", false, EACCES, PW_REASON_NO_ALLOW, NULL),
-		NO("tests/sub/b.pem", false, EACCES, PW_REASON_PROTECTED, "*.pem"),
-		NO("tests/keys.pem/x", false, EACCES, PW_REASON_PROTECTED, "*.pem"),
-		NO("tests/x.log", false, EACCES, PW_REASON_DENY_RULE, "*.log"),
-		NO("tests/a/b/x.log", false, EACCES, PW_REASON_DENY_RULE, "*.log"),
-		NO("tests/gen", true, EACCES, PW_REASON_DENY_RULE, "gen/"),
-		NO("tests/gen/x.c", false, EACCES, PW_REASON_DENY_RULE, "gen/"),
-		OK("tests/gen", false, "tests/**"), /* "gen/" names directories only */
-		OK("top.txt", false, "/top.txt"),
+	    OK("tests", true, "tests/**"),
+	    NO("tests", false, EACCES, PW_REASON_NO_ALLOW, NULL),
+	    OK("tests/a/b.c", false, "tests/**"),
+	    NO("lib/tests", true, EACCES, PW_REASON_NO_ALLOW, NULL),
+	    NO("lib/tests/a.c", false, EACCES, PW_REASON_NO_ALLOW, NULL),
+	    NO("tests/sub/b.pem", false, EACCES, PW_REASON_PROTECTED, "*.pem"),
+	    NO("tests/keys.pem/x", false, EACCES, PW_REASON_PROTECTED, "*.pem"),
+	    NO("tests/x.log", false, EACCES, PW_REASON_DENY_RULE, "*.log"),
+	    NO("tests/a/b/x.log", false, EACCES, PW_REASON_DENY_RULE, "*.log"),
+	    NO("tests/gen", true, EACCES, PW_REASON_DENY_RULE, "gen/"),
+	    NO("tests/gen/x.c", false, EACCES, PW_REASON_DENY_RULE, "gen/"),
+	    OK("tests/gen", false, "tests/**"), /* "gen/" names directories only */
+	    OK("top.txt", false, "/top.txt"),
 	};
 	static const expect build_rows3[] = {
-		NO("a.pem", false, EACCES, PW_REASON_PROTECTED, "*.pem"),
-		NO("sub/b.pem", false, EACCES, PW_REASON_PROTECTED, "*.pem"),
-		NO("a/b/c/d.pem", false, EACCES, PW_REASON_PROTECTED, "*.pem"),
-		OK("a/b/pem", false, "**"),
-		OK("sub/.piworkfs/x", false, "**"), /* the built-in /.piworkfs is anchored */
+	    NO("a.pem", false, EACCES, PW_REASON_PROTECTED, "*.pem"),
+	    NO("sub/b.pem", false, EACCES, PW_REASON_PROTECTED, "*.pem"),
+	    NO("a/b/c/d.pem", false, EACCES, PW_REASON_PROTECTED, "*.pem"),
+	    OK("a/b/pem", false, "**"),
+	    OK("sub/.piworkfs/x", false, "**"), /* the built-in /.piworkfs is anchored */
 	};
 	pw_decision d;
 
@@ -517,7 +528,7 @@ Test(globs, patterns_without_a_slash_match_at_any_depth)
 
 	/* Hidden at any depth, for every operation. */
 	for (size_t i = 0; i < 3; i++) {
-		static const char *const hidden[] = { ".env", "tests/.env", "a/b/.env/c" };
+		static const char *const hidden[] = {".env", "tests/.env", "a/b/.env/c"};
 
 		cr_expect(pw_policy_is_hidden(globs, hidden[i], false), "%s", hidden[i]);
 		pw_policy_decide(globs, PW_OP_READ, hidden[i], false, &d);
@@ -544,9 +555,9 @@ Test(fail_closed, every_write_is_erofs)
 {
 	pw_policy *p = pw_policy_new_fail_closed("build", "build.md:3:1: error: invalid YAML");
 	static const expect rows[] = {
-		NO("src/main.c", false, EROFS, PW_REASON_FAIL_CLOSED, NULL),
-		NO("", true, EROFS, PW_REASON_FAIL_CLOSED, NULL),
-		NO(".git/config", false, EROFS, PW_REASON_FAIL_CLOSED, NULL),
+	    NO("src/main.c", false, EROFS, PW_REASON_FAIL_CLOSED, NULL),
+	    NO("", true, EROFS, PW_REASON_FAIL_CLOSED, NULL),
+	    NO(".git/config", false, EROFS, PW_REASON_FAIL_CLOSED, NULL),
 	};
 
 	cr_assert_not_null(p);
@@ -642,9 +653,9 @@ Test(lifetime, refcount_is_thread_safe)
 
 Test(names, ops_and_reasons)
 {
-	static const char *const reasons[] = { "read", "allow-rule", "token", "hidden",
-					       "read-only", "protected", "deny-rule", "no-allow",
-					       "fail-closed", "outside" };
+	static const char *const reasons[] = {"read",	     "allow-rule", "token",	"hidden",
+					      "read-only",   "protected",  "deny-rule", "no-allow",
+					      "fail-closed", "outside"};
 
 	for (int op = 0; op < _PW_OP_MAX; op++) {
 		cr_expect_eq(pw_op_from_name(pw_op_name(op)), op, "%s", pw_op_name(op));
@@ -675,15 +686,15 @@ static bool tightening(const pw_modeset *ms, const char *from, const char *to)
 Test(tightening, every_bundled_pair)
 {
 	/* names in modeset order: build design discuss off plan review. want[from][to]. */
-	static const char *const names[] = { "build", "design", "discuss", "off", "plan", "review" };
+	static const char *const names[] = {"build", "design", "discuss", "off", "plan", "review"};
 	static const bool want[6][6] = {
-		/* to:      build  design discuss off    plan   review */
-		/* build */ { true, true, true, false, true, true },
-		/* design*/ { false, true, true, false, false, true },
-		/* discuss*/{ false, false, true, false, false, true },
-		/* off */   { true, true, true, true, true, true },
-		/* plan */  { false, false, true, false, true, true },
-		/* review */{ false, false, true, false, false, true },
+	    /* to:      build  design discuss off    plan   review */
+	    /* build */ {true, true, true, false, true, true},
+	    /* design*/ {false, true, true, false, false, true},
+	    /* discuss*/ {false, false, true, false, false, true},
+	    /* off */ {true, true, true, true, true, true},
+	    /* plan */ {false, false, true, false, true, true},
+	    /* review */ {false, false, true, false, false, true},
 	};
 	pw_modeset *ms = load(SOURCE_MODES, TOKENS, NULL, false);
 
@@ -700,33 +711,33 @@ Test(tightening, custom_modes)
 		const char *from, *to;
 		bool want;
 	} cases[] = {
-		{ "a", "a", true },
-		{ "a", "a-reordered", true },    /* same rules, other order */
-		{ "a-reordered", "a", true },
-		{ "a", "a-more-deny", true },     /* more denied */
-		{ "a-more-deny", "a", false },    /* a deny rule dropped */
-		{ "a", "a-hide", true },          /* more hidden */
-		{ "a-hide", "a", false },         /* unhiding reveals files */
-		{ "b", "a", true },               /* fewer allow rules */
-		{ "a", "b", false },              /* an allow rule added */
-		{ "a", "c", false },              /* a different allow rule */
-		{ "a", "ro-hide", true },         /* writes nothing, hides more */
-		{ "a-hide", "ro-hide", true },
-		{ "a-hide", "discuss", false },   /* writes nothing, but unhides .env */
-		{ "ro-hide", "a-hide", false },   /* starts writing */
-		{ "a", "tokens-only", false },    /* token files were not writable in a */
-		{ "design", "tokens-only", true },
-		{ "tokens-only", "design", false },
-		{ "build", "a", true },           /* a narrower allow, more denied */
-		{ "a", "build", false },
-		{ "open", "a", true },            /* covered by "**", deny kept, protection added */
-		{ "open", "build", false },       /* build drops open's deny rule */
-		{ "build", "open", false },       /* protection removed */
-		{ "off", "open", true },
-		{ "open", "off", false },
-		{ "a", "a-no-originals", false }, /* the same writes, no undo */
-		{ "a-no-originals", "a", true },
-		{ "a-no-originals", "ro-hide", true },
+	    {"a", "a", true},
+	    {"a", "a-reordered", true}, /* same rules, other order */
+	    {"a-reordered", "a", true},
+	    {"a", "a-more-deny", true},	 /* more denied */
+	    {"a-more-deny", "a", false}, /* a deny rule dropped */
+	    {"a", "a-hide", true},	 /* more hidden */
+	    {"a-hide", "a", false},	 /* unhiding reveals files */
+	    {"b", "a", true},		 /* fewer allow rules */
+	    {"a", "b", false},		 /* an allow rule added */
+	    {"a", "c", false},		 /* a different allow rule */
+	    {"a", "ro-hide", true},	 /* writes nothing, hides more */
+	    {"a-hide", "ro-hide", true},
+	    {"a-hide", "discuss", false}, /* writes nothing, but unhides .env */
+	    {"ro-hide", "a-hide", false}, /* starts writing */
+	    {"a", "tokens-only", false},  /* token files were not writable in a */
+	    {"design", "tokens-only", true},
+	    {"tokens-only", "design", false},
+	    {"build", "a", true}, /* a narrower allow, more denied */
+	    {"a", "build", false},
+	    {"open", "a", true},      /* covered by "**", deny kept, protection added */
+	    {"open", "build", false}, /* build drops open's deny rule */
+	    {"build", "open", false}, /* protection removed */
+	    {"off", "open", true},
+	    {"open", "off", false},
+	    {"a", "a-no-originals", false}, /* the same writes, no undo */
+	    {"a-no-originals", "a", true},
+	    {"a-no-originals", "ro-hide", true},
 	};
 	pw_modeset *custom = load(FIXTURES "/modes-tighten", TOKENS, NULL, false);
 	pw_modeset *bundled = load(SOURCE_MODES, TOKENS, NULL, false);
@@ -790,8 +801,8 @@ Test(plans, freeze)
 	check_one(build, &(expect)OK("docs/plans/y.md", false, "**"));
 	check_one(off, &(expect)OK("docs/plans/x.md", false, "**"));
 	/* Renaming the folder would carry the plan out from under its rule. */
-	cr_expect_not(pw_policy_may_write_tree(build, "docs/plans", &(pw_decision){ 0 }));
-	cr_expect_not(pw_policy_may_write_tree(build, "docs", &(pw_decision){ 0 }));
+	cr_expect_not(pw_policy_may_write_tree(build, "docs/plans", &(pw_decision){0}));
+	cr_expect_not(pw_policy_may_write_tree(build, "docs", &(pw_decision){0}));
 	/* Approving tightens; reopening (the plan's rule gone) loosens. */
 	cr_expect(pw_policy_is_tightening(build_before, build));
 	cr_expect_not(pw_policy_is_tightening(build, build_before));

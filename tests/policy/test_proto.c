@@ -19,8 +19,7 @@ static bool expect_error(const char *line, int code)
 	pw_rpc_error e;
 	int ret = parse(line, &r, &e);
 	cr_assert_eq(ret, -EINVAL, "line %s: ret %d", line, ret);
-	cr_assert_eq(e.code, code, "line %s: code %d, want %d (%s)", line, e.code, code,
-		     e.message);
+	cr_assert_eq(e.code, code, "line %s: code %d, want %d (%s)", line, e.code, code, e.message);
 	cr_assert_not_null(e.message);
 	bool had_id = e.id != NULL;
 	pw_rpc_request_done(&r);
@@ -55,15 +54,16 @@ Test(proto, absent_params_become_empty_object)
 
 Test(proto, ids_of_every_type)
 {
-	static const char *ok[] = { "\"abc\"", "\"\"", "0", "-1", "9223372036854775807",
-				    "-9223372036854775808", "null" };
-	static const char *bad[] = { "1.5", "true", "false", "{}", "[]", "[1]" };
+	static const char *ok[] = {
+	    "\"abc\"", "\"\"", "0", "-1", "9223372036854775807", "-9223372036854775808", "null"};
+	static const char *bad[] = {"1.5", "true", "false", "{}", "[]", "[1]"};
 	char line[256];
 
 	for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
 		pw_rpc_request r;
 		pw_rpc_error e;
-		snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"x\"}", ok[i]);
+		snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"x\"}",
+			 ok[i]);
 		cr_assert_eq(parse(line, &r, &e), 0, "id %s", ok[i]);
 		cr_assert_not_null(r.id, "id %s kept", ok[i]);
 		json_t *reply = pw_rpc_result_reply(r.id, json_true());
@@ -72,7 +72,8 @@ Test(proto, ids_of_every_type)
 		pw_rpc_request_done(&r);
 	}
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-		snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"x\"}", bad[i]);
+		snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":%s,\"method\":\"x\"}",
+			 bad[i]);
 		cr_assert_not(expect_error(line, PW_RPC_INVALID_REQUEST), "bad id %s not echoed",
 			      bad[i]);
 	}
@@ -138,7 +139,8 @@ Test(proto, deep_nesting_refused_before_parsing)
 
 Test(proto, batches_rejected)
 {
-	expect_error("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}]", PW_RPC_INVALID_REQUEST);
+	expect_error("[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"status\"}]",
+		     PW_RPC_INVALID_REQUEST);
 	expect_error("[]", PW_RPC_INVALID_REQUEST);
 }
 
@@ -148,7 +150,8 @@ Test(proto, invalid_requests)
 	expect_error("\"status\"", PW_RPC_INVALID_REQUEST);
 	cr_assert(expect_error("{\"id\":1,\"method\":\"status\"}", PW_RPC_INVALID_REQUEST),
 		  "a readable id is echoed");
-	expect_error("{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"status\"}", PW_RPC_INVALID_REQUEST);
+	expect_error("{\"jsonrpc\":\"1.0\",\"id\":1,\"method\":\"status\"}",
+		     PW_RPC_INVALID_REQUEST);
 	expect_error("{\"jsonrpc\":2,\"id\":1,\"method\":\"status\"}", PW_RPC_INVALID_REQUEST);
 	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1}", PW_RPC_INVALID_REQUEST);
 	expect_error("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":5}", PW_RPC_INVALID_REQUEST);
@@ -256,16 +259,16 @@ Test(proto, serialize_refuses_oversized)
 Test(proto, bad_replies)
 {
 	static const char *bad[] = {
-		"{}",
-		"[]",
-		"{\"jsonrpc\":\"2.0\",\"id\":1}",
-		"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":1,\"error\":{}}",
-		"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":\"x\",\"message\":\"m\"}}",
-		"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":1}}",
-		"{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":1}",
-		"{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"id\":1}",
-		"{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":3}",
-		"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":99999999999,\"message\":\"m\"}}",
+	    "{}",
+	    "[]",
+	    "{\"jsonrpc\":\"2.0\",\"id\":1}",
+	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":1,\"error\":{}}",
+	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":\"x\",\"message\":\"m\"}}",
+	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":1}}",
+	    "{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":1}",
+	    "{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"id\":1}",
+	    "{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":3}",
+	    "{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":99999999999,\"message\":\"m\"}}",
 	};
 	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
 		pw_rpc_reply rep;
@@ -275,10 +278,10 @@ Test(proto, bad_replies)
 }
 
 static const pw_rpc_param check_spec[] = {
-	{ "paths", PW_RPC_T_STRING_ARRAY, true, 3 },
-	{ "op", PW_RPC_T_STRING, false, 16 },
-	{ "dir", PW_RPC_T_BOOL, false, 0 },
-	{ "n", PW_RPC_T_INT, false, 0 },
+    {"paths", PW_RPC_T_STRING_ARRAY, true, 3},
+    {"op", PW_RPC_T_STRING, false, 16},
+    {"dir", PW_RPC_T_BOOL, false, 0},
+    {"n", PW_RPC_T_INT, false, 0},
 };
 
 static void expect_params(const char *json, int want, const char *msg_part)
@@ -290,7 +293,8 @@ static void expect_params(const char *json, int want, const char *msg_part)
 	cr_assert_eq(r, want, "%s: %d (%s)", json, r, msg ? msg : "");
 	if (msg_part) {
 		cr_assert_not_null(msg);
-		cr_assert(strstr(msg, msg_part), "%s: message '%s' lacks '%s'", json, msg, msg_part);
+		cr_assert(strstr(msg, msg_part), "%s: message '%s' lacks '%s'", json, msg,
+			  msg_part);
 	}
 	free(msg);
 	json_decref(p);

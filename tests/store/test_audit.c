@@ -72,12 +72,12 @@ static void create_db(void)
 static pw_audit *start(unsigned capacity, unsigned days, uint64_t rows)
 {
 	pw_audit_opts o = {
-		.db_path = dbpath,
-		.project = "/projects/demo",
-		.mountpoint = "/mnt/demo",
-		.queue_capacity = capacity,
-		.retention_days = days,
-		.retention_rows = rows,
+	    .db_path = dbpath,
+	    .project = "/projects/demo",
+	    .mountpoint = "/mnt/demo",
+	    .queue_capacity = capacity,
+	    .retention_days = days,
+	    .retention_rows = rows,
 	};
 	pw_audit *a = NULL;
 	char *warning = NULL;
@@ -136,15 +136,15 @@ static pw_audit_stats drained(pw_audit *a)
 static pw_audit_event denial(pw_op op, const char *path, int64_t t)
 {
 	return (pw_audit_event){
-		.time_ns = t,
-		.mode = "plan",
-		.generation = 3,
-		.op = op,
-		.path = path,
-		.err = EROFS,
-		.reason = PW_REASON_READ_ONLY,
-		.pid = getpid(),
-		.uid = getuid(),
+	    .time_ns = t,
+	    .mode = "plan",
+	    .generation = 3,
+	    .op = op,
+	    .path = path,
+	    .err = EROFS,
+	    .reason = PW_REASON_READ_ONLY,
+	    .pid = getpid(),
+	    .uid = getuid(),
 	};
 }
 
@@ -161,12 +161,12 @@ Test(audit, rows_carry_every_field)
 {
 	pw_audit *a = start(0, 0, 0);
 	pw_rule deny = {
-		.kind = PW_RULE_DENY,
-		.pattern = (char *)"src/secret/**",
-		.file = (char *)"/home/u/.config/piworkfs/modes/build.md",
-		.line = 7,
-		.column = 5,
-		.layer = PW_LAYER_GLOBAL,
+	    .kind = PW_RULE_DENY,
+	    .pattern = (char *)"src/secret/**",
+	    .file = (char *)"/home/u/.config/piworkfs/modes/build.md",
+	    .line = 7,
+	    .column = 5,
+	    .layer = PW_LAYER_GLOBAL,
 	};
 	int64_t t = now_ns();
 	pw_audit_event ev = denial(PW_OP_CREATE, "docs/new.md", t);
@@ -255,7 +255,7 @@ Test(audit, allowed_events_only_when_asked)
 	pw_audit_stop(a);
 	cr_assert_eq(st.submitted, 0, "an allowed event is ignored without log_allowed");
 
-	pw_audit_opts o = { .db_path = dbpath, .project = "/p", .log_allowed = true };
+	pw_audit_opts o = {.db_path = dbpath, .project = "/p", .log_allowed = true};
 	cr_assert_eq(pw_audit_start(&o, &a, NULL), 0);
 	pw_audit_submit(a, &ev);
 	drained(a);
@@ -368,7 +368,7 @@ Test(audit, retention_by_days)
 {
 	pw_audit *a = start(0, 30, 0);
 	int64_t day = 86400ll * 1000000000ll, now = now_ns();
-	const int64_t ages[] = { 40, 31, 29, 1, 0 };
+	const int64_t ages[] = {40, 31, 29, 1, 0};
 	for (size_t i = 0; i < ELEMENTSOF(ages); i++) {
 		char p[16];
 		snprintf(p, sizeof(p), "f%zu", i);
@@ -386,7 +386,7 @@ Test(audit, retention_by_days_on_start_and_for_switches)
 	pw_state *s = NULL;
 	cr_assert_eq(pw_state_open(dbpath, &s, NULL), 0);
 	int64_t day = 86400ll * 1000000000ll, now = now_ns();
-	pw_switch_record r = { .time_ns = now - 10 * day, .project = "/p", .to_mode = "plan" };
+	pw_switch_record r = {.time_ns = now - 10 * day, .project = "/p", .to_mode = "plan"};
 	cr_assert_eq(pw_state_record_switch(s, &r), 0);
 	r.time_ns = now - 2 * day;
 	cr_assert_eq(pw_state_record_switch(s, &r), 0);
@@ -491,8 +491,8 @@ Test(audit, database_locked_by_another_process)
 	snprintf(e_release, sizeof(e_release), "PW_AUDIT_LOCKER_RELEASE=%d", release[0]);
 	snprintf(e_asan, sizeof(e_asan), "ASAN_OPTIONS=%s", asan ? asan : "");
 	snprintf(e_ubsan, sizeof(e_ubsan), "UBSAN_OPTIONS=%s", ubsan ? ubsan : "");
-	char *const envp[] = { e_db, e_ready, e_release, e_asan, e_ubsan, NULL };
-	char *const argv[] = { "test_audit", NULL };
+	char *const envp[] = {e_db, e_ready, e_release, e_asan, e_ubsan, NULL};
+	char *const argv[] = {"test_audit", NULL};
 	pid_t child = fork();
 	cr_assert_geq(child, 0);
 	if (child == 0) {
@@ -518,7 +518,8 @@ Test(audit, database_locked_by_another_process)
 	}
 	pw_audit_stats st;
 	pw_audit_get_stats(a, &st);
-	cr_assert_eq(st.written, 0, "nothing can be written while the other process holds the lock");
+	cr_assert_eq(st.written, 0,
+		     "nothing can be written while the other process holds the lock");
 	cr_assert_eq(st.dropped, 0);
 	cr_assert_eq(write(release[1], "x", 1), 1);
 	close(release[1]);
@@ -585,8 +586,10 @@ Test(audit, listener_sees_each_new_row)
 	static seen s;
 	pw_audit *a = start(0, 0, 0);
 	pw_audit_set_listener(a, listener, &s);
-	pw_rule r = { .kind = PW_RULE_PROTECTED, .pattern = (char *)".git/hooks/**",
-		      .file = (char *)"(built-in)", .layer = PW_LAYER_DEFAULT };
+	pw_rule r = {.kind = PW_RULE_PROTECTED,
+		     .pattern = (char *)".git/hooks/**",
+		     .file = (char *)"(built-in)",
+		     .layer = PW_LAYER_DEFAULT};
 	int64_t t0 = now_ns();
 	for (int i = 0; i < 50; i++) {
 		pw_audit_event ev = denial(PW_OP_CREATE, ".git/hooks/pre-commit", t0 + i);

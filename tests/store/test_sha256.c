@@ -29,10 +29,10 @@ Test(sha256, fips_vectors)
 	static const struct {
 		const char *in, *want;
 	} v[] = {
-		{ "", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" },
-		{ "abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" },
-		{ "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
-		  "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1" },
+	    {"", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+	    {"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"},
+	    {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+	     "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"},
 	};
 	char hex[PW_SHA256_HEX];
 
@@ -44,7 +44,7 @@ Test(sha256, fips_vectors)
 
 Test(sha256, a_million_as_in_any_pieces)
 {
-	static const size_t pieces[] = { 1, 3, 63, 64, 65, 1000, 4096, 1000000 };
+	static const size_t pieces[] = {1, 3, 63, 64, 65, 1000, 4096, 1000000};
 	size_t n = 1000000;
 	char *a = malloc(n), hex[PW_SHA256_HEX];
 
@@ -52,7 +52,8 @@ Test(sha256, a_million_as_in_any_pieces)
 	memset(a, 'a', n);
 	for (size_t i = 0; i < sizeof(pieces) / sizeof(pieces[0]); i++) {
 		digest(a, n, pieces[i], hex);
-		cr_expect_str_eq(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0",
+		cr_expect_str_eq(hex,
+				 "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0",
 				 "pieces of %zu", pieces[i]);
 	}
 	free(a);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The state database (fs/store/state.h, fs/store/db.h): creation, migration, rebuild of a corrupt file,
- * last mode per project, trust and the switch history. Each test works in its own
- * temporary directory.
+ * The state database (fs/store/state.h, fs/store/db.h): creation, migration, rebuild of a corrupt
+ * file, last mode per project, trust and the switch history. Each test works in its own temporary
+ * directory.
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -255,13 +255,14 @@ Test(state, damaged_audit_table_is_found_by_the_full_check)
 	pw_state_close(s);
 	sqlite3 *db = NULL;
 	cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
-	cr_assert_eq(sqlite3_exec(db,
-				  "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
-				  "WHERE i < 2000) INSERT INTO audit(time_ns, project, op, path, "
-				  "first_ns, last_ns) SELECT i, '/p', 'create', 'some/longer/path/' || i, "
-				  "i, i FROM n",
-				  NULL, NULL, NULL),
-		     SQLITE_OK);
+	cr_assert_eq(
+	    sqlite3_exec(db,
+			 "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+			 "WHERE i < 2000) INSERT INTO audit(time_ns, project, op, path, "
+			 "first_ns, last_ns) SELECT i, '/p', 'create', 'some/longer/path/' || i, "
+			 "i, i FROM n",
+			 NULL, NULL, NULL),
+	    SQLITE_OK);
 	sqlite3_close(db);
 	int64_t page, root;
 	page_of("audit", &page, &root);
@@ -335,16 +336,16 @@ Test(state, switch_history)
 
 	cr_assert_eq(pw_state_open(dbpath, &s, NULL), 0);
 	pw_switch_record r = {
-		.time_ns = 1000,
-		.project = "/p",
-		.mountpoint = "/mnt/v",
-		.from_mode = NULL,
-		.to_mode = "plan",
-		.generation = 1,
-		.pid = 42,
-		.uid = 1000,
-		.comm = "piworkfs",
-		.origin = "mount",
+	    .time_ns = 1000,
+	    .project = "/p",
+	    .mountpoint = "/mnt/v",
+	    .from_mode = NULL,
+	    .to_mode = "plan",
+	    .generation = 1,
+	    .pid = 42,
+	    .uid = 1000,
+	    .comm = "piworkfs",
+	    .origin = "mount",
 	};
 	cr_assert_eq(pw_state_record_switch(s, &r), 0);
 	r.time_ns = 2000;
@@ -358,8 +359,9 @@ Test(state, switch_history)
 	pw_state_close(s);
 
 	cr_assert_eq(query_int(dbpath, "SELECT count(*) FROM switches WHERE project = '/p'"), 2);
-	cr_assert_eq(query_int(dbpath, "SELECT count(*) FROM switches WHERE from_mode IS NULL "
-				       "AND to_mode = 'plan' AND origin = 'mount' AND generation = 1"),
+	cr_assert_eq(query_int(dbpath,
+			       "SELECT count(*) FROM switches WHERE from_mode IS NULL "
+			       "AND to_mode = 'plan' AND origin = 'mount' AND generation = 1"),
 		     1);
 	cr_assert_eq(query_int(dbpath, "SELECT generation FROM switches WHERE from_mode = 'plan' "
 				       "AND to_mode = 'build' AND pid = 42 AND uid = 1000 AND "
@@ -379,10 +381,17 @@ Test(state, a_granted_request_keeps_its_reason_and_who_answered)
 
 	cr_assert_eq(pw_state_open(dbpath, &s, NULL), 0);
 	pw_switch_record r = {
-		.time_ns = 1000, .project = "/p", .from_mode = "plan", .to_mode = "build",
-		.generation = 2, .pid = 7, .uid = 0, .comm = "piworkfs", .origin = "request",
-		.reason = "implement the approved plan",
-		.answered_by = "the terminal of piworkfs run (pid 7)",
+	    .time_ns = 1000,
+	    .project = "/p",
+	    .from_mode = "plan",
+	    .to_mode = "build",
+	    .generation = 2,
+	    .pid = 7,
+	    .uid = 0,
+	    .comm = "piworkfs",
+	    .origin = "request",
+	    .reason = "implement the approved plan",
+	    .answered_by = "the terminal of piworkfs run (pid 7)",
 	};
 	cr_assert_eq(pw_state_record_switch(s, &r), 0);
 	pw_state_close(s);
@@ -396,9 +405,10 @@ Test(state, a_granted_request_keeps_its_reason_and_who_answered)
 	/* Schema 2: the columns are not there. */
 	sqlite3 *db = NULL;
 	cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
-	cr_assert_eq(sqlite3_exec(db, "ALTER TABLE switches DROP COLUMN reason;"
-				      "ALTER TABLE switches DROP COLUMN answered_by;"
-				      "PRAGMA user_version = 2;",
+	cr_assert_eq(sqlite3_exec(db,
+				  "ALTER TABLE switches DROP COLUMN reason;"
+				  "ALTER TABLE switches DROP COLUMN answered_by;"
+				  "PRAGMA user_version = 2;",
 				  NULL, NULL, NULL),
 		     SQLITE_OK, "%s", sqlite3_errmsg(db));
 	sqlite3_close(db);

@@ -44,12 +44,12 @@ static void seed_audit(void)
 	sqlite3 *db = NULL;
 	cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
 	const char *sql =
-		"INSERT INTO audit(time_ns, project, mode, op, path, path2, errno, pid, first_ns, "
-		"last_ns) VALUES"
-		"(100, '/p', 'plan', 'create', 'src/a.c', NULL, 30, 7, 100, 100),"
-		"(200, '/p', 'build', 'write', 'src/b.c', NULL, 0, 7, 200, 200),"
-		"(300, '/p', 'plan', 'rename', 'docs/x.md', 'src/a.c', 13, 8, 300, 300),"
-		"(400, '/q', 'plan', 'unlink', 'src/a.c', NULL, 30, 9, 400, 400);";
+	    "INSERT INTO audit(time_ns, project, mode, op, path, path2, errno, pid, first_ns, "
+	    "last_ns) VALUES"
+	    "(100, '/p', 'plan', 'create', 'src/a.c', NULL, 30, 7, 100, 100),"
+	    "(200, '/p', 'build', 'write', 'src/b.c', NULL, 0, 7, 200, 200),"
+	    "(300, '/p', 'plan', 'rename', 'docs/x.md', 'src/a.c', 13, 8, 300, 300),"
+	    "(400, '/q', 'plan', 'unlink', 'src/a.c', NULL, 30, 9, 400, 400);";
 	cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
 	sqlite3_close(db);
 }
@@ -70,7 +70,7 @@ static int collect(const pw_audit_row *row, void *userdata)
 
 static seen query(pw_store_reader *r, const pw_audit_filter *f)
 {
-	seen s = { 0 };
+	seen s = {0};
 	cr_assert_eq(pw_store_audit_query(r, f, collect, &s), 0);
 	return s;
 }
@@ -123,34 +123,34 @@ Test(reader, audit_filters)
 	_cleanup_(pw_store_reader_closep) pw_store_reader *r = NULL;
 	cr_assert_eq(pw_store_open_readonly(dbpath, &r), 0);
 
-	seen s = query(r, &(pw_audit_filter){ .after_id = -1 });
+	seen s = query(r, &(pw_audit_filter){.after_id = -1});
 	cr_assert_eq(s.n, 4);
 	cr_assert_eq(s.ids[0], 4, "newest first");
 	cr_assert_eq(s.ids[3], 1);
 
-	s = query(r, &(pw_audit_filter){ .after_id = 2 });
+	s = query(r, &(pw_audit_filter){.after_id = 2});
 	cr_assert_eq(s.n, 2);
 	cr_assert_eq(s.ids[0], 3, "after an id: oldest first");
 
-	s = query(r, &(pw_audit_filter){ .denied = true, .project = "/p", .after_id = -1 });
+	s = query(r, &(pw_audit_filter){.denied = true, .project = "/p", .after_id = -1});
 	cr_assert_eq(s.n, 2);
-	s = query(r, &(pw_audit_filter){ .mode = "build", .after_id = -1 });
+	s = query(r, &(pw_audit_filter){.mode = "build", .after_id = -1});
 	cr_assert(s.n == 1 && s.ids[0] == 2);
-	s = query(r, &(pw_audit_filter){ .path_eq = "src/a.c", .after_id = -1 });
+	s = query(r, &(pw_audit_filter){.path_eq = "src/a.c", .after_id = -1});
 	cr_assert_eq(s.n, 3, "path or path2");
-	s = query(r, &(pw_audit_filter){ .has_pid = true, .pid = 7, .after_id = -1 });
+	s = query(r, &(pw_audit_filter){.has_pid = true, .pid = 7, .after_id = -1});
 	cr_assert_eq(s.n, 2);
-	s = query(r, &(pw_audit_filter){ .has_since = true, .since_ns = 300, .after_id = -1 });
+	s = query(r, &(pw_audit_filter){.has_since = true, .since_ns = 300, .after_id = -1});
 	cr_assert_eq(s.n, 2);
 
 	pw_glob *g = NULL;
 	cr_assert_eq(pw_glob_compile("docs/**", &g, NULL), 0);
-	s = query(r, &(pw_audit_filter){ .path_glob = g, .after_id = -1 });
+	s = query(r, &(pw_audit_filter){.path_glob = g, .after_id = -1});
 	cr_assert(s.n == 1 && s.ids[0] == 3);
 	pw_glob_free(g);
 
-	seen stop = { .stop_after = 2 };
-	cr_assert_eq(pw_store_audit_query(r, &(pw_audit_filter){ .after_id = -1 }, collect, &stop),
+	seen stop = {.stop_after = 2};
+	cr_assert_eq(pw_store_audit_query(r, &(pw_audit_filter){.after_id = -1}, collect, &stop),
 		     0);
 	cr_assert_eq(stop.n, 2, "the callback stops the walk");
 
@@ -173,31 +173,30 @@ Test(reader, audit_thread_and_a_store_before_schema_7)
 	seed_audit();
 	sqlite3 *db = NULL;
 	cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
-	cr_assert_eq(sqlite3_exec(db, "UPDATE audit SET thread = 'libuv-worker' WHERE id = 4",
-				  NULL, NULL, NULL),
+	cr_assert_eq(sqlite3_exec(db, "UPDATE audit SET thread = 'libuv-worker' WHERE id = 4", NULL,
+				  NULL, NULL),
 		     SQLITE_OK, "%s", sqlite3_errmsg(db));
 	sqlite3_close(db);
 	char thread[32] = "";
 	pw_store_reader *r = NULL;
 	cr_assert_eq(pw_store_open_readonly(dbpath, &r), 0);
-	cr_assert_eq(pw_store_audit_query(r, &(pw_audit_filter){ .after_id = -1 }, keep_thread,
-					  thread),
-		     0);
+	cr_assert_eq(
+	    pw_store_audit_query(r, &(pw_audit_filter){.after_id = -1}, keep_thread, thread), 0);
 	cr_assert_str_eq(thread, "libuv-worker");
 	pw_store_reader_close(r);
 
 	cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
-	cr_assert_eq(sqlite3_exec(db, "ALTER TABLE audit DROP COLUMN thread; "
-				      "PRAGMA user_version = 6;",
+	cr_assert_eq(sqlite3_exec(db,
+				  "ALTER TABLE audit DROP COLUMN thread; "
+				  "PRAGMA user_version = 6;",
 				  NULL, NULL, NULL),
 		     SQLITE_OK, "%s", sqlite3_errmsg(db));
 	sqlite3_close(db);
 	cr_assert_eq(pw_store_open_readonly(dbpath, &r), 0);
-	seen s = query(r, &(pw_audit_filter){ .after_id = -1 });
+	seen s = query(r, &(pw_audit_filter){.after_id = -1});
 	cr_assert_eq(s.n, 4);
-	cr_assert_eq(pw_store_audit_query(r, &(pw_audit_filter){ .after_id = -1 }, keep_thread,
-					  thread),
-		     0);
+	cr_assert_eq(
+	    pw_store_audit_query(r, &(pw_audit_filter){.after_id = -1}, keep_thread, thread), 0);
 	cr_assert_str_eq(thread, "(null)");
 	pw_store_reader_close(r);
 }

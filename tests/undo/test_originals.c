@@ -57,7 +57,7 @@ TestSuite(originals, .init = setup, .fini = teardown);
 /* Rows wait for an hour unless committed on purpose: the tests decide when. */
 static pw_undo_orig_store *open_store(void)
 {
-	pw_undo_orig_opts o = { .db_path = dbpath, .defer_ns = 3600ll * 1000000000 };
+	pw_undo_orig_opts o = {.db_path = dbpath, .defer_ns = 3600ll * 1000000000};
 	pw_undo_orig_store *s = NULL;
 	cr_assert_eq(pw_undo_orig_store_open(&o, &s), 0);
 	return s;
@@ -142,7 +142,7 @@ static int count_row(const pw_undo_orig_rec *r, void *u)
 /* The committed rows of change set CS that name blob HASH. */
 static unsigned rows_naming(pw_undo_orig_store *s, int64_t cs, const char *hash)
 {
-	naming n = { .hash = hash, .changeset = cs };
+	naming n = {.hash = hash, .changeset = cs};
 	pw_undo_orig_lock(s);
 	cr_assert_eq(pw_undo_orig_read(s, "/project", any_set, count_row, &n), 0);
 	pw_undo_orig_unlock(s);
@@ -225,9 +225,9 @@ static const struct {
 	const char *name;
 	dying_work fn;
 } dying_works[] = {
-	{ "keeps_f_again", keeps_f_again },
-	{ "queues_two", queues_two },
-	{ "keeps_f_and_dies", keeps_f_and_dies },
+    {"keeps_f_again", keeps_f_again},
+    {"queues_two", queues_two},
+    {"keeps_f_and_dies", keeps_f_and_dies},
 };
 
 static int run_dying_work(const char *name)
@@ -241,7 +241,7 @@ static int run_dying_work(const char *name)
 	if (project_fd < 0)
 		return 2;
 	pw_undo_orig_store *d = NULL;
-	pw_undo_orig_opts opts = { .db_path = dbpath, .defer_ns = 3600ll * 1000000000 };
+	pw_undo_orig_opts opts = {.db_path = dbpath, .defer_ns = 3600ll * 1000000000};
 	if (pw_undo_orig_store_open(&opts, &d) < 0)
 		return 2;
 	pw_undo_orig_lock(d);
@@ -281,9 +281,9 @@ static void in_a_daemon_that_dies(const char *name, const char *arg, char *out, 
 	char env_asan[512] = "", env_ubsan[512] = "";
 	snprintf(env_asan, sizeof(env_asan), "ASAN_OPTIONS=%s", asan ? asan : "");
 	snprintf(env_ubsan, sizeof(env_ubsan), "UBSAN_OPTIONS=%s", ubsan ? ubsan : "");
-	char *const envp[] = { env_work, env_db, env_project, env_arg, env_out, env_asan, env_ubsan,
-			       NULL };
-	char *const argv[] = { "test_originals", NULL };
+	char *const envp[] = {env_work, env_db,	  env_project, env_arg,
+			      env_out,	env_asan, env_ubsan,   NULL};
+	char *const argv[] = {"test_originals", NULL};
 
 	pid_t pid = fork();
 	cr_assert_geq(pid, 0);
@@ -370,7 +370,7 @@ Test(originals, a_prune_keeps_the_blobs_a_dead_daemons_journal_names, .timeout =
 
 static int queue_created(pw_undo_orig_store *s, int64_t cs, const char *path, int64_t *id)
 {
-	pw_undo_orig_object none = { 0 };
+	pw_undo_orig_object none = {0};
 	pw_undo_orig_row row = {.changeset = cs,
 				.action = PW_UNDO_ORIG_KEEP,
 				.path = path,
@@ -460,7 +460,8 @@ static int queues_two(pw_undo_orig_store *d, const char *arg, char *out, size_t 
 	(void)out;
 	(void)outlen;
 	int64_t id, cs = strtoll(arg, NULL, 10);
-	return queue_created(d, cs, "one", &id) < 0 || queue_created(d, cs, "two", &id) < 0 ? -1 : 0;
+	return queue_created(d, cs, "one", &id) < 0 || queue_created(d, cs, "two", &id) < 0 ? -1
+											    : 0;
 }
 
 /* A daemon killed with rows still queued loses none: the next start replays its journal. */
@@ -491,8 +492,7 @@ static int keeps_f_and_dies(pw_undo_orig_store *d, const char *arg, char *out, s
 {
 	(void)arg;
 	pw_undo_orig_object o;
-	if (pw_undo_orig_capture(d, project_fd, "f", PW_UNDO_ORIG_CONTENT, &o) < 0 ||
-	    !o.blob[0])
+	if (pw_undo_orig_capture(d, project_fd, "f", PW_UNDO_ORIG_CONTENT, &o) < 0 || !o.blob[0])
 		return -1;
 	snprintf(out, outlen, "%s", o.blob);
 	pw_undo_orig_object_done(&o);
@@ -561,8 +561,7 @@ static int failing_wal_write(sqlite3_file *f, const void *buf, int n, sqlite3_in
 	return real_wal_io->xWrite(f, buf, n, off);
 }
 
-static int failing_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags,
-			int *out)
+static int failing_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags, int *out)
 {
 	(void)vfs;
 	int rc = real_vfs->xOpen(real_vfs, name, f, flags, out);
@@ -625,7 +624,7 @@ Test(originals, the_rows_of_a_batch_sqlite_rolls_back_are_not_lost, .timeout = 6
 	cr_assert_eq(pw_undo_orig_flush(s), 0);
 	pw_undo_orig_unlock(s);
 
-	const char *want[] = { "made", "kept:f", "later", "after" };
+	const char *want[] = {"made", "kept:f", "later", "after"};
 	for (int round = 0; round < 2; round++) {
 		listing l;
 		list_rows(s, &l);
@@ -676,7 +675,7 @@ Test(originals, an_id_a_rolled_back_batch_gave_follows_its_row, .timeout = 60)
 /* A row that names nothing: another view's, at PATH. Its id in *ID. */
 static void other_view_inserts(pw_undo_orig_store *y, int64_t cs, const char *path, int64_t *id)
 {
-	pw_undo_orig_object none = { 0 };
+	pw_undo_orig_object none = {0};
 	pw_undo_orig_row row = {.changeset = cs,
 				.action = PW_UNDO_ORIG_KEEP,
 				.path = path,
@@ -765,11 +764,11 @@ Test(originals, nothing_is_written_before_the_rolled_back_rows_are_back, .timeou
 	a_batch_is_rolled_back(s, cs, hash, &id);
 	cr_assert_lt(pw_undo_orig_capture(s, project_fd, "f", PW_UNDO_ORIG_CONTENT, &o), 0,
 		     "keeping content is refused");
-	pw_undo_orig_object none = { 0 };
+	pw_undo_orig_object none = {0};
 	cr_assert_lt(insert_f(s, cs, &none, true), 0, "a deferred row is refused");
 	cr_assert_lt(insert_f(s, cs, &none, false), 0, "a committed row is refused");
 	cr_assert_lt(queue_created(s, cs, "refused", &id), 0, "a queued row is refused");
-	listing l = { .n = 0 };
+	listing l = {.n = 0};
 	cr_assert_lt(pw_undo_orig_read(s, "/project", any_set, list_row, &l), 0,
 		     "a read (undo's) is refused rather than missing the rows");
 	pw_undo_orig_unlock(s);
