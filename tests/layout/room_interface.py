@@ -16,17 +16,7 @@ import re
 import subprocess
 import sys
 
-
-def symbols(obj):
-    out = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout
-    defined, used = set(), set()
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) == 3 and parts[1] in "TDBRC":
-            defined.add(parts[2])
-        elif len(parts) == 2 and parts[0] == "U":
-            used.add(parts[1])
-    return defined, used
+from circles import symbols  # the same reading of nm's output (this directory)
 
 
 def declared(headers):
