@@ -12,6 +12,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
+# The clients' consent tests drive run's consent bar with tests/run/test_pty.py's Terminal
+# (imported where a test needs it).
+sys.path.insert(0, os.path.join(SOURCE, "tests", "run"))
 
 import harness  # noqa: E402
 
