@@ -237,8 +237,11 @@ static char *dead_daemon_hint(const char *mountpoint, int r)
 
 	if (!mountpoint)
 		return NULL;
-	/* A FUSE mount whose daemon died answers every access with ENOTCONN. */
-	if (stat(mountpoint, &st) < 0 && errno == ENOTCONN)
+	/* A FUSE mount whose daemon died answers every access with ENOTCONN, once the kernel
+	 * has aborted the connection: over io_uring that waits for the ring's teardown, and
+	 * the root's cached attributes may answer a stat meanwhile. A socket nobody listens
+	 * on says the same sooner. */
+	if (r == -ECONNREFUSED || (stat(mountpoint, &st) < 0 && errno == ENOTCONN))
 		k = asprintf(&hint,
 			     "its daemon is gone (killed or crashed): run 'piworkfs umount "
 			     "%s' to detach the view, then mount it again",
