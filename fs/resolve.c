@@ -196,14 +196,27 @@ int pw_openat_beneath(pw_fs *fs, const char *path, int flags, mode_t mode)
  * where the policy never looked, so the object opened must be the node's own: same device,
  * same inode number. Otherwise the name is stale and the request answers ESTALE.
  */
-static int verify_identity(dev_t dev, ino_t ino, int fd)
+static int verify_identity(dev_t dev, ino_t ino, int fd, mode_t *type)
 {
 	struct stat st;
 	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 		return negative_errno();
 	if (st.st_ino != ino || st.st_dev != dev)
 		return -ESTALE;
+	*type = st.st_mode & S_IFMT;
 	return 0;
+}
+
+/* Whether the descriptor's status flags must be set to FLAGS after the open with O_NONBLOCK:
+ * for a regular file O_NONBLOCK changes nothing Linux does with it (no read or write of a
+ * regular file blocks on it, and the open already happened), so only O_APPEND, O_DIRECT and
+ * O_NOATIME need setting there; any other object gets the caller's blocking mode back. One
+ * fcntl less per open of a file, the commonest request of a read workload. */
+static bool needs_setfl(int flags, mode_t type)
+{
+	if (flags & (O_NONBLOCK | O_PATH))
+		return false;
+	return type != S_IFREG || (flags & (O_APPEND | O_DIRECT | O_NOATIME));
 }
 
 /* O_TRUNC, applied once the object is verified. Linux truncates on O_RDONLY|O_TRUNC too
@@ -243,9 +256,11 @@ int pw_open_node(pw_fs *fs, pw_inode *n, int flags)
 	int fd = pw_openat_beneath(fs, path.s, oflags, 0);
 	if (fd < 0)
 		return fd;
-	r = verify_identity(dev, ino, fd);
-	/* F_SETFL sets only these bits; we know each one's wanted value from FLAGS. */
-	if (r == 0 && !(flags & (O_NONBLOCK | O_PATH)) &&
+	mode_t type = 0;
+	r = verify_identity(dev, ino, fd, &type);
+	/* F_SETFL sets only these bits; we know each one's wanted value from FLAGS. A regular
+	 * file keeps O_NONBLOCK (needs_setfl). */
+	if (r == 0 && needs_setfl(flags, type) &&
 	    fcntl(fd, F_SETFL, flags & (O_APPEND | O_DIRECT | O_NOATIME)) < 0)
 		r = negative_errno();
 	if (r == 0 && (flags & O_TRUNC))
