@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "devio.h"
 #include "fh.h"
 #include "fs_internal.h"
 #include "inode.h"
@@ -125,17 +126,17 @@ pw_uring_choice pw_fs_uring_choice(const char *fuse_opts)
 /* Decides, before mounting, whether the INIT reply will accept FUSE over io_uring. A
  * transport that was required and cannot be had fails the mount; one taken by default
  * falls back to /dev/fuse with the probe's one line (what it costs, how to turn it on). */
-static int decide_uring(pw_fs *fs, char *fuse_opts, char **ret_err)
+static int decide_uring(char *fuse_opts, bool *wanted, char **ret_err)
 {
 	pw_uring_choice c = pw_fs_uring_choice(fuse_opts);
 	(void)take_option(fuse_opts, "io_uring");
 	(void)take_option(fuse_opts, "no_io_uring");
-	fs->uring_wanted = false;
+	*wanted = false;
 	if (c == PW_URING_REFUSE)
 		return 0;
 	char why[600];
 	if (pw_fs_uring_probe(why, sizeof(why)) == 0) {
-		fs->uring_wanted = true;
+		*wanted = true;
 		return 0;
 	}
 	if (c == PW_URING_REQUIRE) {
@@ -208,7 +209,8 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	r = pw_inode_table_init(fs);
 	if (r < 0)
 		goto fail;
-	r = decide_uring(fs, fuse_opts, ret_err);
+	bool uring_wanted;
+	r = decide_uring(fuse_opts, &uring_wanted, ret_err);
 	if (r < 0)
 		goto fail;
 
@@ -249,7 +251,7 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	r = session_mount(fs, o, ret_err);
 	if (r < 0)
 		goto fail;
-	r = pw_devio_attach(fs);
+	r = pw_devio_attach(fs, uring_wanted);
 	if (r < 0) {
 		set_err(ret_err, "cannot set up the FUSE device: %s", strerror(-r));
 		goto fail;
@@ -324,8 +326,7 @@ void pw_fs_free(pw_fs *fs)
 		fuse_session_unmount(fs->se);
 		/* The ring threads handle requests with the session: stop them first (the
 		 * unmount has ended their entries). */
-		pw_uring_free(fs->uring);
-		fs->uring = NULL;
+		pw_devio_detach(fs);
 		fuse_session_destroy(fs->se);
 	}
 	pw_fh_close_all(fs);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "devio.h"
 #include "entry.h"
 #include "fh.h"
 #include "inode.h"

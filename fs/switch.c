@@ -328,10 +328,6 @@ void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret)
 	pthread_rwlock_unlock(&fs->tree_lock);
 	ret->denied = atomic_load(&fs->denied);
 	ret->invalidations_pending = atomic_load(&fs->inval.pending);
-	ret->invalidations_sent = atomic_load(&fs->notifications);
 	ret->invalidated_generation = atomic_load(&fs->inval.done_gen);
-	for (unsigned i = 0; i < PW_FS_OPCODES; i++)
-		ret->requests[i] = atomic_load_explicit(&fs->requests[i], memory_order_relaxed);
-	ret->max_write = atomic_load(&fs->max_write);
 	ret->store_not_kept = pw_undo_store_full(fs->undo, &ret->store_full_since_ns);
 }
