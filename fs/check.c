@@ -14,6 +14,7 @@
 
 #include "store/audit.h"
 #include "check.h"
+#include "inode.h"
 #include "resolve.h"
 #include "pidns.h"
 #include "procfs.h"
@@ -204,7 +205,7 @@ int pw_check_node_ex(pw_req *r, pw_op op, pw_inode *n, int fd, const char *path2
 	const char *paths[PW_ALIAS_CHECK_MAX];
 	size_t count = 0;
 	bool is_dir = S_ISDIR(n->type), truncated = false;
-	pthread_rwlock_rdlock(&fs->tree_lock);
+	pw_inode_lock_read(fs);
 	if (n->is_root) {
 		paths[0] = "";
 		count = 1;
@@ -220,7 +221,7 @@ int pw_check_node_ex(pw_req *r, pw_op op, pw_inode *n, int fd, const char *path2
 			}
 		}
 	}
-	pthread_rwlock_unlock(&fs->tree_lock);
+	pw_inode_unlock(fs);
 
 	const pw_policy *p = pw_req_policy(r, NULL);
 	int e = 0;

@@ -10,10 +10,10 @@
  * leaves the project, and holds a bounded number of descriptors whatever the tree's size.
  * The same names give the policy its project-relative paths.
  *
- * Locking: fs->tree_lock (rwlock) guards the inode table, every node's names, nlookup and
- * child counts. Path building takes it for reading; lookup, forget, rename, unlink take it
- * for writing. The active policy pointer is guarded by fs->policy_lock, held only to load
- * the pointer and take a reference.
+ * Locking: the tree lock (inode.h, pw_inode_lock_read/_write) guards the inode table, every
+ * node's names, nlookup and child counts. Path building takes it for reading; lookup,
+ * forget, rename, unlink take it for writing. The active policy pointer is guarded by
+ * fs->policy_lock, held only to load the pointer and take a reference.
  */
 #pragma once
 
@@ -39,6 +39,7 @@
 #define PW_SWITCH_ATTR_WAIT_MS 2000
 
 struct pw_inode;
+struct pw_nodes;
 
 /* One name of an inode: (parent, component). The first name is the primary one used to
  * reach the inode on the backing tree; hard links looked up through other names add
@@ -99,13 +100,7 @@ struct pw_fs {
 	/* How requests arrive and replies leave (transport.h: devio.c, uring.c, transport.c). */
 	struct pw_transport transport;
 
-	pthread_rwlock_t tree_lock;
-	pw_inode root;
-	pw_inode **htab;
-	size_t hsize, hcount;
-	/* The most nodes known since memory was last handed back (inode.c, under tree_lock). */
-	size_t hmark;
-	pw_inode **wtab; /* wd -> node, same size as htab */
+	struct pw_nodes *nodes; /* the node table (inode.h): inode.c's */
 
 	pthread_mutex_t policy_lock;
 	pw_policy *policy;

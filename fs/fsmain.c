@@ -221,8 +221,8 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 		set_err(ret_err, "cannot open project %s: %s", o->project, strerror(-r));
 		goto fail;
 	}
-	fs->root.dev = fs->root_dev = st.st_dev;
-	fs->root.ino = st.st_ino;
+	fs->root_dev = st.st_dev;
+	pw_inode_set_root(fs, st.st_dev, st.st_ino);
 
 	/* Watches are added by lookups, which start once mounted: start the watcher first. */
 	r = pw_watch_start(fs);
@@ -339,8 +339,7 @@ void pw_fs_free(pw_fs *fs)
 		free(fs->hidden_negs);
 		fs->hidden_negs = n;
 	}
-	if (fs->htab)
-		pw_inode_table_free(fs);
+	pw_inode_table_free(fs);
 	free(fs->project);
 	free(fs->mountpoint);
 	free(fs);

@@ -208,7 +208,7 @@ static void *inval_main(void *arg)
 		pw_inode_foreach(fs, visit_node, &c);
 		/* The root is not in the table; like any node, only when its answer changed
 		 * (a switch between two modes that write the same sends nothing). */
-		visit_node(fs, &fs->root, &c);
+		visit_node(fs, pw_inode_root(fs), &c);
 		atomic_store(&fs->inval.pending, c.n);
 		notify_collected(fs, &c, true);
 		for (size_t i = 0; i < n_olds; i++)
@@ -323,9 +323,7 @@ pw_policy *pw_fs_policy(pw_fs *fs, uint64_t *ret_generation)
 
 void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret)
 {
-	pthread_rwlock_rdlock(&fs->tree_lock);
-	ret->inodes = fs->hcount;
-	pthread_rwlock_unlock(&fs->tree_lock);
+	ret->inodes = pw_inode_count(fs);
 	ret->denied = atomic_load(&fs->denied);
 	ret->invalidations_pending = atomic_load(&fs->inval.pending);
 	ret->invalidated_generation = atomic_load(&fs->inval.done_gen);

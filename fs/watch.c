@@ -52,11 +52,11 @@ static void watch_dir(pw_fs *fs, pw_inode *n)
 	if (fs->inotify_fd < 0)
 		return;
 	PW_PATH_DECLARE(path);
-	pthread_rwlock_rdlock(&fs->tree_lock);
+	pw_inode_lock_read(fs);
 	dev_t dev = n->dev;
 	ino_t ino = n->ino;
 	int r = n->wd < 0 ? pw_node_path_locked(fs, n, &path) : -EEXIST;
-	pthread_rwlock_unlock(&fs->tree_lock);
+	pw_inode_unlock(fs);
 	if (r < 0)
 		return;
 	_cleanup_close_ int fd = pw_openat_beneath(fs, path.s, O_PATH | O_DIRECTORY, 0);
@@ -68,14 +68,14 @@ static void watch_dir(pw_fs *fs, pw_inode *n)
 	int wd = inotify_add_watch(fs->inotify_fd, proc, PW_WATCH_MASK);
 	if (wd < 0)
 		return; /* out of watches: coherence then rests on the cache timeouts */
-	pthread_rwlock_wrlock(&fs->tree_lock);
+	pw_inode_lock_write(fs);
 	if (n->dev == dev && n->ino == ino) { /* not orphaned by inode reuse meanwhile */
 		pw_inode *other = pw_inode_by_wd_locked(fs, wd);
 		if (other && other != n) /* the same directory seen as another node */
 			pw_inode_set_wd_locked(fs, other, -1);
 		pw_inode_set_wd_locked(fs, n, wd);
 	}
-	pthread_rwlock_unlock(&fs->tree_lock);
+	pw_inode_unlock(fs);
 }
 
 pw_inode *pw_watch_learn(pw_fs *fs, pw_inode *parent, const char *name, const struct stat *st)
@@ -142,12 +142,12 @@ int pw_watch_expect_node(pw_fs *fs, pw_inode *n, pw_expect_kind kind)
 {
 	char name[PW_NAME_MAX + 1];
 	pw_inode *parent = NULL;
-	pthread_rwlock_rdlock(&fs->tree_lock);
+	pw_inode_lock_read(fs);
 	if (n->names && strlen(n->names->name) <= PW_NAME_MAX) {
 		parent = n->names->parent;
 		strcpy(name, n->names->name);
 	}
-	pthread_rwlock_unlock(&fs->tree_lock);
+	pw_inode_unlock(fs);
 	/* The parent stays alive: the caller's handle pins N, and N's name pins its parent. */
 	return parent ? pw_watch_expect(fs, parent, name, kind) : -1;
 }
@@ -264,30 +264,30 @@ static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 	if (mask & IN_IGNORED) {
 		/* The watch is gone (directory deleted, or removed by us): forget its number,
 		 * which the kernel may hand out again. */
-		pthread_rwlock_wrlock(&fs->tree_lock);
+		pw_inode_lock_write(fs);
 		pw_inode *gone = pw_inode_by_wd_locked(fs, ev->wd);
 		if (gone)
 			pw_inode_set_wd_locked(fs, gone, -1);
-		pthread_rwlock_unlock(&fs->tree_lock);
+		pw_inode_unlock(fs);
 		return;
 	}
 	/* Copy what we need under the lock: the node may be forgotten right after. */
 	PW_PATH_DECLARE(dpath);
-	pthread_rwlock_rdlock(&fs->tree_lock);
+	pw_inode_lock_read(fs);
 	pw_inode *dir = pw_inode_by_wd_locked(fs, ev->wd);
 	fuse_ino_t dir_ino = dir ? pw_inode_id(fs, dir) : 0;
 	bool have_path = dir && pw_node_path_locked(fs, dir, &dpath) == 0;
 	const char *dir_path = dpath.s;
-	pthread_rwlock_unlock(&fs->tree_lock);
+	pw_inode_unlock(fs);
 	if (!dir_ino)
 		return;
 	if (ev->len == 0) { /* about the directory itself */
 		if (mask & IN_ATTRIB) {
-			pthread_rwlock_rdlock(&fs->tree_lock);
+			pw_inode_lock_read(fs);
 			pw_inode *d = pw_inode_by_wd_locked(fs, ev->wd);
 			if (d)
 				pw_xattr_changed(d);
-			pthread_rwlock_unlock(&fs->tree_lock);
+			pw_inode_unlock(fs);
 			if (fs->allow_other && have_path)
 				drop_children_if_private(fs, dir, dir_path);
 		}
@@ -322,7 +322,7 @@ static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 		struct stat st;
 		if (dfd < 0 || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			return;
-		pthread_rwlock_rdlock(&fs->tree_lock);
+		pw_inode_lock_read(fs);
 		pw_inode *n = pw_inode_find_locked(fs, st.st_dev, st.st_ino);
 		fuse_ino_t ino = n ? pw_inode_id(fs, n) : 0;
 		if (n && (mask & IN_ATTRIB))
@@ -331,7 +331,7 @@ static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 		 * size and times from our replies; only outside writers need invalidation. */
 		bool own = n && (mask & (IN_MODIFY | IN_ATTRIB)) == IN_MODIFY &&
 			   atomic_load(&n->open_writers) > 0;
-		pthread_rwlock_unlock(&fs->tree_lock);
+		pw_inode_unlock(fs);
 		if (ino && !own)
 			fuse_lowlevel_notify_inval_inode(
 			    fs->se, ino, (mask & (IN_MODIFY | IN_CLOSE_WRITE)) ? 0 : -1, 0);
@@ -421,13 +421,14 @@ int pw_watch_start(pw_fs *fs)
 	fs->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	if (fs->inotify_fd < 0)
 		return negative_errno();
+	pw_inode_set_inotify(fs, fs->inotify_fd);
 	if (pipe2(fs->watch_stop_pipe, O_CLOEXEC) < 0)
 		return negative_errno();
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fs->root_fd);
 	int wd = inotify_add_watch(fs->inotify_fd, proc, PW_WATCH_MASK);
 	if (wd >= 0)
-		fs->root.wd = wd;
+		pw_inode_root(fs)->wd = wd;
 	int r = pthread_create(&fs->watch_thread, NULL, watch_main, fs);
 	if (r)
 		return -r;
@@ -445,8 +446,10 @@ void pw_watch_stop(pw_fs *fs)
 	for (int i = 0; i < 2; i++)
 		if (fs->watch_stop_pipe[i] >= 0)
 			close(fs->watch_stop_pipe[i]);
-	if (fs->inotify_fd >= 0)
+	if (fs->inotify_fd >= 0) {
+		pw_inode_set_inotify(fs, -1); /* set at start, so the table exists */
 		close(fs->inotify_fd);
+	}
 	fs->inotify_fd = -1;
 	free(fs->expects);
 	fs->expects = NULL;
