@@ -297,28 +297,6 @@ bool pw_hidden_existing(pw_req *r, int pfd)
 	return pw_hidden_child(r, S_ISDIR(st.st_mode));
 }
 
-void pw_remember_hidden_neg(pw_fs *fs, fuse_ino_t parent, const char *name)
-{
-	pthread_mutex_lock(&fs->neg_lock);
-	for (pw_hidden_neg *h = fs->hidden_negs; h; h = h->next)
-		if (h->parent == parent && streq(h->name, name)) {
-			pthread_mutex_unlock(&fs->neg_lock);
-			return;
-		}
-	if (fs->n_hidden_negs < 65536) {
-		pw_hidden_neg *h = malloc(sizeof(*h));
-		if (h && (h->name = strdup(name))) {
-			h->parent = parent;
-			h->next = fs->hidden_negs;
-			fs->hidden_negs = h;
-			fs->n_hidden_negs++;
-		} else {
-			free(h);
-		}
-	}
-	pthread_mutex_unlock(&fs->neg_lock);
-}
-
 static void strip_write_bits(struct stat *st)
 {
 	st->st_mode &= ~(mode_t)(S_IWUSR | S_IWGRP | S_IWOTH);

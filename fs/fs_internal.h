@@ -13,7 +13,7 @@
  * Locking: the tree lock (inode.h, pw_inode_lock_read/_write) guards the inode table, every
  * node's names, nlookup and child counts. Path building takes it for reading; lookup,
  * forget, rename, unlink take it for writing. The active policy pointer is guarded by
- * fs->policy_lock, held only to load the pointer and take a reference.
+ * its slot's lock (req.h), held only to load the pointer and take a reference.
  */
 #pragma once
 
@@ -40,6 +40,7 @@
 
 struct pw_inode;
 struct pw_nodes;
+struct pw_policy_slot;
 
 /* One name of an inode: (parent, component). The first name is the primary one used to
  * reach the inode on the backing tree; hard links looked up through other names add
@@ -71,13 +72,6 @@ typedef struct pw_inode {
 
 enum { PW_XATTR_UNKNOWN = 0, PW_XATTR_NONE = 1 };
 
-/* A name the kernel was told is absent because it is hidden; invalidated on a switch. */
-typedef struct pw_hidden_neg {
-	fuse_ino_t parent;
-	char *name;
-	struct pw_hidden_neg *next;
-} pw_hidden_neg;
-
 struct pw_fs {
 	char *project; /* real path of the backing directory */
 	char *mountpoint;
@@ -102,18 +96,9 @@ struct pw_fs {
 
 	struct pw_nodes *nodes; /* the node table (inode.h): inode.c's */
 
-	pthread_mutex_t policy_lock;
-	pw_policy *policy;
-	uint64_t generation;
-	/* Held for reading by every request that decides visibility and makes the kernel
-	 * cache an entry (lookup, readdirplus); a switch that changes hide rules takes it for
-	 * writing once after the swap, so every entry decided under the old policy is known
-	 * before the entries to invalidate are collected (switch.c). Writer-preferring. */
-	pthread_rwlock_t lookup_gate;
-
-	pthread_mutex_t neg_lock;
-	pw_hidden_neg *hidden_negs;
-	size_t n_hidden_negs;
+	/* The active policy, its generation, the lookup gate, the hidden negatives (req.h):
+	 * req.c's. */
+	struct pw_policy_slot *slot;
 
 	struct pw_audit *audit;
 	struct pw_undo *undo; /* the undo room (undo/undo.h): originals kept; NULL: none */

@@ -13,6 +13,7 @@
 #include "fs_internal.h"
 #include "inode.h"
 #include "optable.h"
+#include "req.h"
 #include "switch.h"
 #include "watch.h"
 #include "util.h"
@@ -191,20 +192,13 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	fs->default_permissions = kernel_checks(o);
 	fs->is_root_daemon = geteuid() == 0;
 	fs->owner_uid = getuid();
-	pthread_mutex_init(&fs->policy_lock, NULL);
-	pthread_mutex_init(&fs->neg_lock, NULL);
 	pthread_mutex_init(&fs->expect_lock, NULL);
 	pw_fh_table_init(fs);
-	pthread_rwlockattr_t ga;
-	pthread_rwlockattr_init(&ga);
-	pthread_rwlockattr_setkind_np(&ga, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	pthread_rwlock_init(&fs->lookup_gate, &ga);
-	pthread_rwlockattr_destroy(&ga);
 	fs->project = strdup(o->project);
 	fs->mountpoint = strdup(o->mountpoint);
-	fs->policy = pw_policy_new_fail_closed("(starting)", "the view is starting");
+	pw_policy *starting = pw_policy_new_fail_closed("(starting)", "the view is starting");
 	int r = -ENOMEM;
-	if (!fs->project || !fs->mountpoint || !fs->policy)
+	if (!starting || pw_policy_slot_init(fs, starting) < 0 || !fs->project || !fs->mountpoint)
 		goto fail;
 	r = pw_inode_table_init(fs);
 	if (r < 0)
@@ -332,13 +326,7 @@ void pw_fs_free(pw_fs *fs)
 	pw_fh_close_all(fs);
 	if (fs->root_fd >= 0)
 		close(fs->root_fd);
-	pw_policy_unref(fs->policy);
-	while (fs->hidden_negs) {
-		pw_hidden_neg *n = fs->hidden_negs->next;
-		free(fs->hidden_negs->name);
-		free(fs->hidden_negs);
-		fs->hidden_negs = n;
-	}
+	pw_policy_slot_free(fs);
 	pw_inode_table_free(fs);
 	free(fs->project);
 	free(fs->mountpoint);

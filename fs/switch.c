@@ -16,7 +16,7 @@
  *    absent must reappear. This is done before the call returns, for
  *    the nodes and negative entries concerned (bounded by what the kernel knows), and only
  *    when the hide rules differ. Lookups in flight during the swap are waited out first
- *    (fs->lookup_gate), so an entry decided under the old policy cannot slip past.
+ *    (the lookup gate, req.h), so an entry decided under the old policy cannot slip past.
  *  - attributes (write bits shown by stat): invalidated for every node whose answer
  *    changed, by a pass on a thread of its own, which the control plane waits for with
  *    pw_fs_wait_invalidated() before it answers the switch, up to PW_SWITCH_ATTR_WAIT_MS: a
@@ -164,18 +164,13 @@ static void invalidate_entries(pw_fs *fs, const pw_policy *old, const pw_policy 
 	/* Wait out lookups that decided under the old policy: once they have learned their
 	 * nodes and replied, the collection below sees them. The kernel orders our entry
 	 * invalidations after in-flight lookups in the same directory (parent lock). */
-	pthread_rwlock_wrlock(&fs->lookup_gate);
-	pthread_rwlock_unlock(&fs->lookup_gate);
+	pw_lookup_gate_pass(fs);
 	inval_ctx c = {.old = old, .new = new, .entries = true};
 	pw_inode_foreach(fs, visit_node, &c);
 	collect(&c, 0, FUSE_ROOT_ID, NULL);
 	notify_collected(fs, &c, false);
 
-	pthread_mutex_lock(&fs->neg_lock);
-	pw_hidden_neg *h = fs->hidden_negs;
-	fs->hidden_negs = NULL;
-	fs->n_hidden_negs = 0;
-	pthread_mutex_unlock(&fs->neg_lock);
+	pw_hidden_neg *h = pw_policy_slot_take_negs(fs);
 	while (h) {
 		pw_hidden_neg *next = h->next;
 		fuse_lowlevel_notify_inval_entry(fs->se, h->parent, h->name, strlen(h->name));
@@ -298,11 +293,8 @@ void pw_fs_wait_invalidated(pw_fs *fs, uint64_t gen)
 uint64_t pw_fs_set_policy(pw_fs *fs, pw_policy *p)
 {
 	pw_policy_ref(p);
-	pthread_mutex_lock(&fs->policy_lock);
-	pw_policy *old = fs->policy;
-	fs->policy = p;
-	uint64_t gen = ++fs->generation;
-	pthread_mutex_unlock(&fs->policy_lock);
+	uint64_t gen;
+	pw_policy *old = pw_policy_slot_swap(fs, p, &gen);
 	if (old) {
 		/* Our own reference to P for the invalidation: a concurrent switch may drop the
 		 * active one meanwhile. */
