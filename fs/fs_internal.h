@@ -41,6 +41,7 @@
 struct pw_inode;
 struct pw_nodes;
 struct pw_policy_slot;
+struct pw_watcher;
 
 /* One name of an inode: (parent, component). The first name is the primary one used to
  * reach the inode on the backing tree; hard links looked up through other names add
@@ -124,11 +125,9 @@ struct pw_fs {
 		_Atomic uint64_t done_gen; /* last generation fully invalidated */
 	} inval;
 
-	/* Backing-tree change notifications (watch.c). */
-	int inotify_fd;
-	pthread_t watch_thread;
-	bool watch_started;
-	int watch_stop_pipe[2];
+	/* Backing-tree change notifications and the changes the daemon expects (watch.h):
+	 * watch.c's. */
+	struct pw_watcher *watcher;
 	/* Open file and directory handles (ops_file.c), in stripes chosen by node, so that the
 	 * OPEN of one file and the RELEASE of another never wait for each other. A daemon stopped
 	 * with files still open (SIGTERM) gets no RELEASE for them; pw_fh_close_all frees what is
@@ -137,11 +136,6 @@ struct pw_fs {
 		pthread_mutex_t lock;
 		struct pw_fh *head;
 	} __attribute__((aligned(64))) fh_stripes[PW_FH_STRIPES];
-	/* Changes the daemon is about to make itself (watch.c): their inotify events need no
-	 * invalidation, since the kernel already knows from our replies. */
-	pthread_mutex_t expect_lock;
-	struct pw_expect *expects;
-	size_t n_expects;
 };
 
 typedef struct pw_fs pw_fs;

@@ -184,15 +184,12 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	if (!fs)
 		return -ENOMEM;
 	fs->root_fd = -1;
-	fs->inotify_fd = -1;
-	fs->watch_stop_pipe[0] = fs->watch_stop_pipe[1] = -1;
 	fs->timeout = o->cache_timeout > 0 ? o->cache_timeout : 86400.0;
 	fs->no_watch = o->no_watch;
 	fs->allow_other = o->allow_other;
 	fs->default_permissions = kernel_checks(o);
 	fs->is_root_daemon = geteuid() == 0;
 	fs->owner_uid = getuid();
-	pthread_mutex_init(&fs->expect_lock, NULL);
 	pw_fh_table_init(fs);
 	fs->project = strdup(o->project);
 	fs->mountpoint = strdup(o->mountpoint);
@@ -324,6 +321,7 @@ void pw_fs_free(pw_fs *fs)
 		fuse_session_destroy(fs->se);
 	}
 	pw_fh_close_all(fs);
+	pw_watch_free(fs);
 	if (fs->root_fd >= 0)
 		close(fs->root_fd);
 	pw_policy_slot_free(fs);

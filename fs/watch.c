@@ -49,7 +49,7 @@
  */
 static void watch_dir(pw_fs *fs, pw_inode *n)
 {
-	if (fs->inotify_fd < 0)
+	if (fs->watcher->inotify_fd < 0)
 		return;
 	PW_PATH_DECLARE(path);
 	pw_inode_lock_read(fs);
@@ -65,7 +65,7 @@ static void watch_dir(pw_fs *fs, pw_inode *n)
 		return;
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	int wd = inotify_add_watch(fs->inotify_fd, proc, PW_WATCH_MASK);
+	int wd = inotify_add_watch(fs->watcher->inotify_fd, proc, PW_WATCH_MASK);
 	if (wd < 0)
 		return; /* out of watches: coherence then rests on the cache timeouts */
 	pw_inode_lock_write(fs);
@@ -113,18 +113,18 @@ static size_t expect_window(fuse_ino_t parent, const char *name)
 
 int pw_watch_expect(pw_fs *fs, pw_inode *parent, const char *name, pw_expect_kind kind)
 {
-	if (fs->inotify_fd < 0 || strlen(name) > PW_NAME_MAX)
+	if (fs->watcher->inotify_fd < 0 || strlen(name) > PW_NAME_MAX)
 		return -1;
 	fuse_ino_t pino = pw_inode_id(fs, parent);
 	size_t start = expect_window(pino, name);
 	int64_t now = pw_clock_ns(CLOCK_MONOTONIC);
 	int token = -1;
-	pthread_mutex_lock(&fs->expect_lock);
-	if (!fs->expects)
-		fs->expects = calloc(PW_EXPECT_MAX, sizeof(*fs->expects));
-	for (size_t i = 0; fs->expects && i < PW_EXPECT_PROBE; i++) {
+	pthread_mutex_lock(&fs->watcher->expect_lock);
+	if (!fs->watcher->expects)
+		fs->watcher->expects = calloc(PW_EXPECT_MAX, sizeof(*fs->watcher->expects));
+	for (size_t i = 0; fs->watcher->expects && i < PW_EXPECT_PROBE; i++) {
 		size_t slot = (start + i) & (PW_EXPECT_MAX - 1);
-		struct pw_expect *e = &fs->expects[slot];
+		struct pw_expect *e = &fs->watcher->expects[slot];
 		if (e->deadline > now)
 			continue;
 		e->parent = pino;
@@ -134,7 +134,7 @@ int pw_watch_expect(pw_fs *fs, pw_inode *parent, const char *name, pw_expect_kin
 		token = (int)slot;
 		break;
 	}
-	pthread_mutex_unlock(&fs->expect_lock);
+	pthread_mutex_unlock(&fs->watcher->expect_lock);
 	return token; /* -1 when full: the event will simply invalidate */
 }
 
@@ -156,9 +156,9 @@ void pw_watch_unexpect(pw_fs *fs, int token)
 {
 	if (token < 0)
 		return;
-	pthread_mutex_lock(&fs->expect_lock);
-	fs->expects[token].deadline = 0;
-	pthread_mutex_unlock(&fs->expect_lock);
+	pthread_mutex_lock(&fs->watcher->expect_lock);
+	fs->watcher->expects[token].deadline = 0;
+	pthread_mutex_unlock(&fs->watcher->expect_lock);
 }
 
 /* Consumes a live record matching the event, if any. */
@@ -167,16 +167,16 @@ static bool expected(pw_fs *fs, fuse_ino_t parent, const char *name, pw_expect_k
 	bool found = false;
 	size_t start = expect_window(parent, name);
 	int64_t now = pw_clock_ns(CLOCK_MONOTONIC);
-	pthread_mutex_lock(&fs->expect_lock);
-	for (size_t i = 0; fs->expects && i < PW_EXPECT_PROBE && !found; i++) {
-		struct pw_expect *e = &fs->expects[(start + i) & (PW_EXPECT_MAX - 1)];
+	pthread_mutex_lock(&fs->watcher->expect_lock);
+	for (size_t i = 0; fs->watcher->expects && i < PW_EXPECT_PROBE && !found; i++) {
+		struct pw_expect *e = &fs->watcher->expects[(start + i) & (PW_EXPECT_MAX - 1)];
 		if (e->deadline > now && e->parent == parent && e->kind == kind &&
 		    streq(e->name, name)) {
 			e->deadline = 0;
 			found = true;
 		}
 	}
-	pthread_mutex_unlock(&fs->expect_lock);
+	pthread_mutex_unlock(&fs->watcher->expect_lock);
 	return found;
 }
 
@@ -379,8 +379,8 @@ static void *watch_main(void *arg)
 	pw_fs *fs = arg;
 	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
 	struct pollfd pfd[2] = {
-	    {.fd = fs->inotify_fd, .events = POLLIN},
-	    {.fd = fs->watch_stop_pipe[0], .events = POLLIN},
+	    {.fd = fs->watcher->inotify_fd, .events = POLLIN},
+	    {.fd = fs->watcher->watch_stop_pipe[0], .events = POLLIN},
 	};
 	for (;;) {
 		if (poll(pfd, 2, -1) < 0) {
@@ -395,7 +395,7 @@ static void *watch_main(void *arg)
 		 * syscalls per event. A few milliseconds is nothing against the one second in
 		 * which outside changes must show. */
 		nanosleep(&(struct timespec){.tv_nsec = PW_WATCH_BATCH_NS}, NULL);
-		ssize_t len = read(fs->inotify_fd, buf, sizeof(buf));
+		ssize_t len = read(fs->watcher->inotify_fd, buf, sizeof(buf));
 		if (len <= 0) {
 			if (len < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
@@ -414,43 +414,59 @@ static void *watch_main(void *arg)
 
 int pw_watch_start(pw_fs *fs)
 {
-	fs->inotify_fd = -1;
-	fs->watch_stop_pipe[0] = fs->watch_stop_pipe[1] = -1;
+	pw_watcher *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->inotify_fd = -1;
+	w->watch_stop_pipe[0] = w->watch_stop_pipe[1] = -1;
+	pthread_mutex_init(&w->expect_lock, NULL);
+	fs->watcher = w;
 	if (fs->no_watch)
 		return 0;
-	fs->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (fs->inotify_fd < 0)
+	fs->watcher->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (fs->watcher->inotify_fd < 0)
 		return negative_errno();
-	pw_inode_set_inotify(fs, fs->inotify_fd);
-	if (pipe2(fs->watch_stop_pipe, O_CLOEXEC) < 0)
+	pw_inode_set_inotify(fs, fs->watcher->inotify_fd);
+	if (pipe2(fs->watcher->watch_stop_pipe, O_CLOEXEC) < 0)
 		return negative_errno();
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fs->root_fd);
-	int wd = inotify_add_watch(fs->inotify_fd, proc, PW_WATCH_MASK);
+	int wd = inotify_add_watch(fs->watcher->inotify_fd, proc, PW_WATCH_MASK);
 	if (wd >= 0)
 		pw_inode_root(fs)->wd = wd;
-	int r = pthread_create(&fs->watch_thread, NULL, watch_main, fs);
+	int r = pthread_create(&fs->watcher->watch_thread, NULL, watch_main, fs);
 	if (r)
 		return -r;
-	fs->watch_started = true;
+	fs->watcher->watch_started = true;
 	return 0;
 }
 
 void pw_watch_stop(pw_fs *fs)
 {
-	if (fs->watch_started) {
-		(void)!write(fs->watch_stop_pipe[1], "x", 1);
-		pthread_join(fs->watch_thread, NULL);
-		fs->watch_started = false;
+	if (!fs->watcher)
+		return;
+	if (fs->watcher->watch_started) {
+		(void)!write(fs->watcher->watch_stop_pipe[1], "x", 1);
+		pthread_join(fs->watcher->watch_thread, NULL);
+		fs->watcher->watch_started = false;
 	}
 	for (int i = 0; i < 2; i++)
-		if (fs->watch_stop_pipe[i] >= 0)
-			close(fs->watch_stop_pipe[i]);
-	if (fs->inotify_fd >= 0) {
+		if (fs->watcher->watch_stop_pipe[i] >= 0)
+			close(fs->watcher->watch_stop_pipe[i]);
+	if (fs->watcher->inotify_fd >= 0) {
 		pw_inode_set_inotify(fs, -1); /* set at start, so the table exists */
-		close(fs->inotify_fd);
+		close(fs->watcher->inotify_fd);
 	}
-	fs->inotify_fd = -1;
-	free(fs->expects);
-	fs->expects = NULL;
+	fs->watcher->inotify_fd = -1;
+	free(fs->watcher->expects);
+	fs->watcher->expects = NULL;
+}
+
+void pw_watch_free(pw_fs *fs)
+{
+	pw_watcher *w = TAKE_PTR(fs->watcher);
+	if (!w)
+		return;
+	pthread_mutex_destroy(&w->expect_lock);
+	free(w);
 }
