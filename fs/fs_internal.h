@@ -34,7 +34,6 @@
 #include "undo/node.h" /* pw_inode.undo */
 #include "util.h"
 
-#define PW_FH_STRIPES 32
 /* How long a switch waits for its attribute pass before answering (switch.c). */
 #define PW_SWITCH_ATTR_WAIT_MS 2000
 
@@ -42,6 +41,7 @@ struct pw_inode;
 struct pw_nodes;
 struct pw_policy_slot;
 struct pw_watcher;
+struct pw_fh_table;
 
 /* One name of an inode: (parent, component). The first name is the primary one used to
  * reach the inode on the backing tree; hard links looked up through other names add
@@ -128,14 +128,8 @@ struct pw_fs {
 	/* Backing-tree change notifications and the changes the daemon expects (watch.h):
 	 * watch.c's. */
 	struct pw_watcher *watcher;
-	/* Open file and directory handles (ops_file.c), in stripes chosen by node, so that the
-	 * OPEN of one file and the RELEASE of another never wait for each other. A daemon stopped
-	 * with files still open (SIGTERM) gets no RELEASE for them; pw_fh_close_all frees what is
-	 * left at unmount. */
-	struct pw_fh_stripe {
-		pthread_mutex_t lock;
-		struct pw_fh *head;
-	} __attribute__((aligned(64))) fh_stripes[PW_FH_STRIPES];
+	/* Open file and directory handles (fh.h): fh.c's. */
+	struct pw_fh_table *fh;
 };
 
 typedef struct pw_fs pw_fs;

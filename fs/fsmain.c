@@ -190,12 +190,12 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	fs->default_permissions = kernel_checks(o);
 	fs->is_root_daemon = geteuid() == 0;
 	fs->owner_uid = getuid();
-	pw_fh_table_init(fs);
 	fs->project = strdup(o->project);
 	fs->mountpoint = strdup(o->mountpoint);
 	pw_policy *starting = pw_policy_new_fail_closed("(starting)", "the view is starting");
 	int r = -ENOMEM;
-	if (!starting || pw_policy_slot_init(fs, starting) < 0 || !fs->project || !fs->mountpoint)
+	if (!starting || pw_policy_slot_init(fs, starting) < 0 || pw_fh_table_init(fs) < 0 ||
+	    !fs->project || !fs->mountpoint)
 		goto fail;
 	r = pw_inode_table_init(fs);
 	if (r < 0)
