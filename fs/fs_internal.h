@@ -34,14 +34,12 @@
 #include "undo/node.h" /* pw_inode.undo */
 #include "util.h"
 
-/* How long a switch waits for its attribute pass before answering (switch.c). */
-#define PW_SWITCH_ATTR_WAIT_MS 2000
-
 struct pw_inode;
 struct pw_nodes;
 struct pw_policy_slot;
 struct pw_watcher;
 struct pw_fh_table;
+struct pw_inval_pass;
 
 /* One name of an inode: (parent, component). The first name is the primary one used to
  * reach the inode on the backing tree; hard links looked up through other names add
@@ -105,25 +103,8 @@ struct pw_fs {
 	struct pw_undo *undo; /* the undo room (undo/undo.h): originals kept; NULL: none */
 	atomic_uint_fast64_t denied;
 
-	/* Invalidation of attributes after a switch, on a thread of its own: switch.c's own
-	 * (struct pw_inval_pass, switch.h). */
-	struct pw_inval_pass {
-		pthread_t thread;
-		pthread_mutex_t lock;
-		pthread_cond_t cond;	  /* a job is queued, or stop */
-		pthread_cond_t done_cond; /* a pass ended (done_gen moved) */
-		/* The pending job: every policy the kernel may have cached attributes under since
-		 * the last pass began (a switch queued while another is pending adds its old
-		 * one), and the new one; references held. every: too many to compare, visit
-		 * every node. */
-		pw_policy *olds[PW_INVAL_OLDS_MAX], *new_policy;
-		size_t n_olds;
-		bool every;
-		bool stop, started;
-		atomic_uint_fast64_t pending;
-		uint64_t gen;		   /* generation of new_policy (lock) */
-		_Atomic uint64_t done_gen; /* last generation fully invalidated */
-	} inval;
+	/* The attribute pass after a switch (switch.h): switch.c's. */
+	struct pw_inval_pass *inval;
 
 	/* Backing-tree change notifications and the changes the daemon expects (watch.h):
 	 * watch.c's. */

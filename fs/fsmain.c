@@ -195,7 +195,7 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	pw_policy *starting = pw_policy_new_fail_closed("(starting)", "the view is starting");
 	int r = -ENOMEM;
 	if (!starting || pw_policy_slot_init(fs, starting) < 0 || pw_fh_table_init(fs) < 0 ||
-	    !fs->project || !fs->mountpoint)
+	    pw_inval_init(fs) < 0 || !fs->project || !fs->mountpoint)
 		goto fail;
 	r = pw_inode_table_init(fs);
 	if (r < 0)
@@ -326,6 +326,7 @@ void pw_fs_free(pw_fs *fs)
 		close(fs->root_fd);
 	pw_policy_slot_free(fs);
 	pw_inode_table_free(fs);
+	pw_inval_free(fs);
 	free(fs->project);
 	free(fs->mountpoint);
 	free(fs);

@@ -149,7 +149,7 @@ static void notify_collected(pw_fs *fs, inval_ctx *c, bool attrs_only)
 							 attrs_only ? -1 : 0, 0);
 		}
 		if (attrs_only)
-			atomic_fetch_sub(&fs->inval.pending, 1);
+			atomic_fetch_sub(&fs->inval->pending, 1);
 	}
 	free(c->items);
 	c->items = NULL;
@@ -183,73 +183,93 @@ static void invalidate_entries(pw_fs *fs, const pw_policy *old, const pw_policy 
 static void *inval_main(void *arg)
 {
 	pw_fs *fs = arg;
-	pthread_mutex_lock(&fs->inval.lock);
+	pthread_mutex_lock(&fs->inval->lock);
 	for (;;) {
-		while (!fs->inval.stop && !fs->inval.new_policy)
-			pthread_cond_wait(&fs->inval.cond, &fs->inval.lock);
-		if (fs->inval.stop)
+		while (!fs->inval->stop && !fs->inval->new_policy)
+			pthread_cond_wait(&fs->inval->cond, &fs->inval->lock);
+		if (fs->inval->stop)
 			break;
-		pw_policy *olds[PW_INVAL_OLDS_MAX], *new = fs->inval.new_policy;
-		size_t n_olds = fs->inval.n_olds;
-		memcpy(olds, fs->inval.olds, n_olds * sizeof(*olds));
-		bool every = fs->inval.every;
-		uint64_t gen = fs->inval.gen;
-		fs->inval.new_policy = NULL;
-		fs->inval.n_olds = 0;
-		fs->inval.every = false;
-		pthread_mutex_unlock(&fs->inval.lock);
+		pw_policy *olds[PW_INVAL_OLDS_MAX], *new = fs->inval->new_policy;
+		size_t n_olds = fs->inval->n_olds;
+		memcpy(olds, fs->inval->olds, n_olds * sizeof(*olds));
+		bool every = fs->inval->every;
+		uint64_t gen = fs->inval->gen;
+		fs->inval->new_policy = NULL;
+		fs->inval->n_olds = 0;
+		fs->inval->every = false;
+		pthread_mutex_unlock(&fs->inval->lock);
 
 		inval_ctx c = {.new = new, .olds = olds, .n_olds = n_olds, .every = every};
 		pw_inode_foreach(fs, visit_node, &c);
 		/* The root is not in the table; like any node, only when its answer changed
 		 * (a switch between two modes that write the same sends nothing). */
 		visit_node(fs, pw_inode_root(fs), &c);
-		atomic_store(&fs->inval.pending, c.n);
+		atomic_store(&fs->inval->pending, c.n);
 		notify_collected(fs, &c, true);
 		for (size_t i = 0; i < n_olds; i++)
 			pw_policy_unref(olds[i]);
 		pw_policy_unref(new);
 
-		pthread_mutex_lock(&fs->inval.lock);
-		atomic_store(&fs->inval.done_gen, gen);
-		pthread_cond_broadcast(&fs->inval.done_cond);
+		pthread_mutex_lock(&fs->inval->lock);
+		atomic_store(&fs->inval->done_gen, gen);
+		pthread_cond_broadcast(&fs->inval->done_cond);
 	}
-	pthread_mutex_unlock(&fs->inval.lock);
+	pthread_mutex_unlock(&fs->inval->lock);
 	return NULL;
+}
+
+int pw_inval_init(pw_fs *fs)
+{
+	struct pw_inval_pass *v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	pthread_mutex_init(&v->lock, NULL);
+	pthread_cond_init(&v->cond, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* switch_waits_for_pass's deadline */
+	pthread_cond_init(&v->done_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	fs->inval = v;
+	return 0;
+}
+
+void pw_inval_free(pw_fs *fs)
+{
+	struct pw_inval_pass *v = TAKE_PTR(fs->inval);
+	if (!v)
+		return;
+	pthread_cond_destroy(&v->done_cond);
+	pthread_cond_destroy(&v->cond);
+	pthread_mutex_destroy(&v->lock);
+	free(v);
 }
 
 int pw_inval_start(pw_fs *fs)
 {
-	pthread_mutex_init(&fs->inval.lock, NULL);
-	pthread_cond_init(&fs->inval.cond, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* switch_waits_for_pass's deadline */
-	pthread_cond_init(&fs->inval.done_cond, &ca);
-	pthread_condattr_destroy(&ca);
-	int r = pthread_create(&fs->inval.thread, NULL, inval_main, fs);
+	int r = pthread_create(&fs->inval->thread, NULL, inval_main, fs);
 	if (r)
 		return -r;
-	fs->inval.started = true;
+	fs->inval->started = true;
 	return 0;
 }
 
 void pw_inval_stop(pw_fs *fs)
 {
-	if (!fs->inval.started)
+	if (!fs->inval || !fs->inval->started)
 		return;
-	pthread_mutex_lock(&fs->inval.lock);
-	fs->inval.stop = true;
-	pthread_cond_signal(&fs->inval.cond);
-	pthread_cond_broadcast(&fs->inval.done_cond);
-	pthread_mutex_unlock(&fs->inval.lock);
-	pthread_join(fs->inval.thread, NULL);
-	for (size_t i = 0; i < fs->inval.n_olds; i++)
-		pw_policy_unref(fs->inval.olds[i]);
-	pw_policy_unref(fs->inval.new_policy);
-	fs->inval.n_olds = 0;
-	fs->inval.new_policy = NULL;
-	fs->inval.started = false;
+	pthread_mutex_lock(&fs->inval->lock);
+	fs->inval->stop = true;
+	pthread_cond_signal(&fs->inval->cond);
+	pthread_cond_broadcast(&fs->inval->done_cond);
+	pthread_mutex_unlock(&fs->inval->lock);
+	pthread_join(fs->inval->thread, NULL);
+	for (size_t i = 0; i < fs->inval->n_olds; i++)
+		pw_policy_unref(fs->inval->olds[i]);
+	pw_policy_unref(fs->inval->new_policy);
+	fs->inval->n_olds = 0;
+	fs->inval->new_policy = NULL;
+	fs->inval->started = false;
 }
 
 /* Queues the attribute pass from OLD (our reference is taken over) to NEW. A pending job
@@ -258,36 +278,37 @@ void pw_inval_stop(pw_fs *fs)
  * serialized (every install goes through the view's lock), so generations queue in order. */
 static void queue_attr_inval(pw_fs *fs, pw_policy *old, pw_policy *new, uint64_t gen)
 {
-	if (!fs->inval.started || !fs->se) {
+	if (!fs->inval->started || !fs->se) {
 		pw_policy_unref(old);
-		atomic_store(&fs->inval.done_gen, gen);
+		atomic_store(&fs->inval->done_gen, gen);
 		return;
 	}
-	pthread_mutex_lock(&fs->inval.lock);
-	if (fs->inval.n_olds < PW_INVAL_OLDS_MAX) {
-		fs->inval.olds[fs->inval.n_olds++] = old;
+	pthread_mutex_lock(&fs->inval->lock);
+	if (fs->inval->n_olds < PW_INVAL_OLDS_MAX) {
+		fs->inval->olds[fs->inval->n_olds++] = old;
 	} else {
 		pw_policy_unref(old);
-		fs->inval.every = true;
+		fs->inval->every = true;
 	}
-	pw_policy_unref(fs->inval.new_policy);
-	fs->inval.new_policy = pw_policy_ref(new);
-	fs->inval.gen = gen;
-	pthread_cond_signal(&fs->inval.cond);
-	pthread_mutex_unlock(&fs->inval.lock);
+	pw_policy_unref(fs->inval->new_policy);
+	fs->inval->new_policy = pw_policy_ref(new);
+	fs->inval->gen = gen;
+	pthread_cond_signal(&fs->inval->cond);
+	pthread_mutex_unlock(&fs->inval->lock);
 }
 
 void pw_fs_wait_invalidated(pw_fs *fs, uint64_t gen)
 {
-	if (!fs->inval.started)
+	if (!fs->inval->started)
 		return; /* no session: nothing was queued (queue_attr_inval) */
 	int64_t until = pw_clock_ns(CLOCK_MONOTONIC) + (int64_t)PW_SWITCH_ATTR_WAIT_MS * 1000000;
 	struct timespec ts = {.tv_sec = until / 1000000000, .tv_nsec = until % 1000000000};
-	pthread_mutex_lock(&fs->inval.lock);
-	while (atomic_load(&fs->inval.done_gen) < gen && !fs->inval.stop)
-		if (pthread_cond_timedwait(&fs->inval.done_cond, &fs->inval.lock, &ts) == ETIMEDOUT)
+	pthread_mutex_lock(&fs->inval->lock);
+	while (atomic_load(&fs->inval->done_gen) < gen && !fs->inval->stop)
+		if (pthread_cond_timedwait(&fs->inval->done_cond, &fs->inval->lock, &ts) ==
+		    ETIMEDOUT)
 			break;
-	pthread_mutex_unlock(&fs->inval.lock);
+	pthread_mutex_unlock(&fs->inval->lock);
 }
 
 uint64_t pw_fs_set_policy(pw_fs *fs, pw_policy *p)
@@ -303,7 +324,7 @@ uint64_t pw_fs_set_policy(pw_fs *fs, pw_policy *p)
 		queue_attr_inval(fs, old, mine, gen); /* takes over our reference to old */
 		pw_policy_unref(mine);
 	} else {
-		atomic_store(&fs->inval.done_gen, gen); /* the first policy: nothing was cached */
+		atomic_store(&fs->inval->done_gen, gen); /* the first policy: nothing was cached */
 	}
 	return gen;
 }
@@ -317,7 +338,7 @@ void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret)
 {
 	ret->inodes = pw_inode_count(fs);
 	ret->denied = atomic_load(&fs->denied);
-	ret->invalidations_pending = atomic_load(&fs->inval.pending);
-	ret->invalidated_generation = atomic_load(&fs->inval.done_gen);
+	ret->invalidations_pending = atomic_load(&fs->inval->pending);
+	ret->invalidated_generation = atomic_load(&fs->inval->done_gen);
 	ret->store_not_kept = pw_undo_store_full(fs->undo, &ret->store_full_since_ns);
 }
