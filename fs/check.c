@@ -14,6 +14,7 @@
 
 #include "store/audit.h"
 #include "check.h"
+#include "inode.h"
 #include "resolve.h"
 #include "pidns.h"
 #include "procfs.h"
@@ -204,7 +205,7 @@ int pw_check_node_ex(pw_req *r, pw_op op, pw_inode *n, int fd, const char *path2
 	const char *paths[PW_ALIAS_CHECK_MAX];
 	size_t count = 0;
 	bool is_dir = S_ISDIR(n->type), truncated = false;
-	pthread_rwlock_rdlock(&fs->tree_lock);
+	pw_inode_lock_read(fs);
 	if (n->is_root) {
 		paths[0] = "";
 		count = 1;
@@ -220,7 +221,7 @@ int pw_check_node_ex(pw_req *r, pw_op op, pw_inode *n, int fd, const char *path2
 			}
 		}
 	}
-	pthread_rwlock_unlock(&fs->tree_lock);
+	pw_inode_unlock(fs);
 
 	const pw_policy *p = pw_req_policy(r, NULL);
 	int e = 0;
@@ -294,28 +295,6 @@ bool pw_hidden_existing(pw_req *r, int pfd)
 	if (fstatat(pfd, r->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return false;
 	return pw_hidden_child(r, S_ISDIR(st.st_mode));
-}
-
-void pw_remember_hidden_neg(pw_fs *fs, fuse_ino_t parent, const char *name)
-{
-	pthread_mutex_lock(&fs->neg_lock);
-	for (pw_hidden_neg *h = fs->hidden_negs; h; h = h->next)
-		if (h->parent == parent && streq(h->name, name)) {
-			pthread_mutex_unlock(&fs->neg_lock);
-			return;
-		}
-	if (fs->n_hidden_negs < 65536) {
-		pw_hidden_neg *h = malloc(sizeof(*h));
-		if (h && (h->name = strdup(name))) {
-			h->parent = parent;
-			h->next = fs->hidden_negs;
-			fs->hidden_negs = h;
-			fs->n_hidden_negs++;
-		} else {
-			free(h);
-		}
-	}
-	pthread_mutex_unlock(&fs->neg_lock);
 }
 
 static void strip_write_bits(struct stat *st)

@@ -34,8 +34,6 @@ bool pw_hidden_name(pw_req *r, pw_inode *parent, const char *name, bool is_dir);
 /* Does R's name exist in its parent (open as PFD) as an object the policy hides? Creating
  * over a hidden name must answer ENOENT, as if it were not there, never EEXIST or EISDIR. */
 bool pw_hidden_existing(pw_req *r, int pfd);
-/* A name the kernel was told is absent because it is hidden; invalidated on a switch. */
-void pw_remember_hidden_neg(pw_fs *fs, fuse_ino_t parent, const char *name);
 
 /* Clears write bits from ST when N (or R's name) may not be written under R's policy, and
  * lowers a directory's link count by the subdirectories it hides. */

@@ -13,8 +13,9 @@
  *    offered it.
  *
  *  - FUSE_WRITE_KILL_SUIDGID itself: libfuse drops a WRITE's write_flags. The read hook
- *    keeps them in a thread-local, because libfuse's worker threads each receive one request
- *    and then handle it before receiving the next (fuse_loop_mt.c).
+ *    has them kept in a thread-local (transport.c, for the ring's requests too), because libfuse's
+ * worker threads each receive one request and then handle it before receiving the next
+ * (fuse_loop_mt.c).
  *
  * And it receives requests with splice(2), so that a WRITE's data goes from the pages the
  * caller's write filled into the backing file without passing through the daemon's memory.
@@ -36,8 +37,8 @@
  * request fits a pipe of the default pipe-max-size and large writes are still spliced: one
  * more round trip per MiB against a copy of each MiB saved.
  *
- * The read hook also counts requests by opcode, and the write hook notifications, for
- * `piworkfs status`.
+ * The read hook also has requests counted by opcode (transport.c), and the write hook counts
+ * notifications, for `piworkfs status`.
  *
  * With -o io_uring the INIT reply also accepts FUSE_OVER_IO_URING when the kernel offers it
  * and uring.c could set up its rings; replies to requests that came through a ring entry
@@ -57,35 +58,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "fs_internal.h"
-
-/* The write_flags of the WRITE request this thread is handling, 0 for any other. */
-static _Thread_local uint32_t cur_write_flags;
-
-void pw_devio_note_request(pw_fs *fs, const void *buf, size_t len)
-{
-	cur_write_flags = 0;
-	if (len < sizeof(struct fuse_in_header))
-		return;
-	const struct fuse_in_header *in = buf;
-	atomic_fetch_add_explicit(&fs->requests[in->opcode < PW_FS_OPCODES ? in->opcode : 0], 1,
-				  memory_order_relaxed);
-	const char *arg = (const char *)buf + sizeof(*in);
-	size_t arglen = len - sizeof(*in);
-	if (in->opcode == FUSE_WRITE && arglen >= offsetof(struct fuse_write_in, lock_owner)) {
-		struct fuse_write_in w;
-		memcpy(&w, arg, offsetof(struct fuse_write_in, lock_owner));
-		cur_write_flags = w.write_flags;
-	} else if (in->opcode == FUSE_INIT && arglen >= offsetof(struct fuse_init_in, flags2)) {
-		struct fuse_init_in ii = {0};
-		memcpy(&ii, arg, arglen < sizeof(ii) ? arglen : sizeof(ii));
-		atomic_store(&fs->init_offered, ii.flags);
-		/* flags2 counts only with FUSE_INIT_EXT (and a kernel that sends it) */
-		if ((ii.flags & FUSE_INIT_EXT) && arglen >= offsetof(struct fuse_init_in, unused))
-			atomic_store(&fs->init_offered2, ii.flags2);
-		atomic_store(&fs->init_unique, in->unique);
-	}
-}
+#include "devio.h"
+#include "transport.h"
+#include "uring.h"
 
 /*
  * Receiving with splice. Per worker thread, a pipe: each request is spliced from the device
@@ -261,13 +236,14 @@ static ssize_t receive_spliced(pw_fs *fs, devio_thread *t, int in, char *buf, si
 	}
 	t->pending = head < (size_t)n;
 	t->pending_len = (size_t)n - head;
-	if (fs->splice_policy != SPLICE_AUTO)
+	if (fs->transport.splice_policy != SPLICE_AUTO)
 		; /* no credit to keep */
 	else if (is_stream_write(buf, head))
-		atomic_store_explicit(&fs->splice_credit, SPLICE_CREDIT, memory_order_relaxed);
+		atomic_store_explicit(&fs->transport.splice_credit, SPLICE_CREDIT,
+				      memory_order_relaxed);
 	else
-		atomic_fetch_sub_explicit(&fs->splice_credit, 1, memory_order_relaxed);
-	pw_devio_note_request(fs, buf, head);
+		atomic_fetch_sub_explicit(&fs->transport.splice_credit, 1, memory_order_relaxed);
+	pw_transport_note_request(&fs->transport, buf, head);
 	return n;
 fail:
 	fprintf(stderr, "piworkfs: cannot receive a request through the pipe: %s\n", strerror(-r));
@@ -278,14 +254,15 @@ fail:
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
 	pw_fs *fs = userdata;
-	size_t need = atomic_load_explicit(&fs->splice_need, memory_order_relaxed);
+	size_t need = atomic_load_explicit(&fs->transport.splice_need, memory_order_relaxed);
 	if (need) {
 		devio_thread *t = devio_thread_get(true);
 		if (t)
 			devio_drop_pending(t);
 		if (t &&
-		    (fs->splice_policy == SPLICE_ALWAYS ||
-		     atomic_load_explicit(&fs->splice_credit, memory_order_relaxed) > 0) &&
+		    (fs->transport.splice_policy == SPLICE_ALWAYS ||
+		     atomic_load_explicit(&fs->transport.splice_credit, memory_order_relaxed) >
+			 0) &&
 		    devio_pipe_ready(t, need))
 			return receive_spliced(fs, t, fd, buf, len);
 	}
@@ -293,8 +270,9 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 	if (r <= 0)
 		return r;
 	if (need && is_stream_write(buf, (size_t)r))
-		atomic_store_explicit(&fs->splice_credit, SPLICE_CREDIT, memory_order_relaxed);
-	pw_devio_note_request(userdata, buf, (size_t)r);
+		atomic_store_explicit(&fs->transport.splice_credit, SPLICE_CREDIT,
+				      memory_order_relaxed);
+	pw_transport_note_request(&fs->transport, buf, (size_t)r);
 	return r;
 }
 
@@ -335,13 +313,13 @@ unsigned pw_devio_choose_max_write(pw_fs *fs)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size_t big = probe_pipe(pipe_need(PW_FS_MAX_WRITE, page));
-	fs->pipe_max = big ? big : PW_DEVIO_PIPE_MAX;
+	fs->transport.pipe_max = big ? big : PW_DEVIO_PIPE_MAX;
 	return big ? PW_FS_MAX_WRITE : PW_FS_MAX_WRITE_SMALL_PIPE;
 }
 
 /* The INIT reply (OUT, LEN bytes) is going out: splice requests from now on when the largest
- * request it allows fits the largest pipe the workers may make (fs->pipe_max: every request
- * must fit in one splice, one that does not would fail with EIO in the kernel). */
+ * request it allows fits the largest pipe the workers may make (pipe_max: every request must fit
+ * in one splice, one that does not would fail with EIO in the kernel). */
 static void enable_splice(pw_fs *fs, const struct fuse_init_out *out, size_t len)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -350,10 +328,10 @@ static void enable_splice(pw_fs *fs, const struct fuse_init_out *out, size_t len
 	    (out->flags & FUSE_MAX_PAGES) && (size_t)out->max_pages * page > largest)
 		largest = (size_t)out->max_pages * page;
 	size_t need = pipe_need(largest, page);
-	if (fs->splice_policy == SPLICE_NEVER)
+	if (fs->transport.splice_policy == SPLICE_NEVER)
 		return;
-	if (need <= (fs->pipe_max ? fs->pipe_max : PW_DEVIO_PIPE_MAX))
-		atomic_store(&fs->splice_need, need);
+	if (need <= (fs->transport.pipe_max ? fs->transport.pipe_max : PW_DEVIO_PIPE_MAX))
+		atomic_store(&fs->transport.splice_need, need);
 	else
 		fprintf(stderr,
 			"piworkfs: max_write %u is too large for splicing requests; "
@@ -371,7 +349,7 @@ static bool accept_uring(pw_fs *fs, struct fuse_init_out *out, size_t out_len)
 				"/dev/fuse\n");
 		return false;
 	}
-	if (!(atomic_load(&fs->init_offered2) & (uint32_t)(flag >> 32))) {
+	if (!(atomic_load(&fs->transport.init_offered2) & (uint32_t)(flag >> 32))) {
 		fprintf(stderr, "piworkfs: io_uring: the kernel does not offer FUSE over io_uring "
 				"(needs Linux 6.14 and the fuse module parameter enable_uring=Y: "
 				"see piworkfs(1)); serving through /dev/fuse\n");
@@ -397,7 +375,7 @@ static bool accept_uring(pw_fs *fs, struct fuse_init_out *out, size_t out_len)
 			strerror(-r));
 		return false;
 	}
-	fs->uring = u;
+	fs->transport.uring = u;
 	out->flags |= FUSE_INIT_EXT;
 	out->flags2 |= (uint32_t)(flag >> 32);
 	return true;
@@ -408,25 +386,25 @@ static bool accept_uring(pw_fs *fs, struct fuse_init_out *out, size_t out_len)
  * OUT must hold the copy that replaces iov[1] for the duration of the write. */
 static bool patch_init_reply(pw_fs *fs, struct iovec *iov, int count, struct fuse_init_out *out)
 {
-	uint64_t unique = atomic_load(&fs->init_unique);
+	uint64_t unique = atomic_load(&fs->transport.init_unique);
 	if (!unique || count < 2 || iov[0].iov_len < sizeof(struct fuse_out_header))
 		return false;
 	const struct fuse_out_header *oh = iov[0].iov_base;
 	if (oh->unique != unique)
 		return false;
-	atomic_store(&fs->init_unique, 0);
+	atomic_store(&fs->transport.init_unique, 0);
 	if (oh->error != 0 || iov[1].iov_len < offsetof(struct fuse_init_out, max_background) ||
 	    iov[1].iov_len > sizeof(*out))
 		return false;
 	memcpy(out, iov[1].iov_base, iov[1].iov_len);
-	atomic_store(&fs->max_write, out->max_write);
+	atomic_store(&fs->transport.max_write, out->max_write);
 	enable_splice(fs, out, iov[1].iov_len);
-	bool killpriv = atomic_load(&fs->init_offered) & FUSE_HANDLE_KILLPRIV_V2;
-	if (!killpriv && !fs->uring_wanted)
+	bool killpriv = atomic_load(&fs->transport.init_offered) & FUSE_HANDLE_KILLPRIV_V2;
+	if (!killpriv && !fs->transport.uring_wanted)
 		return false;
 	if (killpriv)
 		out->flags |= FUSE_HANDLE_KILLPRIV_V2;
-	if (fs->uring_wanted)
+	if (fs->transport.uring_wanted)
 		accept_uring(fs, out, iov[1].iov_len);
 	iov[1].iov_base = out;
 	return true;
@@ -441,13 +419,13 @@ static void note_reply(pw_fs *fs, const struct iovec *iov, int count, ssize_t wr
 		return;
 	const struct fuse_out_header *oh = iov[0].iov_base;
 	if (oh->unique == 0)
-		atomic_fetch_add_explicit(&fs->notifications, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&fs->transport.notifications, 1, memory_order_relaxed);
 }
 
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	pw_fs *fs = userdata;
-	if (fs->uring) {
+	if (fs->transport.uring) {
 		ssize_t n = pw_uring_reply(fs, iov, count);
 		if (n != -ENOENT) {
 			if (n >= 0)
@@ -458,15 +436,15 @@ static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 	}
 	struct fuse_init_out out;
 	void *orig = count >= 2 ? iov[1].iov_base : NULL;
-	pw_uring *before = fs->uring;
+	pw_uring *before = fs->transport.uring;
 	bool patched = patch_init_reply(fs, iov, count, &out);
 	ssize_t r = writev(fd, iov, count);
 	if (patched)
 		iov[1].iov_base = orig;
-	if (fs->uring && !before) {
+	if (fs->transport.uring && !before) {
 		/* The kernel has the INIT reply: the threads may register their entries. */
 		if (r >= 0)
-			pw_uring_start(fs->uring);
+			pw_uring_start(fs->transport.uring);
 	}
 	note_reply(fs, iov, count, r);
 	return r;
@@ -476,7 +454,7 @@ static ssize_t io_splice_send(int fdin, off_t *offin, int fdout, off_t *offout, 
 			      unsigned int flags, void *userdata)
 {
 	pw_fs *fs = userdata;
-	if (fs->uring) {
+	if (fs->transport.uring) {
 		/* A spliced read reply (header and data in the pipe) to a ring request. */
 		ssize_t n = pw_uring_reply_pipe(fs, fdin, len);
 		if (n != -ENOENT) {
@@ -489,13 +467,14 @@ static ssize_t io_splice_send(int fdin, off_t *offin, int fdout, off_t *offout, 
 	return splice(fdin, offin, fdout, offout, len, flags);
 }
 
-int pw_devio_attach(pw_fs *fs)
+int pw_devio_attach(pw_fs *fs, bool uring_wanted)
 {
+	fs->transport.uring_wanted = uring_wanted;
 	const char *splice_env = getenv("PIWORKFS_SPLICE");
 	if (splice_env && strcmp(splice_env, "always") == 0)
-		fs->splice_policy = SPLICE_ALWAYS;
+		fs->transport.splice_policy = SPLICE_ALWAYS;
 	else if (splice_env && strcmp(splice_env, "never") == 0)
-		fs->splice_policy = SPLICE_NEVER;
+		fs->transport.splice_policy = SPLICE_NEVER;
 	else if (splice_env && *splice_env)
 		fprintf(stderr,
 			"piworkfs: PIWORKFS_SPLICE=%s is neither always nor never; "
@@ -509,7 +488,8 @@ int pw_devio_attach(pw_fs *fs)
 	return fuse_session_custom_io(fs->se, &io, fuse_session_fd(fs->se));
 }
 
-bool pw_devio_write_kills_suidgid(void)
+void pw_devio_detach(pw_fs *fs)
 {
-	return cur_write_flags & FUSE_WRITE_KILL_SUIDGID;
+	pw_uring_free(fs->transport.uring);
+	fs->transport.uring = NULL;
 }

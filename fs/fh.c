@@ -17,15 +17,19 @@ static struct pw_fh_stripe *stripe_of(pw_fs *fs, const pw_inode *n)
 {
 	uintptr_t h = (uintptr_t)n;
 	h ^= h >> 12; /* nodes are heap blocks: their low bits say little */
-	return &fs->fh_stripes[(h >> 6) % PW_FH_STRIPES];
+	return &fs->fh->stripes[(h >> 6) % PW_FH_STRIPES];
 }
 
-void pw_fh_table_init(pw_fs *fs)
+int pw_fh_table_init(pw_fs *fs)
 {
+	fs->fh = aligned_alloc(_Alignof(struct pw_fh_table), sizeof(struct pw_fh_table));
+	if (!fs->fh)
+		return -ENOMEM;
 	for (size_t i = 0; i < PW_FH_STRIPES; i++) {
-		pthread_mutex_init(&fs->fh_stripes[i].lock, NULL);
-		fs->fh_stripes[i].head = NULL;
+		pthread_mutex_init(&fs->fh->stripes[i].lock, NULL);
+		fs->fh->stripes[i].head = NULL;
 	}
+	return 0;
 }
 
 void pw_fh_register(pw_fs *fs, pw_fh *h)
@@ -76,8 +80,10 @@ int pw_fh_dup_for(pw_fs *fs, pw_inode *n)
 
 void pw_fh_close_all(pw_fs *fs)
 {
+	if (!fs->fh)
+		return;
 	for (size_t i = 0; i < PW_FH_STRIPES; i++) {
-		struct pw_fh_stripe *st = &fs->fh_stripes[i];
+		struct pw_fh_stripe *st = &fs->fh->stripes[i];
 		pthread_mutex_lock(&st->lock);
 		pw_fh *h = st->head;
 		st->head = NULL;
@@ -90,5 +96,7 @@ void pw_fh_close_all(pw_fs *fs)
 			free(h);
 			h = next;
 		}
+		pthread_mutex_destroy(&st->lock);
 	}
+	free(TAKE_PTR(fs->fh));
 }

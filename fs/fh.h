@@ -2,6 +2,8 @@
 /* fh.c: the open files and directories of the view, and the registry of them. */
 #pragma once
 
+#include <pthread.h>
+
 #include "fs_internal.h"
 
 /* An open file or directory of the view. */
@@ -22,9 +24,21 @@ static inline pw_fh *pw_fh_of(struct fuse_file_info *fi)
 	return (pw_fh *)(uintptr_t)fi->fh;
 }
 
-/* The registry of open handles (at start), and closing and freeing every handle
- * never released (after the session ended). */
-void pw_fh_table_init(pw_fs *fs);
+/* The registry of open handles, fs->fh: fh.c's. In stripes chosen by node, so that the OPEN
+ * of one file and the RELEASE of another never wait for each other. A daemon stopped with
+ * files still open (SIGTERM) gets no RELEASE for them; pw_fh_close_all frees what is left at
+ * unmount. */
+#define PW_FH_STRIPES 32
+struct pw_fh_table {
+	struct pw_fh_stripe {
+		pthread_mutex_t lock;
+		struct pw_fh *head;
+	} __attribute__((aligned(64))) stripes[PW_FH_STRIPES];
+};
+
+/* Makes the registry (at start: 0 or -ENOMEM), and closes and frees every handle never
+ * released and the registry (after the session ended; accepts none made). */
+int pw_fh_table_init(pw_fs *fs);
 void pw_fh_close_all(pw_fs *fs);
 
 /* Links H into, or out of, the list of open handles. */

@@ -73,7 +73,7 @@ typedef struct pw_fs_stats {
 	uint64_t ring_requests;
 } pw_fs_stats;
 void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret);
-void pw_fs_transport_stats(pw_fs *fs, pw_fs_stats *ret); /* the transport's two fields */
+void pw_fs_transport_stats(pw_fs *fs, pw_fs_stats *ret); /* the transport's fields */
 
 /*
  * FUSE over io_uring, for `mount` (fsmain.c, cli/cmd_mount.c). Whether this kernel and

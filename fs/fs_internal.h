@@ -10,10 +10,10 @@
  * leaves the project, and holds a bounded number of descriptors whatever the tree's size.
  * The same names give the policy its project-relative paths.
  *
- * Locking: fs->tree_lock (rwlock) guards the inode table, every node's names, nlookup and
- * child counts. Path building takes it for reading; lookup, forget, rename, unlink take it
- * for writing. The active policy pointer is guarded by fs->policy_lock, held only to load
- * the pointer and take a reference.
+ * Locking: the tree lock (inode.h, pw_inode_lock_read/_write) guards the inode table, every
+ * node's names, nlookup and child counts. Path building takes it for reading; lookup,
+ * forget, rename, unlink take it for writing. The active policy pointer is guarded by
+ * its slot's lock (req.h), held only to load the pointer and take a reference.
  */
 #pragma once
 
@@ -30,14 +30,16 @@
 #include "opmap.h" /* FUSE opcode -> policy op: the handlers' ops come from there */
 #include "pw_limits.h"
 #include "policy.h"
+#include "transport.h" /* pw_fs.transport */
 #include "undo/node.h" /* pw_inode.undo */
 #include "util.h"
 
-#define PW_FH_STRIPES 32
-/* How long a switch waits for its attribute pass before answering (switch.c). */
-#define PW_SWITCH_ATTR_WAIT_MS 2000
-
 struct pw_inode;
+struct pw_nodes;
+struct pw_policy_slot;
+struct pw_watcher;
+struct pw_fh_table;
+struct pw_inval_pass;
 
 /* One name of an inode: (parent, component). The first name is the primary one used to
  * reach the inode on the backing tree; hard links looked up through other names add
@@ -69,13 +71,6 @@ typedef struct pw_inode {
 
 enum { PW_XATTR_UNKNOWN = 0, PW_XATTR_NONE = 1 };
 
-/* A name the kernel was told is absent because it is hidden; invalidated on a switch. */
-typedef struct pw_hidden_neg {
-	fuse_ino_t parent;
-	char *name;
-	struct pw_hidden_neg *next;
-} pw_hidden_neg;
-
 struct pw_fs {
 	char *project; /* real path of the backing directory */
 	char *mountpoint;
@@ -95,133 +90,33 @@ struct pw_fs {
 	/* The session serves a descriptor another process mounted (mount --fuse-fd). */
 	bool passed_fd;
 	struct fuse_session *se;
-	/* The INIT request as seen by devio.c: its id, and the flags the kernel offered. */
-	_Atomic uint64_t init_unique;
-	_Atomic uint32_t init_offered;
-	_Atomic uint32_t init_offered2; /* flags2: bits 32..63 */
-	/* Requests received, by opcode (devio.c), for status: what the kernel asks of us is
-	 * what a workload costs in the view (each one is a round trip). */
-	atomic_uint_fast64_t requests[PW_FS_OPCODES];
-	/* Notifications (invalidations) written to the kernel (devio.c), for status. */
-	atomic_uint_fast64_t notifications;
-	/* devio.c: the pipe size in bytes that holds the largest request the INIT reply
-	 * allows, once requests may be spliced (0 before INIT, or when they are read); and
-	 * how many more requests are spliced since the last large WRITE. */
-	_Atomic size_t splice_need;
-	atomic_int splice_credit;
-	/* devio.c: the largest pipe a worker may make (probed at INIT), and the max_write the
-	 * INIT reply carried (0 before it), for status. */
-	size_t pipe_max;
-	_Atomic uint32_t max_write;
-	int splice_policy; /* devio.c: PIWORKFS_SPLICE, set before the session starts */
-	/* FUSE over io_uring (uring.c): asked for with -o io_uring; the transport once INIT
-	 * accepted it (set before the INIT reply is written, then never changed). */
-	bool uring_wanted;
-	struct pw_uring *uring;
+	/* How requests arrive and replies leave (transport.h: devio.c, uring.c, transport.c). */
+	struct pw_transport transport;
 
-	pthread_rwlock_t tree_lock;
-	pw_inode root;
-	pw_inode **htab;
-	size_t hsize, hcount;
-	/* The most nodes known since memory was last handed back (inode.c, under tree_lock). */
-	size_t hmark;
-	pw_inode **wtab; /* wd -> node, same size as htab */
+	struct pw_nodes *nodes; /* the node table (inode.h): inode.c's */
 
-	pthread_mutex_t policy_lock;
-	pw_policy *policy;
-	uint64_t generation;
-	/* Held for reading by every request that decides visibility and makes the kernel
-	 * cache an entry (lookup, readdirplus); a switch that changes hide rules takes it for
-	 * writing once after the swap, so every entry decided under the old policy is known
-	 * before the entries to invalidate are collected (switch.c). Writer-preferring. */
-	pthread_rwlock_t lookup_gate;
-
-	pthread_mutex_t neg_lock;
-	pw_hidden_neg *hidden_negs;
-	size_t n_hidden_negs;
+	/* The active policy, its generation, the lookup gate, the hidden negatives (req.h):
+	 * req.c's. */
+	struct pw_policy_slot *slot;
 
 	struct pw_audit *audit;
 	struct pw_undo *undo; /* the undo room (undo/undo.h): originals kept; NULL: none */
 	atomic_uint_fast64_t denied;
 
-	/* Invalidation of attributes after a switch, on a thread of its own: switch.c's own
-	 * (struct pw_inval_pass, switch.h). */
-	struct pw_inval_pass {
-		pthread_t thread;
-		pthread_mutex_t lock;
-		pthread_cond_t cond;	  /* a job is queued, or stop */
-		pthread_cond_t done_cond; /* a pass ended (done_gen moved) */
-		/* The pending job: every policy the kernel may have cached attributes under since
-		 * the last pass began (a switch queued while another is pending adds its old
-		 * one), and the new one; references held. every: too many to compare, visit
-		 * every node. */
-		pw_policy *olds[PW_INVAL_OLDS_MAX], *new_policy;
-		size_t n_olds;
-		bool every;
-		bool stop, started;
-		atomic_uint_fast64_t pending;
-		uint64_t gen;		   /* generation of new_policy (lock) */
-		_Atomic uint64_t done_gen; /* last generation fully invalidated */
-	} inval;
+	/* The attribute pass after a switch (switch.h): switch.c's. */
+	struct pw_inval_pass *inval;
 
-	/* Backing-tree change notifications (watch.c). */
-	int inotify_fd;
-	pthread_t watch_thread;
-	bool watch_started;
-	int watch_stop_pipe[2];
-	/* Open file and directory handles (ops_file.c), in stripes chosen by node, so that the
-	 * OPEN of one file and the RELEASE of another never wait for each other. A daemon stopped
-	 * with files still open (SIGTERM) gets no RELEASE for them; pw_fh_close_all frees what is
-	 * left at unmount. */
-	struct pw_fh_stripe {
-		pthread_mutex_t lock;
-		struct pw_fh *head;
-	} __attribute__((aligned(64))) fh_stripes[PW_FH_STRIPES];
-	/* Changes the daemon is about to make itself (watch.c): their inotify events need no
-	 * invalidation, since the kernel already knows from our replies. */
-	pthread_mutex_t expect_lock;
-	struct pw_expect *expects;
-	size_t n_expects;
+	/* Backing-tree change notifications and the changes the daemon expects (watch.h):
+	 * watch.c's. */
+	struct pw_watcher *watcher;
+	/* Open file and directory handles (fh.h): fh.c's. */
+	struct pw_fh_table *fh;
 };
 
 typedef struct pw_fs pw_fs;
 
 /*
  * What each C file of fs/ offers is declared in its own header (inode.h, resolve.h, creds.h,
- * req.h, check.h, entry.h, fh.h, watch.h, switch.h, undo/undo.h, optable.h, ops*.h); this one
- * holds the types they share. devio.c and uring.c are declared below for now.
+ * req.h, check.h, entry.h, fh.h, watch.h, switch.h, devio.h, uring.h, transport.h,
+ * undo/undo.h, optable.h, ops*.h); this one holds the types they share.
  */
-
-/* devio.c: our own /dev/fuse read/writev, for what libfuse 3.14 cannot negotiate, and
- * requests spliced through a pipe so that write data never passes through our memory. */
-int pw_devio_attach(pw_fs *fs);
-bool pw_devio_write_kills_suidgid(void);
-/* The most data one WRITE can carry: the kernel's default max_pages limit (256 pages) and
- * libfuse's request buffer (256 pages and a header page); a 1 MiB write(2) is one WRITE. */
-#define PW_FS_MAX_WRITE (1024 * 1024)
-#define PW_FS_MAX_WRITE_SMALL_PIPE (PW_DEVIO_PIPE_MAX - 4096)
-/* At INIT (ops.c): the max_write to offer, PW_FS_MAX_WRITE when this process may make a pipe
- * that holds such a request (root with CAP_SYS_RESOURCE, or pipe-max-size of 2 MiB or more),
- * else PW_FS_MAX_WRITE_SMALL_PIPE. Remembers the pipe size for devio.c's splicing. */
-unsigned pw_devio_choose_max_write(pw_fs *fs);
-/* The data of the WRITE this thread is handling when it waits in devio.c's pipe rather than
- * in IN_BUF (a large one): fills RET with a buffer that reads it from the pipe, and returns
- * true. What the handler leaves in the pipe is dropped before the next request. */
-bool pw_devio_write_data(const struct fuse_bufvec *in_buf, struct fuse_bufvec *ret);
-/* Counts the request in BUF (/dev/fuse layout, LEN bytes) and notes a WRITE's flags for
- * the calling thread, which handles it next (also for requests from the ring). */
-void pw_devio_note_request(pw_fs *fs, const void *buf, size_t len);
-
-/* uring.c: FUSE over io_uring. pw_uring_prepare makes the rings, buffers and threads for
- * payloads of PAYLOAD_SZ (before the INIT reply accepts); pw_uring_start lets them register
- * (after it); pw_uring_free stops and frees (accepts NULL). pw_uring_reply and
- * pw_uring_reply_pipe take a reply meant for a ring entry (from writev, or from the pipe
- * of a spliced reply): they return its length, or -ENOENT for a /dev/fuse request's. */
-typedef struct pw_uring pw_uring;
-int pw_uring_prepare(pw_fs *fs, size_t payload_sz, pw_uring **ret);
-void pw_uring_start(pw_uring *u);
-void pw_uring_free(pw_uring *u);
-ssize_t pw_uring_reply(pw_fs *fs, const struct iovec *iov, int count);
-ssize_t pw_uring_reply_pipe(pw_fs *fs, int pipe_fd, size_t len);
-bool pw_uring_available(void);	   /* built with liburing */
-uint64_t pw_uring_init_flag(void); /* FUSE_OVER_IO_URING */

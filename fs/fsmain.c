@@ -8,10 +8,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "devio.h"
 #include "fh.h"
 #include "fs_internal.h"
 #include "inode.h"
 #include "optable.h"
+#include "req.h"
 #include "switch.h"
 #include "watch.h"
 #include "util.h"
@@ -125,17 +127,17 @@ pw_uring_choice pw_fs_uring_choice(const char *fuse_opts)
 /* Decides, before mounting, whether the INIT reply will accept FUSE over io_uring. A
  * transport that was required and cannot be had fails the mount; one taken by default
  * falls back to /dev/fuse with the probe's one line (what it costs, how to turn it on). */
-static int decide_uring(pw_fs *fs, char *fuse_opts, char **ret_err)
+static int decide_uring(char *fuse_opts, bool *wanted, char **ret_err)
 {
 	pw_uring_choice c = pw_fs_uring_choice(fuse_opts);
 	(void)take_option(fuse_opts, "io_uring");
 	(void)take_option(fuse_opts, "no_io_uring");
-	fs->uring_wanted = false;
+	*wanted = false;
 	if (c == PW_URING_REFUSE)
 		return 0;
 	char why[600];
 	if (pw_fs_uring_probe(why, sizeof(why)) == 0) {
-		fs->uring_wanted = true;
+		*wanted = true;
 		return 0;
 	}
 	if (c == PW_URING_REQUIRE) {
@@ -182,33 +184,24 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	if (!fs)
 		return -ENOMEM;
 	fs->root_fd = -1;
-	fs->inotify_fd = -1;
-	fs->watch_stop_pipe[0] = fs->watch_stop_pipe[1] = -1;
 	fs->timeout = o->cache_timeout > 0 ? o->cache_timeout : 86400.0;
 	fs->no_watch = o->no_watch;
 	fs->allow_other = o->allow_other;
 	fs->default_permissions = kernel_checks(o);
 	fs->is_root_daemon = geteuid() == 0;
 	fs->owner_uid = getuid();
-	pthread_mutex_init(&fs->policy_lock, NULL);
-	pthread_mutex_init(&fs->neg_lock, NULL);
-	pthread_mutex_init(&fs->expect_lock, NULL);
-	pw_fh_table_init(fs);
-	pthread_rwlockattr_t ga;
-	pthread_rwlockattr_init(&ga);
-	pthread_rwlockattr_setkind_np(&ga, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	pthread_rwlock_init(&fs->lookup_gate, &ga);
-	pthread_rwlockattr_destroy(&ga);
 	fs->project = strdup(o->project);
 	fs->mountpoint = strdup(o->mountpoint);
-	fs->policy = pw_policy_new_fail_closed("(starting)", "the view is starting");
+	pw_policy *starting = pw_policy_new_fail_closed("(starting)", "the view is starting");
 	int r = -ENOMEM;
-	if (!fs->project || !fs->mountpoint || !fs->policy)
+	if (!starting || pw_policy_slot_init(fs, starting) < 0 || pw_fh_table_init(fs) < 0 ||
+	    pw_inval_init(fs) < 0 || !fs->project || !fs->mountpoint)
 		goto fail;
 	r = pw_inode_table_init(fs);
 	if (r < 0)
 		goto fail;
-	r = decide_uring(fs, fuse_opts, ret_err);
+	bool uring_wanted;
+	r = decide_uring(fuse_opts, &uring_wanted, ret_err);
 	if (r < 0)
 		goto fail;
 
@@ -219,8 +212,8 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 		set_err(ret_err, "cannot open project %s: %s", o->project, strerror(-r));
 		goto fail;
 	}
-	fs->root.dev = fs->root_dev = st.st_dev;
-	fs->root.ino = st.st_ino;
+	fs->root_dev = st.st_dev;
+	pw_inode_set_root(fs, st.st_dev, st.st_ino);
 
 	/* Watches are added by lookups, which start once mounted: start the watcher first. */
 	r = pw_watch_start(fs);
@@ -249,7 +242,7 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	r = session_mount(fs, o, ret_err);
 	if (r < 0)
 		goto fail;
-	r = pw_devio_attach(fs);
+	r = pw_devio_attach(fs, uring_wanted);
 	if (r < 0) {
 		set_err(ret_err, "cannot set up the FUSE device: %s", strerror(-r));
 		goto fail;
@@ -324,22 +317,16 @@ void pw_fs_free(pw_fs *fs)
 		fuse_session_unmount(fs->se);
 		/* The ring threads handle requests with the session: stop them first (the
 		 * unmount has ended their entries). */
-		pw_uring_free(fs->uring);
-		fs->uring = NULL;
+		pw_devio_detach(fs);
 		fuse_session_destroy(fs->se);
 	}
 	pw_fh_close_all(fs);
+	pw_watch_free(fs);
 	if (fs->root_fd >= 0)
 		close(fs->root_fd);
-	pw_policy_unref(fs->policy);
-	while (fs->hidden_negs) {
-		pw_hidden_neg *n = fs->hidden_negs->next;
-		free(fs->hidden_negs->name);
-		free(fs->hidden_negs);
-		fs->hidden_negs = n;
-	}
-	if (fs->htab)
-		pw_inode_table_free(fs);
+	pw_policy_slot_free(fs);
+	pw_inode_table_free(fs);
+	pw_inval_free(fs);
 	free(fs->project);
 	free(fs->mountpoint);
 	free(fs);

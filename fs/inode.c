@@ -22,33 +22,60 @@ static size_t hash_ino(dev_t dev, ino_t ino, size_t size)
 
 int pw_inode_table_init(pw_fs *fs)
 {
-	fs->hsize = 1u << 16;
-	fs->htab = calloc(fs->hsize, sizeof(*fs->htab));
-	fs->wtab = calloc(fs->hsize, sizeof(*fs->wtab));
-	if (!fs->htab || !fs->wtab)
+	fs->nodes = calloc(1, sizeof(*fs->nodes));
+	if (!fs->nodes)
 		return -ENOMEM;
-	fs->root.is_root = true;
-	fs->root.nlookup = 1;
-	fs->root.wd = -1;
-	fs->root.type = S_IFDIR;
-	return pthread_rwlock_init(&fs->tree_lock, NULL) == 0 ? 0 : -ENOMEM;
+	if (pthread_rwlock_init(&fs->nodes->tree_lock, NULL) != 0) {
+		free(TAKE_PTR(fs->nodes));
+		return -ENOMEM;
+	}
+	fs->nodes->inotify_fd = -1;
+	fs->nodes->hsize = 1u << 16;
+	fs->nodes->htab = calloc(fs->nodes->hsize, sizeof(*fs->nodes->htab));
+	fs->nodes->wtab = calloc(fs->nodes->hsize, sizeof(*fs->nodes->wtab));
+	if (!fs->nodes->htab || !fs->nodes->wtab)
+		return -ENOMEM;
+	fs->nodes->root.is_root = true;
+	fs->nodes->root.nlookup = 1;
+	fs->nodes->root.wd = -1;
+	fs->nodes->root.type = S_IFDIR;
+	return 0;
+}
+
+void pw_inode_set_root(pw_fs *fs, dev_t dev, ino_t ino)
+{
+	fs->nodes->root.dev = dev;
+	fs->nodes->root.ino = ino;
+}
+
+void pw_inode_set_inotify(pw_fs *fs, int fd)
+{
+	fs->nodes->inotify_fd = fd;
+}
+
+size_t pw_inode_count(pw_fs *fs)
+{
+	pthread_rwlock_rdlock(&fs->nodes->tree_lock);
+	size_t n = fs->nodes->hcount;
+	pthread_rwlock_unlock(&fs->nodes->tree_lock);
+	return n;
 }
 
 pw_inode *pw_inode_get(pw_fs *fs, fuse_ino_t ino)
 {
 	if (ino == FUSE_ROOT_ID)
-		return &fs->root;
+		return &fs->nodes->root;
 	return (pw_inode *)(uintptr_t)ino;
 }
 
 fuse_ino_t pw_inode_id(pw_fs *fs, pw_inode *n)
 {
-	return n == &fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
+	return n == &fs->nodes->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
 }
 
 static int grow_table(pw_fs *fs)
 {
-	size_t nsize = fs->hsize * 2;
+	size_t nsize = fs->nodes->hsize * 2;
 	pw_inode **nt = calloc(nsize, sizeof(*nt));
 	pw_inode **nw = calloc(nsize, sizeof(*nw));
 	if (!nt || !nw) {
@@ -56,15 +83,15 @@ static int grow_table(pw_fs *fs)
 		free(nw);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < fs->hsize; i++) {
-		pw_inode *n = fs->htab[i], *next;
+	for (size_t i = 0; i < fs->nodes->hsize; i++) {
+		pw_inode *n = fs->nodes->htab[i], *next;
 		for (; n; n = next) {
 			next = n->hnext;
 			size_t h = hash_ino(n->dev, n->ino, nsize);
 			n->hnext = nt[h];
 			nt[h] = n;
 		}
-		n = fs->wtab[i];
+		n = fs->nodes->wtab[i];
 		for (; n; n = next) {
 			next = n->wnext;
 			size_t h = (size_t)n->wd & (nsize - 1);
@@ -72,19 +99,19 @@ static int grow_table(pw_fs *fs)
 			nw[h] = n;
 		}
 	}
-	free(fs->htab);
-	free(fs->wtab);
-	fs->htab = nt;
-	fs->wtab = nw;
-	fs->hsize = nsize;
+	free(fs->nodes->htab);
+	free(fs->nodes->wtab);
+	fs->nodes->htab = nt;
+	fs->nodes->wtab = nw;
+	fs->nodes->hsize = nsize;
 	return 0;
 }
 
 pw_inode *pw_inode_find_locked(pw_fs *fs, dev_t dev, ino_t ino)
 {
-	if (fs->root.dev == dev && fs->root.ino == ino)
-		return &fs->root;
-	for (pw_inode *n = fs->htab[hash_ino(dev, ino, fs->hsize)]; n; n = n->hnext)
+	if (fs->nodes->root.dev == dev && fs->nodes->root.ino == ino)
+		return &fs->nodes->root;
+	for (pw_inode *n = fs->nodes->htab[hash_ino(dev, ino, fs->nodes->hsize)]; n; n = n->hnext)
 		if (n->ino == ino && n->dev == dev)
 			return n;
 	return NULL;
@@ -92,11 +119,11 @@ pw_inode *pw_inode_find_locked(pw_fs *fs, dev_t dev, ino_t ino)
 
 static void hash_remove(pw_fs *fs, pw_inode *n)
 {
-	pw_inode **p = &fs->htab[hash_ino(n->dev, n->ino, fs->hsize)];
+	pw_inode **p = &fs->nodes->htab[hash_ino(n->dev, n->ino, fs->nodes->hsize)];
 	for (; *p; p = &(*p)->hnext)
 		if (*p == n) {
 			*p = n->hnext;
-			fs->hcount--;
+			fs->nodes->hcount--;
 			return;
 		}
 }
@@ -105,9 +132,9 @@ pw_inode *pw_inode_by_wd_locked(pw_fs *fs, int wd)
 {
 	if (wd < 0)
 		return NULL;
-	if (fs->root.wd == wd)
-		return &fs->root;
-	for (pw_inode *n = fs->wtab[(size_t)wd & (fs->hsize - 1)]; n; n = n->wnext)
+	if (fs->nodes->root.wd == wd)
+		return &fs->nodes->root;
+	for (pw_inode *n = fs->nodes->wtab[(size_t)wd & (fs->nodes->hsize - 1)]; n; n = n->wnext)
 		if (n->wd == wd)
 			return n;
 	return NULL;
@@ -120,7 +147,7 @@ void pw_inode_set_wd_locked(pw_fs *fs, pw_inode *n, int wd)
 		return;
 	}
 	if (n->wd >= 0) {
-		pw_inode **p = &fs->wtab[(size_t)n->wd & (fs->hsize - 1)];
+		pw_inode **p = &fs->nodes->wtab[(size_t)n->wd & (fs->nodes->hsize - 1)];
 		for (; *p; p = &(*p)->wnext)
 			if (*p == n) {
 				*p = n->wnext;
@@ -129,9 +156,9 @@ void pw_inode_set_wd_locked(pw_fs *fs, pw_inode *n, int wd)
 	}
 	n->wd = wd;
 	if (wd >= 0) {
-		size_t h = (size_t)wd & (fs->hsize - 1);
-		n->wnext = fs->wtab[h];
-		fs->wtab[h] = n;
+		size_t h = (size_t)wd & (fs->nodes->hsize - 1);
+		n->wnext = fs->nodes->wtab[h];
+		fs->nodes->wtab[h] = n;
 	}
 }
 
@@ -166,7 +193,7 @@ static void name_free(pw_fs *fs, pw_name *nm)
 /* A node freed stops being watched (watch.c adds the watches; the table holds them). */
 static void unwatch_locked(pw_fs *fs, pw_inode *n)
 {
-	inotify_rm_watch(fs->inotify_fd, n->wd);
+	inotify_rm_watch(fs->nodes->inotify_fd, n->wd);
 	pw_inode_set_wd_locked(fs, n, -1);
 }
 
@@ -257,12 +284,12 @@ static int add_name(pw_fs *fs, pw_inode *n, pw_inode *parent, const char *name, 
 pw_inode *pw_inode_learn(pw_fs *fs, pw_inode *parent, const char *name, const struct stat *st,
 			 bool *ret_new_dir)
 {
-	pthread_rwlock_wrlock(&fs->tree_lock);
+	pthread_rwlock_wrlock(&fs->nodes->tree_lock);
 	pw_inode *n = pw_inode_find_locked(fs, st->st_dev, st->st_ino);
-	if (n == &fs->root) {
+	if (n == &fs->nodes->root) {
 		/* The root reached by a name (a bind mount loop); never rename the root. */
 		n->nlookup++;
-		pthread_rwlock_unlock(&fs->tree_lock);
+		pthread_rwlock_unlock(&fs->nodes->tree_lock);
 		return n;
 	}
 	if (n && n->type != (st->st_mode & S_IFMT)) {
@@ -274,36 +301,36 @@ pw_inode *pw_inode_learn(pw_fs *fs, pw_inode *parent, const char *name, const st
 	}
 	bool created = false;
 	if (!n) {
-		if (fs->hcount * 2 > fs->hsize && grow_table(fs) < 0) {
-			pthread_rwlock_unlock(&fs->tree_lock);
+		if (fs->nodes->hcount * 2 > fs->nodes->hsize && grow_table(fs) < 0) {
+			pthread_rwlock_unlock(&fs->nodes->tree_lock);
 			return NULL;
 		}
 		n = calloc(1, sizeof(*n));
 		if (!n) {
-			pthread_rwlock_unlock(&fs->tree_lock);
+			pthread_rwlock_unlock(&fs->nodes->tree_lock);
 			return NULL;
 		}
 		n->dev = st->st_dev;
 		n->ino = st->st_ino;
 		n->type = st->st_mode & S_IFMT;
 		n->wd = -1;
-		size_t h = hash_ino(n->dev, n->ino, fs->hsize);
-		n->hnext = fs->htab[h];
-		fs->htab[h] = n;
-		if (++fs->hcount > fs->hmark)
-			fs->hmark = fs->hcount;
+		size_t h = hash_ino(n->dev, n->ino, fs->nodes->hsize);
+		n->hnext = fs->nodes->htab[h];
+		fs->nodes->htab[h] = n;
+		if (++fs->nodes->hcount > fs->nodes->hmark)
+			fs->nodes->hmark = fs->nodes->hcount;
 		created = true;
 	}
 	if (add_name(fs, n, parent, name, st->st_nlink) < 0 && created) {
 		hash_remove(fs, n);
 		free(n);
-		pthread_rwlock_unlock(&fs->tree_lock);
+		pthread_rwlock_unlock(&fs->nodes->tree_lock);
 		return NULL;
 	}
 	n->nlookup++;
 	if (ret_new_dir)
 		*ret_new_dir = created && S_ISDIR(n->type);
-	pthread_rwlock_unlock(&fs->tree_lock);
+	pthread_rwlock_unlock(&fs->nodes->tree_lock);
 	return n;
 }
 
@@ -329,30 +356,31 @@ static void forget_locked(pw_fs *fs, pw_inode *n, uint64_t nlookup)
 /* Whether the table has halved since the last trim (a new mark then). Lock held. */
 static bool trim_due_locked(pw_fs *fs)
 {
-	if (fs->hmark - fs->hcount < PW_TRIM_MIN_NODES || fs->hcount > fs->hmark / 2)
+	if (fs->nodes->hmark - fs->nodes->hcount < PW_TRIM_MIN_NODES ||
+	    fs->nodes->hcount > fs->nodes->hmark / 2)
 		return false;
-	fs->hmark = fs->hcount;
+	fs->nodes->hmark = fs->nodes->hcount;
 	return true;
 }
 
 static void forget_end(pw_fs *fs)
 {
 	bool trim = trim_due_locked(fs);
-	pthread_rwlock_unlock(&fs->tree_lock);
+	pthread_rwlock_unlock(&fs->nodes->tree_lock);
 	if (trim)
 		malloc_trim(0); /* outside the lock: it walks every arena */
 }
 
 void pw_inode_forget(pw_fs *fs, pw_inode *n, uint64_t nlookup)
 {
-	pthread_rwlock_wrlock(&fs->tree_lock);
+	pthread_rwlock_wrlock(&fs->nodes->tree_lock);
 	forget_locked(fs, n, nlookup);
 	forget_end(fs);
 }
 
 void pw_inode_forget_batch(pw_fs *fs, const struct fuse_forget_data *forgets, size_t count)
 {
-	pthread_rwlock_wrlock(&fs->tree_lock);
+	pthread_rwlock_wrlock(&fs->nodes->tree_lock);
 	for (size_t i = 0; i < count; i++)
 		forget_locked(fs, pw_inode_get(fs, forgets[i].ino), forgets[i].nlookup);
 	forget_end(fs);
@@ -372,13 +400,13 @@ static void drop_name_locked(pw_fs *fs, pw_inode *n, pw_inode *parent, const cha
 
 void pw_inode_unlinked(pw_fs *fs, pw_inode *parent, const char *name, dev_t dev, ino_t ino)
 {
-	pthread_rwlock_wrlock(&fs->tree_lock);
+	pthread_rwlock_wrlock(&fs->nodes->tree_lock);
 	pw_inode *n = pw_inode_find_locked(fs, dev, ino);
-	if (n && n != &fs->root) {
+	if (n && n != &fs->nodes->root) {
 		drop_name_locked(fs, n, parent, name);
 		maybe_free(fs, n);
 	}
-	pthread_rwlock_unlock(&fs->tree_lock);
+	pthread_rwlock_unlock(&fs->nodes->tree_lock);
 }
 
 /* Moves N's name (op, oname) to (np, nname). */
@@ -410,10 +438,10 @@ void pw_inode_renamed(pw_fs *fs, pw_inode *oldparent, const char *oldname, pw_in
 		      const char *newname, dev_t dev, ino_t ino, bool exchanged, dev_t dev2,
 		      ino_t ino2)
 {
-	pthread_rwlock_wrlock(&fs->tree_lock);
+	pthread_rwlock_wrlock(&fs->nodes->tree_lock);
 	pw_inode *n = pw_inode_find_locked(fs, dev, ino);
 	pw_inode *t = ino2 ? pw_inode_find_locked(fs, dev2, ino2) : NULL;
-	if (t == &fs->root)
+	if (t == &fs->nodes->root)
 		t = NULL;
 	if (t && t != n) {
 		if (exchanged)
@@ -421,26 +449,28 @@ void pw_inode_renamed(pw_fs *fs, pw_inode *oldparent, const char *oldname, pw_in
 		else
 			drop_name_locked(fs, t, newparent, newname);
 	}
-	if (n && n != &fs->root)
+	if (n && n != &fs->nodes->root)
 		move_name_locked(fs, n, oldparent, oldname, newparent, newname);
 	if (t && t != n && !exchanged)
 		maybe_free(fs, t);
-	pthread_rwlock_unlock(&fs->tree_lock);
+	pthread_rwlock_unlock(&fs->nodes->tree_lock);
 }
 
 void pw_inode_foreach(pw_fs *fs, void (*fn)(pw_fs *fs, pw_inode *n, void *u), void *u)
 {
-	pthread_rwlock_rdlock(&fs->tree_lock);
-	for (size_t i = 0; i < fs->hsize; i++)
-		for (pw_inode *n = fs->htab[i]; n; n = n->hnext)
+	pthread_rwlock_rdlock(&fs->nodes->tree_lock);
+	for (size_t i = 0; i < fs->nodes->hsize; i++)
+		for (pw_inode *n = fs->nodes->htab[i]; n; n = n->hnext)
 			fn(fs, n, u);
-	pthread_rwlock_unlock(&fs->tree_lock);
+	pthread_rwlock_unlock(&fs->nodes->tree_lock);
 }
 
 void pw_inode_table_free(pw_fs *fs)
 {
-	for (size_t i = 0; fs->htab && i < fs->hsize; i++) {
-		pw_inode *n = fs->htab[i], *next;
+	if (!fs->nodes)
+		return;
+	for (size_t i = 0; fs->nodes->htab && i < fs->nodes->hsize; i++) {
+		pw_inode *n = fs->nodes->htab[i], *next;
 		for (; n; n = next) {
 			next = n->hnext;
 			pw_name *nm = n->names;
@@ -453,10 +483,10 @@ void pw_inode_table_free(pw_fs *fs)
 			free(n);
 		}
 	}
-	free(fs->htab);
-	free(fs->wtab);
-	fs->htab = fs->wtab = NULL;
-	pthread_rwlock_destroy(&fs->tree_lock);
+	free(fs->nodes->htab);
+	free(fs->nodes->wtab);
+	pthread_rwlock_destroy(&fs->nodes->tree_lock);
+	free(TAKE_PTR(fs->nodes));
 }
 
 void pw_xattr_changed(pw_inode *n)

@@ -3,10 +3,58 @@
  * explains why names and not descriptors). */
 #pragma once
 
+#include <pthread.h>
+#include <stddef.h>
+
 #include "fs_internal.h"
 
+/* The node table, fs->nodes: inode.c's; other files reach it through the functions below
+ * (the tree lock and the root through the inline ones, since every request takes them). */
+struct pw_nodes {
+	/* Guards the table, every node's names, nlookup and child counts (fs_internal.h). */
+	pthread_rwlock_t tree_lock;
+	pw_inode root;
+	pw_inode **htab;
+	size_t hsize, hcount;
+	/* The most nodes known since memory was last handed back (under tree_lock). */
+	size_t hmark;
+	pw_inode **wtab; /* wd -> node, same size as htab */
+	/* The watcher's inotify descriptor (pw_inode_set_inotify), to drop a freed node's
+	 * watch; -1 when there is none. */
+	int inotify_fd;
+};
+
+/* Makes fs->nodes (0 or -ENOMEM); pw_inode_table_free frees it (accepts none made). */
 int pw_inode_table_init(pw_fs *fs);
 void pw_inode_table_free(pw_fs *fs);
+/* The project root's identity, once opened (fsmain.c). */
+void pw_inode_set_root(pw_fs *fs, dev_t dev, ino_t ino);
+/* The inotify descriptor watches were added with (watch.c, at start). */
+void pw_inode_set_inotify(pw_fs *fs, int fd);
+/* Nodes the kernel knows now (takes the tree lock), for status. */
+size_t pw_inode_count(pw_fs *fs);
+
+static inline pw_inode *pw_inode_root(pw_fs *fs)
+{
+	return &fs->nodes->root;
+}
+
+/* The tree lock. */
+static inline void pw_inode_lock_read(pw_fs *fs)
+{
+	pthread_rwlock_rdlock(&fs->nodes->tree_lock);
+}
+
+static inline void pw_inode_lock_write(pw_fs *fs)
+{
+	pthread_rwlock_wrlock(&fs->nodes->tree_lock);
+}
+
+static inline void pw_inode_unlock(pw_fs *fs)
+{
+	pthread_rwlock_unlock(&fs->nodes->tree_lock);
+}
+
 pw_inode *pw_inode_get(pw_fs *fs, fuse_ino_t ino);
 fuse_ino_t pw_inode_id(pw_fs *fs, pw_inode *n);
 /* Registers a lookup of NAME in PARENT that found ST: finds or creates the node, adds or

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "devio.h"
 #include "entry.h"
 #include "fh.h"
 #include "inode.h"
@@ -96,7 +97,7 @@ void pw_op_lookup(fuse_req_t req, fuse_ino_t parent_ino, const char *name)
 		return;
 	}
 	struct fuse_entry_param e;
-	pthread_rwlock_rdlock(&fs->lookup_gate);
+	pw_lookup_gate_enter(fs);
 	bool hidden;
 	int err = pw_do_lookup(&r, -1, &e, &hidden);
 	if (err == -ENOENT) {
@@ -107,18 +108,18 @@ void pw_op_lookup(fuse_req_t req, fuse_ino_t parent_ino, const char *name)
 		double timeout = pw_entry_timeout_of(fs, parent);
 		pw_req_leave(&r);
 		pw_reply_negative(fs, req, timeout);
-		pthread_rwlock_unlock(&fs->lookup_gate);
+		pw_lookup_gate_leave(fs);
 		return;
 	}
 	if (err < 0) {
-		pthread_rwlock_unlock(&fs->lookup_gate);
+		pw_lookup_gate_leave(fs);
 		pw_req_reply_err(&r, -err);
 		return;
 	}
 	pw_req_leave(&r);
 	if (fuse_reply_entry(req, &e) == -ENOENT) /* interrupted: no reference taken */
 		pw_inode_forget(fs, pw_inode_get(fs, e.ino), 1);
-	pthread_rwlock_unlock(&fs->lookup_gate);
+	pw_lookup_gate_leave(fs);
 }
 
 void pw_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)

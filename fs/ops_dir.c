@@ -462,9 +462,9 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi, bool plus)
 {
 	pw_fs *fs = fuse_req_userdata(req);
-	pthread_rwlock_rdlock(&fs->lookup_gate);
+	pw_lookup_gate_enter(fs);
 	do_readdir_locked(req, ino, size, off, fi, plus);
-	pthread_rwlock_unlock(&fs->lookup_gate);
+	pw_lookup_gate_leave(fs);
 }
 
 static void do_readdir_locked(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,

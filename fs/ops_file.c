@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "devio.h"
 #include "entry.h"
 #include "fh.h"
 #include "inode.h"
@@ -266,7 +267,7 @@ void pw_op_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in_buf,
 		fuse_reply_err(req, -err);
 		return;
 	}
-	if (pw_devio_write_kills_suidgid())
+	if (pw_transport_write_kills_suidgid())
 		kill_suidgid(pw_fh_of(fi)->fd);
 	/* A large write's data waits in devio.c's pipe, not in IN_BUF: spliced into the
 	 * backing file, it is copied once, from the pages the caller's write filled into the

@@ -9,14 +9,93 @@
 
 #include "req.h"
 
+int pw_policy_slot_init(pw_fs *fs, pw_policy *initial)
+{
+	struct pw_policy_slot *s = calloc(1, sizeof(*s));
+	if (!s) {
+		pw_policy_unref(initial);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&s->policy_lock, NULL);
+	pthread_mutex_init(&s->neg_lock, NULL);
+	pthread_rwlockattr_t ga;
+	pthread_rwlockattr_init(&ga);
+	pthread_rwlockattr_setkind_np(&ga, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&s->lookup_gate, &ga);
+	pthread_rwlockattr_destroy(&ga);
+	s->policy = initial;
+	fs->slot = s;
+	return 0;
+}
+
+void pw_policy_slot_free(pw_fs *fs)
+{
+	struct pw_policy_slot *s = TAKE_PTR(fs->slot);
+	if (!s)
+		return;
+	pw_policy_unref(s->policy);
+	while (s->hidden_negs) {
+		pw_hidden_neg *n = s->hidden_negs->next;
+		free(s->hidden_negs->name);
+		free(s->hidden_negs);
+		s->hidden_negs = n;
+	}
+	pthread_rwlock_destroy(&s->lookup_gate);
+	pthread_mutex_destroy(&s->neg_lock);
+	pthread_mutex_destroy(&s->policy_lock);
+	free(s);
+}
+
 pw_policy *pw_fs_policy_get(pw_fs *fs, uint64_t *ret_gen)
 {
-	pthread_mutex_lock(&fs->policy_lock);
-	pw_policy *p = pw_policy_ref(fs->policy);
+	pthread_mutex_lock(&fs->slot->policy_lock);
+	pw_policy *p = pw_policy_ref(fs->slot->policy);
 	if (ret_gen)
-		*ret_gen = fs->generation;
-	pthread_mutex_unlock(&fs->policy_lock);
+		*ret_gen = fs->slot->generation;
+	pthread_mutex_unlock(&fs->slot->policy_lock);
 	return p;
+}
+
+pw_policy *pw_policy_slot_swap(pw_fs *fs, pw_policy *p, uint64_t *ret_gen)
+{
+	pthread_mutex_lock(&fs->slot->policy_lock);
+	pw_policy *old = fs->slot->policy;
+	fs->slot->policy = p;
+	*ret_gen = ++fs->slot->generation;
+	pthread_mutex_unlock(&fs->slot->policy_lock);
+	return old;
+}
+
+void pw_remember_hidden_neg(pw_fs *fs, fuse_ino_t parent, const char *name)
+{
+	pthread_mutex_lock(&fs->slot->neg_lock);
+	for (pw_hidden_neg *h = fs->slot->hidden_negs; h; h = h->next)
+		if (h->parent == parent && streq(h->name, name)) {
+			pthread_mutex_unlock(&fs->slot->neg_lock);
+			return;
+		}
+	if (fs->slot->n_hidden_negs < 65536) {
+		pw_hidden_neg *h = malloc(sizeof(*h));
+		if (h && (h->name = strdup(name))) {
+			h->parent = parent;
+			h->next = fs->slot->hidden_negs;
+			fs->slot->hidden_negs = h;
+			fs->slot->n_hidden_negs++;
+		} else {
+			free(h);
+		}
+	}
+	pthread_mutex_unlock(&fs->slot->neg_lock);
+}
+
+pw_hidden_neg *pw_policy_slot_take_negs(pw_fs *fs)
+{
+	pthread_mutex_lock(&fs->slot->neg_lock);
+	pw_hidden_neg *h = fs->slot->hidden_negs;
+	fs->slot->hidden_negs = NULL;
+	fs->slot->n_hidden_negs = 0;
+	pthread_mutex_unlock(&fs->slot->neg_lock);
+	return h;
 }
 
 static void req_start(pw_req *r, fuse_req_t req)

@@ -41,9 +41,67 @@ typedef struct pw_req {
 	pw_path path;
 } pw_req;
 
+/*
+ * The policy slot, fs->slot: the active policy and what is decided under it, req.c's. A
+ * switch (switch.c) installs a policy with pw_policy_slot_swap and then waits out the lookup
+ * gate and drops the hidden negatives; requests take the policy with pw_fs_policy_get.
+ */
+/* A name the kernel was told is absent because it is hidden; invalidated on a switch. */
+typedef struct pw_hidden_neg {
+	fuse_ino_t parent;
+	char *name;
+	struct pw_hidden_neg *next;
+} pw_hidden_neg;
+
+struct pw_policy_slot {
+	pthread_mutex_t policy_lock; /* held only to load policy and take a reference */
+	pw_policy *policy;
+	uint64_t generation;
+	/* Held for reading by every request that decides visibility and makes the kernel
+	 * cache an entry (lookup, readdirplus); a switch that changes hide rules takes it for
+	 * writing once after the swap, so every entry decided under the old policy is known
+	 * before the entries to invalidate are collected (switch.c). Writer-preferring. */
+	pthread_rwlock_t lookup_gate;
+	pthread_mutex_t neg_lock;
+	pw_hidden_neg *hidden_negs;
+	size_t n_hidden_negs;
+};
+
+/* Makes fs->slot holding INITIAL (its reference taken over). 0 or -ENOMEM; on failure
+ * INITIAL is released. pw_policy_slot_free releases the policy and the hidden negatives
+ * (accepts no slot made). */
+int pw_policy_slot_init(pw_fs *fs, pw_policy *initial);
+void pw_policy_slot_free(pw_fs *fs);
 /* A new reference to the active policy (RET_GEN, may be NULL: its generation); requests
  * take theirs through pw_req_policy, once. */
 pw_policy *pw_fs_policy_get(pw_fs *fs, uint64_t *ret_gen);
+/* Makes P (its reference taken over) the active policy with the next generation, returned
+ * in *RET_GEN; returns the one it replaces (its reference, NULL: none). switch.c. */
+pw_policy *pw_policy_slot_swap(pw_fs *fs, pw_policy *p, uint64_t *ret_gen);
+/* Remembers that the kernel was told NAME in PARENT is absent because it is hidden (at most
+ * 65536 such names: the rest are left to their entry timeout). */
+void pw_remember_hidden_neg(pw_fs *fs, fuse_ino_t parent, const char *name);
+/* The hidden negatives remembered so far, which the caller now owns (free each name and
+ * node); the slot starts a new list. */
+pw_hidden_neg *pw_policy_slot_take_negs(pw_fs *fs);
+
+/* The lookup gate (above): a request that decides visibility enters and leaves it; a switch
+ * passes it, which waits out every request inside. */
+static inline void pw_lookup_gate_enter(pw_fs *fs)
+{
+	pthread_rwlock_rdlock(&fs->slot->lookup_gate);
+}
+
+static inline void pw_lookup_gate_leave(pw_fs *fs)
+{
+	pthread_rwlock_unlock(&fs->slot->lookup_gate);
+}
+
+static inline void pw_lookup_gate_pass(pw_fs *fs)
+{
+	pthread_rwlock_wrlock(&fs->slot->lookup_gate);
+	pthread_rwlock_unlock(&fs->slot->lookup_gate);
+}
 
 void pw_req_done(pw_req *r);
 #define PW_REQ(var)                                                                                \

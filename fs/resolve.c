@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "inode.h"
 #include "resolve.h"
 #include "util.h"
 
@@ -93,9 +94,9 @@ int pw_node_path(pw_fs *fs, pw_inode *n, pw_path *ret)
 		ret->s = ret->buf;
 		return 0;
 	}
-	pthread_rwlock_rdlock(&fs->tree_lock);
+	pw_inode_lock_read(fs);
 	int r = build_locked(n, NULL, ret);
-	pthread_rwlock_unlock(&fs->tree_lock);
+	pw_inode_unlock(fs);
 	return r;
 }
 
@@ -106,9 +107,9 @@ int pw_child_path_locked(pw_fs *fs, pw_inode *parent, const char *name, pw_path 
 
 int pw_child_path(pw_fs *fs, pw_inode *parent, const char *name, pw_path *ret)
 {
-	pthread_rwlock_rdlock(&fs->tree_lock);
+	pw_inode_lock_read(fs);
 	int r = build_locked(parent, name, ret);
-	pthread_rwlock_unlock(&fs->tree_lock);
+	pw_inode_unlock(fs);
 	return r;
 }
 
@@ -240,11 +241,11 @@ int pw_open_node(pw_fs *fs, pw_inode *n, int flags)
 	/* Path and identity are read together under the tree lock (a node orphaned by inode
 	 * reuse has its identity cleared there). */
 	PW_PATH_DECLARE(path);
-	pthread_rwlock_rdlock(&fs->tree_lock);
+	pw_inode_lock_read(fs);
 	dev_t dev = n->dev;
 	ino_t ino = n->ino;
 	int r = n->is_root ? 0 : pw_node_path_locked(fs, n, &path);
-	pthread_rwlock_unlock(&fs->tree_lock);
+	pw_inode_unlock(fs);
 	if (r < 0)
 		return r;
 	if (n->is_root)

@@ -16,7 +16,7 @@
  *    absent must reappear. This is done before the call returns, for
  *    the nodes and negative entries concerned (bounded by what the kernel knows), and only
  *    when the hide rules differ. Lookups in flight during the swap are waited out first
- *    (fs->lookup_gate), so an entry decided under the old policy cannot slip past.
+ *    (the lookup gate, req.h), so an entry decided under the old policy cannot slip past.
  *  - attributes (write bits shown by stat): invalidated for every node whose answer
  *    changed, by a pass on a thread of its own, which the control plane waits for with
  *    pw_fs_wait_invalidated() before it answers the switch, up to PW_SWITCH_ATTR_WAIT_MS: a
@@ -149,7 +149,7 @@ static void notify_collected(pw_fs *fs, inval_ctx *c, bool attrs_only)
 							 attrs_only ? -1 : 0, 0);
 		}
 		if (attrs_only)
-			atomic_fetch_sub(&fs->inval.pending, 1);
+			atomic_fetch_sub(&fs->inval->pending, 1);
 	}
 	free(c->items);
 	c->items = NULL;
@@ -164,18 +164,13 @@ static void invalidate_entries(pw_fs *fs, const pw_policy *old, const pw_policy 
 	/* Wait out lookups that decided under the old policy: once they have learned their
 	 * nodes and replied, the collection below sees them. The kernel orders our entry
 	 * invalidations after in-flight lookups in the same directory (parent lock). */
-	pthread_rwlock_wrlock(&fs->lookup_gate);
-	pthread_rwlock_unlock(&fs->lookup_gate);
+	pw_lookup_gate_pass(fs);
 	inval_ctx c = {.old = old, .new = new, .entries = true};
 	pw_inode_foreach(fs, visit_node, &c);
 	collect(&c, 0, FUSE_ROOT_ID, NULL);
 	notify_collected(fs, &c, false);
 
-	pthread_mutex_lock(&fs->neg_lock);
-	pw_hidden_neg *h = fs->hidden_negs;
-	fs->hidden_negs = NULL;
-	fs->n_hidden_negs = 0;
-	pthread_mutex_unlock(&fs->neg_lock);
+	pw_hidden_neg *h = pw_policy_slot_take_negs(fs);
 	while (h) {
 		pw_hidden_neg *next = h->next;
 		fuse_lowlevel_notify_inval_entry(fs->se, h->parent, h->name, strlen(h->name));
@@ -188,73 +183,93 @@ static void invalidate_entries(pw_fs *fs, const pw_policy *old, const pw_policy 
 static void *inval_main(void *arg)
 {
 	pw_fs *fs = arg;
-	pthread_mutex_lock(&fs->inval.lock);
+	pthread_mutex_lock(&fs->inval->lock);
 	for (;;) {
-		while (!fs->inval.stop && !fs->inval.new_policy)
-			pthread_cond_wait(&fs->inval.cond, &fs->inval.lock);
-		if (fs->inval.stop)
+		while (!fs->inval->stop && !fs->inval->new_policy)
+			pthread_cond_wait(&fs->inval->cond, &fs->inval->lock);
+		if (fs->inval->stop)
 			break;
-		pw_policy *olds[PW_INVAL_OLDS_MAX], *new = fs->inval.new_policy;
-		size_t n_olds = fs->inval.n_olds;
-		memcpy(olds, fs->inval.olds, n_olds * sizeof(*olds));
-		bool every = fs->inval.every;
-		uint64_t gen = fs->inval.gen;
-		fs->inval.new_policy = NULL;
-		fs->inval.n_olds = 0;
-		fs->inval.every = false;
-		pthread_mutex_unlock(&fs->inval.lock);
+		pw_policy *olds[PW_INVAL_OLDS_MAX], *new = fs->inval->new_policy;
+		size_t n_olds = fs->inval->n_olds;
+		memcpy(olds, fs->inval->olds, n_olds * sizeof(*olds));
+		bool every = fs->inval->every;
+		uint64_t gen = fs->inval->gen;
+		fs->inval->new_policy = NULL;
+		fs->inval->n_olds = 0;
+		fs->inval->every = false;
+		pthread_mutex_unlock(&fs->inval->lock);
 
 		inval_ctx c = {.new = new, .olds = olds, .n_olds = n_olds, .every = every};
 		pw_inode_foreach(fs, visit_node, &c);
 		/* The root is not in the table; like any node, only when its answer changed
 		 * (a switch between two modes that write the same sends nothing). */
-		visit_node(fs, &fs->root, &c);
-		atomic_store(&fs->inval.pending, c.n);
+		visit_node(fs, pw_inode_root(fs), &c);
+		atomic_store(&fs->inval->pending, c.n);
 		notify_collected(fs, &c, true);
 		for (size_t i = 0; i < n_olds; i++)
 			pw_policy_unref(olds[i]);
 		pw_policy_unref(new);
 
-		pthread_mutex_lock(&fs->inval.lock);
-		atomic_store(&fs->inval.done_gen, gen);
-		pthread_cond_broadcast(&fs->inval.done_cond);
+		pthread_mutex_lock(&fs->inval->lock);
+		atomic_store(&fs->inval->done_gen, gen);
+		pthread_cond_broadcast(&fs->inval->done_cond);
 	}
-	pthread_mutex_unlock(&fs->inval.lock);
+	pthread_mutex_unlock(&fs->inval->lock);
 	return NULL;
+}
+
+int pw_inval_init(pw_fs *fs)
+{
+	struct pw_inval_pass *v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	pthread_mutex_init(&v->lock, NULL);
+	pthread_cond_init(&v->cond, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* switch_waits_for_pass's deadline */
+	pthread_cond_init(&v->done_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	fs->inval = v;
+	return 0;
+}
+
+void pw_inval_free(pw_fs *fs)
+{
+	struct pw_inval_pass *v = TAKE_PTR(fs->inval);
+	if (!v)
+		return;
+	pthread_cond_destroy(&v->done_cond);
+	pthread_cond_destroy(&v->cond);
+	pthread_mutex_destroy(&v->lock);
+	free(v);
 }
 
 int pw_inval_start(pw_fs *fs)
 {
-	pthread_mutex_init(&fs->inval.lock, NULL);
-	pthread_cond_init(&fs->inval.cond, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* switch_waits_for_pass's deadline */
-	pthread_cond_init(&fs->inval.done_cond, &ca);
-	pthread_condattr_destroy(&ca);
-	int r = pthread_create(&fs->inval.thread, NULL, inval_main, fs);
+	int r = pthread_create(&fs->inval->thread, NULL, inval_main, fs);
 	if (r)
 		return -r;
-	fs->inval.started = true;
+	fs->inval->started = true;
 	return 0;
 }
 
 void pw_inval_stop(pw_fs *fs)
 {
-	if (!fs->inval.started)
+	if (!fs->inval || !fs->inval->started)
 		return;
-	pthread_mutex_lock(&fs->inval.lock);
-	fs->inval.stop = true;
-	pthread_cond_signal(&fs->inval.cond);
-	pthread_cond_broadcast(&fs->inval.done_cond);
-	pthread_mutex_unlock(&fs->inval.lock);
-	pthread_join(fs->inval.thread, NULL);
-	for (size_t i = 0; i < fs->inval.n_olds; i++)
-		pw_policy_unref(fs->inval.olds[i]);
-	pw_policy_unref(fs->inval.new_policy);
-	fs->inval.n_olds = 0;
-	fs->inval.new_policy = NULL;
-	fs->inval.started = false;
+	pthread_mutex_lock(&fs->inval->lock);
+	fs->inval->stop = true;
+	pthread_cond_signal(&fs->inval->cond);
+	pthread_cond_broadcast(&fs->inval->done_cond);
+	pthread_mutex_unlock(&fs->inval->lock);
+	pthread_join(fs->inval->thread, NULL);
+	for (size_t i = 0; i < fs->inval->n_olds; i++)
+		pw_policy_unref(fs->inval->olds[i]);
+	pw_policy_unref(fs->inval->new_policy);
+	fs->inval->n_olds = 0;
+	fs->inval->new_policy = NULL;
+	fs->inval->started = false;
 }
 
 /* Queues the attribute pass from OLD (our reference is taken over) to NEW. A pending job
@@ -263,46 +278,44 @@ void pw_inval_stop(pw_fs *fs)
  * serialized (every install goes through the view's lock), so generations queue in order. */
 static void queue_attr_inval(pw_fs *fs, pw_policy *old, pw_policy *new, uint64_t gen)
 {
-	if (!fs->inval.started || !fs->se) {
+	if (!fs->inval->started || !fs->se) {
 		pw_policy_unref(old);
-		atomic_store(&fs->inval.done_gen, gen);
+		atomic_store(&fs->inval->done_gen, gen);
 		return;
 	}
-	pthread_mutex_lock(&fs->inval.lock);
-	if (fs->inval.n_olds < PW_INVAL_OLDS_MAX) {
-		fs->inval.olds[fs->inval.n_olds++] = old;
+	pthread_mutex_lock(&fs->inval->lock);
+	if (fs->inval->n_olds < PW_INVAL_OLDS_MAX) {
+		fs->inval->olds[fs->inval->n_olds++] = old;
 	} else {
 		pw_policy_unref(old);
-		fs->inval.every = true;
+		fs->inval->every = true;
 	}
-	pw_policy_unref(fs->inval.new_policy);
-	fs->inval.new_policy = pw_policy_ref(new);
-	fs->inval.gen = gen;
-	pthread_cond_signal(&fs->inval.cond);
-	pthread_mutex_unlock(&fs->inval.lock);
+	pw_policy_unref(fs->inval->new_policy);
+	fs->inval->new_policy = pw_policy_ref(new);
+	fs->inval->gen = gen;
+	pthread_cond_signal(&fs->inval->cond);
+	pthread_mutex_unlock(&fs->inval->lock);
 }
 
 void pw_fs_wait_invalidated(pw_fs *fs, uint64_t gen)
 {
-	if (!fs->inval.started)
+	if (!fs->inval->started)
 		return; /* no session: nothing was queued (queue_attr_inval) */
 	int64_t until = pw_clock_ns(CLOCK_MONOTONIC) + (int64_t)PW_SWITCH_ATTR_WAIT_MS * 1000000;
 	struct timespec ts = {.tv_sec = until / 1000000000, .tv_nsec = until % 1000000000};
-	pthread_mutex_lock(&fs->inval.lock);
-	while (atomic_load(&fs->inval.done_gen) < gen && !fs->inval.stop)
-		if (pthread_cond_timedwait(&fs->inval.done_cond, &fs->inval.lock, &ts) == ETIMEDOUT)
+	pthread_mutex_lock(&fs->inval->lock);
+	while (atomic_load(&fs->inval->done_gen) < gen && !fs->inval->stop)
+		if (pthread_cond_timedwait(&fs->inval->done_cond, &fs->inval->lock, &ts) ==
+		    ETIMEDOUT)
 			break;
-	pthread_mutex_unlock(&fs->inval.lock);
+	pthread_mutex_unlock(&fs->inval->lock);
 }
 
 uint64_t pw_fs_set_policy(pw_fs *fs, pw_policy *p)
 {
 	pw_policy_ref(p);
-	pthread_mutex_lock(&fs->policy_lock);
-	pw_policy *old = fs->policy;
-	fs->policy = p;
-	uint64_t gen = ++fs->generation;
-	pthread_mutex_unlock(&fs->policy_lock);
+	uint64_t gen;
+	pw_policy *old = pw_policy_slot_swap(fs, p, &gen);
 	if (old) {
 		/* Our own reference to P for the invalidation: a concurrent switch may drop the
 		 * active one meanwhile. */
@@ -311,7 +324,7 @@ uint64_t pw_fs_set_policy(pw_fs *fs, pw_policy *p)
 		queue_attr_inval(fs, old, mine, gen); /* takes over our reference to old */
 		pw_policy_unref(mine);
 	} else {
-		atomic_store(&fs->inval.done_gen, gen); /* the first policy: nothing was cached */
+		atomic_store(&fs->inval->done_gen, gen); /* the first policy: nothing was cached */
 	}
 	return gen;
 }
@@ -323,15 +336,9 @@ pw_policy *pw_fs_policy(pw_fs *fs, uint64_t *ret_generation)
 
 void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret)
 {
-	pthread_rwlock_rdlock(&fs->tree_lock);
-	ret->inodes = fs->hcount;
-	pthread_rwlock_unlock(&fs->tree_lock);
+	ret->inodes = pw_inode_count(fs);
 	ret->denied = atomic_load(&fs->denied);
-	ret->invalidations_pending = atomic_load(&fs->inval.pending);
-	ret->invalidations_sent = atomic_load(&fs->notifications);
-	ret->invalidated_generation = atomic_load(&fs->inval.done_gen);
-	for (unsigned i = 0; i < PW_FS_OPCODES; i++)
-		ret->requests[i] = atomic_load_explicit(&fs->requests[i], memory_order_relaxed);
-	ret->max_write = atomic_load(&fs->max_write);
+	ret->invalidations_pending = atomic_load(&fs->inval->pending);
+	ret->invalidated_generation = atomic_load(&fs->inval->done_gen);
 	ret->store_not_kept = pw_undo_store_full(fs->undo, &ret->store_full_since_ns);
 }

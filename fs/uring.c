@@ -49,7 +49,8 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "fs_internal.h"
+#include "transport.h"
+#include "uring.h"
 
 #ifdef HAVE_LIBURING
 #include <liburing.h>
@@ -184,7 +185,7 @@ static void handle(pw_uring_ent *e)
 		struct iovec iov = {&oh, sizeof(oh)};
 		pw_uring_reply(e->u->fs, &iov, 1);
 	} else {
-		pw_devio_note_request(e->u->fs, buf, len);
+		pw_transport_note_request(&e->u->fs->transport, buf, len);
 		cur_ent = e;
 		struct fuse_buf fb = {.size = len, .mem = buf};
 		fuse_session_process_buf(e->u->fs->se, &fb);
@@ -470,7 +471,7 @@ ssize_t pw_uring_reply(pw_fs *fs, const struct iovec *iov, int count)
 		return -ENOENT;
 	struct fuse_out_header oh;
 	memcpy(&oh, iov[0].iov_base, sizeof(oh));
-	pw_uring *u = fs->uring;
+	pw_uring *u = fs->transport.uring;
 	if (!oh.unique || (!cur_ent && !atomic_load(&u->registered)))
 		return -ENOENT; /* a notification, or no ring in use */
 	pw_uring_ent *e = ent_for(u, oh.unique);
@@ -658,8 +659,9 @@ int pw_fs_uring_probe(char *why, size_t size)
 
 void pw_fs_transport_stats(pw_fs *fs, pw_fs_stats *ret)
 {
-	pw_uring *u = fs->uring;
+	pw_uring *u = fs->transport.uring;
 	bool ring = u && !uring_refused(u);
 	ret->transport = ring ? "io_uring" : "/dev/fuse";
 	ret->ring_requests = u ? uring_served(u) : 0;
+	pw_transport_counts(&fs->transport, ret);
 }

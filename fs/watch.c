@@ -49,14 +49,14 @@
  */
 static void watch_dir(pw_fs *fs, pw_inode *n)
 {
-	if (fs->inotify_fd < 0)
+	if (fs->watcher->inotify_fd < 0)
 		return;
 	PW_PATH_DECLARE(path);
-	pthread_rwlock_rdlock(&fs->tree_lock);
+	pw_inode_lock_read(fs);
 	dev_t dev = n->dev;
 	ino_t ino = n->ino;
 	int r = n->wd < 0 ? pw_node_path_locked(fs, n, &path) : -EEXIST;
-	pthread_rwlock_unlock(&fs->tree_lock);
+	pw_inode_unlock(fs);
 	if (r < 0)
 		return;
 	_cleanup_close_ int fd = pw_openat_beneath(fs, path.s, O_PATH | O_DIRECTORY, 0);
@@ -65,17 +65,17 @@ static void watch_dir(pw_fs *fs, pw_inode *n)
 		return;
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	int wd = inotify_add_watch(fs->inotify_fd, proc, PW_WATCH_MASK);
+	int wd = inotify_add_watch(fs->watcher->inotify_fd, proc, PW_WATCH_MASK);
 	if (wd < 0)
 		return; /* out of watches: coherence then rests on the cache timeouts */
-	pthread_rwlock_wrlock(&fs->tree_lock);
+	pw_inode_lock_write(fs);
 	if (n->dev == dev && n->ino == ino) { /* not orphaned by inode reuse meanwhile */
 		pw_inode *other = pw_inode_by_wd_locked(fs, wd);
 		if (other && other != n) /* the same directory seen as another node */
 			pw_inode_set_wd_locked(fs, other, -1);
 		pw_inode_set_wd_locked(fs, n, wd);
 	}
-	pthread_rwlock_unlock(&fs->tree_lock);
+	pw_inode_unlock(fs);
 }
 
 pw_inode *pw_watch_learn(pw_fs *fs, pw_inode *parent, const char *name, const struct stat *st)
@@ -113,18 +113,18 @@ static size_t expect_window(fuse_ino_t parent, const char *name)
 
 int pw_watch_expect(pw_fs *fs, pw_inode *parent, const char *name, pw_expect_kind kind)
 {
-	if (fs->inotify_fd < 0 || strlen(name) > PW_NAME_MAX)
+	if (fs->watcher->inotify_fd < 0 || strlen(name) > PW_NAME_MAX)
 		return -1;
 	fuse_ino_t pino = pw_inode_id(fs, parent);
 	size_t start = expect_window(pino, name);
 	int64_t now = pw_clock_ns(CLOCK_MONOTONIC);
 	int token = -1;
-	pthread_mutex_lock(&fs->expect_lock);
-	if (!fs->expects)
-		fs->expects = calloc(PW_EXPECT_MAX, sizeof(*fs->expects));
-	for (size_t i = 0; fs->expects && i < PW_EXPECT_PROBE; i++) {
+	pthread_mutex_lock(&fs->watcher->expect_lock);
+	if (!fs->watcher->expects)
+		fs->watcher->expects = calloc(PW_EXPECT_MAX, sizeof(*fs->watcher->expects));
+	for (size_t i = 0; fs->watcher->expects && i < PW_EXPECT_PROBE; i++) {
 		size_t slot = (start + i) & (PW_EXPECT_MAX - 1);
-		struct pw_expect *e = &fs->expects[slot];
+		struct pw_expect *e = &fs->watcher->expects[slot];
 		if (e->deadline > now)
 			continue;
 		e->parent = pino;
@@ -134,7 +134,7 @@ int pw_watch_expect(pw_fs *fs, pw_inode *parent, const char *name, pw_expect_kin
 		token = (int)slot;
 		break;
 	}
-	pthread_mutex_unlock(&fs->expect_lock);
+	pthread_mutex_unlock(&fs->watcher->expect_lock);
 	return token; /* -1 when full: the event will simply invalidate */
 }
 
@@ -142,12 +142,12 @@ int pw_watch_expect_node(pw_fs *fs, pw_inode *n, pw_expect_kind kind)
 {
 	char name[PW_NAME_MAX + 1];
 	pw_inode *parent = NULL;
-	pthread_rwlock_rdlock(&fs->tree_lock);
+	pw_inode_lock_read(fs);
 	if (n->names && strlen(n->names->name) <= PW_NAME_MAX) {
 		parent = n->names->parent;
 		strcpy(name, n->names->name);
 	}
-	pthread_rwlock_unlock(&fs->tree_lock);
+	pw_inode_unlock(fs);
 	/* The parent stays alive: the caller's handle pins N, and N's name pins its parent. */
 	return parent ? pw_watch_expect(fs, parent, name, kind) : -1;
 }
@@ -156,9 +156,9 @@ void pw_watch_unexpect(pw_fs *fs, int token)
 {
 	if (token < 0)
 		return;
-	pthread_mutex_lock(&fs->expect_lock);
-	fs->expects[token].deadline = 0;
-	pthread_mutex_unlock(&fs->expect_lock);
+	pthread_mutex_lock(&fs->watcher->expect_lock);
+	fs->watcher->expects[token].deadline = 0;
+	pthread_mutex_unlock(&fs->watcher->expect_lock);
 }
 
 /* Consumes a live record matching the event, if any. */
@@ -167,16 +167,16 @@ static bool expected(pw_fs *fs, fuse_ino_t parent, const char *name, pw_expect_k
 	bool found = false;
 	size_t start = expect_window(parent, name);
 	int64_t now = pw_clock_ns(CLOCK_MONOTONIC);
-	pthread_mutex_lock(&fs->expect_lock);
-	for (size_t i = 0; fs->expects && i < PW_EXPECT_PROBE && !found; i++) {
-		struct pw_expect *e = &fs->expects[(start + i) & (PW_EXPECT_MAX - 1)];
+	pthread_mutex_lock(&fs->watcher->expect_lock);
+	for (size_t i = 0; fs->watcher->expects && i < PW_EXPECT_PROBE && !found; i++) {
+		struct pw_expect *e = &fs->watcher->expects[(start + i) & (PW_EXPECT_MAX - 1)];
 		if (e->deadline > now && e->parent == parent && e->kind == kind &&
 		    streq(e->name, name)) {
 			e->deadline = 0;
 			found = true;
 		}
 	}
-	pthread_mutex_unlock(&fs->expect_lock);
+	pthread_mutex_unlock(&fs->watcher->expect_lock);
 	return found;
 }
 
@@ -264,30 +264,30 @@ static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 	if (mask & IN_IGNORED) {
 		/* The watch is gone (directory deleted, or removed by us): forget its number,
 		 * which the kernel may hand out again. */
-		pthread_rwlock_wrlock(&fs->tree_lock);
+		pw_inode_lock_write(fs);
 		pw_inode *gone = pw_inode_by_wd_locked(fs, ev->wd);
 		if (gone)
 			pw_inode_set_wd_locked(fs, gone, -1);
-		pthread_rwlock_unlock(&fs->tree_lock);
+		pw_inode_unlock(fs);
 		return;
 	}
 	/* Copy what we need under the lock: the node may be forgotten right after. */
 	PW_PATH_DECLARE(dpath);
-	pthread_rwlock_rdlock(&fs->tree_lock);
+	pw_inode_lock_read(fs);
 	pw_inode *dir = pw_inode_by_wd_locked(fs, ev->wd);
 	fuse_ino_t dir_ino = dir ? pw_inode_id(fs, dir) : 0;
 	bool have_path = dir && pw_node_path_locked(fs, dir, &dpath) == 0;
 	const char *dir_path = dpath.s;
-	pthread_rwlock_unlock(&fs->tree_lock);
+	pw_inode_unlock(fs);
 	if (!dir_ino)
 		return;
 	if (ev->len == 0) { /* about the directory itself */
 		if (mask & IN_ATTRIB) {
-			pthread_rwlock_rdlock(&fs->tree_lock);
+			pw_inode_lock_read(fs);
 			pw_inode *d = pw_inode_by_wd_locked(fs, ev->wd);
 			if (d)
 				pw_xattr_changed(d);
-			pthread_rwlock_unlock(&fs->tree_lock);
+			pw_inode_unlock(fs);
 			if (fs->allow_other && have_path)
 				drop_children_if_private(fs, dir, dir_path);
 		}
@@ -322,7 +322,7 @@ static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 		struct stat st;
 		if (dfd < 0 || fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			return;
-		pthread_rwlock_rdlock(&fs->tree_lock);
+		pw_inode_lock_read(fs);
 		pw_inode *n = pw_inode_find_locked(fs, st.st_dev, st.st_ino);
 		fuse_ino_t ino = n ? pw_inode_id(fs, n) : 0;
 		if (n && (mask & IN_ATTRIB))
@@ -331,7 +331,7 @@ static void handle_event(pw_fs *fs, const struct inotify_event *ev)
 		 * size and times from our replies; only outside writers need invalidation. */
 		bool own = n && (mask & (IN_MODIFY | IN_ATTRIB)) == IN_MODIFY &&
 			   atomic_load(&n->open_writers) > 0;
-		pthread_rwlock_unlock(&fs->tree_lock);
+		pw_inode_unlock(fs);
 		if (ino && !own)
 			fuse_lowlevel_notify_inval_inode(
 			    fs->se, ino, (mask & (IN_MODIFY | IN_CLOSE_WRITE)) ? 0 : -1, 0);
@@ -379,8 +379,8 @@ static void *watch_main(void *arg)
 	pw_fs *fs = arg;
 	char buf[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
 	struct pollfd pfd[2] = {
-	    {.fd = fs->inotify_fd, .events = POLLIN},
-	    {.fd = fs->watch_stop_pipe[0], .events = POLLIN},
+	    {.fd = fs->watcher->inotify_fd, .events = POLLIN},
+	    {.fd = fs->watcher->watch_stop_pipe[0], .events = POLLIN},
 	};
 	for (;;) {
 		if (poll(pfd, 2, -1) < 0) {
@@ -395,7 +395,7 @@ static void *watch_main(void *arg)
 		 * syscalls per event. A few milliseconds is nothing against the one second in
 		 * which outside changes must show. */
 		nanosleep(&(struct timespec){.tv_nsec = PW_WATCH_BATCH_NS}, NULL);
-		ssize_t len = read(fs->inotify_fd, buf, sizeof(buf));
+		ssize_t len = read(fs->watcher->inotify_fd, buf, sizeof(buf));
 		if (len <= 0) {
 			if (len < 0 && (errno == EINTR || errno == EAGAIN))
 				continue;
@@ -414,40 +414,59 @@ static void *watch_main(void *arg)
 
 int pw_watch_start(pw_fs *fs)
 {
-	fs->inotify_fd = -1;
-	fs->watch_stop_pipe[0] = fs->watch_stop_pipe[1] = -1;
+	pw_watcher *w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->inotify_fd = -1;
+	w->watch_stop_pipe[0] = w->watch_stop_pipe[1] = -1;
+	pthread_mutex_init(&w->expect_lock, NULL);
+	fs->watcher = w;
 	if (fs->no_watch)
 		return 0;
-	fs->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-	if (fs->inotify_fd < 0)
+	fs->watcher->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (fs->watcher->inotify_fd < 0)
 		return negative_errno();
-	if (pipe2(fs->watch_stop_pipe, O_CLOEXEC) < 0)
+	pw_inode_set_inotify(fs, fs->watcher->inotify_fd);
+	if (pipe2(fs->watcher->watch_stop_pipe, O_CLOEXEC) < 0)
 		return negative_errno();
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fs->root_fd);
-	int wd = inotify_add_watch(fs->inotify_fd, proc, PW_WATCH_MASK);
+	int wd = inotify_add_watch(fs->watcher->inotify_fd, proc, PW_WATCH_MASK);
 	if (wd >= 0)
-		fs->root.wd = wd;
-	int r = pthread_create(&fs->watch_thread, NULL, watch_main, fs);
+		pw_inode_root(fs)->wd = wd;
+	int r = pthread_create(&fs->watcher->watch_thread, NULL, watch_main, fs);
 	if (r)
 		return -r;
-	fs->watch_started = true;
+	fs->watcher->watch_started = true;
 	return 0;
 }
 
 void pw_watch_stop(pw_fs *fs)
 {
-	if (fs->watch_started) {
-		(void)!write(fs->watch_stop_pipe[1], "x", 1);
-		pthread_join(fs->watch_thread, NULL);
-		fs->watch_started = false;
+	if (!fs->watcher)
+		return;
+	if (fs->watcher->watch_started) {
+		(void)!write(fs->watcher->watch_stop_pipe[1], "x", 1);
+		pthread_join(fs->watcher->watch_thread, NULL);
+		fs->watcher->watch_started = false;
 	}
 	for (int i = 0; i < 2; i++)
-		if (fs->watch_stop_pipe[i] >= 0)
-			close(fs->watch_stop_pipe[i]);
-	if (fs->inotify_fd >= 0)
-		close(fs->inotify_fd);
-	fs->inotify_fd = -1;
-	free(fs->expects);
-	fs->expects = NULL;
+		if (fs->watcher->watch_stop_pipe[i] >= 0)
+			close(fs->watcher->watch_stop_pipe[i]);
+	if (fs->watcher->inotify_fd >= 0) {
+		pw_inode_set_inotify(fs, -1); /* set at start, so the table exists */
+		close(fs->watcher->inotify_fd);
+	}
+	fs->watcher->inotify_fd = -1;
+	free(fs->watcher->expects);
+	fs->watcher->expects = NULL;
+}
+
+void pw_watch_free(pw_fs *fs)
+{
+	pw_watcher *w = TAKE_PTR(fs->watcher);
+	if (!w)
+		return;
+	pthread_mutex_destroy(&w->expect_lock);
+	free(w);
 }

@@ -3,10 +3,34 @@
  * changes it expects (which need no invalidation). */
 #pragma once
 
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "fs_internal.h"
 
+/* The watcher, fs->watcher: watch.c's. */
+typedef struct pw_watcher {
+	/* Backing-tree change notifications: the inotify descriptor (-1: none, -o no_watch or
+	 * stopped), the thread that reads it, and the pipe that stops it. */
+	int inotify_fd;
+	pthread_t watch_thread;
+	bool watch_started;
+	int watch_stop_pipe[2];
+	/* Changes the daemon is about to make itself: their inotify events need no
+	 * invalidation, since the kernel already knows from our replies. */
+	pthread_mutex_t expect_lock;
+	struct pw_expect *expects; /* a ring of PW_EXPECT_MAX, made at the first */
+} pw_watcher;
+
+/* Makes fs->watcher and, unless the view has no_watch, starts watching. 0 or -errno (a
+ * failure leaves what it made for pw_watch_stop and pw_watch_free). */
 int pw_watch_start(pw_fs *fs);
+/* Stops the thread and closes the descriptors; later expectations are no-ops (the session
+ * may still answer requests while it unmounts). Accepts no watcher made. */
 void pw_watch_stop(pw_fs *fs);
+/* Frees fs->watcher, after the session is gone. Accepts none made. */
+void pw_watch_free(pw_fs *fs);
 /* Registers a lookup of NAME in PARENT that found ST (pw_inode_learn) and, for a directory
  * new to the table, watches it (the reference just counted keeps it; without the tree
  * lock). Returns the node, or NULL on ENOMEM. */

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Slow work of a call on a thread of its own, and the admission that keeps the person's
- * share of it (server.h, "Slow work of a call"; jobs.h for the server's side).
+ * share of it (jobs.h; server.h, "Slow work of a call", for what methods see).
  *
  * Admission and the job list belong to the server thread: a job is admitted, started and
  * reaped there. The job's thread only runs its function, sets `done` and wakes the
- * server. The counters are also read by pw_ctl_server_get_stats from any thread, hence
- * their lock.
+ * server through the host. The counters are also read by the server's stats from any
+ * thread, hence their lock. Replies go through the host the server gave (jobs.h): this file
+ * calls nothing of the server's.
  */
 #include "jobs.h"
 
@@ -19,10 +20,11 @@
 #include <unistd.h>
 
 #include "proto.h"
+#include "pw_limits.h"
 #include "util.h"
 
 typedef struct job {
-	pw_ctl_server *server;
+	pw_ctl_jobs *jobs;
 	pw_ctl_job_slot slot;
 	json_t *id; /* NULL: a notification, never answered */
 	pw_ctl_job_fn fn;
@@ -38,6 +40,7 @@ typedef struct job {
 } job;
 
 struct pw_ctl_jobs {
+	pw_ctl_jobs_host host;
 	job *list;     /* running or done, not yet reaped (server thread) */
 	int cancel[2]; /* a pipe; its write end is closed at free: every job's poll wakes */
 	/* The pools: the agents' slots by client (for the per-connection limit), and the
@@ -49,11 +52,12 @@ struct pw_ctl_jobs {
 	uint64_t started, refused, agent_refused;
 };
 
-int pw_ctl_jobs_new(pw_ctl_jobs **ret)
+int pw_ctl_jobs_new(const pw_ctl_jobs_host *host, pw_ctl_jobs **ret)
 {
 	pw_ctl_jobs *j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
+	j->host = *host;
 	if (pipe2(j->cancel, O_CLOEXEC) < 0) {
 		int r = negative_errno();
 		free(j);
@@ -72,11 +76,8 @@ static unsigned agent_jobs_of(const pw_ctl_jobs *j, uint64_t client)
 	return n;
 }
 
-int pw_ctl_job_admit(pw_ctl_ctx *x, pw_ctl_job_slot *ret)
+int pw_ctl_jobs_admit(pw_ctl_jobs *j, uint64_t client, bool restricted, pw_ctl_job_slot *ret)
 {
-	pw_ctl_jobs *j = pw_ctl_server_jobs(x->server);
-	uint64_t client = pw_ctl_client_serial(x->client);
-	bool restricted = x->peer->restricted;
 	bool ok = restricted ? j->n_agent < PW_CTL_AGENT_JOBS_MAX &&
 				   agent_jobs_of(j, client) < PW_CTL_AGENT_JOBS_PER_CLIENT
 			     : j->n_operator < PW_CTL_OPERATOR_JOBS_MAX;
@@ -98,9 +99,8 @@ int pw_ctl_job_admit(pw_ctl_ctx *x, pw_ctl_job_slot *ret)
 	return ok ? 0 : -EBUSY;
 }
 
-void pw_ctl_job_release(pw_ctl_server *s, pw_ctl_job_slot *slot)
+void pw_ctl_jobs_release(pw_ctl_jobs *j, pw_ctl_job_slot *slot)
 {
-	pw_ctl_jobs *j = pw_ctl_server_jobs(s);
 	if (!slot->held)
 		return;
 	slot->held = false;
@@ -117,14 +117,14 @@ void pw_ctl_job_release(pw_ctl_server *s, pw_ctl_job_slot *slot)
 	pthread_mutex_unlock(&j->lock);
 }
 
-void pw_ctl_jobs_stats(pw_ctl_jobs *j, pw_ctl_stats *ret)
+void pw_ctl_jobs_counts_get(pw_ctl_jobs *j, pw_ctl_jobs_counts *ret)
 {
 	pthread_mutex_lock(&j->lock);
-	ret->jobs_running = j->n_agent + j->n_operator;
-	ret->agent_jobs_running = j->n_agent;
-	ret->jobs_started = j->started;
-	ret->jobs_refused = j->refused + j->agent_refused;
-	ret->agent_jobs_refused = j->agent_refused;
+	ret->running = j->n_agent + j->n_operator;
+	ret->agent_running = j->n_agent;
+	ret->started = j->started;
+	ret->refused = j->refused + j->agent_refused;
+	ret->agent_refused = j->agent_refused;
 	pthread_mutex_unlock(&j->lock);
 }
 
@@ -133,7 +133,7 @@ static void *job_main(void *arg)
 	job *jb = arg;
 	jb->r = jb->fn(jb->arg, jb->cancel_fd, &jb->result, &jb->fail);
 	atomic_store(&jb->done, true);
-	pw_ctl_server_wake(jb->server);
+	jb->jobs->host.wake(jb->jobs->host.ctx);
 	return NULL;
 }
 
@@ -148,34 +148,32 @@ static void job_free(job *jb)
 	free(jb);
 }
 
-/* Answers ID (when a call, not a notification) with CODE and MESSAGE. */
-static void refuse(pw_ctl_ctx *x, json_t *id, int code, const char *message)
+/* Answers CLIENT's call ID (when a call, not a notification) with CODE and MESSAGE. */
+static void refuse(pw_ctl_jobs *j, uint64_t client, json_t *id, int code, const char *message)
 {
 	if (id)
-		pw_ctl_server_reply_error(x->server, pw_ctl_client_serial(x->client), id, code,
-					  message, NULL);
+		j->host.reply_error(j->host.ctx, client, id, code, message, NULL);
 }
 
-int pw_ctl_job_run(pw_ctl_ctx *x, pw_ctl_job_fn fn, void *arg, void (*free_arg)(void *))
+void pw_ctl_jobs_run(pw_ctl_jobs *j, uint64_t client, bool restricted, json_t *id, pw_ctl_job_fn fn,
+		     void *arg, void (*free_arg)(void *))
 {
-	pw_ctl_jobs *j = pw_ctl_server_jobs(x->server);
-	json_t *id = pw_ctl_client_defer(x->client);
 	pw_ctl_job_slot slot;
 
-	if (pw_ctl_job_admit(x, &slot) < 0) {
-		refuse(x, id, PW_RPC_BUSY,
-		       x->peer->restricted
+	if (pw_ctl_jobs_admit(j, client, restricted, &slot) < 0) {
+		refuse(j, client, id, PW_RPC_BUSY,
+		       restricted
 			   ? "busy: the agents' calls that take time are at their limit; try "
 			     "again when one is answered"
 			   : "busy: other calls that take time are running; try again when they "
 			     "are done");
 		if (free_arg)
 			free_arg(arg);
-		return PW_CTL_DEFERRED;
+		return;
 	}
 	job *jb = calloc(1, sizeof(*jb));
 	if (jb)
-		*jb = (job){.server = x->server,
+		*jb = (job){.jobs = j,
 			    .slot = slot,
 			    .id = id,
 			    .fn = fn,
@@ -183,23 +181,22 @@ int pw_ctl_job_run(pw_ctl_ctx *x, pw_ctl_job_fn fn, void *arg, void (*free_arg)(
 			    .free_arg = free_arg,
 			    .cancel_fd = j->cancel[0]};
 	if (!jb || pthread_create(&jb->thread, NULL, job_main, jb) != 0) {
-		pw_ctl_job_release(x->server, &slot);
-		refuse(x, id, PW_RPC_INTERNAL_ERROR, "cannot start the call's thread");
+		pw_ctl_jobs_release(j, &slot);
+		refuse(j, client, id, PW_RPC_INTERNAL_ERROR, "cannot start the call's thread");
 		if (jb) {
 			jb->id = NULL; /* given to refuse */
 			job_free(jb);
 		} else if (free_arg) {
 			free_arg(arg);
 		}
-		return PW_CTL_DEFERRED;
+		return;
 	}
 	/* Reaped on this thread: never before this returns. */
 	jb->next = j->list;
 	j->list = jb;
-	return PW_CTL_DEFERRED;
 }
 
-void pw_ctl_jobs_reap(pw_ctl_server *s, pw_ctl_jobs *j)
+void pw_ctl_jobs_reap(pw_ctl_jobs *j)
 {
 	for (job **pp = &j->list; *pp;) {
 		job *jb = *pp;
@@ -209,15 +206,15 @@ void pw_ctl_jobs_reap(pw_ctl_server *s, pw_ctl_jobs *j)
 		}
 		pthread_join(jb->thread, NULL);
 		*pp = jb->next;
-		pw_ctl_job_release(s, &jb->slot);
+		pw_ctl_jobs_release(j, &jb->slot);
 		if (jb->id && jb->r == 0)
-			pw_ctl_server_reply(s, jb->slot.client, TAKE_PTR(jb->id),
-					    TAKE_PTR(jb->result));
+			j->host.reply(j->host.ctx, jb->slot.client, TAKE_PTR(jb->id),
+				      TAKE_PTR(jb->result));
 		else if (jb->id)
-			pw_ctl_server_reply_error(s, jb->slot.client, TAKE_PTR(jb->id),
-						  jb->fail.code,
-						  jb->fail.message ? jb->fail.message : "failed",
-						  TAKE_PTR(jb->fail.data));
+			j->host.reply_error(j->host.ctx, jb->slot.client, TAKE_PTR(jb->id),
+					    jb->fail.code,
+					    jb->fail.message ? jb->fail.message : "failed",
+					    TAKE_PTR(jb->fail.data));
 		job_free(jb);
 	}
 }

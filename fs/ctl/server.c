@@ -969,7 +969,7 @@ static void *server_main(void *userdata)
 		/* Requests that expire, blocked waits that end, calls done on other threads:
 		 * their replies are queued before the poll set is built below (POLLOUT), hence
 		 * this order. */
-		pw_ctl_jobs_reap(s, s->jobs);
+		pw_ctl_jobs_reap(s->jobs);
 		int64_t due = modules_tick(s, pw_clock_ms(CLOCK_MONOTONIC));
 		pfd[n++] = (struct pollfd){.fd = s->wake_fd, .events = POLLIN};
 		for (size_t i = 0; i < s->n_listeners; i++)
@@ -1040,6 +1040,23 @@ static void *server_main(void *userdata)
 
 /* ---- lifecycle ------------------------------------------------------------------------- */
 
+/* The jobs' host (jobs.h): how a job wakes the server and answers its call. */
+static void jobs_wake(void *ctx)
+{
+	pw_ctl_server_wake(ctx);
+}
+
+static void jobs_reply(void *ctx, uint64_t client, json_t *id, json_t *result)
+{
+	pw_ctl_server_reply(ctx, client, id, result);
+}
+
+static void jobs_reply_error(void *ctx, uint64_t client, json_t *id, int code, const char *message,
+			     json_t *data)
+{
+	pw_ctl_server_reply_error(ctx, client, id, code, message, data);
+}
+
 int pw_ctl_server_start(pw_view *view, const char *socket_dir, const pw_ctl_tuning *tuning,
 			const pw_ctl_use *modules, size_t n_modules, pw_ctl_server **ret)
 {
@@ -1066,7 +1083,9 @@ int pw_ctl_server_start(pw_view *view, const char *socket_dir, const pw_ctl_tuni
 	s->view = view;
 	s->hub_slot = -1;
 	s->wake_fd = -1;
-	r = pw_ctl_jobs_new(&s->jobs);
+	const pw_ctl_jobs_host host = {
+	    .ctx = s, .wake = jobs_wake, .reply = jobs_reply, .reply_error = jobs_reply_error};
+	r = pw_ctl_jobs_new(&host, &s->jobs);
 	if (r < 0)
 		goto fail;
 	r = modules_init(s, modules, n_modules);
@@ -1394,11 +1413,34 @@ void pw_ctl_server_get_stats(pw_ctl_server *s, pw_ctl_stats *ret)
 	pthread_mutex_lock(&s->lock);
 	*ret = s->stats;
 	pthread_mutex_unlock(&s->lock);
-	if (s->jobs)
-		pw_ctl_jobs_stats(s->jobs, ret);
+	if (s->jobs) {
+		pw_ctl_jobs_counts n;
+		pw_ctl_jobs_counts_get(s->jobs, &n);
+		ret->jobs_running = n.running;
+		ret->agent_jobs_running = n.agent_running;
+		ret->jobs_started = n.started;
+		ret->jobs_refused = n.refused;
+		ret->agent_jobs_refused = n.agent_refused;
+	}
 }
 
-pw_ctl_jobs *pw_ctl_server_jobs(pw_ctl_server *s)
+/* Slow work of a call (server.h): the jobs are jobs.c's, the call's client and authority
+ * the server's. */
+int pw_ctl_job_admit(pw_ctl_ctx *x, pw_ctl_job_slot *ret)
 {
-	return s->jobs;
+	return pw_ctl_jobs_admit(x->server->jobs, pw_ctl_client_serial(x->client),
+				 x->peer->restricted, ret);
+}
+
+void pw_ctl_job_release(pw_ctl_server *s, pw_ctl_job_slot *slot)
+{
+	pw_ctl_jobs_release(s->jobs, slot);
+}
+
+int pw_ctl_job_run(pw_ctl_ctx *x, pw_ctl_job_fn fn, void *arg, void (*free_arg)(void *))
+{
+	json_t *id = pw_ctl_client_defer(x->client);
+	pw_ctl_jobs_run(x->server->jobs, pw_ctl_client_serial(x->client), x->peer->restricted, id,
+			fn, arg, free_arg);
+	return PW_CTL_DEFERRED;
 }

@@ -30,6 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fail.h"
+#include "jobs.h" /* pw_ctl_job_slot, pw_ctl_job_fn */
 #include "proto.h"
 #include "sockets.h"
 #include "pw_limits.h"
@@ -92,19 +94,8 @@ void pw_ctl_server_stop(pw_ctl_server *s);
  * registers with its pw_fs) knows only the declarations below, never another module.
  */
 
-/* A method's failure: CODE (proto.h), a malloc'd MESSAGE, optional DATA (owned). */
-typedef struct pw_ctl_fail {
-	int code;
-	char *message;
-	json_t *data;
-} pw_ctl_fail;
-
-/*
- * What a handler (or a job) returns when it failed and filled its pw_ctl_fail: the server
- * answers with that error. Below -4095, the errno range, so it never reads as an -errno
- * (-1 is -EPERM) when a helper's result passes through `r < 0` tests on its way up.
- */
-#define PW_CTL_FAILED (-4096)
+/* A method's failure, pw_ctl_fail, and PW_CTL_FAILED, what a handler (or a job) returns
+ * when it filled one: fail.h. */
 
 /* Fills F with CODE and a formatted message (none if out of memory). Returns
  * PW_CTL_FAILED, what a handler returns for a failure: `return pw_ctl_fail_set(f, ...)`. */
@@ -211,25 +202,15 @@ int pw_ctl_server_add_owned_agent_socket(pw_ctl_server *s, const char *path, uin
  * answered: it cannot bypass the limits.
  */
 
-/* One admitted job's place in its pool; released once, on the server thread. */
-typedef struct pw_ctl_job_slot {
-	uint64_t client;
-	bool restricted;
-	bool held;
-} pw_ctl_job_slot;
+/* One admitted job's place in its pool (pw_ctl_job_slot) and a job's work (pw_ctl_job_fn):
+ * jobs.h. The server runs the jobs (jobs.c) and answers them: the calls below are the
+ * server's, over the call X is dispatching. */
 
 /* Admits one job for the call X is dispatching. Returns 0 with *RET held, or -EBUSY (the
  * caller answers PW_RPC_BUSY). Server thread only. */
 int pw_ctl_job_admit(pw_ctl_ctx *x, pw_ctl_job_slot *ret);
 /* Gives SLOT back (no-op when not held). Server thread only. */
 void pw_ctl_job_release(pw_ctl_server *s, pw_ctl_job_slot *slot);
-
-/* A job's work, on its own thread: returns 0 with *ret_result, or PW_CTL_FAILED with FAIL
- * filled.
- * CANCEL_FD becomes readable when the server stops: work that waits (a worker process)
- * should poll it and give up. ARG is the job's own (copies of what it needs: never the
- * call's params or the client, which the server thread owns). */
-typedef int (*pw_ctl_job_fn)(void *arg, int cancel_fd, json_t **ret_result, pw_ctl_fail *fail);
 
 /*
  * Runs FN(ARG) as a job for the call X is dispatching: admitted (refused: answered

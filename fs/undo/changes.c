@@ -1871,10 +1871,10 @@ static bool changed_outside(ctx *x, const crow *rw, const char *cur)
 	struct stat st;
 	if (stat_beneath(x, cur, &st) < 0 || S_ISDIR(st.st_mode))
 		return false;
-	pthread_rwlock_rdlock(&x->fs->tree_lock);
+	pw_inode_lock_read(x->fs);
 	pw_inode *n = pw_inode_find_locked(x->fs, st.st_dev, st.st_ino);
 	int64_t last = n ? atomic_load(&n->undo.changed_ns) : 0;
-	pthread_rwlock_unlock(&x->fs->tree_lock);
+	pw_inode_unlock(x->fs);
 	int64_t ctime = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
 	bool same = rw->move ? st.st_dev == rw->src_dev && st.st_ino == rw->src_ino
 			     : rw->o.present && st.st_dev == rw->o.dev && st.st_ino == rw->o.ino;

@@ -485,7 +485,7 @@ static int alias_set_fill(pw_fs *fs, pw_inode *n, alias_set *a)
 {
 	PW_PATH_DECLARE(p);
 	int r = 0;
-	pthread_rwlock_rdlock(&fs->tree_lock);
+	pw_inode_lock_read(fs);
 	for (const pw_name *nm = n->names; nm && a->n < PW_ALIAS_CHECK_MAX && r == 0;
 	     nm = nm->next) {
 		if (pw_child_path_locked(fs, nm->parent, nm->name, &p) < 0)
@@ -495,7 +495,7 @@ static int alias_set_fill(pw_fs *fs, pw_inode *n, alias_set *a)
 		else
 			a->n++;
 	}
-	pthread_rwlock_unlock(&fs->tree_lock);
+	pw_inode_unlock(fs);
 	return r;
 }
 
@@ -854,11 +854,11 @@ void pw_undo_keep_touched_ino(pw_fs *fs, dev_t dev, ino_t ino)
 {
 	if (!fs->undo)
 		return;
-	pthread_rwlock_rdlock(&fs->tree_lock);
+	pw_inode_lock_read(fs);
 	pw_inode *n = pw_inode_find_locked(fs, dev, ino);
 	if (n)
 		atomic_store(&n->undo.changed_ns, pw_clock_ns(CLOCK_REALTIME));
-	pthread_rwlock_unlock(&fs->tree_lock);
+	pw_inode_unlock(fs);
 }
 
 /* ---- for undo ---------------------------------------------------------------------------- */
@@ -1019,10 +1019,10 @@ int pw_undo_keep_other_name(pw_undo *k, dev_t dev, ino_t ino, const char *not_pa
 		       .budget = WALK_MAX_ENTRIES};
 	/* The view's own table first: a name it has looked up. */
 	PW_PATH_DECLARE(p);
-	pthread_rwlock_rdlock(&k->fs->tree_lock);
+	pw_inode_lock_read(k->fs);
 	pw_inode *n = pw_inode_find_locked(k->fs, dev, ino);
 	int r = n ? pw_node_path_locked(k->fs, n, &p) : -ENOENT;
-	pthread_rwlock_unlock(&k->fs->tree_lock);
+	pw_inode_unlock(k->fs);
 	if (r == 0 && is_other_name(k, &w, p.s)) {
 		snprintf(ret_path, PW_PATH_MAX, "%s", p.s);
 		return 0;
