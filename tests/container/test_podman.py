@@ -340,21 +340,12 @@ class PodmanRun(RunCase):
     def signal_run(self, script, sig):
         """Starts SCRIPT in a container, waits for its "ready" line, sends SIG to `run`;
         returns (exit status, the rest of stdout, stderr)."""
-        proc = subprocess.Popen([PIWORKFS, "run", "--podman", IMAGE, "--project",
-                                 self.project, "--", "sh", "-c", script],
-                                cwd=self.project, env=self.env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            self.assertEqual(proc.stdout.readline(), "ready\n")
-            proc.send_signal(sig)
-            out, err = proc.communicate(timeout=DEADLINE)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        got = self.signal_when_ready([PIWORKFS, "run", "--podman", IMAGE, "--project",
+                                      self.project, "--", "sh", "-c", script], sig,
+                                     stdin=subprocess.DEVNULL)
         self.assert_unmounted()
         self.assert_nothing_left_running()
-        return proc.returncode, out, err
+        return got
 
     def test_sigterm_to_run_reaches_the_command(self):
         rc, out, err = self.signal_run('trap "echo got-term; exit 3" TERM; echo ready; '

@@ -99,6 +99,22 @@ class RunCase(unittest.TestCase):
         """[(mountpoint, source)] of the views of this test's project."""
         return [(mp, s) for mp, s in views() if s == self.project]
 
+    def signal_when_ready(self, argv, sig, **popen):
+        """Starts ARGV in the project (self.env), waits for its "ready" line on stdout and
+        sends it SIG; returns (exit status, the rest of stdout, stderr). Killed if it is
+        still there on the way out."""
+        proc = subprocess.Popen(argv, cwd=self.project, env=self.env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, **popen)
+        try:
+            self.assertEqual(proc.stdout.readline(), "ready\n")
+            proc.send_signal(sig)
+            out, err = proc.communicate(timeout=DEADLINE)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        return proc.returncode, out, err
+
     def assert_unmounted(self):
         """No view of the project is left (waiting up to DEADLINE for the run's to go)."""
         deadline = time.monotonic() + DEADLINE

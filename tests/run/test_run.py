@@ -188,14 +188,19 @@ class Acceptance(RunTest):
 
 
 
-OVERLAP_LISTENER = textwrap.dedent(r'''
-    import json, os, socket, sys
+# The start of a program run inside the sandbox: subscribed to its run's denials on the
+# agent socket (f reads what the socket sends).
+SUBSCRIBED = r'''
+    import json, os, socket, sys, time
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(60)
     s.connect(os.environ["PIWORKFS_SOCKET"])
     f = s.makefile("rb")
     s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"events":["denied"]}}\n')
     assert "result" in json.loads(f.readline())
+'''
+
+OVERLAP_LISTENER = textwrap.dedent(SUBSCRIBED + r'''
     with open("src/greet.c", "a") as g:
         g.write("// from the run\n")
     while True:
@@ -595,19 +600,10 @@ class Process(RunTest):
         script = ('trap "echo got-%s; exit 9" %s; echo ready; '
                   'i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done' %
                   (sig.name, sig.name[3:]))
-        proc = subprocess.Popen([PIWORKFS, "run", "--mode", "plan", "--project", self.project,
-                                 "--", "sh", "-c", script], cwd=self.project, env=self.env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            self.assertEqual(proc.stdout.readline(), "ready\n")
-            proc.send_signal(sig)
-            out, err = proc.communicate(timeout=DEADLINE)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        rc, out, err = self.signal_when_ready([PIWORKFS, "run", "--mode", "plan", "--project",
+                                               self.project, "--", "sh", "-c", script], sig)
         self.assertEqual(out, "got-%s\n" % sig.name, err)
-        self.assertEqual(proc.returncode, 9)
+        self.assertEqual(rc, 9)
         self.assert_unmounted()
 
     def test_sigterm_reaches_the_command(self):
@@ -643,15 +639,8 @@ class Process(RunTest):
         self.pw("umount", mp)
 
 
-AGENT_LISTENER = textwrap.dedent(r'''
-    import json, os, socket, sys, time
+AGENT_LISTENER = textwrap.dedent(SUBSCRIBED + r'''
     ready, go = sys.argv[1], sys.argv[2]
-    s = socket.socket(socket.AF_UNIX)
-    s.settimeout(60)
-    s.connect(os.environ["PIWORKFS_SOCKET"])
-    f = s.makefile("rb")
-    s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"events":["denied"]}}\n')
-    assert "result" in json.loads(f.readline())
     open(ready, "w").close()
     end = time.monotonic() + 60
     while not os.path.exists(go) and time.monotonic() < end:
