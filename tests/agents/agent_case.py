@@ -93,8 +93,4 @@ class AgentCase(harness.MountCase):
         return [r for r in rows if r.get("denied")]
 
     def status(self, v):
-        c = harness.RpcClient(self.socket_path(v))
-        try:
-            return c.call("status")
-        finally:
-            c.close()
+        return self.rpc(v, "status")

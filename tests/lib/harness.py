@@ -517,6 +517,15 @@ class MountCase(unittest.TestCase):
         path = os.path.join(self.runtime, "piworkfs", "%s-%016x.sock" % (base, h))
         return path if os.path.exists(path) else None
 
+    def rpc(self, v, method, params=None):
+        """The result of METHOD(PARAMS) on V's control socket, over a connection of its own
+        (closed before it returns)."""
+        c = RpcClient(self.socket_path(v))
+        try:
+            return c.call(method, params)
+        finally:
+            c.close()
+
     def fresh_project(self, name, tree=None):
         """A new project dir and an empty mountpoint under the test's temp dir."""
         proj = os.path.join(self.tmp, name)

@@ -52,11 +52,7 @@ class ReviewCase(harness.MountCase):
         return c
 
     def agent_socket(self, v):
-        c = RpcClient(self.socket_path(v))
-        try:
-            return c.call("agent.open")["socket"]
-        finally:
-            c.close()
+        return self.rpc(v, "agent.open")["socket"]
 
     def agent(self, path, timeout=60):
         a = RpcClient(path, timeout=timeout)
