@@ -26,27 +26,16 @@
 #include "pw_limits.h"
 #include "store/state.h"
 #include "util.h"
+#include "tmp_db.h"
 
 #define DEADLINE_US (60ll * 1000000)
 
-static char tmpdir[256];
-static char dbpath[512];
-
 static void setup(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/pw-test-audit-XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir));
-	snprintf(dbpath, sizeof(dbpath), "%s/state.db", tmpdir);
+	tmp_db_setup("audit", "state.db");
 }
 
-static void teardown(void)
-{
-	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	cr_assert_eq(system(cmd), 0);
-}
-
-TestSuite(audit, .init = setup, .fini = teardown, .timeout = 150);
+TestSuite(audit, .init = setup, .fini = tmp_db_teardown, .timeout = 150);
 
 static int64_t now_ns(void)
 {

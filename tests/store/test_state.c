@@ -17,25 +17,14 @@
 #include "store/db.h"
 #include "store/state.h"
 #include "util.h"
-
-static char tmpdir[256];
-static char dbpath[512];
+#include "tmp_db.h"
 
 static void setup(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/pw-test-state-XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir));
-	snprintf(dbpath, sizeof(dbpath), "%s/a/b/state.db", tmpdir);
+	tmp_db_setup("state", "a/b/state.db");
 }
 
-static void teardown(void)
-{
-	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	cr_assert_eq(system(cmd), 0);
-}
-
-TestSuite(state, .init = setup, .fini = teardown);
+TestSuite(state, .init = setup, .fini = tmp_db_teardown);
 
 static int64_t query_int(const char *path, const char *sql)
 {
