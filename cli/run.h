@@ -79,6 +79,14 @@ typedef struct pw_run_argv {
 } pw_run_argv;
 
 void pw_run_argv_done(pw_run_argv *a);
+/* Appends a copy of S (and keeps the vector NULL-terminated). Returns 0 or -ENOMEM. */
+int pw_run_argv_push(pw_run_argv *a, const char *s);
+/*
+ * The end of a builder's run of pushes, R its outcome: on 0 moves A to *RET (A is left empty)
+ * and returns 0; on -errno frees A, says "out of memory" for -ENOMEM (a builder reports any
+ * other error where it arises) and returns R.
+ */
+int pw_run_argv_finish(pw_run_argv *a, int r, pw_run_argv *ret);
 
 /*
  * Builds the bwrap command line. Returns 0, or -errno with a one-line reason printed.

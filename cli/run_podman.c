@@ -61,17 +61,6 @@
 #include "run.h"
 #include "util.h"
 
-static int push(pw_run_argv *a, const char *s)
-{
-	if (PW_GROW(a->v, a->cap, a->n + 1, 64) < 0) /* and room for the closing NULL */
-		return -ENOMEM;
-	a->v[a->n] = strdup(s);
-	if (!a->v[a->n])
-		return -ENOMEM;
-	a->v[++a->n] = NULL;
-	return 0;
-}
-
 /* Pushes A, X, B, Y, C as one word (X and Y are paths; NULL pieces are empty). */
 static int push_joined(pw_run_argv *a, const char *p1, const char *x, const char *p2, const char *y,
 		       const char *p3)
@@ -80,7 +69,7 @@ static int push_joined(pw_run_argv *a, const char *p1, const char *x, const char
 
 	if (asprintf(&s, "%s%s%s%s%s", p1, x, p2 ? p2 : "", y ? y : "", p3 ? p3 : "") < 0)
 		return -ENOMEM;
-	return push(a, s);
+	return pw_run_argv_push(a, s);
 }
 
 /* --mount takes comma-separated fields: a path with a comma cannot be said there. */
@@ -174,12 +163,12 @@ static int push_tty_launcher(pw_run_argv *a, const char *exe)
 
 	snprintf(fd, sizeof(fd), "%d", PW_RUN_TTY_FD);
 	pw_run_pty_std_fds(std_fds);
-	r = push(a, exe);
+	r = pw_run_argv_push(a, exe);
 	if (r == 0)
-		r = push(a, PW_RUN_TTY_COMMAND);
+		r = pw_run_argv_push(a, PW_RUN_TTY_COMMAND);
 	if (r == 0)
-		r = push(a, fd);
-	return r < 0 ? r : push(a, std_fds);
+		r = pw_run_argv_push(a, fd);
+	return r < 0 ? r : pw_run_argv_push(a, std_fds);
 }
 
 /* The launcher goes after the shell, as its child: it starts a session of its own
@@ -190,17 +179,17 @@ static int push_prefix(pw_run_argv *a, bool tty, const char *cidfile)
 	int r = self_exe(exe);
 
 	if (r == 0)
-		r = push(a, "/bin/sh");
+		r = pw_run_argv_push(a, "/bin/sh");
 	if (r == 0)
-		r = push(a, "-c");
+		r = pw_run_argv_push(a, "-c");
 	if (r == 0)
-		r = push(a, SUPERVISOR);
+		r = pw_run_argv_push(a, SUPERVISOR);
 	if (r == 0)
-		r = push(a, "piworkfs-run-podman");
+		r = pw_run_argv_push(a, "piworkfs-run-podman");
 	if (r == 0)
-		r = push(a, cidfile);
+		r = pw_run_argv_push(a, cidfile);
 	if (r == 0)
-		r = push(a, exe);
+		r = pw_run_argv_push(a, exe);
 	if (r == 0 && tty)
 		r = push_tty_launcher(a, exe);
 	return r;
@@ -212,9 +201,10 @@ static int push_user(pw_run_argv *a)
 	char ids[64];
 
 	if (geteuid() != 0)
-		return push(a, "--userns=keep-id"); /* rootless: the person's uid maps to itself */
+		/* rootless: the person's uid maps to itself */
+		return pw_run_argv_push(a, "--userns=keep-id");
 	snprintf(ids, sizeof(ids), "--user=%u:%u", (unsigned)getuid(), (unsigned)getgid());
-	return push(a, ids);
+	return pw_run_argv_push(a, ids);
 }
 
 int pw_run_podman_argv(const pw_run_podman_opts *o, pw_run_argv *ret)
@@ -239,32 +229,33 @@ int pw_run_podman_argv(const pw_run_podman_opts *o, pw_run_argv *ret)
 		return -EINVAL; /* printed */
 	r = push_prefix(&a, tty, cidfile);
 	if (r == 0)
-		r = push(&a, "podman");
+		r = pw_run_argv_push(&a, "podman");
 	if (r == 0)
-		r = push(&a, "run");
+		r = pw_run_argv_push(&a, "run");
 	if (r == 0)
-		r = push(&a, "--rm");
+		r = pw_run_argv_push(&a, "--rm");
 	if (r == 0)
-		r = push(&a,
-			 "--pull=never"); /* an image that is not here is an error, not a fetch */
+		/* an image that is not here is an error, not a fetch */
+		r = pw_run_argv_push(&a, "--pull=never");
 	if (r == 0)
 		r = push_joined(&a, "--cidfile=", cidfile, NULL, NULL, NULL);
 	if (r == 0)
-		r = push(&a, "--sig-proxy=false"); /* the forwarder does it (see above) */
+		/* the forwarder does it (see above) */
+		r = pw_run_argv_push(&a, "--sig-proxy=false");
 	/* An init as PID 1 (Podman's catatonit), the command below it as under bwrap: a PID 1
 	 * without a handler ignores SIGINT and SIGTERM, so it would not end on them. */
 	if (r == 0)
-		r = push(&a, "--init");
+		r = pw_run_argv_push(&a, "--init");
 	if (r == 0)
-		r = push(&a, "-i");
+		r = pw_run_argv_push(&a, "-i");
 	if (r == 0 && tty)
-		r = push(&a, "-t");
+		r = pw_run_argv_push(&a, "-t");
 	if (r == 0 && !network_chosen(o))
-		r = push(&a, "--network=none");
+		r = pw_run_argv_push(&a, "--network=none");
 	if (r == 0)
-		r = push(&a, "--cap-drop=ALL");
+		r = pw_run_argv_push(&a, "--cap-drop=ALL");
 	if (r == 0)
-		r = push(&a, "--security-opt=no-new-privileges");
+		r = pw_run_argv_push(&a, "--security-opt=no-new-privileges");
 	if (r == 0)
 		r = push_user(&a);
 	if (r == 0)
@@ -278,19 +269,12 @@ int pw_run_podman_argv(const pw_run_podman_opts *o, pw_run_argv *ret)
 	if (r == 0)
 		r = push_joined(&a, "--workdir=", cwd, NULL, NULL, NULL);
 	for (size_t i = 0; r == 0 && i < o->n_args; i++)
-		r = push(&a, o->args[i]);
+		r = pw_run_argv_push(&a, o->args[i]);
 	if (r == 0)
-		r = push(&a, "--");
+		r = pw_run_argv_push(&a, "--");
 	if (r == 0)
-		r = push(&a, o->image);
+		r = pw_run_argv_push(&a, o->image);
 	for (char **c = o->command; r == 0 && *c; c++)
-		r = push(&a, *c);
-	if (r < 0) {
-		if (r == -ENOMEM)
-			pw_err("run", "out of memory");
-		pw_run_argv_done(&a);
-		return r;
-	}
-	*ret = a;
-	return 0;
+		r = pw_run_argv_push(&a, *c);
+	return pw_run_argv_finish(&a, r, ret);
 }

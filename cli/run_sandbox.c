@@ -78,7 +78,7 @@ void pw_run_argv_done(pw_run_argv *a)
 	*a = (pw_run_argv){0};
 }
 
-static int push(pw_run_argv *a, const char *s)
+int pw_run_argv_push(pw_run_argv *a, const char *s)
 {
 	if (PW_GROW(a->v, a->cap, a->n + 1, 64) < 0) /* and room for the closing NULL */
 		return -ENOMEM;
@@ -89,16 +89,29 @@ static int push(pw_run_argv *a, const char *s)
 	return 0;
 }
 
+int pw_run_argv_finish(pw_run_argv *a, int r, pw_run_argv *ret)
+{
+	if (r < 0) {
+		if (r == -ENOMEM)
+			pw_err("run", "out of memory");
+		pw_run_argv_done(a);
+		return r;
+	}
+	*ret = *a;
+	*a = (pw_run_argv){0};
+	return 0;
+}
+
 static int push2(pw_run_argv *a, const char *opt, const char *x)
 {
-	int r = push(a, opt);
-	return r < 0 ? r : push(a, x);
+	int r = pw_run_argv_push(a, opt);
+	return r < 0 ? r : pw_run_argv_push(a, x);
 }
 
 static int push3(pw_run_argv *a, const char *opt, const char *x, const char *y)
 {
 	int r = push2(a, opt, x);
-	return r < 0 ? r : push(a, y);
+	return r < 0 ? r : pw_run_argv_push(a, y);
 }
 
 /* ---- paths ----------------------------------------------------------------------------- */
@@ -584,7 +597,7 @@ static int push_tty_launcher(pw_run_argv *a)
 	snprintf(fd, sizeof(fd), "%d", PW_RUN_TTY_FD);
 	pw_run_pty_std_fds(std_fds);
 	r = push3(a, exe, PW_RUN_TTY_COMMAND, fd);
-	return r < 0 ? r : push(a, std_fds);
+	return r < 0 ? r : pw_run_argv_push(a, std_fds);
 }
 
 int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
@@ -597,17 +610,17 @@ int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
 	if (!cwd)
 		return -ENOMEM;
 	snprintf(fd, sizeof(fd), "%d", o->info_fd);
-	r = push(&a, "bwrap");
+	r = pw_run_argv_push(&a, "bwrap");
 	if (r == 0)
-		r = push(&a, "--unshare-user");
+		r = pw_run_argv_push(&a, "--unshare-user");
 	if (r == 0)
-		r = push(&a, "--unshare-pid");
+		r = pw_run_argv_push(&a, "--unshare-pid");
 	if (r == 0)
-		r = push(&a, "--die-with-parent");
+		r = pw_run_argv_push(&a, "--die-with-parent");
 	if (r == 0)
-		r = push(&a, "--new-session");
+		r = pw_run_argv_push(&a, "--new-session");
 	if (r == 0 && bwrap_has("--disable-userns"))
-		r = push(&a, "--disable-userns");
+		r = pw_run_argv_push(&a, "--disable-userns");
 	if (r == 0)
 		r = push2(&a, "--cap-drop", "ALL");
 	if (r == 0)
@@ -646,7 +659,7 @@ int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
 	if (r == 0)
 		r = push2(&a, "--info-fd", fd);
 	if (r == 0)
-		r = push(&a, "--");
+		r = pw_run_argv_push(&a, "--");
 	/* bwrap exits 1 when it cannot execute the command; through `exec "$@"` the shell
 	 * gives the statuses scripts test for, 127 (not found) and 126 (not executable), and
 	 * then is replaced by the command (same pid, argv and signals). The checks before it
@@ -656,15 +669,8 @@ int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
 	if (r == 0)
 		r = push3(&a, "/bin/sh", "-c", RUN_SCRIPT);
 	if (r == 0)
-		r = push(&a, "piworkfs-run");
+		r = pw_run_argv_push(&a, "piworkfs-run");
 	for (char **c = o->command; r == 0 && *c; c++)
-		r = push(&a, *c);
-	if (r < 0) {
-		if (r == -ENOMEM)
-			pw_err("run", "out of memory");
-		pw_run_argv_done(&a);
-		return r;
-	}
-	*ret = a;
-	return 0;
+		r = pw_run_argv_push(&a, *c);
+	return pw_run_argv_finish(&a, r, ret);
 }

@@ -7,16 +7,9 @@ mode announcement a design view makes, and typing the answer into run's consent 
 
 import json
 import os
-import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.dirname(os.path.dirname(HERE))
-# The clients' consent tests drive run's consent bar with tests/run/test_pty.py's Terminal
-# (imported where a test needs it).
-sys.path.insert(0, os.path.join(SOURCE, "tests", "run"))
-
-import harness  # noqa: E402
+import harness  # tests/lib, on PYTHONPATH
 
 DEADLINE = 150  # seconds for one Claude Code run
 
@@ -100,8 +93,4 @@ class AgentCase(harness.MountCase):
         return [r for r in rows if r.get("denied")]
 
     def status(self, v):
-        c = harness.RpcClient(self.socket_path(v))
-        try:
-            return c.call("status")
-        finally:
-            c.close()
+        return self.rpc(v, "status")

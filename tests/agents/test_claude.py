@@ -22,6 +22,7 @@ sys.path.insert(0, HERE)
 
 from agent_case import DEADLINE, AgentCase, answer_consent, design_announcement  # noqa: E402
 import harness  # noqa: E402  (tests/lib, on PYTHONPATH)
+from run_case import Terminal  # noqa: E402  (tests/lib, on PYTHONPATH)
 from anthropic_server import ScriptedModel, all_text, tool_results  # noqa: E402
 
 CLAUDE = os.path.join(HERE, "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude")
@@ -111,8 +112,6 @@ class TestDesign(ClaudeCase):
 
 class TestRequestMode(ClaudeCase):
     def test_request_mode_raises_the_consent_bar_and_y_enter_switches(self):
-        from test_pty import Terminal
-
         v = self.mount("design")
         model = self.start_model([
             [("mcp__piworkfs__piworkfs_request_mode",

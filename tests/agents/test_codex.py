@@ -20,6 +20,7 @@ sys.path.insert(0, HERE)
 
 from agent_case import DEADLINE, AgentCase, answer_consent, design_announcement  # noqa: E402
 import harness  # noqa: E402  (tests/lib, on PYTHONPATH)
+from run_case import Terminal  # noqa: E402  (tests/lib, on PYTHONPATH)
 from responses_server import ScriptedModel, call_outputs  # noqa: E402
 
 CODEX = os.path.join(HERE, "node_modules", "@openai", "codex-linux-x64", "vendor",
@@ -94,8 +95,6 @@ class TestDesign(CodexCase):
 
 class TestRequestMode(CodexCase):
     def test_request_mode_raises_the_consent_bar_and_y_enter_switches(self):
-        from test_pty import Terminal
-
         v = self.mount("design")
         model = self.start_model([
             [("mcp__piworkfs/piworkfs_request_mode",

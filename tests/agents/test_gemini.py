@@ -23,6 +23,7 @@ sys.path.insert(0, HERE)
 
 from agent_case import DEADLINE, AgentCase, answer_consent, design_announcement  # noqa: E402
 import harness  # noqa: E402  (tests/lib, on PYTHONPATH)
+from run_case import Terminal  # noqa: E402  (tests/lib, on PYTHONPATH)
 from gemini_server import ScriptedModel, all_text, declarations, function_responses  # noqa: E402
 
 GEMINI = os.path.join(HERE, "node_modules", "@google", "gemini-cli", "bundle", "gemini.js")
@@ -156,8 +157,6 @@ class TestDesign(GeminiCase):
 
 class TestRequestMode(GeminiCase):
     def test_request_mode_raises_the_consent_bar_and_y_enter_switches(self):
-        from test_pty import Terminal
-
         v = self.mount("design")
         model = self.start_model([
             [("mcp_piworkfs_piworkfs_request_mode",

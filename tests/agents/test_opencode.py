@@ -18,6 +18,7 @@ sys.path.insert(0, HERE)
 
 from agent_case import DEADLINE, AgentCase, answer_consent, design_announcement  # noqa: E402
 import harness  # noqa: E402  (tests/lib, on PYTHONPATH)
+from run_case import Terminal  # noqa: E402  (tests/lib, on PYTHONPATH)
 from model_server import ScriptedModel, text_of, tool_results  # noqa: E402
 
 OPENCODE = os.path.join(HERE, "node_modules", "opencode-linux-x64", "bin", "opencode")
@@ -115,8 +116,6 @@ class OpencodeCase(AgentCase):
         it. (Without a terminal, run's own agent socket goes away once its connection has
         been idle for 30 s, and opencode may take that long to start: see the note in
         integrations/README.md.)"""
-        from test_pty import Terminal
-
         t = Terminal(self.argv(prompt), self.env, self.project)
         self.addCleanup(t.close)
         return t

@@ -21,48 +21,24 @@ Environment: $PIWORKFS is the binary under test, $PIWORKFS_DEMO the demo project
 $SOURCE_MODES the bundled modes.
 """
 
-import fcntl
 import io
 import os
-import pty
-import re
-import select
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tarfile
 import tempfile
-import termios
 import time
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.dirname(os.path.dirname(HERE))
-PIWORKFS = os.path.abspath(os.environ.get("PIWORKFS", "piworkfs"))
-DEMO = os.environ.get("PIWORKFS_DEMO", os.path.join(SOURCE, "demo", "project"))
-SOURCE_MODES = os.environ.get("SOURCE_MODES", os.path.join(SOURCE, "modes"))
+from run_case import (DEADLINE, LOOSEN_HINT, PIWORKFS, RunCase,  # tests/lib, on PYTHONPATH
+                      Terminal)
+
 BUSYBOX = "/bin/busybox"
 IMAGE = "localhost/piworkfs-test-agent:1"
-DEADLINE = 60
 SKIP = 77
-
-LOOSEN_HINT = "piworkfs mode build"
 GRACE_S = 0.4  # keys read this soon after the consent bar appeared are dropped (run_ask.c)
-
-
-def views():
-    """[(mountpoint, source)] of every fuse.piworkfs mount."""
-    out = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            pre, _, post = line.partition(" - ")
-            fields, pfields = pre.split(), post.split()
-            if pfields and pfields[0] == "fuse.piworkfs":
-                dec = lambda s: s.encode().decode("unicode_escape")
-                out.append((dec(fields[4]), dec(pfields[1])))
-    return out
 
 
 def mounts_under(top):
@@ -163,59 +139,6 @@ def skip(reason):
     sys.exit(SKIP)
 
 
-class Terminal:
-    """The person's terminal: a pseudo-terminal with ARGV on it as its controlling
-    terminal, and what is drawn on it collected (expect() waits for a pattern)."""
-
-    def __init__(self, argv, env, cwd):
-        self.master, slave = pty.openpty()
-        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 160, 0, 0))
-        self.slave = slave
-        self.buf = b""
-
-        def ctty():
-            os.setsid()
-            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env,
-                                     cwd=cwd, preexec_fn=ctty, close_fds=True)
-
-    def expect(self, pattern, start=0):
-        rx = re.compile(pattern)
-        end = time.monotonic() + DEADLINE
-        while True:
-            m = rx.search(self.buf, start)
-            if m:
-                return m
-            # Once the process is gone, what it drew arrives at once: give up soon.
-            if self.proc.poll() is not None:
-                end = min(end, time.monotonic() + 2)
-            left = end - time.monotonic()
-            if left <= 0:
-                raise AssertionError("%r not shown; the terminal shows:\n%r"
-                                     % (pattern, self.buf[-3000:]))
-            r, _, _ = select.select([self.master], [], [], min(left, 0.5))
-            if r:
-                try:
-                    data = os.read(self.master, 65536)
-                except OSError:
-                    data = b""
-                if not data and self.proc.poll() is not None:
-                    raise AssertionError("%r not shown before the end; the terminal "
-                                         "shows:\n%r" % (pattern, self.buf[-3000:]))
-                self.buf += data
-
-    def send(self, data):
-        os.write(self.master, data)
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait(timeout=DEADLINE)
-        os.close(self.master)
-        os.close(self.slave)
-
-
 class Podman:
     """Podman with its storage and state in DIR."""
 
@@ -254,10 +177,13 @@ class Podman:
             subprocess.run(["umount", "-l", mp], stderr=subprocess.DEVNULL)
 
 
-class PodmanRun(unittest.TestCase):
+class PodmanRun(RunCase):
+    tmp_prefix = "t-"
+    piworkfs_on_path = False
+
     @classmethod
     def setUpClass(cls):
-        cls.top = tempfile.mkdtemp(prefix="pw-podman-")
+        cls.top = cls.tmp_parent = tempfile.mkdtemp(prefix="pw-podman-")
         cls.podman = Podman(cls.top)
         p = cls.podman("import", "-", IMAGE, data=image_tar())
         if p.returncode != 0:
@@ -270,32 +196,8 @@ class PodmanRun(unittest.TestCase):
         shutil.rmtree(cls.top, ignore_errors=True)
 
     def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="t-", dir=self.top)
-        self.addCleanup(self._teardown)
-        self.project = os.path.realpath(os.path.join(self.tmp, "proj"))
-        shutil.copytree(DEMO, self.project, symlinks=True)
-        self.runtime = os.path.join(self.tmp, "run")
-        os.mkdir(self.runtime, 0o700)
-        for d in ("home", "config", "state"):
-            os.mkdir(os.path.join(self.tmp, d))
-        self.state_db = os.path.join(self.tmp, "state", "piworkfs", "state.db")
-        self.env = dict(os.environ)
+        super().setUp()
         self.env.update(self.podman.env)
-        self.env.update({
-            "HOME": os.path.join(self.tmp, "home"),
-            "XDG_CONFIG_HOME": os.path.join(self.tmp, "config"),
-            "XDG_RUNTIME_DIR": self.runtime,
-            "XDG_STATE_HOME": os.path.join(self.tmp, "state"),
-            "PIWORKFS_STATE_DB": self.state_db,
-            "PIWORKFS_MODES_DIR": SOURCE_MODES,
-        })
-        self.env.pop("PIWORKFS_SOCKET", None)
-
-    def _teardown(self):
-        for mp, source in views():
-            if mp.startswith(self.tmp) or source.startswith(self.tmp):
-                subprocess.run(["fusermount3", "-u", "-z", mp], stderr=subprocess.DEVNULL)
-        shutil.rmtree(self.tmp, ignore_errors=True)
 
     def sh(self, script, *opts, args=()):
         """piworkfs run --podman IMAGE OPTS -- sh -c SCRIPT sh ARGS..., in the project."""
@@ -304,13 +206,6 @@ class PodmanRun(unittest.TestCase):
                               cwd=self.project,
                               env=self.env, stdin=subprocess.DEVNULL, capture_output=True,
                               text=True, timeout=DEADLINE)
-
-    def assert_unmounted(self):
-        deadline = time.monotonic() + DEADLINE
-        while [v for v in views() if v[1] == self.project] and time.monotonic() < deadline:
-            time.sleep(0.05)
-        self.assertEqual([v for v in views() if v[1] == self.project], [],
-                         "the run's view is still mounted")
 
     def assert_nothing_left_running(self):
         """No process of this test's run is left on the host (the supervisor, the signal
@@ -428,12 +323,12 @@ class PodmanRun(unittest.TestCase):
         t = Terminal([PIWORKFS, "run", "--podman", IMAGE, "--mode", "plan", "--project",
                       self.project, "--", "sh", "-c",
                       'tty; piworkfs mode build --reason "from the container"; '
-                      'echo "asked=$?"; piworkfs mode'], self.env, self.project)
+                      'echo "asked=$?"; piworkfs mode'], self.env, self.project, cols=160)
         self.addCleanup(t.close)
         t.expect(rb"/dev/pts/\d+")
         t.expect("the agent asks to switch plan \u2192 build".encode())
         time.sleep(GRACE_S)  # the grace time is the condition: keys before it never count
-        at = len(t.buf)
+        at = t.mark()
         t.send(b"build")
         t.expect(b"Press Enter to allow", at)
         t.send(b"\r")
@@ -445,21 +340,12 @@ class PodmanRun(unittest.TestCase):
     def signal_run(self, script, sig):
         """Starts SCRIPT in a container, waits for its "ready" line, sends SIG to `run`;
         returns (exit status, the rest of stdout, stderr)."""
-        proc = subprocess.Popen([PIWORKFS, "run", "--podman", IMAGE, "--project",
-                                 self.project, "--", "sh", "-c", script],
-                                cwd=self.project, env=self.env, stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            self.assertEqual(proc.stdout.readline(), "ready\n")
-            proc.send_signal(sig)
-            out, err = proc.communicate(timeout=DEADLINE)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        got = self.signal_when_ready([PIWORKFS, "run", "--podman", IMAGE, "--project",
+                                      self.project, "--", "sh", "-c", script], sig,
+                                     stdin=subprocess.DEVNULL)
         self.assert_unmounted()
         self.assert_nothing_left_running()
-        return proc.returncode, out, err
+        return got
 
     def test_sigterm_to_run_reaches_the_command(self):
         rc, out, err = self.signal_run('trap "echo got-term; exit 3" TERM; echo ready; '

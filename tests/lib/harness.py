@@ -517,6 +517,15 @@ class MountCase(unittest.TestCase):
         path = os.path.join(self.runtime, "piworkfs", "%s-%016x.sock" % (base, h))
         return path if os.path.exists(path) else None
 
+    def rpc(self, v, method, params=None):
+        """The result of METHOD(PARAMS) on V's control socket, over a connection of its own
+        (closed before it returns)."""
+        c = RpcClient(self.socket_path(v))
+        try:
+            return c.call(method, params)
+        finally:
+            c.close()
+
     def fresh_project(self, name, tree=None):
         """A new project dir and an empty mountpoint under the test's temp dir."""
         proj = os.path.join(self.tmp, name)
@@ -565,11 +574,28 @@ class RpcClient:
         self.next_id = 1
 
     def call(self, method, params=None):
-        req = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        """The result of METHOD(PARAMS); RuntimeError when it answers an error."""
+        id = self.next_id
         self.next_id += 1
+        self.send(method, params, id)
+        msg = self.reply(id)
+        if "error" in msg:
+            raise RuntimeError("%s: %s" % (method, msg["error"]))
+        return msg.get("result")
+
+    def send(self, method, params=None, id=None):
+        """Sends one request without waiting for its answer (a notification when ID is
+        None), as pipelined calls do."""
+        req = {"jsonrpc": "2.0", "method": method}
+        if id is not None:
+            req["id"] = id
         if params is not None:
             req["params"] = params
         self.sock.sendall(json.dumps(req).encode() + b"\n")
+
+    def reply(self, id):
+        """Reads up to the message with ID and returns it whole (result or error); the
+        messages before it (other replies, notifications) are dropped."""
         while True:
             while b"\n" not in self.buf:
                 chunk = self.sock.recv(65536)
@@ -578,10 +604,8 @@ class RpcClient:
                 self.buf += chunk
             line, _, self.buf = self.buf.partition(b"\n")
             msg = json.loads(line)
-            if msg.get("id") == req["id"]:
-                if "error" in msg:
-                    raise RuntimeError("%s: %s" % (method, msg["error"]))
-                return msg.get("result")
+            if msg.get("id") == id:
+                return msg
 
     def close(self):
         self.sock.close()

@@ -111,6 +111,20 @@ class FuseFd(harness.MountCase):
                         "the view did not serve (exit %s)\n%s" % (proc.poll(), v.log()))
         return self.wait_answering(v)
 
+    def start_detached(self, fd, *args):
+        """`piworkfs mount --json --fuse-fd FD ...` detached (no -f), as a sidecar would
+        start it, with FD inherited and our copy closed. Returns what it printed (pid,
+        mode...); the daemon's pid is in self.daemon_pids."""
+        p = subprocess.run([harness.PIWORKFS, "mount", "--json", "--state-db", self.state_db]
+                           + list(args) + ["--fuse-fd", str(fd), self.project, self.mp],
+                           cwd=self.cwd, env=self.env, pass_fds=(fd,), capture_output=True,
+                           text=True, timeout=120)
+        os.close(fd)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        started = json.loads(p.stdout)
+        self.daemon_pids.append(started["pid"])
+        return started
+
     @staticmethod
     def dev_fuse_flags(pid):
         """{descriptor: open flags} of process PID's descriptors of /dev/fuse."""
@@ -189,15 +203,7 @@ class FuseFd(harness.MountCase):
 
     def test_daemon_leaves_the_mount_to_its_maker(self):
         # Detached (no -f), as a sidecar would start it.
-        fd = self.receive_mounted_fd()
-        p = subprocess.run([harness.PIWORKFS, "mount", "--json", "--state-db", self.state_db,
-                            "--mode", "plan", "--fuse-fd", str(fd), self.project, self.mp],
-                           cwd=self.cwd, env=self.env, pass_fds=(fd,), capture_output=True,
-                           text=True, timeout=120)
-        os.close(fd)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        pid = json.loads(p.stdout)["pid"]
-        self.daemon_pids.append(pid)
+        pid = self.start_detached(self.receive_mounted_fd(), "--mode", "plan")["pid"]
         with open(os.path.join(self.mp, "docs/x.md")) as f:
             self.assertEqual(f.read(), "# x\n")
         # A daemon that dies does not unmount: its connection ends with its descriptor and
@@ -213,16 +219,9 @@ class FuseFd(harness.MountCase):
 
         # And the maker unmounting a live view ends its daemon, which never tries to
         # unmount it again.
-        fd = self.receive_mounted_fd()
-        p = subprocess.run([harness.PIWORKFS, "mount", "--json", "--state-db", self.state_db,
-                            "--fuse-fd", str(fd), self.project, self.mp],
-                           cwd=self.cwd, env=self.env, pass_fds=(fd,), capture_output=True,
-                           text=True, timeout=120)
-        os.close(fd)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        pid = json.loads(p.stdout)["pid"]
-        self.daemon_pids.append(pid)
-        self.assertEqual(json.loads(p.stdout)["mode"], "plan")  # the last mode, restored
+        started = self.start_detached(self.receive_mounted_fd())
+        pid = started["pid"]
+        self.assertEqual(started["mode"], "plan")  # the last mode, restored
         umount2(self.mp)
         self.assertTrue(harness.wait_until(lambda: not pid_alive(pid), harness.DEADLINE),
                         "the daemon did not end when its connection did")

@@ -37,11 +37,7 @@ class TestLanes(harness.MountCase):
             "docs/plans/.keep": "", "README.md": "r\n"}
 
     def status(self, v):
-        c = harness.RpcClient(self.socket_path(v))
-        try:
-            return c.call("status")
-        finally:
-            c.close()
+        return self.rpc(v, "status")
 
     def create(self, v, rel):
         fd = os.open(v.path(rel), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)

@@ -117,11 +117,7 @@ class SwitchTest(LiveCase):
         v = self.mount("build")
 
         def accepted():
-            c = harness.RpcClient(self.socket_path(v))
-            try:
-                return c.call("status")["clients"]["accepted"]
-            finally:
-                c.close()
+            return self.rpc(v, "status")["clients"]["accepted"]
 
         before = accepted()
         p = self.run_pw("mode", "--mount", v.mp, "desgin")
@@ -344,11 +340,7 @@ class PersistAndAuthorityTest(LiveCase):
         # gets a slot and switches (docs/SECURITY.md). Before the limits were separate,
         # 256 such connections made it exit 5 ("too many connections").
         v = self.mount("build")
-        c = harness.RpcClient(self.socket_path(v))
-        try:
-            agent = c.call("agent.open")["socket"]
-        finally:
-            c.close()
+        agent = self.rpc(v, "agent.open")["socket"]
         sub = b'{"jsonrpc":"2.0","id":1,"method":"subscribe"}\n'
         flood = []
         try:

@@ -576,10 +576,7 @@ class Undo(MountCase):
         v = self.mount("build")
         with open(v.path("README.md"), "w") as f:
             f.write("changed\n")
-        c = RpcClient(self.socket_path(v))
-        agent = c.call("agent.open")["socket"]
-        c.close()
-        a = RpcClient(agent)
+        a = RpcClient(self.rpc(v, "agent.open")["socket"])
         self.addCleanup(a.close)
         listed = a.call("changes.list")
         self.assertTrue(any(ch["path"] == "README.md" for s in listed["changesets"]

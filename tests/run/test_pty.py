@@ -14,7 +14,6 @@ Environment: $PIWORKFS is the binary under test, $PIWORKFS_DEMO the demo project
 $SOURCE_MODES the bundled modes.
 """
 
-import fcntl
 import json
 import os
 import pty
@@ -23,171 +22,30 @@ import select
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
-import tempfile
 import termios
 import textwrap
-import threading
 import time
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.dirname(os.path.dirname(HERE))
-PIWORKFS = os.path.abspath(os.environ.get("PIWORKFS", "piworkfs"))
-DEMO = os.environ.get("PIWORKFS_DEMO", os.path.join(SOURCE, "demo", "project"))
-SOURCE_MODES = os.environ.get("SOURCE_MODES", os.path.join(SOURCE, "modes"))
-DEADLINE = 60
+from run_case import DEADLINE, PIWORKFS, RunCase, Terminal  # tests/lib, on PYTHONPATH
+
 GRACE_S = 0.35  # run_ask.c GRACE_MS, and a margin
 
 
-def views():
-    """[(mountpoint, source)] of every fuse.piworkfs mount."""
-    out = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            pre, _, post = line.partition(" - ")
-            fields, pfields = pre.split(), post.split()
-            if pfields and pfields[0] == "fuse.piworkfs":
-                dec = lambda s: s.encode().decode("unicode_escape")
-                out.append((dec(fields[4]), dec(pfields[1])))
-    return out
+class PtyTest(RunCase):
+    tmp_prefix = "pw-pty-"
 
-
-class Terminal:
-    """An outer pseudo-terminal with a process running on it as its controlling terminal.
-
-    A reader thread collects everything drawn on it; expect() waits for a pattern with a
-    deadline. The test keeps the slave open, to read its settings and pending input."""
-
-    def __init__(self, argv, env, cwd, rows=24, cols=80):
-        self.master, self.slave = pty.openpty()
-        self.set_size(rows, cols)
-        st = os.fstat(self.slave)
-        self.slave_rdev = st.st_rdev
-        # Which terminal: the device number alone is not enough, a devpts instance of the
-        # sandbox's own numbers its ptys from 0 as the host's does.
-        self.slave_id = "%d:%d" % (st.st_dev, st.st_ino)
-        self.settings = termios.tcgetattr(self.slave)
-        self.buf = b""
-        self.cond = threading.Condition()
-        self.eof = False
-
-        slave = self.slave
-
-        def ctty():
-            os.setsid()
-            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env,
-                                     cwd=cwd, preexec_fn=ctty, close_fds=True)
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self):
-        while True:
-            try:
-                data = os.read(self.master, 65536)
-            except OSError:
-                data = b""
-            with self.cond:
-                if not data:
-                    self.eof = True
-                    self.cond.notify_all()
-                    return
-                self.buf += data
-                self.cond.notify_all()
-
-    def set_size(self, rows, cols):
-        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-
-    def send(self, data):
-        if isinstance(data, str):
-            data = data.encode()
-        os.write(self.master, data)
-
-    def expect(self, pattern, start=0, deadline=DEADLINE):
-        """Waits until PATTERN (bytes regex) appears in the output after offset START.
-        Returns the match (offsets into the whole buffer)."""
-        rx = re.compile(pattern if isinstance(pattern, bytes) else pattern.encode())
-        end = time.monotonic() + deadline
-        with self.cond:
-            while True:
-                m = rx.search(self.buf, start)
-                if m:
-                    return m
-                # Once the process is gone, what it drew arrives at once: give up soon.
-                if self.proc.poll() is not None:
-                    end = min(end, time.monotonic() + 2)
-                left = end - time.monotonic()
-                if left <= 0 or (self.eof and not rx.search(self.buf, start)):
-                    raise AssertionError("%r not shown; the terminal shows:\n%r"
-                                         % (pattern, self.buf[-3000:]))
-                self.cond.wait(min(left, 0.5))
-
-    def mark(self):
-        with self.cond:
-            return len(self.buf)
-
-    def wait(self, deadline=DEADLINE):
-        return self.proc.wait(timeout=deadline)
-
-    def pending_input(self):
-        """What is waiting to be read on the outer terminal (nothing should be)."""
-        flags = fcntl.fcntl(self.slave, fcntl.F_GETFL)
-        fcntl.fcntl(self.slave, fcntl.F_SETFL, flags | os.O_NONBLOCK)
-        try:
-            return os.read(self.slave, 4096)
-        except BlockingIOError:
-            return b""
-        finally:
-            fcntl.fcntl(self.slave, fcntl.F_SETFL, flags)
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=DEADLINE)
-        for fd in (self.master, self.slave):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self.reader.join(timeout=DEADLINE)
-
-
-class PtyTest(unittest.TestCase):
     def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="pw-pty-")
-        self.addCleanup(self._teardown)
-        self.project = os.path.join(self.tmp, "proj")
-        shutil.copytree(DEMO, self.project, symlinks=True)
-        self.project = os.path.realpath(self.project)
-        self.runtime = os.path.join(self.tmp, "run")
-        os.mkdir(self.runtime, 0o700)
-        for d in ("home", "config", "state"):
-            os.mkdir(os.path.join(self.tmp, d))
-        self.env = dict(os.environ)
-        self.env.update({
-            "HOME": os.path.join(self.tmp, "home"),
-            "XDG_CONFIG_HOME": os.path.join(self.tmp, "config"),
-            "XDG_RUNTIME_DIR": self.runtime,
-            "XDG_STATE_HOME": os.path.join(self.tmp, "state"),
-            "PIWORKFS_STATE_DB": os.path.join(self.tmp, "state", "piworkfs", "state.db"),
-            "PIWORKFS_MODES_DIR": SOURCE_MODES,
-            "PATH": os.path.dirname(PIWORKFS) + ":" + os.environ.get("PATH", "/usr/bin:/bin"),
-            "TERM": "xterm",
-        })
-        self.env.pop("PIWORKFS_SOCKET", None)
+        super().setUp()
+        self.env["TERM"] = "xterm"
         self.terms = []
 
     def _teardown(self):
         for t in self.terms:
             t.close()
-        for mp, source in views():
-            if mp.startswith(self.tmp) or source.startswith(self.tmp):
-                subprocess.run(["fusermount3", "-u", "-z", mp], stderr=subprocess.DEVNULL)
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        super()._teardown()
 
     def script(self, name, text):
         path = os.path.join(self.tmp, name)

@@ -17,25 +17,16 @@ import errno
 import hashlib
 import json
 import os
-import shutil
 import signal
 import socket
 import stat
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 import unittest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.path.dirname(os.path.dirname(HERE))
-PIWORKFS = os.path.abspath(os.environ.get("PIWORKFS", "piworkfs"))
-DEMO = os.environ.get("PIWORKFS_DEMO", os.path.join(SOURCE, "demo", "project"))
-SOURCE_MODES = os.environ.get("SOURCE_MODES", os.path.join(SOURCE, "modes"))
-DEADLINE = 60
-
-LOOSEN_HINT = "piworkfs mode build"
+from run_case import DEADLINE, LOOSEN_HINT, PIWORKFS, SOURCE_MODES, RunCase  # tests/lib
 
 
 def fingerprint(root):
@@ -50,19 +41,6 @@ def fingerprint(root):
                 with open(p, "rb") as f:
                     digest = hashlib.sha256(f.read()).hexdigest()
             out[os.path.relpath(p, root)] = (stat.S_IFMT(st.st_mode), st.st_mode, digest)
-    return out
-
-
-def views():
-    """[(mountpoint, source)] of every fuse.piworkfs mount."""
-    out = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            pre, _, post = line.partition(" - ")
-            fields, pfields = pre.split(), post.split()
-            if pfields and pfields[0] == "fuse.piworkfs":
-                dec = lambda s: s.encode().decode("unicode_escape")
-                out.append((dec(fields[4]), dec(pfields[1])))
     return out
 
 
@@ -147,41 +125,18 @@ PROBE = textwrap.dedent(r'''
 ''')
 
 
-class RunTest(unittest.TestCase):
+class RunTest(RunCase):
     def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="pw-run-")
-        self.addCleanup(self._teardown)
-        self.project = os.path.join(self.tmp, "proj")
-        shutil.copytree(DEMO, self.project, symlinks=True)
-        self.project = os.path.realpath(self.project)
-        self.runtime = os.path.join(self.tmp, "run")
-        os.mkdir(self.runtime, 0o700)
-        for d in ("home", "config", "state"):
-            os.mkdir(os.path.join(self.tmp, d))
-        self.state_db = os.path.join(self.tmp, "state", "piworkfs", "state.db")
-        self.env = dict(os.environ)
-        self.env.update({
-            "HOME": os.path.join(self.tmp, "home"),
-            "XDG_CONFIG_HOME": os.path.join(self.tmp, "config"),
-            "XDG_RUNTIME_DIR": self.runtime,
-            "XDG_STATE_HOME": os.path.join(self.tmp, "state"),
-            "PIWORKFS_STATE_DB": self.state_db,
-            "PIWORKFS_MODES_DIR": SOURCE_MODES,
-            "PATH": os.path.dirname(PIWORKFS) + ":" + os.environ.get("PATH", "/usr/bin:/bin"),
-        })
-        self.env.pop("PIWORKFS_SOCKET", None)
+        super().setUp()
         self.probe = os.path.join(self.tmp, "probe.py")
         with open(self.probe, "w") as f:
             f.write(PROBE)
         self.before = fingerprint(self.project)
 
-    def _teardown(self):
-        for mp, source in views():
-            if mp.startswith(self.tmp) or source.startswith(self.tmp):
-                subprocess.run(["fusermount3", "-u", "-z", mp], stderr=subprocess.DEVNULL)
+    def unmount_views(self):
+        super().unmount_views()
         subprocess.run(["umount", "-l", os.path.join(self.tmp, "alias")],
                        stderr=subprocess.DEVNULL)
-        shutil.rmtree(self.tmp, ignore_errors=True)
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -213,18 +168,9 @@ class RunTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr)
         return json.loads(p.stdout)
 
-    def my_views(self):
-        return [(mp, s) for mp, s in views() if s == self.project]
-
     def assert_unchanged(self):
         self.assertEqual(fingerprint(self.project), self.before,
                          "the backing directory changed")
-
-    def assert_unmounted(self):
-        deadline = time.monotonic() + DEADLINE
-        while self.my_views() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        self.assertEqual(self.my_views(), [], "the view is still mounted")
 
 
 class Acceptance(RunTest):
@@ -242,14 +188,19 @@ class Acceptance(RunTest):
 
 
 
-OVERLAP_LISTENER = textwrap.dedent(r'''
-    import json, os, socket, sys
+# The start of a program run inside the sandbox: subscribed to its run's denials on the
+# agent socket (f reads what the socket sends).
+SUBSCRIBED = r'''
+    import json, os, socket, sys, time
     s = socket.socket(socket.AF_UNIX)
     s.settimeout(60)
     s.connect(os.environ["PIWORKFS_SOCKET"])
     f = s.makefile("rb")
     s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"events":["denied"]}}\n')
     assert "result" in json.loads(f.readline())
+'''
+
+OVERLAP_LISTENER = textwrap.dedent(SUBSCRIBED + r'''
     with open("src/greet.c", "a") as g:
         g.write("// from the run\n")
     while True:
@@ -649,19 +600,10 @@ class Process(RunTest):
         script = ('trap "echo got-%s; exit 9" %s; echo ready; '
                   'i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done' %
                   (sig.name, sig.name[3:]))
-        proc = subprocess.Popen([PIWORKFS, "run", "--mode", "plan", "--project", self.project,
-                                 "--", "sh", "-c", script], cwd=self.project, env=self.env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            self.assertEqual(proc.stdout.readline(), "ready\n")
-            proc.send_signal(sig)
-            out, err = proc.communicate(timeout=DEADLINE)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        rc, out, err = self.signal_when_ready([PIWORKFS, "run", "--mode", "plan", "--project",
+                                               self.project, "--", "sh", "-c", script], sig)
         self.assertEqual(out, "got-%s\n" % sig.name, err)
-        self.assertEqual(proc.returncode, 9)
+        self.assertEqual(rc, 9)
         self.assert_unmounted()
 
     def test_sigterm_reaches_the_command(self):
@@ -697,15 +639,8 @@ class Process(RunTest):
         self.pw("umount", mp)
 
 
-AGENT_LISTENER = textwrap.dedent(r'''
-    import json, os, socket, sys, time
+AGENT_LISTENER = textwrap.dedent(SUBSCRIBED + r'''
     ready, go = sys.argv[1], sys.argv[2]
-    s = socket.socket(socket.AF_UNIX)
-    s.settimeout(60)
-    s.connect(os.environ["PIWORKFS_SOCKET"])
-    f = s.makefile("rb")
-    s.sendall(b'{"jsonrpc":"2.0","id":1,"method":"subscribe","params":{"events":["denied"]}}\n')
-    assert "result" in json.loads(f.readline())
     open(ready, "w").close()
     end = time.monotonic() + 60
     while not os.path.exists(go) and time.monotonic() < end:

@@ -12,12 +12,8 @@ longer works:
     hidden content, and undo acts in another directory for paths over 4,096 bytes
     (finding 9).
 """
-import json
 import os
 import signal
-import socket
-import sys
-import threading
 import time
 import unittest
 
@@ -56,11 +52,7 @@ class ReviewCase(harness.MountCase):
         return c
 
     def agent_socket(self, v):
-        c = RpcClient(self.socket_path(v))
-        try:
-            return c.call("agent.open")["socket"]
-        finally:
-            c.close()
+        return self.rpc(v, "agent.open")["socket"]
 
     def agent(self, path, timeout=60):
         a = RpcClient(path, timeout=timeout)
@@ -123,40 +115,6 @@ def proc_state(pid):
         return None
 
 
-class RawClient:
-    """Sends lines without waiting for answers (notifications, pipelined calls) and reads
-    replies by id."""
-
-    def __init__(self, path, timeout=60):
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(timeout)
-        self.sock.connect(path)
-        self.buf = b""
-
-    def send(self, method, params=None, id=None):
-        req = {"jsonrpc": "2.0", "method": method}
-        if id is not None:
-            req["id"] = id
-        if params is not None:
-            req["params"] = params
-        self.sock.sendall(json.dumps(req).encode() + b"\n")
-
-    def reply(self, id):
-        while True:
-            while b"\n" not in self.buf:
-                chunk = self.sock.recv(65536)
-                if not chunk:
-                    raise ConnectionError("control socket closed")
-                self.buf += chunk
-            line, _, self.buf = self.buf.partition(b"\n")
-            msg = json.loads(line)
-            if msg.get("id") == id:
-                return msg
-
-    def close(self):
-        self.sock.close()
-
-
 class AgentWork(ReviewCase):
     """Finding 4: no agent request may delay an operator request."""
 
@@ -217,7 +175,7 @@ class AgentWork(ReviewCase):
     def test_the_person_is_answered_while_an_agent_check_runs(self):
         v = self.mount_answering("build")
         path = self.agent_socket(v)
-        a = RawClient(path)
+        a = RpcClient(path)
         self.addCleanup(a.close)
         ids = iter(range(1, 1000))
         sent = []
@@ -244,7 +202,7 @@ class AgentWork(ReviewCase):
     def test_agents_are_bounded_and_the_person_keeps_capacity(self):
         v = self.mount_answering("build")
         path = self.agent_socket(v)
-        conns = [RawClient(path) for _ in range(3)]
+        conns = [RpcClient(path) for _ in range(3)]
         for a in conns:
             self.addCleanup(a.close)
         # Fill the agents' pool: two jobs on each of two connections, every one waiting
@@ -285,7 +243,7 @@ class AgentWork(ReviewCase):
 
     def test_an_agent_notification_is_bounded_per_connection(self):
         v = self.mount_answering("build")
-        a = RawClient(self.agent_socket(v))
+        a = RpcClient(self.agent_socket(v))
         self.addCleanup(a.close)
 
         def send():

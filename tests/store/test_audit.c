@@ -26,27 +26,16 @@
 #include "pw_limits.h"
 #include "store/state.h"
 #include "util.h"
+#include "tmp_db.h"
 
 #define DEADLINE_US (60ll * 1000000)
 
-static char tmpdir[256];
-static char dbpath[512];
-
 static void setup(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/pw-test-audit-XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir));
-	snprintf(dbpath, sizeof(dbpath), "%s/state.db", tmpdir);
+	tmp_db_setup("audit", "state.db");
 }
 
-static void teardown(void)
-{
-	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	cr_assert_eq(system(cmd), 0);
-}
-
-TestSuite(audit, .init = setup, .fini = teardown, .timeout = 150);
+TestSuite(audit, .init = setup, .fini = tmp_db_teardown, .timeout = 150);
 
 static int64_t now_ns(void)
 {
@@ -88,17 +77,7 @@ static pw_audit *start(unsigned capacity, unsigned days, uint64_t rows)
 
 static int64_t query_int(const char *sql)
 {
-	sqlite3 *db = NULL;
-	cr_assert_eq(sqlite3_open_v2(dbpath, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	sqlite3_busy_timeout(db, 5000);
-	sqlite3_stmt *st = NULL;
-	cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql,
-		     sqlite3_errmsg(db));
-	cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
-	int64_t v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return v;
+	return db_int(dbpath, sql);
 }
 
 /* Takes the write lock from a second connection; the writer's transactions get BUSY. */

@@ -17,39 +17,14 @@
 #include "store/db.h"
 #include "store/state.h"
 #include "util.h"
-
-static char tmpdir[256];
-static char dbpath[512];
+#include "tmp_db.h"
 
 static void setup(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/pw-test-state-XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir));
-	snprintf(dbpath, sizeof(dbpath), "%s/a/b/state.db", tmpdir);
+	tmp_db_setup("state", "a/b/state.db");
 }
 
-static void teardown(void)
-{
-	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	cr_assert_eq(system(cmd), 0);
-}
-
-TestSuite(state, .init = setup, .fini = teardown);
-
-static int64_t query_int(const char *path, const char *sql)
-{
-	sqlite3 *db = NULL;
-	cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-	sqlite3_stmt *st = NULL;
-	cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql,
-		     sqlite3_errmsg(db));
-	cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
-	int64_t v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	return v;
-}
+TestSuite(state, .init = setup, .fini = tmp_db_teardown);
 
 static void write_file(const char *path, const void *data, size_t n, off_t at)
 {
@@ -89,14 +64,14 @@ Test(state, creates_missing_database_and_directories)
 	cr_assert_eq(stat(dir, &st), 0);
 	cr_assert_eq(st.st_mode & 07777, 0700);
 
-	cr_assert_eq(query_int(dbpath, "PRAGMA user_version"), PW_DB_SCHEMA_VERSION);
-	cr_assert_eq(query_int(dbpath, "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
-				       "AND name IN ('projects', 'switches', 'audit', 'meta')"),
+	cr_assert_eq(db_int(dbpath, "PRAGMA user_version"), PW_DB_SCHEMA_VERSION);
+	cr_assert_eq(db_int(dbpath, "SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+				    "AND name IN ('projects', 'switches', 'audit', 'meta')"),
 		     4);
-	cr_assert_eq(query_int(dbpath, "SELECT count(*) FROM sqlite_master WHERE type = 'index' "
-				       "AND name LIKE 'audit_by_%'"),
+	cr_assert_eq(db_int(dbpath, "SELECT count(*) FROM sqlite_master WHERE type = 'index' "
+				    "AND name LIKE 'audit_by_%'"),
 		     5);
-	cr_assert_eq(query_int(dbpath, "SELECT count(*) FROM meta WHERE key = 'created_ns'"), 1);
+	cr_assert_eq(db_int(dbpath, "SELECT count(*) FROM meta WHERE key = 'created_ns'"), 1);
 }
 
 Test(state, uses_wal_and_reopens_without_migrating_again)
@@ -106,7 +81,7 @@ Test(state, uses_wal_and_reopens_without_migrating_again)
 	cr_assert_eq(pw_state_open(dbpath, &s, NULL), 0);
 	cr_assert_eq(pw_state_set_last_mode(s, "/p", "build"), 0);
 	pw_state_close(s);
-	int64_t created = query_int(dbpath, "SELECT value FROM meta WHERE key = 'created_ns'");
+	int64_t created = db_int(dbpath, "SELECT value FROM meta WHERE key = 'created_ns'");
 
 	sqlite3 *db = NULL;
 	cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
@@ -123,7 +98,7 @@ Test(state, uses_wal_and_reopens_without_migrating_again)
 	cr_assert_str_eq(mode, "build");
 	free(mode);
 	pw_state_close(s);
-	cr_assert_eq(query_int(dbpath, "SELECT value FROM meta WHERE key = 'created_ns'"), created);
+	cr_assert_eq(db_int(dbpath, "SELECT value FROM meta WHERE key = 'created_ns'"), created);
 }
 
 Test(state, migrates_an_empty_file)
@@ -137,7 +112,7 @@ Test(state, migrates_an_empty_file)
 	cr_assert_eq(pw_state_open(dbpath, &s, &warning), 0);
 	cr_assert_null(warning, "an empty file is a valid empty database: %s", warning);
 	pw_state_close(s);
-	cr_assert_eq(query_int(dbpath, "PRAGMA user_version"), PW_DB_SCHEMA_VERSION);
+	cr_assert_eq(db_int(dbpath, "PRAGMA user_version"), PW_DB_SCHEMA_VERSION);
 }
 
 Test(state, newer_schema_is_used_as_is)
@@ -157,7 +132,7 @@ Test(state, newer_schema_is_used_as_is)
 	cr_assert_null(warning);
 	cr_assert_eq(pw_state_is_trusted(s, "/p"), 1);
 	pw_state_close(s);
-	cr_assert_eq(query_int(dbpath, "PRAGMA user_version"), 99);
+	cr_assert_eq(db_int(dbpath, "PRAGMA user_version"), 99);
 }
 
 Test(state, not_a_database_is_moved_aside_and_rebuilt)
@@ -185,7 +160,7 @@ Test(state, not_a_database_is_moved_aside_and_rebuilt)
 	char dir[600];
 	snprintf(dir, sizeof(dir), "%s/a/b", tmpdir);
 	cr_assert_eq(count_prefixed(dir, "state.db.corrupt-"), 1);
-	cr_assert_eq(query_int(dbpath, "SELECT count(*) FROM projects"), 1);
+	cr_assert_eq(db_int(dbpath, "SELECT count(*) FROM projects"), 1);
 }
 
 Test(state, damaged_page_fails_the_check_and_is_rebuilt)
@@ -282,7 +257,7 @@ Test(state, damaged_audit_table_is_found_by_the_full_check)
 	cr_assert_not_null(warning);
 	free(warning);
 	sqlite3_close(db);
-	cr_assert_eq(query_int(dbpath, "SELECT count(*) FROM audit"), 0);
+	cr_assert_eq(db_int(dbpath, "SELECT count(*) FROM audit"), 0);
 }
 
 Test(state, last_mode_per_project)
@@ -358,15 +333,14 @@ Test(state, switch_history)
 	cr_assert_eq(pw_state_record_switch(s, &r), -EINVAL);
 	pw_state_close(s);
 
-	cr_assert_eq(query_int(dbpath, "SELECT count(*) FROM switches WHERE project = '/p'"), 2);
-	cr_assert_eq(query_int(dbpath,
-			       "SELECT count(*) FROM switches WHERE from_mode IS NULL "
-			       "AND to_mode = 'plan' AND origin = 'mount' AND generation = 1"),
+	cr_assert_eq(db_int(dbpath, "SELECT count(*) FROM switches WHERE project = '/p'"), 2);
+	cr_assert_eq(db_int(dbpath, "SELECT count(*) FROM switches WHERE from_mode IS NULL "
+				    "AND to_mode = 'plan' AND origin = 'mount' AND generation = 1"),
 		     1);
-	cr_assert_eq(query_int(dbpath, "SELECT generation FROM switches WHERE from_mode = 'plan' "
-				       "AND to_mode = 'build' AND pid = 42 AND uid = 1000 AND "
-				       "comm = 'piworkfs' AND mountpoint = '/mnt/v' AND "
-				       "origin = 'socket' AND time_ns = 2000"),
+	cr_assert_eq(db_int(dbpath, "SELECT generation FROM switches WHERE from_mode = 'plan' "
+				    "AND to_mode = 'build' AND pid = 42 AND uid = 1000 AND "
+				    "comm = 'piworkfs' AND mountpoint = '/mnt/v' AND "
+				    "origin = 'socket' AND time_ns = 2000"),
 		     2);
 }
 

@@ -15,25 +15,14 @@
 #include "store/state.h"
 #include "store/reader.h"
 #include "util.h"
-
-static char tmpdir[256];
-static char dbpath[512];
+#include "tmp_db.h"
 
 static void setup(void)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/pw-test-reader-XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir));
-	snprintf(dbpath, sizeof(dbpath), "%s/state.db", tmpdir);
+	tmp_db_setup("reader", "state.db");
 }
 
-static void teardown(void)
-{
-	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	cr_assert_eq(system(cmd), 0);
-}
-
-TestSuite(reader, .init = setup, .fini = teardown);
+TestSuite(reader, .init = setup, .fini = tmp_db_teardown);
 
 /* id: time, project, mode, op, path, path2, errno, pid */
 static void seed_audit(void)

@@ -368,16 +368,23 @@ Test(originals, a_prune_keeps_the_blobs_a_dead_daemons_journal_names, .timeout =
 
 /* ---- queued rows of created names (pw_undo_orig_queue) ----------------------------------- */
 
+/* The row of a name PATH created in change set CS, which names nothing (NONE, empty). */
+static pw_undo_orig_row created_row(int64_t cs, const char *path, pw_undo_orig_object *none)
+{
+	*none = (pw_undo_orig_object){0};
+	return (pw_undo_orig_row){.changeset = cs,
+				  .action = PW_UNDO_ORIG_KEEP,
+				  .path = path,
+				  .obj = none,
+				  .op = "create",
+				  .mode = "build",
+				  .pid = getpid()};
+}
+
 static int queue_created(pw_undo_orig_store *s, int64_t cs, const char *path, int64_t *id)
 {
-	pw_undo_orig_object none = {0};
-	pw_undo_orig_row row = {.changeset = cs,
-				.action = PW_UNDO_ORIG_KEEP,
-				.path = path,
-				.obj = &none,
-				.op = "create",
-				.mode = "build",
-				.pid = getpid()};
+	pw_undo_orig_object none;
+	pw_undo_orig_row row = created_row(cs, path, &none);
 	return pw_undo_orig_queue(s, &row, id);
 }
 
@@ -675,14 +682,8 @@ Test(originals, an_id_a_rolled_back_batch_gave_follows_its_row, .timeout = 60)
 /* A row that names nothing: another view's, at PATH. Its id in *ID. */
 static void other_view_inserts(pw_undo_orig_store *y, int64_t cs, const char *path, int64_t *id)
 {
-	pw_undo_orig_object none = {0};
-	pw_undo_orig_row row = {.changeset = cs,
-				.action = PW_UNDO_ORIG_KEEP,
-				.path = path,
-				.obj = &none,
-				.op = "create",
-				.mode = "build",
-				.pid = getpid()};
+	pw_undo_orig_object none;
+	pw_undo_orig_row row = created_row(cs, path, &none);
 	pw_undo_orig_lock(y);
 	cr_assert_eq(pw_undo_orig_insert(y, &row, id), 0);
 	pw_undo_orig_unlock(y);

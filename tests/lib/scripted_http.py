@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
-"""What every scripted model server of tests/agents shares (Python 3 standard library only):
-an HTTP server on 127.0.0.1 (a port the OS picks) that records every request and answers the
-agent's turns from a script. Each API's module (anthropic_server.py, responses_server.py,
-gemini_server.py) subclasses ScriptedServer and Handler with the shapes of its own API.
+"""What every scripted model server of the tests shares (Python 3 standard library only): an
+HTTP server on 127.0.0.1 (a port the OS picks) that records every request and answers the
+agent's turns from a script. Each API's module (tests/agents: anthropic_server.py,
+responses_server.py, gemini_server.py; tests/pi: model_server.py, OpenAI's chat completions)
+subclasses ScriptedServer and Handler with the shapes of its own API. In tests/lib, so both
+folders find it through PYTHONPATH.
 
 A script is a list of steps; step I answers the I-th agent turn. A step is a value or a
 function of (index, request) giving one: a string (the model's text) or a list of tool

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fixture of the state database's tests (tests/store): a private temp dir per test,
+ * /tmp/pw-test-NAME-XXXXXX, with the database's path in it; the dir goes whole afterwards.
+ * And the one number a query gives, read on a connection of its own. A header of static
+ * functions, included once by each test file.
+ */
+#pragma once
+
+#include <criterion/criterion.h>
+#include <sqlite3.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static char tmpdir[256];
+static char dbpath[512];
+
+/* Makes the temp dir for the suite NAME; DB is the database's path inside it. */
+static inline void tmp_db_setup(const char *name, const char *db)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/pw-test-%s-XXXXXX", name);
+	cr_assert_not_null(mkdtemp(tmpdir));
+	snprintf(dbpath, sizeof(dbpath), "%s/%s", tmpdir, db);
+}
+
+/* Removes the temp dir and all in it. */
+static inline void tmp_db_teardown(void)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* The integer the first row of SQL holds in the database at PATH, opened read-only (waiting
+ * up to 5 s for another connection's lock). */
+static inline int64_t db_int(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	cr_assert_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	sqlite3_stmt *st = NULL;
+	cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK, "%s: %s", sql,
+		     sqlite3_errmsg(db));
+	cr_assert_eq(sqlite3_step(st), SQLITE_ROW, "%s", sql);
+	int64_t v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return v;
+}
