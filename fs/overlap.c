@@ -5,6 +5,7 @@
  * 2 made them (read only); pw_audit_submit (store/audit.h) to report.
  */
 #include "overlap.h"
+#include "thread.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -532,11 +533,7 @@ int pw_overlap_new(const pw_overlap_opts *opts, pw_overlap **ret)
 		return -ENOMEM;
 	pthread_mutex_init(&o->lock, NULL);
 	pthread_mutex_init(&o->qlock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&o->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	pw_cond_init_monotonic(&o->cond);
 	o->audit = opts->audit;
 	o->project = strdup(opts->project);
 	o->mountpoint = strdup(opts->mountpoint);

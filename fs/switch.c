@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "inode.h"
+#include "thread.h"
 #include "req.h"
 #include "switch.h"
 #include "undo/undo.h"
@@ -225,11 +226,7 @@ int pw_inval_init(pw_fs *fs)
 		return -ENOMEM;
 	pthread_mutex_init(&v->lock, NULL);
 	pthread_cond_init(&v->cond, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* switch_waits_for_pass's deadline */
-	pthread_cond_init(&v->done_cond, &ca);
-	pthread_condattr_destroy(&ca);
+	pw_cond_init_monotonic(&v->done_cond); /* switch_waits_for_pass's deadline */
 	fs->inval = v;
 	return 0;
 }

@@ -26,6 +26,7 @@
  * events that were merged into an existing row.
  */
 #include "audit.h"
+#include "thread.h"
 #include "pidns.h"
 #include "procfs.h"
 
@@ -859,19 +860,6 @@ static void audit_free(pw_audit *a)
 	free(a);
 }
 
-static int init_cond_monotonic(pthread_cond_t *c)
-{
-	pthread_condattr_t attr;
-
-	int r = pthread_condattr_init(&attr);
-	if (r)
-		return -r;
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	r = pthread_cond_init(c, &attr);
-	pthread_condattr_destroy(&attr);
-	return -r;
-}
-
 int pw_audit_start(const pw_audit_opts *opts, pw_audit **ret, char **ret_warning)
 {
 	if (!opts || !opts->db_path || !opts->project)
@@ -880,7 +868,7 @@ int pw_audit_start(const pw_audit_opts *opts, pw_audit **ret, char **ret_warning
 	if (!a)
 		return -ENOMEM;
 	pthread_mutex_init(&a->lock, NULL);
-	int r = init_cond_monotonic(&a->cond);
+	int r = pw_cond_init_monotonic(&a->cond);
 	if (r < 0) {
 		pthread_mutex_destroy(&a->lock);
 		free(a);

@@ -19,6 +19,7 @@
  * is made, so the name is that of exactly what is kept.
  */
 #include "originals.h"
+#include "thread.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -191,11 +192,7 @@ int pw_undo_orig_store_open(const pw_undo_orig_opts *o, pw_undo_orig_store **ret
 	if (!s)
 		return -ENOMEM;
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&s->wake, &ca);
-	pthread_condattr_destroy(&ca);
+	pw_cond_init_monotonic(&s->wake);
 	s->blobs_fd = s->tmp_fd = s->dir_fd = -1;
 	s->journal = (pw_undo_journal)PW_UNDO_JOURNAL_INIT;
 	s->dir = TAKE_PTR(dir);

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Small pthread helpers every room may use (libc only, like the rest of base/).
+ */
+#pragma once
+
+#include <pthread.h>
+#include <time.h>
+
+/*
+ * Initializes C as a condition variable whose timed waits count CLOCK_MONOTONIC: every
+ * deadline in the daemon is monotonic, so a clock step (NTP, a person setting the date)
+ * never makes a wait return early or hang. Returns 0 or -errno.
+ */
+static inline int pw_cond_init_monotonic(pthread_cond_t *c)
+{
+	pthread_condattr_t attr;
+	int r = pthread_condattr_init(&attr);
+	if (r)
+		return -r;
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	r = pthread_cond_init(c, &attr);
+	pthread_condattr_destroy(&attr);
+	return -r;
+}
