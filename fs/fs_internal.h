@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 
 #include "fs.h"
+#include "object.h"
 #include "opmap.h" /* FUSE opcode -> policy op: the handlers' ops come from there */
 #include "pw_limits.h"
 #include "policy.h"
@@ -54,6 +55,7 @@ typedef struct pw_inode {
 	dev_t dev;
 	ino_t ino;
 	mode_t type;		 /* S_IFMT bits */
+	int64_t birth_ns;	 /* the backing object's birth time, 0 if unknown (base/object.h) */
 	uint64_t nlookup;	 /* kernel references */
 	uint64_t children;	 /* names whose parent is this node */
 	pw_name *names;		 /* NULL for the root and for unlinked inodes */
@@ -64,9 +66,11 @@ typedef struct pw_inode {
 	atomic_int xattr_state;
 	atomic_uint xattr_epoch; /* bumped by every change; guards setting PW_XATTR_NONE */
 	pw_undo_node undo;	 /* the undo room's (undo/node.h) */
-	struct pw_inode *hnext;	 /* (dev, ino) hash chain */
-	struct pw_inode *wnext;	 /* wd hash chain */
+	struct pw_inode *hnext;	 /* (dev, ino) hash chain, or the orphans' (then oprev too) */
+	struct pw_inode *oprev;
+	struct pw_inode *wnext; /* wd hash chain */
 	bool is_root;
+	bool orphan; /* on pw_nodes.orphans, identity cleared (inode.c) */
 } pw_inode;
 
 enum { PW_XATTR_UNKNOWN = 0, PW_XATTR_NONE = 1 };

@@ -117,8 +117,16 @@ pw_inode *pw_inode_find_locked(pw_fs *fs, dev_t dev, ino_t ino)
 	return NULL;
 }
 
+/* Takes N out of the table, or off the orphans' chain. */
 static void hash_remove(pw_fs *fs, pw_inode *n)
 {
+	if (n->orphan) {
+		*(n->oprev ? &n->oprev->hnext : &fs->nodes->orphans) = n->hnext;
+		if (n->hnext)
+			n->hnext->oprev = n->oprev;
+		n->orphan = false;
+		return;
+	}
 	pw_inode **p = &fs->nodes->htab[hash_ino(n->dev, n->ino, fs->nodes->hsize)];
 	for (; *p; p = &(*p)->hnext)
 		if (*p == n) {
@@ -126,6 +134,21 @@ static void hash_remove(pw_fs *fs, pw_inode *n)
 			fs->nodes->hcount--;
 			return;
 		}
+}
+
+/* N's inode number now names another file: N leaves the table for the orphans' chain with
+ * its identity cleared (no backing object verifies as it: pw_open_node answers ESTALE). */
+static void orphan_locked(pw_fs *fs, pw_inode *n)
+{
+	hash_remove(fs, n);
+	n->ino = 0;
+	n->dev = 0;
+	n->orphan = true;
+	n->oprev = NULL;
+	n->hnext = fs->nodes->orphans;
+	if (n->hnext)
+		n->hnext->oprev = n;
+	fs->nodes->orphans = n;
 }
 
 pw_inode *pw_inode_by_wd_locked(pw_fs *fs, int wd)
@@ -281,9 +304,16 @@ static int add_name(pw_fs *fs, pw_inode *n, pw_inode *parent, const char *name, 
 	return 0;
 }
 
-pw_inode *pw_inode_learn(pw_fs *fs, pw_inode *parent, const char *name, const struct stat *st,
-			 bool *ret_new_dir)
+/* Whether N can be the object O (same number already): its type and birth agree. */
+static bool is_object(const pw_inode *n, const pw_object *o)
 {
+	return n->type == (o->st.st_mode & S_IFMT) && pw_birth_matches(n->birth_ns, o->birth_ns);
+}
+
+pw_inode *pw_inode_learn(pw_fs *fs, pw_inode *parent, const char *name, const pw_object *o,
+			 bool made, bool *ret_new_dir)
+{
+	const struct stat *st = &o->st;
 	pthread_rwlock_wrlock(&fs->nodes->tree_lock);
 	pw_inode *n = pw_inode_find_locked(fs, st->st_dev, st->st_ino);
 	if (n == &fs->nodes->root) {
@@ -292,11 +322,14 @@ pw_inode *pw_inode_learn(pw_fs *fs, pw_inode *parent, const char *name, const st
 		pthread_rwlock_unlock(&fs->nodes->tree_lock);
 		return n;
 	}
-	if (n && n->type != (st->st_mode & S_IFMT)) {
-		/* The inode number was reused for another kind of file: orphan the old node. */
-		hash_remove(fs, n);
-		n->ino = 0;
-		n->dev = 0;
+	if (n && (made || !is_object(n, o))) {
+		/* The inode number was reused (another kind of file, another birth, or the
+		 * object just made): orphan the old node. It keeps its names, so a name the kernel
+		 * still caches for it is decided as that name and answers ESTALE once it reaches
+		 * the backing (pw_open_node), and the kernel looks the name up again. Given the new
+		 * name instead (as a rename), that stale name would lead to the new file, and a
+		 * write through it would be decided under the new file's name. */
+		orphan_locked(fs, n);
 		n = NULL;
 	}
 	bool created = false;
@@ -313,6 +346,7 @@ pw_inode *pw_inode_learn(pw_fs *fs, pw_inode *parent, const char *name, const st
 		n->dev = st->st_dev;
 		n->ino = st->st_ino;
 		n->type = st->st_mode & S_IFMT;
+		n->birth_ns = o->birth_ns;
 		n->wd = -1;
 		size_t h = hash_ino(n->dev, n->ino, fs->nodes->hsize);
 		n->hnext = fs->nodes->htab[h];
@@ -320,6 +354,8 @@ pw_inode *pw_inode_learn(pw_fs *fs, pw_inode *parent, const char *name, const st
 		if (++fs->nodes->hcount > fs->nodes->hmark)
 			fs->nodes->hmark = fs->nodes->hcount;
 		created = true;
+	} else if (!n->birth_ns) {
+		n->birth_ns = o->birth_ns; /* first seen through a stat without it */
 	}
 	if (add_name(fs, n, parent, name, st->st_nlink) < 0 && created) {
 		hash_remove(fs, n);
@@ -465,24 +501,27 @@ void pw_inode_foreach(pw_fs *fs, void (*fn)(pw_fs *fs, pw_inode *n, void *u), vo
 	pthread_rwlock_unlock(&fs->nodes->tree_lock);
 }
 
+/* Frees the nodes chained from N through hnext, with their names (the table's end). */
+static void free_chain(pw_inode *n)
+{
+	for (pw_inode *next; n; n = next) {
+		next = n->hnext;
+		for (pw_name *nm = n->names, *nx; nm; nm = nx) {
+			nx = nm->next;
+			free(nm->name);
+			free(nm);
+		}
+		free(n);
+	}
+}
+
 void pw_inode_table_free(pw_fs *fs)
 {
 	if (!fs->nodes)
 		return;
-	for (size_t i = 0; fs->nodes->htab && i < fs->nodes->hsize; i++) {
-		pw_inode *n = fs->nodes->htab[i], *next;
-		for (; n; n = next) {
-			next = n->hnext;
-			pw_name *nm = n->names;
-			while (nm) {
-				pw_name *nx = nm->next;
-				free(nm->name);
-				free(nm);
-				nm = nx;
-			}
-			free(n);
-		}
-	}
+	for (size_t i = 0; fs->nodes->htab && i < fs->nodes->hsize; i++)
+		free_chain(fs->nodes->htab[i]);
+	free_chain(fs->nodes->orphans);
 	free(fs->nodes->htab);
 	free(fs->nodes->wtab);
 	pthread_rwlock_destroy(&fs->nodes->tree_lock);

@@ -19,6 +19,10 @@ struct pw_nodes {
 	/* The most nodes known since memory was last handed back (under tree_lock). */
 	size_t hmark;
 	pw_inode **wtab; /* wd -> node, same size as htab */
+	/* Nodes out of htab because their inode number went to another file (pw_inode_learn),
+	 * chained both ways (hnext, oprev: a checkout outside can orphan thousands, each
+	 * forgotten in O(1)) until the kernel forgets them or the table is freed. */
+	pw_inode *orphans;
 	/* The watcher's inotify descriptor (pw_inode_set_inotify), to drop a freed node's
 	 * watch; -1 when there is none. */
 	int inotify_fd;
@@ -57,11 +61,15 @@ static inline void pw_inode_unlock(pw_fs *fs)
 
 pw_inode *pw_inode_get(pw_fs *fs, fuse_ino_t ino);
 fuse_ino_t pw_inode_id(pw_fs *fs, pw_inode *n);
-/* Registers a lookup of NAME in PARENT that found ST: finds or creates the node, adds or
- * refreshes its name, and counts one kernel reference. Returns NULL on ENOMEM. Takes the
- * tree lock. */
-pw_inode *pw_inode_learn(pw_fs *fs, pw_inode *parent, const char *name, const struct stat *st,
-			 bool *ret_new_dir);
+/* Registers a lookup of NAME in PARENT that found O: finds or creates the node, adds or
+ * refreshes its name, and counts one kernel reference. A node with O's inode number is O's
+ * only if its type and birth time agree and MADE is false; MADE says the request has just
+ * made the object (a create, mkdir, mknod or symlink of a free name), so no node can be it
+ * yet. A node that is not O's is of a file since deleted whose number the backing
+ * filesystem handed out again: it is orphaned, not given the new name. Returns NULL on
+ * ENOMEM. Takes the tree lock. */
+pw_inode *pw_inode_learn(pw_fs *fs, pw_inode *parent, const char *name, const pw_object *o,
+			 bool made, bool *ret_new_dir);
 void pw_inode_forget(pw_fs *fs, pw_inode *n, uint64_t nlookup);
 /* FORGET_MULTI: every node of the batch under one lock; then, if the table has halved since
  * its high-water mark, hands the freed memory back to the system. */

@@ -48,7 +48,7 @@ static int check_special(pw_fs *fs, int pfd, const char *name, const struct stat
 }
 
 /* Looks up R's name and answers with an entry (learning the node) or an error. */
-int pw_do_lookup(pw_req *r, int dirfd, struct fuse_entry_param *e, bool *ret_hidden)
+int pw_do_lookup(pw_req *r, int dirfd, bool made, struct fuse_entry_param *e, bool *ret_hidden)
 {
 	pw_fs *fs = r->fs;
 	pw_inode *parent = r->parent;
@@ -59,23 +59,23 @@ int pw_do_lookup(pw_req *r, int dirfd, struct fuse_entry_param *e, bool *ret_hid
 	if (dirfd < 0 && own < 0)
 		return own;
 	int pfd = dirfd >= 0 ? dirfd : own;
-	struct stat st;
-	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	pw_object o;
+	if (pw_object_at(pfd, name, AT_SYMLINK_NOFOLLOW, &o) < 0)
 		return negative_errno();
-	if (pw_hidden_child(r, S_ISDIR(st.st_mode))) {
+	if (pw_hidden_child(r, S_ISDIR(o.st.st_mode))) {
 		if (ret_hidden)
 			*ret_hidden = true;
 		return -ENOENT;
 	}
 	bool uncached;
-	int err = check_special(fs, pfd, name, &st, &uncached);
+	int err = check_special(fs, pfd, name, &o.st, &uncached);
 	if (err < 0)
 		return err;
-	pw_inode *n = pw_watch_learn(fs, parent, name, &st);
+	pw_inode *n = pw_watch_learn(fs, parent, name, &o, made);
 	if (!n)
 		return -ENOMEM;
-	pw_truthful_attr_child(r, &st);
-	pw_fill_entry(fs, e, n, &st);
+	pw_truthful_attr_child(r, &o.st);
+	pw_fill_entry(fs, e, n, &o.st);
 	e->entry_timeout = uncached ? 0 : pw_entry_timeout_in(fs, pfd);
 	return 0;
 }
@@ -99,7 +99,7 @@ void pw_op_lookup(fuse_req_t req, fuse_ino_t parent_ino, const char *name)
 	struct fuse_entry_param e;
 	pw_lookup_gate_enter(fs);
 	bool hidden;
-	int err = pw_do_lookup(&r, -1, &e, &hidden);
+	int err = pw_do_lookup(&r, -1, false, &e, &hidden);
 	if (err == -ENOENT) {
 		/* A hidden name that exists is remembered, so a switch that unhides it can drop
 		 * the negative entry the kernel caches now. */

@@ -10,8 +10,8 @@ int pw_stat_node(pw_fs *fs, pw_inode *n, struct stat *st);
  * absent: -ENOENT, with *RET_HIDDEN (may be NULL) set, so a lookup can remember the
  * negative entry it caches for the switch that unhides the name; *RET_HIDDEN is false for
  * every other outcome. (An out-parameter, not a sentinel errno: every result is a real
- * errno or 0.) */
-int pw_do_lookup(pw_req *r, int dirfd, struct fuse_entry_param *e, bool *ret_hidden);
+ * errno or 0.) MADE: the request has just made the name's object (pw_inode_learn). */
+int pw_do_lookup(pw_req *r, int dirfd, bool made, struct fuse_entry_param *e, bool *ret_hidden);
 
 /* The handlers (optable.h says what each checks and answers). */
 void pw_op_init(void *userdata, struct fuse_conn_info *conn);

@@ -42,12 +42,12 @@ static int check_name(const char *name)
 }
 
 /* Finishes a successful creation of R's name (its parent open at PFD) with an entry reply,
- * drawn under R's policy. */
-static void reply_new_entry(pw_req *r, int pfd)
+ * drawn under R's policy. MADE: a new object (not a link to a known one). */
+static void reply_new_entry(pw_req *r, int pfd, bool made)
 {
 	pw_fs *fs = r->fs;
 	struct fuse_entry_param e;
-	int err = pw_do_lookup(r, pfd, &e, NULL);
+	int err = pw_do_lookup(r, pfd, made, &e, NULL);
 	if (err == 0)
 		pw_undo_keep_touched(fs, pw_inode_get(fs, e.ino));
 	pw_req_leave(r);
@@ -109,7 +109,7 @@ static void new_entry_end(pw_req *r, pw_new_entry *ne, int tok, int made)
 		pw_req_reply_err(r, e);
 		return;
 	}
-	reply_new_entry(r, ne->pfd);
+	reply_new_entry(r, ne->pfd, true);
 }
 
 void pw_op_mknod(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode, dev_t rdev)
@@ -213,7 +213,7 @@ void pw_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent_ino, const cha
 		pw_req_reply_err(&r, e);
 		return;
 	}
-	reply_new_entry(&r, pfd);
+	reply_new_entry(&r, pfd, false);
 }
 
 static void remove_entry(fuse_req_t req, fuse_ino_t parent_ino, const char *name, bool dir)
@@ -534,22 +534,22 @@ static void do_readdir_locked(fuse_req_t req, fuse_ino_t ino, size_t size, off_t
 				e.attr.st_ino = d->d_ino;
 				e.attr.st_mode = (mode_t)d->d_type << 12;
 			} else {
-				struct stat st;
-				if (fstatat(h->fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+				pw_object o;
+				if (pw_object_at(h->fd, name, AT_SYMLINK_NOFOLLOW, &o) < 0) {
 					/* vanished since getdents: skip it */
 					h->buf_off += d->d_reclen;
 					h->dir_pos = d->d_off;
 					continue;
 				}
-				n = pw_watch_learn(fs, dir, name, &st);
+				n = pw_watch_learn(fs, dir, name, &o, false);
 				if (!n) {
 					err = ENOMEM;
 					break;
 				}
-				pw_truthful_attr_child(&r, &st);
-				pw_fill_entry(fs, &e, n, &st);
+				pw_truthful_attr_child(&r, &o.st);
+				pw_fill_entry(fs, &e, n, &o.st);
 				/* special files with an ACL: each walk is checked (ops.c) */
-				e.entry_timeout = pw_special_uncached(fs, h->fd, name, st.st_mode)
+				e.entry_timeout = pw_special_uncached(fs, h->fd, name, o.st.st_mode)
 						      ? 0
 						      : entry_timeout;
 			}

@@ -134,23 +134,25 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 	pw_fs *fs = r.fs;
 	/* The new name's steps (ops_dir.c). What the name holds matters to the hide rules
 	 * (the originals look for themselves, in pw_undo_keep_name, before anything changes).
-	 * Without hide rules the name is not looked at: the file is made with O_EXCL first,
-	 * which tells whether the name was free (and so whether the watcher will see an
-	 * IN_CREATE) without a stat of its own. */
+	 * Without hide rules the name is not looked at. A name not known to exist is made with
+	 * O_EXCL first, which tells whether it was free (and so whether the watcher will see an
+	 * IN_CREATE) without a stat of its own, and proves the file new (MADE: a node with its
+	 * inode number is of a deleted file, pw_inode_learn). */
 	_cleanup_(pw_new_entry_done) pw_new_entry ne;
 	int err = pw_new_entry_begin(&r, parent_ino, name, pw_opmap_op(FUSE_CREATE), false, &ne);
 	if (err < 0) {
 		pw_req_reply_err(&r, -err);
 		return;
 	}
-	bool look = ne.looked;
+	bool made = !ne.existed;
 	/* Only a name that did not exist makes an IN_CREATE for the watcher to expect. */
-	int tok = ne.existed ? -1 : pw_req_expect(&r, PW_EXPECT_NAME_ADDED);
+	int tok = made ? pw_req_expect(&r, PW_EXPECT_NAME_ADDED) : -1;
 	int flags = (fi->flags | O_CREAT | O_NOFOLLOW | O_CLOEXEC) & ~O_NOCTTY;
-	int fd = openat(ne.pfd, name, look ? flags : flags | O_EXCL, mode);
-	if (fd < 0 && errno == EEXIST && !look && !(flags & O_EXCL)) {
+	int fd = openat(ne.pfd, name, made ? flags | O_EXCL : flags, mode);
+	if (fd < 0 && errno == EEXIST && made && !(flags & O_EXCL)) {
 		pw_watch_unexpect(fs, tok); /* it was there: no IN_CREATE */
 		tok = -1;
+		made = false;
 		fd = openat(ne.pfd, name, flags, mode);
 	}
 	if (fd < 0) {
@@ -160,14 +162,14 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 		pw_req_reply_err(&r, e);
 		return;
 	}
-	struct stat st;
-	if (fstat(fd, &st) < 0) {
+	pw_object o;
+	if (pw_object_at(fd, "", AT_EMPTY_PATH, &o) < 0) {
 		err = errno;
 		close(fd);
 		pw_req_reply_err(&r, err);
 		return;
 	}
-	pw_inode *n = pw_watch_learn(fs, r.parent, name, &st);
+	pw_inode *n = pw_watch_learn(fs, r.parent, name, &o, made);
 	pw_fh *h = n ? fh_new(fs, fd, n, fi->flags) : NULL;
 	if (!h) {
 		close(fd);
@@ -179,9 +181,9 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 	pw_undo_keep_touched(fs, n);
 	learn_xattrs(n, fd);
 	/* Under the policy that allowed the create (req.h). */
-	pw_truthful_attr_child(&r, &st);
+	pw_truthful_attr_child(&r, &o.st);
 	struct fuse_entry_param e;
-	pw_fill_entry(fs, &e, n, &st);
+	pw_fill_entry(fs, &e, n, &o.st);
 	e.entry_timeout = pw_entry_timeout_in(fs, ne.pfd);
 	fi->fh = (uintptr_t)h;
 	set_open_flags(fi, fi->flags);

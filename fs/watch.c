@@ -78,10 +78,11 @@ static void watch_dir(pw_fs *fs, pw_inode *n)
 	pw_inode_unlock(fs);
 }
 
-pw_inode *pw_watch_learn(pw_fs *fs, pw_inode *parent, const char *name, const struct stat *st)
+pw_inode *pw_watch_learn(pw_fs *fs, pw_inode *parent, const char *name, const pw_object *o,
+			 bool made)
 {
 	bool new_dir = false;
-	pw_inode *n = pw_inode_learn(fs, parent, name, st, &new_dir);
+	pw_inode *n = pw_inode_learn(fs, parent, name, o, made, &new_dir);
 	/* The reference just counted keeps N: the kernel cannot forget it before our reply. */
 	if (n && new_dir)
 		watch_dir(fs, n);

@@ -31,10 +31,11 @@ int pw_watch_start(pw_fs *fs);
 void pw_watch_stop(pw_fs *fs);
 /* Frees fs->watcher, after the session is gone. Accepts none made. */
 void pw_watch_free(pw_fs *fs);
-/* Registers a lookup of NAME in PARENT that found ST (pw_inode_learn) and, for a directory
- * new to the table, watches it (the reference just counted keeps it; without the tree
- * lock). Returns the node, or NULL on ENOMEM. */
-pw_inode *pw_watch_learn(pw_fs *fs, pw_inode *parent, const char *name, const struct stat *st);
+/* Registers a lookup of NAME in PARENT that found O (pw_inode_learn, MADE as there) and,
+ * for a directory new to the table, watches it (the reference just counted keeps it; without
+ * the tree lock). Returns the node, or NULL on ENOMEM. */
+pw_inode *pw_watch_learn(pw_fs *fs, pw_inode *parent, const char *name, const pw_object *o,
+			 bool made);
 
 /* What an operation is about to do to a name on the backing tree; recorded before the
  * syscall (so its event cannot come first) and withdrawn when the syscall fails. */

@@ -295,6 +295,67 @@ class CoherenceTest(CoherenceCase):
         self.assertErrno(errno.EROFS, os.open, v_plan.path("src/fresh.c"),
                          os.O_WRONLY | os.O_CLOEXEC)
 
+    def test_a_stale_name_never_leads_to_a_file_that_reused_its_inode(self):
+        # A file replaced in the backing (written aside and renamed over, as an editor
+        # saves, or as approving a plan rewrites it) frees its inode number, and the
+        # backing filesystem may give it to the next file made (ext4 does at once). The
+        # kernel still caches the replaced name for the old node until the watcher drops it
+        # (later under load; never here, with the watch off). A file made through the view
+        # with that number must not become the old node: the stale name would then lead to
+        # the new file, reads of it would show the new file's bytes and a write through it
+        # would be decided under the new file's name. (Regression: an approved plan opened
+        # for writing in CI, through its stale name, as the new file in another folder.)
+        v = self.mount("build", args=["--timeout", "86400", "--no-watch"])
+        B = lambda r: os.path.join(self.project, r)  # noqa: E731
+        reused = 0
+        for i in range(40):
+            old, new = "src/old%d.txt" % i, "src/new%d.txt" % i
+            with open(v.path(old), "w") as f:
+                f.write("old\n")
+            self.assertEqual(read(v.path(old)), b"old\n")
+            freed = os.stat(B(old)).st_ino
+            with open(B("src/.aside"), "w") as f:
+                f.write("replaced\n")
+            os.rename(B("src/.aside"), B(old))
+            with open(v.path(new), "w") as f:
+                f.write("new\n")
+            if os.stat(B(new)).st_ino != freed:
+                continue
+            reused += 1
+            self.assertEqual(read(v.path(old)), b"replaced\n", "the stale name %s read the "
+                             "file made with its old inode number" % old)
+            with open(v.path(old), "a") as f:
+                f.write("more\n")
+            self.assertEqual(read(B(old)), b"replaced\nmore\n")
+            self.assertEqual(read(B(new)), b"new\n")
+        if not reused:
+            self.skipTest("the backing filesystem handed no freed inode number out again")
+
+    def test_a_file_made_outside_with_a_reused_number_is_a_new_file(self):
+        # The same reuse with the new file made outside: a lookup that finds a known inode
+        # number under another name is a rename only if the file was born at the same time
+        # (statx's birth time); else it is a new file, and the kernel must not serve the old
+        # node's cached pages (here "old\n") as its content.
+        v = self.mount("build", args=["--timeout", "86400", "--no-watch"])
+        B = lambda r: os.path.join(self.project, r)  # noqa: E731
+        reused = 0
+        for i in range(40):
+            old, new = "src/gone%d.txt" % i, "src/made%d.txt" % i
+            with open(v.path(old), "w") as f:
+                f.write("old\n")
+            self.assertEqual(read(v.path(old)), b"old\n")
+            freed = os.stat(B(old)).st_ino
+            os.unlink(B(old))
+            with open(B(new), "w") as f:
+                f.write("made outside\n")
+            if os.stat(B(new)).st_ino != freed:
+                continue
+            reused += 1
+            self.assertEqual(read(v.path(new)), b"made outside\n", "%s, made outside with "
+                             "the number of %s, showed that file's cached pages" % (new, old))
+        if not reused:
+            self.skipTest("the backing filesystem handed no freed inode number out again")
+
     def test_file_replaced_by_directory(self):
         # The same name changing type in the backing, without a held descriptor.
         v = self.mount("build", args=["--timeout", "86400"])
