@@ -405,8 +405,18 @@ class Budgets(harness.MountCase):
         v = self.mount("build", args=["--timeout", "0.000001"])
         os.close(os.open(v.path(), os.O_RDONLY | os.O_DIRECTORY))
         entries, budget = self.listing_budget()
-        d = self.measure(lambda: self.tool(v, ["ls", "-lR", "@"]))
-        self.assertTrue(self.over(d, budget), "ls -lR with the cache lost: %s" % d)
+        # The kernel keeps what READDIRPLUS brought until its next clock tick, and a
+        # loaded VM's clock can stall for a whole listing (seen once in CI: no LOOKUP, one
+        # GETATTR). The condition is the clock: later listings, after a few ticks, find
+        # every entry expired and exceed the budget as well.
+        seen = []
+        for _ in range(ATTEMPTS):
+            d = self.measure(lambda: self.tool(v, ["ls", "-lR", "@"]))
+            seen.append(d)
+            if self.over(d, budget):
+                break
+            time.sleep(0.05)
+        self.assertTrue(self.over(d, budget), "ls -lR with the cache lost: %s" % seen)
         n = 40
         d = self.measure(lambda: self.create_files(v, n, utime=True))
         self.assertTrue(self.over(d, self.create_budget(n)), "creates with the cache lost: %s"
