@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""What a piworkfs daemon spends per request, and on what: this build against another
+commit, each view over a tmpfs project of its own (so the disk below adds nothing).
+
+Two measures, both from interleaved rounds of a create+delete of 2,000 files and a cold
+`ls -lR` of 5,000 (the kernel's names dropped first, as root):
+
+- CPU per request: the daemon's process CPU clock (clock_getcpuclockid, ns, every thread
+  counted) around each run, divided by the requests `status --json` counted. This is all of
+  it: the transport's wake-ups, the handlers' system calls, the view's own code.
+- With --handlers, each handler's time from its entry to its reply's write (uprobes through
+  `perf probe`: pw_op_* and the session's writev hook), median per opcode: the view's own
+  work for that request, without the transport. A uprobe costs a trap at each end, the same
+  for both builds, so the figures compare builds; they are not absolute.
+
+Root only (tmpfs mounts, drop_caches, uprobes). Speed is reported, never asserted.
+    python3 bench/daemon_cost.py --piworkfs build/cli/piworkfs --modes modes --baseline 83bbf90
+    python3 bench/daemon_cost.py ... --handlers --rounds 4      # and per handler
+    python3 bench/daemon_cost.py ... --uring                    # over FUSE over io_uring
+"""
+import argparse
+import collections
+import json
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402  (build_baseline, enable_uring, restore_uring)
+
+HANDLERS = ["pw_op_create", "pw_op_unlink", "pw_op_readdirplus", "pw_op_getxattr",
+            "pw_op_write_buf", "pw_op_release"]
+REPLY = "io_writev"  # devio.c's writev hook: every reply over /dev/fuse goes through it
+
+
+def quiet(*argv):
+    subprocess.run(list(argv), check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def cpu_clock(pid):
+    return time.clock_gettime(((~pid) << 3) | 2)  # MAKE_PROCESS_CPUCLOCK(pid, SCHED)
+
+
+class View:
+    """A view of NAME's build over a project on a tmpfs of its own, mounted in `build`."""
+
+    def __init__(self, name, program, modes, workdir, uring):
+        self.name, self.program = name, program
+        self.base = tempfile.mkdtemp(prefix=re.sub(r"\W", "_", name) + "-", dir=workdir)
+        self.project, self.mnt = f"{self.base}/project", f"{self.base}/view"
+        for d in ("project", "view", "run", "config"):
+            os.makedirs(f"{self.base}/{d}")
+        quiet("mount", "-t", "tmpfs", "-o", "size=1g", "pw-daemon-cost", self.project)
+        self.proc = None
+        self.probes = None
+        for d in range(50):
+            os.makedirs(f"{self.project}/tree/d{d}")
+            for i in range(100):
+                with open(f"{self.project}/tree/d{d}/f{i}.c", "w") as f:
+                    f.write(f"int f{i};\n")
+        os.makedirs(f"{self.project}/scratch")
+        git = ["git", "-C", self.project, "-c", "user.name=b", "-c", "user.email=b@x"]
+        quiet(*git, "init", "-q")
+        quiet(*git, "add", "-A")
+        quiet(*git, "commit", "-qm", "tree")
+        self.env = dict(os.environ, XDG_RUNTIME_DIR=f"{self.base}/run",
+                        PIWORKFS_STATE_DB=f"{self.base}/state.db",
+                        XDG_CONFIG_HOME=f"{self.base}/config", PIWORKFS_MODES_DIR=modes,
+                        PIWORKFS_IO_URING="1" if uring else "0")
+        self.proc = subprocess.Popen([program, "mount", "-f", "--mode", "build", self.project,
+                                      self.mnt], env=self.env, stdout=subprocess.DEVNULL,
+                                     stderr=open(f"{self.base}/daemon.log", "w"))
+        deadline = time.monotonic() + 60
+        while not os.path.ismount(self.mnt):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"{name}: the view did not mount")
+            time.sleep(0.05)
+
+    def wait_for_ring(self):
+        """Until a request came through the rings (the daemon's log says so): only then may
+        the module parameter go back."""
+        deadline = time.monotonic() + 20
+        i = 0
+        while time.monotonic() < deadline:
+            with open(f"{self.base}/daemon.log", errors="replace") as f:
+                if "requests arrive through the ring" in f.read():
+                    return
+            i += 1
+            os.path.exists(f"{self.mnt}/ring-probe-{i}")
+            time.sleep(0.02)
+        raise SystemExit(f"{self.name}: no request came through the rings")
+
+    def requests(self):
+        out = subprocess.run([self.program, "status", "--json"], env=self.env,
+                             capture_output=True, text=True).stdout
+        for v in json.loads(out or "[]"):
+            if v.get("mountpoint") == self.mnt and "requests" in v:
+                return sum(v["requests"]["ops"].values())
+        raise SystemExit(f"{self.name}: status --json counts no requests")
+
+    def add_probes(self):
+        """uprobes on the handlers' entries and returns and on the reply hook, in a group of
+        this view's own (event names are unique across groups too)."""
+        g = "pwcost" + re.sub(r"\W", "", self.name)
+        subprocess.run(["perf", "probe", "-q", "-d", f"{g}:*"], capture_output=True)
+        specs = [f"{g}:reply_{g}={REPLY}"]
+        for f in HANDLERS:
+            short = f[len("pw_op_"):]
+            specs += [f"{g}:{short}_{g}={f}", f"{g}:{short}_{g}_ret={f}%return"]
+        for spec in specs:
+            p = subprocess.run(["perf", "probe", "-q", "-x", self.program, "-a", spec],
+                               capture_output=True, text=True)
+            if p.returncode:
+                raise SystemExit(f"perf probe {spec}: {p.stderr.strip()}")
+        self.probes = g
+
+    def close(self):
+        if self.proc:
+            subprocess.run([self.program, "umount", self.mnt], env=self.env, capture_output=True)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                subprocess.run(["fusermount3", "-u", "-z", self.mnt], capture_output=True)
+        if self.probes:
+            subprocess.run(["perf", "probe", "-q", "-d", f"{self.probes}:*"], capture_output=True)
+        subprocess.run(["umount", "-l", self.project], capture_output=True)
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def settle(v):
+    """Until the daemon's CPU clock stands still (FORGETs of dropped names answered)."""
+    deadline = time.monotonic() + 10
+    last = cpu_clock(v.proc.pid)
+    while time.monotonic() < deadline:
+        time.sleep(0.05)
+        now = cpu_clock(v.proc.pid)
+        if now - last < 0.0005:
+            return
+        last = now
+
+
+def w_create(v, tag):
+    d = f"{v.mnt}/scratch/{tag}"
+    os.makedirs(d)
+    for i in range(2000):
+        with open(f"{d}/n{i}", "w") as f:
+            f.write("x")
+    for i in range(2000):
+        os.unlink(f"{d}/n{i}")
+    os.rmdir(d)
+
+
+def w_list_cold(v, tag):
+    subprocess.run(f"ls -lR {v.mnt}/tree > /dev/null", shell=True, check=True)
+
+
+WORKLOADS = {"create+delete 2k": w_create, "ls -lR cold": w_list_cold}
+
+
+def drop_names():
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("2")
+
+
+def handler_times(v, data, into):
+    """Entry-to-return and entry-to-reply times from a perf.data of V's probes, by handler."""
+    txt = subprocess.run(["perf", "script", "-i", data, "-F", "tid,time,event", "--ns"],
+                         capture_output=True, text=True).stdout
+    start, replied = {}, set()
+    for line in txt.splitlines():
+        m = re.match(r"\s*(\d+)\s+([\d.]+):\s+(\S+):", line)
+        if not m:
+            continue
+        tid, t = m.group(1), float(m.group(2))
+        ev = m.group(3).split(":")[-1].replace("__return", "").replace("_" + v.probes, "")
+        if ev == "reply":
+            for (ttid, h), t0 in start.items():
+                if ttid == tid and (tid, h) not in replied:
+                    into[h + " before reply"].append((t - t0) * 1e6)
+                    replied.add((tid, h))
+        elif ev.endswith("_ret"):
+            h = ev[:-len("_ret")]
+            t0 = start.pop((tid, h), None)
+            if t0 is not None:
+                into[h + " whole"].append((t - t0) * 1e6)
+        else:
+            start[(tid, ev)] = t
+            replied.discard((tid, ev))
+
+
+def run_once(v, wname, tag, record, cpu, handlers):
+    if wname == "ls -lR cold":
+        drop_names()
+    settle(v)
+    rec = None
+    if handlers and record:
+        data = f"{v.base}/perf.data"
+        rec = subprocess.Popen(["perf", "record", "-q", "-o", data, "-e", f"{v.probes}:*", "-p",
+                                str(v.proc.pid)], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        time.sleep(1.0)  # perf attaches its probes
+    q0, c0 = v.requests(), cpu_clock(v.proc.pid)
+    WORKLOADS[wname](v, tag)
+    c1 = cpu_clock(v.proc.pid)
+    q1 = v.requests()
+    if rec:
+        rec.send_signal(2)
+        rec.wait()
+        handler_times(v, data, handlers[v.name])
+    elif record:
+        cpu[wname][v.name].append(((c1 - c0) * 1e6, q1 - q0))
+
+
+def report(views, cpu, handlers):
+    print("\nDaemon CPU per request, us (process CPU clock / requests counted; median of runs,"
+          " min-max)")
+    for wname in WORKLOADS:
+        print(f"  {wname}")
+        for v in views:
+            xs = cpu[wname][v.name]
+            per = [c / q for c, q in xs if q]
+            if per:
+                print(f"    {v.name:<22}{statistics.median(per):7.2f}   ({min(per):.2f}-"
+                      f"{max(per):.2f}; {statistics.median(q for _, q in xs):.0f} requests a run)")
+    if not handlers:
+        return
+    print("\nHandler time, us, median (uprobes: entry to the reply's write, and to return)")
+    print(f"  {'handler':<34}" + "".join(f"{v.name:>22}" for v in views))
+    for f in HANDLERS:
+        for part in ("before reply", "whole"):
+            key = f"{f[len('pw_op_'):]} {part}"
+            row = f"  {key:<34}"
+            for v in views:
+                xs = handlers[v.name].get(key) or []
+                row += f"{statistics.median(xs):>13.2f} n={len(xs):<6}" if xs else f"{'-':>22}"
+            print(row)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--piworkfs", required=True)
+    ap.add_argument("--modes", required=True)
+    ap.add_argument("--baseline", metavar="REV", help="also build and run commit REV")
+    ap.add_argument("--rounds", type=int, default=10)
+    ap.add_argument("--handlers", action="store_true", help="also time each handler (perf)")
+    ap.add_argument("--uring", action="store_true", help="views over FUSE over io_uring")
+    ap.add_argument("--dir", help="work directory (default: a new one under /var/tmp)")
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("daemon_cost.py: needs root (tmpfs mounts, drop_caches, perf probe)")
+    if args.handlers and args.uring:
+        sys.exit("--handlers: the reply hook is /dev/fuse's; leave out --uring")
+    base = args.dir or tempfile.mkdtemp(prefix="piworkfs-daemon-cost-", dir="/var/tmp")
+    builds = [("build", os.path.abspath(args.piworkfs), os.path.abspath(args.modes))]
+    if args.baseline:
+        prog, modes, short = bench.build_baseline(args.baseline, base)
+        builds.append((f"@{short}", prog, modes))
+    restore = bench.enable_uring() if args.uring else None
+    views = []
+    try:
+        for name, prog, modes in builds:
+            views.append(View(name, prog, modes, base, args.uring))
+        if restore is not None:
+            for v in views:
+                v.wait_for_ring()
+            bench.restore_uring(restore)
+            restore = None
+        if args.handlers:
+            for v in views:
+                v.add_probes()
+        cpu = {w: collections.defaultdict(list) for w in WORKLOADS}
+        handlers = {v.name: collections.defaultdict(list) for v in views} if args.handlers \
+            else None
+        for r in range(-1, args.rounds):  # round -1 warms and is not recorded
+            for wname in WORKLOADS:
+                order = views[:]
+                random.Random(r).shuffle(order)
+                for v in order:
+                    run_once(v, wname, f"r{r}", r >= 0, cpu, handlers)
+            print(f"round {r + 2}/{args.rounds + 1} done", flush=True)
+        if handlers:  # CPU rounds without the probes' traps
+            for v in views:
+                subprocess.run(["perf", "probe", "-q", "-d", f"{v.probes}:*"],
+                               capture_output=True)
+                v.probes = None
+            for r in range(args.rounds):
+                for wname in WORKLOADS:
+                    order = views[:]
+                    random.Random(r).shuffle(order)
+                    for v in order:
+                        run_once(v, wname, f"c{r}", True, cpu, None)
+        report(views, cpu, handlers)
+    finally:
+        if restore is not None:
+            bench.restore_uring(restore)
+        for v in views:
+            v.close()
+
+
+if __name__ == "__main__":
+    main()
