@@ -29,7 +29,8 @@ enum {
 
 typedef int (*pw_cmd_fn)(int argc, char **argv);
 
-/* Each command (main.c's dispatch table). */
+/* Each command (main.c's dispatch table). The rooms' own commands are declared by their
+ * faces: run/run.h (the launcher's internal ones), agent/agent.h (mcp, hook). */
 #define PW_CMD(name) int name(int argc, char **argv)
 PW_CMD(cmd_modes);
 PW_CMD(cmd_allowed);
@@ -46,16 +47,12 @@ PW_CMD(cmd_check_bash);
 PW_CMD(cmd_run);
 PW_CMD(cmd_completion);
 PW_CMD(cmd_complete);
-PW_CMD(cmd_run_tty);
-PW_CMD(cmd_run_podman_signals);
 PW_CMD(cmd_changes);
 PW_CMD(cmd_diff);
 PW_CMD(cmd_undo);
 PW_CMD(cmd_redo);
 PW_CMD(cmd_checkpoint);
 PW_CMD(cmd_plan);
-PW_CMD(cmd_mcp);
-PW_CMD(cmd_hook);
 #undef PW_CMD
 
 /* What mount's -o takes, one per line, NAME= for those with a value (for completion). */

@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "ctl_client.h"
+#include "client/ctl_client.h"
 #include "output.h"
 #include "pager.h"
 #include "proto.h"

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "ctl_client.h"
+#include "client/ctl_client.h"
 #include "options.h"
 #include "output.h"
 #include "project.h"

@@ -28,7 +28,7 @@
 
 #include "cli.h"
 #include "ctl/run_id.h"
-#include "ctl_client.h"
+#include "client/ctl_client.h"
 #include "options.h"
 #include "output.h"
 #include "project.h"

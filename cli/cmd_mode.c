@@ -5,7 +5,7 @@
  * to the view's control socket (docs/PROTOCOL.md); the daemon decides, not this client.
  */
 #include "cli.h"
-#include "ctl_client.h"
+#include "client/ctl_client.h"
 #include "modefile.h"
 #include "options.h"
 #include "output.h"

@@ -4,7 +4,7 @@
  * the loading produced.
  */
 #include "cli.h"
-#include "ctl_client.h"
+#include "client/ctl_client.h"
 #include "options.h"
 #include "output.h"
 #include "project.h"

@@ -22,12 +22,12 @@
 
 #include "cli.h"
 #include "ctl/run_id.h"
-#include "ctl_client.h"
+#include "client/ctl_client.h"
 #include "ctl/sockets.h"
 #include "daemon.h"
 #include "fs.h"
 #include "modefile.h"
-#include "mount_fd.h"
+#include "run/run.h"
 #include "options.h"
 #include "output.h"
 #include "path.h"
@@ -824,7 +824,7 @@ static int apply_mount_option(int c, const pw_opts *po, mount_cli *m)
 			return PW_EXIT_USAGE;
 		}
 		o->run_id = po->arg;
-		o->run_pid = getppid(); /* `piworkfs run` runs us (cli/run_view.c) */
+		o->run_pid = getppid(); /* `piworkfs run` runs us (cli/run/view.c) */
 		break;
 	case PW_OPT_ONLY:
 		if (o->n_lane == PW_LANE_MAX) {

@@ -5,8 +5,8 @@
  * shows the view, the backing directory has no other path, and the only control socket is
  * the agent socket, which may only tighten the mode (run.h, docs/SECURITY.md).
  *
- * The sequence: find the project; mount the run's own view (run_view.c); build the
- * bubblewrap command line (run_sandbox.c); run it, passing signals on (run_exec.c);
+ * The sequence: find the project; mount the run's own view (run/view.c); build the
+ * bubblewrap command line (run/sandbox.c); run it, passing signals on (run/exec.c);
  * unmount the view; exit with the command's status.
  */
 #include <errno.h>
@@ -18,12 +18,12 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "mcp.h"
+#include "agent/agent.h"
 #include "options.h"
 #include "output.h"
 #include "path.h"
 #include "project.h"
-#include "run.h"
+#include "run/run.h"
 #include "pw_limits.h"
 
 #define RUN_USAGE                                                                                  \
@@ -280,7 +280,7 @@ int cmd_run(int argc, char **argv)
 	r = pw_run_view_open(project, cwd, a.mode, a.only, a.n_only, &view);
 	if (r != PW_EXIT_OK)
 		return r;
-	/* claude, codex, opencode, gemini: piworkfs mcp and the hooks (mcp_wire.c). */
+	/* claude, codex, opencode, gemini: piworkfs mcp and the hooks (agent/wire.c). */
 	agent_command = a.podman ? NULL : pw_agent_wire(a.command);
 	if (agent_command)
 		a.command = agent_command;
@@ -300,7 +300,7 @@ int cmd_run(int argc, char **argv)
 	    .ro_host = a.ro_host,
 	    .shares = a.shares,
 	    .n_shares = a.n_shares,
-	    .info_fd = 3, /* run_exec.c moves the pipe there */
+	    .info_fd = 3, /* run/exec.c moves the pipe there */
 	    .command = a.command,
 	    .mode_dirs = {global_dir, bundled_dir},
 	};

@@ -6,7 +6,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "ctl_client.h"
+#include "client/ctl_client.h"
 #include "options.h"
 #include "output.h"
 

@@ -9,7 +9,7 @@
 #include <time.h>
 
 #include "cli.h"
-#include "ctl_client.h"
+#include "client/ctl_client.h"
 #include "options.h"
 #include "output.h"
 #include "project.h"

@@ -9,7 +9,8 @@
 #include "cli.h"
 #include "options.h"
 #include "output.h"
-#include "run.h"
+#include "agent/agent.h"
+#include "run/run.h"
 
 typedef struct pw_command {
 	const char *name;

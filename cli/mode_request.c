@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "ctl_client.h"
+#include "client/ctl_client.h"
 #include "output.h"
 #include "proto.h"
 

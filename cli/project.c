@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "ctl_client.h"
+#include "client/ctl_client.h"
 #include "project.h"
 
 #include <fcntl.h>

@@ -88,11 +88,10 @@ void pw_cli_unknown_mode(const char *cmd, const pw_modeset *ms, const char *mode
 /*
  * The one place where a command gets its policy. MODE is the --mode argument or NULL.
  * Without a mode, the live view's mode is asked through pw_cli_live_mode() (over the
- * socket client, cli/ctl_client.c); offline that is an error. On success *ret_policy holds the
- * compiled policy and *ret_ms the modeset it came from (for display).
- * Returns a PW_EXIT_* status after printing a one-line error on failure (CMD names the
- * command in the message): unknown mode (listing the modes) -> PW_EXIT_CONFIG, no mode
- * offline -> PW_EXIT_USAGE.
+ * socket client, cli/client/ctl_client.c); offline that is an error. On success *ret_policy holds
+ * the compiled policy and *ret_ms the modeset it came from (for display). Returns a PW_EXIT_*
+ * status after printing a one-line error on failure (CMD names the command in the message): unknown
+ * mode (listing the modes) -> PW_EXIT_CONFIG, no mode offline -> PW_EXIT_USAGE.
  */
 int pw_cli_get_policy(const char *cmd, const pw_cli_project *p, const char *mode,
 		      pw_modeset **ret_ms, pw_policy **ret_policy);

@@ -78,7 +78,7 @@ typedef struct pw_view_opts {
 	const char *state_db;	 /* the state database's absolute path, for status; NULL: none */
 	const char *const *lane; /* `mount --only` globs: the view's lane (policy.h, step 8) */
 	size_t n_lane;		 /* 0: no lane */
-	/* A run's own view (`mount --run ID`, cli/run_view.c): its modes are the run's alone,
+	/* A run's own view (`mount --run ID`, cli/run/view.c): its modes are the run's alone,
 	 * so no switch of it (nor its initial mode) is remembered as the project's last mode;
 	 * status names the run and the pid of the `piworkfs run` it serves. NULL: a bare view. */
 	const char *run_id;

@@ -38,7 +38,7 @@ SETTINGS = {
 }
 
 
-# Gemini CLI reads run's per-run settings file only when root owns it (cli/mcp_wire.c): as
+# Gemini CLI reads run's per-run settings file only when root owns it (cli/agent/wire.c): as
 # anyone else run wires nothing and says so, and there is nothing here to test.
 NOT_ROOT = ("piworkfs run wires Gemini CLI only as root (Gemini reads a per-run settings "
             "file only when root owns it)")

@@ -38,7 +38,7 @@ from run_case import (DEADLINE, LOOSEN_HINT, PIWORKFS, RunCase,  # tests/lib, on
 BUSYBOX = "/bin/busybox"
 IMAGE = "localhost/piworkfs-test-agent:1"
 SKIP = 77
-GRACE_S = 0.4  # keys read this soon after the consent bar appeared are dropped (run_ask.c)
+GRACE_S = 0.4  # keys read this soon after the consent bar appeared are dropped (run/ask.c)
 
 
 def mounts_under(top):

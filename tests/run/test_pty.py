@@ -31,7 +31,7 @@ import unittest
 
 from run_case import DEADLINE, PIWORKFS, RunCase, Terminal  # tests/lib, on PYTHONPATH
 
-GRACE_S = 0.35  # run_ask.c GRACE_MS, and a margin
+GRACE_S = 0.35  # run/ask.c GRACE_MS, and a margin
 
 
 class PtyTest(RunCase):
@@ -504,7 +504,7 @@ class Asking(PtyTest):
 
     def past_grace(self):
         """Waits out the grace time: keys read in the first 300 ms after the bar appeared
-        are dropped (run_ask.c GRACE_MS). The bar was drawn before the test saw it, so once
+        are dropped (run/ask.c GRACE_MS). The bar was drawn before the test saw it, so once
         that much time has passed since, the next key counts: the wait is the condition."""
         time.sleep(GRACE_S)
 

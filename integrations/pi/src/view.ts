@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Finding the view Pi works in, the way cli/ctl_client.c does (docs/PROTOCOL.md,
+ * Finding the view Pi works in, the way cli/client/ctl_client.c does (docs/PROTOCOL.md,
  * "Transport"):
  *
  *   - $PIWORKFS_SOCKET, when set and non-empty, names the socket (`piworkfs run` exports

@@ -8,10 +8,10 @@
  * that has it can push input into it (TIOCSTI), change its modes, or read keystrokes meant
  * for someone else; with a pty of its own, all of that reaches only the pty. And the relay
  * is ours, so what the person types can be withheld from the command (the consent
- * question of run_ask.c reads the real keyboard, which the sandbox cannot type on).
+ * question of run/ask.c reads the real keyboard, which the sandbox cannot type on).
  *
  * Where the pty lives: in the sandbox's own devpts (bwrap --dev mounts a new instance at
- * /dev/pts). The launcher `piworkfs __run-tty` (run_tty.c), the first program inside,
+ * /dev/pts). The launcher `piworkfs __run-tty` (run/tty.c), the first program inside,
  * opens it there, sends us the master over a socket and, once we have set the person's
  * terminal settings and size on it, makes the slave its controlling terminal in a session
  * of its own (setsid) and executes the command. So the command's terminal is /dev/pts/N
@@ -26,7 +26,7 @@
  * The real terminal is in raw mode while the command runs, and restored on every way out:
  * the normal end (pw_run_pty_finish), exit() (atexit), a fatal signal of our own (handlers
  * that restore and re-raise), and a stop (SIGTSTP: restored before we stop, raw again on
- * SIGCONT). Terminating signals sent to us are not fatal: run_exec.c reads them from a
+ * SIGCONT). Terminating signals sent to us are not fatal: run/exec.c reads them from a
  * signalfd and passes them on, and the command's end brings us here.
  */
 #include <errno.h>

@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What any agent reads about its mode: `piworkfs mcp` (cmd_mcp.c, an MCP server) and
- * `piworkfs hook claude` (cmd_hook.c, Claude Code's hooks) share these parts.
+ * What any agent reads about its mode: `piworkfs mcp` (agent/mcp_server.c, an MCP server) and
+ * `piworkfs hook claude` (agent/hook.c, Claude Code's hooks) share these parts.
  *
- *   mcp_text.c  the texts, as pure functions of the daemon's objects (docs/JSON.md's rule,
- *               policy and decision, docs/PROTOCOL.md's bash.check): a C port of
- *               integrations/pi/src/text.ts, byte for byte where the Pi extension has
- *               the same text (the announcement, the system section, the refusal line),
- *               so every agent reads the same words and prompt caches keep hitting
- *   mcp_view.c  the view as an agent sees it: always through a restricted socket (the
- *               agent socket inside `piworkfs run`, the view's shared agent socket on a
- *               bare view), so nothing here can loosen the mode; and the explanations
- *               that need the daemon (the narrowest mode that would allow a path)
+ *   text.c  the texts, as pure functions of the daemon's objects (docs/JSON.md's rule,
+ *           policy and decision, docs/PROTOCOL.md's bash.check): a C port of
+ *           integrations/pi/src/text.ts, byte for byte where the Pi extension has the same
+ *           text (the announcement, the system section, the refusal line), so every agent
+ *           reads the same words and prompt caches keep hitting
+ *   view.c  the view as an agent sees it: always through a restricted socket (the agent
+ *           socket inside `piworkfs run`, the view's shared agent socket on a bare view),
+ *           so nothing here can loosen the mode; and the explanations that need the
+ *           daemon (the narrowest mode that would allow a path)
+ *   wire.c  what `piworkfs run` adds to each client's command line or settings
  *
  * Strings returned are malloc'd (NULL: out of memory); json_t arguments are borrowed.
  */
@@ -20,12 +21,17 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "ctl_client.h"
+#include "client/ctl_client.h"
+
+/* `piworkfs mcp` (mcp_server.c) and `piworkfs hook CLIENT` (hook.c): main.c's dispatch
+ * table. */
+int cmd_mcp(int argc, char **argv);
+int cmd_hook(int argc, char **argv);
 
 /* The prefix of every line piworkfs adds to what a model reads. */
 #define PW_AGENT_TAG "[piworkfs]"
 
-/* ---- mcp_text.c ------------------------------------------------------------------------ */
+/* ---- text.c ------------------------------------------------------------------------ */
 
 /* What POLICY may write, in words: "nothing", "everything", "everything except ...", or
  * its writable patterns. */
@@ -55,7 +61,7 @@ bool pw_agent_reports_refusal(const char *text);
  * appended to the array OUT (strings, without repeats). */
 void pw_agent_candidate_paths(const char *text, json_t *out);
 
-/* ---- mcp_view.c ------------------------------------------------------------------------ */
+/* ---- view.c ------------------------------------------------------------------------ */
 
 typedef struct pw_agent_view {
 	char *socket;	  /* a restricted socket of the view */
@@ -108,7 +114,7 @@ char *pw_agent_overlap_note(const pw_agent_view *v, const char *cwd, const char 
 char *pw_agent_bash_refusal(const pw_agent_view *v, const char *base, const char *cwd,
 			    const char *command, const char *agent, bool with_tool);
 
-/* ---- mcp_wire.c ------------------------------------------------------------------------ */
+/* ---- wire.c ------------------------------------------------------------------------ */
 
 /* `piworkfs run`: COMMAND with piworkfs wired in for the agent it names (claude: the hooks
  * and the MCP server on its command line; codex: the MCP server as -c overrides; opencode:

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "ctl_client.h"
+#include "client/ctl_client.h"
 #include "ctl/sockets.h"
 #include "output.h"
 #include "path.h"
@@ -272,7 +272,7 @@ static int mount_private(const char *project, const char *mode, const char *stat
 static int open_agent_socket(pw_run_view *v)
 {
 	/* A socket of this run's own, so that the agent's requests to switch reach this run
-	 * and no other (run_ask.c). */
+	 * and no other (run/ask.c). */
 	int r = pw_run_ask_open(v->socket, &v->agent_socket);
 
 	if (r == -EREMOTE)

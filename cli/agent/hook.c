@@ -39,7 +39,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "mcp.h"
+#include "agent.h"
 #include "options.h"
 #include "output.h"
 #include "pw_limits.h"

@@ -3,7 +3,7 @@
  * `piworkfs run --podman IMAGE`: the command runs in a Podman container instead of the
  * bubblewrap sandbox (run.h, docs/SECURITY.md "In a container"). The view, its agent
  * socket, the consent question and the terminal relay are the run's as always
- * (run_view.c, run_ask.c, run_pty.c); only the command line differs, built here.
+ * (run/view.c, run/ask.c, run/pty.c); only the command line differs, built here.
  *
  * What reaches the container, and why nothing else of the project does:
  *
@@ -31,17 +31,17 @@
  *   -i, and -t when the run has a terminal
  *       Podman relays the command's standard input; with a terminal, Podman's own
  *       terminal is the pseudo-terminal our launcher `piworkfs __run-tty` opens on the
- *       host (run_tty.c) and then executes Podman on, which we relay (run_pty.c): the
+ *       host (run/tty.c) and then executes Podman on, which we relay (run/pty.c): the
  *       person's terminal reaches neither Podman nor the container, and the consent
  *       question reads it as under bwrap. Podman relays that pty to the container's own
  *       (conmon allocates it in the container's devpts).
  *
  * Between us and Podman a shell (SUPERVISOR) starts `piworkfs __run-podman-signals`
- * (run_podman_signals.c) and reports its pid on the info descriptor, the way bwrap's
- * --info-fd reports its PID 1, so run_exec.c signals that one's child: a forwarder that
+ * (run/podman_signals.c) and reports its pid on the info descriptor, the way bwrap's
+ * --info-fd reports its PID 1, so run/exec.c signals that one's child: a forwarder that
  * turns SIGINT, SIGHUP, SIGQUIT and SIGTERM into `podman kill --signal SIG` of the
  * container (named by its --cidfile). Podman itself is the supervisor's child, never signalled by
- * run_exec.c: its own --sig-proxy is not enough, since Podman 4.3 installs it only after the
+ * run/exec.c: its own --sig-proxy is not enough, since Podman 4.3 installs it only after the
  * container started (libpod's StartAndAttach returns first; and never with a terminal), and a
  * signal in that window would end Podman's client without reaching the command. When Podman is
  * gone, however it ended, the supervisor removes the container (`podman rm --force`), so
@@ -172,7 +172,7 @@ static int push_tty_launcher(pw_run_argv *a, const char *exe)
 }
 
 /* The launcher goes after the shell, as its child: it starts a session of its own
- * (setsid), which the leader of a process group (run_exec.c makes the shell one) may not. */
+ * (setsid), which the leader of a process group (run/exec.c makes the shell one) may not. */
 static int push_prefix(pw_run_argv *a, bool tty, const char *cidfile)
 {
 	char exe[PATH_MAX];

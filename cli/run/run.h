@@ -3,16 +3,18 @@
  * `piworkfs run`: the sandboxed launcher (docs/SECURITY.md says what it contains and what it
  * does not). Between cmd_run.c (options, the sequence) and its parts:
  *
- *   run_view.c     the view the sandbox works through: the run's own, in the run's mode;
+ *   run/view.c     the view the sandbox works through: the run's own, in the run's mode;
  *                  the agent socket; unmount at the end
- *   run_sandbox.c  the bubblewrap command line: the host, the view over every path of the
+ *   run/sandbox.c  the bubblewrap command line: the host, the view over every path of the
  *                  project, covered daemon directories, the agent socket
- *   run_exec.c     start bubblewrap, forward signals, wait, report the exit status
- *   run_pty.c      the sandbox's own pseudo-terminal, relayed to the person's terminal
- *   run_ask.c      the run's own agent socket, and the person's answer when the agent asks
+ *   run/exec.c     start bubblewrap, forward signals, wait, report the exit status
+ *   run/pty.c      the sandbox's own pseudo-terminal, relayed to the person's terminal
+ *   run/ask.c      the run's own agent socket, and the person's answer when the agent asks
  *                  to switch (a question on the real terminal)
- *   run_podman.c   `run --podman IMAGE`: the podman command line that runs the command in
+ *   run/podman.c   `run --podman IMAGE`: the podman command line that runs the command in
  *                  a container instead of the bubblewrap sandbox
+ *   run/mount_fd.c `mount --fuse-fd N`: the checks of a FUSE connection another process
+ *                  (a container engine, a CSI driver) opened and mounted for the view
  *
  * These are program code: they print their own one-line errors ("piworkfs: run: ...") and
  * return an exit status (cli.h) or -errno where the comment says so.
@@ -23,6 +25,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <termios.h>
+
+/* The launcher's commands that run's own processes call (main.c's dispatch table): the
+ * pty relay's helper inside the sandbox and podman's signal forwarder. */
+int cmd_run_tty(int argc, char **argv);
+int cmd_run_podman_signals(int argc, char **argv);
 
 /* The view a run works through. Strings are malloc'd; release with pw_run_view_done(). */
 typedef struct pw_run_view {
@@ -93,7 +100,7 @@ int pw_run_argv_finish(pw_run_argv *a, int r, pw_run_argv *ret);
  */
 int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret);
 
-/* `run --podman IMAGE` (run_podman.c): the command in a Podman container over the view. */
+/* `run --podman IMAGE` (run/podman.c): the command in a Podman container over the view. */
 typedef struct pw_run_podman_opts {
 	const pw_run_view *view;
 	const char *cwd;   /* real path of the caller's working directory */
@@ -110,7 +117,7 @@ typedef struct pw_run_podman_opts {
  * as it runs bwrap. Returns 0, or -errno with a one-line reason printed.
  */
 int pw_run_podman_argv(const pw_run_podman_opts *o, pw_run_argv *ret);
-/* The forwarder of signals to the container, on the host (run_podman_signals.c). */
+/* The forwarder of signals to the container, on the host (run/podman_signals.c). */
 #define PW_RUN_PODMAN_SIGNALS_COMMAND "__run-podman-signals"
 
 /*
@@ -123,9 +130,9 @@ int pw_run_podman_argv(const pw_run_podman_opts *o, pw_run_argv *ret);
 int pw_run_exec(char **argv, int info_fd_read, int info_fd_child);
 
 /*
- * The sandbox's pseudo-terminal (run_pty.c). When `run`'s standard input is a terminal,
+ * The sandbox's pseudo-terminal (run/pty.c). When `run`'s standard input is a terminal,
  * the command gets a pty of its own, allocated inside the sandbox's devpts by the launcher
- * `piworkfs __run-tty` (run_tty.c), which sends us its master; we relay between it and the
+ * `piworkfs __run-tty` (run/tty.c), which sends us its master; we relay between it and the
  * person's terminal, which is in raw mode meanwhile and never enters the sandbox. The hooks
  * let a caller see the person's keystrokes and the command's output before they are
  * relayed (NULL: relay).
@@ -141,7 +148,7 @@ struct pw_run_pty {
 	int term_out;	      /* ... and drawn on (stdout, else stderr, else stdin) */
 	struct termios saved; /* its settings before raw mode */
 	bool raw, in_eof, out_gone, out_done;
-	size_t typed_ahead; /* bytes typed before raw mode, not yet read (run_pty.c) */
+	size_t typed_ahead; /* bytes typed before raw mode, not yet read (run/pty.c) */
 	char in_buf[4096];  /* keystrokes waiting for the sandbox's terminal */
 	size_t in_len;
 	void (*on_input)(pw_run_pty *p, const char *buf, size_t n);
@@ -150,7 +157,7 @@ struct pw_run_pty {
 	void *userdata;
 };
 
-/* The launcher inside the sandbox (run_tty.c) and the descriptor of its socket there. */
+/* The launcher inside the sandbox (run/tty.c) and the descriptor of its socket there. */
 #define PW_RUN_TTY_COMMAND "__run-tty"
 #define PW_RUN_TTY_FD 4
 /* Whether the run gets a pty: its standard input is a terminal. */
@@ -184,7 +191,7 @@ void pw_run_pty_resume(pw_run_pty *p);
 void pw_run_pty_finish(pw_run_pty *p);
 
 /*
- * The run's operator connection (run_ask.c; one per process). pw_run_ask_open connects to
+ * The run's operator connection (run/ask.c; one per process). pw_run_ask_open connects to
  * the view's operator SOCKET, opens an agent socket owned by this connection (gone when it
  * closes) and, when the run will have a terminal, subscribes to the sandbox's requests to
  * switch. Returns 0 with *ret_agent_socket (malloc'd), or -errno / -EREMOTE (printed).
@@ -197,3 +204,30 @@ int pw_run_ask_fd(void);
 void pw_run_ask_events(void);
 void pw_run_ask_finish(void);
 void pw_run_ask_close(void);
+
+/* ---- run/mount_fd.c: `piworkfs mount --fuse-fd N` -------------------------------------- */
+/* Each returns an exit status (PW_EXIT_*), after a one-line error. */
+
+/* N of --fuse-fd N: a non-negative number (PW_EXIT_USAGE otherwise). */
+int pw_mount_fd_parse(const char *arg, int *ret);
+
+/* FD is open, is /dev/fuse for reading and writing, is mounted, and its INIT is unread. */
+int pw_mount_fd_check(int fd);
+
+/* The mount at MOUNTPOINT, as mountinfo shows it. */
+typedef struct pw_mount_fd_facts {
+	char *mountpoint;		       /* absolute (malloc'd, the caller frees) */
+	bool allow_other, default_permissions; /* the mount's own options */
+} pw_mount_fd_facts;
+
+/* ARG is a fuse.piworkfs mount of PROJECT (its source), found without entering it, apart
+ * from the project, and not allow_other without default_permissions. */
+int pw_mount_fd_mountpoint(const char *arg, const char *project, pw_mount_fd_facts *ret);
+
+/* -o's FUSE options with --fuse-fd: only io_uring and no_io_uring (the rest are the
+ * mount's, made already). */
+int pw_mount_fd_check_options(const char *fuse_opts);
+
+/* FD moved above the standard streams, close-on-exec; the original is closed unless it is
+ * one of them. Returns the new descriptor, or -1 after an error message. */
+int pw_mount_fd_take(int fd);

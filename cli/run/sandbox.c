@@ -12,10 +12,10 @@
  *       no process outside is visible, so /proc/PID/cwd and /proc/PID/root of the daemon
  *       or of the caller's shell cannot lead to the backing directory.
  *   --new-session
- *       the command cannot push input into the caller's terminal (TIOCSTI); run_exec.c
+ *       the command cannot push input into the caller's terminal (TIOCSTI); run/exec.c
  *       forwards the terminal's signals instead. When the caller's stdin is a terminal,
  *       the command's terminal is a pty of the sandbox's own devpts (--dev): the launcher
- *       `piworkfs __run-tty` (run_tty.c) opens it inside, hands its master to us (run_pty.c)
+ *       `piworkfs __run-tty` (run/tty.c) opens it inside, hands its master to us (run/pty.c)
  *       and makes it the controlling terminal of a session of its own: /dev/tty, job
  *       control and TIOCSTI inside all reach that pty, never the caller's terminal, and no
  *       other terminal of the host is reachable (the host's devpts is not mounted inside).
@@ -58,7 +58,7 @@
 
 #include "cli.h"
 #include "ctl/sockets.h"
-#include "ctl_client.h"
+#include "client/ctl_client.h"
 #include "output.h"
 #include "path.h"
 #include "procfs.h"

@@ -10,7 +10,7 @@
  * `initialize`: the client's when we speak it, else our latest.
  *
  * Authority: the server is one more client of the view's control socket, the way the Pi
- * extension is, and always through a restricted socket (mcp_view.c): the agent socket
+ * extension is, and always through a restricted socket (agent/view.c): the agent socket
  * inside `piworkfs run`, the view's shared agent socket on a bare view. So no tool can
  * loosen the mode: piworkfs_request_mode only asks the person (mode.request).
  *
@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "mcp.h"
+#include "agent.h"
 #include "options.h"
 #include "output.h"
 #include "proto.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `piworkfs __run-tty FD STDFDS COMMAND...`: the first program inside the sandbox of
- * `piworkfs run` when the run has a terminal (run.h, run_pty.c). It gives COMMAND a
+ * `piworkfs run` when the run has a terminal (run.h, run/pty.c). It gives COMMAND a
  * pseudo-terminal of the sandbox's own devpts and hands its master to `run` outside.
  *
  * Why inside: bwrap --dev mounts a devpts instance of the sandbox's own at /dev/pts. A pty

@@ -41,7 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcp.h"
+#include "agent.h"
 #include "util.h"
 
 /* S quoted for sh (Claude Code runs a hook's command with the shell). */

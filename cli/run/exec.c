@@ -19,7 +19,7 @@
  * goes to bwrap itself.
  *
  * When our standard input is a terminal, the command gets a pseudo-terminal of its own
- * (run_pty.c) and this loop relays it too. The terminal's keys then reach the command as
+ * (run/pty.c) and this loop relays it too. The terminal's keys then reach the command as
  * bytes its own terminal turns into signals, so only signals sent to us are forwarded,
  * and a window resize is set on the pty instead of forwarded.
  */
@@ -84,7 +84,7 @@ static _Noreturn void exec_bwrap(char **argv, const sigset_t *oldmask, int info_
 	setpgid(0, 0);
 	if (pty)
 		pw_run_pty_child(pty);
-	/* The info pipe at 3, the launcher's socket at 4 (run_tty.c): by way of descriptors
+	/* The info pipe at 3, the launcher's socket at 4 (run/tty.c): by way of descriptors
 	 * above both, since either may be where the other goes. */
 	int info = fcntl(info_w, F_DUPFD, CHILD_HIGH_FD);
 	int sock = pty ? fcntl(pty->sock_child, F_DUPFD, CHILD_HIGH_FD) : -1;
@@ -247,7 +247,7 @@ int pw_run_exec(char **argv, int info_fd_read, int info_fd_child)
 	bool asking = false;
 
 	/* The launcher inside waits for the pty's master to be taken when we promised a pty
-	 * (run_sandbox.c): without one, the run cannot start, so fail closed. */
+	 * (run/sandbox.c): without one, the run cannot start, so fail closed. */
 	if (pw_run_pty_wanted()) {
 		r = pw_run_pty_open(&pty);
 		if (r < 0) {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcp.h"
+#include "agent.h"
 #include "path.h"
 #include "pw_limits.h"
 #include "util.h"

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mcp.h"
+#include "agent.h"
 #include "util.h"
 
 /* How to proceed after a refusal by the lane: no mode switch helps. */

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `piworkfs __run-podman-signals CIDFILE`: the signal forwarder of `run --podman`
- * (run_podman.c). It runs on the host, started by the supervisor shell in front of Podman,
- * which reports this process's pid to run_exec.c as bwrap reports its PID 1; run_exec.c
+ * (run/podman.c). It runs on the host, started by the supervisor shell in front of Podman,
+ * which reports this process's pid to run/exec.c as bwrap reports its PID 1; run/exec.c
  * then signals this process's child, which turns SIGINT, SIGHUP, SIGQUIT and SIGTERM into
  * `podman kill --signal N --cidfile CIDFILE`.
  *
  * Why a program and not a shell trap: the supervisor starts it in the background, and a
  * shell's background job ignores SIGINT and SIGQUIT in a way its traps cannot undo; here
- * the dispositions are reset. Why a child: run_exec.c signals the children of the pid it
+ * the dispositions are reset. Why a child: run/exec.c signals the children of the pid it
  * was told, never that pid (bwrap's reaper). The child dies with this process
  * (PR_SET_PDEATHSIG), which the supervisor kills once Podman is gone.
  */

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "mount_fd.h"
+#include "run.h"
 #include "output.h"
 #include "path.h"
 #include "procfs.h"
