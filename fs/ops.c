@@ -268,7 +268,8 @@ void pw_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		 FUSE_SET_ATTR_MTIME_NOW;
 	bool opath, own;
 	int fd = setattr_fd(fs, n, fi, &opath, &own);
-	_cleanup_close_ int owned = own ? fd : -1;
+	/* closes the descriptor setattr_fd opened for this call, on every way out */
+	_cleanup_close_ _unused_ int owned = own ? fd : -1;
 	int err;
 	if (valid) {
 		/* The policy's answer comes first, as when the node is resolved after it: a

@@ -33,9 +33,10 @@
 
 #include "cli.h"
 #include "run.h"
+#include "util.h"
 
 /* Tells `run` why the terminal could not be set up, then exits. */
-static _Noreturn void fail(int sock, const char *fmt, ...)
+static _Noreturn _printf_(2, 3) void fail(int sock, const char *fmt, ...)
 {
 	char msg[256];
 	va_list ap;
