@@ -71,6 +71,7 @@ static int print_text(const pw_cli_project *p, const pw_modeset *ms)
 	pw_table_print(t, stdout, 0);
 	if (nw > 0)
 		print_problem_count(ms);
+	/* one line each, as compilers print them: FILE:LINE:COL: is what editors jump to */
 	for (size_t i = 0; i < nw; i++) {
 		_cleanup_free_ char *line = pw_warning_format(pw_modeset_warning(ms, i));
 		if (!line)

@@ -96,8 +96,7 @@
 	"Examples:\n"                                                                              \
 	"  piworkfs mount ~/proj ~/proj.view\n"                                                    \
 	"  piworkfs mount ~/proj ~/proj.view --mode design -o nonempty\n"                          \
-	"  mount -t fuse.piworkfs ~/proj ~/proj.view -o mode=plan   # mount(8)'s helper, as "      \
-	"root\n"                                                                                   \
+	"  mount -t fuse.piworkfs ~/proj ~/proj.view -o mode=plan  # root, via mount(8)\n"         \
 	"\n"                                                                                       \
 	"Exit status: 0 mounted; 2 usage error; 3 bad project, mountpoint, mode, socket\n"         \
 	"directory or --fuse-fd descriptor; 5 the mount failed (FUSE unusable, daemon error).\n"

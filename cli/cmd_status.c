@@ -227,6 +227,25 @@ static void print_view(json_t *st, json_t *all)
 		pw_table_print(t, stdout, 2);
 }
 
+/* A view whose daemon does not answer: the error, and what to do about it. */
+static void print_unanswered(json_t *st)
+{
+	_cleanup_free_ char *error = NULL;
+	_cleanup_table_ pw_table *t = pw_table_new(2);
+
+	printf("%s\n", sget(st, "mountpoint") ? sget(st, "mountpoint") : "(PIWORKFS_SOCKET)");
+	if (asprintf(&error, "the daemon does not answer on %s: %s",
+		     sget(st, "socket") ? sget(st, "socket") : "?", sget(st, "error")) < 0)
+		error = NULL;
+	const char *rows[][2] = {{"error", error ? error : sget(st, "error")},
+				 {"hint", sget(st, "hint")}};
+	for (size_t k = 0; t && k < ELEMENTSOF(rows); k++)
+		if (rows[k][1])
+			pw_table_add(t, rows[k]);
+	if (t)
+		pw_table_print(t, stdout, 2);
+}
+
 /* What to do about a view whose daemon does not answer (NULL: nothing to say). Nobody
  * listening (refused, no socket) means the daemon is gone: the mount is left over. */
 static char *dead_daemon_hint(const char *mountpoint, int r)
@@ -351,12 +370,7 @@ int cmd_status(int argc, char **argv)
 		if (i > 0)
 			printf("\n");
 		if (sget(st, "error")) {
-			printf("%s\n  error    the daemon does not answer on %s: %s\n",
-			       sget(st, "mountpoint") ? sget(st, "mountpoint")
-						      : "(PIWORKFS_SOCKET)",
-			       sget(st, "socket") ? sget(st, "socket") : "?", sget(st, "error"));
-			if (sget(st, "hint"))
-				printf("  hint     %s\n", sget(st, "hint"));
+			print_unanswered(st);
 			continue;
 		}
 		print_view(st, all);

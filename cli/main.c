@@ -54,7 +54,7 @@ static pw_cmd_fn find_command(const char *name)
 	return NULL;
 }
 
-static void usage(FILE *f)
+static void usage_text(FILE *f)
 {
 	size_t n;
 	const pw_command_spec *t = pw_command_specs(&n);
@@ -81,6 +81,22 @@ static void usage(FILE *f)
 	      "  cd ~/proj.view && piworkfs mode build\n"
 	      "  piworkfs allowed --tree\n",
 	      f);
+}
+
+/* The text above, filled to 80 columns as every command's --help (output.h). */
+static void usage(FILE *f)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+
+	if (!m) {
+		usage_text(f);
+		return;
+	}
+	usage_text(m);
+	if (fclose(m) != 0 || pw_print_filled(f, text, PW_HELP_WIDTH) < 0)
+		usage_text(f);
 }
 
 static int run_command(const char *name, int argc, char **argv)

@@ -3,6 +3,7 @@
 
 #include <stdarg.h>
 #include <sys/ioctl.h>
+#include <sys/param.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -77,6 +78,26 @@ unsigned pw_terminal_width(void)
 	return 80;
 }
 
+void pw_notice(const char *cmd, const char *text)
+{
+	struct winsize ws;
+	size_t at;
+
+	fflush(stdout);
+	at = (size_t)fprintf(stderr, "piworkfs: %s: ", cmd);
+	if (isatty(STDERR_FILENO) && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
+		pw_print_wrapped(stderr, text, at, 2, MIN((size_t)ws.ws_col, PW_HELP_WIDTH));
+	else
+		fprintf(stderr, "%s\n", text);
+}
+
+size_t pw_output_width(void)
+{
+	unsigned w = pw_terminal_width();
+
+	return w ? w : PW_HELP_WIDTH;
+}
+
 const char *pw_ellipsize_middle(const char *s, size_t width, char *buf, size_t size)
 {
 	size_t len = strlen(s), head, tail;
@@ -95,7 +116,8 @@ int pw_usage(const char *cmd, const char *usage, bool to_stderr)
 		pw_err(cmd, "see 'piworkfs %s --help'", cmd);
 		return PW_EXIT_USAGE;
 	}
-	fputs(usage, stdout);
+	if (pw_print_filled(stdout, usage, PW_HELP_WIDTH) < 0)
+		fputs(usage, stdout);
 	return PW_EXIT_OK;
 }
 
@@ -176,21 +198,28 @@ void pw_table_print(const pw_table *t, FILE *f, unsigned indent)
 			if (l > width[c])
 				width[c] = l;
 		}
+	size_t max = pw_output_width();
 	for (size_t r = 0; r < t->n_rows; r++) {
 		char *const *row = t->cells + r * t->n_cols;
-		size_t last = t->n_cols;
+		size_t last = t->n_cols, at = indent;
 
 		/* Trailing empty cells print nothing, so lines never end in spaces. */
 		while (last > 1 && !row[last - 1][0])
 			last--;
 		fprintf(f, "%*s", (int)indent, "");
-		for (size_t c = 0; c < last; c++) {
-			if (c + 1 < last && c < n)
-				fprintf(f, "%-*s  ", (int)width[c], row[c]);
-			else
-				fprintf(f, "%s", row[c]);
+		for (size_t c = 0; c + 1 < last; c++) {
+			fprintf(f, "%-*s  ", (int)width[MIN(c, n - 1)], row[c]);
+			at += MAX(width[MIN(c, n - 1)], strlen(row[c])) + 2;
 		}
-		fputc('\n', f);
+		const char *cell = row[last - 1];
+		if (at + strlen(cell) <= max) {
+			fprintf(f, "%s\n", cell);
+		} else if (max > at + 24) {
+			pw_print_wrapped(f, cell, at, at, max);
+		} else { /* too little room beside: below the row, indented */
+			fprintf(f, "\n%*s", (int)indent + 4, "");
+			pw_print_wrapped(f, cell, indent + 4, indent + 4, max);
+		}
 	}
 }
 

@@ -27,6 +27,10 @@ void pw_err(const char *cmd, const char *fmt, ...) _printf_(2, 3);
 void pw_err_json(bool on);
 void pw_err_json_flush(int status);
 
+/* Prints "piworkfs: CMD: TEXT" to stderr: on a terminal wrapped to its width (at most 80
+ * columns), elsewhere (a log, a pipe) on one line. For notices longer than a line. */
+void pw_notice(const char *cmd, const char *text);
+
 /* Should output to F be coloured? Only on a terminal, and never with $NO_COLOR set
  * (https://no-color.org) or TERM=dumb. */
 bool pw_use_color(FILE *f);
@@ -39,9 +43,26 @@ unsigned pw_terminal_width(void);
  * middle with "...", and returns BUF (or S when it fits). */
 const char *pw_ellipsize_middle(const char *s, size_t width, char *buf, size_t size);
 
-/* Prints USAGE (a command's help text) to stdout, or a one-line hint to stderr when
- * TO_STDERR. Returns the exit status to use (0 for --help, PW_EXIT_USAGE otherwise). */
+/* Prints USAGE (a command's help text) to stdout filled to PW_HELP_WIDTH, or a one-line
+ * hint to stderr when TO_STDERR. Returns the exit status to use (0 for --help,
+ * PW_EXIT_USAGE otherwise). */
 int pw_usage(const char *cmd, const char *usage, bool to_stderr);
+
+/* Help texts and tables fit a terminal of this many columns. */
+#define PW_HELP_WIDTH 80
+
+/* Prints TEXT (paragraphs, a usage, two-column lists of options and examples) to F with no
+ * line wider than WIDTH columns: blocks with a line too wide are filled again (fill.c says
+ * how), the others print as written. Returns 0 or -ENOMEM. */
+int pw_print_filled(FILE *f, const char *text, size_t width);
+
+/* Prints the words of S to F from column AT of the current line (what is before it is
+ * printed already), each further line indented by HANG, none wider than WIDTH (but for a
+ * word wider than the room), then a newline. */
+void pw_print_wrapped(FILE *f, const char *s, size_t at, size_t hang, size_t width);
+
+/* The width output should fit: the terminal's on stdout, else PW_HELP_WIDTH. */
+size_t pw_output_width(void);
 
 /* "error" or "warning": the word a problem formatted as FILE:LINE:COL: SEVERITY: ...
  * (pw_warning_format) is listed under. */
@@ -59,7 +80,8 @@ void pw_table_free(pw_table *t);       /* accepts NULL */
 /* Appends a row of n_cols cells (copied; NULL prints as ""). Returns 0 or -ENOMEM. */
 int pw_table_add(pw_table *t, const char *const *cells);
 /* Prints the rows to F, each line prefixed by INDENT spaces, columns separated by two
- * spaces. */
+ * spaces. A last column that would make a line wider than pw_output_width() wraps under
+ * itself (or, with too little room beside the others, on the lines below the row). */
 void pw_table_print(const pw_table *t, FILE *f, unsigned indent);
 
 static inline void pw_table_freep(pw_table **t)
