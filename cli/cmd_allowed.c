@@ -249,12 +249,13 @@ static void print_header(const pw_cli_project *p, const pw_policy *policy)
 	char buf[PW_PATH_MAX];
 	const char *src = pw_cli_display_file(p, pw_policy_source(policy), buf, sizeof(buf));
 
-	printf("mode %s", pw_policy_mode_name(policy));
-	if (src && *src)
-		printf(" (%s)", src);
-	if (desc && *desc)
-		printf(": %s", desc);
-	putchar('\n');
+	_cleanup_free_ char *line = NULL;
+	if (asprintf(&line, "mode %s%s%s%s%s%s", pw_policy_mode_name(policy),
+		     src && *src ? " (" : "", src && *src ? src : "", src && *src ? ")" : "",
+		     desc && *desc ? ": " : "", desc && *desc ? desc : "") < 0)
+		line = NULL;
+	if (line) /* within the output's width (80 columns off a terminal), under itself */
+		pw_print_wrapped(stdout, line, 0, 2, pw_output_width());
 	if (pw_policy_is_fail_closed(policy))
 		printf("fails closed, nothing is writable: %s\n", pw_policy_fail_reason(policy));
 	else if (pw_policy_writes_nothing(policy))
