@@ -55,7 +55,8 @@ static const char log_usage[] =
     "shown unless --project or --all says otherwise; outside one, a PROJECT column says\n"
     "whose each event is. On a terminal the columns fit its width (the time of day\n"
     "only, long paths shortened in the middle) and denials are coloured (not with\n"
-    "NO_COLOR set). A reload that keeps the mode is not listed as a switch.\n"
+    "NO_COLOR set); in a file or a pipe the rows fit 80 columns, nothing cut (--jsonl:\n"
+    "one line per event). A reload that keeps the mode is not listed as a switch.\n"
     "\n"
     "Options:\n"
     "  -n, --lines N      show the last N events (default 50; 0: all, with --follow:\n"
@@ -279,8 +280,11 @@ typedef struct log_printer {
 	bool color;
 	bool all_projects; /* rows of every project: the PROJECT column */
 	bool hide[N_COLS];
-	bool fit;	 /* on a terminal: every cell cut to its column's width */
+	bool fit;	 /* laid out for a width: on a terminal every cell cut to its column's */
+	bool whole;	 /* not a terminal: laid out for 80 columns, nothing cut, RULE wrapped */
+	size_t term;	 /* the width laid out for */
 	bool rule_below; /* too narrow for PATH and RULE side by side: RULE on a line below */
+	bool path_below; /* not a terminal, no room for PATH on the row: PATH below, then RULE */
 	size_t time_from, time_len; /* the part of "YYYY-MM-DD HH:MM:SS.mmm" shown */
 } log_printer;
 
@@ -460,8 +464,8 @@ static void narrow_columns(log_printer *p, const log_line *lines, size_t n)
 {
 	bool repeats = false;
 
-	p->time_from = all_today(lines, n) ? 11 : 5;
-	p->time_len = p->time_from == 11 ? 12 : 14;
+	p->time_from = p->whole ? 0 : all_today(lines, n) ? 11 : 5;
+	p->time_len = p->whole ? 19 : p->time_from == 11 ? 12 : 14; /* a file keeps the date */
 	p->width[COL_TIME] = p->time_len;
 	for (size_t c = COL_MODE; c <= COL_COMM; c++)
 		p->width[c] = natural_width(c, lines, n);
@@ -469,12 +473,16 @@ static void narrow_columns(log_printer *p, const log_line *lines, size_t n)
 		repeats = repeats ||
 			  (lines[i].cells[COL_COUNT][0] && !streq(lines[i].cells[COL_COUNT], "1"));
 	p->hide[COL_COUNT] = !repeats;
+	if (p->whole)
+		return; /* nothing is cut: the columns keep their natural widths */
 	p->width[COL_PROJECT] = MIN(p->width[COL_PROJECT], (size_t)16);
 	p->width[COL_COMM] = MIN(p->width[COL_COMM], (size_t)10);
 }
 
 /* Sizes the columns for LINES; on a terminal, PATH and RULE share what the others leave of
- * its width (PATH shortened in the middle, RULE at its end), and no line is wider. */
+ * its width (PATH shortened in the middle, RULE at its end), and no line is wider. Not on a
+ * terminal (a file, a pipe) the rows are laid out for 80 columns too, but nothing is cut:
+ * RULE goes below the row, wrapped, when it has no room beside PATH. */
 static void printer_size(log_printer *p, const log_line *lines, size_t n)
 {
 	unsigned term = pw_terminal_width();
@@ -490,8 +498,9 @@ static void printer_size(log_printer *p, const log_line *lines, size_t n)
 	p->width[COL_ERRNO] = MAX(p->width[COL_ERRNO], (size_t)6);
 	p->width[COL_PID] = MAX(p->width[COL_PID], (size_t)7);
 	p->width[COL_COMM] = MAX(p->width[COL_COMM], (size_t)8);
-	if (term == 0)
-		return;
+	p->whole = term == 0;
+	term = p->whole ? PW_HELP_WIDTH : term;
+	p->term = term;
 	p->fit = true;
 	size_t path = p->width[COL_PATH], rule = p->width[COL_RULE];
 	if (fixed_width(p) + 2 + path + rule <= term)
@@ -501,6 +510,13 @@ static void printer_size(log_printer *p, const log_line *lines, size_t n)
 	size_t avail = term > fixed + 2 ? term - fixed - 2 : 0;
 	if (path + rule <= avail) {
 		p->rule_max = avail - path;
+		return;
+	}
+	if (p->whole) {
+		p->rule_below = true;
+		p->hide[COL_RULE] = true;
+		p->path_below = fixed + path > term;
+		p->hide[COL_PATH] = p->path_below;
 		return;
 	}
 	if (avail < 48) {
@@ -534,11 +550,12 @@ static void printer_size(log_printer *p, const log_line *lines, size_t n)
 static const char *shown_cell(const log_printer *p, size_t c, const char *cell, char *buf,
 			      size_t size)
 {
-	if (c == COL_TIME && strlen(cell) >= p->time_from + p->time_len && p->time_from) {
+	if (c == COL_TIME && strlen(cell) >= p->time_from + p->time_len &&
+	    (p->time_from || strlen(cell) > p->time_len)) {
 		snprintf(buf, size, "%.*s", (int)p->time_len, cell + p->time_from);
 		return buf;
 	}
-	if (!p->fit || c == COL_RULE || strlen(cell) <= p->width[c])
+	if (!p->fit || p->whole || c == COL_RULE || strlen(cell) <= p->width[c])
 		return cell;
 	if (c == COL_PATH || c == COL_PROJECT)
 		return pw_ellipsize_middle(cell, p->width[c], buf, size);
@@ -556,12 +573,20 @@ static size_t last_column(const log_printer *p)
 	return last;
 }
 
-/* Under a row when the rule has no room beside the path: the rule, indented, cut. */
-static void print_rule_below(const log_printer *p, const char *rule)
+/* Under a row when the rule has no room beside the path: the rule, indented, cut; not on
+ * a terminal, whole and wrapped, after the path when that had no room either. */
+static void print_rule_below(const log_printer *p, const char *const *cells)
 {
 	size_t indent = p->width[COL_TIME] + 2;
+	const char *rule = cells[COL_RULE];
 
-	if (strlen(rule) > p->rule_max)
+	if (p->whole) {
+		_cleanup_free_ char *both = NULL;
+		if (p->path_below && asprintf(&both, "%s  %s", cells[COL_PATH], rule) < 0)
+			both = NULL;
+		printf("%*s", (int)indent, "");
+		pw_print_wrapped(stdout, both ? both : rule, indent, indent, p->term);
+	} else if (strlen(rule) > p->rule_max)
 		printf("%*s%.*s...\n", (int)indent, "",
 		       (int)(p->rule_max > 3 ? p->rule_max - 3 : 0), rule);
 	else
@@ -600,7 +625,7 @@ static void print_cells(const log_printer *p, const char *const *cells, const ch
 	}
 	putchar('\n');
 	if (p->rule_below && cells != col_names)
-		print_rule_below(p, cells[COL_RULE]);
+		print_rule_below(p, cells);
 }
 
 static void print_header(const log_printer *p)
@@ -608,6 +633,9 @@ static void print_header(const log_printer *p)
 	if (p->color)
 		fputs(COLOR_BOLD, stdout);
 	print_cells(p, col_names, NULL);
+	if (p->whole && p->rule_below) /* what the lines under each row hold */
+		printf("%*s%s\n", (int)p->width[COL_TIME] + 2, "",
+		       p->path_below ? "PATH  RULE" : "RULE");
 	if (p->color)
 		fputs(COLOR_OFF, stdout);
 }

@@ -554,7 +554,9 @@ class LogTest(harness.MountCase):
         for _ in range(2):
             self.run_pw("reload", cwd=v.mp)
         p = self.run_pw("log", "--switches", cwd=v.mp)
-        rows = [x for x in p.stdout.splitlines() if " switch " in x]
+        # who asked is on the lines under the row when it has no room beside it
+        rows = re.findall(r"(?m)^\S.* switch .*(?:\n .*)*", p.stdout)
+        rows = [re.sub(r"\n\s+", " ", x) for x in rows]
         self.assertEqual(len(rows), 1, p.stdout)
         self.assertIn("(none) -> design", rows[0])
         self.assertIn("asked by piworkfs mount (pid %d, user root)" % v.pid, rows[0])
