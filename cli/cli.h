@@ -55,6 +55,10 @@ PW_CMD(cmd_checkpoint);
 PW_CMD(cmd_plan);
 #undef PW_CMD
 
+/* Should a notice about the machine (NAME, saying TEXT) be said now? True once per boot and
+ * user for the same TEXT, and whenever that cannot be known (notice.c). */
+bool pw_cli_notice_once(const char *name, const char *text);
+
 /* What mount's -o takes, one per line, NAME= for those with a value (for completion). */
 int pw_print_mount_options(void);
 

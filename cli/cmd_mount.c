@@ -524,11 +524,13 @@ static int check_fuse_device(void)
 
 /*
  * FUSE over io_uring: -o io_uring and -o no_io_uring cannot both hold. Where neither is
- * given and the kernel does not allow it, the view serves through /dev/fuse, and the mount
- * says so in one line, with what it costs and how to turn it on for good (the daemon says
- * it in its own log; a detached daemon has no stderr); with --json the sentence goes into
- * the result instead (*RET_WHY, "io_uring_off"), so that `piworkfs run`, which mounts
- * with --json, does not repeat it at every run. Returns an exit status.
+ * given and the kernel does not allow it, the view serves through /dev/fuse, and the first
+ * mount of the boot says so, with what it costs and how to turn it on for good (the
+ * daemon says it in its own log; a detached daemon has no stderr): a fact about the
+ * machine, said once (notice.c), not at every mount. With --json the sentence goes into
+ * the result instead (*RET_WHY, "io_uring_off"), every time: a script reads it there, and
+ * `piworkfs run`, which mounts with --json, does not repeat it at every run. Returns an
+ * exit status.
  */
 static int check_uring(const char *fuse_opts, bool foreground, bool json, char **ret_why)
 {
@@ -542,9 +544,12 @@ static int check_uring(const char *fuse_opts, bool foreground, bool json, char *
 	if (foreground || pw_fs_uring_choice(fuse_opts) != PW_URING_AUTO ||
 	    pw_fs_uring_probe(why, sizeof(why)) == 0)
 		return PW_EXIT_OK;
-	if (!json)
-		fprintf(stderr, "piworkfs: mount: serving through /dev/fuse: %s\n", why);
-	else if (!(*ret_why = strdup(why)))
+	if (!json) {
+		_cleanup_free_ char *text = NULL;
+		if (pw_cli_notice_once("io_uring-off", why) &&
+		    asprintf(&text, "serving through /dev/fuse: %s", why) >= 0)
+			pw_notice("mount", text);
+	} else if (!(*ret_why = strdup(why)))
 		return PW_EXIT_SYSTEM;
 	return PW_EXIT_OK;
 }
