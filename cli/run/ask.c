@@ -7,9 +7,11 @@
  * true}`: the socket goes away with the connection) and subscribed to `mode.request`: the
  * daemon tells this run, and only this run, when its sandbox asks for a looser mode.
  *
- * On a terminal, the question is drawn on the person's real terminal, on the bottom row:
- * the sandbox's pty loses that row meanwhile (its programs redraw into one row less) and the
- * real terminal's scrolling region stops above it, so the command keeps drawing around it.
+ * On a terminal, the question is drawn on the person's real terminal, on the bottom rows:
+ * as many as its words need (bar.c: the question, the agent's reason whole, how to answer),
+ * up to half the screen. The sandbox's pty loses those rows meanwhile (its programs redraw
+ * into fewer) and the real terminal's scrolling region stops above them, so the command
+ * keeps drawing around the question.
  * While it is open, the person's keystrokes go to the question, never to the command. The
  * sandbox cannot answer: it writes only to its own pty (whatever it draws, even a copy of
  * the bar, is output, and output is never read as input), and TIOCSTI reaches only its pty.
@@ -42,6 +44,7 @@
 
 #include "cli.h"
 #include "output.h"
+#include "bar.h"
 #include "run.h"
 #include "pw_limits.h"
 
@@ -67,6 +70,7 @@ static struct {
 	pw_run_pty *pty;
 	question q;
 	unsigned short rows, cols; /* the real terminal's size while a question is open */
+	size_t bar_rows;	   /* the rows the question takes at the bottom; 0: none */
 } ask = {.fd = -1};
 
 /* ---- the operator connection ----------------------------------------------------------- */
@@ -232,28 +236,6 @@ void pw_run_ask_close(void)
 
 /* ---- the bar --------------------------------------------------------------------------- */
 
-/* Copies S for the terminal: printable ASCII and UTF-8 of code points from U+00A0 (the
- * daemon cleaned the reason already; this is the run's own guard), at most N bytes. */
-static void shown(char *out, size_t n, const char *s)
-{
-	size_t k = 0;
-
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && k < n; p++) {
-		if (*p < 0x20 || *p == 0x7f)
-			continue;
-		if (*p == 0xc2 && p[1] >= 0x80 && p[1] < 0xa0) { /* C1 controls */
-			p++;
-			continue;
-		}
-		out[k++] = (char)*p;
-	}
-	while (k > 0 && ((unsigned char)out[k - 1] & 0xc0) == 0x80) /* cut in a character */
-		k--;
-	if (k > 0 && ((unsigned char)out[k - 1] & 0xc0) == 0xc0)
-		k--;
-	out[k] = '\0';
-}
-
 static void term_size(unsigned short *rows, unsigned short *cols)
 {
 	struct winsize ws = {0};
@@ -285,7 +267,7 @@ static void pty_rows(unsigned short rows)
  *   ESC ( B ... G0 to G3 are ASCII and SI puts G0 in use: no line-drawing letters, and a
  *               single shift the command left pending finds ASCII too
  *   SGR 0       no conceal, no colours, no blink, no reverse
- *   ESC # 5     the bottom row single-width (a double-width row shows half of it)
+ *   ESC # 5     each of the bar's rows single-width (a double-width row shows half of it)
  * Not touched, since DECSC does not save them and the command's drawing relies on them,
  * and none can hide the bar: the scrolling region (rows are absolute with origin mode
  * off), insert mode and autowrap (the row is cleared and the text never reaches the last
@@ -303,85 +285,64 @@ static const char *answer_word(void)
 	return ask.q.plan[0] ? ask.q.plan : ask.q.to;
 }
 
-/* Cuts S to at most N bytes at a character boundary; returns the length kept. */
-static size_t cut_utf8(const char *s, size_t n)
+/* The rows the bar may take: PW_BAR_ROWS_MAX, and never more than half the screen. */
+static size_t bar_rows_max(void)
 {
-	size_t len = strlen(s);
+	size_t half = ask.rows / 2;
 
-	if (len <= n)
-		return len;
-	while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-		n--;
-	return n;
+	return half < 1 ? 1 : half < PW_BAR_ROWS_MAX ? half : PW_BAR_ROWS_MAX;
 }
 
-/*
- * The bar's words, at most WIDTH bytes where it can (bytes are never fewer than columns).
- * The question names the target and how to allow it before anything else; the agent's
- * reason gets the room left, cut with "...", or is left out on a narrow terminal
- * (`piworkfs mode` shows it whole).
- */
-static int bar_text(char *text, size_t size, size_t width)
+/* The command keeps the rows above the bar's N: its pty shrinks to them (the kernel tells
+ * its programs with SIGWINCH), and the real terminal's scrolling stops above the bar. */
+static void give_rows(size_t n)
 {
-	const char *word = answer_word();
-	size_t wlen = strlen(word);
-	char what[200];
+	char region[64];
+	unsigned keep = ask.rows > n + 1 ? (unsigned)(ask.rows - n) : ask.rows;
+	int len;
 
-	/* what the answer allows: a switch, or a plan's approval (plan.request_approval) */
-	if (ask.q.plan[0])
-		snprintf(what, sizeof(what), "approve plan %s", ask.q.plan);
-	else
-		snprintf(what, sizeof(what), "allow %s \xe2\x86\x92 %s", ask.q.from, ask.q.to);
-	if (ask.q.typed == wlen && wlen > 0)
-		return snprintf(text, size,
-				" piworkfs: %s? Press Enter to allow, any other key denies. ",
-				what);
-	if (ask.q.typed > 0)
-		return snprintf(text, size,
-				" piworkfs: %s? Typed: %.*s (then Enter; any other key denies) ",
-				what, (int)ask.q.typed, word);
-
-	char head[200], tail[120];
-	int hn = ask.q.plan[0]
-		     ? snprintf(head, sizeof(head),
-				" piworkfs: the agent asks you to approve plan %s (piworkfs plan "
-				"show %s)",
-				ask.q.plan, ask.q.plan)
-		     : snprintf(head, sizeof(head),
-				" piworkfs: the agent asks to switch %s \xe2\x86\x92 %s",
-				ask.q.from, ask.q.to);
-	int tn = snprintf(tail, sizeof(tail), ". Type %s, Enter to allow ", word);
-	size_t fixed = (size_t)hn + (size_t)tn + sizeof(" (\"\")") - 1;
-	size_t room = width > fixed ? width - fixed : 0, rlen = strlen(ask.q.reason), keep;
-
-	if (hn < 0 || tn < 0)
-		return -1;
-	if (rlen == 0 || room < 8)
-		return snprintf(text, size, "%s%s", head, tail);
-	keep = rlen <= room ? rlen : cut_utf8(ask.q.reason, room - 3);
-	return snprintf(text, size, "%s (\"%.*s%s\")%s", head, (int)keep, ask.q.reason,
-			keep < rlen ? "..." : "", tail);
+	ask.bar_rows = n;
+	pty_rows((unsigned short)keep);
+	len = snprintf(region, sizeof(region), "\0337\033[1;%ur\0338", keep);
+	pw_run_pty_write_term(ask.pty, region, (size_t)len);
 }
 
-/* Draws the bar on the bottom row, the cursor left where the command had it. */
+/* Draws the question on the bottom rows, the cursor left where the command had it. It takes
+ * the rows its words need (bar.c); while it is open it never gives one back (typing changes
+ * the words, and a bar that jumps is hard to read). */
 static void draw_bar(void)
 {
-	char line[1200], text[900];
-	size_t width = ask.cols > 1 ? (size_t)ask.cols - 1 : 1;
-	int n, tn = bar_text(text, sizeof(text), width);
+	pw_bar bar;
+	pw_bar_question q = {.from = ask.q.from,
+			     .to = ask.q.to,
+			     .plan = ask.q.plan,
+			     .reason = ask.q.reason,
+			     .typed = ask.q.typed};
+	/* two columns of margin, and never the last one (autowrap) */
+	size_t width = ask.cols > 4 ? (size_t)ask.cols - 3 : 1;
+	size_t n = pw_bar_layout(&q, width, bar_rows_max(), &bar);
+	char line[PW_BAR_TEXT_MAX + 512];
+	size_t len = 0;
 
-	if (tn < 0)
-		return;
-	/* BAR_BEGIN (saves the cursor); the row; clear it; the text, cut to the width
-	 * (counting bytes: never wider, at worst shorter); BAR_END (restores). */
-	if ((size_t)tn >= sizeof(text))
-		tn = (int)sizeof(text) - 1;
-	tn = (int)cut_utf8(text, (size_t)tn < width ? (size_t)tn : width);
-	n = snprintf(line, sizeof(line),
-		     BAR_BEGIN "\033[%u;1H\033#5\033[2K" BAR_COLOURS "%.*s" BAR_END,
-		     (unsigned)ask.rows, tn, text);
-	if (n > 0)
-		pw_run_pty_write_term(ask.pty, line, (size_t)n);
+	if (n > ask.bar_rows)
+		give_rows(n);
+	/* BAR_BEGIN (saves the cursor); per row: the row, single-width, cleared with no
+	 * colours, then its words on the bar's colours (the rows the words no longer need stay
+	 * cleared); BAR_END (restores). */
+	len += (size_t)snprintf(line + len, sizeof(line) - len, BAR_BEGIN);
+	for (size_t i = 0; i < ask.bar_rows && len < sizeof(line); i++) {
+		unsigned row = (unsigned)(ask.rows - ask.bar_rows + 1 + i);
+		len += (size_t)snprintf(line + len, sizeof(line) - len,
+					"\033[%u;1H\033#5\033[0m\033[2K", row);
+		if (i < n && len < sizeof(line))
+			len +=
+			    (size_t)snprintf(line + len, sizeof(line) - len, BAR_COLOURS " %.*s ",
+					     (int)bar.len[i], bar.text + bar.start[i]);
+	}
+	if (len < sizeof(line))
+		len += (size_t)snprintf(line + len, sizeof(line) - len, BAR_END);
+	if (len < sizeof(line))
+		pw_run_pty_write_term(ask.pty, line, len);
 }
 
 static void open_question(json_t *p)
@@ -391,21 +352,17 @@ static void open_question(json_t *p)
 	ask.q = (question){.open = true,
 			   .id = json_integer_value(json_object_get(p, "id")),
 			   .shown_ms = pw_clock_ms(CLOCK_MONOTONIC)};
-	shown(ask.q.from, PW_ASK_MODE_SHOWN_MAX, json_string_value(json_object_get(p, "from")));
-	shown(ask.q.to, PW_ASK_MODE_SHOWN_MAX, json_string_value(json_object_get(p, "to")));
-	shown(ask.q.reason, PW_ASK_REASON_SHOWN_MAX,
-	      json_string_value(json_object_get(p, "reason")));
-	shown(ask.q.plan, PW_ASK_MODE_SHOWN_MAX, json_string_value(json_object_get(p, "plan")));
+	/* cleaned here (the daemon cleaned them already: this is the run's own guard) */
+	pw_bar_clean(ask.q.from, PW_ASK_MODE_SHOWN_MAX,
+		     json_string_value(json_object_get(p, "from")));
+	pw_bar_clean(ask.q.to, PW_ASK_MODE_SHOWN_MAX, json_string_value(json_object_get(p, "to")));
+	pw_bar_clean(ask.q.reason, PW_ASK_REASON_SHOWN_MAX,
+		     json_string_value(json_object_get(p, "reason")));
+	pw_bar_clean(ask.q.plan, PW_ASK_MODE_SHOWN_MAX,
+		     json_string_value(json_object_get(p, "plan")));
 	if (!was_open) {
-		char region[64];
-		int n;
-
 		term_size(&ask.rows, &ask.cols);
-		/* The command keeps the rows above; scrolling stops above the bar. */
-		pty_rows(ask.rows > 2 ? ask.rows - 1 : ask.rows);
-		n = snprintf(region, sizeof(region), "\0337\033[1;%ur\0338",
-			     (unsigned)(ask.rows > 2 ? ask.rows - 1 : ask.rows));
-		pw_run_pty_write_term(ask.pty, region, (size_t)n);
+		ask.bar_rows = 0;
 	}
 	draw_bar();
 }
@@ -418,10 +375,17 @@ static void close_question(void)
 	if (!ask.q.open)
 		return;
 	ask.q.open = false;
-	/* Clear the bar, give the whole screen back to the command, and its row back to its
+	/* Clear the bar, give the whole screen back to the command, and its rows back to its
 	 * pty: the size change makes full-screen programs redraw. */
-	n = snprintf(buf, sizeof(buf), "\0337\033[r\033[%u;1H\033[2K\0338", (unsigned)ask.rows);
+	n = snprintf(buf, sizeof(buf), "\0337\033[r\033[0m");
 	pw_run_pty_write_term(ask.pty, buf, (size_t)n);
+	for (size_t i = 0; i < ask.bar_rows; i++) {
+		n = snprintf(buf, sizeof(buf), "\033[%u;1H\033[2K",
+			     (unsigned)(ask.rows - ask.bar_rows + 1 + i));
+		pw_run_pty_write_term(ask.pty, buf, (size_t)n);
+	}
+	pw_run_pty_write_term(ask.pty, "\0338", 2);
+	ask.bar_rows = 0;
 	pty_rows(ask.rows);
 	pw_run_pty_resize(ask.pty); /* the real size, should it have changed meanwhile */
 }
@@ -474,8 +438,9 @@ static void on_resize(pw_run_pty *p)
 {
 	if (!ask.q.open)
 		return;
+	/* what the old size's rows showed is the terminal's to reflow: laid out anew */
 	term_size(&ask.rows, &ask.cols);
-	pty_rows(ask.rows > 2 ? ask.rows - 1 : ask.rows);
+	ask.bar_rows = 0;
 	draw_bar();
 }
 

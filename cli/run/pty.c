@@ -297,7 +297,7 @@ static bool relay_bwrap_err(pw_run_pty *p)
 		from = i + 1;
 	}
 	/* Whatever bwrap's processes write here passes the consent bar's hook as the pty's
-	 * output does: a question open on the bottom row is drawn again over it. */
+	 * output does: a question open on the bottom rows is drawn again over it. */
 	if (p->on_output)
 		p->on_output(p, buf, 0);
 	return true;

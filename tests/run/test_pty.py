@@ -324,14 +324,17 @@ class Terminal_(PtyTest):
 # The sandboxed command of the asking tests: it draws a tick every 100 ms, reads its own
 # keys in raw mode and reports them, and on cue keys talks to the agent socket (it is the
 # agent): a asks for build, s asks twice (the second supersedes), t asks with a 1 s expiry,
-# r asks with a reason full of terminal controls,
+# L asks with a long reason (LONG_REASON), r asks with a reason full of terminal controls,
 # f forges an answer every way it can, F floods requests, x asks, q quits. (While a
 # question is open, the person's keys go to the question, so each cue starts one scene.)
 ASKER = r"""
-import fcntl, json, os, select, socket, sys, termios, time, tty
+import fcntl, json, os, select, signal, socket, struct, sys, termios, time, tty
 
 tty.setraw(0)
 out = lambda s: os.write(1, (s + "\r\n").encode())
+# Our terminal's size, said at each change (the bar takes rows from it, then gives them back)
+signal.signal(signal.SIGWINCH, lambda *a: out("ROWS %d" % struct.unpack(
+    "HHHH", fcntl.ioctl(0, termios.TIOCGWINSZ, b"\0" * 8))[0]))
 sock = socket.socket(socket.AF_UNIX)
 sock.connect(os.environ["PIWORKFS_SOCKET"])
 buf = b""
@@ -374,6 +377,8 @@ while True:
         out("KEY %02x" % k[0])
         if k == b"a" or k == b"x":
             ask("implement the approved plan")
+        elif k == b"L":
+            ask(LONG_REASON)
         elif k == b"s":
             ask("the first reason")
             time.sleep(0.5)  # the first is shown before the second replaces it
@@ -421,6 +426,18 @@ while True:
 """
 
 
+# A reason longer than a row of 80 or 100 columns (issue 44, item 7: cut to "implement
+# th..." on 100 columns, left out on 80).
+LONG_REASON = ("implement the approved plan: the cache layer in src/cache.c with its tests in "
+               "tests/test_cache.py, then the docs in docs/cache.md")
+ASKER = ASKER.replace("LONG_REASON", repr(LONG_REASON))
+
+# What draws on a terminal and prints nothing: CSI sequences, designations of character
+# sets, ESC # 5, ESC 7, ESC 8, ST, and SI, SO, CAN.
+DRAWING = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()*+][0-9A-Za-z]|\x1b#[0-9]|\x1b[78\\]|"
+                     rb"[\x0e\x0f\x18]")
+
+
 def run_view(env, project):
     """(mountpoint, operator socket) of the live run's own view of PROJECT, once there."""
     end = time.monotonic() + DEADLINE
@@ -436,8 +453,10 @@ def run_view(env, project):
     raise AssertionError("no run's view of %s in piworkfs status" % project)
 
 
-class Asking(PtyTest):
-    """The agent asks for build; the person answers on the outer terminal."""
+class AskingBase(PtyTest):
+    """The person's view in plan, and run's command (ASKER) on a terminal of COLS columns."""
+
+    cols = 160  # the reason beside the question on one row
 
     def setUp(self):
         super().setUp()
@@ -450,8 +469,12 @@ class Asking(PtyTest):
         self.assertEqual(p.returncode, 0, p.stderr)
         self.addCleanup(lambda: subprocess.run([PIWORKFS, "umount", bare], env=self.env,
                                                capture_output=True, timeout=DEADLINE))
-        # Wide enough for the reason beside the question (on 80 columns it is left out).
-        self.t = self.python(ASKER, cols=160)
+        if self.cols:
+            self.start_asker(self.cols)
+
+    def start_asker(self, cols, rows=24):
+        self.rows = rows
+        self.t = self.python(ASKER, cols=cols, rows=rows)
         self.t.expect(b"READY")
         self.mp, self.socket = run_view(self.env, self.project)
         # The person's own view of the mode: a subscriber to mode.changed.
@@ -528,6 +551,33 @@ class Asking(PtyTest):
                 if time.monotonic() > end:
                     raise
 
+    def bar(self, start, needle="the agent asks"):
+        """{row: text} of the first drawing of the bar after START whose words hold NEEDLE:
+        what each row of the screen shows once it is drawn (escape sequences removed). A
+        drawing runs from the bar's reset (CAN, ST, save the cursor) to its restore."""
+        end = time.monotonic() + DEADLINE
+        while True:
+            with self.t.cond:
+                buf = self.t.buf
+            for d in re.finditer(rb"\x18\x1b\\\x1b7(.*?)\x1b8", buf[start:], re.S):
+                rows = {}
+                for part in re.split(rb"(?=\x1b\[\d+;1H)", d.group(1)):
+                    at = re.match(rb"\x1b\[(\d+);1H", part)
+                    if at:
+                        rows[int(at.group(1))] = DRAWING.sub(b"", part[at.end():]).decode()
+                rows = {r: text.strip() for r, text in rows.items()}
+                if needle in self.bar_text(rows):
+                    return rows
+            if time.monotonic() > end:
+                raise AssertionError("no bar saying %r; the terminal shows:\n%r"
+                                     % (needle, buf[-3000:]))
+            with self.t.cond:
+                self.t.cond.wait(0.5)  # for more output
+
+    def bar_text(self, rows):
+        """The words of the bar's rows, in order, one space between rows."""
+        return " ".join(rows[r] for r in sorted(rows) if rows[r])
+
     def assert_keeps_drawing_and_reading(self):
         at = self.t.mark()
         self.t.expect(rb"TICK \d+", at)
@@ -539,6 +589,11 @@ class Asking(PtyTest):
         self.t.send(b"q")
         self.assertEqual(self.t.wait(), 0)
         self.assert_restored(self.t)
+
+
+
+class Asking(AskingBase):
+    """The agent asks for build; the person answers on the outer terminal."""
 
     def test_the_targets_name_then_enter_on_the_outer_terminal_switches(self):
         self.assert_keeps_drawing_and_reading()
@@ -634,11 +689,18 @@ class Asking(PtyTest):
         at = self.t.mark()
         self.t.send(b"r")
         m = self.t.expect(rb"ASKED (\d+) pending", at)
-        bar = self.t.expect(rb"the agent asks to switch plan \xe2\x86\x92 build \(\"([^\x1b]*)", at)
-        shown = bar.group(1)
-        self.assertTrue(shown.startswith(b"ok[2J]0;title Allow?"), shown)  # cut to the width
-        for bad in (b"\x1b", b"\r", b"\x07", b"\xe2\x80\xae"):
+        # What the rows show: the reason's text, none of its controls doing anything.
+        self.t.expect(rb"the agent asks to switch plan \xe2\x86\x92 build \(\"", at)
+        shown = self.bar_text(self.bar(at))
+        self.assertIn('build ("ok[2J]0;title Allow? [Y/n] ]n/Y[ zzz', shown)
+        for bad in ("\x1b", "\r", "\x07", "\u202e"):
             self.assertNotIn(bad, shown)
+        # Nothing but the bar's own sequences between its save and restore of the cursor.
+        begin = self.t.buf.rindex(b"\x1b7", at, self.t.expect(b"the agent asks", at).start())
+        drawn = self.t.buf[begin:self.t.expect(rb"\x1b8", begin + 2).start()]
+        self.assertNotIn(b"\x1b[2J", drawn)
+        self.assertNotIn(b"\x1b]0;", drawn)
+        self.assertNotIn(b"\x07", drawn)
         # The daemon kept it cleaned and bounded (what piworkfs mode shows the person).
         p = subprocess.run([PIWORKFS, "mode", "--mount", self.mp], env=self.env,
                            capture_output=True, timeout=DEADLINE)
@@ -738,6 +800,82 @@ class Asking(PtyTest):
             self.assertLess(time.monotonic(), end)
         self.assertEqual(self.mode(), "plan")
         self.assertEqual(self.changes, [])
+        self.finish()
+
+
+class ConsentBar(AskingBase):
+    """The question on terminals of 80 and 100 columns (issue 44, item 7): the agent's reason
+    whole, on as many rows as it needs, and what any other answer does."""
+
+    cols = None  # each test starts its own
+
+    def test_the_reason_shows_whole_on_80_and_100_columns(self):
+        for cols in (80, 100):
+            with self.subTest(cols=cols):
+                self.start_asker(cols)
+                at = self.t.mark()
+                self.t.send(b"L")
+                rid = int(self.t.expect(rb"ASKED (\d+) pending", at).group(1))
+                rows = self.bar(at)
+                text = self.bar_text(rows)
+                self.assertIn('the agent asks to switch plan \u2192 build ("%s")' % LONG_REASON,
+                              text)
+                self.assertIn("Type build, then Enter, to allow; any other answer denies.",
+                              text)
+                # The bottom rows, each within the width (never its last column).
+                n = len(rows)
+                self.assertGreaterEqual(n, 2, rows)
+                self.assertEqual(sorted(rows), list(range(self.rows - n + 1, self.rows + 1)))
+                for r in rows.values():
+                    self.assertLessEqual(len(r), cols - 1, r)
+                # The command keeps the rows above: scrolling stops there, its terminal
+                # shrinks to them.
+                self.assertIn(b"\x1b[1;%dr" % (self.rows - n), self.t.buf[at:])
+                self.t.expect(b"ROWS %d" % (self.rows - n), at)
+                # Typing the name keeps the reason in view; Enter allows.
+                self.arm()
+                at = self.t.mark()
+                self.t.send(b"\r")
+                self.t.expect(("DONE %d approved" % rid).encode(), at)
+                # The rows are cleared and given back.
+                self.t.expect(b"ROWS %d" % self.rows, at)
+                self.assertIn(b"\x1b[r", self.t.buf[at:])
+                self.assertEqual(self.mode(), "build")
+                self.finish()
+
+    def test_the_armed_bar_keeps_the_reason_and_says_what_denies(self):
+        self.start_asker(80)
+        at = self.t.mark()
+        self.t.send(b"L")
+        rid = int(self.t.expect(rb"ASKED (\d+) pending", at).group(1))
+        self.past_grace()
+        at = self.t.mark()
+        self.t.send(b"bu")
+        typed = self.bar_text(self.bar(at, "Typed: bu;"))
+        self.assertIn(LONG_REASON, typed)
+        self.assertIn("any other key denies", typed)
+        at = self.t.mark()
+        self.t.send(b"ild")
+        armed = self.bar_text(self.bar(at, "Press Enter to allow"))
+        self.assertIn(LONG_REASON, armed)
+        self.assertIn("any other key denies", armed)
+        at = self.t.mark()
+        self.t.send(b"x")  # anything but Enter
+        self.t.expect(("DONE %d denied" % rid).encode(), at)
+        self.assertEqual(self.mode(), "plan")
+        self.finish()
+
+    def test_a_reason_full_of_controls_on_80_columns(self):
+        self.start_asker(80)
+        at = self.t.mark()
+        self.t.send(b"r")
+        rid = int(self.t.expect(rb"ASKED (\d+) pending", at).group(1))
+        rows = self.bar(at)
+        text = self.bar_text(rows)
+        self.assertIn('("ok[2J]0;title Allow? [Y/n] ]n/Y[ zzz', text)
+        self.assertTrue(all(len(r) <= 79 for r in rows.values()), rows)
+        self.assertFalse(any(ord(c) < 0x20 or c == "\u202e" for c in text), text)
+        self.deny(rid)
         self.finish()
 
 
