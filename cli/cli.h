@@ -75,7 +75,12 @@ int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char
 		const char *refusal, bool json);
 int pw_mode_answer(const char *cmd, const char *mount, bool approve, const char *which,
 		   bool json); /* WHICH: the request's id or target mode (approve only) */
-void pw_mode_show_pending(const char *mount);
+/* VIEW_OPTION ends each command it prints, so that each works as printed from anywhere:
+ * pw_mode_view_option's. */
+void pw_mode_show_pending(const char *mount, const char *view_option);
+/* How a command names the view the person named: " --run ID" (RUN given), " --mount PATH"
+ * (PATH absolute, a shell word), "" (the current directory's). Malloc'd, NULL if no memory. */
+char *pw_mode_view_option(const char *mount, const char *run);
 
 /* After a switch (cmd_mode.c): when the mode RES describes writes something and an approved
  * plan is in progress, prints its line with the next task (cmd_plan.c); else nothing. */

@@ -435,8 +435,11 @@ static int mode_with_view(const char *cmd, const opts *o)
 	print_mode(o, res, name != NULL);
 	if (name)
 		pw_plan_print_next(o->mount, res); /* cmd_plan.c: the task to start with */
-	if (!name)
-		pw_mode_show_pending(o->mount);
+	if (!name) {
+		/* the view as the person named it: `answer:` then works as printed */
+		_cleanup_free_ char *view = pw_mode_view_option(o->run ? NULL : o->mount, o->run);
+		pw_mode_show_pending(o->mount, view);
+	}
 	return status;
 }
 

@@ -42,6 +42,64 @@ static int connect_view(const char *cmd, const char *mount, unsigned timeout_ms,
 	return PW_EXIT_OK;
 }
 
+/* S as one word of a shell command line: as it is when it holds only characters no shell
+ * reads specially, else in single quotes. Malloc'd, NULL when out of memory. */
+static char *shell_word(const char *s)
+{
+	size_t n = 3;
+	char *q, *o;
+
+	if (s[0] && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+			      "/._+-=:,@%") == strlen(s))
+		return strdup(s);
+	for (const char *p = s; *p; p++)
+		n += *p == '\'' ? 4 : 1;
+	q = o = malloc(n);
+	if (!q)
+		return NULL;
+	*o++ = '\'';
+	for (const char *p = s; *p; p++) {
+		if (*p == '\'') {
+			memcpy(o, "'\\''", 4);
+			o += 4;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o++ = '\'';
+	*o = '\0';
+	return q;
+}
+
+char *pw_mode_view_option(const char *mount, const char *run)
+{
+	_cleanup_free_ char *real = NULL, *word = NULL;
+	char *ret = NULL;
+
+	if (run)
+		return asprintf(&ret, " --run %s", run) < 0 ? NULL : ret;
+	if (!mount)
+		return strdup("");
+	real = realpath(mount, NULL);
+	word = shell_word(real ? real : mount);
+	return word && asprintf(&ret, " --mount %s", word) >= 0 ? ret : NULL;
+}
+
+/* Inside a run: " --run ID", how the person's terminal names the run's view (its own
+ * view, which the bare view's directory is not); "" elsewhere. Malloc'd. */
+static char *run_option(const char *mount)
+{
+	_cleanup_json_ json_t *res = NULL;
+	const char *id;
+	char *ret = NULL;
+
+	if (pw_ctl_call_at(mount, "status", NULL, &res, NULL, NULL) == 0 &&
+	    (id = json_string_value(json_object_get(json_object_get(res, "run"), "id"))) &&
+	    asprintf(&ret, " --run %s", id) >= 0)
+		return ret;
+	return strdup("");
+}
+
 static int refused(const char *cmd, int r, int code, const char *message)
 {
 	if (r == -EREMOTE) {
@@ -105,13 +163,16 @@ int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char
 	/* One message per outcome (issue 36): the request was made, so the refusal that
 	 * led to it ("ask the person to run ...") is no longer what to do. Nobody sees it at
 	 * once: the person may still allow it, for as long as the request lives. */
-	if (streq_ptr(outcome, "pending"))
+	if (streq_ptr(outcome, "pending")) {
+		_cleanup_free_ char *where = run_option(mount);
 		pw_err(cmd,
 		       "refused for now: 'piworkfs mode %s' loosens the mode, which needs the "
 		       "person's consent; asked them: they can allow it with 'piworkfs mode "
-		       "--approve %lld' (or --approve %s) on their own terminal (within 2 minutes)",
-		       name, (long long)json_integer_value(json_object_get(res, "id")), name);
-	else
+		       "--approve %lld%s' (or --approve %s) on their own terminal (within 2 "
+		       "minutes)",
+		       name, (long long)json_integer_value(json_object_get(res, "id")),
+		       where ? where : "", name);
+	} else
 		pw_err(
 		    cmd, "not switched: the request was %s%s", outcome ? outcome : "not answered",
 		    streq_ptr(outcome, "denied")       ? " by the person"
@@ -223,9 +284,12 @@ int pw_mode_answer(const char *cmd, const char *mount, bool approve, const char 
 	return PW_EXIT_OK;
 }
 
-void pw_mode_show_pending(const char *mount)
+void pw_mode_show_pending(const char *mount, const char *view_option)
 {
 	json_t *res = NULL, *p;
+	const char *w = view_option ? view_option : "";
+	/* `plan show` names a view by --mount only: a run's by its mountpoint */
+	_cleanup_free_ char *m = w[0] ? pw_mode_view_option(mount, NULL) : NULL;
 
 	if (pw_ctl_call_at(mount, "mode.request.list", NULL, &res, NULL, NULL) < 0)
 		return; /* inside the agent, or an older daemon: nothing to show */
@@ -237,11 +301,11 @@ void pw_mode_show_pending(const char *mount)
 		long long id = json_integer_value(json_object_get(p, "id"));
 		printf(
 		    "pending request %lld: the agent asks you to approve plan %s (\"%s\"), %llds "
-		    "left\n  read it: piworkfs plan show %s\n  answer: piworkfs mode --approve %lld"
-		    "   or   piworkfs mode --deny\n",
+		    "left\n  read it: piworkfs plan show %s%s\n  answer: piworkfs mode "
+		    "--approve %lld%s   or   piworkfs mode --deny%s\n",
 		    id, json_string_value(json_object_get(p, "plan")),
 		    json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0,
-		    json_string_value(json_object_get(p, "plan")), id);
+		    json_string_value(json_object_get(p, "plan")), m ? m : "", id, w, w);
 	} else if (json_is_object(p)) {
 		long long left = (json_integer_value(json_object_get(p, "expires_ns")) -
 				  pw_clock_ns(CLOCK_REALTIME)) /
@@ -249,11 +313,11 @@ void pw_mode_show_pending(const char *mount)
 		long long id = json_integer_value(json_object_get(p, "id"));
 		printf(
 		    "pending request %lld: the agent asks to switch %s \xe2\x86\x92 %s (\"%s\"), "
-		    "%llds left\n  answer: piworkfs mode --approve %lld   or   piworkfs mode "
-		    "--deny\n",
+		    "%llds left\n  answer: piworkfs mode --approve %lld%s   or   piworkfs mode "
+		    "--deny%s\n",
 		    id, json_string_value(json_object_get(p, "from")),
 		    json_string_value(json_object_get(p, "to")),
-		    json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0, id);
+		    json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0, id, w, w);
 	}
 	json_decref(res);
 }

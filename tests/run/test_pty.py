@@ -906,7 +906,7 @@ class AskingWithoutTerminal(PtyTest):
             self.assertTrue(line, err)
             err += line
         self.assertIn(b"refused", err)
-        told = re.search(rb"piworkfs mode --approve (\d+)' \(or --approve build\)", err)
+        told = re.search(rb"piworkfs mode --approve (\d+) --run \w+' \(or --approve build\)", err)
         self.assertIsNotNone(told, err)
         run_mp, _ = run_view(self.env, self.project)  # the run's own view answers for it
         p = subprocess.run([PIWORKFS, "mode", "--mount", run_mp], env=self.env,
@@ -920,6 +920,69 @@ class AskingWithoutTerminal(PtyTest):
         out, _ = run.communicate(b"go\n", timeout=DEADLINE)
         self.assertEqual(run.returncode, 0)
         self.assertEqual(json.loads(out)["mode"], "build")
+
+    def test_the_answers_printed_work_as_printed(self):
+        # Issue 44, item 8: `mode --run ID` printed `answer: piworkfs mode --approve 3`,
+        # which from the person's terminal answers no view (or the bare view, where nothing
+        # is pending). What is printed, run as printed from elsewhere, answers the run's.
+        mp = os.path.join(self.tmp, "view")
+        os.mkdir(mp)
+        p = subprocess.run([PIWORKFS, "mount", "--mode", "plan", self.project, mp],
+                           env=self.env, capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.addCleanup(lambda: subprocess.run([PIWORKFS, "umount", mp], env=self.env,
+                                               capture_output=True, timeout=DEADLINE))
+        run = subprocess.Popen(
+            [PIWORKFS, "run", "--project", self.project, "--", "sh", "-c",
+             "piworkfs mode build --reason 'run the tests'; echo ASKED >&2; read x; "
+             "piworkfs mode off --reason 'all of it'; echo ASKED >&2; read x; "
+             "piworkfs mode --json"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            env=self.env, cwd=self.project)
+        self.addCleanup(lambda: run.poll() is None and run.kill())
+
+        def told():
+            """The command the agent was told the person may run."""
+            err = b""
+            end = time.monotonic() + DEADLINE
+            while b"ASKED" not in err:
+                self.assertLess(time.monotonic(), end, err)
+                line = run.stderr.readline()
+                self.assertTrue(line, err)
+                err += line
+            m = re.search(rb"allow it with '(piworkfs mode --approve \d+ --run \w+)'", err)
+            self.assertIsNotNone(m, err)
+            return m.group(1).decode()
+
+        def sh(command):
+            """COMMAND run by a shell of the person's, outside every view."""
+            return subprocess.run(["sh", "-c", command], env=self.env, cwd=self.tmp,
+                                  capture_output=True, text=True, timeout=DEADLINE)
+
+        run_mp, _ = run_view(self.env, self.project)
+        run_id = next(v["run"]["id"] for v in json.loads(
+            subprocess.run([PIWORKFS, "status", "--json"], env=self.env, capture_output=True,
+                           text=True, timeout=DEADLINE).stdout)
+            if v.get("mountpoint") == run_mp)
+        # What the agent is told to ask for works as told.
+        inside = told()
+        self.assertIn("--run " + run_id, inside)
+        p = sh(inside)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        run.stdin.write(b"go\n")
+        run.stdin.flush()
+        # What `mode --run ID` shows the person works as shown.
+        told()
+        p = sh("piworkfs mode --run " + run_id)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        m = re.search(r"answer: (piworkfs mode --approve \d+ --run \w+)   or   "
+                      r"(piworkfs mode --deny --run \w+)", p.stdout)
+        self.assertIsNotNone(m, p.stdout)
+        p = sh(m.group(1))
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("allowed: build \u2192 off", p.stdout)
+        out, _ = run.communicate(b"go\n", timeout=DEADLINE)
+        self.assertEqual(json.loads(out)["mode"], "off")
 
 
 if __name__ == "__main__":
