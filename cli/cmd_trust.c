@@ -6,12 +6,14 @@
  * view reads trust when it loads its modes: a change reloads the caller's live views of the
  * project, so it takes effect at once. `piworkfs trust --list` shows the trusted projects.
  */
+#include <sys/stat.h>
 #include <time.h>
 
 #include "cli.h"
 #include "client/ctl_client.h"
 #include "options.h"
 #include "output.h"
+#include "procfs.h"
 #include "project.h"
 #include "store/state.h"
 #include "store/reader.h"
@@ -37,8 +39,48 @@ static const char usage[] =
     "  piworkfs trust ~/proj\n"
     "  piworkfs trust --revoke\n"
     "\n"
-    "Exit status: 0 ok; 2 usage error; 3 the project does not exist; 5 the state database\n"
-    "cannot be written.\n";
+    "Exit status: 0 ok; 1 refused inside `piworkfs run` (the run hides the state database:\n"
+    "trust from your own terminal); 2 usage error; 3 the project does not exist; 5 the\n"
+    "state database cannot be written.\n";
+
+/* Is the directory DIR a tmpfs mounted right there (as run/sandbox.c hides a state
+ * directory)? */
+static bool tmpfs_at(const char *dir)
+{
+	pw_mountinfo *m = NULL;
+	size_t n = 0;
+	bool found = false;
+
+	if (pw_mountinfo_read(SIZE_MAX, &m, &n) < 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		found = found || (streq(m[i].mountpoint, dir) && streq(m[i].fstype, "tmpfs"));
+	pw_mountinfo_free(m, n);
+	return found;
+}
+
+/*
+ * Are we inside the sandbox of `piworkfs run`? It hides the state database from the agent
+ * (docs/SECURITY.md: a tmpfs over its directory, or /dev/null over the file), so trust
+ * would be recorded in a throwaway copy, and said done, and --list would say nothing is
+ * trusted. Told by the run's agent socket in the environment, or, should the agent have
+ * unset it, by the database being hidden so.
+ */
+static bool inside_run(const char *dbpath)
+{
+	const char *env = getenv("PIWORKFS_SOCKET");
+	_cleanup_free_ char *dir = strdup(dbpath);
+	char *slash = dir ? strrchr(dir, '/') : NULL;
+	struct stat st;
+
+	if (env && env[0])
+		return true;
+	if (stat(dbpath, &st) == 0 && S_ISCHR(st.st_mode))
+		return true;
+	if (slash && slash != dir)
+		*slash = '\0';
+	return slash && slash != dir && tmpfs_at(dir);
+}
 
 static void format_since(int64_t ns, char *buf, size_t size)
 {
@@ -161,8 +203,7 @@ static int trust_set(const char *cmd, const char *dbpath, const char *root, bool
 		return PW_EXIT_SYSTEM;
 	}
 	bool changed = (before == 1) != trust;
-	/* Inside the sandbox of `run` there is no state database to change, and the agent's
-	 * socket may not reload; elsewhere the live views of the project take it at once. */
+	/* The live views of the project take it at once (inside `run`, refused before). */
 	_cleanup_json_ json_t *reloaded = changed ? reload_views(root) : json_array();
 	size_t n_reloaded = json_array_size(reloaded);
 
@@ -237,6 +278,16 @@ int cmd_trust(int argc, char **argv)
 	if (!dbpath) {
 		pw_err(argv[0], "cannot tell where the state database is (no $HOME)");
 		return PW_EXIT_SYSTEM;
+	}
+	if (inside_run(dbpath)) {
+		pw_err(argv[0],
+		       "refused inside `piworkfs run`: the run hides your state database from the "
+		       "agent, so trust would be recorded nowhere; run 'piworkfs trust%s' on your "
+		       "own terminal, outside the run",
+		       list	? " --list"
+		       : revoke ? " --revoke"
+				: "");
+		return PW_EXIT_DENIED;
 	}
 	if (list)
 		return trust_list(argv[0], dbpath, json);

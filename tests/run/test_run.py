@@ -517,6 +517,26 @@ class Authority(RunTest):
         self.assertIn("piworkfs mode off", p.stderr)
         self.assert_unchanged()
 
+    def test_trust_inside_is_refused_and_trusts_nothing(self):
+        # Issue 44, item 9: `trust` inside said "trusted ..." and wrote a throwaway database
+        # (the run hides the real one). Refused, saying why and what to do, as undo is; with
+        # PIWORKFS_SOCKET unset too (the hidden database tells); --list too, which said
+        # "no trusted projects" whatever the person trusted.
+        self.pw("trust", "--list")
+        for script in ("piworkfs trust", "env -u PIWORKFS_SOCKET piworkfs trust",
+                       "piworkfs trust --revoke", "env -u PIWORKFS_SOCKET piworkfs trust --list"):
+            p = self.sh(script + "; echo rc=$?", "--mode", "build")
+            self.assertIn("rc=1", p.stdout, script + ": " + p.stdout + p.stderr)
+            lines = [x for x in p.stderr.splitlines() if x.startswith("piworkfs: trust:")]
+            self.assertEqual(len(lines), 1, p.stderr)
+            self.assertIn("refused inside `piworkfs run`", lines[0])
+            self.assertIn("on your own terminal, outside the run", lines[0])
+            self.assertNotIn("trusted", p.stdout)
+        self.assertIn("no trusted projects", self.pw("trust", "--list").stdout)
+        # Outside, the same command works.
+        self.pw("trust")
+        self.assertIn(self.project, self.pw("trust", "--list").stdout)
+
     def test_queries_work_inside_through_the_agent_socket(self):
         p = self.sh('piworkfs status && piworkfs check --write src/main.c; '
                     'echo "check=$?"; piworkfs allowed; echo "allowed=$?"; '
