@@ -718,6 +718,53 @@ class DevScripts(unittest.TestCase):
         self.assertIn("  bash: src/main.c: Read-only file system\n", p.stdout)
         self.assertNotIn("demo/run: line", p.stdout)
 
+    def test_the_demo_has_a_private_directory_and_writes_plain_text_to_a_file(self):
+        # Issue 44, item 15: `./dev demo > file` wrote bold escape codes, and every user's
+        # demo went to one fixed /tmp/piworkfs-demo. Now a private directory of mktemp's,
+        # printed, replaced by the next demo; escape codes only on a terminal.
+        runtime = os.path.join(self.tmp, "run")
+        os.makedirs(runtime, 0o700)
+        env = {
+            "PATH": os.path.dirname(os.path.abspath(PIWORKFS)) + ":/usr/bin:/bin",
+            "LC_ALL": "C.UTF-8", "HOME": self.tmp, "XDG_RUNTIME_DIR": runtime,
+            "XDG_CONFIG_HOME": os.path.join(self.tmp, "config"),
+            "PIWORKFS_STATE_DB": os.path.join(self.tmp, "state.db"),
+            "PIWORKFS_MODES_DIR": MODES_DIR, "TMPDIR": self.tmp,
+        }
+        demos = []
+
+        def unmount():
+            for d in demos:
+                view = os.path.join(d, "greeter.view")
+                if harness.is_view_mounted(view):
+                    subprocess.run([PIWORKFS, "umount", view], env=env, capture_output=True)
+                if harness.is_view_mounted(view):
+                    subprocess.run(["fusermount3", "-u", "-z", view], capture_output=True)
+        self.addCleanup(unmount)
+        for _ in range(2):
+            out = os.path.join(self.tmp, "demo.txt")
+            with open(out, "w") as f:
+                p = subprocess.run([os.path.join(test_cli.SOURCE, "demo", "run")], env=env,
+                                   stdout=f, stderr=subprocess.PIPE, text=True, timeout=300)
+            with open(out) as f:
+                text = f.read()
+            self.assertEqual(p.returncode, 0, text + p.stderr)
+            self.assertNotIn("\x1b", text, "escape codes in a file")
+            m = re.search(r"The demo's directory: (\S+) ", text)
+            self.assertIsNotNone(m, text)
+            d = m.group(1)
+            demos.append(d)
+            self.assertEqual(os.path.dirname(d), self.tmp)
+            self.assertTrue(os.path.basename(d).startswith("piworkfs-demo."), d)
+            st = os.stat(d)
+            self.assertEqual((st.st_mode & 0o777, st.st_uid), (0o700, os.getuid()))
+            self.assertIn("cd %s/greeter.view" % d, text)
+            self.assertTrue(harness.is_view_mounted(os.path.join(d, "greeter.view")))
+        self.assertNotEqual(demos[0], demos[1])
+        # The second demo replaced the first: unmounted, and gone.
+        self.assertFalse(harness.is_view_mounted(os.path.join(demos[0], "greeter.view")))
+        self.assertFalse(os.path.exists(demos[0]))
+
 
 class AgentMessages(unittest.TestCase):
     """Item 10: one truthful message per situation for the agent inside `run`."""
