@@ -600,6 +600,19 @@ static void wait_for_old_daemon(const char *socket_dir, const char *mp)
 		(void)wait_pid_gone(pid, DAEMON_EXIT_MS);
 }
 
+/* A mountpoint ARG that does not exist: the one line, with the command that makes it. */
+static int missing_mountpoint(const char *arg)
+{
+	_cleanup_free_ char *cwd = arg[0] == '/' ? NULL : getcwd(NULL, 0), *abs = NULL, *q = NULL;
+
+	if (asprintf(&abs, "%s%s%s", cwd ? cwd : "", cwd ? "/" : "", arg) < 0 ||
+	    !(q = pw_shell_word(abs)))
+		return PW_EXIT_SYSTEM;
+	pw_err("mount", "mountpoint %s does not exist: make it first (mkdir -p %s), as for sshfs",
+	       arg, q);
+	return PW_EXIT_CONFIG;
+}
+
 /* Resolves and checks the mountpoint. Returns an exit status; *ret is the real path. */
 static int prepare_mountpoint(const char *arg, const char *project, bool nonempty, char **ret)
 {
@@ -619,6 +632,10 @@ static int prepare_mountpoint(const char *arg, const char *project, bool nonempt
 	}
 	char real[PATH_MAX];
 	if (!realpath(arg, real)) {
+		/* As sshfs and mount(8), never made on the fly (a typo would mount elsewhere):
+		 * the error says how to make it. */
+		if (errno == ENOENT)
+			return missing_mountpoint(arg);
 		pw_err("mount", "mountpoint %s: %s", arg, strerror(errno));
 		return PW_EXIT_CONFIG;
 	}

@@ -42,35 +42,6 @@ static int connect_view(const char *cmd, const char *mount, unsigned timeout_ms,
 	return PW_EXIT_OK;
 }
 
-/* S as one word of a shell command line: as it is when it holds only characters no shell
- * reads specially, else in single quotes. Malloc'd, NULL when out of memory. */
-static char *shell_word(const char *s)
-{
-	size_t n = 3;
-	char *q, *o;
-
-	if (s[0] && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-			      "/._+-=:,@%") == strlen(s))
-		return strdup(s);
-	for (const char *p = s; *p; p++)
-		n += *p == '\'' ? 4 : 1;
-	q = o = malloc(n);
-	if (!q)
-		return NULL;
-	*o++ = '\'';
-	for (const char *p = s; *p; p++) {
-		if (*p == '\'') {
-			memcpy(o, "'\\''", 4);
-			o += 4;
-		} else {
-			*o++ = *p;
-		}
-	}
-	*o++ = '\'';
-	*o = '\0';
-	return q;
-}
-
 char *pw_mode_view_option(const char *mount, const char *run)
 {
 	_cleanup_free_ char *real = NULL, *word = NULL;
@@ -81,7 +52,7 @@ char *pw_mode_view_option(const char *mount, const char *run)
 	if (!mount)
 		return strdup("");
 	real = realpath(mount, NULL);
-	word = shell_word(real ? real : mount);
+	word = pw_shell_word(real ? real : mount);
 	return word && asprintf(&ret, " --mount %s", word) >= 0 ? ret : NULL;
 }
 

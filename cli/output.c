@@ -121,6 +121,33 @@ int pw_usage(const char *cmd, const char *usage, bool to_stderr)
 	return PW_EXIT_OK;
 }
 
+char *pw_shell_word(const char *s)
+{
+	size_t n = 3;
+	char *q, *o;
+
+	if (s[0] && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+			      "/._+-=:,@%") == strlen(s))
+		return strdup(s);
+	for (const char *p = s; *p; p++)
+		n += *p == '\'' ? 4 : 1;
+	q = o = malloc(n);
+	if (!q)
+		return NULL;
+	*o++ = '\'';
+	for (const char *p = s; *p; p++) {
+		if (*p == '\'') {
+			memcpy(o, "'\\''", 4);
+			o += 4;
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o++ = '\'';
+	*o = '\0';
+	return q;
+}
+
 int pw_print_json(json_t *j)
 {
 	int r = 0;

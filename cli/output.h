@@ -64,6 +64,11 @@ void pw_print_wrapped(FILE *f, const char *s, size_t at, size_t hang, size_t wid
 /* The width output should fit: the terminal's on stdout, else PW_HELP_WIDTH. */
 size_t pw_output_width(void);
 
+/* S as one word of a shell command line, for commands printed to be run as printed: as it
+ * is when it holds only characters no shell reads specially, else in single quotes.
+ * Malloc'd, NULL when out of memory. */
+char *pw_shell_word(const char *s);
+
 /* "error" or "warning": the word a problem formatted as FILE:LINE:COL: SEVERITY: ...
  * (pw_warning_format) is listed under. */
 const char *pw_problem_word(const char *formatted);
