@@ -40,6 +40,7 @@ static const char usage[] =
     "Options:\n"
     "  -m, --mode M       the mode to show (default: the live view's mode)\n"
     "  -C, --project DIR  the project (default: the one enclosing the current directory)\n"
+    "  -M, --mount PATH   the view containing PATH: its project and its live mode\n"
     "      --files        list the existing files the mode allows writing\n"
     "      --tree         the project's tree with the verdict for each entry\n"
     "      --why          with --tree: the rule that decides each entry\n"

@@ -35,6 +35,7 @@ static const char usage[] =
     "Options:\n"
     "  -m, --mode M       the mode to ask (default: the live view's mode)\n"
     "  -C, --project DIR  the project (default: the one enclosing the current directory)\n"
+    "  -M, --mount PATH   the view containing PATH: its project and its live mode\n"
     "      --cwd DIR      the directory the command runs in (default: the current one\n"
     "                     when inside the project, else the project root)\n"
     "      --json         print the analysis as JSON (docs/BASH.md)\n"

@@ -26,6 +26,7 @@ static const char usage[] =
     "  -m, --mode M       the mode to ask (default: the mode of the live view around the\n"
     "                     current directory, or of the project's live view)\n"
     "  -C, --project DIR  the project (default: the one enclosing the current directory)\n"
+    "  -M, --mount PATH   the view containing PATH: its project and its live mode\n"
     "  -w, --write        ask about writing (the default)\n"
     "  -r, --read         ask about reading (denied only for hidden paths)\n"
     "      --json         print a JSON array of decisions (docs/JSON.md)\n"

@@ -69,6 +69,7 @@ static const char log_usage[] =
     "                     with Z or +HH:MM for a zone (default local time), or 30s, 10m,\n"
     "                     2h, 3d, 1w ago\n"
     "  -C, --project DIR  only events of the project DIR\n"
+    "  -M, --mount PATH   only events of the project of the view containing PATH\n"
     "  -a, --all          events of every project (the default outside a live view)\n"
     "      --switches     only mode switches: from, to, and who asked (pid, command, uid,\n"
     "                     through which socket)\n"
@@ -85,7 +86,8 @@ static const char log_usage[] =
     "\n"
     "The database is $PIWORKFS_STATE_DB, $XDG_STATE_HOME/piworkfs/state.db,\n"
     "/var/lib/piworkfs/state.db for root, else ~/.local/state/piworkfs/state.db.\n"
-    "Exit status: 0 ok; 2 usage error; 3 bad project; 5 the database cannot be read.\n";
+    "Exit status: 0 ok; 2 usage error; 3 bad project; 4 no live view has -M PATH;\n"
+    "5 the database cannot be read.\n";
 
 static const char why_usage[] =
     "Usage: piworkfs why [--mode M] [--project DIR] [-n N] [--json] PATH\n"
@@ -97,6 +99,7 @@ static const char why_usage[] =
     "  -m, --mode M       judge under mode M (default: the live view's mode, else the\n"
     "                     project's last mode)\n"
     "  -C, --project DIR  the project (default: the one enclosing the current directory)\n"
+    "  -M, --mount PATH   the view containing PATH: its project and its live mode\n"
     "  -n, --lines N      how many past denials to show (default 5)\n"
     "      --json         print one JSON object\n"
     "  -h, --help         show this help\n"
@@ -105,8 +108,8 @@ static const char why_usage[] =
     "  piworkfs why src/main.c\n"
     "  piworkfs why --mode design docs/design/a.md\n"
     "\n"
-    "Exit status: 0 ok; 2 usage error; 3 unknown mode, bad project or bad PATH; 5 system\n"
-    "error.\n";
+    "Exit status: 0 ok; 2 usage error; 3 unknown mode, bad project or bad PATH; 4 no live\n"
+    "view contains -M PATH; 5 system error.\n";
 
 /* ---- One audit row. ---- */
 

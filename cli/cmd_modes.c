@@ -19,6 +19,7 @@ static const char usage[] =
     "\n"
     "Options:\n"
     "  -C, --project DIR  the project (default: the one enclosing the current directory)\n"
+    "  -M, --mount PATH   the project of the view containing PATH\n"
     "      --check        check every mode file and config.yaml, like `nginx -t`: print\n"
     "                     only the problems and a summary, and exit 3 on any error or\n"
     "                     warning (for a project's CI); the project's files are read as\n"
@@ -32,7 +33,8 @@ static const char usage[] =
     "\n"
     "Exit status: 0 ok; 2 usage error; 3 a mode file or config.yaml has errors (with\n"
     "--check: errors or warnings), the live view of the project fails closed, or the\n"
-    "bundled modes could not be read at all; 5 system error.\n";
+    "bundled modes could not be read at all; 4 no live view contains -M PATH; 5 system\n"
+    "error.\n";
 
 /* "1 error:", "2 warnings:", "1 error, 2 warnings:": the heading names what follows. */
 static void print_problem_count(const pw_modeset *ms)

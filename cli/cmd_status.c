@@ -11,9 +11,10 @@
 #include "output.h"
 
 static const char usage[] =
-    "Usage: piworkfs status [--all] [--json]\n"
+    "Usage: piworkfs status [--all | --mount PATH] [--json]\n"
     "\n"
-    "List your live views: project, mountpoint, active mode and generation, control\n"
+    "List your live views, the one containing the current directory first: project, mountpoint, "
+    "active mode and generation, control\n"
     "socket, state database, uptime, trust, warnings (including why a view fails\n"
     "closed), denied operations, the audit writer's events: submitted, written to the\n"
     "log, dropped (the queue was full) and coalesced (merged into an existing row), and\n"
@@ -24,18 +25,22 @@ static const char usage[] =
     "mounted lists the runs of its project with their modes and pids.\n"
     "\n"
     "Options:\n"
-    "  -a, --all    also other users' views (their daemons answer only them and root)\n"
-    "      --json   print a JSON array of the daemons' status objects (docs/PROTOCOL.md);\n"
-    "               a view whose daemon does not answer has {\"mountpoint\", \"error\"}\n"
-    "               (and \"hint\": what to do when the daemon is gone)\n"
-    "  -h, --help   show this help\n"
+    "  -a, --all          also other users' views (their daemons answer only them and\n"
+    "                     root)\n"
+    "  -M, --mount PATH   only the view containing PATH\n"
+    "      --json         print a JSON array of the daemons' status objects\n"
+    "                     (docs/PROTOCOL.md); a view whose daemon does not answer has\n"
+    "                     {\"mountpoint\", \"error\"} (and \"hint\": what to do when the\n"
+    "                     daemon is gone)\n"
+    "  -h, --help         show this help\n"
     "\n"
     "Examples:\n"
     "  piworkfs status\n"
     "  piworkfs status --all --json\n"
+    "  piworkfs status -M ~/proj.view\n"
     "\n"
     "Exit status: 0 ok (also when there is no view); 2 usage error; 4 the daemon of one of\n"
-    "your views does not answer; 5 system error.\n";
+    "your views does not answer, or no live view contains -M PATH; 5 system error.\n";
 
 static void format_uptime(json_int_t s, char *buf, size_t size)
 {
@@ -291,14 +296,69 @@ static json_t *ask(const char *mountpoint, const char *socket, bool *ret_failed)
 	return j;
 }
 
+/* Appends the status of mount M to ALL; *RET_FAILED when a view of ours does not answer. */
+static void add_view(json_t *all, const pw_ctl_mount *m, bool *ret_failed)
+{
+	_cleanup_free_ char *sock = NULL;
+	/* Another user's view: its daemon (which serves only its owner and root) not
+	 * answering is no failure of ours. */
+	bool mine = m->uid < 0 || m->uid == (long)getuid(), theirs_failed = false;
+	bool *fail = mine ? ret_failed : &theirs_failed;
+	int r = pw_ctl_view_socket(m->mountpoint, m->uid, &sock);
+
+	if (r < 0) {
+		*fail = true;
+		json_array_append_new(all, json_pack("{s:s,s:s}", "mountpoint", m->mountpoint,
+						     "error", strerror(-r)));
+		return;
+	}
+	json_t *one = ask(m->mountpoint, sock, fail);
+	if (!mine)
+		json_object_set_new(one, "owner_uid", json_integer(m->uid));
+	json_array_append_new(all, one);
+}
+
+/*
+ * The views to show: only the one containing ONLY (-M), else the one containing the
+ * current directory first (the view the person is in is the one they ask about), then
+ * their other views (and with ALL_USERS other users'). Returns an exit status.
+ */
+static int add_views(const char *cmd, json_t *all, const char *only, bool all_users,
+		     bool *ret_failed)
+{
+	_cleanup_free_ char *sock = NULL, *here = NULL;
+	pw_ctl_mount *m = NULL;
+	size_t n = 0;
+	int r = pw_ctl_find_view_full(only, &sock, &here);
+
+	if (only && r < 0) {
+		pw_err(cmd, "%s is not inside a live piworkfs view (see 'piworkfs status')", only);
+		return PW_EXIT_NO_VIEW;
+	}
+	r = pw_ctl_list_mounts(&m, &n);
+	if (r < 0) {
+		pw_err(cmd, "cannot read /proc/self/mountinfo: %s", strerror(-r));
+		return PW_EXIT_SYSTEM;
+	}
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < n; i++) {
+			bool mine = m[i].uid < 0 || m[i].uid == (long)getuid();
+			bool is_here = here && streq(m[i].mountpoint, here);
+			if ((pass == 0) != is_here || (!is_here && (only || (!mine && !all_users))))
+				continue;
+			add_view(all, &m[i], ret_failed);
+		}
+	pw_ctl_mounts_free(m, n);
+	return PW_EXIT_OK;
+}
+
 int cmd_status(int argc, char **argv)
 {
 	_cleanup_opts_ pw_opts po = {0};
 	_cleanup_json_ json_t *all = json_array();
-	const char *env = getenv("PIWORKFS_SOCKET");
+	const char *env = getenv("PIWORKFS_SOCKET"), *only = NULL;
 	bool json = false, failed = false, all_users = false;
-	pw_ctl_mount *m = NULL;
-	size_t n = 0, i;
+	size_t i;
 	json_t *st;
 	int c, r;
 
@@ -312,6 +372,9 @@ int cmd_status(int argc, char **argv)
 		case 'a':
 			all_users = true;
 			break;
+		case 'M':
+			only = po.arg;
+			break;
 		case 'h':
 			return pw_usage(argv[0], usage, false);
 		}
@@ -323,39 +386,19 @@ int cmd_status(int argc, char **argv)
 		       po.operands[0]);
 		return PW_EXIT_USAGE;
 	}
+	if (only && all_users) {
+		pw_err(argv[0], "--mount names one view, --all every user's: give one");
+		return PW_EXIT_USAGE;
+	}
 	if (!all)
 		return PW_EXIT_SYSTEM;
 
 	if (env && env[0]) {
 		json_array_append_new(all, ask(NULL, env, &failed));
 	} else {
-		r = pw_ctl_list_mounts(&m, &n);
-		if (r < 0) {
-			pw_err(argv[0], "cannot read /proc/self/mountinfo: %s", strerror(-r));
-			return PW_EXIT_SYSTEM;
-		}
-		for (i = 0; i < n; i++) {
-			_cleanup_free_ char *sock = NULL;
-			/* Another user's view: only with --all, and its daemon (which serves only
-			 * its owner and root) not answering is no failure of ours. */
-			bool mine = m[i].uid < 0 || m[i].uid == (long)getuid();
-			bool theirs_failed = false, *fail = mine ? &failed : &theirs_failed;
-			if (!mine && !all_users)
-				continue;
-			r = pw_ctl_view_socket(m[i].mountpoint, m[i].uid, &sock);
-			if (r < 0) {
-				*fail = true;
-				json_array_append_new(all, json_pack("{s:s,s:s}", "mountpoint",
-								     m[i].mountpoint, "error",
-								     strerror(-r)));
-				continue;
-			}
-			json_t *one = ask(m[i].mountpoint, sock, fail);
-			if (!mine)
-				json_object_set_new(one, "owner_uid", json_integer(m[i].uid));
-			json_array_append_new(all, one);
-		}
-		pw_ctl_mounts_free(m, n);
+		r = add_views(argv[0], all, only, all_users, &failed);
+		if (r != PW_EXIT_OK)
+			return r;
 	}
 
 	if (json) {

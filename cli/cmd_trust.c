@@ -19,7 +19,7 @@
 #include "store/reader.h"
 
 static const char usage[] =
-    "Usage: piworkfs trust [PROJECT] [--revoke] [--json]\n"
+    "Usage: piworkfs trust [PROJECT | --mount PATH] [--revoke] [--json]\n"
     "       piworkfs trust --list [--json]\n"
     "\n"
     "Trust PROJECT (default: the project enclosing the current directory; inside a view,\n"
@@ -32,6 +32,7 @@ static const char usage[] =
     "Options:\n"
     "      --revoke       withdraw trust instead\n"
     "  -l, --list         list the trusted projects\n"
+    "  -M, --mount PATH   the project of the view containing PATH\n"
     "      --json         print JSON\n"
     "  -h, --help         show this help\n"
     "\n"
@@ -40,8 +41,8 @@ static const char usage[] =
     "  piworkfs trust --revoke\n"
     "\n"
     "Exit status: 0 ok; 1 refused inside `piworkfs run` (the run hides the state database:\n"
-    "trust from your own terminal); 2 usage error; 3 the project does not exist; 5 the\n"
-    "state database cannot be written.\n";
+    "trust from your own terminal); 2 usage error; 3 the project does not exist; 4 no\n"
+    "live view contains -M PATH; 5 the state database cannot be written.\n";
 
 /* Is the directory DIR a tmpfs mounted right there (as run/sandbox.c hides a state
  * directory)? */
@@ -245,7 +246,7 @@ int cmd_trust(int argc, char **argv)
 	_cleanup_free_ char *dbpath = pw_state_default_path();
 	_cleanup_project_ pw_cli_project p = {0};
 	bool revoke = false, list = false, json = false;
-	const char *err = NULL;
+	const char *err = NULL, *view = NULL;
 	int c, r;
 
 	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
@@ -257,6 +258,9 @@ int cmd_trust(int argc, char **argv)
 			break;
 		case 'l':
 			list = true;
+			break;
+		case 'C': /* -M PATH: the view's mountpoint (options.c) */
+			view = po.arg;
 			break;
 		case PW_OPT_JSON:
 			json = true;
@@ -271,8 +275,12 @@ int cmd_trust(int argc, char **argv)
 		pw_err(argv[0], "one PROJECT at a time (see 'piworkfs trust --help')");
 		return PW_EXIT_USAGE;
 	}
-	if (list && (revoke || po.n_operands > 0)) {
-		pw_err(argv[0], "--list takes no PROJECT and no --revoke");
+	if (list && (revoke || po.n_operands > 0 || view)) {
+		pw_err(argv[0], "--list takes no PROJECT, no -M and no --revoke");
+		return PW_EXIT_USAGE;
+	}
+	if (view && po.n_operands > 0) {
+		pw_err(argv[0], "-M and PROJECT both name the project: give one");
 		return PW_EXIT_USAGE;
 	}
 	if (!dbpath) {
@@ -292,7 +300,7 @@ int cmd_trust(int argc, char **argv)
 	if (list)
 		return trust_list(argv[0], dbpath, json);
 
-	const char *project = po.n_operands > 0 ? po.operands[0] : NULL;
+	const char *project = po.n_operands > 0 ? po.operands[0] : view;
 	r = pw_cli_project_open(project, &p, &err);
 	if (r < 0) {
 		pw_err(argv[0], "%s: %s", project ? project : ".", err ? err : strerror(-r));

@@ -182,8 +182,10 @@ static size_t block_len(const line *l, size_t n, bool usage)
 		if (usage) { /* the lines indented under it, but the next alternative */
 			if (in == 0 || starts_with(&l[k], in, "piworkfs "))
 				break;
-		} else if (ind == 0) { /* a paragraph: the lines at the margin */
-			if (in > 0 || starts_with(&l[k], 0, "Usage:"))
+		} else if (ind == 0) { /* a paragraph: the lines at the margin, up to the next
+					* that starts one of its own (exit statuses, a usage) */
+			if (in > 0 || starts_with(&l[k], 0, "Usage:") ||
+			    starts_with(&l[k], 0, "Exit status:"))
 				break;
 		} else if (in <= ind || (l[k].s[in] == '-' && in <= 8)) {
 			break; /* an item: the lines indented deeper, but a new option */

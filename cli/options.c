@@ -11,8 +11,10 @@
 #include <string.h>
 
 #include "cli.h"
+#include "client/ctl_client.h"
 #include "modefile.h"
 #include "output.h"
+#include "project.h"
 #include "util.h"
 
 #define OPT_HELP                                                                                   \
@@ -34,6 +36,15 @@
 #define OPT_MOUNT                                                                                  \
 	{                                                                                          \
 		"mount", 'M', "PATH", 'M', PW_COMPLETE_MOUNTPOINT, "the view containing PATH"      \
+	}
+/* -M PATH in the commands that name their project with -C: the view containing PATH (or
+ * whose project PATH lies in), that view's project and live mode. The parser finds the
+ * view, names it to project.c (whose live mode and lane then come from it, not from the
+ * view around the current directory) and hands the command -C with its mountpoint. */
+#define OPT_VIEW                                                                                   \
+	{                                                                                          \
+		"mount", 'M', "PATH", PW_OPT_VIEW, PW_COMPLETE_MOUNTPOINT,                         \
+		    "the view containing PATH"                                                     \
 	}
 #define OPT_END                                                                                    \
 	{                                                                                          \
@@ -92,6 +103,7 @@ static const pw_option mode_opts[] = {
 
 static const pw_option status_opts[] = {
     {"all", 'a', NULL, 'a', PW_COMPLETE_NONE, "also other users' views"},
+    OPT_MOUNT,
     OPT_JSON,
     OPT_HELP,
     OPT_END,
@@ -99,6 +111,7 @@ static const pw_option status_opts[] = {
 
 static const pw_option modes_opts[] = {
     OPT_PROJECT,
+    OPT_VIEW,
     {"check", 0, NULL, PW_OPT_CHECK, PW_COMPLETE_NONE, "check every mode file, like nginx -t"},
     OPT_JSON,
     OPT_HELP,
@@ -108,6 +121,7 @@ static const pw_option modes_opts[] = {
 static const pw_option allowed_opts[] = {
     OPT_MODE("the mode to show"),
     OPT_PROJECT,
+    OPT_VIEW,
     {"files", 0, NULL, PW_OPT_FILES, PW_COMPLETE_NONE, "list the writable files"},
     {"tree", 0, NULL, PW_OPT_TREE, PW_COMPLETE_NONE, "the project's tree with each verdict"},
     {"why", 0, NULL, PW_OPT_WHY, PW_COMPLETE_NONE, "with --tree: the deciding rule"},
@@ -119,6 +133,7 @@ static const pw_option allowed_opts[] = {
 static const pw_option check_opts[] = {
     OPT_MODE("the mode to ask"),
     OPT_PROJECT,
+    OPT_VIEW,
     {"write", 'w', NULL, 'w', PW_COMPLETE_NONE, "ask about writing (the default)"},
     {"read", 'r', NULL, 'r', PW_COMPLETE_NONE, "ask about reading"},
     OPT_JSON,
@@ -129,6 +144,7 @@ static const pw_option check_opts[] = {
 static const pw_option why_opts[] = {
     OPT_MODE("judge under MODE"),
     OPT_PROJECT,
+    OPT_VIEW,
     {"lines", 'n', "N", 'n', PW_COMPLETE_NONE, "how many past denials"},
     OPT_JSON,
     OPT_HELP,
@@ -138,6 +154,7 @@ static const pw_option why_opts[] = {
 static const pw_option check_bash_opts[] = {
     OPT_MODE("the mode to ask"),
     OPT_PROJECT,
+    OPT_VIEW,
     {"cwd", 0, "DIR", PW_OPT_CWD, PW_COMPLETE_DIR, "the directory the command runs in"},
     OPT_JSON,
     OPT_HELP,
@@ -152,6 +169,7 @@ static const pw_option log_opts[] = {
     {"pid", 0, "PID", PW_OPT_PID, PW_COMPLETE_NONE, "only events of process PID"},
     {"since", 's', "TIME", 's', PW_COMPLETE_NONE, "only events at or after TIME"},
     OPT_PROJECT,
+    OPT_VIEW,
     {"all", 'a', NULL, 'a', PW_COMPLETE_NONE, "events of every project"},
     {"follow", 0, NULL, PW_OPT_FOLLOW, PW_COMPLETE_NONE, "keep printing new events"},
     {"switches", 0, NULL, PW_OPT_SWITCHES, PW_COMPLETE_NONE, "only mode switches"},
@@ -164,6 +182,7 @@ static const pw_option log_opts[] = {
 static const pw_option trust_opts[] = {
     {"revoke", 0, NULL, PW_OPT_REVOKE, PW_COMPLETE_NONE, "withdraw trust"},
     {"list", 'l', NULL, 'l', PW_COMPLETE_NONE, "list the trusted projects"},
+    OPT_VIEW,
     OPT_JSON,
     OPT_HELP,
     OPT_END,
@@ -490,10 +509,51 @@ static int next_short(pw_opts *o)
 	return p->id;
 }
 
+/*
+ * -M PATH standing for -C (OPT_VIEW): finds the view containing PATH and names it, then
+ * returns 'C' with its mountpoint as the argument. A PATH in no live view ends the program
+ * with 4 (no live view), as every command's -M does; -M with -C is a usage error.
+ */
+static int view_option(pw_opts *o, int id)
+{
+	_cleanup_free_ char *sock = NULL, *mp = NULL;
+	int r;
+
+	if ((id == 'C' && o->view_given) || (id == PW_OPT_VIEW && o->project_given)) {
+		pw_err(o->spec->name, "-M and -C both name the project: give one");
+		return -1;
+	}
+	o->project_given = true;
+	if (id == 'C')
+		return id;
+	r = pw_ctl_find_view_full(o->arg, &sock, &mp);
+	if (r < 0) {
+		if (r == -ENOENT)
+			pw_err(o->spec->name,
+			       "%s is not inside a live piworkfs view (see 'piworkfs status')",
+			       o->arg);
+		else
+			pw_err(o->spec->name, "-M %s: %s", o->arg, strerror(-r));
+		pw_err_json_flush(PW_EXIT_NO_VIEW);
+		exit(PW_EXIT_NO_VIEW);
+	}
+	/* inside a run the view is its agent socket's, and PATH names it; the name lives as
+	 * long as the program (commands keep the argument after their parse) */
+	if (pw_cli_name_view(mp ? mp : o->arg) < 0) {
+		pw_err(o->spec->name, "out of memory");
+		return -1;
+	}
+	o->view_given = true;
+	o->arg = pw_cli_named_view();
+	return 'C';
+}
+
 int pw_opts_next(pw_opts *o)
 {
-	if (o->bundle)
-		return next_short(o);
+	if (o->bundle) {
+		int id = next_short(o);
+		return id == PW_OPT_VIEW || id == 'C' ? view_option(o, id) : id;
+	}
 	while (o->next < o->argc) {
 		char *word = o->argv[o->next++];
 
@@ -512,10 +572,11 @@ int pw_opts_next(pw_opts *o)
 			int id = next_long(o, word);
 			if (id == PW_OPT_JSON || id == PW_OPT_JSONL)
 				pw_err_json(true);
-			return id;
+			return id == PW_OPT_VIEW || id == 'C' ? view_option(o, id) : id;
 		}
 		o->bundle = word + 1;
-		return next_short(o);
+		int id = next_short(o);
+		return id == PW_OPT_VIEW || id == 'C' ? view_option(o, id) : id;
 	}
 	return 0;
 }

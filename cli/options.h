@@ -70,6 +70,7 @@ enum {
 	PW_OPT_RUN,
 	PW_OPT_PODMAN,
 	PW_OPT_PODMAN_ARG,
+	PW_OPT_VIEW, /* -M where the command names its project with -C (options.c, OPT_VIEW) */
 };
 
 /* How a shell completes an option's argument or a command's operands. */
@@ -127,6 +128,8 @@ typedef struct pw_opts {
 	const pw_option *opt; /* the current option */
 	char **operands;      /* the operands, in order (borrowed strings) */
 	int n_operands;
+	bool view_given;    /* -M PATH where it stands for -C (OPT_VIEW) */
+	bool project_given; /* -C (or -M standing for it) was given */
 } pw_opts;
 
 /* Starts parsing ARGV (ARGV[0] is the command's name) against the table of command CMD.

@@ -485,12 +485,33 @@ int pw_cli_get_policy(const char *cmd, const pw_cli_project *p, const char *mode
 
 /* The live view's mode for the offline commands: the socket client asked with P's paths
  * (ctl_client.h), so the client needs nothing of the project. */
+/* The view -M named (pw_cli_name_view), for the program's one command; NULL: none. */
+static char *named_view;
+
+int pw_cli_name_view(const char *mountpoint)
+{
+	free(named_view);
+	named_view = strdup(mountpoint);
+	return named_view ? 0 : -ENOMEM;
+}
+
+const char *pw_cli_named_view(void)
+{
+	return named_view;
+}
+
+/* Where the live view is asked: the view named, else the current directory's. */
+static const char *live_at(const pw_cli_project *p)
+{
+	return named_view ? named_view : p ? p->cwd : NULL;
+}
+
 int pw_cli_live_mode(const pw_cli_project *p, char **ret_mode)
 {
-	return pw_ctl_live_mode(p ? p->cwd : NULL, p ? pw_cli_project_path(p) : NULL, ret_mode);
+	return pw_ctl_live_mode(live_at(p), p ? pw_cli_project_path(p) : NULL, ret_mode);
 }
 
 int pw_cli_live_lane(const pw_cli_project *p, json_t **ret)
 {
-	return pw_ctl_live_lane(p ? p->cwd : NULL, ret);
+	return pw_ctl_live_lane(live_at(p), ret);
 }

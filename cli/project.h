@@ -97,9 +97,18 @@ int pw_cli_get_policy(const char *cmd, const pw_cli_project *p, const char *mode
 		      pw_modeset **ret_ms, pw_policy **ret_policy);
 
 /*
- * The live view's mode (the socket client's pw_ctl_live_mode): the mode of the live view
- * containing the current directory, else of a live view of project P (from the backing
- * directory). Returns 0 with a malloc'd *ret_mode, -ENOENT when there is none, or -errno.
+ * Names the view a command talks to (its mountpoint; -M PATH, options.c): the live mode and
+ * lane then come from it, wherever the current directory is. Returns 0 or -ENOMEM.
+ */
+int pw_cli_name_view(const char *mountpoint);
+/* The view named, or NULL; valid until the next pw_cli_name_view. */
+const char *pw_cli_named_view(void);
+
+/*
+ * The live view's mode (the socket client's pw_ctl_live_mode): the mode of the view named
+ * by pw_cli_name_view, else of the live view containing the current directory, else of a
+ * live view of project P (from the backing directory). Returns 0 with a malloc'd
+ * *ret_mode, -ENOENT when there is none, or -errno.
  */
 int pw_cli_live_mode(const pw_cli_project *p, char **ret_mode);
 
