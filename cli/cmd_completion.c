@@ -7,7 +7,10 @@
  * The scripts ask the program for what only it knows: `piworkfs __complete modes [-C DIR]`
  * prints the mode names of the live view around the current directory (else of the project,
  * offline), `piworkfs __complete views` the caller's live mountpoints, `piworkfs __complete
- * mount-options` what mount's -o takes (NAME= for those with a value).
+ * mount-options` what mount's -o takes (NAME= for those with a value), `plans` and
+ * `checkpoints [-M PATH]` the plan and checkpoint names of the live view (the one -M names
+ * on the command line being completed, else the current directory's). plan's operands are
+ * a subcommand, then, for show, approve and reopen, one plan name: the scripts count them.
  */
 #include <string.h>
 #include <unistd.h>
@@ -22,8 +25,9 @@ static const char usage[] =
     "Usage: piworkfs completion SHELL\n"
     "\n"
     "Print the completion script for SHELL (bash, zsh or fish): commands, options, mode\n"
-    "names (from the live view, else the project) and mountpoints. `ninja install` installs\n"
-    "all three where the shells look for them.\n"
+    "names (from the live view, else the project), mountpoints, and the live view's plan\n"
+    "names (after plan show, approve, reopen and --plan) and checkpoint names (after\n"
+    "--since). `ninja install` installs all three where the shells look for them.\n"
     "\n"
     "Options:\n"
     "  -h, --help   show this help\n"
@@ -56,12 +60,67 @@ static const char *bash_action(pw_complete c)
 	case PW_COMPLETE_MOUNT_OPTIONS:
 		return "_piworkfs_mount_options";
 	case PW_COMPLETE_PLAN:
-		return "COMPREPLY=($(compgen -W \"$(piworkfs __complete plans 2>/dev/null)\" -- "
-		       "\"$cur\"))";
+		return "_piworkfs_plan";
+	case PW_COMPLETE_PLAN_NAME:
+		return "COMPREPLY=($(compgen -W \"$(piworkfs __complete plans ${mount:+-M "
+		       "\"$mount\"} 2>/dev/null)\" -- \"$cur\"))";
+	case PW_COMPLETE_CHECKPOINT:
+		return "COMPREPLY=($(compgen -W \"$(piworkfs __complete checkpoints ${mount:+-M "
+		       "\"$mount\"} 2>/dev/null)\" -- \"$cur\"))";
 	case PW_COMPLETE_NONE:
 		break;
 	}
 	return "COMPREPLY=()";
+}
+
+/* The subcommands of plan, and those whose operand is a plan name. */
+static const char plan_subcommands[] = "list show status approve reopen done";
+static const char plan_named[] = "show|approve|reopen";
+
+/* bash's case pattern of COMMAND's options that take an argument ("-M|--mount|--note"). */
+static void print_arg_options(const char *command)
+{
+	const pw_command_spec *s = pw_command_spec_find(command);
+	bool first = true;
+
+	for (const pw_option *o = s ? s->options : NULL; o && o->name; o++) {
+		if (!o->arg)
+			continue;
+		if (o->letter)
+			printf("%s-%c", first ? "" : "|", o->letter);
+		printf("%s--%s", first && !o->letter ? "" : "|", o->name);
+		first = false;
+	}
+}
+
+/* _piworkfs_plan: plan's first operand is a subcommand; the operand after show, approve or
+ * reopen a plan name; nothing after that (the operands before the word completed are
+ * counted, the options and their arguments skipped). */
+static void print_bash_plan(void)
+{
+	printf("_piworkfs_plan() {\n"
+	       "    local sub=\"\" after=0 seen=0 i\n"
+	       "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
+	       "        case \"${COMP_WORDS[i]}\" in\n"
+	       "        ");
+	print_arg_options("plan");
+	printf(") ((i++)) ;;\n"
+	       "        -*) ;;\n"
+	       "        *) if ((!seen)); then seen=1\n" /* the command's own name */
+	       "           elif [[ -z $sub ]]; then sub=\"${COMP_WORDS[i]}\"\n"
+	       "           else after=1; fi ;;\n"
+	       "        esac\n"
+	       "    done\n"
+	       "    COMPREPLY=()\n"
+	       "    if [[ -z $sub ]]; then\n"
+	       "        COMPREPLY=($(compgen -W \"%s\" -- \"$cur\"))\n"
+	       "    elif [[ $after == 0 ]]; then\n"
+	       "        case \"$sub\" in\n"
+	       "        %s) %s ;;\n"
+	       "        esac\n"
+	       "    fi\n"
+	       "}\n",
+	       plan_subcommands, plan_named, bash_action(PW_COMPLETE_PLAN_NAME));
 }
 
 static void print_bash(void)
@@ -82,13 +141,15 @@ static void print_bash(void)
 	       "2>/dev/null)\" -- \"$last\"))\n"
 	       "        compopt -o nospace 2>/dev/null\n"
 	       "    fi\n"
-	       "}\n"
-	       "_piworkfs() {\n"
+	       "}\n");
+	print_bash_plan();
+	printf("_piworkfs() {\n"
 	       "    local cur=\"${COMP_WORDS[COMP_CWORD]}\" prev=\"${COMP_WORDS[COMP_CWORD-1]}\"\n"
-	       "    local cmd=\"\" project=\"\" i\n"
+	       "    local cmd=\"\" project=\"\" mount=\"\" i\n"
 	       "    for ((i = 1; i < COMP_CWORD; i++)); do\n"
 	       "        case \"${COMP_WORDS[i]}\" in\n"
 	       "        -C|--project) project=\"${COMP_WORDS[i+1]}\" ;;\n"
+	       "        -M|--mount) mount=\"${COMP_WORDS[i+1]}\" ;;\n"
 	       "        -*) ;;\n"
 	       "        *) [[ -z $cmd ]] && cmd=\"${COMP_WORDS[i]}\" ;;\n"
 	       "        esac\n"
@@ -179,7 +240,11 @@ static const char *zsh_action(pw_complete c)
 	case PW_COMPLETE_MOUNT_OPTIONS:
 		return "_piworkfs_mount_options";
 	case PW_COMPLETE_PLAN:
-		return "($(piworkfs __complete plans 2>/dev/null))";
+		return "_piworkfs_plan";
+	case PW_COMPLETE_PLAN_NAME:
+		return "_piworkfs_plans";
+	case PW_COMPLETE_CHECKPOINT:
+		return "_piworkfs_checkpoints";
 	case PW_COMPLETE_NONE:
 		break;
 	}
@@ -208,7 +273,27 @@ static void print_zsh(void)
 	       "    v=(${(f)\"$(piworkfs __complete views 2>/dev/null)\"})\n"
 	       "    compadd -a v\n"
 	       "}\n"
-	       "_piworkfs() {\n"
+	       "_piworkfs_plans() {\n"
+	       "    local -a p\n"
+	       "    p=(${(f)\"$(piworkfs __complete plans 2>/dev/null)\"})\n"
+	       "    compadd -a p\n"
+	       "}\n"
+	       "_piworkfs_checkpoints() {\n"
+	       "    local -a c\n"
+	       "    c=(${(f)\"$(piworkfs __complete checkpoints 2>/dev/null)\"})\n"
+	       "    compadd -a c\n"
+	       "}\n"
+	       "_piworkfs_plan() {\n" /* the operands of plan, counted without the options */
+	       "    local -a ops\n"
+	       "    ops=(${words[2,CURRENT-1]:#-*})\n"
+	       "    if (( ${#ops} == 0 )); then\n"
+	       "        compadd %s\n"
+	       "    elif (( ${#ops} == 1 )) && [[ $ops[1] == (%s) ]]; then\n"
+	       "        _piworkfs_plans\n"
+	       "    fi\n"
+	       "}\n",
+	       plan_subcommands, plan_named);
+	printf("_piworkfs() {\n"
 	       "    local -a commands\n"
 	       "    commands=(\n");
 	for (size_t i = 0; i < n; i++) {
@@ -284,8 +369,11 @@ static const char *fish_action(pw_complete c)
 		return " -a 'bash zsh fish'";
 	case PW_COMPLETE_MOUNT_OPTIONS:
 		return " -a '(piworkfs __complete mount-options 2>/dev/null)'";
-	case PW_COMPLETE_PLAN:
+	case PW_COMPLETE_PLAN: /* print_fish: the subcommands, then plan names */
+	case PW_COMPLETE_PLAN_NAME:
 		return " -a '(piworkfs __complete plans 2>/dev/null)'";
+	case PW_COMPLETE_CHECKPOINT:
+		return " -a '(piworkfs __complete checkpoints 2>/dev/null)'";
 	case PW_COMPLETE_NONE:
 		break;
 	}
@@ -317,9 +405,18 @@ static void print_fish(void)
 			fish_text(o->help);
 			printf("'\n");
 		}
-		if (s->operands != PW_COMPLETE_NONE)
+		if (s->operands == PW_COMPLETE_PLAN) {
+			/* a subcommand first; a plan name after show, approve or reopen */
+			printf("complete -c piworkfs -n '__fish_seen_subcommand_from %s; and not "
+			       "__fish_seen_subcommand_from %s' -a '%s'\n",
+			       s->name, plan_subcommands, plan_subcommands);
+			printf("complete -c piworkfs -n '__fish_seen_subcommand_from %s; and "
+			       "__fish_seen_subcommand_from %s'%s\n",
+			       s->name, "show approve reopen", fish_action(PW_COMPLETE_PLAN_NAME));
+		} else if (s->operands != PW_COMPLETE_NONE) {
 			printf("complete -c piworkfs -n '__fish_seen_subcommand_from %s'%s\n",
 			       s->name, fish_action(s->operands));
+		}
 	}
 }
 
@@ -391,24 +488,42 @@ static int complete_views(void)
 	return PW_EXIT_OK;
 }
 
-/* plan's subcommands, then the plans of the live view around the current directory. */
-static int complete_plans(void)
+/* The plans of the live view containing MOUNT (NULL: the current directory). */
+static int complete_plans(const char *mount)
 {
 	_cleanup_(pw_json_decrefp) json_t *res = NULL;
 	json_t *p;
 	size_t i;
 
-	puts("list\nshow\nstatus\napprove\nreopen\ndone");
-	if (pw_ctl_call_at(NULL, "plan.list", NULL, &res, NULL, NULL) == 0)
+	if (pw_ctl_call_at(mount, "plan.list", NULL, &res, NULL, NULL) == 0)
 		json_array_foreach(json_object_get(res, "plans"), i, p)
 		    puts(json_string_value(json_object_get(p, "name")));
+	return PW_EXIT_OK;
+}
+
+/* The checkpoints of the live view containing MOUNT (NULL: the current directory), newest
+ * first: the names `--since` takes. */
+static int complete_checkpoints(const char *mount)
+{
+	_cleanup_(pw_json_decrefp) json_t *res = NULL;
+	json_t *set;
+	size_t i;
+
+	if (pw_ctl_call_at(mount, "changes.list", json_pack("{s:b}", "every", true), &res, NULL,
+			   NULL) == 0)
+		json_array_foreach(json_object_get(res, "changesets"), i, set)
+		{
+			const char *name = json_string_value(json_object_get(set, "name"));
+			if (name)
+				puts(name);
+		}
 	return PW_EXIT_OK;
 }
 
 int cmd_complete(int argc, char **argv)
 {
 	_cleanup_opts_ pw_opts po = {0};
-	const char *project = NULL;
+	const char *project = NULL, *mount = NULL;
 	int c;
 
 	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
@@ -416,6 +531,8 @@ int cmd_complete(int argc, char **argv)
 	while ((c = pw_opts_next(&po)) > 0)
 		if (c == 'C')
 			project = po.arg;
+		else if (c == 'M')
+			mount = po.arg;
 	if (c < 0 || po.n_operands != 1)
 		return PW_EXIT_USAGE;
 	if (streq(po.operands[0], "modes"))
@@ -425,6 +542,8 @@ int cmd_complete(int argc, char **argv)
 	if (streq(po.operands[0], "mount-options"))
 		return pw_print_mount_options();
 	if (streq(po.operands[0], "plans"))
-		return complete_plans();
+		return complete_plans(mount);
+	if (streq(po.operands[0], "checkpoints"))
+		return complete_checkpoints(mount);
 	return PW_EXIT_USAGE;
 }

@@ -207,12 +207,14 @@ static const pw_option completion_opts[] = {
 
 static const pw_option complete_opts[] = {
     OPT_PROJECT,
+    OPT_MOUNT,
     OPT_END,
 };
 
 static const pw_option plan_opts[] = {
     {"note", 0, "TEXT", PW_OPT_NOTE, PW_COMPLETE_NONE, "done: a note kept with the task"},
-    {"plan", 0, "NAME", PW_OPT_PLAN, PW_COMPLETE_NONE, "done: the plan (default: the active one)"},
+    {"plan", 0, "NAME", PW_OPT_PLAN, PW_COMPLETE_PLAN_NAME,
+     "done: the plan (default: the active one)"},
     OPT_MOUNT,
     OPT_JSON,
     OPT_HELP,
@@ -231,12 +233,13 @@ static const pw_option plan_opts[] = {
 	}
 
 static const pw_option changes_opts[] = {
-    {"since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME"},
+    {"since", 's', "X", 's', PW_COMPLETE_CHECKPOINT, "since checkpoint X or TIME"},
     OPT_CHANGE_SET_OPT,
     OPT_EVERY_SET,
     OPT_MODE("only changes made in MODE"),
     {"prune", 0, NULL, PW_OPT_PRUNE, PW_COMPLETE_NONE, "apply the retention now"},
-    {"plan", 0, "NAME", PW_OPT_PLAN, PW_COMPLETE_NONE, "what each task of plan NAME changed"},
+    {"plan", 0, "NAME", PW_OPT_PLAN, PW_COMPLETE_PLAN_NAME,
+     "what each task of plan NAME changed"},
     OPT_MOUNT,
     OPT_JSON,
     OPT_HELP,
@@ -244,7 +247,7 @@ static const pw_option changes_opts[] = {
 };
 
 static const pw_option diff_opts[] = {
-    {"since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME"},
+    {"since", 's', "X", 's', PW_COMPLETE_CHECKPOINT, "since checkpoint X or TIME"},
     OPT_CHANGE_SET_OPT,
     OPT_EVERY_SET,
     {"stat", 0, NULL, PW_OPT_STAT, PW_COMPLETE_NONE, "lines added and removed per file"},
@@ -259,7 +262,7 @@ static const pw_option diff_opts[] = {
 
 static const pw_option undo_opts[] = {
     {"all", 'a', NULL, 'a', PW_COMPLETE_NONE, "every change in the change sets chosen"},
-    {"since", 's', "X", 's', PW_COMPLETE_NONE, "since checkpoint X or TIME"},
+    {"since", 's', "X", 's', PW_COMPLETE_CHECKPOINT, "since checkpoint X or TIME"},
     OPT_CHANGE_SET_OPT,
     /* No -n: it is log's --lines, and a letter means one thing everywhere. */
     {"dry-run", 0, NULL, 'n', PW_COMPLETE_NONE, "say what would be done"},

@@ -83,7 +83,10 @@ typedef enum pw_complete {
 	PW_COMPLETE_COMMAND,	   /* a command to run, then its own arguments */
 	PW_COMPLETE_SHELL,	   /* bash, zsh, fish */
 	PW_COMPLETE_MOUNT_OPTIONS, /* mount's -o list: after each comma, mode= a mode name */
-	PW_COMPLETE_PLAN,	   /* plan's subcommands and the live view's plan names */
+	PW_COMPLETE_PLAN,	   /* plan's operands: a subcommand, then (show, approve,
+				      reopen) a plan name of the live view */
+	PW_COMPLETE_PLAN_NAME,	   /* a plan name of the live view */
+	PW_COMPLETE_CHECKPOINT,	   /* a checkpoint name of the live view (--since) */
 } pw_complete;
 
 typedef struct pw_option {

@@ -215,23 +215,28 @@ class Docs(Base):
         self.assertIn("/run/piworkfs", out)
 
 
+def bash_complete(case, env, cwd, *words):
+    """What bash's completion with the generated script offers for WORDS (the last one is
+    the word being completed), run as bash runs it, in CWD."""
+    script = subprocess.run([PIWORKFS, "completion", "bash"], capture_output=True,
+                            text=True, env=env, check=True).stdout
+    line = " ".join(words)
+    prog = (script + "\nCOMP_WORDS=(%s)\nCOMP_CWORD=%d\nCOMP_LINE=%s\nCOMP_POINT=%d\n"
+            "_piworkfs piworkfs\nprintf '%%s\\n' \"${COMPREPLY[@]}\"\n") % (
+                " ".join("'%s'" % w for w in words), len(words) - 1,
+                "'%s'" % line, len(line))
+    e = dict(env, PATH=os.path.dirname(os.path.abspath(PIWORKFS)) + ":" + env["PATH"])
+    p = subprocess.run(["bash", "--norc", "-c", prog], capture_output=True, text=True,
+                       env=e, cwd=cwd, timeout=60)
+    case.assertEqual(p.returncode, 0, p.stderr)
+    return [x for x in p.stdout.splitlines() if x]
+
+
 class Completion(Base):
     """The bash completion, generated from the parser's tables, run as bash runs it."""
 
     def complete(self, *words, cwd=None):
-        script = subprocess.run([PIWORKFS, "completion", "bash"], capture_output=True,
-                                text=True, env=self.env, check=True).stdout
-        line = " ".join(words)
-        prog = (script + "\nCOMP_WORDS=(%s)\nCOMP_CWORD=%d\nCOMP_LINE=%s\nCOMP_POINT=%d\n"
-                "_piworkfs piworkfs\nprintf '%%s\\n' \"${COMPREPLY[@]}\"\n") % (
-                    " ".join("'%s'" % w for w in words), len(words) - 1,
-                    "'%s'" % line, len(line))
-        e = dict(self.env, PATH=os.path.dirname(os.path.abspath(PIWORKFS)) + ":" +
-                 self.env["PATH"])
-        p = subprocess.run(["bash", "--norc", "-c", prog], capture_output=True, text=True,
-                           env=e, cwd=cwd or self.cwd, timeout=60)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        return [x for x in p.stdout.splitlines() if x]
+        return bash_complete(self, self.env, cwd or self.cwd, *words)
 
     def test_commands(self):
         got = self.complete("piworkfs", "mo")
@@ -260,6 +265,48 @@ class Completion(Base):
             self.assertIn("tree", out)
         rc, _, err = self.run_pw("completion", "tcsh")
         self.assertEqual(rc, 2)
+
+
+class LiveCompletion(harness.MountCase):
+    """What only the live view knows, completed (issue 44, item 21): plan names after
+    `plan show`, checkpoint names after --since."""
+
+    def complete(self, *words, cwd=None):
+        return bash_complete(self, self.env, cwd or self.cwd, *words)
+
+    def test_plan_names_after_a_subcommand_and_checkpoints_after_since(self):
+        v = self.mount("plan")
+        for name in ("cache", "alpha"):
+            os.makedirs(v.path("docs/plans"), exist_ok=True)
+            with open(v.path("docs/plans/%s.md" % name), "w") as f:
+                f.write("# %s\n\n## Tasks\n\n- [ ] do it\n" % name)
+        subcommands = ["approve", "done", "list", "reopen", "show", "status"]
+        self.assertEqual(sorted(self.complete("piworkfs", "plan", "", cwd=v.mp)), subcommands)
+        for sub in ("show", "approve", "reopen"):
+            self.assertEqual(sorted(self.complete("piworkfs", "plan", sub, "", cwd=v.mp)),
+                             ["alpha", "cache"], sub)
+        self.assertEqual(self.complete("piworkfs", "plan", "show", "c", cwd=v.mp), ["cache"])
+        # One plan name; nothing after it, nor after the subcommands that take none.
+        self.assertEqual(self.complete("piworkfs", "plan", "show", "cache", "", cwd=v.mp), [])
+        self.assertEqual(self.complete("piworkfs", "plan", "list", "", cwd=v.mp), [])
+        self.assertEqual(self.complete("piworkfs", "plan", "done", "1", "--plan", "",
+                                       cwd=v.mp), ["alpha", "cache"])
+        # From elsewhere, -M names the view.
+        self.assertEqual(sorted(self.complete("piworkfs", "plan", "-M", v.mp, "show", "")),
+                         ["alpha", "cache"])
+        self.assertEqual(self.complete("piworkfs", "plan", "show", ""), [])  # no view here
+        # Checkpoints: the names --since takes in changes, diff and undo.
+        self.run_pw("mode", "build", cwd=v.mp, check=True)
+        self.run_pw("checkpoint", "before-refactor", cwd=v.mp, check=True)
+        self.run_pw("checkpoint", "after-lunch", cwd=v.mp, check=True)
+        for cmd in ("diff", "changes", "undo"):
+            for opt in ("--since", "-s"):
+                self.assertEqual(sorted(self.complete("piworkfs", cmd, opt, "", cwd=v.mp)),
+                                 ["after-lunch", "before-refactor"], (cmd, opt))
+        self.assertEqual(self.complete("piworkfs", "diff", "--since", "b", cwd=v.mp),
+                         ["before-refactor"])
+        self.assertEqual(self.complete("piworkfs", "diff", "-M", v.mp, "--since", "a"),
+                         ["after-lunch"])
 
 
 class AllowedTree(Base):
