@@ -250,6 +250,7 @@ int cmd_run(int argc, char **argv)
 {
 	run_args a = {0};
 	_cleanup_free_ char *project = NULL, *cwd = NULL, *global_dir = NULL, *bundled_dir = NULL;
+	_cleanup_free_ char *node_hint = NULL;
 	_cleanup_free_ char **pi_command = NULL, **agent_command = NULL;
 	pw_run_view view = {.daemon_fd = -1};
 	pw_run_argv bw = {0};
@@ -271,6 +272,9 @@ int cmd_run(int argc, char **argv)
 	if (!cwd)
 		return PW_EXIT_SYSTEM;
 
+	/* A Node program older than its Node (Pi 1.6.0 on Node 20): said after it fails, so a
+	 * full-screen program does not wipe it (run/node.c). A container has its own node. */
+	node_hint = a.podman ? NULL : pw_run_node_too_old(a.command);
 	/* The wiring names this host's files (the extension, this program): a container has
 	 * its image's, so the image brings its own. */
 	pi_command = a.podman ? NULL : with_pi_extension(a.command);
@@ -319,6 +323,8 @@ int cmd_run(int argc, char **argv)
 		r = PW_EXIT_SYSTEM;
 	} else {
 		r = pw_run_exec(bw.v, pipefd[0], pipefd[1]);
+		if (r != PW_EXIT_OK && node_hint)
+			pw_err("run", "%s exited %d: %s", a.command[0], r, node_hint);
 	}
 	pw_run_argv_done(&bw);
 	pw_agent_wire_done();

@@ -15,6 +15,8 @@
  *                  a container instead of the bubblewrap sandbox
  *   run/mount_fd.c `mount --fuse-fd N`: the checks of a FUSE connection another process
  *                  (a container engine, a CSI driver) opened and mounted for the view
+ *   run/node.c     a Node.js program (Pi 1.6.0) whose package.json wants a newer Node than
+ *                  the one that would run it: what to say if it fails
  *
  * These are program code: they print their own one-line errors ("piworkfs: run: ...") and
  * return an exit status (cli.h) or -errno where the comment says so.
@@ -128,6 +130,15 @@ int pw_run_podman_argv(const pw_run_podman_opts *o, pw_run_argv *ret);
  * a command killed by signal N: 128 + N), or PW_EXIT_SYSTEM when bwrap could not start.
  */
 int pw_run_exec(char **argv, int info_fd_read, int info_fd_child);
+
+/*
+ * COMMAND (as the sandbox runs it: argv[0] found on PATH) is a Node.js program whose
+ * package.json declares `engines.node` ">=VERSION", and the node its first line names is
+ * older: a malloc'd sentence saying so and what to install, which `run` prints should the
+ * command fail (Pi 1.6.0 on Debian 12's Node 20 dies with an unexplained SyntaxError).
+ * NULL otherwise, or when anything of it cannot be told (run/node.c).
+ */
+char *pw_run_node_too_old(char *const *command);
 
 /*
  * The sandbox's pseudo-terminal (run/pty.c). When `run`'s standard input is a terminal,

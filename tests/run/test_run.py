@@ -26,7 +26,7 @@ import textwrap
 import time
 import unittest
 
-from run_case import DEADLINE, LOOSEN_HINT, PIWORKFS, SOURCE_MODES, RunCase  # tests/lib
+from run_case import DEADLINE, LOOSEN_HINT, PIWORKFS, SOURCE, SOURCE_MODES, RunCase  # tests/lib
 
 
 def fingerprint(root):
@@ -581,6 +581,81 @@ class Authority(RunTest):
         self.assertIn("SRC-REFUSED", out)
         with open(os.path.join(self.project, "docs", "design", "new.md")) as f:
             self.assertEqual(f.read(), "y\n")
+
+
+def node_major():
+    """The major version of the node on PATH, or None."""
+    try:
+        out = subprocess.run(["node", "--version"], capture_output=True, text=True,
+                             timeout=DEADLINE).stdout
+    except OSError:
+        return None
+    return int(out.strip().lstrip("v").split(".")[0]) if out.startswith("v") else None
+
+
+class NodeTooOld(RunTest):
+    """Issue 44, item 22: Pi 1.6.0 needs Node 22, and on Debian 12's Node 20 it dies with an
+    unexplained SyntaxError; run says why when a Node program fails on an older Node than
+    its package.json declares."""
+
+    def program(self, engines, status):
+        """A Node program `prog` in a package that declares ENGINES, ending with STATUS."""
+        pkg = os.path.join(self.tmp, "pkg")
+        os.makedirs(os.path.join(pkg, "dist"), exist_ok=True)
+        with open(os.path.join(pkg, "package.json"), "w") as f:
+            json.dump({"name": "prog", "bin": {"prog": "dist/cli.js"},
+                       "engines": {"node": engines}}, f)
+        cli = os.path.join(pkg, "dist", "cli.js")
+        with open(cli, "w") as f:
+            f.write("#!/usr/bin/env node\nconsole.log('RAN');\nprocess.exit(%d);\n" % status)
+        os.chmod(cli, 0o755)
+        bindir = os.path.join(self.tmp, "bin")
+        os.makedirs(bindir, exist_ok=True)
+        link = os.path.join(bindir, "prog")
+        if os.path.lexists(link):
+            os.unlink(link)
+        os.symlink(cli, link)
+        self.env["PATH"] = bindir + ":" + self.env["PATH"]
+
+    def test_a_failure_on_an_older_node_says_which_node_it_needs(self):
+        major = node_major()
+        self.assertIsNotNone(major, "these tests need node on PATH (scripts/setup)")
+        self.program(">=%d.0.0" % (major + 1), 3)
+        p = self.run_in(["prog"])
+        self.assertEqual(p.returncode, 3, p.stderr)
+        self.assertIn("RAN", p.stdout)  # it ran all the same
+        last = p.stderr.strip().splitlines()[-1]
+        self.assertIn("piworkfs: run: prog exited 3: it needs Node.js >=%d.0.0" % (major + 1),
+                      last)
+        self.assertIn("is v%d." % major, last)
+        self.assertIn("install Node.js %d or later" % (major + 1), last)
+        # Controls: a Node new enough, or a program that did not fail: nothing said.
+        self.program(">=%d.0.0" % major, 3)
+        p = self.run_in(["prog"])
+        self.assertEqual(p.returncode, 3)
+        self.assertNotIn("needs Node.js", p.stderr)
+        self.program(">=%d.0.0" % (major + 1), 0)
+        p = self.run_in(["prog"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertNotIn("needs Node.js", p.stderr)
+
+    def test_the_real_pi_1_6_on_this_node(self):
+        pi = os.path.join(SOURCE, "tests", "pi", "node_modules", ".bin", "pi")
+        self.assertTrue(os.path.exists(pi), "scripts/setup installs the pinned Pi releases")
+        with open(os.path.join(os.path.dirname(os.path.realpath(pi)), "..", "..",
+                               "package.json")) as f:
+            pkg = json.load(f)
+        self.assertEqual(pkg["version"], "1.6.0")
+        needs = int(pkg["engines"]["node"].lstrip(">= ").split(".")[0])
+        p = self.run_in([pi, "--version"])
+        if node_major() >= needs:
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertNotIn("needs Node.js", p.stderr)
+        else:  # Debian 12's Node 20: the SyntaxError, then what it means
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("enableCompileCache", p.stderr)
+            self.assertIn("it needs Node.js %s" % pkg["engines"]["node"],
+                          p.stderr.strip().splitlines()[-1])
 
 
 class Process(RunTest):
