@@ -467,8 +467,9 @@ static void narrow_columns(log_printer *p, const log_line *lines, size_t n)
 {
 	bool repeats = false;
 
-	p->time_from = p->whole ? 0 : all_today(lines, n) ? 11 : 5;
-	p->time_len = p->whole ? 19 : p->time_from == 11 ? 12 : 14; /* a file keeps the date */
+	/* a file keeps the date (not the year: the room goes to the path) */
+	p->time_from = p->whole ? 5 : all_today(lines, n) ? 11 : 5;
+	p->time_len = p->whole ? 14 : p->time_from == 11 ? 12 : 14;
 	p->width[COL_TIME] = p->time_len;
 	for (size_t c = COL_MODE; c <= COL_COMM; c++)
 		p->width[c] = natural_width(c, lines, n);
@@ -584,11 +585,14 @@ static void print_rule_below(const log_printer *p, const char *const *cells)
 	const char *rule = cells[COL_RULE];
 
 	if (p->whole) {
-		_cleanup_free_ char *both = NULL;
-		if (p->path_below && asprintf(&both, "%s  %s", cells[COL_PATH], rule) < 0)
-			both = NULL;
+		/* the path whole, two spaces, then the rule's words, wrapped under the path */
+		size_t at = indent;
 		printf("%*s", (int)indent, "");
-		pw_print_wrapped(stdout, both ? both : rule, indent, indent, p->term);
+		if (p->path_below)
+			at += (size_t)printf("%s  ", cells[COL_PATH]);
+		if (at > indent && at + 16 > p->term) /* a long path: the rule under it */
+			at = (size_t)printf("\n%*s", (int)indent, "") - 1;
+		pw_print_wrapped(stdout, rule, at, indent, p->term);
 	} else if (strlen(rule) > p->rule_max)
 		printf("%*s%.*s...\n", (int)indent, "",
 		       (int)(p->rule_max > 3 ? p->rule_max - 3 : 0), rule);

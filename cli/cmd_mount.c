@@ -608,8 +608,8 @@ static int missing_mountpoint(const char *arg)
 	if (asprintf(&abs, "%s%s%s", cwd ? cwd : "", cwd ? "/" : "", arg) < 0 ||
 	    !(q = pw_shell_word(abs)))
 		return PW_EXIT_SYSTEM;
-	pw_err("mount", "mountpoint %s does not exist: make it first (mkdir -p %s), as for sshfs",
-	       arg, q);
+	pw_err("mount", "mountpoint %s: %s; make it first (mkdir -p %s), as for sshfs", arg,
+	       strerror(ENOENT), q);
 	return PW_EXIT_CONFIG;
 }
 

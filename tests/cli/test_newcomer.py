@@ -572,8 +572,10 @@ class LogTest(harness.MountCase):
         self.denials(w, "src/two.c")
         p = self.run_pw("log", cwd=self.cwd)
         self.assertIn("PROJECT", p.stdout.splitlines()[0], p.stdout)
-        one = next(x for x in p.stdout.splitlines() if "src/one.c" in x)
-        two = next(x for x in p.stdout.splitlines() if "src/two.c" in x)
+        # each event with the lines under it (its path and rule, when the row has no room)
+        rows = [re.sub(r"\n\s+", "  ", x) for x in re.findall(r"(?m)^\S.*(?:\n .*)*", p.stdout)]
+        one = next(x for x in rows if "src/one.c" in x)
+        two = next(x for x in rows if "src/two.c" in x)
         self.assertIn(self.project, one)
         self.assertIn(other, two)
         # Inside a view, one project: no column.

@@ -142,7 +142,7 @@ class MissingMountpoint(harness.MountCase):
         self.assertEqual(p.returncode, 3, p.stderr)
         lines = p.stderr.strip().splitlines()
         self.assertEqual(len(lines), 1, p.stderr)
-        self.assertIn("does not exist", lines[0])
+        self.assertIn("No such file or directory", lines[0])
         self.assertFalse(os.path.exists(mp), "mount made the mountpoint")
         m = re.search(r"\((mkdir -p .*)\)", lines[0])
         self.assertIsNotNone(m, lines[0])

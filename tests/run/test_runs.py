@@ -319,7 +319,9 @@ class Naming(RunsTest):
         self.assertEqual(run_of("src/denied_a.c"), {a.id})
         self.assertEqual(run_of("src/denied_b.c"), {b.id})
         text = self.pw("log", "--project", self.project).stdout
-        line = [x for x in text.splitlines() if "src/denied_a.c" in x]
+        # each event with the lines under it (its path and rule, when the row has no room)
+        rows = [re.sub(r"\n\s+", "  ", x) for x in re.findall(r"(?m)^\S.*(?:\n .*)*", text)]
+        line = [x for x in rows if "src/denied_a.c" in x]
         self.assertTrue(line and "plan@" + a.id in line[0], text)
         # The change set of b's write is b's, in changes from the person's view.
         res = json.loads(self.pw("changes", "--json", "--all").stdout)
