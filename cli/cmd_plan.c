@@ -50,10 +50,10 @@ static const char usage[] =
     "  piworkfs plan approve cache\n"
     "  piworkfs plan done 2 --note 'tests in test_cache.py'\n"
     "\n"
-    "Exit status: 0 ok; 1 refused (an agent approving or reopening, a draft's task);\n"
-    "2 usage error; 3 no such plan or task, or a plan that cannot be approved; 4 no live\n"
-    "view; 5 system error (also: approve or reopen that a live view of the project did\n"
-    "not confirm).\n";
+    "Exit status: 0 ok; 1 refused (an agent approving or reopening; done on a draft, or\n"
+    "with no approved plan in progress); 2 usage error; 3 no such plan or task, or a plan\n"
+    "that cannot be approved; 4 no live view; 5 system error (also: approve or reopen\n"
+    "that a live view of the project did not confirm).\n";
 
 #define ASK_WAIT_MS 125000 /* a request lives 120 s */
 

@@ -315,7 +315,17 @@ static int m_done(call *x, json_t **ret)
 
 	if (!by)
 		return pw_ctl_fail_set(x->fail, PW_RPC_INTERNAL_ERROR, "out of memory");
-	if (load_or_fail(x, &s) < 0 || named_plan(x, &s, &p) < 0)
+	if (load_or_fail(x, &s) < 0)
+		return PW_CTL_FAILED;
+	/* Nothing in progress to mark is a refusal, as a draft's task is: the plan is not
+	 * approved yet (or every task is done), not a plan or task that does not exist. */
+	if (!json_object_get(x->params, "name") && !pw_plan_set_active(&s))
+		return pw_ctl_fail_set(
+		    x->fail, PW_RPC_REFUSED,
+		    "no approved plan is in progress: tasks are marked on an "
+		    "approved plan (piworkfs plan list; the person runs `piworkfs "
+		    "plan approve NAME`)");
+	if (named_plan(x, &s, &p) < 0)
 		return PW_CTL_FAILED;
 	if (!pw_plan_info_approved(p))
 		return pw_ctl_fail_set(x->fail, PW_RPC_REFUSED,
