@@ -133,6 +133,12 @@
 #define PW_REQUEST_REASON_MAX 200
 #define PW_REQUEST_WAIT_MS_MAX 600000 /* longest blocking wait for an answer (10 minutes) */
 #define PW_REQUEST_WAITERS_MAX 16     /* blocking callers of one request */
+/* An approval (or reopening) of a plan tells every other live view of the project
+ * (ctl/peers.c): at most this many views, each given this long to install the plans (its
+ * attribute pass alone may take PW_SWITCH_ATTR_WAIT_MS) before the approval reports that it
+ * did not answer. */
+#define PW_PLAN_PEERS_MAX 64
+#define PW_PLAN_SYNC_WAIT_MS 20000
 
 /* ---- fs/store/: the store ---- */
 #define PW_AUDIT_BATCH_MAX 4096u /* audit records the writer commits in one transaction */

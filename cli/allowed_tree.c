@@ -148,8 +148,7 @@ static void print_why(const tree_ctx *x, const node *n)
 	char buf[PW_PATH_MAX];
 	const char *file =
 	    n->d.rule ? pw_cli_display_file(x->p, n->d.rule->file, buf, sizeof(buf)) : NULL;
-	_cleanup_free_ char *text =
-	    pw_report_decision_text(&n->d, pw_policy_mode_name(x->policy), file);
+	_cleanup_free_ char *text = pw_report_decision_text_in(&n->d, x->policy, file);
 
 	if (text)
 		printf("  (%s)", text);

@@ -160,8 +160,7 @@ static void print_target(const pw_cli_project *p, const pw_policy *policy, const
 		const pw_decision *d = &t->decision;
 		const char *file =
 		    d->rule ? pw_cli_display_file(p, d->rule->file, buf, sizeof(buf)) : NULL;
-		_cleanup_free_ char *text =
-		    pw_report_decision_text(d, pw_policy_mode_name(policy), file);
+		_cleanup_free_ char *text = pw_report_decision_text_in(d, policy, file);
 		printf("%s: %s", pw_report_errno_name(d->err), text ? text : "denied");
 		if (d->reason == PW_REASON_NO_ALLOW)
 			print_allowed_list(policy);

@@ -77,18 +77,17 @@ static void print_ignored(const check_ctx *x)
 
 static int print_decision(const check_ctx *x, const char *shown, bool is_dir, const pw_decision *d)
 {
-	const char *mode = pw_policy_mode_name(x->policy);
 	char buf[PW_PATH_MAX];
 	const char *file =
 	    d->rule ? pw_cli_display_file(x->p, d->rule->file, buf, sizeof(buf)) : NULL;
 	_cleanup_free_ char *text = NULL;
 
 	if (x->json)
-		return json_array_append_new(x->out,
-					     pw_report_decision(shown, x->op, is_dir, d, mode)) < 0
+		return json_array_append_new(
+			   x->out, pw_report_decision_in(shown, x->op, is_dir, d, x->policy)) < 0
 			   ? -ENOMEM
 			   : 0;
-	text = pw_report_decision_text(d, mode, file);
+	text = pw_report_decision_text_in(d, x->policy, file);
 	if (!text)
 		return -ENOMEM;
 	if (d->allowed)

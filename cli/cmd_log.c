@@ -1551,7 +1551,7 @@ static int why_print_text(const pw_cli_project *p, const char *project, const ch
 {
 	char buf[PW_PATH_MAX];
 	const char *file = d->rule ? pw_cli_display_file(p, d->rule->file, buf, sizeof(buf)) : NULL;
-	_cleanup_free_ char *text = pw_report_decision_text(d, pw_policy_mode_name(pol), file);
+	_cleanup_free_ char *text = pw_report_decision_text_in(d, pol, file);
 
 	if (!text)
 		return -ENOMEM;
@@ -1575,7 +1575,7 @@ static int why_print_json(const char *project, const char *rel, pw_op op, bool i
 			  const log_row *rows, size_t n)
 {
 	json_t *o = json_object(), *arr = json_array();
-	json_t *dec = pw_report_decision(rel, op, is_dir, d, pw_policy_mode_name(pol));
+	json_t *dec = pw_report_decision_in(rel, op, is_dir, d, pol);
 
 	if (!o || !arr || !dec || json_object_set_new(o, "path", json_string(rel)) < 0 ||
 	    json_object_set_new(o, "project", json_string(project)) < 0 ||

@@ -15,6 +15,7 @@
 #include "options.h"
 #include "output.h"
 #include "proto.h"
+#include "pw_limits.h"
 #include "util.h"
 
 static const char usage[] =
@@ -49,9 +50,10 @@ static const char usage[] =
     "  piworkfs plan approve cache\n"
     "  piworkfs plan done 2 --note 'tests in test_cache.py'\n"
     "\n"
-    "Exit status: 0 ok; 1 refused (an agent approving or reopening, a draft's task);\n"
-    "2 usage error; 3 no such plan or task, or a plan that cannot be approved; 4 no live\n"
-    "view.\n";
+    "Exit status: 0 ok; 1 refused (an agent approving or reopening; done on a draft, or\n"
+    "with no approved plan in progress); 2 usage error; 3 no such plan or task, or a plan\n"
+    "that cannot be approved; 4 no live view; 5 system error (also: approve or reopen\n"
+    "that a live view of the project did not confirm).\n";
 
 #define ASK_WAIT_MS 125000 /* a request lives 120 s */
 
@@ -457,6 +459,112 @@ int pw_plan_changes(const char *cmd, const char *mount, const char *name, bool j
 	return PW_EXIT_OK;
 }
 
+/*
+ * Calls METHOD on the view of O. Approving and reopening wait for every live view of the
+ * project to install the change, each given PW_PLAN_SYNC_WAIT_MS by the daemon: the answer
+ * may take that long and more, where other calls get the client's usual 10 s.
+ */
+static int call_view(const opts *o, const char *method, json_t *params, json_t **ret, int *ret_code,
+		     char **ret_message)
+{
+	_cleanup_free_ char *sock = NULL;
+	pw_ctl_conn *c = NULL;
+	int r;
+
+	if (!streq(method, "plan.approve") && !streq(method, "plan.reopen"))
+		return pw_ctl_call_at(o->mount, method, params, ret, ret_code, ret_message);
+	r = pw_ctl_find_view(o->mount, &sock, NULL);
+	if (r == 0)
+		r = pw_ctl_connect(sock, PW_PLAN_SYNC_WAIT_MS + 30000, &c);
+	if (r < 0) {
+		json_decref(params);
+		return r;
+	}
+	r = pw_ctl_call(c, method, params, ret, ret_code, ret_message);
+	pw_ctl_close(c);
+	return r;
+}
+
+/* Did a view not confirm the change ("no-answer", peers.h)? */
+static bool report_views_unconfirmed(json_t *res)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(json_object_get(res, "views"), i,
+			   v) if (streq_ptr(str(v, "outcome"), "no-answer")) return true;
+	return false;
+}
+
+/* "this view", "run ID" or the mountpoint, for the lines of report_views. */
+static void view_name(json_t *v, char *buf, size_t size)
+{
+	if (json_is_true(json_object_get(v, "self")))
+		snprintf(buf, size, "this view");
+	else if (!str(v, "mountpoint"))
+		snprintf(buf, size, "the other views of the project");
+	else if (str(v, "run"))
+		snprintf(buf, size, "run %s", str(v, "run"));
+	else
+		snprintf(buf, size, "the view at %s", str(v, "mountpoint"));
+}
+
+/*
+ * After approve or reopen: where the change holds (every live view of the project installs it
+ * before the answer: "views", docs/PROTOCOL.md), and each view where it may not. Returns
+ * PW_EXIT_SYSTEM when a view did not confirm (it may still write an approved plan), else
+ * PW_EXIT_OK. A view that fails closed protects the plan with everything else: said, not an
+ * error.
+ */
+static int report_views(const char *cmd, json_t *res, bool approve)
+{
+	json_t *views = json_object_get(res, "views"), *v;
+	char line[4096] = "", name[512];
+	size_t i, n = 0;
+	int rc = PW_EXIT_OK;
+
+	json_array_foreach(views, i, v)
+	{
+		if (!streq_ptr(str(v, "outcome"), "frozen") &&
+		    !streq_ptr(str(v, "outcome"), "fails-closed") &&
+		    !streq_ptr(str(v, "outcome"), "unprotected"))
+			continue;
+		view_name(v, name, sizeof(name));
+		snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s", n ? ", " : "",
+			 name);
+		n++;
+	}
+	if (n > 1)
+		printf("%s in %zu views of the project: %s\n",
+		       approve ? "protected" : "writable again", n, line);
+	json_array_foreach(views, i, v)
+	{
+		const char *outcome = str(v, "outcome"), *why = str(v, "reason");
+
+		view_name(v, name, sizeof(name));
+		if (streq_ptr(outcome, "fails-closed"))
+			pw_err(cmd, "warning: %s fails closed, nothing is writable there: %s", name,
+			       why ? why : "?");
+		else if (streq_ptr(outcome, "unprotected"))
+			printf("note: %s is in a mode that protects nothing (%s): every process "
+			       "there may write the plan until it switches mode\n",
+			       name, why ? why : "off");
+		else if (streq_ptr(outcome, "other-database"))
+			printf("note: %s keeps another state database (%s); plans approved here "
+			       "are not approved there\n",
+			       name, why ? why : "none");
+		else if (streq_ptr(outcome, "no-answer")) {
+			pw_err(cmd,
+			       "%s did not confirm (%s): it may still %s the plan until it is "
+			       "reloaded (piworkfs reload --mount %s)",
+			       name, why ? why : "no answer", approve ? "write" : "refuse to write",
+			       str(v, "mountpoint") ? str(v, "mountpoint") : "PATH");
+			rc = PW_EXIT_SYSTEM;
+		}
+	}
+	return rc;
+}
+
 int cmd_plan(int argc, char **argv)
 {
 	_cleanup_opts_ pw_opts po = {0};
@@ -473,14 +581,19 @@ int cmd_plan(int argc, char **argv)
 	r = request(argv[0], &o, &method, &params);
 	if (r >= 0)
 		return r;
-	r = pw_ctl_call_at(o.mount, method, params, &res, &code, &message);
+	r = call_view(&o, method, params, &res, &code, &message);
 	if (r == -EREMOTE && code == PW_RPC_REFUSED && streq(method, "plan.approve") &&
 	    getenv("PIWORKFS_SOCKET"))
 		return ask_approval(argv[0], &o, o.args[1], message);
 	if (r < 0)
 		return call_failed(argv[0], &o, r, code, message);
-	if (o.json)
-		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : PW_EXIT_OK;
+	if (o.json) {
+		bool views = streq(method, "plan.approve") || streq(method, "plan.reopen");
+		bool unconfirmed = views && report_views_unconfirmed(res);
+		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM
+		       : unconfirmed			? PW_EXIT_SYSTEM
+							: PW_EXIT_OK;
+	}
 	if (streq(method, "plan.list"))
 		return print_list(res);
 	if (streq(method, "plan.show"))
@@ -494,9 +607,12 @@ int cmd_plan(int argc, char **argv)
 		if (str(json_object_get(res, "next"), "text"))
 			printf("next: %lld. %s\n", num(json_object_get(res, "next"), "task"),
 			       str(json_object_get(res, "next"), "text"));
-	} else
+		return report_views(argv[0], res, true);
+	} else {
 		printf("plan %s reopened: a draft again, writable in plan mode (progress kept: "
 		       "%lld/%lld)\n",
 		       str(res, "name"), num(res, "done"), num(res, "total"));
+		return report_views(argv[0], res, false);
+	}
 	return PW_EXIT_OK;
 }

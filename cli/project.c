@@ -12,6 +12,8 @@
 #include "path.h"
 #include "store/state.h"
 #include "store/reader.h"
+#include "proto.h"
+#include "report.h"
 
 static bool is_dir_at(const char *dir, const char *name)
 {
@@ -402,62 +404,134 @@ void pw_cli_unknown_mode(const char *cmd, const pw_modeset *ms, const char *mode
 }
 
 /*
- * Compiles MODE of MS with the lane of the live view around us (none outside a view), so
- * that `allowed` and `check` inside `run --only` answer as the view does. Returns
- * pw_policy_compile_lane's result, or PW_EXIT_NO_VIEW (said) when the view cannot tell.
+ * The policy the live view of P decides with, read back from its `allowed` answer
+ * (report.h): without MODE the very policy in force (its freezes and lane included), else
+ * MODE as the view would install it. So `check`, `why`, `check-bash` and `allowed` answer
+ * with the rules the filesystem enforces, never a recomputation from the mode files that
+ * would miss an approved plan. Returns PW_EXIT_OK with *ret, -ENOENT when no live view
+ * answers, or another PW_EXIT_* status (said).
  */
-static int compile_in_live_lane(const char *cmd, const pw_cli_project *p, const pw_modeset *ms,
-				const char *mode, pw_policy **ret)
+static int live_policy(const char *cmd, const pw_cli_project *p, const pw_modeset *ms,
+		       const char *mode, pw_policy **ret)
 {
-	_cleanup_json_ json_t *lane = NULL;
-	const char *globs[PW_LANE_MAX];
-	pw_rule *rules = NULL;
-	size_t n = 0, i;
-	json_t *g;
-	int r = pw_cli_live_lane(p, &lane);
+	_cleanup_json_ json_t *res = NULL;
+	_cleanup_free_ char *msg = NULL;
+	const char *err = NULL;
+	int code = 0;
+	int r = pw_ctl_live_call(p->cwd, pw_cli_project_path(p), "allowed",
+				 mode ? json_pack("{s:s}", "mode", mode) : NULL, &res, &code, &msg,
+				 NULL);
 
+	if (r == -ENOENT)
+		return r;
+	if (r == -EREMOTE && code == PW_RPC_UNKNOWN_MODE) {
+		pw_cli_unknown_mode(cmd, ms, mode);
+		return PW_EXIT_CONFIG;
+	}
+	if (r == -EREMOTE && code == PW_RPC_MODE_BROKEN && mode) {
+		/* As the view does: a broken mode fails closed, never falls back. */
+		pw_err(cmd, "mode %s is broken (%s); nothing is writable in it until it is fixed",
+		       mode, msg ? msg : "see piworkfs status");
+		*ret = pw_policy_new_fail_closed(mode, msg ? msg : "mode file is broken");
+		return *ret ? PW_EXIT_OK : PW_EXIT_SYSTEM;
+	}
 	if (r < 0) {
-		pw_err(cmd, "cannot ask the live view for its lane: %s", strerror(-r));
+		pw_err(cmd, "cannot ask the live view for its policy: %s",
+		       r == -EREMOTE && msg ? msg : strerror(-r));
 		return PW_EXIT_NO_VIEW;
 	}
-	json_array_foreach(lane, i, g) if (n < PW_LANE_MAX && json_is_string(g)) globs[n++] =
-	    json_string_value(g);
-	if (n && pw_lane_parse(globs, n, &rules, NULL, NULL) < 0) {
-		pw_err(cmd, "the live view's lane does not compile here");
+	r = pw_report_policy_parse(res, ret, &err);
+	if (r == -ENOMEM)
+		return PW_EXIT_SYSTEM;
+	if (r < 0) {
+		pw_err(cmd, "the live view's policy cannot be read here: %s", err);
 		return PW_EXIT_NO_VIEW;
 	}
-	r = pw_policy_compile_lane(ms, mode, rules, n, ret);
-	pw_lane_free(rules, n);
+	return PW_EXIT_OK;
+}
+
+/* The approved plans of P's project, from the state database, as freeze rules (modeset.h). */
+typedef struct frozen_rules {
+	pw_rule *v;
+	size_t n, cap;
+} frozen_rules;
+
+static void frozen_rules_done(frozen_rules *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		pw_rule_done(&f->v[i]);
+	free(f->v);
+}
+
+static int add_frozen(const char *path, void *userdata)
+{
+	frozen_rules *f = userdata;
+	int r;
+
+	if (PW_GROW(f->v, f->cap, f->n, 8) < 0)
+		return -ENOMEM;
+	r = pw_modeset_freeze_rule(path, &f->v[f->n]);
+	if (r == 0)
+		f->n++;
 	return r;
+}
+
+/*
+ * Offline (no live view): MODE compiled from MS with the approved plans the state database
+ * holds, as a view would compile it. Approved plans that cannot be read fail closed, as in a
+ * view. Returns 0 with *ret, -ENOENT (unknown mode), -ENOMEM.
+ */
+static int offline_policy(const char *cmd, const pw_cli_project *p, const pw_modeset *ms,
+			  const char *mode, pw_policy **ret)
+{
+	_cleanup_free_ char *db = pw_state_default_path();
+	_cleanup_(pw_store_reader_closep) pw_store_reader *conn = NULL;
+	_cleanup_(frozen_rules_done) frozen_rules f = {0};
+	int r = db ? pw_store_open_readonly(db, &conn) : -ENOENT;
+
+	/* No database (or none with a schema): no plan can have been approved. */
+	if (r == -ENOENT || r == -EPROTO)
+		r = 0;
+	else if (r == 0)
+		r = pw_store_approved_plans(conn, pw_cli_project_path(p), add_frozen, &f);
+	if (r == -ENOMEM)
+		return r;
+	if (!pw_modeset_find(ms, mode))
+		return -ENOENT;
+	if (r < 0) {
+		pw_err(cmd,
+		       "the approved plans could not be read from %s (%s): nothing is writable", db,
+		       strerror(-r));
+		*ret = pw_policy_new_fail_closed(mode, "the approved plans could not be read");
+		return *ret ? 0 : -ENOMEM;
+	}
+	pw_policy_extras x = {.frozen = f.v, .n_frozen = f.n};
+	return pw_policy_compile_extras(ms, mode, &x, ret);
 }
 
 int pw_cli_get_policy(const char *cmd, const pw_cli_project *p, const char *mode,
 		      pw_modeset **ret_ms, pw_policy **ret_policy)
 {
 	_cleanup_modeset_ pw_modeset *ms = NULL;
-	_cleanup_free_ char *live = NULL;
 	const pw_warning *w = NULL;
 	pw_policy *pol = NULL;
 	int r;
 
-	if (!mode) {
-		r = pw_cli_live_mode(p, &live);
-		if (r == -ENOENT) {
-			pw_err(cmd, "no --mode given and not inside a live view");
-			return PW_EXIT_USAGE;
-		}
-		if (r < 0) {
-			pw_err(cmd, "cannot ask the live view for its mode: %s", strerror(-r));
-			return PW_EXIT_NO_VIEW;
-		}
-		mode = live;
-	}
+	/* The modes as the files say, for what the commands show beside a decision (the keys
+	 * an untrusted project's layer declares, the modes to suggest). */
 	r = pw_cli_load_modes(p, &ms, NULL);
 	if (r < 0) {
 		pw_err(cmd, "cannot load modes: %s", strerror(-r));
 		return PW_EXIT_SYSTEM;
 	}
-	if (pw_modeset_mode_broken(ms, mode, &w)) {
+	r = live_policy(cmd, p, ms, mode, &pol);
+	if (r != -ENOENT && r != PW_EXIT_OK)
+		return r;
+	if (r == -ENOENT && !mode) {
+		pw_err(cmd, "no --mode given and not inside a live view");
+		return PW_EXIT_USAGE;
+	}
+	if (r == -ENOENT && pw_modeset_mode_broken(ms, mode, &w)) {
 		/* As the view does: a broken mode fails closed, never falls back. */
 		_cleanup_free_ char *why = w ? pw_warning_format(w) : NULL;
 		pw_err(cmd, "mode %s is broken (%s); nothing is writable in it until it is fixed",
@@ -465,10 +539,8 @@ int pw_cli_get_policy(const char *cmd, const pw_cli_project *p, const char *mode
 		pol = pw_policy_new_fail_closed(mode, why ? why : "mode file is broken");
 		if (!pol)
 			return PW_EXIT_SYSTEM;
-	} else {
-		r = compile_in_live_lane(cmd, p, ms, mode, &pol);
-		if (r == PW_EXIT_NO_VIEW)
-			return r;
+	} else if (r == -ENOENT) {
+		r = offline_policy(cmd, p, ms, mode, &pol);
 		if (r == -ENOENT) {
 			pw_cli_unknown_mode(cmd, ms, mode);
 			return PW_EXIT_CONFIG;

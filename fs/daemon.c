@@ -442,6 +442,11 @@ static int daemon_start_control(const pw_daemon_opts *o, daemon_parts *d, int re
 	if (r == 0)
 		r = pw_ctl_server_start(d->view, o->socket_dir, NULL, modules, ELEMENTSOF(modules),
 					&d->ctl);
+	/* The approved plans once more, now that the socket listens: an approval recorded
+	 * after the view loaded them and before the approving view could reach this socket
+	 * skipped this view as not serving (ctl/peers.h). */
+	if (r == 0)
+		r = pw_view_sync_plans(d->view, NULL, NULL, NULL);
 	if (r < 0)
 		report_error(ready_fd, "cannot start the control plane", strerror(-r));
 	return r;

@@ -369,7 +369,8 @@ static int load_dir(pw_modeset *ms, const char *base, const char *sub, pw_layer 
 }
 
 /* The allow rule of modes with writes.plans: the folder and everything beneath it (an editor's
- * temporary file, sed -i's, a subfolder of notes), approved plans aside (pw_modeset_freeze). */
+ * temporary file, sed -i's, a subfolder of notes), approved plans aside (pw_modeset_freeze_rule).
+ */
 static int make_plans_rule(pw_modeset *ms)
 {
 	_cleanup_free_ char *pattern = NULL;
@@ -399,33 +400,21 @@ const pw_rule *pw_modeset_plans_rule(const pw_modeset *ms)
 	return &ms->plans_rule;
 }
 
-int pw_modeset_freeze(pw_modeset *ms, const char *path)
+int pw_modeset_freeze_rule(const char *path, pw_rule *ret)
 {
 	_cleanup_free_ char *pattern = NULL;
 	const char *err = NULL;
 	int r;
 
-	if (!path[0] || strpbrk(path, "*?[]\\!") || !pw_path_is_normal(path))
+	if (!path || !path[0] || strpbrk(path, "*?[]\\!") || !pw_path_is_normal(path))
 		return -EINVAL;
 	if (asprintf(&pattern, "/%s", path) < 0)
 		return -ENOMEM;
-	r = pw_rules_reserve(&ms->protected_rules, ms->n_protected);
-	if (r < 0)
-		return r;
-	r = pw_rule_init(&ms->protected_rules[ms->n_protected], PW_RULE_PROTECTED, pattern,
-			 "(approved plan)", 0, 0, PW_LAYER_DEFAULT, &err);
+	r = pw_rule_init(ret, PW_RULE_PROTECTED, pattern, PW_FROZEN_RULE_FILE, 0, 0,
+			 PW_LAYER_DEFAULT, &err);
 	if (r < 0)
 		return r == -ENOMEM ? r : -EINVAL;
-	ms->n_protected++;
 	return 0;
-}
-
-void pw_modeset_fail_closed(pw_modeset *ms, const char *why)
-{
-	/* On ENOMEM the warning is lost, and the mode still loads: the caller has already
-	 * failed its own allocation and reports that. */
-	(void)pw_warnings_add(&ms->w, PW_ALL_MODES, PW_ERROR, "(state database)", 0, 0, NULL,
-			      "%s: every mode fails closed until a reload succeeds", why);
 }
 
 int pw_modeset_load(const pw_load_opts *opts, pw_modeset **ret)

@@ -2,8 +2,7 @@
 /*
  * The layers (modeset.c): every mode file and config.yaml of the bundled, global and project
  * layers loaded into one set, with trust, tighten-only and the protected paths applied
- * (mode.h describes the layering). A modeset is immutable once loaded, but for
- * pw_modeset_freeze and pw_modeset_fail_closed, which its loader's caller runs first.
+ * (mode.h describes the layering). A modeset is immutable once loaded.
  */
 #pragma once
 
@@ -56,15 +55,15 @@ const pw_rule *pw_modeset_token(const pw_modeset *ms, size_t i);
 const char *pw_modeset_plans_dir(const pw_modeset *ms);
 const pw_rule *pw_modeset_plans_rule(const pw_modeset *ms);
 /*
- * Makes PATH (normalized, project-relative: an approved plan) a protected path of MS, so that
- * every mode that enforces protected paths refuses to change it (the daemon adds the
- * approved plans after each load, fs/ctl/view.c). Returns 0, -EINVAL for a path that cannot
- * be written as a literal glob, -ENOMEM.
+ * The protected rule that freezes the approved plan at PATH (normalized, project-relative):
+ * the literal glob "/PATH", file PW_FROZEN_RULE_FILE. A view compiles these into every policy
+ * it installs (pw_policy_extras, policy.h), so that every mode that enforces protected paths
+ * refuses to change the plan (fs/ctl/view.c reads the approved plans from the state
+ * database). Returns 0 with *RET (pw_rule_done), -EINVAL for a path that cannot be written
+ * as a literal glob, -ENOMEM.
  */
-int pw_modeset_freeze(pw_modeset *ms, const char *path);
-/* Breaks every mode of MS with the error WHY (as a broken config.yaml does): a view then
- * fails closed. For what the loader's caller adds and cannot (pw_modeset_freeze). */
-void pw_modeset_fail_closed(pw_modeset *ms, const char *why);
+int pw_modeset_freeze_rule(const char *path, pw_rule *ret);
+#define PW_FROZEN_RULE_FILE "(approved plan)"
 
 /* The message of every widening key an untrusted project writes. */
 #define PW_UNTRUSTED_MSG "ignored: the project is not trusted (piworkfs trust)"

@@ -173,7 +173,8 @@ static int policy_add_group(pw_policy *p, int group, const pw_rule *v, size_t n,
 	return 0;
 }
 
-static int policy_add_rules(pw_policy *p, const pw_modeset *ms, const pw_mode *m)
+static int policy_add_rules(pw_policy *p, const pw_modeset *ms, const pw_mode *m,
+			    const pw_policy_extras *x)
 {
 	int r;
 
@@ -182,6 +183,13 @@ static int policy_add_rules(pw_policy *p, const pw_modeset *ms, const pw_mode *m
 		return r;
 	for (size_t i = 0; m->protect && i < pw_modeset_protected_count(ms); i++) {
 		r = pw_rules_append_copy(&p->rules, &p->n_rules, pw_modeset_protected(ms, i));
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; m->protect && i < x->n_frozen; i++) {
+		if (x->frozen[i].kind != PW_RULE_PROTECTED)
+			return -EINVAL;
+		r = pw_rules_append_copy(&p->rules, &p->n_rules, &x->frozen[i]);
 		if (r < 0)
 			return r;
 	}
@@ -215,9 +223,21 @@ int pw_policy_compile(const pw_modeset *ms, const char *mode, pw_policy **ret)
 int pw_policy_compile_lane(const pw_modeset *ms, const char *mode, const pw_rule *lane, size_t n,
 			   pw_policy **ret)
 {
+	pw_policy_extras x = {.lane = lane, .n_lane = n};
+
+	return pw_policy_compile_extras(ms, mode, &x, ret);
+}
+
+int pw_policy_compile_extras(const pw_modeset *ms, const char *mode, const pw_policy_extras *x,
+			     pw_policy **ret)
+{
+	static const pw_policy_extras none;
 	_cleanup_(policy_freep) pw_policy *p = NULL;
 	const pw_mode *m;
 	int r;
+
+	if (!x)
+		x = &none;
 
 	m = pw_modeset_find(ms, mode);
 	if (!m)
@@ -227,11 +247,11 @@ int pw_policy_compile_lane(const pw_modeset *ms, const char *mode, const pw_rule
 		return -ENOMEM;
 	p->protect = m->protect;
 	p->keep_originals = m->keep_originals;
-	r = policy_add_rules(p, ms, m);
+	r = policy_add_rules(p, ms, m, x);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < n; i++) {
-		r = pw_rules_append_copy(&p->lane, &p->n_lane, &lane[i]);
+	for (size_t i = 0; i < x->n_lane; i++) {
+		r = pw_rules_append_copy(&p->lane, &p->n_lane, &x->lane[i]);
 		if (r < 0)
 			return r;
 	}
@@ -247,6 +267,77 @@ size_t pw_policy_lane_count(const pw_policy *p)
 const pw_rule *pw_policy_lane_rule(const pw_policy *p, size_t i)
 {
 	return i < p->n_lane ? &p->lane[i] : NULL;
+}
+
+/* The group a rule of KIND joins, in decision order; -1 for a kind no policy holds. */
+static int group_of(pw_rule_kind kind)
+{
+	switch (kind) {
+	case PW_RULE_HIDE:
+		return GROUP_HIDE;
+	case PW_RULE_PROTECTED:
+		return GROUP_PROTECTED;
+	case PW_RULE_DENY:
+		return GROUP_DENY;
+	case PW_RULE_ALLOW:
+		return GROUP_ALLOW;
+	case PW_RULE_TOKEN:
+		return GROUP_TOKEN;
+	case PW_RULE_LANE:
+		break;
+	}
+	return -1;
+}
+
+int pw_policy_assemble(const pw_policy_parts *x, pw_policy **ret)
+{
+	_cleanup_(policy_freep) pw_policy *p = NULL;
+	size_t n = x->n_rules;
+	int g = GROUP_HIDE, r;
+
+	p = policy_alloc(x->mode, x->description, "", x->source);
+	if (!p)
+		return -ENOMEM;
+	p->protect = x->protect;
+	p->keep_originals = x->keep_originals;
+	if (x->fail_reason) {
+		p->fail_reason = strdup(x->fail_reason);
+		if (!p->fail_reason)
+			return -ENOMEM;
+		*ret = TAKE_PTR(p);
+		return 0;
+	}
+	if (x->plans && (n == 0 || x->rules[n - 1].kind != PW_RULE_ALLOW))
+		return -EINVAL;
+	if (x->plans)
+		n--;
+	for (size_t i = 0; i < n; i++) {
+		int k = group_of(x->rules[i].kind);
+		if (k < g) /* out of order, or a lane rule */
+			return -EINVAL;
+		for (; g < k; g++)
+			p->group_start[g + 1] = p->n_rules;
+		r = pw_rules_append_copy(&p->rules, &p->n_rules, &x->rules[i]);
+		if (r < 0)
+			return r;
+	}
+	for (; g < GROUP_PLANS; g++)
+		p->group_start[g + 1] = p->n_rules;
+	if (x->plans) {
+		r = pw_rules_append_copy(&p->rules, &p->n_rules, &x->rules[n]);
+		if (r < 0)
+			return r;
+	}
+	p->group_start[GROUP_PLANS + 1] = p->n_rules;
+	for (size_t i = 0; i < x->n_lane; i++) {
+		if (x->lane[i].kind != PW_RULE_LANE)
+			return -EINVAL;
+		r = pw_rules_append_copy(&p->lane, &p->n_lane, &x->lane[i]);
+		if (r < 0)
+			return r;
+	}
+	*ret = TAKE_PTR(p);
+	return 0;
 }
 
 pw_policy *pw_policy_new_fail_closed(const char *mode, const char *why)
@@ -322,6 +413,12 @@ bool pw_policy_writes_nothing(const pw_policy *p)
 const pw_rule *pw_policy_plans_rule(const pw_policy *p)
 {
 	return group_empty(p, GROUP_PLANS) ? NULL : &p->rules[p->group_start[GROUP_PLANS]];
+}
+
+bool pw_policy_writes_only_plans(const pw_policy *p)
+{
+	return !p->fail_reason && !group_empty(p, GROUP_PLANS) && group_empty(p, GROUP_ALLOW) &&
+	       group_empty(p, GROUP_TOKEN);
 }
 
 /*

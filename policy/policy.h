@@ -116,9 +116,44 @@ void pw_lane_free(pw_rule *lane, size_t n); /* accepts NULL */
  * lane). The policy keeps copies of the rules. */
 int pw_policy_compile_lane(const pw_modeset *ms, const char *mode, const pw_rule *lane, size_t n,
 			   pw_policy **ret);
+
+/*
+ * What a view adds to every mode it compiles, beside the modeset's rules: its lane (step 8;
+ * pw_lane_parse) and the approved plans (protected rules, pw_modeset_freeze_rule), which join
+ * the modeset's protected paths where the mode enforces them (all but protect: false). The
+ * policy keeps copies of both.
+ */
+typedef struct pw_policy_extras {
+	const pw_rule *lane;
+	size_t n_lane;
+	const pw_rule *frozen;
+	size_t n_frozen;
+} pw_policy_extras;
+/* pw_policy_compile with X's rules (NULL: none). */
+int pw_policy_compile_extras(const pw_modeset *ms, const char *mode, const pw_policy_extras *x,
+			     pw_policy **ret);
 /* The policy's lane rules (none without a lane). */
 size_t pw_policy_lane_count(const pw_policy *p);
 const pw_rule *pw_policy_lane_rule(const pw_policy *p, size_t i);
+
+/*
+ * A policy from its parts, as pw_report_policy shows one (report.h: what the CLI rebuilds
+ * from a live view's answer, so that it decides with the very rules the view installed). The
+ * rules come in decision order: hide, protected, deny, allow, token, and last the plans
+ * folder's allow rule when PLANS. Returns 0 with *ret, -EINVAL when the rules are out of that
+ * order (or the lane holds another kind), -ENOMEM.
+ */
+typedef struct pw_policy_parts {
+	const char *mode, *description, *source;
+	const char *fail_reason; /* non-NULL: fail-closed (the rules are then ignored) */
+	bool protect, keep_originals;
+	const pw_rule *rules;
+	size_t n_rules;
+	bool plans;
+	const pw_rule *lane;
+	size_t n_lane;
+} pw_policy_parts;
+int pw_policy_assemble(const pw_policy_parts *x, pw_policy **ret);
 
 /* A policy that writes nothing, for a mode whose file is broken or missing. WHY is copied.
  * Returns NULL only on allocation failure. */
@@ -149,6 +184,8 @@ bool pw_policy_may_write(const pw_policy *p, const char *path, bool is_dir);
 bool pw_policy_has_hide_rules(const pw_policy *p);
 
 bool pw_policy_writes_nothing(const pw_policy *p);
+/* Does the policy write its plans folder and nothing else (plan)? */
+bool pw_policy_writes_only_plans(const pw_policy *p);
 /* The plans folder's allow rule ("/DIR/" "**") of a mode with writes.plans, else NULL. */
 const pw_rule *pw_policy_plans_rule(const pw_policy *p);
 /* Does the policy allow writing every path (an allow-all rule, nothing denied, protected or

@@ -217,6 +217,8 @@ json_t *pw_report_policy(const pw_policy *p)
 	    !set(o, "description", str_or_null(pw_policy_description(p))) ||
 	    !set(o, "file", str_or_null(pw_policy_source(p))) ||
 	    !set(o, "writes_nothing", json_boolean(pw_policy_writes_nothing(p))) ||
+	    !set(o, "protect", json_boolean(pw_policy_protects(p))) ||
+	    !set(o, "keep_originals", json_boolean(pw_policy_keeps_originals(p))) ||
 	    !set(o, "fail_closed", json_boolean(pw_policy_is_fail_closed(p))) ||
 	    !set(o, "fail_reason", str_or_null(pw_policy_fail_reason(p))) ||
 	    !set(o, "rules", rule_array(pw_policy_rule_count(p), policy_rule, p)) ||
@@ -225,6 +227,138 @@ json_t *pw_report_policy(const pw_policy *p)
 		return NULL;
 	}
 	return o;
+}
+
+/* ---- a policy read back ---------------------------------------------------------------- */
+
+static int kind_from_name(const char *name)
+{
+	static const pw_rule_kind kinds[] = {PW_RULE_ALLOW,	PW_RULE_DENY,  PW_RULE_HIDE,
+					     PW_RULE_PROTECTED, PW_RULE_TOKEN, PW_RULE_LANE};
+	for (size_t i = 0; name && i < ELEMENTSOF(kinds); i++)
+		if (streq(pw_rule_kind_name(kinds[i]), name))
+			return (int)kinds[i];
+	return -1;
+}
+
+static int layer_from_name(const char *name)
+{
+	static const pw_layer layers[] = {PW_LAYER_BUNDLED, PW_LAYER_GLOBAL, PW_LAYER_PROJECT,
+					  PW_LAYER_DEFAULT, PW_LAYER_LANE};
+	for (size_t i = 0; name && i < ELEMENTSOF(layers); i++)
+		if (streq(pw_layer_name(layers[i]), name))
+			return (int)layers[i];
+	return -1;
+}
+
+static void rules_free(pw_rule *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		pw_rule_done(&v[i]);
+	free(v);
+}
+
+/* The rules of the array A (pw_report_rule's objects), in order. Returns 0, -EINVAL with
+ * *ret_err, -ENOMEM. */
+static int rules_parse(const json_t *a, pw_rule **ret, size_t *ret_n, const char **ret_err)
+{
+	size_t n = json_array_size(a), i;
+	pw_rule *v = calloc(n ? n : 1, sizeof(*v));
+	const json_t *o;
+	int r = 0;
+
+	if (!v)
+		return -ENOMEM;
+	json_array_foreach(a, i, o)
+	{
+		const char *pattern = json_string_value(json_object_get(o, "pattern"));
+		const char *file = json_string_value(json_object_get(o, "file"));
+		json_int_t line = json_integer_value(json_object_get(o, "line"));
+		json_int_t column = json_integer_value(json_object_get(o, "column"));
+		int kind = kind_from_name(json_string_value(json_object_get(o, "kind")));
+		int layer = layer_from_name(json_string_value(json_object_get(o, "layer")));
+		const char *err = NULL;
+
+		if (!pattern || kind < 0 || layer < 0 || line < 0 || column < 0 ||
+		    line > UINT32_MAX || column > UINT32_MAX) {
+			*ret_err = "a rule without a pattern, kind or layer";
+			r = -EINVAL;
+		} else {
+			r = pw_rule_init(&v[i], (pw_rule_kind)kind, pattern, file ? file : "",
+					 (unsigned)line, (unsigned)column, (pw_layer)layer, &err);
+			if (r < 0 && r != -ENOMEM) {
+				*ret_err = err ? err : "a rule's glob does not compile";
+				r = -EINVAL;
+			}
+		}
+		if (r < 0) {
+			rules_free(v, i);
+			return r;
+		}
+	}
+	*ret = v;
+	*ret_n = n;
+	return 0;
+}
+
+int pw_report_policy_parse(const json_t *o, pw_policy **ret, const char **ret_err)
+{
+	const char *mode = json_string_value(json_object_get(o, "mode"));
+	const json_t *rules = json_object_get(o, "rules"), *lane = json_object_get(o, "lane");
+	const json_t *protect = json_object_get(o, "protect");
+	const json_t *keep = json_object_get(o, "keep_originals");
+	const char *globs[PW_LANE_MAX], *err = "not a policy";
+	pw_rule *rv = NULL, *lv = NULL;
+	size_t nr = 0, nl = json_array_size(lane), i;
+	const json_t *g;
+	int r;
+
+	if (!json_is_object(o) || !mode || !json_is_array(rules) ||
+	    (protect && !json_is_boolean(protect)) || (keep && !json_is_boolean(keep)) ||
+	    (lane && !json_is_array(lane)) || nl > PW_LANE_MAX) {
+		*ret_err = err;
+		return -EINVAL;
+	}
+	json_array_foreach(lane, i, g)
+	{
+		globs[i] = json_string_value(g);
+		if (!globs[i]) {
+			*ret_err = "a lane glob that is not a string";
+			return -EINVAL;
+		}
+	}
+	r = rules_parse(rules, &rv, &nr, ret_err);
+	if (r < 0)
+		return r;
+	r = nl ? pw_lane_parse(globs, nl, &lv, NULL, &err) : 0;
+	if (r < 0) {
+		rules_free(rv, nr);
+		*ret_err = err ? err : "a lane glob does not compile";
+		return r == -ENOMEM ? r : -EINVAL;
+	}
+	pw_policy_parts parts = {
+	    .mode = mode,
+	    .description = json_string_value(json_object_get(o, "description")),
+	    .source = json_string_value(json_object_get(o, "file")),
+	    .fail_reason = json_is_true(json_object_get(o, "fail_closed"))
+			       ? (json_string_value(json_object_get(o, "fail_reason"))
+				      ?: "the view fails closed")
+			       : NULL,
+	    /* Absent (a daemon from before they were shown): the defaults of a mode. */
+	    .protect = !json_is_false(protect),
+	    .keep_originals = !json_is_false(keep),
+	    .rules = rv,
+	    .n_rules = nr,
+	    .plans = json_is_string(json_object_get(o, "plans_dir")),
+	    .lane = lv,
+	    .n_lane = nl,
+	};
+	r = pw_policy_assemble(&parts, ret);
+	rules_free(rv, nr);
+	pw_lane_free(lv, nl);
+	if (r == -EINVAL)
+		*ret_err = "its rules are not in decision order";
+	return r;
 }
 
 static bool rule_is_builtin(const pw_rule *r)
@@ -276,8 +410,13 @@ char *pw_report_decision_text(const pw_decision *d, const char *mode, const char
 		n = asprintf(&s, "mode %s writes nothing", m);
 		break;
 	case PW_REASON_PROTECTED:
-		n = where ? asprintf(&s, "protected path %s", where)
-			  : asprintf(&s, "protected path (writable only in mode off)");
+		if (d->rule && streq_ptr(d->rule->file, PW_FROZEN_RULE_FILE))
+			n = asprintf(&s, "approved plan %s, read-only until the person reopens it",
+				     d->rule->pattern[0] == '/' ? d->rule->pattern + 1
+								: d->rule->pattern);
+		else
+			n = where ? asprintf(&s, "protected path %s", where)
+				  : asprintf(&s, "protected path (writable only in mode off)");
 		break;
 	case PW_REASON_DENY_RULE:
 		n = where ? asprintf(&s, "deny %s", where)
@@ -314,6 +453,32 @@ char *pw_report_decision_text(const pw_decision *d, const char *mode, const char
 	return n < 0 ? NULL : s;
 }
 
+/* The plans folder of P's plans rule ("docs/plans" from "/docs/plans/" "**"), malloc'd, or
+ * NULL. */
+static char *plans_folder(const pw_policy *p)
+{
+	const pw_rule *r = pw_policy_plans_rule(p);
+	size_t n = r ? strlen(r->pattern) : 0;
+
+	return r && n >= 4 ? strndup(r->pattern + 1, n - 4) : NULL;
+}
+
+char *pw_report_decision_text_in(const pw_decision *d, const pw_policy *p, const char *file_display)
+{
+	_cleanup_free_ char *folder = NULL;
+	char *s = NULL;
+
+	/* A mode that writes only its plans folder (plan) refuses the rest of the project as a
+	 * read-only view would (EROFS), but "writes nothing" beside a plan it allows is false. */
+	if (!d->allowed && d->reason == PW_REASON_READ_ONLY && pw_policy_writes_only_plans(p) &&
+	    (folder = plans_folder(p)))
+		return asprintf(&s, "mode %s writes only its plans folder, %s/",
+				pw_policy_mode_name(p), folder) < 0
+			   ? NULL
+			   : s;
+	return pw_report_decision_text(d, pw_policy_mode_name(p), file_display);
+}
+
 static const char *decision_word(const pw_decision *d)
 {
 	if (d->allowed)
@@ -321,10 +486,10 @@ static const char *decision_word(const pw_decision *d)
 	return d->reason == PW_REASON_OUTSIDE ? "outside" : "denied";
 }
 
-json_t *pw_report_decision(const char *path, pw_op op, bool is_dir, const pw_decision *d,
-			   const char *mode)
+/* The decision object with TEXT for its message. */
+static json_t *decision_json(const char *path, pw_op op, bool is_dir, const pw_decision *d,
+			     const char *mode, const char *text)
 {
-	_cleanup_free_ char *text = pw_report_decision_text(d, mode, NULL);
 	json_t *o = json_object();
 
 	if (!o || !text) {
@@ -343,4 +508,20 @@ json_t *pw_report_decision(const char *path, pw_op op, bool is_dir, const pw_dec
 		return NULL;
 	}
 	return o;
+}
+
+json_t *pw_report_decision(const char *path, pw_op op, bool is_dir, const pw_decision *d,
+			   const char *mode)
+{
+	_cleanup_free_ char *text = pw_report_decision_text(d, mode, NULL);
+
+	return text ? decision_json(path, op, is_dir, d, mode, text) : NULL;
+}
+
+json_t *pw_report_decision_in(const char *path, pw_op op, bool is_dir, const pw_decision *d,
+			      const pw_policy *p)
+{
+	_cleanup_free_ char *text = pw_report_decision_text_in(d, p, NULL);
+
+	return text ? decision_json(path, op, is_dir, d, pw_policy_mode_name(p), text) : NULL;
 }

@@ -30,9 +30,18 @@ json_t *pw_report_mode(const pw_mode *m);
 /* {"modes":[mode...],"protected":[rule...],"tokens":[rule...],"warnings":[warning...]} */
 json_t *pw_report_modeset(const pw_modeset *ms);
 
-/* {"mode","description","file","writes_nothing","fail_closed","fail_reason",
- *  "rules":[rule...],"plans_dir","lane":[glob...]}; lane is [] for a view without one */
+/* {"mode","description","file","writes_nothing","protect","keep_originals","fail_closed",
+ *  "fail_reason","rules":[rule...],"plans_dir","lane":[glob...]}; lane is [] for a view
+ *  without one */
 json_t *pw_report_policy(const pw_policy *p);
+
+/*
+ * The policy pw_report_policy's object O describes, rebuilt: the same rules in the same
+ * order, lane and fail state, so that it decides exactly as the policy it came from (the CLI
+ * asks a live view for its installed policy this way: cli/project.c). Returns 0 with *ret,
+ * -EINVAL with *ret_err (static text) for an object that is no such policy, -ENOMEM.
+ */
+int pw_report_policy_parse(const json_t *o, pw_policy **ret, const char **ret_err);
 
 /*
  * A decision about PATH (project-relative as the policy saw it; for an outside path, the
@@ -52,3 +61,12 @@ json_t *pw_report_decision(const char *path, pw_op op, bool is_dir, const pw_dec
  * NULL on allocation failure.
  */
 char *pw_report_decision_text(const pw_decision *d, const char *mode, const char *file_display);
+
+/* pw_report_decision_text and pw_report_decision for a decision of policy P, which they name
+ * more precisely: a mode that writes only its plans folder refuses the rest of the project
+ * read-only, and says so ("mode plan writes only its plans folder, docs/plans/"), not
+ * "writes nothing" beside the plans it allows. */
+char *pw_report_decision_text_in(const pw_decision *d, const pw_policy *p,
+				 const char *file_display);
+json_t *pw_report_decision_in(const char *path, pw_op op, bool is_dir, const pw_decision *d,
+			      const pw_policy *p);

@@ -513,24 +513,34 @@ static int find_project_view(const char *project, char **ret_socket)
 	return r;
 }
 
-int pw_ctl_live_mode(const char *cwd, const char *project, char **ret_mode)
+int pw_ctl_live_call(const char *cwd, const char *project, const char *method, json_t *params,
+		     json_t **ret_result, int *ret_code, char **ret_message, json_t **ret_data)
 {
-	json_t *res = NULL;
-	const char *mode;
-	char *m;
-	int r = pw_ctl_call_at(cwd, "mode.get", NULL, &res, NULL, NULL);
+	json_t *copy = params ? json_deep_copy(params) : NULL;
+	int r =
+	    pw_ctl_call_at_data(cwd, method, params, ret_result, ret_code, ret_message, ret_data);
 
 	if (r == -ENOENT && project && !getenv("PIWORKFS_SOCKET")) {
 		/* Not inside a view: from the backing directory, the view of that project. */
 		_cleanup_free_ char *sock = NULL;
 		r = find_project_view(project, &sock);
 		if (r == 0)
-			r = pw_ctl_call_socket(sock, "mode.get", NULL, &res, NULL, NULL);
+			r = pw_ctl_call_socket_data(sock, method, TAKE_PTR(copy), ret_result,
+						    ret_code, ret_message, ret_data);
 	}
+	json_decref(copy);
+	return r == -ECONNREFUSED ? -ENOENT : r; /* a stale mount whose daemon is gone */
+}
+
+int pw_ctl_live_mode(const char *cwd, const char *project, char **ret_mode)
+{
+	json_t *res = NULL;
+	const char *mode;
+	char *m;
+	int r = pw_ctl_live_call(cwd, project, "mode.get", NULL, &res, NULL, NULL, NULL);
+
 	if (r == -EREMOTE)
 		return -EIO;
-	if (r == -ECONNREFUSED)
-		return -ENOENT; /* a stale mount whose daemon is gone */
 	if (r < 0)
 		return r;
 	mode = json_string_value(json_object_get(res, "mode"));

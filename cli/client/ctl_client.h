@@ -48,6 +48,10 @@ int pw_ctl_find_view_full(const char *path, char **ret_socket, char **ret_mountp
  * its daemon is gone), -EIO, -EBADMSG or -errno. project.c's pw_cli_live_mode over it.
  */
 int pw_ctl_live_mode(const char *cwd, const char *project, char **ret_mode);
+/* Calls METHOD(PARAMS, stolen) on the live view pw_ctl_live_mode asks. Returns as
+ * pw_ctl_call_at_data, and -ENOENT when there is none (or its daemon is gone). */
+int pw_ctl_live_call(const char *cwd, const char *project, const char *method, json_t *params,
+		     json_t **ret_result, int *ret_code, char **ret_message, json_t **ret_data);
 /* The lane (`mount --only` globs) of the live view around CWD (NULL: the current
  * directory), as a new JSON array; [] when no view answers. 0, or -EIO/-ENOMEM/-errno.
  * project.c's pw_cli_live_lane over it. */

@@ -422,8 +422,7 @@ static int m_check(call *x, json_t **ret)
 
 		if (r == -EXDEV) {
 			d = (pw_decision){.err = EXDEV, .reason = PW_REASON_OUTSIDE};
-			json_array_append_new(
-			    out, pw_report_decision(in, op, slash, &d, pw_policy_mode_name(p)));
+			json_array_append_new(out, pw_report_decision_in(in, op, slash, &d, p));
 			continue;
 		}
 		if (r < 0) {
@@ -434,8 +433,8 @@ static int m_check(call *x, json_t **ret)
 		}
 		is_dir = dir ? json_is_true(dir) : backing_is_dir(x->view, hide, rel, slash);
 		pw_policy_decide(p, op, rel, is_dir, &d);
-		json_array_append_new(out, pw_report_decision(rel[0] ? rel : ".", op, is_dir, &d,
-							      pw_policy_mode_name(p)));
+		json_array_append_new(out,
+				      pw_report_decision_in(rel[0] ? rel : ".", op, is_dir, &d, p));
 	}
 	json_t *o = json_pack("{s:s,s:I,s:o}", "mode", pw_policy_mode_name(p), "generation",
 			      (json_int_t)gen, "decisions", out);

@@ -5,11 +5,13 @@
  * (PW_PLAN_FILE_MAX) and the folder holds a handful, so each call reads them afresh.
  */
 #include "plan_methods.h"
+#include "peers.h"
 #include "plan.h"
 #include "plan_set.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 
 #include "pw_limits.h"
 #include "proto.h"
+#include "run_id.h"
 #include "store/state.h"
 #include "util.h"
 
@@ -312,7 +315,17 @@ static int m_done(call *x, json_t **ret)
 
 	if (!by)
 		return pw_ctl_fail_set(x->fail, PW_RPC_INTERNAL_ERROR, "out of memory");
-	if (load_or_fail(x, &s) < 0 || named_plan(x, &s, &p) < 0)
+	if (load_or_fail(x, &s) < 0)
+		return PW_CTL_FAILED;
+	/* Nothing in progress to mark is a refusal, as a draft's task is: the plan is not
+	 * approved yet (or every task is done), not a plan or task that does not exist. */
+	if (!json_object_get(x->params, "name") && !pw_plan_set_active(&s))
+		return pw_ctl_fail_set(
+		    x->fail, PW_RPC_REFUSED,
+		    "no approved plan is in progress: tasks are marked on an "
+		    "approved plan (piworkfs plan list; the person runs `piworkfs "
+		    "plan approve NAME`)");
+	if (named_plan(x, &s, &p) < 0)
 		return PW_CTL_FAILED;
 	if (!pw_plan_info_approved(p))
 		return pw_ctl_fail_set(x->fail, PW_RPC_REFUSED,
@@ -363,27 +376,110 @@ _printf_(3, 4) static int approve_fail(char **ret_why, int code, const char *fmt
 	return code;
 }
 
-int pw_ctl_plan_approve(pw_view *v, const pw_peer *peer, const char *name, char **ret_why)
+/* ---- every view of the project -------------------------------------------------------- */
+
+/* The directory of this daemon's control sockets, where the other views of the project have
+ * theirs (peers.h). malloc'd, or NULL. */
+static char *socket_dir(pw_ctl_server *s)
 {
-	_cleanup_(pw_plan_set_done) pw_plan_set s = {0};
+	_cleanup_free_ char *path = strdup(pw_ctl_server_socket_path(s));
+
+	return path ? strdup(dirname(path)) : NULL;
+}
+
+/* This view's own outcome, as peers.h describes the others': the policy it installed. */
+static json_t *own_outcome(pw_view *v, const pw_policy *p)
+{
+	_cleanup_free_ char *run = pw_ctl_run_of_mountpoint(pw_view_mountpoint(v));
+	_cleanup_free_ char *why = NULL;
+	const char *outcome = "frozen";
+
+	if (p && pw_policy_is_fail_closed(p)) {
+		outcome = "fails-closed";
+		why = strdup(pw_policy_fail_reason(p));
+	} else if (p && !pw_policy_protects(p)) {
+		outcome = "unprotected";
+		if (asprintf(&why, "mode %s protects nothing", pw_policy_mode_name(p)) < 0)
+			why = NULL;
+	}
+	return json_pack("{s:s,s:s?,s:s,s:s?,s:b}", "mountpoint", pw_view_mountpoint(v), "run", run,
+			 "outcome", outcome, "reason", why, "self", true);
+}
+
+/*
+ * Installs the approved plans the database now holds in this view, then in every other live
+ * view of the project (peers.h), each before this returns. Returns 0 with the outcome of
+ * each view in *ret_views (this one first), or -errno with *ret_why when this view could not
+ * install them (nothing was changed in it).
+ */
+static int sync_everywhere(pw_ctl_server *s, const pw_peer *peer, int cancel_fd, json_t **ret_views,
+			   char **ret_why)
+{
+	pw_view *v = pw_ctl_server_view(s);
+	_cleanup_free_ char *dir = socket_dir(s);
+	pw_view_installed in = {0};
+	json_t *views, *peers;
+	int r = dir ? pw_view_sync_plans(v, peer, &in, ret_why) : -ENOMEM;
+
+	if (r < 0)
+		return r;
+	views = json_array();
+	if (!views || json_array_append_new(views, own_outcome(v, in.policy)) < 0) {
+		json_decref(views);
+		pw_view_installed_done(&in);
+		return -ENOMEM;
+	}
+	pw_view_installed_done(&in);
+	peers = pw_ctl_peers_sync(v, dir, cancel_fd);
+	if (!peers || json_array_extend(views, peers) < 0) {
+		json_decref(peers);
+		json_decref(views);
+		return -ENOMEM;
+	}
+	json_decref(peers);
+	*ret_views = views;
+	return 0;
+}
+
+/* Makes PATH a draft again in the database and every view: an approval that failed after it
+ * was recorded. Best effort: the caller reports the failure it met first. */
+static void unapprove(pw_ctl_server *s, const pw_peer *peer, const char *path, int cancel_fd)
+{
+	pw_view *v = pw_ctl_server_view(s);
+	json_t *views = NULL;
+	pw_state *st = pw_view_lock_state(v);
+
+	if (st)
+		pw_state_plan_reopen(st, pw_view_project(v), path);
+	pw_view_unlock_state(v);
+	if (sync_everywhere(s, peer, cancel_fd, &views, NULL) == 0)
+		json_decref(views);
+}
+
+int pw_ctl_plan_approve(pw_ctl_server *s, const pw_peer *peer, const char *name, int cancel_fd,
+			char **ret_why, json_t **ret_views)
+{
+	_cleanup_(pw_plan_set_done) pw_plan_set set = {0};
 	_cleanup_free_ char *by = who(peer), *text = NULL, *why = NULL, *buf = NULL;
 	_cleanup_close_ int root = -1;
+	pw_view *v = pw_ctl_server_view(s);
 	char now[32], today[16], hash[PW_SHA256_HEX];
 	size_t len, total;
 	const pw_plan_info *p;
+	json_t *views = NULL;
 	pw_state *st;
 	int r;
 
 	if (!by)
 		return approve_fail(ret_why, PW_RPC_INTERNAL_ERROR, "out of memory");
-	r = pw_plan_set_load(v, &s);
+	r = pw_plan_set_load(v, &set);
 	if (r < 0)
 		return approve_fail(ret_why, PW_RPC_UNAVAILABLE, "reading the plans: %s",
 				    strerror(-r));
-	p = pw_plan_set_find(&s, name);
+	p = pw_plan_set_find(&set, name);
 	if (!p)
 		return approve_fail(ret_why, PW_RPC_INVALID_PARAMS,
-				    "no plan '%s' in %s/ (piworkfs plan list)", name, s.dir);
+				    "no plan '%s' in %s/ (piworkfs plan list)", name, set.dir);
 	if (pw_plan_info_approved(p))
 		return approve_fail(ret_why, PW_RPC_INVALID_PARAMS, "plan '%s' is already approved",
 				    p->name);
@@ -403,64 +499,136 @@ int pw_ctl_plan_approve(pw_view *v, const pw_peer *peer, const char *name, char 
 		return approve_fail(ret_why, PW_RPC_INTERNAL_ERROR, "writing the frontmatter: %s",
 				    strerror(-r));
 	pw_plans_hash(text, strlen(text), hash);
-	/* Frozen first, then written: from the reload on, no process can change the file
-	 * through the view, so the text hashed is the text that stays. */
+	/* Frozen first, in every live view of the project, then written: from then on no
+	 * process can change the file through any view, so the text hashed is the text that
+	 * stays. */
 	st = pw_view_lock_state(v);
 	r = st ? pw_state_plan_approve(st, pw_view_project(v), p->path, hash, by) : -ENOSYS;
 	pw_view_unlock_state(v);
 	if (r < 0)
 		return approve_fail(ret_why, PW_RPC_UNAVAILABLE, "recording the approval: %s",
 				    strerror(-r));
-	r = pw_view_reload(v, peer, NULL, &why);
+	r = sync_everywhere(s, peer, cancel_fd, &views, &why);
 	if (r == 0)
 		r = pw_plans_replace_file(root, p->path, text);
 	if (r < 0) {
-		st = pw_view_lock_state(v);
-		pw_state_plan_reopen(st, pw_view_project(v), p->path);
-		pw_view_unlock_state(v);
-		pw_view_reload(v, peer, NULL, NULL);
+		json_decref(views);
+		unapprove(s, peer, p->path, cancel_fd);
 		return approve_fail(ret_why, PW_RPC_INTERNAL_ERROR, "approval failed: %s",
 				    why ? why : strerror(-r));
 	}
 	note_in_progress(v);
+	if (ret_views)
+		*ret_views = views;
+	else
+		json_decref(views);
 	return 0;
+}
+
+/* plan.approve and plan.reopen run as jobs (server.h): they wait for every other view of the
+ * project, whose server threads may be waiting for ours meanwhile. */
+typedef struct plan_job {
+	pw_ctl_server *server;
+	pw_peer peer;
+	char *name;
+} plan_job;
+
+static void plan_job_free(void *arg)
+{
+	plan_job *j = arg;
+
+	if (j)
+		free(j->name);
+	free(j);
+}
+
+static int plan_job_start(call *x, pw_ctl_job_fn fn)
+{
+	plan_job *j = calloc(1, sizeof(*j));
+	const char *name = json_string_value(json_object_get(x->params, "name"));
+
+	if (!j || !(j->name = strdup(name))) {
+		free(j);
+		return pw_ctl_fail_set(x->fail, PW_RPC_INTERNAL_ERROR, "out of memory");
+	}
+	j->server = x->server;
+	/* The peer's strings are static or the call's: only what outlives the call is kept. */
+	j->peer = *x->peer;
+	j->peer.reason = NULL;
+	j->peer.answered_by = NULL;
+	return pw_ctl_job_run(x, fn, j, plan_job_free);
+}
+
+/* plan.approve's and plan.reopen's answer: the plan as plan.show shows it, and "views". */
+static int answer_with_views(pw_view *v, const char *name, json_t *views, json_t **ret,
+			     pw_ctl_fail *f)
+{
+	_cleanup_(pw_plan_set_done) pw_plan_set set = {0};
+	const pw_plan_info *p;
+	json_t *o;
+	int r = pw_plan_set_load(v, &set);
+
+	if (r < 0 || !(p = pw_plan_set_find(&set, name))) {
+		json_decref(views);
+		return pw_ctl_fail_set(f, PW_RPC_UNAVAILABLE, "reading the plans: %s",
+				       strerror(r < 0 ? -r : ENOENT));
+	}
+	o = detail_json(p);
+	if (!o || json_object_set_new(o, "views", views) < 0) {
+		json_decref(o);
+		return pw_ctl_fail_set(f, PW_RPC_INTERNAL_ERROR, "out of memory");
+	}
+	*ret = o;
+	return 0;
+}
+
+static int approve_job(void *arg, int cancel_fd, json_t **ret, pw_ctl_fail *f)
+{
+	plan_job *j = arg;
+	_cleanup_free_ char *why = NULL;
+	json_t *views = NULL;
+	int code = pw_ctl_plan_approve(j->server, &j->peer, j->name, cancel_fd, &why, &views);
+
+	if (code != 0)
+		return pw_ctl_fail_set(f, code, "%s", why ? why : "approval failed");
+	return answer_with_views(pw_ctl_server_view(j->server), j->name, views, ret, f);
 }
 
 static int m_approve(call *x, json_t **ret)
 {
-	_cleanup_(pw_plan_set_done) pw_plan_set s = {0};
-	_cleanup_free_ char *why = NULL;
-	const char *name = json_string_value(json_object_get(x->params, "name"));
-	const pw_plan_info *p;
-	int code = pw_ctl_plan_approve(x->view, x->peer, name, &why);
-
-	if (code != 0)
-		return pw_ctl_fail_set(x->fail, code, "%s", why ? why : "approval failed");
-	if (load_or_fail(x, &s) < 0 || named_plan(x, &s, &p) < 0)
-		return PW_CTL_FAILED;
-	return reply(x, detail_json(p), ret);
+	return plan_job_start(x, approve_job);
 }
 
-static int m_reopen(call *x, json_t **ret)
+static int reopen_job(void *arg, int cancel_fd, json_t **ret, pw_ctl_fail *f)
 {
-	_cleanup_(pw_plan_set_done) pw_plan_set s = {0};
+	plan_job *j = arg;
+	pw_view *v = pw_ctl_server_view(j->server);
+	_cleanup_(pw_plan_set_done) pw_plan_set set = {0};
 	_cleanup_free_ char *text = NULL, *why = NULL, *buf = NULL;
 	_cleanup_close_ int root = -1;
 	char today[16];
 	size_t len, total;
 	const pw_plan_info *p;
+	json_t *views = NULL;
 	pw_state *st;
-	int r;
+	int r = pw_plan_set_load(v, &set);
 
-	if (load_or_fail(x, &s) < 0 || named_plan(x, &s, &p) < 0)
-		return PW_CTL_FAILED;
+	if (r < 0)
+		return pw_ctl_fail_set(f, PW_RPC_UNAVAILABLE, "reading the plans: %s",
+				       strerror(-r));
+	p = pw_plan_set_find(&set, j->name);
+	if (!p)
+		return pw_ctl_fail_set(f, PW_RPC_INVALID_PARAMS,
+				       "no plan '%s' in %s/ (piworkfs plan list)", j->name,
+				       set.dir);
 	if (!pw_plan_info_approved(p))
-		return pw_ctl_fail_set(x->fail, PW_RPC_INVALID_PARAMS,
+		return pw_ctl_fail_set(f, PW_RPC_INVALID_PARAMS,
 				       "plan '%s' is not approved (it is a draft already)",
 				       p->name);
-	root = pw_plans_open_root(x->view);
+	root = pw_plans_open_root(v);
 	if (root < 0)
-		return fail_errno(x, root, "opening the project");
+		return pw_ctl_fail_set(f, PW_RPC_UNAVAILABLE, "opening the project: %s",
+				       strerror(-root));
 	/* The frontmatter says draft again, written while the plan is still frozen. A file
 	 * that cannot be read or has no frontmatter is reopened all the same. */
 	utc_now(NULL, today);
@@ -468,21 +636,61 @@ static int m_reopen(call *x, json_t **ret)
 	    pw_plan_set_fields(buf, len, "draft", NULL, today, &text) == 0) {
 		r = pw_plans_replace_file(root, p->path, text);
 		if (r < 0)
-			return fail_errno(x, r, "writing the frontmatter");
+			return pw_ctl_fail_set(f, PW_RPC_UNAVAILABLE, "writing the frontmatter: %s",
+					       strerror(-r));
 	}
-	st = pw_view_lock_state(x->view);
-	r = st ? pw_state_plan_reopen(st, pw_view_project(x->view), p->path) : -ENOSYS;
-	pw_view_unlock_state(x->view);
+	st = pw_view_lock_state(v);
+	r = st ? pw_state_plan_reopen(st, pw_view_project(v), p->path) : -ENOSYS;
+	pw_view_unlock_state(v);
 	if (r < 0)
-		return fail_errno(x, r, "recording the reopening");
-	r = pw_view_reload(x->view, x->peer, NULL, &why);
+		return pw_ctl_fail_set(f, PW_RPC_UNAVAILABLE, "recording the reopening: %s",
+				       strerror(-r));
+	r = sync_everywhere(j->server, &j->peer, cancel_fd, &views, &why);
 	if (r < 0)
-		return pw_ctl_fail_set(x->fail, PW_RPC_INTERNAL_ERROR, "reload failed: %s",
+		return pw_ctl_fail_set(f, PW_RPC_INTERNAL_ERROR, "reload failed: %s",
 				       why ? why : strerror(-r));
-	pw_plan_set_done(&s);
-	if (load_or_fail(x, &s) < 0 || named_plan(x, &s, &p) < 0)
-		return PW_CTL_FAILED;
-	return reply(x, detail_json(p), ret);
+	return answer_with_views(v, j->name, views, ret, f);
+}
+
+static int m_reopen(call *x, json_t **ret)
+{
+	return plan_job_start(x, reopen_job);
+}
+
+/* plan.sync: another view of the project (peers.h) says the approved plans changed. */
+static bool same_database(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	if (!a || !b)
+		return a == b;
+	if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+		return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	return streq(a, b);
+}
+
+static int m_sync(call *x, json_t **ret)
+{
+	const char *db = json_string_value(json_object_get(x->params, "state_db"));
+	const char *own = pw_view_state_db(x->view);
+	_cleanup_free_ char *why = NULL;
+	pw_view_installed in;
+	int r;
+
+	if (json_object_get(x->params, "state_db") && !same_database(db, own))
+		return reply(x, json_pack("{s:b,s:s?}", "synced", false, "state_db", own), ret);
+	r = pw_view_sync_plans(x->view, x->peer, &in, &why);
+	if (r == -EPERM)
+		return pw_ctl_fail_set(x->fail, PW_RPC_REFUSED, "%s", why ? why : "refused");
+	if (r < 0)
+		return fail_errno(x, r, "installing the approved plans");
+	json_t *o =
+	    json_pack("{s:b,s:s,s:I,s:b,s:s?,s:b}", "synced", true, "mode",
+		      pw_policy_mode_name(in.policy), "generation", (json_int_t)in.generation,
+		      "fail_closed", pw_policy_is_fail_closed(in.policy), "fail_reason",
+		      pw_policy_fail_reason(in.policy), "protects", pw_policy_protects(in.policy));
+	pw_view_installed_done(&in);
+	return reply(x, o, ret);
 }
 
 /* ---- the table ------------------------------------------------------------------------ */
@@ -493,6 +701,10 @@ static const pw_rpc_param name_params[] = {
 
 static const pw_rpc_param name_required[] = {
     {"name", PW_RPC_T_STRING, true, PW_PATH_MAX},
+};
+
+static const pw_rpc_param sync_params[] = {
+    {"state_db", PW_RPC_T_STRING, false, PW_PATH_MAX},
 };
 
 static const pw_rpc_param done_params[] = {
@@ -512,6 +724,8 @@ static const pw_ctl_method methods[] = {
     {"plan.reopen", m_reopen, name_required, ELEMENTSOF(name_required),
      "refused: only the person reopens an approved plan, from outside the agent "
      "(piworkfs plan reopen NAME)"},
+    {"plan.sync", m_sync, sync_params, ELEMENTSOF(sync_params),
+     "refused: plan.sync is for the views of the project, outside the agent"},
 };
 
 const pw_ctl_module pw_ctl_plan_module = {

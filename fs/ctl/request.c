@@ -448,7 +448,9 @@ static int answer_plan(pw_ctl_ctx *x, pw_ctl_requests *rq, request *r, json_t **
 	peer.origin = "request";
 	peer.reason = r->reason;
 	peer.answered_by = by_clean[0] ? by_clean : "piworkfs mode --approve";
-	code = pw_ctl_plan_approve(pw_ctl_server_view(x->server), &peer, r->plan, &why);
+	/* On the server thread: the views of the project this waits for answer plan.sync on
+	 * their own server threads (peers.h). */
+	code = pw_ctl_plan_approve(x->server, &peer, r->plan, -1, &why, NULL);
 	if (code != 0) {
 		finish(x->server, rq, "denied");
 		return pw_ctl_fail_set(x->fail, code, "the approval failed: %s",

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "frozen.h"
 #include "store/audit.h"
 #include "store/state.h"
 #include "util.h"
@@ -40,7 +41,8 @@ struct pw_view {
 	int64_t started_ns;
 
 	pthread_mutex_t lock; /* guards everything below and every use of state */
-	pw_modeset *ms;
+	pw_modeset *ms;	      /* the mode files as loaded */
+	pw_frozen frozen;     /* the approved plans the installed policy protects (frozen.h) */
 	bool trusted;
 	char *mode;	   /* the active mode's name */
 	char *fail_reason; /* NULL unless failing closed */
@@ -65,34 +67,6 @@ static void note_state_error(pw_view *v, const char *what, int r)
 	set_str(&v->state_error, msg);
 }
 
-/*
- * Makes every approved plan of the project a protected path of MS (pw_modeset_freeze): the
- * filesystem then refuses to change it in every mode but off, for every process. A plan the
- * database cannot list fails closed: every mode is broken until a reload can read it, since
- * an approved plan that silently stopped being read-only would break the person's spec.
- */
-static void freeze_approved_plans(pw_view *v, pw_modeset *ms)
-{
-	pw_plan_record *plans = NULL;
-	size_t n = 0;
-	int r;
-
-	if (!v->state)
-		return;
-	r = pw_state_plans(v->state, v->project, &plans, &n);
-	if (r < 0) {
-		note_state_error(v, "reading approved plans", r);
-		pw_modeset_fail_closed(ms, "the approved plans could not be read from the state "
-					   "database");
-		return;
-	}
-	for (size_t i = 0; i < n; i++)
-		if (streq_ptr(plans[i].status, "approved") &&
-		    pw_modeset_freeze(ms, plans[i].path) == -ENOMEM)
-			pw_modeset_fail_closed(ms, "out of memory protecting the approved plans");
-	pw_plan_records_free(plans, n);
-}
-
 /* Loads the modeset with the current trust. Caller holds the lock (or owns v alone). */
 static int load_modeset(pw_view *v, pw_modeset **ret_ms, bool *ret_trusted)
 {
@@ -113,18 +87,36 @@ static int load_modeset(pw_view *v, pw_modeset **ret_ms, bool *ret_trusted)
 	int r = pw_modeset_load(&o, ret_ms);
 	if (r < 0)
 		return r;
-	freeze_approved_plans(v, *ret_ms);
 	*ret_trusted = trusted;
 	return 0;
 }
 
+/* The approved plans from the state database (frozen.h): a set that could not be read is
+ * kept with its error, which the fail reason of every policy compiled with it shows. Caller
+ * holds the lock. 0 or -ENOMEM. */
+static int load_frozen(pw_view *v, pw_frozen *ret)
+{
+	return pw_frozen_load(v->state, v->project, ret);
+}
+
+/* Mode NAME of MS with the view's lane and the approved plans F (policy.h). */
+static int compile_mode(const pw_view *v, const pw_modeset *ms, const pw_frozen *f,
+			const char *name, pw_policy **ret)
+{
+	pw_policy_extras x = {
+	    .lane = v->lane, .n_lane = v->n_lane, .frozen = f->rules, .n_frozen = f->n};
+
+	return pw_policy_compile_extras(ms, name, &x, ret);
+}
+
 /*
- * The policy for mode NAME in MS, never a permissive substitute: a broken file or an
- * unknown name gives a fail-closed policy whose reason says why. Returns 0 with *ret, or
- * -ENOMEM. *ret_fail is the reason (malloc'd) when failing closed, else NULL.
+ * The policy for mode NAME in MS with the approved plans F, never a permissive substitute: a
+ * broken file, an unknown name or approved plans that could not be read give a fail-closed
+ * policy whose reason says why. Returns 0 with *ret, or -ENOMEM. *ret_fail is the reason
+ * (malloc'd) when failing closed, else NULL.
  */
-static int policy_or_fail_closed(const pw_view *v, const pw_modeset *ms, const char *name,
-				 pw_policy **ret, char **ret_fail)
+static int policy_or_fail_closed(const pw_view *v, const pw_modeset *ms, const pw_frozen *f,
+				 const char *name, pw_policy **ret, char **ret_fail)
 {
 	const pw_warning *w = NULL;
 	char *why = NULL;
@@ -134,8 +126,11 @@ static int policy_or_fail_closed(const pw_view *v, const pw_modeset *ms, const c
 	if (pw_modeset_mode_broken(ms, name, &w)) {
 		_cleanup_free_ char *text = pw_warning_format(w);
 		r = asprintf(&why, "mode '%s' is broken: %s", name, text ? text : "(no detail)");
+	} else if (f->error && pw_modeset_find(ms, name)) {
+		r = asprintf(&why, "%s: every mode fails closed until a reload can apply them",
+			     f->error);
 	} else {
-		r = pw_policy_compile_lane(ms, name, v->lane, v->n_lane, &p);
+		r = compile_mode(v, ms, f, name, &p);
 		if (r == 0) {
 			*ret = p;
 			*ret_fail = NULL;
@@ -266,6 +261,8 @@ int pw_view_new(const pw_view_opts *opts, pw_view **ret)
 	}
 
 	r = load_modeset(v, &v->ms, &v->trusted);
+	if (r == 0)
+		r = load_frozen(v, &v->frozen);
 	if (r < 0)
 		goto fail;
 
@@ -279,7 +276,7 @@ int pw_view_new(const pw_view_opts *opts, pw_view **ret)
 	if (!initial)
 		initial = PW_DEFAULT_MODE;
 
-	r = policy_or_fail_closed(v, v->ms, initial, &p, &fail);
+	r = policy_or_fail_closed(v, v->ms, &v->frozen, initial, &p, &fail);
 	if (r < 0)
 		goto fail;
 	v->mode = strdup(initial);
@@ -306,6 +303,7 @@ void pw_view_free(pw_view *v)
 	if (!v)
 		return;
 	pw_modeset_free(v->ms);
+	pw_frozen_done(&v->frozen);
 	free(v->project);
 	free(v->mountpoint);
 	free(v->bundled_dir);
@@ -468,7 +466,7 @@ int pw_view_switch(pw_view *v, const char *name, const pw_peer *peer, pw_view_in
 		   char **ret_why)
 {
 	pw_view_installed in = {};
-	_cleanup_free_ char *from = NULL, *to = NULL, *new_mode = NULL;
+	_cleanup_free_ char *from = NULL, *to = NULL, *new_mode = NULL, *fail = NULL;
 	const pw_warning *w = NULL;
 	pw_policy *p = NULL;
 	uint64_t gen = 0;
@@ -491,17 +489,20 @@ int pw_view_switch(pw_view *v, const char *name, const pw_peer *peer, pw_view_in
 		r = -EBADMSG;
 		goto out;
 	}
-	r = pw_policy_compile_lane(v->ms, name, v->lane, v->n_lane, &p);
-	if (r == -ENOENT) {
+	if (!pw_modeset_find(v->ms, name)) {
 		set_why(ret_why, "unknown mode '%s'", name);
+		r = -ENOENT;
 		goto out;
 	}
+	/* Approved plans that could not be read: the switch happens, into the mode failing
+	 * closed (policy_or_fail_closed), as at mount. */
+	r = policy_or_fail_closed(v, v->ms, &v->frozen, name, &p, &fail);
 	if (r < 0)
 		goto out;
 	r = pw_view_authorize_switch(v, peer, p, ret_why);
 	if (r < 0)
 		goto out;
-	if (streq_ptr(v->mode, name) && !v->fail_reason) {
+	if (streq_ptr(v->mode, name) && !v->fail_reason && !fail) {
 		r = same_mode(v, ret ? &in : NULL);
 		goto out_same;
 	}
@@ -517,7 +518,7 @@ int pw_view_switch(pw_view *v, const char *name, const pw_peer *peer, pw_view_in
 	in.generation = gen;
 	from = TAKE_PTR(v->mode);
 	v->mode = TAKE_PTR(new_mode);
-	set_str(&v->fail_reason, NULL);
+	set_str(&v->fail_reason, TAKE_PTR(fail));
 	record_switch(v, from, name, gen, peer, peer_origin(peer, "socket"), true);
 	r = 0;
 out:
@@ -544,6 +545,7 @@ out_same:
 int pw_view_reload(pw_view *v, const pw_peer *peer, pw_view_installed *ret, char **ret_why)
 {
 	pw_view_installed in = {};
+	_cleanup_(pw_frozen_done) pw_frozen frozen = {0};
 	pw_modeset *ms = NULL;
 	pw_policy *p = NULL;
 	char *fail = NULL;
@@ -558,9 +560,11 @@ int pw_view_reload(pw_view *v, const pw_peer *peer, pw_view_installed *ret, char
 		goto out;
 	}
 	r = load_modeset(v, &ms, &trusted);
+	if (r == 0)
+		r = load_frozen(v, &frozen);
 	if (r < 0)
 		goto out;
-	r = policy_or_fail_closed(v, ms, v->mode, &p, &fail);
+	r = policy_or_fail_closed(v, ms, &frozen, v->mode, &p, &fail);
 	if (r < 0)
 		goto out;
 	if (peer) {
@@ -577,6 +581,9 @@ int pw_view_reload(pw_view *v, const pw_peer *peer, pw_view_installed *ret, char
 	in.generation = gen;
 	pw_modeset_free(v->ms);
 	v->ms = TAKE_PTR(ms);
+	pw_frozen_done(&v->frozen);
+	v->frozen = frozen;
+	frozen = (pw_frozen){0};
 	v->trusted = trusted;
 	set_str(&v->fail_reason, TAKE_PTR(fail));
 	v->reloads++;
@@ -592,6 +599,65 @@ out:
 		return r;
 	}
 	notify(v, mode, mode, gen, peer);
+	if (ret)
+		*ret = in;
+	return 0;
+}
+
+int pw_view_sync_plans(pw_view *v, const pw_peer *peer, pw_view_installed *ret, char **ret_why)
+{
+	pw_view_installed in = {};
+	_cleanup_(pw_frozen_done) pw_frozen frozen = {0};
+	_cleanup_free_ char *mode = NULL;
+	pw_policy *p = NULL;
+	char *fail = NULL;
+	uint64_t gen = 0;
+	bool changed;
+	int r;
+
+	pthread_mutex_lock(&v->lock);
+	if (peer && pw_view_authorize_peer(v, peer) < 0) {
+		r = pw_view_authorize_switch(v, peer, NULL, ret_why);
+		goto out;
+	}
+	r = load_frozen(v, &frozen);
+	if (r < 0)
+		goto out;
+	/* The same plans, read as before, and the policy in force was compiled with them:
+	 * nothing to install. A view that fails closed for another reason (a broken mode
+	 * file) stays so: only a reload or a switch is about that. */
+	changed = !pw_frozen_equal(&frozen, &v->frozen);
+	if (!changed) {
+		r = same_mode(v, ret ? &in : NULL);
+		goto out;
+	}
+	r = policy_or_fail_closed(v, v->ms, &frozen, v->mode, &p, &fail);
+	if (r < 0)
+		goto out;
+	mode = strdup(v->mode);
+	if (!mode || installed(ret ? &in : NULL, p, v->mode) < 0) {
+		r = -ENOMEM;
+		goto out;
+	}
+	gen = install(v, p, "plans", allowance_changed(v, p));
+	in.generation = gen;
+	pw_frozen_done(&v->frozen);
+	v->frozen = frozen;
+	frozen = (pw_frozen){0};
+	set_str(&v->fail_reason, TAKE_PTR(fail));
+	/* No switch is recorded: the mode stays, and the plans table records the approval
+	 * (who, when), once, where every view of the project installs it. */
+	r = 0;
+out:
+	pthread_mutex_unlock(&v->lock);
+	pw_policy_unref(p);
+	free(fail);
+	if (r < 0) {
+		pw_view_installed_done(&in);
+		return r;
+	}
+	if (mode)
+		notify(v, mode, mode, gen, peer);
 	if (ret)
 		*ret = in;
 	return 0;
@@ -715,13 +781,21 @@ void pw_view_unlock_modeset(pw_view *v)
 
 int pw_view_compile(pw_view *v, const char *name, pw_policy **ret)
 {
+	_cleanup_free_ char *fail = NULL;
 	int r;
 
 	pthread_mutex_lock(&v->lock);
-	if (pw_modeset_mode_broken(v->ms, name, NULL))
+	if (streq_ptr(v->mode, name)) {
+		/* The active mode: the very policy the filesystem decides with. */
+		*ret = v->fs_ops->get_policy(v->fs_ctx, NULL);
+		r = *ret ? 0 : -ENOMEM;
+	} else if (pw_modeset_mode_broken(v->ms, name, NULL)) {
 		r = -EBADMSG;
-	else
-		r = pw_policy_compile_lane(v->ms, name, v->lane, v->n_lane, ret);
+	} else if (!pw_modeset_find(v->ms, name)) {
+		r = -ENOENT;
+	} else {
+		r = policy_or_fail_closed(v, v->ms, &v->frozen, name, ret, &fail);
+	}
 	pthread_mutex_unlock(&v->lock);
 	return r;
 }

@@ -161,6 +161,19 @@ int pw_view_set_mode(pw_view *v, const char *name, const pw_peer *peer, uint64_t
  */
 int pw_view_reload(pw_view *v, const pw_peer *peer, pw_view_installed *ret, char **ret_why);
 
+/*
+ * Re-reads the approved plans from the state database (ctl/frozen.h) and, when they differ
+ * from those the active policy protects, recompiles the active mode with them and installs
+ * it; returns once the filesystem enforces it (every write to a newly approved plan is then
+ * refused, through descriptors opened before too: the FUSE layer decides each write with
+ * the policy in force). The mode files are not read again (that is pw_view_reload's).
+ * Approved plans that cannot be read install the mode failing closed, with the reason in
+ * status. PEER NULL: the view's own. Returns 0 with what is in force in *ret (may be NULL;
+ * unchanged plans: the policy already in force), or -EPERM (a peer without authority),
+ * -ENOMEM (nothing changed).
+ */
+int pw_view_sync_plans(pw_view *v, const pw_peer *peer, pw_view_installed *ret, char **ret_why);
+
 /* Read-only accessors. Strings returned by the getters without "dup" are immutable for the
  * view's lifetime. */
 const char *pw_view_project(const pw_view *v);
@@ -206,16 +219,17 @@ const pw_modeset *pw_view_lock_modeset(pw_view *v);
 void pw_view_unlock_modeset(pw_view *v);
 
 /*
- * The state database (NULL: none) under the view's lock, for the plan methods (ctl/plan.c):
- * lock, use, unlock; no other pw_view function in between. After changing which plans are
- * approved, pw_view_reload() installs the protection (load_modeset freezes every approved
- * plan of the project as a protected path).
+ * The state database (NULL: none) under the view's lock, for the plan methods
+ * (ctl/plan_methods.c): lock, use, unlock; no other pw_view function in between. After
+ * changing which plans are approved, pw_view_sync_plans() installs the protection.
  */
 struct pw_state *pw_view_lock_state(pw_view *v);
 void pw_view_unlock_state(pw_view *v);
 
-/* Compiles mode NAME from the current modeset (for check/allowed with another mode).
- * Returns 0 with *ret, -ENOENT, -EBADMSG (broken file), -ENOMEM. */
+/* The policy of mode NAME as the view would install it (for check, allowed and bash.check
+ * with a mode): for the active mode the very policy in force, else NAME compiled from the
+ * current modeset with the lane and the approved plans (failing closed when those could not
+ * be read). Returns 0 with *ret, -ENOENT, -EBADMSG (broken file), -ENOMEM. */
 int pw_view_compile(pw_view *v, const char *name, pw_policy **ret);
 
 /*

@@ -108,6 +108,47 @@ int pw_store_list_trusted(pw_store_reader *r, pw_store_trusted_cb cb, void *user
 	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
 }
 
+/* ---- plans ---------------------------------------------------------------------------- */
+
+/* Does the database hold table NAME? 1, 0, or -errno. */
+static int has_table(pw_store_reader *r, const char *name)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(
+	    r->db, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1", -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return pw_db_errno(rc);
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		return 1;
+	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+}
+
+int pw_store_approved_plans(pw_store_reader *r, const char *project, pw_store_path_cb cb,
+			    void *userdata)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc = has_table(r, "plans");
+
+	if (rc <= 0)
+		return rc; /* a database no daemon has brought to plans: nothing approved */
+	rc = sqlite3_prepare_v2(r->db,
+				"SELECT path FROM plans WHERE project = ?1 AND status = 'approved' "
+				"ORDER BY path",
+				-1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return pw_db_errno(rc);
+	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *path = (const char *)sqlite3_column_text(st, 0);
+		int k = cb(path ? path : "", userdata);
+		if (k != 0)
+			return k < 0 ? k : 0;
+	}
+	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+}
+
 /* ---- the audit log -------------------------------------------------------------------- */
 
 /* The columns of a row, THREAD last: "thread", or "NULL" for a database no daemon has

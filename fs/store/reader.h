@@ -40,6 +40,13 @@ int pw_store_last_mode(pw_store_reader *r, const char *project, char **ret_mode)
 typedef int (*pw_store_trusted_cb)(const char *project, int64_t since_ns, void *userdata);
 int pw_store_list_trusted(pw_store_reader *r, pw_store_trusted_cb cb, void *userdata);
 
+/* Calls CB with the project-relative path of each plan of PROJECT recorded approved, by path
+ * (state.h "Plans"; what a view freezes). A database from before plans holds none. CB
+ * returning non-zero stops the walk (a negative value is returned). Returns 0 or -errno. */
+typedef int (*pw_store_path_cb)(const char *path, void *userdata);
+int pw_store_approved_plans(pw_store_reader *r, const char *project, pw_store_path_cb cb,
+			    void *userdata);
+
 /* ---- the audit log (audit.c writes it) ------------------------------------------------- */
 
 /* One audit row. Strings are NULL when not recorded; they live until the callback returns. */

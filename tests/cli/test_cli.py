@@ -336,7 +336,8 @@ class AllowedTest(Base):
         self.assertEqual(rc, 0, err)
         j = json.loads(out)
         self.assertEqual(list(j), ["project", "mode", "description", "file", "writes_nothing",
-                                   "fail_closed", "fail_reason", "rules", "plans_dir", "lane"])
+                                   "protect", "keep_originals", "fail_closed", "fail_reason",
+                                   "rules", "plans_dir", "lane"])
         self.assertEqual(j["mode"], "design")
         self.assertFalse(j["writes_nothing"])
         kinds = {r["kind"] for r in j["rules"]}
@@ -377,7 +378,8 @@ class CheckTest(Base):
     def test_plan_is_erofs(self):
         rc, out, err = self.check("--mode", "plan", "docs/design/a.md")
         self.assertEqual(rc, 1)
-        self.assertEqual(out, "denied   docs/design/a.md  EROFS  mode plan writes nothing\n")
+        self.assertEqual(out, "denied   docs/design/a.md  EROFS  mode plan writes only its "
+                         "plans folder, docs/plans/\n")
 
     def test_read_is_allowed_in_plan(self):
         rc, out, err = self.check("--mode", "plan", "--read", "src/main.c")

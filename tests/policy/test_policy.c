@@ -786,13 +786,27 @@ Test(plans, freeze)
 {
 	pw_modeset *ms = load(SOURCE_MODES, NULL, NULL, false);
 	pw_policy *plan, *build, *off, *build_before;
+	pw_rule frozen = {0}, bad = {0};
 
 	build_before = compile(ms, "build");
-	cr_assert_eq(pw_modeset_freeze(ms, "docs/plans/x.md"), 0);
-	cr_expect_eq(pw_modeset_freeze(ms, "docs/plans/*.md"), -EINVAL);
-	plan = compile(ms, "plan");
-	build = compile(ms, "build");
-	off = compile(ms, "off");
+	cr_assert_eq(pw_modeset_freeze_rule("docs/plans/x.md", &frozen), 0);
+	cr_expect_str_eq(frozen.file, "(approved plan)");
+	cr_expect_eq(pw_modeset_freeze_rule("docs/plans/*.md", &bad), -EINVAL);
+	cr_expect_eq(pw_modeset_freeze_rule("docs/../x.md", &bad), -EINVAL);
+	pw_policy_extras x = {.frozen = &frozen, .n_frozen = 1};
+	cr_assert_eq(pw_policy_compile_extras(ms, "plan", &x, &plan), 0);
+	cr_assert_eq(pw_policy_compile_extras(ms, "build", &x, &build), 0);
+	cr_assert_eq(pw_policy_compile_extras(ms, "off", &x, &off), 0);
+	/* Only protected rules freeze: anything else would loosen a mode through this door. */
+	pw_rule allow = {0};
+	pw_policy *none = NULL;
+	cr_assert_eq(pw_rule_init(&allow, PW_RULE_ALLOW, "**", "x", 0, 0, PW_LAYER_DEFAULT, NULL),
+		     0);
+	x = (pw_policy_extras){.frozen = &allow, .n_frozen = 1};
+	cr_expect_eq(pw_policy_compile_extras(ms, "plan", &x, &none), -EINVAL);
+	cr_expect_null(none);
+	pw_rule_done(&allow);
+	pw_rule_done(&frozen);
 	check_one(plan, &(expect)NO("docs/plans/x.md", false, EACCES, PW_REASON_PROTECTED,
 				    "/docs/plans/x.md"));
 	check_one(plan, &(expect)OK("docs/plans/y.md", false, "/docs/plans/**"));
