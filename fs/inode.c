@@ -213,6 +213,13 @@ static void name_free(pw_fs *fs, pw_name *nm)
 	maybe_free(fs, parent);
 }
 
+void pw_inode_set_freed_hook(pw_fs *fs, void (*fn)(pw_fs *fs, const pw_inode *n))
+{
+	pthread_rwlock_wrlock(&fs->nodes->tree_lock);
+	fs->nodes->freed = fn;
+	pthread_rwlock_unlock(&fs->nodes->tree_lock);
+}
+
 /* A node freed stops being watched (watch.c adds the watches; the table holds them). */
 static void unwatch_locked(pw_fs *fs, pw_inode *n)
 {
@@ -228,6 +235,8 @@ static void maybe_free(pw_fs *fs, pw_inode *n)
 {
 	while (n && !n->is_root && n->nlookup == 0 && n->children == 0) {
 		pw_inode *next_parent = NULL;
+		if (fs->nodes->freed)
+			fs->nodes->freed(fs, n);
 		hash_remove(fs, n);
 		if (n->wd >= 0)
 			unwatch_locked(fs, n);
