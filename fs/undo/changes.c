@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "binpatch.h"
 #include "gitdiff.h"
 #include "inode.h"
 #include "keep.h"
@@ -1114,6 +1115,7 @@ typedef struct diff_out {
 	char *text;
 	size_t len, total, limit;
 	bool truncated;
+	bool binary; /* a binary patch (binpatch.h) */
 	json_int_t added, removed;
 } diff_out;
 
@@ -1210,10 +1212,14 @@ static void content_hunks(const diff_file *f, const pw_git_side *a, const pw_git
 	if (!la || !lb)
 		return;
 	int bfd = a->path ? f->bfd : -1, cfd = b->path ? f->cfd : -1;
-	if ((bfd >= 0 && pw_git_is_binary(bfd)) || (cfd >= 0 && pw_git_is_binary(cfd))) {
-		_cleanup_free_ char *t = NULL;
-		if (asprintf(&t, "Binary files %s and %s differ\n", la, lb) >= 0)
-			out_add(d, t);
+	if ((bfd >= 0 && pw_git_needs_binary(bfd)) || (cfd >= 0 && pw_git_needs_binary(cfd))) {
+		bool too_big;
+		_cleanup_free_ char *t = pw_git_binary_patch(
+		    bfd, cfd, a->path && b->path && a->mode == b->mode ? a->mode : 0,
+		    d->limit > d->total ? d->limit - d->total : 0, &too_big);
+		d->binary = true;
+		d->truncated = d->truncated || too_big;
+		out_add(d, t);
 		return;
 	}
 	if ((bfd < 0) != (cfd < 0)) { /* created or deleted: no diff(1) to run */
@@ -1279,6 +1285,7 @@ static void git_text(const diff_file *f, bool content, diff_out *d)
 	d->added += hunks.added;
 	d->removed += hunks.removed;
 	d->truncated = d->truncated || hunks.truncated;
+	d->binary = d->binary || hunks.binary;
 	free(hunks.text);
 }
 
@@ -1341,8 +1348,7 @@ static json_t *file_entry(ctx *x, const diff_file *f, const char *kind, bool sta
 	}
 	diff_out one = {.limit = d->limit, .total = d->total};
 	git_text(f, true, &one);
-	bool binary = one.text && strstr(one.text, "\nBinary files ");
-	if (binary || (one.text && !strncmp(one.text, "Binary files ", 13)))
+	if (one.binary)
 		json_object_set_new(e, "binary", json_true());
 	json_object_set_new(e, "added", json_integer(one.added));
 	json_object_set_new(e, "removed", json_integer(one.removed));

@@ -12,8 +12,6 @@
 #include "quote.h"
 #include "util.h"
 
-#define GIT_BINARY_PEEK 8000 /* git's FIRST_FEW_BYTES */
-
 unsigned pw_git_mode(mode_t m)
 {
 	if (S_ISLNK(m))
@@ -105,11 +103,4 @@ char *pw_git_symlink_hunk(const pw_git_side *a, const char *ta, const pw_git_sid
 oom:
 	free(h);
 	return NULL;
-}
-
-bool pw_git_is_binary(int fd)
-{
-	char buf[GIT_BINARY_PEEK];
-	ssize_t n = pread(fd, buf, sizeof(buf), 0);
-	return n > 0 && memchr(buf, 0, (size_t)n) != NULL;
 }
