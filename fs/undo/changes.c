@@ -1816,6 +1816,30 @@ static void relinks_meta(undo_run *u)
 	}
 }
 
+/* Is OP one that changes a name (the row keeps what the name held), not the object itself? */
+static bool name_op(const char *op)
+{
+	static const char *const names[] = {"create", "mknod", "mkdir", "symlink", "link",
+					    "unlink", "rmdir",	"rename", "dir"};
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		if (streq_ptr(op, names[i]))
+			return true;
+	return false;
+}
+
+/* Did the change sets undone change the inode O kept itself (its content or metadata,
+ * through any of its names: a row of it kept before such a change, or undo's own)? */
+static bool changed_in_scope(const ctx *x, const pw_undo_orig_object *o)
+{
+	for (size_t i = 0; i < x->n_rows; i++) {
+		const crow *r = &x->rows[i];
+		if (r->selected && !r->move && r->o.present && r->o.dev == o->dev &&
+		    r->o.ino == o->ino && !name_op(r->op))
+			return true;
+	}
+	return false;
+}
+
 /* Did the view change the inode O kept after the change sets undone (a row of a later one
  * keeps it, or moves it)? Then its content now is that later change's, not the undo's to
  * put back. */
@@ -1840,9 +1864,10 @@ static bool kept_after_scope(const ctx *x, const pw_undo_orig_object *o)
  * O, to be put back at PATH (NAME in PFD), was a name of an inode with others. When that
  * inode is still in the project under another name, PATH becomes its name again at once,
  * rather than a copy, and it gets O's content and metadata back for all its names, as they
- * were then (the rows replayed after this one, older changes, go further back). Unless a
- * later change set changed it (kept_after_scope) and it no longer holds O's content: then
- * a copy is what PATH held. Returns 1 when linked, 0 when not (the caller makes a copy),
+ * were then (the rows replayed after this one, older changes, go further back). When it no
+ * longer holds O's content, only if the change sets undone changed it (changed_in_scope)
+ * and no later one did (kept_after_scope): changed by anything else since, a copy is what
+ * PATH held. Returns 1 when linked, 0 when not (the caller makes a copy),
  * or -errno.
  */
 static int link_to_kept(undo_run *u, int pfd, const char *name, const char *path,
@@ -1854,7 +1879,7 @@ static int link_to_kept(undo_run *u, int pfd, const char *name, const char *path
 	    made_here(u, other))
 		return 0;
 	_cleanup_close_ int ofd = open_same_content(x, other, o->blob);
-	bool refill = ofd == -ESTALE && !kept_after_scope(x, o);
+	bool refill = ofd == -ESTALE && changed_in_scope(x, o) && !kept_after_scope(x, o);
 	if (refill)
 		ofd = open_beneath(x, other, O_RDONLY);
 	if (ofd < 0)
@@ -2056,7 +2081,6 @@ static bool changed_outside(ctx *x, size_t i, const char *cur)
 	    S_ISDIR(ob.st.st_mode))
 		return false;
 	const struct stat st = ob.st;
-	int64_t birth = ob.birth_ns;
 	pw_inode_lock_read(x->fs);
 	pw_inode *n = pw_inode_find_locked(x->fs, st.st_dev, st.st_ino);
 	int64_t last = n ? atomic_load(&n->undo.changed_ns) : 0;
@@ -2066,7 +2090,7 @@ static bool changed_outside(ctx *x, size_t i, const char *cur)
 			     : rw->o.present && st.st_dev == rw->o.dev && st.st_ino == rw->o.ino;
 	if (!n && (same || moved_by_view(x, &st)))
 		return false; /* the object the row names (moved, or changed in place): unknown */
-	int64_t forgot = n ? 0 : pw_undo_keep_forgotten(x->k, st.st_dev, st.st_ino, birth);
+	int64_t forgot = n ? 0 : pw_undo_keep_forgotten(x->k, st.st_dev, st.st_ino, ob.birth_ns);
 	if (forgot) /* the view changed it, then the kernel had it forget the node */
 		return ctime > forgot;
 	if (!n)
