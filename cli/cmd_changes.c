@@ -62,10 +62,10 @@ static const char diff_usage[] =
     "What the change sets chosen changed, in git's diff format, by path: each original the\n"
     "view kept against what the change sets left (the file now, for the latest), with\n"
     "/dev/null for a created or deleted file, old/new mode, renames, symbolic links'\n"
-    "targets, binary files told by content as git tells them. `git apply -R` of it gives\n"
-    "the files back as they were. By default: the change sets since the view was mounted\n"
-    "(as for changes). On a terminal, through $PAGER (less -FRX). A PATH with no recorded\n"
-    "change is an error (exit 1).\n"
+    "targets, git's binary patches for content that is not UTF-8 text. `git apply -R` of\n"
+    "it gives the files back as they were. By default: the change sets since the view was\n"
+    "mounted (as for changes). On a terminal, through $PAGER (less -FRX). A PATH with no\n"
+    "recorded change is an error (exit 1).\n"
     "\n"
     "Options:\n" SCOPE_HELP "  -a, --all          every change set kept, earlier mounts too\n"
     "      --stat         lines added and removed per file, as git's diffstat\n"
@@ -88,12 +88,13 @@ static const char undo_usage[] =
     "Usage: piworkfs undo [--since X|--change-set N] [--dry-run] [--force] PATH...|--all\n"
     "\n"
     "Puts the originals back: contents and metadata restored, deleted files and directories\n"
-    "made again, created ones removed, renames reversed. It says what it is about to do,\n"
-    "then does it. By default: the latest change set with a change (to PATH) not undone\n"
-    "yet, so a second `undo PATH` goes further back through PATH's history; an undo never\n"
-    "re-applies what an undo put back (`piworkfs redo` does). Refused, naming them, where a\n"
-    "file was changed outside the view since (--force undoes anyway). The undo is itself a\n"
-    "change set. A PATH with nothing left to undo is an error (exit 1).\n"
+    "made again, created ones removed, renames reversed. It says what it is about to do, in\n"
+    "the order it does it, then does it. By default: the latest change set with a change\n"
+    "(to PATH) not undone yet, so a second `undo PATH` goes further back through PATH's\n"
+    "history; an undo never re-applies what an undo put back (`piworkfs redo` does).\n"
+    "Refused, naming them, where a file was changed outside the view since (--force undoes\n"
+    "anyway). The undo is itself a change set. A PATH with nothing left to undo is an error\n"
+    "(exit 1).\n"
     "\n"
     "Options:\n"
     "  -a, --all          every change in the change sets chosen\n" SCOPE_HELP
@@ -457,16 +458,29 @@ static char *git_summary(json_t *arr)
 	return out;
 }
 
-/* ARR without its entries under .git (a new reference; ARR itself when it has none). */
-static json_t *without_git(json_t *arr)
+/* Does git's diff format show the entry E of a diff (a file's content or mode, a link's
+ * target; not a directory, nor owner, times or xattrs alone)? */
+static bool git_shows(json_t *e)
+{
+	json_t *patch = json_object_get(e, "patch");
+	return !patch || json_is_true(patch) || json_object_get(e, "not_kept");
+}
+
+/* The entries of ARR that are not under .git (FOLD_GIT) and, for STATS_ONLY, those git's
+ * --stat and --name-status list (git_shows): a new reference. */
+static json_t *diff_entries(json_t *arr, bool fold_git, bool stats_only)
 {
 	json_t *out = json_array(), *e;
 	size_t i;
 	if (!out)
 		return json_incref(arr);
-	json_array_foreach(arr, i,
-			   e) if (!in_git_dir(json_string_value(json_object_get(e, "path"))))
-	    json_array_append(out, e);
+	json_array_foreach(arr, i, e)
+	{
+		if (fold_git && in_git_dir(json_string_value(json_object_get(e, "path"))))
+			continue;
+		if (!stats_only || git_shows(e))
+			json_array_append(out, e);
+	}
 	return out;
 }
 
@@ -759,7 +773,7 @@ int cmd_diff(int argc, char **argv)
 	json_t *all_files = json_object_get(res, "files"), *f;
 	_cleanup_free_ char *gits = asked_git(&o) ? NULL : git_summary(all_files);
 	_cleanup_(pw_json_decrefp) json_t *files =
-	    gits ? without_git(all_files) : json_incref(all_files);
+	    diff_entries(all_files, gits != NULL, o.stat || o.name_status);
 	size_t i;
 	if (o.stat && json_array_size(files))
 		print_stat(files, color);
@@ -780,8 +794,14 @@ int cmd_diff(int argc, char **argv)
 			else /* what git cannot show: a directory, owner, times, xattrs */
 				printf("# %s %s\n", kind, pw_q(0, path));
 		}
-	if (gits) /* a line git apply skips */
-		printf("# %s (piworkfs diff .git: each)\n", gits);
+	if (gits && (o.stat || o.name_status))
+		printf(" and .git/, git's own files (not counted above): %s; piworkfs diff %s "
+		       ".git lists each\n",
+		       gits + strlen(".git/: "), o.stat ? "--stat" : "--name-status");
+	else if (gits) /* a line git apply skips */
+		printf("# and .git/, git's own files (not shown): %s; piworkfs diff .git shows "
+		       "each\n",
+		       gits + strlen(".git/: "));
 	if (json_is_true(json_object_get(res, "truncated")))
 		printf("(diff truncated; narrow with PATH)\n");
 	pw_pager_end();
@@ -823,14 +843,14 @@ static void print_summary(json_t *res, const char *prefix, bool fold_git)
 /*
  * undo and redo: first a dry run, printed as what is about to be done; then the same
  * change sets for real (the dry run's choice, pinned, so a change in between cannot make
- * the undo take another). --json and --dry-run make one call.
+ * the undo take another). --json makes one call, --dry-run the first only.
  */
 static int undo_or_redo(const char *cmd, const opts *o, json_t *p, bool redo)
 {
 	_cleanup_(pw_json_decrefp) json_t *res = NULL, *plan = NULL;
 	bool by_default = !o->since && !o->change_set && !redo;
 	int r;
-	if (!o->json && !o->dry) {
+	if (!o->json) {
 		json_t *dp = json_deep_copy(p);
 		if (dp)
 			json_object_set_new(dp, "dry_run", json_true());
@@ -846,16 +866,24 @@ static int undo_or_redo(const char *cmd, const opts *o, json_t *p, bool redo)
 			printf(redo ? "nothing to redo\n" : "nothing to undo\n");
 			return PW_EXIT_OK;
 		}
+		const char *verb = o->dry ? "would put" : "putting";
 		if (redo)
-			printf("redo: putting back what the undo in change set %lld took away:\n",
-			       (long long)json_integer_value(json_array_get(sets, 0)));
+			printf("redo%s: %s back what the undo in change set %lld took away%s:\n",
+			       o->dry ? " --dry-run" : "", verb,
+			       (long long)json_integer_value(json_array_get(sets, 0)),
+			       o->dry ? " (nothing is done)" : "");
 		else {
-			printf("undo: putting back the originals of ");
+			printf("undo%s: %s back the originals of ", o->dry ? " --dry-run" : "",
+			       verb);
 			print_sets(sets);
-			printf(":\n");
+			printf("%s:\n", o->dry ? " (nothing is done)" : "");
 		}
 		print_summary(plan, "  ", !asked_git(o));
 		fflush(stdout);
+		if (o->dry) {
+			json_decref(p);
+			return PW_EXIT_OK;
+		}
 		if (by_default && json_array_size(sets) == 1 && p) {
 			json_object_set_new(p, "change_set", json_copy(json_array_get(sets, 0)));
 			json_object_set_new(p, "pinned", json_true());
@@ -869,15 +897,11 @@ static int undo_or_redo(const char *cmd, const opts *o, json_t *p, bool redo)
 	if (o->json)
 		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
 	size_t i;
-	if (o->dry)
-		print_summary(res, "would ", !asked_git(o));
 	json_array_foreach(failed, i, a)
 	    pw_err(cmd, "%s %s: %s", json_string_value(json_object_get(a, "action")),
 		   pw_q(0, json_string_value(json_object_get(a, "path"))),
 		   json_string_value(json_object_get(a, "error")));
-	if (o->dry && !json_array_size(json_object_get(res, "actions")))
-		printf(redo ? "nothing to redo\n" : "nothing to undo\n");
-	else if (!o->dry)
+	if (!o->dry)
 		printf("done: change set %lld holds the %s (%s)\n",
 		       (long long)json_integer_value(json_object_get(res, "changeset")),
 		       redo ? "redo" : "undo",

@@ -1350,6 +1350,8 @@ static json_t *file_entry(ctx *x, const diff_file *f, const char *kind, bool sta
 	git_text(f, true, &one);
 	if (one.binary)
 		json_object_set_new(e, "binary", json_true());
+	/* false: git's format has nothing for it (a directory; owner, times or xattrs only) */
+	json_object_set_new(e, "patch", json_boolean(one.text && one.text[0]));
 	json_object_set_new(e, "added", json_integer(one.added));
 	json_object_set_new(e, "removed", json_integer(one.removed));
 	if (!stat_only && one.text) {
@@ -1459,6 +1461,8 @@ static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		json_t *e = json_pack("{s:s,s:s,s:s,s:i,s:i}", "path", aft.path, "kind", "renamed",
 				      "was", origin, "added", 0, "removed", 0);
 		unsigned gm = pw_git_mode(now.st.st_mode);
+		if (e)
+			json_object_set_new(e, "patch", json_boolean(gm && gm != 0040000));
 		if (e && !stat_only && gm && gm != 0040000) {
 			pw_git_side a = {origin, gm}, b = {aft.path, gm};
 			_cleanup_free_ char *h = pw_git_header(&a, &b, 100);
@@ -1819,8 +1823,8 @@ static void relinks_meta(undo_run *u)
 /* Is OP one that changes a name (the row keeps what the name held), not the object itself? */
 static bool name_op(const char *op)
 {
-	static const char *const names[] = {"create", "mknod", "mkdir", "symlink", "link",
-					    "unlink", "rmdir",	"rename", "dir"};
+	static const char *const names[] = {"create", "mknod", "mkdir",	 "symlink", "link",
+					    "unlink", "rmdir", "rename", "dir"};
 	for (size_t i = 0; i < ELEMENTSOF(names); i++)
 		if (streq_ptr(op, names[i]))
 			return true;
@@ -2221,7 +2225,9 @@ static void note_undone(ctx *x, int64_t undo_cs, int64_t redo_of)
  * exact underneath): "restore P" (P's original comes back over what is there), "recreate
  * P" (P is gone: made again), "remove P" (made by the change set), "rename back B -> A".
  * A temporary renamed over a file is that file's restore; a name made and removed again
- * within the change set is nothing. Read before the undo runs, from the tree as it is.
+ * within the change set is nothing. Read before the undo runs, from the tree as it is, and
+ * in the order the undo acts: the latest change first (a file goes before the directory the
+ * change set made for it; a deleted directory comes back before what was in it).
  */
 static json_t *undo_summary(ctx *x)
 {
@@ -2272,7 +2278,14 @@ static json_t *undo_summary(ctx *x)
 		json_decref(changes);
 	}
 	json_decref(at);
-	return out ? out : json_array();
+	if (!out)
+		return json_array();
+	json_t *acting = json_array(); /* built oldest first (the earliest change of a path
+					* holds what comes back): the undo acts newest first */
+	for (size_t k = json_array_size(out); acting && k-- > 0;)
+		json_array_append(acting, json_array_get(out, k));
+	json_decref(out);
+	return acting ? acting : json_array();
 }
 
 static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params, json_t **ret,

@@ -377,6 +377,56 @@ class Changes(MountCase):
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr + patch)
         self.assertEqual(self.snapshot(work), before, patch)
 
+    def test_dry_run_says_which_change_set_and_lists_in_the_order_undo_acts(self):
+        # issue 44, item 20: parents were listed before their children, no header
+        v = self.mount("build")
+        self.checkpoint("c")
+        os.makedirs(v.path("n1/n2"))
+        self.write(v, "n1/n2/f.txt", "f\n")
+        self.write(v, "src/x.c", "int y;\n")
+        sets = json.loads(self.pw("changes", "--json").stdout)["changesets"]
+        cs = [s["id"] for s in sets if s.get("name") == "c"][0]
+        before = tree_hash(self.project)
+        out = self.pw("undo", "--all", "--dry-run").stdout.splitlines()
+        self.assertEqual(out[0], "undo --dry-run: would put back the originals of change set "
+                                 "%d (nothing is done):" % cs, out)
+        self.assertEqual(out[1:], ["  restore src/x.c", "  remove n1/n2/f.txt",
+                                   "  remove n1/n2", "  remove n1"])
+        self.assertEqual(tree_hash(self.project), before)
+        # the undo itself says the same, in the same order, then does it
+        done = self.pw("undo", "--all").stdout.splitlines()
+        self.assertEqual(done[1:5], out[1:], done)
+        out = self.pw("redo", "--dry-run").stdout.splitlines()
+        self.assertRegex(out[0], r"^redo --dry-run: would put back what the undo in change "
+                                 r"set \d+ took away \(nothing is done\):$")
+        self.assertEqual(out[1:], ["  recreate n1", "  recreate n1/n2", "  recreate n1/n2/f.txt",
+                                   "  restore src/x.c"])
+
+    def test_stat_counts_files_not_directories_and_says_what_git_did_aside(self):
+        # issue 44, item 20: directories counted as files, a cryptic ".git/" line
+        self.run_tool(["git", "init", "-q"], cwd=self.project, env=self.GIT_ENV)
+        self.run_tool(["git", "add", "-A"], cwd=self.project, env=self.GIT_ENV)
+        self.run_tool(["git", "commit", "-qm", "one"], cwd=self.project, env=self.GIT_ENV)
+        v = self.mount("build")
+        self.checkpoint()
+        os.makedirs(v.path("n1/n2"))
+        self.write(v, "n1/n2/f.txt", "f\n")
+        self.write(v, "docs/arch.md", "one\ntwo\nthree\n")
+        self.run_tool(["git", "add", "-A"], cwd=v.path(), env=self.GIT_ENV)
+        stat = self.pw("diff", "--stat").stdout.splitlines()
+        self.assertEqual([ln.split("|")[0].strip() for ln in stat[:2]],
+                         ["docs/arch.md", "n1/n2/f.txt"], stat)
+        self.assertEqual(stat[2], " 2 files changed, 2 insertions(+)", stat)
+        self.assertRegex(stat[3], r"^ and \.git/, git's own files \(not counted above\): "
+                                  r"\d+ objects?, index; piworkfs diff --stat \.git lists each$")
+        self.assertEqual(len(stat), 4, stat)
+        ns = self.pw("diff", "--name-status").stdout.splitlines()
+        self.assertEqual(ns[:2], ["M\tdocs/arch.md", "A\tn1/n2/f.txt"], ns)
+        # the directories are in JSON, marked as nothing git's format shows
+        files = {f["path"]: f for f in json.loads(self.pw("diff", "--json").stdout)["files"]}
+        self.assertIs(files["n1"]["patch"], False)
+        self.assertIs(files["n1/n2/f.txt"]["patch"], True)
+
     def test_stat_and_name_status_read_as_git_does(self):
         v = self.mount("build")
         self.checkpoint()
