@@ -230,6 +230,9 @@ static void unwatch_locked(pw_fs *fs, pw_inode *n)
 /*
  * Frees N if nothing holds it, then its parents in turn. Iterative over the primary chain
  * so a deep tree forgotten at once does not recurse deeply; alias parents recurse once.
+ * The primary parent stays pinned (one more child) while the aliases' parents are freed:
+ * two names in one directory, or an alias parent whose chain reaches it, would free it
+ * under the loop that goes on with it.
  */
 static void maybe_free(pw_fs *fs, pw_inode *n)
 {
@@ -246,14 +249,17 @@ static void maybe_free(pw_fs *fs, pw_inode *n)
 			pw_inode *parent = nm->parent;
 			free(nm->name);
 			free(nm);
-			parent->children--;
-			if (!next_parent)
-				next_parent = parent;
-			else
+			if (!next_parent) {
+				next_parent = parent; /* its count stays up: pinned */
+			} else {
+				parent->children--;
 				maybe_free(fs, parent);
+			}
 			nm = next;
 		}
 		free(n);
+		if (next_parent)
+			next_parent->children--;
 		n = next_parent;
 	}
 }
