@@ -36,8 +36,10 @@ static const char changes_usage[] =
     "which mode. A change set starts at mount, at each switch into a mode that writes, at a\n"
     "reload or trust that changes what the mode allows, and at `piworkfs checkpoint`. An\n"
     "old change set always reads the same: what it left is taken from the record, not from\n"
-    "the files now. By default: the change sets since the view was mounted (as for diff).\n"
-    "--prune applies the retention now (oldest change sets first).\n"
+    "the files now. By default: every change set since the view was mounted, whichever\n"
+    "view made it (each run's says so; as for diff). A path another view or run changed\n"
+    "too meanwhile says \"also changed by run ID\". --prune applies the retention now\n"
+    "(oldest change sets first).\n"
     "\n"
     "Options:\n" SCOPE_HELP "  -a, --all          every change set kept, earlier mounts too\n"
     "  -m, --mode M       only changes made in mode M\n"
@@ -484,7 +486,7 @@ static json_t *diff_entries(json_t *arr, bool fold_git, bool stats_only)
 	return out;
 }
 
-/* Another live view of the project changed the path too, in its current change set
+/* Another view of the project (a run) changed the path too while this change set was open
  * (fs/overlap.h): a line under the change for each. */
 static void print_also_changed_by(json_t *by)
 {
@@ -492,9 +494,16 @@ static void print_also_changed_by(json_t *by)
 	json_t *o;
 
 	json_array_foreach(by, i, o)
-	    printf("            also changed by the view at %s (its change set %lld)\n",
-		   pw_q(0, json_string_value(json_object_get(o, "mountpoint"))),
-		   (long long)json_integer_value(json_object_get(o, "changeset")));
+	{
+		const char *run = json_string_value(json_object_get(o, "run"));
+		if (run)
+			printf("            also changed by run %s", pw_q(0, run));
+		else
+			printf("            also changed by the view at %s",
+			       pw_q(0, json_string_value(json_object_get(o, "mountpoint"))));
+		long long cs = (long long)json_integer_value(json_object_get(o, "changeset"));
+		printf(cs ? " (its change set %lld)\n" : "\n", cs);
+	}
 }
 
 static int print_changes(json_t *res, bool fold_git)
@@ -509,11 +518,20 @@ static int print_changes(json_t *res, bool fold_git)
 		const char *name = json_string_value(json_object_get(set, "name"));
 		const char *mode = json_string_value(json_object_get(set, "mode"));
 		const char *run = json_string_value(json_object_get(set, "run"));
-		printf("change set %lld%s%s%s, %s at %s%s%s%s%s%s\n",
+		/* whose: a run's, another view's (the person's view lists every view's since it
+		 * was mounted), or, unsaid, the view asked */
+		const char *mp = json_string_value(json_object_get(set, "mountpoint"));
+		const char *ours = json_string_value(json_object_get(res, "mountpoint"));
+		char by[PATH_MAX + 32] = "";
+		if (run)
+			snprintf(by, sizeof(by), " by run %s", pw_q(4, run));
+		else if (mp && ours && !streq(mp, ours))
+			snprintf(by, sizeof(by), " by the view at %s", pw_q(4, mp));
+		printf("change set %lld%s%s%s, %s at %s%s%s%s%s\n",
 		       (long long)json_integer_value(json_object_get(set, "id")), name ? " \"" : "",
 		       name ? pw_q(0, name) : "", name ? "\"" : "",
 		       json_string_value(json_object_get(set, "reason")), t, mode ? " in " : "",
-		       mode ? mode : "", run ? " by run " : "", run ? run : "",
+		       mode ? mode : "", by,
 		       json_is_true(json_object_get(set, "current")) ? " (current)" : "");
 		size_t j;
 		_cleanup_free_ char *gits = fold_git ? git_summary(changes) : NULL;

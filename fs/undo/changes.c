@@ -61,7 +61,8 @@ typedef struct crow {
 typedef struct cset {
 	int64_t id, started_ns, redone_by;
 	char *reason, *name, *mode, *undoes;
-	char *run; /* the run whose own view started it (run_id.h), or NULL */
+	char *mountpoint; /* the view's that started it */
+	char *run;	  /* the run whose own view started it (run_id.h), or NULL */
 } cset;
 
 typedef struct ctx {
@@ -132,6 +133,7 @@ static void ctx_done(ctx *x)
 		free(x->sets[i].name);
 		free(x->sets[i].mode);
 		free(x->sets[i].undoes);
+		free(x->sets[i].mountpoint);
 		free(x->sets[i].run);
 	}
 	free(x->sets);
@@ -227,7 +229,8 @@ static bool path_selected(ctx *x, const crow *r)
 
 /* SCOPE_UNDO: the latest change set with a change not undone yet (an undo's or a redo's
  * own changes are never chosen by default): a repeated undo steps further back. */
-/* SCOPE_MOUNT: since the view was last mounted (the default of changes and diff alike). */
+/* SCOPE_MOUNT: since the view asked was last mounted, whichever views (runs) made the change
+ * sets since (the default of changes and diff alike). */
 enum scope_default { SCOPE_ALL, SCOPE_MOUNT, SCOPE_LATEST, SCOPE_UNDO };
 
 static char *dup_or_null(const char *s)
@@ -261,6 +264,7 @@ static int load_set(const pw_undo_orig_changeset *c, void *u)
 				      .mode = dup_or_null(c->mode),
 				      .undoes = dup_or_null(c->undoes),
 				      .redone_by = c->redone_by,
+				      .mountpoint = dup_or_null(c->mountpoint),
 				      .run = pw_ctl_run_of_mountpoint(c->mountpoint)};
 	if (ls->since && c->name && streq(c->name, ls->since))
 		ls->min_cs = c->id;
@@ -392,6 +396,20 @@ static void mark_now_selected(ctx *x)
 	}
 }
 
+/* The first change set since this view was mounted: its mount's, or (a view that began to
+ * keep originals later, the mount's set pruned) the first begun since its daemon started. */
+static int64_t mounted_at(const ctx *x)
+{
+	const char *mp = pw_undo_keep_mountpoint(x->k);
+	for (size_t i = x->n_sets; i-- > 0;)
+		if (streq_ptr(x->sets[i].reason, "mount") && streq_ptr(x->sets[i].mountpoint, mp))
+			return x->sets[i].id;
+	for (size_t i = 0; i < x->n_sets; i++)
+		if (x->sets[i].started_ns >= pw_view_started_ns(x->v))
+			return x->sets[i].id;
+	return 0;
+}
+
 /* Loads the project's change sets and rows (oldest first), and marks the rows the
  * params select: --since (a checkpoint's name, or since_ns), --mode, paths. Lock held. */
 static int load(ctx *x, json_t *params, enum scope_default dflt)
@@ -437,9 +455,7 @@ static int load(ctx *x, json_t *params, enum scope_default dflt)
 	 * undo, one not undone yet; that change set only). */
 	bool by_default = !one_j && !since && !since_ns_j;
 	if (by_default && dflt == SCOPE_MOUNT) {
-		for (size_t i = x->n_sets; i-- > 0 && !min_cs;)
-			if (streq_ptr(x->sets[i].reason, "mount"))
-				min_cs = x->sets[i].id;
+		min_cs = mounted_at(x);
 	} else if (by_default && dflt != SCOPE_ALL) {
 		for (size_t i = x->n_rows; i-- > 0;)
 			if (!x->rows[i].implicit && path_selected(x, &x->rows[i]) &&
@@ -920,6 +936,15 @@ static void set_listing(ctx *x, const cset *c, json_t *changes, size_t *shown, b
 	}
 }
 
+/* When the I-th change set ended: the next one of its view began (INT64_MAX: none yet). */
+static int64_t set_end_ns(const ctx *x, size_t i)
+{
+	for (size_t j = i + 1; j < x->n_sets; j++)
+		if (streq_ptr(x->sets[j].mountpoint, x->sets[i].mountpoint))
+			return x->sets[j].started_ns;
+	return INT64_MAX;
+}
+
 static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params, json_t **ret,
 			pw_ctl_fail *fail)
 {
@@ -949,7 +974,10 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			set_listing(&x, c, changes, &shown, &truncated, false);
 		if (!changes)
 			break;
-		if (c->id == pw_undo_keep_current(x.k)) /* what other live views changed too */
+		/* what other views changed too: recorded, and live ones for the current set */
+		pw_overlap_mark_recorded(pw_undo_overlap(x.k), changes, c->mountpoint,
+					 c->started_ns, set_end_ns(&x, si));
+		if (c->id == pw_undo_keep_current(x.k))
 			pw_overlap_mark(pw_undo_overlap(x.k), changes);
 		if (!json_array_size(changes) && !c->name && c->id != pw_undo_keep_current(x.k)) {
 			json_decref(changes);
@@ -957,10 +985,10 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		}
 		json_array_append_new(
 		    sets,
-		    json_pack("{s:I,s:I,s:s?,s:s?,s:s?,s:s?,s:b,s:o}", "id", (json_int_t)c->id,
+		    json_pack("{s:I,s:I,s:s?,s:s?,s:s?,s:s?,s:s?,s:b,s:o}", "id", (json_int_t)c->id,
 			      "started_ns", (json_int_t)c->started_ns, "reason", c->reason, "name",
-			      c->name, "mode", c->mode, "run", c->run, "current",
-			      c->id == pw_undo_keep_current(x.k), "changes", changes));
+			      c->name, "mode", c->mode, "mountpoint", c->mountpoint, "run", c->run,
+			      "current", c->id == pw_undo_keep_current(x.k), "changes", changes));
 	}
 	/* The store's totals move with de-duplication (content already kept adds no blob and
 	 * no bytes), so they would confirm an agent's guess of hidden content: the person's
@@ -969,9 +997,10 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			    ? json_pack("{s:s}", "dir", pw_undo_orig_dir(s))
 			    : json_pack("{s:s,s:I,s:I}", "dir", pw_undo_orig_dir(s), "bytes",
 					(json_int_t)bytes, "blobs", (json_int_t)blobs);
-	json_t *o = json_pack("{s:o,s:I,s:b,s:o}", "changesets", sets ? sets : json_array(),
-			      "current", (json_int_t)pw_undo_keep_current(x.k), "truncated",
-			      truncated, "store", store ? store : json_object());
+	json_t *o = json_pack("{s:o,s:I,s:s,s:b,s:o}", "changesets", sets ? sets : json_array(),
+			      "current", (json_int_t)pw_undo_keep_current(x.k), "mountpoint",
+			      pw_undo_keep_mountpoint(x.k), "truncated", truncated, "store",
+			      store ? store : json_object());
 	return done(&x, o, ret);
 }
 

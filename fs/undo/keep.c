@@ -245,6 +245,11 @@ const char *pw_undo_keep_project(const pw_undo *k)
 	return k->project;
 }
 
+const char *pw_undo_keep_mountpoint(const pw_undo *k)
+{
+	return k->mountpoint;
+}
+
 int64_t pw_undo_keep_current(pw_undo *k)
 {
 	return atomic_load(&k->cs);

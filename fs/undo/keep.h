@@ -17,6 +17,7 @@
 int pw_undo_keep_begin(pw_undo *k, const char *reason, const char *name, int64_t *ret_id);
 int64_t pw_undo_keep_current(pw_undo *k);
 const char *pw_undo_keep_project(const pw_undo *k);
+const char *pw_undo_keep_mountpoint(const pw_undo *k); /* this view's (its change sets') */
 pw_undo_orig_store *pw_undo_keep_store(pw_undo *k);
 /* For undo, which changes the backing tree itself: records PATH's original (absent or
  * present, content kept) and its parent's times in the current change set as the FUSE
