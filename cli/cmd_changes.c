@@ -95,8 +95,8 @@ static const char undo_usage[] =
     "(to PATH) not undone yet, so a second `undo PATH` goes further back through PATH's\n"
     "history; an undo never re-applies what an undo put back (`piworkfs redo` does).\n"
     "Refused, naming them, where a file was changed outside the view since (--force undoes\n"
-    "anyway). The undo is itself a change set. A PATH with nothing left to undo is an error\n"
-    "(exit 1).\n"
+    "anyway; git's index, which `git status` rewrites, is put back with a note). The undo is\n"
+    "itself a change set. A PATH with nothing left to undo is an error (exit 1).\n"
     "\n"
     "Options:\n"
     "  -a, --all          every change in the change sets chosen\n" SCOPE_HELP
@@ -858,6 +858,17 @@ static void print_summary(json_t *res, const char *prefix, bool fold_git)
 		printf("%sput back %s\n", prefix, gits);
 }
 
+/* Git's index, rewritten outside the view since (by `git status`): no conflict, said. */
+static void print_refreshed(json_t *res, const char *verb)
+{
+	size_t i;
+	json_t *a;
+	json_array_foreach(json_object_get(res, "refreshed"), i, a)
+	    printf("note: %s was rewritten outside the view since (git refreshes its index on "
+		   "`git status`): %s back as recorded\n",
+		   pw_q(0, json_string_value(a)), verb);
+}
+
 /*
  * undo and redo: first a dry run, printed as what is about to be done; then the same
  * change sets for real (the dry run's choice, pinned, so a change in between cannot make
@@ -897,11 +908,12 @@ static int undo_or_redo(const char *cmd, const opts *o, json_t *p, bool redo)
 			printf("%s:\n", o->dry ? " (nothing is done)" : "");
 		}
 		print_summary(plan, "  ", !asked_git(o));
-		fflush(stdout);
 		if (o->dry) {
+			print_refreshed(plan, "would be put");
 			json_decref(p);
 			return PW_EXIT_OK;
 		}
+		fflush(stdout);
 		if (by_default && json_array_size(sets) == 1 && p) {
 			json_object_set_new(p, "change_set", json_copy(json_array_get(sets, 0)));
 			json_object_set_new(p, "pinned", json_true());
@@ -919,6 +931,7 @@ static int undo_or_redo(const char *cmd, const opts *o, json_t *p, bool redo)
 	    pw_err(cmd, "%s %s: %s", json_string_value(json_object_get(a, "action")),
 		   pw_q(0, json_string_value(json_object_get(a, "path"))),
 		   json_string_value(json_object_get(a, "error")));
+	print_refreshed(res, "put");
 	if (!o->dry)
 		printf("done: change set %lld holds the %s (%s)\n",
 		       (long long)json_integer_value(json_object_get(res, "changeset")),

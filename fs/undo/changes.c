@@ -2039,6 +2039,20 @@ static void act(undo_run *u, const char *what, const char *path, const char *pat
 	json_array_append_new(u->actions, a);
 }
 
+/* A file's ctime comes from the kernel's coarse clock, which may step past the time of the
+ * row written just before the change: a tick's slack. */
+static int64_t coarse_tick(void)
+{
+	static int64_t tick;
+	if (!tick) {
+		struct timespec res;
+		tick = clock_getres(CLOCK_REALTIME_COARSE, &res) == 0
+			   ? (int64_t)res.tv_sec * 1000000000 + res.tv_nsec
+			   : 10000000;
+	}
+	return tick;
+}
+
 /* Since when the object of row RW is the view's: the row's time, but for a row of an undo,
  * which writes the backing tree itself (inodes the view never learns), the end of the
  * undo's change set (the start of the next one; none yet: the undo still runs). */
@@ -2055,19 +2069,12 @@ static int64_t view_since(const ctx *x, const crow *rw)
 /*
  * The last time the record says the view changed the object row I recorded at PATH: the
  * row's own (view_since), or a later row's that renamed it (an exchange, whose other side
- * the record does not name) or kept it again at its path then. A row is written just
- * before its change, and a file's ctime comes from the kernel's coarse clock, which may
- * step past the row's time during the change: so a tick's slack.
+ * the record does not name) or kept it again at its path then, with a tick's slack
+ * (coarse_tick).
  */
 static int64_t view_last_change(const ctx *x, size_t i, const char *path)
 {
-	static int64_t tick;
-	if (!tick) {
-		struct timespec res;
-		tick = clock_getres(CLOCK_REALTIME_COARSE, &res) == 0
-			   ? (int64_t)res.tv_sec * 1000000000 + res.tv_nsec
-			   : 10000000;
-	}
+	int64_t tick = coarse_tick();
 	int64_t last = view_since(x, &x->rows[i]);
 	char p[PW_PATH_MAX];
 	snprintf(p, sizeof(p), "%s", path);
@@ -2083,18 +2090,21 @@ static int64_t view_last_change(const ctx *x, size_t i, const char *path)
 	return last > INT64_MAX - tick ? INT64_MAX : last + tick;
 }
 
-/* Is the object ST one a selected row moved (a rename through the view, which the kernel
- * may have had the view forget since: an exchange invalidates both names)? A name a link
- * made, then exchanged, leads to it. */
+/* Was the object ST last changed by a rename a selected row recorded (one through the view,
+ * which the kernel may have had the view forget since: an exchange invalidates both names;
+ * a name a link made, then exchanged, leads to it)? Its ctime is then that rename's: a later
+ * one is a later change, or another file that was handed the inode number since. */
 static bool moved_by_view(const ctx *x, const struct stat *st)
 {
+	int64_t last = 0;
 	for (size_t i = 0; i < x->n_rows; i++) {
 		const crow *m = &x->rows[i];
 		if (m->selected && m->move && m->src_dev == (uint64_t)st->st_dev &&
-		    m->src_ino == (uint64_t)st->st_ino)
-			return true;
+		    m->src_ino == (uint64_t)st->st_ino && view_since(x, m) > last)
+			last = view_since(x, m);
 	}
-	return false;
+	int64_t ctime = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+	return last && (last > INT64_MAX - coarse_tick() || ctime <= last + coarse_tick());
 }
 
 /* Was the object now at CUR changed outside the view after the view last changed it (row
@@ -2340,6 +2350,7 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		      .actions = json_array(),
 		      .failed = json_array()};
 	json_t *conflicts = json_array();
+	json_t *refreshed = json_array(); /* git's caches changed outside: no conflict */
 	pw_undo_orig_store *s = pw_undo_keep_store(x.k);
 	int64_t undo_cs = 0;
 	pw_undo_orig_lock(s);
@@ -2355,8 +2366,12 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			continue;
 		char cur[PW_PATH_MAX];
 		current_path(&x, i, rw->move ? rw->path2 : rw->path, cur);
-		if (changed_outside(&x, i, cur))
-			json_array_append_new(conflicts, json_string(cur));
+		if (!changed_outside(&x, i, cur))
+			continue;
+		/* git rewrites its index when the person only reads (`git status`): put back
+		 * as recorded, said apart, never a conflict */
+		json_array_append_new(pw_git_is_cache(cur) ? refreshed : conflicts,
+				      json_string(cur));
 	}
 	bool refuse = json_array_size(conflicts) && !u.force;
 	pw_undo_orig_unlock(s);
@@ -2412,9 +2427,9 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		fail->data = json_pack("{s:O}", "conflicts", conflicts);
 		goto out;
 	}
-	*ret = json_pack("{s:b,s:O,s:O,s:O,s:I,s:o}", "dry_run", u.dry, "actions", u.actions,
-			 "failed", u.failed, "conflicts", conflicts, "changeset",
-			 (json_int_t)undo_cs, "undoes", sets_undone(&x));
+	*ret = json_pack("{s:b,s:O,s:O,s:O,s:O,s:I,s:o}", "dry_run", u.dry, "actions", u.actions,
+			 "failed", u.failed, "conflicts", conflicts, "refreshed", refreshed,
+			 "changeset", (json_int_t)undo_cs, "undoes", sets_undone(&x));
 	if (*ret && summary)
 		json_object_set(*ret, "summary", summary);
 	if (*ret && redo_of)
@@ -2426,6 +2441,7 @@ out:
 	json_decref(u.actions);
 	json_decref(u.failed);
 	json_decref(conflicts);
+	json_decref(refreshed);
 	json_decref(summary);
 	return r < 0 ? -1 : 0;
 }

@@ -104,3 +104,20 @@ oom:
 	free(h);
 	return NULL;
 }
+
+bool pw_git_is_cache(const char *path)
+{
+	/* the git directory: the last ".git" component (a nested repository's own) */
+	const char *g = NULL;
+	for (const char *p = path; p && *p; p = strchr(p, '/') ? strchr(p, '/') + 1 : NULL)
+		if (!strncmp(p, ".git/", 5))
+			g = p + 5;
+	if (!g)
+		return false;
+	if (streq(g, "index"))
+		return true;
+	size_t n = strlen(g);
+	bool in_sub = !strncmp(g, "worktrees/", 10) || !strncmp(g, "modules/", 8);
+	return in_sub && n > 6 && streq(g + n - 6, "/index") && !strstr(g, "/refs/") &&
+	       !strstr(g, "/logs/");
+}

@@ -33,3 +33,13 @@ char *pw_git_label(const char *prefix, const char *path);
  * ---/+++ lines, as git shows it. Malloc'd. */
 char *pw_git_symlink_hunk(const pw_git_side *a, const char *ta, const pw_git_side *b,
 			  const char *tb);
+
+/*
+ * Is PATH (project-relative) one of git's caches: a file git rewrites when the person only
+ * reads (`git status`, `git diff` refresh the index's cached stat data and write it back),
+ * so that a rewrite outside the view says nothing of the person's work? Only the index:
+ * .git/index, and a linked worktree's or a submodule's (.git/worktrees/NAME/index,
+ * .git/modules/.../index). Objects are never rewritten, and refs, HEAD, logs and config
+ * change when the person does something: those stay files like any other.
+ */
+bool pw_git_is_cache(const char *path);

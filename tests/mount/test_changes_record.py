@@ -474,6 +474,50 @@ class Changes(MountCase):
     GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
                "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_NOSYSTEM": "1"}
 
+    def git_status_outside(self):
+        """`git status` in the backing project, outside the view: git refreshes the stat
+        data its index caches and writes the index again (a new file renamed over it)."""
+        index = os.path.join(self.project, ".git", "index")
+        before = os.stat(index).st_ino
+        # every entry racily clean (not older than the index), so git refreshes them
+        os.utime(index, ns=(10**9, 10**9))
+        self.run_tool(["git", "status", "--short"], cwd=self.project, env=self.GIT_ENV)
+        self.assertNotEqual(os.stat(os.path.join(self.project, ".git", "index")).st_ino,
+                            before, "git status did not rewrite the index")
+
+    def test_git_status_outside_the_view_blocks_neither_undo_nor_redo(self):
+        # issue 44, item 19: "refused: changed outside the view since ...: .git/index"
+        from harness import tree_changes, tree_state
+        self.run_tool(["git", "init", "-q"], cwd=self.project, env=self.GIT_ENV)
+        self.run_tool(["git", "add", "-A"], cwd=self.project, env=self.GIT_ENV)
+        self.run_tool(["git", "commit", "-qm", "one"], cwd=self.project, env=self.GIT_ENV)
+        v = self.mount("build")
+        self.checkpoint("c")
+        before = tree_state(self.project)
+        self.write(v, "src/x.c", "int y;\n")
+        self.run_tool(["git", "commit", "-qam", "two"], cwd=v.path(), env=self.GIT_ENV)
+        # git status outside: the agent's commit is undone all the same
+        self.git_status_outside()
+        after = tree_state(self.project)
+        p = self.pw("undo", "--all", check=False)
+        self.assertEqual((p.returncode, p.stderr), (0, ""), p.stdout)
+        self.assertIn("note: .git/index was rewritten outside the view since (git refreshes "
+                      "its index on `git status`): put back as recorded", p.stdout)
+        self.assertEqual(tree_changes(before, tree_state(self.project)), [])
+        # then git status again, and redo: no refusal, a note, the tree after the commit
+        self.git_status_outside()
+        p = self.pw("redo", check=False)
+        self.assertEqual((p.returncode, p.stderr), (0, ""), p.stdout)
+        self.assertIn("note: .git/index was rewritten outside the view since", p.stdout)
+        self.assertEqual(tree_changes(after, tree_state(self.project)), [])
+        # a real change outside the view still refuses, naming the file
+        with open(os.path.join(self.project, "src", "x.c"), "w") as f:
+            f.write("outside\n")
+        p = self.pw("undo", "--all", check=False)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("src/x.c", p.stderr)
+        self.assertNotIn(".git/index", p.stderr)
+
     def test_changes_and_undo_show_the_net_effect_per_path(self):
         self.run_tool(["git", "init", "-q"], cwd=self.project, env=self.GIT_ENV)
         self.run_tool(["git", "add", "-A"], cwd=self.project, env=self.GIT_ENV)
