@@ -1834,16 +1834,23 @@ static void undo_relink(undo_run *u, size_t i)
 }
 
 /* Once linked again, names of one inode share its owner, mode, xattrs and times: those of
- * the oldest row that kept it. The restored files are in the replay's order, newest row
- * first, so each gets its row's and the oldest is applied last. */
+ * the oldest row that kept it, whose name may be gone again (a link the change set made,
+ * removed last). The restored files are in the replay's order, newest row first. */
 static void relinks_meta(undo_run *u)
 {
 	for (size_t i = 0; i < u->links.n; i++) {
 		const pw_undo_pending *l = &u->links.v[i];
+		const pw_undo_orig_object *oldest = l->o;
+		for (size_t j = u->links.n; j-- > i;)
+			if (u->links.v[j].o->dev == l->o->dev &&
+			    u->links.v[j].o->ino == l->o->ino) {
+				oldest = u->links.v[j].o;
+				break;
+			}
 		_cleanup_close_ int fd = l->path ? open_beneath(u->x, l->path, O_PATH) : -1;
 		struct stat st;
 		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-			(void)apply_meta(fd, l->o, true);
+			(void)apply_meta(fd, oldest, true);
 			stamp(u->x, l->path);
 		}
 	}
@@ -2022,6 +2029,8 @@ static int undo_move(undo_run *u, const crow *rw)
 	const char *fname, *tname;
 	_cleanup_close_ int fp = open_parent(u->x, rw->path, &fname);
 	_cleanup_close_ int tp = open_parent(u->x, rw->path2, &tname);
+	if (tp == -ENOTDIR) /* its directory replaced by a file since: the object is gone */
+		return -ENOENT;
 	if (fp < 0)
 		return fp;
 	if (tp < 0)

@@ -612,6 +612,18 @@ class Undo(MountCase):
             self.assertEqual((a.st_ino, a.st_nlink), (b.st_ino, 2))
         self.undo_redo_roundtrip(change, linked)
 
+    def test_undo_of_a_rename_into_a_directory_that_became_a_file(self):
+        # the move back found "Not a directory" and failed the undo (exit 5)
+        def change(root):
+            os.makedirs(os.path.join(root, "d", "n2"))
+            with open(os.path.join(root, "d", "n2", "g"), "w") as f:
+                f.write("g\n")
+            os.rename(os.path.join(root, "d", "n2", "g"), os.path.join(root, "d", "b"))
+            shutil.rmtree(os.path.join(root, "d"))
+            with open(os.path.join(root, "d"), "w") as f:
+                f.write("now a file\n")
+        self.undo_redo_roundtrip(change)
+
     def test_changed_outside_the_view_is_refused_unless_forced(self):
         v = self.mount("build")
         self.checkpoint()
