@@ -158,6 +158,10 @@
 /* diff text in one reply: under PW_RPC_REPLY_MAX with the JSON around it */
 #define PW_UNDO_DIFF_BYTES_MAX (640 * 1024)
 #define PW_UNDO_PATHS_MAX 256 /* paths one changes call names, like PW_CHECK_PATHS_MAX */
+/* inodes the view changed and then forgot (the kernel's FORGET) remembered with the time of
+ * that change, in each of two generations (fs/undo/forgotten.c): 32 bytes each, 4 MiB at
+ * most; an inode older than both is judged as before (changed outside, unless --force) */
+#define PW_UNDO_FORGOTTEN_MAX 65536u
 
 /* ---- cli/ ---- */
 #define PW_ALLOWED_TREE_MAX 20000 /* entries `allowed --files` reads before the walk stops */

@@ -36,8 +36,10 @@ static const char changes_usage[] =
     "which mode. A change set starts at mount, at each switch into a mode that writes, at a\n"
     "reload or trust that changes what the mode allows, and at `piworkfs checkpoint`. An\n"
     "old change set always reads the same: what it left is taken from the record, not from\n"
-    "the files now. By default: the change sets since the view was mounted (as for diff).\n"
-    "--prune applies the retention now (oldest change sets first).\n"
+    "the files now. By default: every change set since the view was mounted, whichever\n"
+    "view made it (each run's says so; as for diff). A path another view or run changed\n"
+    "too meanwhile says \"also changed by run ID\". --prune applies the retention now\n"
+    "(oldest change sets first).\n"
     "\n"
     "Options:\n" SCOPE_HELP "  -a, --all          every change set kept, earlier mounts too\n"
     "  -m, --mode M       only changes made in mode M\n"
@@ -62,10 +64,10 @@ static const char diff_usage[] =
     "What the change sets chosen changed, in git's diff format, by path: each original the\n"
     "view kept against what the change sets left (the file now, for the latest), with\n"
     "/dev/null for a created or deleted file, old/new mode, renames, symbolic links'\n"
-    "targets, binary files told by content as git tells them. `git apply -R` of it gives\n"
-    "the files back as they were. By default: the change sets since the view was mounted\n"
-    "(as for changes). On a terminal, through $PAGER (less -FRX). A PATH with no recorded\n"
-    "change is an error (exit 1).\n"
+    "targets, git's binary patches for content that is not UTF-8 text. `git apply -R` of\n"
+    "it gives the files back as they were. By default: the change sets since the view was\n"
+    "mounted (as for changes). On a terminal, through $PAGER (less -FRX). A PATH with no\n"
+    "recorded change is an error (exit 1).\n"
     "\n"
     "Options:\n" SCOPE_HELP "  -a, --all          every change set kept, earlier mounts too\n"
     "      --stat         lines added and removed per file, as git's diffstat\n"
@@ -88,12 +90,13 @@ static const char undo_usage[] =
     "Usage: piworkfs undo [--since X|--change-set N] [--dry-run] [--force] PATH...|--all\n"
     "\n"
     "Puts the originals back: contents and metadata restored, deleted files and directories\n"
-    "made again, created ones removed, renames reversed. It says what it is about to do,\n"
-    "then does it. By default: the latest change set with a change (to PATH) not undone\n"
-    "yet, so a second `undo PATH` goes further back through PATH's history; an undo never\n"
-    "re-applies what an undo put back (`piworkfs redo` does). Refused, naming them, where a\n"
-    "file was changed outside the view since (--force undoes anyway). The undo is itself a\n"
-    "change set. A PATH with nothing left to undo is an error (exit 1).\n"
+    "made again, created ones removed, renames reversed. It says what it is about to do, in\n"
+    "the order it does it, then does it. By default: the latest change set with a change\n"
+    "(to PATH) not undone yet, so a second `undo PATH` goes further back through PATH's\n"
+    "history; an undo never re-applies what an undo put back (`piworkfs redo` does).\n"
+    "Refused, naming them, where a file was changed outside the view since (--force undoes\n"
+    "anyway; git's index, which `git status` rewrites, is put back with a note). The undo is\n"
+    "itself a change set. A PATH with nothing left to undo is an error (exit 1).\n"
     "\n"
     "Options:\n"
     "  -a, --all          every change in the change sets chosen\n" SCOPE_HELP
@@ -457,20 +460,33 @@ static char *git_summary(json_t *arr)
 	return out;
 }
 
-/* ARR without its entries under .git (a new reference; ARR itself when it has none). */
-static json_t *without_git(json_t *arr)
+/* Does git's diff format show the entry E of a diff (a file's content or mode, a link's
+ * target; not a directory, nor owner, times or xattrs alone)? */
+static bool git_shows(json_t *e)
+{
+	json_t *patch = json_object_get(e, "patch");
+	return !patch || json_is_true(patch) || json_object_get(e, "not_kept");
+}
+
+/* The entries of ARR that are not under .git (FOLD_GIT) and, for STATS_ONLY, those git's
+ * --stat and --name-status list (git_shows): a new reference. */
+static json_t *diff_entries(json_t *arr, bool fold_git, bool stats_only)
 {
 	json_t *out = json_array(), *e;
 	size_t i;
 	if (!out)
 		return json_incref(arr);
-	json_array_foreach(arr, i,
-			   e) if (!in_git_dir(json_string_value(json_object_get(e, "path"))))
-	    json_array_append(out, e);
+	json_array_foreach(arr, i, e)
+	{
+		if (fold_git && in_git_dir(json_string_value(json_object_get(e, "path"))))
+			continue;
+		if (!stats_only || git_shows(e))
+			json_array_append(out, e);
+	}
 	return out;
 }
 
-/* Another live view of the project changed the path too, in its current change set
+/* Another view of the project (a run) changed the path too while this change set was open
  * (fs/overlap.h): a line under the change for each. */
 static void print_also_changed_by(json_t *by)
 {
@@ -478,9 +494,16 @@ static void print_also_changed_by(json_t *by)
 	json_t *o;
 
 	json_array_foreach(by, i, o)
-	    printf("            also changed by the view at %s (its change set %lld)\n",
-		   pw_q(0, json_string_value(json_object_get(o, "mountpoint"))),
-		   (long long)json_integer_value(json_object_get(o, "changeset")));
+	{
+		const char *run = json_string_value(json_object_get(o, "run"));
+		if (run)
+			printf("            also changed by run %s", pw_q(0, run));
+		else
+			printf("            also changed by the view at %s",
+			       pw_q(0, json_string_value(json_object_get(o, "mountpoint"))));
+		long long cs = (long long)json_integer_value(json_object_get(o, "changeset"));
+		printf(cs ? " (its change set %lld)\n" : "\n", cs);
+	}
 }
 
 static int print_changes(json_t *res, bool fold_git)
@@ -495,11 +518,20 @@ static int print_changes(json_t *res, bool fold_git)
 		const char *name = json_string_value(json_object_get(set, "name"));
 		const char *mode = json_string_value(json_object_get(set, "mode"));
 		const char *run = json_string_value(json_object_get(set, "run"));
-		printf("change set %lld%s%s%s, %s at %s%s%s%s%s%s\n",
+		/* whose: a run's, another view's (the person's view lists every view's since it
+		 * was mounted), or, unsaid, the view asked */
+		const char *mp = json_string_value(json_object_get(set, "mountpoint"));
+		const char *ours = json_string_value(json_object_get(res, "mountpoint"));
+		char by[PATH_MAX + 32] = "";
+		if (run)
+			snprintf(by, sizeof(by), " by run %s", pw_q(4, run));
+		else if (mp && ours && !streq(mp, ours))
+			snprintf(by, sizeof(by), " by the view at %s", pw_q(4, mp));
+		printf("change set %lld%s%s%s, %s at %s%s%s%s%s\n",
 		       (long long)json_integer_value(json_object_get(set, "id")), name ? " \"" : "",
 		       name ? pw_q(0, name) : "", name ? "\"" : "",
 		       json_string_value(json_object_get(set, "reason")), t, mode ? " in " : "",
-		       mode ? mode : "", run ? " by run " : "", run ? run : "",
+		       mode ? mode : "", by,
 		       json_is_true(json_object_get(set, "current")) ? " (current)" : "");
 		size_t j;
 		_cleanup_free_ char *gits = fold_git ? git_summary(changes) : NULL;
@@ -759,7 +791,7 @@ int cmd_diff(int argc, char **argv)
 	json_t *all_files = json_object_get(res, "files"), *f;
 	_cleanup_free_ char *gits = asked_git(&o) ? NULL : git_summary(all_files);
 	_cleanup_(pw_json_decrefp) json_t *files =
-	    gits ? without_git(all_files) : json_incref(all_files);
+	    diff_entries(all_files, gits != NULL, o.stat || o.name_status);
 	size_t i;
 	if (o.stat && json_array_size(files))
 		print_stat(files, color);
@@ -780,8 +812,14 @@ int cmd_diff(int argc, char **argv)
 			else /* what git cannot show: a directory, owner, times, xattrs */
 				printf("# %s %s\n", kind, pw_q(0, path));
 		}
-	if (gits) /* a line git apply skips */
-		printf("# %s (piworkfs diff .git: each)\n", gits);
+	if (gits && (o.stat || o.name_status))
+		printf(" and .git/, git's own files (not counted above): %s; piworkfs diff %s "
+		       ".git lists each\n",
+		       gits + strlen(".git/: "), o.stat ? "--stat" : "--name-status");
+	else if (gits) /* a line git apply skips */
+		printf("# and .git/, git's own files (not shown): %s; piworkfs diff .git shows "
+		       "each\n",
+		       gits + strlen(".git/: "));
 	if (json_is_true(json_object_get(res, "truncated")))
 		printf("(diff truncated; narrow with PATH)\n");
 	pw_pager_end();
@@ -820,17 +858,28 @@ static void print_summary(json_t *res, const char *prefix, bool fold_git)
 		printf("%sput back %s\n", prefix, gits);
 }
 
+/* Git's index, rewritten outside the view since (by `git status`): no conflict, said. */
+static void print_refreshed(json_t *res, const char *verb)
+{
+	size_t i;
+	json_t *a;
+	json_array_foreach(json_object_get(res, "refreshed"), i, a)
+	    printf("note: %s was rewritten outside the view since (git refreshes its index on "
+		   "`git status`): %s back as recorded\n",
+		   pw_q(0, json_string_value(a)), verb);
+}
+
 /*
  * undo and redo: first a dry run, printed as what is about to be done; then the same
  * change sets for real (the dry run's choice, pinned, so a change in between cannot make
- * the undo take another). --json and --dry-run make one call.
+ * the undo take another). --json makes one call, --dry-run the first only.
  */
 static int undo_or_redo(const char *cmd, const opts *o, json_t *p, bool redo)
 {
 	_cleanup_(pw_json_decrefp) json_t *res = NULL, *plan = NULL;
 	bool by_default = !o->since && !o->change_set && !redo;
 	int r;
-	if (!o->json && !o->dry) {
+	if (!o->json) {
 		json_t *dp = json_deep_copy(p);
 		if (dp)
 			json_object_set_new(dp, "dry_run", json_true());
@@ -846,15 +895,24 @@ static int undo_or_redo(const char *cmd, const opts *o, json_t *p, bool redo)
 			printf(redo ? "nothing to redo\n" : "nothing to undo\n");
 			return PW_EXIT_OK;
 		}
+		const char *verb = o->dry ? "would put" : "putting";
 		if (redo)
-			printf("redo: putting back what the undo in change set %lld took away:\n",
-			       (long long)json_integer_value(json_array_get(sets, 0)));
+			printf("redo%s: %s back what the undo in change set %lld took away%s:\n",
+			       o->dry ? " --dry-run" : "", verb,
+			       (long long)json_integer_value(json_array_get(sets, 0)),
+			       o->dry ? " (nothing is done)" : "");
 		else {
-			printf("undo: putting back the originals of ");
+			printf("undo%s: %s back the originals of ", o->dry ? " --dry-run" : "",
+			       verb);
 			print_sets(sets);
-			printf(":\n");
+			printf("%s:\n", o->dry ? " (nothing is done)" : "");
 		}
 		print_summary(plan, "  ", !asked_git(o));
+		if (o->dry) {
+			print_refreshed(plan, "would be put");
+			json_decref(p);
+			return PW_EXIT_OK;
+		}
 		fflush(stdout);
 		if (by_default && json_array_size(sets) == 1 && p) {
 			json_object_set_new(p, "change_set", json_copy(json_array_get(sets, 0)));
@@ -869,15 +927,12 @@ static int undo_or_redo(const char *cmd, const opts *o, json_t *p, bool redo)
 	if (o->json)
 		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
 	size_t i;
-	if (o->dry)
-		print_summary(res, "would ", !asked_git(o));
 	json_array_foreach(failed, i, a)
 	    pw_err(cmd, "%s %s: %s", json_string_value(json_object_get(a, "action")),
 		   pw_q(0, json_string_value(json_object_get(a, "path"))),
 		   json_string_value(json_object_get(a, "error")));
-	if (o->dry && !json_array_size(json_object_get(res, "actions")))
-		printf(redo ? "nothing to redo\n" : "nothing to undo\n");
-	else if (!o->dry)
+	print_refreshed(res, "put");
+	if (!o->dry)
 		printf("done: change set %lld holds the %s (%s)\n",
 		       (long long)json_integer_value(json_object_get(res, "changeset")),
 		       redo ? "redo" : "undo",

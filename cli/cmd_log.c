@@ -324,14 +324,27 @@ static int line_from_row(const log_row *r, log_line *l)
 
 	format_time(r->time_ns, false, when, sizeof(when));
 	format_rule(r, rule, sizeof(rule));
+	/* An overlap's path2 is the other view's mountpoint (fs/overlap.h), not a rename's
+	 * destination: named in the rule's column, a run by its id. */
+	bool overlap = streq_ptr(r->reason, "overlap") && r->path2;
+	if (overlap) {
+		_cleanup_free_ char *run = pw_ctl_run_of_mountpoint(r->path2);
+		if (run)
+			snprintf(rule, sizeof(rule), "overlap: also changed by run %s",
+				 pw_q(0, run));
+		else
+			snprintf(rule, sizeof(rule), "overlap: also changed by the view at %s",
+				 pw_q(0, r->path2));
+	}
 	snprintf(count, sizeof(count), "%lld", (long long)r->count);
 	snprintf(pid, sizeof(pid), "%lld", (long long)r->pid);
 	/* Names the agent chose: quoted as git quotes paths (quote.h). */
 	_cleanup_free_ char *qpath = pw_quote(r->path ? r->path : "");
 	_cleanup_free_ char *qpath2 = r->path2 ? pw_quote(r->path2) : NULL;
 	_cleanup_free_ char *qcomm = r->comm ? pw_quote(r->comm) : NULL;
+	bool to = r->path2 && !overlap;
 	if (!qpath || (r->path2 && !qpath2) || (r->comm && !qcomm) ||
-	    asprintf(&path, "%s%s%s", qpath, r->path2 ? " -> " : "", r->path2 ? qpath2 : "") < 0)
+	    asprintf(&path, "%s%s%s", qpath, to ? " -> " : "", to ? qpath2 : "") < 0)
 		return -ENOMEM;
 	*l = (log_line){.time_ns = r->time_ns, .id = r->id, .denied = r->err != 0};
 	_cleanup_free_ char *project = project_cell(r->project);

@@ -213,6 +213,13 @@ static void name_free(pw_fs *fs, pw_name *nm)
 	maybe_free(fs, parent);
 }
 
+void pw_inode_set_freed_hook(pw_fs *fs, void (*fn)(pw_fs *fs, const pw_inode *n))
+{
+	pthread_rwlock_wrlock(&fs->nodes->tree_lock);
+	fs->nodes->freed = fn;
+	pthread_rwlock_unlock(&fs->nodes->tree_lock);
+}
+
 /* A node freed stops being watched (watch.c adds the watches; the table holds them). */
 static void unwatch_locked(pw_fs *fs, pw_inode *n)
 {
@@ -223,11 +230,16 @@ static void unwatch_locked(pw_fs *fs, pw_inode *n)
 /*
  * Frees N if nothing holds it, then its parents in turn. Iterative over the primary chain
  * so a deep tree forgotten at once does not recurse deeply; alias parents recurse once.
+ * The primary parent stays pinned (one more child) while the aliases' parents are freed:
+ * two names in one directory, or an alias parent whose chain reaches it, would free it
+ * under the loop that goes on with it.
  */
 static void maybe_free(pw_fs *fs, pw_inode *n)
 {
 	while (n && !n->is_root && n->nlookup == 0 && n->children == 0) {
 		pw_inode *next_parent = NULL;
+		if (fs->nodes->freed)
+			fs->nodes->freed(fs, n);
 		hash_remove(fs, n);
 		if (n->wd >= 0)
 			unwatch_locked(fs, n);
@@ -237,14 +249,17 @@ static void maybe_free(pw_fs *fs, pw_inode *n)
 			pw_inode *parent = nm->parent;
 			free(nm->name);
 			free(nm);
-			parent->children--;
-			if (!next_parent)
-				next_parent = parent;
-			else
+			if (!next_parent) {
+				next_parent = parent; /* its count stays up: pinned */
+			} else {
+				parent->children--;
 				maybe_free(fs, parent);
+			}
 			nm = next;
 		}
 		free(n);
+		if (next_parent)
+			next_parent->children--;
 		n = next_parent;
 	}
 }

@@ -26,6 +26,11 @@ struct pw_nodes {
 	/* The watcher's inotify descriptor (pw_inode_set_inotify), to drop a freed node's
 	 * watch; -1 when there is none. */
 	int inotify_fd;
+	/* Told of each node about to be freed (the kernel forgot it), under tree_lock held for
+	 * writing; NULL: nobody. The undo room's (pw_inode_set_freed_hook): it remembers when
+	 * the view last changed the inode, which the node held. A pointer, so the table calls
+	 * nothing of the room by name (the room calls the table). */
+	void (*freed)(pw_fs *fs, const pw_inode *n);
 };
 
 /* Makes fs->nodes (0 or -ENOMEM); pw_inode_table_free frees it (accepts none made). */
@@ -35,6 +40,8 @@ void pw_inode_table_free(pw_fs *fs);
 void pw_inode_set_root(pw_fs *fs, dev_t dev, ino_t ino);
 /* The inotify descriptor watches were added with (watch.c, at start). */
 void pw_inode_set_inotify(pw_fs *fs, int fd);
+/* Sets the table's freed hook (struct pw_nodes.freed); takes the tree lock. */
+void pw_inode_set_freed_hook(pw_fs *fs, void (*fn)(pw_fs *fs, const pw_inode *n));
 /* Nodes the kernel knows now (takes the tree lock), for status. */
 size_t pw_inode_count(pw_fs *fs);
 

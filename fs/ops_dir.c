@@ -362,7 +362,8 @@ void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_
 		return;
 	}
 	pw_undo_keep_touched_ino(fs, src.st_dev, src.st_ino);
-	if (have_dst && (flags & RENAME_EXCHANGE))
+	/* exchanged, or replaced: a file with other names loses one (its ctime changes) */
+	if (have_dst)
 		pw_undo_keep_touched_ino(fs, dst.st_dev, dst.st_ino);
 	pw_inode_renamed(fs, parent, name, np, newname, src.st_dev, src.st_ino,
 			 (flags & RENAME_EXCHANGE) != 0, have_dst ? dst.st_dev : 0,

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ctl/run_id.h"
 #include "pidns.h"
 #include "store/audit.h"
 #include "pw_limits.h"
@@ -75,6 +76,7 @@ struct pw_overlap {
 	pthread_mutex_t lock;
 	sqlite3 *db;
 	sqlite3_stmt *sets, *rows;
+	sqlite3_stmt *events, *set_at; /* the overlaps the audit log recorded (history) */
 	other *others;
 };
 
@@ -442,23 +444,35 @@ json_t *pw_overlap_lookup(pw_overlap *o, const char *path)
 	return a;
 }
 
+/* Adds {"mountpoint": MP, "changeset": CS, "run": its run id if a run's} to the array BY,
+ * unless MP is in it already. */
+static void add_changer(json_t *by, const char *mp, int64_t cs)
+{
+	size_t i;
+	json_t *e;
+	json_array_foreach(
+	    by, i,
+	    e) if (streq_ptr(json_string_value(json_object_get(e, "mountpoint")), mp)) return;
+	_cleanup_free_ char *run = pw_ctl_run_of_mountpoint(mp);
+	json_array_append_new(by, json_pack("{s:s,s:I,s:s?}", "mountpoint", mp, "changeset",
+					    (json_int_t)cs, "run", run));
+}
+
 /* Adds the other views that changed PATH to the array BY (without repeats). Lock held. */
 static void add_changers(pw_overlap *o, const char *path, json_t *by)
 {
-	for (other *v = o->others; path && v; v = v->next) {
-		bool have = false;
-		size_t i;
-		json_t *e;
-		if (!other_has(v, path))
-			continue;
-		json_array_foreach(by, i, e) have =
-		    have ||
-		    streq_ptr(json_string_value(json_object_get(e, "mountpoint")), v->mountpoint);
-		if (!have)
-			json_array_append_new(by,
-					      json_pack("{s:s,s:I}", "mountpoint", v->mountpoint,
-							"changeset", (json_int_t)v->changeset));
-	}
+	for (other *v = o->others; path && v; v = v->next)
+		if (other_has(v, path))
+			add_changer(by, v->mountpoint, v->changeset);
+}
+
+/* The "also_changed_by" array of the change C, made empty if it has none. */
+static json_t *changers_of(json_t *c)
+{
+	json_t *by = json_object_get(c, "also_changed_by");
+	if (!by && json_object_set_new(c, "also_changed_by", json_array()) == 0)
+		by = json_object_get(c, "also_changed_by");
+	return by;
 }
 
 void pw_overlap_mark(pw_overlap *o, json_t *changes)
@@ -472,11 +486,70 @@ void pw_overlap_mark(pw_overlap *o, json_t *changes)
 	refresh(o);
 	json_array_foreach(changes, i, c)
 	{
-		json_t *by = json_array();
+		json_t *by = changers_of(c);
 		add_changers(o, json_string_value(json_object_get(c, "path")), by);
 		add_changers(o, json_string_value(json_object_get(c, "to")), by);
-		json_object_set_new(c, "also_changed_by", by ? by : json_array());
 	}
+	pthread_mutex_unlock(&o->lock);
+}
+
+/* The change set MP had at T (its latest begun by then), 0 when unknown. Lock held. */
+static int64_t set_at(pw_overlap *o, const char *mp, int64_t t)
+{
+	int64_t cs = 0;
+	sqlite3_reset(o->set_at);
+	sqlite3_bind_text(o->set_at, 2, mp, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(o->set_at, 3, t);
+	if (sqlite3_step(o->set_at) == SQLITE_ROW)
+		cs = sqlite3_column_int64(o->set_at, 0);
+	sqlite3_reset(o->set_at);
+	return cs;
+}
+
+/* Adds to the changes of CHANGES at PATH (their "path" or "to") the view at MP, whose
+ * change set at T was the other side of an overlap. */
+static void mark_path(pw_overlap *o, json_t *changes, const char *path, const char *mp, int64_t t)
+{
+	size_t i;
+	json_t *c;
+	json_array_foreach(changes, i, c)
+	{
+		if (!streq_ptr(json_string_value(json_object_get(c, "path")), path) &&
+		    !streq_ptr(json_string_value(json_object_get(c, "to")), path))
+			continue;
+		json_t *by = changers_of(c);
+		if (by)
+			add_changer(by, mp, set_at(o, mp, t));
+	}
+}
+
+void pw_overlap_mark_recorded(pw_overlap *o, json_t *changes, const char *mountpoint,
+			      int64_t from_ns, int64_t to_ns)
+{
+	size_t i;
+	json_t *c;
+	if (!o)
+		return;
+	json_array_foreach(changes, i, c)(void) changers_of(c);
+	if (!mountpoint)
+		return;
+	pthread_mutex_lock(&o->lock);
+	sqlite3_reset(o->events);
+	sqlite3_bind_int64(o->events, 2, from_ns);
+	sqlite3_bind_int64(o->events, 3, to_ns);
+	while (sqlite3_step(o->events) == SQLITE_ROW) {
+		int64_t t = sqlite3_column_int64(o->events, 0);
+		const char *writer = (const char *)sqlite3_column_text(o->events, 1);
+		const char *path = (const char *)sqlite3_column_text(o->events, 2);
+		const char *first = (const char *)sqlite3_column_text(o->events, 3);
+		/* WRITER changed PATH at T while FIRST's change set had changed it: each is the
+		 * other's "also changed by" */
+		if (streq_ptr(writer, mountpoint) && first)
+			mark_path(o, changes, path, first, t);
+		else if (streq_ptr(first, mountpoint) && writer)
+			mark_path(o, changes, path, writer, t);
+	}
+	sqlite3_reset(o->events);
 	pthread_mutex_unlock(&o->lock);
 }
 
@@ -494,6 +567,8 @@ static void overlap_free(pw_overlap *o)
 	}
 	sqlite3_finalize(o->sets);
 	sqlite3_finalize(o->rows);
+	sqlite3_finalize(o->events);
+	sqlite3_finalize(o->set_at);
 	if (o->db)
 		sqlite3_close(o->db);
 	pthread_cond_destroy(&o->cond);
@@ -513,11 +588,23 @@ static int prepare(pw_overlap *o)
 	    "SELECT id, path, path2 FROM orig_rows WHERE changeset = ?1 AND id > ?2 AND "
 	    "implicit = 0 ORDER BY id";
 
+	/* what the overlaps reported left in the audit log (report() above, any view's) */
+	static const char events[] =
+	    "SELECT time_ns, mountpoint, path, path2 FROM audit WHERE project = ?1 AND "
+	    "reason = 'overlap' AND time_ns >= ?2 AND time_ns < ?3 ORDER BY id";
+	static const char set_at_sql[] =
+	    "SELECT max(id) FROM orig_changesets WHERE project = ?1 AND mountpoint = ?2 AND "
+	    "started_ns <= ?3";
+
 	if (sqlite3_prepare_v2(o->db, sets, -1, &o->sets, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(o->db, rows, -1, &o->rows, NULL) != SQLITE_OK)
+	    sqlite3_prepare_v2(o->db, rows, -1, &o->rows, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(o->db, events, -1, &o->events, NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(o->db, set_at_sql, -1, &o->set_at, NULL) != SQLITE_OK)
 		return -EPROTO;
 	sqlite3_bind_text(o->sets, 1, o->project, -1, SQLITE_STATIC);
 	sqlite3_bind_text(o->sets, 2, o->mountpoint, -1, SQLITE_STATIC);
+	sqlite3_bind_text(o->events, 1, o->project, -1, SQLITE_STATIC);
+	sqlite3_bind_text(o->set_at, 1, o->project, -1, SQLITE_STATIC);
 	return 0;
 }
 

@@ -58,7 +58,20 @@ void pw_overlap_note(pw_overlap *o, const char *path, pid_t pid, const char *mod
  */
 json_t *pw_overlap_lookup(pw_overlap *o, const char *path);
 
-/* Sets "also_changed_by" (pw_overlap_lookup of "path", and of "to" for a rename) on each
- * object of CHANGES, the current change set's listing (fs/ctl/changes.c). O may be NULL:
- * nothing is set. */
+/* Adds to "also_changed_by" (made [] where missing) of each object of CHANGES, the current
+ * change set's listing (fs/undo/changes.c), the live views pw_overlap_lookup names for its
+ * "path", and its "to" for a rename: {"mountpoint", "changeset", "run" (a run's view)}.
+ * O may be NULL: nothing is set. */
 void pw_overlap_mark(pw_overlap *o, json_t *changes);
+
+/*
+ * The same from history, for a change set of any view: the overlaps the audit log recorded
+ * (report() above, in whichever view wrote second) between FROM_NS and TO_NS, the change
+ * set's life, in which the view at MOUNTPOINT was either side. Each marks the changes of
+ * CHANGES at its path with the other view and the change set it had then. So a listing
+ * says "also changed by" for both writers, after either view is gone, and for a change set
+ * that is no longer current. Every change of CHANGES has "also_changed_by" afterwards ([]
+ * when none).
+ */
+void pw_overlap_mark_recorded(pw_overlap *o, json_t *changes, const char *mountpoint,
+			      int64_t from_ns, int64_t to_ns);

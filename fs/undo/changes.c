@@ -31,10 +31,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "binpatch.h"
 #include "gitdiff.h"
 #include "inode.h"
 #include "keep.h"
+#include "object.h"
 #include "overlap.h"
+#include "pending.h"
 #include "path.h"
 #include "proto.h"
 #include "quote.h"
@@ -58,7 +61,8 @@ typedef struct crow {
 typedef struct cset {
 	int64_t id, started_ns, redone_by;
 	char *reason, *name, *mode, *undoes;
-	char *run; /* the run whose own view started it (run_id.h), or NULL */
+	char *mountpoint; /* the view's that started it */
+	char *run;	  /* the run whose own view started it (run_id.h), or NULL */
 } cset;
 
 typedef struct ctx {
@@ -129,6 +133,7 @@ static void ctx_done(ctx *x)
 		free(x->sets[i].name);
 		free(x->sets[i].mode);
 		free(x->sets[i].undoes);
+		free(x->sets[i].mountpoint);
 		free(x->sets[i].run);
 	}
 	free(x->sets);
@@ -224,7 +229,8 @@ static bool path_selected(ctx *x, const crow *r)
 
 /* SCOPE_UNDO: the latest change set with a change not undone yet (an undo's or a redo's
  * own changes are never chosen by default): a repeated undo steps further back. */
-/* SCOPE_MOUNT: since the view was last mounted (the default of changes and diff alike). */
+/* SCOPE_MOUNT: since the view asked was last mounted, whichever views (runs) made the change
+ * sets since (the default of changes and diff alike). */
 enum scope_default { SCOPE_ALL, SCOPE_MOUNT, SCOPE_LATEST, SCOPE_UNDO };
 
 static char *dup_or_null(const char *s)
@@ -258,6 +264,7 @@ static int load_set(const pw_undo_orig_changeset *c, void *u)
 				      .mode = dup_or_null(c->mode),
 				      .undoes = dup_or_null(c->undoes),
 				      .redone_by = c->redone_by,
+				      .mountpoint = dup_or_null(c->mountpoint),
 				      .run = pw_ctl_run_of_mountpoint(c->mountpoint)};
 	if (ls->since && c->name && streq(c->name, ls->since))
 		ls->min_cs = c->id;
@@ -389,6 +396,20 @@ static void mark_now_selected(ctx *x)
 	}
 }
 
+/* The first change set since this view was mounted: its mount's, or (a view that began to
+ * keep originals later, the mount's set pruned) the first begun since its daemon started. */
+static int64_t mounted_at(const ctx *x)
+{
+	const char *mp = pw_undo_keep_mountpoint(x->k);
+	for (size_t i = x->n_sets; i-- > 0;)
+		if (streq_ptr(x->sets[i].reason, "mount") && streq_ptr(x->sets[i].mountpoint, mp))
+			return x->sets[i].id;
+	for (size_t i = 0; i < x->n_sets; i++)
+		if (x->sets[i].started_ns >= pw_view_started_ns(x->v))
+			return x->sets[i].id;
+	return 0;
+}
+
 /* Loads the project's change sets and rows (oldest first), and marks the rows the
  * params select: --since (a checkpoint's name, or since_ns), --mode, paths. Lock held. */
 static int load(ctx *x, json_t *params, enum scope_default dflt)
@@ -434,9 +455,7 @@ static int load(ctx *x, json_t *params, enum scope_default dflt)
 	 * undo, one not undone yet; that change set only). */
 	bool by_default = !one_j && !since && !since_ns_j;
 	if (by_default && dflt == SCOPE_MOUNT) {
-		for (size_t i = x->n_sets; i-- > 0 && !min_cs;)
-			if (streq_ptr(x->sets[i].reason, "mount"))
-				min_cs = x->sets[i].id;
+		min_cs = mounted_at(x);
 	} else if (by_default && dflt != SCOPE_ALL) {
 		for (size_t i = x->n_rows; i-- > 0;)
 			if (!x->rows[i].implicit && path_selected(x, &x->rows[i]) &&
@@ -917,6 +936,15 @@ static void set_listing(ctx *x, const cset *c, json_t *changes, size_t *shown, b
 	}
 }
 
+/* When the I-th change set ended: the next one of its view began (INT64_MAX: none yet). */
+static int64_t set_end_ns(const ctx *x, size_t i)
+{
+	for (size_t j = i + 1; j < x->n_sets; j++)
+		if (streq_ptr(x->sets[j].mountpoint, x->sets[i].mountpoint))
+			return x->sets[j].started_ns;
+	return INT64_MAX;
+}
+
 static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params, json_t **ret,
 			pw_ctl_fail *fail)
 {
@@ -946,7 +974,10 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			set_listing(&x, c, changes, &shown, &truncated, false);
 		if (!changes)
 			break;
-		if (c->id == pw_undo_keep_current(x.k)) /* what other live views changed too */
+		/* what other views changed too: recorded, and live ones for the current set */
+		pw_overlap_mark_recorded(pw_undo_overlap(x.k), changes, c->mountpoint,
+					 c->started_ns, set_end_ns(&x, si));
+		if (c->id == pw_undo_keep_current(x.k))
 			pw_overlap_mark(pw_undo_overlap(x.k), changes);
 		if (!json_array_size(changes) && !c->name && c->id != pw_undo_keep_current(x.k)) {
 			json_decref(changes);
@@ -954,10 +985,10 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		}
 		json_array_append_new(
 		    sets,
-		    json_pack("{s:I,s:I,s:s?,s:s?,s:s?,s:s?,s:b,s:o}", "id", (json_int_t)c->id,
+		    json_pack("{s:I,s:I,s:s?,s:s?,s:s?,s:s?,s:s?,s:b,s:o}", "id", (json_int_t)c->id,
 			      "started_ns", (json_int_t)c->started_ns, "reason", c->reason, "name",
-			      c->name, "mode", c->mode, "run", c->run, "current",
-			      c->id == pw_undo_keep_current(x.k), "changes", changes));
+			      c->name, "mode", c->mode, "mountpoint", c->mountpoint, "run", c->run,
+			      "current", c->id == pw_undo_keep_current(x.k), "changes", changes));
 	}
 	/* The store's totals move with de-duplication (content already kept adds no blob and
 	 * no bytes), so they would confirm an agent's guess of hidden content: the person's
@@ -966,9 +997,10 @@ static int changes_list(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			    ? json_pack("{s:s}", "dir", pw_undo_orig_dir(s))
 			    : json_pack("{s:s,s:I,s:I}", "dir", pw_undo_orig_dir(s), "bytes",
 					(json_int_t)bytes, "blobs", (json_int_t)blobs);
-	json_t *o = json_pack("{s:o,s:I,s:b,s:o}", "changesets", sets ? sets : json_array(),
-			      "current", (json_int_t)pw_undo_keep_current(x.k), "truncated",
-			      truncated, "store", store ? store : json_object());
+	json_t *o = json_pack("{s:o,s:I,s:s,s:b,s:o}", "changesets", sets ? sets : json_array(),
+			      "current", (json_int_t)pw_undo_keep_current(x.k), "mountpoint",
+			      pw_undo_keep_mountpoint(x.k), "truncated", truncated, "store",
+			      store ? store : json_object());
 	return done(&x, o, ret);
 }
 
@@ -1112,6 +1144,7 @@ typedef struct diff_out {
 	char *text;
 	size_t len, total, limit;
 	bool truncated;
+	bool binary; /* a binary patch (binpatch.h) */
 	json_int_t added, removed;
 } diff_out;
 
@@ -1208,10 +1241,14 @@ static void content_hunks(const diff_file *f, const pw_git_side *a, const pw_git
 	if (!la || !lb)
 		return;
 	int bfd = a->path ? f->bfd : -1, cfd = b->path ? f->cfd : -1;
-	if ((bfd >= 0 && pw_git_is_binary(bfd)) || (cfd >= 0 && pw_git_is_binary(cfd))) {
-		_cleanup_free_ char *t = NULL;
-		if (asprintf(&t, "Binary files %s and %s differ\n", la, lb) >= 0)
-			out_add(d, t);
+	if ((bfd >= 0 && pw_git_needs_binary(bfd)) || (cfd >= 0 && pw_git_needs_binary(cfd))) {
+		bool too_big;
+		_cleanup_free_ char *t = pw_git_binary_patch(
+		    bfd, cfd, a->path && b->path && a->mode == b->mode ? a->mode : 0,
+		    d->limit > d->total ? d->limit - d->total : 0, &too_big);
+		d->binary = true;
+		d->truncated = d->truncated || too_big;
+		out_add(d, t);
 		return;
 	}
 	if ((bfd < 0) != (cfd < 0)) { /* created or deleted: no diff(1) to run */
@@ -1277,6 +1314,7 @@ static void git_text(const diff_file *f, bool content, diff_out *d)
 	d->added += hunks.added;
 	d->removed += hunks.removed;
 	d->truncated = d->truncated || hunks.truncated;
+	d->binary = d->binary || hunks.binary;
 	free(hunks.text);
 }
 
@@ -1339,9 +1377,10 @@ static json_t *file_entry(ctx *x, const diff_file *f, const char *kind, bool sta
 	}
 	diff_out one = {.limit = d->limit, .total = d->total};
 	git_text(f, true, &one);
-	bool binary = one.text && strstr(one.text, "\nBinary files ");
-	if (binary || (one.text && !strncmp(one.text, "Binary files ", 13)))
+	if (one.binary)
 		json_object_set_new(e, "binary", json_true());
+	/* false: git's format has nothing for it (a directory; owner, times or xattrs only) */
+	json_object_set_new(e, "patch", json_boolean(one.text && one.text[0]));
 	json_object_set_new(e, "added", json_integer(one.added));
 	json_object_set_new(e, "removed", json_integer(one.removed));
 	if (!stat_only && one.text) {
@@ -1451,6 +1490,8 @@ static int changes_diff(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		json_t *e = json_pack("{s:s,s:s,s:s,s:i,s:i}", "path", aft.path, "kind", "renamed",
 				      "was", origin, "added", 0, "removed", 0);
 		unsigned gm = pw_git_mode(now.st.st_mode);
+		if (e)
+			json_object_set_new(e, "patch", json_boolean(gm && gm != 0040000));
 		if (e && !stat_only && gm && gm != 0040000) {
 			pw_git_side a = {origin, gm}, b = {aft.path, gm};
 			_cleanup_free_ char *h = pw_git_header(&a, &b, 100);
@@ -1486,35 +1527,6 @@ static int open_parent(ctx *x, const char *path, const char **ret_name)
 	dir[slash - path] = '\0';
 	*ret_name = slash + 1;
 	return pw_openat_beneath(x->fs, dir, O_PATH | O_DIRECTORY, 0);
-}
-
-/* rm -rf of NAME in DIRFD (no symlink followed). */
-static int remove_tree(int dirfd, const char *name)
-{
-	if (unlinkat(dirfd, name, 0) == 0)
-		return 0;
-	if (errno != EISDIR && errno != EPERM)
-		return negative_errno();
-	int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return negative_errno();
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return negative_errno();
-	}
-	int r = 0;
-	for (struct dirent *de; (de = readdir(d));) {
-		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-			continue;
-		int q = remove_tree(fd, de->d_name);
-		if (q < 0 && !r)
-			r = q;
-	}
-	closedir(d);
-	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && !r)
-		r = negative_errno();
-	return r;
 }
 
 /* Does blob HASH still hold the content it is named after? A file kept by a link
@@ -1585,25 +1597,12 @@ static int apply_meta(int fd, const pw_undo_orig_object *o, bool times)
 	return r;
 }
 
-typedef struct dir_times {
-	char *path;
-	int64_t atime_ns, mtime_ns;
-} dir_times;
-
-/* A file restored from its blob whose inode had other names when it was kept. */
-typedef struct relink {
-	char *path;
-	const pw_undo_orig_object *o; /* the row's, alive as long as the run */
-} relink;
-
 typedef struct undo_run {
 	ctx *x;
 	bool force, dry;
 	json_t *actions, *failed;
-	dir_times *dirs;
-	size_t n_dirs, cap_dirs;
-	relink *links;
-	size_t n_links, cap_links;
+	pw_undo_pendings dirs;	/* directories whose times are set last */
+	pw_undo_pendings links; /* files restored from a blob whose inode had other names */
 } undo_run;
 
 static void note_fail(undo_run *u, const char *path, const char *what, int r)
@@ -1617,132 +1616,324 @@ static void note_fail(undo_run *u, const char *path, const char *what, int r)
 						 : strerror(-r)));
 }
 
+static int undo_remove(undo_run *u, const char *path);
+
+/* The names in directory PATH (a NULL-ended malloc'd array of malloc'd strings), or NULL. */
+static char **list_dir(ctx *x, const char *path)
+{
+	int fd = open_beneath(x, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	for (struct dirent *de; (de = readdir(d));) {
+		if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+			continue;
+		if (PW_GROW(names, cap, n + 1, 16) < 0 || !(names[n] = strdup(de->d_name)))
+			break;
+		names[++n] = NULL;
+	}
+	closedir(d);
+	return names;
+}
+
+/* rm -rf of the directory PATH (--force: something the view did not make is in it), each
+ * name recorded before it goes, as the view records an rm -r, so a redo puts it back. */
+static int remove_tree(undo_run *u, const char *path)
+{
+	ctx *x = u->x;
+	char **names = list_dir(x, path);
+	int r = 0;
+	for (size_t i = 0; names && names[i]; i++) {
+		_cleanup_free_ char *child = NULL;
+		if (asprintf(&child, "%s/%s", path, names[i]) < 0) {
+			r = -ENOMEM;
+			break;
+		}
+		int q = pw_undo_keep_path_locked(x->k, x->root, child, "undo", true);
+		if (q == 0)
+			q = undo_remove(u, child);
+		if (q < 0 && !r)
+			r = q;
+	}
+	for (size_t i = 0; names && names[i]; i++)
+		free(names[i]);
+	free(names);
+	if (r < 0)
+		return r;
+	r = pw_undo_keep_path_locked(x->k, x->root, path, "undo", true);
+	const char *name;
+	_cleanup_close_ int pfd = r < 0 ? -1 : open_parent(x, path, &name);
+	if (r == 0 && pfd < 0)
+		r = pfd;
+	if (r == 0 && unlinkat(pfd, name, AT_REMOVEDIR) < 0)
+		r = negative_errno();
+	return r;
+}
+
 /* Removes whatever is at PATH. */
 static int undo_remove(undo_run *u, const char *path)
 {
 	const char *name;
 	_cleanup_close_ int pfd = open_parent(u->x, path, &name);
 	if (pfd < 0)
-		return pfd == -ENOENT ? 0 : pfd;
+		return pfd == -ENOENT || pfd == -ENOTDIR ? 0 : pfd; /* nothing there */
 	struct stat st;
 	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : negative_errno();
-	if (unlinkat(pfd, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) == 0)
+	if (unlinkat(pfd, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0) == 0) {
+		if (!S_ISDIR(st.st_mode) && st.st_nlink > 1) /* its other names' ctime */
+			pw_undo_keep_touched_ino(u->x->fs, st.st_dev, st.st_ino);
 		return 0;
+	}
 	if (errno == ENOTEMPTY && u->force)
-		return remove_tree(pfd, name);
+		return remove_tree(u, path);
 	return negative_errno();
-}
-
-/* Remembers directory PATH's times, set once every name inside it is back. */
-static int push_dir(undo_run *u, const char *path, const pw_undo_orig_object *o)
-{
-	if (PW_GROW(u->dirs, u->cap_dirs, u->n_dirs, 16) < 0)
-		return -ENOMEM;
-	char *copy = strdup(path);
-	if (!copy)
-		return -ENOMEM;
-	u->dirs[u->n_dirs++] = (dir_times){copy, o->atime_ns, o->mtime_ns};
-	return 0;
 }
 
 static void act(undo_run *u, const char *what, const char *path, const char *path2);
 static void stamp(ctx *x, const char *path);
 
-/* Remembers that PATH, restored from a blob, was one name of an inode with others. */
-static int push_relink(undo_run *u, const char *path, const pw_undo_orig_object *o)
-{
-	if (PW_GROW(u->links, u->cap_links, u->n_links, 8) < 0)
-		return -ENOMEM;
-	char *copy = strdup(path);
-	if (!copy)
-		return -ENOMEM;
-	u->links[u->n_links++] = (relink){copy, o};
-	return 0;
-}
-
-/*
- * The row replayed now puts back what PATH (and, BENEATH, what is beneath it) held before
- * the rows replayed so far: a relink they asked for there no longer describes what ends
- * there. (A path can have several rows, e.g. a file renamed over, then written: the oldest
- * one's object is the one undo leaves.) A directory's own row touches only the directory:
- * what lies beneath is put back by rows of its own.
- */
-static void relinks_drop(undo_run *u, const char *path, bool beneath)
-{
-	size_t j = 0;
-	for (size_t i = 0; i < u->n_links; i++) {
-		const char *p = u->links[i].path;
-		if (!p || (beneath ? pw_relpath_beneath(p, path) : streq(p, path)))
-			free(u->links[i].path);
-		else
-			u->links[j++] = u->links[i];
-	}
-	u->n_links = j;
-}
-
-/* The row moves TO back to FROM (or exchanges them again): the relinks asked for beneath
- * one follow their objects to the other; those beneath FROM, which the move replaces, go. */
-static void relinks_moved(undo_run *u, const char *from, const char *to, bool exchange)
-{
-	if (!exchange)
-		relinks_drop(u, from, true);
-	for (size_t i = 0; i < u->n_links; i++) {
-		relink *l = &u->links[i];
-		const char *a, *b;
-		if (!l->path)
-			continue;
-		if (pw_relpath_beneath(l->path, to))
-			a = to, b = from;
-		else if (exchange && pw_relpath_beneath(l->path, from))
-			a = from, b = to;
-		else
-			continue;
-		size_t len = strlen(b) + strlen(l->path + strlen(a)) + 1;
-		char *moved = malloc(len);
-		if (moved)
-			snprintf(moved, len, "%s%s", b, l->path + strlen(a));
-		free(l->path);
-		/* Out of memory: NULL, the relink is skipped (the restored copy stays one). */
-		l->path = moved;
-	}
-}
-
-/*
- * Makes the restored file at L->path a hard link again, as it was: to the inode it shared,
- * when that inode still has another name in the project and holds the original content
- * (unchanged since, or restored by this undo). Otherwise the restored copy stays. Run
- * after every row, so the other name's own restore has happened whatever the order.
- */
-static void undo_relink(undo_run *u, const relink *l)
+/* Makes NAME in PFD (PATH) a name of the file open at OFD (another name of it: OTHER),
+ * replacing what is there. The inode's state is recorded under OTHER first: what follows
+ * changes it (content, metadata), and a redo puts it back. */
+static int link_over(undo_run *u, int pfd, const char *name, const char *path, int ofd,
+		     const char *other)
 {
 	ctx *x = u->x;
-	struct stat st;
-	if (!l->path || stat_beneath(x, l->path, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (st.st_dev == l->o->dev && st.st_ino == l->o->ino))
-		return; /* gone again, or the same inode already */
-	char other[PW_PATH_MAX], hex[PW_SHA256_HEX];
-	if (pw_undo_keep_other_name(x->k, (dev_t)l->o->dev, (ino_t)l->o->ino, l->path, other) < 0)
-		return;
-	_cleanup_close_ int ofd = open_beneath(x, other, O_RDONLY);
-	if (ofd < 0 || hash_file(ofd, hex) < 0 || !streq(hex, l->o->blob))
-		return; /* changed since: an independent copy is what the original was then */
-	const char *name;
-	_cleanup_close_ int pfd = open_parent(x, l->path, &name);
-	if (pfd < 0)
-		return;
+	int r = pw_undo_keep_path_locked(x->k, x->root, other, "undo", false);
+	if (r < 0)
+		return r;
 	char tmp[64], proc[64];
 	snprintf(tmp, sizeof(tmp), ".piworkfs-relink-%d", (int)getpid());
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", ofd);
 	(void)unlinkat(pfd, tmp, 0);
 	if (linkat(AT_FDCWD, proc, pfd, tmp, AT_SYMLINK_FOLLOW) < 0)
-		return;
+		return negative_errno();
 	if (renameat(pfd, tmp, pfd, name) < 0) {
+		r = negative_errno();
 		(void)unlinkat(pfd, tmp, 0);
-		return;
+		return r;
 	}
-	act(u, "relink", l->path, other);
-	stamp(x, l->path);
+	act(u, "relink", path, other);
+	return 0;
+}
+
+/* Opens OTHER when it holds the content HEX (an original whose blob is HEX). */
+static int open_same_content(ctx *x, const char *other, const char *hex)
+{
+	char got[PW_SHA256_HEX];
+	int fd = open_beneath(x, other, O_RDONLY);
+	if (fd >= 0 && (hash_file(fd, got) < 0 || !streq(got, hex)))
+		fd = (close(fd), -ESTALE);
+	return fd;
+}
+
+/* Do entries I and J of the restored files name one kept inode? */
+static bool same_kept(const undo_run *u, size_t i, size_t j)
+{
+	const pw_undo_pending *a = &u->links.v[i], *b = &u->links.v[j];
+	return i != j && a->path && b->path && !streq(a->path, b->path) && a->o->dev == b->o->dev &&
+	       a->o->ino == b->o->ino;
+}
+
+/* Does the restored file J hold its kept inode itself (restored in place: it survived)? A
+ * file the undo made can have the kept inode's number (freed, and given again), never the
+ * inode. */
+static bool holds_kept(undo_run *u, size_t j)
+{
+	const pw_undo_pending *l = &u->links.v[j];
+	struct stat st;
+	return !l->made_ino && stat_beneath(u->x, l->path, &st) == 0 &&
+	       (uint64_t)st.st_dev == l->o->dev && (uint64_t)st.st_ino == l->o->ino;
+}
+
+/* Is PATH a file this undo made (not linked to another inode since)? */
+static bool made_here(undo_run *u, const char *path)
+{
+	struct stat st;
+	if (stat_beneath(u->x, path, &st) < 0)
+		return false;
+	for (size_t j = 0; j < u->links.n; j++)
+		if (u->links.v[j].made_ino == (uint64_t)st.st_ino &&
+		    u->links.v[j].made_dev == (uint64_t)st.st_dev)
+			return true;
+	return false;
+}
+
+/*
+ * What the I-th restored file (links.v[I], a name of an inode with others when it was kept)
+ * is to be a hard link of, open in *RET_FD with its name in OTHER:
+ * - the kept inode, when this undo restored it in place under another name: it holds what
+ *   it held where the undo's scope began, which is what every name of it held;
+ * - else the kept inode under another name the project still has, when it holds this row's
+ *   content (unchanged since);
+ * - else the restored file of the oldest row that kept it (the last in the replay's order),
+ *   so the names restored are links of one another again.
+ * Returns whether there is one.
+ */
+static bool relink_target(undo_run *u, size_t i, char other[PW_PATH_MAX], int *ret_fd)
+{
+	ctx *x = u->x;
+	const pw_undo_pending *l = &u->links.v[i];
+	for (size_t j = 0; j < u->links.n; j++)
+		if (same_kept(u, i, j) && holds_kept(u, j)) {
+			snprintf(other, PW_PATH_MAX, "%s", u->links.v[j].path);
+			*ret_fd = open_beneath(x, other, O_RDONLY);
+			return *ret_fd >= 0;
+		}
+	if (pw_undo_keep_other_name(x->k, (dev_t)l->o->dev, (ino_t)l->o->ino, l->path, other) ==
+		0 &&
+	    !made_here(u, other)) {
+		*ret_fd = open_same_content(x, other, l->o->blob);
+		if (*ret_fd >= 0)
+			return true;
+	}
+	for (size_t j = u->links.n; j-- > 0;)
+		if (same_kept(u, i, j)) {
+			if (j < i)
+				return false; /* I is the oldest: the others link to it */
+			snprintf(other, PW_PATH_MAX, "%s", u->links.v[j].path);
+			*ret_fd = open_beneath(x, other, O_RDONLY);
+			return *ret_fd >= 0;
+		}
+	return false;
+}
+
+/* Makes the I-th restored file a hard link again, as it was (relink_target), or leaves the
+ * restored copy. Run after every row, so the other names' restores have happened whatever
+ * the order. */
+static void undo_relink(undo_run *u, size_t i)
+{
+	ctx *x = u->x;
+	const pw_undo_pending *l = &u->links.v[i];
+	bool partner = false; /* the last name of an inode with others can say nlink 1 */
+	for (size_t j = 0; j < u->links.n && !partner; j++)
+		partner = same_kept(u, i, j);
+	struct stat st;
+	if (!l->path || (l->o->nlink <= 1 && !partner) || stat_beneath(x, l->path, &st) < 0 ||
+	    !S_ISREG(st.st_mode) || holds_kept(u, i))
+		return; /* never linked, gone again, or the same inode already */
+	char other[PW_PATH_MAX];
+	_cleanup_close_ int ofd = -1;
+	if (!relink_target(u, i, other, &ofd))
+		return;
+	struct stat ost;
+	if (fstat(ofd, &ost) < 0 || !S_ISREG(ost.st_mode) ||
+	    (ost.st_dev == st.st_dev && ost.st_ino == st.st_ino))
+		return; /* linked already */
+	/* The inode at OTHER takes this name's metadata (relinks_meta). */
+	const char *name;
+	_cleanup_close_ int pfd = open_parent(x, l->path, &name);
+	if (pfd >= 0 && link_over(u, pfd, name, l->path, ofd, other) == 0)
+		stamp(x, l->path);
+}
+
+/* Once linked again, names of one inode share its owner, mode, xattrs and times: those of
+ * the oldest row that kept it, whose name may be gone again (a link the change set made,
+ * removed last). The restored files are in the replay's order, newest row first. */
+static void relinks_meta(undo_run *u)
+{
+	for (size_t i = 0; i < u->links.n; i++) {
+		const pw_undo_pending *l = &u->links.v[i];
+		const pw_undo_orig_object *oldest = l->o;
+		for (size_t j = u->links.n; j-- > i;)
+			if (u->links.v[j].o->dev == l->o->dev &&
+			    u->links.v[j].o->ino == l->o->ino) {
+				oldest = u->links.v[j].o;
+				break;
+			}
+		_cleanup_close_ int fd = l->path ? open_beneath(u->x, l->path, O_PATH) : -1;
+		struct stat st;
+		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+			(void)apply_meta(fd, oldest, true);
+			stamp(u->x, l->path);
+		}
+	}
+}
+
+/* Is OP one that changes a name (the row keeps what the name held), not the object itself? */
+static bool name_op(const char *op)
+{
+	static const char *const names[] = {"create", "mknod", "mkdir",	 "symlink", "link",
+					    "unlink", "rmdir", "rename", "dir"};
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		if (streq_ptr(op, names[i]))
+			return true;
+	return false;
+}
+
+/* Did the change sets undone change the inode O kept itself (its content or metadata,
+ * through any of its names: a row of it kept before such a change, or undo's own)? */
+static bool changed_in_scope(const ctx *x, const pw_undo_orig_object *o)
+{
+	for (size_t i = 0; i < x->n_rows; i++) {
+		const crow *r = &x->rows[i];
+		if (r->selected && !r->move && r->o.present && r->o.dev == o->dev &&
+		    r->o.ino == o->ino && !name_op(r->op))
+			return true;
+	}
+	return false;
+}
+
+/* Did the view change the inode O kept after the change sets undone (a row of a later one
+ * keeps it, or moves it)? Then its content now is that later change's, not the undo's to
+ * put back. */
+static bool kept_after_scope(const ctx *x, const pw_undo_orig_object *o)
+{
+	int64_t last = 0;
+	for (size_t i = 0; i < x->n_rows; i++)
+		if (x->rows[i].selected && x->rows[i].cs > last)
+			last = x->rows[i].cs;
+	for (size_t i = 0; i < x->n_rows; i++) {
+		const crow *r = &x->rows[i];
+		if (r->selected || r->cs <= last)
+			continue;
+		if ((r->o.present && r->o.dev == o->dev && r->o.ino == o->ino) ||
+		    (r->move && r->src_dev == o->dev && r->src_ino == o->ino))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * O, to be put back at PATH (NAME in PFD), was a name of an inode with others. When that
+ * inode is still in the project under another name, PATH becomes its name again at once,
+ * rather than a copy, and it gets O's content and metadata back for all its names, as they
+ * were then (the rows replayed after this one, older changes, go further back). When it no
+ * longer holds O's content, only if the change sets undone changed it (changed_in_scope)
+ * and no later one did (kept_after_scope): changed by anything else since, a copy is what
+ * PATH held. Returns 1 when linked, 0 when not (the caller makes a copy),
+ * or -errno.
+ */
+static int link_to_kept(undo_run *u, int pfd, const char *name, const char *path,
+			const pw_undo_orig_object *o)
+{
+	ctx *x = u->x;
+	char other[PW_PATH_MAX];
+	if (pw_undo_keep_other_name(x->k, (dev_t)o->dev, (ino_t)o->ino, path, other) < 0 ||
+	    made_here(u, other))
+		return 0;
+	_cleanup_close_ int ofd = open_same_content(x, other, o->blob);
+	bool refill = ofd == -ESTALE && changed_in_scope(x, o) && !kept_after_scope(x, o);
+	if (refill)
+		ofd = open_beneath(x, other, O_RDONLY);
+	if (ofd < 0)
+		return 0;
+	int r = link_over(u, pfd, name, path, ofd, other);
+	if (r == 0 && refill) {
+		_cleanup_close_ int wfd =
+		    openat(pfd, name, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+		r = wfd < 0 ? negative_errno()
+			    : fill_from_blob(pw_undo_keep_store(x->k), o->blob, wfd);
+	}
+	if (r == 0)
+		r = apply_meta(ofd, o, true);
+	return r < 0 ? r : 1;
 }
 
 /* Puts O back at PATH. */
@@ -1754,7 +1945,7 @@ static int undo_restore(undo_run *u, const char *path, const crow *rw)
 	if (!path[0]) { /* the root itself: metadata only */
 		_cleanup_close_ int fd = openat(u->x->root, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
 		int r = fd < 0 ? negative_errno() : apply_meta(fd, o, false);
-		int q = push_dir(u, path, o);
+		int q = pw_undo_pending_push(&u->dirs, path, o, NULL);
 		return r < 0 ? r : q;
 	}
 	_cleanup_close_ int pfd = open_parent(u->x, path, &name);
@@ -1779,6 +1970,13 @@ static int undo_restore(undo_run *u, const char *path, const crow *rw)
 		r = verify_blob(s, o->blob);
 		if (r < 0)
 			return r;
+		bool kept_here =
+		    exists && (uint64_t)st.st_dev == o->dev && (uint64_t)st.st_ino == o->ino;
+		if (o->nlink > 1 && !kept_here) {
+			r = link_to_kept(u, pfd, name, path, o);
+			if (r != 0)
+				return r < 0 ? r : pw_undo_pending_push(&u->links, path, o, NULL);
+		}
 		_cleanup_close_ int fd = openat(pfd, name,
 						O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC |
 						    (exists ? 0 : O_CREAT | O_EXCL),
@@ -1788,8 +1986,11 @@ static int undo_restore(undo_run *u, const char *path, const crow *rw)
 		r = fill_from_blob(s, o->blob, fd);
 		if (r == 0)
 			r = apply_meta(fd, o, true);
-		if (r == 0 && o->nlink > 1)
-			r = push_relink(u, path, o);
+		struct stat made;
+		if (r == 0 && fstat(fd, &made) < 0)
+			r = negative_errno();
+		if (r == 0) /* a name to link again, or one the others link to */
+			r = pw_undo_pending_push(&u->links, path, o, kept_here ? NULL : &made);
 		return r;
 	}
 	if (S_ISLNK(o->mode)) {
@@ -1813,7 +2014,7 @@ static int undo_restore(undo_run *u, const char *path, const crow *rw)
 		_cleanup_close_ int fd =
 		    openat(pfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
 		r = fd < 0 ? negative_errno() : apply_meta(fd, o, false);
-		int q = push_dir(u, path, o);
+		int q = pw_undo_pending_push(&u->dirs, path, o, NULL);
 		return r < 0 ? r : q;
 	}
 	if (!exists && mknodat(pfd, name, o->mode, 0) < 0)
@@ -1828,6 +2029,8 @@ static int undo_move(undo_run *u, const crow *rw)
 	const char *fname, *tname;
 	_cleanup_close_ int fp = open_parent(u->x, rw->path, &fname);
 	_cleanup_close_ int tp = open_parent(u->x, rw->path2, &tname);
+	if (tp == -ENOTDIR) /* its directory replaced by a file since: the object is gone */
+		return -ENOENT;
 	if (fp < 0)
 		return fp;
 	if (tp < 0)
@@ -1845,17 +2048,72 @@ static void act(undo_run *u, const char *what, const char *path, const char *pat
 	json_array_append_new(u->actions, a);
 }
 
+/* A file's ctime comes from the kernel's coarse clock, which may step past the time of the
+ * row written just before the change: a tick's slack. */
+static int64_t coarse_tick(void)
+{
+	static int64_t tick;
+	if (!tick) {
+		struct timespec res;
+		tick = clock_getres(CLOCK_REALTIME_COARSE, &res) == 0
+			   ? (int64_t)res.tv_sec * 1000000000 + res.tv_nsec
+			   : 10000000;
+	}
+	return tick;
+}
+
 /* Since when the object of row RW is the view's: the row's time, but for a row of an undo,
  * which writes the backing tree itself (inodes the view never learns), the end of the
  * undo's change set (the start of the next one; none yet: the undo still runs). */
 static int64_t view_since(const ctx *x, const crow *rw)
 {
 	for (size_t i = 0; i < x->n_sets; i++) {
-		if (x->sets[i].id != rw->cs || !streq_ptr(x->sets[i].reason, "undo"))
+		if (x->sets[i].id != rw->cs || !undo_reason(x->sets[i].reason))
 			continue;
 		return i + 1 < x->n_sets ? x->sets[i + 1].started_ns : INT64_MAX;
 	}
 	return rw->time_ns;
+}
+
+/*
+ * The last time the record says the view changed the object row I recorded at PATH: the
+ * row's own (view_since), or a later row's that renamed it (an exchange, whose other side
+ * the record does not name) or kept it again at its path then, with a tick's slack
+ * (coarse_tick).
+ */
+static int64_t view_last_change(const ctx *x, size_t i, const char *path)
+{
+	int64_t tick = coarse_tick();
+	int64_t last = view_since(x, &x->rows[i]);
+	char p[PW_PATH_MAX];
+	snprintf(p, sizeof(p), "%s", path);
+	for (size_t j = i + 1; j < x->n_rows; j++) {
+		const crow *m = &x->rows[j];
+		bool touches =
+		    m->move ? path_under(p, m->path) || (m->exchange && path_under(p, m->path2))
+			    : streq(m->path, p);
+		if (touches && view_since(x, m) > last)
+			last = view_since(x, m);
+		follow_move(m, p);
+	}
+	return last > INT64_MAX - tick ? INT64_MAX : last + tick;
+}
+
+/* Was the object ST last changed by a rename a selected row recorded (one through the view,
+ * which the kernel may have had the view forget since: an exchange invalidates both names;
+ * a name a link made, then exchanged, leads to it)? Its ctime is then that rename's: a later
+ * one is a later change, or another file that was handed the inode number since. */
+static bool moved_by_view(const ctx *x, const struct stat *st)
+{
+	int64_t last = 0;
+	for (size_t i = 0; i < x->n_rows; i++) {
+		const crow *m = &x->rows[i];
+		if (m->selected && m->move && m->src_dev == (uint64_t)st->st_dev &&
+		    m->src_ino == (uint64_t)st->st_ino && view_since(x, m) > last)
+			last = view_since(x, m);
+	}
+	int64_t ctime = (int64_t)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+	return last && (last > INT64_MAX - coarse_tick() || ctime <= last + coarse_tick());
 }
 
 /* Was the object now at CUR changed outside the view after the view last changed it (row
@@ -1866,11 +2124,15 @@ static int64_t view_since(const ctx *x, const crow *rw)
  * after the row: what the view itself made since the start it knows, unless the kernel
  * had it forget the node since (then this errs on the side of a conflict, which --force
  * overrides). */
-static bool changed_outside(ctx *x, const crow *rw, const char *cur)
+static bool changed_outside(ctx *x, size_t i, const char *cur)
 {
-	struct stat st;
-	if (stat_beneath(x, cur, &st) < 0 || S_ISDIR(st.st_mode))
+	const crow *rw = &x->rows[i];
+	_cleanup_close_ int fd = open_beneath(x, cur, O_PATH);
+	pw_object ob;
+	if (fd < 0 || pw_object_at(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, &ob) < 0 ||
+	    S_ISDIR(ob.st.st_mode))
 		return false;
+	const struct stat st = ob.st;
 	pw_inode_lock_read(x->fs);
 	pw_inode *n = pw_inode_find_locked(x->fs, st.st_dev, st.st_ino);
 	int64_t last = n ? atomic_load(&n->undo.changed_ns) : 0;
@@ -1878,10 +2140,14 @@ static bool changed_outside(ctx *x, const crow *rw, const char *cur)
 	int64_t ctime = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
 	bool same = rw->move ? st.st_dev == rw->src_dev && st.st_ino == rw->src_ino
 			     : rw->o.present && st.st_dev == rw->o.dev && st.st_ino == rw->o.ino;
-	if (!n && same)
+	if (!n && (same || moved_by_view(x, &st)))
 		return false; /* the object the row names (moved, or changed in place): unknown */
+	int64_t forgot = n ? 0 : pw_undo_keep_forgotten(x->k, st.st_dev, st.st_ino, ob.birth_ns);
+	if (forgot) /* the view changed it, then the kernel had it forget the node */
+		return ctime > forgot;
 	if (!n)
-		return ctime > pw_view_started_ns(x->v) && ctime > view_since(x, rw);
+		return ctime > pw_view_started_ns(x->v) &&
+		       ctime > view_last_change(x, i, rw->move ? rw->path2 : rw->path);
 	return last && ctime > last;
 }
 
@@ -1903,17 +2169,19 @@ static void one_row(undo_run *u, const crow *rw)
 		act(u, rw->exchange ? "exchange" : "move-back", rw->path2, rw->path);
 		if (u->dry)
 			return;
-		relinks_moved(u, rw->path, rw->path2, rw->exchange);
-		if (!rw->exchange)
-			(void)pw_undo_keep_path_locked(k, x->root, rw->path, "undo");
-		(void)pw_undo_keep_move_locked(k, x->root, rw->path2, rw->path);
+		pw_undo_pending_moved(&u->links, rw->path, rw->path2, rw->exchange);
+		pw_undo_pending_moved(&u->dirs, rw->path, rw->path2, rw->exchange);
+		if (!rw->exchange) /* what is at the old name now: the move back replaces it */
+			(void)pw_undo_keep_path_locked(k, x->root, rw->path, "undo", true);
+		(void)pw_undo_keep_move_locked(k, x->root, rw->path2, rw->path, rw->exchange);
 		r = undo_move(u, rw);
 		if (r < 0 && r != -ENOENT)
 			note_fail(u, rw->path2, "move-back", r);
 		else
 			stamp(x, rw->path);
 		if (rw->o.present) {
-			(void)pw_undo_keep_path_locked(k, x->root, rw->path2, "undo");
+			(void)pw_undo_keep_path_locked(k, x->root, rw->path2, "undo",
+						       !S_ISDIR(rw->o.mode));
 			r = undo_restore(u, rw->path2, rw);
 			if (r < 0)
 				note_fail(u, rw->path2, "restore", r);
@@ -1926,8 +2194,12 @@ static void one_row(undo_run *u, const crow *rw)
 		act(u, rw->o.present ? "restore" : "remove", rw->path, NULL);
 	if (u->dry)
 		return;
-	relinks_drop(u, rw->path, false);
-	r = pw_undo_keep_path_locked(k, x->root, rw->path, "undo");
+	pw_undo_pending_drop(&u->links, rw->path, false);
+	if (!rw->o.present || !S_ISDIR(rw->o.mode)) /* no directory is left there */
+		pw_undo_pending_drop(&u->dirs, rw->path, true);
+	/* A directory there goes unless the row puts a directory back. */
+	r = pw_undo_keep_path_locked(k, x->root, rw->path, "undo",
+				     !rw->o.present || !S_ISDIR(rw->o.mode));
 	if (r < 0) {
 		note_fail(u, rw->path, "keep", r);
 		return;
@@ -2001,7 +2273,9 @@ static void note_undone(ctx *x, int64_t undo_cs, int64_t redo_of)
  * exact underneath): "restore P" (P's original comes back over what is there), "recreate
  * P" (P is gone: made again), "remove P" (made by the change set), "rename back B -> A".
  * A temporary renamed over a file is that file's restore; a name made and removed again
- * within the change set is nothing. Read before the undo runs, from the tree as it is.
+ * within the change set is nothing. Read before the undo runs, from the tree as it is, and
+ * in the order the undo acts: the latest change first (a file goes before the directory the
+ * change set made for it; a deleted directory comes back before what was in it).
  */
 static json_t *undo_summary(ctx *x)
 {
@@ -2052,7 +2326,14 @@ static json_t *undo_summary(ctx *x)
 		json_decref(changes);
 	}
 	json_decref(at);
-	return out ? out : json_array();
+	if (!out)
+		return json_array();
+	json_t *acting = json_array(); /* built oldest first (the earliest change of a path
+					* holds what comes back): the undo acts newest first */
+	for (size_t k = json_array_size(out); acting && k-- > 0;)
+		json_array_append(acting, json_array_get(out, k));
+	json_decref(out);
+	return acting ? acting : json_array();
 }
 
 static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *params, json_t **ret,
@@ -2078,6 +2359,7 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		      .actions = json_array(),
 		      .failed = json_array()};
 	json_t *conflicts = json_array();
+	json_t *refreshed = json_array(); /* git's caches changed outside: no conflict */
 	pw_undo_orig_store *s = pw_undo_keep_store(x.k);
 	int64_t undo_cs = 0;
 	pw_undo_orig_lock(s);
@@ -2093,8 +2375,12 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 			continue;
 		char cur[PW_PATH_MAX];
 		current_path(&x, i, rw->move ? rw->path2 : rw->path, cur);
-		if (changed_outside(&x, rw, cur))
-			json_array_append_new(conflicts, json_string(cur));
+		if (!changed_outside(&x, i, cur))
+			continue;
+		/* git rewrites its index when the person only reads (`git status`): put back
+		 * as recorded, said apart, never a conflict */
+		json_array_append_new(pw_git_is_cache(cur) ? refreshed : conflicts,
+				      json_string(cur));
 	}
 	bool refuse = json_array_size(conflicts) && !u.force;
 	pw_undo_orig_unlock(s);
@@ -2112,12 +2398,14 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 	for (size_t i = x.n_rows; !refuse && i-- > 0;)
 		if (x.rows[i].selected)
 			one_row(&u, &x.rows[i]);
-	for (size_t i = 0; i < u.n_links; i++)
-		undo_relink(&u, &u.links[i]);
+	for (size_t i = 0; i < u.links.n; i++)
+		undo_relink(&u, i);
+	relinks_meta(&u);
 	/* Directories' times last (in the order met: the earliest row's wins). */
-	for (size_t i = 0; i < u.n_dirs; i++) {
-		_cleanup_close_ int fd = open_beneath(&x, u.dirs[i].path, O_PATH);
-		struct timespec tv[2] = {ts_of(u.dirs[i].atime_ns), ts_of(u.dirs[i].mtime_ns)};
+	for (size_t i = 0; i < u.dirs.n; i++) {
+		const pw_undo_pending *d = &u.dirs.v[i];
+		_cleanup_close_ int fd = d->path ? open_beneath(&x, d->path, O_PATH) : -1;
+		struct timespec tv[2] = {ts_of(d->o->atime_ns), ts_of(d->o->mtime_ns)};
 		if (fd >= 0)
 			(void)utimensat(fd, "", tv, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 	}
@@ -2148,24 +2436,21 @@ static int changes_undo(pw_fs *fs, pw_view *v, const pw_peer *peer, json_t *para
 		fail->data = json_pack("{s:O}", "conflicts", conflicts);
 		goto out;
 	}
-	*ret = json_pack("{s:b,s:O,s:O,s:O,s:I,s:o}", "dry_run", u.dry, "actions", u.actions,
-			 "failed", u.failed, "conflicts", conflicts, "changeset",
-			 (json_int_t)undo_cs, "undoes", sets_undone(&x));
+	*ret = json_pack("{s:b,s:O,s:O,s:O,s:O,s:I,s:o}", "dry_run", u.dry, "actions", u.actions,
+			 "failed", u.failed, "conflicts", conflicts, "refreshed", refreshed,
+			 "changeset", (json_int_t)undo_cs, "undoes", sets_undone(&x));
 	if (*ret && summary)
 		json_object_set(*ret, "summary", summary);
 	if (*ret && redo_of)
 		json_object_set_new(*ret, "redo_of", json_integer(redo_of));
 	r = *ret ? 0 : failf(&x, PW_RPC_INTERNAL_ERROR, "out of memory");
 out:
-	for (size_t i = 0; i < u.n_dirs; i++)
-		free(u.dirs[i].path);
-	free(u.dirs);
-	for (size_t i = 0; i < u.n_links; i++)
-		free(u.links[i].path);
-	free(u.links);
+	pw_undo_pending_done(&u.dirs);
+	pw_undo_pending_done(&u.links);
 	json_decref(u.actions);
 	json_decref(u.failed);
 	json_decref(conflicts);
+	json_decref(refreshed);
 	json_decref(summary);
 	return r < 0 ? -1 : 0;
 }

@@ -12,8 +12,6 @@
 #include "quote.h"
 #include "util.h"
 
-#define GIT_BINARY_PEEK 8000 /* git's FIRST_FEW_BYTES */
-
 unsigned pw_git_mode(mode_t m)
 {
 	if (S_ISLNK(m))
@@ -107,9 +105,19 @@ oom:
 	return NULL;
 }
 
-bool pw_git_is_binary(int fd)
+bool pw_git_is_cache(const char *path)
 {
-	char buf[GIT_BINARY_PEEK];
-	ssize_t n = pread(fd, buf, sizeof(buf), 0);
-	return n > 0 && memchr(buf, 0, (size_t)n) != NULL;
+	/* the git directory: the last ".git" component (a nested repository's own) */
+	const char *g = NULL;
+	for (const char *p = path; p && *p; p = strchr(p, '/') ? strchr(p, '/') + 1 : NULL)
+		if (!strncmp(p, ".git/", 5))
+			g = p + 5;
+	if (!g)
+		return false;
+	if (streq(g, "index"))
+		return true;
+	size_t n = strlen(g);
+	bool in_sub = !strncmp(g, "worktrees/", 10) || !strncmp(g, "modules/", 8);
+	return in_sub && n > 6 && streq(g + n - 6, "/index") && !strstr(g, "/refs/") &&
+	       !strstr(g, "/logs/");
 }

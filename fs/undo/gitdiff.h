@@ -3,8 +3,8 @@
  * git's diff format for changes.diff (fs/undo/changes.c): the extended header lines of one
  * file ("diff --git", new/deleted file mode, old/new mode, similarity and rename from/to),
  * a symbolic link's change as git shows it (the target as the content, without a final
- * newline), and git's rule for a binary file. Text only: no file is read here but through
- * the descriptor given. Names are quoted as git quotes them (quote.h).
+ * newline). A binary file's patch is binpatch.h's. Names are quoted as git quotes them
+ * (quote.h).
  */
 #pragma once
 
@@ -34,5 +34,12 @@ char *pw_git_label(const char *prefix, const char *path);
 char *pw_git_symlink_hunk(const pw_git_side *a, const char *ta, const pw_git_side *b,
 			  const char *tb);
 
-/* git's rule (buffer_is_binary): a NUL in the first 8000 bytes. Reads FD from offset 0. */
-bool pw_git_is_binary(int fd);
+/*
+ * Is PATH (project-relative) one of git's caches: a file git rewrites when the person only
+ * reads (`git status`, `git diff` refresh the index's cached stat data and write it back),
+ * so that a rewrite outside the view says nothing of the person's work? Only the index:
+ * .git/index, and a linked worktree's or a submodule's (.git/worktrees/NAME/index,
+ * .git/modules/.../index). Objects are never rewritten, and refs, HEAD, logs and config
+ * change when the person does something: those stay files like any other.
+ */
+bool pw_git_is_cache(const char *path);

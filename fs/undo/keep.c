@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "forgotten.h"
 #include "overlap.h"
 #include "path.h"
 #include "procfs.h"
@@ -56,7 +57,8 @@ struct pw_undo {
 	 * (realtime ns): pw_undo_store_full. */
 	_Atomic uint64_t full_rows;
 	_Atomic int64_t full_since_ns;
-	pw_overlap *overlap; /* told of each path first recorded (overlap.h); NULL: none */
+	pw_overlap *overlap;	      /* told of each path first recorded (overlap.h); NULL: none */
+	pw_undo_forgotten *forgotten; /* inodes the view changed, then forgot (forgotten.h) */
 };
 
 void pw_undo_set_overlap(pw_undo *k, pw_overlap *o)
@@ -180,6 +182,11 @@ int pw_undo_new(const pw_undo_opts *o, pw_undo **ret)
 		pw_undo_free(k);
 		return -ENOMEM;
 	}
+	int fr = pw_undo_forgotten_new(&k->forgotten);
+	if (fr < 0) {
+		pw_undo_free(k);
+		return fr;
+	}
 	pw_undo_orig_opts so = {.db_path = o->db_path,
 				.max_file = o->max_file,
 				.keep_ns = o->keep_ns,
@@ -205,17 +212,22 @@ void pw_undo_free(pw_undo *k)
 		return;
 	set_remove_if(k, always, NULL);
 	pw_undo_orig_store_close(k->store);
+	pw_undo_forgotten_free(k->forgotten);
 	free(k->project);
 	free(k->mountpoint);
 	free(k->mode);
 	free(k);
 }
 
+static void node_freed(pw_fs *fs, const pw_inode *n);
+
 void pw_fs_set_undo(pw_fs *fs, pw_undo *k)
 {
 	if (k)
 		k->fs = fs;
 	fs->undo = k;
+	if (fs->nodes)
+		pw_inode_set_freed_hook(fs, k ? node_freed : NULL);
 }
 
 pw_undo *pw_fs_undo(pw_fs *fs)
@@ -231,6 +243,11 @@ pw_undo_orig_store *pw_undo_keep_store(pw_undo *k)
 const char *pw_undo_keep_project(const pw_undo *k)
 {
 	return k->project;
+}
+
+const char *pw_undo_keep_mountpoint(const pw_undo *k)
+{
+	return k->mountpoint;
 }
 
 int64_t pw_undo_keep_current(pw_undo *k)
@@ -342,6 +359,27 @@ static const char *who_comm(who *w)
 }
 
 /*
+ * The directory at PATH is about to go (an rmdir through the view, or undo removing or
+ * replacing it). Its removal gets a row of its own: undo replays backwards, and the
+ * directory must be back before the rows of what was removed from it, which come between
+ * its first row (often a parent's, kept for its times) and its removal. So the entries at
+ * and beneath PATH are forgotten and the caller records PATH anew. Unless the change set
+ * made the directory and nothing beneath it holds an original: then what was removed from
+ * it were names the change set made too, which undo removes, and the directory needs no
+ * putting back. Returns whether PATH needs a row. Lock held.
+ */
+static bool dir_goes_locked(pw_undo *k, const char *path)
+{
+	entry *e = set_find(k, path);
+	if (!e)
+		return true;
+	if (e->created && !e->kept_below)
+		return false;
+	set_remove_if(k, under, path);
+	return true;
+}
+
+/*
  * Records PATH (NAME in DIRFD) in the current change set unless it is already; a row
  * recorded without content gets it now when CONTENT asks. Lock held. Returns the row id
  * (> 0) of a new row, 0 when nothing was added, or -errno.
@@ -349,18 +387,9 @@ static const char *who_comm(who *w)
 static int64_t record_locked(pw_undo *k, who *w, const char *path, int dirfd, const char *name,
 			     bool content, bool implicit, const char *op)
 {
+	if (streq(op, "rmdir") && !dir_goes_locked(k, path))
+		return 0;
 	entry *e = set_find(k, path);
-	/* A directory's removal gets a row of its own: undo replays backwards, and the
-	 * directory must be back before the rows of what was removed from it, which come
-	 * between its first row and its removal. Unless the change set made the directory and
-	 * nothing beneath it holds an original: then what was removed from it were names the
-	 * change set made too, which undo removes, and the directory needs no putting back. */
-	if (e && streq(op, "rmdir")) {
-		if (e->created && !e->kept_below)
-			return 0;
-		set_remove_if(k, under, path);
-		e = NULL;
-	}
 	if (e && (e->content || !content))
 		return 0;
 	pw_undo_orig_object o;
@@ -854,11 +883,28 @@ void pw_undo_keep_touched_ino(pw_fs *fs, dev_t dev, ino_t ino)
 {
 	if (!fs->undo)
 		return;
+	int64_t now = pw_clock_ns(CLOCK_REALTIME);
 	pw_inode_lock_read(fs);
 	pw_inode *n = pw_inode_find_locked(fs, dev, ino);
 	if (n)
-		atomic_store(&n->undo.changed_ns, pw_clock_ns(CLOCK_REALTIME));
+		atomic_store(&n->undo.changed_ns, now);
 	pw_inode_unlock(fs);
+	if (!n) /* an inode the view does not know (undo's own changes): remembered apart */
+		pw_undo_forgotten_note(fs->undo->forgotten, dev, ino, 0, now);
+}
+
+/* The node table frees N (inode.h's freed hook, its lock held): when the view last changed
+ * it outlives the node. */
+static void node_freed(pw_fs *fs, const pw_inode *n)
+{
+	int64_t t = atomic_load(&n->undo.changed_ns);
+	if (fs->undo && t)
+		pw_undo_forgotten_note(fs->undo->forgotten, n->dev, n->ino, n->birth_ns, t);
+}
+
+int64_t pw_undo_keep_forgotten(pw_undo *k, dev_t dev, ino_t ino, int64_t birth_ns)
+{
+	return pw_undo_forgotten_get(k->forgotten, dev, ino, birth_ns);
 }
 
 /* ---- for undo ---------------------------------------------------------------------------- */
@@ -880,39 +926,71 @@ static int open_parent(pw_undo *k, const char *path, const char **ret_name)
 	return pw_openat_beneath(k->fs, dir, O_PATH | O_DIRECTORY, 0);
 }
 
-int pw_undo_keep_path_locked(pw_undo *k, int root_fd, const char *path, const char *op)
+/* Records the parent of PATH (open at DFD) for its times. Lock held. */
+static int64_t record_parent_of_locked(pw_undo *k, who *w, const char *path, int dfd)
+{
+	const char *slash = strrchr(path, '/');
+	char pp[PW_PATH_MAX];
+	snprintf(pp, sizeof(pp), "%.*s", slash ? (int)(slash - path) : 0, path);
+	return record_locked(k, w, pp, dfd, "", false, true, "dir");
+}
+
+static void who_undo(who *w)
+{
+	*w = (who){.pid = getpid(), .known = true, .comm = "piworkfs"};
+}
+
+int pw_undo_keep_path_locked(pw_undo *k, int root_fd, const char *path, const char *op,
+			     bool removes)
 {
 	if (!atomic_load(&k->cs) || !k->fs)
 		return 0;
 	const char *name = "";
 	_cleanup_close_ int dfd = path[0] ? open_parent(k, path, &name) : -1;
 	if (path[0] && dfd < 0)
-		return dfd == -ENOENT ? 0 : dfd;
-	who w = {.pid = getpid(), .known = true, .comm = "piworkfs"};
-	if (path[0]) {
-		/* the parent, for its times */
-		const char *slash = strrchr(path, '/');
-		char pp[PW_PATH_MAX];
-		snprintf(pp, sizeof(pp), "%.*s", slash ? (int)(slash - path) : 0, path);
-		int64_t r = record_locked(k, &w, pp, dfd, "", false, true, "dir");
-		if (r < 0)
-			return (int)r;
+		return dfd == -ENOENT || dfd == -ENOTDIR ? 0 : dfd; /* no parent: nothing there */
+	who w;
+	who_undo(&w);
+	if (!path[0]) {
+		int64_t r = record_locked(k, &w, path, root_fd, "", true, false, op);
+		return r < 0 ? (int)r : 0;
 	}
-	int64_t r = path[0] ? record_locked(k, &w, path, dfd, name, true, false, op)
-			    : record_locked(k, &w, path, root_fd, "", true, false, op);
+	int64_t r = record_parent_of_locked(k, &w, path, dfd);
+	if (r < 0)
+		return (int)r;
+	struct stat st;
+	if (removes && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+	    !dir_goes_locked(k, path))
+		return 0;
+	r = record_locked(k, &w, path, dfd, name, true, false, op);
 	return r < 0 ? (int)r : 0;
 }
 
-int pw_undo_keep_move_locked(pw_undo *k, int root_fd, const char *from, const char *to)
+int pw_undo_keep_move_locked(pw_undo *k, int root_fd, const char *from, const char *to,
+			     bool exchange)
 {
-	if (!atomic_load(&k->cs))
+	if (!atomic_load(&k->cs) || !k->fs)
 		return 0;
+	/* Both parents' times, as a rename through the view keeps them (a redo puts them back). */
+	who w;
+	who_undo(&w);
+	const char *names[2] = {from, to};
+	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+		const char *name;
+		_cleanup_close_ int dfd = open_parent(k, names[i], &name);
+		if (dfd < 0)
+			continue; /* the move fails the same way */
+		int64_t r = record_parent_of_locked(k, &w, names[i], dfd);
+		if (r < 0)
+			return (int)r;
+	}
 	pw_undo_orig_object none = {0};
 	pw_undo_orig_row row = {
 	    .changeset = atomic_load(&k->cs),
 	    .action = PW_UNDO_ORIG_MOVE,
 	    .path = from,
 	    .path2 = to,
+	    .exchange = exchange,
 	    .obj = &none,
 	    .op = "undo",
 	    .comm = "piworkfs",

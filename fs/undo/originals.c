@@ -1565,7 +1565,7 @@ int pw_undo_orig_changeset_begin(pw_undo_orig_store *s, const char *project, con
 		return pw_db_errno(rc);
 	*ret_id = sqlite3_last_insert_rowid(s->db);
 	s->current = *ret_id;
-	s->undoing = reason && streq(reason, "undo");
+	s->undoing = reason && (streq(reason, "undo") || streq(reason, "redo"));
 	return 0;
 }
 

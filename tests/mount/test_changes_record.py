@@ -377,6 +377,56 @@ class Changes(MountCase):
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr + patch)
         self.assertEqual(self.snapshot(work), before, patch)
 
+    def test_dry_run_says_which_change_set_and_lists_in_the_order_undo_acts(self):
+        # issue 44, item 20: parents were listed before their children, no header
+        v = self.mount("build")
+        self.checkpoint("c")
+        os.makedirs(v.path("n1/n2"))
+        self.write(v, "n1/n2/f.txt", "f\n")
+        self.write(v, "src/x.c", "int y;\n")
+        sets = json.loads(self.pw("changes", "--json").stdout)["changesets"]
+        cs = [s["id"] for s in sets if s.get("name") == "c"][0]
+        before = tree_hash(self.project)
+        out = self.pw("undo", "--all", "--dry-run").stdout.splitlines()
+        self.assertEqual(out[0], "undo --dry-run: would put back the originals of change set "
+                                 "%d (nothing is done):" % cs, out)
+        self.assertEqual(out[1:], ["  restore src/x.c", "  remove n1/n2/f.txt",
+                                   "  remove n1/n2", "  remove n1"])
+        self.assertEqual(tree_hash(self.project), before)
+        # the undo itself says the same, in the same order, then does it
+        done = self.pw("undo", "--all").stdout.splitlines()
+        self.assertEqual(done[1:5], out[1:], done)
+        out = self.pw("redo", "--dry-run").stdout.splitlines()
+        self.assertRegex(out[0], r"^redo --dry-run: would put back what the undo in change "
+                                 r"set \d+ took away \(nothing is done\):$")
+        self.assertEqual(out[1:], ["  recreate n1", "  recreate n1/n2", "  recreate n1/n2/f.txt",
+                                   "  restore src/x.c"])
+
+    def test_stat_counts_files_not_directories_and_says_what_git_did_aside(self):
+        # issue 44, item 20: directories counted as files, a cryptic ".git/" line
+        self.run_tool(["git", "init", "-q"], cwd=self.project, env=self.GIT_ENV)
+        self.run_tool(["git", "add", "-A"], cwd=self.project, env=self.GIT_ENV)
+        self.run_tool(["git", "commit", "-qm", "one"], cwd=self.project, env=self.GIT_ENV)
+        v = self.mount("build")
+        self.checkpoint()
+        os.makedirs(v.path("n1/n2"))
+        self.write(v, "n1/n2/f.txt", "f\n")
+        self.write(v, "docs/arch.md", "one\ntwo\nthree\n")
+        self.run_tool(["git", "add", "-A"], cwd=v.path(), env=self.GIT_ENV)
+        stat = self.pw("diff", "--stat").stdout.splitlines()
+        self.assertEqual([ln.split("|")[0].strip() for ln in stat[:2]],
+                         ["docs/arch.md", "n1/n2/f.txt"], stat)
+        self.assertEqual(stat[2], " 2 files changed, 2 insertions(+)", stat)
+        self.assertRegex(stat[3], r"^ and \.git/, git's own files \(not counted above\): "
+                                  r"\d+ objects?, index; piworkfs diff --stat \.git lists each$")
+        self.assertEqual(len(stat), 4, stat)
+        ns = self.pw("diff", "--name-status").stdout.splitlines()
+        self.assertEqual(ns[:2], ["M\tdocs/arch.md", "A\tn1/n2/f.txt"], ns)
+        # the directories are in JSON, marked as nothing git's format shows
+        files = {f["path"]: f for f in json.loads(self.pw("diff", "--json").stdout)["files"]}
+        self.assertIs(files["n1"]["patch"], False)
+        self.assertIs(files["n1/n2/f.txt"]["patch"], True)
+
     def test_stat_and_name_status_read_as_git_does(self):
         v = self.mount("build")
         self.checkpoint()
@@ -399,21 +449,74 @@ class Changes(MountCase):
         self.assertIn("\x1b[31m-two\x1b[m", color)
         self.assertNotIn("\x1b[", self.pw("diff").stdout)
 
-    def test_binary_is_told_by_content_as_git_does(self):
+    def test_binary_is_told_by_content_and_sent_as_git_binary_patches(self):
         v = self.mount("build")
         self.checkpoint()
         with open(v.path("blob.bin"), "wb") as f:
             f.write(b"\x00\x01binary")
         with open(v.path("late.txt"), "wb") as f:
-            f.write(b"a" * 9000 + b"\x00")  # a NUL after git's first 8000 bytes: text
+            f.write(b"a" * 9000 + b"\x00")  # a NUL after git's first 8000 bytes
         patch = self.pw("diff").stdout
-        self.assertIn("Binary files /dev/null and b/blob.bin differ", patch)
-        self.assertNotIn("late.txt differ", patch)
+        # git's binary patch (tests/mount/test_diff_apply.py applies them), not a line that
+        # makes git apply refuse the whole patch
+        self.assertIn("diff --git a/blob.bin b/blob.bin\nnew file mode 100644\nindex "
+                      "0000000000000000000000000000000000000000..", patch)
+        self.assertNotIn("Binary files", patch)
+        # git would show it as text; its NUL cannot travel in the reply's JSON string, so a
+        # binary patch (which git applies the same) rather than a hunk cut at the NUL
+        self.assertIn("diff --git a/late.txt b/late.txt\nnew file mode 100644\nindex ", patch)
+        with open(v.path("plain.txt"), "w") as f:
+            f.write("plain\n")
+        self.assertIn("+++ b/plain.txt\n@@ -0,0 +1 @@\n+plain\n", self.pw("diff").stdout)
 
     # -- net effect per path (issue 29, item 3) -----------------------------------------
 
     GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
                "GIT_COMMITTER_EMAIL": "t@t", "GIT_CONFIG_NOSYSTEM": "1"}
+
+    def git_status_outside(self):
+        """`git status` in the backing project, outside the view: git refreshes the stat
+        data its index caches and writes the index again (a new file renamed over it)."""
+        index = os.path.join(self.project, ".git", "index")
+        before = os.stat(index).st_ino
+        # every entry racily clean (not older than the index), so git refreshes them
+        os.utime(index, ns=(10**9, 10**9))
+        self.run_tool(["git", "status", "--short"], cwd=self.project, env=self.GIT_ENV)
+        self.assertNotEqual(os.stat(os.path.join(self.project, ".git", "index")).st_ino,
+                            before, "git status did not rewrite the index")
+
+    def test_git_status_outside_the_view_blocks_neither_undo_nor_redo(self):
+        # issue 44, item 19: "refused: changed outside the view since ...: .git/index"
+        from harness import tree_changes, tree_state
+        self.run_tool(["git", "init", "-q"], cwd=self.project, env=self.GIT_ENV)
+        self.run_tool(["git", "add", "-A"], cwd=self.project, env=self.GIT_ENV)
+        self.run_tool(["git", "commit", "-qm", "one"], cwd=self.project, env=self.GIT_ENV)
+        v = self.mount("build")
+        self.checkpoint("c")
+        before = tree_state(self.project)
+        self.write(v, "src/x.c", "int y;\n")
+        self.run_tool(["git", "commit", "-qam", "two"], cwd=v.path(), env=self.GIT_ENV)
+        # git status outside: the agent's commit is undone all the same
+        self.git_status_outside()
+        after = tree_state(self.project)
+        p = self.pw("undo", "--all", check=False)
+        self.assertEqual((p.returncode, p.stderr), (0, ""), p.stdout)
+        self.assertIn("note: .git/index was rewritten outside the view since (git refreshes "
+                      "its index on `git status`): put back as recorded", p.stdout)
+        self.assertEqual(tree_changes(before, tree_state(self.project)), [])
+        # then git status again, and redo: no refusal, a note, the tree after the commit
+        self.git_status_outside()
+        p = self.pw("redo", check=False)
+        self.assertEqual((p.returncode, p.stderr), (0, ""), p.stdout)
+        self.assertIn("note: .git/index was rewritten outside the view since", p.stdout)
+        self.assertEqual(tree_changes(after, tree_state(self.project)), [])
+        # a real change outside the view still refuses, naming the file
+        with open(os.path.join(self.project, "src", "x.c"), "w") as f:
+            f.write("outside\n")
+        p = self.pw("undo", "--all", check=False)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        self.assertIn("src/x.c", p.stderr)
+        self.assertNotIn(".git/index", p.stderr)
 
     def test_changes_and_undo_show_the_net_effect_per_path(self):
         self.run_tool(["git", "init", "-q"], cwd=self.project, env=self.GIT_ENV)

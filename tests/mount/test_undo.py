@@ -9,13 +9,14 @@ restorable; the agent socket may list changes but never undo them."""
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import unittest
 
-from harness import (PIWORKFS, MountCase, RpcClient, tree_changes, tree_hash,  # noqa: E402
-                     tree_state, wait_until)
+from harness import (PIWORKFS, RENAME_EXCHANGE, MountCase, RpcClient, renameat2,  # noqa: E402
+                     tree_changes, tree_hash, tree_state, wait_until)
 
 TREE = {
     "README.md": "# demo\n",
@@ -557,6 +558,71 @@ class Undo(MountCase):
         self.assertEqual(open(os.path.join(self.project, "README.md")).read(), "# demo\n")
         self.pw("redo")
         self.assertEqual(tree_hash(self.project), after)
+
+    def undo_redo_roundtrip(self, change, after_undo=lambda: None):
+        """Checkpoint, CHANGE(view path); undo --all gives the tree before, redo the tree
+        after, each byte for byte (tree_state), through the commands as typed."""
+        v = self.mount("build")
+        self.checkpoint("c")
+        before = tree_state(self.project)
+        change(v.path())
+        after = tree_state(self.project)
+        p = self.pw("undo", "--all", check=False)
+        self.assertEqual((p.returncode, p.stderr), (0, ""), p.stdout + self.listing())
+        self.assertEqual(tree_changes(before, tree_state(self.project)), [], p.stdout)
+        after_undo()
+        p = self.pw("redo", check=False)
+        self.assertEqual((p.returncode, p.stderr), (0, ""), p.stdout + self.listing())
+        self.assertEqual(tree_changes(after, tree_state(self.project)), [], p.stdout)
+        return v
+
+    def test_redo_makes_new_directories_before_what_goes_back_into_them(self):
+        # issue 44, item 3: redo said done, then "restore n1/n2/n3/f.txt: No such file"
+        def change(root):
+            os.makedirs(os.path.join(root, "n1", "n2", "n3"))
+            with open(os.path.join(root, "n1", "n2", "n3", "f.txt"), "w") as f:
+                f.write("f\n")
+        self.undo_redo_roundtrip(change)
+        self.assertIn("nothing to redo", self.pw("redo", check=False).stderr)
+
+    def test_redo_of_an_exchange_and_of_a_directory_renamed_with_its_contents(self):
+        # undo recorded its own exchange as a rename, and a directory's times by a path
+        # the directory left
+        def change(root):
+            renameat2(os.path.join(root, "src", "lib"), os.path.join(root, "README.md"),
+                      RENAME_EXCHANGE)
+            with open(os.path.join(root, "notes", "new.txt"), "w") as f:
+                f.write("new\n")
+            os.rename(os.path.join(root, "notes"), os.path.join(root, "moved"))
+        self.undo_redo_roundtrip(change)
+
+    def test_undo_links_the_names_of_a_hard_link_again_when_every_name_went(self):
+        os.link(os.path.join(self.project, "src", "util.c"),
+                os.path.join(self.project, "notes", "util-link.c"))
+
+        def change(root):
+            for rel in ("src/util.c", "notes/util-link.c"):
+                os.stat(os.path.join(root, rel))  # the view writes links it knows whole
+            os.chmod(os.path.join(root, "src", "util.c"), 0o600)
+            os.unlink(os.path.join(root, "src", "util.c"))
+            shutil.rmtree(os.path.join(root, "notes"))
+        def linked():
+            a = os.stat(os.path.join(self.project, "src", "util.c"))
+            b = os.stat(os.path.join(self.project, "notes", "util-link.c"))
+            self.assertEqual((a.st_ino, a.st_nlink), (b.st_ino, 2))
+        self.undo_redo_roundtrip(change, linked)
+
+    def test_undo_of_a_rename_into_a_directory_that_became_a_file(self):
+        # the move back found "Not a directory" and failed the undo (exit 5)
+        def change(root):
+            os.makedirs(os.path.join(root, "d", "n2"))
+            with open(os.path.join(root, "d", "n2", "g"), "w") as f:
+                f.write("g\n")
+            os.rename(os.path.join(root, "d", "n2", "g"), os.path.join(root, "d", "b"))
+            shutil.rmtree(os.path.join(root, "d"))
+            with open(os.path.join(root, "d"), "w") as f:
+                f.write("now a file\n")
+        self.undo_redo_roundtrip(change)
 
     def test_changed_outside_the_view_is_refused_unless_forced(self):
         v = self.mount("build")
