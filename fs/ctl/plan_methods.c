@@ -363,6 +363,19 @@ _printf_(3, 4) static int approve_fail(char **ret_why, int code, const char *fmt
 	return code;
 }
 
+/* PEER as the switch history records the reload that installs a decision on a plan: an
+ * approval or a reopening of plan NAME (not a "plan -> plan" switch), or a plain reload. An
+ * approval the agent asked for stays a granted request (origin "request"), with its plan. */
+static const pw_peer *as_event(const pw_peer *peer, const char *origin, const char *name,
+			       pw_peer *ret)
+{
+	*ret = *peer;
+	if (!streq(origin, "plan-approve") || !streq_ptr(peer->origin, "request"))
+		ret->origin = origin;
+	ret->plan = name;
+	return ret;
+}
+
 int pw_ctl_plan_approve(pw_view *v, const pw_peer *peer, const char *name, char **ret_why)
 {
 	_cleanup_(pw_plan_set_done) pw_plan_set s = {0};
@@ -371,6 +384,7 @@ int pw_ctl_plan_approve(pw_view *v, const pw_peer *peer, const char *name, char 
 	char now[32], today[16], hash[PW_SHA256_HEX];
 	size_t len, total;
 	const pw_plan_info *p;
+	pw_peer event;
 	pw_state *st;
 	int r;
 
@@ -411,14 +425,14 @@ int pw_ctl_plan_approve(pw_view *v, const pw_peer *peer, const char *name, char 
 	if (r < 0)
 		return approve_fail(ret_why, PW_RPC_UNAVAILABLE, "recording the approval: %s",
 				    strerror(-r));
-	r = pw_view_reload(v, peer, NULL, &why);
+	r = pw_view_reload(v, as_event(peer, "plan-approve", p->name, &event), NULL, &why);
 	if (r == 0)
 		r = pw_plans_replace_file(root, p->path, text);
 	if (r < 0) {
 		st = pw_view_lock_state(v);
 		pw_state_plan_reopen(st, pw_view_project(v), p->path);
 		pw_view_unlock_state(v);
-		pw_view_reload(v, peer, NULL, NULL);
+		pw_view_reload(v, as_event(peer, "reload", NULL, &event), NULL, NULL);
 		return approve_fail(ret_why, PW_RPC_INTERNAL_ERROR, "approval failed: %s",
 				    why ? why : strerror(-r));
 	}
@@ -449,6 +463,7 @@ static int m_reopen(call *x, json_t **ret)
 	char today[16];
 	size_t len, total;
 	const pw_plan_info *p;
+	pw_peer event;
 	pw_state *st;
 	int r;
 
@@ -475,7 +490,7 @@ static int m_reopen(call *x, json_t **ret)
 	pw_view_unlock_state(x->view);
 	if (r < 0)
 		return fail_errno(x, r, "recording the reopening");
-	r = pw_view_reload(x->view, x->peer, NULL, &why);
+	r = pw_view_reload(x->view, as_event(x->peer, "plan-reopen", p->name, &event), NULL, &why);
 	if (r < 0)
 		return pw_ctl_fail_set(x->fail, PW_RPC_INTERNAL_ERROR, "reload failed: %s",
 				       why ? why : strerror(-r));

@@ -217,6 +217,9 @@ static void record_switch(pw_view *v, const char *from, const char *to, uint64_t
 	    .origin = origin,
 	    .reason = peer ? peer->reason : NULL,
 	    .answered_by = peer ? peer->answered_by : NULL,
+	    .plan = peer ? peer->plan : NULL,
+	    .asked_pid = peer ? peer->asked_pid : 0,
+	    .asked_comm = peer ? peer->asked_comm : NULL,
 	};
 	r = pw_state_record_switch(v->state, &rec);
 	if (r < 0)
