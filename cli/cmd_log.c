@@ -71,8 +71,10 @@ static const char log_usage[] =
     "  -C, --project DIR  only events of the project DIR\n"
     "  -M, --mount PATH   only events of the project of the view containing PATH\n"
     "  -a, --all          events of every project (the default outside a live view)\n"
-    "      --switches     only mode switches: from, to, and who asked (pid, command, uid,\n"
-    "                     through which socket)\n"
+    "      --switches     only the switch history: switches and who asked\n"
+    "                     (pid, command, uid, socket), an agent's requests\n"
+    "                     denied, expired or superseded (by whom, how), plans\n"
+    "                     approved and reopened\n"
     "      --follow       keep printing new events as they are written (Ctrl-C to stop)\n"
     "      --jsonl        JSON Lines: one JSON object per event and line, no table\n"
     "                     (docs/AUDIT.md); switches only with --switches\n"
@@ -391,35 +393,85 @@ static bool noop_switch(const pw_switch_row *w)
 	       (streq_ptr(w->origin, "reload") || streq_ptr(w->origin, "signal"));
 }
 
-/* A switch: OP "switch", PATH "FROM -> TO", and who asked (process, uid, through what). */
+/* "the agent (claude, pid 12) asked ("REASON")": an agent's request (origin request). */
+static void asked_text(const pw_switch_row *w, char *buf, size_t size)
+{
+	/* the reason in double quotes either way: quote.h adds them when it escapes */
+	const char *reason = w->reason ? w->reason : "";
+	bool q = pw_quote_needed(reason);
+	char agent[96] = "";
+
+	if (w->asked_pid > 0)
+		snprintf(agent, sizeof(agent), " (%s, pid %lld)",
+			 w->asked_comm ? pw_q(3, w->asked_comm) : "?", (long long)w->asked_pid);
+	snprintf(buf, size, "the agent%s asked (%s%s%s)", agent, q ? "" : "\"", pw_q(0, reason),
+		 q ? "" : "\"");
+}
+
+/*
+ * A row of the switch history as OP, ERRNO, PATH and RULE: a switch ("switch", "-",
+ * "FROM -> TO", who asked: process, uid, through what), a plan approved or reopened
+ * ("approve"/"reopen", "plan NAME"), or an agent's request that ended without a switch (its
+ * outcome in ERRNO: denied, expired, superseded, failed; who ended it and how).
+ */
+static void describe_switch(const pw_switch_row *w, const char **ret_op, char *change,
+			    size_t change_size, char *who, size_t who_size)
+{
+	bool reopen = streq_ptr(w->origin, "plan-reopen"),
+	     request = streq_ptr(w->origin, "request");
+	char asked[400], user[96];
+
+	*ret_op = w->plan ? (reopen ? "reopen" : "approve") : "switch";
+	if (w->plan)
+		snprintf(change, change_size, "plan %s", pw_q(4, w->plan));
+	else
+		snprintf(change, change_size, "%s -> %s", w->from_mode ? w->from_mode : "(none)",
+			 w->to_mode ? w->to_mode : "?");
+	if (request)
+		asked_text(w, asked, sizeof(asked));
+	if (request && w->outcome)
+		snprintf(who, who_size, "%s; %s%s%s%s%s", asked, w->outcome,
+			 w->answered_by ? " by " : "",
+			 w->answered_by ? pw_q(1, w->answered_by) : "", w->how ? ": " : "",
+			 w->how ? pw_q(5, w->how) : "");
+	else if (request)
+		snprintf(who, who_size, "%s; allowed by %s", asked,
+			 w->answered_by ? pw_q(1, w->answered_by) : "?");
+	else if (w->plan)
+		snprintf(who, who_size, "%s by %s (pid %lld, %s)", reopen ? "reopened" : "approved",
+			 pw_q(0, asker_name(w)), (long long)w->pid,
+			 user_text(w->uid, user, sizeof(user)));
+	else
+		snprintf(who, who_size, "asked by %s (pid %lld, %s) through the %s",
+			 pw_q(0, asker_name(w)), (long long)w->pid,
+			 user_text(w->uid, user, sizeof(user)), w->origin ? w->origin : "?");
+}
+
 static int line_from_switch(const pw_switch_row *w, log_line *l)
 {
-	char when[48], pid[24], change[2 * 64 + 8], who[320], user[96];
+	char when[48], pid[24], change[PW_PATH_MAX + 8], who[1400];
+	const char *op;
 
 	format_time(w->time_ns, false, when, sizeof(when));
 	snprintf(pid, sizeof(pid), "%lld", (long long)w->pid);
-	snprintf(change, sizeof(change), "%s -> %s", w->from_mode ? w->from_mode : "(none)",
-		 w->to_mode ? w->to_mode : "?");
-	if (streq_ptr(w->origin, "request")) {
-		/* the reason in double quotes either way: quote.h adds them when it escapes */
-		const char *reason = w->reason ? w->reason : "";
-		bool q = pw_quote_needed(reason);
-		snprintf(who, sizeof(who), "the agent asked (%s%s%s); allowed by %s", q ? "" : "\"",
-			 pw_q(0, reason), q ? "" : "\"",
-			 w->answered_by ? pw_q(1, w->answered_by) : "?");
-	} else {
-		snprintf(who, sizeof(who), "asked by %s (pid %lld, %s) through the %s",
-			 pw_q(0, asker_name(w)), (long long)w->pid,
-			 user_text(w->uid, user, sizeof(user)), w->origin ? w->origin : "?");
-	}
+	describe_switch(w, &op, change, sizeof(change), who, sizeof(who));
 	*l = (log_line){.time_ns = w->time_ns, .id = w->id, .is_switch = true};
 	_cleanup_free_ char *project = project_cell(w->project);
-	_cleanup_free_ char *mode = mode_cell(w->to_mode, w->mountpoint);
+	/* the mode in force after it: a request that ended left the one it came from */
+	_cleanup_free_ char *mode =
+	    mode_cell(w->outcome ? w->from_mode : w->to_mode, w->mountpoint);
 	if (!mode)
 		return -ENOMEM;
-	const char *cells[N_COLS] = {
-	    when, project, mode, "switch", "-", pid, w->comm ? pw_q(2, w->comm) : NULL,
-	    "",	  change,  who};
+	const char *cells[N_COLS] = {when,
+				     project,
+				     mode,
+				     op,
+				     w->outcome ? w->outcome : "-",
+				     pid,
+				     w->comm ? pw_q(2, w->comm) : NULL,
+				     "",
+				     change,
+				     who};
 	for (size_t i = 0; i < N_COLS; i++)
 		if (!(l->cells[i] = xstrdup(cells[i]))) {
 			log_line_done(l);
@@ -1079,20 +1131,42 @@ typedef struct follow_spec {
 	int64_t last_id, last_switch_id;
 } follow_spec;
 
+/* What became of a row of the switch history: "switched", a plan "approved" or "reopened",
+ * or how an agent's request ended without a switch (denied, expired, superseded, failed). */
+static const char *switch_outcome(const pw_switch_row *w)
+{
+	if (w->outcome)
+		return w->outcome;
+	if (w->plan)
+		return streq_ptr(w->origin, "plan-reopen") ? "reopened" : "approved";
+	return "switched";
+}
+
 /* A switch as one JSON object (with "kind": "switch"). */
 static json_t *switch_json(const pw_switch_row *w)
 {
 	char when[48];
+	json_t *o;
 
 	format_time(w->time_ns, true, when, sizeof(when));
-	return json_pack("{s:s,s:I,s:s,s:I,s:s?,s:s?,s:o,s:s?,s:s?,s:I,s:I,s:I,s:s?,s:s?,s:s?,"
-			 "s:s?}",
-			 "kind", "switch", "id", (json_int_t)w->id, "time", when, "time_ns",
-			 (json_int_t)w->time_ns, "project", w->project, "mountpoint", w->mountpoint,
-			 "run", run_json(w->mountpoint), "from", w->from_mode, "to", w->to_mode,
-			 "generation", (json_int_t)w->generation, "pid", (json_int_t)w->pid, "uid",
-			 (json_int_t)w->uid, "comm", w->comm, "origin", w->origin, "reason",
-			 w->reason, "answered_by", w->answered_by);
+	o = json_pack("{s:s,s:I,s:s,s:I,s:s?,s:s?,s:o,s:s?,s:s?,s:I,s:I,s:I,s:s?,s:s?,s:s?,"
+		      "s:s?,s:s}",
+		      "kind", "switch", "id", (json_int_t)w->id, "time", when, "time_ns",
+		      (json_int_t)w->time_ns, "project", w->project, "mountpoint", w->mountpoint,
+		      "run", run_json(w->mountpoint), "from", w->from_mode, "to", w->to_mode,
+		      "generation", (json_int_t)w->generation, "pid", (json_int_t)w->pid, "uid",
+		      (json_int_t)w->uid, "comm", w->comm, "origin", w->origin, "reason", w->reason,
+		      "answered_by", w->answered_by, "outcome", switch_outcome(w));
+	/* an agent's request: which process asked, and how it ended; a plan's name */
+	if (o && w->asked_pid > 0)
+		json_object_set_new(o, "asked_by",
+				    json_pack("{s:I,s:s?}", "pid", (json_int_t)w->asked_pid, "comm",
+					      w->asked_comm));
+	if (o && w->how)
+		json_object_set_new(o, "how", json_string(w->how));
+	if (o && w->plan)
+		json_object_set_new(o, "plan", json_string(w->plan));
+	return o;
 }
 
 static int print_json_line(json_t *o)
@@ -1309,7 +1383,9 @@ static int print_log(const log_opts *o, log_printer *pr, bool json, const log_ro
 		if ((r = line_from_row(&rows[i], &lines[n_lines])) >= 0)
 			n_lines++;
 	for (size_t i = 0; i < n_sw && r >= 0; i++) {
-		if ((o->f.mode && !streq_ptr(sw[i].to_mode, o->f.mode)) || noop_switch(&sw[i]))
+		/* in mode M: a switch to M, or a request that ended while M stayed */
+		const char *in = sw[i].outcome ? sw[i].from_mode : sw[i].to_mode;
+		if ((o->f.mode && !streq_ptr(in, o->f.mode)) || noop_switch(&sw[i]))
 			continue;
 		if ((r = line_from_switch(&sw[i], &lines[n_lines])) >= 0)
 			n_lines++;

@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <dirent.h>
 #include <pwd.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -554,20 +555,27 @@ static int check_uring(const char *fuse_opts, bool foreground, bool json, char *
 	return PW_EXIT_OK;
 }
 
+/* Waits up to TIMEOUT_MS for the process of pidfd FD to end. Returns 0 when it has,
+ * -ETIMEDOUT, or -errno. */
+static int wait_pidfd(int fd, int timeout_ms)
+{
+	struct pollfd pfd = {.fd = fd, .events = POLLIN};
+	int r;
+
+	while ((r = poll(&pfd, 1, timeout_ms)) < 0 && errno == EINTR)
+		;
+	return r > 0 ? 0 : r == 0 ? -ETIMEDOUT : negative_errno();
+}
+
 /* Waits up to TIMEOUT_MS for process PID to end. Returns 0 when it has (or never was),
  * -ETIMEDOUT, or -errno when it cannot be watched. */
 static int wait_pid_gone(pid_t pid, int timeout_ms)
 {
 	_cleanup_close_ int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-	struct pollfd pfd;
-	int r;
 
 	if (fd < 0)
 		return errno == ESRCH ? 0 : negative_errno();
-	pfd = (struct pollfd){.fd = fd, .events = POLLIN};
-	while ((r = poll(&pfd, 1, timeout_ms)) < 0 && errno == EINTR)
-		;
-	return r > 0 ? 0 : r == 0 ? -ETIMEDOUT : negative_errno();
+	return wait_pidfd(fd, timeout_ms);
 }
 
 /* The pid of the daemon answering on SOCKET, or 0. */
@@ -1342,9 +1350,11 @@ int cmd_umount(int argc, char **argv)
 		pw_err("umount", "%s is not a piworkfs view", real);
 		return PW_EXIT_NO_VIEW;
 	}
-	/* The daemon, to wait for once the kernel let go of the view. */
+	/* The daemon, to end and wait for once the view is unmounted (held by a pidfd from
+	 * now on, so that a pid used again later is never signalled). */
 	_cleanup_free_ char *sock = NULL;
 	pid_t pid = pw_ctl_view_socket(real, -1, &sock) == 0 ? daemon_pid(sock) : 0;
+	_cleanup_close_ int pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
 	char why[512];
 	int r = run_fusermount_u(real, lazy, why, sizeof(why));
 	if (r == -EBUSY) {
@@ -1359,10 +1369,20 @@ int cmd_umount(int argc, char **argv)
 		pw_err("umount", "cannot unmount %s: %s", real, why[0] ? why : strerror(-r));
 		return PW_EXIT_SYSTEM;
 	}
-	/* Return once the daemon is gone, with its control socket: a mount at the same place
-	 * right after must not find the old one still there. A lazy unmount ends the daemon
-	 * only when the view is no longer busy: no wait then. */
-	if (pid > 0 && !lazy && wait_pid_gone(pid, DAEMON_EXIT_MS) == -ETIMEDOUT) {
+	/*
+	 * Return once the daemon is gone, with its control socket: a mount at the same place
+	 * right after must not find the old one still there. The unmount ends the view in this
+	 * mount namespace only: a copy of the mount in another one (a sandbox, `unshare -m`, a
+	 * service with private mounts, each made while the view was mounted) keeps the
+	 * kernel's connection, and the daemon serving it, until that namespace ends, which
+	 * may be never. Unmounted without --lazy, the view had no user here, so the daemon is
+	 * told to end now (SIGTERM, its way out): the copies then answer ENOTCONN,
+	 * as a view whose daemon is gone does. A lazy unmount ends the daemon only when the
+	 * view is no longer busy: no signal and no wait then.
+	 */
+	if (pidfd >= 0 && !lazy)
+		(void)syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0);
+	if (pidfd >= 0 && !lazy && wait_pidfd(pidfd, DAEMON_EXIT_MS) == -ETIMEDOUT) {
 		pw_err("umount", "unmounted %s, but its daemon (pid %d) has not exited after %d s",
 		       real, (int)pid, DAEMON_EXIT_MS / 1000);
 		return PW_EXIT_SYSTEM;

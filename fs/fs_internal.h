@@ -93,6 +93,9 @@ struct pw_fs {
 	bool no_opendir;
 	/* The session serves a descriptor another process mounted (mount --fuse-fd). */
 	bool passed_fd;
+	/* The device of the view's superblock, from mountinfo once mounted (0:0: not known):
+	 * what tells our mount at the mountpoint from one mounted there after it (fsmain.c). */
+	unsigned mount_maj, mount_min;
 	struct fuse_session *se;
 	/* How requests arrive and replies leave (transport.h: devio.c, uring.c, transport.c). */
 	struct pw_transport transport;

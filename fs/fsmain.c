@@ -13,6 +13,8 @@
 #include "fs_internal.h"
 #include "inode.h"
 #include "optable.h"
+#include "procfs.h"
+#include "pw_limits.h"
 #include "req.h"
 #include "switch.h"
 #include "watch.h"
@@ -172,6 +174,54 @@ static int session_mount(pw_fs *fs, const pw_fs_opts *o, char **ret_err)
 	return 0;
 }
 
+/* The topmost mount at FS's mountpoint in our mount namespace (its device in *MAJ, *MIN),
+ * or false when none is there or mountinfo cannot be read. Never a request to the view: a
+ * stat of the mountpoint would wait for a daemon that no longer serves. */
+static bool topmost_mount(const pw_fs *fs, unsigned *maj, unsigned *min)
+{
+	pw_mountinfo *m = NULL;
+	size_t n = 0;
+	bool found = false;
+
+	if (pw_mountinfo_read(PW_MOUNTINFO_LINES_MAX, &m, &n) < 0)
+		return false;
+	for (size_t i = 0; i < n; i++) /* in file order: a later mount covers an earlier one */
+		if (streq(m[i].mountpoint, fs->mountpoint)) {
+			*maj = m[i].maj;
+			*min = m[i].min;
+			found = true;
+		}
+	pw_mountinfo_free(m, n);
+	return found;
+}
+
+static void note_mount_device(pw_fs *fs)
+{
+	unsigned maj, min;
+
+	if (topmost_mount(fs, &maj, &min)) {
+		fs->mount_maj = maj;
+		fs->mount_min = min;
+	}
+}
+
+/*
+ * May the teardown unmount what is at the mountpoint? Not when another mount is there now:
+ * our view was unmounted (`piworkfs umount`, which then ends the daemon, or fusermount3 -u)
+ * while a copy of it in another mount namespace (a sandbox, `unshare -m`, a service with
+ * private mounts, all made while it was mounted) kept the connection alive, and a new view
+ * was mounted at the same place. libfuse's unmount would detach that one. Nothing there, or
+ * ours, or not known: as libfuse does.
+ */
+static bool may_unmount(const pw_fs *fs)
+{
+	unsigned maj, min;
+
+	if (fs->passed_fd || (fs->mount_maj == 0 && fs->mount_min == 0))
+		return true;
+	return !topmost_mount(fs, &maj, &min) || (maj == fs->mount_maj && min == fs->mount_min);
+}
+
 int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 {
 	_cleanup_free_ char *opts = NULL;
@@ -242,6 +292,8 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	r = session_mount(fs, o, ret_err);
 	if (r < 0)
 		goto fail;
+	if (!fs->passed_fd)
+		note_mount_device(fs);
 	r = pw_devio_attach(fs, uring_wanted);
 	if (r < 0) {
 		set_err(ret_err, "cannot set up the FUSE device: %s", strerror(-r));
@@ -307,6 +359,11 @@ void pw_fs_exit(pw_fs *fs)
 		fuse_session_exit(fs->se);
 }
 
+/* A session whose mountpoint holds another mount now (may_unmount): only libfuse's unmount
+ * frees what the session keeps of its mountpoint, so it is left as it is, reachable from
+ * here, and the process's exit closes its descriptor, which ends the connection. */
+static struct fuse_session *left_session;
+
 void pw_fs_free(pw_fs *fs)
 {
 	if (!fs)
@@ -314,11 +371,20 @@ void pw_fs_free(pw_fs *fs)
 	pw_watch_stop(fs);
 	pw_inval_stop(fs);
 	if (fs->se) {
-		fuse_session_unmount(fs->se);
+		bool ours = may_unmount(fs);
+
+		if (ours)
+			fuse_session_unmount(fs->se);
+		else
+			fprintf(stderr, "piworkfs: %s holds another mount now: left as it is\n",
+				fs->mountpoint);
 		/* The ring threads handle requests with the session: stop them first (the
 		 * unmount has ended their entries). */
 		pw_devio_detach(fs);
-		fuse_session_destroy(fs->se);
+		if (ours)
+			fuse_session_destroy(fs->se);
+		else
+			left_session = fs->se;
 	}
 	pw_fh_close_all(fs);
 	pw_watch_free(fs);

@@ -390,15 +390,42 @@ static void close_question(void)
 	pw_run_pty_resize(ask.pty); /* the real size, should it have changed meanwhile */
 }
 
-static void answer(bool approve)
+/* HOW (null: allowed) is the key that denied, as the switch history records it. */
+static void answer(bool approve, const char *how)
 {
 	char by[96];
 
 	snprintf(by, sizeof(by), "the terminal of piworkfs run (pid %d)", (int)getpid());
-	(void)call_async(
-	    "mode.request.answer",
-	    json_pack("{s:I,s:b,s:s}", "id", (json_int_t)ask.q.id, "approve", approve, "by", by));
+	(void)call_async("mode.request.answer",
+			 json_pack("{s:I,s:b,s:s,s:s*}", "id", (json_int_t)ask.q.id, "approve",
+				   approve, "by", by, "how", how));
 	close_question();
+}
+
+/* The key CH that denied, named for the switch history (never its raw byte): "Ctrl-C",
+ * "\"y\"", "Enter after typing \"bu\"". */
+static void denying_key(char ch, char *buf, size_t size)
+{
+	unsigned char c = (unsigned char)ch;
+	char key[24];
+
+	if (c == '\r' || c == '\n')
+		snprintf(key, sizeof(key), "Enter");
+	else if (c == 0x1b)
+		snprintf(key, sizeof(key), "Escape");
+	else if (c == 0x7f || c == 0x08)
+		snprintf(key, sizeof(key), "Backspace");
+	else if (c < 0x20)
+		snprintf(key, sizeof(key), "Ctrl-%c", c + 0x40);
+	else if (c < 0x80 && c != '"' && c != '\\')
+		snprintf(key, sizeof(key), "\"%c\"", c);
+	else
+		snprintf(key, sizeof(key), "a key (0x%02x)", c);
+	if (ask.q.typed > 0)
+		snprintf(buf, size, "%s after typing \"%.*s\"", key, (int)ask.q.typed,
+			 answer_word());
+	else
+		snprintf(buf, size, "%s", key);
 }
 
 /* ---- hooks of the relay ---------------------------------------------------------------- */
@@ -420,9 +447,12 @@ static void on_input(pw_run_pty *p, const char *buf, size_t n)
 			ask.q.typed++;
 			draw_bar();
 		} else if (ask.q.typed == tolen && tolen > 0 && (ch == '\r' || ch == '\n')) {
-			answer(true);
+			answer(true, NULL);
 		} else {
-			answer(false); /* not the name the bar shows, or Enter before its end */
+			/* not the name the bar shows, or Enter before its end */
+			char how[PW_MODE_NAME_MAX + 64];
+			denying_key(ch, how, sizeof(how));
+			answer(false, how);
 		}
 	}
 }

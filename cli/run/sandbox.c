@@ -4,10 +4,20 @@
  *
  * Why these options, in this order (bwrap applies them in order, later mounts on top):
  *
- *   --unshare-user --cap-drop ALL --disable-userns
- *       the command has no capability, even when the caller is root, so it can neither
- *       unmount the view from over the project nor mount anything; it cannot make a new
- *       user namespace to regain capabilities (and mounts it inherits are locked anyway).
+ *   --unshare-user --cap-drop ALL
+ *       the command has no capability in the sandbox's namespaces, even when the caller is
+ *       root, so it can neither unmount the view from over the project nor mount anything
+ *       there. It may make user namespaces of its own (an agent's own sandbox, bwrap in
+ *       bwrap, does): every mount it inherits into one is locked by the kernel, so no
+ *       unmount, move, remount or non-recursive bind there reveals what a mount below
+ *       covers, and a fresh /proc or /sys is refused while ours have covered entries
+ *       (docs/SECURITY.md, "Namespaces inside the sandbox").
+ *   --cap-add CAP_SETFCAP, for root only
+ *       the kernel lets a new user namespace map its parent's uid 0 only when its creator
+ *       held CAP_SETFCAP, and a nested bwrap run by root maps uid 0 (another user maps
+ *       their own uid, which needs nothing). What it adds is setting file capabilities on
+ *       the files uid 0 owns, which that uid can already make set-user-ID; no_new_privs
+ *       (bwrap's) keeps either from granting anything inside.
  *   --unshare-pid, a fresh --proc /proc
  *       no process outside is visible, so /proc/PID/cwd and /proc/PID/root of the daemon
  *       or of the caller's shell cannot lead to the backing directory.
@@ -517,25 +527,6 @@ static int protect_kernel_interfaces(pw_run_argv *a)
 
 /* ---- the command line ---------------------------------------------------------------- */
 
-/* Does this bwrap know OPTION? (--disable-userns came with 0.8.0.) */
-static bool bwrap_has(const char *option)
-{
-	_cleanup_free_ char *cmd = NULL, *line = NULL;
-	size_t cap = 0;
-	bool found = false;
-	FILE *f;
-
-	if (asprintf(&cmd, "bwrap --help 2>&1") < 0)
-		return false;
-	f = popen(cmd, "re");
-	if (!f)
-		return false;
-	while (getline(&line, &cap, f) > 0)
-		found = found || strstr(line, option) != NULL;
-	pclose(f);
-	return found;
-}
-
 /* Where the sandbox starts: the caller's place in the project, else the project's root. */
 static char *sandbox_cwd(const pw_run_view *v, const char *cwd)
 {
@@ -619,10 +610,10 @@ int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
 		r = pw_run_argv_push(&a, "--die-with-parent");
 	if (r == 0)
 		r = pw_run_argv_push(&a, "--new-session");
-	if (r == 0 && bwrap_has("--disable-userns"))
-		r = pw_run_argv_push(&a, "--disable-userns");
 	if (r == 0)
 		r = push2(&a, "--cap-drop", "ALL");
+	if (r == 0 && geteuid() == 0)
+		r = push2(&a, "--cap-add", "CAP_SETFCAP");
 	if (r == 0)
 		r = push3(&a, o->ro_host ? "--ro-bind" : "--bind", "/", "/");
 	if (r == 0)

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -422,7 +423,11 @@ int pw_run_view_close(pw_run_view *v)
 		}
 		v->mounted = false;
 		/* The daemon exits once unmounted; wait for it, so its sockets are gone when
-		 * `piworkfs run` returns. */
+		 * `piworkfs run` returns. A copy of the view in a mount namespace made while it
+		 * was mounted (another run's sandbox) would keep it serving: unmounted without
+		 * -z, nothing here used it, so it is told to end (as `piworkfs umount` does). */
+		if (i < UMOUNT_TRIES && v->daemon_fd >= 0)
+			(void)syscall(SYS_pidfd_send_signal, v->daemon_fd, SIGTERM, NULL, 0);
 		if (r == 0 && v->daemon_fd >= 0) {
 			struct pollfd pfd = {.fd = v->daemon_fd, .events = POLLIN};
 			while (poll(&pfd, 1, DAEMON_EXIT_MS) < 0 && errno == EINTR)

@@ -376,6 +376,19 @@ _printf_(3, 4) static int approve_fail(char **ret_why, int code, const char *fmt
 	return code;
 }
 
+/* PEER as the switch history records a decision on a plan: an approval or a reopening of
+ * plan NAME (not a "plan -> plan" switch), or a plain reload. An approval the agent asked for
+ * stays a granted request (origin "request"), with its plan. */
+static const pw_peer *as_event(const pw_peer *peer, const char *origin, const char *name,
+			       pw_peer *ret)
+{
+	*ret = *peer;
+	if (!streq(origin, "plan-approve") || !streq_ptr(peer->origin, "request"))
+		ret->origin = origin;
+	ret->plan = name;
+	return ret;
+}
+
 /* ---- every view of the project -------------------------------------------------------- */
 
 /* The directory of this daemon's control sockets, where the other views of the project have
@@ -467,6 +480,7 @@ int pw_ctl_plan_approve(pw_ctl_server *s, const pw_peer *peer, const char *name,
 	size_t len, total;
 	const pw_plan_info *p;
 	json_t *views = NULL;
+	pw_peer event;
 	pw_state *st;
 	int r;
 
@@ -508,7 +522,8 @@ int pw_ctl_plan_approve(pw_ctl_server *s, const pw_peer *peer, const char *name,
 	if (r < 0)
 		return approve_fail(ret_why, PW_RPC_UNAVAILABLE, "recording the approval: %s",
 				    strerror(-r));
-	r = sync_everywhere(s, peer, cancel_fd, &views, &why);
+	r = sync_everywhere(s, as_event(peer, "plan-approve", p->name, &event), cancel_fd,
+			    &views, &why);
 	if (r == 0)
 		r = pw_plans_replace_file(root, p->path, text);
 	if (r < 0) {
@@ -610,6 +625,7 @@ static int reopen_job(void *arg, int cancel_fd, json_t **ret, pw_ctl_fail *f)
 	size_t len, total;
 	const pw_plan_info *p;
 	json_t *views = NULL;
+	pw_peer event;
 	pw_state *st;
 	int r = pw_plan_set_load(v, &set);
 
@@ -645,7 +661,8 @@ static int reopen_job(void *arg, int cancel_fd, json_t **ret, pw_ctl_fail *f)
 	if (r < 0)
 		return pw_ctl_fail_set(f, PW_RPC_UNAVAILABLE, "recording the reopening: %s",
 				       strerror(-r));
-	r = sync_everywhere(j->server, &j->peer, cancel_fd, &views, &why);
+	r = sync_everywhere(j->server, as_event(&j->peer, "plan-reopen", p->name, &event),
+			    cancel_fd, &views, &why);
 	if (r < 0)
 		return pw_ctl_fail_set(f, PW_RPC_INTERNAL_ERROR, "reload failed: %s",
 				       why ? why : strerror(-r));

@@ -13,6 +13,7 @@
 
 #include "request.h"
 #include "plan.h"
+#include "store/state.h"
 #include "plan_methods.h"
 #include "pw_limits.h"
 #include "policy.h"
@@ -34,6 +35,7 @@ typedef struct request {
 	char plan[PW_PLAN_NAME_MAX + 1]; /* plan.request_approval: the plan; "" for a switch */
 	uint64_t client, listener; /* the requester's connection and the socket it came through */
 	pid_t pid;
+	uid_t uid;
 	char comm[32];
 	int64_t created_ns, expires_ns, expires_ms;
 	waiter waiters[PW_REQUEST_WAITERS_MAX];
@@ -192,17 +194,67 @@ static char *active_mode(pw_view *v)
 	return m;
 }
 
+/* How a request ended without a switch, for the switch history. */
+typedef struct ending {
+	const char *outcome;	 /* denied, expired, superseded, failed */
+	const pw_peer *answerer; /* the connection that answered, or NULL */
+	const char *by;		 /* who answered, as they said ("piworkfs mode --deny ...") */
+	const char *how;	 /* "typed y", "no answer within 120 s", ... */
+} ending;
+
 /*
- * Ends the pending request with WHAT: tells the requester (mode.request.done), answers its
- * blocked callers, tells the operator side (the bar goes away), remembers the outcome.
+ * Records R's end E in the switch history, beside the switches: who asked and why, who
+ * ended it and how (a granted request is recorded as its switch, by the view). Best effort,
+ * as the view's records are: the request has ended either way.
  */
-static void finish(pw_ctl_server *s, pw_ctl_requests *rq, const char *what)
+static void record_end(pw_ctl_server *s, const request *r, const ending *e)
+{
+	pw_view *v = pw_ctl_server_view(s);
+	uint64_t gen = 0;
+	pw_policy *p = pw_view_policy(v, &gen);
+	const pw_peer *a = e->answerer;
+	pw_switch_record rec = {
+	    .time_ns = pw_clock_ns(CLOCK_REALTIME),
+	    .project = pw_view_project(v),
+	    .mountpoint = pw_view_mountpoint(v),
+	    .from_mode = r->from,
+	    .to_mode = r->to,
+	    .generation = gen,
+	    .pid = a ? a->pid : r->pid,
+	    .uid = a ? a->uid : r->uid,
+	    .comm = a ? (a->comm[0] ? a->comm : NULL) : (r->comm[0] ? r->comm : NULL),
+	    .origin = "request",
+	    .reason = r->reason,
+	    .answered_by = e->by && e->by[0] ? e->by : NULL,
+	    .outcome = e->outcome,
+	    .plan = r->plan[0] ? r->plan : NULL,
+	    .asked_pid = r->pid,
+	    .asked_comm = r->comm[0] ? r->comm : NULL,
+	    .how = e->how && e->how[0] ? e->how : NULL,
+	};
+	pw_state *st;
+
+	pw_policy_unref(p);
+	st = pw_view_lock_state(v);
+	if (st)
+		(void)pw_state_record_switch(st, &rec);
+	pw_view_unlock_state(v);
+}
+
+/*
+ * Ends the pending request with WHAT: records how when it did not switch (E), tells the
+ * requester (mode.request.done), answers its blocked callers, tells the operator side (the
+ * bar goes away), remembers the outcome.
+ */
+static void finish(pw_ctl_server *s, pw_ctl_requests *rq, const char *what, const ending *e)
 {
 	request *r = TAKE_PTR(rq->pending);
 	_cleanup_free_ char *mode = NULL;
 
 	if (!r)
 		return;
+	if (e)
+		record_end(s, r, e);
 	mode = active_mode(pw_ctl_server_view(s));
 	remember(rq, r, what, mode);
 	pw_ctl_server_notify(s, r->client, "mode.request.done", outcome_json(r->id, what, mode));
@@ -377,12 +429,18 @@ static int ask(pw_ctl_ctx *x, json_t **ret_result, const char *plan)
 	r->client = pw_ctl_client_serial(c);
 	r->listener = pw_ctl_client_listener_serial(c);
 	r->pid = peer->pid;
+	r->uid = peer->uid;
 	snprintf(r->comm, sizeof(r->comm), "%s", peer->comm);
 	r->created_ns = pw_clock_ns(CLOCK_REALTIME);
 	r->expires_ns = r->created_ns + (int64_t)expires_s * 1000000000;
 	r->expires_ms = now + (int64_t)expires_s * 1000;
 
-	finish(s, rq, "superseded"); /* one pending request per view */
+	if (rq->pending) { /* one pending request per view */
+		char how[64];
+		snprintf(how, sizeof(how), "replaced by a newer request (%llu)",
+			 (unsigned long long)r->id);
+		finish(s, rq, "superseded", &(ending){"superseded", NULL, NULL, how});
+	}
 	rq->pending = r;
 	/* Shown: a run's terminal has it now; else the person must look (piworkfs mode). */
 	shown = pw_ctl_server_notify_operators(s, r->listener, "mode.request", request_json(r));
@@ -436,28 +494,23 @@ static int m_list(pw_ctl_ctx *x, json_t **ret_result)
 }
 
 /* The person granted plan.request_approval: the plan is approved with their authority. */
-static int answer_plan(pw_ctl_ctx *x, pw_ctl_requests *rq, request *r, json_t **ret_result)
+static int answer_plan(pw_ctl_ctx *x, pw_ctl_requests *rq, request *r, const pw_peer *peer,
+		       json_t **ret_result)
 {
-	const char *by = json_string_value(json_object_get(x->params, "by"));
-	char by_clean[PW_REQUEST_REASON_MAX + 1];
 	_cleanup_free_ char *why = NULL;
-	pw_peer peer = *pw_ctl_client_peer(x->client);
 	int code;
 
-	pw_ctl_request_clean_reason(by ? by : "", by_clean);
-	peer.origin = "request";
-	peer.reason = r->reason;
-	peer.answered_by = by_clean[0] ? by_clean : "piworkfs mode --approve";
 	/* On the server thread: the views of the project this waits for answer plan.sync on
 	 * their own server threads (peers.h). */
-	code = pw_ctl_plan_approve(x->server, &peer, r->plan, -1, &why, NULL);
+	code = pw_ctl_plan_approve(x->server, peer, r->plan, -1, &why, NULL);
 	if (code != 0) {
-		finish(x->server, rq, "denied");
+		finish(x->server, rq, "denied",
+		       &(ending){"failed", peer, peer->answered_by, why ? why : "unknown"});
 		return pw_ctl_fail_set(x->fail, code, "the approval failed: %s",
 				       why ? why : "unknown");
 	}
 	*ret_result = json_pack("{s:I,s:s}", "id", (json_int_t)r->id, "outcome", "approved");
-	finish(x->server, rq, "approved");
+	finish(x->server, rq, "approved", NULL);
 	return *ret_result ? 0 : pw_ctl_fail_set(x->fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 }
 
@@ -472,9 +525,11 @@ static int m_answer(pw_ctl_ctx *x, json_t **ret_result)
 	json_t *jid = json_object_get(params, "id");
 	bool approve = json_is_true(json_object_get(params, "approve"));
 	const char *by = json_string_value(json_object_get(params, "by"));
-	_cleanup_free_ char *why = NULL, *mode = NULL;
-	char by_clean[PW_REQUEST_REASON_MAX + 1];
+	const char *how = json_string_value(json_object_get(params, "how"));
+	_cleanup_free_ char *why = NULL, *mode = NULL, *changed = NULL;
+	char by_clean[PW_REQUEST_REASON_MAX + 1], how_clean[PW_REQUEST_REASON_MAX + 1];
 	request *r = rq->pending;
+	pw_peer peer = *who;
 	int rr;
 
 	if (!r)
@@ -484,35 +539,46 @@ static int m_answer(pw_ctl_ctx *x, json_t **ret_result)
 		    ret_fail, PW_RPC_INVALID_PARAMS,
 		    "that request is no longer pending (a newer one replaced it, or it "
 		    "ended)");
+	/* Who answered, as they say (their process is the connection's peer), and how. */
+	pw_ctl_request_clean_reason(by ? by : "", by_clean);
+	pw_ctl_request_clean_reason(how ? how : "", how_clean);
 	if (!approve) {
 		*ret_result = json_pack("{s:I,s:s}", "id", (json_int_t)r->id, "outcome", "denied");
-		finish(s, rq, "denied");
+		finish(s, rq, "denied",
+		       &(ending){"denied", who, by_clean[0] ? by_clean : "piworkfs mode --deny",
+				 how_clean});
 		return *ret_result
 			   ? 0
 			   : pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 	}
+	peer.origin = "request";
+	peer.reason = r->reason;
+	peer.answered_by = by_clean[0] ? by_clean : "piworkfs mode --approve";
+	peer.asked_pid = r->pid;
+	peer.asked_comm = r->comm[0] ? r->comm : NULL;
 	if (r->plan[0])
-		return answer_plan(x, rq, r, ret_result);
+		return answer_plan(x, rq, r, &peer, ret_result);
 	mode = active_mode(pw_ctl_server_view(s));
 	if (!streq_ptr(mode, r->from)) {
-		finish(s, rq, "superseded");
+		if (asprintf(&changed,
+			     "approved after the mode had changed to %s; nothing switched",
+			     mode ? mode : "?") < 0)
+			changed = NULL;
+		finish(s, rq, "superseded",
+		       &(ending){"superseded", who, peer.answered_by, changed});
 		return pw_ctl_fail_set(
 		    ret_fail, PW_RPC_REFUSED,
 		    "the mode changed since the request was made; nothing switched");
 	}
-	pw_ctl_request_clean_reason(by ? by : "", by_clean);
-	pw_peer peer = *who;
-	peer.origin = "request";
-	peer.reason = r->reason;
-	peer.answered_by = by_clean[0] ? by_clean : "piworkfs mode --approve";
 	rr = pw_view_set_mode(pw_ctl_server_view(s), r->to, &peer, NULL, &why);
 	if (rr < 0) {
-		finish(s, rq, "denied");
+		finish(s, rq, "denied",
+		       &(ending){"failed", who, peer.answered_by, why ? why : strerror(-rr)});
 		return pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "the switch failed: %s",
 				       why ? why : strerror(-rr));
 	}
 	*ret_result = json_pack("{s:I,s:s}", "id", (json_int_t)r->id, "outcome", "approved");
-	finish(s, rq, "approved");
+	finish(s, rq, "approved", NULL);
 	return *ret_result ? 0 : pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 }
 
@@ -527,7 +593,10 @@ static int64_t requests_tick(pw_ctl_server *s, void *data, int64_t now_ms)
 	if (!r)
 		return -1;
 	if (now_ms >= r->expires_ms) {
-		finish(s, rq, "expired");
+		char how[64];
+		snprintf(how, sizeof(how), "no answer within %lld s",
+			 (long long)((r->expires_ns - r->created_ns) / 1000000000));
+		finish(s, rq, "expired", &(ending){"expired", NULL, NULL, how});
 		return -1;
 	}
 	/* Blocked callers whose wait is over learn that it is still pending. */
@@ -553,8 +622,11 @@ static void requests_mode_changed(pw_ctl_server *s, void *data, const char *to)
 	pw_ctl_requests *rq = data;
 
 	/* A plan's approval does not depend on the mode. */
-	if (rq && rq->pending && !rq->pending->plan[0] && !streq(rq->pending->from, to))
-		finish(s, rq, "superseded");
+	if (rq && rq->pending && !rq->pending->plan[0] && !streq(rq->pending->from, to)) {
+		char how[PW_MODE_NAME_MAX + 64];
+		snprintf(how, sizeof(how), "the mode changed to %s before an answer", to);
+		finish(s, rq, "superseded", &(ending){"superseded", NULL, NULL, how});
+	}
 }
 
 static void requests_listener_gone(pw_ctl_server *s, void *data, uint64_t listener)
@@ -562,7 +634,9 @@ static void requests_listener_gone(pw_ctl_server *s, void *data, uint64_t listen
 	pw_ctl_requests *rq = data;
 
 	if (rq && rq->pending && rq->pending->listener == listener)
-		finish(s, rq, "expired");
+		finish(s, rq, "expired",
+		       &(ending){"expired", NULL, NULL,
+				 "its sandbox's socket closed before an answer"});
 }
 
 /* ---- the table ------------------------------------------------------------------------- */
@@ -590,6 +664,7 @@ static const pw_rpc_param request_answer_params[] = {
     {"id", PW_RPC_T_INT, false, 0},
     {"approve", PW_RPC_T_BOOL, true, 0},
     {"by", PW_RPC_T_STRING, false, 256},
+    {"how", PW_RPC_T_STRING, false, 256},
 };
 
 static const pw_ctl_method methods[] = {

@@ -212,6 +212,9 @@ static void record_switch(pw_view *v, const char *from, const char *to, uint64_t
 	    .origin = origin,
 	    .reason = peer ? peer->reason : NULL,
 	    .answered_by = peer ? peer->answered_by : NULL,
+	    .plan = peer ? peer->plan : NULL,
+	    .asked_pid = peer ? peer->asked_pid : 0,
+	    .asked_comm = peer ? peer->asked_comm : NULL,
 	};
 	r = pw_state_record_switch(v->state, &rec);
 	if (r < 0)
@@ -645,8 +648,11 @@ int pw_view_sync_plans(pw_view *v, const pw_peer *peer, pw_view_installed *ret, 
 	v->frozen = frozen;
 	frozen = (pw_frozen){0};
 	set_str(&v->fail_reason, TAKE_PTR(fail));
-	/* No switch is recorded: the mode stays, and the plans table records the approval
-	 * (who, when), once, where every view of the project installs it. */
+	/* No switch is recorded: the mode stays. The view asked to approve or reopen a plan
+	 * records that decision (PEER names the plan) in the switch history, once; the other
+	 * views of the project install it without a row of their own. */
+	if (peer && peer->plan)
+		record_switch(v, v->mode, v->mode, gen, peer, peer_origin(peer, "plans"), false);
 	r = 0;
 out:
 	pthread_mutex_unlock(&v->lock);

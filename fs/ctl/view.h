@@ -101,11 +101,16 @@ typedef struct pw_peer {
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;
-	char comm[32];	    /* process name, "" when unknown */
-	bool restricted;    /* connected through an agent socket: may only tighten */
-	const char *origin; /* "socket", "agent-socket", "signal", "mount", "request" (static) */
-	const char *reason; /* origin "request": the agent's reason (else NULL) */
+	char comm[32];		 /* process name, "" when unknown */
+	bool restricted;	 /* connected through an agent socket: may only tighten */
+	const char *origin;	 /* "socket", "agent-socket", "signal", "mount", "request",
+				  * "plan-approve", "plan-reopen" (static) */
+	const char *reason;	 /* an agent's request: its reason (else NULL) */
 	const char *answered_by; /* origin "request": who granted it (else NULL) */
+	/* Recorded with the switch (store/state.h pw_switch_record), else NULL or 0: */
+	pid_t asked_pid;	/* an agent's request: the process that asked */
+	const char *asked_comm; /* and its name */
+	const char *plan;	/* origin "plan-approve" or "plan-reopen": the plan's path */
 } pw_peer;
 
 /* May PEER talk to this view at all? Only the mounting uid and root. 0 or -EPERM. */

@@ -162,6 +162,14 @@ static const char *const migrations[] = {
     ");",
     /* 7: a denial's thread name beside its program (comm), as orig_rows.thread (5). */
     "ALTER TABLE audit ADD COLUMN thread TEXT;",
+    /* 8: the switch history's other entries (state.h pw_switch_record): an agent's request
+     * that ended without a switch (outcome, and how), a plan approved or reopened (plan),
+     * and which process asked (asked_pid, asked_comm). */
+    "ALTER TABLE switches ADD COLUMN outcome TEXT;"
+    "ALTER TABLE switches ADD COLUMN plan TEXT;"
+    "ALTER TABLE switches ADD COLUMN asked_pid INTEGER;"
+    "ALTER TABLE switches ADD COLUMN asked_comm TEXT;"
+    "ALTER TABLE switches ADD COLUMN how TEXT;",
 };
 _Static_assert(ELEMENTSOF(migrations) == PW_DB_SCHEMA_VERSION, "one migration per version");
 

@@ -23,7 +23,7 @@
 #include <sqlite3.h>
 #include <stdint.h>
 
-#define PW_DB_SCHEMA_VERSION 7
+#define PW_DB_SCHEMA_VERSION 8
 #define PW_DB_BUSY_TIMEOUT_MS 2000
 
 enum {

@@ -122,8 +122,10 @@ int pw_state_record_switch(pw_state *s, const pw_switch_record *rec)
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int r = prepare(s,
 			"INSERT INTO switches(time_ns, project, mountpoint, from_mode, to_mode, "
-			"generation, pid, uid, comm, origin, reason, answered_by) "
-			"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+			"generation, pid, uid, comm, origin, reason, answered_by, outcome, plan, "
+			"asked_pid, asked_comm, how) "
+			"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+			"?16, ?17)",
 			&st);
 	if (r < 0)
 		return r;
@@ -141,6 +143,12 @@ int pw_state_record_switch(pw_state *s, const pw_switch_record *rec)
 	sqlite3_bind_text(st, 10, rec->origin, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 11, rec->reason, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 12, rec->answered_by, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 13, rec->outcome, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 14, rec->plan, -1, SQLITE_STATIC);
+	if (rec->asked_pid > 0)
+		sqlite3_bind_int64(st, 15, rec->asked_pid);
+	sqlite3_bind_text(st, 16, rec->asked_comm, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 17, rec->how, -1, SQLITE_STATIC);
 	return step_done(st);
 }
 
@@ -214,6 +222,10 @@ void pw_switch_rows_free(pw_switch_row *rows, size_t n)
 		free(rows[i].origin);
 		free(rows[i].reason);
 		free(rows[i].answered_by);
+		free(rows[i].outcome);
+		free(rows[i].plan);
+		free(rows[i].asked_comm);
+		free(rows[i].how);
 	}
 	free(rows);
 }
@@ -223,6 +235,13 @@ static char *col_dup(sqlite3_stmt *st, int col)
 	const char *s = (const char *)sqlite3_column_text(st, col);
 	return s ? strdup(s) : NULL;
 }
+
+/* The columns after origin, newest schema first (db.c's migrations 8 and 3). */
+static const char *const switch_queries[] = {
+    "reason, answered_by, outcome, plan, asked_pid, asked_comm, how",
+    "reason, answered_by, NULL, NULL, NULL, NULL, NULL",
+    "NULL, NULL, NULL, NULL, NULL, NULL, NULL",
+};
 
 int pw_state_read_switches(const char *path, const char *project, int64_t since_ns,
 			   int64_t after_id, size_t limit, pw_switch_row **ret, size_t *ret_n)
@@ -239,22 +258,19 @@ int pw_state_read_switches(const char *path, const char *project, int64_t since_
 	if (r < 0)
 		return r;
 	/* Newest first, so LIMIT keeps the last ones; reversed below. A database no daemon
-	 * has brought to schema 3 yet (read-only here: never migrated) has no reasons. */
-	rc = sqlite3_prepare_v2(
-	    db,
-	    "SELECT id, time_ns, project, mountpoint, from_mode, to_mode, "
-	    "generation, pid, uid, comm, origin, reason, answered_by FROM switches "
-	    "WHERE (?1 IS NULL OR project = ?1) AND time_ns >= ?2 AND id > ?3 "
-	    "ORDER BY time_ns DESC, id DESC",
-	    -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		rc = sqlite3_prepare_v2(
-		    db,
-		    "SELECT id, time_ns, project, mountpoint, from_mode, to_mode, "
-		    "generation, pid, uid, comm, origin, NULL, NULL FROM switches "
-		    "WHERE (?1 IS NULL OR project = ?1) AND time_ns >= ?2 AND id > ?3 "
-		    "ORDER BY time_ns DESC, id DESC",
-		    -1, &st, NULL);
+	 * has migrated yet (read-only here: never migrated) lacks the newer columns: the first
+	 * query its schema has is used, NULL in their place. */
+	rc = SQLITE_ERROR;
+	for (size_t i = 0; i < ELEMENTSOF(switch_queries) && rc != SQLITE_OK; i++) {
+		char sql[768];
+		snprintf(sql, sizeof(sql),
+			 "SELECT id, time_ns, project, mountpoint, from_mode, to_mode, "
+			 "generation, pid, uid, comm, origin, %s FROM switches "
+			 "WHERE (?1 IS NULL OR project = ?1) AND time_ns >= ?2 AND id > ?3 "
+			 "ORDER BY time_ns DESC, id DESC",
+			 switch_queries[i]);
+		rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	}
 	if (rc != SQLITE_OK)
 		return pw_db_errno(rc);
 	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
@@ -285,6 +301,11 @@ int pw_state_read_switches(const char *path, const char *project, int64_t since_
 		    .origin = col_dup(st, 10),
 		    .reason = col_dup(st, 11),
 		    .answered_by = col_dup(st, 12),
+		    .outcome = col_dup(st, 13),
+		    .plan = col_dup(st, 14),
+		    .asked_pid = sqlite3_column_int64(st, 15),
+		    .asked_comm = col_dup(st, 16),
+		    .how = col_dup(st, 17),
 		};
 	}
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {

@@ -32,18 +32,29 @@ void pw_state_close(pw_state *s); /* accepts NULL */
 int pw_state_get_last_mode(pw_state *s, const char *project, char **ret_mode);
 int pw_state_set_last_mode(pw_state *s, const char *project, const char *mode);
 
-/* Records a switch in the history. */
+/*
+ * Records an entry of the switch history: a switch in force, a plan approved or reopened
+ * (the person's decisions, beside the switches: they change what the view lets write), or an
+ * agent's request that ended without one (OUTCOME set: denied, expired, superseded, failed).
+ */
 typedef struct pw_switch_record {
 	int64_t time_ns;
 	const char *project, *mountpoint;
-	const char *from_mode, *to_mode;
+	const char *from_mode, *to_mode; /* a request that ended: the mode it asked for */
 	uint64_t generation;
-	pid_t pid;
+	pid_t pid; /* who decided: the requesting process, the answering one for a request */
 	uid_t uid;
 	const char *comm;   /* the requesting process's name */
-	const char *origin; /* "socket", "agent-socket", "mount", "reload", "signal", "request" */
-	const char *reason; /* origin "request": the agent's reason; else NULL */
-	const char *answered_by; /* origin "request": who allowed it; else NULL */
+	const char *origin; /* "socket", "agent-socket", "mount", "reload", "signal", "request",
+			     * "plan-approve", "plan-reopen" */
+	const char *reason; /* an agent's request: its reason; else NULL */
+	const char *answered_by; /* an agent's request: who allowed or denied it; else NULL */
+	const char *outcome;	 /* NULL: done; a request that ended without a switch: "denied",
+				  * "expired", "superseded", "failed" */
+	const char *plan;	 /* origin plan-*, or a request to approve one: its path */
+	pid_t asked_pid;	 /* an agent's request: the process that asked (0: none) */
+	const char *asked_comm;	 /* and its name */
+	const char *how; /* a request that ended: how ("typed y", "no answer within 120 s") */
 } pw_switch_record;
 int pw_state_record_switch(pw_state *s, const pw_switch_record *r);
 
@@ -52,6 +63,9 @@ typedef struct pw_switch_row {
 	int64_t id, time_ns, generation, pid, uid;
 	char *project, *mountpoint, *from_mode, *to_mode, *comm, *origin;
 	char *reason, *answered_by; /* a granted request's (schema 3); else NULL */
+	/* schema 8; NULL or 0 in older rows and databases */
+	char *outcome, *plan, *asked_comm, *how;
+	int64_t asked_pid;
 } pw_switch_row;
 
 /*

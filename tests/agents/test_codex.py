@@ -114,5 +114,59 @@ class TestRequestMode(CodexCase):
         self.assertEqual(json.loads(m.stdout)["mode"], "design", m.stdout)
 
 
+class TestOwnSandbox(CodexCase):
+    """Codex's own sandbox (`-s workspace-write`: bubblewrap in user namespaces of its own)
+    inside run's (issue 44, item 12): it starts, and a command it runs writes the project
+    through the view, in the run's mode. Before, run's sandbox refused any user namespace
+    and bwrap said "Creating new namespace failed", so nothing landed in any mode."""
+
+    def setUp(self):
+        super().setUp()
+        # Codex will not make its helper's links in a temporary directory that holds its
+        # home (our HOME is in the test's temp dir, under /tmp): its temp dir is elsewhere.
+        tmpdir = os.path.join(self.tmp, "codex-tmp")
+        os.makedirs(tmpdir)
+        self.env["TMPDIR"] = tmpdir
+        # Codex's sandbox keeps .git read-only in its workspace; the view lets build write
+        # there (only .git/config and .git/hooks are protected).
+        os.makedirs(os.path.join(self.project, ".git", "info"))
+
+    def argv(self, prompt):
+        argv = super().argv(prompt)
+        argv[argv.index("danger-full-access")] = "workspace-write"
+        return argv
+
+    def run_codex(self, cmd):
+        model = self.start_model([[("exec_command", {"cmd": cmd})], "done."])
+        p = subprocess.run(self.argv("Write it."), cwd=self.project, env=self.env,
+                           capture_output=True, text=True, timeout=DEADLINE,
+                           stdin=subprocess.DEVNULL)
+        self.assertEqual(p.returncode, 0, "codex exited %d\nstdout: %s\nstderr: %s%s" %
+                         (p.returncode, p.stdout, p.stderr, self.daemon_logs()))
+        self.assertEqual(model.errors, [])
+        out = self.outputs(model).get("call_0_0", "")
+        self.assertNotIn("Creating new namespace failed", out + p.stderr)
+        return out
+
+    def test_a_command_in_codexs_sandbox_writes_the_project_in_build(self):
+        self.mount("build")
+        out = self.run_codex("echo from-sandbox > src/sandboxed.c; echo rc=$?; "
+                             "echo x > .git/info/probe; echo git=$?")
+        with open(os.path.join(self.project, "src", "sandboxed.c")) as f:
+            self.assertEqual(f.read(), "from-sandbox\n", out)
+        self.assertIn("rc=0", out)
+        # Codex's own sandbox was in force: it refused .git, which the view allows.
+        self.assertIn("Read-only file system", out)
+        self.assertNotIn("git=0", out)
+        self.assertFalse(os.path.exists(os.path.join(self.project, ".git", "info", "probe")))
+
+    def test_codexs_sandbox_allows_what_the_mode_refuses_and_the_view_refuses_it(self):
+        self.mount("design")
+        out = self.run_codex("echo x > src/from_sandbox.c; echo rc=$?")
+        self.assertIn("Permission denied", out)
+        self.assertNotIn("rc=0", out)
+        self.assertFalse(os.path.exists(os.path.join(self.project, "src", "from_sandbox.c")))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -214,10 +214,13 @@ class Changes(MountCase):
             return [e for e in events if e.get("path") == ".piworkfs"]
         self.assertTrue(wait_until(lambda: denials(), 60), self.run_pw("log", "-C", self.project))
         self.unmount(v)
-        # the store as 83bbf90 left it: schema 4, without migrations 5, 6 and 7
+        # the store as 83bbf90 left it: schema 4, without migrations 5, 6, 7 and 8
         db = sqlite3.connect(self.state_db)
         for table, column in (("orig_changesets", "undoes"), ("orig_changesets", "redone_by"),
-                              ("orig_rows", "thread"), ("audit", "thread")):
+                              ("orig_rows", "thread"), ("audit", "thread"),
+                              ("switches", "outcome"), ("switches", "plan"),
+                              ("switches", "asked_pid"), ("switches", "asked_comm"),
+                              ("switches", "how")):
             db.execute("ALTER TABLE %s DROP COLUMN %s" % (table, column))
         for table in ("plans", "plan_tasks", "plan_changesets"):  # migration 6
             db.execute("DROP TABLE %s" % table)
@@ -237,7 +240,7 @@ class Changes(MountCase):
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
         self.assertEqual(self.backing("README.md"), "# demo\n")
         db = sqlite3.connect(self.state_db)
-        self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 7)
+        self.assertEqual(db.execute("PRAGMA user_version").fetchone()[0], 8)
         db.close()
 
     # -- processes by program (issue 29, item 7) ----------------------------------------

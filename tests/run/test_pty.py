@@ -653,6 +653,34 @@ class Asking(AskingBase):
             self.assertEqual(self.mode(), "plan", keys)
         self.finish()
 
+    def test_each_denial_at_the_bar_is_logged_with_the_key_that_denied(self):
+        # Issue 44 item 10: a wrong word, Ctrl-C, an early Enter: each denial is in the
+        # switch history with who asked, why, who denied (this run's terminal) and how.
+        keys = ((b"y", '"y"'), (b"\x03", "Ctrl-C"), (b"bu\r", 'Enter after typing "bu"'))
+        for typed, _ in keys:
+            rid = self.ask()
+            self.past_grace()
+            at = self.t.mark()
+            self.t.send(typed)
+            self.t.expect(("DONE %d denied" % rid).encode(), at)
+        self.assertEqual(self.mode(), "plan")
+        p = subprocess.run([PIWORKFS, "log", "--switches", "--json", "-C", self.project],
+                           env=self.env, capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        rows = [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
+        denied = [r for r in rows if r.get("outcome") == "denied"]
+        self.assertEqual([r.get("how") for r in denied], [how for _, how in keys], rows)
+        for r in denied:
+            self.assertEqual((r["from"], r["to"]), ("plan", "build"))
+            self.assertEqual(r["reason"], "implement the approved plan")
+            self.assertIn("the terminal of piworkfs run", r["answered_by"])
+            self.assertEqual(r["asked_by"]["comm"], "python3", r)
+        p = subprocess.run([PIWORKFS, "log", "--switches", "-C", self.project], env=self.env,
+                           capture_output=True, text=True, timeout=DEADLINE)
+        self.assertIn('denied by the terminal of piworkfs run (pid', p.stdout)
+        self.assertIn("): Ctrl-C", p.stdout)
+        self.finish()
+
     def test_a_fake_bar_and_a_hidden_real_one_never_approve_another_target(self):
         # The agent asks for off, draws a bar asking for design and leaves the terminal in
         # a state that hid the real bar: concealed, black on black, SO, origin mode, an

@@ -433,6 +433,67 @@ class KernelInterfaces(RunTest):
             self.assertEqual(r["oom_score_adj"], 0, opts)
 
 
+# Run inside `piworkfs run --ro-host --mode plan --share SCRATCH`, in a user namespace of
+# its own made inside the sandbox, where it holds every capability, and a mount namespace
+# of that user namespace: one line per attempt to reach beneath the sandbox's mounts.
+NESTED_PROBE = textwrap.dedent(r'''
+    P=$1 S=$2 RT=$3
+    try() { d=$1; shift; if "$@" >/dev/null 2>&1; then echo "ALLOWED $d"; else echo "refused $d"; fi; }
+    mkdir -p "$S/t" "$S/b" "$S/rb" "$S/mv" "$S/p" "$S/y"
+    try control-tmpfs mount -t tmpfs none "$S/t"
+    try umount-view umount "$P"
+    try umount-lazy umount -l "$P"
+    try move-view mount --move "$P" "$S/mv"
+    try bind-parent mount --bind "${P%/*}" "$S/b"
+    try write-via-rbind sh -c 'mount --rbind "${1%/*}" "$2/rb" && echo x > "$2/rb/${1##*/}/src/main.c"' - "$P" "$S"
+    try write-project sh -c 'echo x > "$1/src/main.c"' - "$P"
+    try umount-socket-cover umount "$RT/piworkfs"
+    try see-operator-sockets sh -c '[ "$(ls -A "$1/piworkfs")" != "${PIWORKFS_SOCKET##*/}" ]' - "$RT"
+    try remount-host-rw mount -o remount,bind,rw /
+    try remount-proc-sys-rw mount -o remount,bind,rw /proc/sys
+    try write-sysctl sh -c 'cat /proc/sys/kernel/printk_ratelimit > /proc/sys/kernel/printk_ratelimit'
+    try mount-proc mount -t proc proc "$S/p"
+    try mount-sysfs mount -t sysfs sysfs "$S/y"
+''')
+
+
+class NestedNamespaces(RunTest):
+    """An agent's own sandbox (Codex's bwrap) makes user namespaces inside run's: they work,
+    writes still go through the view in the run's mode, and every mount the sandbox made is
+    locked there (docs/SECURITY.md, "Namespaces inside the sandbox")."""
+
+    def test_bwrap_inside_run_writes_through_the_view_in_the_runs_mode(self):
+        nested = ["bwrap", "--unshare-user", "--unshare-pid", "--bind", "/", "/", "--chdir",
+                  self.project, "sh", "-c"]
+        p = self.run_in(nested + ["echo x > nested.txt"], "--mode", "build")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open(os.path.join(self.project, "nested.txt")) as f:
+            self.assertEqual(f.read(), "x\n")
+        os.unlink(os.path.join(self.project, "nested.txt"))
+        # Outside what the mode allows, the nested sandbox is refused as the run is.
+        p = self.run_in(nested + ["echo x > src/main.c"], "--mode", "design")
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("Permission denied", p.stderr)
+        self.assert_unchanged()
+
+    def test_a_nested_namespace_reaches_nothing_beneath_the_sandboxs_mounts(self):
+        scratch = os.path.join(self.tmp, "scratch")
+        os.mkdir(scratch)
+        probe = os.path.join(self.tmp, "nested-probe.sh")
+        with open(probe, "w") as f:
+            f.write(NESTED_PROBE)
+        p = self.run_in(["unshare", "--user", "--map-root-user", "--mount", "--propagation",
+                         "private", "sh", probe, self.project, scratch, self.runtime],
+                        "--ro-host", "--mode", "plan", "--share", scratch)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        got = dict(reversed(line.split(" ", 1)) for line in p.stdout.splitlines())
+        self.assertEqual(got.pop("control-tmpfs"), "ALLOWED",
+                         "the nested namespace holds CAP_SYS_ADMIN: " + p.stdout)
+        self.assertEqual(len(got), 13, p.stdout)
+        self.assertEqual({k: v for k, v in got.items() if v != "refused"}, {}, p.stdout)
+        self.assert_unchanged()
+
+
 class Hidden(RunTest):
     def test_operator_socket_and_state_are_absent(self):
         # A view mounted outside: its operator socket and mountpoint exist on the host.

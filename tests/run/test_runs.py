@@ -352,5 +352,55 @@ class SharedOriginals(RunsTest):
         self.assertFalse(os.path.exists(os.path.join(self.project, "src", "new.c")))
 
 
+def gone(pid):
+    """Has process PID exited (absent, or a zombie nobody reaped yet)?"""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+class Ending(RunsTest):
+    """A run's sandbox holds a copy of every mount there was when it started (it binds the
+    whole host): of the person's views, and of other runs' own views. An unmount ends a view
+    only in its own mount namespace, so such a copy kept the daemon serving after `piworkfs
+    umount` (which said "its daemon ... has not exited after 10 s" and exited 5) and after a
+    run's end (issue 44, item 11)."""
+
+    def daemon_of(self, mountpoint):
+        [pid] = [v["pid"] for v in self.status() if v.get("mountpoint") == mountpoint]
+        return pid
+
+    def test_umount_of_the_persons_view_while_a_run_holds_a_copy(self):
+        # The run's view covers the person's in its sandbox: that copy has a mount on it,
+        # so the unmount does not propagate to it.
+        bare = self.bare_view("build")
+        daemon = self.daemon_of(bare)
+        agent = Agent(self, "build", "a")  # started while the view is mounted
+        p = self.pw("umount", bare, check=False)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(gone(daemon), "umount returned before its daemon was gone")
+        # The run goes on in its own view.
+        self.assertEqual(agent.write(os.path.join(self.project, "src", "still.c")), 0)
+
+    def test_a_run_ends_with_its_daemon_while_a_private_namespace_holds_a_copy(self):
+        # (Another run's sandbox follows the unmount of a run's view, a slave of ours that
+        # covers nothing there; a namespace with private mounts, as `unshare -m` or a
+        # container makes, keeps its copy.)
+        first = Agent(self, "build", "a")
+        [mp] = [v["mountpoint"] for v in self.status()
+                if (v.get("run") or {}).get("id") == first.id]
+        daemon = self.daemon_of(mp)
+        holder = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh",
+                                   "-c", "echo ready; exec sleep 600"],
+                                  stdout=subprocess.PIPE, text=True)
+        self.addCleanup(holder.wait)
+        self.addCleanup(holder.kill)
+        self.assertEqual(holder.stdout.readline(), "ready\n")
+        first.stop()
+        self.assertEqual(first.proc.returncode, 0, first.stopped)
+        self.assertTrue(gone(daemon), "the run returned before its view's daemon was gone")
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -393,6 +393,80 @@ Test(state, a_granted_request_keeps_its_reason_and_who_answered)
 	pw_switch_rows_free(rows, n);
 }
 
+/* Schema 8: a request that ended without a switch keeps its outcome, who asked and how it
+ * ended; a database at schema 7 is migrated on open and keeps its rows. */
+Test(state, an_ended_request_reads_back_and_schema_7_migrates)
+{
+	pw_state *s = NULL;
+	pw_switch_row *rows = NULL;
+	size_t n = 0;
+	sqlite3 *db = NULL;
+
+	cr_assert_eq(pw_state_open(dbpath, &s, NULL), 0);
+	pw_switch_record r = {.time_ns = 1000,
+			      .project = "/p",
+			      .from_mode = "plan",
+			      .to_mode = "build",
+			      .origin = "socket"};
+	cr_assert_eq(pw_state_record_switch(s, &r), 0);
+	pw_state_close(s);
+	/* As the release before left it: no columns of schema 8. */
+	cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db,
+				  "ALTER TABLE switches DROP COLUMN outcome;"
+				  "ALTER TABLE switches DROP COLUMN plan;"
+				  "ALTER TABLE switches DROP COLUMN asked_pid;"
+				  "ALTER TABLE switches DROP COLUMN asked_comm;"
+				  "ALTER TABLE switches DROP COLUMN how;"
+				  "PRAGMA user_version = 7;",
+				  NULL, NULL, NULL),
+		     SQLITE_OK, "%s", sqlite3_errmsg(db));
+	sqlite3_close(db);
+	cr_assert_eq(pw_state_read_switches(dbpath, "/p", 0, 0, 0, &rows, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_null(rows[0].outcome);
+	pw_switch_rows_free(rows, n);
+
+	cr_assert_eq(pw_state_open(dbpath, &s, NULL), 0);
+	cr_assert_eq(db_int(dbpath, "PRAGMA user_version"), PW_DB_SCHEMA_VERSION);
+	pw_switch_record d = {.time_ns = 2000,
+			      .project = "/p",
+			      .from_mode = "plan",
+			      .to_mode = "build",
+			      .pid = 9,
+			      .comm = "piworkfs",
+			      .origin = "request",
+			      .reason = "implement it",
+			      .answered_by = "the terminal of piworkfs run (pid 9)",
+			      .outcome = "denied",
+			      .asked_pid = 12,
+			      .asked_comm = "claude",
+			      .how = "Ctrl-C"};
+	cr_assert_eq(pw_state_record_switch(s, &d), 0);
+	pw_switch_record a = {.time_ns = 3000,
+			      .project = "/p",
+			      .from_mode = "plan",
+			      .to_mode = "plan",
+			      .origin = "plan-approve",
+			      .plan = "cache"};
+	cr_assert_eq(pw_state_record_switch(s, &a), 0);
+	pw_state_close(s);
+	cr_assert_eq(pw_state_read_switches(dbpath, "/p", 0, 0, 0, &rows, &n), 0);
+	cr_assert_eq(n, 3);
+	cr_assert_str_eq(rows[0].to_mode, "build");
+	cr_assert_null(rows[0].outcome, "the row from before the migration stays as it was");
+	cr_assert_str_eq(rows[1].outcome, "denied");
+	cr_assert_str_eq(rows[1].how, "Ctrl-C");
+	cr_assert_eq(rows[1].asked_pid, 12);
+	cr_assert_str_eq(rows[1].asked_comm, "claude");
+	cr_assert_str_eq(rows[1].answered_by, "the terminal of piworkfs run (pid 9)");
+	cr_assert_null(rows[1].plan);
+	cr_assert_str_eq(rows[2].plan, "cache");
+	cr_assert_str_eq(rows[2].origin, "plan-approve");
+	cr_assert_eq(rows[2].asked_pid, 0);
+	pw_switch_rows_free(rows, n);
+}
+
 Test(state, default_path)
 {
 	char *p;
