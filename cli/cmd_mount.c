@@ -1026,7 +1026,8 @@ static int report_mounted(const mount_cli *m, pid_t pid, const char *mode, const
 		return PW_EXIT_SYSTEM;
 	}
 	if (m->json) {
-		json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:s?}", "project", m->o.project,
+		/* s*: io_uring_off only when there is a notice to give, absent (not null) else. */
+		json_t *j = json_pack("{s:s, s:s, s:s, s:i, s:s*}", "project", m->o.project,
 				      "mountpoint", m->o.mountpoint, "mode", mode, "pid", (int)pid,
 				      "io_uring_off", uring_off);
 		return pw_print_json(j) == 0 ? PW_EXIT_OK : PW_EXIT_SYSTEM;
