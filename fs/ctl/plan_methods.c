@@ -522,8 +522,8 @@ int pw_ctl_plan_approve(pw_ctl_server *s, const pw_peer *peer, const char *name,
 	if (r < 0)
 		return approve_fail(ret_why, PW_RPC_UNAVAILABLE, "recording the approval: %s",
 				    strerror(-r));
-	r = sync_everywhere(s, as_event(peer, "plan-approve", p->name, &event), cancel_fd,
-			    &views, &why);
+	r = sync_everywhere(s, as_event(peer, "plan-approve", p->name, &event), cancel_fd, &views,
+			    &why);
 	if (r == 0)
 		r = pw_plans_replace_file(root, p->path, text);
 	if (r < 0) {
