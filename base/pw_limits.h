@@ -127,6 +127,14 @@
 #define PW_CTL_OPERATOR_JOBS_MAX 4
 /* paths of one check call (the params check refuses more) */
 #define PW_CHECK_PATHS_MAX 256
+/* The text.* methods (an agent's texts): refusals explained by one text.refusals call (a
+ * tool result shows at most 8; the rest are counted), bash.check targets one text.bash
+ * reads (a command certain to be refused names a few), other views named by one
+ * text.overlap, and bytes of the reader's name ("outside Pi"). */
+#define PW_TEXT_REFUSALS_MAX 64
+#define PW_TEXT_TARGETS_MAX 256
+#define PW_TEXT_VIEWS_MAX 16
+#define PW_TEXT_AGENT_MAX 64
 /* bytes of an agent's cleaned reason (longer: cut, with "..."): a line in the person's consent bar
  * bytes of an agent's cleaned reason (longer: cut, with "..."): a line in the person's consent bar
  */

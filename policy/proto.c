@@ -338,8 +338,52 @@ static const char *type_name(pw_rpc_type t)
 		return "an integer";
 	case PW_RPC_T_STRING_ARRAY:
 		return "an array of strings";
+	case PW_RPC_T_OBJECT:
+		return "an object";
+	case PW_RPC_T_OBJECT_ARRAY:
+		return "an array of objects";
 	}
 	return "?";
+}
+
+/* Item I of an array param P: 0, or -EINVAL (-ENOMEM) with *RET_MSG naming it. */
+static int check_item(const json_t *item, const pw_rpc_param *p, size_t i, char **ret_msg)
+{
+	int r;
+
+	if (p->type == PW_RPC_T_OBJECT_ARRAY) {
+		if (json_is_object(item))
+			return 0;
+		r = asprintf(ret_msg, "params.%s[%zu]: expected an object", p->name, i);
+	} else if (!json_is_string(item)) {
+		r = asprintf(ret_msg, "params.%s[%zu]: expected a string", p->name, i);
+	} else if (json_string_length(item) > PW_PATH_MAX) {
+		r = asprintf(ret_msg, "params.%s[%zu]: longer than %d bytes", p->name, i,
+			     PW_PATH_MAX);
+	} else {
+		return 0;
+	}
+	return r < 0 ? -ENOMEM : -EINVAL;
+}
+
+/* An array param (a *_ARRAY type): at most P->max items (0: 1024), each of its type. */
+static int check_array(const json_t *v, const pw_rpc_param *p, char **ret_msg)
+{
+	size_t max = p->max ? p->max : 1024, i;
+	json_t *item;
+	int r;
+
+	if (json_array_size(v) > max) {
+		r = asprintf(ret_msg, "params.%s: more than %zu items", p->name, max);
+		return r < 0 ? -ENOMEM : -EINVAL;
+	}
+	json_array_foreach((json_t *)v, i, item)
+	{
+		r = check_item(item, p, i, ret_msg);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 static int check_one(const json_t *v, const pw_rpc_param *p, char **ret_msg)
@@ -365,30 +409,15 @@ static int check_one(const json_t *v, const pw_rpc_param *p, char **ret_msg)
 		if (json_is_integer(v))
 			return 0;
 		break;
-	case PW_RPC_T_STRING_ARRAY: {
-		size_t i;
-		json_t *item;
-		max = p->max ? p->max : 1024;
+	case PW_RPC_T_STRING_ARRAY:
+	case PW_RPC_T_OBJECT_ARRAY:
 		if (!json_is_array(v))
 			break;
-		if (json_array_size(v) > max) {
-			r = asprintf(ret_msg, "params.%s: more than %zu items", p->name, max);
-			return r < 0 ? -ENOMEM : -EINVAL;
-		}
-		json_array_foreach(v, i, item)
-		{
-			if (!json_is_string(item))
-				r = asprintf(ret_msg, "params.%s[%zu]: expected a string", p->name,
-					     i);
-			else if (json_string_length(item) > PW_PATH_MAX)
-				r = asprintf(ret_msg, "params.%s[%zu]: longer than %d bytes",
-					     p->name, i, PW_PATH_MAX);
-			else
-				continue;
-			return r < 0 ? -ENOMEM : -EINVAL;
-		}
-		return 0;
-	}
+		return check_array(v, p, ret_msg);
+	case PW_RPC_T_OBJECT:
+		if (json_is_object(v))
+			return 0;
+		break;
 	}
 	r = asprintf(ret_msg, "params.%s: expected %s", p->name, type_name(p->type));
 	return r < 0 ? -ENOMEM : -EINVAL;

@@ -109,13 +109,15 @@ typedef enum pw_rpc_type {
 	PW_RPC_T_BOOL,
 	PW_RPC_T_INT,	       /* integer that fits int64 */
 	PW_RPC_T_STRING_ARRAY, /* array of strings */
+	PW_RPC_T_OBJECT,       /* an object, whatever it holds (the method reads it) */
+	PW_RPC_T_OBJECT_ARRAY, /* array of objects */
 } pw_rpc_type;
 
 typedef struct pw_rpc_param {
 	const char *name;
 	pw_rpc_type type;
 	bool required;
-	size_t max; /* STRING: max bytes (0: PW_PATH_MAX); STRING_ARRAY: max items (0: 1024) */
+	size_t max; /* STRING: max bytes (0: PW_PATH_MAX); *_ARRAY: max items (0: 1024) */
 } pw_rpc_param;
 
 /*

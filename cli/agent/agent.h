@@ -3,15 +3,16 @@
  * What any agent reads about its mode: `piworkfs mcp` (agent/mcp_server.c, an MCP server) and
  * `piworkfs hook claude` (agent/hook.c, Claude Code's hooks) share these parts.
  *
- *   text.c  the texts, as pure functions of the daemon's objects (docs/JSON.md's rule,
- *           policy and decision, docs/PROTOCOL.md's bash.check): a C port of
- *           integrations/pi/src/text.ts, byte for byte where the Pi extension has the same
- *           text (the announcement, the system section, the refusal line), so every agent
- *           reads the same words and prompt caches keep hitting
+ *   policy/agent_text.h  the texts every agent reads (the announcement, the mode
+ *           section, the refusal lines, a blocked command's): written once there, so Pi,
+ *           the MCP server and the hooks print the same bytes; what needs the view (the
+ *           narrowest mode that would allow a path) the daemon adds (text.refusals,
+ *           text.bash)
+ *   refusals.c  reading a tool's output for the refusals it reports
  *   view.c  the view as an agent sees it: always through a restricted socket (the agent
  *           socket inside `piworkfs run`, the view's shared agent socket on a bare view),
- *           so nothing here can loosen the mode; and the explanations that need the
- *           daemon (the narrowest mode that would allow a path)
+ *           so nothing here can loosen the mode; and the explanations, which the daemon
+ *           words
  *   wire.c  what `piworkfs run` adds to each client's command line or settings
  *
  * Strings returned are malloc'd (NULL: out of memory); json_t arguments are borrowed.
@@ -21,6 +22,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "agent_text.h"
 #include "client/ctl_client.h"
 
 /* `piworkfs mcp` (mcp_server.c) and `piworkfs hook CLIENT` (hook.c): main.c's dispatch
@@ -28,32 +30,8 @@
 int cmd_mcp(int argc, char **argv);
 int cmd_hook(int argc, char **argv);
 
-/* The prefix of every line piworkfs adds to what a model reads. */
-#define PW_AGENT_TAG "[piworkfs]"
+/* ---- refusals.c -------------------------------------------------------------------- */
 
-/* ---- text.c ------------------------------------------------------------------------ */
-
-/* What POLICY may write, in words: "nothing", "everything", "everything except ...", or
- * its writable patterns. */
-char *pw_agent_writable_text(json_t *policy);
-/* The short per-turn announcement of the active policy's real rules (text.ts
- * announcement()): depends only on the policy, so it is byte-stable. */
-char *pw_agent_announcement(json_t *policy);
-/* The authoritative mode section: header and the mode's body (text.ts systemSection()). */
-char *pw_agent_system_section(const char *mode, const char *body);
-/* One line per refused path (text.ts refusalLine()). REFUSAL has path, op, errno, reason,
- * mode, rule (docs/JSON.md decision or a denied event). HINT_MODE: the narrowest mode
- * that would allow it, or NULL. AGENT names who reads it ("Pi", "the agent"); WITH_TOOL:
- * also point at the piworkfs_request_mode tool. */
-char *pw_agent_refusal_line(json_t *refusal, const char *writable, const char *hint_mode,
-			    const char *project, const char *agent, bool with_tool);
-/* The writes bash.check is certain would be refused (parser findings at a resolved path,
- * never the heuristic): a new array of borrowed-then-increfed targets, empty to run. */
-json_t *pw_agent_certain_refusals(json_t *bash_result);
-/* The head line of a blocked shell command; the refusal lines follow it. */
-char *pw_agent_bash_block_head(const char *mode);
-/* Modes from the narrowest to the widest (text.ts rankModes()): a new array of names. */
-json_t *pw_agent_rank_modes(json_t *modes);
 /* Does TEXT report a refused write (EACCES, EROFS, "Permission denied", "Read-only file
  * system")? */
 bool pw_agent_reports_refusal(const char *text);
@@ -95,8 +73,9 @@ char *pw_agent_project_path(const pw_agent_view *v, const char *cwd, const char 
 /*
  * The refusal lines for PATHS (strings, as the tool named them; relative to CWD) that the
  * mode MODE (NULL: the active one) refuses for OP ("write"): one line each, with the
- * narrowest mode that would allow it. Returns a new array of strings (empty: none refused
- * or the daemon did not answer), NULL without memory.
+ * narrowest mode that would allow it, worded by the daemon (text.refusals) for AGENT;
+ * WITH_TOOL: they point at piworkfs_request_mode. Returns a new array of strings (empty:
+ * none refused, or the daemon did not answer), NULL without memory.
  */
 json_t *pw_agent_explain(const pw_agent_view *v, const char *cwd, json_t *paths, const char *op,
 			 const char *mode, const char *agent, bool with_tool);
@@ -109,8 +88,9 @@ json_t *pw_agent_explain(const pw_agent_view *v, const char *cwd, json_t *paths,
 char *pw_agent_overlap_note(const pw_agent_view *v, const char *cwd, const char *path);
 
 /* The explanation of a shell command bash.check is certain would be refused in the active
- * mode, or NULL when it may run (allowed, heuristic, unknown, outside the project, or no
- * answer). CWD: the command's working directory, absolute or relative to BASE. */
+ * mode (text.bash's block), or NULL when it may run (allowed, heuristic, unknown, outside
+ * the project, or no answer). CWD: the command's working directory, absolute or relative
+ * to BASE. */
 char *pw_agent_bash_refusal(const pw_agent_view *v, const char *base, const char *cwd,
 			    const char *command, const char *agent, bool with_tool);
 

@@ -169,17 +169,14 @@ static char *announced_mode(const char *transcript)
  * told another mode before, leads with the switch. */
 static char *full_text(json_t *st, const char *from)
 {
-	_cleanup_free_ char *sec = pw_agent_system_section(jstr(st, "mode"), jstr(st, "body"));
-	_cleanup_free_ char *ann = pw_agent_announcement(json_object_get(st, "policy"));
+	_cleanup_free_ char *sec = pw_text_system_section(jstr(st, "mode"), jstr(st, "body"));
+	_cleanup_free_ char *ann = pw_text_announcement(json_object_get(st, "policy"), false);
+	_cleanup_free_ char *lead = from ? pw_text_session_switch(from, jstr(st, "mode")) : NULL;
 	char *s = NULL;
 
-	if (!sec || !ann)
+	if (!sec || !ann || (from && !lead))
 		return NULL;
-	if (from &&
-	    asprintf(&s,
-		     "%s The person switched the mode from %s to %s during this session. "
-		     "This message supersedes every earlier piworkfs mode section.\n%s\n\n%s",
-		     PW_AGENT_TAG, from, jstr(st, "mode"), sec, ann) < 0)
+	if (from && asprintf(&s, "%s\n%s\n\n%s", lead, sec, ann) < 0)
 		return NULL;
 	if (!from && asprintf(&s, "%s\n\n%s", sec, ann) < 0)
 		return NULL;
@@ -203,11 +200,12 @@ static char *mode_text(const pw_agent_view *v, json_t *ev, bool start, bool per_
 		 * prompt, and it carries the section already. */
 		told = announced_mode(jstr(ev, "transcript_path"));
 		if (!told)
-			s = per_turn ? pw_agent_announcement(json_object_get(st, "policy")) : NULL;
+			s = per_turn ? pw_text_announcement(json_object_get(st, "policy"), false)
+				     : NULL;
 		else if (!streq_ptr(told, jstr(st, "mode")))
 			s = full_text(st, told);
 		else if (per_turn)
-			s = pw_agent_announcement(json_object_get(st, "policy"));
+			s = pw_text_announcement(json_object_get(st, "policy"), false);
 	}
 	json_decref(st);
 	return s;

@@ -377,8 +377,8 @@ static int tool_status(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	if (r)
 		return r < 0 ? -1 : fail(e, MCP_INTERNAL, "the view refused mode.get");
 	pol = json_object_get(st, "policy");
-	ann = pw_agent_announcement(pol);
-	w = pw_agent_writable_text(pol);
+	ann = pw_text_announcement(pol, false);
+	w = pw_text_writable(pol);
 	if (!text_open(&t)) {
 		json_decref(st);
 		return fail(e, MCP_INTERNAL, "out of memory");
@@ -556,9 +556,9 @@ static void put_outcome(mcp *m, FILE *f, const char *outcome, const char *to, co
 		json_t *st = NULL;
 		if (pw_agent_mode(&m->view, &st) == 0) {
 			_cleanup_free_ char *sec =
-			    pw_agent_system_section(jstr(st, "mode"), jstr(st, "body"));
+			    pw_text_system_section(jstr(st, "mode"), jstr(st, "body"));
 			_cleanup_free_ char *ann =
-			    pw_agent_announcement(json_object_get(st, "policy"));
+			    pw_text_announcement(json_object_get(st, "policy"), false);
 			fprintf(f, "Approved: the mode is now %s.\n%s\n\n%s", jstr(st, "mode"),
 				ann ? ann : "", sec ? sec : "");
 			json_decref(st);
@@ -867,7 +867,7 @@ static json_t *tool_list(mcp *m)
 	_cleanup_free_ char *ann = NULL;
 
 	if (m->have_view && pw_agent_mode(&m->view, &st) == 0)
-		ann = pw_agent_announcement(json_object_get(st, "policy"));
+		ann = pw_text_announcement(json_object_get(st, "policy"), false);
 	json_decref(st);
 	for (size_t i = 0; i < ELEMENTSOF(tools); i++) {
 		json_t *schema = json_loads(tools[i].schema, 0, NULL);
@@ -903,7 +903,7 @@ static char *instructions(mcp *m)
 	_cleanup_free_ char *ann = NULL;
 
 	if (m->have_view && pw_agent_mode(&m->view, &st) == 0)
-		ann = pw_agent_announcement(json_object_get(st, "policy"));
+		ann = pw_text_announcement(json_object_get(st, "policy"), false);
 	json_decref(st);
 	if (asprintf(
 		&s,
@@ -1005,8 +1005,8 @@ static int m_resources_read(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 	r = call(m, 0, "mode.get", json_pack("{s:b}", "body", 1), &st, e, NULL, NULL);
 	if (r)
 		return r < 0 ? -1 : fail(e, MCP_INTERNAL, "the view refused mode.get");
-	sec = pw_agent_system_section(jstr(st, "mode"), jstr(st, "body"));
-	ann = pw_agent_announcement(json_object_get(st, "policy"));
+	sec = pw_text_system_section(jstr(st, "mode"), jstr(st, "body"));
+	ann = pw_text_announcement(json_object_get(st, "policy"), false);
 	json_decref(st);
 	if (!sec || !ann || asprintf(&all, "%s\n\n%s", sec, ann) < 0)
 		return fail(e, MCP_INTERNAL, "out of memory");

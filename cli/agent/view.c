@@ -120,82 +120,28 @@ char *pw_agent_project_path(const pw_agent_view *v, const char *cwd, const char 
 	return a ? strdup(a) : b ? strdup(b) : NULL;
 }
 
-/* The narrowest mode other than CURRENT allowing OP on the project-relative PATH, or
- * NULL. RANKED: pw_agent_rank_modes of modes.list. */
-static char *hint_for(const pw_agent_view *v, json_t *ranked, const char *path, const char *op,
-		      const char *current)
+/* The lines text.refusals words for REFUSALS (decision-like objects with their mode),
+ * appended to OUT: the daemon adds what is writable and the narrowest mode that would
+ * allow each. */
+static void refusal_lines(const pw_agent_view *v, json_t *refusals, const char *agent,
+			  bool with_tool, json_t *out)
 {
-	size_t i;
-	json_t *m;
-
-	json_array_foreach(ranked, i, m)
-	{
-		const char *name = json_string_value(m);
-		json_t *res = NULL;
-		if (streq_ptr(name, current))
-			continue;
-		if (pw_agent_call(
-			v, 0, "check",
-			json_pack("{s:[s],s:s,s:s}", "paths", path, "op", op, "mode", name), &res,
-			NULL, NULL) < 0)
-			continue; /* that mode cannot be compiled: skip it */
-		json_t *d = json_array_get(json_object_get(res, "decisions"), 0);
-		bool ok = streq_ptr(jstr(d, "decision"), "allowed");
-		json_decref(res);
-		if (ok)
-			return strdup(name);
-	}
-	return NULL;
-}
-
-static json_t *ranked_modes(const pw_agent_view *v)
-{
-	json_t *ml = NULL, *ranked;
-
-	if (pw_agent_call(v, 0, "modes.list", NULL, &ml, NULL, NULL) < 0)
-		return json_array();
-	ranked = pw_agent_rank_modes(json_object_get(ml, "modes"));
-	json_decref(ml);
-	return ranked ? ranked : json_array();
-}
-
-/* What MODE may write, in words ("?" when the daemon does not say). */
-static char *writable_of(const pw_agent_view *v, const char *mode)
-{
-	json_t *pol = NULL;
-	char *w;
-
-	if (pw_agent_call(v, 0, "allowed", mode ? json_pack("{s:s}", "mode", mode) : NULL, &pol,
-			  NULL, NULL) < 0)
-		return strdup("?");
-	w = pw_agent_writable_text(pol);
-	json_decref(pol);
-	return w;
-}
-
-/* Lines for the refusals R (decision-like objects of MODE), appended to OUT. */
-static void refusal_lines(const pw_agent_view *v, json_t *refusals, const char *mode,
-			  const char *agent, bool with_tool, json_t *out)
-{
-	_cleanup_free_ char *writable = NULL;
-	json_t *ranked, *r;
+	json_t *res = NULL, *l;
 	size_t i;
 
 	if (!json_array_size(refusals))
 		return;
-	writable = writable_of(v, mode);
-	ranked = ranked_modes(v);
-	json_array_foreach(refusals, i, r)
+	if (pw_agent_call(v, 0, "text.refusals",
+			  json_pack("{s:O,s:s,s:s}", "refusals", refusals, "agent", agent, "ask",
+				    with_tool ? "tool" : "words"),
+			  &res, NULL, NULL) < 0)
+		return; /* no explanation rather than a wrong one */
+	json_array_foreach(json_object_get(res, "lines"), i, l)
 	{
-		_cleanup_free_ char *hint = NULL, *line = NULL;
-		if (!streq_ptr(jstr(r, "reason"), "hidden"))
-			hint = hint_for(v, ranked, jstr(r, "path"),
-					jstr(r, "op") ? jstr(r, "op") : "write", mode);
-		line = pw_agent_refusal_line(r, writable, hint, v->project, agent, with_tool);
-		if (line)
-			json_array_append_new(out, json_string(line));
+		if (json_is_string(l))
+			json_array_append(out, l);
 	}
-	json_decref(ranked);
+	json_decref(res);
 }
 
 json_t *pw_agent_explain(const pw_agent_view *v, const char *cwd, json_t *paths, const char *op,
@@ -234,7 +180,7 @@ json_t *pw_agent_explain(const pw_agent_view *v, const char *cwd, json_t *paths,
 			json_object_set_new(c, "op", json_string("read"));
 		json_array_append_new(refused, c);
 	}
-	refusal_lines(v, refused, active, agent, with_tool, out);
+	refusal_lines(v, refused, agent, with_tool, out);
 done:
 	json_decref(res);
 	json_decref(rel);
@@ -246,9 +192,8 @@ char *pw_agent_bash_refusal(const pw_agent_view *v, const char *base, const char
 			    const char *command, const char *agent, bool with_tool)
 {
 	_cleanup_free_ char *rcwd = pw_agent_project_path(v, base, cwd);
-	json_t *res = NULL, *certain = NULL, *refusals = NULL, *lines = NULL, *t;
-	const char *mode;
-	char *head = NULL, *out = NULL;
+	json_t *res = NULL, *texts = NULL, *denied, *t;
+	char *out = NULL;
 	size_t i;
 
 	if (!rcwd)
@@ -257,56 +202,30 @@ char *pw_agent_bash_refusal(const pw_agent_view *v, const char *base, const char
 			  json_pack("{s:s,s:s}", "command", command, "cwd", rcwd), &res, NULL,
 			  NULL) < 0)
 		return NULL; /* no verdict: the command runs and the filesystem decides */
-	certain = pw_agent_certain_refusals(res);
-	mode = jstr(res, "mode");
-	if (!json_array_size(certain) || !mode)
-		goto done;
-	refusals = json_array();
-	lines = json_array();
-	json_array_foreach(certain, i, t)
+	if (!streq_ptr(jstr(res, "verdict"), "denied")) {
+		json_decref(res);
+		return NULL;
+	}
+	/* Only denied targets can be certain refusals (text.bash decides which are): the
+	 * others stay home, and at most as many as text.bash reads, so that a long analysis
+	 * still fits one request line. */
+	denied = json_array();
+	json_array_foreach(json_object_get(res, "targets"), i, t)
 	{
-		json_array_append_new(
-		    refusals, json_pack("{s:s,s:s,s:O?,s:s,s:s,s:O?}", "path", jstr(t, "path"),
-					"op", jstr(t, "op") ? jstr(t, "op") : "write", "errno",
-					json_object_get(t, "errno"), "reason",
-					jstr(t, "reason") ? jstr(t, "reason") : "no-allow", "mode",
-					mode, "rule", json_object_get(t, "rule")));
+		if (streq_ptr(jstr(t, "status"), "denied") &&
+		    json_array_size(denied) < PW_TEXT_TARGETS_MAX)
+			json_array_append(denied, t);
 	}
-	refusal_lines(v, refusals, mode, agent, with_tool, lines);
-	head = pw_agent_bash_block_head(mode);
-	if (head) {
-		size_t len = strlen(head) + 1;
-		json_t *l;
-		json_array_foreach(lines, i, l) len += strlen(json_string_value(l)) + 1;
-		out = malloc(len);
-		if (out) {
-			strcpy(out, head);
-			json_array_foreach(lines, i, l)
-			{
-				strcat(out, "\n");
-				strcat(out, json_string_value(l));
-			}
-		}
-	}
-done:
-	free(head);
+	json_object_set_new(res, "targets", denied);
+	if (pw_agent_call(v, 0, "text.bash",
+			  json_pack("{s:O,s:s,s:s}", "check", res, "agent", agent, "ask",
+				    with_tool ? "tool" : "words"),
+			  &texts, NULL, NULL) == 0 &&
+	    jstr(texts, "block"))
+		out = strdup(jstr(texts, "block"));
 	json_decref(res);
-	json_decref(certain);
-	json_decref(refusals);
-	json_decref(lines);
+	json_decref(texts);
 	return out;
-}
-
-/* The views in BY ({"mountpoint", "changeset"}...), as "the view at MP (its change set N)". */
-static void put_changers(FILE *f, json_t *by)
-{
-	size_t i;
-	json_t *o;
-
-	json_array_foreach(by, i, o)
-	    fprintf(f, "%sthe view at %s (its change set %lld)", i ? " and " : "",
-		    jstr(o, "mountpoint") ? jstr(o, "mountpoint") : "?",
-		    (long long)json_integer_value(json_object_get(o, "changeset")));
 }
 
 char *pw_agent_overlap_note(const pw_agent_view *v, const char *cwd, const char *path)
@@ -314,7 +233,7 @@ char *pw_agent_overlap_note(const pw_agent_view *v, const char *cwd, const char 
 	_cleanup_free_ char *rel = pw_agent_project_path(v, cwd, path), *abs = NULL;
 	json_t *res = NULL, *set, *c;
 	char *out = NULL;
-	size_t n = 0, i, j;
+	size_t i, j;
 
 	if (!rel || !rel[0])
 		return NULL;
@@ -332,21 +251,8 @@ char *pw_agent_overlap_note(const pw_agent_view *v, const char *cwd, const char 
 		json_array_foreach(json_object_get(set, "changes"), j, c)
 		{
 			json_t *by = json_object_get(c, "also_changed_by");
-			FILE *f;
-			if (out || !json_array_size(by) || !(f = open_memstream(&out, &n)))
-				continue;
-			fprintf(
-			    f, "%s Note: %s was also changed by another live view of the project, ",
-			    PW_AGENT_TAG, rel);
-			put_changers(f, by);
-			fputs(
-			    ", in its current work: your write went through, but check that it did "
-			    "not overwrite another agent's work (`piworkfs changes` shows both).",
-			    f);
-			if (fclose(f) != 0) {
-				free(out);
-				out = NULL;
-			}
+			if (!out && json_array_size(by))
+				out = pw_text_overlap_line(rel, by);
 		}
 	}
 	json_decref(res);

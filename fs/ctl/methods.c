@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "store/audit.h"
+#include "agent_text.h"
 #include "bash_worker.h"
 #include "agent.h"
 #include "server.h"
@@ -652,6 +653,346 @@ static int m_bash_check(call *x, json_t **ret)
 	return pw_ctl_job_run(x, bash_job, b, bash_call_free);
 }
 
+/* ---- text.*: what an agent reads (policy/agent_text.h) ---------------------------------- */
+
+/* The Pi extension asks for its texts here rather than building them, so that every
+ * integration prints the same bytes from one source (docs/ARCHITECTURE.md, "Texts written
+ * once"). The methods only format: they decide nothing and change nothing, so an agent
+ * socket may call them. What a client passes in (a refusal's rule, a plan's progress) only
+ * shapes the words its own agent reads. */
+
+/* Has the originals store failed to keep a change of the current change set (issue 27)? */
+static bool store_is_full(call *x)
+{
+	pw_fs_stats fst = {};
+
+	pw_view_fs_stats(x->view, &fst);
+	return fst.store_not_kept > 0;
+}
+
+static const pw_rpc_param text_mode_params[] = {
+    {"mode", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX},
+    {"from", PW_RPC_T_STRING, false, PW_MODE_NAME_MAX},
+    {"store_full", PW_RPC_T_BOOL, false, 0},
+    {"plan", PW_RPC_T_OBJECT, false, 0},
+};
+
+/* The texts of policy P (generation GEN, or null for a mode asked by name): its announcement
+ * (with the plan line), mode section, writable set and, with FROM, the switch
+ * announcement. */
+static json_t *mode_texts(call *x, pw_policy *p, json_t *gen)
+{
+	const char *from = str_param(x, "from"), *mode = pw_policy_mode_name(p);
+	const char *body = pw_policy_body(p);
+	json_t *plan = json_object_get(x->params, "plan"), *pol = pw_report_policy(p), *o = NULL;
+	bool full = json_is_true(json_object_get(x->params, "store_full")) && store_is_full(x);
+	_cleanup_free_ char *ann = NULL, *sys = NULL, *w = NULL, *sw = NULL;
+
+	if (pol) {
+		_cleanup_free_ char *a = pw_text_announcement(pol, full);
+		_cleanup_free_ char *s =
+		    from ? pw_text_switch_announcement(pol, body, from, full) : NULL;
+		ann = a ? pw_text_with_plan(a, plan) : NULL;
+		sw = s ? pw_text_with_plan(s, plan) : NULL;
+		sys = pw_text_system_section(mode, body);
+		w = pw_text_writable(pol);
+	}
+	if (ann && sys && w && (!from || sw))
+		o = json_pack("{s:s,s:O,s:b,s:s,s:s,s:s}", "mode", mode, "generation", gen,
+			      "fail_closed", pw_policy_is_fail_closed(p), "announcement", ann,
+			      "system", sys, "writable", w);
+	if (o && sw)
+		json_object_set_new(o, "switch", json_string(sw));
+	json_decref(pol);
+	return o;
+}
+
+static int m_text_mode(call *x, json_t **ret)
+{
+	_cleanup_policy_ pw_policy *p = NULL;
+	uint64_t gen = 0;
+	json_t *g, *o;
+
+	if (str_param(x, "mode")) {
+		if (requested_policy(x, &p) < 0)
+			return PW_CTL_FAILED;
+		g = json_null();
+	} else {
+		p = pw_view_policy(x->view, &gen);
+		if (!p)
+			return fail_nomem(x);
+		g = json_integer((json_int_t)gen);
+	}
+	o = g ? mode_texts(x, p, g) : NULL;
+	json_decref(g);
+	return done(x, o, ret);
+}
+
+/* What one call explains refusals with: the view's modes, narrowest first, compiled when
+ * first needed, and each mode's writable set. */
+typedef struct explainer {
+	call *x;
+	pw_policy *active;   /* the active policy: a refusal naming no mode is its */
+	pw_policy *hide;     /* an agent's view hides what the active policy hides */
+	json_t *ranked;	     /* mode names (pw_text_rank_modes) */
+	pw_policy **modes;   /* their policies, NULL until compiled */
+	bool *broken;	     /* ... or known not to compile */
+	json_t *writable;    /* mode name -> its writable set in words */
+	const char *project; /* the project, to show rule files relative to it */
+	const char *agent;   /* who reads the lines */
+	pw_text_ask ask;
+} explainer;
+
+static void explainer_done(explainer *e)
+{
+	for (size_t i = 0; e->modes && i < json_array_size(e->ranked); i++)
+		pw_policy_unref(e->modes[i]);
+	free(e->modes);
+	free(e->broken);
+	json_decref(e->ranked);
+	json_decref(e->writable);
+	pw_policy_unref(e->hide);
+	pw_policy_unref(e->active);
+}
+
+/* params.ask: 0 with *RET (default: words), or PW_CTL_FAILED. */
+static int ask_param(call *x, pw_text_ask *ret)
+{
+	const char *ask = str_param(x, "ask");
+
+	*ret = PW_TEXT_ASK_WORDS;
+	if (ask && pw_text_ask_from_name(ask, ret) < 0)
+		return fail(x, PW_RPC_INVALID_PARAMS,
+			    "params.ask: expected \"words\", \"command\" or \"tool\"");
+	return 0;
+}
+
+static int explainer_init(call *x, explainer *e)
+{
+	const pw_modeset *ms;
+	json_t *set;
+	size_t n;
+
+	*e = (explainer){
+	    .x = x, .project = pw_view_project(x->view), .agent = str_param(x, "agent")};
+	if (ask_param(x, &e->ask) < 0)
+		return PW_CTL_FAILED;
+	ms = pw_view_lock_modeset(x->view);
+	set = pw_report_modeset(ms);
+	pw_view_unlock_modeset(x->view);
+	e->ranked = set ? pw_text_rank_modes(json_object_get(set, "modes")) : NULL;
+	json_decref(set);
+	n = json_array_size(e->ranked);
+	e->modes = calloc(n ? n : 1, sizeof(*e->modes));
+	e->broken = calloc(n ? n : 1, sizeof(*e->broken));
+	e->writable = json_object();
+	e->hide = agent_hide(x);
+	e->active = pw_view_policy(x->view, NULL);
+	if (!e->ranked || !e->modes || !e->broken || !e->writable || !e->active ||
+	    (x->peer->restricted && !e->hide)) {
+		explainer_done(e);
+		return fail_nomem(x);
+	}
+	return 0;
+}
+
+/* The policy of the I-th ranked mode, or NULL when it cannot be compiled (that mode is
+ * skipped, as a `check` of it would fail). */
+static pw_policy *ranked_policy(explainer *e, size_t i)
+{
+	if (!e->modes[i] && !e->broken[i] &&
+	    pw_view_compile(e->x->view, json_string_value(json_array_get(e->ranked, i)),
+			    &e->modes[i]) < 0)
+		e->broken[i] = true;
+	return e->modes[i];
+}
+
+/* The narrowest mode other than CURRENT that allows OP on PATH (as `check` decides it for
+ * the caller), or NULL: none, or PATH cannot be normalized. */
+static const char *narrowest_mode(explainer *e, const char *path, const char *opname,
+				  const char *current)
+{
+	int op = opname && !streq(opname, "write") ? pw_op_from_name(opname) : PW_OP_WRITE;
+	char rel[PW_PATH_MAX];
+	const char *err = NULL;
+	size_t len = path ? strlen(path) : 0;
+	bool is_dir;
+
+	if (!len || map_path(e->x->view, path, rel, &err) < 0)
+		return NULL;
+	if (op < 0)
+		op = PW_OP_WRITE;
+	is_dir = backing_is_dir(e->x->view, e->hide, rel, path[len - 1] == '/');
+	for (size_t i = 0; i < json_array_size(e->ranked); i++) {
+		const char *name = json_string_value(json_array_get(e->ranked, i));
+		pw_policy *p;
+		pw_decision d;
+		if (streq_ptr(name, current) || !(p = ranked_policy(e, i)))
+			continue;
+		pw_policy_decide(p, op, rel, is_dir, &d);
+		if (d.allowed)
+			return name;
+	}
+	return NULL;
+}
+
+/* What MODE writes, in words (the active policy's for the active mode, which may be failing
+ * closed; "?" for a mode that cannot be compiled); owned by E. */
+static const char *writable_of(explainer *e, const char *mode)
+{
+	json_t *known = json_object_get(e->writable, mode), *pol = NULL;
+	pw_policy *p = NULL;
+	char *w = NULL;
+
+	if (known)
+		return json_string_value(known);
+	if (streq(mode, pw_policy_mode_name(e->active)))
+		p = pw_policy_ref(e->active);
+	else if (pw_view_compile(e->x->view, mode, &p) < 0)
+		p = NULL;
+	if (p && (pol = pw_report_policy(p)))
+		w = pw_text_writable(pol);
+	json_object_set_new(e->writable, mode, json_string(w ? w : "?"));
+	free(w);
+	json_decref(pol);
+	pw_policy_unref(p);
+	return json_string_value(json_object_get(e->writable, mode));
+}
+
+/* The line for refusal R; its mode (the active one when it names none) decides what is
+ * writable and which modes are looser. */
+static char *refusal_line(explainer *e, json_t *r)
+{
+	const char *mode = json_string_value(json_object_get(r, "mode"));
+	const char *reason = json_string_value(json_object_get(r, "reason"));
+	const char *hint = NULL;
+
+	if (!mode)
+		mode = pw_policy_mode_name(e->active);
+	if (!streq_ptr(reason, "hidden"))
+		hint = narrowest_mode(e, json_string_value(json_object_get(r, "path")),
+				      json_string_value(json_object_get(r, "op")), mode);
+	return pw_text_refusal_line(r, writable_of(e, mode), hint, e->project, e->agent, e->ask);
+}
+
+/* Appends the lines of REFUSALS to LINES; false without memory. */
+static bool refusal_lines(explainer *e, json_t *refusals, json_t *lines)
+{
+	size_t i;
+	json_t *r;
+
+	json_array_foreach(refusals, i, r)
+	{
+		char *line = refusal_line(e, r);
+		if (!line || json_array_append_new(lines, json_string(line)) < 0) {
+			free(line);
+			return false;
+		}
+		free(line);
+	}
+	return true;
+}
+
+static const pw_rpc_param text_refusals_params[] = {
+    {"refusals", PW_RPC_T_OBJECT_ARRAY, true, PW_TEXT_REFUSALS_MAX},
+    {"agent", PW_RPC_T_STRING, false, PW_TEXT_AGENT_MAX},
+    {"ask", PW_RPC_T_STRING, false, 16},
+    {"more", PW_RPC_T_INT, false, 0},
+};
+
+static int m_text_refusals(call *x, json_t **ret)
+{
+	json_int_t more = json_integer_value(json_object_get(x->params, "more"));
+	json_t *lines = json_array();
+	explainer e;
+
+	if (!lines || explainer_init(x, &e) < 0) {
+		json_decref(lines);
+		return lines ? PW_CTL_FAILED : fail_nomem(x);
+	}
+	bool ok = refusal_lines(&e, json_object_get(x->params, "refusals"), lines);
+	if (ok && more > 0) {
+		char *m = pw_text_more_line((size_t)more, e.agent);
+		ok = m && json_array_append_new(lines, json_string(m)) == 0;
+		free(m);
+	}
+	explainer_done(&e);
+	if (!ok) {
+		json_decref(lines);
+		return fail_nomem(x);
+	}
+	return done(x, json_pack("{s:o}", "lines", lines), ret);
+}
+
+static const pw_rpc_param text_bash_params[] = {
+    {"check", PW_RPC_T_OBJECT, true, 0},
+    {"agent", PW_RPC_T_STRING, false, PW_TEXT_AGENT_MAX},
+    {"ask", PW_RPC_T_STRING, false, 16},
+};
+
+/* {"block", "warn"} for the certain refusals CERTAIN of a command checked in MODE. */
+static json_t *bash_texts(explainer *e, json_t *certain, const char *mode)
+{
+	json_t *refusals = json_array(), *lines = json_array(), *t, *o = NULL;
+	_cleanup_free_ char *block = NULL, *warn = NULL;
+	size_t i;
+
+	json_array_foreach(certain, i, t)
+	    json_array_append_new(refusals, pw_text_target_refusal(t, mode));
+	if (refusals && lines && json_array_size(refusals) == json_array_size(certain) &&
+	    refusal_lines(e, refusals, lines)) {
+		block = pw_text_bash_block(mode, lines);
+		warn = pw_text_bash_warn(certain, mode);
+	}
+	if (block && warn)
+		o = json_pack("{s:s,s:s}", "block", block, "warn", warn);
+	json_decref(refusals);
+	json_decref(lines);
+	return o;
+}
+
+static int m_text_bash(call *x, json_t **ret)
+{
+	json_t *check = json_object_get(x->params, "check"), *certain, *o;
+	const char *mode = json_string_value(json_object_get(check, "mode"));
+	pw_text_ask ask;
+	explainer e;
+
+	if (ask_param(x, &ask) < 0)
+		return PW_CTL_FAILED;
+	if (json_array_size(json_object_get(check, "targets")) > PW_TEXT_TARGETS_MAX)
+		return fail(x, PW_RPC_INVALID_PARAMS, "params.check.targets: more than %d items",
+			    PW_TEXT_TARGETS_MAX);
+	certain = pw_text_certain_refusals(check);
+	if (!certain)
+		return fail_nomem(x);
+	if (!json_array_size(certain)) {
+		json_decref(certain);
+		return done(x, json_pack("{s:n,s:n}", "block", "warn"), ret);
+	}
+	if (explainer_init(x, &e) < 0) {
+		json_decref(certain);
+		return PW_CTL_FAILED;
+	}
+	o = bash_texts(&e, certain, mode ? mode : pw_policy_mode_name(e.active));
+	explainer_done(&e);
+	json_decref(certain);
+	return done(x, o, ret);
+}
+
+static const pw_rpc_param text_overlap_params[] = {
+    {"path", PW_RPC_T_STRING, true, PW_PATH_MAX},
+    {"views", PW_RPC_T_OBJECT_ARRAY, true, PW_TEXT_VIEWS_MAX},
+};
+
+static int m_text_overlap(call *x, json_t **ret)
+{
+	_cleanup_free_ char *t =
+	    pw_text_overlap_line(str_param(x, "path"), json_object_get(x->params, "views"));
+
+	return done(x, t ? json_pack("{s:s}", "text", t) : NULL, ret);
+}
+
 /* ---- agent.open (fs/ctl/agent.c) ------------------------------------------------------- */
 
 static const pw_rpc_param agent_open_params[] = {
@@ -688,6 +1029,10 @@ static const pw_ctl_method methods[] = {
      "refused: an agent may not open agent sockets; only the person outside the agent "
      "can (piworkfs run does)"},
     M("bash.check", m_bash_check, bash_params),
+    M("text.mode", m_text_mode, text_mode_params),
+    M("text.refusals", m_text_refusals, text_refusals_params),
+    M("text.bash", m_text_bash, text_bash_params),
+    M("text.overlap", m_text_overlap, text_overlap_params),
 };
 
 const pw_ctl_module pw_ctl_methods_module = {

@@ -15,6 +15,10 @@
  *   plan_done           a tool: marks a task of the active plan done (plan.done, through an
  *                       agent socket); the announcement carries the active plan's line
  *
+ * Every text the model reads comes from the daemon (src/texts.ts: the text.* methods), which
+ * words it from the one source Pi, the MCP server and the hooks of other agents share
+ * (policy/agent_text.c); this file decides when to say what, never the words.
+ *
  * Outside a view every handler returns nothing: Pi behaves as without the extension. The
  * extension never loosens the mode: /mode switches through a restricted (agent) socket, so
  * the daemon itself refuses a loosening, on a bare view as inside `piworkfs run`. A refused
@@ -32,32 +36,8 @@ import { projectCwd, toProjectPath } from "./src/paths.ts";
 import { lineage } from "./src/procs.ts";
 import { candidatePaths, errorKinds } from "./src/refusals.ts";
 import { Connection, RPC_REFUSED, RPC_UNKNOWN_MODE, RpcError, type Notification, callOnce } from "./src/rpc.ts";
-import {
-	FOOTER_LEVELS,
-	type BashResult,
-	type ModeInfo,
-	type PlanStatus,
-	TAG,
-	type Policy,
-	type ProceedHint,
-	type Refusal,
-	announcement,
-	appendToContent,
-	bashBlockReason,
-	bashWarnLine,
-	certainRefusals,
-	footerText,
-	loosenText,
-	modeList,
-	moreLine,
-	overlapLine,
-	rankModes,
-	refusalLine,
-	switchAnnouncement,
-	systemSection,
-	withPlan,
-	writableText,
-} from "./src/text.ts";
+import { FOOTER_LEVELS, type ModeInfo, type ModeSummary, TAG, appendToContent, footerText, loosenText, modeList } from "./src/text.ts";
+import { type ModeTexts, type Refusal, bashTexts, modeTexts, overlapLines, reader, refusalLines } from "./src/texts.ts";
 import { type FoundView, findView } from "./src/view.ts";
 
 const STATUS_KEY = "piworkfs";
@@ -68,7 +48,7 @@ const SETTLE_MS = 1500; // at most, waiting for the audit writer's denied events
 
 type Denial = { seq: number; ev: any; ours: "self" | "descendant" };
 
-type ModeState = { mode: string; generation: number; body: string | null; policy: Policy };
+type ModeState = ModeTexts;
 
 type CallStart = { seq: number; state: ModeState; warn?: string };
 
@@ -87,22 +67,20 @@ export default function piworkfs(pi: ExtensionAPI) {
 	let conn: Connection | null = null; // requests
 	let sub: Connection | null = null; // subscription: mode.changed, denied
 	let subAudit = false;
-	let project: string | null = null; // the backing project (status.project)
-	let storeFull = false; // status.store_full: undo is incomplete (issue 27)
 	let viewRoot: string | null = null; // the project as Pi sees it
 	let roots: string[] = [];
 	let cwd = process.cwd();
 	let state: ModeState | null = null;
-	let prompt: { mode: string; body: string | null } | null = null; // in the system prompt
+	let prompt: { mode: string; system: string } | null = null; // in the system prompt
 	let config: PiConfig = { bash: "block", warning: null };
 	let footerLevel = 0;
 	let uiCtx: any = null;
 	let denials: Denial[] = [];
-	let overlaps: string[] = []; // overlapLine()s not yet told (the `overlap` event)
+	let overlaps: { path: string; view: string }[] = []; // `overlap` events not yet told
 	let seq = 0;
 	const calls = new Map<string, CallStart>();
-	const policies = new Map<string, Policy>(); // by mode name, valid for one generation
-	let policiesGen = -1;
+	const writables = new Map<string, string>(); // what each mode writes, for one generation
+	let writablesGen: number | null = -1;
 	let warned = false;
 	let planTool = false; // plan_done registered (once per process, and only in a view)
 
@@ -115,32 +93,30 @@ export default function piworkfs(pi: ExtensionAPI) {
 		return conn.call(method, params, timeoutMs);
 	}
 
-	function setState(r: any): ModeState {
-		state = { mode: r.mode, generation: r.generation, body: r.body ?? null, policy: r.policy };
-		if (policiesGen !== r.generation) {
-			policies.clear();
-			policiesGen = r.generation;
+	function setState(t: ModeTexts): ModeState {
+		state = t;
+		if (writablesGen !== t.generation) {
+			writables.clear();
+			writablesGen = t.generation;
 		}
-		policies.set(r.mode, r.policy);
+		writables.set(t.mode, t.writable);
 		updateFooter();
 		return state;
 	}
 
-	/** The active mode, fresh: one mode.get per call (a local round trip), the body only
-	 * when the generation moved. The daemon is the truth; the subscription only makes the
-	 * footer immediate. */
+	/** The active mode and its texts, fresh: the active plan (plan.status) and text.mode,
+	 * two local round trips per model request. The announcement says when undo is
+	 * incomplete (the originals store is full) and carries the plan's line; once the system
+	 * prompt holds a mode, the switch announcement from it comes too. The daemon is the
+	 * truth; the subscription only makes the footer immediate. */
 	async function refresh(): Promise<ModeState | null> {
 		if (!view) return null;
+		const plan = await planStatus();
 		try {
-			const st = await request("status");
-			storeFull = !!st?.store_full?.not_kept;
-		} catch {
-			/* the mode.get below says why */
-		}
-		try {
-			const r = await request("mode.get", {});
-			if (state && r.generation === state.generation && r.mode === state.mode) return state;
-			return setState(await request("mode.get", { body: true }));
+			const params: Record<string, unknown> = { store_full: true };
+			if (plan) params.plan = plan;
+			if (prompt) params.from = prompt.mode;
+			return setState(await modeTexts(request, params));
 		} catch (e: any) {
 			warnOnce(`piworkfs: the view's control socket did not answer (${e.message}); the mode is not shown to the agent`);
 			return state;
@@ -163,10 +139,11 @@ export default function piworkfs(pi: ExtensionAPI) {
 
 	function onNotification(n: Notification): void {
 		if (n.method === "mode.changed") {
-			// The footer at once; the state (and the body) from the daemon.
+			// The footer at once; the state (and the texts) from the daemon.
 			if (state && n.params?.to) {
-				const known = policies.get(n.params.to);
-				if (known && n.params.from !== n.params.to) state = { ...state, mode: n.params.to, policy: known, generation: -1 };
+				const known = writables.get(n.params.to);
+				if (known !== undefined && n.params.from !== n.params.to)
+					state = { ...state, mode: n.params.to, writable: known, fail_closed: false, generation: -1 };
 				updateFooter(n.params.to);
 			}
 			void refresh();
@@ -179,7 +156,7 @@ export default function piworkfs(pi: ExtensionAPI) {
 		} else if (n.method === "overlap") {
 			// Said with the next tool result: the write went through.
 			if (lineage(Number(n.params?.pid)) === "other" || typeof n.params?.path !== "string") return;
-			overlaps.push(overlapLine(n.params.path, String(n.params.path2 ?? "?")));
+			overlaps.push({ path: n.params.path, view: String(n.params.path2 ?? "?") });
 			if (overlaps.length > MAX_LINES) overlaps = overlaps.slice(-MAX_LINES);
 		}
 	}
@@ -216,7 +193,7 @@ export default function piworkfs(pi: ExtensionAPI) {
 
 	function updateFooter(name?: string): void {
 		if (!uiCtx?.hasUI) return;
-		let p = state?.policy ?? null;
+		let p: ModeSummary | null = state;
 		if (p && name && p.mode !== name) p = { ...p, mode: name };
 		uiCtx.ui.setStatus(STATUS_KEY, footerText(p, footerLevel));
 	}
@@ -238,10 +215,9 @@ export default function piworkfs(pi: ExtensionAPI) {
 		if (!view) return;
 		try {
 			const st = await request("status");
-			project = st.project;
 			viewRoot = view.mountpoint ?? st.project;
 			roots = [viewRoot!, st.project].filter(Boolean);
-			setState(await request("mode.get", { body: true }));
+			setState(await modeTexts(request));
 		} catch (e: any) {
 			// A view whose daemon does not answer: say so once, then stay out of the way.
 			warnOnce(`piworkfs: ${view.socket}: ${e.message}`);
@@ -285,34 +261,35 @@ export default function piworkfs(pi: ExtensionAPI) {
 		subscribe();
 		const s = await refresh();
 		if (!s) return undefined;
-		prompt = { mode: s.mode, body: s.body };
-		const plan = await planStatus();
+		prompt = { mode: s.mode, system: s.system };
 		return {
-			systemPrompt: `${event.systemPrompt}\n\n${systemSection(s.mode, s.body)}`,
-			message: { customType: ANNOUNCEMENT_TYPE, content: withPlan(announcement(s.policy, storeFull), plan), display: false, details: { mode: s.mode } },
+			systemPrompt: `${event.systemPrompt}\n\n${s.system}`,
+			message: { customType: ANNOUNCEMENT_TYPE, content: s.announcement, display: false, details: { mode: s.mode } },
 		};
 	});
 
 	/** The active plan (plan.status), or null: none, or a daemon without plans. */
-	async function planStatus(): Promise<PlanStatus | null> {
+	async function planStatus(): Promise<object | null> {
 		try {
-			return (await request("plan.status")) as PlanStatus;
+			const r = await request("plan.status");
+			return r && typeof r === "object" ? r : null;
 		} catch {
 			return null;
 		}
 	}
 
-	/** The announcement the next request must carry. */
-	function currentAnnouncement(s: ModeState, plan: PlanStatus | null): string {
-		if (!prompt || (prompt.mode === s.mode && prompt.body === s.body)) return withPlan(announcement(s.policy, storeFull), plan);
-		return withPlan(switchAnnouncement(s.policy, s.body, prompt.mode, storeFull), plan);
+	/** The announcement the next request must carry: the switch announcement when the mode
+	 * (or its instructions) changed since the system prompt was set. */
+	function currentAnnouncement(s: ModeState): string {
+		if (!prompt || (prompt.mode === s.mode && prompt.system === s.system)) return s.announcement;
+		return s.switch ?? s.announcement;
 	}
 
 	pi.on("context", async (event: any) => {
 		if (!view) return undefined;
 		const s = await refresh();
 		if (!s) return undefined;
-		const messages = filterContext(event.messages, currentAnnouncement(s, await planStatus()), Date.now());
+		const messages = filterContext(event.messages, currentAnnouncement(s), Date.now());
 		return messages ? { messages } : undefined;
 	});
 
@@ -369,61 +346,22 @@ export default function piworkfs(pi: ExtensionAPI) {
 		if (event.toolName !== "bash" || config.bash === "off" || typeof event.input?.command !== "string") return undefined;
 		const rel = projectCwd(ctx?.cwd ?? cwd, roots);
 		if (rel === null) return undefined; // Pi works outside the project: nothing to say
-		let r: BashResult;
+		let r: any;
 		try {
 			r = await request("bash.check", { command: event.input.command, cwd: rel });
 		} catch {
 			return undefined; // no verdict: the command runs and the filesystem decides
 		}
-		const refused = certainRefusals(r);
-		if (!refused.length) return undefined;
-		const mode = r.mode ?? s.mode;
-		const writable = writableText((await policyOf(mode)) ?? s.policy);
-		const hints = await proceedHints(refused.map((t) => t.path!), mode);
+		// Blocked only when the daemon is certain (text.bash): a heuristic or unknown
+		// verdict, or no answer, lets the command run and the filesystem decide.
+		const t = await bashTexts(request, r, reader(!!view.agent));
+		if (!t) return undefined;
 		if (config.bash === "warn") {
-			call.warn = bashWarnLine(refused, mode);
+			call.warn = t.warn;
 			return undefined;
 		}
-		return { block: true, reason: bashBlockReason(refused, mode, writable, (p) => hints.get(p) ?? { mode: null }, project) };
+		return { block: true, reason: t.block };
 	});
-
-	async function policyOf(mode: string): Promise<Policy | null> {
-		if (state && policiesGen !== state.generation) policies.clear();
-		const known = policies.get(mode);
-		if (known) return known;
-		try {
-			const p = await request("allowed", { mode });
-			policies.set(mode, p);
-			return p;
-		} catch {
-			return null;
-		}
-	}
-
-	/** For each refused path, the narrowest mode that would allow it (see rankModes). */
-	async function proceedHints(paths: string[], current: string): Promise<Map<string, ProceedHint>> {
-		const out = new Map<string, ProceedHint>();
-		let ranked: string[];
-		try {
-			const ml = await request("modes.list");
-			ranked = rankModes(ml.modes as ModeInfo[]).filter((m) => m !== current);
-		} catch {
-			return out;
-		}
-		let left = [...new Set(paths)];
-		for (const m of ranked) {
-			if (!left.length) break;
-			try {
-				const r = await request("check", { paths: left, mode: m });
-				for (const d of r.decisions) if (d.decision === "allowed") out.set(d.path, { mode: m, agent: !!view?.agent });
-				const done = new Set(r.decisions.filter((d: any) => d.decision === "allowed").map((d: any) => d.path));
-				left = left.filter((p) => !done.has(p));
-			} catch {
-				/* that mode cannot be compiled: skip it */
-			}
-		}
-		return out;
-	}
 
 	// ---- every refusal explained ----------------------------------------------------
 
@@ -435,8 +373,9 @@ export default function piworkfs(pi: ExtensionAPI) {
 		const kinds = errorKinds(text);
 		const extra: string[] = [];
 		if (call?.warn) extra.push(call.warn);
-		extra.push(...overlaps);
+		const told = overlaps;
 		overlaps = [];
+		extra.push(...(await overlapLines(request, told)));
 		if (!kinds.write && !kinds.read) return extra.length ? { content: appendToContent(event.content, extra) } : undefined;
 
 		const s = call?.state ?? state;
@@ -454,7 +393,7 @@ export default function piworkfs(pi: ExtensionAPI) {
 			// Pi itself, and then only the tool's own path counts.
 			if (event.toolName === "bash" ? d.ours !== "descendant" : ev.path !== inputPath) continue;
 			if (!refusals.has(ev.path))
-				refusals.set(ev.path, { path: ev.path, op: ev.op, errno: ev.errno, reason: ev.reason, mode: ev.mode, rule: ev.rule ?? null });
+				refusals.set(ev.path, { path: ev.path, op: ev.op, errno: ev.errno, reason: ev.reason, mode: ev.mode ?? s.mode, rule: ev.rule ?? null });
 		}
 
 		// 2. The paths the tool and its output name, decided by `check` in the mode of the call.
@@ -483,15 +422,11 @@ export default function piworkfs(pi: ExtensionAPI) {
 
 		const all = [...refusals.values()];
 		const shown = all.slice(0, MAX_LINES);
-		const lines: string[] = [];
+		// Grouped by the mode that refused them, in the order each mode first refused.
 		const byMode = new Map<string, Refusal[]>();
-		for (const r of shown) byMode.set(r.mode ?? s.mode, [...(byMode.get(r.mode ?? s.mode) ?? []), r]);
-		for (const [mode, rs] of byMode) {
-			const pol = (mode === s.mode ? s.policy : await policyOf(mode)) ?? s.policy;
-			const hints = await proceedHints(rs.filter((r) => r.reason !== "hidden").map((r) => r.path), mode);
-			for (const r of rs) lines.push(refusalLine(r, writableText(pol), hints.get(r.path) ?? { mode: null }, project));
-		}
-		if (all.length > shown.length) lines.push(moreLine(all.length - shown.length));
+		for (const r of shown) byMode.set(r.mode, [...(byMode.get(r.mode) ?? []), r]);
+		const lines = await refusalLines(request, [...byMode.values()].flat(), reader(!!view?.agent), all.length - shown.length);
+		if (!lines.length) return extra.length ? { content: appendToContent(event.content, extra) } : undefined;
 		return { content: appendToContent(event.content, [...extra, ...lines]) };
 	});
 
@@ -515,12 +450,15 @@ export default function piworkfs(pi: ExtensionAPI) {
 			if (!name) {
 				try {
 					const ml = await request("modes.list");
-					const pols = new Map<string, Policy>();
+					const ws = new Map<string, string>();
 					for (const m of ml.modes as ModeInfo[]) {
-						const p = await policyOf(m.name);
-						if (p) pols.set(m.name, p);
+						try {
+							ws.set(m.name, (await modeTexts(request, { mode: m.name })).writable);
+						} catch {
+							/* that mode cannot be compiled: "?" */
+						}
 					}
-					say(ctx, modeList(ml.modes, pols, s.mode));
+					say(ctx, modeList(ml.modes, ws, s.mode));
 				} catch (e: any) {
 					say(ctx, `piworkfs: ${e.message}`, "error");
 				}
@@ -542,8 +480,8 @@ export default function piworkfs(pi: ExtensionAPI) {
 		try {
 			if (!agentSocket) agentSocket = (await request("agent.open")).socket;
 			const r = await callOnce(agentSocket!, "mode.set", { mode: to });
-			setState(await request("mode.get", { body: true }));
-			say(ctx, `piworkfs: switched from ${r.previous ?? from} to ${r.mode}. ${announcement(r.policy)}`);
+			const t = setState(await modeTexts(request));
+			say(ctx, `piworkfs: switched from ${r.previous ?? from} to ${r.mode}. ${t.announcement}`);
 		} catch (e: any) {
 			if (e instanceof RpcError && e.code === RPC_REFUSED && agentSocket) await ask(ctx, agentSocket, from, to);
 			else if (e instanceof RpcError && e.code === RPC_REFUSED) say(ctx, `piworkfs: ${loosenText(from, to, view!.mountpoint, view!.agent)}`, "warning");
@@ -565,9 +503,8 @@ export default function piworkfs(pi: ExtensionAPI) {
 				r = await c.call("mode.request.wait", { id: r.id, wait_ms: 125000 }, 130000);
 			}
 			if (r.outcome === "approved") {
-				const st = await request("mode.get", { body: true });
-				setState(st);
-				say(ctx, `piworkfs: the person allowed it: switched from ${from} to ${st.mode}. ${announcement(st.policy)}`);
+				const st = setState(await modeTexts(request));
+				say(ctx, `piworkfs: the person allowed it: switched from ${from} to ${st.mode}. ${st.announcement}`);
 			} else if (r.outcome === "pending") {
 				say(ctx, `piworkfs: ${loosenText(from, to, view!.mountpoint, view!.agent)}\nAsked the person too: \`piworkfs mode --approve ${r.id}\` outside Pi allows it (within 2 minutes).`, "warning");
 			} else {

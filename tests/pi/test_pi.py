@@ -392,6 +392,134 @@ class TestPlans(PiCase):
             self.assertIn("status: approved", f.read())
 
 
+def hook(case, v, event):
+    """`piworkfs hook claude`'s answer to EVENT (in V), as Claude Code reads it."""
+    p = subprocess.run([harness.PIWORKFS, "hook", "claude"], input=json.dumps(dict(event, cwd=v.mp)),
+                       env=case.env, capture_output=True, text=True, timeout=PI_DEADLINE,
+                       check=True)
+    return json.loads(p.stdout)["hookSpecificOutput"]
+
+
+def mcp(case, v, calls):
+    """`piworkfs mcp`'s answers to CALLS ([(method, params)], after initialize), in order."""
+    lines = [{"jsonrpc": "2.0", "id": 0, "method": "initialize",
+              "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                         "clientInfo": {"name": "test", "version": "1"}}}]
+    lines += [{"jsonrpc": "2.0", "id": i + 1, "method": m, "params": p}
+              for i, (m, p) in enumerate(calls)]
+    p = subprocess.run([harness.PIWORKFS, "mcp"], cwd=v.mp, env=case.env, text=True,
+                       input="".join(json.dumps(m) + "\n" for m in lines),
+                       capture_output=True, timeout=PI_DEADLINE, check=True)
+    out = {m["id"]: m for m in map(json.loads, p.stdout.splitlines()) if "id" in m}
+    return [out[i + 1]["result"] for i in range(len(calls))]
+
+
+def tool_text(result):
+    return "".join(c["text"] for c in result["content"] if c["type"] == "text")
+
+
+BLOCK_HEAD = "[piworkfs] The command was not run: "
+
+
+def block_of(text):
+    """The blocked command's text in TEXT: its head line and the refusal lines after it."""
+    lines = text[text.index(BLOCK_HEAD):].splitlines()
+    return "\n".join([lines[0]] + [l for l in lines[1:] if l.startswith("[piworkfs] Refused:")])
+
+
+class TestSameTexts(PiCase):
+    """Texts written once (docs/ARCHITECTURE.md, "Texts written once"): the real Pi extension,
+    `piworkfs mcp` and `piworkfs hook claude` print the same bytes in the same situation, and
+    each of them prints what the daemon's text.* methods word for its reader: Pi reads "ask
+    the person to run ... outside Pi", an MCP client and Claude Code the piworkfs_request_mode
+    tool, and that sentence is the only part of a line that differs."""
+
+    def test_pi_mcp_and_hooks_print_the_same_bytes(self):
+        self.trust()
+        v = self.mount("design")
+        command = "touch docs/design/ran.md && echo hi > src/blocked.txt"
+        model = self.start_model([call("write", path="src/hack.c", content="int hack;\n"),
+                                  call("bash", command=command), "done."])
+        p = self.pi(["Work on the project."], cwd=v.mp)
+        self.assertPiOk(p, model)
+        reqs = model.requests
+        self.assertEqual(len(reqs), 3)
+        pi_ann = announcements(reqs[0])[0]
+        pi_system = system_text(reqs[0])
+        pi_refused = [l for l in tool_results(reqs[1])["call_0_0"].splitlines()
+                      if l.startswith("[piworkfs] Refused:")]
+        pi_block = block_of(tool_results(reqs[2])["call_1_0"])
+
+        start = hook(self, v, {"hook_event_name": "SessionStart"})["additionalContext"]
+        turn = hook(self, v, {"hook_event_name": "UserPromptSubmit"})["additionalContext"]
+        denied = hook(self, v, {"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                                "tool_input": {"command": command}})
+        status, resource, checked, bash = mcp(self, v, [
+            ("tools/call", {"name": "piworkfs_status", "arguments": {}}),
+            ("resources/read", {"uri": "piworkfs://mode"}),
+            ("tools/call", {"name": "piworkfs_check",
+                            "arguments": {"paths": ["src/hack.c"], "op": "create"}}),
+            ("tools/call", {"name": "piworkfs_check_bash", "arguments": {"command": command}}),
+        ])
+
+        # The announcement: the same bytes in Pi's request, the hooks' context and the MCP
+        # server's status and resource.
+        self.assertTrue(pi_ann.startswith("[piworkfs] Active mode: design. Writable: "), pi_ann)
+        self.assertEqual(turn, pi_ann)
+        self.assertTrue(tool_text(status).startswith(pi_ann + "\n\n"), tool_text(status))
+        # The mode section: what the hook gives at the start and the MCP resource holds, and
+        # what Pi's system prompt ends with.
+        self.assertTrue(start.endswith("\n\n" + pi_ann), start)
+        section = start[:-len("\n\n" + pi_ann)]
+        self.assertTrue(section.startswith("# piworkfs mode: design\n\n"), section)
+        self.assertIn(mode_body("design"), section)
+        self.assertEqual(resource["contents"][0]["text"], start)
+        self.assertTrue(pi_system.endswith("\n\n" + section), pi_system[-300:])
+
+        # A refused write and a blocked command, as each reader reads them from the daemon.
+        writable = self.rpc(v, "text.mode")["writable"]
+        decision = self.rpc(v, "check", {"paths": ["src/hack.c"], "op": "create"})["decisions"][0]
+        refusal = dict(decision, mode="design")
+        readers = {"pi": ("Pi", "words"), "hook": ("Claude Code", "tool"),
+                   "mcp": ("the agent", "tool")}
+        check = self.rpc(v, "bash.check", {"command": command, "cwd": ""})
+        want_line, want_block = {}, {}
+        for who, (agent, ask) in readers.items():
+            want_line[who] = self.rpc(v, "text.refusals", {"refusals": [refusal],
+                                                           "agent": agent, "ask": ask})["lines"]
+            want_block[who] = self.rpc(v, "text.bash", {"check": check, "agent": agent,
+                                                        "ask": ask})["block"]
+        got_line = {"pi": pi_refused, "mcp": [l for l in tool_text(checked).splitlines()
+                                               if l.startswith("[piworkfs] Refused:")]}
+        got_block = {"pi": pi_block, "hook": block_of(denied["permissionDecisionReason"]),
+                     "mcp": block_of(tool_text(bash))}
+        self.assertEqual(got_line, {w: want_line[w] for w in got_line})
+        self.assertEqual(got_block, want_block)
+
+        # Across readers: the same head line ("the command was not run"), and every refusal
+        # line the same up to the reader's own sentence on how to get a looser mode.
+        def fact(line):
+            mark = "Writable in design: %s. " % writable
+            return line[:line.index(mark) + len(mark)]
+        heads = {b.splitlines()[0] for b in got_block.values()}
+        self.assertEqual(heads, {"[piworkfs] The command was not run: piworkfs checked it first "
+                                 "and it would write where design mode refuses. Nothing ran "
+                                 "and nothing changed. Rewrite the command to write only "
+                                 "where design allows."})
+        facts = {tuple(fact(l) for l in b.splitlines()[1:]) for b in got_block.values()}
+        self.assertEqual(len(facts), 1, facts)
+        self.assertEqual(list(facts)[0], ("[piworkfs] Refused: write src/blocked.txt (EACCES) in "
+                                          "design mode, because no allow rule of design matches "
+                                          "it. Writable in design: %s. " % writable,))
+        self.assertEqual({fact(l[0]) for l in got_line.values()},
+                         {"[piworkfs] Refused: create src/hack.c (EACCES) in design mode, because "
+                          "no allow rule of design matches it. Writable in design: %s. " %
+                          writable})
+        self.assertTrue(pi_refused[0].endswith("To create it, ask the person to run `piworkfs "
+                                               "mode build` outside Pi; don't work around the "
+                                               "refusal."), pi_refused)
+
+
 class TestRun(PiCase):
     def test_mode_command_inside_run_tightens_but_never_loosens(self):
         v = self.mount("design")

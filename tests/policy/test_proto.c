@@ -278,10 +278,9 @@ Test(proto, bad_replies)
 }
 
 static const pw_rpc_param check_spec[] = {
-    {"paths", PW_RPC_T_STRING_ARRAY, true, 3},
-    {"op", PW_RPC_T_STRING, false, 16},
-    {"dir", PW_RPC_T_BOOL, false, 0},
-    {"n", PW_RPC_T_INT, false, 0},
+    {"paths", PW_RPC_T_STRING_ARRAY, true, 3}, {"op", PW_RPC_T_STRING, false, 16},
+    {"dir", PW_RPC_T_BOOL, false, 0},	       {"n", PW_RPC_T_INT, false, 0},
+    {"o", PW_RPC_T_OBJECT, false, 0},	       {"os", PW_RPC_T_OBJECT_ARRAY, false, 2},
 };
 
 static void expect_params(const char *json, int want, const char *msg_part)
@@ -313,4 +312,11 @@ Test(proto, params_schema)
 	expect_params("{\"paths\":[],\"dir\":1}", -EINVAL, "expected a boolean");
 	expect_params("{\"paths\":[],\"n\":1.5}", -EINVAL, "expected an integer");
 	expect_params("{\"paths\":[],\"zzz\\n\\u00e9\":1}", -EINVAL, "params.zzz???: unknown");
+
+	/* Objects, and arrays of them (the text.* methods' refusals and results). */
+	expect_params("{\"paths\":[],\"o\":{\"a\":[1]},\"os\":[{},{\"b\":2}]}", 0, NULL);
+	expect_params("{\"paths\":[],\"o\":[]}", -EINVAL, "params.o: expected an object");
+	expect_params("{\"paths\":[],\"os\":{}}", -EINVAL, "expected an array of objects");
+	expect_params("{\"paths\":[],\"os\":[{},1]}", -EINVAL, "params.os[1]: expected an object");
+	expect_params("{\"paths\":[],\"os\":[{},{},{}]}", -EINVAL, "more than 2 items");
 }

@@ -26,6 +26,7 @@ export class RpcError extends Error {
 }
 
 /** Error codes of docs/PROTOCOL.md that the extension acts on. */
+export const RPC_METHOD_NOT_FOUND = -32601;
 export const RPC_REFUSED = -32002;
 export const RPC_UNKNOWN_MODE = -32001;
 

@@ -1,22 +1,30 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The texts an agent reads (mcp.h): a C port of integrations/pi/src/text.ts and
- * refusals.ts. Two promises hold, as there: byte stability (the announcement and the
- * system section depend only on the policy and the body) and truth (the patterns and the
- * rule named are the daemon's own rules). tests/agents/test_mcp_proto.py compares the
- * announcement with the one the Pi extension builds for every bundled mode.
+ * The texts an agent reads (agent_text.h), written once: the Pi extension asks the daemon
+ * for them (fs/ctl/methods.c, text.*), `piworkfs mcp` and `piworkfs hook` call them here.
+ * They began as integrations/pi/src/text.ts, ported byte for byte; that file now holds
+ * only what the person reads in Pi.
  */
+#include "agent_text.h"
+
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent.h"
 #include "util.h"
 
+#define TAG PW_TEXT_TAG
+
 /* How to proceed after a refusal by the lane: no mode switch helps. */
-#define PW_AGENT_LANE_HOW                                                                          \
+#define LANE_HOW                                                                                   \
 	"The lane holds in every mode: leave the path to the agent whose lane it is, or tell "     \
 	"the person what you needed; don't work around the refusal."
+
+/* Said when the view's originals store is full (status.store_full, issue 27). */
+#define STORE_FULL                                                                                 \
+	" Undo is incomplete: the originals store is full, so some changes from now on are not "   \
+	"kept and cannot be undone."
 
 /* ---- building strings ---------------------------------------------------------------- */
 
@@ -101,12 +109,17 @@ static json_t *writable_patterns(json_t *policy)
 	return out;
 }
 
+/* The strings of ARR joined by ", " (anything else in it is skipped). */
 static void put_joined(FILE *f, json_t *arr)
 {
-	size_t i;
+	size_t i, n = 0;
 	json_t *v;
 
-	json_array_foreach(arr, i, v) fprintf(f, "%s%s", i ? ", " : "", json_string_value(v));
+	json_array_foreach(arr, i, v)
+	{
+		if (json_is_string(v))
+			fprintf(f, "%s%s", n++ ? ", " : "", json_string_value(v));
+	}
 }
 
 static bool policy_writes_nothing(json_t *policy)
@@ -115,7 +128,7 @@ static bool policy_writes_nothing(json_t *policy)
 	       json_is_true(json_object_get(policy, "writes_nothing"));
 }
 
-/* writesOnlyPlans() of text.ts: does the mode write its plans folder and nothing else (plan)?
+/* Does the mode write its plans folder and nothing else (plan)?
  * Its plans folder, or NULL. */
 static const char *writes_only_plans(json_t *policy)
 {
@@ -141,7 +154,7 @@ static json_t *lane_of(json_t *policy)
 	return json_array_size(lane) ? lane : NULL;
 }
 
-/* laneSentence() of text.ts: the lane, where the mode writes anything. */
+/* The lane sentence of the announcement, where the mode writes anything. */
 static void put_lane_sentence(FILE *f, json_t *policy)
 {
 	json_t *lane = lane_of(policy);
@@ -153,7 +166,7 @@ static void put_lane_sentence(FILE *f, json_t *policy)
 	fputs("; writes outside it are refused in every mode, whatever the mode allows.", f);
 }
 
-/* baseWritableText() of text.ts, written to F: what the mode writes, lane aside. */
+/* What the mode writes, in words, written to F, lane aside. */
 static void put_base_writable(FILE *f, json_t *policy)
 {
 	json_t *w, *prot, *deny;
@@ -198,7 +211,7 @@ static void put_base_writable(FILE *f, json_t *policy)
 	json_decref(w);
 }
 
-/* writableText() of text.ts: the base text, and the lane that narrows it. */
+/* What the mode writes, and the lane that narrows it. */
 static void put_writable(FILE *f, json_t *policy)
 {
 	put_base_writable(f, policy);
@@ -208,7 +221,7 @@ static void put_writable(FILE *f, json_t *policy)
 	}
 }
 
-char *pw_agent_writable_text(json_t *policy)
+char *pw_text_writable(json_t *policy)
 {
 	sbuf b;
 
@@ -228,66 +241,73 @@ static char *base_writable_text(json_t *policy)
 	return sb_take(&b);
 }
 
-char *pw_agent_announcement(json_t *policy)
+/* The announcement of POLICY's rules, written to F. */
+static void put_rules(FILE *f, json_t *policy)
 {
 	json_t *hide = patterns(policy, "hide", NULL);
 	const char *mode = jstr(policy, "mode");
-	sbuf b;
 
-	if (!sb_open(&b)) {
-		json_decref(hide);
-		return NULL;
-	}
-	fprintf(b.f, "%s Active mode: %s.", PW_AGENT_TAG, mode ? mode : "?");
+	fprintf(f, "%s Active mode: %s.", TAG, mode ? mode : "?");
 	if (json_is_true(json_object_get(policy, "fail_closed"))) {
 		const char *why = jstr(policy, "fail_reason");
-		fprintf(b.f, " Failing closed (%s): nothing is writable until the person fixes it.",
+		fprintf(f, " Failing closed (%s): nothing is writable until the person fixes it.",
 			why ? why : "the mode's file is broken");
 	} else if (json_is_true(json_object_get(policy, "writes_nothing"))) {
-		fputs(" Read-only: every write in the project fails (EROFS).", b.f);
+		fputs(" Read-only: every write in the project fails (EROFS).", f);
 	} else if (writes_only_plans(policy)) {
-		fprintf(b.f,
+		fprintf(f,
 			" Read-only: every write in the project fails (EROFS), but the plan files "
 			"in %s/ that are not approved.",
 			writes_only_plans(policy));
-		put_lane_sentence(b.f, policy);
+		put_lane_sentence(f, policy);
 	} else {
 		json_t *w = writable_patterns(policy);
 		if (has_string(w, "**")) {
 			_cleanup_free_ char *t = base_writable_text(policy);
 			if (streq_ptr(t, "everything") && !lane_of(policy))
 				fputs(" No restrictions: everything in the project is writable.",
-				      b.f);
+				      f);
 			else
-				fprintf(b.f, " Writable: %s.", t ? t : "?");
+				fprintf(f, " Writable: %s.", t ? t : "?");
 		} else {
 			json_t *deny = patterns(policy, "deny", NULL);
 			json_t *prot = patterns(policy, "protected", NULL);
-			fputs(" Writable: ", b.f);
-			put_joined(b.f, w);
-			fputs(". Read-only: everything else.", b.f);
+			fputs(" Writable: ", f);
+			put_joined(f, w);
+			fputs(". Read-only: everything else.", f);
 			if (json_array_size(deny)) {
-				fputs(" Denied: ", b.f);
-				put_joined(b.f, deny);
-				fputs(".", b.f);
+				fputs(" Denied: ", f);
+				put_joined(f, deny);
+				fputs(".", f);
 			}
 			if (json_array_size(prot)) {
-				fputs(" Protected: ", b.f);
-				put_joined(b.f, prot);
-				fputs(".", b.f);
+				fputs(" Protected: ", f);
+				put_joined(f, prot);
+				fputs(".", f);
 			}
 			json_decref(deny);
 			json_decref(prot);
 		}
 		json_decref(w);
-		put_lane_sentence(b.f, policy);
+		put_lane_sentence(f, policy);
 	}
 	if (json_array_size(hide)) {
-		fputs(" Hidden (absent from the view): ", b.f);
-		put_joined(b.f, hide);
-		fputs(".", b.f);
+		fputs(" Hidden (absent from the view): ", f);
+		put_joined(f, hide);
+		fputs(".", f);
 	}
 	json_decref(hide);
+}
+
+char *pw_text_announcement(json_t *policy, bool store_full)
+{
+	sbuf b;
+
+	if (!sb_open(&b))
+		return NULL;
+	put_rules(b.f, policy);
+	if (store_full)
+		fputs(STORE_FULL, b.f);
 	return sb_take(&b);
 }
 
@@ -313,7 +333,47 @@ static bool blank(const char *s)
 	return true;
 }
 
-char *pw_agent_system_section(const char *mode, const char *body)
+/* "\n\nBODY" trimmed, or nothing for a blank body. */
+static void put_body(FILE *f, const char *body)
+{
+	if (blank(body))
+		return;
+	fputs("\n\n", f);
+	put_trimmed(f, body);
+}
+
+char *pw_text_switch_announcement(json_t *policy, const char *body, const char *from,
+				  bool store_full)
+{
+	const char *mode = jstr(policy, "mode");
+	sbuf b;
+
+	if (!sb_open(&b))
+		return NULL;
+	fprintf(b.f,
+		"%s The person switched the mode from %s to %s during this task. This message "
+		"supersedes the mode section of the system prompt.\n",
+		TAG, from ? from : "?", mode ? mode : "?");
+	put_rules(b.f, policy);
+	if (store_full)
+		fputs(STORE_FULL, b.f);
+	put_body(b.f, body);
+	return sb_take(&b);
+}
+
+char *pw_text_session_switch(const char *from, const char *mode)
+{
+	char *s = NULL;
+
+	if (asprintf(&s,
+		     "%s The person switched the mode from %s to %s during this session. This "
+		     "message supersedes every earlier piworkfs mode section.",
+		     TAG, from ? from : "?", mode ? mode : "?") < 0)
+		return NULL;
+	return s;
+}
+
+char *pw_text_system_section(const char *mode, const char *body)
 {
 	sbuf b;
 
@@ -325,10 +385,33 @@ char *pw_agent_system_section(const char *mode, const char *body)
 	    "The project is a piworkfs view: the filesystem enforces the active mode for every "
 	    "process and tool. This section supersedes every earlier statement about the mode in "
 	    "this conversation, your own included; only a later \"%s\" message supersedes it.",
-	    mode, PW_AGENT_TAG);
-	if (!blank(body)) {
-		fputs("\n\n", b.f);
-		put_trimmed(b.f, body);
+	    mode ? mode : "?", TAG);
+	put_body(b.f, body);
+	return sb_take(&b);
+}
+
+char *pw_text_with_plan(const char *text, json_t *plan)
+{
+	json_t *a = json_object_get(plan, "active"), *next = json_object_get(a, "next");
+	const char *name = jstr(a, "name");
+	sbuf b;
+
+	if (!sb_open(&b))
+		return NULL;
+	fputs(text ? text : "", b.f);
+	if (json_is_object(a)) {
+		fprintf(b.f, "\n%s Active plan %s: %lld/%lld done", TAG, name ? name : "?",
+			(long long)json_integer_value(json_object_get(a, "done")),
+			(long long)json_integer_value(json_object_get(a, "total")));
+		if (json_is_object(next))
+			fprintf(
+			    b.f,
+			    "; next: task %lld, \"%s\". Mark it with the plan_done tool when it "
+			    "is done.",
+			    (long long)json_integer_value(json_object_get(next, "task")),
+			    jstr(next, "text") ? jstr(next, "text") : "");
+		else
+			fputs(".", b.f);
 	}
 	return sb_take(&b);
 }
@@ -386,7 +469,7 @@ static void put_origin(FILE *f, json_t *rule, const char *project)
 		fputs(file, f);
 }
 
-/* becauseText() of text.ts. */
+/* Why it was refused, as a clause: "no allow rule of design matches it". */
 static void put_because(FILE *f, json_t *r, const char *project)
 {
 	const char *mode = jstr(r, "mode"), *reason = jstr(r, "reason");
@@ -433,8 +516,55 @@ static void put_because(FILE *f, json_t *r, const char *project)
 	}
 }
 
-char *pw_agent_refusal_line(json_t *r, const char *writable, const char *hint_mode,
-			    const char *project, const char *agent, bool with_tool)
+int pw_text_ask_from_name(const char *name, pw_text_ask *ret)
+{
+	static const char *const names[] = {
+	    [PW_TEXT_ASK_WORDS] = "words",
+	    [PW_TEXT_ASK_COMMAND] = "command",
+	    [PW_TEXT_ASK_TOOL] = "tool",
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+		if (streq_ptr(name, names[i])) {
+			*ret = (pw_text_ask)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* How to get a looser mode, HINT_MODE, that would allow OP: the sentence ASK asks for. */
+static void put_ask(FILE *f, const char *op, const char *hint_mode, const char *agent,
+		    pw_text_ask ask)
+{
+	switch (ask) {
+	case PW_TEXT_ASK_COMMAND:
+		fprintf(
+		    f,
+		    "To %s it, ask the person for mode %s: run `piworkfs mode %s --reason \"why "
+		    "you need it\"`, which asks them and waits for their answer; don't work "
+		    "around the refusal.",
+		    op, hint_mode, hint_mode);
+		return;
+	case PW_TEXT_ASK_TOOL:
+		fprintf(
+		    f,
+		    "To %s it, call piworkfs_request_mode with mode %s (the person decides), or "
+		    "ask the person to run `piworkfs mode %s` outside %s; don't work around the "
+		    "refusal.",
+		    op, hint_mode, hint_mode, agent);
+		return;
+	case PW_TEXT_ASK_WORDS:
+		break;
+	}
+	fprintf(f,
+		"To %s it, ask the person to run `piworkfs mode %s` outside %s; don't work around "
+		"the refusal.",
+		op, hint_mode, agent);
+}
+
+char *pw_text_refusal_line(json_t *r, const char *writable, const char *hint_mode,
+			   const char *project, const char *agent, pw_text_ask ask)
 {
 	const char *mode = jstr(r, "mode"), *err = jstr(r, "errno"), *path = jstr(r, "path");
 	const char *op = op_word(jstr(r, "op")), *reason = jstr(r, "reason");
@@ -444,10 +574,12 @@ char *pw_agent_refusal_line(json_t *r, const char *writable, const char *hint_mo
 		mode = "the active";
 	if (!path || !path[0])
 		path = ".";
+	if (!agent)
+		agent = "the agent";
 	if (!sb_open(&b))
 		return NULL;
 	if (streq_ptr(reason, "hidden")) {
-		fprintf(b.f, "%s %s was hidden in %s mode", PW_AGENT_TAG, path, mode);
+		fprintf(b.f, "%s %s was hidden in %s mode", TAG, path, mode);
 		if (err)
 			fprintf(b.f, " (%s)", err);
 		fputs(": ", b.f);
@@ -455,7 +587,7 @@ char *pw_agent_refusal_line(json_t *r, const char *writable, const char *hint_mo
 		fputs(". It does not exist in the view; don't look for another way to it.", b.f);
 		return sb_take(&b);
 	}
-	fprintf(b.f, "%s Refused: %s %s", PW_AGENT_TAG, op, path);
+	fprintf(b.f, "%s Refused: %s %s", TAG, op, path);
 	if (err)
 		fprintf(b.f, " (%s)", err);
 	fprintf(b.f, " in %s mode, because ", mode);
@@ -474,24 +606,14 @@ char *pw_agent_refusal_line(json_t *r, const char *writable, const char *hint_mo
 			"`piworkfs plan reopen %.*s` outside %s.",
 			(int)n, base, agent);
 	} else if (streq_ptr(reason, "outside-lane"))
-		fputs(PW_AGENT_LANE_HOW, b.f);
+		fputs(LANE_HOW, b.f);
 	else if (streq_ptr(hint_mode, "off") && streq_ptr(reason, "protected"))
 		fputs(
 		    "Only mode off allows it: if it truly has to change, ask the person to change "
 		    "it themselves.",
 		    b.f);
-	else if (hint_mode && with_tool)
-		fprintf(
-		    b.f,
-		    "To %s it, call piworkfs_request_mode with mode %s (the person decides), or "
-		    "ask the person to run `piworkfs mode %s` outside %s; don't work around the "
-		    "refusal.",
-		    op, hint_mode, hint_mode, agent);
 	else if (hint_mode)
-		fprintf(b.f,
-			"To %s it, ask the person to run `piworkfs mode %s` outside %s; don't work "
-			"around the refusal.",
-			op, hint_mode, agent);
+		put_ask(b.f, op, hint_mode, agent, ask);
 	else
 		fputs(
 		    "No mode allows it; tell the person what you needed instead of working around "
@@ -500,7 +622,22 @@ char *pw_agent_refusal_line(json_t *r, const char *writable, const char *hint_mo
 	return sb_take(&b);
 }
 
-json_t *pw_agent_certain_refusals(json_t *res)
+char *pw_text_more_line(size_t n, const char *agent)
+{
+	char *s = NULL;
+
+	if (asprintf(
+		&s,
+		"%s ... and %zu more refused path%s (run `piworkfs log --denied` outside %s to "
+		"see them).",
+		TAG, n, n == 1 ? "" : "s", agent ? agent : "the agent") < 0)
+		return NULL;
+	return s;
+}
+
+/* ---- shell commands ------------------------------------------------------------------- */
+
+json_t *pw_text_certain_refusals(json_t *res)
 {
 	json_t *out = json_array(), *t;
 	size_t i;
@@ -519,18 +656,88 @@ json_t *pw_agent_certain_refusals(json_t *res)
 	return out;
 }
 
-char *pw_agent_bash_block_head(const char *mode)
+json_t *pw_text_target_refusal(json_t *t, const char *mode)
 {
-	char *s = NULL;
+	const char *path = jstr(t, "path"), *op = jstr(t, "op"), *reason = jstr(t, "reason");
+	json_t *err = json_object_get(t, "errno"), *rule = json_object_get(t, "rule");
 
-	if (asprintf(
-		&s,
+	return json_pack("{s:s,s:s,s:O,s:s,s:s,s:O}", "path", path && path[0] ? path : ".", "op",
+			 op && op[0] ? op : "write", "errno",
+			 json_is_string(err) ? err : json_null(), "reason",
+			 reason && reason[0] ? reason : "no-allow", "mode", mode ? mode : "?",
+			 "rule", json_is_object(rule) ? rule : json_null());
+}
+
+char *pw_text_bash_block(const char *mode, json_t *lines)
+{
+	size_t i;
+	json_t *l;
+	sbuf b;
+
+	if (!mode)
+		mode = "?";
+	if (!sb_open(&b))
+		return NULL;
+	fprintf(b.f,
 		"%s The command was not run: piworkfs checked it first and it would write where "
 		"%s mode refuses. Nothing ran and nothing changed. Rewrite the command to write "
 		"only where %s allows.",
-		PW_AGENT_TAG, mode, mode) < 0)
+		TAG, mode, mode);
+	json_array_foreach(lines, i, l)
+	{
+		if (json_is_string(l))
+			fprintf(b.f, "\n%s", json_string_value(l));
+	}
+	return sb_take(&b);
+}
+
+char *pw_text_bash_warn(json_t *targets, const char *mode)
+{
+	size_t i, n = 0;
+	json_t *t;
+	sbuf b;
+
+	if (!sb_open(&b))
 		return NULL;
-	return s;
+	fprintf(b.f,
+		"%s Before it ran, piworkfs found that this command writes where %s mode "
+		"refuses: ",
+		TAG, mode ? mode : "?");
+	json_array_foreach(targets, i, t)
+	{
+		if (jstr(t, "path"))
+			fprintf(b.f, "%s%s", n++ ? ", " : "", jstr(t, "path"));
+	}
+	fputs(".", b.f);
+	return sb_take(&b);
+}
+
+/* ---- overlapping writes --------------------------------------------------------------- */
+
+char *pw_text_overlap_line(const char *path, json_t *views)
+{
+	size_t i, n = 0;
+	json_t *o;
+	sbuf b;
+
+	if (!sb_open(&b))
+		return NULL;
+	fprintf(b.f, "%s Note: %s was also changed by another live view of the project, ", TAG,
+		path ? path : "?");
+	json_array_foreach(views, i, o)
+	{
+		json_t *set = json_object_get(o, "changeset");
+		fprintf(b.f, "%sthe view at %s", n++ ? " and " : "",
+			jstr(o, "mountpoint") ? jstr(o, "mountpoint") : "?");
+		if (json_is_integer(set))
+			fprintf(b.f, " (its change set %lld)", (long long)json_integer_value(set));
+	}
+	if (!n)
+		fputs("the view at ?", b.f);
+	fputs(", in its current work: your write went through, but check that it did not "
+	      "overwrite another agent's work (`piworkfs changes` shows both).",
+	      b.f);
+	return sb_take(&b);
 }
 
 /* ---- choosing the mode to suggest ----------------------------------------------------- */
@@ -551,7 +758,7 @@ static int ranked_cmp(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-json_t *pw_agent_rank_modes(json_t *modes)
+json_t *pw_text_rank_modes(json_t *modes)
 {
 	size_t n = json_array_size(modes), i, j;
 	ranked *v = calloc(n ? n : 1, sizeof(*v));
@@ -583,112 +790,4 @@ json_t *pw_agent_rank_modes(json_t *modes)
 		json_array_append_new(out, json_string(v[i].name));
 	free(v);
 	return out;
-}
-
-/* ---- reading a tool's output for refusals -------------------------------------------- */
-
-static bool line_reports(const char *s, size_t n)
-{
-	static const char *const words[] = {"EACCES", "EROFS", "ermission denied",
-					    "ead-only file system"};
-
-	for (size_t w = 0; w < ELEMENTSOF(words); w++) {
-		size_t wl = strlen(words[w]);
-		for (size_t i = 0; i + wl <= n; i++)
-			if (memcmp(s + i, words[w], wl) == 0)
-				return true;
-	}
-	return false;
-}
-
-bool pw_agent_reports_refusal(const char *text)
-{
-	return text && line_reports(text, strlen(text));
-}
-
-/* A candidate must look like a path: check calls any path the mode cannot write
- * "denied", so a word taken for a path would be explained as a refusal it was not. */
-static bool plausible(const char *s, size_t n)
-{
-	if (n == 0 || n > 4096 || memchr(s, '\n', n) || memchr(s, '\0', n))
-		return false;
-	if (n == 1 && s[0] == '.')
-		return false;
-	if (strspn(s, "0123456789") >= n)
-		return false;
-	if (s[0] == 'E' && n > 1) {
-		size_t k = 1;
-		while (k < n && ((s[k] >= 'A' && s[k] <= 'Z') || (s[k] >= '0' && s[k] <= '9')))
-			k++;
-		if (k == n)
-			return false; /* an error code */
-	}
-	for (size_t i = 0; i + 1 < n; i++)
-		if ((s[i] == '.' || s[i] == ',' || s[i] == ';') && s[i + 1] == ' ')
-			return false; /* prose */
-	if (n > 5 && strncmp(s, "line ", 5) == 0 && strspn(s + 5, "0123456789") == n - 5)
-		return false;
-	return true;
-}
-
-static void add_candidate(json_t *out, const char *s, size_t n)
-{
-	while (n && (*s == ' ' || *s == '\t')) {
-		s++;
-		n--;
-	}
-	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
-		n--;
-	if (!plausible(s, n))
-		return;
-	json_t *v = json_stringn(s, n);
-	if (v && !has_string(out, json_string_value(v)))
-		json_array_append(out, v);
-	json_decref(v);
-}
-
-/* In one line: quoted strings ('x', "x", `x`) and the segment before ": Permission
- * denied" / ": Read-only file system". */
-static void line_candidates(const char *s, size_t n, json_t *out)
-{
-	for (size_t i = 0; i < n; i++) {
-		char q = s[i];
-		if (q != '\'' && q != '"' && q != '`')
-			continue;
-		const char *e = memchr(s + i + 1, q, n - i - 1);
-		if (!e)
-			break;
-		add_candidate(out, s + i + 1, (size_t)(e - s - i - 1));
-		i = (size_t)(e - s);
-	}
-	static const char *const phrases[] = {": Permission denied", ": permission denied",
-					      ": Read-only file system", ": read-only file system"};
-	for (size_t p = 0; p < ELEMENTSOF(phrases); p++) {
-		size_t pl = strlen(phrases[p]);
-		for (size_t i = 0; i + pl <= n; i++) {
-			if (memcmp(s + i, phrases[p], pl) != 0)
-				continue;
-			size_t start = i;
-			while (start > 0 &&
-			       !(start >= 2 && s[start - 2] == ':' && s[start - 1] == ' '))
-				start--;
-			if (!memchr(s + start, '\'', i - start) &&
-			    !memchr(s + start, '"', i - start) &&
-			    !memchr(s + start, '`', i - start))
-				add_candidate(out, s + start, i - start);
-		}
-	}
-}
-
-void pw_agent_candidate_paths(const char *text, json_t *out)
-{
-	const char *s = text;
-
-	while (s && *s) {
-		const char *e = strchr(s, '\n');
-		size_t n = e ? (size_t)(e - s) : strlen(s);
-		if (line_reports(s, n))
-			line_candidates(s, n, out);
-		s = e ? e + 1 : NULL;
-	}
 }
