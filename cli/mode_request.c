@@ -105,7 +105,13 @@ int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char
 	/* One message per outcome (issue 36): the request was made, so the refusal that
 	 * led to it ("ask the person to run ...") is no longer what to do. Nobody sees it at
 	 * once: the person may still allow it, for as long as the request lives. */
-	if (streq_ptr(outcome, "pending"))
+	if (streq_ptr(outcome, "pending") && json_is_true(json_object_get(res, "needs_target")))
+		pw_err(cmd,
+		       "refused for now: 'piworkfs mode %s' loosens the mode, which needs the "
+		       "person's consent; asked them: they can allow it with 'piworkfs mode "
+		       "--approve %lld %s' where the view's daemon runs (within 2 minutes)",
+		       name, (long long)json_integer_value(json_object_get(res, "id")), name);
+	else if (streq_ptr(outcome, "pending"))
 		pw_err(cmd,
 		       "refused for now: 'piworkfs mode %s' loosens the mode, which needs the "
 		       "person's consent; asked them: they can allow it with 'piworkfs mode "
@@ -169,12 +175,18 @@ static bool names_pending(const char *cmd, json_t *p, const char *which)
 	return false;
 }
 
-int pw_mode_answer(const char *cmd, const char *mount, bool approve, const char *which, bool json)
+int pw_mode_answer(const char *cmd, const char *mount, bool approve, const char *which,
+		   const char *typed, bool json)
 {
 	_cleanup_free_ char *message = NULL, *by = NULL;
 	pw_ctl_conn *c = NULL;
 	json_t *res = NULL, *list = NULL, *p;
+	long long id;
 	int code = 0, r;
+
+	/* What the person typed as the target: after the id, or the target itself. */
+	if (approve && !typed && !parse_id(which, &id))
+		typed = which;
 
 	r = connect_view(cmd, mount, 0, &c);
 	if (r != PW_EXIT_OK)
@@ -199,8 +211,8 @@ int pw_mode_answer(const char *cmd, const char *mount, bool approve, const char 
 		     (int)getpid()) < 0)
 		by = NULL;
 	r = pw_ctl_call(c, "mode.request.answer",
-			json_pack("{s:O,s:b,s:s?}", "id", json_object_get(p, "id"), "approve",
-				  approve, "by", by),
+			json_pack("{s:O,s:b,s:s?,s:s*}", "id", json_object_get(p, "id"), "approve",
+				  approve, "by", by, "target", approve ? typed : NULL),
 			&res, &code, &message);
 	pw_ctl_close(c);
 	if (r < 0) {
@@ -235,25 +247,31 @@ void pw_mode_show_pending(const char *mount)
 				  pw_clock_ns(CLOCK_REALTIME)) /
 				 1000000000;
 		long long id = json_integer_value(json_object_get(p, "id"));
+		bool typed = json_is_true(json_object_get(p, "needs_target"));
 		printf(
 		    "pending request %lld: the agent asks you to approve plan %s (\"%s\"), %llds "
-		    "left\n  read it: piworkfs plan show %s\n  answer: piworkfs mode --approve %lld"
+		    "left\n  read it: piworkfs plan show %s\n  answer: piworkfs mode --approve "
+		    "%lld%s"
 		    "   or   piworkfs mode --deny\n",
 		    id, json_string_value(json_object_get(p, "plan")),
 		    json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0,
-		    json_string_value(json_object_get(p, "plan")), id);
+		    json_string_value(json_object_get(p, "plan")), id,
+		    typed ? " PLAN (the plan's name, typed)" : "");
 	} else if (json_is_object(p)) {
 		long long left = (json_integer_value(json_object_get(p, "expires_ns")) -
 				  pw_clock_ns(CLOCK_REALTIME)) /
 				 1000000000;
 		long long id = json_integer_value(json_object_get(p, "id"));
+		/* A request only `--approve ID MODE` allows: the person types the target. */
+		bool typed = json_is_true(json_object_get(p, "needs_target"));
 		printf(
 		    "pending request %lld: the agent asks to switch %s \xe2\x86\x92 %s (\"%s\"), "
-		    "%llds left\n  answer: piworkfs mode --approve %lld   or   piworkfs mode "
+		    "%llds left\n  answer: piworkfs mode --approve %lld%s   or   piworkfs mode "
 		    "--deny\n",
 		    id, json_string_value(json_object_get(p, "from")),
 		    json_string_value(json_object_get(p, "to")),
-		    json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0, id);
+		    json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0, id,
+		    typed ? " MODE (the mode it asks for, typed)" : "");
 	}
 	json_decref(res);
 }

@@ -70,6 +70,7 @@ enum {
 	PW_OPT_RUN,
 	PW_OPT_PODMAN,
 	PW_OPT_PODMAN_ARG,
+	PW_OPT_AGENT_SOCKET,
 };
 
 /* How a shell completes an option's argument or a command's operands. */
