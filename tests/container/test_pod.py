@@ -159,13 +159,15 @@ class Pod(unittest.TestCase):
         # (its own), and no mount of the project's or the state's volume.
         rc, out, err = self.agent(
             'echo "project: $(ls -A /project)"; echo "state: $(ls -A /state)"; '
-            'echo "run: $(ls -A /run)"; find / \\( -path /proc -o -path /sys \\) -prune -o '
+            'echo "run: $(ls -A /run)"; echo "net: $(ls /sys/class/net)"; '
+            'find / \\( -path /proc -o -path /sys \\) -prune -o '
             '\\( -name "state.db*" -o -type s \\) -print; cat /proc/self/mountinfo')
         self.assertEqual(rc, 0, err)
         self.assertIn("project: \n", out)
         self.assertIn("state: \n", out)
         run = re.search(r"^run: (.*)$", out, re.M).group(1)  # Podman's .containerenv
         self.assertNotIn("piworkfs", run)
+        self.assertIn("net: lo\n", out)  # run-pod's default: no network but loopback
         sockets = [ln for ln in out.splitlines() if ln.startswith("/") and " " not in ln]
         self.assertEqual(sockets, ["/agent/piworkfs.sock"], out)
         mounts = [ln.split() for ln in out.splitlines() if re.match(r"^\d+ \d+ ", ln)]
