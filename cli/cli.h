@@ -73,8 +73,11 @@ int pw_mount_helper(int argc, char **argv);
  * when there is none or it cannot be seen). The first two return an exit status. */
 int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char *reason,
 		const char *refusal, bool json);
+/* WHICH: the request's id or target mode (approve only); TYPED: the target typed after an
+ * id (NULL: none; a WHICH that is a mode is typed too), which the daemon requires for a
+ * request no run's terminal shows and which must be the request's or denies it. */
 int pw_mode_answer(const char *cmd, const char *mount, bool approve, const char *which,
-		   bool json); /* WHICH: the request's id or target mode (approve only) */
+		   const char *typed, bool json);
 /* VIEW_OPTION ends each command it prints, so that each works as printed from anywhere:
  * pw_mode_view_option's. */
 void pw_mode_show_pending(const char *mount, const char *view_option);

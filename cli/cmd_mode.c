@@ -15,7 +15,7 @@
 
 static const char mode_usage[] =
     "Usage: piworkfs mode [NAME] [--mount PATH | --run ID] [--json]\n"
-    "       piworkfs mode --approve ID|MODE | --deny\n"
+    "       piworkfs mode --approve ID [MODE] | --approve MODE | --deny\n"
     "\n"
     "Without NAME, show the live mode of the view containing the current directory and\n"
     "what it allows, and the agent's pending request to switch if there is one. With NAME,\n"
@@ -29,7 +29,9 @@ static const char mode_usage[] =
     "\n"
     "Options:\n"
     "      --approve ID|MODE  allow the agent's pending request, named by the id or the\n"
-    "                     target mode that `piworkfs mode` shows (switches as `mode NAME`)\n"
+    "                     target mode that `piworkfs mode` shows (switches as `mode NAME`);\n"
+    "                     a MODE after the ID is the target, typed: required for a request\n"
+    "                     from `mount --agent-socket` (a pod), and a wrong one denies\n"
     "      --deny         refuse it\n"
     "      --reason TEXT  inside the agent: why it asks (shown to the person)\n"
     "      --run ID       the own view of the run ID (see 'piworkfs status')\n"
@@ -411,12 +413,12 @@ static int mode_with_view(const char *cmd, const opts *o)
 	const char *name = o->name;
 	int code = 0, status, r;
 
-	if (o->answer >= 0 && name) {
-		pw_err(cmd, "--approve and --deny take no mode: they answer the pending request");
+	if (o->answer == 0 && name) {
+		pw_err(cmd, "--deny takes no mode: it answers the pending request");
 		return PW_EXIT_USAGE;
 	}
-	if (o->answer >= 0)
-		return pw_mode_answer(cmd, o->mount, o->answer == 1, o->approve, o->json);
+	if (o->answer >= 0) /* --approve ID NAME: NAME is the target, typed */
+		return pw_mode_answer(cmd, o->mount, o->answer == 1, o->approve, name, o->json);
 	if (name)
 		r = pw_ctl_call_at_data(o->mount, "mode.set", mode_params(name), &res, &code,
 					&message, &data);

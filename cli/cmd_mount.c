@@ -84,6 +84,10 @@
 	"      --socket-dir DIR   where the control socket goes (default:\n"                       \
 	"                         $XDG_RUNTIME_DIR/piworkfs, for root /run/piworkfs, without\n"    \
 	"                         XDG_RUNTIME_DIR /tmp/piworkfs-UID)\n"                            \
+	"      --agent-socket PATH\n"                                                              \
+	"                         also an agent socket at PATH, outside the socket directory,\n"   \
+	"                         for an agent in another container (a pod: docs/DEPLOY.md);\n"    \
+	"                         its requests to loosen are allowed with the target typed\n"      \
 	"      --fuse-fd N        serve descriptor N, a /dev/fuse that another process opened "    \
 	"and\n"                                                                                    \
 	"                         mounted at MOUNTPOINT (type fuse.piworkfs, source PROJECT);\n"   \
@@ -326,14 +330,8 @@ static const char *const view_flags[] = {
     "no_watch", "no_audit", "no_originals", "log_allowed", NULL,
 };
 static const char *const view_valued[] = {
-    "mode",
-    "socket_dir",
-    "state_db",
-    "timeout",
-    "originals_keep",
-    "originals_max_file",
-    "originals_max_total",
-    NULL,
+    "mode",	      "socket_dir",	    "agent_socket",	   "state_db", "timeout",
+    "originals_keep", "originals_max_file", "originals_max_total", NULL,
 };
 /* What fstab and mount(8) pass that is for them, not for the filesystem. */
 static const char *const fstab_only[] = {
@@ -360,6 +358,8 @@ static int apply_view_option(const char *name, const char *value, pw_daemon_opts
 		o->mode = o->mode ? o->mode : value;
 	else if (streq(name, "socket_dir"))
 		o->socket_dir = o->socket_dir ? o->socket_dir : value;
+	else if (streq(name, "agent_socket"))
+		o->agent_socket = o->agent_socket ? o->agent_socket : value;
 	else if (streq(name, "state_db"))
 		o->state_db = o->state_db ? o->state_db : value;
 	else if (streq(name, "timeout"))
@@ -766,7 +766,7 @@ typedef struct mount_cli {
 	const char *fuse_opts; /* -o as given, then its FUSE options only */
 	bool json;
 	const char *project_arg, *mp_arg;
-	char *opts_copy, *fuse_only, *state_abs, *sockdir_abs;
+	char *opts_copy, *fuse_only, *state_abs, *sockdir_abs, *agent_abs;
 	int fuse_fd;		       /* --fuse-fd N as given (o.fuse_fd is the daemon's copy) */
 	const char *lane[PW_LANE_MAX]; /* --only GLOB, each (o.lane points here) */
 } mount_cli;
@@ -777,6 +777,7 @@ static void mount_cli_done(mount_cli *m)
 	free(m->fuse_only);
 	free(m->state_abs);
 	free(m->sockdir_abs);
+	free(m->agent_abs);
 }
 
 /* Applies option C (its argument in PO) to M. Returns an exit status. */
@@ -812,6 +813,9 @@ static int apply_mount_option(int c, const pw_opts *po, mount_cli *m)
 		break;
 	case PW_OPT_SOCKET_DIR:
 		o->socket_dir = po->arg;
+		break;
+	case PW_OPT_AGENT_SOCKET:
+		o->agent_socket = po->arg;
 		break;
 	case PW_OPT_AUDIT_QUEUE:
 		if (parse_number("--audit-queue", po->arg, &q) < 0)
@@ -1123,6 +1127,8 @@ static int prepare_mount(mount_cli *m, pw_cli_project *p, char **mp, char **fopt
 		r = absolute_option("--state-db", &o->state_db, &m->state_abs);
 	if (!r)
 		r = absolute_option("--socket-dir", &o->socket_dir, &m->sockdir_abs);
+	if (!r)
+		r = absolute_option("--agent-socket", &o->agent_socket, &m->agent_abs);
 	if (!r)
 		r = open_mount_project(m->project_arg, p);
 	if (!r && o->mode)

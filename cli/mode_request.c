@@ -136,13 +136,24 @@ int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char
 	 * once: the person may still allow it, for as long as the request lives. */
 	if (streq_ptr(outcome, "pending")) {
 		_cleanup_free_ char *where = run_option(mount);
-		pw_err(cmd,
-		       "refused for now: 'piworkfs mode %s' loosens the mode, which needs the "
-		       "person's consent; asked them: they can allow it with 'piworkfs mode "
-		       "--approve %lld%s' (or --approve %s) on their own terminal (within 2 "
-		       "minutes)",
-		       name, (long long)json_integer_value(json_object_get(res, "id")),
-		       where ? where : "", name);
+		bool typed = json_is_true(json_object_get(res, "needs_target"));
+		long long id = json_integer_value(json_object_get(res, "id"));
+
+		if (typed)
+			pw_err(cmd,
+			       "refused for now: 'piworkfs mode %s' loosens the mode, which needs "
+			       "the person's consent; asked them: they can allow it with 'piworkfs "
+			       "mode --approve %lld %s%s' where the view's daemon runs (within 2 "
+			       "minutes)",
+			       name, id, name, where ? where : "");
+		else
+			pw_err(
+			    cmd,
+			    "refused for now: 'piworkfs mode %s' loosens the mode, which needs the "
+			    "person's consent; asked them: they can allow it with 'piworkfs mode "
+			    "--approve %lld%s' (or --approve %s) on their own terminal (within 2 "
+			    "minutes)",
+			    name, id, where ? where : "", name);
 	} else
 		pw_err(
 		    cmd, "not switched: the request was %s%s", outcome ? outcome : "not answered",
@@ -201,12 +212,18 @@ static bool names_pending(const char *cmd, json_t *p, const char *which)
 	return false;
 }
 
-int pw_mode_answer(const char *cmd, const char *mount, bool approve, const char *which, bool json)
+int pw_mode_answer(const char *cmd, const char *mount, bool approve, const char *which,
+		   const char *typed, bool json)
 {
 	_cleanup_free_ char *message = NULL, *by = NULL;
 	pw_ctl_conn *c = NULL;
 	json_t *res = NULL, *list = NULL, *p;
+	long long id;
 	int code = 0, r;
+
+	/* What the person typed as the target: after the id, or the target itself. */
+	if (approve && !typed && !parse_id(which, &id))
+		typed = which;
 
 	r = connect_view(cmd, mount, 0, &c);
 	if (r != PW_EXIT_OK)
@@ -231,8 +248,8 @@ int pw_mode_answer(const char *cmd, const char *mount, bool approve, const char 
 		     (int)getpid()) < 0)
 		by = NULL;
 	r = pw_ctl_call(c, "mode.request.answer",
-			json_pack("{s:O,s:b,s:s?}", "id", json_object_get(p, "id"), "approve",
-				  approve, "by", by),
+			json_pack("{s:O,s:b,s:s?,s:s*}", "id", json_object_get(p, "id"), "approve",
+				  approve, "by", by, "target", approve ? typed : NULL),
 			&res, &code, &message);
 	pw_ctl_close(c);
 	if (r < 0) {
@@ -270,25 +287,30 @@ void pw_mode_show_pending(const char *mount, const char *view_option)
 				  pw_clock_ns(CLOCK_REALTIME)) /
 				 1000000000;
 		long long id = json_integer_value(json_object_get(p, "id"));
+		bool typed = json_is_true(json_object_get(p, "needs_target"));
 		printf(
 		    "pending request %lld: the agent asks you to approve plan %s (\"%s\"), %llds "
 		    "left\n  read it: piworkfs plan show %s%s\n  answer: piworkfs mode "
-		    "--approve %lld%s   or   piworkfs mode --deny%s\n",
+		    "--approve %lld%s%s   or   piworkfs mode --deny%s\n",
 		    id, json_string_value(json_object_get(p, "plan")),
 		    json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0,
-		    json_string_value(json_object_get(p, "plan")), m ? m : "", id, w, w);
+		    json_string_value(json_object_get(p, "plan")), m ? m : "", id,
+		    typed ? " PLAN (the plan's name, typed)" : "", w, w);
 	} else if (json_is_object(p)) {
 		long long left = (json_integer_value(json_object_get(p, "expires_ns")) -
 				  pw_clock_ns(CLOCK_REALTIME)) /
 				 1000000000;
 		long long id = json_integer_value(json_object_get(p, "id"));
+		/* A request only `--approve ID MODE` allows: the person types the target. */
+		bool typed = json_is_true(json_object_get(p, "needs_target"));
 		printf(
 		    "pending request %lld: the agent asks to switch %s \xe2\x86\x92 %s (\"%s\"), "
-		    "%llds left\n  answer: piworkfs mode --approve %lld%s   or   piworkfs mode "
+		    "%llds left\n  answer: piworkfs mode --approve %lld%s%s   or   piworkfs mode "
 		    "--deny%s\n",
 		    id, json_string_value(json_object_get(p, "from")),
 		    json_string_value(json_object_get(p, "to")),
-		    json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0, id, w, w);
+		    json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0, id,
+		    typed ? " MODE (the mode it asks for, typed)" : "", w, w);
 	}
 	json_decref(res);
 }

@@ -72,6 +72,8 @@ static const pw_option mount_opts[] = {
     {"log-allowed", 0, NULL, PW_OPT_LOG_ALLOWED, PW_COMPLETE_NONE, "log allowed mutations too"},
     {"state-db", 0, "PATH", PW_OPT_STATE_DB, PW_COMPLETE_FILE, "the state database"},
     {"socket-dir", 0, "DIR", PW_OPT_SOCKET_DIR, PW_COMPLETE_DIR, "the control socket directory"},
+    {"agent-socket", 0, "PATH", PW_OPT_AGENT_SOCKET, PW_COMPLETE_FILE,
+     "an agent socket at PATH, for an agent in another container"},
     {"audit-queue", 0, "N", PW_OPT_AUDIT_QUEUE, PW_COMPLETE_NONE, "the audit queue's length"},
     {"fuse-fd", 0, "N", PW_OPT_FUSE_FD, PW_COMPLETE_NONE,
      "serve descriptor N, a /dev/fuse mounted by another process"},

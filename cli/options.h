@@ -71,6 +71,7 @@ enum {
 	PW_OPT_PODMAN,
 	PW_OPT_PODMAN_ARG,
 	PW_OPT_VIEW, /* -M where the command names its project with -C (options.c, OPT_VIEW) */
+	PW_OPT_AGENT_SOCKET,
 };
 
 /* How a shell completes an option's argument or a command's operands. */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "undo/changes.h"
+#include "ctl/agent.h"
 #include "ctl/methods.h"
 #include "ctl/plan_methods.h"
 #include "ctl/request.h"
@@ -208,6 +209,8 @@ int pw_daemon_check_socket(const pw_daemon_opts *o, char **ret_msg)
 			: -ENAMETOOLONG;
 		return r;
 	}
+	if (r == 0 && o->agent_socket)
+		r = pw_ctl_agent_socket_check(o->agent_socket, dir, ret_msg);
 	return r;
 }
 
@@ -447,8 +450,21 @@ static int daemon_start_control(const pw_daemon_opts *o, daemon_parts *d, int re
 	 * skipped this view as not serving (ctl/peers.h). */
 	if (r == 0)
 		r = pw_view_sync_plans(d->view, NULL, NULL, NULL);
-	if (r < 0)
+	if (r < 0) {
 		report_error(ready_fd, "cannot start the control plane", strerror(-r));
+		return r;
+	}
+	/* After the mount and the control socket: an agent that waits for this socket to
+	 * answer finds the view serving. */
+	r = o->agent_socket ? pw_ctl_agent_open_at(d->ctl, o->agent_socket) : 0;
+	if (r < 0) {
+		_cleanup_free_ char *what = NULL;
+		if (asprintf(&what, "cannot create the agent socket %s", o->agent_socket) < 0)
+			what = NULL;
+		report_error(ready_fd, what ? what : "cannot create the agent socket",
+			     r == -EADDRINUSE ? "a live socket is there (another view's?)"
+					      : strerror(-r));
+	}
 	return r;
 }
 

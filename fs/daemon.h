@@ -28,11 +28,14 @@ typedef struct pw_daemon_opts {
 	int fuse_fd;
 	const char *bundled_dir, *global_dir;
 	const char *socket_dir; /* NULL: default */
-	const char *state_db;	/* NULL: default */
-	unsigned audit_queue;	/* 0: default */
-	bool no_audit;		/* record no audit events (benchmarks compare with it) */
-	bool log_allowed;	/* also record allowed mutations */
-	bool no_originals;	/* keep no originals before changes (undo impossible) */
+	/* `mount --agent-socket PATH`: an agent socket of the view's own at PATH, for an agent
+	 * in another container (ctl/agent.h, pw_ctl_agent_open_at); NULL: none. */
+	const char *agent_socket;
+	const char *state_db; /* NULL: default */
+	unsigned audit_queue; /* 0: default */
+	bool no_audit;	      /* record no audit events (benchmarks compare with it) */
+	bool log_allowed;     /* also record allowed mutations */
+	bool no_originals;    /* keep no originals before changes (undo impossible) */
 	unsigned long long originals_max_file;	/* size cap of a kept original; 0: default */
 	long long originals_keep_s;		/* retention by age, seconds; 0: default */
 	unsigned long long originals_max_total; /* retention by size, bytes; 0: default */
@@ -46,7 +49,8 @@ int pw_daemon_run(const pw_daemon_opts *o, int ready_fd);
 /*
  * Checks, before anything is mounted, that the control socket can be made: its directory
  * (o->socket_dir or the default) exists or is created as a private directory of ours, and
- * the socket's path fits. Returns 0, or -errno with *ret_msg (malloc'd, may be NULL) saying
- * what is wrong and what to do. `piworkfs mount` calls it in the foreground too.
+ * the socket's path fits; and that o->agent_socket, if any, is a usable path outside that
+ * directory (pw_ctl_agent_socket_check). Returns 0, or -errno with *ret_msg (malloc'd, may be NULL)
+ * saying what is wrong and what to do. `piworkfs mount` calls it in the foreground too.
  */
 int pw_daemon_check_socket(const pw_daemon_opts *o, char **ret_msg);

@@ -111,3 +111,10 @@ int pw_ctl_agent_open(pw_ctl_server *s, const pw_peer *peer, json_t **ret_result
 	*ret_result = o;
 	return 0;
 }
+
+int pw_ctl_agent_open_at(pw_ctl_server *s, const char *path)
+{
+	if (!path || path[0] != '/')
+		return -EINVAL;
+	return pw_ctl_server_add_typed_agent_socket(s, path);
+}

@@ -3,7 +3,7 @@
  * The `agent.open` control method: gives a view its agent socket, the restricted entrance
  * that `piworkfs run` binds into its sandbox (docs/SECURITY.md, docs/PROTOCOL.md).
  *
- * A view has at most one agent socket, at a path derived from its main socket's path (so
+ * A view has at most one shared agent socket, at a path derived from its main socket's path (so
  * every `piworkfs run` on the same view shares it and the server's listener table never
  * grows with the number of runs): the main socket's name with ".sock" replaced by
  * ".agent.sock", in the same 0700 directory. The server unlinks it when it stops.
@@ -43,3 +43,16 @@ int pw_ctl_agent_open(pw_ctl_server *s, const pw_peer *peer, json_t **ret_result
  */
 int pw_ctl_agent_open_own(pw_ctl_server *s, pw_ctl_client *c, json_t **ret_result,
 			  pw_ctl_fail *ret_fail);
+
+/*
+ * The agent socket of `mount --agent-socket PATH` (the daemon makes it at start, after the
+ * control socket): for an agent that no `piworkfs run` serves, in another container of a
+ * pod, which is given PATH's directory and never the operator socket's (docs/DEPLOY.md).
+ * Restricted like every agent socket, owned by nobody (it lives as long as the daemon), and
+ * its requests to loosen are allowed only with their target typed (ctl/request.h).
+ * PATH's directory is made (0700) when missing and otherwise left as it is (a volume's
+ * root); the socket is 0600 and a stale one at PATH is replaced. Returns 0, or -errno:
+ * -EADDRINUSE (a live socket is at PATH), -EEXIST (something that is not a socket is),
+ * -EMFILE (too many agent sockets), others from mkdir(2), socket(2) and bind(2).
+ */
+int pw_ctl_agent_open_at(pw_ctl_server *s, const char *path);

@@ -34,6 +34,7 @@ typedef struct request {
 	char reason[PW_REQUEST_REASON_MAX + 1];
 	char plan[PW_PLAN_NAME_MAX + 1]; /* plan.request_approval: the plan; "" for a switch */
 	uint64_t client, listener; /* the requester's connection and the socket it came through */
+	bool needs_target;	   /* allowed only with the target typed (mount --agent-socket) */
 	pid_t pid;
 	uid_t uid;
 	char comm[32];
@@ -154,10 +155,15 @@ void pw_ctl_request_clean_reason(const char *in, char *out)
 
 static json_t *request_json(const request *r)
 {
-	return json_pack("{s:I,s:s,s:s,s:s,s:i,s:s,s:I,s:I,s:s?}", "id", (json_int_t)r->id, "from",
-			 r->from, "to", r->to, "reason", r->reason, "pid", (int)r->pid, "comm",
-			 r->comm, "requested_ns", (json_int_t)r->created_ns, "expires_ns",
-			 (json_int_t)r->expires_ns, "plan", r->plan[0] ? r->plan : NULL);
+	json_t *o =
+	    json_pack("{s:I,s:s,s:s,s:s,s:i,s:s,s:I,s:I,s:s?}", "id", (json_int_t)r->id, "from",
+		      r->from, "to", r->to, "reason", r->reason, "pid", (int)r->pid, "comm",
+		      r->comm, "requested_ns", (json_int_t)r->created_ns, "expires_ns",
+		      (json_int_t)r->expires_ns, "plan", r->plan[0] ? r->plan : NULL);
+
+	if (o && r->needs_target)
+		json_object_set_new(o, "needs_target", json_true());
+	return o;
 }
 
 static json_t *outcome_json(uint64_t id, const char *what, const char *mode)
@@ -428,6 +434,7 @@ static int ask(pw_ctl_ctx *x, json_t **ret_result, const char *plan)
 				    r->reason);
 	r->client = pw_ctl_client_serial(c);
 	r->listener = pw_ctl_client_listener_serial(c);
+	r->needs_target = pw_ctl_client_needs_target(c);
 	r->pid = peer->pid;
 	r->uid = peer->uid;
 	snprintf(r->comm, sizeof(r->comm), "%s", peer->comm);
@@ -446,8 +453,9 @@ static int ask(pw_ctl_ctx *x, json_t **ret_result, const char *plan)
 	shown = pw_ctl_server_notify_operators(s, r->listener, "mode.request", request_json(r));
 	if (wait_ms > 0)
 		return block(r, c, wait_ms, ret_fail);
-	*ret_result = json_pack("{s:I,s:s,s:I,s:b}", "id", (json_int_t)r->id, "outcome", "pending",
-				"expires_ns", (json_int_t)r->expires_ns, "shown", shown > 0);
+	*ret_result = json_pack("{s:I,s:s,s:I,s:b,s:b}", "id", (json_int_t)r->id, "outcome",
+				"pending", "expires_ns", (json_int_t)r->expires_ns, "shown",
+				shown > 0, "needs_target", r->needs_target);
 	return *ret_result ? 0 : pw_ctl_fail_set(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 }
 
@@ -514,6 +522,42 @@ static int answer_plan(pw_ctl_ctx *x, pw_ctl_requests *rq, request *r, const pw_
 	return *ret_result ? 0 : pw_ctl_fail_set(x->fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 }
 
+/*
+ * The consent bar's rule for an answer that allows R: the target typed ("target", the mode
+ * or the plan's name) must be R's, or R is denied, as a key that does not continue the name
+ * denies on run's bar; and a request that no run's terminal shows (mount --agent-socket)
+ * is allowed only with its target typed, since an id alone may be copied from the agent's
+ * own output. Returns true to go on; false with x->fail filled.
+ */
+static bool typed_target_ok(pw_ctl_ctx *x, pw_ctl_requests *rq, request *r)
+{
+	const char *target = json_string_value(json_object_get(x->params, "target"));
+	char want[PW_PLAN_NAME_MAX + 1]; /* R's, copied: finish() frees R */
+	uint64_t id = r->id;
+
+	snprintf(want, sizeof(want), "%s", r->plan[0] ? r->plan : r->to);
+	if (target && !streq(target, want)) {
+		/* Recorded without the typed word: it is the answerer's, unchecked text. */
+		finish(x->server, rq, "denied",
+		       &(ending){"denied", pw_ctl_client_peer(x->client), "piworkfs mode --approve",
+				 "typed a target that is not the request's"});
+		pw_ctl_fail_set(x->fail, PW_RPC_REFUSED,
+				"request %llu asks for %s, not %s: denied, nothing switched",
+				(unsigned long long)id, want, target);
+		return false;
+	}
+	if (!target && r->needs_target) {
+		pw_ctl_fail_set(x->fail, PW_RPC_REFUSED,
+				"refused: request %llu came through an agent socket that no "
+				"terminal of a run shows; allow it by typing what it asks for "
+				"after its id (piworkfs mode --approve %llu NAME; 'piworkfs mode' "
+				"shows it)",
+				(unsigned long long)id, (unsigned long long)id);
+		return false;
+	}
+	return true;
+}
+
 static int m_answer(pw_ctl_ctx *x, json_t **ret_result)
 {
 	pw_ctl_server *s = x->server;
@@ -542,6 +586,8 @@ static int m_answer(pw_ctl_ctx *x, json_t **ret_result)
 	/* Who answered, as they say (their process is the connection's peer), and how. */
 	pw_ctl_request_clean_reason(by ? by : "", by_clean);
 	pw_ctl_request_clean_reason(how ? how : "", how_clean);
+	if (approve && !typed_target_ok(x, rq, r))
+		return PW_CTL_FAILED;
 	if (!approve) {
 		*ret_result = json_pack("{s:I,s:s}", "id", (json_int_t)r->id, "outcome", "denied");
 		finish(s, rq, "denied",
@@ -665,6 +711,7 @@ static const pw_rpc_param request_answer_params[] = {
     {"approve", PW_RPC_T_BOOL, true, 0},
     {"by", PW_RPC_T_STRING, false, 256},
     {"how", PW_RPC_T_STRING, false, 256},
+    {"target", PW_RPC_T_STRING, false, PW_PLAN_NAME_MAX},
 };
 
 static const pw_ctl_method methods[] = {

@@ -77,6 +77,7 @@ struct pw_ctl_client {
 	uint64_t listener_serial; /* the socket it came through */
 	json_t *cur_id;		  /* the id of the call being dispatched (borrowed) */
 	bool deferred;		  /* its handler deferred the reply */
+	bool needs_target;	  /* came through a socket of mount --agent-socket */
 	unsigned n_deferred;	  /* replies owed to it: not idle meanwhile */
 	/* Agent sockets: the client's PID namespace (pidns.h), taken at connect; a `denied`
 	 * notification reaches it only for a process in that namespace or below, submitted
@@ -96,6 +97,8 @@ typedef struct listener {
 	bool restricted;
 	uint64_t serial; /* never reused */
 	uint64_t owner;	 /* the operator client owning it (0: none; the view's shared one) */
+	bool
+	    needs_target; /* approving its requests takes the target typed (mount --agent-socket) */
 	size_t n_clients, max_clients; /* connected through this socket now; its limit */
 } listener;
 
@@ -645,6 +648,7 @@ static void accept_clients(pw_ctl_server *s, size_t li)
 		c->peer.uid = cred.uid;
 		c->peer.gid = cred.gid;
 		c->peer.restricted = l->restricted;
+		c->needs_target = l->needs_target;
 		c->peer.origin = l->restricted ? "agent-socket" : "socket";
 		pw_proc_comm(cred.pid, c->peer.comm, sizeof(c->peer.comm));
 		if (l->restricted)
@@ -1140,19 +1144,24 @@ fail:
 	return r;
 }
 
-static int add_agent_socket(pw_ctl_server *s, const char *path, uint64_t owner);
+static int add_agent_socket(pw_ctl_server *s, const char *path, uint64_t owner, bool needs_target);
 
 int pw_ctl_server_add_agent_socket(pw_ctl_server *s, const char *path)
 {
-	return add_agent_socket(s, path, 0);
+	return add_agent_socket(s, path, 0, false);
 }
 
 int pw_ctl_server_add_owned_agent_socket(pw_ctl_server *s, const char *path, uint64_t owner)
 {
-	return add_agent_socket(s, path, owner);
+	return add_agent_socket(s, path, owner, false);
 }
 
-static int add_agent_socket(pw_ctl_server *s, const char *path, uint64_t owner)
+int pw_ctl_server_add_typed_agent_socket(pw_ctl_server *s, const char *path)
+{
+	return add_agent_socket(s, path, 0, true);
+}
+
+static int add_agent_socket(pw_ctl_server *s, const char *path, uint64_t owner, bool needs_target)
 {
 	_cleanup_free_ char *dir = NULL;
 	char *slash;
@@ -1166,7 +1175,10 @@ static int add_agent_socket(pw_ctl_server *s, const char *path, uint64_t owner)
 	slash = strrchr(dir, '/');
 	if (slash != dir) {
 		*slash = 0;
-		r = pw_ctl_private_dir(dir);
+		/* A directory the person named (mount --agent-socket: a pod's volume, shared with
+		 * the agent's container) is made when missing but never chmod'ed: it may be /tmp
+		 * or a volume's root. The socket itself is 0600 either way. */
+		r = needs_target ? pw_db_mkdir_p(dir) : pw_ctl_private_dir(dir);
 		if (r < 0)
 			return r;
 	}
@@ -1185,6 +1197,7 @@ static int add_agent_socket(pw_ctl_server *s, const char *path, uint64_t owner)
 					      .restricted = true,
 					      .serial = ++s->next_serial,
 					      .owner = owner,
+					      .needs_target = needs_target,
 					      .max_clients = PW_AGENT_CLIENTS_MAX};
 	if (!s->pending[s->n_pending].path) {
 		pthread_mutex_unlock(&s->lock);
@@ -1308,6 +1321,11 @@ uint64_t pw_ctl_client_serial(const pw_ctl_client *c)
 uint64_t pw_ctl_client_listener_serial(const pw_ctl_client *c)
 {
 	return c->listener_serial;
+}
+
+bool pw_ctl_client_needs_target(const pw_ctl_client *c)
+{
+	return c->needs_target;
 }
 
 json_t *pw_ctl_client_defer(pw_ctl_client *c)

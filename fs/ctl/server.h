@@ -188,6 +188,17 @@ void pw_ctl_client_subscribe_requests(pw_ctl_client *c);
 int pw_ctl_server_add_owned_agent_socket(pw_ctl_server *s, const char *path, uint64_t owner);
 
 /*
+ * An agent socket for an agent that no run's terminal serves (`mount --agent-socket`: the
+ * agent container of a pod): owned by nobody, like the shared one, and its requests to
+ * loosen may be allowed only with their target typed, as run's consent bar asks
+ * (mode.request.answer's "target", ctl/request.h). Path as pw_ctl_server_add_agent_socket.
+ * Returns 0 or -errno.
+ */
+int pw_ctl_server_add_typed_agent_socket(pw_ctl_server *s, const char *path);
+/* Whether C came through such a socket. */
+bool pw_ctl_client_needs_target(const pw_ctl_client *c);
+
+/*
  * Slow work of a call, off the server thread (ctl/jobs.c): a bash analysis, a diff of many
  * files, an undo. On the server thread it would stall every other client for as long, and
  * an agent could then keep the person from being answered at all (docs/SECURITY.md,

@@ -7,6 +7,7 @@
 #include "sockets.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,5 +98,54 @@ int pw_ctl_private_dir(const char *dir)
 		return -EPERM;
 	if ((st.st_mode & 077) && chmod(dir, 0700) < 0)
 		return negative_errno();
+	return 0;
+}
+
+/* Sets *RET_MSG from FMT and returns ERR (-ENOMEM when the message cannot be made). */
+static int refuse(char **ret_msg, int err, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(ret_msg, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		*ret_msg = NULL;
+		return -ENOMEM;
+	}
+	return err;
+}
+
+int pw_ctl_agent_socket_check(const char *path, const char *operator_dir, char **ret_msg)
+{
+	_cleanup_free_ char *dir = NULL;
+	const char *slash = path ? strrchr(path, '/') : NULL;
+	struct stat a, b, st;
+
+	*ret_msg = NULL;
+	if (!path || path[0] != '/' || !slash[1])
+		return refuse(ret_msg, -EINVAL, "--agent-socket %s: not an absolute path of a file",
+			      path ? path : "");
+	if (strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+		return refuse(ret_msg, -ENAMETOOLONG,
+			      "--agent-socket %s: too long for a UNIX socket (at most %zu bytes)",
+			      path, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+	dir = slash == path ? strdup("/") : strndup(path, (size_t)(slash - path));
+	if (!dir)
+		return -ENOMEM;
+	if (stat(dir, &a) == 0 && !S_ISDIR(a.st_mode))
+		return refuse(ret_msg, -ENOTDIR, "--agent-socket %s: %s is not a directory", path,
+			      dir);
+	if (stat(dir, &a) == 0 && operator_dir && stat(operator_dir, &b) == 0 &&
+	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+		return refuse(ret_msg, -EINVAL,
+			      "--agent-socket %s: in the control socket's directory %s; whatever "
+			      "shows the agent its socket there shows it the operator socket too: "
+			      "give it a directory of its own",
+			      path, dir);
+	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode))
+		return refuse(ret_msg, -EEXIST, "--agent-socket %s: exists and is not a socket",
+			      path);
 	return 0;
 }

@@ -30,3 +30,14 @@ int pw_ctl_private_dir(const char *dir);
  * -ENAMETOOLONG (does not fit sun_path), -ENOMEM.
  */
 int pw_ctl_socket_path(const char *dir, const char *mountpoint, char **ret);
+
+/*
+ * Whether PATH can be the agent socket of `mount --agent-socket PATH` for a view whose
+ * operator socket lives in OPERATOR_DIR (docs/DEPLOY.md, "A pod"): an absolute path that fits
+ * sun_path, nothing but a socket there now, and a directory other than OPERATOR_DIR (compared
+ * by device and inode): the volume that shows the agent its socket must not show it the
+ * operator socket, whatever the agent's uid. The directory may be missing (the daemon makes
+ * it, 0700); an existing one is left as it is. Returns 0, or -errno with *ret_msg (malloc'd)
+ * saying what is wrong: -EINVAL, -ENAMETOOLONG, -ENOTDIR, -EEXIST, -ENOMEM (no message).
+ */
+int pw_ctl_agent_socket_check(const char *path, const char *operator_dir, char **ret_msg);

@@ -2,112 +2,33 @@
 """`piworkfs run --podman IMAGE`: the agent in a Podman container over the view (Python 3
 stdlib only).
 
-No registry is reachable, so the image is built here: a root file system of busybox (from
-Debian's busybox-static) and the piworkfs program under test with the libraries ldd names,
-as a tar for `podman import`. Podman keeps everything in the test's temp dir: its storage
-(vfs driver), run root and temp dir come from a containers.conf and a storage.conf there
-(CONTAINERS_CONF, CONTAINERS_STORAGE_CONF), so the test leaves nothing behind.
-
-That containers.conf also says what this kind of machine needs (docs/SECURITY.md, "In a
-container"): root without CAP_SYS_RESOURCE cannot raise the open-files and processes limits
-Podman asks for by default (the OCI runtime's setrlimit fails with EPERM), so the defaults
-are set lower; and where cgroup v1 and v2 controllers are mixed ("hybrid"), crun refuses to
-start ("cgroups in hybrid mode not supported"), so runc runs the container when installed.
-
-Skipped (exit 77, with the reason) when not root, when podman or busybox-static is missing,
-or when Podman cannot start a container here at all (its error is printed).
+No registry is reachable, so the image is built here: the root file system that
+integrations/kubernetes/build-image stages (busybox from Debian's busybox-static, the
+piworkfs program under test with the libraries it loads), as a tar for `podman import`. Podman keeps everything in the test's temp dir, and the test
+is skipped (exit 77, with the reason) where Podman cannot start a container
+(podman_env.py).
 
 Environment: $PIWORKFS is the binary under test, $PIWORKFS_DEMO the demo project,
 $SOURCE_MODES the bundled modes.
 """
 
-import io
 import os
 import shutil
 import signal
 import subprocess
-import sys
-import tarfile
 import tempfile
 import time
 import unittest
 
+from podman_env import Podman, preflight  # beside this file
 from run_case import (DEADLINE, LOOSEN_HINT, PIWORKFS, RunCase,  # tests/lib, on PYTHONPATH
                       Terminal)
+from harness import SOURCE  # tests/lib
 
-BUSYBOX = "/bin/busybox"
+BUILD_IMAGE = os.path.join(SOURCE, "integrations", "kubernetes", "build-image")
+
 IMAGE = "localhost/piworkfs-test-agent:1"
-SKIP = 77
 GRACE_S = 0.4  # keys read this soon after the consent bar appeared are dropped (run/ask.c)
-
-
-def mounts_under(top):
-    out = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            mp = line.split()[4].encode().decode("unicode_escape")
-            if mp == top or mp.startswith(top + "/"):
-                out.append(mp)
-    return out
-
-
-def libraries(program):
-    """The shared objects PROGRAM loads (ldd), the dynamic loader included."""
-    out = subprocess.run(["ldd", program], capture_output=True, text=True, check=True).stdout
-    libs = []
-    for line in out.splitlines():
-        parts = line.split()
-        if "=>" in parts:
-            path = parts[parts.index("=>") + 1]
-        elif parts and parts[0].startswith("/"):
-            path = parts[0]
-        else:
-            continue
-        if path.startswith("/"):
-            libs.append(path)
-    return libs
-
-
-def image_tar():
-    """The image's root file system as a tar (bytes)."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        def add_dir(name):
-            ti = tarfile.TarInfo(name.lstrip("/"))
-            ti.type, ti.mode = tarfile.DIRTYPE, 0o755
-            tar.addfile(ti)
-
-        def add_file(src, dst):
-            # Parent directories first; a library reached through a symlink is stored at
-            # the name the loader asks for.
-            parts = dst.strip("/").split("/")[:-1]
-            for i in range(1, len(parts) + 1):
-                d = "/".join(parts[:i])
-                if d not in seen:
-                    seen.add(d)
-                    add_dir(d)
-            with open(os.path.realpath(src), "rb") as f:
-                data = f.read()
-            ti = tarfile.TarInfo(dst.lstrip("/"))
-            ti.size, ti.mode = len(data), 0o755
-            tar.addfile(ti, io.BytesIO(data))
-
-        seen = set()
-        for d in ("bin", "tmp", "etc", "usr", "usr/local", "usr/local/bin"):
-            seen.add(d)
-            add_dir(d)
-        add_file(BUSYBOX, "/bin/busybox")
-        applets = subprocess.run([BUSYBOX, "--list"], capture_output=True, text=True,
-                                 check=True).stdout.split()
-        for name in applets:
-            if name != "busybox":
-                ti = tarfile.TarInfo("bin/" + name)
-                ti.type, ti.linkname = tarfile.SYMTYPE, "busybox"
-                tar.addfile(ti)
-        add_file(PIWORKFS, "/usr/local/bin/piworkfs")
-        for lib in libraries(PIWORKFS):
-            add_file(lib, lib)
-    return buf.getvalue()
 
 
 def cmdline(pid):
@@ -134,49 +55,6 @@ def descendants(pid):
     return out
 
 
-def skip(reason):
-    print("SKIP: " + reason)
-    sys.exit(SKIP)
-
-
-class Podman:
-    """Podman with its storage and state in DIR."""
-
-    def __init__(self, top):
-        self.top = top
-        conf = os.path.join(top, "containers.conf")
-        storage = os.path.join(top, "storage.conf")
-        runtime = 'runtime = "runc"\n' if shutil.which("runc") else ""
-        with open(conf, "w") as f:
-            f.write('[containers]\n'
-                    'default_ulimits = ["nofile=1024:1024", "nproc=1024:1024"]\n'
-                    '[engine]\n'
-                    'cgroup_manager = "cgroupfs"\n'
-                    'events_logger = "file"\n'
-                    'events_logfile_path = "%s/events.log"\n'
-                    'tmp_dir = "%s/libpod-tmp"\n'
-                    '%s'
-                    '[network]\n'
-                    'network_config_dir = "%s/net"\n' % (top, top, runtime, top))
-        with open(storage, "w") as f:
-            f.write('[storage]\n'
-                    'driver = "vfs"\n'
-                    'graphroot = "%s/graph"\n'
-                    'runroot = "%s/runroot"\n' % (top, top))
-        self.env = {"CONTAINERS_CONF": conf, "CONTAINERS_STORAGE_CONF": storage}
-
-    def __call__(self, *args, data=None):
-        env = dict(os.environ)
-        env.update(self.env)
-        return subprocess.run(["podman", *args], input=data, env=env, capture_output=True,
-                              timeout=DEADLINE)
-
-    def teardown(self):
-        self("rm", "--all", "--force", "--time", "0")
-        for mp in sorted(mounts_under(self.top), reverse=True):
-            subprocess.run(["umount", "-l", mp], stderr=subprocess.DEVNULL)
-
-
 class PodmanRun(RunCase):
     tmp_prefix = "t-"
     piworkfs_on_path = False
@@ -185,10 +63,14 @@ class PodmanRun(RunCase):
     def setUpClass(cls):
         cls.top = cls.tmp_parent = tempfile.mkdtemp(prefix="pw-podman-")
         cls.podman = Podman(cls.top)
-        p = cls.podman("import", "-", IMAGE, data=image_tar())
+        tar = os.path.join(cls.top, "rootfs.tar")
+        p = subprocess.run([BUILD_IMAGE, "--piworkfs", PIWORKFS, "--rootfs", tar],
+                           capture_output=True, timeout=DEADLINE)
+        if p.returncode == 0:
+            p = cls.podman("import", tar, IMAGE)
         if p.returncode != 0:
             cls.tearDownClass()
-            raise RuntimeError("podman import: " + p.stderr.decode())
+            raise RuntimeError("the image: " + p.stderr.decode())
 
     @classmethod
     def tearDownClass(cls):
@@ -392,35 +274,6 @@ class PodmanRun(RunCase):
         p = self.sh("true", "--ro-host")
         self.assertEqual(p.returncode, 2)
         self.assertIn("--ro-host", p.stderr)
-
-
-def preflight():
-    if os.geteuid() != 0:
-        skip("needs root: the test runs rootful Podman (the view's FUSE mount admits its "
-             "mounting user, who makes the bind)")
-    if not shutil.which("podman"):
-        skip("podman is not installed (scripts/setup installs it)")
-    if not os.access(BUSYBOX, os.X_OK):
-        skip("%s is missing (busybox-static; scripts/setup installs it)" % BUSYBOX)
-    # Can Podman start a container here at all? Its error is the reason.
-    top = tempfile.mkdtemp(prefix="pw-podman-probe-")
-    podman = Podman(top)
-    try:
-        with open(BUSYBOX, "rb") as f:
-            data = f.read()
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            ti = tarfile.TarInfo("true")
-            ti.size, ti.mode = len(data), 0o755
-            tar.addfile(ti, io.BytesIO(data))
-        p = podman("import", "-", "localhost/piworkfs-probe:1", data=buf.getvalue())
-        if p.returncode == 0:
-            p = podman("run", "--rm", "--network=none", "localhost/piworkfs-probe:1", "/true")
-        if p.returncode != 0:
-            skip("podman cannot run a container here: " + p.stderr.decode().strip())
-    finally:
-        podman.teardown()
-        shutil.rmtree(top, ignore_errors=True)
 
 
 if __name__ == "__main__":
