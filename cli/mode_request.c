@@ -294,8 +294,8 @@ void pw_mode_show_pending(const char *mount, const char *view_option)
 		    "--approve %lld%s%s   or   piworkfs mode --deny%s\n",
 		    id, json_string_value(json_object_get(p, "plan")),
 		    json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0,
-		    json_string_value(json_object_get(p, "plan")), m ? m : "", id,
-		    typed ? " PLAN (the plan's name, typed)" : "", w, w);
+		    json_string_value(json_object_get(p, "plan")), m ? m : "", id, w,
+		    typed ? " PLAN (the plan's name, typed)" : "", w);
 	} else if (json_is_object(p)) {
 		long long left = (json_integer_value(json_object_get(p, "expires_ns")) -
 				  pw_clock_ns(CLOCK_REALTIME)) /
@@ -309,8 +309,8 @@ void pw_mode_show_pending(const char *mount, const char *view_option)
 		    "--deny%s\n",
 		    id, json_string_value(json_object_get(p, "from")),
 		    json_string_value(json_object_get(p, "to")),
-		    json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0, id,
-		    typed ? " MODE (the mode it asks for, typed)" : "", w, w);
+		    json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0, id, w,
+		    typed ? " MODE (the mode it asks for, typed)" : "", w);
 	}
 	json_decref(res);
 }
