@@ -403,6 +403,27 @@ void pw_cli_unknown_mode(const char *cmd, const pw_modeset *ms, const char *mode
 		       list && *list ? list : "none");
 }
 
+/* The view -M named (pw_cli_name_view), for the program's one command; NULL: none. */
+static char *named_view;
+
+int pw_cli_name_view(const char *mountpoint)
+{
+	free(named_view);
+	named_view = strdup(mountpoint);
+	return named_view ? 0 : -ENOMEM;
+}
+
+const char *pw_cli_named_view(void)
+{
+	return named_view;
+}
+
+/* Where the live view is asked: the view named, else the current directory's. */
+static const char *live_at(const pw_cli_project *p)
+{
+	return named_view ? named_view : p ? p->cwd : NULL;
+}
+
 /*
  * The policy the live view of P decides with, read back from its `allowed` answer
  * (report.h): without MODE the very policy in force (its freezes and lane included), else
@@ -418,7 +439,7 @@ static int live_policy(const char *cmd, const pw_cli_project *p, const pw_modese
 	_cleanup_free_ char *msg = NULL;
 	const char *err = NULL;
 	int code = 0;
-	int r = pw_ctl_live_call(p->cwd, pw_cli_project_path(p), "allowed",
+	int r = pw_ctl_live_call(live_at(p), pw_cli_project_path(p), "allowed",
 				 mode ? json_pack("{s:s}", "mode", mode) : NULL, &res, &code, &msg,
 				 NULL);
 
@@ -557,27 +578,6 @@ int pw_cli_get_policy(const char *cmd, const pw_cli_project *p, const char *mode
 
 /* The live view's mode for the offline commands: the socket client asked with P's paths
  * (ctl_client.h), so the client needs nothing of the project. */
-/* The view -M named (pw_cli_name_view), for the program's one command; NULL: none. */
-static char *named_view;
-
-int pw_cli_name_view(const char *mountpoint)
-{
-	free(named_view);
-	named_view = strdup(mountpoint);
-	return named_view ? 0 : -ENOMEM;
-}
-
-const char *pw_cli_named_view(void)
-{
-	return named_view;
-}
-
-/* Where the live view is asked: the view named, else the current directory's. */
-static const char *live_at(const pw_cli_project *p)
-{
-	return named_view ? named_view : p ? p->cwd : NULL;
-}
-
 int pw_cli_live_mode(const pw_cli_project *p, char **ret_mode)
 {
 	return pw_ctl_live_mode(live_at(p), p ? pw_cli_project_path(p) : NULL, ret_mode);
