@@ -12,6 +12,7 @@ Fixture: the standard tree (tests/lib/harness.py) and an empty plans folder.
 
 import json
 import os
+import re
 import sqlite3
 import unittest
 
@@ -44,7 +45,9 @@ class SwitchHistory(harness.MountCase):
         return [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
 
     def table(self):
-        return self.run_pw("log", "--switches", "-C", self.project, check=True).stdout
+        """The table off a terminal, each row's rule (on the lines under it) joined to it."""
+        text = self.run_pw("log", "--switches", "-C", self.project, check=True).stdout
+        return re.sub(r"\n +", " ", text)
 
     def agent(self, v):
         """A connection to a fresh agent socket of V (closed at cleanup)."""
