@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "devio.h"
+#include "dircache.h"
 #include "fh.h"
 #include "fs_internal.h"
 #include "inode.h"
@@ -215,12 +216,16 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	fs->root_dev = st.st_dev;
 	pw_inode_set_root(fs, st.st_dev, st.st_ino);
 
-	/* Watches are added by lookups, which start once mounted: start the watcher first. */
+	/* Watches are added by lookups, which start once mounted: start the watcher first,
+	 * and the directory cache, whose guards are added beside the watches. */
 	r = pw_watch_start(fs);
 	if (r < 0) {
 		set_err(ret_err, "cannot watch %s: %s", o->project, strerror(-r));
 		goto fail;
 	}
+	r = pw_dircache_start(fs);
+	if (r < 0)
+		goto fail;
 	r = pw_inval_start(fs);
 	if (r < 0)
 		goto fail;
@@ -322,6 +327,7 @@ void pw_fs_free(pw_fs *fs)
 	}
 	pw_fh_close_all(fs);
 	pw_watch_free(fs);
+	pw_dircache_free(fs);
 	if (fs->root_fd >= 0)
 		close(fs->root_fd);
 	pw_policy_slot_free(fs);

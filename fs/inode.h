@@ -24,8 +24,9 @@ struct pw_nodes {
 	 * forgotten in O(1)) until the kernel forgets them or the table is freed. */
 	pw_inode *orphans;
 	/* The watcher's inotify descriptor (pw_inode_set_inotify), to drop a freed node's
-	 * watch; -1 when there is none. */
+	 * watch; -1 when there is none. And dircache.c's guard, for its watches. */
 	int inotify_fd;
+	int guard_fd;
 };
 
 /* Makes fs->nodes (0 or -ENOMEM); pw_inode_table_free frees it (accepts none made). */
@@ -35,6 +36,8 @@ void pw_inode_table_free(pw_fs *fs);
 void pw_inode_set_root(pw_fs *fs, dev_t dev, ino_t ino);
 /* The inotify descriptor watches were added with (watch.c, at start). */
 void pw_inode_set_inotify(pw_fs *fs, int fd);
+/* The guard's inotify descriptor (dircache.c, at start; -1 at its end). */
+void pw_inode_set_guard_fd(pw_fs *fs, int fd);
 /* Nodes the kernel knows now (takes the tree lock), for status. */
 size_t pw_inode_count(pw_fs *fs);
 
@@ -81,6 +84,8 @@ void pw_inode_renamed(pw_fs *fs, pw_inode *oldparent, const char *oldname, pw_in
 		      ino_t ino2);
 pw_inode *pw_inode_find_locked(pw_fs *fs, dev_t dev, ino_t ino);
 pw_inode *pw_inode_by_wd_locked(pw_fs *fs, int wd);
+/* Records N's watch (a node that loses its watch, -1, loses its guard too: the two are made
+ * together, watch.c). */
 void pw_inode_set_wd_locked(pw_fs *fs, pw_inode *n, int wd);
 /* Calls FN for every node (tree lock held for reading). */
 void pw_inode_foreach(pw_fs *fs, void (*fn)(pw_fs *fs, pw_inode *n, void *u), void *u);

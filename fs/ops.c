@@ -16,6 +16,7 @@
 
 #include "check.h"
 #include "devio.h"
+#include "dircache.h"
 #include "entry.h"
 #include "fh.h"
 #include "inode.h"
@@ -55,10 +56,10 @@ int pw_do_lookup(pw_req *r, int dirfd, bool made, struct fuse_entry_param *e, bo
 	const char *name = r->name;
 	if (ret_hidden)
 		*ret_hidden = false;
-	_cleanup_close_ int own = dirfd >= 0 ? -1 : pw_open_node(fs, parent, O_PATH);
-	if (dirfd < 0 && own < 0)
-		return own;
-	int pfd = dirfd >= 0 ? dirfd : own;
+	_cleanup_(pw_dir_close) pw_dir_ref own = PW_DIR_REF_INIT;
+	int pfd = dirfd >= 0 ? dirfd : pw_dir_open(fs, parent, &own);
+	if (pfd < 0)
+		return pfd;
 	pw_object o;
 	if (pw_object_at(pfd, name, AT_SYMLINK_NOFOLLOW, &o) < 0)
 		return negative_errno();
