@@ -28,10 +28,9 @@ int pw_stat_node(pw_fs *fs, pw_inode *n, struct stat *st)
 {
 	if (n->is_root)
 		return fstatat(fs->root_fd, "", st, AT_EMPTY_PATH) < 0 ? negative_errno() : 0;
-	_cleanup_close_ int fd = pw_open_node(fs, n, O_PATH);
-	if (fd < 0)
-		return fd;
-	return fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0 ? negative_errno() : 0;
+	/* The identity check's own fstat is the answer: the object it read is the node's. */
+	_cleanup_close_ int fd = pw_open_node_stat(fs, n, O_PATH, st);
+	return fd < 0 ? fd : 0;
 }
 
 /* A special file with an access ACL under allow_other (entry.c says why): looked up only for
@@ -243,12 +242,12 @@ static bool sets_both_times_only(int valid)
  * handle. Returns the descriptor (*RET_OWN: the caller closes it) or -errno.
  */
 static int setattr_fd(pw_fs *fs, pw_inode *n, struct fuse_file_info *fi, bool *ret_opath,
-		      bool *ret_own)
+		      bool *ret_own, struct stat *ret_st)
 {
 	*ret_opath = *ret_own = false;
 	if (fi && fi->fh)
 		return pw_fh_of(fi)->fd;
-	int fd = pw_open_node(fs, n, O_PATH);
+	int fd = pw_open_node_stat(fs, n, O_PATH, ret_st);
 	*ret_opath = fd >= 0;
 	if (fd == -ENOENT)
 		fd = pw_fh_dup_for(fs, n);
@@ -268,13 +267,17 @@ void pw_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 		 FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
 		 FUSE_SET_ATTR_MTIME_NOW;
 	bool opath, own;
-	int fd = setattr_fd(fs, n, fi, &opath, &own);
+	struct stat resolved;
+	int fd = setattr_fd(fs, n, fi, &opath, &own, &resolved);
 	_cleanup_close_ int owned = own ? fd : -1;
 	int err;
 	if (valid) {
 		/* The policy's answer comes first, as when the node is resolved after it: a
-		 * refusal reads the same whether or not the node could be opened. */
-		err = pw_check_node_ex(&r, pw_opmap_setattr((unsigned)valid), n, fd, NULL);
+		 * refusal reads the same whether or not the node could be opened. The link count
+		 * is the one the node's identity check has just read. */
+		pw_op op = pw_opmap_setattr((unsigned)valid);
+		err = opath ? pw_check_node_nlink(&r, op, n, (long)resolved.st_nlink)
+			    : pw_check_node_ex(&r, op, n, fd, NULL);
 		if (err == 0)
 			err = fd < 0 ? fd
 				     : pw_undo_keep_node(&r, n, pw_opmap_setattr((unsigned)valid));
