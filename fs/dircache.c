@@ -34,7 +34,8 @@
  *    send no events), and only directories on the project root's own device;
  *  - the view watches its tree (not -o no_watch), and the directory and every directory
  *    above it to the root carry a guard (a node whose watch could not be added is
- *    resolved every time);
+ *    resolved every time; guards stop at PW_DIRCACHE_GUARDS_MAX, so that they never take
+ *    from the watcher the inotify watches coherence needs);
  *  - the request runs with the daemon's own credentials: a root daemon serving another
  *    user (allow_other) checks that user's search permission on every directory of the
  *    path, which a descriptor kept from another caller's walk would skip.
@@ -55,6 +56,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -64,10 +66,10 @@
 #include "creds.h"
 #include "dircache.h"
 #include "inode.h"
+#include "pw_limits.h"
 #include "resolve.h"
 
 #define GUARD_MASK (IN_MOVE_SELF | IN_DELETE_SELF | IN_ATTRIB | IN_ONLYDIR)
-#define PW_DIRCACHE_SLOTS 64
 #define PW_DIRCACHE_WAYS 4
 #define PW_DIRCACHE_SETS (PW_DIRCACHE_SLOTS / PW_DIRCACHE_WAYS)
 #define SLOT_BORROWED -2 /* pw_dir_ref.slot of the root's own descriptor: never closed */
@@ -88,6 +90,9 @@ struct pw_dircache {
 	 * descriptor matches only the generation it was resolved in. */
 	atomic_uint seq;
 	atomic_uint_fast64_t gen;
+	/* Guard watches added and not yet seen to go (IN_IGNORED), at most
+	 * PW_DIRCACHE_GUARDS_MAX. */
+	atomic_int guards;
 	pthread_mutex_t drain_lock;
 	pthread_mutex_t lock; /* the slots and TICK */
 	uint64_t tick;
@@ -138,6 +143,7 @@ int pw_dircache_start(pw_fs *fs)
 		dc->guard_fd = -1;
 		return 0;
 	}
+	atomic_store(&dc->guards, 1);
 	pw_inode_root(fs)->guard_wd = wd;
 	pw_inode_set_guard_fd(fs, dc->guard_fd);
 	return 0;
@@ -166,10 +172,33 @@ int pw_dircache_add_guard(pw_fs *fs, int fd)
 	struct pw_dircache *dc = fs->dircache;
 	if (!dc || dc->guard_fd < 0)
 		return -1;
+	/* A cap, so that the guard never takes from the watcher what coherence needs. */
+	if (atomic_fetch_add(&dc->guards, 1) >= PW_DIRCACHE_GUARDS_MAX) {
+		atomic_fetch_sub(&dc->guards, 1);
+		return -1;
+	}
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	int wd = inotify_add_watch(dc->guard_fd, proc, GUARD_MASK);
+	if (wd < 0)
+		atomic_fetch_sub(&dc->guards, 1);
 	return wd < 0 ? -1 : wd;
+}
+
+/* The guard's watches, counted in its fdinfo: after events were lost (an overflow), the
+ * IN_IGNORED that kept the count may have been among them. */
+static int count_guards(int guard_fd)
+{
+	char path[64], line[512];
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", guard_fd);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return PW_DIRCACHE_GUARDS_MAX; /* unknown: add none */
+	int n = 0;
+	while (fgets(line, sizeof(line), f))
+		n += strncmp(line, "inotify wd:", 11) == 0;
+	fclose(f);
+	return n;
 }
 
 void pw_dircache_drop_guard(pw_fs *fs, int wd)
@@ -202,8 +231,18 @@ static void drain(struct pw_dircache *dc)
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	pthread_mutex_lock(&dc->drain_lock);
 	atomic_fetch_add(&dc->seq, 1);
-	while (read(dc->guard_fd, buf, sizeof(buf)) > 0)
-		;
+	bool lost = false;
+	for (ssize_t len; (len = read(dc->guard_fd, buf, sizeof(buf))) > 0;) {
+		for (char *p = buf; p < buf + len;) {
+			const struct inotify_event *ev = (const void *)p;
+			if (ev->mask & IN_IGNORED)
+				atomic_fetch_sub(&dc->guards, 1); /* a watch gone */
+			lost |= (ev->mask & IN_Q_OVERFLOW) != 0;
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+	if (lost)
+		atomic_store(&dc->guards, count_guards(dc->guard_fd));
 	uint64_t gen = atomic_fetch_add(&dc->gen, 1) + 1;
 	atomic_fetch_add(&dc->seq, 1);
 	pthread_mutex_unlock(&dc->drain_lock);
