@@ -802,11 +802,11 @@ def main():
     ap.add_argument("--dir", help="work directory (default: a new one under /var/tmp)")
     ap.add_argument("--switch-files", type=int, default=100000, help="inodes for the switch test (0: skip)")
     ap.add_argument("--json", help="also write the results as JSON to this file")
-    ap.add_argument("--scratch-tmpfs", action="store_true",
+    ap.add_argument("--scratch-tmpfs", action=argparse.BooleanOptionalAction, default=None,
                     help="put the write workloads' scratch directory on a tmpfs of its own "
-                         "(root only): an ext4 without a journal that has just deleted many "
-                         "files creates new ones many times slower for minutes, natively too, "
-                         "which hides what each system adds")
+                         "(root only; the default as root): an ext4 without a journal that "
+                         "has just deleted many files creates new ones many times slower for "
+                         "minutes, natively too, which hides what each system adds")
     ap.add_argument("--no-uring", action="store_true",
                     help="leave out the view over FUSE over io_uring (and the module parameter)")
     ap.add_argument("--baseline", metavar="REV",
@@ -818,6 +818,9 @@ def main():
                     help="mount every piworkfs view with --no-originals (issue #17's targets "
                          "are for originals off; bench/originals.py compares on and off)")
     args = ap.parse_args()
+    if args.scratch_tmpfs is None:
+        args.scratch_tmpfs = os.geteuid() == 0
+    started = time.monotonic()
 
     base = args.dir or tempfile.mkdtemp(prefix="piworkfs-bench-", dir="/var/tmp")
     print(f"work directory: {base}")
@@ -1171,6 +1174,7 @@ def main():
                        "throughput": scaling}, f, indent=2)
     if not args.dir:
         print(f"(work directory kept for reruns: --dir {base})")
+    print(f"(the bench took {(time.monotonic() - started) / 60:.0f} min)")
 
 
 if __name__ == "__main__":
