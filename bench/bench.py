@@ -820,7 +820,7 @@ def main():
     args = ap.parse_args()
     if args.scratch_tmpfs is None:
         args.scratch_tmpfs = os.geteuid() == 0
-    started = time.monotonic()
+    bench_start = time.monotonic()
 
     base = args.dir or tempfile.mkdtemp(prefix="piworkfs-bench-", dir="/var/tmp")
     print(f"work directory: {base}")
@@ -1174,7 +1174,7 @@ def main():
                        "throughput": scaling}, f, indent=2)
     if not args.dir:
         print(f"(work directory kept for reruns: --dir {base})")
-    print(f"(the bench took {(time.monotonic() - started) / 60:.0f} min)")
+    print(f"(the bench took {(time.monotonic() - bench_start) / 60:.0f} min)")
 
 
 if __name__ == "__main__":
