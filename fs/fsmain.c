@@ -288,8 +288,13 @@ int pw_fs_loop(pw_fs *fs)
 	if (!cfg)
 		return -ENOMEM;
 	fuse_loop_cfg_set_clone_fd(cfg, clone_fd_usable(fs));
-	fuse_loop_cfg_set_max_threads(cfg, 16);
-	fuse_loop_cfg_set_idle_threads(cfg, 4);
+	/* Workers, once made, stay: libfuse starts one whenever none is left waiting and ends
+	 * one that finds more idle than this, so with 4 a workload with a few requests in
+	 * flight at once (rg, make -j) made and ended a thread (clone, its stack, its /dev/fuse
+	 * clone) every few dozen requests. At most PW_FS_WORKERS_MAX wait, each with its
+	 * descriptor and a request buffer, whatever the load was. */
+	fuse_loop_cfg_set_max_threads(cfg, PW_FS_WORKERS_MAX);
+	fuse_loop_cfg_set_idle_threads(cfg, PW_FS_WORKERS_MAX);
 	int r = fuse_session_loop_mt(fs->se, cfg);
 	fuse_loop_cfg_destroy(cfg);
 	/* The kernel ends a connection with ENODEV (libfuse's clean end), but a thread that was
