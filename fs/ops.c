@@ -176,6 +176,28 @@ void pw_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_attr(req, &st, fs->timeout);
 }
 
+/* Whether utimensat takes AT_EMPTY_PATH (an O_PATH descriptor's own object): learned at the
+ * first use (a kernel without it answers EINVAL where the /proc path works). */
+static atomic_bool utimens_empty_path_refused;
+
+/* The times of the object O_PATH descriptor FD names (PROC: its /proc/self/fd path). Through
+ * the descriptor itself where the kernel allows it: a walk of the /proc magic link costs as
+ * much as the change (9 against 18 µs on this VM). -1 with errno on failure. */
+static int utimens_opath(int fd, const char *proc, const struct timespec tv[2])
+{
+	if (!atomic_load_explicit(&utimens_empty_path_refused, memory_order_relaxed)) {
+		int r = utimensat(fd, "", tv, AT_EMPTY_PATH);
+		if (r == 0 || errno != EINVAL)
+			return r;
+		/* EINVAL: bad times, or no AT_EMPTY_PATH here; the /proc path tells which */
+		if (utimensat(AT_FDCWD, proc, tv, 0) < 0)
+			return -1;
+		atomic_store(&utimens_empty_path_refused, true);
+		return 0;
+	}
+	return utimensat(AT_FDCWD, proc, tv, 0);
+}
+
 /* Applies the attribute changes of a SETATTR through FD (O_PATH or open). */
 static int apply_setattr(int fd, bool opath, struct stat *attr, int valid)
 {
@@ -212,7 +234,7 @@ static int apply_setattr(int fd, bool opath, struct stat *attr, int valid)
 			tv[1].tv_nsec = UTIME_NOW;
 		else if (valid & FUSE_SET_ATTR_MTIME)
 			tv[1] = attr->st_mtim;
-		int r = opath ? utimensat(AT_FDCWD, proc, tv, 0) : futimens(fd, tv);
+		int r = opath ? utimens_opath(fd, proc, tv) : futimens(fd, tv);
 		if (r < 0)
 			return negative_errno();
 	}
