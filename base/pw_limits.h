@@ -104,6 +104,16 @@
  * devio.c's pipes cannot be larger, the view's max_write is a page less than this (a 1 MiB
  * write(2) is then two WRITEs, and its data is still spliced) */
 #define PW_DEVIO_PIPE_MAX (1024 * 1024)
+/* libfuse's worker threads of a view: requests in flight at once (more wait in the kernel); a
+ * worker once made stays (fsmain.c) */
+#define PW_FS_WORKERS_MAX 16
+/* directory descriptors kept between requests (dircache.c; four per set, a power of two): the
+ * daemon's descriptors stay bounded whatever the tree's size */
+#define PW_DIRCACHE_SLOTS 64
+/* the dircache's guard watches, beside the watcher's own (both count against the user's
+ * inotify max_user_watches): directories past it are resolved every time, and the watcher
+ * keeps the rest of the budget for coherence */
+#define PW_DIRCACHE_GUARDS_MAX 8192
 
 /* ---- fs/ctl/: the control plane ---- */
 #define PW_RUN_ID_MAX 16 /* letters and digits of a run id (mkdtemp's six fit) */

@@ -217,15 +217,51 @@ def w_write1g(root, scratch):
                 os.path.join(root, "io"))
 
 
-def w_create_delete(root, scratch):
-    d = os.path.join(root, "scratch", scratch)
+def create_delete(d, count):
     os.makedirs(d, exist_ok=True)
-    for i in range(5000):
+    for i in range(count):
         with open(os.path.join(d, f"n{i}"), "w") as f:
             f.write("x")
-    for i in range(5000):
+    for i in range(count):
         os.unlink(os.path.join(d, f"n{i}"))
     os.rmdir(d)
+
+
+def w_create_delete(root, scratch):
+    create_delete(os.path.join(root, "scratch", scratch), 5000)
+
+
+def in_workers(n, fn):
+    """Runs FN(k) for k in 0..N-1 in N processes at once (fork); raises if one fails."""
+    pids = []
+    for k in range(n):
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                fn(k)
+            except BaseException:  # noqa: BLE001  (reported by the exit status)
+                code = 1
+            os._exit(code)
+        pids.append(pid)
+    failed = [pid for pid in pids if os.waitpid(pid, 0)[1] != 0]
+    if failed:
+        raise RuntimeError(f"{len(failed)} of {n} workers failed")
+
+
+def w_create_delete_par(n):
+    """The same 5,000 creates and deletes shared by N workers, each in a directory of its
+    own: the same work as create+delete 5k, so the times compare as throughputs."""
+    def run(root, scratch):
+        in_workers(n, lambda k: create_delete(
+            os.path.join(root, "scratch", f"{scratch}-w{k}"), 5000 // n))
+    return run
+
+
+def w_rg_threads(n):
+    def run(root, scratch):
+        drop_output(f"rg -j{n} -l zzzz_not_there . ; test $? -eq 1", os.path.join(root, "tree"))
+    return run
 
 
 TARBALL = None  # set in main: 5,000 small files, made once per work directory
@@ -271,7 +307,23 @@ WORKLOADS = {
     "create+delete 5k": (w_create_delete, True),
     "tar x 5k": (w_tar_x, True),
     "make -j2": (w_make, True),
+    # Concurrency: the same work by 1, 2 and 4 workers at once (create+delete 5k is the one
+    # worker of its row); the throughput table compares each system's times with its own
+    # single worker's.
+    "create+delete 5k x2": (w_create_delete_par(2), True),
+    "create+delete 5k x4": (w_create_delete_par(4), True),
+    "rg -j1": (w_rg_threads(1), False),
+    "rg -j2": (w_rg_threads(2), False),
+    "rg -j4": (w_rg_threads(4), False),
 }
+
+# The concurrency rows: (label, [(workers, workload)]) for the throughput table.
+CONCURRENCY = [
+    ("create+delete 5k", [(1, "create+delete 5k"), (2, "create+delete 5k x2"),
+                          (4, "create+delete 5k x4")]),
+    ("rg", [(1, "rg -j1"), (2, "rg -j2"), (4, "rg -j4")]),
+]
+WORKERS = {w: n for _, rows in CONCURRENCY for n, w in rows}
 
 
 # What a workload leaves behind, removed after its timing and its counts.
@@ -312,7 +364,7 @@ def workload_files(wname, nfiles, cproj_units=40):
     """The files a workload touches, for requests per file."""
     if wname in ("read 1 GiB", "write 1 GiB"):
         return 1
-    if wname in ("create+delete 5k", "tar x 5k"):
+    if wname.startswith("create+delete 5k") or wname == "tar x 5k":
         return 5000
     if wname == "make -j2":
         return cproj_units + 1
@@ -649,6 +701,88 @@ def before_after(before, after, table, rtt, workloads, label):
               + " | ".join(cells(w, before) + cells(w, after)) + " |")
 
 
+def coherent_peers(systems, table, wname, stale):
+    """The peers (FUSE systems other than piworkfs) that served WNAME and are not stale."""
+    return [s.name for s in systems if s.name != "native" and not s.pw and s.name not in stale
+            and "ratio" in table.get(wname, {}).get(s.name, {})]
+
+
+def summary(systems, table, stale, transports, workloads, label, failed, failed_on):
+    """The table for docs/PERF.md: per workload, native's time, every system's ratio to
+    native, each view's floor and measured / floor, the best coherent peer, and whether each
+    view is at or below it. Returns the verdicts {workload: {view: {...}}}."""
+    views = [s.name for s in systems if s.floor]
+    others = [s.name for s in systems if s.name != "native" and not s.floor]
+    print()
+    print("Summary (ratios to native, medians; floor = native + synchronous requests x round trip,"
+          " serial workloads only; best = the best coherent peer, stale or failed peers left out)")
+    cols = ["workload", "native"] + [label(n) for n in others]
+    for v in views:
+        t = transports.get(v) or "?"
+        cols += [f"{v} ({t})", "floor", "/ floor"]
+    cols += ["best coherent peer"] + [f"{v} <= best" for v in views]
+    print("| " + " | ".join(cols) + " |")
+    print("|---|" + "---:|" * (len(cols) - 1))
+    verdicts = {}
+    for w in workloads:
+        row = table.get(w, {})
+        nat = row.get("native", {}).get("median_s")
+        cells = [w, f"{nat:.3f} s" if nat else "n/a"]
+        for n in others:
+            r = row.get(n, {}).get("ratio")
+            gave_up = n in failed or (n, w) in failed_on
+            cells.append(f"{r:.2f}x" if r is not None else ("fails" if gave_up else "-"))
+        for v in views:
+            c = row.get(v, {})
+            r, floor = c.get("ratio"), c.get("floor_s")
+            cells.append(f"{r:.2f}x" if r is not None else "n/a")
+            cells.append(f"{floor / nat:.2f}x" if floor and nat else "-")
+            cells.append(f"{c['median_s'] / floor:.2f}" if floor and "median_s" in c else "-")
+        peers = coherent_peers(systems, table, w, stale)
+        best = min(peers, key=lambda n: row[n]["ratio"]) if peers else None
+        cells.append(f"{best} {row[best]['ratio']:.2f}x" if best else "none")
+        verdicts[w] = {}
+        for v in views:
+            r = row.get(v, {}).get("ratio")
+            ok = None if r is None or best is None else r <= row[best]["ratio"]
+            cells.append("-" if ok is None else ("yes" if ok else "no"))
+            c = row.get(v, {})
+            verdicts[w][v] = {"ratio": r, "best_peer": best,
+                              "best_peer_ratio": row[best]["ratio"] if best else None,
+                              "at_or_below_best": ok,
+                              "per_floor": c["median_s"] / c["floor_s"]
+                              if c.get("floor_s") and "median_s" in c else None}
+        print("| " + " | ".join(cells) + " |")
+    return verdicts
+
+
+def throughput(systems, table, workloads, label):
+    """Throughput with 1, 2 and 4 workers, relative to each system's own single worker
+    (time with one / time with N: 2.00 is twice the work per second). Returns it by row."""
+    rows = [(name, [(n, w) for n, w in ws if w in workloads]) for name, ws in CONCURRENCY]
+    rows = [(name, ws) for name, ws in rows if len(ws) > 1]
+    if not rows:
+        return {}
+    print()
+    print("Throughput with several workers at once, relative to the same system's one worker"
+          " (time of 1 / time of N; the same work at every level)")
+    names = [s.name for s in systems]
+    print("| workload | workers | " + " | ".join(label(n) for n in names) + " |")
+    print("|---|---:|" + "---:|" * len(names))
+    out = {}
+    for name, ws in rows:
+        one = {n: table.get(ws[0][1], {}).get(n, {}).get("median_s") for n in names}
+        for workers, w in ws:
+            cells = []
+            for n in names:
+                t = table.get(w, {}).get(n, {}).get("median_s")
+                x = one[n] / t if t and one[n] else None
+                out.setdefault(name, {}).setdefault(n, {})[workers] = x
+                cells.append(f"{x:.2f}" if x else "n/a")
+            print(f"| {name} | {workers} | " + " | ".join(cells) + " |")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--piworkfs", required=True)
@@ -668,11 +802,11 @@ def main():
     ap.add_argument("--dir", help="work directory (default: a new one under /var/tmp)")
     ap.add_argument("--switch-files", type=int, default=100000, help="inodes for the switch test (0: skip)")
     ap.add_argument("--json", help="also write the results as JSON to this file")
-    ap.add_argument("--scratch-tmpfs", action="store_true",
+    ap.add_argument("--scratch-tmpfs", action=argparse.BooleanOptionalAction, default=None,
                     help="put the write workloads' scratch directory on a tmpfs of its own "
-                         "(root only): an ext4 without a journal that has just deleted many "
-                         "files creates new ones many times slower for minutes, natively too, "
-                         "which hides what each system adds")
+                         "(root only; the default as root): an ext4 without a journal that "
+                         "has just deleted many files creates new ones many times slower for "
+                         "minutes, natively too, which hides what each system adds")
     ap.add_argument("--no-uring", action="store_true",
                     help="leave out the view over FUSE over io_uring (and the module parameter)")
     ap.add_argument("--baseline", metavar="REV",
@@ -684,6 +818,9 @@ def main():
                     help="mount every piworkfs view with --no-originals (issue #17's targets "
                          "are for originals off; bench/originals.py compares on and off)")
     args = ap.parse_args()
+    if args.scratch_tmpfs is None:
+        args.scratch_tmpfs = os.geteuid() == 0
+    bench_start = time.monotonic()
 
     base = args.dir or tempfile.mkdtemp(prefix="piworkfs-bench-", dir="/var/tmp")
     print(f"work directory: {base}")
@@ -912,12 +1049,12 @@ def main():
     print()
     print(f"Medians over {args.rounds} interleaved rounds, warm, {args.files}-file tree; ratio to native in brackets"
           + ("; piworkfs views with --no-originals" if args.no_originals else ""))
-    hdr = f"{'workload':<18}" + "".join(f"{label(n):>{width}}" for n in names)
+    hdr = f"{'workload':<21}" + "".join(f"{label(n):>{width}}" for n in names)
     print(hdr)
     table = {}
     for wname in workloads:
         nat = statistics.median(results[wname]["native"])
-        row = f"{wname:<18}"
+        row = f"{wname:<21}"
         table[wname] = {}
         for n in names:
             xs = results[wname][n]
@@ -946,19 +1083,25 @@ def main():
                 continue
             total = statistics.median(a for a, _, _ in runs)
             sync = statistics.median(b for _, b, _ in runs)
+            table[wname][view].update({"requests": total, "sync_requests": sync})
+            if WORKERS.get(wname, 1) > 1:
+                # Several workers wait for their round trips at once: the serial floor
+                # does not apply; the throughput table compares these rows.
+                print(f"  {wname:<21}{total:>9.0f} [{sync:>7.0f}]   (several workers: no serial floor)")
+                continue
             nat = table[wname]["native"]["median_s"]
             floor = nat + sync * r
-            table[wname][view].update({"requests": total, "sync_requests": sync, "floor_s": floor})
-            print(f"  {wname:<18}{total:>9.0f} [{sync:>7.0f}]   floor {floor:7.3f}s [{floor / nat:5.2f}x]"
+            table[wname][view]["floor_s"] = floor
+            print(f"  {wname:<21}{total:>9.0f} [{sync:>7.0f}]   floor {floor:7.3f}s [{floor / nat:5.2f}x]"
                   f"   {table[wname][view]['median_s'] / floor:5.2f}")
 
     # Machine-independent figures: requests per file, and the daemons' own CPU.
     print()
     print("Daemon CPU per run in ms (the process's CPU clock, median); for the views also requests"
           " per file (/f) and CPU per request in us (totals over all rounds)")
-    print(f"{'workload':<18}" + "".join(f"{label(n):>{width}}" for n in names if n != "native"))
+    print(f"{'workload':<21}" + "".join(f"{label(n):>{width}}" for n in names if n != "native"))
     for wname in workloads:
-        row = f"{wname:<18}"
+        row = f"{wname:<21}"
         for n in names:
             if n == "native":
                 continue
@@ -998,7 +1141,7 @@ def main():
                 if per >= 0.005:
                     ops[op] = per
             table[wname].setdefault(view, {})["ops_per_file"] = ops
-            print(f"    {wname:<18}" + ", ".join(f"{op} {n:.2f}" for op, n in
+            print(f"    {wname:<21}" + ", ".join(f"{op} {n:.2f}" for op, n in
                                                sorted(ops.items(), key=lambda kv: -kv[1])))
     if stale:
         print()
@@ -1007,6 +1150,8 @@ def main():
 
     for before, after in pairs:
         before_after(before, after, table, rtt, workloads, label)
+    verdicts = summary(systems, table, stale, transports, workloads, label, failed, failed_on)
+    scaling = throughput(systems, table, workloads, label)
 
     sw = None
     if args.switch_files:
@@ -1025,9 +1170,11 @@ def main():
                        "failed_on": {f"{n}: {w}": why for (n, w), why in failed_on.items()},
                        "baseline": baseline[2] if baseline else None,
                        "transports": transports,
-                       "before_after": pairs}, f, indent=2)
+                       "before_after": pairs, "summary": verdicts,
+                       "throughput": scaling}, f, indent=2)
     if not args.dir:
         print(f"(work directory kept for reruns: --dir {base})")
+    print(f"(the bench took {(time.monotonic() - bench_start) / 60:.0f} min)")
 
 
 if __name__ == "__main__":

@@ -1,21 +1,33 @@
 #!/usr/bin/env python3
-"""What a piworkfs daemon spends per request, and on what: this build against another
-commit, each view over a tmpfs project of its own (so the disk below adds nothing).
+"""What a piworkfs daemon spends per request, workload by workload, and on what: this build
+against another commit, each view over a tmpfs project of its own (so the disk below adds
+nothing), in interleaved rounds.
 
-Two measures, both from interleaved rounds of a create+delete of 2,000 files and a cold
-`ls -lR` of 5,000 (the kernel's names dropped first, as root):
+The workloads are the bench's kinds (bench/bench.py) on a smaller tree (5,000 files in 50
+directories, committed to git): git status, find, grep -r, rg, ls -lR (warm), ls -lR cold
+(the kernel's names dropped first, as root), a warm read and an overwrite of 64 MiB,
+create+delete of 2,000 files, and tar x of 2,000. Per workload and build:
 
-- CPU per request: the daemon's process CPU clock (clock_getcpuclockid, ns, every thread
-  counted) around each run, divided by the requests `status --json` counted. This is all of
-  it: the transport's wake-ups, the handlers' system calls, the view's own code.
-- With --handlers, each handler's time from its entry to its reply's write (uprobes through
+- requests per file, and CPU per request: the daemon's process CPU clock
+  (clock_getcpuclockid, ns, every thread) around each run, divided by the requests
+  `status --json` counted. All of it: the transport's wake-ups, the handlers' system calls,
+  the view's own code. Median of the rounds, and the least (the run the machine disturbed
+  least: on a shared machine the figure to compare builds by).
+- context switches per request (voluntary and involuntary, summed over the daemon's threads
+  from /proc/PID/task/*/status): each is a worker put to sleep and woken, the transport's
+  largest cost on /dev/fuse. Exact, whatever the machine's load.
+- with --syscalls, the daemon's system calls per request in one more run under
+  `strace -f -c` (those of sleeping threads left out: futex, poll, clock_nanosleep): exact
+  counts, the figure that says what a change saved.
+- with --handlers, each handler's time from its entry to its reply's write (uprobes through
   `perf probe`: pw_op_* and the session's writev hook), median per opcode: the view's own
   work for that request, without the transport. A uprobe costs a trap at each end, the same
   for both builds, so the figures compare builds; they are not absolute.
 
 Root only (tmpfs mounts, drop_caches, uprobes). Speed is reported, never asserted.
-    python3 bench/daemon_cost.py --piworkfs build/cli/piworkfs --modes modes --baseline 83bbf90
-    python3 bench/daemon_cost.py ... --handlers --rounds 4      # and per handler
+    python3 bench/daemon_cost.py --piworkfs build/cli/piworkfs --modes modes --baseline b094a77
+    python3 bench/daemon_cost.py ... --syscalls --rounds 5     # and exact system calls
+    python3 bench/daemon_cost.py ... --only "create+delete 2k" --handlers --rounds 4
     python3 bench/daemon_cost.py ... --uring                    # over FUSE over io_uring
 """
 import argparse
@@ -63,8 +75,15 @@ class View:
             os.makedirs(f"{self.project}/tree/d{d}")
             for i in range(100):
                 with open(f"{self.project}/tree/d{d}/f{i}.c", "w") as f:
-                    f.write(f"int f{i};\n")
+                    f.write(f"int f{i};\n" + "alpha beta gamma delta\n" * (i % 40))
         os.makedirs(f"{self.project}/scratch")
+        os.makedirs(f"{self.project}/io")
+        with open(f"{self.project}/io/read.bin", "wb") as f:
+            f.write(os.urandom(IO_BYTES))
+        with open(f"{self.project}/io/write.bin", "wb") as f:
+            f.write(b"\0" * IO_BYTES)
+        with open(f"{self.project}/.gitignore", "w") as f:
+            f.write("io/\nscratch/\n")  # git status walks the tree, not the I/O files
         git = ["git", "-C", self.project, "-c", "user.name=b", "-c", "user.email=b@x"]
         quiet(*git, "init", "-q")
         quiet(*git, "add", "-A")
@@ -145,6 +164,45 @@ def settle(v):
         last = now
 
 
+IO_BYTES = 64 << 20
+TAR_FILES = 2000
+TARBALL = None  # made once in main
+
+
+def sh(cmd, cwd):
+    subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=cwd, check=True,
+                   stdout=subprocess.DEVNULL)
+
+
+def w_git_status(v, tag):
+    sh("git status --porcelain", f"{v.mnt}")
+
+
+def w_find(v, tag):
+    sh("find . -type f | wc -l", f"{v.mnt}/tree")
+
+
+def w_grep(v, tag):
+    sh("grep -r -l zzzz_not_there . ; test $? -eq 1", f"{v.mnt}/tree")
+
+
+def w_rg(v, tag):
+    sh("rg -l zzzz_not_there . ; test $? -eq 1", f"{v.mnt}/tree")
+
+
+def w_list(v, tag):
+    sh("ls -lR . > /dev/null", f"{v.mnt}/tree")
+
+
+def w_read(v, tag):
+    sh("cat read.bin > /dev/null", f"{v.mnt}/io")
+
+
+def w_write(v, tag):
+    sh(f"dd if=/dev/zero of=write.bin bs=1M count={IO_BYTES >> 20} conv=notrunc 2>/dev/null",
+       f"{v.mnt}/io")
+
+
 def w_create(v, tag):
     d = f"{v.mnt}/scratch/{tag}"
     os.makedirs(d)
@@ -156,11 +214,95 @@ def w_create(v, tag):
     os.rmdir(d)
 
 
-def w_list_cold(v, tag):
-    subprocess.run(f"ls -lR {v.mnt}/tree > /dev/null", shell=True, check=True)
+def w_tar(v, tag):
+    d = f"{v.mnt}/scratch/tar-{tag}"
+    os.makedirs(d)
+    sh(f"tar xf {TARBALL} --no-same-owner --no-same-permissions", d)
 
 
-WORKLOADS = {"create+delete 2k": w_create, "ls -lR cold": w_list_cold}
+def c_tar(v, tag):
+    shutil.rmtree(f"{v.mnt}/scratch/tar-{tag}")
+
+
+def make_tarball(path):
+    src = path + ".d"
+    for i in range(TAR_FILES):
+        d = f"{src}/x/d{i % 20}"
+        os.makedirs(d, exist_ok=True)
+        with open(f"{d}/f{i}.c", "w") as f:
+            f.write(f"int f{i};\n")
+    sh(f"tar cf {path} x", src)
+    shutil.rmtree(src)
+
+
+# name -> (run, files it touches, cleanup after the measurement or None)
+WORKLOADS = {
+    "git status": (w_git_status, 5000, None),
+    "find": (w_find, 5000, None),
+    "grep -r": (w_grep, 5000, None),
+    "rg": (w_rg, 5000, None),
+    "ls -lR": (w_list, 5000, None),
+    "ls -lR cold": (w_list, 5000, None),
+    "read 64 MiB": (w_read, 1, None),
+    "write 64 MiB": (w_write, 1, None),
+    "create+delete 2k": (w_create, 2000, None),
+    "tar x 2k": (w_tar, TAR_FILES, c_tar),
+}
+
+
+def ctx_switches(pid):
+    """{tid: context switches so far (voluntary and involuntary)} of PID's threads."""
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                out[tid] = sum(int(line.split()[1]) for line in f if "ctxt_switches" in line)
+        except OSError:
+            pass
+    return out
+
+
+def switches_between(before, after):
+    """The context switches between two ctx_switches(): of the threads alive at the end (a
+    worker that ended in between takes its own with it: libfuse's come and go in bursts)."""
+    return sum(n - before.get(tid, 0) for tid, n in after.items())
+
+
+# System calls of threads that wait, left out of the counts: their number says how often a
+# thread slept, not what a request cost.
+WAITING = {"futex", "poll", "ppoll", "epoll_wait", "clock_nanosleep", "nanosleep",
+           "restart_syscall", "io_uring_enter"}
+
+
+def count_syscalls(v, wname, tag):
+    """One run of WNAME under strace -f -c: ({syscall: calls}, requests)."""
+    out = f"{v.base}/strace.txt"
+    st = subprocess.Popen(["strace", "-f", "-c", "-o", out, "-p", str(v.proc.pid)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1.5)  # strace attaches to every thread
+    if wname == "ls -lR cold":
+        drop_names()
+        settle(v)
+    q0 = v.requests()
+    run, _, cleanup = WORKLOADS[wname]
+    run(v, tag)
+    q1 = v.requests()
+    time.sleep(0.3)
+    st.send_signal(2)
+    st.wait()
+    if cleanup:
+        cleanup(v, tag)
+    calls = {}
+    with open(out) as f:
+        for line in f:
+            m = re.match(r"\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$", line)
+            if m and m.group(2) != "total" and m.group(2) not in WAITING:
+                calls[m.group(2)] = int(m.group(1))
+    return calls, q1 - q0
 
 
 def drop_names():
@@ -194,6 +336,15 @@ def handler_times(v, data, into):
             replied.discard((tid, ev))
 
 
+def rewarm(views, wname):
+    """After the cold listings of a round: the kernel's names were dropped for every view at
+    each one's turn (drop_caches is global), so the views listed first lost what their own
+    listing made. Untimed listings bring every view back to warm, equally."""
+    if wname == "ls -lR cold":
+        for v in views:
+            w_list(v, "rewarm")
+
+
 def run_once(v, wname, tag, record, cpu, handlers):
     if wname == "ls -lR cold":
         drop_names()
@@ -205,29 +356,58 @@ def run_once(v, wname, tag, record, cpu, handlers):
                                 str(v.proc.pid)], stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
         time.sleep(1.0)  # perf attaches its probes
-    q0, c0 = v.requests(), cpu_clock(v.proc.pid)
-    WORKLOADS[wname](v, tag)
-    c1 = cpu_clock(v.proc.pid)
+    run, _, cleanup = WORKLOADS[wname]
+    q0, c0, s0 = v.requests(), cpu_clock(v.proc.pid), ctx_switches(v.proc.pid)
+    run(v, tag)
+    c1, s1 = cpu_clock(v.proc.pid), ctx_switches(v.proc.pid)
+    sw = switches_between(s0, s1)
     q1 = v.requests()
+    if cleanup:
+        cleanup(v, tag)  # untimed, uncounted
     if rec:
         rec.send_signal(2)
         rec.wait()
         handler_times(v, data, handlers[v.name])
     elif record:
-        cpu[wname][v.name].append(((c1 - c0) * 1e6, q1 - q0))
+        cpu[wname][v.name].append(((c1 - c0) * 1e6, q1 - q0, sw))
 
 
-def report(views, cpu, handlers):
-    print("\nDaemon CPU per request, us (process CPU clock / requests counted; median of runs,"
-          " min-max)")
-    for wname in WORKLOADS:
-        print(f"  {wname}")
+def report(views, workloads, cpu, handlers, syscalls):
+    print("\nPer request, by workload (tmpfs projects; medians of the rounds, the least in"
+          " brackets)")
+    cols = ["workload", "requests/file"]
+    for v in views:
+        cols += [f"{v.name} CPU us", f"{v.name} switches"]
+        if syscalls:
+            cols.append(f"{v.name} syscalls")
+    print("| " + " | ".join(cols) + " |")
+    print("|---|" + "---:|" * (len(cols) - 1))
+    for wname in workloads:
+        files = WORKLOADS[wname][1]
+        cells = [wname]
+        reqs = [q for v in views for _, q, _ in cpu[wname][v.name]]
+        cells.append(f"{statistics.median(reqs) / files:.2f}" if reqs else "-")
         for v in views:
-            xs = cpu[wname][v.name]
-            per = [c / q for c, q in xs if q]
-            if per:
-                print(f"    {v.name:<22}{statistics.median(per):7.2f}   ({min(per):.2f}-"
-                      f"{max(per):.2f}; {statistics.median(q for _, q in xs):.0f} requests a run)")
+            xs = [(c / q, sw / q) for c, q, sw in cpu[wname][v.name] if q]
+            if xs:
+                per = [a for a, _ in xs]
+                cells.append(f"{statistics.median(per):.2f} ({min(per):.2f})")
+                cells.append(f"{statistics.median(b for _, b in xs):.2f}")
+            else:
+                cells += ["-", "-"]
+            if syscalls:
+                calls, q = syscalls.get(wname, {}).get(v.name, ({}, 0))
+                cells.append(f"{sum(calls.values()) / q:.2f}" if q else "-")
+        print("| " + " | ".join(cells) + " |")
+    if syscalls:
+        print("\nSystem calls per request by name (strace -f -c, one run; waiting ones left out)")
+        for wname in workloads:
+            for v in views:
+                calls, q = syscalls.get(wname, {}).get(v.name, ({}, 0))
+                if q:
+                    top = sorted(calls.items(), key=lambda kv: -kv[1])
+                    print(f"  {wname:<18}{v.name:<14}" + ", ".join(
+                        f"{k} {n / q:.2f}" for k, n in top if n / q >= 0.01))
     if not handlers:
         return
     print("\nHandler time, us, median (uprobes: entry to the reply's write, and to return)")
@@ -252,12 +432,22 @@ def main():
     ap.add_argument("--handlers", action="store_true", help="also time each handler (perf)")
     ap.add_argument("--uring", action="store_true", help="views over FUSE over io_uring")
     ap.add_argument("--dir", help="work directory (default: a new one under /var/tmp)")
+    ap.add_argument("--only", action="append", help="run only this workload (repeatable)")
+    ap.add_argument("--syscalls", action="store_true",
+                    help="also count the daemon's system calls per request (strace, one run)")
     args = ap.parse_args()
+    workloads = [w for w in WORKLOADS if not args.only or w in args.only]
+    if args.only and len(workloads) != len(args.only):
+        sys.exit(f"--only: workloads are {', '.join(WORKLOADS)}")
     if os.geteuid() != 0:
         sys.exit("daemon_cost.py: needs root (tmpfs mounts, drop_caches, perf probe)")
     if args.handlers and args.uring:
         sys.exit("--handlers: the reply hook is /dev/fuse's; leave out --uring")
     base = args.dir or tempfile.mkdtemp(prefix="piworkfs-daemon-cost-", dir="/var/tmp")
+    global TARBALL
+    TARBALL = os.path.join(base, "files.tar")
+    if not os.path.exists(TARBALL):
+        make_tarball(TARBALL)
     builds = [("build", os.path.abspath(args.piworkfs), os.path.abspath(args.modes))]
     if args.baseline:
         prog, modes, short = bench.build_baseline(args.baseline, base)
@@ -275,15 +465,16 @@ def main():
         if args.handlers:
             for v in views:
                 v.add_probes()
-        cpu = {w: collections.defaultdict(list) for w in WORKLOADS}
+        cpu = {w: collections.defaultdict(list) for w in workloads}
         handlers = {v.name: collections.defaultdict(list) for v in views} if args.handlers \
             else None
         for r in range(-1, args.rounds):  # round -1 warms and is not recorded
-            for wname in WORKLOADS:
+            for wname in workloads:
                 order = views[:]
                 random.Random(r).shuffle(order)
                 for v in order:
                     run_once(v, wname, f"r{r}", r >= 0, cpu, handlers)
+                rewarm(views, wname)
             print(f"round {r + 2}/{args.rounds + 1} done", flush=True)
         if handlers:  # CPU rounds without the probes' traps
             for v in views:
@@ -291,12 +482,20 @@ def main():
                                capture_output=True)
                 v.probes = None
             for r in range(args.rounds):
-                for wname in WORKLOADS:
+                for wname in workloads:
                     order = views[:]
                     random.Random(r).shuffle(order)
                     for v in order:
                         run_once(v, wname, f"c{r}", True, cpu, None)
-        report(views, cpu, handlers)
+                    rewarm(views, wname)
+        syscalls = {}
+        if args.syscalls:  # after the timed rounds: strace slows the daemon down
+            for wname in workloads:
+                for v in views:
+                    syscalls.setdefault(wname, {})[v.name] = count_syscalls(v, wname, "s")
+                rewarm(views, wname)
+            print("system calls counted", flush=True)
+        report(views, workloads, cpu, handlers, syscalls)
     finally:
         if restore is not None:
             bench.restore_uring(restore)

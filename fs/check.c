@@ -196,7 +196,20 @@ static long link_count(pw_fs *fs, pw_inode *n, int fd)
  * path. A file with no name left at all (unlinked but open) is reachable by no path and
  * is refused only by a mode that writes nothing.
  */
+static int check_node(pw_req *r, pw_op op, pw_inode *n, int fd, long known_nlink,
+		      const char *path2);
+
 int pw_check_node_ex(pw_req *r, pw_op op, pw_inode *n, int fd, const char *path2)
+{
+	return check_node(r, op, n, fd, -1, path2);
+}
+
+int pw_check_node_nlink(pw_req *r, pw_op op, pw_inode *n, long nlink)
+{
+	return check_node(r, op, n, -1, nlink, NULL);
+}
+
+static int check_node(pw_req *r, pw_op op, pw_inode *n, int fd, long known_nlink, const char *path2)
 {
 	pw_fs *fs = r->fs;
 	_cleanup_(alias_paths_done) alias_paths a;
@@ -232,7 +245,7 @@ int pw_check_node_ex(pw_req *r, pw_op op, pw_inode *n, int fd, const char *path2
 			e = deny2(r, op, paths[i], path2, &d);
 	}
 	if (e == 0 && S_ISREG(n->type) && !pw_policy_writes_everything(p)) {
-		long nlink = link_count(fs, n, fd);
+		long nlink = known_nlink >= 0 ? known_nlink : link_count(fs, n, fd);
 		if (nlink < 0 && count > 0) {
 			e = (int)nlink;
 		} else if ((nlink > 0 && (size_t)nlink > count) || truncated ||

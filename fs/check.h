@@ -14,6 +14,9 @@ int pw_check_node(pw_req *r, pw_op op, pw_inode *n);
 /* The same, with FD (the open backing file, or -1) for the link count and PATH2 (the other
  * name of a link, or NULL) for the audit event. */
 int pw_check_node_ex(pw_req *r, pw_op op, pw_inode *n, int fd, const char *path2);
+/* The same with the link count NLINK the caller has just read from the node's object (the
+ * identity check of the descriptor it resolved), instead of reading it again. */
+int pw_check_node_nlink(pw_req *r, pw_op op, pw_inode *n, long nlink);
 /* Decides OP on R's name (a new name for the ops that make one). */
 int pw_check_child(pw_req *r, pw_op op, bool is_dir);
 /* Decides OP on both R's name and NEWNAME in NP (rename, link); the audit event carries

@@ -13,6 +13,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "dircache.h"
 #include "entry.h"
 #include "inode.h"
 #include "resolve.h"
@@ -65,7 +66,8 @@ double pw_entry_timeout_of(pw_fs *fs, pw_inode *dir)
 {
 	if (!fs->allow_other)
 		return fs->timeout;
-	_cleanup_close_ int fd = pw_open_node(fs, dir, O_PATH | O_DIRECTORY);
+	_cleanup_(pw_dir_close) pw_dir_ref d = PW_DIR_REF_INIT;
+	int fd = pw_dir_open(fs, dir, &d);
 	return fd >= 0 ? pw_entry_timeout_in(fs, fd) : 0;
 }
 

@@ -71,9 +71,15 @@ typedef struct pw_fs_stats {
 	 * FORGET and INTERRUPT always do). */
 	const char *transport;
 	uint64_t ring_requests;
+	/* Directory descriptors kept between requests (dircache.c): whether the view may
+	 * keep them, parent directories served from them and resolved from the root, and how
+	 * often all were given up (a directory moved, was removed or changed permissions). */
+	bool dircache_enabled;
+	uint64_t dircache_hits, dircache_misses, dircache_flushes;
 } pw_fs_stats;
 void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret);
 void pw_fs_transport_stats(pw_fs *fs, pw_fs_stats *ret); /* the transport's fields */
+void pw_fs_dircache_stats(pw_fs *fs, pw_fs_stats *ret);	 /* the dircache_ fields */
 
 /*
  * FUSE over io_uring, for `mount` (fsmain.c, cli/cmd_mount.c). Whether this kernel and

@@ -41,6 +41,7 @@ struct pw_policy_slot;
 struct pw_watcher;
 struct pw_fh_table;
 struct pw_inval_pass;
+struct pw_dircache;
 
 /* One name of an inode: (parent, component). The first name is the primary one used to
  * reach the inode on the backing tree; hard links looked up through other names add
@@ -60,6 +61,7 @@ typedef struct pw_inode {
 	uint64_t children;	 /* names whose parent is this node */
 	pw_name *names;		 /* NULL for the root and for unlinked inodes */
 	int wd;			 /* inotify watch (directories), -1 if none */
+	int guard_wd;		 /* dircache.c's guard watch (directories), -1 if none */
 	atomic_int open_writers; /* view descriptors open for writing */
 	/* PW_XATTR_NONE once the backing object was seen to have no extended attributes at
 	 * all; cleared by any xattr change through the view and by IN_ATTRIB from outside. */
@@ -118,6 +120,9 @@ struct pw_fs {
 	struct pw_watcher *watcher;
 	/* Open file and directory handles (fh.h): fh.c's. */
 	struct pw_fh_table *fh;
+	/* Directory descriptors kept between requests while that is safe (dircache.h):
+	 * dircache.c's. */
+	struct pw_dircache *dircache;
 };
 
 typedef struct pw_fs pw_fs;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "devio.h"
+#include "dircache.h"
 #include "fh.h"
 #include "fs_internal.h"
 #include "inode.h"
@@ -265,12 +266,16 @@ int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 	fs->root_dev = st.st_dev;
 	pw_inode_set_root(fs, st.st_dev, st.st_ino);
 
-	/* Watches are added by lookups, which start once mounted: start the watcher first. */
+	/* Watches are added by lookups, which start once mounted: start the watcher first,
+	 * and the directory cache, whose guards are added beside the watches. */
 	r = pw_watch_start(fs);
 	if (r < 0) {
 		set_err(ret_err, "cannot watch %s: %s", o->project, strerror(-r));
 		goto fail;
 	}
+	r = pw_dircache_start(fs);
+	if (r < 0)
+		goto fail;
 	r = pw_inval_start(fs);
 	if (r < 0)
 		goto fail;
@@ -335,8 +340,13 @@ int pw_fs_loop(pw_fs *fs)
 	if (!cfg)
 		return -ENOMEM;
 	fuse_loop_cfg_set_clone_fd(cfg, clone_fd_usable(fs));
-	fuse_loop_cfg_set_max_threads(cfg, 16);
-	fuse_loop_cfg_set_idle_threads(cfg, 4);
+	/* Workers, once made, stay: libfuse starts one whenever none is left waiting and ends
+	 * one that finds more idle than this, so with 4 a workload with a few requests in
+	 * flight at once (rg, make -j) made and ended a thread (clone, its stack, its /dev/fuse
+	 * clone) every few dozen requests. At most PW_FS_WORKERS_MAX wait, each with its
+	 * descriptor and a request buffer, whatever the load was. */
+	fuse_loop_cfg_set_max_threads(cfg, PW_FS_WORKERS_MAX);
+	fuse_loop_cfg_set_idle_threads(cfg, PW_FS_WORKERS_MAX);
 	int r = fuse_session_loop_mt(fs->se, cfg);
 	fuse_loop_cfg_destroy(cfg);
 	/* The kernel ends a connection with ENODEV (libfuse's clean end), but a thread that was
@@ -388,6 +398,7 @@ void pw_fs_free(pw_fs *fs)
 	}
 	pw_fh_close_all(fs);
 	pw_watch_free(fs);
+	pw_dircache_free(fs);
 	if (fs->root_fd >= 0)
 		close(fs->root_fd);
 	pw_policy_slot_free(fs);

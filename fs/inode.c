@@ -30,6 +30,7 @@ int pw_inode_table_init(pw_fs *fs)
 		return -ENOMEM;
 	}
 	fs->nodes->inotify_fd = -1;
+	fs->nodes->guard_fd = -1;
 	fs->nodes->hsize = 1u << 16;
 	fs->nodes->htab = calloc(fs->nodes->hsize, sizeof(*fs->nodes->htab));
 	fs->nodes->wtab = calloc(fs->nodes->hsize, sizeof(*fs->nodes->wtab));
@@ -38,6 +39,7 @@ int pw_inode_table_init(pw_fs *fs)
 	fs->nodes->root.is_root = true;
 	fs->nodes->root.nlookup = 1;
 	fs->nodes->root.wd = -1;
+	fs->nodes->root.guard_wd = -1;
 	fs->nodes->root.type = S_IFDIR;
 	return 0;
 }
@@ -51,6 +53,11 @@ void pw_inode_set_root(pw_fs *fs, dev_t dev, ino_t ino)
 void pw_inode_set_inotify(pw_fs *fs, int fd)
 {
 	fs->nodes->inotify_fd = fd;
+}
+
+void pw_inode_set_guard_fd(pw_fs *fs, int fd)
+{
+	fs->nodes->guard_fd = fd;
 }
 
 size_t pw_inode_count(pw_fs *fs)
@@ -165,6 +172,10 @@ pw_inode *pw_inode_by_wd_locked(pw_fs *fs, int wd)
 
 void pw_inode_set_wd_locked(pw_fs *fs, pw_inode *n, int wd)
 {
+	/* Without its watch the node is not guarded either: the watch is gone because the
+	 * directory was removed (which ended the guard's too) or another node took both. */
+	if (wd < 0)
+		n->guard_wd = -1;
 	if (n->is_root) {
 		n->wd = wd;
 		return;
@@ -220,10 +231,12 @@ void pw_inode_set_freed_hook(pw_fs *fs, void (*fn)(pw_fs *fs, const pw_inode *n)
 	pthread_rwlock_unlock(&fs->nodes->tree_lock);
 }
 
-/* A node freed stops being watched (watch.c adds the watches; the table holds them). */
+/* A node freed stops being watched and guarded (watch.c adds both; the table holds them). */
 static void unwatch_locked(pw_fs *fs, pw_inode *n)
 {
 	inotify_rm_watch(fs->nodes->inotify_fd, n->wd);
+	if (n->guard_wd >= 0 && fs->nodes->guard_fd >= 0)
+		inotify_rm_watch(fs->nodes->guard_fd, n->guard_wd);
 	pw_inode_set_wd_locked(fs, n, -1);
 }
 
@@ -363,6 +376,7 @@ pw_inode *pw_inode_learn(pw_fs *fs, pw_inode *parent, const char *name, const pw
 		n->type = st->st_mode & S_IFMT;
 		n->birth_ns = o->birth_ns;
 		n->wd = -1;
+		n->guard_wd = -1;
 		size_t h = hash_ino(n->dev, n->ino, fs->nodes->hsize);
 		n->hnext = fs->nodes->htab[h];
 		fs->nodes->htab[h] = n;

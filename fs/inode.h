@@ -24,13 +24,14 @@ struct pw_nodes {
 	 * forgotten in O(1)) until the kernel forgets them or the table is freed. */
 	pw_inode *orphans;
 	/* The watcher's inotify descriptor (pw_inode_set_inotify), to drop a freed node's
-	 * watch; -1 when there is none. */
+	 * watch; -1 when there is none. And dircache.c's guard, for its watches. */
 	int inotify_fd;
 	/* Told of each node about to be freed (the kernel forgot it), under tree_lock held for
 	 * writing; NULL: nobody. The undo room's (pw_inode_set_freed_hook): it remembers when
 	 * the view last changed the inode, which the node held. A pointer, so the table calls
 	 * nothing of the room by name (the room calls the table). */
 	void (*freed)(pw_fs *fs, const pw_inode *n);
+	int guard_fd;
 };
 
 /* Makes fs->nodes (0 or -ENOMEM); pw_inode_table_free frees it (accepts none made). */
@@ -42,6 +43,8 @@ void pw_inode_set_root(pw_fs *fs, dev_t dev, ino_t ino);
 void pw_inode_set_inotify(pw_fs *fs, int fd);
 /* Sets the table's freed hook (struct pw_nodes.freed); takes the tree lock. */
 void pw_inode_set_freed_hook(pw_fs *fs, void (*fn)(pw_fs *fs, const pw_inode *n));
+/* The guard's inotify descriptor (dircache.c, at start; -1 at its end). */
+void pw_inode_set_guard_fd(pw_fs *fs, int fd);
 /* Nodes the kernel knows now (takes the tree lock), for status. */
 size_t pw_inode_count(pw_fs *fs);
 
@@ -88,6 +91,8 @@ void pw_inode_renamed(pw_fs *fs, pw_inode *oldparent, const char *oldname, pw_in
 		      ino_t ino2);
 pw_inode *pw_inode_find_locked(pw_fs *fs, dev_t dev, ino_t ino);
 pw_inode *pw_inode_by_wd_locked(pw_fs *fs, int wd);
+/* Records N's watch (a node that loses its watch, -1, loses its guard too: the two are made
+ * together, watch.c). */
 void pw_inode_set_wd_locked(pw_fs *fs, pw_inode *n, int wd);
 /* Calls FN for every node (tree lock held for reading). */
 void pw_inode_foreach(pw_fs *fs, void (*fn)(pw_fs *fs, pw_inode *n, void *u), void *u);

@@ -71,13 +71,14 @@ int pw_new_entry_begin(pw_req *r, fuse_ino_t parent_ino, const char *name, pw_op
 		       pw_new_entry *ne)
 {
 	ne->pfd = -1;
+	ne->dir = (pw_dir_ref)PW_DIR_REF_INIT;
 	ne->kept = 0;
 	ne->looked = ne->existed = false;
 	pw_req_name(r, pw_inode_get(r->fs, parent_ino), name);
 	int e = check_name(name);
 	if (e < 0)
 		return e;
-	ne->pfd = pw_open_node(r->fs, r->parent, O_PATH);
+	ne->pfd = pw_dir_open(r->fs, r->parent, &ne->dir);
 	if (ne->pfd < 0)
 		return ne->pfd;
 	e = pw_check_child(r, op, is_dir);
@@ -96,7 +97,8 @@ int pw_new_entry_begin(pw_req *r, fuse_ino_t parent_ino, const char *name, pw_op
 
 void pw_new_entry_done(pw_new_entry *ne)
 {
-	closep(&ne->pfd);
+	pw_dir_close(&ne->dir);
+	ne->pfd = -1;
 }
 
 /* The end of mknod, mkdir and symlink: MADE is the syscall's result (errno set when < 0). */
@@ -172,7 +174,8 @@ void pw_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent_ino, const cha
 		pw_req_reply_err(&r, -e);
 		return;
 	}
-	_cleanup_close_ int pfd = pw_open_node(fs, r.parent, O_PATH);
+	_cleanup_(pw_dir_close) pw_dir_ref pd = PW_DIR_REF_INIT;
+	int pfd = pw_dir_open(fs, r.parent, &pd);
 	if (pfd < 0) {
 		pw_req_reply_err(&r, -pfd);
 		return;
@@ -223,7 +226,8 @@ static void remove_entry(fuse_req_t req, fuse_ino_t parent_ino, const char *name
 		return;
 	pw_fs *fs = r.fs;
 	pw_req_name(&r, pw_inode_get(fs, parent_ino), name);
-	_cleanup_close_ int pfd = pw_open_node(fs, r.parent, O_PATH);
+	_cleanup_(pw_dir_close) pw_dir_ref pd = PW_DIR_REF_INIT;
+	int pfd = pw_dir_open(fs, r.parent, &pd);
 	if (pfd < 0) {
 		pw_req_reply_err(&r, -pfd);
 		return;
@@ -294,18 +298,19 @@ void pw_op_rename(fuse_req_t req, fuse_ino_t parent_ino, const char *name, fuse_
 		pw_req_reply_err(&r, -e);
 		return;
 	}
-	_cleanup_close_ int pfd = pw_open_node(fs, parent, O_PATH);
+	_cleanup_(pw_dir_close) pw_dir_ref pd = PW_DIR_REF_INIT;
+	int pfd = pw_dir_open(fs, parent, &pd);
 	if (pfd < 0) {
 		pw_req_reply_err(&r, -pfd);
 		return;
 	}
 	/* A rename within one directory (the common case: an editor's save) resolves it once. */
-	_cleanup_close_ int own_npfd = np == parent ? -1 : pw_open_node(fs, np, O_PATH);
-	if (np != parent && own_npfd < 0) {
-		pw_req_reply_err(&r, -own_npfd);
+	_cleanup_(pw_dir_close) pw_dir_ref npd = PW_DIR_REF_INIT;
+	int npfd = np == parent ? pfd : pw_dir_open(fs, np, &npd);
+	if (npfd < 0) {
+		pw_req_reply_err(&r, -npfd);
 		return;
 	}
-	int npfd = np == parent ? pfd : own_npfd;
 	struct stat src, dst;
 	if (fstatat(pfd, name, &src, AT_SYMLINK_NOFOLLOW) < 0) {
 		pw_req_reply_err(&r, errno);

@@ -2,6 +2,7 @@
 /* ops_dir.c: directory operations and the ones that change names. */
 #pragma once
 
+#include "dircache.h"
 #include "req.h"
 
 /* A new name on its way (ops_dir.c): the parent open as PFD (closed by pw_new_entry_done),
@@ -9,6 +10,7 @@
  * and existed. */
 typedef struct pw_new_entry {
 	int pfd;
+	pw_dir_ref dir; /* where PFD comes from (dircache.h) */
 	int64_t kept;
 	bool looked, existed;
 } pw_new_entry;

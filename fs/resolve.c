@@ -197,14 +197,12 @@ int pw_openat_beneath(pw_fs *fs, const char *path, int flags, mode_t mode)
  * where the policy never looked, so the object opened must be the node's own: same device,
  * same inode number. Otherwise the name is stale and the request answers ESTALE.
  */
-static int verify_identity(dev_t dev, ino_t ino, int fd, mode_t *type)
+static int verify_identity(dev_t dev, ino_t ino, int fd, struct stat *st)
 {
-	struct stat st;
-	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+	if (fstatat(fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 		return negative_errno();
-	if (st.st_ino != ino || st.st_dev != dev)
+	if (st->st_ino != ino || st->st_dev != dev)
 		return -ESTALE;
-	*type = st.st_mode & S_IFMT;
 	return 0;
 }
 
@@ -238,6 +236,23 @@ int pw_open_node(pw_fs *fs, pw_inode *n, int flags)
 		int fd = fcntl(fs->root_fd, F_DUPFD_CLOEXEC, 3);
 		return fd < 0 ? negative_errno() : fd;
 	}
+	struct stat st;
+	return pw_open_node_stat(fs, n, flags, &st);
+}
+
+int pw_open_node_stat(pw_fs *fs, pw_inode *n, int flags, struct stat *ret_st)
+{
+	if (n->is_root && (flags & O_PATH)) {
+		int fd = fcntl(fs->root_fd, F_DUPFD_CLOEXEC, 3);
+		if (fd < 0)
+			return negative_errno();
+		if (fstat(fd, ret_st) < 0) {
+			int e = negative_errno();
+			close(fd);
+			return e;
+		}
+		return fd;
+	}
 	/* Path and identity are read together under the tree lock (a node orphaned by inode
 	 * reuse has its identity cleared there). */
 	PW_PATH_DECLARE(path);
@@ -248,8 +263,15 @@ int pw_open_node(pw_fs *fs, pw_inode *n, int flags)
 	pw_inode_unlock(fs);
 	if (r < 0)
 		return r;
-	if (n->is_root)
-		return pw_openat_beneath(fs, "", flags, 0);
+	if (n->is_root) {
+		int fd = pw_openat_beneath(fs, "", flags, 0);
+		if (fd >= 0 && fstat(fd, ret_st) < 0) {
+			int e = negative_errno();
+			close(fd);
+			return e;
+		}
+		return fd;
+	}
 	/* Open with O_NONBLOCK, so a FIFO swapped in for the node's name cannot block this
 	 * worker, and without O_TRUNC, so nothing changes before the object is verified to be
 	 * the node's own. Then restore the caller's blocking mode and truncate. */
@@ -257,11 +279,10 @@ int pw_open_node(pw_fs *fs, pw_inode *n, int flags)
 	int fd = pw_openat_beneath(fs, path.s, oflags, 0);
 	if (fd < 0)
 		return fd;
-	mode_t type = 0;
-	r = verify_identity(dev, ino, fd, &type);
+	r = verify_identity(dev, ino, fd, ret_st);
 	/* F_SETFL sets only these bits; we know each one's wanted value from FLAGS. A regular
 	 * file keeps O_NONBLOCK (needs_setfl). */
-	if (r == 0 && needs_setfl(flags, type) &&
+	if (r == 0 && needs_setfl(flags, ret_st->st_mode & S_IFMT) &&
 	    fcntl(fd, F_SETFL, flags & (O_APPEND | O_DIRECT | O_NOATIME)) < 0)
 		r = negative_errno();
 	if (r == 0 && (flags & O_TRUNC))

@@ -30,6 +30,9 @@ int pw_child_path_locked(pw_fs *fs, pw_inode *parent, const char *name, pw_path 
 /* Opens N's backing object beneath the root: O_PATH|O_NOFOLLOW when FLAGS is O_PATH, else
  * with FLAGS (never following symlinks). Returns a descriptor or -errno. */
 int pw_open_node(pw_fs *fs, pw_inode *n, int flags);
+/* The same, with the object's attributes as the identity check read them in *RET_ST (of the
+ * root too). */
+int pw_open_node_stat(pw_fs *fs, pw_inode *n, int flags, struct stat *ret_st);
 /* Opens PATH (project-relative, normal, shorter than PW_TREE_PATH_MAX) beneath the root,
  * never following a symlink; a path of PATH_MAX bytes or more is resolved in steps. */
 int pw_openat_beneath(pw_fs *fs, const char *path, int flags, mode_t mode);

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dircache.h"
 #include "entry.h"
 #include "inode.h"
 #include "resolve.h"
@@ -68,14 +69,20 @@ static void watch_dir(pw_fs *fs, pw_inode *n)
 	int wd = inotify_add_watch(fs->watcher->inotify_fd, proc, PW_WATCH_MASK);
 	if (wd < 0)
 		return; /* out of watches: coherence then rests on the cache timeouts */
+	/* The guard beside the watch (dircache.c): it lets requests keep this directory's
+	 * descriptor. A node without one is resolved every time. */
+	int gwd = pw_dircache_add_guard(fs, fd);
 	pw_inode_lock_write(fs);
 	if (n->dev == dev && n->ino == ino) { /* not orphaned by inode reuse meanwhile */
 		pw_inode *other = pw_inode_by_wd_locked(fs, wd);
 		if (other && other != n) /* the same directory seen as another node */
 			pw_inode_set_wd_locked(fs, other, -1);
 		pw_inode_set_wd_locked(fs, n, wd);
+		n->guard_wd = gwd;
+		gwd = -1;
 	}
 	pw_inode_unlock(fs);
+	pw_dircache_drop_guard(fs, gwd);
 }
 
 pw_inode *pw_watch_learn(pw_fs *fs, pw_inode *parent, const char *name, const pw_object *o,
@@ -395,7 +402,7 @@ static void *watch_main(void *arg)
 		 * same tree) sends one IN_MODIFY per write(2), and handling each alone costs
 		 * syscalls per event. A few milliseconds is nothing against the one second in
 		 * which outside changes must show. */
-		nanosleep(&(struct timespec){.tv_nsec = PW_WATCH_BATCH_NS}, NULL);
+		nanosleep(&fs->watcher->batch, NULL);
 		ssize_t len = read(fs->watcher->inotify_fd, buf, sizeof(buf));
 		if (len <= 0) {
 			if (len < 0 && (errno == EINTR || errno == EAGAIN))
@@ -413,11 +420,37 @@ static void *watch_main(void *arg)
 	return NULL;
 }
 
+/*
+ * PIWORKFS_WATCH_BATCH_MS (1 to 60000) in the daemon's environment: how long events may
+ * accumulate before the watcher reads them, instead of PW_WATCH_BATCH_NS. A knob for tests,
+ * like PIWORKFS_SPLICE: a long batch keeps the kernel's entries of a directory changed
+ * outside the view cached long enough for a request to reach the daemon through them, so
+ * that what the daemon does with a stale name (dircache.c) is tested deterministically.
+ */
+static struct timespec batch_time(void)
+{
+	const char *env = getenv("PIWORKFS_WATCH_BATCH_MS");
+	long long ns = PW_WATCH_BATCH_NS;
+	if (env && *env) {
+		char *end;
+		long long ms = strtoll(env, &end, 10);
+		if (*end || ms < 1 || ms > 60000)
+			fprintf(stderr,
+				"piworkfs: PIWORKFS_WATCH_BATCH_MS=%s ignored: wants 1 to "
+				"60000\n",
+				env);
+		else
+			ns = ms * 1000000;
+	}
+	return (struct timespec){.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
+}
+
 int pw_watch_start(pw_fs *fs)
 {
 	pw_watcher *w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
+	w->batch = batch_time();
 	w->inotify_fd = -1;
 	w->watch_stop_pipe[0] = w->watch_stop_pipe[1] = -1;
 	pthread_mutex_init(&w->expect_lock, NULL);

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "fs_internal.h"
 
@@ -21,6 +22,7 @@ typedef struct pw_watcher {
 	 * invalidation, since the kernel already knows from our replies. */
 	pthread_mutex_t expect_lock;
 	struct pw_expect *expects; /* a ring of PW_EXPECT_MAX, made at the first */
+	struct timespec batch;	   /* how long events accumulate before a read (watch.c) */
 } pw_watcher;
 
 /* Makes fs->watcher and, unless the view has no_watch, starts watching. 0 or -errno (a

@@ -125,6 +125,16 @@ static json_t *transport_json(const pw_fs_stats *fst)
 			 (json_int_t)fst->ring_requests);
 }
 
+/* {"enabled": b, "hits": N, "misses": N, "flushes": N}: parent directories served from
+ * descriptors kept between requests, resolved from the root, and the times every kept one
+ * was given up (fs/dircache.c). */
+static json_t *dircache_json(const pw_fs_stats *fst)
+{
+	return json_pack("{s:b,s:I,s:I,s:I}", "enabled", fst->dircache_enabled, "hits",
+			 (json_int_t)fst->dircache_hits, "misses", (json_int_t)fst->dircache_misses,
+			 "flushes", (json_int_t)fst->dircache_flushes);
+}
+
 /* {"sent": N, "pending": n, "generation": G}: cache invalidations sent to the kernel since
  * mount, those of the last switch still queued, and the generation whose attribute
  * invalidations have all been sent. */
@@ -232,6 +242,8 @@ static int m_status(call *x, json_t **ret)
 		json_object_set_new(o, "lane", lane_json(x->view));
 	if (o && fst.transport)
 		json_object_set_new(o, "transport", transport_json(&fst));
+	if (o)
+		json_object_set_new(o, "dircache", dircache_json(&fst));
 	store_full_status(o, &fst);
 	pw_view_status_done(&st);
 	return done(x, o, ret);

@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""System call budgets: what the daemon itself does for a created file.
+
+Over /dev/fuse every request costs the transport's two system calls (the `read` that wakes a
+worker, the `writev` of the reply) and the daemon's own; on a machine where a system call
+is dear (a VM) the daemon's own are what a change can take away. These tests count them
+with `strace -f -c` on the daemon around a workload (counts, never times) and hold them to
+a budget per file, so that no change adds work to the paths every create takes. Left out of
+the counts: the transport's calls, the calls of threads that wait (futex, poll, sleeps) and
+of libfuse's workers coming and going (clone3, mmap...), which say how often a thread slept
+or started, not what a request cost. Originals are off (--no-originals): the undo room's
+own record of a new name is its budget, not this one.
+
+  workload (300 files in one directory)          budget (b094a77 had)
+  open(O_CREAT), write, close, unlink (Python)    13 per file (18.3: the parent opened,
+                                                  checked and closed by LOOKUP, CREATE and
+                                                  UNLINK; now an ioctl each)
+  tar x (create, write, utime, close; 15 dirs)    17 per file (20.1; the SETATTR's link
+                                                  count now from its identity check)
+  4 processes reading 300 files at once, 3 times  at most 16 threads started (234: about
+                                                  one a file read; workers now stay)
+
+What the budget of a create holds (docs/ARCHITECTURE.md, "What the daemon does per
+request"): LOOKUP an ioctl (the guard) and a statx; CREATE an ioctl, openat, statx and
+flistxattr; WRITE an fstat (link count) and the pwrite; RELEASE a close; UNLINK an ioctl,
+fstatat and unlinkat: 12.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+import unittest
+
+import harness  # noqa: E402
+
+DEADLINE = 60.0
+FILES = 300
+# Not the daemon's work for a request: the transport's calls, those of threads that wait,
+# and a worker thread's start and end.
+LEFT_OUT = {"read", "readv", "writev", "splice", "vmsplice",
+            "futex", "poll", "ppoll", "epoll_wait", "clock_nanosleep", "nanosleep",
+            "restart_syscall", "clone3", "clone", "set_robust_list", "rseq", "madvise",
+            "mprotect", "mmap", "munmap", "rt_sigprocmask", "exit", "gettid"}
+
+
+class Syscalls(harness.MountCase):
+    tree = {"w/seed": "s\n"}
+
+    def count(self, v, fn):
+        """The daemon's system calls while FN runs: {name: calls}."""
+        out = os.path.join(self.tmp, "strace.txt")
+        err = os.path.join(self.tmp, "strace.err")
+        with open(err, "w") as ef:
+            st = subprocess.Popen(["strace", "-f", "-c", "-o", out, "-p", str(v.pid)],
+                                  stdout=subprocess.DEVNULL, stderr=ef)
+        self.addCleanup(lambda: st.poll() is None and st.kill())
+
+        def attached():
+            with open(err) as f:
+                return "attached" in f.read()
+        self.assertTrue(harness.wait_until(lambda: attached() or st.poll() is not None,
+                                           DEADLINE), "strace did not attach")
+        self.assertIsNone(st.poll(), open(err).read())
+        fn()
+        st.send_signal(2)
+        st.wait(timeout=DEADLINE)
+        calls = {}
+        with open(out) as f:
+            for line in f:
+                m = re.match(r"\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$", line)
+                if m and m.group(2) != "total":
+                    calls[m.group(2)] = int(m.group(1))
+        return calls
+
+    def per_file(self, calls):
+        return sum(n for k, n in calls.items() if k not in LEFT_OUT) / FILES
+
+    def describe(self, calls):
+        return ", ".join("%s %.2f" % (k, n / FILES)
+                         for k, n in sorted(calls.items(), key=lambda kv: -kv[1]))
+
+    def test_a_created_file(self):
+        v = self.mount(args=["--no-originals"])
+        d = v.path("w")
+
+        def churn(tag):
+            for i in range(FILES):
+                with open(os.path.join(d, "%s%d" % (tag, i)), "w") as f:
+                    f.write("x")
+            for i in range(FILES):
+                os.unlink(os.path.join(d, "%s%d" % (tag, i)))
+        churn("warm")
+        calls = self.count(v, lambda: churn("n"))
+        self.assertLessEqual(self.per_file(calls), 13.0, self.describe(calls))
+
+    def test_an_unpacked_file(self):
+        src = os.path.join(self.tmp, "src")
+        for i in range(FILES):
+            sub = os.path.join(src, "x", "d%d" % (i % 15))
+            os.makedirs(sub, exist_ok=True)
+            with open(os.path.join(sub, "f%d.c" % i), "w") as f:
+                f.write("int f%d;\n" % i)
+        tarball = os.path.join(self.tmp, "x.tar")
+        with tarfile.open(tarball, "w") as t:
+            t.add(os.path.join(src, "x"), arcname="x")
+        v = self.mount(args=["--no-originals"])
+
+        def unpack(tag):
+            dest = v.path(tag)
+            os.mkdir(dest)
+            self.run_tool(["tar", "xf", tarball, "--no-same-owner",
+                           "--no-same-permissions"], cwd=dest)
+        unpack("warm")
+        calls = self.count(v, lambda: unpack("counted"))
+        self.assertLessEqual(self.per_file(calls), 17.0, self.describe(calls))
+
+    def test_readers_at_once_start_no_workers(self):
+        """Four processes read 300 files at once, three times over: once the view has the
+        workers that many requests in flight need, it makes no more (libfuse's loop used to
+        end a worker that found more than four idle and start one when none was left, a
+        clone and a /dev/fuse clone every few requests: b094a77 made about one thread per
+        file read here)."""
+        names = ["f%d.c" % i for i in range(FILES)]
+        for n in names:
+            with open(os.path.join(self.project, "w", n), "w") as f:
+                f.write("int x;\n" * 64)
+        v = self.mount()
+        d = v.path("w")
+
+        def readers():
+            pids = []
+            for k in range(4):
+                pid = os.fork()
+                if pid == 0:
+                    code = 0
+                    try:
+                        for _ in range(3):
+                            for n in names[k::4]:
+                                with open(os.path.join(d, n), "rb") as f:
+                                    f.read()
+                    except BaseException:  # noqa: BLE001  (the exit status says it)
+                        code = 1
+                    os._exit(code)
+                pids.append(pid)
+            self.assertEqual([os.waitpid(p, 0)[1] for p in pids], [0] * 4)
+        readers()  # the workers four readers need
+        calls = self.count(v, readers)
+        # Workers stay once made and never number more than 16 (PW_FS_WORKERS_MAX): the
+        # counted pass may add a few the first did not need, never one per request.
+        self.assertLessEqual(calls.get("clone3", 0) + calls.get("clone", 0), 16,
+                             self.describe(calls))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
