@@ -153,6 +153,26 @@ static int64_t orig_defer_ns(void)
 	return (int64_t)ms * 1000000;
 }
 
+/*
+ * PIWORKFS_CTL_IDLE_MS: how long a control client may stay silent before it is dropped
+ * (default 30 s, 100 ms to an hour). A knob for tests, like PIWORKFS_ORIG_DEFER_MS: a short
+ * one shows in a moment who the timeout spares. Anything else is ignored with a warning.
+ */
+static unsigned ctl_idle_ms(void)
+{
+	const char *env = getenv("PIWORKFS_CTL_IDLE_MS");
+	if (!env || !*env)
+		return 0;
+	char *end;
+	errno = 0;
+	long long ms = strtoll(env, &end, 10);
+	if (errno || *end || ms < 100 || ms > 3600000) {
+		dlog(LOG_WARNING, "PIWORKFS_CTL_IDLE_MS=%s ignored: wants 100 to 3600000", env);
+		return 0;
+	}
+	return (unsigned)ms;
+}
+
 static char *absolute_path(char *path)
 {
 	_cleanup_free_ char *own = path, *cwd = NULL;
@@ -442,9 +462,10 @@ static int daemon_start_control(const pw_daemon_opts *o, daemon_parts *d, int re
 	    {&pw_undo_changes_module, d->fs},
 	    {&pw_ctl_plan_module, NULL},
 	};
+	const pw_ctl_tuning tun = {.idle_timeout_ms = ctl_idle_ms()}; /* 0: the defaults */
 	int r = pw_view_new(&vo, &d->view);
 	if (r == 0)
-		r = pw_ctl_server_start(d->view, o->socket_dir, NULL, modules, ELEMENTSOF(modules),
+		r = pw_ctl_server_start(d->view, o->socket_dir, &tun, modules, ELEMENTSOF(modules),
 					&d->ctl);
 	/* The approved plans once more, now that the socket listens: an approval recorded
 	 * after the view loaded them and before the approving view could reach this socket

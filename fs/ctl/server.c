@@ -936,13 +936,18 @@ static void do_reload(pw_ctl_server *s)
 	(void)pw_view_reload(s->view, &peer, NULL, &why);
 }
 
+static bool owns_socket(const pw_ctl_server *s, uint64_t client);
+
 static void expire_clients(pw_ctl_server *s, int64_t now)
 {
 	for (size_t i = 0; i < s->n_clients;) {
 		pw_ctl_client *c = s->clients[i];
 		bool waiting_out = c->out_len > c->out_off;
-		/* Subscribers may stay silent, but not stop reading what we send them. */
-		bool exempt = (c->sub_mode || c->sub_denied || c->sub_request || c->n_deferred) &&
+		/* Subscribers may stay silent, but not stop reading what we send them. So may
+		 * the owner of an agent socket (agent.open "own": a run without a terminal
+		 * subscribes to nothing): dropping it would close the socket under its agent. */
+		bool exempt = (c->sub_mode || c->sub_denied || c->sub_request || c->n_deferred ||
+			       owns_socket(s, c->serial)) &&
 			      !waiting_out;
 
 		if (!exempt && now - c->last_ms >= (int64_t)s->tun.idle_timeout_ms) {
