@@ -82,8 +82,8 @@ class AgentSocket(harness.MountCase):
         v = self.mount_with_agent_socket()
         rid = self.ask("build")
         p = self.pw_in_view("mode")
-        self.assertIn("answer: piworkfs mode --approve %s MODE (the mode it asks for, typed)"
-                      % rid, p.stdout)
+        self.assertIn("answer: piworkfs mode --approve %s --mount %s MODE (the mode it asks "
+                      "for, typed)" % (rid, v.mp), p.stdout)
         # The id alone: refused, nothing switched, the request still pending.
         p = self.pw_in_view("mode", "--approve", rid, check=False)
         self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
