@@ -371,8 +371,10 @@ void pw_fs_exit(pw_fs *fs)
 
 /* A session whose mountpoint holds another mount now (may_unmount): only libfuse's unmount
  * frees what the session keeps of its mountpoint, so it is left as it is, reachable from
- * here, and the process's exit closes its descriptor, which ends the connection. */
-static struct fuse_session *left_session;
+ * here, and the process's exit closes its descriptor, which ends the connection. `used`:
+ * a variable only ever written is otherwise optimised away, and LeakSanitizer then
+ * reports the session as lost. */
+static struct fuse_session *left_session __attribute__((used));
 
 void pw_fs_free(pw_fs *fs)
 {
