@@ -104,6 +104,19 @@ class AgentCase(harness.MountCase):
     def status(self, v):
         return self.rpc(v, "status")
 
+    def client_home(self, name):
+        """A directory NAME in HOME, made, for the client's own settings."""
+        home = os.path.join(self.env["HOME"], name)
+        os.makedirs(home)
+        return home
+
+    def design_view(self):
+        """The person's view in design: (the view, its policy as `allowed --json` gives it,
+        the backing path of src/hack.c, which design does not allow)."""
+        v = self.mount("design")
+        policy = json.loads(self.run_pw("allowed", "--json", cwd=v.mp, check=True).stdout)
+        return v, policy, os.path.join(self.project, "src", "hack.c")
+
     def script(self, steps):
         """The scripted model's steps for STEPS (the client's case may add its own turns)."""
         return steps

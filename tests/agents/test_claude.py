@@ -11,7 +11,6 @@ all it needs in print mode (-p), and nonessential traffic is turned off. A missi
 fails the test (scripts/setup installs it): in CI a skip is a failure.
 """
 
-import json
 import os
 import sys
 import unittest
@@ -55,9 +54,7 @@ class ClaudeCase(AgentCase):
 
 class TestDesign(ClaudeCase):
     def test_design_mode_end_to_end(self):
-        v = self.mount("design")
-        policy = json.loads(self.run_pw("allowed", "--json", cwd=v.mp, check=True).stdout)
-        hack = os.path.join(self.project, "src", "hack.c")
+        v, policy, hack = self.design_view()
         model = self.start_model([
             [("Write", {"file_path": hack, "content": "int x;\n"})],
             [("Bash", {"command": "echo x > src/from_shell.c", "description": "write"})],

@@ -9,7 +9,6 @@ Codex 0.169 runs only hooks the person has reviewed in its own interface, so `ru
 none: a refused write reaches the model as the shell's bare error, and the model learns the
 rule through the piworkfs tools (integrations/README.md says so)."""
 
-import json
 import os
 import sys
 import unittest
@@ -31,8 +30,7 @@ class CodexCase(AgentCase):
 
     def setUp(self):
         super().setUp()
-        codex_home = os.path.join(self.env["HOME"], ".codex")
-        os.makedirs(codex_home)
+        codex_home = self.client_home(".codex")
         self.env.update({"CODEX_HOME": codex_home, "SCRIPTED_API_KEY": "test"})
 
     def point_at(self, model):
@@ -49,8 +47,7 @@ class CodexCase(AgentCase):
 
 class TestDesign(CodexCase):
     def test_design_mode_end_to_end(self):
-        v = self.mount("design")
-        policy = json.loads(self.run_pw("allowed", "--json", cwd=v.mp, check=True).stdout)
+        v, policy, _ = self.design_view()
         model = self.start_model([
             [("exec_command", {"cmd": "echo x > src/from_shell.c"})],
             [("mcp__piworkfs/piworkfs_check", {"paths": ["src/from_shell.c"]})],

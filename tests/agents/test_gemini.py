@@ -49,8 +49,7 @@ class GeminiCase(AgentCase):
 
     def setUp(self):
         super().setUp()
-        gemini_home = os.path.join(self.env["HOME"], ".gemini")
-        os.makedirs(gemini_home)
+        gemini_home = self.client_home(".gemini")
         with open(os.path.join(gemini_home, "settings.json"), "w") as f:
             json.dump(SETTINGS, f)
         self.env.update({
@@ -83,9 +82,7 @@ class GeminiCase(AgentCase):
 
 class TestDesign(GeminiCase):
     def test_design_mode_end_to_end(self):
-        v = self.mount("design")
-        policy = json.loads(self.run_pw("allowed", "--json", cwd=v.mp, check=True).stdout)
-        hack = os.path.join(self.project, "src", "hack.c")
+        v, policy, hack = self.design_view()
         model = self.start_model([
             [("write_file", {"file_path": hack, "content": "int x;\n"})],
             [("run_shell_command", {"command": "echo x > src/from_shell.c",

@@ -121,9 +121,7 @@ class OpencodeCase(AgentCase):
 
 class TestDesign(OpencodeCase):
     def test_design_mode_end_to_end(self):
-        v = self.mount("design")
-        policy = json.loads(self.run_pw("allowed", "--json", cwd=v.mp, check=True).stdout)
-        hack = os.path.join(self.project, "src", "hack.c")
+        v, policy, hack = self.design_view()
         model = self.start_model([
             [("write", {"filePath": hack, "content": "int x;\n"})],
             [("bash", {"command": "echo x > src/from_shell.c", "description": "write"})],

@@ -104,14 +104,13 @@ def misplaced_launcher_tests(tests, folders):
 
 
 def main():
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    src = sys.argv[1]
-    tests = os.path.join(src, "tests")
+    args = sys.argv[1:]
+    if len(args) != 1:
+        sys.exit(__doc__)
+    tests = os.path.join(args[0], "tests")
     folders = sorted(n for n in os.listdir(tests)
                      if os.path.isdir(os.path.join(tests, n)) and not n.startswith("."))
-    bad = misplaced_folders(src, folders) + misplaced_launcher_tests(tests, folders)
+    bad = misplaced_folders(args[0], folders) + misplaced_launcher_tests(tests, folders)
     for line in bad:
         print(line)
     if not bad:
