@@ -274,17 +274,20 @@ class Changes(MountCase):
         self.assertEqual(c[0].get("thread"), "libuv-worker", c)  # the thread, in JSON only
         self.assertNotIn("libuv-worker", self.pw("changes").stdout)
 
+    def logged_denial(self, path):
+        """The first denial of PATH in `log --jsonl`, once there is one (a minute at most)."""
+        def denied():
+            p = self.run_pw("log", "-C", self.project, "--jsonl")
+            events = [json.loads(ln) for ln in p.stdout.splitlines() if ln.strip()]
+            return [e for e in events if e.get("path") == path]
+        self.assertTrue(wait_until(lambda: denied(), 60), self.run_pw("log", "-C", self.project))
+        return denied()[0]
+
     def test_a_denial_names_the_program_not_the_thread(self):
         v = self.mount("plan")
         err = self.in_named_thread(lambda: self.write(v, "new.txt", "w\n"))
         self.assertEqual(len(err), 1)
-
-        def denied():
-            p = self.run_pw("log", "-C", self.project, "--jsonl")
-            events = [json.loads(ln) for ln in p.stdout.splitlines() if ln.strip()]
-            return [e for e in events if e.get("path") == "new.txt"]
-        self.assertTrue(wait_until(lambda: denied(), 60), self.run_pw("log", "-C", self.project))
-        e = denied()[0]
+        e = self.logged_denial("new.txt")
         self.assertEqual((e["comm"], e["pid"]), ("python3", os.getpid()), e)
         self.assertEqual(e.get("thread"), "libuv-worker", e)  # the thread, in JSON only
         self.assertNotIn("libuv-worker", self.run_pw("log", "-C", self.project).stdout)
@@ -293,13 +296,7 @@ class Changes(MountCase):
         v = self.mount("plan")
         with self.assertRaises(OSError):
             self.write(v, "main.txt", "w\n")
-
-        def denied():
-            p = self.run_pw("log", "-C", self.project, "--jsonl")
-            events = [json.loads(ln) for ln in p.stdout.splitlines() if ln.strip()]
-            return [e for e in events if e.get("path") == "main.txt"]
-        self.assertTrue(wait_until(lambda: denied(), 60), self.run_pw("log", "-C", self.project))
-        e = denied()[0]
+        e = self.logged_denial("main.txt")
         self.assertEqual((e["comm"], e["pid"]), ("python3", os.getpid()), e)
         self.assertNotIn("thread", e)  # the program names it: no thread key, as `changes`
 

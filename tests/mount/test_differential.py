@@ -321,14 +321,7 @@ def short(s):
 
 # --- the table --------------------------------------------------------------------------
 
-ROWS = []
-
-
-def row(name):
-    def deco(fn):
-        ROWS.append((name, fn))
-        return fn
-    return deco
+ROWS, row = harness.table()
 
 
 # lookups, stat, readlink, readdir

@@ -321,31 +321,32 @@ class Undo(MountCase):
         self.roundtrip(change)
         self.assertEqual(os.stat(os.path.join(self.project, "src", "util.c")).st_nlink, 1)
 
+    def roundtrip_linked_over_todo(self, then):
+        """src/util.c, linked as util-link.c in the backing, is renamed over notes/todo.txt
+        through the view (the link looked up first), then THEN(path of notes/todo.txt); the
+        round trip of that change (roundtrip)."""
+        os.link(os.path.join(self.project, "src", "util.c"),
+                os.path.join(self.project, "util-link.c"))
+
+        def change(root):
+            os.stat(os.path.join(root, "util-link.c"))
+            os.rename(os.path.join(root, "src", "util.c"), os.path.join(root, "notes", "todo.txt"))
+            then(os.path.join(root, "notes", "todo.txt"))
+        self.roundtrip(change)
+
     def test_a_linked_file_renamed_over_another_then_written_is_undone(self):
         # Two rows for notes/todo.txt: the file renamed over it (kept by the rename) and,
         # after, the linked file written there. The older one is what undo leaves there,
         # never a hard link to the linked file.
-        os.link(os.path.join(self.project, "src", "util.c"),
-                os.path.join(self.project, "util-link.c"))
-
-        def change(root):
-            os.stat(os.path.join(root, "util-link.c"))
-            os.rename(os.path.join(root, "src", "util.c"), os.path.join(root, "notes", "todo.txt"))
-            with open(os.path.join(root, "notes", "todo.txt"), "a") as f:
+        def then(todo):
+            with open(todo, "a") as f:
                 f.write("/* moved, then written */\n")
-        self.roundtrip(change)
+        self.roundtrip_linked_over_todo(then)
 
     def test_a_linked_file_renamed_over_another_then_removed_is_undone_as_a_link(self):
         # The removed name is restored as a copy, which the rename's undo moves back: the
         # link to the other name is made where the copy ends up.
-        os.link(os.path.join(self.project, "src", "util.c"),
-                os.path.join(self.project, "util-link.c"))
-
-        def change(root):
-            os.stat(os.path.join(root, "util-link.c"))
-            os.rename(os.path.join(root, "src", "util.c"), os.path.join(root, "notes", "todo.txt"))
-            os.unlink(os.path.join(root, "notes", "todo.txt"))
-        self.roundtrip(change)
+        self.roundtrip_linked_over_todo(os.unlink)
         a = os.stat(os.path.join(self.project, "src", "util.c"))
         b = os.stat(os.path.join(self.project, "util-link.c"))
         self.assertEqual((a.st_ino, a.st_nlink), (b.st_ino, 2))
