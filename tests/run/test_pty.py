@@ -462,13 +462,7 @@ class AskingBase(PtyTest):
         super().setUp()
         # The person's view in plan: the run takes its mode, in a view of its own, whose
         # mountpoint (self.mp) and operator socket the person's commands then name.
-        bare = os.path.join(self.tmp, "view")
-        os.mkdir(bare)
-        p = subprocess.run([PIWORKFS, "mount", "--mode", "plan", self.project, bare],
-                           env=self.env, capture_output=True, text=True, timeout=DEADLINE)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        self.addCleanup(lambda: subprocess.run([PIWORKFS, "umount", bare], env=self.env,
-                                               capture_output=True, timeout=DEADLINE))
+        self.bare_view("plan")
         if self.cols:
             self.start_asker(self.cols)
 
@@ -911,21 +905,19 @@ class AskingWithoutTerminal(PtyTest):
     """Without run's terminal the question is not shown anywhere; the person answers with
     piworkfs mode --approve from a terminal of theirs, while the run lasts."""
 
-    def test_mode_name_inside_asks_and_the_person_approves_from_outside(self):
-        mp = os.path.join(self.tmp, "view")
-        os.mkdir(mp)
-        p = subprocess.run([PIWORKFS, "mount", "--mode", "plan", self.project, mp],
-                           env=self.env, capture_output=True, text=True, timeout=DEADLINE)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        self.addCleanup(lambda: subprocess.run([PIWORKFS, "umount", mp], env=self.env,
-                                               capture_output=True, timeout=DEADLINE))
-        run = subprocess.Popen(
-            [PIWORKFS, "run", "--project", self.project, "--", "sh", "-c",
-             "piworkfs mode build --reason 'run the tests'; echo ASKED >&2; read x; "
-             "piworkfs mode --json"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=self.env, cwd=self.project)
+    def start_asking(self, script):
+        """The person's view in plan, and beside it `piworkfs run -- sh -c SCRIPT` without
+        a terminal (pipes for its standard streams), killed on the way out."""
+        self.bare_view("plan")
+        run = subprocess.Popen([PIWORKFS, "run", "--project", self.project, "--", "sh", "-c",
+                                script],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=self.env, cwd=self.project)
         self.addCleanup(lambda: run.poll() is None and run.kill())
+        return run
+
+    def until_asked(self, run):
+        """What RUN prints on its stderr up to its next line ASKED."""
         err = b""
         end = time.monotonic() + DEADLINE
         while b"ASKED" not in err:
@@ -933,6 +925,12 @@ class AskingWithoutTerminal(PtyTest):
             line = run.stderr.readline()
             self.assertTrue(line, err)
             err += line
+        return err
+
+    def test_mode_name_inside_asks_and_the_person_approves_from_outside(self):
+        run = self.start_asking("piworkfs mode build --reason 'run the tests'; echo ASKED >&2; "
+                                "read x; piworkfs mode --json")
+        err = self.until_asked(run)
         self.assertIn(b"refused", err)
         told = re.search(rb"piworkfs mode --approve (\d+) --run \w+' \(or --approve build\)", err)
         self.assertIsNotNone(told, err)
@@ -953,31 +951,13 @@ class AskingWithoutTerminal(PtyTest):
         # Issue 44, item 8: `mode --run ID` printed `answer: piworkfs mode --approve 3`,
         # which from the person's terminal answers no view (or the bare view, where nothing
         # is pending). What is printed, run as printed from elsewhere, answers the run's.
-        mp = os.path.join(self.tmp, "view")
-        os.mkdir(mp)
-        p = subprocess.run([PIWORKFS, "mount", "--mode", "plan", self.project, mp],
-                           env=self.env, capture_output=True, text=True, timeout=DEADLINE)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        self.addCleanup(lambda: subprocess.run([PIWORKFS, "umount", mp], env=self.env,
-                                               capture_output=True, timeout=DEADLINE))
-        run = subprocess.Popen(
-            [PIWORKFS, "run", "--project", self.project, "--", "sh", "-c",
-             "piworkfs mode build --reason 'run the tests'; echo ASKED >&2; read x; "
-             "piworkfs mode off --reason 'all of it'; echo ASKED >&2; read x; "
-             "piworkfs mode --json"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=self.env, cwd=self.project)
-        self.addCleanup(lambda: run.poll() is None and run.kill())
+        run = self.start_asking("piworkfs mode build --reason 'run the tests'; echo ASKED >&2; "
+                                "read x; piworkfs mode off --reason 'all of it'; "
+                                "echo ASKED >&2; read x; piworkfs mode --json")
 
         def told():
             """The command the agent was told the person may run."""
-            err = b""
-            end = time.monotonic() + DEADLINE
-            while b"ASKED" not in err:
-                self.assertLess(time.monotonic(), end, err)
-                line = run.stderr.readline()
-                self.assertTrue(line, err)
-                err += line
+            err = self.until_asked(run)
             m = re.search(rb"allow it with '(piworkfs mode --approve \d+ --run \w+)'", err)
             self.assertIsNotNone(m, err)
             return m.group(1).decode()
