@@ -579,6 +579,20 @@ class MountCase(unittest.TestCase):
         self.addCleanup(p.kill)
         return p
 
+    def assert_refused_and_unchanged(self, v, rows):
+        """Each row (ERRNO, FN, NAME, NAME2[, FLAGS]) of ROWS: FN on the view V's NAME and
+        NAME2 (and FLAGS, for renameat2) fails with ERRNO exactly; and the backing tree is the
+        same after them all as before."""
+        before = tree_hash(self.project)
+        for err, fn, a, b, *flags in rows:
+            self.assertErrno(err, fn, v.path(a), v.path(b), *flags)
+        self.assertEqual(before, tree_hash(self.project))
+
+    def assert_moves(self, v, name, to):
+        """Renaming the directory NAME to TO through the view V works."""
+        os.rename(v.path(name), v.path(to))
+        self.assertTrue(os.path.isdir(os.path.join(self.project, to)))
+
     # -- stress: switches while other threads work -------------------------------------------
 
     def switch_storm(self, v, modes, times, seed, stop, problems, record=None, before=None,

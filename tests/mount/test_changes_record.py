@@ -402,11 +402,15 @@ class Changes(MountCase):
         self.assertEqual(out[1:], ["  recreate n1", "  recreate n1/n2", "  recreate n1/n2/f.txt",
                                    "  restore src/x.c"])
 
-    def test_stat_counts_files_not_directories_and_says_what_git_did_aside(self):
-        # issue 44, item 20: directories counted as files, a cryptic ".git/" line
+    def git_commit_all(self):
+        """The project becomes a git repository with everything in one commit."""
         self.run_tool(["git", "init", "-q"], cwd=self.project, env=self.GIT_ENV)
         self.run_tool(["git", "add", "-A"], cwd=self.project, env=self.GIT_ENV)
         self.run_tool(["git", "commit", "-qm", "one"], cwd=self.project, env=self.GIT_ENV)
+
+    def test_stat_counts_files_not_directories_and_says_what_git_did_aside(self):
+        # issue 44, item 20: directories counted as files, a cryptic ".git/" line
+        self.git_commit_all()
         v = self.mount("build")
         self.checkpoint()
         os.makedirs(v.path("n1/n2"))
@@ -488,9 +492,7 @@ class Changes(MountCase):
     def test_git_status_outside_the_view_blocks_neither_undo_nor_redo(self):
         # issue 44, item 19: "refused: changed outside the view since ...: .git/index"
         from harness import tree_changes, tree_state
-        self.run_tool(["git", "init", "-q"], cwd=self.project, env=self.GIT_ENV)
-        self.run_tool(["git", "add", "-A"], cwd=self.project, env=self.GIT_ENV)
-        self.run_tool(["git", "commit", "-qm", "one"], cwd=self.project, env=self.GIT_ENV)
+        self.git_commit_all()
         v = self.mount("build")
         self.checkpoint("c")
         before = tree_state(self.project)
@@ -519,9 +521,7 @@ class Changes(MountCase):
         self.assertNotIn(".git/index", p.stderr)
 
     def test_changes_and_undo_show_the_net_effect_per_path(self):
-        self.run_tool(["git", "init", "-q"], cwd=self.project, env=self.GIT_ENV)
-        self.run_tool(["git", "add", "-A"], cwd=self.project, env=self.GIT_ENV)
-        self.run_tool(["git", "commit", "-qm", "one"], cwd=self.project, env=self.GIT_ENV)
+        self.git_commit_all()
         v = self.mount("build")
         self.checkpoint()
         root = v.path()
