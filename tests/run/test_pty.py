@@ -512,12 +512,17 @@ class AskingBase(PtyTest):
                            capture_output=True, text=True, timeout=DEADLINE)
         return "pending request" in p.stdout
 
-    def ask(self, key=b"a"):
+    def asked(self, key):
+        """Types KEY, on which the asker asks; returns (the terminal's mark before it, the
+        request's id)."""
         at = self.t.mark()
         self.t.send(key)
-        m = self.t.expect(rb"ASKED (\d+) pending", at)
+        return at, int(self.t.expect(rb"ASKED (\d+) pending", at).group(1))
+
+    def ask(self, key=b"a"):
+        at, rid = self.asked(key)
         self.t.expect("the agent asks to switch plan \u2192 build", at)
-        return int(m.group(1))
+        return rid
 
     def past_grace(self):
         """Waits out the grace time: keys read in the first 300 ms after the bar appeared
@@ -531,6 +536,13 @@ class AskingBase(PtyTest):
         at = self.t.mark()
         self.t.send(name)
         self.t.expect(b"Press Enter to allow", at)
+
+    def switch_history(self):
+        """The project's switch history, `log --switches --json`, a row a switch."""
+        p = subprocess.run([PIWORKFS, "log", "--switches", "--json", "-C", self.project],
+                           env=self.env, capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
 
     def deny(self, rid):
         """Types n until the request is denied (the first keys may fall in the grace)."""
@@ -606,12 +618,9 @@ class Asking(AskingBase):
         self.t.expect(("DONE %d approved" % rid).encode(), at)
         self.assertEqual(self.mode(), "build")
         # The switch history says it was asked for, why, and who allowed it.
-        p = subprocess.run([PIWORKFS, "log", "--switches", "--json", "-C", self.project],
-                           env=self.env, capture_output=True, text=True, timeout=DEADLINE)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        rows = [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
+        rows = self.switch_history()
         granted = [r for r in rows if r.get("origin") == "request"]
-        self.assertEqual(len(granted), 1, p.stdout)
+        self.assertEqual(len(granted), 1, rows)
         self.assertEqual((granted[0]["from"], granted[0]["to"]), ("plan", "build"))
         self.assertEqual(granted[0]["reason"], "implement the approved plan")
         self.assertIn("the terminal of piworkfs run", granted[0]["answered_by"])
@@ -658,10 +667,7 @@ class Asking(AskingBase):
             self.t.send(typed)
             self.t.expect(("DONE %d denied" % rid).encode(), at)
         self.assertEqual(self.mode(), "plan")
-        p = subprocess.run([PIWORKFS, "log", "--switches", "--json", "-C", self.project],
-                           env=self.env, capture_output=True, text=True, timeout=DEADLINE)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        rows = [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
+        rows = self.switch_history()
         denied = [r for r in rows if r.get("outcome") == "denied"]
         self.assertEqual([r.get("how") for r in denied], [how for _, how in keys], rows)
         for r in denied:
@@ -683,9 +689,7 @@ class Asking(AskingBase):
         # the fake, switched to off.
         for keys, outcome in ((b"y\r", "denied"), (b"design\r", "denied"),
                               (b"off\r", "approved")):
-            at = self.t.mark()
-            self.t.send(b"h")
-            rid = int(self.t.expect(rb"ASKED (\d+) pending", at).group(1))
+            at, rid = self.asked(b"h")
             fake_end = self.t.expect(rb"\x0e\x1b\[\?6h\x1b\]0;", at).end()
             real = self.t.expect(rb"the agent asks to switch plan \xe2\x86\x92 off", fake_end)
             # The real bar's own bytes, from its save of the cursor: the state is reset
@@ -836,9 +840,7 @@ class ConsentBar(AskingBase):
         for cols in (80, 100):
             with self.subTest(cols=cols):
                 self.start_asker(cols)
-                at = self.t.mark()
-                self.t.send(b"L")
-                rid = int(self.t.expect(rb"ASKED (\d+) pending", at).group(1))
+                at, rid = self.asked(b"L")
                 rows = self.bar(at)
                 text = self.bar_text(rows)
                 self.assertIn('the agent asks to switch plan \u2192 build ("%s")' % LONG_REASON,
@@ -868,9 +870,7 @@ class ConsentBar(AskingBase):
 
     def test_the_armed_bar_keeps_the_reason_and_says_what_denies(self):
         self.start_asker(80)
-        at = self.t.mark()
-        self.t.send(b"L")
-        rid = int(self.t.expect(rb"ASKED (\d+) pending", at).group(1))
+        at, rid = self.asked(b"L")
         self.past_grace()
         at = self.t.mark()
         self.t.send(b"bu")
@@ -890,9 +890,7 @@ class ConsentBar(AskingBase):
 
     def test_a_reason_full_of_controls_on_80_columns(self):
         self.start_asker(80)
-        at = self.t.mark()
-        self.t.send(b"r")
-        rid = int(self.t.expect(rb"ASKED (\d+) pending", at).group(1))
+        at, rid = self.asked(b"r")
         rows = self.bar(at)
         text = self.bar_text(rows)
         self.assertIn('("ok[2J]0;title Allow? [Y/n] ]n/Y[ zzz', text)
