@@ -19,18 +19,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_runs import Agent, RunsTest, eventually  # noqa: E402
 
 
-def log_entries(text):
-    """The entries of `piworkfs log`'s table: each row with the lines under it (its rule,
-    filled to the width of a terminal) joined to it by a space."""
-    entries = []
-    for line in text.splitlines():
-        if line.startswith(" ") and entries:
-            entries[-1] += " " + line.strip()
-        else:
-            entries.append(line)
-    return entries
-
-
 def changes_by_set(res):
     """{(run or None): [paths]} of a changes --json result."""
     out = {}
@@ -94,7 +82,7 @@ class RunsChanges(RunsTest):
         self.assertIn("also changed by run " + b.id, text)
         # the log names the other run, not a rename to its mountpoint
         log = self.pw("log", "--project", self.project).stdout
-        rows = [e for e in log_entries(log) if "src/ov.txt" in e and "overlap" in e]
+        rows = [ln for ln in log.splitlines() if "src/ov.txt" in ln and "overlap" in ln]
         self.assertTrue(rows, log)
         self.assertIn("also changed by run " + a.id, rows[0])
         self.assertNotIn(" -> ", rows[0])
