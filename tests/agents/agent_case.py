@@ -2,14 +2,19 @@
 """What the end-to-end tests of every agent client share (tests/agents/test_CLIENT.py): the
 client's binary on a PATH of the test's own, the state database apart from HOME (`piworkfs
 run` covers its directory), the view's status, the recorded requests kept on request, the
-mode announcement a design view makes, and typing the answer into run's consent bar.
+mode announcement a design view makes, and typing the answer into run's consent bar; the
+scripted model started and the client pointed at it, the client run with or without a
+terminal, the answers its tools gave the model, and the request for build every client makes
+through the piworkfs tools.
 """
 
 import json
 import os
+import subprocess
 import time
 
 import harness  # tests/lib, on PYTHONPATH
+from run_case import Terminal  # tests/lib, on PYTHONPATH
 
 DEADLINE = 150  # seconds for one Claude Code run
 
@@ -53,12 +58,16 @@ def answer_consent(term, allow=True, target="build"):
 class AgentCase(harness.MountCase):
     """CLIENT (the command's name) is linked from CLIENT_PATH into a bin directory first on
     PATH; a missing binary fails the test (scripts/setup installs it: in CI a skip is a
-    failure)."""
+    failure). A client's case names its scripted model (MODEL_CLASS), says how the client
+    finds it (point_at) and reads the answers its tools gave (TOOL_ANSWERS, a function of one
+    request body to {call id: answer})."""
 
     deadline = 280
     client = None
     client_label = None
     client_path = None
+    model_class = None
+    tool_answers = None
 
     def setUp(self):
         super().setUp()
@@ -94,3 +103,91 @@ class AgentCase(harness.MountCase):
 
     def status(self, v):
         return self.rpc(v, "status")
+
+    def client_home(self, name):
+        """A directory NAME in HOME, made, for the client's own settings."""
+        home = os.path.join(self.env["HOME"], name)
+        os.makedirs(home)
+        return home
+
+    def design_view(self):
+        """The person's view in design: (the view, its policy as `allowed --json` gives it,
+        the backing path of src/hack.c, which design does not allow)."""
+        v = self.mount("design")
+        policy = json.loads(self.run_pw("allowed", "--json", cwd=v.mp, check=True).stdout)
+        return v, policy, os.path.join(self.project, "src", "hack.c")
+
+    def script(self, steps):
+        """The scripted model's steps for STEPS (the client's case may add its own turns)."""
+        return steps
+
+    def point_at(self, model):
+        """Points the client at MODEL, a started scripted model (its environment)."""
+        raise NotImplementedError
+
+    def start_model(self, steps):
+        """A scripted model answering with STEPS, stopped on the way out; the client is
+        pointed at it."""
+        m = self.model_class(self.script(steps)).start()
+        self.addCleanup(m.stop)
+        self.point_at(m)
+        return m
+
+    def dump_model(self, model):
+        self.dump(model.all_requests)
+
+    def run_client(self, prompt):
+        """The client on PROMPT inside `piworkfs run`, without a terminal."""
+        return subprocess.run(self.argv(prompt), cwd=self.project, env=self.env,
+                              capture_output=True, text=True, timeout=DEADLINE,
+                              stdin=subprocess.DEVNULL)
+
+    def assert_exited_0(self, p):
+        self.assertEqual(p.returncode, 0, "%s exited %d\nstdout: %s\nstderr: %s%s" %
+                         (self.client, p.returncode, p.stdout, p.stderr, self.daemon_logs()))
+
+    def terminal(self, prompt):
+        """The client on PROMPT inside `piworkfs run`, on a terminal of its own, as a person
+        runs it."""
+        t = Terminal(self.argv(prompt), self.env, self.project)
+        self.addCleanup(t.close)
+        return t
+
+    def answers(self, model):
+        """{call id: answer} of every tool call the model made, as the client sent them
+        back."""
+        out = {}
+        for r in model.requests:
+            out.update(self.tool_answers(r))
+        return out
+
+    def ask_for_build_and_allow(self, tool, then=("done.",)):
+        """The person's view in design; inside `piworkfs run`, the model calls TOOL (the
+        piworkfs_request_mode tool as the client names it) for build, then THEN; the person
+        answers run's consent bar with the target's name and Enter. Returns the person's view
+        and the model once the run exited 0 and the model saw no error."""
+        v = self.mount("design")
+        model = self.start_model([
+            [(tool, {"mode": "build", "reason": "implement src/hack.c"})],
+            *then,
+        ])
+        t = self.terminal("Switch to build.")
+        t.expect("the agent asks to switch design \u2192 build", deadline=DEADLINE)
+        answer_consent(t, allow=True)
+        self.assertEqual(t.wait(DEADLINE), 0, t.buf[-3000:])
+        self.dump_model(model)
+        self.assertEqual(model.errors, [])
+        return v, model
+
+    def assert_nothing_written(self, v, *paths):
+        """None of PATHS (in the backing project) exists and neither view denied anything:
+        the refusals stopped the writes before they reached the file system."""
+        for path in paths:
+            self.assertFalse(os.path.exists(path), path)
+        self.assertEqual(self.status(v)["denied"], 0, "the view saw an attempt")
+        self.assertEqual(self.denials(), [], "the run's view saw an attempt")
+
+    def assert_mode_of(self, v, mode):
+        """V, the person's view, is in MODE (a run's switch is the run's own, issue 34)."""
+        m = self.run_pw("mode", "--json", cwd=v.mp, check=True)
+        self.assertEqual(json.loads(m.stdout)["mode"], mode, m.stdout)

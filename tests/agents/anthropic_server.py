@@ -66,11 +66,7 @@ class AnthropicHandler(scripted_http.Handler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def do_POST(self):
-        got = self.read_json()
-        if not got:
-            return
-        raw, req = got
+    def post(self, raw, req):
         if "count_tokens" in self.path:
             self.send_json({"input_tokens": len(raw) // 4})
             return

@@ -85,11 +85,7 @@ class GeminiHandler(scripted_http.Handler):
         self.model.error("unexpected GET %s" % self.path)
         self.send_error(404)
 
-    def do_POST(self):
-        got = self.read_json()
-        if not got:
-            return
-        raw, req = got
+    def post(self, raw, req):
         if ":countTokens" in self.path:
             self.send_json({"totalTokens": max(1, len(raw) // 4)})
             return

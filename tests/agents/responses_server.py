@@ -50,11 +50,7 @@ class ResponsesHandler(scripted_http.Handler):
         self.send_json({"object": "list", "data": [
             {"id": "scripted", "object": "model", "owned_by": "test"}], "models": []})
 
-    def do_POST(self):
-        got = self.read_json()
-        if not got:
-            return
-        _, req = got
+    def post(self, _raw, req):
         turn = bool(req.get("tools"))
         index = self.model.record(req, turn)
         answer = self.model.answer(index, req) if turn else "ok."

@@ -11,18 +11,15 @@ all it needs in print mode (-p), and nonessential traffic is turned off. A missi
 fails the test (scripts/setup installs it): in CI a skip is a failure.
 """
 
-import json
 import os
-import subprocess
 import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from agent_case import DEADLINE, AgentCase, answer_consent, design_announcement  # noqa: E402
+from agent_case import AgentCase, design_announcement  # noqa: E402
 import harness  # noqa: E402  (tests/lib, on PYTHONPATH)
-from run_case import Terminal  # noqa: E402  (tests/lib, on PYTHONPATH)
 from anthropic_server import ScriptedModel, all_text, tool_results  # noqa: E402
 
 CLAUDE = os.path.join(HERE, "node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude")
@@ -30,6 +27,7 @@ CLAUDE = os.path.join(HERE, "node_modules", "@anthropic-ai", "claude-code-linux-
 
 class ClaudeCase(AgentCase):
     client, client_label, client_path = "claude", "Claude Code", CLAUDE
+    model_class, tool_answers = ScriptedModel, staticmethod(tool_results)
 
     def setUp(self):
         super().setUp()
@@ -40,43 +38,30 @@ class ClaudeCase(AgentCase):
             "DISABLE_TELEMETRY": "1",
         })
 
-    def start_model(self, steps):
-        m = ScriptedModel(steps).start()
-        self.addCleanup(m.stop)
-        self.env["ANTHROPIC_BASE_URL"] = m.base_url
-        return m
+    def point_at(self, model):
+        self.env["ANTHROPIC_BASE_URL"] = model.base_url
 
     def argv(self, prompt):
         return [harness.PIWORKFS, "run", "--project", self.project, "--", "claude", "-p",
                 prompt, "--model", "claude-sonnet-4-5", "--permission-mode", "acceptEdits",
                 "--allowedTools", "Bash,Write,Edit"]
 
-    def claude(self, prompt):
-        p = subprocess.run(self.argv(prompt), cwd=self.project, env=self.env,
-                           capture_output=True, text=True, timeout=DEADLINE,
-                           stdin=subprocess.DEVNULL)
-        self.last = p
-        return p
-
     def assertRan(self, p, model):
-        self.dump(model.all_requests)
-        self.assertEqual(p.returncode, 0, "claude exited %d\nstdout: %s\nstderr: %s%s" %
-                         (p.returncode, p.stdout, p.stderr, self.daemon_logs()))
+        self.dump_model(model)
+        self.assert_exited_0(p)
         self.assertEqual(model.errors, [], "the scripted model: %s" % model.errors)
         self.assertTrue(model.requests, "Claude Code never asked the model")
 
 class TestDesign(ClaudeCase):
     def test_design_mode_end_to_end(self):
-        v = self.mount("design")
-        policy = json.loads(self.run_pw("allowed", "--json", cwd=v.mp, check=True).stdout)
-        hack = os.path.join(self.project, "src", "hack.c")
+        v, policy, hack = self.design_view()
         model = self.start_model([
             [("Write", {"file_path": hack, "content": "int x;\n"})],
             [("Bash", {"command": "echo x > src/from_shell.c", "description": "write"})],
             [("mcp__piworkfs__piworkfs_status", {})],
             "done.",
         ])
-        p = self.claude("Add src/hack.c.")
+        p = self.run_client("Add src/hack.c.")
         self.assertRan(p, model)
         first = model.requests[0]
         text = all_text(first)
@@ -86,9 +71,7 @@ class TestDesign(ClaudeCase):
         self.assertTrue(design_announcement(policy) in text, "no announcement in the first "
                         "request: %r" % design_announcement(policy))
 
-        results = {}
-        for r in model.requests:
-            results.update(tool_results(r))
+        results = self.answers(model)
         # The refused write: stopped before it ran, with mode, rule and what is writable.
         write, is_error = results["toolu_0_0"]
         self.assertTrue(is_error, write)
@@ -104,36 +87,18 @@ class TestDesign(ClaudeCase):
         st, _ = results["toolu_2_0"]
         self.assertIn(design_announcement(policy), st)
         # Neither reached the file system: no file, and the view denied nothing.
-        self.assertFalse(os.path.exists(hack))
-        self.assertFalse(os.path.exists(os.path.join(self.project, "src", "from_shell.c")))
-        self.assertEqual(self.status(v)["denied"], 0, "the view saw an attempt")
-        self.assertEqual(self.denials(), [], "the run's view saw an attempt")
+        self.assert_nothing_written(v, hack, os.path.join(self.project, "src", "from_shell.c"))
 
 
 class TestRequestMode(ClaudeCase):
     def test_request_mode_raises_the_consent_bar_and_y_enter_switches(self):
-        v = self.mount("design")
-        model = self.start_model([
-            [("mcp__piworkfs__piworkfs_request_mode",
-              {"mode": "build", "reason": "implement src/hack.c"})],
-            "done.",
-        ])
-        t = Terminal(self.argv("Switch to build."), self.env, self.project)
-        self.addCleanup(t.close)
-        t.expect("the agent asks to switch design \u2192 build")
-        answer_consent(t, allow=True)
-        self.assertEqual(t.wait(DEADLINE), 0, t.buf[-3000:])
-        self.assertEqual(model.errors, [])
-        results = {}
-        for r in model.requests:
-            results.update(tool_results(r))
-        answer, is_error = results["toolu_0_0"]
+        v, model = self.ask_for_build_and_allow("mcp__piworkfs__piworkfs_request_mode")
+        answer, is_error = self.answers(model)["toolu_0_0"]
         self.assertFalse(is_error, answer)
         self.assertIn("Approved: the mode is now build.", answer)
         self.assertIn("# piworkfs mode: build", answer)
         # The switch was the run's own (issue 34): the person's view keeps its mode.
-        m = self.run_pw("mode", "--mount", v.mp, "--json", check=True)
-        self.assertEqual(json.loads(m.stdout)["mode"], "design", m.stdout)
+        self.assert_mode_of(v, "design")
 
 
 if __name__ == "__main__":

@@ -9,18 +9,15 @@ Codex 0.169 runs only hooks the person has reviewed in its own interface, so `ru
 none: a refused write reaches the model as the shell's bare error, and the model learns the
 rule through the piworkfs tools (integrations/README.md says so)."""
 
-import json
 import os
-import subprocess
 import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from agent_case import DEADLINE, AgentCase, answer_consent, design_announcement  # noqa: E402
+from agent_case import AgentCase, design_announcement  # noqa: E402
 import harness  # noqa: E402  (tests/lib, on PYTHONPATH)
-from run_case import Terminal  # noqa: E402  (tests/lib, on PYTHONPATH)
 from responses_server import ScriptedModel, call_outputs  # noqa: E402
 
 CODEX = os.path.join(HERE, "node_modules", "@openai", "codex-linux-x64", "vendor",
@@ -29,18 +26,15 @@ CODEX = os.path.join(HERE, "node_modules", "@openai", "codex-linux-x64", "vendor
 
 class CodexCase(AgentCase):
     client, client_label, client_path = "codex", "Codex", CODEX
+    model_class, tool_answers = ScriptedModel, staticmethod(call_outputs)
 
     def setUp(self):
         super().setUp()
-        codex_home = os.path.join(self.env["HOME"], ".codex")
-        os.makedirs(codex_home)
+        codex_home = self.client_home(".codex")
         self.env.update({"CODEX_HOME": codex_home, "SCRIPTED_API_KEY": "test"})
 
-    def start_model(self, steps):
-        m = ScriptedModel(steps).start()
-        self.addCleanup(m.stop)
-        self.base_url = m.base_url
-        return m
+    def point_at(self, model):
+        self.base_url = model.base_url
 
     def argv(self, prompt):
         provider = ('model_providers.scripted={name="scripted",base_url="%s",'
@@ -50,27 +44,17 @@ class CodexCase(AgentCase):
                 "-c", 'model_provider="scripted"', "-c", 'model="scripted"', "-c", provider,
                 prompt]
 
-    def outputs(self, model):
-        out = {}
-        for r in model.requests:
-            out.update(call_outputs(r))
-        return out
-
 
 class TestDesign(CodexCase):
     def test_design_mode_end_to_end(self):
-        v = self.mount("design")
-        policy = json.loads(self.run_pw("allowed", "--json", cwd=v.mp, check=True).stdout)
+        v, policy, _ = self.design_view()
         model = self.start_model([
             [("exec_command", {"cmd": "echo x > src/from_shell.c"})],
             [("mcp__piworkfs/piworkfs_check", {"paths": ["src/from_shell.c"]})],
             "done.",
         ])
-        p = subprocess.run(self.argv("Add src/from_shell.c."), cwd=self.project, env=self.env,
-                           capture_output=True, text=True, timeout=DEADLINE,
-                           stdin=subprocess.DEVNULL)
-        self.assertEqual(p.returncode, 0, "codex exited %d\nstdout: %s\nstderr: %s%s" %
-                         (p.returncode, p.stdout, p.stderr, self.daemon_logs()))
+        p = self.run_client("Add src/from_shell.c.")
+        self.assert_exited_0(p)
         self.assertEqual(model.errors, [])
         self.assertGreaterEqual(len(model.requests), 3, p.stderr)
         # The mode and what it may write, in every request: the server's instructions and
@@ -82,7 +66,7 @@ class TestDesign(CodexCase):
             self.assertIn(want, ns[0]["description"])
             status = [t for t in ns[0]["tools"] if t["name"] == "piworkfs_status"][0]
             self.assertIn("Now: " + want, status["description"])
-        out = self.outputs(model)
+        out = self.answers(model)
         # The shell's refusal comes back bare (no hook in Codex): the view refused it.
         self.assertIn("Permission denied", out["call_0_0"])
         self.assertFalse(os.path.exists(os.path.join(self.project, "src", "from_shell.c")))
@@ -95,23 +79,11 @@ class TestDesign(CodexCase):
 
 class TestRequestMode(CodexCase):
     def test_request_mode_raises_the_consent_bar_and_y_enter_switches(self):
-        v = self.mount("design")
-        model = self.start_model([
-            [("mcp__piworkfs/piworkfs_request_mode",
-              {"mode": "build", "reason": "implement src/hack.c"})],
-            "done.",
-        ])
-        t = Terminal(self.argv("Switch to build."), self.env, self.project)
-        self.addCleanup(t.close)
-        t.expect("the agent asks to switch design \u2192 build")
-        answer_consent(t, allow=True)
-        self.assertEqual(t.wait(DEADLINE), 0, t.buf[-3000:])
-        self.assertEqual(model.errors, [])
-        answer = self.outputs(model)["call_0_0"]
+        v, model = self.ask_for_build_and_allow("mcp__piworkfs/piworkfs_request_mode")
+        answer = self.answers(model)["call_0_0"]
         self.assertIn("Approved: the mode is now build.", answer)
         # The switch was the run's own (issue 34): the person's view keeps its mode.
-        m = self.run_pw("mode", "--json", cwd=v.mp, check=True)
-        self.assertEqual(json.loads(m.stdout)["mode"], "design", m.stdout)
+        self.assert_mode_of(v, "design")
 
 
 class TestOwnSandbox(CodexCase):
@@ -138,13 +110,10 @@ class TestOwnSandbox(CodexCase):
 
     def run_codex(self, cmd):
         model = self.start_model([[("exec_command", {"cmd": cmd})], "done."])
-        p = subprocess.run(self.argv("Write it."), cwd=self.project, env=self.env,
-                           capture_output=True, text=True, timeout=DEADLINE,
-                           stdin=subprocess.DEVNULL)
-        self.assertEqual(p.returncode, 0, "codex exited %d\nstdout: %s\nstderr: %s%s" %
-                         (p.returncode, p.stdout, p.stderr, self.daemon_logs()))
+        p = self.run_client("Write it.")
+        self.assert_exited_0(p)
         self.assertEqual(model.errors, [])
-        out = self.outputs(model).get("call_0_0", "")
+        out = self.answers(model).get("call_0_0", "")
         self.assertNotIn("Creating new namespace failed", out + p.stderr)
         return out
 

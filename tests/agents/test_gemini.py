@@ -14,16 +14,14 @@ model), and telemetry, usage statistics and update checks off."""
 
 import json
 import os
-import subprocess
 import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from agent_case import DEADLINE, AgentCase, answer_consent, design_announcement  # noqa: E402
+from agent_case import AgentCase, design_announcement  # noqa: E402
 import harness  # noqa: E402  (tests/lib, on PYTHONPATH)
-from run_case import Terminal  # noqa: E402  (tests/lib, on PYTHONPATH)
 from gemini_server import ScriptedModel, all_text, declarations, function_responses  # noqa: E402
 
 GEMINI = os.path.join(HERE, "node_modules", "@google", "gemini-cli", "bundle", "gemini.js")
@@ -47,11 +45,11 @@ NOT_ROOT = ("piworkfs run wires Gemini CLI only as root (Gemini reads a per-run 
 @unittest.skipUnless(os.geteuid() == 0, NOT_ROOT)
 class GeminiCase(AgentCase):
     client, client_label, client_path = "gemini", "Gemini CLI", GEMINI
+    model_class, tool_answers = ScriptedModel, staticmethod(function_responses)
 
     def setUp(self):
         super().setUp()
-        gemini_home = os.path.join(self.env["HOME"], ".gemini")
-        os.makedirs(gemini_home)
+        gemini_home = self.client_home(".gemini")
         with open(os.path.join(gemini_home, "settings.json"), "w") as f:
             json.dump(SETTINGS, f)
         self.env.update({
@@ -62,11 +60,11 @@ class GeminiCase(AgentCase):
         })
         self.env.pop("GEMINI_CLI_SYSTEM_DEFAULTS_PATH", None)
 
-    def start_model(self, steps):
-        m = ScriptedModel(steps).start()
-        self.addCleanup(m.stop)
-        self.env["GOOGLE_GEMINI_BASE_URL"] = m.base_url
-        return m
+    def point_at(self, model):
+        self.env["GOOGLE_GEMINI_BASE_URL"] = model.base_url
+
+    def dump_model(self, model):
+        self.dump({"paths": model.paths, "requests": model.all_requests})
 
     def argv(self, prompt):
         return [harness.PIWORKFS, "run", "--project", self.project, "--", "gemini", "-p",
@@ -74,28 +72,17 @@ class GeminiCase(AgentCase):
 
     def gemini(self, prompt, model):
         """`piworkfs run -- gemini -p PROMPT` without a terminal; asserts it ran."""
-        p = subprocess.run(self.argv(prompt), cwd=self.project, env=self.env,
-                           capture_output=True, text=True, timeout=DEADLINE,
-                           stdin=subprocess.DEVNULL)
-        self.dump({"paths": model.paths, "requests": model.all_requests})
-        self.assertEqual(p.returncode, 0, "gemini exited %d\nstdout: %s\nstderr: %s%s" %
-                         (p.returncode, p.stdout, p.stderr, self.daemon_logs()))
+        p = self.run_client(prompt)
+        self.dump_model(model)
+        self.assert_exited_0(p)
         self.assertNotIn("Skipping system defaults", p.stderr)
         self.assertEqual(model.errors, [])
         self.assertTrue(model.requests, "Gemini CLI never asked the model")
         return p
 
-    def responses(self, model):
-        out = {}
-        for r in model.requests:
-            out.update(function_responses(r))
-        return out
-
 class TestDesign(GeminiCase):
     def test_design_mode_end_to_end(self):
-        v = self.mount("design")
-        policy = json.loads(self.run_pw("allowed", "--json", cwd=v.mp, check=True).stdout)
-        hack = os.path.join(self.project, "src", "hack.c")
+        v, policy, hack = self.design_view()
         model = self.start_model([
             [("write_file", {"file_path": hack, "content": "int x;\n"})],
             [("run_shell_command", {"command": "echo x > src/from_shell.c",
@@ -116,7 +103,7 @@ class TestDesign(GeminiCase):
             status = declarations(r).get("mcp_piworkfs_piworkfs_status")
             self.assertTrue(status, "no piworkfs tools in a request")
             self.assertIn("Now: " + want, status["description"])
-        res = self.responses(model)
+        res = self.answers(model)
         # The refused write: stopped before it ran (BeforeTool), with mode, rule and what
         # is writable.
         self.assertIn("Tool execution blocked: [piworkfs] Refused: write src/hack.c (EACCES) "
@@ -133,10 +120,7 @@ class TestDesign(GeminiCase):
                       "no allow rule of design matches it. Writable in design: ",
                       res["call_2_0"])
         # Neither reached the file system: no file, and the view denied nothing.
-        self.assertFalse(os.path.exists(hack))
-        self.assertFalse(os.path.exists(os.path.join(self.project, "src", "from_shell.c")))
-        self.assertEqual(self.status(v)["denied"], 0, "the view saw an attempt")
-        self.assertEqual(self.denials(), [], "the run's view saw an attempt")
+        self.assert_nothing_written(v, hack, os.path.join(self.project, "src", "from_shell.c"))
 
     def test_a_refusal_the_preflight_cannot_foresee_is_explained_after(self):
         self.mount("design")
@@ -146,7 +130,7 @@ class TestDesign(GeminiCase):
             "done.",
         ])
         self.gemini("Add src/py.c.", model)
-        out = self.responses(model)["call_0_0"]
+        out = self.answers(model)["call_0_0"]
         # It ran (the pre-flight is not certain about python), the view refused it, and
         # AfterTool added the reason to the shell's own error.
         self.assertIn("Permission denied", out)
@@ -157,24 +141,11 @@ class TestDesign(GeminiCase):
 
 class TestRequestMode(GeminiCase):
     def test_request_mode_raises_the_consent_bar_and_y_enter_switches(self):
-        v = self.mount("design")
-        model = self.start_model([
-            [("mcp_piworkfs_piworkfs_request_mode",
-              {"mode": "build", "reason": "implement src/hack.c"})],
-            "done.",
-        ])
-        t = Terminal(self.argv("Switch to build."), self.env, self.project)
-        self.addCleanup(t.close)
-        t.expect("the agent asks to switch design \u2192 build", deadline=DEADLINE)
-        answer_consent(t, allow=True)
-        self.assertEqual(t.wait(DEADLINE), 0, t.buf[-3000:])
-        self.dump({"paths": model.paths, "requests": model.all_requests})
-        self.assertEqual(model.errors, [])
-        answer = self.responses(model)["call_0_0"]
+        v, model = self.ask_for_build_and_allow("mcp_piworkfs_piworkfs_request_mode")
+        answer = self.answers(model)["call_0_0"]
         self.assertIn("Approved: the mode is now build.", answer)
         # The switch was the run's own (issue 34): the person's view keeps its mode.
-        m = self.run_pw("mode", "--json", cwd=v.mp, check=True)
-        self.assertEqual(json.loads(m.stdout)["mode"], "design", m.stdout)
+        self.assert_mode_of(v, "design")
 
 
 if __name__ == "__main__":

@@ -16,9 +16,8 @@ SOURCE = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(SOURCE, "tests", "pi"))
 sys.path.insert(0, HERE)
 
-from agent_case import DEADLINE, AgentCase, answer_consent, design_announcement  # noqa: E402
+from agent_case import DEADLINE, AgentCase, design_announcement  # noqa: E402
 import harness  # noqa: E402  (tests/lib, on PYTHONPATH)
-from run_case import Terminal  # noqa: E402  (tests/lib, on PYTHONPATH)
 from model_server import ScriptedModel, text_of, tool_results  # noqa: E402
 
 OPENCODE = os.path.join(HERE, "node_modules", "opencode-linux-x64", "bin", "opencode")
@@ -83,6 +82,7 @@ def system_of(req):
 
 class OpencodeCase(AgentCase):
     client, client_label, client_path = "opencode", "opencode", OPENCODE
+    model_class, tool_answers = ScriptedModel, staticmethod(tool_results)
 
     def setUp(self):
         super().setUp()
@@ -96,44 +96,32 @@ class OpencodeCase(AgentCase):
         })
         seed_opencode_config(os.path.join(self.env["XDG_CONFIG_HOME"], "opencode"))
 
-    def start_model(self, calls):
-        m = ScriptedModel(agent_turns(calls)).start()
-        self.addCleanup(m.stop)
+    def script(self, calls):
+        return agent_turns(calls)
+
+    def point_at(self, model):
         self.env["OPENCODE_CONFIG_CONTENT"] = json.dumps({
             "provider": {"scripted": {
                 "npm": "@ai-sdk/openai-compatible", "name": "scripted",
-                "options": {"baseURL": m.base_url, "apiKey": "test"},
+                "options": {"baseURL": model.base_url, "apiKey": "test"},
                 "models": {"scripted": {"name": "scripted", "tool_call": True}}}},
             "model": "scripted/scripted", "autoupdate": False, "share": "disabled"})
-        return m
 
     def argv(self, prompt):
         return [harness.PIWORKFS, "run", "--project", self.project, "--", "opencode", "run",
                 "--auto", prompt]
 
-    def terminal(self, prompt):
-        """`piworkfs run -- opencode run PROMPT` on a terminal of its own, as a person runs
-        it. (Without a terminal, run's own agent socket goes away once its connection has
-        been idle for 30 s, and opencode may take that long to start: see the note in
-        integrations/README.md.)"""
-        t = Terminal(self.argv(prompt), self.env, self.project)
-        self.addCleanup(t.close)
-        return t
+    # Every test runs opencode on a terminal of its own (self.terminal), as a person runs
+    # it: without a terminal, run's own agent socket goes away once its connection has been
+    # idle for 30 s, and opencode may take that long to start (see the note in
+    # integrations/README.md).
 
     def main_requests(self, model):
         return [r for r in model.requests if r.get("tools")]
 
-    def results(self, model):
-        out = {}
-        for r in model.requests:
-            out.update(tool_results(r))
-        return out
-
 class TestDesign(OpencodeCase):
     def test_design_mode_end_to_end(self):
-        v = self.mount("design")
-        policy = json.loads(self.run_pw("allowed", "--json", cwd=v.mp, check=True).stdout)
-        hack = os.path.join(self.project, "src", "hack.c")
+        v, policy, hack = self.design_view()
         model = self.start_model([
             [("write", {"filePath": hack, "content": "int x;\n"})],
             [("bash", {"command": "echo x > src/from_shell.c", "description": "write"})],
@@ -150,7 +138,7 @@ class TestDesign(OpencodeCase):
             self.assertEqual(s.count("# piworkfs mode: design"), 1,
                              "%s\n%s" % ([t["function"]["name"] for t in r["tools"]], s[:300]))
             self.assertTrue(design_announcement(policy) in s, "no announcement")
-        res = self.results(model)
+        res = self.answers(model)
         write = [t for k, t in res.items() if "src/hack.c" in t]
         self.assertTrue(write, res)
         self.assertIn("[piworkfs] Refused: write src/hack.c (EACCES) in design mode, because "
@@ -160,29 +148,17 @@ class TestDesign(OpencodeCase):
         self.assertTrue(shell, res)
         self.assertIn("Refused: write src/from_shell.c", shell[0])
         self.assertTrue(any(design_announcement(policy) in t for t in res.values()), res)
-        self.assertFalse(os.path.exists(hack))
-        self.assertFalse(os.path.exists(os.path.join(self.project, "src", "from_shell.c")))
-        self.assertEqual(self.status(v)["denied"], 0, "the view saw an attempt")
-        self.assertEqual(self.denials(), [], "the run's view saw an attempt")
+        self.assert_nothing_written(v, hack, os.path.join(self.project, "src", "from_shell.c"))
 
 
 class TestRequestMode(OpencodeCase):
     def test_request_mode_raises_the_consent_bar_and_y_enter_switches(self):
-        v = self.mount("design")
-        model = self.start_model([
-            [("piworkfs_piworkfs_request_mode",
-              {"mode": "build", "reason": "implement src/hack.c"})],
-        ])
-        t = self.terminal("Switch to build.")
-        t.expect("the agent asks to switch design \u2192 build", deadline=DEADLINE)
-        answer_consent(t, allow=True)
-        self.assertEqual(t.wait(DEADLINE), 0, t.buf[-3000:])
-        self.assertEqual(model.errors, [])
-        res = self.results(model)
+        # opencode's script ends with "done." by itself (agent_turns).
+        v, model = self.ask_for_build_and_allow("piworkfs_piworkfs_request_mode", then=())
+        res = self.answers(model)
         self.assertTrue(any("Approved: the mode is now build." in x for x in res.values()), res)
         # The switch was the run's own (issue 34): the person's view keeps its mode.
-        m = self.run_pw("mode", "--json", cwd=v.mp, check=True)
-        self.assertEqual(json.loads(m.stdout)["mode"], "design", m.stdout)
+        self.assert_mode_of(v, "design")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import errno
 import hashlib
 import json
 import os
+import random
 import shutil
 import socket
 import stat
@@ -252,6 +253,30 @@ def write_tree(root, spec):
 
 
 # --- the test case base -----------------------------------------------------------------
+
+# --- tables of rows ------------------------------------------------------------------------
+
+def table():
+    """(ROWS, row) for a table test: decorating a function with @row(NAME) appends
+    (NAME, function) to ROWS, in the order they are written."""
+    rows = []
+
+    def row(name):
+        def deco(fn):
+            rows.append((name, fn))
+            return fn
+        return deco
+    return rows, row
+
+
+# --- plans --------------------------------------------------------------------------------
+
+def draft_plan(*tasks, title="Cache the parsed config", day="2026-12-02"):
+    """A draft plan file's text (README "Plans"): its frontmatter, its title, and TASKS as
+    the unchecked items of its Tasks section."""
+    return ("---\ntitle: %s\nstatus: draft\ncreated: %s\nupdated: %s\n---\n# %s\n\n## Tasks\n"
+            % (title, day, day, title) + "".join("- [ ] %s\n" % t for t in tasks))
+
 
 class View:
     """One mounted view: its daemon process, paths and log."""
@@ -545,6 +570,70 @@ class MountCase(unittest.TestCase):
         self.assertEqual(p.returncode, 0, "piworkfs mode %s: %s %s%s" %
                          (mode, p.stdout, p.stderr, self.daemon_logs()))
         return p
+
+    def user_in(self, v, rel="src", seconds=60):
+        """A process (sleep SECONDS) whose current directory is REL in the view V: a user
+        that keeps the view busy. Killed and reaped on the way out."""
+        p = subprocess.Popen(["sleep", str(seconds)], cwd=v.path(rel))
+        self.addCleanup(p.wait)
+        self.addCleanup(p.kill)
+        return p
+
+    def assert_refused_and_unchanged(self, v, rows):
+        """Each row (ERRNO, FN, NAME, NAME2[, FLAGS]) of ROWS: FN on the view V's NAME and
+        NAME2 (and FLAGS, for renameat2) fails with ERRNO exactly; and the backing tree is the
+        same after them all as before."""
+        before = tree_hash(self.project)
+        for err, fn, a, b, *flags in rows:
+            self.assertErrno(err, fn, v.path(a), v.path(b), *flags)
+        self.assertEqual(before, tree_hash(self.project))
+
+    def assert_moves(self, v, name, to):
+        """Renaming the directory NAME to TO through the view V works."""
+        os.rename(v.path(name), v.path(to))
+        self.assertTrue(os.path.isdir(os.path.join(self.project, to)))
+
+    # -- stress: switches while other threads work -------------------------------------------
+
+    def switch_storm(self, v, modes, times, seed, stop, problems, record=None, before=None,
+                     after=None, until=None):
+        """The body of a switcher thread: over one control connection to V, sets MODES[1],
+        MODES[0], MODES[1]... TIMES times, or fewer once UNTIL(n) holds before the n-th;
+        BEFORE(rng) and AFTER(rng) run around each switch (rng seeded with SEED) and RECORD
+        gets (t requested, t returned, mode) of each, in monotonic ns. It never raises: what
+        fails (the connect too) goes to PROBLEMS, and STOP is set on the way out, so the
+        threads working beside it always stop."""
+        c = None
+        rng = random.Random(seed)
+        try:
+            c = RpcClient(self.socket_path(v))
+            mode = modes[0]
+            for n in range(times):
+                if until is not None and until(n):
+                    break
+                mode = modes[1] if mode == modes[0] else modes[0]
+                if before:
+                    before(rng)
+                t0 = time.monotonic_ns()
+                c.call("mode.set", {"mode": mode})
+                if record is not None:
+                    record.append((t0, time.monotonic_ns(), mode))
+                if after:
+                    after(rng)
+        except Exception as e:  # noqa: BLE001
+            problems.append("switcher: %r" % e)
+        finally:
+            if c:
+                c.close()
+            stop.set()
+
+    def run_threads(self, threads, deadline=240):
+        """Starts THREADS and waits for each, DEADLINE seconds at the most (then fails)."""
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(deadline)
+            self.assertFalse(t.is_alive(), "a stress thread did not finish")
 
     # -- assertions ---------------------------------------------------------------------
 

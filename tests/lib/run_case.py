@@ -7,7 +7,8 @@ RunCase gives each test a private temp dir: a copy of demo/project (the backing 
 HOME, XDG_CONFIG_HOME, XDG_RUNTIME_DIR (0700), XDG_STATE_HOME and PIWORKFS_STATE_DB, in an
 environment of its own (self.env); teardown unmounts every view of the temp dir (lazily),
 so a failing test leaves nothing mounted. Terminal is a person's terminal: a pseudo-terminal
-with a process on it, and what is drawn there.
+with a process on it, and what is drawn there. Agent is an agent the test drives: a program
+inside `piworkfs run` that answers the test's requests over a Unix socket (SERVE_LOOP).
 
 A module, not a file next to the tests: `import run_case` finds it through PYTHONPATH
 (tests/lib), as harness.py is found.
@@ -17,14 +18,18 @@ $SOURCE_MODES the bundled modes.
 """
 
 import fcntl
+import json
 import os
 import pty
 import re
 import shutil
+import socket
 import struct
 import subprocess
+import sys
 import tempfile
 import termios
+import textwrap
 import threading
 import time
 import unittest
@@ -115,12 +120,107 @@ class RunCase(unittest.TestCase):
                 proc.wait()
         return proc.returncode, out, err
 
+    def bare_view(self, mode, name="view"):
+        """The person's view of the project (not a run's) in MODE at TMP/NAME, unmounted on
+        the way out; returns its mountpoint."""
+        mp = os.path.join(self.tmp, name)
+        os.mkdir(mp)
+        p = subprocess.run([PIWORKFS, "mount", "--mode", mode, self.project, mp],
+                           cwd=self.project, env=self.env, capture_output=True, text=True,
+                           timeout=DEADLINE)
+        self.assertEqual(p.returncode, 0, "piworkfs mount: %s" % p.stderr)
+        self.addCleanup(lambda: subprocess.run([PIWORKFS, "umount", mp], env=self.env,
+                                               capture_output=True, timeout=DEADLINE))
+        return mp
+
     def assert_unmounted(self):
         """No view of the project is left (waiting up to DEADLINE for the run's to go)."""
         deadline = time.monotonic() + DEADLINE
         while self.my_views() and time.monotonic() < deadline:
             time.sleep(0.05)
         self.assertEqual(self.my_views(), [], "the view is still mounted")
+
+
+# The end of every agent program Agent runs: it connects to the test's socket (argv[1]) and
+# answers each JSON line {"op": OP, ...} with {"r": serve(request)} until the op "exit".
+# The program defines serve(q) before it.
+SERVE_LOOP = textwrap.dedent(r'''
+    import json as _json, socket as _socket, sys as _sys
+
+    _c = _socket.socket(_socket.AF_UNIX)
+    # No timeout: an agent the test leaves alone while it drives another run (100
+    # switches: minutes under ASan) must still be there; the test's end closes the
+    # connection, and the agent ends at that EOF.
+    _c.connect(_sys.argv[1])
+    _f = _c.makefile("rwb")
+    for _line in _f:
+        _q = _json.loads(_line)
+        if _q["op"] == "exit":
+            break
+        _f.write(_json.dumps({"r": serve(_q)}).encode() + b"\n")
+        _f.flush()
+''')
+
+
+class Agent:
+    """One `piworkfs run [--mode MODE]` whose command is PROGRAM (Python source that ends
+    with SERVE_LOOP), connected to TEST (a RunCase) through the socket TMP/NAME.sock. The
+    run ends on the way out (or at stop()); ask() sends a request and returns its answer."""
+
+    def __init__(self, test, mode, name, program):
+        self.test = test
+        self.stopped = None
+        path = os.path.join(test.tmp, name + ".sock")
+        srv = socket.socket(socket.AF_UNIX)
+        srv.bind(path)
+        srv.listen(1)
+        srv.settimeout(DEADLINE)
+        args = [PIWORKFS, "run"] + (["--mode", mode] if mode else []) + [
+            "--project", test.project, "--", sys.executable, "-c", program, path]
+        self.proc = subprocess.Popen(args, cwd=test.project, env=test.env,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     text=True)
+        test.addCleanup(self.stop)
+        try:
+            self.conn, _ = srv.accept()
+        except socket.timeout:
+            self.proc.kill()
+            self.stopped = self.proc.communicate()[1]
+            raise AssertionError("the run did not start: " + self.stopped)
+        finally:
+            srv.close()
+        self.conn.settimeout(DEADLINE)
+        self.io = self.conn.makefile("rwb")
+
+    def ask(self, op, **kw):
+        self.io.write(json.dumps(dict(op=op, **kw)).encode() + b"\n")
+        self.io.flush()
+        line = self.io.readline()
+        if not line:
+            raise AssertionError("the agent went away: " + self.stop())
+        return json.loads(line)["r"]
+
+    def stop(self):
+        """Ends the agent and its run; returns the run's stderr."""
+        if self.stopped is not None:
+            return self.stopped
+        err = None
+        if self.proc.poll() is None:
+            try:
+                self.io.write(b'{"op": "exit"}\n')
+                self.io.flush()
+            except OSError:
+                pass
+            try:
+                _, err = self.proc.communicate(timeout=DEADLINE)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        if err is None:
+            err = self.proc.communicate()[1]
+        for f in (self.io, self.conn):
+            f.close()
+        self.stopped = err or ""
+        return self.stopped
 
 
 class Terminal:

@@ -28,6 +28,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def do_POST(self):
+        """Hands a JSON body and its raw bytes to post(); anything else gets a 400."""
+        got = self.read_json()
+        if got:
+            self.post(*got)
+
+    def post(self, raw, req):
+        """Answers the POST whose body is RAW, REQ parsed: the API's own."""
+        self.send_error(404)
+
     def read_json(self):
         """The POST body as (raw bytes, JSON), or None after answering 400."""
         n = int(self.headers.get("Content-Length") or 0)

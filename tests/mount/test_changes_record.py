@@ -274,17 +274,20 @@ class Changes(MountCase):
         self.assertEqual(c[0].get("thread"), "libuv-worker", c)  # the thread, in JSON only
         self.assertNotIn("libuv-worker", self.pw("changes").stdout)
 
+    def logged_denial(self, path):
+        """The first denial of PATH in `log --jsonl`, once there is one (a minute at most)."""
+        def denied():
+            p = self.run_pw("log", "-C", self.project, "--jsonl")
+            events = [json.loads(ln) for ln in p.stdout.splitlines() if ln.strip()]
+            return [e for e in events if e.get("path") == path]
+        self.assertTrue(wait_until(lambda: denied(), 60), self.run_pw("log", "-C", self.project))
+        return denied()[0]
+
     def test_a_denial_names_the_program_not_the_thread(self):
         v = self.mount("plan")
         err = self.in_named_thread(lambda: self.write(v, "new.txt", "w\n"))
         self.assertEqual(len(err), 1)
-
-        def denied():
-            p = self.run_pw("log", "-C", self.project, "--jsonl")
-            events = [json.loads(ln) for ln in p.stdout.splitlines() if ln.strip()]
-            return [e for e in events if e.get("path") == "new.txt"]
-        self.assertTrue(wait_until(lambda: denied(), 60), self.run_pw("log", "-C", self.project))
-        e = denied()[0]
+        e = self.logged_denial("new.txt")
         self.assertEqual((e["comm"], e["pid"]), ("python3", os.getpid()), e)
         self.assertEqual(e.get("thread"), "libuv-worker", e)  # the thread, in JSON only
         self.assertNotIn("libuv-worker", self.run_pw("log", "-C", self.project).stdout)
@@ -293,13 +296,7 @@ class Changes(MountCase):
         v = self.mount("plan")
         with self.assertRaises(OSError):
             self.write(v, "main.txt", "w\n")
-
-        def denied():
-            p = self.run_pw("log", "-C", self.project, "--jsonl")
-            events = [json.loads(ln) for ln in p.stdout.splitlines() if ln.strip()]
-            return [e for e in events if e.get("path") == "main.txt"]
-        self.assertTrue(wait_until(lambda: denied(), 60), self.run_pw("log", "-C", self.project))
-        e = denied()[0]
+        e = self.logged_denial("main.txt")
         self.assertEqual((e["comm"], e["pid"]), ("python3", os.getpid()), e)
         self.assertNotIn("thread", e)  # the program names it: no thread key, as `changes`
 
@@ -405,11 +402,15 @@ class Changes(MountCase):
         self.assertEqual(out[1:], ["  recreate n1", "  recreate n1/n2", "  recreate n1/n2/f.txt",
                                    "  restore src/x.c"])
 
-    def test_stat_counts_files_not_directories_and_says_what_git_did_aside(self):
-        # issue 44, item 20: directories counted as files, a cryptic ".git/" line
+    def git_commit_all(self):
+        """The project becomes a git repository with everything in one commit."""
         self.run_tool(["git", "init", "-q"], cwd=self.project, env=self.GIT_ENV)
         self.run_tool(["git", "add", "-A"], cwd=self.project, env=self.GIT_ENV)
         self.run_tool(["git", "commit", "-qm", "one"], cwd=self.project, env=self.GIT_ENV)
+
+    def test_stat_counts_files_not_directories_and_says_what_git_did_aside(self):
+        # issue 44, item 20: directories counted as files, a cryptic ".git/" line
+        self.git_commit_all()
         v = self.mount("build")
         self.checkpoint()
         os.makedirs(v.path("n1/n2"))
@@ -491,9 +492,7 @@ class Changes(MountCase):
     def test_git_status_outside_the_view_blocks_neither_undo_nor_redo(self):
         # issue 44, item 19: "refused: changed outside the view since ...: .git/index"
         from harness import tree_changes, tree_state
-        self.run_tool(["git", "init", "-q"], cwd=self.project, env=self.GIT_ENV)
-        self.run_tool(["git", "add", "-A"], cwd=self.project, env=self.GIT_ENV)
-        self.run_tool(["git", "commit", "-qm", "one"], cwd=self.project, env=self.GIT_ENV)
+        self.git_commit_all()
         v = self.mount("build")
         self.checkpoint("c")
         before = tree_state(self.project)
@@ -522,9 +521,7 @@ class Changes(MountCase):
         self.assertNotIn(".git/index", p.stderr)
 
     def test_changes_and_undo_show_the_net_effect_per_path(self):
-        self.run_tool(["git", "init", "-q"], cwd=self.project, env=self.GIT_ENV)
-        self.run_tool(["git", "add", "-A"], cwd=self.project, env=self.GIT_ENV)
-        self.run_tool(["git", "commit", "-qm", "one"], cwd=self.project, env=self.GIT_ENV)
+        self.git_commit_all()
         v = self.mount("build")
         self.checkpoint()
         root = v.path()

@@ -295,6 +295,29 @@ class CoherenceTest(CoherenceCase):
         self.assertErrno(errno.EROFS, os.open, v_plan.path("src/fresh.c"),
                          os.O_WRONLY | os.O_CLOEXEC)
 
+    def reused_numbers(self, old_stem, new_stem, free_and_make):
+        """A build view with long caches and no watcher; 40 times, src/OLD_STEM<i>.txt made
+        and read through it (the kernel caches its name and pages), then
+        FREE_AND_MAKE(v, B, old, new) frees its inode number in the backing and makes
+        src/NEW_STEM<i>.txt (B: a backing path). Yields (v, B, old, new) each time the new
+        file got the old one's number; skips the test if that never happened."""
+        v = self.mount("build", args=["--timeout", "86400", "--no-watch"])
+        B = lambda r: os.path.join(self.project, r)  # noqa: E731
+        reused = 0
+        for i in range(40):
+            old, new = "src/%s%d.txt" % (old_stem, i), "src/%s%d.txt" % (new_stem, i)
+            with open(v.path(old), "w") as f:
+                f.write("old\n")
+            self.assertEqual(read(v.path(old)), b"old\n")
+            freed = os.stat(B(old)).st_ino
+            free_and_make(v, B, old, new)
+            if os.stat(B(new)).st_ino != freed:
+                continue
+            reused += 1
+            yield v, B, old, new
+        if not reused:
+            self.skipTest("the backing filesystem handed no freed inode number out again")
+
     def test_a_stale_name_never_leads_to_a_file_that_reused_its_inode(self):
         # A file replaced in the backing (written aside and renamed over, as an editor
         # saves, or as approving a plan rewrites it) frees its inode number, and the
@@ -305,56 +328,34 @@ class CoherenceTest(CoherenceCase):
         # the new file, reads of it would show the new file's bytes and a write through it
         # would be decided under the new file's name. (Regression: an approved plan opened
         # for writing in CI, through its stale name, as the new file in another folder.)
-        v = self.mount("build", args=["--timeout", "86400", "--no-watch"])
-        B = lambda r: os.path.join(self.project, r)  # noqa: E731
-        reused = 0
-        for i in range(40):
-            old, new = "src/old%d.txt" % i, "src/new%d.txt" % i
-            with open(v.path(old), "w") as f:
-                f.write("old\n")
-            self.assertEqual(read(v.path(old)), b"old\n")
-            freed = os.stat(B(old)).st_ino
+        def replace_then_make(v, B, old, new):
             with open(B("src/.aside"), "w") as f:
                 f.write("replaced\n")
             os.rename(B("src/.aside"), B(old))
             with open(v.path(new), "w") as f:
                 f.write("new\n")
-            if os.stat(B(new)).st_ino != freed:
-                continue
-            reused += 1
+
+        for v, B, old, new in self.reused_numbers("old", "new", replace_then_make):
             self.assertEqual(read(v.path(old)), b"replaced\n", "the stale name %s read the "
                              "file made with its old inode number" % old)
             with open(v.path(old), "a") as f:
                 f.write("more\n")
             self.assertEqual(read(B(old)), b"replaced\nmore\n")
             self.assertEqual(read(B(new)), b"new\n")
-        if not reused:
-            self.skipTest("the backing filesystem handed no freed inode number out again")
 
     def test_a_file_made_outside_with_a_reused_number_is_a_new_file(self):
         # The same reuse with the new file made outside: a lookup that finds a known inode
         # number under another name is a rename only if the file was born at the same time
         # (statx's birth time); else it is a new file, and the kernel must not serve the old
         # node's cached pages (here "old\n") as its content.
-        v = self.mount("build", args=["--timeout", "86400", "--no-watch"])
-        B = lambda r: os.path.join(self.project, r)  # noqa: E731
-        reused = 0
-        for i in range(40):
-            old, new = "src/gone%d.txt" % i, "src/made%d.txt" % i
-            with open(v.path(old), "w") as f:
-                f.write("old\n")
-            self.assertEqual(read(v.path(old)), b"old\n")
-            freed = os.stat(B(old)).st_ino
+        def remove_then_make_outside(v, B, old, new):
             os.unlink(B(old))
             with open(B(new), "w") as f:
                 f.write("made outside\n")
-            if os.stat(B(new)).st_ino != freed:
-                continue
-            reused += 1
+
+        for v, B, old, new in self.reused_numbers("gone", "made", remove_then_make_outside):
             self.assertEqual(read(v.path(new)), b"made outside\n", "%s, made outside with "
                              "the number of %s, showed that file's cached pages" % (new, old))
-        if not reused:
-            self.skipTest("the backing filesystem handed no freed inode number out again")
 
     def test_file_replaced_by_directory(self):
         # The same name changing type in the backing, without a held descriptor.

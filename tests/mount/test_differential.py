@@ -30,6 +30,7 @@ view is mounted with allow_other so a few rows can act as an unprivileged user (
 through a forked child.
 """
 
+import contextlib
 import ctypes
 import errno
 import hashlib
@@ -205,6 +206,28 @@ def with_fd(path, flags, fn, mode=0o644):
         os.close(fd)
 
 
+@contextlib.contextmanager
+def listening(path, mode):
+    """A Unix socket bound at PATH, chmod MODE, listening while the block runs."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.bind(path)
+        os.chmod(path, mode)
+        s.listen(4)
+        yield s
+    finally:
+        s.close()
+
+
+def connect(path):
+    """The outcome (ok) of connecting to the Unix socket at PATH; the connection closed."""
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        return ok(c.connect, path)
+    finally:
+        c.close()
+
+
 def as_user(uid, gid, groups, fn):
     """Runs FN() in a forked child with the given credentials; returns its result (an
     OSError escaping FN becomes ('raised', errno name))."""
@@ -321,14 +344,7 @@ def short(s):
 
 # --- the table --------------------------------------------------------------------------
 
-ROWS = []
-
-
-def row(name):
-    def deco(fn):
-        ROWS.append((name, fn))
-        return fn
-    return deco
+ROWS, row = harness.table()
 
 
 # lookups, stat, readlink, readdir
@@ -1227,28 +1243,18 @@ def _(p):
     os.mkfifo(p("fifo"), 0o600)
     os.mknod(p("chr"), stat.S_IFCHR | 0o600, os.makedev(1, 3))
     os.mkfifo(p("d/fifo"), 0o604)
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        s.bind(p("sock"))
-        os.chmod(p("sock"), 0o600)
-        s.listen(4)
+    with listening(p("sock"), 0o600):
         # Root reaches each first, so the kernel has looked them up already.
         mine = (opn(p("fifo"), os.O_RDWR), st(p("fifo")), st(p("chr")), st(p("sock")),
                 ls(p("")))
 
         def go():
-            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                conn = ok(c.connect, p("sock"))
-            finally:
-                c.close()
+            conn = connect(p("sock"))
             return (opn(p("fifo"), os.O_RDONLY | os.O_NONBLOCK),
                     opn(p("fifo"), os.O_WRONLY | os.O_NONBLOCK), opn(p("fifo"), os.O_RDWR),
                     conn, opn(p("chr"), os.O_RDONLY), opn(p("chr"), os.O_WRONLY),
                     opn(p("d/fifo"), os.O_RDWR), opn(p("d/fifo"), os.O_WRONLY | os.O_NONBLOCK))
         return mine, nobody(go), nobody(go), opn(p("fifo"), os.O_RDWR)
-    finally:
-        s.close()
 
 
 @row("as nobody: FIFOs and sockets it may use: its own, and others' 0666 ones")
@@ -1256,19 +1262,10 @@ def _(p):
     os.chmod(p("e"), 0o777)
     os.mkfifo(p("e/shared"), 0o666)
     os.chmod(p("e/shared"), 0o666)
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        s.bind(p("e/sock"))
-        os.chmod(p("e/sock"), 0o666)
-        s.listen(4)
-
+    with listening(p("e/sock"), 0o666):
         def go():
             os.mkfifo(p("e/mine"), 0o600)
-            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                conn = ok(c.connect, p("e/sock"))
-            finally:
-                c.close()
+            conn = connect(p("e/sock"))
             rfd = os.open(p("e/mine"), os.O_RDONLY | os.O_NONBLOCK)
             try:
                 w = with_fd(p("e/mine"), os.O_WRONLY | os.O_NONBLOCK,
@@ -1280,8 +1277,6 @@ def _(p):
                     opn(p("e/shared"), os.O_RDONLY | os.O_NONBLOCK), conn, w, data,
                     st(p("e/mine")), t(os.chmod, p("e/mine"), 0o640), st(p("e/mine")))
         return nobody(go), st(p("e/mine")), opn(p("e/mine"), os.O_RDWR)
-    finally:
-        s.close()
 
 
 # the whole tree, at the end

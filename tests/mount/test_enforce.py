@@ -719,20 +719,18 @@ class HiddenRenameTest(harness.MountCase):
     def test_directory_moves_around_hidden_content(self):
         v = self.mount("build")
         self.assertNotIn("private", os.listdir(v.path("docs")))
-        before = harness.tree_hash(self.project)
-        # docs holds hidden content: under the name docs2 it would show.
-        self.assertErrno(EACCES, os.rename, v.path("docs"), v.path("docs2"))
-        self.assertErrno(EACCES, harness.renameat2, v.path("docs"), v.path("src"),
-                         harness.RENAME_EXCHANGE)
-        # Onto, or beneath, the hidden name: it does not exist as far as the view goes.
-        self.assertErrno(ENOENT, os.rename, v.path("src"), v.path("docs/private"))
-        self.assertErrno(ENOENT, os.rename, v.path("src/a.c"), v.path("docs/private/a.c"))
-        self.assertErrno(ENOENT, os.rename, v.path("docs/design"), v.path("docs/private"))
-        self.assertErrno(ENOENT, os.link, v.path("src/a.c"), v.path("docs/private/l"))
-        self.assertEqual(before, harness.tree_hash(self.project))
+        self.assert_refused_and_unchanged(v, [
+            # docs holds hidden content: under the name docs2 it would show.
+            (EACCES, os.rename, "docs", "docs2"),
+            (EACCES, harness.renameat2, "docs", "src", harness.RENAME_EXCHANGE),
+            # Onto, or beneath, the hidden name: it does not exist as far as the view goes.
+            (ENOENT, os.rename, "src", "docs/private"),
+            (ENOENT, os.rename, "src/a.c", "docs/private/a.c"),
+            (ENOENT, os.rename, "docs/design", "docs/private"),
+            (ENOENT, os.link, "src/a.c", "docs/private/l"),
+        ])
         # Directories without hidden content still move.
-        os.rename(v.path("src"), v.path("src2"))
-        self.assertTrue(os.path.isdir(os.path.join(self.project, "src2")))
+        self.assert_moves(v, "src", "src2")
 
 
 if __name__ == "__main__":

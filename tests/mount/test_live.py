@@ -13,7 +13,6 @@ import errno
 import json
 import mmap
 import os
-import random
 import socket
 import subprocess
 import sys
@@ -499,24 +498,11 @@ class HiddenStressTest(LiveCase):
         stop = threading.Event()
         problems = []
 
-        def switcher():
-            c = None
-            rng = random.Random(4321)
-            try:  # the connect too: a switcher that dies must still stop the lookers
-                c = harness.RpcClient(self.socket_path(v))
-                mode = "plan"
-                for _ in range(self.SWITCHES):
-                    mode = "build" if mode == "plan" else "plan"
-                    t0 = time.monotonic_ns()
-                    c.call("mode.set", {"mode": mode})
-                    switches.append((t0, time.monotonic_ns(), mode))
-                    time.sleep(rng.random() * 0.003)  # leave room for whole lookups
-            except Exception as e:  # noqa: BLE001
-                problems.append("switcher: %r" % e)
-            finally:
-                if c:
-                    c.close()
-                stop.set()
+        def switcher():  # the lookers stop when it does, whatever happens
+            self.switch_storm(v, ("plan", "build"), self.SWITCHES, 4321, stop, problems,
+                              record=switches,
+                              # leave room for whole lookups
+                              after=lambda rng: time.sleep(rng.random() * 0.003))
 
         def looker(kind):
             while not stop.is_set():
@@ -531,14 +517,9 @@ class HiddenStressTest(LiveCase):
                     seen, err = False, e.errno
                 looks.append((t0, time.monotonic_ns(), seen, err, kind))
 
-        threads = [threading.Thread(target=switcher),
-                   threading.Thread(target=looker, args=("stat",)),
-                   threading.Thread(target=looker, args=("open",))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(240)
-            self.assertFalse(t.is_alive(), "a stress thread did not finish")
+        self.run_threads([threading.Thread(target=switcher),
+                          threading.Thread(target=looker, args=("stat",)),
+                          threading.Thread(target=looker, args=("open",))])
         self.assertEqual(problems, [], self.daemon_logs())
         self.assertEqual({e for _, _, seen, e, _ in looks if not seen} - {ENOENT}, set())
         ordered = sorted(looks)
@@ -586,26 +567,13 @@ class StressTest(LiveCase):
         stop = threading.Event()
         problems = []
 
-        def switcher():
-            rng = random.Random(1234)
-            c = None
-            try:  # the connect too: a switcher that dies must still stop the writers
-                c = harness.RpcClient(self.socket_path(v))
-                mode = "build"
-                for _ in range(self.SWITCHES):
-                    mode = "plan" if mode == "build" else "build"
-                    if rng.random() < 0.2:
-                        time.sleep(rng.random() * 0.002)
-                    t0 = time.monotonic_ns()
-                    c.call("mode.set", {"mode": mode})
-                    t1 = time.monotonic_ns()
-                    switches.append((t0, t1, mode))
-            except Exception as e:  # noqa: BLE001
-                problems.append("switcher: %r" % e)
-            finally:
-                if c:
-                    c.close()
-                stop.set()
+        def pause(rng):
+            if rng.random() < 0.2:
+                time.sleep(rng.random() * 0.002)
+
+        def switcher():  # the writers stop when it does, whatever happens
+            self.switch_storm(v, ("build", "plan"), self.SWITCHES, 1234, stop, problems,
+                              record=switches, before=pause)
 
         def writer(kind):
             while not stop.is_set():
@@ -624,14 +592,9 @@ class StressTest(LiveCase):
                     ok, err = False, e.errno
                 writes.append((t0, time.monotonic_ns(), ok, err, kind))
 
-        threads = [threading.Thread(target=switcher),
-                   threading.Thread(target=writer, args=("held",)),
-                   threading.Thread(target=writer, args=("open",))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(240)
-            self.assertFalse(t.is_alive(), "a stress thread did not finish")
+        self.run_threads([threading.Thread(target=switcher),
+                          threading.Thread(target=writer, args=("held",)),
+                          threading.Thread(target=writer, args=("open",))])
         self.assertEqual(problems, [], self.daemon_logs())
         self.assertEqual(len(switches), self.SWITCHES)
         # Every failure is the read-only mode's EROFS.

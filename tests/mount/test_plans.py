@@ -19,19 +19,7 @@ import unittest
 
 import harness  # noqa: E402
 
-PLAN = """---
-title: Cache the parsed config
-status: draft
-created: 2026-12-02
-updated: 2026-12-02
----
-# Cache the parsed config
-
-## Tasks
-- [ ] Add the cache
-- [ ] Invalidate it on reload
-- [ ] Document it
-"""
+PLAN = harness.draft_plan("Add the cache", "Invalidate it on reload", "Document it")
 
 
 class PlansCase(harness.MountCase):

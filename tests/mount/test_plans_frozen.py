@@ -27,18 +27,7 @@ import unittest
 
 import harness  # noqa: E402
 
-PLAN = """---
-title: Cache the parsed config
-status: draft
-created: 2026-12-02
-updated: 2026-12-02
----
-# Cache the parsed config
-
-## Tasks
-- [ ] Add the cache
-- [ ] Invalidate it on reload
-"""
+PLAN = harness.draft_plan("Add the cache", "Invalidate it on reload")
 
 RUN_ID = "frz0r1"
 

@@ -20,7 +20,6 @@ import ctypes.util
 import errno
 import json
 import os
-import random
 import sys
 import threading
 import time
@@ -65,24 +64,10 @@ class OnePolicyPerRequestTest(harness.MountCase):
         seen = {"created": False, "refused": False}
 
         def switcher():
-            c = None
-            rng = random.Random(30)
-            try:
-                c = harness.RpcClient(self.socket_path(v))
-                mode = "build"
-                for n in range(self.SWITCHES_MAX):
-                    if n >= self.SWITCHES and all(seen.values()):
-                        break
-                    mode = "plan" if mode == "build" else "build"
-                    c.call("mode.set", {"mode": mode})
-                    # room for whole creates between switches, not a timing claim
-                    time.sleep(rng.random() * 0.002)
-            except Exception as e:  # noqa: BLE001
-                problems.append("switcher: %r" % e)
-            finally:
-                if c:
-                    c.close()
-                stop.set()
+            self.switch_storm(v, ("build", "plan"), self.SWITCHES_MAX, 30, stop, problems,
+                              until=lambda n: n >= self.SWITCHES and all(seen.values()),
+                              # room for whole creates between switches, not a timing claim
+                              after=lambda rng: time.sleep(rng.random() * 0.002))
 
         def creator(t):
             mine = []

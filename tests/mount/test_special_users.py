@@ -73,14 +73,7 @@ def populate(root):
     os.chown(nf, NOBODY, NOGROUP)
 
 
-ROWS = []
-
-
-def row(name):
-    def deco(fn):
-        ROWS.append((name, fn))
-        return fn
-    return deco
+ROWS, row = harness.table()
 
 
 def kinds(p, fn):

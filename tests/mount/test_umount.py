@@ -77,9 +77,7 @@ class Umount(harness.MountCase):
         # --lazy leaves the daemon to serve its users until they let go.
         v = self.mount("plan")
         self.holder()
-        user = subprocess.Popen(["sleep", "600"], cwd=v.path("src"))
-        self.addCleanup(user.wait)
-        self.addCleanup(user.kill)
+        user = self.user_in(v, seconds=600)
         p = self.run_pw("umount", v.mp)
         self.assertNotEqual(p.returncode, 0)
         self.assertIn("busy", p.stderr)

@@ -61,6 +61,17 @@ class Undo(MountCase):
         self.assertEqual(tree_hash(self.project), before, self.listing())
         return v
 
+    def link_util_c(self):
+        """src/util.c gets a second name, util-link.c, in the backing directory."""
+        os.link(os.path.join(self.project, "src", "util.c"),
+                os.path.join(self.project, "util-link.c"))
+
+    def assert_util_c_linked(self):
+        """src/util.c and util-link.c are one file again, with these two names only."""
+        a = os.stat(os.path.join(self.project, "src", "util.c"))
+        b = os.stat(os.path.join(self.project, "util-link.c"))
+        self.assertEqual((a.st_ino, a.st_nlink), (b.st_ino, 2))
+
     def listing(self):
         return self.pw("changes", check=False).stdout + self.daemon_logs()
 
@@ -107,8 +118,7 @@ class Undo(MountCase):
         self.roundtrip(change)
 
     def test_hard_links(self):
-        os.link(os.path.join(self.project, "src", "util.c"),
-                os.path.join(self.project, "util-link.c"))
+        self.link_util_c()
 
         def change(root):
             # The view writes a linked file once it knows all its names (ops.c).
@@ -163,8 +173,7 @@ class Undo(MountCase):
         self.assertEqual(os.getxattr(os.path.join(self.project, "README.md"), "user.tag"), b"kept")
 
     def test_a_file_with_another_name_or_a_writer_is_copied(self):
-        os.link(os.path.join(self.project, "src", "util.c"),
-                os.path.join(self.project, "util-link.c"))
+        self.link_util_c()
         ino = {p: os.stat(os.path.join(self.project, p)).st_ino
                for p in ("src/util.c", "notes/todo.txt")}
 
@@ -189,18 +198,14 @@ class Undo(MountCase):
     def test_unlink_of_one_name_is_undone_as_a_hard_link(self):
         # The inode lives on under its other name, unchanged: undo gives the removed name
         # back as a link to it (tree_hash counts links), not as an independent copy.
-        os.link(os.path.join(self.project, "src", "util.c"),
-                os.path.join(self.project, "util-link.c"))
+        self.link_util_c()
         self.roundtrip(lambda root: os.unlink(os.path.join(root, "src", "util.c")))
-        a = os.stat(os.path.join(self.project, "src", "util.c"))
-        b = os.stat(os.path.join(self.project, "util-link.c"))
-        self.assertEqual((a.st_ino, a.st_nlink), (b.st_ino, 2))
+        self.assert_util_c_linked()
 
     def test_unlink_then_a_write_through_the_other_name_is_undone_as_a_hard_link(self):
         # The other name's content is put back by its own row, after or before the removed
         # name's: the link is made once both are back.
-        os.link(os.path.join(self.project, "src", "util.c"),
-                os.path.join(self.project, "util-link.c"))
+        self.link_util_c()
 
         def change(root):
             os.stat(os.path.join(root, "util-link.c"))
@@ -208,15 +213,12 @@ class Undo(MountCase):
             with open(os.path.join(root, "util-link.c"), "a") as f:
                 f.write("/* after the unlink */\n")
         self.roundtrip(change)
-        a = os.stat(os.path.join(self.project, "src", "util.c"))
-        b = os.stat(os.path.join(self.project, "util-link.c"))
-        self.assertEqual((a.st_ino, a.st_nlink), (b.st_ino, 2))
+        self.assert_util_c_linked()
 
     def test_other_name_changed_outside_stays_an_independent_copy(self):
         # The surviving inode no longer holds the original: linking to it would give the
         # removed name content it never had.
-        os.link(os.path.join(self.project, "src", "util.c"),
-                os.path.join(self.project, "util-link.c"))
+        self.link_util_c()
         v = self.mount("build")
         self.checkpoint()
         os.unlink(v.path("src/util.c"))
@@ -321,34 +323,32 @@ class Undo(MountCase):
         self.roundtrip(change)
         self.assertEqual(os.stat(os.path.join(self.project, "src", "util.c")).st_nlink, 1)
 
+    def roundtrip_linked_over_todo(self, then):
+        """src/util.c, linked as util-link.c in the backing, is renamed over notes/todo.txt
+        through the view (the link looked up first), then THEN(path of notes/todo.txt); the
+        round trip of that change (roundtrip)."""
+        self.link_util_c()
+
+        def change(root):
+            os.stat(os.path.join(root, "util-link.c"))
+            os.rename(os.path.join(root, "src", "util.c"), os.path.join(root, "notes", "todo.txt"))
+            then(os.path.join(root, "notes", "todo.txt"))
+        self.roundtrip(change)
+
     def test_a_linked_file_renamed_over_another_then_written_is_undone(self):
         # Two rows for notes/todo.txt: the file renamed over it (kept by the rename) and,
         # after, the linked file written there. The older one is what undo leaves there,
         # never a hard link to the linked file.
-        os.link(os.path.join(self.project, "src", "util.c"),
-                os.path.join(self.project, "util-link.c"))
-
-        def change(root):
-            os.stat(os.path.join(root, "util-link.c"))
-            os.rename(os.path.join(root, "src", "util.c"), os.path.join(root, "notes", "todo.txt"))
-            with open(os.path.join(root, "notes", "todo.txt"), "a") as f:
+        def then(todo):
+            with open(todo, "a") as f:
                 f.write("/* moved, then written */\n")
-        self.roundtrip(change)
+        self.roundtrip_linked_over_todo(then)
 
     def test_a_linked_file_renamed_over_another_then_removed_is_undone_as_a_link(self):
         # The removed name is restored as a copy, which the rename's undo moves back: the
         # link to the other name is made where the copy ends up.
-        os.link(os.path.join(self.project, "src", "util.c"),
-                os.path.join(self.project, "util-link.c"))
-
-        def change(root):
-            os.stat(os.path.join(root, "util-link.c"))
-            os.rename(os.path.join(root, "src", "util.c"), os.path.join(root, "notes", "todo.txt"))
-            os.unlink(os.path.join(root, "notes", "todo.txt"))
-        self.roundtrip(change)
-        a = os.stat(os.path.join(self.project, "src", "util.c"))
-        b = os.stat(os.path.join(self.project, "util-link.c"))
-        self.assertEqual((a.st_ino, a.st_nlink), (b.st_ino, 2))
+        self.roundtrip_linked_over_todo(os.unlink)
+        self.assert_util_c_linked()
 
     def test_write_through_a_new_link_finds_names_the_view_forgot(self):
         # The view remembers 8 names of a file: after 8 new links it no longer knows

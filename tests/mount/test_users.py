@@ -32,6 +32,17 @@ def as_nobody(code):
     return p.returncode, p.stdout + p.stderr
 
 
+def errno_as_nobody(statement):
+    """Runs STATEMENT (Python, with os) as nobody; returns (exit status, what it printed):
+    "done", or the name of the errno it failed with."""
+    return as_nobody("import errno, os\n"
+                     "try:\n"
+                     "    %s\n"
+                     "    print('done')\n"
+                     "except OSError as e:\n"
+                     "    print(errno.errorcode[e.errno])\n" % statement)
+
+
 class UsersTest(harness.MountCase):
     def setUp(self):
         super().setUp()
@@ -64,13 +75,7 @@ class UsersTest(harness.MountCase):
             f.write("root's\n")
         os.chmod(os.path.join(self.project, "shared/roots"), 0o666)
         v = self.mount("build", args=["-o", "allow_other"])
-        code, out = as_nobody(
-            "import os, errno\n"
-            "try:\n"
-            "    os.unlink(%r)\n"
-            "    print('unlinked')\n"
-            "except OSError as e:\n"
-            "    print(errno.errorcode[e.errno])\n" % v.path("shared/roots"))
+        code, out = errno_as_nobody("os.unlink(%r)" % v.path("shared/roots"))
         native = "EPERM"  # sticky bit: only the owner (or root) may remove
         self.assertIn(native, out)
         self.assertTrue(os.path.exists(os.path.join(self.project, "shared/roots")))
@@ -120,13 +125,7 @@ class UsersTest(harness.MountCase):
 
     def test_the_mode_still_decides_first(self):
         v = self.mount("plan", args=["-o", "allow_other"])
-        code, out = as_nobody(
-            "import errno\n"
-            "try:\n"
-            "    open(%r, 'w')\n"
-            "    print('created')\n"
-            "except OSError as e:\n"
-            "    print(errno.errorcode[e.errno])\n" % v.path("shared/x"))
+        code, out = errno_as_nobody("open(%r, 'w')" % v.path("shared/x"))
         self.assertIn("EROFS", out)
 
 

@@ -462,13 +462,7 @@ class AskingBase(PtyTest):
         super().setUp()
         # The person's view in plan: the run takes its mode, in a view of its own, whose
         # mountpoint (self.mp) and operator socket the person's commands then name.
-        bare = os.path.join(self.tmp, "view")
-        os.mkdir(bare)
-        p = subprocess.run([PIWORKFS, "mount", "--mode", "plan", self.project, bare],
-                           env=self.env, capture_output=True, text=True, timeout=DEADLINE)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        self.addCleanup(lambda: subprocess.run([PIWORKFS, "umount", bare], env=self.env,
-                                               capture_output=True, timeout=DEADLINE))
+        self.bare_view("plan")
         if self.cols:
             self.start_asker(self.cols)
 
@@ -518,12 +512,17 @@ class AskingBase(PtyTest):
                            capture_output=True, text=True, timeout=DEADLINE)
         return "pending request" in p.stdout
 
-    def ask(self, key=b"a"):
+    def asked(self, key):
+        """Types KEY, on which the asker asks; returns (the terminal's mark before it, the
+        request's id)."""
         at = self.t.mark()
         self.t.send(key)
-        m = self.t.expect(rb"ASKED (\d+) pending", at)
+        return at, int(self.t.expect(rb"ASKED (\d+) pending", at).group(1))
+
+    def ask(self, key=b"a"):
+        at, rid = self.asked(key)
         self.t.expect("the agent asks to switch plan \u2192 build", at)
-        return int(m.group(1))
+        return rid
 
     def past_grace(self):
         """Waits out the grace time: keys read in the first 300 ms after the bar appeared
@@ -537,6 +536,13 @@ class AskingBase(PtyTest):
         at = self.t.mark()
         self.t.send(name)
         self.t.expect(b"Press Enter to allow", at)
+
+    def switch_history(self):
+        """The project's switch history, `log --switches --json`, a row a switch."""
+        p = subprocess.run([PIWORKFS, "log", "--switches", "--json", "-C", self.project],
+                           env=self.env, capture_output=True, text=True, timeout=DEADLINE)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
 
     def deny(self, rid):
         """Types n until the request is denied (the first keys may fall in the grace)."""
@@ -612,12 +618,9 @@ class Asking(AskingBase):
         self.t.expect(("DONE %d approved" % rid).encode(), at)
         self.assertEqual(self.mode(), "build")
         # The switch history says it was asked for, why, and who allowed it.
-        p = subprocess.run([PIWORKFS, "log", "--switches", "--json", "-C", self.project],
-                           env=self.env, capture_output=True, text=True, timeout=DEADLINE)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        rows = [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
+        rows = self.switch_history()
         granted = [r for r in rows if r.get("origin") == "request"]
-        self.assertEqual(len(granted), 1, p.stdout)
+        self.assertEqual(len(granted), 1, rows)
         self.assertEqual((granted[0]["from"], granted[0]["to"]), ("plan", "build"))
         self.assertEqual(granted[0]["reason"], "implement the approved plan")
         self.assertIn("the terminal of piworkfs run", granted[0]["answered_by"])
@@ -664,10 +667,7 @@ class Asking(AskingBase):
             self.t.send(typed)
             self.t.expect(("DONE %d denied" % rid).encode(), at)
         self.assertEqual(self.mode(), "plan")
-        p = subprocess.run([PIWORKFS, "log", "--switches", "--json", "-C", self.project],
-                           env=self.env, capture_output=True, text=True, timeout=DEADLINE)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        rows = [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
+        rows = self.switch_history()
         denied = [r for r in rows if r.get("outcome") == "denied"]
         self.assertEqual([r.get("how") for r in denied], [how for _, how in keys], rows)
         for r in denied:
@@ -689,9 +689,7 @@ class Asking(AskingBase):
         # the fake, switched to off.
         for keys, outcome in ((b"y\r", "denied"), (b"design\r", "denied"),
                               (b"off\r", "approved")):
-            at = self.t.mark()
-            self.t.send(b"h")
-            rid = int(self.t.expect(rb"ASKED (\d+) pending", at).group(1))
+            at, rid = self.asked(b"h")
             fake_end = self.t.expect(rb"\x0e\x1b\[\?6h\x1b\]0;", at).end()
             real = self.t.expect(rb"the agent asks to switch plan \xe2\x86\x92 off", fake_end)
             # The real bar's own bytes, from its save of the cursor: the state is reset
@@ -842,9 +840,7 @@ class ConsentBar(AskingBase):
         for cols in (80, 100):
             with self.subTest(cols=cols):
                 self.start_asker(cols)
-                at = self.t.mark()
-                self.t.send(b"L")
-                rid = int(self.t.expect(rb"ASKED (\d+) pending", at).group(1))
+                at, rid = self.asked(b"L")
                 rows = self.bar(at)
                 text = self.bar_text(rows)
                 self.assertIn('the agent asks to switch plan \u2192 build ("%s")' % LONG_REASON,
@@ -874,9 +870,7 @@ class ConsentBar(AskingBase):
 
     def test_the_armed_bar_keeps_the_reason_and_says_what_denies(self):
         self.start_asker(80)
-        at = self.t.mark()
-        self.t.send(b"L")
-        rid = int(self.t.expect(rb"ASKED (\d+) pending", at).group(1))
+        at, rid = self.asked(b"L")
         self.past_grace()
         at = self.t.mark()
         self.t.send(b"bu")
@@ -896,9 +890,7 @@ class ConsentBar(AskingBase):
 
     def test_a_reason_full_of_controls_on_80_columns(self):
         self.start_asker(80)
-        at = self.t.mark()
-        self.t.send(b"r")
-        rid = int(self.t.expect(rb"ASKED (\d+) pending", at).group(1))
+        at, rid = self.asked(b"r")
         rows = self.bar(at)
         text = self.bar_text(rows)
         self.assertIn('("ok[2J]0;title Allow? [Y/n] ]n/Y[ zzz', text)
@@ -912,21 +904,19 @@ class AskingWithoutTerminal(PtyTest):
     """Without run's terminal the question is not shown anywhere; the person answers with
     piworkfs mode --approve from a terminal of theirs, while the run lasts."""
 
-    def test_mode_name_inside_asks_and_the_person_approves_from_outside(self):
-        mp = os.path.join(self.tmp, "view")
-        os.mkdir(mp)
-        p = subprocess.run([PIWORKFS, "mount", "--mode", "plan", self.project, mp],
-                           env=self.env, capture_output=True, text=True, timeout=DEADLINE)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        self.addCleanup(lambda: subprocess.run([PIWORKFS, "umount", mp], env=self.env,
-                                               capture_output=True, timeout=DEADLINE))
-        run = subprocess.Popen(
-            [PIWORKFS, "run", "--project", self.project, "--", "sh", "-c",
-             "piworkfs mode build --reason 'run the tests'; echo ASKED >&2; read x; "
-             "piworkfs mode --json"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=self.env, cwd=self.project)
+    def start_asking(self, script):
+        """The person's view in plan, and beside it `piworkfs run -- sh -c SCRIPT` without
+        a terminal (pipes for its standard streams), killed on the way out."""
+        self.bare_view("plan")
+        run = subprocess.Popen([PIWORKFS, "run", "--project", self.project, "--", "sh", "-c",
+                                script],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, env=self.env, cwd=self.project)
         self.addCleanup(lambda: run.poll() is None and run.kill())
+        return run
+
+    def until_asked(self, run):
+        """What RUN prints on its stderr up to its next line ASKED."""
         err = b""
         end = time.monotonic() + DEADLINE
         while b"ASKED" not in err:
@@ -934,6 +924,12 @@ class AskingWithoutTerminal(PtyTest):
             line = run.stderr.readline()
             self.assertTrue(line, err)
             err += line
+        return err
+
+    def test_mode_name_inside_asks_and_the_person_approves_from_outside(self):
+        run = self.start_asking("piworkfs mode build --reason 'run the tests'; echo ASKED >&2; "
+                                "read x; piworkfs mode --json")
+        err = self.until_asked(run)
         self.assertIn(b"refused", err)
         told = re.search(rb"piworkfs mode --approve (\d+) --run \w+' \(or --approve build\)", err)
         self.assertIsNotNone(told, err)
@@ -954,31 +950,13 @@ class AskingWithoutTerminal(PtyTest):
         # Issue 44, item 8: `mode --run ID` printed `answer: piworkfs mode --approve 3`,
         # which from the person's terminal answers no view (or the bare view, where nothing
         # is pending). What is printed, run as printed from elsewhere, answers the run's.
-        mp = os.path.join(self.tmp, "view")
-        os.mkdir(mp)
-        p = subprocess.run([PIWORKFS, "mount", "--mode", "plan", self.project, mp],
-                           env=self.env, capture_output=True, text=True, timeout=DEADLINE)
-        self.assertEqual(p.returncode, 0, p.stderr)
-        self.addCleanup(lambda: subprocess.run([PIWORKFS, "umount", mp], env=self.env,
-                                               capture_output=True, timeout=DEADLINE))
-        run = subprocess.Popen(
-            [PIWORKFS, "run", "--project", self.project, "--", "sh", "-c",
-             "piworkfs mode build --reason 'run the tests'; echo ASKED >&2; read x; "
-             "piworkfs mode off --reason 'all of it'; echo ASKED >&2; read x; "
-             "piworkfs mode --json"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=self.env, cwd=self.project)
-        self.addCleanup(lambda: run.poll() is None and run.kill())
+        run = self.start_asking("piworkfs mode build --reason 'run the tests'; echo ASKED >&2; "
+                                "read x; piworkfs mode off --reason 'all of it'; "
+                                "echo ASKED >&2; read x; piworkfs mode --json")
 
         def told():
             """The command the agent was told the person may run."""
-            err = b""
-            end = time.monotonic() + DEADLINE
-            while b"ASKED" not in err:
-                self.assertLess(time.monotonic(), end, err)
-                line = run.stderr.readline()
-                self.assertTrue(line, err)
-                err += line
+            err = self.until_asked(run)
             m = re.search(rb"allow it with '(piworkfs mode --approve \d+ --run \w+)'", err)
             self.assertIsNotNone(m, err)
             return m.group(1).decode()

@@ -147,6 +147,25 @@ class RunTest(RunCase):
             self.assertEqual(p.returncode, 0, "piworkfs %s: %s" % (args, p.stderr))
         return p
 
+    def start_until_ready(self, argv, ready, cwd=None):
+        """Starts ARGV (in CWD, the project by default; stdout and stderr piped as text) and
+        waits, DEADLINE at the most, until it makes the file READY; killed on the way out."""
+        proc = subprocess.Popen(argv, cwd=cwd or self.project, env=self.env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
+        deadline = time.monotonic() + DEADLINE
+        while not os.path.exists(ready) and time.monotonic() < deadline:
+            self.assertIsNone(proc.poll(), proc.stderr.read() if proc.poll() else "")
+            time.sleep(0.02)
+        return proc
+
+    def go_and_finish(self, proc, go):
+        """Makes the file GO, which PROC waits for, and PROC's exit 0; returns its stdout."""
+        open(go, "w").close()
+        out, err = proc.communicate(timeout=DEADLINE)
+        self.assertEqual(proc.returncode, 0, err)
+        return out
+
     def run_in(self, command, *opts, cwd=None):
         """piworkfs run OPTS -- COMMAND; returns the CompletedProcess."""
         return subprocess.run([PIWORKFS, "run", *opts, "--project", self.project, "--",
@@ -225,9 +244,7 @@ class Lanes(RunTest):
             self.assert_unmounted()
 
     def test_a_lane_never_narrows_a_shared_view(self):
-        mp = os.path.join(self.tmp, "view")
-        os.mkdir(mp)
-        self.pw("mount", "--mode", "build", self.project, mp)
+        mp = self.bare_view("build")
         p = self.sh('echo b > Makefile2 || echo refused', "--only", "src/**")
         self.assertIn("refused", p.stdout, p.stderr)
         # The run had a view of its own; the bare one still writes everything.
@@ -241,9 +258,7 @@ class Lanes(RunTest):
     def test_a_run_is_told_when_it_writes_what_another_view_changed(self):
         # The person's view changes src/greet.c; a run (a view of its own) then writes it:
         # the write goes through, and the run's agent socket says whose work it touched.
-        mp = os.path.join(self.tmp, "view")
-        os.mkdir(mp)
-        self.pw("mount", "--mode", "build", self.project, mp)
+        mp = self.bare_view("build")
         with open(os.path.join(mp, "src", "greet.c"), "a") as f:
             f.write("// from the person\n")
         p = self.run_in([sys.executable, "-c", OVERLAP_LISTENER], "--mode", "build",
@@ -497,9 +512,7 @@ class NestedNamespaces(RunTest):
 class Hidden(RunTest):
     def test_operator_socket_and_state_are_absent(self):
         # A view mounted outside: its operator socket and mountpoint exist on the host.
-        mp = os.path.join(self.tmp, "view")
-        os.mkdir(mp)
-        self.pw("mount", "--mode", "plan", self.project, mp)
+        mp = self.bare_view("plan")
         sockdir = os.path.join(self.runtime, "piworkfs")
         socks = [os.path.join(sockdir, n) for n in os.listdir(sockdir) if n.endswith(".sock")]
         self.assertTrue(socks)
@@ -618,24 +631,11 @@ class Authority(RunTest):
             echo y > docs/design/new.md && echo DESIGN-WRITE
             echo z > src/main.c 2>/dev/null || echo SRC-REFUSED
         ''')
-        proc = subprocess.Popen([PIWORKFS, "run", "--mode", "plan", "--project", self.project,
-                                 "--", "sh", "-c", script, ready, go],
-                                cwd=self.project, env=self.env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        try:
-            deadline = time.monotonic() + DEADLINE
-            while not os.path.exists(ready) and time.monotonic() < deadline:
-                self.assertIsNone(proc.poll(), proc.stderr.read() if proc.poll() else "")
-                time.sleep(0.05)
-            [(mp, _)] = self.my_views()
-            self.pw("mode", "design", "--mount", mp)
-            open(go, "w").close()
-            out, err = proc.communicate(timeout=DEADLINE)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        self.assertEqual(proc.returncode, 0, err)
+        proc = self.start_until_ready([PIWORKFS, "run", "--mode", "plan", "--project",
+                                       self.project, "--", "sh", "-c", script, ready, go], ready)
+        [(mp, _)] = self.my_views()
+        self.pw("mode", "design", "--mount", mp)
+        out = self.go_and_finish(proc, go)
         self.assertNotIn("LOOSENED", out)
         self.assertNotIn("EARLY", out)
         self.assertIn("DESIGN-WRITE", out)
@@ -780,9 +780,7 @@ class Process(RunTest):
     def test_two_runs_from_a_live_view_write_the_project_in_its_mode(self):
         # Each run has a view of its own, in the live view's mode (build), starting in the
         # place of the current directory; the person's view stays.
-        mp = os.path.join(self.tmp, "view")
-        os.mkdir(mp)
-        self.pw("mount", "--mode", "build", self.project, mp)
+        mp = self.bare_view("build")
         for _ in range(2):
             p = self.sh('echo x > new.c && echo wrote', cwd=os.path.join(mp, "src"))
             self.assertEqual(p.returncode, 0, p.stderr)
@@ -821,42 +819,28 @@ class AgentNotifications(RunTest):
         # run's own view delivers both (the outside one made through that view's
         # mountpoint). Audit events keep their order, so once the agent has heard of its
         # own denial it would have heard of the earlier one outside.
-        mp = os.path.join(self.tmp, "view")
-        os.mkdir(mp)
-        self.pw("mount", "--mode", "plan", self.project, mp)
+        mp = self.bare_view("plan")
         ready, go = os.path.join(self.tmp, "ready"), os.path.join(self.tmp, "go")
-        proc = subprocess.Popen([PIWORKFS, "run", "--project", self.project, "--",
-                                 sys.executable, "-c", AGENT_LISTENER, ready, go],
-                                cwd=mp, env=self.env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
-        try:
-            deadline = time.monotonic() + DEADLINE
-            while not os.path.exists(ready) and time.monotonic() < deadline:
-                self.assertIsNone(proc.poll(), proc.stderr.read() if proc.poll() else "")
-                time.sleep(0.02)
-            # Every view of the machine is listed (exit 4 if one of another test does not
-            # answer us): the run's is the one naming a run of our project.
-            [(sock, run_mp)] = [
-                (v["socket"], v["mountpoint"])
-                for v in json.loads(self.pw("status", "--json", check=False).stdout)
-                if v.get("project") == self.project and v.get("run")]
-            op = socket.socket(socket.AF_UNIX)
-            op.settimeout(DEADLINE)
-            op.connect(sock)
-            self.addCleanup(op.close)
-            opf = op.makefile("rb")
-            op.sendall(b'{"jsonrpc":"2.0","id":1,"method":"subscribe",'
-                       b'"params":{"events":["denied"]}}\n')
-            self.assertIn("result", json.loads(opf.readline()))
-            with self.assertRaises(OSError):
-                open(os.path.join(run_mp, "src", "outside.txt"), "w")
-            open(go, "w").close()
-            out, err = proc.communicate(timeout=DEADLINE)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        self.assertEqual(proc.returncode, 0, err)
+        proc = self.start_until_ready([PIWORKFS, "run", "--project", self.project, "--",
+                                       sys.executable, "-c", AGENT_LISTENER, ready, go],
+                                      ready, cwd=mp)
+        # Every view of the machine is listed (exit 4 if one of another test does not
+        # answer us): the run's is the one naming a run of our project.
+        [(sock, run_mp)] = [
+            (v["socket"], v["mountpoint"])
+            for v in json.loads(self.pw("status", "--json", check=False).stdout)
+            if v.get("project") == self.project and v.get("run")]
+        op = socket.socket(socket.AF_UNIX)
+        op.settimeout(DEADLINE)
+        op.connect(sock)
+        self.addCleanup(op.close)
+        opf = op.makefile("rb")
+        op.sendall(b'{"jsonrpc":"2.0","id":1,"method":"subscribe",'
+                   b'"params":{"events":["denied"]}}\n')
+        self.assertIn("result", json.loads(opf.readline()))
+        with self.assertRaises(OSError):
+            open(os.path.join(run_mp, "src", "outside.txt"), "w")
+        out = self.go_and_finish(proc, go)
         inside = json.loads(out)
         self.assertEqual(inside["heard"], [["src/inside.txt", inside["pid"]]], out)
 

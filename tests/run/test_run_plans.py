@@ -12,25 +12,14 @@ a Unix socket the test listens on (in the test's temp dir, outside the project).
 import errno
 import json
 import os
-import socket
 import subprocess
-import sys
 import textwrap
 import unittest
 
-from run_case import DEADLINE, PIWORKFS, RunCase
+from harness import draft_plan  # noqa: E402  (tests/lib, on PYTHONPATH)
+from run_case import DEADLINE, PIWORKFS, SERVE_LOOP, Agent, RunCase
 
-PLAN = """---
-title: Cache the parsed config
-status: draft
-created: 2026-12-02
-updated: 2026-12-02
----
-# Cache the parsed config
-
-## Tasks
-- [ ] Add the cache
-"""
+PLAN = draft_plan("Add the cache")
 
 AGENT = textwrap.dedent(r'''
     import errno, json, mmap, os, socket, sys
@@ -76,16 +65,7 @@ AGENT = textwrap.dedent(r'''
             "unlink": attempt(lambda: os.unlink(plan)),
         }
 
-    c = socket.socket(socket.AF_UNIX)
-    c.settimeout(120)
-    c.connect(sys.argv[1])
-    f = c.makefile("rwb")
-    for line in f:
-        q = json.loads(line)
-        if q["op"] == "exit":
-            break
-        f.write(json.dumps({"r": serve(q)}).encode() + b"\n")
-        f.flush()
+''') + SERVE_LOOP + textwrap.dedent('''
     if m:
         m.close()
     if fd is not None:
@@ -101,62 +81,22 @@ class ApprovedFromOutside(RunCase):
         return p
 
     def test_the_agents_open_plan_is_frozen_in_its_run(self):
-        bare = os.path.join(self.tmp, "view")
-        os.mkdir(bare)
-        self.pw("mount", "--mode", "build", self.project, bare)
-        self.addCleanup(lambda: subprocess.run([PIWORKFS, "umount", bare], env=self.env,
-                                               capture_output=True, timeout=DEADLINE))
-        path = os.path.join(self.tmp, "agent.sock")
-        srv = socket.socket(socket.AF_UNIX)
-        srv.bind(path)
-        srv.listen(1)
-        srv.settimeout(DEADLINE)
-        proc = subprocess.Popen([PIWORKFS, "run", "--mode", "plan", "--project", self.project,
-                                 "--", sys.executable, "-c", AGENT, path],
-                                cwd=self.project, env=self.env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True)
-        try:
-            conn, _ = srv.accept()
-        except socket.timeout:
-            proc.kill()
-            self.fail("the run did not start: " + proc.communicate()[1])
-        finally:
-            srv.close()
-        io = conn.makefile("rwb")
-
-        def ask(op, **kw):
-            io.write(json.dumps(dict(op=op, **kw)).encode() + b"\n")
-            io.flush()
-            return json.loads(io.readline())["r"]
-
-        try:
-            self.assertEqual(ask("draft", text=PLAN), 0)
-            p = self.pw("plan", "--mount", bare, "--json", "approve", "fdplan")
-            views = json.loads(p.stdout)["views"]
-            self.assertEqual(sorted(v["outcome"] for v in views), ["frozen", "frozen"], views)
-            self.assertEqual(len([v for v in views if v["run"]]), 1, views)
-            with open(os.path.join(self.project, "docs/plans/fdplan.md")) as f:
-                approved = f.read()
-            tried = ask("tamper")
-            self.assertEqual(tried, {k: errno.EACCES for k in tried}, tried)
-            with open(os.path.join(self.project, "docs/plans/fdplan.md")) as f:
-                self.assertEqual(f.read(), approved)
-            shown = json.loads(self.pw("plan", "--mount", bare, "--json", "show",
-                                       "fdplan").stdout)
-            self.assertEqual(shown["problems"], [])
-        finally:
-            try:
-                io.write(b'{"op": "exit"}\n')
-                io.flush()
-            except OSError:
-                pass
-            try:
-                proc.communicate(timeout=DEADLINE)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
-            io.close()
-            conn.close()
+        bare = self.bare_view("build")
+        agent = Agent(self, "plan", "agent", AGENT)
+        self.assertEqual(agent.ask("draft", text=PLAN), 0)
+        p = self.pw("plan", "--mount", bare, "--json", "approve", "fdplan")
+        views = json.loads(p.stdout)["views"]
+        self.assertEqual(sorted(v["outcome"] for v in views), ["frozen", "frozen"], views)
+        self.assertEqual(len([v for v in views if v["run"]]), 1, views)
+        with open(os.path.join(self.project, "docs/plans/fdplan.md")) as f:
+            approved = f.read()
+        tried = agent.ask("tamper")
+        self.assertEqual(tried, {k: errno.EACCES for k in tried}, tried)
+        with open(os.path.join(self.project, "docs/plans/fdplan.md")) as f:
+            self.assertEqual(f.read(), approved)
+        shown = json.loads(self.pw("plan", "--mount", bare, "--json", "show",
+                                   "fdplan").stdout)
+        self.assertEqual(shown["problems"], [])
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ import errno
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import textwrap
@@ -24,7 +23,9 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_run import DEADLINE, PIWORKFS, RunTest  # noqa: E402
+from test_run import DEADLINE, RunTest  # noqa: E402
+import run_case  # noqa: E402  (tests/lib, on PYTHONPATH)
+from run_case import SERVE_LOOP  # noqa: E402
 
 AGENT = textwrap.dedent(r'''
     import json, os, socket, sys
@@ -62,49 +63,14 @@ AGENT = textwrap.dedent(r'''
         except OSError as e:
             return {"errno": e.errno}
         return {"error": "unknown op " + op}
-
-    c = socket.socket(socket.AF_UNIX)
-    # No timeout: an agent the test leaves alone while it drives the other run (100
-    # switches: minutes under ASan) must still be there; the test's end closes the
-    # connection, and the agent ends at that EOF.
-    c.connect(sys.argv[1])
-    f = c.makefile("rwb")
-    for line in f:
-        q = json.loads(line)
-        if q["op"] == "exit":
-            break
-        f.write(json.dumps({"r": serve(q)}).encode() + b"\n")
-        f.flush()
-''')
+''') + SERVE_LOOP
 
 
-class Agent:
+class Agent(run_case.Agent):
     """One `piworkfs run --mode MODE` whose command is AGENT, connected to the test."""
 
     def __init__(self, test, mode, name):
-        self.test = test
-        self.stopped = None
-        path = os.path.join(test.tmp, name + ".sock")
-        srv = socket.socket(socket.AF_UNIX)
-        srv.bind(path)
-        srv.listen(1)
-        srv.settimeout(DEADLINE)
-        args = [PIWORKFS, "run"] + (["--mode", mode] if mode else []) + [
-            "--project", test.project, "--", sys.executable, "-c", AGENT, path]
-        self.proc = subprocess.Popen(args, cwd=test.project, env=test.env,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     text=True)
-        test.addCleanup(self.stop)
-        try:
-            self.conn, _ = srv.accept()
-        except socket.timeout:
-            self.proc.kill()
-            self.stopped = self.proc.communicate()[1]
-            raise AssertionError("the run did not start: " + self.stopped)
-        finally:
-            srv.close()
-        self.conn.settimeout(DEADLINE)
-        self.io = self.conn.makefile("rwb")
+        super().__init__(test, mode, name, AGENT)
         self._id = None
 
     @property
@@ -121,40 +87,10 @@ class Agent:
                 return run["id"]
         raise AssertionError("piworkfs status names no run with pid %d" % self.proc.pid)
 
-    def ask(self, op, **kw):
-        self.io.write(json.dumps(dict(op=op, **kw)).encode() + b"\n")
-        self.io.flush()
-        line = self.io.readline()
-        if not line:
-            raise AssertionError("the agent went away: " + self.stop())
-        return json.loads(line)["r"]
-
     def write(self, path, data="x\n"):
         """0, or the errno the view answered."""
         r = self.ask("write", path=path, data=data)
         return r if r == 0 else r["errno"]
-
-    def stop(self):
-        """Ends the agent and its run; returns the run's stderr."""
-        if self.stopped is not None:
-            return self.stopped
-        err = None
-        if self.proc.poll() is None:
-            try:
-                self.io.write(b'{"op": "exit"}\n')
-                self.io.flush()
-            except OSError:
-                pass
-            try:
-                _, err = self.proc.communicate(timeout=DEADLINE)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        if err is None:
-            err = self.proc.communicate()[1]
-        for f in (self.io, self.conn):
-            f.close()
-        self.stopped = err or ""
-        return self.stopped
 
 
 def eventually(check, what):
@@ -171,13 +107,6 @@ class RunsTest(RunTest):
         # Every view of the machine is listed (exit 4 when one of another test's does not
         # answer us): only ours count.
         return json.loads(self.pw("status", "--json", check=False).stdout)
-
-    def bare_view(self, mode):
-        mp = os.path.join(self.tmp, "view")
-        os.mkdir(mp)
-        self.pw("mount", "--mode", mode, self.project, mp)
-        self.addCleanup(lambda: self.pw("umount", mp, check=False))
-        return mp
 
     def mode_of(self, *where):
         return json.loads(self.pw("mode", "--json", *where).stdout)["mode"]
