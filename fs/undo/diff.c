@@ -472,7 +472,8 @@ int pw_undo_changes_diff(const pw_undo_call *call, json_t *params, json_t **ret,
 		const char *opath = rw->move ? rw->path2 : rw->path;
 		after aft;
 		pw_undo_hist_after_of(&x, i, opath, x.end_cs, &aft);
-		if (pw_undo_hist_saved_over(&x, i, aft.path) || pw_undo_hist_agent_hidden(&x, aft.path) ||
+		if (pw_undo_hist_saved_over(&x, i, aft.path) ||
+		    pw_undo_hist_agent_hidden(&x, aft.path) ||
 		    pw_undo_hist_agent_hidden(&x, origins[i]))
 			continue;
 		const char *kind = pw_undo_hist_classify(&x, rw, &aft);
@@ -508,8 +509,10 @@ int pw_undo_changes_diff(const pw_undo_call *call, json_t *params, json_t **ret,
 		origin_path(&x, i, rw->path, origin);
 		after aft;
 		pw_undo_hist_after_of(&x, i, rw->path2, x.end_cs, &aft);
-		if (files_have(files, aft.path, origin) || pw_undo_hist_agent_hidden(&x, aft.path) ||
-		    pw_undo_hist_agent_hidden(&x, origin) || pw_undo_hist_saved_over(&x, i, aft.path))
+		if (files_have(files, aft.path, origin) ||
+		    pw_undo_hist_agent_hidden(&x, aft.path) ||
+		    pw_undo_hist_agent_hidden(&x, origin) ||
+		    pw_undo_hist_saved_over(&x, i, aft.path))
 			continue;
 		_cleanup_(pw_undo_hist_state_done) state now;
 		pw_undo_hist_state_of(&x, &aft, &now);
@@ -536,4 +539,3 @@ int pw_undo_changes_diff(const pw_undo_call *call, json_t *params, json_t **ret,
 	    json_pack("{s:o,s:b}", "files", files ? files : json_array(), "truncated", d.truncated),
 	    ret);
 }
-

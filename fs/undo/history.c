@@ -39,7 +39,8 @@
 #include "util.h"
 
 /* The -errno a failure of CODE returns, beside the code and message the caller is sent
- * (the caller is answered with those: any negative return of a call is a failure in its fail): any negative return of a handler is a failure in its fail). */
+ * (the caller is answered with those: any negative return of a call is a failure in its fail): any
+ * negative return of a handler is a failure in its fail). */
 static int code_errno(int code)
 {
 	switch (code) {
@@ -118,13 +119,14 @@ int pw_undo_hist_setup(ctx *x, const pw_undo_call *call, pw_undo_fail *fail)
 	x->fs = call->fs;
 	x->k = pw_fs_undo(x->fs);
 	if (!x->k)
-		return pw_undo_hist_failf(x, PW_RPC_UNAVAILABLE,
-			     "this view keeps no originals (mounted with --no-originals, or "
-			     "without a state database)");
+		return pw_undo_hist_failf(
+		    x, PW_RPC_UNAVAILABLE,
+		    "this view keeps no originals (mounted with --no-originals, or "
+		    "without a state database)");
 	x->root = open(call->project, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (x->root < 0)
 		return pw_undo_hist_failf(x, PW_RPC_INTERNAL_ERROR, "cannot open the project: %s",
-			     strerror(errno));
+					  strerror(errno));
 	return 0;
 }
 
@@ -156,12 +158,13 @@ static int load_paths(ctx *x, json_t *params)
 			}
 			if (!rel)
 				return pw_undo_hist_failf(x, PW_RPC_INVALID_PATH,
-					     "params.paths[%zu]: outside the project", i);
+							  "params.paths[%zu]: outside the project",
+							  i);
 		}
 		int r = pw_path_normalize(rel, strlen(rel), out, &err);
 		if (r < 0)
-			return pw_undo_hist_failf(x, PW_RPC_INVALID_PATH, "params.paths[%zu]: %s", i,
-				     err ? err : strerror(-r));
+			return pw_undo_hist_failf(x, PW_RPC_INVALID_PATH, "params.paths[%zu]: %s",
+						  i, err ? err : strerror(-r));
 		x->paths[x->n_paths] = strdup(out);
 		if (!x->paths[x->n_paths++])
 			return pw_undo_hist_failf(x, PW_RPC_INTERNAL_ERROR, "out of memory");
@@ -179,11 +182,11 @@ static bool path_selected(ctx *x, const crow *r)
 	if (!x->n_paths || r->now_selected)
 		return true;
 	for (size_t i = 0; i < x->n_paths; i++)
-		if (pw_undo_hist_path_under(r->path, x->paths[i]) || pw_undo_hist_path_under(r->path2, x->paths[i]))
+		if (pw_undo_hist_path_under(r->path, x->paths[i]) ||
+		    pw_undo_hist_path_under(r->path2, x->paths[i]))
 			return true;
 	return false;
 }
-
 
 static char *dup_or_null(const char *s)
 {
@@ -209,15 +212,16 @@ static int load_set(const pw_undo_orig_changeset *c, void *u)
 		x->sets = n;
 		ls->cap_sets = cap;
 	}
-	x->sets[x->n_sets++] = (cset){.id = c->id,
-				      .started_ns = c->started_ns,
-				      .reason = dup_or_null(c->reason),
-				      .name = dup_or_null(c->name),
-				      .mode = dup_or_null(c->mode),
-				      .undoes = dup_or_null(c->undoes),
-				      .redone_by = c->redone_by,
-				      .mountpoint = dup_or_null(c->mountpoint),
-				      .run = x->call->run_of ? x->call->run_of(c->mountpoint) : NULL};
+	x->sets[x->n_sets++] =
+	    (cset){.id = c->id,
+		   .started_ns = c->started_ns,
+		   .reason = dup_or_null(c->reason),
+		   .name = dup_or_null(c->name),
+		   .mode = dup_or_null(c->mode),
+		   .undoes = dup_or_null(c->undoes),
+		   .redone_by = c->redone_by,
+		   .mountpoint = dup_or_null(c->mountpoint),
+		   .run = x->call->run_of ? x->call->run_of(c->mountpoint) : NULL};
 	if (ls->since && c->name && streq(c->name, ls->since))
 		ls->min_cs = c->id;
 	return 0;
@@ -333,7 +337,6 @@ static bool undoable(const crow *r)
 	return !r->covered && !r->from_undo;
 }
 
-
 /* A path asked for takes the rows of what is there now, whatever names it had: `diff
  * src/app.c` shows the edit made to it as src/main.c before the rename. */
 static void mark_now_selected(ctx *x)
@@ -381,13 +384,15 @@ int pw_undo_hist_load(ctx *x, json_t *params, enum scope_default dflt)
 	int q = pw_undo_orig_read(pw_undo_keep_store(x->k), pw_undo_keep_project(x->k), load_set,
 				  load_row, &ls);
 	if (q < 0)
-		return pw_undo_hist_failf(x, PW_RPC_INTERNAL_ERROR, "state database: %s", strerror(-q));
+		return pw_undo_hist_failf(x, PW_RPC_INTERNAL_ERROR, "state database: %s",
+					  strerror(-q));
 	if (mark_undone(x) < 0)
 		return pw_undo_hist_failf(x, PW_RPC_INTERNAL_ERROR, "out of memory");
 	mark_now_selected(x);
 	int64_t min_cs = ls.min_cs;
 	if (since && !min_cs)
-		return pw_undo_hist_failf(x, PW_RPC_INVALID_PARAMS, "no checkpoint named '%s'", since);
+		return pw_undo_hist_failf(x, PW_RPC_INVALID_PARAMS, "no checkpoint named '%s'",
+					  since);
 
 	x->end_cs = INT64_MAX;
 	if (one_j) {
@@ -396,7 +401,7 @@ int pw_undo_hist_load(ctx *x, json_t *params, enum scope_default dflt)
 			known = x->sets[i].id == one;
 		if (!known)
 			return pw_undo_hist_failf(x, PW_RPC_INVALID_PARAMS, "no change set %lld",
-				     (long long)one);
+						  (long long)one);
 		min_cs = one;
 		x->end_cs = one;
 	}
@@ -424,7 +429,8 @@ int pw_undo_hist_load(ctx *x, json_t *params, enum scope_default dflt)
 		crow *r = &x->rows[i];
 		r->selected = r->cs >= min_cs && r->cs <= x->end_cs && r->time_ns >= since_ns &&
 			      (!mode || streq_ptr(r->mode_name, mode)) && path_selected(x, r) &&
-			      !pw_undo_hist_agent_hidden(x, r->path) && !pw_undo_hist_agent_hidden(x, r->path2);
+			      !pw_undo_hist_agent_hidden(x, r->path) &&
+			      !pw_undo_hist_agent_hidden(x, r->path2);
 		/* An undo chosen by --since or by default never puts back again what an undo
 		 * put back, nor what an undo or redo did: that would redo (piworkfs redo
 		 * does). --change-set N takes what it names. */
@@ -442,17 +448,17 @@ int pw_undo_hist_check_paths_changed(ctx *x, bool undo)
 		bool any = false;
 		for (size_t i = 0; i < x->n_rows && !any; i++) {
 			const crow *r = &x->rows[i];
-			any =
-			    r->selected && !r->implicit &&
-			    (pw_undo_hist_path_under(r->path, x->paths[p]) || pw_undo_hist_path_under(r->path2, x->paths[p]));
+			any = r->selected && !r->implicit &&
+			      (pw_undo_hist_path_under(r->path, x->paths[p]) ||
+			       pw_undo_hist_path_under(r->path2, x->paths[p]));
 		}
 		if (any)
 			continue;
 		_cleanup_free_ char *q = pw_quote(x->paths[p][0] ? x->paths[p] : ".");
 		return pw_undo_hist_failf(x, PW_RPC_NO_CHANGE,
-			     undo ? "%s: no recorded change left to undo"
-				  : "%s: no recorded change",
-			     q ? q : "?");
+					  undo ? "%s: no recorded change left to undo"
+					       : "%s: no recorded change",
+					  q ? q : "?");
 	}
 	return 0;
 }
@@ -516,7 +522,6 @@ int pw_undo_hist_hash_file(int fd, char hex[PW_SHA256_HEX])
 	return 0;
 }
 
-
 /* Carries P (a path, PW_PATH_MAX bytes) through the rename M, if it moves P. */
 void pw_undo_hist_follow_move(const crow *m, char *p)
 {
@@ -567,7 +572,6 @@ void pw_undo_hist_after_of(ctx *x, size_t i, const char *path, int64_t end_cs, a
 	}
 	snprintf(a->live, sizeof(a->live), "%s", p);
 }
-
 
 void pw_undo_hist_state_done(state *s)
 {
@@ -786,8 +790,8 @@ int pw_undo_hist_done(ctx *x, json_t *o, json_t **ret)
 
 /* Appends change set C's changes to CHANGES, newest first, as the person meant them (net
  * effect per path; the rows stay exact). *SHOWN counts them up to PW_UNDO_LIST_MAX. */
-void pw_undo_hist_set_listing(ctx *x, const cset *c, json_t *changes, size_t *shown, bool *truncated,
-			bool with_row)
+void pw_undo_hist_set_listing(ctx *x, const cset *c, json_t *changes, size_t *shown,
+			      bool *truncated, bool with_row)
 {
 	for (size_t i = x->n_rows; i-- > 0;) {
 		const crow *rw = &x->rows[i];
@@ -802,7 +806,9 @@ void pw_undo_hist_set_listing(ctx *x, const cset *c, json_t *changes, size_t *sh
 		if (rw->move && rw->o.present) {
 			/* what the destination held, replaced */
 			pw_undo_hist_after_of(x, i, rw->path2, rw->cs, &aft);
-			const char *k2 = pw_undo_hist_agent_hidden(x, aft.path) ? NULL : pw_undo_hist_classify(x, rw, &aft);
+			const char *k2 = pw_undo_hist_agent_hidden(x, aft.path)
+					     ? NULL
+					     : pw_undo_hist_classify(x, rw, &aft);
 			if (k2) {
 				json_t *e = row_json(rw, k2, aft.path);
 				if (e) {
@@ -837,7 +843,8 @@ void pw_undo_hist_set_listing(ctx *x, const cset *c, json_t *changes, size_t *sh
 		}
 		if (!rw->move) {
 			pw_undo_hist_after_of(x, i, rw->path, rw->cs, &aft);
-			if (pw_undo_hist_saved_over(x, i, aft.path) || pw_undo_hist_agent_hidden(x, aft.path))
+			if (pw_undo_hist_saved_over(x, i, aft.path) ||
+			    pw_undo_hist_agent_hidden(x, aft.path))
 				continue;
 			if (rw->o.present ? moved_onto_then_gone(x, i, &aft)
 					  : renamed_onto_later(x, i))
@@ -925,7 +932,8 @@ int pw_undo_changes_list(const pw_undo_call *call, json_t *params, json_t **ret,
 
 /* ---- checkpoint, prune ----------------------------------------------------------------- */
 
-int pw_undo_changes_checkpoint(const pw_undo_call *call, json_t *params, json_t **ret, pw_undo_fail *fail)
+int pw_undo_changes_checkpoint(const pw_undo_call *call, json_t *params, json_t **ret,
+			       pw_undo_fail *fail)
 {
 	_cleanup_(pw_undo_hist_ctx_done) ctx x = {.root = -1};
 	if (call->restricted) {
@@ -940,11 +948,14 @@ int pw_undo_changes_checkpoint(const pw_undo_call *call, json_t *params, json_t 
 	int64_t id;
 	int r = pw_undo_keep_begin(x.k, "checkpoint", name, &id);
 	if (r < 0)
-		return pw_undo_hist_failf(&x, PW_RPC_INTERNAL_ERROR, "checkpoint: %s", strerror(-r));
-	return pw_undo_hist_done(&x, json_pack("{s:I,s:s?}", "changeset", (json_int_t)id, "name", name), ret);
+		return pw_undo_hist_failf(&x, PW_RPC_INTERNAL_ERROR, "checkpoint: %s",
+					  strerror(-r));
+	return pw_undo_hist_done(
+	    &x, json_pack("{s:I,s:s?}", "changeset", (json_int_t)id, "name", name), ret);
 }
 
-int pw_undo_changes_prune(const pw_undo_call *call, json_t *params, json_t **ret, pw_undo_fail *fail)
+int pw_undo_changes_prune(const pw_undo_call *call, json_t *params, json_t **ret,
+			  pw_undo_fail *fail)
 {
 	_cleanup_(pw_undo_hist_ctx_done) ctx x = {.root = -1};
 	if (call->restricted) {
@@ -973,8 +984,8 @@ int pw_undo_changes_prune(const pw_undo_call *call, json_t *params, json_t **ret
 	if (r < 0)
 		return pw_undo_hist_failf(&x, PW_RPC_INTERNAL_ERROR, "prune: %s", strerror(-r));
 	return pw_undo_hist_done(&x,
-		    json_pack("{s:i,s:I,s:I,s:I}", "removed", r, "freed", (json_int_t)freed,
-			      "bytes", (json_int_t)bytes, "blobs", (json_int_t)blobs),
-		    ret);
+				 json_pack("{s:i,s:I,s:I,s:I}", "removed", r, "freed",
+					   (json_int_t)freed, "bytes", (json_int_t)bytes, "blobs",
+					   (json_int_t)blobs),
+				 ret);
 }
-

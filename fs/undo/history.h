@@ -114,7 +114,6 @@ typedef struct state {
 	int fd;		  /* O_PATH on the tree's object when anything is read from it, or -1 */
 } state;
 
-
 /*
  * The calls (docs/PROTOCOL.md has their params and results). Each returns 0 with *RET, or
  * -errno with FAIL filled (its code and message are the caller's answer). changes.undo,

@@ -348,8 +348,9 @@ static void undo_relink(undo_run *u, size_t i)
 	for (size_t j = 0; j < u->links.n && !partner; j++)
 		partner = same_kept(u, i, j);
 	struct stat st;
-	if (!l->path || (l->o->nlink <= 1 && !partner) || pw_undo_hist_stat_beneath(x, l->path, &st) < 0 ||
-	    !S_ISREG(st.st_mode) || holds_kept(u, i))
+	if (!l->path || (l->o->nlink <= 1 && !partner) ||
+	    pw_undo_hist_stat_beneath(x, l->path, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    holds_kept(u, i))
 		return; /* never linked, gone again, or the same inode already */
 	char other[PW_PATH_MAX];
 	_cleanup_close_ int ofd = -1;
@@ -380,7 +381,8 @@ static void relinks_meta(undo_run *u)
 				oldest = u->links.v[j].o;
 				break;
 			}
-		_cleanup_close_ int fd = l->path ? pw_undo_hist_open_beneath(u->x, l->path, O_PATH) : -1;
+		_cleanup_close_ int fd =
+		    l->path ? pw_undo_hist_open_beneath(u->x, l->path, O_PATH) : -1;
 		struct stat st;
 		if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
 			(void)apply_meta(fd, oldest, true);
@@ -622,9 +624,9 @@ static int64_t view_last_change(const ctx *x, size_t i, const char *path)
 	snprintf(p, sizeof(p), "%s", path);
 	for (size_t j = i + 1; j < x->n_rows; j++) {
 		const crow *m = &x->rows[j];
-		bool touches =
-		    m->move ? pw_undo_hist_path_under(p, m->path) || (m->exchange && pw_undo_hist_path_under(p, m->path2))
-			    : streq(m->path, p);
+		bool touches = m->move ? pw_undo_hist_path_under(p, m->path) ||
+					     (m->exchange && pw_undo_hist_path_under(p, m->path2))
+				       : streq(m->path, p);
 		if (touches && view_since(x, m) > last)
 			last = view_since(x, m);
 		pw_undo_hist_follow_move(m, p);
@@ -755,8 +757,8 @@ static int select_redo(ctx *x, int64_t *ret_undo)
 			u = &x->sets[i];
 	if (!u)
 		return pw_undo_hist_failf(x, PW_RPC_NO_CHANGE,
-			     "nothing to redo: no undo left that a redo has "
-			     "not reversed");
+					  "nothing to redo: no undo left that a redo has "
+					  "not reversed");
 	for (size_t i = 0; i < x->n_rows; i++)
 		x->rows[i].selected = x->rows[i].cs == u->id;
 	*ret_undo = u->id;
@@ -884,7 +886,8 @@ int pw_undo_changes_undo(const pw_undo_call *call, json_t *params, json_t **ret,
 	bool all = json_is_true(json_object_get(params, "all"));
 	bool redo = json_is_true(json_object_get(params, "redo"));
 	if (!all && !redo && !json_array_size(json_object_get(params, "paths")))
-		return pw_undo_hist_failf(&x, PW_RPC_INVALID_PARAMS, "name the paths to undo, or all");
+		return pw_undo_hist_failf(&x, PW_RPC_INVALID_PARAMS,
+					  "name the paths to undo, or all");
 	undo_run u = {.x = &x,
 		      .force = json_is_true(json_object_get(params, "force")),
 		      .dry = json_is_true(json_object_get(params, "dry_run")),
@@ -921,8 +924,8 @@ int pw_undo_changes_undo(const pw_undo_call *call, json_t *params, json_t **ret,
 	if (!u.dry && !refuse) {
 		r = pw_undo_keep_begin(x.k, redo ? "redo" : "undo", NULL, &undo_cs);
 		if (r < 0) {
-			r = pw_undo_hist_failf(&x, PW_RPC_INTERNAL_ERROR, "cannot start a change set: %s",
-				  strerror(-r));
+			r = pw_undo_hist_failf(&x, PW_RPC_INTERNAL_ERROR,
+					       "cannot start a change set: %s", strerror(-r));
 			goto out;
 		}
 	}
@@ -936,7 +939,8 @@ int pw_undo_changes_undo(const pw_undo_call *call, json_t *params, json_t **ret,
 	/* Directories' times last (in the order met: the earliest row's wins). */
 	for (size_t i = 0; i < u.dirs.n; i++) {
 		const pw_undo_pending *d = &u.dirs.v[i];
-		_cleanup_close_ int fd = d->path ? pw_undo_hist_open_beneath(&x, d->path, O_PATH) : -1;
+		_cleanup_close_ int fd =
+		    d->path ? pw_undo_hist_open_beneath(&x, d->path, O_PATH) : -1;
 		struct timespec tv[2] = {ts_of(d->o->atime_ns), ts_of(d->o->mtime_ns)};
 		if (fd >= 0)
 			(void)utimensat(fd, "", tv, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
@@ -961,10 +965,11 @@ int pw_undo_changes_undo(const pw_undo_call *call, json_t *params, json_t **ret,
 			}
 			used += (size_t)n;
 		}
-		r = pw_undo_hist_failf(&x, PW_RPC_REFUSED,
-			  "refused: changed outside the view since the view changed it: %s "
-			  "(--force to undo anyway)",
-			  names);
+		r = pw_undo_hist_failf(
+		    &x, PW_RPC_REFUSED,
+		    "refused: changed outside the view since the view changed it: %s "
+		    "(--force to undo anyway)",
+		    names);
 		fail->data = json_pack("{s:O}", "conflicts", conflicts);
 		goto out;
 	}
@@ -986,4 +991,3 @@ out:
 	json_decref(summary);
 	return r < 0 ? r : 0;
 }
-
