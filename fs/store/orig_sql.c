@@ -15,7 +15,8 @@
 
 struct pw_store_orig {
 	sqlite3 *db;
-	sqlite3_stmt *insert; /* pw_store_orig_row_add's, prepared once: one runs per first change */
+	sqlite3_stmt
+	    *insert; /* pw_store_orig_row_add's, prepared once: one runs per first change */
 };
 
 int pw_store_orig_open(const char *path, pw_store_orig **ret)
@@ -215,9 +216,8 @@ int pw_store_orig_total(pw_store_orig *q, uint64_t *ret_bytes, uint64_t *ret_blo
 	return 0;
 }
 
-void pw_store_orig_unreferenced(pw_store_orig *q, void (*fn)(const char *hash, uint64_t size,
-							     void *u),
-				void *u)
+void pw_store_orig_unreferenced(pw_store_orig *q,
+				void (*fn)(const char *hash, uint64_t size, void *u), void *u)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(q->db,
@@ -279,7 +279,8 @@ int pw_store_orig_row_add(pw_store_orig *q, const pw_undo_orig_row *row, int64_t
 			  int64_t id_floor, int64_t *ret_id)
 {
 	const pw_undo_orig_object *o = row->obj;
-	int rc = q->insert ? SQLITE_OK : sqlite3_prepare_v2(q->db, insert_sql, -1, &q->insert, NULL);
+	int rc =
+	    q->insert ? SQLITE_OK : sqlite3_prepare_v2(q->db, insert_sql, -1, &q->insert, NULL);
 	if (rc != SQLITE_OK)
 		return pw_db_errno(rc);
 	sqlite3_stmt *st = q->insert;
@@ -406,8 +407,8 @@ int pw_store_orig_changeset_drop(pw_store_orig *q, int64_t id)
 }
 
 /* UPDATE orig_changesets SET a column (SQL) = the text or integer value WHERE id = ID. */
-static int changeset_update(pw_store_orig *q, const char *sql, const char *text_v,
-			    int64_t int_v, int64_t id)
+static int changeset_update(pw_store_orig *q, const char *sql, const char *text_v, int64_t int_v,
+			    int64_t id)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int rc = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL);

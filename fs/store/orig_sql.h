@@ -66,9 +66,8 @@ uint64_t pw_store_orig_referenced_bytes(pw_store_orig *q);
 int pw_store_orig_total(pw_store_orig *q, uint64_t *ret_bytes, uint64_t *ret_blobs);
 /* FN(HASH, SIZE, U) for each blob no row references; then their records go
  * (pw_store_orig_forget_unreferenced). */
-void pw_store_orig_unreferenced(pw_store_orig *q, void (*fn)(const char *hash, uint64_t size,
-							     void *u),
-				void *u);
+void pw_store_orig_unreferenced(pw_store_orig *q,
+				void (*fn)(const char *hash, uint64_t size, void *u), void *u);
 void pw_store_orig_forget_unreferenced(pw_store_orig *q);
 
 /* ---- rows (orig_rows) ---- */

@@ -465,12 +465,11 @@ static bool blob_name(const char *name)
 /*
  * Removes the blob files that have no record: a daemon killed after it put a blob in place
  * and before its batch (or journal) took the record. Under the write lock, with every
- * journal replayed (pw_undo_orig_may_remove_blobs): a live daemon holds the lock from before it links a
- * blob until the record is committed (hold_for_blob), so no such file is anybody's yet.
- * Not only space: a file about to be removed is kept by a link (link_content), and the kill
- * may come before the removal, leaving the project's file with a second name in the store;
- * its nlink then says 2, and a write in place would change the "kept" content. Adds the
- * bytes freed to FREED.
+ * journal replayed (pw_undo_orig_may_remove_blobs): a live daemon holds the lock from before it
+ * links a blob until the record is committed (hold_for_blob), so no such file is anybody's yet. Not
+ * only space: a file about to be removed is kept by a link (link_content), and the kill may come
+ * before the removal, leaving the project's file with a second name in the store; its nlink then
+ * says 2, and a write in place would change the "kept" content. Adds the bytes freed to FREED.
  */
 static void drop_unrecorded(pw_undo_orig_store *s, uint64_t *freed)
 {
@@ -518,7 +517,8 @@ int pw_undo_orig_prune(pw_undo_orig_store *s, int64_t keep_ns, uint64_t max_tota
 		keep_ns = s->keep_ns;
 	if (!max_total)
 		max_total = s->max_total;
-	int r = pw_undo_orig_settle(s); /* a lost batch's rows too: a change set they belong to stays */
+	int r =
+	    pw_undo_orig_settle(s); /* a lost batch's rows too: a change set they belong to stays */
 	if (r < 0)
 		return r;
 	/* A dead daemon's rows first: they may name blobs that older rows name too. */
@@ -564,4 +564,3 @@ int pw_undo_orig_prune(pw_undo_orig_store *s, int64_t keep_ns, uint64_t max_tota
 		*ret_bytes = freed;
 	return r < 0 ? r : removed;
 }
-

@@ -109,5 +109,4 @@ int pw_undo_orig_journal_replay(pw_undo_orig_store *s);
 /* Whether blobs no committed row names may be removed now (under the write lock). */
 bool pw_undo_orig_may_remove_blobs(pw_undo_orig_store *s);
 /* Records blob HEX of SIZE bytes. 0 or -EIO. */
-int pw_undo_orig_register_blob(pw_undo_orig_store *s, const char hex[PW_SHA256_HEX],
-			       uint64_t size);
+int pw_undo_orig_register_blob(pw_undo_orig_store *s, const char hex[PW_SHA256_HEX], uint64_t size);
