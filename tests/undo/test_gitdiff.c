@@ -61,8 +61,7 @@ Test(gitdiff, labels_and_a_symlinks_hunk)
 			    "\\ No newline at end of file\n+target2\n"
 			    "\\ No newline at end of file\n");
 	free(h);
-	h = pw_git_symlink_hunk(&(pw_git_side){NULL, 0}, NULL, &(pw_git_side){"ln", 0120000},
-				"t");
+	h = pw_git_symlink_hunk(&(pw_git_side){NULL, 0}, NULL, &(pw_git_side){"ln", 0120000}, "t");
 	cr_assert_str_eq(h, "--- /dev/null\n+++ b/ln\n@@ -0,0 +1 @@\n+t\n"
 			    "\\ No newline at end of file\n");
 	free(h);

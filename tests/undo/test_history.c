@@ -29,9 +29,9 @@
 
 #define H(c)                                                                                       \
 	{                                                                                          \
-		c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, \
+		c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c,   \
 		    c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c,  \
-		    c, c, c, c, c, c, c, c, 0                                                      \
+		    c, c, c, c, c, c, c, c, c, 0                                                   \
 	}
 
 static crow rows[16];
@@ -60,12 +60,8 @@ static void draw(void)
 	rows[n++] = file_row(2, 1, "new.txt", false, 0, 0);
 	rows[n++] = file_row(3, 1, "gone.txt", true, '3', 4);
 	rows[n++] = file_row(4, 1, "tmp", false, 0, 0);
-	rows[n++] = (crow){.id = 5,
-			   .cs = 1,
-			   .path = "dir",
-			   .path2 = "moved",
-			   .move = true,
-			   .selected = true};
+	rows[n++] = (crow){
+	    .id = 5, .cs = 1, .path = "dir", .path2 = "moved", .move = true, .selected = true};
 	rows[n++] = file_row(6, 2, "a.txt", true, '2', 3);
 	rows[n++] = file_row(7, 2, "new.txt", true, '4', 2);
 	rows[n++] = file_row(8, 2, "gone.txt", false, 0, 0);
