@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Overlapping writes (overlap.h has the contract). Store functions used: pw_db_open_readonly
- * (store/db.h) and the originals store's tables orig_changesets and orig_rows as migration
- * 2 made them (read only); pw_audit_submit (store/audit.h) to report.
+ * Overlapping writes (overlap.h has the contract). Store functions used: what the other
+ * views changed, read over a read-only connection of our own (store/changed.h), and
+ * pw_audit_submit (store/audit.h) to report.
  */
 #include "overlap.h"
 #include "thread.h"
 
 #include <errno.h>
 #include <pthread.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +19,7 @@
 #include "pidns.h"
 #include "store/audit.h"
 #include "pw_limits.h"
-#include "store/db.h"
+#include "store/changed.h"
 #include "util.h"
 
 #define BUCKETS 1024
@@ -74,9 +73,7 @@ struct pw_overlap {
 	bool idle;
 	/* The database and what it said of the other views (refresh, check, mark, lookup). */
 	pthread_mutex_t lock;
-	sqlite3 *db;
-	sqlite3_stmt *sets, *rows;
-	sqlite3_stmt *events, *set_at; /* the overlaps the audit log recorded (history) */
+	pw_store_changed *changed;
 	other *others;
 };
 
@@ -196,21 +193,49 @@ static other *find_other(pw_overlap *o, const char *mp)
 }
 
 /* The rows of V's current change set after the last one read. */
+static void row_read(int64_t id, const char *p, const char *p2, void *u)
+{
+	other *v = u;
+	v->last_row = id;
+	if (p)
+		other_add(v, p);
+	if (p2)
+		other_add(v, p2);
+}
+
 static void read_rows(pw_overlap *o, other *v)
 {
-	sqlite3_reset(o->rows);
-	sqlite3_bind_int64(o->rows, 1, v->changeset);
-	sqlite3_bind_int64(o->rows, 2, v->last_row);
-	while (sqlite3_step(o->rows) == SQLITE_ROW) {
-		const char *p = (const char *)sqlite3_column_text(o->rows, 1);
-		const char *p2 = (const char *)sqlite3_column_text(o->rows, 2);
-		v->last_row = sqlite3_column_int64(o->rows, 0);
-		if (p)
-			other_add(v, p);
-		if (p2)
-			other_add(v, p2);
+	pw_store_changed_rows(o->changed, v->changeset, v->last_row, row_read, v);
+}
+
+typedef struct refresh_ctx {
+	pw_overlap *o;
+	const char *live;
+} refresh_ctx;
+
+/* The other view at MP has CS as its latest change set. */
+static void set_read(const char *mp, int64_t cs, void *u)
+{
+	refresh_ctx *rc = u;
+	other *v;
+	if (!mp || !view_live(rc->live, mp))
+		return;
+	v = find_other(rc->o, mp);
+	if (!v) {
+		v = calloc(1, sizeof(*v));
+		if (!v || !(v->mountpoint = strdup(mp))) {
+			free(v);
+			return;
+		}
+		v->next = rc->o->others;
+		rc->o->others = v;
 	}
-	sqlite3_reset(o->rows);
+	if (v->changeset != cs) {
+		other_clear(v);
+		v->changeset = cs;
+		v->last_row = 0;
+	}
+	v->seen = true;
 }
 
 /* Follows the other views' current change sets: new views, new change sets, new rows; a
@@ -221,31 +246,8 @@ static void refresh(pw_overlap *o)
 
 	for (other *v = o->others; v; v = v->next)
 		v->seen = false;
-	sqlite3_reset(o->sets);
-	while (sqlite3_step(o->sets) == SQLITE_ROW) {
-		const char *mp = (const char *)sqlite3_column_text(o->sets, 0);
-		int64_t cs = sqlite3_column_int64(o->sets, 1);
-		other *v;
-		if (!mp || !view_live(live, mp))
-			continue;
-		v = find_other(o, mp);
-		if (!v) {
-			v = calloc(1, sizeof(*v));
-			if (!v || !(v->mountpoint = strdup(mp))) {
-				free(v);
-				continue;
-			}
-			v->next = o->others;
-			o->others = v;
-		}
-		if (v->changeset != cs) {
-			other_clear(v);
-			v->changeset = cs;
-			v->last_row = 0;
-		}
-		v->seen = true;
-	}
-	sqlite3_reset(o->sets);
+	refresh_ctx rc = {.o = o, .live = live};
+	pw_store_changed_sets(o->changed, set_read, &rc);
 	for (other **pv = &o->others; *pv;) {
 		other *v = *pv;
 		if (!v->seen) {
@@ -496,14 +498,7 @@ void pw_overlap_mark(pw_overlap *o, json_t *changes)
 /* The change set MP had at T (its latest begun by then), 0 when unknown. Lock held. */
 static int64_t set_at(pw_overlap *o, const char *mp, int64_t t)
 {
-	int64_t cs = 0;
-	sqlite3_reset(o->set_at);
-	sqlite3_bind_text(o->set_at, 2, mp, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(o->set_at, 3, t);
-	if (sqlite3_step(o->set_at) == SQLITE_ROW)
-		cs = sqlite3_column_int64(o->set_at, 0);
-	sqlite3_reset(o->set_at);
-	return cs;
+	return pw_store_changed_set_at(o->changed, mp, t);
 }
 
 /* Adds to the changes of CHANGES at PATH (their "path" or "to") the view at MP, whose
@@ -523,6 +518,24 @@ static void mark_path(pw_overlap *o, json_t *changes, const char *path, const ch
 	}
 }
 
+typedef struct recorded_ctx {
+	pw_overlap *o;
+	json_t *changes;
+	const char *mountpoint;
+} recorded_ctx;
+
+/* WRITER changed PATH at T while FIRST's change set had changed it: each is the other's
+ * "also changed by" */
+static void overlap_read(int64_t t, const char *writer, const char *path, const char *first,
+			 void *u)
+{
+	recorded_ctx *rc = u;
+	if (streq_ptr(writer, rc->mountpoint) && first)
+		mark_path(rc->o, rc->changes, path, first, t);
+	else if (streq_ptr(first, rc->mountpoint) && writer)
+		mark_path(rc->o, rc->changes, path, writer, t);
+}
+
 void pw_overlap_mark_recorded(pw_overlap *o, json_t *changes, const char *mountpoint,
 			      int64_t from_ns, int64_t to_ns)
 {
@@ -534,22 +547,8 @@ void pw_overlap_mark_recorded(pw_overlap *o, json_t *changes, const char *mountp
 	if (!mountpoint)
 		return;
 	pthread_mutex_lock(&o->lock);
-	sqlite3_reset(o->events);
-	sqlite3_bind_int64(o->events, 2, from_ns);
-	sqlite3_bind_int64(o->events, 3, to_ns);
-	while (sqlite3_step(o->events) == SQLITE_ROW) {
-		int64_t t = sqlite3_column_int64(o->events, 0);
-		const char *writer = (const char *)sqlite3_column_text(o->events, 1);
-		const char *path = (const char *)sqlite3_column_text(o->events, 2);
-		const char *first = (const char *)sqlite3_column_text(o->events, 3);
-		/* WRITER changed PATH at T while FIRST's change set had changed it: each is the
-		 * other's "also changed by" */
-		if (streq_ptr(writer, mountpoint) && first)
-			mark_path(o, changes, path, first, t);
-		else if (streq_ptr(first, mountpoint) && writer)
-			mark_path(o, changes, path, writer, t);
-	}
-	sqlite3_reset(o->events);
+	recorded_ctx rc = {.o = o, .changes = changes, .mountpoint = mountpoint};
+	pw_store_changed_overlaps(o->changed, from_ns, to_ns, overlap_read, &rc);
 	pthread_mutex_unlock(&o->lock);
 }
 
@@ -565,47 +564,13 @@ static void overlap_free(pw_overlap *o)
 		o->queue = it->next;
 		item_free(it);
 	}
-	sqlite3_finalize(o->sets);
-	sqlite3_finalize(o->rows);
-	sqlite3_finalize(o->events);
-	sqlite3_finalize(o->set_at);
-	if (o->db)
-		sqlite3_close(o->db);
+	pw_store_changed_free(o->changed);
 	pthread_cond_destroy(&o->cond);
 	pthread_mutex_destroy(&o->qlock);
 	pthread_mutex_destroy(&o->lock);
 	free(o->project);
 	free(o->mountpoint);
 	free(o);
-}
-
-static int prepare(pw_overlap *o)
-{
-	static const char sets[] =
-	    "SELECT mountpoint, max(id) FROM orig_changesets WHERE project = ?1 AND "
-	    "mountpoint IS NOT NULL AND mountpoint <> ?2 GROUP BY mountpoint";
-	static const char rows[] =
-	    "SELECT id, path, path2 FROM orig_rows WHERE changeset = ?1 AND id > ?2 AND "
-	    "implicit = 0 ORDER BY id";
-
-	/* what the overlaps reported left in the audit log (report() above, any view's) */
-	static const char events[] =
-	    "SELECT time_ns, mountpoint, path, path2 FROM audit WHERE project = ?1 AND "
-	    "reason = 'overlap' AND time_ns >= ?2 AND time_ns < ?3 ORDER BY id";
-	static const char set_at_sql[] =
-	    "SELECT max(id) FROM orig_changesets WHERE project = ?1 AND mountpoint = ?2 AND "
-	    "started_ns <= ?3";
-
-	if (sqlite3_prepare_v2(o->db, sets, -1, &o->sets, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(o->db, rows, -1, &o->rows, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(o->db, events, -1, &o->events, NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(o->db, set_at_sql, -1, &o->set_at, NULL) != SQLITE_OK)
-		return -EPROTO;
-	sqlite3_bind_text(o->sets, 1, o->project, -1, SQLITE_STATIC);
-	sqlite3_bind_text(o->sets, 2, o->mountpoint, -1, SQLITE_STATIC);
-	sqlite3_bind_text(o->events, 1, o->project, -1, SQLITE_STATIC);
-	sqlite3_bind_text(o->set_at, 1, o->project, -1, SQLITE_STATIC);
-	return 0;
 }
 
 int pw_overlap_new(const pw_overlap_opts *opts, pw_overlap **ret)
@@ -628,9 +593,7 @@ int pw_overlap_new(const pw_overlap_opts *opts, pw_overlap **ret)
 		overlap_free(o);
 		return -ENOMEM;
 	}
-	r = pw_db_open_readonly(opts->db_path, &o->db);
-	if (r == 0)
-		r = prepare(o);
+	r = pw_store_changed_open(opts->db_path, o->project, o->mountpoint, &o->changed);
 	if (r == 0)
 		r = -pthread_create(&o->thread, NULL, worker, o);
 	if (r < 0) {

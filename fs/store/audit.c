@@ -151,7 +151,8 @@ static size_t align8(size_t n)
 /* ---- The producer side (hot path). ---- */
 
 /* Reserves NEED contiguous bytes at the head, writing a wrap marker when the record does
- * not fit before the ring's end. Caller holds the lock. Returns the offset, or -1 if full. */
+ * not fit before the ring's end. Caller holds the lock. Returns the offset, or -ENOBUFS when
+ * the ring is full (the event is counted as dropped). */
 static int64_t ring_reserve(pw_audit *a, size_t need)
 {
 	uint64_t used = a->head - a->tail;
@@ -159,7 +160,7 @@ static int64_t ring_reserve(pw_audit *a, size_t need)
 	uint64_t waste = off + need > a->cap_bytes ? a->cap_bytes - off : 0;
 
 	if (used + waste + need > a->cap_bytes)
-		return -1;
+		return -ENOBUFS;
 	if (waste) {
 		((rec_hdr *)(a->ring + off))->size = 0; /* waste >= 8: records are 8-aligned */
 		a->head += waste;
@@ -198,7 +199,7 @@ void pw_audit_submit(pw_audit *a, const pw_audit_event *ev)
 
 	pthread_mutex_lock(&a->lock);
 	a->stats.submitted++;
-	int64_t off = a->count < a->cap_events ? ring_reserve(a, need) : -1;
+	int64_t off = a->count < a->cap_events ? ring_reserve(a, need) : -ENOBUFS;
 	if (off < 0) {
 		a->stats.dropped++;
 		pthread_mutex_unlock(&a->lock);

@@ -73,6 +73,19 @@ static int prepare(pw_state *s, const char *sql, sqlite3_stmt **ret)
 	return pw_db_errno(sqlite3_prepare_v2(s->db, sql, -1, ret, NULL));
 }
 
+/* Prepares SQL about one plan: PROJECT bound to ?1 and PATH to ?2 (borrowed until the
+ * statement is finalized). 0 or -errno. */
+static int prepare_plan(pw_state *s, const char *sql, const char *project, const char *path,
+			sqlite3_stmt **ret)
+{
+	int r = prepare(s, sql, ret);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(*ret, 1, project, -1, SQLITE_STATIC);
+	sqlite3_bind_text(*ret, 2, path, -1, SQLITE_STATIC);
+	return 0;
+}
+
 /* Steps a statement that returns no rows. */
 static int step_done(sqlite3_stmt *st)
 {
@@ -385,16 +398,15 @@ int pw_state_plan_approve(pw_state *s, const char *project, const char *path, co
 			  const char *by)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int r = prepare(s,
-			"INSERT INTO plans(project, path, status, hash, approved_ns, approved_by, "
-			"updated_ns) VALUES (?1, ?2, 'approved', ?3, ?4, ?5, ?4) "
-			"ON CONFLICT(project, path) DO UPDATE SET status = 'approved', hash = ?3, "
-			"approved_ns = ?4, approved_by = ?5, updated_ns = ?4",
-			&st);
+	int r =
+	    prepare_plan(s,
+			 "INSERT INTO plans(project, path, status, hash, approved_ns, approved_by, "
+			 "updated_ns) VALUES (?1, ?2, 'approved', ?3, ?4, ?5, ?4) "
+			 "ON CONFLICT(project, path) DO UPDATE SET status = 'approved', hash = ?3, "
+			 "approved_ns = ?4, approved_by = ?5, updated_ns = ?4",
+			 project, path, &st);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, hash, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, pw_db_now_ns());
 	sqlite3_bind_text(st, 5, by, -1, SQLITE_STATIC);
@@ -404,15 +416,13 @@ int pw_state_plan_approve(pw_state *s, const char *project, const char *path, co
 int pw_state_plan_reopen(pw_state *s, const char *project, const char *path)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int r = prepare(s,
-			"UPDATE plans SET status = 'draft', hash = NULL, approved_ns = NULL, "
-			"approved_by = NULL, updated_ns = ?3 "
-			"WHERE project = ?1 AND path = ?2 AND status = 'approved'",
-			&st);
+	int r = prepare_plan(s,
+			     "UPDATE plans SET status = 'draft', hash = NULL, approved_ns = NULL, "
+			     "approved_by = NULL, updated_ns = ?3 "
+			     "WHERE project = ?1 AND path = ?2 AND status = 'approved'",
+			     project, path, &st);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, pw_db_now_ns());
 	r = step_done(st);
 	if (r == 0 && sqlite3_changes(s->db) == 0)
@@ -436,15 +446,14 @@ int pw_state_plan_tasks(pw_state *s, const char *project, const char *path, pw_t
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	pw_task_record *v = NULL;
 	size_t n = 0, cap = 0;
-	int rc, r = prepare(s,
-			    "SELECT task, text, done_ns, done_by, changeset, note FROM plan_tasks "
-			    "WHERE project = ?1 AND path = ?2 ORDER BY task",
-			    &st);
+	int rc,
+	    r = prepare_plan(s,
+			     "SELECT task, text, done_ns, done_by, changeset, note FROM plan_tasks "
+			     "WHERE project = ?1 AND path = ?2 ORDER BY task",
+			     project, path, &st);
 
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (PW_GROW(v, cap, n, 8) < 0) {
 			pw_task_records_free(v, n);
@@ -472,15 +481,13 @@ int pw_state_plan_task_done(pw_state *s, const char *project, const char *path, 
 			    const char *text, const char *by, int64_t changeset, const char *note)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int r = prepare(s,
-			"INSERT INTO plan_tasks(project, path, task, text, done_ns, done_by, "
-			"changeset, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
-			"ON CONFLICT(project, path, task) DO NOTHING",
-			&st);
+	int r = prepare_plan(s,
+			     "INSERT INTO plan_tasks(project, path, task, text, done_ns, done_by, "
+			     "changeset, note) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+			     "ON CONFLICT(project, path, task) DO NOTHING",
+			     project, path, &st);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, task);
 	sqlite3_bind_text(st, 4, text, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 5, pw_db_now_ns());
@@ -536,15 +543,14 @@ int pw_state_plan_changesets(pw_state *s, const char *project, const char *path,
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	int64_t *v = NULL;
 	size_t n = 0, cap = 0;
-	int rc, r = prepare(s,
-			    "SELECT changeset, task FROM plan_changesets WHERE project = ?1 AND "
-			    "path = ?2 ORDER BY changeset",
-			    &st);
+	int rc,
+	    r = prepare_plan(s,
+			     "SELECT changeset, task FROM plan_changesets WHERE project = ?1 AND "
+			     "path = ?2 ORDER BY changeset",
+			     project, path, &st);
 
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (PW_GROW(v, cap, n, 16) < 0 || PW_GROW(v, cap, n + 1, 16) < 0) {
 			free(v);

@@ -28,7 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "row.h"
+#include "store/orig_row.h"
 
 typedef struct pw_undo_journal {
 	int fd;

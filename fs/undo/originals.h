@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "row.h"
+#include "store/orig_row.h"
 
 #define PW_UNDO_ORIG_MAX_FILE_DEFAULT (64ull << 20) /* larger files are recorded, not kept */
 #define PW_UNDO_ORIG_KEEP_DAYS_DEFAULT 14
@@ -50,7 +50,7 @@ void pw_undo_orig_unlock(pw_undo_orig_store *s);
 const char *pw_undo_orig_dir(const pw_undo_orig_store *s);
 uint64_t pw_undo_orig_max_file(const pw_undo_orig_store *s);
 
-/* The object and row types are row.h's. */
+/* The object and row types are store/orig_row.h's. */
 #define PW_UNDO_ORIG_CONTENT 1u /* keep a regular file's content too */
 
 /*
@@ -122,29 +122,10 @@ int pw_undo_orig_changeset_begin(pw_undo_orig_store *s, const char *project, con
 
 /* ---- reading back (fs/undo/changes.c) ---- */
 
-typedef struct pw_undo_orig_changeset {
-	int64_t id, started_ns;
-	const char *reason, *name, *mode; /* NULL when not set */
-	const char *mountpoint;		  /* the view's that started it, or NULL */
-	const char *undoes;		  /* an undo's or redo's: JSON [row id, ...], or NULL */
-	int64_t redone_by;		  /* an undo's: the redo change set that reversed it */
-} pw_undo_orig_changeset;
-
 /* Records that change set ID (an undo or a redo) put back the rows UNDOES (JSON text). */
 int pw_undo_orig_changeset_set_undoes(pw_undo_orig_store *s, int64_t id, const char *undoes);
 /* Records that the undo change set ID was reversed by the redo change set BY. */
 int pw_undo_orig_changeset_set_redone(pw_undo_orig_store *s, int64_t id, int64_t by);
-
-/* A row as recorded (pw_undo_orig_row's fields, and when). */
-typedef struct pw_undo_orig_rec {
-	int64_t id, changeset, pid, time_ns;
-	pw_undo_orig_action action;
-	bool exchange, implicit;
-	const char *path, *path2, *op, *comm, *mode_name; /* path never NULL */
-	const char *thread;				  /* NULL: not recorded */
-	uint64_t src_dev, src_ino;
-	pw_undo_orig_object o; /* o.target, o.xattrs and o.not_kept are borrowed too */
-} pw_undo_orig_rec;
 
 /*
  * Reads PROJECT's change sets (oldest first) into SET_FN, then their rows (in the order

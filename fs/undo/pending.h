@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "row.h"
+#include "store/orig_row.h"
 
 typedef struct pw_undo_pending {
 	char *path;		      /* NULL: dropped (replaced since, or out of memory) */

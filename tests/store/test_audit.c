@@ -127,6 +127,17 @@ static pw_audit_event denial(pw_op op, const char *path, int64_t t)
 	};
 }
 
+/* Submits N denials of OP, of f0 .. fN-1, at T0 + i. */
+static void submit_many(pw_audit *a, pw_op op, int n, int64_t t0)
+{
+	for (int i = 0; i < n; i++) {
+		char p[16];
+		snprintf(p, sizeof(p), "f%d", i);
+		pw_audit_event ev = denial(op, p, t0 + i);
+		pw_audit_submit(a, &ev);
+	}
+}
+
 static void own_comm(char *buf, size_t n)
 {
 	FILE *f = fopen("/proc/self/comm", "re");
@@ -404,12 +415,7 @@ Test(audit, full_queue_counts_exact_drops)
 	sqlite3 *lock = lock_db();
 	pw_audit *a = start(8, 0, 0);
 	int64_t t0 = now_ns();
-	for (int i = 0; i < 100; i++) {
-		char p[16];
-		snprintf(p, sizeof(p), "f%d", i);
-		pw_audit_event ev = denial(PW_OP_CREATE, p, t0 + i);
-		pw_audit_submit(a, &ev);
-	}
+	submit_many(a, PW_OP_CREATE, 100, t0);
 	pw_audit_stats st;
 	pw_audit_get_stats(a, &st);
 	cr_assert_eq(st.submitted, 100);
@@ -489,12 +495,7 @@ Test(audit, database_locked_by_another_process)
 
 	pw_audit *a = start(0, 0, 0);
 	int64_t t0 = now_ns();
-	for (int i = 0; i < 1000; i++) {
-		char p[16];
-		snprintf(p, sizeof(p), "f%d", i);
-		pw_audit_event ev = denial(PW_OP_UNLINK, p, t0 + i);
-		pw_audit_submit(a, &ev);
-	}
+	submit_many(a, PW_OP_UNLINK, 1000, t0);
 	pw_audit_stats st;
 	pw_audit_get_stats(a, &st);
 	cr_assert_eq(st.written, 0,
@@ -593,12 +594,7 @@ Test(audit, stop_flushes_and_accepts_null)
 	pw_audit_submit(NULL, NULL);
 	pw_audit *a = start(0, 0, 0);
 	int64_t t0 = now_ns();
-	for (int i = 0; i < 500; i++) {
-		char p[16];
-		snprintf(p, sizeof(p), "f%d", i);
-		pw_audit_event ev = denial(PW_OP_CHMOD, p, t0 + i);
-		pw_audit_submit(a, &ev);
-	}
+	submit_many(a, PW_OP_CHMOD, 500, t0);
 	pw_audit_stop(a); /* no drained(): stop itself must flush */
 	cr_assert_eq(query_int("SELECT count(*) FROM audit"), 500);
 }

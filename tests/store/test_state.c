@@ -115,17 +115,24 @@ Test(state, migrates_an_empty_file)
 	cr_assert_eq(db_int(dbpath, "PRAGMA user_version"), PW_DB_SCHEMA_VERSION);
 }
 
-Test(state, newer_schema_is_used_as_is)
+/* A state database that trusts PROJECT, then SQL run on it over a plain connection (what
+ * another program, or a newer piworkfs, would have done to the file). */
+static void trusted_then_raw(const char *project, const char *sql)
 {
 	pw_state *s = NULL;
 	cr_assert_eq(pw_state_open(dbpath, &s, NULL), 0);
-	cr_assert_eq(pw_state_set_trusted(s, "/p", true), 0);
+	cr_assert_eq(pw_state_set_trusted(s, project, true), 0);
 	pw_state_close(s);
-
 	sqlite3 *db = NULL;
 	cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
-	cr_assert_eq(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK, "%s", sql);
 	sqlite3_close(db);
+}
+
+Test(state, newer_schema_is_used_as_is)
+{
+	pw_state *s = NULL;
+	trusted_then_raw("/p", "PRAGMA user_version = 99");
 
 	char *warning = NULL;
 	cr_assert_eq(pw_state_open(dbpath, &s, &warning), 0);
@@ -225,20 +232,11 @@ static void page_of(const char *table, int64_t *ret_page_size, int64_t *ret_root
 Test(state, damaged_audit_table_is_found_by_the_full_check)
 {
 	pw_state *s = NULL;
-	cr_assert_eq(pw_state_open(dbpath, &s, NULL), 0);
-	cr_assert_eq(pw_state_set_trusted(s, "/kept", true), 0);
-	pw_state_close(s);
 	sqlite3 *db = NULL;
-	cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
-	cr_assert_eq(
-	    sqlite3_exec(db,
-			 "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
-			 "WHERE i < 2000) INSERT INTO audit(time_ns, project, op, path, "
-			 "first_ns, last_ns) SELECT i, '/p', 'create', 'some/longer/path/' || i, "
-			 "i, i FROM n",
-			 NULL, NULL, NULL),
-	    SQLITE_OK);
-	sqlite3_close(db);
+	trusted_then_raw("/kept", "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+				  "WHERE i < 2000) INSERT INTO audit(time_ns, project, op, path, "
+				  "first_ns, last_ns) SELECT i, '/p', 'create', "
+				  "'some/longer/path/' || i, i, i FROM n");
 	int64_t page, root;
 	page_of("audit", &page, &root);
 	char junk[65536];

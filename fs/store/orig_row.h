@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The records of the store of originals: an object as it was and a row of a change set.
- * Shared by the store (originals.h), which writes them to the database, and its journal
- * (journal.h), which writes them to a file first; a header of its own so that neither of
- * the two includes the other.
+ * The records of the store of originals: an object as it was, a row of a change set, and
+ * both as read back. Shared by the undo room's store (fs/undo/originals.h) and its journal
+ * (journal.h), which writes them to a file first, and by the SQL that writes them to the
+ * database and reads them back (orig_sql.h): the schema's own types, so they live in
+ * fs/store/ with it.
  */
 #pragma once
 
@@ -47,3 +48,23 @@ typedef struct pw_undo_orig_row {
 	const char *thread; /* the asking thread's name when not the program's (comm), or NULL */
 	pid_t pid;
 } pw_undo_orig_row;
+
+/* A change set as recorded. */
+typedef struct pw_undo_orig_changeset {
+	int64_t id, started_ns;
+	const char *reason, *name, *mode; /* NULL when not set */
+	const char *mountpoint;		  /* the view's that started it, or NULL */
+	const char *undoes;		  /* an undo's or redo's: JSON [row id, ...], or NULL */
+	int64_t redone_by;		  /* an undo's: the redo change set that reversed it */
+} pw_undo_orig_changeset;
+
+/* A row as recorded (pw_undo_orig_row's fields, and when). */
+typedef struct pw_undo_orig_rec {
+	int64_t id, changeset, pid, time_ns;
+	pw_undo_orig_action action;
+	bool exchange, implicit;
+	const char *path, *path2, *op, *comm, *mode_name; /* path never NULL */
+	const char *thread;				  /* NULL: not recorded */
+	uint64_t src_dev, src_ino;
+	pw_undo_orig_object o; /* o.target, o.xattrs and o.not_kept are borrowed too */
+} pw_undo_orig_rec;
