@@ -99,6 +99,21 @@ static inline bool startswith(const char *s, const char *prefix)
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+/*
+ * Is the N bytes at NAME one of the items of LIST, separated by SEP? The one lookup of a name
+ * in a list written as a string: mount options "a,b,c" (SEP ','), the bash table's long
+ * options "|a|b|" (SEP '|'). Empty items never match; a NULL LIST holds nothing.
+ */
+static inline bool pw_list_has(const char *list, char sep, const char *name, size_t n)
+{
+	if (!list || n == 0)
+		return false;
+	for (const char *p = list; p; p = strchr(p, sep), p = p ? p + 1 : NULL)
+		if (strncmp(p, name, n) == 0 && (p[n] == sep || p[n] == '\0'))
+			return true;
+	return false;
+}
+
 /* Returns a negative errno from errno, never 0 (defends against a caller that forgot). */
 static inline int negative_errno(void)
 {

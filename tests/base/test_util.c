@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests of the small shared helpers of base/util.h that carry logic: PW_GROW. */
+/* Tests of the small shared helpers of base/util.h that carry logic: PW_GROW, pw_list_has. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdint.h>
@@ -43,4 +43,40 @@ Test(util, grow_refuses_an_overflowing_size_and_keeps_the_array)
 	cr_assert_eq(PW_GROW(a, cap, n, 1), -ENOMEM);
 	cr_assert_null(a);
 	cr_assert_eq(cap, SIZE_MAX / sizeof(*a) / 2 + 1);
+}
+
+Test(util, list_has_finds_whole_items_only)
+{
+	static const struct {
+		const char *list;
+		char sep;
+		const char *name;
+		bool found;
+	} t[] = {
+	    {"rw,allow_other,default_permissions", ',', "allow_other", true},
+	    {"rw,allow_other,default_permissions", ',', "rw", true},
+	    {"rw,allow_other,default_permissions", ',', "default_permissions", true},
+	    {"rw,allow_other", ',', "allow", false},	      /* a prefix of an item */
+	    {"rw,allow_other", ',', "other", false},	      /* a suffix of an item */
+	    {"rw,allow_other", ',', "allow_other,rw", false}, /* two items */
+	    {"io_uring", ',', "no_io_uring", false},
+	    {"no_io_uring", ',', "io_uring", false},
+	    {"|file|directory|", '|', "file", true},
+	    {"|file|directory|", '|', "directory", true},
+	    {"|file|directory|", '|', "dir", false},
+	    {"a,,b", ',', "", false}, /* an empty item never matches */
+	    {"", ',', "a", false},
+	    {NULL, ',', "a", false},
+	};
+	for (size_t i = 0; i < ELEMENTSOF(t); i++)
+		cr_expect_eq(pw_list_has(t[i].list, t[i].sep, t[i].name, strlen(t[i].name)),
+			     t[i].found, "%s in %s", t[i].name, t[i].list ? t[i].list : "NULL");
+}
+
+Test(util, list_has_takes_the_name_by_length)
+{
+	/* "--file=x": the bash scanner looks the name up without its "=value". */
+	const char *opt = "file=x";
+	cr_expect(pw_list_has("|file|directory|", '|', opt, 4));
+	cr_expect_not(pw_list_has("|file|directory|", '|', opt, 3));
 }
