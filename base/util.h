@@ -101,12 +101,13 @@ static inline bool startswith(const char *s, const char *prefix)
 
 /*
  * Is the N bytes at NAME one of the items of LIST, separated by SEP? The one lookup of a name
- * in a list written as a string: mount options "a,b,c" (SEP ','), the bash table's long
- * options "|a|b|" (SEP '|'). Empty items never match; a NULL LIST holds nothing.
+ * in a list written as a string: mount options "a,b,c" (SEP ','), the bash tables' names
+ * "|a|b|" (SEP '|'). Empty items never match, nor does a NAME holding SEP (two items are not
+ * one); a NULL LIST holds nothing. NAME holds no NUL in its N bytes.
  */
 static inline bool pw_list_has(const char *list, char sep, const char *name, size_t n)
 {
-	if (!list || n == 0)
+	if (!list || n == 0 || memchr(name, sep, n))
 		return false;
 	for (const char *p = list; p; p = strchr(p, sep), p = p ? p + 1 : NULL)
 		if (strncmp(p, name, n) == 0 && (p[n] == sep || p[n] == '\0'))

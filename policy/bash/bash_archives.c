@@ -89,7 +89,8 @@ void bw_h_compress(bw_cmd *k)
 			dec = tools[i].decompress;
 			keeps = tools[i].keeps;
 		}
-	if (bw_opt_has(k, 'c', "stdout") || bw_opt_has(k, 'l', "list") || bw_opt_has(k, 't', "test"))
+	if (bw_opt_has(k, 'c', "stdout") || bw_opt_has(k, 'l', "list") ||
+	    bw_opt_has(k, 't', "test"))
 		return;
 	dec |= bw_opt_has(k, 'd', "decompress") || bw_opt_has(k, 0, "uncompress");
 	keeps |= bw_opt_has(k, 'k', "keep");

@@ -12,7 +12,8 @@
 void bw_h_make(bw_cmd *k)
 {
 	if (bw_opt_has(k, 'n', "dry-run") || bw_opt_has(k, 'q', "question") ||
-	    bw_opt_has(k, 0, "just-print") || bw_opt_has(k, 0, "version") || bw_opt_has(k, 0, "help"))
+	    bw_opt_has(k, 0, "just-print") || bw_opt_has(k, 0, "version") ||
+	    bw_opt_has(k, 0, "help"))
 		return;
 	if (!bw_tw_opt(k, 'C', "directory", PW_OP_CREATE, true, true))
 		bw_tw_lit(k, ".", PW_OP_CREATE, true, true);

@@ -181,4 +181,3 @@ bool bw_arg_is_dir(bw_cmd *k, const bw_word *w)
 		return true;
 	return !w->tilde && !w->glob && bw_word_is_dir(k->c, w->lit);
 }
-

@@ -42,8 +42,8 @@ static int join_base(bw_word *ret, const bw_word *dir, const bw_word *src)
 void bw_h_all(bw_cmd *k)
 {
 	bool dir = k->w->op == PW_OP_MKDIR || k->w->op == PW_OP_RMDIR;
-	bool rec =
-	    k->w->op == PW_OP_UNLINK && (bw_opt_has(k, 'r', "recursive") || bw_opt_has(k, 'R', NULL));
+	bool rec = k->w->op == PW_OP_UNLINK &&
+		   (bw_opt_has(k, 'r', "recursive") || bw_opt_has(k, 'R', NULL));
 	if (k->w->op == PW_OP_TRUNCATE) {
 		bw_word tmp = {0};
 		const bw_word *ref = bw_opt_word(k, bw_opt_get(k, 'r', "reference"), &tmp);
@@ -77,8 +77,8 @@ void bw_h_mode_first(bw_cmd *k)
 void bw_h_copy(bw_cmd *k)
 {
 	bool is_mv = streq(k->w->name, "mv"), is_ln = streq(k->w->name, "ln");
-	bool rec =
-	    bw_opt_has(k, 'r', "recursive") || bw_opt_has(k, 'R', NULL) || bw_opt_has(k, 'a', "archive");
+	bool rec = bw_opt_has(k, 'r', "recursive") || bw_opt_has(k, 'R', NULL) ||
+		   bw_opt_has(k, 'a', "archive");
 	bw_word tmp = {0};
 	const bw_word *dir = bw_opt_word(k, bw_opt_get(k, 't', "target-directory"), &tmp);
 	size_t n_src = k->n_pos;
@@ -101,7 +101,8 @@ void bw_h_copy(bw_cmd *k)
 					bw_tw(k, &j, PW_OP_SYMLINK, false, false);
 					bw_word_done(&j);
 				} else {
-					bw_tw(k, &dot, PW_OP_SYMLINK, true, true); /* some name here */
+					bw_tw(k, &dot, PW_OP_SYMLINK, true,
+					      true); /* some name here */
 				}
 				bw_word_done(&dot);
 			}
@@ -110,7 +111,8 @@ void bw_h_copy(bw_cmd *k)
 		if (k->n_pos == 1)
 			goto out; /* missing destination: the command fails */
 		dest = k->pos[--n_src];
-		if (!bw_opt_has(k, 'T', "no-target-directory") && (n_src > 1 || bw_arg_is_dir(k, dest)))
+		if (!bw_opt_has(k, 'T', "no-target-directory") &&
+		    (n_src > 1 || bw_arg_is_dir(k, dest)))
 			dir = dest;
 	}
 	pw_op op = is_mv ? PW_OP_RENAME : is_ln ? PW_OP_SYMLINK : PW_OP_CREATE;
@@ -226,8 +228,8 @@ void bw_h_split(bw_cmd *k)
 	bool cs = streq(k->w->name, "csplit");
 	const char *prefix = cs ? "xx" : "x";
 	bw_word tmp = {0};
-	const bw_word *pw =
-	    cs ? bw_opt_word(k, bw_opt_get(k, 'f', "prefix"), &tmp) : (k->n_pos >= 2 ? k->pos[1] : NULL);
+	const bw_word *pw = cs ? bw_opt_word(k, bw_opt_get(k, 'f', "prefix"), &tmp)
+			       : (k->n_pos >= 2 ? k->pos[1] : NULL);
 	if (pw && (pw->unknown || !pw->lit)) {
 		bw_tw(k, pw, PW_OP_CREATE, false, false);
 	} else {
@@ -339,7 +341,7 @@ void bw_h_inplace(bw_cmd *k)
 	for (size_t i = first; i < k->n_pos; i++) {
 		if (w)
 			bw_tw(k, k->pos[i], PW_OP_OPEN_WRITE, bw_arg_is_dir(k, k->pos[i]),
-			   bw_arg_is_dir(k, k->pos[i]));
+			      bw_arg_is_dir(k, k->pos[i]));
 		else
 			bw_tr(k, k->pos[i]);
 	}

@@ -100,32 +100,19 @@ static const bw_writer git_sub_spec = {
 
 /* ---- the subcommands ---- */
 
-typedef struct git_sub git_sub;
-struct git_sub {
+typedef struct git_sub {
 	const char *name;
-	void (*fn)(bw_cmd *k, const git_sub *g); /* K: argv[0] is the subcommand, options scanned */
-	int which;				 /* g_targets: GIT_DIR and/or GIT_TREE */
-};
-
-/* Writes nothing. */
-static void g_none(bw_cmd *k, const git_sub *g)
-{
-}
-
-/* Writes the repository (GIT_DIR) and/or the work tree (GIT_TREE), as the row says. */
-static void g_targets(bw_cmd *k, const git_sub *g)
-{
-	git_targets(k, g->which, NULL);
-}
+	void (*fn)(bw_cmd *k, const char *name); /* K: argv[0] is the subcommand, options scanned */
+} git_sub;
 
 /* branch/tag: writes refs only when it makes, moves, copies or deletes one. */
-static void g_branch(bw_cmd *k, const git_sub *g)
+static void g_branch(bw_cmd *k, const char *name)
 {
 	bool change = k->n_pos > 0 || bw_opt_has(k, 'd', "delete") || bw_opt_has(k, 'D', NULL) ||
-		      bw_opt_has(k, 'm', "move") || bw_opt_has(k, 'M', NULL) || bw_opt_has(k, 'c', "copy") ||
-		      bw_opt_has(k, 'C', NULL) || bw_opt_has(k, 'f', "force") ||
-		      bw_opt_has(k, 'u', "set-upstream-to") || bw_opt_has(k, 'a', "annotate") ||
-		      bw_opt_has(k, 's', "sign");
+		      bw_opt_has(k, 'm', "move") || bw_opt_has(k, 'M', NULL) ||
+		      bw_opt_has(k, 'c', "copy") || bw_opt_has(k, 'C', NULL) ||
+		      bw_opt_has(k, 'f', "force") || bw_opt_has(k, 'u', "set-upstream-to") ||
+		      bw_opt_has(k, 'a', "annotate") || bw_opt_has(k, 's', "sign");
 	if (bw_opt_has(k, 'l', "list") || bw_opt_has(k, 0, "contains") || !change)
 		return;
 	git_targets(k, GIT_DIR, NULL);
@@ -136,7 +123,7 @@ static const char *git_action(const bw_cmd *k)
 	return k->n_pos > 0 && k->pos[0]->lit ? k->pos[0]->lit : "";
 }
 
-static void g_remote(bw_cmd *k, const git_sub *g)
+static void g_remote(bw_cmd *k, const char *name)
 {
 	const char *a = git_action(k);
 	if (!a[0] || streq(a, "show") || streq(a, "get-url"))
@@ -144,7 +131,7 @@ static void g_remote(bw_cmd *k, const git_sub *g)
 	git_targets(k, GIT_DIR, "config");
 }
 
-static void g_stash(bw_cmd *k, const git_sub *g)
+static void g_stash(bw_cmd *k, const char *name)
 {
 	const char *a = git_action(k);
 	if (streq(a, "list") || streq(a, "show"))
@@ -152,7 +139,7 @@ static void g_stash(bw_cmd *k, const git_sub *g)
 	git_targets(k, GIT_DIR | GIT_TREE, NULL);
 }
 
-static void g_config(bw_cmd *k, const git_sub *g)
+static void g_config(bw_cmd *k, const char *name)
 {
 	if (bw_opt_has(k, 0, "global") || bw_opt_has(k, 0, "system")) {
 		bw_outside(k, "~/.gitconfig", "git's global configuration");
@@ -164,23 +151,23 @@ static void g_config(bw_cmd *k, const git_sub *g)
 	git_targets(k, GIT_DIR, "config");
 }
 
-static void g_rm_mv(bw_cmd *k, const git_sub *g)
+static void g_rm_mv(bw_cmd *k, const char *name)
 {
 	if (!bw_opt_has(k, 0, "cached") && !bw_opt_has(k, 'n', "dry-run")) {
-		bool rm = streq(g->name, "rm");
+		bool rm = streq(name, "rm");
 		bool rec = bw_opt_has(k, 'r', NULL);
 		for (size_t i = 0; i < k->n_pos; i++)
 			bw_tw(k, k->pos[i], rm ? PW_OP_UNLINK : PW_OP_RENAME,
-			   rec && bw_arg_is_dir(k, k->pos[i]), rec);
+			      rec && bw_arg_is_dir(k, k->pos[i]), rec);
 	}
 	git_targets(k, GIT_DIR, NULL);
 }
 
 /* git restore PATHS / git checkout [REV] -- PATHS: only those paths. */
-static void g_restore(bw_cmd *k, const git_sub *g)
+static void g_restore(bw_cmd *k, const char *name)
 {
 	size_t first = 0;
-	bool paths = streq(g->name, "restore") && k->n_pos > 0;
+	bool paths = streq(name, "restore") && k->n_pos > 0;
 	for (size_t i = 1; i < k->argc; i++)
 		if (k->argv[i].lit && streq(k->argv[i].lit, "--")) {
 			paths = true;
@@ -190,19 +177,20 @@ static void g_restore(bw_cmd *k, const git_sub *g)
 	if (paths && !bw_opt_has(k, 'S', "staged")) {
 		for (size_t i = first; i < k->n_pos; i++)
 			bw_tw(k, k->pos[i], PW_OP_OPEN_WRITE, bw_arg_is_dir(k, k->pos[i]),
-			   bw_arg_is_dir(k, k->pos[i]));
+			      bw_arg_is_dir(k, k->pos[i]));
 		return;
 	}
 	git_targets(k, (paths ? 0 : GIT_TREE) | GIT_DIR, NULL);
 }
 
-static void g_reset(bw_cmd *k, const git_sub *g)
+static void g_reset(bw_cmd *k, const char *name)
 {
-	bool tree = bw_opt_has(k, 0, "hard") || bw_opt_has(k, 0, "merge") || bw_opt_has(k, 0, "keep");
+	bool tree =
+	    bw_opt_has(k, 0, "hard") || bw_opt_has(k, 0, "merge") || bw_opt_has(k, 0, "keep");
 	git_targets(k, GIT_DIR | (tree ? GIT_TREE : 0), NULL);
 }
 
-static void g_clean(bw_cmd *k, const git_sub *g)
+static void g_clean(bw_cmd *k, const char *name)
 {
 	if (bw_opt_has(k, 'n', "dry-run"))
 		return;
@@ -214,19 +202,19 @@ static void g_clean(bw_cmd *k, const git_sub *g)
 		bw_tw(k, k->pos[i], PW_OP_UNLINK, true, true);
 }
 
-static void g_apply(bw_cmd *k, const git_sub *g)
+static void g_apply(bw_cmd *k, const char *name)
 {
 	if (bw_opt_has(k, 0, "check") || bw_opt_has(k, 0, "stat") || bw_opt_has(k, 0, "numstat"))
 		return;
 	git_targets(k,
-		    bw_opt_has(k, 0, "cached")  ? GIT_DIR
+		    bw_opt_has(k, 0, "cached")	? GIT_DIR
 		    : bw_opt_has(k, 0, "index") ? GIT_DIR | GIT_TREE
-					     : GIT_TREE,
+						: GIT_TREE,
 		    NULL);
 }
 
 /* clone URL [DIR]: DIR, or the URL's last component without ".git". */
-static void g_clone(bw_cmd *k, const git_sub *g)
+static void g_clone(bw_cmd *k, const char *name)
 {
 	if (k->n_pos >= 2) {
 		bw_tw(k, k->pos[1], PW_OP_MKDIR, true, true);
@@ -255,7 +243,7 @@ static void g_clone(bw_cmd *k, const git_sub *g)
 		bw_unknown(k, "a clone destination the analysis cannot tell");
 }
 
-static void g_init(bw_cmd *k, const git_sub *g)
+static void g_init(bw_cmd *k, const char *name)
 {
 	if (k->n_pos > 0)
 		bw_tw(k, k->pos[0], PW_OP_MKDIR, true, true);
@@ -263,7 +251,7 @@ static void g_init(bw_cmd *k, const git_sub *g)
 		bw_tw_lit(k, ".git", PW_OP_MKDIR, true, true);
 }
 
-static void g_worktree(bw_cmd *k, const git_sub *g)
+static void g_worktree(bw_cmd *k, const char *name)
 {
 	const char *a = git_action(k);
 	if (streq(a, "list"))
@@ -273,126 +261,70 @@ static void g_worktree(bw_cmd *k, const git_sub *g)
 	git_targets(k, GIT_DIR, NULL);
 }
 
-static void g_archive(bw_cmd *k, const git_sub *g)
+static void g_archive(bw_cmd *k, const char *name)
 {
 	bw_tw_opt(k, 'o', "output", PW_OP_OPEN_WRITE, false, false);
 }
 
-static void g_format_patch(bw_cmd *k, const git_sub *g)
+static void g_format_patch(bw_cmd *k, const char *name)
 {
 	if (!bw_opt_has(k, 0, "stdout") &&
 	    !bw_tw_opt(k, 'o', "output-directory", PW_OP_CREATE, true, true))
 		bw_tw_lit(k, ".", PW_OP_CREATE, true, true);
 }
 
-#define GRO(n)                                                                                     \
-	{                                                                                          \
-		.name = n, .fn = g_none                                                            \
-	}
-#define GW(n, w)                                                                                   \
-	{                                                                                          \
-		.name = n, .fn = g_targets, .which = w                                             \
-	}
-#define GFN(n, f)                                                                                  \
-	{                                                                                          \
-		.name = n, .fn = f                                                                 \
-	}
+/* Whatever their arguments: subcommands that write nothing, the repository only, or the
+ * repository and the work tree. */
+static const char git_reads[] =
+    "|status|log|diff|show|grep|blame|rev-parse|ls-files|ls-tree|ls-remote|describe|shortlog|"
+    "cat-file|rev-list|whatchanged|help|version|show-ref|for-each-ref|name-rev|merge-base|"
+    "check-ignore|var|count-objects|cherry|range-diff|diff-tree|diff-files|diff-index|"
+    "verify-commit|verify-tag|fsck|";
+static const char git_writes_repo[] =
+    "|add|commit|fetch|gc|notes|prune|repack|update-index|reflog|commit-tree|update-ref|"
+    "symbolic-ref|pack-refs|maintenance|";
+static const char git_writes_both[] =
+    "|switch|merge|rebase|pull|am|cherry-pick|revert|bisect|submodule|sparse-checkout|read-tree|"
+    "checkout-index|";
 
-/* A subcommand that is not here is unknown. */
+/* What the others write depends on their arguments. A subcommand in none of these is
+ * unknown. */
 static const git_sub git_subs[] = {
-    /* Read-only. */
-    GRO("status"),
-    GRO("log"),
-    GRO("diff"),
-    GRO("show"),
-    GRO("grep"),
-    GRO("blame"),
-    GRO("rev-parse"),
-    GRO("ls-files"),
-    GRO("ls-tree"),
-    GRO("ls-remote"),
-    GRO("describe"),
-    GRO("shortlog"),
-    GRO("cat-file"),
-    GRO("rev-list"),
-    GRO("whatchanged"),
-    GRO("help"),
-    GRO("version"),
-    GRO("show-ref"),
-    GRO("for-each-ref"),
-    GRO("name-rev"),
-    GRO("merge-base"),
-    GRO("check-ignore"),
-    GRO("var"),
-    GRO("count-objects"),
-    GRO("cherry"),
-    GRO("range-diff"),
-    GRO("diff-tree"),
-    GRO("diff-files"),
-    GRO("diff-index"),
-    GRO("verify-commit"),
-    GRO("verify-tag"),
-    GRO("fsck"),
-
-    /* The repository only. */
-    GW("add", GIT_DIR),
-    GW("commit", GIT_DIR),
-    GW("fetch", GIT_DIR),
-    GW("gc", GIT_DIR),
-    GW("notes", GIT_DIR),
-    GW("prune", GIT_DIR),
-    GW("repack", GIT_DIR),
-    GW("update-index", GIT_DIR),
-    GW("reflog", GIT_DIR),
-    GW("commit-tree", GIT_DIR),
-    GW("update-ref", GIT_DIR),
-    GW("symbolic-ref", GIT_DIR),
-    GW("pack-refs", GIT_DIR),
-    GW("maintenance", GIT_DIR),
-
-    /* The repository and the work tree. */
-    GW("switch", GIT_DIR | GIT_TREE),
-    GW("merge", GIT_DIR | GIT_TREE),
-    GW("rebase", GIT_DIR | GIT_TREE),
-    GW("pull", GIT_DIR | GIT_TREE),
-    GW("am", GIT_DIR | GIT_TREE),
-    GW("cherry-pick", GIT_DIR | GIT_TREE),
-    GW("revert", GIT_DIR | GIT_TREE),
-    GW("bisect", GIT_DIR | GIT_TREE),
-    GW("submodule", GIT_DIR | GIT_TREE),
-    GW("sparse-checkout", GIT_DIR | GIT_TREE),
-    GW("read-tree", GIT_DIR | GIT_TREE),
-    GW("checkout-index", GIT_DIR | GIT_TREE),
-
-    /* Depends on the arguments. */
-    GFN("branch", g_branch),
-    GFN("tag", g_branch),
-    GFN("remote", g_remote),
-    GFN("stash", g_stash),
-    GFN("config", g_config),
-    GFN("rm", g_rm_mv),
-    GFN("mv", g_rm_mv),
-    GFN("restore", g_restore),
-    GFN("checkout", g_restore),
-    GFN("reset", g_reset),
-    GFN("clean", g_clean),
-    GFN("apply", g_apply),
-    GFN("clone", g_clone),
-    GFN("init", g_init),
-    GFN("worktree", g_worktree),
-    GFN("archive", g_archive),
-    GFN("format-patch", g_format_patch),
+    {"branch", g_branch},
+    {"tag", g_branch},
+    {"remote", g_remote},
+    {"stash", g_stash},
+    {"config", g_config},
+    {"rm", g_rm_mv},
+    {"mv", g_rm_mv},
+    {"restore", g_restore},
+    {"checkout", g_restore},
+    {"reset", g_reset},
+    {"clean", g_clean},
+    {"apply", g_apply},
+    {"clone", g_clone},
+    {"init", g_init},
+    {"worktree", g_worktree},
+    {"archive", g_archive},
+    {"format-patch", g_format_patch},
 };
-
-#undef GRO
-#undef GW
-#undef GFN
 
 static void git_sub_dispatch(bw_cmd *k, const char *sub)
 {
+	size_t n = strlen(sub);
+	if (pw_list_has(git_reads, '|', sub, n))
+		return;
+	if (pw_list_has(git_writes_repo, '|', sub, n)) {
+		git_targets(k, GIT_DIR, NULL);
+		return;
+	}
+	if (pw_list_has(git_writes_both, '|', sub, n)) {
+		git_targets(k, GIT_DIR | GIT_TREE, NULL);
+		return;
+	}
 	for (size_t i = 0; i < ELEMENTSOF(git_subs); i++)
 		if (streq(git_subs[i].name, sub)) {
-			git_subs[i].fn(k, &git_subs[i]);
+			git_subs[i].fn(k, sub);
 			return;
 		}
 	bw_unknown(k, "a git subcommand the analysis does not know");

@@ -38,7 +38,8 @@ void bw_h_wrap(bw_cmd *k)
 				bw_tw(k, &k->argv[i], PW_OP_OPEN_WRITE, false, false);
 			return;
 		}
-		if (idx >= k->argc && (bw_opt_has(k, 'i', "login") || bw_opt_has(k, 's', "shell"))) {
+		if (idx >= k->argc &&
+		    (bw_opt_has(k, 'i', "login") || bw_opt_has(k, 's', "shell"))) {
 			bw_unknown(k, "opens an interactive shell");
 			return;
 		}
@@ -56,7 +57,8 @@ void bw_h_wrap(bw_cmd *k)
 	if (idx >= k->argc)
 		return;
 	bw_word tmp = {0};
-	const bw_word *dir = streq(n, "env") ? bw_opt_word(k, bw_opt_get(k, 'C', "chdir"), &tmp) : NULL;
+	const bw_word *dir =
+	    streq(n, "env") ? bw_opt_word(k, bw_opt_get(k, 'C', "chdir"), &tmp) : NULL;
 	if (dir) {
 		bw_state *saved = k->c->st, *copy = bw_state_copy(saved);
 		if (copy) {
@@ -216,7 +218,7 @@ void bw_h_shell(bw_cmd *k)
 		i++;
 	if (!c_flag) {
 		bw_unknown(k, i < k->argc ? "runs a script the analysis does not read"
-				       : "runs commands read from its input");
+					  : "runs commands read from its input");
 		return;
 	}
 	if (i >= k->argc)

@@ -10,6 +10,6 @@
 void bw_h_wrap(bw_cmd *k);
 void bw_h_flock(bw_cmd *k);
 void bw_h_xargs(bw_cmd *k);
-void bw_h_find(bw_cmd *k); /* -delete, -exec CMD {} ;, -fprint FILE */
-void bw_h_shell(bw_cmd *k); /* sh/bash -c STRING */
+void bw_h_find(bw_cmd *k);   /* -delete, -exec CMD {} ;, -fprint FILE */
+void bw_h_shell(bw_cmd *k);  /* sh/bash -c STRING */
 void bw_h_source(bw_cmd *k); /* source FILE, . FILE */

@@ -59,6 +59,8 @@ Test(util, list_has_finds_whole_items_only)
 	    {"rw,allow_other", ',', "allow", false},	      /* a prefix of an item */
 	    {"rw,allow_other", ',', "other", false},	      /* a suffix of an item */
 	    {"rw,allow_other", ',', "allow_other,rw", false}, /* two items */
+	    {"rw,allow_other", ',', "rw,allow_other", false}, /* two items, in order */
+	    {"|status|log|", '|', "status|log", false},
 	    {"io_uring", ',', "no_io_uring", false},
 	    {"no_io_uring", ',', "io_uring", false},
 	    {"|file|directory|", '|', "file", true},
