@@ -115,6 +115,12 @@ static inline bool pw_list_has(const char *list, char sep, const char *name, siz
 	return false;
 }
 
+/* Is NAME one of the comma-separated mount options in OPTS ("rw,allow_other")? */
+static inline bool pw_opts_has(const char *opts, const char *name)
+{
+	return pw_list_has(opts, ',', name, strlen(name));
+}
+
 /* Returns a negative errno from errno, never 0 (defends against a caller that forgot). */
 static inline int negative_errno(void)
 {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Tests of the small shared helpers of base/util.h that carry logic: PW_GROW, pw_list_has. */
+/* Tests of the small shared helpers of base/util.h that carry logic: PW_GROW, pw_list_has,
+ * pw_opts_has. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdint.h>
@@ -81,4 +82,11 @@ Test(util, list_has_takes_the_name_by_length)
 	const char *opt = "file=x";
 	cr_expect(pw_list_has("|file|directory|", '|', opt, 4));
 	cr_expect_not(pw_list_has("|file|directory|", '|', opt, 3));
+}
+
+Test(util, opts_has_looks_up_a_mount_option)
+{
+	cr_expect(pw_opts_has("rw,default_permissions", "default_permissions"));
+	cr_expect_not(pw_opts_has("rw,no_io_uring", "io_uring"));
+	cr_expect_not(pw_opts_has(NULL, "io_uring"));
 }
