@@ -99,6 +99,13 @@ static inline bool startswith(const char *s, const char *prefix)
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+/* A copy of S, or NULL for NULL (and when memory runs out: a caller that must tell the two
+ * apart checks S). */
+static inline char *pw_dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
 /*
  * Is the N bytes at NAME one of the items of LIST, separated by SEP? The one lookup of a name
  * in a list written as a string: mount options "a,b,c" (SEP ','), the bash tables' names

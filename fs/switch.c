@@ -96,7 +96,7 @@ static void collect(inval_ctx *c, fuse_ino_t parent, fuse_ino_t ino, const char 
 	}
 	c->items[c->n].parent = parent;
 	c->items[c->n].ino = ino;
-	c->items[c->n].name = name ? strdup(name) : NULL;
+	c->items[c->n].name = pw_dup_or_null(name);
 	c->n++;
 }
 

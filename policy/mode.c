@@ -73,8 +73,8 @@ int pw_warnings_addv(pw_warnings *w, const char *mode, pw_severity sev, const ch
 	if (r < 0)
 		return -ENOMEM;
 	x.file = strdup(file ? file : "");
-	x.key = key ? strdup(key) : NULL;
-	mode_copy = mode ? strdup(mode) : NULL;
+	x.key = pw_dup_or_null(key);
+	mode_copy = pw_dup_or_null(mode);
 	if (!x.file || (key && !x.key) || (mode && !mode_copy)) {
 		pw_warning_done(&x);
 		return -ENOMEM;

@@ -145,25 +145,9 @@ pw_bash_status pw_bash_verdict(const pw_bash_result *r)
 	return v;
 }
 
-/* JSON strings must be UTF-8; a command line need not be. Bytes of an invalid string are
- * shown as '?' rather than failing the whole answer. */
-static json_t *json_str_lossy(const char *val)
-{
-	json_t *j = json_string(val);
-	if (j)
-		return j;
-	_cleanup_free_ char *copy = strdup(val);
-	if (!copy)
-		return NULL;
-	for (char *p = copy; *p; p++)
-		if ((unsigned char)*p >= 0x80)
-			*p = '?';
-	return json_string(copy);
-}
-
 static int json_set_str(json_t *o, const char *key, const char *val)
 {
-	return json_object_set_new(o, key, val ? json_str_lossy(val) : json_null());
+	return json_object_set_new(o, key, pw_report_str_or_null(val));
 }
 
 static json_t *target_json(const pw_bash_target *t)

@@ -111,7 +111,7 @@ void bw_h_compress(bw_cmd *k)
 			    n > el && streq(w->pat + n - el, ext) ? strndup(w->pat, n - el) : NULL;
 		else if (asprintf(&out.pat, "%s%s", w->pat, ext) < 0)
 			out.pat = NULL;
-		out.lit = out.pat ? strdup(out.pat) : NULL;
+		out.lit = pw_dup_or_null(out.pat);
 		out.glob = w->glob;
 		out.tilde = w->tilde;
 		if (out.pat && out.lit)

@@ -152,7 +152,7 @@ bw_state *bw_state_copy(const bw_state *s)
 			goto fail;
 		for (size_t i = 0; i < s->n_vars; i++) {
 			n->vars[i].name = strdup(s->vars[i].name);
-			n->vars[i].value = s->vars[i].value ? strdup(s->vars[i].value) : NULL;
+			n->vars[i].value = pw_dup_or_null(s->vars[i].value);
 			n->vars[i].glob = s->vars[i].glob;
 			n->n_vars++;
 			if (!n->vars[i].name || (s->vars[i].value && !n->vars[i].value))
@@ -181,7 +181,7 @@ void bw_var_set(bw_state *s, const char *name, const char *value, bool glob)
 		if (!streq(s->vars[i].name, name))
 			continue;
 		free(s->vars[i].value);
-		s->vars[i].value = value ? strdup(value) : NULL;
+		s->vars[i].value = pw_dup_or_null(value);
 		s->vars[i].glob = glob && s->vars[i].value;
 		return;
 	}

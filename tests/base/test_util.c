@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Tests of the small shared helpers of base/util.h that carry logic: PW_GROW, pw_list_has,
- * pw_opts_has. */
+ * pw_opts_has, pw_dup_or_null. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdint.h>
@@ -89,4 +89,16 @@ Test(util, opts_has_looks_up_a_mount_option)
 	cr_expect(pw_opts_has("rw,default_permissions", "default_permissions"));
 	cr_expect_not(pw_opts_has("rw,no_io_uring", "io_uring"));
 	cr_expect_not(pw_opts_has(NULL, "io_uring"));
+}
+
+Test(util, dup_or_null_copies_a_string_and_keeps_null)
+{
+	char buf[] = "mode";
+	char *d = pw_dup_or_null(buf);
+	cr_assert_not_null(d);
+	cr_expect_neq(d, buf, "a copy, not the same bytes");
+	buf[0] = 'x';
+	cr_expect_str_eq(d, "mode");
+	free(d);
+	cr_expect_null(pw_dup_or_null(NULL));
 }
