@@ -480,6 +480,8 @@ int pw_devio_attach(pw_fs *fs, bool uring_wanted)
 			"piworkfs: PIWORKFS_SPLICE=%s is neither always nor never; "
 			"splicing requests while large writes stream\n",
 			splice_env);
+	/* libfuse's contract for these, as for read(2) and writev(2): -1 with errno, not -errno
+	 * (it tests the result against -1 and reads errno). */
 	static const struct fuse_custom_io io = {
 	    .read = io_read,
 	    .writev = io_writev,

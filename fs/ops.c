@@ -60,8 +60,9 @@ int pw_do_lookup(pw_req *r, int dirfd, bool made, struct fuse_entry_param *e, bo
 		return own;
 	int pfd = dirfd >= 0 ? dirfd : own;
 	pw_object o;
-	if (pw_object_at(pfd, name, AT_SYMLINK_NOFOLLOW, &o) < 0)
-		return negative_errno();
+	int got = pw_object_at(pfd, name, AT_SYMLINK_NOFOLLOW, &o);
+	if (got < 0)
+		return got;
 	if (pw_hidden_child(r, S_ISDIR(o.st.st_mode))) {
 		if (ret_hidden)
 			*ret_hidden = true;

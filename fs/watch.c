@@ -97,7 +97,7 @@ pw_inode *pw_watch_learn(pw_fs *fs, pw_inode *parent, const char *name, const pw
  * starts at the hash of its (parent, name): adding one and consuming one (for every inotify
  * event of a known directory) look at that window only, not at the whole table, so the lock
  * is held for a few compares whatever the number of changes in flight. A full window makes
- * the record fail (-1): the event then simply invalidates.
+ * the record fail (-ENOSPC): the event then simply invalidates.
  */
 struct pw_expect {
 	fuse_ino_t parent;
@@ -114,12 +114,14 @@ static size_t expect_window(fuse_ino_t parent, const char *name)
 
 int pw_watch_expect(pw_fs *fs, pw_inode *parent, const char *name, pw_expect_kind kind)
 {
-	if (fs->watcher->inotify_fd < 0 || strlen(name) > PW_NAME_MAX)
-		return -1;
+	if (fs->watcher->inotify_fd < 0)
+		return -EBADF;
+	if (strlen(name) > PW_NAME_MAX)
+		return -ENAMETOOLONG;
 	fuse_ino_t pino = pw_inode_id(fs, parent);
 	size_t start = expect_window(pino, name);
 	int64_t now = pw_clock_ns(CLOCK_MONOTONIC);
-	int token = -1;
+	int token = -ENOSPC;
 	pthread_mutex_lock(&fs->watcher->expect_lock);
 	if (!fs->watcher->expects)
 		fs->watcher->expects = calloc(PW_EXPECT_MAX, sizeof(*fs->watcher->expects));
@@ -136,7 +138,7 @@ int pw_watch_expect(pw_fs *fs, pw_inode *parent, const char *name, pw_expect_kin
 		break;
 	}
 	pthread_mutex_unlock(&fs->watcher->expect_lock);
-	return token; /* -1 when full: the event will simply invalidate */
+	return token; /* -ENOSPC when full: the event will simply invalidate */
 }
 
 int pw_watch_expect_node(pw_fs *fs, pw_inode *n, pw_expect_kind kind)
@@ -150,7 +152,7 @@ int pw_watch_expect_node(pw_fs *fs, pw_inode *n, pw_expect_kind kind)
 	}
 	pw_inode_unlock(fs);
 	/* The parent stays alive: the caller's handle pins N, and N's name pins its parent. */
-	return parent ? pw_watch_expect(fs, parent, name, kind) : -1;
+	return parent ? pw_watch_expect(fs, parent, name, kind) : -ENOENT;
 }
 
 void pw_watch_unexpect(pw_fs *fs, int token)

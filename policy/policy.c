@@ -269,7 +269,7 @@ const pw_rule *pw_policy_lane_rule(const pw_policy *p, size_t i)
 	return i < p->n_lane ? &p->lane[i] : NULL;
 }
 
-/* The group a rule of KIND joins, in decision order; -1 for a kind no policy holds. */
+/* The group a rule of KIND joins, in decision order; -EINVAL for a kind no policy holds. */
 static int group_of(pw_rule_kind kind)
 {
 	switch (kind) {
@@ -286,7 +286,7 @@ static int group_of(pw_rule_kind kind)
 	case PW_RULE_LANE:
 		break;
 	}
-	return -1;
+	return -EINVAL;
 }
 
 int pw_policy_assemble(const pw_policy_parts *x, pw_policy **ret)

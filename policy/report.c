@@ -241,7 +241,7 @@ static int kind_from_name(const char *name)
 	for (size_t i = 0; name && i < ELEMENTSOF(kinds); i++)
 		if (streq(pw_rule_kind_name(kinds[i]), name))
 			return (int)kinds[i];
-	return -1;
+	return -EINVAL;
 }
 
 static int layer_from_name(const char *name)
@@ -251,7 +251,7 @@ static int layer_from_name(const char *name)
 	for (size_t i = 0; name && i < ELEMENTSOF(layers); i++)
 		if (streq(pw_layer_name(layers[i]), name))
 			return (int)layers[i];
-	return -1;
+	return -EINVAL;
 }
 
 static void rules_free(pw_rule *v, size_t n)
