@@ -128,6 +128,29 @@ static inline bool pw_opts_has(const char *opts, const char *name)
 	return pw_list_has(opts, ',', name, strlen(name));
 }
 
+/*
+ * The name of enum value V in NAMES, a table written with designated initializers
+ * ([PW_X] = "x"); FALLBACK for a value outside the table or without a name there. The one
+ * way an enum is named (use PW_NAME_OF).
+ */
+static inline const char *pw_name_of(const char *const *names, size_t n, long v,
+				     const char *fallback)
+{
+	return v >= 0 && (size_t)v < n && names[v] ? names[v] : fallback;
+}
+#define PW_NAME_OF(names, v, fallback) pw_name_of((names), ELEMENTSOF(names), (long)(v), (fallback))
+
+/* The value whose name in NAMES is NAME, or -EINVAL (a NULL NAME names nothing). Use
+ * PW_NAME_INDEX. */
+static inline int pw_name_index(const char *const *names, size_t n, const char *name)
+{
+	for (size_t i = 0; name && i < n; i++)
+		if (names[i] && strcmp(names[i], name) == 0)
+			return (int)i;
+	return -EINVAL;
+}
+#define PW_NAME_INDEX(names, name) pw_name_index((names), ELEMENTSOF(names), (name))
+
 /* Returns a negative errno from errno, never 0 (defends against a caller that forgot). */
 static inline int negative_errno(void)
 {

@@ -234,26 +234,6 @@ json_t *pw_report_policy(const pw_policy *p)
 
 /* ---- a policy read back ---------------------------------------------------------------- */
 
-static int kind_from_name(const char *name)
-{
-	static const pw_rule_kind kinds[] = {PW_RULE_ALLOW,	PW_RULE_DENY,  PW_RULE_HIDE,
-					     PW_RULE_PROTECTED, PW_RULE_TOKEN, PW_RULE_LANE};
-	for (size_t i = 0; name && i < ELEMENTSOF(kinds); i++)
-		if (streq(pw_rule_kind_name(kinds[i]), name))
-			return (int)kinds[i];
-	return -EINVAL;
-}
-
-static int layer_from_name(const char *name)
-{
-	static const pw_layer layers[] = {PW_LAYER_BUNDLED, PW_LAYER_GLOBAL, PW_LAYER_PROJECT,
-					  PW_LAYER_DEFAULT, PW_LAYER_LANE};
-	for (size_t i = 0; name && i < ELEMENTSOF(layers); i++)
-		if (streq(pw_layer_name(layers[i]), name))
-			return (int)layers[i];
-	return -EINVAL;
-}
-
 static void rules_free(pw_rule *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -278,8 +258,8 @@ static int rules_parse(const json_t *a, pw_rule **ret, size_t *ret_n, const char
 		const char *file = json_string_value(json_object_get(o, "file"));
 		json_int_t line = json_integer_value(json_object_get(o, "line"));
 		json_int_t column = json_integer_value(json_object_get(o, "column"));
-		int kind = kind_from_name(json_string_value(json_object_get(o, "kind")));
-		int layer = layer_from_name(json_string_value(json_object_get(o, "layer")));
+		int kind = pw_rule_kind_from_name(json_string_value(json_object_get(o, "kind")));
+		int layer = pw_layer_from_name(json_string_value(json_object_get(o, "layer")));
 		const char *err = NULL;
 
 		if (!pattern || kind < 0 || layer < 0 || line < 0 || column < 0 ||

@@ -102,3 +102,24 @@ Test(util, dup_or_null_copies_a_string_and_keeps_null)
 	free(d);
 	cr_expect_null(pw_dup_or_null(NULL));
 }
+
+enum colour { RED, GREEN, BLUE };
+static const char *const colour_names[] = {[RED] = "red", [BLUE] = "blue"};
+
+Test(util, name_of_an_enum_value_or_the_fallback)
+{
+	cr_expect_str_eq(PW_NAME_OF(colour_names, RED, "?"), "red");
+	cr_expect_str_eq(PW_NAME_OF(colour_names, BLUE, "?"), "blue");
+	cr_expect_str_eq(PW_NAME_OF(colour_names, GREEN, "?"), "?", "a value without a name");
+	cr_expect_str_eq(PW_NAME_OF(colour_names, 3, "?"), "?", "past the table");
+	cr_expect_str_eq(PW_NAME_OF(colour_names, -1, "?"), "?", "below the table");
+}
+
+Test(util, name_index_reads_a_name_back)
+{
+	cr_expect_eq(PW_NAME_INDEX(colour_names, "blue"), BLUE);
+	cr_expect_eq(PW_NAME_INDEX(colour_names, "red"), RED);
+	cr_expect_eq(PW_NAME_INDEX(colour_names, "green"), -EINVAL);
+	cr_expect_eq(PW_NAME_INDEX(colour_names, "Red"), -EINVAL);
+	cr_expect_eq(PW_NAME_INDEX(colour_names, NULL), -EINVAL);
+}

@@ -711,3 +711,24 @@ Test(format, names)
 	cr_expect_str_eq(pw_rule_kind_name(PW_RULE_PROTECTED), "protected");
 	cr_expect_str_eq(pw_rule_kind_name(PW_RULE_TOKEN), "token");
 }
+
+/* The names of layers and rule kinds are what `--json` says and what a policy read back
+ * (report.c) parses: each value has its own, and reads back as itself. */
+Test(names, layers_and_rule_kinds_read_back)
+{
+	static const pw_layer layers[] = {PW_LAYER_BUNDLED, PW_LAYER_GLOBAL, PW_LAYER_PROJECT,
+					  PW_LAYER_DEFAULT, PW_LAYER_LANE};
+	static const pw_rule_kind kinds[] = {PW_RULE_ALLOW,	PW_RULE_DENY,  PW_RULE_HIDE,
+					     PW_RULE_PROTECTED, PW_RULE_TOKEN, PW_RULE_LANE};
+	for (size_t i = 0; i < ELEMENTSOF(layers); i++) {
+		cr_expect_str_neq(pw_layer_name(layers[i]), "unknown");
+		cr_expect_eq(pw_layer_from_name(pw_layer_name(layers[i])), (int)layers[i]);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(kinds); i++) {
+		cr_expect_str_neq(pw_rule_kind_name(kinds[i]), "unknown");
+		cr_expect_eq(pw_rule_kind_from_name(pw_rule_kind_name(kinds[i])), (int)kinds[i]);
+	}
+	cr_expect_str_eq(pw_layer_name((pw_layer)99), "unknown");
+	cr_expect_eq(pw_layer_from_name("unknown"), -EINVAL);
+	cr_expect_eq(pw_rule_kind_from_name(NULL), -EINVAL);
+}
