@@ -157,6 +157,24 @@ static inline int negative_errno(void)
 	return errno > 0 ? -errno : -EIO;
 }
 
+/* Reads FD into BUF until LEN bytes or the end of the file, whichever comes first, through
+ * interrupted reads. Returns the bytes read (fewer than LEN only at the end), or -errno. */
+static inline ssize_t pw_read_upto(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return negative_errno();
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
 /*
  * FNV-1a, for hash tables and stable short names (not for anything an attacker must not
  * steer: it is not keyed). Start from PW_FNV1A*_INIT and feed the bytes; the result of one

@@ -163,18 +163,13 @@ static void devio_drop_pending(devio_thread *t)
 	(void)devio_pipe_ready(t, need);
 }
 
+/* LEN bytes from FD: 0, or -errno (-EIO when the pipe ends first). */
 static int read_all(int fd, char *buf, size_t len)
 {
-	while (len > 0) {
-		ssize_t n = read(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	ssize_t n = pw_read_upto(fd, buf, len);
+	if (n < 0)
+		return (int)n;
+	return (size_t)n < len ? -EIO : 0;
 }
 
 /* The fixed part of a WRITE: what is read into libfuse's buffer of a large one. */

@@ -264,18 +264,10 @@ int pw_read_small_file(const char *file, char **ret, size_t *ret_len)
 	if (!buf)
 		return -ENOMEM;
 	/* Read one byte past the cap so that a file that grew since fstat is caught. */
-	while (len <= PW_MODE_FILE_MAX) {
-		ssize_t k = read(fd, buf + len, PW_MODE_FILE_MAX + 1 - len);
-
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return negative_errno();
-		}
-		if (k == 0)
-			break;
-		len += (size_t)k;
-	}
+	ssize_t k = pw_read_upto(fd, buf, PW_MODE_FILE_MAX + 1);
+	if (k < 0)
+		return (int)k;
+	len = (size_t)k;
 	if (len > PW_MODE_FILE_MAX)
 		return -EFBIG;
 	buf[len] = '\0';

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Tests of the small shared helpers of base/util.h that carry logic: PW_GROW, pw_list_has,
- * pw_opts_has, pw_dup_or_null. */
+ * pw_opts_has, pw_dup_or_null, PW_NAME_OF, pw_read_upto. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdint.h>
@@ -122,4 +122,20 @@ Test(util, name_index_reads_a_name_back)
 	cr_expect_eq(PW_NAME_INDEX(colour_names, "green"), -EINVAL);
 	cr_expect_eq(PW_NAME_INDEX(colour_names, "Red"), -EINVAL);
 	cr_expect_eq(PW_NAME_INDEX(colour_names, NULL), -EINVAL);
+}
+
+Test(util, read_upto_stops_at_the_length_or_the_end)
+{
+	int p[2];
+	char buf[16] = {0};
+	cr_assert_eq(pipe(p), 0);
+	cr_assert_eq(write(p[1], "abcdef", 6), 6);
+	cr_expect_eq(pw_read_upto(p[0], buf, 4), 4, "no more than asked");
+	cr_expect_eq(memcmp(buf, "abcd", 4), 0);
+	close(p[1]);
+	cr_expect_eq(pw_read_upto(p[0], buf, sizeof(buf)), 2, "what is left, at the end");
+	cr_expect_eq(memcmp(buf, "ef", 2), 0);
+	cr_expect_eq(pw_read_upto(p[0], buf, sizeof(buf)), 0);
+	close(p[0]);
+	cr_expect_eq(pw_read_upto(p[0], buf, sizeof(buf)), -EBADF);
 }

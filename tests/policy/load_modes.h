@@ -10,8 +10,8 @@
 
 #include "modeset.h"
 
-static inline pw_modeset *load_modes(const char *bundled, const char *global,
-				     const char *project, bool trusted)
+static inline pw_modeset *load_modes(const char *bundled, const char *global, const char *project,
+				     bool trusted)
 {
 	pw_load_opts o = {.bundled_dir = bundled,
 			  .global_dir = global,
