@@ -29,6 +29,7 @@
 #include "entry.h"
 #include "inode.h"
 #include "resolve.h"
+#include "thread.h"
 #include "watch.h"
 #include "pw_limits.h"
 #include "util.h"
@@ -437,11 +438,8 @@ int pw_watch_start(pw_fs *fs)
 	int wd = inotify_add_watch(fs->watcher->inotify_fd, proc, PW_WATCH_MASK);
 	if (wd >= 0)
 		pw_inode_root(fs)->wd = wd;
-	int r = pthread_create(&fs->watcher->watch_thread, NULL, watch_main, fs);
-	if (r)
-		return -r;
-	fs->watcher->watch_started = true;
-	return 0;
+	return pw_thread_start(&fs->watcher->watch_thread, watch_main, fs,
+			       &fs->watcher->watch_started);
 }
 
 void pw_watch_stop(pw_fs *fs)

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Tests of the small shared helpers of base/util.h that carry logic: PW_GROW, pw_list_has,
- * pw_opts_has, pw_dup_or_null, PW_NAME_OF, pw_read_upto. */
+ * pw_opts_has, pw_dup_or_null, PW_NAME_OF, pw_read_upto; and base/thread.h's pw_thread_start. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "thread.h"
 #include "util.h"
 
 Test(util, grow_doubles_from_first_and_keeps_the_elements)
@@ -138,4 +139,21 @@ Test(util, read_upto_stops_at_the_length_or_the_end)
 	cr_expect_eq(pw_read_upto(p[0], buf, sizeof(buf)), 0);
 	close(p[0]);
 	cr_expect_eq(pw_read_upto(p[0], buf, sizeof(buf)), -EBADF);
+}
+
+static void *set_flag(void *arg)
+{
+	*(int *)arg = 1;
+	return NULL;
+}
+
+Test(thread, start_runs_the_function_and_says_so)
+{
+	pthread_t t;
+	int flag = 0;
+	bool started = false;
+	cr_assert_eq(pw_thread_start(&t, set_flag, &flag, &started), 0);
+	cr_expect(started, "the stop must know there is a thread to join");
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_expect_eq(flag, 1);
 }
