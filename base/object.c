@@ -5,6 +5,8 @@
 #include <string.h>
 #include <sys/sysmacros.h>
 
+#include "util.h"
+
 static struct timespec ts_of(struct statx_timestamp t)
 {
 	return (struct timespec){.tv_sec = t.tv_sec, .tv_nsec = t.tv_nsec};
@@ -34,7 +36,7 @@ int pw_object_at(int dirfd, const char *name, int flags, pw_object *ret)
 	struct statx x;
 	if (statx(dirfd, name, flags | AT_STATX_SYNC_AS_STAT, STATX_BASIC_STATS | STATX_BTIME, &x) <
 	    0)
-		return -1;
+		return negative_errno();
 	stat_of(&x, &ret->st);
 	ret->birth_ns = (x.stx_mask & STATX_BTIME)
 			    ? (int64_t)x.stx_btime.tv_sec * 1000000000 + x.stx_btime.tv_nsec

@@ -17,7 +17,7 @@ typedef struct pw_object {
 } pw_object;
 
 /* fstatat(DIRFD, NAME, &ret->st, FLAGS) with the birth time, in one statx. FLAGS as
- * fstatat's (AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH). Returns 0, or -1 with errno set. */
+ * fstatat's (AT_SYMLINK_NOFOLLOW, AT_EMPTY_PATH). Returns 0, or -errno. */
 int pw_object_at(int dirfd, const char *name, int flags, pw_object *ret);
 
 /* Whether the births A and B (pw_object.birth_ns) can be of one file: unknown matches any. */

@@ -184,7 +184,7 @@ static int parse_line(char *line, pw_mountinfo *ret)
 	    .mountpoint = dup_unescaped(f[4]),
 	    .fstype = dup_unescaped(fstype),
 	    .source = dup_unescaped(source),
-	    .super_opts = super ? strdup(super) : NULL,
+	    .super_opts = pw_dup_or_null(super),
 	};
 	if (!ret->root || !ret->mountpoint || !ret->fstype || (source && !ret->source) ||
 	    (super && !ret->super_opts)) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <time.h>
 
 /*
@@ -22,4 +23,15 @@ static inline int pw_cond_init_monotonic(pthread_cond_t *c)
 	r = pthread_cond_init(c, &attr);
 	pthread_condattr_destroy(&attr);
 	return -r;
+}
+
+/* Starts FN(ARG) as the thread *T and sets *STARTED, so the stop knows there is one to join.
+ * Returns 0 or -errno (nothing started, *STARTED untouched). */
+static inline int pw_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, bool *started)
+{
+	int r = pthread_create(t, NULL, fn, arg);
+	if (r)
+		return -r;
+	*started = true;
+	return 0;
 }

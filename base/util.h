@@ -99,10 +99,80 @@ static inline bool startswith(const char *s, const char *prefix)
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+/* A copy of S, or NULL for NULL (and when memory runs out: a caller that must tell the two
+ * apart checks S). */
+static inline char *pw_dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/*
+ * Is the N bytes at NAME one of the items of LIST, separated by SEP? The one lookup of a name
+ * in a list written as a string: mount options "a,b,c" (SEP ','), the bash tables' names
+ * "|a|b|" (SEP '|'). Empty items never match, nor does a NAME holding SEP (two items are not
+ * one); a NULL LIST holds nothing. NAME holds no NUL in its N bytes.
+ */
+static inline bool pw_list_has(const char *list, char sep, const char *name, size_t n)
+{
+	if (!list || n == 0 || memchr(name, sep, n))
+		return false;
+	for (const char *p = list; p; p = strchr(p, sep), p = p ? p + 1 : NULL)
+		if (strncmp(p, name, n) == 0 && (p[n] == sep || p[n] == '\0'))
+			return true;
+	return false;
+}
+
+/* Is NAME one of the comma-separated mount options in OPTS ("rw,allow_other")? */
+static inline bool pw_opts_has(const char *opts, const char *name)
+{
+	return pw_list_has(opts, ',', name, strlen(name));
+}
+
+/*
+ * The name of enum value V in NAMES, a table written with designated initializers
+ * ([PW_X] = "x"); FALLBACK for a value outside the table or without a name there. The one
+ * way an enum is named (use PW_NAME_OF).
+ */
+static inline const char *pw_name_of(const char *const *names, size_t n, long v,
+				     const char *fallback)
+{
+	return v >= 0 && (size_t)v < n && names[v] ? names[v] : fallback;
+}
+#define PW_NAME_OF(names, v, fallback) pw_name_of((names), ELEMENTSOF(names), (long)(v), (fallback))
+
+/* The value whose name in NAMES is NAME, or -EINVAL (a NULL NAME names nothing). Use
+ * PW_NAME_INDEX. */
+static inline int pw_name_index(const char *const *names, size_t n, const char *name)
+{
+	for (size_t i = 0; name && i < n; i++)
+		if (names[i] && strcmp(names[i], name) == 0)
+			return (int)i;
+	return -EINVAL;
+}
+#define PW_NAME_INDEX(names, name) pw_name_index((names), ELEMENTSOF(names), (name))
+
 /* Returns a negative errno from errno, never 0 (defends against a caller that forgot). */
 static inline int negative_errno(void)
 {
 	return errno > 0 ? -errno : -EIO;
+}
+
+/* Reads FD into BUF until LEN bytes or the end of the file, whichever comes first, through
+ * interrupted reads. Returns the bytes read (fewer than LEN only at the end), or -errno. */
+static inline ssize_t pw_read_upto(int fd, void *buf, size_t len)
+{
+	size_t got = 0;
+	while (got < len) {
+		ssize_t n = read(fd, (char *)buf + got, len - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return negative_errno();
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
 }
 
 /*

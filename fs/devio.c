@@ -163,18 +163,13 @@ static void devio_drop_pending(devio_thread *t)
 	(void)devio_pipe_ready(t, need);
 }
 
+/* LEN bytes from FD: 0, or -errno (-EIO when the pipe ends first). */
 static int read_all(int fd, char *buf, size_t len)
 {
-	while (len > 0) {
-		ssize_t n = read(fd, buf, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	ssize_t n = pw_read_upto(fd, buf, len);
+	if (n < 0)
+		return (int)n;
+	return (size_t)n < len ? -EIO : 0;
 }
 
 /* The fixed part of a WRITE: what is read into libfuse's buffer of a large one. */
@@ -480,6 +475,8 @@ int pw_devio_attach(pw_fs *fs, bool uring_wanted)
 			"piworkfs: PIWORKFS_SPLICE=%s is neither always nor never; "
 			"splicing requests while large writes stream\n",
 			splice_env);
+	/* libfuse's contract for these, as for read(2) and writev(2): -1 with errno, not -errno
+	 * (it tests the result against -1 and reads errno). */
 	static const struct fuse_custom_io io = {
 	    .read = io_read,
 	    .writev = io_writev,

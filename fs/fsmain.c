@@ -32,16 +32,6 @@ _printf_(2, 3) static void set_err(char **ret_err, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Is NAME one of the comma-separated options in OPTS? */
-static bool has_option(const char *opts, const char *name)
-{
-	size_t n = strlen(name);
-	for (const char *p = opts; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-		if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
-			return true;
-	return false;
-}
-
 /*
  * Does the kernel check permission bits itself? Always under allow_other: the kernel opens
  * FIFOs and device nodes, and connects to Unix sockets, without a request to the daemon, so
@@ -56,7 +46,7 @@ static bool has_option(const char *opts, const char *name)
  */
 static bool kernel_checks(const pw_fs_opts *o)
 {
-	return o->allow_other || has_option(o->fuse_opts, "default_permissions");
+	return o->allow_other || pw_opts_has(o->fuse_opts, "default_permissions");
 }
 
 /* fsname shows the project in mount(8) and /proc/self/mountinfo; ',' and '\' are escaped
@@ -75,7 +65,7 @@ static char *mount_options(const pw_fs_opts *o)
 	}
 	*q = '\0';
 	char *opts = NULL;
-	bool add_dp = o->allow_other && !has_option(o->fuse_opts, "default_permissions");
+	bool add_dp = o->allow_other && !pw_opts_has(o->fuse_opts, "default_permissions");
 	if (asprintf(&opts, "fsname=%s,subtype=piworkfs%s%s%s%s", fsname,
 		     o->allow_other ? ",allow_other" : "", add_dp ? ",default_permissions" : "",
 		     o->fuse_opts && *o->fuse_opts ? "," : "",
@@ -117,8 +107,8 @@ static bool take_option(char *opts, const char *name)
  */
 pw_uring_choice pw_fs_uring_choice(const char *fuse_opts)
 {
-	bool require = has_option(fuse_opts, "io_uring");
-	bool refuse = has_option(fuse_opts, "no_io_uring");
+	bool require = pw_opts_has(fuse_opts, "io_uring");
+	bool refuse = pw_opts_has(fuse_opts, "no_io_uring");
 	if (require != refuse)
 		return require ? PW_URING_REQUIRE : PW_URING_REFUSE;
 	const char *env = getenv("PIWORKFS_IO_URING");
@@ -226,7 +216,7 @@ static bool may_unmount(const pw_fs *fs)
 int pw_fs_new(const pw_fs_opts *o, pw_fs **ret, char **ret_err)
 {
 	_cleanup_free_ char *opts = NULL;
-	_cleanup_free_ char *fuse_opts = o->fuse_opts ? strdup(o->fuse_opts) : NULL;
+	_cleanup_free_ char *fuse_opts = pw_dup_or_null(o->fuse_opts);
 	if (o->fuse_opts && !fuse_opts)
 		return -ENOMEM;
 	pw_fs_opts mo = *o;

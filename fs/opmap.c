@@ -109,13 +109,13 @@ const char *pw_fs_opcode_name(unsigned op)
 	return e ? e->name : NULL;
 }
 
-int pw_opmap_open(int flags)
+pw_op pw_opmap_open(int flags)
 {
 	if (flags & O_TRUNC)
 		return PW_OP_TRUNCATE;
 	if ((flags & O_ACCMODE) != O_RDONLY)
 		return PW_OP_OPEN_WRITE;
-	return -1;
+	return PW_OP_READ;
 }
 
 pw_op pw_opmap_setattr(unsigned valid)

@@ -52,8 +52,8 @@ static inline pw_op pw_opmap_op(unsigned opcode)
 }
 
 /* OPEN (and what CREATE opens): PW_OP_TRUNCATE with O_TRUNC, PW_OP_OPEN_WRITE with write
- * access, or -1 for a read-only open, which is not checked. */
-int pw_opmap_open(int flags);
+ * access, or PW_OP_READ for a read-only open, which is not checked. */
+pw_op pw_opmap_open(int flags);
 
 /* SETATTR with VALID (the kernel's FATTR_* bits, which libfuse passes on as
  * FUSE_SET_ATTR_* of the same values): one write op, named by the most telling change

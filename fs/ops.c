@@ -60,8 +60,9 @@ int pw_do_lookup(pw_req *r, int dirfd, bool made, struct fuse_entry_param *e, bo
 	if (pfd < 0)
 		return pfd;
 	pw_object o;
-	if (pw_object_at(pfd, name, AT_SYMLINK_NOFOLLOW, &o) < 0)
-		return negative_errno();
+	int got = pw_object_at(pfd, name, AT_SYMLINK_NOFOLLOW, &o);
+	if (got < 0)
+		return got;
 	if (pw_hidden_child(r, S_ISDIR(o.st.st_mode))) {
 		if (ret_hidden)
 			*ret_hidden = true;
@@ -148,6 +149,22 @@ static int stat_open_handle(pw_fs *fs, pw_inode *n, struct stat *st)
 	return r;
 }
 
+/* Answers GETATTR and SETATTR: with ST (ERR 0), or ERR. -ENOENT for a node that has no name
+ * left: fstat(2) of a file unlinked while open comes without a handle, so the attributes
+ * come from a descriptor some process holds open on it. */
+static void reply_attr(pw_req *r, pw_inode *n, int err, struct stat *st)
+{
+	if (err == -ENOENT)
+		err = stat_open_handle(r->fs, n, st);
+	if (err < 0) {
+		pw_req_reply_err(r, -err);
+		return;
+	}
+	pw_truthful_attr(r, n, st);
+	pw_req_leave(r);
+	fuse_reply_attr(r->req, st, r->fs->timeout);
+}
+
 void pw_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	PW_REQ(r);
@@ -165,15 +182,7 @@ void pw_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		err = fstat(pw_fh_of(fi)->fd, &st) < 0 ? negative_errno() : 0;
 	else
 		err = pw_stat_node(fs, n, &st);
-	if (err == -ENOENT) /* fstat(2) of a file unlinked while open comes without a handle */
-		err = stat_open_handle(fs, n, &st);
-	if (err < 0) {
-		pw_req_reply_err(&r, -err);
-		return;
-	}
-	pw_truthful_attr(&r, n, &st);
-	pw_req_leave(&r);
-	fuse_reply_attr(req, &st, fs->timeout);
+	reply_attr(&r, n, err, &st);
 }
 
 /* Whether utimensat takes AT_EMPTY_PATH (an O_PATH descriptor's own object): learned at the
@@ -318,15 +327,7 @@ void pw_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int valid,
 	}
 	struct stat st;
 	err = fd < 0 ? fd : (fstat(fd, &st) < 0 ? negative_errno() : 0);
-	if (err == -ENOENT)
-		err = stat_open_handle(fs, n, &st);
-	if (err < 0) {
-		pw_req_reply_err(&r, -err);
-		return;
-	}
-	pw_truthful_attr(&r, n, &st);
-	pw_req_leave(&r);
-	fuse_reply_attr(req, &st, fs->timeout);
+	reply_attr(&r, n, err, &st);
 }
 
 void pw_op_readlink(fuse_req_t req, fuse_ino_t ino)

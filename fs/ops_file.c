@@ -80,9 +80,9 @@ void pw_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	if (wants_write(fi->flags)) {
-		int err = pw_check_node(&r, (pw_op)pw_opmap_open(fi->flags), n);
+		int err = pw_check_node(&r, pw_opmap_open(fi->flags), n);
 		if (err == 0 && (fi->flags & O_TRUNC)) /* the original, before the truncation */
-			err = pw_undo_keep_node(&r, n, (pw_op)pw_opmap_open(fi->flags));
+			err = pw_undo_keep_node(&r, n, pw_opmap_open(fi->flags));
 		if (err < 0) {
 			pw_req_reply_err(&r, -err);
 			return;
@@ -163,8 +163,9 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 		return;
 	}
 	pw_object o;
-	if (pw_object_at(fd, "", AT_EMPTY_PATH, &o) < 0) {
-		err = errno;
+	err = pw_object_at(fd, "", AT_EMPTY_PATH, &o);
+	if (err < 0) {
+		err = -err;
 		close(fd);
 		pw_req_reply_err(&r, err);
 		return;

@@ -120,16 +120,18 @@ void pw_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	reply_sized(req, size, len, buf);
 }
 
-void pw_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
-		    size_t size, int flags)
+/* SETXATTR and REMOVEXATTR (OPCODE): one write of the node, checked and kept alike; the
+ * cache's mark is cleared around the call, as a change from outside would. */
+static void change_xattr(fuse_req_t req, fuse_ino_t ino, unsigned opcode, const char *name,
+			 const char *value, size_t size, int flags)
 {
 	PW_REQ(r);
 	if (pw_req_begin(&r, req) < 0)
 		return;
 	pw_fs *fs = r.fs;
-	int err = pw_check_node(&r, pw_opmap_op(FUSE_SETXATTR), pw_inode_get(fs, ino));
+	int err = pw_check_node(&r, pw_opmap_op(opcode), pw_inode_get(fs, ino));
 	if (err == 0)
-		err = pw_undo_keep_node(&r, pw_inode_get(fs, ino), pw_opmap_op(FUSE_SETXATTR));
+		err = pw_undo_keep_node(&r, pw_inode_get(fs, ino), pw_opmap_op(opcode));
 	if (err < 0) {
 		pw_req_reply_err(&r, -err);
 		return;
@@ -142,7 +144,10 @@ void pw_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 		return;
 	}
 	pw_xattr_changed(pw_inode_get(fs, ino));
-	err = setxattr(proc, name, value, size, flags) < 0 ? errno : 0;
+	if (opcode == FUSE_SETXATTR)
+		err = setxattr(proc, name, value, size, flags) < 0 ? errno : 0;
+	else
+		err = removexattr(proc, name) < 0 ? errno : 0;
 	pw_xattr_changed(pw_inode_get(fs, ino));
 	if (!err)
 		pw_undo_keep_touched(fs, pw_inode_get(fs, ino));
@@ -154,35 +159,13 @@ void pw_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char
 	fuse_reply_err(req, 0);
 }
 
+void pw_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+		    size_t size, int flags)
+{
+	change_xattr(req, ino, FUSE_SETXATTR, name, value, size, flags);
+}
+
 void pw_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	PW_REQ(r);
-	if (pw_req_begin(&r, req) < 0)
-		return;
-	pw_fs *fs = r.fs;
-	int err = pw_check_node(&r, pw_opmap_op(FUSE_REMOVEXATTR), pw_inode_get(fs, ino));
-	if (err == 0)
-		err = pw_undo_keep_node(&r, pw_inode_get(fs, ino), pw_opmap_op(FUSE_REMOVEXATTR));
-	if (err < 0) {
-		pw_req_reply_err(&r, -err);
-		return;
-	}
-	_cleanup_close_ int fd = -1;
-	char proc[64];
-	err = open_proc(fs, ino, &fd, proc);
-	if (err < 0) {
-		pw_req_reply_err(&r, -err);
-		return;
-	}
-	pw_xattr_changed(pw_inode_get(fs, ino));
-	err = removexattr(proc, name) < 0 ? errno : 0;
-	pw_xattr_changed(pw_inode_get(fs, ino));
-	if (!err)
-		pw_undo_keep_touched(fs, pw_inode_get(fs, ino));
-	if (err) {
-		pw_req_reply_err(&r, err);
-		return;
-	}
-	pw_req_leave(&r);
-	fuse_reply_err(req, 0);
+	change_xattr(req, ino, FUSE_REMOVEXATTR, name, NULL, 0, 0);
 }

@@ -96,7 +96,7 @@ static void collect(inval_ctx *c, fuse_ino_t parent, fuse_ino_t ino, const char 
 	}
 	c->items[c->n].parent = parent;
 	c->items[c->n].ino = ino;
-	c->items[c->n].name = name ? strdup(name) : NULL;
+	c->items[c->n].name = pw_dup_or_null(name);
 	c->n++;
 }
 
@@ -244,11 +244,7 @@ void pw_inval_free(pw_fs *fs)
 
 int pw_inval_start(pw_fs *fs)
 {
-	int r = pthread_create(&fs->inval->thread, NULL, inval_main, fs);
-	if (r)
-		return -r;
-	fs->inval->started = true;
-	return 0;
+	return pw_thread_start(&fs->inval->thread, inval_main, fs, &fs->inval->started);
 }
 
 void pw_inval_stop(pw_fs *fs)

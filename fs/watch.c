@@ -30,6 +30,7 @@
 #include "entry.h"
 #include "inode.h"
 #include "resolve.h"
+#include "thread.h"
 #include "watch.h"
 #include "pw_limits.h"
 #include "util.h"
@@ -104,7 +105,7 @@ pw_inode *pw_watch_learn(pw_fs *fs, pw_inode *parent, const char *name, const pw
  * starts at the hash of its (parent, name): adding one and consuming one (for every inotify
  * event of a known directory) look at that window only, not at the whole table, so the lock
  * is held for a few compares whatever the number of changes in flight. A full window makes
- * the record fail (-1): the event then simply invalidates.
+ * the record fail (-ENOSPC): the event then simply invalidates.
  */
 struct pw_expect {
 	fuse_ino_t parent;
@@ -121,12 +122,14 @@ static size_t expect_window(fuse_ino_t parent, const char *name)
 
 int pw_watch_expect(pw_fs *fs, pw_inode *parent, const char *name, pw_expect_kind kind)
 {
-	if (fs->watcher->inotify_fd < 0 || strlen(name) > PW_NAME_MAX)
-		return -1;
+	if (fs->watcher->inotify_fd < 0)
+		return -EBADF;
+	if (strlen(name) > PW_NAME_MAX)
+		return -ENAMETOOLONG;
 	fuse_ino_t pino = pw_inode_id(fs, parent);
 	size_t start = expect_window(pino, name);
 	int64_t now = pw_clock_ns(CLOCK_MONOTONIC);
-	int token = -1;
+	int token = -ENOSPC;
 	pthread_mutex_lock(&fs->watcher->expect_lock);
 	if (!fs->watcher->expects)
 		fs->watcher->expects = calloc(PW_EXPECT_MAX, sizeof(*fs->watcher->expects));
@@ -143,7 +146,7 @@ int pw_watch_expect(pw_fs *fs, pw_inode *parent, const char *name, pw_expect_kin
 		break;
 	}
 	pthread_mutex_unlock(&fs->watcher->expect_lock);
-	return token; /* -1 when full: the event will simply invalidate */
+	return token; /* -ENOSPC when full: the event will simply invalidate */
 }
 
 int pw_watch_expect_node(pw_fs *fs, pw_inode *n, pw_expect_kind kind)
@@ -157,7 +160,7 @@ int pw_watch_expect_node(pw_fs *fs, pw_inode *n, pw_expect_kind kind)
 	}
 	pw_inode_unlock(fs);
 	/* The parent stays alive: the caller's handle pins N, and N's name pins its parent. */
-	return parent ? pw_watch_expect(fs, parent, name, kind) : -1;
+	return parent ? pw_watch_expect(fs, parent, name, kind) : -ENOENT;
 }
 
 void pw_watch_unexpect(pw_fs *fs, int token)
@@ -468,11 +471,8 @@ int pw_watch_start(pw_fs *fs)
 	int wd = inotify_add_watch(fs->watcher->inotify_fd, proc, PW_WATCH_MASK);
 	if (wd >= 0)
 		pw_inode_root(fs)->wd = wd;
-	int r = pthread_create(&fs->watcher->watch_thread, NULL, watch_main, fs);
-	if (r)
-		return -r;
-	fs->watcher->watch_started = true;
-	return 0;
+	return pw_thread_start(&fs->watcher->watch_thread, watch_main, fs,
+			       &fs->watcher->watch_started);
 }
 
 void pw_watch_stop(pw_fs *fs)

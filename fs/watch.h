@@ -49,5 +49,8 @@ typedef enum pw_expect_kind {
 } pw_expect_kind;
 /* The same, for node N under its primary name (no-op for a node without one). */
 int pw_watch_expect_node(pw_fs *fs, pw_inode *n, pw_expect_kind kind);
+/* Records that an operation is about to do KIND to NAME under PARENT. Returns a token (>= 0)
+ * for pw_watch_unexpect, or -errno when nothing was recorded (no watcher, the name too long,
+ * no room): the event then simply invalidates, and pw_watch_unexpect ignores the token. */
 int pw_watch_expect(pw_fs *fs, pw_inode *parent, const char *name, pw_expect_kind kind);
 void pw_watch_unexpect(pw_fs *fs, int token);

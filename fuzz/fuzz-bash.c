@@ -30,10 +30,10 @@ static int tree_fd(char *root, size_t size)
 	if (fd < 0) {
 		snprintf(path, sizeof(path), "/tmp/pw-fuzz-bash-XXXXXX");
 		if (!mkdtemp(path))
-			return -1;
+			return negative_errno();
 		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0)
-			return -1;
+			return negative_errno();
 		mkdirat(fd, "src", 0755);
 		mkdirat(fd, "docs", 0755);
 		mkdirat(fd, "docs/design", 0755);

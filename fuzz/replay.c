@@ -24,7 +24,6 @@ static int read_all(int dirfd, const char *name, uint8_t **ret, size_t *ret_size
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ uint8_t *buf = NULL;
 	struct stat st;
-	size_t got = 0;
 
 	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
@@ -39,20 +38,11 @@ static int read_all(int dirfd, const char *name, uint8_t **ret, size_t *ret_size
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf)
 		return -ENOMEM;
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + got, (size_t)st.st_size - got);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return negative_errno();
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-	}
+	ssize_t got = pw_read_upto(fd, buf, (size_t)st.st_size);
+	if (got < 0)
+		return (int)got;
 	*ret = TAKE_PTR(buf);
-	*ret_size = got;
+	*ret_size = (size_t)got;
 	return 0;
 }
 

@@ -73,8 +73,8 @@ int pw_warnings_addv(pw_warnings *w, const char *mode, pw_severity sev, const ch
 	if (r < 0)
 		return -ENOMEM;
 	x.file = strdup(file ? file : "");
-	x.key = key ? strdup(key) : NULL;
-	mode_copy = mode ? strdup(mode) : NULL;
+	x.key = pw_dup_or_null(key);
+	mode_copy = pw_dup_or_null(mode);
 	if (!x.file || (key && !x.key) || (mode && !mode_copy)) {
 		pw_warning_done(&x);
 		return -ENOMEM;
@@ -111,40 +111,34 @@ char *pw_warning_format(const pw_warning *w)
 	return s;
 }
 
+static const char *const layer_names[] = {
+    [PW_LAYER_BUNDLED] = "bundled", [PW_LAYER_GLOBAL] = "global", [PW_LAYER_PROJECT] = "project",
+    [PW_LAYER_DEFAULT] = "default", [PW_LAYER_LANE] = "lane",
+};
+
 const char *pw_layer_name(pw_layer l)
 {
-	switch (l) {
-	case PW_LAYER_BUNDLED:
-		return "bundled";
-	case PW_LAYER_GLOBAL:
-		return "global";
-	case PW_LAYER_PROJECT:
-		return "project";
-	case PW_LAYER_DEFAULT:
-		return "default";
-	case PW_LAYER_LANE:
-		return "lane";
-	}
-	return "unknown";
+	return PW_NAME_OF(layer_names, l, "unknown");
 }
+
+static const char *const rule_kind_names[] = {
+    [PW_RULE_ALLOW] = "allow",	       [PW_RULE_DENY] = "deny",	  [PW_RULE_HIDE] = "hide",
+    [PW_RULE_PROTECTED] = "protected", [PW_RULE_TOKEN] = "token", [PW_RULE_LANE] = "lane",
+};
 
 const char *pw_rule_kind_name(pw_rule_kind k)
 {
-	switch (k) {
-	case PW_RULE_ALLOW:
-		return "allow";
-	case PW_RULE_DENY:
-		return "deny";
-	case PW_RULE_HIDE:
-		return "hide";
-	case PW_RULE_PROTECTED:
-		return "protected";
-	case PW_RULE_TOKEN:
-		return "token";
-	case PW_RULE_LANE:
-		return "lane";
-	}
-	return "unknown";
+	return PW_NAME_OF(rule_kind_names, k, "unknown");
+}
+
+int pw_layer_from_name(const char *name)
+{
+	return PW_NAME_INDEX(layer_names, name);
+}
+
+int pw_rule_kind_from_name(const char *name)
+{
+	return PW_NAME_INDEX(rule_kind_names, name);
 }
 
 /* ---- rules ------------------------------------------------------------------------- */
@@ -270,18 +264,10 @@ int pw_read_small_file(const char *file, char **ret, size_t *ret_len)
 	if (!buf)
 		return -ENOMEM;
 	/* Read one byte past the cap so that a file that grew since fstat is caught. */
-	while (len <= PW_MODE_FILE_MAX) {
-		ssize_t k = read(fd, buf + len, PW_MODE_FILE_MAX + 1 - len);
-
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return negative_errno();
-		}
-		if (k == 0)
-			break;
-		len += (size_t)k;
-	}
+	ssize_t k = pw_read_upto(fd, buf, PW_MODE_FILE_MAX + 1);
+	if (k < 0)
+		return (int)k;
+	len = (size_t)k;
 	if (len > PW_MODE_FILE_MAX)
 		return -EFBIG;
 	buf[len] = '\0';

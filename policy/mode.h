@@ -103,8 +103,11 @@ typedef struct pw_warning {
 	char *message;
 } pw_warning;
 
-const char *pw_layer_name(pw_layer l);
-const char *pw_rule_kind_name(pw_rule_kind k);
+const char *pw_layer_name(pw_layer l);	       /* "bundled", ...; "unknown" for none */
+const char *pw_rule_kind_name(pw_rule_kind k); /* "allow", ...; "unknown" for none */
+/* The layer or rule kind those names name (a pw_layer, a pw_rule_kind), or -EINVAL. */
+int pw_layer_from_name(const char *name);
+int pw_rule_kind_from_name(const char *name);
 
 /*
  * Formats a warning as one line: "FILE:LINE:COL: error: KEY: MESSAGE" (parts that are

@@ -123,16 +123,16 @@ long pw_path_beneath(const char *path, const char *root)
 	while (n > 0 && root[n - 1] == '/')
 		n--;
 	if (path[0] != '/' || root[0] != '/')
-		return -1;
+		return -EINVAL;
 	if (n == 0) /* the root is "/": everything after the first '/' */
 		return 1;
 	if (strncmp(path, root, n) != 0)
-		return -1;
+		return -EXDEV;
 	if (path[n] == '\0')
 		return (long)n;
 	if (path[n] == '/')
 		return (long)n + 1;
-	return -1;
+	return -EXDEV;
 }
 
 bool pw_relpath_beneath(const char *path, const char *top)

@@ -29,7 +29,8 @@ int pw_path_is_normal(const char *p);
  * Is PATH (absolute) ROOT itself or beneath it? The one "path under root" check: ROOT's
  * trailing slashes are ignored, and /a/bc is not beneath /a/b. Returns the offset in PATH
  * of the part relative to ROOT (after the separating '/'; strlen(PATH) when PATH is ROOT),
- * or -1. No file is looked at: both are compared as written.
+ * -EXDEV when it is not beneath, -EINVAL when either is not absolute. No file is looked at:
+ * both are compared as written.
  */
 long pw_path_beneath(const char *path, const char *root);
 

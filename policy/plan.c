@@ -37,17 +37,15 @@ void pw_plan_free(pw_plan *p)
 	free(p);
 }
 
+static const char *const tasks_from_names[] = {
+    [PW_PLAN_TASKS_NONE] = "none",
+    [PW_PLAN_TASKS_SECTION] = "section",
+    [PW_PLAN_TASKS_CHECKLIST] = "checklist",
+};
+
 const char *pw_plan_tasks_from_name(pw_plan_tasks_from f)
 {
-	switch (f) {
-	case PW_PLAN_TASKS_SECTION:
-		return "section";
-	case PW_PLAN_TASKS_CHECKLIST:
-		return "checklist";
-	case PW_PLAN_TASKS_NONE:
-		break;
-	}
-	return "none";
+	return PW_NAME_OF(tasks_from_names, f, "none");
 }
 
 _printf_(2, 3) static int problem(pw_plan *p, const char *fmt, ...)

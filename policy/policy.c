@@ -67,17 +67,12 @@ static const char *const op_names[_PW_OP_MAX] = {
 
 const char *pw_op_name(pw_op op)
 {
-	if ((unsigned)op >= _PW_OP_MAX)
-		return "unknown";
-	return op_names[op];
+	return PW_NAME_OF(op_names, op, "unknown");
 }
 
 int pw_op_from_name(const char *name)
 {
-	for (int i = 0; i < _PW_OP_MAX; i++)
-		if (streq(op_names[i], name))
-			return i;
-	return -EINVAL;
+	return PW_NAME_INDEX(op_names, name);
 }
 
 bool pw_op_is_write(pw_op op)
@@ -85,37 +80,25 @@ bool pw_op_is_write(pw_op op)
 	return op != PW_OP_LOOKUP && op != PW_OP_READ;
 }
 
+static const char *const reason_names[] = {
+    [PW_REASON_READ] = "read",
+    [PW_REASON_ALLOW_RULE] = "allow-rule",
+    [PW_REASON_TOKEN] = "token",
+    [PW_REASON_HIDDEN] = "hidden",
+    [PW_REASON_READ_ONLY] = "read-only",
+    [PW_REASON_PROTECTED] = "protected",
+    [PW_REASON_DENY_RULE] = "deny-rule",
+    [PW_REASON_NO_ALLOW] = "no-allow",
+    [PW_REASON_FAIL_CLOSED] = "fail-closed",
+    [PW_REASON_OUTSIDE] = "outside",
+    [PW_REASON_HARDLINK] = "hard-link",
+    [PW_REASON_LANE] = "outside-lane",
+    [PW_REASON_OVERLAP] = "overlap",
+};
+
 const char *pw_reason_name(pw_reason r)
 {
-	switch (r) {
-	case PW_REASON_READ:
-		return "read";
-	case PW_REASON_ALLOW_RULE:
-		return "allow-rule";
-	case PW_REASON_TOKEN:
-		return "token";
-	case PW_REASON_HIDDEN:
-		return "hidden";
-	case PW_REASON_READ_ONLY:
-		return "read-only";
-	case PW_REASON_PROTECTED:
-		return "protected";
-	case PW_REASON_DENY_RULE:
-		return "deny-rule";
-	case PW_REASON_NO_ALLOW:
-		return "no-allow";
-	case PW_REASON_FAIL_CLOSED:
-		return "fail-closed";
-	case PW_REASON_OUTSIDE:
-		return "outside";
-	case PW_REASON_HARDLINK:
-		return "hard-link";
-	case PW_REASON_LANE:
-		return "outside-lane";
-	case PW_REASON_OVERLAP:
-		return "overlap";
-	}
-	return "unknown";
+	return PW_NAME_OF(reason_names, r, "unknown");
 }
 
 /* ---- construction ------------------------------------------------------------------ */
@@ -269,7 +252,7 @@ const pw_rule *pw_policy_lane_rule(const pw_policy *p, size_t i)
 	return i < p->n_lane ? &p->lane[i] : NULL;
 }
 
-/* The group a rule of KIND joins, in decision order; -1 for a kind no policy holds. */
+/* The group a rule of KIND joins, in decision order; -EINVAL for a kind no policy holds. */
 static int group_of(pw_rule_kind kind)
 {
 	switch (kind) {
@@ -286,7 +269,7 @@ static int group_of(pw_rule_kind kind)
 	case PW_RULE_LANE:
 		break;
 	}
-	return -1;
+	return -EINVAL;
 }
 
 int pw_policy_assemble(const pw_policy_parts *x, pw_policy **ret)

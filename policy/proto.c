@@ -327,23 +327,15 @@ void pw_rpc_reply_done(pw_rpc_reply *r)
 	memset(r, 0, sizeof(*r));
 }
 
+static const char *const type_names[] = {
+    [PW_RPC_T_STRING] = "a string",  [PW_RPC_T_BOOL] = "a boolean",
+    [PW_RPC_T_INT] = "an integer",   [PW_RPC_T_STRING_ARRAY] = "an array of strings",
+    [PW_RPC_T_OBJECT] = "an object", [PW_RPC_T_OBJECT_ARRAY] = "an array of objects",
+};
+
 static const char *type_name(pw_rpc_type t)
 {
-	switch (t) {
-	case PW_RPC_T_STRING:
-		return "a string";
-	case PW_RPC_T_BOOL:
-		return "a boolean";
-	case PW_RPC_T_INT:
-		return "an integer";
-	case PW_RPC_T_STRING_ARRAY:
-		return "an array of strings";
-	case PW_RPC_T_OBJECT:
-		return "an object";
-	case PW_RPC_T_OBJECT_ARRAY:
-		return "an array of objects";
-	}
-	return "?";
+	return PW_NAME_OF(type_names, t, "?");
 }
 
 /* Item I of an array param P: 0, or -EINVAL (-ENOMEM) with *RET_MSG naming it. */

@@ -40,9 +40,7 @@ static bool set(json_t *o, const char *key, json_t *v)
 	return v && json_object_set_new(o, key, v) == 0;
 }
 
-/* A JSON string of S, or null for NULL. Bytes that are not valid UTF-8 (file names may
- * hold any byte) become '?', so the output is always valid JSON. */
-static json_t *str_or_null(const char *s)
+json_t *pw_report_str_or_null(const char *s)
 {
 	json_t *v;
 
@@ -66,10 +64,11 @@ json_t *pw_report_rule(const pw_rule *r)
 
 	if (!o)
 		return NULL;
-	if (!set(o, "kind", str_or_null(pw_rule_kind_name(r->kind))) ||
-	    !set(o, "pattern", str_or_null(r->pattern)) || !set(o, "file", str_or_null(r->file)) ||
+	if (!set(o, "kind", pw_report_str_or_null(pw_rule_kind_name(r->kind))) ||
+	    !set(o, "pattern", pw_report_str_or_null(r->pattern)) ||
+	    !set(o, "file", pw_report_str_or_null(r->file)) ||
 	    !set(o, "line", json_integer(r->line)) || !set(o, "column", json_integer(r->column)) ||
-	    !set(o, "layer", str_or_null(pw_layer_name(r->layer)))) {
+	    !set(o, "layer", pw_report_str_or_null(pw_layer_name(r->layer)))) {
 		json_decref(o);
 		return NULL;
 	}
@@ -85,10 +84,13 @@ json_t *pw_report_warning(const pw_warning *w)
 		json_decref(o);
 		return NULL;
 	}
-	if (!set(o, "severity", str_or_null(w->severity == PW_ERROR ? "error" : "warning")) ||
-	    !set(o, "file", str_or_null(w->file)) || !set(o, "line", json_integer(w->line)) ||
-	    !set(o, "column", json_integer(w->column)) || !set(o, "key", str_or_null(w->key)) ||
-	    !set(o, "message", str_or_null(w->message)) || !set(o, "text", str_or_null(text))) {
+	if (!set(o, "severity",
+		 pw_report_str_or_null(w->severity == PW_ERROR ? "error" : "warning")) ||
+	    !set(o, "file", pw_report_str_or_null(w->file)) ||
+	    !set(o, "line", json_integer(w->line)) || !set(o, "column", json_integer(w->column)) ||
+	    !set(o, "key", pw_report_str_or_null(w->key)) ||
+	    !set(o, "message", pw_report_str_or_null(w->message)) ||
+	    !set(o, "text", pw_report_str_or_null(text))) {
 		json_decref(o);
 		return NULL;
 	}
@@ -121,10 +123,10 @@ json_t *pw_report_mode(const pw_mode *m)
 
 	if (!o)
 		return NULL;
-	if (!set(o, "name", str_or_null(m->name)) ||
-	    !set(o, "description", str_or_null(m->description)) ||
-	    !set(o, "file", str_or_null(m->file)) ||
-	    !set(o, "layer", str_or_null(pw_layer_name(m->layer))) ||
+	if (!set(o, "name", pw_report_str_or_null(m->name)) ||
+	    !set(o, "description", pw_report_str_or_null(m->description)) ||
+	    !set(o, "file", pw_report_str_or_null(m->file)) ||
+	    !set(o, "layer", pw_report_str_or_null(pw_layer_name(m->layer))) ||
 	    !set(o, "tokens", json_boolean(m->tokens)) ||
 	    !set(o, "protect", json_boolean(m->protect)) ||
 	    !set(o, "rules", rule_array(m->n_rules, mode_rule, m))) {
@@ -189,7 +191,8 @@ static json_t *lane_globs(const pw_policy *p)
 	json_t *a = json_array();
 
 	for (size_t i = 0; a && i < pw_policy_lane_count(p); i++)
-		if (json_array_append_new(a, str_or_null(pw_policy_lane_rule(p, i)->pattern)) < 0) {
+		if (json_array_append_new(
+			a, pw_report_str_or_null(pw_policy_lane_rule(p, i)->pattern)) < 0) {
 			json_decref(a);
 			return NULL;
 		}
@@ -213,14 +216,14 @@ json_t *pw_report_policy(const pw_policy *p)
 
 	if (!o)
 		return NULL;
-	if (!set(o, "mode", str_or_null(pw_policy_mode_name(p))) ||
-	    !set(o, "description", str_or_null(pw_policy_description(p))) ||
-	    !set(o, "file", str_or_null(pw_policy_source(p))) ||
+	if (!set(o, "mode", pw_report_str_or_null(pw_policy_mode_name(p))) ||
+	    !set(o, "description", pw_report_str_or_null(pw_policy_description(p))) ||
+	    !set(o, "file", pw_report_str_or_null(pw_policy_source(p))) ||
 	    !set(o, "writes_nothing", json_boolean(pw_policy_writes_nothing(p))) ||
 	    !set(o, "protect", json_boolean(pw_policy_protects(p))) ||
 	    !set(o, "keep_originals", json_boolean(pw_policy_keeps_originals(p))) ||
 	    !set(o, "fail_closed", json_boolean(pw_policy_is_fail_closed(p))) ||
-	    !set(o, "fail_reason", str_or_null(pw_policy_fail_reason(p))) ||
+	    !set(o, "fail_reason", pw_report_str_or_null(pw_policy_fail_reason(p))) ||
 	    !set(o, "rules", rule_array(pw_policy_rule_count(p), policy_rule, p)) ||
 	    !set(o, "plans_dir", plans_dir(p)) || !set(o, "lane", lane_globs(p))) {
 		json_decref(o);
@@ -230,26 +233,6 @@ json_t *pw_report_policy(const pw_policy *p)
 }
 
 /* ---- a policy read back ---------------------------------------------------------------- */
-
-static int kind_from_name(const char *name)
-{
-	static const pw_rule_kind kinds[] = {PW_RULE_ALLOW,	PW_RULE_DENY,  PW_RULE_HIDE,
-					     PW_RULE_PROTECTED, PW_RULE_TOKEN, PW_RULE_LANE};
-	for (size_t i = 0; name && i < ELEMENTSOF(kinds); i++)
-		if (streq(pw_rule_kind_name(kinds[i]), name))
-			return (int)kinds[i];
-	return -1;
-}
-
-static int layer_from_name(const char *name)
-{
-	static const pw_layer layers[] = {PW_LAYER_BUNDLED, PW_LAYER_GLOBAL, PW_LAYER_PROJECT,
-					  PW_LAYER_DEFAULT, PW_LAYER_LANE};
-	for (size_t i = 0; name && i < ELEMENTSOF(layers); i++)
-		if (streq(pw_layer_name(layers[i]), name))
-			return (int)layers[i];
-	return -1;
-}
 
 static void rules_free(pw_rule *v, size_t n)
 {
@@ -275,8 +258,8 @@ static int rules_parse(const json_t *a, pw_rule **ret, size_t *ret_n, const char
 		const char *file = json_string_value(json_object_get(o, "file"));
 		json_int_t line = json_integer_value(json_object_get(o, "line"));
 		json_int_t column = json_integer_value(json_object_get(o, "column"));
-		int kind = kind_from_name(json_string_value(json_object_get(o, "kind")));
-		int layer = layer_from_name(json_string_value(json_object_get(o, "layer")));
+		int kind = pw_rule_kind_from_name(json_string_value(json_object_get(o, "kind")));
+		int layer = pw_layer_from_name(json_string_value(json_object_get(o, "layer")));
 		const char *err = NULL;
 
 		if (!pattern || kind < 0 || layer < 0 || line < 0 || column < 0 ||
@@ -496,14 +479,16 @@ static json_t *decision_json(const char *path, pw_op op, bool is_dir, const pw_d
 		json_decref(o);
 		return NULL;
 	}
-	if (!set(o, "path", str_or_null(path)) || !set(o, "op", str_or_null(pw_op_name(op))) ||
+	if (!set(o, "path", pw_report_str_or_null(path)) ||
+	    !set(o, "op", pw_report_str_or_null(pw_op_name(op))) ||
 	    !set(o, "is_dir", json_boolean(is_dir)) ||
-	    !set(o, "decision", str_or_null(decision_word(d))) ||
-	    !set(o, "errno", str_or_null(d->allowed ? NULL : pw_report_errno_name(d->err))) ||
-	    !set(o, "reason", str_or_null(pw_reason_name(d->reason))) ||
-	    !set(o, "mode", str_or_null(mode)) ||
+	    !set(o, "decision", pw_report_str_or_null(decision_word(d))) ||
+	    !set(o, "errno",
+		 pw_report_str_or_null(d->allowed ? NULL : pw_report_errno_name(d->err))) ||
+	    !set(o, "reason", pw_report_str_or_null(pw_reason_name(d->reason))) ||
+	    !set(o, "mode", pw_report_str_or_null(mode)) ||
 	    !set(o, "rule", d->rule ? pw_report_rule(d->rule) : json_null()) ||
-	    !set(o, "message", str_or_null(text))) {
+	    !set(o, "message", pw_report_str_or_null(text))) {
 		json_decref(o);
 		return NULL;
 	}

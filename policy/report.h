@@ -18,6 +18,10 @@
 /* The symbolic name of an errno value ("EACCES", "EROFS", ...); NULL for 0. */
 const char *pw_report_errno_name(int err);
 
+/* A JSON string of S, or null for NULL. Bytes that are not valid UTF-8 (file names and
+ * command lines may hold any byte) become '?', so the output is always valid JSON. */
+json_t *pw_report_str_or_null(const char *s);
+
 /* {"kind","pattern","file","line","column","layer"} */
 json_t *pw_report_rule(const pw_rule *r);
 

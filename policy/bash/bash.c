@@ -18,47 +18,39 @@
 #include "report.h"
 #include "util.h"
 
+static const char *const status_names[] = {
+    [PW_BASH_ALLOWED] = "allowed",
+    [PW_BASH_DENIED] = "denied",
+    [PW_BASH_OUTSIDE] = "outside",
+    [PW_BASH_UNKNOWN] = "unknown",
+};
+
 const char *pw_bash_status_name(pw_bash_status s)
 {
-	switch (s) {
-	case PW_BASH_ALLOWED:
-		return "allowed";
-	case PW_BASH_DENIED:
-		return "denied";
-	case PW_BASH_OUTSIDE:
-		return "outside";
-	case PW_BASH_UNKNOWN:
-		return "unknown";
-	}
-	return "unknown";
+	return PW_NAME_OF(status_names, s, "unknown");
 }
+
+static const char *const access_names[] = {
+    [PW_BASH_WRITE] = "write",
+    [PW_BASH_READ] = "read",
+    [PW_BASH_EXEC] = "exec",
+};
 
 const char *pw_bash_access_name(pw_bash_access a)
 {
-	switch (a) {
-	case PW_BASH_WRITE:
-		return "write";
-	case PW_BASH_READ:
-		return "read";
-	case PW_BASH_EXEC:
-		return "exec";
-	}
-	return "write";
+	return PW_NAME_OF(access_names, a, "write");
 }
+
+static const char *const kind_names[] = {
+    [PW_BASH_KIND_PATH] = "path",
+    [PW_BASH_KIND_PATTERN] = "pattern",
+    [PW_BASH_KIND_RAW] = "raw",
+    [PW_BASH_KIND_COMMAND] = "command",
+};
 
 const char *pw_bash_kind_name(pw_bash_kind k)
 {
-	switch (k) {
-	case PW_BASH_KIND_PATH:
-		return "path";
-	case PW_BASH_KIND_PATTERN:
-		return "pattern";
-	case PW_BASH_KIND_RAW:
-		return "raw";
-	case PW_BASH_KIND_COMMAND:
-		return "command";
-	}
-	return "raw";
+	return PW_NAME_OF(kind_names, k, "raw");
 }
 
 void pw_bash_result_free(pw_bash_result *r)
@@ -145,25 +137,9 @@ pw_bash_status pw_bash_verdict(const pw_bash_result *r)
 	return v;
 }
 
-/* JSON strings must be UTF-8; a command line need not be. Bytes of an invalid string are
- * shown as '?' rather than failing the whole answer. */
-static json_t *json_str_lossy(const char *val)
-{
-	json_t *j = json_string(val);
-	if (j)
-		return j;
-	_cleanup_free_ char *copy = strdup(val);
-	if (!copy)
-		return NULL;
-	for (char *p = copy; *p; p++)
-		if ((unsigned char)*p >= 0x80)
-			*p = '?';
-	return json_string(copy);
-}
-
 static int json_set_str(json_t *o, const char *key, const char *val)
 {
-	return json_object_set_new(o, key, val ? json_str_lossy(val) : json_null());
+	return json_object_set_new(o, key, pw_report_str_or_null(val));
 }
 
 static json_t *target_json(const pw_bash_target *t)

@@ -5,14 +5,18 @@
  *   bash.c           decisions, verdict, JSON; pw_bash_analyze()
  *   bash_walk.c      walks the tree-sitter tree: lists, pipelines, bodies, functions,
  *                    redirections, word expansion, cd and variables
- *   bash_writers.c   the table of known commands and what their arguments write
- *   bash_path.c      words to project paths: cwd, ~, absolute paths, globs, braces
  *   bash_heuristic.c a token scan for commands that do not parse
+ *   bash_writers.c   the table of known commands, and the dispatch of one command to its row
+ *   bash_files.c, bash_archives.c, bash_builds.c, bash_git.c, bash_wrappers.c
+ *                    the rows' handlers, by kind of command: what their arguments write
+ *   bash_cmd.c       one command: its options scanned, and the handlers' target helpers
+ *   bash_path.c      words to project paths: cwd, ~, absolute paths, globs, braces
  *   bash_targets.c   the result's targets (added once each) and the step budget
  * The walk and the heuristic both turn a simple command into an argv of bw_word and hand
- * it to bw_dispatch(), so a writer is described once, in the table. A writer that runs a
- * shell on a string (sh -c, flock -c) walks it through bw_ctx.analyze_string, which
- * bash.c sets to the walk: so bash_writers.c needs no bash_walk.c, though the two recurse.
+ * it to bw_dispatch(), so a writer is described once, in the table. A wrapper judges the
+ * command it runs through bw_cmd.dispatch, and a shell on a string (sh -c, flock -c) through
+ * bw_ctx.analyze_string, which bash.c sets to the walk: so the handlers need neither
+ * bash_writers.c nor bash_walk.c, though the three recurse.
  */
 #pragma once
 

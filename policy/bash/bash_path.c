@@ -152,7 +152,7 @@ bw_state *bw_state_copy(const bw_state *s)
 			goto fail;
 		for (size_t i = 0; i < s->n_vars; i++) {
 			n->vars[i].name = strdup(s->vars[i].name);
-			n->vars[i].value = s->vars[i].value ? strdup(s->vars[i].value) : NULL;
+			n->vars[i].value = pw_dup_or_null(s->vars[i].value);
 			n->vars[i].glob = s->vars[i].glob;
 			n->n_vars++;
 			if (!n->vars[i].name || (s->vars[i].value && !n->vars[i].value))
@@ -181,7 +181,7 @@ void bw_var_set(bw_state *s, const char *name, const char *value, bool glob)
 		if (!streq(s->vars[i].name, name))
 			continue;
 		free(s->vars[i].value);
-		s->vars[i].value = value ? strdup(value) : NULL;
+		s->vars[i].value = pw_dup_or_null(value);
 		s->vars[i].glob = glob && s->vars[i].value;
 		return;
 	}
@@ -688,13 +688,13 @@ too_long:
 
 /*
  * What the tree says of PATH, remembered for the rest of the analysis: a script names the
- * same few paths over and over, and each answer is a syscall. -1: absent (or no tree),
+ * same few paths over and over, and each answer is a syscall. -ENOENT: absent (or no tree),
  * else the st_mode. The memo has a fixed number of slots; once full, answers are not kept.
  */
 static int path_mode(bw_ctx *c, const char *path)
 {
 	if (c->opts->root_fd < 0)
-		return -1;
+		return -ENOENT;
 	uint32_t h = pw_fnv1a32_str(PW_FNV1A32_INIT, path);
 	bw_stat_memo *slot = NULL;
 	if (!c->stat_memo)
@@ -711,10 +711,10 @@ static int path_mode(bw_ctx *c, const char *path)
 	struct stat st;
 	int mode = fstatat(c->opts->root_fd, path[0] ? path : ".", &st,
 			   AT_SYMLINK_NOFOLLOW | (path[0] ? 0 : AT_EMPTY_PATH)) < 0
-		       ? -1
+		       ? -ENOENT
 		       : (int)st.st_mode;
 	if (mode >= 0 && path[0] && hidden(c, path, S_ISDIR(st.st_mode)))
-		mode = -1; /* absent, as in the view */
+		mode = -ENOENT; /* absent, as in the view */
 	if (slot && c->n_stat_memo < BW_STAT_MEMO_SLOTS / 2 && (slot->path = strdup(path))) {
 		slot->mode = mode;
 		c->n_stat_memo++;

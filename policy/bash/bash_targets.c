@@ -78,8 +78,8 @@ static void add_raw(bw_ctx *c, const char *command, pw_bash_access access, pw_op
 	pw_bash_target *t = &r->targets[r->n_targets];
 	*t = (pw_bash_target){
 	    .command = strdup(command ? command : "?"),
-	    .path = path ? strdup(path) : NULL,
-	    .note = note ? strdup(note) : NULL,
+	    .path = pw_dup_or_null(path),
+	    .note = pw_dup_or_null(note),
 	    .kind = kind,
 	    .access = access,
 	    .op = op,

@@ -8,6 +8,7 @@
  */
 #include <criterion/criterion.h>
 
+#include "load_modes.h"
 #include "mode.h"
 #include "policy.h"
 #include "report.h"
@@ -17,11 +18,7 @@
 
 static pw_modeset *load_bundled(void)
 {
-	pw_load_opts o = {.bundled_dir = SOURCE_MODES, .global_dir = TOKENS};
-	pw_modeset *ms = NULL;
-
-	cr_assert_eq(pw_modeset_load(&o, &ms), 0);
-	return ms;
+	return load_modes(SOURCE_MODES, TOKENS, NULL, false);
 }
 
 static void parse_lane(const char *const *globs, size_t n, pw_rule **ret)

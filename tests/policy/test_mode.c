@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "pw_limits.h"
+#include "load_modes.h"
 #include "mode.h"
 #include "modefile.h"
 #include "util.h"
@@ -24,19 +25,6 @@
 #define PROJECT FIXTURES "/project-widening"
 #define PMODES PROJECT "/.piworkfs/modes/"
 #define UNTRUSTED "ignored: the project is not trusted (piworkfs trust)"
-
-static pw_modeset *load(const char *bundled, const char *global, const char *project, bool trusted)
-{
-	pw_load_opts o = {.bundled_dir = bundled,
-			  .global_dir = global,
-			  .project_dir = project,
-			  .trusted = trusted};
-	pw_modeset *ms = NULL;
-
-	cr_assert_eq(pw_modeset_load(&o, &ms), 0);
-	cr_assert_not_null(ms);
-	return ms;
-}
 
 /* Asserts that the formatted warnings of MS are exactly WANT, in order. */
 static void expect_warnings(const pw_modeset *ms, const char *const *want, size_t n)
@@ -88,7 +76,7 @@ Test(loader, malformed_files_exact_messages)
 	    BAD "unknown.md:6:3: warning: writes.mode: unknown key (ignored)",
 	    BAD "unterminated.md:1:1: error: unterminated frontmatter: no closing '---' line",
 	};
-	pw_modeset *ms = load(BAD, NULL, NULL, false);
+	pw_modeset *ms = load_modes(BAD, NULL, NULL, false);
 
 	expect_warnings(ms, want, ELEMENTSOF(want));
 	pw_modeset_free(ms);
@@ -96,7 +84,7 @@ Test(loader, malformed_files_exact_messages)
 
 Test(loader, broken_file_never_takes_the_others_down)
 {
-	pw_modeset *ms = load(BAD, NULL, NULL, false);
+	pw_modeset *ms = load_modes(BAD, NULL, NULL, false);
 	const pw_warning *w = NULL;
 	static const char *const loaded[] = {"bom-crlf", "good", "nobody", "unknown"};
 
@@ -126,7 +114,7 @@ Test(loader, broken_file_never_takes_the_others_down)
 
 Test(loader, bom_and_crlf_accepted)
 {
-	pw_modeset *ms = load(BAD, NULL, NULL, false);
+	pw_modeset *ms = load_modes(BAD, NULL, NULL, false);
 	const pw_mode *m = pw_modeset_find(ms, "bom-crlf");
 	const pw_rule *r;
 
@@ -341,7 +329,7 @@ Test(files, size_cap)
 	write_file(dir, "big.md", big, PW_MODE_FILE_MAX + 1);
 	write_file(dir, "fits.md", big,
 		   PW_MODE_FILE_MAX); /* name "big": a mismatch, not a size error */
-	ms = load(dir, NULL, NULL, false);
+	ms = load_modes(dir, NULL, NULL, false);
 	cr_assert_eq(pw_modeset_warning_count(ms), 2);
 	cr_assert_geq(asprintf(&want, "%s/big.md: error: file too large (limit 262144 bytes)", dir),
 		      0);
@@ -369,7 +357,7 @@ Test(files, modes_per_layer_cap)
 		snprintf(text, sizeof(text), "---\nname: m%03d\n---\nbody\n", i);
 		write_file(dir, name, text, strlen(text));
 	}
-	ms = load(dir, NULL, NULL, false);
+	ms = load_modes(dir, NULL, NULL, false);
 	cr_expect_eq(pw_modeset_count(ms), PW_MODES_MAX);
 	cr_assert_eq(pw_modeset_warning_count(ms), 1);
 	got = pw_warning_format(pw_modeset_warning(ms, 0));
@@ -394,7 +382,7 @@ Test(files, bad_config_fails_every_mode_closed)
 	/* One bad glob: the file is skipped whole, so "*.pem" is not applied either. That
 	 * must not leave a.pem writable: every mode is broken, so a view fails closed. */
 	write_file(dir, "config.yaml", cfg, strlen(cfg));
-	ms = load(SOURCE_MODES, dir, NULL, false);
+	ms = load_modes(SOURCE_MODES, dir, NULL, false);
 	/* One problem, listed once: the error itself says what it costs. */
 	cr_assert_eq(pw_modeset_warning_count(ms), 1);
 	got = pw_warning_format(pw_modeset_warning(ms, 0));
@@ -433,7 +421,7 @@ Test(files, bad_config_fails_every_mode_closed)
 
 		write_file(dir, "config.yaml", fixed, strlen(fixed));
 	}
-	ms = load(SOURCE_MODES, dir, NULL, false);
+	ms = load_modes(SOURCE_MODES, dir, NULL, false);
 	cr_expect_eq(pw_modeset_warning_count(ms), 0);
 	cr_expect_not(pw_modeset_mode_broken(ms, "build", NULL));
 	cr_expect_eq(pw_modeset_protected_count(ms), 5);
@@ -475,7 +463,7 @@ Test(files, a_misspelt_key_is_an_error_with_a_hint)
 	}
 	/* In config.yaml too; the file is skipped, so every mode fails closed. */
 	write_file(cfgdir, "config.yaml", cfg, strlen(cfg));
-	ms = load(SOURCE_MODES, cfgdir, NULL, false);
+	ms = load_modes(SOURCE_MODES, cfgdir, NULL, false);
 	got = pw_warning_format(pw_modeset_warning(ms, 0));
 	cr_assert_geq(
 	    asprintf(&want,
@@ -499,7 +487,7 @@ Test(files, unknown_config_key_breaks_nothing)
 	pw_modeset *ms;
 
 	write_file(dir, "config.yaml", cfg, strlen(cfg));
-	ms = load(SOURCE_MODES, dir, NULL, false);
+	ms = load_modes(SOURCE_MODES, dir, NULL, false);
 	cr_assert_eq(pw_modeset_warning_count(ms), 1);
 	cr_expect_eq(pw_modeset_warning(ms, 0)->severity, PW_WARNING);
 	cr_expect_not(pw_modeset_mode_broken(ms, "build", NULL));
@@ -513,7 +501,7 @@ Test(files, unknown_config_key_breaks_nothing)
 Test(layers, defaults)
 {
 	static const char *const want[] = {".git/hooks", ".git/config", "/.piworkfs"};
-	pw_modeset *ms = load(NULL, NULL, NULL, false);
+	pw_modeset *ms = load_modes(NULL, NULL, NULL, false);
 
 	cr_expect_eq(pw_modeset_count(ms), 0);
 	cr_expect_eq(pw_modeset_warning_count(ms), 0);
@@ -533,7 +521,7 @@ Test(layers, defaults)
 Test(layers, bundled_modes_load_clean)
 {
 	static const char *const names[] = {"build", "design", "discuss", "off", "plan", "review"};
-	pw_modeset *ms = load(SOURCE_MODES, NULL, NULL, false);
+	pw_modeset *ms = load_modes(SOURCE_MODES, NULL, NULL, false);
 
 	cr_assert_eq(pw_modeset_warning_count(ms), 0);
 	cr_assert_eq(pw_modeset_count(ms), 6);
@@ -554,7 +542,7 @@ Test(layers, global_overrides_bundled)
 {
 	static const char *const want[] = {GLOBAL "/config.yaml:6:1: warning: colour: unknown key "
 						  "(ignored)"};
-	pw_modeset *ms = load(SOURCE_MODES, GLOBAL, NULL, false);
+	pw_modeset *ms = load_modes(SOURCE_MODES, GLOBAL, NULL, false);
 	const pw_mode *build = pw_modeset_find(ms, "build"), *design;
 
 	expect_warnings(ms, want, ELEMENTSOF(want));
@@ -590,7 +578,7 @@ Test(trust, untrusted_project_only_tightens)
 	    PMODES "plan.md:4:3: warning: writes.tokens: " UNTRUSTED,
 	    PROJECT "/.piworkfs/config.yaml:3:3: warning: design.tokens: " UNTRUSTED,
 	};
-	pw_modeset *ms = load(SOURCE_MODES, GLOBAL, PROJECT, false);
+	pw_modeset *ms = load_modes(SOURCE_MODES, GLOBAL, PROJECT, false);
 	const pw_mode *m;
 
 	expect_warnings(ms, want, ELEMENTSOF(want));
@@ -641,7 +629,7 @@ Test(trust, trusted_project_has_full_authority)
 	static const char *const want[] = {
 	    GLOBAL "/config.yaml:6:1: warning: colour: unknown key (ignored)",
 	};
-	pw_modeset *ms = load(SOURCE_MODES, GLOBAL, PROJECT, true);
+	pw_modeset *ms = load_modes(SOURCE_MODES, GLOBAL, PROJECT, true);
 	const pw_mode *m;
 
 	expect_warnings(ms, want, ELEMENTSOF(want));
@@ -710,4 +698,25 @@ Test(format, names)
 	cr_expect_str_eq(pw_rule_kind_name(PW_RULE_HIDE), "hide");
 	cr_expect_str_eq(pw_rule_kind_name(PW_RULE_PROTECTED), "protected");
 	cr_expect_str_eq(pw_rule_kind_name(PW_RULE_TOKEN), "token");
+}
+
+/* The names of layers and rule kinds are what `--json` says and what a policy read back
+ * (report.c) parses: each value has its own, and reads back as itself. */
+Test(names, layers_and_rule_kinds_read_back)
+{
+	static const pw_layer layers[] = {PW_LAYER_BUNDLED, PW_LAYER_GLOBAL, PW_LAYER_PROJECT,
+					  PW_LAYER_DEFAULT, PW_LAYER_LANE};
+	static const pw_rule_kind kinds[] = {PW_RULE_ALLOW,	PW_RULE_DENY,  PW_RULE_HIDE,
+					     PW_RULE_PROTECTED, PW_RULE_TOKEN, PW_RULE_LANE};
+	for (size_t i = 0; i < ELEMENTSOF(layers); i++) {
+		cr_expect_str_neq(pw_layer_name(layers[i]), "unknown");
+		cr_expect_eq(pw_layer_from_name(pw_layer_name(layers[i])), (int)layers[i]);
+	}
+	for (size_t i = 0; i < ELEMENTSOF(kinds); i++) {
+		cr_expect_str_neq(pw_rule_kind_name(kinds[i]), "unknown");
+		cr_expect_eq(pw_rule_kind_from_name(pw_rule_kind_name(kinds[i])), (int)kinds[i]);
+	}
+	cr_expect_str_eq(pw_layer_name((pw_layer)99), "unknown");
+	cr_expect_eq(pw_layer_from_name("unknown"), -EINVAL);
+	cr_expect_eq(pw_rule_kind_from_name(NULL), -EINVAL);
 }

@@ -212,10 +212,12 @@ Test(path, beneath)
 		const char *path, *root;
 		long off;
 	} t[] = {
-	    {"/a/b", "/a/b", 4},   {"/a/b/c", "/a/b", 5}, {"/a/b/c", "/a/b/", 5},
-	    {"/a/bc", "/a/b", -1}, {"/a", "/a/b", -1},	  {"/x", "/", 1},
-	    {"/", "/", 1},	   {"/", "//", 1},	  {"a/b", "/a", -1},
-	    {"/a/b", "a", -1},	   {"/a//b", "/a", 3},
+	    {"/a/b", "/a/b", 4},    {"/a/b/c", "/a/b", 5},
+	    {"/a/b/c", "/a/b/", 5}, {"/a/bc", "/a/b", -EXDEV},
+	    {"/a", "/a/b", -EXDEV}, {"/x", "/", 1},
+	    {"/", "/", 1},	    {"/", "//", 1},
+	    {"a/b", "/a", -EINVAL}, {"/a/b", "a", -EINVAL},
+	    {"/a//b", "/a", 3},
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
 		cr_assert_eq(pw_path_beneath(t[i].path, t[i].root), t[i].off, "%s under %s",

@@ -22,23 +22,12 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 
+#include "load_modes.h"
 #include "mode.h"
 #include "policy.h"
 #include "util.h"
 
 #define TOKENS FIXTURES "/tokens-global"
-
-static pw_modeset *load(const char *bundled, const char *global, const char *project, bool trusted)
-{
-	pw_load_opts o = {.bundled_dir = bundled,
-			  .global_dir = global,
-			  .project_dir = project,
-			  .trusted = trusted};
-	pw_modeset *ms = NULL;
-
-	cr_assert_eq(pw_modeset_load(&o, &ms), 0);
-	return ms;
-}
 
 static pw_policy *compile(const pw_modeset *ms, const char *mode)
 {
@@ -185,7 +174,7 @@ static const expect off_rows[] = {
 
 Test(bundled, decision_table)
 {
-	pw_modeset *ms = load(SOURCE_MODES, TOKENS, NULL, false);
+	pw_modeset *ms = load_modes(SOURCE_MODES, TOKENS, NULL, false);
 	static const char *const ro[] = {"discuss", "plan", "review"};
 
 	cr_assert_eq(pw_modeset_warning_count(ms), 0);
@@ -256,7 +245,7 @@ Test(bundled, decision_table)
 
 Test(bundled, deciding_rule_carries_its_origin)
 {
-	pw_modeset *ms = load(SOURCE_MODES, TOKENS, NULL, false);
+	pw_modeset *ms = load_modes(SOURCE_MODES, TOKENS, NULL, false);
 	pw_policy *p = compile(ms, "design");
 	static const char *const rules[] = {".git/hooks",     ".git/config",  "/.piworkfs",
 					    "docs/design/**", "docs/design/", "tokens/colors.json",
@@ -299,7 +288,7 @@ Test(bundled, deciding_rule_carries_its_origin)
 
 Test(bundled, off_applies_no_protected_rules_and_design_without_tokens)
 {
-	pw_modeset *ms = load(SOURCE_MODES, NULL, NULL, false);
+	pw_modeset *ms = load_modes(SOURCE_MODES, NULL, NULL, false);
 	pw_policy *off = compile(ms, "off"), *design = compile(ms, "design");
 	pw_decision d;
 
@@ -317,7 +306,7 @@ Test(bundled, off_applies_no_protected_rules_and_design_without_tokens)
 
 Test(compile, unknown_mode)
 {
-	pw_modeset *ms = load(SOURCE_MODES, NULL, NULL, false);
+	pw_modeset *ms = load_modes(SOURCE_MODES, NULL, NULL, false);
 	pw_policy *p = NULL;
 
 	cr_expect_eq(pw_policy_compile(ms, "nope", &p), -ENOENT);
@@ -329,7 +318,7 @@ Test(compile, unknown_mode)
 
 Test(hidden, hide_rules_answer_enoent_for_every_op)
 {
-	pw_modeset *ms = load(FIXTURES "/modes-hide", NULL, NULL, false);
+	pw_modeset *ms = load_modes(FIXTURES "/modes-hide", NULL, NULL, false);
 	pw_policy *p = compile(ms, "secret");
 	static const expect hidden[] = {
 	    NO(".env", false, ENOENT, PW_REASON_HIDDEN, ".env"),
@@ -363,7 +352,7 @@ Test(hidden, hide_rules_answer_enoent_for_every_op)
 
 Test(hidden, a_new_name_is_refused_by_the_write_rules_before_the_hide_rules)
 {
-	pw_modeset *ms = load(FIXTURES "/modes-hide", NULL, NULL, false);
+	pw_modeset *ms = load_modes(FIXTURES "/modes-hide", NULL, NULL, false);
 	pw_policy *p = compile(ms, "secret");
 	pw_decision d;
 
@@ -391,7 +380,7 @@ Test(hidden, a_new_name_is_refused_by_the_write_rules_before_the_hide_rules)
 
 Test(hidden, root_is_never_hidden_and_bundled_modes_hide_nothing)
 {
-	pw_modeset *ms = load(SOURCE_MODES, NULL, NULL, false);
+	pw_modeset *ms = load_modes(SOURCE_MODES, NULL, NULL, false);
 
 	for (size_t i = 0; i < pw_modeset_count(ms); i++) {
 		pw_policy *p = compile(ms, pw_modeset_get(ms, i)->name);
@@ -413,7 +402,7 @@ static void check_one(const pw_policy *p, const expect *e)
 Test(trust, untrusted_project_decisions)
 {
 	pw_modeset *ms =
-	    load(SOURCE_MODES, FIXTURES "/global", FIXTURES "/project-widening", false);
+	    load_modes(SOURCE_MODES, FIXTURES "/global", FIXTURES "/project-widening", false);
 	pw_policy *design = compile(ms, "design"), *build = compile(ms, "build");
 	pw_policy *lint = compile(ms, "lint"), *plan = compile(ms, "plan");
 	static const expect design_rows2[] = {
@@ -451,7 +440,8 @@ Test(trust, untrusted_project_decisions)
 
 Test(trust, trusted_project_decisions)
 {
-	pw_modeset *ms = load(SOURCE_MODES, FIXTURES "/global", FIXTURES "/project-widening", true);
+	pw_modeset *ms =
+	    load_modes(SOURCE_MODES, FIXTURES "/global", FIXTURES "/project-widening", true);
 	pw_policy *build = compile(ms, "build"), *lint = compile(ms, "lint");
 	pw_policy *plan = compile(ms, "plan"), *design = compile(ms, "design");
 	static const expect rows[] = {
@@ -492,7 +482,7 @@ Test(trust, trusted_project_decisions)
  */
 Test(globs, patterns_without_a_slash_match_at_any_depth)
 {
-	pw_modeset *ms = load(SOURCE_MODES, GLOBS, NULL, false);
+	pw_modeset *ms = load_modes(SOURCE_MODES, GLOBS, NULL, false);
 	pw_policy *globs = compile(ms, "globs"), *build = compile(ms, "build");
 	pw_policy *design = compile(ms, "design");
 	static const expect globs_rows[] = {
@@ -573,7 +563,7 @@ Test(fail_closed, every_write_is_erofs)
 
 Test(lifetime, policy_outlives_modeset)
 {
-	pw_modeset *ms = load(SOURCE_MODES, TOKENS, NULL, false);
+	pw_modeset *ms = load_modes(SOURCE_MODES, TOKENS, NULL, false);
 	pw_policy *p = compile(ms, "design");
 	pw_decision d;
 
@@ -596,7 +586,7 @@ Test(lifetime, policy_outlives_modeset)
  * files compiled at load, and they outlive the mode set (issue 30, style habit 5). */
 Test(lifetime, policies_share_the_mode_files_globs)
 {
-	pw_modeset *ms = load(SOURCE_MODES, TOKENS, NULL, false);
+	pw_modeset *ms = load_modes(SOURCE_MODES, TOKENS, NULL, false);
 	pw_policy *a = compile(ms, "design"), *b = compile(ms, "design");
 
 	cr_assert_eq(pw_policy_rule_count(a), pw_policy_rule_count(b));
@@ -632,7 +622,7 @@ static void *hammer(void *arg)
 
 Test(lifetime, refcount_is_thread_safe)
 {
-	pw_modeset *ms = load(SOURCE_MODES, NULL, NULL, false);
+	pw_modeset *ms = load_modes(SOURCE_MODES, NULL, NULL, false);
 	pw_policy *p = compile(ms, "build");
 	pthread_t t[4];
 
@@ -696,7 +686,7 @@ Test(tightening, every_bundled_pair)
 	    /* plan */ {false, false, true, false, true, true},
 	    /* review */ {false, false, true, false, false, true},
 	};
-	pw_modeset *ms = load(SOURCE_MODES, TOKENS, NULL, false);
+	pw_modeset *ms = load_modes(SOURCE_MODES, TOKENS, NULL, false);
 
 	for (size_t i = 0; i < 6; i++)
 		for (size_t j = 0; j < 6; j++)
@@ -739,8 +729,8 @@ Test(tightening, custom_modes)
 	    {"a-no-originals", "a", true},
 	    {"a-no-originals", "ro-hide", true},
 	};
-	pw_modeset *custom = load(FIXTURES "/modes-tighten", TOKENS, NULL, false);
-	pw_modeset *bundled = load(SOURCE_MODES, TOKENS, NULL, false);
+	pw_modeset *custom = load_modes(FIXTURES "/modes-tighten", TOKENS, NULL, false);
+	pw_modeset *bundled = load_modes(SOURCE_MODES, TOKENS, NULL, false);
 
 	cr_assert_eq(pw_modeset_warning_count(custom), 0);
 	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -759,8 +749,8 @@ Test(tightening, custom_modes)
 
 Test(tightening, fail_closed)
 {
-	pw_modeset *ms = load(SOURCE_MODES, NULL, NULL, false);
-	pw_modeset *hide = load(FIXTURES "/modes-hide", NULL, NULL, false);
+	pw_modeset *ms = load_modes(SOURCE_MODES, NULL, NULL, false);
+	pw_modeset *hide = load_modes(FIXTURES "/modes-hide", NULL, NULL, false);
 	pw_policy *fc = pw_policy_new_fail_closed("build", "broken");
 	pw_policy *build = compile(ms, "build"), *plan = compile(ms, "plan");
 	pw_policy *secret = compile(hide, "secret");
@@ -784,7 +774,7 @@ Test(tightening, fail_closed)
 /* An approved plan is a protected path: refused in every mode that protects, written in off. */
 Test(plans, freeze)
 {
-	pw_modeset *ms = load(SOURCE_MODES, NULL, NULL, false);
+	pw_modeset *ms = load_modes(SOURCE_MODES, NULL, NULL, false);
 	pw_policy *plan, *build, *off, *build_before;
 	pw_rule frozen = {0}, bad = {0};
 

@@ -10,6 +10,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 
+#include "load_modes.h"
 #include "mode.h"
 #include "policy.h"
 #include "report.h"
@@ -41,14 +42,7 @@ static const struct {
 
 static pw_modeset *load(void)
 {
-	pw_load_opts o = {.bundled_dir = SOURCE_MODES,
-			  .global_dir = FIXTURES "/tokens-global",
-			  .project_dir = NULL,
-			  .trusted = true};
-	pw_modeset *ms = NULL;
-
-	cr_assert_eq(pw_modeset_load(&o, &ms), 0);
-	return ms;
+	return load_modes(SOURCE_MODES, FIXTURES "/tokens-global", NULL, true);
 }
 
 /* P through its JSON and back. */

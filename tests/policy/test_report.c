@@ -91,6 +91,21 @@ Test(report, invalid_utf8_stays_valid_json)
 	cr_assert(strstr(s, "\"path\":\"a?b\""), "%s", s);
 }
 
+/* The one string-or-null of the JSON shapes (report.c, the bash pre-flight's answer). */
+Test(report, str_or_null)
+{
+	json_t *n = pw_report_str_or_null(NULL);
+	cr_expect(json_is_null(n));
+	json_decref(n);
+	json_t *s = pw_report_str_or_null("src/a.c");
+	cr_expect_str_eq(json_string_value(s), "src/a.c");
+	json_decref(s);
+	json_t *bad = pw_report_str_or_null("caf\xe9 \xc3\xa9");
+	cr_expect_str_eq(json_string_value(bad), "caf? ??",
+			 "every byte of 0x80 and up becomes '?'");
+	json_decref(bad);
+}
+
 struct text_case {
 	pw_reason reason;
 	int err;
