@@ -299,6 +299,8 @@ static int ask_approval(const char *cmd, const opts *o, const char *name, const 
 	_cleanup_free_ char *message = NULL, *sock = NULL, *reason = NULL;
 	pw_ctl_conn *c = NULL;
 	const char *outcome;
+	long long id = 0;
+	bool typed = false;
 	int code = 0, r;
 
 	r = pw_ctl_find_view(o->mount, &sock, NULL);
@@ -311,8 +313,12 @@ static int ask_approval(const char *cmd, const opts *o, const char *name, const 
 	r = pw_ctl_call(c, "plan.request_approval",
 			json_pack("{s:s,s:s?}", "name", name, "reason", reason), &res, &code,
 			&message);
+	if (r == 0) {
+		id = json_integer_value(json_object_get(res, "id"));
+		typed = json_is_true(json_object_get(res, "needs_target"));
+	}
 	if (r == 0 && json_is_true(json_object_get(res, "shown"))) {
-		json_t *id = json_incref(json_object_get(res, "id"));
+		json_t *jid = json_incref(json_object_get(res, "id"));
 
 		fprintf(stderr,
 			"piworkfs: %s: approving a plan is the person's: asked them on the "
@@ -320,7 +326,7 @@ static int ask_approval(const char *cmd, const opts *o, const char *name, const 
 			cmd);
 		json_decref(TAKE_PTR(res));
 		r = pw_ctl_call(c, "mode.request.wait",
-				json_pack("{s:o,s:i}", "id", id, "wait_ms", ASK_WAIT_MS), &res,
+				json_pack("{s:o,s:i}", "id", jid, "wait_ms", ASK_WAIT_MS), &res,
 				&code, &message);
 	}
 	pw_ctl_close(c);
@@ -336,13 +342,17 @@ static int ask_approval(const char *cmd, const opts *o, const char *name, const 
 		return PW_EXIT_OK;
 	}
 	pw_err(cmd, "%s", refusal ? refusal : "refused");
-	if (streq_ptr(outcome, "pending"))
+	if (streq_ptr(outcome, "pending")) {
+		/* The answer as the person types it on their own terminal: the request's id,
+		 * the plan's name where the daemon wants it typed, and the run's view. */
+		_cleanup_free_ char *where = pw_mode_run_option(o->mount);
+
 		pw_err(cmd,
 		       "asked the person: they can read it with 'piworkfs plan show %s' and "
-		       "allow it with 'piworkfs mode --approve' outside the agent (within 2 "
-		       "minutes)",
-		       name);
-	else
+		       "allow it with 'piworkfs mode --approve %lld%s%s%s' outside the agent "
+		       "(within 2 minutes)",
+		       name, id, typed ? " " : "", typed ? name : "", where ? where : "");
+	} else
 		pw_err(cmd, "not approved: the request was %s", outcome ? outcome : "not answered");
 	return PW_EXIT_DENIED;
 }
