@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "ctl/events.h"
 #include "ctl/run_id.h"
 #include "client/ctl_client.h"
 #include "options.h"
@@ -307,16 +308,6 @@ static char *mode_cell(const char *mode, const char *mountpoint)
 	if (!run)
 		return strdup(mode ? mode : "-");
 	return asprintf(&out, "%s@%s", mode ? mode : "-", run) < 0 ? NULL : out;
-}
-
-/* "run": the run whose own view the row is of, else null. */
-static json_t *run_json(const char *mountpoint)
-{
-	char *run = pw_ctl_run_of_mountpoint(mountpoint);
-	json_t *j = run ? json_string(run) : json_null();
-
-	free(run);
-	return j;
 }
 
 static int line_from_row(const log_row *r, log_line *l)
@@ -733,69 +724,40 @@ static int print_row_text(const log_printer *p, const log_row *r)
 	return 0;
 }
 
-static json_t *str_or_null(const char *s)
-{
-	return s ? json_string(s) : json_null();
-}
-
-/* "thread": the thread that asked, when not the program's main one (as `changes --json`);
- * absent otherwise, and for a name that is not UTF-8 (the kernel cuts names at 15 bytes,
- * which can split a character): a row is never lost over its thread name. */
-static int set_thread(json_t *o, const char *thread)
-{
-	json_t *s = thread ? json_string(thread) : NULL;
-	return s ? json_object_set_new(o, "thread", s) : 0;
-}
-
+/* The row as `log --jsonl` prints it: ctl/events.h, the shape of the live notification. */
 static json_t *row_json(const log_row *r)
 {
 	char when[48];
-	json_t *o = json_object();
 	json_t *rule = NULL;
 
-	if (!o)
-		return NULL;
 	format_time(r->time_ns, true, when, sizeof(when));
 	if (r->rule_pattern) {
-		rule = json_object();
-		if (!rule || json_object_set_new(rule, "kind", str_or_null(r->rule_kind)) < 0 ||
-		    json_object_set_new(rule, "pattern", str_or_null(r->rule_pattern)) < 0 ||
-		    json_object_set_new(rule, "file", str_or_null(r->rule_file)) < 0 ||
-		    json_object_set_new(rule, "line", json_integer(r->rule_line)) < 0)
-			goto fail;
+		rule = json_pack("{s:s?,s:s,s:s?,s:I}", "kind", r->rule_kind, "pattern",
+				 r->rule_pattern, "file", r->rule_file, "line",
+				 (json_int_t)r->rule_line);
+		if (!rule)
+			return NULL;
 	}
-	const char *en = pw_report_errno_name(r->err);
-	if (json_object_set_new(o, "id", json_integer(r->id)) < 0 ||
-	    json_object_set_new(o, "time", json_string(when)) < 0 ||
-	    json_object_set_new(o, "time_ns", json_integer(r->time_ns)) < 0 ||
-	    json_object_set_new(o, "project", str_or_null(r->project)) < 0 ||
-	    json_object_set_new(o, "mountpoint", str_or_null(r->mountpoint)) < 0 ||
-	    json_object_set_new(o, "run", run_json(r->mountpoint)) < 0 ||
-	    json_object_set_new(o, "mode", str_or_null(r->mode)) < 0 ||
-	    json_object_set_new(o, "generation", json_integer(r->generation)) < 0 ||
-	    json_object_set_new(o, "op", str_or_null(r->op)) < 0 ||
-	    json_object_set_new(o, "path", str_or_null(r->path)) < 0 ||
-	    json_object_set_new(o, "path2", str_or_null(r->path2)) < 0 ||
-	    json_object_set_new(o, "denied", json_boolean(r->err != 0)) < 0 ||
-	    json_object_set_new(o, "errno", r->err ? str_or_null(en) : json_null()) < 0 ||
-	    json_object_set_new(o, "errno_num", json_integer(r->err)) < 0 ||
-	    json_object_set_new(o, "reason", str_or_null(r->reason)) < 0)
-		goto fail;
-	/* json_object_set_new takes the reference even when it fails. */
-	if (json_object_set_new(o, "rule", rule ? TAKE_PTR(rule) : json_null()) < 0 ||
-	    json_object_set_new(o, "pid", json_integer(r->pid)) < 0 ||
-	    json_object_set_new(o, "uid", json_integer(r->uid)) < 0 ||
-	    json_object_set_new(o, "comm", str_or_null(r->comm)) < 0 ||
-	    set_thread(o, r->thread) < 0 ||
-	    json_object_set_new(o, "count", json_integer(r->count)) < 0 ||
-	    json_object_set_new(o, "first_ns", json_integer(r->first_ns)) < 0 ||
-	    json_object_set_new(o, "last_ns", json_integer(r->last_ns)) < 0)
-		goto fail;
-	return o;
-fail:
-	json_decref(rule);
-	json_decref(o);
-	return NULL;
+	return pw_ctl_event_json(&(pw_ctl_event){.time_ns = r->time_ns,
+						 .mode = r->mode,
+						 .generation = r->generation,
+						 .op = r->op,
+						 .path = r->path,
+						 .path2 = r->path2,
+						 .err = r->err,
+						 .reason = r->reason,
+						 .rule = rule,
+						 .pid = r->pid,
+						 .uid = r->uid,
+						 .comm = r->comm},
+				 &(pw_ctl_event_row){.id = r->id,
+						     .time = when,
+						     .project = r->project,
+						     .mountpoint = r->mountpoint,
+						     .thread = r->thread,
+						     .count = r->count,
+						     .first_ns = r->first_ns,
+						     .last_ns = r->last_ns});
 }
 
 static int print_row_json(const log_row *r)
@@ -1142,31 +1104,31 @@ static const char *switch_outcome(const pw_switch_row *w)
 	return "switched";
 }
 
-/* A switch as one JSON object (with "kind": "switch"). */
+/* A switch as one JSON object (with "kind": "switch"): ctl/events.h. */
 static json_t *switch_json(const pw_switch_row *w)
 {
 	char when[48];
-	json_t *o;
 
 	format_time(w->time_ns, true, when, sizeof(when));
-	o = json_pack("{s:s,s:I,s:s,s:I,s:s?,s:s?,s:o,s:s?,s:s?,s:I,s:I,s:I,s:s?,s:s?,s:s?,"
-		      "s:s?,s:s}",
-		      "kind", "switch", "id", (json_int_t)w->id, "time", when, "time_ns",
-		      (json_int_t)w->time_ns, "project", w->project, "mountpoint", w->mountpoint,
-		      "run", run_json(w->mountpoint), "from", w->from_mode, "to", w->to_mode,
-		      "generation", (json_int_t)w->generation, "pid", (json_int_t)w->pid, "uid",
-		      (json_int_t)w->uid, "comm", w->comm, "origin", w->origin, "reason", w->reason,
-		      "answered_by", w->answered_by, "outcome", switch_outcome(w));
-	/* an agent's request: which process asked, and how it ended; a plan's name */
-	if (o && w->asked_pid > 0)
-		json_object_set_new(o, "asked_by",
-				    json_pack("{s:I,s:s?}", "pid", (json_int_t)w->asked_pid, "comm",
-					      w->asked_comm));
-	if (o && w->how)
-		json_object_set_new(o, "how", json_string(w->how));
-	if (o && w->plan)
-		json_object_set_new(o, "plan", json_string(w->plan));
-	return o;
+	return pw_ctl_switch_json(&(pw_ctl_switch){.from = w->from_mode,
+						   .to = w->to_mode,
+						   .generation = w->generation,
+						   .pid = w->pid,
+						   .uid = w->uid,
+						   .comm = w->comm,
+						   .origin = w->origin},
+				  &(pw_ctl_switch_row){.id = w->id,
+						       .time = when,
+						       .time_ns = w->time_ns,
+						       .project = w->project,
+						       .mountpoint = w->mountpoint,
+						       .reason = w->reason,
+						       .answered_by = w->answered_by,
+						       .outcome = switch_outcome(w),
+						       .asked_pid = w->asked_pid,
+						       .asked_comm = w->asked_comm,
+						       .how = w->how,
+						       .plan = w->plan});
 }
 
 static int print_json_line(json_t *o)

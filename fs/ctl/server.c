@@ -52,6 +52,7 @@
 #include "pidns.h"
 #include "procfs.h"
 #include "proto.h"
+#include "events.h"
 #include "jobs.h"
 #include "report.h"
 #include "util.h"
@@ -832,10 +833,14 @@ static void on_view_change(const char *from, const char *to, uint64_t generation
 	pw_ctl_server *s = userdata;
 	char pidns[PW_PIDNS_DESC_MAX];
 	json_t *p =
-	    json_pack("{s:s?,s:s?,s:I,s:s?,s:i,s:i,s:s?}", "from", from, "to", to, "generation",
-		      (json_int_t)generation, "origin", peer ? peer->origin : NULL, "pid",
-		      peer ? (int)peer->pid : 0, "uid", peer ? (int)peer->uid : 0, "comm",
-		      peer && peer->comm[0] ? peer->comm : NULL);
+	    pw_ctl_switch_json(&(pw_ctl_switch){.from = from,
+						.to = to,
+						.generation = (int64_t)generation,
+						.pid = peer ? peer->pid : 0,
+						.uid = peer ? peer->uid : 0,
+						.comm = peer && peer->comm[0] ? peer->comm : NULL,
+						.origin = peer ? peer->origin : NULL},
+			       NULL);
 	/* Where the switcher sits, for the agent subscribers (switcher_for): taken now, while
 	 * it waits for its answer. Unknown (it is gone, or no process asked) tells them nothing. */
 	bool known =
@@ -857,13 +862,19 @@ static void on_audit_event(const pw_audit_event *ev, const char *comm, void *use
 	bool overlap = ev->reason == PW_REASON_OVERLAP; /* fs/overlap.h: told, not refused */
 	if (ev->err == 0 && !overlap) /* allowed mutations, when logged, are not "denied" */
 		return;
-	p = json_pack("{s:I,s:s?,s:I,s:s,s:s?,s:s?,s:s?,s:s,s:o?,s:i,s:i,s:s?}", "time_ns",
-		      (json_int_t)ev->time_ns, "mode", ev->mode, "generation",
-		      (json_int_t)ev->generation, "op", pw_op_name(ev->op), "path", ev->path,
-		      "path2", ev->path2, "errno", pw_report_errno_name(ev->err), "reason",
-		      pw_reason_name(ev->reason), "rule",
-		      ev->rule ? pw_report_rule(ev->rule) : NULL, "pid", (int)ev->pid, "uid",
-		      (int)ev->uid, "comm", comm);
+	p = pw_ctl_event_json(&(pw_ctl_event){.time_ns = ev->time_ns,
+					      .mode = ev->mode,
+					      .generation = (int64_t)ev->generation,
+					      .op = pw_op_name(ev->op),
+					      .path = ev->path,
+					      .path2 = ev->path2,
+					      .err = ev->err,
+					      .reason = pw_reason_name(ev->reason),
+					      .rule = ev->rule ? pw_report_rule(ev->rule) : NULL,
+					      .pid = ev->pid,
+					      .uid = ev->uid,
+					      .comm = comm},
+			      NULL);
 	pthread_mutex_lock(&hub_lock);
 	if (slot >= 0 && slot < HUB_SLOTS && hub[slot])
 		post_event(hub[slot], overlap ? "overlap" : "denied", p, !overlap, ev->pidns);
