@@ -25,6 +25,9 @@ enum {
 	PW_EXIT_CONFIG = 3,
 	PW_EXIT_NO_VIEW = 4,
 	PW_EXIT_SYSTEM = 5,
+	/* Not an exit status: what a step of a command (its parse, --run's lookup) returns
+	 * when the command goes on; any other value is the status to exit with. */
+	PW_EXIT_GO_ON = -1,
 };
 
 typedef int (*pw_cmd_fn)(int argc, char **argv);

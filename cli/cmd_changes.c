@@ -320,7 +320,7 @@ static int parse(int argc, char **argv, const char *usage, opts *o)
 			return PW_EXIT_USAGE;
 		}
 	}
-	return -1;
+	return PW_EXIT_GO_ON;
 }
 
 static int call_failed(const char *cmd, const opts *o, int r, int code, const char *message)

@@ -79,7 +79,7 @@ typedef struct opts {
 } opts;
 
 /* Parses the options shared by mode and reload, and at most MAX_OPERANDS operands (into
- * o->name). Returns -1 to go on, else an exit status. */
+ * o->name). Returns PW_EXIT_GO_ON, else an exit status. */
 static int parse_opts(int argc, char **argv, const char *usage, int max_operands, opts *o)
 {
 	_cleanup_opts_ pw_opts po = {0};
@@ -121,7 +121,7 @@ static int parse_opts(int argc, char **argv, const char *usage, int max_operands
 	}
 	if (po.n_operands > 0)
 		o->name = po.operands[0];
-	return -1;
+	return PW_EXIT_GO_ON;
 }
 
 /* Is a piworkfs view mounted at MOUNTPOINT now? */
@@ -139,11 +139,11 @@ static bool is_live_view(const char *mountpoint)
 	return found;
 }
 
-/* --run ID: o->mount becomes the run's own view. Returns -1 to go on, else an exit status. */
+/* --run ID: o->mount becomes the run's own view. Returns PW_EXIT_GO_ON, else an exit status. */
 static int find_run(const char *cmd, opts *o)
 {
 	if (!o->run)
-		return -1;
+		return PW_EXIT_GO_ON;
 	if (o->mount) {
 		pw_err(cmd, "--run and --mount both name a view: give one");
 		return PW_EXIT_USAGE;
@@ -162,7 +162,7 @@ static int find_run(const char *cmd, opts *o)
 		return PW_EXIT_NO_VIEW;
 	}
 	o->mount = o->run_mount;
-	return -1;
+	return PW_EXIT_GO_ON;
 }
 
 /* Maps a failed call to a message and an exit status. */

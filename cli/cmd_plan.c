@@ -93,7 +93,7 @@ static int parse(int argc, char **argv, pw_opts *po, opts *o)
 		return PW_EXIT_USAGE;
 	o->args = po->operands;
 	o->n_args = po->n_operands;
-	return -1;
+	return PW_EXIT_GO_ON;
 }
 
 static int call_failed(const char *cmd, const opts *o, int r, int code, const char *message)
@@ -285,7 +285,7 @@ static int request(const char *cmd, const opts *o, const char **ret_method, json
 		pw_err(cmd, "--note and --plan go with 'plan done'");
 		return PW_EXIT_USAGE;
 	}
-	return -1;
+	return PW_EXIT_GO_ON;
 }
 
 /*

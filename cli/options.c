@@ -411,7 +411,7 @@ static int bad_option(const pw_opts *o, bad_kind kind, const char *word, const c
 		pw_err(o->spec->name, "%s (did you mean '--%s'?)", msg, hint);
 	else
 		pw_err(o->spec->name, "%s (see 'piworkfs %s --help')", msg, o->spec->name);
-	return -1;
+	return -EINVAL;
 }
 
 /* The long option NAME (LEN bytes) exactly, else its unique prefix. *ret_ambiguous tells
@@ -525,7 +525,7 @@ static int view_option(pw_opts *o, int id)
 
 	if ((id == 'C' && o->view_given) || (id == PW_OPT_VIEW && o->project_given)) {
 		pw_err(o->spec->name, "-M and -C both name the project: give one");
-		return -1;
+		return -EINVAL;
 	}
 	o->project_given = true;
 	if (id == 'C')
@@ -545,7 +545,7 @@ static int view_option(pw_opts *o, int id)
 	 * long as the program (commands keep the argument after their parse) */
 	if (pw_cli_name_view(mp ? mp : o->arg) < 0) {
 		pw_err(o->spec->name, "out of memory");
-		return -1;
+		return -ENOMEM;
 	}
 	o->view_given = true;
 	o->arg = pw_cli_named_view();

@@ -142,7 +142,8 @@ int pw_opts_init(pw_opts *o, const char *cmd, int argc, char **argv);
 void pw_opts_done(pw_opts *o);
 
 /* The next option's id (its argument in o->arg), 0 once every word is read (the operands
- * are then in o->operands), or -1 after printing a one-line error for a bad option.
+ * are then in o->operands), or -errno after printing a one-line error: -EINVAL for a bad
+ * option, -ENOMEM.
  * Seeing --json (also among the words after a bad option) turns on pw_err_json(): the
  * failure is then answered on stdout as {"error": ...} too. */
 int pw_opts_next(pw_opts *o);

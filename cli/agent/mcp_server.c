@@ -99,6 +99,8 @@ typedef struct mcp_error {
 	char *message;
 } mcp_error;
 
+/* Every failing step of a call ends here: E holds the error the reply carries, and the
+ * step returns -EPROTO (the call fails at the protocol's level), which its callers pass up. */
 static int fail(mcp_error *e, int code, const char *fmt, ...) _printf_(3, 4);
 static int fail(mcp_error *e, int code, const char *fmt, ...)
 {
@@ -110,7 +112,7 @@ static int fail(mcp_error *e, int code, const char *fmt, ...)
 		e->message = NULL;
 	va_end(ap);
 	e->code = code;
-	return -1;
+	return -EPROTO;
 }
 
 static const char *jstr(json_t *o, const char *key)
@@ -212,16 +214,17 @@ static int need_view(mcp *m, mcp_error *e)
 }
 
 /* A daemon call for a tool; a dead daemon is MCP_NO_VIEW, a refusal the daemon's message
- * (code in *ret_code). Returns 0, or -1 with E set, or 1 with *ret_message for the model. */
+ * (code in *ret_code). Returns 0, or -EPROTO with E set, or 1 with *ret_message for the model. */
 static int call(mcp *m, unsigned timeout_ms, const char *method, json_t *params,
 		json_t **ret_result, mcp_error *e, int *ret_code, char **ret_message)
 {
 	int code = 0, r;
 	char *message = NULL;
 
-	if (need_view(m, e) < 0) {
+	r = need_view(m, e);
+	if (r < 0) {
 		json_decref(params);
-		return -1;
+		return r;
 	}
 	r = pw_agent_call(&m->view, timeout_ms, method, params, ret_result, &code, &message);
 	if (r == -EREMOTE) {
@@ -371,11 +374,12 @@ static int tool_status(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	text t;
 	int r;
 
-	if (check_args(args, NULL, 0, e) < 0)
-		return -1;
+	r = check_args(args, NULL, 0, e);
+	if (r < 0)
+		return r;
 	r = call(m, 0, "mode.get", NULL, &st, e, NULL, NULL);
 	if (r)
-		return r < 0 ? -1 : fail(e, MCP_INTERNAL, "the view refused mode.get");
+		return r < 0 ? r : fail(e, MCP_INTERNAL, "the view refused mode.get");
 	pol = json_object_get(st, "policy");
 	ann = pw_text_announcement(pol, false);
 	w = pw_text_writable(pol);
@@ -421,10 +425,12 @@ static int tool_check(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	size_t i;
 	int r;
 
-	if (check_args(args, check_spec, ELEMENTSOF(check_spec), e) < 0)
-		return -1;
-	if (need_view(m, e) < 0)
-		return -1;
+	r = check_args(args, check_spec, ELEMENTSOF(check_spec), e);
+	if (r < 0)
+		return r;
+	r = need_view(m, e);
+	if (r < 0)
+		return r;
 	if (!op)
 		op = "write";
 	rel = json_array();
@@ -442,7 +448,7 @@ static int tool_check(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	if (r) {
 		json_decref(rel);
 		if (r < 0)
-			return -1;
+			return r;
 		*ret = tool_text(message, true);
 		return 0;
 	}
@@ -494,10 +500,12 @@ static int tool_check_bash(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	size_t i;
 	int r;
 
-	if (check_args(args, bash_spec, ELEMENTSOF(bash_spec), e) < 0)
-		return -1;
-	if (need_view(m, e) < 0)
-		return -1;
+	r = check_args(args, bash_spec, ELEMENTSOF(bash_spec), e);
+	if (r < 0)
+		return r;
+	r = need_view(m, e);
+	if (r < 0)
+		return r;
 	rcwd = pw_agent_project_path(&m->view, m->cwd, cwd ? cwd : ".");
 	if (!rcwd)
 		return fail(e, MCP_INVALID_PARAMS, "cwd %s is outside the project",
@@ -509,7 +517,7 @@ static int tool_check_bash(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 		 NULL, &message);
 	if (r) {
 		if (r < 0)
-			return -1;
+			return r;
 		*ret = tool_text(message, true);
 		return 0;
 	}
@@ -606,8 +614,9 @@ static int tool_request_mode(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	int code = 0, r;
 	text t;
 
-	if (check_args(args, request_spec, ELEMENTSOF(request_spec), e) < 0)
-		return -1;
+	r = check_args(args, request_spec, ELEMENTSOF(request_spec), e);
+	if (r < 0)
+		return r;
 	if (wait_s < 0 || wait_s > MCP_WAIT_MAX_S)
 		return fail(e, MCP_INVALID_PARAMS, "'wait_s' must be 0 to %d", MCP_WAIT_MAX_S);
 	if (strlen(to) > PW_MODE_NAME_MAX)
@@ -615,7 +624,7 @@ static int tool_request_mode(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 			    PW_MODE_NAME_MAX);
 	r = call(m, 0, "mode.get", NULL, &st, e, NULL, NULL);
 	if (r)
-		return r < 0 ? -1 : fail(e, MCP_INTERNAL, "the view refused mode.get");
+		return r < 0 ? r : fail(e, MCP_INTERNAL, "the view refused mode.get");
 	from = jstr(st, "mode") ? strdup(jstr(st, "mode")) : strdup("?");
 	json_decref(st);
 	/* One connection for the request and its wait: the daemon tells the requester. */
@@ -696,14 +705,16 @@ static int tool_changes(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	text t;
 	int r;
 
-	if (check_args(args, changes_spec, ELEMENTSOF(changes_spec), e) < 0)
-		return -1;
-	if (need_view(m, e) < 0)
-		return -1;
+	r = check_args(args, changes_spec, ELEMENTSOF(changes_spec), e);
+	if (r < 0)
+		return r;
+	r = need_view(m, e);
+	if (r < 0)
+		return r;
 	r = call(m, 30000, "changes.list", changes_params(m, args), &res, e, NULL, &message);
 	if (r) {
 		if (r < 0)
-			return -1;
+			return r;
 		*ret = tool_text(message, true);
 		return 0;
 	}
@@ -750,17 +761,19 @@ static int tool_diff(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	text t;
 	int r;
 
-	if (check_args(args, diff_spec, ELEMENTSOF(diff_spec), e) < 0)
-		return -1;
-	if (need_view(m, e) < 0)
-		return -1;
+	r = check_args(args, diff_spec, ELEMENTSOF(diff_spec), e);
+	if (r < 0)
+		return r;
+	r = need_view(m, e);
+	if (r < 0)
+		return r;
 	p = changes_params(m, args);
 	if (json_is_true(json_object_get(args, "stat")))
 		json_object_set_new(p, "stat", json_true());
 	r = call(m, 30000, "changes.diff", p, &res, e, NULL, &message);
 	if (r) {
 		if (r < 0)
-			return -1;
+			return r;
 		*ret = tool_text(message, true);
 		return 0;
 	}
@@ -1004,7 +1017,7 @@ static int m_resources_read(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 			    "resource not found (the one resource is %s)", MODE_URI);
 	r = call(m, 0, "mode.get", json_pack("{s:b}", "body", 1), &st, e, NULL, NULL);
 	if (r)
-		return r < 0 ? -1 : fail(e, MCP_INTERNAL, "the view refused mode.get");
+		return r < 0 ? r : fail(e, MCP_INTERNAL, "the view refused mode.get");
 	sec = pw_text_system_section(jstr(st, "mode"), jstr(st, "body"));
 	ann = pw_text_announcement(json_object_get(st, "policy"), false);
 	json_decref(st);

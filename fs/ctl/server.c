@@ -377,12 +377,12 @@ static void modules_fini(pw_ctl_server *s)
 
 static int64_t modules_tick(pw_ctl_server *s, int64_t now_ms)
 {
-	int64_t due = -1;
+	int64_t due = PW_CTL_NO_DEADLINE;
 	for (size_t i = 0; i < s->n_modules; i++) {
 		if (!s->modules[i].m->tick)
 			continue;
 		int64_t d = s->modules[i].m->tick(s, s->modules[i].data, now_ms);
-		if (d >= 0 && (due < 0 || d < due))
+		if (d >= 0 && (due == PW_CTL_NO_DEADLINE || d < due))
 			due = d;
 	}
 	return due;
