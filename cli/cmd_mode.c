@@ -165,31 +165,17 @@ static int find_run(const char *cmd, opts *o)
 	return PW_EXIT_GO_ON;
 }
 
-/* Maps a failed call to a message and an exit status. */
+/* A failed call's message and exit status (output.h). */
 static int call_failed(const char *cmd, const opts *o, int r, int code, const char *message)
 {
-	if (r == -ENOENT) {
-		pw_err(cmd,
-		       "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
-		       "--mount PATH)",
-		       o->mount ? o->mount : "the current directory");
-		return PW_EXIT_NO_VIEW;
-	}
-	if (r == -ECONNREFUSED || r == -ECONNRESET || r == -ETIMEDOUT) {
-		pw_err(cmd, "the view's daemon does not answer: %s", strerror(-r));
-		return PW_EXIT_NO_VIEW;
-	}
-	if (r == -EREMOTE) {
-		pw_err(cmd, "%s", message ? message : "the daemon refused");
-		if (code == PW_RPC_UNKNOWN_MODE || code == PW_RPC_MODE_BROKEN ||
-		    code == PW_RPC_INVALID_PARAMS)
-			return PW_EXIT_CONFIG;
-		if (code == PW_RPC_REFUSED)
-			return PW_EXIT_DENIED;
-		return PW_EXIT_SYSTEM;
-	}
-	pw_err(cmd, "cannot talk to the view: %s", strerror(-r));
-	return PW_EXIT_SYSTEM;
+	static const pw_rpc_exit map[] = {
+	    {PW_RPC_UNKNOWN_MODE, PW_EXIT_CONFIG},
+	    {PW_RPC_MODE_BROKEN, PW_EXIT_CONFIG},
+	    {PW_RPC_INVALID_PARAMS, PW_EXIT_CONFIG},
+	    {PW_RPC_REFUSED, PW_EXIT_DENIED},
+	};
+	return pw_cli_call_failed(cmd, o->mount, r, code, message, map, ELEMENTSOF(map),
+				  PW_EXIT_SYSTEM);
 }
 
 /*

@@ -96,27 +96,16 @@ static int parse(int argc, char **argv, pw_opts *po, opts *o)
 	return PW_EXIT_GO_ON;
 }
 
+/* A failed call's message and exit status (output.h). */
 static int call_failed(const char *cmd, const opts *o, int r, int code, const char *message)
 {
-	if (r == -ENOENT) {
-		pw_err(cmd,
-		       "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
-		       "--mount PATH)",
-		       o->mount ? o->mount : "the current directory");
-		return PW_EXIT_NO_VIEW;
-	}
-	if (r == -EREMOTE) {
-		pw_err(cmd, "%s", message ? message : "the daemon refused");
-		if (code == PW_RPC_REFUSED)
-			return PW_EXIT_DENIED;
-		if (code == PW_RPC_INVALID_PARAMS)
-			return PW_EXIT_CONFIG;
-		if (code == PW_RPC_METHOD_NOT_FOUND)
-			return PW_EXIT_NO_VIEW;
-		return PW_EXIT_SYSTEM;
-	}
-	pw_err(cmd, "cannot talk to the view: %s", strerror(-r));
-	return PW_EXIT_NO_VIEW;
+	static const pw_rpc_exit map[] = {
+	    {PW_RPC_REFUSED, PW_EXIT_DENIED},
+	    {PW_RPC_INVALID_PARAMS, PW_EXIT_CONFIG},
+	    {PW_RPC_METHOD_NOT_FOUND, PW_EXIT_NO_VIEW},
+	};
+	return pw_cli_call_failed(cmd, o->mount, r, code, message, map, ELEMENTSOF(map),
+				  PW_EXIT_NO_VIEW);
 }
 
 static const char *str(json_t *o, const char *key)
