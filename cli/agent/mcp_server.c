@@ -266,6 +266,28 @@ static void put_patterns(FILE *f, json_t *policy, const char *kind)
 		fputs("none", f);
 }
 
+/* The first steps of a tool that asks the view: ARGS checked against SPEC (N entries), and
+ * the view found. Returns 0, or -EPROTO with E set. */
+static int tool_start(mcp *m, json_t *args, const arg_spec *spec, size_t n, mcp_error *e)
+{
+	int r = pw_mcp_check_args(args, spec, n, e);
+
+	return r < 0 ? r : need_view(m, e);
+}
+
+/* METHOD on the view for a tool, PARAMS taken: 0 with *ret_result; 1 when the daemon refused,
+ * with *ret the refusal as the tool's answer (the model reads it); or -EPROTO with E set. */
+static int tool_call(mcp *m, unsigned timeout_ms, const char *method, json_t *params,
+		     json_t **ret_result, json_t **ret, mcp_error *e)
+{
+	_cleanup_free_ char *message = NULL;
+	int r = call(m, timeout_ms, method, params, ret_result, e, NULL, &message);
+
+	if (r > 0)
+		*ret = tool_text(message, true);
+	return r;
+}
+
 static int tool_status(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 {
 	json_t *st = NULL, *pol;
@@ -324,10 +346,7 @@ static int tool_check(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	size_t i;
 	int r;
 
-	r = pw_mcp_check_args(args, check_spec, ELEMENTSOF(check_spec), e);
-	if (r < 0)
-		return r;
-	r = need_view(m, e);
+	r = tool_start(m, args, check_spec, ELEMENTSOF(check_spec), e);
 	if (r < 0)
 		return r;
 	if (!op)
@@ -341,15 +360,12 @@ static int tool_check(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 				      json_string(x ? (x[0] ? x : ".") : json_string_value(p)));
 		free(x);
 	}
-	_cleanup_free_ char *message = NULL;
-	r = call(m, 0, "check", json_pack("{s:O,s:s,s:s*}", "paths", rel, "op", op, "mode", mode),
-		 &res, e, NULL, &message);
+	r = tool_call(m, 0, "check",
+		      json_pack("{s:O,s:s,s:s*}", "paths", rel, "op", op, "mode", mode), &res, ret,
+		      e);
 	if (r) {
 		json_decref(rel);
-		if (r < 0)
-			return r;
-		*ret = tool_text(message, true);
-		return 0;
+		return r < 0 ? r : 0;
 	}
 	if (!text_open(&t)) {
 		json_decref(rel);
@@ -392,17 +408,14 @@ static const arg_spec bash_spec[] = {{"command", ARG_STRING, true}, {"cwd", ARG_
 
 static int tool_check_bash(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 {
-	_cleanup_free_ char *block = NULL, *rcwd = NULL, *message = NULL;
+	_cleanup_free_ char *block = NULL, *rcwd = NULL;
 	const char *cwd = jstr(args, "cwd");
 	json_t *res = NULL, *tg;
 	text t;
 	size_t i;
 	int r;
 
-	r = pw_mcp_check_args(args, bash_spec, ELEMENTSOF(bash_spec), e);
-	if (r < 0)
-		return r;
-	r = need_view(m, e);
+	r = tool_start(m, args, bash_spec, ELEMENTSOF(bash_spec), e);
 	if (r < 0)
 		return r;
 	rcwd = pw_agent_project_path(&m->view, m->cwd, cwd ? cwd : ".");
@@ -411,14 +424,11 @@ static int tool_check_bash(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 				   cwd ? cwd : m->cwd);
 	block = pw_agent_bash_refusal(&m->view, m->cwd, cwd ? cwd : ".", jstr(args, "command"),
 				      "the agent", true);
-	r = call(m, 0, "bash.check",
-		 json_pack("{s:s,s:s}", "command", jstr(args, "command"), "cwd", rcwd), &res, e,
-		 NULL, &message);
+	r = tool_call(m, 0, "bash.check",
+		      json_pack("{s:s,s:s}", "command", jstr(args, "command"), "cwd", rcwd), &res,
+		      ret, e);
 	if (r) {
-		if (r < 0)
-			return r;
-		*ret = tool_text(message, true);
-		return 0;
+		return r < 0 ? r : 0;
 	}
 	if (!text_open(&t)) {
 		json_decref(res);
@@ -599,24 +609,17 @@ static json_t *changes_params(mcp *m, json_t *args)
 
 static int tool_changes(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 {
-	_cleanup_free_ char *message = NULL;
 	json_t *res = NULL, *cs, *ch;
 	size_t i, j, shown = 0;
 	text t;
 	int r;
 
-	r = pw_mcp_check_args(args, changes_spec, ELEMENTSOF(changes_spec), e);
+	r = tool_start(m, args, changes_spec, ELEMENTSOF(changes_spec), e);
 	if (r < 0)
 		return r;
-	r = need_view(m, e);
-	if (r < 0)
-		return r;
-	r = call(m, 30000, "changes.list", changes_params(m, args), &res, e, NULL, &message);
+	r = tool_call(m, 30000, "changes.list", changes_params(m, args), &res, ret, e);
 	if (r) {
-		if (r < 0)
-			return r;
-		*ret = tool_text(message, true);
-		return 0;
+		return r < 0 ? r : 0;
 	}
 	if (!text_open(&t)) {
 		json_decref(res);
@@ -655,27 +658,20 @@ static const arg_spec diff_spec[] = {
 
 static int tool_diff(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 {
-	_cleanup_free_ char *message = NULL;
 	json_t *res = NULL, *f, *p;
 	size_t i;
 	text t;
 	int r;
 
-	r = pw_mcp_check_args(args, diff_spec, ELEMENTSOF(diff_spec), e);
-	if (r < 0)
-		return r;
-	r = need_view(m, e);
+	r = tool_start(m, args, diff_spec, ELEMENTSOF(diff_spec), e);
 	if (r < 0)
 		return r;
 	p = changes_params(m, args);
 	if (json_is_true(json_object_get(args, "stat")))
 		json_object_set_new(p, "stat", json_true());
-	r = call(m, 30000, "changes.diff", p, &res, e, NULL, &message);
+	r = tool_call(m, 30000, "changes.diff", p, &res, ret, e);
 	if (r) {
-		if (r < 0)
-			return r;
-		*ret = tool_text(message, true);
-		return 0;
+		return r < 0 ? r : 0;
 	}
 	if (!text_open(&t)) {
 		json_decref(res);
