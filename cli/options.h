@@ -148,6 +148,17 @@ void pw_opts_done(pw_opts *o);
  * failure is then answered on stdout as {"error": ...} too. */
 int pw_opts_next(pw_opts *o);
 
+/* The options several commands read alike, read once for all: -m MODE, -C DIR (and -M PATH,
+ * which the parser hands on as -C), --json. */
+typedef struct pw_common_opts {
+	const char *mode, *project;
+	bool json;
+} pw_common_opts;
+
+/* Reads option C (pw_opts_next's last, its argument in PO) into CM when it is one of those:
+ * true; false for one of the command's own. */
+bool pw_opts_common(const pw_opts *po, int c, pw_common_opts *cm);
+
 static inline void pw_opts_donep(pw_opts *o)
 {
 	pw_opts_done(o);
