@@ -25,6 +25,9 @@ enum {
 	PW_EXIT_CONFIG = 3,
 	PW_EXIT_NO_VIEW = 4,
 	PW_EXIT_SYSTEM = 5,
+	/* Not an exit status: what a step of a command (its parse, --run's lookup) returns
+	 * when the command goes on; any other value is the status to exit with. */
+	PW_EXIT_GO_ON = -1,
 };
 
 typedef int (*pw_cmd_fn)(int argc, char **argv);
@@ -84,6 +87,9 @@ void pw_mode_show_pending(const char *mount, const char *view_option);
 /* How a command names the view the person named: " --run ID" (RUN given), " --mount PATH"
  * (PATH absolute, a shell word), "" (the current directory's). Malloc'd, NULL if no memory. */
 char *pw_mode_view_option(const char *mount, const char *run);
+/* Inside a run: " --run ID", how the person's terminal names the run's view (its own view,
+ * which the bare view's directory is not); "" elsewhere. Malloc'd, NULL if no memory. */
+char *pw_mode_run_option(const char *mount);
 
 /* After a switch (cmd_mode.c): when the mode RES describes writes something and an approved
  * plan is in progress, prints its line with the next task (cmd_plan.c); else nothing. */

@@ -357,18 +357,15 @@ int cmd_allowed(int argc, char **argv)
 	_cleanup_(walker_done) walker w = {0};
 	const char *project = NULL, *mode = NULL, *err = NULL;
 	bool json = false, files = false, tree = false, why = false;
+	pw_common_opts cm = {0};
 	int c, r;
 
 	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
 		return PW_EXIT_SYSTEM;
 	while ((c = pw_opts_next(&po)) > 0) {
+		if (pw_opts_common(&po, c, &cm))
+			continue;
 		switch (c) {
-		case 'm':
-			mode = po.arg;
-			break;
-		case 'C':
-			project = po.arg;
-			break;
 		case PW_OPT_FILES:
 			files = true;
 			break;
@@ -378,15 +375,15 @@ int cmd_allowed(int argc, char **argv)
 		case PW_OPT_WHY:
 			why = true;
 			break;
-		case PW_OPT_JSON:
-			json = true;
-			break;
 		case 'h':
 			return pw_usage(argv[0], usage, false);
 		}
 	}
 	if (c < 0)
 		return PW_EXIT_USAGE;
+	mode = cm.mode;
+	project = cm.project;
+	json = cm.json;
 	if (po.n_operands > (tree ? 1 : 0)) {
 		if (tree)
 			pw_err(argv[0], "one PATH at a time (see 'piworkfs allowed --help')");

@@ -270,23 +270,17 @@ int cmd_check_bash(int argc, char **argv)
 	char cwd[PW_PATH_MAX];
 	bool json = false, slash;
 	size_t len;
+	pw_common_opts cm = {0};
 	int c, r;
 
 	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
 		return PW_EXIT_SYSTEM;
 	while ((c = pw_opts_next(&po)) > 0) {
+		if (pw_opts_common(&po, c, &cm))
+			continue;
 		switch (c) {
-		case 'm':
-			mode = po.arg;
-			break;
-		case 'C':
-			project = po.arg;
-			break;
 		case PW_OPT_CWD:
 			cwd_opt = po.arg;
-			break;
-		case PW_OPT_JSON:
-			json = true;
 			break;
 		case 'h':
 			return pw_usage(argv[0], usage, false);
@@ -294,6 +288,9 @@ int cmd_check_bash(int argc, char **argv)
 	}
 	if (c < 0)
 		return PW_EXIT_USAGE;
+	mode = cm.mode;
+	project = cm.project;
+	json = cm.json;
 	if (po.n_operands == 0) {
 		pw_err(argv[0], "no COMMAND given (see 'piworkfs check-bash --help')");
 		return PW_EXIT_USAGE;

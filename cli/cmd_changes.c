@@ -320,30 +320,19 @@ static int parse(int argc, char **argv, const char *usage, opts *o)
 			return PW_EXIT_USAGE;
 		}
 	}
-	return -1;
+	return PW_EXIT_GO_ON;
 }
 
+/* A failed call's message and exit status (output.h). */
 static int call_failed(const char *cmd, const opts *o, int r, int code, const char *message)
 {
-	if (r == -ENOENT) {
-		pw_err(cmd,
-		       "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
-		       "--mount PATH)",
-		       o->mount ? o->mount : "the current directory");
-		return PW_EXIT_NO_VIEW;
-	}
-	if (r == -EREMOTE) {
-		pw_err(cmd, "%s", message ? message : "the daemon refused");
-		if (code == PW_RPC_INVALID_PARAMS || code == PW_RPC_INVALID_PATH)
-			return PW_EXIT_USAGE;
-		if (code == PW_RPC_REFUSED || code == PW_RPC_NO_CHANGE)
-			return PW_EXIT_DENIED;
-		if (code == PW_RPC_UNAVAILABLE)
-			return PW_EXIT_NO_VIEW;
-		return PW_EXIT_SYSTEM;
-	}
-	pw_err(cmd, "cannot talk to the view: %s", strerror(-r));
-	return PW_EXIT_NO_VIEW;
+	static const pw_rpc_exit map[] = {
+	    {PW_RPC_INVALID_PARAMS, PW_EXIT_USAGE}, {PW_RPC_INVALID_PATH, PW_EXIT_USAGE},
+	    {PW_RPC_REFUSED, PW_EXIT_DENIED},	    {PW_RPC_NO_CHANGE, PW_EXIT_DENIED},
+	    {PW_RPC_UNAVAILABLE, PW_EXIT_NO_VIEW},
+	};
+	return pw_cli_call_failed(cmd, o->mount, r, code, message, map, ELEMENTSOF(map),
+				  PW_EXIT_NO_VIEW);
 }
 
 /* The params shared by changes, diff and undo. Paths are made absolute, so the daemon
@@ -382,12 +371,13 @@ static json_t *scope_params(const opts *o)
 	return p;
 }
 
+/* METHOD on the view: PW_EXIT_GO_ON with *ret, or the exit status of its failure. */
 static int call(const char *cmd, const opts *o, const char *method, json_t *params, json_t **ret)
 {
 	int code = 0;
 	_cleanup_free_ char *message = NULL;
 	int r = pw_ctl_call_at(o->mount, method, params, ret, &code, &message);
-	return r < 0 ? call_failed(cmd, o, r, code, message) : -1;
+	return r < 0 ? call_failed(cmd, o, r, code, message) : PW_EXIT_GO_ON;
 }
 
 static void when(int64_t ns, char *buf, size_t size)

@@ -140,26 +140,20 @@ int cmd_check(int argc, char **argv)
 	const char *project = NULL, *mode = NULL, *err = NULL;
 	pw_op op = PW_OP_WRITE;
 	bool json = false, any_denied = false, any_failed = false;
+	pw_common_opts cm = {0};
 	int c, r;
 
 	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
 		return PW_EXIT_SYSTEM;
 	while ((c = pw_opts_next(&po)) > 0) {
+		if (pw_opts_common(&po, c, &cm))
+			continue;
 		switch (c) {
-		case 'm':
-			mode = po.arg;
-			break;
-		case 'C':
-			project = po.arg;
-			break;
 		case 'w':
 			op = PW_OP_WRITE;
 			break;
 		case 'r':
 			op = PW_OP_READ;
-			break;
-		case PW_OPT_JSON:
-			json = true;
 			break;
 		case 'h':
 			return pw_usage(argv[0], usage, false);
@@ -167,6 +161,9 @@ int cmd_check(int argc, char **argv)
 	}
 	if (c < 0)
 		return PW_EXIT_USAGE;
+	mode = cm.mode;
+	project = cm.project;
+	json = cm.json;
 	if (po.n_operands == 0) {
 		pw_err(argv[0], "no PATH given (see 'piworkfs check --help')");
 		return PW_EXIT_USAGE;

@@ -79,7 +79,7 @@ typedef struct opts {
 } opts;
 
 /* Parses the options shared by mode and reload, and at most MAX_OPERANDS operands (into
- * o->name). Returns -1 to go on, else an exit status. */
+ * o->name). Returns PW_EXIT_GO_ON, else an exit status. */
 static int parse_opts(int argc, char **argv, const char *usage, int max_operands, opts *o)
 {
 	_cleanup_opts_ pw_opts po = {0};
@@ -121,7 +121,7 @@ static int parse_opts(int argc, char **argv, const char *usage, int max_operands
 	}
 	if (po.n_operands > 0)
 		o->name = po.operands[0];
-	return -1;
+	return PW_EXIT_GO_ON;
 }
 
 /* Is a piworkfs view mounted at MOUNTPOINT now? */
@@ -139,11 +139,11 @@ static bool is_live_view(const char *mountpoint)
 	return found;
 }
 
-/* --run ID: o->mount becomes the run's own view. Returns -1 to go on, else an exit status. */
+/* --run ID: o->mount becomes the run's own view. Returns PW_EXIT_GO_ON, else an exit status. */
 static int find_run(const char *cmd, opts *o)
 {
 	if (!o->run)
-		return -1;
+		return PW_EXIT_GO_ON;
 	if (o->mount) {
 		pw_err(cmd, "--run and --mount both name a view: give one");
 		return PW_EXIT_USAGE;
@@ -162,34 +162,20 @@ static int find_run(const char *cmd, opts *o)
 		return PW_EXIT_NO_VIEW;
 	}
 	o->mount = o->run_mount;
-	return -1;
+	return PW_EXIT_GO_ON;
 }
 
-/* Maps a failed call to a message and an exit status. */
+/* A failed call's message and exit status (output.h). */
 static int call_failed(const char *cmd, const opts *o, int r, int code, const char *message)
 {
-	if (r == -ENOENT) {
-		pw_err(cmd,
-		       "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
-		       "--mount PATH)",
-		       o->mount ? o->mount : "the current directory");
-		return PW_EXIT_NO_VIEW;
-	}
-	if (r == -ECONNREFUSED || r == -ECONNRESET || r == -ETIMEDOUT) {
-		pw_err(cmd, "the view's daemon does not answer: %s", strerror(-r));
-		return PW_EXIT_NO_VIEW;
-	}
-	if (r == -EREMOTE) {
-		pw_err(cmd, "%s", message ? message : "the daemon refused");
-		if (code == PW_RPC_UNKNOWN_MODE || code == PW_RPC_MODE_BROKEN ||
-		    code == PW_RPC_INVALID_PARAMS)
-			return PW_EXIT_CONFIG;
-		if (code == PW_RPC_REFUSED)
-			return PW_EXIT_DENIED;
-		return PW_EXIT_SYSTEM;
-	}
-	pw_err(cmd, "cannot talk to the view: %s", strerror(-r));
-	return PW_EXIT_SYSTEM;
+	static const pw_rpc_exit map[] = {
+	    {PW_RPC_UNKNOWN_MODE, PW_EXIT_CONFIG},
+	    {PW_RPC_MODE_BROKEN, PW_EXIT_CONFIG},
+	    {PW_RPC_INVALID_PARAMS, PW_EXIT_CONFIG},
+	    {PW_RPC_REFUSED, PW_EXIT_DENIED},
+	};
+	return pw_cli_call_failed(cmd, o->mount, r, code, message, map, ELEMENTSOF(map),
+				  PW_EXIT_SYSTEM);
 }
 
 /*

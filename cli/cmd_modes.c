@@ -166,18 +166,15 @@ int cmd_modes(int argc, char **argv)
 	const char *project = NULL, *err = NULL;
 	bool json = false, check = false, bundled_ok = false;
 	size_t errors;
+	pw_common_opts cm = {0};
 	int c, r;
 
 	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
 		return PW_EXIT_SYSTEM;
 	while ((c = pw_opts_next(&po)) > 0) {
+		if (pw_opts_common(&po, c, &cm))
+			continue;
 		switch (c) {
-		case 'C':
-			project = po.arg;
-			break;
-		case PW_OPT_JSON:
-			json = true;
-			break;
 		case PW_OPT_CHECK:
 			check = true;
 			break;
@@ -187,6 +184,8 @@ int cmd_modes(int argc, char **argv)
 	}
 	if (c < 0)
 		return PW_EXIT_USAGE;
+	project = cm.project;
+	json = cm.json;
 	if (po.n_operands > 0) {
 		pw_err(argv[0], "unexpected argument '%s' (see 'piworkfs modes --help')",
 		       po.operands[0]);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `piworkfs mount` and `piworkfs umount`. Mount validates everything it can in the
- * foreground, with one-line errors, then forks the daemon and returns only once the view
- * answers (or with the daemon's own reason for failing). A stale view left by a killed
- * daemon (ENOTCONN) is detached first.
+ * `piworkfs mount` (umount is cmd_umount.c, -o's options mount_options.c). Mount validates
+ * everything it can in the foreground, with one-line errors, then forks the daemon and returns only
+ * once the view answers (or with the daemon's own reason for failing). A stale view left by a
+ * killed daemon (ENOTCONN) is detached first.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,15 +28,13 @@
 #include "daemon.h"
 #include "fs.h"
 #include "modefile.h"
+#include "mount.h"
 #include "run/run.h"
 #include "options.h"
 #include "output.h"
 #include "path.h"
 #include "policy.h"
 #include "project.h"
-
-/* How long umount (and a mount at the same place) waits for a daemon to exit. */
-#define DAEMON_EXIT_MS 10000
 
 #define MOUNT_USAGE                                                                                \
 	"Usage: piworkfs mount [OPTIONS] PROJECT MOUNTPOINT\n"                                     \
@@ -106,34 +104,8 @@
 	"Exit status: 0 mounted; 2 usage error; 3 bad project, mountpoint, mode, socket\n"         \
 	"directory or --fuse-fd descriptor; 5 the mount failed (FUSE unusable, daemon error).\n"
 
-static int umount_done(const char *mp, bool json)
-{
-	if (json)
-		return pw_print_json(json_pack("{s:s,s:b}", "mountpoint", mp, "unmounted", 1)) < 0
-			   ? PW_EXIT_SYSTEM
-			   : PW_EXIT_OK;
-	return PW_EXIT_OK;
-}
-
-#define UMOUNT_USAGE                                                                               \
-	"Usage: piworkfs umount [OPTIONS] MOUNTPOINT\n"                                            \
-	"\n"                                                                                       \
-	"Unmounts a view and returns once its daemon has exited (plain `fusermount3 -u\n"          \
-	"MOUNTPOINT` works too, but returns before the daemon is gone).\n"                         \
-	"\n"                                                                                       \
-	"Options:\n"                                                                               \
-	"  -z, --lazy   detach now, finish when the view is no longer busy\n"                      \
-	"      --json   print the result as JSON\n"                                                \
-	"  -h, --help   show this help\n"                                                          \
-	"\n"                                                                                       \
-	"Examples:\n"                                                                              \
-	"  piworkfs umount ~/proj.view\n"                                                          \
-	"\n"                                                                                       \
-	"Exit status: 0 unmounted; 2 usage error; 3 no such MOUNTPOINT; 4 not a piworkfs view;\n"  \
-	"5 the unmount failed (busy: try --lazy).\n"
-
 /* Is PATH the mountpoint of a live piworkfs view? Returns its source (project) or NULL. */
-static char *live_view_at(const char *path)
+char *pw_mount_live_view_at(const char *path)
 {
 	pw_ctl_mount *m = NULL;
 	size_t n = 0;
@@ -148,7 +120,7 @@ static char *live_view_at(const char *path)
 }
 
 /* Detaches a dead FUSE mount (its daemon was killed: every access answers ENOTCONN). */
-static int detach_stale(const char *mp)
+int pw_mount_detach_stale(const char *mp)
 {
 	if (geteuid() == 0)
 		return umount2(mp, MNT_DETACH) < 0 ? negative_errno() : 0;
@@ -162,16 +134,6 @@ static int detach_stale(const char *mp)
 	int status;
 	waitpid(pid, &status, 0);
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
-}
-
-/* Is NAME one of the comma-separated options in OPTS? */
-static bool has_flag(const char *opts, const char *name)
-{
-	size_t n = strlen(name);
-	for (const char *p = opts; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-		if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
-			return true;
-	return false;
 }
 
 static bool dir_is_empty(const char *path)
@@ -188,304 +150,6 @@ static bool dir_is_empty(const char *path)
 		}
 	closedir(d);
 	return empty;
-}
-
-/* Removes "nonempty" from the -o list (the check is ours), noting whether it was there. */
-static char *strip_nonempty(const char *opts, bool *ret_nonempty, bool *ret_allow_other)
-{
-	*ret_nonempty = false;
-	*ret_allow_other = false;
-	if (!opts)
-		return strdup("");
-	_cleanup_free_ char *copy = strdup(opts);
-	char *out = calloc(1, strlen(opts) + 1);
-	if (!copy || !out) {
-		free(out);
-		return NULL;
-	}
-	char *save = NULL;
-	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (streq(tok, "nonempty")) {
-			*ret_nonempty = true;
-			continue;
-		}
-		if (streq(tok, "allow_other")) {
-			*ret_allow_other = true;
-			continue;
-		}
-		if (*out)
-			strcat(out, ",");
-		strcat(out, tok);
-	}
-	return out;
-}
-
-static int parse_number(const char *what, const char *s, double *ret)
-{
-	char *end = NULL;
-
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end == s || *end || v < 0) {
-		pw_err("mount", "%s: not a non-negative number: '%s'", what, s);
-		return -EINVAL;
-	}
-	*ret = v;
-	return 0;
-}
-
-/* A size: bytes, or with a binary suffix K, M, G, T (64M). Greater than zero. */
-static int parse_size(const char *what, const char *s, unsigned long long *ret)
-{
-	char *end = NULL;
-
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	unsigned shift = 0;
-	if (end != s && *end && !end[1]) {
-		const char *units = "KMGT", *u = strchr(units, *end == 'k' ? 'K' : *end);
-		if (u) {
-			shift = 10 * (unsigned)(u - units + 1);
-			end++;
-		}
-	}
-	if (errno || end == s || *end || s[0] == '-' || v == 0 || v > (~0ull >> shift)) {
-		pw_err("mount", "%s: not a size greater than zero (bytes, or 512K, 64M, 1G): '%s'",
-		       what, s);
-		return -EINVAL;
-	}
-	*ret = v << shift;
-	return 0;
-}
-
-/* An age: seconds, or with a suffix s, m, h, d, w (14d). Greater than zero. */
-static int parse_age(const char *what, const char *s, long long *ret)
-{
-	char *end = NULL;
-
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	long long unit = 1;
-	if (end != s && *end && !end[1]) {
-		unit = *end == 's'   ? 1
-		       : *end == 'm' ? 60
-		       : *end == 'h' ? 3600
-		       : *end == 'd' ? 86400
-		       : *end == 'w' ? 604800
-				     : 0;
-		if (unit)
-			end++;
-	}
-	if (errno || end == s || *end || !unit || v <= 0 || v > INT64_MAX / 1000000000 / unit) {
-		pw_err("mount",
-		       "%s: not an age greater than zero (seconds, or 30m, 12h, 14d, 2w): "
-		       "'%s'",
-		       what, s);
-		return -EINVAL;
-	}
-	*ret = v * unit;
-	return 0;
-}
-
-/* The options -o accepts: ours (nonempty, allow_other, io_uring, no_io_uring: the daemon takes
- * the last two out) and
- * the FUSE mount options libfuse knows. A misspelt one gets its own message here instead of
- * a failed mount later. */
-static const char *const fuse_flags[] = {
-    "allow_other",
-    "nonempty",
-    "allow_root",
-    "auto_unmount",
-    "default_permissions",
-    "ro",
-    "rw",
-    "suid",
-    "nosuid",
-    "dev",
-    "nodev",
-    "exec",
-    "noexec",
-    "async",
-    "sync",
-    "dirsync",
-    "atime",
-    "noatime",
-    "relatime",
-    "norelatime",
-    "strictatime",
-    "nostrictatime",
-    "blkdev",
-    "io_uring",
-    "no_io_uring",
-    NULL,
-};
-static const char *const fuse_valued[] = {
-    "fsname",	 "subtype",    "max_read",    "blksize", "context",
-    "fscontext", "defcontext", "rootcontext", NULL,
-};
-
-/* The view's own options in -o, as sshfs takes its own there (an fstab line has only -o):
- * the long options of `piworkfs mount` with '_' (or '-') between words. */
-static const char *const view_flags[] = {
-    "no_watch", "no_audit", "no_originals", "log_allowed", NULL,
-};
-static const char *const view_valued[] = {
-    "mode",	      "socket_dir",	    "agent_socket",	   "state_db", "timeout",
-    "originals_keep", "originals_max_file", "originals_max_total", NULL,
-};
-/* What fstab and mount(8) pass that is for them, not for the filesystem. */
-static const char *const fstab_only[] = {
-    "defaults", "auto",	 "noauto",  "user",   "users", "nouser",
-    "owner",	"group", "_netdev", "nofail", NULL,
-};
-
-static bool in_table(const char *const *table, const char *name)
-{
-	for (size_t i = 0; table[i]; i++)
-		if (streq(table[i], name))
-			return true;
-	return false;
-}
-
-/* Applies one view option NAME[=VALUE] (NAME with '_') to O, unless the command line set
- * it already (an explicit option wins over -o). Returns an exit status. */
-static int apply_view_option(const char *name, const char *value, pw_daemon_opts *o)
-{
-	char what[80];
-
-	snprintf(what, sizeof(what), "-o %s", name);
-	if (streq(name, "mode"))
-		o->mode = o->mode ? o->mode : value;
-	else if (streq(name, "socket_dir"))
-		o->socket_dir = o->socket_dir ? o->socket_dir : value;
-	else if (streq(name, "agent_socket"))
-		o->agent_socket = o->agent_socket ? o->agent_socket : value;
-	else if (streq(name, "state_db"))
-		o->state_db = o->state_db ? o->state_db : value;
-	else if (streq(name, "timeout"))
-		return !o->cache_timeout && parse_number(what, value, &o->cache_timeout) < 0
-			   ? PW_EXIT_USAGE
-			   : PW_EXIT_OK;
-	else if (streq(name, "originals_keep"))
-		return !o->originals_keep_s && parse_age(what, value, &o->originals_keep_s) < 0
-			   ? PW_EXIT_USAGE
-			   : PW_EXIT_OK;
-	else if (streq(name, "originals_max_file"))
-		return !o->originals_max_file && parse_size(what, value, &o->originals_max_file) < 0
-			   ? PW_EXIT_USAGE
-			   : PW_EXIT_OK;
-	else if (streq(name, "originals_max_total"))
-		return !o->originals_max_total &&
-			       parse_size(what, value, &o->originals_max_total) < 0
-			   ? PW_EXIT_USAGE
-			   : PW_EXIT_OK;
-	else if (streq(name, "no_watch"))
-		o->no_watch = true;
-	else if (streq(name, "no_audit"))
-		o->no_audit = true;
-	else if (streq(name, "no_originals"))
-		o->no_originals = true;
-	else if (streq(name, "log_allowed"))
-		o->log_allowed = true;
-	return PW_EXIT_OK;
-}
-
-/*
- * Splits -o OPTS (modified in place: O keeps pointers into it) into the view's own options,
- * applied to O, fstab's, dropped, and the FUSE options, left in *RET_FUSE (malloc'd,
- * comma-separated). Returns an exit status.
- */
-static int split_mount_options(char *opts, pw_daemon_opts *o, char **ret_fuse)
-{
-	char *out = calloc(1, strlen(opts) + 1), *save = NULL;
-
-	if (!out)
-		return PW_EXIT_SYSTEM;
-	for (char *tok = strtok_r(opts, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(tok, '=');
-		if (eq)
-			*eq = '\0';
-		if ((!eq && in_table(fstab_only, tok)) || startswith(tok, "x-") ||
-		    streq(tok, "comment"))
-			continue;
-		char name[64];
-		snprintf(name, sizeof(name), "%s", tok);
-		for (char *c = name; *c; c++)
-			if (*c == '-')
-				*c = '_';
-		if (in_table(eq ? view_valued : view_flags, name)) {
-			int r = apply_view_option(name, eq ? eq + 1 : NULL, o);
-			if (r) {
-				free(out);
-				return r;
-			}
-			continue;
-		}
-		if (in_table(eq ? view_flags : view_valued, name)) {
-			pw_err("mount", "mount option '%s' %s", tok,
-			       eq ? "takes no value" : "needs a value (NAME=VALUE)");
-			free(out);
-			return PW_EXIT_USAGE;
-		}
-		if (eq)
-			*eq = '=';
-		if (*out)
-			strcat(out, ",");
-		strcat(out, tok);
-	}
-	*ret_fuse = out;
-	return PW_EXIT_OK;
-}
-
-int pw_print_mount_options(void)
-{
-	const char *const *flags[] = {view_flags, fuse_flags}, *const * valued[] = {view_valued,
-										    fuse_valued};
-	for (size_t t = 0; t < ELEMENTSOF(flags); t++) {
-		for (size_t i = 0; valued[t][i]; i++)
-			printf("%s=\n", valued[t][i]);
-		for (size_t i = 0; flags[t][i]; i++)
-			printf("%s\n", flags[t][i]);
-	}
-	return PW_EXIT_OK;
-}
-
-static int check_fuse_options(const char *opts)
-{
-	_cleanup_free_ char *copy = strdup(opts);
-	char *save = NULL;
-
-	if (!copy)
-		return PW_EXIT_SYSTEM;
-	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(tok, '=');
-		const char *const *table = eq ? fuse_valued : fuse_flags;
-		bool known = false;
-
-		if (eq)
-			*eq = '\0';
-		for (size_t i = 0; table[i] && !known; i++)
-			known = streq(table[i], tok);
-		if (known)
-			continue;
-		const char *hint = pw_key_near_miss(tok, fuse_flags);
-		if (!hint)
-			hint = pw_key_near_miss(tok, fuse_valued);
-		if (!hint)
-			hint = pw_key_near_miss(tok, view_valued);
-		if (!hint)
-			hint = pw_key_near_miss(tok, view_flags);
-		if (hint)
-			pw_err("mount", "unknown mount option '%s' in -o (did you mean '%s'?)", tok,
-			       hint);
-		else
-			pw_err("mount",
-			       "unknown mount option '%s' in -o (mode=M, allow_other, nonempty, "
-			       "ro, default_permissions, ... see piworkfs(1))",
-			       tok);
-		return PW_EXIT_USAGE;
-	}
-	return PW_EXIT_OK;
 }
 
 /*
@@ -535,7 +199,8 @@ static int check_fuse_device(void)
  */
 static int check_uring(const char *fuse_opts, bool foreground, bool json, char **ret_why)
 {
-	if (has_flag(fuse_opts, "io_uring") && has_flag(fuse_opts, "no_io_uring")) {
+	if (pw_mount_has_flag(fuse_opts, "io_uring") &&
+	    pw_mount_has_flag(fuse_opts, "no_io_uring")) {
 		pw_err("mount",
 		       "-o io_uring requires FUSE over io_uring and -o no_io_uring refuses "
 		       "it: give one of them");
@@ -557,7 +222,7 @@ static int check_uring(const char *fuse_opts, bool foreground, bool json, char *
 
 /* Waits up to TIMEOUT_MS for the process of pidfd FD to end. Returns 0 when it has,
  * -ETIMEDOUT, or -errno. */
-static int wait_pidfd(int fd, int timeout_ms)
+int pw_mount_wait_pidfd(int fd, int timeout_ms)
 {
 	struct pollfd pfd = {.fd = fd, .events = POLLIN};
 	int r;
@@ -575,11 +240,11 @@ static int wait_pid_gone(pid_t pid, int timeout_ms)
 
 	if (fd < 0)
 		return errno == ESRCH ? 0 : negative_errno();
-	return wait_pidfd(fd, timeout_ms);
+	return pw_mount_wait_pidfd(fd, timeout_ms);
 }
 
 /* The pid of the daemon answering on SOCKET, or 0. */
-static pid_t daemon_pid(const char *socket)
+pid_t pw_mount_daemon_pid(const char *socket)
 {
 	_cleanup_json_ json_t *res = NULL;
 
@@ -603,7 +268,7 @@ static void wait_for_old_daemon(const char *socket_dir, const char *mp)
 			   : pw_ctl_view_socket(mp, -1, &sock);
 	if (r < 0 || access(sock, F_OK) < 0)
 		return;
-	pid = daemon_pid(sock);
+	pid = pw_mount_daemon_pid(sock);
 	if (pid > 0)
 		(void)wait_pid_gone(pid, DAEMON_EXIT_MS);
 }
@@ -629,7 +294,7 @@ static int prepare_mountpoint(const char *arg, const char *project, bool nonempt
 		char abs[PATH_MAX];
 		if (!realpath(arg, abs) && errno != ENOTCONN)
 			snprintf(abs, sizeof(abs), "%s", arg);
-		int r = detach_stale(arg);
+		int r = pw_mount_detach_stale(arg);
 		if (r < 0) {
 			pw_err("mount",
 			       "%s is a stale view (its daemon died) and could not be detached: %s",
@@ -647,7 +312,7 @@ static int prepare_mountpoint(const char *arg, const char *project, bool nonempt
 		pw_err("mount", "mountpoint %s: %s", arg, strerror(errno));
 		return PW_EXIT_CONFIG;
 	}
-	_cleanup_free_ char *live = live_view_at(real);
+	_cleanup_free_ char *live = pw_mount_live_view_at(real);
 	if (live) {
 		pw_err("mount",
 		       "%s already holds a live piworkfs view of %s (piworkfs umount %s first)",
@@ -800,8 +465,9 @@ static int apply_mount_option(int c, const pw_opts *po, mount_cli *m)
 		m->fuse_opts = po->arg;
 		break;
 	case PW_OPT_TIMEOUT:
-		return parse_number("--timeout", po->arg, &o->cache_timeout) < 0 ? PW_EXIT_USAGE
-										 : PW_EXIT_OK;
+		return pw_mount_parse_number("--timeout", po->arg, &o->cache_timeout) < 0
+			   ? PW_EXIT_USAGE
+			   : PW_EXIT_OK;
 	case PW_OPT_NO_WATCH:
 		o->no_watch = true;
 		break;
@@ -818,7 +484,7 @@ static int apply_mount_option(int c, const pw_opts *po, mount_cli *m)
 		o->agent_socket = po->arg;
 		break;
 	case PW_OPT_AUDIT_QUEUE:
-		if (parse_number("--audit-queue", po->arg, &q) < 0)
+		if (pw_mount_parse_number("--audit-queue", po->arg, &q) < 0)
 			return PW_EXIT_USAGE;
 		o->audit_queue = (unsigned)q;
 		break;
@@ -829,19 +495,22 @@ static int apply_mount_option(int c, const pw_opts *po, mount_cli *m)
 		o->no_originals = true;
 		break;
 	case PW_OPT_ORIGINALS_MAX_FILE:
-		return parse_size("--originals-max-file", po->arg, &o->originals_max_file) < 0
+		return pw_mount_parse_size("--originals-max-file", po->arg,
+					   &o->originals_max_file) < 0
 			   ? PW_EXIT_USAGE
 			   : PW_EXIT_OK;
 	case PW_OPT_ORIGINALS_KEEP:
-		return parse_age("--originals-keep", po->arg, &o->originals_keep_s) < 0
+		return pw_mount_parse_age("--originals-keep", po->arg, &o->originals_keep_s) < 0
 			   ? PW_EXIT_USAGE
 			   : PW_EXIT_OK;
 	case PW_OPT_ORIGINALS_MIN_FREE:
-		return parse_size("--originals-min-free", po->arg, &o->originals_min_free) < 0
+		return pw_mount_parse_size("--originals-min-free", po->arg,
+					   &o->originals_min_free) < 0
 			   ? PW_EXIT_USAGE
 			   : PW_EXIT_OK;
 	case PW_OPT_ORIGINALS_MAX_TOTAL:
-		return parse_size("--originals-max-total", po->arg, &o->originals_max_total) < 0
+		return pw_mount_parse_size("--originals-max-total", po->arg,
+					   &o->originals_max_total) < 0
 			   ? PW_EXIT_USAGE
 			   : PW_EXIT_OK;
 	case PW_OPT_LOG_ALLOWED:
@@ -909,10 +578,10 @@ static int take_mount_options(mount_cli *m)
 	if (!m->fuse_opts)
 		return PW_EXIT_OK;
 	m->opts_copy = strdup(m->fuse_opts);
-	int r =
-	    m->opts_copy ? split_mount_options(m->opts_copy, &m->o, &m->fuse_only) : PW_EXIT_SYSTEM;
+	int r = m->opts_copy ? pw_mount_split_options(m->opts_copy, &m->o, &m->fuse_only)
+			     : PW_EXIT_SYSTEM;
 	if (!r)
-		r = check_fuse_options(m->fuse_only);
+		r = pw_mount_check_fuse_options(m->fuse_only);
 	if (!r)
 		m->fuse_opts = m->fuse_only;
 	return r;
@@ -1062,7 +731,7 @@ static int check_no_daemon(const char *socket_dir, const char *mp)
 	_cleanup_free_ char *sock = NULL;
 	int r = socket_dir ? pw_ctl_socket_path(socket_dir, mp, &sock)
 			   : pw_ctl_view_socket(mp, -1, &sock);
-	pid_t pid = r == 0 ? daemon_pid(sock) : 0;
+	pid_t pid = r == 0 ? pw_mount_daemon_pid(sock) : 0;
 
 	if (pid <= 0)
 		return PW_EXIT_OK;
@@ -1135,7 +804,7 @@ static int prepare_mount(mount_cli *m, pw_cli_project *p, char **mp, char **fopt
 		r = check_mode_exists(p, o->mode);
 	if (r)
 		return r;
-	*fopts = strip_nonempty(m->fuse_opts, &nonempty, &allow_other);
+	*fopts = pw_mount_strip_nonempty(m->fuse_opts, &nonempty, &allow_other);
 	if (!*fopts)
 		return PW_EXIT_SYSTEM;
 	o->allow_other = allow_other;
@@ -1184,215 +853,4 @@ int cmd_mount(int argc, char **argv)
 				   : mount_detached(&m, uring_off);
 	mount_cli_done(&m);
 	return r;
-}
-
-/*
- * Runs fusermount3 -u [-z] MP with its stderr captured, so that a failure is one message of
- * ours rather than its line and ours. Returns 0, -EBUSY, or -EIO with its message in WHY.
- */
-static int run_fusermount_u(const char *mp, bool lazy, char *why, size_t size)
-{
-	int fds[2];
-	size_t len = 0;
-	ssize_t n;
-	int status;
-
-	why[0] = '\0';
-	if (pipe2(fds, O_CLOEXEC) < 0)
-		return negative_errno();
-	pid_t child = fork();
-	if (child < 0) {
-		close(fds[0]);
-		close(fds[1]);
-		return negative_errno();
-	}
-	if (child == 0) {
-		dup2(fds[1], 2);
-		if (lazy)
-			execlp("fusermount3", "fusermount3", "-u", "-z", mp, (char *)NULL);
-		else
-			execlp("fusermount3", "fusermount3", "-u", mp, (char *)NULL);
-		dprintf(2, "cannot run fusermount3: %s\n", strerror(errno));
-		_exit(127);
-	}
-	close(fds[1]);
-	while (len + 1 < size && (n = read(fds[0], why + len, size - len - 1)) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			break;
-		len += (size_t)n;
-	}
-	close(fds[0]);
-	why[len] = '\0';
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-		;
-	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		return 0;
-	why[strcspn(why, "\n")] = '\0';
-	/* "fusermount3: failed to unmount /x: Device or resource busy": keep the reason. */
-	const char *colon = strrchr(why, ':');
-	if (strstr(why, strerror(EBUSY)))
-		return -EBUSY;
-	if (colon && startswith(why, "fusermount3: "))
-		memmove(why, colon + 2, strlen(colon + 2) + 1);
-	return -EIO;
-}
-
-/* Does the link /proc/PID/NAME point at MP or under it? */
-static bool link_under(const char *pid, const char *name, const char *mp)
-{
-	char path[PATH_MAX], target[PATH_MAX];
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%s/%s", pid, name);
-	n = readlink(path, target, sizeof(target) - 1);
-	if (n <= 0)
-		return false;
-	target[n] = '\0';
-	return pw_path_beneath(target, mp) >= 0;
-}
-
-/* Does process PID use something under MP: its working directory, root or an open file? */
-static bool process_holds(const char *pid, const char *mp)
-{
-	char fddir[300];
-	bool held = link_under(pid, "cwd", mp) || link_under(pid, "root", mp);
-
-	snprintf(fddir, sizeof(fddir), "/proc/%s/fd", pid);
-	DIR *d = held ? NULL : opendir(fddir);
-	struct dirent *e;
-	while (d && !held && (e = readdir(d))) {
-		char name[300];
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(name, sizeof(name), "fd/%s", e->d_name);
-		held = link_under(pid, name, mp);
-	}
-	if (d)
-		closedir(d);
-	return held;
-}
-
-/* "bash (pid 12), vim (pid 34)": the processes we can see that hold MP (as fuser -m
- * would name them), at most as many as fit in BUF. */
-static void list_holders(const char *mp, char *buf, size_t size)
-{
-	DIR *d = opendir("/proc");
-	struct dirent *e;
-	size_t len = 0, shown = 0, more = 0;
-	pid_t self = getpid();
-
-	buf[0] = '\0';
-	while (d && (e = readdir(d))) {
-		char comm[64] = "?", path[300];
-		if (e->d_name[0] < '1' || e->d_name[0] > '9' || atoi(e->d_name) == self ||
-		    !process_holds(e->d_name, mp))
-			continue;
-		if (shown >= 6 || len + 80 >= size) {
-			more++;
-			continue;
-		}
-		snprintf(path, sizeof(path), "/proc/%s/comm", e->d_name);
-		FILE *f = fopen(path, "re");
-		if (f) {
-			if (fgets(comm, sizeof(comm), f))
-				comm[strcspn(comm, "\n")] = '\0';
-			fclose(f);
-		}
-		len += (size_t)snprintf(buf + len, size - len, "%s%s (pid %s)", shown ? ", " : "",
-					comm, e->d_name);
-		shown++;
-	}
-	if (d)
-		closedir(d);
-	if (more && len + 32 < size)
-		snprintf(buf + len, size - len, " and %zu more", more);
-}
-
-int cmd_umount(int argc, char **argv)
-{
-	_cleanup_opts_ pw_opts po = {0};
-	bool lazy = false, json = false;
-	int c;
-
-	if (pw_opts_init(&po, "umount", argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0) {
-		switch (c) {
-		case 'z':
-			lazy = true;
-			break;
-		case PW_OPT_JSON:
-			json = true;
-			break;
-		case 'h':
-			return pw_usage("umount", UMOUNT_USAGE, false);
-		}
-	}
-	if (c < 0)
-		return PW_EXIT_USAGE;
-	if (po.n_operands != 1) {
-		pw_err("umount", "expected one MOUNTPOINT, got %d (see 'piworkfs umount --help')",
-		       po.n_operands);
-		return PW_EXIT_USAGE;
-	}
-	const char *arg = po.operands[0];
-	struct stat st;
-	if (stat(arg, &st) < 0 && errno == ENOTCONN) {
-		int r = detach_stale(arg);
-		if (r < 0) {
-			pw_err("umount", "%s: %s", arg, strerror(-r));
-			return PW_EXIT_SYSTEM;
-		}
-		return umount_done(arg, json);
-	}
-	char real[PATH_MAX];
-	if (!realpath(arg, real)) {
-		pw_err("umount", "%s: %s", arg, strerror(errno));
-		return PW_EXIT_CONFIG;
-	}
-	_cleanup_free_ char *live = live_view_at(real);
-	if (!live) {
-		pw_err("umount", "%s is not a piworkfs view", real);
-		return PW_EXIT_NO_VIEW;
-	}
-	/* The daemon, to end and wait for once the view is unmounted (held by a pidfd from
-	 * now on, so that a pid used again later is never signalled). */
-	_cleanup_free_ char *sock = NULL;
-	pid_t pid = pw_ctl_view_socket(real, -1, &sock) == 0 ? daemon_pid(sock) : 0;
-	_cleanup_close_ int pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
-	char why[512];
-	int r = run_fusermount_u(real, lazy, why, sizeof(why));
-	if (r == -EBUSY) {
-		char holders[512];
-		list_holders(real, holders, sizeof(holders));
-		pw_err("umount", "%s is busy%s%s: close %s, or detach it now with --lazy", real,
-		       holders[0] ? ": in use by " : "", holders,
-		       holders[0] ? "them" : "what uses it");
-		return PW_EXIT_SYSTEM;
-	}
-	if (r < 0) {
-		pw_err("umount", "cannot unmount %s: %s", real, why[0] ? why : strerror(-r));
-		return PW_EXIT_SYSTEM;
-	}
-	/*
-	 * Return once the daemon is gone, with its control socket: a mount at the same place
-	 * right after must not find the old one still there. The unmount ends the view in this
-	 * mount namespace only: a copy of the mount in another one (a sandbox, `unshare -m`, a
-	 * service with private mounts, each made while the view was mounted) keeps the
-	 * kernel's connection, and the daemon serving it, until that namespace ends, which
-	 * may be never. Unmounted without --lazy, the view had no user here, so the daemon is
-	 * told to end now (SIGTERM, its way out): the copies then answer ENOTCONN,
-	 * as a view whose daemon is gone does. A lazy unmount ends the daemon only when the
-	 * view is no longer busy: no signal and no wait then.
-	 */
-	if (pidfd >= 0 && !lazy)
-		(void)syscall(SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0);
-	if (pidfd >= 0 && !lazy && wait_pidfd(pidfd, DAEMON_EXIT_MS) == -ETIMEDOUT) {
-		pw_err("umount", "unmounted %s, but its daemon (pid %d) has not exited after %d s",
-		       real, (int)pid, DAEMON_EXIT_MS / 1000);
-		return PW_EXIT_SYSTEM;
-	}
-	return umount_done(real, json);
 }

@@ -93,30 +93,19 @@ static int parse(int argc, char **argv, pw_opts *po, opts *o)
 		return PW_EXIT_USAGE;
 	o->args = po->operands;
 	o->n_args = po->n_operands;
-	return -1;
+	return PW_EXIT_GO_ON;
 }
 
+/* A failed call's message and exit status (output.h). */
 static int call_failed(const char *cmd, const opts *o, int r, int code, const char *message)
 {
-	if (r == -ENOENT) {
-		pw_err(cmd,
-		       "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
-		       "--mount PATH)",
-		       o->mount ? o->mount : "the current directory");
-		return PW_EXIT_NO_VIEW;
-	}
-	if (r == -EREMOTE) {
-		pw_err(cmd, "%s", message ? message : "the daemon refused");
-		if (code == PW_RPC_REFUSED)
-			return PW_EXIT_DENIED;
-		if (code == PW_RPC_INVALID_PARAMS)
-			return PW_EXIT_CONFIG;
-		if (code == PW_RPC_METHOD_NOT_FOUND)
-			return PW_EXIT_NO_VIEW;
-		return PW_EXIT_SYSTEM;
-	}
-	pw_err(cmd, "cannot talk to the view: %s", strerror(-r));
-	return PW_EXIT_NO_VIEW;
+	static const pw_rpc_exit map[] = {
+	    {PW_RPC_REFUSED, PW_EXIT_DENIED},
+	    {PW_RPC_INVALID_PARAMS, PW_EXIT_CONFIG},
+	    {PW_RPC_METHOD_NOT_FOUND, PW_EXIT_NO_VIEW},
+	};
+	return pw_cli_call_failed(cmd, o->mount, r, code, message, map, ELEMENTSOF(map),
+				  PW_EXIT_NO_VIEW);
 }
 
 static const char *str(json_t *o, const char *key)
@@ -285,7 +274,7 @@ static int request(const char *cmd, const opts *o, const char **ret_method, json
 		pw_err(cmd, "--note and --plan go with 'plan done'");
 		return PW_EXIT_USAGE;
 	}
-	return -1;
+	return PW_EXIT_GO_ON;
 }
 
 /*
@@ -299,6 +288,8 @@ static int ask_approval(const char *cmd, const opts *o, const char *name, const 
 	_cleanup_free_ char *message = NULL, *sock = NULL, *reason = NULL;
 	pw_ctl_conn *c = NULL;
 	const char *outcome;
+	long long id = 0;
+	bool typed = false;
 	int code = 0, r;
 
 	r = pw_ctl_find_view(o->mount, &sock, NULL);
@@ -311,8 +302,12 @@ static int ask_approval(const char *cmd, const opts *o, const char *name, const 
 	r = pw_ctl_call(c, "plan.request_approval",
 			json_pack("{s:s,s:s?}", "name", name, "reason", reason), &res, &code,
 			&message);
+	if (r == 0) {
+		id = json_integer_value(json_object_get(res, "id"));
+		typed = json_is_true(json_object_get(res, "needs_target"));
+	}
 	if (r == 0 && json_is_true(json_object_get(res, "shown"))) {
-		json_t *id = json_incref(json_object_get(res, "id"));
+		json_t *jid = json_incref(json_object_get(res, "id"));
 
 		fprintf(stderr,
 			"piworkfs: %s: approving a plan is the person's: asked them on the "
@@ -320,7 +315,7 @@ static int ask_approval(const char *cmd, const opts *o, const char *name, const 
 			cmd);
 		json_decref(TAKE_PTR(res));
 		r = pw_ctl_call(c, "mode.request.wait",
-				json_pack("{s:o,s:i}", "id", id, "wait_ms", ASK_WAIT_MS), &res,
+				json_pack("{s:o,s:i}", "id", jid, "wait_ms", ASK_WAIT_MS), &res,
 				&code, &message);
 	}
 	pw_ctl_close(c);
@@ -336,13 +331,17 @@ static int ask_approval(const char *cmd, const opts *o, const char *name, const 
 		return PW_EXIT_OK;
 	}
 	pw_err(cmd, "%s", refusal ? refusal : "refused");
-	if (streq_ptr(outcome, "pending"))
+	if (streq_ptr(outcome, "pending")) {
+		/* The answer as the person types it on their own terminal: the request's id,
+		 * the plan's name where the daemon wants it typed, and the run's view. */
+		_cleanup_free_ char *where = pw_mode_run_option(o->mount);
+
 		pw_err(cmd,
 		       "asked the person: they can read it with 'piworkfs plan show %s' and "
-		       "allow it with 'piworkfs mode --approve' outside the agent (within 2 "
-		       "minutes)",
-		       name);
-	else
+		       "allow it with 'piworkfs mode --approve %lld%s%s%s' outside the agent "
+		       "(within 2 minutes)",
+		       name, id, typed ? " " : "", typed ? name : "", where ? where : "");
+	} else
 		pw_err(cmd, "not approved: the request was %s", outcome ? outcome : "not answered");
 	return PW_EXIT_DENIED;
 }

@@ -78,6 +78,7 @@ typedef struct run_args {
 	char **command;
 } run_args;
 
+/* The options into A. Returns PW_EXIT_GO_ON, or the exit status (--help: 0). */
 static int parse(int argc, char **argv, run_args *a, pw_opts *po)
 {
 	int c;
@@ -120,7 +121,7 @@ static int parse(int argc, char **argv, run_args *a, pw_opts *po)
 			a->podman_args[a->n_podman_args++] = (char *)po->arg;
 			break;
 		case 'h':
-			return -1;
+			return pw_usage("run", RUN_USAGE, false);
 		}
 	}
 	if (c < 0)
@@ -141,7 +142,7 @@ static int parse(int argc, char **argv, run_args *a, pw_opts *po)
 		return PW_EXIT_USAGE;
 	}
 	a->command = po->operands;
-	return PW_EXIT_OK;
+	return PW_EXIT_GO_ON;
 }
 
 /*
@@ -259,10 +260,8 @@ int cmd_run(int argc, char **argv)
 	_cleanup_opts_ pw_opts po = {0};
 
 	r = parse(argc, argv, &a, &po);
-	if (r < 0)
-		return pw_usage("run", RUN_USAGE, false);
-	if (r != PW_EXIT_OK)
-		return r;
+	if (r != PW_EXIT_GO_ON)
+		return r; /* --help, or a usage error */
 	r = find_project(a.project, a.mode, &project, &global_dir, &bundled_dir);
 	if (r != PW_EXIT_OK)
 		return r;

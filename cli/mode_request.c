@@ -56,9 +56,7 @@ char *pw_mode_view_option(const char *mount, const char *run)
 	return word && asprintf(&ret, " --mount %s", word) >= 0 ? ret : NULL;
 }
 
-/* Inside a run: " --run ID", how the person's terminal names the run's view (its own
- * view, which the bare view's directory is not); "" elsewhere. Malloc'd. */
-static char *run_option(const char *mount)
+char *pw_mode_run_option(const char *mount)
 {
 	_cleanup_json_ json_t *res = NULL;
 	const char *id;
@@ -135,7 +133,7 @@ int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char
 	 * led to it ("ask the person to run ...") is no longer what to do. Nobody sees it at
 	 * once: the person may still allow it, for as long as the request lives. */
 	if (streq_ptr(outcome, "pending")) {
-		_cleanup_free_ char *where = run_option(mount);
+		_cleanup_free_ char *where = pw_mode_run_option(mount);
 		bool typed = json_is_true(json_object_get(res, "needs_target"));
 		long long id = json_integer_value(json_object_get(res, "id"));
 

@@ -202,7 +202,8 @@ static const pw_option run_opts[] = {
     OPT_END,
 };
 
-static const pw_option completion_opts[] = {
+/* The commands that take no option but --help: completion, mcp, hook. */
+static const pw_option help_only_opts[] = {
     OPT_HELP,
     OPT_END,
 };
@@ -290,16 +291,6 @@ static const pw_option checkpoint_opts[] = {
     OPT_END,
 };
 
-static const pw_option mcp_opts[] = {
-    OPT_HELP,
-    OPT_END,
-};
-
-static const pw_option hook_opts[] = {
-    OPT_HELP,
-    OPT_END,
-};
-
 static const pw_command_spec specs[] = {
     {"mount", "mount a project as a view limited by a mode", mount_opts, 0, PW_COMPLETE_DIR},
     {"umount", "unmount a view", umount_opts, 0, PW_COMPLETE_MOUNTPOINT},
@@ -321,7 +312,7 @@ static const pw_command_spec specs[] = {
     {"trust", "trust a project's own modes (or --revoke)", trust_opts, 0, PW_COMPLETE_DIR},
     {"run", "run a command in a sandbox that can only write through the view", run_opts,
      PW_SPEC_STOP_AT_OPERAND, PW_COMPLETE_COMMAND},
-    {"completion", "print the shell completion script for bash, zsh or fish", completion_opts, 0,
+    {"completion", "print the shell completion script for bash, zsh or fish", help_only_opts, 0,
      PW_COMPLETE_SHELL},
     {"__complete", "(for the completion scripts) list modes or views", complete_opts,
      PW_SPEC_HIDDEN, PW_COMPLETE_NONE},
@@ -334,9 +325,9 @@ static const pw_command_spec specs[] = {
     {"checkpoint", "start a new change set, optionally named", checkpoint_opts, 0,
      PW_COMPLETE_NONE},
     {"plan", "plans: list, show, approve, reopen, mark tasks done", plan_opts, 0, PW_COMPLETE_PLAN},
-    {"mcp", "an MCP server on stdio: the agent's mode, checks and requests", mcp_opts, 0,
+    {"mcp", "an MCP server on stdio: the agent's mode, checks and requests", help_only_opts, 0,
      PW_COMPLETE_NONE},
-    {"hook", "answer an agent's hook event (claude) on stdin", hook_opts, 0, PW_COMPLETE_NONE},
+    {"hook", "answer an agent's hook event (claude) on stdin", help_only_opts, 0, PW_COMPLETE_NONE},
 };
 
 const pw_command_spec *pw_command_specs(size_t *ret_n)
@@ -411,7 +402,7 @@ static int bad_option(const pw_opts *o, bad_kind kind, const char *word, const c
 		pw_err(o->spec->name, "%s (did you mean '--%s'?)", msg, hint);
 	else
 		pw_err(o->spec->name, "%s (see 'piworkfs %s --help')", msg, o->spec->name);
-	return -1;
+	return -EINVAL;
 }
 
 /* The long option NAME (LEN bytes) exactly, else its unique prefix. *ret_ambiguous tells
@@ -525,7 +516,7 @@ static int view_option(pw_opts *o, int id)
 
 	if ((id == 'C' && o->view_given) || (id == PW_OPT_VIEW && o->project_given)) {
 		pw_err(o->spec->name, "-M and -C both name the project: give one");
-		return -1;
+		return -EINVAL;
 	}
 	o->project_given = true;
 	if (id == 'C')
@@ -545,7 +536,7 @@ static int view_option(pw_opts *o, int id)
 	 * long as the program (commands keep the argument after their parse) */
 	if (pw_cli_name_view(mp ? mp : o->arg) < 0) {
 		pw_err(o->spec->name, "out of memory");
-		return -1;
+		return -ENOMEM;
 	}
 	o->view_given = true;
 	o->arg = pw_cli_named_view();
@@ -583,4 +574,21 @@ int pw_opts_next(pw_opts *o)
 		return id == PW_OPT_VIEW || id == 'C' ? view_option(o, id) : id;
 	}
 	return 0;
+}
+
+bool pw_opts_common(const pw_opts *po, int c, pw_common_opts *cm)
+{
+	switch (c) {
+	case 'm':
+		cm->mode = po->arg;
+		return true;
+	case 'C':
+		cm->project = po->arg;
+		return true;
+	case PW_OPT_JSON:
+		cm->json = true;
+		return true;
+	default:
+		return false;
+	}
 }

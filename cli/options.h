@@ -142,10 +142,22 @@ int pw_opts_init(pw_opts *o, const char *cmd, int argc, char **argv);
 void pw_opts_done(pw_opts *o);
 
 /* The next option's id (its argument in o->arg), 0 once every word is read (the operands
- * are then in o->operands), or -1 after printing a one-line error for a bad option.
+ * are then in o->operands), or -errno after printing a one-line error: -EINVAL for a bad
+ * option, -ENOMEM.
  * Seeing --json (also among the words after a bad option) turns on pw_err_json(): the
  * failure is then answered on stdout as {"error": ...} too. */
 int pw_opts_next(pw_opts *o);
+
+/* The options several commands read alike, read once for all: -m MODE, -C DIR (and -M PATH,
+ * which the parser hands on as -C), --json. */
+typedef struct pw_common_opts {
+	const char *mode, *project;
+	bool json;
+} pw_common_opts;
+
+/* Reads option C (pw_opts_next's last, its argument in PO) into CM when it is one of those:
+ * true; false for one of the command's own. */
+bool pw_opts_common(const pw_opts *po, int c, pw_common_opts *cm);
 
 static inline void pw_opts_donep(pw_opts *o)
 {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "proto.h"
 
 static struct {
 	bool on;       /* --json was given */
@@ -253,4 +254,29 @@ void pw_table_print(const pw_table *t, FILE *f, unsigned indent)
 const char *pw_problem_word(const char *formatted)
 {
 	return formatted && strstr(formatted, ": error: ") ? "error" : "warning";
+}
+
+int pw_cli_call_failed(const char *cmd, const char *mount, int r, int code, const char *message,
+		       const pw_rpc_exit *map, size_t n, int other)
+{
+	if (r == -ENOENT) {
+		pw_err(cmd,
+		       "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
+		       "--mount PATH)",
+		       mount ? mount : "the current directory");
+		return PW_EXIT_NO_VIEW;
+	}
+	if (r == -ECONNREFUSED || r == -ECONNRESET || r == -ETIMEDOUT) {
+		pw_err(cmd, "the view's daemon does not answer: %s", strerror(-r));
+		return PW_EXIT_NO_VIEW;
+	}
+	if (r == -EREMOTE) {
+		pw_err(cmd, "%s", message ? message : "the daemon refused");
+		for (size_t i = 0; i < n; i++)
+			if (map[i].code == code)
+				return map[i].exit;
+		return PW_EXIT_SYSTEM;
+	}
+	pw_err(cmd, "cannot talk to the view: %s", strerror(-r));
+	return other;
 }

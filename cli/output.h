@@ -100,3 +100,17 @@ static inline void pw_json_decrefp(json_t **j)
 	json_decref(*j);
 }
 #define _cleanup_json_ _cleanup_(pw_json_decrefp)
+
+/* A daemon error code a command gives an exit status of its own (pw_cli_call_failed). */
+typedef struct pw_rpc_exit {
+	int code, exit;
+} pw_rpc_exit;
+
+/*
+ * The one message and exit status of a call to the view at MOUNT (NULL: the current
+ * directory's) that failed with R: no view there (-ENOENT) or a daemon that does not answer,
+ * PW_EXIT_NO_VIEW; the daemon's refusal (-EREMOTE, CODE and MESSAGE), the exit MAP gives CODE
+ * (N entries), else PW_EXIT_SYSTEM; any other error, OTHER.
+ */
+int pw_cli_call_failed(const char *cmd, const char *mount, int r, int code, const char *message,
+		       const pw_rpc_exit *map, size_t n, int other);

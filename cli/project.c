@@ -231,18 +231,21 @@ static char *resolve_existing_prefix(const char *abs)
  * The project has two names: inside a view, its root is the mountpoint and BACKING the
  * directory behind it; from the backing directory, every live view of it is the project
  * too. An absolute path under the other name names the same file (`check ~/proj/src/x.c`
- * inside ~/proj.view). Returns the offset of its project-relative rest in ABS, or -1.
+ * inside ~/proj.view). Returns the offset of its project-relative rest in ABS; -1 when it is
+ * beneath neither name (as pw_path_beneath), or -errno when the views cannot be listed.
  */
 static ssize_t beneath_other_name(const pw_cli_project *p, const char *abs)
 {
 	pw_ctl_mount *m = NULL;
 	size_t n = 0;
 	ssize_t off = -1;
+	int r;
 
 	if (p->backing)
 		return pw_path_beneath(abs, p->backing);
-	if (pw_ctl_list_mounts(&m, &n) < 0)
-		return -1;
+	r = pw_ctl_list_mounts(&m, &n);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < n && off < 0; i++)
 		if (streq_ptr(m[i].source, p->root))
 			off = pw_path_beneath(abs, m[i].mountpoint);

@@ -38,6 +38,7 @@
 
 #include "cli.h"
 #include "agent.h"
+#include "mcp.h"
 #include "options.h"
 #include "output.h"
 #include "proto.h"
@@ -66,17 +67,6 @@
 #define MCP_WAIT_DEFAULT_S 110 /* piworkfs_request_mode waits this long by default */
 #define MCP_WAIT_MAX_S 115     /* a request lives 120 s */
 
-/* JSON-RPC error codes of this server (the MCP specification uses the standard ones). */
-enum {
-	MCP_PARSE_ERROR = -32700,
-	MCP_INVALID_REQUEST = -32600,
-	MCP_METHOD_NOT_FOUND = -32601,
-	MCP_INVALID_PARAMS = -32602,
-	MCP_INTERNAL = -32603,
-	MCP_NO_VIEW = -32001,		 /* not in a live view, or its daemon does not answer */
-	MCP_RESOURCE_NOT_FOUND = -32002, /* as the specification has it */
-};
-
 static const char *const protocol_versions[] = {"2025-11-25", "2025-06-18", "2025-03-26",
 						"2024-11-05"};
 
@@ -92,26 +82,6 @@ typedef struct mcp {
 	json_int_t asked_id; /* our last mode.request's id, 0: none */
 	char *asked_mode;
 } mcp;
-
-/* An error for the reply: CODE and a malloc'd message. */
-typedef struct mcp_error {
-	int code;
-	char *message;
-} mcp_error;
-
-static int fail(mcp_error *e, int code, const char *fmt, ...) _printf_(3, 4);
-static int fail(mcp_error *e, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	free(e->message);
-	if (vasprintf(&e->message, fmt, ap) < 0)
-		e->message = NULL;
-	va_end(ap);
-	e->code = code;
-	return -1;
-}
 
 static const char *jstr(json_t *o, const char *key)
 {
@@ -197,14 +167,14 @@ static int need_view(mcp *m, mcp_error *e)
 		return 0;
 	r = pw_agent_view_open(m->cwd, &m->view);
 	if (r == -ENOENT)
-		return fail(
+		return pw_mcp_fail(
 		    e, MCP_NO_VIEW,
 		    "not in a piworkfs view: %s is inside no live view (piworkfs status lists "
 		    "them)",
 		    m->cwd);
 	if (r < 0)
-		return fail(e, MCP_NO_VIEW, "the piworkfs view's daemon does not answer: %s",
-			    r == -EREMOTE ? "it refused the connection" : strerror(-r));
+		return pw_mcp_fail(e, MCP_NO_VIEW, "the piworkfs view's daemon does not answer: %s",
+				   r == -EREMOTE ? "it refused the connection" : strerror(-r));
 	m->have_view = true;
 	if (m->initialized)
 		sub_open(m);
@@ -212,16 +182,17 @@ static int need_view(mcp *m, mcp_error *e)
 }
 
 /* A daemon call for a tool; a dead daemon is MCP_NO_VIEW, a refusal the daemon's message
- * (code in *ret_code). Returns 0, or -1 with E set, or 1 with *ret_message for the model. */
+ * (code in *ret_code). Returns 0, or -EPROTO with E set, or 1 with *ret_message for the model. */
 static int call(mcp *m, unsigned timeout_ms, const char *method, json_t *params,
 		json_t **ret_result, mcp_error *e, int *ret_code, char **ret_message)
 {
 	int code = 0, r;
 	char *message = NULL;
 
-	if (need_view(m, e) < 0) {
+	r = need_view(m, e);
+	if (r < 0) {
 		json_decref(params);
-		return -1;
+		return r;
 	}
 	r = pw_agent_call(&m->view, timeout_ms, method, params, ret_result, &code, &message);
 	if (r == -EREMOTE) {
@@ -238,78 +209,9 @@ static int call(mcp *m, unsigned timeout_ms, const char *method, json_t *params,
 		pw_agent_view_done(&m->view);
 		m->have_view = false;
 		sub_close(m);
-		return fail(e, MCP_NO_VIEW, "the piworkfs view's daemon does not answer: %s",
-			    strerror(-r));
+		return pw_mcp_fail(e, MCP_NO_VIEW, "the piworkfs view's daemon does not answer: %s",
+				   strerror(-r));
 	}
-	return 0;
-}
-
-/* ---- argument checking ------------------------------------------------------------------ */
-
-typedef enum { ARG_STRING, ARG_STRINGS, ARG_BOOL, ARG_INT } arg_type;
-
-typedef struct arg_spec {
-	const char *name;
-	arg_type type;
-	bool required;
-} arg_spec;
-
-/* ARGS against SPEC: an object, no unknown names, the right types, bounded sizes. */
-static int check_args(json_t *args, const arg_spec *spec, size_t n, mcp_error *e)
-{
-	const char *key;
-	json_t *v;
-
-	if (!json_is_object(args))
-		return fail(e, MCP_INVALID_PARAMS, "arguments must be an object");
-	json_object_foreach(args, key, v)
-	{
-		size_t i;
-		for (i = 0; i < n && !streq(spec[i].name, key); i++)
-			;
-		if (i == n)
-			return fail(e, MCP_INVALID_PARAMS, "unknown argument '%.64s'", key);
-		switch (spec[i].type) {
-		case ARG_STRING:
-			if (!json_is_string(v))
-				return fail(e, MCP_INVALID_PARAMS, "'%s' must be a string", key);
-			if (json_string_length(v) > PW_MCP_COMMAND_MAX)
-				return fail(e, MCP_INVALID_PARAMS, "'%s' is longer than %d bytes",
-					    key, PW_MCP_COMMAND_MAX);
-			if (strlen(json_string_value(v)) != json_string_length(v))
-				return fail(e, MCP_INVALID_PARAMS, "'%s' holds a NUL byte", key);
-			break;
-		case ARG_BOOL:
-			if (!json_is_boolean(v))
-				return fail(e, MCP_INVALID_PARAMS, "'%s' must be a boolean", key);
-			break;
-		case ARG_INT:
-			if (!json_is_integer(v))
-				return fail(e, MCP_INVALID_PARAMS, "'%s' must be an integer", key);
-			break;
-		case ARG_STRINGS: {
-			size_t j;
-			json_t *s;
-			if (!json_is_array(v) || json_array_size(v) == 0 ||
-			    json_array_size(v) > 256)
-				return fail(e, MCP_INVALID_PARAMS,
-					    "'%s' must be an array of 1 to 256 strings", key);
-			json_array_foreach(
-			    v, j,
-			    s) if (!json_is_string(s) || json_string_length(s) == 0 ||
-				   json_string_length(s) > PW_PATH_MAX ||
-				   strlen(json_string_value(s)) !=
-				       json_string_length(s)) return fail(e, MCP_INVALID_PARAMS,
-									  "'%s'[%zu] must be a "
-									  "path of 1 to %d bytes",
-									  key, j, PW_PATH_MAX);
-			break;
-		}
-		}
-	}
-	for (size_t i = 0; i < n; i++)
-		if (spec[i].required && !json_object_get(args, spec[i].name))
-			return fail(e, MCP_INVALID_PARAMS, "missing argument '%s'", spec[i].name);
 	return 0;
 }
 
@@ -364,6 +266,28 @@ static void put_patterns(FILE *f, json_t *policy, const char *kind)
 		fputs("none", f);
 }
 
+/* The first steps of a tool that asks the view: ARGS checked against SPEC (N entries), and
+ * the view found. Returns 0, or -EPROTO with E set. */
+static int tool_start(mcp *m, json_t *args, const arg_spec *spec, size_t n, mcp_error *e)
+{
+	int r = pw_mcp_check_args(args, spec, n, e);
+
+	return r < 0 ? r : need_view(m, e);
+}
+
+/* METHOD on the view for a tool, PARAMS taken: 0 with *ret_result; 1 when the daemon refused,
+ * with *ret the refusal as the tool's answer (the model reads it); or -EPROTO with E set. */
+static int tool_call(mcp *m, unsigned timeout_ms, const char *method, json_t *params,
+		     json_t **ret_result, json_t **ret, mcp_error *e)
+{
+	_cleanup_free_ char *message = NULL;
+	int r = call(m, timeout_ms, method, params, ret_result, e, NULL, &message);
+
+	if (r > 0)
+		*ret = tool_text(message, true);
+	return r;
+}
+
 static int tool_status(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 {
 	json_t *st = NULL, *pol;
@@ -371,17 +295,18 @@ static int tool_status(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	text t;
 	int r;
 
-	if (check_args(args, NULL, 0, e) < 0)
-		return -1;
+	r = pw_mcp_check_args(args, NULL, 0, e);
+	if (r < 0)
+		return r;
 	r = call(m, 0, "mode.get", NULL, &st, e, NULL, NULL);
 	if (r)
-		return r < 0 ? -1 : fail(e, MCP_INTERNAL, "the view refused mode.get");
+		return r < 0 ? r : pw_mcp_fail(e, MCP_INTERNAL, "the view refused mode.get");
 	pol = json_object_get(st, "policy");
 	ann = pw_text_announcement(pol, false);
 	w = pw_text_writable(pol);
 	if (!text_open(&t)) {
 		json_decref(st);
-		return fail(e, MCP_INTERNAL, "out of memory");
+		return pw_mcp_fail(e, MCP_INTERNAL, "out of memory");
 	}
 	fprintf(t.f, "%s\n\nMode: %s (generation %lld)%s\nWritable: %s\nRead-only: everything else",
 		ann ? ann : "", jstr(st, "mode"),
@@ -421,10 +346,9 @@ static int tool_check(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	size_t i;
 	int r;
 
-	if (check_args(args, check_spec, ELEMENTSOF(check_spec), e) < 0)
-		return -1;
-	if (need_view(m, e) < 0)
-		return -1;
+	r = tool_start(m, args, check_spec, ELEMENTSOF(check_spec), e);
+	if (r < 0)
+		return r;
 	if (!op)
 		op = "write";
 	rel = json_array();
@@ -436,20 +360,17 @@ static int tool_check(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 				      json_string(x ? (x[0] ? x : ".") : json_string_value(p)));
 		free(x);
 	}
-	_cleanup_free_ char *message = NULL;
-	r = call(m, 0, "check", json_pack("{s:O,s:s,s:s*}", "paths", rel, "op", op, "mode", mode),
-		 &res, e, NULL, &message);
+	r = tool_call(m, 0, "check",
+		      json_pack("{s:O,s:s,s:s*}", "paths", rel, "op", op, "mode", mode), &res, ret,
+		      e);
 	if (r) {
 		json_decref(rel);
-		if (r < 0)
-			return -1;
-		*ret = tool_text(message, true);
-		return 0;
+		return r < 0 ? r : 0;
 	}
 	if (!text_open(&t)) {
 		json_decref(rel);
 		json_decref(res);
-		return fail(e, MCP_INTERNAL, "out of memory");
+		return pw_mcp_fail(e, MCP_INTERNAL, "out of memory");
 	}
 	denied = json_array();
 	json_array_foreach(json_object_get(res, "decisions"), i, d)
@@ -487,35 +408,31 @@ static const arg_spec bash_spec[] = {{"command", ARG_STRING, true}, {"cwd", ARG_
 
 static int tool_check_bash(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 {
-	_cleanup_free_ char *block = NULL, *rcwd = NULL, *message = NULL;
+	_cleanup_free_ char *block = NULL, *rcwd = NULL;
 	const char *cwd = jstr(args, "cwd");
 	json_t *res = NULL, *tg;
 	text t;
 	size_t i;
 	int r;
 
-	if (check_args(args, bash_spec, ELEMENTSOF(bash_spec), e) < 0)
-		return -1;
-	if (need_view(m, e) < 0)
-		return -1;
+	r = tool_start(m, args, bash_spec, ELEMENTSOF(bash_spec), e);
+	if (r < 0)
+		return r;
 	rcwd = pw_agent_project_path(&m->view, m->cwd, cwd ? cwd : ".");
 	if (!rcwd)
-		return fail(e, MCP_INVALID_PARAMS, "cwd %s is outside the project",
-			    cwd ? cwd : m->cwd);
+		return pw_mcp_fail(e, MCP_INVALID_PARAMS, "cwd %s is outside the project",
+				   cwd ? cwd : m->cwd);
 	block = pw_agent_bash_refusal(&m->view, m->cwd, cwd ? cwd : ".", jstr(args, "command"),
 				      "the agent", true);
-	r = call(m, 0, "bash.check",
-		 json_pack("{s:s,s:s}", "command", jstr(args, "command"), "cwd", rcwd), &res, e,
-		 NULL, &message);
+	r = tool_call(m, 0, "bash.check",
+		      json_pack("{s:s,s:s}", "command", jstr(args, "command"), "cwd", rcwd), &res,
+		      ret, e);
 	if (r) {
-		if (r < 0)
-			return -1;
-		*ret = tool_text(message, true);
-		return 0;
+		return r < 0 ? r : 0;
 	}
 	if (!text_open(&t)) {
 		json_decref(res);
-		return fail(e, MCP_INTERNAL, "out of memory");
+		return pw_mcp_fail(e, MCP_INTERNAL, "out of memory");
 	}
 	fprintf(t.f, "Pre-flight in mode %s: verdict %s%s%s.\n", jstr(res, "mode"),
 		jstr(res, "verdict"),
@@ -606,23 +523,25 @@ static int tool_request_mode(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	int code = 0, r;
 	text t;
 
-	if (check_args(args, request_spec, ELEMENTSOF(request_spec), e) < 0)
-		return -1;
+	r = pw_mcp_check_args(args, request_spec, ELEMENTSOF(request_spec), e);
+	if (r < 0)
+		return r;
 	if (wait_s < 0 || wait_s > MCP_WAIT_MAX_S)
-		return fail(e, MCP_INVALID_PARAMS, "'wait_s' must be 0 to %d", MCP_WAIT_MAX_S);
+		return pw_mcp_fail(e, MCP_INVALID_PARAMS, "'wait_s' must be 0 to %d",
+				   MCP_WAIT_MAX_S);
 	if (strlen(to) > PW_MODE_NAME_MAX)
-		return fail(e, MCP_INVALID_PARAMS, "'mode' is longer than %d bytes",
-			    PW_MODE_NAME_MAX);
+		return pw_mcp_fail(e, MCP_INVALID_PARAMS, "'mode' is longer than %d bytes",
+				   PW_MODE_NAME_MAX);
 	r = call(m, 0, "mode.get", NULL, &st, e, NULL, NULL);
 	if (r)
-		return r < 0 ? -1 : fail(e, MCP_INTERNAL, "the view refused mode.get");
+		return r < 0 ? r : pw_mcp_fail(e, MCP_INTERNAL, "the view refused mode.get");
 	from = jstr(st, "mode") ? strdup(jstr(st, "mode")) : strdup("?");
 	json_decref(st);
 	/* One connection for the request and its wait: the daemon tells the requester. */
 	r = pw_ctl_connect(m->view.socket, (unsigned)(wait_s + 15) * 1000, &c);
 	if (r < 0)
-		return fail(e, MCP_NO_VIEW, "the piworkfs view's daemon does not answer: %s",
-			    strerror(-r));
+		return pw_mcp_fail(e, MCP_NO_VIEW, "the piworkfs view's daemon does not answer: %s",
+				   strerror(-r));
 	r = pw_ctl_call(c, "mode.request",
 			json_pack("{s:s,s:s}", "mode", to, "reason",
 				  reason && reason[0] ? reason : "asked through piworkfs mcp"),
@@ -646,13 +565,13 @@ static int tool_request_mode(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 		return 0;
 	}
 	if (r < 0)
-		return fail(e, MCP_NO_VIEW, "the piworkfs view's daemon does not answer: %s",
-			    strerror(-r));
+		return pw_mcp_fail(e, MCP_NO_VIEW, "the piworkfs view's daemon does not answer: %s",
+				   strerror(-r));
 	if (!streq_ptr(jstr(res, "outcome"), "pending"))
 		m->asked_id = 0;
 	if (!text_open(&t)) {
 		json_decref(res);
-		return fail(e, MCP_INTERNAL, "out of memory");
+		return pw_mcp_fail(e, MCP_INTERNAL, "out of memory");
 	}
 	if (streq_ptr(jstr(res, "outcome"), "approved") && json_is_null(json_object_get(res, "id")))
 		fprintf(t.f, "No consent needed: %s is no looser than %s. ", to, from);
@@ -690,26 +609,21 @@ static json_t *changes_params(mcp *m, json_t *args)
 
 static int tool_changes(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 {
-	_cleanup_free_ char *message = NULL;
 	json_t *res = NULL, *cs, *ch;
 	size_t i, j, shown = 0;
 	text t;
 	int r;
 
-	if (check_args(args, changes_spec, ELEMENTSOF(changes_spec), e) < 0)
-		return -1;
-	if (need_view(m, e) < 0)
-		return -1;
-	r = call(m, 30000, "changes.list", changes_params(m, args), &res, e, NULL, &message);
+	r = tool_start(m, args, changes_spec, ELEMENTSOF(changes_spec), e);
+	if (r < 0)
+		return r;
+	r = tool_call(m, 30000, "changes.list", changes_params(m, args), &res, ret, e);
 	if (r) {
-		if (r < 0)
-			return -1;
-		*ret = tool_text(message, true);
-		return 0;
+		return r < 0 ? r : 0;
 	}
 	if (!text_open(&t)) {
 		json_decref(res);
-		return fail(e, MCP_INTERNAL, "out of memory");
+		return pw_mcp_fail(e, MCP_INTERNAL, "out of memory");
 	}
 	json_array_foreach(json_object_get(res, "changesets"), i, cs)
 	{
@@ -744,29 +658,24 @@ static const arg_spec diff_spec[] = {
 
 static int tool_diff(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 {
-	_cleanup_free_ char *message = NULL;
 	json_t *res = NULL, *f, *p;
 	size_t i;
 	text t;
 	int r;
 
-	if (check_args(args, diff_spec, ELEMENTSOF(diff_spec), e) < 0)
-		return -1;
-	if (need_view(m, e) < 0)
-		return -1;
+	r = tool_start(m, args, diff_spec, ELEMENTSOF(diff_spec), e);
+	if (r < 0)
+		return r;
 	p = changes_params(m, args);
 	if (json_is_true(json_object_get(args, "stat")))
 		json_object_set_new(p, "stat", json_true());
-	r = call(m, 30000, "changes.diff", p, &res, e, NULL, &message);
+	r = tool_call(m, 30000, "changes.diff", p, &res, ret, e);
 	if (r) {
-		if (r < 0)
-			return -1;
-		*ret = tool_text(message, true);
-		return 0;
+		return r < 0 ? r : 0;
 	}
 	if (!text_open(&t)) {
 		json_decref(res);
-		return fail(e, MCP_INTERNAL, "out of memory");
+		return pw_mcp_fail(e, MCP_INTERNAL, "out of memory");
 	}
 	json_array_foreach(json_object_get(res, "files"), i, f)
 	{
@@ -924,7 +833,8 @@ static int m_initialize(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 	_cleanup_free_ char *ins = NULL;
 
 	if (!json_is_object(params) || !asked)
-		return fail(e, MCP_INVALID_PARAMS, "initialize needs params.protocolVersion");
+		return pw_mcp_fail(e, MCP_INVALID_PARAMS,
+				   "initialize needs params.protocolVersion");
 	if (!m->have_view) {
 		mcp_error ignore = {0};
 		(void)need_view(m, &ignore); /* outside a view the tools say so when called */
@@ -962,7 +872,7 @@ static int m_tools_call(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 	int r;
 
 	if (!json_is_object(params) || !name)
-		return fail(e, MCP_INVALID_PARAMS, "tools/call needs params.name");
+		return pw_mcp_fail(e, MCP_INVALID_PARAMS, "tools/call needs params.name");
 	if (!args)
 		args = empty = json_object();
 	for (size_t i = 0; i < ELEMENTSOF(tools); i++) {
@@ -973,7 +883,8 @@ static int m_tools_call(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 		return r;
 	}
 	json_decref(empty);
-	return fail(e, MCP_INVALID_PARAMS, "unknown tool '%.64s' (tools/list lists them)", name);
+	return pw_mcp_fail(e, MCP_INVALID_PARAMS, "unknown tool '%.64s' (tools/list lists them)",
+			   name);
 }
 
 static int m_resources_list(mcp *m, json_t *params, json_t **ret, mcp_error *e)
@@ -1000,16 +911,16 @@ static int m_resources_read(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 	int r;
 
 	if (!streq_ptr(jstr(params, "uri"), MODE_URI))
-		return fail(e, MCP_RESOURCE_NOT_FOUND,
-			    "resource not found (the one resource is %s)", MODE_URI);
+		return pw_mcp_fail(e, MCP_RESOURCE_NOT_FOUND,
+				   "resource not found (the one resource is %s)", MODE_URI);
 	r = call(m, 0, "mode.get", json_pack("{s:b}", "body", 1), &st, e, NULL, NULL);
 	if (r)
-		return r < 0 ? -1 : fail(e, MCP_INTERNAL, "the view refused mode.get");
+		return r < 0 ? r : pw_mcp_fail(e, MCP_INTERNAL, "the view refused mode.get");
 	sec = pw_text_system_section(jstr(st, "mode"), jstr(st, "body"));
 	ann = pw_text_announcement(json_object_get(st, "policy"), false);
 	json_decref(st);
 	if (!sec || !ann || asprintf(&all, "%s\n\n%s", sec, ann) < 0)
-		return fail(e, MCP_INTERNAL, "out of memory");
+		return pw_mcp_fail(e, MCP_INTERNAL, "out of memory");
 	*ret = json_pack("{s:[{s:s,s:s,s:s}]}", "contents", "uri", MODE_URI, "mimeType",
 			 "text/markdown", "text", all);
 	return 0;
@@ -1018,8 +929,8 @@ static int m_resources_read(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 static int m_resources_subscribe(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 {
 	if (!streq_ptr(jstr(params, "uri"), MODE_URI))
-		return fail(e, MCP_RESOURCE_NOT_FOUND,
-			    "resource not found (the one resource is %s)", MODE_URI);
+		return pw_mcp_fail(e, MCP_RESOURCE_NOT_FOUND,
+				   "resource not found (the one resource is %s)", MODE_URI);
 	m->resource_sub = true;
 	*ret = json_object();
 	return 0;
@@ -1028,7 +939,7 @@ static int m_resources_subscribe(mcp *m, json_t *params, json_t **ret, mcp_error
 static int m_resources_unsubscribe(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 {
 	if (!streq_ptr(jstr(params, "uri"), MODE_URI))
-		return fail(e, MCP_RESOURCE_NOT_FOUND, "resource not found");
+		return pw_mcp_fail(e, MCP_RESOURCE_NOT_FOUND, "resource not found");
 	m->resource_sub = false;
 	*ret = json_object();
 	return 0;
@@ -1073,7 +984,7 @@ static void handle_request(mcp *m, json_t *id, const char *method, json_t *param
 		free(e.message);
 		return;
 	}
-	fail(&e, MCP_METHOD_NOT_FOUND, "method not found: %.64s", method);
+	pw_mcp_fail(&e, MCP_METHOD_NOT_FOUND, "method not found: %.64s", method);
 	send_error(id, e.code, e.message);
 	free(e.message);
 }

@@ -250,8 +250,9 @@ int pw_mount_fd_take(int fd)
 	int own = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 
 	if (own < 0) {
-		pw_err("mount", "--fuse-fd %d: %s", fd, strerror(errno));
-		return -1;
+		int r = -errno;
+		pw_err("mount", "--fuse-fd %d: %s", fd, strerror(-r));
+		return r;
 	}
 	if (fd > 2)
 		close(fd);

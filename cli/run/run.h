@@ -240,5 +240,5 @@ int pw_mount_fd_mountpoint(const char *arg, const char *project, pw_mount_fd_fac
 int pw_mount_fd_check_options(const char *fuse_opts);
 
 /* FD moved above the standard streams, close-on-exec; the original is closed unless it is
- * one of them. Returns the new descriptor, or -1 after an error message. */
+ * one of them. Returns the new descriptor, or -errno after an error message. */
 int pw_mount_fd_take(int fd);

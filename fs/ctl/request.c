@@ -634,16 +634,16 @@ static int64_t requests_tick(pw_ctl_server *s, void *data, int64_t now_ms)
 {
 	pw_ctl_requests *rq = data;
 	request *r = rq ? rq->pending : NULL;
-	int64_t next = -1;
+	int64_t next = PW_CTL_NO_DEADLINE;
 
 	if (!r)
-		return -1;
+		return PW_CTL_NO_DEADLINE;
 	if (now_ms >= r->expires_ms) {
 		char how[64];
 		snprintf(how, sizeof(how), "no answer within %lld s",
 			 (long long)((r->expires_ns - r->created_ns) / 1000000000));
 		finish(s, rq, "expired", &(ending){"expired", NULL, NULL, how});
-		return -1;
+		return PW_CTL_NO_DEADLINE;
 	}
 	/* Blocked callers whose wait is over learn that it is still pending. */
 	for (size_t i = 0; i < r->n_waiters;) {
@@ -654,11 +654,11 @@ static int64_t requests_tick(pw_ctl_server *s, void *data, int64_t now_ms)
 			r->waiters[i] = r->waiters[--r->n_waiters];
 			continue;
 		}
-		if (next < 0 || r->waiters[i].deadline_ms - now_ms < next)
+		if (next == PW_CTL_NO_DEADLINE || r->waiters[i].deadline_ms - now_ms < next)
 			next = r->waiters[i].deadline_ms - now_ms;
 		i++;
 	}
-	if (next < 0 || r->expires_ms - now_ms < next)
+	if (next == PW_CTL_NO_DEADLINE || r->expires_ms - now_ms < next)
 		next = r->expires_ms - now_ms;
 	return next;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The control socket transport: sockets, clients, framing, and the dispatch over the method
- * tables of the modules it was started with (ctl/server.h has the contract; ctl/methods.c,
+ * The control socket transport: sockets, clients, framing, and the pw_ctl_modules_dispatch over the
+ * method tables of the modules it was started with (ctl/server.h has the contract; ctl/methods.c,
  * ctl/request.c and undo/changes.c the tables, which the daemon hands to
  * pw_ctl_server_start). This file names no module.
  *
@@ -26,8 +26,13 @@
  * Denied notifications come from the audit writer thread through a static hub table (so
  * that a callback racing with pw_ctl_server_stop never touches freed memory), are queued in
  * a bounded ring and fanned out here, rate-limited per subscriber by a token bucket.
+ *
+ * The loop is this file's; what it asks of others is behind server_internal.h: listen.c
+ * binds a socket, modules.c holds the modules' tables and hooks and dispatches a call,
+ * audience.c decides what an agent client may be told.
  */
 #include "server.h"
+#include "server_internal.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -52,6 +57,7 @@
 #include "pidns.h"
 #include "procfs.h"
 #include "proto.h"
+#include "events.h"
 #include "jobs.h"
 #include "report.h"
 #include "util.h"
@@ -60,82 +66,6 @@
 #define DEFAULT_DENIED_PER_SEC 50u
 #define ACCEPT_BURST 64 /* accepts per loop turn, so clients are served meanwhile */
 #define READ_CHUNK 65536
-
-struct pw_ctl_client {
-	int fd;
-	size_t listener; /* index in listeners[] of the socket it came through */
-	pw_peer peer;
-	char *in;
-	size_t in_len;
-	char *out;
-	size_t out_len, out_off, out_cap;
-	int64_t last_ms; /* last progress (a byte read or written) */
-	bool closing;	 /* stop reading; close once the output is flushed */
-	bool sub_mode, sub_denied;
-	bool sub_request;	  /* operator: mode.request notifications (ctl/request.h) */
-	uint64_t serial;	  /* never reused (pw_ctl_client_serial) */
-	uint64_t listener_serial; /* the socket it came through */
-	json_t *cur_id;		  /* the id of the call being dispatched (borrowed) */
-	bool deferred;		  /* its handler deferred the reply */
-	bool needs_target;	  /* came through a socket of mount --agent-socket */
-	unsigned n_deferred;	  /* replies owed to it: not idle meanwhile */
-	/* Agent sockets: the client's PID namespace (pidns.h), taken at connect; a `denied`
-	 * notification reaches it only for a process in that namespace or below, submitted
-	 * after it connected (a namespace's inode number may be reused once it is gone). */
-	bool ns_known;	 /* false: none reaches it (fail closed) */
-	size_t ns_level; /* 0: the daemon's own namespace (every process is below it) */
-	uint64_t ns_ino;
-	int64_t since_ns; /* CLOCK_REALTIME at connect */
-	double tokens;	  /* denied notifications this client may still get */
-	int64_t tokens_ms;
-	uint64_t suppressed;
-};
-
-typedef struct listener {
-	int fd; /* -1: a free slot (an owned socket whose owner went) */
-	char *path;
-	bool restricted;
-	uint64_t serial; /* never reused */
-	uint64_t owner;	 /* the operator client owning it (0: none; the view's shared one) */
-	bool
-	    needs_target; /* approving its requests takes the target typed (mount --agent-socket) */
-	size_t n_clients, max_clients; /* connected through this socket now; its limit */
-} listener;
-
-struct pw_ctl_server {
-	pw_view *view;
-	pw_ctl_tuning tun;
-	pthread_t thread;
-	bool thread_started;
-	int wake_fd; /* eventfd */
-	atomic_bool stop, reload;
-	int hub_slot;
-
-	/* Server thread only. */
-	listener listeners[PW_CTL_LISTENERS_MAX];
-	size_t n_listeners;
-	pw_ctl_client *clients[PW_CTL_CLIENTS_TOTAL_MAX];
-	size_t n_clients;
-
-	pthread_mutex_t lock;		   /* guards the fields below */
-	json_t *events[PW_CTL_EVENTS_MAX]; /* queued notifications: {"method":..,"params":..} */
-	size_t n_events;
-	listener pending[PW_CTL_LISTENERS_MAX]; /* agent sockets to adopt */
-	size_t n_pending;
-	pw_ctl_stats stats;
-	char *socket_path;
-	uint64_t next_serial; /* clients and listeners (under the lock) */
-
-	/* The modules' tables and state: set in start, read-only after it. */
-	struct {
-		const pw_ctl_module *m;
-		void *data;
-		bool inited;
-	} modules[PW_CTL_MODULES_MAX];
-	size_t n_modules;
-
-	pw_ctl_jobs *jobs; /* slow work of calls, off this thread (jobs.h) */
-};
 
 static uint64_t new_serial(pw_ctl_server *s)
 {
@@ -154,107 +84,7 @@ static void wake(pw_ctl_server *s)
 	(void)n; /* EAGAIN: already awake */
 }
 
-/* Is a server listening at PATH? A stale socket (its daemon was killed) refuses. */
-static bool socket_alive(const struct sockaddr_un *sa)
-{
-	_cleanup_close_ int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return false;
-	return connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0;
-}
-
-/* A name for a socket to bind before it takes PATH: beside it (link(2) needs the same
- * filesystem), hidden, unique to this process. */
-static int temporary_name(const char *path, char *buf, size_t size)
-{
-	static _Atomic unsigned counter;
-	const char *slash = strrchr(path, '/');
-	int dir = slash ? (int)(slash - path) : 1;
-	int n = snprintf(buf, size, "%.*s/.pw%x-%x", dir, slash ? path : ".", (unsigned)getpid(),
-			 counter++);
-	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
-}
-
-/*
- * Listens at PATH. The socket is bound under a temporary name, listens, and only then takes
- * PATH (link(2), which fails where PATH exists, so two daemons never share it): whoever
- * sees PATH can connect at once. Bound at PATH directly, a `piworkfs mode` run right after
- * the mount (or a client that waits for the file, as the tests do) could be refused in the
- * moment between bind and listen.
- */
-static int listen_at(const char *path, int *ret_fd)
-{
-	struct sockaddr_un sa = {.sun_family = AF_UNIX}, tmp = {.sun_family = AF_UNIX};
-	_cleanup_close_ int fd = -1;
-	struct stat st;
-	mode_t old;
-	int r;
-
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	/* A temporary name too long for sun_path (a short PATH in a deep directory): bound at
-	 * PATH itself then, as before. */
-	bool direct = temporary_name(path, tmp.sun_path, sizeof(tmp.sun_path)) < 0;
-	if (direct)
-		tmp = sa;
-
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode))
-			return -EEXIST; /* never unlink something that is not a socket */
-		if (socket_alive(&sa))
-			return -EADDRINUSE;
-		if (unlink(path) < 0 && errno != ENOENT)
-			return negative_errno();
-	}
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return negative_errno();
-	if (!direct)
-		(void)unlink(tmp.sun_path); /* a dead process of this pid's */
-	/* Created 0600 from the start: no window where another user could connect. */
-	old = umask(0177);
-	r = bind(fd, (struct sockaddr *)&tmp, sizeof(tmp));
-	umask(old);
-	if (r < 0)
-		return negative_errno();
-	r = listen(fd, 128) < 0 ? negative_errno() : 0;
-	if (r == 0 && !direct && link(tmp.sun_path, path) < 0) {
-		r = negative_errno();
-		/* A filesystem without links for sockets: a rename is atomic too (PATH was free
-		 * a moment ago; the loser of a race there would replace the winner's name). */
-		if (r != -EEXIST && rename(tmp.sun_path, path) == 0)
-			r = 0;
-		else if (r == -EEXIST)
-			r = -EADDRINUSE;
-	}
-	if (!direct || r < 0)
-		(void)unlink(tmp.sun_path);
-	if (r < 0)
-		return r;
-	*ret_fd = TAKE_FD(fd);
-	return 0;
-}
-
 /* ---- clients --------------------------------------------------------------------------- */
-
-/* An agent client's PID namespace, from its pid (alive: it is connected). */
-static void client_learn_ns(pw_ctl_client *c)
-{
-	char desc[PW_PIDNS_DESC_MAX];
-	pw_pidns_level levels[PW_PIDNS_DEPTH_MAX];
-	int n;
-
-	c->since_ns = pw_clock_ns(CLOCK_REALTIME);
-	if (pw_pidns_describe(c->peer.pid, desc, sizeof(desc)) < 0)
-		return;
-	n = pw_pidns_parse(desc, levels, ELEMENTSOF(levels));
-	if (n < 0)
-		return;
-	c->ns_level = (size_t)n;
-	c->ns_ino = n > 0 ? levels[n - 1].ino : 0;
-	c->ns_known = true;
-}
 
 static void client_free(pw_ctl_client *c)
 {
@@ -333,138 +163,6 @@ static bool send_error(pw_ctl_server *s, pw_ctl_client *c, json_t *id, int code,
 
 /* ---- the modules: their tables and hooks ---------------------------------------------- */
 
-static int modules_init(pw_ctl_server *s, const pw_ctl_use *uses, size_t n)
-{
-	if (n > PW_CTL_MODULES_MAX)
-		return -E2BIG;
-	for (size_t i = 0; i < n; i++) {
-		const pw_ctl_module *m = uses[i].module;
-		if (!m)
-			return -EINVAL;
-		/* A name in two tables would make one of them unreachable: refuse it. */
-		for (size_t k = 0; k < m->n_methods; k++)
-			for (size_t j = 0; j <= i; j++)
-				for (size_t l = 0; l < uses[j].module->n_methods; l++)
-					if ((j < i || l < k) &&
-					    streq(m->methods[k].name,
-						  uses[j].module->methods[l].name))
-						return -EINVAL;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const pw_ctl_module *m = uses[i].module;
-		void *data = uses[i].arg;
-		if (m->init) {
-			int r = m->init(s, uses[i].arg, &data);
-			if (r < 0)
-				return r;
-		}
-		s->modules[i].m = m;
-		s->modules[i].data = data;
-		s->modules[i].inited = true;
-		s->n_modules = i + 1;
-	}
-	return 0;
-}
-
-static void modules_fini(pw_ctl_server *s)
-{
-	for (size_t i = s->n_modules; i-- > 0;)
-		if (s->modules[i].inited && s->modules[i].m->fini)
-			s->modules[i].m->fini(s, s->modules[i].data);
-	s->n_modules = 0;
-}
-
-static int64_t modules_tick(pw_ctl_server *s, int64_t now_ms)
-{
-	int64_t due = -1;
-	for (size_t i = 0; i < s->n_modules; i++) {
-		if (!s->modules[i].m->tick)
-			continue;
-		int64_t d = s->modules[i].m->tick(s, s->modules[i].data, now_ms);
-		if (d >= 0 && (due < 0 || d < due))
-			due = d;
-	}
-	return due;
-}
-
-static void modules_mode_changed(pw_ctl_server *s, const char *to)
-{
-	for (size_t i = 0; i < s->n_modules; i++)
-		if (s->modules[i].m->mode_changed)
-			s->modules[i].m->mode_changed(s, s->modules[i].data, to);
-}
-
-static void modules_listener_gone(pw_ctl_server *s, uint64_t serial)
-{
-	for (size_t i = 0; i < s->n_modules; i++)
-		if (s->modules[i].m->listener_gone)
-			s->modules[i].m->listener_gone(s, s->modules[i].data, serial);
-}
-
-int pw_ctl_fail_setv(pw_ctl_fail *f, int code, const char *fmt, va_list ap)
-{
-	f->code = code;
-	if (vasprintf(&f->message, fmt, ap) < 0)
-		f->message = NULL;
-	return PW_CTL_FAILED;
-}
-
-int pw_ctl_fail_set(pw_ctl_fail *f, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int r = pw_ctl_fail_setv(f, code, fmt, ap);
-	va_end(ap);
-	return r;
-}
-
-/*
- * Runs METHOD for client C: finds it in the modules' tables, refuses an agent what is the
- * person's only, checks the params, then calls the handler. Returns 0 with *ret_result,
- * PW_CTL_FAILED with *ret_fail filled, or PW_CTL_DEFERRED.
- */
-static int dispatch(pw_ctl_server *s, pw_ctl_client *c, const char *name, json_t *params,
-		    json_t **ret_result, pw_ctl_fail *ret_fail)
-{
-	const pw_ctl_method *m = NULL;
-	void *data = NULL;
-	char *msg = NULL;
-
-	for (size_t i = 0; !m && i < s->n_modules; i++)
-		for (size_t k = 0; k < s->modules[i].m->n_methods; k++)
-			if (streq(s->modules[i].m->methods[k].name, name)) {
-				m = &s->modules[i].m->methods[k];
-				data = s->modules[i].data;
-				break;
-			}
-	if (!m) {
-		char shown[65];
-		size_t n;
-		for (n = 0; name[n] && n + 1 < sizeof(shown); n++)
-			shown[n] = name[n] >= 0x20 && name[n] < 0x7f ? name[n] : '?';
-		shown[n] = 0;
-		return pw_ctl_fail_set(ret_fail, PW_RPC_METHOD_NOT_FOUND, "method not found: %s",
-				       shown);
-	}
-	if (m->agent_refusal && c->peer.restricted)
-		return pw_ctl_fail_set(ret_fail, PW_RPC_REFUSED, "%s", m->agent_refusal);
-	if (pw_rpc_params_check(params, m->params, m->n_params, &msg) < 0) {
-		ret_fail->code = PW_RPC_INVALID_PARAMS;
-		ret_fail->message = msg;
-		return PW_CTL_FAILED;
-	}
-	pw_ctl_ctx x = {
-	    .server = s,
-	    .client = c,
-	    .view = s->view,
-	    .peer = &c->peer,
-	    .params = params,
-	    .fail = ret_fail,
-	    .data = data,
-	};
-	return m->fn(&x, ret_result);
-}
-
 /* Handles one complete line. False: drop the client now. */
 static bool handle_line(pw_ctl_server *s, pw_ctl_client *c, const char *line, size_t len)
 {
@@ -487,7 +185,7 @@ static bool handle_line(pw_ctl_server *s, pw_ctl_client *c, const char *line, si
 	}
 	c->cur_id = req.id;
 	c->deferred = false;
-	r = dispatch(s, c, req.method, req.params, &result, &fail);
+	r = pw_ctl_modules_dispatch(s, c, req.method, req.params, &result, &fail);
 	c->cur_id = NULL;
 	if (r == PW_CTL_DEFERRED) { /* answered later (pw_ctl_server_reply) */
 		pw_rpc_request_done(&req);
@@ -652,7 +350,7 @@ static void accept_clients(pw_ctl_server *s, size_t li)
 		c->peer.origin = l->restricted ? "agent-socket" : "socket";
 		pw_proc_comm(cred.pid, c->peer.comm, sizeof(c->peer.comm));
 		if (l->restricted)
-			client_learn_ns(c);
+			pw_ctl_client_learn_ns(c);
 		c->last_ms = c->tokens_ms = pw_clock_ms(CLOCK_MONOTONIC);
 		c->tokens = s->tun.denied_per_sec;
 		s->clients[s->n_clients++] = c;
@@ -681,48 +379,6 @@ static void accept_clients(pw_ctl_server *s, size_t li)
 
 /* ---- notifications --------------------------------------------------------------------- */
 
-/*
- * Whether denial PARAMS (with the process's PID namespaces PIDNS) is for client C: every
- * denial is for an operator client; an agent client gets those of processes in its own
- * sandbox, submitted since it connected, with *ret_pid the pid as seen inside.
- */
-static bool denial_for(const pw_ctl_client *c, json_t *params, const char *pidns, pid_t *ret_pid)
-{
-	pid_t pid = (pid_t)json_integer_value(json_object_get(params, "pid"));
-
-	*ret_pid = pid;
-	if (!c->peer.restricted)
-		return true;
-	if (!c->ns_known)
-		return false;
-	if (json_integer_value(json_object_get(params, "time_ns")) < c->since_ns)
-		return false;
-	return pw_pidns_inside(pidns, pid, c->ns_level, c->ns_ino, ret_pid);
-}
-
-/*
- * What an agent client C may learn of who made a switch (mode.changed PARAMS; PIDNS: the
- * switcher's PID namespaces, NULL when unknown): of a process in its own sandbox, its pid
- * as seen there, its uid and name; of anyone else (the person's terminal, a signal, the
- * daemon itself, another sandbox, a process gone before it could be placed) only the origin.
- * An operator client learns everything, unchanged.
- */
-static void switcher_for(const pw_ctl_client *c, json_t *params, const char *pidns)
-{
-	pid_t outer = (pid_t)json_integer_value(json_object_get(params, "pid")), pid;
-
-	if (!c->peer.restricted)
-		return;
-	if (c->ns_known && outer > 0 &&
-	    pw_pidns_inside(pidns, outer, c->ns_level, c->ns_ino, &pid)) {
-		json_object_set_new(params, "pid", json_integer(pid));
-		return;
-	}
-	json_object_del(params, "pid");
-	json_object_del(params, "uid");
-	json_object_del(params, "comm");
-}
-
 /* Queues a notification for the server thread (any thread). Takes PARAMS. PIDNS: the PID
  * namespaces (pidns.h; NULL: unknown) of the process the event names (the denied one, the
  * switcher). */
@@ -749,20 +405,6 @@ static void post_event(pw_ctl_server *s, const char *method, json_t *params, boo
 		wake(s);
 }
 
-static bool take_token(pw_ctl_server *s, pw_ctl_client *c, int64_t now)
-{
-	double rate = s->tun.denied_per_sec;
-
-	c->tokens += (now - c->tokens_ms) * rate / 1000.0;
-	if (c->tokens > rate)
-		c->tokens = rate;
-	c->tokens_ms = now;
-	if (c->tokens < 1.0)
-		return false;
-	c->tokens -= 1.0;
-	return true;
-}
-
 static void fan_out(pw_ctl_server *s)
 {
 	json_t *events[PW_CTL_EVENTS_MAX];
@@ -784,7 +426,8 @@ static void fan_out(pw_ctl_server *s)
 
 		/* E.g. a pending request from another mode is stale (ctl/request.h). */
 		if (streq(method, "mode.changed"))
-			modules_mode_changed(s, json_string_value(json_object_get(params, "to")));
+			pw_ctl_modules_mode_changed(
+			    s, json_string_value(json_object_get(params, "to")));
 
 		for (size_t i = 0; i < s->n_clients;) {
 			pw_ctl_client *c = s->clients[i];
@@ -795,11 +438,11 @@ static void fan_out(pw_ctl_server *s)
 			/* Another sandbox's denial is not this client's to see, nor to be
 			 * counted as suppressed for it. */
 			if (!want || c->closing ||
-			    (denied && !denial_for(c, params, pidns, &pid))) {
+			    (denied && !pw_ctl_denial_for(c, params, pidns, &pid))) {
 				i++;
 				continue;
 			}
-			if (denied && !take_token(s, c, now)) {
+			if (denied && !pw_ctl_take_token(s, c, now)) {
 				c->suppressed++;
 				pthread_mutex_lock(&s->lock);
 				s->stats.denied_suppressed++;
@@ -814,7 +457,7 @@ static void fan_out(pw_ctl_server *s)
 				if (c->peer.restricted)
 					json_object_set_new(p, "pid", json_integer(pid));
 			} else if (p) {
-				switcher_for(c, p, pidns);
+				pw_ctl_switcher_for(c, p, pidns);
 			}
 			if (!client_send(s, c, pw_rpc_notification(method, p))) {
 				drop_client(s, i);
@@ -832,12 +475,17 @@ static void on_view_change(const char *from, const char *to, uint64_t generation
 	pw_ctl_server *s = userdata;
 	char pidns[PW_PIDNS_DESC_MAX];
 	json_t *p =
-	    json_pack("{s:s?,s:s?,s:I,s:s?,s:i,s:i,s:s?}", "from", from, "to", to, "generation",
-		      (json_int_t)generation, "origin", peer ? peer->origin : NULL, "pid",
-		      peer ? (int)peer->pid : 0, "uid", peer ? (int)peer->uid : 0, "comm",
-		      peer && peer->comm[0] ? peer->comm : NULL);
-	/* Where the switcher sits, for the agent subscribers (switcher_for): taken now, while
-	 * it waits for its answer. Unknown (it is gone, or no process asked) tells them nothing. */
+	    pw_ctl_switch_json(&(pw_ctl_switch){.from = from,
+						.to = to,
+						.generation = (int64_t)generation,
+						.pid = peer ? peer->pid : 0,
+						.uid = peer ? peer->uid : 0,
+						.comm = peer && peer->comm[0] ? peer->comm : NULL,
+						.origin = peer ? peer->origin : NULL},
+			       NULL);
+	/* Where the switcher sits, for the agent subscribers (pw_ctl_switcher_for): taken now,
+	 * while it waits for its answer. Unknown (it is gone, or no process asked) tells them
+	 * nothing. */
 	bool known =
 	    peer && peer->pid > 0 && pw_pidns_describe(peer->pid, pidns, sizeof(pidns)) == 0;
 	post_event(s, "mode.changed", p, false, known ? pidns : NULL);
@@ -857,13 +505,19 @@ static void on_audit_event(const pw_audit_event *ev, const char *comm, void *use
 	bool overlap = ev->reason == PW_REASON_OVERLAP; /* fs/overlap.h: told, not refused */
 	if (ev->err == 0 && !overlap) /* allowed mutations, when logged, are not "denied" */
 		return;
-	p = json_pack("{s:I,s:s?,s:I,s:s,s:s?,s:s?,s:s?,s:s,s:o?,s:i,s:i,s:s?}", "time_ns",
-		      (json_int_t)ev->time_ns, "mode", ev->mode, "generation",
-		      (json_int_t)ev->generation, "op", pw_op_name(ev->op), "path", ev->path,
-		      "path2", ev->path2, "errno", pw_report_errno_name(ev->err), "reason",
-		      pw_reason_name(ev->reason), "rule",
-		      ev->rule ? pw_report_rule(ev->rule) : NULL, "pid", (int)ev->pid, "uid",
-		      (int)ev->uid, "comm", comm);
+	p = pw_ctl_event_json(&(pw_ctl_event){.time_ns = ev->time_ns,
+					      .mode = ev->mode,
+					      .generation = (int64_t)ev->generation,
+					      .op = pw_op_name(ev->op),
+					      .path = ev->path,
+					      .path2 = ev->path2,
+					      .err = ev->err,
+					      .reason = pw_reason_name(ev->reason),
+					      .rule = ev->rule ? pw_report_rule(ev->rule) : NULL,
+					      .pid = ev->pid,
+					      .uid = ev->uid,
+					      .comm = comm},
+			      NULL);
 	pthread_mutex_lock(&hub_lock);
 	if (slot >= 0 && slot < HUB_SLOTS && hub[slot])
 		post_event(hub[slot], overlap ? "overlap" : "denied", p, !overlap, ev->pidns);
@@ -979,7 +633,7 @@ static void *server_main(void *userdata)
 		 * their replies are queued before the poll set is built below (POLLOUT), hence
 		 * this order. */
 		pw_ctl_jobs_reap(s->jobs);
-		int64_t due = modules_tick(s, pw_clock_ms(CLOCK_MONOTONIC));
+		int64_t due = pw_ctl_modules_tick(s, pw_clock_ms(CLOCK_MONOTONIC));
 		pfd[n++] = (struct pollfd){.fd = s->wake_fd, .events = POLLIN};
 		for (size_t i = 0; i < s->n_listeners; i++)
 			pfd[n++] = (struct pollfd){.fd = s->listeners[i].fd, .events = POLLIN};
@@ -1097,7 +751,7 @@ int pw_ctl_server_start(pw_view *view, const char *socket_dir, const pw_ctl_tuni
 	r = pw_ctl_jobs_new(&host, &s->jobs);
 	if (r < 0)
 		goto fail;
-	r = modules_init(s, modules, n_modules);
+	r = pw_ctl_modules_init(s, modules, n_modules);
 	if (r < 0)
 		goto fail;
 	if (tuning)
@@ -1119,7 +773,7 @@ int pw_ctl_server_start(pw_view *view, const char *socket_dir, const pw_ctl_tuni
 		r = negative_errno();
 		goto fail;
 	}
-	r = listen_at(s->socket_path, &fd);
+	r = pw_ctl_listen_at(s->socket_path, &fd);
 	if (r < 0)
 		goto fail;
 	s->listeners[0] =
@@ -1187,7 +841,7 @@ static int add_agent_socket(pw_ctl_server *s, const char *path, uint64_t owner, 
 		if (r < 0)
 			return r;
 	}
-	r = listen_at(path, &fd);
+	r = pw_ctl_listen_at(path, &fd);
 	if (r < 0)
 		return r;
 	pthread_mutex_lock(&s->lock);
@@ -1244,7 +898,7 @@ void pw_ctl_server_stop(pw_ctl_server *s)
 		pw_audit_set_listener(pw_view_audit(s->view), NULL, NULL);
 	hub_unregister(s);
 	pw_view_set_listener(s->view, NULL, NULL);
-	modules_fini(s);
+	pw_ctl_modules_fini(s);
 	for (size_t i = 0; i < s->n_clients; i++)
 		client_free(s->clients[i]);
 	adopt_pending(s);
@@ -1252,7 +906,8 @@ void pw_ctl_server_stop(pw_ctl_server *s)
 		if (s->listeners[i].fd < 0)
 			continue;
 		/* The name goes first: a client that still finds it connects, then reads EOF,
-		 * never a refusal from a file nobody listens at (listen_at, the other end). */
+		 * never a refusal from a file nobody listens at (pw_ctl_listen_at, the other end).
+		 */
 		if (s->listeners[i].path)
 			unlink(s->listeners[i].path);
 		close(s->listeners[i].fd);
@@ -1314,7 +969,7 @@ static void close_owned_sockets(pw_ctl_server *s, uint64_t owner)
 		for (size_t i = 0; i < s->n_clients; i++)
 			if (s->clients[i]->listener == li)
 				s->clients[i]->closing = true;
-		modules_listener_gone(s, l->serial);
+		pw_ctl_modules_listener_gone(s, l->serial);
 	}
 }
 

@@ -128,6 +128,9 @@ typedef struct pw_ctl_method {
 	const char *agent_refusal;
 } pw_ctl_method;
 
+/* What a module's tick returns when nothing of it is due later (not an error). */
+#define PW_CTL_NO_DEADLINE ((int64_t)-1)
+
 /* Every hook is optional and runs on the server thread, but init and fini, which run in
  * pw_ctl_server_start and pw_ctl_server_stop (fini before any client is freed). */
 struct pw_ctl_module {
@@ -137,7 +140,7 @@ struct pw_ctl_module {
 	int (*init)(pw_ctl_server *s, void *arg, void **ret_data); /* 0 or -errno */
 	void (*fini)(pw_ctl_server *s, void *data);
 	/* Each loop turn: work due by NOW_MS (CLOCK_MONOTONIC); returns the milliseconds until
-	 * the next deadline, or -1 for none. */
+	 * the next deadline, or PW_CTL_NO_DEADLINE for none. */
 	int64_t (*tick)(pw_ctl_server *s, void *data, int64_t now_ms);
 	/* The active mode changed to TO (any origin), before subscribers are told. */
 	void (*mode_changed)(pw_ctl_server *s, void *data, const char *to);

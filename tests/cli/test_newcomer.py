@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -811,6 +812,39 @@ class AgentMessages(unittest.TestCase):
         self.assertIn("asked them", lines[0])
         self.assertIn("piworkfs mode --approve", lines[0])
         self.assertNotIn("ask the person you work for to run", p.stderr)
+
+    def test_plan_approve_inside_prints_an_answer_that_works_as_printed(self):
+        # Issue 45, item 5: inside the agent, `plan approve NAME` asked the person and
+        # printed "allow it with 'piworkfs mode --approve'", which from the person's shell
+        # names no request and no view. Printed now: the request's id and the run's view,
+        # a command that, run as printed outside every view, approves the plan.
+        os.makedirs(os.path.join(self.project, "docs", "plans"), exist_ok=True)
+        with open(os.path.join(self.project, "docs", "plans", "cache.md"), "w") as f:
+            f.write("---\ntitle: Cache\nstatus: draft\ncreated: 2026-12-02\n"
+                    "updated: 2026-12-02\n---\n# Cache\n\n## Tasks\n- [ ] Add it\n")
+        run = subprocess.Popen(
+            [PIWORKFS, "run", "--mode", "plan", "--project", self.project, "--", "sh", "-c",
+             "piworkfs plan approve cache; echo ASKED >&2; read x; piworkfs plan show cache "
+             "--json"],
+            cwd=self.project, env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE)
+        self.addCleanup(lambda: run.poll() is None and run.kill())
+        err = b""
+        end = time.monotonic() + 120
+        while b"ASKED" not in err:
+            self.assertLess(time.monotonic(), end, err)
+            line = run.stderr.readline()
+            self.assertTrue(line, err)
+            err += line
+        m = re.search(rb"allow it with '(piworkfs mode --approve \d+ --run \w+)'", err)
+        self.assertIsNotNone(m, err)
+        p = subprocess.run(["sh", "-c", m.group(1).decode()], cwd=self.tmp, env=self.env,
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("allowed: approve plan cache", p.stdout)
+        out, _ = run.communicate(b"go\n", timeout=120)
+        self.assertEqual(run.returncode, 0, out)
+        self.assertEqual(json.loads(out)["status"], "approved")
 
     def test_mode_bodies_say_how_the_agent_asks(self):
         # The bodies said "Only they can switch, outside your session", but inside run the

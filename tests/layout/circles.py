@@ -63,8 +63,8 @@ SEARCH = {
 INCLUDE = re.compile(r'^#include "([^"]+)"', re.M)
 # What cli/ may include of fs/: its public headers (docs/ARCHITECTURE.md). The rest of fs/
 # is the daemon's inside.
-FS_PUBLIC = {"fs/fs", "fs/daemon", "fs/ctl/sockets", "fs/ctl/run_id", "fs/store/state",
-             "fs/store/reader"}
+FS_PUBLIC = {"fs/fs", "fs/daemon", "fs/ctl/sockets", "fs/ctl/run_id", "fs/ctl/events",
+             "fs/store/state", "fs/store/reader"}
 
 
 def layer_of(rel):

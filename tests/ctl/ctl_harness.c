@@ -1,0 +1,423 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The harness of test_ctl (ctl_harness.h says what it holds).
+ */
+#include "ctl_harness.h"
+
+/* ---- TEST DOUBLE of the FUSE layer, handed to the view as its pw_view_fs_ops --------- */
+
+static uint64_t fake_set_policy(void *ctx, pw_policy *p)
+{
+	fake_fs_t *fs = ctx;
+	pthread_mutex_lock(&fs->lock);
+	pw_policy *old = fs->active;
+	fs->active = pw_policy_ref(p);
+	uint64_t g = ++fs->generation;
+	if (fs->log && g - fs->log_base < fs->log_len)
+		snprintf(fs->log[g - fs->log_base], sizeof(fs->log[0]), "%s",
+			 pw_policy_mode_name(p));
+	pthread_mutex_unlock(&fs->lock);
+	pw_policy_unref(old);
+	return g;
+}
+
+pw_policy *fake_get_policy(void *ctx, uint64_t *ret_generation)
+{
+	fake_fs_t *fs = ctx;
+	pthread_mutex_lock(&fs->lock);
+	pw_policy *p = fs->active ? pw_policy_ref(fs->active) : NULL;
+	if (ret_generation)
+		*ret_generation = fs->generation;
+	pthread_mutex_unlock(&fs->lock);
+	return p;
+}
+
+static void fake_get_stats(void *ctx, pw_fs_stats *ret)
+{
+	*ret = (pw_fs_stats){.inodes = 7, .denied = 42};
+	ret->requests[1] = 30;	/* LOOKUP */
+	ret->requests[14] = 12; /* OPEN */
+}
+
+static void fake_policy_installed(void *ctx, const pw_policy *p, const char *reason, bool new_set)
+{
+	fake_fs_t *fs = ctx;
+	pthread_mutex_lock(&fs->lock);
+	fs->installed++;
+	snprintf(fs->last_reason, sizeof(fs->last_reason), "%s", reason);
+	fs->last_new_set = new_set;
+	pthread_mutex_unlock(&fs->lock);
+}
+
+const pw_view_fs_ops fake_ops = {
+    .set_policy = fake_set_policy,
+    .get_policy = fake_get_policy,
+    .get_stats = fake_get_stats,
+    .policy_installed = fake_policy_installed,
+};
+/* ---- end of the test double ------------------------------------------------------------ */
+
+char tmp[64], proj[128], mnt[128], global[128], rundir[128], dbpath[128];
+fake_fs_t fake_fs = {.lock = PTHREAD_MUTEX_INITIALIZER};
+pw_state *state;
+pw_audit *audit;
+pw_view *view;
+pw_ctl_server *srv;
+const char *sock;
+
+/* What the daemon serves, but the changes methods, which need the FUSE layer (changes.h). */
+const pw_ctl_use modules[N_MODULES] = {
+    {&pw_ctl_methods_module, NULL},
+    {&pw_ctl_request_module, NULL},
+};
+
+void writefile(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	cr_assert_not_null(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+void start_view(const char *initial, bool with_audit)
+{
+	char path[256];
+	strcpy(tmp, "/tmp/pwctl-XXXXXX");
+	cr_assert_not_null(mkdtemp(tmp));
+	snprintf(proj, sizeof(proj), "%s/proj", tmp);
+	snprintf(mnt, sizeof(mnt), "%s/mnt", tmp);
+	snprintf(global, sizeof(global), "%s/global", tmp);
+	snprintf(rundir, sizeof(rundir), "%s/run", tmp);
+	snprintf(dbpath, sizeof(dbpath), "%s/state.db", tmp);
+	cr_assert_eq(mkdir(proj, 0755), 0);
+	snprintf(path, sizeof(path), "%s/src", proj);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/src/a.c", proj);
+	writefile(path, "int x;\n");
+	snprintf(path, sizeof(path), "%s/docs", proj);
+	mkdir(path, 0755);
+	snprintf(path, sizeof(path), "%s/docs/design", proj);
+	mkdir(path, 0755);
+	mkdir(global, 0755);
+
+	cr_assert_eq(pw_state_open(dbpath, &state, NULL), 0);
+	if (with_audit) {
+		pw_audit_opts ao = {.db_path = dbpath, .project = proj, .mountpoint = mnt};
+		cr_assert_eq(pw_audit_start(&ao, &audit, NULL), 0);
+	}
+	pw_view_opts vo = {
+	    .project = proj,
+	    .mountpoint = mnt,
+	    .fs_ops = &fake_ops,
+	    .fs_ctx = &fake_fs,
+	    .owner_uid = getuid(),
+	    .bundled_dir = SOURCE_MODES,
+	    .global_dir = global,
+	    .initial_mode = initial,
+	    .state = state,
+	    .audit = audit,
+	};
+	cr_assert_eq(pw_view_new(&vo, &view), 0);
+	pw_ctl_tuning tun = {.idle_timeout_ms = LONG_IDLE_MS, .denied_per_sec = 10};
+	cr_assert_eq(pw_ctl_server_start(view, rundir, &tun, modules, ELEMENTSOF(modules), &srv),
+		     0);
+	sock = pw_ctl_server_socket_path(srv);
+}
+
+/* Replaces the server with one using TUN (the view stays). */
+void restart_server(const pw_ctl_tuning *tun)
+{
+	pw_ctl_server_stop(srv);
+	srv = NULL;
+	cr_assert_eq(pw_ctl_server_start(view, rundir, tun, modules, ELEMENTSOF(modules), &srv), 0);
+	sock = pw_ctl_server_socket_path(srv);
+}
+
+void stop_view(void)
+{
+	pw_ctl_server_stop(srv);
+	pw_view_free(view);
+	pw_audit_stop(audit);
+	pw_state_close(state);
+	srv = NULL;
+	view = NULL;
+	audit = NULL;
+	state = NULL;
+	pw_policy_unref(fake_fs.active);
+	fake_fs.active = NULL;
+	char cmd[128];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+	cr_assert_eq(system(cmd), 0);
+}
+
+void setup(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	start_view(NULL, false);
+}
+
+/* ---- a tiny raw client ----------------------------------------------------------------- */
+
+int connect_to(const char *path)
+{
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	strcpy(sa.sun_path, path);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		close(fd);
+		return -errno;
+	}
+	/* A deadline, not a speed claim: a reply that never comes fails the read. */
+	struct timeval tv = {.tv_sec = DEADLINE_MS / 1000};
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	return fd;
+}
+
+int connect_main(void)
+{
+	int fd = connect_to(sock);
+	cr_assert_geq(fd, 0, "connect: %s", strerror(-fd));
+	return fd;
+}
+
+void send_all(int fd, const char *s)
+{
+	size_t len = strlen(s);
+	while (len > 0) {
+		ssize_t n = send(fd, s, len, MSG_NOSIGNAL);
+		cr_assert_gt(n, 0, "send: %s", strerror(errno));
+		s += n;
+		len -= n;
+	}
+}
+
+/* Reads one line (up to 2 MiB) or returns NULL on EOF/timeout/error. Byte at a time is
+ * slow but simple and keeps later lines in the socket. */
+char *read_line(int fd)
+{
+	size_t cap = 4096, len = 0;
+	char *buf = malloc(cap);
+	for (;;) {
+		char c;
+		ssize_t n = read(fd, &c, 1);
+		if (n < 0 && errno == EINTR)
+			continue; /* SIGCHLD: bash.check's worker is a child of this process */
+		if (n <= 0) {
+			free(buf);
+			return NULL;
+		}
+		if (c == '\n')
+			break;
+		if (len + 2 > cap)
+			buf = realloc(buf, cap *= 2);
+		buf[len++] = c;
+		if (len > 2 * 1024 * 1024) {
+			free(buf);
+			return NULL;
+		}
+	}
+	buf[len] = 0;
+	return buf;
+}
+
+/*
+ * A child that must do more than async-signal-safe calls (connect, read a line, parse JSON)
+ * is this test binary executed again, never a bare fork: a fork of this multithreaded
+ * process (the server's threads run) may only call async-signal-safe functions until it
+ * execs, and under AddressSanitizer a forked child can wait for good on an allocator lock
+ * another thread held at the fork. The environment is built before the fork; the
+ * constructor at the end of this file runs the named child and exits before Criterion.
+ */
+
+void child_env(struct child_env *ce, const char *name, const char *path, int report)
+{
+	const char *asan = getenv("ASAN_OPTIONS"), *ubsan = getenv("UBSAN_OPTIONS");
+
+	snprintf(ce->name, sizeof(ce->name), "PW_CTL_CHILD=%s", name);
+	snprintf(ce->path, sizeof(ce->path), "PW_CTL_CHILD_PATH=%s", path);
+	snprintf(ce->report, sizeof(ce->report), "PW_CTL_CHILD_REPORT=%d", report);
+	snprintf(ce->asan, sizeof(ce->asan), "ASAN_OPTIONS=%s", asan ? asan : "");
+	snprintf(ce->ubsan, sizeof(ce->ubsan), "UBSAN_OPTIONS=%s", ubsan ? ubsan : "");
+	ce->envp[0] = ce->name;
+	ce->envp[1] = ce->path;
+	ce->envp[2] = ce->report;
+	ce->envp[3] = ce->asan;
+	ce->envp[4] = ce->ubsan;
+	ce->envp[5] = NULL;
+	ce->report_fd = report;
+}
+
+/* In the forked child: async-signal-safe calls only, then the exec. The report descriptor
+ * (named in CE) stays open across it. Never returns. */
+_Noreturn void exec_child(const struct child_env *ce)
+{
+	static char *const argv[] = {"test_ctl", NULL};
+	if (ce->report_fd >= 0 && fcntl(ce->report_fd, F_SETFD, 0) < 0)
+		_exit(6);
+	execve("/proc/self/exe", argv, ce->envp);
+	_exit(7);
+}
+
+json_t *read_msg(int fd)
+{
+	char *line = read_line(fd);
+	if (!line)
+		return NULL;
+	json_t *j = json_loads(line, 0, NULL);
+	cr_assert_not_null(j, "reply is JSON: %s", line);
+	free(line);
+	return j;
+}
+
+/* Sends a request with id 1 and returns the reply (asserting its jsonrpc and id). */
+json_t *rpc(int fd, const char *method, const char *params)
+{
+	char line[8192];
+	snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\"%s%s}\n",
+		 method, params ? ",\"params\":" : "", params ? params : "");
+	send_all(fd, line);
+	json_t *r = read_msg(fd);
+	cr_assert_not_null(r, "reply to %s", method);
+	cr_assert_str_eq(json_string_value(json_object_get(r, "jsonrpc")), "2.0");
+	cr_assert_eq(json_integer_value(json_object_get(r, "id")), 1);
+	return r;
+}
+
+json_t *result_of(json_t *reply)
+{
+	json_t *res = json_object_get(reply, "result");
+	cr_assert_not_null(res, "expected a result: %s", json_dumps(reply, 0));
+	return res;
+}
+
+int error_code(json_t *reply)
+{
+	json_t *e = json_object_get(reply, "error");
+	cr_assert_not_null(e, "expected an error: %s", json_dumps(reply, 0));
+	return (int)json_integer_value(json_object_get(e, "code"));
+}
+
+const char *error_message(json_t *reply)
+{
+	return json_string_value(json_object_get(json_object_get(reply, "error"), "message"));
+}
+
+const char *sget(json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+const char *active_mode(void)
+{
+	pw_policy *p = fake_get_policy(&fake_fs, NULL);
+	static char name[64];
+	snprintf(name, sizeof(name), "%s", pw_policy_mode_name(p));
+	pw_policy_unref(p);
+	return name;
+}
+
+int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+pw_ctl_stats stats(void)
+{
+	pw_ctl_stats st;
+	pw_ctl_server_get_stats(srv, &st);
+	return st;
+}
+
+/* A normal client must still get `status` answered whatever else is going on. */
+void assert_served(int fd)
+{
+	json_t *r = rpc(fd, "status", NULL);
+	cr_assert_not_null(json_object_get(r, "result"), "status: %s", json_dumps(r, 0));
+	json_decref(r);
+}
+
+/* Waits for FD to be closed by the server: true on EOF or ECONNRESET within the deadline.
+ * Lines still queued before the close are skipped. */
+bool wait_closed(int fd)
+{
+	int64_t t0 = now_ms();
+	char buf[4096];
+
+	while (now_ms() - t0 < DEADLINE_MS) {
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		if (poll(&p, 1, 1000) != 1)
+			continue;
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno == ECONNRESET))
+			return true;
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return false;
+	}
+	return false;
+}
+
+/*
+ * Connects to the main socket and calls METHOD, returning the connection once the call
+ * succeeded. Under SHORT_IDLE_MS a loaded machine may let the idle timeout pass between
+ * connect and the request reaching the server; that drop is the timeout working, not what
+ * the caller tests, so it connects again (until the deadline).
+ */
+int connect_and_call(const char *method, const char *params)
+{
+	char line[1024];
+	int64_t t0 = now_ms();
+
+	snprintf(line, sizeof(line), "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"%s\"%s%s}\n",
+		 method, params ? ",\"params\":" : "", params ? params : "");
+	while (now_ms() - t0 < DEADLINE_MS) {
+		int fd = connect_main();
+		if (send(fd, line, strlen(line), MSG_NOSIGNAL) == (ssize_t)strlen(line)) {
+			json_t *r = read_msg(fd);
+			if (r) {
+				result_of(r);
+				json_decref(r);
+				return fd;
+			}
+		}
+		close(fd);
+	}
+	cr_assert_fail("%s: every connection was dropped before its reply", method);
+	return -1;
+}
+
+/* Connects to an agent socket just added (the server thread adopts it on its next turn;
+ * until then the kernel already queues connections, so the first try normally works). */
+int connect_agent(const char *path)
+{
+	int fd = -1;
+	cr_assert(WAIT_UNTIL((fd = connect_to(path)) >= 0), "connect %s: %s", path, strerror(-fd));
+	return fd;
+}
+
+/* ---- children executed again (child_env, exec_child) ----------------------------------- */
+
+__attribute__((constructor)) static void maybe_a_child(void)
+{
+	static const struct {
+		const char *name;
+		int (*fn)(const char *path, int report);
+	} children[] = {
+	    {"other_uid", other_uid_child},
+	    {"subscriber", inside_subscriber},
+	    {"switch_watcher", inside_switch_watcher},
+	};
+	const char *name = getenv("PW_CTL_CHILD"), *path = getenv("PW_CTL_CHILD_PATH");
+	const char *report = getenv("PW_CTL_CHILD_REPORT");
+
+	if (!name)
+		return;
+	if (!path || !report)
+		_exit(2);
+	for (size_t i = 0; i < sizeof(children) / sizeof(children[0]); i++)
+		if (streq(children[i].name, name))
+			_exit(children[i].fn(path, atoi(report)));
+	_exit(3);
+}
