@@ -102,7 +102,7 @@ int pw_ctl_private_dir(const char *dir)
 }
 
 /* Sets *RET_MSG from FMT and returns ERR (-ENOMEM when the message cannot be made). */
-static int refuse(char **ret_msg, int err, const char *fmt, ...)
+_printf_(3, 4) static int refuse(char **ret_msg, int err, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
