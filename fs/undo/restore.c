@@ -710,10 +710,15 @@ static void one_row(undo_run *u, const crow *rw)
 			(void)pw_undo_keep_path_locked(k, x->root, rw->path, "undo", true);
 		(void)pw_undo_keep_move_locked(k, x->root, rw->path2, rw->path, rw->exchange);
 		r = undo_move(u, rw);
-		if (r < 0 && r != -ENOENT)
+		if (r < 0 && r != -ENOENT) {
 			note_fail(u, rw->path2, "move-back", r);
-		else
+		} else {
 			stamp(x, rw->path);
+			/* An exchange moved the other object too (its ctime is now): a redo
+			 * must not take that for a change from outside. */
+			if (rw->exchange && r == 0)
+				stamp(x, rw->path2);
+		}
 		if (rw->o.present) {
 			(void)pw_undo_keep_path_locked(k, x->root, rw->path2, "undo",
 						       !S_ISDIR(rw->o.mode));
