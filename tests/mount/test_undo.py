@@ -596,6 +596,95 @@ class Undo(MountCase):
             os.rename(os.path.join(root, "notes"), os.path.join(root, "moved"))
         self.undo_redo_roundtrip(change)
 
+    def put(self, rel, data=b"", mode=0o644, symlink=None):
+        """A file (or a symbolic link to SYMLINK) in the backing tree, before the view."""
+        path = os.path.join(self.project, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if symlink is not None:
+            os.symlink(symlink, path)
+            return
+        with open(path, "wb") as f:
+            f.write(data)
+        os.chmod(path, mode)
+
+    def test_redo_after_an_exchange_whose_side_is_removed_then_remade_by_undo(self):
+        # issue 44, item 3 (property seed 4277824018, sequence 444): undo recreated the
+        # symbolic link, then exchanged it back to lib/h; the exchange changed its ctime,
+        # but only the other side was marked as the view's, so redo refused lib/h as
+        # "changed outside the view"
+        self.put("n2/e e", b"e e e\n")
+        self.put("n2/g.c", b"g" * 100, 0o700)
+        self.put("n2/n2/f\u00fc", bytes(range(100)), 0o755)
+        self.put("lib/h", symlink="../n2/g.c")
+
+        def change(root):
+            os.unlink(os.path.join(root, "n2", "e e"))
+            renameat2(os.path.join(root, "n2", "n2", "f\u00fc"), os.path.join(root, "lib", "h"),
+                      RENAME_EXCHANGE)
+            with open(os.path.join(root, "n2", "g.c"), "ab") as f:
+                f.write(b"more\n")
+            shutil.rmtree(os.path.join(root, "n2"))
+            with open(os.path.join(root, "lib", "h"), "wb") as f:
+                f.write(b"\0overwritten\xff")
+            os.unlink(os.path.join(root, "lib", "h"))
+            os.symlink("nowhere/at/all", os.path.join(root, "f\u00fc"))
+            os.chmod(os.path.join(root, "lib"), 0o700)
+            with open(os.path.join(root, "last"), "ab") as f:
+                f.write(b"last\n")
+        self.undo_redo_roundtrip(change)
+
+    def test_redo_after_an_exchange_into_a_renamed_directory_then_more_renames(self):
+        # issue 44, item 3 (property seed 4277824018, sequence 479): the same, the exchanged
+        # link's directory renamed first, the other side's directory replaced by a file
+        self.put("n1/g.c", symlink="target")
+        self.put("n2/b", b"bbbbbbb", 0o755)
+        self.put("n2/f\u00fc", b"\x80\xc3" * 27 + b"\n", 0o600)
+        self.put("b", b"bbbb\n", 0o600)
+
+        def change(root):
+            os.rename(os.path.join(root, "n1"), os.path.join(root, "e e"))
+            renameat2(os.path.join(root, "n2", "f\u00fc"), os.path.join(root, "e e", "g.c"),
+                      RENAME_EXCHANGE)
+            shutil.rmtree(os.path.join(root, "n2"))
+            with open(os.path.join(root, "n2"), "wb") as f:
+                f.write(b"now a file\n")
+            os.link(os.path.join(root, "n2"), os.path.join(root, "e e", "f\u00fc"))
+            os.rename(os.path.join(root, "n2"), os.path.join(root, "e e", "d.bin"))
+            os.chmod(os.path.join(root, "e e"), 0o700)
+            os.truncate(os.path.join(root, "b"), 10)
+            with open(os.path.join(root, "last"), "ab") as f:
+                f.write(b"last\n")
+        self.undo_redo_roundtrip(change)
+
+    def test_redo_after_an_exchange_of_a_directory_with_a_link_then_removed(self):
+        # issue 44, item 3 (property seed 4277824018, sequence 198): a directory exchanged
+        # with a symbolic link, which is then removed; undo remakes the link and exchanges
+        # it back into src/a
+        self.put("g.c", b"", 0o640)
+        self.put("n2/g.c", b"\n", 0o700)
+        os.makedirs(os.path.join(self.project, "n2", "n1"))
+        self.put("src/a", symlink="../n2/g.c")
+
+        def change(root):
+            g = os.path.join(root, "g.c")
+            with open(g, "ab") as f:
+                f.write(b"one\n")
+            with open(g + ".tmp", "wb") as f:  # an editor's save
+                f.write(b"saved\n")
+            os.rename(g + ".tmp", g)
+            with open(g, "ab") as f:
+                f.write(b"two\n")
+            os.chmod(g, 0o755)
+            os.chmod(os.path.join(root, "n2"), 0o700)
+            renameat2(os.path.join(root, "n2"), os.path.join(root, "src", "a"), RENAME_EXCHANGE)
+            os.makedirs(os.path.join(root, "src", "n2", "n3", "n2"))
+            with open(os.path.join(root, "src", "n2", "n3", "n2", "g.c"), "wb") as f:
+                f.write(b"deep\n")
+            os.unlink(os.path.join(root, "n2"))
+            with open(os.path.join(root, "last"), "ab") as f:
+                f.write(b"last\n")
+        self.undo_redo_roundtrip(change)
+
     def test_undo_links_the_names_of_a_hard_link_again_when_every_name_went(self):
         os.link(os.path.join(self.project, "src", "util.c"),
                 os.path.join(self.project, "notes", "util-link.c"))
