@@ -558,6 +558,15 @@ static int undo_restore(undo_run *u, const char *path, const crow *rw)
 	return fd < 0 ? negative_errno() : apply_meta(fd, o, true);
 }
 
+/* Is there an object (of any type, a symbolic link itself) at PATH? */
+static bool present(ctx *x, const char *path)
+{
+	const char *name;
+	struct stat st;
+	_cleanup_close_ int pfd = open_parent(x, path, &name);
+	return pfd >= 0 && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
 /* Reverses the rename FROM -> TO (or exchanges them again). */
 static int undo_move(undo_run *u, const crow *rw)
 {
@@ -706,10 +715,16 @@ static void one_row(undo_run *u, const crow *rw)
 			return;
 		pw_undo_pending_moved(&u->links, rw->path, rw->path2, rw->exchange);
 		pw_undo_pending_moved(&u->dirs, rw->path, rw->path2, rw->exchange);
-		if (!rw->exchange) /* what is at the old name now: the move back replaces it */
+		/* The object gone since (removed, or its directory replaced by a file): no
+		 * move, and none recorded, or a redo would move back what was never moved. */
+		r = present(x, rw->path2) ? 0 : -ENOENT;
+		if (r == 0 && !rw->exchange) /* at the old name now: the move back replaces it */
 			(void)pw_undo_keep_path_locked(k, x->root, rw->path, "undo", true);
-		(void)pw_undo_keep_move_locked(k, x->root, rw->path2, rw->path, rw->exchange);
-		r = undo_move(u, rw);
+		if (r == 0)
+			(void)pw_undo_keep_move_locked(k, x->root, rw->path2, rw->path,
+						       rw->exchange);
+		if (r == 0)
+			r = undo_move(u, rw);
 		if (r < 0 && r != -ENOENT) {
 			note_fail(u, rw->path2, "move-back", r);
 		} else {

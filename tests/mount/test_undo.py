@@ -656,6 +656,26 @@ class Undo(MountCase):
                 f.write(b"last\n")
         self.undo_redo_roundtrip(change)
 
+    def test_redo_after_a_file_moved_into_a_directory_that_became_a_file(self):
+        # issue 44, item 3 (property seed 4277824018, sequence 714): undo recorded the
+        # move back of lib/g.c although the object was gone with its directory (now a
+        # file), so redo moved "it" into that file: "move-back lib/g.c: Not a directory"
+        self.put("lib/b", b"b\n")
+        os.makedirs(os.path.join(self.project, "lib", "n1"))
+
+        def change(root):
+            lib = os.path.join(root, "lib")
+            with open(os.path.join(lib, "g.c"), "wb") as f:
+                f.write(b"g.c g.c")
+            os.makedirs(os.path.join(lib, "n1", "d", "d"))
+            with open(os.path.join(lib, "n1", "d", "d", "g.c"), "wb") as f:
+                f.write(b"inner\n")
+            os.rename(os.path.join(lib, "g.c"), os.path.join(lib, "n1", "d", "d", "d.bin"))
+            shutil.rmtree(os.path.join(lib, "n1", "d", "d"))
+            with open(os.path.join(lib, "n1", "d", "d"), "wb") as f:
+                f.write(b"now a file\n")
+        self.undo_redo_roundtrip(change)
+
     def test_redo_after_an_exchange_of_a_directory_with_a_link_then_removed(self):
         # issue 44, item 3 (property seed 4277824018, sequence 198): a directory exchanged
         # with a symbolic link, which is then removed; undo remakes the link and exchanges
