@@ -13,10 +13,9 @@ parent) names one of the HEADERs. Prints each use past the interface, or "only t
 """
 import os
 import re
-import subprocess
 import sys
 
-from circles import symbols  # the same reading of nm's output (this directory)
+from circles import symbols_in  # the same reading of nm's output (this directory)
 
 
 def declared(headers):
@@ -31,8 +30,7 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     objdir, prefix, headers = sys.argv[1], sys.argv[2], sys.argv[3:]
-    objs = {f: symbols(os.path.join(objdir, f)) for f in sorted(os.listdir(objdir))
-            if f.endswith(".o")}
+    objs = symbols_in(objdir)
     room = set()
     for f, (defined, _) in objs.items():
         if f.startswith(prefix):

@@ -17,7 +17,7 @@ import os
 import re
 import sys
 
-from circles import symbols  # the same reading of nm's output (this directory)
+from circles import symbols_in  # the same reading of nm's output (this directory)
 
 UNDO_METHODS = {"changes.c", "changes.h"}
 
@@ -45,10 +45,7 @@ def source_offences(fsdir):
 
 def object_offences(objdir):
     bad = []
-    for f in sorted(os.listdir(objdir)):
-        if not f.endswith(".o"):
-            continue
-        _, used = symbols(os.path.join(objdir, f))
+    for f, (_, used) in symbols_in(objdir).items():
         if not f.startswith("store_"):
             for s in sorted(used):
                 if s.startswith("sqlite3_"):
