@@ -404,8 +404,10 @@ static void *watch_main(void *arg)
 		/* Let a burst accumulate: a writer outside the view (or a peer filesystem on the
 		 * same tree) sends one IN_MODIFY per write(2), and handling each alone costs
 		 * syscalls per event. A few milliseconds is nothing against the one second in
-		 * which outside changes must show. */
-		nanosleep(&fs->watcher->batch, NULL);
+		 * which outside changes must show. The wait ends early when the view stops, so
+		 * an unmount never waits out a batch (PIWORKFS_WATCH_BATCH_MS may be seconds). */
+		if (ppoll(&pfd[1], 1, &fs->watcher->batch, NULL) > 0)
+			break;
 		ssize_t len = read(fs->watcher->inotify_fd, buf, sizeof(buf));
 		if (len <= 0) {
 			if (len < 0 && (errno == EINTR || errno == EAGAIN))
