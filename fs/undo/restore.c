@@ -558,13 +558,15 @@ static int undo_restore(undo_run *u, const char *path, const crow *rw)
 	return fd < 0 ? negative_errno() : apply_meta(fd, o, true);
 }
 
-/* Is there an object (of any type, a symbolic link itself) at PATH? */
-static bool present(ctx *x, const char *path)
+/* Is the object at PATH gone (no such name, or its directory replaced by a file)? Any
+ * other failure to look is not an answer: the caller acts, and reports what that gives. */
+static bool gone(ctx *x, const char *path)
 {
 	const char *name;
 	struct stat st;
 	_cleanup_close_ int pfd = open_parent(x, path, &name);
-	return pfd >= 0 && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+	int r = pfd < 0 ? pfd : fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : 0;
+	return r == -ENOENT || r == -ENOTDIR;
 }
 
 /* Reverses the rename FROM -> TO (or exchanges them again). */
@@ -717,7 +719,7 @@ static void one_row(undo_run *u, const crow *rw)
 		pw_undo_pending_moved(&u->dirs, rw->path, rw->path2, rw->exchange);
 		/* The object gone since (removed, or its directory replaced by a file): no
 		 * move, and none recorded, or a redo would move back what was never moved. */
-		r = present(x, rw->path2) ? 0 : -ENOENT;
+		r = gone(x, rw->path2) ? -ENOENT : 0;
 		if (r == 0 && !rw->exchange) /* at the old name now: the move back replaces it */
 			(void)pw_undo_keep_path_locked(k, x->root, rw->path, "undo", true);
 		if (r == 0)
