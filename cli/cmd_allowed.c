@@ -357,33 +357,18 @@ int cmd_allowed(int argc, char **argv)
 	_cleanup_(walker_done) walker w = {0};
 	const char *project = NULL, *mode = NULL, *err = NULL;
 	bool json = false, files = false, tree = false, why = false;
-	pw_common_opts cm = {0};
-	int c, r;
+	const pw_opt_bind binds[] = {{'m', .arg = &mode},
+				     {'C', .arg = &project},
+				     {PW_OPT_JSON, .flag = &json},
+				     {PW_OPT_FILES, .flag = &files},
+				     {PW_OPT_TREE, .flag = &tree},
+				     {PW_OPT_WHY, .flag = &why},
+				     {0}};
+	int r =
+	    pw_opts_parse(&po, argv[0], argc, argv, &(pw_opts_use){.usage = usage, .binds = binds});
 
-	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0) {
-		if (pw_opts_common(&po, c, &cm))
-			continue;
-		switch (c) {
-		case PW_OPT_FILES:
-			files = true;
-			break;
-		case PW_OPT_TREE:
-			tree = true;
-			break;
-		case PW_OPT_WHY:
-			why = true;
-			break;
-		case 'h':
-			return pw_usage(argv[0], usage, false);
-		}
-	}
-	if (c < 0)
-		return PW_EXIT_USAGE;
-	mode = cm.mode;
-	project = cm.project;
-	json = cm.json;
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (po.n_operands > (tree ? 1 : 0)) {
 		if (tree)
 			pw_err(argv[0], "one PATH at a time (see 'piworkfs allowed --help')");
@@ -402,12 +387,9 @@ int cmd_allowed(int argc, char **argv)
 		pw_err(argv[0], "--tree and --files exclude each other");
 		return PW_EXIT_USAGE;
 	}
-	r = pw_cli_project_open(project, &p, &err);
-	if (r < 0) {
-		pw_err(argv[0], "%s: %s", project ? project : ".", err ? err : strerror(-r));
-		return PW_EXIT_CONFIG;
-	}
-	r = pw_cli_get_policy(argv[0], &p, mode, &ms, &policy);
+	r = pw_cli_project_open_or_say(argv[0], project, &p);
+	if (r == PW_EXIT_OK)
+		r = pw_cli_get_policy(argv[0], &p, mode, &ms, &policy);
 	if (r != PW_EXIT_OK)
 		return r;
 	if (tree) {

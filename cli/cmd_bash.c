@@ -270,27 +270,16 @@ int cmd_check_bash(int argc, char **argv)
 	char cwd[PW_PATH_MAX];
 	bool json = false, slash;
 	size_t len;
-	pw_common_opts cm = {0};
-	int c, r;
+	const pw_opt_bind binds[] = {{'m', .arg = &mode},
+				     {'C', .arg = &project},
+				     {PW_OPT_JSON, .flag = &json},
+				     {PW_OPT_CWD, .arg = &cwd_opt},
+				     {0}};
+	int r =
+	    pw_opts_parse(&po, argv[0], argc, argv, &(pw_opts_use){.usage = usage, .binds = binds});
 
-	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0) {
-		if (pw_opts_common(&po, c, &cm))
-			continue;
-		switch (c) {
-		case PW_OPT_CWD:
-			cwd_opt = po.arg;
-			break;
-		case 'h':
-			return pw_usage(argv[0], usage, false);
-		}
-	}
-	if (c < 0)
-		return PW_EXIT_USAGE;
-	mode = cm.mode;
-	project = cm.project;
-	json = cm.json;
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (po.n_operands == 0) {
 		pw_err(argv[0], "no COMMAND given (see 'piworkfs check-bash --help')");
 		return PW_EXIT_USAGE;
@@ -319,11 +308,9 @@ int cmd_check_bash(int argc, char **argv)
 		return PW_EXIT_CONFIG;
 	}
 
-	r = pw_cli_project_open(project, &p, &err);
-	if (r < 0) {
-		pw_err(argv[0], "%s: %s", project ? project : ".", err ? err : strerror(-r));
-		return PW_EXIT_CONFIG;
-	}
+	r = pw_cli_project_open_or_say(argv[0], project, &p);
+	if (r != PW_EXIT_OK)
+		return r;
 	r = pw_cli_map_path(&p, cwd_opt ? cwd_opt : ".", cwd, &slash, &err);
 	if (r == -EXDEV && !cwd_opt) {
 		cwd[0] = '\0'; /* not inside the project: run from its root */

@@ -130,6 +130,13 @@ static int check_one(const check_ctx *x, const char *arg)
 	return d.allowed ? 1 : 0;
 }
 
+/* -w, -r: what to ask about (the last one given). */
+static int op_option(const pw_opts *po, int c, void *data)
+{
+	*(pw_op *)data = c == 'r' ? PW_OP_READ : PW_OP_WRITE;
+	return PW_EXIT_OK;
+}
+
 int cmd_check(int argc, char **argv)
 {
 	_cleanup_opts_ pw_opts po = {0};
@@ -137,43 +144,24 @@ int cmd_check(int argc, char **argv)
 	_cleanup_modeset_ pw_modeset *ms = NULL;
 	_cleanup_policy_ pw_policy *policy = NULL;
 	_cleanup_json_ json_t *out = NULL;
-	const char *project = NULL, *mode = NULL, *err = NULL;
+	const char *project = NULL, *mode = NULL;
 	pw_op op = PW_OP_WRITE;
 	bool json = false, any_denied = false, any_failed = false;
-	pw_common_opts cm = {0};
-	int c, r;
+	const pw_opt_bind binds[] = {
+	    {'m', .arg = &mode}, {'C', .arg = &project}, {PW_OPT_JSON, .flag = &json}, {0}};
+	int r = pw_opts_parse(
+	    &po, argv[0], argc, argv,
+	    &(pw_opts_use){.usage = usage, .binds = binds, .fn = op_option, .data = &op});
 
-	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0) {
-		if (pw_opts_common(&po, c, &cm))
-			continue;
-		switch (c) {
-		case 'w':
-			op = PW_OP_WRITE;
-			break;
-		case 'r':
-			op = PW_OP_READ;
-			break;
-		case 'h':
-			return pw_usage(argv[0], usage, false);
-		}
-	}
-	if (c < 0)
-		return PW_EXIT_USAGE;
-	mode = cm.mode;
-	project = cm.project;
-	json = cm.json;
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (po.n_operands == 0) {
 		pw_err(argv[0], "no PATH given (see 'piworkfs check --help')");
 		return PW_EXIT_USAGE;
 	}
-	r = pw_cli_project_open(project, &p, &err);
-	if (r < 0) {
-		pw_err(argv[0], "%s: %s", project ? project : ".", err ? err : strerror(-r));
-		return PW_EXIT_CONFIG;
-	}
-	r = pw_cli_get_policy(argv[0], &p, mode, &ms, &policy);
+	r = pw_cli_project_open_or_say(argv[0], project, &p);
+	if (r == PW_EXIT_OK)
+		r = pw_cli_get_policy(argv[0], &p, mode, &ms, &policy);
 	if (r != PW_EXIT_OK)
 		return r;
 	if (json) {

@@ -423,15 +423,10 @@ static void print_fish(void)
 int cmd_completion(int argc, char **argv)
 {
 	_cleanup_opts_ pw_opts po = {0};
-	int c;
+	int r = pw_opts_parse(&po, argv[0], argc, argv, &(pw_opts_use){.usage = usage});
 
-	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0)
-		if (c == 'h')
-			return pw_usage(argv[0], usage, false);
-	if (c < 0)
-		return PW_EXIT_USAGE;
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (po.n_operands != 1) {
 		pw_err(argv[0], "expected one SHELL: bash, zsh or fish");
 		return PW_EXIT_USAGE;
@@ -524,17 +519,13 @@ int cmd_complete(int argc, char **argv)
 {
 	_cleanup_opts_ pw_opts po = {0};
 	const char *project = NULL, *mount = NULL;
-	int c;
+	const pw_opt_bind binds[] = {{'C', .arg = &project}, {'M', .arg = &mount}, {0}};
+	int r = pw_opts_parse(&po, argv[0], argc, argv, &(pw_opts_use){.binds = binds});
 
-	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0)
-		if (c == 'C')
-			project = po.arg;
-		else if (c == 'M')
-			mount = po.arg;
-	if (c < 0 || po.n_operands != 1)
-		return PW_EXIT_USAGE;
+	if (r == PW_EXIT_GO_ON && po.n_operands != 1)
+		r = PW_EXIT_USAGE;
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (streq(po.operands[0], "modes"))
 		return complete_modes(project);
 	if (streq(po.operands[0], "views"))

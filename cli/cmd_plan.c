@@ -66,34 +66,17 @@ typedef struct opts {
 
 static int parse(int argc, char **argv, pw_opts *po, opts *o)
 {
-	int c;
+	const pw_opt_bind binds[] = {{'M', .arg = &o->mount},
+				     {PW_OPT_NOTE, .arg = &o->note},
+				     {PW_OPT_PLAN, .arg = &o->plan},
+				     {PW_OPT_JSON, .flag = &o->json},
+				     {0}};
+	int r =
+	    pw_opts_parse(po, argv[0], argc, argv, &(pw_opts_use){.usage = usage, .binds = binds});
 
-	if (pw_opts_init(po, argv[0], argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(po)) > 0) {
-		switch (c) {
-		case 'M':
-			o->mount = po->arg;
-			break;
-		case PW_OPT_NOTE:
-			o->note = po->arg;
-			break;
-		case PW_OPT_PLAN:
-			o->plan = po->arg;
-			break;
-		case PW_OPT_JSON:
-			o->json = true;
-			pw_err_json(true);
-			break;
-		case 'h':
-			return pw_usage(argv[0], usage, false);
-		}
-	}
-	if (c < 0)
-		return PW_EXIT_USAGE;
 	o->args = po->operands;
 	o->n_args = po->n_operands;
-	return PW_EXIT_GO_ON;
+	return r;
 }
 
 /* A failed call's message and exit status (output.h). */

@@ -360,32 +360,15 @@ int cmd_status(int argc, char **argv)
 	bool json = false, failed = false, all_users = false;
 	size_t i;
 	json_t *st;
-	int c, r;
+	const pw_opt_bind binds[] = {
+	    {PW_OPT_JSON, .flag = &json}, {'a', .flag = &all_users}, {'M', .arg = &only}, {0}};
+	int r =
+	    pw_opts_parse(&po, argv[0], argc, argv, &(pw_opts_use){.usage = usage, .binds = binds});
 
-	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0) {
-		switch (c) {
-		case PW_OPT_JSON:
-			json = true;
-			break;
-		case 'a':
-			all_users = true;
-			break;
-		case 'M':
-			only = po.arg;
-			break;
-		case 'h':
-			return pw_usage(argv[0], usage, false);
-		}
-	}
-	if (c < 0)
-		return PW_EXIT_USAGE;
-	if (po.n_operands > 0) {
-		pw_err(argv[0], "unexpected argument '%s' (see 'piworkfs status --help')",
-		       po.operands[0]);
-		return PW_EXIT_USAGE;
-	}
+	if (r == PW_EXIT_GO_ON)
+		r = pw_opts_operands_at_most(&po, 0);
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (only && all_users) {
 		pw_err(argv[0], "--mount names one view, --all every user's: give one");
 		return PW_EXIT_USAGE;

@@ -111,37 +111,31 @@ typedef struct why_opts {
 	const char *path;
 } why_opts;
 
+/* -n N: how many past denials, into the why_opts DATA. */
+static int why_option(const pw_opts *po, int c, void *data)
+{
+	int64_t v;
+
+	if (pw_log_parse_count(po->spec->name, po->arg, "-n", &v) < 0)
+		return PW_EXIT_USAGE;
+	((why_opts *)data)->limit = (size_t)v;
+	return PW_EXIT_OK;
+}
+
 /* The options into O. Returns PW_EXIT_GO_ON, or the exit status (--help: 0). */
 static int why_parse(int argc, char **argv, why_opts *o)
 {
 	_cleanup_opts_ pw_opts po = {0};
-	int64_t v;
-	int c;
+	const pw_opt_bind binds[] = {{'m', .arg = &o->mode},
+				     {'C', .arg = &o->project},
+				     {PW_OPT_JSON, .flag = &o->json},
+				     {0}};
+	int r = pw_opts_parse(
+	    &po, argv[0], argc, argv,
+	    &(pw_opts_use){.usage = why_usage, .binds = binds, .fn = why_option, .data = o});
 
-	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0) {
-		switch (c) {
-		case 'm':
-			o->mode = po.arg;
-			break;
-		case 'C':
-			o->project = po.arg;
-			break;
-		case 'n':
-			if (pw_log_parse_count(argv[0], po.arg, "-n", &v) < 0)
-				return PW_EXIT_USAGE;
-			o->limit = (size_t)v;
-			break;
-		case PW_OPT_JSON:
-			o->json = true;
-			break;
-		case 'h':
-			return pw_usage(argv[0], why_usage, false);
-		}
-	}
-	if (c < 0)
-		return PW_EXIT_USAGE;
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (po.n_operands != 1) {
 		if (po.n_operands == 0)
 			pw_err(argv[0], "no PATH given (see 'piworkfs why --help')");
@@ -242,12 +236,9 @@ int cmd_why(int argc, char **argv)
 	const char *project_opt = o.project;
 	if (!o.project && pw_log_live_view_find(&lv) == 0)
 		project_opt = lv.mountpoint; /* NULL through $PIWORKFS_SOCKET: the cwd's project */
-	r = pw_cli_project_open(project_opt, &p, &err);
-	if (r < 0) {
-		pw_err(argv[0], "%s: %s", project_opt ? project_opt : ".",
-		       err ? err : strerror(-r));
-		return PW_EXIT_CONFIG;
-	}
+	r = pw_cli_project_open_or_say(argv[0], project_opt, &p);
+	if (r != PW_EXIT_OK)
+		return r;
 	const char *project = lv.project ? lv.project : pw_cli_project_path(&p);
 	if (!streq(project, pw_cli_project_path(&p)))
 		p.trusted = pw_cli_project_trusted(project);

@@ -576,19 +576,54 @@ int pw_opts_next(pw_opts *o)
 	return 0;
 }
 
-bool pw_opts_common(const pw_opts *po, int c, pw_common_opts *cm)
+/* Stores option C when BINDS bind it. Returns whether they do. */
+static bool store_bound(const pw_opts *po, int c, const pw_opt_bind *binds)
 {
-	switch (c) {
-	case 'm':
-		cm->mode = po->arg;
+	for (const pw_opt_bind *b = binds; b && b->id; b++) {
+		if (b->id != c)
+			continue;
+		if (b->flag)
+			*b->flag = true;
+		if (b->arg)
+			*b->arg = po->arg;
 		return true;
-	case 'C':
-		cm->project = po->arg;
-		return true;
-	case PW_OPT_JSON:
-		cm->json = true;
-		return true;
-	default:
-		return false;
 	}
+	return false;
+}
+
+int pw_opts_parse(pw_opts *po, const char *cmd, int argc, char **argv, const pw_opts_use *use)
+{
+	int c, r;
+
+	if (pw_opts_init(po, cmd, argc, argv) < 0)
+		return PW_EXIT_SYSTEM;
+	while ((c = pw_opts_next(po)) > 0) {
+		if (c == 'h' && use->usage)
+			return pw_usage(cmd, use->usage, false);
+		if (store_bound(po, c, use->binds) || !use->fn)
+			continue;
+		r = use->fn(po, c, use->data);
+		if (r != PW_EXIT_OK)
+			return r;
+	}
+	return c < 0 ? PW_EXIT_USAGE : PW_EXIT_GO_ON;
+}
+
+int pw_opts_operands_at_most(const pw_opts *po, int max)
+{
+	if (po->n_operands <= max)
+		return PW_EXIT_GO_ON;
+	pw_err(po->spec->name, "unexpected argument '%s' (see 'piworkfs %s --help')",
+	       po->operands[max], po->spec->name);
+	return PW_EXIT_USAGE;
+}
+
+int pw_opts_push(const pw_opts *po, const char **v, size_t *n, size_t max, const char *what)
+{
+	if (*n == max) {
+		pw_err(po->spec->name, "at most %zu %s", max, what);
+		return PW_EXIT_USAGE;
+	}
+	v[(*n)++] = po->arg;
+	return PW_EXIT_OK;
 }

@@ -177,6 +177,18 @@ void pw_cli_project_done(pw_cli_project *p)
 	*p = (pw_cli_project){0};
 }
 
+int pw_cli_project_open_or_say(const char *cmd, const char *project_opt, pw_cli_project *ret)
+{
+	const char *err = NULL;
+	int r = pw_cli_project_open(project_opt, ret, &err);
+
+	if (r < 0) {
+		pw_err(cmd, "%s: %s", project_opt ? project_opt : ".", err ? err : strerror(-r));
+		return PW_EXIT_CONFIG;
+	}
+	return PW_EXIT_OK;
+}
+
 /* Normalizes the absolute path ABS lexically into OUT ("/a/b"), without touching the
  * filesystem: the path may not exist yet. */
 static int normalize_absolute(const char *abs, char *out, const char **ret_err)

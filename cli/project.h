@@ -55,6 +55,10 @@ static inline const char *pw_cli_project_path(const pw_cli_project *p)
 int pw_cli_project_open(const char *project_opt, pw_cli_project *ret, const char **ret_err);
 void pw_cli_project_done(pw_cli_project *p);
 
+/* pw_cli_project_open() for command CMD, which says why it failed on stderr ("CMD: PROJECT:
+ * WHY", PROJECT "." for the current directory's). Returns PW_EXIT_OK or PW_EXIT_CONFIG. */
+int pw_cli_project_open_or_say(const char *cmd, const char *project_opt, pw_cli_project *ret);
+
 /*
  * Maps the user path ARG to a project-relative path in OUT (PW_PATH_MAX bytes; "" is the
  * root). *ret_trailing_slash tells whether ARG ended in '/' (it names a directory).

@@ -372,15 +372,10 @@ static int hook_claude(void)
 int cmd_hook(int argc, char **argv)
 {
 	_cleanup_opts_ pw_opts po = {0};
-	int c;
+	int r = pw_opts_parse(&po, "hook", argc, argv, &(pw_opts_use){.usage = HOOK_USAGE});
 
-	if (pw_opts_init(&po, "hook", argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0)
-		if (c == 'h')
-			return pw_usage("hook", HOOK_USAGE, false);
-	if (c < 0)
-		return PW_EXIT_USAGE;
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (po.n_operands != 1 ||
 	    !(streq(po.operands[0], "claude") || streq(po.operands[0], "opencode") ||
 	      streq(po.operands[0], "gemini"))) {

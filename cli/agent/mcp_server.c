@@ -1119,15 +1119,10 @@ int cmd_mcp(int argc, char **argv)
 {
 	_cleanup_opts_ pw_opts po = {0};
 	mcp m = {0};
-	int c, r;
+	int r = pw_opts_parse(&po, "mcp", argc, argv, &(pw_opts_use){.usage = MCP_USAGE});
 
-	if (pw_opts_init(&po, "mcp", argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0)
-		if (c == 'h')
-			return pw_usage("mcp", MCP_USAGE, false);
-	if (c < 0)
-		return PW_EXIT_USAGE;
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (po.n_operands) {
 		pw_err("mcp", "takes no arguments (the agent starts it as `piworkfs mcp`)");
 		return PW_EXIT_USAGE;
