@@ -199,7 +199,7 @@ static int check_fuse_device(void)
  */
 static int check_uring(const char *fuse_opts, bool foreground, bool json, char **ret_why)
 {
-	if (pw_mount_has_flag(fuse_opts, "io_uring") && pw_mount_has_flag(fuse_opts, "no_io_uring")) {
+	if (pw_opts_has(fuse_opts, "io_uring") && pw_opts_has(fuse_opts, "no_io_uring")) {
 		pw_err("mount",
 		       "-o io_uring requires FUSE over io_uring and -o no_io_uring refuses "
 		       "it: give one of them");

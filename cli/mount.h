@@ -15,9 +15,6 @@
 
 /* ---- mount_options.c ---- */
 
-/* Is NAME one of the comma-separated options in OPTS? */
-bool pw_mount_has_flag(const char *opts, const char *name);
-
 /* A number WHAT names, from S: 0 with *ret, or -EINVAL after saying why. */
 int pw_mount_parse_number(const char *what, const char *s, double *ret);
 

@@ -35,16 +35,6 @@
 #include "policy.h"
 #include "project.h"
 
-/* Is NAME one of the comma-separated options in OPTS? */
-bool pw_mount_has_flag(const char *opts, const char *name)
-{
-	size_t n = strlen(name);
-	for (const char *p = opts; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-		if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
-			return true;
-	return false;
-}
-
 /* Removes "nonempty" from the -o list (the check is ours), noting whether it was there. */
 char *pw_mount_strip_nonempty(const char *opts, bool *ret_nonempty, bool *ret_allow_other)
 {

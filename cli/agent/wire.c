@@ -172,11 +172,6 @@ static char *toml_string(const char *s)
 	return out;
 }
 
-static char *dup_or_null(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
 static char **wire_codex(char **command, const char *exe)
 {
 	_cleanup_free_ char *q = toml_string(exe);
@@ -185,15 +180,15 @@ static char **wire_codex(char **command, const char *exe)
 
 	if (!q || asprintf(&cmd, "mcp_servers.piworkfs.command=%s", q) < 0)
 		cmd = NULL;
-	extra[0] = dup_or_null("-c");
+	extra[0] = strdup("-c");
 	extra[1] = cmd;
-	extra[2] = dup_or_null("-c");
-	extra[3] = dup_or_null("mcp_servers.piworkfs.args=[\"mcp\"]");
-	extra[4] = dup_or_null("-c");
+	extra[2] = strdup("-c");
+	extra[3] = strdup("mcp_servers.piworkfs.args=[\"mcp\"]");
+	extra[4] = strdup("-c");
 	extra[5] =
-	    dup_or_null("mcp_servers.piworkfs.env_vars=[\"PIWORKFS_SOCKET\",\"XDG_RUNTIME_DIR\"]");
-	extra[6] = dup_or_null("-c");
-	extra[7] = dup_or_null("mcp_servers.piworkfs.tool_timeout_sec=130");
+	    strdup("mcp_servers.piworkfs.env_vars=[\"PIWORKFS_SOCKET\",\"XDG_RUNTIME_DIR\"]");
+	extra[6] = strdup("-c");
+	extra[7] = strdup("mcp_servers.piworkfs.tool_timeout_sec=130");
 	return insert_after_name(command, extra, ELEMENTSOF(extra));
 }
 
