@@ -292,12 +292,13 @@ static int log_parse(int argc, char **argv, log_opts *o)
 				     {PW_OPT_JSON, .flag = &o->json},
 				     {PW_OPT_JSONL, .flag = &o->jsonl},
 				     {0}};
-	int r = pw_opts_parse(
-	    &po, argv[0], argc, argv,
-	    &(pw_opts_use){.usage = log_usage, .binds = binds, .fn = log_option, .data = o});
+	int r = pw_opts_parse(&po, argv[0], argc, argv,
+			      &(pw_opts_use){.usage = log_usage,
+					     .binds = binds,
+					     .fn = log_option,
+					     .data = o,
+					     .no_operands = true});
 
-	if (r == PW_EXIT_GO_ON)
-		r = pw_opts_operands_at_most(&po, 0);
 	if (r != PW_EXIT_GO_ON)
 		return r;
 	if (o->all && o->project_opt) {

@@ -163,21 +163,17 @@ int cmd_modes(int argc, char **argv)
 	_cleanup_project_ pw_cli_project p = {0};
 	_cleanup_modeset_ pw_modeset *ms = NULL;
 	_cleanup_free_ char *fail = NULL;
-	const char *project = NULL;
-	bool json = false, check = false, bundled_ok = false;
+	bool check = false, bundled_ok = false;
 	size_t errors;
-	const pw_opt_bind binds[] = {{'C', .arg = &project},
-				     {PW_OPT_JSON, .flag = &json},
-				     {PW_OPT_CHECK, .flag = &check},
-				     {0}};
-	int r =
-	    pw_opts_parse(&po, argv[0], argc, argv, &(pw_opts_use){.usage = usage, .binds = binds});
+	pw_common_opts cm = {0};
+	const pw_opt_bind binds[] = {{PW_OPT_CHECK, .flag = &check}, {0}};
+	int r = pw_opts_parse(
+	    &po, argv[0], argc, argv,
+	    &(pw_opts_use){.usage = usage, .common = &cm, .binds = binds, .no_operands = true});
 
-	if (r == PW_EXIT_GO_ON)
-		r = pw_opts_operands_at_most(&po, 0);
 	if (r != PW_EXIT_GO_ON)
 		return r;
-	r = pw_cli_project_open_or_say(argv[0], project, &p);
+	r = pw_cli_project_open_or_say(argv[0], cm.project, &p);
 	if (r != PW_EXIT_OK)
 		return r;
 	/* Trust is a fact about this machine, not a problem of the files: --check reads the
@@ -190,7 +186,7 @@ int cmd_modes(int argc, char **argv)
 		return PW_EXIT_SYSTEM;
 	}
 	errors = count_errors(ms);
-	if (json)
+	if (cm.json)
 		r = pw_print_json(modes_json(&p, ms));
 	else
 		r = check ? print_check(&p, ms, errors) : print_text(&p, ms);
@@ -206,7 +202,7 @@ int cmd_modes(int argc, char **argv)
 	fail = live_fail_reason(&p);
 	if (fail) {
 		/* Each problem once: when the reason is an error listed above, point at it. */
-		if (!json && reason_listed(ms, fail))
+		if (!cm.json && reason_listed(ms, fail))
 			pw_err(argv[0], "the live view of %s fails closed for the error above",
 			       pw_cli_project_path(&p));
 		else

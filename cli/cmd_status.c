@@ -362,11 +362,9 @@ int cmd_status(int argc, char **argv)
 	json_t *st;
 	const pw_opt_bind binds[] = {
 	    {PW_OPT_JSON, .flag = &json}, {'a', .flag = &all_users}, {'M', .arg = &only}, {0}};
-	int r =
-	    pw_opts_parse(&po, argv[0], argc, argv, &(pw_opts_use){.usage = usage, .binds = binds});
+	int r = pw_opts_parse(&po, argv[0], argc, argv,
+			      &(pw_opts_use){.usage = usage, .binds = binds, .no_operands = true});
 
-	if (r == PW_EXIT_GO_ON)
-		r = pw_opts_operands_at_most(&po, 0);
 	if (r != PW_EXIT_GO_ON)
 		return r;
 	if (only && all_users) {

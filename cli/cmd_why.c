@@ -105,9 +105,8 @@ static const char *why_source_text(const char *source)
 }
 
 typedef struct why_opts {
-	const char *mode, *project;
+	pw_common_opts cm; /* -m, -C, --json */
 	size_t limit;
-	bool json;
 	const char *path;
 } why_opts;
 
@@ -126,13 +125,9 @@ static int why_option(const pw_opts *po, int c, void *data)
 static int why_parse(int argc, char **argv, why_opts *o)
 {
 	_cleanup_opts_ pw_opts po = {0};
-	const pw_opt_bind binds[] = {{'m', .arg = &o->mode},
-				     {'C', .arg = &o->project},
-				     {PW_OPT_JSON, .flag = &o->json},
-				     {0}};
 	int r = pw_opts_parse(
 	    &po, argv[0], argc, argv,
-	    &(pw_opts_use){.usage = why_usage, .binds = binds, .fn = why_option, .data = o});
+	    &(pw_opts_use){.usage = why_usage, .common = &o->cm, .fn = why_option, .data = o});
 
 	if (r != PW_EXIT_GO_ON)
 		return r;
@@ -233,8 +228,8 @@ int cmd_why(int argc, char **argv)
 		return r; /* --help, or a usage error */
 	/* Inside a live view the view is the project: paths map through its mountpoint, and
 	 * the log is searched under the real project's path. */
-	const char *project_opt = o.project;
-	if (!o.project && pw_log_live_view_find(&lv) == 0)
+	const char *project_opt = o.cm.project;
+	if (!o.cm.project && pw_log_live_view_find(&lv) == 0)
 		project_opt = lv.mountpoint; /* NULL through $PIWORKFS_SOCKET: the cwd's project */
 	r = pw_cli_project_open_or_say(argv[0], project_opt, &p);
 	if (r != PW_EXIT_OK)
@@ -264,7 +259,7 @@ int cmd_why(int argc, char **argv)
 		}
 	}
 
-	if (why_pick_mode(&p, project, o.mode, dbpath, &wm) < 0) {
+	if (why_pick_mode(&p, project, o.cm.mode, dbpath, &wm) < 0) {
 		pw_log_rows_free(rows, n);
 		return PW_EXIT_SYSTEM;
 	}
@@ -278,7 +273,7 @@ int cmd_why(int argc, char **argv)
 	bool is_dir = pw_cli_path_is_dir(&p, rel, slash || rel[0] == '\0');
 	pw_decision d;
 	pw_policy_decide(pol, op, rel, is_dir, &d);
-	r = o.json ? why_print_json(project, rel[0] ? rel : ".", op, is_dir, &wm, pol, &d, rows, n)
+	r = o.cm.json ? why_print_json(project, rel[0] ? rel : ".", op, is_dir, &wm, pol, &d, rows, n)
 		   : why_print_text(&p, project, rel, &wm, pol, &d, rows, n);
 	free(wm.mode);
 	pw_log_rows_free(rows, n);

@@ -161,18 +161,27 @@ typedef struct pw_opt_bind {
  * saying why on stderr). */
 typedef int pw_opt_fn(const pw_opts *po, int c, void *data);
 
+/* The options several commands read alike: -m MODE, -C DIR (and -M PATH, which the parser
+ * hands on as -C), --json. */
+typedef struct pw_common_opts {
+	const char *mode, *project;
+	bool json;
+} pw_common_opts;
+
 /* How pw_opts_parse() reads a command's options. */
 typedef struct pw_opts_use {
 	const char *usage;	  /* what -h prints (NULL: the command has no -h) */
+	pw_common_opts *common;	  /* where -m, -C and --json go (NULL: bound, or not taken) */
 	const pw_opt_bind *binds; /* the options stored as they are, ended by id 0; NULL: none */
 	pw_opt_fn *fn;		  /* the others (NULL: none) */
 	void *data;		  /* FN's */
+	bool no_operands;	  /* the command takes none: one is a usage error */
 } pw_opts_use;
 
 /*
  * The one loop over a command line: pw_opts_init(PO, CMD, ARGC, ARGV), then every option:
- * -h prints USE->usage and ends the parse with 0, an option USE->binds binds is stored, any
- * other goes to USE->fn. Returns PW_EXIT_GO_ON (the operands are then in PO->operands), or
+ * -h prints USE->usage and ends the parse with 0, an option USE->common or USE->binds takes
+ * is stored, any other goes to USE->fn; then, with USE->no_operands, an operand is an error. Returns PW_EXIT_GO_ON (the operands are then in PO->operands), or
  * the exit status to end with: PW_EXIT_USAGE after a bad option (said on stderr),
  * PW_EXIT_SYSTEM when out of memory, or USE->fn's.
  */

@@ -591,6 +591,22 @@ int pw_cli_get_policy(const char *cmd, const pw_cli_project *p, const char *mode
 	return PW_EXIT_OK;
 }
 
+int pw_cli_judge_open(const char *cmd, const char *project_opt, const char *mode,
+		      pw_cli_judge *j)
+{
+	int r = pw_cli_project_open_or_say(cmd, project_opt, &j->p);
+
+	return r == PW_EXIT_OK ? pw_cli_get_policy(cmd, &j->p, mode, &j->ms, &j->policy) : r;
+}
+
+void pw_cli_judge_done(pw_cli_judge *j)
+{
+	pw_policy_unref(j->policy);
+	pw_modeset_free(j->ms);
+	pw_cli_project_done(&j->p);
+	*j = (pw_cli_judge){0};
+}
+
 /* The live view's mode for the offline commands: the socket client asked with P's paths
  * (ctl_client.h), so the client needs nothing of the project. */
 int pw_cli_live_mode(const pw_cli_project *p, char **ret_mode)

@@ -150,3 +150,24 @@ static inline void pw_cli_project_donep(pw_cli_project *p)
 	pw_cli_project_done(p);
 }
 #define _cleanup_project_ _cleanup_(pw_cli_project_donep)
+
+/* What the commands that judge paths under a mode (allowed, check, check-bash) judge with:
+ * the project, its modes as the files say, and the policy of the mode asked. */
+typedef struct pw_cli_judge {
+	pw_cli_project p;
+	pw_modeset *ms;
+	pw_policy *policy;
+} pw_cli_judge;
+
+/* Opens the project (PROJECT_OPT) and the policy of MODE into J, for command CMD, saying
+ * why not on stderr (pw_cli_project_open_or_say, pw_cli_get_policy). Returns an exit status;
+ * J is released by pw_cli_judge_done whatever it returns. */
+int pw_cli_judge_open(const char *cmd, const char *project_opt, const char *mode,
+		      pw_cli_judge *j);
+void pw_cli_judge_done(pw_cli_judge *j);
+
+static inline void pw_cli_judge_donep(pw_cli_judge *j)
+{
+	pw_cli_judge_done(j);
+}
+#define _cleanup_judge_ _cleanup_(pw_cli_judge_donep)
