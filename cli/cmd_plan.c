@@ -450,21 +450,17 @@ static int call_view(const opts *o, const char *method, json_t *params, json_t *
 		     char **ret_message)
 {
 	_cleanup_free_ char *sock = NULL;
-	pw_ctl_conn *c = NULL;
 	int r;
 
 	if (!streq(method, "plan.approve") && !streq(method, "plan.reopen"))
 		return pw_ctl_call_at(o->mount, method, params, ret, ret_code, ret_message);
 	r = pw_ctl_find_view(o->mount, &sock, NULL);
-	if (r == 0)
-		r = pw_ctl_connect(sock, PW_PLAN_SYNC_WAIT_MS + 30000, &c);
 	if (r < 0) {
 		json_decref(params);
 		return r;
 	}
-	r = pw_ctl_call(c, method, params, ret, ret_code, ret_message);
-	pw_ctl_close(c);
-	return r;
+	return pw_ctl_call_socket_timed(sock, PW_PLAN_SYNC_WAIT_MS + 30000, method, params, ret,
+					ret_code, ret_message);
 }
 
 /* Did a view not confirm the change ("no-answer", peers.h)? */

@@ -28,18 +28,7 @@ static int connect_view(const char *cmd, const char *mount, unsigned timeout_ms,
 
 	if (r == 0)
 		r = pw_ctl_connect(sock, timeout_ms, ret);
-	if (r == -ENOENT) {
-		pw_err(cmd,
-		       "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
-		       "--mount PATH)",
-		       mount ? mount : "the current directory");
-		return PW_EXIT_NO_VIEW;
-	}
-	if (r < 0) {
-		pw_err(cmd, "the view's daemon does not answer: %s", strerror(-r));
-		return PW_EXIT_NO_VIEW;
-	}
-	return PW_EXIT_OK;
+	return r < 0 ? pw_cli_no_view(cmd, mount, r) : PW_EXIT_OK;
 }
 
 char *pw_mode_view_option(const char *mount, const char *run)
@@ -280,35 +269,30 @@ void pw_mode_show_pending(const char *mount, const char *view_option)
 	if (pw_ctl_call_at(mount, "mode.request.list", NULL, &res, NULL, NULL) < 0)
 		return; /* inside the agent, or an older daemon: nothing to show */
 	p = json_object_get(res, "pending");
-	if (json_is_object(p) && json_string_value(json_object_get(p, "plan"))) {
-		long long left = (json_integer_value(json_object_get(p, "expires_ns")) -
-				  pw_clock_ns(CLOCK_REALTIME)) /
-				 1000000000;
-		long long id = json_integer_value(json_object_get(p, "id"));
-		bool typed = json_is_true(json_object_get(p, "needs_target"));
-		printf(
-		    "pending request %lld: the agent asks you to approve plan %s (\"%s\"), %llds "
-		    "left\n  read it: piworkfs plan show %s%s\n  answer: piworkfs mode "
-		    "--approve %lld%s%s   or   piworkfs mode --deny%s\n",
-		    id, json_string_value(json_object_get(p, "plan")),
-		    json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0,
-		    json_string_value(json_object_get(p, "plan")), m ? m : "", id, w,
-		    typed ? " PLAN (the plan's name, typed)" : "", w);
-	} else if (json_is_object(p)) {
-		long long left = (json_integer_value(json_object_get(p, "expires_ns")) -
-				  pw_clock_ns(CLOCK_REALTIME)) /
-				 1000000000;
-		long long id = json_integer_value(json_object_get(p, "id"));
-		/* A request only `--approve ID MODE` allows: the person types the target. */
-		bool typed = json_is_true(json_object_get(p, "needs_target"));
-		printf(
-		    "pending request %lld: the agent asks to switch %s \xe2\x86\x92 %s (\"%s\"), "
-		    "%llds left\n  answer: piworkfs mode --approve %lld%s%s   or   piworkfs mode "
-		    "--deny%s\n",
-		    id, json_string_value(json_object_get(p, "from")),
-		    json_string_value(json_object_get(p, "to")),
-		    json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0, id, w,
-		    typed ? " MODE (the mode it asks for, typed)" : "", w);
+	if (!json_is_object(p)) {
+		json_decref(res);
+		return;
 	}
+	long long left =
+	    (json_integer_value(json_object_get(p, "expires_ns")) - pw_clock_ns(CLOCK_REALTIME)) /
+	    1000000000;
+	long long id = json_integer_value(json_object_get(p, "id"));
+	/* A request only `--approve ID TARGET` allows: the person types the target. */
+	bool typed = json_is_true(json_object_get(p, "needs_target"));
+	const char *plan = json_string_value(json_object_get(p, "plan"));
+	const char *reason = json_string_value(json_object_get(p, "reason"));
+	if (plan)
+		printf("pending request %lld: the agent asks you to approve plan %s (\"%s\"), %llds "
+		       "left\n  read it: piworkfs plan show %s%s\n  answer: piworkfs mode "
+		       "--approve %lld%s%s   or   piworkfs mode --deny%s\n",
+		       id, plan, reason, left > 0 ? left : 0, plan, m ? m : "", id, w,
+		       typed ? " PLAN (the plan's name, typed)" : "", w);
+	else
+		printf("pending request %lld: the agent asks to switch %s \xe2\x86\x92 %s (\"%s\"), "
+		       "%llds left\n  answer: piworkfs mode --approve %lld%s%s   or   piworkfs mode "
+		       "--deny%s\n",
+		       id, json_string_value(json_object_get(p, "from")),
+		       json_string_value(json_object_get(p, "to")), reason, left > 0 ? left : 0, id, w,
+		       typed ? " MODE (the mode it asks for, typed)" : "", w);
 	json_decref(res);
 }

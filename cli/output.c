@@ -256,20 +256,23 @@ const char *pw_problem_word(const char *formatted)
 	return formatted && strstr(formatted, ": error: ") ? "error" : "warning";
 }
 
-int pw_cli_call_failed(const char *cmd, const char *mount, int r, int code, const char *message,
-		       const pw_rpc_exit *map, size_t n, int other)
+int pw_cli_no_view(const char *cmd, const char *mount, int r)
 {
-	if (r == -ENOENT) {
+	if (r == -ENOENT)
 		pw_err(cmd,
 		       "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
 		       "--mount PATH)",
 		       mount ? mount : "the current directory");
-		return PW_EXIT_NO_VIEW;
-	}
-	if (r == -ECONNREFUSED || r == -ECONNRESET || r == -ETIMEDOUT) {
+	else
 		pw_err(cmd, "the view's daemon does not answer: %s", strerror(-r));
-		return PW_EXIT_NO_VIEW;
-	}
+	return PW_EXIT_NO_VIEW;
+}
+
+int pw_cli_call_failed(const char *cmd, const char *mount, int r, int code, const char *message,
+		       const pw_rpc_exit *map, size_t n, int other)
+{
+	if (r == -ENOENT || r == -ECONNREFUSED || r == -ECONNRESET || r == -ETIMEDOUT)
+		return pw_cli_no_view(cmd, mount, r);
 	if (r == -EREMOTE) {
 		pw_err(cmd, "%s", message ? message : "the daemon refused");
 		for (size_t i = 0; i < n; i++)

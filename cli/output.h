@@ -106,6 +106,11 @@ typedef struct pw_rpc_exit {
 	int code, exit;
 } pw_rpc_exit;
 
+/* The message and exit status of the view at MOUNT (NULL: the current directory's) that
+ * cannot be reached, R from finding or connecting to it: no view there (-ENOENT), else a
+ * daemon that does not answer. Returns PW_EXIT_NO_VIEW. */
+int pw_cli_no_view(const char *cmd, const char *mount, int r);
+
 /*
  * The one message and exit status of a call to the view at MOUNT (NULL: the current
  * directory's) that failed with R: no view there (-ENOENT) or a daemon that does not answer,

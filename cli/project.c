@@ -79,20 +79,12 @@ static char *global_config_dir(void)
 static int view_around(const char *dir, char **ret_mp, char **ret_backing)
 {
 	pw_ctl_mount *m = NULL;
-	size_t n = 0, best = SIZE_MAX, best_len = 0;
+	size_t n = 0, best;
 	int r = 0;
 
 	if (pw_ctl_list_mounts(&m, &n) < 0)
 		return 0;
-	for (size_t i = 0; i < n; i++) {
-		size_t len = strlen(m[i].mountpoint);
-		if (m[i].source && m[i].source[0] == '/' &&
-		    pw_path_beneath(dir, m[i].mountpoint) >= 0 &&
-		    (best == SIZE_MAX || len > best_len)) {
-			best = i;
-			best_len = len;
-		}
-	}
+	best = pw_ctl_mount_around(m, n, dir, true);
 	if (best != SIZE_MAX) {
 		*ret_mp = strdup(m[best].mountpoint);
 		*ret_backing = strdup(m[best].source);

@@ -69,16 +69,8 @@ int pw_agent_view_open(const char *cwd, pw_agent_view *ret)
 int pw_agent_call(const pw_agent_view *v, unsigned timeout_ms, const char *method, json_t *params,
 		  json_t **ret_result, int *ret_code, char **ret_message)
 {
-	pw_ctl_conn *c = NULL;
-	int r = pw_ctl_connect(v->socket, timeout_ms, &c);
-
-	if (r < 0) {
-		json_decref(params);
-		return r;
-	}
-	r = pw_ctl_call(c, method, params, ret_result, ret_code, ret_message);
-	pw_ctl_close(c);
-	return r;
+	return pw_ctl_call_socket_timed(v->socket, timeout_ms, method, params, ret_result, ret_code,
+					ret_message);
 }
 
 int pw_agent_mode(const pw_agent_view *v, json_t **ret_state)
