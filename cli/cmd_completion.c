@@ -38,40 +38,40 @@ static const char usage[] =
     "\n"
     "Exit status: 0 ok; 2 usage error (an unknown SHELL).\n";
 
-/* ---- bash ------------------------------------------------------------------------------ */
+/* How each shell completes each kind of argument (options.h): the action bash runs, zsh's
+ * _arguments action, fish's complete flags. */
+static const struct shell_actions {
+	const char *bash, *zsh, *fish;
+} actions[] = {
+    [PW_COMPLETE_NONE] = {"COMPREPLY=()", " ", ""},
+    [PW_COMPLETE_FILE] = {"COMPREPLY=($(compgen -f -- \"$cur\"))", "_files", " -F"},
+    [PW_COMPLETE_DIR] = {"COMPREPLY=($(compgen -d -- \"$cur\"))", "_files -/",
+			 " -a '(__fish_complete_directories)'"},
+    [PW_COMPLETE_MODE] = {"COMPREPLY=($(compgen -W \"$(piworkfs __complete modes ${project:+-C "
+			  "\"$project\"} 2>/dev/null)\" -- \"$cur\"))",
+			  "_piworkfs_modes", " -a '(piworkfs __complete modes 2>/dev/null)'"},
+    [PW_COMPLETE_MOUNTPOINT] =
+	{"COMPREPLY=($(compgen -W \"$(piworkfs __complete views 2>/dev/null)\" -- \"$cur\"))",
+	 "_piworkfs_views", " -a '(piworkfs __complete views 2>/dev/null)'"},
+    [PW_COMPLETE_COMMAND] = {"COMPREPLY=($(compgen -c -- \"$cur\"))", "_command_names -e",
+			     " -a '(__fish_complete_command)'"},
+    [PW_COMPLETE_SHELL] = {"COMPREPLY=($(compgen -W \"bash zsh fish\" -- \"$cur\"))",
+			   "(bash zsh fish)", " -a 'bash zsh fish'"},
+    [PW_COMPLETE_MOUNT_OPTIONS] = {"_piworkfs_mount_options", "_piworkfs_mount_options",
+				   " -a '(piworkfs __complete mount-options 2>/dev/null)'"},
+    [PW_COMPLETE_PLAN] =
+	{"_piworkfs_plan", /* fish: the subcommands, then plan names (print_fish) */
+	 "_piworkfs_plan", " -a '(piworkfs __complete plans 2>/dev/null)'"},
+    [PW_COMPLETE_PLAN_NAME] = {"COMPREPLY=($(compgen -W \"$(piworkfs __complete plans ${mount:+-M "
+			       "\"$mount\"} 2>/dev/null)\" -- \"$cur\"))",
+			       "_piworkfs_plans", " -a '(piworkfs __complete plans 2>/dev/null)'"},
+    [PW_COMPLETE_CHECKPOINT] = {"COMPREPLY=($(compgen -W \"$(piworkfs __complete checkpoints "
+				"${mount:+-M \"$mount\"} 2>/dev/null)\" -- \"$cur\"))",
+				"_piworkfs_checkpoints",
+				" -a '(piworkfs __complete checkpoints 2>/dev/null)'"},
+};
 
-static const char *bash_action(pw_complete c)
-{
-	switch (c) {
-	case PW_COMPLETE_FILE:
-		return "COMPREPLY=($(compgen -f -- \"$cur\"))";
-	case PW_COMPLETE_DIR:
-		return "COMPREPLY=($(compgen -d -- \"$cur\"))";
-	case PW_COMPLETE_MODE:
-		return "COMPREPLY=($(compgen -W \"$(piworkfs __complete modes ${project:+-C "
-		       "\"$project\"} 2>/dev/null)\" -- \"$cur\"))";
-	case PW_COMPLETE_MOUNTPOINT:
-		return "COMPREPLY=($(compgen -W \"$(piworkfs __complete views 2>/dev/null)\" -- "
-		       "\"$cur\"))";
-	case PW_COMPLETE_COMMAND:
-		return "COMPREPLY=($(compgen -c -- \"$cur\"))";
-	case PW_COMPLETE_SHELL:
-		return "COMPREPLY=($(compgen -W \"bash zsh fish\" -- \"$cur\"))";
-	case PW_COMPLETE_MOUNT_OPTIONS:
-		return "_piworkfs_mount_options";
-	case PW_COMPLETE_PLAN:
-		return "_piworkfs_plan";
-	case PW_COMPLETE_PLAN_NAME:
-		return "COMPREPLY=($(compgen -W \"$(piworkfs __complete plans ${mount:+-M "
-		       "\"$mount\"} 2>/dev/null)\" -- \"$cur\"))";
-	case PW_COMPLETE_CHECKPOINT:
-		return "COMPREPLY=($(compgen -W \"$(piworkfs __complete checkpoints ${mount:+-M "
-		       "\"$mount\"} 2>/dev/null)\" -- \"$cur\"))";
-	case PW_COMPLETE_NONE:
-		break;
-	}
-	return "COMPREPLY=()";
-}
+/* ---- bash ------------------------------------------------------------------------------ */
 
 /* The subcommands of plan, and those whose operand is a plan name. */
 static const char plan_subcommands[] = "list show status approve reopen done";
@@ -120,7 +120,17 @@ static void print_bash_plan(void)
 	       "        esac\n"
 	       "    fi\n"
 	       "}\n",
-	       plan_subcommands, plan_named, bash_action(PW_COMPLETE_PLAN_NAME));
+	       plan_subcommands, plan_named, actions[PW_COMPLETE_PLAN_NAME].bash);
+}
+
+/* The names of the commands a user sees, separated by spaces. */
+static void print_command_names(const pw_command_spec *specs, size_t n)
+{
+	for (size_t i = 0, first = 1; i < n; i++)
+		if (!(specs[i].flags & PW_SPEC_HIDDEN)) {
+			printf("%s%s", first ? "" : " ", specs[i].name);
+			first = 0;
+		}
 }
 
 static void print_bash(void)
@@ -156,11 +166,7 @@ static void print_bash(void)
 	       "    done\n"
 	       "    if [[ -z $cmd ]]; then\n"
 	       "        COMPREPLY=($(compgen -W \"");
-	for (size_t i = 0, first = 1; i < n; i++)
-		if (!(specs[i].flags & PW_SPEC_HIDDEN)) {
-			printf("%s%s", first ? "" : " ", specs[i].name);
-			first = 0;
-		}
+	print_command_names(specs, n);
 	printf(" help\" -- \"$cur\"))\n"
 	       "        return\n"
 	       "    fi\n"
@@ -175,10 +181,10 @@ static void print_bash(void)
 				continue;
 			if (o->letter)
 				printf("        -%c|--%s) %s; return ;;\n", o->letter, o->name,
-				       bash_action(o->complete));
+				       actions[o->complete].bash);
 			else
 				printf("        --%s) %s; return ;;\n", o->name,
-				       bash_action(o->complete));
+				       actions[o->complete].bash);
 		}
 		printf("        esac\n"
 		       "        if [[ $cur == -* ]]; then\n"
@@ -193,14 +199,10 @@ static void print_bash(void)
 		       "            %s\n"
 		       "        fi\n"
 		       "        ;;\n",
-		       bash_action(s->operands));
+		       actions[s->operands].bash);
 	}
 	printf("    help) COMPREPLY=($(compgen -W \"");
-	for (size_t i = 0, first = 1; i < n; i++)
-		if (!(specs[i].flags & PW_SPEC_HIDDEN)) {
-			printf("%s%s", first ? "" : " ", specs[i].name);
-			first = 0;
-		}
+	print_command_names(specs, n);
 	printf("\" -- \"$cur\")) ;;\n"
 	       "    esac\n"
 	       "}\n"
@@ -220,35 +222,6 @@ static void zsh_text(const char *s)
 		else
 			putchar(*s);
 	}
-}
-
-static const char *zsh_action(pw_complete c)
-{
-	switch (c) {
-	case PW_COMPLETE_FILE:
-		return "_files";
-	case PW_COMPLETE_DIR:
-		return "_files -/";
-	case PW_COMPLETE_MODE:
-		return "_piworkfs_modes";
-	case PW_COMPLETE_MOUNTPOINT:
-		return "_piworkfs_views";
-	case PW_COMPLETE_COMMAND:
-		return "_command_names -e";
-	case PW_COMPLETE_SHELL:
-		return "(bash zsh fish)";
-	case PW_COMPLETE_MOUNT_OPTIONS:
-		return "_piworkfs_mount_options";
-	case PW_COMPLETE_PLAN:
-		return "_piworkfs_plan";
-	case PW_COMPLETE_PLAN_NAME:
-		return "_piworkfs_plans";
-	case PW_COMPLETE_CHECKPOINT:
-		return "_piworkfs_checkpoints";
-	case PW_COMPLETE_NONE:
-		break;
-	}
-	return " ";
 }
 
 static void print_zsh(void)
@@ -329,11 +302,11 @@ static void print_zsh(void)
 			zsh_text(o->help);
 			printf("]");
 			if (o->arg)
-				printf(":%s:%s", o->arg, zsh_action(o->complete));
+				printf(":%s:%s", o->arg, actions[o->complete].zsh);
 			printf("'");
 		}
 		if (s->operands != PW_COMPLETE_NONE)
-			printf(" \\\n            '*:argument:%s'", zsh_action(s->operands));
+			printf(" \\\n            '*:argument:%s'", actions[s->operands].zsh);
 		printf("\n        ;;\n");
 	}
 	printf("    esac\n"
@@ -350,34 +323,6 @@ static void fish_text(const char *s)
 			putchar('\\');
 		putchar(*s);
 	}
-}
-
-static const char *fish_action(pw_complete c)
-{
-	switch (c) {
-	case PW_COMPLETE_FILE:
-		return " -F";
-	case PW_COMPLETE_DIR:
-		return " -a '(__fish_complete_directories)'";
-	case PW_COMPLETE_MODE:
-		return " -a '(piworkfs __complete modes 2>/dev/null)'";
-	case PW_COMPLETE_MOUNTPOINT:
-		return " -a '(piworkfs __complete views 2>/dev/null)'";
-	case PW_COMPLETE_COMMAND:
-		return " -a '(__fish_complete_command)'";
-	case PW_COMPLETE_SHELL:
-		return " -a 'bash zsh fish'";
-	case PW_COMPLETE_MOUNT_OPTIONS:
-		return " -a '(piworkfs __complete mount-options 2>/dev/null)'";
-	case PW_COMPLETE_PLAN: /* print_fish: the subcommands, then plan names */
-	case PW_COMPLETE_PLAN_NAME:
-		return " -a '(piworkfs __complete plans 2>/dev/null)'";
-	case PW_COMPLETE_CHECKPOINT:
-		return " -a '(piworkfs __complete checkpoints 2>/dev/null)'";
-	case PW_COMPLETE_NONE:
-		break;
-	}
-	return "";
 }
 
 static void print_fish(void)
@@ -400,7 +345,7 @@ static void print_fish(void)
 				printf(" -s %c", o->letter);
 			printf(" -l %s", o->name);
 			if (o->arg)
-				printf(" -r%s", fish_action(o->complete));
+				printf(" -r%s", actions[o->complete].fish);
 			printf(" -d '");
 			fish_text(o->help);
 			printf("'\n");
@@ -412,10 +357,10 @@ static void print_fish(void)
 			       s->name, plan_subcommands, plan_subcommands);
 			printf("complete -c piworkfs -n '__fish_seen_subcommand_from %s; and "
 			       "__fish_seen_subcommand_from %s'%s\n",
-			       s->name, "show approve reopen", fish_action(PW_COMPLETE_PLAN_NAME));
+			       s->name, "show approve reopen", actions[PW_COMPLETE_PLAN_NAME].fish);
 		} else if (s->operands != PW_COMPLETE_NONE) {
 			printf("complete -c piworkfs -n '__fish_seen_subcommand_from %s'%s\n",
-			       s->name, fish_action(s->operands));
+			       s->name, actions[s->operands].fish);
 		}
 	}
 }
