@@ -124,12 +124,17 @@ int pw_usage(const char *cmd, const char *usage, bool to_stderr)
 
 char *pw_shell_word(const char *s)
 {
-	size_t n = 3;
-	char *q, *o;
-
 	if (s[0] && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 			      "/._+-=:,@%") == strlen(s))
 		return strdup(s);
+	return pw_shell_quote(s);
+}
+
+char *pw_shell_quote(const char *s)
+{
+	size_t n = 3;
+	char *q, *o;
+
 	for (const char *p = s; *p; p++)
 		n += *p == '\'' ? 4 : 1;
 	q = o = malloc(n);

@@ -42,39 +42,15 @@
 #include <string.h>
 
 #include "agent.h"
+#include "output.h"
 #include "util.h"
 
-/* S quoted for sh (Claude Code runs a hook's command with the shell). */
-static char *sh_quote(const char *s)
-{
-	size_t n = 3;
-	char *out, *o;
-
-	for (const char *p = s; *p; p++)
-		n += *p == '\'' ? 4 : 1;
-	out = malloc(n);
-	if (!out)
-		return NULL;
-	o = out;
-	*o++ = '\'';
-	for (const char *p = s; *p; p++) {
-		if (*p == '\'') {
-			memcpy(o, "'\\''", 4);
-			o += 4;
-		} else {
-			*o++ = *p;
-		}
-	}
-	*o++ = '\'';
-	*o = '\0';
-	return out;
-}
-
 /* The settings: one command hook per event, and the piworkfs tools allowed without a
- * prompt (they read, or ask the person: none can loosen the mode). */
+ * prompt (they read, or ask the person: none can loosen the mode). Claude Code runs a hook's
+ * command with sh: EXE goes in quoted. */
 static char *claude_settings(const char *exe)
 {
-	_cleanup_free_ char *q = sh_quote(exe), *cmd = NULL;
+	_cleanup_free_ char *q = pw_shell_quote(exe), *cmd = NULL;
 	json_t *hook, *tools, *s;
 	char *out;
 
@@ -257,7 +233,7 @@ static char *gemini_file; /* the per-run settings file, removed at the end */
  * command hook per event (Gemini's timeouts are in milliseconds). */
 static json_t *gemini_settings(const char *exe)
 {
-	_cleanup_free_ char *q = sh_quote(exe), *cmd = NULL;
+	_cleanup_free_ char *q = pw_shell_quote(exe), *cmd = NULL;
 	json_t *hook, *tools, *s;
 
 	if (!q || asprintf(&cmd, "%s hook gemini", q) < 0)
