@@ -360,8 +360,8 @@ int cmd_allowed(int argc, char **argv)
 				     {PW_OPT_TREE, .flag = &tree},
 				     {PW_OPT_WHY, .flag = &why},
 				     {0}};
-	int r =
-	    pw_opts_parse(&po, argv[0], argc, argv, &(pw_opts_use){.usage = usage, .common = &cm, .binds = binds});
+	int r = pw_opts_parse(&po, argv[0], argc, argv,
+			      &(pw_opts_use){.usage = usage, .common = &cm, .binds = binds});
 
 	if (r != PW_EXIT_GO_ON)
 		return r;

@@ -519,9 +519,8 @@ static int print_changes(json_t *res, bool fold_git)
 			snprintf(by, sizeof(by), " by the view at %s", pw_q(4, mp));
 		printf("change set %lld%s%s%s, %s at %s%s%s%s%s\n",
 		       (long long)json_integer_value(json_object_get(set, "id")), name ? " \"" : "",
-		       name ? pw_q(0, name) : "", name ? "\"" : "",
-		       pw_json_str(set, "reason"), t, mode ? " in " : "",
-		       mode ? mode : "", by,
+		       name ? pw_q(0, name) : "", name ? "\"" : "", pw_json_str(set, "reason"), t,
+		       mode ? " in " : "", mode ? mode : "", by,
 		       json_is_true(json_object_get(set, "current")) ? " (current)" : "");
 		size_t j;
 		_cleanup_free_ char *gits = fold_git ? git_summary(changes) : NULL;
@@ -918,8 +917,7 @@ static int undo_or_redo(const char *cmd, const opts *o, json_t *p, bool redo)
 		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
 	size_t i;
 	json_array_foreach(failed, i, a)
-	    pw_err(cmd, "%s %s: %s", pw_json_str(a, "action"),
-		   pw_q(0, pw_json_str(a, "path")),
+	    pw_err(cmd, "%s %s: %s", pw_json_str(a, "action"), pw_q(0, pw_json_str(a, "path")),
 		   pw_json_str(a, "error"));
 	print_refreshed(res, "put");
 	if (!o->dry)

@@ -122,7 +122,8 @@ static int print_list(json_t *res)
 	size_t i;
 
 	if (json_array_size(plans) == 0) {
-		printf("no plans in %s/ (plan mode writes them there)\n", pw_json_str(res, "plans_dir"));
+		printf("no plans in %s/ (plan mode writes them there)\n",
+		       pw_json_str(res, "plans_dir"));
 		return PW_EXIT_OK;
 	}
 	if (!t ||
@@ -135,9 +136,11 @@ static int print_list(json_t *res)
 
 		snprintf(name, sizeof(name), "%s%s", n, streq_ptr(n, active) ? " *" : "");
 		snprintf(done, sizeof(done), "%lld/%lld", num(p, "done"), num(p, "total"));
-		if (pw_table_add(t, (const char *[]){name, pw_json_str(p, "status"), done,
-						     pw_json_str(p, "updated") ? pw_json_str(p, "updated") : "-",
-						     pw_json_str(p, "title") ? pw_json_str(p, "title") : "-"}) < 0)
+		if (pw_table_add(t,
+				 (const char *[]){
+				     name, pw_json_str(p, "status"), done,
+				     pw_json_str(p, "updated") ? pw_json_str(p, "updated") : "-",
+				     pw_json_str(p, "title") ? pw_json_str(p, "title") : "-"}) < 0)
 			return PW_EXIT_SYSTEM;
 	}
 	pw_table_print(t, stdout, 0);
@@ -158,14 +161,15 @@ static void print_show(json_t *p)
 	const char *from = pw_json_str(p, "tasks_from");
 	size_t i;
 
-	printf("plan %s: %s\n", pw_json_str(p, "name"), pw_json_str(p, "title") ? pw_json_str(p, "title") : "(no title)");
+	printf("plan %s: %s\n", pw_json_str(p, "name"),
+	       pw_json_str(p, "title") ? pw_json_str(p, "title") : "(no title)");
 	printf("  file:     %s\n", pw_json_str(p, "path"));
 	printf("  status:   %s, %lld/%lld done\n", pw_json_str(p, "status"), num(p, "done"),
 	       num(p, "total"));
 	if (pw_json_str(p, "approved_by"))
 		printf("  approved: %s by %s\n  hash:     sha256:%s\n",
-		       pw_json_str(p, "approved") ? pw_json_str(p, "approved") : "?", pw_json_str(p, "approved_by"),
-		       pw_json_str(p, "hash"));
+		       pw_json_str(p, "approved") ? pw_json_str(p, "approved") : "?",
+		       pw_json_str(p, "approved_by"), pw_json_str(p, "hash"));
 	printf("  tasks (%s):\n", streq_ptr(from, "section")	 ? "the Tasks section"
 				  : streq_ptr(from, "checklist") ? "the last checklist"
 								 : "none");
@@ -173,8 +177,8 @@ static void print_show(json_t *p)
 	{
 		bool done = json_is_true(json_object_get(t, "done"));
 
-		printf("    [%c] %lld. %s%s\n", done ? 'x' : ' ', num(t, "task"), pw_json_str(t, "text"),
-		       num(t, "task") == next ? "   <- next" : "");
+		printf("    [%c] %lld. %s%s\n", done ? 'x' : ' ', num(t, "task"),
+		       pw_json_str(t, "text"), num(t, "task") == next ? "   <- next" : "");
 		if (done) {
 			char when[32];
 
@@ -370,8 +374,8 @@ static json_t *tasks_with_changes(json_t *plan, json_t *list)
 				json_array_append(sets, cs);
 		}
 		o = json_pack("{s:I,s:s,s:b,s:o}", "task", (json_int_t)num(t, "task"), "text",
-			      pw_json_str(t, "text"), "done", json_is_true(json_object_get(t, "done")),
-			      "changesets", sets);
+			      pw_json_str(t, "text"), "done",
+			      json_is_true(json_object_get(t, "done")), "changesets", sets);
 		if (!out || !o || json_array_append_new(out, o) < 0) {
 			json_decref(out);
 			return NULL;
@@ -391,7 +395,8 @@ static void print_plan_changes(json_t *plan, json_t *tasks)
 	json_array_foreach(tasks, i, t)
 	{
 		printf("%lld. [%c] %s\n", num(t, "task"),
-		       json_is_true(json_object_get(t, "done")) ? 'x' : ' ', pw_json_str(t, "text"));
+		       json_is_true(json_object_get(t, "done")) ? 'x' : ' ',
+		       pw_json_str(t, "text"));
 		if (json_array_size(json_object_get(t, "changesets")) == 0)
 			printf("   no change set\n");
 		json_array_foreach(json_object_get(t, "changesets"), j, cs)
@@ -400,13 +405,15 @@ static void print_plan_changes(json_t *plan, json_t *tasks)
 
 			format_ns(num(cs, "started_ns"), when, sizeof(when));
 			printf("   change set %lld (%s, %s%s%s)\n", num(cs, "id"),
-			       pw_json_str(cs, "reason"), when, pw_json_str(cs, "mode") ? ", mode " : "",
+			       pw_json_str(cs, "reason"), when,
+			       pw_json_str(cs, "mode") ? ", mode " : "",
 			       pw_json_str(cs, "mode") ? pw_json_str(cs, "mode") : "");
 			if (json_array_size(json_object_get(cs, "changes")) == 0)
 				printf("     no changes\n");
 			json_array_foreach(json_object_get(cs, "changes"), k, c)
-			    printf("     %-9s %s%s%s\n", pw_json_str(c, "kind"), pw_json_str(c, "path"),
-				   pw_json_str(c, "to") ? " -> " : "", pw_json_str(c, "to") ? pw_json_str(c, "to") : "");
+			    printf("     %-9s %s%s%s\n", pw_json_str(c, "kind"),
+				   pw_json_str(c, "path"), pw_json_str(c, "to") ? " -> " : "",
+				   pw_json_str(c, "to") ? pw_json_str(c, "to") : "");
 		}
 	}
 }
@@ -428,8 +435,9 @@ int pw_plan_changes(const char *cmd, const char *mount, const char *name, bool j
 	if (!tasks)
 		return PW_EXIT_SYSTEM;
 	if (json)
-		return pw_print_json(json_pack("{s:s,s:s,s:O}", "plan", pw_json_str(plan, "name"), "path",
-					       pw_json_str(plan, "path"), "tasks", tasks)) < 0
+		return pw_print_json(json_pack("{s:s,s:s,s:O}", "plan", pw_json_str(plan, "name"),
+					       "path", pw_json_str(plan, "path"), "tasks", tasks)) <
+			       0
 			   ? PW_EXIT_SYSTEM
 			   : PW_EXIT_OK;
 	print_plan_changes(plan, tasks);
@@ -531,7 +539,8 @@ static int report_views(const char *cmd, json_t *res, bool approve)
 			       "%s did not confirm (%s): it may still %s the plan until it is "
 			       "reloaded (piworkfs reload --mount %s)",
 			       name, why ? why : "no answer", approve ? "write" : "refuse to write",
-			       pw_json_str(v, "mountpoint") ? pw_json_str(v, "mountpoint") : "PATH");
+			       pw_json_str(v, "mountpoint") ? pw_json_str(v, "mountpoint")
+							    : "PATH");
 			rc = PW_EXIT_SYSTEM;
 		}
 	}
@@ -576,7 +585,8 @@ int cmd_plan(int argc, char **argv)
 	else if (streq(method, "plan.approve")) {
 		printf("plan %s approved: %s is read-only in every mode but off until `piworkfs "
 		       "plan reopen %s`\n",
-		       pw_json_str(res, "name"), pw_json_str(res, "path"), pw_json_str(res, "name"));
+		       pw_json_str(res, "name"), pw_json_str(res, "path"),
+		       pw_json_str(res, "name"));
 		if (pw_json_str(json_object_get(res, "next"), "text"))
 			printf("next: %lld. %s\n", num(json_object_get(res, "next"), "task"),
 			       pw_json_str(json_object_get(res, "next"), "text"));

@@ -129,8 +129,9 @@ static void format_run(json_t *st, char *buf, size_t size)
 
 	buf[0] = '\0';
 	if (json_is_object(run))
-		snprintf(buf, size, "%s, piworkfs run pid %lld, daemon pid %lld", pw_json_str(run, "id"),
-			 (long long)iget(run, "pid"), (long long)iget(st, "pid"));
+		snprintf(buf, size, "%s, piworkfs run pid %lld, daemon pid %lld",
+			 pw_json_str(run, "id"), (long long)iget(run, "pid"),
+			 (long long)iget(st, "pid"));
 }
 
 /* A bare view: the runs of its project in ALL, "ID in MODE (pid N), ..."; "" for none. */
@@ -145,11 +146,12 @@ static void format_runs(json_t *st, json_t *all, char *buf, size_t size)
 	json_array_foreach(all, i, o)
 	{
 		json_t *run = json_object_get(o, "run");
-		if (!json_is_object(run) || !streq_ptr(pw_json_str(o, "project"), pw_json_str(st, "project")) ||
-		    w >= size)
+		if (!json_is_object(run) ||
+		    !streq_ptr(pw_json_str(o, "project"), pw_json_str(st, "project")) || w >= size)
 			continue;
 		int k = snprintf(buf + w, size - w, "%s%s in %s (pid %lld)", w ? ", " : "",
-				 pw_json_str(run, "id"), pw_json_str(o, "mode"), (long long)iget(run, "pid"));
+				 pw_json_str(run, "id"), pw_json_str(o, "mode"),
+				 (long long)iget(run, "pid"));
 		w = k < 0 ? size : w + (size_t)k;
 	}
 }
@@ -233,9 +235,11 @@ static void print_unanswered(json_t *st)
 	_cleanup_free_ char *error = NULL;
 	_cleanup_table_ pw_table *t = pw_table_new(2);
 
-	printf("%s\n", pw_json_str(st, "mountpoint") ? pw_json_str(st, "mountpoint") : "(PIWORKFS_SOCKET)");
+	printf("%s\n",
+	       pw_json_str(st, "mountpoint") ? pw_json_str(st, "mountpoint") : "(PIWORKFS_SOCKET)");
 	if (asprintf(&error, "the daemon does not answer on %s: %s",
-		     pw_json_str(st, "socket") ? pw_json_str(st, "socket") : "?", pw_json_str(st, "error")) < 0)
+		     pw_json_str(st, "socket") ? pw_json_str(st, "socket") : "?",
+		     pw_json_str(st, "error")) < 0)
 		error = NULL;
 	const char *rows[][2] = {{"error", error ? error : pw_json_str(st, "error")},
 				 {"hint", pw_json_str(st, "hint")}};

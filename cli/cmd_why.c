@@ -273,8 +273,9 @@ int cmd_why(int argc, char **argv)
 	bool is_dir = pw_cli_path_is_dir(&p, rel, slash || rel[0] == '\0');
 	pw_decision d;
 	pw_policy_decide(pol, op, rel, is_dir, &d);
-	r = o.cm.json ? why_print_json(project, rel[0] ? rel : ".", op, is_dir, &wm, pol, &d, rows, n)
-		   : why_print_text(&p, project, rel, &wm, pol, &d, rows, n);
+	r = o.cm.json
+		? why_print_json(project, rel[0] ? rel : ".", op, is_dir, &wm, pol, &d, rows, n)
+		: why_print_text(&p, project, rel, &wm, pol, &d, rows, n);
 	free(wm.mode);
 	pw_log_rows_free(rows, n);
 	if (r < 0) {

@@ -282,17 +282,19 @@ void pw_mode_show_pending(const char *mount, const char *view_option)
 	const char *plan = json_string_value(json_object_get(p, "plan"));
 	const char *reason = json_string_value(json_object_get(p, "reason"));
 	if (plan)
-		printf("pending request %lld: the agent asks you to approve plan %s (\"%s\"), %llds "
-		       "left\n  read it: piworkfs plan show %s%s\n  answer: piworkfs mode "
-		       "--approve %lld%s%s   or   piworkfs mode --deny%s\n",
-		       id, plan, reason, left > 0 ? left : 0, plan, m ? m : "", id, w,
-		       typed ? " PLAN (the plan's name, typed)" : "", w);
+		printf(
+		    "pending request %lld: the agent asks you to approve plan %s (\"%s\"), %llds "
+		    "left\n  read it: piworkfs plan show %s%s\n  answer: piworkfs mode "
+		    "--approve %lld%s%s   or   piworkfs mode --deny%s\n",
+		    id, plan, reason, left > 0 ? left : 0, plan, m ? m : "", id, w,
+		    typed ? " PLAN (the plan's name, typed)" : "", w);
 	else
-		printf("pending request %lld: the agent asks to switch %s \xe2\x86\x92 %s (\"%s\"), "
-		       "%llds left\n  answer: piworkfs mode --approve %lld%s%s   or   piworkfs mode "
-		       "--deny%s\n",
-		       id, json_string_value(json_object_get(p, "from")),
-		       json_string_value(json_object_get(p, "to")), reason, left > 0 ? left : 0, id, w,
-		       typed ? " MODE (the mode it asks for, typed)" : "", w);
+		printf(
+		    "pending request %lld: the agent asks to switch %s \xe2\x86\x92 %s (\"%s\"), "
+		    "%llds left\n  answer: piworkfs mode --approve %lld%s%s   or   piworkfs mode "
+		    "--deny%s\n",
+		    id, json_string_value(json_object_get(p, "from")),
+		    json_string_value(json_object_get(p, "to")), reason, left > 0 ? left : 0, id, w,
+		    typed ? " MODE (the mode it asks for, typed)" : "", w);
 	json_decref(res);
 }

@@ -181,9 +181,10 @@ typedef struct pw_opts_use {
 /*
  * The one loop over a command line: pw_opts_init(PO, CMD, ARGC, ARGV), then every option:
  * -h prints USE->usage and ends the parse with 0, an option USE->common or USE->binds takes
- * is stored, any other goes to USE->fn; then, with USE->no_operands, an operand is an error. Returns PW_EXIT_GO_ON (the operands are then in PO->operands), or
- * the exit status to end with: PW_EXIT_USAGE after a bad option (said on stderr),
- * PW_EXIT_SYSTEM when out of memory, or USE->fn's.
+ * is stored, any other goes to USE->fn; then, with USE->no_operands, an operand is an error.
+ * Returns PW_EXIT_GO_ON (the operands are then in PO->operands), or the exit status to end with:
+ * PW_EXIT_USAGE after a bad option (said on stderr), PW_EXIT_SYSTEM when out of memory, or
+ * USE->fn's.
  */
 int pw_opts_parse(pw_opts *po, const char *cmd, int argc, char **argv, const pw_opts_use *use);
 

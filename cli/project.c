@@ -583,8 +583,7 @@ int pw_cli_get_policy(const char *cmd, const pw_cli_project *p, const char *mode
 	return PW_EXIT_OK;
 }
 
-int pw_cli_judge_open(const char *cmd, const char *project_opt, const char *mode,
-		      pw_cli_judge *j)
+int pw_cli_judge_open(const char *cmd, const char *project_opt, const char *mode, pw_cli_judge *j)
 {
 	int r = pw_cli_project_open_or_say(cmd, project_opt, &j->p);
 

@@ -162,8 +162,7 @@ typedef struct pw_cli_judge {
 /* Opens the project (PROJECT_OPT) and the policy of MODE into J, for command CMD, saying
  * why not on stderr (pw_cli_project_open_or_say, pw_cli_get_policy). Returns an exit status;
  * J is released by pw_cli_judge_done whatever it returns. */
-int pw_cli_judge_open(const char *cmd, const char *project_opt, const char *mode,
-		      pw_cli_judge *j);
+int pw_cli_judge_open(const char *cmd, const char *project_opt, const char *mode, pw_cli_judge *j);
 void pw_cli_judge_done(pw_cli_judge *j);
 
 static inline void pw_cli_judge_donep(pw_cli_judge *j)

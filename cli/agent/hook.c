@@ -164,9 +164,11 @@ static char *announced_mode(const char *transcript)
  * told another mode before, leads with the switch. */
 static char *full_text(json_t *st, const char *from)
 {
-	_cleanup_free_ char *sec = pw_text_system_section(pw_json_str(st, "mode"), pw_json_str(st, "body"));
+	_cleanup_free_ char *sec =
+	    pw_text_system_section(pw_json_str(st, "mode"), pw_json_str(st, "body"));
 	_cleanup_free_ char *ann = pw_text_announcement(json_object_get(st, "policy"), false);
-	_cleanup_free_ char *lead = from ? pw_text_session_switch(from, pw_json_str(st, "mode")) : NULL;
+	_cleanup_free_ char *lead =
+	    from ? pw_text_session_switch(from, pw_json_str(st, "mode")) : NULL;
 	char *s = NULL;
 
 	if (!sec || !ann || (from && !lead))

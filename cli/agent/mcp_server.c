@@ -391,15 +391,16 @@ static int tool_check(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 		if (json_is_object(rule)) {
 			fprintf(t.f, " by rule %s \"%s\"", pw_json_str(rule, "kind"),
 				pw_json_str(rule, "pattern"));
-			if (pw_json_str(rule, "file") && json_integer_value(json_object_get(rule, "line")))
+			if (pw_json_str(rule, "file") &&
+			    json_integer_value(json_object_get(rule, "line")))
 				fprintf(
 				    t.f, " (%s:%lld)", pw_json_str(rule, "file"),
 				    (long long)json_integer_value(json_object_get(rule, "line")));
 		}
 		fputc('\n', t.f);
 	}
-	lines = pw_agent_explain(&m->view, m->cwd, denied, op, mode ? mode : pw_json_str(res, "mode"),
-				 "the agent", true);
+	lines = pw_agent_explain(&m->view, m->cwd, denied, op,
+				 mode ? mode : pw_json_str(res, "mode"), "the agent", true);
 	json_array_foreach(lines, i, d) fprintf(t.f, "%s\n", json_string_value(d));
 	fprintf(t.f, "(mode %s)", mode ? mode : pw_json_str(res, "mode"));
 	json_decref(lines);
@@ -428,11 +429,12 @@ static int tool_check_bash(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	if (!rcwd)
 		return pw_mcp_fail(e, MCP_INVALID_PARAMS, "cwd %s is outside the project",
 				   cwd ? cwd : m->cwd);
-	block = pw_agent_bash_refusal(&m->view, m->cwd, cwd ? cwd : ".", pw_json_str(args, "command"),
-				      "the agent", true);
-	r = tool_call_text(m, 0, "bash.check",
-			   json_pack("{s:s,s:s}", "command", pw_json_str(args, "command"), "cwd", rcwd),
-			   &res, &t, ret, e);
+	block = pw_agent_bash_refusal(&m->view, m->cwd, cwd ? cwd : ".",
+				      pw_json_str(args, "command"), "the agent", true);
+	r = tool_call_text(
+	    m, 0, "bash.check",
+	    json_pack("{s:s,s:s}", "command", pw_json_str(args, "command"), "cwd", rcwd), &res, &t,
+	    ret, e);
 	if (r)
 		return r < 0 ? r : 0;
 	fprintf(t.f, "Pre-flight in mode %s: verdict %s%s%s.\n", pw_json_str(res, "mode"),
@@ -445,13 +447,15 @@ static int tool_check_bash(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 			fputs("...\n", t.f);
 			break;
 		}
-		fprintf(
-		    t.f, "- %s %s: %s%s%s%s\n", pw_json_str(tg, "access") ? pw_json_str(tg, "access") : "?",
-		    pw_json_str(tg, "path")	  ? pw_json_str(tg, "path")
-		    : pw_json_str(tg, "command") ? pw_json_str(tg, "command")
-					  : "?",
-		    pw_json_str(tg, "status") ? pw_json_str(tg, "status") : "?", pw_json_str(tg, "reason") ? " (" : "",
-		    pw_json_str(tg, "reason") ? pw_json_str(tg, "reason") : "", pw_json_str(tg, "reason") ? ")" : "");
+		fprintf(t.f, "- %s %s: %s%s%s%s\n",
+			pw_json_str(tg, "access") ? pw_json_str(tg, "access") : "?",
+			pw_json_str(tg, "path")	     ? pw_json_str(tg, "path")
+			: pw_json_str(tg, "command") ? pw_json_str(tg, "command")
+						     : "?",
+			pw_json_str(tg, "status") ? pw_json_str(tg, "status") : "?",
+			pw_json_str(tg, "reason") ? " (" : "",
+			pw_json_str(tg, "reason") ? pw_json_str(tg, "reason") : "",
+			pw_json_str(tg, "reason") ? ")" : "");
 	}
 	if (block)
 		fprintf(t.f, "%s\n", block);
@@ -473,12 +477,12 @@ static void put_outcome(mcp *m, FILE *f, const char *outcome, const char *to, co
 	if (streq_ptr(outcome, "approved")) {
 		json_t *st = NULL;
 		if (pw_agent_mode(&m->view, &st) == 0) {
-			_cleanup_free_ char *sec =
-			    pw_text_system_section(pw_json_str(st, "mode"), pw_json_str(st, "body"));
+			_cleanup_free_ char *sec = pw_text_system_section(pw_json_str(st, "mode"),
+									  pw_json_str(st, "body"));
 			_cleanup_free_ char *ann =
 			    pw_text_announcement(json_object_get(st, "policy"), false);
-			fprintf(f, "Approved: the mode is now %s.\n%s\n\n%s", pw_json_str(st, "mode"),
-				ann ? ann : "", sec ? sec : "");
+			fprintf(f, "Approved: the mode is now %s.\n%s\n\n%s",
+				pw_json_str(st, "mode"), ann ? ann : "", sec ? sec : "");
 			json_decref(st);
 		} else {
 			fprintf(f, "Approved: the mode is now %s.", to);
@@ -574,7 +578,8 @@ static int tool_request_mode(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 		json_decref(res);
 		return pw_mcp_fail(e, MCP_INTERNAL, "out of memory");
 	}
-	if (streq_ptr(pw_json_str(res, "outcome"), "approved") && json_is_null(json_object_get(res, "id")))
+	if (streq_ptr(pw_json_str(res, "outcome"), "approved") &&
+	    json_is_null(json_object_get(res, "id")))
 		fprintf(t.f, "No consent needed: %s is no looser than %s. ", to, from);
 	put_outcome(m, t.f, pw_json_str(res, "outcome"), to, from);
 	bool approved = streq_ptr(pw_json_str(res, "outcome"), "approved");
@@ -633,8 +638,9 @@ static int tool_changes(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 		{
 			if (shown++ >= PW_MCP_CHANGES_MAX)
 				break;
-			fprintf(t.f, "  %s %s%s%s%s%s\n", pw_json_str(ch, "kind"), pw_json_str(ch, "path"),
-				pw_json_str(ch, "to") ? " -> " : "", pw_json_str(ch, "to") ? pw_json_str(ch, "to") : "",
+			fprintf(t.f, "  %s %s%s%s%s%s\n", pw_json_str(ch, "kind"),
+				pw_json_str(ch, "path"), pw_json_str(ch, "to") ? " -> " : "",
+				pw_json_str(ch, "to") ? pw_json_str(ch, "to") : "",
 				pw_json_str(ch, "comm") ? " by " : "",
 				pw_json_str(ch, "comm") ? pw_json_str(ch, "comm") : "");
 		}
@@ -677,8 +683,9 @@ static int tool_diff(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 				json_array_size(json_object_get(res, "files")) - i);
 			break;
 		}
-		fprintf(t.f, "%s %s%s%s (+%lld -%lld)%s%s\n", pw_json_str(f, "kind"), pw_json_str(f, "path"),
-			pw_json_str(f, "was") ? " was " : "", pw_json_str(f, "was") ? pw_json_str(f, "was") : "",
+		fprintf(t.f, "%s %s%s%s (+%lld -%lld)%s%s\n", pw_json_str(f, "kind"),
+			pw_json_str(f, "path"), pw_json_str(f, "was") ? " was " : "",
+			pw_json_str(f, "was") ? pw_json_str(f, "was") : "",
 			(long long)json_integer_value(json_object_get(f, "added")),
 			(long long)json_integer_value(json_object_get(f, "removed")),
 			json_is_true(json_object_get(f, "binary")) ? " binary" : "",

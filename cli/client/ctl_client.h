@@ -109,7 +109,8 @@ int pw_ctl_call_socket_data(const char *socket, const char *method, json_t *para
 
 /* pw_ctl_call_socket waiting up to TIMEOUT_MS (pw_ctl_connect's; 0: the usual 10 s). */
 int pw_ctl_call_socket_timed(const char *socket, unsigned timeout_ms, const char *method,
-			     json_t *params, json_t **ret_result, int *ret_code, char **ret_message);
+			     json_t *params, json_t **ret_result, int *ret_code,
+			     char **ret_message);
 
 /* One-shot helper: find the view for PATH, connect, call, close. Errors as above, plus
  * -ENOENT when PATH is not inside a view. */

@@ -238,8 +238,8 @@ int pw_run_podman_argv(const pw_run_podman_opts *o, pw_run_argv *ret)
 	 * (Podman's catatonit), the command below it as under bwrap: a PID 1 without a handler
 	 * ignores SIGINT and SIGTERM, so it would not end on them. */
 	if (r == 0)
-		r = pw_run_argv_push_all(&a,
-					 (const char *const[]){"--sig-proxy=false", "--init", "-i", NULL});
+		r = pw_run_argv_push_all(
+		    &a, (const char *const[]){"--sig-proxy=false", "--init", "-i", NULL});
 	if (r == 0 && tty)
 		r = pw_run_argv_push(&a, "-t");
 	if (r == 0 && !network_chosen(o))

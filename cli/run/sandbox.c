@@ -610,9 +610,10 @@ int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
 	if (!cwd)
 		return -ENOMEM;
 	snprintf(fd, sizeof(fd), "%d", o->info_fd);
-	r = pw_run_argv_push_all(&a, (const char *const[]){"bwrap", "--unshare-user", "--unshare-pid",
-							   "--die-with-parent", "--new-session",
-							   "--cap-drop", "ALL", NULL});
+	r = pw_run_argv_push_all(&a,
+				 (const char *const[]){"bwrap", "--unshare-user", "--unshare-pid",
+						       "--die-with-parent", "--new-session",
+						       "--cap-drop", "ALL", NULL});
 	if (r == 0 && geteuid() == 0)
 		r = push2(&a, "--cap-add", "CAP_SETFCAP");
 	if (r == 0)
