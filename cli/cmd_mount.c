@@ -452,40 +452,19 @@ static int apply_mount_option(const pw_opts *po, int c, void *data)
 	mount_cli *m = data;
 	pw_daemon_opts *o = &m->o;
 	double q;
-	int r;
+	int r = pw_mount_number_option(o, c, po->arg);
 
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	switch (c) {
 	case 'd':
 		o->debug = o->foreground = true;
 		break;
-	case PW_OPT_TIMEOUT:
-		return pw_mount_parse_number("--timeout", po->arg, &o->cache_timeout) < 0
-			   ? PW_EXIT_USAGE
-			   : PW_EXIT_OK;
 	case PW_OPT_AUDIT_QUEUE:
 		if (pw_mount_parse_number("--audit-queue", po->arg, &q) < 0)
 			return PW_EXIT_USAGE;
 		o->audit_queue = (unsigned)q;
 		break;
-	case PW_OPT_ORIGINALS_MAX_FILE:
-		return pw_mount_parse_size("--originals-max-file", po->arg,
-					   &o->originals_max_file) < 0
-			   ? PW_EXIT_USAGE
-			   : PW_EXIT_OK;
-	case PW_OPT_ORIGINALS_KEEP:
-		return pw_mount_parse_age("--originals-keep", po->arg, &o->originals_keep_s) < 0
-			   ? PW_EXIT_USAGE
-			   : PW_EXIT_OK;
-	case PW_OPT_ORIGINALS_MIN_FREE:
-		return pw_mount_parse_size("--originals-min-free", po->arg,
-					   &o->originals_min_free) < 0
-			   ? PW_EXIT_USAGE
-			   : PW_EXIT_OK;
-	case PW_OPT_ORIGINALS_MAX_TOTAL:
-		return pw_mount_parse_size("--originals-max-total", po->arg,
-					   &o->originals_max_total) < 0
-			   ? PW_EXIT_USAGE
-			   : PW_EXIT_OK;
 	case PW_OPT_FUSE_FD:
 		o->use_fuse_fd = true;
 		return pw_mount_fd_parse(po->arg, &m->fuse_fd);
