@@ -288,18 +288,9 @@ static int ask_approval(const char *cmd, const opts *o, const char *name, const 
 		id = json_integer_value(json_object_get(res, "id"));
 		typed = json_is_true(json_object_get(res, "needs_target"));
 	}
-	if (r == 0 && json_is_true(json_object_get(res, "shown"))) {
-		json_t *jid = json_incref(json_object_get(res, "id"));
-
-		fprintf(stderr,
-			"piworkfs: %s: approving a plan is the person's: asked them on the "
-			"terminal of piworkfs run; waiting...\n",
-			cmd);
-		json_decref(TAKE_PTR(res));
-		r = pw_ctl_call(c, "mode.request.wait",
-				json_pack("{s:o,s:i}", "id", jid, "wait_ms", ASK_WAIT_MS), &res,
-				&code, &message);
-	}
+	if (r == 0)
+		r = pw_mode_wait_shown(c, cmd, "approving a plan is the person's", ASK_WAIT_MS,
+				       &res, &code, &message);
 	pw_ctl_close(c);
 	if (r < 0)
 		return call_failed(cmd, o, r, code, message);

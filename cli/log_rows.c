@@ -31,8 +31,7 @@
 	X(project)                                                                                 \
 	X(mountpoint)                                                                              \
 	X(mode)                                                                                    \
-	X(op) X(path) X(path2) X(reason) X(rule_kind) X(rule_pattern) X(rule_file) X(comm)         \
-	    X(thread)
+	X(op) X(path) X(path2) X(reason) X(rule_kind) X(rule_pattern) X(rule_file) X(comm) X(thread)
 
 void pw_log_row_done(log_row *r)
 {

@@ -31,6 +31,23 @@ static int connect_view(const char *cmd, const char *mount, unsigned timeout_ms,
 	return r < 0 ? pw_cli_no_view(cmd, mount, r) : PW_EXIT_OK;
 }
 
+int pw_mode_wait_shown(pw_ctl_conn *c, const char *cmd, const char *why, int wait_ms, json_t **res,
+		       int *ret_code, char **ret_message)
+{
+	if (!json_is_true(json_object_get(*res, "shown")))
+		return 0;
+	/* The person sees the question on run's terminal: wait for the answer. */
+	json_t *id = json_incref(json_object_get(*res, "id"));
+	fprintf(stderr,
+		"piworkfs: %s: %s: asked them on the terminal of piworkfs run; waiting...\n", cmd,
+		why);
+	json_decref(*res);
+	*res = NULL;
+	return pw_ctl_call(c, "mode.request.wait",
+			   json_pack("{s:o,s:i}", "id", id, "wait_ms", wait_ms), res, ret_code,
+			   ret_message);
+}
+
 char *pw_mode_view_option(const char *mount, const char *run)
 {
 	_cleanup_free_ char *real = NULL, *word = NULL;
@@ -88,19 +105,9 @@ int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char
 		reason = why;
 	r = pw_ctl_call(c, "mode.request", json_pack("{s:s,s:s?}", "mode", name, "reason", reason),
 			&res, &code, &message);
-	if (r == 0 && json_is_true(json_object_get(res, "shown"))) {
-		/* The person sees the question on run's terminal: wait for the answer. */
-		json_t *id = json_incref(json_object_get(res, "id"));
-		fprintf(stderr,
-			"piworkfs: %s: a looser mode needs the person's consent: asked them on the "
-			"terminal of piworkfs run; waiting...\n",
-			cmd);
-		json_decref(res);
-		res = NULL;
-		r = pw_ctl_call(c, "mode.request.wait",
-				json_pack("{s:o,s:i}", "id", id, "wait_ms", WAIT_MS), &res, &code,
-				&message);
-	}
+	if (r == 0)
+		r = pw_mode_wait_shown(c, cmd, "a looser mode needs the person's consent", WAIT_MS,
+				       &res, &code, &message);
 	pw_ctl_close(c);
 	if (r < 0) {
 		pw_err(cmd, "%s", refusal ? refusal : "refused");
