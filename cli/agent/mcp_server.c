@@ -261,15 +261,6 @@ static void put_patterns(FILE *f, json_t *policy, const char *kind)
 		fputs("none", f);
 }
 
-/* The first steps of a tool that asks the view: ARGS checked against SPEC (N entries), and
- * the view found. Returns 0, or -EPROTO with E set. */
-static int tool_start(mcp *m, json_t *args, const arg_spec *spec, size_t n, mcp_error *e)
-{
-	int r = pw_mcp_check_args(args, spec, n, e);
-
-	return r < 0 ? r : need_view(m, e);
-}
-
 /* METHOD on the view for a tool, PARAMS taken: 0 with *ret_result; 1 when the daemon refused,
  * with *ret the refusal as the tool's answer (the model reads it); or -EPROTO with E set. */
 static int tool_call(mcp *m, unsigned timeout_ms, const char *method, json_t *params,
@@ -306,9 +297,6 @@ static int tool_status(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	text t;
 	int r;
 
-	r = pw_mcp_check_args(args, NULL, 0, e);
-	if (r < 0)
-		return r;
 	r = call(m, 0, "mode.get", NULL, &st, e, NULL, NULL);
 	if (r)
 		return r < 0 ? r : pw_mcp_fail(e, MCP_INTERNAL, "the view refused mode.get");
@@ -357,9 +345,6 @@ static int tool_check(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	size_t i;
 	int r;
 
-	r = tool_start(m, args, check_spec, ELEMENTSOF(check_spec), e);
-	if (r < 0)
-		return r;
 	if (!op)
 		op = "write";
 	rel = json_array();
@@ -422,9 +407,6 @@ static int tool_check_bash(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	size_t i;
 	int r;
 
-	r = tool_start(m, args, bash_spec, ELEMENTSOF(bash_spec), e);
-	if (r < 0)
-		return r;
 	rcwd = pw_agent_project_path(&m->view, m->cwd, cwd ? cwd : ".");
 	if (!rcwd)
 		return pw_mcp_fail(e, MCP_INVALID_PARAMS, "cwd %s is outside the project",
@@ -528,9 +510,6 @@ static int tool_request_mode(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	int code = 0, r;
 	text t;
 
-	r = pw_mcp_check_args(args, request_spec, ELEMENTSOF(request_spec), e);
-	if (r < 0)
-		return r;
 	if (wait_s < 0 || wait_s > MCP_WAIT_MAX_S)
 		return pw_mcp_fail(e, MCP_INVALID_PARAMS, "'wait_s' must be 0 to %d",
 				   MCP_WAIT_MAX_S);
@@ -620,9 +599,6 @@ static int tool_changes(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	text t;
 	int r;
 
-	r = tool_start(m, args, changes_spec, ELEMENTSOF(changes_spec), e);
-	if (r < 0)
-		return r;
 	r = tool_call_text(m, 30000, "changes.list", changes_params(m, args), &res, &t, ret, e);
 	if (r)
 		return r < 0 ? r : 0;
@@ -665,9 +641,6 @@ static int tool_diff(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	text t;
 	int r;
 
-	r = tool_start(m, args, diff_spec, ELEMENTSOF(diff_spec), e);
-	if (r < 0)
-		return r;
 	p = changes_params(m, args);
 	if (json_is_true(json_object_get(args, "stat")))
 		json_object_set_new(p, "stat", json_true());
@@ -712,6 +685,9 @@ typedef struct tool {
 	const char *schema; /* JSON */
 	tool_fn fn;
 	bool read_only;
+	const arg_spec *args; /* the arguments it takes, checked before FN runs */
+	size_t n_args;
+	bool needs_view; /* it calls the view: FN runs only inside one */
 } tool;
 
 #define PATHS_SCHEMA                                                                               \
@@ -723,7 +699,8 @@ static const tool tools[] = {
      "The active piworkfs mode of this project: what you may write, what is read-only, "
      "protected and hidden, and your pending request to switch. The filesystem enforces the "
      "mode for every tool and process: a refused write fails with EACCES or EROFS.",
-     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}", tool_status, true},
+     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}", tool_status, true,
+     NULL, 0, false},
     {"piworkfs_check", "Check paths",
      "Would the active mode (or MODE) allow OP on each path? One line per path: the decision, "
      "the rule that decided it (file:line), and for a refusal what is writable and which mode "
@@ -733,7 +710,7 @@ static const tool tools[] = {
      "\"op\":{\"type\":\"string\",\"description\":\"write (default), create, unlink, rename, "
      "read, ...\"},\"mode\":{\"type\":\"string\",\"description\":\"ask another mode without "
      "switching\"}},\"required\":[\"paths\"],\"additionalProperties\":false}",
-     tool_check, true},
+     tool_check, true, check_spec, ELEMENTSOF(check_spec), true},
     {"piworkfs_check_bash", "Check a shell command",
      "The pre-flight of a shell command: what it would write and whether the active mode "
      "refuses it, without running it. A refusal is certain only when the verdict is not "
@@ -741,7 +718,7 @@ static const tool tools[] = {
      "{\"type\":\"object\",\"properties\":{\"command\":{\"type\":\"string\",\"maxLength\":61440},"
      "\"cwd\":{\"type\":\"string\",\"description\":\"its working directory (default: yours)\"}},"
      "\"required\":[\"command\"],\"additionalProperties\":false}",
-     tool_check_bash, true},
+     tool_check_bash, true, bash_spec, ELEMENTSOF(bash_spec), true},
     {"piworkfs_request_mode", "Ask the person for another mode",
      "Ask the person to switch the project to MODE (a looser mode needs their consent; a "
      "stricter one is done at once). Waits up to wait_s seconds (default 110) for their "
@@ -750,19 +727,19 @@ static const tool tools[] = {
      "{\"type\":\"object\",\"properties\":{\"mode\":{\"type\":\"string\",\"maxLength\":64},"
      "\"reason\":{\"type\":\"string\",\"maxLength\":200},\"wait_s\":{\"type\":\"integer\","
      "\"minimum\":0,\"maximum\":115}},\"required\":[\"mode\"],\"additionalProperties\":false}",
-     tool_request_mode, false},
+     tool_request_mode, false, request_spec, ELEMENTSOF(request_spec), false},
     {"piworkfs_changes", "What the view changed",
      "The files the view changed (and kept originals of), newest change set first: kind, "
      "path and the process. Read-only; undo is the person's.",
      "{\"type\":\"object\",\"properties\":{\"since\":{\"type\":\"string\",\"description\":\"a "
      "checkpoint's name\"},\"paths\":" PATHS_SCHEMA "}},\"additionalProperties\":false}",
-     tool_changes, true},
+     tool_changes, true, changes_spec, ELEMENTSOF(changes_spec), true},
     {"piworkfs_diff", "Diff against the originals",
      "The unified diff between the originals the view kept and the files now (the latest "
      "change set unless since is given); stat: counts only. Read-only.",
      "{\"type\":\"object\",\"properties\":{\"since\":{\"type\":\"string\"},\"paths\":" PATHS_SCHEMA
      "},\"stat\":{\"type\":\"boolean\"}},\"additionalProperties\":false}",
-     tool_diff, true},
+     tool_diff, true, diff_spec, ELEMENTSOF(diff_spec), true},
 };
 
 /* piworkfs_status's description with the active mode's announcement: clients that
@@ -876,7 +853,11 @@ static int m_tools_call(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 	for (size_t i = 0; i < ELEMENTSOF(tools); i++) {
 		if (!streq(tools[i].name, name))
 			continue;
-		r = tools[i].fn(m, args, ret, e);
+		r = pw_mcp_check_args(args, tools[i].args, tools[i].n_args, e);
+		if (r >= 0 && tools[i].needs_view)
+			r = need_view(m, e);
+		if (r >= 0)
+			r = tools[i].fn(m, args, ret, e);
 		json_decref(empty);
 		return r;
 	}
