@@ -285,7 +285,7 @@ static int tool_call_text(mcp *m, unsigned timeout_ms, const char *method, json_
 		return r < 0 ? r : 1;
 	if (!text_open(t)) {
 		json_decref(*ret_result);
-		return pw_mcp_fail(e, MCP_INTERNAL, "out of memory");
+		return pw_mcp_fail(e, PW_RPC_INTERNAL_ERROR, "out of memory");
 	}
 	return 0;
 }
@@ -299,13 +299,14 @@ static int tool_status(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 
 	r = call(m, 0, "mode.get", NULL, &st, e, NULL, NULL);
 	if (r)
-		return r < 0 ? r : pw_mcp_fail(e, MCP_INTERNAL, "the view refused mode.get");
+		return r < 0 ? r
+			     : pw_mcp_fail(e, PW_RPC_INTERNAL_ERROR, "the view refused mode.get");
 	pol = json_object_get(st, "policy");
 	ann = pw_text_announcement(pol, false);
 	w = pw_text_writable(pol);
 	if (!text_open(&t)) {
 		json_decref(st);
-		return pw_mcp_fail(e, MCP_INTERNAL, "out of memory");
+		return pw_mcp_fail(e, PW_RPC_INTERNAL_ERROR, "out of memory");
 	}
 	fprintf(t.f, "%s\n\nMode: %s (generation %lld)%s\nWritable: %s\nRead-only: everything else",
 		ann ? ann : "", pw_json_str(st, "mode"),
@@ -409,7 +410,7 @@ static int tool_check_bash(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 
 	rcwd = pw_agent_project_path(&m->view, m->cwd, cwd ? cwd : ".");
 	if (!rcwd)
-		return pw_mcp_fail(e, MCP_INVALID_PARAMS, "cwd %s is outside the project",
+		return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS, "cwd %s is outside the project",
 				   cwd ? cwd : m->cwd);
 	block = pw_agent_bash_refusal(&m->view, m->cwd, cwd ? cwd : ".",
 				      pw_json_str(args, "command"), "the agent", true);
@@ -511,14 +512,15 @@ static int tool_request_mode(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	text t;
 
 	if (wait_s < 0 || wait_s > MCP_WAIT_MAX_S)
-		return pw_mcp_fail(e, MCP_INVALID_PARAMS, "'wait_s' must be 0 to %d",
+		return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS, "'wait_s' must be 0 to %d",
 				   MCP_WAIT_MAX_S);
 	if (strlen(to) > PW_MODE_NAME_MAX)
-		return pw_mcp_fail(e, MCP_INVALID_PARAMS, "'mode' is longer than %d bytes",
+		return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS, "'mode' is longer than %d bytes",
 				   PW_MODE_NAME_MAX);
 	r = call(m, 0, "mode.get", NULL, &st, e, NULL, NULL);
 	if (r)
-		return r < 0 ? r : pw_mcp_fail(e, MCP_INTERNAL, "the view refused mode.get");
+		return r < 0 ? r
+			     : pw_mcp_fail(e, PW_RPC_INTERNAL_ERROR, "the view refused mode.get");
 	from = pw_json_str(st, "mode") ? strdup(pw_json_str(st, "mode")) : strdup("?");
 	json_decref(st);
 	/* One connection for the request and its wait: the daemon tells the requester. */
@@ -555,7 +557,7 @@ static int tool_request_mode(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 		m->asked_id = 0;
 	if (!text_open(&t)) {
 		json_decref(res);
-		return pw_mcp_fail(e, MCP_INTERNAL, "out of memory");
+		return pw_mcp_fail(e, PW_RPC_INTERNAL_ERROR, "out of memory");
 	}
 	if (streq_ptr(pw_json_str(res, "outcome"), "approved") &&
 	    json_is_null(json_object_get(res, "id")))
@@ -808,7 +810,7 @@ static int m_initialize(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 	_cleanup_free_ char *ins = NULL;
 
 	if (!json_is_object(params) || !asked)
-		return pw_mcp_fail(e, MCP_INVALID_PARAMS,
+		return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS,
 				   "initialize needs params.protocolVersion");
 	if (!m->have_view) {
 		mcp_error ignore = {0};
@@ -847,7 +849,7 @@ static int m_tools_call(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 	int r;
 
 	if (!json_is_object(params) || !name)
-		return pw_mcp_fail(e, MCP_INVALID_PARAMS, "tools/call needs params.name");
+		return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS, "tools/call needs params.name");
 	if (!args)
 		args = empty = json_object();
 	for (size_t i = 0; i < ELEMENTSOF(tools); i++) {
@@ -862,7 +864,7 @@ static int m_tools_call(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 		return r;
 	}
 	json_decref(empty);
-	return pw_mcp_fail(e, MCP_INVALID_PARAMS, "unknown tool '%.64s' (tools/list lists them)",
+	return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS, "unknown tool '%.64s' (tools/list lists them)",
 			   name);
 }
 
@@ -894,12 +896,13 @@ static int m_resources_read(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 				   "resource not found (the one resource is %s)", MODE_URI);
 	r = call(m, 0, "mode.get", json_pack("{s:b}", "body", 1), &st, e, NULL, NULL);
 	if (r)
-		return r < 0 ? r : pw_mcp_fail(e, MCP_INTERNAL, "the view refused mode.get");
+		return r < 0 ? r
+			     : pw_mcp_fail(e, PW_RPC_INTERNAL_ERROR, "the view refused mode.get");
 	sec = pw_text_system_section(pw_json_str(st, "mode"), pw_json_str(st, "body"));
 	ann = pw_text_announcement(json_object_get(st, "policy"), false);
 	json_decref(st);
 	if (!sec || !ann || asprintf(&all, "%s\n\n%s", sec, ann) < 0)
-		return pw_mcp_fail(e, MCP_INTERNAL, "out of memory");
+		return pw_mcp_fail(e, PW_RPC_INTERNAL_ERROR, "out of memory");
 	*ret = json_pack("{s:[{s:s,s:s,s:s}]}", "contents", "uri", MODE_URI, "mimeType",
 			 "text/markdown", "text", all);
 	return 0;
@@ -950,11 +953,11 @@ static void handle_request(mcp *m, json_t *id, const char *method, json_t *param
 		if (!streq(methods[i].name, method))
 			continue;
 		if (!m->initialized && !streq(method, "initialize") && !streq(method, "ping")) {
-			send_error(id, MCP_INVALID_REQUEST, "the session is not initialized");
+			send_error(id, PW_RPC_INVALID_REQUEST, "the session is not initialized");
 			return;
 		}
 		if (methods[i].fn(m, params, &result, &e) < 0 || !result) {
-			send_error(id, e.code ? e.code : MCP_INTERNAL,
+			send_error(id, e.code ? e.code : PW_RPC_INTERNAL_ERROR,
 				   e.message ? e.message : "out of memory");
 			free(e.message);
 			return;
@@ -963,7 +966,7 @@ static void handle_request(mcp *m, json_t *id, const char *method, json_t *param
 		free(e.message);
 		return;
 	}
-	pw_mcp_fail(&e, MCP_METHOD_NOT_FOUND, "method not found: %.64s", method);
+	pw_mcp_fail(&e, PW_RPC_METHOD_NOT_FOUND, "method not found: %.64s", method);
 	send_error(id, e.code, e.message);
 	free(e.message);
 }
@@ -980,11 +983,11 @@ static void handle_line(mcp *m, const char *line, size_t len)
 		return;
 	msg = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err);
 	if (!msg) {
-		send_error(NULL, MCP_PARSE_ERROR, "parse error: not one JSON value");
+		send_error(NULL, PW_RPC_PARSE_ERROR, "parse error: not one JSON value");
 		return;
 	}
 	if (!json_is_object(msg)) {
-		send_error(NULL, MCP_INVALID_REQUEST,
+		send_error(NULL, PW_RPC_INVALID_REQUEST,
 			   json_is_array(msg) ? "batches are not supported"
 					      : "not a JSON-RPC object");
 		json_decref(msg);
@@ -994,15 +997,15 @@ static void handle_line(mcp *m, const char *line, size_t len)
 	method = pw_json_str(msg, "method");
 	params = json_object_get(msg, "params");
 	if (id && !json_is_string(id) && !json_is_integer(id)) {
-		send_error(NULL, MCP_INVALID_REQUEST, "id must be a string or an integer");
+		send_error(NULL, PW_RPC_INVALID_REQUEST, "id must be a string or an integer");
 	} else if (!streq_ptr(pw_json_str(msg, "jsonrpc"), "2.0")) {
-		send_error(id, MCP_INVALID_REQUEST, "jsonrpc must be \"2.0\"");
+		send_error(id, PW_RPC_INVALID_REQUEST, "jsonrpc must be \"2.0\"");
 	} else if (!json_object_get(msg, "method")) {
 		/* A response to a request of ours: we send none, so nothing to match. */
 	} else if (!method) {
-		send_error(id, MCP_INVALID_REQUEST, "method must be a string");
+		send_error(id, PW_RPC_INVALID_REQUEST, "method must be a string");
 	} else if (params && !json_is_object(params)) {
-		send_error(id, MCP_INVALID_PARAMS, "params must be an object");
+		send_error(id, PW_RPC_INVALID_PARAMS, "params must be an object");
 	} else if (id) {
 		handle_request(m, id, method, params ? params : json_object_get(msg, "params"));
 	}
@@ -1084,7 +1087,7 @@ static int serve(mcp *m)
 		/* and the buffer, at least PW_MCP_LINE_MAX, has room */
 		if (len >= PW_MCP_LINE_MAX) {
 			if (!skipping)
-				send_error(NULL, MCP_INVALID_REQUEST,
+				send_error(NULL, PW_RPC_INVALID_REQUEST,
 					   "message longer than 1 MiB: skipped up to its end");
 			skipping = true;
 			len = 0;
