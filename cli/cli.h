@@ -2,8 +2,9 @@
 /*
  * The piworkfs command line. main.c holds the dispatch table; each command lives in its own
  * cmd_*.c file and has the signature below: ARGV[0] is the command's name, options follow
- * (parsed with getopt_long by the command itself). Commands print their own output and
- * return the process exit status.
+ * (read by pw_opts_parse against the command's table in options.c; changes, diff, undo,
+ * redo and checkpoint still use getopt_long in cmd_changes.c). Commands print their own
+ * output and return the process exit status.
  *
  * Exit statuses (documented in piworkfs(1)):
  *   0  success (check: every path allowed)
