@@ -2,8 +2,9 @@
 /*
  * The piworkfs command line. main.c holds the dispatch table; each command lives in its own
  * cmd_*.c file and has the signature below: ARGV[0] is the command's name, options follow
- * (parsed with getopt_long by the command itself). Commands print their own output and
- * return the process exit status.
+ * (read by pw_opts_parse against the command's table in options.c; changes, diff, undo,
+ * redo and checkpoint still use getopt_long in cmd_changes.c). Commands print their own
+ * output and return the process exit status.
  *
  * Exit statuses (documented in piworkfs(1)):
  *   0  success (check: every path allowed)
@@ -81,6 +82,13 @@ int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char
  * request no run's terminal shows and which must be the request's or denies it. */
 int pw_mode_answer(const char *cmd, const char *mount, bool approve, const char *which,
 		   const char *typed, bool json);
+/* The second half of asking the person through C (mode.request, plan.request_approval): when
+ * *RES, the request's answer, says run's terminal shows the question, says on stderr that CMD
+ * waits (WHY: what needs the person) and waits up to WAIT_MS for the answer, which replaces
+ * *RES. Returns pw_ctl_call's (0 when there was nothing to wait for). */
+typedef struct pw_ctl_conn pw_ctl_conn;
+int pw_mode_wait_shown(pw_ctl_conn *c, const char *cmd, const char *why, int wait_ms, json_t **res,
+		       int *ret_code, char **ret_message);
 /* VIEW_OPTION ends each command it prints, so that each works as printed from anywhere:
  * pw_mode_view_option's. */
 void pw_mode_show_pending(const char *mount, const char *view_option);

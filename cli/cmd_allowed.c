@@ -351,39 +351,20 @@ static int print_json(const pw_cli_project *p, const pw_policy *policy, const wa
 int cmd_allowed(int argc, char **argv)
 {
 	_cleanup_opts_ pw_opts po = {0};
-	_cleanup_project_ pw_cli_project p = {0};
-	_cleanup_modeset_ pw_modeset *ms = NULL;
-	_cleanup_policy_ pw_policy *policy = NULL;
+	_cleanup_judge_ pw_cli_judge j = {0};
 	_cleanup_(walker_done) walker w = {0};
-	const char *project = NULL, *mode = NULL, *err = NULL;
-	bool json = false, files = false, tree = false, why = false;
+	const char *err = NULL;
+	bool files = false, tree = false, why = false;
 	pw_common_opts cm = {0};
-	int c, r;
+	const pw_opt_bind binds[] = {{PW_OPT_FILES, .flag = &files},
+				     {PW_OPT_TREE, .flag = &tree},
+				     {PW_OPT_WHY, .flag = &why},
+				     {0}};
+	int r = pw_opts_parse(&po, argv[0], argc, argv,
+			      &(pw_opts_use){.usage = usage, .common = &cm, .binds = binds});
 
-	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0) {
-		if (pw_opts_common(&po, c, &cm))
-			continue;
-		switch (c) {
-		case PW_OPT_FILES:
-			files = true;
-			break;
-		case PW_OPT_TREE:
-			tree = true;
-			break;
-		case PW_OPT_WHY:
-			why = true;
-			break;
-		case 'h':
-			return pw_usage(argv[0], usage, false);
-		}
-	}
-	if (c < 0)
-		return PW_EXIT_USAGE;
-	mode = cm.mode;
-	project = cm.project;
-	json = cm.json;
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (po.n_operands > (tree ? 1 : 0)) {
 		if (tree)
 			pw_err(argv[0], "one PATH at a time (see 'piworkfs allowed --help')");
@@ -402,19 +383,14 @@ int cmd_allowed(int argc, char **argv)
 		pw_err(argv[0], "--tree and --files exclude each other");
 		return PW_EXIT_USAGE;
 	}
-	r = pw_cli_project_open(project, &p, &err);
-	if (r < 0) {
-		pw_err(argv[0], "%s: %s", project ? project : ".", err ? err : strerror(-r));
-		return PW_EXIT_CONFIG;
-	}
-	r = pw_cli_get_policy(argv[0], &p, mode, &ms, &policy);
+	r = pw_cli_judge_open(argv[0], cm.project, cm.mode, &j);
 	if (r != PW_EXIT_OK)
 		return r;
 	if (tree) {
 		char rel[PW_PATH_MAX] = "";
 		bool slash;
 		if (po.n_operands > 0) {
-			r = pw_cli_map_path(&p, po.operands[0], rel, &slash, &err);
+			r = pw_cli_map_path(&j.p, po.operands[0], rel, &slash, &err);
 			if (r < 0) {
 				pw_err(argv[0], "%s: %s", po.operands[0],
 				       r == -EXDEV ? "outside the project"
@@ -423,32 +399,32 @@ int cmd_allowed(int argc, char **argv)
 				return PW_EXIT_CONFIG;
 			}
 		}
-		r = pw_allowed_tree(&p, policy, rel, why, json);
+		r = pw_allowed_tree(&j.p, j.policy, rel, why, cm.json);
 		if (r < 0) {
 			pw_err(argv[0], "%s: %s",
-			       po.n_operands ? po.operands[0] : pw_cli_project_path(&p),
+			       po.n_operands ? po.operands[0] : pw_cli_project_path(&j.p),
 			       strerror(-r));
 			return r == -ENOMEM || r == -EIO ? PW_EXIT_SYSTEM : PW_EXIT_CONFIG;
 		}
 		return PW_EXIT_OK;
 	}
 	if (files) {
-		r = walker_init(&w, policy);
+		r = walker_init(&w, j.policy);
 		if (r >= 0)
-			r = collect_files(&w, p.root);
+			r = collect_files(&w, j.p.root);
 		if (r < 0) {
-			pw_err(argv[0], "%s: cannot list files: %s", p.root, strerror(-r));
+			pw_err(argv[0], "%s: cannot list files: %s", j.p.root, strerror(-r));
 			return PW_EXIT_SYSTEM;
 		}
 		if (w.too_long)
 			pw_err(argv[0], "%zu entries skipped: path longer than %d bytes",
 			       w.too_long, PW_PATH_MAX);
 	}
-	if (json)
-		r = print_json(&p, policy, files ? &w : NULL);
+	if (cm.json)
+		r = print_json(&j.p, j.policy, files ? &w : NULL);
 	else {
-		print_header(&p, policy);
-		r = print_rules(&p, policy);
+		print_header(&j.p, j.policy);
+		r = print_rules(&j.p, j.policy);
 		if (r >= 0 && files) {
 			printf("\n%zu writable file%s:\n", w.n_files, w.n_files == 1 ? "" : "s");
 			for (size_t i = 0; i < w.n_files; i++)

@@ -261,36 +261,20 @@ static int print_json(const pw_policy *policy, pw_bash_result *r)
 int cmd_check_bash(int argc, char **argv)
 {
 	_cleanup_opts_ pw_opts po = {0};
-	_cleanup_project_ pw_cli_project p = {0};
-	_cleanup_modeset_ pw_modeset *ms = NULL;
-	_cleanup_policy_ pw_policy *policy = NULL;
+	_cleanup_judge_ pw_cli_judge j = {0};
 	_cleanup_free_ char *cmd = NULL;
 	_cleanup_close_ int root_fd = -1;
-	const char *project = NULL, *mode = NULL, *cwd_opt = NULL, *err = NULL;
+	const char *cwd_opt = NULL, *err = NULL;
 	char cwd[PW_PATH_MAX];
-	bool json = false, slash;
+	bool slash;
 	size_t len;
 	pw_common_opts cm = {0};
-	int c, r;
+	const pw_opt_bind binds[] = {{PW_OPT_CWD, .arg = &cwd_opt}, {0}};
+	int r = pw_opts_parse(&po, argv[0], argc, argv,
+			      &(pw_opts_use){.usage = usage, .common = &cm, .binds = binds});
 
-	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0) {
-		if (pw_opts_common(&po, c, &cm))
-			continue;
-		switch (c) {
-		case PW_OPT_CWD:
-			cwd_opt = po.arg;
-			break;
-		case 'h':
-			return pw_usage(argv[0], usage, false);
-		}
-	}
-	if (c < 0)
-		return PW_EXIT_USAGE;
-	mode = cm.mode;
-	project = cm.project;
-	json = cm.json;
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (po.n_operands == 0) {
 		pw_err(argv[0], "no COMMAND given (see 'piworkfs check-bash --help')");
 		return PW_EXIT_USAGE;
@@ -319,12 +303,10 @@ int cmd_check_bash(int argc, char **argv)
 		return PW_EXIT_CONFIG;
 	}
 
-	r = pw_cli_project_open(project, &p, &err);
-	if (r < 0) {
-		pw_err(argv[0], "%s: %s", project ? project : ".", err ? err : strerror(-r));
-		return PW_EXIT_CONFIG;
-	}
-	r = pw_cli_map_path(&p, cwd_opt ? cwd_opt : ".", cwd, &slash, &err);
+	r = pw_cli_project_open_or_say(argv[0], cm.project, &j.p);
+	if (r != PW_EXIT_OK)
+		return r;
+	r = pw_cli_map_path(&j.p, cwd_opt ? cwd_opt : ".", cwd, &slash, &err);
 	if (r == -EXDEV && !cwd_opt) {
 		cwd[0] = '\0'; /* not inside the project: run from its root */
 	} else if (r < 0) {
@@ -334,16 +316,16 @@ int cmd_check_bash(int argc, char **argv)
 				   : strerror(-r));
 		return PW_EXIT_CONFIG;
 	}
-	r = pw_cli_get_policy(argv[0], &p, mode, &ms, &policy);
+	r = pw_cli_get_policy(argv[0], &j.p, cm.mode, &j.ms, &j.policy);
 	if (r != PW_EXIT_OK)
 		return r;
 
-	root_fd = open(p.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	root_fd = open(j.p.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root_fd < 0) {
-		pw_err(argv[0], "%s: %s", p.root, strerror(errno));
+		pw_err(argv[0], "%s: %s", j.p.root, strerror(errno));
 		return PW_EXIT_CONFIG;
 	}
-	pw_bash_opts o = {.root_fd = root_fd, .root_path = p.root, .cwd = cwd};
+	pw_bash_opts o = {.root_fd = root_fd, .root_path = j.p.root, .cwd = cwd};
 	pw_bash_result *res = NULL;
 	r = pw_bash_analyze(cmd, len, &o, &res);
 	if (r < 0) {
@@ -357,9 +339,9 @@ int cmd_check_bash(int argc, char **argv)
 				      : strerror(-r));
 		return r == -ENOMEM ? PW_EXIT_SYSTEM : PW_EXIT_CONFIG;
 	}
-	pw_bash_decide(res, policy);
+	pw_bash_decide(res, j.policy);
 	pw_bash_status v = pw_bash_verdict(res);
-	r = json ? print_json(policy, res) : print_text(&p, ms, policy, res);
+	r = cm.json ? print_json(j.policy, res) : print_text(&j.p, j.ms, j.policy, res);
 	pw_bash_result_free(res);
 	if (r < 0) {
 		pw_err(argv[0], "cannot print: %s", strerror(-r));

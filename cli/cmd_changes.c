@@ -417,7 +417,7 @@ static char *git_summary(json_t *arr)
 	size_t used = 0;
 	json_array_foreach(arr, i, e)
 	{
-		const char *p = json_string_value(json_object_get(e, "path"));
+		const char *p = pw_json_str(e, "path");
 		const char *obj =
 		    p && startswith(p, ".git/objects/") ? p + strlen(".git/objects/") : NULL;
 		if (!in_git_dir(p) || streq(p, ".git") || streq(p, ".git/objects") ||
@@ -468,7 +468,7 @@ static json_t *diff_entries(json_t *arr, bool fold_git, bool stats_only)
 		return json_incref(arr);
 	json_array_foreach(arr, i, e)
 	{
-		if (fold_git && in_git_dir(json_string_value(json_object_get(e, "path"))))
+		if (fold_git && in_git_dir(pw_json_str(e, "path")))
 			continue;
 		if (!stats_only || git_shows(e))
 			json_array_append(out, e);
@@ -485,12 +485,12 @@ static void print_also_changed_by(json_t *by)
 
 	json_array_foreach(by, i, o)
 	{
-		const char *run = json_string_value(json_object_get(o, "run"));
+		const char *run = pw_json_str(o, "run");
 		if (run)
 			printf("            also changed by run %s", pw_q(0, run));
 		else
 			printf("            also changed by the view at %s",
-			       pw_q(0, json_string_value(json_object_get(o, "mountpoint"))));
+			       pw_q(0, pw_json_str(o, "mountpoint")));
 		long long cs = (long long)json_integer_value(json_object_get(o, "changeset"));
 		printf(cs ? " (its change set %lld)\n" : "\n", cs);
 	}
@@ -505,13 +505,13 @@ static int print_changes(json_t *res, bool fold_git)
 		json_t *changes = json_object_get(set, "changes"), *c;
 		char t[32];
 		when(json_integer_value(json_object_get(set, "started_ns")), t, sizeof(t));
-		const char *name = json_string_value(json_object_get(set, "name"));
-		const char *mode = json_string_value(json_object_get(set, "mode"));
-		const char *run = json_string_value(json_object_get(set, "run"));
+		const char *name = pw_json_str(set, "name");
+		const char *mode = pw_json_str(set, "mode");
+		const char *run = pw_json_str(set, "run");
 		/* whose: a run's, another view's (the person's view lists every view's since it
 		 * was mounted), or, unsaid, the view asked */
-		const char *mp = json_string_value(json_object_get(set, "mountpoint"));
-		const char *ours = json_string_value(json_object_get(res, "mountpoint"));
+		const char *mp = pw_json_str(set, "mountpoint");
+		const char *ours = pw_json_str(res, "mountpoint");
 		char by[PATH_MAX + 32] = "";
 		if (run)
 			snprintf(by, sizeof(by), " by run %s", pw_q(4, run));
@@ -519,22 +519,21 @@ static int print_changes(json_t *res, bool fold_git)
 			snprintf(by, sizeof(by), " by the view at %s", pw_q(4, mp));
 		printf("change set %lld%s%s%s, %s at %s%s%s%s%s\n",
 		       (long long)json_integer_value(json_object_get(set, "id")), name ? " \"" : "",
-		       name ? pw_q(0, name) : "", name ? "\"" : "",
-		       json_string_value(json_object_get(set, "reason")), t, mode ? " in " : "",
-		       mode ? mode : "", by,
+		       name ? pw_q(0, name) : "", name ? "\"" : "", pw_json_str(set, "reason"), t,
+		       mode ? " in " : "", mode ? mode : "", by,
 		       json_is_true(json_object_get(set, "current")) ? " (current)" : "");
 		size_t j;
 		_cleanup_free_ char *gits = fold_git ? git_summary(changes) : NULL;
 		json_array_foreach(changes, j, c)
 		{
-			if (gits && in_git_dir(json_string_value(json_object_get(c, "path"))))
+			if (gits && in_git_dir(pw_json_str(c, "path")))
 				continue;
-			const char *kind = json_string_value(json_object_get(c, "kind"));
-			const char *path = json_string_value(json_object_get(c, "path"));
-			const char *to = json_string_value(json_object_get(c, "to"));
-			const char *now = json_string_value(json_object_get(c, "now"));
-			const char *comm = json_string_value(json_object_get(c, "comm"));
-			const char *nk = json_string_value(json_object_get(c, "not_kept"));
+			const char *kind = pw_json_str(c, "kind");
+			const char *path = pw_json_str(c, "path");
+			const char *to = pw_json_str(c, "to");
+			const char *now = pw_json_str(c, "now");
+			const char *comm = pw_json_str(c, "comm");
+			const char *nk = pw_json_str(c, "not_kept");
 			char nowbuf[PATH_MAX + 16] = "";
 			if (now)
 				snprintf(nowbuf, sizeof(nowbuf), " (now %s)", pw_q(3, now));
@@ -632,8 +631,8 @@ static void print_diff_text(const char *d, bool color)
 /* The name a --stat line shows: PATH, or "WAS => PATH" for a rename (quoted). */
 static char *stat_name(json_t *f)
 {
-	const char *path = json_string_value(json_object_get(f, "path"));
-	const char *was = json_string_value(json_object_get(f, "was"));
+	const char *path = pw_json_str(f, "path");
+	const char *was = pw_json_str(f, "was");
 	char *out = NULL;
 	if (was && asprintf(&out, "%s => %s", pw_q(0, was), pw_q(1, path)) >= 0)
 		return out;
@@ -728,10 +727,10 @@ static void print_name_status(json_t *files)
 	size_t i;
 	json_array_foreach(files, i, f)
 	{
-		const char *kind = json_string_value(json_object_get(f, "kind"));
-		const char *path = json_string_value(json_object_get(f, "path"));
-		const char *was = json_string_value(json_object_get(f, "was"));
-		const char *d = json_string_value(json_object_get(f, "diff"));
+		const char *kind = pw_json_str(f, "kind");
+		const char *path = pw_json_str(f, "path");
+		const char *was = pw_json_str(f, "was");
+		const char *d = pw_json_str(f, "diff");
 		const char *sim = d ? strstr(d, "\nsimilarity index ") : NULL;
 		if (was) {
 			printf("R%03d\t%s\t%s\n", sim ? atoi(sim + 18) : 100, pw_q(0, was),
@@ -790,10 +789,10 @@ int cmd_diff(int argc, char **argv)
 	else
 		json_array_foreach(files, i, f)
 		{
-			const char *path = json_string_value(json_object_get(f, "path"));
-			const char *kind = json_string_value(json_object_get(f, "kind"));
-			const char *d = json_string_value(json_object_get(f, "diff"));
-			const char *nk = json_string_value(json_object_get(f, "not_kept"));
+			const char *path = pw_json_str(f, "path");
+			const char *kind = pw_json_str(f, "kind");
+			const char *d = pw_json_str(f, "diff");
+			const char *nk = pw_json_str(f, "not_kept");
 			if (nk)
 				printf("%s %s: the original was not kept (%s)\n", kind,
 				       pw_q(0, path), nk);
@@ -834,9 +833,9 @@ static void print_summary(json_t *res, const char *prefix, bool fold_git)
 	_cleanup_free_ char *gits = fold_git ? git_summary(sum) : NULL;
 	json_array_foreach(sum, i, a)
 	{
-		const char *what = json_string_value(json_object_get(a, "action"));
-		const char *path = json_string_value(json_object_get(a, "path"));
-		const char *from = json_string_value(json_object_get(a, "from"));
+		const char *what = pw_json_str(a, "action");
+		const char *path = pw_json_str(a, "path");
+		const char *from = pw_json_str(a, "from");
 		if (gits && in_git_dir(path))
 			continue;
 		if (from)
@@ -918,9 +917,8 @@ static int undo_or_redo(const char *cmd, const opts *o, json_t *p, bool redo)
 		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM : status;
 	size_t i;
 	json_array_foreach(failed, i, a)
-	    pw_err(cmd, "%s %s: %s", json_string_value(json_object_get(a, "action")),
-		   pw_q(0, json_string_value(json_object_get(a, "path"))),
-		   json_string_value(json_object_get(a, "error")));
+	    pw_err(cmd, "%s %s: %s", pw_json_str(a, "action"), pw_q(0, pw_json_str(a, "path")),
+		   pw_json_str(a, "error"));
 	print_refreshed(res, "put");
 	if (!o->dry)
 		printf("done: change set %lld holds the %s (%s)\n",

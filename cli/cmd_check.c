@@ -130,64 +130,45 @@ static int check_one(const check_ctx *x, const char *arg)
 	return d.allowed ? 1 : 0;
 }
 
+/* -w, -r: what to ask about (the last one given). */
+static int op_option(const pw_opts *po, int c, void *data)
+{
+	*(pw_op *)data = c == 'r' ? PW_OP_READ : PW_OP_WRITE;
+	return PW_EXIT_OK;
+}
+
 int cmd_check(int argc, char **argv)
 {
 	_cleanup_opts_ pw_opts po = {0};
-	_cleanup_project_ pw_cli_project p = {0};
-	_cleanup_modeset_ pw_modeset *ms = NULL;
-	_cleanup_policy_ pw_policy *policy = NULL;
+	_cleanup_judge_ pw_cli_judge j = {0};
 	_cleanup_json_ json_t *out = NULL;
-	const char *project = NULL, *mode = NULL, *err = NULL;
 	pw_op op = PW_OP_WRITE;
-	bool json = false, any_denied = false, any_failed = false;
+	bool any_denied = false, any_failed = false, ignored_shown = false;
 	pw_common_opts cm = {0};
-	int c, r;
+	int r = pw_opts_parse(
+	    &po, argv[0], argc, argv,
+	    &(pw_opts_use){.usage = usage, .common = &cm, .fn = op_option, .data = &op});
 
-	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0) {
-		if (pw_opts_common(&po, c, &cm))
-			continue;
-		switch (c) {
-		case 'w':
-			op = PW_OP_WRITE;
-			break;
-		case 'r':
-			op = PW_OP_READ;
-			break;
-		case 'h':
-			return pw_usage(argv[0], usage, false);
-		}
-	}
-	if (c < 0)
-		return PW_EXIT_USAGE;
-	mode = cm.mode;
-	project = cm.project;
-	json = cm.json;
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (po.n_operands == 0) {
 		pw_err(argv[0], "no PATH given (see 'piworkfs check --help')");
 		return PW_EXIT_USAGE;
 	}
-	r = pw_cli_project_open(project, &p, &err);
-	if (r < 0) {
-		pw_err(argv[0], "%s: %s", project ? project : ".", err ? err : strerror(-r));
-		return PW_EXIT_CONFIG;
-	}
-	r = pw_cli_get_policy(argv[0], &p, mode, &ms, &policy);
+	r = pw_cli_judge_open(argv[0], cm.project, cm.mode, &j);
 	if (r != PW_EXIT_OK)
 		return r;
-	if (json) {
+	if (cm.json) {
 		out = json_array();
 		if (!out)
 			return PW_EXIT_SYSTEM;
 	}
-	bool ignored_shown = false;
-	check_ctx x = {.p = &p,
-		       .policy = policy,
+	check_ctx x = {.p = &j.p,
+		       .policy = j.policy,
 		       .op = op,
-		       .json = json,
+		       .json = cm.json,
 		       .out = out,
-		       .ms = ms,
+		       .ms = j.ms,
 		       .ignored_shown = &ignored_shown};
 	for (int i = 0; i < po.n_operands; i++) {
 		r = check_one(&x, po.operands[i]);
@@ -200,7 +181,7 @@ int cmd_check(int argc, char **argv)
 		else if (r == 0)
 			any_denied = true;
 	}
-	if (json && pw_print_json(TAKE_PTR(out)) < 0) {
+	if (cm.json && pw_print_json(TAKE_PTR(out)) < 0) {
 		pw_err(argv[0], "cannot print: %s", strerror(errno));
 		return PW_EXIT_SYSTEM;
 	}

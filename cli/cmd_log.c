@@ -248,77 +248,59 @@ static int follow(const char *path, pw_store_reader *db, follow_spec *fs, const 
 	return r;
 }
 
+/* -n, --pid, --since: the options log reads as a count or a time, into the log_opts DATA. */
+static int log_option(const pw_opts *po, int c, void *data)
+{
+	log_opts *o = data;
+	int64_t v;
+
+	if (c == 's') {
+		if (pw_log_parse_since(po->arg, &o->f.since_ns) < 0) {
+			pw_err(
+			    po->spec->name,
+			    "--since: not a time: '%s' (use 2025-01-31, 2025-01-31T14:05:09, 10m, "
+			    "2h, 3d)",
+			    po->arg);
+			return PW_EXIT_USAGE;
+		}
+		o->f.has_since = true;
+		return PW_EXIT_OK;
+	}
+	if (pw_log_parse_count(po->spec->name, po->arg, c == 'n' ? "-n" : "--pid", &v) < 0)
+		return PW_EXIT_USAGE;
+	if (c == 'n') {
+		o->limit = (size_t)v;
+		o->limit_given = true;
+	} else {
+		o->f.has_pid = true;
+		o->f.pid = v;
+	}
+	return PW_EXIT_OK;
+}
+
 /* The options into O. Returns PW_EXIT_GO_ON, or the exit status (--help: 0). */
 static int log_parse(int argc, char **argv, log_opts *o)
 {
 	_cleanup_opts_ pw_opts po = {0};
-	int64_t v;
-	int c;
+	const pw_opt_bind binds[] = {{PW_OPT_DENIED, .flag = &o->f.denied},
+				     {'m', .arg = &o->f.mode},
+				     {PW_OPT_PATH, .arg = &o->glob},
+				     {'C', .arg = &o->project_opt},
+				     {'a', .flag = &o->all},
+				     {PW_OPT_FOLLOW, .flag = &o->follow},
+				     {PW_OPT_SWITCHES, .flag = &o->switches},
+				     {PW_OPT_JSON, .flag = &o->json},
+				     {PW_OPT_JSONL, .flag = &o->jsonl},
+				     {0}};
+	int r = pw_opts_parse(&po, argv[0], argc, argv,
+			      &(pw_opts_use){.usage = log_usage,
+					     .binds = binds,
+					     .fn = log_option,
+					     .data = o,
+					     .no_operands = true});
 
-	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0) {
-		switch (c) {
-		case 'n':
-			if (pw_log_parse_count(argv[0], po.arg, "-n", &v) < 0)
-				return PW_EXIT_USAGE;
-			o->limit = (size_t)v;
-			o->limit_given = true;
-			break;
-		case PW_OPT_DENIED:
-			o->f.denied = true;
-			break;
-		case 'm':
-			o->f.mode = po.arg;
-			break;
-		case PW_OPT_PATH:
-			o->glob = po.arg;
-			break;
-		case PW_OPT_PID:
-			if (pw_log_parse_count(argv[0], po.arg, "--pid", &v) < 0)
-				return PW_EXIT_USAGE;
-			o->f.has_pid = true;
-			o->f.pid = v;
-			break;
-		case 's':
-			if (pw_log_parse_since(po.arg, &o->f.since_ns) < 0) {
-				pw_err(argv[0],
-				       "--since: not a time: '%s' (use 2025-01-31, "
-				       "2025-01-31T14:05:09, 10m, 2h, 3d)",
-				       po.arg);
-				return PW_EXIT_USAGE;
-			}
-			o->f.has_since = true;
-			break;
-		case 'C':
-			o->project_opt = po.arg;
-			break;
-		case 'a':
-			o->all = true;
-			break;
-		case PW_OPT_FOLLOW:
-			o->follow = true;
-			break;
-		case PW_OPT_SWITCHES:
-			o->switches = true;
-			break;
-		case PW_OPT_JSON:
-			o->json = true;
-			break;
-		case PW_OPT_JSONL:
-			o->jsonl = true;
-			break;
-		case 'h':
-			return pw_usage(argv[0], log_usage, false);
-		}
-	}
-	if (c < 0)
-		return PW_EXIT_USAGE;
-	if (po.n_operands > 0) {
-		pw_err(argv[0], "unexpected argument '%s' (see 'piworkfs log --help')",
-		       po.operands[0]);
-		return PW_EXIT_USAGE;
-	}
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (o->all && o->project_opt) {
 		pw_err(argv[0], "--all and --project exclude each other");
 		return PW_EXIT_USAGE;
@@ -355,11 +337,9 @@ int cmd_log(int argc, char **argv)
 		o.f.path_glob = glob;
 	}
 	if (o.project_opt) {
-		r = pw_cli_project_open(o.project_opt, &p, &err);
-		if (r < 0) {
-			pw_err(argv[0], "%s: %s", o.project_opt, err ? err : strerror(-r));
-			return PW_EXIT_CONFIG;
-		}
+		r = pw_cli_project_open_or_say(argv[0], o.project_opt, &p);
+		if (r != PW_EXIT_OK)
+			return r;
 		o.f.project = pw_cli_project_path(&p);
 	}
 	/* Inside a live view: that view's project, and its notifications for --follow. */

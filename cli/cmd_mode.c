@@ -78,47 +78,35 @@ typedef struct opts {
 	const char *reason;
 } opts;
 
+/* --approve ID|MODE, --deny: the answer to the agent's request, into the opts DATA. */
+static int answer_option(const pw_opts *po, int c, void *data)
+{
+	opts *o = data;
+
+	o->answer = c == PW_OPT_APPROVE;
+	if (c == PW_OPT_APPROVE)
+		o->approve = po->arg;
+	return PW_EXIT_OK;
+}
+
 /* Parses the options shared by mode and reload, and at most MAX_OPERANDS operands (into
  * o->name). Returns PW_EXIT_GO_ON, else an exit status. */
 static int parse_opts(int argc, char **argv, const char *usage, int max_operands, opts *o)
 {
 	_cleanup_opts_ pw_opts po = {0};
-	int c;
+	const pw_opt_bind binds[] = {{'M', .arg = &o->mount},
+				     {PW_OPT_JSON, .flag = &o->json},
+				     {PW_OPT_REASON, .arg = &o->reason},
+				     {PW_OPT_RUN, .arg = &o->run},
+				     {0}};
+	int r = pw_opts_parse(
+	    &po, argv[0], argc, argv,
+	    &(pw_opts_use){.usage = usage, .binds = binds, .fn = answer_option, .data = o});
 
-	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0) {
-		switch (c) {
-		case 'M':
-			o->mount = po.arg;
-			break;
-		case PW_OPT_JSON:
-			o->json = true;
-			break;
-		case PW_OPT_APPROVE:
-			o->answer = 1;
-			o->approve = po.arg;
-			break;
-		case PW_OPT_DENY:
-			o->answer = 0;
-			break;
-		case PW_OPT_REASON:
-			o->reason = po.arg;
-			break;
-		case PW_OPT_RUN:
-			o->run = po.arg;
-			break;
-		case 'h':
-			return pw_usage(argv[0], usage, false);
-		}
-	}
-	if (c < 0)
-		return PW_EXIT_USAGE;
-	if (po.n_operands > max_operands) {
-		pw_err(argv[0], "unexpected argument '%s' (see 'piworkfs %s --help')",
-		       po.operands[max_operands], argv[0]);
-		return PW_EXIT_USAGE;
-	}
+	if (r == PW_EXIT_GO_ON)
+		r = pw_opts_operands_at_most(&po, max_operands);
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (po.n_operands > 0)
 		o->name = po.operands[0];
 	return PW_EXIT_GO_ON;

@@ -163,39 +163,19 @@ int cmd_modes(int argc, char **argv)
 	_cleanup_project_ pw_cli_project p = {0};
 	_cleanup_modeset_ pw_modeset *ms = NULL;
 	_cleanup_free_ char *fail = NULL;
-	const char *project = NULL, *err = NULL;
-	bool json = false, check = false, bundled_ok = false;
+	bool check = false, bundled_ok = false;
 	size_t errors;
 	pw_common_opts cm = {0};
-	int c, r;
+	const pw_opt_bind binds[] = {{PW_OPT_CHECK, .flag = &check}, {0}};
+	int r = pw_opts_parse(
+	    &po, argv[0], argc, argv,
+	    &(pw_opts_use){.usage = usage, .common = &cm, .binds = binds, .no_operands = true});
 
-	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0) {
-		if (pw_opts_common(&po, c, &cm))
-			continue;
-		switch (c) {
-		case PW_OPT_CHECK:
-			check = true;
-			break;
-		case 'h':
-			return pw_usage(argv[0], usage, false);
-		}
-	}
-	if (c < 0)
-		return PW_EXIT_USAGE;
-	project = cm.project;
-	json = cm.json;
-	if (po.n_operands > 0) {
-		pw_err(argv[0], "unexpected argument '%s' (see 'piworkfs modes --help')",
-		       po.operands[0]);
-		return PW_EXIT_USAGE;
-	}
-	r = pw_cli_project_open(project, &p, &err);
-	if (r < 0) {
-		pw_err(argv[0], "%s: %s", project ? project : ".", err ? err : strerror(-r));
-		return PW_EXIT_CONFIG;
-	}
+	if (r != PW_EXIT_GO_ON)
+		return r;
+	r = pw_cli_project_open_or_say(argv[0], cm.project, &p);
+	if (r != PW_EXIT_OK)
+		return r;
 	/* Trust is a fact about this machine, not a problem of the files: --check reads the
 	 * project's layer as if trusted, so its widening keys are checked, not warned about. */
 	if (check)
@@ -206,7 +186,7 @@ int cmd_modes(int argc, char **argv)
 		return PW_EXIT_SYSTEM;
 	}
 	errors = count_errors(ms);
-	if (json)
+	if (cm.json)
 		r = pw_print_json(modes_json(&p, ms));
 	else
 		r = check ? print_check(&p, ms, errors) : print_text(&p, ms);
@@ -222,7 +202,7 @@ int cmd_modes(int argc, char **argv)
 	fail = live_fail_reason(&p);
 	if (fail) {
 		/* Each problem once: when the reason is an error listed above, point at it. */
-		if (!json && reason_listed(ms, fail))
+		if (!cm.json && reason_listed(ms, fail))
 			pw_err(argv[0], "the live view of %s fails closed for the error above",
 			       pw_cli_project_path(&p));
 		else

@@ -199,8 +199,7 @@ static int check_fuse_device(void)
  */
 static int check_uring(const char *fuse_opts, bool foreground, bool json, char **ret_why)
 {
-	if (pw_mount_has_flag(fuse_opts, "io_uring") &&
-	    pw_mount_has_flag(fuse_opts, "no_io_uring")) {
+	if (pw_opts_has(fuse_opts, "io_uring") && pw_opts_has(fuse_opts, "no_io_uring")) {
 		pw_err("mount",
 		       "-o io_uring requires FUSE over io_uring and -o no_io_uring refuses "
 		       "it: give one of them");
@@ -445,76 +444,26 @@ static void mount_cli_done(mount_cli *m)
 	free(m->agent_abs);
 }
 
-/* Applies option C (its argument in PO) to M. Returns an exit status. */
-static int apply_mount_option(int c, const pw_opts *po, mount_cli *m)
+/* Applies option C (its argument in PO) to the mount_cli DATA: the options that are read
+ * as numbers, sizes and ages, or checked, rather than stored as they are (mount_binds).
+ * Returns an exit status. */
+static int apply_mount_option(const pw_opts *po, int c, void *data)
 {
+	mount_cli *m = data;
 	pw_daemon_opts *o = &m->o;
 	double q;
+	int r = pw_mount_number_option(o, c, po->arg);
 
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	switch (c) {
-	case 'm':
-		o->mode = po->arg;
-		break;
-	case 'f':
-		o->foreground = true;
-		break;
 	case 'd':
 		o->debug = o->foreground = true;
-		break;
-	case 'o':
-		m->fuse_opts = po->arg;
-		break;
-	case PW_OPT_TIMEOUT:
-		return pw_mount_parse_number("--timeout", po->arg, &o->cache_timeout) < 0
-			   ? PW_EXIT_USAGE
-			   : PW_EXIT_OK;
-	case PW_OPT_NO_WATCH:
-		o->no_watch = true;
-		break;
-	case PW_OPT_JSON:
-		m->json = true;
-		break;
-	case PW_OPT_STATE_DB:
-		o->state_db = po->arg;
-		break;
-	case PW_OPT_SOCKET_DIR:
-		o->socket_dir = po->arg;
-		break;
-	case PW_OPT_AGENT_SOCKET:
-		o->agent_socket = po->arg;
 		break;
 	case PW_OPT_AUDIT_QUEUE:
 		if (pw_mount_parse_number("--audit-queue", po->arg, &q) < 0)
 			return PW_EXIT_USAGE;
 		o->audit_queue = (unsigned)q;
-		break;
-	case PW_OPT_NO_AUDIT:
-		o->no_audit = true;
-		break;
-	case PW_OPT_NO_ORIGINALS:
-		o->no_originals = true;
-		break;
-	case PW_OPT_ORIGINALS_MAX_FILE:
-		return pw_mount_parse_size("--originals-max-file", po->arg,
-					   &o->originals_max_file) < 0
-			   ? PW_EXIT_USAGE
-			   : PW_EXIT_OK;
-	case PW_OPT_ORIGINALS_KEEP:
-		return pw_mount_parse_age("--originals-keep", po->arg, &o->originals_keep_s) < 0
-			   ? PW_EXIT_USAGE
-			   : PW_EXIT_OK;
-	case PW_OPT_ORIGINALS_MIN_FREE:
-		return pw_mount_parse_size("--originals-min-free", po->arg,
-					   &o->originals_min_free) < 0
-			   ? PW_EXIT_USAGE
-			   : PW_EXIT_OK;
-	case PW_OPT_ORIGINALS_MAX_TOTAL:
-		return pw_mount_parse_size("--originals-max-total", po->arg,
-					   &o->originals_max_total) < 0
-			   ? PW_EXIT_USAGE
-			   : PW_EXIT_OK;
-	case PW_OPT_LOG_ALLOWED:
-		o->log_allowed = true;
 		break;
 	case PW_OPT_FUSE_FD:
 		o->use_fuse_fd = true;
@@ -529,33 +478,37 @@ static int apply_mount_option(int c, const pw_opts *po, mount_cli *m)
 		o->run_pid = getppid(); /* `piworkfs run` runs us (cli/run/view.c) */
 		break;
 	case PW_OPT_ONLY:
-		if (o->n_lane == PW_LANE_MAX) {
-			pw_err("mount", "at most %d --only globs", PW_LANE_MAX);
-			return PW_EXIT_USAGE;
-		}
-		m->lane[o->n_lane++] = po->arg;
+		r = pw_opts_push(po, m->lane, &o->n_lane, PW_LANE_MAX, "--only globs");
 		o->lane = m->lane;
-		break;
+		return r;
 	}
 	return PW_EXIT_OK;
 }
 
-/* Reads the options and the two operands into M. Returns an exit status; *RET_DONE when
- * the command is over (--help printed, or an error). */
-static int parse_mount_args(pw_opts *po, mount_cli *m, bool *ret_done)
+/* Reads the options and the two operands into M. Returns PW_EXIT_GO_ON, or the exit status
+ * (--help: 0). */
+static int parse_mount_args(int argc, char **argv, pw_opts *po, mount_cli *m)
 {
-	int c, r;
+	pw_daemon_opts *o = &m->o;
+	const pw_opt_bind binds[] = {{'m', .arg = &o->mode},
+				     {'f', .flag = &o->foreground},
+				     {'o', .arg = &m->fuse_opts},
+				     {PW_OPT_NO_WATCH, .flag = &o->no_watch},
+				     {PW_OPT_JSON, .flag = &m->json},
+				     {PW_OPT_STATE_DB, .arg = &o->state_db},
+				     {PW_OPT_SOCKET_DIR, .arg = &o->socket_dir},
+				     {PW_OPT_AGENT_SOCKET, .arg = &o->agent_socket},
+				     {PW_OPT_NO_AUDIT, .flag = &o->no_audit},
+				     {PW_OPT_NO_ORIGINALS, .flag = &o->no_originals},
+				     {PW_OPT_LOG_ALLOWED, .flag = &o->log_allowed},
+				     {0}};
+	int r = pw_opts_parse(
+	    po, "mount", argc, argv,
+	    &(pw_opts_use){
+		.usage = MOUNT_USAGE, .binds = binds, .fn = apply_mount_option, .data = m});
 
-	*ret_done = true;
-	while ((c = pw_opts_next(po)) > 0) {
-		if (c == 'h')
-			return pw_usage("mount", MOUNT_USAGE, false);
-		r = apply_mount_option(c, po, m);
-		if (r)
-			return r;
-	}
-	if (c < 0)
-		return PW_EXIT_USAGE;
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (po->n_operands != 2) {
 		pw_err("mount",
 		       po->n_operands < 2 ? "expected PROJECT and MOUNTPOINT, got %d argument%s "
@@ -567,8 +520,7 @@ static int parse_mount_args(pw_opts *po, mount_cli *m, bool *ret_done)
 	}
 	m->project_arg = po->operands[0];
 	m->mp_arg = po->operands[1];
-	*ret_done = false;
-	return PW_EXIT_OK;
+	return PW_EXIT_GO_ON;
 }
 
 /* Splits -o into the view's options (applied to M->o) and the FUSE ones, then checks
@@ -841,11 +793,9 @@ int cmd_mount(int argc, char **argv)
 	_cleanup_project_ pw_cli_project p = {0};
 	_cleanup_free_ char *mp = NULL, *fopts = NULL, *uring_off = NULL;
 	mount_cli m = {0};
-	bool done;
+	int r = parse_mount_args(argc, argv, &po, &m);
+	bool done = r != PW_EXIT_GO_ON;
 
-	if (pw_opts_init(&po, "mount", argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	int r = parse_mount_args(&po, &m, &done);
 	if (!done)
 		r = prepare_mount(&m, &p, &mp, &fopts, &uring_off);
 	if (!done && !r)

@@ -66,34 +66,17 @@ typedef struct opts {
 
 static int parse(int argc, char **argv, pw_opts *po, opts *o)
 {
-	int c;
+	const pw_opt_bind binds[] = {{'M', .arg = &o->mount},
+				     {PW_OPT_NOTE, .arg = &o->note},
+				     {PW_OPT_PLAN, .arg = &o->plan},
+				     {PW_OPT_JSON, .flag = &o->json},
+				     {0}};
+	int r =
+	    pw_opts_parse(po, argv[0], argc, argv, &(pw_opts_use){.usage = usage, .binds = binds});
 
-	if (pw_opts_init(po, argv[0], argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(po)) > 0) {
-		switch (c) {
-		case 'M':
-			o->mount = po->arg;
-			break;
-		case PW_OPT_NOTE:
-			o->note = po->arg;
-			break;
-		case PW_OPT_PLAN:
-			o->plan = po->arg;
-			break;
-		case PW_OPT_JSON:
-			o->json = true;
-			pw_err_json(true);
-			break;
-		case 'h':
-			return pw_usage(argv[0], usage, false);
-		}
-	}
-	if (c < 0)
-		return PW_EXIT_USAGE;
 	o->args = po->operands;
 	o->n_args = po->n_operands;
-	return PW_EXIT_GO_ON;
+	return r;
 }
 
 /* A failed call's message and exit status (output.h). */
@@ -106,11 +89,6 @@ static int call_failed(const char *cmd, const opts *o, int r, int code, const ch
 	};
 	return pw_cli_call_failed(cmd, o->mount, r, code, message, map, ELEMENTSOF(map),
 				  PW_EXIT_NO_VIEW);
-}
-
-static const char *str(json_t *o, const char *key)
-{
-	return json_string_value(json_object_get(o, key));
 }
 
 static long long num(json_t *o, const char *key)
@@ -139,12 +117,13 @@ static void print_problems(json_t *plan, const char *indent)
 static int print_list(json_t *res)
 {
 	_cleanup_(pw_table_freep) pw_table *t = pw_table_new(5);
-	const char *active = str(res, "active");
+	const char *active = pw_json_str(res, "active");
 	json_t *plans = json_object_get(res, "plans"), *p;
 	size_t i;
 
 	if (json_array_size(plans) == 0) {
-		printf("no plans in %s/ (plan mode writes them there)\n", str(res, "plans_dir"));
+		printf("no plans in %s/ (plan mode writes them there)\n",
+		       pw_json_str(res, "plans_dir"));
 		return PW_EXIT_OK;
 	}
 	if (!t ||
@@ -153,13 +132,15 @@ static int print_list(json_t *res)
 	json_array_foreach(plans, i, p)
 	{
 		char name[128], done[32];
-		const char *n = str(p, "name");
+		const char *n = pw_json_str(p, "name");
 
 		snprintf(name, sizeof(name), "%s%s", n, streq_ptr(n, active) ? " *" : "");
 		snprintf(done, sizeof(done), "%lld/%lld", num(p, "done"), num(p, "total"));
-		if (pw_table_add(t, (const char *[]){name, str(p, "status"), done,
-						     str(p, "updated") ? str(p, "updated") : "-",
-						     str(p, "title") ? str(p, "title") : "-"}) < 0)
+		if (pw_table_add(t,
+				 (const char *[]){
+				     name, pw_json_str(p, "status"), done,
+				     pw_json_str(p, "updated") ? pw_json_str(p, "updated") : "-",
+				     pw_json_str(p, "title") ? pw_json_str(p, "title") : "-"}) < 0)
 			return PW_EXIT_SYSTEM;
 	}
 	pw_table_print(t, stdout, 0);
@@ -167,7 +148,7 @@ static int print_list(json_t *res)
 		printf("* the active plan (piworkfs plan status)\n");
 	json_array_foreach(plans, i, p) if (json_array_size(json_object_get(p, "problems")) > 0)
 	{
-		printf("%s:\n", str(p, "path"));
+		printf("%s:\n", pw_json_str(p, "path"));
 		print_problems(p, "  ");
 	}
 	return PW_EXIT_OK;
@@ -177,17 +158,18 @@ static void print_show(json_t *p)
 {
 	json_t *tasks = json_object_get(p, "tasks"), *t;
 	long long next = num(json_object_get(p, "next"), "task");
-	const char *from = str(p, "tasks_from");
+	const char *from = pw_json_str(p, "tasks_from");
 	size_t i;
 
-	printf("plan %s: %s\n", str(p, "name"), str(p, "title") ? str(p, "title") : "(no title)");
-	printf("  file:     %s\n", str(p, "path"));
-	printf("  status:   %s, %lld/%lld done\n", str(p, "status"), num(p, "done"),
+	printf("plan %s: %s\n", pw_json_str(p, "name"),
+	       pw_json_str(p, "title") ? pw_json_str(p, "title") : "(no title)");
+	printf("  file:     %s\n", pw_json_str(p, "path"));
+	printf("  status:   %s, %lld/%lld done\n", pw_json_str(p, "status"), num(p, "done"),
 	       num(p, "total"));
-	if (str(p, "approved_by"))
+	if (pw_json_str(p, "approved_by"))
 		printf("  approved: %s by %s\n  hash:     sha256:%s\n",
-		       str(p, "approved") ? str(p, "approved") : "?", str(p, "approved_by"),
-		       str(p, "hash"));
+		       pw_json_str(p, "approved") ? pw_json_str(p, "approved") : "?",
+		       pw_json_str(p, "approved_by"), pw_json_str(p, "hash"));
 	printf("  tasks (%s):\n", streq_ptr(from, "section")	 ? "the Tasks section"
 				  : streq_ptr(from, "checklist") ? "the last checklist"
 								 : "none");
@@ -195,17 +177,17 @@ static void print_show(json_t *p)
 	{
 		bool done = json_is_true(json_object_get(t, "done"));
 
-		printf("    [%c] %lld. %s%s\n", done ? 'x' : ' ', num(t, "task"), str(t, "text"),
-		       num(t, "task") == next ? "   <- next" : "");
+		printf("    [%c] %lld. %s%s\n", done ? 'x' : ' ', num(t, "task"),
+		       pw_json_str(t, "text"), num(t, "task") == next ? "   <- next" : "");
 		if (done) {
 			char when[32];
 
 			format_ns(num(t, "done_ns"), when, sizeof(when));
-			printf("        done %s by %s", when, str(t, "done_by"));
+			printf("        done %s by %s", when, pw_json_str(t, "done_by"));
 			if (num(t, "changeset") > 0)
 				printf(", change set %lld", num(t, "changeset"));
-			printf("%s%s\n", str(t, "note") ? ": " : "",
-			       str(t, "note") ? str(t, "note") : "");
+			printf("%s%s\n", pw_json_str(t, "note") ? ": " : "",
+			       pw_json_str(t, "note") ? pw_json_str(t, "note") : "");
 		}
 	}
 	print_problems(p, "  ");
@@ -213,7 +195,7 @@ static void print_show(json_t *p)
 
 static void print_status(json_t *res)
 {
-	const char *line = str(res, "line");
+	const char *line = pw_json_str(res, "line");
 
 	if (line)
 		printf("%s\n", line);
@@ -306,22 +288,13 @@ static int ask_approval(const char *cmd, const opts *o, const char *name, const 
 		id = json_integer_value(json_object_get(res, "id"));
 		typed = json_is_true(json_object_get(res, "needs_target"));
 	}
-	if (r == 0 && json_is_true(json_object_get(res, "shown"))) {
-		json_t *jid = json_incref(json_object_get(res, "id"));
-
-		fprintf(stderr,
-			"piworkfs: %s: approving a plan is the person's: asked them on the "
-			"terminal of piworkfs run; waiting...\n",
-			cmd);
-		json_decref(TAKE_PTR(res));
-		r = pw_ctl_call(c, "mode.request.wait",
-				json_pack("{s:o,s:i}", "id", jid, "wait_ms", ASK_WAIT_MS), &res,
-				&code, &message);
-	}
+	if (r == 0)
+		r = pw_mode_wait_shown(c, cmd, "approving a plan is the person's", ASK_WAIT_MS,
+				       &res, &code, &message);
 	pw_ctl_close(c);
 	if (r < 0)
 		return call_failed(cmd, o, r, code, message);
-	outcome = str(res, "outcome");
+	outcome = pw_json_str(res, "outcome");
 	if (o->json)
 		return pw_print_json(TAKE_PTR(res)) < 0 ? PW_EXIT_SYSTEM
 		       : streq_ptr(outcome, "approved") ? PW_EXIT_OK
@@ -358,8 +331,8 @@ void pw_plan_print_next(const char *mount, json_t *res)
 		return;
 	if (pw_ctl_call_at(mount, "plan.status", NULL, &st, NULL, NULL) < 0)
 		return; /* a daemon without plans, or none in progress: nothing to add */
-	if (str(st, "line"))
-		printf("%s\n", str(st, "line"));
+	if (pw_json_str(st, "line"))
+		printf("%s\n", pw_json_str(st, "line"));
 }
 
 /* The change set ID of LIST (changes.list's result), or NULL. */
@@ -392,8 +365,8 @@ static json_t *tasks_with_changes(json_t *plan, json_t *list)
 				json_array_append(sets, cs);
 		}
 		o = json_pack("{s:I,s:s,s:b,s:o}", "task", (json_int_t)num(t, "task"), "text",
-			      str(t, "text"), "done", json_is_true(json_object_get(t, "done")),
-			      "changesets", sets);
+			      pw_json_str(t, "text"), "done",
+			      json_is_true(json_object_get(t, "done")), "changesets", sets);
 		if (!out || !o || json_array_append_new(out, o) < 0) {
 			json_decref(out);
 			return NULL;
@@ -409,11 +382,12 @@ static void print_plan_changes(json_t *plan, json_t *tasks)
 
 	printf("plan %s: what each task changed (a change set counts for the task in progress "
 	       "when it started)\n",
-	       str(plan, "name"));
+	       pw_json_str(plan, "name"));
 	json_array_foreach(tasks, i, t)
 	{
 		printf("%lld. [%c] %s\n", num(t, "task"),
-		       json_is_true(json_object_get(t, "done")) ? 'x' : ' ', str(t, "text"));
+		       json_is_true(json_object_get(t, "done")) ? 'x' : ' ',
+		       pw_json_str(t, "text"));
 		if (json_array_size(json_object_get(t, "changesets")) == 0)
 			printf("   no change set\n");
 		json_array_foreach(json_object_get(t, "changesets"), j, cs)
@@ -422,13 +396,15 @@ static void print_plan_changes(json_t *plan, json_t *tasks)
 
 			format_ns(num(cs, "started_ns"), when, sizeof(when));
 			printf("   change set %lld (%s, %s%s%s)\n", num(cs, "id"),
-			       str(cs, "reason"), when, str(cs, "mode") ? ", mode " : "",
-			       str(cs, "mode") ? str(cs, "mode") : "");
+			       pw_json_str(cs, "reason"), when,
+			       pw_json_str(cs, "mode") ? ", mode " : "",
+			       pw_json_str(cs, "mode") ? pw_json_str(cs, "mode") : "");
 			if (json_array_size(json_object_get(cs, "changes")) == 0)
 				printf("     no changes\n");
 			json_array_foreach(json_object_get(cs, "changes"), k, c)
-			    printf("     %-9s %s%s%s\n", str(c, "kind"), str(c, "path"),
-				   str(c, "to") ? " -> " : "", str(c, "to") ? str(c, "to") : "");
+			    printf("     %-9s %s%s%s\n", pw_json_str(c, "kind"),
+				   pw_json_str(c, "path"), pw_json_str(c, "to") ? " -> " : "",
+				   pw_json_str(c, "to") ? pw_json_str(c, "to") : "");
 		}
 	}
 }
@@ -450,8 +426,9 @@ int pw_plan_changes(const char *cmd, const char *mount, const char *name, bool j
 	if (!tasks)
 		return PW_EXIT_SYSTEM;
 	if (json)
-		return pw_print_json(json_pack("{s:s,s:s,s:O}", "plan", str(plan, "name"), "path",
-					       str(plan, "path"), "tasks", tasks)) < 0
+		return pw_print_json(json_pack("{s:s,s:s,s:O}", "plan", pw_json_str(plan, "name"),
+					       "path", pw_json_str(plan, "path"), "tasks", tasks)) <
+			       0
 			   ? PW_EXIT_SYSTEM
 			   : PW_EXIT_OK;
 	print_plan_changes(plan, tasks);
@@ -467,21 +444,17 @@ static int call_view(const opts *o, const char *method, json_t *params, json_t *
 		     char **ret_message)
 {
 	_cleanup_free_ char *sock = NULL;
-	pw_ctl_conn *c = NULL;
 	int r;
 
 	if (!streq(method, "plan.approve") && !streq(method, "plan.reopen"))
 		return pw_ctl_call_at(o->mount, method, params, ret, ret_code, ret_message);
 	r = pw_ctl_find_view(o->mount, &sock, NULL);
-	if (r == 0)
-		r = pw_ctl_connect(sock, PW_PLAN_SYNC_WAIT_MS + 30000, &c);
 	if (r < 0) {
 		json_decref(params);
 		return r;
 	}
-	r = pw_ctl_call(c, method, params, ret, ret_code, ret_message);
-	pw_ctl_close(c);
-	return r;
+	return pw_ctl_call_socket_timed(sock, PW_PLAN_SYNC_WAIT_MS + 30000, method, params, ret,
+					ret_code, ret_message);
 }
 
 /* Did a view not confirm the change ("no-answer", peers.h)? */
@@ -491,7 +464,7 @@ static bool report_views_unconfirmed(json_t *res)
 	size_t i;
 
 	json_array_foreach(json_object_get(res, "views"), i,
-			   v) if (streq_ptr(str(v, "outcome"), "no-answer")) return true;
+			   v) if (streq_ptr(pw_json_str(v, "outcome"), "no-answer")) return true;
 	return false;
 }
 
@@ -500,12 +473,12 @@ static void view_name(json_t *v, char *buf, size_t size)
 {
 	if (json_is_true(json_object_get(v, "self")))
 		snprintf(buf, size, "this view");
-	else if (!str(v, "mountpoint"))
+	else if (!pw_json_str(v, "mountpoint"))
 		snprintf(buf, size, "the other views of the project");
-	else if (str(v, "run"))
-		snprintf(buf, size, "run %s", str(v, "run"));
+	else if (pw_json_str(v, "run"))
+		snprintf(buf, size, "run %s", pw_json_str(v, "run"));
 	else
-		snprintf(buf, size, "the view at %s", str(v, "mountpoint"));
+		snprintf(buf, size, "the view at %s", pw_json_str(v, "mountpoint"));
 }
 
 /*
@@ -524,9 +497,9 @@ static int report_views(const char *cmd, json_t *res, bool approve)
 
 	json_array_foreach(views, i, v)
 	{
-		if (!streq_ptr(str(v, "outcome"), "frozen") &&
-		    !streq_ptr(str(v, "outcome"), "fails-closed") &&
-		    !streq_ptr(str(v, "outcome"), "unprotected"))
+		if (!streq_ptr(pw_json_str(v, "outcome"), "frozen") &&
+		    !streq_ptr(pw_json_str(v, "outcome"), "fails-closed") &&
+		    !streq_ptr(pw_json_str(v, "outcome"), "unprotected"))
 			continue;
 		view_name(v, name, sizeof(name));
 		snprintf(line + strlen(line), sizeof(line) - strlen(line), "%s%s", n ? ", " : "",
@@ -538,7 +511,7 @@ static int report_views(const char *cmd, json_t *res, bool approve)
 		       approve ? "protected" : "writable again", n, line);
 	json_array_foreach(views, i, v)
 	{
-		const char *outcome = str(v, "outcome"), *why = str(v, "reason");
+		const char *outcome = pw_json_str(v, "outcome"), *why = pw_json_str(v, "reason");
 
 		view_name(v, name, sizeof(name));
 		if (streq_ptr(outcome, "fails-closed"))
@@ -557,7 +530,8 @@ static int report_views(const char *cmd, json_t *res, bool approve)
 			       "%s did not confirm (%s): it may still %s the plan until it is "
 			       "reloaded (piworkfs reload --mount %s)",
 			       name, why ? why : "no answer", approve ? "write" : "refuse to write",
-			       str(v, "mountpoint") ? str(v, "mountpoint") : "PATH");
+			       pw_json_str(v, "mountpoint") ? pw_json_str(v, "mountpoint")
+							    : "PATH");
 			rc = PW_EXIT_SYSTEM;
 		}
 	}
@@ -602,15 +576,16 @@ int cmd_plan(int argc, char **argv)
 	else if (streq(method, "plan.approve")) {
 		printf("plan %s approved: %s is read-only in every mode but off until `piworkfs "
 		       "plan reopen %s`\n",
-		       str(res, "name"), str(res, "path"), str(res, "name"));
-		if (str(json_object_get(res, "next"), "text"))
+		       pw_json_str(res, "name"), pw_json_str(res, "path"),
+		       pw_json_str(res, "name"));
+		if (pw_json_str(json_object_get(res, "next"), "text"))
 			printf("next: %lld. %s\n", num(json_object_get(res, "next"), "task"),
-			       str(json_object_get(res, "next"), "text"));
+			       pw_json_str(json_object_get(res, "next"), "text"));
 		return report_views(argv[0], res, true);
 	} else {
 		printf("plan %s reopened: a draft again, writable in plan mode (progress kept: "
 		       "%lld/%lld)\n",
-		       str(res, "name"), num(res, "done"), num(res, "total"));
+		       pw_json_str(res, "name"), num(res, "done"), num(res, "total"));
 		return report_views(argv[0], res, false);
 	}
 	return PW_EXIT_OK;

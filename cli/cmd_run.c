@@ -78,54 +78,34 @@ typedef struct run_args {
 	char **command;
 } run_args;
 
+/* --share, --only, --podman-arg: the repeatable options, into the run_args DATA. */
+static int list_option(const pw_opts *po, int c, void *data)
+{
+	run_args *a = data;
+
+	if (c == PW_OPT_SHARE)
+		return pw_opts_push(po, (const char **)a->shares, &a->n_shares, PW_RUN_SHARES_MAX,
+				    "--share paths");
+	if (c == PW_OPT_ONLY)
+		return pw_opts_push(po, a->only, &a->n_only, PW_LANE_MAX, "--only globs");
+	return pw_opts_push(po, (const char **)a->podman_args, &a->n_podman_args,
+			    PW_RUN_PODMAN_ARGS_MAX, "--podman-arg");
+}
+
 /* The options into A. Returns PW_EXIT_GO_ON, or the exit status (--help: 0). */
 static int parse(int argc, char **argv, run_args *a, pw_opts *po)
 {
-	int c;
+	const pw_opt_bind binds[] = {{'m', .arg = &a->mode},
+				     {'C', .arg = &a->project},
+				     {PW_OPT_RO_HOST, .flag = &a->ro_host},
+				     {PW_OPT_PODMAN, .arg = &a->podman},
+				     {0}};
+	int r = pw_opts_parse(
+	    po, "run", argc, argv,
+	    &(pw_opts_use){.usage = RUN_USAGE, .binds = binds, .fn = list_option, .data = a});
 
-	if (pw_opts_init(po, "run", argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(po)) > 0) {
-		switch (c) {
-		case 'm':
-			a->mode = po->arg;
-			break;
-		case 'C':
-			a->project = po->arg;
-			break;
-		case PW_OPT_RO_HOST:
-			a->ro_host = true;
-			break;
-		case PW_OPT_SHARE:
-			if (a->n_shares == PW_RUN_SHARES_MAX) {
-				pw_err("run", "at most %d --share paths", PW_RUN_SHARES_MAX);
-				return PW_EXIT_USAGE;
-			}
-			a->shares[a->n_shares++] = (char *)po->arg;
-			break;
-		case PW_OPT_ONLY:
-			if (a->n_only == PW_LANE_MAX) {
-				pw_err("run", "at most %d --only globs", PW_LANE_MAX);
-				return PW_EXIT_USAGE;
-			}
-			a->only[a->n_only++] = po->arg;
-			break;
-		case PW_OPT_PODMAN:
-			a->podman = po->arg;
-			break;
-		case PW_OPT_PODMAN_ARG:
-			if (a->n_podman_args == PW_RUN_PODMAN_ARGS_MAX) {
-				pw_err("run", "at most %d --podman-arg", PW_RUN_PODMAN_ARGS_MAX);
-				return PW_EXIT_USAGE;
-			}
-			a->podman_args[a->n_podman_args++] = (char *)po->arg;
-			break;
-		case 'h':
-			return pw_usage("run", RUN_USAGE, false);
-		}
-	}
-	if (c < 0)
-		return PW_EXIT_USAGE;
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (!a->podman && a->n_podman_args) {
 		pw_err("run", "--podman-arg needs --podman IMAGE");
 		return PW_EXIT_USAGE;

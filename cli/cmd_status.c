@@ -53,11 +53,6 @@ static void format_uptime(json_int_t s, char *buf, size_t size)
 		snprintf(buf, size, "%lldm%02llds", (long long)s / 60, (long long)s % 60);
 }
 
-static const char *sget(json_t *o, const char *k)
-{
-	return json_string_value(json_object_get(o, k));
-}
-
 static json_int_t iget(json_t *o, const char *k)
 {
 	return json_integer_value(json_object_get(o, k));
@@ -97,7 +92,7 @@ static void format_requests(json_t *rq, char *buf, size_t size)
 /* "io_uring (N requests through the rings)", "/dev/fuse", or n/a from an older daemon. */
 static void format_transport(json_t *tr, char *buf, size_t size)
 {
-	const char *name = sget(tr, "name");
+	const char *name = pw_json_str(tr, "name");
 	if (!name)
 		snprintf(buf, size, "n/a (the daemon does not say)");
 	else if (streq(name, "io_uring"))
@@ -134,8 +129,9 @@ static void format_run(json_t *st, char *buf, size_t size)
 
 	buf[0] = '\0';
 	if (json_is_object(run))
-		snprintf(buf, size, "%s, piworkfs run pid %lld, daemon pid %lld", sget(run, "id"),
-			 (long long)iget(run, "pid"), (long long)iget(st, "pid"));
+		snprintf(buf, size, "%s, piworkfs run pid %lld, daemon pid %lld",
+			 pw_json_str(run, "id"), (long long)iget(run, "pid"),
+			 (long long)iget(st, "pid"));
 }
 
 /* A bare view: the runs of its project in ALL, "ID in MODE (pid N), ..."; "" for none. */
@@ -150,11 +146,12 @@ static void format_runs(json_t *st, json_t *all, char *buf, size_t size)
 	json_array_foreach(all, i, o)
 	{
 		json_t *run = json_object_get(o, "run");
-		if (!json_is_object(run) || !streq_ptr(sget(o, "project"), sget(st, "project")) ||
-		    w >= size)
+		if (!json_is_object(run) ||
+		    !streq_ptr(pw_json_str(o, "project"), pw_json_str(st, "project")) || w >= size)
 			continue;
 		int k = snprintf(buf + w, size - w, "%s%s in %s (pid %lld)", w ? ", " : "",
-				 sget(run, "id"), sget(o, "mode"), (long long)iget(run, "pid"));
+				 pw_json_str(run, "id"), pw_json_str(o, "mode"),
+				 (long long)iget(run, "pid"));
 		w = k < 0 ? size : w + (size_t)k;
 	}
 }
@@ -167,8 +164,8 @@ static void print_view(json_t *st, json_t *all)
 	size_t i;
 	_cleanup_table_ pw_table *t = pw_table_new(2);
 
-	printf("%s\n", sget(st, "mountpoint"));
-	snprintf(mode, sizeof(mode), "%s (generation %lld)%s", sget(st, "mode"),
+	printf("%s\n", pw_json_str(st, "mountpoint"));
+	snprintf(mode, sizeof(mode), "%s (generation %lld)%s", pw_json_str(st, "mode"),
 		 (long long)iget(st, "generation"),
 		 json_is_true(json_object_get(st, "fail_closed")) ? ", FAILING CLOSED" : "");
 	format_uptime(iget(st, "uptime_s"), up, sizeof(up));
@@ -190,12 +187,12 @@ static void print_view(json_t *st, json_t *all)
 	format_run(st, run, sizeof(run));
 	format_runs(st, all, runs, sizeof(runs));
 	const char *rows[][2] = {
-	    {"project", sget(st, "project")},
+	    {"project", pw_json_str(st, "project")},
 	    {run[0] ? "run" : NULL, run},
 	    {runs[0] ? "runs" : NULL, runs},
 	    {"mode", mode},
-	    {"socket", sget(st, "socket")},
-	    {"state db", sget(st, "state_db") ? sget(st, "state_db") : "none"},
+	    {"socket", pw_json_str(st, "socket")},
+	    {"state db", pw_json_str(st, "state_db") ? pw_json_str(st, "state_db") : "none"},
 	    {"uptime", up},
 	    {"trust", json_is_true(json_object_get(st, "trusted")) ? "trusted" : "untrusted"},
 	    {"denied", denied},
@@ -212,11 +209,11 @@ static void print_view(json_t *st, json_t *all)
 		pw_table_add(t, row);
 	}
 	if (json_is_true(json_object_get(st, "fail_closed"))) {
-		const char *row[] = {"error", sget(st, "fail_reason")};
+		const char *row[] = {"error", pw_json_str(st, "fail_reason")};
 		if (t)
 			pw_table_add(t, row);
 	}
-	const char *reason = sget(st, "fail_reason");
+	const char *reason = pw_json_str(st, "fail_reason");
 	json_array_foreach(json_object_get(st, "warnings"), i, w)
 	{
 		const char *text = json_string_value(w);
@@ -238,12 +235,14 @@ static void print_unanswered(json_t *st)
 	_cleanup_free_ char *error = NULL;
 	_cleanup_table_ pw_table *t = pw_table_new(2);
 
-	printf("%s\n", sget(st, "mountpoint") ? sget(st, "mountpoint") : "(PIWORKFS_SOCKET)");
+	printf("%s\n",
+	       pw_json_str(st, "mountpoint") ? pw_json_str(st, "mountpoint") : "(PIWORKFS_SOCKET)");
 	if (asprintf(&error, "the daemon does not answer on %s: %s",
-		     sget(st, "socket") ? sget(st, "socket") : "?", sget(st, "error")) < 0)
+		     pw_json_str(st, "socket") ? pw_json_str(st, "socket") : "?",
+		     pw_json_str(st, "error")) < 0)
 		error = NULL;
-	const char *rows[][2] = {{"error", error ? error : sget(st, "error")},
-				 {"hint", sget(st, "hint")}};
+	const char *rows[][2] = {{"error", error ? error : pw_json_str(st, "error")},
+				 {"hint", pw_json_str(st, "hint")}};
 	for (size_t k = 0; t && k < ELEMENTSOF(rows); k++)
 		if (rows[k][1])
 			pw_table_add(t, rows[k]);
@@ -360,32 +359,13 @@ int cmd_status(int argc, char **argv)
 	bool json = false, failed = false, all_users = false;
 	size_t i;
 	json_t *st;
-	int c, r;
+	const pw_opt_bind binds[] = {
+	    {PW_OPT_JSON, .flag = &json}, {'a', .flag = &all_users}, {'M', .arg = &only}, {0}};
+	int r = pw_opts_parse(&po, argv[0], argc, argv,
+			      &(pw_opts_use){.usage = usage, .binds = binds, .no_operands = true});
 
-	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0) {
-		switch (c) {
-		case PW_OPT_JSON:
-			json = true;
-			break;
-		case 'a':
-			all_users = true;
-			break;
-		case 'M':
-			only = po.arg;
-			break;
-		case 'h':
-			return pw_usage(argv[0], usage, false);
-		}
-	}
-	if (c < 0)
-		return PW_EXIT_USAGE;
-	if (po.n_operands > 0) {
-		pw_err(argv[0], "unexpected argument '%s' (see 'piworkfs status --help')",
-		       po.operands[0]);
-		return PW_EXIT_USAGE;
-	}
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (only && all_users) {
 		pw_err(argv[0], "--mount names one view, --all every user's: give one");
 		return PW_EXIT_USAGE;
@@ -412,7 +392,7 @@ int cmd_status(int argc, char **argv)
 	{
 		if (i > 0)
 			printf("\n");
-		if (sget(st, "error")) {
+		if (pw_json_str(st, "error")) {
 			print_unanswered(st);
 			continue;
 		}

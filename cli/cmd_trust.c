@@ -246,31 +246,17 @@ int cmd_trust(int argc, char **argv)
 	_cleanup_free_ char *dbpath = pw_state_default_path();
 	_cleanup_project_ pw_cli_project p = {0};
 	bool revoke = false, list = false, json = false;
-	const char *err = NULL, *view = NULL;
-	int c, r;
+	const char *view = NULL; /* -M PATH: the view's mountpoint (options.c) */
+	const pw_opt_bind binds[] = {{PW_OPT_REVOKE, .flag = &revoke},
+				     {'l', .flag = &list},
+				     {'C', .arg = &view},
+				     {PW_OPT_JSON, .flag = &json},
+				     {0}};
+	int r =
+	    pw_opts_parse(&po, argv[0], argc, argv, &(pw_opts_use){.usage = usage, .binds = binds});
 
-	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0) {
-		switch (c) {
-		case PW_OPT_REVOKE:
-			revoke = true;
-			break;
-		case 'l':
-			list = true;
-			break;
-		case 'C': /* -M PATH: the view's mountpoint (options.c) */
-			view = po.arg;
-			break;
-		case PW_OPT_JSON:
-			json = true;
-			break;
-		case 'h':
-			return pw_usage(argv[0], usage, false);
-		}
-	}
-	if (c < 0)
-		return PW_EXIT_USAGE;
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (po.n_operands > 1) {
 		pw_err(argv[0], "one PROJECT at a time (see 'piworkfs trust --help')");
 		return PW_EXIT_USAGE;
@@ -301,10 +287,8 @@ int cmd_trust(int argc, char **argv)
 		return trust_list(argv[0], dbpath, json);
 
 	const char *project = po.n_operands > 0 ? po.operands[0] : view;
-	r = pw_cli_project_open(project, &p, &err);
-	if (r < 0) {
-		pw_err(argv[0], "%s: %s", project ? project : ".", err ? err : strerror(-r));
-		return PW_EXIT_CONFIG;
-	}
+	r = pw_cli_project_open_or_say(argv[0], project, &p);
+	if (r != PW_EXIT_OK)
+		return r;
 	return trust_set(argv[0], dbpath, pw_cli_project_path(&p), !revoke, json);
 }

@@ -188,24 +188,12 @@ int cmd_umount(int argc, char **argv)
 {
 	_cleanup_opts_ pw_opts po = {0};
 	bool lazy = false, json = false;
-	int c;
+	const pw_opt_bind binds[] = {{'z', .flag = &lazy}, {PW_OPT_JSON, .flag = &json}, {0}};
+	int r = pw_opts_parse(&po, "umount", argc, argv,
+			      &(pw_opts_use){.usage = UMOUNT_USAGE, .binds = binds});
 
-	if (pw_opts_init(&po, "umount", argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0) {
-		switch (c) {
-		case 'z':
-			lazy = true;
-			break;
-		case PW_OPT_JSON:
-			json = true;
-			break;
-		case 'h':
-			return pw_usage("umount", UMOUNT_USAGE, false);
-		}
-	}
-	if (c < 0)
-		return PW_EXIT_USAGE;
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (po.n_operands != 1) {
 		pw_err("umount", "expected one MOUNTPOINT, got %d (see 'piworkfs umount --help')",
 		       po.n_operands);
@@ -214,7 +202,7 @@ int cmd_umount(int argc, char **argv)
 	const char *arg = po.operands[0];
 	struct stat st;
 	if (stat(arg, &st) < 0 && errno == ENOTCONN) {
-		int r = pw_mount_detach_stale(arg);
+		r = pw_mount_detach_stale(arg);
 		if (r < 0) {
 			pw_err("umount", "%s: %s", arg, strerror(-r));
 			return PW_EXIT_SYSTEM;
@@ -237,7 +225,7 @@ int cmd_umount(int argc, char **argv)
 	pid_t pid = pw_ctl_view_socket(real, -1, &sock) == 0 ? pw_mount_daemon_pid(sock) : 0;
 	_cleanup_close_ int pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, pid, 0) : -1;
 	char why[512];
-	int r = run_fusermount_u(real, lazy, why, sizeof(why));
+	r = run_fusermount_u(real, lazy, why, sizeof(why));
 	if (r == -EBUSY) {
 		char holders[512];
 		list_holders(real, holders, sizeof(holders));

@@ -105,43 +105,32 @@ static const char *why_source_text(const char *source)
 }
 
 typedef struct why_opts {
-	const char *mode, *project;
+	pw_common_opts cm; /* -m, -C, --json */
 	size_t limit;
-	bool json;
 	const char *path;
 } why_opts;
+
+/* -n N: how many past denials, into the why_opts DATA. */
+static int why_option(const pw_opts *po, int c, void *data)
+{
+	int64_t v;
+
+	if (pw_log_parse_count(po->spec->name, po->arg, "-n", &v) < 0)
+		return PW_EXIT_USAGE;
+	((why_opts *)data)->limit = (size_t)v;
+	return PW_EXIT_OK;
+}
 
 /* The options into O. Returns PW_EXIT_GO_ON, or the exit status (--help: 0). */
 static int why_parse(int argc, char **argv, why_opts *o)
 {
 	_cleanup_opts_ pw_opts po = {0};
-	int64_t v;
-	int c;
+	int r = pw_opts_parse(
+	    &po, argv[0], argc, argv,
+	    &(pw_opts_use){.usage = why_usage, .common = &o->cm, .fn = why_option, .data = o});
 
-	if (pw_opts_init(&po, argv[0], argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0) {
-		switch (c) {
-		case 'm':
-			o->mode = po.arg;
-			break;
-		case 'C':
-			o->project = po.arg;
-			break;
-		case 'n':
-			if (pw_log_parse_count(argv[0], po.arg, "-n", &v) < 0)
-				return PW_EXIT_USAGE;
-			o->limit = (size_t)v;
-			break;
-		case PW_OPT_JSON:
-			o->json = true;
-			break;
-		case 'h':
-			return pw_usage(argv[0], why_usage, false);
-		}
-	}
-	if (c < 0)
-		return PW_EXIT_USAGE;
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (po.n_operands != 1) {
 		if (po.n_operands == 0)
 			pw_err(argv[0], "no PATH given (see 'piworkfs why --help')");
@@ -239,15 +228,12 @@ int cmd_why(int argc, char **argv)
 		return r; /* --help, or a usage error */
 	/* Inside a live view the view is the project: paths map through its mountpoint, and
 	 * the log is searched under the real project's path. */
-	const char *project_opt = o.project;
-	if (!o.project && pw_log_live_view_find(&lv) == 0)
+	const char *project_opt = o.cm.project;
+	if (!o.cm.project && pw_log_live_view_find(&lv) == 0)
 		project_opt = lv.mountpoint; /* NULL through $PIWORKFS_SOCKET: the cwd's project */
-	r = pw_cli_project_open(project_opt, &p, &err);
-	if (r < 0) {
-		pw_err(argv[0], "%s: %s", project_opt ? project_opt : ".",
-		       err ? err : strerror(-r));
-		return PW_EXIT_CONFIG;
-	}
+	r = pw_cli_project_open_or_say(argv[0], project_opt, &p);
+	if (r != PW_EXIT_OK)
+		return r;
 	const char *project = lv.project ? lv.project : pw_cli_project_path(&p);
 	if (!streq(project, pw_cli_project_path(&p)))
 		p.trusted = pw_cli_project_trusted(project);
@@ -273,7 +259,7 @@ int cmd_why(int argc, char **argv)
 		}
 	}
 
-	if (why_pick_mode(&p, project, o.mode, dbpath, &wm) < 0) {
+	if (why_pick_mode(&p, project, o.cm.mode, dbpath, &wm) < 0) {
 		pw_log_rows_free(rows, n);
 		return PW_EXIT_SYSTEM;
 	}
@@ -287,8 +273,9 @@ int cmd_why(int argc, char **argv)
 	bool is_dir = pw_cli_path_is_dir(&p, rel, slash || rel[0] == '\0');
 	pw_decision d;
 	pw_policy_decide(pol, op, rel, is_dir, &d);
-	r = o.json ? why_print_json(project, rel[0] ? rel : ".", op, is_dir, &wm, pol, &d, rows, n)
-		   : why_print_text(&p, project, rel, &wm, pol, &d, rows, n);
+	r = o.cm.json
+		? why_print_json(project, rel[0] ? rel : ".", op, is_dir, &wm, pol, &d, rows, n)
+		: why_print_text(&p, project, rel, &wm, pol, &d, rows, n);
 	free(wm.mode);
 	pw_log_rows_free(rows, n);
 	if (r < 0) {

@@ -25,28 +25,27 @@
 
 /* ---- One audit row. ---- */
 
+/* The string fields of a row, named alike in the store's row (pw_audit_row) and ours: the
+ * one list that a copy duplicates and pw_log_row_done frees. */
+#define LOG_ROW_STRINGS(X)                                                                         \
+	X(project)                                                                                 \
+	X(mountpoint)                                                                              \
+	X(mode)                                                                                    \
+	X(op) X(path) X(path2) X(reason) X(rule_kind) X(rule_pattern) X(rule_file) X(comm) X(thread)
+
 void pw_log_row_done(log_row *r)
 {
-	char **strs[] = {&r->project,	   &r->mountpoint, &r->mode,   &r->op,
-			 &r->path,	   &r->path2,	   &r->reason, &r->rule_kind,
-			 &r->rule_pattern, &r->rule_file,  &r->comm,   &r->thread};
-	for (size_t i = 0; i < ELEMENTSOF(strs); i++)
-		free(*strs[i]);
+#define FREE_FIELD(f) free(r->f);
+	LOG_ROW_STRINGS(FREE_FIELD)
+#undef FREE_FIELD
 	*r = (log_row){0};
-}
-
-static int dup_str(const char *s, char **ret)
-{
-	*ret = NULL;
-	if (!s)
-		return 0;
-	*ret = strdup(s);
-	return *ret ? 0 : -ENOMEM;
 }
 
 /* A copy of the store's row A that outlives the query's callback. */
 int pw_log_row_copy(const pw_audit_row *a, log_row *r)
 {
+	bool short_of_memory = false;
+
 	*r = (log_row){
 	    .id = a->id,
 	    .time_ns = a->time_ns,
@@ -59,28 +58,14 @@ int pw_log_row_copy(const pw_audit_row *a, log_row *r)
 	    .first_ns = a->first_ns,
 	    .last_ns = a->last_ns,
 	};
-	const struct {
-		const char *src;
-		char **dst;
-	} strs[] = {
-	    {a->project, &r->project},
-	    {a->mountpoint, &r->mountpoint},
-	    {a->mode, &r->mode},
-	    {a->op, &r->op},
-	    {a->path, &r->path},
-	    {a->path2, &r->path2},
-	    {a->reason, &r->reason},
-	    {a->rule_kind, &r->rule_kind},
-	    {a->rule_pattern, &r->rule_pattern},
-	    {a->rule_file, &r->rule_file},
-	    {a->comm, &r->comm},
-	    {a->thread, &r->thread},
-	};
-	for (size_t i = 0; i < ELEMENTSOF(strs); i++) {
-		if (dup_str(strs[i].src, strs[i].dst) < 0) {
-			pw_log_row_done(r);
-			return -ENOMEM;
-		}
+#define COPY_FIELD(f)                                                                              \
+	r->f = pw_dup_or_null(a->f);                                                               \
+	short_of_memory |= a->f && !r->f;
+	LOG_ROW_STRINGS(COPY_FIELD)
+#undef COPY_FIELD
+	if (short_of_memory) {
+		pw_log_row_done(r);
+		return -ENOMEM;
 	}
 	return 0;
 }

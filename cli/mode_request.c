@@ -28,18 +28,24 @@ static int connect_view(const char *cmd, const char *mount, unsigned timeout_ms,
 
 	if (r == 0)
 		r = pw_ctl_connect(sock, timeout_ms, ret);
-	if (r == -ENOENT) {
-		pw_err(cmd,
-		       "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
-		       "--mount PATH)",
-		       mount ? mount : "the current directory");
-		return PW_EXIT_NO_VIEW;
-	}
-	if (r < 0) {
-		pw_err(cmd, "the view's daemon does not answer: %s", strerror(-r));
-		return PW_EXIT_NO_VIEW;
-	}
-	return PW_EXIT_OK;
+	return r < 0 ? pw_cli_no_view(cmd, mount, r) : PW_EXIT_OK;
+}
+
+int pw_mode_wait_shown(pw_ctl_conn *c, const char *cmd, const char *why, int wait_ms, json_t **res,
+		       int *ret_code, char **ret_message)
+{
+	if (!json_is_true(json_object_get(*res, "shown")))
+		return 0;
+	/* The person sees the question on run's terminal: wait for the answer. */
+	json_t *id = json_incref(json_object_get(*res, "id"));
+	fprintf(stderr,
+		"piworkfs: %s: %s: asked them on the terminal of piworkfs run; waiting...\n", cmd,
+		why);
+	json_decref(*res);
+	*res = NULL;
+	return pw_ctl_call(c, "mode.request.wait",
+			   json_pack("{s:o,s:i}", "id", id, "wait_ms", wait_ms), res, ret_code,
+			   ret_message);
 }
 
 char *pw_mode_view_option(const char *mount, const char *run)
@@ -99,19 +105,9 @@ int pw_mode_ask(const char *cmd, const char *mount, const char *name, const char
 		reason = why;
 	r = pw_ctl_call(c, "mode.request", json_pack("{s:s,s:s?}", "mode", name, "reason", reason),
 			&res, &code, &message);
-	if (r == 0 && json_is_true(json_object_get(res, "shown"))) {
-		/* The person sees the question on run's terminal: wait for the answer. */
-		json_t *id = json_incref(json_object_get(res, "id"));
-		fprintf(stderr,
-			"piworkfs: %s: a looser mode needs the person's consent: asked them on the "
-			"terminal of piworkfs run; waiting...\n",
-			cmd);
-		json_decref(res);
-		res = NULL;
-		r = pw_ctl_call(c, "mode.request.wait",
-				json_pack("{s:o,s:i}", "id", id, "wait_ms", WAIT_MS), &res, &code,
-				&message);
-	}
+	if (r == 0)
+		r = pw_mode_wait_shown(c, cmd, "a looser mode needs the person's consent", WAIT_MS,
+				       &res, &code, &message);
 	pw_ctl_close(c);
 	if (r < 0) {
 		pw_err(cmd, "%s", refusal ? refusal : "refused");
@@ -280,35 +276,32 @@ void pw_mode_show_pending(const char *mount, const char *view_option)
 	if (pw_ctl_call_at(mount, "mode.request.list", NULL, &res, NULL, NULL) < 0)
 		return; /* inside the agent, or an older daemon: nothing to show */
 	p = json_object_get(res, "pending");
-	if (json_is_object(p) && json_string_value(json_object_get(p, "plan"))) {
-		long long left = (json_integer_value(json_object_get(p, "expires_ns")) -
-				  pw_clock_ns(CLOCK_REALTIME)) /
-				 1000000000;
-		long long id = json_integer_value(json_object_get(p, "id"));
-		bool typed = json_is_true(json_object_get(p, "needs_target"));
+	if (!json_is_object(p)) {
+		json_decref(res);
+		return;
+	}
+	long long left =
+	    (json_integer_value(json_object_get(p, "expires_ns")) - pw_clock_ns(CLOCK_REALTIME)) /
+	    1000000000;
+	long long id = json_integer_value(json_object_get(p, "id"));
+	/* A request only `--approve ID TARGET` allows: the person types the target. */
+	bool typed = json_is_true(json_object_get(p, "needs_target"));
+	const char *plan = json_string_value(json_object_get(p, "plan"));
+	const char *reason = json_string_value(json_object_get(p, "reason"));
+	if (plan)
 		printf(
 		    "pending request %lld: the agent asks you to approve plan %s (\"%s\"), %llds "
 		    "left\n  read it: piworkfs plan show %s%s\n  answer: piworkfs mode "
 		    "--approve %lld%s%s   or   piworkfs mode --deny%s\n",
-		    id, json_string_value(json_object_get(p, "plan")),
-		    json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0,
-		    json_string_value(json_object_get(p, "plan")), m ? m : "", id, w,
+		    id, plan, reason, left > 0 ? left : 0, plan, m ? m : "", id, w,
 		    typed ? " PLAN (the plan's name, typed)" : "", w);
-	} else if (json_is_object(p)) {
-		long long left = (json_integer_value(json_object_get(p, "expires_ns")) -
-				  pw_clock_ns(CLOCK_REALTIME)) /
-				 1000000000;
-		long long id = json_integer_value(json_object_get(p, "id"));
-		/* A request only `--approve ID MODE` allows: the person types the target. */
-		bool typed = json_is_true(json_object_get(p, "needs_target"));
+	else
 		printf(
 		    "pending request %lld: the agent asks to switch %s \xe2\x86\x92 %s (\"%s\"), "
 		    "%llds left\n  answer: piworkfs mode --approve %lld%s%s   or   piworkfs mode "
 		    "--deny%s\n",
 		    id, json_string_value(json_object_get(p, "from")),
-		    json_string_value(json_object_get(p, "to")),
-		    json_string_value(json_object_get(p, "reason")), left > 0 ? left : 0, id, w,
+		    json_string_value(json_object_get(p, "to")), reason, left > 0 ? left : 0, id, w,
 		    typed ? " MODE (the mode it asks for, typed)" : "", w);
-	}
 	json_decref(res);
 }

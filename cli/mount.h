@@ -15,9 +15,6 @@
 
 /* ---- mount_options.c ---- */
 
-/* Is NAME one of the comma-separated options in OPTS? */
-bool pw_mount_has_flag(const char *opts, const char *name);
-
 /* A number WHAT names, from S: 0 with *ret, or -EINVAL after saying why. */
 int pw_mount_parse_number(const char *what, const char *s, double *ret);
 
@@ -26,6 +23,11 @@ int pw_mount_parse_size(const char *what, const char *s, unsigned long long *ret
 
 /* An age: seconds, or with a suffix s, m, h, d, w (14d). Greater than zero. */
 int pw_mount_parse_age(const char *what, const char *s, long long *ret);
+
+/* The view's option ID (options.h) when its value is a number, a size or an age
+ * (--timeout, --originals-*): reads VALUE into O. Returns an exit status (PW_EXIT_USAGE after
+ * saying why), or PW_EXIT_GO_ON when ID is not one of them. */
+int pw_mount_number_option(pw_daemon_opts *o, int id, const char *value);
 
 /*
  * Splits -o OPTS (modified in place: O keeps pointers into it) into the view's own options,

@@ -35,16 +35,6 @@
 #include "policy.h"
 #include "project.h"
 
-/* Is NAME one of the comma-separated options in OPTS? */
-bool pw_mount_has_flag(const char *opts, const char *name)
-{
-	size_t n = strlen(name);
-	for (const char *p = opts; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-		if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
-			return true;
-	return false;
-}
-
 /* Removes "nonempty" from the -o list (the check is ours), noting whether it was there. */
 char *pw_mount_strip_nonempty(const char *opts, bool *ret_nonempty, bool *ret_allow_other)
 {
@@ -205,6 +195,64 @@ static bool in_table(const char *const *table, const char *name)
 	return false;
 }
 
+/* The view's options whose value is a number, a size or an age, as the command line
+ * (--originals-max-file) and -o (originals_max_file; NULL: not taken there) name them, and
+ * the field of pw_daemon_opts each sets. */
+typedef enum { VALUE_NUMBER, VALUE_SIZE, VALUE_AGE } value_kind;
+
+static const struct number_option {
+	int id; /* options.h */
+	const char *flag, *name;
+	value_kind kind;
+	size_t off;
+} number_options[] = {
+    {PW_OPT_TIMEOUT, "--timeout", "timeout", VALUE_NUMBER, offsetof(pw_daemon_opts, cache_timeout)},
+    {PW_OPT_ORIGINALS_KEEP, "--originals-keep", "originals_keep", VALUE_AGE,
+     offsetof(pw_daemon_opts, originals_keep_s)},
+    {PW_OPT_ORIGINALS_MAX_FILE, "--originals-max-file", "originals_max_file", VALUE_SIZE,
+     offsetof(pw_daemon_opts, originals_max_file)},
+    {PW_OPT_ORIGINALS_MAX_TOTAL, "--originals-max-total", "originals_max_total", VALUE_SIZE,
+     offsetof(pw_daemon_opts, originals_max_total)},
+    {PW_OPT_ORIGINALS_MIN_FREE, "--originals-min-free", NULL, VALUE_SIZE,
+     offsetof(pw_daemon_opts, originals_min_free)},
+};
+
+/* Reads VALUE of V into its field of O, WHAT naming it in an error; with KEEP, a value set
+ * already stays. Returns an exit status. */
+static int read_number(const struct number_option *v, pw_daemon_opts *o, const char *what,
+		       const char *value, bool keep)
+{
+	void *field = (char *)o + v->off;
+	int r;
+
+	switch (v->kind) {
+	case VALUE_NUMBER:
+		if (keep && *(double *)field)
+			return PW_EXIT_OK;
+		r = pw_mount_parse_number(what, value, field);
+		break;
+	case VALUE_SIZE:
+		if (keep && *(unsigned long long *)field)
+			return PW_EXIT_OK;
+		r = pw_mount_parse_size(what, value, field);
+		break;
+	default:
+		if (keep && *(long long *)field)
+			return PW_EXIT_OK;
+		r = pw_mount_parse_age(what, value, field);
+	}
+	return r < 0 ? PW_EXIT_USAGE : PW_EXIT_OK;
+}
+
+int pw_mount_number_option(pw_daemon_opts *o, int id, const char *value)
+{
+	for (size_t i = 0; i < ELEMENTSOF(number_options); i++)
+		if (number_options[i].id == id)
+			return read_number(&number_options[i], o, number_options[i].flag, value,
+					   false);
+	return PW_EXIT_GO_ON;
+}
+
 /* Applies one view option NAME[=VALUE] (NAME with '_') to O, unless the command line set
  * it already (an explicit option wins over -o). Returns an exit status. */
 static int apply_view_option(const char *name, const char *value, pw_daemon_opts *o)
@@ -212,6 +260,9 @@ static int apply_view_option(const char *name, const char *value, pw_daemon_opts
 	char what[80];
 
 	snprintf(what, sizeof(what), "-o %s", name);
+	for (size_t i = 0; i < ELEMENTSOF(number_options); i++)
+		if (number_options[i].name && streq(name, number_options[i].name))
+			return read_number(&number_options[i], o, what, value, true);
 	if (streq(name, "mode"))
 		o->mode = o->mode ? o->mode : value;
 	else if (streq(name, "socket_dir"))
@@ -220,26 +271,6 @@ static int apply_view_option(const char *name, const char *value, pw_daemon_opts
 		o->agent_socket = o->agent_socket ? o->agent_socket : value;
 	else if (streq(name, "state_db"))
 		o->state_db = o->state_db ? o->state_db : value;
-	else if (streq(name, "timeout"))
-		return !o->cache_timeout &&
-			       pw_mount_parse_number(what, value, &o->cache_timeout) < 0
-			   ? PW_EXIT_USAGE
-			   : PW_EXIT_OK;
-	else if (streq(name, "originals_keep"))
-		return !o->originals_keep_s &&
-			       pw_mount_parse_age(what, value, &o->originals_keep_s) < 0
-			   ? PW_EXIT_USAGE
-			   : PW_EXIT_OK;
-	else if (streq(name, "originals_max_file"))
-		return !o->originals_max_file &&
-			       pw_mount_parse_size(what, value, &o->originals_max_file) < 0
-			   ? PW_EXIT_USAGE
-			   : PW_EXIT_OK;
-	else if (streq(name, "originals_max_total"))
-		return !o->originals_max_total &&
-			       pw_mount_parse_size(what, value, &o->originals_max_total) < 0
-			   ? PW_EXIT_USAGE
-			   : PW_EXIT_OK;
 	else if (streq(name, "no_watch"))
 		o->no_watch = true;
 	else if (streq(name, "no_audit"))

@@ -51,6 +51,13 @@
 		NULL, 0, NULL, 0, PW_COMPLETE_NONE, NULL                                           \
 	}
 
+/* The groups of options that several tables share, in the order --help lists them: the
+ * project named by -C DIR or by -M PATH (a view); --json and -h, which end most tables; -M
+ * PATH, the view a command talks to, before them. */
+#define OPT_PROJECT_OR_VIEW OPT_PROJECT, OPT_VIEW
+#define OPT_TAIL OPT_JSON, OPT_HELP, OPT_END
+#define OPT_ASK_VIEW OPT_MOUNT, OPT_TAIL
+
 static const pw_option mount_opts[] = {
     OPT_MODE("start in MODE"),
     {"foreground", 'f', NULL, 'f', PW_COMPLETE_NONE, "stay in the foreground"},
@@ -79,16 +86,12 @@ static const pw_option mount_opts[] = {
      "serve descriptor N, a /dev/fuse mounted by another process"},
     {"only", 0, "GLOB", PW_OPT_ONLY, PW_COMPLETE_NONE, "a lane: write only GLOB (repeatable)"},
     {"run", 0, "ID", PW_OPT_RUN, PW_COMPLETE_NONE, "the own view of run ID (piworkfs run)"},
-    OPT_JSON,
-    OPT_HELP,
-    OPT_END,
+    OPT_TAIL,
 };
 
 static const pw_option umount_opts[] = {
     {"lazy", 'z', NULL, 'z', PW_COMPLETE_NONE, "detach now, clean up when no longer busy"},
-    OPT_JSON,
-    OPT_HELP,
-    OPT_END,
+    OPT_TAIL,
 };
 
 static const pw_option mode_opts[] = {
@@ -97,70 +100,49 @@ static const pw_option mode_opts[] = {
     {"deny", 0, NULL, PW_OPT_DENY, PW_COMPLETE_NONE, "refuse the agent's pending request"},
     {"reason", 0, "TEXT", PW_OPT_REASON, PW_COMPLETE_NONE, "inside the agent: why it asks"},
     {"run", 0, "ID", PW_OPT_RUN, PW_COMPLETE_NONE, "the view of run ID (piworkfs status)"},
-    OPT_MOUNT,
-    OPT_JSON,
-    OPT_HELP,
-    OPT_END,
+    OPT_ASK_VIEW,
 };
 
 static const pw_option status_opts[] = {
     {"all", 'a', NULL, 'a', PW_COMPLETE_NONE, "also other users' views"},
-    OPT_MOUNT,
-    OPT_JSON,
-    OPT_HELP,
-    OPT_END,
+    OPT_ASK_VIEW,
 };
 
 static const pw_option modes_opts[] = {
-    OPT_PROJECT,
-    OPT_VIEW,
+    OPT_PROJECT_OR_VIEW,
     {"check", 0, NULL, PW_OPT_CHECK, PW_COMPLETE_NONE, "check every mode file, like nginx -t"},
-    OPT_JSON,
-    OPT_HELP,
-    OPT_END,
+    OPT_TAIL,
 };
 
 static const pw_option allowed_opts[] = {
     OPT_MODE("the mode to show"),
-    OPT_PROJECT,
-    OPT_VIEW,
+    OPT_PROJECT_OR_VIEW,
     {"files", 0, NULL, PW_OPT_FILES, PW_COMPLETE_NONE, "list the writable files"},
     {"tree", 0, NULL, PW_OPT_TREE, PW_COMPLETE_NONE, "the project's tree with each verdict"},
     {"why", 0, NULL, PW_OPT_WHY, PW_COMPLETE_NONE, "with --tree: the deciding rule"},
-    OPT_JSON,
-    OPT_HELP,
-    OPT_END,
+    OPT_TAIL,
 };
 
 static const pw_option check_opts[] = {
     OPT_MODE("the mode to ask"),
-    OPT_PROJECT,
-    OPT_VIEW,
+    OPT_PROJECT_OR_VIEW,
     {"write", 'w', NULL, 'w', PW_COMPLETE_NONE, "ask about writing (the default)"},
     {"read", 'r', NULL, 'r', PW_COMPLETE_NONE, "ask about reading"},
-    OPT_JSON,
-    OPT_HELP,
-    OPT_END,
+    OPT_TAIL,
 };
 
 static const pw_option why_opts[] = {
     OPT_MODE("judge under MODE"),
-    OPT_PROJECT,
-    OPT_VIEW,
+    OPT_PROJECT_OR_VIEW,
     {"lines", 'n', "N", 'n', PW_COMPLETE_NONE, "how many past denials"},
-    OPT_JSON,
-    OPT_HELP,
-    OPT_END,
+    OPT_TAIL,
 };
 
 static const pw_option check_bash_opts[] = {
     OPT_MODE("the mode to ask"),
-    OPT_PROJECT,
-    OPT_VIEW,
+    OPT_PROJECT_OR_VIEW,
     {"cwd", 0, "DIR", PW_OPT_CWD, PW_COMPLETE_DIR, "the directory the command runs in"},
-    OPT_JSON,
-    OPT_HELP,
-    OPT_END,
+    OPT_TAIL,
 };
 
 static const pw_option log_opts[] = {
@@ -170,8 +152,7 @@ static const pw_option log_opts[] = {
     {"path", 0, "GLOB", PW_OPT_PATH, PW_COMPLETE_FILE, "only events on paths matching GLOB"},
     {"pid", 0, "PID", PW_OPT_PID, PW_COMPLETE_NONE, "only events of process PID"},
     {"since", 's', "TIME", 's', PW_COMPLETE_NONE, "only events at or after TIME"},
-    OPT_PROJECT,
-    OPT_VIEW,
+    OPT_PROJECT_OR_VIEW,
     {"all", 'a', NULL, 'a', PW_COMPLETE_NONE, "events of every project"},
     {"follow", 0, NULL, PW_OPT_FOLLOW, PW_COMPLETE_NONE, "keep printing new events"},
     {"switches", 0, NULL, PW_OPT_SWITCHES, PW_COMPLETE_NONE, "only mode switches"},
@@ -185,9 +166,7 @@ static const pw_option trust_opts[] = {
     {"revoke", 0, NULL, PW_OPT_REVOKE, PW_COMPLETE_NONE, "withdraw trust"},
     {"list", 'l', NULL, 'l', PW_COMPLETE_NONE, "list the trusted projects"},
     OPT_VIEW,
-    OPT_JSON,
-    OPT_HELP,
-    OPT_END,
+    OPT_TAIL,
 };
 
 static const pw_option run_opts[] = {
@@ -218,10 +197,7 @@ static const pw_option plan_opts[] = {
     {"note", 0, "TEXT", PW_OPT_NOTE, PW_COMPLETE_NONE, "done: a note kept with the task"},
     {"plan", 0, "NAME", PW_OPT_PLAN, PW_COMPLETE_PLAN_NAME,
      "done: the plan (default: the active one)"},
-    OPT_MOUNT,
-    OPT_JSON,
-    OPT_HELP,
-    OPT_END,
+    OPT_ASK_VIEW,
 };
 
 /* changes, diff, undo, checkpoint parse their own options (cli/cmd_changes.c); these
@@ -242,10 +218,7 @@ static const pw_option changes_opts[] = {
     OPT_MODE("only changes made in MODE"),
     {"prune", 0, NULL, PW_OPT_PRUNE, PW_COMPLETE_NONE, "apply the retention now"},
     {"plan", 0, "NAME", PW_OPT_PLAN, PW_COMPLETE_PLAN_NAME, "what each task of plan NAME changed"},
-    OPT_MOUNT,
-    OPT_JSON,
-    OPT_HELP,
-    OPT_END,
+    OPT_ASK_VIEW,
 };
 
 static const pw_option diff_opts[] = {
@@ -256,10 +229,7 @@ static const pw_option diff_opts[] = {
     {"name-status", 0, NULL, PW_OPT_NAME_STATUS, PW_COMPLETE_NONE, "A, D, M or R per file"},
     {"color", 0, "WHEN", PW_OPT_COLOR, PW_COMPLETE_NONE, "always, never or auto"},
     {"no-pager", 0, NULL, PW_OPT_NO_PAGER, PW_COMPLETE_NONE, "never page"},
-    OPT_MOUNT,
-    OPT_JSON,
-    OPT_HELP,
-    OPT_END,
+    OPT_ASK_VIEW,
 };
 
 static const pw_option undo_opts[] = {
@@ -269,26 +239,17 @@ static const pw_option undo_opts[] = {
     /* No -n: it is log's --lines, and a letter means one thing everywhere. */
     {"dry-run", 0, NULL, 'n', PW_COMPLETE_NONE, "say what would be done"},
     {"force", 0, NULL, PW_OPT_FORCE, PW_COMPLETE_NONE, "also what changed outside the view"},
-    OPT_MOUNT,
-    OPT_JSON,
-    OPT_HELP,
-    OPT_END,
+    OPT_ASK_VIEW,
 };
 
 static const pw_option redo_opts[] = {
     {"dry-run", 0, NULL, 'n', PW_COMPLETE_NONE, "say what would be done"},
     {"force", 0, NULL, PW_OPT_FORCE, PW_COMPLETE_NONE, "also what changed outside the view"},
-    OPT_MOUNT,
-    OPT_JSON,
-    OPT_HELP,
-    OPT_END,
+    OPT_ASK_VIEW,
 };
 
 static const pw_option checkpoint_opts[] = {
-    OPT_MOUNT,
-    OPT_JSON,
-    OPT_HELP,
-    OPT_END,
+    OPT_ASK_VIEW,
 };
 
 static const pw_command_spec specs[] = {
@@ -576,19 +537,63 @@ int pw_opts_next(pw_opts *o)
 	return 0;
 }
 
-bool pw_opts_common(const pw_opts *po, int c, pw_common_opts *cm)
+/* Stores option C when CM or BINDS take it. Returns whether they do. */
+static bool store_bound(const pw_opts *po, int c, pw_common_opts *cm, const pw_opt_bind *binds)
 {
-	switch (c) {
-	case 'm':
-		cm->mode = po->arg;
+	const pw_opt_bind common[] = {{'m', .arg = cm ? &cm->mode : NULL},
+				      {'C', .arg = cm ? &cm->project : NULL},
+				      {PW_OPT_JSON, .flag = cm ? &cm->json : NULL},
+				      {0}};
+
+	if (cm && store_bound(po, c, NULL, common))
 		return true;
-	case 'C':
-		cm->project = po->arg;
+	for (const pw_opt_bind *b = binds; b && b->id; b++) {
+		if (b->id != c)
+			continue;
+		if (b->flag)
+			*b->flag = true;
+		if (b->arg)
+			*b->arg = po->arg;
 		return true;
-	case PW_OPT_JSON:
-		cm->json = true;
-		return true;
-	default:
-		return false;
 	}
+	return false;
+}
+
+int pw_opts_parse(pw_opts *po, const char *cmd, int argc, char **argv, const pw_opts_use *use)
+{
+	int c, r;
+
+	if (pw_opts_init(po, cmd, argc, argv) < 0)
+		return PW_EXIT_SYSTEM;
+	while ((c = pw_opts_next(po)) > 0) {
+		if (c == 'h' && use->usage)
+			return pw_usage(cmd, use->usage, false);
+		if (store_bound(po, c, use->common, use->binds) || !use->fn)
+			continue;
+		r = use->fn(po, c, use->data);
+		if (r != PW_EXIT_OK)
+			return r;
+	}
+	if (c < 0)
+		return PW_EXIT_USAGE;
+	return use->no_operands ? pw_opts_operands_at_most(po, 0) : PW_EXIT_GO_ON;
+}
+
+int pw_opts_operands_at_most(const pw_opts *po, int max)
+{
+	if (po->n_operands <= max)
+		return PW_EXIT_GO_ON;
+	pw_err(po->spec->name, "unexpected argument '%s' (see 'piworkfs %s --help')",
+	       po->operands[max], po->spec->name);
+	return PW_EXIT_USAGE;
+}
+
+int pw_opts_push(const pw_opts *po, const char **v, size_t *n, size_t max, const char *what)
+{
+	if (*n == max) {
+		pw_err(po->spec->name, "at most %zu %s", max, what);
+		return PW_EXIT_USAGE;
+	}
+	v[(*n)++] = po->arg;
+	return PW_EXIT_OK;
 }

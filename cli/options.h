@@ -148,16 +148,54 @@ void pw_opts_done(pw_opts *o);
  * failure is then answered on stdout as {"error": ...} too. */
 int pw_opts_next(pw_opts *o);
 
-/* The options several commands read alike, read once for all: -m MODE, -C DIR (and -M PATH,
- * which the parser hands on as -C), --json. */
+/* One of a command's options that pw_opts_parse() stores itself: a flag sets *FLAG, an
+ * option with an argument stores it in *ARG (the last one given wins). */
+typedef struct pw_opt_bind {
+	int id; /* the option's id, as pw_opts_next() returns it */
+	bool *flag;
+	const char **arg;
+} pw_opt_bind;
+
+/* A command's handler of its other options: option C, its argument in PO->arg, DATA the
+ * command's. Returns PW_EXIT_OK to go on, else the exit status that ends the parse (after
+ * saying why on stderr). */
+typedef int pw_opt_fn(const pw_opts *po, int c, void *data);
+
+/* The options several commands read alike: -m MODE, -C DIR (and -M PATH, which the parser
+ * hands on as -C), --json. */
 typedef struct pw_common_opts {
 	const char *mode, *project;
 	bool json;
 } pw_common_opts;
 
-/* Reads option C (pw_opts_next's last, its argument in PO) into CM when it is one of those:
- * true; false for one of the command's own. */
-bool pw_opts_common(const pw_opts *po, int c, pw_common_opts *cm);
+/* How pw_opts_parse() reads a command's options. */
+typedef struct pw_opts_use {
+	const char *usage;	  /* what -h prints (NULL: the command has no -h) */
+	pw_common_opts *common;	  /* where -m, -C and --json go (NULL: bound, or not taken) */
+	const pw_opt_bind *binds; /* the options stored as they are, ended by id 0; NULL: none */
+	pw_opt_fn *fn;		  /* the others (NULL: none) */
+	void *data;		  /* FN's */
+	bool no_operands;	  /* the command takes none: one is a usage error */
+} pw_opts_use;
+
+/*
+ * The one loop over a command line: pw_opts_init(PO, CMD, ARGC, ARGV), then every option:
+ * -h prints USE->usage and ends the parse with 0, an option USE->common or USE->binds takes
+ * is stored, any other goes to USE->fn; then, with USE->no_operands, an operand is an error.
+ * Returns PW_EXIT_GO_ON (the operands are then in PO->operands), or the exit status to end with:
+ * PW_EXIT_USAGE after a bad option (said on stderr), PW_EXIT_SYSTEM when out of memory, or
+ * USE->fn's.
+ */
+int pw_opts_parse(pw_opts *po, const char *cmd, int argc, char **argv, const pw_opts_use *use);
+
+/* A repeatable option's argument (pw_opts_next's last, in PO->arg) appended to the *N strings
+ * of V, which holds at most MAX: PW_EXIT_OK; one too many says "at most MAX WHAT" (WHAT:
+ * "--only globs") on stderr and returns PW_EXIT_USAGE. */
+int pw_opts_push(const pw_opts *po, const char **v, size_t *n, size_t max, const char *what);
+
+/* At most MAX operands: PW_EXIT_GO_ON; else says "unexpected argument" about the first one
+ * too many, on stderr, and returns PW_EXIT_USAGE. */
+int pw_opts_operands_at_most(const pw_opts *po, int max);
 
 static inline void pw_opts_donep(pw_opts *o)
 {

@@ -124,12 +124,17 @@ int pw_usage(const char *cmd, const char *usage, bool to_stderr)
 
 char *pw_shell_word(const char *s)
 {
-	size_t n = 3;
-	char *q, *o;
-
 	if (s[0] && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 			      "/._+-=:,@%") == strlen(s))
 		return strdup(s);
+	return pw_shell_quote(s);
+}
+
+char *pw_shell_quote(const char *s)
+{
+	size_t n = 3;
+	char *q, *o;
+
 	for (const char *p = s; *p; p++)
 		n += *p == '\'' ? 4 : 1;
 	q = o = malloc(n);
@@ -256,20 +261,23 @@ const char *pw_problem_word(const char *formatted)
 	return formatted && strstr(formatted, ": error: ") ? "error" : "warning";
 }
 
-int pw_cli_call_failed(const char *cmd, const char *mount, int r, int code, const char *message,
-		       const pw_rpc_exit *map, size_t n, int other)
+int pw_cli_no_view(const char *cmd, const char *mount, int r)
 {
-	if (r == -ENOENT) {
+	if (r == -ENOENT)
 		pw_err(cmd,
 		       "%s is not inside a live piworkfs view (see 'piworkfs status', or use "
 		       "--mount PATH)",
 		       mount ? mount : "the current directory");
-		return PW_EXIT_NO_VIEW;
-	}
-	if (r == -ECONNREFUSED || r == -ECONNRESET || r == -ETIMEDOUT) {
+	else
 		pw_err(cmd, "the view's daemon does not answer: %s", strerror(-r));
-		return PW_EXIT_NO_VIEW;
-	}
+	return PW_EXIT_NO_VIEW;
+}
+
+int pw_cli_call_failed(const char *cmd, const char *mount, int r, int code, const char *message,
+		       const pw_rpc_exit *map, size_t n, int other)
+{
+	if (r == -ENOENT || r == -ECONNREFUSED || r == -ECONNRESET || r == -ETIMEDOUT)
+		return pw_cli_no_view(cmd, mount, r);
 	if (r == -EREMOTE) {
 		pw_err(cmd, "%s", message ? message : "the daemon refused");
 		for (size_t i = 0; i < n; i++)

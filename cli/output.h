@@ -68,10 +68,19 @@ size_t pw_output_width(void);
  * is when it holds only characters no shell reads specially, else in single quotes.
  * Malloc'd, NULL when out of memory. */
 char *pw_shell_word(const char *s);
+/* S in single quotes, always (a ' as '\''). Malloc'd, NULL when out of memory. */
+char *pw_shell_quote(const char *s);
 
 /* "error" or "warning": the word a problem formatted as FILE:LINE:COL: SEVERITY: ...
  * (pw_warning_format) is listed under. */
 const char *pw_problem_word(const char *formatted);
+
+/* The string at KEY of the JSON object O, or NULL (no such key, not a string, O not an
+ * object). */
+static inline const char *pw_json_str(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
 
 /* Dumps J to stdout (indented, key order preserved) followed by a newline, and releases
  * it. Returns 0 or -EIO/-ENOMEM; J == NULL counts as -ENOMEM. */
@@ -105,6 +114,11 @@ static inline void pw_json_decrefp(json_t **j)
 typedef struct pw_rpc_exit {
 	int code, exit;
 } pw_rpc_exit;
+
+/* The message and exit status of the view at MOUNT (NULL: the current directory's) that
+ * cannot be reached, R from finding or connecting to it: no view there (-ENOENT), else a
+ * daemon that does not answer. Returns PW_EXIT_NO_VIEW. */
+int pw_cli_no_view(const char *cmd, const char *mount, int r);
 
 /*
  * The one message and exit status of a call to the view at MOUNT (NULL: the current

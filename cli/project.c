@@ -79,20 +79,12 @@ static char *global_config_dir(void)
 static int view_around(const char *dir, char **ret_mp, char **ret_backing)
 {
 	pw_ctl_mount *m = NULL;
-	size_t n = 0, best = SIZE_MAX, best_len = 0;
+	size_t n = 0, best;
 	int r = 0;
 
 	if (pw_ctl_list_mounts(&m, &n) < 0)
 		return 0;
-	for (size_t i = 0; i < n; i++) {
-		size_t len = strlen(m[i].mountpoint);
-		if (m[i].source && m[i].source[0] == '/' &&
-		    pw_path_beneath(dir, m[i].mountpoint) >= 0 &&
-		    (best == SIZE_MAX || len > best_len)) {
-			best = i;
-			best_len = len;
-		}
-	}
+	best = pw_ctl_mount_around(m, n, dir, true);
 	if (best != SIZE_MAX) {
 		*ret_mp = strdup(m[best].mountpoint);
 		*ret_backing = strdup(m[best].source);
@@ -175,6 +167,18 @@ void pw_cli_project_done(pw_cli_project *p)
 	free(p->bundled_dir);
 	free(p->global_dir);
 	*p = (pw_cli_project){0};
+}
+
+int pw_cli_project_open_or_say(const char *cmd, const char *project_opt, pw_cli_project *ret)
+{
+	const char *err = NULL;
+	int r = pw_cli_project_open(project_opt, ret, &err);
+
+	if (r < 0) {
+		pw_err(cmd, "%s: %s", project_opt ? project_opt : ".", err ? err : strerror(-r));
+		return PW_EXIT_CONFIG;
+	}
+	return PW_EXIT_OK;
 }
 
 /* Normalizes the absolute path ABS lexically into OUT ("/a/b"), without touching the
@@ -577,6 +581,21 @@ int pw_cli_get_policy(const char *cmd, const pw_cli_project *p, const char *mode
 	*ret_policy = pol;
 	*ret_ms = TAKE_PTR(ms);
 	return PW_EXIT_OK;
+}
+
+int pw_cli_judge_open(const char *cmd, const char *project_opt, const char *mode, pw_cli_judge *j)
+{
+	int r = pw_cli_project_open_or_say(cmd, project_opt, &j->p);
+
+	return r == PW_EXIT_OK ? pw_cli_get_policy(cmd, &j->p, mode, &j->ms, &j->policy) : r;
+}
+
+void pw_cli_judge_done(pw_cli_judge *j)
+{
+	pw_policy_unref(j->policy);
+	pw_modeset_free(j->ms);
+	pw_cli_project_done(&j->p);
+	*j = (pw_cli_judge){0};
 }
 
 /* The live view's mode for the offline commands: the socket client asked with P's paths

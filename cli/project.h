@@ -55,6 +55,10 @@ static inline const char *pw_cli_project_path(const pw_cli_project *p)
 int pw_cli_project_open(const char *project_opt, pw_cli_project *ret, const char **ret_err);
 void pw_cli_project_done(pw_cli_project *p);
 
+/* pw_cli_project_open() for command CMD, which says why it failed on stderr ("CMD: PROJECT:
+ * WHY", PROJECT "." for the current directory's). Returns PW_EXIT_OK or PW_EXIT_CONFIG. */
+int pw_cli_project_open_or_say(const char *cmd, const char *project_opt, pw_cli_project *ret);
+
 /*
  * Maps the user path ARG to a project-relative path in OUT (PW_PATH_MAX bytes; "" is the
  * root). *ret_trailing_slash tells whether ARG ended in '/' (it names a directory).
@@ -146,3 +150,23 @@ static inline void pw_cli_project_donep(pw_cli_project *p)
 	pw_cli_project_done(p);
 }
 #define _cleanup_project_ _cleanup_(pw_cli_project_donep)
+
+/* What the commands that judge paths under a mode (allowed, check, check-bash) judge with:
+ * the project, its modes as the files say, and the policy of the mode asked. */
+typedef struct pw_cli_judge {
+	pw_cli_project p;
+	pw_modeset *ms;
+	pw_policy *policy;
+} pw_cli_judge;
+
+/* Opens the project (PROJECT_OPT) and the policy of MODE into J, for command CMD, saying
+ * why not on stderr (pw_cli_project_open_or_say, pw_cli_get_policy). Returns an exit status;
+ * J is released by pw_cli_judge_done whatever it returns. */
+int pw_cli_judge_open(const char *cmd, const char *project_opt, const char *mode, pw_cli_judge *j);
+void pw_cli_judge_done(pw_cli_judge *j);
+
+static inline void pw_cli_judge_donep(pw_cli_judge *j)
+{
+	pw_cli_judge_done(j);
+}
+#define _cleanup_judge_ _cleanup_(pw_cli_judge_donep)

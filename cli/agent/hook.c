@@ -68,11 +68,6 @@
 #define TRANSCRIPT_TAIL (4 * 1024 * 1024) /* bytes of the transcript searched for the header */
 #define HEADER "# piworkfs mode: "
 
-static const char *jstr(json_t *o, const char *key)
-{
-	return json_string_value(json_object_get(o, key));
-}
-
 static json_t *read_event(void)
 {
 	size_t cap = 65536, len = 0;
@@ -169,9 +164,11 @@ static char *announced_mode(const char *transcript)
  * told another mode before, leads with the switch. */
 static char *full_text(json_t *st, const char *from)
 {
-	_cleanup_free_ char *sec = pw_text_system_section(jstr(st, "mode"), jstr(st, "body"));
+	_cleanup_free_ char *sec =
+	    pw_text_system_section(pw_json_str(st, "mode"), pw_json_str(st, "body"));
 	_cleanup_free_ char *ann = pw_text_announcement(json_object_get(st, "policy"), false);
-	_cleanup_free_ char *lead = from ? pw_text_session_switch(from, jstr(st, "mode")) : NULL;
+	_cleanup_free_ char *lead =
+	    from ? pw_text_session_switch(from, pw_json_str(st, "mode")) : NULL;
 	char *s = NULL;
 
 	if (!sec || !ann || (from && !lead))
@@ -198,11 +195,11 @@ static char *mode_text(const pw_agent_view *v, json_t *ev, bool start, bool per_
 	} else {
 		/* No header yet: SessionStart's text is not in the transcript before the first
 		 * prompt, and it carries the section already. */
-		told = announced_mode(jstr(ev, "transcript_path"));
+		told = announced_mode(pw_json_str(ev, "transcript_path"));
 		if (!told)
 			s = per_turn ? pw_text_announcement(json_object_get(st, "policy"), false)
 				     : NULL;
-		else if (!streq_ptr(told, jstr(st, "mode")))
+		else if (!streq_ptr(told, pw_json_str(st, "mode")))
 			s = full_text(st, told);
 		else if (per_turn)
 			s = pw_text_announcement(json_object_get(st, "policy"), false);
@@ -226,9 +223,9 @@ static bool is_shell_tool(const char *tool)
 
 static const char *tool_path(json_t *input)
 {
-	const char *p = jstr(input, "file_path");
+	const char *p = pw_json_str(input, "file_path");
 
-	return p ? p : jstr(input, "notebook_path");
+	return p ? p : pw_json_str(input, "notebook_path");
 }
 
 static char *joined(json_t *lines)
@@ -255,7 +252,7 @@ static const char *agent = "Claude Code";
 
 static void pre_tool_use(const pw_agent_view *v, json_t *ev, const char *cwd)
 {
-	const char *tool = jstr(ev, "tool_name");
+	const char *tool = pw_json_str(ev, "tool_name");
 	json_t *input = json_object_get(ev, "tool_input");
 
 	if (is_file_tool(tool) && tool_path(input)) {
@@ -266,9 +263,9 @@ static void pre_tool_use(const pw_agent_view *v, json_t *ev, const char *cwd)
 			deny(why);
 		json_decref(paths);
 		json_decref(lines);
-	} else if (is_shell_tool(tool) && jstr(input, "command")) {
+	} else if (is_shell_tool(tool) && pw_json_str(input, "command")) {
 		_cleanup_free_ char *why =
-		    pw_agent_bash_refusal(v, "/", cwd, jstr(input, "command"), agent, true);
+		    pw_agent_bash_refusal(v, "/", cwd, pw_json_str(input, "command"), agent, true);
 		if (why)
 			deny(why);
 	}
@@ -308,8 +305,8 @@ static void post_tool_use(const pw_agent_view *v, json_t *ev, const char *cwd, c
 	_cleanup_free_ char *text = NULL, *lines_text = NULL, *mode = NULL, *all = NULL;
 	json_t *paths = json_array(), *lines = NULL;
 
-	if (jstr(ev, "error"))
-		text = strdup(jstr(ev, "error"));
+	if (pw_json_str(ev, "error"))
+		text = strdup(pw_json_str(ev, "error"));
 	else if (gemini)
 		text = gemini_result_text(resp);
 	else if (json_is_string(resp))
@@ -325,7 +322,7 @@ static void post_tool_use(const pw_agent_view *v, json_t *ev, const char *cwd, c
 			lines_text = joined(lines);
 	}
 	mode = mode_text(v, ev, false, false); /* only after a switch */
-	if (!lines_text && is_file_tool(jstr(ev, "tool_name")) && tool_path(input))
+	if (!lines_text && is_file_tool(pw_json_str(ev, "tool_name")) && tool_path(input))
 		lines_text = pw_agent_overlap_note(v, cwd, tool_path(input));
 	if (mode && lines_text && asprintf(&all, "%s\n%s", mode, lines_text) < 0)
 		all = NULL;
@@ -338,7 +335,7 @@ static void post_tool_use(const pw_agent_view *v, json_t *ev, const char *cwd, c
 static int hook_claude(void)
 {
 	json_t *ev = read_event();
-	const char *event = jstr(ev, "hook_event_name");
+	const char *event = pw_json_str(ev, "hook_event_name");
 	_cleanup_free_ char *cwd = NULL, *text = NULL;
 	pw_agent_view v = {0};
 
@@ -346,7 +343,7 @@ static int hook_claude(void)
 		json_decref(ev);
 		return PW_EXIT_OK; /* not an event we understand: say nothing */
 	}
-	cwd = jstr(ev, "cwd") ? realpath(jstr(ev, "cwd"), NULL) : NULL;
+	cwd = pw_json_str(ev, "cwd") ? realpath(pw_json_str(ev, "cwd"), NULL) : NULL;
 	if (!cwd)
 		cwd = realpath(".", NULL);
 	if (!cwd || pw_agent_view_open(cwd, &v) < 0) {
@@ -372,15 +369,10 @@ static int hook_claude(void)
 int cmd_hook(int argc, char **argv)
 {
 	_cleanup_opts_ pw_opts po = {0};
-	int c;
+	int r = pw_opts_parse(&po, "hook", argc, argv, &(pw_opts_use){.usage = HOOK_USAGE});
 
-	if (pw_opts_init(&po, "hook", argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0)
-		if (c == 'h')
-			return pw_usage("hook", HOOK_USAGE, false);
-	if (c < 0)
-		return PW_EXIT_USAGE;
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (po.n_operands != 1 ||
 	    !(streq(po.operands[0], "claude") || streq(po.operands[0], "opencode") ||
 	      streq(po.operands[0], "gemini"))) {

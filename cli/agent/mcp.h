@@ -9,15 +9,12 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "proto.h"
 #include "util.h"
 
-/* JSON-RPC error codes of this server (the MCP specification uses the standard ones). */
+/* JSON-RPC error codes of this server: the standard ones, which the MCP specification uses,
+ * are proto.h's (PW_RPC_PARSE_ERROR ... PW_RPC_INTERNAL_ERROR); these are its own. */
 enum {
-	MCP_PARSE_ERROR = -32700,
-	MCP_INVALID_REQUEST = -32600,
-	MCP_METHOD_NOT_FOUND = -32601,
-	MCP_INVALID_PARAMS = -32602,
-	MCP_INTERNAL = -32603,
 	MCP_NO_VIEW = -32001,		 /* not in a live view, or its daemon does not answer */
 	MCP_RESOURCE_NOT_FOUND = -32002, /* as the specification has it */
 };

@@ -32,43 +32,44 @@ int pw_mcp_check_args(json_t *args, const arg_spec *spec, size_t n, mcp_error *e
 	json_t *v;
 
 	if (!json_is_object(args))
-		return pw_mcp_fail(e, MCP_INVALID_PARAMS, "arguments must be an object");
+		return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS, "arguments must be an object");
 	json_object_foreach(args, key, v)
 	{
 		size_t i;
 		for (i = 0; i < n && !streq(spec[i].name, key); i++)
 			;
 		if (i == n)
-			return pw_mcp_fail(e, MCP_INVALID_PARAMS, "unknown argument '%.64s'", key);
+			return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS, "unknown argument '%.64s'",
+					   key);
 		switch (spec[i].type) {
 		case ARG_STRING:
 			if (!json_is_string(v))
-				return pw_mcp_fail(e, MCP_INVALID_PARAMS, "'%s' must be a string",
-						   key);
+				return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS,
+						   "'%s' must be a string", key);
 			if (json_string_length(v) > PW_MCP_COMMAND_MAX)
-				return pw_mcp_fail(e, MCP_INVALID_PARAMS,
+				return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS,
 						   "'%s' is longer than %d bytes", key,
 						   PW_MCP_COMMAND_MAX);
 			if (strlen(json_string_value(v)) != json_string_length(v))
-				return pw_mcp_fail(e, MCP_INVALID_PARAMS, "'%s' holds a NUL byte",
-						   key);
+				return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS,
+						   "'%s' holds a NUL byte", key);
 			break;
 		case ARG_BOOL:
 			if (!json_is_boolean(v))
-				return pw_mcp_fail(e, MCP_INVALID_PARAMS, "'%s' must be a boolean",
-						   key);
+				return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS,
+						   "'%s' must be a boolean", key);
 			break;
 		case ARG_INT:
 			if (!json_is_integer(v))
-				return pw_mcp_fail(e, MCP_INVALID_PARAMS, "'%s' must be an integer",
-						   key);
+				return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS,
+						   "'%s' must be an integer", key);
 			break;
 		case ARG_STRINGS: {
 			size_t j;
 			json_t *s;
 			if (!json_is_array(v) || json_array_size(v) == 0 ||
 			    json_array_size(v) > 256)
-				return pw_mcp_fail(e, MCP_INVALID_PARAMS,
+				return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS,
 						   "'%s' must be an array of 1 to 256 strings",
 						   key);
 			json_array_foreach(
@@ -76,7 +77,7 @@ int pw_mcp_check_args(json_t *args, const arg_spec *spec, size_t n, mcp_error *e
 					 json_string_length(s) > PW_PATH_MAX ||
 					 strlen(json_string_value(s)) !=
 					     json_string_length(
-						 s)) return pw_mcp_fail(e, MCP_INVALID_PARAMS,
+						 s)) return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS,
 									"'%s'[%zu] must be a "
 									"path of 1 to %d bytes",
 									key, j, PW_PATH_MAX);
@@ -86,7 +87,7 @@ int pw_mcp_check_args(json_t *args, const arg_spec *spec, size_t n, mcp_error *e
 	}
 	for (size_t i = 0; i < n; i++)
 		if (spec[i].required && !json_object_get(args, spec[i].name))
-			return pw_mcp_fail(e, MCP_INVALID_PARAMS, "missing argument '%s'",
+			return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS, "missing argument '%s'",
 					   spec[i].name);
 	return 0;
 }

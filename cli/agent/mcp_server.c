@@ -83,11 +83,6 @@ typedef struct mcp {
 	char *asked_mode;
 } mcp;
 
-static const char *jstr(json_t *o, const char *key)
-{
-	return json_string_value(json_object_get(o, key));
-}
-
 /* ---- output ---------------------------------------------------------------------------- */
 
 /* One message on stdout, one line (jansson escapes newlines inside strings). A client gone
@@ -250,7 +245,7 @@ static size_t count_rules(json_t *policy, const char *kind)
 	json_t *r;
 
 	json_array_foreach(json_object_get(policy, "rules"), i, r) n +=
-	    streq_ptr(jstr(r, "kind"), kind);
+	    streq_ptr(pw_json_str(r, "kind"), kind);
 	return n;
 }
 
@@ -260,19 +255,10 @@ static void put_patterns(FILE *f, json_t *policy, const char *kind)
 	json_t *r;
 
 	json_array_foreach(json_object_get(policy, "rules"), i,
-			   r) if (streq_ptr(jstr(r, "kind"), kind))
-	    fprintf(f, "%s%s", n++ ? ", " : "", jstr(r, "pattern"));
+			   r) if (streq_ptr(pw_json_str(r, "kind"), kind))
+	    fprintf(f, "%s%s", n++ ? ", " : "", pw_json_str(r, "pattern"));
 	if (!n)
 		fputs("none", f);
-}
-
-/* The first steps of a tool that asks the view: ARGS checked against SPEC (N entries), and
- * the view found. Returns 0, or -EPROTO with E set. */
-static int tool_start(mcp *m, json_t *args, const arg_spec *spec, size_t n, mcp_error *e)
-{
-	int r = pw_mcp_check_args(args, spec, n, e);
-
-	return r < 0 ? r : need_view(m, e);
 }
 
 /* METHOD on the view for a tool, PARAMS taken: 0 with *ret_result; 1 when the daemon refused,
@@ -288,6 +274,22 @@ static int tool_call(mcp *m, unsigned timeout_ms, const char *method, json_t *pa
 	return r;
 }
 
+/* tool_call, then the answer's text opened in T: 0 with the result in *RET_RESULT; 1 when
+ * the daemon refused (its message in *RET); -errno in E. */
+static int tool_call_text(mcp *m, unsigned timeout_ms, const char *method, json_t *params,
+			  json_t **ret_result, text *t, json_t **ret, mcp_error *e)
+{
+	int r = tool_call(m, timeout_ms, method, params, ret_result, ret, e);
+
+	if (r)
+		return r < 0 ? r : 1;
+	if (!text_open(t)) {
+		json_decref(*ret_result);
+		return pw_mcp_fail(e, PW_RPC_INTERNAL_ERROR, "out of memory");
+	}
+	return 0;
+}
+
 static int tool_status(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 {
 	json_t *st = NULL, *pol;
@@ -295,21 +297,19 @@ static int tool_status(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	text t;
 	int r;
 
-	r = pw_mcp_check_args(args, NULL, 0, e);
-	if (r < 0)
-		return r;
 	r = call(m, 0, "mode.get", NULL, &st, e, NULL, NULL);
 	if (r)
-		return r < 0 ? r : pw_mcp_fail(e, MCP_INTERNAL, "the view refused mode.get");
+		return r < 0 ? r
+			     : pw_mcp_fail(e, PW_RPC_INTERNAL_ERROR, "the view refused mode.get");
 	pol = json_object_get(st, "policy");
 	ann = pw_text_announcement(pol, false);
 	w = pw_text_writable(pol);
 	if (!text_open(&t)) {
 		json_decref(st);
-		return pw_mcp_fail(e, MCP_INTERNAL, "out of memory");
+		return pw_mcp_fail(e, PW_RPC_INTERNAL_ERROR, "out of memory");
 	}
 	fprintf(t.f, "%s\n\nMode: %s (generation %lld)%s\nWritable: %s\nRead-only: everything else",
-		ann ? ann : "", jstr(st, "mode"),
+		ann ? ann : "", pw_json_str(st, "mode"),
 		(long long)json_integer_value(json_object_get(st, "generation")),
 		json_is_true(json_object_get(st, "fail_closed")) ? ", failing closed" : "", w);
 	fputs("\nProtected: ", t.f);
@@ -340,15 +340,12 @@ static const arg_spec check_spec[] = {
 
 static int tool_check(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 {
-	const char *op = jstr(args, "op"), *mode = jstr(args, "mode");
+	const char *op = pw_json_str(args, "op"), *mode = pw_json_str(args, "mode");
 	json_t *rel = NULL, *res = NULL, *d, *p, *denied = NULL, *lines = NULL;
 	text t;
 	size_t i;
 	int r;
 
-	r = tool_start(m, args, check_spec, ELEMENTSOF(check_spec), e);
-	if (r < 0)
-		return r;
 	if (!op)
 		op = "write";
 	rel = json_array();
@@ -360,42 +357,38 @@ static int tool_check(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 				      json_string(x ? (x[0] ? x : ".") : json_string_value(p)));
 		free(x);
 	}
-	r = tool_call(m, 0, "check",
-		      json_pack("{s:O,s:s,s:s*}", "paths", rel, "op", op, "mode", mode), &res, ret,
-		      e);
+	r = tool_call_text(m, 0, "check",
+			   json_pack("{s:O,s:s,s:s*}", "paths", rel, "op", op, "mode", mode), &res,
+			   &t, ret, e);
 	if (r) {
 		json_decref(rel);
 		return r < 0 ? r : 0;
-	}
-	if (!text_open(&t)) {
-		json_decref(rel);
-		json_decref(res);
-		return pw_mcp_fail(e, MCP_INTERNAL, "out of memory");
 	}
 	denied = json_array();
 	json_array_foreach(json_object_get(res, "decisions"), i, d)
 	{
 		json_t *rule = json_object_get(d, "rule");
-		if (streq_ptr(jstr(d, "decision"), "denied")) {
+		if (streq_ptr(pw_json_str(d, "decision"), "denied")) {
 			json_array_append(denied,
 					  json_array_get(json_object_get(args, "paths"), i));
 			continue;
 		}
-		fprintf(t.f, "%s: %s %s", jstr(d, "path"), op, jstr(d, "decision"));
+		fprintf(t.f, "%s: %s %s", pw_json_str(d, "path"), op, pw_json_str(d, "decision"));
 		if (json_is_object(rule)) {
-			fprintf(t.f, " by rule %s \"%s\"", jstr(rule, "kind"),
-				jstr(rule, "pattern"));
-			if (jstr(rule, "file") && json_integer_value(json_object_get(rule, "line")))
+			fprintf(t.f, " by rule %s \"%s\"", pw_json_str(rule, "kind"),
+				pw_json_str(rule, "pattern"));
+			if (pw_json_str(rule, "file") &&
+			    json_integer_value(json_object_get(rule, "line")))
 				fprintf(
-				    t.f, " (%s:%lld)", jstr(rule, "file"),
+				    t.f, " (%s:%lld)", pw_json_str(rule, "file"),
 				    (long long)json_integer_value(json_object_get(rule, "line")));
 		}
 		fputc('\n', t.f);
 	}
-	lines = pw_agent_explain(&m->view, m->cwd, denied, op, mode ? mode : jstr(res, "mode"),
-				 "the agent", true);
+	lines = pw_agent_explain(&m->view, m->cwd, denied, op,
+				 mode ? mode : pw_json_str(res, "mode"), "the agent", true);
 	json_array_foreach(lines, i, d) fprintf(t.f, "%s\n", json_string_value(d));
-	fprintf(t.f, "(mode %s)", mode ? mode : jstr(res, "mode"));
+	fprintf(t.f, "(mode %s)", mode ? mode : pw_json_str(res, "mode"));
 	json_decref(lines);
 	json_decref(denied);
 	json_decref(rel);
@@ -409,33 +402,26 @@ static const arg_spec bash_spec[] = {{"command", ARG_STRING, true}, {"cwd", ARG_
 static int tool_check_bash(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 {
 	_cleanup_free_ char *block = NULL, *rcwd = NULL;
-	const char *cwd = jstr(args, "cwd");
+	const char *cwd = pw_json_str(args, "cwd");
 	json_t *res = NULL, *tg;
 	text t;
 	size_t i;
 	int r;
 
-	r = tool_start(m, args, bash_spec, ELEMENTSOF(bash_spec), e);
-	if (r < 0)
-		return r;
 	rcwd = pw_agent_project_path(&m->view, m->cwd, cwd ? cwd : ".");
 	if (!rcwd)
-		return pw_mcp_fail(e, MCP_INVALID_PARAMS, "cwd %s is outside the project",
+		return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS, "cwd %s is outside the project",
 				   cwd ? cwd : m->cwd);
-	block = pw_agent_bash_refusal(&m->view, m->cwd, cwd ? cwd : ".", jstr(args, "command"),
-				      "the agent", true);
-	r = tool_call(m, 0, "bash.check",
-		      json_pack("{s:s,s:s}", "command", jstr(args, "command"), "cwd", rcwd), &res,
-		      ret, e);
-	if (r) {
+	block = pw_agent_bash_refusal(&m->view, m->cwd, cwd ? cwd : ".",
+				      pw_json_str(args, "command"), "the agent", true);
+	r = tool_call_text(
+	    m, 0, "bash.check",
+	    json_pack("{s:s,s:s}", "command", pw_json_str(args, "command"), "cwd", rcwd), &res, &t,
+	    ret, e);
+	if (r)
 		return r < 0 ? r : 0;
-	}
-	if (!text_open(&t)) {
-		json_decref(res);
-		return pw_mcp_fail(e, MCP_INTERNAL, "out of memory");
-	}
-	fprintf(t.f, "Pre-flight in mode %s: verdict %s%s%s.\n", jstr(res, "mode"),
-		jstr(res, "verdict"),
+	fprintf(t.f, "Pre-flight in mode %s: verdict %s%s%s.\n", pw_json_str(res, "mode"),
+		pw_json_str(res, "verdict"),
 		json_is_true(json_object_get(res, "heuristic")) ? " (heuristic: not certain)" : "",
 		json_is_true(json_object_get(res, "truncated")) ? ", analysis truncated" : "");
 	json_array_foreach(json_object_get(res, "targets"), i, tg)
@@ -444,13 +430,15 @@ static int tool_check_bash(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 			fputs("...\n", t.f);
 			break;
 		}
-		fprintf(
-		    t.f, "- %s %s: %s%s%s%s\n", jstr(tg, "access") ? jstr(tg, "access") : "?",
-		    jstr(tg, "path")	  ? jstr(tg, "path")
-		    : jstr(tg, "command") ? jstr(tg, "command")
-					  : "?",
-		    jstr(tg, "status") ? jstr(tg, "status") : "?", jstr(tg, "reason") ? " (" : "",
-		    jstr(tg, "reason") ? jstr(tg, "reason") : "", jstr(tg, "reason") ? ")" : "");
+		fprintf(t.f, "- %s %s: %s%s%s%s\n",
+			pw_json_str(tg, "access") ? pw_json_str(tg, "access") : "?",
+			pw_json_str(tg, "path")	     ? pw_json_str(tg, "path")
+			: pw_json_str(tg, "command") ? pw_json_str(tg, "command")
+						     : "?",
+			pw_json_str(tg, "status") ? pw_json_str(tg, "status") : "?",
+			pw_json_str(tg, "reason") ? " (" : "",
+			pw_json_str(tg, "reason") ? pw_json_str(tg, "reason") : "",
+			pw_json_str(tg, "reason") ? ")" : "");
 	}
 	if (block)
 		fprintf(t.f, "%s\n", block);
@@ -472,12 +460,12 @@ static void put_outcome(mcp *m, FILE *f, const char *outcome, const char *to, co
 	if (streq_ptr(outcome, "approved")) {
 		json_t *st = NULL;
 		if (pw_agent_mode(&m->view, &st) == 0) {
-			_cleanup_free_ char *sec =
-			    pw_text_system_section(jstr(st, "mode"), jstr(st, "body"));
+			_cleanup_free_ char *sec = pw_text_system_section(pw_json_str(st, "mode"),
+									  pw_json_str(st, "body"));
 			_cleanup_free_ char *ann =
 			    pw_text_announcement(json_object_get(st, "policy"), false);
-			fprintf(f, "Approved: the mode is now %s.\n%s\n\n%s", jstr(st, "mode"),
-				ann ? ann : "", sec ? sec : "");
+			fprintf(f, "Approved: the mode is now %s.\n%s\n\n%s",
+				pw_json_str(st, "mode"), ann ? ann : "", sec ? sec : "");
 			json_decref(st);
 		} else {
 			fprintf(f, "Approved: the mode is now %s.", to);
@@ -513,7 +501,7 @@ static void put_outcome(mcp *m, FILE *f, const char *outcome, const char *to, co
 
 static int tool_request_mode(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 {
-	const char *to = jstr(args, "mode"), *reason = jstr(args, "reason");
+	const char *to = pw_json_str(args, "mode"), *reason = pw_json_str(args, "reason");
 	json_int_t wait_s = json_object_get(args, "wait_s")
 				? json_integer_value(json_object_get(args, "wait_s"))
 				: MCP_WAIT_DEFAULT_S;
@@ -523,19 +511,17 @@ static int tool_request_mode(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	int code = 0, r;
 	text t;
 
-	r = pw_mcp_check_args(args, request_spec, ELEMENTSOF(request_spec), e);
-	if (r < 0)
-		return r;
 	if (wait_s < 0 || wait_s > MCP_WAIT_MAX_S)
-		return pw_mcp_fail(e, MCP_INVALID_PARAMS, "'wait_s' must be 0 to %d",
+		return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS, "'wait_s' must be 0 to %d",
 				   MCP_WAIT_MAX_S);
 	if (strlen(to) > PW_MODE_NAME_MAX)
-		return pw_mcp_fail(e, MCP_INVALID_PARAMS, "'mode' is longer than %d bytes",
+		return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS, "'mode' is longer than %d bytes",
 				   PW_MODE_NAME_MAX);
 	r = call(m, 0, "mode.get", NULL, &st, e, NULL, NULL);
 	if (r)
-		return r < 0 ? r : pw_mcp_fail(e, MCP_INTERNAL, "the view refused mode.get");
-	from = jstr(st, "mode") ? strdup(jstr(st, "mode")) : strdup("?");
+		return r < 0 ? r
+			     : pw_mcp_fail(e, PW_RPC_INTERNAL_ERROR, "the view refused mode.get");
+	from = pw_json_str(st, "mode") ? strdup(pw_json_str(st, "mode")) : strdup("?");
 	json_decref(st);
 	/* One connection for the request and its wait: the daemon tells the requester. */
 	r = pw_ctl_connect(m->view.socket, (unsigned)(wait_s + 15) * 1000, &c);
@@ -546,7 +532,7 @@ static int tool_request_mode(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 			json_pack("{s:s,s:s}", "mode", to, "reason",
 				  reason && reason[0] ? reason : "asked through piworkfs mcp"),
 			&res, &code, &message);
-	if (r == 0 && streq_ptr(jstr(res, "outcome"), "pending")) {
+	if (r == 0 && streq_ptr(pw_json_str(res, "outcome"), "pending")) {
 		json_int_t id = json_integer_value(json_object_get(res, "id"));
 		free(m->asked_mode);
 		m->asked_mode = strdup(to);
@@ -567,16 +553,17 @@ static int tool_request_mode(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	if (r < 0)
 		return pw_mcp_fail(e, MCP_NO_VIEW, "the piworkfs view's daemon does not answer: %s",
 				   strerror(-r));
-	if (!streq_ptr(jstr(res, "outcome"), "pending"))
+	if (!streq_ptr(pw_json_str(res, "outcome"), "pending"))
 		m->asked_id = 0;
 	if (!text_open(&t)) {
 		json_decref(res);
-		return pw_mcp_fail(e, MCP_INTERNAL, "out of memory");
+		return pw_mcp_fail(e, PW_RPC_INTERNAL_ERROR, "out of memory");
 	}
-	if (streq_ptr(jstr(res, "outcome"), "approved") && json_is_null(json_object_get(res, "id")))
+	if (streq_ptr(pw_json_str(res, "outcome"), "approved") &&
+	    json_is_null(json_object_get(res, "id")))
 		fprintf(t.f, "No consent needed: %s is no looser than %s. ", to, from);
-	put_outcome(m, t.f, jstr(res, "outcome"), to, from);
-	bool approved = streq_ptr(jstr(res, "outcome"), "approved");
+	put_outcome(m, t.f, pw_json_str(res, "outcome"), to, from);
+	bool approved = streq_ptr(pw_json_str(res, "outcome"), "approved");
 	json_decref(res);
 	*ret = text_answer(&t, !approved);
 	return 0;
@@ -591,8 +578,8 @@ static json_t *changes_params(mcp *m, json_t *args)
 	json_t *p = json_object(), *paths = json_object_get(args, "paths"), *v;
 	size_t i;
 
-	if (jstr(args, "since"))
-		json_object_set_new(p, "since", json_string(jstr(args, "since")));
+	if (pw_json_str(args, "since"))
+		json_object_set_new(p, "since", json_string(pw_json_str(args, "since")));
 	if (paths) {
 		json_t *rel = json_array();
 		json_array_foreach(paths, i, v)
@@ -614,33 +601,26 @@ static int tool_changes(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	text t;
 	int r;
 
-	r = tool_start(m, args, changes_spec, ELEMENTSOF(changes_spec), e);
-	if (r < 0)
-		return r;
-	r = tool_call(m, 30000, "changes.list", changes_params(m, args), &res, ret, e);
-	if (r) {
+	r = tool_call_text(m, 30000, "changes.list", changes_params(m, args), &res, &t, ret, e);
+	if (r)
 		return r < 0 ? r : 0;
-	}
-	if (!text_open(&t)) {
-		json_decref(res);
-		return pw_mcp_fail(e, MCP_INTERNAL, "out of memory");
-	}
 	json_array_foreach(json_object_get(res, "changesets"), i, cs)
 	{
 		fprintf(t.f, "Change set %lld (%s%s%s, mode %s%s):\n",
 			(long long)json_integer_value(json_object_get(cs, "id")),
-			jstr(cs, "reason"), jstr(cs, "name") ? " " : "",
-			jstr(cs, "name") ? jstr(cs, "name") : "",
-			jstr(cs, "mode") ? jstr(cs, "mode") : "?",
+			pw_json_str(cs, "reason"), pw_json_str(cs, "name") ? " " : "",
+			pw_json_str(cs, "name") ? pw_json_str(cs, "name") : "",
+			pw_json_str(cs, "mode") ? pw_json_str(cs, "mode") : "?",
 			json_is_true(json_object_get(cs, "current")) ? ", current" : "");
 		json_array_foreach(json_object_get(cs, "changes"), j, ch)
 		{
 			if (shown++ >= PW_MCP_CHANGES_MAX)
 				break;
-			fprintf(t.f, "  %s %s%s%s%s%s\n", jstr(ch, "kind"), jstr(ch, "path"),
-				jstr(ch, "to") ? " -> " : "", jstr(ch, "to") ? jstr(ch, "to") : "",
-				jstr(ch, "comm") ? " by " : "",
-				jstr(ch, "comm") ? jstr(ch, "comm") : "");
+			fprintf(t.f, "  %s %s%s%s%s%s\n", pw_json_str(ch, "kind"),
+				pw_json_str(ch, "path"), pw_json_str(ch, "to") ? " -> " : "",
+				pw_json_str(ch, "to") ? pw_json_str(ch, "to") : "",
+				pw_json_str(ch, "comm") ? " by " : "",
+				pw_json_str(ch, "comm") ? pw_json_str(ch, "comm") : "");
 		}
 	}
 	if (!shown)
@@ -663,20 +643,12 @@ static int tool_diff(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	text t;
 	int r;
 
-	r = tool_start(m, args, diff_spec, ELEMENTSOF(diff_spec), e);
-	if (r < 0)
-		return r;
 	p = changes_params(m, args);
 	if (json_is_true(json_object_get(args, "stat")))
 		json_object_set_new(p, "stat", json_true());
-	r = tool_call(m, 30000, "changes.diff", p, &res, ret, e);
-	if (r) {
+	r = tool_call_text(m, 30000, "changes.diff", p, &res, &t, ret, e);
+	if (r)
 		return r < 0 ? r : 0;
-	}
-	if (!text_open(&t)) {
-		json_decref(res);
-		return pw_mcp_fail(e, MCP_INTERNAL, "out of memory");
-	}
 	json_array_foreach(json_object_get(res, "files"), i, f)
 	{
 		long pos = ftell(t.f);
@@ -686,14 +658,15 @@ static int tool_diff(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 				json_array_size(json_object_get(res, "files")) - i);
 			break;
 		}
-		fprintf(t.f, "%s %s%s%s (+%lld -%lld)%s%s\n", jstr(f, "kind"), jstr(f, "path"),
-			jstr(f, "was") ? " was " : "", jstr(f, "was") ? jstr(f, "was") : "",
+		fprintf(t.f, "%s %s%s%s (+%lld -%lld)%s%s\n", pw_json_str(f, "kind"),
+			pw_json_str(f, "path"), pw_json_str(f, "was") ? " was " : "",
+			pw_json_str(f, "was") ? pw_json_str(f, "was") : "",
 			(long long)json_integer_value(json_object_get(f, "added")),
 			(long long)json_integer_value(json_object_get(f, "removed")),
 			json_is_true(json_object_get(f, "binary")) ? " binary" : "",
-			jstr(f, "not_kept") ? " (original not kept)" : "");
-		if (jstr(f, "diff")) {
-			const char *d = jstr(f, "diff");
+			pw_json_str(f, "not_kept") ? " (original not kept)" : "");
+		if (pw_json_str(f, "diff")) {
+			const char *d = pw_json_str(f, "diff");
 			size_t left = PW_MCP_TEXT_MAX - (size_t)pos, n = strlen(d);
 			fwrite(d, 1, n < left ? n : left, t.f);
 			if (n >= left)
@@ -714,6 +687,9 @@ typedef struct tool {
 	const char *schema; /* JSON */
 	tool_fn fn;
 	bool read_only;
+	const arg_spec *args; /* the arguments it takes, checked before FN runs */
+	size_t n_args;
+	bool needs_view; /* it calls the view: FN runs only inside one */
 } tool;
 
 #define PATHS_SCHEMA                                                                               \
@@ -725,7 +701,8 @@ static const tool tools[] = {
      "The active piworkfs mode of this project: what you may write, what is read-only, "
      "protected and hidden, and your pending request to switch. The filesystem enforces the "
      "mode for every tool and process: a refused write fails with EACCES or EROFS.",
-     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}", tool_status, true},
+     "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}", tool_status, true,
+     NULL, 0, false},
     {"piworkfs_check", "Check paths",
      "Would the active mode (or MODE) allow OP on each path? One line per path: the decision, "
      "the rule that decided it (file:line), and for a refusal what is writable and which mode "
@@ -735,7 +712,7 @@ static const tool tools[] = {
      "\"op\":{\"type\":\"string\",\"description\":\"write (default), create, unlink, rename, "
      "read, ...\"},\"mode\":{\"type\":\"string\",\"description\":\"ask another mode without "
      "switching\"}},\"required\":[\"paths\"],\"additionalProperties\":false}",
-     tool_check, true},
+     tool_check, true, check_spec, ELEMENTSOF(check_spec), true},
     {"piworkfs_check_bash", "Check a shell command",
      "The pre-flight of a shell command: what it would write and whether the active mode "
      "refuses it, without running it. A refusal is certain only when the verdict is not "
@@ -743,7 +720,7 @@ static const tool tools[] = {
      "{\"type\":\"object\",\"properties\":{\"command\":{\"type\":\"string\",\"maxLength\":61440},"
      "\"cwd\":{\"type\":\"string\",\"description\":\"its working directory (default: yours)\"}},"
      "\"required\":[\"command\"],\"additionalProperties\":false}",
-     tool_check_bash, true},
+     tool_check_bash, true, bash_spec, ELEMENTSOF(bash_spec), true},
     {"piworkfs_request_mode", "Ask the person for another mode",
      "Ask the person to switch the project to MODE (a looser mode needs their consent; a "
      "stricter one is done at once). Waits up to wait_s seconds (default 110) for their "
@@ -752,19 +729,19 @@ static const tool tools[] = {
      "{\"type\":\"object\",\"properties\":{\"mode\":{\"type\":\"string\",\"maxLength\":64},"
      "\"reason\":{\"type\":\"string\",\"maxLength\":200},\"wait_s\":{\"type\":\"integer\","
      "\"minimum\":0,\"maximum\":115}},\"required\":[\"mode\"],\"additionalProperties\":false}",
-     tool_request_mode, false},
+     tool_request_mode, false, request_spec, ELEMENTSOF(request_spec), false},
     {"piworkfs_changes", "What the view changed",
      "The files the view changed (and kept originals of), newest change set first: kind, "
      "path and the process. Read-only; undo is the person's.",
      "{\"type\":\"object\",\"properties\":{\"since\":{\"type\":\"string\",\"description\":\"a "
      "checkpoint's name\"},\"paths\":" PATHS_SCHEMA "}},\"additionalProperties\":false}",
-     tool_changes, true},
+     tool_changes, true, changes_spec, ELEMENTSOF(changes_spec), true},
     {"piworkfs_diff", "Diff against the originals",
      "The unified diff between the originals the view kept and the files now (the latest "
      "change set unless since is given); stat: counts only. Read-only.",
      "{\"type\":\"object\",\"properties\":{\"since\":{\"type\":\"string\"},\"paths\":" PATHS_SCHEMA
      "},\"stat\":{\"type\":\"boolean\"}},\"additionalProperties\":false}",
-     tool_diff, true},
+     tool_diff, true, diff_spec, ELEMENTSOF(diff_spec), true},
 };
 
 /* piworkfs_status's description with the active mode's announcement: clients that
@@ -829,11 +806,11 @@ static char *instructions(mcp *m)
 
 static int m_initialize(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 {
-	const char *asked = jstr(params, "protocolVersion");
+	const char *asked = pw_json_str(params, "protocolVersion");
 	_cleanup_free_ char *ins = NULL;
 
 	if (!json_is_object(params) || !asked)
-		return pw_mcp_fail(e, MCP_INVALID_PARAMS,
+		return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS,
 				   "initialize needs params.protocolVersion");
 	if (!m->have_view) {
 		mcp_error ignore = {0};
@@ -866,24 +843,28 @@ static int m_tools_list(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 
 static int m_tools_call(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 {
-	const char *name = jstr(params, "name");
+	const char *name = pw_json_str(params, "name");
 	json_t *args = json_object_get(params, "arguments");
 	json_t *empty = NULL;
 	int r;
 
 	if (!json_is_object(params) || !name)
-		return pw_mcp_fail(e, MCP_INVALID_PARAMS, "tools/call needs params.name");
+		return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS, "tools/call needs params.name");
 	if (!args)
 		args = empty = json_object();
 	for (size_t i = 0; i < ELEMENTSOF(tools); i++) {
 		if (!streq(tools[i].name, name))
 			continue;
-		r = tools[i].fn(m, args, ret, e);
+		r = pw_mcp_check_args(args, tools[i].args, tools[i].n_args, e);
+		if (r >= 0 && tools[i].needs_view)
+			r = need_view(m, e);
+		if (r >= 0)
+			r = tools[i].fn(m, args, ret, e);
 		json_decref(empty);
 		return r;
 	}
 	json_decref(empty);
-	return pw_mcp_fail(e, MCP_INVALID_PARAMS, "unknown tool '%.64s' (tools/list lists them)",
+	return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS, "unknown tool '%.64s' (tools/list lists them)",
 			   name);
 }
 
@@ -910,17 +891,18 @@ static int m_resources_read(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 	_cleanup_free_ char *sec = NULL, *ann = NULL, *all = NULL;
 	int r;
 
-	if (!streq_ptr(jstr(params, "uri"), MODE_URI))
+	if (!streq_ptr(pw_json_str(params, "uri"), MODE_URI))
 		return pw_mcp_fail(e, MCP_RESOURCE_NOT_FOUND,
 				   "resource not found (the one resource is %s)", MODE_URI);
 	r = call(m, 0, "mode.get", json_pack("{s:b}", "body", 1), &st, e, NULL, NULL);
 	if (r)
-		return r < 0 ? r : pw_mcp_fail(e, MCP_INTERNAL, "the view refused mode.get");
-	sec = pw_text_system_section(jstr(st, "mode"), jstr(st, "body"));
+		return r < 0 ? r
+			     : pw_mcp_fail(e, PW_RPC_INTERNAL_ERROR, "the view refused mode.get");
+	sec = pw_text_system_section(pw_json_str(st, "mode"), pw_json_str(st, "body"));
 	ann = pw_text_announcement(json_object_get(st, "policy"), false);
 	json_decref(st);
 	if (!sec || !ann || asprintf(&all, "%s\n\n%s", sec, ann) < 0)
-		return pw_mcp_fail(e, MCP_INTERNAL, "out of memory");
+		return pw_mcp_fail(e, PW_RPC_INTERNAL_ERROR, "out of memory");
 	*ret = json_pack("{s:[{s:s,s:s,s:s}]}", "contents", "uri", MODE_URI, "mimeType",
 			 "text/markdown", "text", all);
 	return 0;
@@ -928,7 +910,7 @@ static int m_resources_read(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 
 static int m_resources_subscribe(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 {
-	if (!streq_ptr(jstr(params, "uri"), MODE_URI))
+	if (!streq_ptr(pw_json_str(params, "uri"), MODE_URI))
 		return pw_mcp_fail(e, MCP_RESOURCE_NOT_FOUND,
 				   "resource not found (the one resource is %s)", MODE_URI);
 	m->resource_sub = true;
@@ -938,7 +920,7 @@ static int m_resources_subscribe(mcp *m, json_t *params, json_t **ret, mcp_error
 
 static int m_resources_unsubscribe(mcp *m, json_t *params, json_t **ret, mcp_error *e)
 {
-	if (!streq_ptr(jstr(params, "uri"), MODE_URI))
+	if (!streq_ptr(pw_json_str(params, "uri"), MODE_URI))
 		return pw_mcp_fail(e, MCP_RESOURCE_NOT_FOUND, "resource not found");
 	m->resource_sub = false;
 	*ret = json_object();
@@ -971,11 +953,11 @@ static void handle_request(mcp *m, json_t *id, const char *method, json_t *param
 		if (!streq(methods[i].name, method))
 			continue;
 		if (!m->initialized && !streq(method, "initialize") && !streq(method, "ping")) {
-			send_error(id, MCP_INVALID_REQUEST, "the session is not initialized");
+			send_error(id, PW_RPC_INVALID_REQUEST, "the session is not initialized");
 			return;
 		}
 		if (methods[i].fn(m, params, &result, &e) < 0 || !result) {
-			send_error(id, e.code ? e.code : MCP_INTERNAL,
+			send_error(id, e.code ? e.code : PW_RPC_INTERNAL_ERROR,
 				   e.message ? e.message : "out of memory");
 			free(e.message);
 			return;
@@ -984,7 +966,7 @@ static void handle_request(mcp *m, json_t *id, const char *method, json_t *param
 		free(e.message);
 		return;
 	}
-	pw_mcp_fail(&e, MCP_METHOD_NOT_FOUND, "method not found: %.64s", method);
+	pw_mcp_fail(&e, PW_RPC_METHOD_NOT_FOUND, "method not found: %.64s", method);
 	send_error(id, e.code, e.message);
 	free(e.message);
 }
@@ -1001,29 +983,29 @@ static void handle_line(mcp *m, const char *line, size_t len)
 		return;
 	msg = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err);
 	if (!msg) {
-		send_error(NULL, MCP_PARSE_ERROR, "parse error: not one JSON value");
+		send_error(NULL, PW_RPC_PARSE_ERROR, "parse error: not one JSON value");
 		return;
 	}
 	if (!json_is_object(msg)) {
-		send_error(NULL, MCP_INVALID_REQUEST,
+		send_error(NULL, PW_RPC_INVALID_REQUEST,
 			   json_is_array(msg) ? "batches are not supported"
 					      : "not a JSON-RPC object");
 		json_decref(msg);
 		return;
 	}
 	id = json_object_get(msg, "id");
-	method = jstr(msg, "method");
+	method = pw_json_str(msg, "method");
 	params = json_object_get(msg, "params");
 	if (id && !json_is_string(id) && !json_is_integer(id)) {
-		send_error(NULL, MCP_INVALID_REQUEST, "id must be a string or an integer");
-	} else if (!streq_ptr(jstr(msg, "jsonrpc"), "2.0")) {
-		send_error(id, MCP_INVALID_REQUEST, "jsonrpc must be \"2.0\"");
+		send_error(NULL, PW_RPC_INVALID_REQUEST, "id must be a string or an integer");
+	} else if (!streq_ptr(pw_json_str(msg, "jsonrpc"), "2.0")) {
+		send_error(id, PW_RPC_INVALID_REQUEST, "jsonrpc must be \"2.0\"");
 	} else if (!json_object_get(msg, "method")) {
 		/* A response to a request of ours: we send none, so nothing to match. */
 	} else if (!method) {
-		send_error(id, MCP_INVALID_REQUEST, "method must be a string");
+		send_error(id, PW_RPC_INVALID_REQUEST, "method must be a string");
 	} else if (params && !json_is_object(params)) {
-		send_error(id, MCP_INVALID_PARAMS, "params must be an object");
+		send_error(id, PW_RPC_INVALID_PARAMS, "params must be an object");
 	} else if (id) {
 		handle_request(m, id, method, params ? params : json_object_get(msg, "params"));
 	}
@@ -1105,7 +1087,7 @@ static int serve(mcp *m)
 		/* and the buffer, at least PW_MCP_LINE_MAX, has room */
 		if (len >= PW_MCP_LINE_MAX) {
 			if (!skipping)
-				send_error(NULL, MCP_INVALID_REQUEST,
+				send_error(NULL, PW_RPC_INVALID_REQUEST,
 					   "message longer than 1 MiB: skipped up to its end");
 			skipping = true;
 			len = 0;
@@ -1119,15 +1101,10 @@ int cmd_mcp(int argc, char **argv)
 {
 	_cleanup_opts_ pw_opts po = {0};
 	mcp m = {0};
-	int c, r;
+	int r = pw_opts_parse(&po, "mcp", argc, argv, &(pw_opts_use){.usage = MCP_USAGE});
 
-	if (pw_opts_init(&po, "mcp", argc, argv) < 0)
-		return PW_EXIT_SYSTEM;
-	while ((c = pw_opts_next(&po)) > 0)
-		if (c == 'h')
-			return pw_usage("mcp", MCP_USAGE, false);
-	if (c < 0)
-		return PW_EXIT_USAGE;
+	if (r != PW_EXIT_GO_ON)
+		return r;
 	if (po.n_operands) {
 		pw_err("mcp", "takes no arguments (the agent starts it as `piworkfs mcp`)");
 		return PW_EXIT_USAGE;

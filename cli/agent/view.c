@@ -12,12 +12,8 @@
 #include "agent.h"
 #include "path.h"
 #include "pw_limits.h"
+#include "output.h"
 #include "util.h"
-
-static const char *jstr(json_t *o, const char *key)
-{
-	return json_string_value(json_object_get(o, key));
-}
 
 void pw_agent_view_done(pw_agent_view *v)
 {
@@ -44,7 +40,7 @@ int pw_agent_view_open(const char *cwd, pw_agent_view *ret)
 		r = pw_ctl_call_socket(sock, "agent.open", NULL, &res, NULL, NULL);
 		if (r < 0)
 			return r;
-		v.socket = jstr(res, "socket") ? strdup(jstr(res, "socket")) : NULL;
+		v.socket = pw_json_str(res, "socket") ? strdup(pw_json_str(res, "socket")) : NULL;
 		json_decref(res);
 		res = NULL;
 	} else {
@@ -57,10 +53,10 @@ int pw_agent_view_open(const char *cwd, pw_agent_view *ret)
 		pw_agent_view_done(&v);
 		return r;
 	}
-	if (jstr(res, "project"))
-		v.project = strdup(jstr(res, "project"));
-	if (jstr(res, "mountpoint"))
-		v.mountpoint = strdup(jstr(res, "mountpoint"));
+	if (pw_json_str(res, "project"))
+		v.project = strdup(pw_json_str(res, "project"));
+	if (pw_json_str(res, "mountpoint"))
+		v.mountpoint = strdup(pw_json_str(res, "mountpoint"));
 	json_decref(res);
 	*ret = v;
 	return 0;
@@ -69,16 +65,8 @@ int pw_agent_view_open(const char *cwd, pw_agent_view *ret)
 int pw_agent_call(const pw_agent_view *v, unsigned timeout_ms, const char *method, json_t *params,
 		  json_t **ret_result, int *ret_code, char **ret_message)
 {
-	pw_ctl_conn *c = NULL;
-	int r = pw_ctl_connect(v->socket, timeout_ms, &c);
-
-	if (r < 0) {
-		json_decref(params);
-		return r;
-	}
-	r = pw_ctl_call(c, method, params, ret_result, ret_code, ret_message);
-	pw_ctl_close(c);
-	return r;
+	return pw_ctl_call_socket_timed(v->socket, timeout_ms, method, params, ret_result, ret_code,
+					ret_message);
 }
 
 int pw_agent_mode(const pw_agent_view *v, json_t **ret_state)
@@ -167,12 +155,12 @@ json_t *pw_agent_explain(const pw_agent_view *v, const char *cwd, json_t *paths,
 			  json_pack("{s:O,s:s,s:s*}", "paths", rel, "op", op, "mode", mode), &res,
 			  NULL, NULL) < 0)
 		goto done; /* no explanation rather than a wrong one */
-	active = mode ? mode : jstr(res, "mode");
+	active = mode ? mode : pw_json_str(res, "mode");
 	json_array_foreach(json_object_get(res, "decisions"), i, d)
 	{
-		if (!streq_ptr(jstr(d, "decision"), "denied"))
+		if (!streq_ptr(pw_json_str(d, "decision"), "denied"))
 			continue;
-		if (streq(op, "read") && !streq_ptr(jstr(d, "reason"), "hidden"))
+		if (streq(op, "read") && !streq_ptr(pw_json_str(d, "reason"), "hidden"))
 			continue;
 		json_t *c = json_deep_copy(d);
 		json_object_set_new(c, "mode", json_string(active ? active : "?"));
@@ -202,7 +190,7 @@ char *pw_agent_bash_refusal(const pw_agent_view *v, const char *base, const char
 			  json_pack("{s:s,s:s}", "command", command, "cwd", rcwd), &res, NULL,
 			  NULL) < 0)
 		return NULL; /* no verdict: the command runs and the filesystem decides */
-	if (!streq_ptr(jstr(res, "verdict"), "denied")) {
+	if (!streq_ptr(pw_json_str(res, "verdict"), "denied")) {
 		json_decref(res);
 		return NULL;
 	}
@@ -212,7 +200,7 @@ char *pw_agent_bash_refusal(const pw_agent_view *v, const char *base, const char
 	denied = json_array();
 	json_array_foreach(json_object_get(res, "targets"), i, t)
 	{
-		if (streq_ptr(jstr(t, "status"), "denied") &&
+		if (streq_ptr(pw_json_str(t, "status"), "denied") &&
 		    json_array_size(denied) < PW_TEXT_TARGETS_MAX)
 			json_array_append(denied, t);
 	}
@@ -221,8 +209,8 @@ char *pw_agent_bash_refusal(const pw_agent_view *v, const char *base, const char
 			  json_pack("{s:O,s:s,s:s}", "check", res, "agent", agent, "ask",
 				    with_tool ? "tool" : "words"),
 			  &texts, NULL, NULL) == 0 &&
-	    jstr(texts, "block"))
-		out = strdup(jstr(texts, "block"));
+	    pw_json_str(texts, "block"))
+		out = strdup(pw_json_str(texts, "block"));
 	json_decref(res);
 	json_decref(texts);
 	return out;

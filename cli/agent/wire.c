@@ -42,39 +42,15 @@
 #include <string.h>
 
 #include "agent.h"
+#include "output.h"
 #include "util.h"
 
-/* S quoted for sh (Claude Code runs a hook's command with the shell). */
-static char *sh_quote(const char *s)
-{
-	size_t n = 3;
-	char *out, *o;
-
-	for (const char *p = s; *p; p++)
-		n += *p == '\'' ? 4 : 1;
-	out = malloc(n);
-	if (!out)
-		return NULL;
-	o = out;
-	*o++ = '\'';
-	for (const char *p = s; *p; p++) {
-		if (*p == '\'') {
-			memcpy(o, "'\\''", 4);
-			o += 4;
-		} else {
-			*o++ = *p;
-		}
-	}
-	*o++ = '\'';
-	*o = '\0';
-	return out;
-}
-
 /* The settings: one command hook per event, and the piworkfs tools allowed without a
- * prompt (they read, or ask the person: none can loosen the mode). */
+ * prompt (they read, or ask the person: none can loosen the mode). Claude Code runs a hook's
+ * command with sh: EXE goes in quoted. */
 static char *claude_settings(const char *exe)
 {
-	_cleanup_free_ char *q = sh_quote(exe), *cmd = NULL;
+	_cleanup_free_ char *q = pw_shell_quote(exe), *cmd = NULL;
 	json_t *hook, *tools, *s;
 	char *out;
 
@@ -172,11 +148,6 @@ static char *toml_string(const char *s)
 	return out;
 }
 
-static char *dup_or_null(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
 static char **wire_codex(char **command, const char *exe)
 {
 	_cleanup_free_ char *q = toml_string(exe);
@@ -185,15 +156,15 @@ static char **wire_codex(char **command, const char *exe)
 
 	if (!q || asprintf(&cmd, "mcp_servers.piworkfs.command=%s", q) < 0)
 		cmd = NULL;
-	extra[0] = dup_or_null("-c");
+	extra[0] = strdup("-c");
 	extra[1] = cmd;
-	extra[2] = dup_or_null("-c");
-	extra[3] = dup_or_null("mcp_servers.piworkfs.args=[\"mcp\"]");
-	extra[4] = dup_or_null("-c");
+	extra[2] = strdup("-c");
+	extra[3] = strdup("mcp_servers.piworkfs.args=[\"mcp\"]");
+	extra[4] = strdup("-c");
 	extra[5] =
-	    dup_or_null("mcp_servers.piworkfs.env_vars=[\"PIWORKFS_SOCKET\",\"XDG_RUNTIME_DIR\"]");
-	extra[6] = dup_or_null("-c");
-	extra[7] = dup_or_null("mcp_servers.piworkfs.tool_timeout_sec=130");
+	    strdup("mcp_servers.piworkfs.env_vars=[\"PIWORKFS_SOCKET\",\"XDG_RUNTIME_DIR\"]");
+	extra[6] = strdup("-c");
+	extra[7] = strdup("mcp_servers.piworkfs.tool_timeout_sec=130");
 	return insert_after_name(command, extra, ELEMENTSOF(extra));
 }
 
@@ -262,7 +233,7 @@ static char *gemini_file; /* the per-run settings file, removed at the end */
  * command hook per event (Gemini's timeouts are in milliseconds). */
 static json_t *gemini_settings(const char *exe)
 {
-	_cleanup_free_ char *q = sh_quote(exe), *cmd = NULL;
+	_cleanup_free_ char *q = pw_shell_quote(exe), *cmd = NULL;
 	json_t *hook, *tools, *s;
 
 	if (!q || asprintf(&cmd, "%s hook gemini", q) < 0)

@@ -43,6 +43,23 @@ void pw_ctl_mounts_free(pw_ctl_mount *m, size_t n)
 	free(m);
 }
 
+size_t pw_ctl_mount_around(const pw_ctl_mount *m, size_t n, const char *path, bool project_known)
+{
+	size_t best = SIZE_MAX, best_len = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(m[i].mountpoint);
+		if (project_known && (!m[i].source || m[i].source[0] != '/'))
+			continue;
+		if (pw_path_beneath(path, m[i].mountpoint) >= 0 &&
+		    (best == SIZE_MAX || len > best_len)) {
+			best = i;
+			best_len = len;
+		}
+	}
+	return best;
+}
+
 int pw_ctl_list_mounts(pw_ctl_mount **ret, size_t *ret_n)
 {
 	pw_mountinfo *m = NULL;
@@ -169,7 +186,7 @@ int pw_ctl_find_view_full(const char *path, char **ret_socket, char **ret_mountp
 	const char *env = getenv("PIWORKFS_SOCKET");
 	_cleanup_free_ char *real = NULL;
 	pw_ctl_mount *m = NULL;
-	size_t n = 0, best = SIZE_MAX, best_len = 0;
+	size_t n = 0, best;
 	char *sock = NULL, *mp = NULL;
 	int r;
 
@@ -191,14 +208,7 @@ int pw_ctl_find_view_full(const char *path, char **ret_socket, char **ret_mountp
 	r = pw_ctl_list_mounts(&m, &n);
 	if (r < 0)
 		return r;
-	for (size_t i = 0; i < n; i++) {
-		size_t len = strlen(m[i].mountpoint);
-		if (pw_path_beneath(real, m[i].mountpoint) >= 0 &&
-		    (best == SIZE_MAX || len > best_len)) {
-			best = i;
-			best_len = len;
-		}
-	}
+	best = pw_ctl_mount_around(m, n, real, false);
 	if (best == SIZE_MAX)
 		best = backing_view(m, n, real);
 	if (best == SIZE_MAX) {
@@ -441,12 +451,13 @@ int pw_ctl_call_socket(const char *socket_path, const char *method, json_t *para
 				       ret_message, NULL);
 }
 
-int pw_ctl_call_socket_data(const char *socket_path, const char *method, json_t *params,
-			    json_t **ret_result, int *ret_code, char **ret_message,
-			    json_t **ret_data)
+/* The one-shot call: connect with TIMEOUT_MS, call, close. */
+static int call_socket(const char *socket_path, unsigned timeout_ms, const char *method,
+		       json_t *params, json_t **ret_result, int *ret_code, char **ret_message,
+		       json_t **ret_data)
 {
 	pw_ctl_conn *c = NULL;
-	int r = pw_ctl_connect(socket_path, 0, &c);
+	int r = pw_ctl_connect(socket_path, timeout_ms, &c);
 
 	if (r < 0) {
 		json_decref(params);
@@ -455,6 +466,21 @@ int pw_ctl_call_socket_data(const char *socket_path, const char *method, json_t 
 	r = pw_ctl_call_data(c, method, params, ret_result, ret_code, ret_message, ret_data);
 	pw_ctl_close(c);
 	return r;
+}
+
+int pw_ctl_call_socket_data(const char *socket_path, const char *method, json_t *params,
+			    json_t **ret_result, int *ret_code, char **ret_message,
+			    json_t **ret_data)
+{
+	return call_socket(socket_path, 0, method, params, ret_result, ret_code, ret_message,
+			   ret_data);
+}
+
+int pw_ctl_call_socket_timed(const char *socket_path, unsigned timeout_ms, const char *method,
+			     json_t *params, json_t **ret_result, int *ret_code, char **ret_message)
+{
+	return call_socket(socket_path, timeout_ms, method, params, ret_result, ret_code,
+			   ret_message, NULL);
 }
 
 int pw_ctl_call_at(const char *path, const char *method, json_t *params, json_t **ret_result,

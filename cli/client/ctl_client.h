@@ -25,6 +25,11 @@ typedef struct pw_ctl_mount {
 int pw_ctl_list_mounts(pw_ctl_mount **ret, size_t *ret_n);
 void pw_ctl_mounts_free(pw_ctl_mount *m, size_t n);
 
+/* The innermost of the N mounts M that contains PATH (a real path), leaving out, with
+ * PROJECT_KNOWN, those whose source names no project (not an absolute path): its index, or
+ * SIZE_MAX when none does. */
+size_t pw_ctl_mount_around(const pw_ctl_mount *m, size_t n, const char *path, bool project_known);
+
 /*
  * Finds the live view containing PATH (NULL: the current directory), else the live view of
  * the project PATH lies in (from the backing directory), or the one named by
@@ -101,6 +106,11 @@ int pw_ctl_call_socket(const char *socket, const char *method, json_t *params, j
 int pw_ctl_call_socket_data(const char *socket, const char *method, json_t *params,
 			    json_t **ret_result, int *ret_code, char **ret_message,
 			    json_t **ret_data);
+
+/* pw_ctl_call_socket waiting up to TIMEOUT_MS (pw_ctl_connect's; 0: the usual 10 s). */
+int pw_ctl_call_socket_timed(const char *socket, unsigned timeout_ms, const char *method,
+			     json_t *params, json_t **ret_result, int *ret_code,
+			     char **ret_message);
 
 /* One-shot helper: find the view for PATH, connect, call, close. Errors as above, plus
  * -ENOENT when PATH is not inside a view. */

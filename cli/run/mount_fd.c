@@ -139,16 +139,6 @@ static int resolve_outside(const char *arg, char **ret)
 	return PW_EXIT_OK;
 }
 
-/* Is NAME one of the comma-separated options in OPTS? */
-static bool super_has(const char *opts, const char *name)
-{
-	size_t n = strlen(name);
-	for (const char *p = opts; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-		if (strncmp(p, name, n) == 0 && (p[n] == ',' || p[n] == '\0'))
-			return true;
-	return false;
-}
-
 /* The facts of the mount at MP from mountinfo (the topmost one there), into RET. Returns
  * an exit status. */
 static int read_mount(const char *mp, const char *project, pw_mount_fd_facts *ret)
@@ -186,8 +176,8 @@ static int read_mount(const char *mp, const char *project, pw_mount_fd_facts *re
 		       mp, at->source ? at->source : "nothing", project);
 		r = PW_EXIT_CONFIG;
 	} else {
-		ret->allow_other = super_has(at->super_opts, "allow_other");
-		ret->default_permissions = super_has(at->super_opts, "default_permissions");
+		ret->allow_other = pw_opts_has(at->super_opts, "allow_other");
+		ret->default_permissions = pw_opts_has(at->super_opts, "default_permissions");
 		r = PW_EXIT_OK;
 	}
 	pw_mountinfo_free(m, n);

@@ -228,34 +228,26 @@ int pw_run_podman_argv(const pw_run_podman_opts *o, pw_run_argv *ret)
 	if (!cidfile)
 		return -EINVAL; /* printed */
 	r = push_prefix(&a, tty, cidfile);
+	/* --pull=never: an image that is not here is an error, not a fetch */
 	if (r == 0)
-		r = pw_run_argv_push(&a, "podman");
-	if (r == 0)
-		r = pw_run_argv_push(&a, "run");
-	if (r == 0)
-		r = pw_run_argv_push(&a, "--rm");
-	if (r == 0)
-		/* an image that is not here is an error, not a fetch */
-		r = pw_run_argv_push(&a, "--pull=never");
+		r = pw_run_argv_push_all(
+		    &a, (const char *const[]){"podman", "run", "--rm", "--pull=never", NULL});
 	if (r == 0)
 		r = push_joined(&a, "--cidfile=", cidfile, NULL, NULL, NULL);
+	/* --sig-proxy=false: the forwarder does it (see above). --init: an init as PID 1
+	 * (Podman's catatonit), the command below it as under bwrap: a PID 1 without a handler
+	 * ignores SIGINT and SIGTERM, so it would not end on them. */
 	if (r == 0)
-		/* the forwarder does it (see above) */
-		r = pw_run_argv_push(&a, "--sig-proxy=false");
-	/* An init as PID 1 (Podman's catatonit), the command below it as under bwrap: a PID 1
-	 * without a handler ignores SIGINT and SIGTERM, so it would not end on them. */
-	if (r == 0)
-		r = pw_run_argv_push(&a, "--init");
-	if (r == 0)
-		r = pw_run_argv_push(&a, "-i");
+		r = pw_run_argv_push_all(
+		    &a, (const char *const[]){"--sig-proxy=false", "--init", "-i", NULL});
 	if (r == 0 && tty)
 		r = pw_run_argv_push(&a, "-t");
 	if (r == 0 && !network_chosen(o))
 		r = pw_run_argv_push(&a, "--network=none");
 	if (r == 0)
-		r = pw_run_argv_push(&a, "--cap-drop=ALL");
-	if (r == 0)
-		r = pw_run_argv_push(&a, "--security-opt=no-new-privileges");
+		r = pw_run_argv_push_all(
+		    &a, (const char *const[]){"--cap-drop=ALL", "--security-opt=no-new-privileges",
+					      NULL});
 	if (r == 0)
 		r = push_user(&a);
 	if (r == 0)
@@ -271,10 +263,8 @@ int pw_run_podman_argv(const pw_run_podman_opts *o, pw_run_argv *ret)
 	for (size_t i = 0; r == 0 && i < o->n_args; i++)
 		r = pw_run_argv_push(&a, o->args[i]);
 	if (r == 0)
-		r = pw_run_argv_push(&a, "--");
+		r = pw_run_argv_push_all(&a, (const char *const[]){"--", o->image, NULL});
 	if (r == 0)
-		r = pw_run_argv_push(&a, o->image);
-	for (char **c = o->command; r == 0 && *c; c++)
-		r = pw_run_argv_push(&a, *c);
+		r = pw_run_argv_push_all(&a, (const char *const *)o->command);
 	return pw_run_argv_finish(&a, r, ret);
 }

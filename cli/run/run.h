@@ -90,6 +90,8 @@ typedef struct pw_run_argv {
 void pw_run_argv_done(pw_run_argv *a);
 /* Appends a copy of S (and keeps the vector NULL-terminated). Returns 0 or -ENOMEM. */
 int pw_run_argv_push(pw_run_argv *a, const char *s);
+/* Appends copies of the NULL-terminated WORDS. Returns 0 or -ENOMEM. */
+int pw_run_argv_push_all(pw_run_argv *a, const char *const *words);
 /*
  * The end of a builder's run of pushes, R its outcome: on 0 moves A to *RET (A is left empty)
  * and returns 0; on -errno frees A, says "out of memory" for -ENOMEM (a builder reports any

@@ -99,6 +99,15 @@ int pw_run_argv_push(pw_run_argv *a, const char *s)
 	return 0;
 }
 
+int pw_run_argv_push_all(pw_run_argv *a, const char *const *words)
+{
+	int r = 0;
+
+	for (; r == 0 && *words; words++)
+		r = pw_run_argv_push(a, *words);
+	return r;
+}
+
 int pw_run_argv_finish(pw_run_argv *a, int r, pw_run_argv *ret)
 {
 	if (r < 0) {
@@ -601,17 +610,10 @@ int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
 	if (!cwd)
 		return -ENOMEM;
 	snprintf(fd, sizeof(fd), "%d", o->info_fd);
-	r = pw_run_argv_push(&a, "bwrap");
-	if (r == 0)
-		r = pw_run_argv_push(&a, "--unshare-user");
-	if (r == 0)
-		r = pw_run_argv_push(&a, "--unshare-pid");
-	if (r == 0)
-		r = pw_run_argv_push(&a, "--die-with-parent");
-	if (r == 0)
-		r = pw_run_argv_push(&a, "--new-session");
-	if (r == 0)
-		r = push2(&a, "--cap-drop", "ALL");
+	r = pw_run_argv_push_all(&a,
+				 (const char *const[]){"bwrap", "--unshare-user", "--unshare-pid",
+						       "--die-with-parent", "--new-session",
+						       "--cap-drop", "ALL", NULL});
 	if (r == 0 && geteuid() == 0)
 		r = push2(&a, "--cap-add", "CAP_SETFCAP");
 	if (r == 0)
@@ -661,7 +663,7 @@ int pw_run_sandbox_argv(const pw_run_sandbox_opts *o, pw_run_argv *ret)
 		r = push3(&a, "/bin/sh", "-c", RUN_SCRIPT);
 	if (r == 0)
 		r = pw_run_argv_push(&a, "piworkfs-run");
-	for (char **c = o->command; r == 0 && *c; c++)
-		r = pw_run_argv_push(&a, *c);
+	if (r == 0)
+		r = pw_run_argv_push_all(&a, (const char *const *)o->command);
 	return pw_run_argv_finish(&a, r, ret);
 }

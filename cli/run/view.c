@@ -40,22 +40,15 @@
 char *pw_run_unview_path(const char *path, char **ret_root)
 {
 	pw_ctl_mount *m = NULL;
-	size_t n = 0, best = SIZE_MAX, best_len = 0;
+	size_t n = 0, best;
 	char *out = NULL;
 
 	if (pw_ctl_list_mounts(&m, &n) < 0)
 		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		size_t len = strlen(m[i].mountpoint);
-		if (m[i].source && m[i].source[0] == '/' &&
-		    pw_path_beneath(path, m[i].mountpoint) >= 0 &&
-		    (best == SIZE_MAX || len > best_len)) {
-			best = i;
-			best_len = len;
-		}
-	}
+	best = pw_ctl_mount_around(m, n, path, true);
 	if (best != SIZE_MAX) {
-		const char *rest = streq(m[best].mountpoint, "/") ? path : path + best_len;
+		const char *rest =
+		    streq(m[best].mountpoint, "/") ? path : path + strlen(m[best].mountpoint);
 		if (asprintf(&out, "%s%s", m[best].source, rest) < 0)
 			out = NULL;
 		if (out && ret_root) {
