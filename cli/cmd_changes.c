@@ -376,7 +376,10 @@ static int call(const char *cmd, const opts *o, const char *method, json_t *para
 {
 	int code = 0;
 	_cleanup_free_ char *message = NULL;
-	int r = pw_ctl_call_at(o->mount, method, params, ret, &code, &message);
+	/* As long as the work takes: a 10 s limit made a slow undo say the daemon did not
+	 * answer while the daemon went on and finished it. */
+	int r = pw_ctl_call_at_timed(o->mount, PW_CTL_WAIT_ALL, method, params, ret, &code,
+				     &message, NULL);
 	return r < 0 ? call_failed(cmd, o, r, code, message) : PW_EXIT_GO_ON;
 }
 

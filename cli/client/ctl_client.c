@@ -390,7 +390,7 @@ int pw_ctl_call_data(pw_ctl_conn *c, const char *method, json_t *params, json_t 
 	}
 	for (;;) {
 		pw_rpc_reply rep;
-		r = read_reply(c, (int)c->timeout_ms, &rep);
+		r = read_reply(c, c->timeout_ms == PW_CTL_WAIT_ALL ? -1 : (int)c->timeout_ms, &rep);
 		if (r < 0)
 			break;
 		if (rep.kind == PW_RPC_REPLY_NOTIFICATION) {
@@ -492,6 +492,14 @@ int pw_ctl_call_at(const char *path, const char *method, json_t *params, json_t 
 int pw_ctl_call_at_data(const char *path, const char *method, json_t *params, json_t **ret_result,
 			int *ret_code, char **ret_message, json_t **ret_data)
 {
+	return pw_ctl_call_at_timed(path, 0, method, params, ret_result, ret_code, ret_message,
+				    ret_data);
+}
+
+int pw_ctl_call_at_timed(const char *path, unsigned timeout_ms, const char *method,
+			 json_t *params, json_t **ret_result, int *ret_code, char **ret_message,
+			 json_t **ret_data)
+{
 	_cleanup_free_ char *sock = NULL;
 	int r = pw_ctl_find_view_full(path, &sock, NULL);
 
@@ -499,8 +507,8 @@ int pw_ctl_call_at_data(const char *path, const char *method, json_t *params, js
 		json_decref(params);
 		return r;
 	}
-	return pw_ctl_call_socket_data(sock, method, params, ret_result, ret_code, ret_message,
-				       ret_data);
+	return call_socket(sock, timeout_ms, method, params, ret_result, ret_code, ret_message,
+			   ret_data);
 }
 
 /*

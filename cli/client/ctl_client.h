@@ -9,6 +9,7 @@
  */
 #pragma once
 
+#include <limits.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -73,9 +74,13 @@ int pw_ctl_view_socket(const char *mountpoint, long uid, char **ret);
 
 typedef struct pw_ctl_conn pw_ctl_conn;
 
-/* Connects to SOCKET (with a timeout of TIMEOUT_MS for every later read; 0: 10 s).
- * Returns 0, -ENOENT/-ECONNREFUSED (no daemon), -errno. */
+/* Connects to SOCKET (with a timeout of TIMEOUT_MS for every later read; 0: 10 s;
+ * PW_CTL_WAIT_ALL: none). Returns 0, -ENOENT/-ECONNREFUSED (no daemon), -errno. */
 int pw_ctl_connect(const char *socket, unsigned timeout_ms, pw_ctl_conn **ret);
+/* A call's timeout that waits as long as the daemon works: for the person's calls whose
+ * work grows with the project (undo, redo, diff, changes), which the daemon runs on a
+ * thread of its own. A daemon that dies closes the socket: the call ends with an error. */
+#define PW_CTL_WAIT_ALL UINT_MAX
 void pw_ctl_close(pw_ctl_conn *c); /* accepts NULL */
 /* The connection's socket, to poll for notifications (then read them with
  * pw_ctl_read_notification until it times out: lines may wait in its buffer). */
@@ -118,3 +123,7 @@ int pw_ctl_call_at(const char *path, const char *method, json_t *params, json_t 
 		   int *ret_code, char **ret_message);
 int pw_ctl_call_at_data(const char *path, const char *method, json_t *params, json_t **ret_result,
 			int *ret_code, char **ret_message, json_t **ret_data);
+/* pw_ctl_call_at_data waiting for the answer up to TIMEOUT_MS (0: 10 s; PW_CTL_WAIT_ALL). */
+int pw_ctl_call_at_timed(const char *path, unsigned timeout_ms, const char *method,
+			 json_t *params, json_t **ret_result, int *ret_code, char **ret_message,
+			 json_t **ret_data);
