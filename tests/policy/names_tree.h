@@ -14,10 +14,13 @@
 
 #include <stdbool.h>
 
-static const struct {
+/* A name and whether it is a directory's (the policy decides some operations by it). */
+typedef struct tree_name {
 	const char *path;
 	bool is_dir;
-} tree[] = {
+} tree_name;
+
+static const tree_name tree[] = {
     {"", true},
     {"src", true},
     {"src/main.c", false},

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "../lib/fixture_tree.h"
 #include "bash/bash.h"
 #include "bash/bash_path.h"
 #include "pw_limits.h"
@@ -39,47 +40,30 @@ static char tree[64];
 static int tree_fd = -1;
 static pw_modeset *modes;
 
-static void put(const char *rel, const char *content)
-{
-	char p[256];
-	snprintf(p, sizeof(p), "%s/%s", tree, rel);
-	FILE *f = fopen(p, "we");
-	cr_assert_not_null(f, "create %s", p);
-	fputs(content, f);
-	fclose(f);
-}
-
-static void dir(const char *rel)
-{
-	char p[256];
-	snprintf(p, sizeof(p), "%s/%s", tree, rel);
-	cr_assert_eq(mkdir(p, 0755), 0, "mkdir %s", p);
-}
-
 static void setup(void)
 {
 	snprintf(tree, sizeof(tree), "/tmp/pw-bash-XXXXXX");
 	cr_assert_not_null(mkdtemp(tree));
-	dir("src");
-	dir("src/sub");
-	dir("docs");
-	dir("docs/design");
-	dir(".git");
-	dir(".git/hooks");
-	dir(".piworkfs");
-	dir("build");
-	put("README.md", "readme\n");
-	put("Makefile", "all:\n");
-	put("src/a.c", "a\n");
-	put("src/b.c", "b\n");
-	put("src/c.h", "c\n");
-	put("src/sub/d.c", "d\n");
-	put("docs/notes.md", "n\n");
-	put("docs/design/spec.md", "s\n");
-	put(".git/HEAD", "ref: refs/heads/main\n");
-	put(".git/config", "[core]\n");
-	put(".git/hooks/pre-commit", "#!/bin/sh\n");
-	put(".hidden", "h\n");
+	fixture_dir(tree, "src", 0755);
+	fixture_dir(tree, "src/sub", 0755);
+	fixture_dir(tree, "docs", 0755);
+	fixture_dir(tree, "docs/design", 0755);
+	fixture_dir(tree, ".git", 0755);
+	fixture_dir(tree, ".git/hooks", 0755);
+	fixture_dir(tree, ".piworkfs", 0755);
+	fixture_dir(tree, "build", 0755);
+	fixture_put(tree, "README.md", "readme\n");
+	fixture_put(tree, "Makefile", "all:\n");
+	fixture_put(tree, "src/a.c", "a\n");
+	fixture_put(tree, "src/b.c", "b\n");
+	fixture_put(tree, "src/c.h", "c\n");
+	fixture_put(tree, "src/sub/d.c", "d\n");
+	fixture_put(tree, "docs/notes.md", "n\n");
+	fixture_put(tree, "docs/design/spec.md", "s\n");
+	fixture_put(tree, ".git/HEAD", "ref: refs/heads/main\n");
+	fixture_put(tree, ".git/config", "[core]\n");
+	fixture_put(tree, ".git/hooks/pre-commit", "#!/bin/sh\n");
+	fixture_put(tree, ".hidden", "h\n");
 	char l[256];
 	snprintf(l, sizeof(l), "%s/link", tree);
 	cr_assert_eq(symlink("/etc", l), 0);
