@@ -44,26 +44,34 @@ static void setup(void)
 {
 	snprintf(tree, sizeof(tree), "/tmp/pw-bash-XXXXXX");
 	cr_assert_not_null(mkdtemp(tree));
-	fixture_dir(tree, "src", 0755);
-	fixture_dir(tree, "src/sub", 0755);
-	fixture_dir(tree, "docs", 0755);
-	fixture_dir(tree, "docs/design", 0755);
-	fixture_dir(tree, ".git", 0755);
-	fixture_dir(tree, ".git/hooks", 0755);
+	static const char *const files[] = {"README.md",
+					    "readme\n",
+					    "Makefile",
+					    "all:\n",
+					    "src/a.c",
+					    "a\n",
+					    "src/b.c",
+					    "b\n",
+					    "src/c.h",
+					    "c\n",
+					    "src/sub/d.c",
+					    "d\n",
+					    "docs/notes.md",
+					    "n\n",
+					    "docs/design/spec.md",
+					    "s\n",
+					    ".git/HEAD",
+					    "ref: refs/heads/main\n",
+					    ".git/config",
+					    "[core]\n",
+					    ".git/hooks/pre-commit",
+					    "#!/bin/sh\n",
+					    ".hidden",
+					    "h\n",
+					    NULL};
+	fixture_files(tree, files);
 	fixture_dir(tree, ".piworkfs", 0755);
 	fixture_dir(tree, "build", 0755);
-	fixture_put(tree, "README.md", "readme\n");
-	fixture_put(tree, "Makefile", "all:\n");
-	fixture_put(tree, "src/a.c", "a\n");
-	fixture_put(tree, "src/b.c", "b\n");
-	fixture_put(tree, "src/c.h", "c\n");
-	fixture_put(tree, "src/sub/d.c", "d\n");
-	fixture_put(tree, "docs/notes.md", "n\n");
-	fixture_put(tree, "docs/design/spec.md", "s\n");
-	fixture_put(tree, ".git/HEAD", "ref: refs/heads/main\n");
-	fixture_put(tree, ".git/config", "[core]\n");
-	fixture_put(tree, ".git/hooks/pre-commit", "#!/bin/sh\n");
-	fixture_put(tree, ".hidden", "h\n");
 	char l[256];
 	snprintf(l, sizeof(l), "%s/link", tree);
 	cr_assert_eq(symlink("/etc", l), 0);
