@@ -144,6 +144,9 @@ bool wait_closed(int fd);
  */
 int connect_and_call(const char *method, const char *params);
 
+/* Adds an agent socket at TMP/NAME to the server (asserted); its path in PATH, SIZE bytes. */
+void add_agent_socket(const char *name, char *path, size_t size);
+
 /* Connects to an agent socket just added (the server thread adopts it on its next turn;
  * until then the kernel already queues connections, so the first try normally works). */
 int connect_agent(const char *path);

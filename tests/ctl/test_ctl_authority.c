@@ -91,8 +91,7 @@ Test(ctl, authorize_switch_unit)
 Test(ctl, agent_socket_may_only_tighten)
 {
 	char agent_path[256];
-	snprintf(agent_path, sizeof(agent_path), "%s/agent/ctl.sock", tmp);
-	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, agent_path), 0);
+	add_agent_socket("agent/ctl.sock", agent_path, sizeof(agent_path));
 	int owner = connect_main();
 	int agent = connect_agent(agent_path);
 
@@ -156,8 +155,7 @@ Test(ctl, dispatch_table_of_modules)
 	sock = pw_ctl_server_socket_path(srv);
 
 	char agent_path[256];
-	snprintf(agent_path, sizeof(agent_path), "%s/agent/ctl.sock", tmp);
-	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, agent_path), 0);
+	add_agent_socket("agent/ctl.sock", agent_path, sizeof(agent_path));
 	int owner = connect_main(), agent = connect_agent(agent_path);
 	json_t *r = rpc(owner, "test.echo", NULL);
 	cr_assert_str_eq(sget(result_of(r), "data"), "the arg", "without init: the use's arg");
@@ -208,8 +206,7 @@ Test(ctl, agent_flood_cannot_lock_the_operator_out)
 	char agent_path[256];
 	int subscribed = 0, busy = 0, first = -1;
 
-	snprintf(agent_path, sizeof(agent_path), "%s/agent.sock", tmp);
-	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, agent_path), 0);
+	add_agent_socket("agent.sock", agent_path, sizeof(agent_path));
 	int owner = connect_main();
 	rpc_ok(owner, "mode.set", "{\"mode\":\"build\"}");
 	close(owner);
@@ -351,8 +348,7 @@ Test(ctl, reload_with_broken_active_mode_fails_closed_then_recovers)
 Test(ctl, agent_reload_cannot_loosen)
 {
 	char agent_path[256];
-	snprintf(agent_path, sizeof(agent_path), "%s/agent.sock", tmp);
-	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, agent_path), 0);
+	add_agent_socket("agent.sock", agent_path, sizeof(agent_path));
 	int fd = connect_main();
 	rpc_ok(fd, "mode.set", "{\"mode\":\"build\"}");
 	break_build(true);

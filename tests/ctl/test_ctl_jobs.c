@@ -72,8 +72,7 @@ Test(ctl, agent_jobs_are_bounded_and_never_delay_the_person, .timeout = 240)
 	cr_assert_eq(pw_ctl_server_start(view, rundir, &tun, uses, ELEMENTSOF(uses), &srv), 0);
 	sock = pw_ctl_server_socket_path(srv);
 	char agent_path[256];
-	snprintf(agent_path, sizeof(agent_path), "%s/agent/ctl.sock", tmp);
-	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, agent_path), 0);
+	add_agent_socket("agent/ctl.sock", agent_path, sizeof(agent_path));
 	int a = connect_agent(agent_path), b = connect_agent(agent_path);
 	int c = connect_agent(agent_path), person = connect_main();
 

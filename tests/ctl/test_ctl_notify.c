@@ -118,8 +118,7 @@ Test(ctl_audit, agent_denials_are_those_of_its_own_sandbox, .timeout = 120)
 	signal(SIGPIPE, SIG_IGN);
 	start_view(NULL, true);
 	char agent_path[256];
-	snprintf(agent_path, sizeof(agent_path), "%s/agent.sock", tmp);
-	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, agent_path), 0);
+	add_agent_socket("agent.sock", agent_path, sizeof(agent_path));
 	close(connect_agent(agent_path)); /* adopted */
 	int op = connect_main();
 	rpc_ok(op, "subscribe", "{\"events\":[\"denied\"]}");
@@ -253,8 +252,7 @@ Test(ctl, agent_subscriber_learns_only_its_own_sandbox_switchers)
 	if (getuid() != 0)
 		cr_skip_test("needs root to make a PID namespace");
 	char agent_path[256];
-	snprintf(agent_path, sizeof(agent_path), "%s/agent.sock", tmp);
-	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, agent_path), 0);
+	add_agent_socket("agent.sock", agent_path, sizeof(agent_path));
 	close(connect_agent(agent_path)); /* adopted */
 	int watch = connect_main(), sw = connect_main();
 	rpc_ok(watch, "subscribe", "{\"events\":[\"mode.changed\"]}");
