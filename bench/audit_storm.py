@@ -42,29 +42,24 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(HERE)
 
-STORM_SAME = r"""
-import errno, os, sys, time
-path, n = sys.argv[1], int(sys.argv[2])
-print("go", flush=True)
-t0 = time.monotonic()
-for _ in range(n):
-    try:
-        os.close(os.open(path, os.O_WRONLY))
-        sys.exit("open for writing was allowed")
-    except PermissionError:
-        pass
-print("%.6f" % (time.monotonic() - t0), flush=True)
-"""
-
-STORM_NEW = r"""
-import errno, os, sys, time
-d, n = sys.argv[1], int(sys.argv[2])
+# A storm of N refused writes, each of which must fail with EACCES; prints its elapsed time.
+# KIND "same": opens the file PATH for writing N times (one path: the audit coalesces);
+# "new": creates N new files in the directory PATH (a new path each time).
+STORM = r"""
+import os, sys, time
+kind, path, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+if kind == "same":
+    def refused(i):
+        return os.open(path, os.O_WRONLY)
+else:
+    def refused(i):
+        return os.open("%s/storm-%d" % (path, i), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
 print("go", flush=True)
 t0 = time.monotonic()
 for i in range(n):
     try:
-        os.close(os.open("%s/storm-%d" % (d, i), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
-        sys.exit("create was allowed")
+        os.close(refused(i))
+        sys.exit("%s: the write was allowed" % kind)
     except PermissionError:
         pass
 print("%.6f" % (time.monotonic() - t0), flush=True)
@@ -239,8 +234,8 @@ class Bench:
         work = self.popen(WORKLOAD, os.path.join(v.mp, "docs/design"), files, stdin=True)
         assert work.stdout.readline().strip() == "ready"
         t0 = time.monotonic()
-        storms = [self.popen(STORM_SAME, os.path.join(v.mp, "src/a.c"), n),
-                  self.popen(STORM_NEW, os.path.join(v.mp, "src/new-%d" % rnd), n)]
+        storms = [self.popen(STORM, "same", os.path.join(v.mp, "src/a.c"), n),
+                  self.popen(STORM, "new", os.path.join(v.mp, "src/new-%d" % rnd), n)]
         for s in storms:
             assert s.stdout.readline().strip() == "go"
         work.stdin.write("go\n")

@@ -39,6 +39,9 @@ import tempfile
 import time
 
 EXAMPLES = "/usr/share/doc/libfuse3-dev/examples"
+# The author and committer of the trees' commits (the machine may have none configured).
+GIT_ENV = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@x", GIT_COMMITTER_NAME="b",
+               GIT_COMMITTER_EMAIL="b@x")
 
 
 def sh(cmd, cwd=None, check=True, quiet=True, env=None):
@@ -83,15 +86,18 @@ def make_tree(root, nfiles, seed=1):
             with open(os.path.join(dpath, f"f{i}.c"), "w") as f:
                 f.write(f"/* file {made} */\n{body}\n")
             made += 1
-    env = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@x", GIT_COMMITTER_NAME="b",
-               GIT_COMMITTER_EMAIL="b@x")
+    commit_tree(root)
+
+
+def commit_tree(root):
+    """ROOT made a git repository with everything in it committed once."""
     sh(["git", "init", "-q"], cwd=root)
     # No automatic gc: after the commit of 50,000 loose objects git would start a background
     # repack that rewrites .git/objects while the workloads run (find and grep then fail with
     # ENOENT, and every system is timed against a moving tree).
     sh(["git", "config", "gc.auto", "0"], cwd=root)
-    sh(["git", "add", "-A"], cwd=root, env=env)
-    sh(["git", "commit", "-qm", "tree"], cwd=root, env=env)
+    sh(["git", "add", "-A"], cwd=root, env=GIT_ENV)
+    sh(["git", "commit", "-qm", "tree"], cwd=root, env=GIT_ENV)
 
 
 def make_c_project(root, nunits=40):
@@ -532,12 +538,7 @@ def copy_tree(src, dst):
     """A real source tree for the workloads: SRC copied to DST (regular files, directories
     and symlinks as they are) and committed to git, as the synthetic tree is."""
     drop_output(f"cp -a {src} {dst}", "/")
-    env = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@x", GIT_COMMITTER_NAME="b",
-               GIT_COMMITTER_EMAIL="b@x")
-    sh(["git", "init", "-q"], cwd=dst)
-    sh(["git", "config", "gc.auto", "0"], cwd=dst)
-    sh(["git", "add", "-A"], cwd=dst, env=env)
-    sh(["git", "commit", "-qm", "tree"], cwd=dst, env=env)
+    commit_tree(dst)
     return sum(len(fs) for d, _, fs in os.walk(dst) if "/.git" not in d + "/")
 
 

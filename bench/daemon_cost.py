@@ -174,33 +174,12 @@ def sh(cmd, cwd):
                    stdout=subprocess.DEVNULL)
 
 
-def w_git_status(v, tag):
-    sh("git status --porcelain", f"{v.mnt}")
+def in_view(cmd, folder):
+    """The workload that runs the shell command CMD in FOLDER of the view ("" its top)."""
+    return lambda v, tag: sh(cmd, os.path.join(v.mnt, folder))
 
 
-def w_find(v, tag):
-    sh("find . -type f | wc -l", f"{v.mnt}/tree")
-
-
-def w_grep(v, tag):
-    sh("grep -r -l zzzz_not_there . ; test $? -eq 1", f"{v.mnt}/tree")
-
-
-def w_rg(v, tag):
-    sh("rg -l zzzz_not_there . ; test $? -eq 1", f"{v.mnt}/tree")
-
-
-def w_list(v, tag):
-    sh("ls -lR . > /dev/null", f"{v.mnt}/tree")
-
-
-def w_read(v, tag):
-    sh("cat read.bin > /dev/null", f"{v.mnt}/io")
-
-
-def w_write(v, tag):
-    sh(f"dd if=/dev/zero of=write.bin bs=1M count={IO_BYTES >> 20} conv=notrunc 2>/dev/null",
-       f"{v.mnt}/io")
+w_list = in_view("ls -lR . > /dev/null", "tree")
 
 
 def w_create(v, tag):
@@ -237,14 +216,15 @@ def make_tarball(path):
 
 # name -> (run, files it touches, cleanup after the measurement or None)
 WORKLOADS = {
-    "git status": (w_git_status, 5000, None),
-    "find": (w_find, 5000, None),
-    "grep -r": (w_grep, 5000, None),
-    "rg": (w_rg, 5000, None),
+    "git status": (in_view("git status --porcelain", ""), 5000, None),
+    "find": (in_view("find . -type f | wc -l", "tree"), 5000, None),
+    "grep -r": (in_view("grep -r -l zzzz_not_there . ; test $? -eq 1", "tree"), 5000, None),
+    "rg": (in_view("rg -l zzzz_not_there . ; test $? -eq 1", "tree"), 5000, None),
     "ls -lR": (w_list, 5000, None),
     "ls -lR cold": (w_list, 5000, None),
-    "read 64 MiB": (w_read, 1, None),
-    "write 64 MiB": (w_write, 1, None),
+    "read 64 MiB": (in_view("cat read.bin > /dev/null", "io"), 1, None),
+    "write 64 MiB": (in_view(f"dd if=/dev/zero of=write.bin bs=1M count={IO_BYTES >> 20} "
+                             "conv=notrunc 2>/dev/null", "io"), 1, None),
     "create+delete 2k": (w_create, 2000, None),
     "tar x 2k": (w_tar, TAR_FILES, c_tar),
 }

@@ -40,10 +40,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench import build_baseline, drop_output, make_c_project, make_tree, sh  # noqa: E402
-
-GIT_ENV = dict(os.environ, GIT_AUTHOR_NAME="b", GIT_AUTHOR_EMAIL="b@x", GIT_COMMITTER_NAME="b",
-               GIT_COMMITTER_EMAIL="b@x")
+from bench import (GIT_ENV, build_baseline, create_delete, drop_output,  # noqa: E402
+                   make_c_project, make_tree, sh)
 
 
 def make_backing(root, files, big_mib):
@@ -81,14 +79,7 @@ def make_backing(root, files, big_mib):
 
 
 def w_create_delete(root, n):
-    d = os.path.join(root, "scratch", "cd")
-    os.makedirs(d)
-    for i in range(n):
-        with open(os.path.join(d, f"n{i}"), "w") as f:
-            f.write("x")
-    for i in range(n):
-        os.unlink(os.path.join(d, f"n{i}"))
-    os.rmdir(d)
+    create_delete(os.path.join(root, "scratch", "cd"), n)
 
 
 def w_overwrite(root, big_mib):

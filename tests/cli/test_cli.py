@@ -34,6 +34,31 @@ DEMO = os.path.join(FIXTURES, "demo-cli")
 BUNDLED = ["build", "design", "discuss", "off", "plan", "review"]
 
 
+def on_a_terminal(argv, env, cwd):
+    """ARGV with a pty as stdout: (exit status, its output with the pty's carriage returns
+    taken out)."""
+    import pty
+    pid, fd = pty.fork()
+    if pid == 0:
+        try:
+            os.chdir(cwd)
+            os.execve(argv[0], argv, env)
+        finally:
+            os._exit(127)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    _, status = os.waitpid(pid, 0)
+    os.close(fd)
+    return os.waitstatus_to_exitcode(status), out.decode().replace("\r", "")
+
+
 class Base(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="pw-cli-")
@@ -724,12 +749,6 @@ class ExitStatusViewTest(harness.MountCase):
     """mode, reload and modes tell a script what their text tells a person: exit 3 when the
     view fails closed or a mode file has errors, 0 when all is well."""
 
-    def write_mode(self, name, text):
-        d = os.path.join(self.project, ".piworkfs", "modes")
-        os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, name + ".md"), "w") as f:
-            f.write(text)
-
     def test_a_broken_mode_file_is_exit_3(self):
         v = self.mount("build")
         for args in [("mode",), ("mode", "build"), ("reload",), ("mode", "--json")]:
@@ -737,7 +756,7 @@ class ExitStatusViewTest(harness.MountCase):
             self.assertEqual((p.returncode, p.stderr), (0, ""), args)
         # A mode that is not the active one breaks: reload says so in its exit status; a
         # switch that worked exits 0 and warns (issue 36: `mode build && make` runs make).
-        self.write_mode("lint", '---\nname: lint\nhide: ["[x"]\n---\nLint.\n')
+        self.write_project_mode("lint", '---\nname: lint\nhide: ["[x"]\n---\nLint.\n')
         p = self.run_pw("reload", "--mount", v.mp)
         self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
         self.assertIn("lint.md", p.stdout)
@@ -756,7 +775,7 @@ class ExitStatusViewTest(harness.MountCase):
         p = self.run_pw("mode", "--mount", v.mp, "lint")
         self.assertEqual(p.returncode, 3, p.stdout + p.stderr)
         # Fixed: all zero again.
-        self.write_mode("lint", "---\nname: lint\nhide: [x]\n---\nLint.\n")
+        self.write_project_mode("lint", "---\nname: lint\nhide: [x]\n---\nLint.\n")
         p = self.run_pw("reload", "--mount", v.mp)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         p = self.run_pw("mode", "--mount", v.mp)
@@ -765,7 +784,7 @@ class ExitStatusViewTest(harness.MountCase):
     def test_active_mode_gone_is_exit_3(self):
         # The active mode's own file disappears: the view fails closed after a reload though
         # no file has an error, and modes (inside the view) says so.
-        self.write_mode("lint", "---\nname: lint\nhide: [x]\n---\nLint.\n")
+        self.write_project_mode("lint", "---\nname: lint\nhide: [x]\n---\nLint.\n")
         v = self.mount("lint")
         os.unlink(os.path.join(self.project, ".piworkfs", "modes", "lint.md"))
         p = self.run_pw("reload", "--mount", v.mp)

@@ -20,7 +20,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import test_cli  # noqa: E402
-from test_cli import Base, PIWORKFS, DEMO  # noqa: E402
+from test_cli import Base, PIWORKFS, DEMO, on_a_terminal  # noqa: E402
 
 harness = test_cli.harness
 SOURCE = test_cli.SOURCE
@@ -415,26 +415,7 @@ class ViewFriction(harness.MountCase):
 
     def log_on_a_terminal(self, env):
         """`piworkfs log --all` with a pty as stdout: (exit status, output)."""
-        import pty
-        pid, fd = pty.fork()
-        if pid == 0:
-            try:
-                os.chdir(self.cwd)
-                os.execve(PIWORKFS, [PIWORKFS, "log", "--all"], dict(self.env, **env))
-            finally:
-                os._exit(127)
-        out = b""
-        while True:
-            try:
-                chunk = os.read(fd, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            out += chunk
-        _, status = os.waitpid(pid, 0)
-        os.close(fd)
-        return os.waitstatus_to_exitcode(status), out.decode()
+        return on_a_terminal([PIWORKFS, "log", "--all"], dict(self.env, **env), self.cwd)
 
     def test_log_fits_the_terminal(self):
         deep = "d" * 60 + "/" + "e" * 60 + "/file.txt"

@@ -30,19 +30,11 @@ def too_wide(text):
     return [x for x in text.splitlines() if len(x) > WIDTH]
 
 
-def commands(env):
-    """Every command `piworkfs --help` lists."""
-    out = subprocess.run([PIWORKFS, "--help"], env=env, capture_output=True, text=True,
-                         check=True).stdout
-    block = out.split("Commands:\n", 1)[1].split("\n\n", 1)[0]
-    return [line.split()[0] for line in block.splitlines() if line.startswith("  ")]
-
-
 class Help(harness.MountCase):
     tree = None
 
     def test_every_help_fits_80_columns(self):
-        names = commands(self.env)
+        names = harness.commands(self.env)
         self.assertIn("mount", names)
         self.assertIn("checkpoint", names)
         p = self.run_pw("--help")

@@ -24,7 +24,7 @@ import unittest
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import test_cli  # noqa: E402
-from test_cli import Base, PIWORKFS, DEMO, MODES_DIR  # noqa: E402
+from test_cli import Base, PIWORKFS, DEMO, MODES_DIR, on_a_terminal  # noqa: E402
 
 NOBODY = pwd.getpwnam("nobody")
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
@@ -353,15 +353,9 @@ import harness  # noqa: E402  (the mount tests' harness: private dirs, sure unmo
 class ViewTest(harness.MountCase):
     """A live view, mounted by root with the mount tests' harness."""
 
-    def write_mode(self, name, text):
-        d = os.path.join(self.project, ".piworkfs", "modes")
-        os.makedirs(d, exist_ok=True)
-        with open(os.path.join(d, name + ".md"), "w") as f:
-            f.write(text)
-
     def test_a_switch_that_worked_exits_0_and_warns(self):
         # Item 7: another mode file is broken; the switch works, so `&&` goes on.
-        self.write_mode("lint", '---\nname: lint\nhide: ["[x"]\n---\nLint.\n')
+        self.write_project_mode("lint", '---\nname: lint\nhide: ["[x"]\n---\nLint.\n')
         v = self.mount("plan")
         p = self.run_tool(["sh", "-c", '"$0" mode build && echo make-ran', PIWORKFS],
                           cwd=v.mp, check=False)
@@ -475,7 +469,7 @@ class ViewTest(harness.MountCase):
         # Item 9: the widening keys an untrusted project declares are shown where they
         # bite, and trusting the project from inside its view takes effect at once.
         ignored = "ignored: the project is not trusted (piworkfs trust)"
-        self.write_mode("docs", '---\nname: docs\ndescription: docs only\nwrites:\n'
+        self.write_project_mode("docs", '---\nname: docs\ndescription: docs only\nwrites:\n'
                                 '  allow: ["docs/**"]\n---\nWrite docs.\n')
         v = self.mount("docs")
         p = self.run_pw("mode", cwd=v.mp)
@@ -495,30 +489,6 @@ class ViewTest(harness.MountCase):
         os.close(os.open(v.path("docs/x.md"), os.O_WRONLY | os.O_CLOEXEC))
         p = self.run_pw("mode", cwd=v.mp)
         self.assertNotIn(ignored, p.stdout)
-
-
-def on_a_terminal(argv, env, cwd):
-    """ARGV with a pty as stdout: (exit status, output without colour)."""
-    import pty
-    pid, fd = pty.fork()
-    if pid == 0:
-        try:
-            os.chdir(cwd)
-            os.execve(argv[0], argv, env)
-        finally:
-            os._exit(127)
-    out = b""
-    while True:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        out += chunk
-    _, status = os.waitpid(pid, 0)
-    os.close(fd)
-    return os.waitstatus_to_exitcode(status), out.decode().replace("\r", "")
 
 
 class LogTest(harness.MountCase):
@@ -696,25 +666,35 @@ class DevScripts(unittest.TestCase):
                            capture_output=True, text=True, timeout=60)
         self.assertIn("ci", open(calls).read(), p.stdout + p.stderr)
 
-    def test_the_demo_shows_a_refusal_as_the_shell_prints_it(self):
-        base = os.path.join(self.tmp, "demo")
-        view = os.path.join(base, "greeter.view")
+    def demo_env(self, **extra):
+        """The environment of a person running demo/run: piworkfs on PATH, this test's HOME,
+        runtime directory (made, 0700), configuration and state, the bundled modes; EXTRA
+        added."""
         runtime = os.path.join(self.tmp, "run")
         os.makedirs(runtime, 0o700)
-        env = {
+        return dict({
             "PATH": os.path.dirname(os.path.abspath(PIWORKFS)) + ":/usr/bin:/bin",
             "LC_ALL": "C.UTF-8", "HOME": self.tmp, "XDG_RUNTIME_DIR": runtime,
             "XDG_CONFIG_HOME": os.path.join(self.tmp, "config"),
             "PIWORKFS_STATE_DB": os.path.join(self.tmp, "state.db"),
-            "PIWORKFS_MODES_DIR": MODES_DIR, "PIWORKFS_DEMO_DIR": base,
-        }
+            "PIWORKFS_MODES_DIR": MODES_DIR,
+        }, **extra)
 
-        def unmount():
+    @staticmethod
+    def unmount_demos(env, demos):
+        """Unmounts the view of each demo directory in DEMOS (read at cleanup): with
+        `piworkfs umount`, lazily if that left it mounted."""
+        for d in demos:
+            view = os.path.join(d, "greeter.view")
             if harness.is_view_mounted(view):
                 subprocess.run([PIWORKFS, "umount", view], env=env, capture_output=True)
             if harness.is_view_mounted(view):
                 subprocess.run(["fusermount3", "-u", "-z", view], capture_output=True)
-        self.addCleanup(unmount)
+
+    def test_the_demo_shows_a_refusal_as_the_shell_prints_it(self):
+        base = os.path.join(self.tmp, "demo")
+        env = self.demo_env(PIWORKFS_DEMO_DIR=base)
+        self.addCleanup(self.unmount_demos, env, [base])
         p = subprocess.run([os.path.join(test_cli.SOURCE, "demo", "run")], env=env,
                            capture_output=True, text=True, timeout=300)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
@@ -725,25 +705,9 @@ class DevScripts(unittest.TestCase):
         # Issue 44, item 15: `./dev demo > file` wrote bold escape codes, and every user's
         # demo went to one fixed /tmp/piworkfs-demo. Now a private directory of mktemp's,
         # printed, replaced by the next demo; escape codes only on a terminal.
-        runtime = os.path.join(self.tmp, "run")
-        os.makedirs(runtime, 0o700)
-        env = {
-            "PATH": os.path.dirname(os.path.abspath(PIWORKFS)) + ":/usr/bin:/bin",
-            "LC_ALL": "C.UTF-8", "HOME": self.tmp, "XDG_RUNTIME_DIR": runtime,
-            "XDG_CONFIG_HOME": os.path.join(self.tmp, "config"),
-            "PIWORKFS_STATE_DB": os.path.join(self.tmp, "state.db"),
-            "PIWORKFS_MODES_DIR": MODES_DIR, "TMPDIR": self.tmp,
-        }
+        env = self.demo_env(TMPDIR=self.tmp)
         demos = []
-
-        def unmount():
-            for d in demos:
-                view = os.path.join(d, "greeter.view")
-                if harness.is_view_mounted(view):
-                    subprocess.run([PIWORKFS, "umount", view], env=env, capture_output=True)
-                if harness.is_view_mounted(view):
-                    subprocess.run(["fusermount3", "-u", "-z", view], capture_output=True)
-        self.addCleanup(unmount)
+        self.addCleanup(self.unmount_demos, env, demos)
         for _ in range(2):
             out = os.path.join(self.tmp, "demo.txt")
             with open(out, "w") as f:

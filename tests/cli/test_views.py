@@ -52,13 +52,6 @@ TABLE = {
 }
 
 
-def commands(env):
-    out = subprocess.run([PIWORKFS, "--help"], env=env, capture_output=True, text=True,
-                         check=True).stdout
-    block = out.split("Commands:\n", 1)[1].split("\n\n", 1)[0]
-    return [line.split()[0] for line in block.splitlines() if line.startswith("  ")]
-
-
 class MountOption(harness.MountCase):
     def setUp(self):
         super().setUp()
@@ -68,7 +61,7 @@ class MountOption(harness.MountCase):
         self.here = self.w.path("src")  # the current directory: inside W
 
     def test_every_command_takes_M_for_the_view_it_names(self):
-        self.assertEqual(sorted(TABLE), sorted(commands(self.env)),
+        self.assertEqual(sorted(TABLE), sorted(harness.commands(self.env)),
                          "a command is missing from the table")
         # The control: from inside W, without -M, check answers for W (plan).
         p = self.run_pw("check", DESIGN_FILE, cwd=self.here)

@@ -259,6 +259,75 @@ _Noreturn void exec_child(const struct child_env *ce)
 	_exit(7);
 }
 
+pid_t start_inside(const char *name, const char *agent_path, FILE **ret_in, char *ready,
+		   size_t size)
+{
+	int pfd[2];
+	cr_assert_eq(pipe2(pfd, O_CLOEXEC), 0);
+	struct child_env ce;
+	child_env(&ce, name, agent_path, pfd[1]);
+	pid_t helper = fork();
+	cr_assert_geq(helper, 0);
+	if (helper == 0) {
+		/* The helper makes the namespace; its child is the sandbox's first process. */
+		close(pfd[0]);
+		if (unshare(CLONE_NEWPID) < 0)
+			_exit(20);
+		pid_t c = fork();
+		if (c < 0)
+			_exit(21);
+		if (c == 0)
+			exec_child(&ce);
+		int status;
+		if (waitpid(c, &status, 0) != c || !WIFEXITED(status))
+			_exit(22);
+		_exit(WEXITSTATUS(status));
+	}
+	close(pfd[1]);
+	FILE *in = fdopen(pfd[0], "r");
+	cr_assert_not_null(in);
+	cr_assert_not_null(fgets(ready, (int)size, in), "the %s inside never got ready", name);
+	cr_assert(startswith(ready, "ready "), "%s: %s", name, ready);
+	*ret_in = in;
+	return helper;
+}
+
+void finish_inside(pid_t helper, FILE *in, char *heard, size_t size, const char *who)
+{
+	char line[4096];
+	int status;
+
+	heard[0] = '\0';
+	while (fgets(line, sizeof(line), in))
+		strncat(heard, line, size - strlen(heard) - 1);
+	fclose(in);
+	cr_assert_eq(waitpid(helper, &status, 0), helper);
+	cr_assert(WIFEXITED(status));
+	cr_assert_eq(WEXITSTATUS(status), 0, "%s inside: status %d; heard:\n%s", who,
+		     WEXITSTATUS(status), heard);
+}
+
+int subscribe_inside(const char *agent_path, const char *events, int *ret_fd)
+{
+	char sub[256];
+	int fd;
+
+	snprintf(sub, sizeof(sub),
+		 "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"subscribe\","
+		 "\"params\":{\"events\":%s}}\n",
+		 events);
+	fd = connect_to(agent_path);
+	if (fd < 0 || send(fd, sub, strlen(sub), MSG_NOSIGNAL) != (ssize_t)strlen(sub))
+		return 11;
+	char *l = read_line(fd);
+	bool ok = l && strstr(l, "\"result\"");
+	free(l);
+	if (!ok)
+		return 12;
+	*ret_fd = fd;
+	return 0;
+}
+
 json_t *read_msg(int fd)
 {
 	char *line = read_line(fd);
@@ -289,6 +358,13 @@ json_t *result_of(json_t *reply)
 	json_t *res = json_object_get(reply, "result");
 	cr_assert_not_null(res, "expected a result: %s", json_dumps(reply, 0));
 	return res;
+}
+
+void rpc_ok(int fd, const char *method, const char *params)
+{
+	json_t *r = rpc(fd, method, params);
+	result_of(r);
+	json_decref(r);
 }
 
 int error_code(json_t *reply)
@@ -390,6 +466,12 @@ int connect_and_call(const char *method, const char *params)
 
 /* Connects to an agent socket just added (the server thread adopts it on its next turn;
  * until then the kernel already queues connections, so the first try normally works). */
+void add_agent_socket(const char *name, char *path, size_t size)
+{
+	snprintf(path, size, "%s/%s", tmp, name);
+	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, path), 0, "agent socket %s", path);
+}
+
 int connect_agent(const char *path)
 {
 	int fd = -1;

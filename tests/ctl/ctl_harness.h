@@ -114,6 +114,9 @@ json_t *rpc(int fd, const char *method, const char *params);
 
 json_t *result_of(json_t *reply);
 
+/* Calls METHOD with PARAMS (as rpc) and asserts that it succeeded; the reply is freed. */
+void rpc_ok(int fd, const char *method, const char *params);
+
 int error_code(json_t *reply);
 
 const char *error_message(json_t *reply);
@@ -141,6 +144,9 @@ bool wait_closed(int fd);
  */
 int connect_and_call(const char *method, const char *params);
 
+/* Adds an agent socket at TMP/NAME to the server (asserted); its path in PATH, SIZE bytes. */
+void add_agent_socket(const char *name, char *path, size_t size);
+
 /* Connects to an agent socket just added (the server thread adopts it on its next turn;
  * until then the kernel already queues connections, so the first try normally works). */
 int connect_agent(const char *path);
@@ -148,6 +154,23 @@ int connect_agent(const char *path);
 int other_uid_child(const char *path, int report);
 int inside_subscriber(const char *agent_path, int report);
 int inside_switch_watcher(const char *agent_path, int report);
+
+/*
+ * Runs the child NAME (see maybe_a_child) with AGENT_PATH as the first process of a new PID
+ * namespace, as under `piworkfs run`: a helper makes the namespace and waits for it. Returns
+ * the helper's pid and, in *RET_IN, what the child reports; its first line, which must start
+ * with "ready", in READY.
+ */
+pid_t start_inside(const char *name, const char *agent_path, FILE **ret_in, char *ready,
+		   size_t size);
+
+/* Reads what the child reports until it exits into HEARD, then asserts that it and its
+ * helper exited 0 (WHO names it in the failure, with what it reported). */
+void finish_inside(pid_t helper, FILE *in, char *heard, size_t size, const char *who);
+
+/* In a child: connects to AGENT_PATH and subscribes to EVENTS (a JSON array). Returns 0
+ * with the connection in *RET_FD, or the child's exit status for what failed (11, 12). */
+int subscribe_inside(const char *agent_path, const char *events, int *ret_fd);
 
 /*
  * Evaluates COND until it holds or DEADLINE_MS passes; yields whether it held. For

@@ -66,9 +66,7 @@ Test(ctl, live_socket_refused_stale_replaced_removed_at_stop)
 		     0);
 	sock = pw_ctl_server_socket_path(srv);
 	fd = connect_main();
-	json_t *r = rpc(fd, "status", NULL);
-	result_of(r);
-	json_decref(r);
+	rpc_ok(fd, "status", NULL);
 	close(fd);
 }
 

@@ -91,8 +91,7 @@ Test(ctl, authorize_switch_unit)
 Test(ctl, agent_socket_may_only_tighten)
 {
 	char agent_path[256];
-	snprintf(agent_path, sizeof(agent_path), "%s/agent/ctl.sock", tmp);
-	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, agent_path), 0);
+	add_agent_socket("agent/ctl.sock", agent_path, sizeof(agent_path));
 	int owner = connect_main();
 	int agent = connect_agent(agent_path);
 
@@ -102,17 +101,13 @@ Test(ctl, agent_socket_may_only_tighten)
 	json_decref(r);
 	cr_assert_str_eq(active_mode(), "plan");
 
-	r = rpc(owner, "mode.set", "{\"mode\":\"build\"}");
-	result_of(r);
-	json_decref(r);
+	rpc_ok(owner, "mode.set", "{\"mode\":\"build\"}");
 	r = rpc(agent, "mode.set", "{\"mode\":\"plan\"}");
 	cr_assert_str_eq(sget(result_of(r), "mode"), "plan");
 	json_decref(r);
 	cr_assert_str_eq(active_mode(), "plan");
 	/* Reads are fine for the agent. */
-	r = rpc(agent, "status", NULL);
-	result_of(r);
-	json_decref(r);
+	rpc_ok(agent, "status", NULL);
 	close(agent);
 	close(owner);
 	pw_ctl_server_stop(srv);
@@ -160,18 +155,13 @@ Test(ctl, dispatch_table_of_modules)
 	sock = pw_ctl_server_socket_path(srv);
 
 	char agent_path[256];
-	snprintf(agent_path, sizeof(agent_path), "%s/agent/ctl.sock", tmp);
-	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, agent_path), 0);
+	add_agent_socket("agent/ctl.sock", agent_path, sizeof(agent_path));
 	int owner = connect_main(), agent = connect_agent(agent_path);
 	json_t *r = rpc(owner, "test.echo", NULL);
 	cr_assert_str_eq(sget(result_of(r), "data"), "the arg", "without init: the use's arg");
 	json_decref(r);
-	r = rpc(owner, "test.person", NULL);
-	result_of(r);
-	json_decref(r);
-	r = rpc(agent, "test.echo", NULL);
-	result_of(r);
-	json_decref(r);
+	rpc_ok(owner, "test.person", NULL);
+	rpc_ok(agent, "test.echo", NULL);
 	r = rpc(agent, "test.person", NULL);
 	cr_assert_eq(error_code(r), PW_RPC_REFUSED, "the table refuses the agent");
 	cr_assert_str_eq(error_message(r), "refused: the person's only");
@@ -216,12 +206,9 @@ Test(ctl, agent_flood_cannot_lock_the_operator_out)
 	char agent_path[256];
 	int subscribed = 0, busy = 0, first = -1;
 
-	snprintf(agent_path, sizeof(agent_path), "%s/agent.sock", tmp);
-	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, agent_path), 0);
+	add_agent_socket("agent.sock", agent_path, sizeof(agent_path));
 	int owner = connect_main();
-	json_t *r = rpc(owner, "mode.set", "{\"mode\":\"build\"}");
-	result_of(r);
-	json_decref(r);
+	rpc_ok(owner, "mode.set", "{\"mode\":\"build\"}");
 	close(owner);
 
 	pw_ctl_stats st0 = stats();
@@ -256,7 +243,7 @@ Test(ctl, agent_flood_cannot_lock_the_operator_out)
 				   "\"params\":{\"mode\":\"plan\"}}\n";
 	owner = connect_main();
 	(void)!send(owner, plan, sizeof(plan) - 1, MSG_NOSIGNAL); /* a refusal may close first */
-	r = read_msg(owner);
+	json_t *r = read_msg(owner);
 	cr_assert_not_null(r, "the operator got no answer");
 	cr_assert_not_null(json_object_get(r, "result"), "the operator was refused: %s",
 			   json_dumps(r, 0));
@@ -305,12 +292,10 @@ static void break_build(bool broken)
 Test(ctl, reload_with_broken_active_mode_fails_closed_then_recovers)
 {
 	int fd = connect_main();
-	json_t *r = rpc(fd, "mode.set", "{\"mode\":\"build\"}");
-	result_of(r);
-	json_decref(r);
+	rpc_ok(fd, "mode.set", "{\"mode\":\"build\"}");
 
 	break_build(true);
-	r = rpc(fd, "reload", NULL);
+	json_t *r = rpc(fd, "reload", NULL);
 	json_t *res = result_of(r);
 	cr_assert(json_is_true(json_object_get(res, "fail_closed")));
 	cr_assert_not_null(sget(res, "fail_reason"));
@@ -352,9 +337,7 @@ Test(ctl, reload_with_broken_active_mode_fails_closed_then_recovers)
 	r = rpc(fd, "reload", NULL);
 	cr_assert(json_is_true(json_object_get(result_of(r), "fail_closed")));
 	json_decref(r);
-	r = rpc(fd, "mode.set", "{\"mode\":\"plan\"}");
-	result_of(r);
-	json_decref(r);
+	rpc_ok(fd, "mode.set", "{\"mode\":\"plan\"}");
 	r = rpc(fd, "status", NULL);
 	cr_assert(json_is_false(json_object_get(result_of(r), "fail_closed")));
 	cr_assert_str_eq(sget(result_of(r), "mode"), "plan");
@@ -365,14 +348,11 @@ Test(ctl, reload_with_broken_active_mode_fails_closed_then_recovers)
 Test(ctl, agent_reload_cannot_loosen)
 {
 	char agent_path[256];
-	snprintf(agent_path, sizeof(agent_path), "%s/agent.sock", tmp);
-	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, agent_path), 0);
+	add_agent_socket("agent.sock", agent_path, sizeof(agent_path));
 	int fd = connect_main();
-	json_t *r = rpc(fd, "mode.set", "{\"mode\":\"build\"}");
-	result_of(r);
-	json_decref(r);
+	rpc_ok(fd, "mode.set", "{\"mode\":\"build\"}");
 	break_build(true);
-	r = rpc(fd, "reload", NULL);
+	json_t *r = rpc(fd, "reload", NULL);
 	json_decref(r);
 	break_build(false);
 	int agent = connect_agent(agent_path);
@@ -408,9 +388,7 @@ Test(ctl, sighup_reload_request)
 Test(ctl, last_mode_restored_and_explicit_unknown_fails_closed)
 {
 	int fd = connect_main();
-	json_t *r = rpc(fd, "mode.set", "{\"mode\":\"design\"}");
-	result_of(r);
-	json_decref(r);
+	rpc_ok(fd, "mode.set", "{\"mode\":\"design\"}");
 	close(fd);
 
 	/* A second view of the same project (as after a remount) restores design. */

@@ -72,8 +72,7 @@ Test(ctl, agent_jobs_are_bounded_and_never_delay_the_person, .timeout = 240)
 	cr_assert_eq(pw_ctl_server_start(view, rundir, &tun, uses, ELEMENTSOF(uses), &srv), 0);
 	sock = pw_ctl_server_socket_path(srv);
 	char agent_path[256];
-	snprintf(agent_path, sizeof(agent_path), "%s/agent/ctl.sock", tmp);
-	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, agent_path), 0);
+	add_agent_socket("agent/ctl.sock", agent_path, sizeof(agent_path));
 	int a = connect_agent(agent_path), b = connect_agent(agent_path);
 	int c = connect_agent(agent_path), person = connect_main();
 
@@ -102,9 +101,7 @@ Test(ctl, agent_jobs_are_bounded_and_never_delay_the_person, .timeout = 240)
 		send_call(c, "test.hold", NULL, 0);
 		send_call(c, "bash.check", "{\"command\":\"ls\"}", 0);
 	}
-	r = rpc(c, "status", NULL); /* answered after the notifications were handled */
-	result_of(r);
-	json_decref(r);
+	rpc_ok(c, "status", NULL); /* answered after the notifications were handled */
 	cr_assert_eq(stats().agent_jobs_refused, refused + 6);
 	cr_assert_eq(atomic_load(&holding), 4, "no notification ran beyond the pool");
 
@@ -114,12 +111,8 @@ Test(ctl, agent_jobs_are_bounded_and_never_delay_the_person, .timeout = 240)
 	cr_assert_eq(
 	    json_integer_value(json_object_get(json_object_get(result_of(r), "jobs"), "agent")), 4);
 	json_decref(r);
-	r = rpc(person, "mode.set", "{\"mode\":\"build\"}");
-	result_of(r);
-	json_decref(r);
-	r = rpc(person, "bash.check", "{\"command\":\"echo hi > src/x.c\"}");
-	result_of(r);
-	json_decref(r);
+	rpc_ok(person, "mode.set", "{\"mode\":\"build\"}");
+	rpc_ok(person, "bash.check", "{\"command\":\"echo hi > src/x.c\"}");
 	send_call(person, "test.hold", NULL, 7);
 	cr_assert(WAIT_UNTIL(atomic_load(&holding) == 5));
 	cr_assert_eq(atomic_load(&holding), 5, "the agents' jobs still held throughout");

@@ -77,21 +77,15 @@ Test(ctl_audit, denied_notifications_rate_limited, .timeout = 120)
  */
 int inside_subscriber(const char *agent_path, int report)
 {
-	static const char sub[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"subscribe\","
-				  "\"params\":{\"events\":[\"denied\"]}}\n";
 	struct stat st;
-	char line[4096];
-	int fd;
+	char line[4096], *l;
+	int fd, k;
 
 	if (stat("/proc/self/ns/pid", &st) < 0) /* /proc is the parent's: our outer pid */
 		return 10;
-	fd = connect_to(agent_path);
-	if (fd < 0 || send(fd, sub, sizeof(sub) - 1, MSG_NOSIGNAL) != (ssize_t)sizeof(sub) - 1)
-		return 11;
-	char *l = read_line(fd);
-	if (!l || !strstr(l, "\"result\""))
-		return 12;
-	free(l);
+	k = subscribe_inside(agent_path, "[\"denied\"]", &fd);
+	if (k)
+		return k;
 	snprintf(line, sizeof(line), "ready %llu\n", (unsigned long long)st.st_ino);
 	if (write(report, line, strlen(line)) < 0)
 		return 13;
@@ -124,41 +118,15 @@ Test(ctl_audit, agent_denials_are_those_of_its_own_sandbox, .timeout = 120)
 	signal(SIGPIPE, SIG_IGN);
 	start_view(NULL, true);
 	char agent_path[256];
-	snprintf(agent_path, sizeof(agent_path), "%s/agent.sock", tmp);
-	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, agent_path), 0);
+	add_agent_socket("agent.sock", agent_path, sizeof(agent_path));
 	close(connect_agent(agent_path)); /* adopted */
 	int op = connect_main();
-	json_t *r = rpc(op, "subscribe", "{\"events\":[\"denied\"]}");
-	result_of(r);
-	json_decref(r);
+	rpc_ok(op, "subscribe", "{\"events\":[\"denied\"]}");
 
-	int pfd[2];
-	cr_assert_eq(pipe2(pfd, O_CLOEXEC), 0);
-	struct child_env ce;
-	child_env(&ce, "subscriber", agent_path, pfd[1]);
-	pid_t helper = fork();
-	cr_assert_geq(helper, 0);
-	if (helper == 0) {
-		/* The helper makes the namespace; its child is the sandbox's first process. */
-		close(pfd[0]);
-		if (unshare(CLONE_NEWPID) < 0)
-			_exit(20);
-		pid_t c = fork();
-		if (c < 0)
-			_exit(21);
-		if (c == 0)
-			exec_child(&ce);
-		int status;
-		if (waitpid(c, &status, 0) != c || !WIFEXITED(status))
-			_exit(22);
-		_exit(WEXITSTATUS(status));
-	}
-	close(pfd[1]);
-	FILE *in = fdopen(pfd[0], "r");
-	cr_assert_not_null(in);
+	FILE *in;
 	char line[4096];
 	unsigned long long ino = 0;
-	cr_assert_not_null(fgets(line, sizeof(line), in), "the subscriber inside never got ready");
+	pid_t helper = start_inside("subscriber", agent_path, &in, line, sizeof(line));
 	cr_assert_eq(sscanf(line, "ready %llu", &ino), 1, "%s", line);
 
 	char inside[64], deeper[96], other[64], last[64];
@@ -190,15 +158,8 @@ Test(ctl_audit, agent_denials_are_those_of_its_own_sandbox, .timeout = 120)
 	}
 
 	/* What the subscriber inside heard, in order. */
-	char heard[1024] = "";
-	while (fgets(line, sizeof(line), in))
-		strncat(heard, line, sizeof(heard) - strlen(heard) - 1);
-	fclose(in);
-	int status;
-	cr_assert_eq(waitpid(helper, &status, 0), helper);
-	cr_assert(WIFEXITED(status));
-	cr_assert_eq(WEXITSTATUS(status), 0, "subscriber inside: status %d; heard:\n%s",
-		     WEXITSTATUS(status), heard);
+	char heard[1024];
+	finish_inside(helper, in, heard, sizeof(heard), "subscriber");
 	cr_assert_str_eq(heard, "src/inside.c 5\nsrc/deeper.c 6\nsrc/zz-last.c 9\n");
 
 	/* The operator heard of everything, pids as the daemon sees them. */
@@ -237,23 +198,17 @@ static void field_text(json_t *p, const char *field, char *buf, size_t size)
  */
 int inside_switch_watcher(const char *agent_path, int report)
 {
-	static const char sub[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"subscribe\","
-				  "\"params\":{\"events\":[\"mode.changed\"]}}\n";
 	static const char set[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"mode.set\","
 				  "\"params\":{\"mode\":\"plan\"}}\n";
-	char line[512], self[32] = "";
-	int fd, sw;
+	char line[512], self[32] = "", *l;
+	int fd, sw, k;
 
 	/* /proc is the parent's: /proc/self names our pid outside. */
 	if (readlink("/proc/self", self, sizeof(self) - 1) < 0)
 		return 10;
-	fd = connect_to(agent_path);
-	if (fd < 0 || send(fd, sub, sizeof(sub) - 1, MSG_NOSIGNAL) != (ssize_t)sizeof(sub) - 1)
-		return 11;
-	char *l = read_line(fd);
-	if (!l || !strstr(l, "\"result\""))
-		return 12;
-	free(l);
+	k = subscribe_inside(agent_path, "[\"mode.changed\"]", &fd);
+	if (k)
+		return k;
 	snprintf(line, sizeof(line), "ready %s\n", self);
 	if (write(report, line, strlen(line)) < 0)
 		return 13;
@@ -297,56 +252,21 @@ Test(ctl, agent_subscriber_learns_only_its_own_sandbox_switchers)
 	if (getuid() != 0)
 		cr_skip_test("needs root to make a PID namespace");
 	char agent_path[256];
-	snprintf(agent_path, sizeof(agent_path), "%s/agent.sock", tmp);
-	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, agent_path), 0);
+	add_agent_socket("agent.sock", agent_path, sizeof(agent_path));
 	close(connect_agent(agent_path)); /* adopted */
 	int watch = connect_main(), sw = connect_main();
-	json_t *r = rpc(watch, "subscribe", "{\"events\":[\"mode.changed\"]}");
-	result_of(r);
-	json_decref(r);
+	rpc_ok(watch, "subscribe", "{\"events\":[\"mode.changed\"]}");
 
-	int pfd[2];
-	cr_assert_eq(pipe2(pfd, O_CLOEXEC), 0);
-	struct child_env ce;
-	child_env(&ce, "switch_watcher", agent_path, pfd[1]);
-	pid_t helper = fork();
-	cr_assert_geq(helper, 0);
-	if (helper == 0) {
-		/* The helper makes the namespace; its child is the sandbox's first process. */
-		close(pfd[0]);
-		if (unshare(CLONE_NEWPID) < 0)
-			_exit(20);
-		pid_t c = fork();
-		if (c < 0)
-			_exit(21);
-		if (c == 0)
-			exec_child(&ce);
-		int status;
-		if (waitpid(c, &status, 0) != c || !WIFEXITED(status))
-			_exit(22);
-		_exit(WEXITSTATUS(status));
-	}
-	close(pfd[1]);
-	FILE *in = fdopen(pfd[0], "r");
-	cr_assert_not_null(in);
+	FILE *in;
 	char line[512];
 	long outer = 0;
-	cr_assert_not_null(fgets(line, sizeof(line), in), "the watcher inside never got ready");
+	pid_t helper = start_inside("switch_watcher", agent_path, &in, line, sizeof(line));
 	cr_assert_eq(sscanf(line, "ready %ld", &outer), 1, "%s", line);
 
 	/* The person switches from outside; the watcher then switches from inside. */
-	r = rpc(sw, "mode.set", "{\"mode\":\"build\"}");
-	result_of(r);
-	json_decref(r);
-	char heard[1024] = "";
-	while (fgets(line, sizeof(line), in))
-		strncat(heard, line, sizeof(heard) - strlen(heard) - 1);
-	fclose(in);
-	int status;
-	cr_assert_eq(waitpid(helper, &status, 0), helper);
-	cr_assert(WIFEXITED(status));
-	cr_assert_eq(WEXITSTATUS(status), 0, "watcher inside: status %d; heard:\n%s",
-		     WEXITSTATUS(status), heard);
+	rpc_ok(sw, "mode.set", "{\"mode\":\"build\"}");
+	char heard[1024];
+	finish_inside(helper, in, heard, sizeof(heard), "watcher");
 	char *second = strchr(heard, '\n');
 	cr_assert_not_null(second, "%s", heard);
 	*second++ = '\0';

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../lib/fixture_tree.h"
 #include "ctl/bash_worker.h"
 #include "mode.h"
 #include "policy.h"
@@ -29,24 +30,6 @@ static char tmp[64], proj[128];
 static int root_fd = -1;
 static pw_modeset *modes;
 
-static void put(const char *rel, const char *text)
-{
-	char p[256];
-	snprintf(p, sizeof(p), "%s/%s", proj, rel);
-	FILE *f = fopen(p, "w");
-	cr_assert_not_null(f, "%s", p);
-	fputs(text, f);
-	fclose(f);
-}
-
-static void dir(const char *rel, mode_t m)
-{
-	char p[256];
-	snprintf(p, sizeof(p), "%s/%s", proj, rel);
-	cr_assert_eq(mkdir(p, m), 0, "%s", p);
-	cr_assert_eq(chmod(p, m), 0); /* whatever the umask */
-}
-
 static void setup(void)
 {
 	strcpy(tmp, "/tmp/pw-bw-XXXXXX");
@@ -54,12 +37,12 @@ static void setup(void)
 	snprintf(proj, sizeof(proj), "%s/proj", tmp);
 	cr_assert_eq(mkdir(proj, 0755), 0);
 	cr_assert_eq(chmod(proj, 0755), 0);
-	dir("src", 0755);
-	put("src/a.c", "int a;\n");
-	dir("pub", 0755);
-	put("pub/x.c", "int x;\n");
-	dir("priv", 0700);
-	put("priv/y.c", "int y;\n");
+	fixture_dir(proj, "src", 0755);
+	fixture_put(proj, "src/a.c", "int a;\n");
+	fixture_dir(proj, "pub", 0755);
+	fixture_put(proj, "pub/x.c", "int x;\n");
+	fixture_dir(proj, "priv", 0700);
+	fixture_put(proj, "priv/y.c", "int y;\n");
 	root_fd = open(proj, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	cr_assert_geq(root_fd, 0);
 	pw_load_opts o = {.bundled_dir = SOURCE_MODES};

@@ -254,6 +254,16 @@ def write_tree(root, spec):
 
 # --- the test case base -----------------------------------------------------------------
 
+# --- the program's commands ----------------------------------------------------------------
+
+def commands(env):
+    """Every command `piworkfs --help` lists (run with ENV)."""
+    out = subprocess.run([PIWORKFS, "--help"], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    block = out.split("Commands:\n", 1)[1].split("\n\n", 1)[0]
+    return [line.split()[0] for line in block.splitlines() if line.startswith("  ")]
+
+
 # --- tables of rows ------------------------------------------------------------------------
 
 def table():
@@ -550,6 +560,13 @@ class MountCase(unittest.TestCase):
             return c.call(method, params)
         finally:
             c.close()
+
+    def write_project_mode(self, name, text):
+        """Writes TEXT as the project's own mode NAME (.piworkfs/modes/NAME.md)."""
+        d = os.path.join(self.project, ".piworkfs", "modes")
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, name + ".md"), "w") as f:
+            f.write(text)
 
     def fresh_project(self, name, tree=None):
         """A new project dir and an empty mountpoint under the test's temp dir."""

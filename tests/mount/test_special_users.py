@@ -36,15 +36,9 @@ import time
 import unittest
 
 import harness  # noqa: E402
-from test_differential import Err, as_user, opn, st, t  # noqa: E402
+from differential import NOBODY, NOGROUP, Err, as_user, nobody, opn, st, t
 
-NOBODY = 65534
-NOGROUP = 65534
 OTHER = 65533  # a second unprivileged uid (and gid), pjdfstest's
-
-
-def nobody(fn, groups=()):
-    return as_user(NOBODY, NOGROUP, list(groups), fn)
 
 
 def populate(root):

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "../lib/fixture_tree.h"
 #include "bash/bash.h"
 #include "bash/bash_path.h"
 #include "pw_limits.h"
@@ -39,47 +40,38 @@ static char tree[64];
 static int tree_fd = -1;
 static pw_modeset *modes;
 
-static void put(const char *rel, const char *content)
-{
-	char p[256];
-	snprintf(p, sizeof(p), "%s/%s", tree, rel);
-	FILE *f = fopen(p, "we");
-	cr_assert_not_null(f, "create %s", p);
-	fputs(content, f);
-	fclose(f);
-}
-
-static void dir(const char *rel)
-{
-	char p[256];
-	snprintf(p, sizeof(p), "%s/%s", tree, rel);
-	cr_assert_eq(mkdir(p, 0755), 0, "mkdir %s", p);
-}
-
 static void setup(void)
 {
 	snprintf(tree, sizeof(tree), "/tmp/pw-bash-XXXXXX");
 	cr_assert_not_null(mkdtemp(tree));
-	dir("src");
-	dir("src/sub");
-	dir("docs");
-	dir("docs/design");
-	dir(".git");
-	dir(".git/hooks");
-	dir(".piworkfs");
-	dir("build");
-	put("README.md", "readme\n");
-	put("Makefile", "all:\n");
-	put("src/a.c", "a\n");
-	put("src/b.c", "b\n");
-	put("src/c.h", "c\n");
-	put("src/sub/d.c", "d\n");
-	put("docs/notes.md", "n\n");
-	put("docs/design/spec.md", "s\n");
-	put(".git/HEAD", "ref: refs/heads/main\n");
-	put(".git/config", "[core]\n");
-	put(".git/hooks/pre-commit", "#!/bin/sh\n");
-	put(".hidden", "h\n");
+	static const char *const files[] = {"README.md",
+					    "readme\n",
+					    "Makefile",
+					    "all:\n",
+					    "src/a.c",
+					    "a\n",
+					    "src/b.c",
+					    "b\n",
+					    "src/c.h",
+					    "c\n",
+					    "src/sub/d.c",
+					    "d\n",
+					    "docs/notes.md",
+					    "n\n",
+					    "docs/design/spec.md",
+					    "s\n",
+					    ".git/HEAD",
+					    "ref: refs/heads/main\n",
+					    ".git/config",
+					    "[core]\n",
+					    ".git/hooks/pre-commit",
+					    "#!/bin/sh\n",
+					    ".hidden",
+					    "h\n",
+					    NULL};
+	fixture_files(tree, files);
+	fixture_dir(tree, ".piworkfs", 0755);
+	fixture_dir(tree, "build", 0755);
 	char l[256];
 	snprintf(l, sizeof(l), "%s/link", tree);
 	cr_assert_eq(symlink("/etc", l), 0);
@@ -171,7 +163,36 @@ typedef struct row {
 	const char *mode, *cwd, *cmd, *verdict, *targets;
 } row;
 
-#include "test_bash_table.h"
+/*
+ * The table, test_bash_table.tsv (its head says how it is written): each line's five fields
+ * in ROWS (at most ROWS_MAX), pointing into TEXT, which the caller frees. A line with
+ * another number of fields fails the test with its line number.
+ */
+#define ROWS_MAX 1024
+static size_t load_rows(const char *path, char **text, row *rows)
+{
+	FILE *f = fopen(path, "re");
+	cr_assert_not_null(f, "%s: %m", path);
+	size_t cap = 0, n = 0;
+	ssize_t len = getdelim(text, &cap, '\0', f);
+	cr_assert_geq(len, 0, "%s: %m", path);
+	fclose(f);
+	char *rest = *text;
+	for (unsigned lineno = 1; rest; lineno++) {
+		char *line = strsep(&rest, "\n");
+		if (!line[0] || line[0] == '#')
+			continue;
+		const char *field[5];
+		size_t k = 0;
+		for (char *tab = line; tab && k < ELEMENTSOF(field);)
+			field[k++] = strsep(&tab, "\t");
+		cr_assert(k == ELEMENTSOF(field) && !strchr(field[4], '\t'),
+			  "%s:%u: not five fields separated by tabs", path, lineno);
+		cr_assert_lt(n, ROWS_MAX, "%s: more than %d rows", path, ROWS_MAX);
+		rows[n++] = (row){field[0], field[1], field[2], field[3], field[4]};
+	}
+	return n;
+}
 
 static void check_row(size_t idx, const row *t)
 {
@@ -193,8 +214,12 @@ static void check_row(size_t idx, const row *t)
 
 Test(bash, table)
 {
-	cr_assert_geq(ELEMENTSOF(rows), 150);
-	for (size_t i = 0; i < ELEMENTSOF(rows); i++)
+	static row rows[ROWS_MAX];
+	_cleanup_free_ char *text = NULL;
+	size_t n = load_rows(POLICY_TESTS "/test_bash_table.tsv", &text, rows);
+
+	cr_assert_geq(n, 150);
+	for (size_t i = 0; i < n; i++)
 		check_row(i, &rows[i]);
 }
 

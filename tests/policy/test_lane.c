@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 
 #include "load_modes.h"
+#include "names_tree.h"
 #include "mode.h"
 #include "policy.h"
 #include "report.h"
@@ -27,25 +28,6 @@ static void parse_lane(const char *const *globs, size_t n, pw_rule **ret)
 }
 
 static const char *const modes[] = {"plan", "discuss", "review", "design", "build", "off"};
-
-/* Names, not files: decisions are on names. */
-static const struct {
-	const char *path;
-	bool is_dir;
-} tree[] = {
-    {"src/main.c", false},
-    {"src/a", true},
-    {"src/a/x.c", false},
-    {"src/a/deep/y.c", false},
-    {"src/b/z.c", false},
-    {"docs/design/spec.md", false},
-    {"docs/plans/p.md", false},
-    {"docs/design", true},
-    {"tokens/colors.json", false},
-    {".git/config", false},
-    {".piworkfs/config.yaml", false},
-    {"README.md", false},
-};
 
 static const pw_op write_ops[] = {PW_OP_CREATE, PW_OP_WRITE,	PW_OP_UNLINK, PW_OP_RENAME,
 				  PW_OP_MKDIR,	PW_OP_TRUNCATE, PW_OP_CHMOD,  PW_OP_SETXATTR};

@@ -11,6 +11,7 @@
 #include <errno.h>
 
 #include "load_modes.h"
+#include "names_tree.h"
 #include "mode.h"
 #include "policy.h"
 #include "report.h"
@@ -18,27 +19,6 @@
 
 static const char *const modes[] = {"plan",  "discuss", "review", "design",
 				    "build", "off",	"secret"};
-
-static const struct {
-	const char *path;
-	bool is_dir;
-} tree[] = {
-    {"", true},
-    {"src/main.c", false},
-    {"src", true},
-    {"docs", true},
-    {"docs/design/a.md", false},
-    {"docs/design", true},
-    {"docs/plans", true},
-    {"docs/plans/x.md", false},
-    {"docs/plans/new.md", false},
-    {"tokens/colors.json", false},
-    {".git/config", false},
-    {".git/hooks/pre-commit", false},
-    {".piworkfs/config.yaml", false},
-    {".env", false},
-    {"secrets/key.pem", false},
-};
 
 static pw_modeset *load(void)
 {

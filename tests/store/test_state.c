@@ -123,10 +123,7 @@ static void trusted_then_raw(const char *project, const char *sql)
 	cr_assert_eq(pw_state_open(dbpath, &s, NULL), 0);
 	cr_assert_eq(pw_state_set_trusted(s, project, true), 0);
 	pw_state_close(s);
-	sqlite3 *db = NULL;
-	cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
-	cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK, "%s", sql);
-	sqlite3_close(db);
+	db_exec(dbpath, sql);
 }
 
 Test(state, newer_schema_is_used_as_is)
@@ -181,16 +178,8 @@ Test(state, damaged_page_fails_the_check_and_is_rebuilt)
 	}
 	pw_state_close(s);
 	/* Fold the WAL into the main file, then scribble over pages 3 to 5. */
-	sqlite3 *db = NULL;
-	cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
-	cr_assert_eq(sqlite3_exec(db, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL), SQLITE_OK);
-	int64_t page = 0;
-	sqlite3_stmt *st = NULL;
-	cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &st, NULL), SQLITE_OK);
-	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-	page = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
+	db_exec(dbpath, "PRAGMA journal_mode = DELETE");
+	int64_t page = db_int(dbpath, "PRAGMA page_size");
 	struct stat sb;
 	cr_assert_eq(stat(dbpath, &sb), 0);
 	cr_assert_gt(sb.st_size, 6 * page, "enough pages to damage");
@@ -211,22 +200,12 @@ Test(state, damaged_page_fails_the_check_and_is_rebuilt)
 /* Returns the page size and the root page of TABLE, after folding the WAL into the file. */
 static void page_of(const char *table, int64_t *ret_page_size, int64_t *ret_root)
 {
-	sqlite3 *db = NULL;
-	sqlite3_stmt *st = NULL;
 	char sql[128];
 
-	cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
-	cr_assert_eq(sqlite3_exec(db, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL), SQLITE_OK);
-	cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA page_size", -1, &st, NULL), SQLITE_OK);
-	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-	*ret_page_size = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
+	db_exec(dbpath, "PRAGMA journal_mode = DELETE");
+	*ret_page_size = db_int(dbpath, "PRAGMA page_size");
 	snprintf(sql, sizeof(sql), "SELECT rootpage FROM sqlite_schema WHERE name = '%s'", table);
-	cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-	cr_assert_eq(sqlite3_step(st), SQLITE_ROW);
-	*ret_root = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	sqlite3_close(db);
+	*ret_root = db_int(dbpath, sql);
 }
 
 Test(state, damaged_audit_table_is_found_by_the_full_check)
@@ -375,15 +354,9 @@ Test(state, a_granted_request_keeps_its_reason_and_who_answered)
 	pw_switch_rows_free(rows, n);
 
 	/* Schema 2: the columns are not there. */
-	sqlite3 *db = NULL;
-	cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
-	cr_assert_eq(sqlite3_exec(db,
-				  "ALTER TABLE switches DROP COLUMN reason;"
-				  "ALTER TABLE switches DROP COLUMN answered_by;"
-				  "PRAGMA user_version = 2;",
-				  NULL, NULL, NULL),
-		     SQLITE_OK, "%s", sqlite3_errmsg(db));
-	sqlite3_close(db);
+	db_exec(dbpath, "ALTER TABLE switches DROP COLUMN reason;"
+			"ALTER TABLE switches DROP COLUMN answered_by;"
+			"PRAGMA user_version = 2;");
 	cr_assert_eq(pw_state_read_switches(dbpath, "/p", 0, 0, 0, &rows, &n), 0);
 	cr_assert_eq(n, 1);
 	cr_assert_null(rows[0].reason);
@@ -398,7 +371,6 @@ Test(state, an_ended_request_reads_back_and_schema_7_migrates)
 	pw_state *s = NULL;
 	pw_switch_row *rows = NULL;
 	size_t n = 0;
-	sqlite3 *db = NULL;
 
 	cr_assert_eq(pw_state_open(dbpath, &s, NULL), 0);
 	pw_switch_record r = {.time_ns = 1000,
@@ -409,17 +381,12 @@ Test(state, an_ended_request_reads_back_and_schema_7_migrates)
 	cr_assert_eq(pw_state_record_switch(s, &r), 0);
 	pw_state_close(s);
 	/* As the release before left it: no columns of schema 8. */
-	cr_assert_eq(sqlite3_open(dbpath, &db), SQLITE_OK);
-	cr_assert_eq(sqlite3_exec(db,
-				  "ALTER TABLE switches DROP COLUMN outcome;"
-				  "ALTER TABLE switches DROP COLUMN plan;"
-				  "ALTER TABLE switches DROP COLUMN asked_pid;"
-				  "ALTER TABLE switches DROP COLUMN asked_comm;"
-				  "ALTER TABLE switches DROP COLUMN how;"
-				  "PRAGMA user_version = 7;",
-				  NULL, NULL, NULL),
-		     SQLITE_OK, "%s", sqlite3_errmsg(db));
-	sqlite3_close(db);
+	db_exec(dbpath, "ALTER TABLE switches DROP COLUMN outcome;"
+			"ALTER TABLE switches DROP COLUMN plan;"
+			"ALTER TABLE switches DROP COLUMN asked_pid;"
+			"ALTER TABLE switches DROP COLUMN asked_comm;"
+			"ALTER TABLE switches DROP COLUMN how;"
+			"PRAGMA user_version = 7;");
 	cr_assert_eq(pw_state_read_switches(dbpath, "/p", 0, 0, 0, &rows, &n), 0);
 	cr_assert_eq(n, 1);
 	cr_assert_null(rows[0].outcome);

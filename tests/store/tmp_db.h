@@ -34,6 +34,17 @@ static inline void tmp_db_teardown(void)
 
 /* The integer the first row of SQL holds in the database at PATH, opened read-only (waiting
  * up to 5 s for another connection's lock). */
+/* Runs SQL on the database at PATH over a plain connection of its own (what another
+ * program, or another release of piworkfs, would do to the file); it must succeed. */
+static inline void db_exec(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK, "%s: %s", sql,
+		     sqlite3_errmsg(db));
+	sqlite3_close(db);
+}
+
 static inline int64_t db_int(const char *path, const char *sql)
 {
 	sqlite3 *db = NULL;
