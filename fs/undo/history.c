@@ -113,9 +113,11 @@ bool pw_undo_hist_agent_hidden(const ctx *x, const char *path)
 }
 
 /* The keep handle, or a failure: this view keeps no originals. */
-int pw_undo_hist_setup(ctx *x, const pw_undo_call *call, pw_undo_fail *fail)
+int pw_undo_hist_setup(ctx *x, const pw_undo_call *call, pw_undo_fail *fail, const char *refused)
 {
 	*x = (ctx){.call = call, .fail = fail, .root = -1, .hide = call->hide};
+	if (refused && call->restricted)
+		return pw_undo_hist_failf(x, PW_RPC_REFUSED, "%s", refused);
 	x->fs = call->fs;
 	x->k = pw_fs_undo(x->fs);
 	if (!x->k)
@@ -877,7 +879,7 @@ static int64_t set_end_ns(const ctx *x, size_t i)
 int pw_undo_changes_list(const pw_undo_call *call, json_t *params, json_t **ret, pw_undo_fail *fail)
 {
 	_cleanup_(pw_undo_hist_ctx_done) ctx x = {.root = -1};
-	int sr = pw_undo_hist_setup(&x, call, fail);
+	int sr = pw_undo_hist_setup(&x, call, fail, NULL);
 	if (sr < 0)
 		return sr;
 	pw_undo_orig_store *s = pw_undo_keep_store(x.k);
@@ -936,12 +938,7 @@ int pw_undo_changes_checkpoint(const pw_undo_call *call, json_t *params, json_t 
 			       pw_undo_fail *fail)
 {
 	_cleanup_(pw_undo_hist_ctx_done) ctx x = {.root = -1};
-	if (call->restricted) {
-		fail->code = PW_RPC_REFUSED;
-		fail->message = strdup("refused: only the person may start a checkpoint");
-		return -EPERM;
-	}
-	int sr = pw_undo_hist_setup(&x, call, fail);
+	int sr = pw_undo_hist_setup(&x, call, fail, PW_UNDO_REFUSED_CHECKPOINT);
 	if (sr < 0)
 		return sr;
 	const char *name = json_string_value(json_object_get(params, "name"));
@@ -958,12 +955,7 @@ int pw_undo_changes_prune(const pw_undo_call *call, json_t *params, json_t **ret
 			  pw_undo_fail *fail)
 {
 	_cleanup_(pw_undo_hist_ctx_done) ctx x = {.root = -1};
-	if (call->restricted) {
-		fail->code = PW_RPC_REFUSED;
-		fail->message = strdup("refused: an agent may not prune the originals");
-		return -EPERM;
-	}
-	int sr = pw_undo_hist_setup(&x, call, fail);
+	int sr = pw_undo_hist_setup(&x, call, fail, PW_UNDO_REFUSED_PRUNE);
 	if (sr < 0)
 		return sr;
 	json_t *age = json_object_get(params, "keep_s"),
