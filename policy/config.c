@@ -195,12 +195,8 @@ static int cp_root(config_parser *p, const pw_yx_node *root)
 
 void pw_config_done(pw_config *c)
 {
-	for (size_t i = 0; i < c->n_protected; i++)
-		pw_rule_done(&c->protected_rules[i]);
-	for (size_t i = 0; i < c->n_tokens; i++)
-		pw_rule_done(&c->token_rules[i]);
-	free(c->protected_rules);
-	free(c->token_rules);
+	pw_rules_free(c->protected_rules, c->n_protected);
+	pw_rules_free(c->token_rules, c->n_tokens);
 	free(c->plans_dir);
 	*c = (pw_config){0};
 }

@@ -186,6 +186,13 @@ void pw_rule_done(pw_rule *r)
 	*r = (pw_rule){0};
 }
 
+void pw_rules_free(pw_rule *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		pw_rule_done(&v[i]);
+	free(v);
+}
+
 int pw_rules_reserve(pw_rule **v, size_t n)
 {
 	bool full = n == 0 || (n >= 8 && (n & (n - 1)) == 0);
@@ -220,9 +227,7 @@ void pw_mode_done(pw_mode *m)
 	free(m->description);
 	free(m->body);
 	free(m->file);
-	for (size_t i = 0; i < m->n_rules; i++)
-		pw_rule_done(&m->rules[i]);
-	free(m->rules);
+	pw_rules_free(m->rules, m->n_rules);
 	*m = (pw_mode){0};
 }
 

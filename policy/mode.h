@@ -174,6 +174,8 @@ int pw_rule_init(pw_rule *r, pw_rule_kind kind, const char *pattern, const char 
 		 unsigned line, unsigned column, pw_layer layer, const char **ret_err);
 int pw_rule_copy(pw_rule *dst, const pw_rule *src);
 void pw_rule_done(pw_rule *r);
+/* Ends the N rules of V and frees V (NULL is fine). */
+void pw_rules_free(pw_rule *v, size_t n);
 /* Rule arrays have an implied capacity: 8, doubled each time the length reaches a power of
  * two >= 8. Makes room for entry N of *V (which holds N entries). Returns 0 or -ENOMEM. */
 int pw_rules_reserve(pw_rule **v, size_t n);

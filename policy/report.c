@@ -234,13 +234,6 @@ json_t *pw_report_policy(const pw_policy *p)
 
 /* ---- a policy read back ---------------------------------------------------------------- */
 
-static void rules_free(pw_rule *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		pw_rule_done(&v[i]);
-	free(v);
-}
-
 /* The rules of the array A (pw_report_rule's objects), in order. Returns 0, -EINVAL with
  * *ret_err, -ENOMEM. */
 static int rules_parse(const json_t *a, pw_rule **ret, size_t *ret_n, const char **ret_err)
@@ -275,7 +268,7 @@ static int rules_parse(const json_t *a, pw_rule **ret, size_t *ret_n, const char
 			}
 		}
 		if (r < 0) {
-			rules_free(v, i);
+			pw_rules_free(v, i);
 			return r;
 		}
 	}
@@ -315,7 +308,7 @@ int pw_report_policy_parse(const json_t *o, pw_policy **ret, const char **ret_er
 		return r;
 	r = nl ? pw_lane_parse(globs, nl, &lv, NULL, &err) : 0;
 	if (r < 0) {
-		rules_free(rv, nr);
+		pw_rules_free(rv, nr);
 		*ret_err = err ? err : "a lane glob does not compile";
 		return r == -ENOMEM ? r : -EINVAL;
 	}
@@ -337,7 +330,7 @@ int pw_report_policy_parse(const json_t *o, pw_policy **ret, const char **ret_er
 	    .n_lane = nl,
 	};
 	r = pw_policy_assemble(&parts, ret);
-	rules_free(rv, nr);
+	pw_rules_free(rv, nr);
 	pw_lane_free(lv, nl);
 	if (r == -EINVAL)
 		*ret_err = "its rules are not in decision order";
