@@ -190,5 +190,31 @@ int pw_rules_append_copy(pw_rule **v, size_t *n, const pw_rule *src);
  */
 const char *pw_key_near_miss(const char *key, const char *const *known);
 
+/*
+ * What the parsers of YAML files (mode files, config.yaml) share: where they report (FILE, the
+ * mode's STEM or NULL for a config, LAYER, the warnings W) and whether an error was found
+ * (FAILED). Each function returns what pw_warnings_add returns (>= 0, or -ENOMEM) unless it
+ * says otherwise.
+ */
+struct pw_yx_node;
+typedef struct pw_yaml_parse {
+	const char *file;
+	const char *stem;
+	pw_layer layer;
+	pw_warnings *w;
+	bool failed;
+} pw_yaml_parse;
+/* An error at AT (may be NULL) about KEY (a dotted path); sets FAILED. */
+__attribute__((format(printf, 4, 5))) int
+pw_yaml_error(pw_yaml_parse *p, const struct pw_yx_node *at, const char *key, const char *fmt, ...);
+/* An unknown key K (KEY its dotted path) among KNOWN: an error with a hint when it is a near
+ * miss of one of them (pw_key_near_miss), else a warning. */
+int pw_yaml_unknown(pw_yaml_parse *p, const struct pw_yx_node *k, const char *key,
+		    const char *const *known);
+/* V, a list of globs under KEY, as rules of KIND appended to *RULES (*N of them); a bad item
+ * is an error and skipped. Returns the number of rules added, or -ENOMEM. */
+int pw_yaml_rules(pw_yaml_parse *p, const struct pw_yx_node *v, const char *key, pw_rule_kind kind,
+		  pw_rule **rules, size_t *n);
+
 /* [a-z0-9][a-z0-9-]*, at most PW_MODE_NAME_MAX bytes. */
 bool pw_mode_name_is_valid(const char *s);
