@@ -156,22 +156,23 @@ static int build_query(sqlite3 *db, const pw_audit_filter *f, bool has_thread, s
 	int n = snprintf(sql, sizeof(sql), "SELECT %s FROM audit WHERE 1",
 			 has_thread ? ROW_COLUMNS("thread") : ROW_COLUMNS("NULL"));
 
-	if (f->denied)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND errno != 0");
-	if (f->mode)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND mode = ?1");
-	if (f->path_eq)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND (path = ?2 OR path2 = ?2)");
-	if (f->has_pid)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND pid = ?3");
-	if (f->has_since)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND last_ns >= ?4");
-	if (f->project)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND project = ?5");
-	if (f->after_id >= 0)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND id > ?6 ORDER BY id");
-	else
-		n += snprintf(sql + n, sizeof(sql) - n, " ORDER BY time_ns DESC, id DESC");
+	/* The clauses F asks for, in this order; ?N is bound below. */
+	const struct {
+		bool on;
+		const char *sql;
+	} clauses[] = {
+	    {f->denied, " AND errno != 0"},
+	    {f->mode, " AND mode = ?1"},
+	    {f->path_eq, " AND (path = ?2 OR path2 = ?2)"},
+	    {f->has_pid, " AND pid = ?3"},
+	    {f->has_since, " AND last_ns >= ?4"},
+	    {f->project, " AND project = ?5"},
+	    {f->after_id >= 0, " AND id > ?6 ORDER BY id"},
+	    {f->after_id < 0, " ORDER BY time_ns DESC, id DESC"},
+	};
+	for (size_t i = 0; i < ELEMENTSOF(clauses) && n < (int)sizeof(sql); i++)
+		if (clauses[i].on)
+			n += snprintf(sql + n, sizeof(sql) - n, "%s", clauses[i].sql);
 	if (n >= (int)sizeof(sql))
 		return -E2BIG;
 
