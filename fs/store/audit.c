@@ -457,7 +457,7 @@ static int co_remember(pw_audit *a, co_entry *e, const rec_view *v, uint64_t has
 	    .err = v->h->err,
 	    .mode = strdup(v->s[S_MODE]),
 	    .path = strdup(v->s[S_PATH]),
-	    .path2 = v->s[S_PATH2] ? strdup(v->s[S_PATH2]) : NULL,
+	    .path2 = pw_dup_or_null(v->s[S_PATH2]),
 	    .rowid = rowid,
 	    .first_ns = v->h->time_ns,
 	    .last_ns = v->h->time_ns,
@@ -860,7 +860,7 @@ int pw_audit_start(const pw_audit_opts *opts, pw_audit **ret, char **ret_warning
 	a->ring = malloc(a->cap_bytes);
 	a->db_path = strdup(opts->db_path);
 	a->project = strdup(opts->project);
-	a->mountpoint = opts->mountpoint ? strdup(opts->mountpoint) : NULL;
+	a->mountpoint = pw_dup_or_null(opts->mountpoint);
 	if (!a->ring || !a->db_path || !a->project || (opts->mountpoint && !a->mountpoint)) {
 		audit_free(a);
 		return -ENOMEM;
@@ -898,11 +898,7 @@ void pw_audit_stop(pw_audit *a)
 {
 	if (!a)
 		return;
-	pthread_mutex_lock(&a->lock);
-	a->stopping = true;
-	pthread_mutex_unlock(&a->lock);
-	pthread_cond_signal(&a->cond);
-	pthread_join(a->thread, NULL);
+	pw_thread_stop(a->thread, &a->lock, &a->cond, &a->stopping);
 	audit_free(a);
 }
 

@@ -190,11 +190,6 @@ static bool path_selected(ctx *x, const crow *r)
 	return false;
 }
 
-static char *dup_or_null(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
 typedef struct load_state {
 	ctx *x;
 	size_t cap_sets, cap_rows;
@@ -206,23 +201,17 @@ static int load_set(const pw_undo_orig_changeset *c, void *u)
 {
 	load_state *ls = u;
 	ctx *x = ls->x;
-	if (x->n_sets == ls->cap_sets) {
-		size_t cap = ls->cap_sets ? ls->cap_sets * 2 : 16;
-		cset *n = realloc(x->sets, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		x->sets = n;
-		ls->cap_sets = cap;
-	}
+	if (PW_GROW(x->sets, ls->cap_sets, x->n_sets, 16) < 0)
+		return -ENOMEM;
 	x->sets[x->n_sets++] =
 	    (cset){.id = c->id,
 		   .started_ns = c->started_ns,
-		   .reason = dup_or_null(c->reason),
-		   .name = dup_or_null(c->name),
-		   .mode = dup_or_null(c->mode),
-		   .undoes = dup_or_null(c->undoes),
+		   .reason = pw_dup_or_null(c->reason),
+		   .name = pw_dup_or_null(c->name),
+		   .mode = pw_dup_or_null(c->mode),
+		   .undoes = pw_dup_or_null(c->undoes),
 		   .redone_by = c->redone_by,
-		   .mountpoint = dup_or_null(c->mountpoint),
+		   .mountpoint = pw_dup_or_null(c->mountpoint),
 		   .run = x->call->run_of ? x->call->run_of(c->mountpoint) : NULL};
 	if (ls->since && c->name && streq(c->name, ls->since))
 		ls->min_cs = c->id;
@@ -233,14 +222,8 @@ static int load_row(const pw_undo_orig_rec *rec, void *u)
 {
 	load_state *ls = u;
 	ctx *x = ls->x;
-	if (x->n_rows == ls->cap_rows) {
-		size_t cap = ls->cap_rows ? ls->cap_rows * 2 : 64;
-		crow *n = realloc(x->rows, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		x->rows = n;
-		ls->cap_rows = cap;
-	}
+	if (PW_GROW(x->rows, ls->cap_rows, x->n_rows, 64) < 0)
+		return -ENOMEM;
 	crow *r = &x->rows[x->n_rows++];
 	*r = (crow){
 	    .id = rec->id,
@@ -251,19 +234,19 @@ static int load_row(const pw_undo_orig_rec *rec, void *u)
 	    .exchange = rec->exchange,
 	    .implicit = rec->implicit,
 	    .path = strdup(rec->path),
-	    .path2 = dup_or_null(rec->path2),
-	    .op = dup_or_null(rec->op),
-	    .comm = dup_or_null(rec->comm),
-	    .mode_name = dup_or_null(rec->mode_name),
-	    .not_kept = dup_or_null(rec->o.not_kept),
-	    .thread = dup_or_null(rec->thread),
+	    .path2 = pw_dup_or_null(rec->path2),
+	    .op = pw_dup_or_null(rec->op),
+	    .comm = pw_dup_or_null(rec->comm),
+	    .mode_name = pw_dup_or_null(rec->mode_name),
+	    .not_kept = pw_dup_or_null(rec->o.not_kept),
+	    .thread = pw_dup_or_null(rec->thread),
 	    .src_dev = rec->src_dev,
 	    .src_ino = rec->src_ino,
 	    .o = rec->o,
 	};
 	/* The object's buffers are the store's until the callback returns. */
 	r->o.not_kept = NULL;
-	r->o.target = dup_or_null(rec->o.target);
+	r->o.target = pw_dup_or_null(rec->o.target);
 	r->o.xattrs = NULL;
 	r->o.xattrs_len = 0;
 	if (rec->o.xattrs_len && (r->o.xattrs = malloc(rec->o.xattrs_len))) {
