@@ -179,22 +179,10 @@ int pw_config_load(const char *file, pw_layer layer, pw_warnings *w, pw_config *
 	size_t len;
 	int r;
 
-	r = pw_read_small_file(file, &buf, &len);
+	r = pw_yaml_read(file, NULL, true, w, &buf, &len);
 	if (r == -ENOENT) {
 		*ret = (pw_config){0};
 		return 0;
 	}
-	if (r == -ENOMEM)
-		return r;
-	if (r == -EFBIG)
-		r = pw_warnings_add(w, NULL, PW_ERROR, file, 0, 0, NULL,
-				    "file too large (limit %d bytes)", PW_MODE_FILE_MAX);
-	else if (r == -EINVAL)
-		r = pw_warnings_add(w, NULL, PW_ERROR, file, 0, 0, NULL, "not a regular file");
-	else if (r < 0)
-		r = pw_warnings_add(w, NULL, PW_ERROR, file, 0, 0, NULL, "cannot read: %s",
-				    strerror(-r));
-	else
-		return pw_config_parse(file, buf, len, layer, w, ret);
-	return r < 0 ? r : -EINVAL;
+	return r < 0 ? r : pw_config_parse(file, buf, len, layer, w, ret);
 }

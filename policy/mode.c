@@ -769,6 +769,23 @@ int pw_mode_parse(const char *file, const char *buf, size_t len, pw_layer layer,
 	return 0;
 }
 
+int pw_yaml_read(const char *file, const char *stem, bool missing_ok, pw_warnings *w, char **ret,
+		 size_t *ret_len)
+{
+	int r = pw_read_small_file(file, ret, ret_len);
+	if (r >= 0 || r == -ENOMEM || (r == -ENOENT && missing_ok))
+		return r < 0 ? r : 0;
+	if (r == -EFBIG)
+		r = pw_warnings_add(w, stem, PW_ERROR, file, 0, 0, NULL,
+				    "file too large (limit %d bytes)", PW_MODE_FILE_MAX);
+	else if (r == -EINVAL)
+		r = pw_warnings_add(w, stem, PW_ERROR, file, 0, 0, NULL, "not a regular file");
+	else
+		r = pw_warnings_add(w, stem, PW_ERROR, file, 0, 0, NULL, "cannot read: %s",
+				    strerror(-r));
+	return r < 0 ? r : -EINVAL;
+}
+
 int pw_mode_load(const char *file, pw_layer layer, pw_warnings *w, pw_mode_file **ret)
 {
 	_cleanup_free_ char *buf = NULL;
@@ -777,18 +794,6 @@ int pw_mode_load(const char *file, pw_layer layer, pw_warnings *w, pw_mode_file 
 	int r;
 
 	file_stem(file, stem, sizeof(stem));
-	r = pw_read_small_file(file, &buf, &len);
-	if (r == -ENOMEM)
-		return r;
-	if (r == -EFBIG)
-		r = pw_warnings_add(w, stem, PW_ERROR, file, 0, 0, NULL,
-				    "file too large (limit %d bytes)", PW_MODE_FILE_MAX);
-	else if (r == -EINVAL)
-		r = pw_warnings_add(w, stem, PW_ERROR, file, 0, 0, NULL, "not a regular file");
-	else if (r < 0)
-		r = pw_warnings_add(w, stem, PW_ERROR, file, 0, 0, NULL, "cannot read: %s",
-				    strerror(-r));
-	else
-		return pw_mode_parse(file, buf, len, layer, w, ret);
-	return r < 0 ? r : -EINVAL;
+	r = pw_yaml_read(file, stem, false, w, &buf, &len);
+	return r < 0 ? r : pw_mode_parse(file, buf, len, layer, w, ret);
 }

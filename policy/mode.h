@@ -204,6 +204,10 @@ typedef struct pw_yaml_parse {
 	pw_warnings *w;
 	bool failed;
 } pw_yaml_parse;
+/* Reads FILE (pw_read_small_file) into *RET (*RET_LEN bytes): 0; -ENOENT when it is missing
+ * and MISSING_OK; -ENOMEM; else -EINVAL after an error in W (under the mode STEM, or NULL). */
+int pw_yaml_read(const char *file, const char *stem, bool missing_ok, pw_warnings *w, char **ret,
+		 size_t *ret_len);
 /* An error at AT (may be NULL) about KEY (a dotted path); sets FAILED. */
 __attribute__((format(printf, 4, 5))) int
 pw_yaml_error(pw_yaml_parse *p, const struct pw_yx_node *at, const char *key, const char *fmt, ...);
