@@ -39,33 +39,22 @@ static int cp_unknown(config_parser *p, const pw_yx_node *k, const char *key,
 static const char *const root_keys[] = {"protected", "design", "plans", NULL};
 static const char *const design_keys[] = {"tokens", NULL};
 
+/* One key K of design (KEY is "design.K"). */
+static int cp_design_key(const pw_yx_node *k, const pw_yx_node *val, const char *key, void *u)
+{
+	config_parser *p = u;
+
+	if (!streq(k->text, "tokens"))
+		return cp_unknown(p, k, key, design_keys);
+	int r = pw_yaml_rules(&p->y, val, key, PW_RULE_TOKEN, &p->c->token_rules, &p->c->n_tokens);
+	if (r > 0)
+		p->c->tokens_key = (pw_mark){k->line, k->column};
+	return r;
+}
+
 static int cp_design(config_parser *p, const pw_yx_node *v)
 {
-	if (pw_yx_is_null(v))
-		return 0;
-	if (v->kind != PW_YX_MAP)
-		return pw_yaml_error(&p->y, v, "design", "expected a mapping, not %s",
-				     pw_yx_describe(v));
-	for (size_t i = 0; i < pw_yx_map_count(v); i++) {
-		const pw_yx_node *k = pw_yx_map_key(v, i), *val = pw_yx_map_value(v, i);
-		_cleanup_free_ char *key = NULL;
-		int r;
-
-		if (asprintf(&key, "design.%s", k->text) < 0)
-			return -ENOMEM;
-		if (pw_yx_key_is_duplicate(v, i))
-			r = pw_yaml_error(&p->y, k, key, "duplicate key");
-		else if (streq(k->text, "tokens")) {
-			r = pw_yaml_rules(&p->y, val, key, PW_RULE_TOKEN, &p->c->token_rules,
-					  &p->c->n_tokens);
-			if (r > 0)
-				p->c->tokens_key = (pw_mark){k->line, k->column};
-		} else
-			r = cp_unknown(p, k, key, design_keys);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return pw_yaml_map(&p->y, v, "design", "a mapping", cp_design_key, p);
 }
 
 /*

@@ -554,45 +554,61 @@ static int mp_unknown(mode_parser *p, const pw_yx_node *k, const char *key)
 	return pw_yaml_unknown(&p->y, k, key, top_keys);
 }
 
-static int mp_writes(mode_parser *p, const pw_yx_node *v)
+int pw_yaml_map(pw_yaml_parse *p, const pw_yx_node *v, const char *prefix, const char *what,
+		int (*fn)(const pw_yx_node *k, const pw_yx_node *value, const char *key, void *u),
+		void *u)
 {
-	pw_mode_file *mf = p->mf;
-
 	if (pw_yx_is_null(v))
 		return 0;
 	if (v->kind != PW_YX_MAP)
-		return pw_yaml_error(&p->y, v, "writes",
-				     "expected a mapping of allow, deny, tokens and plans, not %s",
-				     pw_yx_describe(v));
+		return pw_yaml_error(p, v, prefix, "expected %s, not %s", what, pw_yx_describe(v));
 	for (size_t i = 0; i < pw_yx_map_count(v); i++) {
-		const pw_yx_node *k = pw_yx_map_key(v, i), *val = pw_yx_map_value(v, i);
+		const pw_yx_node *k = pw_yx_map_key(v, i);
 		_cleanup_free_ char *key = NULL;
 		int r;
 
-		if (asprintf(&key, "writes.%s", k->text) < 0)
+		if (asprintf(&key, "%s.%s", prefix, k->text) < 0)
 			return -ENOMEM;
 		if (pw_yx_key_is_duplicate(v, i))
-			r = pw_yaml_error(&p->y, k, key, "duplicate key");
-		else if (streq(k->text, "allow")) {
-			r = mp_rules(p, val, key, PW_RULE_ALLOW);
-			if (r > 0)
-				mf->allow_key = (pw_mark){k->line, k->column};
-		} else if (streq(k->text, "deny"))
-			r = mp_rules(p, val, key, PW_RULE_DENY);
-		else if (streq(k->text, "tokens")) {
-			r = mp_bool(p, val, key, &mf->mode.tokens);
-			if (r >= 0 && mf->mode.tokens)
-				mf->tokens_key = (pw_mark){k->line, k->column};
-		} else if (streq(k->text, "plans")) {
-			r = mp_bool(p, val, key, &mf->mode.plans);
-			if (r >= 0 && mf->mode.plans)
-				mf->plans_key = (pw_mark){k->line, k->column};
-		} else
-			r = pw_yaml_unknown(&p->y, k, key, writes_keys);
+			r = pw_yaml_error(p, k, key, "duplicate key");
+		else
+			r = fn(k, pw_yx_map_value(v, i), key, u);
 		if (r < 0)
 			return r;
 	}
 	return 0;
+}
+
+/* One key K of writes (KEY is "writes.K"). */
+static int mp_writes_key(const pw_yx_node *k, const pw_yx_node *val, const char *key, void *u)
+{
+	mode_parser *p = u;
+	pw_mode_file *mf = p->mf;
+	int r;
+
+	if (streq(k->text, "allow")) {
+		r = mp_rules(p, val, key, PW_RULE_ALLOW);
+		if (r > 0)
+			mf->allow_key = (pw_mark){k->line, k->column};
+	} else if (streq(k->text, "deny"))
+		r = mp_rules(p, val, key, PW_RULE_DENY);
+	else if (streq(k->text, "tokens")) {
+		r = mp_bool(p, val, key, &mf->mode.tokens);
+		if (r >= 0 && mf->mode.tokens)
+			mf->tokens_key = (pw_mark){k->line, k->column};
+	} else if (streq(k->text, "plans")) {
+		r = mp_bool(p, val, key, &mf->mode.plans);
+		if (r >= 0 && mf->mode.plans)
+			mf->plans_key = (pw_mark){k->line, k->column};
+	} else
+		r = pw_yaml_unknown(&p->y, k, key, writes_keys);
+	return r;
+}
+
+static int mp_writes(mode_parser *p, const pw_yx_node *v)
+{
+	return pw_yaml_map(&p->y, v, "writes", "a mapping of allow, deny, tokens and plans",
+			   mp_writes_key, p);
 }
 
 static int mp_top_key(mode_parser *p, const pw_yx_node *k, const pw_yx_node *v)

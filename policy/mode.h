@@ -208,6 +208,13 @@ typedef struct pw_yaml_parse {
  * and MISSING_OK; -ENOMEM; else -EINVAL after an error in W (under the mode STEM, or NULL). */
 int pw_yaml_read(const char *file, const char *stem, bool missing_ok, pw_warnings *w, char **ret,
 		 size_t *ret_len);
+/* V, a mapping under PREFIX: none when V is null; another kind is an error ("expected WHAT,
+ * not ..."). Each key K goes to FN(K, its VALUE, its dotted path KEY, U); a duplicate key is an
+ * error instead. Returns 0, or the first negative answer. */
+int pw_yaml_map(pw_yaml_parse *p, const struct pw_yx_node *v, const char *prefix, const char *what,
+		int (*fn)(const struct pw_yx_node *k, const struct pw_yx_node *value,
+			  const char *key, void *u),
+		void *u);
 /* An error at AT (may be NULL) about KEY (a dotted path); sets FAILED. */
 __attribute__((format(printf, 4, 5))) int
 pw_yaml_error(pw_yaml_parse *p, const struct pw_yx_node *at, const char *key, const char *fmt, ...);
