@@ -35,3 +35,15 @@ static inline int pw_thread_start(pthread_t *t, void *(*fn)(void *), void *arg, 
 	*started = true;
 	return 0;
 }
+
+/* Stops the thread T that waits on COND under LOCK until *STOP: sets *STOP under LOCK, wakes
+ * T and joins it. */
+static inline void pw_thread_stop(pthread_t t, pthread_mutex_t *lock, pthread_cond_t *cond,
+				  bool *stop)
+{
+	pthread_mutex_lock(lock);
+	*stop = true;
+	pthread_cond_signal(cond);
+	pthread_mutex_unlock(lock);
+	pthread_join(t, NULL);
+}

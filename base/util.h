@@ -157,17 +157,28 @@ static inline int negative_errno(void)
 	return errno > 0 ? -errno : -EIO;
 }
 
+/* One read(2) of FD into BUF, at most LEN bytes, again when a signal interrupts it. Returns
+ * the bytes read (0 at the end of the file), or -errno. */
+static inline ssize_t pw_read_once(int fd, void *buf, size_t len)
+{
+	for (;;) {
+		ssize_t n = read(fd, buf, len);
+		if (n >= 0)
+			return n;
+		if (errno != EINTR)
+			return negative_errno();
+	}
+}
+
 /* Reads FD into BUF until LEN bytes or the end of the file, whichever comes first, through
  * interrupted reads. Returns the bytes read (fewer than LEN only at the end), or -errno. */
 static inline ssize_t pw_read_upto(int fd, void *buf, size_t len)
 {
 	size_t got = 0;
 	while (got < len) {
-		ssize_t n = read(fd, (char *)buf + got, len - got);
-		if (n < 0 && errno == EINTR)
-			continue;
+		ssize_t n = pw_read_once(fd, (char *)buf + got, len - got);
 		if (n < 0)
-			return negative_errno();
+			return n;
 		if (n == 0)
 			break;
 		got += (size_t)n;

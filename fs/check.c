@@ -286,6 +286,18 @@ bool pw_node_hidden(pw_req *r, pw_inode *n)
 	return e == 0 ? pw_policy_is_hidden(p, path.s, S_ISDIR(n->type)) : e != -ENOENT;
 }
 
+pw_inode *pw_req_begin_node(pw_req *r, fuse_req_t req, fuse_ino_t ino)
+{
+	if (pw_req_begin(r, req) < 0)
+		return NULL;
+	pw_inode *n = pw_inode_get(r->fs, ino);
+	if (pw_node_hidden(r, n)) {
+		pw_req_reply_err(r, ENOENT);
+		return NULL;
+	}
+	return n;
+}
+
 bool pw_hidden_name(pw_req *r, pw_inode *parent, const char *name, bool is_dir)
 {
 	const pw_policy *p = pw_req_policy(r, NULL);

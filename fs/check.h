@@ -29,6 +29,9 @@ int pw_check_tree(pw_req *r, pw_inode *parent, const char *name);
 /* Is the node hidden under R's policy? Checked again on open and getattr: an entry the
  * kernel cached just before a switch must not keep the hidden object reachable. */
 bool pw_node_hidden(pw_req *r, pw_inode *n);
+/* Starts R for REQ (pw_req_begin) about node INO and answers ENOENT when the mode hides it:
+ * the node, or NULL when REQ is answered already (the handler then just returns). */
+pw_inode *pw_req_begin_node(pw_req *r, fuse_req_t req, fuse_ino_t ino);
 /* Has R's policy any hide rule at all? */
 bool pw_req_hides(pw_req *r);
 /* Is R's name (or NAME in PARENT) hidden? A name that cannot be named counts as hidden. */

@@ -417,17 +417,23 @@ static void note_reply(pw_fs *fs, const struct iovec *iov, int count, ssize_t wr
 		atomic_fetch_add_explicit(&fs->transport.notifications, 1, memory_order_relaxed);
 }
 
+/* A ring's answer N (bytes, or -errno) as libfuse's I/O callbacks answer, as writev(2) and
+ * splice(2) do: N, or -1 with errno. */
+static ssize_t as_syscall(ssize_t n)
+{
+	if (n >= 0)
+		return n;
+	errno = (int)-n;
+	return -1;
+}
+
 static ssize_t io_writev(int fd, struct iovec *iov, int count, void *userdata)
 {
 	pw_fs *fs = userdata;
 	if (fs->transport.uring) {
 		ssize_t n = pw_uring_reply(fs, iov, count);
-		if (n != -ENOENT) {
-			if (n >= 0)
-				return n;
-			errno = (int)-n;
-			return -1;
-		}
+		if (n != -ENOENT)
+			return as_syscall(n);
 	}
 	struct fuse_init_out out;
 	void *orig = count >= 2 ? iov[1].iov_base : NULL;
@@ -452,12 +458,8 @@ static ssize_t io_splice_send(int fdin, off_t *offin, int fdout, off_t *offout, 
 	if (fs->transport.uring) {
 		/* A spliced read reply (header and data in the pipe) to a ring request. */
 		ssize_t n = pw_uring_reply_pipe(fs, fdin, len);
-		if (n != -ENOENT) {
-			if (n >= 0)
-				return n;
-			errno = (int)-n;
-			return -1;
-		}
+		if (n != -ENOENT)
+			return as_syscall(n);
 	}
 	return splice(fdin, offin, fdout, offout, len, flags);
 }

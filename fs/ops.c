@@ -168,14 +168,10 @@ static void reply_attr(pw_req *r, pw_inode *n, int err, struct stat *st)
 void pw_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	PW_REQ(r);
-	if (pw_req_begin(&r, req) < 0)
+	pw_inode *n = pw_req_begin_node(&r, req, ino);
+	if (!n)
 		return;
 	pw_fs *fs = r.fs;
-	pw_inode *n = pw_inode_get(fs, ino);
-	if (pw_node_hidden(&r, n)) {
-		pw_req_reply_err(&r, ENOENT);
-		return;
-	}
 	struct stat st;
 	int err;
 	if (fi && fi->fh)

@@ -114,51 +114,50 @@ static void new_entry_end(pw_req *r, pw_new_entry *ne, int tok, int made)
 	reply_new_entry(r, ne->pfd, true);
 }
 
-void pw_op_mknod(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode, dev_t rdev)
+/* What a new entry of mknod, mkdir or symlink is made of. */
+typedef struct new_entry_args {
+	mode_t mode;
+	dev_t rdev;
+	const char *target;
+} new_entry_args;
+
+/* MKNOD, MKDIR and SYMLINK (OPCODE): the new name's steps, then its one syscall. */
+static void new_entry_op(fuse_req_t req, fuse_ino_t parent_ino, const char *name, unsigned opcode,
+			 const new_entry_args *a)
 {
 	PW_REQ(r);
 	if (pw_req_begin(&r, req) < 0)
 		return;
 	_cleanup_(pw_new_entry_done) pw_new_entry ne;
-	int e = pw_new_entry_begin(&r, parent_ino, name, pw_opmap_op(FUSE_MKNOD), false, &ne);
+	int e = pw_new_entry_begin(&r, parent_ino, name, pw_opmap_op(opcode), opcode == FUSE_MKDIR,
+				   &ne);
 	if (e < 0) {
 		pw_req_reply_err(&r, -e);
 		return;
 	}
 	int tok = pw_req_expect(&r, PW_EXPECT_NAME_ADDED);
-	new_entry_end(&r, &ne, tok, mknodat(ne.pfd, name, mode, rdev));
+	int made = opcode == FUSE_MKDIR	    ? mkdirat(ne.pfd, name, a->mode)
+		   : opcode == FUSE_SYMLINK ? symlinkat(a->target, ne.pfd, name)
+					    : mknodat(ne.pfd, name, a->mode, a->rdev);
+	new_entry_end(&r, &ne, tok, made);
+}
+
+void pw_op_mknod(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode, dev_t rdev)
+{
+	new_entry_op(req, parent_ino, name, FUSE_MKNOD,
+		     &(new_entry_args){.mode = mode, .rdev = rdev});
 }
 
 void pw_op_mkdir(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_t mode)
 {
-	PW_REQ(r);
-	if (pw_req_begin(&r, req) < 0)
-		return;
-	_cleanup_(pw_new_entry_done) pw_new_entry ne;
-	int e = pw_new_entry_begin(&r, parent_ino, name, pw_opmap_op(FUSE_MKDIR), true, &ne);
-	if (e < 0) {
-		pw_req_reply_err(&r, -e);
-		return;
-	}
-	int tok = pw_req_expect(&r, PW_EXPECT_NAME_ADDED);
-	new_entry_end(&r, &ne, tok, mkdirat(ne.pfd, name, mode));
+	new_entry_op(req, parent_ino, name, FUSE_MKDIR, &(new_entry_args){.mode = mode});
 }
 
 void pw_op_symlink(fuse_req_t req, const char *target, fuse_ino_t parent_ino, const char *name)
 {
 	/* The target is stored as given; the daemon never follows it. The kernel resolves it
 	 * in the reader's namespace, through the view, where the policy applies again. */
-	PW_REQ(r);
-	if (pw_req_begin(&r, req) < 0)
-		return;
-	_cleanup_(pw_new_entry_done) pw_new_entry ne;
-	int e = pw_new_entry_begin(&r, parent_ino, name, pw_opmap_op(FUSE_SYMLINK), false, &ne);
-	if (e < 0) {
-		pw_req_reply_err(&r, -e);
-		return;
-	}
-	int tok = pw_req_expect(&r, PW_EXPECT_NAME_ADDED);
-	new_entry_end(&r, &ne, tok, symlinkat(target, ne.pfd, name));
+	new_entry_op(req, parent_ino, name, FUSE_SYMLINK, &(new_entry_args){.target = target});
 }
 
 void pw_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t parent_ino, const char *name)

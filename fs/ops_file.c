@@ -71,14 +71,10 @@ static void set_open_flags(struct fuse_file_info *fi, int flags)
 void pw_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	PW_REQ(r);
-	if (pw_req_begin(&r, req) < 0)
+	pw_inode *n = pw_req_begin_node(&r, req, ino);
+	if (!n)
 		return;
 	pw_fs *fs = r.fs;
-	pw_inode *n = pw_inode_get(fs, ino);
-	if (pw_node_hidden(&r, n)) {
-		pw_req_reply_err(&r, ENOENT);
-		return;
-	}
 	if (wants_write(fi->flags)) {
 		int err = pw_check_node(&r, pw_opmap_open(fi->flags), n);
 		if (err == 0 && (fi->flags & O_TRUNC)) /* the original, before the truncation */

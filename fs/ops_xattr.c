@@ -21,13 +21,29 @@
 #include "undo/undo.h"
 #include "ops_xattr.h"
 
-static int open_proc(pw_fs *fs, fuse_ino_t ino, int *ret_fd, char proc[64])
+/* Opens node INO O_PATH into *RET_FD and names it in PROC: 0, or -errno after answering R's
+ * request with it. */
+static int open_proc(pw_req *r, fuse_ino_t ino, int *ret_fd, char proc[64])
 {
-	int fd = pw_open_node(fs, pw_inode_get(fs, ino), O_PATH);
-	if (fd < 0)
+	int fd = pw_open_node(r->fs, pw_inode_get(r->fs, ino), O_PATH);
+	if (fd < 0) {
+		pw_req_reply_err(r, -fd);
 		return fd;
+	}
 	snprintf(proc, 64, "/proc/self/fd/%d", fd);
 	*ret_fd = fd;
+	return 0;
+}
+
+/* The buffer for an answer of SIZE bytes (none for a size query): 0, or -ENOMEM after
+ * answering R's request with it. */
+static int reply_buffer(pw_req *r, size_t size, char **ret)
+{
+	*ret = size ? malloc(size) : NULL;
+	if (size && !*ret) {
+		pw_req_reply_err(r, ENOMEM);
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -39,14 +55,18 @@ static void mark_no_xattrs(pw_inode *n, unsigned epoch)
 		atomic_store(&n->xattr_state, PW_XATTR_UNKNOWN);
 }
 
-static void reply_sized(fuse_req_t req, size_t size, ssize_t len, const char *buf)
+/* Answers R's request with LEN bytes of BUF, the size alone for a SIZE 0 query, or the errno
+ * of a call that answered LEN < 0 (read before the credentials are left). */
+static void reply_sized(pw_req *r, size_t size, ssize_t len, const char *buf)
 {
+	int saved = errno;
+	pw_req_leave(r);
 	if (len < 0)
-		fuse_reply_err(req, errno);
+		fuse_reply_err(r->req, saved);
 	else if (size == 0)
-		fuse_reply_xattr(req, (size_t)len);
+		fuse_reply_xattr(r->req, (size_t)len);
 	else
-		fuse_reply_buf(req, buf, (size_t)len);
+		fuse_reply_buf(r->req, buf, (size_t)len);
 }
 
 void pw_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
@@ -67,11 +87,8 @@ void pw_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 		return;
 	_cleanup_close_ int fd = -1;
 	char proc[64];
-	int err = open_proc(fs, ino, &fd, proc);
-	if (err < 0) {
-		pw_req_reply_err(&r, -err);
+	if (open_proc(&r, ino, &fd, proc) < 0)
 		return;
-	}
 	unsigned epoch = atomic_load(&n->xattr_epoch);
 	ssize_t total = listxattr(proc, NULL, 0);
 	if (total == 0) {
@@ -79,45 +96,22 @@ void pw_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t siz
 		pw_req_reply_err(&r, ENODATA);
 		return;
 	}
-	_cleanup_free_ char *buf = size ? malloc(size) : NULL;
-	if (size && !buf) {
-		pw_req_reply_err(&r, ENOMEM);
+	_cleanup_free_ char *buf = NULL;
+	if (reply_buffer(&r, size, &buf) < 0)
 		return;
-	}
-	ssize_t len = getxattr(proc, name, buf, size);
-	int saved = errno;
-	pw_req_leave(&r);
-	errno = saved;
-	reply_sized(req, size, len, buf);
+	reply_sized(&r, size, getxattr(proc, name, buf, size), buf);
 }
 
 void pw_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	PW_REQ(r);
-	if (pw_req_begin(&r, req) < 0)
-		return;
-	pw_fs *fs = r.fs;
-	if (pw_node_hidden(&r, pw_inode_get(fs, ino))) {
-		pw_req_reply_err(&r, ENOENT);
-		return;
-	}
 	_cleanup_close_ int fd = -1;
 	char proc[64];
-	int err = open_proc(fs, ino, &fd, proc);
-	if (err < 0) {
-		pw_req_reply_err(&r, -err);
+	_cleanup_free_ char *buf = NULL;
+	if (!pw_req_begin_node(&r, req, ino) || open_proc(&r, ino, &fd, proc) < 0 ||
+	    reply_buffer(&r, size, &buf) < 0)
 		return;
-	}
-	_cleanup_free_ char *buf = size ? malloc(size) : NULL;
-	if (size && !buf) {
-		pw_req_reply_err(&r, ENOMEM);
-		return;
-	}
-	ssize_t len = listxattr(proc, buf, size);
-	int saved = errno;
-	pw_req_leave(&r);
-	errno = saved;
-	reply_sized(req, size, len, buf);
+	reply_sized(&r, size, listxattr(proc, buf, size), buf);
 }
 
 /* SETXATTR and REMOVEXATTR (OPCODE): one write of the node, checked and kept alike; the
@@ -138,11 +132,8 @@ static void change_xattr(fuse_req_t req, fuse_ino_t ino, unsigned opcode, const 
 	}
 	_cleanup_close_ int fd = -1;
 	char proc[64];
-	err = open_proc(fs, ino, &fd, proc);
-	if (err < 0) {
-		pw_req_reply_err(&r, -err);
+	if (open_proc(&r, ino, &fd, proc) < 0)
 		return;
-	}
 	pw_xattr_changed(pw_inode_get(fs, ino));
 	if (opcode == FUSE_SETXATTR)
 		err = setxattr(proc, name, value, size, flags) < 0 ? errno : 0;

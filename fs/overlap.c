@@ -608,10 +608,6 @@ void pw_overlap_free(pw_overlap *o)
 {
 	if (!o)
 		return;
-	pthread_mutex_lock(&o->qlock);
-	o->stop = true;
-	pthread_cond_signal(&o->cond);
-	pthread_mutex_unlock(&o->qlock);
-	pthread_join(o->thread, NULL);
+	pw_thread_stop(o->thread, &o->qlock, &o->cond, &o->stop);
 	overlap_free(o);
 }

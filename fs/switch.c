@@ -86,14 +86,8 @@ typedef struct inval_ctx {
 
 static void collect(inval_ctx *c, fuse_ino_t parent, fuse_ino_t ino, const char *name)
 {
-	if (c->n == c->cap) {
-		size_t ncap = c->cap ? c->cap * 2 : 256;
-		void *ni = realloc(c->items, ncap * sizeof(*c->items));
-		if (!ni)
-			return;
-		c->items = ni;
-		c->cap = ncap;
-	}
+	if (PW_GROW(c->items, c->cap, c->n, 256) < 0)
+		return;
 	c->items[c->n].parent = parent;
 	c->items[c->n].ino = ino;
 	c->items[c->n].name = pw_dup_or_null(name);

@@ -206,14 +206,8 @@ static void collect_node(pw_fs *fs, pw_inode *n, void *u)
 	for (pw_name *nm = n->names; nm; nm = nm->next) {
 		if (a->only_parent && nm->parent != a->only_parent)
 			continue;
-		if (a->n == a->cap) {
-			size_t ncap = a->cap ? a->cap * 2 : 1024;
-			void *nv = realloc(a->v, ncap * sizeof(*a->v));
-			if (!nv)
-				return;
-			a->v = nv;
-			a->cap = ncap;
-		}
+		if (PW_GROW(a->v, a->cap, a->n, 1024) < 0)
+			return;
 		a->v[a->n].parent = pw_inode_id(fs, nm->parent);
 		a->v[a->n].ino = pw_inode_id(fs, n);
 		a->v[a->n].name = strdup(nm->name);

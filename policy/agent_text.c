@@ -122,6 +122,16 @@ static void put_joined(FILE *f, json_t *arr)
 	}
 }
 
+/* BEFORE, the strings of ARR joined, then AFTER, when ARR holds any; nothing otherwise. */
+static void put_list(FILE *f, const char *before, json_t *arr, const char *after)
+{
+	if (!json_array_size(arr))
+		return;
+	fputs(before, f);
+	put_joined(f, arr);
+	fputs(after, f);
+}
+
 static bool policy_writes_nothing(json_t *policy)
 {
 	return json_is_true(json_object_get(policy, "fail_closed")) ||
@@ -192,18 +202,10 @@ static void put_base_writable(FILE *f, json_t *policy)
 			fputs("everything", f);
 		} else {
 			fputs("everything except ", f);
-			if (json_array_size(prot)) {
-				fputs("protected paths (", f);
-				put_joined(f, prot);
-				fputs(")", f);
-			}
-			if (json_array_size(deny)) {
-				fputs(json_array_size(prot) ? " and denied paths ("
-							    : "denied paths (",
-				      f);
-				put_joined(f, deny);
-				fputs(")", f);
-			}
+			put_list(f, "protected paths (", prot, ")");
+			put_list(f,
+				 json_array_size(prot) ? " and denied paths (" : "denied paths (",
+				 deny, ")");
 		}
 		json_decref(prot);
 		json_decref(deny);
@@ -275,27 +277,15 @@ static void put_rules(FILE *f, json_t *policy)
 			fputs(" Writable: ", f);
 			put_joined(f, w);
 			fputs(". Read-only: everything else.", f);
-			if (json_array_size(deny)) {
-				fputs(" Denied: ", f);
-				put_joined(f, deny);
-				fputs(".", f);
-			}
-			if (json_array_size(prot)) {
-				fputs(" Protected: ", f);
-				put_joined(f, prot);
-				fputs(".", f);
-			}
+			put_list(f, " Denied: ", deny, ".");
+			put_list(f, " Protected: ", prot, ".");
 			json_decref(deny);
 			json_decref(prot);
 		}
 		json_decref(w);
 		put_lane_sentence(f, policy);
 	}
-	if (json_array_size(hide)) {
-		fputs(" Hidden (absent from the view): ", f);
-		put_joined(f, hide);
-		fputs(".", f);
-	}
+	put_list(f, " Hidden (absent from the view): ", hide, ".");
 	json_decref(hide);
 }
 

@@ -24,113 +24,37 @@
 #include "yamlx.h"
 
 typedef struct config_parser {
-	const char *file;
-	pw_layer layer;
-	pw_warnings *w;
-	bool failed;
+	pw_yaml_parse y; /* no stem: a config's diagnostics name no mode */
 	pw_config *c;
 } config_parser;
-
-_printf_(4, 5) static int cp_error(config_parser *p, const pw_yx_node *at, const char *key,
-				   const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	p->failed = true;
-	int r = pw_warnings_addv(p->w, NULL, PW_ERROR, p->file, at->line, at->column, key, fmt, ap);
-	va_end(ap);
-	return r;
-}
 
 /* An unknown key: an error with a hint when it is a near miss of one of KNOWN (a misspelt
  * "protected" would drop its protections without a word), else a warning. */
 static int cp_unknown(config_parser *p, const pw_yx_node *k, const char *key,
 		      const char *const *known)
 {
-	const char *hint = pw_key_near_miss(k->text, known);
-
-	if (hint)
-		return cp_error(p, k, key, "unknown key; did you mean '%s'?", hint);
-	return pw_warnings_add(p->w, NULL, PW_WARNING, p->file, k->line, k->column, key,
-			       "unknown key (ignored)");
+	return pw_yaml_unknown(&p->y, k, key, known);
 }
 
 static const char *const root_keys[] = {"protected", "design", "plans", NULL};
 static const char *const design_keys[] = {"tokens", NULL};
 
-/* A list of globs under KEY into *V. Returns the number added, or -ENOMEM. */
-static int cp_rules(config_parser *p, const pw_yx_node *v, const char *key, pw_rule_kind kind,
-		    pw_rule **rules, size_t *n)
+/* One key K of design (KEY is "design.K"). */
+static int cp_design_key(const pw_yx_node *k, const pw_yx_node *val, const char *key, void *u)
 {
-	int added = 0;
+	config_parser *p = u;
 
-	if (pw_yx_is_null(v))
-		return 0;
-	if (v->kind != PW_YX_SEQ)
-		return cp_error(p, v, key, "expected a list of globs, not %s", pw_yx_describe(v));
-	if (v->n_items > PW_RULES_MAX)
-		return cp_error(p, v, key, "too many rules: %zu (limit %d)", v->n_items,
-				PW_RULES_MAX);
-	for (size_t i = 0; i < v->n_items; i++) {
-		const pw_yx_node *item = v->items[i];
-		const char *err = NULL;
-		char ikey[64];
-		int r;
-
-		snprintf(ikey, sizeof(ikey), "%s[%zu]", key, i);
-		if (item->kind != PW_YX_SCALAR || pw_yx_is_null(item)) {
-			r = cp_error(p, item, ikey, "expected a glob string, not %s",
-				     pw_yx_describe(item));
-			if (r < 0)
-				return r;
-			continue;
-		}
-		r = pw_rules_reserve(rules, *n);
-		if (r < 0)
-			return r;
-		r = pw_rule_init(&(*rules)[*n], kind, item->text, p->file, item->line, item->column,
-				 p->layer, &err);
-		if (r == -ENOMEM)
-			return r;
-		if (r < 0) {
-			r = cp_error(p, item, ikey, "invalid glob \"%.100s\": %s", item->text,
-				     err ? err : "syntax error");
-			if (r < 0)
-				return r;
-			continue;
-		}
-		(*n)++;
-		added++;
-	}
-	return added;
+	if (!streq(k->text, "tokens"))
+		return cp_unknown(p, k, key, design_keys);
+	int r = pw_yaml_rules(&p->y, val, key, PW_RULE_TOKEN, &p->c->token_rules, &p->c->n_tokens);
+	if (r > 0)
+		p->c->tokens_key = (pw_mark){k->line, k->column};
+	return r;
 }
 
 static int cp_design(config_parser *p, const pw_yx_node *v)
 {
-	if (pw_yx_is_null(v))
-		return 0;
-	if (v->kind != PW_YX_MAP)
-		return cp_error(p, v, "design", "expected a mapping, not %s", pw_yx_describe(v));
-	for (size_t i = 0; i < pw_yx_map_count(v); i++) {
-		const pw_yx_node *k = pw_yx_map_key(v, i), *val = pw_yx_map_value(v, i);
-		_cleanup_free_ char *key = NULL;
-		int r;
-
-		if (asprintf(&key, "design.%s", k->text) < 0)
-			return -ENOMEM;
-		if (pw_yx_key_is_duplicate(v, i))
-			r = cp_error(p, k, key, "duplicate key");
-		else if (streq(k->text, "tokens")) {
-			r = cp_rules(p, val, key, PW_RULE_TOKEN, &p->c->token_rules,
-				     &p->c->n_tokens);
-			if (r > 0)
-				p->c->tokens_key = (pw_mark){k->line, k->column};
-		} else
-			r = cp_unknown(p, k, key, design_keys);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return pw_yaml_map(&p->y, v, "design", "a mapping", cp_design_key, p);
 }
 
 /*
@@ -144,19 +68,20 @@ static int cp_plans(config_parser *p, const pw_yx_node *k, const pw_yx_node *v)
 	const char *err = NULL;
 
 	if (v->kind != PW_YX_SCALAR || pw_yx_is_null(v))
-		return cp_error(p, v, "plans", "expected a directory path, not %s",
-				pw_yx_describe(v));
+		return pw_yaml_error(&p->y, v, "plans", "expected a directory path, not %s",
+				     pw_yx_describe(v));
 	if (strpbrk(v->text, "*?[]\\!"))
-		return cp_error(p, v, "plans", "a directory path, not a glob: \"%.100s\"", v->text);
+		return pw_yaml_error(&p->y, v, "plans", "a directory path, not a glob: \"%.100s\"",
+				     v->text);
 	if (pw_path_normalize(v->text, strlen(v->text), norm, &err) < 0)
-		return cp_error(p, v, "plans", "invalid path \"%.100s\": %s", v->text,
-				err ? err : "not a path");
+		return pw_yaml_error(&p->y, v, "plans", "invalid path \"%.100s\": %s", v->text,
+				     err ? err : "not a path");
 	if (norm[0] == '\0' || pw_relpath_beneath(norm, ".piworkfs") ||
 	    strlen(norm) > PW_GLOB_LEN_MAX - 8)
-		return cp_error(p, v, "plans",
-				"\"%.100s\" cannot hold plans (the project root, "
-				".piworkfs or too long)",
-				v->text);
+		return pw_yaml_error(&p->y, v, "plans",
+				     "\"%.100s\" cannot hold plans (the project root, "
+				     ".piworkfs or too long)",
+				     v->text);
 	free(p->c->plans_dir);
 	p->c->plans_dir = strdup(norm);
 	if (!p->c->plans_dir)
@@ -170,17 +95,17 @@ static int cp_root(config_parser *p, const pw_yx_node *root)
 	if (!root || pw_yx_is_null(root))
 		return 0; /* an empty config is a valid one */
 	if (root->kind != PW_YX_MAP)
-		return cp_error(p, root, NULL, "expected a mapping of keys, not %s",
-				pw_yx_describe(root));
+		return pw_yaml_error(&p->y, root, NULL, "expected a mapping of keys, not %s",
+				     pw_yx_describe(root));
 	for (size_t i = 0; i < pw_yx_map_count(root); i++) {
 		const pw_yx_node *k = pw_yx_map_key(root, i), *v = pw_yx_map_value(root, i);
 		int r;
 
 		if (pw_yx_key_is_duplicate(root, i))
-			r = cp_error(p, k, k->text, "duplicate key");
+			r = pw_yaml_error(&p->y, k, k->text, "duplicate key");
 		else if (streq(k->text, "protected"))
-			r = cp_rules(p, v, "protected", PW_RULE_PROTECTED, &p->c->protected_rules,
-				     &p->c->n_protected);
+			r = pw_yaml_rules(&p->y, v, "protected", PW_RULE_PROTECTED,
+					  &p->c->protected_rules, &p->c->n_protected);
 		else if (streq(k->text, "design"))
 			r = cp_design(p, v);
 		else if (streq(k->text, "plans"))
@@ -195,12 +120,8 @@ static int cp_root(config_parser *p, const pw_yx_node *root)
 
 void pw_config_done(pw_config *c)
 {
-	for (size_t i = 0; i < c->n_protected; i++)
-		pw_rule_done(&c->protected_rules[i]);
-	for (size_t i = 0; i < c->n_tokens; i++)
-		pw_rule_done(&c->token_rules[i]);
-	free(c->protected_rules);
-	free(c->token_rules);
+	pw_rules_free(c->protected_rules, c->n_protected);
+	pw_rules_free(c->token_rules, c->n_tokens);
 	free(c->plans_dir);
 	*c = (pw_config){0};
 }
@@ -209,7 +130,7 @@ int pw_config_parse(const char *file, const char *buf, size_t len, pw_layer laye
 		    pw_config *ret)
 {
 	pw_config c = {0};
-	config_parser p = {.file = file, .layer = layer, .w = w, .c = &c};
+	config_parser p = {.y = {.file = file, .layer = layer, .w = w}, .c = &c};
 	pw_yx_node *root = NULL;
 	pw_yx_error yerr = {0};
 	int r;
@@ -233,7 +154,7 @@ int pw_config_parse(const char *file, const char *buf, size_t len, pw_layer laye
 	}
 	r = cp_root(&p, root);
 	pw_yx_free(root);
-	if (r < 0 || p.failed) {
+	if (r < 0 || p.y.failed) {
 		pw_config_done(&c);
 		return r < 0 ? r : -EINVAL;
 	}
@@ -247,22 +168,10 @@ int pw_config_load(const char *file, pw_layer layer, pw_warnings *w, pw_config *
 	size_t len;
 	int r;
 
-	r = pw_read_small_file(file, &buf, &len);
+	r = pw_yaml_read(file, NULL, true, w, &buf, &len);
 	if (r == -ENOENT) {
 		*ret = (pw_config){0};
 		return 0;
 	}
-	if (r == -ENOMEM)
-		return r;
-	if (r == -EFBIG)
-		r = pw_warnings_add(w, NULL, PW_ERROR, file, 0, 0, NULL,
-				    "file too large (limit %d bytes)", PW_MODE_FILE_MAX);
-	else if (r == -EINVAL)
-		r = pw_warnings_add(w, NULL, PW_ERROR, file, 0, 0, NULL, "not a regular file");
-	else if (r < 0)
-		r = pw_warnings_add(w, NULL, PW_ERROR, file, 0, 0, NULL, "cannot read: %s",
-				    strerror(-r));
-	else
-		return pw_config_parse(file, buf, len, layer, w, ret);
-	return r < 0 ? r : -EINVAL;
+	return r < 0 ? r : pw_config_parse(file, buf, len, layer, w, ret);
 }

@@ -11,9 +11,7 @@
 
 void pw_lane_free(pw_rule *lane, size_t n)
 {
-	for (size_t i = 0; lane && i < n; i++)
-		pw_rule_done(&lane[i]);
-	free(lane);
+	pw_rules_free(lane, n);
 }
 
 int pw_lane_parse(const char *const *globs, size_t n, pw_rule **ret, size_t *ret_bad,

@@ -186,6 +186,13 @@ void pw_rule_done(pw_rule *r)
 	*r = (pw_rule){0};
 }
 
+void pw_rules_free(pw_rule *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		pw_rule_done(&v[i]);
+	free(v);
+}
+
 int pw_rules_reserve(pw_rule **v, size_t n)
 {
 	bool full = n == 0 || (n >= 8 && (n & (n - 1)) == 0);
@@ -220,9 +227,7 @@ void pw_mode_done(pw_mode *m)
 	free(m->description);
 	free(m->body);
 	free(m->file);
-	for (size_t i = 0; i < m->n_rules; i++)
-		pw_rule_done(&m->rules[i]);
-	free(m->rules);
+	pw_rules_free(m->rules, m->n_rules);
 	*m = (pw_mode){0};
 }
 
@@ -355,16 +360,12 @@ static bool is_blank(const char *s)
 /* ---- the frontmatter's keys -------------------------------------------------------- */
 
 typedef struct mode_parser {
-	const char *file;
-	const char *stem;
-	pw_layer layer;
-	pw_warnings *w;
-	bool failed;
+	pw_yaml_parse y;
 	pw_mode_file *mf;
 } mode_parser;
 
-_printf_(4, 5) static int mp_error(mode_parser *p, const pw_yx_node *at, const char *key,
-				   const char *fmt, ...)
+_printf_(4, 5) int pw_yaml_error(pw_yaml_parse *p, const pw_yx_node *at, const char *key,
+				 const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -400,7 +401,7 @@ static int mp_string(mode_parser *p, const pw_yx_node *v, const char *key, bool 
 	if (v->kind != PW_YX_SCALAR || pw_yx_is_null(v)) {
 		if (null_ok && pw_yx_is_null(v))
 			return 0;
-		return mp_error(p, v, key, "expected a string, not %s", pw_yx_describe(v));
+		return pw_yaml_error(&p->y, v, key, "expected a string, not %s", pw_yx_describe(v));
 	}
 	s = strdup(v->text);
 	if (!s)
@@ -415,59 +416,65 @@ static int mp_bool(mode_parser *p, const pw_yx_node *v, const char *key, bool *r
 	if (pw_yx_bool(v, ret) == 0)
 		return 0;
 	if (v->kind == PW_YX_SCALAR && !pw_yx_is_null(v))
-		return mp_error(p, v, key, "expected true or false, not \"%.40s\"", v->text);
-	return mp_error(p, v, key, "expected true or false, not %s", pw_yx_describe(v));
+		return pw_yaml_error(&p->y, v, key, "expected true or false, not \"%.40s\"",
+				     v->text);
+	return pw_yaml_error(&p->y, v, key, "expected true or false, not %s", pw_yx_describe(v));
 }
 
-static int mp_add_rule(mode_parser *p, pw_rule_kind kind, const pw_yx_node *item, const char *key)
+/* ITEM of a list of globs under KEY as a rule of KIND appended to *RULES (*N). */
+static int add_rule(pw_yaml_parse *p, pw_rule_kind kind, const pw_yx_node *item, const char *key,
+		    pw_rule **rules, size_t *n)
 {
-	pw_mode *m = &p->mf->mode;
 	const char *err = NULL;
 	int r;
 
-	r = pw_rules_reserve(&m->rules, m->n_rules);
+	if (item->kind != PW_YX_SCALAR || pw_yx_is_null(item))
+		return pw_yaml_error(p, item, key, "expected a glob string, not %s",
+				     pw_yx_describe(item));
+	r = pw_rules_reserve(rules, *n);
 	if (r < 0)
 		return r;
-	r = pw_rule_init(&m->rules[m->n_rules], kind, item->text, p->file, item->line, item->column,
+	r = pw_rule_init(&(*rules)[*n], kind, item->text, p->file, item->line, item->column,
 			 p->layer, &err);
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0)
-		return mp_error(p, item, key, "invalid glob \"%.100s\": %s", item->text,
-				err ? err : "syntax error");
-	m->n_rules++;
+		return pw_yaml_error(p, item, key, "invalid glob \"%.100s\": %s", item->text,
+				     err ? err : "syntax error");
+	(*n)++;
 	return 0;
 }
 
-/* A list of globs under KEY. Returns the number of rules added, or -ENOMEM. */
-static int mp_rules(mode_parser *p, const pw_yx_node *v, const char *key, pw_rule_kind kind)
+int pw_yaml_rules(pw_yaml_parse *p, const pw_yx_node *v, const char *key, pw_rule_kind kind,
+		  pw_rule **rules, size_t *n)
 {
 	int added = 0;
 
 	if (pw_yx_is_null(v))
 		return 0;
 	if (v->kind != PW_YX_SEQ)
-		return mp_error(p, v, key, "expected a list of globs, not %s", pw_yx_describe(v));
+		return pw_yaml_error(p, v, key, "expected a list of globs, not %s",
+				     pw_yx_describe(v));
 	if (v->n_items > PW_RULES_MAX)
-		return mp_error(p, v, key, "too many rules: %zu (limit %d)", v->n_items,
-				PW_RULES_MAX);
+		return pw_yaml_error(p, v, key, "too many rules: %zu (limit %d)", v->n_items,
+				     PW_RULES_MAX);
 	for (size_t i = 0; i < v->n_items; i++) {
-		const pw_yx_node *item = v->items[i];
 		char ikey[64];
-		size_t before = p->mf->mode.n_rules;
-		int r;
+		size_t before = *n;
 
 		snprintf(ikey, sizeof(ikey), "%s[%zu]", key, i);
-		if (item->kind != PW_YX_SCALAR || pw_yx_is_null(item))
-			r = mp_error(p, item, ikey, "expected a glob string, not %s",
-				     pw_yx_describe(item));
-		else
-			r = mp_add_rule(p, kind, item, ikey);
+		int r = add_rule(p, kind, v->items[i], ikey, rules, n);
 		if (r < 0)
 			return r;
-		added += p->mf->mode.n_rules > before;
+		added += *n > before;
 	}
 	return added;
+}
+
+/* A list of globs under KEY into the mode's rules. */
+static int mp_rules(mode_parser *p, const pw_yx_node *v, const char *key, pw_rule_kind kind)
+{
+	return pw_yaml_rules(&p->y, v, key, kind, &p->mf->mode.rules, &p->mf->mode.n_rules);
 }
 
 /*
@@ -527,15 +534,13 @@ const char *pw_key_near_miss(const char *key, const char *const *known)
 	return found;
 }
 
-/* An unknown key K (KEY is its dotted path) where KNOWN are the keys: an error with a hint
- * when it is a near miss of one of them (pw_key_near_miss), else a warning. */
-static int mp_unknown_among(mode_parser *p, const pw_yx_node *k, const char *key,
-			    const char *const *known)
+int pw_yaml_unknown(pw_yaml_parse *p, const pw_yx_node *k, const char *key,
+		    const char *const *known)
 {
 	const char *hint = pw_key_near_miss(k->text, known);
 
 	if (hint)
-		return mp_error(p, k, key, "unknown key; did you mean '%s'?", hint);
+		return pw_yaml_error(p, k, key, "unknown key; did you mean '%s'?", hint);
 	return pw_warnings_add(p->w, p->stem, PW_WARNING, p->file, k->line, k->column, key,
 			       "unknown key (ignored)");
 }
@@ -546,48 +551,64 @@ static const char *const writes_keys[] = {"allow", "deny", "tokens", "plans", NU
 
 static int mp_unknown(mode_parser *p, const pw_yx_node *k, const char *key)
 {
-	return mp_unknown_among(p, k, key, top_keys);
+	return pw_yaml_unknown(&p->y, k, key, top_keys);
 }
 
-static int mp_writes(mode_parser *p, const pw_yx_node *v)
+int pw_yaml_map(pw_yaml_parse *p, const pw_yx_node *v, const char *prefix, const char *what,
+		int (*fn)(const pw_yx_node *k, const pw_yx_node *value, const char *key, void *u),
+		void *u)
 {
-	pw_mode_file *mf = p->mf;
-
 	if (pw_yx_is_null(v))
 		return 0;
 	if (v->kind != PW_YX_MAP)
-		return mp_error(p, v, "writes",
-				"expected a mapping of allow, deny, tokens and plans, not %s",
-				pw_yx_describe(v));
+		return pw_yaml_error(p, v, prefix, "expected %s, not %s", what, pw_yx_describe(v));
 	for (size_t i = 0; i < pw_yx_map_count(v); i++) {
-		const pw_yx_node *k = pw_yx_map_key(v, i), *val = pw_yx_map_value(v, i);
+		const pw_yx_node *k = pw_yx_map_key(v, i);
 		_cleanup_free_ char *key = NULL;
 		int r;
 
-		if (asprintf(&key, "writes.%s", k->text) < 0)
+		if (asprintf(&key, "%s.%s", prefix, k->text) < 0)
 			return -ENOMEM;
 		if (pw_yx_key_is_duplicate(v, i))
-			r = mp_error(p, k, key, "duplicate key");
-		else if (streq(k->text, "allow")) {
-			r = mp_rules(p, val, key, PW_RULE_ALLOW);
-			if (r > 0)
-				mf->allow_key = (pw_mark){k->line, k->column};
-		} else if (streq(k->text, "deny"))
-			r = mp_rules(p, val, key, PW_RULE_DENY);
-		else if (streq(k->text, "tokens")) {
-			r = mp_bool(p, val, key, &mf->mode.tokens);
-			if (r >= 0 && mf->mode.tokens)
-				mf->tokens_key = (pw_mark){k->line, k->column};
-		} else if (streq(k->text, "plans")) {
-			r = mp_bool(p, val, key, &mf->mode.plans);
-			if (r >= 0 && mf->mode.plans)
-				mf->plans_key = (pw_mark){k->line, k->column};
-		} else
-			r = mp_unknown_among(p, k, key, writes_keys);
+			r = pw_yaml_error(p, k, key, "duplicate key");
+		else
+			r = fn(k, pw_yx_map_value(v, i), key, u);
 		if (r < 0)
 			return r;
 	}
 	return 0;
+}
+
+/* One key K of writes (KEY is "writes.K"). */
+static int mp_writes_key(const pw_yx_node *k, const pw_yx_node *val, const char *key, void *u)
+{
+	mode_parser *p = u;
+	pw_mode_file *mf = p->mf;
+	int r;
+
+	if (streq(k->text, "allow")) {
+		r = mp_rules(p, val, key, PW_RULE_ALLOW);
+		if (r > 0)
+			mf->allow_key = (pw_mark){k->line, k->column};
+	} else if (streq(k->text, "deny"))
+		r = mp_rules(p, val, key, PW_RULE_DENY);
+	else if (streq(k->text, "tokens")) {
+		r = mp_bool(p, val, key, &mf->mode.tokens);
+		if (r >= 0 && mf->mode.tokens)
+			mf->tokens_key = (pw_mark){k->line, k->column};
+	} else if (streq(k->text, "plans")) {
+		r = mp_bool(p, val, key, &mf->mode.plans);
+		if (r >= 0 && mf->mode.plans)
+			mf->plans_key = (pw_mark){k->line, k->column};
+	} else
+		r = pw_yaml_unknown(&p->y, k, key, writes_keys);
+	return r;
+}
+
+static int mp_writes(mode_parser *p, const pw_yx_node *v)
+{
+	return pw_yaml_map(&p->y, v, "writes", "a mapping of allow, deny, tokens and plans",
+			   mp_writes_key, p);
 }
 
 static int mp_top_key(mode_parser *p, const pw_yx_node *k, const pw_yx_node *v)
@@ -621,18 +642,19 @@ static int mp_name(mode_parser *p, const pw_yx_node *root, const pw_yx_node *nam
 	const char *name = p->mf->mode.name;
 
 	if (!name_node)
-		return mp_error(p, root, "name", "missing required key");
+		return pw_yaml_error(&p->y, root, "name", "missing required key");
 	if (!name)
 		return 0; /* wrong type, already reported */
 	if (!pw_mode_name_is_valid(name))
-		return mp_error(p, name_node, "name",
-				"invalid mode name \"%.100s\": use a-z, 0-9 and '-', not starting "
-				"with '-', at most %d bytes",
-				name, PW_MODE_NAME_MAX);
-	if (!streq(name, p->stem))
-		return mp_error(p, name_node, "name",
-				"name \"%s\" does not match the file name \"%.100s.md\"", name,
-				p->stem);
+		return pw_yaml_error(
+		    &p->y, name_node, "name",
+		    "invalid mode name \"%.100s\": use a-z, 0-9 and '-', not starting "
+		    "with '-', at most %d bytes",
+		    name, PW_MODE_NAME_MAX);
+	if (!streq(name, p->y.stem))
+		return pw_yaml_error(&p->y, name_node, "name",
+				     "name \"%s\" does not match the file name \"%.100s.md\"", name,
+				     p->y.stem);
 	return 0;
 }
 
@@ -642,16 +664,17 @@ static int mp_frontmatter(mode_parser *p, const pw_yx_node *root, unsigned first
 	pw_yx_node at = {.line = first_line, .column = 1};
 
 	if (!root)
-		return mp_error(p, &at, "name", "missing required key");
+		return pw_yaml_error(&p->y, &at, "name", "missing required key");
 	if (root->kind != PW_YX_MAP)
-		return mp_error(p, root, NULL, "the frontmatter must be a mapping of keys, not %s",
-				pw_yx_describe(root));
+		return pw_yaml_error(&p->y, root, NULL,
+				     "the frontmatter must be a mapping of keys, not %s",
+				     pw_yx_describe(root));
 	for (size_t i = 0; i < pw_yx_map_count(root); i++) {
 		const pw_yx_node *k = pw_yx_map_key(root, i), *v = pw_yx_map_value(root, i);
 		int r;
 
 		if (pw_yx_key_is_duplicate(root, i))
-			r = mp_error(p, k, k->text, "duplicate key");
+			r = pw_yaml_error(&p->y, k, k->text, "duplicate key");
 		else {
 			if (streq(k->text, "name"))
 				name_node = v;
@@ -687,7 +710,8 @@ static int mp_body(mode_parser *p, const frontmatter *fm)
 	if (!m->body)
 		return -ENOMEM;
 	if (is_blank(m->body))
-		return pw_warnings_add(p->w, p->stem, PW_WARNING, p->file, fm->close_line, 0, NULL,
+		return pw_warnings_add(p->y.w, p->y.stem, PW_WARNING, p->y.file, fm->close_line, 0,
+				       NULL,
 				       "empty body: an agent gets no instructions in this mode");
 	return 0;
 }
@@ -698,17 +722,18 @@ static int mp_split(mode_parser *p, const char *buf, size_t len, frontmatter *re
 	int r;
 
 	if (memchr(buf, '\0', len))
-		return mp_error(p, NULL, NULL, "the file holds a NUL byte");
+		return pw_yaml_error(&p->y, NULL, NULL, "the file holds a NUL byte");
 	if (len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0) {
 		buf += 3;
 		len -= 3;
 	}
 	r = split_frontmatter(buf, len, ret);
 	if (r == -ENOMSG)
-		return mp_error(p, &at, NULL,
-				"missing frontmatter: the file must start with a '---' line");
+		return pw_yaml_error(&p->y, &at, NULL,
+				     "missing frontmatter: the file must start with a '---' line");
 	if (r == -EBADMSG)
-		return mp_error(p, &at, NULL, "unterminated frontmatter: no closing '---' line");
+		return pw_yaml_error(&p->y, &at, NULL,
+				     "unterminated frontmatter: no closing '---' line");
 	return 0;
 }
 
@@ -718,12 +743,12 @@ int pw_mode_parse(const char *file, const char *buf, size_t len, pw_layer layer,
 	_cleanup_(mode_file_freep) pw_mode_file *mf = NULL;
 	pw_yx_node *root = NULL;
 	char stem[PW_NAME_MAX + 1];
-	mode_parser p = {.file = file, .layer = layer, .w = w};
+	mode_parser p = {.y = {.file = file, .layer = layer, .w = w}};
 	frontmatter fm = {0};
 	pw_yx_error yerr = {0};
 	int r;
 
-	p.stem = file_stem(file, stem, sizeof(stem));
+	p.y.stem = file_stem(file, stem, sizeof(stem));
 	mf = calloc(1, sizeof(*mf));
 	if (!mf)
 		return -ENOMEM;
@@ -733,14 +758,14 @@ int pw_mode_parse(const char *file, const char *buf, size_t len, pw_layer layer,
 	p.mf = mf;
 
 	r = mp_split(&p, buf, len, &fm);
-	if (r < 0 || p.failed)
+	if (r < 0 || p.y.failed)
 		return r < 0 ? r : -EINVAL;
 	r = pw_yx_parse(fm.yaml, fm.yaml_len, 1, &root, &yerr);
 	if (r == -ENOMEM)
 		return r;
 	if (r < 0) {
-		p.failed = true;
-		r = pw_warnings_add(w, p.stem, PW_ERROR, file, yerr.line, yerr.column, NULL, "%s",
+		p.y.failed = true;
+		r = pw_warnings_add(w, p.y.stem, PW_ERROR, file, yerr.line, yerr.column, NULL, "%s",
 				    yerr.message);
 		return r < 0 ? r : -EINVAL;
 	}
@@ -751,13 +776,30 @@ int pw_mode_parse(const char *file, const char *buf, size_t len, pw_layer layer,
 	r = mp_body(&p, &fm);
 	if (r < 0)
 		return r;
-	if (p.failed)
+	if (p.y.failed)
 		return -EINVAL;
 	mf->mode.file = strdup(file);
 	if (!mf->mode.file || (!mf->mode.description && !(mf->mode.description = strdup(""))))
 		return -ENOMEM;
 	*ret = TAKE_PTR(mf);
 	return 0;
+}
+
+int pw_yaml_read(const char *file, const char *stem, bool missing_ok, pw_warnings *w, char **ret,
+		 size_t *ret_len)
+{
+	int r = pw_read_small_file(file, ret, ret_len);
+	if (r >= 0 || r == -ENOMEM || (r == -ENOENT && missing_ok))
+		return r < 0 ? r : 0;
+	if (r == -EFBIG)
+		r = pw_warnings_add(w, stem, PW_ERROR, file, 0, 0, NULL,
+				    "file too large (limit %d bytes)", PW_MODE_FILE_MAX);
+	else if (r == -EINVAL)
+		r = pw_warnings_add(w, stem, PW_ERROR, file, 0, 0, NULL, "not a regular file");
+	else
+		r = pw_warnings_add(w, stem, PW_ERROR, file, 0, 0, NULL, "cannot read: %s",
+				    strerror(-r));
+	return r < 0 ? r : -EINVAL;
 }
 
 int pw_mode_load(const char *file, pw_layer layer, pw_warnings *w, pw_mode_file **ret)
@@ -768,18 +810,6 @@ int pw_mode_load(const char *file, pw_layer layer, pw_warnings *w, pw_mode_file 
 	int r;
 
 	file_stem(file, stem, sizeof(stem));
-	r = pw_read_small_file(file, &buf, &len);
-	if (r == -ENOMEM)
-		return r;
-	if (r == -EFBIG)
-		r = pw_warnings_add(w, stem, PW_ERROR, file, 0, 0, NULL,
-				    "file too large (limit %d bytes)", PW_MODE_FILE_MAX);
-	else if (r == -EINVAL)
-		r = pw_warnings_add(w, stem, PW_ERROR, file, 0, 0, NULL, "not a regular file");
-	else if (r < 0)
-		r = pw_warnings_add(w, stem, PW_ERROR, file, 0, 0, NULL, "cannot read: %s",
-				    strerror(-r));
-	else
-		return pw_mode_parse(file, buf, len, layer, w, ret);
-	return r < 0 ? r : -EINVAL;
+	r = pw_yaml_read(file, stem, false, w, &buf, &len);
+	return r < 0 ? r : pw_mode_parse(file, buf, len, layer, w, ret);
 }

@@ -174,6 +174,8 @@ int pw_rule_init(pw_rule *r, pw_rule_kind kind, const char *pattern, const char 
 		 unsigned line, unsigned column, pw_layer layer, const char **ret_err);
 int pw_rule_copy(pw_rule *dst, const pw_rule *src);
 void pw_rule_done(pw_rule *r);
+/* Ends the N rules of V and frees V (NULL is fine). */
+void pw_rules_free(pw_rule *v, size_t n);
 /* Rule arrays have an implied capacity: 8, doubled each time the length reaches a power of
  * two >= 8. Makes room for entry N of *V (which holds N entries). Returns 0 or -ENOMEM. */
 int pw_rules_reserve(pw_rule **v, size_t n);
@@ -187,6 +189,43 @@ int pw_rules_append_copy(pw_rule **v, size_t *n, const pw_rule *src);
  * rules it holds without a word.
  */
 const char *pw_key_near_miss(const char *key, const char *const *known);
+
+/*
+ * What the parsers of YAML files (mode files, config.yaml) share: where they report (FILE, the
+ * mode's STEM or NULL for a config, LAYER, the warnings W) and whether an error was found
+ * (FAILED). Each function returns what pw_warnings_add returns (>= 0, or -ENOMEM) unless it
+ * says otherwise.
+ */
+struct pw_yx_node;
+typedef struct pw_yaml_parse {
+	const char *file;
+	const char *stem;
+	pw_layer layer;
+	pw_warnings *w;
+	bool failed;
+} pw_yaml_parse;
+/* Reads FILE (pw_read_small_file) into *RET (*RET_LEN bytes): 0; -ENOENT when it is missing
+ * and MISSING_OK; -ENOMEM; else -EINVAL after an error in W (under the mode STEM, or NULL). */
+int pw_yaml_read(const char *file, const char *stem, bool missing_ok, pw_warnings *w, char **ret,
+		 size_t *ret_len);
+/* V, a mapping under PREFIX: none when V is null; another kind is an error ("expected WHAT,
+ * not ..."). Each key K goes to FN(K, its VALUE, its dotted path KEY, U); a duplicate key is an
+ * error instead. Returns 0, or the first negative answer. */
+int pw_yaml_map(pw_yaml_parse *p, const struct pw_yx_node *v, const char *prefix, const char *what,
+		int (*fn)(const struct pw_yx_node *k, const struct pw_yx_node *value,
+			  const char *key, void *u),
+		void *u);
+/* An error at AT (may be NULL) about KEY (a dotted path); sets FAILED. */
+__attribute__((format(printf, 4, 5))) int
+pw_yaml_error(pw_yaml_parse *p, const struct pw_yx_node *at, const char *key, const char *fmt, ...);
+/* An unknown key K (KEY its dotted path) among KNOWN: an error with a hint when it is a near
+ * miss of one of them (pw_key_near_miss), else a warning. */
+int pw_yaml_unknown(pw_yaml_parse *p, const struct pw_yx_node *k, const char *key,
+		    const char *const *known);
+/* V, a list of globs under KEY, as rules of KIND appended to *RULES (*N of them); a bad item
+ * is an error and skipped. Returns the number of rules added, or -ENOMEM. */
+int pw_yaml_rules(pw_yaml_parse *p, const struct pw_yx_node *v, const char *key, pw_rule_kind kind,
+		  pw_rule **rules, size_t *n);
 
 /* [a-z0-9][a-z0-9-]*, at most PW_MODE_NAME_MAX bytes. */
 bool pw_mode_name_is_valid(const char *s);

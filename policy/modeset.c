@@ -52,12 +52,8 @@ void pw_modeset_free(pw_modeset *ms)
 	for (size_t i = 0; i < ms->n_modes; i++)
 		pw_mode_done(&ms->modes[i]);
 	free(ms->modes);
-	for (size_t i = 0; i < ms->n_protected; i++)
-		pw_rule_done(&ms->protected_rules[i]);
-	free(ms->protected_rules);
-	for (size_t i = 0; i < ms->n_tokens; i++)
-		pw_rule_done(&ms->token_rules[i]);
-	free(ms->token_rules);
+	pw_rules_free(ms->protected_rules, ms->n_protected);
+	pw_rules_free(ms->token_rules, ms->n_tokens);
 	free(ms->plans_dir);
 	pw_rule_done(&ms->plans_rule);
 	pw_warnings_done(&ms->w);

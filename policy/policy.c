@@ -110,9 +110,7 @@ static void policy_free(pw_policy *p)
 	free(p->body);
 	free(p->source);
 	free(p->fail_reason);
-	for (size_t i = 0; i < p->n_rules; i++)
-		pw_rule_done(&p->rules[i]);
-	free(p->rules);
+	pw_rules_free(p->rules, p->n_rules);
 	pw_lane_free(p->lane, p->n_lane);
 	free(p);
 }

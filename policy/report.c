@@ -234,13 +234,6 @@ json_t *pw_report_policy(const pw_policy *p)
 
 /* ---- a policy read back ---------------------------------------------------------------- */
 
-static void rules_free(pw_rule *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		pw_rule_done(&v[i]);
-	free(v);
-}
-
 /* The rules of the array A (pw_report_rule's objects), in order. Returns 0, -EINVAL with
  * *ret_err, -ENOMEM. */
 static int rules_parse(const json_t *a, pw_rule **ret, size_t *ret_n, const char **ret_err)
@@ -275,7 +268,7 @@ static int rules_parse(const json_t *a, pw_rule **ret, size_t *ret_n, const char
 			}
 		}
 		if (r < 0) {
-			rules_free(v, i);
+			pw_rules_free(v, i);
 			return r;
 		}
 	}
@@ -315,7 +308,7 @@ int pw_report_policy_parse(const json_t *o, pw_policy **ret, const char **ret_er
 		return r;
 	r = nl ? pw_lane_parse(globs, nl, &lv, NULL, &err) : 0;
 	if (r < 0) {
-		rules_free(rv, nr);
+		pw_rules_free(rv, nr);
 		*ret_err = err ? err : "a lane glob does not compile";
 		return r == -ENOMEM ? r : -EINVAL;
 	}
@@ -337,7 +330,7 @@ int pw_report_policy_parse(const json_t *o, pw_policy **ret, const char **ret_er
 	    .n_lane = nl,
 	};
 	r = pw_policy_assemble(&parts, ret);
-	rules_free(rv, nr);
+	pw_rules_free(rv, nr);
 	pw_lane_free(lv, nl);
 	if (r == -EINVAL)
 		*ret_err = "its rules are not in decision order";
@@ -363,77 +356,69 @@ static char *rule_where(const pw_rule *r, const char *file_display)
 	return n < 0 ? NULL : s;
 }
 
+/* A decision's text around one name: BEFORE, the name, AFTER. */
+typedef struct around {
+	const char *before, *after;
+} around;
+
+/* Per reason: the text around the deciding rule's place (RULE, used when the decision has a
+ * rule), and around the mode's name (MODE). A reason without a row is "denied in mode M". */
+static const struct {
+	around rule, mode;
+} reason_texts[] = {
+    [PW_REASON_ALLOW_RULE] = {{"allow ", ""}, {"allowed in mode ", ""}},
+    [PW_REASON_TOKEN] = {{"design token file ", ""}, {"a design token file of mode ", ""}},
+    [PW_REASON_HIDDEN] = {{"hidden by hide ", ""}, {"hidden in mode ", ""}},
+    [PW_REASON_READ_ONLY] = {{NULL, NULL}, {"mode ", " writes nothing"}},
+    [PW_REASON_PROTECTED] = {{"protected path ", ""}, {NULL, NULL}},
+    [PW_REASON_DENY_RULE] = {{"deny ", ""}, {"denied by a deny rule of mode ", ""}},
+    [PW_REASON_NO_ALLOW] = {{NULL, NULL}, {"no allow rule matches in mode ", ""}},
+    [PW_REASON_FAIL_CLOSED] = {{NULL, NULL}, {"mode ", " failed to load, so nothing is writable"}},
+    [PW_REASON_LANE] = {{NULL, NULL},
+			{"outside the view's lane (--only); mode ", " allows it elsewhere"}},
+    [PW_REASON_OVERLAP] = {{NULL, NULL},
+			   {"allowed in mode ", "; another live view of the project changed it "
+						"in its current change set"}},
+    [PW_REASON_HARDLINK] = {{NULL, NULL},
+			    {"the file has hard links whose names the view has not seen; mode ",
+			     " writes such files only where it allows every path"}},
+};
+
 char *pw_report_decision_text(const pw_decision *d, const char *mode, const char *file_display)
 {
 	_cleanup_free_ char *where = NULL;
 	const char *m = mode ? mode : "?";
 	char *s = NULL;
-	int n;
 
 	if (d->rule) {
 		where = rule_where(d->rule, file_display);
 		if (!where)
 			return NULL;
 	}
-	switch (d->reason) {
-	case PW_REASON_READ:
+	if (d->reason == PW_REASON_READ)
 		return strdup("reads are allowed");
-	case PW_REASON_ALLOW_RULE:
-		n = where ? asprintf(&s, "allow %s", where) : asprintf(&s, "allowed in mode %s", m);
-		break;
-	case PW_REASON_TOKEN:
-		n = where ? asprintf(&s, "design token file %s", where)
-			  : asprintf(&s, "a design token file of mode %s", m);
-		break;
-	case PW_REASON_HIDDEN:
-		n = where ? asprintf(&s, "hidden by hide %s", where)
-			  : asprintf(&s, "hidden in mode %s", m);
-		break;
-	case PW_REASON_READ_ONLY:
-		n = asprintf(&s, "mode %s writes nothing", m);
-		break;
-	case PW_REASON_PROTECTED:
-		if (d->rule && streq_ptr(d->rule->file, PW_FROZEN_RULE_FILE))
-			n = asprintf(&s, "approved plan %s, read-only until the person reopens it",
-				     d->rule->pattern[0] == '/' ? d->rule->pattern + 1
-								: d->rule->pattern);
-		else
-			n = where ? asprintf(&s, "protected path %s", where)
-				  : asprintf(&s, "protected path (writable only in mode off)");
-		break;
-	case PW_REASON_DENY_RULE:
-		n = where ? asprintf(&s, "deny %s", where)
-			  : asprintf(&s, "denied by a deny rule of mode %s", m);
-		break;
-	case PW_REASON_NO_ALLOW:
-		n = asprintf(&s, "no allow rule matches in mode %s", m);
-		break;
-	case PW_REASON_FAIL_CLOSED:
-		n = asprintf(&s, "mode %s failed to load, so nothing is writable", m);
-		break;
-	case PW_REASON_OUTSIDE:
+	if (d->reason == PW_REASON_OUTSIDE)
 		return strdup("the path leaves the project");
-	case PW_REASON_LANE:
-		n = asprintf(&s, "outside the view's lane (--only); mode %s allows it elsewhere",
-			     m);
-		break;
-	case PW_REASON_OVERLAP:
-		n = asprintf(&s,
-			     "allowed in mode %s; another live view of the project changed it "
-			     "in its current change set",
-			     m);
-		break;
-	case PW_REASON_HARDLINK:
-		n = asprintf(&s,
-			     "the file has hard links whose names the view has not seen; mode %s "
-			     "writes such files only where it allows every path",
-			     m);
-		break;
-	default:
-		n = asprintf(&s, "denied in mode %s", m);
-		break;
+	if (d->reason == PW_REASON_PROTECTED && d->rule &&
+	    streq_ptr(d->rule->file, PW_FROZEN_RULE_FILE))
+		return asprintf(&s, "approved plan %s, read-only until the person reopens it",
+				d->rule->pattern[0] == '/' ? d->rule->pattern + 1
+							   : d->rule->pattern) < 0
+			   ? NULL
+			   : s;
+	if (d->reason == PW_REASON_PROTECTED && !where)
+		return strdup("protected path (writable only in mode off)");
+	around t = {"denied in mode ", ""};
+	const char *name = m;
+	if ((size_t)d->reason < ELEMENTSOF(reason_texts) && where &&
+	    reason_texts[d->reason].rule.before) {
+		t = reason_texts[d->reason].rule;
+		name = where;
+	} else if ((size_t)d->reason < ELEMENTSOF(reason_texts) &&
+		   reason_texts[d->reason].mode.before) {
+		t = reason_texts[d->reason].mode;
 	}
-	return n < 0 ? NULL : s;
+	return asprintf(&s, "%s%s%s", t.before, name, t.after) < 0 ? NULL : s;
 }
 
 /* The plans folder of P's plans rule ("docs/plans" from "/docs/plans/" "**"), malloc'd, or

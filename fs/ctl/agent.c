@@ -50,24 +50,36 @@ static int refuse(pw_ctl_fail *f, int code, const char *msg, int err)
 	return PW_CTL_FAILED;
 }
 
-int pw_ctl_agent_open_own(pw_ctl_server *s, pw_ctl_client *c, json_t **ret_result,
-			  pw_ctl_fail *ret_fail)
+/* The view's shared agent socket path for PEER into *RET: 0, or PW_CTL_FAILED with RET_FAIL
+ * filled (an agent may not open agent sockets). */
+static int shared_path(pw_ctl_server *s, const pw_peer *peer, char **ret, pw_ctl_fail *ret_fail)
 {
-	_cleanup_free_ char *shared = NULL, *path = NULL;
-	const pw_peer *peer = pw_ctl_client_peer(c);
-	size_t stem;
-	json_t *o;
-	int r;
-
 	if (!peer || peer->restricted)
 		return refuse(ret_fail, PW_RPC_REFUSED,
 			      "refused: an agent may not open agent sockets; only the person "
 			      "outside the agent can (piworkfs run does)",
 			      0);
-	r = pw_ctl_agent_socket_path(pw_ctl_server_socket_path(s), &shared);
+	int r = pw_ctl_agent_socket_path(pw_ctl_server_socket_path(s), ret);
+	return r < 0 ? refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "agent socket path", -r) : 0;
+}
+
+/* Answers with O (*RET_RESULT), or out of memory when O is NULL. */
+static int answer(json_t *o, json_t **ret_result, pw_ctl_fail *ret_fail)
+{
+	if (!o)
+		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory", 0);
+	*ret_result = o;
+	return 0;
+}
+
+int pw_ctl_agent_open_own(pw_ctl_server *s, pw_ctl_client *c, json_t **ret_result,
+			  pw_ctl_fail *ret_fail)
+{
+	_cleanup_free_ char *shared = NULL, *path = NULL;
+	int r = shared_path(s, pw_ctl_client_peer(c), &shared, ret_fail);
 	if (r < 0)
-		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "agent socket path", -r);
-	stem = strlen(shared) - strlen(AGENT_SUFFIX);
+		return r;
+	size_t stem = strlen(shared) - strlen(AGENT_SUFFIX);
 	if (asprintf(&path, "%.*s-%llu.agent.sock", (int)stem, shared,
 		     (unsigned long long)pw_ctl_client_serial(c)) < 0)
 		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory", 0);
@@ -79,37 +91,23 @@ int pw_ctl_agent_open_own(pw_ctl_server *s, pw_ctl_client *c, json_t **ret_resul
 	if (r < 0)
 		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "cannot create the agent socket",
 			      -r);
-	o = json_pack("{s:s,s:b,s:b}", "socket", path, "created", true, "own", true);
-	if (!o)
-		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory", 0);
-	*ret_result = o;
-	return 0;
+	return answer(json_pack("{s:s,s:b,s:b}", "socket", path, "created", true, "own", true),
+		      ret_result, ret_fail);
 }
 
 int pw_ctl_agent_open(pw_ctl_server *s, const pw_peer *peer, json_t **ret_result,
 		      pw_ctl_fail *ret_fail)
 {
 	_cleanup_free_ char *path = NULL;
-	json_t *o;
-	int r;
-
-	if (!peer || peer->restricted)
-		return refuse(ret_fail, PW_RPC_REFUSED,
-			      "refused: an agent may not open agent sockets; only the person "
-			      "outside the agent can (piworkfs run does)",
-			      0);
-	r = pw_ctl_agent_socket_path(pw_ctl_server_socket_path(s), &path);
+	int r = shared_path(s, peer, &path, ret_fail);
 	if (r < 0)
-		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "agent socket path", -r);
+		return r;
 	r = pw_ctl_server_add_agent_socket(s, path);
 	if (r < 0 && r != -EADDRINUSE)
 		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "cannot create the agent socket",
 			      -r);
-	o = json_pack("{s:s,s:b}", "socket", path, "created", r == 0);
-	if (!o)
-		return refuse(ret_fail, PW_RPC_INTERNAL_ERROR, "out of memory", 0);
-	*ret_result = o;
-	return 0;
+	return answer(json_pack("{s:s,s:b}", "socket", path, "created", r == 0), ret_result,
+		      ret_fail);
 }
 
 int pw_ctl_agent_open_at(pw_ctl_server *s, const char *path)

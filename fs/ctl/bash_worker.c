@@ -284,21 +284,13 @@ static int read_answer(int fd, int cancel_fd, char **ret, size_t *ret_len)
 			continue;
 		if (cancel_fd >= 0 && pfd[1].revents)
 			return -ECANCELED;
-		if (len == cap) {
-			if (cap >= PW_BASH_WORKER_ANSWER_MAX)
-				return -ECHILD;
-			size_t ncap = cap ? cap * 2 : 65536;
-			char *n = realloc(buf, ncap);
-			if (!n)
-				return -ENOMEM;
-			buf = n;
-			cap = ncap;
-		}
-		ssize_t r = read(fd, buf + len, cap - len);
-		if (r < 0 && errno == EINTR)
-			continue;
+		if (len == cap && cap >= PW_BASH_WORKER_ANSWER_MAX)
+			return -ECHILD;
+		if (PW_GROW(buf, cap, len, 65536) < 0)
+			return -ENOMEM;
+		ssize_t r = pw_read_once(fd, buf + len, cap - len);
 		if (r < 0)
-			return negative_errno();
+			return (int)r;
 		if (r == 0)
 			break;
 		len += (size_t)r;

@@ -16,9 +16,7 @@ void pw_frozen_done(pw_frozen *f)
 {
 	if (!f)
 		return;
-	for (size_t i = 0; i < f->n; i++)
-		pw_rule_done(&f->rules[i]);
-	free(f->rules);
+	pw_rules_free(f->rules, f->n);
 	free(f->error);
 	*f = (pw_frozen){0};
 }

@@ -227,7 +227,7 @@ static const char *outcome_of(const json_t *res, char **ret_reason)
 
 	if (json_is_false(json_object_get(res, "synced"))) {
 		const char *db = json_string_value(json_object_get(res, "state_db"));
-		*ret_reason = db ? strdup(db) : NULL;
+		*ret_reason = pw_dup_or_null(db);
 		return "other-database";
 	}
 	if (json_is_true(json_object_get(res, "fail_closed"))) {

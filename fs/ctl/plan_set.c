@@ -212,9 +212,9 @@ static int plan_info_load(pw_view *v, int root, const char *path, const char *na
 		return -ENOMEM;
 	if (rec) {
 		p->rec.path = strdup(rec->path);
-		p->rec.status = rec->status ? strdup(rec->status) : NULL;
-		p->rec.hash = rec->hash ? strdup(rec->hash) : NULL;
-		p->rec.approved_by = rec->approved_by ? strdup(rec->approved_by) : NULL;
+		p->rec.status = pw_dup_or_null(rec->status);
+		p->rec.hash = pw_dup_or_null(rec->hash);
+		p->rec.approved_by = pw_dup_or_null(rec->approved_by);
 		p->rec.approved_ns = rec->approved_ns;
 		p->rec.updated_ns = rec->updated_ns;
 	}

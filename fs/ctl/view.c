@@ -245,10 +245,10 @@ int pw_view_new(const pw_view_opts *opts, pw_view **ret)
 	v->started_ns = pw_clock_ns(CLOCK_REALTIME);
 	v->project = strdup(opts->project);
 	v->mountpoint = strdup(opts->mountpoint);
-	v->bundled_dir = opts->bundled_dir ? strdup(opts->bundled_dir) : NULL;
-	v->global_dir = opts->global_dir ? strdup(opts->global_dir) : NULL;
-	v->state_db = opts->state_db ? strdup(opts->state_db) : NULL;
-	v->run_id = opts->run_id ? strdup(opts->run_id) : NULL;
+	v->bundled_dir = pw_dup_or_null(opts->bundled_dir);
+	v->global_dir = pw_dup_or_null(opts->global_dir);
+	v->state_db = pw_dup_or_null(opts->state_db);
+	v->run_id = pw_dup_or_null(opts->run_id);
 	v->run_pid = opts->run_id ? opts->run_pid : 0;
 	if (!v->project || !v->mountpoint || (opts->bundled_dir && !v->bundled_dir) ||
 	    (opts->global_dir && !v->global_dir) || (opts->state_db && !v->state_db) ||
@@ -418,7 +418,7 @@ static int installed(pw_view_installed *ret, pw_policy *p, const char *previous)
 
 	if (!ret)
 		return 0;
-	prev = previous ? strdup(previous) : NULL;
+	prev = pw_dup_or_null(previous);
 	if (previous && !prev)
 		return -ENOMEM;
 	*ret = (pw_view_installed){.policy = pw_policy_ref(p), .previous = prev};
@@ -741,7 +741,7 @@ int pw_view_get_status(pw_view *v, pw_view_status *ret)
 	pthread_mutex_lock(&v->lock);
 	n = pw_modeset_warning_count(v->ms) + (v->state_error ? 1 : 0);
 	st.mode = strdup(v->mode);
-	st.fail_reason = v->fail_reason ? strdup(v->fail_reason) : NULL;
+	st.fail_reason = pw_dup_or_null(v->fail_reason);
 	st.trusted = v->trusted;
 	st.reloads = v->reloads;
 	st.warnings = calloc(n ? n : 1, sizeof(char *));

@@ -457,7 +457,7 @@ static int co_remember(pw_audit *a, co_entry *e, const rec_view *v, uint64_t has
 	    .err = v->h->err,
 	    .mode = strdup(v->s[S_MODE]),
 	    .path = strdup(v->s[S_PATH]),
-	    .path2 = v->s[S_PATH2] ? strdup(v->s[S_PATH2]) : NULL,
+	    .path2 = pw_dup_or_null(v->s[S_PATH2]),
 	    .rowid = rowid,
 	    .first_ns = v->h->time_ns,
 	    .last_ns = v->h->time_ns,
@@ -564,47 +564,14 @@ static int write_batch(pw_audit *a, const rec_view *v, unsigned n, uint64_t drop
 	return 0;
 }
 
-/* Runs one DELETE taking ?1. Returns the number of rows deleted or -errno. */
-static int64_t delete_once(sqlite3 *db, const char *sql, int64_t arg)
-{
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return pw_db_errno(rc);
-	sqlite3_bind_int64(st, 1, arg);
-	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	return rc == SQLITE_DONE ? sqlite3_changes(db) : pw_db_errno(rc);
-}
-
-/* Repeats a DELETE whose subquery ends in "LIMIT 10000" (PW_AUDIT_DELETE_CHUNK) until a
- * chunk comes back short. Returns the number deleted or -errno. */
-static int64_t delete_chunks(sqlite3 *db, const char *sql, int64_t arg)
-{
-	int64_t total = 0;
-
-	for (;;) {
-		int64_t d = delete_once(db, sql, arg);
-		if (d < 0)
-			return d;
-		total += d;
-		if (d < PW_AUDIT_DELETE_CHUNK)
-			return total;
-	}
-}
-
 static int64_t count_rows(sqlite3 *db)
 {
-	sqlite3_stmt *st = NULL;
-	int64_t n = 0;
-
-	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM audit", -1, &st, NULL) != SQLITE_OK)
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = pw_db_prepare(db, "SELECT count(*) FROM audit", &st);
+	if (r < 0)
 		return -EIO;
-	int rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		n = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
-	return rc == SQLITE_ROW ? n : pw_db_errno(rc);
+	r = pw_db_step_row(st);
+	return r > 0 ? sqlite3_column_int64(st, 0) : r < 0 ? r : -EIO;
 }
 
 /* Applies retention: rows older than retention_ns (audit and switch history), then the
@@ -616,10 +583,10 @@ static int retention_run(pw_audit *a)
 	if (r < 0)
 		return r;
 	int64_t cutoff = pw_db_now_ns() - a->retention_ns;
-	int64_t deleted = delete_chunks(a->db,
-					"DELETE FROM audit WHERE id IN (SELECT id FROM audit "
-					"WHERE time_ns < ?1 LIMIT 10000)",
-					cutoff);
+	int64_t deleted = pw_db_delete_chunks(a->db,
+					      "DELETE FROM audit WHERE id IN (SELECT id FROM audit "
+					      "WHERE time_ns < ?1 LIMIT ?2)",
+					      cutoff, PW_AUDIT_DELETE_CHUNK);
 	if (deleted < 0)
 		return (int)deleted;
 	/* The switch history ages with the log; its SQL is state.c's, which owns the table. */
@@ -633,12 +600,11 @@ static int retention_run(pw_audit *a)
 		/* ?1 is the excess; a chunk deletes the oldest min(excess, chunk) rows. */
 		int64_t excess = rows - (int64_t)a->retention_rows;
 		while (excess > 0) {
-			int64_t chunk =
-			    excess < PW_AUDIT_DELETE_CHUNK ? excess : PW_AUDIT_DELETE_CHUNK;
-			int64_t d = delete_once(a->db,
-						"DELETE FROM audit WHERE id IN (SELECT id FROM "
-						"audit ORDER BY time_ns, id LIMIT ?1)",
-						chunk);
+			int64_t d =
+			    pw_db_delete_once(a->db,
+					      "DELETE FROM audit WHERE id IN (SELECT id FROM "
+					      "audit ORDER BY time_ns, id LIMIT min(?1, ?2))",
+					      excess, PW_AUDIT_DELETE_CHUNK);
 			if (d < 0)
 				return (int)d;
 			if (d == 0)
@@ -894,7 +860,7 @@ int pw_audit_start(const pw_audit_opts *opts, pw_audit **ret, char **ret_warning
 	a->ring = malloc(a->cap_bytes);
 	a->db_path = strdup(opts->db_path);
 	a->project = strdup(opts->project);
-	a->mountpoint = opts->mountpoint ? strdup(opts->mountpoint) : NULL;
+	a->mountpoint = pw_dup_or_null(opts->mountpoint);
 	if (!a->ring || !a->db_path || !a->project || (opts->mountpoint && !a->mountpoint)) {
 		audit_free(a);
 		return -ENOMEM;
@@ -932,11 +898,7 @@ void pw_audit_stop(pw_audit *a)
 {
 	if (!a)
 		return;
-	pthread_mutex_lock(&a->lock);
-	a->stopping = true;
-	pthread_mutex_unlock(&a->lock);
-	pthread_cond_signal(&a->cond);
-	pthread_join(a->thread, NULL);
+	pw_thread_stop(a->thread, &a->lock, &a->cond, &a->stopping);
 	audit_free(a);
 }
 

@@ -231,6 +231,125 @@ int pw_db_exec(sqlite3 *db, const char *sql)
 	return pw_db_errno(exec_rc(db, sql));
 }
 
+int pw_db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **ret)
+{
+	return pw_db_errno(sqlite3_prepare_v2(db, sql, -1, ret, NULL));
+}
+
+int pw_db_prepare_text(sqlite3 *db, const char *sql, const char *text, sqlite3_stmt **ret)
+{
+	int r = pw_db_prepare(db, sql, ret);
+	if (r < 0)
+		return r;
+	sqlite3_bind_text(*ret, 1, text, -1, SQLITE_STATIC);
+	return 0;
+}
+
+int pw_db_step_done(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+}
+
+int pw_db_step_row(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		return 1;
+	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+}
+
+int pw_db_each(sqlite3_stmt *st, int (*fn)(sqlite3_stmt *st, void *u), void *u)
+{
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int k = fn(st, u);
+		if (k != 0)
+			return k < 0 ? k : 0;
+	}
+	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+}
+
+char *pw_db_text_dup(sqlite3_stmt *st, int col)
+{
+	const char *t = (const char *)sqlite3_column_text(st, col);
+	return t ? strdup(t) : NULL;
+}
+
+int pw_db_rows_read(sqlite3_stmt *st, pw_db_rows *rows, int (*read)(sqlite3_stmt *st, void *elem))
+{
+	int rc = SQLITE_DONE;
+	while ((rows->limit == 0 || rows->n < rows->limit) &&
+	       (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (pw_grow(&rows->v, &rows->cap, rows->n, rows->size, 16) < 0)
+			return -ENOMEM;
+		void *elem = (char *)rows->v + rows->n++ * rows->size;
+		int r = read(st, elem);
+		if (r < 0)
+			return r;
+	}
+	if (rows->limit && rows->n >= rows->limit)
+		return 0;
+	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+}
+
+int64_t pw_db_delete_once(sqlite3 *db, const char *sql, int64_t arg, int64_t chunk)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = pw_db_prepare(db, sql, &st);
+	if (r < 0)
+		return r;
+	sqlite3_bind_int64(st, 1, arg);
+	sqlite3_bind_int64(st, 2, chunk);
+	r = pw_db_step_done(st);
+	return r < 0 ? r : sqlite3_changes(db);
+}
+
+int64_t pw_db_delete_chunks(sqlite3 *db, const char *sql, int64_t arg, int64_t chunk)
+{
+	int64_t total = 0;
+
+	for (;;) {
+		int64_t d = pw_db_delete_once(db, sql, arg, chunk);
+		if (d < 0)
+			return d;
+		total += d;
+		if (d < chunk)
+			return total;
+	}
+}
+
+int pw_db_handle_open(const char *path, unsigned flags, size_t size, void **ret, char **ret_warning)
+{
+	_cleanup_(pw_db_closep) sqlite3 *db = NULL;
+	int r = flags & PW_DB_READONLY ? pw_db_open_readonly(path, &db)
+				       : pw_db_open(path, 0, flags, &db, ret_warning);
+	if (r < 0)
+		return r;
+	sqlite3 **h = calloc(1, size);
+	if (!h)
+		return -ENOMEM;
+	*h = TAKE_PTR(db);
+	*ret = h;
+	return 0;
+}
+
+void pw_db_handle_free(void *h)
+{
+	if (!h)
+		return;
+	sqlite3_close_v2(*(sqlite3 **)h);
+	free(h);
+}
+
+int pw_db_has_table(sqlite3 *db, const char *name)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r = pw_db_prepare_text(
+	    db, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1", name, &st);
+	return r < 0 ? r : pw_db_step_row(st);
+}
+
 static bool rc_is_corrupt(int rc)
 {
 	return (rc & 0xff) == SQLITE_CORRUPT || (rc & 0xff) == SQLITE_NOTADB;
@@ -273,20 +392,22 @@ static int mkdir_parents(const char *path)
 	return pw_db_mkdir_p(buf);
 }
 
+/* Prepares SQL and steps it once: the raw SQLite code, SQLITE_ROW with *RET at the row. */
+static int first_row(sqlite3 *db, const char *sql, sqlite3_stmt **ret)
+{
+	int rc = sqlite3_prepare_v2(db, sql, -1, ret, NULL);
+	return rc == SQLITE_OK ? sqlite3_step(*ret) : rc;
+}
+
 /* Reads one integer PRAGMA. Returns the raw SQLite code. */
 static int pragma_int(sqlite3 *db, const char *sql, int64_t *ret)
 {
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-	if (rc != SQLITE_OK)
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc = first_row(db, sql, &st);
+	if (rc != SQLITE_ROW)
 		return rc;
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		*ret = sqlite3_column_int64(st, 0);
-		rc = SQLITE_OK;
-	}
-	sqlite3_finalize(st);
-	return rc;
+	*ret = sqlite3_column_int64(st, 0);
+	return SQLITE_OK;
 }
 
 /* One PRAGMA quick_check (SQL): SQLITE_OK when the first row says "ok", SQLITE_CORRUPT
@@ -294,32 +415,18 @@ static int pragma_int(sqlite3 *db, const char *sql, int64_t *ret)
  * it still catches a damaged page or b-tree. */
 static int quick_check_one(sqlite3 *db, const char *sql)
 {
-	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-	if (rc != SQLITE_OK)
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int rc = first_row(db, sql, &st);
+	if (rc != SQLITE_ROW)
 		return rc;
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		const char *v = (const char *)sqlite3_column_text(st, 0);
-		rc = v && streq(v, "ok") ? SQLITE_OK : SQLITE_CORRUPT;
-	}
-	sqlite3_finalize(st);
-	return rc;
+	const char *v = (const char *)sqlite3_column_text(st, 0);
+	return v && streq(v, "ok") ? SQLITE_OK : SQLITE_CORRUPT;
 }
 
 /* Does the table exist? (A fresh file has none of ours before migration 1.) */
 static bool table_exists(sqlite3 *db, const char *name)
 {
-	sqlite3_stmt *st = NULL;
-	bool found = false;
-
-	if (sqlite3_prepare_v2(db, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1",
-			       -1, &st, NULL) != SQLITE_OK)
-		return false;
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	found = sqlite3_step(st) == SQLITE_ROW;
-	sqlite3_finalize(st);
-	return found;
+	return pw_db_has_table(db, name) > 0;
 }
 
 /* The check on open: everything with FULL, else the schema and the small tables. */

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <sqlite3.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define PW_DB_SCHEMA_VERSION 8
@@ -28,6 +29,7 @@
 
 enum {
 	PW_DB_FULL_CHECK = 1u << 0, /* quick_check every table, the audit log included */
+	PW_DB_READONLY = 1u << 1,   /* pw_db_handle_open: open as pw_db_open_readonly */
 };
 
 /* Opens PATH read-write as described above. *ret_warning (when not NULL) receives a malloc'd
@@ -69,3 +71,61 @@ int64_t pw_db_now_ns(void);
 
 /* Runs SQL that returns no rows. Returns 0 or -errno. */
 int pw_db_exec(sqlite3 *db, const char *sql);
+
+/*
+ * The steps every query of the store takes, written once. Each returns 0 (or what it says) or
+ * -errno; a text bound is borrowed until the statement is finalized.
+ */
+
+/* Prepares SQL on DB into *ret. */
+int pw_db_prepare(sqlite3 *db, const char *sql, sqlite3_stmt **ret);
+
+/* Prepares SQL with TEXT bound to ?1 (NULL binds NULL). */
+int pw_db_prepare_text(sqlite3 *db, const char *sql, const char *text, sqlite3_stmt **ret);
+
+/* Steps a statement that returns no rows. */
+int pw_db_step_done(sqlite3_stmt *st);
+
+/* Steps a statement once: 1 at a row, 0 when it has none, or -errno. */
+int pw_db_step_row(sqlite3_stmt *st);
+
+/* Steps ST through its rows, calling FN(ST, U) at each: an answer other than 0 stops the
+ * walk, a negative one is returned, a positive one ends it with 0. */
+int pw_db_each(sqlite3_stmt *st, int (*fn)(sqlite3_stmt *st, void *u), void *u);
+
+/* Runs a DELETE of SQL, ?1 bound to ARG and ?2 to CHUNK (the most rows it deletes). Returns
+ * the number deleted or -errno. */
+int64_t pw_db_delete_once(sqlite3 *db, const char *sql, int64_t arg, int64_t chunk);
+
+/* Repeats that DELETE until a chunk comes back short, each chunk its own implicit transaction
+ * so that a large cleanup never holds the write lock for long. Returns the number deleted or
+ * -errno. */
+int64_t pw_db_delete_chunks(sqlite3 *db, const char *sql, int64_t arg, int64_t chunk);
+
+/*
+ * A handle of the store (state.c's, reader.c's, orig_sql.c's) is a struct whose first member
+ * is its connection. pw_db_handle_open opens PATH as pw_db_open does (RET_WARNING and FLAGS
+ * as there), or with PW_DB_READONLY as pw_db_open_readonly does, into a new zeroed handle of
+ * SIZE bytes. pw_db_handle_free closes the connection and frees the handle (NULL is fine).
+ */
+int pw_db_handle_open(const char *path, unsigned flags, size_t size, void **ret,
+		      char **ret_warning);
+void pw_db_handle_free(void *h);
+
+/* Does the database hold table NAME? 1, 0, or -errno. */
+int pw_db_has_table(sqlite3 *db, const char *name);
+
+/* A malloc'd copy of text column COL, or NULL for NULL (or when memory runs out). */
+char *pw_db_text_dup(sqlite3_stmt *st, int col);
+
+/* Rows read into a growing array of elements of SIZE bytes, at most LIMIT (0: all): the
+ * caller's accumulator for pw_db_rows_read, which owns V (and what its elements hold) in
+ * every case. */
+typedef struct pw_db_rows {
+	void *v;
+	size_t n, cap, size, limit;
+} pw_db_rows;
+
+/* Steps ST, reading each row into the next element of ROWS by READ(ST, ELEM), which returns 0
+ * or -errno (a row it read is counted either way, so the caller's free sees it). */
+int pw_db_rows_read(sqlite3_stmt *st, pw_db_rows *rows, int (*read)(sqlite3_stmt *st, void *elem));

@@ -14,23 +14,14 @@
 #include "util.h"
 
 struct pw_store_orig {
-	sqlite3 *db;
+	sqlite3 *db; /* first: pw_db_handle_open */
 	sqlite3_stmt
 	    *insert; /* pw_store_orig_row_add's, prepared once: one runs per first change */
 };
 
 int pw_store_orig_open(const char *path, pw_store_orig **ret)
 {
-	pw_store_orig *q = calloc(1, sizeof(*q));
-	if (!q)
-		return -ENOMEM;
-	int r = pw_db_open(path, 0, 0, &q->db, NULL);
-	if (r < 0) {
-		free(q);
-		return r;
-	}
-	*ret = q;
-	return 0;
+	return pw_db_handle_open(path, 0, sizeof(pw_store_orig), (void **)ret, NULL);
 }
 
 void pw_store_orig_close(pw_store_orig *q)
@@ -38,9 +29,7 @@ void pw_store_orig_close(pw_store_orig *q)
 	if (!q)
 		return;
 	sqlite3_finalize(q->insert);
-	if (q->db)
-		sqlite3_close_v2(q->db);
-	free(q);
+	pw_db_handle_free(q);
 }
 
 /* ---- transactions ---- */
@@ -87,36 +76,31 @@ int pw_store_orig_savepoint_undo(pw_store_orig *q)
 int pw_store_orig_journal_mark(pw_store_orig *q, const char *name, uint64_t seq)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(q->db,
-				    "INSERT INTO orig_journals(name, seq) VALUES (?1, ?2) "
-				    "ON CONFLICT(name) DO UPDATE SET seq = excluded.seq",
-				    -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return pw_db_errno(rc);
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	int r = pw_db_prepare_text(q->db,
+				   "INSERT INTO orig_journals(name, seq) VALUES (?1, ?2) "
+				   "ON CONFLICT(name) DO UPDATE SET seq = excluded.seq",
+				   name, &st);
+	if (r < 0)
+		return r;
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)seq);
-	rc = sqlite3_step(st);
-	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+	return pw_db_step_done(st);
 }
 
 uint64_t pw_store_orig_journal_seq(pw_store_orig *q, const char *name)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(q->db, "SELECT seq FROM orig_journals WHERE name = ?1", -1, &st,
-			       NULL) != SQLITE_OK)
+	if (pw_db_prepare_text(q->db, "SELECT seq FROM orig_journals WHERE name = ?1", name, &st) <
+	    0)
 		return 0;
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	return sqlite3_step(st) == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(st, 0) : 0;
+	return pw_db_step_row(st) > 0 ? (uint64_t)sqlite3_column_int64(st, 0) : 0;
 }
 
 void pw_store_orig_journal_forget(pw_store_orig *q, bool (*gone)(const char *name, void *u),
 				  void *u)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL, *del = NULL;
-	if (sqlite3_prepare_v2(q->db, "SELECT name FROM orig_journals", -1, &st, NULL) !=
-		SQLITE_OK ||
-	    sqlite3_prepare_v2(q->db, "DELETE FROM orig_journals WHERE name = ?1", -1, &del,
-			       NULL) != SQLITE_OK)
+	if (pw_db_prepare(q->db, "SELECT name FROM orig_journals", &st) < 0 ||
+	    pw_db_prepare(q->db, "DELETE FROM orig_journals WHERE name = ?1", &del) < 0)
 		return;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *name = (const char *)sqlite3_column_text(st, 0);
@@ -133,56 +117,48 @@ void pw_store_orig_journal_forget(pw_store_orig *q, bool (*gone)(const char *nam
 int pw_store_orig_blob_add(pw_store_orig *q, const char *hex, uint64_t size)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(q->db,
-			       "INSERT OR IGNORE INTO orig_blobs(hash, size) VALUES (?1, ?2)", -1,
-			       &st, NULL) != SQLITE_OK)
+	if (pw_db_prepare_text(q->db,
+			       "INSERT OR IGNORE INTO orig_blobs(hash, size) VALUES (?1, ?2)", hex,
+			       &st) < 0)
 		return -EIO;
-	sqlite3_bind_text(st, 1, hex, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)size);
-	return sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+	return pw_db_step_done(st) < 0 ? -EIO : 0;
 }
 
-/* Steps "SELECT 1 ... WHERE ... = ?1" for HASH once: SQLITE_ROW, SQLITE_DONE, or an error. */
+/* Steps SQL with HASH bound to ?1 once: 1 at a row, 0 when done (the end, or a statement
+ * that returns no rows), or -errno. */
 static int probe(pw_store_orig *q, const char *sql, const char *hash)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK)
-		return SQLITE_ERROR;
-	sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
-	return sqlite3_step(st);
+	int r = pw_db_prepare_text(q->db, sql, hash, &st);
+	return r < 0 ? r : pw_db_step_row(st);
 }
 
 bool pw_store_orig_blob_recorded(pw_store_orig *q, const char *hash)
 {
-	return probe(q, "SELECT 1 FROM orig_blobs WHERE hash = ?1", hash) == SQLITE_ROW;
+	return probe(q, "SELECT 1 FROM orig_blobs WHERE hash = ?1", hash) == 1;
 }
 
 bool pw_store_orig_blob_unrecorded(pw_store_orig *q, const char *hash)
 {
-	return probe(q, "SELECT 1 FROM orig_blobs WHERE hash = ?1", hash) == SQLITE_DONE;
+	return probe(q, "SELECT 1 FROM orig_blobs WHERE hash = ?1", hash) == 0;
 }
 
 bool pw_store_orig_blob_unreferenced(pw_store_orig *q, const char *hash)
 {
-	return probe(q, "SELECT 1 FROM orig_rows WHERE blob = ?1 LIMIT 1", hash) == SQLITE_DONE;
+	return probe(q, "SELECT 1 FROM orig_rows WHERE blob = ?1 LIMIT 1", hash) == 0;
 }
 
 bool pw_store_orig_blob_forget(pw_store_orig *q, const char *hash)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(q->db, "DELETE FROM orig_blobs WHERE hash = ?1", -1, &st, NULL) !=
-	    SQLITE_OK)
-		return false;
-	sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
-	return sqlite3_step(st) == SQLITE_DONE;
+	return probe(q, "DELETE FROM orig_blobs WHERE hash = ?1", hash) == 0;
 }
 
 /* The one integer SQL answers with, or FAILED. */
 static uint64_t one_u64(pw_store_orig *q, const char *sql, uint64_t failed)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(q->db, sql, -1, &st, NULL) != SQLITE_OK ||
-	    sqlite3_step(st) != SQLITE_ROW)
+	if (pw_db_prepare(q->db, sql, &st) < 0 || pw_db_step_row(st) <= 0)
 		return failed;
 	return (uint64_t)sqlite3_column_int64(st, 0);
 }
@@ -203,13 +179,12 @@ uint64_t pw_store_orig_referenced_bytes(pw_store_orig *q)
 int pw_store_orig_total(pw_store_orig *q, uint64_t *ret_bytes, uint64_t *ret_blobs)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(
-	    q->db, "SELECT coalesce(sum(size), 0), count(*) FROM orig_blobs", -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return pw_db_errno(rc);
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW)
-		return pw_db_errno(rc);
+	int r =
+	    pw_db_prepare(q->db, "SELECT coalesce(sum(size), 0), count(*) FROM orig_blobs", &st);
+	if (r >= 0)
+		r = pw_db_step_row(st);
+	if (r <= 0)
+		return r < 0 ? r : -EIO;
 	*ret_bytes = (uint64_t)sqlite3_column_int64(st, 0);
 	if (ret_blobs)
 		*ret_blobs = (uint64_t)sqlite3_column_int64(st, 1);
@@ -220,10 +195,10 @@ void pw_store_orig_unreferenced(pw_store_orig *q,
 				void (*fn)(const char *hash, uint64_t size, void *u), void *u)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(q->db,
-			       "SELECT hash, size FROM orig_blobs WHERE hash NOT IN "
-			       "(SELECT blob FROM orig_rows WHERE blob IS NOT NULL)",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (pw_db_prepare(q->db,
+			  "SELECT hash, size FROM orig_blobs WHERE hash NOT IN "
+			  "(SELECT blob FROM orig_rows WHERE blob IS NOT NULL)",
+			  &st) < 0)
 		return;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		const char *hash = (const char *)sqlite3_column_text(st, 0);
@@ -317,20 +292,18 @@ int pw_store_orig_row_add(pw_store_orig *q, const pw_undo_orig_row *row, int64_t
 int pw_store_orig_row_set_content(pw_store_orig *q, int64_t id, const pw_undo_orig_object *o)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(q->db,
-				    "UPDATE orig_rows SET blob = ?1, not_kept = ?2, size = ?3 "
-				    "WHERE id = ?4",
-				    -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return pw_db_errno(rc);
-	if (o->blob[0])
-		sqlite3_bind_text(st, 1, o->blob, -1, SQLITE_STATIC);
+	int r = pw_db_prepare_text(q->db,
+				   "UPDATE orig_rows SET blob = ?1, not_kept = ?2, size = ?3 "
+				   "WHERE id = ?4",
+				   o->blob[0] ? o->blob : NULL, &st);
+	if (r < 0)
+		return r;
 	sqlite3_bind_text(st, 2, o->not_kept, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)o->size);
 	sqlite3_bind_int64(st, 4, id);
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_DONE)
-		return pw_db_errno(rc);
+	r = pw_db_step_done(st);
+	if (r < 0)
+		return r;
 	return sqlite3_changes(q->db) ? 0 : -ENOENT;
 }
 
@@ -338,19 +311,17 @@ void pw_store_orig_row_blob(pw_store_orig *q, int64_t id, char hash[PW_SHA256_HE
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 	hash[0] = '\0';
-	if (sqlite3_prepare_v2(q->db, "SELECT blob FROM orig_rows WHERE id = ?1", -1, &st, NULL) !=
-	    SQLITE_OK)
+	if (pw_db_prepare(q->db, "SELECT blob FROM orig_rows WHERE id = ?1", &st) < 0)
 		return;
 	sqlite3_bind_int64(st, 1, id);
-	if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+	if (pw_db_step_row(st) > 0 && sqlite3_column_text(st, 0))
 		snprintf(hash, PW_SHA256_HEX, "%s", (const char *)sqlite3_column_text(st, 0));
 }
 
 bool pw_store_orig_row_delete(pw_store_orig *q, int64_t id)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(q->db, "DELETE FROM orig_rows WHERE id = ?1", -1, &st, NULL) !=
-	    SQLITE_OK)
+	if (pw_db_prepare(q->db, "DELETE FROM orig_rows WHERE id = ?1", &st) < 0)
 		return false;
 	sqlite3_bind_int64(st, 1, id);
 	(void)sqlite3_step(st);
@@ -364,21 +335,20 @@ int pw_store_orig_changeset_add(pw_store_orig *q, const char *project, const cha
 				int64_t *ret_id)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(q->db,
-				    "INSERT INTO orig_changesets(project, mountpoint, started_ns, "
-				    "reason, name, mode) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-				    -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return pw_db_errno(rc);
-	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
+	int r = pw_db_prepare_text(q->db,
+				   "INSERT INTO orig_changesets(project, mountpoint, started_ns, "
+				   "reason, name, mode) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+				   project, &st);
+	if (r < 0)
+		return r;
 	sqlite3_bind_text(st, 2, mountpoint, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, pw_db_now_ns());
 	sqlite3_bind_text(st, 4, reason, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 5, name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 6, mode, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_DONE)
-		return pw_db_errno(rc);
+	r = pw_db_step_done(st);
+	if (r < 0)
+		return r;
 	*ret_id = sqlite3_last_insert_rowid(q->db);
 	return 0;
 }
@@ -386,11 +356,11 @@ int pw_store_orig_changeset_add(pw_store_orig *q, const char *project, const cha
 void pw_store_orig_changeset_drop_if_empty(pw_store_orig *q, int64_t id)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(q->db,
-			       "DELETE FROM orig_changesets WHERE id = ?1 AND name IS NULL AND "
-			       "reason IN ('mount', 'switch') AND NOT EXISTS "
-			       "(SELECT 1 FROM orig_rows WHERE changeset = ?1)",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (pw_db_prepare(q->db,
+			  "DELETE FROM orig_changesets WHERE id = ?1 AND name IS NULL AND "
+			  "reason IN ('mount', 'switch') AND NOT EXISTS "
+			  "(SELECT 1 FROM orig_rows WHERE changeset = ?1)",
+			  &st) < 0)
 		return;
 	sqlite3_bind_int64(st, 1, id);
 	(void)sqlite3_step(st);
@@ -411,16 +381,15 @@ static int changeset_update(pw_store_orig *q, const char *sql, const char *text_
 			    int64_t id)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(q->db, sql, -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return pw_db_errno(rc);
+	int r = pw_db_prepare(q->db, sql, &st);
+	if (r < 0)
+		return r;
 	if (text_v)
 		sqlite3_bind_text(st, 1, text_v, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_int64(st, 1, int_v);
 	sqlite3_bind_int64(st, 2, id);
-	rc = sqlite3_step(st);
-	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+	return pw_db_step_done(st);
 }
 
 int pw_store_orig_changeset_set_undoes(pw_store_orig *q, int64_t id, const char *undoes)
@@ -438,13 +407,13 @@ int pw_store_orig_changeset_set_redone(pw_store_orig *q, int64_t id, int64_t by)
 int64_t pw_store_orig_changeset_oldest(pw_store_orig *q, int64_t protect, int64_t *ret_started)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(q->db,
-			       "SELECT id, started_ns FROM orig_changesets WHERE id != ?1 "
-			       "ORDER BY id LIMIT 1",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (pw_db_prepare(q->db,
+			  "SELECT id, started_ns FROM orig_changesets WHERE id != ?1 "
+			  "ORDER BY id LIMIT 1",
+			  &st) < 0)
 		return 0;
 	sqlite3_bind_int64(st, 1, protect);
-	if (sqlite3_step(st) != SQLITE_ROW)
+	if (pw_db_step_row(st) <= 0)
 		return 0;
 	*ret_started = sqlite3_column_int64(st, 1);
 	return sqlite3_column_int64(st, 0);
@@ -457,34 +426,42 @@ static const char *text(sqlite3_stmt *st, int i)
 	return (const char *)sqlite3_column_text(st, i);
 }
 
+/* The walk of pw_store_orig_read_sets or _read_rows (pw_db_each): the caller's function of the
+ * one kind it is, and its U. The function's positive answers go on. */
+typedef struct walk {
+	int (*set)(const pw_undo_orig_changeset *c, void *u);
+	int (*rec)(const pw_undo_orig_rec *r, void *u);
+	void *u;
+} walk;
+
+static int set_row(sqlite3_stmt *st, void *u)
+{
+	walk *w = u;
+	pw_undo_orig_changeset c = {
+	    .id = sqlite3_column_int64(st, 0),
+	    .started_ns = sqlite3_column_int64(st, 1),
+	    .reason = text(st, 2),
+	    .name = text(st, 3),
+	    .mode = text(st, 4),
+	    .undoes = text(st, 5),
+	    .redone_by = sqlite3_column_int64(st, 6),
+	    .mountpoint = text(st, 7),
+	};
+	int r = w->set(&c, w->u);
+	return r < 0 ? r : 0;
+}
+
 int pw_store_orig_read_sets(pw_store_orig *q, const char *project,
 			    int (*fn)(const pw_undo_orig_changeset *c, void *u), void *u)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(q->db,
-				    "SELECT id, started_ns, reason, name, mode, undoes, redone_by, "
-				    "mountpoint FROM orig_changesets "
-				    "WHERE project = ?1 ORDER BY id",
-				    -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return pw_db_errno(rc);
-	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		pw_undo_orig_changeset c = {
-		    .id = sqlite3_column_int64(st, 0),
-		    .started_ns = sqlite3_column_int64(st, 1),
-		    .reason = text(st, 2),
-		    .name = text(st, 3),
-		    .mode = text(st, 4),
-		    .undoes = text(st, 5),
-		    .redone_by = sqlite3_column_int64(st, 6),
-		    .mountpoint = text(st, 7),
-		};
-		int r = fn(&c, u);
-		if (r < 0)
-			return r;
-	}
-	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+	walk w = {.set = fn, .u = u};
+	int r = pw_db_prepare_text(q->db,
+				   "SELECT id, started_ns, reason, name, mode, undoes, redone_by, "
+				   "mountpoint FROM orig_changesets "
+				   "WHERE project = ?1 ORDER BY id",
+				   project, &st);
+	return r < 0 ? r : pw_db_each(st, set_row, &w);
 }
 
 /* The object columns of a row read back (9 to 19 and 25 to 28 of read_rows' SELECT). */
@@ -510,11 +487,38 @@ static void read_object(sqlite3_stmt *st, pw_undo_orig_object *o)
 	o->nlink = (uint64_t)sqlite3_column_int64(st, 28);
 }
 
+static int rec_row(sqlite3_stmt *st, void *u)
+{
+	walk *w = u;
+	const char *action = text(st, 2), *path = text(st, 3);
+	pw_undo_orig_rec r = {
+	    .id = sqlite3_column_int64(st, 0),
+	    .changeset = sqlite3_column_int64(st, 1),
+	    .action = action && streq(action, "move") ? PW_UNDO_ORIG_MOVE : PW_UNDO_ORIG_KEEP,
+	    .path = path ? path : "",
+	    .path2 = text(st, 4),
+	    .exchange = sqlite3_column_int(st, 5),
+	    .implicit = sqlite3_column_int(st, 6),
+	    .src_dev = (uint64_t)sqlite3_column_int64(st, 7),
+	    .src_ino = (uint64_t)sqlite3_column_int64(st, 8),
+	    .op = text(st, 20),
+	    .pid = sqlite3_column_int64(st, 21),
+	    .comm = text(st, 22),
+	    .thread = text(st, 29),
+	    .mode_name = text(st, 23),
+	    .time_ns = sqlite3_column_int64(st, 24),
+	};
+	read_object(st, &r.o);
+	int e = w->rec(&r, w->u);
+	return e < 0 ? e : 0;
+}
+
 int pw_store_orig_read_rows(pw_store_orig *q, const char *project,
 			    int (*fn)(const pw_undo_orig_rec *r, void *u), void *u)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(
+	walk w = {.rec = fn, .u = u};
+	int r = pw_db_prepare_text(
 	    q->db,
 	    "SELECT r.id, r.changeset, r.action, r.path, r.path2, r.exchange, r.implicit, "
 	    "r.src_dev, r.src_ino, r.present, r.mode, r.uid, r.gid, r.atime_ns, r.mtime_ns, "
@@ -522,34 +526,6 @@ int pw_store_orig_read_rows(pw_store_orig *q, const char *project,
 	    "r.mode_name, r.time_ns, r.ctime_ns, r.ino, r.dev, r.nlink, r.thread FROM orig_rows "
 	    "r JOIN "
 	    "orig_changesets c ON c.id = r.changeset WHERE c.project = ?1 ORDER BY r.id",
-	    -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return pw_db_errno(rc);
-	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *action = text(st, 2), *path = text(st, 3);
-		pw_undo_orig_rec r = {
-		    .id = sqlite3_column_int64(st, 0),
-		    .changeset = sqlite3_column_int64(st, 1),
-		    .action =
-			action && streq(action, "move") ? PW_UNDO_ORIG_MOVE : PW_UNDO_ORIG_KEEP,
-		    .path = path ? path : "",
-		    .path2 = text(st, 4),
-		    .exchange = sqlite3_column_int(st, 5),
-		    .implicit = sqlite3_column_int(st, 6),
-		    .src_dev = (uint64_t)sqlite3_column_int64(st, 7),
-		    .src_ino = (uint64_t)sqlite3_column_int64(st, 8),
-		    .op = text(st, 20),
-		    .pid = sqlite3_column_int64(st, 21),
-		    .comm = text(st, 22),
-		    .thread = text(st, 29),
-		    .mode_name = text(st, 23),
-		    .time_ns = sqlite3_column_int64(st, 24),
-		};
-		read_object(st, &r.o);
-		int e = fn(&r, u);
-		if (e < 0)
-			return e;
-	}
-	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+	    project, &st);
+	return r < 0 ? r : pw_db_each(st, rec_row, &w);
 }

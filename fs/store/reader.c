@@ -12,32 +12,21 @@
 #include <string.h>
 
 #include "db.h"
+#include "state.h"
 #include "util.h"
 
 struct pw_store_reader {
-	sqlite3 *db;
+	sqlite3 *db; /* first: pw_db_handle_open */
 };
 
 int pw_store_open_readonly(const char *path, pw_store_reader **ret)
 {
-	_cleanup_(pw_db_closep) sqlite3 *db = NULL;
-	int r = pw_db_open_readonly(path, &db);
-	if (r < 0)
-		return r;
-	pw_store_reader *s = calloc(1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	s->db = TAKE_PTR(db);
-	*ret = s;
-	return 0;
+	return pw_db_handle_open(path, PW_DB_READONLY, sizeof(pw_store_reader), (void **)ret, NULL);
 }
 
 void pw_store_reader_close(pw_store_reader *r)
 {
-	if (!r)
-		return;
-	sqlite3_close_v2(r->db);
-	free(r);
+	pw_db_handle_free(r);
 }
 
 void pw_store_reader_closep(pw_store_reader **r)
@@ -54,99 +43,67 @@ const char *pw_store_reader_error(const pw_store_reader *r)
 
 int pw_store_is_trusted(pw_store_reader *r, const char *project)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(r->db, "SELECT trusted FROM projects WHERE path = ?1", -1, &st,
-				    NULL);
-	if (rc != SQLITE_OK)
-		return pw_db_errno(rc);
-	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE)
-		return 0;
-	if (rc != SQLITE_ROW)
-		return pw_db_errno(rc);
-	return sqlite3_column_int(st, 0) != 0;
+	return pw_state_db_is_trusted(r->db, project);
 }
 
 int pw_store_last_mode(pw_store_reader *r, const char *project, char **ret_mode)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(r->db, "SELECT last_mode FROM projects WHERE path = ?1", -1,
-				    &st, NULL);
-	if (rc != SQLITE_OK)
-		return pw_db_errno(rc);
-	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE)
-		return -ENOENT;
-	if (rc != SQLITE_ROW)
-		return pw_db_errno(rc);
-	const char *m = (const char *)sqlite3_column_text(st, 0);
-	if (!m)
-		return -ENOENT;
-	char *copy = strdup(m);
-	if (!copy)
-		return -ENOMEM;
-	*ret_mode = copy;
-	return 0;
+	return pw_state_db_last_mode(r->db, project, ret_mode);
+}
+
+/* The row's path, never NULL. */
+static const char *path_of(sqlite3_stmt *st)
+{
+	const char *path = (const char *)sqlite3_column_text(st, 0);
+	return path ? path : "";
+}
+
+/* A walk over rows (pw_db_each): the caller's callback of the one kind it is, and its data. */
+typedef struct walk {
+	pw_store_trusted_cb trusted;
+	pw_store_path_cb path;
+	pw_audit_row_cb audit;
+	const pw_audit_filter *f;
+	void *userdata;
+} walk;
+
+static int trusted_row(sqlite3_stmt *st, void *u)
+{
+	walk *w = u;
+	return w->trusted(path_of(st), sqlite3_column_int64(st, 1), w->userdata);
 }
 
 int pw_store_list_trusted(pw_store_reader *r, pw_store_trusted_cb cb, void *userdata)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(
-	    r->db, "SELECT path, trusted_ns FROM projects WHERE trusted != 0 ORDER BY path", -1,
-	    &st, NULL);
-	if (rc != SQLITE_OK)
-		return pw_db_errno(rc);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *path = (const char *)sqlite3_column_text(st, 0);
-		int k = cb(path ? path : "", sqlite3_column_int64(st, 1), userdata);
-		if (k != 0)
-			return k < 0 ? k : 0;
-	}
-	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+	walk w = {.trusted = cb, .userdata = userdata};
+	int k = pw_db_prepare(
+	    r->db, "SELECT path, trusted_ns FROM projects WHERE trusted != 0 ORDER BY path", &st);
+	return k < 0 ? k : pw_db_each(st, trusted_row, &w);
 }
 
 /* ---- plans ---------------------------------------------------------------------------- */
 
-/* Does the database hold table NAME? 1, 0, or -errno. */
-static int has_table(pw_store_reader *r, const char *name)
+static int path_row(sqlite3_stmt *st, void *u)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(
-	    r->db, "SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = ?1", -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return pw_db_errno(rc);
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		return 1;
-	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+	walk *w = u;
+	return w->path(path_of(st), w->userdata);
 }
 
 int pw_store_approved_plans(pw_store_reader *r, const char *project, pw_store_path_cb cb,
 			    void *userdata)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc = has_table(r, "plans");
+	walk w = {.path = cb, .userdata = userdata};
+	int k = pw_db_has_table(r->db, "plans");
 
-	if (rc <= 0)
-		return rc; /* a database no daemon has brought to plans: nothing approved */
-	rc = sqlite3_prepare_v2(r->db,
-				"SELECT path FROM plans WHERE project = ?1 AND status = 'approved' "
-				"ORDER BY path",
-				-1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return pw_db_errno(rc);
-	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *path = (const char *)sqlite3_column_text(st, 0);
-		int k = cb(path ? path : "", userdata);
-		if (k != 0)
-			return k < 0 ? k : 0;
-	}
-	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+	if (k <= 0)
+		return k; /* a database no daemon has brought to plans: nothing approved */
+	k = pw_db_prepare_text(r->db,
+			       "SELECT path FROM plans WHERE project = ?1 AND status = 'approved' "
+			       "ORDER BY path",
+			       project, &st);
+	return k < 0 ? k : pw_db_each(st, path_row, &w);
 }
 
 /* ---- the audit log -------------------------------------------------------------------- */
@@ -199,29 +156,30 @@ static int build_query(sqlite3 *db, const pw_audit_filter *f, bool has_thread, s
 	int n = snprintf(sql, sizeof(sql), "SELECT %s FROM audit WHERE 1",
 			 has_thread ? ROW_COLUMNS("thread") : ROW_COLUMNS("NULL"));
 
-	if (f->denied)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND errno != 0");
-	if (f->mode)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND mode = ?1");
-	if (f->path_eq)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND (path = ?2 OR path2 = ?2)");
-	if (f->has_pid)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND pid = ?3");
-	if (f->has_since)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND last_ns >= ?4");
-	if (f->project)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND project = ?5");
-	if (f->after_id >= 0)
-		n += snprintf(sql + n, sizeof(sql) - n, " AND id > ?6 ORDER BY id");
-	else
-		n += snprintf(sql + n, sizeof(sql) - n, " ORDER BY time_ns DESC, id DESC");
+	/* The clauses F asks for, in this order; ?N is bound below. */
+	const struct {
+		bool on;
+		const char *sql;
+	} clauses[] = {
+	    {f->denied, " AND errno != 0"},
+	    {f->mode, " AND mode = ?1"},
+	    {f->path_eq, " AND (path = ?2 OR path2 = ?2)"},
+	    {f->has_pid, " AND pid = ?3"},
+	    {f->has_since, " AND last_ns >= ?4"},
+	    {f->project, " AND project = ?5"},
+	    {f->after_id >= 0, " AND id > ?6 ORDER BY id"},
+	    {f->after_id < 0, " ORDER BY time_ns DESC, id DESC"},
+	};
+	for (size_t i = 0; i < ELEMENTSOF(clauses) && n < (int)sizeof(sql); i++)
+		if (clauses[i].on)
+			n += snprintf(sql + n, sizeof(sql) - n, "%s", clauses[i].sql);
 	if (n >= (int)sizeof(sql))
 		return -E2BIG;
 
 	sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return pw_db_errno(rc);
+	int r = pw_db_prepare(db, sql, &st);
+	if (r < 0)
+		return r;
 	if (f->mode)
 		sqlite3_bind_text(st, 1, f->mode, -1, SQLITE_STATIC);
 	if (f->path_eq)
@@ -246,38 +204,35 @@ static bool row_passes(const pw_audit_filter *f, const pw_audit_row *r)
 	       (r->path2 && pw_glob_match_tree(f->path_glob, r->path2, false));
 }
 
+static int audit_row(sqlite3_stmt *st, void *u)
+{
+	walk *w = u;
+	pw_audit_row row;
+	row_read(st, &row);
+	return row_passes(w->f, &row) ? w->audit(&row, w->userdata) : 0;
+}
+
 int pw_store_audit_query(pw_store_reader *r, const pw_audit_filter *f, pw_audit_row_cb cb,
 			 void *userdata)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc, k = build_query(r->db, f, true, &st);
+	walk w = {.audit = cb, .f = f, .userdata = userdata};
+	int k = build_query(r->db, f, true, &st);
 	if (k == -E2BIG)
 		return k;
 	if (k < 0) /* no thread column yet (schema 6 and older) */
 		k = build_query(r->db, f, false, &st);
-	if (k < 0)
-		return k;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		pw_audit_row row;
-		row_read(st, &row);
-		if (!row_passes(f, &row))
-			continue;
-		k = cb(&row, userdata);
-		if (k != 0)
-			return k < 0 ? k : 0;
-	}
-	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
+	return k < 0 ? k : pw_db_each(st, audit_row, &w);
 }
 
 int pw_store_audit_max_id(pw_store_reader *r, int64_t *ret_id)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int rc = sqlite3_prepare_v2(r->db, "SELECT coalesce(max(id), 0) FROM audit", -1, &st, NULL);
-	if (rc != SQLITE_OK)
-		return pw_db_errno(rc);
-	rc = sqlite3_step(st);
-	if (rc != SQLITE_ROW)
-		return pw_db_errno(rc);
+	int k = pw_db_prepare(r->db, "SELECT coalesce(max(id), 0) FROM audit", &st);
+	if (k >= 0)
+		k = pw_db_step_row(st);
+	if (k <= 0)
+		return k < 0 ? k : -EIO;
 	*ret_id = sqlite3_column_int64(st, 0);
 	return 0;
 }

@@ -17,7 +17,7 @@
 #include "util.h"
 
 struct pw_state {
-	sqlite3 *db;
+	sqlite3 *db; /* first: pw_db_handle_open */
 };
 
 char *pw_state_default_path(void)
@@ -50,27 +50,17 @@ char *pw_state_default_path(void)
 
 int pw_state_open(const char *path, pw_state **ret, char **ret_warning)
 {
-	_cleanup_free_ pw_state *s = calloc(1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	int r = pw_db_open(path, 0, 0, &s->db, ret_warning);
-	if (r < 0)
-		return r;
-	*ret = TAKE_PTR(s);
-	return 0;
+	return pw_db_handle_open(path, 0, sizeof(pw_state), (void **)ret, ret_warning);
 }
 
 void pw_state_close(pw_state *s)
 {
-	if (!s)
-		return;
-	sqlite3_close_v2(s->db);
-	free(s);
+	pw_db_handle_free(s);
 }
 
 static int prepare(pw_state *s, const char *sql, sqlite3_stmt **ret)
 {
-	return pw_db_errno(sqlite3_prepare_v2(s->db, sql, -1, ret, NULL));
+	return pw_db_prepare(s->db, sql, ret);
 }
 
 /* Prepares SQL about one plan: PROJECT bound to ?1 and PATH to ?2 (borrowed until the
@@ -78,41 +68,44 @@ static int prepare(pw_state *s, const char *sql, sqlite3_stmt **ret)
 static int prepare_plan(pw_state *s, const char *sql, const char *project, const char *path,
 			sqlite3_stmt **ret)
 {
-	int r = prepare(s, sql, ret);
+	int r = pw_db_prepare_text(s->db, sql, project, ret);
 	if (r < 0)
 		return r;
-	sqlite3_bind_text(*ret, 1, project, -1, SQLITE_STATIC);
 	sqlite3_bind_text(*ret, 2, path, -1, SQLITE_STATIC);
 	return 0;
 }
 
-/* Steps a statement that returns no rows. */
-static int step_done(sqlite3_stmt *st)
-{
-	int rc = sqlite3_step(st);
-	return rc == SQLITE_DONE ? 0 : pw_db_errno(rc);
-}
-
-int pw_state_get_last_mode(pw_state *s, const char *project, char **ret_mode)
+int pw_state_db_last_mode(sqlite3 *db, const char *project, char **ret_mode)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int r = prepare(s, "SELECT last_mode FROM projects WHERE path = ?1", &st);
-	if (r < 0)
-		return r;
-	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE)
-		return -ENOENT;
-	if (rc != SQLITE_ROW)
-		return pw_db_errno(rc);
-	const char *mode = (const char *)sqlite3_column_text(st, 0);
-	if (!mode)
+	int r =
+	    pw_db_prepare_text(db, "SELECT last_mode FROM projects WHERE path = ?1", project, &st);
+	if (r >= 0)
+		r = pw_db_step_row(st);
+	if (r <= 0)
+		return r < 0 ? r : -ENOENT;
+	if (sqlite3_column_type(st, 0) == SQLITE_NULL)
 		return -ENOENT; /* known (e.g. trusted) but never mounted */
-	char *copy = strdup(mode);
+	char *copy = pw_db_text_dup(st, 0);
 	if (!copy)
 		return -ENOMEM;
 	*ret_mode = copy;
 	return 0;
+}
+
+int pw_state_db_is_trusted(sqlite3 *db, const char *project)
+{
+	_cleanup_stmt_ sqlite3_stmt *st = NULL;
+	int r =
+	    pw_db_prepare_text(db, "SELECT trusted FROM projects WHERE path = ?1", project, &st);
+	if (r >= 0)
+		r = pw_db_step_row(st);
+	return r <= 0 ? r : sqlite3_column_int(st, 0) != 0;
+}
+
+int pw_state_get_last_mode(pw_state *s, const char *project, char **ret_mode)
+{
+	return pw_state_db_last_mode(s->db, project, ret_mode);
 }
 
 int pw_state_set_last_mode(pw_state *s, const char *project, const char *mode)
@@ -127,7 +120,7 @@ int pw_state_set_last_mode(pw_state *s, const char *project, const char *mode)
 	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, mode, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, pw_db_now_ns());
-	return step_done(st);
+	return pw_db_step_done(st);
 }
 
 int pw_state_record_switch(pw_state *s, const pw_switch_record *rec)
@@ -162,22 +155,12 @@ int pw_state_record_switch(pw_state *s, const pw_switch_record *rec)
 		sqlite3_bind_int64(st, 15, rec->asked_pid);
 	sqlite3_bind_text(st, 16, rec->asked_comm, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 17, rec->how, -1, SQLITE_STATIC);
-	return step_done(st);
+	return pw_db_step_done(st);
 }
 
 int pw_state_is_trusted(pw_state *s, const char *project)
 {
-	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int r = prepare(s, "SELECT trusted FROM projects WHERE path = ?1", &st);
-	if (r < 0)
-		return r;
-	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE)
-		return 0;
-	if (rc != SQLITE_ROW)
-		return pw_db_errno(rc);
-	return sqlite3_column_int(st, 0) != 0;
+	return pw_state_db_is_trusted(s->db, project);
 }
 
 int pw_state_set_trusted(pw_state *s, const char *project, bool trusted)
@@ -194,34 +177,17 @@ int pw_state_set_trusted(pw_state *s, const char *project, bool trusted)
 	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 2, trusted ? 1 : 0);
 	sqlite3_bind_int64(st, 3, pw_db_now_ns());
-	return step_done(st);
+	return pw_db_step_done(st);
 }
 
 #define PRUNE_CHUNK 10000
 
 int64_t pw_state_prune_switches(sqlite3 *db, int64_t before_ns)
 {
-	int64_t total = 0;
-
-	for (;;) {
-		_cleanup_stmt_ sqlite3_stmt *st = NULL;
-		int rc =
-		    sqlite3_prepare_v2(db,
-				       "DELETE FROM switches WHERE id IN (SELECT id FROM switches "
-				       "WHERE time_ns < ?1 LIMIT ?2)",
-				       -1, &st, NULL);
-		if (rc != SQLITE_OK)
-			return pw_db_errno(rc);
-		sqlite3_bind_int64(st, 1, before_ns);
-		sqlite3_bind_int(st, 2, PRUNE_CHUNK);
-		rc = sqlite3_step(st);
-		if (rc != SQLITE_DONE)
-			return pw_db_errno(rc);
-		int64_t d = sqlite3_changes(db);
-		total += d;
-		if (d < PRUNE_CHUNK)
-			return total;
-	}
+	return pw_db_delete_chunks(db,
+				   "DELETE FROM switches WHERE id IN (SELECT id FROM switches "
+				   "WHERE time_ns < ?1 LIMIT ?2)",
+				   before_ns, PRUNE_CHUNK);
 }
 
 void pw_switch_rows_free(pw_switch_row *rows, size_t n)
@@ -243,10 +209,29 @@ void pw_switch_rows_free(pw_switch_row *rows, size_t n)
 	free(rows);
 }
 
-static char *col_dup(sqlite3_stmt *st, int col)
+static int switch_read(sqlite3_stmt *st, void *elem)
 {
-	const char *s = (const char *)sqlite3_column_text(st, col);
-	return s ? strdup(s) : NULL;
+	*(pw_switch_row *)elem = (pw_switch_row){
+	    .id = sqlite3_column_int64(st, 0),
+	    .time_ns = sqlite3_column_int64(st, 1),
+	    .project = pw_db_text_dup(st, 2),
+	    .mountpoint = pw_db_text_dup(st, 3),
+	    .from_mode = pw_db_text_dup(st, 4),
+	    .to_mode = pw_db_text_dup(st, 5),
+	    .generation = sqlite3_column_int64(st, 6),
+	    .pid = sqlite3_column_int64(st, 7),
+	    .uid = sqlite3_column_int64(st, 8),
+	    .comm = pw_db_text_dup(st, 9),
+	    .origin = pw_db_text_dup(st, 10),
+	    .reason = pw_db_text_dup(st, 11),
+	    .answered_by = pw_db_text_dup(st, 12),
+	    .outcome = pw_db_text_dup(st, 13),
+	    .plan = pw_db_text_dup(st, 14),
+	    .asked_pid = sqlite3_column_int64(st, 15),
+	    .asked_comm = pw_db_text_dup(st, 16),
+	    .how = pw_db_text_dup(st, 17),
+	};
+	return 0;
 }
 
 /* The columns after origin, newest schema first (db.c's migrations 8 and 3). */
@@ -261,8 +246,6 @@ int pw_state_read_switches(const char *path, const char *project, int64_t since_
 {
 	_cleanup_(pw_db_closep) sqlite3 *db = NULL;
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	pw_switch_row *rows = NULL;
-	size_t n = 0, cap = 0;
 	int r, rc;
 
 	r = pw_db_open_readonly(path, &db);
@@ -289,59 +272,25 @@ int pw_state_read_switches(const char *path, const char *project, int64_t since_
 	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, since_ns);
 	sqlite3_bind_int64(st, 3, after_id);
-	while ((limit == 0 || n < limit) && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 32;
-			pw_switch_row *nr = reallocarray(rows, ncap, sizeof(*rows));
-			if (!nr) {
-				pw_switch_rows_free(rows, n);
-				return -ENOMEM;
-			}
-			rows = nr;
-			cap = ncap;
-		}
-		rows[n++] = (pw_switch_row){
-		    .id = sqlite3_column_int64(st, 0),
-		    .time_ns = sqlite3_column_int64(st, 1),
-		    .project = col_dup(st, 2),
-		    .mountpoint = col_dup(st, 3),
-		    .from_mode = col_dup(st, 4),
-		    .to_mode = col_dup(st, 5),
-		    .generation = sqlite3_column_int64(st, 6),
-		    .pid = sqlite3_column_int64(st, 7),
-		    .uid = sqlite3_column_int64(st, 8),
-		    .comm = col_dup(st, 9),
-		    .origin = col_dup(st, 10),
-		    .reason = col_dup(st, 11),
-		    .answered_by = col_dup(st, 12),
-		    .outcome = col_dup(st, 13),
-		    .plan = col_dup(st, 14),
-		    .asked_pid = sqlite3_column_int64(st, 15),
-		    .asked_comm = col_dup(st, 16),
-		    .how = col_dup(st, 17),
-		};
-	}
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
-		pw_switch_rows_free(rows, n);
-		return pw_db_errno(rc);
+	pw_db_rows rows = {.size = sizeof(pw_switch_row), .limit = limit};
+	r = pw_db_rows_read(st, &rows, switch_read);
+	pw_switch_row *v = rows.v;
+	size_t n = rows.n;
+	if (r < 0) {
+		pw_switch_rows_free(v, n);
+		return r;
 	}
 	for (size_t i = 0; i < n / 2; i++) {
-		pw_switch_row t = rows[i];
-		rows[i] = rows[n - 1 - i];
-		rows[n - 1 - i] = t;
+		pw_switch_row t = v[i];
+		v[i] = v[n - 1 - i];
+		v[n - 1 - i] = t;
 	}
-	*ret = rows;
+	*ret = v;
 	*ret_n = n;
 	return 0;
 }
 
 /* ---- plans ---------------------------------------------------------------------------- */
-
-static char *col_text_dup(sqlite3_stmt *st, int col)
-{
-	const unsigned char *t = sqlite3_column_text(st, col);
-	return t ? strdup((const char *)t) : NULL;
-}
 
 void pw_plan_records_free(pw_plan_record *v, size_t n)
 {
@@ -354,43 +303,38 @@ void pw_plan_records_free(pw_plan_record *v, size_t n)
 	free(v);
 }
 
+static int plan_read(sqlite3_stmt *st, void *elem)
+{
+	pw_plan_record *p = elem;
+	*p = (pw_plan_record){
+	    .path = pw_db_text_dup(st, 0),
+	    .status = pw_db_text_dup(st, 1),
+	    .hash = pw_db_text_dup(st, 2),
+	    .approved_ns = sqlite3_column_int64(st, 3),
+	    .approved_by = pw_db_text_dup(st, 4),
+	    .updated_ns = sqlite3_column_int64(st, 5),
+	};
+	return p->path ? 0 : -ENOMEM;
+}
+
 int pw_state_plans(pw_state *s, const char *project, pw_plan_record **ret, size_t *ret_n)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	pw_plan_record *v = NULL;
-	size_t n = 0, cap = 0;
-	int rc, r = prepare(s,
-			    "SELECT path, status, hash, approved_ns, approved_by, updated_ns "
-			    "FROM plans WHERE project = ?1 ORDER BY path",
-			    &st);
+	pw_db_rows rows = {.size = sizeof(pw_plan_record)};
+	int r =
+	    pw_db_prepare_text(s->db,
+			       "SELECT path, status, hash, approved_ns, approved_by, updated_ns "
+			       "FROM plans WHERE project = ?1 ORDER BY path",
+			       project, &st);
 
-	if (r < 0)
+	if (r >= 0)
+		r = pw_db_rows_read(st, &rows, plan_read);
+	if (r < 0) {
+		pw_plan_records_free(rows.v, rows.n);
 		return r;
-	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (PW_GROW(v, cap, n, 8) < 0) {
-			pw_plan_records_free(v, n);
-			return -ENOMEM;
-		}
-		v[n] = (pw_plan_record){
-		    .path = col_text_dup(st, 0),
-		    .status = col_text_dup(st, 1),
-		    .hash = col_text_dup(st, 2),
-		    .approved_ns = sqlite3_column_int64(st, 3),
-		    .approved_by = col_text_dup(st, 4),
-		    .updated_ns = sqlite3_column_int64(st, 5),
-		};
-		if (!v[n++].path) {
-			pw_plan_records_free(v, n);
-			return -ENOMEM;
-		}
 	}
-	if (rc != SQLITE_DONE) {
-		pw_plan_records_free(v, n);
-		return pw_db_errno(rc);
-	}
-	*ret = v;
-	*ret_n = n;
+	*ret = rows.v;
+	*ret_n = rows.n;
 	return 0;
 }
 
@@ -410,7 +354,7 @@ int pw_state_plan_approve(pw_state *s, const char *project, const char *path, co
 	sqlite3_bind_text(st, 3, hash, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, pw_db_now_ns());
 	sqlite3_bind_text(st, 5, by, -1, SQLITE_STATIC);
-	return step_done(st);
+	return pw_db_step_done(st);
 }
 
 int pw_state_plan_reopen(pw_state *s, const char *project, const char *path)
@@ -424,7 +368,7 @@ int pw_state_plan_reopen(pw_state *s, const char *project, const char *path)
 	if (r < 0)
 		return r;
 	sqlite3_bind_int64(st, 3, pw_db_now_ns());
-	r = step_done(st);
+	r = pw_db_step_done(st);
 	if (r == 0 && sqlite3_changes(s->db) == 0)
 		return -ENOENT;
 	return r;
@@ -440,40 +384,37 @@ void pw_task_records_free(pw_task_record *v, size_t n)
 	free(v);
 }
 
+static int task_read(sqlite3_stmt *st, void *elem)
+{
+	*(pw_task_record *)elem = (pw_task_record){
+	    .task = sqlite3_column_int64(st, 0),
+	    .text = pw_db_text_dup(st, 1),
+	    .done_ns = sqlite3_column_int64(st, 2),
+	    .done_by = pw_db_text_dup(st, 3),
+	    .changeset = sqlite3_column_int64(st, 4),
+	    .note = pw_db_text_dup(st, 5),
+	};
+	return 0;
+}
+
 int pw_state_plan_tasks(pw_state *s, const char *project, const char *path, pw_task_record **ret,
 			size_t *ret_n)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	pw_task_record *v = NULL;
-	size_t n = 0, cap = 0;
-	int rc,
-	    r = prepare_plan(s,
+	pw_db_rows rows = {.size = sizeof(pw_task_record)};
+	int r = prepare_plan(s,
 			     "SELECT task, text, done_ns, done_by, changeset, note FROM plan_tasks "
 			     "WHERE project = ?1 AND path = ?2 ORDER BY task",
 			     project, path, &st);
 
-	if (r < 0)
+	if (r >= 0)
+		r = pw_db_rows_read(st, &rows, task_read);
+	if (r < 0) {
+		pw_task_records_free(rows.v, rows.n);
 		return r;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (PW_GROW(v, cap, n, 8) < 0) {
-			pw_task_records_free(v, n);
-			return -ENOMEM;
-		}
-		v[n++] = (pw_task_record){
-		    .task = sqlite3_column_int64(st, 0),
-		    .text = col_text_dup(st, 1),
-		    .done_ns = sqlite3_column_int64(st, 2),
-		    .done_by = col_text_dup(st, 3),
-		    .changeset = sqlite3_column_int64(st, 4),
-		    .note = col_text_dup(st, 5),
-		};
 	}
-	if (rc != SQLITE_DONE) {
-		pw_task_records_free(v, n);
-		return pw_db_errno(rc);
-	}
-	*ret = v;
-	*ret_n = n;
+	*ret = rows.v;
+	*ret_n = rows.n;
 	return 0;
 }
 
@@ -497,7 +438,7 @@ int pw_state_plan_task_done(pw_state *s, const char *project, const char *path, 
 	else
 		sqlite3_bind_null(st, 7);
 	sqlite3_bind_text(st, 8, note, -1, SQLITE_STATIC);
-	r = step_done(st);
+	r = pw_db_step_done(st);
 	if (r == 0 && sqlite3_changes(s->db) == 0)
 		return -EEXIST;
 	return r;
@@ -507,10 +448,10 @@ int64_t pw_state_current_changeset(pw_state *s, const char *project)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
 
-	if (prepare(s, "SELECT max(id) FROM orig_changesets WHERE project = ?1", &st) < 0)
+	if (pw_db_prepare_text(s->db, "SELECT max(id) FROM orig_changesets WHERE project = ?1",
+			       project, &st) < 0)
 		return 0;
-	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
-	return sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+	return pw_db_step_row(st) > 0 ? sqlite3_column_int64(st, 0) : 0;
 }
 
 int pw_state_plan_note_changeset(pw_state *s, const char *project, const char *path, int64_t task,
@@ -534,36 +475,35 @@ int pw_state_plan_note_changeset(pw_state *s, const char *project, const char *p
 	sqlite3_bind_text(st, 3, path, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, task);
 	sqlite3_bind_int64(st, 5, since_ns);
-	return step_done(st);
+	return pw_db_step_done(st);
+}
+
+/* A row of plan_changesets: the change set and its task, side by side in the answer. */
+static int changeset_read(sqlite3_stmt *st, void *elem)
+{
+	int64_t *pair = elem;
+	pair[0] = sqlite3_column_int64(st, 0);
+	pair[1] = sqlite3_column_int64(st, 1);
+	return 0;
 }
 
 int pw_state_plan_changesets(pw_state *s, const char *project, const char *path, int64_t **ret,
 			     size_t *ret_n)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	int64_t *v = NULL;
-	size_t n = 0, cap = 0;
-	int rc,
-	    r = prepare_plan(s,
+	pw_db_rows rows = {.size = 2 * sizeof(int64_t)};
+	int r = prepare_plan(s,
 			     "SELECT changeset, task FROM plan_changesets WHERE project = ?1 AND "
 			     "path = ?2 ORDER BY changeset",
 			     project, path, &st);
 
-	if (r < 0)
+	if (r >= 0)
+		r = pw_db_rows_read(st, &rows, changeset_read);
+	if (r < 0) {
+		free(rows.v);
 		return r;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (PW_GROW(v, cap, n, 16) < 0 || PW_GROW(v, cap, n + 1, 16) < 0) {
-			free(v);
-			return -ENOMEM;
-		}
-		v[n++] = sqlite3_column_int64(st, 0);
-		v[n++] = sqlite3_column_int64(st, 1);
 	}
-	if (rc != SQLITE_DONE) {
-		free(v);
-		return pw_db_errno(rc);
-	}
-	*ret = v;
-	*ret_n = n / 2;
+	*ret = rows.v;
+	*ret_n = rows.n;
 	return 0;
 }

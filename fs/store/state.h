@@ -87,6 +87,11 @@ void pw_switch_rows_free(pw_switch_row *rows, size_t n);
 struct sqlite3;
 int64_t pw_state_prune_switches(struct sqlite3 *db, int64_t before_ns);
 
+/* pw_state_get_last_mode and pw_state_is_trusted over DB, any connection to the database
+ * (the store's read-only reader asks the same questions, reader.h). */
+int pw_state_db_last_mode(struct sqlite3 *db, const char *project, char **ret_mode);
+int pw_state_db_is_trusted(struct sqlite3 *db, const char *project);
+
 /* Trust: 1 trusted, 0 not, -errno on failure. */
 int pw_state_is_trusted(pw_state *s, const char *project);
 int pw_state_set_trusted(pw_state *s, const char *project, bool trusted);

@@ -240,13 +240,10 @@ HANDLER(checkpoint)
 static const pw_ctl_method methods[] = {
     {"changes.list", m_list, changes_params, ELEMENTSOF(changes_params), NULL},
     {"changes.diff", m_diff, changes_params, ELEMENTSOF(changes_params), NULL},
-    {"changes.undo", m_undo, changes_params, ELEMENTSOF(changes_params),
-     "refused: an agent may list and diff changes but never undo them; ask the person you "
-     "work for to run `piworkfs undo`"},
-    {"changes.prune", m_prune, prune_params, ELEMENTSOF(prune_params),
-     "refused: an agent may not prune the originals"},
+    {"changes.undo", m_undo, changes_params, ELEMENTSOF(changes_params), PW_UNDO_REFUSED_UNDO},
+    {"changes.prune", m_prune, prune_params, ELEMENTSOF(prune_params), PW_UNDO_REFUSED_PRUNE},
     {"checkpoint", m_checkpoint, checkpoint_params, ELEMENTSOF(checkpoint_params),
-     "refused: only the person may start a checkpoint"},
+     PW_UNDO_REFUSED_CHECKPOINT},
 };
 
 const pw_ctl_module pw_undo_changes_module = {

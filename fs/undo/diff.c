@@ -427,7 +427,7 @@ static json_t *file_entry(ctx *x, const diff_file *f, const char *kind, bool sta
 int pw_undo_changes_diff(const pw_undo_call *call, json_t *params, json_t **ret, pw_undo_fail *fail)
 {
 	_cleanup_(pw_undo_hist_ctx_done) ctx x = {.root = -1};
-	int sr = pw_undo_hist_setup(&x, call, fail);
+	int sr = pw_undo_hist_setup(&x, call, fail, NULL);
 	if (sr < 0)
 		return sr;
 	pw_undo_orig_store *s = pw_undo_keep_store(x.k);

@@ -113,9 +113,11 @@ bool pw_undo_hist_agent_hidden(const ctx *x, const char *path)
 }
 
 /* The keep handle, or a failure: this view keeps no originals. */
-int pw_undo_hist_setup(ctx *x, const pw_undo_call *call, pw_undo_fail *fail)
+int pw_undo_hist_setup(ctx *x, const pw_undo_call *call, pw_undo_fail *fail, const char *refused)
 {
 	*x = (ctx){.call = call, .fail = fail, .root = -1, .hide = call->hide};
+	if (refused && call->restricted)
+		return pw_undo_hist_failf(x, PW_RPC_REFUSED, "%s", refused);
 	x->fs = call->fs;
 	x->k = pw_fs_undo(x->fs);
 	if (!x->k)
@@ -188,11 +190,6 @@ static bool path_selected(ctx *x, const crow *r)
 	return false;
 }
 
-static char *dup_or_null(const char *s)
-{
-	return s ? strdup(s) : NULL;
-}
-
 typedef struct load_state {
 	ctx *x;
 	size_t cap_sets, cap_rows;
@@ -204,23 +201,17 @@ static int load_set(const pw_undo_orig_changeset *c, void *u)
 {
 	load_state *ls = u;
 	ctx *x = ls->x;
-	if (x->n_sets == ls->cap_sets) {
-		size_t cap = ls->cap_sets ? ls->cap_sets * 2 : 16;
-		cset *n = realloc(x->sets, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		x->sets = n;
-		ls->cap_sets = cap;
-	}
+	if (PW_GROW(x->sets, ls->cap_sets, x->n_sets, 16) < 0)
+		return -ENOMEM;
 	x->sets[x->n_sets++] =
 	    (cset){.id = c->id,
 		   .started_ns = c->started_ns,
-		   .reason = dup_or_null(c->reason),
-		   .name = dup_or_null(c->name),
-		   .mode = dup_or_null(c->mode),
-		   .undoes = dup_or_null(c->undoes),
+		   .reason = pw_dup_or_null(c->reason),
+		   .name = pw_dup_or_null(c->name),
+		   .mode = pw_dup_or_null(c->mode),
+		   .undoes = pw_dup_or_null(c->undoes),
 		   .redone_by = c->redone_by,
-		   .mountpoint = dup_or_null(c->mountpoint),
+		   .mountpoint = pw_dup_or_null(c->mountpoint),
 		   .run = x->call->run_of ? x->call->run_of(c->mountpoint) : NULL};
 	if (ls->since && c->name && streq(c->name, ls->since))
 		ls->min_cs = c->id;
@@ -231,14 +222,8 @@ static int load_row(const pw_undo_orig_rec *rec, void *u)
 {
 	load_state *ls = u;
 	ctx *x = ls->x;
-	if (x->n_rows == ls->cap_rows) {
-		size_t cap = ls->cap_rows ? ls->cap_rows * 2 : 64;
-		crow *n = realloc(x->rows, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		x->rows = n;
-		ls->cap_rows = cap;
-	}
+	if (PW_GROW(x->rows, ls->cap_rows, x->n_rows, 64) < 0)
+		return -ENOMEM;
 	crow *r = &x->rows[x->n_rows++];
 	*r = (crow){
 	    .id = rec->id,
@@ -249,19 +234,19 @@ static int load_row(const pw_undo_orig_rec *rec, void *u)
 	    .exchange = rec->exchange,
 	    .implicit = rec->implicit,
 	    .path = strdup(rec->path),
-	    .path2 = dup_or_null(rec->path2),
-	    .op = dup_or_null(rec->op),
-	    .comm = dup_or_null(rec->comm),
-	    .mode_name = dup_or_null(rec->mode_name),
-	    .not_kept = dup_or_null(rec->o.not_kept),
-	    .thread = dup_or_null(rec->thread),
+	    .path2 = pw_dup_or_null(rec->path2),
+	    .op = pw_dup_or_null(rec->op),
+	    .comm = pw_dup_or_null(rec->comm),
+	    .mode_name = pw_dup_or_null(rec->mode_name),
+	    .not_kept = pw_dup_or_null(rec->o.not_kept),
+	    .thread = pw_dup_or_null(rec->thread),
 	    .src_dev = rec->src_dev,
 	    .src_ino = rec->src_ino,
 	    .o = rec->o,
 	};
 	/* The object's buffers are the store's until the callback returns. */
 	r->o.not_kept = NULL;
-	r->o.target = dup_or_null(rec->o.target);
+	r->o.target = pw_dup_or_null(rec->o.target);
 	r->o.xattrs = NULL;
 	r->o.xattrs_len = 0;
 	if (rec->o.xattrs_len && (r->o.xattrs = malloc(rec->o.xattrs_len))) {
@@ -877,7 +862,7 @@ static int64_t set_end_ns(const ctx *x, size_t i)
 int pw_undo_changes_list(const pw_undo_call *call, json_t *params, json_t **ret, pw_undo_fail *fail)
 {
 	_cleanup_(pw_undo_hist_ctx_done) ctx x = {.root = -1};
-	int sr = pw_undo_hist_setup(&x, call, fail);
+	int sr = pw_undo_hist_setup(&x, call, fail, NULL);
 	if (sr < 0)
 		return sr;
 	pw_undo_orig_store *s = pw_undo_keep_store(x.k);
@@ -936,12 +921,7 @@ int pw_undo_changes_checkpoint(const pw_undo_call *call, json_t *params, json_t 
 			       pw_undo_fail *fail)
 {
 	_cleanup_(pw_undo_hist_ctx_done) ctx x = {.root = -1};
-	if (call->restricted) {
-		fail->code = PW_RPC_REFUSED;
-		fail->message = strdup("refused: only the person may start a checkpoint");
-		return -EPERM;
-	}
-	int sr = pw_undo_hist_setup(&x, call, fail);
+	int sr = pw_undo_hist_setup(&x, call, fail, PW_UNDO_REFUSED_CHECKPOINT);
 	if (sr < 0)
 		return sr;
 	const char *name = json_string_value(json_object_get(params, "name"));
@@ -958,12 +938,7 @@ int pw_undo_changes_prune(const pw_undo_call *call, json_t *params, json_t **ret
 			  pw_undo_fail *fail)
 {
 	_cleanup_(pw_undo_hist_ctx_done) ctx x = {.root = -1};
-	if (call->restricted) {
-		fail->code = PW_RPC_REFUSED;
-		fail->message = strdup("refused: an agent may not prune the originals");
-		return -EPERM;
-	}
-	int sr = pw_undo_hist_setup(&x, call, fail);
+	int sr = pw_undo_hist_setup(&x, call, fail, PW_UNDO_REFUSED_PRUNE);
 	if (sr < 0)
 		return sr;
 	json_t *age = json_object_get(params, "keep_s"),

@@ -130,6 +130,14 @@ int pw_undo_changes_checkpoint(const pw_undo_call *call, json_t *params, json_t 
 int pw_undo_changes_prune(const pw_undo_call *call, json_t *params, json_t **ret,
 			  pw_undo_fail *fail);
 
+/* The person's methods' refusals to an agent, one text each: the control table's (changes.c,
+ * where the server refuses first) and the functions' own (pw_undo_hist_setup). */
+#define PW_UNDO_REFUSED_UNDO                                                                       \
+	"refused: an agent may list and diff changes but never undo them; ask the person you "     \
+	"work for to run `piworkfs undo`"
+#define PW_UNDO_REFUSED_PRUNE "refused: an agent may not prune the originals"
+#define PW_UNDO_REFUSED_CHECKPOINT "refused: only the person may start a checkpoint"
+
 /*
  * The model's helpers the three files share. CTX is one call's: set up by
  * pw_undo_hist_setup, freed by pw_undo_hist_ctx_done (safe on a zeroed ctx with root -1).
@@ -141,8 +149,9 @@ _printf_(3, 4) int pw_undo_hist_failf(ctx *x, int code, const char *fmt, ...);
 /* Returns 0 with *RET = O, or -ENOMEM with X's failure filled when O is NULL. */
 int pw_undo_hist_done(ctx *x, json_t *o, json_t **ret);
 /* X for CALL: the view's keep handle and project root. -errno with FAIL filled when the
- * view keeps no originals or its project cannot be opened. */
-int pw_undo_hist_setup(ctx *x, const pw_undo_call *call, pw_undo_fail *fail);
+ * view keeps no originals or its project cannot be opened, or (-EPERM, PW_RPC_REFUSED) with
+ * the text REFUSED when that is not NULL and CALL comes from an agent. */
+int pw_undo_hist_setup(ctx *x, const pw_undo_call *call, pw_undo_fail *fail, const char *refused);
 void pw_undo_hist_ctx_done(ctx *x);
 
 /* Loads the project's change sets and rows (oldest first) and marks those PARAMS select

@@ -146,13 +146,8 @@ void pw_undo_orig_store_close(pw_undo_orig_store *s)
 	if (!s)
 		return;
 	pw_db_clear_contention_hook(s);
-	if (s->flusher_started) {
-		pthread_mutex_lock(&s->lock);
-		s->stopping = true;
-		pthread_cond_signal(&s->wake);
-		pthread_mutex_unlock(&s->lock);
-		pthread_join(s->flusher, NULL);
-	}
+	if (s->flusher_started)
+		pw_thread_stop(s->flusher, &s->lock, &s->wake, &s->stopping);
 	/* A close rolls back what is not committed: the journal then stays for the next start
 	 * (a lost batch's rows too, unless they can be committed now). */
 	bool committed = s->sql && pw_undo_orig_settle(s) == 0 && !s->txn && !s->queue_len;

@@ -896,13 +896,7 @@ static json_t *undo_summary(ctx *x)
 int pw_undo_changes_undo(const pw_undo_call *call, json_t *params, json_t **ret, pw_undo_fail *fail)
 {
 	_cleanup_(pw_undo_hist_ctx_done) ctx x = {.root = -1};
-	if (call->restricted) {
-		fail->code = PW_RPC_REFUSED;
-		fail->message = strdup("refused: an agent may list and diff changes but never undo "
-				       "them; ask the person you work for to run `piworkfs undo`");
-		return -EPERM;
-	}
-	int sr = pw_undo_hist_setup(&x, call, fail);
+	int sr = pw_undo_hist_setup(&x, call, fail, PW_UNDO_REFUSED_UNDO);
 	if (sr < 0)
 		return sr;
 	bool all = json_is_true(json_object_get(params, "all"));
