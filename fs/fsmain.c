@@ -100,7 +100,7 @@ static bool take_option(char *opts, const char *name)
 
 /*
  * FUSE over io_uring: taken wherever the kernel allows it, since it costs about half of
- * /dev/fuse per request on many-file workloads (docs/ARCHITECTURE.md). -o io_uring (ours,
+ * /dev/fuse per request on many-file workloads (docs/internals/fs.md). -o io_uring (ours,
  * never passed to libfuse) requires it, -o no_io_uring refuses it; without either,
  * PIWORKFS_IO_URING in the daemon's environment decides (1: require, 0: refuse; the test
  * passes run a whole suite over one transport with it), else the kernel does.

@@ -2,7 +2,7 @@
 /*
  * The FUSE opcode -> policy op table (opmap.h). Each row says what the daemon does with a
  * request before it acts: CHECK and CHECK_IF rows go through check.c with the op given here;
- * the others say why nothing can change. docs/ARCHITECTURE.md ("One decision point") has the
+ * the others say why nothing can change. docs/internals/fs.md ("One decision point") has the
  * same table in prose; change both together.
  */
 #include "opmap.h"
@@ -81,7 +81,7 @@ const pw_opmap_entry pw_opmap_table[PW_OPMAP_SIZE] = {
 	     "change a file through the view"),
     UNSERVED(FUSE_GETLK, "GETLK", PW_OP_READ,
 	     "no lock handler, so locks are never negotiated: the kernel keeps them local "
-	     "(docs/ARCHITECTURE.md, Locks)"),
+	     "(docs/internals/fs.md, Locks)"),
     UNSERVED(FUSE_SETLK, "SETLK", PW_OP_READ,
 	     "advisory locks are not a change of the tree; kept by the kernel locally"),
     UNSERVED(FUSE_SETLKW, "SETLKW", PW_OP_READ,

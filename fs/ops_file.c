@@ -4,7 +4,7 @@
  * opened in `build` cannot write after a switch to `plan`. That is why the writeback cache
  * stays off (the kernel would otherwise acknowledge writes we refuse later); shared
  * writable mmap pages reach us as WRITE requests at writeback time and are checked then
- * (docs/ARCHITECTURE.md explains the consequence).
+ * (docs/internals/fs.md, "Writes are checked when they happen", says what follows).
  */
 #include <fcntl.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
  * decided under one mode and have its attributes drawn under another. A request now takes
  * the policy at most once (at its first question, so a request that asks nothing locks
  * nothing) and builds the name's path at most once (at first use): a request is decided and
- * answered under one policy (docs/ARCHITECTURE.md).
+ * answered under one policy (docs/internals/fs.md).
  *
  * Lifetime: declare one with PW_REQ(r) in the handler; pw_req_begin (the caller's
  * credentials) or pw_req_init (the daemon's own) fills it; it is released at scope exit

@@ -496,9 +496,8 @@ int pw_ctl_call_at_data(const char *path, const char *method, json_t *params, js
 				    ret_data);
 }
 
-int pw_ctl_call_at_timed(const char *path, unsigned timeout_ms, const char *method,
-			 json_t *params, json_t **ret_result, int *ret_code, char **ret_message,
-			 json_t **ret_data)
+int pw_ctl_call_at_timed(const char *path, unsigned timeout_ms, const char *method, json_t *params,
+			 json_t **ret_result, int *ret_code, char **ret_message, json_t **ret_data)
 {
 	_cleanup_free_ char *sock = NULL;
 	int r = pw_ctl_find_view_full(path, &sock, NULL);

@@ -124,6 +124,5 @@ int pw_ctl_call_at(const char *path, const char *method, json_t *params, json_t 
 int pw_ctl_call_at_data(const char *path, const char *method, json_t *params, json_t **ret_result,
 			int *ret_code, char **ret_message, json_t **ret_data);
 /* pw_ctl_call_at_data waiting for the answer up to TIMEOUT_MS (0: 10 s; PW_CTL_WAIT_ALL). */
-int pw_ctl_call_at_timed(const char *path, unsigned timeout_ms, const char *method,
-			 json_t *params, json_t **ret_result, int *ret_code, char **ret_message,
-			 json_t **ret_data);
+int pw_ctl_call_at_timed(const char *path, unsigned timeout_ms, const char *method, json_t *params,
+			 json_t **ret_result, int *ret_code, char **ret_message, json_t **ret_data);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The view `piworkfs run` works through (run.h): always one of the run's own, so that its
- * mode is the run's alone (docs/ARCHITECTURE.md, "A view per run"). `piworkfs mount --run
+ * mode is the run's alone (docs/internals/fs.md, "A view per run"). `piworkfs mount --run
  * ID` (this same program, so the daemon is the one the person would start) mounts it at
  * DIR/run-ID/view, where DIR is the control socket directory: a 0700 directory the sandbox
  * never sees, so the mountpoint is not a second way in. It starts in the run's mode (the

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The originals store: what a file was before the view first changed it, kept so the
- * change can be undone (docs/ARCHITECTURE.md, "Originals and undo").
+ * change can be undone (docs/internals/undo.md).
  *
  * Contents live beside the state database, in DIR/blobs/<sha256> (DIR is
  * <state directory>/originals), each distinct content once. A blob is written as an

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Undo's interface to the FUSE layer (docs/ARCHITECTURE.md, "Originals and undo"): all that
+ * Undo's interface to the FUSE layer (docs/ARCHITECTURE.md, "fs/undo/"): all that
  * fs/ops*.c, switch.c and daemon.c know of the room fs/undo/. Like the control plane's
  * pw_view_fs_ops, it is narrow on purpose: the store of originals, its journal and the
  * change sets (originals.h, journal.h, keep.h) stay inside the room, so a change there

@@ -362,7 +362,7 @@ class MountCase(unittest.TestCase):
             "PIWORKFS_MODES_DIR": SOURCE_MODES,
         }
         # PIWORKFS_IO_URING=1 runs every view over FUSE over io_uring, =0 over /dev/fuse
-        # (docs/ARCHITECTURE.md); unset, over /dev/fuse too: a suite tests one transport,
+        # (docs/internals/fs.md); unset, over /dev/fuse too: a suite tests one transport,
         # not whichever the machine's fuse module parameter happens to allow.
         self.env["PIWORKFS_IO_URING"] = "1" if OVER_URING else "0"
         self.cwd = os.path.join(self.tmp, "elsewhere")

@@ -16,7 +16,7 @@ mount with the fixture below, so the rows are independent of one another:
       f                   "hello\\n", 0644, xattr user.k=v, explicit times (F_TIMES)
       g, hl               "other\\n", 0644, two hard links to one inode (the view refuses
                           writes to g until hl has been looked up, by design: see
-                          docs/ARCHITECTURE.md; tests/mount/test_escape.py tests that rule)
+                          docs/internals/fs.md; tests/mount/test_escape.py tests that rule)
       o                   "other\\n", 0644, one link
       d/inner             "in\\n"; d has explicit times (D_TIMES)
       e/                  empty directory

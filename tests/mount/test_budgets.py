@@ -3,7 +3,7 @@
 """Request budgets: what a warm workload may cost in round trips to the daemon.
 
 On a warm tree a workload in the view costs what native costs plus one round trip per
-request the kernel sends and waits for (docs/ARCHITECTURE.md, "Where the time goes"). These
+request the kernel sends and waits for (docs/internals/fs.md, "Where the time goes"). These
 tests count the requests of `piworkfs status --json` (never times) around warm workloads
 on a small git tree and hold each to the budget the kernel protocol allows, so no change
 can add a round trip silently:

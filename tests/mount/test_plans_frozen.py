@@ -5,7 +5,7 @@ including descriptors and mappings opened before the approval (issue 48).
 
 Two views of one project, both in build (where every path below is allowed while the plan
 is a draft, so each refusal is the freeze's): the shared (bare) view, and a run's own view
-as `piworkfs run` mounts it (`mount --run ID` at DIR/run-ID/view, docs/ARCHITECTURE.md "A
+as `piworkfs run` mounts it (`mount --run ID` at DIR/run-ID/view, docs/internals/fs.md "A
 view per run"). Each test writes through one of them, the target, and the person approves
 through the other: the approval must reach a view that did not approve, before `plan
 approve` returns. Every test runs twice, the target being the bare view and the run's view.

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""A request is decided and answered under one policy (docs/ARCHITECTURE.md, "One request,
+"""A request is decided and answered under one policy (docs/internals/fs.md, "One request,
 one policy"; fs/req.h).
 
 A burst of creates from several threads runs while the mode flips between build (src/ is

@@ -21,7 +21,7 @@ own record of a new name is its budget, not this one.
   4 processes reading 300 files at once, 3 times  at most 16 threads started (234: about
                                                   one a file read; workers now stay)
 
-What the budget of a create holds (docs/ARCHITECTURE.md, "What the daemon does per
+What the budget of a create holds (docs/internals/fs.md, "What the daemon does per
 request"): LOOKUP an ioctl (the guard) and a statx; CREATE an ioctl, openat, statx and
 flistxattr; WRITE an fstat (link count) and the pwrite; RELEASE a close; UNLINK an ioctl,
 fstatat and unlinkat: 12.
