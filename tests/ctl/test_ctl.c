@@ -239,6 +239,22 @@ typedef struct race_switcher {
 
 static char race_log[RACE_LOG][16];
 
+/* The switchers of the running race test, static so that its fini can stop them: a failed
+ * assertion ends the test body at once, and the suite's fini frees the view they switch. */
+static atomic_bool race_stop;
+static pthread_t race_threads[2];
+static int race_started;
+
+static void stop_racers(void)
+{
+	atomic_store(&race_stop, true);
+	while (race_started > 0)
+		pthread_join(race_threads[--race_started], NULL);
+	pthread_mutex_lock(&fake_fs.lock);
+	fake_fs.log = NULL;
+	pthread_mutex_unlock(&fake_fs.lock);
+}
+
 /* The mode the log says generation GEN installed, or NULL outside the logged range. */
 static const char *logged_mode(uint64_t gen)
 {
@@ -288,14 +304,12 @@ static bool pair_installed(json_t *r, const char *what, unsigned *checked)
 	return ok;
 }
 
-Test(ctl, replies_pair_mode_and_generation_of_one_switch, .timeout = 240)
+Test(ctl, replies_pair_mode_and_generation_of_one_switch, .timeout = 240, .fini = stop_racers)
 {
-	atomic_bool stop = false;
-	race_switcher rs[2] = {
-	    {.modes = {"design", "build"}, .stop = &stop},
-	    {.modes = {"review", "discuss"}, .stop = &stop},
+	static race_switcher rs[2] = {
+	    {.modes = {"design", "build"}, .stop = &race_stop},
+	    {.modes = {"review", "discuss"}, .stop = &race_stop},
 	};
-	pthread_t th[2];
 	unsigned bad = 0, checked = 0;
 
 	pthread_mutex_lock(&fake_fs.lock);
@@ -306,8 +320,10 @@ Test(ctl, replies_pair_mode_and_generation_of_one_switch, .timeout = 240)
 	pthread_mutex_unlock(&fake_fs.lock);
 
 	int fd = connect_main();
-	for (int i = 0; i < 2; i++)
-		cr_assert_eq(pthread_create(&th[i], NULL, race_switch, &rs[i]), 0);
+	for (; race_started < 2; race_started++)
+		cr_assert_eq(pthread_create(&race_threads[race_started], NULL, race_switch,
+					    &rs[race_started]),
+			     0);
 	for (int round = 0; round < RACE_ROUNDS; round++) {
 		json_t *r =
 		    rpc(fd, "mode.set", round % 2 ? "{\"mode\":\"plan\"}" : "{\"mode\":\"off\"}");
@@ -336,12 +352,7 @@ Test(ctl, replies_pair_mode_and_generation_of_one_switch, .timeout = 240)
 			bad++;
 		json_decref(r);
 	}
-	atomic_store(&stop, true);
-	for (int i = 0; i < 2; i++)
-		pthread_join(th[i], NULL);
-	pthread_mutex_lock(&fake_fs.lock);
-	fake_fs.log = NULL;
-	pthread_mutex_unlock(&fake_fs.lock);
+	stop_racers();
 	close(fd);
 
 	cr_log_info("%u switches raced %u replies", rs[0].switches + rs[1].switches, checked);
