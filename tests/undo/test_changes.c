@@ -98,8 +98,8 @@ Test(changes, list_tells_each_change_by_kind_with_its_mode_and_process)
 	}
 	cr_assert_eq(json_integer_value(json_object_get(res, "current")), cs);
 	cr_assert_str_eq(json_string_value(json_object_get(res, "mountpoint")), W.mountpoint);
-	cr_assert_gt(json_integer_value(json_object_get(json_object_get(res, "store"), "bytes")),
-		     0, "the person sees the store's size");
+	cr_assert_gt(json_integer_value(json_object_get(json_object_get(res, "store"), "bytes")), 0,
+		     "the person sees the store's size");
 	json_decref(res);
 }
 
@@ -351,7 +351,8 @@ Test(changes, an_agent_may_list_and_diff_but_never_undo_checkpoint_or_prune)
 	free(fail.message);
 	json_decref(params);
 	assert_file("README.md", "changed\n");
-	uh_reply r = uh_rpc_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"changes.list\"}", true);
+	uh_reply r =
+	    uh_rpc_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"changes.list\"}", true);
 	cr_assert_eq(r.code, 0, "%s", r.message);
 	char *kinds = uh_kinds(r.result);
 	cr_assert_str_eq(kinds, "modified README.md\n");

@@ -263,7 +263,6 @@ Test(keep, a_store_that_cannot_be_opened_answers_errno_and_leaves_the_file_as_it
 	int r = pw_undo_new(&o, &k);
 	cr_assert_eq(r, -ENOTDIR, "the store's directory under a file: %s", strerror(-r));
 	cr_assert_null(k, "nothing returned on failure");
-
 }
 
 /* The state database holds conveniences: a file that is no database is moved aside (kept

@@ -434,8 +434,7 @@ pw_undo_call uh_call(bool restricted)
 			      .restricted = restricted};
 }
 
-typedef int (*call_fn)(const pw_undo_call *call, json_t *params, json_t **ret,
-		       pw_undo_fail *fail);
+typedef int (*call_fn)(const pw_undo_call *call, json_t *params, json_t **ret, pw_undo_fail *fail);
 
 /* The function behind each of the module's methods (changes.c's HANDLER lines). */
 static call_fn fn_of(const char *method)
@@ -560,8 +559,8 @@ char *uh_kinds(json_t *res)
 			const char *path = json_string_value(json_object_get(c, "path"));
 			const char *to = json_string_value(json_object_get(c, "to"));
 			cr_assert_lt(n, 256);
-			cr_assert_geq(asprintf(&lines[n++], "%s %s%s%s", kind, path, to ? " -> " : "",
-					       to ? to : ""),
+			cr_assert_geq(asprintf(&lines[n++], "%s %s%s%s", kind, path,
+					       to ? " -> " : "", to ? to : ""),
 				      0);
 		}
 	}
