@@ -182,7 +182,9 @@ Test(keep, a_directory_renamed_is_one_move_for_its_whole_tree)
 	for (size_t i = 0; i < n; i++)
 		cr_assert(rows[i].implicit || rows[i].move, "%s: nothing copied beneath it",
 			  rows[i].path);
-	cr_assert_str_eq(uh_read("new/f.txt"), "f\n");
+	char *moved = uh_read("new/f.txt");
+	cr_assert_str_eq(moved, "f\n", "its contents moved with it");
+	free(moved);
 }
 
 Test(keep, a_new_change_set_records_a_path_again_as_the_last_one_left_it)
