@@ -240,8 +240,8 @@ Test(server, a_failed_call_is_answered_with_its_code_message_and_data)
 	cr_assert_eq(error_code(r), PW_RPC_REFUSED);
 	cr_assert_str_eq(error_message(r), "refused: changed outside the view since the view "
 					   "changed it: README.md (--force to undo anyway)");
-	json_t *c = json_object_get(json_object_get(json_object_get(r, "error"), "data"),
-				    "conflicts");
+	json_t *c =
+	    json_object_get(json_object_get(json_object_get(r, "error"), "data"), "conflicts");
 	cr_assert_eq(json_array_size(c), 1);
 	cr_assert_str_eq(json_string_value(json_array_get(c, 0)), "README.md");
 	json_decref(r);
@@ -264,7 +264,8 @@ static pw_ctl_stats stats(void)
 Test(server, a_notification_runs_and_is_not_answered)
 {
 	int fd = connect_to(pw_ctl_server_socket_path(srv));
-	send_line(fd, "{\"jsonrpc\":\"2.0\",\"method\":\"checkpoint\",\"params\":{\"name\":\"q\"}}");
+	send_line(fd,
+		  "{\"jsonrpc\":\"2.0\",\"method\":\"checkpoint\",\"params\":{\"name\":\"q\"}}");
 	/* Its job ran and was reaped (the server thread answers a job in the turn that reaps
 	 * it): a wait for the server's counters, with a deadline that turns a hang into a
 	 * failure. */
