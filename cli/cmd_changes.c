@@ -923,10 +923,12 @@ static int undo_or_redo(const char *cmd, const opts *o, json_t *p, bool redo)
 	    pw_err(cmd, "%s %s: %s", pw_json_str(a, "action"), pw_q(0, pw_json_str(a, "path")),
 		   pw_json_str(a, "error"));
 	print_refreshed(res, "put");
-	if (!o->dry)
-		printf("done: change set %lld holds the %s (%s)\n",
-		       (long long)json_integer_value(json_object_get(res, "changeset")),
-		       redo ? "redo" : "undo",
+	long long cs = (long long)json_integer_value(json_object_get(res, "changeset"));
+	/* 0: the daemon found nothing left to act on (another undo came first). */
+	if (!o->dry && cs == 0)
+		printf("nothing to %s\n", redo ? "redo" : "undo");
+	else if (!o->dry)
+		printf("done: change set %lld holds the %s (%s)\n", cs, redo ? "redo" : "undo",
 		       redo ? "piworkfs undo --all undoes it again" : "piworkfs redo reverses it");
 	return status;
 }

@@ -893,6 +893,16 @@ static json_t *undo_summary(ctx *x)
 	return acting ? acting : json_array();
 }
 
+/* Whether the call selected any row to act on. An undo that finds nothing starts no change
+ * set: an empty "undo" set would be the one the next redo reverses, and it would do nothing. */
+static bool any_selected(const ctx *x)
+{
+	for (size_t i = 0; i < x->n_rows; i++)
+		if (x->rows[i].selected)
+			return true;
+	return false;
+}
+
 int pw_undo_changes_undo(const pw_undo_call *call, json_t *params, json_t **ret, pw_undo_fail *fail)
 {
 	_cleanup_(pw_undo_hist_ctx_done) ctx x = {.root = -1};
@@ -934,10 +944,11 @@ int pw_undo_changes_undo(const pw_undo_call *call, json_t *params, json_t **ret,
 				      json_string(cur));
 	}
 	bool refuse = json_array_size(conflicts) && !u.force;
+	bool acts = !u.dry && !refuse && any_selected(&x);
 	pw_undo_orig_unlock(s);
 	if (r < 0)
 		goto out;
-	if (!u.dry && !refuse) {
+	if (acts) {
 		r = pw_undo_keep_begin(x.k, redo ? "redo" : "undo", NULL, &undo_cs);
 		if (r < 0) {
 			r = pw_undo_hist_failf(&x, PW_RPC_INTERNAL_ERROR,
@@ -961,10 +972,10 @@ int pw_undo_changes_undo(const pw_undo_call *call, json_t *params, json_t **ret,
 		if (fd >= 0)
 			(void)utimensat(fd, "", tv, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 	}
-	if (!u.dry && !refuse)
+	if (acts)
 		note_undone(&x, undo_cs, redo_of);
 	pw_undo_orig_unlock(s);
-	if (!u.dry && !refuse)
+	if (acts)
 		(void)pw_undo_keep_begin(x.k, redo ? "after-redo" : "after-undo", NULL, NULL);
 	if (refuse) {
 		char names[2048] = "";

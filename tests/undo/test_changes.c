@@ -181,6 +181,31 @@ Test(changes, undo_puts_the_bytes_back_and_redo_puts_the_change_back)
 	assert_file("README.md", "changed\n");
 }
 
+/* An undo asked for real (no dry run first, as `undo --all --json` or a client may) that
+ * finds nothing starts no change set: the next redo puts the last undo's change back at once,
+ * not an empty "undo" set of nothing. */
+Test(changes, an_undo_that_finds_nothing_leaves_redo_as_it_was)
+{
+	checkpoint("c");
+	uh_write("README.md", "changed\n");
+	json_t *res = uh_ok("changes.undo", "{\"all\":true}");
+	int64_t undo_cs = json_integer_value(json_object_get(res, "changeset"));
+	json_decref(res);
+	assert_file("README.md", "# demo\n");
+
+	res = uh_ok("changes.undo", "{\"all\":true}");
+	cr_assert_eq(json_array_size(json_object_get(res, "actions")), 0);
+	cr_assert_eq(json_integer_value(json_object_get(res, "changeset")), 0,
+		     "nothing undone, no change set started");
+	json_decref(res);
+
+	res = uh_ok("changes.undo", "{\"redo\":true}");
+	assert_file("README.md", "changed\n");
+	cr_assert_eq(json_integer_value(json_object_get(res, "redo_of")), undo_cs,
+		     "the redo reverses the undo that did something");
+	json_decref(res);
+}
+
 Test(changes, undo_steps_back_a_change_set_at_a_time_and_redo_steps_forward)
 {
 	checkpoint("a");
