@@ -328,6 +328,16 @@ int subscribe_inside(const char *agent_path, const char *events, int *ret_fd)
 	return 0;
 }
 
+json_t *read_notification(int fd)
+{
+	char *l = read_line(fd);
+	if (!l)
+		return NULL;
+	json_t *j = json_loads(l, 0, NULL);
+	free(l);
+	return j;
+}
+
 json_t *read_msg(int fd)
 {
 	char *line = read_line(fd);

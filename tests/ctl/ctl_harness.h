@@ -172,6 +172,10 @@ void finish_inside(pid_t helper, FILE *in, char *heard, size_t size, const char 
  * with the connection in *RET_FD, or the child's exit status for what failed (11, 12). */
 int subscribe_inside(const char *agent_path, const char *events, int *ret_fd);
 
+/* In a child: the next line on FD parsed as JSON (a notification), or NULL on EOF or a line
+ * that is not JSON. The caller frees it. */
+json_t *read_notification(int fd);
+
 /*
  * Evaluates COND until it holds or DEADLINE_MS passes; yields whether it held. For
  * conditions another thread makes true (the server's counters, the active mode): polling
