@@ -124,13 +124,18 @@ void start_view(const char *initial, bool with_audit)
 	sock = pw_ctl_server_socket_path(srv);
 }
 
-/* Replaces the server with one using TUN (the view stays). */
-void restart_server(const pw_ctl_tuning *tun)
+void restart_server_with(const pw_ctl_tuning *tun, const pw_ctl_use *uses, size_t n)
 {
 	pw_ctl_server_stop(srv);
 	srv = NULL;
-	cr_assert_eq(pw_ctl_server_start(view, rundir, tun, modules, ELEMENTSOF(modules), &srv), 0);
+	cr_assert_eq(pw_ctl_server_start(view, rundir, tun, uses, n, &srv), 0);
 	sock = pw_ctl_server_socket_path(srv);
+}
+
+/* Replaces the server with one using TUN (the view stays). */
+void restart_server(const pw_ctl_tuning *tun)
+{
+	restart_server_with(tun, modules, ELEMENTSOF(modules));
 }
 
 void stop_view(void)

@@ -87,6 +87,10 @@ void start_view(const char *initial, bool with_audit);
 /* Replaces the server with one using TUN (the view stays). */
 void restart_server(const pw_ctl_tuning *tun);
 
+/* Replaces the server with one using TUN (NULL: the defaults) that serves the N modules
+ * USES instead of the suite's (the view stays). */
+void restart_server_with(const pw_ctl_tuning *tun, const pw_ctl_use *uses, size_t n);
+
 void stop_view(void);
 
 void setup(void);
