@@ -3,6 +3,7 @@
  * The harness of test_ctl (ctl_harness.h says what it holds).
  */
 #include "ctl_harness.h"
+#include "../lib/fixture_tree.h"
 
 /* ---- TEST DOUBLE of the FUSE layer, handed to the view as its pw_view_fs_ops --------- */
 
@@ -81,7 +82,6 @@ void writefile(const char *path, const char *text)
 
 void start_view(const char *initial, bool with_audit)
 {
-	char path[256];
 	strcpy(tmp, "/tmp/pwctl-XXXXXX");
 	cr_assert_not_null(mkdtemp(tmp));
 	snprintf(proj, sizeof(proj), "%s/proj", tmp);
@@ -89,16 +89,11 @@ void start_view(const char *initial, bool with_audit)
 	snprintf(global, sizeof(global), "%s/global", tmp);
 	snprintf(rundir, sizeof(rundir), "%s/run", tmp);
 	snprintf(dbpath, sizeof(dbpath), "%s/state.db", tmp);
-	cr_assert_eq(mkdir(proj, 0755), 0);
-	snprintf(path, sizeof(path), "%s/src", proj);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/src/a.c", proj);
-	writefile(path, "int x;\n");
-	snprintf(path, sizeof(path), "%s/docs", proj);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/docs/design", proj);
-	mkdir(path, 0755);
-	mkdir(global, 0755);
+	fixture_dir(tmp, "proj", 0755);
+	fixture_files(proj, (const char *const[]){"src/a.c", "int x;\n", NULL});
+	fixture_dir(proj, "docs", 0755);
+	fixture_dir(proj, "docs/design", 0755);
+	fixture_dir(tmp, "global", 0755);
 
 	cr_assert_eq(pw_state_open(dbpath, &state, NULL), 0);
 	if (with_audit) {
