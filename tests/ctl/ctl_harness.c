@@ -476,10 +476,13 @@ int connect_and_call(const char *method, const char *params)
 
 /* Connects to an agent socket just added (the server thread adopts it on its next turn;
  * until then the kernel already queues connections, so the first try normally works). */
-void add_agent_socket(const char *name, char *path, size_t size)
+const char *add_agent_socket(const char *name)
 {
-	snprintf(path, size, "%s/%s", tmp, name);
+	static char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", tmp, name);
 	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, path), 0, "agent socket %s", path);
+	return path;
 }
 
 int connect_agent(const char *path)

@@ -148,8 +148,9 @@ bool wait_closed(int fd);
  */
 int connect_and_call(const char *method, const char *params);
 
-/* Adds an agent socket at TMP/NAME to the server (asserted); its path in PATH, SIZE bytes. */
-void add_agent_socket(const char *name, char *path, size_t size);
+/* Adds an agent socket at TMP/NAME to the server (asserted); returns its path, which stays
+ * until the next call. */
+const char *add_agent_socket(const char *name);
 
 /* Connects to an agent socket just added (the server thread adopts it on its next turn;
  * until then the kernel already queues connections, so the first try normally works). */

@@ -75,8 +75,7 @@ static json_t *reply_to(int fd, int id)
 Test(ctl, agent_jobs_are_bounded_and_never_delay_the_person, .timeout = 240)
 {
 	start_hold_server(&(pw_ctl_tuning){.idle_timeout_ms = LONG_IDLE_MS});
-	char agent_path[256];
-	add_agent_socket("agent/ctl.sock", agent_path, sizeof(agent_path));
+	const char *agent_path = add_agent_socket("agent/ctl.sock");
 	int a = connect_agent(agent_path), b = connect_agent(agent_path);
 	int c = connect_agent(agent_path), person = connect_main();
 

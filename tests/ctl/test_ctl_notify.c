@@ -122,8 +122,7 @@ Test(ctl_audit, agent_denials_are_those_of_its_own_sandbox, .timeout = 120)
 		cr_skip_test("needs root to make a PID namespace");
 	signal(SIGPIPE, SIG_IGN);
 	start_view(NULL, true);
-	char agent_path[256];
-	add_agent_socket("agent.sock", agent_path, sizeof(agent_path));
+	const char *agent_path = add_agent_socket("agent.sock");
 	close(connect_agent(agent_path)); /* adopted */
 	int op = connect_main();
 	rpc_ok(op, "subscribe", "{\"events\":[\"denied\"]}");
@@ -247,8 +246,7 @@ Test(ctl, agent_subscriber_learns_only_its_own_sandbox_switchers)
 {
 	if (getuid() != 0)
 		cr_skip_test("needs root to make a PID namespace");
-	char agent_path[256];
-	add_agent_socket("agent.sock", agent_path, sizeof(agent_path));
+	const char *agent_path = add_agent_socket("agent.sock");
 	close(connect_agent(agent_path)); /* adopted */
 	int watch = connect_main(), sw = connect_main();
 	rpc_ok(watch, "subscribe", "{\"events\":[\"mode.changed\"]}");
