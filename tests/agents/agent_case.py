@@ -117,6 +117,21 @@ class AgentCase(harness.MountCase):
         policy = json.loads(self.run_pw("allowed", "--json", cwd=v.mp, check=True).stdout)
         return v, policy, os.path.join(self.project, "src", "hack.c")
 
+    def design_attempts(self, write, path_key, shell, tool_call, then=("done.",)):
+        """The person's view in design and a scripted model that writes src/hack.c (which
+        design does not allow) with the client's tool WRITE (the path under PATH_KEY), then
+        writes src/from_shell.c through its shell tool SHELL, then makes TOOL_CALL (a (name,
+        arguments) call), then THEN. Returns (the view, its policy as design_view gives it,
+        the backing path of src/hack.c, the model)."""
+        v, policy, hack = self.design_view()
+        model = self.start_model([
+            [(write, {path_key: hack, "content": "int x;\n"})],
+            [(shell, {"command": "echo x > src/from_shell.c", "description": "write"})],
+            [tool_call],
+            *then,
+        ])
+        return v, policy, hack, model
+
     def script(self, steps):
         """The scripted model's steps for STEPS (the client's case may add its own turns)."""
         return steps

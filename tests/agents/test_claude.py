@@ -54,13 +54,8 @@ class ClaudeCase(AgentCase):
 
 class TestDesign(ClaudeCase):
     def test_design_mode_end_to_end(self):
-        v, policy, hack = self.design_view()
-        model = self.start_model([
-            [("Write", {"file_path": hack, "content": "int x;\n"})],
-            [("Bash", {"command": "echo x > src/from_shell.c", "description": "write"})],
-            [("mcp__piworkfs__piworkfs_status", {})],
-            "done.",
-        ])
+        v, policy, hack, model = self.design_attempts(
+            "Write", "file_path", "Bash", ("mcp__piworkfs__piworkfs_status", {}))
         p = self.run_client("Add src/hack.c.")
         self.assertRan(p, model)
         first = model.requests[0]

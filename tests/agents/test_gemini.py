@@ -82,14 +82,9 @@ class GeminiCase(AgentCase):
 
 class TestDesign(GeminiCase):
     def test_design_mode_end_to_end(self):
-        v, policy, hack = self.design_view()
-        model = self.start_model([
-            [("write_file", {"file_path": hack, "content": "int x;\n"})],
-            [("run_shell_command", {"command": "echo x > src/from_shell.c",
-                                    "description": "write"})],
-            [("mcp_piworkfs_piworkfs_check", {"paths": ["src/hack.c"]})],
-            "done.",
-        ])
+        v, policy, hack, model = self.design_attempts(
+            "write_file", "file_path", "run_shell_command",
+            ("mcp_piworkfs_piworkfs_check", {"paths": ["src/hack.c"]}))
         p = self.gemini("Add src/hack.c.", model)
         self.assertEqual(len(model.requests), 4, p.stderr)
         # The mode and what it may write, in every request: the section and announcement

@@ -121,12 +121,8 @@ class OpencodeCase(AgentCase):
 
 class TestDesign(OpencodeCase):
     def test_design_mode_end_to_end(self):
-        v, policy, hack = self.design_view()
-        model = self.start_model([
-            [("write", {"filePath": hack, "content": "int x;\n"})],
-            [("bash", {"command": "echo x > src/from_shell.c", "description": "write"})],
-            [("piworkfs_piworkfs_status", {})],
-        ])
+        v, policy, hack, model = self.design_attempts(
+            "write", "filePath", "bash", ("piworkfs_piworkfs_status", {}), then=())
         t = self.terminal("Add src/hack.c.")
         self.assertEqual(t.wait(DEADLINE), 0, t.buf[-3000:])
         self.assertEqual(model.errors, [])

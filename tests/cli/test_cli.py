@@ -214,6 +214,14 @@ class ModesTest(Base):
         with open(full, "w") as f:
             f.write(text)
 
+    def demo_with_lint(self, front):
+        """A copy of the demo with a project mode lint (.piworkfs/modes/lint.md) whose front
+        matter after its name is FRONT, YAML lines."""
+        proj = self.copy_demo()
+        self.write_project_file(proj, ".piworkfs/modes/lint.md",
+                                "---\nname: lint\n" + front + "---\nLint.\n")
+        return proj
+
     def test_errors_exit_3_warnings_do_not(self):
         proj = self.copy_demo()
         rc, out, err = self.run_pw("modes", "--project", proj)
@@ -241,9 +249,7 @@ class ModesTest(Base):
         self.assertIn("no problems", out)
 
     def test_check_fails_on_a_warning(self):
-        proj = self.copy_demo()
-        self.write_project_file(proj, ".piworkfs/modes/lint.md",
-                                "---\nname: lint\nwrites:\n  colour: blue\n---\nLint.\n")
+        proj = self.demo_with_lint("writes:\n  colour: blue\n")
         rc, out, err = self.run_pw("modes", "--project", proj)
         self.assertEqual(rc, 0, out + err)
         rc, out, err = self.run_pw("modes", "--check", "--project", proj)
@@ -254,18 +260,14 @@ class ModesTest(Base):
                          "configuration" % os.path.realpath(proj))
 
     def test_misspelt_key_is_an_error_with_a_hint(self):
-        proj = self.copy_demo()
-        self.write_project_file(proj, ".piworkfs/modes/lint.md",
-                                "---\nname: lint\nwrites:\n  alow: [src/**]\n---\nLint.\n")
+        proj = self.demo_with_lint("writes:\n  alow: [src/**]\n")
         rc, out, err = self.run_pw("modes", "--project", proj)
         self.assertEqual(rc, 3, out + err)
         self.assertRegex(out, r"lint\.md:4:3: error: writes\.alow: unknown key; did you mean "
                          r"'allow'\?")
 
     def test_check_fails_on_an_error(self):
-        proj = self.copy_demo()
-        self.write_project_file(proj, ".piworkfs/modes/lint.md",
-                                "---\nname: lint\nhide: [\"[x\"]\n---\nLint.\n")
+        proj = self.demo_with_lint("hide: [\"[x\"]\n")
         rc, out, err = self.run_pw("modes", "--check", "--project", proj)
         self.assertEqual(rc, 3, out + err)
         self.assertRegex(out, r"lint\.md:3:8: error: hide\[0\]: invalid glob")

@@ -3,6 +3,7 @@
  * The harness of test_ctl (ctl_harness.h says what it holds).
  */
 #include "ctl_harness.h"
+#include "../lib/fixture_tree.h"
 
 /* ---- TEST DOUBLE of the FUSE layer, handed to the view as its pw_view_fs_ops --------- */
 
@@ -81,7 +82,6 @@ void writefile(const char *path, const char *text)
 
 void start_view(const char *initial, bool with_audit)
 {
-	char path[256];
 	strcpy(tmp, "/tmp/pwctl-XXXXXX");
 	cr_assert_not_null(mkdtemp(tmp));
 	snprintf(proj, sizeof(proj), "%s/proj", tmp);
@@ -89,16 +89,11 @@ void start_view(const char *initial, bool with_audit)
 	snprintf(global, sizeof(global), "%s/global", tmp);
 	snprintf(rundir, sizeof(rundir), "%s/run", tmp);
 	snprintf(dbpath, sizeof(dbpath), "%s/state.db", tmp);
-	cr_assert_eq(mkdir(proj, 0755), 0);
-	snprintf(path, sizeof(path), "%s/src", proj);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/src/a.c", proj);
-	writefile(path, "int x;\n");
-	snprintf(path, sizeof(path), "%s/docs", proj);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/docs/design", proj);
-	mkdir(path, 0755);
-	mkdir(global, 0755);
+	fixture_dir(tmp, "proj", 0755);
+	fixture_files(proj, (const char *const[]){"src/a.c", "int x;\n", NULL});
+	fixture_dir(proj, "docs", 0755);
+	fixture_dir(proj, "docs/design", 0755);
+	fixture_dir(tmp, "global", 0755);
 
 	cr_assert_eq(pw_state_open(dbpath, &state, NULL), 0);
 	if (with_audit) {
@@ -124,13 +119,18 @@ void start_view(const char *initial, bool with_audit)
 	sock = pw_ctl_server_socket_path(srv);
 }
 
-/* Replaces the server with one using TUN (the view stays). */
-void restart_server(const pw_ctl_tuning *tun)
+void restart_server_with(const pw_ctl_tuning *tun, const pw_ctl_use *uses, size_t n)
 {
 	pw_ctl_server_stop(srv);
 	srv = NULL;
-	cr_assert_eq(pw_ctl_server_start(view, rundir, tun, modules, ELEMENTSOF(modules), &srv), 0);
+	cr_assert_eq(pw_ctl_server_start(view, rundir, tun, uses, n, &srv), 0);
 	sock = pw_ctl_server_socket_path(srv);
+}
+
+/* Replaces the server with one using TUN (the view stays). */
+void restart_server(const pw_ctl_tuning *tun)
+{
+	restart_server_with(tun, modules, ELEMENTSOF(modules));
 }
 
 void stop_view(void)
@@ -328,6 +328,16 @@ int subscribe_inside(const char *agent_path, const char *events, int *ret_fd)
 	return 0;
 }
 
+json_t *read_notification(int fd)
+{
+	char *l = read_line(fd);
+	if (!l)
+		return NULL;
+	json_t *j = json_loads(l, 0, NULL);
+	free(l);
+	return j;
+}
+
 json_t *read_msg(int fd)
 {
 	char *line = read_line(fd);
@@ -466,10 +476,13 @@ int connect_and_call(const char *method, const char *params)
 
 /* Connects to an agent socket just added (the server thread adopts it on its next turn;
  * until then the kernel already queues connections, so the first try normally works). */
-void add_agent_socket(const char *name, char *path, size_t size)
+const char *add_agent_socket(const char *name)
 {
-	snprintf(path, size, "%s/%s", tmp, name);
+	static char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", tmp, name);
 	cr_assert_eq(pw_ctl_server_add_agent_socket(srv, path), 0, "agent socket %s", path);
+	return path;
 }
 
 int connect_agent(const char *path)

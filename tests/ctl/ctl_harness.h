@@ -87,6 +87,10 @@ void start_view(const char *initial, bool with_audit);
 /* Replaces the server with one using TUN (the view stays). */
 void restart_server(const pw_ctl_tuning *tun);
 
+/* Replaces the server with one using TUN (NULL: the defaults) that serves the N modules
+ * USES instead of the suite's (the view stays). */
+void restart_server_with(const pw_ctl_tuning *tun, const pw_ctl_use *uses, size_t n);
+
 void stop_view(void);
 
 void setup(void);
@@ -144,8 +148,9 @@ bool wait_closed(int fd);
  */
 int connect_and_call(const char *method, const char *params);
 
-/* Adds an agent socket at TMP/NAME to the server (asserted); its path in PATH, SIZE bytes. */
-void add_agent_socket(const char *name, char *path, size_t size);
+/* Adds an agent socket at TMP/NAME to the server (asserted); returns its path, which stays
+ * until the next call. */
+const char *add_agent_socket(const char *name);
 
 /* Connects to an agent socket just added (the server thread adopts it on its next turn;
  * until then the kernel already queues connections, so the first try normally works). */
@@ -171,6 +176,10 @@ void finish_inside(pid_t helper, FILE *in, char *heard, size_t size, const char 
 /* In a child: connects to AGENT_PATH and subscribes to EVENTS (a JSON array). Returns 0
  * with the connection in *RET_FD, or the child's exit status for what failed (11, 12). */
 int subscribe_inside(const char *agent_path, const char *events, int *ret_fd);
+
+/* In a child: the next line on FD parsed as JSON (a notification), or NULL on EOF or a line
+ * that is not JSON. The caller frees it. */
+json_t *read_notification(int fd);
 
 /*
  * Evaluates COND until it holds or DEADLINE_MS passes; yields whether it held. For

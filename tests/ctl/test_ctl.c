@@ -436,11 +436,27 @@ Test(ctl, bash_check)
 	close(fd);
 }
 
-Test(ctl, subscribe_gets_mode_changed)
+/* Restarts the server with the short idle timeout; returns a connection subscribed to
+ * mode.changed, which that timeout spares (subscribers are exempt). */
+static int subscriber_under_short_idle(void)
 {
 	pw_ctl_tuning tun = {.idle_timeout_ms = SHORT_IDLE_MS};
 	restart_server(&tun);
-	int a = connect_and_call("subscribe", "{\"events\":[\"mode.changed\"]}");
+	return connect_and_call("subscribe", "{\"events\":[\"mode.changed\"]}");
+}
+
+/* SILENT is closed by the idle timeout (WHAT in the failure), which the server counts, while
+ * SUBSCRIBER is still served. */
+static void assert_dropped_idle(int silent, int subscriber, const char *what)
+{
+	cr_assert(wait_closed(silent), "%s", what);
+	cr_assert_geq(stats().dropped_idle, 1);
+	assert_served(subscriber);
+}
+
+Test(ctl, subscribe_gets_mode_changed)
+{
+	int a = subscriber_under_short_idle();
 	int b = connect_and_call("mode.set", "{\"mode\":\"design\"}");
 	int control = connect_main(); /* silent and not subscribed: dropped when idle */
 	json_t *n = read_msg(a);
@@ -454,9 +470,7 @@ Test(ctl, subscribe_gets_mode_changed)
 	json_decref(n);
 	/* Subscribers are exempt from the idle timeout: once it has closed the silent control
 	 * connection (opened after the subscriber's last byte), the subscriber is still there. */
-	cr_assert(wait_closed(control), "the idle timeout closes a silent client");
-	cr_assert_geq(stats().dropped_idle, 1);
-	assert_served(a);
+	assert_dropped_idle(control, a, "the idle timeout closes a silent client");
 	close(control);
 	close(a);
 	close(b);
@@ -582,10 +596,8 @@ Test(ctl, client_that_never_reads_is_dropped)
 
 Test(ctl, client_that_never_writes_times_out)
 {
-	pw_ctl_tuning tun = {.idle_timeout_ms = SHORT_IDLE_MS};
-	restart_server(&tun);
 	/* The normal client subscribes, so the short idle timeout spares it. */
-	int normal = connect_and_call("subscribe", "{\"events\":[\"mode.changed\"]}");
+	int normal = subscriber_under_short_idle();
 	int idle = connect_main();
 	/* Half a request, then silence. The idle timeout runs from the accept: if this thread
 	 * was held up longer than it, the server dropped the client already and the send fails
@@ -594,9 +606,7 @@ Test(ctl, client_that_never_writes_times_out)
 	ssize_t n = send(idle, half, sizeof(half) - 1, MSG_NOSIGNAL);
 	cr_assert(n > 0 || errno == EPIPE || errno == ECONNRESET, "send: %s", strerror(errno));
 	assert_served(normal);
-	cr_assert(wait_closed(idle), "idle client closed");
-	cr_assert_geq(stats().dropped_idle, 1);
-	assert_served(normal);
+	assert_dropped_idle(idle, normal, "idle client closed");
 	close(idle);
 	close(normal);
 }

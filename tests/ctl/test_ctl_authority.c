@@ -90,8 +90,7 @@ Test(ctl, authorize_switch_unit)
 
 Test(ctl, agent_socket_may_only_tighten)
 {
-	char agent_path[256];
-	add_agent_socket("agent/ctl.sock", agent_path, sizeof(agent_path));
+	const char *agent_path = add_agent_socket("agent/ctl.sock");
 	int owner = connect_main();
 	int agent = connect_agent(agent_path);
 
@@ -154,8 +153,7 @@ Test(ctl, dispatch_table_of_modules)
 	cr_assert_eq(pw_ctl_server_start(view, rundir, NULL, uses, ELEMENTSOF(uses), &srv), 0);
 	sock = pw_ctl_server_socket_path(srv);
 
-	char agent_path[256];
-	add_agent_socket("agent/ctl.sock", agent_path, sizeof(agent_path));
+	const char *agent_path = add_agent_socket("agent/ctl.sock");
 	int owner = connect_main(), agent = connect_agent(agent_path);
 	json_t *r = rpc(owner, "test.echo", NULL);
 	cr_assert_str_eq(sget(result_of(r), "data"), "the arg", "without init: the use's arg");
@@ -203,10 +201,9 @@ Test(ctl, agent_flood_cannot_lock_the_operator_out)
 	enum { N = PW_CLIENTS_MAX + 16 };
 	static const char sub[] = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"subscribe\"}\n";
 	static int fds[N];
-	char agent_path[256];
 	int subscribed = 0, busy = 0, first = -1;
 
-	add_agent_socket("agent.sock", agent_path, sizeof(agent_path));
+	const char *agent_path = add_agent_socket("agent.sock");
 	int owner = connect_main();
 	rpc_ok(owner, "mode.set", "{\"mode\":\"build\"}");
 	close(owner);
@@ -347,8 +344,7 @@ Test(ctl, reload_with_broken_active_mode_fails_closed_then_recovers)
 
 Test(ctl, agent_reload_cannot_loosen)
 {
-	char agent_path[256];
-	add_agent_socket("agent.sock", agent_path, sizeof(agent_path));
+	const char *agent_path = add_agent_socket("agent.sock");
 	int fd = connect_main();
 	rpc_ok(fd, "mode.set", "{\"mode\":\"build\"}");
 	break_build(true);

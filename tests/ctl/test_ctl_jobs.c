@@ -38,6 +38,17 @@ static const pw_ctl_method hold_methods[] = {{"test.hold", m_hold, NULL, 0, NULL
 static const pw_ctl_module hold_module = {
     .name = "hold", .methods = hold_methods, .n_methods = ELEMENTSOF(hold_methods)};
 
+/* Replaces the server with one serving the methods and test.hold, tuned by TUN (NULL: the
+ * defaults), with no job holding and hold_release open. */
+static void start_hold_server(const pw_ctl_tuning *tun)
+{
+	static const pw_ctl_use uses[] = {{&pw_ctl_methods_module, NULL}, {&hold_module, NULL}};
+
+	cr_assert_eq(pipe2(hold_release, O_CLOEXEC), 0);
+	atomic_store(&holding, 0);
+	restart_server_with(tun, uses, ELEMENTSOF(uses));
+}
+
 /* Sends a call (ID > 0) or a notification (ID 0) without waiting for its answer. */
 static void send_call(int fd, const char *method, const char *params, int id)
 {
@@ -63,16 +74,8 @@ static json_t *reply_to(int fd, int id)
 
 Test(ctl, agent_jobs_are_bounded_and_never_delay_the_person, .timeout = 240)
 {
-	pw_ctl_server_stop(srv);
-	srv = NULL;
-	cr_assert_eq(pipe2(hold_release, O_CLOEXEC), 0);
-	atomic_store(&holding, 0);
-	const pw_ctl_use uses[] = {{&pw_ctl_methods_module, NULL}, {&hold_module, NULL}};
-	pw_ctl_tuning tun = {.idle_timeout_ms = LONG_IDLE_MS};
-	cr_assert_eq(pw_ctl_server_start(view, rundir, &tun, uses, ELEMENTSOF(uses), &srv), 0);
-	sock = pw_ctl_server_socket_path(srv);
-	char agent_path[256];
-	add_agent_socket("agent/ctl.sock", agent_path, sizeof(agent_path));
+	start_hold_server(&(pw_ctl_tuning){.idle_timeout_ms = LONG_IDLE_MS});
+	const char *agent_path = add_agent_socket("agent/ctl.sock");
 	int a = connect_agent(agent_path), b = connect_agent(agent_path);
 	int c = connect_agent(agent_path), person = connect_main();
 
@@ -147,13 +150,7 @@ Test(ctl, agent_jobs_are_bounded_and_never_delay_the_person, .timeout = 240)
  * daemon's unmount never waits for an agent's analysis. */
 Test(ctl, stopping_cancels_running_jobs, .timeout = 240)
 {
-	pw_ctl_server_stop(srv);
-	srv = NULL;
-	cr_assert_eq(pipe2(hold_release, O_CLOEXEC), 0);
-	atomic_store(&holding, 0);
-	const pw_ctl_use uses[] = {{&pw_ctl_methods_module, NULL}, {&hold_module, NULL}};
-	cr_assert_eq(pw_ctl_server_start(view, rundir, NULL, uses, ELEMENTSOF(uses), &srv), 0);
-	sock = pw_ctl_server_socket_path(srv);
+	start_hold_server(NULL);
 	int fd = connect_main();
 	send_call(fd, "test.hold", NULL, 1);
 	cr_assert(WAIT_UNTIL(atomic_load(&holding) == 1));

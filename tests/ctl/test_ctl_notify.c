@@ -8,6 +8,20 @@
 
 /* ---- denied notifications -------------------------------------------------------------- */
 
+/* The denial of a create of PATH by PID (of this user) in plan, read-only, as the FUSE layer
+ * submits it. */
+static pw_audit_event plan_denial(const char *path, pid_t pid)
+{
+	return (pw_audit_event){.mode = "plan",
+				.generation = 1,
+				.op = PW_OP_CREATE,
+				.path = path,
+				.err = EROFS,
+				.reason = PW_REASON_READ_ONLY,
+				.pid = pid,
+				.uid = getuid()};
+}
+
 Test(ctl_audit, denied_notifications_rate_limited, .timeout = 120)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -21,14 +35,7 @@ Test(ctl_audit, denied_notifications_rate_limited, .timeout = 120)
 	for (int i = 0; i < 200; i++) {
 		char path[32];
 		snprintf(path, sizeof(path), "src/f%d.c", i);
-		pw_audit_event ev = {.mode = "plan",
-				     .generation = 1,
-				     .op = PW_OP_CREATE,
-				     .path = path,
-				     .err = EROFS,
-				     .reason = PW_REASON_READ_ONLY,
-				     .pid = getpid(),
-				     .uid = getuid()};
+		pw_audit_event ev = plan_denial(path, getpid());
 		pw_audit_submit(audit, &ev);
 	}
 	/* Every event reaches the server (200 distinct paths: nothing coalesced), and each is
@@ -78,7 +85,7 @@ Test(ctl_audit, denied_notifications_rate_limited, .timeout = 120)
 int inside_subscriber(const char *agent_path, int report)
 {
 	struct stat st;
-	char line[4096], *l;
+	char line[4096];
 	int fd, k;
 
 	if (stat("/proc/self/ns/pid", &st) < 0) /* /proc is the parent's: our outer pid */
@@ -91,11 +98,9 @@ int inside_subscriber(const char *agent_path, int report)
 		return 13;
 	/* Every notification until the last event, each as "PATH PID". */
 	for (;;) {
-		l = read_line(fd);
-		if (!l)
+		json_t *n = read_notification(fd);
+		if (!n)
 			return 14;
-		json_t *n = json_loads(l, 0, NULL);
-		free(l);
 		json_t *p = json_object_get(n, "params");
 		const char *path = json_string_value(json_object_get(p, "path"));
 		if (!path)
@@ -117,8 +122,7 @@ Test(ctl_audit, agent_denials_are_those_of_its_own_sandbox, .timeout = 120)
 		cr_skip_test("needs root to make a PID namespace");
 	signal(SIGPIPE, SIG_IGN);
 	start_view(NULL, true);
-	char agent_path[256];
-	add_agent_socket("agent.sock", agent_path, sizeof(agent_path));
+	const char *agent_path = add_agent_socket("agent.sock");
 	close(connect_agent(agent_path)); /* adopted */
 	int op = connect_main();
 	rpc_ok(op, "subscribe", "{\"events\":[\"denied\"]}");
@@ -145,15 +149,8 @@ Test(ctl_audit, agent_denials_are_those_of_its_own_sandbox, .timeout = 120)
 	    {"src/broken.c", "garbage", 1004}, {"src/zz-last.c", last, 1005},
 	};
 	for (size_t i = 0; i < ELEMENTSOF(evs); i++) {
-		pw_audit_event ev = {.mode = "plan",
-				     .generation = 1,
-				     .op = PW_OP_CREATE,
-				     .path = evs[i].path,
-				     .err = EROFS,
-				     .reason = PW_REASON_READ_ONLY,
-				     .pid = evs[i].pid,
-				     .uid = getuid(),
-				     .pidns = evs[i].pidns};
+		pw_audit_event ev = plan_denial(evs[i].path, evs[i].pid);
+		ev.pidns = evs[i].pidns;
 		pw_audit_submit(audit, &ev);
 	}
 
@@ -223,11 +220,9 @@ int inside_switch_watcher(const char *agent_path, int report)
 				return 15;
 			free(l);
 		}
-		l = read_line(fd);
-		if (!l)
+		json_t *msg = read_notification(fd);
+		if (!msg)
 			return 16;
-		json_t *msg = json_loads(l, 0, NULL);
-		free(l);
 		json_t *p = json_object_get(msg, "params");
 		char f[5][64];
 		const char *names[] = {"to", "origin", "pid", "uid", "comm"};
@@ -251,8 +246,7 @@ Test(ctl, agent_subscriber_learns_only_its_own_sandbox_switchers)
 {
 	if (getuid() != 0)
 		cr_skip_test("needs root to make a PID namespace");
-	char agent_path[256];
-	add_agent_socket("agent.sock", agent_path, sizeof(agent_path));
+	const char *agent_path = add_agent_socket("agent.sock");
 	close(connect_agent(agent_path)); /* adopted */
 	int watch = connect_main(), sw = connect_main();
 	rpc_ok(watch, "subscribe", "{\"events\":[\"mode.changed\"]}");

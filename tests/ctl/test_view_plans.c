@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../lib/fixture_tree.h"
 #include "ctl/view.h"
 #include "store/state.h"
 #include "util.h"
@@ -56,27 +57,14 @@ static char tmp[64], proj[128], dbpath[128];
 static pw_state *state;
 static pw_view *view;
 
-static void writefile(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-	cr_assert_not_null(f, "%s", path);
-	fputs(text, f);
-	fclose(f);
-}
-
 static void setup(void)
 {
-	char path[256];
-
 	strcpy(tmp, "/tmp/pwvp-XXXXXX");
 	cr_assert_not_null(mkdtemp(tmp));
 	snprintf(proj, sizeof(proj), "%s/proj", tmp);
 	snprintf(dbpath, sizeof(dbpath), "%s/state.db", tmp);
-	snprintf(path, sizeof(path), "%s/src", proj);
-	cr_assert_eq(mkdir(proj, 0755), 0);
-	cr_assert_eq(mkdir(path, 0755), 0);
-	snprintf(path, sizeof(path), "%s/src/a.c", proj);
-	writefile(path, "int a;\n");
+	fixture_dir(tmp, "proj", 0755);
+	fixture_files(proj, (const char *const[]){"src/a.c", "int a;\n", NULL});
 	cr_assert_eq(pw_state_open(dbpath, &state, NULL), 0);
 	pw_view_opts vo = {
 	    .project = proj,
@@ -146,17 +134,12 @@ static pw_view_status status(void)
 
 Test(view_plans, sync_installs_what_the_database_holds_and_nothing_else)
 {
-	char path[256];
-
 	cr_assert(may_write("docs/plans/x.md"));
 	/* A mode file broken since the mount: a sync does not read the modes again (that is a
 	 * reload's), so the active mode is not broken by it. */
-	snprintf(path, sizeof(path), "%s/.piworkfs", proj);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/.piworkfs/modes", proj);
-	mkdir(path, 0755);
-	snprintf(path, sizeof(path), "%s/.piworkfs/modes/build.md", proj);
-	writefile(path, "---\nname: build\nwrites: [unclosed\n---\n");
+	fixture_files(proj,
+		      (const char *const[]){".piworkfs/modes/build.md",
+					    "---\nname: build\nwrites: [unclosed\n---\n", NULL});
 
 	approve("docs/plans/x.md");
 	unsigned before = installs;

@@ -7,6 +7,7 @@ rows are inserted into the audit table directly, with chosen times, so filters c
 checked exactly. Environment: PIWORKFS is the program to test.
 """
 
+import contextlib
 import json
 import os
 import select
@@ -269,35 +270,40 @@ class LogCliTest(unittest.TestCase):
         self.assertFalse(allowed["denied"])
         self.assertIsNone(allowed["rule"])
 
+    @contextlib.contextmanager
+    def follower(self, *args):
+        """`piworkfs log --follow --json ARGS` in the project: (the process, a LineReader of
+        its output), terminated on the way out."""
+        proc = subprocess.Popen([PIWORKFS, "log", "--follow", "--json", *args],
+                                cwd=self.project, env=self.env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        try:
+            yield proc, LineReader(proc)
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=5)
+
+    def assert_next_path(self, lines, path, what):
+        """The follower's next line (WHAT, if none comes) is the row of PATH."""
+        line = lines.line()
+        self.assertIsNotNone(line, what)
+        self.assertEqual(json.loads(line)["path"], path)
+
     def test_follow_prints_new_rows(self):
         self.create_db()
         con = sqlite3.connect(self.db)
         self.insert(con, path="before.txt")
-        proc = subprocess.Popen([PIWORKFS, "log", "--follow", "--json", "--denied"],
-                                cwd=self.project, env=self.env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
-        lines = LineReader(proc)
-        try:
+        with self.follower("--denied") as (proc, lines):
             # The history comes first; once it is out, the follower is following.
-            line = lines.line()
-            self.assertIsNotNone(line, "the history row")
-            self.assertEqual(json.loads(line)["path"], "before.txt")
+            self.assert_next_path(lines, "before.txt", "the history row")
             self.insert(con, path="ignored.txt", errno=0)  # filtered out
             self.insert(con, path="followed.txt")
             con.close()
-            line = lines.line()
-            self.assertIsNotNone(line, "no line for the new row")
-            self.assertEqual(json.loads(line)["path"], "followed.txt")
-        finally:
-            proc.terminate()
-            proc.communicate(timeout=5)
+            self.assert_next_path(lines, "followed.txt", "no line for the new row")
         self.assertEqual(proc.returncode, 0)
 
     def test_follow_waits_for_the_database(self):
-        proc = subprocess.Popen([PIWORKFS, "log", "--follow", "--json"], cwd=self.project,
-                                env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        lines = LineReader(proc)
-        try:
+        with self.follower() as (proc, lines):
             # The database appears only once the follower waits without one.
             self.assertTrue(wait_sleeping(proc.pid), "the follower never waited")
             self.assertFalse(os.path.exists(self.db))
@@ -305,12 +311,7 @@ class LogCliTest(unittest.TestCase):
             con = sqlite3.connect(self.db)
             self.insert(con, path="late.txt")
             con.close()
-            line = lines.line()
-            self.assertIsNotNone(line, "no line for the row")
-            self.assertEqual(json.loads(line)["path"], "late.txt")
-        finally:
-            proc.terminate()
-            proc.communicate(timeout=5)
+            self.assert_next_path(lines, "late.txt", "no line for the row")
 
     # ---- why ----
 

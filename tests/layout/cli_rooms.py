@@ -16,6 +16,7 @@ import os
 import re
 import sys
 
+from verdict import verdict  # the closing every layout check shares (this directory)
 # Room -> (its face, the names at cli/'s top that belong in it).
 ROOMS = {
     "run": ("run.h", re.compile(r"^(run_|podman|sandbox|pty|tty|mount_fd|launch)")),
@@ -39,11 +40,8 @@ def main():
         for room, (_, pattern) in ROOMS.items():
             if pattern.match(name):
                 bad.append(f"cli/{name} belongs in cli/{room}/")
-    for line in bad:
-        print(line)
-    if not bad:
-        print("cli/: the commands at the top; run/, agent/ and client/ in rooms, each with its face")
-    return 1 if bad else 0
+    return verdict(bad, "cli/: the commands at the top; run/, agent/ and client/ in rooms, "
+                   "each with its face")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import os
 import re
 import sys
 
+from verdict import verdict  # the closing every layout check shares (this directory)
 from circles import symbols_in  # the same reading of nm's output (this directory)
 
 
@@ -55,11 +56,8 @@ def main():
                 if m.group(1) not in names:
                     bad.append((os.path.relpath(os.path.join(top, n), srcdir),
                                 "#include " + room_name + "/" + m.group(1)))
-    for f, s in bad:
-        print(f"{f}: {s}")
-    if not bad:
-        print("only through", " ".join(os.path.basename(h) for h in headers))
-    return 1 if bad else 0
+    return verdict([f"{f}: {s}" for f, s in bad],
+                   "only through " + " ".join(os.path.basename(h) for h in headers))
 
 
 if __name__ == "__main__":

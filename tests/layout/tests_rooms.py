@@ -23,6 +23,7 @@ import os
 import re
 import sys
 
+from verdict import verdict  # the closing every layout check shares (this directory)
 SOURCE = (".c", ".h", ".ts", ".mjs", ".js", ".py", ".sh")
 NOT_CODE = {"tests", "docs", "demo", "third_party", "node_modules", "subprojects"}
 
@@ -111,12 +112,8 @@ def main():
     folders = sorted(n for n in os.listdir(tests)
                      if os.path.isdir(os.path.join(tests, n)) and not n.startswith("."))
     bad = misplaced_folders(args[0], folders) + misplaced_launcher_tests(tests, folders)
-    for line in bad:
-        print(line)
-    if not bad:
-        print(f"tests/: {len(folders)} folders, each a room's or listed with why; "
-              "the launcher tested where it lives")
-    return 1 if bad else 0
+    return verdict(bad, f"tests/: {len(folders)} folders, each a room's or listed with why; "
+                   "the launcher tested where it lives")
 
 
 if __name__ == "__main__":

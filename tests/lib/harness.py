@@ -644,6 +644,27 @@ class MountCase(unittest.TestCase):
                 c.close()
             stop.set()
 
+    def timed_calls(self, stop, record, kind, op):
+        """The body of a worker thread beside a switcher: calls OP() until STOP is set and
+        appends (t started, t ended, succeeded, errno, KIND) of each call to RECORD, in
+        monotonic ns. An OSError is a failed call with its errno; anything else escapes."""
+        while not stop.is_set():
+            t0 = time.monotonic_ns()
+            try:
+                op()
+                ok, err = True, 0
+            except OSError as e:
+                ok, err = False, e.errno
+            record.append((t0, time.monotonic_ns(), ok, err, kind))
+
+    def run_storm(self, switcher, stop, record, ops):
+        """Runs SWITCHER (a thread body that sets STOP on its way out, as switch_storm does)
+        beside a thread per (KIND, OP) of OPS doing timed_calls into RECORD, and waits for
+        all of them (run_threads)."""
+        self.run_threads([threading.Thread(target=switcher)] +
+                         [threading.Thread(target=self.timed_calls, args=(stop, record, k, op))
+                          for k, op in ops])
+
     def run_threads(self, threads, deadline=240):
         """Starts THREADS and waits for each, DEADLINE seconds at the most (then fails)."""
         for t in threads:

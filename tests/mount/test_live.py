@@ -504,22 +504,12 @@ class HiddenStressTest(LiveCase):
                               # leave room for whole lookups
                               after=lambda rng: time.sleep(rng.random() * 0.003))
 
-        def looker(kind):
-            while not stop.is_set():
-                t0 = time.monotonic_ns()
-                try:
-                    if kind == "stat":
-                        os.lstat(path)
-                    else:
-                        os.close(os.open(path, os.O_RDONLY | os.O_CLOEXEC))
-                    seen, err = True, 0
-                except OSError as e:
-                    seen, err = False, e.errno
-                looks.append((t0, time.monotonic_ns(), seen, err, kind))
+        def open_for_reading():
+            os.close(os.open(path, os.O_RDONLY | os.O_CLOEXEC))
 
-        self.run_threads([threading.Thread(target=switcher),
-                          threading.Thread(target=looker, args=("stat",)),
-                          threading.Thread(target=looker, args=("open",))])
+        # Two lookers: (t started, t ended, seen, errno, kind) of each lookup in looks.
+        self.run_storm(switcher, stop, looks,
+                       [("stat", lambda: os.lstat(path)), ("open", open_for_reading)])
         self.assertEqual(problems, [], self.daemon_logs())
         self.assertEqual({e for _, _, seen, e, _ in looks if not seen} - {ENOENT}, set())
         ordered = sorted(looks)
@@ -575,26 +565,16 @@ class StressTest(LiveCase):
             self.switch_storm(v, ("build", "plan"), self.SWITCHES, 1234, stop, problems,
                               record=switches, before=pause)
 
-        def writer(kind):
-            while not stop.is_set():
-                t0 = time.monotonic_ns()
-                ok, err = True, 0
-                try:
-                    if kind == "held":
-                        os.pwrite(held, b"h", 0)
-                    else:
-                        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
-                        try:
-                            os.pwrite(fd, b"o", 1)
-                        finally:
-                            os.close(fd)
-                except OSError as e:
-                    ok, err = False, e.errno
-                writes.append((t0, time.monotonic_ns(), ok, err, kind))
+        def open_and_write():
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                os.pwrite(fd, b"o", 1)
+            finally:
+                os.close(fd)
 
-        self.run_threads([threading.Thread(target=switcher),
-                          threading.Thread(target=writer, args=("held",)),
-                          threading.Thread(target=writer, args=("open",))])
+        # Two writers: through the descriptor held since build, and opening anew.
+        self.run_storm(switcher, stop, writes,
+                       [("held", lambda: os.pwrite(held, b"h", 0)), ("open", open_and_write)])
         self.assertEqual(problems, [], self.daemon_logs())
         self.assertEqual(len(switches), self.SWITCHES)
         # Every failure is the read-only mode's EROFS.

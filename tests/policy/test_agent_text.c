@@ -90,26 +90,34 @@ Test(agent_text, announcement_states_the_real_rules)
 
 	json_object_set_new(discuss, "writes_nothing", json_true());
 	off = policy("off", "{\"kind\":\"allow\",\"pattern\":\"**\"}", NULL);
-	expect_text(pw_text_announcement(d, false),
-		    "[piworkfs] Active mode: design. Writable: docs/design/**, styles/tokens.css. "
-		    "Read-only: everything else. Protected: .git/hooks, .git/config, .piworkfs.");
-	expect_text(pw_text_announcement(discuss, false),
-		    "[piworkfs] Active mode: discuss. Read-only: every write in the project fails "
-		    "(EROFS).");
-	expect_text(pw_text_announcement(p, false),
-		    "[piworkfs] Active mode: plan. Read-only: every write in the project fails "
-		    "(EROFS), but the plan files in docs/plans/ that are not approved.");
-	expect_text(pw_text_announcement(b, false),
-		    "[piworkfs] Active mode: build. Writable: everything except protected paths "
-		    "(.git/hooks, .git/config, .piworkfs).");
-	expect_text(pw_text_announcement(off, false),
-		    "[piworkfs] Active mode: off. No restrictions: everything in the project is "
-		    "writable.");
-	/* Undo is incomplete while the originals store is full. */
-	expect_text(pw_text_announcement(b, true),
-		    "[piworkfs] Active mode: build. Writable: everything except protected paths "
-		    "(.git/hooks, .git/config, .piworkfs). Undo is incomplete: the originals store "
-		    "is full, so some changes from now on are not kept and cannot be undone.");
+	const struct {
+		json_t *policy;
+		bool store_full; /* undo is incomplete while the originals store is full */
+		const char *text;
+	} cases[] = {
+	    {d, false,
+	     "[piworkfs] Active mode: design. Writable: docs/design/**, styles/tokens.css. "
+	     "Read-only: everything else. Protected: .git/hooks, .git/config, .piworkfs."},
+	    {discuss, false,
+	     "[piworkfs] Active mode: discuss. Read-only: every write in the project fails "
+	     "(EROFS)."},
+	    {p, false,
+	     "[piworkfs] Active mode: plan. Read-only: every write in the project fails "
+	     "(EROFS), but the plan files in docs/plans/ that are not approved."},
+	    {b, false,
+	     "[piworkfs] Active mode: build. Writable: everything except protected paths "
+	     "(.git/hooks, .git/config, .piworkfs)."},
+	    {off, false,
+	     "[piworkfs] Active mode: off. No restrictions: everything in the project is "
+	     "writable."},
+	    {b, true,
+	     "[piworkfs] Active mode: build. Writable: everything except protected paths "
+	     "(.git/hooks, .git/config, .piworkfs). Undo is incomplete: the originals store "
+	     "is full, so some changes from now on are not kept and cannot be undone."},
+	};
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+		expect_text(pw_text_announcement(cases[i].policy, cases[i].store_full),
+			    cases[i].text);
 	json_decref(d), json_decref(b), json_decref(p), json_decref(discuss), json_decref(off);
 }
 

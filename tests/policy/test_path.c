@@ -226,13 +226,23 @@ Test(path, beneath)
 
 Test(path, relpath_beneath)
 {
-	cr_assert(pw_relpath_beneath("a/b", "a/b"));
-	cr_assert(pw_relpath_beneath("a/b/c", "a/b"));
-	cr_assert(pw_relpath_beneath("a/b", ""), "the root is above every path");
-	cr_assert(pw_relpath_beneath("", ""));
-	cr_assert_not(pw_relpath_beneath("a/bc", "a/b"));
-	cr_assert_not(pw_relpath_beneath("a", "a/b"));
-	cr_assert_not(pw_relpath_beneath("b/a", "a"));
-	cr_assert_not(pw_relpath_beneath("", "a"));
-	cr_assert_not(pw_relpath_beneath(NULL, ""), "a NULL path is beneath nothing");
+	static const struct {
+		const char *path, *root;
+		bool beneath;
+		const char *why;
+	} t[] = {
+	    {"a/b", "a/b", true, ""},
+	    {"a/b/c", "a/b", true, ""},
+	    {"a/b", "", true, "the root is above every path"},
+	    {"", "", true, ""},
+	    {"a/bc", "a/b", false, ""},
+	    {"a", "a/b", false, ""},
+	    {"b/a", "a", false, ""},
+	    {"", "a", false, ""},
+	    {NULL, "", false, "a NULL path is beneath nothing"},
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		cr_assert_eq(pw_relpath_beneath(t[i].path, t[i].root), t[i].beneath,
+			     "%s under \"%s\" %s", t[i].path ? t[i].path : "NULL", t[i].root,
+			     t[i].why);
 }

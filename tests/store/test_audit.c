@@ -112,6 +112,14 @@ static pw_audit_stats drained(pw_audit *a)
 	return st;
 }
 
+/* Drains A (as drained) and stops it; returns the stats it drained to. */
+static pw_audit_stats stopped_drained(pw_audit *a)
+{
+	pw_audit_stats st = drained(a);
+	pw_audit_stop(a);
+	return st;
+}
+
 static pw_audit_event denial(pw_op op, const char *path, int64_t t)
 {
 	return (pw_audit_event){
@@ -174,8 +182,7 @@ Test(audit, rows_carry_every_field)
 	pw_audit_submit(a, &ev);
 	ev = denial(PW_OP_SETXATTR, "x", 0); /* time filled in by submit */
 	pw_audit_submit(a, &ev);
-	pw_audit_stats st = drained(a);
-	pw_audit_stop(a);
+	pw_audit_stats st = stopped_drained(a);
 	cr_assert_eq(st.submitted, 4);
 	cr_assert_eq(st.written, 4);
 	cr_assert_eq(st.dropped, 0);
@@ -211,20 +218,22 @@ Test(audit, rows_carry_every_field)
  * stored beside its program (cut as the program's name is, at 16 bytes); none is NULL. */
 Test(audit, rows_carry_the_thread_name)
 {
+	static const struct {
+		const char *path, *comm, *thread; /* NULL: not given */
+	} denials[] = {
+	    {"by-worker", "node", "libuv-worker"},
+	    {"by-main", "node", NULL},
+	    {"long-name", NULL, "0123456789abcdefXYZ"},
+	};
 	pw_audit *a = start(0, 0, 0);
 	int64_t t = now_ns();
-	pw_audit_event ev = denial(PW_OP_CREATE, "by-worker", t);
-	ev.comm = "node";
-	ev.thread = "libuv-worker";
-	pw_audit_submit(a, &ev);
-	ev = denial(PW_OP_CREATE, "by-main", t + 1);
-	ev.comm = "node";
-	pw_audit_submit(a, &ev);
-	ev = denial(PW_OP_CREATE, "long-name", t + 2);
-	ev.thread = "0123456789abcdefXYZ";
-	pw_audit_submit(a, &ev);
-	drained(a);
-	pw_audit_stop(a);
+	for (size_t i = 0; i < ELEMENTSOF(denials); i++) {
+		pw_audit_event ev = denial(PW_OP_CREATE, denials[i].path, t + (int64_t)i);
+		ev.comm = denials[i].comm;
+		ev.thread = denials[i].thread;
+		pw_audit_submit(a, &ev);
+	}
+	stopped_drained(a);
 	cr_assert_eq(query_int("SELECT count(*) FROM audit WHERE path = 'by-worker' AND "
 			       "comm = 'node' AND thread = 'libuv-worker'"),
 		     1);
@@ -241,15 +250,13 @@ Test(audit, allowed_events_only_when_asked)
 	ev.err = 0;
 	ev.reason = PW_REASON_ALLOW_RULE;
 	pw_audit_submit(a, &ev);
-	pw_audit_stats st = drained(a);
-	pw_audit_stop(a);
+	pw_audit_stats st = stopped_drained(a);
 	cr_assert_eq(st.submitted, 0, "an allowed event is ignored without log_allowed");
 
 	pw_audit_opts o = {.db_path = dbpath, .project = "/p", .log_allowed = true};
 	cr_assert_eq(pw_audit_start(&o, &a, NULL), 0);
 	pw_audit_submit(a, &ev);
-	drained(a);
-	pw_audit_stop(a);
+	stopped_drained(a);
 	cr_assert_eq(query_int("SELECT count(*) FROM audit WHERE errno = 0 AND op = 'write' AND "
 			       "reason = 'allow-rule'"),
 		     1);
@@ -267,8 +274,7 @@ Test(audit, long_strings_are_truncated_not_dropped)
 	memset(path, 'b', sizeof(path) - 1);
 	ev = denial(PW_OP_UNLINK, path, 0);
 	pw_audit_submit(a, &ev);
-	drained(a);
-	pw_audit_stop(a);
+	stopped_drained(a);
 	cr_assert_eq(query_int("SELECT length(path) FROM audit WHERE op = 'create'"),
 		     3 * PW_PATH_MAX - 1);
 	cr_assert_eq(query_int("SELECT length(path) FROM audit WHERE op = 'unlink'"),
@@ -283,8 +289,7 @@ Test(audit, storm_coalesces_into_one_row)
 		pw_audit_event ev = denial(PW_OP_OPEN_WRITE, "src/main.c", t0 + i * 50000);
 		pw_audit_submit(a, &ev);
 	}
-	pw_audit_stats st = drained(a);
-	pw_audit_stop(a);
+	pw_audit_stats st = stopped_drained(a);
 	cr_assert_eq(st.written, 10000);
 	cr_assert_eq(st.coalesced, 9999);
 	cr_assert_eq(st.dropped, 0);
@@ -321,8 +326,7 @@ Test(audit, coalescing_keys_and_window)
 	pw_audit_submit(a, &ev);
 	ev.path2 = "y";
 	pw_audit_submit(a, &ev);
-	pw_audit_stats st = drained(a);
-	pw_audit_stop(a);
+	pw_audit_stats st = stopped_drained(a);
 	cr_assert_eq(st.written, 12);
 	cr_assert_eq(st.coalesced, 3);
 	cr_assert_eq(query_int("SELECT count(*) FROM audit"), 9);
@@ -347,8 +351,7 @@ Test(audit, storm_across_batches_still_one_row)
 		if (i % 10 == 0)
 			drained(a);
 	}
-	drained(a);
-	pw_audit_stop(a);
+	stopped_drained(a);
 	cr_assert_eq(query_int("SELECT count(*) FROM audit"), 1);
 	cr_assert_eq(query_int("SELECT count FROM audit"), 100);
 	cr_assert_eq(query_int("SELECT last_ns - first_ns FROM audit"), 99 * 1000000);
@@ -365,8 +368,7 @@ Test(audit, retention_by_days)
 		pw_audit_event ev = denial(PW_OP_CREATE, p, now - ages[i] * day);
 		pw_audit_submit(a, &ev);
 	}
-	drained(a);
-	pw_audit_stop(a); /* retention also runs when stopping */
+	stopped_drained(a); /* retention also runs when stopping */
 	cr_assert_eq(query_int("SELECT count(*) FROM audit"), 3);
 	cr_assert_eq(query_int("SELECT count(*) FROM audit WHERE path IN ('f0', 'f1')"), 0);
 }
@@ -403,8 +405,7 @@ Test(audit, retention_by_rows_keeps_the_newest)
 		pw_audit_event ev = denial(PW_OP_CREATE, p, t0 + i * 2000000000ll);
 		pw_audit_submit(a, &ev);
 	}
-	drained(a);
-	pw_audit_stop(a);
+	stopped_drained(a);
 	cr_assert_eq(query_int("SELECT count(*) FROM audit"), 10);
 	cr_assert_eq(query_int("SELECT count(*) FROM audit WHERE path >= 'f40'"), 10);
 }
@@ -422,8 +423,7 @@ Test(audit, full_queue_counts_exact_drops)
 	cr_assert_eq(st.dropped, 92);
 	cr_assert_eq(st.written, 0); /* the writer is retrying, not draining */
 	unlock_db(lock);
-	st = drained(a);
-	pw_audit_stop(a);
+	st = stopped_drained(a);
 	cr_assert_eq(st.written, 8);
 	cr_assert_eq(st.dropped, 92);
 	cr_assert_eq(query_int("SELECT count(*) FROM audit"), 8);
@@ -507,8 +507,7 @@ Test(audit, database_locked_by_another_process)
 	int status;
 	cr_assert_eq(waitpid(child, &status, 0), child);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-	st = drained(a);
-	pw_audit_stop(a);
+	st = stopped_drained(a);
 	cr_assert_eq(st.written, 1000);
 	cr_assert_eq(st.dropped, 0);
 	cr_assert_eq(query_int("SELECT count(*) FROM audit"), 1000);
@@ -538,8 +537,7 @@ Test(audit, submit_never_waits_for_the_writer)
 	cr_assert_eq(st.written, 0, "the writer was blocked throughout");
 	cr_assert_eq(st.dropped, 0, "every event queued, none dropped");
 	unlock_db(lock);
-	st = drained(a);
-	pw_audit_stop(a);
+	st = stopped_drained(a);
 	cr_assert_eq(st.written, N);
 	cr_assert_eq(query_int("SELECT count(*) FROM audit"), N);
 }
@@ -577,8 +575,7 @@ Test(audit, listener_sees_each_new_row)
 		ev.rule = &r;
 		pw_audit_submit(a, &ev);
 	}
-	drained(a);
-	pw_audit_stop(a);
+	stopped_drained(a);
 	cr_assert_eq(s.calls, 1, "coalesced repeats are not reported again");
 	cr_assert_str_eq(s.path, ".git/hooks/pre-commit");
 	cr_assert_str_eq(s.rule, ".git/hooks/**");
