@@ -425,11 +425,19 @@ int pw_dir_open(pw_fs *fs, pw_inode *n, pw_dir_ref *ret)
 	struct pw_dircache *dc = fs->dircache;
 	bool usable = dc && dc->guard_fd >= 0 && !pw_creds_switched();
 	uint64_t gen = 0;
-	if (usable && quiet(dc, &gen)) {
+	dev_t dev = 0;
+	ino_t ino = 0;
+	if (usable) {
+		/* A directory whose chain has no guard (on another device than the root's, such
+		 * as a filesystem mounted inside the project, or past the guards' cap) is never
+		 * kept: it spares the guard's system call. Checked again after the resolution. */
 		pw_inode_lock_read(fs);
-		dev_t dev = n->dev;
-		ino_t ino = n->ino;
+		dev = n->dev;
+		ino = n->ino;
+		usable = chain_guarded_locked(fs, n);
 		pw_inode_unlock(fs);
+	}
+	if (usable && quiet(dc, &gen)) {
 		int fd = take(dc, n, dev, ino, gen, &ret->slot);
 		if (fd >= 0) {
 			atomic_fetch_add_explicit(&dc->hits, 1, memory_order_relaxed);
