@@ -6,7 +6,7 @@ nothing), in interleaved rounds.
 The workloads are the bench's kinds (bench/bench.py) on a smaller tree (5,000 files in 50
 directories, committed to git): git status, find, grep -r, rg, ls -lR (warm), ls -lR cold
 (the kernel's names dropped first, as root), a warm read and an overwrite of 64 MiB,
-create+delete of 2,000 files, and tar x of 2,000. Per workload and build:
+create+delete of 2,000 files, tar x of 2,000, and cp -a of the same 2,000. Per workload and build:
 
 - requests per file, and CPU per request: the daemon's process CPU clock
   (clock_getcpuclockid, ns, every thread) around each run, divided by the requests
@@ -167,6 +167,7 @@ def settle(v):
 IO_BYTES = 64 << 20
 TAR_FILES = 2000
 TARBALL = None  # made once in main
+CP_SOURCE = None  # the tarball's tree, unpacked once in main (outside every view)
 
 
 def sh(cmd, cwd):
@@ -203,6 +204,16 @@ def c_tar(v, tag):
     shutil.rmtree(f"{v.mnt}/scratch/tar-{tag}")
 
 
+def w_cp(v, tag):
+    """cp -a of the tarball's tree: each file's times set together and its mode, as cp -a,
+    rsync -a and cp -p do (an IN_ATTRIB on the file, where tar x sets only the mtime)."""
+    sh(f"cp -a {CP_SOURCE} {v.mnt}/scratch/cp-{tag}", "/")
+
+
+def c_cp(v, tag):
+    shutil.rmtree(f"{v.mnt}/scratch/cp-{tag}")
+
+
 def make_tarball(path):
     src = path + ".d"
     for i in range(TAR_FILES):
@@ -227,6 +238,7 @@ WORKLOADS = {
                              "conv=notrunc 2>/dev/null", "io"), 1, None),
     "create+delete 2k": (w_create, 2000, None),
     "tar x 2k": (w_tar, TAR_FILES, c_tar),
+    "cp -a 2k": (w_cp, TAR_FILES, c_cp),
 }
 
 
@@ -428,6 +440,11 @@ def main():
     TARBALL = os.path.join(base, "files.tar")
     if not os.path.exists(TARBALL):
         make_tarball(TARBALL)
+    global CP_SOURCE
+    CP_SOURCE = os.path.join(base, "files.d")
+    if not os.path.exists(CP_SOURCE):
+        os.makedirs(CP_SOURCE)
+        sh(f"tar xf {TARBALL}", CP_SOURCE)
     builds = [("build", os.path.abspath(args.piworkfs), os.path.abspath(args.modes))]
     if args.baseline:
         prog, modes, short = bench.build_baseline(args.baseline, base)

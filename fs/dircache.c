@@ -17,14 +17,18 @@
  * would find: its move (IN_MOVE_SELF, which a directory gets when it or a rename exchange
  * moves it; a move of an ancestor is that ancestor's IN_MOVE_SELF), its removal
  * (IN_DELETE_SELF) and a change of its permissions or owner (IN_ATTRIB), which decide what
- * a walk with the caller's credentials may pass. The creates, writes and removals of a
- * workload make none of these, so the guard's queue stays empty while they run. Before a
+ * a walk with the caller's credentials may pass (left out for a daemon that passes every
+ * search check: needs_attrib). The creates, writes and removals of a workload make none of
+ * these, so the guard's queue stays empty while they run; a directory's IN_ATTRIB watch also
+ * reports changes of the files in it (touch, chmod: events with a name), which are drained
+ * without giving anything up. Before a
  * request uses a kept descriptor it asks the kernel whether the guard's queue holds
  * anything (FIONREAD: one system call instead of three). The kernel queues those events in
  * the rename, rmdir or chmod itself, before that call returns, so an empty queue means that
  * every such change made before this request began has been seen: what is kept was resolved
- * after it. A non-empty queue is drained on the spot and every kept descriptor is given up
- * (a generation number: a descriptor resolved before the drain no longer matches). A
+ * after it. A non-empty queue is drained on the spot; if it held a directory's own event
+ * (or lost events), every kept descriptor is given up (a generation number: a descriptor
+ * resolved before the drain no longer matches). A
  * change made after the check races the request exactly as it races resolve.c's open and
  * identity check today: the object acted upon is the one the path led to when checked.
  *
@@ -52,6 +56,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <linux/magic.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -60,6 +65,7 @@
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -69,7 +75,8 @@
 #include "pw_limits.h"
 #include "resolve.h"
 
-#define GUARD_MASK (IN_MOVE_SELF | IN_DELETE_SELF | IN_ATTRIB | IN_ONLYDIR)
+/* Moves and removals of a directory; IN_ATTRIB is added where permissions decide (below). */
+#define GUARD_MASK (IN_MOVE_SELF | IN_DELETE_SELF | IN_ONLYDIR)
 #define PW_DIRCACHE_WAYS 4
 #define PW_DIRCACHE_SETS (PW_DIRCACHE_SLOTS / PW_DIRCACHE_WAYS)
 #define SLOT_BORROWED -2 /* pw_dir_ref.slot of the root's own descriptor: never closed */
@@ -85,7 +92,8 @@ typedef struct dir_slot {
 } dir_slot;
 
 struct pw_dircache {
-	int guard_fd; /* -1: the cache is off */
+	int guard_fd;  /* -1: the cache is off */
+	uint32_t mask; /* the guard's events (needs_attrib) */
 	/* Odd while the guard is being drained; GEN changes after every drain. A kept
 	 * descriptor matches only the generation it was resolved in. */
 	atomic_uint seq;
@@ -119,6 +127,43 @@ static bool reports_every_change(int fd)
 	}
 }
 
+/* Whether this process sees the initial user namespace's ids (uid_map "0 0 4294967295"): a
+ * capability held in another namespace does not pass checks on files whose owner it does not
+ * map, so only there does CAP_DAC_READ_SEARCH pass every search. */
+static bool initial_user_ns(void)
+{
+	FILE *f = fopen("/proc/self/uid_map", "re");
+	if (!f)
+		return false;
+	unsigned long inner = 1, outer = 1, count = 0;
+	int n = fscanf(f, "%lu %lu %lu", &inner, &outer, &count);
+	bool more = n == 3 && fgetc(f) != EOF && fscanf(f, "%lu", &inner) == 1;
+	fclose(f);
+	return n == 3 && !more && inner == 0 && outer == 0 && count == 4294967295ul;
+}
+
+/*
+ * Whether a change of a directory's permissions can change what a request with the daemon's
+ * own credentials may reach: not for a daemon whose capabilities pass every search check
+ * (CAP_DAC_READ_SEARCH, root's, in the initial user namespace), for whom a walk from the root
+ * never stops at one (the directory a request acts in checks its own permissions at each
+ * call, kept descriptor or not). Its guard then leaves IN_ATTRIB out, which a directory's
+ * watch also gets for every change of a file in it (chmod, touch, tar's times): events that
+ * would each make the next request drain the guard. The capabilities are read once: the
+ * daemon never drops them while it serves (creds.c changes only the filesystem ids, and a
+ * request under switched ids never uses a kept descriptor).
+ */
+static bool needs_attrib(void)
+{
+	struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {{0}};
+	if (syscall(SYS_capget, &h, d) < 0)
+		return true;
+	bool search =
+	    d[CAP_TO_INDEX(CAP_DAC_READ_SEARCH)].effective & CAP_TO_MASK(CAP_DAC_READ_SEARCH);
+	return !search || !initial_user_ns();
+}
+
 int pw_dircache_start(pw_fs *fs)
 {
 	struct pw_dircache *dc = calloc(1, sizeof(*dc));
@@ -132,12 +177,13 @@ int pw_dircache_start(pw_fs *fs)
 	fs->dircache = dc;
 	if (fs->no_watch || getenv("PIWORKFS_NO_DIRCACHE") || !reports_every_change(fs->root_fd))
 		return 0;
+	dc->mask = GUARD_MASK | (needs_attrib() ? IN_ATTRIB : 0);
 	dc->guard_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
 	if (dc->guard_fd < 0)
 		return 0;
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fs->root_fd);
-	int wd = inotify_add_watch(dc->guard_fd, proc, GUARD_MASK);
+	int wd = inotify_add_watch(dc->guard_fd, proc, dc->mask);
 	if (wd < 0) {
 		close(dc->guard_fd);
 		dc->guard_fd = -1;
@@ -179,7 +225,7 @@ int pw_dircache_add_guard(pw_fs *fs, int fd)
 	}
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	int wd = inotify_add_watch(dc->guard_fd, proc, GUARD_MASK);
+	int wd = inotify_add_watch(dc->guard_fd, proc, dc->mask);
 	if (wd < 0)
 		atomic_fetch_sub(&dc->guards, 1);
 	return wd < 0 ? -1 : wd;
@@ -224,28 +270,37 @@ static size_t drop_stale_locked(struct pw_dircache *dc, uint64_t gen, int *close
 	return n;
 }
 
-/* The guard had events: reads them all and starts a new generation, so that no descriptor
- * kept before is used again. Readers that checked the queue while this ran see SEQ change. */
+/* The guard had events: reads them all and, if one was about a directory itself (no name:
+ * its move, removal or permission change, a watch gone) or events were lost, starts a new
+ * generation, so that no descriptor kept before is used again. Readers that checked the queue
+ * while this ran see SEQ change. */
 static void drain(struct pw_dircache *dc)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	pthread_mutex_lock(&dc->drain_lock);
 	atomic_fetch_add(&dc->seq, 1);
-	bool lost = false;
+	bool lost = false, moved = false;
 	for (ssize_t len; (len = read(dc->guard_fd, buf, sizeof(buf))) > 0;) {
 		for (char *p = buf; p < buf + len;) {
 			const struct inotify_event *ev = (const void *)p;
 			if (ev->mask & IN_IGNORED)
 				atomic_fetch_sub(&dc->guards, 1); /* a watch gone */
 			lost |= (ev->mask & IN_Q_OVERFLOW) != 0;
+			/* An event with a name is about a file in the directory (IN_ATTRIB of a
+			 * chmod or touch there): it changes no directory's path or permissions. */
+			moved |= ev->len == 0;
 			p += sizeof(*ev) + ev->len;
 		}
 	}
 	if (lost)
 		atomic_store(&dc->guards, count_guards(dc->guard_fd));
-	uint64_t gen = atomic_fetch_add(&dc->gen, 1) + 1;
+	uint64_t gen = atomic_load(&dc->gen);
+	if (moved || lost)
+		gen = atomic_fetch_add(&dc->gen, 1) + 1;
 	atomic_fetch_add(&dc->seq, 1);
 	pthread_mutex_unlock(&dc->drain_lock);
+	if (!moved && !lost)
+		return;
 	atomic_fetch_add_explicit(&dc->flushes, 1, memory_order_relaxed);
 	int fds[PW_DIRCACHE_SLOTS];
 	pthread_mutex_lock(&dc->lock);
@@ -257,23 +312,29 @@ static void drain(struct pw_dircache *dc)
 
 /*
  * Whether a descriptor kept in generation *RET_GEN may be used now: the guard's queue is
- * empty and no drain ran while it was asked. A queue with events is drained here (the
- * request then resolves its directory as usual).
+ * empty and no drain ran while it was asked. A queue with events is drained here; one that
+ * held a directory's move, removal or permission change started a new generation, and the
+ * request then resolves its directory as usual.
  */
 static bool quiet(struct pw_dircache *dc, uint64_t *ret_gen)
 {
-	unsigned s1 = atomic_load(&dc->seq);
-	if (s1 & 1)
-		return false;
-	int queued = 0;
-	if (ioctl(dc->guard_fd, FIONREAD, &queued) < 0)
-		return false;
-	if (queued > 0) {
-		drain(dc);
-		return false;
+	/* Twice at most: a drain that found only events about files in the directories (no
+	 * new generation) leaves what is kept usable at once. */
+	for (int attempt = 0; attempt < 2; attempt++) {
+		unsigned s1 = atomic_load(&dc->seq);
+		if (s1 & 1)
+			return false;
+		int queued = 0;
+		if (ioctl(dc->guard_fd, FIONREAD, &queued) < 0)
+			return false;
+		if (queued > 0) {
+			drain(dc);
+			continue;
+		}
+		*ret_gen = atomic_load(&dc->gen);
+		return atomic_load(&dc->seq) == s1;
 	}
-	*ret_gen = atomic_load(&dc->gen);
-	return atomic_load(&dc->seq) == s1;
+	return false;
 }
 
 static size_t set_of(const pw_inode *n)
@@ -364,11 +425,19 @@ int pw_dir_open(pw_fs *fs, pw_inode *n, pw_dir_ref *ret)
 	struct pw_dircache *dc = fs->dircache;
 	bool usable = dc && dc->guard_fd >= 0 && !pw_creds_switched();
 	uint64_t gen = 0;
-	if (usable && quiet(dc, &gen)) {
+	dev_t dev = 0;
+	ino_t ino = 0;
+	if (usable) {
+		/* A directory whose chain has no guard (on another device than the root's, such
+		 * as a filesystem mounted inside the project, or past the guards' cap) is never
+		 * kept: it spares the guard's system call. Checked again after the resolution. */
 		pw_inode_lock_read(fs);
-		dev_t dev = n->dev;
-		ino_t ino = n->ino;
+		dev = n->dev;
+		ino = n->ino;
+		usable = chain_guarded_locked(fs, n);
 		pw_inode_unlock(fs);
+	}
+	if (usable && quiet(dc, &gen)) {
 		int fd = take(dc, n, dev, ino, gen, &ret->slot);
 		if (fd >= 0) {
 			atomic_fetch_add_explicit(&dc->hits, 1, memory_order_relaxed);

@@ -15,7 +15,10 @@ seconds before reading its events, so the kernel still believes in the old direc
 test creates a file in it through the view, and the request reaches the daemon with the stale
 node, which is what is tested (without the knob the watcher would often invalidate first and
 the kernel alone would refuse). The control, test_the_stale_requests_reach_the_daemon,
-proves that they do.
+proves that they do. Changes of files in a kept directory (touch, chmod: IN_ATTRIB events
+about the file) keep it; a change of a directory's permissions outside the view reaches a
+daemon whose walks check search permission (WithoutSearchCapability: root's pass every
+directory anyway, so its guard does not ask for IN_ATTRIB).
 
 Fixture:
 
@@ -27,6 +30,7 @@ Fixture:
 
 import errno
 import os
+import shutil
 import sys
 import time
 import unittest
@@ -137,17 +141,21 @@ class DirCache(harness.MountCase):
             self.assertEqual(e.errno, errno.ESTALE)
         self.assertEqual(sorted(os.listdir(os.path.join(self.project, "old"))), ["seed"])
 
-    def test_a_change_of_permissions_gives_up_what_is_kept(self):
-        """A chmod of a directory above a kept one, made outside the view: the next request
-        resolves from the root again (a walk checks search permission on every level)."""
+    def test_changes_of_files_keep_what_is_kept(self):
+        """touch and chmod of files in a kept directory change no directory's path or
+        permissions: the directory stays kept (nothing is given up)."""
         v = self.mount()
         self.warm(v, "a/b")
         before = self.status(v)["dircache"]
-        os.chmod(os.path.join(self.project, "a"), 0o700)
-        self.warm(v, "a/b")
+        for i in range(20):
+            path = v.path("a/b/t%d" % i)
+            with open(path, "w") as f:
+                f.write("x")
+            os.utime(path)
+            os.chmod(path, 0o600)
         after = self.status(v)["dircache"]
-        self.assertGreater(after["flushes"], before["flushes"], after)
-        self.assertGreater(after["misses"], before["misses"], after)
+        self.assertEqual(after["flushes"], before["flushes"], after)
+        self.assertLessEqual(after["misses"] - before["misses"], 2, after)
 
     def test_descriptors_stay_bounded(self):
         """Files created in 300 directories: the daemon keeps at most 64 of them open."""
@@ -171,6 +179,68 @@ class DirCache(harness.MountCase):
             if target.startswith(self.project + "/") and os.path.isdir(target):
                 n += 1
         return n
+
+
+class WithoutSearchCapability(harness.MountCase):
+    """A daemon whose walks from the root check search permission (root without
+    CAP_DAC_READ_SEARCH and CAP_DAC_OVERRIDE, as a daemon of another user would): a change of
+    a directory's permissions outside the view must reach what is kept, while changes of
+    files in it keep it. The daemon is started through setpriv with both capabilities out of
+    its bounding set (/dev/fuse is root's alone here, so an unprivileged daemon could not
+    mount)."""
+
+    tree = TREE
+
+    def setUp(self):
+        super().setUp()
+        if not shutil.which("setpriv"):
+            self.fail("setpriv (util-linux) is needed")
+        wrapper = os.path.join(self.tmp, "piworkfs-nodac")
+        with open(wrapper, "w") as f:
+            f.write("#!/bin/sh\nexec setpriv --bounding-set -dac_read_search,-dac_override"
+                    " -- %s \"$@\"\n" % harness.PIWORKFS)
+        os.chmod(wrapper, 0o755)
+        real = harness.PIWORKFS
+        harness.PIWORKFS = wrapper
+
+        def restore():
+            harness.PIWORKFS = real
+        self.addCleanup(restore)
+
+    def test_a_directory_made_unsearchable_outside_is_not_walked_through(self):
+        v = self.mount()
+        with open("/proc/%d/status" % v.pid) as f:
+            eff = [int(line.split()[1], 16) for line in f if line.startswith("CapEff:")][0]
+        self.assertEqual(eff & 0b110, 0, "the daemon still has CAP_DAC_*")
+        b = v.path("a/b")
+        # Files created, touched and chmodded in a kept directory (IN_ATTRIB events about
+        # files, in a/b's guard): the directory stays kept.
+        for i in range(10):
+            p = os.path.join(b, "t%d" % i)
+            with open(p, "w") as f:
+                f.write("x")
+        before = self.rpc(v, "status")["dircache"]
+        self.assertTrue(before["enabled"], before)
+        for i in range(10):
+            p = os.path.join(b, "t%d" % i)
+            os.utime(p)
+            os.chmod(p, 0o600)
+        with open(os.path.join(b, "u"), "w") as f:
+            f.write("x")
+        after = self.rpc(v, "status")["dircache"]
+        self.assertEqual(after["flushes"], before["flushes"], after)
+        self.assertGreater(after["hits"], before["hits"], after)
+        # a/ made unsearchable outside the view: the daemon's walk from the root stops
+        # there, as it does natively for this daemon, kept descriptor of a/b or not.
+        os.chmod(os.path.join(self.project, "a"), 0o600)
+        try:
+            with self.assertRaises(OSError) as cm:
+                with open(os.path.join(b, "new"), "w") as f:
+                    f.write("x")
+            self.assertEqual(cm.exception.errno, errno.EACCES, v.log())
+        finally:
+            os.chmod(os.path.join(self.project, "a"), 0o755)
+        self.assertFalse(os.path.exists(os.path.join(self.project, "a", "b", "new")))
 
 
 if __name__ == "__main__":
