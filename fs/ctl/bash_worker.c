@@ -12,7 +12,11 @@
  *
  * fork() in a multi-threaded process leaves the child with only the calling thread; the
  * child therefore touches nothing another thread may have held locked at the fork except
- * malloc, which glibc (and ASan) make safe across fork.
+ * malloc, which glibc makes safe across fork. AddressSanitizer's allocator (GCC 12's and
+ * clang 15's libasan) is not: a child forked while another thread holds one of its
+ * size-class locks hangs at its first allocation of that class (seen in ts_parser_new, the
+ * daemon's FUSE threads allocating beside it). A sanitized build therefore gives a worker a
+ * shorter wait and forks a new one when it does not answer (WORKER_ATTEMPTS).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +47,22 @@
 /* How long a worker may take. The analysis bounds its own work (PW_BASH_TARGETS_MAX and a
  * step budget); this only catches a worker that hangs, on a machine however loaded. */
 #define WORKER_DEADLINE_MS 60000
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PW_ASAN_FORK_UNSAFE 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define PW_ASAN_FORK_UNSAFE 1
+#endif
+#ifdef PW_ASAN_FORK_UNSAFE
+#define WORKER_ATTEMPTS 4
+#define WORKER_ATTEMPT_MS (WORKER_DEADLINE_MS / WORKER_ATTEMPTS)
+#else
+#define WORKER_ATTEMPTS 1
+#define WORKER_ATTEMPT_MS WORKER_DEADLINE_MS
+#endif
 
 #if defined(__x86_64__)
 #define NATIVE_AUDIT_ARCH AUDIT_ARCH_X86_64
@@ -267,7 +287,7 @@ static int read_answer(int fd, int cancel_fd, char **ret, size_t *ret_len)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0, cap = 0;
-	int64_t deadline = pw_clock_ms(CLOCK_MONOTONIC) + WORKER_DEADLINE_MS;
+	int64_t deadline = pw_clock_ms(CLOCK_MONOTONIC) + WORKER_ATTEMPT_MS;
 
 	for (;;) {
 		int64_t left = deadline - pw_clock_ms(CLOCK_MONOTONIC);
@@ -331,23 +351,16 @@ static int parse_answer(const char *buf, size_t len, json_t **ret)
 	return 0;
 }
 
-int pw_bash_worker_run(const pw_bash_job *job, json_t **ret_result)
-{
-	return pw_bash_worker_run_cancellable(job, -1, ret_result);
-}
-
-int pw_bash_worker_run_cancellable(const pw_bash_job *job, int cancel_fd, json_t **ret_result)
+/* One worker: forked, read until it answers, is cancelled or its attempt's time is up
+ * (-ETIMEDOUT, the worker killed), reaped. */
+static int run_once(const pw_bash_job *job, int cancel_fd, uid_t uid, gid_t gid,
+		    json_t **ret_result)
 {
 	_cleanup_free_ char *answer = NULL;
 	_cleanup_close_ int rd = -1, wr = -1;
 	size_t len = 0;
-	uid_t uid;
-	gid_t gid;
 	int p[2], r;
 
-	if (job->root_fd < 0)
-		return -EBADF;
-	worker_identity(job->root_fd, &uid, &gid);
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return negative_errno();
 	rd = p[0];
@@ -372,4 +385,23 @@ int pw_bash_worker_run_cancellable(const pw_bash_job *job, int cancel_fd, json_t
 	if (WEXITSTATUS(st) != 0)
 		return -ECHILD;
 	return parse_answer(answer, len, ret_result);
+}
+
+int pw_bash_worker_run(const pw_bash_job *job, json_t **ret_result)
+{
+	return pw_bash_worker_run_cancellable(job, -1, ret_result);
+}
+
+int pw_bash_worker_run_cancellable(const pw_bash_job *job, int cancel_fd, json_t **ret_result)
+{
+	uid_t uid;
+	gid_t gid;
+	int r = -ETIMEDOUT;
+
+	if (job->root_fd < 0)
+		return -EBADF;
+	worker_identity(job->root_fd, &uid, &gid);
+	for (int i = 0; i < WORKER_ATTEMPTS && r == -ETIMEDOUT; i++)
+		r = run_once(job, cancel_fd, uid, gid, ret_result);
+	return r;
 }
