@@ -18,7 +18,8 @@ own record of a new name is its budget, not this one.
                                                   UNLINK; now an ioctl each)
   tar x (create, write, utime, close; 15 dirs)    17 per file (20.1; the SETATTR's link
                                                   count now from its identity check)
-  cp -a (times, mode, xattrs; 15 dirs)            25.5 per file (27.5 at 3ca250d: each
+  cp -a (times, mode, xattrs; 15 dirs)            27 per file and no flush of the kept
+                                                  descriptors (27.5 at 3ca250d: each
                                                   file's IN_ATTRIB drained the guard)
   as the first, in a tmpfs mounted inside         18.5 per file, no guard ioctl (20.3 at
                                                   3ca250d: an ioctl per request there)
@@ -138,8 +139,12 @@ class Syscalls(harness.MountCase):
         self.run_tool(["cp", "-a", src, v.path("warm")], cwd=self.tmp)
         calls = self.count(v, lambda: self.run_tool(["cp", "-a", src, v.path("counted")],
                                                     cwd=self.tmp))
-        self.assertLessEqual(self.per_file(calls), 25.5, self.describe(calls))
+        # The guard never gave the kept descriptors up: the exact check. The count around it
+        # moves with load (a descriptor lent to a request that overlaps the next one, a
+        # RELEASE beside a LOOKUP, makes that one resolve the directory again): 24.3 alone,
+        # 26.0 at load 11 beside a stress of the same daemon, 27.5 at 3ca250d.
         self.assertEqual(self.rpc(v, "status")["dircache"]["flushes"], 0)
+        self.assertLessEqual(self.per_file(calls), 27.0, self.describe(calls))
 
     def test_a_created_file_on_a_filesystem_mounted_inside(self):
         """A directory on another filesystem mounted inside the project is never kept (the
