@@ -723,19 +723,16 @@ static void jobs_reply_error(void *ctx, uint64_t client, json_t *id, int code, c
 int pw_ctl_server_start(pw_view *view, const char *socket_dir, const pw_ctl_tuning *tuning,
 			const pw_ctl_use *modules, size_t n_modules, pw_ctl_server **ret)
 {
-	_cleanup_free_ char *ddir = NULL;
+	_cleanup_free_ char *dir = NULL;
 	pw_ctl_server *s;
 	int r, fd;
 
 	if (!view)
 		return -EINVAL;
-	if (!socket_dir) {
-		r = pw_ctl_default_dir(&ddir);
-		if (r < 0)
-			return r;
-		socket_dir = ddir;
-	}
-	r = pw_ctl_private_dir(socket_dir);
+	r = pw_ctl_dir_or_default(socket_dir, &dir);
+	if (r < 0)
+		return r;
+	r = pw_ctl_private_dir(dir);
 	if (r < 0)
 		return r;
 
@@ -765,7 +762,7 @@ int pw_ctl_server_start(pw_view *view, const char *socket_dir, const pw_ctl_tuni
 	if (!s->tun.denied_per_sec)
 		s->tun.denied_per_sec = DEFAULT_DENIED_PER_SEC;
 
-	r = pw_ctl_socket_path(socket_dir, pw_view_mountpoint(view), &s->socket_path);
+	r = pw_ctl_socket_path(dir, pw_view_mountpoint(view), &s->socket_path);
 	if (r < 0)
 		goto fail;
 	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
