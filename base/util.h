@@ -64,6 +64,37 @@ static inline int pw_grow(void **p, size_t *cap, size_t n, size_t size, size_t f
 #define PW_GROW(array, cap, n, first)                                                              \
 	pw_grow((void **)&(array), &(cap), (n), sizeof(*(array)), (first))
 
+/* A run of bytes that grows as it is appended to, with a NUL kept after its LEN bytes, so that
+ * text appended reads as a string. Starts as {0}; P is malloc'd (free it). */
+typedef struct pw_bytes {
+	char *p;
+	size_t len, cap;
+} pw_bytes;
+
+/* Appends the N bytes at P to B: its room doubles as needed, from 512 bytes (one realloc for a
+ * typical journal record). 0, or -ENOMEM with B unchanged. The one append of the encoders
+ * (fs/undo/journal.c's records, policy/plan.c's frontmatter rewrite). */
+static inline int pw_bytes_append(pw_bytes *b, const void *p, size_t n)
+{
+	if (n > SIZE_MAX / 4 - b->len)
+		return -ENOMEM;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 512;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *q = realloc(b->p, cap);
+		if (!q)
+			return -ENOMEM;
+		b->p = q;
+		b->cap = cap;
+	}
+	if (n)
+		memcpy(b->p + b->len, p, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
 /* Closes without disturbing errno; -1 is ignored. */
 static inline void closep(int *fd)
 {
