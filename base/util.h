@@ -95,6 +95,35 @@ static inline int pw_bytes_append(pw_bytes *b, const void *p, size_t n)
 	return 0;
 }
 
+/* A string written through stdio: fprintf to F, then pw_memtext_take. */
+typedef struct pw_memtext {
+	FILE *f;
+	char *s;
+	size_t n;
+} pw_memtext;
+
+/* Opens T's stream (open_memstream). False when memory runs out (T then holds nothing). */
+static inline bool pw_memtext_open(pw_memtext *t)
+{
+	t->s = NULL;
+	t->n = 0;
+	t->f = open_memstream(&t->s, &t->n);
+	return t->f != NULL;
+}
+
+/* Closes T's stream and hands over what was written (malloc'd), or NULL after a write error
+ * (memory ran out: the text is incomplete, so none is given). */
+static inline char *pw_memtext_take(pw_memtext *t)
+{
+	bool bad = ferror(t->f);
+
+	if (fclose(t->f) != 0 || bad) {
+		free(t->s);
+		return NULL;
+	}
+	return t->s;
+}
+
 /* Closes without disturbing errno; -1 is ignored. */
 static inline void closep(int *fd)
 {
