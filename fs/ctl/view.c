@@ -39,6 +39,7 @@ struct pw_view {
 	pw_state *state;
 	pw_audit *audit;
 	int64_t started_ns;
+	pw_view_info info; /* the fields above, as pw_view_info_of shows them */
 
 	pthread_mutex_t lock; /* guards everything below and every use of state */
 	pw_modeset *ms;	      /* the mode files as loaded */
@@ -256,6 +257,14 @@ int pw_view_new(const pw_view_opts *opts, pw_view **ret)
 		r = -ENOMEM;
 		goto fail;
 	}
+	v->info = (pw_view_info){.project = v->project,
+				 .mountpoint = v->mountpoint,
+				 .owner = v->owner,
+				 .audit = v->audit,
+				 .started_ns = v->started_ns,
+				 .state_db = v->state_db,
+				 .run_id = v->run_id,
+				 .run_pid = v->run_pid};
 	if (opts->n_lane) {
 		r = pw_lane_parse(opts->lane, opts->n_lane, &v->lane, NULL, NULL);
 		if (r < 0)
@@ -669,44 +678,9 @@ out:
 	return 0;
 }
 
-const char *pw_view_project(const pw_view *v)
+const pw_view_info *pw_view_info_of(const pw_view *v)
 {
-	return v->project;
-}
-
-const char *pw_view_mountpoint(const pw_view *v)
-{
-	return v->mountpoint;
-}
-
-uid_t pw_view_owner(const pw_view *v)
-{
-	return v->owner;
-}
-
-const char *pw_view_state_db(const pw_view *v)
-{
-	return v->state_db;
-}
-
-const char *pw_view_run_id(const pw_view *v)
-{
-	return v->run_id;
-}
-
-pid_t pw_view_run_pid(const pw_view *v)
-{
-	return v->run_pid;
-}
-
-pw_audit *pw_view_audit(const pw_view *v)
-{
-	return v->audit;
-}
-
-int64_t pw_view_started_ns(const pw_view *v)
-{
-	return v->started_ns;
+	return &v->info;
 }
 
 pw_policy *pw_view_policy(pw_view *v, uint64_t *ret_generation)

@@ -57,9 +57,9 @@ static int call_with(undo_fn fn, pw_fs *fs, pw_view *v, const pw_peer *peer, jso
 		     json_t **ret, pw_undo_fail *fail)
 {
 	pw_undo_call call = {.fs = fs,
-			     .project = pw_view_project(v),
-			     .mountpoint = pw_view_mountpoint(v),
-			     .started_ns = pw_view_started_ns(v),
+			     .project = pw_view_info_of(v)->project,
+			     .mountpoint = pw_view_info_of(v)->mountpoint,
+			     .started_ns = pw_view_info_of(v)->started_ns,
 			     .restricted = peer->restricted,
 			     .hide = peer->restricted ? pw_view_policy(v, NULL) : NULL,
 			     .run_of = pw_ctl_run_of_mountpoint};
