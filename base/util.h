@@ -124,6 +124,17 @@ static inline char *pw_memtext_take(pw_memtext *t)
 	return t->s;
 }
 
+/* Runs DONE(&V[i]) on each of the N elements of the array V, then frees V (NULL: nothing to
+ * do): the one free of an array whose elements own memory, PW_GROW's counterpart. */
+#define PW_FREE_ARRAY(v, n, done)                                                                  \
+	do {                                                                                       \
+		__typeof__(v) _fa_v_ = (v);                                                        \
+		size_t _fa_n_ = (n);                                                               \
+		for (size_t _fa_i_ = 0; _fa_v_ && _fa_i_ < _fa_n_; _fa_i_++)                       \
+			done(&_fa_v_[_fa_i_]);                                                     \
+		free(_fa_v_);                                                                      \
+	} while (0)
+
 /* Closes without disturbing errno; -1 is ignored. */
 static inline void closep(int *fd)
 {

@@ -188,9 +188,7 @@ void pw_rule_done(pw_rule *r)
 
 void pw_rules_free(pw_rule *v, size_t n)
 {
-	for (size_t i = 0; v && i < n; i++)
-		pw_rule_done(&v[i]);
-	free(v);
+	PW_FREE_ARRAY(v, n, pw_rule_done);
 }
 
 int pw_rules_reserve(pw_rule **v, size_t n)

@@ -240,9 +240,7 @@ static int plan_info_load(pw_view *v, int root, const char *path, const char *na
 
 void pw_plan_set_done(pw_plan_set *s)
 {
-	for (size_t i = 0; i < s->n; i++)
-		plan_info_done(&s->v[i]);
-	free(s->v);
+	PW_FREE_ARRAY(s->v, s->n, plan_info_done);
 	free(s->dir);
 	*s = (pw_plan_set){0};
 }
