@@ -144,9 +144,7 @@ static void entry_done(pw_mountinfo *e)
 
 void pw_mountinfo_free(pw_mountinfo *m, size_t n)
 {
-	for (size_t i = 0; m && i < n; i++)
-		entry_done(&m[i]);
-	free(m);
+	PW_FREE_ARRAY(m, n, entry_done);
 }
 
 static char *dup_unescaped(char *s)

@@ -64,6 +64,77 @@ static inline int pw_grow(void **p, size_t *cap, size_t n, size_t size, size_t f
 #define PW_GROW(array, cap, n, first)                                                              \
 	pw_grow((void **)&(array), &(cap), (n), sizeof(*(array)), (first))
 
+/* A run of bytes that grows as it is appended to, with a NUL kept after its LEN bytes, so that
+ * text appended reads as a string. Starts as {0}; P is malloc'd (free it). */
+typedef struct pw_bytes {
+	char *p;
+	size_t len, cap;
+} pw_bytes;
+
+/* Appends the N bytes at P to B: its room doubles as needed, from 512 bytes (one realloc for a
+ * typical journal record). 0, or -ENOMEM with B unchanged. The one append of the encoders
+ * (fs/undo/journal.c's records, policy/plan.c's frontmatter rewrite). */
+static inline int pw_bytes_append(pw_bytes *b, const void *p, size_t n)
+{
+	if (n > SIZE_MAX / 4 - b->len)
+		return -ENOMEM;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 512;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *q = realloc(b->p, cap);
+		if (!q)
+			return -ENOMEM;
+		b->p = q;
+		b->cap = cap;
+	}
+	if (n)
+		memcpy(b->p + b->len, p, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+/* A string written through stdio: fprintf to F, then pw_memtext_take. */
+typedef struct pw_memtext {
+	FILE *f;
+	char *s;
+	size_t n;
+} pw_memtext;
+
+/* Opens T's stream (open_memstream). False when memory runs out (T then holds nothing). */
+static inline bool pw_memtext_open(pw_memtext *t)
+{
+	t->s = NULL;
+	t->n = 0;
+	t->f = open_memstream(&t->s, &t->n);
+	return t->f != NULL;
+}
+
+/* Closes T's stream and hands over what was written (malloc'd), or NULL after a write error
+ * (memory ran out: the text is incomplete, so none is given). */
+static inline char *pw_memtext_take(pw_memtext *t)
+{
+	bool bad = ferror(t->f);
+
+	if (fclose(t->f) != 0 || bad) {
+		free(t->s);
+		return NULL;
+	}
+	return t->s;
+}
+
+/* Runs DONE(&V[i]) on each of the N elements of the array V, then frees V (NULL: nothing to
+ * do): the one free of an array whose elements own memory, PW_GROW's counterpart. */
+#define PW_FREE_ARRAY(v, n, done)                                                                  \
+	do {                                                                                       \
+		__typeof__(v) _fa_v_ = (v);                                                        \
+		size_t _fa_n_ = (n);                                                               \
+		for (size_t _fa_i_ = 0; _fa_v_ && _fa_i_ < _fa_n_; _fa_i_++)                       \
+			done(&_fa_v_[_fa_i_]);                                                     \
+		free(_fa_v_);                                                                      \
+	} while (0)
+
 /* Closes without disturbing errno; -1 is ignored. */
 static inline void closep(int *fd)
 {

@@ -48,9 +48,7 @@ typedef struct tree_ctx {
 
 static void node_done(node *n)
 {
-	for (size_t i = 0; i < n->n_children; i++)
-		node_done(&n->children[i]);
-	free(n->children);
+	PW_FREE_ARRAY(n->children, n->n_children, node_done);
 	free(n->name);
 }
 

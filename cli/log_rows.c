@@ -119,9 +119,7 @@ int pw_log_collect(pw_store_reader *db, const log_filter *f, size_t limit, log_r
 	int r = pw_store_audit_query(db, &af, collect_one, &c);
 
 	if (r < 0) {
-		for (size_t i = 0; i < c.n; i++)
-			pw_log_row_done(&c.rows[i]);
-		free(c.rows);
+		PW_FREE_ARRAY(c.rows, c.n, pw_log_row_done);
 		return r;
 	}
 	for (size_t i = 0; i < c.n / 2; i++) { /* newest first -> oldest first */
@@ -136,9 +134,7 @@ int pw_log_collect(pw_store_reader *db, const log_filter *f, size_t limit, log_r
 
 void pw_log_rows_free(log_row *rows, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		pw_log_row_done(&rows[i]);
-	free(rows);
+	PW_FREE_ARRAY(rows, n, pw_log_row_done);
 }
 
 int pw_log_parse_count(const char *cmd, const char *s, const char *what, int64_t *ret)

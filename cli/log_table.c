@@ -680,8 +680,6 @@ int pw_log_print(const log_opts *o, log_printer *pr, bool json, const log_row *r
 		if (n_lines == first && !o->follow)
 			printf("no matching events\n");
 	}
-	for (size_t i = 0; i < n_lines; i++)
-		pw_log_line_done(&lines[i]);
-	free(lines);
+	PW_FREE_ARRAY(lines, n_lines, pw_log_line_done);
 	return r;
 }

@@ -486,9 +486,7 @@ typedef struct frozen_rules {
 
 static void frozen_rules_done(frozen_rules *f)
 {
-	for (size_t i = 0; i < f->n; i++)
-		pw_rule_done(&f->v[i]);
-	free(f->v);
+	pw_rules_free(f->v, f->n);
 }
 
 static int add_frozen(const char *path, void *userdata)

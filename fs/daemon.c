@@ -188,17 +188,13 @@ static char *absolute_path(char *path)
 
 int pw_daemon_check_socket(const pw_daemon_opts *o, char **ret_msg)
 {
-	_cleanup_free_ char *ddir = NULL, *sock = NULL;
-	const char *dir = o->socket_dir;
-	int r = 0;
+	_cleanup_free_ char *dir = NULL, *sock = NULL;
+	int r;
 
 	*ret_msg = NULL;
-	if (!dir) {
-		r = pw_ctl_default_dir(&ddir);
-		if (r < 0)
-			return r;
-		dir = ddir;
-	}
+	r = pw_ctl_dir_or_default(o->socket_dir, &dir);
+	if (r < 0)
+		return r;
 	r = pw_ctl_private_dir(dir);
 	if (r == -EPERM || r == -ENOTDIR || r == -EEXIST) {
 		r = asprintf(ret_msg,

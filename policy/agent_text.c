@@ -26,33 +26,7 @@
 	" Undo is incomplete: the originals store is full, so some changes from now on are not "   \
 	"kept and cannot be undone."
 
-/* ---- building strings ---------------------------------------------------------------- */
-
-typedef struct sbuf {
-	FILE *f;
-	char *s;
-	size_t n;
-} sbuf;
-
-static bool sb_open(sbuf *b)
-{
-	b->s = NULL;
-	b->n = 0;
-	b->f = open_memstream(&b->s, &b->n);
-	return b->f != NULL;
-}
-
-/* Closes the stream and hands over the string (NULL on a write error). */
-static char *sb_take(sbuf *b)
-{
-	bool bad = ferror(b->f);
-
-	if (fclose(b->f) != 0 || bad) {
-		free(b->s);
-		return NULL;
-	}
-	return b->s;
-}
+/* ---- reading the JSON --------------------------------------------------------------- */
 
 static const char *jstr(json_t *o, const char *key)
 {
@@ -225,22 +199,22 @@ static void put_writable(FILE *f, json_t *policy)
 
 char *pw_text_writable(json_t *policy)
 {
-	sbuf b;
+	pw_memtext b;
 
-	if (!sb_open(&b))
+	if (!pw_memtext_open(&b))
 		return NULL;
 	put_writable(b.f, policy);
-	return sb_take(&b);
+	return pw_memtext_take(&b);
 }
 
 static char *base_writable_text(json_t *policy)
 {
-	sbuf b;
+	pw_memtext b;
 
-	if (!sb_open(&b))
+	if (!pw_memtext_open(&b))
 		return NULL;
 	put_base_writable(b.f, policy);
-	return sb_take(&b);
+	return pw_memtext_take(&b);
 }
 
 /* The announcement of POLICY's rules, written to F. */
@@ -291,14 +265,14 @@ static void put_rules(FILE *f, json_t *policy)
 
 char *pw_text_announcement(json_t *policy, bool store_full)
 {
-	sbuf b;
+	pw_memtext b;
 
-	if (!sb_open(&b))
+	if (!pw_memtext_open(&b))
 		return NULL;
 	put_rules(b.f, policy);
 	if (store_full)
 		fputs(STORE_FULL, b.f);
-	return sb_take(&b);
+	return pw_memtext_take(&b);
 }
 
 /* BODY without leading and trailing white space (JavaScript's trim, for ASCII). */
@@ -336,9 +310,9 @@ char *pw_text_switch_announcement(json_t *policy, const char *body, const char *
 				  bool store_full)
 {
 	const char *mode = jstr(policy, "mode");
-	sbuf b;
+	pw_memtext b;
 
-	if (!sb_open(&b))
+	if (!pw_memtext_open(&b))
 		return NULL;
 	fprintf(b.f,
 		"%s The person switched the mode from %s to %s during this task. This message "
@@ -348,7 +322,7 @@ char *pw_text_switch_announcement(json_t *policy, const char *body, const char *
 	if (store_full)
 		fputs(STORE_FULL, b.f);
 	put_body(b.f, body);
-	return sb_take(&b);
+	return pw_memtext_take(&b);
 }
 
 char *pw_text_session_switch(const char *from, const char *mode)
@@ -365,9 +339,9 @@ char *pw_text_session_switch(const char *from, const char *mode)
 
 char *pw_text_system_section(const char *mode, const char *body)
 {
-	sbuf b;
+	pw_memtext b;
 
-	if (!sb_open(&b))
+	if (!pw_memtext_open(&b))
 		return NULL;
 	fprintf(
 	    b.f,
@@ -377,16 +351,16 @@ char *pw_text_system_section(const char *mode, const char *body)
 	    "this conversation, your own included; only a later \"%s\" message supersedes it.",
 	    mode ? mode : "?", TAG);
 	put_body(b.f, body);
-	return sb_take(&b);
+	return pw_memtext_take(&b);
 }
 
 char *pw_text_with_plan(const char *text, json_t *plan)
 {
 	json_t *a = json_object_get(plan, "active"), *next = json_object_get(a, "next");
 	const char *name = jstr(a, "name");
-	sbuf b;
+	pw_memtext b;
 
-	if (!sb_open(&b))
+	if (!pw_memtext_open(&b))
 		return NULL;
 	fputs(text ? text : "", b.f);
 	if (json_is_object(a)) {
@@ -403,7 +377,7 @@ char *pw_text_with_plan(const char *text, json_t *plan)
 		else
 			fputs(".", b.f);
 	}
-	return sb_take(&b);
+	return pw_memtext_take(&b);
 }
 
 /* ---- refusals ------------------------------------------------------------------------ */
@@ -558,7 +532,7 @@ char *pw_text_refusal_line(json_t *r, const char *writable, const char *hint_mod
 {
 	const char *mode = jstr(r, "mode"), *err = jstr(r, "errno"), *path = jstr(r, "path");
 	const char *op = op_word(jstr(r, "op")), *reason = jstr(r, "reason");
-	sbuf b;
+	pw_memtext b;
 
 	if (!mode)
 		mode = "the active";
@@ -566,7 +540,7 @@ char *pw_text_refusal_line(json_t *r, const char *writable, const char *hint_mod
 		path = ".";
 	if (!agent)
 		agent = "the agent";
-	if (!sb_open(&b))
+	if (!pw_memtext_open(&b))
 		return NULL;
 	if (streq_ptr(reason, "hidden")) {
 		fprintf(b.f, "%s %s was hidden in %s mode", TAG, path, mode);
@@ -575,7 +549,7 @@ char *pw_text_refusal_line(json_t *r, const char *writable, const char *hint_mod
 		fputs(": ", b.f);
 		put_because(b.f, r, project);
 		fputs(". It does not exist in the view; don't look for another way to it.", b.f);
-		return sb_take(&b);
+		return pw_memtext_take(&b);
 	}
 	fprintf(b.f, "%s Refused: %s %s", TAG, op, path);
 	if (err)
@@ -609,7 +583,7 @@ char *pw_text_refusal_line(json_t *r, const char *writable, const char *hint_mod
 		    "No mode allows it; tell the person what you needed instead of working around "
 		    "it.",
 		    b.f);
-	return sb_take(&b);
+	return pw_memtext_take(&b);
 }
 
 char *pw_text_more_line(size_t n, const char *agent)
@@ -662,11 +636,11 @@ char *pw_text_bash_block(const char *mode, json_t *lines)
 {
 	size_t i;
 	json_t *l;
-	sbuf b;
+	pw_memtext b;
 
 	if (!mode)
 		mode = "?";
-	if (!sb_open(&b))
+	if (!pw_memtext_open(&b))
 		return NULL;
 	fprintf(b.f,
 		"%s The command was not run: piworkfs checked it first and it would write where "
@@ -678,16 +652,16 @@ char *pw_text_bash_block(const char *mode, json_t *lines)
 		if (json_is_string(l))
 			fprintf(b.f, "\n%s", json_string_value(l));
 	}
-	return sb_take(&b);
+	return pw_memtext_take(&b);
 }
 
 char *pw_text_bash_warn(json_t *targets, const char *mode)
 {
 	size_t i, n = 0;
 	json_t *t;
-	sbuf b;
+	pw_memtext b;
 
-	if (!sb_open(&b))
+	if (!pw_memtext_open(&b))
 		return NULL;
 	fprintf(b.f,
 		"%s Before it ran, piworkfs found that this command writes where %s mode "
@@ -699,7 +673,7 @@ char *pw_text_bash_warn(json_t *targets, const char *mode)
 			fprintf(b.f, "%s%s", n++ ? ", " : "", jstr(t, "path"));
 	}
 	fputs(".", b.f);
-	return sb_take(&b);
+	return pw_memtext_take(&b);
 }
 
 /* ---- overlapping writes --------------------------------------------------------------- */
@@ -708,9 +682,9 @@ char *pw_text_overlap_line(const char *path, json_t *views)
 {
 	size_t i, n = 0;
 	json_t *o;
-	sbuf b;
+	pw_memtext b;
 
-	if (!sb_open(&b))
+	if (!pw_memtext_open(&b))
 		return NULL;
 	fprintf(b.f, "%s Note: %s was also changed by another live view of the project, ", TAG,
 		path ? path : "?");
@@ -727,7 +701,7 @@ char *pw_text_overlap_line(const char *path, json_t *views)
 	fputs(", in its current work: your write went through, but check that it did not "
 	      "overwrite another agent's work (`piworkfs changes` shows both).",
 	      b.f);
-	return sb_take(&b);
+	return pw_memtext_take(&b);
 }
 
 /* ---- choosing the mode to suggest ----------------------------------------------------- */

@@ -90,32 +90,25 @@ static int cp_plans(config_parser *p, const pw_yx_node *k, const pw_yx_node *v)
 	return 0;
 }
 
+/* One key K of the config (KEY is K's text). */
+static int cp_key(const pw_yx_node *k, const pw_yx_node *v, const char *key, void *u)
+{
+	config_parser *p = u;
+
+	if (streq(key, "protected"))
+		return pw_yaml_rules(&p->y, v, "protected", PW_RULE_PROTECTED,
+				     &p->c->protected_rules, &p->c->n_protected);
+	if (streq(key, "design"))
+		return cp_design(p, v);
+	if (streq(key, "plans"))
+		return cp_plans(p, k, v);
+	return cp_unknown(p, k, key, root_keys);
+}
+
+/* An empty config is a valid one (pw_yaml_map: nothing for a null root). */
 static int cp_root(config_parser *p, const pw_yx_node *root)
 {
-	if (!root || pw_yx_is_null(root))
-		return 0; /* an empty config is a valid one */
-	if (root->kind != PW_YX_MAP)
-		return pw_yaml_error(&p->y, root, NULL, "expected a mapping of keys, not %s",
-				     pw_yx_describe(root));
-	for (size_t i = 0; i < pw_yx_map_count(root); i++) {
-		const pw_yx_node *k = pw_yx_map_key(root, i), *v = pw_yx_map_value(root, i);
-		int r;
-
-		if (pw_yx_key_is_duplicate(root, i))
-			r = pw_yaml_error(&p->y, k, k->text, "duplicate key");
-		else if (streq(k->text, "protected"))
-			r = pw_yaml_rules(&p->y, v, "protected", PW_RULE_PROTECTED,
-					  &p->c->protected_rules, &p->c->n_protected);
-		else if (streq(k->text, "design"))
-			r = cp_design(p, v);
-		else if (streq(k->text, "plans"))
-			r = cp_plans(p, k, v);
-		else
-			r = cp_unknown(p, k, k->text, root_keys);
-		if (r < 0)
-			return r;
-	}
-	return 0;
+	return pw_yaml_map(&p->y, root, NULL, "a mapping of keys", cp_key, p);
 }
 
 void pw_config_done(pw_config *c)

@@ -47,12 +47,12 @@
  */
 #include <ctype.h>
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "glob.h"
 #include "pw_limits.h"
+#include "ref.h"
 #include "util.h"
 
 enum tok_op {
@@ -88,7 +88,7 @@ struct class_set {
 };
 
 struct pw_glob {
-	atomic_uint refs; /* immutable once compiled: rules share it by reference */
+	pw_refcount refs; /* immutable once compiled: rules share it by reference */
 	char *pattern;
 	struct tok *toks;
 	size_t ntok;
@@ -810,15 +810,13 @@ const char *pw_glob_pattern(const pw_glob *g)
 pw_glob *pw_glob_ref(pw_glob *g)
 {
 	if (g)
-		atomic_fetch_add_explicit(&g->refs, 1, memory_order_relaxed);
+		pw_ref_take(&g->refs);
 	return g;
 }
 
 void pw_glob_free(pw_glob *g)
 {
-	if (!g)
-		return;
-	if (atomic_fetch_sub_explicit(&g->refs, 1, memory_order_acq_rel) != 1)
+	if (!g || !pw_ref_drop(&g->refs))
 		return;
 	free(g->pattern);
 	free(g->toks);

@@ -188,9 +188,7 @@ void pw_rule_done(pw_rule *r)
 
 void pw_rules_free(pw_rule *v, size_t n)
 {
-	for (size_t i = 0; v && i < n; i++)
-		pw_rule_done(&v[i]);
-	free(v);
+	PW_FREE_ARRAY(v, n, pw_rule_done);
 }
 
 int pw_rules_reserve(pw_rule **v, size_t n)
@@ -362,6 +360,7 @@ static bool is_blank(const char *s)
 typedef struct mode_parser {
 	pw_yaml_parse y;
 	pw_mode_file *mf;
+	const pw_yx_node *name_node; /* the frontmatter's name, for mp_name */
 } mode_parser;
 
 _printf_(4, 5) int pw_yaml_error(pw_yaml_parse *p, const pw_yx_node *at, const char *key,
@@ -558,17 +557,20 @@ int pw_yaml_map(pw_yaml_parse *p, const pw_yx_node *v, const char *prefix, const
 		int (*fn)(const pw_yx_node *k, const pw_yx_node *value, const char *key, void *u),
 		void *u)
 {
-	if (pw_yx_is_null(v))
+	if (!v || pw_yx_is_null(v))
 		return 0;
 	if (v->kind != PW_YX_MAP)
 		return pw_yaml_error(p, v, prefix, "expected %s, not %s", what, pw_yx_describe(v));
 	for (size_t i = 0; i < pw_yx_map_count(v); i++) {
 		const pw_yx_node *k = pw_yx_map_key(v, i);
-		_cleanup_free_ char *key = NULL;
+		_cleanup_free_ char *dotted = NULL;
+		const char *key = k->text;
 		int r;
 
-		if (asprintf(&key, "%s.%s", prefix, k->text) < 0)
+		if (prefix && asprintf(&dotted, "%s.%s", prefix, k->text) < 0)
 			return -ENOMEM;
+		if (dotted)
+			key = dotted;
 		if (pw_yx_key_is_duplicate(v, i))
 			r = pw_yaml_error(p, k, key, "duplicate key");
 		else
@@ -611,13 +613,18 @@ static int mp_writes(mode_parser *p, const pw_yx_node *v)
 			   mp_writes_key, p);
 }
 
-static int mp_top_key(mode_parser *p, const pw_yx_node *k, const pw_yx_node *v)
+/* One key K of the frontmatter (KEY is K's text). */
+static int mp_top_key(const pw_yx_node *k, const pw_yx_node *v, const char *key, void *u)
 {
+	mode_parser *p = u;
 	pw_mode_file *mf = p->mf;
 	int r;
 
-	if (streq(k->text, "name"))
+	(void)key;
+	if (streq(k->text, "name")) {
+		p->name_node = v;
 		return mp_string(p, v, "name", false, &mf->mode.name);
+	}
 	if (streq(k->text, "description"))
 		return mp_string(p, v, "description", true, &mf->mode.description);
 	if (streq(k->text, "writes"))
@@ -660,8 +667,8 @@ static int mp_name(mode_parser *p, const pw_yx_node *root, const pw_yx_node *nam
 
 static int mp_frontmatter(mode_parser *p, const pw_yx_node *root, unsigned first_line)
 {
-	const pw_yx_node *name_node = NULL;
 	pw_yx_node at = {.line = first_line, .column = 1};
+	int r;
 
 	if (!root)
 		return pw_yaml_error(&p->y, &at, "name", "missing required key");
@@ -669,21 +676,10 @@ static int mp_frontmatter(mode_parser *p, const pw_yx_node *root, unsigned first
 		return pw_yaml_error(&p->y, root, NULL,
 				     "the frontmatter must be a mapping of keys, not %s",
 				     pw_yx_describe(root));
-	for (size_t i = 0; i < pw_yx_map_count(root); i++) {
-		const pw_yx_node *k = pw_yx_map_key(root, i), *v = pw_yx_map_value(root, i);
-		int r;
-
-		if (pw_yx_key_is_duplicate(root, i))
-			r = pw_yaml_error(&p->y, k, k->text, "duplicate key");
-		else {
-			if (streq(k->text, "name"))
-				name_node = v;
-			r = mp_top_key(p, k, v);
-		}
-		if (r < 0)
-			return r;
-	}
-	return mp_name(p, root, name_node);
+	r = pw_yaml_map(&p->y, root, NULL, "a mapping of keys", mp_top_key, p);
+	if (r < 0)
+		return r;
+	return mp_name(p, root, p->name_node);
 }
 
 static const char *file_stem(const char *file, char *buf, size_t size)

@@ -208,9 +208,10 @@ typedef struct pw_yaml_parse {
  * and MISSING_OK; -ENOMEM; else -EINVAL after an error in W (under the mode STEM, or NULL). */
 int pw_yaml_read(const char *file, const char *stem, bool missing_ok, pw_warnings *w, char **ret,
 		 size_t *ret_len);
-/* V, a mapping under PREFIX: none when V is null; another kind is an error ("expected WHAT,
- * not ..."). Each key K goes to FN(K, its VALUE, its dotted path KEY, U); a duplicate key is an
- * error instead. Returns 0, or the first negative answer. */
+/* V, a mapping under PREFIX (NULL: a file's top level): none when V is NULL or null; another
+ * kind is an error ("expected WHAT, not ..."). Each key K goes to FN(K, its VALUE, its dotted
+ * path KEY (K's text at the top level), U); a duplicate key is an error instead. Returns 0, or
+ * the first negative answer. The one walk of a mapping: config.c's and the modes' alike. */
 int pw_yaml_map(pw_yaml_parse *p, const struct pw_yx_node *v, const char *prefix, const char *what,
 		int (*fn)(const struct pw_yx_node *k, const struct pw_yx_node *value,
 			  const char *key, void *u),

@@ -49,9 +49,7 @@ void pw_modeset_free(pw_modeset *ms)
 {
 	if (!ms)
 		return;
-	for (size_t i = 0; i < ms->n_modes; i++)
-		pw_mode_done(&ms->modes[i]);
-	free(ms->modes);
+	PW_FREE_ARRAY(ms->modes, ms->n_modes, pw_mode_done);
 	pw_rules_free(ms->protected_rules, ms->n_protected);
 	pw_rules_free(ms->token_rules, ms->n_tokens);
 	free(ms->plans_dir);

@@ -447,33 +447,12 @@ static bool sets_key(const line *l, const char *key)
 	return l->len > n && memcmp(l->s, key, n) == 0 && l->s[n] == ':';
 }
 
-typedef struct out_buf {
-	char *s;
-	size_t n, cap;
-} out_buf;
-
-static int out_put(out_buf *o, const char *s, size_t n)
-{
-	if (o->n + n + 1 > o->cap) {
-		size_t cap = (o->n + n + 1) * 2;
-		char *t = realloc(o->s, cap);
-		if (!t)
-			return -ENOMEM;
-		o->s = t;
-		o->cap = cap;
-	}
-	memcpy(o->s + o->n, s, n);
-	o->n += n;
-	o->s[o->n] = '\0';
-	return 0;
-}
-
-static int out_field(out_buf *o, const char *key, const char *value)
+static int out_field(pw_bytes *o, const char *key, const char *value)
 {
 	_cleanup_free_ char *l = NULL;
 	int n = asprintf(&l, "%s: %s\n", key, value);
 
-	return n < 0 ? -ENOMEM : out_put(o, l, (size_t)n);
+	return n < 0 ? -ENOMEM : pw_bytes_append(o, l, (size_t)n);
 }
 
 int pw_plan_set_fields(const char *buf, size_t len, const char *status, const char *approved,
@@ -485,12 +464,12 @@ int pw_plan_set_fields(const char *buf, size_t len, const char *status, const ch
 	const char *yaml, *close, *end = buf + len, *at;
 	size_t yaml_len;
 	unsigned body_line;
-	out_buf o = {0};
+	pw_bytes o = {0};
 	int r;
 
 	if (split(buf, len, &yaml, &yaml_len, &close, &body_line) < 0)
 		return -EBADMSG;
-	r = out_put(&o, buf, (size_t)(yaml - buf));
+	r = pw_bytes_append(&o, buf, (size_t)(yaml - buf));
 	for (at = yaml; at < close && r >= 0;) {
 		line l = line_at(at, end);
 		bool replaced = false;
@@ -504,19 +483,19 @@ int pw_plan_set_fields(const char *buf, size_t len, const char *status, const ch
 			done[k] = true;
 		}
 		if (!replaced)
-			r = out_put(&o, at, (size_t)(l.next - at));
+			r = pw_bytes_append(&o, at, (size_t)(l.next - at));
 		at = l.next;
 	}
 	for (size_t k = 0; k < 3 && r >= 0; k++)
 		if (values[k] && !done[k])
 			r = out_field(&o, keys[k], values[k]);
 	if (r >= 0)
-		r = out_put(&o, close, (size_t)(end - close));
+		r = pw_bytes_append(&o, close, (size_t)(end - close));
 	if (r < 0) {
-		free(o.s);
+		free(o.p);
 		return r;
 	}
-	*ret = o.s;
+	*ret = o.p;
 	return 0;
 }
 

@@ -11,10 +11,10 @@
  * mode and token rules in a mode without writes.tokens.
  */
 #include <errno.h>
-#include <stdatomic.h>
 
 #include "mode.h"
 #include "policy.h"
+#include "ref.h"
 #include "util.h"
 
 enum {
@@ -28,7 +28,7 @@ enum {
 };
 
 struct pw_policy {
-	atomic_uint refcount;
+	pw_refcount refcount;
 	char *mode, *description, *body, *source;
 	char *fail_reason;   /* non-NULL: fail-closed */
 	bool protect;	     /* the mode's protect key (protected rules are left out when false) */
@@ -337,16 +337,13 @@ pw_policy *pw_policy_new_fail_closed(const char *mode, const char *why)
 pw_policy *pw_policy_ref(pw_policy *p)
 {
 	if (p)
-		atomic_fetch_add_explicit(&p->refcount, 1, memory_order_relaxed);
+		pw_ref_take(&p->refcount);
 	return p;
 }
 
 void pw_policy_unref(pw_policy *p)
 {
-	if (!p)
-		return;
-	/* acq_rel: the thread that frees sees every other holder's last use. */
-	if (atomic_fetch_sub_explicit(&p->refcount, 1, memory_order_acq_rel) == 1)
+	if (p && pw_ref_drop(&p->refcount))
 		policy_free(p);
 }
 

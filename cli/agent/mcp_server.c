@@ -214,29 +214,12 @@ static int call(mcp *m, unsigned timeout_ms, const char *method, json_t *params,
 
 typedef int (*tool_fn)(mcp *m, json_t *args, json_t **ret, mcp_error *e);
 
-/* A text builder for answers. */
-typedef struct text {
-	FILE *f;
-	char *s;
-	size_t n;
-} text;
-
-static bool text_open(text *t)
+/* The answer whose text T holds (pw_memtext_open'ed). */
+static json_t *text_answer(pw_memtext *t, bool is_error)
 {
-	t->s = NULL;
-	t->n = 0;
-	t->f = open_memstream(&t->s, &t->n);
-	return t->f != NULL;
-}
+	_cleanup_free_ char *s = pw_memtext_take(t);
 
-static json_t *text_answer(text *t, bool is_error)
-{
-	json_t *r;
-
-	fclose(t->f);
-	r = tool_text(t->s, is_error);
-	free(t->s);
-	return r;
+	return tool_text(s, is_error);
 }
 
 static size_t count_rules(json_t *policy, const char *kind)
@@ -277,13 +260,13 @@ static int tool_call(mcp *m, unsigned timeout_ms, const char *method, json_t *pa
 /* tool_call, then the answer's text opened in T: 0 with the result in *RET_RESULT; 1 when
  * the daemon refused (its message in *RET); -errno in E. */
 static int tool_call_text(mcp *m, unsigned timeout_ms, const char *method, json_t *params,
-			  json_t **ret_result, text *t, json_t **ret, mcp_error *e)
+			  json_t **ret_result, pw_memtext *t, json_t **ret, mcp_error *e)
 {
 	int r = tool_call(m, timeout_ms, method, params, ret_result, ret, e);
 
 	if (r)
 		return r < 0 ? r : 1;
-	if (!text_open(t)) {
+	if (!pw_memtext_open(t)) {
 		json_decref(*ret_result);
 		return pw_mcp_fail(e, PW_RPC_INTERNAL_ERROR, "out of memory");
 	}
@@ -294,7 +277,7 @@ static int tool_status(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 {
 	json_t *st = NULL, *pol;
 	_cleanup_free_ char *ann = NULL, *w = NULL;
-	text t;
+	pw_memtext t;
 	int r;
 
 	r = call(m, 0, "mode.get", NULL, &st, e, NULL, NULL);
@@ -304,7 +287,7 @@ static int tool_status(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	pol = json_object_get(st, "policy");
 	ann = pw_text_announcement(pol, false);
 	w = pw_text_writable(pol);
-	if (!text_open(&t)) {
+	if (!pw_memtext_open(&t)) {
 		json_decref(st);
 		return pw_mcp_fail(e, PW_RPC_INTERNAL_ERROR, "out of memory");
 	}
@@ -342,7 +325,7 @@ static int tool_check(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 {
 	const char *op = pw_json_str(args, "op"), *mode = pw_json_str(args, "mode");
 	json_t *rel = NULL, *res = NULL, *d, *p, *denied = NULL, *lines = NULL;
-	text t;
+	pw_memtext t;
 	size_t i;
 	int r;
 
@@ -404,7 +387,7 @@ static int tool_check_bash(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	_cleanup_free_ char *block = NULL, *rcwd = NULL;
 	const char *cwd = pw_json_str(args, "cwd");
 	json_t *res = NULL, *tg;
-	text t;
+	pw_memtext t;
 	size_t i;
 	int r;
 
@@ -509,7 +492,7 @@ static int tool_request_mode(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 	json_t *res = NULL, *st = NULL;
 	pw_ctl_conn *c = NULL;
 	int code = 0, r;
-	text t;
+	pw_memtext t;
 
 	if (wait_s < 0 || wait_s > MCP_WAIT_MAX_S)
 		return pw_mcp_fail(e, PW_RPC_INVALID_PARAMS, "'wait_s' must be 0 to %d",
@@ -555,7 +538,7 @@ static int tool_request_mode(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 				   strerror(-r));
 	if (!streq_ptr(pw_json_str(res, "outcome"), "pending"))
 		m->asked_id = 0;
-	if (!text_open(&t)) {
+	if (!pw_memtext_open(&t)) {
 		json_decref(res);
 		return pw_mcp_fail(e, PW_RPC_INTERNAL_ERROR, "out of memory");
 	}
@@ -598,7 +581,7 @@ static int tool_changes(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 {
 	json_t *res = NULL, *cs, *ch;
 	size_t i, j, shown = 0;
-	text t;
+	pw_memtext t;
 	int r;
 
 	r = tool_call_text(m, 30000, "changes.list", changes_params(m, args), &res, &t, ret, e);
@@ -640,7 +623,7 @@ static int tool_diff(mcp *m, json_t *args, json_t **ret, mcp_error *e)
 {
 	json_t *res = NULL, *f, *p;
 	size_t i;
-	text t;
+	pw_memtext t;
 	int r;
 
 	p = changes_params(m, args);

@@ -187,9 +187,10 @@ static json_t *lane_json(const pw_view *v)
 /* A run's own view: {"id", "pid"} of the run it serves; a bare view: null. */
 static json_t *run_json(const pw_view *v)
 {
-	if (!pw_view_run_id(v))
+	if (!pw_view_info_of(v)->run_id)
 		return json_null();
-	return json_pack("{s:s,s:i}", "id", pw_view_run_id(v), "pid", (int)pw_view_run_pid(v));
+	return json_pack("{s:s,s:i}", "id", pw_view_info_of(v)->run_id, "pid",
+			 (int)pw_view_info_of(v)->run_pid);
 }
 
 static int m_status(call *x, json_t **ret)
@@ -204,14 +205,14 @@ static int m_status(call *x, json_t **ret)
 	pw_view_fs_stats(x->view, &fst);
 	pw_ctl_server_get_stats(x->server, &cst);
 	int64_t now_ns = pw_clock_ns(CLOCK_REALTIME);
-	int64_t started = pw_view_started_ns(x->view);
+	int64_t started = pw_view_info_of(x->view)->started_ns;
 
 	w = json_array();
 	for (size_t i = 0; w && i < st.n_warnings; i++)
 		json_array_append_new(w, json_string(st.warnings[i]));
-	if (pw_view_audit(x->view)) {
+	if (pw_view_info_of(x->view)->audit) {
 		pw_audit_stats as;
-		pw_audit_get_stats(pw_view_audit(x->view), &as);
+		pw_audit_get_stats(pw_view_info_of(x->view)->audit, &as);
 		audit = json_pack("{s:I,s:I,s:I,s:I}", "submitted", (json_int_t)as.submitted,
 				  "written", (json_int_t)as.written, "dropped",
 				  (json_int_t)as.dropped, "coalesced", (json_int_t)as.coalesced);
@@ -219,19 +220,19 @@ static int m_status(call *x, json_t **ret)
 	o = json_pack(
 	    "{s:s,s:s,s:s,s:I,s:b,s:s?,s:b,s:s,s:i,s:i,s:I,s:I,s:o,s:I,s:I,s:I,s:o,"
 	    "s:{s:i,s:I,s:I,s:I,s:I},s:o,s:s?}",
-	    "project", pw_view_project(x->view), "mountpoint", pw_view_mountpoint(x->view), "mode",
-	    st.mode, "generation", (json_int_t)st.generation, "fail_closed", st.fail_reason != NULL,
-	    "fail_reason", st.fail_reason, "trusted", st.trusted, "socket",
-	    pw_ctl_server_socket_path(x->server), "pid", (int)getpid(), "owner_uid",
-	    (int)pw_view_owner(x->view), "started_ns", (json_int_t)started, "uptime_s",
-	    (json_int_t)((now_ns - started) / 1000000000), "warnings", w ? w : json_array(),
-	    "reloads", (json_int_t)st.reloads, "denied", (json_int_t)fst.denied, "inodes",
-	    (json_int_t)fst.inodes, "audit", audit, "clients", "connected", (int)cst.clients,
-	    "accepted", (json_int_t)cst.accepted, "refused",
+	    "project", pw_view_info_of(x->view)->project, "mountpoint",
+	    pw_view_info_of(x->view)->mountpoint, "mode", st.mode, "generation",
+	    (json_int_t)st.generation, "fail_closed", st.fail_reason != NULL, "fail_reason",
+	    st.fail_reason, "trusted", st.trusted, "socket", pw_ctl_server_socket_path(x->server),
+	    "pid", (int)getpid(), "owner_uid", (int)pw_view_info_of(x->view)->owner, "started_ns",
+	    (json_int_t)started, "uptime_s", (json_int_t)((now_ns - started) / 1000000000),
+	    "warnings", w ? w : json_array(), "reloads", (json_int_t)st.reloads, "denied",
+	    (json_int_t)fst.denied, "inodes", (json_int_t)fst.inodes, "audit", audit, "clients",
+	    "connected", (int)cst.clients, "accepted", (json_int_t)cst.accepted, "refused",
 	    (json_int_t)(cst.refused_busy + cst.refused_uid), "dropped",
 	    (json_int_t)(cst.dropped_slow + cst.dropped_idle + cst.dropped_large),
 	    "denied_suppressed", (json_int_t)cst.denied_suppressed, "requests", requests_json(&fst),
-	    "state_db", pw_view_state_db(x->view));
+	    "state_db", pw_view_info_of(x->view)->state_db);
 	if (o)
 		json_object_set_new(o, "run", run_json(x->view));
 	if (o)
@@ -314,7 +315,7 @@ static int m_mode_set(call *x, json_t **ret)
 			/* Everything the client says in its one line: no second call. */
 			x->fail->data =
 			    json_pack("{s:o,s:s,s:s}", "modes", mode_names(x->view), "active", prev,
-				      "project", pw_view_project(x->view));
+				      "project", pw_view_info_of(x->view)->project);
 			break;
 		case -EBADMSG:
 			fail(x, PW_RPC_MODE_BROKEN, "%s", why ? why : "the mode's file is broken");
@@ -348,7 +349,7 @@ static int m_mode_set(call *x, json_t **ret)
  * *ret_err. */
 static int map_path(pw_view *v, const char *in, char *out, const char **ret_err)
 {
-	const char *roots[] = {pw_view_mountpoint(v), pw_view_project(v)};
+	const char *roots[] = {pw_view_info_of(v)->mountpoint, pw_view_info_of(v)->project};
 
 	if (in[0] == '/') {
 		for (size_t i = 0; i < ELEMENTSOF(roots); i++) {
@@ -374,7 +375,7 @@ static bool backing_is_dir(pw_view *v, const pw_policy *hide, const char *path, 
 
 	if (!path[0])
 		return true;
-	root = open(pw_view_project(v), O_PATH | O_DIRECTORY | O_CLOEXEC);
+	root = open(pw_view_info_of(v)->project, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0 || fstatat(root, path, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return dflt;
 	if (pw_bash_hidden_path(hide, path, S_ISDIR(st.st_mode)))
@@ -549,7 +550,7 @@ static int m_subscribe(call *x, json_t **ret)
 		json_array_append_new(a, json_string("mode.request"));
 	return done(x,
 		    json_pack("{s:o,s:b}", "events", a ? a : json_array(), "audit",
-			      pw_view_audit(x->view) != NULL),
+			      pw_view_info_of(x->view)->audit != NULL),
 		    ret);
 }
 
@@ -654,8 +655,8 @@ static int m_bash_check(call *x, json_t **ret)
 		return fail_nomem(x);
 	}
 	memcpy(b->command, json_string_value(cmd), b->len + 1);
-	b->root_path = pw_view_mountpoint(x->view);
-	b->root = open(pw_view_project(x->view), O_PATH | O_DIRECTORY | O_CLOEXEC);
+	b->root_path = pw_view_info_of(x->view)->mountpoint;
+	b->root = open(pw_view_info_of(x->view)->project, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (b->root < 0) {
 		r = -errno;
 		bash_call_free(b);
@@ -786,7 +787,7 @@ static int explainer_init(call *x, explainer *e)
 	size_t n;
 
 	*e = (explainer){
-	    .x = x, .project = pw_view_project(x->view), .agent = str_param(x, "agent")};
+	    .x = x, .project = pw_view_info_of(x->view)->project, .agent = str_param(x, "agent")};
 	if (ask_param(x, &e->ask) < 0)
 		return PW_CTL_FAILED;
 	ms = pw_view_lock_modeset(x->view);

@@ -214,9 +214,10 @@ static long mount_uid(const char *super)
 
 static bool is_peer(pw_view *v, const pw_mountinfo *m)
 {
-	return streq_ptr(m->fstype, "fuse.piworkfs") && streq_ptr(m->source, pw_view_project(v)) &&
-	       !streq_ptr(m->mountpoint, pw_view_mountpoint(v)) &&
-	       mount_uid(m->super_opts) == (long)pw_view_owner(v);
+	return streq_ptr(m->fstype, "fuse.piworkfs") &&
+	       streq_ptr(m->source, pw_view_info_of(v)->project) &&
+	       !streq_ptr(m->mountpoint, pw_view_info_of(v)->mountpoint) &&
+	       mount_uid(m->super_opts) == (long)pw_view_info_of(v)->owner;
 }
 
 /* Reads plan.sync's answer RES into an outcome and its reason (*ret_reason malloc'd or
@@ -277,7 +278,7 @@ static int call_start(pw_view *v, const char *socket_dir, const pw_mountinfo *m,
 			 .run = pw_ctl_run_of_mountpoint(m->mountpoint),
 			 .in = malloc(PW_MSG_MAX)};
 	req = id ? pw_rpc_request_new(id, "plan.sync",
-				      json_pack("{s:s*}", "state_db", pw_view_state_db(v)))
+				      json_pack("{s:s*}", "state_db", pw_view_info_of(v)->state_db))
 		 : NULL;
 	json_decref(id);
 	r = req && c->mountpoint && c->in ? pw_rpc_serialize(req, PW_MSG_MAX, &c->out, &c->out_len)

@@ -152,7 +152,7 @@ static void note_in_progress(pw_view *v)
 		return;
 	st = pw_view_lock_state(v);
 	if (st)
-		(void)pw_state_plan_note_changeset(st, pw_view_project(v), a->path,
+		(void)pw_state_plan_note_changeset(st, pw_view_info_of(v)->project, a->path,
 						   (int64_t)pw_plan_info_next(a),
 						   a->rec.approved_ns);
 	pw_view_unlock_state(v);
@@ -176,7 +176,8 @@ static json_t *changesets_json(pw_view *v, const pw_plan_info *p)
 	int64_t *cs = NULL;
 	size_t n = 0;
 	pw_state *st = pw_view_lock_state(v);
-	int r = st ? pw_state_plan_changesets(st, pw_view_project(v), p->path, &cs, &n) : 0;
+	int r =
+	    st ? pw_state_plan_changesets(st, pw_view_info_of(v)->project, p->path, &cs, &n) : 0;
 	json_t *a;
 
 	pw_view_unlock_state(v);
@@ -340,8 +341,8 @@ static int m_done(call *x, json_t **ret)
 	note_in_progress(x->view);
 	st = pw_view_lock_state(x->view);
 	r = st ? pw_state_plan_task_done(
-		     st, pw_view_project(x->view), p->path, n, p->doc->tasks[n - 1].text, by,
-		     pw_state_current_changeset(st, pw_view_project(x->view)), note)
+		     st, pw_view_info_of(x->view)->project, p->path, n, p->doc->tasks[n - 1].text,
+		     by, pw_state_current_changeset(st, pw_view_info_of(x->view)->project), note)
 	       : -ENOSYS;
 	pw_view_unlock_state(x->view);
 	if (r == -EEXIST)
@@ -403,7 +404,7 @@ static char *socket_dir(pw_ctl_server *s)
 /* This view's own outcome, as peers.h describes the others': the policy it installed. */
 static json_t *own_outcome(pw_view *v, const pw_policy *p)
 {
-	_cleanup_free_ char *run = pw_ctl_run_of_mountpoint(pw_view_mountpoint(v));
+	_cleanup_free_ char *run = pw_ctl_run_of_mountpoint(pw_view_info_of(v)->mountpoint);
 	_cleanup_free_ char *why = NULL;
 	const char *outcome = "frozen";
 
@@ -415,8 +416,8 @@ static json_t *own_outcome(pw_view *v, const pw_policy *p)
 		if (asprintf(&why, "mode %s protects nothing", pw_policy_mode_name(p)) < 0)
 			why = NULL;
 	}
-	return json_pack("{s:s,s:s?,s:s,s:s?,s:b}", "mountpoint", pw_view_mountpoint(v), "run", run,
-			 "outcome", outcome, "reason", why, "self", true);
+	return json_pack("{s:s,s:s?,s:s,s:s?,s:b}", "mountpoint", pw_view_info_of(v)->mountpoint,
+			 "run", run, "outcome", outcome, "reason", why, "self", true);
 }
 
 /*
@@ -463,7 +464,7 @@ static void unapprove(pw_ctl_server *s, const pw_peer *peer, const char *path, i
 	pw_state *st = pw_view_lock_state(v);
 
 	if (st)
-		pw_state_plan_reopen(st, pw_view_project(v), path);
+		pw_state_plan_reopen(st, pw_view_info_of(v)->project, path);
 	pw_view_unlock_state(v);
 	if (sync_everywhere(s, peer, cancel_fd, &views, NULL) == 0)
 		json_decref(views);
@@ -517,7 +518,8 @@ int pw_ctl_plan_approve(pw_ctl_server *s, const pw_peer *peer, const char *name,
 	 * process can change the file through any view, so the text hashed is the text that
 	 * stays. */
 	st = pw_view_lock_state(v);
-	r = st ? pw_state_plan_approve(st, pw_view_project(v), p->path, hash, by) : -ENOSYS;
+	r = st ? pw_state_plan_approve(st, pw_view_info_of(v)->project, p->path, hash, by)
+	       : -ENOSYS;
 	pw_view_unlock_state(v);
 	if (r < 0)
 		return approve_fail(ret_why, PW_RPC_UNAVAILABLE, "recording the approval: %s",
@@ -656,7 +658,7 @@ static int reopen_job(void *arg, int cancel_fd, json_t **ret, pw_ctl_fail *f)
 					       strerror(-r));
 	}
 	st = pw_view_lock_state(v);
-	r = st ? pw_state_plan_reopen(st, pw_view_project(v), p->path) : -ENOSYS;
+	r = st ? pw_state_plan_reopen(st, pw_view_info_of(v)->project, p->path) : -ENOSYS;
 	pw_view_unlock_state(v);
 	if (r < 0)
 		return pw_ctl_fail_set(f, PW_RPC_UNAVAILABLE, "recording the reopening: %s",
@@ -689,7 +691,7 @@ static bool same_database(const char *a, const char *b)
 static int m_sync(call *x, json_t **ret)
 {
 	const char *db = json_string_value(json_object_get(x->params, "state_db"));
-	const char *own = pw_view_state_db(x->view);
+	const char *own = pw_view_info_of(x->view)->state_db;
 	_cleanup_free_ char *why = NULL;
 	pw_view_installed in;
 	int r;

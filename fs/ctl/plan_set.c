@@ -34,7 +34,7 @@ static int open_beneath(int root, const char *path, int flags, mode_t mode)
 
 int pw_plans_open_root(pw_view *v)
 {
-	int fd = open(pw_view_project(v), O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fd = open(pw_view_info_of(v)->project, O_PATH | O_DIRECTORY | O_CLOEXEC);
 
 	return fd < 0 ? -errno : fd;
 }
@@ -230,7 +230,8 @@ static int plan_info_load(pw_view *v, int root, const char *path, const char *na
 			return r;
 	}
 	st = pw_view_lock_state(v);
-	r = st ? pw_state_plan_tasks(st, pw_view_project(v), path, &p->done, &p->n_done) : 0;
+	r = st ? pw_state_plan_tasks(st, pw_view_info_of(v)->project, path, &p->done, &p->n_done)
+	       : 0;
 	pw_view_unlock_state(v);
 	return r;
 }
@@ -239,9 +240,7 @@ static int plan_info_load(pw_view *v, int root, const char *path, const char *na
 
 void pw_plan_set_done(pw_plan_set *s)
 {
-	for (size_t i = 0; i < s->n; i++)
-		plan_info_done(&s->v[i]);
-	free(s->v);
+	PW_FREE_ARRAY(s->v, s->n, plan_info_done);
 	free(s->dir);
 	*s = (pw_plan_set){0};
 }
@@ -317,7 +316,7 @@ int pw_plan_set_load(pw_view *v, pw_plan_set *s)
 		return root;
 	st = pw_view_lock_state(v);
 	if (st)
-		r = pw_state_plans(st, pw_view_project(v), &recs, &n_recs);
+		r = pw_state_plans(st, pw_view_info_of(v)->project, &recs, &n_recs);
 	pw_view_unlock_state(v);
 	if (r < 0)
 		return r;

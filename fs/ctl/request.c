@@ -221,8 +221,8 @@ static void record_end(pw_ctl_server *s, const request *r, const ending *e)
 	const pw_peer *a = e->answerer;
 	pw_switch_record rec = {
 	    .time_ns = pw_clock_ns(CLOCK_REALTIME),
-	    .project = pw_view_project(v),
-	    .mountpoint = pw_view_mountpoint(v),
+	    .project = pw_view_info_of(v)->project,
+	    .mountpoint = pw_view_info_of(v)->mountpoint,
 	    .from_mode = r->from,
 	    .to_mode = r->to,
 	    .generation = gen,

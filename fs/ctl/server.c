@@ -369,7 +369,7 @@ static void accept_clients(pw_ctl_server *s, size_t li)
 			pthread_mutex_unlock(&s->lock);
 			snprintf(msg, sizeof(msg),
 				 "refused: uid %u is neither the view's owner (uid %u) nor root",
-				 (unsigned)cred.uid, (unsigned)pw_view_owner(s->view));
+				 (unsigned)cred.uid, (unsigned)pw_view_info_of(s->view)->owner);
 			c->closing = true;
 			if (!send_error(s, c, NULL, PW_RPC_REFUSED, msg, NULL))
 				drop_client(s, s->n_clients - 1);
@@ -723,19 +723,16 @@ static void jobs_reply_error(void *ctx, uint64_t client, json_t *id, int code, c
 int pw_ctl_server_start(pw_view *view, const char *socket_dir, const pw_ctl_tuning *tuning,
 			const pw_ctl_use *modules, size_t n_modules, pw_ctl_server **ret)
 {
-	_cleanup_free_ char *ddir = NULL;
+	_cleanup_free_ char *dir = NULL;
 	pw_ctl_server *s;
 	int r, fd;
 
 	if (!view)
 		return -EINVAL;
-	if (!socket_dir) {
-		r = pw_ctl_default_dir(&ddir);
-		if (r < 0)
-			return r;
-		socket_dir = ddir;
-	}
-	r = pw_ctl_private_dir(socket_dir);
+	r = pw_ctl_dir_or_default(socket_dir, &dir);
+	if (r < 0)
+		return r;
+	r = pw_ctl_private_dir(dir);
 	if (r < 0)
 		return r;
 
@@ -765,7 +762,7 @@ int pw_ctl_server_start(pw_view *view, const char *socket_dir, const pw_ctl_tuni
 	if (!s->tun.denied_per_sec)
 		s->tun.denied_per_sec = DEFAULT_DENIED_PER_SEC;
 
-	r = pw_ctl_socket_path(socket_dir, pw_view_mountpoint(view), &s->socket_path);
+	r = pw_ctl_socket_path(dir, pw_view_info_of(view)->mountpoint, &s->socket_path);
 	if (r < 0)
 		goto fail;
 	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -785,12 +782,13 @@ int pw_ctl_server_start(pw_view *view, const char *socket_dir, const pw_ctl_tuni
 	}
 
 	pw_view_set_listener(view, on_view_change, s);
-	if (pw_view_audit(view)) {
+	if (pw_view_info_of(view)->audit) {
 		r = hub_register(s);
 		if (r < 0)
 			goto fail;
 		s->hub_slot = r;
-		pw_audit_set_listener(pw_view_audit(view), on_audit_event, (void *)(intptr_t)r);
+		pw_audit_set_listener(pw_view_info_of(view)->audit, on_audit_event,
+				      (void *)(intptr_t)r);
 	}
 	r = -pthread_create(&s->thread, NULL, server_main, s);
 	if (r < 0)
@@ -894,8 +892,8 @@ void pw_ctl_server_stop(pw_ctl_server *s)
 	}
 	/* Before the modules' fini: a job may use what a module made. */
 	pw_ctl_jobs_free(TAKE_PTR(s->jobs));
-	if (pw_view_audit(s->view) && s->hub_slot >= 0)
-		pw_audit_set_listener(pw_view_audit(s->view), NULL, NULL);
+	if (pw_view_info_of(s->view)->audit && s->hub_slot >= 0)
+		pw_audit_set_listener(pw_view_info_of(s->view)->audit, NULL, NULL);
 	hub_unregister(s);
 	pw_view_set_listener(s->view, NULL, NULL);
 	pw_ctl_modules_fini(s);

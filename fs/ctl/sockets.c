@@ -37,6 +37,19 @@ int pw_ctl_default_dir(char **ret)
 	return 0;
 }
 
+int pw_ctl_dir_or_default(const char *dir, char **ret)
+{
+	char *d;
+
+	if (!dir)
+		return pw_ctl_default_dir(ret);
+	d = strdup(dir);
+	if (!d)
+		return -ENOMEM;
+	*ret = d;
+	return 0;
+}
+
 /* A user without XDG_RUNTIME_DIR (su -, cron, ssh without a login session) gets a private
  * directory in /tmp named by uid, as tmux does: fixed, so the daemon and every client agree
  * on it whatever their environment; pw_ctl_private_dir refuses it unless it is a real
@@ -46,9 +59,9 @@ int pw_ctl_fallback_dir(char **ret)
 	return asprintf(ret, "/tmp/piworkfs-%u", (unsigned)geteuid()) < 0 ? -ENOMEM : 0;
 }
 
-int pw_ctl_socket_path(const char *dir, const char *mountpoint, char **ret)
+int pw_ctl_socket_path(const char *dir_or_null, const char *mountpoint, char **ret)
 {
-	_cleanup_free_ char *ddir = NULL;
+	_cleanup_free_ char *dir = NULL;
 	char base[25];
 	const char *b;
 	size_t n = 0;
@@ -57,12 +70,9 @@ int pw_ctl_socket_path(const char *dir, const char *mountpoint, char **ret)
 
 	if (!mountpoint || mountpoint[0] != '/')
 		return -EINVAL;
-	if (!dir) {
-		r = pw_ctl_default_dir(&ddir);
-		if (r < 0)
-			return r;
-		dir = ddir;
-	}
+	r = pw_ctl_dir_or_default(dir_or_null, &dir);
+	if (r < 0)
+		return r;
 	b = strrchr(mountpoint, '/');
 	b = b && b[1] ? b + 1 : "root";
 	for (; *b && n < sizeof(base) - 1; b++) {

@@ -13,6 +13,10 @@
  */
 int pw_ctl_default_dir(char **ret);
 
+/* DIR, or the default directory when DIR is NULL, as a malloc'd copy in *RET: the one place a
+ * NULL socket directory is read as the default. Returns 0 or -ENOMEM. */
+int pw_ctl_dir_or_default(const char *dir, char **ret);
+
 /* /tmp/piworkfs-UID (malloc'd): where a user without XDG_RUNTIME_DIR keeps sockets. */
 int pw_ctl_fallback_dir(char **ret);
 

@@ -39,6 +39,7 @@ struct pw_view {
 	pw_state *state;
 	pw_audit *audit;
 	int64_t started_ns;
+	pw_view_info info; /* the fields above, as pw_view_info_of shows them */
 
 	pthread_mutex_t lock; /* guards everything below and every use of state */
 	pw_modeset *ms;	      /* the mode files as loaded */
@@ -256,6 +257,14 @@ int pw_view_new(const pw_view_opts *opts, pw_view **ret)
 		r = -ENOMEM;
 		goto fail;
 	}
+	v->info = (pw_view_info){.project = v->project,
+				 .mountpoint = v->mountpoint,
+				 .owner = v->owner,
+				 .audit = v->audit,
+				 .started_ns = v->started_ns,
+				 .state_db = v->state_db,
+				 .run_id = v->run_id,
+				 .run_pid = v->run_pid};
 	if (opts->n_lane) {
 		r = pw_lane_parse(opts->lane, opts->n_lane, &v->lane, NULL, NULL);
 		if (r < 0)
@@ -425,6 +434,52 @@ static int installed(pw_view_installed *ret, pw_policy *p, const char *previous)
 	return 0;
 }
 
+/*
+ * The end of a change of the policy in force, the lock let go: R < 0 undoes IN and returns R.
+ * Else the listener hears of the install (FROM to TO; no TO: nothing was installed) and *RET
+ * (if any) gets IN. Returns 0 then.
+ */
+static int change_end(pw_view *v, int r, pw_view_installed *in, const char *from, const char *to,
+		      uint64_t gen, const pw_peer *peer, pw_view_installed *ret)
+{
+	if (r < 0) {
+		pw_view_installed_done(in);
+		return r;
+	}
+	if (to)
+		notify(v, from, to, gen, peer);
+	if (ret)
+		*ret = *in;
+	return 0;
+}
+
+/*
+ * Installs P, the active mode's policy compiled anew, for REASON (a reload, new plans): with
+ * FROZEN the approved plans it protects and *FAIL its fail-closed reason, both taken. IN (if
+ * any) is filled as installed() does, with the generation. *RET_MODE gets a copy of the mode's
+ * name for the notification, *RET_GEN the generation. Lock held. Returns 0, or -ENOMEM with
+ * nothing installed or taken.
+ */
+static int reinstall(pw_view *v, pw_policy *p, const char *reason, pw_frozen *frozen, char **fail,
+		     pw_view_installed *in, char **ret_mode, uint64_t *ret_gen)
+{
+	_cleanup_free_ char *mode = strdup(v->mode);
+	uint64_t gen;
+
+	if (!mode || installed(in, p, v->mode) < 0)
+		return -ENOMEM;
+	gen = install(v, p, reason, allowance_changed(v, p));
+	if (in)
+		in->generation = gen;
+	pw_frozen_done(&v->frozen);
+	v->frozen = *frozen;
+	*frozen = (pw_frozen){0};
+	set_str(&v->fail_reason, TAKE_PTR(*fail));
+	*ret_mode = TAKE_PTR(mode);
+	*ret_gen = gen;
+	return 0;
+}
+
 int pw_view_set_mode(pw_view *v, const char *name, const pw_peer *peer, uint64_t *ret_generation,
 		     char **ret_why)
 {
@@ -527,14 +582,7 @@ int pw_view_switch(pw_view *v, const char *name, const pw_peer *peer, pw_view_in
 out:
 	pthread_mutex_unlock(&v->lock);
 	pw_policy_unref(p);
-	if (r < 0) {
-		pw_view_installed_done(&in);
-		return r;
-	}
-	notify(v, from, to, gen, peer);
-	if (ret)
-		*ret = in;
-	return 0;
+	return change_end(v, r, &in, from, to, gen, peer, ret);
 out_same:
 	pthread_mutex_unlock(&v->lock);
 	pw_policy_unref(p);
@@ -551,7 +599,7 @@ int pw_view_reload(pw_view *v, const pw_peer *peer, pw_view_installed *ret, char
 	_cleanup_(pw_frozen_done) pw_frozen frozen = {0};
 	pw_modeset *ms = NULL;
 	pw_policy *p = NULL;
-	char *fail = NULL;
+	_cleanup_free_ char *fail = NULL;
 	_cleanup_free_ char *mode = NULL;
 	bool trusted = false;
 	uint64_t gen = 0;
@@ -575,20 +623,12 @@ int pw_view_reload(pw_view *v, const pw_peer *peer, pw_view_installed *ret, char
 		if (r < 0)
 			goto out;
 	}
-	mode = strdup(v->mode);
-	if (!mode || installed(ret ? &in : NULL, p, v->mode) < 0) {
-		r = -ENOMEM;
+	r = reinstall(v, p, "reload", &frozen, &fail, ret ? &in : NULL, &mode, &gen);
+	if (r < 0)
 		goto out;
-	}
-	gen = install(v, p, "reload", allowance_changed(v, p));
-	in.generation = gen;
 	pw_modeset_free(v->ms);
 	v->ms = TAKE_PTR(ms);
-	pw_frozen_done(&v->frozen);
-	v->frozen = frozen;
-	frozen = (pw_frozen){0};
 	v->trusted = trusted;
-	set_str(&v->fail_reason, TAKE_PTR(fail));
 	v->reloads++;
 	record_switch(v, v->mode, v->mode, gen, peer, peer_origin(peer, "reload"), false);
 	r = 0;
@@ -596,15 +636,7 @@ out:
 	pthread_mutex_unlock(&v->lock);
 	pw_modeset_free(ms);
 	pw_policy_unref(p);
-	free(fail);
-	if (r < 0) {
-		pw_view_installed_done(&in);
-		return r;
-	}
-	notify(v, mode, mode, gen, peer);
-	if (ret)
-		*ret = in;
-	return 0;
+	return change_end(v, r, &in, mode, mode, gen, peer, ret);
 }
 
 int pw_view_sync_plans(pw_view *v, const pw_peer *peer, pw_view_installed *ret, char **ret_why)
@@ -613,7 +645,7 @@ int pw_view_sync_plans(pw_view *v, const pw_peer *peer, pw_view_installed *ret, 
 	_cleanup_(pw_frozen_done) pw_frozen frozen = {0};
 	_cleanup_free_ char *mode = NULL;
 	pw_policy *p = NULL;
-	char *fail = NULL;
+	_cleanup_free_ char *fail = NULL;
 	uint64_t gen = 0;
 	bool changed;
 	int r;
@@ -637,17 +669,9 @@ int pw_view_sync_plans(pw_view *v, const pw_peer *peer, pw_view_installed *ret, 
 	r = policy_or_fail_closed(v, v->ms, &frozen, v->mode, &p, &fail);
 	if (r < 0)
 		goto out;
-	mode = strdup(v->mode);
-	if (!mode || installed(ret ? &in : NULL, p, v->mode) < 0) {
-		r = -ENOMEM;
+	r = reinstall(v, p, "plans", &frozen, &fail, ret ? &in : NULL, &mode, &gen);
+	if (r < 0)
 		goto out;
-	}
-	gen = install(v, p, "plans", allowance_changed(v, p));
-	in.generation = gen;
-	pw_frozen_done(&v->frozen);
-	v->frozen = frozen;
-	frozen = (pw_frozen){0};
-	set_str(&v->fail_reason, TAKE_PTR(fail));
 	/* No switch is recorded: the mode stays. The view asked to approve or reopen a plan
 	 * records that decision (PEER names the plan) in the switch history, once; the other
 	 * views of the project install it without a row of their own. */
@@ -657,56 +681,12 @@ int pw_view_sync_plans(pw_view *v, const pw_peer *peer, pw_view_installed *ret, 
 out:
 	pthread_mutex_unlock(&v->lock);
 	pw_policy_unref(p);
-	free(fail);
-	if (r < 0) {
-		pw_view_installed_done(&in);
-		return r;
-	}
-	if (mode)
-		notify(v, mode, mode, gen, peer);
-	if (ret)
-		*ret = in;
-	return 0;
+	return change_end(v, r, &in, mode, mode, gen, peer, ret);
 }
 
-const char *pw_view_project(const pw_view *v)
+const pw_view_info *pw_view_info_of(const pw_view *v)
 {
-	return v->project;
-}
-
-const char *pw_view_mountpoint(const pw_view *v)
-{
-	return v->mountpoint;
-}
-
-uid_t pw_view_owner(const pw_view *v)
-{
-	return v->owner;
-}
-
-const char *pw_view_state_db(const pw_view *v)
-{
-	return v->state_db;
-}
-
-const char *pw_view_run_id(const pw_view *v)
-{
-	return v->run_id;
-}
-
-pid_t pw_view_run_pid(const pw_view *v)
-{
-	return v->run_pid;
-}
-
-pw_audit *pw_view_audit(const pw_view *v)
-{
-	return v->audit;
-}
-
-int64_t pw_view_started_ns(const pw_view *v)
-{
-	return v->started_ns;
+	return &v->info;
 }
 
 pw_policy *pw_view_policy(pw_view *v, uint64_t *ret_generation)

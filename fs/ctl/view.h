@@ -179,19 +179,24 @@ int pw_view_reload(pw_view *v, const pw_peer *peer, pw_view_installed *ret, char
  */
 int pw_view_sync_plans(pw_view *v, const pw_peer *peer, pw_view_installed *ret, char **ret_why);
 
+/* What a view is, fixed by pw_view_new and immutable for its lifetime, so read without its
+ * lock: one accessor for all of it (pw_view_info_of). The strings are the view's. */
+typedef struct pw_view_info {
+	const char *project, *mountpoint;
+	uid_t owner;
+	struct pw_audit *audit;
+	int64_t started_ns;   /* CLOCK_REALTIME of pw_view_new */
+	const char *state_db; /* pw_view_opts.state_db, or NULL */
+	const char *run_id;   /* pw_view_opts.run_id, or NULL */
+	pid_t run_pid;	      /* pw_view_opts.run_pid */
+} pw_view_info;
+const pw_view_info *pw_view_info_of(const pw_view *v);
+
 /* Read-only accessors. Strings returned by the getters without "dup" are immutable for the
  * view's lifetime. */
-const char *pw_view_project(const pw_view *v);
-const char *pw_view_mountpoint(const pw_view *v);
-uid_t pw_view_owner(const pw_view *v);
-struct pw_audit *pw_view_audit(const pw_view *v);
-int64_t pw_view_started_ns(const pw_view *v);	/* CLOCK_REALTIME of pw_view_new */
-const char *pw_view_state_db(const pw_view *v); /* pw_view_opts.state_db, or NULL */
 /* The view's lane (pw_view_opts.lane; none: count 0), as given at mount. */
 size_t pw_view_lane_count(const pw_view *v);
 const char *pw_view_lane_glob(const pw_view *v, size_t i);
-const char *pw_view_run_id(const pw_view *v); /* pw_view_opts.run_id, or NULL */
-pid_t pw_view_run_pid(const pw_view *v);      /* pw_view_opts.run_pid */
 
 /* The active policy (new reference) and generation, from fs_ops->get_policy. */
 pw_policy *pw_view_policy(pw_view *v, uint64_t *ret_generation);

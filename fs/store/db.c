@@ -276,15 +276,44 @@ char *pw_db_text_dup(sqlite3_stmt *st, int col)
 	return t ? strdup(t) : NULL;
 }
 
-int pw_db_rows_read(sqlite3_stmt *st, pw_db_rows *rows, int (*read)(sqlite3_stmt *st, void *elem))
+void pw_db_cols_free(void *v, size_t n, size_t size, const pw_db_col *cols, size_t n_cols)
+{
+	for (size_t i = 0; v && i < n; i++)
+		for (size_t c = 0; c < n_cols; c++)
+			if (cols[c].text)
+				free(*(char **)((char *)v + i * size + cols[c].offset));
+	free(v);
+}
+
+/* The row ST stands on into ELEM by COLS. 0, or -ENOMEM when a text was not copied. */
+static int cols_read(sqlite3_stmt *st, char *elem, const pw_db_col *cols, size_t n_cols)
+{
+	int r = 0;
+
+	for (size_t c = 0; c < n_cols; c++) {
+		void *at = elem + cols[c].offset;
+		if (!cols[c].text) {
+			*(int64_t *)at = sqlite3_column_int64(st, (int)c);
+			continue;
+		}
+		char *t = pw_db_text_dup(st, (int)c);
+		if (!t && sqlite3_column_type(st, (int)c) != SQLITE_NULL)
+			r = -ENOMEM;
+		*(char **)at = t;
+	}
+	return r;
+}
+
+int pw_db_rows_read(sqlite3_stmt *st, pw_db_rows *rows)
 {
 	int rc = SQLITE_DONE;
 	while ((rows->limit == 0 || rows->n < rows->limit) &&
 	       (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (pw_grow(&rows->v, &rows->cap, rows->n, rows->size, 16) < 0)
 			return -ENOMEM;
-		void *elem = (char *)rows->v + rows->n++ * rows->size;
-		int r = read(st, elem);
+		char *elem = (char *)rows->v + rows->n++ * rows->size;
+		memset(elem, 0, rows->size);
+		int r = cols_read(st, elem, rows->cols, rows->n_cols);
 		if (r < 0)
 			return r;
 	}

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -118,14 +119,38 @@ int pw_db_has_table(sqlite3 *db, const char *name);
 /* A malloc'd copy of text column COL, or NULL for NULL (or when memory runs out). */
 char *pw_db_text_dup(sqlite3_stmt *st, int col);
 
-/* Rows read into a growing array of elements of SIZE bytes, at most LIMIT (0: all): the
- * caller's accumulator for pw_db_rows_read, which owns V (and what its elements hold) in
- * every case. */
+/*
+ * How a row's columns land in a struct, one entry a column in the SELECT's order: an integer
+ * (int64_t) or a text (a malloc'd copy, NULL for NULL) at a member's offset. The one reader
+ * and the one free of the records state.c hands out (switches, plans, tasks).
+ */
+typedef struct pw_db_col {
+	bool text;
+	size_t offset;
+} pw_db_col;
+#define PW_DB_I64(type, member)                                                                    \
+	{                                                                                          \
+		false, offsetof(type, member)                                                      \
+	}
+#define PW_DB_TEXT(type, member)                                                                   \
+	{                                                                                          \
+		true, offsetof(type, member)                                                       \
+	}
+
+/* Frees the texts COLS (N_COLS of them) name in each of the N elements of SIZE bytes at V,
+ * then V. NULL is fine. */
+void pw_db_cols_free(void *v, size_t n, size_t size, const pw_db_col *cols, size_t n_cols);
+
+/* Rows read into a growing array of elements of SIZE bytes by COLS, at most LIMIT (0: all):
+ * the caller's accumulator for pw_db_rows_read, which owns V (and what its elements hold) in
+ * every case (pw_db_cols_free frees it). */
 typedef struct pw_db_rows {
 	void *v;
 	size_t n, cap, size, limit;
+	const pw_db_col *cols;
+	size_t n_cols;
 } pw_db_rows;
 
-/* Steps ST, reading each row into the next element of ROWS by READ(ST, ELEM), which returns 0
- * or -errno (a row it read is counted either way, so the caller's free sees it). */
-int pw_db_rows_read(sqlite3_stmt *st, pw_db_rows *rows, int (*read)(sqlite3_stmt *st, void *elem));
+/* Steps ST, reading each row into the next element of ROWS by its COLS. 0, or -errno (-ENOMEM:
+ * a text not copied; a row read is counted either way, so the free sees it). */
+int pw_db_rows_read(sqlite3_stmt *st, pw_db_rows *rows);

@@ -167,17 +167,23 @@ void pw_sha256_update(pw_sha256 *c, const void *data, size_t n)
 	c->used = n;
 }
 
+size_t pw_md_padding(uint64_t len, uint8_t out[PW_MD_PAD_MAX])
+{
+	uint64_t bits = len * 8;
+	size_t zeros = (64 + 55 - len % 64) % 64; /* the 0x80 and the zeros end at 56 mod 64 */
+
+	out[0] = 0x80;
+	memset(out + 1, 0, zeros);
+	for (unsigned i = 0; i < 8; i++)
+		out[1 + zeros + i] = (uint8_t)(bits >> (56 - 8 * i));
+	return 1 + zeros + 8;
+}
+
 void pw_sha256_final(pw_sha256 *c, uint8_t out[PW_SHA256_LEN])
 {
-	uint64_t bits = c->len * 8;
-	uint8_t pad = 0x80, zero = 0, lenbuf[8];
+	uint8_t pad[PW_MD_PAD_MAX];
 
-	pw_sha256_update(c, &pad, 1);
-	while (c->used != 56)
-		pw_sha256_update(c, &zero, 1);
-	for (unsigned i = 0; i < 8; i++)
-		lenbuf[i] = (uint8_t)(bits >> (56 - 8 * i));
-	pw_sha256_update(c, lenbuf, 8);
+	pw_sha256_update(c, pad, pw_md_padding(c->len, pad));
 	for (unsigned i = 0; i < 8; i++) {
 		out[4 * i] = (uint8_t)(c->h[i] >> 24);
 		out[4 * i + 1] = (uint8_t)(c->h[i] >> 16);

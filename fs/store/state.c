@@ -190,47 +190,37 @@ int64_t pw_state_prune_switches(sqlite3 *db, int64_t before_ns)
 				   before_ns, PRUNE_CHUNK);
 }
 
+/* A switch row's columns, in switch_queries' SELECT order. */
+static const pw_db_col switch_cols[] = {
+    PW_DB_I64(pw_switch_row, id),	    PW_DB_I64(pw_switch_row, time_ns),
+    PW_DB_TEXT(pw_switch_row, project),	    PW_DB_TEXT(pw_switch_row, mountpoint),
+    PW_DB_TEXT(pw_switch_row, from_mode),   PW_DB_TEXT(pw_switch_row, to_mode),
+    PW_DB_I64(pw_switch_row, generation),   PW_DB_I64(pw_switch_row, pid),
+    PW_DB_I64(pw_switch_row, uid),	    PW_DB_TEXT(pw_switch_row, comm),
+    PW_DB_TEXT(pw_switch_row, origin),	    PW_DB_TEXT(pw_switch_row, reason),
+    PW_DB_TEXT(pw_switch_row, answered_by), PW_DB_TEXT(pw_switch_row, outcome),
+    PW_DB_TEXT(pw_switch_row, plan),	    PW_DB_I64(pw_switch_row, asked_pid),
+    PW_DB_TEXT(pw_switch_row, asked_comm),  PW_DB_TEXT(pw_switch_row, how),
+};
+
 void pw_switch_rows_free(pw_switch_row *rows, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		free(rows[i].project);
-		free(rows[i].mountpoint);
-		free(rows[i].from_mode);
-		free(rows[i].to_mode);
-		free(rows[i].comm);
-		free(rows[i].origin);
-		free(rows[i].reason);
-		free(rows[i].answered_by);
-		free(rows[i].outcome);
-		free(rows[i].plan);
-		free(rows[i].asked_comm);
-		free(rows[i].how);
-	}
-	free(rows);
+	pw_db_cols_free(rows, n, sizeof(*rows), switch_cols, ELEMENTSOF(switch_cols));
 }
 
-static int switch_read(sqlite3_stmt *st, void *elem)
+/* Reads every row of ST (R: what preparing it returned; < 0 is that error) into ROWS: 0 with
+ * the array in *RET (a pointer to the caller's array pointer) and its length in *RET_N, or
+ * -errno with nothing kept. */
+static int rows_take(int r, sqlite3_stmt *st, pw_db_rows *rows, void *ret, size_t *ret_n)
 {
-	*(pw_switch_row *)elem = (pw_switch_row){
-	    .id = sqlite3_column_int64(st, 0),
-	    .time_ns = sqlite3_column_int64(st, 1),
-	    .project = pw_db_text_dup(st, 2),
-	    .mountpoint = pw_db_text_dup(st, 3),
-	    .from_mode = pw_db_text_dup(st, 4),
-	    .to_mode = pw_db_text_dup(st, 5),
-	    .generation = sqlite3_column_int64(st, 6),
-	    .pid = sqlite3_column_int64(st, 7),
-	    .uid = sqlite3_column_int64(st, 8),
-	    .comm = pw_db_text_dup(st, 9),
-	    .origin = pw_db_text_dup(st, 10),
-	    .reason = pw_db_text_dup(st, 11),
-	    .answered_by = pw_db_text_dup(st, 12),
-	    .outcome = pw_db_text_dup(st, 13),
-	    .plan = pw_db_text_dup(st, 14),
-	    .asked_pid = sqlite3_column_int64(st, 15),
-	    .asked_comm = pw_db_text_dup(st, 16),
-	    .how = pw_db_text_dup(st, 17),
-	};
+	if (r >= 0)
+		r = pw_db_rows_read(st, rows);
+	if (r < 0) {
+		pw_db_cols_free(rows->v, rows->n, rows->size, rows->cols, rows->n_cols);
+		return r;
+	}
+	*(void **)ret = rows->v;
+	*ret_n = rows->n;
 	return 0;
 }
 
@@ -272,14 +262,15 @@ int pw_state_read_switches(const char *path, const char *project, int64_t since_
 	sqlite3_bind_text(st, 1, project, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, since_ns);
 	sqlite3_bind_int64(st, 3, after_id);
-	pw_db_rows rows = {.size = sizeof(pw_switch_row), .limit = limit};
-	r = pw_db_rows_read(st, &rows, switch_read);
-	pw_switch_row *v = rows.v;
-	size_t n = rows.n;
-	if (r < 0) {
-		pw_switch_rows_free(v, n);
+	pw_db_rows rows = {.size = sizeof(pw_switch_row),
+			   .limit = limit,
+			   .cols = switch_cols,
+			   .n_cols = ELEMENTSOF(switch_cols)};
+	pw_switch_row *v;
+	size_t n;
+	r = rows_take(0, st, &rows, &v, &n);
+	if (r < 0)
 		return r;
-	}
 	for (size_t i = 0; i < n / 2; i++) {
 		pw_switch_row t = v[i];
 		v[i] = v[n - 1 - i];
@@ -292,50 +283,29 @@ int pw_state_read_switches(const char *path, const char *project, int64_t since_
 
 /* ---- plans ---------------------------------------------------------------------------- */
 
+static const pw_db_col plan_cols[] = {
+    PW_DB_TEXT(pw_plan_record, path),	     PW_DB_TEXT(pw_plan_record, status),
+    PW_DB_TEXT(pw_plan_record, hash),	     PW_DB_I64(pw_plan_record, approved_ns),
+    PW_DB_TEXT(pw_plan_record, approved_by), PW_DB_I64(pw_plan_record, updated_ns),
+};
+
 void pw_plan_records_free(pw_plan_record *v, size_t n)
 {
-	for (size_t i = 0; v && i < n; i++) {
-		free(v[i].path);
-		free(v[i].status);
-		free(v[i].hash);
-		free(v[i].approved_by);
-	}
-	free(v);
-}
-
-static int plan_read(sqlite3_stmt *st, void *elem)
-{
-	pw_plan_record *p = elem;
-	*p = (pw_plan_record){
-	    .path = pw_db_text_dup(st, 0),
-	    .status = pw_db_text_dup(st, 1),
-	    .hash = pw_db_text_dup(st, 2),
-	    .approved_ns = sqlite3_column_int64(st, 3),
-	    .approved_by = pw_db_text_dup(st, 4),
-	    .updated_ns = sqlite3_column_int64(st, 5),
-	};
-	return p->path ? 0 : -ENOMEM;
+	pw_db_cols_free(v, n, sizeof(*v), plan_cols, ELEMENTSOF(plan_cols));
 }
 
 int pw_state_plans(pw_state *s, const char *project, pw_plan_record **ret, size_t *ret_n)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	pw_db_rows rows = {.size = sizeof(pw_plan_record)};
+	pw_db_rows rows = {
+	    .size = sizeof(pw_plan_record), .cols = plan_cols, .n_cols = ELEMENTSOF(plan_cols)};
 	int r =
 	    pw_db_prepare_text(s->db,
 			       "SELECT path, status, hash, approved_ns, approved_by, updated_ns "
 			       "FROM plans WHERE project = ?1 ORDER BY path",
 			       project, &st);
 
-	if (r >= 0)
-		r = pw_db_rows_read(st, &rows, plan_read);
-	if (r < 0) {
-		pw_plan_records_free(rows.v, rows.n);
-		return r;
-	}
-	*ret = rows.v;
-	*ret_n = rows.n;
-	return 0;
+	return rows_take(r, st, &rows, ret, ret_n);
 }
 
 int pw_state_plan_approve(pw_state *s, const char *project, const char *path, const char *hash,
@@ -374,48 +344,29 @@ int pw_state_plan_reopen(pw_state *s, const char *project, const char *path)
 	return r;
 }
 
+static const pw_db_col task_cols[] = {
+    PW_DB_I64(pw_task_record, task),	  PW_DB_TEXT(pw_task_record, text),
+    PW_DB_I64(pw_task_record, done_ns),	  PW_DB_TEXT(pw_task_record, done_by),
+    PW_DB_I64(pw_task_record, changeset), PW_DB_TEXT(pw_task_record, note),
+};
+
 void pw_task_records_free(pw_task_record *v, size_t n)
 {
-	for (size_t i = 0; v && i < n; i++) {
-		free(v[i].text);
-		free(v[i].done_by);
-		free(v[i].note);
-	}
-	free(v);
-}
-
-static int task_read(sqlite3_stmt *st, void *elem)
-{
-	*(pw_task_record *)elem = (pw_task_record){
-	    .task = sqlite3_column_int64(st, 0),
-	    .text = pw_db_text_dup(st, 1),
-	    .done_ns = sqlite3_column_int64(st, 2),
-	    .done_by = pw_db_text_dup(st, 3),
-	    .changeset = sqlite3_column_int64(st, 4),
-	    .note = pw_db_text_dup(st, 5),
-	};
-	return 0;
+	pw_db_cols_free(v, n, sizeof(*v), task_cols, ELEMENTSOF(task_cols));
 }
 
 int pw_state_plan_tasks(pw_state *s, const char *project, const char *path, pw_task_record **ret,
 			size_t *ret_n)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	pw_db_rows rows = {.size = sizeof(pw_task_record)};
+	pw_db_rows rows = {
+	    .size = sizeof(pw_task_record), .cols = task_cols, .n_cols = ELEMENTSOF(task_cols)};
 	int r = prepare_plan(s,
 			     "SELECT task, text, done_ns, done_by, changeset, note FROM plan_tasks "
 			     "WHERE project = ?1 AND path = ?2 ORDER BY task",
 			     project, path, &st);
 
-	if (r >= 0)
-		r = pw_db_rows_read(st, &rows, task_read);
-	if (r < 0) {
-		pw_task_records_free(rows.v, rows.n);
-		return r;
-	}
-	*ret = rows.v;
-	*ret_n = rows.n;
-	return 0;
+	return rows_take(r, st, &rows, ret, ret_n);
 }
 
 int pw_state_plan_task_done(pw_state *s, const char *project, const char *path, int64_t task,
@@ -479,31 +430,26 @@ int pw_state_plan_note_changeset(pw_state *s, const char *project, const char *p
 }
 
 /* A row of plan_changesets: the change set and its task, side by side in the answer. */
-static int changeset_read(sqlite3_stmt *st, void *elem)
-{
-	int64_t *pair = elem;
-	pair[0] = sqlite3_column_int64(st, 0);
-	pair[1] = sqlite3_column_int64(st, 1);
-	return 0;
-}
+typedef struct changeset_pair {
+	int64_t changeset, task;
+} changeset_pair;
+
+static const pw_db_col changeset_cols[] = {
+    PW_DB_I64(changeset_pair, changeset),
+    PW_DB_I64(changeset_pair, task),
+};
 
 int pw_state_plan_changesets(pw_state *s, const char *project, const char *path, int64_t **ret,
 			     size_t *ret_n)
 {
 	_cleanup_stmt_ sqlite3_stmt *st = NULL;
-	pw_db_rows rows = {.size = 2 * sizeof(int64_t)};
+	pw_db_rows rows = {.size = sizeof(changeset_pair),
+			   .cols = changeset_cols,
+			   .n_cols = ELEMENTSOF(changeset_cols)};
 	int r = prepare_plan(s,
 			     "SELECT changeset, task FROM plan_changesets WHERE project = ?1 AND "
 			     "path = ?2 ORDER BY changeset",
 			     project, path, &st);
 
-	if (r >= 0)
-		r = pw_db_rows_read(st, &rows, changeset_read);
-	if (r < 0) {
-		free(rows.v);
-		return r;
-	}
-	*ret = rows.v;
-	*ret_n = rows.n;
-	return 0;
+	return rows_take(r, st, &rows, ret, ret_n);
 }

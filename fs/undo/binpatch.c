@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "store/sha256.h"
 #include "util.h"
 
 #define LINE_BYTES 52 /* the bytes one base85 line carries, as git writes them */
@@ -86,14 +87,8 @@ static void sha1_update(sha1 *c, const void *data, size_t n)
 
 static void sha1_hex(sha1 *c, char out[PW_GIT_OID_HEX])
 {
-	uint64_t bits = c->len * 8;
-	uint8_t pad = 0x80, zero = 0, len[8];
-	sha1_update(c, &pad, 1);
-	while (c->used != 56)
-		sha1_update(c, &zero, 1);
-	for (int i = 0; i < 8; i++)
-		len[i] = (uint8_t)(bits >> (56 - 8 * i));
-	sha1_update(c, len, 8);
+	uint8_t pad[PW_MD_PAD_MAX];
+	sha1_update(c, pad, pw_md_padding(c->len, pad));
 	for (int i = 0; i < 5; i++)
 		snprintf(out + 8 * i, 9, "%08x", c->h[i]);
 }

@@ -2,15 +2,14 @@
 /*
  * The control methods over the originals (changes.h): changes.list, changes.diff,
  * changes.undo, changes.prune and checkpoint, as a module of the control server. The only
- * file of the undo room that knows the server: it runs each call on a thread of its own,
- * hands the work (history.c, diff.c, restore.c) what it needs of the view and the caller
- * (pw_undo_call) and answers with their result or their pw_undo_fail.
+ * file of the undo room that knows the server: it runs each call as one of the server's
+ * jobs (a thread of its own, ctl/jobs.c), hands the work (history.c, diff.c, restore.c) what it
+ * needs of the view and the caller (pw_undo_call) and answers with their result or their
+ * pw_undo_fail.
  */
 #include "changes.h"
 #include "ctl/run_id.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,9 +57,9 @@ static int call_with(undo_fn fn, pw_fs *fs, pw_view *v, const pw_peer *peer, jso
 		     json_t **ret, pw_undo_fail *fail)
 {
 	pw_undo_call call = {.fs = fs,
-			     .project = pw_view_project(v),
-			     .mountpoint = pw_view_mountpoint(v),
-			     .started_ns = pw_view_started_ns(v),
+			     .project = pw_view_info_of(v)->project,
+			     .mountpoint = pw_view_info_of(v)->mountpoint,
+			     .started_ns = pw_view_info_of(v)->started_ns,
 			     .restricted = peer->restricted,
 			     .hide = peer->restricted ? pw_view_policy(v, NULL) : NULL,
 			     .run_of = pw_ctl_run_of_mountpoint};
@@ -75,156 +74,61 @@ static int call_with(undo_fn fn, pw_fs *fs, pw_view *v, const pw_peer *peer, jso
  * history to load can take seconds, and they wait for the store's lock, which a first
  * change through the view holds across its copy. On the server thread that would stall
  * every other client (`status`, `mode`, a switch, the agent's requests) as long. So each
- * call runs on a thread of its own, with copies of what it needs (params, the peer), and
- * replies from the server thread when done: the thread wakes the server, whose tick
- * reaps it. The server admits them (server.h, "Slow work of a call": the agents' pool and
- * the person's own; beyond it PW_RPC_BUSY at once), a notification included: it runs as a
- * job too, bounded alike, and is not answered. The store's lock orders them with each
- * other and with the FUSE layer, as before.
+ * call is a job of the server's (server.h, "Slow work of a call": admitted to the agents'
+ * pool or the person's own, beyond it PW_RPC_BUSY at once; a notification runs as a job
+ * too, bounded alike, and is not answered), with copies of what it needs (params, the
+ * peer). The store's lock orders the jobs with each other and with the FUSE layer.
  */
 
-typedef struct job {
-	pw_ctl_server *server;
-	uint64_t client;
-	json_t *id; /* the deferred call's; set on the server thread after the start */
+typedef struct undo_job {
 	undo_fn fn;
 	pw_fs *fs;
 	pw_view *view;
 	pw_peer peer;	/* a copy: the client may be gone when the job ends */
 	json_t *params; /* a deep copy: jansson's objects are not for two threads */
-	int r;
-	json_t *result;
-	pw_undo_fail fail;
-	pw_ctl_job_slot slot; /* its place in the server's admission */
-	pthread_t thread;
-	atomic_bool done;
-	struct job *next;
-} job;
+} undo_job;
 
-typedef struct changes_mod {
-	pw_fs *fs;
-	job *jobs; /* running or done, not yet reaped (server thread only) */
-	size_t n_jobs;
-} changes_mod;
-
-static void *job_main(void *arg)
+static void undo_job_free(void *arg)
 {
-	job *j = arg;
-	j->r = call_with(j->fn, j->fs, j->view, &j->peer, j->params, &j->result, &j->fail);
-	atomic_store(&j->done, true);
-	pw_ctl_server_wake(j->server);
-	return NULL;
-}
+	undo_job *j = arg;
 
-static void job_free(job *j)
-{
-	json_decref(j->params);
-	json_decref(j->result);
-	json_decref(j->fail.data);
-	free(j->fail.message);
-	json_decref(j->id);
+	if (j)
+		json_decref(j->params);
 	free(j);
 }
 
-/* Runs FN for the call C on a thread of its own; a notification (no id) too, unanswered. */
+/* The job's thread (pw_ctl_job_fn): the work, its failure handed over as the server's. The
+ * work is not cancelled when the server stops: it ends under the store's lock, then joins. */
+static int undo_job_main(void *arg, int cancel_fd, json_t **ret_result, pw_ctl_fail *fail)
+{
+	undo_job *j = arg;
+	pw_undo_fail f = {0};
+	int r = call_with(j->fn, j->fs, j->view, &j->peer, j->params, ret_result, &f);
+
+	(void)cancel_fd;
+	*fail = (pw_ctl_fail){.code = f.code, .message = f.message, .data = f.data};
+	return r;
+}
+
+/* Runs FN for the call C as a job; the module's data is the daemon's pw_fs. */
 static int run_job(pw_ctl_ctx *c, undo_fn fn, json_t **ret)
 {
-	changes_mod *m = c->data;
-	json_t *id = pw_ctl_client_defer(c->client);
-	uint64_t client = pw_ctl_client_serial(c->client);
-	pw_ctl_job_slot slot;
+	undo_job *j = calloc(1, sizeof(*j));
+
 	(void)ret;
-	if (pw_ctl_job_admit(c, &slot) < 0) {
-		if (id)
-			pw_ctl_server_reply_error(c->server, client, id, PW_RPC_BUSY,
-						  "busy: other calls that take time are running; "
-						  "try again when they are done",
-						  NULL);
-		return PW_CTL_DEFERRED;
-	}
-	job *j = calloc(1, sizeof(*j));
 	if (j) {
-		*j = (job){.server = c->server,
-			   .client = client,
-			   .id = id,
-			   .fn = fn,
-			   .fs = m->fs,
-			   .view = c->view,
-			   .peer = *c->peer,
-			   .slot = slot};
+		*j = (undo_job){.fn = fn, .fs = c->data, .view = c->view, .peer = *c->peer};
 		j->peer.reason = j->peer.answered_by = NULL;
 		j->params = c->params ? json_deep_copy(c->params) : NULL;
 	}
-	if (!j || (c->params && !j->params) || pthread_create(&j->thread, NULL, job_main, j) != 0) {
-		if (j) {
-			j->id = NULL;
-			job_free(j);
-		}
-		pw_ctl_job_release(c->server, &slot);
-		if (id)
-			pw_ctl_server_reply_error(c->server, client, id, PW_RPC_INTERNAL_ERROR,
-						  "cannot start the call's thread", NULL);
-		return PW_CTL_DEFERRED;
+	if (!j || (c->params && !j->params)) {
+		undo_job_free(j);
+		return pw_ctl_fail_set(c->fail, PW_RPC_INTERNAL_ERROR, "out of memory");
 	}
-	/* Reaped by the tick, on this thread: never before this returns. */
-	j->next = m->jobs;
-	m->jobs = j;
-	m->n_jobs++;
-	return PW_CTL_DEFERRED;
+	return pw_ctl_job_run(c, undo_job_main, j, undo_job_free);
 }
 
-/* Replies for the jobs that are done. */
-static int64_t changes_tick(pw_ctl_server *s, void *data, int64_t now_ms)
-{
-	changes_mod *m = data;
-	for (job **pp = &m->jobs; *pp;) {
-		job *j = *pp;
-		if (!atomic_load(&j->done)) {
-			pp = &j->next;
-			continue;
-		}
-		pthread_join(j->thread, NULL);
-		*pp = j->next;
-		m->n_jobs--;
-		pw_ctl_job_release(s, &j->slot);
-		if (j->id && j->r == 0) /* a notification (no id) is not answered */
-			pw_ctl_server_reply(s, j->client, TAKE_PTR(j->id), TAKE_PTR(j->result));
-		else if (j->id)
-			pw_ctl_server_reply_error(s, j->client, TAKE_PTR(j->id), j->fail.code,
-						  j->fail.message ? j->fail.message : "failed",
-						  TAKE_PTR(j->fail.data));
-		job_free(j);
-	}
-	return -1; /* no deadline (not an error: the tick's "none"); a job that ends wakes the
-		    * server */
-}
-
-static int changes_init(pw_ctl_server *s, void *arg, void **ret_data)
-{
-	changes_mod *m = calloc(1, sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	m->fs = arg;
-	*ret_data = m;
-	return 0;
-}
-
-/* The server is stopping: the jobs finish (their clients are not answered). */
-static void changes_fini(pw_ctl_server *s, void *data)
-{
-	changes_mod *m = data;
-	if (!m)
-		return;
-	while (m->jobs) {
-		job *j = m->jobs;
-		m->jobs = j->next;
-		pthread_join(j->thread, NULL);
-		job_free(j);
-	}
-	free(m);
-}
-
-/* The table's handlers: the module's data is a changes_mod over the daemon's pw_fs. */
+/* The table's handlers. */
 #define HANDLER(name)                                                                              \
 	static int m_##name(pw_ctl_ctx *c, json_t **ret)                                           \
 	{                                                                                          \
@@ -250,7 +154,4 @@ const pw_ctl_module pw_undo_changes_module = {
     .name = "changes",
     .methods = methods,
     .n_methods = ELEMENTSOF(methods),
-    .init = changes_init,
-    .fini = changes_fini,
-    .tick = changes_tick,
 };

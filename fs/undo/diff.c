@@ -427,20 +427,15 @@ static json_t *file_entry(ctx *x, const diff_file *f, const char *kind, bool sta
 int pw_undo_changes_diff(const pw_undo_call *call, json_t *params, json_t **ret, pw_undo_fail *fail)
 {
 	_cleanup_(pw_undo_hist_ctx_done) ctx x = {.root = -1};
-	int sr = pw_undo_hist_setup(&x, call, fail, NULL);
-	if (sr < 0)
-		return sr;
-	pw_undo_orig_store *s = pw_undo_keep_store(x.k);
 	bool stat_only = json_is_true(json_object_get(params, "stat"));
-	pw_undo_orig_lock(s);
-	int r = pw_undo_hist_load(&x, params, SCOPE_MOUNT);
-	pw_undo_orig_unlock(s);
+	int r = pw_undo_hist_read(&x, call, fail, params, NULL, NULL);
 	/* The agent gets an empty diff instead: an error would read the same for a hidden
 	 * path, but its tools expect none. */
 	if (r == 0 && !x.hide)
 		r = pw_undo_hist_check_paths_changed(&x, false);
 	if (r < 0)
 		return r;
+	pw_undo_orig_store *s = pw_undo_keep_store(x.k);
 	/* Where each row's original was when the scope began. */
 	char(*origins)[PW_PATH_MAX] = calloc(x.n_rows + 1, sizeof(*origins));
 	if (!origins)

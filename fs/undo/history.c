@@ -850,6 +850,21 @@ void pw_undo_hist_set_listing(ctx *x, const cset *c, json_t *changes, size_t *sh
 	}
 }
 
+int pw_undo_hist_read(ctx *x, const pw_undo_call *call, pw_undo_fail *fail, json_t *params,
+		      uint64_t *ret_bytes, uint64_t *ret_blobs)
+{
+	int r = pw_undo_hist_setup(x, call, fail, NULL);
+	if (r < 0)
+		return r;
+	pw_undo_orig_store *s = pw_undo_keep_store(x->k);
+	pw_undo_orig_lock(s);
+	r = pw_undo_hist_load(x, params, SCOPE_MOUNT);
+	if (ret_bytes)
+		(void)pw_undo_orig_total(s, ret_bytes, ret_blobs);
+	pw_undo_orig_unlock(s);
+	return r;
+}
+
 /* When the I-th change set ended: the next one of its view began (INT64_MAX: none yet). */
 static int64_t set_end_ns(const ctx *x, size_t i)
 {
@@ -862,17 +877,11 @@ static int64_t set_end_ns(const ctx *x, size_t i)
 int pw_undo_changes_list(const pw_undo_call *call, json_t *params, json_t **ret, pw_undo_fail *fail)
 {
 	_cleanup_(pw_undo_hist_ctx_done) ctx x = {.root = -1};
-	int sr = pw_undo_hist_setup(&x, call, fail, NULL);
-	if (sr < 0)
-		return sr;
-	pw_undo_orig_store *s = pw_undo_keep_store(x.k);
-	pw_undo_orig_lock(s);
-	int r = pw_undo_hist_load(&x, params, SCOPE_MOUNT);
 	uint64_t bytes = 0, blobs = 0;
-	(void)pw_undo_orig_total(s, &bytes, &blobs);
-	pw_undo_orig_unlock(s);
+	int r = pw_undo_hist_read(&x, call, fail, params, &bytes, &blobs);
 	if (r < 0)
 		return r;
+	pw_undo_orig_store *s = pw_undo_keep_store(x.k);
 	json_t *sets = json_array();
 	size_t shown = 0;
 	bool truncated = false;

@@ -158,6 +158,12 @@ void pw_undo_hist_ctx_done(ctx *x);
  * (since, since_ns, change_set, mode, paths, every; DFLT when they name no scope). The
  * store's lock held. */
 int pw_undo_hist_load(ctx *x, json_t *params, enum scope_default dflt);
+/* The start of the reading calls (changes.list, changes.diff): X set up for CALL (no refusal)
+ * and the history loaded under the store's lock in the view's default scope (since the
+ * mount); the store's totals into *RET_BYTES and *RET_BLOBS, when not NULL, read under the
+ * same lock. 0, or -errno with FAIL filled (X is then still to be freed). */
+int pw_undo_hist_read(ctx *x, const pw_undo_call *call, pw_undo_fail *fail, json_t *params,
+		      uint64_t *ret_bytes, uint64_t *ret_blobs);
 /* Each path asked for has a change in scope, else -ENOENT naming the first that has none. */
 int pw_undo_hist_check_paths_changed(ctx *x, bool undo);
 

@@ -22,38 +22,16 @@
 
 /* ---- encoding -------------------------------------------------------------------------- */
 
-typedef struct buf {
-	unsigned char *p;
-	size_t len, cap;
-} buf;
-
-static int put(buf *b, const void *p, size_t n)
+static int put_u32(pw_bytes *b, uint32_t v)
 {
-	if (b->len + n > b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 512;
-		while (cap < b->len + n)
-			cap *= 2;
-		unsigned char *q = realloc(b->p, cap);
-		if (!q)
-			return -ENOMEM;
-		b->p = q;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-	return 0;
+	return pw_bytes_append(b, &v, sizeof(v));
+}
+static int put_u64(pw_bytes *b, uint64_t v)
+{
+	return pw_bytes_append(b, &v, sizeof(v));
 }
 
-static int put_u32(buf *b, uint32_t v)
-{
-	return put(b, &v, sizeof(v));
-}
-static int put_u64(buf *b, uint64_t v)
-{
-	return put(b, &v, sizeof(v));
-}
-
-static int put_str(buf *b, const char *s)
+static int put_str(pw_bytes *b, const char *s)
 {
 	if (!s)
 		return put_u32(b, NIL_LEN);
@@ -61,7 +39,7 @@ static int put_str(buf *b, const char *s)
 	if (n >= NIL_LEN)
 		return -ENAMETOOLONG;
 	int r = put_u32(b, (uint32_t)n);
-	return r < 0 ? r : put(b, s, n);
+	return r < 0 ? r : pw_bytes_append(b, s, n);
 }
 
 static uint32_t checksum(uint64_t seq, const unsigned char *payload, size_t n)
@@ -81,7 +59,7 @@ static uint32_t checksum(uint64_t seq, const unsigned char *payload, size_t n)
  * is in place before the record is written (originals.c), so replaying the record loses
  * nothing the row said.
  */
-static int encode_object(buf *b, const pw_undo_orig_object *o)
+static int encode_object(pw_bytes *b, const pw_undo_orig_object *o)
 {
 	int r = 0;
 	r = r ?: put_u64(b, (uint64_t)o->mode);
@@ -99,13 +77,13 @@ static int encode_object(buf *b, const pw_undo_orig_object *o)
 	if (r == 0 && o->xattrs_len >= NIL_LEN)
 		r = -E2BIG;
 	r = r ?: put_u32(b, o->xattrs ? (uint32_t)o->xattrs_len : NIL_LEN);
-	r = r ?: (o->xattrs ? put(b, o->xattrs, o->xattrs_len) : 0);
+	r = r ?: (o->xattrs ? pw_bytes_append(b, o->xattrs, o->xattrs_len) : 0);
 	r = r ?: put_str(b, o->not_kept);
 	return r;
 }
 
 /* The row's fields, in the order decode() reads them. */
-static int encode(buf *b, const pw_undo_orig_row *row, int64_t time_ns)
+static int encode(pw_bytes *b, const pw_undo_orig_row *row, int64_t time_ns)
 {
 	bool object = row->obj && row->obj->present;
 	int r = 0;
@@ -305,7 +283,7 @@ static int cut_short_write(int fd, size_t written)
 int pw_undo_journal_append(pw_undo_journal *j, const pw_undo_orig_row *row, int64_t time_ns,
 			   uint64_t *ret_seq)
 {
-	buf b = {0};
+	pw_bytes b = {0};
 	uint64_t seq = j->seq + 1;
 	uint32_t zero = 0;
 	int r = 0;
@@ -321,7 +299,7 @@ int pw_undo_journal_append(pw_undo_journal *j, const pw_undo_orig_row *row, int6
 	if (r == 0) {
 		uint32_t n = (uint32_t)(b.len - HEAD);
 		memcpy(b.p + 4, &n, sizeof(n));
-		r = put_u32(&b, checksum(seq, b.p + HEAD, n));
+		r = put_u32(&b, checksum(seq, (const unsigned char *)b.p + HEAD, n));
 	}
 	if (r == 0) {
 		/* One write: a killed process never leaves half of it (a machine crash may,

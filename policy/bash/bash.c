@@ -57,9 +57,7 @@ void pw_bash_result_free(pw_bash_result *r)
 {
 	if (!r)
 		return;
-	for (size_t i = 0; i < r->n_targets; i++)
-		bw_target_done(&r->targets[i]);
-	free(r->targets);
+	PW_FREE_ARRAY(r->targets, r->n_targets, bw_target_done);
 	free(r->index);
 	free(r);
 }

@@ -679,9 +679,7 @@ static void walk_command(bw_ctx *c, TSNode n, unsigned depth)
 		else if (!builtin(c, argv, argc, depth))
 			bw_dispatch(c, argv, argc, depth + 1);
 	}
-	for (size_t i = 0; i < argc; i++)
-		bw_word_done(&argv[i]);
-	free(argv);
+	PW_FREE_ARRAY(argv, argc, bw_word_done);
 }
 
 static void walk_declaration(bw_ctx *c, TSNode n, unsigned depth)
