@@ -315,40 +315,43 @@ Test(changes, bad_arguments_get_the_right_error_and_change_nothing)
 {
 	checkpoint("c");
 	uh_write("src/x.c", "v1\n");
-	uh_reply r = uh_rpc("changes.diff", "{\"change_set\":999}");
-	assert_error(&r, PW_RPC_INVALID_PARAMS, "no change set 999");
-	r = uh_rpc("changes.undo", "{\"change_set\":999,\"all\":true}");
-	assert_error(&r, PW_RPC_INVALID_PARAMS, "no change set 999");
-	r = uh_rpc("changes.list", "{\"since\":\"nosuch\"}");
-	assert_error(&r, PW_RPC_INVALID_PARAMS, "no checkpoint named 'nosuch'");
-	r = uh_rpc("changes.undo", "{}");
-	assert_error(&r, PW_RPC_INVALID_PARAMS, "name the paths to undo, or all");
-	/* the module's table: types, unknown keys, bounds */
-	r = uh_rpc("changes.undo", "{\"change_set\":\"1\"}");
-	assert_error(&r, PW_RPC_INVALID_PARAMS, "change_set");
-	r = uh_rpc("changes.diff", "{\"paths\":[1]}");
-	assert_error(&r, PW_RPC_INVALID_PARAMS, "paths[0]");
-	r = uh_rpc("changes.list", "{\"bogus\":true}");
-	assert_error(&r, PW_RPC_INVALID_PARAMS, "bogus");
-	r = uh_rpc("changes.undo", "{\"all\":\"yes\"}");
-	assert_error(&r, PW_RPC_INVALID_PARAMS, "all");
-	r = uh_rpc("changes.list", "[1]");
-	assert_error(&r, PW_RPC_INVALID_PARAMS, NULL);
+	/* Each call, its error code, and a part of its message (NULL: any). */
+	static const struct {
+		const char *method, *params;
+		int code;
+		const char *part;
+	} bad[] = {
+	    {"changes.diff", "{\"change_set\":999}", PW_RPC_INVALID_PARAMS, "no change set 999"},
+	    {"changes.undo", "{\"change_set\":999,\"all\":true}", PW_RPC_INVALID_PARAMS,
+	     "no change set 999"},
+	    {"changes.list", "{\"since\":\"nosuch\"}", PW_RPC_INVALID_PARAMS,
+	     "no checkpoint named 'nosuch'"},
+	    {"changes.undo", "{}", PW_RPC_INVALID_PARAMS, "name the paths to undo, or all"},
+	    /* the module's table: types, unknown keys, bounds */
+	    {"changes.undo", "{\"change_set\":\"1\"}", PW_RPC_INVALID_PARAMS, "change_set"},
+	    {"changes.diff", "{\"paths\":[1]}", PW_RPC_INVALID_PARAMS, "paths[0]"},
+	    {"changes.list", "{\"bogus\":true}", PW_RPC_INVALID_PARAMS, "bogus"},
+	    {"changes.undo", "{\"all\":\"yes\"}", PW_RPC_INVALID_PARAMS, "all"},
+	    {"changes.list", "[1]", PW_RPC_INVALID_PARAMS, NULL},
+	    {"changes.nosuch", NULL, PW_RPC_METHOD_NOT_FOUND, NULL},
+	    /* paths outside the project, or that cannot be normalized */
+	    {"changes.diff", "{\"paths\":[\"/etc/passwd\"]}", PW_RPC_INVALID_PATH,
+	     "outside the project"},
+	    {"changes.undo", "{\"paths\":[\"../x\"]}", PW_RPC_INVALID_PATH, "params.paths[0]"},
+	    /* a path with no change, for diff and undo alike, named */
+	    {"changes.diff", "{\"paths\":[\"README.md\"]}", PW_RPC_NO_CHANGE,
+	     "README.md: no recorded change"},
+	    {"changes.undo", "{\"paths\":[\"nosuch.c\"]}", PW_RPC_NO_CHANGE,
+	     "nosuch.c: no recorded change left to undo"},
+	};
+	uh_reply r;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		r = uh_rpc(bad[i].method, bad[i].params);
+		assert_error(&r, bad[i].code, bad[i].part);
+	}
 	r = uh_rpc_line("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"changes.undo\",\"params\":{",
 			false);
 	assert_error(&r, PW_RPC_PARSE_ERROR, NULL);
-	r = uh_rpc("changes.nosuch", NULL);
-	assert_error(&r, PW_RPC_METHOD_NOT_FOUND, NULL);
-	/* paths outside the project, or that cannot be normalized */
-	r = uh_rpc("changes.diff", "{\"paths\":[\"/etc/passwd\"]}");
-	assert_error(&r, PW_RPC_INVALID_PATH, "outside the project");
-	r = uh_rpc("changes.undo", "{\"paths\":[\"../x\"]}");
-	assert_error(&r, PW_RPC_INVALID_PATH, "params.paths[0]");
-	/* a path with no change, for diff and undo alike, named */
-	r = uh_rpc("changes.diff", "{\"paths\":[\"README.md\"]}");
-	assert_error(&r, PW_RPC_NO_CHANGE, "README.md: no recorded change");
-	r = uh_rpc("changes.undo", "{\"paths\":[\"nosuch.c\"]}");
-	assert_error(&r, PW_RPC_NO_CHANGE, "nosuch.c: no recorded change left to undo");
 	assert_file("src/x.c", "v1\n");
 	assert_file("README.md", "# demo\n");
 }
