@@ -337,10 +337,10 @@ class Budgets(harness.MountCase):
         self.assertFalse(self.over(d, budget), "cold ls -lR of %d entries: %s over budget %s%s"
                          % (entries, self.over(d, budget), budget, self.daemon_logs()))
 
-    def create_files(self, v, n, utime=False):
-        """Creates N new files in a new directory of V as an unpack does: open(O_CREAT |
-        O_EXCL), one write, close (and, with UTIME, the mtime set as tar x does)."""
-        d = v.path("m0/new")
+    def create_files(self, v, n, utime=False, sub="new"):
+        """Creates N new files in a new directory m0/SUB of V as an unpack does: open(O_CREAT
+        | O_EXCL), one write, close (and, with UTIME, the mtime set as tar x does)."""
+        d = v.path("m0/" + sub)
         os.mkdir(d)
         for i in range(n):
             f = os.path.join(d, "f%d.c" % i)
@@ -375,25 +375,40 @@ class Budgets(harness.MountCase):
         n = 40
         v = self.mount("build")
         os.listdir(v.path("m0"))
-        self.measure(lambda: self.create_files(v, n, utime=True))
-        # The watcher handles the backing tree's events in order: once a change made after
-        # the creates (a name made outside the view, whose negative entry the kernel holds)
-        # shows in the view, the creates' own events have been handled. The name is made in
-        # a directory off the files' paths: the change of its directory's attributes (a
-        # GETATTR of the directory at the next walk through it) is not theirs.
-        marker = v.path("io/outside.c")
+        # Repeated as every budget here is (ATTEMPTS): the watcher takes an event for the
+        # view's own when the record the SETATTR left is not a second old (watch.c), and on
+        # a loaded machine its thread can run later than that (seen in CI: 1 or 2 GETATTRs
+        # of 40). A watcher that drops the attributes of its own changes costs one a file,
+        # every attempt.
+        seen = []
+        for attempt in range(ATTEMPTS):
+            sub = "new%d" % attempt
+            self.measure(lambda: self.create_files(v, n, utime=True, sub=sub))
+            self.wait_events_handled(v, "outside%d.c" % attempt)
+
+            def stat_all():
+                for i in range(n):
+                    self.assertEqual(os.stat(v.path("m0/%s/f%d.c" % (sub, i))).st_mtime,
+                                     1000000000)
+
+            d = self.measure(stat_all)
+            seen.append(d)
+            if d.get("GETATTR", 0) == 0:
+                break
+        self.assertEqual(d.get("GETATTR", 0), 0, "stat of %d files just unpacked: %s%s" % (
+            n, seen, self.daemon_logs()))
+
+    def wait_events_handled(self, v, name):
+        """Waits until the watcher has handled the backing tree's events so far. It handles
+        them in order: once a change made now (a name made outside the view, whose negative
+        entry the kernel holds) shows in the view, the earlier events have been handled. The
+        name is made in io/, off the files' paths: the change of its directory's attributes
+        (a GETATTR of the directory at the next walk through it) is not theirs."""
+        marker = v.path("io/" + name)
         self.assertFalse(os.path.exists(marker))
-        open(os.path.join(self.project, "io", "outside.c"), "w").close()
+        open(os.path.join(self.project, "io", name), "w").close()
         self.assertTrue(harness.wait_until(lambda: os.path.exists(marker), DEADLINE,
                                            step=0.05), "the outside change never showed")
-
-        def stat_all():
-            for i in range(n):
-                self.assertEqual(os.stat(v.path("m0/new/f%d.c" % i)).st_mtime, 1000000000)
-
-        d = self.measure(stat_all)
-        self.assertEqual(d.get("GETATTR", 0), 0, "stat of %d files just unpacked: %s%s" % (
-            n, d, self.daemon_logs()))
 
     @staticmethod
     def create_budget(n):
