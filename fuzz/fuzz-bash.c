@@ -22,16 +22,34 @@
 #include "policy.h"
 #include "util.h"
 
+static char tree_path[64];
+static int tree_dir = -1;
+
+/* The tree's names, children before parents: what remove_tree() takes away at exit, so a
+ * corpus replay in CI leaves no directory behind in /tmp. */
+static const struct {
+	const char *name;
+	int flags;
+} tree_names[] = {
+    {"src/a.c", 0},	    {"docs/design/x.md", 0}, {"up", 0}, {"docs/design", AT_REMOVEDIR},
+    {"docs", AT_REMOVEDIR}, {"src", AT_REMOVEDIR},
+};
+
+static void remove_tree(void)
+{
+	for (size_t i = 0; i < sizeof(tree_names) / sizeof(tree_names[0]); i++)
+		unlinkat(tree_dir, tree_names[i].name, tree_names[i].flags);
+	close(tree_dir);
+	rmdir(tree_path);
+}
+
 static int tree_fd(char *root, size_t size)
 {
-	static char path[64];
-	static int fd = -1;
-
-	if (fd < 0) {
-		snprintf(path, sizeof(path), "/tmp/pw-fuzz-bash-XXXXXX");
-		if (!mkdtemp(path))
+	if (tree_dir < 0) {
+		snprintf(tree_path, sizeof(tree_path), "/tmp/pw-fuzz-bash-XXXXXX");
+		if (!mkdtemp(tree_path))
 			return negative_errno();
-		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		int fd = open(tree_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0)
 			return negative_errno();
 		mkdirat(fd, "src", 0755);
@@ -40,9 +58,11 @@ static int tree_fd(char *root, size_t size)
 		close(openat(fd, "src/a.c", O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
 		close(openat(fd, "docs/design/x.md", O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
 		symlinkat("/", fd, "up");
+		tree_dir = fd;
+		atexit(remove_tree);
 	}
-	snprintf(root, size, "%s", path);
-	return fd;
+	snprintf(root, size, "%s", tree_path);
+	return tree_dir;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
