@@ -38,6 +38,18 @@ static void assert_blob(const uh_row *r, const char *text)
 	free(got);
 }
 
+/* The row of PATH in change set CS: a regular file OP changed, whose bytes before were BYTES. */
+static void assert_kept_file(int64_t cs, const char *path, const char *op, const char *bytes)
+{
+	uh_row rows[MAX_ROWS];
+	size_t n = uh_rows(rows, MAX_ROWS);
+	const uh_row *r = uh_row_at(rows, n, cs, path);
+	cr_assert_not_null(r, "%s: a row in change set %lld", path, (long long)cs);
+	cr_assert_str_eq(r->op, op);
+	cr_assert(S_ISREG(r->mode));
+	assert_blob(r, bytes);
+}
+
 Test(keep, a_mount_begins_a_change_set_and_begin_starts_the_next)
 {
 	int64_t first = pw_undo_keep_current(W.k);
@@ -103,13 +115,8 @@ Test(keep, a_write_keeps_the_original_bytes_once_per_change_set)
 	uh_write("README.md", "changed\n");
 	uh_write("README.md", "changed again\n");
 	uh_row rows[MAX_ROWS];
-	size_t n = uh_rows(rows, MAX_ROWS);
-	cr_assert_eq(n, 1, "one row per path per change set");
-	const uh_row *r = uh_row_at(rows, n, cs, "README.md");
-	cr_assert_not_null(r);
-	cr_assert_str_eq(r->op, "open-write");
-	cr_assert(S_ISREG(r->mode));
-	assert_blob(r, "# demo\n");
+	cr_assert_eq(uh_rows(rows, MAX_ROWS), 1, "one row per path per change set");
+	assert_kept_file(cs, "README.md", "open-write", "# demo\n");
 }
 
 Test(keep, a_rename_over_a_file_is_a_move_that_keeps_what_the_destination_lost)
@@ -137,13 +144,7 @@ Test(keep, an_unlinked_file_is_kept_whole)
 	int64_t cs = pw_undo_keep_current(W.k);
 	uh_unlink("docs/arch.md");
 	cr_assert_not(uh_exists("docs/arch.md"));
-	uh_row rows[MAX_ROWS];
-	size_t n = uh_rows(rows, MAX_ROWS);
-	const uh_row *r = uh_row_at(rows, n, cs, "docs/arch.md");
-	cr_assert_not_null(r);
-	cr_assert_str_eq(r->op, "unlink");
-	cr_assert(S_ISREG(r->mode));
-	assert_blob(r, "one\ntwo\n");
+	assert_kept_file(cs, "docs/arch.md", "unlink", "one\ntwo\n");
 }
 
 Test(keep, a_directory_made_is_absent_and_one_removed_comes_after_its_contents)

@@ -164,23 +164,45 @@ pw_inode *uh_lookup(const char *path)
 	r.fs = &W.fs;                                                                              \
 	pw_req_name(&r, parent, name)
 
-void uh_create(const char *path, const char *text)
+/* Makes PATH as the view's create and mkdir do: the undo record first, then MAKE(PFD, NAME,
+ * ARG) (0 or an errno; a failure withdraws the record), then the name learned as made. */
+static void make_name(const char *path, pw_op op, int (*make)(int, const char *, const char *),
+		      const char *arg)
 {
 	char d[PW_PATH_MAX];
 	const char *name = split(path, d);
 	pw_inode *parent = uh_lookup(d);
 	_cleanup_close_ int pfd = open_dir(d);
 	NAME_REQ(r, parent, name);
-	int64_t kept = pw_undo_keep_name(&r, pfd, PW_OP_CREATE);
-	cr_assert_geq(kept, 0, "keep create %s: %s", path, strerror((int)-kept));
+	int64_t kept = pw_undo_keep_name(&r, pfd, op);
+	cr_assert_geq(kept, 0, "keep the making of %s: %s", path, strerror((int)-kept));
+	int e = make(pfd, name, arg);
+	if (e)
+		pw_undo_keep_failed(&W.fs, kept);
+	cr_assert_eq(e, 0, "make %s: %s", path, strerror(e));
+	pw_undo_keep_touched(&W.fs, learn(parent, pfd, name, true));
+}
+
+static int create_file(int pfd, const char *name, const char *text)
+{
 	int fd = openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0)
-		pw_undo_keep_failed(&W.fs, kept);
-	cr_assert_geq(fd, 0, "create %s: %s", path, strerror(errno));
+		return errno;
 	size_t len = strlen(text);
-	cr_assert_eq(write(fd, text, len), (ssize_t)len);
+	cr_assert_eq(write(fd, text, len), (ssize_t)len, "write %s", name);
 	close(fd);
-	pw_undo_keep_touched(&W.fs, learn(parent, pfd, name, true));
+	return 0;
+}
+
+static int make_dir(int pfd, const char *name, const char *unused)
+{
+	(void)unused;
+	return mkdirat(pfd, name, 0755) < 0 ? errno : 0;
+}
+
+void uh_create(const char *path, const char *text)
+{
+	make_name(path, PW_OP_CREATE, create_file, text);
 }
 
 int uh_try_write(const char *path, const char *text)
@@ -207,17 +229,7 @@ void uh_write(const char *path, const char *text)
 
 void uh_mkdir(const char *path)
 {
-	char d[PW_PATH_MAX];
-	const char *name = split(path, d);
-	pw_inode *parent = uh_lookup(d);
-	_cleanup_close_ int pfd = open_dir(d);
-	NAME_REQ(r, parent, name);
-	int64_t kept = pw_undo_keep_name(&r, pfd, PW_OP_MKDIR);
-	cr_assert_geq(kept, 0, "keep mkdir %s: %s", path, strerror((int)-kept));
-	if (mkdirat(pfd, name, 0755) < 0)
-		pw_undo_keep_failed(&W.fs, kept);
-	cr_assert(uh_exists(path), "mkdir %s", path);
-	pw_undo_keep_touched(&W.fs, learn(parent, pfd, name, true));
+	make_name(path, PW_OP_MKDIR, make_dir, NULL);
 }
 
 static void remove_name(const char *path, bool is_dir)
