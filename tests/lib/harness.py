@@ -177,6 +177,13 @@ def is_view_mounted(path):
 # pass of ./dev test) or over /dev/fuse (unset or 0).
 OVER_URING = os.environ.get("PIWORKFS_IO_URING", "") not in ("", "0")
 
+# The sanitizers' settings of the run (./dev test's sanitized pass: every finding aborts,
+# UBSan's too) for every process a test starts with an environment of its own (self.env).
+# Without them UBSan only prints a finding and carries on, and undefined behaviour in a
+# daemon or a command would pass its test unseen.
+SANITIZER_ENV = {k: os.environ[k] for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS")
+                 if k in os.environ}
+
 
 def fusermount_u(mp):
     """fusermount3 -u MP, retried while the mount is busy (BUSY_DEADLINE): the last run."""
@@ -365,6 +372,7 @@ class MountCase(unittest.TestCase):
         # (docs/internals/fs.md); unset, over /dev/fuse too: a suite tests one transport,
         # not whichever the machine's fuse module parameter happens to allow.
         self.env["PIWORKFS_IO_URING"] = "1" if OVER_URING else "0"
+        self.env.update(SANITIZER_ENV)
         self.cwd = os.path.join(self.tmp, "elsewhere")
         os.makedirs(self.cwd)
         if self.tree:
