@@ -34,6 +34,8 @@ import threading
 import time
 import unittest
 
+from harness import COMMAND_SANITIZER_ENV  # noqa: F401  (tests/lib; for the tests' commands)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
 PIWORKFS = os.path.abspath(os.environ.get("PIWORKFS", "piworkfs"))

@@ -26,7 +26,8 @@ import textwrap
 import time
 import unittest
 
-from run_case import DEADLINE, LOOSEN_HINT, PIWORKFS, SOURCE, SOURCE_MODES, RunCase  # tests/lib
+from run_case import (COMMAND_SANITIZER_ENV, DEADLINE, LOOSEN_HINT, PIWORKFS, SOURCE,  # tests/lib
+                      SOURCE_MODES, RunCase)
 
 
 def fingerprint(root):
@@ -141,7 +142,9 @@ class RunTest(RunCase):
     # --- helpers -------------------------------------------------------------------------
 
     def pw(self, *args, cwd=None, check=True):
-        p = subprocess.run([PIWORKFS, *args], cwd=cwd or self.project, env=self.env,
+        """piworkfs ARGS, a command: no leak scan at its exit (tests/lib/harness.py)."""
+        p = subprocess.run([PIWORKFS, *args], cwd=cwd or self.project,
+                           env=dict(self.env, **COMMAND_SANITIZER_ENV),
                            capture_output=True, text=True, timeout=DEADLINE)
         if check:
             self.assertEqual(p.returncode, 0, "piworkfs %s: %s" % (args, p.stderr))
