@@ -186,8 +186,9 @@ SANITIZER_ENV = {k: os.environ[k] for k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LS
 # The commands a test runs get the same, but no leak scan at their exit: LeakSanitizer's
 # scan costs each sanitized process 40 to 80 ms (a C program that does nothing: 46 ms with
 # ASan, 129 with the scan), and the mount tests run thousands of commands. Leaks are
-# checked in every daemon (mount() gives it SANITIZER_ENV), the process that lives long
-# enough for a leak to matter, and in the unit tests, which run the same libraries
+# checked in the daemons mount() starts in the foreground (it gives them SANITIZER_ENV; a
+# leak fails the daemon's exit status, which the teardown checks), the processes that live
+# long enough for a leak to matter, and in the unit tests, which run the same libraries
 # directly; a command is checked for every other finding.
 COMMAND_SANITIZER_ENV = dict(SANITIZER_ENV)
 if "ASAN_OPTIONS" in SANITIZER_ENV:
