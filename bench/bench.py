@@ -11,7 +11,9 @@ Beside the times, figures that mean something on any machine: the requests each 
 view received per file of the workload, and every daemon's own CPU time (its process CPU
 clock, in ns, before and after each run) per run and, for the views, per request. A peer
 that serves stale data (a file changed on the backing tree, then read through the peer, does
-not match native) is marked: its speed comes from not asking and is not comparable.
+not match native) is marked: its speed comes from not asking and is not comparable. So is a
+system whose result is wrong (VERIFY: a tar x that loses the tarball's file times), on that
+workload: marked (wrong), timed, and no coherent peer there.
 
 Before and after: `--baseline REV` builds piworkfs at REV (a commit of the repository this
 file belongs to) in a git worktree under the work directory, removes the worktree again, and
@@ -284,6 +286,24 @@ def c_tar_x(root, scratch):
     shutil.rmtree(os.path.join(root, "scratch", "tar-" + scratch))
 
 
+TAR_MTIME = 1000000000  # every file's time in the tarball (2001-09-09), which tar x sets
+
+
+def v_tar_x(root, scratch):
+    """What tar x must leave: each file with the time the tarball gives it. A system that
+    drops the SETATTR of its times (bindfs --multithreaded does) saves a system call a file
+    and unpacks a tree that is not the tarball's. None when right, else what is wrong."""
+    d = os.path.join(root, "scratch", "tar-" + scratch, "x")
+    for i in range(0, 5000, 499):
+        p = os.path.join(d, f"d{i % 50}", f"f{i}.c")
+        got = os.lstat(p).st_mtime
+        if got != TAR_MTIME:
+            return (f"tar's file times lost: x/d{i % 50}/f{i}.c has mtime "
+                    f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(got))}, not "
+                    f"{time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(TAR_MTIME))}")
+    return None
+
+
 def make_tarball(path, n=5000):
     """A tarball of N small files in 50 directories (what an unpack or a checkout writes)."""
     src = path + ".d"
@@ -292,6 +312,7 @@ def make_tarball(path, n=5000):
         os.makedirs(d, exist_ok=True)
         with open(os.path.join(d, f"f{i}.c"), "w") as f:
             f.write(f"int f{i};\n")
+        os.utime(os.path.join(d, f"f{i}.c"), (TAR_MTIME, TAR_MTIME))
     drop_output(f"tar cf {path} x", src)
     shutil.rmtree(src)
 
@@ -334,6 +355,9 @@ WORKERS = {w: n for _, rows in CONCURRENCY for n, w in rows}
 
 # What a workload leaves behind, removed after its timing and its counts.
 CLEANUP = {"tar x 5k": c_tar_x}
+# What a workload must have done, checked after its timing (before its cleanup): a system
+# whose result is wrong is marked (wrong) on that workload and is no coherent peer there.
+VERIFY = {"tar x 5k": v_tar_x}
 
 
 def drop_names(pid):
@@ -702,13 +726,14 @@ def before_after(before, after, table, rtt, workloads, label):
               + " | ".join(cells(w, before) + cells(w, after)) + " |")
 
 
-def coherent_peers(systems, table, wname, stale):
-    """The peers (FUSE systems other than piworkfs) that served WNAME and are not stale."""
+def coherent_peers(systems, table, wname, stale, wrong):
+    """The peers (FUSE systems other than piworkfs) that served WNAME, are not stale and did
+    WNAME's work right."""
     return [s.name for s in systems if s.name != "native" and not s.pw and s.name not in stale
-            and "ratio" in table.get(wname, {}).get(s.name, {})]
+            and (s.name, wname) not in wrong and "ratio" in table.get(wname, {}).get(s.name, {})]
 
 
-def summary(systems, table, stale, transports, workloads, label, failed, failed_on):
+def summary(systems, table, stale, transports, workloads, label, failed, failed_on, wrong):
     """The table for docs/PERF.md: per workload, native's time, every system's ratio to
     native, each view's floor and measured / floor, the best coherent peer, and whether each
     view is at or below it. Returns the verdicts {workload: {view: {...}}}."""
@@ -716,7 +741,8 @@ def summary(systems, table, stale, transports, workloads, label, failed, failed_
     others = [s.name for s in systems if s.name != "native" and not s.floor]
     print()
     print("Summary (ratios to native, medians; floor = native + synchronous requests x round trip,"
-          " serial workloads only; best = the best coherent peer, stale or failed peers left out)")
+          " serial workloads only; best = the best coherent peer, stale, failed or wrong peers"
+          " left out)")
     cols = ["workload", "native"] + [label(n) for n in others]
     for v in views:
         t = transports.get(v) or "?"
@@ -732,14 +758,15 @@ def summary(systems, table, stale, transports, workloads, label, failed, failed_
         for n in others:
             r = row.get(n, {}).get("ratio")
             gave_up = n in failed or (n, w) in failed_on
-            cells.append(f"{r:.2f}x" if r is not None else ("fails" if gave_up else "-"))
+            mark = " (wrong)" if (n, w) in wrong else ""
+            cells.append(f"{r:.2f}x{mark}" if r is not None else ("fails" if gave_up else "-"))
         for v in views:
             c = row.get(v, {})
             r, floor = c.get("ratio"), c.get("floor_s")
             cells.append(f"{r:.2f}x" if r is not None else "n/a")
             cells.append(f"{floor / nat:.2f}x" if floor and nat else "-")
             cells.append(f"{c['median_s'] / floor:.2f}" if floor and "median_s" in c else "-")
-        peers = coherent_peers(systems, table, w, stale)
+        peers = coherent_peers(systems, table, w, stale, wrong)
         best = min(peers, key=lambda n: row[n]["ratio"]) if peers else None
         cells.append(f"{best} {row[best]['ratio']:.2f}x" if best else "none")
         verdicts[w] = {}
@@ -941,6 +968,7 @@ def main():
     stale = set()
     failed = {}  # system -> why it is out of every workload
     failed_on = {}  # (system, workload) -> why it is out of that workload
+    wrong = {}  # (system, workload) -> what its result lacked (VERIFY): timed, not comparable
     started = []
     try:
         for s in systems:
@@ -983,6 +1011,10 @@ def main():
                     d = request_delta(before, pw_requests(s.pw, s.env, s.root))
                     if d:
                         requests[wname].setdefault(s.name, []).append(d)
+                why = VERIFY[wname](s.root, tag) if wname in VERIFY else None
+                if why and (s.name, wname) not in wrong:
+                    wrong[(s.name, wname)] = why
+                    print(f"  {s.name} is wrong on {wname}: {why}", flush=True)
                 if wname in CLEANUP:
                     CLEANUP[wname](s.root, tag)  # untimed, uncounted
                 return t
@@ -1151,7 +1183,8 @@ def main():
 
     for before, after in pairs:
         before_after(before, after, table, rtt, workloads, label)
-    verdicts = summary(systems, table, stale, transports, workloads, label, failed, failed_on)
+    verdicts = summary(systems, table, stale, transports, workloads, label, failed, failed_on,
+                       wrong)
     scaling = throughput(systems, table, workloads, label)
 
     sw = None
@@ -1164,11 +1197,14 @@ def main():
         print(f"{n}: failed ({why})")
     for (n, w), why in failed_on.items():
         print(f"{n}: failed on {w} ({why.splitlines()[0][:160]})")
+    for (n, w), why in wrong.items():
+        print(f"{n}: wrong on {w} ({why})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"results": table, "switch": sw, "round_trip_s": rtt,
                        "stale": sorted(stale), "failed": failed,
                        "failed_on": {f"{n}: {w}": why for (n, w), why in failed_on.items()},
+                       "wrong": {f"{n}: {w}": why for (n, w), why in wrong.items()},
                        "baseline": baseline[2] if baseline else None,
                        "transports": transports,
                        "before_after": pairs, "summary": verdicts,
