@@ -105,7 +105,9 @@
  * write(2) is then two WRITEs, and its data is still spliced) */
 #define PW_DEVIO_PIPE_MAX (1024 * 1024)
 /* libfuse's worker threads of a view: requests in flight at once (more wait in the kernel); a
- * worker once made stays (fsmain.c) */
+ * worker once made stays. A view makes one per CPU it may run on and one more, at least
+ * PW_FS_WORKERS_MIN and at most PW_FS_WORKERS_MAX (fsmain.c has why no more) */
+#define PW_FS_WORKERS_MIN 3
 #define PW_FS_WORKERS_MAX 16
 /* directory descriptors kept between requests (dircache.c; four per set, a power of two): the
  * daemon's descriptors stay bounded whatever the tree's size */

@@ -246,9 +246,22 @@ fail:
 	return -1;
 }
 
+/* libfuse's workers are named "pw-fuse" at their first request: in top -H, ps -L and
+ * /proc/PID/task/TID/comm they stand apart from the view's other threads, and a test counts
+ * them (fsmain.c's workers_wanted). */
+static void name_worker(void)
+{
+	static _Thread_local bool named;
+	if (named)
+		return;
+	named = true;
+	(void)pthread_setname_np(pthread_self(), "pw-fuse");
+}
+
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 {
 	pw_fs *fs = userdata;
+	name_worker();
 	size_t need = atomic_load_explicit(&fs->transport.splice_need, memory_order_relaxed);
 	if (need) {
 		devio_thread *t = devio_thread_get(true);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Creating, mounting, serving and tearing down one view's FUSE session. */
 #include <fcntl.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -324,6 +325,47 @@ static bool clone_fd_usable(const pw_fs *fs)
 	return true;
 }
 
+/* The CPUs this process may run on (its affinity: taskset, a cgroup's cpuset), at least 1. */
+static unsigned usable_cpus(void)
+{
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof(set), &set) < 0)
+		return 1;
+	int n = CPU_COUNT(&set);
+	return n > 0 ? (unsigned)n : 1;
+}
+
+/*
+ * How many workers a view makes: one per usable CPU and a spare, so that a request that waits
+ * on the disk leaves every CPU a worker, within [PW_FS_WORKERS_MIN, PW_FS_WORKERS_MAX].
+ * PIWORKFS_WORKERS=N in the daemon's environment sets it (1 to PW_FS_WORKERS_MAX), for
+ * measurements and for a project on storage slow enough to want more requests in flight.
+ *
+ * Why not more: the kernel hands each request to the worker that has waited longest in
+ * read(2) (its wait queue is first in, first out), so every worker made takes its turn,
+ * and a worker that has slept longest has the coldest caches. With libfuse starting a worker
+ * whenever none is left waiting, two processes creating files at once grew a view to seven
+ * workers; held to three on this 2-CPU VM, the daemon's CPU per run fell by 10 to 20% on
+ * create+delete with 2 and 4 processes and on rg (docs/PERF.md, December 7), and a single
+ * process, which never needed more, is unchanged.
+ */
+static unsigned workers_wanted(void)
+{
+	const char *env = getenv("PIWORKFS_WORKERS");
+	if (env && *env) {
+		char *end;
+		unsigned long n = strtoul(env, &end, 10);
+		if (!*end && n >= 1 && n <= PW_FS_WORKERS_MAX)
+			return (unsigned)n;
+		fprintf(stderr, "piworkfs: PIWORKFS_WORKERS=%s is not 1 to %d: ignored\n", env,
+			PW_FS_WORKERS_MAX);
+	}
+	unsigned n = usable_cpus() + 1;
+	if (n < PW_FS_WORKERS_MIN)
+		return PW_FS_WORKERS_MIN;
+	return n > PW_FS_WORKERS_MAX ? PW_FS_WORKERS_MAX : n;
+}
+
 int pw_fs_loop(pw_fs *fs)
 {
 	struct fuse_loop_config *cfg = fuse_loop_cfg_create();
@@ -333,10 +375,11 @@ int pw_fs_loop(pw_fs *fs)
 	/* Workers, once made, stay: libfuse starts one whenever none is left waiting and ends
 	 * one that finds more idle than this, so with 4 a workload with a few requests in
 	 * flight at once (rg, make -j) made and ended a thread (clone, its stack, its /dev/fuse
-	 * clone) every few dozen requests. At most PW_FS_WORKERS_MAX wait, each with its
-	 * descriptor and a request buffer, whatever the load was. */
-	fuse_loop_cfg_set_max_threads(cfg, PW_FS_WORKERS_MAX);
-	fuse_loop_cfg_set_idle_threads(cfg, PW_FS_WORKERS_MAX);
+	 * clone) every few dozen requests. So the idle limit is the pool's size: at most
+	 * workers_wanted() wait, each with its descriptor and a request buffer. */
+	unsigned workers = workers_wanted();
+	fuse_loop_cfg_set_max_threads(cfg, workers);
+	fuse_loop_cfg_set_idle_threads(cfg, workers);
 	int r = fuse_session_loop_mt(fs->se, cfg);
 	fuse_loop_cfg_destroy(cfg);
 	/* The kernel ends a connection with ENODEV (libfuse's clean end), but a thread that was

@@ -23,8 +23,9 @@ own record of a new name is its budget, not this one.
                                                   file's IN_ATTRIB drained the guard)
   as the first, in a tmpfs mounted inside         18.5 per file, no guard ioctl (20.3 at
                                                   3ca250d: an ioctl per request there)
-  4 processes reading 300 files at once, 3 times  at most 16 threads started (234: about
-                                                  one a file read; workers now stay)
+  4 processes reading 300 files at once, 3 times  at most a pool's threads started (234:
+                                                  about one a file read; workers now stay,
+                                                  one per CPU and one more)
 
 What the budget of a create holds (docs/internals/fs.md, "What the daemon does per
 request"): LOOKUP an ioctl (the guard) and a statx; CREATE an ioctl, openat, statx and
@@ -50,7 +51,7 @@ FILES = 300
 LEFT_OUT = {"read", "readv", "writev", "splice", "vmsplice", "io_uring_enter",
             "futex", "poll", "ppoll", "epoll_wait", "clock_nanosleep", "nanosleep",
             "restart_syscall", "clone3", "clone", "set_robust_list", "rseq", "madvise",
-            "mprotect", "mmap", "munmap", "rt_sigprocmask", "exit", "gettid"}
+            "mprotect", "mmap", "munmap", "rt_sigprocmask", "exit", "gettid", "prctl"}
 
 
 class Syscalls(harness.MountCase):
@@ -165,41 +166,87 @@ class Syscalls(harness.MountCase):
         self.assertLessEqual(calls.get("ioctl", 0), started, self.describe(calls))
         self.assertLessEqual(self.per_file(calls), 18.5, self.describe(calls))
 
+    def readers(self, d, names):
+        """Four processes read NAMES in D at once, three times over; all must succeed."""
+        pids = []
+        for k in range(4):
+            pid = os.fork()
+            if pid == 0:
+                code = 0
+                try:
+                    for _ in range(3):
+                        for n in names[k::4]:
+                            with open(os.path.join(d, n), "rb") as f:
+                                f.read()
+                except BaseException:  # noqa: BLE001  (the exit status says it)
+                    code = 1
+                os._exit(code)
+            pids.append(pid)
+        self.assertEqual([os.waitpid(p, 0)[1] for p in pids], [0] * 4)
+
+    def files_to_read(self):
+        names = ["f%d.c" % i for i in range(FILES)]
+        for n in names:
+            with open(os.path.join(self.project, "w", n), "w") as f:
+                f.write("int x;\n" * 64)
+        return names
+
+    def workers(self, v):
+        """The view's FUSE workers now: its threads named pw-fuse (devio.c)."""
+        n = 0
+        task = "/proc/%d/task" % v.pid
+        for tid in os.listdir(task):
+            try:
+                with open(os.path.join(task, tid, "comm")) as f:
+                    n += f.read().strip() == "pw-fuse"
+            except OSError:  # the thread ended meanwhile
+                pass
+        return n
+
     def test_readers_at_once_start_no_workers(self):
         """Four processes read 300 files at once, three times over: once the view has the
         workers that many requests in flight need, it makes no more (libfuse's loop used to
         end a worker that found more than four idle and start one when none was left, a
         clone and a /dev/fuse clone every few requests: b094a77 made about one thread per
         file read here)."""
-        names = ["f%d.c" % i for i in range(FILES)]
-        for n in names:
-            with open(os.path.join(self.project, "w", n), "w") as f:
-                f.write("int x;\n" * 64)
+        names = self.files_to_read()
         v = self.mount()
         d = v.path("w")
-
-        def readers():
-            pids = []
-            for k in range(4):
-                pid = os.fork()
-                if pid == 0:
-                    code = 0
-                    try:
-                        for _ in range(3):
-                            for n in names[k::4]:
-                                with open(os.path.join(d, n), "rb") as f:
-                                    f.read()
-                    except BaseException:  # noqa: BLE001  (the exit status says it)
-                        code = 1
-                    os._exit(code)
-                pids.append(pid)
-            self.assertEqual([os.waitpid(p, 0)[1] for p in pids], [0] * 4)
-        readers()  # the workers four readers need
-        calls = self.count(v, readers)
-        # Workers stay once made and never number more than 16 (PW_FS_WORKERS_MAX): the
-        # counted pass may add a few the first did not need, never one per request.
-        self.assertLessEqual(calls.get("clone3", 0) + calls.get("clone", 0), 16,
+        self.readers(d, names)  # the workers four readers need
+        calls = self.count(v, lambda: self.readers(d, names))
+        # Workers stay once made and never number more than the pool (fsmain.c's
+        # workers_wanted): the counted pass may add one the first did not need, never one
+        # per request.
+        self.assertLessEqual(calls.get("clone3", 0) + calls.get("clone", 0), expected_pool(),
                              self.describe(calls))
+
+    def test_the_pool_follows_the_cpus(self):
+        """A view makes one worker per CPU it may run on and one more (at least 3, at most
+        16), however many requests are in flight: libfuse starts a worker whenever none is
+        left waiting, and the kernel hands each request to the worker that has waited
+        longest, so every extra worker took its turn with cold caches (two processes
+        creating files grew a view to seven on a 2-CPU machine)."""
+        names = self.files_to_read()
+        v = self.mount()
+        self.readers(v.path("w"), names)
+        n = self.workers(v)
+        self.assertGreaterEqual(n, 1)
+        self.assertLessEqual(n, expected_pool())
+
+    def test_a_pool_of_one_worker_serves_readers_at_once(self):
+        """PIWORKFS_WORKERS sets the pool (for measurements, and for storage slow enough to
+        want more requests in flight): with one worker, four readers at once are served one
+        request at a time, and every read completes."""
+        self.env["PIWORKFS_WORKERS"] = "1"
+        names = self.files_to_read()
+        v = self.mount()
+        self.readers(v.path("w"), names)
+        self.assertEqual(self.workers(v), 1)
+
+
+def expected_pool():
+    """fsmain.c's workers_wanted for this process's CPUs, without PIWORKFS_WORKERS."""
+    return min(max(len(os.sched_getaffinity(0)) + 1, 3), 16)
 
 
 if __name__ == "__main__":
