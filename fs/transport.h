@@ -38,7 +38,8 @@ struct pw_transport {
 	 * INIT reply carried (0 before it), for status. */
 	size_t pipe_max;
 	_Atomic uint32_t max_write;
-	int splice_policy; /* devio.c: PIWORKFS_SPLICE, set before the session starts */
+	int splice_policy;   /* devio.c: PIWORKFS_SPLICE, set before the session starts */
+	bool workers_normal; /* devio.c: PIWORKFS_WORKER_SCHED=normal, likewise */
 	/* FUSE over io_uring (uring.c): asked for with -o io_uring (pw_devio_attach); the
 	 * transport once INIT accepted it (set before the INIT reply is written, then never
 	 * changed; freed by pw_devio_detach). */
