@@ -842,6 +842,12 @@ def main():
                          "worktree under the work directory, removed after the build) and "
                          "mount it as the peer piworkfs@REV beside the current build, with "
                          "the same options; prints a before/after table")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=VAR=VALUE[,VAR=VALUE]",
+                    help="also mount the current build as the peer \"piworkfs NAME\" over "
+                         "/dev/fuse with these variables added to its daemon's environment "
+                         "(repeatable), and print a before/after table against piworkfs "
+                         "build: what a knob such as PIWORKFS_WORKERS=16 changes, in one run "
+                         "of one build")
     ap.add_argument("--no-originals", action="store_true",
                     help="mount every piworkfs view with --no-originals (issue #17's targets "
                          "are for originals off; bench/originals.py compares on and off)")
@@ -930,6 +936,19 @@ def main():
                             mount(bprog, "build", backing, m("pw-base")), benv, pw=bprog,
                             floor=True))
         pairs.append((bname, "piworkfs build"))
+    for spec in args.variant:
+        vname, _, assigns = spec.partition("=")
+        venv = dict(env)
+        for a in filter(None, assigns.split(",")):
+            k, eq, val = a.partition("=")
+            if not vname or not k or not eq:
+                sys.exit(f"--variant {spec}: expected NAME=VAR=VALUE[,VAR=VALUE]")
+            venv[k] = val
+        sysname = f"piworkfs {vname}"
+        systems.append(Fuse(sysname, backing, m(f"pw-var-{len(pairs)}"),
+                            mount(args.piworkfs, "build", backing, m(f"pw-var-{len(pairs)}")),
+                            venv, pw=args.piworkfs, floor=True))
+        pairs.append((sysname, "piworkfs build"))
     uring_restore = None
     if not args.no_uring:
         # The same view over FUSE over io_uring, side by side. The kernel offers it only
