@@ -379,7 +379,7 @@ while True:
             ask("implement the approved plan")
         elif k == b"L":
             ask(LONG_REASON)
-        elif k == b"s":
+        elif k == b"S":  # upper case: "yes", typed to the agent in a test, must not ask twice
             ask("the first reason")
             time.sleep(0.5)  # the first is shown before the second replaces it
             ask("a second, newer reason")
@@ -747,7 +747,7 @@ class Asking(AskingBase):
 
     def test_a_newer_request_supersedes(self):
         at = self.t.mark()
-        self.t.send(b"s")
+        self.t.send(b"S")
         first = int(self.t.expect(rb"ASKED (\d+) pending", at).group(1))
         self.t.expect(b"the first reason", at)
         self.t.expect(("DONE %d superseded" % first).encode(), at)
@@ -794,7 +794,11 @@ class Asking(AskingBase):
 
     def test_a_request_raised_while_the_person_types_y_never_switches(self):
         # The person types a word starting with y, then Enter, to the agent; the agent
-        # asks on the first key, hoping the rest answers its question.
+        # asks on the first key, hoping the rest answers its question. The keys after the
+        # first reach the agent or the bar, as fast as the bar comes up: none of them may
+        # ask anything more (the "s" of "xyes" once made the agent ask twice, the second
+        # time after the loop below had seen nothing pending, and the next word answered
+        # that bar instead of reaching the agent).
         for word in (b"xyes\r", b"xy\r", b"x" + b"y\r" * 20):
             at = self.t.mark()
             self.t.send(word)
