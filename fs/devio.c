@@ -50,7 +50,6 @@
 #include <limits.h>
 #include <linux/fuse.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -247,35 +246,14 @@ fail:
 	return -1;
 }
 
-/*
- * A libfuse worker, at its first request: named "pw-fuse", so that top -H, ps -L and
- * /proc/PID/task/TID/comm tell it from the view's other threads (and a test counts them,
- * fsmain.c's workers_wanted); and put under SCHED_BATCH.
- *
- * Why SCHED_BATCH: the scheduler never lets a woken SCHED_BATCH thread preempt the one
- * running (its preemption waits for the tick or for that thread to sleep). A request wakes
- * a worker from the very call that is about to put its caller to sleep until the answer; as
- * an ordinary thread, the worker preempted that caller first, and the two changed places
- * again before either got on. Left to wait, the caller sleeps and the worker takes the CPU
- * it leaves. Nothing else changes: the same weight, the same share of the CPU. Measured on
- * this 2-CPU VM in interleaved runs (docs/PERF.md, December 7): the daemon's CPU per request
- * 22% lower for grep -r, 16% for rg, 9% for create+delete with 2 processes, no workload
- * slower, and with two CPU-bound processes beside it (where a worker that may not preempt
- * could wait longest) create+delete took 26% less time, not more.
- * PIWORKFS_WORKER_SCHED=normal in the daemon's environment leaves the workers ordinary
- * threads, for measurements. Workers that libfuse starts from a worker inherit the policy.
- */
+/* A libfuse worker at its first request (transport.c's pw_transport_thread_start). */
 static void worker_start(const pw_fs *fs)
 {
 	static _Thread_local bool started;
 	if (started)
 		return;
 	started = true;
-	(void)pthread_setname_np(pthread_self(), "pw-fuse");
-	if (fs->transport.workers_normal)
-		return;
-	struct sched_param none = {.sched_priority = 0};
-	(void)sched_setscheduler(0, SCHED_BATCH, &none); /* best effort: a seccomp may refuse */
+	pw_transport_thread_start(&fs->transport, "pw-fuse");
 }
 
 static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
@@ -510,11 +488,7 @@ int pw_devio_attach(pw_fs *fs, bool uring_wanted)
 			"piworkfs: PIWORKFS_SPLICE=%s is neither always nor never; "
 			"splicing requests while large writes stream\n",
 			splice_env);
-	const char *sched_env = getenv("PIWORKFS_WORKER_SCHED");
-	fs->transport.workers_normal = sched_env && strcmp(sched_env, "normal") == 0;
-	if (sched_env && *sched_env && !fs->transport.workers_normal)
-		fprintf(stderr, "piworkfs: PIWORKFS_WORKER_SCHED=%s is not normal; workers batch\n",
-			sched_env);
+	pw_transport_read_env(&fs->transport);
 	/* libfuse's contract for these, as for read(2) and writev(2): -1 with errno, not -errno
 	 * (it tests the result against -1 and reads errno). */
 	static const struct fuse_custom_io io = {

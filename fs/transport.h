@@ -39,7 +39,7 @@ struct pw_transport {
 	size_t pipe_max;
 	_Atomic uint32_t max_write;
 	int splice_policy;   /* devio.c: PIWORKFS_SPLICE, set before the session starts */
-	bool workers_normal; /* devio.c: PIWORKFS_WORKER_SCHED=normal, likewise */
+	bool workers_normal; /* transport.c: PIWORKFS_WORKER_SCHED=normal, likewise */
 	/* FUSE over io_uring (uring.c): asked for with -o io_uring (pw_devio_attach); the
 	 * transport once INIT accepted it (set before the INIT reply is written, then never
 	 * changed; freed by pw_devio_detach). */
@@ -56,3 +56,10 @@ void pw_transport_note_request(struct pw_transport *t, const void *buf, size_t l
 bool pw_transport_write_kills_suidgid(void);
 /* The transport's counters for status: requests by opcode, notifications sent, max_write. */
 void pw_transport_counts(const struct pw_transport *t, pw_fs_stats *ret);
+/* Reads the daemon's environment for the serving threads' scheduling
+ * (PIWORKFS_WORKER_SCHED=normal: ordinary threads, for measurements); before any thread serves. */
+void pw_transport_read_env(struct pw_transport *t);
+/* Called by a thread that serves requests (a libfuse worker, "pw-fuse"; a ring's thread,
+ * "pw-ring") before its first: names it NAME and puts it under SCHED_BATCH (transport.c says
+ * why), or SCHED_OTHER with PIWORKFS_WORKER_SCHED=normal. */
+void pw_transport_thread_start(const struct pw_transport *t, const char *name);

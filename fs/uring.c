@@ -227,6 +227,7 @@ static void *ent_main(void *arg)
 	CPU_ZERO(&set);
 	CPU_SET(e->qid, &set);
 	(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	pw_transport_thread_start(&u->fs->transport, "pw-ring");
 	int r = ring_init(e);
 
 	pthread_mutex_lock(&u->go_lock);

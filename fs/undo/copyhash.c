@@ -79,6 +79,9 @@ typedef struct pipeline {
 static void *hasher_main(void *arg)
 {
 	pipeline *p = arg;
+	/* A thread starts with its creator's name, here a FUSE worker's (pw-fuse), which top -H
+	 * and the tests take for a worker: this one says what it is. */
+	(void)pthread_setname_np(pthread_self(), "pw-hash");
 	for (unsigned i = 0;; i ^= 1) {
 		pthread_mutex_lock(&p->lock);
 		while (p->len[i] == 0 && !p->done)

@@ -191,14 +191,15 @@ class Syscalls(harness.MountCase):
                 f.write("int x;\n" * 64)
         return names
 
-    def worker_tids(self, v):
-        """The view's FUSE workers now: its threads named pw-fuse (devio.c)."""
+    def worker_tids(self, v, names=("pw-fuse",)):
+        """The view's threads named one of NAMES now: libfuse's workers are pw-fuse
+        (devio.c), the rings' threads pw-ring (uring.c)."""
         tids = []
         task = "/proc/%d/task" % v.pid
         for tid in os.listdir(task):
             try:
                 with open(os.path.join(task, tid, "comm")) as f:
-                    if f.read().strip() == "pw-fuse":
+                    if f.read().strip() in names:
                         tids.append(int(tid))
             except OSError:  # the thread ended meanwhile
                 pass
@@ -248,10 +249,12 @@ class Syscalls(harness.MountCase):
         self.assertEqual(self.workers(v), 1)
 
     def test_workers_never_preempt_their_callers(self):
-        """The workers run under SCHED_BATCH (devio.c's worker_start): a woken worker waits
-        for the caller that woke it to go to sleep instead of preempting it first, which
-        cost the daemon a fifth of its CPU per request on grep -r. PIWORKFS_WORKER_SCHED=
-        normal leaves them ordinary threads, for measurements."""
+        """The threads that serve requests, libfuse's workers and (over io_uring) the
+        rings' threads, run under SCHED_BATCH (transport.c): a woken one waits for the
+        caller that woke it to go to sleep instead of preempting it first, which cost the
+        daemon a fifth of its CPU per request on grep -r. PIWORKFS_WORKER_SCHED=normal
+        leaves them ordinary threads, for measurements; set explicitly, since a thread
+        inherits its creator's policy (a ring's from the worker that answers INIT)."""
         names = self.files_to_read()
         for sched, policy in ((None, os.SCHED_BATCH), ("normal", os.SCHED_OTHER)):
             with self.subTest(PIWORKFS_WORKER_SCHED=sched):
@@ -261,9 +264,11 @@ class Syscalls(harness.MountCase):
                 os.mkdir(mp)
                 v = self.mount(mountpoint=mp)
                 self.readers(v.path("w"), names)
-                tids = self.worker_tids(v)
+                tids = self.worker_tids(v, ("pw-fuse", "pw-ring"))
                 self.assertTrue(tids)
                 self.assertEqual({os.sched_getscheduler(t) for t in tids}, {policy})
+                if harness.OVER_URING:
+                    self.assertTrue(self.worker_tids(v, ("pw-ring",)))
 
 
 def expected_pool():
