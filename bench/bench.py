@@ -24,6 +24,10 @@ the noise; a closing table puts them side by side per workload: ratio to native,
 measured / floor, requests per file and the daemon's CPU per request.
     ./dev bench --baseline 26477bf              # this tree's build against commit 26477bf
     ./dev bench --files 2000 --rounds 1 --baseline HEAD~5 --switch-files 0   # a quick check
+`--variant NAME=VAR=VALUE[,VAR=VALUE]` does the same for a knob of the current build: it
+mounts the build again as "piworkfs NAME" over /dev/fuse with those variables in its daemon's
+environment (the serving threads' PIWORKFS_WORKERS, PIWORKFS_WORKER_SCHED, PIWORKFS_SPLICE...).
+    ./dev bench --no-uring --variant "before=PIWORKFS_WORKERS=16,PIWORKFS_WORKER_SCHED=normal"
 
 Speed is reported, never asserted: these are figures for people, not a test.
 """
