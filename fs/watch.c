@@ -12,8 +12,9 @@
  * harmless but costs (a create storm would invalidate every entry the kernel just made), so
  * operations record what they are about to do (pw_watch_expect) and the matching event is
  * consumed without invalidating. A record is made before the syscall, so its event cannot
- * precede it; withdrawn if the syscall fails; and it expires after a second, so a record
- * whose event never comes (a directory without a watch) cannot hide a later change. A
+ * precede it; withdrawn if the syscall fails; consumed with every other record its event
+ * matches (expected); and it expires after a second, so a record whose event never comes (a
+ * directory without a watch) cannot hide a later change. A
  * missing record only costs a redundant invalidation. Data written through the view is
  * not invalidated while the view itself holds the file open for writing.
  */
@@ -172,14 +173,22 @@ void pw_watch_unexpect(pw_fs *fs, int token)
 	pthread_mutex_unlock(&fs->watcher->expect_lock);
 }
 
-/* Consumes a live record matching the event, if any. */
+/*
+ * Consumes every live record matching the event; whether there was one. Every one, because
+ * an event may stand for several changes: inotify folds an event identical to the last one
+ * queued (two utimes), and merge_repeats folds all of a name's events in a batch (two saves).
+ * A record left over would outlive its change and pass the next change made outside the view
+ * off as the view's own, for up to a second: the kernel would keep the old pages or times
+ * for good. A record whose change has not reached inotify yet is consumed too; its event,
+ * coming later, then finds none and only costs a redundant invalidation.
+ */
 static bool expected(pw_fs *fs, fuse_ino_t parent, const char *name, pw_expect_kind kind)
 {
 	bool found = false;
 	size_t start = expect_window(parent, name);
 	int64_t now = pw_clock_ns(CLOCK_MONOTONIC);
 	pthread_mutex_lock(&fs->watcher->expect_lock);
-	for (size_t i = 0; fs->watcher->expects && i < PW_EXPECT_PROBE && !found; i++) {
+	for (size_t i = 0; fs->watcher->expects && i < PW_EXPECT_PROBE; i++) {
 		struct pw_expect *e = &fs->watcher->expects[(start + i) & (PW_EXPECT_MAX - 1)];
 		if (e->deadline > now && e->parent == parent && e->kind == kind &&
 		    streq(e->name, name)) {

@@ -367,6 +367,45 @@ class CoherenceTest(CoherenceCase):
                                                          v.path), DEADLINE))
         self.assertEqual(os.listdir(v.path("src/a.c")), [])
 
+    def test_own_changes_made_twice_do_not_hide_a_later_outside_change(self):
+        # The view writes a file twice (an editor saving twice), or sets its times twice,
+        # and the watcher gets one event for both: inotify folds identical events, and the
+        # watcher folds a name's events of one batch. An outside change a moment later must
+        # still show. (Regression test: each event consumed one record of the view's own
+        # changes, so the second record outlived its event and passed the outside change off
+        # as the view's own: the view kept the old pages and times for good.)
+        # The batch is long enough that both of the view's changes surely fall in one, and
+        # short enough that the outside change comes within a record's life (a second).
+        self.env["PIWORKFS_WATCH_BATCH_MS"] = "100"
+        v = self.mount("build", args=["--timeout", "86400"])
+        B = lambda r: os.path.join(self.project, r)  # noqa: E731
+        V = v.path
+        read(V("src/a.c"))
+        os.stat(V("src/b.c"))
+        for data in (b"x" * 65536, b"y" * 65536):  # whole pages: the kernel keeps them
+            with open(V("src/big.txt"), "wb") as f:
+                f.write(data)
+        os.utime(V("src/b.c"), ns=(1_000_000_000, 1_000_000_000))
+        os.utime(V("src/b.c"), ns=(2_000_000_000, 2_000_000_000))
+        self.assertEqual(read(V("src/big.txt")), b"y" * 65536)
+        self.assertEqual(os.stat(V("src/b.c")).st_mtime_ns, 2_000_000_000)
+        # A marker: once the view shows it, the watcher has handled the events before it.
+        _overwrite(B("src/a.c"), "int a(void) { return 7; }\n")
+        self.assertTrue(harness.wait_until(
+            lambda: _safe(lambda V: read(V("src/a.c")) == b"int a(void) { return 7; }\n", V),
+            DEADLINE), "the view never showed the marker")
+        with open(B("src/big.txt"), "wb") as f:
+            f.write(b"z" * 65536)
+        os.utime(B("src/b.c"), ns=(3_000_000_000, 3_000_000_000))
+        checks = {
+            "content": lambda: read(V("src/big.txt")) == b"z" * 65536,
+            "times": lambda: os.stat(V("src/b.c")).st_mtime_ns == 3_000_000_000,
+        }
+        harness.wait_until(lambda: all(_safe(lambda V: c(), V) for c in checks.values()),
+                           DEADLINE)
+        self.assertEqual([k for k, c in checks.items() if not _safe(lambda V: c(), V)], [],
+                         "an outside change after two of the view's own never showed")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
