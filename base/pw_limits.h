@@ -104,6 +104,10 @@
  * devio.c's pipes cannot be larger, the view's max_write is a page less than this (a 1 MiB
  * write(2) is then two WRITEs, and its data is still spliced) */
 #define PW_DEVIO_PIPE_MAX (1024 * 1024)
+/* seconds the kernel may keep entries, attributes, pages and listings of what a directory
+ * that could not be watched holds (watch.c): a change made outside the view shows within
+ * it, as elsewhere it shows at once */
+#define PW_UNWATCHED_TIMEOUT_S 1.0
 /* libfuse's worker threads of a view: requests in flight at once (more wait in the kernel); a
  * worker once made stays. A view makes one per CPU it may run on and one more, at least
  * PW_FS_WORKERS_MIN and at most PW_FS_WORKERS_MAX (fsmain.c has why no more) */

@@ -110,6 +110,7 @@ static void fs_get_stats(void *fs, pw_fs_stats *ret)
 	pw_fs_get_stats(fs, ret);
 	pw_fs_transport_stats(fs, ret);
 	pw_fs_dircache_stats(fs, ret);
+	pw_fs_watch_stats(fs, ret);
 }
 
 static void fs_policy_installed(void *fs, const pw_policy *p, const char *reason, bool new_set)

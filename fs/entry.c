@@ -18,13 +18,20 @@
 #include "inode.h"
 #include "resolve.h"
 
-void pw_fill_entry(pw_fs *fs, struct fuse_entry_param *e, pw_inode *n, const struct stat *st)
+void pw_fill_entry(pw_fs *fs, struct fuse_entry_param *e, pw_inode *n, const struct stat *st,
+		   double timeout)
 {
 	memset(e, 0, sizeof(*e));
 	e->ino = pw_inode_id(fs, n);
 	e->attr = *st;
-	e->attr_timeout = fs->timeout;
-	e->entry_timeout = fs->timeout;
+	e->attr_timeout = timeout;
+	e->entry_timeout = timeout;
+}
+
+void pw_entry_cap(struct fuse_entry_param *e, double t)
+{
+	if (e->entry_timeout > t)
+		e->entry_timeout = t;
 }
 
 void pw_reply_negative(pw_fs *fs, fuse_req_t req, double entry_timeout)
@@ -55,20 +62,20 @@ bool pw_dir_searchable_by_all(int dirfd)
 	return errno == ENODATA || errno == EOPNOTSUPP;
 }
 
-double pw_entry_timeout_in(pw_fs *fs, int dirfd)
+double pw_entry_timeout_in(pw_fs *fs, int dirfd, double timeout)
 {
 	if (!fs->allow_other)
-		return fs->timeout;
-	return pw_dir_searchable_by_all(dirfd) ? fs->timeout : 0;
+		return timeout;
+	return pw_dir_searchable_by_all(dirfd) ? timeout : 0;
 }
 
-double pw_entry_timeout_of(pw_fs *fs, pw_inode *dir)
+double pw_entry_timeout_of(pw_fs *fs, pw_inode *dir, double timeout)
 {
 	if (!fs->allow_other)
-		return fs->timeout;
+		return timeout;
 	_cleanup_(pw_dir_close) pw_dir_ref d = PW_DIR_REF_INIT;
 	int fd = pw_dir_open(fs, dir, &d);
-	return fd >= 0 ? pw_entry_timeout_in(fs, fd) : 0;
+	return fd >= 0 ? pw_entry_timeout_in(fs, fd, timeout) : 0;
 }
 
 /*

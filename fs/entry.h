@@ -4,12 +4,17 @@
 
 #include "fs_internal.h"
 
-void pw_fill_entry(pw_fs *fs, struct fuse_entry_param *e, pw_inode *n, const struct stat *st);
+/* E for node N with attributes ST, which the kernel may keep TIMEOUT seconds (the caller's
+ * pw_watch_timeout: as long as the watcher sees the changes to N and its directory). */
+void pw_fill_entry(pw_fs *fs, struct fuse_entry_param *e, pw_inode *n, const struct stat *st,
+		   double timeout);
 
-/* The lifetime of entries the kernel may cache in the directory open at DIRFD (or node
- * DIR): fs->timeout, or 0 under allow_other when not every user may search it (entry.c). */
-double pw_entry_timeout_in(pw_fs *fs, int dirfd);
-double pw_entry_timeout_of(pw_fs *fs, pw_inode *dir);
+/* The lifetime of entries the kernel may cache in the directory open at DIRFD (or node DIR):
+ * TIMEOUT, or 0 under allow_other when not every user may search it (entry.c). */
+double pw_entry_timeout_in(pw_fs *fs, int dirfd, double timeout);
+double pw_entry_timeout_of(pw_fs *fs, pw_inode *dir, double timeout);
+/* E's entry lifetime, made no longer than T. */
+void pw_entry_cap(struct fuse_entry_param *e, double t);
 /* Is NAME in DIRFD, of MODE, a special file (FIFO, socket, device) with an access ACL in an
  * allow_other view, whose entries are never cached and whose lookups are checked per caller
  * (the kernel's own check does not see ACLs)? */

@@ -76,8 +76,15 @@ typedef struct pw_fs_stats {
 	 * often all were given up (a directory moved, was removed or changed permissions). */
 	bool dircache_enabled;
 	uint64_t dircache_hits, dircache_misses, dircache_flushes;
+	/* The watcher (watch.c): whether the view watches its tree, the directories watched
+	 * now, and those that could not be watched since mount (their changes show within
+	 * PW_UNWATCHED_TIMEOUT_S instead of at once). */
+	bool watching;
+	uint64_t watched_dirs, unwatched_dirs;
 } pw_fs_stats;
 void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret);
+/* The watcher's part of them (watch.c). */
+void pw_fs_watch_stats(pw_fs *fs, pw_fs_stats *ret);
 void pw_fs_transport_stats(pw_fs *fs, pw_fs_stats *ret); /* the transport's fields */
 void pw_fs_dircache_stats(pw_fs *fs, pw_fs_stats *ret);	 /* the dircache_ fields */
 

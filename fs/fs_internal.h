@@ -55,13 +55,16 @@ typedef struct pw_name {
 typedef struct pw_inode {
 	dev_t dev;
 	ino_t ino;
-	mode_t type;		 /* S_IFMT bits */
-	int64_t birth_ns;	 /* the backing object's birth time, 0 if unknown (base/object.h) */
-	uint64_t nlookup;	 /* kernel references */
-	uint64_t children;	 /* names whose parent is this node */
-	pw_name *names;		 /* NULL for the root and for unlinked inodes */
-	int wd;			 /* inotify watch (directories), -1 if none */
-	int guard_wd;		 /* dircache.c's guard watch (directories), -1 if none */
+	mode_t type;	   /* S_IFMT bits */
+	int64_t birth_ns;  /* the backing object's birth time, 0 if unknown (base/object.h) */
+	uint64_t nlookup;  /* kernel references */
+	uint64_t children; /* names whose parent is this node */
+	pw_name *names;	   /* NULL for the root and for unlinked inodes */
+	int wd;		   /* inotify watch (directories), -1 if none */
+	int guard_wd;	   /* dircache.c's guard watch (directories), -1 if none */
+	/* A directory the watcher could not watch (watch.c): no change in it sends an event,
+	 * so the kernel keeps what concerns it for a second at most (pw_watch_timeout). */
+	atomic_bool unwatched;
 	atomic_int open_writers; /* view descriptors open for writing */
 	/* PW_XATTR_NONE once the backing object was seen to have no extended attributes at
 	 * all; cleared by any xattr change through the view and by IN_ATTRIB from outside. */

@@ -60,6 +60,14 @@ void pw_inode_set_guard_fd(pw_fs *fs, int fd)
 	fs->nodes->guard_fd = fd;
 }
 
+size_t pw_inode_watch_count(pw_fs *fs)
+{
+	pthread_rwlock_rdlock(&fs->nodes->tree_lock);
+	size_t n = fs->nodes->watched;
+	pthread_rwlock_unlock(&fs->nodes->tree_lock);
+	return n;
+}
+
 size_t pw_inode_count(pw_fs *fs)
 {
 	pthread_rwlock_rdlock(&fs->nodes->tree_lock);
@@ -176,6 +184,8 @@ void pw_inode_set_wd_locked(pw_fs *fs, pw_inode *n, int wd)
 	 * directory was removed (which ended the guard's too) or another node took both. */
 	if (wd < 0)
 		n->guard_wd = -1;
+	if ((n->wd >= 0) != (wd >= 0))
+		fs->nodes->watched += wd >= 0 ? 1 : (size_t)-1;
 	if (n->is_root) {
 		n->wd = wd;
 		return;

@@ -32,6 +32,8 @@ struct pw_nodes {
 	 * nothing of the room by name (the room calls the table). */
 	void (*freed)(pw_fs *fs, const pw_inode *n);
 	int guard_fd;
+	/* Nodes with an inotify watch (wd >= 0), under tree_lock (pw_inode_set_wd_locked). */
+	size_t watched;
 };
 
 /* Makes fs->nodes (0 or -ENOMEM); pw_inode_table_free frees it (accepts none made). */
@@ -47,6 +49,8 @@ void pw_inode_set_freed_hook(pw_fs *fs, void (*fn)(pw_fs *fs, const pw_inode *n)
 void pw_inode_set_guard_fd(pw_fs *fs, int fd);
 /* Nodes the kernel knows now (takes the tree lock), for status. */
 size_t pw_inode_count(pw_fs *fs);
+/* Nodes with an inotify watch now (takes the tree lock). */
+size_t pw_inode_watch_count(pw_fs *fs);
 
 static inline pw_inode *pw_inode_root(pw_fs *fs)
 {

@@ -76,8 +76,8 @@ int pw_do_lookup(pw_req *r, int dirfd, bool made, struct fuse_entry_param *e, bo
 	if (!n)
 		return -ENOMEM;
 	pw_truthful_attr_child(r, &o.st);
-	pw_fill_entry(fs, e, n, &o.st);
-	e->entry_timeout = uncached ? 0 : pw_entry_timeout_in(fs, pfd);
+	pw_fill_entry(fs, e, n, &o.st, pw_watch_timeout(fs, parent, n));
+	pw_entry_cap(e, uncached ? 0 : pw_entry_timeout_in(fs, pfd, e->entry_timeout));
 	return 0;
 }
 
@@ -106,7 +106,8 @@ void pw_op_lookup(fuse_req_t req, fuse_ino_t parent_ino, const char *name)
 		 * the negative entry the kernel caches now. */
 		if (hidden)
 			pw_remember_hidden_neg(fs, parent_ino, name);
-		double timeout = pw_entry_timeout_of(fs, parent);
+		double timeout =
+		    pw_entry_timeout_of(fs, parent, pw_watch_timeout(fs, parent, NULL));
 		pw_req_leave(&r);
 		pw_reply_negative(fs, req, timeout);
 		pw_lookup_gate_leave(fs);
@@ -161,8 +162,9 @@ static void reply_attr(pw_req *r, pw_inode *n, int err, struct stat *st)
 		return;
 	}
 	pw_truthful_attr(r, n, st);
+	double timeout = pw_watch_node_timeout(r->fs, n);
 	pw_req_leave(r);
-	fuse_reply_attr(r->req, st, r->fs->timeout);
+	fuse_reply_attr(r->req, st, timeout);
 }
 
 void pw_op_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)

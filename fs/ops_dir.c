@@ -409,9 +409,11 @@ void pw_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	pw_fh_register(fs, h);
 	fi->fh = (uintptr_t)h;
 	/* Let the kernel keep listings: a switch that changes hidden names, and changes made
-	 * to the backing tree outside the view, invalidate them. */
-	fi->cache_readdir = 1;
-	fi->keep_cache = 1;
+	 * to the backing tree outside the view, invalidate them; but only where the watcher
+	 * sees those (a directory it could not watch is listed afresh at each open). */
+	bool keep = pw_watch_covers(fs, n);
+	fi->cache_readdir = keep;
+	fi->keep_cache = keep;
 	pw_req_leave(&r);
 	if (fuse_reply_open(req, fi) == -ENOENT) {
 		pw_fh_unregister(fs, h);
@@ -506,7 +508,8 @@ static void do_readdir_locked(fuse_req_t req, fuse_ino_t ino, size_t size, off_t
 		goto fail;
 	}
 	size_t used = 0;
-	double entry_timeout = plus ? pw_entry_timeout_in(fs, h->fd) : 0;
+	double entry_timeout =
+	    plus ? pw_entry_timeout_in(fs, h->fd, pw_watch_timeout(fs, dir, NULL)) : 0;
 	/* One policy for the whole listing: every entry's visibility and attributes. */
 	bool hides = pw_req_hides(&r);
 	for (;;) {
@@ -552,11 +555,11 @@ static void do_readdir_locked(fuse_req_t req, fuse_ino_t ino, size_t size, off_t
 					break;
 				}
 				pw_truthful_attr_child(&r, &o.st);
-				pw_fill_entry(fs, &e, n, &o.st);
+				pw_fill_entry(fs, &e, n, &o.st, pw_watch_timeout(fs, dir, n));
 				/* special files with an ACL: each walk is checked (ops.c) */
-				e.entry_timeout = pw_special_uncached(fs, h->fd, name, o.st.st_mode)
-						      ? 0
-						      : entry_timeout;
+				pw_entry_cap(&e, pw_special_uncached(fs, h->fd, name, o.st.st_mode)
+						     ? 0
+						     : entry_timeout);
 			}
 			entsize = fuse_add_direntry_plus(req, out + used, size - used, name, &e,
 							 d->d_off);

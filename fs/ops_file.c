@@ -59,10 +59,11 @@ static bool wants_write(int flags)
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 }
 
-static void set_open_flags(struct fuse_file_info *fi, int flags)
+static void set_open_flags(struct fuse_file_info *fi, int flags, bool keep)
 {
-	/* Keep the page cache across opens: external changes invalidate it (watch.c). */
-	fi->keep_cache = 1;
+	/* Keep the page cache across opens: external changes invalidate it (watch.c), where
+	 * the watcher sees them (KEEP; else each open drops it, and reads the backing file). */
+	fi->keep_cache = keep;
 	if (flags & O_DIRECT)
 		fi->direct_io = 1;
 	fi->noflush = 1;
@@ -99,7 +100,7 @@ void pw_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		return;
 	}
 	fi->fh = (uintptr_t)h;
-	set_open_flags(fi, fi->flags);
+	set_open_flags(fi, fi->flags, pw_watch_node_covered(fs, n));
 	pw_req_leave(&r);
 	if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted: the kernel dropped it */
 		fh_close_free(fs, h);
@@ -180,10 +181,10 @@ void pw_op_create(fuse_req_t req, fuse_ino_t parent_ino, const char *name, mode_
 	/* Under the policy that allowed the create (req.h). */
 	pw_truthful_attr_child(&r, &o.st);
 	struct fuse_entry_param e;
-	pw_fill_entry(fs, &e, n, &o.st);
-	e.entry_timeout = pw_entry_timeout_in(fs, ne.pfd);
+	pw_fill_entry(fs, &e, n, &o.st, pw_watch_timeout(fs, r.parent, n));
+	pw_entry_cap(&e, pw_entry_timeout_in(fs, ne.pfd, e.entry_timeout));
 	fi->fh = (uintptr_t)h;
-	set_open_flags(fi, fi->flags);
+	set_open_flags(fi, fi->flags, pw_watch_covers(fs, r.parent));
 	pw_req_leave(&r);
 	if (fuse_reply_create(req, &e, fi) == -ENOENT) {
 		fh_close_free(fs, h);

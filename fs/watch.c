@@ -44,6 +44,30 @@
  * so the magic link must be followed (no IN_DONT_FOLLOW): it names exactly that directory. */
 
 /*
+ * A directory that cannot be watched (the user's inotify watches are all taken:
+ * fs.inotify.max_user_watches, or PIWORKFS_MAX_WATCHES) sends no event when it changes, so
+ * what the kernel caches about it and the names in it may be kept for a second only
+ * (pw_watch_timeout), instead of the view's day. Said once in the log, counted for status.
+ */
+static void mark_unwatched(pw_fs *fs, pw_inode *n, const char *path, int err)
+{
+	if (atomic_exchange(&n->unwatched, true))
+		return;
+	if (atomic_fetch_add(&fs->watcher->unwatched, 1) == 0)
+		fprintf(stderr,
+			"piworkfs: cannot watch %s (%s%s): changes made outside the view show in "
+			"it, and in the directories like it, within a second instead of at once\n",
+			*path ? path : ".", strerror(err),
+			err == ENOSPC ? ": raise fs.inotify.max_user_watches" : "");
+}
+
+/* Whether another watch may be added (PIWORKFS_MAX_WATCHES). */
+static bool watch_room(pw_fs *fs)
+{
+	return !fs->watcher->max_watches || pw_inode_watch_count(fs) < fs->watcher->max_watches;
+}
+
+/*
  * Without the tree lock: the path is read under it, the directory is opened and watched
  * outside it (an openat2 and an inotify_add_watch that every other request's path would
  * otherwise wait behind), and the watch is recorded under it again. The directory opened must
@@ -64,13 +88,19 @@ static void watch_dir(pw_fs *fs, pw_inode *n)
 		return;
 	_cleanup_close_ int fd = pw_openat_beneath(fs, path.s, O_PATH | O_DIRECTORY, 0);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != dev || st.st_ino != ino)
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != dev || st.st_ino != ino) {
+		mark_unwatched(fs, n, path.s, fd < 0 ? -fd : ESTALE);
 		return;
+	}
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	int wd = inotify_add_watch(fs->watcher->inotify_fd, proc, PW_WATCH_MASK);
-	if (wd < 0)
-		return; /* out of watches: coherence then rests on the cache timeouts */
+	int wd = watch_room(fs) ? inotify_add_watch(fs->watcher->inotify_fd, proc, PW_WATCH_MASK)
+				: (errno = ENOSPC, -1);
+	if (wd < 0) {
+		mark_unwatched(fs, n, path.s, errno);
+		return;
+	}
+	atomic_store(&n->unwatched, false);
 	/* The guard beside the watch (dircache.c): it lets requests keep this directory's
 	 * descriptor. A node without one is resolved every time. */
 	int gwd = pw_dircache_add_guard(fs, fd);
@@ -453,12 +483,85 @@ static struct timespec batch_time(void)
 	return (struct timespec){.tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000};
 }
 
+/*
+ * PIWORKFS_MAX_WATCHES (a count, 1 or more) in the daemon's environment: the most inotify
+ * watches the view adds, so that it leaves the rest of the user's budget to other programs
+ * (an editor, a build's watcher, other views); directories past it are kept coherent by
+ * short cache lifetimes instead (mark_unwatched). Unset: as many as the kernel grants.
+ */
+static size_t max_watches(void)
+{
+	const char *env = getenv("PIWORKFS_MAX_WATCHES");
+	if (!env || !*env)
+		return 0;
+	char *end;
+	long long n = strtoll(env, &end, 10);
+	if (*end || n < 1) {
+		fprintf(stderr,
+			"piworkfs: PIWORKFS_MAX_WATCHES=%s ignored: wants a count of 1 "
+			"or more\n",
+			env);
+		return 0;
+	}
+	return (size_t)n;
+}
+
+/* Whether every directory was watched so far (or the view watches none, by choice): then
+ * nothing needs looking up. mark_unwatched sets a node's flag before it counts it, and a
+ * directory is marked while it is learned, before the kernel can ask about its names. */
+static bool all_covered(pw_fs *fs)
+{
+	return fs->no_watch || atomic_load(&fs->watcher->unwatched) == 0;
+}
+
+bool pw_watch_covers(pw_fs *fs, pw_inode *dir)
+{
+	return all_covered(fs) || !atomic_load(&dir->unwatched);
+}
+
+static double timeout_if(pw_fs *fs, bool covered)
+{
+	return covered || fs->timeout < PW_UNWATCHED_TIMEOUT_S ? fs->timeout
+							       : PW_UNWATCHED_TIMEOUT_S;
+}
+
+double pw_watch_timeout(pw_fs *fs, pw_inode *dir, pw_inode *n)
+{
+	return timeout_if(fs, pw_watch_covers(fs, dir) && (!n || pw_watch_covers(fs, n)));
+}
+
+bool pw_watch_node_covered(pw_fs *fs, pw_inode *n)
+{
+	if (all_covered(fs))
+		return true;
+	pw_inode_lock_read(fs);
+	pw_inode *parent = n->names ? n->names->parent : NULL;
+	bool covered = pw_watch_covers(fs, n) && (!parent || pw_watch_covers(fs, parent));
+	pw_inode_unlock(fs);
+	return covered;
+}
+
+double pw_watch_node_timeout(pw_fs *fs, pw_inode *n)
+{
+	return timeout_if(fs, pw_watch_node_covered(fs, n));
+}
+
+void pw_fs_watch_stats(pw_fs *fs, pw_fs_stats *ret)
+{
+	if (!fs->watcher)
+		return;
+	ret->watching = !fs->no_watch;
+	ret->watched_dirs = pw_inode_watch_count(fs);
+	ret->unwatched_dirs = atomic_load(&fs->watcher->unwatched);
+}
+
 int pw_watch_start(pw_fs *fs)
 {
 	pw_watcher *w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	w->batch = batch_time();
+	w->max_watches = max_watches();
 	w->inotify_fd = -1;
 	w->watch_stop_pipe[0] = w->watch_stop_pipe[1] = -1;
 	pthread_mutex_init(&w->expect_lock, NULL);
@@ -474,8 +577,13 @@ int pw_watch_start(pw_fs *fs)
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fs->root_fd);
 	int wd = inotify_add_watch(fs->watcher->inotify_fd, proc, PW_WATCH_MASK);
-	if (wd >= 0)
-		pw_inode_root(fs)->wd = wd;
+	if (wd >= 0) {
+		pw_inode_lock_write(fs);
+		pw_inode_set_wd_locked(fs, pw_inode_root(fs), wd);
+		pw_inode_unlock(fs);
+	} else {
+		mark_unwatched(fs, pw_inode_root(fs), "", errno);
+	}
 	return pw_thread_start(&fs->watcher->watch_thread, watch_main, fs,
 			       &fs->watcher->watch_started);
 }

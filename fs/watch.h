@@ -21,8 +21,10 @@ typedef struct pw_watcher {
 	/* Changes the daemon is about to make itself: their inotify events need no
 	 * invalidation, since the kernel already knows from our replies. */
 	pthread_mutex_t expect_lock;
-	struct pw_expect *expects; /* a ring of PW_EXPECT_MAX, made at the first */
-	struct timespec batch;	   /* how long events accumulate before a read (watch.c) */
+	struct pw_expect *expects;	/* a ring of PW_EXPECT_MAX, made at the first */
+	struct timespec batch;		/* how long events accumulate before a read (watch.c) */
+	size_t max_watches;		/* PIWORKFS_MAX_WATCHES, 0: no cap of the view's own */
+	atomic_uint_fast64_t unwatched; /* directories that could not be watched, for status */
 } pw_watcher;
 
 /* Makes fs->watcher and, unless the view has no_watch, starts watching. 0 or -errno (a
@@ -38,6 +40,24 @@ void pw_watch_free(pw_fs *fs);
  * the tree lock). Returns the node, or NULL on ENOMEM. */
 pw_inode *pw_watch_learn(pw_fs *fs, pw_inode *parent, const char *name, const pw_object *o,
 			 bool made);
+
+/*
+ * How long the kernel may keep what it learns about the names in directory DIR: entries,
+ * attributes, and for N (a name in DIR, or NULL) what N itself holds. The view's timeout
+ * (a day by default) where the watcher sees every change (DIR watched, and N too if N is a
+ * directory; or a view that does not watch at all, -o no_watch, which asked for its
+ * timeouts); else PW_UNWATCHED_TIMEOUT_S: a directory that could not be watched
+ * (mark_unwatched) sends no event, so a change outside the view must show when the
+ * kernel asks again.
+ */
+double pw_watch_timeout(pw_fs *fs, pw_inode *dir, pw_inode *n);
+/* The same for node N under its primary name (takes the tree lock). */
+double pw_watch_node_timeout(pw_fs *fs, pw_inode *n);
+/* Whether the watcher sees every change to DIR's names. */
+bool pw_watch_covers(pw_fs *fs, pw_inode *dir);
+/* Whether it sees every change to N (its directory, and N if a directory): what decides
+ * whether the kernel may keep N's pages or listing from one open to the next. */
+bool pw_watch_node_covered(pw_fs *fs, pw_inode *n);
 
 /* What an operation is about to do to a name on the backing tree; recorded before the
  * syscall (so its event cannot come first) and withdrawn when the syscall fails. */

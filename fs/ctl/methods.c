@@ -135,6 +135,30 @@ static json_t *dircache_json(const pw_fs_stats *fst)
 			 "flushes", (json_int_t)fst->dircache_flushes);
 }
 
+/* {"enabled": b, "watched": N, "unwatched": N}: whether the view watches its tree for
+ * changes made outside it, the directories watched now, and those that could not be since
+ * mount (fs/watch.c: changes in those show within a second, not at once). */
+static json_t *watch_json(const pw_fs_stats *fst)
+{
+	return json_pack("{s:b,s:I,s:I}", "enabled", fst->watching, "watched",
+			 (json_int_t)fst->watched_dirs, "unwatched",
+			 (json_int_t)fst->unwatched_dirs);
+}
+
+/* Directories the watcher could not watch: status says what that costs, and the fix. */
+static void unwatched_status(json_t *o, const pw_fs_stats *fst)
+{
+	if (!o || !fst->unwatched_dirs)
+		return;
+	char msg[300];
+	snprintf(msg, sizeof(msg),
+		 "%llu director%s could not be watched (inotify watches used up: raise "
+		 "fs.inotify.max_user_watches): changes made outside the view show there within "
+		 "a second instead of at once",
+		 (unsigned long long)fst->unwatched_dirs, fst->unwatched_dirs == 1 ? "y" : "ies");
+	json_array_append_new(json_object_get(o, "warnings"), json_string(msg));
+}
+
 /* {"sent": N, "pending": n, "generation": G}: cache invalidations sent to the kernel since
  * mount, those of the last switch still queued, and the generation whose attribute
  * invalidations have all been sent. */
@@ -245,7 +269,10 @@ static int m_status(call *x, json_t **ret)
 		json_object_set_new(o, "transport", transport_json(&fst));
 	if (o)
 		json_object_set_new(o, "dircache", dircache_json(&fst));
+	if (o)
+		json_object_set_new(o, "watch", watch_json(&fst));
 	store_full_status(o, &fst);
+	unwatched_status(o, &fst);
 	pw_view_status_done(&st);
 	return done(x, o, ret);
 }

@@ -406,6 +406,26 @@ class CoherenceTest(CoherenceCase):
         self.assertEqual([k for k, c in checks.items() if not _safe(lambda V: c(), V)], [],
                          "an outside change after two of the view's own never showed")
 
+    def test_directories_without_a_watch_stay_coherent(self):
+        # The user's inotify watches are all taken (fs.inotify.max_user_watches; here the
+        # view's own cap, PIWORKFS_MAX_WATCHES, leaves it the root's alone): changes in the
+        # directories the view could not watch send no event, and must still show, within
+        # the second their cache lifetime is cut to, not after the view's day. Status says
+        # so. (Regression test: they stayed stale for the whole --timeout.)
+        self.env["PIWORKFS_MAX_WATCHES"] = "1"
+        v = self.mount("build", args=["--timeout", "86400"])
+        self.prime(v.path)
+        c = harness.RpcClient(self.socket_path(v))
+        self.addCleanup(c.close)
+        st = c.call("status")
+        self.assertGreaterEqual(st["watch"]["unwatched"], 1, st["watch"])
+        self.assertTrue(any("could not be watched" in w for w in st["warnings"]),
+                        st["warnings"])
+        results = self.run_changes(v, prime=False)
+        stale = [k for k, ok in results.items() if not ok]
+        self.assertEqual(stale, [], "still stale after %.0f s in directories without a "
+                         "watch" % DEADLINE)
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
