@@ -77,10 +77,12 @@ typedef struct pw_fs_stats {
 	bool dircache_enabled;
 	uint64_t dircache_hits, dircache_misses, dircache_flushes;
 	/* The watcher (watch.c): whether the view watches its tree, the directories watched
-	 * now, and those that could not be watched since mount (their changes show within
+	 * now, those that could not be watched since mount, and those on filesystems that do
+	 * not report changes made elsewhere (in both, changes show within
 	 * PW_UNWATCHED_TIMEOUT_S instead of at once). */
 	bool watching;
 	uint64_t watched_dirs, unwatched_dirs;
+	uint64_t shared_dirs; /* on filesystems that change without telling (NFS, 9p, FUSE) */
 } pw_fs_stats;
 void pw_fs_get_stats(pw_fs *fs, pw_fs_stats *ret);
 /* The watcher's part of them (watch.c). */

@@ -65,6 +65,7 @@ typedef struct pw_inode {
 	/* A directory the watcher could not watch (watch.c): no change in it sends an event,
 	 * so the kernel keeps what concerns it for a second at most (pw_watch_timeout). */
 	atomic_bool unwatched;
+	atomic_bool shared;	 /* and on a filesystem that changes without telling (watch.c) */
 	atomic_int open_writers; /* view descriptors open for writing */
 	/* PW_XATTR_NONE once the backing object was seen to have no extended attributes at
 	 * all; cleared by any xattr change through the view and by IN_ATTRIB from outside. */

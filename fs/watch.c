@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,6 +63,61 @@ static void mark_unwatched(pw_fs *fs, pw_inode *n, const char *path, int err)
 			err == ENOSPC ? ": raise fs.inotify.max_user_watches" : "");
 }
 
+/*
+ * Filesystems whose objects can change without this kernel seeing it: inotify reports only
+ * what is done through this machine's VFS, so an edit made on the NFS server, in the host
+ * of a VM's shared folder (9p, virtiofs and other FUSE filesystems, vboxsf) or on another
+ * node of a cluster filesystem sends no event. Every local filesystem reports every change
+ * made on this machine, whatever its type, so the list names the others: their names, for
+ * the log. NULL: a local filesystem (or one fstatfs cannot tell, treated as local as before).
+ */
+static const char *shared_fs_name(int dirfd)
+{
+	static const struct {
+		unsigned long magic;
+		const char *name;
+	} shared[] = {
+	    {0x6969, "nfs"},	    {0x517b, "smb"},	    {0xff534d42, "cifs"},
+	    {0xfe534d42, "smb2"},   {0x01021997, "9p"},	    {0x65735546, "fuse"},
+	    {0x00c36400, "ceph"},   {0x5346414f, "afs"},    {0x6b414653, "afs"},
+	    {0x73757245, "coda"},   {0x7461636f, "ocfs2"},  {0x01161970, "gfs2"},
+	    {0x0bd00bd0, "lustre"}, {0x786f4256, "vboxsf"}, {0x20030528, "orangefs"},
+	    {0x564c, "ncp"},
+	};
+	struct statfs sf;
+	if (fstatfs(dirfd, &sf) < 0)
+		return NULL;
+	for (size_t i = 0; i < sizeof(shared) / sizeof(shared[0]); i++)
+		if ((unsigned long)sf.f_type == shared[i].magic)
+			return shared[i].name;
+	return NULL;
+}
+
+/* A directory on such a filesystem is watched all the same (changes made on this machine
+ * show at once), and its cache lifetimes are a second's, as an unwatched one's. */
+static void mark_shared(pw_fs *fs, pw_inode *n, const char *path, const char *type)
+{
+	if (atomic_exchange(&n->shared, true))
+		return;
+	atomic_store(&n->unwatched, true);
+	if (atomic_fetch_add(&fs->watcher->shared, 1) == 0)
+		fprintf(stderr,
+			"piworkfs: %s is on %s, which does not tell this machine of changes made "
+			"elsewhere (the server, the host, another node): those show in the view "
+			"within a second instead of at once\n",
+			*path ? path : ".", type);
+}
+
+/* Whether directory FD (of ST) is on a filesystem that reports every change, as the root
+ * is (known since start) or by asking. */
+static void note_shared(pw_fs *fs, pw_inode *n, const char *path, int fd, const struct stat *st)
+{
+	const char *type =
+	    st->st_dev == fs->root_dev ? fs->watcher->root_shared : shared_fs_name(fd);
+	if (type)
+		mark_shared(fs, n, path, type);
+}
+
 /* Whether another watch may be added (PIWORKFS_MAX_WATCHES). */
 static bool watch_room(pw_fs *fs)
 {
@@ -92,6 +149,7 @@ static void watch_dir(pw_fs *fs, pw_inode *n)
 		mark_unwatched(fs, n, path.s, fd < 0 ? -fd : ESTALE);
 		return;
 	}
+	note_shared(fs, n, path.s, fd, &st);
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	int wd = watch_room(fs) ? inotify_add_watch(fs->watcher->inotify_fd, proc, PW_WATCH_MASK)
@@ -100,7 +158,8 @@ static void watch_dir(pw_fs *fs, pw_inode *n)
 		mark_unwatched(fs, n, path.s, errno);
 		return;
 	}
-	atomic_store(&n->unwatched, false);
+	if (!atomic_load(&n->shared))
+		atomic_store(&n->unwatched, false);
 	/* The guard beside the watch (dircache.c): it lets requests keep this directory's
 	 * descriptor. A node without one is resolved every time. */
 	int gwd = pw_dircache_add_guard(fs, fd);
@@ -511,7 +570,8 @@ static size_t max_watches(void)
  * directory is marked while it is learned, before the kernel can ask about its names. */
 static bool all_covered(pw_fs *fs)
 {
-	return fs->no_watch || atomic_load(&fs->watcher->unwatched) == 0;
+	return fs->no_watch || (atomic_load(&fs->watcher->unwatched) == 0 &&
+				atomic_load(&fs->watcher->shared) == 0);
 }
 
 bool pw_watch_covers(pw_fs *fs, pw_inode *dir)
@@ -553,6 +613,7 @@ void pw_fs_watch_stats(pw_fs *fs, pw_fs_stats *ret)
 	ret->watching = !fs->no_watch;
 	ret->watched_dirs = pw_inode_watch_count(fs);
 	ret->unwatched_dirs = atomic_load(&fs->watcher->unwatched);
+	ret->shared_dirs = atomic_load(&fs->watcher->shared);
 }
 
 int pw_watch_start(pw_fs *fs)
@@ -574,6 +635,9 @@ int pw_watch_start(pw_fs *fs)
 	pw_inode_set_inotify(fs, fs->watcher->inotify_fd);
 	if (pipe2(fs->watcher->watch_stop_pipe, O_CLOEXEC) < 0)
 		return negative_errno();
+	fs->watcher->root_shared = shared_fs_name(fs->root_fd);
+	if (fs->watcher->root_shared)
+		mark_shared(fs, pw_inode_root(fs), "", fs->watcher->root_shared);
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fs->root_fd);
 	int wd = inotify_add_watch(fs->watcher->inotify_fd, proc, PW_WATCH_MASK);

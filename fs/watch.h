@@ -25,6 +25,10 @@ typedef struct pw_watcher {
 	struct timespec batch;		/* how long events accumulate before a read (watch.c) */
 	size_t max_watches;		/* PIWORKFS_MAX_WATCHES, 0: no cap of the view's own */
 	atomic_uint_fast64_t unwatched; /* directories that could not be watched, for status */
+	/* directories on a filesystem that changes without telling this machine (NFS, 9p,
+	 * FUSE...), for status; and the root's filesystem when it is one (its name) */
+	atomic_uint_fast64_t shared;
+	const char *root_shared;
 } pw_watcher;
 
 /* Makes fs->watcher and, unless the view has no_watch, starts watching. 0 or -errno (a

@@ -135,28 +135,39 @@ static json_t *dircache_json(const pw_fs_stats *fst)
 			 "flushes", (json_int_t)fst->dircache_flushes);
 }
 
-/* {"enabled": b, "watched": N, "unwatched": N}: whether the view watches its tree for
- * changes made outside it, the directories watched now, and those that could not be since
- * mount (fs/watch.c: changes in those show within a second, not at once). */
+/* {"enabled": b, "watched": N, "unwatched": N, "shared": N}: whether the view watches its
+ * tree for changes made outside it, the directories watched now, those that could not be
+ * since mount, and those on filesystems that do not report changes made elsewhere (NFS,
+ * 9p, FUSE: fs/watch.c; changes in both kinds show within a second, not at once). */
 static json_t *watch_json(const pw_fs_stats *fst)
 {
-	return json_pack("{s:b,s:I,s:I}", "enabled", fst->watching, "watched",
+	return json_pack("{s:b,s:I,s:I,s:I}", "enabled", fst->watching, "watched",
 			 (json_int_t)fst->watched_dirs, "unwatched",
-			 (json_int_t)fst->unwatched_dirs);
+			 (json_int_t)fst->unwatched_dirs, "shared", (json_int_t)fst->shared_dirs);
 }
 
-/* Directories the watcher could not watch: status says what that costs, and the fix. */
+/* Directories whose changes may go unseen: status says what that costs, and the fix. */
 static void unwatched_status(json_t *o, const pw_fs_stats *fst)
 {
-	if (!o || !fst->unwatched_dirs)
-		return;
 	char msg[300];
-	snprintf(msg, sizeof(msg),
-		 "%llu director%s could not be watched (inotify watches used up: raise "
-		 "fs.inotify.max_user_watches): changes made outside the view show there within "
-		 "a second instead of at once",
-		 (unsigned long long)fst->unwatched_dirs, fst->unwatched_dirs == 1 ? "y" : "ies");
-	json_array_append_new(json_object_get(o, "warnings"), json_string(msg));
+	if (o && fst->unwatched_dirs) {
+		snprintf(msg, sizeof(msg),
+			 "%llu director%s could not be watched (inotify watches used up: raise "
+			 "fs.inotify.max_user_watches): changes made outside the view show there "
+			 "within a second instead of at once",
+			 (unsigned long long)fst->unwatched_dirs,
+			 fst->unwatched_dirs == 1 ? "y" : "ies");
+		json_array_append_new(json_object_get(o, "warnings"), json_string(msg));
+	}
+	if (o && fst->shared_dirs) {
+		snprintf(msg, sizeof(msg),
+			 "%llu director%s on a filesystem that does not report changes made "
+			 "elsewhere (NFS, 9p, FUSE...): such changes show in the view within a "
+			 "second instead of at once",
+			 (unsigned long long)fst->shared_dirs,
+			 fst->shared_dirs == 1 ? "y is" : "ies are");
+		json_array_append_new(json_object_get(o, "warnings"), json_string(msg));
+	}
 }
 
 /* {"sent": N, "pending": n, "generation": G}: cache invalidations sent to the kernel since

@@ -18,7 +18,9 @@ Fixture: harness.STANDARD_TREE (drawn there), plus src/big.txt (64 KiB).
 import errno
 import mmap
 import os
+import shutil
 import stat
+import subprocess
 import sys
 import unittest
 
@@ -425,6 +427,33 @@ class CoherenceTest(CoherenceCase):
         stale = [k for k, ok in results.items() if not ok]
         self.assertEqual(stale, [], "still stale after %.0f s in directories without a "
                          "watch" % DEADLINE)
+
+    def test_a_project_on_a_filesystem_that_does_not_report_changes_made_elsewhere(self):
+        # A project on NFS, in a VM's or a container's shared folder (9p, virtiofs) or on
+        # any FUSE filesystem: inotify reports only what this machine does through it, so an
+        # edit made by the server or the host sends no event. Here the project is reached
+        # through bindfs (FUSE) and changed beside it. Every change must show within the
+        # second such directories' cache lifetimes are cut to. (Regression test: the view
+        # watched them as if they reported everything, and kept them for its whole day.)
+        bindfs = shutil.which("bindfs")
+        if not bindfs:
+            self.skipTest("bindfs is not installed (scripts/setup installs it)")
+        through = os.path.join(self.tmp, "through-fuse")
+        os.mkdir(through)
+        subprocess.run([bindfs, self.project, through], check=True, timeout=60)
+        self.addCleanup(subprocess.run, ["umount", "-l", through], check=False)
+        v = self.mount("build", args=["--timeout", "86400"], project=through)
+        self.prime(v.path)
+        c = harness.RpcClient(self.socket_path(v))
+        self.addCleanup(c.close)
+        st = c.call("status")
+        self.assertGreaterEqual(st["watch"]["shared"], 1, st["watch"])
+        self.assertTrue(any("does not report changes made elsewhere" in w
+                            for w in st["warnings"]), st["warnings"])
+        results = self.run_changes(v, prime=False)
+        stale = [k for k, ok in results.items() if not ok]
+        self.assertEqual(stale, [], "still stale after %.0f s on a filesystem that does not "
+                         "report changes made elsewhere" % DEADLINE)
 
 
 if __name__ == "__main__":
