@@ -348,13 +348,18 @@ int64_t pw_db_delete_chunks(sqlite3 *db, const char *sql, int64_t arg, int64_t c
 	}
 }
 
-int pw_db_handle_open(const char *path, unsigned flags, size_t size, void **ret, char **ret_warning)
+static void set_busy_wait(sqlite3 *db, int busy_ms); /* below, with the contention hook */
+
+int pw_db_handle_open(const char *path, int busy_ms, unsigned flags, size_t size, void **ret,
+		      char **ret_warning)
 {
 	_cleanup_(pw_db_closep) sqlite3 *db = NULL;
 	int r = flags & PW_DB_READONLY ? pw_db_open_readonly(path, &db)
-				       : pw_db_open(path, 0, flags, &db, ret_warning);
+				       : pw_db_open(path, busy_ms, flags, &db, ret_warning);
 	if (r < 0)
 		return r;
+	if (flags & PW_DB_READONLY && busy_ms > 0)
+		set_busy_wait(db, busy_ms);
 	sqlite3 **h = calloc(1, size);
 	if (!h)
 		return -ENOMEM;

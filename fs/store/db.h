@@ -26,6 +26,9 @@
 #include <stdint.h>
 
 #define PW_DB_SCHEMA_VERSION 8
+/* How long a connection waits for another's write lock before it gives up with -EBUSY: the
+ * product's default. An opener may pass its own (pw_db_open's BUSY_MS): a test that waits
+ * the timeout out on purpose passes a short one. */
 #define PW_DB_BUSY_TIMEOUT_MS 2000
 
 enum {
@@ -105,11 +108,12 @@ int64_t pw_db_delete_chunks(sqlite3 *db, const char *sql, int64_t arg, int64_t c
 
 /*
  * A handle of the store (state.c's, reader.c's, orig_sql.c's) is a struct whose first member
- * is its connection. pw_db_handle_open opens PATH as pw_db_open does (RET_WARNING and FLAGS
- * as there), or with PW_DB_READONLY as pw_db_open_readonly does, into a new zeroed handle of
- * SIZE bytes. pw_db_handle_free closes the connection and frees the handle (NULL is fine).
+ * is its connection. pw_db_handle_open opens PATH as pw_db_open does (BUSY_MS, RET_WARNING
+ * and FLAGS as there), or with PW_DB_READONLY as pw_db_open_readonly does (with BUSY_MS as its
+ * busy timeout when above 0), into a new zeroed handle of SIZE bytes. pw_db_handle_free closes
+ * the connection and frees the handle (NULL is fine).
  */
-int pw_db_handle_open(const char *path, unsigned flags, size_t size, void **ret,
+int pw_db_handle_open(const char *path, int busy_ms, unsigned flags, size_t size, void **ret,
 		      char **ret_warning);
 void pw_db_handle_free(void *h);
 

@@ -19,9 +19,9 @@ struct pw_store_orig {
 	    *insert; /* pw_store_orig_row_add's, prepared once: one runs per first change */
 };
 
-int pw_store_orig_open(const char *path, pw_store_orig **ret)
+int pw_store_orig_open(const char *path, int busy_ms, pw_store_orig **ret)
 {
-	return pw_db_handle_open(path, 0, sizeof(pw_store_orig), (void **)ret, NULL);
+	return pw_db_handle_open(path, busy_ms, 0, sizeof(pw_store_orig), (void **)ret, NULL);
 }
 
 void pw_store_orig_close(pw_store_orig *q)

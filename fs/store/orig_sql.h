@@ -19,8 +19,9 @@
 
 typedef struct pw_store_orig pw_store_orig;
 
-/* Opens the state database at PATH read-write (pw_db_open, its default busy timeout). */
-int pw_store_orig_open(const char *path, pw_store_orig **ret);
+/* Opens the state database at PATH read-write (pw_db_open) with a busy timeout of BUSY_MS
+ * (0: PW_DB_BUSY_TIMEOUT_MS). */
+int pw_store_orig_open(const char *path, int busy_ms, pw_store_orig **ret);
 void pw_store_orig_close(pw_store_orig *q);
 
 /* ---- transactions ---- */

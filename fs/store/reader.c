@@ -21,7 +21,8 @@ struct pw_store_reader {
 
 int pw_store_open_readonly(const char *path, pw_store_reader **ret)
 {
-	return pw_db_handle_open(path, PW_DB_READONLY, sizeof(pw_store_reader), (void **)ret, NULL);
+	return pw_db_handle_open(path, 0, PW_DB_READONLY, sizeof(pw_store_reader), (void **)ret,
+				 NULL);
 }
 
 void pw_store_reader_close(pw_store_reader *r)

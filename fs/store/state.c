@@ -50,7 +50,7 @@ char *pw_state_default_path(void)
 
 int pw_state_open(const char *path, pw_state **ret, char **ret_warning)
 {
-	return pw_db_handle_open(path, 0, sizeof(pw_state), (void **)ret, ret_warning);
+	return pw_db_handle_open(path, 0, 0, sizeof(pw_state), (void **)ret, ret_warning);
 }
 
 void pw_state_close(pw_state *s)

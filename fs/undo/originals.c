@@ -119,7 +119,7 @@ int pw_undo_orig_store_open(const pw_undo_orig_opts *o, pw_undo_orig_store **ret
 		return r;
 	}
 	s->dev = bst.st_dev;
-	r = pw_store_orig_open(o->db_path, &s->sql);
+	r = pw_store_orig_open(o->db_path, o->busy_ms, &s->sql);
 	if (r < 0) {
 		pw_undo_orig_store_close(s);
 		return r;

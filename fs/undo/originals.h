@@ -40,6 +40,10 @@ typedef struct pw_undo_orig_opts {
 	uint64_t max_total;  /* the cap on the blobs' bytes, held at every keep; 0: 1 GiB */
 	uint64_t min_free;   /* free-space floor of the store's filesystem; 0: 5%, <= 1 GiB */
 	int64_t defer_ns;    /* how long deferred rows may wait; 0: PW_UNDO_ORIG_DEFER_MS */
+	/* How long a statement waits for another connection's write lock (another view's batch)
+	 * before it gives up; 0: PW_DB_BUSY_TIMEOUT_MS. The daemon leaves it 0; a test that
+	 * waits it out on purpose sets a short one. */
+	int busy_ms;
 } pw_undo_orig_opts;
 
 int pw_undo_orig_store_open(const pw_undo_orig_opts *o, pw_undo_orig_store **ret);
