@@ -21,16 +21,15 @@ known ones"; exits 1 when there is one not listed with --known (for a test), 0 o
     tests/layout/circles.py build/fs/libpwfs.a.p build/cli/piworkfs.p --src .
 """
 import argparse
+import functools
 import os
 import re
 import subprocess
 import sys
 
 
-def symbols_in(objdir):
-    """{object's file name: (symbols it defines, symbols it uses)} for every object in OBJDIR,
-    from one `nm` run over them all: one run per object (about 130) took over the test's
-    two minutes on a loaded machine, nearly all of it starting processes."""
+@functools.lru_cache(maxsize=None)
+def _symbols_in(objdir):
     names = sorted(f for f in os.listdir(objdir) if f.endswith(".o"))
     if not names:
         return {}
@@ -50,6 +49,15 @@ def symbols_in(objdir):
         elif len(parts) == 2 and parts[0] == "U":
             objs[cur][1].add(parts[1])
     return objs
+
+
+def symbols_in(objdir):
+    """{object's file name: (symbols it defines, symbols it uses)} for every object in OBJDIR,
+    from one `nm` run over them all: one run per object (about 130) took over the test's
+    two minutes on a loaded machine, nearly all of it starting processes. Read once per
+    directory and process (check_layout.py runs every check that reads a directory on one
+    reading); the answer is shared, so callers must not change it."""
+    return _symbols_in(os.path.realpath(objdir))
 
 
 def call_graph(objdir, prefix):
@@ -178,6 +186,35 @@ def circles(graph):
     return sorted(out)
 
 
+def check(objdirs, prefix="", exclude_prefixes=(), src=None, known=()):
+    """(offences, known circles found): the call circles among the objects of OBJDIRS named
+    PREFIX* (less those named by EXCLUDE_PREFIXES) and, with SRC, the include circles of every
+    room and the includes that break the layering, as lines to print. A circle in KNOWN (a
+    set of sorted tuples of files) is not an offence."""
+    bad, seen_known = [], []
+
+    def report(kind, c):
+        (seen_known if tuple(c) in known else bad).append(kind + " " + " ".join(c))
+
+    for objdir in objdirs:
+        g = call_graph(objdir, prefix)
+        for x in exclude_prefixes:
+            g = {a: {b for b in d if not b.startswith(x)} for a, d in g.items()
+                 if not a.startswith(x)}
+        for c in circles(g):
+            report("calls:", c)
+    if src:
+        edges = include_edges(src)
+        for room, g in sorted(room_graphs(edges).items()):
+            for c in circles(g):
+                report("includes in %s/:" % room, c)
+        for a, b in upward(edges):
+            bad.append("layering: %s includes %s, a layer above it" % (a, b))
+        for a, b in private_fs(edges):
+            bad.append("layering: %s includes %s, not one of fs/'s public headers" % (a, b))
+    return bad, seen_known
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("objdir", nargs="*", help="meson object directories for the call graph")
@@ -191,35 +228,14 @@ def main():
                     "printed, not a failure while it stays exactly this circle")
     args = ap.parse_args()
     known = {tuple(sorted(k.split())) for k in args.known}
-    found = False
-
-    def report(kind, c):
-        nonlocal found
-        ok = tuple(c) in known
-        print(kind, " ".join(c), "(known)" if ok else "")
-        found = found or not ok
-
-    for objdir in args.objdir:
-        g = call_graph(objdir, args.prefix)
-        for x in args.exclude_prefix:
-            g = {a: {b for b in d if not b.startswith(x)} for a, d in g.items()
-                 if not a.startswith(x)}
-        for c in circles(g):
-            report("calls:", c)
-    if args.src:
-        edges = include_edges(args.src)
-        for room, g in sorted(room_graphs(edges).items()):
-            for c in circles(g):
-                report("includes in %s/:" % room, c)
-        for a, b in upward(edges):
-            print("layering: %s includes %s, a layer above it" % (a, b))
-            found = True
-        for a, b in private_fs(edges):
-            print("layering: %s includes %s, not one of fs/'s public headers" % (a, b))
-            found = True
-    if not found:
+    bad, seen_known = check(args.objdir, args.prefix, args.exclude_prefix, args.src, known)
+    for line in seen_known:
+        print(line, "(known)")
+    for line in bad:
+        print(line)
+    if not bad:
         print("no circles but the known ones")
-    return 1 if found else 0
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -25,11 +25,9 @@ ROOMS = {
 }
 
 
-def main():
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    cli = os.path.join(sys.argv[1], "cli")
+def check(src):
+    """(offences, what holds when there is none) for cli/ under SRC."""
+    cli = os.path.join(src, "cli")
     bad = []
     for room, (face, pattern) in ROOMS.items():
         if not os.path.isfile(os.path.join(cli, room, face)):
@@ -40,8 +38,15 @@ def main():
         for room, (_, pattern) in ROOMS.items():
             if pattern.match(name):
                 bad.append(f"cli/{name} belongs in cli/{room}/")
-    return verdict(bad, "cli/: the commands at the top; run/, agent/ and client/ in rooms, "
-                   "each with its face")
+    return bad, ("cli/: the commands at the top; run/, agent/ and client/ in rooms, "
+                 "each with its face")
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return verdict(*check(sys.argv[1]))
 
 
 if __name__ == "__main__":

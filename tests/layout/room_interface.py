@@ -26,19 +26,16 @@ def declared(headers):
     return names
 
 
-def main():
-    if len(sys.argv) < 4:
-        print(__doc__, file=sys.stderr)
-        return 2
-    objdir, prefix, headers = sys.argv[1], sys.argv[2], sys.argv[3:]
+def check(objdir, prefix, headers):
+    """(offences, what holds when there is none) for the room of PREFIX* in OBJDIR, whose
+    interface is HEADERS."""
     objs = symbols_in(objdir)
     room = set()
     for f, (defined, _) in objs.items():
         if f.startswith(prefix):
             room |= defined
     if not room:
-        print(f"no objects named {prefix}* in {objdir}")
-        return 1
+        return [f"no objects named {prefix}* in {objdir}"], ""
     allowed = declared(headers)
     bad = [(f, s) for f, (_, used) in objs.items() if not f.startswith(prefix)
            for s in sorted(used & room) if s not in allowed]
@@ -56,8 +53,15 @@ def main():
                 if m.group(1) not in names:
                     bad.append((os.path.relpath(os.path.join(top, n), srcdir),
                                 "#include " + room_name + "/" + m.group(1)))
-    return verdict([f"{f}: {s}" for f, s in bad],
-                   "only through " + " ".join(os.path.basename(h) for h in headers))
+    return ([f"{f}: {s}" for f, s in bad],
+            "only through " + " ".join(os.path.basename(h) for h in headers))
+
+
+def main():
+    if len(sys.argv) < 4:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return verdict(*check(sys.argv[1], sys.argv[2], sys.argv[3:]))
 
 
 if __name__ == "__main__":

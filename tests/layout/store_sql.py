@@ -58,17 +58,20 @@ def object_offences(objdir):
     return bad
 
 
+def check(objdir, fsdir):
+    """(offences, what holds when there is none) for the FUSE library's objects in OBJDIR and
+    the sources under FSDIR."""
+    if not any(f.startswith("store_") for f in os.listdir(objdir)):
+        return [f"no objects named store_* in {objdir}"], ""
+    bad = source_offences(fsdir) + object_offences(objdir)
+    return bad, "no SQL outside fs/store/; only fs/undo/changes.c knows the control server"
+
+
 def main():
     if len(sys.argv) != 3:
         print(__doc__, file=sys.stderr)
         return 2
-    objdir, fsdir = sys.argv[1], sys.argv[2]
-    if not any(f.startswith("store_") for f in os.listdir(objdir)):
-        print(f"no objects named store_* in {objdir}")
-        return 1
-    bad = source_offences(fsdir) + object_offences(objdir)
-    return verdict(bad, "no SQL outside fs/store/; only fs/undo/changes.c knows the control "
-                   "server")
+    return verdict(*check(sys.argv[1], sys.argv[2]))
 
 
 if __name__ == "__main__":

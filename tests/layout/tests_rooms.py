@@ -104,16 +104,21 @@ def misplaced_launcher_tests(tests, folders):
     return bad
 
 
+def check(src):
+    """(offences, what holds when there is none) for tests/ under SRC."""
+    tests = os.path.join(src, "tests")
+    folders = sorted(n for n in os.listdir(tests)
+                     if os.path.isdir(os.path.join(tests, n)) and not n.startswith("."))
+    bad = misplaced_folders(src, folders) + misplaced_launcher_tests(tests, folders)
+    return bad, (f"tests/: {len(folders)} folders, each a room's or listed with why; "
+                 "the launcher tested where it lives")
+
+
 def main():
     args = sys.argv[1:]
     if len(args) != 1:
         sys.exit(__doc__)
-    tests = os.path.join(args[0], "tests")
-    folders = sorted(n for n in os.listdir(tests)
-                     if os.path.isdir(os.path.join(tests, n)) and not n.startswith("."))
-    bad = misplaced_folders(args[0], folders) + misplaced_launcher_tests(tests, folders)
-    return verdict(bad, f"tests/: {len(folders)} folders, each a room's or listed with why; "
-                   "the launcher tested where it lives")
+    return verdict(*check(args[0]))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,8 @@ import os
 import re
 import sys
 
+from verdict import verdict  # the closing every layout check shares (this directory)
+
 MIN = 24
 SOURCE = os.path.join("policy", "agent_text.c")
 # Where an agent's words could be written again.
@@ -55,17 +57,13 @@ def wordings(text):
     return frags
 
 
-def main():
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    src = sys.argv[1]
+def check(src):
+    """(offences, what holds when there is none) for the sources under SRC."""
     with open(os.path.join(src, SOURCE), encoding="utf-8") as f:
         words = wordings(f.read())
     if len(words) < 30:
-        print(f"texts_once: only {len(words)} wordings found in {SOURCE}: the parser is broken",
-              file=sys.stderr)
-        return 1
+        return [f"texts_once: only {len(words)} wordings found in {SOURCE}: the parser is "
+                "broken"], ""
     bad = []
     for top, exts in SEARCHED:
         for root, dirs, files in os.walk(os.path.join(src, top)):
@@ -78,10 +76,16 @@ def main():
                     text = f.read()
                 for w in sorted(words):
                     if w in text:
-                        bad.append(f"{os.path.relpath(path, src)}: {w.strip()!r}")
-    for b in bad:
-        print(f"written twice (the words live in {SOURCE} only): {b}", file=sys.stderr)
-    return 1 if bad else 0
+                        bad.append(f"written twice (the words live in {SOURCE} only): "
+                                   f"{os.path.relpath(path, src)}: {w.strip()!r}")
+    return bad, f"the texts agents read are written once, in {SOURCE}"
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return verdict(*check(sys.argv[1]))
 
 
 if __name__ == "__main__":
