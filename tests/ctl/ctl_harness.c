@@ -4,6 +4,7 @@
  */
 #include "ctl_harness.h"
 #include "../lib/fixture_tree.h"
+#include "../lib/testdir.h"
 
 /* ---- TEST DOUBLE of the FUSE layer, handed to the view as its pw_view_fs_ops --------- */
 
@@ -82,8 +83,7 @@ void writefile(const char *path, const char *text)
 
 void start_view(const char *initial, bool with_audit)
 {
-	strcpy(tmp, "/tmp/pwctl-XXXXXX");
-	cr_assert_not_null(mkdtemp(tmp));
+	testdir_make(tmp, sizeof(tmp), "pwctl");
 	snprintf(proj, sizeof(proj), "%s/proj", tmp);
 	snprintf(mnt, sizeof(mnt), "%s/mnt", tmp);
 	snprintf(global, sizeof(global), "%s/global", tmp);
@@ -145,9 +145,7 @@ void stop_view(void)
 	state = NULL;
 	pw_policy_unref(fake_fs.active);
 	fake_fs.active = NULL;
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	cr_assert_eq(system(cmd), 0);
+	testdir_remove(tmp);
 }
 
 void setup(void)

@@ -13,7 +13,7 @@
  * The suite's idle timeout is long for the same reason; the tests of the idle timeout
  * restart the server with a short one.
  *
- * Fixture tree (per test, under a fresh /tmp/pwctl-XXXXXX):
+ * Fixture tree (per test, under a fresh pwctl-XXXXXX: tests/lib/testdir.h says where):
  *   proj/                  the project (untrusted)
  *     src/a.c
  *     docs/design/spec.md

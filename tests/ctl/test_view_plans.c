@@ -4,7 +4,7 @@
  * installs what the state database holds, and nothing else; a freeze that cannot be applied
  * fails every mode closed, a switch included, and says why (issue 44, item 2; issue 48).
  *
- * Fixture (per test, under a fresh /tmp/pwvp-XXXXXX):
+ * Fixture (per test, under a fresh pwvp-XXXXXX: tests/lib/testdir.h says where):
  *   proj/src/a.c, proj/docs/plans/     the project (untrusted)
  *   state.db                           the state database
  */
@@ -20,6 +20,7 @@
 #include "ctl/view.h"
 #include "store/state.h"
 #include "util.h"
+#include "../lib/testdir.h"
 
 /* ---- TEST DOUBLE of the FUSE layer: the active policy and its generation ---------------- */
 static pw_policy *active;
@@ -59,8 +60,7 @@ static pw_view *view;
 
 static void setup(void)
 {
-	strcpy(tmp, "/tmp/pwvp-XXXXXX");
-	cr_assert_not_null(mkdtemp(tmp));
+	testdir_make(tmp, sizeof(tmp), "pwvp");
 	snprintf(proj, sizeof(proj), "%s/proj", tmp);
 	snprintf(dbpath, sizeof(dbpath), "%s/state.db", tmp);
 	fixture_dir(tmp, "proj", 0755);
@@ -81,14 +81,11 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[128];
-
 	pw_view_free(view);
 	pw_state_close(state);
 	pw_policy_unref(active);
 	active = NULL;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	cr_assert_eq(system(cmd), 0);
+	testdir_remove(tmp);
 }
 
 TestSuite(view_plans, .init = setup, .fini = teardown, .timeout = 60);

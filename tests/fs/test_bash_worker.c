@@ -5,7 +5,7 @@
  * run by root, it cannot read a directory only root may read, so a glob there stays a
  * pattern while the same glob in a public directory expands.
  *
- * Fixture tree (per test, under a fresh /tmp/pw-bw-XXXXXX):
+ * Fixture tree (per test, under a fresh pw-bw-XXXXXX: tests/lib/testdir.h says where):
  *   proj/           0755
  *     src/a.c
  *     pub/  0755    x.c
@@ -25,6 +25,7 @@
 #include "mode.h"
 #include "policy.h"
 #include "util.h"
+#include "../lib/testdir.h"
 
 static char tmp[64], proj[128];
 static int root_fd = -1;
@@ -32,8 +33,7 @@ static pw_modeset *modes;
 
 static void setup(void)
 {
-	strcpy(tmp, "/tmp/pw-bw-XXXXXX");
-	cr_assert_not_null(mkdtemp(tmp));
+	testdir_make(tmp, sizeof(tmp), "pw-bw");
 	snprintf(proj, sizeof(proj), "%s/proj", tmp);
 	cr_assert_eq(mkdir(proj, 0755), 0);
 	cr_assert_eq(chmod(proj, 0755), 0);
@@ -51,11 +51,9 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[128];
 	pw_modeset_free(modes);
 	close(root_fd);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	cr_assert_eq(system(cmd), 0);
+	testdir_remove(tmp);
 }
 
 TestSuite(bash_worker, .init = setup, .fini = teardown);

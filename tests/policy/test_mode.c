@@ -19,6 +19,7 @@
 #include "mode.h"
 #include "modefile.h"
 #include "util.h"
+#include "../lib/testdir.h"
 
 #define BAD FIXTURES "/modes-bad/"
 #define GLOBAL FIXTURES "/global"
@@ -293,9 +294,10 @@ Test(parse, every_prefix_is_handled)
 
 static char *make_dir(void)
 {
-	char *d = strdup("/tmp/pw-test-mode-XXXXXX");
+	char *d = malloc(4096);
 
-	cr_assert_not_null(mkdtemp(d));
+	cr_assert_not_null(d);
+	testdir_make(d, 4096, "pw-test-mode");
 	return d;
 }
 
@@ -312,10 +314,7 @@ static void write_file(const char *dir, const char *name, const char *text, size
 
 static void remove_dir(const char *dir)
 {
-	_cleanup_free_ char *cmd = NULL;
-
-	cr_assert_geq(asprintf(&cmd, "rm -rf '%s'", dir), 0);
-	cr_assert_eq(system(cmd), 0);
+	testdir_remove(dir);
 }
 
 Test(files, size_cap)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The fixture of the state database's tests (tests/store): a private temp dir per test,
- * /tmp/pw-test-NAME-XXXXXX, with the database's path in it; the dir goes whole afterwards.
+ * pw-test-NAME-XXXXXX (tests/lib/testdir.h says where), with the database's path in it; the
+ * dir goes whole afterwards.
  * And the one number a query gives, read on a connection of its own. A header of static
  * functions, included once by each test file.
  */
@@ -13,23 +14,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "../lib/testdir.h"
+
 static char tmpdir[256];
 static char dbpath[512];
 
 /* Makes the temp dir for the suite NAME; DB is the database's path inside it. */
 static inline void tmp_db_setup(const char *name, const char *db)
 {
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/pw-test-%s-XXXXXX", name);
-	cr_assert_not_null(mkdtemp(tmpdir));
+	char base[64];
+	snprintf(base, sizeof(base), "pw-test-%s", name);
+	testdir_make(tmpdir, sizeof(tmpdir), base);
 	snprintf(dbpath, sizeof(dbpath), "%s/%s", tmpdir, db);
 }
 
 /* Removes the temp dir and all in it. */
 static inline void tmp_db_teardown(void)
 {
-	char cmd[600];
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	cr_assert_eq(system(cmd), 0);
+	testdir_remove(tmpdir);
 }
 
 /* The integer the first row of SQL holds in the database at PATH, opened read-only (waiting

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "undo/originals.h"
+#include "../lib/testdir.h"
 
 static char tmpdir[256];
 static char dbpath[512];
@@ -28,8 +29,7 @@ static int project_fd = -1;
 static void setup(void)
 {
 	char project[600];
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/pw-test-originals-XXXXXX");
-	cr_assert_not_null(mkdtemp(tmpdir));
+	testdir_make(tmpdir, sizeof(tmpdir), "pw-test-originals");
 	snprintf(dbpath, sizeof(dbpath), "%s/state/state.db", tmpdir);
 	snprintf(project, sizeof(project), "%s/project", tmpdir);
 	cr_assert_eq(mkdir(project, 0755), 0);
@@ -44,12 +44,10 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char cmd[600];
 	if (project_fd >= 0)
 		close(project_fd);
 	project_fd = -1;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	cr_assert_eq(system(cmd), 0);
+	testdir_remove(tmpdir);
 }
 
 TestSuite(originals, .init = setup, .fini = teardown);

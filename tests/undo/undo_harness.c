@@ -17,6 +17,7 @@
 #include "req.h"
 #include "undo/changes.h"
 #include "undo/originals.h"
+#include "../lib/testdir.h"
 
 uh_world W;
 
@@ -48,8 +49,9 @@ void uh_setup(const char *name, const char *mode)
 {
 	memset(&W, 0, sizeof(W));
 	W.fs.root_fd = -1;
-	snprintf(W.tmp, sizeof(W.tmp), "/tmp/pw-test-%s-XXXXXX", name);
-	cr_assert_not_null(mkdtemp(W.tmp));
+	char base[64];
+	snprintf(base, sizeof(base), "pw-test-%s", name);
+	testdir_make(W.tmp, sizeof(W.tmp), base);
 	snprintf(W.project, sizeof(W.project), "%s/project", W.tmp);
 	snprintf(W.state, sizeof(W.state), "%s/state", W.tmp);
 	snprintf(W.db, sizeof(W.db), "%s/state.db", W.state);
@@ -100,12 +102,8 @@ void uh_teardown(void)
 	free(W.fs.project);
 	free(W.fs.mountpoint);
 	pw_modeset_free(W.ms);
-	if (W.tmp[0]) {
-		char cmd[300];
-		snprintf(cmd, sizeof(cmd), "chmod -R u+rwx '%s' 2>/dev/null; rm -rf '%s'", W.tmp,
-			 W.tmp);
-		cr_assert_eq(system(cmd), 0);
-	}
+	if (W.tmp[0])
+		testdir_remove(W.tmp);
 	memset(&W, 0, sizeof(W));
 }
 
