@@ -190,33 +190,47 @@ void send_all(int fd, const char *s)
 	}
 }
 
-/* Reads one line (up to 2 MiB) or returns NULL on EOF/timeout/error. Byte at a time is
- * slow but simple and keeps later lines in the socket. */
+/* recv(2), again after a signal (SIGCHLD: bash.check's worker is a child of this process). */
+static ssize_t recv_retry(int fd, char *buf, size_t len, int flags)
+{
+	ssize_t n;
+	do
+		n = recv(fd, buf, len, flags);
+	while (n < 0 && errno == EINTR);
+	return n;
+}
+
+/* Reads one line (up to 2 MiB) from socket FD, or returns NULL on EOF/timeout/error. What
+ * follows the line stays in the socket: each chunk is peeked at first, and only up to the
+ * newline taken (reading a byte at a time did the same at a system call per byte, a sixth of
+ * the unit suite's time). */
 char *read_line(int fd)
 {
 	size_t cap = 4096, len = 0;
 	char *buf = malloc(cap);
+	static _Thread_local char chunk[64 * 1024];
 	for (;;) {
-		char c;
-		ssize_t n = read(fd, &c, 1);
-		if (n < 0 && errno == EINTR)
-			continue; /* SIGCHLD: bash.check's worker is a child of this process */
-		if (n <= 0) {
-			free(buf);
-			return NULL;
-		}
-		if (c == '\n')
+		ssize_t n = recv_retry(fd, chunk, sizeof(chunk), MSG_PEEK);
+		if (n <= 0)
 			break;
-		if (len + 2 > cap)
+		char *nl = memchr(chunk, '\n', (size_t)n);
+		size_t take = nl ? (size_t)(nl - chunk) + 1 : (size_t)n;
+		if (recv_retry(fd, chunk, take, 0) != (ssize_t)take)
+			break;
+		size_t data = nl ? take - 1 : take;
+		if (len + data + 1 > 2 * 1024 * 1024)
+			break;
+		while (len + data + 1 > cap)
 			buf = realloc(buf, cap *= 2);
-		buf[len++] = c;
-		if (len > 2 * 1024 * 1024) {
-			free(buf);
-			return NULL;
+		memcpy(buf + len, chunk, data);
+		len += data;
+		if (nl) {
+			buf[len] = 0;
+			return buf;
 		}
 	}
-	buf[len] = 0;
-	return buf;
+	free(buf);
+	return NULL;
 }
 
 /*
