@@ -34,7 +34,8 @@ NAMED = {
 
 # Folders of tests/ that hold no single room's tests, and why.
 ACROSS = {
-    "lib": "the shared harness of the tests (harness.py, run_case.py; fixture_tree.h for C)",
+    "lib": "the shared harness of the tests (harness.py, run_case.py; fixture_tree.h and "
+           "testdir.h for C)",
     "fixtures": "mode files and configurations the tests load",
     "layout": "the shape of the tree itself: layering, circles, rooms",
     "mount": "the view through a real mount: the FUSE layer with fs/ctl, fs/store, fs/undo",
