@@ -25,6 +25,7 @@
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,7 +61,9 @@ static void mark_unwatched(pw_fs *fs, pw_inode *n, const char *path, int err)
 			"piworkfs: cannot watch %s (%s%s): changes made outside the view show in "
 			"it, and in the directories like it, within a second instead of at once\n",
 			*path ? path : ".", strerror(err),
-			err == ENOSPC ? ": raise fs.inotify.max_user_watches" : "");
+			err == ENOSPC	? ": raise fs.inotify.max_user_watches"
+			: err == EMFILE ? ": raise fs.inotify.max_user_instances"
+					: "");
 }
 
 /*
@@ -121,7 +124,7 @@ static void note_shared(pw_fs *fs, pw_inode *n, const char *path, int fd, const 
 /* Whether another watch may be added (PIWORKFS_MAX_WATCHES). */
 static bool watch_room(pw_fs *fs)
 {
-	return !fs->watcher->max_watches || pw_inode_watch_count(fs) < fs->watcher->max_watches;
+	return pw_inode_watch_count(fs) < fs->watcher->max_watches;
 }
 
 /*
@@ -133,8 +136,11 @@ static bool watch_room(pw_fs *fs)
  */
 static void watch_dir(pw_fs *fs, pw_inode *n)
 {
-	if (fs->watcher->inotify_fd < 0)
+	if (fs->watcher->inotify_fd < 0) {
+		if (!fs->no_watch) /* a view without inotify (without_inotify) */
+			mark_unwatched(fs, n, "", ENOSPC);
 		return;
+	}
 	PW_PATH_DECLARE(path);
 	pw_inode_lock_read(fs);
 	dev_t dev = n->dev;
@@ -543,26 +549,35 @@ static struct timespec batch_time(void)
 }
 
 /*
- * PIWORKFS_MAX_WATCHES (a count, 1 or more) in the daemon's environment: the most inotify
- * watches the view adds, so that it leaves the rest of the user's budget to other programs
- * (an editor, a build's watcher, other views); directories past it are kept coherent by
- * short cache lifetimes instead (mark_unwatched). Unset: as many as the kernel grants.
+ * PIWORKFS_MAX_WATCHES (a count) in the daemon's environment: the most inotify watches the
+ * view adds, so that it leaves the rest of the user's budget to other programs (an editor,
+ * a build's watcher, other views); directories past it are kept coherent by short cache
+ * lifetimes instead (mark_unwatched). 0: no inotify at all, every directory so kept. Unset:
+ * as many as the kernel grants.
  */
 static size_t max_watches(void)
 {
 	const char *env = getenv("PIWORKFS_MAX_WATCHES");
 	if (!env || !*env)
-		return 0;
+		return SIZE_MAX;
 	char *end;
 	long long n = strtoll(env, &end, 10);
-	if (*end || n < 1) {
-		fprintf(stderr,
-			"piworkfs: PIWORKFS_MAX_WATCHES=%s ignored: wants a count of 1 "
-			"or more\n",
-			env);
-		return 0;
+	if (*end || n < 0) {
+		fprintf(stderr, "piworkfs: PIWORKFS_MAX_WATCHES=%s ignored: wants a count\n", env);
+		return SIZE_MAX;
 	}
 	return (size_t)n;
+}
+
+/*
+ * A view without inotify (PIWORKFS_MAX_WATCHES=0, or the user's inotify instances all taken:
+ * fs.inotify.max_user_instances, two per view and more per editor) still mounts, and keeps
+ * every directory as an unwatched one: changes made outside it show within a second.
+ */
+static int without_inotify(pw_fs *fs, int err)
+{
+	mark_unwatched(fs, pw_inode_root(fs), "", err);
+	return 0;
 }
 
 /* Whether every directory was watched so far (or the view watches none, by choice): then
@@ -629,7 +644,11 @@ int pw_watch_start(pw_fs *fs)
 	fs->watcher = w;
 	if (fs->no_watch)
 		return 0;
+	if (w->max_watches == 0)
+		return without_inotify(fs, ENOSPC);
 	fs->watcher->inotify_fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+	if (fs->watcher->inotify_fd < 0 && (errno == EMFILE || errno == ENFILE || errno == ENOMEM))
+		return without_inotify(fs, errno);
 	if (fs->watcher->inotify_fd < 0)
 		return negative_errno();
 	pw_inode_set_inotify(fs, fs->watcher->inotify_fd);

@@ -410,23 +410,38 @@ class CoherenceTest(CoherenceCase):
 
     def test_directories_without_a_watch_stay_coherent(self):
         # The user's inotify watches are all taken (fs.inotify.max_user_watches; here the
-        # view's own cap, PIWORKFS_MAX_WATCHES, leaves it the root's alone): changes in the
-        # directories the view could not watch send no event, and must still show, within
-        # the second their cache lifetime is cut to, not after the view's day. Status says
-        # so. (Regression test: they stayed stale for the whole --timeout.)
-        self.env["PIWORKFS_MAX_WATCHES"] = "1"
-        v = self.mount("build", args=["--timeout", "86400"])
-        self.prime(v.path)
-        c = harness.RpcClient(self.socket_path(v))
-        self.addCleanup(c.close)
-        st = c.call("status")
-        self.assertGreaterEqual(st["watch"]["unwatched"], 1, st["watch"])
-        self.assertTrue(any("could not be watched" in w for w in st["warnings"]),
-                        st["warnings"])
-        results = self.run_changes(v, prime=False)
-        stale = [k for k, ok in results.items() if not ok]
-        self.assertEqual(stale, [], "still stale after %.0f s in directories without a "
-                         "watch" % DEADLINE)
+        # view's own cap, PIWORKFS_MAX_WATCHES=1, leaves it the root's alone), or its inotify
+        # instances are (fs.inotify.max_user_instances: the view then has none, as with
+        # PIWORKFS_MAX_WATCHES=0, and still mounts). Changes in the directories the view
+        # could not watch send no event, and must still show, within the second their cache
+        # lifetime is cut to, not after the view's day; status says so. (Regression test:
+        # they stayed stale for the whole --timeout, and a view without inotify instances
+        # did not mount.)
+        first = self.project
+        self.addCleanup(setattr, self, "project", first)
+        for cap in ("1", "0"):
+            with self.subTest(max_watches=cap):
+                # A project of its own each time: run_changes changes self.project's.
+                self.project = os.path.join(self.tmp, "project-cap-" + cap)
+                os.mkdir(self.project)
+                harness.write_tree(self.project, TREE)
+                self.env["PIWORKFS_MAX_WATCHES"] = cap
+                mp = os.path.join(self.tmp, "mnt-cap-" + cap)
+                os.mkdir(mp)
+                v = self.mount("build", args=["--timeout", "86400"], mountpoint=mp,
+                               project=self.project)
+                self.prime(v.path)
+                c = harness.RpcClient(self.socket_path(v))
+                self.addCleanup(c.close)
+                st = c.call("status")
+                self.assertGreaterEqual(st["watch"]["unwatched"], 1, st["watch"])
+                self.assertTrue(any("could not be watched" in w for w in st["warnings"]),
+                                st["warnings"])
+                results = self.run_changes(v, prime=False)
+                stale = [k for k, ok in results.items() if not ok]
+                self.assertEqual(stale, [], "still stale after %.0f s in directories "
+                                 "without a watch" % DEADLINE)
+                self.unmount(v)
 
     def test_a_project_on_a_filesystem_that_does_not_report_changes_made_elsewhere(self):
         # A project on NFS, in a VM's or a container's shared folder (9p, virtiofs) or on
