@@ -146,28 +146,27 @@ static json_t *watch_json(const pw_fs_stats *fst)
 			 (json_int_t)fst->unwatched_dirs, "shared", (json_int_t)fst->shared_dirs);
 }
 
+/* A warning for status: N, then ONE or MANY as N says, then WHAT. None for N 0. */
+static void warn_count(json_t *o, uint64_t n, const char *one, const char *many, const char *what)
+{
+	if (!o || !n)
+		return;
+	char msg[300];
+	snprintf(msg, sizeof(msg), "%llu %s %s", (unsigned long long)n, n == 1 ? one : many, what);
+	json_array_append_new(json_object_get(o, "warnings"), json_string(msg));
+}
+
 /* Directories whose changes may go unseen: status says what that costs, and the fix. */
 static void unwatched_status(json_t *o, const pw_fs_stats *fst)
 {
-	char msg[300];
-	if (o && fst->unwatched_dirs) {
-		snprintf(msg, sizeof(msg),
-			 "%llu director%s could not be watched (inotify watches used up: raise "
-			 "fs.inotify.max_user_watches): changes made outside the view show there "
-			 "within a second instead of at once",
-			 (unsigned long long)fst->unwatched_dirs,
-			 fst->unwatched_dirs == 1 ? "y" : "ies");
-		json_array_append_new(json_object_get(o, "warnings"), json_string(msg));
-	}
-	if (o && fst->shared_dirs) {
-		snprintf(msg, sizeof(msg),
-			 "%llu director%s on a filesystem that does not report changes made "
-			 "elsewhere (NFS, 9p, FUSE...): such changes show in the view within a "
-			 "second instead of at once",
-			 (unsigned long long)fst->shared_dirs,
-			 fst->shared_dirs == 1 ? "y is" : "ies are");
-		json_array_append_new(json_object_get(o, "warnings"), json_string(msg));
-	}
+	warn_count(
+	    o, fst->unwatched_dirs, "directory", "directories",
+	    "could not be watched (inotify watches used up: raise "
+	    "fs.inotify.max_user_watches): changes made outside the view show there within a "
+	    "second instead of at once");
+	warn_count(o, fst->shared_dirs, "directory is", "directories are",
+		   "on a filesystem that does not report changes made elsewhere (NFS, 9p, "
+		   "FUSE...): such changes show in the view within a second instead of at once");
 }
 
 /* {"sent": N, "pending": n, "generation": G}: cache invalidations sent to the kernel since
