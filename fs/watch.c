@@ -121,10 +121,12 @@ static void note_shared(pw_fs *fs, pw_inode *n, const char *path, int fd, const 
 		mark_shared(fs, n, path, type);
 }
 
-/* Whether another watch may be added (PIWORKFS_MAX_WATCHES). */
+/* Whether another watch may be added (PIWORKFS_MAX_WATCHES; without one, the count is not
+ * asked, and its lock not taken). */
 static bool watch_room(pw_fs *fs)
 {
-	return pw_inode_watch_count(fs) < fs->watcher->max_watches;
+	return fs->watcher->max_watches == SIZE_MAX ||
+	       pw_inode_watch_count(fs) < fs->watcher->max_watches;
 }
 
 /*
@@ -132,12 +134,13 @@ static bool watch_room(pw_fs *fs)
  * outside it (an openat2 and an inotify_add_watch that every other request's path would
  * otherwise wait behind), and the watch is recorded under it again. The directory opened must
  * be N's own: a name that leads elsewhere by then (changed outside the view) leaves N
- * unwatched, as a failure to add the watch does.
+ * unwatched (the parent's watch drops its entry); a watch the kernel refuses marks N
+ * (mark_unwatched).
  */
 static void watch_dir(pw_fs *fs, pw_inode *n)
 {
 	if (fs->watcher->inotify_fd < 0) {
-		if (!fs->no_watch) /* a view without inotify (without_inotify) */
+		if (fs->watcher->no_inotify) /* not once the watcher has stopped, at unmount */
 			mark_unwatched(fs, n, "", ENOSPC);
 		return;
 	}
@@ -151,10 +154,10 @@ static void watch_dir(pw_fs *fs, pw_inode *n)
 		return;
 	_cleanup_close_ int fd = pw_openat_beneath(fs, path.s, O_PATH | O_DIRECTORY, 0);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != dev || st.st_ino != ino) {
-		mark_unwatched(fs, n, path.s, fd < 0 ? -fd : ESTALE);
+	/* A name that no longer leads to N was changed outside the view: the parent's watch
+	 * reports it, and the kernel drops N's entry. */
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != dev || st.st_ino != ino)
 		return;
-	}
 	note_shared(fs, n, path.s, fd, &st);
 	char proc[64];
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
@@ -576,6 +579,7 @@ static size_t max_watches(void)
  */
 static int without_inotify(pw_fs *fs, int err)
 {
+	fs->watcher->no_inotify = true;
 	mark_unwatched(fs, pw_inode_root(fs), "", err);
 	return 0;
 }

@@ -24,6 +24,7 @@ typedef struct pw_watcher {
 	struct pw_expect *expects;	/* a ring of PW_EXPECT_MAX, made at the first */
 	struct timespec batch;		/* how long events accumulate before a read (watch.c) */
 	size_t max_watches;		/* PIWORKFS_MAX_WATCHES (SIZE_MAX: no cap of its own) */
+	bool no_inotify;		/* watching, but without inotify (watch.c) */
 	atomic_uint_fast64_t unwatched; /* directories that could not be watched, for status */
 	/* directories on a filesystem that changes without telling this machine (NFS, 9p,
 	 * FUSE...), for status; and the root's filesystem when it is one (its name) */
